@@ -1,0 +1,140 @@
+"""Parametrised program families: the seeds' examples and the benchmark
+families of the oracle issue.  Each returns (program, feeds, init) so that a
+benchmark, a test or a fuzzer can run it at once; values are small ints."""
+
+from __future__ import annotations
+
+from tfsem.oracle import program as P
+from tfsem.oracle.program import Program
+from tfsem.oracle.values import Tensor, Value
+
+Inputs = tuple[Program, dict[str, Value], dict[str, Value]]
+
+
+def first_example(control_edge: bool = True) -> Inputs:
+    """Seed 000, section 3.1.2: Write B to x, then Read x.  With the control
+    edge the output is always B; without it, it may be x's initial value A."""
+    ctrl = ("^w",) if control_edge else ()
+    p = P.program([P.var("vx", "x"), P.write("w", "vx", "$B"),
+                   P.var("vx2", "x"), P.read("r", "vx2", *ctrl)],
+                  {"out": "r"}, ["x"])
+    return p, {"B": Tensor(2)}, {"x": Tensor(1)}
+
+
+def racy_pairs(k: int) -> Inputs:
+    """k independent unordered Write/Read pairs on k variables: 2**k outcomes."""
+    nodes, outputs, feeds, init = [], {}, {}, {}
+    for i in range(k):
+        nodes += [P.var(f"vw{i}", f"x{i}"), P.write(f"w{i}", f"vw{i}", f"$b{i}"),
+                  P.var(f"vr{i}", f"x{i}"), P.read(f"r{i}", f"vr{i}")]
+        outputs[f"out{i}"] = f"r{i}"
+        feeds[f"b{i}"] = Tensor(i + 100)
+        init[f"x{i}"] = Tensor(i)
+    return P.program(nodes, outputs, [f"x{i}" for i in range(k)]), feeds, init
+
+
+def blind_writers(n: int) -> Inputs:
+    """n unordered Writes of distinct values to x and one fetched Read of x."""
+    nodes = [P.var("vr", "x"), P.read("r", "vr")]
+    feeds = {}
+    for i in range(n):
+        nodes += [P.var(f"v{i}", "x"), P.write(f"w{i}", f"v{i}", f"$b{i}")]
+        feeds[f"b{i}"] = Tensor(i + 1)
+    return P.program(nodes, {"out": "r"}, ["x"]), feeds, {"x": Tensor(0)}
+
+
+def assign_adds(n: int) -> Inputs:
+    """n unordered AssignAdds of distinct powers of two to x (state observed):
+    one outcome, but every subset of the adds is a reachable state."""
+    nodes, feeds = [], {}
+    for i in range(n):
+        nodes += [P.var(f"v{i}", "x"), P.assign(f"a{i}", "Add", f"v{i}", f"$d{i}")]
+        feeds[f"d{i}"] = Tensor(2 ** i)
+    return P.program(nodes, {}, ["x"]), feeds, {"x": Tensor(0)}
+
+
+def lost_update(k: int) -> Inputs:
+    """k unordered Read -> Add 1 -> Write increments of x: x may end anywhere
+    from x0 + 1 to x0 + k (seed 000, Figure 4's lost update)."""
+    nodes = []
+    for i in range(k):
+        nodes += [P.var(f"vr{i}", "x"), P.read(f"r{i}", f"vr{i}"),
+                  P.const(f"one{i}", 1), P.apply(f"add{i}", "Add", f"r{i}", f"one{i}"),
+                  P.var(f"vw{i}", "x"), P.write(f"w{i}", f"vw{i}", f"add{i}")]
+    return P.program(nodes, {}, ["x"]), {}, {"x": Tensor(0)}
+
+
+def increments(k: int, atomic: bool = True) -> Inputs:
+    """Seed 002's "two increments": k unordered *X += 1, as AssignAdd nodes
+    (atomic=True) or as Read/Add/Write (the lost update)."""
+    if not atomic:
+        return lost_update(k)
+    nodes = []
+    for i in range(k):
+        nodes += [P.var(f"v{i}", "x"), P.const(f"one{i}", 1),
+                  P.assign(f"inc{i}", "Add", f"v{i}", f"one{i}")]
+    return P.program(nodes, {}, ["x"]), {}, {"x": Tensor(0)}
+
+
+def figure1(r: int = 2, fn: str = "Add") -> Inputs:
+    """Seed 000, Figure 1 with r replicas: x is first written with B; C is
+    split into r parts (a cascade of Splits), each replica projects its part
+    (Identity stands for the unimportant Project) and applies Assign-fn to x;
+    after all of them x is read and fetched.  With Add on integers there is
+    one outcome; with Concat, one per order of the replicas."""
+    if r < 1:
+        raise ValueError("at least one replica")
+    nodes = [P.var("vx", "x"), P.write("w", "vx", "$B")]
+    parts: list[str] = []
+    rest = "$C"
+    for i in range(r - 1):
+        nodes.append(P.apply(f"split{i}", "Split", rest))
+        parts.append(f"split{i}:0")
+        rest = f"split{i}:1"
+    parts.append(rest)
+    for i, part in enumerate(parts):
+        nodes += [P.apply(f"project{i}", "Identity", part), P.var(f"vx{i}", "x"),
+                  P.assign(f"assign{i}", fn, f"vx{i}", f"project{i}", "^w")]
+    nodes += [P.var("vxr", "x"), P.read("r", "vxr", *(f"^assign{i}" for i in range(r)))]
+    # C holds 2**(r-1) chunks, so that every split halves an even length
+    length = 2 ** (r - 1)
+    feeds = {"B": Tensor([100]), "C": Tensor(list(range(1, length + 1)))}
+    return P.program(nodes, {"out": "r"}, ["x"]), feeds, {}
+
+
+def writes_reads() -> Inputs:
+    """Seed 002, "Simplest non-trivial example": *X = 1 then (control) *Y = 2;
+    r0 = *Y then (control) r1 = *X.  With X = Y = 0 initially,
+    r0 == 2 && r1 == 0 never happens."""
+    nodes = [P.var("vx", "X"), P.const("one", 1), P.write("wx", "vx", "one"),
+             P.var("vy", "Y"), P.const("two", 2), P.write("wy", "vy", "two", "^wx"),
+             P.var("vy2", "Y"), P.read("r0", "vy2"),
+             P.var("vx2", "X"), P.read("r1", "vx2", "^r0")]
+    return (P.program(nodes, {"r0": "r0", "r1": "r1"}, ["X", "Y"]), {},
+            {"X": Tensor(0), "Y": Tensor(0)})
+
+
+def load_store() -> Inputs:
+    """Seed 002, "Load/Store Reordering": *X = 1 then (control) r0 = *Y, beside
+    *Y = 5 then (control) *X = 2.  If X ends as 1, *X = 2 came first, hence
+    *Y = 5 too, so r0 is 5: (r0 = 0, X = 1) never happens."""
+    nodes = [P.var("vx1", "X"), P.const("one", 1), P.write("wx1", "vx1", "one"),
+             P.var("vy", "Y"), P.read("r0", "vy", "^wx1"),
+             P.var("vy5", "Y"), P.const("five", 5), P.write("wy", "vy5", "five"),
+             P.var("vx2", "X"), P.const("two", 2), P.write("wx2", "vx2", "two", "^wy")]
+    return (P.program(nodes, {"r0": "r0"}, ["X", "Y"]), {},
+            {"X": Tensor(0), "Y": Tensor(0)})
+
+
+def chain(n: int) -> Inputs:
+    """n pure nodes in a line (Neg after Neg after ...) from one feed."""
+    nodes = [P.apply("n0", "Neg", "$a")]
+    for i in range(1, n):
+        nodes.append(P.apply(f"n{i}", "Neg", f"n{i - 1}"))
+    return P.program(nodes, {"out": f"n{n - 1}"}), {"a": Tensor(7)}, {}
+
+
+FAMILIES = {
+    "racy_pairs": racy_pairs, "blind_writers": blind_writers, "assign_adds": assign_adds,
+    "lost_update": lost_update, "figure1": figure1, "chain": chain,
+}

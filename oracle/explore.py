@@ -1,0 +1,531 @@
+"""The fast outcome-set oracle.
+
+It computes the same set as the brute force of `semantics.py` (and is tested
+against it), but avoids enumerating firing orders:
+
+1. **Eager steps.**  A step that conflicts with no step still to come commutes
+   with all of them, so it fires at once and creates no choice: functions and
+   Var nodes always; a Read of x once no write to x remains; an Assign to x
+   once it is the last access to x.  Two steps *conflict* when they access the
+   same variable and one of them writes it.
+2. **Relevance.**  A node whose result can reach neither an output nor a
+   variable that is observed or read by a relevant Read is irrelevant: its
+   values are left out of state keys, and its accesses conflict with nothing.
+3. **Memoization.**  States are keyed by the steps fired, the relevant values
+   in transit, the values of the variables that still matter, and the outputs
+   fetched so far; a state reached twice is explored once.
+4. **Stubborn sets.**  At a choice state only the enabled steps of a stubborn
+   set are explored (Valmari's construction: for an enabled step, every step
+   it conflicts with; for a disabled one, the producer of one missing input).
+   In an acyclic program every run ends, and stubborn sets preserve every
+   terminal state, hence every outcome.
+5. **Components.**  Nodes joined by an edge or by a shared variable form a
+   component; components never interact, so the outcome set is the product of
+   theirs.  :class:`OutcomeSet` keeps the product form, so `count` stays exact
+   when the product is astronomically large.
+
+A budget (states explored, seconds) ends the search with
+:class:`BudgetExceeded`, never a hang or a silently partial set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+from . import functions as fns
+from .outcomes import OUTPUTS, Outcome, combine
+from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
+from .semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
+from .values import UNINITIALIZED, Error, Value
+
+DEFAULT_MAX_STATES = 2_000_000
+DEFAULT_MAX_SECONDS = 60.0
+
+_VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
+
+
+class BudgetExceeded(RuntimeError):
+    """The search ran out of its budget; `which` is "states" or "seconds"."""
+
+    def __init__(self, which: str, limit: float, explored: int):
+        self.which, self.limit, self.explored = which, limit, explored
+        unit = "states" if which == "states" else "s"
+        super().__init__(f"budget exceeded: {which} (limit {limit:g} {unit}, "
+                         f"{explored} states explored)")
+
+
+@dataclass
+class Budget:
+    max_states: int = DEFAULT_MAX_STATES
+    max_seconds: float = DEFAULT_MAX_SECONDS
+    started: float = field(default_factory=time.monotonic)
+    states: int = 0
+
+    def tick(self) -> None:
+        self.states += 1
+        if self.states > self.max_states:
+            raise BudgetExceeded("states", self.max_states, self.states)
+        if self.states & 255 == 0 and time.monotonic() - self.started > self.max_seconds:
+            raise BudgetExceeded("seconds", self.max_seconds, self.states)
+
+
+# ---------------------------------------------------------------------------
+# Outcome sets in product form
+
+
+@dataclass
+class OutcomeSet:
+    """Outcomes(P, σ) as a product of independent components' outcome sets.
+
+    Each component maps its partial outcomes to a witness schedule; a full
+    outcome combines one partial outcome per component, and its witness is the
+    concatenation of theirs (components share no edge and no variable).
+    """
+
+    components: list[dict[Outcome, tuple[str, ...]]]
+    states: int = 0
+    seconds: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return math.prod(len(c) for c in self.components)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def items(self) -> Iterator[tuple[Outcome, list[str]]]:
+        """Each outcome with its witness schedule (lazily, in product order)."""
+        for combo in itertools.product(*(list(c.items()) for c in self.components)):
+            yield combine([o for o, _ in combo]), [s for _, w in combo for s in w]
+
+    def __iter__(self) -> Iterator[Outcome]:
+        return (o for o, _ in self.items())
+
+    def as_dict(self, limit: int | None = None) -> dict[Outcome, list[str]]:
+        return dict(itertools.islice(self.items(), limit))
+
+    def __contains__(self, outcome: Outcome) -> bool:
+        return self.witness(outcome) is not None
+
+    def witness(self, outcome: Outcome) -> list[str] | None:
+        """A schedule producing `outcome`, or None if it is not an outcome."""
+        outs = dict(outcome.outputs)
+        state = dict(outcome.state) if outcome.state is not None else None
+        schedule: list[str] = []
+        for comp in self.components:
+            any_part = next(iter(comp))
+            part = Outcome(tuple((k, outs.get(k)) for k, _ in any_part.outputs),
+                           None if state is None else tuple((k, state.get(k)) for k, _ in any_part.state or ()))
+            if part not in comp:
+                return None
+            schedule.extend(comp[part])
+        return schedule
+
+
+# ---------------------------------------------------------------------------
+# The engine
+
+
+class _Component:
+    """One component of a program, compiled for the search."""
+
+    def __init__(self, p: Program, names: list[str], semantics: str, observe: str,
+                 feeds: Mapping[str, Value], variables: list[str], outputs: list[str]):
+        self.decomposed = semantics == DECOMPOSED
+        self.observe_state = observe != OUTPUTS
+        self.names = names
+        self.variables = variables
+        self.output_names = outputs
+        n = len(names)
+        self.n = n
+        index = {name: i for i, name in enumerate(names)}
+        self.kind = [0] * n
+        self.fn: list[fns.Function | None] = [None] * n
+        self.attrs = [None] * n
+        self.var = [None] * n           # variable accessed (Read/Assign) or named (Var)
+        self.n_slots = [0] * n
+        self.value_slot = [-1] * n      # Assign: slot of the tensor input
+        self.data_slots: list[list[int]] = [[] for _ in range(n)]
+        # successors: per node, list of (port, target node, slot); port -1 = control
+        self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+        self.initial: list[tuple[int, int, Value | None]] = []   # pre-filled slots
+        for i, name in enumerate(names):
+            node = p.node[name]
+            self.kind[i] = {VAR: _VAR, READ: _READ, ASSIGN: _ASSIGN}.get(node.op, _FN)
+            self.attrs[i] = node.attrs
+            if self.kind[i] == _FN:
+                self.fn[i] = fns.get(node.op)
+            elif self.kind[i] == _ASSIGN:
+                self.fn[i] = fns.get(node.fn)
+            if self.kind[i] == _VAR:
+                self.var[i] = node.var
+            elif self.kind[i] in (_READ, _ASSIGN):
+                self.var[i] = p.accessed_variable(name)
+            self.n_slots[i] = max(1, len(node.inputs))
+            if not node.inputs:
+                self.initial.append((i, 0, None))
+            data_pos = 0
+            for slot, inp in enumerate(node.inputs):
+                if isinstance(inp, DataIn):
+                    self.succ[index[inp.node]].append((inp.port, i, slot))
+                elif isinstance(inp, ControlIn):
+                    self.succ[index[inp.node]].append((-1, i, slot))
+                elif isinstance(inp, FeedIn):
+                    self.initial.append((i, slot, feeds[inp.name]))
+                else:
+                    self.initial.append((i, slot, None))
+                if isinstance(inp, (DataIn, FeedIn)):
+                    if not (self.kind[i] in (_READ, _ASSIGN) and data_pos == 0):
+                        self.data_slots[i].append(slot)
+                    if self.kind[i] == _ASSIGN and data_pos == 1:
+                        self.value_slot[i] = slot
+                    data_pos += 1
+        for name, port in ((o, p.outputs[o]) for o in outputs):
+            self.fetch[index[port.node]].append((port.port, name))
+        self._relevance(p, index)
+        # access steps per variable: step id -> (is_write); ids: node i, or n + i
+        # for the write step of a decomposed Assign.
+        self.access_steps: dict[str, list[int]] = {}
+        for i in range(n):
+            if self.kind[i] in (_READ, _ASSIGN) and self.counted[i]:
+                steps = [i, n + i] if (self.decomposed and self.kind[i] == _ASSIGN) else [i]
+                self.access_steps.setdefault(self.var[i], []).extend(steps)
+
+    def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
+        n = self.n
+        relevant = [bool(self.fetch[i]) for i in range(n)]
+        rel_vars = set(self.variables) if self.observe_state else set()
+        preds: list[list[int]] = [[] for _ in range(n)]
+        for i in range(n):
+            for port, j, slot in self.succ[i]:
+                if port >= 0:
+                    preds[j].append(i)
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n):
+                if not relevant[i] and self.kind[i] == _ASSIGN and self.var[i] in rel_vars:
+                    relevant[i] = changed = True
+                if relevant[i]:
+                    if self.kind[i] == _READ and self.var[i] not in rel_vars:
+                        rel_vars.add(self.var[i])
+                        changed = True
+                    for j in preds[i]:
+                        if not relevant[j]:
+                            relevant[j] = changed = True
+        self.relevant = relevant
+        self.rel_vars = rel_vars
+        # accesses that take part in conflicts
+        self.counted = [relevant[i] and self.kind[i] in (_READ, _ASSIGN) for i in range(n)]
+
+    # -- steps ----------------------------------------------------------------
+
+    def is_write(self, t: int) -> bool:
+        return t >= self.n or (self.kind[t] == _ASSIGN and not self.decomposed)
+
+    def label(self, t: int) -> str:
+        if t >= self.n:
+            return self.names[t - self.n] + WRITE_STEP
+        if self.decomposed and self.kind[t] == _ASSIGN:
+            return self.names[t] + READ_STEP
+        return self.names[t]
+
+    def eager(self, st: "_State", t: int) -> bool:
+        i = t % self.n
+        if not self.counted[i]:
+            return True
+        x = self.var[i]
+        if self.is_write(t):
+            return st.nw[x] == 1 and st.nr[x] == 0
+        own = 1 if (self.decomposed and self.kind[i] == _ASSIGN) else 0
+        return st.nw[x] - own == 0
+
+    def start(self) -> "_State":
+        st = _State()
+        st.missing = list(self.n_slots)
+        st.inbox = {}
+        st.vars = {}
+        st.outputs = {}
+        st.pending = {}
+        st.nw = {x: 0 for x in self.access_steps}
+        st.nr = {x: 0 for x in self.access_steps}
+        for x, steps in self.access_steps.items():
+            for t in steps:
+                if self.is_write(t):
+                    st.nw[x] += 1
+                else:
+                    st.nr[x] += 1
+        st.ready = set()
+        st.eager = []
+        st.fired = 0
+        st.sched = None
+        for i, slot, value in self.initial:
+            if value is not None:
+                st.inbox[(i, slot)] = value
+            st.missing[i] -= 1
+            if st.missing[i] == 0:
+                self._enable(st, i)
+        return st
+
+    def _enable(self, st: "_State", t: int) -> None:
+        if self.eager(st, t):
+            st.eager.append(t)
+        else:
+            st.ready.add(t)
+
+    def fire(self, st: "_State", t: int) -> None:
+        n = self.n
+        i = t % n
+        kind = self.kind[i]
+        st.fired |= 1 << t
+        st.sched = (self.label(t), st.sched)
+        inbox = st.inbox
+        if t >= n:                                   # decomposed write step
+            w, v = st.pending.pop(i)
+            self._store(st, i, w, v)
+        elif kind == _FN:
+            args = [inbox.pop((i, s)) for s in self.data_slots[i]]
+            results = self.fn[i].apply(args, self.attrs[i])
+            self._deliver(st, i, results)
+            return self._signal(st, i)
+        elif kind == _VAR:
+            self._deliver(st, i, (None,))
+            return self._signal(st, i)
+        elif kind == _READ:
+            x = self.var[i]
+            self._deliver(st, i, (st.vars[x],))
+        elif self.decomposed:                        # decomposed read step
+            x = self.var[i]
+            st.pending[i] = (st.vars[x], inbox.pop((i, self.value_slot[i])))
+        else:                                        # atomic Assign
+            x = self.var[i]
+            self._store(st, i, st.vars[x], inbox.pop((i, self.value_slot[i])))
+        # an access to x: update conflict counts, re-classify waiting steps on x
+        x = self.var[i]
+        if self.counted[i]:
+            if self.is_write(t):
+                st.nw[x] -= 1
+            else:
+                st.nr[x] -= 1
+            for u in [u for u in st.ready if self.var[u % n] == x]:
+                if self.eager(st, u):
+                    st.ready.discard(u)
+                    st.eager.append(u)
+        if kind == _ASSIGN and self.decomposed and t < n:
+            self._enable(st, n + i)                  # the write step may follow
+        else:
+            self._signal(st, i)
+
+    def _store(self, st: "_State", i: int, w: Value, v: Value) -> None:
+        if isinstance(v, Error):
+            return
+        (new,) = self.fn[i].apply((w, v))
+        if not isinstance(new, Error):
+            st.vars[self.var[i]] = new
+
+    def _deliver(self, st: "_State", i: int, results) -> None:
+        inbox, missing = st.inbox, st.missing
+        for port, j, slot in self.succ[i]:
+            if port >= 0:
+                if results[port] is not None:
+                    inbox[(j, slot)] = results[port]
+                missing[j] -= 1
+                if missing[j] == 0:
+                    self._enable(st, j)
+        for port, name in self.fetch[i]:
+            st.outputs[name] = results[port]
+
+    def _signal(self, st: "_State", i: int) -> None:
+        missing = st.missing
+        for port, j, slot in self.succ[i]:
+            if port < 0:
+                missing[j] -= 1
+                if missing[j] == 0:
+                    self._enable(st, j)
+
+    def close(self, st: "_State") -> None:
+        while st.eager:
+            self.fire(st, st.eager.pop())
+
+    def key(self, st: "_State") -> tuple:
+        rel = self.relevant
+        vals = tuple(v for k, v in sorted(st.inbox.items()) if rel[k[0]])
+        vars_ = tuple(st.vars[x] for x in self.variables
+                      if x in self.rel_vars and (self.observe_state or st.nw.get(x) or st.nr.get(x)))
+        pending = tuple(sorted((i, wv) for i, wv in st.pending.items() if rel[i]))
+        return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
+
+    # -- stubborn sets ----------------------------------------------------------
+
+    def stubborn(self, st: "_State") -> list[int]:
+        """The enabled steps of the smallest stubborn set seeded by one enabled step."""
+        best: list[int] | None = None
+        for seed in sorted(st.ready):
+            chosen = self._closure(st, seed)
+            if best is None or len(chosen) < len(best):
+                best = chosen
+                if len(best) == 1:
+                    break
+        return best or []
+
+    def _done(self, st: "_State", t: int) -> bool:
+        return bool(st.fired >> t & 1)
+
+    def _closure(self, st: "_State", seed: int) -> list[int]:
+        n = self.n
+        members = {seed}
+        work = [seed]
+        while work:
+            u = work.pop()
+            if u in st.ready:
+                x = self.var[u % n]
+                for w in self.access_steps.get(x, ()):
+                    if w not in members and not self._done(st, w) and w % n != u % n \
+                            and (self.is_write(u) or self.is_write(w)):
+                        members.add(w)
+                        work.append(w)
+            else:
+                enabler = self._enabler(st, u)
+                if enabler is not None and enabler not in members:
+                    members.add(enabler)
+                    work.append(enabler)
+        return sorted(t for t in members if t in st.ready)
+
+    def _enabler(self, st: "_State", t: int) -> int | None:
+        """A step that must fire before the disabled step t can."""
+        n = self.n
+        if t >= n:
+            return t - n                             # a write step needs its read step
+        for src, _slot in self._producers[t]:
+            if not self._done(st, self._completes(src)):
+                return self._completes(src)
+        return None
+
+    def _completes(self, i: int) -> int:
+        """The step after which node i's outputs and control signals exist."""
+        return self.n + i if (self.decomposed and self.kind[i] == _ASSIGN) else i
+
+    @property
+    def _producers(self) -> list[list[tuple[int, int]]]:
+        cached = getattr(self, "_producers_cache", None)
+        if cached is None:
+            cached = [[] for _ in range(self.n)]
+            for i in range(self.n):
+                for port, j, slot in self.succ[i]:
+                    cached[j].append((i, slot))
+            self._producers_cache = cached
+        return cached
+
+
+class _State:
+    __slots__ = ("missing", "inbox", "vars", "outputs", "pending", "nw", "nr",
+                 "ready", "eager", "fired", "sched")
+
+    def copy(self) -> "_State":
+        s = _State()
+        s.missing = self.missing.copy()
+        s.inbox = self.inbox.copy()
+        s.vars = self.vars.copy()
+        s.outputs = self.outputs.copy()
+        s.pending = self.pending.copy()
+        s.nw = self.nw.copy()
+        s.nr = self.nr.copy()
+        s.ready = self.ready.copy()
+        s.eager = self.eager.copy()
+        s.fired = self.fired
+        s.sched = self.sched
+        return s
+
+
+def _schedule(linked) -> tuple[str, ...]:
+    out = []
+    while linked is not None:
+        out.append(linked[0])
+        linked = linked[1]
+    return tuple(reversed(out))
+
+
+def _explore(comp: _Component, init: Mapping[str, Value], budget: Budget) -> dict[Outcome, tuple[str, ...]]:
+    results: dict[Outcome, tuple[str, ...]] = {}
+    seen: set[tuple] = set()
+    root = comp.start()
+    root.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
+    stack = [root]
+    while stack:
+        st = stack.pop()
+        comp.close(st)
+        if not st.ready:
+            outs = tuple((k, st.outputs[k]) for k in comp.output_names)
+            state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
+            results.setdefault(Outcome(outs, state), _schedule(st.sched))
+            continue
+        k = comp.key(st)
+        if k in seen:
+            continue
+        seen.add(k)
+        budget.tick()
+        choices = comp.stubborn(st)
+        for t in reversed(choices):
+            s2 = st.copy() if t != choices[0] else st
+            s2.ready.discard(t)
+            comp.fire(s2, t)
+            stack.append(s2)
+    return results
+
+
+def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
+    """Independent parts of p: (nodes in topological order, variables, outputs).
+    Nodes are joined by edges and by accessing the same variable; a variable
+    no node accesses is a component of its own."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    for n in p.nodes:
+        find("n:" + n.name)
+        for pred in p.predecessors(n.name):
+            union("n:" + n.name, "n:" + pred)
+        if n.op == VAR:
+            union("n:" + n.name, "v:" + n.var)
+        elif n.op in (READ, ASSIGN):
+            x = p.accessed_variable(n.name)
+            if x is not None:
+                union("n:" + n.name, "v:" + x)
+    for x in p.variables:
+        find("v:" + x)
+    groups: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    for name in p.topological_order:
+        groups.setdefault(find("n:" + name), ([], [], []))[0].append(name)
+    for x in sorted(p.variables):
+        groups.setdefault(find("v:" + x), ([], [], []))[1].append(x)
+    for o in sorted(p.outputs):
+        groups[find("n:" + p.outputs[o].node)][2].append(o)
+    return list(groups.values())
+
+
+def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                semantics: str = ATOMIC, observe: str = "outputs+state",
+                max_states: int = DEFAULT_MAX_STATES,
+                max_seconds: float = DEFAULT_MAX_SECONDS) -> OutcomeSet:
+    """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
+    starts uninitialized.  Raises BudgetExceeded when the budget runs out."""
+    if semantics not in (ATOMIC, DECOMPOSED):
+        raise ValueError(f"unknown semantics {semantics!r}")
+    budget = Budget(max_states, max_seconds)
+    comps = []
+    for names, variables, outputs in components(p):
+        comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+        comps.append(_explore(comp, init, budget))
+    return OutcomeSet(comps, budget.states, time.monotonic() - budget.started)

@@ -1,0 +1,5 @@
+import sys
+
+from tfsem.cli import main
+
+sys.exit(main())

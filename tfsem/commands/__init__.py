@@ -1,0 +1,1 @@
+"""One module per `tfsem` command (see tfsem/cli.py)."""

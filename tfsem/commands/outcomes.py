@@ -1,0 +1,58 @@
+"""`tfsem outcomes PROGRAM`: the outcome set, each outcome with a witness."""
+
+from __future__ import annotations
+
+import argparse
+
+from tfsem.cli import EXIT_OK, EXIT_UNKNOWN
+from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
+from tfsem.oracle.jsonio import load_program
+
+from .common import add_semantics_options, add_sigma_options, positive_int, print_json, sigma_from_args
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("outcomes", help="the set of outcomes of a program at given inputs",
+                       description="Enumerate Outcomes(P, σ), each with one witness schedule.")
+    p.add_argument("program", help="a tfsem.program/1 JSON file")
+    add_sigma_options(p)
+    add_semantics_options(p)
+    p.add_argument("--limit", type=positive_int, default=None,
+                   help="list at most N outcomes (the count stays exact)")
+    p.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,
+                   help=f"state budget (default {DEFAULT_MAX_STATES})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_MAX_SECONDS,
+                   help=f"time budget in seconds (default {DEFAULT_MAX_SECONDS:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    program = load_program(args.program)
+    feeds, init = sigma_from_args(program, args)
+    try:
+        result = outcome_set(program, feeds, init, args.semantics, args.observe,
+                             max_states=args.max_states, max_seconds=args.timeout)
+    except BudgetExceeded as exc:
+        if args.json:
+            print_json({"verdict": "unknown", "reason": str(exc)})
+        else:
+            print(f"unknown: {exc}")
+        return EXIT_UNKNOWN
+    listed = result.as_dict(args.limit)
+    stats = {"states": result.states, "seconds": round(result.seconds, 6),
+             "components": len(result.components)}
+    if args.json:
+        print_json({"count": result.count,
+                    "outcomes": [dict(o.to_json(), schedule=list(w)) for o, w in listed.items()],
+                    "stats": stats})
+        return EXIT_OK
+    count = result.count
+    print(f"{count} outcome{'s' if count != 1 else ''} "
+          f"({result.states} states explored in {result.seconds:.3f} s)")
+    for i, (o, w) in enumerate(listed.items(), 1):
+        print(f"  {i}. {o.describe()}")
+        print(f"     schedule: {' '.join(w)}")
+    if len(listed) < count:
+        print(f"  ... {count - len(listed)} more (raise --limit)")
+    return EXIT_OK
