@@ -78,27 +78,27 @@ def increments(k: int, atomic: bool = True) -> Inputs:
 
 def figure1(r: int = 2, fn: str = "Add") -> Inputs:
     """Seed 000, Figure 1 with r replicas: x is first written with B; C is
-    split into r parts (a cascade of Splits), each replica projects its part
-    (Identity stands for the unimportant Project) and applies Assign-fn to x;
-    after all of them x is read and fetched.  With Add on integers there is
-    one outcome; with Concat, one per order of the replicas."""
+    split into one-element parts by a balanced tree of Splits; replica i
+    projects part i (Identity stands for the unimportant Project) and applies
+    Assign-fn to x; after all of them x is read and fetched.  With Add on
+    integers there is one outcome; with Concat, one per order of the replicas
+    (r! of them)."""
     if r < 1:
         raise ValueError("at least one replica")
+    depth = max(0, (r - 1).bit_length())
     nodes = [P.var("vx", "x"), P.write("w", "vx", "$B")]
-    parts: list[str] = []
-    rest = "$C"
-    for i in range(r - 1):
-        nodes.append(P.apply(f"split{i}", "Split", rest))
-        parts.append(f"split{i}:0")
-        rest = f"split{i}:1"
-    parts.append(rest)
-    for i, part in enumerate(parts):
+    level = ["$C"]
+    for d in range(depth):
+        nxt = []
+        for j, src in enumerate(level):
+            nodes.append(P.apply(f"split{d}_{j}", "Split", src))
+            nxt += [f"split{d}_{j}:0", f"split{d}_{j}:1"]
+        level = nxt
+    for i, part in enumerate(level[:r]):
         nodes += [P.apply(f"project{i}", "Identity", part), P.var(f"vx{i}", "x"),
                   P.assign(f"assign{i}", fn, f"vx{i}", f"project{i}", "^w")]
     nodes += [P.var("vxr", "x"), P.read("r", "vxr", *(f"^assign{i}" for i in range(r)))]
-    # C holds 2**(r-1) chunks, so that every split halves an even length
-    length = 2 ** (r - 1)
-    feeds = {"B": Tensor([100]), "C": Tensor(list(range(1, length + 1)))}
+    feeds = {"B": Tensor([100]), "C": Tensor([10 ** i for i in range(2 ** depth)])}
     return P.program(nodes, {"out": "r"}, ["x"]), feeds, {}
 
 

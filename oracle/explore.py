@@ -197,27 +197,45 @@ class _Component:
                 self.access_steps.setdefault(self.var[i], []).extend(steps)
 
     def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
+        """Which nodes can affect the outcome: a worklist over data edges
+        backwards from the fetched nodes, through Reads to the variables they
+        read, and from a relevant variable to every Assign to it."""
         n = self.n
-        relevant = [bool(self.fetch[i]) for i in range(n)]
-        rel_vars = set(self.variables) if self.observe_state else set()
         preds: list[list[int]] = [[] for _ in range(n)]
+        assigns: dict[str, list[int]] = {}
         for i in range(n):
             for port, j, slot in self.succ[i]:
                 if port >= 0:
                     preds[j].append(i)
-        changed = True
-        while changed:
-            changed = False
-            for i in range(n):
-                if not relevant[i] and self.kind[i] == _ASSIGN and self.var[i] in rel_vars:
-                    relevant[i] = changed = True
-                if relevant[i]:
-                    if self.kind[i] == _READ and self.var[i] not in rel_vars:
-                        rel_vars.add(self.var[i])
-                        changed = True
-                    for j in preds[i]:
-                        if not relevant[j]:
-                            relevant[j] = changed = True
+            if self.kind[i] == _ASSIGN:
+                assigns.setdefault(self.var[i], []).append(i)
+        relevant = [False] * n
+        rel_vars: set[str] = set()
+        work: list[int] = []
+
+        def mark(i: int) -> None:
+            if not relevant[i]:
+                relevant[i] = True
+                work.append(i)
+
+        def mark_var(x: str) -> None:
+            if x not in rel_vars:
+                rel_vars.add(x)
+                for a in assigns.get(x, ()):
+                    mark(a)
+
+        for i in range(n):
+            if self.fetch[i]:
+                mark(i)
+        if self.observe_state:
+            for x in self.variables:
+                mark_var(x)
+        while work:
+            i = work.pop()
+            if self.kind[i] == _READ:
+                mark_var(self.var[i])
+            for j in preds[i]:
+                mark(j)
         self.relevant = relevant
         self.rel_vars = rel_vars
         # accesses that take part in conflicts
@@ -241,7 +259,8 @@ class _Component:
             return True
         x = self.var[i]
         if self.is_write(t):
-            return st.nw[x] == 1 and st.nr[x] == 0
+            # the last access to x, or a write nobody can observe any more
+            return st.nr[x] == 0 and (st.nw[x] == 1 or not self.observe_state)
         own = 1 if (self.decomposed and self.kind[i] == _ASSIGN) else 0
         return st.nw[x] - own == 0
 
@@ -355,8 +374,9 @@ class _Component:
     def key(self, st: "_State") -> tuple:
         rel = self.relevant
         vals = tuple(v for k, v in sorted(st.inbox.items()) if rel[k[0]])
+        # x's value matters while it is observed or a relevant read of it remains
         vars_ = tuple(st.vars[x] for x in self.variables
-                      if x in self.rel_vars and (self.observe_state or st.nw.get(x) or st.nr.get(x)))
+                      if x in self.rel_vars and (self.observe_state or st.nr.get(x)))
         pending = tuple(sorted((i, wv) for i, wv in st.pending.items() if rel[i]))
         return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
 

@@ -215,7 +215,7 @@ def fire(p: Program, g: Graph, s: State, step: str) -> State:
         # L(n) = Assign-f: d1 holds x, d2 holds v; both EMPTY in s';
         # VarValue(x) = f(w, v) in s' where w = VarValue(x) in s.
         handle, v = data_inputs(consume_inputs())
-        var_value[handle.var] = _assigned(n.fn, var_value[handle.var], v)
+        var_value[handle.var] = _assigned(n.fn, var_value[handle.var], v, var_value[handle.var])
         signal_control()
     elif n.op == ASSIGN and phase == "read":
         # decomposed (seed 002): the read step takes w = VarValue(x).
@@ -224,7 +224,7 @@ def fire(p: Program, g: Graph, s: State, step: str) -> State:
     elif n.op == ASSIGN and phase == "write":
         # decomposed: the write step stores f(w, v), w as read earlier.
         x, w, v = pending.pop(name)
-        var_value[x] = _assigned(n.fn, w, v)
+        var_value[x] = _assigned(n.fn, w, v, var_value[x])
         signal_control()
     else:
         # L(n) = f: inputs v1..vk consumed; InTransit(e_j) = j-th result of f.
@@ -236,14 +236,17 @@ def fire(p: Program, g: Graph, s: State, step: str) -> State:
     return State(var_value, transit, pending)
 
 
-def _assigned(fn: str, w: Value, v: Value) -> Value:
-    """Footnote 5: an Assign-f has no side effect when an input is an error.
+def _assigned(fn: str, w: Value, v: Value, current: Value) -> Value:
+    """The value of x after an Assign-f that read w: f(w, v), except that
+    (footnote 5) an Assign-f has no side effect when an input is an error.
     We also leave x unchanged when f(w, v) itself fails (TensorFlow's failed
-    op has no effect), so a variable only ever holds an error it started with."""
+    op has no effect), so a variable only ever holds an error it started with.
+    "Unchanged" is x's *current* value: in decomposed mode another write may
+    have happened since w was read."""
     if isinstance(v, Error):
-        return w
+        return current
     (new,) = fns.get(fn).apply((w, v))
-    return w if isinstance(new, Error) else new
+    return current if isinstance(new, Error) else new
 
 
 def outcome_of(p: Program, g: Graph, s: State, observe: str) -> Outcome:
