@@ -1,0 +1,53 @@
+"""`tfsem rewrite PASS PROGRAM [-o FILE]`: apply one pass, print the program."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
+from tfsem.oracle.jsonio import dumps, load_program, program_to_json
+from tfsem.oracle.program import Program, validate
+from tfsem.rewrites import PassNotFound, get_pass
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("rewrite", help="apply a rewrite pass to a program",
+                       description="Apply PASS to PROGRAM and print the rewritten program "
+                                   "(tfsem.program/1 JSON).  Exit status 1 when the pass fails "
+                                   "or produces an invalid program.")
+    p.add_argument("pass_name", metavar="PASS",
+                   help="a registered pass name (see `tfsem passes`) or module:attribute")
+    p.add_argument("program", help="a tfsem.program/1 JSON file")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the program here, not to stdout")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        rewrite = get_pass(args.pass_name)
+    except PassNotFound as exc:
+        raise UsageError(str(exc)) from None
+    program = load_program(args.program)
+    try:
+        result = rewrite(program)
+    except Exception as exc:
+        print(f"tfsem rewrite: pass {rewrite.name!r} failed: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return EXIT_FOUND
+    text = dumps(program_to_json(result)) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+    violations = validate(result) if isinstance(result, Program) else []
+    if violations:
+        print(f"tfsem rewrite: pass {rewrite.name!r} produced an invalid program:", file=sys.stderr)
+        for v in violations:
+            print(f"  {v}", file=sys.stderr)
+        return EXIT_FOUND
+    return EXIT_OK
