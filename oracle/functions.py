@@ -54,6 +54,13 @@ class Function:
     #: Floating-point reasoning about this function is exact in Z3 (the checker
     #: may still treat any function as uninterpreted).
     pure: bool = True
+    #: The same function on B valuations at once (`tfsem.backends.batched`):
+    #: `batched_impl(xp, args, attrs)` gets each argument with a leading batch
+    #: axis, shape (B, *s) for the per-valuation shape s, and returns results
+    #: of that form (a function of no arguments returns one value for the
+    #: whole batch).  None: not batch-aware, and the batched evaluator applies
+    #: `impl` to one valuation at a time.
+    batched_impl: Impl | None = None
 
     @property
     def assignable(self) -> bool:
@@ -110,12 +117,36 @@ def register(fn: Function, *, replace: bool = False) -> Function:
     return fn
 
 
-def function(name: str, n_in: int, n_out: int, **kwargs: Any) -> Callable[[Impl], Impl]:
-    """Decorator form of :func:`register`."""
+#: `function(..., batched=BROADCASTING)`: the implementation broadcasts its
+#: arguments like numpy; with a leading batch axis it works once the arguments
+#: are padded to one rank (:func:`_batch_broadcasting`).
+BROADCASTING = "broadcasting"
+
+
+def function(name: str, n_in: int, n_out: int, batched: Impl | bool | str = False,
+             **kwargs: Any) -> Callable[[Impl], Impl]:
+    """Decorator form of :func:`register`.  `batched` gives `batched_impl`:
+    True when `impl` already works on a leading batch axis, BROADCASTING, or
+    a batched implementation of its own (default: not batch-aware)."""
     def deco(impl: Impl) -> Impl:
-        register(Function(name, n_in, n_out, impl, doc=(impl.__doc__ or "").strip(), **kwargs))
+        batched_impl = (impl if batched is True else _batch_broadcasting(impl)
+                        if batched == BROADCASTING else batched or None)
+        register(Function(name, n_in, n_out, impl, doc=(impl.__doc__ or "").strip(),
+                          batched_impl=batched_impl, **kwargs))
         return impl
     return deco
+
+
+def _batch_broadcasting(impl: Impl) -> Impl:
+    """`impl` on arguments with a leading batch axis: each argument is padded
+    with unit axes after the batch axis up to the largest rank, so that
+    broadcasting pairs the same axes as it does for one valuation."""
+    def batched(xp, args, attrs):
+        rank = max((a.ndim for a in args if a is not None), default=1)
+        return impl(xp, tuple(a if a is None or a.ndim == rank else
+                              a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:])
+                              for a in args), attrs)
+    return batched
 
 
 def get(name: str) -> Function:
@@ -149,61 +180,61 @@ def _const_to_json(value: Tensor) -> Any:
     return value_to_json(value)
 
 
-@function("Const", 0, 1, attrs={"value": _const_value})
+@function("Const", 0, 1, batched=True, attrs={"value": _const_value})
 def _const(xp, args, attrs):
     """The tensor given by the attribute `value`."""
     return (xp.asarray(attrs["value"].array),)
 
 
-@function("Identity", 1, 1)
+@function("Identity", 1, 1, batched=True)
 def _identity(xp, args, attrs):
     """Its input."""
     return (args[0],)
 
 
-@function("Copy", 1, 2)
+@function("Copy", 1, 2, batched=True)
 def _copy(xp, args, attrs):
     """Its input, twice (the seed's explicit sharing)."""
     return (args[0], args[0])
 
 
-@function("Snd", 2, 1, strict_args=(1,))
+@function("Snd", 2, 1, batched=True, strict_args=(1,))
 def _snd(xp, args, attrs):
     """Snd(x, y) = y; Assign-Snd is Write."""
     return (args[1],)
 
 
-@function("Add", 2, 1)
+@function("Add", 2, 1, batched=BROADCASTING)
 def _add(xp, args, attrs):
     """Elementwise sum (int64 wraps around)."""
     return (xp.add(args[0], args[1]),)
 
 
-@function("Sub", 2, 1)
+@function("Sub", 2, 1, batched=BROADCASTING)
 def _sub(xp, args, attrs):
     """Elementwise difference (int64 wraps around)."""
     return (xp.subtract(args[0], args[1]),)
 
 
-@function("Mul", 2, 1)
+@function("Mul", 2, 1, batched=BROADCASTING)
 def _mul(xp, args, attrs):
     """Elementwise product (int64 wraps around)."""
     return (xp.multiply(args[0], args[1]),)
 
 
-@function("Neg", 1, 1)
+@function("Neg", 1, 1, batched=True)
 def _neg(xp, args, attrs):
     """Elementwise negation."""
     return (xp.negative(args[0]),)
 
 
-@function("Max", 2, 1)
+@function("Max", 2, 1, batched=BROADCASTING)
 def _max(xp, args, attrs):
     """Elementwise maximum, NaN if either is NaN (numpy.maximum)."""
     return (xp.maximum(args[0], args[1]),)
 
 
-@function("Min", 2, 1)
+@function("Min", 2, 1, batched=BROADCASTING)
 def _min(xp, args, attrs):
     """Elementwise minimum, NaN if either is NaN (numpy.minimum)."""
     return (xp.minimum(args[0], args[1]),)
@@ -215,14 +246,33 @@ def _require_1d(*arrays):
             raise ShapeError("1-D tensors only")
 
 
-@function("Concat", 2, 1)
+def _batched_concat(xp, args, attrs):
+    """Concat on a leading batch axis: each valuation's 1-D tensors are rows."""
+    for a in args:
+        if a.ndim != 2:
+            raise ShapeError("1-D tensors only")
+    return (xp.concatenate([args[0], args[1]], axis=1),)
+
+
+@function("Concat", 2, 1, batched=_batched_concat)
 def _concat(xp, args, attrs):
     """Concatenation of two 1-D tensors."""
     _require_1d(*args)
     return (xp.concatenate([args[0], args[1]]),)
 
 
-@function("Split", 1, 2)
+def _batched_split(xp, args, attrs):
+    """Split on a leading batch axis: each valuation's 1-D tensor is a row."""
+    (a,) = args
+    if a.ndim != 2:
+        raise ShapeError("1-D tensors only")
+    if a.shape[1] % 2:
+        raise ShapeError("Split needs an even length")
+    h = a.shape[1] // 2
+    return (a[:, :h], a[:, h:])
+
+
+@function("Split", 1, 2, batched=_batched_split)
 def _split(xp, args, attrs):
     """The two halves of a 1-D tensor of even length."""
     (a,) = args

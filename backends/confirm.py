@@ -1,0 +1,102 @@
+"""Confirming a counterexample on real arrays.
+
+An `unsound` verdict claims: at σ, a schedule of the rewritten program P'
+gives an outcome that no run of the original P gives.  Before a user sees it,
+tfsem replays the claim on numpy (and on cupy where a GPU is present):
+
+1. the rewritten schedule runs on the backend and gives outcome O';
+2. O' is not among the oracle's Outcomes(P, σ);
+3. replaying every witness schedule of the original at σ (one per outcome,
+   from `tfsem.oracle.explore.outcome_set`) on the backend, none gives O'.
+
+The verdict records the backends where all three held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.program import Program
+from tfsem.oracle.semantics import ATOMIC
+from tfsem.oracle.values import Value
+
+from .arraymodule import Backend, available_backends, get_backend
+from .execute import ScheduleError, device_machine, download_outcome, upload
+
+#: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
+DEFAULT_MAX_WITNESSES = 100_000
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The replay on one backend: confirmed or not, and why."""
+    backend: str
+    confirmed: bool
+    reason: str
+    outcome: Outcome | None = None        # what the rewritten schedule gave there
+
+
+def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, Value],
+                    init: Mapping[str, Value], schedule: Sequence[str],
+                    semantics: str = ATOMIC, observe: str = "outputs+state", *,
+                    outcome: Outcome | None = None,
+                    backends: Sequence[Backend | str] | None = None,
+                    max_witnesses: int = DEFAULT_MAX_WITNESSES,
+                    max_states: int = DEFAULT_MAX_STATES,
+                    max_seconds: float = DEFAULT_MAX_SECONDS) -> list[Confirmation]:
+    """One :class:`Confirmation` per backend (default: every backend that can
+    run here).  `outcome`, when given, is the outcome the verdict claims for
+    the rewritten schedule; a backend that gives another does not confirm."""
+    chosen = [get_backend(b) if isinstance(b, str) else b
+              for b in (backends if backends is not None else available_backends())]
+    try:
+        oset = outcome_set(original, feeds, init, semantics, observe,
+                           max_states=max_states, max_seconds=max_seconds)
+    except BudgetExceeded as exc:
+        return [Confirmation(b.label, False, f"the original's outcomes are out of reach: {exc}")
+                for b in chosen]
+    if oset.count > max_witnesses:
+        return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
+                             f"witnesses than the {max_witnesses} replayed at most") for b in chosen]
+    witnesses = [w for _, w in oset.items()]
+    return [_confirm_on(b, original, rewritten, feeds, init, schedule, semantics, observe,
+                        outcome, oset, witnesses) for b in chosen]
+
+
+def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, schedule,
+                semantics: str, observe: str, claimed: Outcome | None, oset,
+                witnesses: list[list[str]]) -> Confirmation:
+    mr = device_machine(rewritten, b, semantics)
+    try:
+        st = mr.replay(mr.start(upload(feeds, b), upload(init, b)), schedule)
+    except ScheduleError as exc:
+        return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
+    ours = download_outcome(st, b, observe)
+    if claimed is not None and ours != claimed:
+        return Confirmation(b.label, False, f"the schedule gives {ours.describe()} here, "
+                            f"not the claimed {claimed.describe()}", ours)
+    if ours in oset:
+        return Confirmation(b.label, False, "the original has this outcome too "
+                            f"(schedule {' '.join(oset.witness(ours))})", ours)
+    mo = device_machine(original, b, semantics)
+    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
+    for w in witnesses:
+        theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w), b, observe)
+        if theirs == ours:
+            return Confirmation(b.label, False, "the original's witness schedule "
+                                f"{' '.join(w)} gives this outcome on {b.label}", ours)
+    return Confirmation(b.label, True, f"the schedule gives {ours.describe()}; none of the "
+                        f"original's {len(witnesses)} witness schedules does", ours)
+
+
+def confirm_counterexample(original: Program, rewritten: Program, feeds: Mapping[str, Value],
+                           init: Mapping[str, Value], schedule: Sequence[str],
+                           semantics: str = ATOMIC, observe: str = "outputs+state",
+                           **options) -> list[str]:
+    """The backends on which the counterexample is confirmed (see the module
+    docstring); [] when none confirms it.  `options` go to :func:`confirm_details`."""
+    return [c.backend for c in confirm_details(original, rewritten, feeds, init, schedule,
+                                               semantics, observe, **options) if c.confirmed]
