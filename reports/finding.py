@@ -1,0 +1,479 @@
+"""A finding page: one rewrite, its verdict, and the run that breaks it.
+
+:func:`render_finding_page` turns a case (original, rewrite, settings) and a
+verdict object (SPEC 4, `tfsem check --json`) into one self-contained HTML
+page.  For an `unsound` verdict the page replays the counterexample's schedule
+of the rewritten program through the reference step semantics
+(`tfsem.oracle.semantics`, seed 000 section 3.2.1) and draws the state after
+every step, the way the seed's Figures 2-4 draw states: values in transit on
+the edges, variable values at the side.  The replay is also a check of the
+verdict: a schedule that does not replay, or that ends in another outcome
+than the verdict says, or in one of the original's outcomes, is flagged on the
+page instead of being drawn as if all were well.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from tfsem.oracle.jsonio import Case, case_from_json, case_to_json, program_to_json
+from tfsem.oracle.program import Program, ProgramError
+from tfsem.oracle.semantics import (ATOMIC, EMPTY, GO, State, VarRef, enabled, fire, graph_of,
+                                    initial_state, outcome_of)
+from tfsem.oracle.values import Error, Tensor, Value, ValueFormatError, format_value, value_from_json
+
+from . import graph as G
+from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, value_text)
+
+#: Beyond this many steps the table keeps its rows but drops the figures.
+MAX_STEP_FIGURES = 60
+BACKENDS = ("numpy", "cupy")
+
+
+# ---------------------------------------------------------------------------
+# Replaying a schedule
+
+
+@dataclass
+class Step:
+    """The state after step `index` (0: the initial state)."""
+    index: int
+    label: str | None
+    state: State
+
+
+@dataclass
+class Replay:
+    steps: list[Step]
+    error: str | None = None        # why the replay stopped early, if it did
+    final: Any = None               # the Outcome reached, if the run completed
+
+
+def _decode(raw: Mapping[str, Any], types: Mapping[str, str], what: str,
+            problems: list[str]) -> dict[str, Value]:
+    out = {}
+    for name, v in (raw or {}).items():
+        try:
+            out[name] = value_from_json(v, f"{what} {name}", types.get(name))
+        except ValueFormatError as exc:
+            problems.append(str(exc))
+    return out
+
+
+def replay(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+           schedule: Sequence[str], semantics: str, observe: str) -> Replay:
+    """Fire `schedule` step by step from σ, keeping every state."""
+    g = graph_of(p)
+    missing = [f for f in p.feed_names if f not in feeds]
+    if missing:
+        return Replay([], f"no value for feed(s) {', '.join(missing)} in σ")
+    s = initial_state(p, g, feeds, init)
+    steps = [Step(0, None, s)]
+    for i, label in enumerate(schedule, 1):
+        if label not in enabled(p, g, s, semantics):
+            return Replay(steps, f"step {i} ({label}) is not enabled in the state before it")
+        s = fire(p, g, s, label)
+        steps.append(Step(i, label, s))
+    if enabled(p, g, s, semantics):
+        return Replay(steps, "the schedule ends before the run does (steps "
+                             f"{', '.join(enabled(p, g, s, semantics))} could still fire)")
+    return Replay(steps, None, outcome_of(p, g, s, observe))
+
+
+def _content_text(c: object) -> tuple[str, str] | None:
+    """(text, token) for an edge's content; None for EMPTY (omitted, as in
+    the seed's figures)."""
+    if c is EMPTY:
+        return None
+    if c is GO:
+        return ("GO", "go")
+    if isinstance(c, VarRef):
+        return (c.var, "var")
+    if isinstance(c, (Tensor, Error)):
+        return (format_value(c), "value")
+    return (str(c), "value")
+
+
+def _same(a: object, b: object) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, (Tensor, Error, VarRef)) and type(a) is type(b):
+        return a == b
+    return False
+
+
+# ---------------------------------------------------------------------------
+# The page
+
+
+def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[str, Any],
+                        confirmed: Sequence[str] | None = None, *,
+                        meta: Mapping[str, Any] | None = None,
+                        index_href: str | None = None,
+                        case_filename: str = "case.json") -> str:
+    """A self-contained HTML page for one checked rewrite.
+
+    - `case`: a :class:`tfsem.oracle.jsonio.Case` or its `tfsem.case/1` JSON;
+    - `verdict_json`: the object `tfsem check --json` prints (SPEC 4): for
+      `unsound`, `differs` and `counterexample` {feeds, init, schedule,
+      outcome, original_outcomes}; other verdicts are shown with their fields;
+    - `confirmed`: backends on which the counterexample was reproduced
+      concretely (default: the verdict's `confirmed` field);
+    - `meta` (optional, from a campaign): pass, kind, status (new/known/fixed),
+      first_seen, last_seen, seen, id, signature, and anything else worth a
+      line in the header;
+    - `index_href`: a link back to the report's index, if there is one;
+    - `case_filename`: the name the downloaded case gets (and the command uses).
+    """
+    meta = dict(meta or {})
+    problems: list[str] = []
+    if isinstance(case, Mapping):
+        case_json = dict(case)
+        try:
+            case_obj: Case | None = case_from_json(case_json)
+        except ProgramError as exc:
+            case_obj = None
+            problems.append(f"the case does not load: {exc}")
+    else:
+        case_obj = case
+        case_json = case_to_json(case)
+    verdict = str(verdict_json.get("verdict", "unknown"))
+    semantics = str(verdict_json.get("semantics") or (case_obj.semantics if case_obj else ATOMIC))
+    observe = str(verdict_json.get("observe") or (case_obj.observe if case_obj else "outputs+state"))
+    if confirmed is None:
+        confirmed = list(verdict_json.get("confirmed") or [])
+
+    original = case_obj.original if case_obj else None
+    rewritten: Program | None = None
+    if case_obj is not None:
+        try:
+            rewritten = case_obj.rewritten(validate=False)
+        except (ProgramError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"the rewritten program cannot be drawn: {exc}")
+
+    differs = verdict_json.get("differs") or {}
+    what = _differs_text(differs)
+    pass_name = meta.get("pass")
+    title = f"{pass_name + ': ' if pass_name else ''}{verdict}" + (f" — {what}" if what else "")
+
+    body = ["<main>"]
+    if index_href:
+        body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
+    body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed))
+
+    # the programs
+    layout = None
+    diff = None
+    body.append("<h2>The programs</h2>")
+    if original is not None and rewritten is not None:
+        svg_a, svg_b, diff, layout = G.draw_pair(original, rewritten, uid="prog")
+        body.append(G.legend_svg("legend"))
+        body.append('<div class="graphs">'
+                    f'<figure class="original"><figcaption>Original P</figcaption>{svg_a}</figure>'
+                    f'<figure class="rewritten"><figcaption>Rewritten P′</figcaption>{svg_b}</figure>'
+                    "</div>")
+        body.append(_changes(diff, original, rewritten))
+    elif original is not None:
+        body.append('<figure class="original"><figcaption>Original P</figcaption>'
+                    f'{G.draw_program(original, uid="prog", role="original")}</figure>')
+    cx = verdict_json.get("counterexample")
+    if verdict == "unsound" and isinstance(cx, Mapping) and rewritten is not None and layout is not None:
+        body.append(_counterexample(cx, differs, original, rewritten, layout, semantics, observe,
+                                    problems))
+    body.append(_confirmation(confirmed, verdict))
+    body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe))
+    extra = {k: v for k, v in verdict_json.items()
+             if k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe")}
+    if extra:
+        body.append("<h2>More from the verdict</h2>"
+                    f"<pre class=\"verdict-extra\">{esc(json_text(extra))}</pre>")
+    if problems:
+        warn = "".join(f"<li>{esc(m)}</li>" for m in problems)
+        body.insert(2 if index_href else 1,
+                    f'<div class="warning problems"><strong>Check this page:</strong><ul>{warn}</ul></div>')
+    body.append('<p class="muted">Written by <code>tfsem</code>; this page loads nothing from a network.</p>')
+    body.append("</main>")
+    return page(title, "\n".join(body))
+
+
+def _differs_text(differs: Mapping[str, Any]) -> str:
+    if "output" in differs:
+        return f"output {differs['output']} differs"
+    if "variable" in differs:
+        return f"final value of variable {differs['variable']} differs"
+    return ""
+
+
+def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
+            semantics: str, observe: str, confirmed: Sequence[str]) -> str:
+    pass_name = meta.get("pass")
+    h = ["<header>",
+         f"<h1>{badge(verdict.upper(), slug(verdict))} "
+         f"{esc(pass_name) + ' — ' if pass_name else ''}{esc(what or 'rewrite check')}</h1>"]
+    if verdict == "unsound":
+        h.append('<p class="lead">At the inputs σ below, the rewritten program P′ has a run whose '
+                 "outcome is <strong>not</strong> among the outcomes of the original P: the rewrite "
+                 "adds a behaviour, so it is unsound (SPEC 3: Outcomes(P′, σ) ⊆ Outcomes(P, σ) fails). "
+                 f"The first part that differs: <strong class=\"differs-what\">{esc(what)}</strong>.</p>")
+    items = [("semantics", semantics), ("observe", observe)]
+    for key in ("kind", "status", "first_seen", "last_seen", "seen", "id", "signature", "campaign"):
+        if key in meta and meta[key] not in (None, ""):
+            items.append((key.replace("_", " "), meta[key]))
+    for key, value in meta.items():
+        if key not in ("pass", "kind", "status", "first_seen", "last_seen", "seen", "id",
+                       "signature", "campaign") and isinstance(value, (str, int, float)):
+            items.append((key.replace("_", " "), value))
+    items.append(("confirmed on", ", ".join(confirmed) if confirmed else "—"))
+    if case is not None and case.note:
+        items.append(("note", case.note))
+    if case is not None and case.expect:
+        items.append(("case expects", case.expect))
+    h.append('<div class="kv panel meta">' + "".join(
+        f"<span class=\"muted\">{esc(k)}</span><span>{esc(v)}</span>" for k, v in items) + "</div>")
+    h.append("</header>")
+    return "".join(h)
+
+
+def _changes(diff: G.Diff, original: Program, rewritten: Program) -> str:
+    if diff.empty:
+        return '<p class="changes muted">The rewrite changed no node and no edge (matched by name).</p>'
+    items = "".join(f"<li>{badge(kind, {'added': 'good', 'removed': 'bad', 'modified': 'warn'}[kind])} "
+                    f"<span class=\"mono\">{esc(text)}</span></li>"
+                    for kind, text in diff.summary(original, rewritten))
+    return ('<h3>What the rewrite changed</h3><ul class="changes">' + items + "</ul>"
+            '<p class="muted">Nodes are matched by name, edges by their endpoints and argument position.</p>')
+
+
+def _outcome_parts(o: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
+    parts = {("output", k): v for k, v in (o.get("outputs") or {}).items()}
+    parts.update({("variable", k): v for k, v in (o.get("state") or {}).items()})
+    return parts
+
+
+def _decoded_parts(o: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
+    out = {}
+    for k, v in _outcome_parts(o).items():
+        try:
+            out[k] = value_from_json(v)
+        except (ValueFormatError, TypeError, ValueError):
+            out[k] = ("raw", repr(v))
+    return out
+
+
+def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original: Program,
+                    rewritten: Program, layout: G.Layout, semantics: str, observe: str,
+                    problems: list[str]) -> str:
+    out = []
+    feeds_raw = cx.get("feeds") or {}
+    init_raw = cx.get("init") or {}
+    # σ
+    out.append("<h2>The counterexample σ</h2>")
+    rows = [f"<tr><td>feed</td><td class=\"mono\">${esc(k)}</td><td class=\"mono\">{esc(value_text(v))}</td></tr>"
+            for k, v in sorted(feeds_raw.items())]
+    for x in sorted(set(original.variables) | set(init_raw)):
+        v = value_text(init_raw[x]) if x in init_raw else "<uninitialized>"
+        rows.append(f"<tr><td>initial value</td><td class=\"mono\">{esc(x)}</td><td class=\"mono\">{esc(v)}</td></tr>")
+    if not rows:
+        rows.append('<tr><td colspan="3" class="muted">no feeds, no variables</td></tr>')
+    out.append('<table class="sigma"><thead><tr><th>input</th><th>name</th><th>value</th></tr></thead>'
+               f"<tbody>{''.join(rows)}</tbody></table>")
+
+    # outcomes side by side
+    orig_outcomes = [o for o in (cx.get("original_outcomes") or []) if isinstance(o, Mapping)]
+    outcome = cx.get("outcome") if isinstance(cx.get("outcome"), Mapping) else {}
+    out.append(_outcomes_table(orig_outcomes, outcome, differs, problems))
+
+    # the schedule, step by step
+    schedule = [str(s) for s in (cx.get("schedule") or [])]
+    out.append(f"<h2>The run of P′ that breaks it ({len(schedule)} steps, {esc(semantics)} semantics)</h2>")
+    out.append('<ol class="chips schedule">' + "".join(
+        f'<li><span class="n">{i}</span><span class="mono">{esc(s)}</span></li>'
+        for i, s in enumerate(schedule, 1)) + "</ol>")
+    var_types = {x: t.dtype for x, t in rewritten.variables.items()}
+    feed_types = {f: rewritten.feed_type(f).dtype for f in rewritten.feed_names}
+    feeds = _decode(feeds_raw, feed_types, "feed", problems)
+    init = _decode(init_raw, var_types, "initial value of", problems)
+    try:
+        rp = replay(rewritten, feeds, init, schedule, semantics, observe)
+    except (KeyError, ValueError, TypeError) as exc:  # an invalid program may not run at all
+        rp = Replay([], f"the rewritten program cannot be run: {exc!r}")
+    if rp.error:
+        problems.append(f"the schedule does not replay on P′: {rp.error}")
+    elif rp.final is not None and outcome:
+        if _decoded_parts(rp.final.to_json()) != _decoded_parts(outcome):
+            problems.append("replaying the schedule on P′ gives " + rp.final.describe()
+                            + ", not the outcome the verdict states")
+    out.append('<p class="muted">Each row is the state after one step (seed 000, 3.2.1): the '
+               "values in transit on edges (EMPTY edges omitted, as in the seed's figures; "
+               "a dot is GO on a control edge), the variables at the side. The step that fired is "
+               "orange, steps already fired are grey, what changed is outlined.</p>")
+    out.append(_steps_table(rp, rewritten, layout, differs))
+    return "".join(out)
+
+
+def _outcomes_table(orig: list[Mapping[str, Any]], outcome: Mapping[str, Any],
+                    differs: Mapping[str, Any], problems: list[str]) -> str:
+    cols: list[tuple[str, str]] = []
+    for o in [outcome, *orig]:
+        for k in _outcome_parts(o):
+            if k not in cols:
+                cols.append(k)
+    cols.sort(key=lambda k: (k[0] != "output", k[1]))
+    diff_col = ("output", differs["output"]) if "output" in differs else \
+        ("variable", differs["variable"]) if "variable" in differs else None
+    head = "".join(f"<th>{'output ' if kind == 'output' else ''}{esc(name)}"
+                   f"{'' if kind == 'output' else ' (final)'}</th>" for kind, name in cols)
+    rows = []
+    mine = _decoded_parts(outcome)
+    for i, o in enumerate(orig, 1):
+        parts = _outcome_parts(o)
+        cells = "".join(f"<td class=\"mono\">{esc(value_text(parts[c])) if c in parts else '—'}</td>"
+                        for c in cols)
+        rows.append(f'<tr class="original-outcome"><td>P, outcome {i}</td>{cells}</tr>')
+        if _decoded_parts(o) == mine:
+            problems.append(f"the rewritten outcome equals the original's outcome {i}: "
+                            "this is not a counterexample")
+    parts = _outcome_parts(outcome)
+    cells = "".join(
+        f"<td class={attr('mono' + (' differs' if c == diff_col else ''))}>"
+        f"{esc(value_text(parts[c])) if c in parts else '—'}</td>" for c in cols)
+    rows.append(f'<tr class="extra rewritten-outcome"><td><strong>P′, this run</strong> '
+                f'{badge("not an outcome of P", "bad")}</td>{cells}</tr>')
+    return (f"<h2>Outcomes at σ: the original's {len(orig)} beside the rewrite's extra one</h2>"
+            f'<table class="outcomes"><thead><tr><th></th>{head}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def _edge_words(e: G.EdgeInfo) -> str:
+    arrow = {"tensor": "→", "variable": "⇢", "control": "⋯>"}[e.kind]
+    dst = f"out {e.dst[1]}" if e.dst[0] == "o" else e.dst[1]
+    return f"{G._vname(e.src)} {arrow} {dst}"
+
+
+def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str, Any]) -> str:
+    side = layout.sides[1]
+    edges = side.edges
+    rows = []
+    fired_nodes: set[str] = set()
+    prev: State | None = None
+    draw = len(rp.steps) <= MAX_STEP_FIGURES + 1
+    for st in rp.steps:
+        s = st.state
+        name, _, phase = (st.label or "").partition("@")
+        if st.label and phase != "read":
+            fired_nodes.add(name)
+        transit: dict[str, G.Transit] = {}
+        spans = []
+        for e in edges:
+            c = s.in_transit.get(e.id, EMPTY)
+            tc = _content_text(c)
+            if tc is None:
+                continue
+            changed = prev is not None and not _same(prev.in_transit.get(e.id, EMPTY), c)
+            transit[e.id] = G.Transit(tc[0], tc[1], changed)
+            if e.implicit:
+                continue  # the initial GO of a node without inputs: drawn, not listed
+            cls = "transit" + (" changed" if changed else "")
+            spans.append(f'<span class={attr(cls)} data-edge={attr(e.id)}>'
+                         f"{esc(_edge_words(e))}: <b>{esc(truncate(tc[0], 40))}</b></span>")
+        var_items = []
+        for x in sorted(s.var_value):
+            v = s.var_value[x]
+            changed = prev is not None and not _same(prev.var_value.get(x), v)
+            var_items.append((x, format_value(v), changed))
+        pending = {n: f"read {x} = {truncate(format_value(w), 12)}, v = {truncate(format_value(v), 12)}"
+                   for n, (x, w, v) in s.pending.items()}
+        vars_html = "<br>".join(
+            f'<span class={attr("var" + (" changed" if ch else ""))} data-var={attr(x)}>'
+            f"{esc(x)} = {esc(truncate(v, 40))}</span>" for x, v, ch in var_items)
+        pend_html = "".join(f'<br><span class="pending" data-node={attr(n)}>{esc(n)}: {esc(t)}</span>'
+                            for n, t in sorted(pending.items()))
+        fig = ""
+        if draw:
+            fig = G.render_svg(layout, 1, uid=f"s{st.index}", role=f"state-{st.index}",
+                               transit=transit, fired=name if st.label else None,
+                               done=fired_nodes - ({name} if st.label else set()), pending=pending,
+                               var_values=var_items, scale=0.78, css_class="state-graph",
+                               title=f"state after step {st.index}" if st.index else "initial state")
+        cls = "initial" if st.index == 0 else "step"
+        what = "initial state" if st.index == 0 else f'<span class="mono">{esc(st.label)}</span>'
+        rows.append(f'<tr class="{cls}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
+                    f'<td class="vars">{vars_html}{pend_html}</td>'
+                    f'<td class="in-transit">{"<br>".join(spans) or "<span class=muted>nothing</span>"}</td>'
+                    f'<td class="fig">{fig}</td></tr>')
+        prev = s
+    if rp.final is not None:
+        parts = dict(rp.final.outputs)
+        state = dict(rp.final.state or ())
+        items = [("output", k, v) for k, v in sorted(parts.items())] + \
+                [("variable", k, v) for k, v in sorted(state.items())]
+        cells = ", ".join(
+            f'<span class={attr("differs" if differs.get(kind) == k else "")}>'
+            f"{esc(k)} {'=' if kind == 'output' else ':='} {esc(format_value(v))}</span>"
+            for kind, k, v in items)
+        final = f'<p class="final">The run ends with {cells or "nothing observed"}.</p>'
+    else:
+        final = ""
+    note = "" if draw else (f'<p class="muted">{len(rp.steps) - 1} steps: figures are drawn for runs of '
+                            f"at most {MAX_STEP_FIGURES} steps.</p>")
+    return (note + '<table class="steps"><thead><tr><th>#</th><th>step fired</th><th>variables after</th>'
+            '<th>in transit after</th><th>state after the step</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>" + final)
+
+
+def _confirmation(confirmed: Sequence[str], verdict: str) -> str:
+    if verdict != "unsound":
+        return ""
+    names = list(BACKENDS) + [b for b in confirmed if b not in BACKENDS]
+    items = "".join(
+        f'<li class="backend" data-backend={attr(b)}>{badge(b, "good" if b in confirmed else "none")} '
+        f"{'reproduced: running the schedule concretely on this backend gives the same outcome' if b in confirmed else 'not confirmed here (not run, or unavailable)'}</li>"
+        for b in names)
+    return f'<h2>Where it was confirmed</h2><ul class="confirmed">{items}</ul>'
+
+
+def _sigma_args(p: Program | None, cx: Mapping[str, Any] | None) -> str:
+    if not cx:
+        return ""
+    import json
+    args = []
+    for k, v in sorted((cx.get("feeds") or {}).items()):
+        args.append(f"--feed {shlex.quote(f'{k}={json.dumps(v)}')}")
+    for k, v in sorted((cx.get("init") or {}).items()):
+        args.append(f"--init {shlex.quote(f'{k}={json.dumps(v)}')}")
+    return " ".join(args)
+
+
+def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program | None,
+                rewritten: Program | None, cx: Any, semantics: str, observe: str) -> str:
+    text = json_text(case_json)
+    base = filename[:-5] if filename.endswith(".json") else filename
+    links = [f'<a class="download case" download={attr(filename)} href={attr(data_uri(text))}>'
+             f"download {esc(filename)}</a>"]
+    cmds = [f"tfsem check {shlex.quote(filename)}",
+            f"tfsem check {shlex.quote(filename)} --json",
+            f"tfsem check {shlex.quote(filename)} --html {shlex.quote(base + '.html')}"]
+    settings = ""
+    if semantics != ATOMIC:
+        settings += f" --semantics {semantics}"
+    if observe != "outputs+state":
+        settings += f" --observe {observe}"
+    cx = cx if isinstance(cx, Mapping) else None
+    for label, prog in (("original", original), ("rewritten", rewritten)):
+        if prog is None:
+            continue
+        try:
+            ptext = json_text(program_to_json(prog))
+        except (ValueError, TypeError, KeyError):
+            continue
+        pname = f"{base}.{label}.json"
+        links.append(f'<a class="download {label}" download={attr(pname)} href={attr(data_uri(ptext))}>'
+                     f"download {esc(pname)}</a>")
+        if cx:
+            cmds.append(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(prog, cx)}{settings}".rstrip())
+    return ("<h2>Reproduce it</h2>"
+            f'<p class="downloads">{" · ".join(links)}</p>'
+            f'<pre class="commands">{esc(chr(10).join(cmds))}</pre>'
+            f'<details><summary>the case file ({esc(filename)})</summary><pre class="case-json">{esc(text)}</pre></details>')
