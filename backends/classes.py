@@ -9,7 +9,8 @@ Outcomes(P, σ) for *every* σ: :func:`schedule_classes`.
 Every function is deterministic, so a run's outcome is fixed by σ and by what
 each access saw.  Give each variable a symbolic value: ``init(x)`` at the
 start, and ``A(n, w)`` after Assign n wrote it, w being the symbolic value n
-read (in the decomposed mode, at its read step).  A Read's result is the
+read; in the decomposed mode ``A(n, w, c)``, w as of n's read step and c the
+value x holds at n's write step (a failed Assign leaves c).  A Read's result is the
 symbolic value of its variable when it fires; the value an Assign is given
 depends on σ and on the Reads upstream of it.  So the symbolic values seen by
 the Reads and held by the variables at the end determine the outcome for
@@ -132,7 +133,8 @@ def schedule_classes(p: Program, semantics: str = ATOMIC, observe: str = "output
         if m.kind[i] in (_READ, _ASSIGN):
             x = m.var[i]
             if t >= n:                                        # decomposed write step
-                s.vars[x] = term(("A", i, s.pending.pop(i)))
+                # f(w, v) with w as read, or (failed Assign) x's current value
+                s.vars[x] = term(("A", i, s.pending.pop(i), s.vars[x]))
             elif m.kind[i] == _READ:
                 if counted[i]:
                     s.reads[i] = s.vars[x]

@@ -215,7 +215,8 @@ class Machine:
         inbox = st.inbox
         if t >= n:                                      # decomposed write step
             w, v = st.pending.pop(i)
-            st.vars[self.var[i]] = self.assigned(self.fn[i], w, v)
+            x = self.var[i]
+            st.vars[x] = self.assigned(self.fn[i], w, v, st.vars[x])
         elif kind == _FN:
             args = [inbox.pop((i, s)) for s in self.data_slots[i]]
             self._deliver(st, i, self.apply(self.fn[i], args, self.attrs[i]))
@@ -229,16 +230,24 @@ class Machine:
             return
         else:                                           # atomic Assign
             x = self.var[i]
-            st.vars[x] = self.assigned(self.fn[i], st.vars[x], inbox.pop((i, self.value_slot[i])))
+            w = st.vars[x]
+            st.vars[x] = self.assigned(self.fn[i], w, inbox.pop((i, self.value_slot[i])), w)
         self._signal(st, i)
 
-    def assigned(self, fn: Function, w: Any, v: Any) -> Any:
-        """Assign-f's new value: f(w, v), or w when v or f(w, v) is an error
-        (seed footnote 5; `semantics._assigned`)."""
+    def assign_result(self, fn: Function, w: Any, v: Any) -> Any | None:
+        """What Assign-f that read w writes: f(w, v), or None when v or f(w, v)
+        is an error and the Assign has no effect (seed footnote 5)."""
         if isinstance(v, Error):
-            return w
+            return None
         (new,) = self.apply(fn, (w, v), {})
-        return w if isinstance(new, Error) else new
+        return None if isinstance(new, Error) else new
+
+    def assigned(self, fn: Function, w: Any, v: Any, current: Any) -> Any:
+        """The variable's value after Assign-f read w and writes now, when it
+        holds `current` (`semantics._assigned`: a failed Assign leaves the
+        current value, which in decomposed mode may be newer than w)."""
+        new = self.assign_result(fn, w, v)
+        return current if new is None else new
 
     def _deliver(self, st: RunState, i: int, results: Sequence[Any]) -> None:
         for port, j, slot in self.succ[i]:

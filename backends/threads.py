@@ -110,16 +110,18 @@ class _ThreadedRun:
             v = st.inbox.pop((i, m.value_slot[i]))
         if not m.decomposed:
             with self.var_locks[x]:
-                st.vars[x] = m.assigned(m.fn[i], st.vars[x], v)
+                w = st.vars[x]
+                st.vars[x] = m.assigned(m.fn[i], w, v, w)
                 self._log(i)
         else:
             with self.var_locks[x]:
                 w = st.vars[x]
                 self._log(i)                       # n@read
             self._pause()
-            new = m.assigned(m.fn[i], w, v)        # compute: touches no shared state
+            new = m.assign_result(m.fn[i], w, v)   # compute: touches no shared state
             with self.var_locks[x]:
-                st.vars[x] = new
+                if new is not None:                # a failed Assign leaves x as it is now
+                    st.vars[x] = new
                 self._log(m.n + i)                 # n@write
         self._complete(i, (), logged=True)
 
