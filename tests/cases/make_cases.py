@@ -416,7 +416,9 @@ def passes() -> None:
         start, where both see the initial values: (rx, ry) = (x0, y0).  In the
         original, rx = x0 needs rx before x := 1, hence y := 2 before rx before
         x := 1 before ry, so ry = 2.  Unsound: a pass must also respect Assigns to *other*
-        variables ordered before a Read (or keep the Reads' mutual order).""")
+        variables ordered before a Read, and Reads ordered before it (the
+        built-in pass hoists only Reads that nothing touching a variable is
+        ordered before, and leaves this program alone).""")
 
     sp_orig = P.program([P.var("vx", "x"), P.assign("a", "Add", "vx", "$d"),
                          P.var("vx2", "x"), P.write("w", "vx2", "$b")], {}, ["x"])
