@@ -14,7 +14,7 @@ from typing import Any
 from tfsem.generators.families import load_store
 from tfsem.oracle.explore import outcome_set
 from tfsem.oracle.jsonio import Case, make_case
-from tfsem.oracle.program import ControlIn, Program
+from tfsem.oracle.program import ASSIGN, READ, ControlIn, Program
 from tfsem.oracle.values import value_to_json
 
 
@@ -27,23 +27,25 @@ def drop_control_inputs(p: Program, node: str) -> Program:
 
 def unsound_verdict(original: Program, rewritten: Program, feeds: dict, init: dict,
                     semantics: str = "atomic", observe: str = "outputs+state",
-                    confirmed: tuple[str, ...] = ("numpy",)) -> dict[str, Any]:
+                    confirmed: tuple[str, ...] = ("oracle", "numpy")) -> dict[str, Any]:
     """The unsound verdict object for the first outcome of `rewritten` that
     `original` lacks at σ = (feeds, init); raises ValueError if there is none."""
     orig = outcome_set(original, feeds, init, semantics, observe)
     rew = outcome_set(rewritten, feeds, init, semantics, observe)
-    originals = [o for o in orig]
+    originals = list(orig.items())
     for outcome, schedule in rew.items():
         if outcome not in orig:
             return {
                 "verdict": "unsound",
-                "differs": outcome.first_difference(originals),
+                "differs": outcome.first_difference([o for o, _ in originals]),
                 "counterexample": {
                     "feeds": {k: value_to_json(v) for k, v in feeds.items()},
                     "init": {k: value_to_json(v) for k, v in init.items()},
                     "schedule": list(schedule),
+                    "key_steps": [t for t in schedule if rewritten.node[t.partition("@")[0]].op in (READ, ASSIGN)],
                     "outcome": outcome.to_json(),
-                    "original_outcomes": [o.to_json() for o in originals],
+                    "original_outcomes": [dict(o.to_json(), schedule=list(w)) for o, w in originals],
+                    "original_count": orig.count,
                 },
                 "confirmed": list(confirmed),
                 "semantics": semantics,

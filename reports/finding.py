@@ -162,6 +162,8 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     if index_href:
         body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
     body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed))
+    if verdict_json.get("reason"):
+        body.append(f'<p class="reason"><strong>Reason:</strong> {esc(verdict_json["reason"])}</p>')
 
     # the programs
     layout = None
@@ -184,8 +186,8 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
                                     problems))
     body.append(_confirmation(confirmed, verdict))
     body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe))
-    extra = {k: v for k, v in verdict_json.items()
-             if k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe")}
+    extra = {k: v for k, v in verdict_json.items() if v not in (None, "", [], {})
+             and k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe", "reason")}
     if extra:
         body.append("<h2>More from the verdict</h2>"
                     f"<pre class=\"verdict-extra\">{esc(json_text(extra))}</pre>")
@@ -283,14 +285,20 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
     # outcomes side by side
     orig_outcomes = [o for o in (cx.get("original_outcomes") or []) if isinstance(o, Mapping)]
     outcome = cx.get("outcome") if isinstance(cx.get("outcome"), Mapping) else {}
-    out.append(_outcomes_table(orig_outcomes, outcome, differs, problems))
+    out.append(_outcomes_table(orig_outcomes, outcome, differs, problems,
+                               cx.get("original_count") if isinstance(cx.get("original_count"), int) else None))
 
     # the schedule, step by step
     schedule = [str(s) for s in (cx.get("schedule") or [])]
+    key_steps = {str(s) for s in (cx.get("key_steps") or [])}
     out.append(f"<h2>The run of P′ that breaks it ({len(schedule)} steps, {esc(semantics)} semantics)</h2>")
     out.append('<ol class="chips schedule">' + "".join(
-        f'<li><span class="n">{i}</span><span class="mono">{esc(s)}</span></li>'
+        f'<li class={attr("key" if s in key_steps else "free")}><span class="n">{i}</span>'
+        f'<span class="mono">{esc(s)}</span></li>'
         for i, s in enumerate(schedule, 1)) + "</ol>")
+    if key_steps and len(key_steps) < len(schedule):
+        out.append('<p class="muted">Bold steps access variables: their order makes the outcome; '
+                   "the other steps are free to move.</p>")
     var_types = {x: t.dtype for x, t in rewritten.variables.items()}
     feed_types = {f: rewritten.feed_type(f).dtype for f in rewritten.feed_names}
     feeds = _decode(feeds_raw, feed_types, "feed", problems)
@@ -309,12 +317,12 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
                "values in transit on edges (EMPTY edges omitted, as in the seed's figures; "
                "a dot is GO on a control edge), the variables at the side. The step that fired is "
                "orange, steps already fired are grey, what changed is outlined.</p>")
-    out.append(_steps_table(rp, rewritten, layout, differs))
+    out.append(_steps_table(rp, rewritten, layout, differs, key_steps))
     return "".join(out)
 
 
 def _outcomes_table(orig: list[Mapping[str, Any]], outcome: Mapping[str, Any],
-                    differs: Mapping[str, Any], problems: list[str]) -> str:
+                    differs: Mapping[str, Any], problems: list[str], count: int | None = None) -> str:
     cols: list[tuple[str, str]] = []
     for o in [outcome, *orig]:
         for k in _outcome_parts(o):
@@ -331,7 +339,10 @@ def _outcomes_table(orig: list[Mapping[str, Any]], outcome: Mapping[str, Any],
         parts = _outcome_parts(o)
         cells = "".join(f"<td class=\"mono\">{esc(value_text(parts[c])) if c in parts else '—'}</td>"
                         for c in cols)
-        rows.append(f'<tr class="original-outcome"><td>P, outcome {i}</td>{cells}</tr>')
+        witness = o.get("schedule")
+        wcell = (f'<td class="mono witness">{esc(" ".join(map(str, witness)))}</td>'
+                 if isinstance(witness, list) else '<td class="muted">—</td>')
+        rows.append(f'<tr class="original-outcome"><td>P, outcome {i}</td>{cells}{wcell}</tr>')
         if _decoded_parts(o) == mine:
             problems.append(f"the rewritten outcome equals the original's outcome {i}: "
                             "this is not a counterexample")
@@ -340,10 +351,14 @@ def _outcomes_table(orig: list[Mapping[str, Any]], outcome: Mapping[str, Any],
         f"<td class={attr('mono' + (' differs' if c == diff_col else ''))}>"
         f"{esc(value_text(parts[c])) if c in parts else '—'}</td>" for c in cols)
     rows.append(f'<tr class="extra rewritten-outcome"><td><strong>P′, this run</strong> '
-                f'{badge("not an outcome of P", "bad")}</td>{cells}</tr>')
-    return (f"<h2>Outcomes at σ: the original's {len(orig)} beside the rewrite's extra one</h2>"
-            f'<table class="outcomes"><thead><tr><th></th>{head}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+                f'{badge("not an outcome of P", "bad")}</td>{cells}'
+                '<td class="muted">below, step by step</td></tr>')
+    total = count if count is not None and count >= len(orig) else len(orig)
+    more = (f'<p class="muted more">… and {total - len(orig)} more outcomes of P, not listed by the '
+            "verdict.</p>" if total > len(orig) else "")
+    return (f"<h2>Outcomes at σ: the original's {total} beside the rewrite's extra one</h2>"
+            f'<table class="outcomes"><thead><tr><th></th>{head}<th>a schedule giving it</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>" + more)
 
 
 def _edge_words(e: G.EdgeInfo) -> str:
@@ -352,13 +367,16 @@ def _edge_words(e: G.EdgeInfo) -> str:
     return f"{G._vname(e.src)} {arrow} {dst}"
 
 
-def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str, Any]) -> str:
+def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str, Any],
+                 key_steps: set[str] = frozenset()) -> str:
     side = layout.sides[1]
     edges = side.edges
     rows = []
     fired_nodes: set[str] = set()
     prev: State | None = None
     draw = len(rp.steps) <= MAX_STEP_FIGURES + 1
+    # figures about 800px wide: big enough to read the values on the edges
+    scale = max(0.45, min(1.15, 800.0 / max(layout.width + 150.0, 1.0)))
     for st in rp.steps:
         s = st.state
         name, _, phase = (st.label or "").partition("@")
@@ -395,9 +413,9 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
             fig = G.render_svg(layout, 1, uid=f"s{st.index}", role=f"state-{st.index}",
                                transit=transit, fired=name if st.label else None,
                                done=fired_nodes - ({name} if st.label else set()), pending=pending,
-                               var_values=var_items, scale=0.78, css_class="state-graph",
+                               var_values=var_items, scale=scale, css_class="state-graph",
                                title=f"state after step {st.index}" if st.index else "initial state")
-        cls = "initial" if st.index == 0 else "step"
+        cls = "initial" if st.index == 0 else "step" + (" key" if st.label in key_steps else "")
         what = "initial state" if st.index == 0 else f'<span class="mono">{esc(st.label)}</span>'
         rows.append(f'<tr class="{cls}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
                     f'<td class="vars">{vars_html}{pend_html}</td>'
@@ -426,12 +444,20 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
 def _confirmation(confirmed: Sequence[str], verdict: str) -> str:
     if verdict != "unsound":
         return ""
-    names = list(BACKENDS) + [b for b in confirmed if b not in BACKENDS]
+    names = [b for b in confirmed if b not in BACKENDS] + list(BACKENDS)
     items = "".join(
         f'<li class="backend" data-backend={attr(b)}>{badge(b, "good" if b in confirmed else "none")} '
-        f"{'reproduced: running the schedule concretely on this backend gives the same outcome' if b in confirmed else 'not confirmed here (not run, or unavailable)'}</li>"
+        f"{_confirm_text(b, b in confirmed)}</li>"
         for b in names)
     return f'<h2>Where it was confirmed</h2><ul class="confirmed">{items}</ul>'
+
+
+def _confirm_text(backend: str, ok: bool) -> str:
+    if not ok:
+        return "not confirmed (not run, or unavailable)"
+    if backend == "oracle":
+        return "the reference semantics replays the schedule to this outcome, and the original has no such outcome"
+    return "reproduced: running the schedule concretely on this array backend gives the same outcome"
 
 
 def _sigma_args(p: Program | None, cx: Mapping[str, Any] | None) -> str:

@@ -828,15 +828,15 @@ def _transit_label(t: Transit, e: EdgeInfo, pts: list[tuple[float, float]]) -> s
 
 def _var_box(var_values: Sequence[tuple[str, str, bool]], x0: float) -> tuple[str, float]:
     lines = [f"{truncate(x, 14)} = {truncate(v, 18)}" for x, v, _ in var_values] or ["(no variables)"]
-    w = max(len(l) for l in lines) * CHAR_W + 20
-    h = len(lines) * 18 + 24
+    w = max(max(len(l) for l in lines) * 8.5, 9 * CHAR_W) + 20
+    h = len(lines) * 20 + 26
     out = [f'<g class="varbox"><rect x="{x0:.1f}" y="{MARGIN:.1f}" width="{w:.1f}" height="{h:.1f}" '
            f'rx="6" fill="#f6f8fa" stroke="#d1d9e0"/>'
-           f'<text x="{x0 + 10:.1f}" y="{MARGIN + 15:.1f}" font-size="10" fill="#57606a">variables</text>']
+           f'<text x="{x0 + 10:.1f}" y="{MARGIN + 15:.1f}" font-size="11" fill="#57606a">variables</text>']
     for i, (line, item) in enumerate(zip(lines, list(var_values) or [("", "", False)])):
         changed = item[2]
         out.append(f'<text class={attr("var" + (" changed" if changed else ""))} x="{x0 + 10:.1f}" '
-                   f'y="{MARGIN + 33 + i * 18:.1f}" font-size="12" font-weight="{700 if changed else 400}" '
+                   f'y="{MARGIN + 35 + i * 20:.1f}" font-size="14" font-weight="{700 if changed else 400}" '
                    f'fill="{FIRED if changed else INK}">{esc(line)}</text>')
     out.append("</g>")
     return "".join(out), w + MARGIN
@@ -863,12 +863,12 @@ def draw_pair(original: Program, rewritten: Program, *, uid: str = "g",
 
 
 def legend_svg(uid: str = "legend") -> str:
-    """A key to the notation: the three edge kinds and the highlights."""
+    """A key to the notation: the three edge kinds, the stubs of input and
+    output edges, and the highlights."""
     items = [("tensor edge", TENSOR, None), ("variable edge", VARIABLE, None),
              ("control edge", CONTROL, None), ("added by the rewrite", TENSOR, "added"),
              ("removed by the rewrite", TENSOR, "removed")]
-    parts = [f'<svg class="graph legend" viewBox="0 0 900 28" width="900" height="28" role="img" '
-             f'aria-label="legend">{_markers(uid)}']
+    parts = []
     x = 6.0
     for text, kind, mark in items:
         colour, dash, sw = EDGE_STYLE[kind]
@@ -880,6 +880,13 @@ def legend_svg(uid: str = "legend") -> str:
         parts.append(f'<path d="M{x},14 L{x + 40},14" stroke="{colour}" stroke-width="{sw}"{dash_attr} '
                      f'marker-end="url(#{uid}-arr-{mark or kind})"/>')
         parts.append(f'<text x="{x + 48}" y="18" font-size="12" fill="{INK}">{esc(text)}</text>')
-        x += 48 + len(text) * CHAR_W + 24
-    parts.append("</svg>")
-    return "".join(parts)
+        x += 48 + len(text) * CHAR_W + 22
+    for text, fill in (("$feed", "#fff8c5"), ("output", "#dafbe1")):
+        w = len(text) * CHAR_W * 0.92 + 16
+        parts.append(f'<rect x="{x:.1f}" y="4" width="{w:.1f}" height="20" rx="10" fill="{fill}" stroke="#8c959f"/>'
+                     f'<text x="{x + w / 2:.1f}" y="18" font-size="11" text-anchor="middle" fill="{INK}">{esc(text)}</text>')
+        label = "input edge" if text == "$feed" else "output edge"
+        parts.append(f'<text x="{x + w + 6:.1f}" y="18" font-size="12" fill="{INK}">{label}</text>')
+        x += w + 6 + len(label) * CHAR_W + 22
+    return (f'<svg class="graph legend" viewBox="0 0 {x:.0f} 28" width="{x:.0f}" height="28" role="img" '
+            f'aria-label="legend">{_markers(uid)}' + "".join(parts) + "</svg>")

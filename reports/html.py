@@ -131,8 +131,12 @@ td.differs, span.differs { outline: 2px solid var(--removed); outline-offset: -2
 figure figcaption { font-weight: 600; margin-bottom: 4px; }
 .chips { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; padding: 0; list-style: none; }
 .chips li { border: 1px solid var(--line); border-radius: 4px; padding: 0 6px; background: var(--panel); }
+.chips li.key { border-color: var(--ink); font-weight: 700; }
+table.steps tr.key td:nth-child(2) { font-weight: 700; }
 .chips li .n { color: var(--muted); font-size: 11px; margin-right: 3px; }
+table.steps { width: 100%; }
 table.steps td { font-size: 13px; }
+table.steps td.vars, table.steps td.in-transit { min-width: 150px; }
 table.steps td.fig { padding: 2px; }
 table.steps tr.initial td { background: #f6f8fa; }
 .var.changed, .transit.changed { background: #fff1e5; border-radius: 3px; font-weight: 700; }
