@@ -1,0 +1,636 @@
+"""The verdict pipeline: is a rewrite P -> P' sound (SPEC section 3)?
+
+1. **Interface and validity.**  A malformed P', or one whose variables, output
+   names or feeds differ from P's, is `invalid`.
+2. **Proof.**  For every initialization pattern (which of the accessed
+   variables start uninitialized), the symbolic oracle gives the outcome sets
+   of P and P' as terms over σ.  Both are products of independent components;
+   P' is sound when every combination t' of P' components, restricted to each
+   component C of P, is one of C's outcomes, for every σ.  Each such question
+   that is not settled structurally (t' is literally one of C's outcomes) is a
+   Z3 query: is there σ at which t' differs from every outcome of C?  All
+   `unsat`: `sound`.
+3. **Counterexamples.**  A `sat` query gives a candidate σ, which counts only
+   once the concrete oracle confirms it: P' run on the witness schedule of t'
+   at σ gives an outcome that is not in Outcomes(P, σ).  A confirmed σ is
+   minimized, its schedule too, and it is replayed on the array backends.
+   Which part differs first is Outcome.first_difference (outputs by name, then
+   variables by name), as in Alive2's staged checks.
+4. **Budgets.**  When the symbolic path is out of budget (states, tensor sizes,
+   too many patterns or outcomes), P and P' are compared concretely on
+   generated σ: `unsound` if one differs, else `no-counterexample` with the
+   number tried.  A solver timeout makes the verdict `unknown` (after the same
+   concrete search, which may still find a counterexample).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import z3
+
+from tfsem.oracle.explore import Budget, BudgetExceeded, outcome_set
+from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.program import Program, ProgramError, TensorType, validate
+from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
+from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
+
+from . import minimize as mini
+from .encode import Encoder
+from .symbolic import (Algebra, Component, SymbolicLimit, SymbolicOutcomes, Term,
+                       accessed_variables, sample_equal, symbolic_outcomes)
+from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
+                      Verdict)
+
+DEFAULT_TIMEOUT = 10.0
+#: at most this many variables are split into initialized / uninitialized
+MAX_SPLIT_VARIABLES = 6
+#: combinations of the rewritten program's components checked per group
+MAX_COMBINATIONS = 4096
+SYMBOLIC_MAX_STATES = 200_000
+#: σ tried by the concrete fallback (fewer if time runs out)
+FALLBACK_SAMPLES = 200
+#: a candidate the concrete oracle does not confirm is retried this many times
+CANDIDATE_RETRIES = 3
+#: original outcomes listed in a counterexample
+LIST_LIMIT = 100
+#: σ on which each query is first evaluated concretely, before the solver
+SAMPLES = 32
+
+
+class _GiveUp(Exception):
+    """The symbolic path stops; `kind` says why ("budget" or "solver")."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+
+
+def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
+                  semantics: str = "atomic", observe: str = "outputs+state",
+                  timeout: float = DEFAULT_TIMEOUT, *, minimize: bool = True,
+                  seed: int = 0, backends: bool = True) -> Verdict:
+    """Is `rewritten` a sound rewrite of `original`?  `rewritten` may be a
+    Program or its JSON object (a malformed one is an `invalid` verdict).
+    A malformed `original` raises ProgramError (it is bad input, not a verdict)."""
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown semantics {semantics!r} ({', '.join(SEMANTICS)})")
+    if observe not in OBSERVE:
+        raise ValueError(f"unknown observe {observe!r} ({', '.join(OBSERVE)})")
+    started = time.monotonic()
+    original.validated()
+    if isinstance(rewritten, Program):
+        violations = validate(rewritten)
+        p2 = rewritten
+    else:
+        try:
+            p2 = program_from_json(rewritten, validate=True, where="rewritten")
+            violations = []
+        except ProgramError as exc:
+            violations = exc.violations
+    if violations:
+        return Verdict(INVALID, "the rewritten program is malformed: "
+                       + "; ".join(str(v) for v in violations),
+                       semantics=semantics, observe=observe,
+                       stats={"seconds": round(time.monotonic() - started, 6)})
+    problems = interface_problems(original, p2)
+    if problems:
+        return Verdict(INVALID, "the interface differs: " + "; ".join(problems),
+                       semantics=semantics, observe=observe,
+                       stats={"seconds": round(time.monotonic() - started, 6)})
+    checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends)
+    return checker.run()
+
+
+def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
+               observe: str | None = None, **kw: Any) -> Verdict:
+    """Check a `tfsem.case/1` case; its semantics and observe apply unless given."""
+    return check_rewrite(case.original, case.rewritten_json, semantics or case.semantics,
+                         observe or case.observe, timeout, **kw)
+
+
+def interface_problems(p: Program, p2: Program) -> list[str]:
+    """How P' 's interface differs from P's (SPEC section 3): the same
+    variables (with the same declared types), the same output names, and no
+    feed that P lacks (a shared feed keeps its declared type)."""
+    out = []
+    for x in sorted(set(p.variables) - set(p2.variables)):
+        out.append(f"variable {x!r} is missing from the rewrite")
+    for x in sorted(set(p2.variables) - set(p.variables)):
+        out.append(f"variable {x!r} is not in the original")
+    for x in sorted(set(p.variables) & set(p2.variables)):
+        if p.variables[x] != p2.variables[x]:
+            out.append(f"variable {x!r} is declared {_type(p.variables[x])} in the original, "
+                       f"{_type(p2.variables[x])} in the rewrite")
+    for o in sorted(set(p.outputs) - set(p2.outputs)):
+        out.append(f"output {o!r} is missing from the rewrite")
+    for o in sorted(set(p2.outputs) - set(p.outputs)):
+        out.append(f"output {o!r} is not in the original")
+    for f in p2.feed_names:
+        if f not in p.feed_names:
+            out.append(f"feed {f!r} is not a feed of the original")
+        elif p.feed_type(f) != p2.feed_type(f):
+            out.append(f"feed {f!r} is declared {_type(p.feed_type(f))} in the original, "
+                       f"{_type(p2.feed_type(f))} in the rewrite")
+    return out
+
+
+def _type(t: TensorType) -> str:
+    return f"{t.dtype}{list(t.shape)}"
+
+
+# ---------------------------------------------------------------------------
+# The checker
+
+
+@dataclass
+class _Found:
+    """A confirmed counterexample."""
+    feeds: dict[str, Value]
+    init: dict[str, Value]
+    schedule: list[str]
+    outcome: Outcome
+    original: Any   # OutcomeSet at σ
+
+
+@dataclass
+class _Query:
+    """One failing query, kept for minimization."""
+    constraints: list[z3.BoolRef]
+    schedule: list[str]
+    uninit: frozenset[str]
+
+
+@dataclass
+class _Checker:
+    p: Program
+    p2: Program
+    semantics: str
+    observe: str
+    started: float
+    timeout: float
+    minimize: bool
+    seed: int
+    backends: bool
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.deadline = self.started + self.timeout
+        # time kept for the concrete fallback when the symbolic path gives up
+        self.reserve = min(0.2 * self.timeout, 2.0)
+        self.stats.update(path="symbolic", patterns=0, queries=0, solver_seconds=0.0,
+                          unconfirmed=0, states=0)
+        self.failing: _Query | None = None
+
+    def remaining(self, reserve: bool = False) -> float:
+        return self.deadline - time.monotonic() - (self.reserve if reserve else 0.0)
+
+    def verdict(self, kind: str, reason: str = "", **kw: Any) -> Verdict:
+        self.stats["seconds"] = round(time.monotonic() - self.started, 6)
+        self.stats["solver_seconds"] = round(self.stats["solver_seconds"], 6)
+        return Verdict(kind, reason, semantics=self.semantics, observe=self.observe,
+                       stats=self.stats, **kw)
+
+    # -- the pipeline -------------------------------------------------------
+
+    def run(self) -> Verdict:
+        try:
+            found, note = self.prove()
+        except _GiveUp as exc:
+            return self.fallback(exc)
+        if found is not None:
+            return self.unsound(found)
+        if note:
+            # candidates the concrete oracle did not confirm (functions with no
+            # encoding): no proof, and no counterexample yet
+            return self.fallback(_GiveUp("unconfirmed", note))
+        return self.verdict(SOUND, "proved for every σ (every initialization pattern, "
+                                   "every value of the declared types)")
+
+    def prove(self) -> tuple[_Found | None, str]:
+        p, p2 = self.p, self.p2
+        split = sorted(accessed_variables(p) | accessed_variables(p2))
+        if len(split) > MAX_SPLIT_VARIABLES:
+            raise _GiveUp("budget", f"{len(split)} variables are accessed: 2^{len(split)} "
+                                    f"initialization patterns (limit 2^{MAX_SPLIT_VARIABLES})")
+        self.algebra = algebra = Algebra()
+        self.encoder = Encoder()
+        try:
+            self.feeds = {f: algebra.leaf("feed", f, p.feed_type(f)) for f in p.feed_names}
+            self.inits = {x: algebra.leaf("init", x, p.variables[x]) for x in sorted(p.variables)}
+        except SymbolicLimit as exc:
+            raise _GiveUp("budget", str(exc)) from None
+        unconfirmed: list[str] = []
+        patterns = [frozenset(c) for k in range(len(split) + 1)
+                    for c in itertools.combinations(split, k)]
+        for uninit in patterns:
+            self.stats["patterns"] += 1
+            init = {x: v for x, v in self.inits.items() if x not in uninit}
+            ours = self.explore(p, init, "original")
+            theirs = self.explore(p2, init, "rewritten")
+            self.stats["original_outcomes"] = max(self.stats.get("original_outcomes", 0), ours.count)
+            self.stats["rewritten_outcomes"] = max(self.stats.get("rewritten_outcomes", 0),
+                                                   theirs.count)
+            for group_ours, group_theirs in _groups(ours, theirs):
+                found = self.check_group(ours, theirs, group_ours, group_theirs, uninit, unconfirmed)
+                if found is not None:
+                    return found, ""
+        return None, "; ".join(dict.fromkeys(unconfirmed))
+
+    def explore(self, program: Program, init: Mapping[str, Any], which: str) -> SymbolicOutcomes:
+        seconds = self.remaining(reserve=True)
+        if seconds <= 0:
+            raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out before the "
+                                    "symbolic search finished")
+        budget = Budget(SYMBOLIC_MAX_STATES, seconds)
+        try:
+            result = symbolic_outcomes(program, self.algebra, self.feeds, init, self.semantics,
+                                       self.observe, budget)
+        except BudgetExceeded as exc:
+            raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
+        except SymbolicLimit as exc:
+            raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
+        self.stats["states"] += result.states
+        return result
+
+    def check_group(self, ours: SymbolicOutcomes, theirs: SymbolicOutcomes,
+                    group_ours: list[int], group_theirs: list[int], uninit: frozenset[str],
+                    unconfirmed: list[str]) -> _Found | None:
+        comps = [theirs.components[j] for j in group_theirs]
+        total = math.prod(len(c.outcomes) for c in comps)
+        if total > MAX_COMBINATIONS:
+            raise _GiveUp("budget", f"{total} combinations of the rewritten program's outcomes "
+                                    f"in one group (limit {MAX_COMBINATIONS})")
+        checked: set[tuple[int, tuple]] = set()
+        for combo in itertools.product(*(list(c.outcomes.items()) for c in comps)):
+            values = {}
+            for comp, (partial, _w) in zip(comps, combo):
+                values.update(zip(comp.parts, partial))
+            for i in group_ours:
+                target = ours.components[i]
+                t = tuple(values[part] for part in target.parts)
+                if t in target.outcomes or (i, t) in checked:
+                    continue
+                checked.add((i, t))
+                schedule = self._schedule(theirs, group_theirs, combo)
+                found = self.query(target, t, schedule, uninit, unconfirmed)
+                if found is not None:
+                    return found
+        return None
+
+    @staticmethod
+    def _schedule(theirs: SymbolicOutcomes, group: list[int], combo) -> list[str]:
+        """A schedule of the whole rewritten program: the combination's witnesses
+        for the group's components, any witness for the others."""
+        chosen = dict(zip(group, (w for _o, w in combo)))
+        sched: list[str] = []
+        for j, comp in enumerate(theirs.components):
+            sched.extend(chosen[j] if j in chosen else next(iter(comp.outcomes.values())))
+        return sched
+
+    def query(self, target: Component, t: tuple, schedule: list[str], uninit: frozenset[str],
+              unconfirmed: list[str]) -> _Found | None:
+        """Is there σ (in this initialization pattern) at which t differs from
+        every outcome of `target`?"""
+        enc = self.encoder
+        constraints = []
+        for u in target.outcomes:
+            e = enc.parts_eq(t, u)
+            if e is True:
+                return None
+            if e is not False:
+                constraints.append(z3.Not(e))
+        found = self.sampled_candidate(target, t, schedule, uninit)
+        if found is not None:
+            self.failing = _Query(constraints, schedule, uninit)
+            return found
+        for attempt in range(CANDIDATE_RETRIES):
+            seconds = self.remaining(reserve=True)
+            if seconds <= 0:
+                raise _GiveUp("solver", f"the time budget ({self.timeout:g} s) ran out during "
+                                        "the solver queries")
+            solver = z3.Solver()
+            solver.set("timeout", max(1, int(seconds * 1000)))
+            solver.add(*constraints)
+            t0 = time.monotonic()
+            result = solver.check()
+            self.stats["solver_seconds"] += time.monotonic() - t0
+            self.stats["queries"] += 1
+            if result == z3.unsat:
+                return None
+            if result == z3.unknown:
+                raise _GiveUp("solver", f"the solver could not decide whether "
+                                        f"{_describe_parts(target.parts)} can differ "
+                                        f"({solver.reason_unknown()})")
+            model = solver.model()
+            sigma = self.decode(model, uninit)
+            found = self.confirm(sigma, schedule)
+            if found is not None:
+                self.failing = _Query(constraints, schedule, uninit)
+                return found
+            self.stats["unconfirmed"] += 1
+            # a spurious model (an uninterpreted function allowed it): ask for another σ
+            leaves = self.leaves(uninit)
+            if not leaves:
+                break
+            constraints.append(z3.Or([enc.leaf(leaf) != model.eval(enc.leaf(leaf), model_completion=True)
+                                      for leaf in leaves]))
+        unconfirmed.append(f"the solver's candidates for {_describe_parts(target.parts)} did not "
+                           "reproduce concretely (functions with no encoding are uninterpreted)")
+        return None
+
+    def sampled_candidate(self, target: Component, t: tuple, schedule: list[str],
+                          uninit: frozenset[str]) -> _Found | None:
+        """Evaluate the query on a few generated σ first: a counterexample
+        found this way costs no solver time (floating-point queries that are
+        satisfiable are often slow for the solver and easy to sample)."""
+        sigmas, leaves, memo = self.samples(uninit)
+        n = len(sigmas)
+        differs = np.ones(n, dtype=bool)
+        for u in target.outcomes:
+            eq = np.ones(n, dtype=bool)
+            for a, b in zip(t, u):
+                e = sample_equal(a, b, leaves, memo, n)
+                if e is None:
+                    return None
+                eq &= e
+            differs &= ~eq
+            if not differs.any():
+                return None
+        for k in np.flatnonzero(differs)[:CANDIDATE_RETRIES]:
+            found = self.confirm(sigmas[k], schedule)
+            if found is not None:
+                self.stats["sampled"] = True
+                return found
+            self.stats["unconfirmed"] += 1
+        return None
+
+    def samples(self, uninit: frozenset[str]):
+        """SAMPLES generated σ for this initialization pattern, and the values
+        of every leaf on them (arrays indexed by sample)."""
+        cache = self.__dict__.setdefault("_samples", {})
+        if uninit not in cache:
+            rng = np.random.default_rng(self.seed)
+            sigmas = []
+            for k in range(SAMPLES):
+                feeds = {f: _random_tensor(self.p.feed_type(f), rng, min(k, 2)) for f in self.feeds}
+                init: dict[str, Value] = {x: _random_tensor(self.p.variables[x], rng, min(k, 2))
+                                          for x in self.inits if x not in uninit}
+                init.update({x: Error(UNINITIALIZED) for x in uninit})
+                sigmas.append((feeds, init))
+            leaves: dict[Term, np.ndarray] = {}
+            for kind, table in (("feed", self.feeds), ("init", self.inits)):
+                for name, value in table.items():
+                    if kind == "init" and name in uninit:
+                        continue
+                    column = np.stack([(s[0] if kind == "feed" else s[1])[name].array.reshape(-1)
+                                       for s in sigmas], axis=1) if value.elems else None
+                    for i, leaf in enumerate(value.elems):
+                        leaves[leaf] = column[i]
+            cache[uninit] = (sigmas, leaves, {})
+        return cache[uninit]
+
+    # -- σ --------------------------------------------------------------------
+
+    def leaves(self, uninit: frozenset[str]) -> list[Term]:
+        """The input elements of σ, feeds first, in a stable order."""
+        out = [e for f in sorted(self.feeds) for e in self.feeds[f].elems]
+        out += [e for x in sorted(self.inits) if x not in uninit for e in self.inits[x].elems]
+        return out
+
+    def decode(self, model: z3.ModelRef, uninit: frozenset[str]) -> tuple[dict, dict]:
+        enc = self.encoder
+        feeds = {f: enc.tensor_from_model(model, v) for f, v in self.feeds.items()}
+        init: dict[str, Value] = {x: enc.tensor_from_model(model, v) for x, v in self.inits.items()
+                                  if x not in uninit}
+        init.update({x: Error(UNINITIALIZED) for x in uninit})
+        return feeds, init
+
+    def confirm(self, sigma: tuple[dict, dict], schedule: list[str]) -> _Found | None:
+        """The concrete oracle's word: P' on `schedule` at σ gives an outcome
+        that is not in Outcomes(P, σ)."""
+        feeds, init = sigma
+        try:
+            state = run_schedule(self.p2, feeds, init, schedule, self.semantics)
+        except ValueError:
+            return None
+        outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
+        try:
+            original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
+                                   max_seconds=max(0.5, self.remaining()))
+        except BudgetExceeded:
+            return None
+        if outcome in original:
+            return None
+        return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
+
+    # -- the verdicts ---------------------------------------------------------
+
+    def unsound(self, found: _Found) -> Verdict:
+        if self.minimize:
+            found = self.minimized(found)
+        original_list = list(found.original.as_dict(LIST_LIMIT).items())
+        count = found.original.count
+        all_original = [o for o, _ in original_list] if count <= LIST_LIMIT else \
+            list(found.original.as_dict(100_000))
+        differs = found.outcome.first_difference(all_original)
+        confirmed = ["oracle"] + self.replay_on_backends(found)
+        cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
+                             original_list, count, mini.key_steps(self.p2, found.schedule))
+        where = next(iter(differs.items())) if differs else None
+        reason = (f"the rewritten program's outcome is not among the original's {count} "
+                  f"outcome{'s' if count != 1 else ''} at this σ")
+        if where:
+            reason += f"; first difference: {where[0]} {where[1]!r}"
+        return self.verdict(UNSOUND, reason, differs=differs, counterexample=cex,
+                            tried=self.stats.get("tried", 0), confirmed=confirmed)
+
+    def minimized(self, found: _Found) -> _Found:
+        deadline = min(self.deadline, time.monotonic() + max(0.3, 0.1 * self.timeout))
+        best = found
+
+        def confirm(sigma) -> bool:
+            nonlocal best
+            result = self.confirm(sigma, best.schedule)
+            if result is None:
+                return False
+            best = result
+            return True
+
+        # cheap first: each element to 0, 1 or -1 where the counterexample survives
+        mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+        query = self.failing
+        if query is not None:
+            index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
+                                                                    ("init", self.inits))
+                     for name, v in table.items() for i, leaf in enumerate(v.elems)}
+
+            def value_of(sigma, leaf: Term):
+                kind, name, i = index[id(leaf)]
+                table = sigma[0] if kind == "feed" else sigma[1]
+                return table[name].array.reshape(-1)[i]
+
+            mini.minimize_with_solver(query.constraints, self.encoder, self.leaves(query.uninit),
+                                      (best.feeds, best.init), value_of,
+                                      lambda m: self.decode(m, query.uninit), confirm, deadline)
+        schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
+                                          best.outcome, self.semantics, self.observe,
+                                          min(self.deadline, time.monotonic() + 1.0))
+        best.schedule = schedule
+        return best
+
+    def replay_on_backends(self, found: _Found) -> list[str]:
+        if not self.backends:
+            return []
+        try:
+            from tfsem.backends.confirm import confirm_counterexample
+        except ImportError:
+            self.stats["backends"] = "tfsem.backends.confirm is not available"
+            return []
+        try:
+            return list(confirm_counterexample(self.p, self.p2, found.feeds, found.init,
+                                               found.schedule, self.semantics, self.observe))
+        except Exception as exc:  # a backend failure must not lose the verdict
+            self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
+            return []
+
+    # -- the concrete fallback --------------------------------------------------
+
+    def fallback(self, why: _GiveUp) -> Verdict:
+        self.stats["path"] = "concrete"
+        self.stats["gave_up"] = why.reason
+        rng = np.random.default_rng(self.seed)
+        tried = 0
+        budget_note = ""
+        for sigma in _generated_sigmas(self.p, rng):
+            if tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
+                break
+            try:
+                found = self.concrete_difference(sigma)
+            except BudgetExceeded as exc:
+                budget_note = f"; concrete search: {exc}"
+                break
+            tried += 1
+            if found is not None:
+                self.stats["tried"] = tried
+                return self.unsound(found)
+        self.stats["tried"] = tried
+        if why.kind == "solver":
+            return self.verdict(UNKNOWN, f"{why.reason}; {tried} σ tried concretely, none "
+                                         f"shows a difference{budget_note}", tried=tried)
+        if tried == 0:
+            return self.verdict(UNKNOWN, f"{why.reason}; and no σ could be tried concretely"
+                                         f"{budget_note}", tried=0)
+        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {tried} σ tried "
+                                               f"concretely, none shows a difference{budget_note}",
+                            tried=tried)
+
+    def concrete_difference(self, sigma: tuple[dict, dict]) -> _Found | None:
+        feeds, init = sigma
+        seconds = max(0.05, self.remaining())
+        original = outcome_set(self.p, feeds, init, self.semantics, self.observe, max_seconds=seconds)
+        rewritten = outcome_set(self.p2, feeds, init, self.semantics, self.observe,
+                                max_seconds=max(0.05, self.remaining()))
+        for k, (outcome, schedule) in enumerate(rewritten.items()):
+            if k >= 100_000:
+                break
+            if outcome not in original:
+                return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
+        return None
+
+
+def _describe_parts(parts: tuple[tuple[str, str], ...]) -> str:
+    names = [f"{kind} {name!r}" for kind, name in parts]
+    return ", ".join(names) if names else "(nothing)"
+
+
+def _groups(ours: SymbolicOutcomes, theirs: SymbolicOutcomes) -> list[tuple[list[int], list[int]]]:
+    """Components of P and P' joined by a shared observed part (an output or a
+    variable): each group is checked on its own."""
+    parent: dict[Any, Any] = {}
+
+    def find(a):
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for side, result in (("o", ours), ("r", theirs)):
+        for i, comp in enumerate(result.components):
+            for part in comp.parts:
+                parent[find((side, i))] = find(("part", part))
+    groups: dict[Any, tuple[list[int], list[int]]] = {}
+    for side, result in (("o", ours), ("r", theirs)):
+        for i, comp in enumerate(result.components):
+            if comp.parts:
+                g = groups.setdefault(find((side, i)), ([], []))
+                (g[0] if side == "o" else g[1]).append(i)
+    return [g for g in groups.values() if g[1]]
+
+
+# ---------------------------------------------------------------------------
+# Generated σ for the concrete fallback
+
+_INT_SPECIAL = [0, 1, -1, 2, -2, 3, 7, -8, 100, 2**31, 2**32, -(2**31) - 1,
+                2**63 - 1, -(2**63), 2**62]
+_FLOAT_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -3.5, float("nan"), float("inf"),
+                  float("-inf"), 1e-45, -1e-45, 1.1754944e-38, 3.4028235e38, -3.4028235e38,
+                  0.1, 16777216.0, 16777217.0]
+
+
+def _random_tensor(t: TensorType, rng: np.random.Generator, style: int) -> Tensor:
+    size = math.prod(t.shape)
+    if t.dtype == "int64":
+        if style == 0:
+            vals = np.zeros(size, np.int64)
+        elif style == 1:
+            vals = np.ones(size, np.int64)
+        else:
+            pick = rng.integers(0, 3, size)
+            special = np.array(_INT_SPECIAL, dtype=np.int64)[rng.integers(0, len(_INT_SPECIAL), size)]
+            small = rng.integers(-10, 11, size)
+            wide = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size, dtype=np.int64,
+                                endpoint=True)
+            vals = np.where(pick == 0, special, np.where(pick == 1, small, wide))
+        return Tensor(vals.reshape(t.shape), "int64")
+    if style == 0:
+        vals = np.zeros(size, np.float32)
+    elif style == 1:
+        vals = np.ones(size, np.float32)
+    else:
+        pick = rng.integers(0, 3, size)
+        special = np.array(_FLOAT_SPECIAL, dtype=np.float32)[rng.integers(0, len(_FLOAT_SPECIAL), size)]
+        small = rng.integers(-10, 11, size).astype(np.float32) / np.float32(2)
+        wide = (rng.standard_normal(size) * 10.0 ** rng.integers(-5, 6, size)).astype(np.float32)
+        vals = np.where(pick == 0, special, np.where(pick == 1, small, wide)).astype(np.float32)
+    return Tensor(vals.reshape(t.shape), "float32")
+
+
+def _generated_sigmas(p: Program, rng: np.random.Generator):
+    """σ for the fallback: zeros, ones, then random values mixing special ones
+    (extremes, NaN, infinities, signed zeros) with small and wide ones; a
+    variable starts uninitialized a quarter of the time."""
+    style = 0
+    while True:
+        feeds = {f: _random_tensor(p.feed_type(f), rng, min(style, 2)) for f in p.feed_names}
+        init: dict[str, Value] = {}
+        for x in sorted(p.variables):
+            if style >= 2 and rng.random() < 0.25:
+                init[x] = Error(UNINITIALIZED)
+            else:
+                init[x] = _random_tensor(p.variables[x], rng, min(style, 2))
+        yield feeds, init
+        style += 1
+
+
+__all__ = ["DEFAULT_TIMEOUT", "check_case", "check_rewrite", "interface_problems"]

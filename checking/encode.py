@@ -1,0 +1,292 @@
+"""Z3 encoding of symbolic values, with numpy's semantics.
+
+* int64: 64-bit bit-vectors; Add, Sub, Mul, Neg wrap around exactly as numpy's
+  int64 arithmetic does; Max and Min compare signed.
+* float32: Z3's FP(8, 24) with round-to-nearest-even, which is what numpy's
+  float32 arithmetic computes (IEEE 754 single, subnormals kept).  numpy's
+  maximum and minimum propagate NaN (Z3's fpMax does not, so they are written
+  out), and on a tie between +0.0 and -0.0 numpy returns one operand by a rule
+  this module measures at import (`MAX_TIE`, `MIN_TIE`); if the measurement
+  is not consistent across numpy's code paths, the tie is left to an
+  uninterpreted function, so that no proof depends on it.
+* Equality follows SPEC section 2: SMT-LIB's `=` on floating point *is* that
+  equality (it has exactly one NaN, and +0 and -0 are different), so a float
+  element compares with `==`, never with `fpEQ`.
+* Opaque values (functions with no encoding) live in an uninterpreted sort
+  `Val`: an opaque result is an uninterpreted function of its arguments, a
+  tensor enters `Val` through an uninterpreted `box` per kind, an error through
+  a constant per reason.  The real values are one interpretation of these
+  symbols, so a formula valid for every interpretation holds for the real one;
+  the converse fails, which is why a counterexample is confirmed concretely.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import z3
+
+from tfsem.oracle.values import Error, Tensor
+
+from .symbolic import Opaque, SymTensor, Term
+
+F32 = z3.Float32()
+BV64 = z3.BitVecSort(64)
+RNE = z3.RNE()
+
+
+def _tie_rule(f) -> str:
+    """Which operand numpy's `f` (maximum or minimum) returns when the operands
+    are +0.0 and -0.0: "first", "second", or "unknown" when code paths differ."""
+    seen = set()
+    for a, b in ((-0.0, 0.0), (0.0, -0.0)):
+        fa, fb = np.float32(a), np.float32(b)
+        for shape_a, shape_b in (((), ()), ((1,), (1,)), ((5,), (5,)), ((16,), (16,)),
+                                 ((37,), (37,)), ((7,), ()), ((), (7,))):
+            with np.errstate(all="ignore"):
+                r = f(np.full(shape_a, fa, np.float32), np.full(shape_b, fb, np.float32))
+            for bit in set(np.signbit(np.asarray(r)).reshape(-1).tolist()):
+                seen.add("first" if bit == bool(np.signbit(fa)) else "second")
+    return seen.pop() if len(seen) == 1 else "unknown"
+
+
+MAX_TIE = _tie_rule(np.maximum)
+MIN_TIE = _tie_rule(np.minimum)
+
+
+def leaf_name(term: Term) -> str:
+    name, idx = term.value
+    return f"${name}[{idx}]" if term.op == "feed" else f"{name}@init[{idx}]"
+
+
+def z3_const(value: Any, dtype: str) -> z3.ExprRef:
+    """A numpy int64/float32 scalar as a Z3 numeral."""
+    if dtype == "int64":
+        return z3.BitVecVal(int(value), 64)
+    f = np.float32(value)
+    if np.isnan(f):
+        return z3.fpNaN(F32)
+    bits = int(np.array(f).view(np.uint32))
+    return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, 32), F32))
+
+
+def scalar_from_model(model: z3.ModelRef, expr: z3.ExprRef, dtype: str) -> Any:
+    """The numpy scalar a model gives `expr` (completed: unconstrained -> 0)."""
+    v = model.eval(expr, model_completion=True)
+    if dtype == "int64":
+        return np.int64(v.as_signed_long())
+    if z3.is_true(z3.simplify(z3.fpIsNaN(v))):
+        return np.float32(np.nan)
+    bits = z3.simplify(z3.fpToIEEEBV(v)).as_long()
+    return np.array(bits, dtype=np.uint32).view(np.float32)[()]
+
+
+class Encoder:
+    """Encodes the terms of one :class:`~tfsem.checking.symbolic.Algebra`.
+    Encodings are cached per term (terms are interned, so per structure)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Term, z3.ExprRef] = {}
+        self._leaves: dict[Term, z3.ExprRef] = {}
+        self._funcs: dict[str, z3.FuncDeclRef] = {}
+        self._val_sort: z3.SortRef | None = None
+        self.opaque_used = False
+
+    # -- scalars ------------------------------------------------------------
+
+    def leaf(self, term: Term) -> z3.ExprRef:
+        e = self._leaves.get(term)
+        if e is None:
+            sort = BV64 if term.dtype == "int64" else F32
+            e = self._leaves[term] = z3.Const(leaf_name(term), sort)
+        return e
+
+    def elem(self, term: Term) -> z3.ExprRef:
+        cache = self._cache
+        e = cache.get(term)
+        if e is not None:
+            return e
+        stack = [term]
+        while stack:
+            u = stack[-1]
+            if u in cache:
+                stack.pop()
+                continue
+            missing = [a for a in u.args if a not in cache]
+            if missing:
+                stack.extend(missing)
+                continue
+            cache[u] = self._build(u, [cache[a] for a in u.args])
+            stack.pop()
+        return cache[term]
+
+    def _build(self, t: Term, args: list[z3.ExprRef]) -> z3.ExprRef:
+        if t.op in ("feed", "init"):
+            return self.leaf(t)
+        if t.op == "const":
+            return z3_const(t.value, t.dtype)
+        if t.dtype == "int64":
+            if t.op == "add":
+                return args[0] + args[1]
+            if t.op == "sub":
+                return args[0] - args[1]
+            if t.op == "mul":
+                return args[0] * args[1]
+            if t.op == "neg":
+                return -args[0]
+            if t.op == "max":
+                return z3.If(args[0] > args[1], args[0], args[1])
+            if t.op == "min":
+                return z3.If(args[0] < args[1], args[0], args[1])
+        else:
+            if t.op == "add":
+                return z3.fpAdd(RNE, args[0], args[1])
+            if t.op == "sub":
+                return z3.fpSub(RNE, args[0], args[1])
+            if t.op == "mul":
+                return z3.fpMul(RNE, args[0], args[1])
+            if t.op == "neg":
+                return z3.fpNeg(args[0])
+            if t.op in ("max", "min"):
+                return self._fp_extremum(t.op, args[0], args[1])
+        raise ValueError(f"no encoding for {t.op} on {t.dtype}")
+
+    def _fp_extremum(self, op: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+        """numpy.maximum / numpy.minimum: NaN if either operand is NaN; a tie
+        between zeros of opposite signs resolved as numpy does."""
+        rule = MAX_TIE if op == "max" else MIN_TIE
+        if rule == "first":
+            tie = a
+        elif rule == "second":
+            tie = b
+        else:
+            tie = self._function(f"{op}-tie", [F32, F32], F32)(a, b)
+        wins, loses = (z3.fpGT(a, b), z3.fpLT(a, b)) if op == "max" else (z3.fpLT(a, b), z3.fpGT(a, b))
+        return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), z3.fpNaN(F32),
+                     z3.If(wins, a, z3.If(loses, b, tie)))
+
+    # -- values -------------------------------------------------------------
+
+    def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        """SPEC section 2 equality of two symbolic values (Python bool when it
+        is decided statically)."""
+        if a is b:
+            return True
+        if isinstance(a, Error) and isinstance(b, Error):
+            return a.reason == b.reason
+        if isinstance(a, Opaque) or isinstance(b, Opaque):
+            return self.as_val(a) == self.as_val(b)
+        if isinstance(a, Error) or isinstance(b, Error):
+            return False
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        conj = []
+        for x, y in zip(a.elems, b.elems):
+            if x is y:
+                continue
+            if x.op == "const" and y.op == "const":
+                return False  # interned: different constants are different values
+            conj.append(self.elem(x) == self.elem(y))
+        return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
+
+    def parts_eq(self, xs: Sequence[Any], ys: Sequence[Any]) -> z3.BoolRef | bool:
+        conj = []
+        for a, b in zip(xs, ys):
+            e = self.eq(a, b)
+            if e is False:
+                return False
+            if e is not True:
+                conj.append(e)
+        return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
+
+    # -- opaque values ------------------------------------------------------
+
+    @property
+    def val_sort(self) -> z3.SortRef:
+        if self._val_sort is None:
+            self._val_sort = z3.DeclareSort("Val")
+        return self._val_sort
+
+    def _function(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
+        key = name + "|" + ",".join(map(str, domain))
+        f = self._funcs.get(key)
+        if f is None:
+            f = self._funcs[key] = z3.Function(name, *domain, rng)
+        return f
+
+    @staticmethod
+    def _kind(v: Any) -> str:
+        if isinstance(v, Error):
+            return f"E({v.reason})"
+        if isinstance(v, Opaque):
+            return "V"
+        return f"{v.dtype}{list(v.shape)}"
+
+    def _flat(self, v: Any) -> list[z3.ExprRef]:
+        if isinstance(v, Error):
+            return []
+        if isinstance(v, Opaque):
+            return [self.as_val(v)]
+        return [self.elem(e) for e in v.elems]
+
+    def as_val(self, v: Any) -> z3.ExprRef:
+        """A value of the uninterpreted sort Val."""
+        self.opaque_used = True
+        if isinstance(v, Error):
+            return z3.Const(f"error:{v.reason}", self.val_sort)
+        if isinstance(v, SymTensor):
+            args = self._flat(v)
+            if not args:
+                return z3.Const(f"box:{self._kind(v)}", self.val_sort)
+            return self._function(f"box:{self._kind(v)}", [a.sort() for a in args], self.val_sort)(*args)
+        args = [x for a in v.args for x in self._flat(a)]
+        name = f"{v.op}#{v.port}:{','.join(self._kind(a) for a in v.args)}"
+        if not args:
+            return z3.Const(name, self.val_sort)
+        return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
+
+    # -- models -------------------------------------------------------------
+
+    def tensor_from_model(self, model: z3.ModelRef, value: SymTensor) -> Tensor:
+        """The concrete tensor a model gives a leaf tensor (feed or initial value)."""
+        flat = [scalar_from_model(model, self.leaf(t), value.dtype) for t in value.elems]
+        arr = np.array(flat, dtype=np.int64 if value.dtype == "int64" else np.float32)
+        return Tensor(arr.reshape(value.shape), value.dtype)
+
+    def leaf_constraint(self, term: Term, how: str, k: float = 0) -> z3.BoolRef:
+        """Constraints that make counterexamples readable: "eq" (the leaf is k;
+        +0.0 for a float 0) or "abs" (|leaf| <= k, and not NaN)."""
+        c = self.leaf(term)
+        if term.dtype == "int64":
+            if how == "eq":
+                return c == z3.BitVecVal(int(k), 64)
+            return z3.And(c >= -int(k), c <= int(k))
+        kv = z3_const(np.float32(k), "float32")
+        if how == "eq":
+            return c == kv
+        return z3.And(z3.Not(z3.fpIsNaN(c)), z3.fpLEQ(z3.fpAbs(c), kv))
+
+
+def evaluate_concrete(encoder: Encoder, terms: Iterable[Term], leaves: dict[Term, Any]) -> list[Any]:
+    """Evaluate terms under concrete leaf values with Z3's simplifier (used by
+    the tests that compare the encoding with numpy)."""
+    subs = [(encoder.leaf(t), z3_const(v, t.dtype)) for t, v in leaves.items()]
+    out = []
+    for t in terms:
+        e = z3.simplify(z3.substitute(encoder.elem(t), *subs)) if subs else z3.simplify(encoder.elem(t))
+        out.append(_numeral(e, t.dtype))
+    return out
+
+
+def _numeral(e: z3.ExprRef, dtype: str) -> Any:
+    if dtype == "int64":
+        if not z3.is_bv_value(e):
+            raise ValueError(f"not a numeral: {e}")
+        return np.int64(e.as_signed_long())
+    if not isinstance(e, z3.FPNumRef):
+        raise ValueError(f"not a numeral: {e}")
+    if e.isNaN():
+        return np.float32(np.nan)
+    bits = z3.simplify(z3.fpToIEEEBV(e)).as_long()
+    return np.array(bits, dtype=np.uint32).view(np.float32)[()]

@@ -1,0 +1,181 @@
+"""Readable counterexamples: small σ and schedules whose order says something.
+
+σ is minimized as Alive2 does it: each input element in turn is asked to be 0,
+then 1 or -1, then ever smaller in magnitude, by adding that constraint to the
+failing query; a model that satisfies it is taken only after the concrete
+oracle confirms the counterexample at the new σ.  The concrete fallback, which
+has no query, tries the same small values directly.
+
+A witness schedule fires every node once, so "fewest steps" means fewest
+steps out of place: adjacent steps are swapped towards the program's canonical
+(topological) order whenever that keeps the outcome, so that what remains out
+of order is what makes the counterexample.  Steps with no variable in common
+(or that both only read) commute and swap freely; a swap of two conflicting
+accesses is kept only when replaying the schedule gives the same outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import z3
+
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.program import ASSIGN, READ, Program
+from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
+from tfsem.oracle.values import Error, Tensor, Value
+
+from .encode import Encoder
+from .symbolic import Term
+
+#: The constraints tried on each input element, in order of preference.
+LADDER: tuple[tuple[str, float], ...] = (
+    ("eq", 0), ("eq", 1), ("eq", -1), ("abs", 2), ("abs", 4), ("abs", 16), ("abs", 256),
+    ("abs", 65536))
+
+Sigma = tuple[dict[str, Value], dict[str, Value]]
+
+#: the solver's time for one minimization step (a step that times out is skipped)
+QUERY_SECONDS = 0.2
+
+
+def _satisfies(value: Any, dtype: str, how: str, k: float) -> bool:
+    if dtype == "float32":
+        v = np.float32(value)
+        if np.isnan(v):
+            return False
+        if how == "eq":
+            return bool(v == np.float32(k)) and bool(np.signbit(v)) == bool(np.signbit(np.float32(k)))
+        return bool(abs(v) <= k)
+    v = int(value)
+    return v == int(k) if how == "eq" else -int(k) <= v <= int(k)
+
+
+def minimize_with_solver(base: Sequence[z3.BoolRef], encoder: Encoder,
+                         leaves: Sequence[Term], sigma: Sigma,
+                         value_of: Callable[[Sigma, Term], Any],
+                         decode: Callable[[z3.ModelRef], Sigma],
+                         confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
+    """Shrink a confirmed σ (which satisfies `base`) leaf by leaf.  Returns a
+    σ that `confirm` accepted (`sigma` itself if nothing better was found)."""
+    best = sigma
+    fixed: list[z3.BoolRef] = []
+    for leaf in leaves:
+        for how, k in LADDER:
+            if time.monotonic() >= deadline:
+                return best
+            constraint = encoder.leaf_constraint(leaf, how, k)
+            if _satisfies(value_of(best, leaf), leaf.dtype, how, k):
+                fixed.append(constraint)   # best already satisfies it: free
+                break
+            solver = z3.Solver()
+            solver.set("timeout", max(1, int(min(QUERY_SECONDS, deadline - time.monotonic()) * 1000)))
+            solver.add(*base, *fixed, constraint)
+            if solver.check() == z3.sat:
+                candidate = decode(solver.model())
+                if confirm(candidate):
+                    fixed.append(constraint)
+                    best = candidate
+                    break
+    return best
+
+
+def _small_values(dtype: str) -> list[Any]:
+    if dtype == "float32":
+        return [np.float32(0.0), np.float32(1.0), np.float32(-1.0)]
+    return [np.int64(0), np.int64(1), np.int64(-1)]
+
+
+def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
+    """Shrink a confirmed σ without a solver: each element in turn becomes 0,
+    1 or -1 when the counterexample survives it."""
+    feeds, init = dict(sigma[0]), dict(sigma[1])
+    for table in (feeds, init):
+        for name in sorted(table):
+            value = table[name]
+            if isinstance(value, Error):
+                continue
+            flat = value.array.reshape(-1)
+            for i in range(flat.size):
+                for small in _small_values(value.dtype):
+                    if time.monotonic() >= deadline:
+                        return feeds, init
+                    current = table[name].array.reshape(-1)
+                    if current[i].tobytes() == np.array(small).tobytes():
+                        break
+                    trial = current.copy()
+                    trial[i] = small
+                    table[name] = Tensor(trial.reshape(value.shape), value.dtype)
+                    if confirm((feeds, init)):
+                        break
+                    table[name] = Tensor(current.reshape(value.shape), value.dtype)
+    return feeds, init
+
+
+# ---------------------------------------------------------------------------
+# Schedules
+
+
+def step_node(label: str) -> str:
+    return label.partition("@")[0]
+
+
+def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value],
+                      schedule: Sequence[str], outcome: Outcome, semantics: str,
+                      observe: str, deadline: float) -> list[str]:
+    """A schedule of p giving `outcome`, as close to p's canonical order as
+    swapping adjacent steps gets it (see the module docstring)."""
+    order = {name: i for i, name in enumerate(p.topological_order)}
+
+    def rank(label: str) -> float:
+        name, _, phase = label.partition("@")
+        return order[name] + (0.5 if phase == "write" else 0.0)
+
+    def access(label: str) -> tuple[str | None, bool]:
+        name, _, phase = label.partition("@")
+        node = p.node[name]
+        if node.op == READ:
+            return p.accessed_variable(name), False
+        if node.op == ASSIGN:
+            return p.accessed_variable(name), phase != "read"
+        return None, False
+
+    def dependent(a: str, b: str) -> bool:
+        na, nb = step_node(a), step_node(b)
+        return na == nb or na in p.predecessors(nb)
+
+    g = graph_of(p)
+
+    def gives_outcome(candidate: list[str]) -> bool:
+        try:
+            state = run_schedule(p, feeds, init, candidate, semantics)
+        except ValueError:
+            return False
+        return outcome_of(p, g, state, observe) == outcome
+
+    sched = list(schedule)
+    changed = True
+    while changed:
+        changed = False
+        for j in range(len(sched) - 1):
+            if time.monotonic() >= deadline:
+                break
+            a, b = sched[j], sched[j + 1]
+            if rank(a) <= rank(b) or dependent(a, b):
+                continue
+            (xa, wa), (xb, wb) = access(a), access(b)
+            candidate = sched[:j] + [b, a] + sched[j + 2:]
+            if xa is not None and xa == xb and (wa or wb) and not gives_outcome(candidate):
+                continue
+            sched = candidate
+            changed = True
+    if sched != list(schedule) and not gives_outcome(sched):
+        return list(schedule)   # never print a schedule that does not replay
+    return sched
+
+
+def key_steps(p: Program, schedule: Sequence[str]) -> list[str]:
+    """The steps of a schedule that access a variable."""
+    return [s for s in schedule if p.node[step_node(s)].op in (READ, ASSIGN)]

@@ -1,0 +1,430 @@
+"""The symbolic oracle: the fast oracle's search, run on terms instead of values.
+
+Feeds and initial values become symbolic leaves; functions build hash-consed
+terms; an Assign builds a term over the variable's old value.  No value decides
+which nodes may fire (seed 000: firing depends on the presence of inputs, never
+on their contents), so the search explores the same schedules for every σ, and
+its result, a set of term tuples, is the outcome set for all inputs at once.
+
+Why the reuse of `explore.py` is sound.  The search merges two states when
+their keys are equal.  Keys hold terms, and terms are interned, so equal keys
+mean structurally equal terms, which are equal values at every σ: a merge the
+symbolic search makes, the concrete one makes at every σ too.  The concrete
+search may merge more (two different terms may have the same value at some σ);
+then the symbolic set lists more outcomes, which evaluate to the same concrete
+values, never fewer.
+
+Which values are static.  Within one *initialization pattern* (which variables
+start uninitialized), the kind of every value (an error, or a tensor of a
+given dtype and shape) does not depend on σ: feeds and initial values have
+declared types, and every built-in function decides errors from dtypes and
+shapes alone.  So a symbolic value is
+
+* :class:`Error` (the oracle's own error value: uninitialized, dtype or shape
+  mismatch), or
+* :class:`SymTensor`: a dtype, a shape and one scalar :class:`Term` per element
+  (so 1-D tensors, Concat and Split are exact: they move elements), or
+* :class:`Opaque`: the result of a function with no encoding (a user's), or of
+  anything computed from one.  Its kind is unknown; the encoder turns it into an
+  uninterpreted function application, which is sound for proofs, and a
+  counterexample found through one is confirmed concretely before it counts.
+
+The kinds of a built-in function's results are computed by applying the real
+function (`Function.apply`) to zero tensors of the arguments' kinds, so the
+error discipline is the oracle's by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from tfsem.oracle import explore
+from tfsem.oracle import functions as fns
+from tfsem.oracle.explore import Budget
+from tfsem.oracle.outcomes import OUTPUTS
+from tfsem.oracle.program import Program, TensorType
+from tfsem.oracle.values import DTYPE_MISMATCH, DTYPES, Error, Tensor
+
+#: Largest number of elements of one symbolic tensor (larger -> SymbolicLimit).
+MAX_ELEMENTS = 4096
+
+
+class SymbolicLimit(RuntimeError):
+    """The symbolic path cannot handle this program (too large a tensor...)."""
+
+
+# ---------------------------------------------------------------------------
+# Terms
+
+
+class Term:
+    """A scalar int64 or float32 term.  Interned by :class:`Algebra`: two terms
+    are structurally equal exactly when they are the same object.
+
+    `op` is "feed" or "init" (a leaf: `value` = (name, flat index)), "const"
+    (`value` a numpy scalar), or a function: "add", "sub", "mul", "neg",
+    "max", "min" (`args` the operands)."""
+
+    __slots__ = ("op", "dtype", "args", "value", "__weakref__")
+
+    def __init__(self, op: str, dtype: str, args: tuple["Term", ...], value: Any):
+        self.op, self.dtype, self.args, self.value = op, dtype, args, value
+
+    def __repr__(self) -> str:
+        if self.op in ("feed", "init"):
+            name, idx = self.value
+            return f"{'$' if self.op == 'feed' else ''}{name}[{idx}]"
+        if self.op == "const":
+            return repr(self.value.item())
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
+class SymTensor:
+    """A tensor of static dtype and shape whose elements are terms (C order).
+    Interned: equal structure means the same object."""
+
+    __slots__ = ("dtype", "shape", "elems", "__weakref__")
+
+    def __init__(self, dtype: str, shape: tuple[int, ...], elems: tuple[Term, ...]):
+        self.dtype, self.shape, self.elems = dtype, shape, elems
+
+    def __repr__(self) -> str:
+        if not self.shape:
+            return f"<{self.dtype} {self.elems[0]!r}>"
+        return f"<{self.dtype}{list(self.shape)} {list(self.elems)!r}>"
+
+
+class Opaque:
+    """The result `port` of applying `op` to `args` where the result's kind is
+    not known statically (a function with no encoding, or an argument that is
+    itself opaque).  `op` is a function name, or "Assign-f" for the new value of
+    a variable after Assign-f (which keeps the old value on an error)."""
+
+    __slots__ = ("op", "port", "args", "__weakref__")
+
+    def __init__(self, op: str, port: int, args: tuple[Any, ...]):
+        self.op, self.port, self.args = op, port, args
+
+    def __repr__(self) -> str:
+        return f"{self.op}#{self.port}({', '.join(map(repr, self.args))})"
+
+
+SymValue = Error | SymTensor | Opaque
+
+_FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
+         "max": np.maximum, "min": np.minimum}
+
+#: Built-in functions the encoder knows, by registry name, with their
+#: elementwise op ("" for the structural ones).
+ELEMENTWISE = {"Add": "add", "Sub": "sub", "Mul": "mul", "Neg": "neg", "Max": "max", "Min": "min"}
+STRUCTURAL = ("Const", "Identity", "Copy", "Snd", "Concat", "Split")
+
+# The registry entries the encodings describe, captured at import: a function
+# a user re-registers under a built-in name is treated as having no encoding.
+_BUILTIN_FUNCTIONS = {name: fns.lookup(name) for name in (*ELEMENTWISE, *STRUCTURAL)}
+
+
+def has_encoding(fn: fns.Function) -> bool:
+    """Whether `fn` is one of the built-ins the encoder describes exactly."""
+    return _BUILTIN_FUNCTIONS.get(fn.name) is fn and fn.pure
+
+
+def _value_key(v: Any) -> tuple:
+    return ("E", v.reason) if isinstance(v, Error) else ("V", id(v))
+
+
+class Algebra:
+    """The interning table of one check, and the symbolic functions over it."""
+
+    def __init__(self) -> None:
+        self._terms: dict[tuple, Term] = {}
+        self._tensors: dict[tuple, SymTensor] = {}
+        self._opaque: dict[tuple, Opaque] = {}
+        self._kinds: dict[tuple, tuple] = {}
+        self.leaves: list[Term] = []
+
+    # -- construction -------------------------------------------------------
+
+    def term(self, op: str, dtype: str, args: tuple[Term, ...] = (), value: Any = None,
+             vkey: Any = None) -> Term:
+        key = (op, dtype, tuple(map(id, args)), vkey if vkey is not None else value)
+        t = self._terms.get(key)
+        if t is None:
+            t = self._terms[key] = Term(op, dtype, args, value)
+            if op in ("feed", "init"):
+                self.leaves.append(t)
+        return t
+
+    def const(self, scalar: Any, dtype: str) -> Term:
+        v = np.array(scalar, dtype=DTYPES[dtype])
+        if dtype == "float32" and np.isnan(v):
+            v = np.array(np.nan, dtype=np.float32)
+        return self.term("const", dtype, (), v[()], vkey=v.tobytes())
+
+    def apply_elem(self, op: str, args: tuple[Term, ...]) -> Term:
+        dtype = args[0].dtype
+        if all(a.op == "const" for a in args):
+            with np.errstate(all="ignore"):
+                r = _FOLD[op](*(np.array(a.value) for a in args))
+            return self.const(r, dtype)
+        return self.term(op, dtype, args)
+
+    def tensor(self, dtype: str, shape: tuple[int, ...], elems: Iterable[Term]) -> SymTensor:
+        elems = tuple(elems)
+        if len(elems) > MAX_ELEMENTS:
+            raise SymbolicLimit(f"a tensor of {len(elems)} elements (the symbolic limit is "
+                                f"{MAX_ELEMENTS})")
+        key = (dtype, shape, tuple(map(id, elems)))
+        t = self._tensors.get(key)
+        if t is None:
+            t = self._tensors[key] = SymTensor(dtype, shape, elems)
+        return t
+
+    def leaf(self, kind: str, name: str, typ: TensorType) -> SymTensor:
+        """The symbolic value of feed `name` (kind "feed") or of the initial
+        value of variable `name` (kind "init")."""
+        size = math.prod(typ.shape)
+        return self.tensor(typ.dtype, tuple(typ.shape),
+                           (self.term(kind, typ.dtype, (), (name, i)) for i in range(size)))
+
+    def constant(self, value: Tensor) -> SymTensor:
+        flat = value.array.reshape(-1)
+        return self.tensor(value.dtype, value.shape, (self.const(x, value.dtype) for x in flat))
+
+    def opaque(self, op: str, port: int, args: tuple[Any, ...]) -> Opaque:
+        key = (op, port, tuple(_value_key(a) for a in args))
+        o = self._opaque.get(key)
+        if o is None:
+            o = self._opaque[key] = Opaque(op, port, args)
+        return o
+
+    # -- functions ----------------------------------------------------------
+
+    def apply(self, fn: fns.Function, args: Sequence[SymValue],
+              attrs: Mapping[str, Any] | None = None) -> tuple[SymValue, ...]:
+        """The symbolic counterpart of `Function.apply`."""
+        attrs = attrs or {}
+        for i in fn.strict():
+            if isinstance(args[i], Error):
+                return (args[i],) * fn.n_out
+            if isinstance(args[i], Opaque):
+                # an opaque value may or may not be an error: the result's
+                # kind is unknown
+                return tuple(self.opaque(fn.name, k, tuple(args)) for k in range(fn.n_out))
+        used = [a for i, a in enumerate(args) if i in fn.strict()]
+        if len({a.dtype for a in used}) > 1:
+            return (Error(DTYPE_MISMATCH),) * fn.n_out
+        if not has_encoding(fn):
+            return tuple(self.opaque(fn.name, k, tuple(args)) for k in range(fn.n_out))
+        kinds = self._result_kinds(fn, args, attrs)
+        if all(isinstance(k, Error) for k in kinds):
+            return kinds
+        results = self._elements(fn, args, attrs)
+        for k, r in zip(kinds, results):
+            if isinstance(k, Error) or (k[0], k[1]) != (r.dtype, r.shape):
+                raise AssertionError(f"symbolic {fn.name} disagrees with the oracle on kinds: "
+                                     f"{k} vs {r.dtype}{list(r.shape)}")
+        return results
+
+    def assign(self, fn: fns.Function, w: SymValue, v: SymValue) -> SymValue | None:
+        """The new value of x after Assign-fn with old value w and input v, or
+        None when x is unchanged (v or fn(w, v) an error: semantics._assigned)."""
+        if isinstance(v, Error):
+            return None
+        if isinstance(v, Opaque):
+            return self.opaque("Assign-" + fn.name, 0, (w, v))
+        (new,) = self.apply(fn, (w, v))
+        if isinstance(new, Error):
+            return None
+        if isinstance(new, Opaque):
+            return self.opaque("Assign-" + fn.name, 0, (w, v))
+        return new
+
+    def _result_kinds(self, fn: fns.Function, args: Sequence[SymValue],
+                      attrs: Mapping[str, Any]) -> tuple:
+        key = (fn.name, tuple(("E", a.reason) if isinstance(a, Error) else
+                              ("O",) if isinstance(a, Opaque) else (a.dtype, a.shape) for a in args),
+               fns.attrs_key(attrs) if attrs else "")
+        kinds = self._kinds.get(key)
+        if kinds is None:
+            zeros = [Tensor(np.zeros(a.shape, DTYPES[a.dtype])) if isinstance(a, SymTensor)
+                     else a if isinstance(a, Error) else Error("opaque") for a in args]
+            kinds = tuple(r if isinstance(r, Error) else (r.dtype, r.shape)
+                          for r in fn.apply(zeros, attrs))
+            self._kinds[key] = kinds
+        return kinds
+
+    def _elements(self, fn: fns.Function, args: Sequence[SymValue],
+                  attrs: Mapping[str, Any]) -> tuple[SymTensor, ...]:
+        name = fn.name
+        if name == "Const":
+            return (self.constant(attrs["value"]),)
+        if name == "Identity":
+            return (args[0],)
+        if name == "Copy":
+            return (args[0], args[0])
+        if name == "Snd":
+            return (args[1],)
+        if name == "Concat":
+            a, b = args
+            return (self.tensor(a.dtype, (a.shape[0] + b.shape[0],), a.elems + b.elems),)
+        if name == "Split":
+            (a,) = args
+            h = a.shape[0] // 2
+            return (self.tensor(a.dtype, (h,), a.elems[:h]), self.tensor(a.dtype, (h,), a.elems[h:]))
+        op = ELEMENTWISE[name]
+        if len(args) == 1:
+            (a,) = args
+            return (self.tensor(a.dtype, a.shape, (self.apply_elem(op, (x,)) for x in a.elems)),)
+        shape = np.broadcast_shapes(args[0].shape, args[1].shape)
+        grids = [np.broadcast_to(_object_array(a), shape).reshape(-1) for a in args]
+        return (self.tensor(args[0].dtype, tuple(shape),
+                            (self.apply_elem(op, (x, y)) for x, y in zip(*grids))),)
+
+
+def _object_array(a: SymTensor) -> np.ndarray:
+    arr = np.empty(len(a.elems), dtype=object)
+    for i, e in enumerate(a.elems):
+        arr[i] = e
+    return arr.reshape(a.shape)
+
+
+# ---------------------------------------------------------------------------
+# The search
+
+
+class _SymbolicFunction:
+    """Stands in for a registry Function inside the fast oracle's engine."""
+
+    def __init__(self, algebra: Algebra, fn: fns.Function):
+        self.algebra, self.fn = algebra, fn
+
+    def apply(self, args, attrs=None):
+        return self.algebra.apply(self.fn, args, attrs)
+
+
+class _SymbolicComponent(explore._Component):
+    """The fast oracle's compiled component, applying functions symbolically."""
+
+    def __init__(self, algebra: Algebra, *args: Any):
+        super().__init__(*args)
+        self.algebra = algebra
+        self.assign_fn = list(self.fn)
+        self.fn = [None if f is None else _SymbolicFunction(algebra, f) for f in self.fn]
+
+    def _store(self, st, i, w, v) -> None:  # noqa: ANN001 - the engine's signature
+        new = self.algebra.assign(self.assign_fn[i], w, v)
+        if new is not None:
+            st.vars[self.var[i]] = new
+
+
+@dataclass
+class Component:
+    """One independent part of a program's symbolic outcome set: the observed
+    parts it decides (("output", name) / ("variable", x), in outcome order) and
+    its partial outcomes (tuples of values in that order), each with a witness
+    schedule."""
+
+    parts: tuple[tuple[str, str], ...]
+    outcomes: dict[tuple, tuple[str, ...]]
+
+
+@dataclass
+class SymbolicOutcomes:
+    components: list[Component]
+    states: int
+    seconds: float
+
+    @property
+    def count(self) -> int:
+        return math.prod(len(c.outcomes) for c in self.components)
+
+
+def symbolic_outcomes(p: Program, algebra: Algebra, feeds: Mapping[str, SymValue],
+                      init: Mapping[str, SymValue], semantics: str, observe: str,
+                      budget: Budget) -> SymbolicOutcomes:
+    """Outcomes(P, σ) for symbolic σ = (feeds, init); a variable missing from
+    `init` starts uninitialized.  Raises BudgetExceeded or SymbolicLimit."""
+    started = time.monotonic()
+    out = []
+    for names, variables, outputs in explore.components(p):
+        comp = _SymbolicComponent(algebra, p, names, semantics, observe, feeds, variables, outputs)
+        found = explore._explore(comp, init, budget)
+        parts = tuple(("output", o) for o in outputs)
+        if observe != OUTPUTS:
+            parts += tuple(("variable", x) for x in variables)
+        outcomes = {tuple(v for _, v in o.outputs) + tuple(v for _, v in (o.state or ())): w
+                    for o, w in found.items()}
+        out.append(Component(parts, outcomes))
+    return SymbolicOutcomes(out, budget.states, time.monotonic() - started)
+
+
+def accessed_variables(p: Program) -> set[str]:
+    """Variables some Read or Assign of p accesses."""
+    return {x for n in p.nodes if (x := p.accessed_variable(n.name)) is not None}
+
+
+__all__ = ["Algebra", "Component", "Opaque", "SymTensor", "SymValue", "SymbolicLimit", "evaluate", "sample_equal",
+           "SymbolicOutcomes", "Term", "accessed_variables", "has_encoding",
+           "symbolic_outcomes", "ELEMENTWISE", "STRUCTURAL", "MAX_ELEMENTS"]
+
+
+# ---------------------------------------------------------------------------
+# Concrete evaluation of terms on many σ at once (to find candidates cheaply)
+
+
+def evaluate(terms: Iterable[Term], leaves: Mapping[Term, np.ndarray],
+             memo: dict[Term, np.ndarray]) -> None:
+    """Evaluate terms elementwise on arrays of samples (numpy's own
+    operations, so each sample gets exactly its concrete value).  Results go
+    into `memo`; every leaf the terms use must be in `leaves`."""
+    for term in terms:
+        if term in memo:
+            continue
+        stack = [term]
+        while stack:
+            u = stack[-1]
+            if u in memo:
+                stack.pop()
+                continue
+            missing = [a for a in u.args if a not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            if u.op in ("feed", "init"):
+                memo[u] = leaves[u]
+            elif u.op == "const":
+                memo[u] = np.array(u.value)
+            else:
+                with np.errstate(all="ignore"):
+                    memo[u] = _FOLD[u.op](*(memo[a] for a in u.args))
+            stack.pop()
+
+
+def sample_equal(a: SymValue, b: SymValue, leaves: Mapping[Term, np.ndarray],
+                 memo: dict[Term, np.ndarray], n: int) -> np.ndarray | None:
+    """SPEC section 2 equality of two values at each of n samples (None when
+    an opaque value is involved)."""
+    if a is b:
+        return np.ones(n, dtype=bool)
+    if isinstance(a, Opaque) or isinstance(b, Opaque):
+        return None
+    if isinstance(a, Error) or isinstance(b, Error):
+        return np.full(n, isinstance(a, Error) and isinstance(b, Error) and a.reason == b.reason)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return np.zeros(n, dtype=bool)
+    pairs = [(x, y) for x, y in zip(a.elems, b.elems) if x is not y]
+    evaluate((t for pair in pairs for t in pair), leaves, memo)
+    out = np.ones(n, dtype=bool)
+    for x, y in pairs:
+        vx, vy = np.broadcast_to(memo[x], (n,)), np.broadcast_to(memo[y], (n,))
+        if a.dtype == "float32":
+            out &= (vx.view(np.uint32) == vy.view(np.uint32)) | (np.isnan(vx) & np.isnan(vy))
+        else:
+            out &= vx == vy
+    return out

@@ -1,0 +1,119 @@
+"""Verdicts (SPEC section 3) and their JSON form (SPEC section 4, `check --json`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.values import Value, format_value, value_to_json
+
+SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID = (
+    "sound", "unsound", "no-counterexample", "unknown", "invalid")
+VERDICTS = (SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID)
+
+
+@dataclass
+class Counterexample:
+    """σ, a schedule of the rewritten program and its outcome, which is not
+    among the original's outcomes at σ (all of which are listed, with a witness
+    schedule each, up to `original_count`)."""
+
+    feeds: dict[str, Value]
+    init: dict[str, Value]
+    schedule: list[str]
+    outcome: Outcome
+    original_outcomes: list[tuple[Outcome, list[str]]]
+    original_count: int
+    #: the steps of `schedule` that access variables (their order is what
+    #: makes the outcome); the other steps are free to move.
+    key_steps: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "feeds": {k: value_to_json(v) for k, v in sorted(self.feeds.items())},
+            "init": {k: value_to_json(v) for k, v in sorted(self.init.items())},
+            "schedule": list(self.schedule),
+            "key_steps": list(self.key_steps),
+            "outcome": self.outcome.to_json(),
+            "original_outcomes": [dict(o.to_json(), schedule=list(w))
+                                  for o, w in self.original_outcomes],
+            "original_count": self.original_count,
+        }
+
+    def describe(self) -> list[str]:
+        """Lines of text: σ, the rewritten run, and all of the original's outcomes."""
+        feeds = ", ".join(f"{k} = {format_value(v)}" for k, v in sorted(self.feeds.items()))
+        init = ", ".join(f"{k} = {format_value(v)}" for k, v in sorted(self.init.items()))
+        lines = [f"  feeds:   {feeds or '(none)'}",
+                 f"  init:    {init or '(none)'}",
+                 f"  rewritten schedule: {' '.join(self.schedule)}"]
+        if self.key_steps and len(self.key_steps) < len(self.schedule):
+            lines.append(f"    (steps that matter: {' '.join(self.key_steps)})")
+        lines.append(f"  rewritten outcome:  {self.outcome.describe()}")
+        n = self.original_count
+        lines.append(f"  original outcomes at this σ ({n}):")
+        for i, (o, w) in enumerate(self.original_outcomes, 1):
+            lines.append(f"    {i}. {o.describe()}")
+            lines.append(f"       schedule: {' '.join(w)}")
+        if len(self.original_outcomes) < n:
+            lines.append(f"    ... {n - len(self.original_outcomes)} more")
+        return lines
+
+
+@dataclass
+class Verdict:
+    """The answer of a check.  `verdict` is one of VERDICTS; `reason` says why
+    (for invalid, unknown, no-counterexample, and unsound); `differs` names the
+    part that differs first ({"output": name} or {"variable": name}); `tried`
+    counts the σ tried concretely; `confirmed` lists where an unsound verdict
+    was reproduced ("oracle", then array backends)."""
+
+    verdict: str
+    reason: str = ""
+    differs: Mapping[str, str] | None = None
+    counterexample: Counterexample | None = None
+    tried: int = 0
+    confirmed: list[str] = field(default_factory=list)
+    semantics: str = "atomic"
+    observe: str = "outputs+state"
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+
+    @property
+    def exit_status(self) -> int:
+        """SPEC section 4: 0 sound / no-counterexample, 1 unsound / invalid, 3 unknown."""
+        return {SOUND: 0, NO_COUNTEREXAMPLE: 0, UNSOUND: 1, INVALID: 1, UNKNOWN: 3}[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "differs": dict(self.differs) if self.differs else None,
+            "counterexample": self.counterexample.to_json() if self.counterexample else None,
+            "reason": self.reason,
+            "tried": self.tried,
+            "confirmed": list(self.confirmed),
+            "semantics": self.semantics,
+            "observe": self.observe,
+            "stats": dict(self.stats),
+        }
+
+    def describe(self) -> str:
+        """The text form printed by `tfsem check`."""
+        head = self.verdict
+        if self.differs:
+            (kind, name), = self.differs.items()
+            head += f": {'output' if kind == 'output' else 'final value of variable'} {name!r} differs"
+        lines = [head]
+        if self.reason:
+            lines.append(f"  reason: {self.reason}")
+        if self.counterexample is not None:
+            lines += self.counterexample.describe()
+        if self.confirmed:
+            lines.append(f"  confirmed on: {', '.join(self.confirmed)}")
+        if self.verdict == NO_COUNTEREXAMPLE or (self.tried and self.verdict == UNKNOWN):
+            lines.append(f"  σ tried concretely: {self.tried}")
+        return "\n".join(lines)

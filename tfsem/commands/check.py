@@ -1,0 +1,86 @@
+"""`tfsem check ORIGINAL REWRITTEN` or `tfsem check CASE`: is the rewrite sound?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tfsem.checking import DEFAULT_TIMEOUT, check_case
+from tfsem.cli import EXIT_BAD_INPUT, UsageError
+from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
+                                 load_program, read_json_file)
+
+from .common import print_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "check", help="is a rewrite sound? (a proof, or a counterexample that reproduces)",
+        description="Check that REWRITTEN is a sound rewrite of ORIGINAL (SPEC section 3): "
+                    "for every σ, its outcomes are among the original's.  With one file, "
+                    "check a tfsem.case/1 case (its semantics and observe apply unless "
+                    "given).  Exit status: 0 sound or no-counterexample, 1 unsound or "
+                    "invalid, 2 bad input, 3 unknown.")
+    p.add_argument("original", help="the original program (tfsem.program/1), or a case file")
+    p.add_argument("rewritten", nargs="?", help="the rewritten program (tfsem.program/1)")
+    p.add_argument("--semantics", choices=SEMANTICS, default=None,
+                   help="atomic (seed 000, default) or decomposed (seed 002)")
+    p.add_argument("--observe", choices=OBSERVE, default=None,
+                   help="what an outcome holds (default outputs+state)")
+    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+                   help=f"time budget in seconds (default {DEFAULT_TIMEOUT:g}); running out "
+                        "gives `unknown` or `no-counterexample`, never a hang")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--html", metavar="FILE", default=None,
+                   help="also write the verdict as an HTML page to FILE")
+    p.set_defaults(run=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text.rstrip("s"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return v
+
+
+def load_inputs(args: argparse.Namespace) -> Case:
+    """The case to check: a case file, or two program files."""
+    if args.rewritten is None:
+        data = read_json_file(args.original)
+        if not isinstance(data, dict) or data.get("format") != CASE_FORMAT:
+            raise UsageError(f"{args.original}: with one file, it must be a case "
+                             f"({CASE_FORMAT}); give ORIGINAL and REWRITTEN programs otherwise")
+        return case_from_json(data, where=str(args.original))
+    original = load_program(args.original)
+    rewritten = read_json_file(args.rewritten)
+    if isinstance(rewritten, dict) and rewritten.get("format") == CASE_FORMAT:
+        raise UsageError(f"{args.rewritten}: this is a case file (tfsem.case/1), not a program")
+    return Case(original, rewritten)
+
+
+def run(args: argparse.Namespace) -> int:
+    case = load_inputs(args)
+    render = None
+    if args.html:
+        try:
+            from tfsem.reports.finding import render_finding_page as render
+        except ImportError as exc:
+            print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    verdict = check_case(case, timeout=args.timeout, semantics=args.semantics,
+                         observe=args.observe)
+    if args.json:
+        print_json(verdict.to_json())
+    else:
+        print(verdict.describe())
+    if render is not None:
+        try:
+            Path(args.html).write_text(render(case, verdict.to_json()))
+        except OSError as exc:
+            print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    return verdict.exit_status
