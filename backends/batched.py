@@ -219,7 +219,8 @@ def values_equal(x: Any, y: Any, xp: Any, size: int) -> Any:
     """Per valuation, SPEC section 2 equality of two batched values: same
     dtype, shape and elements, floats bit for bit except that NaN equals NaN."""
     if isinstance(x, Error) or isinstance(y, Error):
-        return xp.full(size, x == y, dtype=bool)
+        same = isinstance(x, Error) and isinstance(y, Error) and x == y
+        return xp.full(size, same, dtype=bool)
     if x.dtype != y.dtype or x.shape != y.shape:
         return xp.zeros(size, dtype=bool)
     if x.dtype == np.float32:
