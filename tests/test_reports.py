@@ -1,0 +1,510 @@
+"""The HTML report: graph drawing, finding pages, index page, report folder.
+
+The pages are parsed back with the standard library's HTML parser and the
+tests look at what a reader would: the two program drawings (their nodes,
+edges and dash patterns), the outcomes, the step-by-step states, links,
+escaping.  The real-browser test is tests/test_reports_browser.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import urllib.parse
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tfsem.generators import families
+from tfsem.oracle import program as P
+from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.jsonio import case_to_json, make_case, program_from_json
+from tfsem.oracle.semantics import graph_of
+from tfsem.oracle.values import Tensor
+from tfsem.reports import graph as G
+from tfsem.reports.examples import drop_control_inputs, load_store_finding, sample_index_data, unsound_verdict
+from tfsem.reports.finding import render_finding_page
+from tfsem.reports.index import claim_checks, render_index
+from tfsem.reports.site import FindingPage, write_report
+
+# ---------------------------------------------------------------------------
+# A tiny DOM over html.parser
+
+VOID = {"br", "meta", "img", "hr", "input", "link", "wbr"}
+
+
+class El:
+    def __init__(self, tag: str, attrs: dict, parent: "El | None"):
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[El | str] = []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self):
+        for c in self.children:
+            if isinstance(c, El):
+                yield c
+                yield from c.iter()
+
+    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs) -> list["El"]:
+        return [e for e in self.iter() if (tag is None or e.tag == tag)
+                and (cls is None or cls in e.classes)
+                and all(e.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+
+    def find(self, tag: str | None = None, cls: str | None = None, **attrs) -> "El":
+        found = self.find_all(tag, cls, **attrs)
+        assert found, f"no <{tag} class={cls} {attrs}>"
+        return found[0]
+
+
+class _Builder(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = El("#root", {}, None)
+        self.cur = self.root
+
+    def handle_starttag(self, tag, attrs):
+        el = El(tag, dict(attrs), self.cur)
+        self.cur.children.append(el)
+        if tag not in VOID:
+            self.cur = el
+
+    def handle_startendtag(self, tag, attrs):
+        self.cur.children.append(El(tag, dict(attrs), self.cur))
+
+    def handle_endtag(self, tag):
+        el = self.cur
+        while el is not None and el.tag != tag:
+            el = el.parent
+        assert el is not None, f"stray </{tag}>"
+        self.cur = el.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+def dom(html: str) -> El:
+    b = _Builder()
+    b.feed(html)
+    b.close()
+    assert b.cur is b.root, f"unclosed <{b.cur.tag}>"
+    return b.root
+
+
+# ---------------------------------------------------------------------------
+# The worked example, with a verdict written out by hand (so the expected
+# states below do not depend on which witness the oracle happens to pick)
+
+SCHEDULE = ["two", "vx2", "five", "vy5", "vy", "one", "vx1", "r0", "wy", "wx2", "wx1"]
+# (X, Y) after each step, and what the output edge of r0 holds
+EXPECTED_VARS = [("0", "0")] * 9 + [("0", "5"), ("2", "5"), ("1", "5")]
+EXPECTED_OUT = [None] * 8 + ["0"] * 4
+
+
+def hand_case():
+    p, feeds, init = families.load_store()
+    q = drop_control_inputs(p, "r0")
+    verdict = {
+        "verdict": "unsound", "differs": {"variable": "X"},
+        "counterexample": {
+            "feeds": {}, "init": {"X": 0, "Y": 0}, "schedule": SCHEDULE,
+            "outcome": {"outputs": {"r0": 0}, "state": {"X": 1, "Y": 5}},
+            "original_outcomes": [{"outputs": {"r0": 0}, "state": {"X": 2, "Y": 5}},
+                                  {"outputs": {"r0": 5}, "state": {"X": 2, "Y": 5}},
+                                  {"outputs": {"r0": 5}, "state": {"X": 1, "Y": 5}}]},
+        "confirmed": ["oracle", "numpy"], "semantics": "atomic", "observe": "outputs+state"}
+    return p, q, feeds, init, verdict
+
+
+def test_the_hand_written_verdict_is_true():
+    p, q, feeds, init, verdict = hand_case()
+    cx = verdict["counterexample"]
+    orig = outcome_set(p, feeds, init)
+    assert sorted(json.dumps(o.to_json(), sort_keys=True) for o in orig) == \
+        sorted(json.dumps(o, sort_keys=True) for o in cx["original_outcomes"])
+    rew = {json.dumps(o.to_json(), sort_keys=True) for o in outcome_set(q, feeds, init)}
+    assert json.dumps(cx["outcome"], sort_keys=True) in rew
+
+
+@pytest.fixture(scope="module")
+def atomic_page():
+    p, q, _, _, verdict = hand_case()
+    html = render_finding_page(make_case(p, q, expect="unsound"), verdict,
+                               meta={"pass": "hoist-reads"}, case_filename="f1.json")
+    return html, dom(html), p, q, verdict
+
+
+# ---------------------------------------------------------------------------
+# Graphs
+
+
+def program_svgs(root: El) -> dict[str, El]:
+    return {s.attrs["data-role"]: s for s in root.find_all("svg", "program-graph")}
+
+
+def edge_kinds(svg: El) -> list[tuple[str, str | None]]:
+    """(kind, dash array of the drawn stroke) for each edge of a drawing."""
+    out = []
+    for g in svg.find_all("g", "edge"):
+        kind = next(k for k in ("tensor", "variable", "control") if k in g.classes)
+        out.append((kind, g.find("path", "stroke").attrs.get("stroke-dasharray")))
+    return out
+
+
+def test_page_draws_both_programs_in_the_seed_notation(atomic_page):
+    html, root, p, q, _ = atomic_page
+    svgs = program_svgs(root)
+    assert set(svgs) == {"original", "rewritten"}
+    for role, prog in (("original", p), ("rewritten", q)):
+        svg = svgs[role]
+        assert sorted(g.attrs["data-node"] for g in svg.find_all("g", "node")) == sorted(n.name for n in prog.nodes)
+        kinds = edge_kinds(svg)
+        assert len(kinds) == len(graph_of(prog).edges)
+        # solid tensor edges, dashed variable edges, dotted control edges
+        assert {d for k, d in kinds if k == "tensor"} == {None}
+        assert {d for k, d in kinds if k == "variable"} == {"7 4"}
+        assert {d for k, d in kinds if k == "control"} == {"1.5 3.5"}
+        counts = {k: sum(1 for kk, _ in kinds if kk == k) for k in ("tensor", "variable", "control")}
+        # 3 Const->Write edges + the output edge; 4 Var handles; 7 implicit GO + ^wy (+ ^wx1)
+        assert counts == {"tensor": 4, "variable": 4, "control": 9 if role == "original" else 8}
+        # the output edge ends at a stub named after the output
+        assert [g.attrs["data-stub"] for g in svg.find_all("g", "output")] == ["r0"]
+    # what the rewrite changed: the control edge wx1 -> r0, drawn removed in the original
+    removed = svgs["original"].find_all("g", "removed")
+    assert [g.attrs["data-edge"] for g in removed] == ["r0#1"]
+    assert "control" in removed[0].classes
+    assert svgs["rewritten"].find_all("g", "added") == [] and svgs["rewritten"].find_all("g", "removed") == []
+    changes = root.find("ul", "changes").text()
+    assert "control edge wx1" in changes and "r0" in changes
+
+
+def test_layout_ids_are_the_semantics_edge_ids():
+    programs = [families.load_store()[0], families.figure1(3)[0], families.first_example(False)[0],
+                families.chain(4)[0], families.lost_update(2)[0],
+                P.program([P.const("c", 1, "^$go"), P.apply("a", "Add", "c", "$x"),
+                           P.apply("s", "Copy", "a"), P.apply("t", "Sub", "s:1", "s:0")],
+                          {"o": "t", "o2": "s:1"})]
+    for p in programs:
+        assert [e.id for e in G.program_edges(p)] == [e.id for e in graph_of(p).edges]
+        assert [e.kind for e in G.program_edges(p)] == [e.kind for e in graph_of(p).edges]
+
+
+def boxes_overlap(layout: G.Layout) -> list:
+    bad = []
+    real = [b for b in layout.boxes.values() if b.kind != "dummy"]
+    for a, b in itertools.combinations(real, 2):
+        if abs(a.x - b.x) < (a.w + b.w) / 2 and abs(a.y - b.y) < (a.h + b.h) / 2:
+            bad.append((a.key, b.key))
+    return bad
+
+
+@pytest.mark.parametrize("make", [lambda: families.load_store()[0], lambda: families.figure1(3)[0],
+                                  lambda: families.lost_update(3)[0], lambda: families.racy_pairs(3)[0],
+                                  lambda: families.chain(6)[0]])
+def test_layout_is_layered_and_readable(make):
+    p = make()
+    lay = G.layout_programs([p])
+    assert boxes_overlap(lay) == []
+    for e in G.program_edges(p):
+        if e.implicit:
+            continue
+        src, dst = lay.boxes[e.src], lay.boxes[e.dst]
+        assert src.layer < dst.layer, (e.id, src.layer, dst.layer)     # edges point down
+        pts = lay.routes[e.key].points
+        assert len(pts) == dst.layer - src.layer + 1                    # one dummy per layer crossed
+        assert pts[0][1] == pytest.approx(src.bottom) and pts[-1][1] == pytest.approx(dst.top)
+    for n in p.nodes:  # a Var sits right above the node using its handle
+        if n.op == "Var":
+            for e in G.program_edges(p):
+                if e.src == ("n", n.name) and e.kind == "variable":
+                    assert lay.boxes[e.dst].layer == lay.boxes[e.src].layer + 1
+    assert 0 < lay.width < 2000 and 0 < lay.height < 2000
+    # deterministic: the same program draws the same picture
+    assert G.draw_program(p) == G.draw_program(p)
+
+
+def test_seed_examples_draw_with_few_crossings():
+    for p in (families.load_store()[0], families.first_example()[0], families.writes_reads()[0],
+              families.lost_update(3)[0]):
+        assert G.layout_programs([p]).crossings == 0
+    # Figure 1: the Split feeds both replicas and the Write's control edge goes
+    # to both; one crossing is the fewest a layered drawing can do
+    assert G.layout_programs([families.figure1(2)[0]]).crossings <= 1
+
+
+def test_barycenter_sweeps_remove_avoidable_crossings():
+    layers = [["a", "b", "c"], ["x", "y", "z"]]
+    down = {"a": ["z"], "b": ["y"], "c": ["x"]}
+    up = {"z": ["a"], "y": ["b"], "x": ["c"]}
+    assert G._total_crossings(layers, down) == 3
+    best, crossings = G._reduce_crossings(layers, down, up)
+    assert crossings == 0 and G._total_crossings(best, down) == 0
+    assert sorted(best[1]) == ["x", "y", "z"]
+
+
+def test_isotonic_regression_is_the_least_squares_monotone_fit():
+    z = [3.0, 1.0, 2.0, 5.0, 4.0]
+    fit = G._isotonic(z, [1.0] * 5)
+    assert all(a <= b + 1e-12 for a, b in zip(fit, fit[1:]))
+    assert fit == pytest.approx([2.0, 2.0, 2.0, 4.5, 4.5])
+
+
+def test_shared_layout_puts_shared_nodes_at_the_same_place():
+    p = families.figure1(2)[0]
+    # a rewrite that replaces one node, adds one and changes a constant
+    nodes = [n for n in p.nodes if n.name != "project1"]
+    nodes.append(P.apply("project1b", "Neg", "split0_0:1" if "split0_0" in p.node else "split0:1"))
+    nodes = [n.replace(inputs=tuple(P.parse_input("project1b") if str(i) == "project1" else i
+                                    for i in n.inputs)) for n in nodes]
+    q = p.replace(nodes=tuple(nodes)).validated()
+    a, b, d, lay = G.draw_pair(p, q)
+    assert d.removed_nodes == {"project1"} and d.added_nodes == {"project1b"}
+    ra, rb = dom(a).find("svg"), dom(b).find("svg")
+    assert ra.attrs["viewbox"] == rb.attrs["viewbox"]  # html.parser lowercases names
+    pos = lambda svg, name: svg.find("g", "node", data_node=name).find("rect", None).attrs  # noqa: E731
+    for n in set(p.node) & set(q.node):
+        assert pos(ra, n)["x"] == pos(rb, n)["x"] and pos(ra, n)["y"] == pos(rb, n)["y"]
+    assert "removed" in ra.find("g", "node", data_node="project1").classes
+    assert "added" in rb.find("g", "node", data_node="project1b").classes
+
+
+def test_a_modified_node_is_marked_in_both_drawings():
+    p = P.program([P.const("c", 1), P.apply("n", "Neg", "c")], {"o": "n"})
+    q = P.program([P.const("c", 2), P.apply("n", "Neg", "c")], {"o": "n"})
+    a, b, d, _ = G.draw_pair(p, q)
+    assert d.modified_nodes == {"c"}
+    for svg in (a, b):
+        g = dom(svg).find("g", "node", data_node="c")
+        assert "modified" in g.classes
+    assert "Const 1" in a and "Const 2" in b
+
+
+def test_invalid_rewrites_still_draw():
+    """A rewrite may produce a cycle or an input from a node that does not
+    exist; the page must still show it (the verdict is `invalid`)."""
+    p = families.first_example()[0]
+    bad = {"format": "tfsem.program/1", "variables": ["x"], "nodes": [
+        {"name": "vx", "op": "Var", "var": "x"},
+        {"name": "w", "op": "Write", "inputs": ["vx", "$B", "^r"]},
+        {"name": "vx2", "op": "Var", "var": "x"},
+        {"name": "r", "op": "Read", "inputs": ["vx2", "^w", "^ghost"]}],
+        "outputs": {"out": "r"}}
+    q = program_from_json(bad, validate=False)
+    a, b, d, lay = G.draw_pair(p, q)
+    svg = dom(b).find("svg")
+    assert svg.find_all("g", "missing")[0].attrs["data-stub"] == "ghost"
+    assert len(svg.find_all("g", "edge")) == len(G.program_edges(q))
+    case = {"format": "tfsem.case/1", "original": json.loads(json.dumps(
+        __import__("tfsem.oracle.jsonio", fromlist=["x"]).program_to_json(p))), "rewritten": bad}
+    html = render_finding_page(case, {"verdict": "invalid", "reason": "cycle w -> r -> w"})
+    root = dom(html)
+    assert set(program_svgs(root)) == {"original", "rewritten"}
+    assert "cycle w -&gt; r -&gt; w" in html
+    assert root.find_all("table", "steps") == []
+
+
+# ---------------------------------------------------------------------------
+# The finding page
+
+
+def step_rows(root: El) -> list[El]:
+    return root.find("table", "steps").find_all("tr", "step")
+
+
+def test_step_table_has_one_row_per_step_with_the_states(atomic_page):
+    html, root, p, q, verdict = atomic_page
+    rows = step_rows(root)
+    assert [r.find_all("td")[1].text() for r in rows] == SCHEDULE
+    initial = root.find("table", "steps").find("tr", "initial")
+    all_rows = [initial, *rows]
+    for i, row in enumerate(all_rows):
+        vars_ = {s.attrs["data-var"]: s.text() for s in row.find_all("span", "var")}
+        assert vars_ == {"X": f"X = {EXPECTED_VARS[i][0]}", "Y": f"Y = {EXPECTED_VARS[i][1]}"}, i
+        out = [s for s in row.find_all("span", "transit") if s.attrs["data-edge"] == "out:r0"]
+        assert [s.find("b").text() for s in out] == ([EXPECTED_OUT[i]] if EXPECTED_OUT[i] else []), i
+        # the state figure of the row shows the same values
+        fig = row.find("svg", "state-graph")
+        box = [t.text() for t in fig.find("g", "varbox").find_all("text", "var")]
+        assert box == [f"X = {EXPECTED_VARS[i][0]}", f"Y = {EXPECTED_VARS[i][1]}"]
+        if i:
+            assert fig.find_all("g", "fired")[0].attrs["data-node"] == SCHEDULE[i - 1]
+    # what changed in a step is marked: step 11 (wx1) sets X to 1
+    assert [s.attrs["data-var"] for s in rows[10].find_all("span", "changed")] == ["X"]
+    # after step vx2, the handle X is in transit on the variable edge vx2 -> wx2
+    transit = {s.attrs["data-edge"]: s.find("b").text() for s in rows[1].find_all("span", "transit")}
+    assert transit == {"wx2#0": "X", "wx2#1": "2"}
+    assert "final value of variable X differs" in root.find("h1").text()
+    assert root.find_all("div", "problems") == []
+
+
+def test_outcomes_table_highlights_the_extra_outcome(atomic_page):
+    html, root, *_ = atomic_page
+    table = root.find("table", "outcomes")
+    head = [th.text() for th in table.find("thead").find_all("th")]
+    assert head[1:4] == ["output r0", "X (final)", "Y (final)"]
+    originals = table.find_all("tr", "original-outcome")
+    assert [[td.text() for td in r.find_all("td")[1:4]] for r in originals] == \
+        [["0", "2", "5"], ["5", "2", "5"], ["5", "1", "5"]]
+    extra = table.find("tr", "extra")
+    cells = extra.find_all("td")
+    assert [c.text() for c in cells[1:4]] == ["0", "1", "5"]
+    assert [c.text() for c in cells if "differs" in c.classes] == ["1"]
+
+
+def test_sigma_confirmation_and_reproducer(atomic_page):
+    html, root, p, q, verdict = atomic_page
+    sigma = {tuple(td.text() for td in r.find_all("td")) for r in root.find("table", "sigma").find_all("tr")[1:]}
+    assert sigma == {("initial value", "X", "0"), ("initial value", "Y", "0")}
+    backends = {li.attrs["data-backend"]: "good" in li.find("span").classes
+                for li in root.find("ul", "confirmed").find_all("li")}
+    assert backends == {"oracle": True, "numpy": True, "cupy": False}
+    link = root.find("a", "case")
+    assert link.attrs["download"] == "f1.json"
+    prefix = "data:application/json;charset=utf-8,"
+    assert link.attrs["href"].startswith(prefix)
+    case_json = json.loads(urllib.parse.unquote(link.attrs["href"][len(prefix):]))
+    assert case_json == case_to_json(make_case(p, q, expect="unsound"))
+    assert "tfsem check f1.json" in root.find("pre", "commands").text()
+    assert "tfsem outcomes f1.rewritten.json --init X=0 --init Y=0" in root.find("pre", "commands").text()
+
+
+def test_pages_reference_nothing_on_a_network(atomic_page):
+    html = atomic_page[0]
+    case, verdict = load_store_finding("decomposed")
+    campaigns, stats, findings, history = sample_index_data()
+    for page in (html, render_finding_page(case, verdict), render_index(campaigns, stats, findings, history)):
+        assert not re.search(r"https?://", page)
+        assert not re.search(r"<script|<link|<iframe|@import|url\((?!#)", page, re.I)
+        csp = [m.attrs["content"] for m in dom(page).find_all("meta")
+               if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+        assert csp and csp[0].startswith("default-src 'none';")
+
+
+def test_decomposed_steps_show_the_pending_read():
+    case, verdict = load_store_finding("decomposed")
+    root = dom(render_finding_page(case, verdict))
+    schedule = verdict["counterexample"]["schedule"]
+    rows = step_rows(root)
+    assert [r.find_all("td")[1].text() for r in rows] == schedule
+    for i, label in enumerate(schedule):
+        node, _, phase = label.partition("@")
+        pending = {s.attrs["data-node"] for s in rows[i].find_all("span", "pending")}
+        if phase == "read":
+            assert node in pending  # between its read and its write the Assign holds what it read
+        if phase == "write":
+            assert node not in pending
+    assert root.find_all("div", "problems") == []
+    key = {li.find_all("span")[1].text() for li in root.find("ol", "schedule").find_all("li", "key")}
+    assert key == set(verdict["counterexample"]["key_steps"])
+
+
+def test_a_verdict_that_does_not_hold_is_flagged_not_drawn_as_true():
+    p, q, _, _, verdict = hand_case()
+    broken = json.loads(json.dumps(verdict))
+    broken["counterexample"]["schedule"] = ["r0"] + SCHEDULE  # r0 cannot fire first
+    root = dom(render_finding_page(make_case(p, q), broken))
+    assert "does not replay" in root.find("div", "problems").text()
+    wrong = json.loads(json.dumps(verdict))
+    wrong["counterexample"]["outcome"]["state"]["X"] = 2  # claims an outcome P has
+    text = dom(render_finding_page(make_case(p, q), wrong)).find("div", "problems").text()
+    assert "not the outcome the verdict states" in text and "not a counterexample" in text
+
+
+def test_other_verdicts_render_without_a_run():
+    p, q, *_ = hand_case()
+    for v in ({"verdict": "sound"}, {"verdict": "no-counterexample", "tried": 200, "reason": "no σ"},
+              {"verdict": "unknown", "reason": "budget exceeded: states"}):
+        root = dom(render_finding_page(make_case(p, q), v))
+        assert v["verdict"].upper() in root.find("h1").text()
+        assert set(program_svgs(root)) == {"original", "rewritten"}
+        assert root.find_all("table", "steps") == []
+
+
+def test_case_as_json_gives_the_same_page():
+    case, verdict = load_store_finding("atomic")
+    assert render_finding_page(case, verdict) == render_finding_page(case_to_json(case), verdict)
+
+
+def test_hostile_names_are_escaped():
+    evil = '<script>alert("x")</script>'
+    var = 'x"><img src=y onerror=alert(1)>'
+    p = P.program([P.var("v1", var), P.write(evil, "v1", "$b&c"), P.var("v2", var),
+                   P.read("r", "v2", "^" + evil)], {"<o>": "r"}, [var])
+    q = drop_control_inputs(p, "r")
+    verdict = unsound_verdict(p, q, {"b&c": Tensor(2)}, {var: Tensor(1)})
+    case = make_case(p, q, note="<b>bold</b> & <script>")
+    html = render_finding_page(case, verdict, meta={"pass": "<i>pass</i>"})
+    assert "<script" not in html.lower() and "<img" not in html.lower() and "<b>bold" not in html
+    assert "&lt;script&gt;" in html
+    root = dom(html)
+    svg = program_svgs(root)["original"]
+    assert evil in {g.attrs["data-node"] for g in svg.find_all("g", "node")}
+    assert f"Var({var})" in svg.text()
+    assert any(t.attrs.get("data-var") == var for t in root.find_all("span", "var"))
+    campaigns, stats, findings, history = sample_index_data()
+    stats = [dict(stats[0], **{"pass": evil})]
+    findings = [dict(findings[0], **{"pass": evil, "id": evil, "page": 'x" onclick="alert(1)'})]
+    index = render_index([dict(campaigns[0], settings={evil: evil})], stats, findings, history)
+    assert "<script" not in index.lower() and 'onclick="' not in index
+    assert dom(index).find("a", "finding-link").attrs["href"] == 'x" onclick="alert(1)'
+
+
+# ---------------------------------------------------------------------------
+# The index and the report folder
+
+
+def test_index_shows_campaign_passes_findings_and_nights():
+    campaigns, stats, findings, history = sample_index_data()
+    findings = findings + [dict(findings[0], id="f9", status="fixed", page="findings/f9.html")]
+    root = dom(render_index(campaigns, stats, findings, history))
+    assert "2025-01-03 02:00 UTC" in root.find("div", "campaign").text()
+    assert "10.0 min" in root.find("div", "campaign").text()
+    rows = {r.attrs["data-pass"]: [td.text() for td in r.find_all("td")]
+            for r in root.find("table", "passes").find("tbody").find_all("tr")}
+    assert rows["hoist-reads"][:4] == ["hoist-reads", "4,210", "28.1", "1"]
+    assert rows["cse"][2] == "40.8"
+    for status, ids in (("new", ["f1"]), ("known", ["f0"]), ("fixed", ["f9"])):
+        tables = [t for t in root.find_all("table", "findings") if status in t.classes]
+        assert [a.text() for a in tables[0].find_all("a", "finding-link")] == ids
+    plot = root.find("svg", "history")
+    assert len(plot.find_all("g", "night")) == 3
+    assert len(plot.find("polyline", "throughput").attrs["points"].split()) == 3
+
+
+def test_claims_beside_findings():
+    _, _, findings, _ = sample_index_data()
+    assert claim_checks({"pass": "hoist-reads", "claims": {"atomic": "unsound"}}, findings) == \
+        [("atomic", "unsound", "1 unsound finding", "good")]
+    assert claim_checks({"pass": "hoist-reads", "claims": {"atomic": "sound"}}, findings)[0][3] == "bad"
+    assert claim_checks({"pass": "cse", "claims": {"atomic": "unsound"}}, findings)[0][3] == "warn"
+    assert claim_checks({"pass": "cse", "claims": "sound"}, findings) == \
+        [("any", "sound", "nothing unsound", "good")]
+    fixed = [dict(f, status="fixed") for f in findings]
+    assert claim_checks({"pass": "hoist-reads", "claims": {"atomic": "sound"}}, fixed)[0][3] == "good"
+
+
+def test_index_of_an_empty_database():
+    root = dom(render_index([], [], [], []))
+    assert "No campaign" in root.text() and "none" in root.text()
+
+
+def test_report_folder_links_resolve(tmp_path: Path):
+    campaigns, stats, findings, history = sample_index_data()
+    pages = [FindingPage(f, *load_store_finding(f["semantics"])) for f in findings]
+    pages.append(FindingPage(dict(findings[0], id="f1"), *load_store_finding("atomic")))  # same id twice
+    index = write_report(tmp_path / "report", campaigns, stats, pages, history)
+    assert index == tmp_path / "report" / "index.html"
+    hrefs = [a.attrs["href"] for a in dom(index.read_text()).find_all("a", "finding-link")]
+    assert len(hrefs) == 3 and len(set(hrefs)) == 3
+    for href in hrefs:
+        page = index.parent / href
+        assert page.is_file()
+        back = dom(page.read_text()).find("a", "back").attrs["href"]
+        assert (page.parent / back).resolve() == index.resolve()
