@@ -55,10 +55,12 @@ def dce(p: Program) -> Program:
     for n in p.nodes:
         if n.name in dead:
             continue
+        data_preds = {i.node for i in n.inputs if isinstance(i, DataIn)}
         inputs: list[Input] = []
         for i in n.inputs:
             if isinstance(i, ControlIn) and i.node in dead:
-                inputs.extend(waits_for(i.node))
+                # (waiting for a node that is already a data input is implied)
+                inputs.extend(c for c in waits_for(i.node) if c.node not in data_preds)
             else:
                 inputs.append(i)
         # (a node left with no inputs at all gets the implicit GO input)

@@ -95,6 +95,9 @@ def fuse_assign(p: Program) -> Program:
         rv = rn.data_inputs[0].node
         if rv != handle.node:
             waits += list(p.node[rv].control_inputs) if rv in dropped_vars else [ControlIn(rv)]
+        # r may have waited for its own Var node (now dropped): wait for what it waited for
+        waits = [x for i in waits for x in (p.node[i.node].control_inputs
+                 if isinstance(i, ControlIn) and i.node in dropped_vars else (i,))]
         fused[w] = Node(w, ASSIGN, canonical_inputs((handle, fn.data_inputs[1], *waits)), {"fn": fn.op})
     nodes = [fused.get(n.name, n) for n in p.nodes
              if n.name not in removed and n.name not in dropped_vars]
