@@ -1,0 +1,273 @@
+"""The Starlette application of `tfsem serve`.
+
+    app = create_app(Services(pool=WorkerPool(...), view=CampaignView(dir)), limits)
+
+Routes (described in openapi.py, served at /openapi.json):
+
+- `POST /v1/check`, `POST /v1/outcomes`: the body is read up to the size
+  limit, decoded and checked here (bad input: 400 with the command line's
+  messages), then computed on a worker process under a time budget (the
+  request's `timeout` capped by the server's); past it, or past the memory cap,
+  the answer is the verdict `unknown`.  When every worker is busy a request
+  waits briefly, then gets 503.
+- `GET /v1/campaigns`, `GET /v1/findings`, `GET /v1/findings/{id}`: JSON read
+  from DIR's campaign database at each request.
+- `GET /` and `GET /findings/{page}`: the report pages, rendered from the
+  database at each request.
+- `GET /v1/health`, `GET /openapi.json`.
+
+Anything else is 404 (405 for a known route with the wrong method), always
+with a JSON error object; no request can make a handler raise past the
+exception handlers below, so the server keeps serving after any bad request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from tfsem import __version__
+from tfsem.oracle.program import ProgramError, Violation
+
+from . import jobs
+from .campaign_view import CampaignView, NoSuchFinding
+from .limits import Limits
+from .openapi import openapi_document
+from .requests import check_request, error_body, outcomes_request, parse_body
+from .workers import JobResult, Overloaded, WorkerPool
+
+log = logging.getLogger("tfsem.serve")
+
+FINDING_QUERY = ("pass", "kind", "status")
+KINDS = ("unsound", "invalid", "crash", "timeout")
+STATUSES = ("new", "known", "fixed")
+
+
+@dataclass
+class Services:
+    """What the routes use, injected so that tests can swap any of them:
+    `pool` runs the computations (its jobs module decides what `check` and
+    `outcomes` are), `view` reads DIR's campaigns and renders their pages."""
+    pool: WorkerPool
+    view: CampaignView
+    #: which jobs the workers can run (the checker may be missing)
+    jobs_available: dict[str, bool] | None = None
+    #: called once the workers are up (the command prints its "listening" line)
+    on_ready: Callable[[], None] | None = None
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(obj, allow_nan=False, separators=(",", ":")), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+def error_response(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return json_response({"error": error, "message": message}, status, headers)
+
+
+def create_app(services: Services, limits: Limits | None = None) -> Starlette:
+    limits = limits or Limits()
+    pool, view = services.pool, services.view
+    available = dict(services.jobs_available if services.jobs_available is not None else jobs.available())
+    spec = openapi_document(limits)
+
+    # -- reading bodies -------------------------------------------------------
+
+    async def read_body(request: Request) -> bytes:
+        """The body, or _BodyTooLarge once it passes the limit (the rest is
+        read and dropped, up to a bound, so the client sees the 413)."""
+        declared = request.headers.get("content-length", "")
+        too_large = declared.isdigit() and int(declared) > limits.max_body_bytes
+        body = bytearray()
+        dropped = 0
+
+        async def collect() -> None:
+            nonlocal too_large, dropped
+            async for chunk in request.stream():
+                if too_large:
+                    dropped += len(chunk)
+                    if dropped > 8 * limits.max_body_bytes:
+                        return
+                    continue
+                body.extend(chunk)
+                if len(body) > limits.max_body_bytes:
+                    too_large = True
+                    body.clear()
+
+        try:
+            await asyncio.wait_for(collect(), limits.body_read_seconds)
+        except asyncio.TimeoutError:
+            raise HTTPException(408, f"the request body took more than {limits.body_read_seconds:g} s "
+                                     "to arrive") from None
+        if too_large:
+            raise _BodyTooLarge()
+        return bytes(body)
+
+    # -- computations ---------------------------------------------------------
+
+    async def compute(request: Request, command: str,
+                      decode: Callable[[Any, Limits], Any],
+                      payload: Callable[[Any], dict], semantics_observe: Callable[[Any], tuple[str, str]]
+                      ) -> Response:
+        if not available.get(command):
+            return error_response(501, "not available",
+                                  f"this installation cannot answer {command} (its module is missing)")
+        try:
+            raw = await read_body(request)
+        except _BodyTooLarge:
+            return error_response(413, "too large",
+                                  f"the request body is over {limits.max_body_bytes} bytes, "
+                                  "the most this server takes")
+        try:
+            req = decode(parse_body(raw, limits), limits)
+        except ProgramError as exc:
+            return json_response(error_body(exc, command), 400)
+        except RecursionError:
+            return json_response(error_body(ProgramError([Violation(
+                "request", "too-deep", "the request is nested too deeply")]), command), 400)
+        budget = limits.budget(req.timeout)
+        deadline = limits.hard_deadline(budget)
+        try:
+            result: JobResult = await pool.run(command, payload(req), budget, deadline)
+        except Overloaded as exc:
+            return error_response(503, "busy", str(exc), {"Retry-After": "1"})
+        headers = {"X-Tfsem-Budget": f"{budget:g}", "X-Tfsem-Seconds": f"{result.seconds:.6f}"}
+        if result.stopped:
+            semantics, observe = semantics_observe(req)
+            reason = {
+                "time": f"time limit: the computation ran past {deadline:.3g} s (budget {budget:g} s) "
+                        "and its worker process was stopped",
+                "memory": f"memory limit: the computation needed more than {limits.worker_memory_mb} MiB "
+                          "and its worker process was restarted",
+            }.get(result.stopped, "the worker process died during the computation and was restarted")
+            return json_response(jobs.unknown_verdict(reason, semantics, observe, command), 200, headers)
+        return json_response(result.body, result.status, headers)
+
+    async def post_check(request: Request) -> Response:
+        return await compute(request, "check", check_request,
+                             lambda r: {"case": r.case}, lambda r: (r.semantics, r.observe))
+
+    async def post_outcomes(request: Request) -> Response:
+        return await compute(request, "outcomes", outcomes_request,
+                             lambda r: r.job(), lambda r: (r.semantics, r.observe))
+
+    # -- the campaign database -------------------------------------------------
+
+    async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(fn, *args)
+
+    def query_problems(request: Request, allowed: tuple[str, ...]) -> list[Violation]:
+        out = []
+        for key in sorted(set(request.query_params) - set(allowed)):
+            out.append(Violation(f"query.{key}", "unknown-field", f"unknown query parameter {key!r}"))
+        for key in set(request.query_params) & set(allowed):
+            if len(request.query_params.getlist(key)) > 1:
+                out.append(Violation(f"query.{key}", "bad-value", f"{key} is given more than once"))
+        return out
+
+    async def get_campaigns(request: Request) -> Response:
+        problems = query_problems(request, ())
+        if problems:
+            return json_response(error_body(ProgramError(problems), "serve"), 400)
+        return json_response({"campaigns": await in_thread(view.campaigns)})
+
+    async def get_findings(request: Request) -> Response:
+        q = request.query_params
+        problems = query_problems(request, FINDING_QUERY)
+        if q.get("kind") is not None and q["kind"] not in KINDS:
+            problems.append(Violation("query.kind", "bad-value", f"kind is one of {', '.join(KINDS)}"))
+        if q.get("status") is not None and q["status"] not in STATUSES:
+            problems.append(Violation("query.status", "bad-value", f"status is one of {', '.join(STATUSES)}"))
+        if problems:
+            return json_response(error_body(ProgramError(problems), "serve"), 400)
+        found = await in_thread(view.findings, q.get("pass") or None, q.get("kind") or None,
+                                q.get("status") or None)
+        return json_response({"findings": found})
+
+    async def get_finding(request: Request) -> Response:
+        fid = request.path_params["id"]
+        try:
+            detail = await in_thread(view.finding, fid)
+        except NoSuchFinding:
+            return error_response(404, "not found", f"no finding {fid!r}")
+        return json_response(detail)
+
+    async def get_index(request: Request) -> Response:
+        return HTMLResponse(await in_thread(view.index_html))
+
+    async def get_finding_page(request: Request) -> Response:
+        page = request.path_params["page"]
+        try:
+            html = await in_thread(view.finding_html, page)
+        except NoSuchFinding:
+            return error_response(404, "not found", f"no finding page {page!r}")
+        return HTMLResponse(html)
+
+    async def get_health(request: Request) -> Response:
+        return json_response({"status": "ok", "version": __version__, "jobs": available,
+                              "workers": {"size": pool.size, **pool.stats.to_json()},
+                              "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
+                              "dir": str(view.directory)})
+
+    async def get_openapi(request: Request) -> Response:
+        return json_response(spec)
+
+    # -- errors ---------------------------------------------------------------
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            error, message = "not found", f"no route {request.url.path}"
+        elif exc.status_code == 405:
+            error, message = "method not allowed", f"{request.url.path} does not take {request.method}"
+        else:
+            error, message = "request timeout" if exc.status_code == 408 else "error", str(exc.detail)
+        return error_response(exc.status_code, error, message, dict(exc.headers or {}))
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal error", f"{type(exc).__name__}: {exc}")
+
+    # -- life -----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        await pool.start()
+        if services.on_ready:
+            services.on_ready()
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    routes = [
+        Route("/v1/check", post_check, methods=["POST"]),
+        Route("/v1/outcomes", post_outcomes, methods=["POST"]),
+        Route("/v1/campaigns", get_campaigns, methods=["GET"]),
+        Route("/v1/findings", get_findings, methods=["GET"]),
+        Route("/v1/findings/{id}", get_finding, methods=["GET"]),
+        Route("/v1/health", get_health, methods=["GET"]),
+        Route("/openapi.json", get_openapi, methods=["GET"]),
+        Route("/", get_index, methods=["GET"]),
+        Route("/index.html", get_index, methods=["GET"]),
+        Route("/findings/{page}", get_finding_page, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan,
+                     exception_handlers={HTTPException: http_error, Exception: internal_error})
+
+
+Handler = Callable[[Request], Awaitable[Response]]

@@ -1,0 +1,66 @@
+"""`tfsem serve DIR`: verification as an HTTP service (see tfsem.service)."""
+
+from __future__ import annotations
+
+import argparse
+
+from tfsem.cli import UsageError
+
+from .common import duration, positive_int
+
+
+def add_parser(sub) -> None:
+    from tfsem.service.limits import Limits
+
+    d = Limits()
+    p = sub.add_parser("serve", help="answer checks and outcome queries over HTTP; browse DIR's campaigns",
+                       description="Serve POST /v1/check, POST /v1/outcomes, DIR's campaigns and findings "
+                                   "(GET /v1/campaigns, /v1/findings) and its report pages (GET /), "
+                                   "described at GET /openapi.json.")
+    p.add_argument("dir", help="the campaign directory (DIR/campaign.db)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks a free one)")
+    p.add_argument("--workers", type=positive_int, default=d.workers,
+                   help=f"computations run at once, each in its own process (default {d.workers})")
+    p.add_argument("--max-timeout", type=duration, default=d.max_timeout,
+                   help=f"the most time one computation gets (default {d.max_timeout:g}s)")
+    p.add_argument("--default-timeout", type=duration, default=d.default_timeout,
+                   help=f"time of a request that gives none (default {d.default_timeout:g}s)")
+    p.add_argument("--max-body", type=positive_int, default=d.max_body_bytes, metavar="BYTES",
+                   help=f"largest request body (default {d.max_body_bytes})")
+    p.add_argument("--max-nodes", type=positive_int, default=d.max_nodes,
+                   help=f"most nodes per program (default {d.max_nodes})")
+    p.add_argument("--queue", type=int, default=d.max_waiting, metavar="N",
+                   help=f"requests that may wait for a busy worker before 503 (default {d.max_waiting})")
+    p.add_argument("--queue-wait", type=duration, default=d.queue_wait,
+                   help=f"how long a request waits for a worker before 503 (default {d.queue_wait:g}s)")
+    p.add_argument("--worker-memory", type=positive_int, default=d.worker_memory_mb, metavar="MIB",
+                   help=f"memory a worker may add before its computation fails (default {d.worker_memory_mb})")
+    p.add_argument("--access-log", action="store_true", help="log every request")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from tfsem.service.limits import Limits
+        from tfsem.service.server import serve
+    except ImportError as exc:  # pragma: no cover - the `serve` extra is missing
+        raise UsageError(f"needs the serve extra ({exc.name} is missing): "
+                         "pip install 'tfsem[serve]'") from None
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a port number")
+    if args.queue < 0:
+        raise UsageError("--queue must not be negative")
+    try:
+        limits = Limits(max_body_bytes=args.max_body, max_nodes=args.max_nodes, workers=args.workers,
+                        default_timeout=min(args.default_timeout, args.max_timeout),
+                        max_timeout=args.max_timeout, max_waiting=args.queue, queue_wait=args.queue_wait,
+                        worker_memory_mb=args.worker_memory)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return serve(args.dir, args.host, args.port, limits, access_log=args.access_log,
+                     log_level="info" if args.access_log else "warning")
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
