@@ -18,14 +18,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from tfsem.oracle.jsonio import Case, case_from_json, case_to_json, program_to_json
+from tfsem.oracle.jsonio import Case, case_from_json, case_to_json, program_from_json, program_to_json
 from tfsem.oracle.program import Program, ProgramError
 from tfsem.oracle.semantics import (ATOMIC, EMPTY, GO, State, VarRef, enabled, fire, graph_of,
                                     initial_state, outcome_of)
 from tfsem.oracle.values import Error, Tensor, Value, ValueFormatError, format_value, value_from_json
 
 from . import graph as G
-from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, value_text)
+from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, value_text, when)
 
 #: Beyond this many steps the table keeps its rows but drops the figures.
 MAX_STEP_FIGURES = 60
@@ -129,12 +129,16 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     """
     meta = dict(meta or {})
     problems: list[str] = []
+    lone: Program | None = None  # an original without a rewrite (the pass crashed or hung)
     if isinstance(case, Mapping):
         case_json = dict(case)
+        case_obj: Case | None = None
         try:
-            case_obj: Case | None = case_from_json(case_json)
+            if case_json.get("rewritten") is None and case_json.get("original") is not None:
+                lone = program_from_json(case_json["original"], validate=False, where="case.original")
+            else:
+                case_obj = case_from_json(case_json)
         except ProgramError as exc:
-            case_obj = None
             problems.append(f"the case does not load: {exc}")
     else:
         case_obj = case
@@ -145,7 +149,7 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     if confirmed is None:
         confirmed = list(verdict_json.get("confirmed") or [])
 
-    original = case_obj.original if case_obj else None
+    original = case_obj.original if case_obj else lone
     rewritten: Program | None = None
     if case_obj is not None:
         try:
@@ -162,8 +166,11 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     if index_href:
         body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
     body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed))
-    if verdict_json.get("reason"):
-        body.append(f'<p class="reason"><strong>Reason:</strong> {esc(verdict_json["reason"])}</p>')
+    reason = verdict_json.get("reason")
+    if reason and "\n" in str(reason):
+        body.append(f'<h2>Reason</h2><pre class="reason">{esc(reason)}</pre>')
+    elif reason:
+        body.append(f'<p class="reason"><strong>Reason:</strong> {esc(reason)}</p>')
 
     # the programs
     layout = None
@@ -222,7 +229,8 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
     items = [("semantics", semantics), ("observe", observe)]
     for key in ("kind", "status", "first_seen", "last_seen", "seen", "id", "signature", "campaign"):
         if key in meta and meta[key] not in (None, ""):
-            items.append((key.replace("_", " "), meta[key]))
+            value = when(meta[key]) if key in ("first_seen", "last_seen") else meta[key]
+            items.append((key.replace("_", " "), value))
     for key, value in meta.items():
         if key not in ("pass", "kind", "status", "first_seen", "last_seen", "seen", "id",
                        "signature", "campaign") and isinstance(value, (str, int, float)):
@@ -232,8 +240,8 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
         items.append(("note", case.note))
     if case is not None and case.expect:
         items.append(("case expects", case.expect))
-    h.append('<div class="kv panel meta">' + "".join(
-        f"<span class=\"muted\">{esc(k)}</span><span>{esc(v)}</span>" for k, v in items) + "</div>")
+    h.append('<ul class="meta panel">' + "".join(
+        f"<li><span class=\"muted\">{esc(k)}</span> {esc(v)}</li>" for k, v in items) + "</ul>")
     h.append("</header>")
     return "".join(h)
 
@@ -271,7 +279,7 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
     feeds_raw = cx.get("feeds") or {}
     init_raw = cx.get("init") or {}
     # σ
-    out.append("<h2>The counterexample σ</h2>")
+    out.append('<div class="side-by-side"><section class="sigma-section"><h2>The counterexample σ</h2>')
     rows = [f"<tr><td>feed</td><td class=\"mono\">${esc(k)}</td><td class=\"mono\">{esc(value_text(v))}</td></tr>"
             for k, v in sorted(feeds_raw.items())]
     for x in sorted(set(original.variables) | set(init_raw)):
@@ -285,8 +293,10 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
     # outcomes side by side
     orig_outcomes = [o for o in (cx.get("original_outcomes") or []) if isinstance(o, Mapping)]
     outcome = cx.get("outcome") if isinstance(cx.get("outcome"), Mapping) else {}
+    out.append("</section><section class=\"outcomes-section\">")
     out.append(_outcomes_table(orig_outcomes, outcome, differs, problems,
                                cx.get("original_count") if isinstance(cx.get("original_count"), int) else None))
+    out.append("</section></div>")
 
     # the schedule, step by step
     schedule = [str(s) for s in (cx.get("schedule") or [])]
@@ -384,6 +394,7 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
             fired_nodes.add(name)
         transit: dict[str, G.Transit] = {}
         spans = []
+        implicit_go = False
         for e in edges:
             c = s.in_transit.get(e.id, EMPTY)
             tc = _content_text(c)
@@ -392,6 +403,7 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
             changed = prev is not None and not _same(prev.in_transit.get(e.id, EMPTY), c)
             transit[e.id] = G.Transit(tc[0], tc[1], changed)
             if e.implicit:
+                implicit_go = True
                 continue  # the initial GO of a node without inputs: drawn, not listed
             cls = "transit" + (" changed" if changed else "")
             spans.append(f'<span class={attr(cls)} data-edge={attr(e.id)}>'
@@ -408,6 +420,8 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
             f"{esc(x)} = {esc(truncate(v, 40))}</span>" for x, v, ch in var_items)
         pend_html = "".join(f'<br><span class="pending" data-node={attr(n)}>{esc(n)}: {esc(t)}</span>'
                             for n, t in sorted(pending.items()))
+        nothing = ('<span class="muted">only GO on the implicit input control edges</span>' if implicit_go
+                   else '<span class="muted">nothing</span>')
         fig = ""
         if draw:
             fig = G.render_svg(layout, 1, uid=f"s{st.index}", role=f"state-{st.index}",
@@ -419,7 +433,7 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
         what = "initial state" if st.index == 0 else f'<span class="mono">{esc(st.label)}</span>'
         rows.append(f'<tr class="{cls}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
                     f'<td class="vars">{vars_html}{pend_html}</td>'
-                    f'<td class="in-transit">{"<br>".join(spans) or "<span class=muted>nothing</span>"}</td>'
+                    f'<td class="in-transit">{"<br>".join(spans) or nothing}</td>'
                     f'<td class="fig">{fig}</td></tr>')
         prev = s
     if rp.final is not None:

@@ -14,6 +14,7 @@ variable names, notes, tracebacks) goes through :func:`esc` (text) or
 
 from __future__ import annotations
 
+import datetime as _dt
 import html as _html
 import json
 import re
@@ -66,6 +67,22 @@ def value_text(raw: Any, limit: int = 40) -> str:
         return truncate(format_value(value_from_json(raw)), limit)
     except (ValueFormatError, TypeError, ValueError):
         return truncate(json.dumps(raw, allow_nan=False, default=str), limit)
+
+
+def when(value: Any) -> str:
+    """An ISO 8601 string or Unix seconds as `YYYY-MM-DD HH:MM UTC`."""
+    if value is None or value == "":
+        return "—"
+    try:
+        if isinstance(value, (int, float)):
+            t = _dt.datetime.fromtimestamp(float(value), _dt.timezone.utc)
+        else:
+            t = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            if t.tzinfo is None:
+                t = t.replace(tzinfo=_dt.timezone.utc)
+        return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (ValueError, OverflowError, OSError):
+        return str(value)
 
 
 def page(title: str, body: str, extra_css: str = "") -> str:
@@ -141,6 +158,10 @@ table.steps td.fig { padding: 2px; }
 table.steps tr.initial td { background: #f6f8fa; }
 .var.changed, .transit.changed { background: #fff1e5; border-radius: 3px; font-weight: 700; }
 .transit { white-space: nowrap; }
+ul.meta { display: flex; flex-wrap: wrap; gap: 4px 22px; list-style: none; margin: 8px 0; }
+ul.meta li { white-space: nowrap; }
+.side-by-side { display: flex; flex-wrap: wrap; gap: 0 40px; align-items: flex-start; }
+.side-by-side section { min-width: 0; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 """
 

@@ -56,26 +56,10 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from .html import attr, badge, esc, page, slug, truncate
+from .html import attr, badge, esc, page, slug, truncate, when
 
 KINDS = ("unsound", "invalid", "crash", "timeout")
 STATUSES = ("new", "known", "fixed")
-
-
-def when(value: Any) -> str:
-    """An ISO 8601 string or Unix seconds as `YYYY-MM-DD HH:MM UTC`."""
-    if value is None or value == "":
-        return "—"
-    try:
-        if isinstance(value, (int, float)):
-            t = _dt.datetime.fromtimestamp(float(value), _dt.timezone.utc)
-        else:
-            t = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-            if t.tzinfo is None:
-                t = t.replace(tzinfo=_dt.timezone.utc)
-        return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    except (ValueError, OverflowError, OSError):
-        return str(value)
 
 
 def _seconds(value: Any) -> float | None:

@@ -508,3 +508,17 @@ def test_report_folder_links_resolve(tmp_path: Path):
         assert page.is_file()
         back = dom(page.read_text()).find("a", "back").attrs["href"]
         assert (page.parent / back).resolve() == index.resolve()
+
+
+def test_a_crash_finding_without_a_rewrite_shows_the_program_and_traceback():
+    from tfsem.oracle.jsonio import program_to_json
+    p = families.first_example()[0]
+    case = {"format": "tfsem.case/1", "original": program_to_json(p), "rewritten": None}
+    trace = "Traceback (most recent call last):\n  File \"pass.py\", line 3\nZeroDivisionError: <boom>"
+    html = render_finding_page(case, {"verdict": "crash", "reason": trace},
+                               meta={"pass": "bad-pass", "first_seen": 1735869600})
+    root = dom(html)
+    assert set(program_svgs(root)) == {"original"}
+    assert root.find("pre", "reason").text() == trace
+    assert "2025-01-03 02:00 UTC" in root.find("ul", "meta").text()
+    assert root.find_all("div", "problems") == []

@@ -159,9 +159,10 @@ class Browser:
         self.evaluate(f"document.querySelector({json.dumps(selector)}).click()")
         self.wait_event("Page.loadEventFired", mark)
 
-    def screenshot(self, path: Path) -> tuple[int, int]:
+    def screenshot(self, path: Path, height: int | None = None) -> tuple[int, int]:
+        """A PNG of the whole page (or of its first `height` pixels)."""
         size = self.call("Page.getLayoutMetrics", session=True)["cssContentSize"]
-        w, h = 1400, min(int(size["height"]) + 1, 16000)
+        w, h = 1400, min(int(size["height"]) + 1, height or 16000)
         r = self.call("Page.captureScreenshot",
                       {"format": "png", "captureBeyondViewport": True,
                        "clip": {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}}, session=True)
@@ -287,6 +288,7 @@ def test_report_pages_render_in_chromium(report: Path) -> None:
             assert _check_links(b) == []
             assert b.evaluate("document.querySelectorAll('script').length") == 0
             b.screenshot(ARTIFACTS / "finding.png")
+            b.screenshot(ARTIFACTS / "finding-first-screen.png", height=2000)
 
             # and back
             b.click_and_wait("a.back")
