@@ -474,7 +474,7 @@ def _confirm_text(backend: str, ok: bool) -> str:
     return "reproduced: running the schedule concretely on this array backend gives the same outcome"
 
 
-def _sigma_args(p: Program | None, cx: Mapping[str, Any] | None) -> str:
+def _sigma_args(cx: Mapping[str, Any] | None) -> str:
     if not cx:
         return ""
     import json
@@ -512,7 +512,7 @@ def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program |
         links.append(f'<a class="download {label}" download={attr(pname)} href={attr(data_uri(ptext))}>'
                      f"download {esc(pname)}</a>")
         if cx:
-            cmds.append(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(prog, cx)}{settings}".rstrip())
+            cmds.append(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(cx)}{settings}".rstrip())
     return ("<h2>Reproduce it</h2>"
             f'<p class="downloads">{" · ".join(links)}</p>'
             f'<pre class="commands">{esc(chr(10).join(cmds))}</pre>'
