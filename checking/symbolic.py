@@ -103,7 +103,8 @@ class Opaque:
     """The result `port` of applying `op` to `args` where the result's kind is
     not known statically (a function with no encoding, or an argument that is
     itself opaque).  `op` is a function name, or "Assign-f" for the new value of
-    a variable after Assign-f (which keeps the old value on an error)."""
+    a variable after Assign-f; its arguments are then (w, v, current): f(w, v),
+    or the variable's current value on an error (semantics._assigned)."""
 
     __slots__ = ("op", "port", "args", "__weakref__")
 
@@ -231,18 +232,21 @@ class Algebra:
                                      f"{k} vs {r.dtype}{list(r.shape)}")
         return results
 
-    def assign(self, fn: fns.Function, w: SymValue, v: SymValue) -> SymValue | None:
-        """The new value of x after Assign-fn with old value w and input v, or
-        None when x is unchanged (v or fn(w, v) an error: semantics._assigned)."""
+    def assign(self, fn: fns.Function, w: SymValue, v: SymValue,
+               current: SymValue) -> SymValue | None:
+        """The new value of x after Assign-fn that read w, with input v, when x
+        holds `current` (not w in decomposed mode, if another write came
+        between); None when x is unchanged (v or fn(w, v) an error:
+        semantics._assigned)."""
         if isinstance(v, Error):
             return None
         if isinstance(v, Opaque):
-            return self.opaque("Assign-" + fn.name, 0, (w, v))
+            return self.opaque("Assign-" + fn.name, 0, (w, v, current))
         (new,) = self.apply(fn, (w, v))
         if isinstance(new, Error):
             return None
         if isinstance(new, Opaque):
-            return self.opaque("Assign-" + fn.name, 0, (w, v))
+            return self.opaque("Assign-" + fn.name, 0, (w, v, current))
         return new
 
     def _result_kinds(self, fn: fns.Function, args: Sequence[SymValue],
@@ -318,7 +322,7 @@ class _SymbolicComponent(explore._Component):
         self.fn = [None if f is None else _SymbolicFunction(algebra, f) for f in self.fn]
 
     def _store(self, st, i, w, v) -> None:  # noqa: ANN001 - the engine's signature
-        new = self.algebra.assign(self.assign_fn[i], w, v)
+        new = self.algebra.assign(self.assign_fn[i], w, v, st.vars[self.var[i]])
         if new is not None:
             st.vars[self.var[i]] = new
 
