@@ -1,0 +1,608 @@
+"""`tfsem fuzz`: a campaign over many passes, on local worker processes or on
+a Dask cluster, recorded in `DIR/campaign.db`.
+
+The coordinator (this process) owns the database; workers only compute and
+send messages back: statistics, findings (each committed on arrival), and the
+outcome of replaying stored findings.  The plan:
+
+1. **Replay.**  Every open finding of the passes in this campaign is run
+   again (the pass on its stored program, the check at its stored σ): still
+   there, it is seen again (and *known*); gone, it is marked *fixed*.
+2. **Fuzz.**  The budget is split evenly over the (pass, cell) units; with
+   more workers than units a unit is split into several slices with distinct
+   seeds.  Each slice runs a :class:`~tfsem.campaigns.loop.FuzzLoop`, whose
+   Hypothesis database lives under DIR (`DIR/hypothesis`), so failures saved
+   on an earlier night are replayed first.
+
+Killing a campaign loses nothing recorded: findings are committed one by one,
+and a campaign left `running` is marked `interrupted` by the next one on the
+same DIR.  `DIR/campaign.lock` keeps two campaigns from sharing a DIR at once.
+
+On Dask (`--dask ADDRESS`) the same tasks run on the cluster's workers;
+findings and statistics stream back through a `distributed.Queue`, and the
+Hypothesis database entries of each unit travel with its task and come back
+with its result, so the cluster needs no access to DIR.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, TextIO
+
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
+
+from .findings import UNSOUND, FindingRecord
+from .loop import FIXED, PRESENT, FuzzLoop, LoopConfig, replay
+from .progress import Progress
+from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
+from .store import Store
+from .targets import CELLS, Cell, Target, cell_label, resolve_pass
+
+HYPOTHESIS_DIR = "hypothesis"
+LOCK_NAME = "campaign.lock"
+
+
+class CampaignError(RuntimeError):
+    """A campaign that cannot start (DIR in use, bad settings)."""
+
+
+@dataclass
+class CampaignSettings:
+    """Everything a campaign run is given; stored with the campaign."""
+
+    passes: list[str]
+    budget: float
+    out: str
+    workers: int = 1
+    cells: list[Cell] = field(default_factory=lambda: list(CELLS))
+    seed: int | None = None
+    max_nodes: int = 10
+    pass_timeout: float = DEFAULT_PASS_TIMEOUT
+    check_timeout: float = 5.0
+    checker: str = "auto"
+    generator: str | None = None
+    dask: str | None = None
+    #: None: DIR/hypothesis; "redis://HOST:PORT[/DB]": a Redis-backed one,
+    #: shared by every machine that points at it; "none": no database
+    example_db: str | None = None
+    replay: bool = True
+    round_seconds: float = 20.0
+
+    def unit_configs(self) -> list[LoopConfig]:
+        """One LoopConfig per (pass, cell), passes interleaved so that a
+        campaign cut short has touched every pass."""
+        out = []
+        for cell in self.cells:
+            for spec in self.passes:
+                out.append(LoopConfig(spec, cell[0], cell[1], max_nodes=self.max_nodes,
+                                      pass_timeout=self.pass_timeout, check_timeout=self.check_timeout,
+                                      checker=self.checker, generator=self.generator,
+                                      round_seconds=self.round_seconds))
+        return out
+
+
+@dataclass
+class CampaignResult:
+    campaign_id: int
+    seconds: float
+    status: str
+    new: list[dict]
+    known: list[dict]
+    fixed: list[dict]
+    totals: list[dict]
+    errors: list[str]
+
+    @property
+    def bugs(self) -> list[dict]:
+        """Findings of this campaign that contradict a claim (or that claim
+        nothing): crashes, timeouts, invalid output, unsound where claimed sound."""
+        return [f for f in self.new + self.known if f["kind"] != UNSOUND or f["claim"] != "unsound"]
+
+
+# ---------------------------------------------------------------------------
+# Example databases
+
+
+class JournaledDatabase(InMemoryExampleDatabase):
+    """An in-memory example database that remembers what was saved and
+    deleted, so that a Dask task can bring its changes home."""
+
+    def __init__(self, entries: dict[bytes, list[bytes]] | None = None):
+        super().__init__()
+        for k, vs in (entries or {}).items():
+            self.data[k] = set(vs)
+        self.journal: list[tuple[str, bytes, bytes]] = []
+
+    def save(self, key: bytes, value: bytes) -> None:
+        super().save(key, value)
+        self.journal.append(("save", key, bytes(value)))
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        super().delete(key, value)
+        self.journal.append(("delete", key, bytes(value)))
+
+
+def _related_keys(key: bytes) -> list[bytes]:
+    return [key, key + b".secondary", key + b".pareto"]
+
+
+def open_example_db(settings: CampaignSettings) -> ExampleDatabase | None:
+    spec = settings.example_db
+    if spec == "none":
+        return None
+    if spec and spec.startswith("redis://"):
+        try:
+            import redis  # noqa: F401
+            from hypothesis.extra.redis import RedisExampleDatabase
+        except ImportError as exc:
+            raise CampaignError(f"--example-db {spec} needs the redis package: {exc}") from None
+        import redis as redis_mod
+        return RedisExampleDatabase(redis_mod.Redis.from_url(spec), key_prefix=b"tfsem:")
+    return DirectoryBasedExampleDatabase(str(Path(settings.out) / HYPOTHESIS_DIR))
+
+
+# ---------------------------------------------------------------------------
+# Tasks: what a worker runs
+
+
+def _unit_key(cfg: LoopConfig) -> bytes:
+    return f"tfsem.fuzz/1:{cfg.pass_spec}:{cfg.semantics}/{cfg.observe}".encode()
+
+
+def run_task(task: dict, emit: Callable[[tuple], None], database: ExampleDatabase | None,
+             stop_at: float | None = None) -> dict:
+    """Run one task (a fuzz slice or a replay), sending messages with `emit`:
+    ("stats", pass_spec, semantics, observe, delta), ("finding", record JSON),
+    ("replay", finding_id, status, record JSON or None).  `stop_at` is a
+    wall-clock time (time.time()) after which the task winds down."""
+    stop = (lambda: time.time() > stop_at) if stop_at else (lambda: False)
+    if task["type"] == "replay":
+        return _run_replay(task, emit)
+    cfg = LoopConfig(**task["config"])
+    seconds = min(task["seconds"], task["deadline"] - time.time())
+    if seconds < 0.5:
+        return {"skipped": True}
+
+    def on_stats(delta: dict) -> None:
+        emit(("stats", cfg.pass_spec, cfg.semantics, cfg.observe, delta))
+
+    loop = FuzzLoop(cfg, database=database, on_finding=lambda r: emit(("finding", r.to_json())),
+                    on_stats=on_stats, should_stop=stop)
+    found = loop.run(seconds, shrink_seconds=task.get("shrink_seconds"))
+    return {"findings": len(found), "programs": loop.stats.programs}
+
+
+def _run_replay(task: dict, emit: Callable[[tuple], None]) -> dict:
+    spec = task["pass_spec"]
+    outcome = {"present": 0, "fixed": 0, "undecided": 0}
+    with PassSandbox(spec, timeout=task["pass_timeout"]) as runner:
+        loops: dict[tuple[str, str], FuzzLoop] = {}
+        target = resolve_pass(spec)
+        for item in task["findings"]:
+            record = FindingRecord.from_json(item["record"])
+            key = (record.semantics, record.observe)
+            if key not in loops:
+                cfg = LoopConfig(spec, record.semantics, record.observe, pass_timeout=task["pass_timeout"],
+                                 check_timeout=task["check_timeout"], checker=task["checker"],
+                                 generator=task.get("generator"))
+                loops[key] = FuzzLoop(cfg, target=target, runner=runner)
+            status, again = replay(loops[key], record)
+            outcome[status] += 1
+            emit(("replay", item["finding_id"], status, again.to_json() if again else None))
+    return outcome
+
+
+# -- local worker processes ------------------------------------------------------
+
+
+def _set_parent_death_signal() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+
+
+def _worker_main(tasks: Any, results: Any, db_spec: dict, parent: int) -> None:
+    _set_parent_death_signal()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides
+    if os.getppid() != parent:
+        return
+    settings = CampaignSettings(**db_spec)
+    database = open_example_db(settings)
+
+    def emit(msg: tuple) -> None:
+        results.put(msg)
+
+    while True:
+        task = tasks.get()
+        if task is None:
+            break
+        emit(("start", task["id"], os.getpid()))
+        try:
+            summary = run_task(task, emit, database, stop_at=task.get("stop_at"))
+            emit(("done", task["id"], summary))
+        except Exception:
+            emit(("error", task["id"], traceback.format_exc()[-4000:]))
+
+
+# ---------------------------------------------------------------------------
+# The coordinator
+
+
+class _Lock:
+    def __init__(self, directory: Path):
+        self.path = directory / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            raise CampaignError(f"another campaign is running on {self.path.parent} "
+                                f"(it holds {self.path})") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class Campaign:
+    """One run of `tfsem fuzz` (build it, then call :meth:`run`)."""
+
+    def __init__(self, settings: CampaignSettings, *, stream: TextIO | None = None,
+                 live: bool | None = None, version: str | None = None):
+        if settings.workers < 1:
+            raise CampaignError("--workers must be at least 1")
+        if not settings.passes:
+            raise CampaignError("no passes to fuzz")
+        self.settings = settings
+        self.out = Path(settings.out)
+        self.targets: dict[str, Target] = {spec: resolve_pass(spec) for spec in settings.passes}
+        self.stream = stream
+        self.live = live
+        if version is None:
+            from tfsem import __version__ as version
+        self.version = version
+        self.errors: list[str] = []
+
+    # -- plan -------------------------------------------------------------------------
+
+    def settings_json(self) -> dict:
+        s = asdict(self.settings)
+        s["cells"] = [cell_label(c) for c in self.settings.cells]
+        s["passes"] = {spec: {"name": t.name, "description": t.description,
+                              "claims": t.claims_json()} for spec, t in self.targets.items()}
+        s["example_db"] = self.settings.example_db or str(self.out / HYPOTHESIS_DIR)
+        s["argv"] = sys.argv[1:]
+        return s
+
+    def _tasks(self, store: Store, deadline: float, shrink_seconds: float) -> list[dict]:
+        tasks: list[dict] = []
+        s = self.settings
+        if s.replay:
+            for spec, target in self.targets.items():
+                rows = [f for f in store.open_findings()
+                        if f["pass_spec"] == spec or (not f["pass_spec"] and f["pass"] == target.name)]
+                if rows:
+                    tasks.append({"type": "replay", "pass_spec": spec, "pass_timeout": s.pass_timeout,
+                                  "check_timeout": s.check_timeout, "checker": s.checker,
+                                  "generator": s.generator,
+                                  "findings": [{"finding_id": f["id"], "record": Store.record_of(f).to_json()}
+                                               for f in rows]})
+        units = s.unit_configs()
+        per_unit = max(1, math.ceil(s.workers / len(units)))
+        seconds = s.budget * s.workers / (len(units) * per_unit)
+        for k in range(per_unit):
+            for i, cfg in enumerate(units):
+                cfg = LoopConfig(**asdict(cfg))
+                if s.seed is not None:
+                    cfg.seed = hash_seed(s.seed, cfg.pass_spec, cfg.semantics, cfg.observe, k)
+                tasks.append({"type": "fuzz", "config": asdict(cfg), "seconds": seconds,
+                              "deadline": deadline, "shrink_seconds": shrink_seconds,
+                              "stop_at": deadline + shrink_seconds})
+        for i, t in enumerate(tasks):
+            t["id"] = i
+        return tasks
+
+    # -- run ---------------------------------------------------------------------------
+
+    def run(self) -> CampaignResult:
+        self.out.mkdir(parents=True, exist_ok=True)
+        lock = _Lock(self.out)
+        lock.acquire()
+        store = Store(self.out)
+        started = time.time()
+        campaign_id = store.start_campaign(self.settings.budget, self.settings_json(), self.version)
+        self.campaign_id = campaign_id
+        names = [t.name for t in self.targets.values()]
+        self.progress = Progress(names, self.settings.budget, self.settings.workers,
+                                 stream=self.stream, live=self.live)
+        self.progress.note(f"campaign {campaign_id} on {self.out} ({', '.join(names)}; "
+                           f"{len(self.settings.cells)} cell(s); budget {self.settings.budget:g} s)")
+        self._pending_stats: dict[tuple, dict] = {}
+        self._last_flush = time.monotonic()
+        status = "finished"
+        old_term = None
+        if _in_main_thread():
+            old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            deadline = started + self.settings.budget
+            shrink = min(30.0, max(3.0, 0.1 * self.settings.budget))
+            tasks = self._tasks(store, deadline, shrink)
+            if self.settings.dask:
+                self._run_dask(store, tasks, deadline + shrink + 30)
+            else:
+                self._run_local(store, tasks, deadline + shrink + 30)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.progress.note("interrupted: findings recorded so far are kept")
+        finally:
+            self._flush_stats(store, force=True)
+            store.finish_campaign(campaign_id, status)
+            self.progress.close()
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+            groups = store.campaign_findings(campaign_id)
+            result = CampaignResult(campaign_id, time.time() - started, status, groups["new"],
+                                    groups["known"], groups["fixed"], store.pass_totals(campaign_id),
+                                    self.errors)
+            store.close()
+            lock.release()
+        return result
+
+    # -- messages ----------------------------------------------------------------------
+
+    def _handle(self, store: Store, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "stats":
+            _, spec, sem, obs, delta = msg
+            key = (spec, sem, obs)
+            acc = self._pending_stats.setdefault(key, {})
+            for k, v in delta.items():
+                if isinstance(v, (int, float)):
+                    acc[k] = acc.get(k, 0) + v
+                elif k == "last_error" and v:
+                    acc[k] = v
+            self.progress.stats(self.targets[spec].name, delta)
+            self._flush_stats(store)
+        elif kind == "finding":
+            record = FindingRecord.from_json(msg[1])
+            fid, seen_as = store.record_finding(self.campaign_id, record)
+            self.progress.finding(record.pass_name, record.kind, seen_as, record.message, record.size,
+                                  fid, expected=not record.contradicts_claim)
+        elif kind == "replay":
+            _, fid, status, again = msg
+            row = store.finding(fid)
+            if status == PRESENT and again is not None:
+                store.record_finding(self.campaign_id, FindingRecord.from_json(again))
+            elif status == FIXED and row is not None:
+                store.mark_fixed(fid, self.campaign_id)
+                self.progress.note(f"finding #{fid} ({row['pass']}, {row['kind']}) is fixed")
+                if again is not None:
+                    record = FindingRecord.from_json(again)
+                    nid, seen_as = store.record_finding(self.campaign_id, record)
+                    self.progress.finding(record.pass_name, record.kind, seen_as, record.message,
+                                          record.size, nid, expected=not record.contradicts_claim)
+        elif kind == "error":
+            _, task_id, tb = msg
+            self.errors.append(tb)
+            self.progress.note(f"task {task_id} failed: {tb.strip().splitlines()[-1]}")
+
+    def _flush_stats(self, store: Store, force: bool = False) -> None:
+        if not self._pending_stats or (not force and time.monotonic() - self._last_flush < 2.0):
+            return
+        items = []
+        for (spec, sem, obs), delta in self._pending_stats.items():
+            t = self.targets[spec]
+            items.append((t.name, sem, obs, delta, t.claim((sem, obs))))
+        store.add_stats_many(self.campaign_id, items)
+        self._pending_stats = {}
+        self._last_flush = time.monotonic()
+
+    # -- local workers -----------------------------------------------------------------
+
+    def _run_local(self, store: Store, tasks: list[dict], hard_stop: float) -> None:
+        ctx = mp.get_context("spawn")
+        task_q = ctx.Queue()
+        result_q = ctx.Queue()
+        for t in tasks:
+            task_q.put(t)
+        n = self.settings.workers
+        for _ in range(n):
+            task_q.put(None)
+        spec = asdict(self.settings)
+        workers = [ctx.Process(target=_worker_main, args=(task_q, result_q, spec, os.getpid()), daemon=True)
+                   for _ in range(n)]
+        for w in workers:
+            w.start()
+        running: dict[int, int] = {}  # pid -> task id
+        done: set[int] = set()
+        try:
+            while len(done) < len(tasks):
+                if time.time() > hard_stop:
+                    self.progress.note("hard stop: workers still running were stopped")
+                    break
+                try:
+                    msg = result_q.get(timeout=0.25)
+                except queue_mod.Empty:
+                    msg = None
+                if msg is not None:
+                    if msg[0] == "start":
+                        running[msg[2]] = msg[1]
+                    elif msg[0] in ("done", "error"):
+                        done.add(msg[1])
+                        if msg[0] == "error":
+                            self._handle(store, msg)
+                    else:
+                        self._handle(store, msg)
+                for w in workers:
+                    if not w.is_alive() and w.pid in running:
+                        task_id = running.pop(w.pid)
+                        if task_id not in done:
+                            done.add(task_id)
+                            why = f"worker {w.pid} died (exit status {w.exitcode}) during task {task_id}"
+                            self.errors.append(why)
+                            self.progress.note(why)
+                if all(not w.is_alive() for w in workers):
+                    self._drain(store, result_q)
+                    break
+                self.progress.draw()
+        finally:
+            self._drain(store, result_q)
+            for w in workers:
+                if w.is_alive():
+                    w.terminate()
+            for w in workers:
+                w.join(timeout=10)
+                if w.is_alive():
+                    w.kill()
+                    w.join(timeout=5)
+            self._drain(store, result_q)
+
+    def _drain(self, store: Store, result_q: Any) -> None:
+        while True:
+            try:
+                msg = result_q.get_nowait()
+            except (queue_mod.Empty, OSError, ValueError):
+                return
+            if msg[0] not in ("start", "done"):
+                self._handle(store, msg)
+
+    # -- Dask --------------------------------------------------------------------------
+
+    def _run_dask(self, store: Store, tasks: list[dict], hard_stop: float) -> None:
+        try:
+            from distributed import Client, Queue
+        except ImportError:
+            raise CampaignError("--dask needs dask's distributed package: "
+                                "pip install 'tfsem[campaign]' (or dask[distributed])") from None
+        local_db = open_example_db(self.settings)
+        shared = bool(self.settings.example_db and self.settings.example_db.startswith("redis://"))
+        client = Client(self.settings.dask, timeout=30)
+        qname = f"tfsem-campaign-{self.campaign_id}-{uuid.uuid4().hex[:8]}"
+        q = Queue(qname, client=client)
+        futures = {}
+        try:
+            for t in tasks:
+                entries = None
+                if t["type"] == "fuzz" and local_db is not None and not shared:
+                    key = _unit_key(LoopConfig(**t["config"]))
+                    entries = {k: list(local_db.fetch(k)) for k in _related_keys(key)}
+                fut = client.submit(_dask_task, t, qname, entries, self.settings.example_db if shared else None,
+                                    pure=False, key=f"tfsem-{self.campaign_id}-{t['id']}-{uuid.uuid4().hex[:6]}")
+                futures[fut.key] = fut
+            pending = dict(futures)
+            while pending:
+                if time.time() > hard_stop:
+                    self.progress.note("hard stop: Dask tasks still running were cancelled")
+                    break
+                for msg in q.get(batch=True):
+                    self._handle(store, tuple(msg))
+                for k, fut in list(pending.items()):
+                    if fut.status == "finished":
+                        result = fut.result()
+                        for op, key, value in result.get("journal", []):
+                            if local_db is not None:
+                                (local_db.save if op == "save" else local_db.delete)(key, value)
+                        del pending[k]
+                    elif fut.status in ("error", "cancelled"):
+                        try:
+                            fut.result()
+                        except Exception:
+                            tb = traceback.format_exc()[-4000:]
+                            self._handle(store, ("error", k, tb))
+                        del pending[k]
+                self.progress.draw()
+                time.sleep(0.2)
+            time.sleep(0.5)
+            for msg in q.get(batch=True):
+                self._handle(store, tuple(msg))
+        finally:
+            for fut in futures.values():
+                if fut.status == "pending":
+                    fut.cancel()
+            client.close()
+
+
+def _dask_task(task: dict, queue_name: str, entries: dict | None, shared_db: str | None) -> dict:
+    """A task on a Dask worker: messages go back through the named queue."""
+    from distributed import Queue, get_client
+
+    q = Queue(queue_name, client=get_client())
+
+    def emit(msg: tuple) -> None:
+        q.put(list(msg))
+
+    if shared_db:
+        database: ExampleDatabase | None = open_example_db(CampaignSettings([], 0, "", example_db=shared_db))
+        journaled = None
+    else:
+        journaled = JournaledDatabase(entries) if entries is not None else None
+        database = journaled
+    summary = run_task(task, emit, database, stop_at=task.get("stop_at"))
+    summary["journal"] = journaled.journal if journaled is not None else []
+    return summary
+
+
+# ---------------------------------------------------------------------------
+
+
+def hash_seed(*parts: Any) -> int:
+    import hashlib
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big")
+
+
+def _in_main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run_campaign(settings: CampaignSettings, **kw: Any) -> CampaignResult:
+    return Campaign(settings, **kw).run()
+
+
+def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
+    """The text printed at the end of `tfsem fuzz`."""
+    p = lambda *a: print(*a, file=stream)  # noqa: E731
+    p(f"campaign {result.campaign_id} {result.status} in {result.seconds:.1f} s; database {out / 'campaign.db'}")
+    if result.totals:
+        width = max(len(t["pass"]) for t in result.totals)
+        p(f"  {'pass':<{width}}  {'programs':>9}  {'prog/s':>7}  findings")
+        for t in result.totals:
+            kinds = ", ".join(f"{k} {n}" for k, n in t["findings"].items() if n) or "-"
+            p(f"  {t['pass']:<{width}}  {t['programs']:>9}  {t['programs_per_second']:>7.1f}  {kinds}")
+    for label, rows in (("new", result.new), ("known", result.known), ("fixed", result.fixed)):
+        if not rows:
+            continue
+        p(f"{label} findings ({len(rows)}):")
+        for f in rows:
+            expected = f["kind"] == UNSOUND and f["claim"] == "unsound"
+            tag = "fixed" if label == "fixed" else ("expected" if expected else "BUG")
+            p(f"  #{f['id']} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}] "
+              f"{f['nodes']} nodes, seen {f['times_seen']}x ({tag}): {f['message']}")
+    for e in result.errors:
+        p(f"error: {e.strip().splitlines()[-1]}")

@@ -1,0 +1,448 @@
+"""The fuzzing loop: Hypothesis draws a program and σ, the pass rewrites the
+program (in a sandbox, with a time limit), the result is checked for validity
+and then for refinement, and every kind of finding raises its own exception so
+that Hypothesis shrinks each one to a minimal program.
+
+One :class:`FuzzLoop` fuzzes one pass in one (semantics, observe) cell for a
+given time, as a sequence of *rounds*.  A round is one Hypothesis run: it
+generates until its share of time is spent, shrinks what it found, and hands
+the minimized findings to `on_finding` at once, so that a long campaign
+records findings as it goes rather than at its end.
+
+Time.  Hypothesis has no wall-clock budget, so the test function keeps it.
+When a round's time is up (or the loop is asked to stop) and it has found
+nothing, the next example raises a private BaseException, which Hypothesis
+does not treat as a test failure: the run ends at once (with an error about
+inconsistent data generation, or the exception itself, either of which the
+loop ignores after it has ended the round on purpose).  Once a round has found something,
+Hypothesis goes on generating a little and then shrinks; new examples are
+evaluated until a *hard* deadline (the round's end plus a grace for
+shrinking), and the round ends at the first example after it.
+
+Every evaluated example is memoized by its program and σ.  The round's result
+is, for each distinct failure (kind, and which part differs or which error a
+crash raised), the smallest program found failing that way: what Hypothesis's
+shrinker reached, even when the round was cut short.  Hypothesis's final
+replay of its minimal example (and any repeat) reads the memo instead of
+running the pass again, so a pass that only sometimes times out cannot make
+the run flaky.
+
+The Hypothesis example database given to the loop is keyed by pass and cell
+(not by this file's source code, which is Hypothesis's default), so failures
+saved on one night are replayed first on the next, by any tfsem version.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
+from hypothesis.errors import Unsatisfiable
+
+from tfsem.oracle.jsonio import decode_inputs, program_from_json, program_to_json
+from tfsem.oracle.program import Program, ProgramError
+from tfsem.oracle.values import Value, value_to_json
+
+from .checks import CheckPlan, interface_problems
+from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
+from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
+from .targets import Target, resolve_pass
+
+DEFAULT_MAX_NODES = 10
+DEFAULT_CHECK_TIMEOUT = 5.0
+
+Generator = Callable[[int, str], st.SearchStrategy]
+
+
+@dataclass
+class LoopConfig:
+    """What one loop fuzzes and how; plain data, so that worker processes and
+    Dask workers can rebuild the loop from it."""
+
+    pass_spec: str
+    semantics: str = "atomic"
+    observe: str = "outputs+state"
+    max_nodes: int = DEFAULT_MAX_NODES
+    pass_timeout: float = DEFAULT_PASS_TIMEOUT
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    #: "auto", "concrete", "symbolic" or "module:attribute" (see checks.py)
+    checker: str = "auto"
+    #: None (tfsem.generators) or "module:attribute" naming a function
+    #: (max_nodes, observe) -> strategy of (program, feeds, init)
+    generator: str | None = None
+    seed: int | None = None
+    round_examples: int = 500
+    round_seconds: float = 20.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LoopStats:
+    """Counters of a loop; `programs` counts programs whose rewrite was run
+    and judged (replays of memoized examples are not counted)."""
+
+    programs: int = 0
+    seconds: float = 0.0
+    sound: int = 0
+    no_counterexample: int = 0
+    unknown: int = 0
+    identical: int = 0
+    findings: int = 0
+    checker_errors: int = 0
+    generator_errors: int = 0
+    rounds: int = 0
+    pass_seconds: float = 0.0
+    check_seconds: float = 0.0
+    last_error: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def minus(self, other: "LoopStats") -> dict:
+        """The counters' increase since `other` (for incremental reporting)."""
+        out: dict[str, Any] = {}
+        for k, v in asdict(self).items():
+            if isinstance(v, (int, float)):
+                out[k] = v - getattr(other, k)
+        out["last_error"] = self.last_error
+        return out
+
+    def copy(self) -> "LoopStats":
+        return LoopStats(**asdict(self))
+
+
+# ---------------------------------------------------------------------------
+# Generators
+
+
+def _import(spec: str) -> Any:
+    import importlib
+    module_name, _, attr = spec.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def default_generator(max_nodes: int, observe: str) -> st.SearchStrategy:
+    """tfsem's own generators: programs(max_nodes) and inputs_for(program)."""
+    from tfsem.generators.strategies import inputs_for, programs
+
+    progs = programs(max_nodes=max_nodes, observe_state=(observe != "outputs"))
+
+    @st.composite
+    def program_and_sigma(draw):
+        p = draw(progs)
+        feeds, init = draw(inputs_for(p))
+        return p, feeds, init
+
+    return program_and_sigma()
+
+
+def resolve_generator(spec: str | Generator | None) -> Generator:
+    if spec is None:
+        return default_generator
+    if callable(spec):
+        return spec
+    return _import(spec)
+
+
+def _sigma_json(values: Mapping[str, Value]) -> dict:
+    return {k: value_to_json(v) for k, v in sorted(values.items())}
+
+
+# ---------------------------------------------------------------------------
+# The loop
+
+
+class _RoundOver(BaseException):
+    """Ends a Hypothesis run from inside the test function (Hypothesis lets
+    exceptions that are not Exceptions through, like KeyboardInterrupt)."""
+
+
+def _origin(record: FindingRecord) -> tuple:
+    """What tells failures apart, as Hypothesis's raise sites do."""
+    return (record.kind, tuple(record.differs or {}) if record.kind == UNSOUND else (),
+            record.detail.get("error_type", "") if record.kind == CRASH else "")
+
+
+def _smallest_per_origin(records: list[FindingRecord]) -> list[FindingRecord]:
+    best: dict[tuple, FindingRecord] = {}
+    for r in records:
+        key = _origin(r)
+        size = (r.size, len(json.dumps(r.original, sort_keys=True)))
+        if key not in best or size < (best[key].size, len(json.dumps(best[key].original, sort_keys=True))):
+            best[key] = r
+    return list(best.values())
+
+
+class _Round:
+    def __init__(self, gen_deadline: float, hard_deadline: float):
+        self.gen_deadline = gen_deadline
+        self.hard_deadline = hard_deadline
+        self.failed = False
+        self.over = False
+        self.memo: dict[str, FindingRecord | None] = {}
+
+
+class FuzzLoop:
+    """Fuzz one pass in one cell.  Everything it uses can be injected:
+
+    - `target`: the resolved pass (default: resolved from `config.pass_spec`);
+    - `runner`: has `rewrite(program_json) -> RewriteResult` and `close()`
+      (default: a :class:`PassSandbox` child process);
+    - `checker`: `(original, rewritten, feeds, init, semantics, observe,
+      timeout) -> verdict JSON` (default: :class:`CheckPlan` of
+      `config.checker`);
+    - `generator`: `(max_nodes, observe) -> strategy of (program, feeds, init)`;
+    - `database`: a Hypothesis example database (None: nothing is saved);
+    - `on_finding(record)`, `on_stats(delta)`: where results go, as they come;
+    - `should_stop()`: polled; True ends the loop early (findings in hand
+      are still shrunk briefly and reported).
+    """
+
+    def __init__(self, config: LoopConfig, *, target: Target | None = None, runner: Any = None,
+                 checker: Callable[..., dict] | None = None, generator: Generator | None = None,
+                 database: ExampleDatabase | None = None,
+                 on_finding: Callable[[FindingRecord], None] | None = None,
+                 on_stats: Callable[[dict], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None,
+                 stats_interval: float = 1.0):
+        self.config = config
+        self.target = target or resolve_pass(config.pass_spec)
+        self._own_runner = runner is None
+        self.runner = runner or PassSandbox(config.pass_spec, timeout=config.pass_timeout)
+        self.checker = checker or CheckPlan(config.checker, concrete_seconds=min(2.0, config.check_timeout))
+        gen = resolve_generator(generator if generator is not None else config.generator)
+        self.strategy = gen(config.max_nodes, config.observe)
+        self.database = database
+        self.on_finding = on_finding or (lambda r: None)
+        self.on_stats = on_stats or (lambda d: None)
+        self.should_stop = should_stop or (lambda: False)
+        self.stats_interval = stats_interval
+        self.stats = LoopStats()
+        self._reported = LoopStats()
+        self._last_report = time.monotonic()
+        self.claim = self.target.claim((config.semantics, config.observe))
+
+    # -- one example ----------------------------------------------------------
+
+    def _record(self, kind: str, program_json: dict, feeds: Mapping[str, Value],
+                init: Mapping[str, Value], **kw: Any) -> FindingRecord:
+        return FindingRecord(pass_name=self.target.name, pass_spec=self.config.pass_spec, kind=kind,
+                             semantics=self.config.semantics, observe=self.config.observe,
+                             original=program_json, feeds=_sigma_json(feeds), init=_sigma_json(init),
+                             claim=self.claim, **kw)
+
+    def evaluate(self, program: Program, feeds: Mapping[str, Value],
+                 init: Mapping[str, Value]) -> FindingRecord | None:
+        """Run the pass on one program and judge the result: a finding, or
+        None (sound, no counterexample, unknown, identical)."""
+        cfg = self.config
+        pj = program_to_json(program)
+        res: RewriteResult = self.runner.rewrite(pj)
+        self.stats.pass_seconds += res.seconds
+        if res.status == TIMEOUT:
+            return self._record(TIMEOUT, pj, feeds, init, message=res.message,
+                                detail={"timeout": cfg.pass_timeout})
+        if res.status == CRASH:
+            return self._record(CRASH, pj, feeds, init, message=f"{res.error_type}: {res.message}",
+                                detail={"error_type": res.error_type, "traceback": res.traceback})
+        if res.status == BAD_RESULT or res.program is None:
+            return self._record(INVALID, pj, feeds, init, message=res.message or "no program returned",
+                                detail={"violations": [res.message]})
+        try:
+            rewritten = program_from_json(res.program, where="rewritten")
+        except ProgramError as exc:
+            violations = [str(v) for v in exc.violations]
+            return self._record(INVALID, pj, feeds, init, rewritten=res.program,
+                                message=f"malformed program: {violations[0]}",
+                                detail={"violations": violations},
+                                verdict={"verdict": "invalid", "reason": "; ".join(violations)})
+        problems = interface_problems(program, rewritten)
+        if problems:
+            return self._record(INVALID, pj, feeds, init, rewritten=res.program,
+                                message=f"interface changed: {problems[0]}", detail={"violations": problems},
+                                verdict={"verdict": "invalid", "reason": "; ".join(problems)})
+        if rewritten == program:
+            self.stats.identical += 1
+            return None
+        started = time.monotonic()
+        try:
+            verdict = self.checker(program, rewritten, feeds, init, cfg.semantics, cfg.observe,
+                                   cfg.check_timeout)
+        except Exception as exc:  # a checker bug is not the pass's finding
+            self.stats.checker_errors += 1
+            self.stats.last_error = f"checker: {type(exc).__name__}: {exc}"[:500]
+            return None
+        finally:
+            self.stats.check_seconds += time.monotonic() - started
+        v = verdict.get("verdict")
+        if v == "invalid":
+            return self._record(INVALID, pj, feeds, init, rewritten=res.program, verdict=verdict,
+                                message=f"invalid: {verdict.get('reason', '')}",
+                                detail={"violations": [verdict.get("reason", "")]})
+        if v == "unsound":
+            cex = verdict.get("counterexample") or {}
+            differs = verdict.get("differs") or {}
+            part, name = next(iter(differs.items()), ("?", "?"))
+            what = f"output {name!r}" if part == "output" else f"final value of variable {name!r}"
+            rec = self._record(UNSOUND, pj, feeds, init, rewritten=res.program, verdict=verdict,
+                               message=f"{what} differs ({cfg.semantics}, {cfg.observe})",
+                               schedule=cex.get("schedule"))
+            if "feeds" in cex:
+                rec.feeds = cex["feeds"]
+            if "init" in cex:
+                rec.init = cex["init"]
+            return rec
+        if v == "sound":
+            self.stats.sound += 1
+        elif v == "no-counterexample":
+            self.stats.no_counterexample += 1
+        else:
+            self.stats.unknown += 1
+        return None
+
+    # -- rounds -----------------------------------------------------------------
+
+    def _maybe_report_stats(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_report >= self.stats_interval:
+            delta = self.stats.minus(self._reported)
+            self._reported = self.stats.copy()
+            self._last_report = now
+            self.on_stats(delta)
+
+    def _database_key(self) -> bytes:
+        cfg = self.config
+        return f"tfsem.fuzz/1:{cfg.pass_spec}:{cfg.semantics}/{cfg.observe}".encode()
+
+    def _run_round(self, rnd: _Round, round_seed: int | None, reuse: bool) -> list[FindingRecord]:
+        strategy = self.strategy
+
+        def body(data: st.DataObject) -> None:
+            now = time.monotonic()
+            if not rnd.failed and (now > rnd.gen_deadline or self.should_stop()):
+                rnd.over = True
+                raise _RoundOver
+            program, feeds, init = data.draw(strategy, label="program and σ")
+            key = json.dumps([program_to_json(program), _sigma_json(feeds), _sigma_json(init)],
+                             sort_keys=True)
+            if key in rnd.memo:
+                outcome = rnd.memo[key]
+            else:
+                if time.monotonic() > rnd.hard_deadline or self.should_stop():
+                    rnd.over = True
+                    raise _RoundOver
+                outcome = self.evaluate(program, feeds, init)
+                rnd.memo[key] = outcome
+                self.stats.programs += 1
+                self._maybe_report_stats()
+            if outcome is not None:
+                rnd.failed = True
+                raise_finding(outcome)
+
+        phases = [Phase.explicit, Phase.generate, Phase.target, Phase.shrink]
+        if reuse and self.database is not None:
+            phases.insert(1, Phase.reuse)
+        test = given(st.data())(body)
+        test = settings(database=self.database, max_examples=self.config.round_examples,
+                        deadline=None, phases=phases, suppress_health_check=list(HealthCheck),
+                        report_multiple_bugs=True, verbosity=Verbosity.quiet, print_blob=False,
+                        derandomize=False)(test)
+        if round_seed is not None:
+            test = seed(round_seed)(test)
+        test._hypothesis_internal_database_key = self._database_key()  # type: ignore[attr-defined]
+        try:
+            test()
+        except (_RoundOver, Unsatisfiable):
+            pass  # time is up (Unsatisfiable: before any example was judged)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the findings are in the memo
+            if not rnd.over and not findings_in(exc):
+                self.stats.generator_errors += 1
+                self.stats.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        return _smallest_per_origin([r for r in rnd.memo.values() if r is not None])
+
+    def run(self, seconds: float, shrink_seconds: float | None = None) -> list[FindingRecord]:
+        """Fuzz for about `seconds` (plus up to `shrink_seconds` to finish
+        shrinking the last round's findings); returns the findings, each also
+        given to `on_finding` when its round ends."""
+        cfg = self.config
+        grace = shrink_seconds if shrink_seconds is not None else min(30.0, max(3.0, 0.25 * seconds))
+        started = time.monotonic()
+        end = started + seconds
+        rng = random.Random(cfg.seed) if cfg.seed is not None else None
+        found: list[FindingRecord] = []
+        first = True
+        try:
+            while (first or time.monotonic() < end) and not self.should_stop():
+                gen_deadline = min(end, time.monotonic() + cfg.round_seconds)
+                rnd = _Round(gen_deadline, gen_deadline + grace)
+                round_seed = rng.getrandbits(64) if rng is not None else None
+                records = self._run_round(rnd, round_seed, reuse=first)
+                first = False
+                self.stats.rounds += 1
+                for record in records:
+                    self.stats.findings += 1
+                    found.append(record)
+                    self.on_finding(record)
+                self.stats.seconds = time.monotonic() - started
+                self._maybe_report_stats()
+                if self.stats.generator_errors >= 3 and not self.stats.programs:
+                    break  # the generator itself is broken; say so in the stats
+        finally:
+            self.stats.seconds = time.monotonic() - started
+            self._maybe_report_stats(force=True)
+            if self._own_runner:
+                self.runner.close()
+        return found
+
+    def close(self) -> None:
+        if self._own_runner:
+            self.runner.close()
+
+
+# ---------------------------------------------------------------------------
+# Replaying stored findings ("is it fixed?")
+
+
+PRESENT, FIXED, UNDECIDED = "present", "fixed", "undecided"
+
+
+def replay(loop: FuzzLoop, record: FindingRecord) -> tuple[str, FindingRecord | None]:
+    """Run the pass again on a stored finding's program and σ.
+
+    Returns (PRESENT, the new record) when the same kind of finding shows
+    again; (FIXED, None) when the rewrite is now fine, or (FIXED, record) when
+    the program now shows another kind of finding (a new one); and
+    (UNDECIDED, None) when the checker cannot tell (an unsound finding whose
+    check comes back unknown)."""
+    program = program_from_json(record.original)
+    try:
+        feeds, init = decode_inputs(program, record.feeds, record.init)
+    except ProgramError:
+        feeds, init = {}, {}
+    for x in program.variables:
+        init.setdefault(x, _uninitialized())
+    before = loop.stats.copy()
+    again = loop.evaluate(program, feeds, init)
+    if again is not None and again.kind == record.kind:
+        return PRESENT, again
+    if again is None and loop.stats.unknown + loop.stats.checker_errors > before.unknown + before.checker_errors:
+        return UNDECIDED, None
+    return FIXED, again
+
+
+def _uninitialized() -> Value:
+    from tfsem.oracle.values import UNINITIALIZED, Error
+    return Error(UNINITIALIZED)

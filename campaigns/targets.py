@@ -1,0 +1,128 @@
+"""The passes a campaign fuzzes: resolving a name or `module:attribute`, and
+reading what each pass claims.
+
+A pass is named in a campaign by a *spec*, a string: a registered name
+(`hoist-reads`) or `module:attribute`.  Specs, not objects, travel to worker
+processes and Dask workers, which resolve them again; so a pass under test
+must be importable wherever it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
+
+Cell = tuple[str, str]
+#: Every (semantics, observe) combination, in a fixed order.
+CELLS: tuple[Cell, ...] = tuple((s, o) for s in SEMANTICS for o in OBSERVE)
+
+
+class PassNotFound(LookupError):
+    """A pass spec that names no registered pass and no importable object."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved pass: its spec, name, description, claims and the callable."""
+
+    spec: str
+    name: str
+    description: str
+    claims: Mapping[Cell, str] = field(default_factory=dict)
+    fn: Callable[[Any], Any] | None = None
+
+    def claim(self, cell: Cell) -> str | None:
+        return self.claims.get(cell)
+
+    def claims_json(self) -> dict[str, str]:
+        return {cell_label(c): v for c, v in self.claims.items()}
+
+
+def cell_label(cell: Cell) -> str:
+    return f"{cell[0]}/{cell[1]}"
+
+
+def parse_cell(label: str) -> Cell:
+    sem, _, obs = label.partition("/")
+    return sem, obs
+
+
+def _normalize_claims(raw: Any) -> dict[Cell, str]:
+    """Claims as {(semantics, observe): "sound"|"unsound"}; keys given as
+    tuples or as "semantics/observe" strings are accepted."""
+    out: dict[Cell, str] = {}
+    if not isinstance(raw, Mapping):
+        return out
+    for key, value in raw.items():
+        if isinstance(key, str):
+            for sep in ("/", ",", " "):
+                if sep in key:
+                    key = tuple(part.strip() for part in key.split(sep, 1))
+                    break
+        if isinstance(key, tuple) and len(key) == 2 and tuple(key) in CELLS:
+            v = getattr(value, "value", value)
+            if v in ("sound", "unsound"):
+                out[tuple(key)] = v  # type: ignore[index]
+    return out
+
+
+def _import_attribute(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PassNotFound(f"cannot import module {module_name!r} of pass {spec!r}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise PassNotFound(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _registry() -> Any | None:
+    try:
+        return importlib.import_module("tfsem.rewrites")
+    except ImportError:
+        return None
+
+
+def resolve_pass(spec: str) -> Target:
+    """A registered pass by name, or any callable as `module:attribute`."""
+    if not isinstance(spec, str) or not spec:
+        raise PassNotFound(f"a pass is a name or module:attribute, got {spec!r}")
+    reg = _registry()
+    obj = None
+    if reg is not None and hasattr(reg, "get_pass"):
+        try:
+            obj = reg.get_pass(spec)
+        except Exception as exc:  # the registry's own "unknown pass" error
+            if ":" not in spec:
+                raise PassNotFound(str(exc) or f"unknown pass {spec!r}") from None
+    if obj is None:
+        if ":" not in spec:
+            known = ", ".join(registered_passes()) or "none registered"
+            raise PassNotFound(f"unknown pass {spec!r} (registered: {known}; "
+                               "or give module:attribute)")
+        obj = _import_attribute(spec)
+    if not callable(obj):
+        raise PassNotFound(f"{spec!r} is not callable (a pass maps a program to a program)")
+    name = getattr(obj, "name", None) or spec
+    description = getattr(obj, "description", None) or (getattr(obj, "__doc__", None) or "").strip().split("\n")[0]
+    return Target(spec, str(name), str(description), _normalize_claims(getattr(obj, "claims", None)), obj)
+
+
+def registered_passes() -> list[str]:
+    """Names of the registered passes (empty until the rewrites package has a
+    registry)."""
+    reg = _registry()
+    if reg is None or not hasattr(reg, "all_passes"):
+        return []
+    try:
+        return list(reg.all_passes())
+    except Exception:
+        return []

@@ -1,0 +1,139 @@
+"""`tfsem verify PASS`: fuzz one pass for a few minutes and judge its claims.
+
+The budget is split over the (semantics, observe) cells asked for (all four by
+default), one after the other; time a cell does not use goes to the next.
+Findings are deduplicated by signature.  For each cell the pass makes a claim
+about, the result says whether the fuzzing agrees:
+
+- claimed `sound` and an unsound finding: the claim is **contradicted** (a bug);
+- claimed `unsound` and an unsound finding: the claim is **confirmed**;
+- claimed `unsound` and none: **not confirmed** (the budget found no
+  counterexample; that is not a proof of soundness);
+- claimed `sound` and none: **no counterexample**.
+
+Crashes, timeouts and invalid output are bugs whatever the claims.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from hypothesis.database import ExampleDatabase
+
+from .findings import UNSOUND, FindingRecord
+from .loop import FuzzLoop, LoopConfig, LoopStats
+from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
+from .signature import record_signature
+from .targets import CELLS, Cell, Target, resolve_pass
+
+CONFIRMED, NOT_CONFIRMED, CONTRADICTED, NO_COUNTEREXAMPLE, FOUND = (
+    "confirmed", "not confirmed", "contradicted", "no counterexample", "found")
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    claim: str | None
+    stats: LoopStats
+    signatures: list[str] = field(default_factory=list)
+
+    @property
+    def unsound_found(self) -> bool:
+        return bool(self.signatures)
+
+    @property
+    def judgement(self) -> str:
+        if self.claim == "sound":
+            return CONTRADICTED if self.unsound_found else NO_COUNTEREXAMPLE
+        if self.claim == "unsound":
+            return CONFIRMED if self.unsound_found else NOT_CONFIRMED
+        return FOUND if self.unsound_found else NO_COUNTEREXAMPLE
+
+    def to_json(self) -> dict:
+        return {"semantics": self.cell[0], "observe": self.cell[1], "claim": self.claim,
+                "result": self.judgement, "unsound_findings": self.signatures,
+                "programs": self.stats.programs, "seconds": round(self.stats.seconds, 3),
+                "unknown": self.stats.unknown, "checker_errors": self.stats.checker_errors,
+                "generator_errors": self.stats.generator_errors, "last_error": self.stats.last_error}
+
+
+@dataclass
+class Found:
+    """A distinct finding, with how often it was found."""
+    record: FindingRecord
+    signature: str
+    times: int = 1
+    first_after: float = 0.0
+
+
+@dataclass
+class VerifyResult:
+    target: Target
+    cells: list[CellResult]
+    findings: list[Found]
+    seconds: float
+
+    @property
+    def exit_found(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def bugs(self) -> list[Found]:
+        return [f for f in self.findings if f.record.contradicts_claim]
+
+
+def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed: int | None = None,
+                max_nodes: int = 10, pass_timeout: float = DEFAULT_PASS_TIMEOUT,
+                check_timeout: float = 5.0, checker: Any = "auto", generator: Any = None,
+                database: ExampleDatabase | None = None,
+                on_finding: Callable[[Found, bool], None] | None = None,
+                runner: Any = None) -> VerifyResult:
+    """Fuzz one pass in each cell; `on_finding(found, is_new)` is called as
+    findings come (after each is shrunk)."""
+    target = resolve_pass(spec)
+    cells = list(cells)
+    started = time.monotonic()
+    end = started + budget
+    own_runner = runner is None
+    runner = runner or PassSandbox(spec, timeout=pass_timeout)
+    distinct: dict[str, Found] = {}
+    results: list[CellResult] = []
+    try:
+        for i, cell in enumerate(cells):
+            left = end - time.monotonic()
+            share = max(0.5, left / (len(cells) - i))
+            cfg = LoopConfig(spec, cell[0], cell[1], max_nodes=max_nodes, pass_timeout=pass_timeout,
+                             check_timeout=check_timeout,
+                             checker=checker if isinstance(checker, str) else "custom",
+                             generator=generator if isinstance(generator, str) or generator is None else None,
+                             seed=None if seed is None else seed * 7919 + i,
+                             round_seconds=max(5.0, min(20.0, share)))
+            result = CellResult(cell, target.claim(cell), LoopStats())
+
+            def found(record: FindingRecord, result: CellResult = result) -> None:
+                sig = record_signature(record)
+                is_new = sig not in distinct
+                if is_new:
+                    distinct[sig] = Found(record, sig, 1, time.monotonic() - started)
+                else:
+                    distinct[sig].times += 1
+                    if record.size < distinct[sig].record.size:
+                        distinct[sig].record = record
+                if record.kind == UNSOUND and sig not in result.signatures:
+                    result.signatures.append(sig)
+                if on_finding is not None:
+                    on_finding(distinct[sig], is_new)
+
+            loop = FuzzLoop(cfg, target=target, runner=runner,
+                            checker=None if isinstance(checker, str) else checker,
+                            generator=None if isinstance(generator, str) or generator is None else generator,
+                            database=database, on_finding=found)
+            loop.run(share, shrink_seconds=min(30.0, max(3.0, 0.25 * share)))
+            result.stats = loop.stats
+            results.append(result)
+    finally:
+        if own_runner:
+            runner.close()
+    return VerifyResult(target, results, list(distinct.values()), time.monotonic() - started)

@@ -1,0 +1,97 @@
+"""`tfsem fuzz`: a campaign over many passes, stored under DIR."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tfsem.campaigns.campaign import CampaignError, CampaignSettings, run_campaign, summarize
+from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
+from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
+from tfsem.campaigns.store import StoreError
+from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes
+from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
+from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
+
+from .common import duration, positive_int, print_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "fuzz", help="a fuzzing campaign over several passes, stored under DIR",
+        description="Fuzz every registered pass (or those given with --pass) in every "
+                    "(semantics, observe) cell, the budget split among them, on N worker "
+                    "processes or a Dask cluster.  Findings are minimized, deduplicated and "
+                    "stored in DIR/campaign.db as they are found; a later campaign on the same "
+                    "DIR replays them first and reports them known or fixed.  Exit status 1 "
+                    "when a finding contradicts a pass's claims (crash, timeout, invalid "
+                    "output, or unsound where it claims sound), 0 otherwise.")
+    p.add_argument("--pass", dest="passes", action="append", default=None, metavar="PASS",
+                   help="a registered pass or module:attribute (repeatable; default: all registered)")
+    p.add_argument("--budget", type=duration, required=True,
+                   help="wall-clock time of the campaign, e.g. 10m, 8h")
+    p.add_argument("--out", metavar="DIR", required=True, help="the campaign folder")
+    p.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="run the work on this Dask scheduler (tcp://host:8786); needs "
+                        "dask[distributed]")
+    p.add_argument("--semantics", choices=SEMANTICS, action="append", default=None,
+                   help="fuzz under this semantics only (repeatable; default both)")
+    p.add_argument("--observe", choices=OBSERVE, action="append", default=None,
+                   help="fuzz with this observe setting only (repeatable; default both)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the program generator")
+    p.add_argument("--max-nodes", type=positive_int, default=DEFAULT_MAX_NODES,
+                   help=f"largest generated program (default {DEFAULT_MAX_NODES})")
+    p.add_argument("--pass-timeout", type=duration, default=DEFAULT_PASS_TIMEOUT,
+                   help=f"time limit of one rewrite (default {DEFAULT_PASS_TIMEOUT:g}s)")
+    p.add_argument("--check-timeout", type=duration, default=DEFAULT_CHECK_TIMEOUT,
+                   help=f"time limit of one check (default {DEFAULT_CHECK_TIMEOUT:g}s)")
+    p.add_argument("--checker", default="auto",
+                   help="auto (symbolic, then concrete at the drawn σ), concrete, symbolic, "
+                        "or module:attribute")
+    p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
+                   help="a function (max_nodes, observe) -> Hypothesis strategy of "
+                        "(program, feeds, init), instead of tfsem's generators")
+    p.add_argument("--example-db", default=None, metavar="URL",
+                   help="Hypothesis example database: DIR/hypothesis (default), "
+                        "redis://HOST:PORT/N (shared between machines), or none")
+    p.add_argument("--no-replay", action="store_true",
+                   help="do not replay the stored findings first")
+    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    passes = args.passes or registered_passes()
+    if not passes:
+        raise UsageError("no registered passes; give --pass PASS (a name or module:attribute)")
+    sems = args.semantics or list(SEMANTICS)
+    obss = args.observe or list(OBSERVE)
+    cells = [c for c in CELLS if c[0] in sems and c[1] in obss]
+    settings = CampaignSettings(
+        passes=list(dict.fromkeys(passes)), budget=args.budget, out=str(Path(args.out)),
+        workers=args.workers, cells=cells, seed=args.seed, max_nodes=args.max_nodes,
+        pass_timeout=args.pass_timeout, check_timeout=args.check_timeout, checker=args.checker,
+        generator=args.generator, dask=args.dask, example_db=args.example_db,
+        replay=not args.no_replay)
+    try:
+        result = run_campaign(settings)
+    except (PassNotFound, CampaignError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print_json({"campaign": result.campaign_id, "status": result.status,
+                    "seconds": round(result.seconds, 3), "database": str(Path(args.out) / "campaign.db"),
+                    "passes": result.totals,
+                    "new": [_brief(f) for f in result.new], "known": [_brief(f) for f in result.known],
+                    "fixed": [_brief(f) for f in result.fixed], "errors": result.errors})
+    else:
+        summarize(result, Path(args.out), sys.stdout)
+    if result.status == "interrupted":
+        return 130
+    return EXIT_FOUND if result.bugs else EXIT_OK
+
+
+def _brief(f: dict) -> dict:
+    return {k: f[k] for k in ("id", "signature", "pass", "kind", "semantics", "observe", "claim",
+                              "message", "nodes", "times_seen", "status", "first_seen", "last_seen")}
