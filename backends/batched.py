@@ -210,9 +210,16 @@ class BatchedOutcome:
 
 def evaluate(m: Machine, schedule: Sequence[str], batch: Batch, observe: str) -> BatchedOutcome:
     """One schedule on every valuation of `batch` (m from :func:`batched_machine`)."""
-    st = m.replay(m.start(batch.feeds, batch.init), schedule)
-    return BatchedOutcome(batch.size, dict(st.outputs),
-                          None if observe == OUTPUTS else dict(st.vars))
+    return evaluate_all(m, [schedule], batch, observe)[0]
+
+
+def evaluate_all(m: Machine, schedules: Sequence[Sequence[str]], batch: Batch,
+                 observe: str) -> list[BatchedOutcome]:
+    """Several schedules on every valuation of `batch`; steps on a prefix that
+    schedules share are computed once (`Machine.replay_all`)."""
+    finals = m.replay_all(m.start(batch.feeds, batch.init), schedules)
+    return [BatchedOutcome(batch.size, dict(st.outputs), None if observe == OUTPUTS else dict(st.vars))
+            for st in finals]
 
 
 def values_equal(x: Any, y: Any, xp: Any, size: int) -> Any:
@@ -250,22 +257,65 @@ def unmatched(original: Program, rewritten: Program, batch: Batch, backend: Back
               semantics: str = ATOMIC, observe: str = "outputs+state") -> tuple[Any, Any]:
     """Per valuation of `batch`, on the device: whether some schedule of the
     rewritten program gives an outcome that none of the original's schedules
-    gives, and the index of the first such rewritten schedule (-1 if none)."""
+    gives, and the index of the first such rewritten schedule (-1 if none).
+
+    Each program's schedules are evaluated together, sharing their common
+    prefixes.  For each schedule of the rewrite, the original's schedule with
+    the same steps (if any) is compared first, and the comparisons stop once
+    every valuation has a match (one flag copied back per comparison), so a
+    rewrite that keeps schedules costs about one comparison per schedule."""
     xp = backend.xp
-    mo = batched_machine(original, backend, batch.size, semantics)
-    mr = batched_machine(rewritten, backend, batch.size, semantics)
-    theirs = [evaluate(mo, s, batch, observe) for s in original_schedules]
+    theirs = evaluate_all(batched_machine(original, backend, batch.size, semantics),
+                          original_schedules, batch, observe)
+    ours_all = evaluate_all(batched_machine(rewritten, backend, batch.size, semantics),
+                            rewritten_schedules, batch, observe)
+    position = {tuple(s): j for j, s in reversed(list(enumerate(original_schedules)))}
     bad = xp.zeros(batch.size, dtype=bool)
     first = xp.full(batch.size, -1, dtype=np.int32)
-    for k, s in enumerate(rewritten_schedules):
-        ours = evaluate(mr, s, batch, observe)
+    for k, (s, ours) in enumerate(zip(rewritten_schedules, ours_all)):
         matched = xp.zeros(batch.size, dtype=bool)
-        for o in theirs:
-            matched |= outcomes_equal(ours, o, xp)
-        new = ~matched & ~bad
-        first = xp.where(new, np.int32(k), first)
+        same = position.get(tuple(s))
+        order = ([same] if same is not None else []) + \
+            [j for j in range(len(original_schedules)) if j != same]
+        for j in order:
+            matched |= outcomes_equal(ours, theirs[j], xp)
+            if backend.to_host([matched.all()])[0]:
+                break
+        first = xp.where(~matched & ~bad, np.int32(k), first)
         bad |= ~matched
     return bad, first
+
+
+def bytes_per_valuation(original: Program, rewritten: Program,
+                        original_schedules: Sequence[Sequence[str]], backend: Backend,
+                        semantics: str = ATOMIC, observe: str = "outputs+state") -> int:
+    """A generous estimate of the device memory one valuation takes in
+    :func:`unmatched`: its inputs, the outcomes kept for comparison (one per
+    schedule of each program, taking the rewrite to have as many schedules as
+    the original), and the values in transit during a run (at most a few per
+    node), measured on one probe valuation."""
+    feed_types, var_types = input_types(original, rewritten)
+    probe = random_batch(feed_types, var_types, 1, np.random.default_rng(0), backend)
+    m = batched_machine(original, backend, 1, semantics)
+    out = evaluate(m, original_schedules[0], probe, observe) if original_schedules \
+        else BatchedOutcome(1, {}, None)
+
+    def nbytes(values) -> list[int]:
+        return [int(v.nbytes) for v in values if not isinstance(v, Error)]
+
+    inputs = nbytes(list(probe.feeds.values()) + list(probe.init.values()))
+    outcome = nbytes(list(out.outputs.values()) + list((out.state or {}).values()))
+    largest = max(inputs + outcome + [8])
+    nodes = len(original.nodes) + len(rewritten.nodes)
+    return sum(inputs) + (2 * len(original_schedules) + 2) * max(sum(outcome), 8) \
+        + 4 * nodes * largest + 16
+
+
+def fitting_batch_size(requested: int, per_valuation: int, backend: Backend,
+                       fraction: float = 0.5) -> int:
+    """`requested`, lowered so that a batch takes at most `fraction` of the
+    memory available where the backend's arrays live."""
+    return max(1, min(requested, int(backend.memory_available() * fraction) // per_valuation))
 
 
 # ---------------------------------------------------------------------------
@@ -292,6 +342,7 @@ class DifferentialResult:
     backend: str
     seconds: float
     patterns: list[frozenset[str]] = field(default_factory=list)
+    batch_size: int = 0
 
 
 def error_patterns(var_types: Mapping[str, TensorType], limit: int = 8) -> list[frozenset[str]]:
@@ -312,7 +363,9 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
                       max_states: int = DEFAULT_MAX_STATES,
                       max_seconds: float = DEFAULT_MAX_SECONDS) -> DifferentialResult:
     """Test Outcomes(P', σ) ⊆ Outcomes(P, σ) on `valuations` random σ (drawn
-    from `seed`), `batch_size` at a time, and stop at the first counterexample.
+    from `seed`), `batch_size` at a time (lowered to what fits in half the
+    free memory: :func:`fitting_batch_size`), and stop at the first
+    counterexample.
 
     Schedules default to :func:`schedule_classes` of each program (raises
     BudgetExceeded when that search runs out of budget).  About one valuation
@@ -325,6 +378,8 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
         rewritten_schedules = schedule_classes(rewritten, semantics, observe, max_states, max_seconds)
     feed_types, var_types = input_types(original, rewritten)
     patterns = error_patterns(var_types)
+    batch_size = fitting_batch_size(batch_size, bytes_per_valuation(
+        original, rewritten, original_schedules, b, semantics, observe), b)
     rng = np.random.default_rng(seed)
     tried = 0
     while tried < valuations:
@@ -346,9 +401,9 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
                 outcome = replay(rewritten, feeds, init, schedule, b, semantics, observe)
                 return DifferentialResult(tried, Counterexample(feeds, init, schedule, outcome),
                                           len(original_schedules), len(rewritten_schedules), b.label,
-                                          time.monotonic() - started, patterns)
+                                          time.monotonic() - started, patterns, batch_size)
     return DifferentialResult(tried, None, len(original_schedules), len(rewritten_schedules),
-                              b.label, time.monotonic() - started, patterns)
+                              b.label, time.monotonic() - started, patterns, batch_size)
 
 
 def _shares(size: int, n_patterns: int) -> list[int]:

@@ -104,6 +104,11 @@ class RunState:
     ready: list[int]
     schedule: list[str]
 
+    def copy(self) -> "RunState":
+        """An independent copy (values are immutable arrays: shared, not copied)."""
+        return RunState(dict(self.inbox), list(self.missing), dict(self.vars), dict(self.pending),
+                        dict(self.outputs), list(self.ready), list(self.schedule))
+
 
 class Machine:
     """A program compiled for running on concrete values.
@@ -276,6 +281,33 @@ class Machine:
         if st.ready:
             raise ScheduleError("the schedule ends before the run does")
         return st
+
+    def replay_all(self, st: RunState, schedules: Sequence[Sequence[str]]) -> list[RunState]:
+        """The final state of each schedule from st, firing each common prefix
+        of the schedules once (a depth-first walk of their trie)."""
+        trie: dict = {}
+        for k, schedule in enumerate(schedules):
+            node = trie
+            for label in schedule:
+                node = node.setdefault(label, {})
+            node.setdefault(None, []).append(k)
+        finals: list[RunState | None] = [None] * len(schedules)
+        stack = [(trie, st, 0)]
+        while stack:
+            node, state, depth = stack.pop()
+            for k in node.get(None, ()):
+                if state.ready:
+                    raise ScheduleError("the schedule ends before the run does")
+                finals[k] = state
+            children = [(label, child) for label, child in node.items() if label is not None]
+            for n_child, (label, child) in enumerate(children):
+                branch = state if n_child == len(children) - 1 else state.copy()
+                t = self.step_of(label)
+                if t not in branch.ready:
+                    raise ScheduleError(f"step {depth} ({label}) is not enabled")
+                self.fire(branch, t)
+                stack.append((child, branch, depth + 1))
+        return finals  # type: ignore[return-value]
 
     def run_random(self, st: RunState, rng: random.Random) -> RunState:
         while st.ready:

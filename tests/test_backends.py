@@ -174,6 +174,24 @@ def test_replay_refuses_a_schedule_the_program_cannot_follow():
         replay(p, feeds, init, ["vx", "vx2", "w@read"], semantics="atomic")
 
 
+def test_replaying_many_schedules_shares_prefixes_and_agrees_with_one_by_one():
+    from tfsem.backends.classes import schedule_classes
+    from tfsem.backends.execute import device_machine, download_outcome, upload
+    p, feeds, init = F.blind_writers(3)
+    b = get_backend("numpy")
+    m = device_machine(p, b, "decomposed")
+    schedules = schedule_classes(p, "decomposed")
+    calls = []
+    apply = m.apply
+    m.apply = lambda fn, args, attrs: calls.append(fn.name) or apply(fn, args, attrs)
+    finals = m.replay_all(m.start(upload(feeds, b), upload(init, b)), schedules)
+    assert [download_outcome(st, b, "outputs+state") for st in finals] == \
+        [replay(p, feeds, init, w, "numpy", "decomposed") for w in schedules]
+    assert len(calls) < len(schedules) * 3   # 3 Writes per run, most shared
+    with pytest.raises(ScheduleError, match="not enabled"):
+        m.replay_all(m.start(upload(feeds, b), upload(init, b)), [schedules[0][::-1]])
+
+
 def test_values_stay_on_the_device_until_the_end():
     p, feeds, init = F.racy_pairs(3)
     b = get_backend("numpy")
