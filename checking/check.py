@@ -354,6 +354,8 @@ class _Checker:
         """Evaluate the query on a few generated σ first: a counterexample
         found this way costs no solver time (floating-point queries that are
         satisfiable are often slow for the solver and easy to sample)."""
+        if SAMPLES <= 0:
+            return None
         sigmas, leaves, memo = self.samples(uninit)
         n = len(sigmas)
         differs = np.ones(n, dtype=bool)
