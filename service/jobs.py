@@ -16,6 +16,12 @@ from typing import Any, Callable
 from tfsem.oracle.explore import BudgetExceeded, outcome_set
 from tfsem.oracle.jsonio import case_from_json, decode_inputs, program_from_json
 
+try:  # imported here, before a worker caps its memory: Z3 is large
+    from tfsem.checking import check_rewrite
+    from tfsem.checking.verdict import Verdict
+except ImportError:  # pragma: no cover - an installation without the checker
+    check_rewrite = Verdict = None  # type: ignore[assignment]
+
 
 def outcomes(payload: dict, budget: float) -> dict:
     """The object `tfsem outcomes --json` prints."""
@@ -35,8 +41,8 @@ def outcomes(payload: dict, budget: float) -> dict:
 
 def check(payload: dict, budget: float) -> dict:
     """The object `tfsem check --json` prints for the posted case."""
-    from tfsem.checking import check_rewrite  # the checker issue's entry point
-
+    if check_rewrite is None:
+        raise RuntimeError("the checker (tfsem.checking) is not installed")
     case = case_from_json(payload["case"], where="request")
     verdict = check_rewrite(case.original, case.rewritten_json, case.semantics, case.observe,
                             timeout=budget)
@@ -50,22 +56,15 @@ def unknown_verdict(reason: str, semantics: str = "atomic", observe: str = "outp
     --json` prints when its budget runs out."""
     if job != "check":
         return {"verdict": "unknown", "reason": reason}
-    try:
-        from tfsem.checking.verdict import Verdict
+    if Verdict is not None:
         return Verdict("unknown", reason=reason, semantics=semantics, observe=observe).to_json()
-    except ImportError:  # pragma: no cover - the checker's verdict module is part of tfsem
-        return {"verdict": "unknown", "differs": None, "counterexample": None, "reason": reason,
-                "tried": 0, "confirmed": [], "semantics": semantics, "observe": observe, "stats": {}}
+    return {"verdict": "unknown", "differs": None, "counterexample": None, "reason": reason,
+            "tried": 0, "confirmed": [], "semantics": semantics, "observe": observe, "stats": {}}
 
 
 def available() -> dict[str, bool]:
     """Which jobs this installation can run (the checker may be missing)."""
-    try:
-        from tfsem.checking import check_rewrite  # noqa: F401
-        has_checker = True
-    except ImportError:
-        has_checker = False
-    return {"outcomes": True, "check": has_checker}
+    return {"outcomes": True, "check": check_rewrite is not None}
 
 
 JOBS: dict[str, Callable[[dict, float], Any]] = {"outcomes": outcomes, "check": check}
