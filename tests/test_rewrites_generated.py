@@ -167,6 +167,12 @@ def program_and_inputs(draw):
     return p, feeds, init
 
 
+def examples(base: int) -> int:
+    """`base` examples under the default profile (100 examples), scaled up
+    with the active profile's max_examples (the `nightly` profile)."""
+    return max(base, base * settings.default.max_examples // 100)
+
+
 COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
 PASS_NAMES = list(BUILTINS)
@@ -177,7 +183,7 @@ PASS_NAMES = list(BUILTINS)
 
 
 @pytest.mark.parametrize("name", PASS_NAMES)
-@settings(max_examples=25, **COMMON)
+@settings(max_examples=examples(25), **COMMON)
 @given(p=PROGRAMS)
 def test_pass_output_is_valid_with_same_interface(name, p):
     before = program_to_json(p)
@@ -219,7 +225,7 @@ SOUND_SOMEWHERE = [n for n in PASS_NAMES if BUILTINS[n].cells(SOUND)]
 
 
 @pytest.mark.parametrize("name", SOUND_SOMEWHERE)
-@settings(max_examples=30, **COMMON)
+@settings(max_examples=examples(30), **COMMON)
 @given(case=program_and_inputs())
 def test_sound_claims_hold_on_generated_programs(name, case):
     check_sound_cells(name, *case)
