@@ -115,13 +115,28 @@ def concrete_check(original: Program, rewritten: Program, feeds: Mapping[str, Va
             "semantics": semantics, "observe": observe}
 
 
-def symbolic_checker() -> Checker | None:
-    """`tfsem.checking.check_rewrite`, when the checking package provides it."""
+def symbolic_checker(final: bool = False) -> Checker | None:
+    """`tfsem.checking.check_rewrite`, when the checking package provides it.
+
+    While fuzzing (and shrinking), counterexamples are not minimized nor
+    replayed on array backends: that is done once, on the minimized finding
+    (`final=True`)."""
     try:
         module = importlib.import_module("tfsem.checking")
     except ImportError:
         return None
-    return getattr(module, "check_rewrite", None)
+    check = getattr(module, "check_rewrite", None)
+    if check is None or final:
+        return check
+
+    def fast_check(original: Program, rewritten: Program, semantics: str, observe: str,
+                   timeout: float) -> Any:
+        try:
+            return check(original, rewritten, semantics, observe, timeout, minimize=False, backends=False)
+        except TypeError:  # an older check_rewrite without these options
+            return check(original, rewritten, semantics, observe, timeout)
+
+    return fast_check
 
 
 def _import(spec: str) -> Any:
@@ -139,16 +154,20 @@ class CheckPlan:
         self.spec = spec if isinstance(spec, str) else getattr(spec, "__name__", "custom")
         self.concrete_seconds = concrete_seconds
         self.symbolic: Checker | None = None
+        #: the checker that writes the final verdict of a minimized finding
+        self.final: Checker | None = None
         self.concrete = False
         if callable(spec):
             self.symbolic = spec
         elif spec == "auto":
             self.symbolic = symbolic_checker()
+            self.final = symbolic_checker(final=True)
             self.concrete = True
         elif spec == "concrete":
             self.concrete = True
         elif spec == "symbolic":
             self.symbolic = symbolic_checker()
+            self.final = symbolic_checker(final=True)
             if self.symbolic is None:
                 raise ValueError("the symbolic checker (tfsem.checking.check_rewrite) is not available")
         elif ":" in spec:
@@ -177,3 +196,11 @@ class CheckPlan:
         if concrete["verdict"] == "unsound" or verdict is None:
             return concrete
         return verdict
+
+    def final_verdict(self, original: Program, rewritten: Program, semantics: str, observe: str,
+                      timeout: float) -> dict | None:
+        """The full verdict (minimized σ and schedule, confirmed on the array
+        backends) for a minimized finding; None without a symbolic checker."""
+        if self.final is None:
+            return None
+        return _verdict_json(self.final(original, rewritten, semantics, observe, timeout))

@@ -311,6 +311,40 @@ class FuzzLoop:
             self.stats.unknown += 1
         return None
 
+    def finalize(self, record: FindingRecord) -> FindingRecord:
+        """Give a minimized unsound finding the checker's full verdict (a
+        minimized σ, the steps that matter, confirmation on array backends).
+
+        The evidence found while fuzzing stays when the full check does not
+        say `unsound` (the concrete oracle's counterexample is one by
+        definition); the disagreement is kept in `detail`."""
+        final = getattr(self.checker, "final_verdict", None)
+        if record.kind != UNSOUND or final is None or record.rewritten is None:
+            return record
+        cfg = self.config
+        try:
+            original = program_from_json(record.original)
+            rewritten = program_from_json(record.rewritten)
+            verdict = final(original, rewritten, cfg.semantics, cfg.observe, cfg.check_timeout)
+        except Exception as exc:  # a checker bug must not lose the finding
+            record.detail["final_check_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            return record
+        if verdict is None:
+            return record
+        if verdict.get("verdict") != "unsound":
+            record.detail["final_check"] = {k: verdict.get(k) for k in ("verdict", "reason")}
+            return record
+        cex = verdict.get("counterexample") or {}
+        differs = verdict.get("differs") or {}
+        part, name = next(iter(differs.items()), ("?", "?"))
+        what = f"output {name!r}" if part == "output" else f"final value of variable {name!r}"
+        record.verdict = verdict
+        record.message = f"{what} differs ({cfg.semantics}, {cfg.observe})"
+        record.feeds = cex.get("feeds", record.feeds)
+        record.init = cex.get("init", record.init)
+        record.schedule = cex.get("schedule", record.schedule)
+        return record
+
     # -- rounds -----------------------------------------------------------------
 
     def _maybe_report_stats(self, force: bool = False) -> None:
@@ -393,6 +427,7 @@ class FuzzLoop:
                 first = False
                 self.stats.rounds += 1
                 for record in records:
+                    record = self.finalize(record)
                     self.stats.findings += 1
                     found.append(record)
                     self.on_finding(record)

@@ -78,6 +78,19 @@ def _dangling_on_read(p: Program) -> Program:
     return p.replace(nodes=tuple(broken if n.name == first.name else n for n in p.nodes))
 
 
+def _chatty_identity(p: Program) -> Program:
+    """Prints to stdout and stderr, then returns its input."""
+    print("hello from the pass", flush=True)
+    print("and to stderr", file=__import__("sys").stderr, flush=True)
+    return p
+
+
+def _toggled(p: Program) -> Program:
+    """drop_assigns, unless TFSEM_FAKE_FIXED is set (then the identity): a
+    pass whose bug gets fixed between two campaigns."""
+    return p if os.environ.get("TFSEM_FAKE_FIXED") else _drop_assigns(p)
+
+
 def _not_a_program(p: Program):
     """Returns a dict instead of a program."""
     return {"nodes": []}
@@ -99,6 +112,12 @@ crash_on_add = FakePass("fake-crash-on-add", _crash_on_add)
 hang_on_assign = FakePass("fake-hang-on-assign", _hang_on_assign)
 die_on_read = FakePass("fake-die-on-read", _die_on_read)
 dangling_on_read = FakePass("fake-dangling-on-read", _dangling_on_read)
+#: Claims unsound everywhere, which no fuzzing can confirm.
+identity_claims_unsound = FakePass("fake-identity-claims-unsound", _identity,
+                                   {(s, o): "unsound" for s in ("atomic", "decomposed")
+                                    for o in ("outputs+state", "outputs")})
+chatty_identity = FakePass("fake-chatty", _chatty_identity)
+toggled = FakePass("fake-toggled", _toggled)
 not_a_program = _not_a_program
 plain_function = _drop_assigns  # a bare function: no name, no claims
 
