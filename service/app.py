@@ -219,7 +219,8 @@ def create_app(services: Services, limits: Limits | None = None) -> Starlette:
 
     async def get_health(request: Request) -> Response:
         return json_response({"status": "ok", "version": __version__, "jobs": available,
-                              "workers": {"size": pool.size, "pids": pool.pids(), **pool.stats.to_json()},
+                              "workers": {"size": pool.size, "idle": pool.idle, "pids": pool.pids(),
+                                          **pool.stats.to_json()},
                               "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
                               "dir": str(view.directory)})
 

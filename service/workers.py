@@ -153,6 +153,11 @@ class WorkerPool:
         await asyncio.gather(*(w.stop() for w in list(self._all)), return_exceptions=True)
         self._all.clear()
 
+    @property
+    def idle(self) -> int:
+        """Workers ready for a job now."""
+        return self._idle.qsize()
+
     def pids(self) -> list[int]:
         return sorted(w.proc.pid for w in self._all if w.alive)
 

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from test_serve_support import TESTS_DIR, Server, pid_alive  # noqa: E402
+from test_serve_support import TESTS_DIR, Server, pid_alive, wait_gone  # noqa: E402
 
 from tfsem.cli import main as cli_main  # noqa: E402
 from tfsem.generators import families  # noqa: E402
@@ -140,10 +140,7 @@ def test_corpus_case_malformed_batch_and_clean_stop(tmp_path):
     assert code == 0, s.stderr_text()
     assert "tfsem serve: stopped" in s.stdout_rest()
     assert "Traceback" not in s.stderr_text()
-    deadline = time.monotonic() + 5
-    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(pid_alive(p) for p in pids), "worker processes outlived the server"
+    assert wait_gone(pids), "worker processes outlived the server"
 
 
 # ---------------------------------------------------------------------------

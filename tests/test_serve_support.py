@@ -168,6 +168,16 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def wait_gone(pids: list[int], timeout: float = 5.0) -> bool:
+    """True once none of `pids` runs (waiting up to `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 _SERVE_WITH_JOBS = """
 import sys
 from tfsem.cli import build_parser
