@@ -24,6 +24,7 @@ array of rows, and each row gets exactly the result it gets alone.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -38,7 +39,7 @@ from tfsem.oracle.semantics import ATOMIC
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
 
 from .arraymodule import Backend
-from .classes import schedule_classes
+from .classes import Part, parts, whole
 from .execute import Machine, _backend, apply_function, replay
 
 
@@ -251,64 +252,146 @@ def outcomes_equal(a: BatchedOutcome, b: BatchedOutcome, xp: Any) -> Any:
     return eq
 
 
+@dataclass
+class Mismatch:
+    """Per valuation, on the device: `bad`, whether some choice of schedules
+    of the rewrite gives an outcome that no schedules of the original give,
+    and `first`, the index in `choices` of the first such choice (-1 if none).
+    A choice maps rewritten parts (by index) to one of their schedules."""
+    bad: Any
+    first: Any
+    choices: list[dict[int, int]]
+
+
+def _groups(original: Sequence[Part], rewritten: Sequence[Part]) -> list[tuple[list[int], list[int]]]:
+    """Parts of both programs joined by shared items (outputs, variables):
+    (original part indices, rewritten part indices) per group.  A part with
+    no items determines nothing observable and joins no group."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def find(a: tuple[str, str]) -> tuple[str, str]:
+        while parent.setdefault(a, a) != a:
+            a = parent[a]
+        return a
+
+    for part in (*original, *rewritten):
+        items = sorted(part.items)
+        for item in items[1:]:
+            parent[find(item)] = find(items[0])
+    groups: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+    for side, ps in ((0, original), (1, rewritten)):
+        for i, part in enumerate(ps):
+            if part.items:
+                groups.setdefault(find(min(part.items)), ([], []))[side].append(i)
+    return list(groups.values())
+
+
+def _value(outcome: BatchedOutcome, item: tuple[str, str]) -> Any:
+    kind, name = item
+    return outcome.outputs[name] if kind == "output" else (outcome.state or {})[name]
+
+
+def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: Batch,
+                    backend: Backend, semantics: str = ATOMIC,
+                    observe: str = "outputs+state") -> Mismatch:
+    """The inclusion test, vectorized over the valuations of `batch`.
+
+    Each part's schedules are evaluated together, sharing common prefixes.
+    Parts are grouped by shared outputs and variables; within a group, every
+    choice of one schedule per rewritten part must match, for each original
+    part, one of its schedules on that part's items.  For each original part
+    the schedule with the same steps (if any) is tried first, and the search
+    stops once every valuation has a match (one flag copied back), so a
+    rewrite that keeps schedules costs about one comparison per schedule."""
+    xp, size = backend.xp, batch.size
+
+    def run(part: Part) -> list[BatchedOutcome]:
+        return evaluate_all(batched_machine(part.program, backend, size, semantics),
+                            part.schedules, batch, observe)
+    theirs = [run(p) for p in original]
+    ours = [run(p) for p in rewritten]
+    bad = xp.zeros(size, dtype=bool)
+    first = xp.full(size, -1, dtype=np.int32)
+    choices: list[dict[int, int]] = []
+    for o_parts, r_parts in _groups(original, rewritten):
+        items_o = frozenset().union(*(original[i].items for i in o_parts))
+        items_r = frozenset().union(*(rewritten[j].items for j in r_parts))
+        for combo in itertools.product(*(range(len(rewritten[j].schedules)) for j in r_parts)):
+            choice = dict(zip(r_parts, combo))
+            if items_o != items_r:          # the interfaces differ: nothing matches
+                matched = xp.zeros(size, dtype=bool)
+            else:
+                matched = xp.ones(size, dtype=bool)
+                for i in o_parts:
+                    matched &= _part_matches(original[i], theirs[i], rewritten, ours, choice,
+                                             backend)
+            first = xp.where(~matched & ~bad, np.int32(len(choices)), first)
+            bad |= ~matched
+            choices.append(choice)
+    return Mismatch(bad, first, choices)
+
+
+def _part_matches(part: Part, outcomes: list[BatchedOutcome], rewritten: Sequence[Part],
+                  ours: list[list[BatchedOutcome]], choice: dict[int, int],
+                  backend: Backend) -> Any:
+    """Per valuation: whether the chosen rewritten schedules agree, on the
+    items of original `part`, with one of its schedules."""
+    xp, size = backend.xp, outcomes[0].size if outcomes else 0
+    chosen = {item: (j, k) for j, k in choice.items() for item in rewritten[j].items}
+    same = None
+    if len(choice) == 1:
+        (j, k), = choice.items()
+        same = next((c for c, s in enumerate(part.schedules) if s == rewritten[j].schedules[k]), None)
+    order = ([same] if same is not None else []) + [c for c in range(len(part.schedules)) if c != same]
+    matched = xp.zeros(size, dtype=bool)
+    for c in order:
+        eq = xp.ones(size, dtype=bool)
+        for item in sorted(part.items):
+            j, k = chosen[item]
+            eq &= values_equal(_value(ours[j][k], item), _value(outcomes[c], item), xp, size)
+        matched |= eq
+        if backend.to_host([matched.all()])[0]:
+            break
+    return matched
+
+
 def unmatched(original: Program, rewritten: Program, batch: Batch, backend: Backend,
               original_schedules: Sequence[Sequence[str]],
               rewritten_schedules: Sequence[Sequence[str]],
               semantics: str = ATOMIC, observe: str = "outputs+state") -> tuple[Any, Any]:
-    """Per valuation of `batch`, on the device: whether some schedule of the
-    rewritten program gives an outcome that none of the original's schedules
-    gives, and the index of the first such rewritten schedule (-1 if none).
-
-    Each program's schedules are evaluated together, sharing their common
-    prefixes.  For each schedule of the rewrite, the original's schedule with
-    the same steps (if any) is compared first, and the comparisons stop once
-    every valuation has a match (one flag copied back per comparison), so a
-    rewrite that keeps schedules costs about one comparison per schedule."""
-    xp = backend.xp
-    theirs = evaluate_all(batched_machine(original, backend, batch.size, semantics),
-                          original_schedules, batch, observe)
-    ours_all = evaluate_all(batched_machine(rewritten, backend, batch.size, semantics),
-                            rewritten_schedules, batch, observe)
-    position = {tuple(s): j for j, s in reversed(list(enumerate(original_schedules)))}
-    bad = xp.zeros(batch.size, dtype=bool)
-    first = xp.full(batch.size, -1, dtype=np.int32)
-    for k, (s, ours) in enumerate(zip(rewritten_schedules, ours_all)):
-        matched = xp.zeros(batch.size, dtype=bool)
-        same = position.get(tuple(s))
-        order = ([same] if same is not None else []) + \
-            [j for j in range(len(original_schedules)) if j != same]
-        for j in order:
-            matched |= outcomes_equal(ours, theirs[j], xp)
-            if backend.to_host([matched.all()])[0]:
-                break
-        first = xp.where(~matched & ~bad, np.int32(k), first)
-        bad |= ~matched
-    return bad, first
+    """:func:`unmatched_parts` with each program whole and the given
+    schedules: (bad, index of the first failing rewritten schedule or -1;
+    with one rewritten part, choice k is schedule k)."""
+    m = unmatched_parts(whole(original, original_schedules, observe),
+                        whole(rewritten, rewritten_schedules, observe), batch, backend,
+                        semantics, observe)
+    return m.bad, m.first
 
 
-def bytes_per_valuation(original: Program, rewritten: Program,
-                        original_schedules: Sequence[Sequence[str]], backend: Backend,
-                        semantics: str = ATOMIC, observe: str = "outputs+state") -> int:
+def bytes_per_valuation(original: Sequence[Part], backend: Backend, semantics: str = ATOMIC,
+                        observe: str = "outputs+state") -> int:
     """A generous estimate of the device memory one valuation takes in
-    :func:`unmatched`: its inputs, the outcomes kept for comparison (one per
-    schedule of each program, taking the rewrite to have as many schedules as
-    the original), and the values in transit during a run (at most a few per
-    node), measured on one probe valuation."""
-    feed_types, var_types = input_types(original, rewritten)
+    :func:`unmatched_parts`: its inputs, the outcomes kept for comparison (one
+    per schedule of each part, counting the rewrite as large as the
+    original), and the values in transit during a run (a few per node of
+    either program), measured on one probe valuation."""
+    feed_types, var_types = input_types(*(p.program for p in original))
     probe = random_batch(feed_types, var_types, 1, np.random.default_rng(0), backend)
-    m = batched_machine(original, backend, 1, semantics)
-    out = evaluate(m, original_schedules[0], probe, observe) if original_schedules \
-        else BatchedOutcome(1, {}, None)
 
     def nbytes(values) -> list[int]:
         return [int(v.nbytes) for v in values if not isinstance(v, Error)]
 
     inputs = nbytes(list(probe.feeds.values()) + list(probe.init.values()))
-    outcome = nbytes(list(out.outputs.values()) + list((out.state or {}).values()))
-    largest = max(inputs + outcome + [8])
-    nodes = len(original.nodes) + len(rewritten.nodes)
-    return sum(inputs) + (2 * len(original_schedules) + 2) * max(sum(outcome), 8) \
-        + 4 * nodes * largest + 16
+    kept, largest, nodes = 0, max(inputs + [8]), 0
+    for part in original:
+        if part.schedules:
+            out = evaluate(batched_machine(part.program, backend, 1, semantics),
+                           part.schedules[0], probe, observe)
+            sizes = nbytes(list(out.outputs.values()) + list((out.state or {}).values()))
+            kept += 2 * len(part.schedules) * max(sum(sizes), 8)
+            largest = max([largest] + sizes)
+        nodes += len(part.program.nodes)
+    return sum(inputs) + kept + 4 * 2 * nodes * largest + 16
 
 
 def fitting_batch_size(requested: int, per_valuation: int, backend: Backend,
@@ -334,7 +417,8 @@ class Counterexample:
 
 @dataclass
 class DifferentialResult:
-    """`tried` valuations; the first counterexample found, if any."""
+    """`tried` valuations; the first counterexample found, if any.  Schedules
+    are counted over all parts (independent components) of each program."""
     tried: int
     counterexample: Counterexample | None
     original_schedules: int
@@ -343,6 +427,8 @@ class DifferentialResult:
     seconds: float
     patterns: list[frozenset[str]] = field(default_factory=list)
     batch_size: int = 0
+    original_parts: int = 1
+    rewritten_parts: int = 1
 
 
 def error_patterns(var_types: Mapping[str, TensorType], limit: int = 8) -> list[frozenset[str]]:
@@ -367,43 +453,46 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
     free memory: :func:`fitting_batch_size`), and stop at the first
     counterexample.
 
-    Schedules default to :func:`schedule_classes` of each program (raises
-    BudgetExceeded when that search runs out of budget).  About one valuation
-    in eight has some variable uninitialized (:func:`error_patterns`)."""
+    Each program is split into its independent components, each with its
+    schedule classes (:func:`tfsem.backends.classes.parts`; raises
+    BudgetExceeded when that search runs out of budget), unless schedules for
+    the whole program are given.  About one valuation in eight has some
+    variable uninitialized (:func:`error_patterns`)."""
     started = time.monotonic()
     b = _backend(backend)
-    if original_schedules is None:
-        original_schedules = schedule_classes(original, semantics, observe, max_states, max_seconds)
-    if rewritten_schedules is None:
-        rewritten_schedules = schedule_classes(rewritten, semantics, observe, max_states, max_seconds)
+    theirs = whole(original, original_schedules, observe) if original_schedules is not None \
+        else parts(original, semantics, observe, max_states, max_seconds)
+    ours = whole(rewritten, rewritten_schedules, observe) if rewritten_schedules is not None \
+        else parts(rewritten, semantics, observe, max_states, max_seconds)
     feed_types, var_types = input_types(original, rewritten)
     patterns = error_patterns(var_types)
     batch_size = fitting_batch_size(batch_size, bytes_per_valuation(
-        original, rewritten, original_schedules, b, semantics, observe), b)
+        theirs, b, semantics=semantics, observe=observe), b)
+    counts = sum(len(p.schedules) for p in theirs), sum(len(p.schedules) for p in ours)
     rng = np.random.default_rng(seed)
     tried = 0
     while tried < valuations:
         size = min(batch_size, valuations - tried)
         # split the chunk between error patterns: 7/8 initialized, the rest shared
-        shares = _shares(size, len(patterns))
-        for pattern, share in zip(patterns, shares):
+        for pattern, share in zip(patterns, _shares(size, len(patterns))):
             if share == 0:
                 continue
             batch = random_batch(feed_types, var_types, share, rng, b, pattern)
-            bad, first = unmatched(original, rewritten, batch, b, original_schedules,
-                                   rewritten_schedules, semantics, observe)
+            m = unmatched_parts(theirs, ours, batch, b, semantics, observe)
             tried += share
-            row = b.xp.argmax(bad)
-            found, row, k = (int(v) for v in b.to_host([bad[row], row, first[row]]))
+            row = b.xp.argmax(m.bad)
+            found, row, k = (int(v) for v in b.to_host([m.bad[row], row, m.first[row]]))
             if found:
                 feeds, init = batch.row(row, b)
-                schedule = tuple(rewritten_schedules[k])
+                choice = m.choices[k]
+                schedule = tuple(step for j, part in enumerate(ours)
+                                 for step in part.schedules[choice.get(j, 0)])
                 outcome = replay(rewritten, feeds, init, schedule, b, semantics, observe)
                 return DifferentialResult(tried, Counterexample(feeds, init, schedule, outcome),
-                                          len(original_schedules), len(rewritten_schedules), b.label,
-                                          time.monotonic() - started, patterns, batch_size)
-    return DifferentialResult(tried, None, len(original_schedules), len(rewritten_schedules),
-                              b.label, time.monotonic() - started, patterns, batch_size)
+                                          *counts, b.label, time.monotonic() - started, patterns,
+                                          batch_size, len(theirs), len(ours))
+    return DifferentialResult(tried, None, *counts, b.label, time.monotonic() - started, patterns,
+                              batch_size, len(theirs), len(ours))
 
 
 def _shares(size: int, n_patterns: int) -> list[int]:
@@ -416,6 +505,6 @@ def _shares(size: int, n_patterns: int) -> list[int]:
 
 
 __all__ = ["Batch", "BatchedOutcome", "Counterexample", "DifferentialResult", "NotBatchable",
-           "batch_from_rows", "batched_machine", "differential_test", "error_patterns",
-           "evaluate", "input_types", "outcomes_equal", "random_batch", "random_values",
-           "unmatched", "values_equal"]
+           "Mismatch", "batch_from_rows", "batched_machine", "differential_test",
+           "error_patterns", "evaluate", "evaluate_all", "input_types", "outcomes_equal",
+           "random_batch", "random_values", "unmatched", "unmatched_parts", "values_equal"]

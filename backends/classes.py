@@ -27,8 +27,10 @@ never recorded (the oracle's relevance).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Sequence
 
-from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded
+from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, components
 from tfsem.oracle.outcomes import OUTPUTS
 from tfsem.oracle.program import Program
 from tfsem.oracle.semantics import ATOMIC
@@ -206,3 +208,49 @@ def _unlink(linked) -> tuple[str, ...]:
         out.append(linked[0])
         linked = linked[1]
     return tuple(reversed(out))
+
+
+# ---------------------------------------------------------------------------
+# Independent components
+
+
+@dataclass(frozen=True)
+class Part:
+    """An independent part of a program (a component, or the whole program) as
+    a program of its own, with schedules that cover its outcomes at every σ,
+    and the items of an outcome it determines: ("output", name) and, when the
+    state is observed, ("variable", name)."""
+    program: Program
+    schedules: tuple[tuple[str, ...], ...]
+    items: frozenset[tuple[str, str]]
+
+
+def _items(p: Program, observe: str) -> frozenset[tuple[str, str]]:
+    return frozenset([("output", o) for o in p.outputs]
+                     + ([("variable", x) for x in p.variables] if observe != OUTPUTS else []))
+
+
+def whole(p: Program, schedules: Sequence[Sequence[str]], observe: str = "outputs+state") -> list[Part]:
+    """The whole program as one part, with the given schedules."""
+    return [Part(p, tuple(tuple(s) for s in schedules), _items(p, observe))]
+
+
+def parts(p: Program, semantics: str = ATOMIC, observe: str = "outputs+state",
+          max_states: int = DEFAULT_MAX_STATES,
+          max_seconds: float = DEFAULT_MAX_SECONDS) -> list[Part]:
+    """p's independent components (`tfsem.oracle.explore.components`: no edge
+    and no variable joins two of them), each with its schedule classes.
+    Outcomes(p, σ) is the product of the components' outcome sets, so the
+    classes of the parts, one per part, cover Outcomes(p, σ) at every σ with
+    a sum, not a product, of schedules.  The budget is shared by the parts."""
+    deadline = time.monotonic() + max_seconds
+    out = []
+    for names, variables, outputs in components(p):
+        sub = Program({x: p.variables[x] for x in variables}, tuple(p.node[n] for n in names),
+                      {o: p.outputs[o] for o in outputs}, p.feeds)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetExceeded("seconds", max_seconds, 0)
+        out.append(Part(sub, tuple(schedule_classes(sub, semantics, observe, max_states, left)),
+                        _items(sub, observe)))
+    return out

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tfsem.backends import arraymodule as am
 from tfsem.backends import batched as BT
 from tfsem.backends.arraymodule import get_backend, numpy_as_cupy
-from tfsem.backends.classes import schedule_classes
+from tfsem.backends.classes import parts, schedule_classes
 from tfsem.backends.confirm import confirm_counterexample
 from tfsem.backends.execute import apply_function, replay
 from tfsem.generators import families as F
@@ -287,31 +287,71 @@ def test_unmatched_rows_equal_the_oracle(name, original, rewritten, semantics):
 
 @settings(max_examples=_examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(_generated(), st.sampled_from(SEMANTICS), st.integers(0, 2**16))
-def test_unmatched_rows_equal_the_oracle_on_generated_programs(case, semantics, seed):
+@given(_generated(), st.sampled_from(SEMANTICS), st.sampled_from(OBSERVE), st.integers(0, 2**16))
+def test_unmatched_rows_equal_the_oracle_on_generated_programs(case, semantics, observe, seed):
+    """Both ways of covering the outcomes: whole programs, and independent
+    components (parts) combined per group of shared outputs and variables."""
     p, _, _ = case
     rng = np.random.default_rng(seed)
     controlled = [n.name for n in p.nodes if any(isinstance(i, ControlIn) for i in n.inputs)]
     q = drop_control(p, controlled[seed % len(controlled)]) if controlled else p
     try:
-        oc = schedule_classes(p, semantics, max_states=3_000, max_seconds=2)
-        rc = schedule_classes(q, semantics, max_states=3_000, max_seconds=2)
+        by_parts = (parts(p, semantics, observe, max_states=3_000, max_seconds=2),
+                    parts(q, semantics, observe, max_states=3_000, max_seconds=2))
     except BudgetExceeded:
         reject()
-    if len(oc) * len(rc) > 400:
-        reject()
+    try:
+        oc = schedule_classes(p, semantics, observe, max_states=3_000, max_seconds=2)
+        rc = schedule_classes(q, semantics, observe, max_states=3_000, max_seconds=2)
+        whole_programs = len(oc) * len(rc) <= 400
+    except BudgetExceeded:
+        whole_programs = False
     feed_types, var_types = BT.input_types(p)
     b = backends()[seed % 2]
     pattern = BT.error_patterns(var_types)[seed % len(BT.error_patterns(var_types))]
     batch = BT.random_batch(feed_types, var_types, 6, rng, b, pattern)
-    bad, _ = BT.unmatched(p, q, batch, b, oc, rc, semantics)
-    bad = b.to_host([bad])[0]
+    m = BT.unmatched_parts(*by_parts, batch, b, semantics, observe)
+    bad_parts, first = b.to_host([m.bad, m.first])
+    if whole_programs:
+        bad_whole = b.to_host([BT.unmatched(p, q, batch, b, oc, rc, semantics, observe)[0]])[0]
     for i, (feeds, init) in enumerate(rows_of(batch, b)):
         try:
-            want = not _oracle_included(p, q, feeds, init, semantics, "outputs+state")
+            want = not _oracle_included(p, q, feeds, init, semantics, observe)
         except BudgetExceeded:
             continue
-        assert bool(bad[i]) == want
+        assert bool(bad_parts[i]) == want
+        if whole_programs:
+            assert bool(bad_whole[i]) == want
+        if want:   # the failing choice of schedules, one per part, is a counterexample
+            choice = m.choices[first[i]]
+            schedule = [step for j, part in enumerate(by_parts[1])
+                        for step in part.schedules[choice.get(j, 0)]]
+            o = replay(q, feeds, init, schedule, "numpy", semantics, observe)
+            assert o not in outcome_set(p, feeds, init, semantics, observe)
+
+
+def test_parts_cover_outcomes_with_a_sum_of_schedules():
+    p, _, _ = F.racy_pairs(6)
+    ps = parts(p)
+    assert len(ps) == 6 and [len(x.schedules) for x in ps] == [2] * 6   # not 2**6 = 64
+    assert frozenset().union(*(x.items for x in ps)) == \
+        {("output", f"out{i}") for i in range(6)} | {("variable", f"x{i}") for i in range(6)}
+
+
+def test_differential_test_across_components():
+    """A program of two independent parts; the rewrite breaks one of them."""
+    first, _, _ = F.first_example(True)
+    racy, _, _ = F.racy_pairs(2)
+    both = P.program([*first.nodes, *racy.nodes], {**{k: str(v) for k, v in first.outputs.items()},
+                                                   **{k: str(v) for k, v in racy.outputs.items()}},
+                     ["x", "x0", "x1"])
+    broken = drop_control(both, "r")
+    result = BT.differential_test(both, broken, 2_000, seed=0)
+    assert result.original_parts == 3 and result.counterexample is not None
+    cx = result.counterexample
+    assert cx.outcome not in outcome_set(both, cx.feeds, cx.init)
+    assert confirm_counterexample(both, broken, cx.feeds, cx.init, cx.schedule) != []
+    assert BT.differential_test(both, both, 2_000, seed=0).counterexample is None
 
 
 # ---------------------------------------------------------------------------
