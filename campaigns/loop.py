@@ -388,12 +388,13 @@ class FuzzLoop:
         if reuse and self.database is not None:
             phases.insert(1, Phase.reuse)
         test = given(st.data())(body)
+        if round_seed is not None:
+            # before settings: @seed alone would switch the example database off
+            test = seed(round_seed)(test)
         test = settings(database=self.database, max_examples=self.config.round_examples,
                         deadline=None, phases=phases, suppress_health_check=list(HealthCheck),
                         report_multiple_bugs=True, verbosity=Verbosity.quiet, print_blob=False,
                         derandomize=False)(test)
-        if round_seed is not None:
-            test = seed(round_seed)(test)
         test._hypothesis_internal_database_key = self._database_key()  # type: ignore[attr-defined]
         try:
             test()
