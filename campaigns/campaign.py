@@ -27,15 +27,17 @@ with its result, so the cluster needs no access to DIR.
 from __future__ import annotations
 
 import fcntl
+import json
 import math
-import multiprocessing as mp
 import os
-import queue as queue_mod
+import selectors
 import signal
+import subprocess
 import sys
 import time
 import traceback
 import uuid
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, TextIO
@@ -203,41 +205,6 @@ def _run_replay(task: dict, emit: Callable[[tuple], None]) -> dict:
     return outcome
 
 
-# -- local worker processes ------------------------------------------------------
-
-
-def _set_parent_death_signal() -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except Exception:
-            pass
-
-
-def _worker_main(tasks: Any, results: Any, db_spec: dict, parent: int) -> None:
-    _set_parent_death_signal()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides
-    if os.getppid() != parent:
-        return
-    settings = CampaignSettings(**db_spec)
-    database = open_example_db(settings)
-
-    def emit(msg: tuple) -> None:
-        results.put(msg)
-
-    while True:
-        task = tasks.get()
-        if task is None:
-            break
-        emit(("start", task["id"], os.getpid()))
-        try:
-            summary = run_task(task, emit, database, stop_at=task.get("stop_at"))
-            emit(("done", task["id"], summary))
-        except Exception:
-            emit(("error", task["id"], traceback.format_exc()[-4000:]))
-
-
 # ---------------------------------------------------------------------------
 # The coordinator
 
@@ -264,6 +231,78 @@ class _Lock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+class _WorkerProcess:
+    """A local worker (`python -m tfsem.campaigns.worker`) and its line protocol."""
+
+    def __init__(self, hello: dict):
+        self.proc = subprocess.Popen([sys.executable, "-m", "tfsem.campaigns.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, close_fds=True)
+        self.pid = self.proc.pid
+        self.stdout = self.proc.stdout
+        self.buf = b""
+        self.eof = False
+        self.task: int | None = None
+        self._write(hello)
+
+    @property
+    def alive(self) -> bool:
+        return not self.eof
+
+    def _write(self, obj: dict) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: its stdout reaches end of file and the loop sees it
+
+    def send(self, task: dict) -> None:
+        self.task = task["id"]
+        self._write(task)
+
+    def finish(self) -> None:
+        """No more tasks: closing its input makes it exit."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def read(self) -> list[list]:
+        chunk = os.read(self.stdout.fileno(), 1 << 16)
+        if not chunk:
+            self.eof = True
+        self.buf += chunk
+        out = []
+        while b"\n" in self.buf:
+            line, _, self.buf = self.buf.partition(b"\n")
+            if line.strip():
+                out.append(json.loads(line))
+        return out
+
+    def reap(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
 
 
 class Campaign:
@@ -327,10 +366,24 @@ class Campaign:
     # -- run ---------------------------------------------------------------------------
 
     def run(self) -> CampaignResult:
+        old_term = None
+        if _in_main_thread():  # SIGTERM stops a campaign as cleanly as Ctrl-C
+            old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            return self._run()
+        finally:
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+
+    def _run(self) -> CampaignResult:
         self.out.mkdir(parents=True, exist_ok=True)
         lock = _Lock(self.out)
         lock.acquire()
-        store = Store(self.out)
+        try:
+            store = Store(self.out)
+        except BaseException:
+            lock.release()
+            raise
         started = time.time()
         campaign_id = store.start_campaign(self.settings.budget, self.settings_json(), self.version)
         self.campaign_id = campaign_id
@@ -342,9 +395,6 @@ class Campaign:
         self._pending_stats: dict[tuple, dict] = {}
         self._last_flush = time.monotonic()
         status = "finished"
-        old_term = None
-        if _in_main_thread():
-            old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             deadline = started + self.settings.budget
             shrink = min(30.0, max(3.0, 0.1 * self.settings.budget))
@@ -357,17 +407,17 @@ class Campaign:
             status = "interrupted"
             self.progress.note("interrupted: findings recorded so far are kept")
         finally:
-            self._flush_stats(store, force=True)
-            store.finish_campaign(campaign_id, status)
-            self.progress.close()
-            if old_term is not None:
-                signal.signal(signal.SIGTERM, old_term)
-            groups = store.campaign_findings(campaign_id)
-            result = CampaignResult(campaign_id, time.time() - started, status, groups["new"],
-                                    groups["known"], groups["fixed"], store.pass_totals(campaign_id),
-                                    self.errors)
-            store.close()
-            lock.release()
+            try:
+                self._flush_stats(store, force=True)
+                store.finish_campaign(campaign_id, status)
+                self.progress.close()
+                groups = store.campaign_findings(campaign_id)
+                result = CampaignResult(campaign_id, time.time() - started, status, groups["new"],
+                                        groups["known"], groups["fixed"], store.pass_totals(campaign_id),
+                                        self.errors)
+            finally:
+                store.close()
+                lock.release()
         return result
 
     # -- messages ----------------------------------------------------------------------
@@ -422,71 +472,70 @@ class Campaign:
     # -- local workers -----------------------------------------------------------------
 
     def _run_local(self, store: Store, tasks: list[dict], hard_stop: float) -> None:
-        ctx = mp.get_context("spawn")
-        task_q = ctx.Queue()
-        result_q = ctx.Queue()
-        for t in tasks:
-            task_q.put(t)
-        n = self.settings.workers
-        for _ in range(n):
-            task_q.put(None)
-        spec = asdict(self.settings)
-        workers = [ctx.Process(target=_worker_main, args=(task_q, result_q, spec, os.getpid()), daemon=True)
-                   for _ in range(n)]
-        for w in workers:
-            w.start()
-        running: dict[int, int] = {}  # pid -> task id
-        done: set[int] = set()
+        hello = {"settings": asdict(self.settings), "sys_path": sys.path, "parent": os.getpid()}
+        pending = deque(tasks)
+        sel = selectors.DefaultSelector()
+        workers: list[_WorkerProcess] = []
+        restarts = 2 * self.settings.workers
+
+        def assign(w: _WorkerProcess) -> None:
+            if not pending:
+                w.finish()
+                return
+            task = pending.popleft()
+            if task["type"] == "fuzz":
+                # the time left, shared fairly among the fuzz tasks still to
+                # run: a task that ran over (shrinking) or ended early moves
+                # the others' share, and none is starved
+                left = task["deadline"] - time.time()
+                waiting = 1 + sum(1 for t in pending if t["type"] == "fuzz")
+                share = left * min(self.settings.workers, waiting) / waiting
+                seconds = max(1.0, min(left, share))
+                task = dict(task, seconds=seconds, deadline=time.time() + seconds,
+                            shrink_seconds=min(30.0, max(1.0, 0.25 * seconds)))
+            w.send(task)
+
+        def start() -> None:
+            w = _WorkerProcess(hello)
+            workers.append(w)
+            sel.register(w.stdout, selectors.EVENT_READ, w)
+            assign(w)
+
         try:
-            while len(done) < len(tasks):
+            for _ in range(min(self.settings.workers, len(tasks))):
+                start()
+            while any(w.alive for w in workers):
                 if time.time() > hard_stop:
                     self.progress.note("hard stop: workers still running were stopped")
                     break
-                try:
-                    msg = result_q.get(timeout=0.25)
-                except queue_mod.Empty:
-                    msg = None
-                if msg is not None:
-                    if msg[0] == "start":
-                        running[msg[2]] = msg[1]
-                    elif msg[0] in ("done", "error"):
-                        done.add(msg[1])
-                        if msg[0] == "error":
-                            self._handle(store, msg)
-                    else:
-                        self._handle(store, msg)
-                for w in workers:
-                    if not w.is_alive() and w.pid in running:
-                        task_id = running.pop(w.pid)
-                        if task_id not in done:
-                            done.add(task_id)
-                            why = f"worker {w.pid} died (exit status {w.exitcode}) during task {task_id}"
+                for key, _ in sel.select(timeout=0.25):
+                    w = key.data
+                    messages = w.read()
+                    for msg in messages:
+                        if msg[0] in ("done", "error"):
+                            if msg[0] == "error":
+                                self._handle(store, tuple(msg))
+                            w.task = None
+                            assign(w)
+                        elif msg[0] != "start":
+                            self._handle(store, tuple(msg))
+                    if w.eof:
+                        sel.unregister(w.stdout)
+                        code = w.reap()
+                        if w.task is not None:
+                            why = (f"worker {w.pid} died (exit status {code}) during task {w.task}; "
+                                   "its findings so far are kept")
                             self.errors.append(why)
                             self.progress.note(why)
-                if all(not w.is_alive() for w in workers):
-                    self._drain(store, result_q)
-                    break
+                            w.task = None
+                            if pending and restarts > 0:
+                                restarts -= 1
+                                start()
                 self.progress.draw()
         finally:
-            self._drain(store, result_q)
             for w in workers:
-                if w.is_alive():
-                    w.terminate()
-            for w in workers:
-                w.join(timeout=10)
-                if w.is_alive():
-                    w.kill()
-                    w.join(timeout=5)
-            self._drain(store, result_q)
-
-    def _drain(self, store: Store, result_q: Any) -> None:
-        while True:
-            try:
-                msg = result_q.get_nowait()
-            except (queue_mod.Empty, OSError, ValueError):
-                return
-            if msg[0] not in ("start", "done"):
-                self._handle(store, msg)
+                w.kill()
+            sel.close()
 
     # -- Dask --------------------------------------------------------------------------
 

@@ -413,7 +413,7 @@ class FuzzLoop:
         shrinking the last round's findings); returns the findings, each also
         given to `on_finding` when its round ends."""
         cfg = self.config
-        grace = shrink_seconds if shrink_seconds is not None else min(30.0, max(3.0, 0.25 * seconds))
+        grace = shrink_seconds if shrink_seconds is not None else min(30.0, max(1.0, 0.25 * seconds))
         started = time.monotonic()
         end = started + seconds
         rng = random.Random(cfg.seed) if cfg.seed is not None else None

@@ -130,7 +130,7 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                             checker=None if isinstance(checker, str) else checker,
                             generator=None if isinstance(generator, str) or generator is None else generator,
                             database=database, on_finding=found)
-            loop.run(share, shrink_seconds=min(30.0, max(3.0, 0.25 * share)))
+            loop.run(share, shrink_seconds=min(30.0, max(1.0, 0.25 * share)))
             result.stats = loop.stats
             results.append(result)
     finally:

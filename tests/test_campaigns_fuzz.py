@@ -1,0 +1,240 @@
+"""`tfsem fuzz` and `tfsem verify` end to end, with the deliberately faulty
+passes of campaign_fakes.py: killing a campaign loses nothing, crashing and
+hanging passes become findings while the campaign goes on, fixed findings are
+reported fixed, and claims are judged."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tfsem.campaigns.campaign import CampaignSettings, run_campaign
+from tfsem.campaigns.store import Store, StoreError
+from tfsem.campaigns.verify import CONFIRMED, CONTRADICTED, NO_COUNTEREXAMPLE, NOT_CONFIRMED, verify_pass
+
+TESTS = Path(__file__).resolve().parent
+FAST = ["--checker", "concrete", "--generator", "campaign_fakes:small_generator"]
+ONE_CELL = ["--semantics", "atomic", "--observe", "outputs+state"]
+
+
+def env(**extra: str) -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(TESTS), e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    e.update(extra)
+    return e
+
+
+def tfsem(*args: str, timeout: float = 120, **env_extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfsem", *map(str, args)], env=env(**env_extra),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def findings_in(out: Path) -> list[dict]:
+    try:
+        with Store(out, readonly=True) as s:
+            return s.findings()
+    except (StoreError, Exception):
+        return []
+
+
+def session_processes(sid: int) -> list[int]:
+    """Processes of a session (Linux /proc), to check nothing is left behind."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid and fields[0] != "Z":  # field 6 of stat: session id
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL semantics of Linux")
+def test_sigkill_loses_no_recorded_finding_and_a_restart_continues(tmp_path):
+    out = tmp_path / "campaign"
+    cmd = [sys.executable, "-m", "tfsem", "fuzz", "--pass", "campaign_fakes:drop_assigns",
+           "--budget", "120s", "--out", str(out), "--workers", "2", *FAST, *ONE_CELL]
+    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        before: list[dict] = []
+        while time.monotonic() < deadline and not before:
+            time.sleep(0.3)
+            before = findings_in(out)
+        assert before, "the campaign recorded no finding within 60 s"
+        assert proc.poll() is None, "the campaign ended before it was killed"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # the workers and the pass sandboxes die with the coordinator
+    deadline = time.monotonic() + 10
+    while session_processes(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert session_processes(proc.pid) == []
+    # everything committed is there, readable
+    after_kill = findings_in(out)
+    assert {f["signature"] for f in before} <= {f["signature"] for f in after_kill}
+    with Store(out, readonly=True) as s:
+        assert s.campaigns()[0]["status"] == "running"  # killed: never finished
+    # running again on the same DIR continues
+    r = tfsem("fuzz", "--pass", "campaign_fakes:drop_assigns", "--budget", "3s", "--out", out,
+              *FAST, *ONE_CELL)
+    assert r.returncode == 0, r.stderr  # the pass claims unsound: findings are expected
+    with Store(out, readonly=True) as s:
+        campaigns = s.campaigns()
+        assert [c["status"] for c in campaigns] == ["interrupted", "finished"]
+        rows = {f["signature"]: f for f in s.findings()}
+        assert {f["signature"] for f in after_kill} <= set(rows)
+        # replayed first: what the killed campaign found is known now, not new
+        for f in after_kill:
+            assert rows[f["signature"]]["status"] == "known"
+            assert rows[f["signature"]]["times_seen"] > f["times_seen"]
+        assert s.campaign_findings(campaigns[1]["id"])["known"]
+
+
+def test_crashing_and_hanging_passes_become_findings_and_the_campaign_goes_on(tmp_path):
+    out = tmp_path / "campaign"
+    r = tfsem("fuzz", "--pass", "campaign_fakes:crash_on_add", "--pass", "campaign_fakes:hang_on_assign",
+              "--pass", "campaign_fakes:die_on_read", "--pass", "campaign_fakes:identity",
+              "--budget", "8s", "--out", out, "--workers", "2", "--pass-timeout", "0.5s",
+              *FAST, *ONE_CELL, "--json")
+    assert r.returncode == 1, r.stderr  # crashes and timeouts are bugs
+    result = json.loads(r.stdout)
+    kinds = {(f["pass"], f["kind"]) for f in result["new"]}
+    assert ("fake-crash-on-add", "crash") in kinds
+    assert ("fake-hang-on-assign", "timeout") in kinds
+    assert ("fake-die-on-read", "crash") in kinds
+    assert result["status"] == "finished"
+    programs = {t["pass"]: t["programs"] for t in result["passes"]}
+    # every pass was fuzzed, the healthy one too, despite the others
+    assert all(programs[p] > 0 for p in ("fake-crash-on-add", "fake-hang-on-assign",
+                                          "fake-die-on-read", "fake-identity")), programs
+    with Store(out, readonly=True) as s:
+        crash = next(f for f in s.findings(kind="crash") if f["pass"] == "fake-crash-on-add")
+        assert crash["detail"]["error_type"] == "ZeroDivisionError"
+        died = next(f for f in s.findings(kind="crash") if f["pass"] == "fake-die-on-read")
+        assert "status 7" in died["message"]
+        assert s.findings(pass_name="fake-identity") == []
+
+
+def test_fixed_findings_are_reported_fixed_on_the_next_night(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    settings = dict(passes=["campaign_fakes:toggled"], out=str(tmp_path), cells=[("atomic", "outputs+state")],
+                    checker="concrete", generator="campaign_fakes:small_generator")
+    log = io.StringIO()
+    night1 = run_campaign(CampaignSettings(budget=3.0, **settings), stream=log, live=False)
+    assert night1.new and not night1.known and not night1.fixed
+    assert "finding #1 new unsound in fake-toggled" in log.getvalue()
+    monkeypatch.setenv("TFSEM_FAKE_FIXED", "1")
+    night2 = run_campaign(CampaignSettings(budget=1.0, **settings), stream=io.StringIO(), live=False)
+    assert {f["id"] for f in night2.fixed} == {f["id"] for f in night1.new}
+    assert not night2.new and not night2.known
+    with Store(tmp_path, readonly=True) as s:
+        assert all(f["status"] == "fixed" for f in s.findings())
+        assert s.history()[1]["fixed"] == len(night1.new)
+
+
+def test_a_second_campaign_on_the_same_dir_is_refused_while_one_runs(tmp_path):
+    out = tmp_path / "campaign"
+    proc = subprocess.Popen([sys.executable, "-m", "tfsem", "fuzz", "--pass", "campaign_fakes:identity",
+                             "--budget", "30s", "--out", str(out), *FAST, *ONE_CELL],
+                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                with Store(out, readonly=True) as s:
+                    if s.campaigns():
+                        break
+            except Exception:
+                pass
+        r = tfsem("fuzz", "--pass", "campaign_fakes:identity", "--budget", "1s", "--out", out, *FAST)
+        assert r.returncode == 2 and "another campaign is running" in r.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    with Store(out, readonly=True) as s:
+        assert s.campaigns()[0]["status"] == "interrupted"  # SIGTERM is a clean stop
+
+
+def test_fuzz_usage_errors(tmp_path):
+    r = tfsem("fuzz", "--pass", "no-such-pass", "--budget", "1s", "--out", tmp_path)
+    assert r.returncode == 2 and "no-such-pass" in r.stderr
+    r = tfsem("fuzz", "--pass", "campaign_fakes:identity", "--budget", "soon", "--out", tmp_path)
+    assert r.returncode == 2
+
+
+# ---------------------------------------------------------------------------
+# verify and claims
+
+
+def test_verify_judges_claims(monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    cells = [("atomic", "outputs+state"), ("atomic", "outputs")]
+    kw = dict(checker="concrete", generator="campaign_fakes:small_generator", seed=3)
+    wrong = verify_pass("campaign_fakes:drop_assigns_claims_sound", 4.0, cells[:1], **kw)
+    assert [c.judgement for c in wrong.cells] == [CONTRADICTED]
+    assert wrong.bugs and all(f.record.claim == "sound" for f in wrong.bugs)
+
+    right = verify_pass("campaign_fakes:drop_assigns", 4.0, cells[:1], **kw)
+    assert [c.judgement for c in right.cells] == [CONFIRMED]
+    assert right.findings and not right.bugs
+
+    unconfirmed = verify_pass("campaign_fakes:identity_claims_unsound", 1.0, cells[:1], **kw)
+    assert [c.judgement for c in unconfirmed.cells] == [NOT_CONFIRMED] and not unconfirmed.findings
+
+    sound = verify_pass("campaign_fakes:identity", 1.0, cells[:1], **kw)
+    assert [c.judgement for c in sound.cells] == [NO_COUNTEREXAMPLE] and not sound.findings
+
+
+def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path):
+    r = tfsem("verify", "campaign_fakes:drop_assigns_claims_sound", "--budget", "3s", "--seed", "1",
+              "--out", tmp_path, *FAST, *ONE_CELL)
+    assert r.returncode == 1, r.stderr
+    assert "finding 1: unsound" in r.stdout and "BUG: the pass claims sound here" in r.stdout
+    assert "contradicted" in r.stdout
+    cases = sorted(tmp_path.glob("finding-*-unsound.case.json"))
+    assert cases and f"tfsem check {cases[0]}" in r.stdout
+    case = json.loads(cases[0].read_text())
+    assert case["format"] == "tfsem.case/1" and case["expect"] == "unsound"
+    assert len(case["original"]["nodes"]) <= 4  # shrunk
+    # the reproducer reproduces with the real checker
+    check = tfsem("check", cases[0])
+    assert check.returncode == 1 and "unsound" in check.stdout
+
+    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "ok",
+               *FAST, *ONE_CELL, "--json")
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert data["findings"] == [] and data["cells"][0]["result"] == NO_COUNTEREXAMPLE
+    assert data["cells"][0]["programs"] > 0
+
+
+def test_verify_reports_a_crash_with_its_reproducer(tmp_path):
+    r = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", "2s", "--out", tmp_path,
+              *FAST, *ONE_CELL, "--json")
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    crash = next(f for f in data["findings"] if f["kind"] == "crash")
+    assert crash["detail"]["error_type"] == "ZeroDivisionError"
+    assert crash["command"].startswith("tfsem rewrite campaign_fakes:crash_on_add ")
+    assert Path(crash["reproducer"]).exists()
+
+
+def test_verify_unknown_pass_is_a_usage_error():
+    r = tfsem("verify", "no-such-pass", "--budget", "1s")
+    assert r.returncode == 2 and "no-such-pass" in r.stderr
