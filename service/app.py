@@ -32,6 +32,7 @@ from typing import Any, Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -79,7 +80,45 @@ def error_response(status: int, error: str, message: str, headers: dict[str, str
     return json_response({"error": error, "message": message}, status, headers)
 
 
-def create_app(services: Services, limits: Limits | None = None) -> Starlette:
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header: `127.0.0.1:8787` -> `127.0.0.1`,
+    `[::1]:8787` -> `[::1]`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[:header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """Answer only requests addressed to one of `allowed` host names.
+
+    A server on loopback is reachable from web pages the user opens: a page
+    on a domain that re-resolves to 127.0.0.1 (DNS rebinding) could read the
+    findings.  Such requests carry the page's host name, so naming the
+    loopback names as the only allowed ones shuts them out."""
+
+    def __init__(self, app, allowed: frozenset[str]):
+        self.app, self.allowed = app, frozenset(a.lower() for a in allowed)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            raw = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
+            if host_name(raw) not in self.allowed:
+                response = error_response(421, "misdirected request",
+                                          f"this server answers requests for {', '.join(sorted(self.allowed))}, "
+                                          f"not {raw!r}")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(services: Services, limits: Limits | None = None, *,
+               allowed_hosts: frozenset[str] | None = None) -> Starlette:
+    """`allowed_hosts`: the host names requests must be addressed to (None:
+    any; the server gives the loopback names when it listens on loopback)."""
     limits = limits or Limits()
     pool, view = services.pool, services.view
     available = dict(services.jobs_available if services.jobs_available is not None else jobs.available())
@@ -153,6 +192,8 @@ def create_app(services: Services, limits: Limits | None = None) -> Starlette:
                         "and its worker process was stopped",
                 "memory": f"memory limit: the computation needed more than {limits.worker_memory_mb} MiB "
                           "and its worker process was restarted",
+                "too-large": "size limit: the answer was larger than the server sends "
+                             "(ask for fewer outcomes with `limit`)",
             }.get(result.stopped, "the worker process died during the computation and was restarted")
             return json_response(jobs.unknown_verdict(reason, semantics, observe, command), 200, headers)
         return json_response(result.body, result.status, headers)
@@ -267,7 +308,8 @@ def create_app(services: Services, limits: Limits | None = None) -> Starlette:
         Route("/index.html", get_index, methods=["GET"]),
         Route("/findings/{page}", get_finding_page, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan,
+    middleware = [Middleware(HostCheck, allowed=allowed_hosts)] if allowed_hosts is not None else []
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
 
 

@@ -33,6 +33,8 @@ def _errors(*codes: int) -> dict:
             404: "No such route, or no such finding.",
             405: "The route exists but not with this method.",
             413: "The request body is larger than the server takes.",
+            421: "The request is addressed to a host name this server does not answer for (a server "
+                 "on loopback answers only requests for loopback names).",
             501: "This installation lacks the part that would answer.",
             503: "Every worker is busy and the queue is full or waited too long; retry later "
                  "(see the Retry-After header)."}
@@ -219,7 +221,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
         {"name": "status", "in": "query", "required": False, "schema": {"enum": ["new", "known", "fixed"]}},
     ]
     body = lambda name: {"required": True, "content": {"application/json": {"schema": _ref(name)}}}  # noqa: E731
-    return {
+    doc = {
         "openapi": "3.1.0",
         "info": {"title": "tfsem serve", "version": __version__,
                  "description": "Verification of graph rewrites of TensorFlow-style programs as a service: "
@@ -272,3 +274,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
             "Health": health,
         }},
     }
+    for item in doc["paths"].values():
+        for op in item.values():
+            op["responses"].update(_errors(421))
+    return doc

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .app import Services, create_app
+from .app import LOOPBACK_NAMES, Services, create_app
 from .campaign_view import CampaignView
 from .limits import Limits
 from .workers import WorkerPool
@@ -70,7 +70,9 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
 
     pool = WorkerPool(limits.workers, jobs_module=jobs_module, memory_mb=limits.worker_memory_mb,
                       max_waiting=limits.max_waiting, queue_wait=limits.queue_wait)
-    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits)
+    # On loopback, only requests addressed to a loopback name (see HostCheck).
+    allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
+    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits, allowed_hosts=allowed)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
                             timeout_keep_alive=5, timeout_graceful_shutdown=int(limits.max_timeout) + 5,
                             limit_concurrency=limits.workers + limits.max_waiting + 64,

@@ -45,7 +45,9 @@ class Overloaded(RuntimeError):
 class JobResult:
     status: int                 #: HTTP status: 200, 400, 500
     body: Any                   #: JSON answer
-    stopped: str | None = None  #: "time" or "memory" or "died" when the worker was stopped or lost
+    #: why the worker was stopped or lost: "time", "memory", "too-large" (an
+    #: answer over MAX_ANSWER_BYTES) or "died"
+    stopped: str | None = None
     seconds: float = 0.0
 
 
@@ -208,7 +210,11 @@ class WorkerPool:
             answer = await worker.request({"job": job, "payload": payload, "budget": budget}, deadline)
         except asyncio.TimeoutError:
             stopped = "time"
-        except (EOFError, ConnectionError, ValueError):
+        except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            stopped = "too-large"
+        except ValueError as exc:  # StreamReader: "chunk is longer than limit", or not JSON
+            stopped = "too-large" if "limit" in str(exc) else "died"
+        except (EOFError, ConnectionError):
             stopped = "died"
         except BaseException:
             worker.kill()

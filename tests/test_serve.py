@@ -365,3 +365,13 @@ def test_listening_socket_is_tcp_so_answers_are_not_delayed():
         sock.close()
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+
+
+def test_on_loopback_only_loopback_host_names_are_answered(server):
+    """DNS rebinding: a web page whose domain re-resolves to 127.0.0.1 sends
+    its own host name; the server refuses it."""
+    ans = server.get("/v1/findings", headers={"Host": "attacker.example"})
+    assert ans.status == 421 and ans.json()["error"] == "misdirected request"
+    assert server.post("/v1/outcomes", load_store_request(), headers={"Host": "attacker.example:80"}).status == 421
+    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", "LOCALHOST"):
+        assert server.get("/v1/health", headers={"Host": host}).status == 200, host

@@ -89,6 +89,16 @@ def test_a_runaway_allocation_hits_the_memory_cap(server):
     wait_for_worker(server, before["restarts"] + 1)
 
 
+def test_an_answer_too_large_is_unknown_and_the_worker_replaced(server):
+    wait_for_worker(server, 0)
+    before = health(server)
+    ans = server.post("/v1/outcomes", outcomes_of("big"))
+    assert ans.status == 200 and ans.json()["verdict"] == "unknown"
+    assert "size limit" in ans.json()["reason"]
+    wait_for_worker(server, before["restarts"] + 1)
+    assert server.post("/v1/outcomes", outcomes_of("ok")).json()["count"] == 1
+
+
 def test_past_the_concurrency_bound_requests_get_503(server):
     wait_for_worker(server, 0)
     restarts = health(server)["restarts"]

@@ -5,7 +5,8 @@ jobs that a server started by these tests may be given (`serve_with_jobs`).
 `JOBS` below is a worker menu like tfsem.service.jobs.JOBS, with jobs that
 misbehave on purpose: one that ignores its budget (the hard time limit must
 stop it), one that allocates without bound (the memory cap must stop it), one
-that raises (a 500, and the worker lives on), one that kills its own process.
+that raises (a 500, and the worker lives on), one that kills its own process,
+one whose answer is larger than the server takes from a worker.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def _hog(payload: dict, budget: float) -> dict:
         blocks.append(bytearray(64 << 20))
 
 
+def _big(payload: dict, budget: float) -> dict:
+    from tfsem.service.workers import MAX_ANSWER_BYTES
+    return {"count": 1, "outcomes": ["x" * (MAX_ANSWER_BYTES + 1024)], "stats": {}}
+
+
 def _die(payload: dict, budget: float) -> dict:
     os._exit(3)
 
@@ -56,7 +62,7 @@ def _pick(payload: dict, budget: float) -> Any:
     first variable name (the program itself must be valid)."""
     variables = payload["program"].get("variables") or ["ok"]
     name = variables[0] if isinstance(variables, list) else next(iter(variables))
-    job = {"sleep": _sleep, "fail": _fail, "hog": _hog, "die": _die}.get(name, real_jobs.outcomes)
+    job = {"sleep": _sleep, "fail": _fail, "hog": _hog, "die": _die, "big": _big}.get(name, real_jobs.outcomes)
     return job(payload, budget)
 
 
