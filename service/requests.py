@@ -37,6 +37,10 @@ def parse_body(raw: bytes, limits: Limits) -> Any:
         raise ProgramError([Violation("request", "bad-json", "not UTF-8 text")]) from None
     try:
         data = parse_json_text(text, "request")
+    except ProgramError:
+        raise
+    except ValueError as exc:  # what JSONDecodeError misses: an integer of more than 4300 digits
+        raise ProgramError([Violation("request", "bad-json", f"not valid JSON: {exc}")]) from None
     except RecursionError:
         data = None
         depth = limits.max_json_depth + 1

@@ -201,7 +201,9 @@ def requests(draw, schemas: Schemas, reals: dict[str, list[dict]]):
         kind = draw(st.sampled_from(["schema", "mutated", "real", "real-mutated", "bytes"]))
         if kind == "bytes":
             raw = draw(st.binary(max_size=40) | st.sampled_from(
-                [b"", b"{", b"null", b"[]", b'{"program": NaN}', b"\xff\xfe", b'{"a":1}' * 3]))
+                [b"", b"{", b"null", b"[]", b'{"program": NaN}', b"\xff\xfe", b'{"a":1}' * 3,
+                 b'{"program": ' + b"9" * 5000 + b"}", b'{"program": 1e999}', b'"\\ud800"',
+                 b"[" * 100 + b"]" * 100]))
         else:
             body = draw(st.sampled_from(reals[path])) if kind.startswith("real") else draw(schemas.strategy(schema))
             if kind.endswith("mutated"):
