@@ -566,7 +566,7 @@ class Campaign:
                     self.progress.note("hard stop: Dask tasks still running were cancelled")
                     break
                 for msg in q.get(batch=True):
-                    self._handle(store, tuple(msg))
+                    self._handle(store, tuple(json.loads(msg)))
                 for k, fut in list(pending.items()):
                     if fut.status == "finished":
                         result = fut.result()
@@ -585,7 +585,7 @@ class Campaign:
                 time.sleep(0.2)
             time.sleep(0.5)
             for msg in q.get(batch=True):
-                self._handle(store, tuple(msg))
+                self._handle(store, tuple(json.loads(msg)))
         finally:
             for fut in futures.values():
                 if fut.status == "pending":
@@ -600,7 +600,7 @@ def _dask_task(task: dict, queue_name: str, entries: dict | None, shared_db: str
     q = Queue(queue_name, client=get_client())
 
     def emit(msg: tuple) -> None:
-        q.put(list(msg))
+        q.put(json.dumps(list(msg)))  # as text: Dask's serialization turns lists into tuples
 
     if shared_db:
         database: ExampleDatabase | None = open_example_db(CampaignSettings([], 0, "", example_db=shared_db))

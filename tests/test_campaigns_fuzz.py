@@ -183,21 +183,28 @@ def test_fuzz_usage_errors(tmp_path):
 
 
 def test_verify_judges_claims(monkeypatch):
+    """Claims against findings, with the passes run in this process (the
+    sandbox is tested on its own) to keep the test fast."""
     monkeypatch.syspath_prepend(str(TESTS))
-    cells = [("atomic", "outputs+state"), ("atomic", "outputs")]
+    import campaign_fakes as fakes
+    from test_campaigns_loop import InlineRunner
+
+    cell = [("atomic", "outputs+state")]
     kw = dict(checker="concrete", generator="campaign_fakes:small_generator", seed=3)
-    wrong = verify_pass("campaign_fakes:drop_assigns_claims_sound", 4.0, cells[:1], **kw)
+    wrong = verify_pass("campaign_fakes:drop_assigns_claims_sound", 2.5, cell,
+                        runner=InlineRunner(fakes._drop_assigns), **kw)
     assert [c.judgement for c in wrong.cells] == [CONTRADICTED]
     assert wrong.bugs and all(f.record.claim == "sound" for f in wrong.bugs)
 
-    right = verify_pass("campaign_fakes:drop_assigns", 4.0, cells[:1], **kw)
+    right = verify_pass("campaign_fakes:drop_assigns", 2.5, cell, runner=InlineRunner(fakes._drop_assigns), **kw)
     assert [c.judgement for c in right.cells] == [CONFIRMED]
     assert right.findings and not right.bugs
 
-    unconfirmed = verify_pass("campaign_fakes:identity_claims_unsound", 1.0, cells[:1], **kw)
+    unconfirmed = verify_pass("campaign_fakes:identity_claims_unsound", 0.7, cell,
+                              runner=InlineRunner(fakes._identity), **kw)
     assert [c.judgement for c in unconfirmed.cells] == [NOT_CONFIRMED] and not unconfirmed.findings
 
-    sound = verify_pass("campaign_fakes:identity", 1.0, cells[:1], **kw)
+    sound = verify_pass("campaign_fakes:identity", 0.7, cell, runner=InlineRunner(fakes._identity), **kw)
     assert [c.judgement for c in sound.cells] == [NO_COUNTEREXAMPLE] and not sound.findings
 
 
