@@ -74,7 +74,8 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
     allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
     app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits, allowed_hosts=allowed)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
-                            timeout_keep_alive=5, timeout_graceful_shutdown=int(limits.max_timeout) + 5,
+                            timeout_keep_alive=5,
+                            timeout_graceful_shutdown=int(limits.hard_deadline(limits.max_timeout)) + 2,
                             limit_concurrency=limits.workers + limits.max_waiting + 64,
                             server_header=False)
     server = uvicorn.Server(config)
