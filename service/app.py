@@ -28,7 +28,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -172,7 +172,9 @@ def create_app(services: Services, limits: Limits | None = None, *,
                                   f"the request body is over {limits.max_body_bytes} bytes, "
                                   "the most this server takes")
         try:
-            req = decode(parse_body(raw, limits), limits)
+            # in a thread: a large body takes tens of milliseconds to decode,
+            # and the event loop keeps answering meanwhile
+            req = await asyncio.to_thread(lambda: decode(parse_body(raw, limits), limits))
         except ProgramError as exc:
             return json_response(error_body(exc, command), 400)
         except RecursionError:
@@ -312,5 +314,3 @@ def create_app(services: Services, limits: Limits | None = None, *,
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
 
-
-Handler = Callable[[Request], Awaitable[Response]]

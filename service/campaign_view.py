@@ -15,7 +15,6 @@ disk and from the server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 #: columns of a finding row that the list leaves out (the detail has them)
 _HEAVY = ("original", "rewritten", "case_json", "canonical", "feeds", "init", "schedule", "verdict",
