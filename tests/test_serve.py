@@ -162,6 +162,15 @@ def test_check_answers_the_library_verdict(server, name):
     assert without_seconds(ans.json()) == without_seconds(expected)
 
 
+def test_check_equals_the_cli_json(server, capsys):
+    pytest.importorskip("tfsem.commands.check")
+    for name, status in ((LOAD_STORE, 1), ("pass_cse.json", 0), ("invalid_arity.json", 1)):
+        assert cli_main(["check", str(CASES / name), "--json", "--timeout", "5"]) == status
+        cli = json.loads(capsys.readouterr().out)
+        ans = server.post("/v1/check", dict(case_json(name), timeout=5))
+        assert without_seconds(ans.json()) == without_seconds(cli), name
+
+
 def test_check_settings_of_the_request_apply(server):
     case = case_json("seed002_two_increments_split_atomic.json")  # unsound in atomic mode only
     assert case["semantics"] == "atomic" and case["expect"] == "unsound"
