@@ -43,8 +43,8 @@ from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
 
 from . import minimize as mini
 from .encode import Encoder
-from .symbolic import (Algebra, Component, SymbolicLimit, SymbolicOutcomes, Term,
-                       accessed_variables, sample_equal, symbolic_outcomes)
+from .symbolic import (Algebra, Component, SymbolicLimit, SymbolicOutcomes, Term, components,
+                       sample_equal, symbolic_outcomes)
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
                       Verdict)
 
@@ -219,7 +219,17 @@ class _Checker:
 
     def prove(self) -> tuple[_Found | None, str]:
         p, p2 = self.p, self.p2
-        split = sorted(accessed_variables(p) | accessed_variables(p2))
+        if p == p2:
+            self.stats["identical"] = True
+            return None, ""
+        # components the rewrite left alone have the same outcomes on both
+        # sides: they are neither explored nor split into patterns
+        ours, theirs = components(p), components(p2)
+        self.same = frozenset(sig for sig, _ in ours) & frozenset(sig for sig, _ in theirs)
+        self.stats["unchanged_components"] = len(self.same)
+        split = sorted({x for prog, comps in ((p, ours), (p2, theirs)) for sig, (names, _, _) in comps
+                        if sig not in self.same for n in names
+                        if (x := prog.accessed_variable(n)) is not None})
         if len(split) > MAX_SPLIT_VARIABLES:
             raise _GiveUp("budget", f"{len(split)} variables are accessed: 2^{len(split)} "
                                     f"initialization patterns (limit 2^{MAX_SPLIT_VARIABLES})")
@@ -255,7 +265,7 @@ class _Checker:
         budget = Budget(SYMBOLIC_MAX_STATES, seconds)
         try:
             result = symbolic_outcomes(program, self.algebra, self.feeds, init, self.semantics,
-                                       self.observe, budget)
+                                       self.observe, budget, self.same)
         except BudgetExceeded as exc:
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
@@ -296,7 +306,7 @@ class _Checker:
         sched: list[str] = []
         for j, comp in enumerate(theirs.components):
             sched.extend(chosen[j] if j in chosen else next(iter(comp.outcomes.values())))
-        return sched
+        return sched + list(theirs.skipped_schedule)
 
     def query(self, target: Component, t: tuple, schedule: list[str], uninit: frozenset[str],
               unconfirmed: list[str]) -> _Found | None:

@@ -70,10 +70,11 @@ class Term:
     (`value` a numpy scalar), or a function: "add", "sub", "mul", "neg",
     "max", "min" (`args` the operands)."""
 
-    __slots__ = ("op", "dtype", "args", "value", "__weakref__")
+    __slots__ = ("op", "dtype", "args", "value", "serial", "__weakref__")
 
-    def __init__(self, op: str, dtype: str, args: tuple["Term", ...], value: Any):
+    def __init__(self, op: str, dtype: str, args: tuple["Term", ...], value: Any, serial: int = 0):
         self.op, self.dtype, self.args, self.value = op, dtype, args, value
+        self.serial = serial   # creation order within its Algebra: a stable tie-breaker
 
     def __repr__(self) -> str:
         if self.op in ("feed", "init"):
@@ -120,6 +121,14 @@ SymValue = Error | SymTensor | Opaque
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
          "max": np.maximum, "min": np.minimum}
 
+#: Operations whose operands may be put in a canonical order, because the
+#: results are equal under SPEC equality.  Float Add and Mul are commutative
+#: (IEEE 754: only a NaN's payload may depend on the order, and all NaNs are
+#: equal); float Max and Min are not (numpy returns one operand on a tie of
+#: +0.0 and -0.0).
+_COMMUTATIVE = {"int64": frozenset({"add", "mul", "max", "min"}),
+                "float32": frozenset({"add", "mul"})}
+
 #: Built-in functions the encoder knows, by registry name, with their
 #: elementwise op ("" for the structural ones).
 ELEMENTWISE = {"Add": "add", "Sub": "sub", "Mul": "mul", "Neg": "neg", "Max": "max", "Min": "min"}
@@ -156,7 +165,7 @@ class Algebra:
         key = (op, dtype, tuple(map(id, args)), vkey if vkey is not None else value)
         t = self._terms.get(key)
         if t is None:
-            t = self._terms[key] = Term(op, dtype, args, value)
+            t = self._terms[key] = Term(op, dtype, args, value, len(self._terms))
             if op in ("feed", "init"):
                 self.leaves.append(t)
         return t
@@ -173,6 +182,8 @@ class Algebra:
             with np.errstate(all="ignore"):
                 r = _FOLD[op](*(np.array(a.value) for a in args))
             return self.const(r, dtype)
+        if op in _COMMUTATIVE[dtype] and args[0].serial > args[1].serial:
+            args = (args[1], args[0])
         return self.term(op, dtype, args)
 
     def tensor(self, dtype: str, shape: tuple[int, ...], elems: Iterable[Term]) -> SymTensor:
@@ -343,20 +354,59 @@ class SymbolicOutcomes:
     components: list[Component]
     states: int
     seconds: float
+    #: a schedule of the components left out (see `symbolic_outcomes`)
+    skipped_schedule: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
         return math.prod(len(c.outcomes) for c in self.components)
 
 
+Signature = tuple
+
+
+def component_signature(p: Program, names: Sequence[str], variables: Sequence[str],
+                        outputs: Sequence[str]) -> Signature:
+    """What determines a component's outcome set: its nodes (names, operations,
+    inputs, attributes), its variables (with their types) and its outputs.
+    Two programs' components with the same signature have the same outcome
+    sets, as terms, for the same symbolic σ."""
+    return (frozenset(p.node[n] for n in names),
+            tuple((x, p.variables[x]) for x in variables),
+            tuple((o, p.outputs[o]) for o in outputs))
+
+
+def components(p: Program) -> list[tuple[Signature, tuple[list[str], list[str], list[str]]]]:
+    return [(component_signature(p, *c), c) for c in explore.components(p)]
+
+
+def _canonical_schedule(p: Program, names: Sequence[str], semantics: str) -> list[str]:
+    """A valid schedule of a component on its own: topological order, an
+    Assign's two steps together in decomposed mode."""
+    out = []
+    for n in names:   # explore.components lists nodes in topological order
+        if semantics == "decomposed" and p.node[n].op == "Assign":
+            out += [n + "@read", n + "@write"]
+        else:
+            out.append(n)
+    return out
+
+
 def symbolic_outcomes(p: Program, algebra: Algebra, feeds: Mapping[str, SymValue],
                       init: Mapping[str, SymValue], semantics: str, observe: str,
-                      budget: Budget) -> SymbolicOutcomes:
+                      budget: Budget, skip: frozenset = frozenset()) -> SymbolicOutcomes:
     """Outcomes(P, σ) for symbolic σ = (feeds, init); a variable missing from
-    `init` starts uninitialized.  Raises BudgetExceeded or SymbolicLimit."""
+    `init` starts uninitialized.  Components whose signature is in `skip` are
+    left out (the caller knows them to be the same on both sides); a schedule
+    of theirs is kept so that whole-program schedules can be built.  Raises
+    BudgetExceeded or SymbolicLimit."""
     started = time.monotonic()
     out = []
-    for names, variables, outputs in explore.components(p):
+    skipped: list[str] = []
+    for signature, (names, variables, outputs) in components(p):
+        if signature in skip:
+            skipped += _canonical_schedule(p, names, semantics)
+            continue
         comp = _SymbolicComponent(algebra, p, names, semantics, observe, feeds, variables, outputs)
         found = explore._explore(comp, init, budget)
         parts = tuple(("output", o) for o in outputs)
@@ -365,7 +415,7 @@ def symbolic_outcomes(p: Program, algebra: Algebra, feeds: Mapping[str, SymValue
         outcomes = {tuple(v for _, v in o.outputs) + tuple(v for _, v in (o.state or ())): w
                     for o, w in found.items()}
         out.append(Component(parts, outcomes))
-    return SymbolicOutcomes(out, budget.states, time.monotonic() - started)
+    return SymbolicOutcomes(out, budget.states, time.monotonic() - started, tuple(skipped))
 
 
 def accessed_variables(p: Program) -> set[str]:

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from tfsem.checking import check as check_module
 from tfsem.checking import check_rewrite
+from tfsem.checking.symbolic import has_encoding
+from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import BudgetExceeded, outcome_set
 from tfsem.oracle.program import ControlIn, FeedControlIn, Program, ProgramError, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
@@ -59,10 +61,17 @@ def assert_reproduces(p: Program, q: Program, verdict) -> None:
     assert outcome not in outcome_set(p, feeds, init, data["semantics"], data["observe"])
 
 
+def all_encoded(p: Program) -> bool:
+    """Whether every function of p has an exact encoding (a user's function
+    registered elsewhere may appear in generated programs)."""
+    return all(has_encoding(fns.get(n.op)) for n in p.nodes if fns.lookup(n.op) is not None)
+
+
 def check_against_oracle(p: Program, q: Program, sigmas, semantics: str, observe: str):
     verdict = check_rewrite(p, q, semantics, observe, timeout=TIMEOUT)
     assert verdict.verdict != "invalid", verdict.reason
-    assert verdict.stats.get("unconfirmed", 0) == 0, verdict.describe()
+    if all_encoded(p) and all_encoded(q):
+        assert verdict.stats.get("unconfirmed", 0) == 0, verdict.describe()
     differs = [s for s in sigmas if concrete_difference(p, q, *s, semantics, observe)]
     if differs:
         assert verdict.verdict != "sound", (f"sound, but σ={differs[0]} shows a difference\n"
@@ -168,7 +177,8 @@ def test_mutations_produce_unsound_verdicts_that_reproduce(samples, monkeypatch)
                 q = p.replace(nodes=p.nodes[:i] + (n.replace(op=other),) + p.nodes[i + 1:])
                 v = check_rewrite(p, q, timeout=TIMEOUT)
                 verdicts.append(v.verdict)
-                assert v.stats["unconfirmed"] == 0, v.describe()
+                if all_encoded(p) and all_encoded(q):
+                    assert v.stats["unconfirmed"] == 0, v.describe()
                 if v.verdict == "unsound":
                     assert_reproduces(p, q, v)
                     assert v.stats.get("sampled", False) == bool(samples)

@@ -15,7 +15,7 @@ import pytest
 from tfsem.checking import check_case, check_rewrite
 from tfsem.oracle.explore import outcome_set
 from tfsem.oracle.jsonio import load_case
-from tfsem.oracle.program import ProgramError
+from tfsem.oracle.program import ControlIn, DataIn, Program, ProgramError
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import value_from_json
 
@@ -57,5 +57,21 @@ def test_every_corpus_program_is_a_sound_rewrite_of_itself(path):
     except ProgramError:
         pass  # an invalid rewrite on purpose
     for p in programs:
-        verdict = check_rewrite(p, p, case.semantics, case.observe, timeout=TIMEOUT)
+        # renamed, so that the checker cannot take the shortcut for identical
+        # programs: the proof goes through the symbolic oracle
+        verdict = check_rewrite(p, renamed(p), case.semantics, case.observe, timeout=TIMEOUT)
         assert verdict.verdict == "sound", f"{path.name}: {verdict.describe()}"
+        assert not verdict.stats.get("identical")
+
+
+def renamed(p: Program) -> Program:
+    """p with every node renamed (the same program up to node names)."""
+    def ref(i):
+        if isinstance(i, DataIn):
+            return DataIn(i.node + "_r", i.port)
+        if isinstance(i, ControlIn):
+            return ControlIn(i.node + "_r")
+        return i
+    nodes = tuple(n.replace(name=n.name + "_r", inputs=tuple(ref(i) for i in n.inputs))
+                  for n in p.nodes)
+    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
