@@ -51,6 +51,7 @@ from tfsem.oracle.values import Value, value_to_json
 
 from .checks import CheckPlan, interface_problems
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
+from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
 from .targets import Target, resolve_pass
 
@@ -79,6 +80,10 @@ class LoopConfig:
     seed: int | None = None
     round_examples: int = 500
     round_seconds: float = 20.0
+    #: after a round's first failure, Hypothesis shrinks for at most this long
+    shrink_seconds: float = 5.0
+    #: then the structural reducer (reduce.py) works on each finding this long
+    reduce_seconds: float = 5.0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -174,23 +179,29 @@ def _origin(record: FindingRecord) -> tuple:
             record.detail.get("error_type", "") if record.kind == CRASH else "")
 
 
-def _smallest_per_origin(records: list[FindingRecord]) -> list[FindingRecord]:
-    best: dict[tuple, FindingRecord] = {}
-    for r in records:
+def _smallest_per_origin(failures: list[tuple]) -> list[tuple]:
+    """(record, program, feeds, init) tuples: the smallest per origin."""
+    best: dict[tuple, tuple] = {}
+    sizes: dict[tuple, tuple] = {}
+    for item in failures:
+        r = item[0]
         key = _origin(r)
         size = (r.size, len(json.dumps(r.original, sort_keys=True)))
-        if key not in best or size < (best[key].size, len(json.dumps(best[key].original, sort_keys=True))):
-            best[key] = r
+        if key not in best or size < sizes[key]:
+            best[key], sizes[key] = item, size
     return list(best.values())
 
 
 class _Round:
-    def __init__(self, gen_deadline: float, hard_deadline: float):
+    def __init__(self, gen_deadline: float, grace: float):
         self.gen_deadline = gen_deadline
-        self.hard_deadline = hard_deadline
+        self.grace = grace
+        self.hard_deadline = gen_deadline + grace
         self.failed = False
         self.over = False
         self.memo: dict[str, FindingRecord | None] = {}
+        #: memo key -> (record, program, feeds, init) of each failing example
+        self.failures: dict[str, tuple] = {}
 
 
 class FuzzLoop:
@@ -232,6 +243,11 @@ class FuzzLoop:
         self._reported = LoopStats()
         self._last_report = time.monotonic()
         self.claim = self.target.claim((config.semantics, config.observe))
+        #: seconds from the start of run() to the first failing example (before
+        #: shrinking), and to the first finding reported (after it)
+        self.first_failure_after: float | None = None
+        self.first_report_after: float | None = None
+        self._started = time.monotonic()
 
     # -- one example ----------------------------------------------------------
 
@@ -380,8 +396,15 @@ class FuzzLoop:
                 rnd.memo[key] = outcome
                 self.stats.programs += 1
                 self._maybe_report_stats()
+                if outcome is not None:
+                    rnd.failures[key] = (outcome, program, feeds, init)
+                    if not rnd.failed:  # Hypothesis's share of shrinking starts now
+                        rnd.hard_deadline = min(rnd.hard_deadline,
+                                                time.monotonic() + self.config.shrink_seconds)
             if outcome is not None:
                 rnd.failed = True
+                if self.first_failure_after is None:
+                    self.first_failure_after = time.monotonic() - self._started
                 raise_finding(outcome)
 
         phases = [Phase.explicit, Phase.generate, Phase.target, Phase.shrink]
@@ -406,7 +429,22 @@ class FuzzLoop:
             if not rnd.over and not findings_in(exc):
                 self.stats.generator_errors += 1
                 self.stats.last_error = f"{type(exc).__name__}: {exc}"[:500]
-        return _smallest_per_origin([r for r in rnd.memo.values() if r is not None])
+        limit = rnd.gen_deadline + rnd.grace
+        return [self._reduce(*item, limit=limit) for item in _smallest_per_origin(list(rnd.failures.values()))]
+
+    def _reduce(self, record: FindingRecord, program: Program, feeds: Mapping[str, Value],
+                init: Mapping[str, Value], limit: float) -> FindingRecord:
+        """Finish shrinking with the structural reducer (reduce.py), for at
+        most `reduce_seconds`, and not much past the round's time `limit`."""
+        if self.config.reduce_seconds <= 0 or self.should_stop():
+            return record
+        origin = _origin(record)
+        now = time.monotonic()
+        deadline = min(now + self.config.reduce_seconds, max(now + 0.5, limit))
+        reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
+                                        lambda r: _origin(r) == origin, deadline)
+        self.stats.programs += tried
+        return reduced
 
     def run(self, seconds: float, shrink_seconds: float | None = None) -> list[FindingRecord]:
         """Fuzz for about `seconds` (plus up to `shrink_seconds` to finish
@@ -414,7 +452,7 @@ class FuzzLoop:
         given to `on_finding` when its round ends."""
         cfg = self.config
         grace = shrink_seconds if shrink_seconds is not None else min(30.0, max(1.0, 0.25 * seconds))
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         end = started + seconds
         rng = random.Random(cfg.seed) if cfg.seed is not None else None
         found: list[FindingRecord] = []
@@ -422,13 +460,15 @@ class FuzzLoop:
         try:
             while (first or time.monotonic() < end) and not self.should_stop():
                 gen_deadline = min(end, time.monotonic() + cfg.round_seconds)
-                rnd = _Round(gen_deadline, gen_deadline + grace)
+                rnd = _Round(gen_deadline, grace)
                 round_seed = rng.getrandbits(64) if rng is not None else None
                 records = self._run_round(rnd, round_seed, reuse=first)
                 first = False
                 self.stats.rounds += 1
                 for record in records:
                     record = self.finalize(record)
+                    if self.first_report_after is None:
+                        self.first_report_after = time.monotonic() - started
                     self.stats.findings += 1
                     found.append(record)
                     self.on_finding(record)
