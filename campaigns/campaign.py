@@ -1,16 +1,19 @@
 """`tfsem fuzz`: a campaign over many passes, on local worker processes or on
 a Dask cluster, recorded in `DIR/campaign.db`.
 
-The coordinator (this process) owns the database; workers only compute and
-send messages back: statistics, findings (each committed on arrival), and the
-outcome of replaying stored findings.  The plan:
+The coordinator (this process) owns the database; workers (worker.py, each a
+`python -m tfsem.campaigns.worker` process) only compute and send messages
+back: statistics, findings (each committed on arrival), and the outcome of
+replaying stored findings.  The plan:
 
 1. **Replay.**  Every open finding of the passes in this campaign is run
    again (the pass on its stored program, the check at its stored σ): still
    there, it is seen again (and *known*); gone, it is marked *fixed*.
 2. **Fuzz.**  The budget is split evenly over the (pass, cell) units; with
    more workers than units a unit is split into several slices with distinct
-   seeds.  Each slice runs a :class:`~tfsem.campaigns.loop.FuzzLoop`, whose
+   seeds.  Locally, a slice's time is set when a worker takes it: the time
+   left, shared among the slices still waiting, so that a slice that ran
+   over (shrinking) or ended early never starves the others.  Each slice runs a :class:`~tfsem.campaigns.loop.FuzzLoop`, whose
    Hypothesis database lives under DIR (`DIR/hypothesis`), so failures saved
    on an earlier night are replayed first.
 

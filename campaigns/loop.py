@@ -14,18 +14,22 @@ When a round's time is up (or the loop is asked to stop) and it has found
 nothing, the next example raises a private BaseException, which Hypothesis
 does not treat as a test failure: the run ends at once (with an error about
 inconsistent data generation, or the exception itself, either of which the
-loop ignores after it has ended the round on purpose).  Once a round has found something,
-Hypothesis goes on generating a little and then shrinks; new examples are
-evaluated until a *hard* deadline (the round's end plus a grace for
-shrinking), and the round ends at the first example after it.
+loop ignores after it has ended the round on purpose).  Once a round has
+found something, Hypothesis goes on generating a little and then shrinks;
+new examples are evaluated until a *hard* deadline (`shrink_seconds` after
+the first failure, and at most the round's end plus a grace), and the round
+ends at the first example after it.
 
-Every evaluated example is memoized by its program and σ.  The round's result
-is, for each distinct failure (kind, and which part differs or which error a
-crash raised), the smallest program found failing that way: what Hypothesis's
-shrinker reached, even when the round was cut short.  Hypothesis's final
-replay of its minimal example (and any repeat) reads the memo instead of
-running the pass again, so a pass that only sometimes times out cannot make
-the run flaky.
+Shrinking.  Every evaluated example is memoized by its program and σ.  For
+each distinct failure (kind, and which part differs or which error a crash
+raised) the round takes the smallest program found failing that way (what
+Hypothesis's shrinker reached, even when cut short), and the structural
+reducer (reduce.py) finishes the job on the program itself for up to
+`reduce_seconds`: Hypothesis shrinks the generator's choices, hundreds per
+program, which is thorough but slow; deleting nodes directly is fast.
+Hypothesis's final replay of its minimal example (and any repeat) reads the
+memo instead of running the pass again, so a pass that only sometimes times
+out cannot make the run flaky.
 
 The Hypothesis example database given to the loop is keyed by pass and cell
 (not by this file's source code, which is Hypothesis's default), so failures

@@ -64,9 +64,8 @@ def plan(stub):
 
 
 def _record(kind, **kw):
-    p = program_to_json(families.first_example()[0])
-    return FindingRecord(pass_name="p", kind=kind, semantics="atomic", observe="outputs+state",
-                         original=p, **kw)
+    kw.setdefault("original", program_to_json(families.first_example()[0]))
+    return FindingRecord(pass_name="p", kind=kind, semantics="atomic", observe="outputs+state", **kw)
 
 
 def _raise_site(record):
@@ -308,3 +307,51 @@ def test_resolve_pass_reads_claims():
     assert bare.claims == {} and callable(bare.fn)
     with pytest.raises(PassNotFound):
         resolve_pass("no-such-registered-pass")
+
+
+# ---------------------------------------------------------------------------
+# The structural reducer
+
+
+def test_reducer_removes_what_the_failure_does_not_need():
+    from tfsem.campaigns.reduce import reduce_finding
+
+    padded = P.program([P.var("v", "x"), P.const("c", 4), P.apply("junk", "Add", "c", "c"),
+                        P.write("w", "v", "$b", "^junk"), P.var("v2", "x"), P.read("r", "v2", "^w"),
+                        P.apply("n", "Neg", "r"), P.var("vy", "y"), P.read("ry", "vy")],
+                       {"out": "n", "other": "ry"}, ["x", "y"])
+
+    def evaluate(p, feeds, init):  # "fails" while the program writes x
+        writes = any(n.op == "Assign" and p.accessed_variable(n.name) == "x" for n in p.nodes)
+        return _record(UNSOUND, verdict={"differs": {"variable": "x"}},
+                       original=program_to_json(p)) if writes else None
+
+    start = evaluate(padded, {}, {})
+    reduced, tried = reduce_finding(padded, {"b": Tensor(1)}, {"x": Tensor(0)}, start, evaluate,
+                                    lambda r: True, time.monotonic() + 10)
+    p = program_from_json(reduced.original)
+    assert sorted(n.op for n in p.nodes) == ["Assign", "Var"]
+    assert list(p.variables) == ["x"] and not p.outputs
+    assert tried > 0
+
+
+def test_reducer_shrinks_a_padded_hoist_reads_counterexample_to_three_nodes():
+    from tfsem.campaigns.reduce import reduce_finding
+
+    rewrites = pytest.importorskip("tfsem.rewrites")
+    hoist = rewrites.builtin_passes()["hoist-reads"]
+    padded = P.program([P.var("vx", "x"), P.const("k", 2), P.apply("b2", "Add", "$b", "k"),
+                        P.write("w", "vx", "b2"), P.var("vx2", "x"), P.read("r", "vx2", "^w", "^k"),
+                        P.apply("o", "Copy", "r")], {"out": "o"}, ["x"])
+    feeds, init = {"b": Tensor(1)}, {"x": Tensor(0)}
+
+    def evaluate(p, f, i):
+        v = concrete_check(p, hoist(p), f, i, "atomic", "outputs")
+        return _record(UNSOUND, verdict=v, original=program_to_json(p)) if v["verdict"] == "unsound" else None
+
+    start = evaluate(padded, feeds, init)
+    assert start is not None
+    reduced, _ = reduce_finding(padded, feeds, init, start, evaluate, lambda r: True, time.monotonic() + 20)
+    p = program_from_json(reduced.original)
+    # Var (shared), Write, Read: the seed's first example without its second Var
+    assert sorted(n.op for n in p.nodes) == ["Assign", "Read", "Var"], [n.op for n in p.nodes]
