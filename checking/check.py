@@ -187,7 +187,7 @@ class _Checker:
     def __post_init__(self) -> None:
         self.deadline = self.started + self.timeout
         # time kept for the concrete fallback when the symbolic path gives up
-        self.reserve = min(0.2 * self.timeout, 2.0)
+        self.reserve = min(0.3 * self.timeout, 3.0)
         self.stats.update(path="symbolic", patterns=0, queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
@@ -208,6 +208,12 @@ class _Checker:
             found, note = self.prove()
         except _GiveUp as exc:
             return self.fallback(exc)
+        except (z3.Z3Exception, RecursionError, MemoryError, AssertionError) as exc:
+            # a failure of the symbolic machinery must not become a verdict:
+            # say so, and test concretely
+            self.stats["internal_error"] = f"{type(exc).__name__}: {exc}"
+            return self.fallback(_GiveUp("budget", f"the symbolic path failed "
+                                                   f"({type(exc).__name__}: {exc})"))
         if found is not None:
             return self.unsound(found)
         if note:
@@ -452,6 +458,13 @@ class _Checker:
         if self.minimize:
             found = self.minimized(found)
         original_list = list(found.original.as_dict(LIST_LIMIT).items())
+        if self.minimize:
+            # the original's witnesses, in canonical order where they can be
+            deadline = min(self.deadline, time.monotonic() + 0.25)
+            original_list = [(o, mini.minimize_schedule(self.p, found.feeds, found.init, w, o,
+                                                         self.semantics, self.observe, deadline)
+                              if k < 10 else w)
+                             for k, (o, w) in enumerate(original_list)]
         count = found.original.count
         all_original = [o for o, _ in original_list] if count <= LIST_LIMIT else \
             list(found.original.as_dict(100_000))

@@ -156,6 +156,7 @@ class Algebra:
         self._tensors: dict[tuple, SymTensor] = {}
         self._opaque: dict[tuple, Opaque] = {}
         self._kinds: dict[tuple, tuple] = {}
+        self._applied: dict[tuple, tuple] = {}
         self.leaves: list[Term] = []
 
     # -- construction -------------------------------------------------------
@@ -219,8 +220,19 @@ class Algebra:
 
     def apply(self, fn: fns.Function, args: Sequence[SymValue],
               attrs: Mapping[str, Any] | None = None) -> tuple[SymValue, ...]:
-        """The symbolic counterpart of `Function.apply`."""
-        attrs = attrs or {}
+        """The symbolic counterpart of `Function.apply` (memoized: the search
+        fires the same node on the same interned arguments in many states)."""
+        key = (id(fn), tuple(_value_key(a) for a in args), id(attrs) if attrs else None)
+        hit = self._applied.get(key)
+        if hit is not None:
+            return hit[0]
+        result = self._apply(fn, args, attrs or {})
+        # keep fn and attrs alive with the entry, so that their ids stay theirs
+        self._applied[key] = (result, fn, attrs)
+        return result
+
+    def _apply(self, fn: fns.Function, args: Sequence[SymValue],
+               attrs: Mapping[str, Any]) -> tuple[SymValue, ...]:
         for i in fn.strict():
             if isinstance(args[i], Error):
                 return (args[i],) * fn.n_out
@@ -296,10 +308,17 @@ class Algebra:
         if len(args) == 1:
             (a,) = args
             return (self.tensor(a.dtype, a.shape, (self.apply_elem(op, (x,)) for x in a.elems)),)
-        shape = np.broadcast_shapes(args[0].shape, args[1].shape)
-        grids = [np.broadcast_to(_object_array(a), shape).reshape(-1) for a in args]
-        return (self.tensor(args[0].dtype, tuple(shape),
-                            (self.apply_elem(op, (x, y)) for x, y in zip(*grids))),)
+        a, b = args
+        if a.shape == b.shape:
+            shape, xs, ys = a.shape, a.elems, b.elems
+        elif not b.shape:
+            shape, xs, ys = a.shape, a.elems, b.elems * len(a.elems)
+        elif not a.shape:
+            shape, xs, ys = b.shape, a.elems * len(b.elems), b.elems
+        else:
+            shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+            xs, ys = (np.broadcast_to(_object_array(t), shape).reshape(-1) for t in args)
+        return (self.tensor(a.dtype, shape, (self.apply_elem(op, (x, y)) for x, y in zip(xs, ys))),)
 
 
 def _object_array(a: SymTensor) -> np.ndarray:

@@ -70,6 +70,7 @@ def all_encoded(p: Program) -> bool:
 def check_against_oracle(p: Program, q: Program, sigmas, semantics: str, observe: str):
     verdict = check_rewrite(p, q, semantics, observe, timeout=TIMEOUT)
     assert verdict.verdict != "invalid", verdict.reason
+    assert "internal_error" not in verdict.stats, verdict.stats["internal_error"]
     if all_encoded(p) and all_encoded(q):
         assert verdict.stats.get("unconfirmed", 0) == 0, verdict.describe()
     differs = [s for s in sigmas if concrete_difference(p, q, *s, semantics, observe)]

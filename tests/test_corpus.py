@@ -35,6 +35,7 @@ def test_case_gets_its_expected_verdict(path):
     case = load_case(path)
     assert case.expect in ("sound", "unsound", "invalid"), f"{path.name} has no expectation"
     verdict = check_case(case, timeout=TIMEOUT)
+    assert "internal_error" not in verdict.stats, verdict.stats["internal_error"]
     assert verdict.verdict == case.expect, f"{path.name}: {case.note}\n{verdict.describe()}"
     if verdict.verdict == "unsound":
         rewritten = case.rewritten()
