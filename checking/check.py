@@ -2,9 +2,10 @@
 
 1. **Interface and validity.**  A malformed P', or one whose variables, output
    names or feeds differ from P's, is `invalid`.
-2. **Proof.**  For every initialization pattern (which of the accessed
-   variables start uninitialized), the symbolic oracle gives the outcome sets
-   of P and P' as terms over σ.  Both are products of independent components;
+2. **Proof.**  The symbolic oracle gives the outcome sets of P and P' as
+   terms over σ, where σ includes whether each accessed variable starts
+   uninitialized (values guarded by those flags cover every initialization
+   pattern in one search).  Both are products of independent components;
    P' is sound when every combination t' of P' components, restricted to each
    component C of P, is one of C's outcomes, for every σ.  Each such question
    that is not settled structurally (t' is literally one of C's outcomes) is a
@@ -17,7 +18,7 @@
    Which part differs first is Outcome.first_difference (outputs by name, then
    variables by name), as in Alive2's staged checks.
 4. **Budgets.**  When the symbolic path is out of budget (states, tensor sizes,
-   too many patterns or outcomes), P and P' are compared concretely on
+   too many variables or outcomes), P and P' are compared concretely on
    generated σ: `unsound` if one differs, else `no-counterexample` with the
    number tried.  A solver timeout makes the verdict `unknown` (after the same
    concrete search, which may still find a counterexample).
@@ -49,8 +50,8 @@ from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Count
                       Verdict)
 
 DEFAULT_TIMEOUT = 10.0
-#: at most this many variables are split into initialized / uninitialized
-MAX_SPLIT_VARIABLES = 6
+#: at most this many variables may start initialized or not in one search
+MAX_FLAGGED_VARIABLES = 10
 #: combinations of the rewritten program's components checked per group
 MAX_COMBINATIONS = 4096
 SYMBOLIC_MAX_STATES = 200_000
@@ -168,7 +169,6 @@ class _Query:
     """One failing query, kept for minimization."""
     constraints: list[z3.BoolRef]
     schedule: list[str]
-    uninit: frozenset[str]
 
 
 @dataclass
@@ -188,7 +188,7 @@ class _Checker:
         self.deadline = self.started + self.timeout
         # time kept for the concrete fallback when the symbolic path gives up
         self.reserve = min(0.3 * self.timeout, 3.0)
-        self.stats.update(path="symbolic", patterns=0, queries=0, solver_seconds=0.0,
+        self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
 
@@ -229,38 +229,38 @@ class _Checker:
             self.stats["identical"] = True
             return None, ""
         # components the rewrite left alone have the same outcomes on both
-        # sides: they are neither explored nor split into patterns
+        # sides: they are neither explored nor flagged
         ours, theirs = components(p), components(p2)
         self.same = frozenset(sig for sig, _ in ours) & frozenset(sig for sig, _ in theirs)
         self.stats["unchanged_components"] = len(self.same)
-        split = sorted({x for prog, comps in ((p, ours), (p2, theirs)) for sig, (names, _, _) in comps
-                        if sig not in self.same for n in names
-                        if (x := prog.accessed_variable(n)) is not None})
-        if len(split) > MAX_SPLIT_VARIABLES:
-            raise _GiveUp("budget", f"{len(split)} variables are accessed: 2^{len(split)} "
-                                    f"initialization patterns (limit 2^{MAX_SPLIT_VARIABLES})")
+        # the variables that may start uninitialized: those the changed parts
+        # access (any other one's initial value is only ever its own final value)
+        flagged = sorted({x for prog, comps in ((p, ours), (p2, theirs)) for sig, (names, _, _) in comps
+                          if sig not in self.same for n in names
+                          if (x := prog.accessed_variable(n)) is not None})
+        if len(flagged) > MAX_FLAGGED_VARIABLES:
+            raise _GiveUp("budget", f"{len(flagged)} variables are accessed, each initialized or "
+                                    f"not (limit {MAX_FLAGGED_VARIABLES})")
+        self.stats["flagged"] = flagged
         self.algebra = algebra = Algebra()
-        self.encoder = Encoder()
+        algebra.set_flags(flagged)
+        self.flagged = flagged
+        self.encoder = Encoder(algebra.flag_order)
         try:
             self.feeds = {f: algebra.leaf("feed", f, p.feed_type(f)) for f in p.feed_names}
             self.inits = {x: algebra.leaf("init", x, p.variables[x]) for x in sorted(p.variables)}
+            init = {x: algebra.initial(x, leaf) for x, leaf in self.inits.items()}
         except SymbolicLimit as exc:
             raise _GiveUp("budget", str(exc)) from None
         unconfirmed: list[str] = []
-        patterns = [frozenset(c) for k in range(len(split) + 1)
-                    for c in itertools.combinations(split, k)]
-        for uninit in patterns:
-            self.stats["patterns"] += 1
-            init = {x: v for x, v in self.inits.items() if x not in uninit}
-            ours = self.explore(p, init, "original")
-            theirs = self.explore(p2, init, "rewritten")
-            self.stats["original_outcomes"] = max(self.stats.get("original_outcomes", 0), ours.count)
-            self.stats["rewritten_outcomes"] = max(self.stats.get("rewritten_outcomes", 0),
-                                                   theirs.count)
-            for group_ours, group_theirs in _groups(ours, theirs):
-                found = self.check_group(ours, theirs, group_ours, group_theirs, uninit, unconfirmed)
-                if found is not None:
-                    return found, ""
+        ours = self.explore(p, init, "original")
+        theirs = self.explore(p2, init, "rewritten")
+        self.stats["original_outcomes"] = ours.count
+        self.stats["rewritten_outcomes"] = theirs.count
+        for group_ours, group_theirs in _groups(ours, theirs):
+            found = self.check_group(ours, theirs, group_ours, group_theirs, unconfirmed)
+            if found is not None:
+                return found, ""
         return None, "; ".join(dict.fromkeys(unconfirmed))
 
     def explore(self, program: Program, init: Mapping[str, Any], which: str) -> SymbolicOutcomes:
@@ -280,7 +280,7 @@ class _Checker:
         return result
 
     def check_group(self, ours: SymbolicOutcomes, theirs: SymbolicOutcomes,
-                    group_ours: list[int], group_theirs: list[int], uninit: frozenset[str],
+                    group_ours: list[int], group_theirs: list[int],
                     unconfirmed: list[str]) -> _Found | None:
         comps = [theirs.components[j] for j in group_theirs]
         total = math.prod(len(c.outcomes) for c in comps)
@@ -299,7 +299,7 @@ class _Checker:
                     continue
                 checked.add((i, t))
                 schedule = self._schedule(theirs, group_theirs, combo)
-                found = self.query(target, t, schedule, uninit, unconfirmed)
+                found = self.query(target, t, schedule, unconfirmed)
                 if found is not None:
                     return found
         return None
@@ -314,10 +314,9 @@ class _Checker:
             sched.extend(chosen[j] if j in chosen else next(iter(comp.outcomes.values())))
         return sched + list(theirs.skipped_schedule)
 
-    def query(self, target: Component, t: tuple, schedule: list[str], uninit: frozenset[str],
+    def query(self, target: Component, t: tuple, schedule: list[str],
               unconfirmed: list[str]) -> _Found | None:
-        """Is there σ (in this initialization pattern) at which t differs from
-        every outcome of `target`?"""
+        """Is there σ at which t differs from every outcome of `target`?"""
         enc = self.encoder
         constraints = []
         for u in target.outcomes:
@@ -326,9 +325,9 @@ class _Checker:
                 return None
             if e is not False:
                 constraints.append(z3.Not(e))
-        found = self.sampled_candidate(target, t, schedule, uninit)
+        found = self.sampled_candidate(target, t, schedule)
         if found is not None:
-            self.failing = _Query(constraints, schedule, uninit)
+            self.failing = _Query(constraints, schedule)
             return found
         for attempt in range(CANDIDATE_RETRIES):
             seconds = self.remaining(reserve=True)
@@ -349,36 +348,35 @@ class _Checker:
                                         f"{_describe_parts(target.parts)} can differ "
                                         f"({solver.reason_unknown()})")
             model = solver.model()
-            sigma = self.decode(model, uninit)
+            sigma = self.decode(model)
             found = self.confirm(sigma, schedule)
             if found is not None:
-                self.failing = _Query(constraints, schedule, uninit)
+                self.failing = _Query(constraints, schedule)
                 return found
             self.stats["unconfirmed"] += 1
             # a spurious model (an uninterpreted function allowed it): ask for another σ
-            leaves = self.leaves(uninit)
-            if not leaves:
+            inputs = [enc.leaf(leaf) for leaf in self.leaves()] + [enc.flag(x) for x in self.flagged]
+            if not inputs:
                 break
-            constraints.append(z3.Or([enc.leaf(leaf) != model.eval(enc.leaf(leaf), model_completion=True)
-                                      for leaf in leaves]))
+            constraints.append(z3.Or([e != model.eval(e, model_completion=True) for e in inputs]))
         unconfirmed.append(f"the solver's candidates for {_describe_parts(target.parts)} did not "
                            "reproduce concretely (functions with no encoding are uninterpreted)")
         return None
 
-    def sampled_candidate(self, target: Component, t: tuple, schedule: list[str],
-                          uninit: frozenset[str]) -> _Found | None:
+    def sampled_candidate(self, target: Component, t: tuple, schedule: list[str]) -> _Found | None:
         """Evaluate the query on a few generated σ first: a counterexample
         found this way costs no solver time (floating-point queries that are
         satisfiable are often slow for the solver and easy to sample)."""
         if SAMPLES <= 0:
             return None
-        sigmas, leaves, memo = self.samples(uninit)
+        sigmas, leaves, flags, memo = self.samples()
         n = len(sigmas)
+        order = self.algebra.flag_order
         differs = np.ones(n, dtype=bool)
         for u in target.outcomes:
             eq = np.ones(n, dtype=bool)
             for a, b in zip(t, u):
-                e = sample_equal(a, b, leaves, memo, n)
+                e = sample_equal(a, b, leaves, memo, n, flags, order)
                 if e is None:
                     return None
                 eq &= e
@@ -393,45 +391,47 @@ class _Checker:
             self.stats["unconfirmed"] += 1
         return None
 
-    def samples(self, uninit: frozenset[str]):
-        """SAMPLES generated σ for this initialization pattern, and the values
-        of every leaf on them (arrays indexed by sample)."""
-        cache = self.__dict__.setdefault("_samples", {})
-        if uninit not in cache:
+    def samples(self):
+        """SAMPLES generated σ, the values of every leaf on them (arrays indexed
+        by sample) and, per flagged variable, the samples where it starts
+        uninitialized (none in the first two, all zeros and all ones; a
+        quarter of the others)."""
+        if getattr(self, "_samples", None) is None:
             rng = np.random.default_rng(self.seed)
-            sigmas = []
+            raw = []
             for k in range(SAMPLES):
-                feeds = {f: _random_tensor(self.p.feed_type(f), rng, min(k, 2)) for f in self.feeds}
-                init: dict[str, Value] = {x: _random_tensor(self.p.variables[x], rng, min(k, 2))
-                                          for x in self.inits if x not in uninit}
-                init.update({x: Error(UNINITIALIZED) for x in uninit})
-                sigmas.append((feeds, init))
+                style = min(k, 2)
+                raw.append(({f: _random_tensor(self.p.feed_type(f), rng, style) for f in self.feeds},
+                            {x: _random_tensor(self.p.variables[x], rng, style) for x in self.inits}))
+            flags = {x: np.array([k >= 2 and rng.random() < 0.25 for k in range(SAMPLES)])
+                     for x in self.flagged}
+            sigmas = [(feeds, {x: Error(UNINITIALIZED) if x in flags and flags[x][k] else v
+                               for x, v in init.items()})
+                      for k, (feeds, init) in enumerate(raw)]
             leaves: dict[Term, np.ndarray] = {}
-            for kind, table in (("feed", self.feeds), ("init", self.inits)):
+            for which, table in ((0, self.feeds), (1, self.inits)):
                 for name, value in table.items():
-                    if kind == "init" and name in uninit:
-                        continue
-                    column = np.stack([(s[0] if kind == "feed" else s[1])[name].array.reshape(-1)
-                                       for s in sigmas], axis=1) if value.elems else None
-                    for i, leaf in enumerate(value.elems):
-                        leaves[leaf] = column[i]
-            cache[uninit] = (sigmas, leaves, {})
-        return cache[uninit]
+                    if value.elems:
+                        column = np.stack([r[which][name].array.reshape(-1) for r in raw], axis=1)
+                        leaves.update(zip(value.elems, column))
+            self._samples = (sigmas, leaves, flags, {})
+        return self._samples
 
     # -- σ --------------------------------------------------------------------
 
-    def leaves(self, uninit: frozenset[str]) -> list[Term]:
+    def leaves(self) -> list[Term]:
         """The input elements of σ, feeds first, in a stable order."""
         out = [e for f in sorted(self.feeds) for e in self.feeds[f].elems]
-        out += [e for x in sorted(self.inits) if x not in uninit for e in self.inits[x].elems]
+        out += [e for x in sorted(self.inits) for e in self.inits[x].elems]
         return out
 
-    def decode(self, model: z3.ModelRef, uninit: frozenset[str]) -> tuple[dict, dict]:
+    def decode(self, model: z3.ModelRef) -> tuple[dict, dict]:
         enc = self.encoder
         feeds = {f: enc.tensor_from_model(model, v) for f, v in self.feeds.items()}
-        init: dict[str, Value] = {x: enc.tensor_from_model(model, v) for x, v in self.inits.items()
-                                  if x not in uninit}
-        init.update({x: Error(UNINITIALIZED) for x in uninit})
+        init: dict[str, Value] = {}
+        for x, v in self.inits.items():
+            uninit = x in self.flagged and z3.is_true(model.eval(enc.flag(x), model_completion=True))
+            init[x] = Error(UNINITIALIZED) if uninit else enc.tensor_from_model(model, v)
         return feeds, init
 
     def confirm(self, sigma: tuple[dict, dict], schedule: list[str]) -> _Found | None:
@@ -502,12 +502,17 @@ class _Checker:
 
             def value_of(sigma, leaf: Term):
                 kind, name, i = index[id(leaf)]
-                table = sigma[0] if kind == "feed" else sigma[1]
-                return table[name].array.reshape(-1)[i]
+                value = (sigma[0] if kind == "feed" else sigma[1])[name]
+                return None if isinstance(value, Error) else value.array.reshape(-1)[i]
 
-            mini.minimize_with_solver(query.constraints, self.encoder, self.leaves(query.uninit),
-                                      (best.feeds, best.init), value_of,
-                                      lambda m: self.decode(m, query.uninit), confirm, deadline)
+            # initialized variables first, then small elements, feeds first
+            preferences = [[(z3.Not(self.encoder.flag(x)),
+                             lambda sigma, x=x: not isinstance(sigma[1][x], Error))]
+                           for x in self.flagged]
+            preferences += [mini.leaf_preference(self.encoder, leaf, value_of)
+                            for leaf in self.leaves()]
+            mini.minimize_with_solver(query.constraints, preferences, (best.feeds, best.init),
+                                      self.decode, confirm, deadline)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
                                           min(self.deadline, time.monotonic() + 1.0))

@@ -29,7 +29,7 @@ import z3
 
 from tfsem.oracle.values import Error, Tensor
 
-from .symbolic import Opaque, SymTensor, Term
+from .symbolic import Algebra, Guarded, Opaque, SymTensor, Term
 
 F32 = z3.Float32()
 BV64 = z3.BitVecSort(64)
@@ -86,7 +86,10 @@ class Encoder:
     """Encodes the terms of one :class:`~tfsem.checking.symbolic.Algebra`.
     Encodings are cached per term (terms are interned, so per structure)."""
 
-    def __init__(self) -> None:
+    def __init__(self, order: dict[str, int] | None = None) -> None:
+        #: the flag order of the Algebra whose guarded values this encodes
+        self.order = order if order is not None else {}
+        self._eq_cache: dict[tuple[int, int], tuple] = {}
         self._cache: dict[Term, z3.ExprRef] = {}
         self._leaves: dict[Term, z3.ExprRef] = {}
         self._funcs: dict[str, z3.FuncDeclRef] = {}
@@ -168,11 +171,21 @@ class Encoder:
 
     # -- values -------------------------------------------------------------
 
+    def flag(self, x: str) -> z3.BoolRef:
+        """True when variable x starts uninitialized."""
+        return z3.Bool(f"{x}@uninitialized")
+
     def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         """SPEC section 2 equality of two symbolic values (Python bool when it
         is decided statically)."""
         if a is b:
             return True
+        if isinstance(a, Guarded) or isinstance(b, Guarded):
+            key = (id(a), id(b))
+            hit = self._eq_cache.get(key)
+            if hit is None:
+                hit = self._eq_cache[key] = (self._eq_guarded(a, b), a, b)
+            return hit[0]
         if isinstance(a, Error) and isinstance(b, Error):
             return a.reason == b.reason
         if isinstance(a, Opaque) or isinstance(b, Opaque):
@@ -189,6 +202,14 @@ class Encoder:
                 return False  # interned: different constants are different values
             conj.append(self.elem(x) == self.elem(y))
         return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
+
+    def _eq_guarded(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=self.order.__getitem__)
+        eu = self.eq(Algebra.restrict(a, x, True), Algebra.restrict(b, x, True))
+        ei = self.eq(Algebra.restrict(a, x, False), Algebra.restrict(b, x, False))
+        if eu is ei or (isinstance(eu, bool) and isinstance(ei, bool) and eu == ei):
+            return eu
+        return z3.If(self.flag(x), _as_bool(eu), _as_bool(ei))
 
     def parts_eq(self, xs: Sequence[Any], ys: Sequence[Any]) -> z3.BoolRef | bool:
         conj = []
@@ -233,6 +254,8 @@ class Encoder:
     def as_val(self, v: Any) -> z3.ExprRef:
         """A value of the uninterpreted sort Val."""
         self.opaque_used = True
+        if isinstance(v, Guarded):
+            return z3.If(self.flag(v.var), self.as_val(v.uninit), self.as_val(v.init))
         if isinstance(v, Error):
             return z3.Const(f"error:{v.reason}", self.val_sort)
         if isinstance(v, SymTensor):
@@ -266,6 +289,10 @@ class Encoder:
         if how == "eq":
             return c == kv
         return z3.And(z3.Not(z3.fpIsNaN(c)), z3.fpLEQ(z3.fpAbs(c), kv))
+
+
+def _as_bool(e: z3.BoolRef | bool) -> z3.BoolRef:
+    return z3.BoolVal(e) if isinstance(e, bool) else e
 
 
 def evaluate_concrete(encoder: Encoder, terms: Iterable[Term], leaves: dict[Term, Any]) -> list[Any]:

@@ -53,21 +53,35 @@ def _satisfies(value: Any, dtype: str, how: str, k: float) -> bool:
     return v == int(k) if how == "eq" else -int(k) <= v <= int(k)
 
 
-def minimize_with_solver(base: Sequence[z3.BoolRef], encoder: Encoder,
-                         leaves: Sequence[Term], sigma: Sigma,
-                         value_of: Callable[[Sigma, Term], Any],
-                         decode: Callable[[z3.ModelRef], Sigma],
+Preference = list[tuple[z3.BoolRef, Callable[[Sigma], bool]]]
+
+
+def leaf_preference(encoder: Encoder, leaf: Term, value_of: Callable[[Sigma, Term], Any]) -> Preference:
+    """LADDER for one input element: each constraint, with a test of whether
+    a σ already satisfies it (`value_of` gives None when the element does
+    not matter, e.g. in the initial value of an uninitialized variable)."""
+    def satisfied(how: str, k: float) -> Callable[[Sigma], bool]:
+        def test(sigma: Sigma) -> bool:
+            value = value_of(sigma, leaf)
+            return value is None or _satisfies(value, leaf.dtype, how, k)
+        return test
+    return [(encoder.leaf_constraint(leaf, how, k), satisfied(how, k)) for how, k in LADDER]
+
+
+def minimize_with_solver(base: Sequence[z3.BoolRef], preferences: Sequence[Preference],
+                         sigma: Sigma, decode: Callable[[z3.ModelRef], Sigma],
                          confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
-    """Shrink a confirmed σ (which satisfies `base`) leaf by leaf.  Returns a
-    σ that `confirm` accepted (`sigma` itself if nothing better was found)."""
+    """Shrink a confirmed σ (which satisfies `base`) one preference at a time:
+    the first alternative of each preference that some confirmed σ satisfies
+    (with every preference kept so far) is kept.  Returns a σ that `confirm`
+    accepted (`sigma` itself if nothing better was found)."""
     best = sigma
     fixed: list[z3.BoolRef] = []
-    for leaf in leaves:
-        for how, k in LADDER:
+    for alternatives in preferences:
+        for constraint, satisfied in alternatives:
             if time.monotonic() >= deadline:
                 return best
-            constraint = encoder.leaf_constraint(leaf, how, k)
-            if _satisfies(value_of(best, leaf), leaf.dtype, how, k):
+            if satisfied(best):
                 fixed.append(constraint)   # best already satisfies it: free
                 break
             solver = z3.Solver()

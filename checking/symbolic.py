@@ -48,7 +48,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget
 from tfsem.oracle.outcomes import OUTPUTS
 from tfsem.oracle.program import Program, TensorType
-from tfsem.oracle.values import DTYPE_MISMATCH, DTYPES, Error, Tensor
+from tfsem.oracle.values import DTYPE_MISMATCH, DTYPES, UNINITIALIZED, Error, Tensor
 
 #: Largest number of elements of one symbolic tensor (larger -> SymbolicLimit).
 MAX_ELEMENTS = 4096
@@ -116,7 +116,30 @@ class Opaque:
         return f"{self.op}#{self.port}({', '.join(map(repr, self.args))})"
 
 
-SymValue = Error | SymTensor | Opaque
+class Guarded:
+    """A value that depends on whether variable `var` starts uninitialized:
+    `uninit` if it does, `init` if it does not (seed 000, footnote 4: an
+    uninitialized variable holds an error value).  The initial value of a
+    variable is Guarded(x, <uninitialized>, leaf tensor); functions and
+    Assigns distribute over the two cases, so one search covers every
+    initialization pattern at once, and each branch has static kinds again.
+
+    Normal form (an ordered decision tree, interned): the branches mention
+    only variables after `var` in the Algebra's flag order, and differ."""
+
+    __slots__ = ("var", "uninit", "init", "leaves", "__weakref__")
+
+    def __init__(self, var: str, uninit: Any, init: Any, leaves: int):
+        self.var, self.uninit, self.init, self.leaves = var, uninit, init, leaves
+
+    def __repr__(self) -> str:
+        return f"({self.var} uninitialized ? {self.uninit!r} : {self.init!r})"
+
+
+SymValue = Error | SymTensor | Opaque | Guarded
+
+#: Largest number of cases of one guarded value (larger -> SymbolicLimit).
+MAX_GUARD_LEAVES = 256
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
          "max": np.maximum, "min": np.minimum}
@@ -144,6 +167,10 @@ def has_encoding(fn: fns.Function) -> bool:
     return _BUILTIN_FUNCTIONS.get(fn.name) is fn and fn.pure
 
 
+def _leaves(v: Any) -> int:
+    return v.leaves if isinstance(v, Guarded) else 1
+
+
 def _value_key(v: Any) -> tuple:
     return ("E", v.reason) if isinstance(v, Error) else ("V", id(v))
 
@@ -157,6 +184,8 @@ class Algebra:
         self._opaque: dict[tuple, Opaque] = {}
         self._kinds: dict[tuple, tuple] = {}
         self._applied: dict[tuple, tuple] = {}
+        self._guards: dict[tuple, Guarded] = {}
+        self.flag_order: dict[str, int] = {}
         self.leaves: list[Term] = []
 
     # -- construction -------------------------------------------------------
@@ -216,6 +245,46 @@ class Algebra:
             o = self._opaque[key] = Opaque(op, port, args)
         return o
 
+    # -- initialization flags ----------------------------------------------------
+
+    def set_flags(self, variables: Iterable[str]) -> None:
+        """The variables whose initial value may be uninitialized, in the order
+        guarded values branch on them."""
+        self.flag_order = {x: i for i, x in enumerate(sorted(variables))}
+
+    def initial(self, x: str, leaf: SymTensor) -> SymValue:
+        """The initial value of x: the leaf, or either the leaf or the error
+        `uninitialized` when x is a flagged variable."""
+        if x in self.flag_order:
+            return self.guard(x, Error(UNINITIALIZED), leaf)
+        return leaf
+
+    def guard(self, x: str, uninit: SymValue, init: SymValue) -> SymValue:
+        if uninit is init or (isinstance(uninit, Error) and uninit == init):
+            return uninit
+        leaves = _leaves(uninit) + _leaves(init)
+        if leaves > MAX_GUARD_LEAVES:
+            raise SymbolicLimit(f"a value with {leaves} cases of initialization (limit "
+                                f"{MAX_GUARD_LEAVES})")
+        key = (x, _value_key(uninit), _value_key(init))
+        g = self._guards.get(key)
+        if g is None:
+            g = self._guards[key] = Guarded(x, uninit, init, leaves)
+        return g
+
+    def top_flag(self, values: Iterable[Any]) -> str | None:
+        """The first variable (in flag order) that some guarded value branches on."""
+        tops = [v.var for v in values if isinstance(v, Guarded)]
+        return min(tops, key=self.flag_order.__getitem__) if tops else None
+
+    @staticmethod
+    def restrict(v: Any, x: str, uninitialized: bool) -> Any:
+        """v in the case where x is (or is not) uninitialized; x must come no
+        later than v's own first variable (normal form)."""
+        if isinstance(v, Guarded) and v.var == x:
+            return v.uninit if uninitialized else v.init
+        return v
+
     # -- functions ----------------------------------------------------------
 
     def apply(self, fn: fns.Function, args: Sequence[SymValue],
@@ -226,7 +295,13 @@ class Algebra:
         hit = self._applied.get(key)
         if hit is not None:
             return hit[0]
-        result = self._apply(fn, args, attrs or {})
+        x = self.top_flag(args)
+        if x is not None:
+            results_u = self.apply(fn, [self.restrict(a, x, True) for a in args], attrs)
+            results_i = self.apply(fn, [self.restrict(a, x, False) for a in args], attrs)
+            result = tuple(self.guard(x, u, i) for u, i in zip(results_u, results_i))
+        else:
+            result = self._apply(fn, args, attrs or {})
         # keep fn and attrs alive with the entry, so that their ids stay theirs
         self._applied[key] = (result, fn, attrs)
         return result
@@ -271,6 +346,25 @@ class Algebra:
         if isinstance(new, Opaque):
             return self.opaque("Assign-" + fn.name, 0, (w, v, current))
         return new
+
+    def assign_value(self, fn: fns.Function, w: SymValue, v: SymValue,
+                     current: SymValue) -> SymValue:
+        """The value of x after Assign-fn (`current` when x is unchanged),
+        distributing over guarded values; memoized."""
+        key = ("assign", id(fn), _value_key(w), _value_key(v), _value_key(current))
+        hit = self._applied.get(key)
+        if hit is not None:
+            return hit[0]
+        x = self.top_flag((w, v, current))
+        if x is not None:
+            r = (w, v, current)
+            result = self.guard(x, self.assign_value(fn, *(self.restrict(a, x, True) for a in r)),
+                                self.assign_value(fn, *(self.restrict(a, x, False) for a in r)))
+        else:
+            new = self.assign(fn, w, v, current)
+            result = current if new is None else new
+        self._applied[key] = (result, fn, None)
+        return result
 
     def _result_kinds(self, fn: fns.Function, args: Sequence[SymValue],
                       attrs: Mapping[str, Any]) -> tuple:
@@ -352,9 +446,8 @@ class _SymbolicComponent(explore._Component):
         self.fn = [None if f is None else _SymbolicFunction(algebra, f) for f in self.fn]
 
     def _store(self, st, i, w, v) -> None:  # noqa: ANN001 - the engine's signature
-        new = self.algebra.assign(self.assign_fn[i], w, v, st.vars[self.var[i]])
-        if new is not None:
-            st.vars[self.var[i]] = new
+        x = self.var[i]
+        st.vars[x] = self.algebra.assign_value(self.assign_fn[i], w, v, st.vars[x])
 
 
 @dataclass
@@ -442,7 +535,7 @@ def accessed_variables(p: Program) -> set[str]:
     return {x for n in p.nodes if (x := p.accessed_variable(n.name)) is not None}
 
 
-__all__ = ["Algebra", "Component", "Opaque", "SymTensor", "SymValue", "SymbolicLimit", "evaluate", "sample_equal",
+__all__ = ["Algebra", "Component", "Guarded", "Opaque", "SymTensor", "SymValue", "SymbolicLimit", "evaluate", "sample_equal",
            "SymbolicOutcomes", "Term", "accessed_variables", "has_encoding",
            "symbolic_outcomes", "ELEMENTWISE", "STRUCTURAL", "MAX_ELEMENTS"]
 
@@ -480,11 +573,23 @@ def evaluate(terms: Iterable[Term], leaves: Mapping[Term, np.ndarray],
 
 
 def sample_equal(a: SymValue, b: SymValue, leaves: Mapping[Term, np.ndarray],
-                 memo: dict[Term, np.ndarray], n: int) -> np.ndarray | None:
+                 memo: dict[Term, np.ndarray], n: int,
+                 flags: Mapping[str, np.ndarray] | None = None,
+                 order: Mapping[str, int] | None = None) -> np.ndarray | None:
     """SPEC section 2 equality of two values at each of n samples (None when
-    an opaque value is involved)."""
+    an opaque value is involved).  `flags[x]` says in which samples x starts
+    uninitialized; `order` is the Algebra's flag order."""
     if a is b:
         return np.ones(n, dtype=bool)
+    if isinstance(a, Guarded) or isinstance(b, Guarded):
+        x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=order.__getitem__)
+        eu = sample_equal(Algebra.restrict(a, x, True), Algebra.restrict(b, x, True),
+                          leaves, memo, n, flags, order)
+        ei = sample_equal(Algebra.restrict(a, x, False), Algebra.restrict(b, x, False),
+                          leaves, memo, n, flags, order)
+        if eu is None or ei is None:
+            return None
+        return np.where(flags[x], eu, ei)
     if isinstance(a, Opaque) or isinstance(b, Opaque):
         return None
     if isinstance(a, Error) or isinstance(b, Error):

@@ -113,7 +113,7 @@ def test_every_program_refines_itself(family, semantics, observe):
     v = check_rewrite(p, renamed(p), semantics, observe)
     assert v.verdict == "sound", v.reason
     assert v.stats["queries"] == 0      # identical terms: no solver needed
-    assert v.stats["patterns"] >= 1     # but the symbolic oracle ran
+    assert v.stats["path"] == "symbolic" and "flagged" in v.stats   # the search ran
 
 
 def test_unchanged_components_are_not_explored():
@@ -128,7 +128,7 @@ def test_unchanged_components_are_not_explored():
     replay(p, q, v.to_json())                # the schedule covers the skipped part too
     v = check_rewrite(q, p)
     assert v.verdict == "sound"
-    assert v.stats["patterns"] == 2          # only x is split, y is left alone
+    assert v.stats["flagged"] == ["x"]       # y, left alone, need not be flagged
 
 
 def test_commutative_operations_match_structurally():
@@ -337,13 +337,13 @@ def test_a_spurious_candidate_through_a_function_is_never_reported(register):
 
 
 def test_symbolic_budget_falls_back_to_concrete_sigma(monkeypatch):
-    monkeypatch.setattr(check_module, "MAX_SPLIT_VARIABLES", 0)
+    monkeypatch.setattr(check_module, "MAX_FLAGGED_VARIABLES", 0)
     p, _, _ = F.first_example(False)
     q, _, _ = F.first_example(True)
     v = check_rewrite(p, q, timeout=2)
     assert v.verdict == "no-counterexample"
     assert v.tried > 0 and v.stats["path"] == "concrete"
-    assert "initialization patterns" in v.reason
+    assert "variables are accessed" in v.reason
     v = check_rewrite(q, p, timeout=2)
     assert v.verdict == "unsound"
     replay(q, p, v.to_json())

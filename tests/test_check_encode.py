@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfsem.checking.encode import MAX_TIE, MIN_TIE, Encoder, evaluate_concrete, z3_const
-from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Opaque, SymTensor,
+from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Guarded, Opaque, SymTensor,
                                      evaluate, has_encoding, sample_equal)
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
@@ -231,3 +231,60 @@ def test_model_values_round_trip(dtype):
     assert solver.check() == z3.sat
     assert encoder.tensor_from_model(solver.model(), leaf) == want
     assert isinstance(leaf, SymTensor)
+
+
+# ---------------------------------------------------------------------------
+# Guarded values: one search for every initialization pattern
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.sampled_from(ENCODED), st.data())
+def test_guarded_arguments_give_each_patterns_result(name, data):
+    """Arguments that are the initial values of variables (initialized or
+    not) give, in each initialization pattern, exactly `Function.apply` on
+    that pattern's values, through Z3 with the flags fixed."""
+    fn = fns.get(name)
+    args = data.draw(arguments(fn.n_in))
+    flagged = [data.draw(st.booleans()) and not isinstance(a, Error) for a in args]
+    algebra, encoder = Algebra(), None
+    algebra.set_flags([f"x{k}" for k, g in enumerate(flagged) if g])
+    encoder = Encoder(algebra.flag_order)
+    sym, leaf_values = symbolic_args(algebra, args)
+    sym = [algebra.initial(f"x{k}", s) if g else s for k, (s, g) in enumerate(zip(sym, flagged))]
+    results = algebra.apply(fn, sym)
+    for pattern in range(2 ** len(args)):
+        uninit = {k for k in range(len(args)) if flagged[k] and pattern >> k & 1}
+        concrete_args = [Error("uninitialized") if k in uninit else a for k, a in enumerate(args)]
+        expected = fn.apply(concrete_args)
+        for got, want in zip(results, expected):
+            value = got
+            while isinstance(value, Guarded):
+                k = int(value.var[1:])
+                value = value.uninit if k in uninit else value.init
+            assert concrete(encoder, value, leaf_values) == want
+            # and equality with the expected value, as a formula over the flags
+            flags = [(encoder.flag(f"x{k}"), z3.BoolVal(k in uninit))
+                     for k in range(len(args)) if flagged[k]]
+            if isinstance(want, Tensor):
+                target = algebra.constant(want)
+            else:
+                target = want
+            formula = encoder.eq(got, target)
+            if not isinstance(formula, bool):
+                subs = flags + [(encoder.leaf(t), z3_const(v, t.dtype)) for t, v in leaf_values.items()]
+                formula = z3.is_true(z3.simplify(z3.substitute(formula, *subs)))
+            assert formula, (name, args, uninit)
+
+
+def test_guarded_values_are_interned_and_reduced():
+    algebra = Algebra()
+    algebra.set_flags(["x"])
+    leaf = algebra.leaf("init", "x", TensorType())
+    x0 = algebra.initial("x", leaf)
+    assert isinstance(x0, Guarded) and x0 is algebra.initial("x", leaf)
+    # Snd ignores its first argument: writing over x gives the same value either way
+    v = algebra.leaf("feed", "v", TensorType())
+    assert algebra.apply(fns.get("Snd"), [x0, v]) == (v,)
+    # Assign-Add keeps the error when x is uninitialized
+    new = algebra.assign_value(fns.get("Add"), x0, v, x0)
+    assert isinstance(new, Guarded) and new.uninit == Error("uninitialized")
