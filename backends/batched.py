@@ -97,25 +97,30 @@ _FLOAT_EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, _F3
 
 
 def random_values(rng: np.random.Generator, t: TensorType, size: int) -> np.ndarray:
-    """`size` random values of type t, shape (size, *t.shape), mixing small
-    numbers (most counterexamples are small), edge values and the full range;
-    floats also get every magnitude, infinities, NaN and -0.0."""
+    """`size` random values of type t, shape (size, *t.shape), each element
+    drawn from one of four kinds: small numbers (most counterexamples are
+    small), larger ones (ints up to 1000; floats of every magnitude), edge
+    values (int64 extremes; infinities, NaN, -0.0, float32 extremes), and the
+    full range (any int64; any float32 bit pattern)."""
     shape = (size, *t.shape)
-    kind = rng.integers(0, 4, shape)
+    kind = rng.integers(0, 4, shape, dtype=np.int8)
+    masks = [kind == k for k in range(4)]
+    counts = [int(np.count_nonzero(m)) for m in masks]
     if t.dtype == "int64":
-        out = rng.integers(-4, 5, shape, dtype=np.int64)
-        np.copyto(out, rng.integers(-1000, 1001, shape, dtype=np.int64), where=kind == 1)
-        np.copyto(out, rng.choice(_INT_EDGES, shape), where=kind == 2)
-        np.copyto(out, rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, shape,
-                                    dtype=np.int64, endpoint=True), where=kind == 3)
+        out = np.empty(shape, np.int64)
+        out[masks[0]] = rng.integers(-4, 5, counts[0], dtype=np.int64)
+        out[masks[1]] = rng.integers(-1000, 1001, counts[1], dtype=np.int64)
+        out[masks[2]] = rng.choice(_INT_EDGES, counts[2])
+        out[masks[3]] = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, counts[3],
+                                     dtype=np.int64, endpoint=True)
         return out
-    out = rng.integers(-4, 5, shape).astype(np.float32)
-    sign = np.where(rng.integers(0, 2, shape) == 1, np.float32(-1), np.float32(1))
-    magnitude = np.ldexp(rng.random(shape, dtype=np.float32) + np.float32(1),
-                         rng.integers(-40, 41, shape)).astype(np.float32)
-    np.copyto(out, sign * magnitude, where=kind == 1)
-    np.copyto(out, rng.choice(_FLOAT_EDGES, shape), where=kind == 2)
-    np.copyto(out, rng.integers(0, 2**32, shape, dtype=np.uint32).view(np.float32), where=kind == 3)
+    out = np.empty(shape, np.float32)
+    out[masks[0]] = rng.integers(-4, 5, counts[0], dtype=np.int8)
+    sign = np.float32(1) - np.float32(2) * rng.integers(0, 2, counts[1], dtype=np.int8)
+    out[masks[1]] = sign * np.ldexp(rng.random(counts[1], dtype=np.float32) + np.float32(1),
+                                    rng.integers(-40, 41, counts[1], dtype=np.int8))
+    out[masks[2]] = rng.choice(_FLOAT_EDGES, counts[2])
+    out[masks[3]] = rng.integers(0, 2**32, counts[3], dtype=np.uint32).view(np.float32)
     return out
 
 
@@ -293,16 +298,21 @@ def _value(outcome: BatchedOutcome, item: tuple[str, str]) -> Any:
 
 def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: Batch,
                     backend: Backend, semantics: str = ATOMIC,
-                    observe: str = "outputs+state") -> Mismatch:
+                    observe: str = "outputs+state", sample: int = 64) -> Mismatch:
     """The inclusion test, vectorized over the valuations of `batch`.
 
     Each part's schedules are evaluated together, sharing common prefixes.
     Parts are grouped by shared outputs and variables; within a group, every
     choice of one schedule per rewritten part must match, for each original
-    part, one of its schedules on that part's items.  For each original part
-    the schedule with the same steps (if any) is tried first, and the search
-    stops once every valuation has a match (one flag copied back), so a
-    rewrite that keeps schedules costs about one comparison per schedule."""
+    part, one of its schedules on that part's items.
+
+    Which of the original's schedules to compare first: the one with the same
+    steps as the chosen schedule (if any), then those whose values on the
+    first `sample` valuations are equal to the choice's (found by looking up
+    those values, copied to the host once for every schedule), then the rest.
+    The comparisons stop once every valuation has a match (one flag copied
+    back per comparison), so a sound rewrite costs about one comparison per
+    choice however many schedules the original has."""
     xp, size = backend.xp, batch.size
 
     def run(part: Part) -> list[BatchedOutcome]:
@@ -310,6 +320,13 @@ def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: 
                             part.schedules, batch, observe)
     theirs = [run(p) for p in original]
     ours = [run(p) for p in rewritten]
+    head = _samples(theirs, original, ours, rewritten, min(size, sample), backend)
+    index = []                     # per original part: sample values -> its schedules
+    for i, part in enumerate(original):
+        by_key: dict[tuple, list[int]] = {}
+        for c in range(len(part.schedules)):
+            by_key.setdefault(tuple(head["o", i, c, item] for item in sorted(part.items)), []).append(c)
+        index.append(by_key)
     bad = xp.zeros(size, dtype=bool)
     first = xp.full(size, -1, dtype=np.int32)
     choices: list[dict[int, int]] = []
@@ -321,28 +338,57 @@ def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: 
             if items_o != items_r:          # the interfaces differ: nothing matches
                 matched = xp.zeros(size, dtype=bool)
             else:
+                chosen = {item: (j, k) for j, k in choice.items() for item in rewritten[j].items}
                 matched = xp.ones(size, dtype=bool)
                 for i in o_parts:
-                    matched &= _part_matches(original[i], theirs[i], rewritten, ours, choice,
-                                             backend)
+                    key = tuple(head[("r", *chosen[item], item)] for item in sorted(original[i].items))
+                    order = _order(original[i], rewritten, choice, index[i].get(key, []))
+                    matched &= _part_matches(original[i], theirs[i], ours, chosen, order, backend)
             first = xp.where(~matched & ~bad, np.int32(len(choices)), first)
             bad |= ~matched
             choices.append(choice)
     return Mismatch(bad, first, choices)
 
 
-def _part_matches(part: Part, outcomes: list[BatchedOutcome], rewritten: Sequence[Part],
-                  ours: list[list[BatchedOutcome]], choice: dict[int, int],
-                  backend: Backend) -> Any:
-    """Per valuation: whether the chosen rewritten schedules agree, on the
-    items of original `part`, with one of its schedules."""
-    xp, size = backend.xp, outcomes[0].size if outcomes else 0
-    chosen = {item: (j, k) for j, k in choice.items() for item in rewritten[j].items}
+def _samples(theirs, original, ours, rewritten, rows: int, backend: Backend) -> dict[tuple, Any]:
+    """The values of the first `rows` valuations of every item of every
+    schedule's outcome, on the host (one transfer), keyed by (side, part,
+    schedule, item); each is a Tensor (SPEC equality over all its rows) or
+    an Error."""
+    keys, arrays, out = [], [], {}
+    for side, outs, ps in (("o", theirs, original), ("r", ours, rewritten)):
+        for i, part in enumerate(ps):
+            for c, outcome in enumerate(outs[i]):
+                for item in part.items:
+                    v = _value(outcome, item)
+                    if isinstance(v, Error):
+                        out[side, i, c, item] = v
+                    else:
+                        keys.append((side, i, c, item))
+                        arrays.append(v[:rows])
+    for key, host in zip(keys, backend.to_host(arrays) if arrays else []):
+        out[key] = Tensor(host)
+    return out
+
+
+def _order(part: Part, rewritten: Sequence[Part], choice: dict[int, int],
+           candidates: list[int]) -> list[int]:
     same = None
     if len(choice) == 1:
         (j, k), = choice.items()
         same = next((c for c, s in enumerate(part.schedules) if s == rewritten[j].schedules[k]), None)
-    order = ([same] if same is not None else []) + [c for c in range(len(part.schedules)) if c != same]
+    first = ([same] if same is not None else []) + [c for c in candidates if c != same]
+    taken = set(first)
+    return first + [c for c in range(len(part.schedules)) if c not in taken]
+
+
+def _part_matches(part: Part, outcomes: list[BatchedOutcome], ours: list[list[BatchedOutcome]],
+                  chosen: dict[tuple[str, str], tuple[int, int]], order: list[int],
+                  backend: Backend) -> Any:
+    """Per valuation: whether the chosen rewritten schedules agree, on the
+    items of original `part`, with one of its schedules (tried in `order`,
+    stopping once every valuation matches)."""
+    xp, size = backend.xp, outcomes[0].size if outcomes else 0
     matched = xp.zeros(size, dtype=bool)
     for c in order:
         eq = xp.ones(size, dtype=bool)
@@ -369,29 +415,36 @@ def unmatched(original: Program, rewritten: Program, batch: Batch, backend: Back
 
 
 def bytes_per_valuation(original: Sequence[Part], backend: Backend, semantics: str = ATOMIC,
-                        observe: str = "outputs+state") -> int:
-    """A generous estimate of the device memory one valuation takes in
-    :func:`unmatched_parts`: its inputs, the outcomes kept for comparison (one
-    per schedule of each part, counting the rewrite as large as the
-    original), and the values in transit during a run (a few per node of
-    either program), measured on one probe valuation."""
+                        observe: str = "outputs+state", probe_size: int = 16) -> int:
+    """An estimate of the device memory one valuation takes in
+    :func:`unmatched_parts`, measured on `probe_size` random valuations: its
+    inputs, the distinct arrays that the outcomes of every schedule of every
+    part keep (schedules share most final values), counted twice (the rewrite
+    is taken to be as large), and the values in transit during a run (one per
+    node of the original, and as many for the rewrite, each as large as the
+    largest value)."""
     feed_types, var_types = input_types(*(p.program for p in original))
-    probe = random_batch(feed_types, var_types, 1, np.random.default_rng(0), backend)
+    probe = random_batch(feed_types, var_types, probe_size, np.random.default_rng(0), backend)
+    kept: dict[int, int] = {}
+    largest = 8 * probe_size
 
-    def nbytes(values) -> list[int]:
-        return [int(v.nbytes) for v in values if not isinstance(v, Error)]
+    def note(values) -> None:
+        nonlocal largest
+        for v in values:
+            if not isinstance(v, Error):
+                owner = v if v.base is None else v.base
+                kept[id(owner)] = int(owner.nbytes)
+                largest = max(largest, int(v.nbytes))
 
-    inputs = nbytes(list(probe.feeds.values()) + list(probe.init.values()))
-    kept, largest, nodes = 0, max(inputs + [8]), 0
+    note(list(probe.feeds.values()) + list(probe.init.values()))
+    nodes = 0
     for part in original:
-        if part.schedules:
-            out = evaluate(batched_machine(part.program, backend, 1, semantics),
-                           part.schedules[0], probe, observe)
-            sizes = nbytes(list(out.outputs.values()) + list((out.state or {}).values()))
-            kept += 2 * len(part.schedules) * max(sum(sizes), 8)
-            largest = max([largest] + sizes)
+        m = batched_machine(part.program, backend, probe_size, semantics)
+        for out in evaluate_all(m, part.schedules, probe, observe):
+            note(list(out.outputs.values()) + list((out.state or {}).values()))
         nodes += len(part.program.nodes)
-    return sum(inputs) + kept + 4 * 2 * nodes * largest + 16
+    per_probe = 2 * sum(kept.values()) + 2 * nodes * largest
+    return per_probe // probe_size + 16
 
 
 def fitting_batch_size(requested: int, per_valuation: int, backend: Backend,
