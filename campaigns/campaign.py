@@ -56,6 +56,7 @@ from .targets import CELLS, Cell, Target, cell_label, resolve_pass
 
 HYPOTHESIS_DIR = "hypothesis"
 LOCK_NAME = "campaign.lock"
+WORKER_LOG = "workers.log"
 
 
 class CampaignError(RuntimeError):
@@ -79,7 +80,8 @@ class CampaignSettings:
     generator: str | None = None
     dask: str | None = None
     #: None: DIR/hypothesis; "redis://HOST:PORT[/DB]": a Redis-backed one,
-    #: shared by every machine that points at it; "none": no database
+    #: shared by every machine that points at it; a folder path (e.g. on a
+    #: shared file system); "none": no database
     example_db: str | None = None
     replay: bool = True
     round_seconds: float = 20.0
@@ -148,12 +150,15 @@ def open_example_db(settings: CampaignSettings) -> ExampleDatabase | None:
         return None
     if spec and spec.startswith("redis://"):
         try:
-            import redis  # noqa: F401
+            import redis
             from hypothesis.extra.redis import RedisExampleDatabase
         except ImportError as exc:
             raise CampaignError(f"--example-db {spec} needs the redis package: {exc}") from None
-        import redis as redis_mod
-        return RedisExampleDatabase(redis_mod.Redis.from_url(spec), key_prefix=b"tfsem:")
+        from datetime import timedelta
+        return RedisExampleDatabase(redis.Redis.from_url(spec), key_prefix=b"tfsem:",
+                                    expire_after=timedelta(days=60))
+    if spec:  # a folder, e.g. on a file system every machine mounts
+        return DirectoryBasedExampleDatabase(spec)
     return DirectoryBasedExampleDatabase(str(Path(settings.out) / HYPOTHESIS_DIR))
 
 
@@ -239,10 +244,11 @@ class _Lock:
 class _WorkerProcess:
     """A local worker (`python -m tfsem.campaigns.worker`) and its line protocol."""
 
-    def __init__(self, hello: dict):
+    def __init__(self, hello: dict, log: Any = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "tfsem.campaigns.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, close_fds=True)
+                                     stderr=log if log is not None else subprocess.DEVNULL,
+                                     close_fds=True)
         self.pid = self.proc.pid
         self.stdout = self.proc.stdout
         self.buf = b""
@@ -447,7 +453,10 @@ class Campaign:
             _, fid, status, again = msg
             row = store.finding(fid)
             if status == PRESENT and again is not None:
-                store.record_finding(self.campaign_id, FindingRecord.from_json(again))
+                record = FindingRecord.from_json(again)
+                nid, seen_as = store.record_finding(self.campaign_id, record)
+                self.progress.finding(record.pass_name, record.kind, seen_as, f"{record.message} (replayed)",
+                                      record.size, nid, expected=not record.contradicts_claim)
             elif status == FIXED and row is not None:
                 store.mark_fixed(fid, self.campaign_id)
                 self.progress.note(f"finding #{fid} ({row['pass']}, {row['kind']}) is fixed")
@@ -498,8 +507,10 @@ class Campaign:
                             shrink_seconds=min(30.0, max(1.0, 0.25 * seconds)))
             w.send(task)
 
+        log = open(self.out / WORKER_LOG, "ab")  # what workers print on stderr, for diagnosis
+
         def start() -> None:
-            w = _WorkerProcess(hello)
+            w = _WorkerProcess(hello, log)
             workers.append(w)
             sel.register(w.stdout, selectors.EVENT_READ, w)
             assign(w)
@@ -527,7 +538,7 @@ class Campaign:
                         code = w.reap()
                         if w.task is not None:
                             why = (f"worker {w.pid} died (exit status {code}) during task {w.task}; "
-                                   "its findings so far are kept")
+                                   "its findings so far are kept; see DIR/workers.log")
                             self.errors.append(why)
                             self.progress.note(why)
                             w.task = None
@@ -539,6 +550,7 @@ class Campaign:
             for w in workers:
                 w.kill()
             sel.close()
+            log.close()
 
     # -- Dask --------------------------------------------------------------------------
 
@@ -549,7 +561,9 @@ class Campaign:
             raise CampaignError("--dask needs dask's distributed package: "
                                 "pip install 'tfsem[campaign]' (or dask[distributed])") from None
         local_db = open_example_db(self.settings)
-        shared = bool(self.settings.example_db and self.settings.example_db.startswith("redis://"))
+        # Redis, or a folder every worker sees: the workers use it directly;
+        # otherwise DIR/hypothesis entries travel with the tasks
+        shared = bool(self.settings.example_db and self.settings.example_db != "none")
         client = Client(self.settings.dask, timeout=30)
         qname = f"tfsem-campaign-{self.campaign_id}-{uuid.uuid4().hex[:8]}"
         q = Queue(qname, client=client)

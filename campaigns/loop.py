@@ -85,7 +85,7 @@ class LoopConfig:
     round_examples: int = 500
     round_seconds: float = 20.0
     #: after a round's first failure, Hypothesis shrinks for at most this long
-    shrink_seconds: float = 5.0
+    shrink_seconds: float = 2.0
     #: then the structural reducer (reduce.py) works on each finding this long
     reduce_seconds: float = 5.0
 

@@ -195,3 +195,36 @@ def test_record_json_round_trip():
     assert FindingRecord.from_json(json.loads(json.dumps(rec.to_json()))) == rec
     with pytest.raises(ValueError):
         FindingRecord(pass_name="p", kind="weird", semantics="atomic", observe="outputs", original={})
+
+
+# ---------------------------------------------------------------------------
+# The progress display (it reads like the database's statistics)
+
+
+def test_progress_live_table_and_plain_log_lines():
+    import io
+
+    from tfsem.campaigns.progress import Progress
+
+    tty = io.StringIO()
+    live = Progress(["hoist-reads", "cse"], budget=60, workers=2, stream=tty, live=True)
+    live.stats("hoist-reads", {"programs": 120, "seconds": 4.0})
+    live.finding("hoist-reads", "unsound", "new", "output 'out' differs", 3, 1, expected=True)
+    live.finding("hoist-reads", "unsound", "repeat", "output 'out' differs", 3, 1, expected=True)
+    live.draw(force=True)
+    text = tty.getvalue()
+    assert "\x1b[" in text  # redrawn in place
+    last = text.split("tfsem fuzz")[-1]
+    assert "2 workers" in last and "1 finding (1 new)" in last
+    row = next(line for line in last.splitlines() if "hoist-reads" in line and "programs" not in line)
+    assert "120" in row and "30.0" in row and "unsound 1" in row
+
+    log = io.StringIO()
+    plain = Progress(["cse"], budget=60, workers=1, stream=log, live=False, interval=0)
+    plain.stats("cse", {"programs": 10, "seconds": 2.0})
+    plain.finding("cse", "crash", "known", "KeyError: 'x'", 2, 7, expected=False)
+    plain.draw()
+    lines = log.getvalue().splitlines()
+    assert any("finding #7 known crash in cse (BUG)" in line for line in lines)
+    assert any("cse: 10 programs (5.0/s per worker)" in line for line in lines)
+    assert "\x1b[" not in log.getvalue()

@@ -55,7 +55,8 @@ def add_parser(sub) -> None:
                         "(program, feeds, init), instead of tfsem's generators")
     p.add_argument("--example-db", default=None, metavar="URL",
                    help="Hypothesis example database: DIR/hypothesis (default), "
-                        "redis://HOST:PORT/N (shared between machines), or none")
+                        "redis://HOST:PORT/N or a folder on a shared file system (shared "
+                        "between machines), or none")
     p.add_argument("--no-replay", action="store_true",
                    help="do not replay the stored findings first")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")

@@ -118,12 +118,24 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FOUND if result.exit_found else EXIT_OK
 
 
+def _group_key(r: FindingRecord) -> tuple:
+    """Findings that fail the same way (shown once, the smallest in full)."""
+    if r.kind == "unsound":
+        return (r.kind, r.semantics, r.observe, tuple(r.differs or {}))
+    return (r.kind, r.detail.get("error_type", ""))
+
+
 def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
     t = result.target
     programs = sum(c.stats.programs for c in result.cells)
     print(f"{t.name}: {programs} programs in {result.seconds:.1f} s, "
           f"{len(result.findings)} distinct finding{'s' if len(result.findings) != 1 else ''}")
+    groups: dict[tuple, list[tuple[int, Found, str, str]]] = {}
     for i, (found, (path, command)) in enumerate(zip(result.findings, repro), 1):
+        groups.setdefault(_group_key(found.record), []).append((i, found, path, command))
+    for members in groups.values():
+        members.sort(key=lambda m: (m[1].record.size, m[0]))
+        i, found, path, command = members[0]
         print()
         print(_headline(i, found.record))
         for line in finding_lines(found.record):
@@ -131,6 +143,10 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
         print(f"  found after {found.first_after:.1f} s, {found.times} time{'s' if found.times != 1 else ''}")
         print(f"  reproducer: {path}")
         print(f"    {command}")
+        if len(members) > 1:
+            print(f"  {len(members) - 1} other program{'s' if len(members) > 2 else ''} fail the same way:")
+            for _, other, other_path, _ in members[1:]:
+                print(f"    {other_path} ({other.record.size} nodes)")
     print()
     print("claims:")
     for c in result.cells:
