@@ -6,12 +6,15 @@ evaluated on B valuations at once: every feed and variable holds an array with
 a leading batch axis, shape (B, *s) for the declared shape s, and registry
 functions run through their `batched_impl` (`tfsem.oracle.functions`).
 
-Which schedules: :func:`tfsem.backends.classes.schedule_classes` gives, for
-each program, schedules whose outcomes at any σ are exactly Outcomes(P, σ).
-A valuation σ is a counterexample when some schedule of P' gives an outcome
-that no schedule of P gives at σ; the test is vectorized: one boolean per
-valuation for each pair of schedules, combined on the device.  Only the
-verdict (a count and the first bad row) comes back to the host.
+Which schedules: each program is split into independent parts (components),
+and :func:`tfsem.backends.classes.parts` gives each part schedules whose
+outcomes at any σ are exactly the part's outcomes at σ.  A valuation σ is a
+counterexample when some choice of schedules of P' gives an outcome that no
+schedules of P give at σ; the test is vectorized: one boolean per valuation
+for each comparison, combined on the device.  What comes back to the host
+during a check is a flag per comparison ("does every valuation match yet?"),
+the values of a small sample of valuations (to pick which schedules to
+compare), and at the end the verdict: whether a valuation failed, and which.
 
 Errors per valuation.  Whether a value is an error, and which, depends only on
 which inputs are errors and on shapes and dtypes, never on the numbers
@@ -241,20 +244,6 @@ def values_equal(x: Any, y: Any, xp: Any, size: int) -> Any:
     else:
         same = x == y
     return same.reshape(size, -1).all(axis=1)
-
-
-def outcomes_equal(a: BatchedOutcome, b: BatchedOutcome, xp: Any) -> Any:
-    """Per valuation, whether two batched outcomes are equal."""
-    size = a.size
-    if a.outputs.keys() != b.outputs.keys() or (a.state is None) != (b.state is None) \
-            or (a.state is not None and a.state.keys() != b.state.keys()):
-        return xp.zeros(size, dtype=bool)
-    eq = xp.ones(size, dtype=bool)
-    for k in a.outputs:
-        eq &= values_equal(a.outputs[k], b.outputs[k], xp, size)
-    for k in a.state or ():
-        eq &= values_equal(a.state[k], b.state[k], xp, size)
-    return eq
 
 
 @dataclass
@@ -559,5 +548,5 @@ def _shares(size: int, n_patterns: int) -> list[int]:
 
 __all__ = ["Batch", "BatchedOutcome", "Counterexample", "DifferentialResult", "NotBatchable",
            "Mismatch", "batch_from_rows", "batched_machine", "differential_test",
-           "error_patterns", "evaluate", "evaluate_all", "input_types", "outcomes_equal",
+           "error_patterns", "evaluate", "evaluate_all", "input_types",
            "random_batch", "random_values", "unmatched", "unmatched_parts", "values_equal"]
