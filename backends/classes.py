@@ -35,7 +35,7 @@ from tfsem.oracle.outcomes import OUTPUTS
 from tfsem.oracle.program import Program
 from tfsem.oracle.semantics import ATOMIC
 
-from .execute import _ASSIGN, _FN, _READ, Machine
+from .execute import _ASSIGN, _READ, Machine
 
 
 class _Sym:
