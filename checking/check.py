@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -35,7 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 import z3
 
-from tfsem.oracle.explore import Budget, BudgetExceeded, outcome_set
+from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet, outcome_set
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import Program, ProgramError, TensorType, validate
@@ -63,6 +64,9 @@ CANDIDATE_RETRIES = 3
 LIST_LIMIT = 100
 #: σ on which each query is first evaluated concretely, before the solver
 SAMPLES = 32
+
+
+_Z3_LOCK = threading.RLock()
 
 
 class _GiveUp(Exception):
@@ -110,7 +114,10 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                        semantics=semantics, observe=observe,
                        stats={"seconds": round(time.monotonic() - started, 6)})
     checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends)
-    return checker.run()
+    # Z3's Python API shares one global context, which is not thread-safe:
+    # checks from several threads (the HTTP service) take turns
+    with _Z3_LOCK:
+        return checker.run()
 
 
 def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
@@ -161,7 +168,7 @@ class _Found:
     init: dict[str, Value]
     schedule: list[str]
     outcome: Outcome
-    original: Any   # OutcomeSet at σ
+    original: OutcomeSet   # Outcomes(P, σ)
 
 
 @dataclass
@@ -220,6 +227,8 @@ class _Checker:
             # candidates the concrete oracle did not confirm (functions with no
             # encoding): no proof, and no counterexample yet
             return self.fallback(_GiveUp("unconfirmed", note))
+        if self.stats.get("identical"):
+            return self.verdict(SOUND, "the rewritten program is the original program")
         return self.verdict(SOUND, "proved for every σ (every initialization pattern, "
                                    "every value of the declared types)")
 
@@ -273,6 +282,7 @@ class _Checker:
             result = symbolic_outcomes(program, self.algebra, self.feeds, init, self.semantics,
                                        self.observe, budget, self.same)
         except BudgetExceeded as exc:
+            self.stats["states"] += exc.explored
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
