@@ -308,18 +308,21 @@ class Algebra:
 
     def _apply(self, fn: fns.Function, args: Sequence[SymValue],
                attrs: Mapping[str, Any]) -> tuple[SymValue, ...]:
+        # an opaque result is named by the function and its attributes (two
+        # nodes of one function with different attributes compute different things)
+        name = fn.name + (fns.attrs_key(attrs) if attrs else "")
         for i in fn.strict():
             if isinstance(args[i], Error):
                 return (args[i],) * fn.n_out
             if isinstance(args[i], Opaque):
                 # an opaque value may or may not be an error: the result's
                 # kind is unknown
-                return tuple(self.opaque(fn.name, k, tuple(args)) for k in range(fn.n_out))
+                return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         used = [a for i, a in enumerate(args) if i in fn.strict()]
         if len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * fn.n_out
         if not has_encoding(fn):
-            return tuple(self.opaque(fn.name, k, tuple(args)) for k in range(fn.n_out))
+            return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         kinds = self._result_kinds(fn, args, attrs)
         if all(isinstance(k, Error) for k in kinds):
             return kinds

@@ -430,3 +430,21 @@ def test_check_case_uses_the_cases_settings():
     case = make_case(prog, split, semantics="decomposed")
     assert check_case(case).verdict == "sound"
     assert check_case(case, semantics="atomic").verdict == "unsound"
+
+
+def test_uninterpreted_functions_with_different_attributes_differ(monkeypatch):
+    def impl(xp, args, attrs):
+        return (args[0] * attrs["k"],)
+
+    def k_attr(raw, where):
+        return int(raw)
+
+    monkeypatch.setitem(fns._REGISTRY, "TestScaleCheck",
+                        fns.Function("TestScaleCheck", 1, 1, impl, attrs={"k": k_attr}))
+    p = pure([P.apply("r", "TestScaleCheck", "$a", k=2)])
+    q = pure([P.apply("r", "TestScaleCheck", "$a", k=3)])
+    v = check_rewrite(p, q)
+    assert v.verdict == "unsound"
+    replay(p, q, v.to_json())
+    v = check_rewrite(p, renamed(p))
+    assert v.verdict == "sound" and not v.stats.get("identical")
