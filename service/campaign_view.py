@@ -90,58 +90,17 @@ class CampaignView:
         out["href"] = f"/v1/findings/{row['id']}"
         return out
 
-    # -- pages ----------------------------------------------------------------
+    # -- pages (rendered by tfsem.reports.campaign, as `tfsem report` writes them) --
 
     def index_html(self) -> str:
-        from tfsem.reports.index import render_index
-
-        title = f"tfsem campaign report: {self.directory.name or self.directory}"
-        store = self._store()
-        if store is None:
-            return render_index([], [], [], [], title=title + " (no campaign has run yet)")
-        with store:
-            campaigns = [self._index_campaign(c) for c in reversed(store.campaigns())]
-            if not campaigns:
-                return render_index([], [], [], [], title=title)
-            latest = campaigns[0]["id"]
-            pass_stats = store.pass_totals(latest)
-            findings = []
-            for status, rows in store.campaign_findings(latest).items():
-                findings += [self._index_finding(f, status) for f in rows]
-            history = [dict(h, findings=h.get("new", 0) + h.get("known", 0)) for h in store.history()]
-        return render_index(campaigns, pass_stats, findings, history, title=title)
-
-    @staticmethod
-    def _index_campaign(c: dict) -> dict:
-        return {"id": c["id"], "started": c["started"], "ended": c.get("ended"), "budget_s": c.get("budget"),
-                "settings": c.get("settings") or {}, "version": c.get("version"), "host": c.get("host"),
-                "status": c.get("status")}
-
-    @staticmethod
-    def _index_finding(f: dict, status: str) -> dict:
-        from tfsem.reports.site import finding_page_path
-        return {"id": f["id"], "pass": f["pass"], "kind": f["kind"], "status": status,
-                "page": finding_page_path(f["id"]), "semantics": f.get("semantics"),
-                "observe": f.get("observe"), "differs": f.get("differs"), "summary": f.get("message"),
-                "nodes": f.get("nodes"), "first_seen": f.get("first_seen"), "last_seen": f.get("last_seen"),
-                "seen": f.get("times_seen")}
+        from tfsem.reports.campaign import index_page
+        return index_page(self.directory)
 
     def finding_html(self, page: str) -> str:
         """`finding-ID.html`: the finding's page, as `tfsem report` writes it."""
-        from tfsem.reports.finding import render_finding_page
+        from tfsem.reports.campaign import finding_page
 
         stem = page[:-5] if page.endswith(".html") else None
         if stem is None or not stem.startswith("finding-"):
             raise NoSuchFinding(page)
-        row = self._row(stem[len("finding-"):])
-        case = row.get("case_json") or {"format": "tfsem.case/1", "original": row["original"],
-                                         "rewritten": row.get("rewritten"), "semantics": row["semantics"],
-                                         "observe": row["observe"]}
-        verdict = row.get("verdict") or {"verdict": row["kind"], "reason": row.get("message", ""),
-                                         "detail": row.get("detail"), "semantics": row["semantics"],
-                                         "observe": row["observe"]}
-        meta = {"pass": row["pass"], "kind": row["kind"], "status": row["status"],
-                "first_seen": row["first_seen"], "last_seen": row["last_seen"], "seen": row["times_seen"],
-                "id": row["id"], "signature": row["signature"]}
-        return render_finding_page(case, verdict, meta=meta, index_href="../index.html",
-                                   case_filename=f"finding-{row['id']}.json")
+        return finding_page(self._row(stem[len("finding-"):]))
