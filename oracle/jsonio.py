@@ -224,10 +224,11 @@ def parse_json_text(text: str, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ProgramError([Violation(where, "bad-json",
                                       f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
-    except (ValueError, RecursionError) as exc:
-        # e.g. an integer literal longer than Python's int-to-str digit limit,
-        # or nesting deeper than the recursion limit
+    except ValueError as exc:
+        # e.g. an integer literal longer than Python's int-to-str digit limit
         raise ProgramError([Violation(where, "bad-json", f"not valid JSON: {exc}")]) from None
+    except RecursionError:
+        raise ProgramError([Violation(where, "too-deep", "JSON nested too deeply to read")]) from None
 
 
 def read_json_file(path: str | Path) -> Any:

@@ -35,18 +35,8 @@ def parse_body(raw: bytes, limits: Limits) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ProgramError([Violation("request", "bad-json", "not UTF-8 text")]) from None
-    try:
-        data = parse_json_text(text, "request")
-    except ProgramError:
-        raise
-    except ValueError as exc:  # what JSONDecodeError misses: an integer of more than 4300 digits
-        raise ProgramError([Violation("request", "bad-json", f"not valid JSON: {exc}")]) from None
-    except RecursionError:
-        data = None
-        depth = limits.max_json_depth + 1
-    else:
-        depth = json_depth(data, limits.max_json_depth)
-    if depth > limits.max_json_depth:
+    data = parse_json_text(text, "request")   # bad JSON, too deep for Python: ProgramError
+    if json_depth(data, limits.max_json_depth) > limits.max_json_depth:
         raise ProgramError([Violation("request", "too-deep",
                                       f"JSON nested more than {limits.max_json_depth} levels deep")])
     return data

@@ -93,7 +93,7 @@ def test_uninitialized_variable_prints_as_an_error_value():
     ('{"nodes": [{"name": "a", "op": "Const", "value": [1, [2]]}]}', "[bad-value]"),
     ('{"nodes": "many"}', "nodes is a list"),
     ('{"nodes": [{"name": "c", "op": "Const", "value": ' + "9" * 5000 + '}]}', "not valid JSON"),
-    ("[" * 100000 + "]" * 100000, "not valid JSON"),
+    ("[" * 100000 + "]" * 100000, "nested too deeply to read [too-deep]"),
 ])
 def test_malformed_programs_exit_2_without_traceback(tmp_path, content, needle):
     path = tmp_path / "bad.json"
