@@ -16,9 +16,15 @@ program.  Published results (Groce et al., "Swarm Testing", ISSTA 2012) show
 that this finds more distinct bugs than always enabling everything.
 
 Races on purpose: about half of the nodes access a variable, there are few
-variables (1 to 3, the first one favoured by shrinking), and an access reuses
-an existing `Var` handle or makes its own, so two accesses to one variable, at
-least one a write, are often unordered.  No program is ever filtered out.
+variables (1 to 3), an access often shares an existing `Var` handle, and half of the
+programs end with a planted race (an access unordered with an earlier
+conflicting one), so that most programs have two unordered accesses to one
+variable, at least one a write.  No program is ever filtered out.
+
+Shrinking: each node is one span whose simplest first choice means "skip
+this node" (see `draw.py`), so the shrinker deletes nodes one by one; the
+simplest other choices mean: stop, Read, share the first Var handle, take the
+first port, scalar, value 0.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedCont
                                   Input, Node, Program, TensorType)
 from tfsem.oracle.values import Tensor, Value
 
-from .draw import Draw, choice
+from .draw import PERCENT, Draw, boolean, choice, flag
 from .races import accesses, has_race
 
 #: Nodes kept free for planting a race (Var, Write, Var, Read).
@@ -127,6 +133,9 @@ class Config:
             if unknown:
                 raise ValueError(f"unknown operation(s) {unknown}: use registered function names, "
                                  f"{', '.join(ACCESS_OPS)}, or Assign<F> (e.g. AssignAdd)")
+            if self.n_variables == 0 and not any(fns.lookup(o) and o in generatable_functions()
+                                                 for o in self.ops) and self.min_nodes > 0:
+                raise ValueError(f"ops {sorted(self.ops)} without variables leave no node to build")
 
     def p_more(self, size: int) -> float:
         """Chance of adding one more node to a program of `size` nodes.  Chosen
@@ -175,14 +184,34 @@ class _Features:
     vectors: bool
     fanout: bool
     mixed_dtype: bool
-    access_kinds: list[str]            # weighted: Read, Write, Assign, Var (repeats)
-    assign_fns: list[str]
-    functions: list[str]               # weighted: Const twice
+    kinds: list[str]      # weighted node kinds: "Read", "Write", "Assign:F", "Var", functions
     plant_race: bool = False
+
+    @property
+    def writes(self) -> list[str]:
+        return list(dict.fromkeys(k for k in self.kinds if k == "Write" or k.startswith("Assign:")))
+
+
+#: Weights of node kinds: accesses (Read, Write, Assign-f, a standalone Var)
+#: make about half of the nodes; among functions Const counts double.
+_WEIGHTS = {"Read": 6, "Write": 4, "Assign": 1, "Var": 2, "Const": 2}
+#: Control inputs a node may take from earlier nodes.
+_MAX_CONTROLS = 3
+#: Spans drawn at most per allowed node (skipped spans do not add one).
+_MAX_STEPS = 3
+
+
+def _is_access(kind: str) -> bool:
+    return kind in ("Read", "Write", "Var") or kind.startswith("Assign:")
 
 
 class ProgramBuilder:
-    """Builds one program from the choices of a Draw."""
+    """Builds one program from the choices of a Draw.
+
+    Each node is one span of a few choices; a node draws the same choices
+    whether or not a feature is on, so that the shrinker can delete nodes and
+    switch features off without shifting the choices of the nodes after it.
+    """
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
@@ -194,144 +223,183 @@ class ProgramBuilder:
         self.variables: dict[str, TensorType] = {}
         self.feeds: dict[str, TensorType] = {}
         self.outputs: dict[str, DataIn] = {}
+        self.limit = cfg.max_nodes
 
     # -- the whole program ----------------------------------------------------
 
     def build(self, d: Draw) -> Program:
         cfg = self.cfg
-        self.f = self._features(d)
-        n_vars = cfg.n_variables if cfg.n_variables is not None else 1 + d.index(3)
-        if not self.f.access_kinds:
-            n_vars = cfg.n_variables or 0
+        self.f, n_vars = self._features(d)
+        if cfg.n_variables is not None:
+            n_vars = cfg.n_variables
+        elif not any(_is_access(k) for k in self.f.kinds):
+            n_vars = 0
         for k in range(n_vars):
             self.variables[f"x{k}"] = TensorType(cfg.dtype, self._shape(d, _any))
             self.var_nodes[f"x{k}"] = []
         # Planting a race needs up to 4 nodes (Var, Write, Var, Read): keep
         # them free while the rest of the program is drawn.
-        self.limit = cfg.max_nodes - (_PLANT_ROOM if self.f.plant_race else 0)
-        while len(self.nodes) < self.limit:
-            if len(self.nodes) >= cfg.min_nodes and not d.boolean(cfg.p_more(len(self.nodes))):
-                break
-            d.span(self._node)
+        plant = self.f.plant_race and bool(self.variables)
+        self.limit = cfg.max_nodes - (_PLANT_ROOM if plant else 0)
+        minimum = 0 if plant else cfg.min_nodes
+        steps = 0
+        while steps < _MAX_STEPS * cfg.max_nodes and d.span(lambda d: self._maybe_node(d, minimum)):
+            steps += 1
         self.limit = cfg.max_nodes
-        if self.f.plant_race:
+        if plant:
             d.span(self._plant_race)
+        while len(self.nodes) < cfg.min_nodes:      # skipped or planted nodes: top up
+            self._node(d, choice(d, self.f.kinds))
         if not cfg.observe_state and not self.outputs and self.ports:
             # outputs only: a program that fetches nothing has one outcome
             self.outputs["out0"] = self.ports[-1].ref
         return Program(self.variables, tuple(self.nodes), self.outputs, self.feeds).validated()
 
-    def _features(self, d: Draw) -> _Features:
+    def _features(self, d: Draw) -> tuple[_Features, int]:
+        """The swarm: feature flags, the number of variables, and each
+        operation kind switched off in 25% of programs."""
         cfg = self.cfg
-        control = cfg.control_density > 0 and not d.boolean(0.2)
-        feed_control = d.boolean(0.25)
-        vectors = d.boolean(0.35)
-        fanout = not d.boolean(0.25)
-        mixed = d.boolean(0.1)
+        control = not boolean(d, 0.2) and cfg.control_density > 0
+        feed_control = boolean(d, 0.25)
+        vectors = boolean(d, 0.35)
+        fanout = not boolean(d, 0.25)
+        mixed = boolean(d, 0.1)
+        plant = boolean(d, 0.5)
+        n_vars = 1 + d.index(3)
+        candidates = ["Read", "Write", "Var"] + ["Assign:" + f for f in assign_function_names()] \
+            + generatable_functions()
+        off = {c for c in candidates if boolean(d, 0.25)}
         has_vars = cfg.n_variables != 0
 
-        def on(name: str, parent: str | None = None) -> bool:
-            # each operation kind is switched off in 20% of programs
-            return _enabled(cfg, name, parent) and not d.boolean(0.2)
+        def allowed(kind: str) -> bool:
+            if kind.startswith("Assign:"):
+                return _enabled(cfg, "Assign" + kind[7:], "Assign")
+            return _enabled(cfg, kind)
 
-        assign_fns = [f for f in assign_function_names()
-                      if on("Assign" + f, "Assign") and (vectors or f not in _NEEDS_VECTORS)]
-        access: list[str] = []
-        if has_vars:
-            weights = {"Read": 3, "Write": 2, "Assign": 2, "Var": 1}
-            for kind, w in weights.items():
-                if kind == "Assign" and not assign_fns:
-                    continue
-                if kind != "Assign" and not on(kind):
-                    continue
-                access += [kind] * w
-            if not any(k in ("Write", "Assign") for k in access):
-                # keep races possible: a program with variables always writes
-                allowed = [f for f in assign_function_names()
-                           if _enabled(cfg, "Assign" + f, "Assign")
-                           and (vectors or f not in _NEEDS_VECTORS)]
-                if _enabled(cfg, "Write"):
-                    access += ["Write"] * 2
-                elif allowed:
-                    assign_fns = allowed[:1]
-                    access += ["Assign"] * 2
-        functions: list[str] = []
-        for name in generatable_functions():
-            if on(name) and (vectors or name not in _NEEDS_VECTORS):
-                functions += [name] * (2 if name == "Const" else 1)
-        if not functions and not access:
-            # everything switched off: fall back to the first allowed function
-            allowed = [n for n in generatable_functions() if _enabled(cfg, n)]
-            functions = allowed[:1] or ["Const"]
+        def usable(kind: str) -> bool:
+            needs_vectors = kind.split(":")[-1] in _NEEDS_VECTORS
+            return allowed(kind) and (vectors or not needs_vectors) and (has_vars or not _is_access(kind))
+
+        kinds = [k for k in candidates if usable(k) and k not in off]
+        if has_vars and any(_is_access(k) for k in candidates if usable(k)) \
+                and not any(k == "Write" or k.startswith("Assign:") for k in kinds):
+            # keep races possible: a program with variables always writes
+            kinds += [k for k in candidates if usable(k) and (k == "Write" or k.startswith("Assign:"))][:1]
+        if not kinds:
+            # the swarm switched everything off: allow what the parameters allow
+            kinds = [k for k in candidates if usable(k)] or \
+                [k for k in candidates if allowed(k) and (has_vars or not _is_access(k))]
+        weighted = [k for k in kinds for _ in range(_WEIGHTS.get(k.split(":")[0], 1))]
         # Races on purpose: some programs end with an access that races with an
         # earlier one (see _plant_race); the others race or not by chance.
-        plant = (cfg.max_nodes - _PLANT_ROOM >= cfg.min_nodes and "Read" in access
-                 and any(k in ("Write", "Assign") for k in access) and d.boolean(0.4))
-        return _Features(control, feed_control, vectors, fanout, mixed, access, assign_fns,
-                         functions, plant)
+        plant = plant and cfg.max_nodes - _PLANT_ROOM >= cfg.min_nodes \
+            and any(k == "Write" or k.startswith("Assign:") for k in kinds)
+        features = _Features(control=control, feed_control=feed_control, vectors=vectors,
+                             fanout=fanout, mixed_dtype=mixed, kinds=weighted, plant_race=plant)
+        return features, n_vars
 
     # -- one node -------------------------------------------------------------
 
-    def _node(self, d: Draw) -> None:
-        f = self.f
-        if f.access_kinds and (not f.functions or d.boolean(0.55)):
-            kind = choice(d, f.access_kinds)
-            if self._access(d, kind):
-                return
-        if f.functions:
-            self._function(d, choice(d, f.functions))
+    def _maybe_node(self, d: Draw, minimum: int) -> bool:
+        """Maybe add a node; False to stop.  One span holds the node's choices;
+        its first choice is "skip" (0, the simplest: the shrinker deletes a
+        node by making its span trivial) or "go on?" (a percentage)."""
+        first = d.index(1 + PERCENT)
+        if first == 0:
+            return True                                   # skipped
+        if len(self.nodes) >= self.limit:
+            # Full: stop.  The choice is still drawn, and skipping still goes
+            # on, so that the shrinker keeps it at "stop" (skipping would read
+            # past the end) and deleting an earlier node leaves a program
+            # that stops here rather than one that wants more choices.
+            return False
+        if len(self.nodes) >= minimum and not flag(first - 1, self.cfg.p_more(len(self.nodes))):
+            return False
+        self._node(d, choice(d, self.f.kinds))
+        return True
+
+    def _node(self, d: Draw, kind: str) -> None:
+        if _is_access(kind):
+            self._access(d, kind)
+        else:
+            self._function(d, kind)
 
     def _name(self, prefix: str) -> str:
         return f"{prefix}{len(self.nodes)}"
 
-    def _access(self, d: Draw, kind: str) -> bool:
-        """Add a Read, Write, Assign-f or Var; False if there is no room."""
-        x = choice(d, list(self.variables))
+    def _access(self, d: Draw, kind: str) -> None:
+        """Add a Read, Write, Assign-f or a standalone Var (an access comes
+        with a Var node of its own, or shares one)."""
         if kind == "Var":
+            x = choice(d, list(self.variables))
             name = self._name("v")
-            self.nodes.append(Node(name, VAR, tuple(self._controls(d)), {"var": x}))
+            self.nodes.append(Node(name, VAR, tuple(self._tail(d, name, ())[0]), {"var": x}))
             self.var_nodes[x].append(name)
-            return True
-        handle = self._handle(d, x)
-        if handle is None:
-            return False
+            return
+        found = self._handle(d)
+        if found is None:
+            return
+        x, handle = found
+        self._add_access(d, kind, x, handle)
+
+    def _add_access(self, d: Draw, kind: str, x: str, handle: DataIn,
+                    exclude: frozenset[str] = frozenset(), controls: bool = True) -> str:
+        """Add a Read, Write or Assign-f of x through `handle`; its value input
+        comes from no node of `exclude`; returns its name."""
         vtype = self.variables[x]
         if kind == "Read":
             name = self._name("r")
-            self.nodes.append(Node(name, READ, (handle, *self._controls(d))))
+            ctrl, fetch = self._tail(d, name, [vtype.shape], controls, fetch_p=0.5)
+            self.nodes.append(Node(name, READ, (handle, *ctrl)))
             self.access_names.append(name)
-            self._produced(d, name, [vtype.shape], vtype.dtype, fetch_p=0.5)
-            return True
-        fn = "Snd" if kind == "Write" else choice(d, self.f.assign_fns)
+            self._produced(name, [vtype.shape], vtype.dtype, fetch)
+            return name
+        fn = "Snd" if kind == "Write" else kind.split(":")[1]
         if fn == "Snd":
             want = _exactly(vtype.shape)
         elif fn == "Concat":
             want = _one_d
         else:
             want = _compatible(vtype.shape)
-        value, _ = self._tensor(d, want)
+        value, _ = self._tensor(d, want, exclude)
         name = self._name("w" if fn == "Snd" else "a")
-        self.nodes.append(Node(name, ASSIGN, (handle, value, *self._controls(d)), {"fn": fn}))
+        ctrl, _ = self._tail(d, name, (), controls)
+        self.nodes.append(Node(name, ASSIGN, (handle, value, *ctrl), {"fn": fn}))
         self.access_names.append(name)
-        return True
+        return name
 
-    def _handle(self, d: Draw, x: str, exclude: frozenset[str] = frozenset()) -> DataIn | None:
-        """A variable edge for x: an existing Var node's port (not one of
-        `exclude`), or a new Var node; None when there is no room."""
-        existing = [v for v in self.var_nodes[x] if v not in exclude
+    def _handle(self, d: Draw, x: str | None = None, exclude: frozenset[str] = frozenset()
+                ) -> tuple[str, DataIn] | None:
+        """A variable and a variable edge for it, in one choice: an existing
+        Var node's port (the simplest choice: it shrinks to fewer nodes; not
+        one of `exclude`), or a new Var node of some variable (of x if given).
+        None when there is no room for a new Var and none to share."""
+        names = [x] if x is not None else list(self.variables)
+        existing = [v for y in names for v in self.var_nodes[y] if v not in exclude
                     and (self.f.fanout or DataIn(v) not in self.consumed)]
         room = len(self.nodes) + 2 <= self.limit
-        if existing and (not room or d.boolean(0.4)):
-            ref = DataIn(choice(d, existing))
+        fresh = boolean(d, 0.6)
+        which = d.index(max(len(existing), len(names)))
+        if existing and (not room or not fresh):
+            name = existing[which % len(existing)]
+            y = self.node_of(name).var
         elif room:
+            y = names[which % len(names)]
             name = self._name("v")
-            self.nodes.append(Node(name, VAR, (), {"var": x}))
-            self.var_nodes[x].append(name)
-            ref = DataIn(name)
+            self.nodes.append(Node(name, VAR, (), {"var": y}))
+            self.var_nodes[y].append(name)
         else:
+            # no room for the access and a Var of its own: a handle alone
+            y = names[which % len(names)]
+            self.nodes.append(Node(self._name("v"), VAR, (), {"var": y}))
+            self.var_nodes[y].append(self.nodes[-1].name)
             return None
+        ref = DataIn(name)
         self.consumed.add(ref)
-        return ref
+        return y, ref
+
+    def node_of(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
 
     def _function(self, d: Draw, op: str) -> None:
         fn = fns.get(op)
@@ -351,9 +419,10 @@ class ProgramBuilder:
         else:
             out_shapes = _infer(op, shapes, fn.n_out)
         name = self._name(op.lower())
-        self.nodes.append(Node(name, op, (*args, *self._controls(d)), attrs))
+        ctrl, fetch = self._tail(d, name, out_shapes, fetch_p=0.25)
+        self.nodes.append(Node(name, op, (*args, *ctrl), attrs))
         dtype = dtypes[0] if dtypes and len(set(dtypes)) == 1 else self.cfg.dtype
-        self._produced(d, name, out_shapes, dtype, fetch_p=0.25)
+        self._produced(name, out_shapes, dtype, fetch)
 
     @staticmethod
     def _want(op: str, i: int, shapes: Sequence[Shape]) -> Want:
@@ -365,79 +434,92 @@ class ProgramBuilder:
             return _compatible(shapes[0])
         return _any
 
-    def _produced(self, d: Draw, name: str, shapes: Sequence[Shape], dtype: str,
-                  fetch_p: float) -> None:
-        """Register a node's tensor outputs, and fetch some of them."""
-        if not self.cfg.observe_state:
-            fetch_p = min(1.0, fetch_p + 0.2)
+    def _produced(self, name: str, shapes: Sequence[Shape], dtype: str,
+                  fetch: Sequence[bool]) -> None:
+        """Register a node's tensor outputs, fetching the ones chosen."""
         for port, shape in enumerate(shapes):
             ref = DataIn(name, port)
             self.ports.append(_Port(ref, shape, dtype))
-            if d.boolean(fetch_p):
+            if fetch[port]:
                 self.outputs[f"out{len(self.outputs)}"] = ref
                 if not self.f.fanout:
                     self.consumed.add(ref)
+
+    def _tail(self, d: Draw, name: str, out_shapes: Sequence[Shape], controls: bool = True,
+              fetch_p: float = 0.25) -> tuple[list[Input], list[bool]]:
+        """A node's control inputs (from earlier nodes, accesses favoured; and
+        ^$go) and which of its outputs are fetched.  The choices are drawn
+        even where control edges are switched off."""
+        if not self.cfg.observe_state:
+            fetch_p = min(1.0, fetch_p + 0.2)
+        density = self.cfg.control_density or 0.3
+        out: list[Input] = []
+        allowed = controls and self.f.control and self.nodes
+        for _ in range(_MAX_CONTROLS):
+            if not boolean(d, density):
+                break
+            from_access = boolean(d, 0.5)
+            pick = d.index(max(1, len(self.nodes)))
+            if not allowed:
+                continue
+            pool = self.access_names if self.access_names and from_access \
+                else [n.name for n in self.nodes]
+            src = ControlIn(pool[pick % len(pool)])
+            if src not in out:
+                out.append(src)
+        if boolean(d, 0.2) and controls and self.f.feed_control:
+            out.append(FeedControlIn("go"))
+        return out, [boolean(d, fetch_p) for _ in out_shapes]
 
     def _plant_race(self, d: Draw) -> None:
         """Make sure the program has a race: unless it has one already, add an
         access to some variable that is unordered with an earlier access to
         it (a Write or Assign when that one is a Read), or, when there is no
-        access yet, a Write and a Read of one variable.  The new access takes
-        no control input and no value computed after the earlier access, so
-        nothing orders the two (later nodes cannot add edges into them)."""
+        access yet, a Write or Assign and a second access of one variable.
+        The new access takes no control input and no value computed after the
+        earlier access, so nothing orders the two (later nodes cannot add
+        edges into them)."""
         sofar = Program(self.variables, tuple(self.nodes), {}, self.feeds)
         if has_race(sofar):
             return
+        writes = self.f.writes
         found = accesses(sofar)
+        pick = d.index(max(1, len(found)))
+        second = d.index(1 + len(writes))
         if found:
-            first, x, first_writes = choice(d, found)
+            first, x, first_writes = found[pick]
         else:
-            x = choice(d, list(self.variables))
-            handle = self._handle(d, x)
-            value, _ = self._tensor(d, _exactly(self.variables[x].shape))
-            first, first_writes = self._name("w"), True
-            self.nodes.append(Node(first, ASSIGN, (handle, value), {"fn": "Snd"}))
-            self.access_names.append(first)
+            x, handle = self._handle(d)
+            first = self._add_access(d, choice(d, writes), x, handle, controls=False)
+            first_writes = True
         after = _descendants(Program(self.variables, tuple(self.nodes), {}, self.feeds), first)
-        kinds = [k for k in ("Read", "Write", "Assign") if k in self.f.access_kinds
-                 and (first_writes or k != "Read")]
-        kind = choice(d, kinds)
-        handle = self._handle(d, x, exclude=after)
-        if handle is None:
-            return
-        vtype = self.variables[x]
-        if kind == "Read":
-            name = self._name("r")
-            self.nodes.append(Node(name, READ, (handle,)))
-            self._produced(d, name, [vtype.shape], vtype.dtype, fetch_p=0.5)
-        else:
-            fn = "Snd" if kind == "Write" else choice(d, self.f.assign_fns)
-            want = _exactly(vtype.shape) if fn == "Snd" else _one_d if fn == "Concat" \
-                else _compatible(vtype.shape)
-            value, _ = self._tensor(d, want, exclude=after)
-            name = self._name("w" if fn == "Snd" else "a")
-            self.nodes.append(Node(name, ASSIGN, (handle, value), {"fn": fn}))
-        self.access_names.append(name)
+        kinds = (["Read"] if first_writes else []) + writes
+        kind = kinds[second % len(kinds)]
+        _, handle = self._handle(d, x, exclude=after)
+        self._add_access(d, kind, x, handle, exclude=after, controls=False)
 
     # -- inputs ---------------------------------------------------------------
 
     def _tensor(self, d: Draw, want: Want, exclude: frozenset[str] = frozenset()
                 ) -> tuple[Input, tuple[Shape, str]]:
         """A tensor input: an existing port (mostly of a wanted shape; not of a
-        node in `exclude`) or a feed."""
+        node in `exclude`) or a feed (an existing one, or a new one of a
+        wanted shape)."""
         usable = [p for p in self.ports if p.ref.node not in exclude
                   and (self.f.fanout or p.ref not in self.consumed)]
         wanted = [p for p in usable if want(p.shape)] or usable
-        if wanted and d.boolean(0.6):
+        feeds = [f for f, t in self.feeds.items() if want(t.shape)]
+        if boolean(d, 0.6) and wanted:
             port = choice(d, wanted)
             self.consumed.add(port.ref)
             return port.ref, (port.shape, port.dtype)
-        feeds = [f for f, t in self.feeds.items() if want(t.shape)]
-        if feeds and not d.boolean(0.35):
-            name = choice(d, feeds)
+        new_feed = boolean(d, 0.35)
+        pick = d.index(max(1, len(feeds)))
+        if feeds and not new_feed:
+            name = feeds[pick]
         else:
             dtype = self.cfg.dtype
-            if self.f.mixed_dtype and d.boolean(0.3):
+            if boolean(d, 0.3) and self.f.mixed_dtype:
                 dtype = "float32" if dtype == "int64" else "int64"
             name = f"f{len(self.feeds)}"
             self.feeds[name] = TensorType(dtype, self._shape(d, want))
@@ -445,28 +527,15 @@ class ProgramBuilder:
         return FeedIn(name), (t.shape, t.dtype)
 
     def _shape(self, d: Draw, want: Want) -> tuple[int, ...]:
+        vector = boolean(d, 0.4)
+        return self._pick_shape(want, vector, d.index(len(VECTOR_SHAPES)))
+
+    def _pick_shape(self, want: Want, vector: bool, pick: int) -> tuple[int, ...]:
         """Scalars mostly; 1-D of length <= 4 when the program uses vectors."""
         vectors = [s for s in VECTOR_SHAPES if want(s)] if self.f.vectors else []
-        if want(()) and (not vectors or not d.boolean(0.4)):
+        if want(()) and (not vectors or not vector):
             return ()
-        return choice(d, vectors) if vectors else (2,)
-
-    def _controls(self, d: Draw) -> list[Input]:
-        """Control inputs: from earlier nodes (accesses favoured), and ^$go."""
-        out: list[Input] = []
-        if self.f.control and self.nodes:
-            density = self.cfg.control_density
-            for _ in range(3):
-                if not d.boolean(density):
-                    break
-                pool = self.access_names if self.access_names and d.boolean(0.5) \
-                    else [n.name for n in self.nodes]
-                src = ControlIn(choice(d, pool))
-                if src not in out:
-                    out.append(src)
-        if self.f.feed_control and d.boolean(0.2):
-            out.append(FeedControlIn("go"))
-        return out
+        return vectors[pick % len(vectors)] if vectors else (2,)
 
 
 def _descendants(p: Program, name: str) -> frozenset[str]:
@@ -503,9 +572,9 @@ def _infer(op: str, shapes: Sequence[Shape], n_out: int) -> list[Shape]:
 
 
 def draw_scalar(d: Draw, dtype: str, edge_p: float) -> float | int:
-    if dtype == "float32":
-        return choice(d, EDGE_FLOATS) if d.boolean(edge_p) else choice(d, SMALL_FLOATS)
-    return choice(d, EDGE_INTS) if d.boolean(edge_p) else choice(d, SMALL_INTS)
+    """One element: small, or with chance edge_p an edge value."""
+    small, edge = (SMALL_FLOATS, EDGE_FLOATS) if dtype == "float32" else (SMALL_INTS, EDGE_INTS)
+    return choice(d, edge) if boolean(d, edge_p) else choice(d, small)
 
 
 def draw_value(d: Draw, dtype: str, shape: tuple[int, ...], edge_p: float = 0.2) -> Tensor:
@@ -526,7 +595,7 @@ def build_inputs(d: Draw, p: Program, uninitialized_p: float = 0.15,
         feeds[name] = draw_value(d, t.dtype, t.shape, edge_p)
     init = {}
     for x, t in p.variables.items():
-        if d.boolean(uninitialized_p):
+        if boolean(d, uninitialized_p):
             continue
         init[x] = draw_value(d, t.dtype, t.shape, edge_p)
     return feeds, init

@@ -5,14 +5,20 @@ two sources of choices:
 
 * :class:`HypothesisDraw`, inside a Hypothesis ``@composite`` strategy, so that
   programs shrink (every choice is a Hypothesis choice, and each node is one
-  span that the shrinker can delete whole);
+  span);
 * :class:`RandomDraw`, over a seeded :class:`random.Random`, so that
   `tfsem generate` and the fuzzers get the same programs for the same seed
   (``strategy.example()`` is not deterministic).
 
-Conventions shared by both, so that shrinking means simplifying: the simplest
-answer of `index` is 0 (put the simplest option first), the simplest answer of
-`boolean` is False (make False mean "no more", "not this feature").
+Shrinking conventions: the simplest answer of `index` is 0, so put the
+simplest option first and make a flag's 0 mean "no", "not this".
+
+Deleting a node: Hypothesis's shrinker replaces a span by its simplest
+choices and then splices the rest back after what the test actually read
+(`try_trivial_spans`).  So the builder makes the simplest first choice of a
+node's span mean "skip this node": the span shrinks to that one choice and
+every later node stays as it was.  Choices of one node are kept aligned as the
+program changes (an index is always one choice, even among one option).
 """
 
 from __future__ import annotations
@@ -22,24 +28,36 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 
-#: Resolution of weighted booleans in HypothesisDraw (percent).
-_RESOLUTION = 100
+#: Resolution of weighted booleans (percent).
+PERCENT = 100
 
 
 class Draw(Protocol):
     def index(self, n: int) -> int:
-        """A uniform integer in [0, n); shrinks towards 0.  n >= 1."""
-
-    def boolean(self, p: float) -> bool:
-        """True with probability p; shrinks towards False."""
+        """A uniform integer in [0, n); one choice, shrinking towards 0.
+        Keep n small (Hypothesis draws uniformly up to a few hundred)."""
 
     def span(self, build: Callable[["Draw"], T]) -> T:
-        """Run `build` as one unit of choices (a node), deletable as a whole."""
+        """Run `build` as one unit of choices (a node)."""
 
 
-def choice(draw: Draw, options: Sequence[T]) -> T:
-    """One of `options`, uniformly; shrinks towards options[0]."""
-    return options[draw.index(len(options))] if len(options) > 1 else options[0]
+def flag(digit: int, p: float, resolution: int = PERCENT) -> bool:
+    """A digit in [0, resolution) read as a boolean that is True with
+    probability p (rounded to the resolution); digit 0 is False unless p >= 1."""
+    if p <= 0 or p >= 1:
+        return p >= 1
+    threshold = min(max(round(resolution * (1 - p)), 1), resolution - 1)
+    return digit >= threshold
+
+
+def boolean(d: Draw, p: float, resolution: int = PERCENT) -> bool:
+    """A weighted boolean as one choice (shrinks to False)."""
+    return flag(d.index(resolution), p, resolution)
+
+
+def choice(d: Draw, options: Sequence[T]) -> T:
+    """One of `options`, uniformly; one choice, shrinking towards options[0]."""
+    return options[d.index(len(options))]
 
 
 class RandomDraw:
@@ -51,50 +69,31 @@ class RandomDraw:
     def index(self, n: int) -> int:
         return self.rng.randrange(n) if n > 1 else 0
 
-    def boolean(self, p: float) -> bool:
-        if p <= 0:
-            return False
-        if p >= 1:
-            return True
-        return self.rng.random() < p
-
     def span(self, build: Callable[[Draw], T]) -> T:
         return build(self)
 
 
 class HypothesisDraw:
-    """Choices from Hypothesis (`draw` of an ``@composite`` strategy).
+    """Choices from Hypothesis (the `draw` of an ``@composite`` strategy).
 
-    Indices come from ``sampled_from``, which draws uniformly (``integers``
-    favours its bounds and zero) and shrinks towards index 0.  A weighted
-    boolean is an index in [0, 100) compared with a threshold placed so that
-    the index shrinking to 0 means False.
+    An index in [0, n) is one ``sampled_from(range(max(n, 2)))`` choice
+    (modulo n): ``sampled_from`` draws uniformly, where ``integers`` favours
+    zero, its bounds and small magnitudes; with at least two options it is a
+    real choice even when n is 1, which keeps later choices aligned.
     """
 
-    _indices: dict[int, Any] = {}
+    _ranges: dict[int, Any] = {}
 
     def __init__(self, draw: Callable[[Any], Any]):
         self._draw = draw
 
-    @classmethod
-    def _strategy(cls, n: int) -> Any:
-        s = cls._indices.get(n)
+    def index(self, n: int) -> int:
+        m = max(n, 2)
+        s = self._ranges.get(m)
         if s is None:
             from hypothesis import strategies as st
-            s = cls._indices[n] = st.sampled_from(range(n))
-        return s
-
-    def index(self, n: int) -> int:
-        return self._draw(self._strategy(n)) if n > 1 else 0
-
-    def boolean(self, p: float) -> bool:
-        if p <= 0:
-            return False
-        if p >= 1:
-            return True
-        threshold = round(_RESOLUTION * (1 - p))
-        threshold = min(max(threshold, 1), _RESOLUTION - 1)
-        return self.index(_RESOLUTION) >= threshold
+            s = self._ranges[m] = st.sampled_from(range(m))
+        return self._draw(s) % n
 
     def span(self, build: Callable[[Draw], T]) -> T:
         return self._draw(_span(build))
@@ -104,16 +103,12 @@ def _span_impl(draw: Callable[[Any], Any], build: Callable[[Draw], T]) -> T:
     return build(HypothesisDraw(draw))
 
 
-def _make_span() -> Callable[..., Any]:
-    from hypothesis import strategies as st
-    return st.composite(_span_impl)
-
-
 _span_factory: Callable[..., Any] | None = None
 
 
 def _span(build: Callable[[Draw], T]) -> Any:
     global _span_factory
     if _span_factory is None:
-        _span_factory = _make_span()
+        from hypothesis import strategies as st
+        _span_factory = st.composite(_span_impl)
     return _span_factory(build)

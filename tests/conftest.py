@@ -1,0 +1,30 @@
+"""Hypothesis settings profiles for the whole suite.
+
+`TFSEM_HYPOTHESIS_PROFILE` selects one (default: `default`):
+
+- `default`: Hypothesis's 100 examples per test (tests that are expensive ask
+  for fewer), no deadline (the shared CI machine's timings vary too much for
+  one), failing examples printed as reproduction blobs;
+- `nightly`: 20 times the examples (2000 per test), for a scheduled run.
+  Tests scale their own example counts with
+  ``settings.get_current_profile_name() == "nightly"`` or with
+  ``settings.default.max_examples // 100``.
+
+    TFSEM_HYPOTHESIS_PROFILE=nightly python -m pytest -q
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+PROFILE_ENV = "TFSEM_HYPOTHESIS_PROFILE"
+
+settings.register_profile("default", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile("nightly", max_examples=2000, deadline=None, print_blob=True)
+
+_profile = os.environ.get(PROFILE_ENV, "default")
+if _profile not in ("default", "nightly"):
+    raise ValueError(f"{PROFILE_ENV}={_profile!r}: use 'default' or 'nightly'")
+settings.load_profile(_profile)
