@@ -195,6 +195,12 @@ class _Component:
             if self.kind[i] in (_READ, _ASSIGN) and self.counted[i]:
                 steps = [i, n + i] if (self.decomposed and self.kind[i] == _ASSIGN) else [i]
                 self.access_steps.setdefault(self.var[i], []).extend(steps)
+        # for each access step, the steps of other nodes it conflicts with
+        self.conflicts: dict[int, list[int]] = {}
+        for steps in self.access_steps.values():
+            for u in steps:
+                self.conflicts[u] = [w for w in steps if w % n != u % n
+                                     and (self.is_write(u) or self.is_write(w))]
 
     def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
         """Which nodes can affect the outcome: a worklist over data edges
@@ -282,6 +288,7 @@ class _Component:
         st.ready = set()
         st.eager = []
         st.fired = 0
+        st.done = bytearray(2 * self.n)
         st.sched = None
         for i, slot, value in self.initial:
             if value is not None:
@@ -302,6 +309,7 @@ class _Component:
         i = t % n
         kind = self.kind[i]
         st.fired |= 1 << t
+        st.done[t] = 1
         st.sched = (self.label(t), st.sched)
         inbox = st.inbox
         if t >= n:                                   # decomposed write step
@@ -393,20 +401,15 @@ class _Component:
                     break
         return best or []
 
-    def _done(self, st: "_State", t: int) -> bool:
-        return bool(st.fired >> t & 1)
-
     def _closure(self, st: "_State", seed: int) -> list[int]:
-        n = self.n
+        done, ready, conflicts = st.done, st.ready, self.conflicts
         members = {seed}
         work = [seed]
         while work:
             u = work.pop()
-            if u in st.ready:
-                x = self.var[u % n]
-                for w in self.access_steps.get(x, ()):
-                    if w not in members and not self._done(st, w) and w % n != u % n \
-                            and (self.is_write(u) or self.is_write(w)):
+            if u in ready:
+                for w in conflicts.get(u, ()):
+                    if w not in members and not done[w]:
                         members.add(w)
                         work.append(w)
             else:
@@ -422,7 +425,7 @@ class _Component:
         if t >= n:
             return t - n                             # a write step needs its read step
         for src, _slot in self._producers[t]:
-            if not self._done(st, self._completes(src)):
+            if not st.done[self._completes(src)]:
                 return self._completes(src)
         return None
 
@@ -444,7 +447,7 @@ class _Component:
 
 class _State:
     __slots__ = ("missing", "inbox", "vars", "outputs", "pending", "nw", "nr",
-                 "ready", "eager", "fired", "sched")
+                 "ready", "eager", "fired", "done", "sched")
 
     def copy(self) -> "_State":
         s = _State()
@@ -458,6 +461,7 @@ class _State:
         s.ready = self.ready.copy()
         s.eager = self.eager.copy()
         s.fired = self.fired
+        s.done = self.done.copy()
         s.sched = self.sched
         return s
 

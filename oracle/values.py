@@ -67,7 +67,7 @@ class Tensor:
 
     @property
     def dtype(self) -> str:
-        return self.array.dtype.name
+        return self._key[0]   # numpy's dtype.name is slow, and asked for often
 
     @property
     def shape(self) -> tuple[int, ...]:
