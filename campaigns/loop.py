@@ -15,10 +15,10 @@ nothing, the next example raises a private BaseException, which Hypothesis
 does not treat as a test failure: the run ends at once (with an error about
 inconsistent data generation, or the exception itself, either of which the
 loop ignores after it has ended the round on purpose).  Once a round has
-found something, Hypothesis goes on generating a little and then shrinks;
-new examples are evaluated until a *hard* deadline (`shrink_seconds` after
-the first failure, and at most the round's end plus a grace), and the round
-ends at the first example after it.
+found something, Hypothesis goes on generating a little and then shrinks
+until a *hard* deadline (`shrink_seconds` after the first failure, and at
+most the round's end plus a grace); the round ends at the first example
+after it, whatever Hypothesis was doing.
 
 Shrinking.  Every evaluated example is memoized by its program and σ.  For
 each distinct failure (kind, and which part differs or which error a crash
@@ -38,11 +38,14 @@ saved on one night are replayed first on the next, by any tfsem version.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
@@ -196,6 +199,35 @@ def _smallest_per_origin(failures: list[tuple]) -> list[tuple]:
     return list(best.values())
 
 
+#: How long past its hard deadline a round may stay inside Hypothesis or the
+#: generator before the watchdog ends it.
+WATCHDOG_SLACK = 2.0
+
+
+@contextlib.contextmanager
+def _watchdog(rnd: "_Round") -> Iterator[None]:
+    """End the round from a timer signal when it overstays its hard deadline
+    inside Hypothesis or the generator, where the test function's own checks
+    cannot run (a strategy can make Hypothesis's shrinker spend minutes on
+    one draw).  Main thread on POSIX only (signals); elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_timer(signum: int, frame: Any) -> None:
+        if not rnd.judging and time.monotonic() > rnd.hard_deadline + WATCHDOG_SLACK:
+            rnd.over = True
+            raise _RoundOver
+
+    previous = signal.signal(signal.SIGALRM, on_timer)
+    signal.setitimer(signal.ITIMER_REAL, 0.5, 0.5)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class _Round:
     def __init__(self, gen_deadline: float, grace: float):
         self.gen_deadline = gen_deadline
@@ -203,6 +235,9 @@ class _Round:
         self.hard_deadline = gen_deadline + grace
         self.failed = False
         self.over = False
+        #: True while a program is judged (the pass and the checker have time
+        #: limits of their own; the watchdog leaves them alone)
+        self.judging = False
         self.memo: dict[str, FindingRecord | None] = {}
         #: memo key -> (record, program, feeds, init) of each failing example
         self.failures: dict[str, tuple] = {}
@@ -384,7 +419,12 @@ class FuzzLoop:
 
         def body(data: st.DataObject) -> None:
             now = time.monotonic()
-            if not rnd.failed and (now > rnd.gen_deadline or self.should_stop()):
+            # Before drawing: past the hard deadline even examples already
+            # judged end the round (Hypothesis's shrinker would otherwise go
+            # on replaying memoized ones for minutes); the round's result
+            # comes from the memo, not from Hypothesis's final replay.
+            if (now > rnd.hard_deadline or self.should_stop()
+                    or (not rnd.failed and now > rnd.gen_deadline)):
                 rnd.over = True
                 raise _RoundOver
             program, feeds, init = data.draw(strategy, label="program and σ")
@@ -393,10 +433,11 @@ class FuzzLoop:
             if key in rnd.memo:
                 outcome = rnd.memo[key]
             else:
-                if time.monotonic() > rnd.hard_deadline or self.should_stop():
-                    rnd.over = True
-                    raise _RoundOver
-                outcome = self.evaluate(program, feeds, init)
+                rnd.judging = True
+                try:
+                    outcome = self.evaluate(program, feeds, init)
+                finally:
+                    rnd.judging = False
                 rnd.memo[key] = outcome
                 self.stats.programs += 1
                 self._maybe_report_stats()
@@ -424,7 +465,8 @@ class FuzzLoop:
                         derandomize=False)(test)
         test._hypothesis_internal_database_key = self._database_key()  # type: ignore[attr-defined]
         try:
-            test()
+            with _watchdog(rnd):
+                test()
         except (_RoundOver, Unsatisfiable):
             pass  # time is up (Unsatisfiable: before any example was judged)
         except (KeyboardInterrupt, SystemExit):

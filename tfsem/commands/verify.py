@@ -144,7 +144,8 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
         print(f"  reproducer: {path}")
         print(f"    {command}")
         if len(members) > 1:
-            print(f"  {len(members) - 1} other program{'s' if len(members) > 2 else ''} fail the same way:")
+            n = len(members) - 1
+            print(f"  {n} other program{'s fail' if n > 1 else ' fails'} the same way:")
             for _, other, other_path, _ in members[1:]:
                 print(f"    {other_path} ({other.record.size} nodes)")
     print()
