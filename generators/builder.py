@@ -30,7 +30,7 @@ first port, scalar, value 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -493,7 +493,10 @@ class ProgramBuilder:
             first = self._add_access(d, choice(d, writes), x, handle, controls=False)
             first_writes = True
         after = _descendants(Program(self.variables, tuple(self.nodes), {}, self.feeds), first)
-        kinds = (["Read"] if first_writes else []) + writes
+        # only the operations the caller allowed (a Read only if `ops` has it)
+        kinds = (["Read"] if first_writes and _enabled(self.cfg, "Read") else []) + writes
+        if not kinds:
+            return
         kind = kinds[second % len(kinds)]
         _, handle = self._handle(d, x, exclude=after)
         self._add_access(d, kind, x, handle, exclude=after, controls=False)

@@ -21,7 +21,7 @@ from tfsem.generators.strategies import (has_lost_update, has_race, inputs_for, 
                                          race_count, random_inputs, random_programs)
 from tfsem.oracle import program as P
 from tfsem.oracle.jsonio import dumps, load_program, program_to_json
-from tfsem.oracle.program import ControlIn, DataIn, FeedIn, Program, validate
+from tfsem.oracle.program import ControlIn, FeedIn, Program, validate
 from tfsem.oracle.values import Tensor, value_to_json
 
 
