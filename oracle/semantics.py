@@ -269,18 +269,25 @@ def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Valu
 
 
 def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-               semantics: str = ATOMIC, memo: bool = True) -> Iterator[tuple[list[str], State]]:
+               semantics: str = ATOMIC, memo: bool = True,
+               max_states: int | None = None) -> Iterator[tuple[list[str], State]]:
     """Every complete run, as (schedule, final state).
 
     With memo=False this is the naive enumeration of firing orders (n! on an
     unordered program); with memo=True, a state reached twice is explored once
     (so each final state is still reached, by one schedule at least).
+    More than `max_states` states visited raises BudgetExceeded.
     """
+    from .explore import BudgetExceeded
+    visited = 0
     g = graph_of(p)
     seen: set[tuple] = set()
     stack: list[tuple[State, list[str]]] = [(initial_state(p, g, feeds, init), [])]
     while stack:
         s, sched = stack.pop()
+        visited += 1
+        if max_states is not None and visited > max_states:
+            raise BudgetExceeded("states", max_states, visited)
         if memo:
             k = s.key()
             if k in seen:
@@ -296,11 +303,11 @@ def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
 
 def reference_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                        semantics: str = ATOMIC, observe: str = "outputs+state",
-                       memo: bool = True) -> dict[Outcome, list[str]]:
+                       memo: bool = True, max_states: int | None = None) -> dict[Outcome, list[str]]:
     """Outcomes(P, σ) by brute force over the step semantics, each outcome with
     the first schedule found that produces it."""
     g = graph_of(p)
     out: dict[Outcome, list[str]] = {}
-    for sched, s in behaviours(p, feeds, init, semantics, memo):
+    for sched, s in behaviours(p, feeds, init, semantics, memo, max_states):
         out.setdefault(outcome_of(p, g, s, observe), sched)
     return out
