@@ -29,7 +29,9 @@ EXPECT = ("sound", "unsound", "invalid")
 _NODE_FIELDS = {"name", "op", "inputs", "var", "fn", "value"}
 
 
-class _Collector:
+class ViolationCollector:
+    """Collects every violation found, then raises them together."""
+
     def __init__(self) -> None:
         self.violations: list[Violation] = []
 
@@ -59,7 +61,7 @@ def _type_from_json(raw: Any, where: str, bad) -> TensorType:
 
 def program_from_json(data: Any, validate: bool = True, where: str = "program") -> Program:
     """Decode a `tfsem.program/1` object (already parsed from JSON)."""
-    bad = _Collector()
+    bad = ViolationCollector()
     if not isinstance(data, dict):
         raise ProgramError([Violation(where, "format", "a program is a JSON object")])
     fmt = data.get("format", PROGRAM_FORMAT)
@@ -277,7 +279,7 @@ class Case:
 
 
 def case_from_json(data: Any, where: str = "case") -> Case:
-    bad = _Collector()
+    bad = ViolationCollector()
     if not isinstance(data, dict):
         raise ProgramError([Violation(where, "format", "a case is a JSON object")])
     if data.get("format") != CASE_FORMAT:
@@ -339,7 +341,7 @@ def decode_inputs(p: Program, feeds: Mapping[str, Any], init: Mapping[str, Any])
     Every feed the program uses must be given; a variable with no initial value
     starts uninitialized (the caller fills that in).
     """
-    bad = _Collector()
+    bad = ViolationCollector()
     fv: dict[str, Value] = {}
     iv: dict[str, Value] = {}
     for name, raw in feeds.items():

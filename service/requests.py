@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, case_from_json, decode_inputs,
-                                 parse_json_text, program_from_json)
+                                 parse_json_text, program_from_json,
+                                 ViolationCollector)
 from tfsem.oracle.program import ProgramError, Violation
 
 from .limits import Limits
@@ -57,30 +58,18 @@ def json_depth(data: Any, stop: int) -> int:
     return deepest
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.violations: list[Violation] = []
-
-    def __call__(self, where: str, rule: str, message: str) -> None:
-        self.violations.append(Violation(where, rule, message))
-
-    def raise_if_any(self) -> None:
-        if self.violations:
-            raise ProgramError(self.violations)
-
-
 def _object(data: Any) -> dict:
     if not isinstance(data, dict):
         raise ProgramError([Violation("request", "format", "the request body is a JSON object")])
     return data
 
 
-def _unknown_fields(data: dict, allowed: tuple[str, ...], bad: _Problems) -> None:
+def _unknown_fields(data: dict, allowed: tuple[str, ...], bad: ViolationCollector) -> None:
     for key in sorted(set(data) - set(allowed)):
         bad(f"request.{key}", "unknown-field", f"unknown field {key!r}")
 
 
-def _choice(data: dict, key: str, choices: tuple[str, ...], bad: _Problems) -> str:
+def _choice(data: dict, key: str, choices: tuple[str, ...], bad: ViolationCollector) -> str:
     value = data.get(key, choices[0])
     if value not in choices:
         bad(f"request.{key}", "bad-value", f"{key} is one of {', '.join(choices)}")
@@ -88,7 +77,7 @@ def _choice(data: dict, key: str, choices: tuple[str, ...], bad: _Problems) -> s
     return value
 
 
-def _timeout(data: dict, bad: _Problems) -> float | None:
+def _timeout(data: dict, bad: ViolationCollector) -> float | None:
     raw = data.get("timeout")
     if raw is None:
         return None
@@ -98,7 +87,7 @@ def _timeout(data: dict, bad: _Problems) -> float | None:
     return float(raw)
 
 
-def _positive_int(data: dict, key: str, bad: _Problems) -> int | None:
+def _positive_int(data: dict, key: str, bad: ViolationCollector) -> int | None:
     raw = data.get(key)
     if raw is None:
         return None
@@ -108,7 +97,7 @@ def _positive_int(data: dict, key: str, bad: _Problems) -> int | None:
     return raw
 
 
-def check_size(program: Any, where: str, limits: Limits, bad: _Problems) -> None:
+def check_size(program: Any, where: str, limits: Limits, bad: ViolationCollector) -> None:
     """The server's limits on one program, before it is decoded: nodes, and
     elements of every declared variable and feed type."""
     if not isinstance(program, dict):
@@ -151,7 +140,7 @@ def check_request(data: Any, limits: Limits) -> CheckRequest:
     program (as for `tfsem check`, exit 2 otherwise); the rewritten one may be
     anything: a malformed rewrite is the verdict `invalid`, not bad input."""
     data = _object(data)
-    bad = _Problems()
+    bad = ViolationCollector()
     _unknown_fields(data, CHECK_FIELDS, bad)
     for key in ("original", "rewritten"):
         if key not in data:
@@ -193,7 +182,7 @@ def outcomes_request(data: Any, limits: Limits) -> OutcomesRequest:
     listed, not `count`, which stays exact; it defaults to, and is capped at,
     the server's `max_listed`."""
     data = _object(data)
-    bad = _Problems()
+    bad = ViolationCollector()
     _unknown_fields(data, OUTCOMES_FIELDS, bad)
     if "program" not in data:
         bad("request", "missing-field", "outcomes needs 'program'")
