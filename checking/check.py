@@ -58,6 +58,8 @@ MAX_COMBINATIONS = 4096
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
+#: valuations the batched numpy phase of the fallback tries (fewer if time runs out)
+BATCHED_VALUATIONS = 100_000
 #: a candidate the concrete oracle does not confirm is retried this many times
 CANDIDATE_RETRIES = 3
 #: original outcomes listed in a counterexample
@@ -564,6 +566,13 @@ class _Checker:
             if found is not None:
                 self.stats["tried"] = tried
                 return self.unsound(found)
+        batched = self.batched_difference(why) if not budget_note else None
+        if batched is not None:
+            if isinstance(batched, _Found):
+                self.stats["tried"] = tried
+                return self.unsound(batched)
+            tried += batched
+            budget_note += f" ({batched} of them batched on numpy)"
         self.stats["tried"] = tried
         if why.kind == "solver":
             return self.verdict(UNKNOWN, f"{why.reason}; {tried} σ tried concretely, none "
@@ -574,6 +583,36 @@ class _Checker:
         return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {tried} σ tried "
                                                f"concretely, none shows a difference{budget_note}",
                             tried=tried)
+
+    def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
+        """Batched differential testing on numpy (tfsem.backends.batched) in
+        the time left: a confirmed counterexample, else the number of
+        valuations tried; None when it cannot run (schedule search out of
+        budget, no time left, or a backend failure)."""
+        seconds = self.remaining()
+        if seconds <= 0.2:
+            return None
+        try:
+            from tfsem.backends.batched import differential_test
+            result = differential_test(self.p, self.p2, BATCHED_VALUATIONS, seed=self.seed,
+                                       backend="numpy", semantics=self.semantics,
+                                       observe=self.observe, batch_size=1 << 14,
+                                       max_seconds=seconds / 2)
+        except BudgetExceeded:
+            return None
+        except Exception as exc:  # a backend failure must not lose the verdict
+            self.stats["batched"] = f"failed: {type(exc).__name__}: {exc}"
+            return None
+        self.stats["batched"] = {"tried": result.tried, "seconds": round(result.seconds, 3)}
+        cx = result.counterexample
+        if cx is None:
+            return result.tried
+        # confirmed by the concrete oracle before it can be reported
+        try:
+            found = self.concrete_difference((cx.feeds, cx.init))
+        except BudgetExceeded:
+            found = None
+        return found if found is not None else result.tried
 
     def concrete_difference(self, sigma: tuple[dict, dict]) -> _Found | None:
         feeds, init = sigma

@@ -448,3 +448,30 @@ def test_uninterpreted_functions_with_different_attributes_differ(monkeypatch):
     replay(p, q, v.to_json())
     v = check_rewrite(p, renamed(p))
     assert v.verdict == "sound" and not v.stats.get("identical")
+
+
+def test_fallback_runs_batched_differential_testing_on_numpy(monkeypatch):
+    # out of symbolic budget: the fallback tries 200 σ with the oracle, then
+    # a batched numpy run; the count of valuations covers both
+    monkeypatch.setattr(check_module, "MAX_FLAGGED_VARIABLES", 0)
+    monkeypatch.setattr(check_module, "BATCHED_VALUATIONS", 5000)
+    p, _, _ = F.first_example(False)
+    q, _, _ = F.first_example(True)
+    v = check_rewrite(p, q, timeout=5)
+    assert v.verdict == "no-counterexample"
+    assert v.stats["batched"]["tried"] == 5000
+    assert v.tried == check_module.FALLBACK_SAMPLES + 5000
+    assert "batched on numpy" in v.reason
+
+
+def test_batched_counterexample_is_confirmed_by_the_oracle(monkeypatch):
+    # no σ for the per-σ phase: only the batched phase can find the difference,
+    # and its counterexample is reported only once the oracle confirms it
+    monkeypatch.setattr(check_module, "MAX_FLAGGED_VARIABLES", 0)
+    monkeypatch.setattr(check_module, "FALLBACK_SAMPLES", 0)
+    q, _, _ = F.first_example(True)
+    p, _, _ = F.first_example(False)
+    v = check_rewrite(q, p, timeout=5)
+    assert v.verdict == "unsound"
+    assert v.stats["batched"]["tried"] >= 1
+    replay(q, p, v.to_json())
