@@ -29,7 +29,7 @@ from collections import Counter
 
 from hypothesis import HealthCheck, find, given, settings
 
-from tfsem.generators.builder import all_op_kinds, op_kind
+from tfsem.generators.builder import all_op_kinds
 from tfsem.generators.stats import summarize
 from tfsem.generators.strategies import has_lost_update, has_race, programs, random_programs
 from tfsem.oracle.jsonio import dumps, program_from_json, program_to_json
