@@ -22,7 +22,7 @@ class NoSuchFinding(LookupError):
     """No finding with that id in the directory's database."""
 
 
-def _store(directory: Path):
+def open_store(directory: Path):
     """A read-only Store, or None when DIR has no database yet."""
     from tfsem.campaigns.store import DB_NAME, Store
     if not (directory / DB_NAME).exists():
@@ -53,7 +53,7 @@ def index_page(directory: str | Path) -> str:
     (new / known / fixed) and the history over the nights stored."""
     directory = Path(directory)
     title = _title(directory)
-    store = _store(directory)
+    store = open_store(directory)
     if store is None:
         return render_index([], [], [], [], title=title + " (no campaign has run yet)")
     with store:
@@ -72,7 +72,7 @@ def index_page(directory: str | Path) -> str:
 def finding_row(directory: str | Path, finding_id: int | str) -> dict:
     if not str(finding_id).isdigit():
         raise NoSuchFinding(finding_id)
-    store = _store(Path(directory))
+    store = open_store(Path(directory))
     if store is None:
         raise NoSuchFinding(finding_id)
     with store:
@@ -105,7 +105,7 @@ def write_campaign_report(directory: str | Path) -> tuple[Path, int]:
     out = directory / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     count = 0
-    store = _store(directory)
+    store = open_store(directory)
     if store is not None:
         with store:
             rows = [store.finding(f["id"]) for f in store.findings()]

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tfsem.reports.campaign import NoSuchFinding, finding_row, open_store
+
 #: columns of a finding row that the list leaves out (the detail has them)
 _HEAVY = ("original", "rewritten", "case_json", "canonical", "feeds", "init", "schedule", "verdict",
           "detail")
-
-
-class NoSuchFinding(LookupError):
-    pass
 
 
 class CampaignView:
@@ -34,10 +32,7 @@ class CampaignView:
 
     def _store(self):
         """A read-only Store, or None when DIR has no database yet."""
-        from tfsem.campaigns.store import DB_NAME, Store
-        if not (self.directory / DB_NAME).exists():
-            return None
-        return Store(self.directory, readonly=True)
+        return open_store(self.directory)
 
     # -- JSON -----------------------------------------------------------------
 
@@ -71,16 +66,7 @@ class CampaignView:
                 "rewritten": row.get("rewritten")}
 
     def _row(self, finding_id: str) -> dict:
-        if not str(finding_id).isdigit():
-            raise NoSuchFinding(finding_id)
-        store = self._store()
-        if store is None:
-            raise NoSuchFinding(finding_id)
-        with store:
-            row = store.finding(int(finding_id))
-        if row is None:
-            raise NoSuchFinding(finding_id)
-        return row
+        return finding_row(self.directory, finding_id)
 
     @staticmethod
     def _summary(row: dict) -> dict:
