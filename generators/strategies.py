@@ -49,9 +49,11 @@ def programs(max_nodes: int = 12, n_variables: int | None = None,
     - `observe_state`: False when only outputs will be observed: outputs are
       fetched more often, and a program with tensor ports fetches one at least.
 
-    Each program switches features off at random (swarm testing), at least 40%
-    of programs have a race by default (see `has_race`), and programs shrink
-    towards fewer nodes, fewer edges, scalars and small values.
+    Each program switches features off at random (swarm testing).  Most
+    programs have a race (`has_race`; 60% to 80% at the defaults, see
+    benchmarks/generators.py): by design, half of them end with a planted one.
+    Programs shrink towards fewer nodes (each node is a span the shrinker can
+    delete), fewer edges, Reads and Writes, scalars and small values.
     """
     cfg = Config(max_nodes=max_nodes, min_nodes=min_nodes, n_variables=n_variables,
                  ops=None if ops is None else frozenset(ops), dtype=dtype,
