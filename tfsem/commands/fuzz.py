@@ -7,14 +7,13 @@ import sys
 from pathlib import Path
 
 from tfsem.campaigns.campaign import CampaignError, CampaignSettings, run_campaign, summarize
-from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
-from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
 from tfsem.campaigns.store import StoreError
 from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
 
 from .common import duration, positive_int, print_json
+from .fuzzing import add_fuzzing_options
 
 
 def add_parser(sub) -> None:
@@ -36,23 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--dask", metavar="ADDRESS", default=None,
                    help="run the work on this Dask scheduler (tcp://host:8786); needs "
                         "dask[distributed]")
-    p.add_argument("--semantics", choices=SEMANTICS, action="append", default=None,
-                   help="fuzz under this semantics only (repeatable; default both)")
-    p.add_argument("--observe", choices=OBSERVE, action="append", default=None,
-                   help="fuzz with this observe setting only (repeatable; default both)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the program generator")
-    p.add_argument("--max-nodes", type=positive_int, default=DEFAULT_MAX_NODES,
-                   help=f"largest generated program (default {DEFAULT_MAX_NODES})")
-    p.add_argument("--pass-timeout", type=duration, default=DEFAULT_PASS_TIMEOUT,
-                   help=f"time limit of one rewrite (default {DEFAULT_PASS_TIMEOUT:g}s)")
-    p.add_argument("--check-timeout", type=duration, default=DEFAULT_CHECK_TIMEOUT,
-                   help=f"time limit of one check (default {DEFAULT_CHECK_TIMEOUT:g}s)")
-    p.add_argument("--checker", default="auto",
-                   help="auto (symbolic, then concrete at the drawn σ), concrete, symbolic, "
-                        "or module:attribute")
-    p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
-                   help="a function (max_nodes, observe) -> Hypothesis strategy of "
-                        "(program, feeds, init), instead of tfsem's generators")
+    add_fuzzing_options(p)
     p.add_argument("--example-db", default=None, metavar="URL",
                    help="Hypothesis example database: DIR/hypothesis (default), "
                         "redis://HOST:PORT/N or a folder on a shared file system (shared "

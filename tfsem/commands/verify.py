@@ -8,15 +8,14 @@ import tempfile
 from pathlib import Path
 
 from tfsem.campaigns.findings import FindingRecord
-from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
-from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
 from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label
 from tfsem.campaigns.text import finding_lines
 from tfsem.campaigns.verify import CONTRADICTED, Found, VerifyResult, verify_pass
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
 
-from .common import duration, positive_int, print_json
+from .common import duration, print_json
+from .fuzzing import add_fuzzing_options
 
 
 def add_parser(sub) -> None:
@@ -32,25 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--budget", type=duration, default=60.0,
                    help="fuzzing time, e.g. 60s, 5m (default 60s); shrinking the last "
                         "findings may take up to a quarter more")
-    p.add_argument("--semantics", choices=SEMANTICS, action="append", default=None,
-                   help="fuzz under this semantics only (repeatable; default both)")
-    p.add_argument("--observe", choices=OBSERVE, action="append", default=None,
-                   help="fuzz with this observe setting only (repeatable; default both)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the program generator")
-    p.add_argument("--max-nodes", type=positive_int, default=DEFAULT_MAX_NODES,
-                   help=f"largest generated program (default {DEFAULT_MAX_NODES})")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write reproducers here (default: a new temporary folder)")
-    p.add_argument("--pass-timeout", type=duration, default=DEFAULT_PASS_TIMEOUT,
-                   help=f"time limit of one rewrite (default {DEFAULT_PASS_TIMEOUT:g}s)")
-    p.add_argument("--check-timeout", type=duration, default=DEFAULT_CHECK_TIMEOUT,
-                   help=f"time limit of one check (default {DEFAULT_CHECK_TIMEOUT:g}s)")
-    p.add_argument("--checker", default="auto",
-                   help="auto (symbolic, then concrete at the drawn σ), concrete, symbolic, "
-                        "or module:attribute")
-    p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
-                   help="a function (max_nodes, observe) -> Hypothesis strategy of "
-                        "(program, feeds, init), instead of tfsem's generators")
+    add_fuzzing_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(run=run)
 

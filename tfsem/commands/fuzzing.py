@@ -1,0 +1,32 @@
+"""Options shared by `tfsem verify` and `tfsem fuzz`: which cells, the
+generator, and the time limits of one rewrite and one check."""
+
+from __future__ import annotations
+
+import argparse
+
+from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
+from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
+from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
+
+from .common import duration, positive_int
+
+
+def add_fuzzing_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--semantics", choices=SEMANTICS, action="append", default=None,
+                   help="fuzz under this semantics only (repeatable; default both)")
+    p.add_argument("--observe", choices=OBSERVE, action="append", default=None,
+                   help="fuzz with this observe setting only (repeatable; default both)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the program generator")
+    p.add_argument("--max-nodes", type=positive_int, default=DEFAULT_MAX_NODES,
+                   help=f"largest generated program (default {DEFAULT_MAX_NODES})")
+    p.add_argument("--pass-timeout", type=duration, default=DEFAULT_PASS_TIMEOUT,
+                   help=f"time limit of one rewrite (default {DEFAULT_PASS_TIMEOUT:g}s)")
+    p.add_argument("--check-timeout", type=duration, default=DEFAULT_CHECK_TIMEOUT,
+                   help=f"time limit of one check (default {DEFAULT_CHECK_TIMEOUT:g}s)")
+    p.add_argument("--checker", default="auto",
+                   help="auto (symbolic, then concrete at the drawn σ), concrete, symbolic, "
+                        "or module:attribute")
+    p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
+                   help="a function (max_nodes, observe) -> Hypothesis strategy of "
+                        "(program, feeds, init), instead of tfsem's generators")
