@@ -18,7 +18,7 @@ from tfsem.oracle.program import ProgramError
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
 COMMANDS = ["outcomes", "passes", "rewrite", "check", "generate", "run", "verify", "fuzz",
-            "report", "serve"]
+            "report", "serve", "import", "export", "grappler", "reduce"]
 
 
 class UsageError(Exception):

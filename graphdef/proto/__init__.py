@@ -1,0 +1,1 @@
+"""The protobuf wire and text formats of the TensorFlow messages tfsem reads."""
