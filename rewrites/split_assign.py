@@ -70,7 +70,7 @@ def split_assign(p: Program) -> Program:
 
 PASS = Pass(
     name="split-assign",
-    description="Assign-f becomes Read, f, Write (the lost update of seed 000's Figure 4)",
+    description="Assign-f becomes Read, f, Write (the lost update of the paper's Figure 4)",
     claims=claims(atomic=(UNSOUND, UNSOUND), decomposed=(SOUND, SOUND)),
     doc=__doc__,
     function=split_assign,
