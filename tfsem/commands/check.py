@@ -11,7 +11,7 @@ from tfsem.cli import EXIT_BAD_INPUT, UsageError
 from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
                                  load_program, read_json_file)
 
-from .common import print_json
+from .common import make_duration, print_json
 
 
 def add_parser(sub) -> None:
@@ -28,23 +28,13 @@ def add_parser(sub) -> None:
                    help="atomic (seed 000, default) or decomposed (seed 002)")
     p.add_argument("--observe", choices=OBSERVE, default=None,
                    help="what an outcome holds (default outputs+state)")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+    p.add_argument("--timeout", type=make_duration(), default=DEFAULT_TIMEOUT,
                    help=f"time budget in seconds (default {DEFAULT_TIMEOUT:g}); running out "
                         "gives `unknown` or `no-counterexample`, never a hang")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", default=None,
                    help="also write the verdict as an HTML page to FILE")
     p.set_defaults(run=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        v = float(text.rstrip("s"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return v
 
 
 def load_inputs(args: argparse.Namespace) -> Case:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, decode_inputs, dumps, parse_assignment
@@ -35,30 +36,95 @@ def print_json(obj: Any) -> None:
     print(dumps(obj))
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} is not positive")
-    return v
-
-
-def duration(text: str) -> float:
-    """`60`, `60s`, `5m`, `1h` -> seconds."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip().lower()
-    scale = units.get(t[-1:], None)
-    num = t[:-1] if scale else t
-    try:
-        v = float(num) * (scale or 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 60s, 5m)") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration")
-    return v
-
-
 def json_text(obj: Any) -> str:
     return json.dumps(obj, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------
+# Numbers on the command line: one validation, at parse time, for every command.
+#
+# Every numeric flag of every command goes through one of the argparse types
+# below, so a bad value stops the command before it opens a file, starts a
+# worker or creates a campaign database, with exit status 2 and argparse's
+# message naming the flag ("argument --budget: 'nan' is not a finite
+# duration").  Each type has a documented range (docs/robustness.md):
+# NaN, infinities and numbers past the range are refused, never clamped.
+
+#: the longest duration any flag takes: one week
+MAX_SECONDS = 7 * 24 * 3600.0
+#: the default ceiling of a positive count (far below 2**63)
+MAX_COUNT = 10 ** 9
+
+
+def _int_text(text: str) -> int:
+    t = text.strip()
+    # int() accepts non-ASCII digits ("١٢") and underscores; a flag takes
+    # plain ASCII digits with an optional sign, and not thousands of them
+    body = t[1:] if t[:1] in "+-" else t
+    if not body or len(body) > 30 or not body.isascii() or not body.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    return int(t)
+
+
+def bounded_int(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi]."""
+    def parse(text: str) -> int:
+        v = _int_text(text)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range (an integer from {lo} to {hi})")
+        return v
+    parse.__name__ = f"integer {lo}..{hi}"
+    return parse
+
+
+def _float_text(text: str, what: str) -> float:
+    t = text.strip()
+    if len(t) > 40 or not t.isascii():
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    try:
+        v = float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what} (it must be finite)")
+    return v
+
+
+def bounded_float(lo: float, hi: float, *, open_low: bool = False):
+    """An argparse type: a finite number in [lo, hi] ((lo, hi] with `open_low`)."""
+    def parse(text: str) -> float:
+        v = _float_text(text, "a number")
+        if v > hi or v < lo or (open_low and v == lo):
+            low = f"above {lo:g}" if open_low else f"from {lo:g}"
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range (a number {low} to {hi:g})")
+        return v
+    parse.__name__ = f"number {lo:g}..{hi:g}"
+    return parse
+
+
+def make_duration(lo: float = 0.0, hi: float = MAX_SECONDS):
+    """An argparse type: `60`, `60s`, `5m`, `1h` -> seconds, in (lo, hi]
+    (finite; `lo` itself is excluded, so a duration is never 0)."""
+    def parse(text: str) -> float:
+        units = {"s": 1, "m": 60, "h": 3600}
+        t = text.strip().lower()
+        scale = units.get(t[-1:], None)
+        num = t[:-1] if scale else t
+        v = _float_text(num, "a duration (e.g. 60s, 5m)") * (scale or 1)
+        if not v > lo:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a duration above {lo:g}s")
+        if v > hi:
+            raise argparse.ArgumentTypeError(f"{text!r} is longer than {hi:g}s, the most this flag takes")
+        return v
+    parse.__name__ = f"duration {lo:g}..{hi:g}s"
+    return parse
+
+
+#: a count from 1 to MAX_COUNT
+positive_int = bounded_int(1, MAX_COUNT)
+positive_int.__name__ = "positive_int"
+#: a duration in (0, one week]
+duration = make_duration()
+duration.__name__ = "duration"
+#: a seed: any integer that fits 64 bits unsigned
+seed_int = bounded_int(0, 2 ** 64 - 1)

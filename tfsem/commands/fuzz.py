@@ -12,7 +12,7 @@ from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
 
-from .common import duration, positive_int, print_json
+from .common import bounded_int, duration, print_json
 from .fuzzing import add_fuzzing_options
 
 
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--budget", type=duration, required=True,
                    help="wall-clock time of the campaign, e.g. 10m, 8h")
     p.add_argument("--out", metavar="DIR", required=True, help="the campaign folder")
-    p.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    p.add_argument("--workers", type=bounded_int(1, 256), default=1, help="worker processes (default 1)")
     p.add_argument("--dask", metavar="ADDRESS", default=None,
                    help="run the work on this Dask scheduler (tcp://host:8786); needs "
                         "dask[distributed]")

@@ -9,7 +9,7 @@ from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
 from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
 
-from .common import duration, positive_int
+from .common import bounded_int, duration, seed_int
 
 
 def add_fuzzing_options(p: argparse.ArgumentParser) -> None:
@@ -17,8 +17,8 @@ def add_fuzzing_options(p: argparse.ArgumentParser) -> None:
                    help="fuzz under this semantics only (repeatable; default both)")
     p.add_argument("--observe", choices=OBSERVE, action="append", default=None,
                    help="fuzz with this observe setting only (repeatable; default both)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the program generator")
-    p.add_argument("--max-nodes", type=positive_int, default=DEFAULT_MAX_NODES,
+    p.add_argument("--seed", type=seed_int, default=None, help="seed of the program generator")
+    p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=DEFAULT_MAX_NODES,
                    help=f"largest generated program (default {DEFAULT_MAX_NODES})")
     p.add_argument("--pass-timeout", type=duration, default=DEFAULT_PASS_TIMEOUT,
                    help=f"time limit of one rewrite (default {DEFAULT_PASS_TIMEOUT:g}s)")

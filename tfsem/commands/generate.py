@@ -10,7 +10,7 @@ from tfsem.generators.stats import summarize
 from tfsem.generators.strategies import random_programs
 from tfsem.oracle.jsonio import dumps, program_to_json
 
-from .common import positive_int, print_json
+from .common import bounded_int, positive_int, print_json, seed_int
 
 
 def add_parser(sub) -> None:
@@ -18,10 +18,10 @@ def add_parser(sub) -> None:
                        description="Write N random valid tfsem.program/1 files.  The same "
                                    "seed and options give byte-identical files; program i "
                                    "depends only on the seed and i.")
-    p.add_argument("--count", type=positive_int, required=True, help="how many programs")
-    p.add_argument("--seed", type=int, required=True, help="random seed (an integer)")
+    p.add_argument("--count", type=bounded_int(1, 1_000_000), required=True, help="how many programs")
+    p.add_argument("--seed", type=seed_int, required=True, help="random seed (an integer)")
     p.add_argument("--out", required=True, help="directory to write prog_NNNN.json into")
-    p.add_argument("--max-nodes", type=positive_int, default=12,
+    p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=12,
                    help="at most K nodes per program (default 12)")
     p.add_argument("--dtype", choices=("int64", "float32"), default="int64",
                    help="dtype of variables, feeds and constants (default int64)")

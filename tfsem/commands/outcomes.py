@@ -8,7 +8,7 @@ from tfsem.cli import EXIT_OK, EXIT_UNKNOWN
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
 from tfsem.oracle.jsonio import load_program
 
-from .common import add_semantics_options, add_sigma_options, positive_int, print_json, sigma_from_args
+from .common import add_semantics_options, add_sigma_options, duration, positive_int, print_json, sigma_from_args
 
 
 def add_parser(sub) -> None:
@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
                    help="list at most N outcomes (the count stays exact)")
     p.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,
                    help=f"state budget (default {DEFAULT_MAX_STATES})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_MAX_SECONDS,
+    p.add_argument("--timeout", type=duration, default=DEFAULT_MAX_SECONDS,
                    help=f"time budget in seconds (default {DEFAULT_MAX_SECONDS:g})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)

@@ -7,7 +7,8 @@ import argparse
 from tfsem.cli import EXIT_OK, UsageError
 from tfsem.oracle.jsonio import load_program
 
-from .common import add_semantics_options, add_sigma_options, positive_int, print_json, sigma_from_args
+from .common import (add_semantics_options, add_sigma_options, bounded_float, bounded_int, positive_int,
+                     print_json, seed_int, sigma_from_args)
 
 
 def add_parser(sub) -> None:
@@ -22,12 +23,12 @@ def add_parser(sub) -> None:
     p.add_argument("--executor", choices=("random", "threads"), default="random",
                    help="random schedules from --seed (default), or a thread pool that fires "
                         "every node as soon as its inputs arrive")
-    p.add_argument("--runs", type=positive_int, default=100, help="number of runs (default 100)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--runs", type=bounded_int(1, 10_000_000), default=100, help="number of runs (default 100)")
+    p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the random schedules (threads: of the --jitter delays)")
-    p.add_argument("--workers", type=positive_int, default=None,
+    p.add_argument("--workers", type=bounded_int(1, 1024), default=None,
                    help="threads: pool size (default one per node, at most 32)")
-    p.add_argument("--jitter", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--jitter", type=bounded_float(0.0, 10.0), default=0.0, metavar="SECONDS",
                    help="threads: sleep up to this long before each step, to vary interleavings")
     add_sigma_options(p)
     add_semantics_options(p)

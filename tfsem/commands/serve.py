@@ -6,7 +6,7 @@ import argparse
 
 from tfsem.cli import UsageError
 
-from .common import duration, positive_int
+from .common import bounded_int, duration, make_duration, positive_int
 
 
 def add_parser(sub) -> None:
@@ -20,22 +20,22 @@ def add_parser(sub) -> None:
     p.add_argument("dir", help="the campaign directory (DIR/campaign.db)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks a free one)")
-    p.add_argument("--workers", type=positive_int, default=d.workers,
+    p.add_argument("--port", type=bounded_int(0, 65535), default=8787, help="port (default 8787; 0 picks a free one)")
+    p.add_argument("--workers", type=bounded_int(1, 256), default=d.workers,
                    help=f"computations run at once, each in its own process (default {d.workers})")
-    p.add_argument("--max-timeout", type=duration, default=d.max_timeout,
+    p.add_argument("--max-timeout", type=make_duration(0, 24 * 3600), default=d.max_timeout,
                    help=f"the most time one computation gets (default {d.max_timeout:g}s)")
-    p.add_argument("--default-timeout", type=duration, default=d.default_timeout,
+    p.add_argument("--default-timeout", type=make_duration(0, 24 * 3600), default=d.default_timeout,
                    help=f"time of a request that gives none (default {d.default_timeout:g}s)")
-    p.add_argument("--max-body", type=positive_int, default=d.max_body_bytes, metavar="BYTES",
+    p.add_argument("--max-body", type=bounded_int(1, 1 << 30), default=d.max_body_bytes, metavar="BYTES",
                    help=f"largest request body (default {d.max_body_bytes})")
-    p.add_argument("--max-nodes", type=positive_int, default=d.max_nodes,
+    p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=d.max_nodes,
                    help=f"most nodes per program (default {d.max_nodes})")
-    p.add_argument("--queue", type=int, default=d.max_waiting, metavar="N",
+    p.add_argument("--queue", type=bounded_int(0, 10_000), default=d.max_waiting, metavar="N",
                    help=f"requests that may wait for a busy worker before 503 (default {d.max_waiting})")
-    p.add_argument("--queue-wait", type=duration, default=d.queue_wait,
+    p.add_argument("--queue-wait", type=make_duration(0, 3600), default=d.queue_wait,
                    help=f"how long a request waits for a worker before 503 (default {d.queue_wait:g}s)")
-    p.add_argument("--worker-memory", type=positive_int, default=d.worker_memory_mb, metavar="MIB",
+    p.add_argument("--worker-memory", type=bounded_int(64, 1 << 20), default=d.worker_memory_mb, metavar="MIB",
                    help=f"memory a worker may add before its computation fails (default {d.worker_memory_mb})")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.set_defaults(run=run)
