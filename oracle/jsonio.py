@@ -49,7 +49,7 @@ def _type_from_json(raw: Any, where: str, bad) -> TensorType:
         return TensorType()
     dtype = raw.get("dtype", "int64")
     shape = raw.get("shape", [])
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         bad(where, "bad-type", f"unknown dtype {dtype!r} (int64 or float32)")
         dtype = "int64"
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool)
@@ -220,9 +220,71 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
 
-def parse_json_text(text: str, where: str) -> Any:
+#: the deepest nesting of arrays and objects a JSON document may have: a
+#: program is 4 levels deep plus the rank of its deepest Const, so this leaves
+#: room for rank-90 tensors while every recursive walk over a value stays far
+#: from Python's recursion limit
+MAX_JSON_DEPTH = 96
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON (write a non-finite float32 as the string "
+                   f"\"nan\", \"inf\" or \"-inf\")")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise _Refused(f"the number {text[:40]} is too large for a float "
+                       "(write an infinity as the string \"inf\" or \"-inf\")")
+    return v
+
+
+def check_json_value(data: Any, where: str, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a decoded JSON value nested deeper than `max_depth` or holding a
+    string that is not Unicode text (a lone surrogate such as "\\ud800",
+    which no file or terminal can hold).  Iterative: any depth is safe."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, where)
+        elif isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise ProgramError([Violation(where, "too-deep",
+                                              f"JSON nested more than {max_depth} levels deep")])
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    _check_text(k, where)
+                    stack.append((v, depth + 1))
+            else:
+                stack.extend((v, depth + 1) for v in value)
+
+
+def _check_text(text: str, where: str) -> None:
     try:
-        return json.loads(text)
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start:exc.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise ProgramError([Violation(where, "bad-text",
+                                      f"the string {ascii(text[:60])} holds {bad}, a lone surrogate, "
+                                      "which is not Unicode text")]) from None
+
+
+def parse_json_text(text: str, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The one guarded JSON decoder: every JSON text from a user (files,
+    `--feed`/`--init`, request bodies) is read here.  Bad JSON, the literals
+    NaN/Infinity/-Infinity (not JSON), numbers too large for a float (1e400),
+    nesting deeper than `max_depth` and lone surrogates all become a
+    ProgramError naming `where`, never an exception from deeper down."""
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except _Refused as exc:
+        raise ProgramError([Violation(where, "bad-json", f"not valid JSON: {exc}")]) from None
     except json.JSONDecodeError as exc:
         raise ProgramError([Violation(where, "bad-json",
                                       f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
@@ -231,6 +293,8 @@ def parse_json_text(text: str, where: str) -> Any:
         raise ProgramError([Violation(where, "bad-json", f"not valid JSON: {exc}")]) from None
     except RecursionError:
         raise ProgramError([Violation(where, "too-deep", "JSON nested too deeply to read")]) from None
+    check_json_value(data, where, max_depth)
+    return data
 
 
 def read_json_file(path: str | Path) -> Any:

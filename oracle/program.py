@@ -400,7 +400,7 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
         except ProgramError as exc:
             cyc = _find_cycle(p)
             out.extend(Violation(f"node {cyc[0]!r}" if cyc else "program", "cycle",
-                                 "cycle " + " -> ".join(cyc + cyc[:1]) if cyc else v.message)
+                                 _cycle_text(cyc) if cyc else v.message)
                        for v in exc.violations)
 
     if strict:
@@ -424,29 +424,44 @@ def _input_kind(p: Program, inp: Input) -> str | None:
     return src.output_kind(inp.port)
 
 
+def _cycle_text(cyc: list[str], shown: int = 12) -> str:
+    """`cycle a -> b -> a`; a long cycle shows its first nodes and its length."""
+    if len(cyc) <= shown:
+        return "cycle " + " -> ".join(cyc + cyc[:1])
+    return (f"cycle through {len(cyc)} nodes: " + " -> ".join(cyc[:shown])
+            + f" -> ... -> {cyc[-1]} -> {cyc[0]}")
+
+
 def _find_cycle(p: Program) -> list[str]:
+    """One cycle of `p` as a list of node names ([] if acyclic).
+
+    Iterative depth-first search with an explicit stack of (node, iterator
+    over its successors): a cycle through any number of nodes is found
+    without recursion (a recursive search died of RecursionError past ~1,000
+    nodes)."""
     color: dict[str, int] = {}
-    stack: list[str] = []
-
-    def dfs(u: str) -> list[str] | None:
-        color[u] = 1
-        stack.append(u)
-        for v in p.successors[u]:
-            if color.get(v) == 1:
-                return stack[stack.index(v):]
-            if not color.get(v):
-                found = dfs(v)
-                if found:
-                    return found
-        stack.pop()
-        color[u] = 2
-        return None
-
-    for n in p.nodes:
-        if not color.get(n.name):
-            found = dfs(n.name)
-            if found:
-                return found
+    for root in p.nodes:
+        if color.get(root.name):
+            continue
+        path: list[str] = [root.name]
+        on_path: dict[str, int] = {root.name: 0}
+        color[root.name] = 1
+        iters = [iter(p.successors[root.name])]
+        while iters:
+            for v in iters[-1]:
+                if color.get(v) == 1:
+                    return path[on_path[v]:]
+                if not color.get(v):
+                    color[v] = 1
+                    on_path[v] = len(path)
+                    path.append(v)
+                    iters.append(iter(p.successors[v]))
+                    break
+            else:
+                u = path.pop()
+                del on_path[u]
+                color[u] = 2
+                iters.pop()
     return []
 
 

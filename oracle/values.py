@@ -127,9 +127,17 @@ def _array_from_nested(data: Any, dtype: str, where: str) -> np.ndarray:
     convert = _float_from_json if dtype == "float32" else _int_from_json
     data = convert(data, where)
     try:
-        arr = np.array(data, dtype=DTYPES[dtype])
-    except ValueError as exc:
+        with np.errstate(over="ignore"):
+            arr = np.array(data, dtype=DTYPES[dtype])
+    except (ValueError, OverflowError) as exc:
         raise ValueFormatError(f"{where}: ragged or malformed nested list ({exc})") from None
+    if dtype == "float32" and arr.size and np.isinf(arr).any():
+        # a finite number past float32's range would silently become inf
+        wide = np.array(data, dtype=np.float64)
+        over = np.isinf(arr) & np.isfinite(wide)
+        if over.any():
+            raise ValueFormatError(f"{where}: {wide[over].flat[0]:g} is out of float32 range "
+                                   "(largest 3.4028235e+38; write an infinity as \"inf\")")
     if arr.dtype == object:
         raise ValueFormatError(f"{where}: ragged nested list")
     return arr
@@ -147,7 +155,7 @@ def value_from_json(data: Any, where: str = "value", dtype: str | None = None) -
             raise ValueFormatError(f"{where}: expected {{\"dtype\": ..., \"value\": ...}}, "
                                    f"got keys {sorted(data)}")
         d = data["dtype"]
-        if d not in DTYPES:
+        if not isinstance(d, str) or d not in DTYPES:
             raise ValueFormatError(f"{where}: unknown dtype {d!r} (int64 or float32)")
         if dtype is not None and d != dtype:
             raise ValueFormatError(f"{where}: value has dtype {d} but {dtype} is declared")
