@@ -30,6 +30,8 @@ from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, 
 #: Beyond this many steps the table keeps its rows but drops the figures.
 MAX_STEP_FIGURES = 60
 BACKENDS = ("numpy", "cupy")
+#: Exit status each verdict gives `tfsem check` (SPEC 4).
+VERDICT_EXIT = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}
 
 
 # ---------------------------------------------------------------------------
@@ -112,7 +114,49 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
                         confirmed: Sequence[str] | None = None, *,
                         meta: Mapping[str, Any] | None = None,
                         index_href: str | None = None,
-                        case_filename: str = "case.json") -> str:
+                        case_filename: str = "case.json",
+                        steps: str = "key", steps_href: str | None = None,
+                        budget: G.DrawBudget | None = None) -> str:
+    """A self-contained HTML page for one checked rewrite.
+
+    Never raises on what it is given: a finding the page cannot show in full
+    (a graph past the drawing budget, a program that does not load, anything
+    unexpected) still gives a page, with the reason where the picture or the
+    section would be.  See :func:`_render_finding_page` for the arguments.
+    """
+    try:
+        return _render_finding_page(case, verdict_json, confirmed, meta=meta, index_href=index_href,
+                                    case_filename=case_filename, steps=steps, steps_href=steps_href,
+                                    budget=budget)
+    except Exception as exc:  # one bad finding must not take the report down
+        return fallback_page(case, verdict_json, meta, index_href, exc)
+
+
+def fallback_page(case: Any, verdict_json: Any, meta: Mapping[str, Any] | None,
+                  index_href: str | None, exc: BaseException) -> str:
+    """The page of a finding that could not be rendered: the reason, and the
+    raw case and verdict as JSON (non-finite numbers written as SPEC strings)."""
+    meta = dict(meta or {})
+    body = ["<main>"]
+    if index_href:
+        body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
+    body.append(f"<h1>{badge('PAGE NOT DRAWN', 'bad')} {esc(meta.get('pass', 'finding'))}</h1>")
+    body.append(f'<div class="warning problems page-error"><strong>This page could not be drawn:</strong> '
+                f"{esc(type(exc).__name__)}: {esc(truncate(str(exc), 2000))}</div>")
+    for title, obj in (("The case", case_to_json(case) if isinstance(case, Case) else case),
+                       ("The verdict", verdict_json)):
+        body.append(f"<h2>{title}</h2><pre class=\"raw wrap\">{esc(json_text(obj))}</pre>")
+    body.append("</main>")
+    return page(f"{meta.get('pass', 'finding')}: page not drawn", "\n".join(body))
+
+
+def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[str, Any],
+                         confirmed: Sequence[str] | None = None, *,
+                         meta: Mapping[str, Any] | None = None,
+                         index_href: str | None = None,
+                         case_filename: str = "case.json",
+                         steps: str = "key", steps_href: str | None = None,
+                         budget: G.DrawBudget | None = None) -> str:
     """A self-contained HTML page for one checked rewrite.
 
     - `case`: a :class:`tfsem.oracle.jsonio.Case` or its `tfsem.case/1` JSON;
@@ -125,9 +169,17 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
       first_seen, last_seen, seen, id, signature, and anything else worth a
       line in the header;
     - `index_href`: a link back to the report's index, if there is one;
-    - `case_filename`: the name the downloaded case gets (and the command uses).
+    - `case_filename`: the name the downloaded case gets (and the command uses);
+    - `steps`: "key" draws the state only after the steps that matter (the
+      initial state, each step that accesses a variable, the last step) and
+      lists the others as text; "all" draws every step (a second page);
+    - `steps_href`: where the page with every step drawn is, if there is one;
+    - `budget`: the drawing budget (:class:`tfsem.reports.graph.DrawBudget`);
+      past it, pictures are replaced by the reason.
     """
     meta = dict(meta or {})
+    budget = budget or G.DrawBudget()
+    budget.start()
     problems: list[str] = []
     lone: Program | None = None  # an original without a rewrite (the pass crashed or hung)
     if isinstance(case, Mapping):
@@ -168,33 +220,43 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed))
     reason = verdict_json.get("reason")
     if reason and "\n" in str(reason):
-        body.append(f'<h2>Reason</h2><pre class="reason">{esc(reason)}</pre>')
+        body.append(f'<h2>Reason</h2><pre class="reason wrap">{esc(reason)}</pre>')
     elif reason:
         body.append(f'<p class="reason"><strong>Reason:</strong> {esc(reason)}</p>')
+    body.append(_detail(verdict_json.get("detail"), str(reason or "")))
 
     # the programs
     layout = None
     diff = None
     body.append("<h2>The programs</h2>")
     if original is not None and rewritten is not None:
-        svg_a, svg_b, diff, layout = G.draw_pair(original, rewritten, uid="prog")
-        body.append(G.legend_svg("legend"))
-        body.append('<div class="graphs">'
-                    f'<figure class="original"><figcaption>Original P</figcaption>{svg_a}</figure>'
-                    f'<figure class="rewritten"><figcaption>Rewritten P′</figcaption>{svg_b}</figure>'
-                    "</div>")
+        try:
+            svg_a, svg_b, diff, layout = G.draw_pair(original, rewritten, uid="prog", budget=budget)
+            body.append(G.legend_svg("legend"))
+            body.append('<div class="graphs">'
+                        f'<figure class="original"><figcaption>Original P</figcaption>{svg_a}</figure>'
+                        f'<figure class="rewritten"><figcaption>Rewritten P′</figcaption>{svg_b}</figure>'
+                        "</div>")
+        except G.TooBig as exc:
+            diff = G.diff_programs(original, rewritten)
+            body.append(_not_drawn("the programs", exc, original, rewritten))
         body.append(_changes(diff, original, rewritten))
     elif original is not None:
-        body.append('<figure class="original"><figcaption>Original P</figcaption>'
-                    f'{G.draw_program(original, uid="prog", role="original")}</figure>')
+        try:
+            body.append('<figure class="original"><figcaption>Original P</figcaption>'
+                        f'{G.draw_program(original, uid="prog", role="original", budget=budget)}</figure>')
+        except G.TooBig as exc:
+            body.append(_not_drawn("the program", exc, original))
     cx = verdict_json.get("counterexample")
-    if verdict == "unsound" and isinstance(cx, Mapping) and rewritten is not None and layout is not None:
+    if verdict == "unsound" and isinstance(cx, Mapping) and rewritten is not None:
         body.append(_counterexample(cx, differs, original, rewritten, layout, semantics, observe,
-                                    problems))
+                                    problems, steps, steps_href, budget))
     body.append(_confirmation(confirmed, verdict))
-    body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe))
+    body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe,
+                            verdict, meta))
     extra = {k: v for k, v in verdict_json.items() if v not in (None, "", [], {})
-             and k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe", "reason")}
+             and k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe", "reason",
+                          "detail")}
     if extra:
         body.append("<h2>More from the verdict</h2>"
                     f"<pre class=\"verdict-extra\">{esc(json_text(extra))}</pre>")
@@ -205,6 +267,41 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
     body.append('<p class="muted">Written by <code>tfsem</code>; this page loads nothing from a network.</p>')
     body.append("</main>")
     return page(title, "\n".join(body))
+
+
+def _not_drawn(what: str, exc: BaseException, *programs: Program) -> str:
+    sizes = " and ".join(f"{len(q.nodes)} nodes" for q in programs)
+    return (f'<div class="warning not-drawn"><strong>{esc(what.capitalize())} are not drawn:</strong> '
+            f"{esc(sizes)}; {esc(exc)}. The list of changes below and the case file "
+            "(under Reproduce it) hold everything.</div>")
+
+
+def _detail(detail: Any, reason: str) -> str:
+    """A crash's traceback, a timeout's limit, an invalid program's
+    violations: readable, wrapped text, never one escaped JSON line."""
+    if not isinstance(detail, Mapping) or not detail:
+        return ""
+    out = []
+    tb = detail.get("traceback")
+    if isinstance(tb, str) and tb.strip() and tb.strip() not in reason:
+        kind = detail.get("error_type")
+        out.append(f"<h2>Traceback{' (' + esc(kind) + ')' if kind else ''}</h2>"
+                   f'<pre class="traceback wrap">{esc(tb.rstrip())}</pre>')
+    if detail.get("timeout") is not None:
+        out.append(f'<p class="timeout-detail">The pass did not return within '
+                   f"<strong>{esc(_round(detail['timeout']))} s</strong>.</p>")
+    violations = detail.get("violations")
+    if isinstance(violations, list) and [v for v in violations if str(v) and str(v) not in reason]:
+        out.append('<h2>What is wrong with the rewritten program</h2><ul class="violations">'
+                   + "".join(f"<li class=\"wrap mono\">{esc(v)}</li>" for v in violations) + "</ul>")
+    return "".join(out)
+
+
+def _round(x: Any) -> str:
+    try:
+        return f"{float(x):.3g}"
+    except (TypeError, ValueError):
+        return str(x)
 
 
 def _differs_text(differs: Mapping[str, Any]) -> str:
@@ -273,8 +370,9 @@ def _decoded_parts(o: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
 
 
 def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original: Program,
-                    rewritten: Program, layout: G.Layout, semantics: str, observe: str,
-                    problems: list[str]) -> str:
+                    rewritten: Program, layout: G.Layout | None, semantics: str, observe: str,
+                    problems: list[str], steps: str = "key", steps_href: str | None = None,
+                    budget: G.DrawBudget | None = None) -> str:
     out = []
     feeds_raw = cx.get("feeds") or {}
     init_raw = cx.get("init") or {}
@@ -301,6 +399,9 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
     # the schedule, step by step
     schedule = [str(s) for s in (cx.get("schedule") or [])]
     key_steps = {str(s) for s in (cx.get("key_steps") or [])}
+    if not key_steps:  # the steps that access a variable
+        key_steps = {s for s in schedule
+                     if getattr(rewritten.node.get(s.partition("@")[0]), "op", None) in ("Read", "Assign")}
     out.append(f"<h2>The run of P′ that breaks it ({len(schedule)} steps, {esc(semantics)} semantics)</h2>")
     out.append('<ol class="chips schedule">' + "".join(
         f'<li class={attr("key" if s in key_steps else "free")}><span class="n">{i}</span>'
@@ -327,7 +428,7 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
                "values in transit on edges (EMPTY edges omitted, as in the seed's figures; "
                "a dot is GO on a control edge), the variables at the side. The step that fired is "
                "orange, steps already fired are grey, what changed is outlined.</p>")
-    out.append(_steps_table(rp, rewritten, layout, differs, key_steps))
+    out.append(_steps_table(rp, rewritten, layout, differs, key_steps, steps, steps_href, budget))
     return "".join(out)
 
 
@@ -377,16 +478,27 @@ def _edge_words(e: G.EdgeInfo) -> str:
     return f"{G._vname(e.src)} {arrow} {dst}"
 
 
-def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str, Any],
-                 key_steps: set[str] = frozenset()) -> str:
-    side = layout.sides[1]
-    edges = side.edges
+def drawn_steps(rp: Replay, key_steps: set[str], steps: str) -> set[int]:
+    """Which states get a picture: every one ("all"), or the initial state,
+    the states after a step that accesses a variable, and the last state."""
+    if steps == "all":
+        return {st.index for st in rp.steps}
+    last = rp.steps[-1].index if rp.steps else 0
+    return {0, last} | {st.index for st in rp.steps if st.label in key_steps}
+
+
+def _steps_table(rp: Replay, p: Program, layout: G.Layout | None, differs: Mapping[str, Any],
+                 key_steps: set[str] = frozenset(), steps: str = "key",
+                 steps_href: str | None = None, budget: G.DrawBudget | None = None) -> str:
+    edges = layout.sides[1].edges if layout is not None else G.program_edges(p)
     rows = []
     fired_nodes: set[str] = set()
     prev: State | None = None
-    draw = len(rp.steps) <= MAX_STEP_FIGURES + 1
+    draw = layout is not None and len(rp.steps) <= MAX_STEP_FIGURES + 1
+    chosen = drawn_steps(rp, key_steps, steps)
+    out_of_time = False
     # figures about 800px wide: big enough to read the values on the edges
-    scale = max(0.45, min(1.15, 800.0 / max(layout.width + 150.0, 1.0)))
+    scale = max(0.45, min(1.15, 800.0 / max(layout.width + 150.0, 1.0))) if layout is not None else 1.0
     for st in rp.steps:
         s = st.state
         name, _, phase = (st.label or "").partition("@")
@@ -423,12 +535,19 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
         nothing = ('<span class="muted">only GO on the implicit input control edges</span>' if implicit_go
                    else '<span class="muted">nothing</span>')
         fig = ""
-        if draw:
+        if draw and st.index in chosen and budget is not None and budget.expired():
+            out_of_time = True
+        if draw and st.index in chosen and not out_of_time:
             fig = G.render_svg(layout, 1, uid=f"s{st.index}", role=f"state-{st.index}",
                                transit=transit, fired=name if st.label else None,
                                done=fired_nodes - ({name} if st.label else set()), pending=pending,
                                var_values=var_items, scale=scale, css_class="state-graph",
                                title=f"state after step {st.index}" if st.index else "initial state")
+        elif draw and st.index not in chosen:
+            fig = ('<a class="more-steps" href=' + attr(steps_href) + ">picture: all steps</a>"
+                   if steps_href else '<span class="muted">a free step</span>')
+        elif out_of_time:
+            fig = '<span class="muted not-drawn">not drawn: the drawing budget\'s time is spent</span>'
         cls = "initial" if st.index == 0 else "step" + (" key" if st.label in key_steps else "")
         what = "initial state" if st.index == 0 else f'<span class="mono">{esc(st.label)}</span>'
         rows.append(f'<tr class="{cls}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
@@ -448,8 +567,21 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout, differs: Mapping[str,
         final = f'<p class="final">The run ends with {cells or "nothing observed"}.</p>'
     else:
         final = ""
-    note = "" if draw else (f'<p class="muted">{len(rp.steps) - 1} steps: figures are drawn for runs of '
-                            f"at most {MAX_STEP_FIGURES} steps.</p>")
+    if layout is None:
+        note = '<p class="muted not-drawn">No pictures of the states: the programs are past the drawing budget.</p>'
+    elif not draw:
+        note = (f'<p class="muted">{len(rp.steps) - 1} steps: figures are drawn for runs of '
+                f"at most {MAX_STEP_FIGURES} steps.</p>")
+    elif steps != "all" and len(chosen) < len(rp.steps):
+        more = (f' <a class="all-steps" href={attr(steps_href)}>Every step drawn</a>.' if steps_href else "")
+        note = (f'<p class="steps-note">Pictures of the {len(chosen)} states that matter: the initial state, '
+                f"after each step that accesses a variable (bold), and the last; the "
+                f"{len(rp.steps) - len(chosen)} other steps are rows of text.{more}</p>")
+    else:
+        note = ""
+    if out_of_time:
+        note += ('<p class="warning not-drawn">Some states are not drawn: the page spent its drawing '
+                 "budget's time.</p>")
     return (note + '<table class="steps"><thead><tr><th>#</th><th>step fired</th><th>variables after</th>'
             '<th>in transit after</th><th>state after the step</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table>" + final)
@@ -477,30 +609,73 @@ def _confirm_text(backend: str, ok: bool) -> str:
 def _sigma_args(cx: Mapping[str, Any] | None) -> str:
     if not cx:
         return ""
-    import json
     args = []
     for k, v in sorted((cx.get("feeds") or {}).items()):
-        args.append(f"--feed {shlex.quote(f'{k}={json.dumps(v)}')}")
+        args.append(f"--feed {shlex.quote(f'{k}={json_text(v, indent=None)}')}")
     for k, v in sorted((cx.get("init") or {}).items()):
-        args.append(f"--init {shlex.quote(f'{k}={json.dumps(v)}')}")
+        args.append(f"--init {shlex.quote(f'{k}={json_text(v, indent=None)}')}")
     return " ".join(args)
 
 
+def outcome_line(o: Mapping[str, Any]) -> str | None:
+    """An outcome as `tfsem outcomes` prints it (`o = 1, x := 2`), or None
+    when its values do not decode."""
+    try:
+        parts = [f"{k} = {format_value(value_from_json(v))}" for k, v in sorted((o.get("outputs") or {}).items())]
+        if o.get("state") is not None:
+            parts += [f"{k} := {format_value(value_from_json(v))}" for k, v in sorted(o["state"].items())]
+    except (ValueFormatError, TypeError, ValueError, AttributeError):
+        return None
+    return ", ".join(parts) if parts else "(nothing observed)"
+
+
+@dataclass
+class Command:
+    """A command the page offers, and what it promises: the exit status and
+    a line its output contains (tests run every one of them)."""
+    argv: str
+    exit: int | None
+    says: str
+    expect_text: str = ""
+    absent_text: str = ""
+
+
+def _command_html(c: Command) -> str:
+    return (f'<li class="command"><code class="command" data-exit={attr("" if c.exit is None else c.exit)} '
+            f'data-expect={attr(c.expect_text)} data-absent={attr(c.absent_text)}>{esc(c.argv)}</code>'
+            f'<br><span class="muted">{esc(c.says)}</span></li>')
+
+
 def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program | None,
-                rewritten: Program | None, cx: Any, semantics: str, observe: str) -> str:
-    text = json_text(case_json)
+                rewritten: Program | None, cx: Any, semantics: str, observe: str,
+                verdict: str = "", meta: Mapping[str, Any] | None = None) -> str:
+    """Download links and the commands that reproduce the finding.  A crash,
+    a hang or a non-program (no rewritten program) is reproduced by running
+    the pass again (`tfsem rewrite PASS program.json`); a rewritten program
+    by `tfsem check` on the case."""
+    meta = meta or {}
     base = filename[:-5] if filename.endswith(".json") else filename
-    links = [f'<a class="download case" download={attr(filename)} href={attr(data_uri(text))}>'
-             f"download {esc(filename)}</a>"]
-    cmds = [f"tfsem check {shlex.quote(filename)}",
-            f"tfsem check {shlex.quote(filename)} --json",
-            f"tfsem check {shlex.quote(filename)} --html {shlex.quote(base + '.html')}"]
+    links: list[str] = []
+    cmds: list[Command] = []
     settings = ""
     if semantics != ATOMIC:
-        settings += f" --semantics {semantics}"
+        settings += f" --semantics {shlex.quote(semantics)}"
     if observe != "outputs+state":
-        settings += f" --observe {observe}"
+        settings += f" --observe {shlex.quote(observe)}"
     cx = cx if isinstance(cx, Mapping) else None
+    has_rewrite = case_json.get("rewritten") is not None
+    if has_rewrite:
+        text = json_text(case_json)
+        links.append(f'<a class="download case" download={attr(filename)} href={attr(data_uri(text))}>'
+                     f"download {esc(filename)}</a>")
+        code = VERDICT_EXIT.get(verdict)
+        says = (f"prints {verdict}, exit status {code}" if code is not None
+                else "checks the rewrite again")
+        cmds.append(Command(f"tfsem check {shlex.quote(filename)}", code, says,
+                            verdict if code is not None else ""))
+        cmds.append(Command(f"tfsem check {shlex.quote(filename)} --html {shlex.quote(base + '.html')}",
+                            code, says + f", and writes this page as {base}.html",
+                            verdict if code is not None else ""))
     for label, prog in (("original", original), ("rewritten", rewritten)):
         if prog is None:
             continue
@@ -511,9 +686,37 @@ def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program |
         pname = f"{base}.{label}.json"
         links.append(f'<a class="download {label}" download={attr(pname)} href={attr(data_uri(ptext))}>'
                      f"download {esc(pname)}</a>")
-        if cx:
-            cmds.append(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(cx)}{settings}".rstrip())
+        if cx and verdict == "unsound":
+            line = outcome_line(cx.get("outcome") or {}) if isinstance(cx.get("outcome"), Mapping) else None
+            if label == "original":
+                says = "lists P's outcomes at σ" + (f"; {line} is not among them" if line else "")
+                expect, absent = "", line or ""
+            else:
+                says = "lists P′'s outcomes at σ" + (f", {line} among them" if line else "")
+                expect, absent = line or "", ""
+            cmds.append(Command(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(cx)}{settings}".rstrip()
+                                .replace("  ", " "), 0, says, expect, absent))
+    if not has_rewrite and original is not None:
+        spec = str(meta.get("pass_spec") or meta.get("pass") or "PASS")
+        kind = str(meta.get("kind") or verdict)
+        pname = f"{base}.original.json"
+        if kind == "timeout":
+            says = "runs the pass on the program: it does not return (stop it with Ctrl-C)"
+            code = None
+        elif kind == "crash":
+            says = "runs the pass on the program: it fails with the traceback above, exit status 1"
+            code = 1
+        else:
+            says = "runs the pass on the program: it returns no valid program, exit status 1"
+            code = 1
+        cmds.append(Command(f"tfsem rewrite {shlex.quote(spec)} {shlex.quote(pname)}", code, says,
+                            "failed" if kind == "crash" else ""))
+        if ":" in spec:
+            links.append(f'<span class="muted">run it where <code>{esc(spec.partition(":")[0])}</code> '
+                         "imports (the folder of the pass's module, or with it on PYTHONPATH)</span>")
+    case_text = json_text(case_json)
     return ("<h2>Reproduce it</h2>"
             f'<p class="downloads">{" · ".join(links)}</p>'
-            f'<pre class="commands">{esc(chr(10).join(cmds))}</pre>'
-            f'<details><summary>the case file ({esc(filename)})</summary><pre class="case-json">{esc(text)}</pre></details>')
+            + (f'<ul class="commands">{"".join(_command_html(c) for c in cmds)}</ul>' if cmds else "")
+            + f'<details><summary>the case file ({esc(filename)})</summary>'
+              f'<pre class="case-json">{esc(case_text)}</pre></details>')

@@ -35,6 +35,7 @@ layout of two programs and the values on edges need control of the geometry.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -66,6 +67,49 @@ EDGE_STYLE = {
     CONTROL: (CTRL_GREY, "1.5 3.5", 1.9),
 }
 MARK_COLOUR = {"added": ADDED, "removed": REMOVED, "modified": MODIFIED}
+LOOP_W = 36             # how far a self-loop reaches right of its node
+
+
+# ---------------------------------------------------------------------------
+# The drawing budget
+
+
+class TooBig(Exception):
+    """A graph past the drawing budget: `str(exc)` says why, for the page to
+    show in place of the picture."""
+
+
+@dataclass
+class DrawBudget:
+    """ONE budget for everything a page draws: the size of a graph that is
+    laid out at all (vertices and edges of the programs together), and the
+    wall-clock seconds of all of a page's drawing.
+
+    - Past `max_vertices` or `max_edges`, :func:`layout_programs` raises
+      :class:`TooBig` at once (the layout's crossing reduction is quadratic in
+      the edges between two layers; 500 nodes took 107 s before this budget).
+    - Past `seconds`, the layout keeps the best ordering found so far instead
+      of improving it, and the page stops drawing step pictures (each says so).
+
+    Call :meth:`start` when the page begins; :meth:`expired` tells whether the
+    time is spent.  The defaults draw every generated program (at most 40
+    nodes) in full and keep a page under a few seconds."""
+    max_vertices: int = 160
+    max_edges: int = 400
+    seconds: float = 8.0
+    _deadline: float | None = None
+
+    def start(self) -> "DrawBudget":
+        self._deadline = time.monotonic() + self.seconds
+        return self
+
+    def expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() > self._deadline
+
+    def check_size(self, vertices: int, edges: int) -> None:
+        if vertices > self.max_vertices or edges > self.max_edges:
+            raise TooBig(f"{vertices} vertices and {edges} edges: past the drawing budget "
+                         f"({self.max_vertices} vertices, {self.max_edges} edges)")
 
 
 # ---------------------------------------------------------------------------
@@ -274,10 +318,17 @@ class Box:
 
 @dataclass
 class Route:
-    """The drawn course of an edge: points from its source to its target."""
+    """The drawn course of an edge: points from its source to its target
+    (cubic pieces with vertical tangents), or for a self-loop an explicit
+    SVG path `d` and the point where its value is drawn."""
     key: EKey
     kind: str
     points: list[tuple[float, float]]
+    d: str | None = None
+    label_at: tuple[float, float] | None = None
+
+    def path(self) -> str:
+        return self.d if self.d is not None else _curve(self.points)
 
 
 @dataclass
@@ -312,8 +363,11 @@ def _box_for(v: VKey, nodes: Sequence[Node | None]) -> Box:
                max(30.0, len(label) * CHAR_W * 0.92 + 16), STUB_H)
 
 
-def layout_programs(programs: Sequence[Program]) -> Layout:
-    """One layout for one program, or shared by several (original, rewrite)."""
+def layout_programs(programs: Sequence[Program], budget: DrawBudget | None = None) -> Layout:
+    """One layout for one program, or shared by several (original, rewrite).
+    Raises :class:`TooBig` when the programs are past `budget`'s size (the
+    default budget when None)."""
+    budget = budget or DrawBudget().start()
     sides: list[Side] = []
     union_edges: dict[EKey, EdgeInfo] = {}
     vertex_order: list[VKey] = []
@@ -345,6 +399,7 @@ def layout_programs(programs: Sequence[Program]) -> Layout:
             union_edges.setdefault(e.key, e)
         sides.append(Side(p, verts, edges))
 
+    budget.check_size(len(vertex_order), len(union_edges))
     boxes: dict = {v: _box_for(v, [p.node.get(v[1]) for p in programs]) for v in vertex_order}
     for e in union_edges.values():
         if e.src is not None and e.src[0] == "n" and e.kind != CONTROL:
@@ -378,19 +433,38 @@ def layout_programs(programs: Sequence[Program]) -> Layout:
 
     n_layers = max((b.layer for b in boxes.values()), default=0) + 1
     layers = _initial_order(vertex_order, boxes, adj_down, n_layers)
-    layers, crossings = _reduce_crossings(layers, adj_down, adj_up)
+    layers, crossings = _reduce_crossings(layers, adj_down, adj_up, budget=budget)
     _place_x(layers, boxes, adj_down, adj_up)
     width, height = _place_y(layers, boxes)
 
+    # Every edge ends at its target's boundary with its last piece outside
+    # the box, so that the arrowhead (drawn before the boxes) stays visible:
+    # a downward edge enters the top, an upward one (only in a cycle, or
+    # where the two programs order a pair differently) the bottom, a
+    # self-loop swings out to the right and enters the top.
     routes: dict[EKey, Route] = {}
-    entries = _entry_points(layout_edges, boxes)
+    down = [e for e in layout_edges if layer[e.src] < layer[e.dst]]
+    entries = _entry_points(down, boxes)
     for e in layout_edges:
         chain = chains[e.key]
         src_box, dst_box = boxes[e.src], boxes[e.dst]
-        start = _exit_point(src_box, e)
-        end = entries[e.key]
         middle = [(boxes[d].x, boxes[d].y) for d in chain[1:-1]]
+        if e.key in entries:
+            start, end = _exit_point(src_box, e), entries[e.key]
+        else:  # upward: leave the source's top, enter the target's bottom
+            start = (src_box.x + src_box.w * 0.42, src_box.top)
+            end = (dst_box.x - dst_box.w * 0.42, dst_box.bottom)
         routes[e.key] = Route(e.key, e.kind, [start, *middle, end])
+    for e in union_edges.values():
+        if e.src is not None and e.src == e.dst:
+            b = boxes[e.src]
+            right = b.x + b.w / 2
+            start, end = (right, b.y + b.h * 0.15), (b.x + b.w * 0.3, b.top)
+            d = (f"M{start[0]:.1f},{start[1]:.1f} C{right + LOOP_W:.1f},{start[1]:.1f} "
+                 f"{right + LOOP_W:.1f},{b.top - 26:.1f} {end[0]:.1f},{end[1]:.1f}")
+            routes[e.key] = Route(e.key, e.kind, [start, (right + LOOP_W, b.top - 26), end], d=d,
+                                  label_at=(right + LOOP_W * 0.75, b.top - 12))
+            width = max(width, right + LOOP_W + MARGIN)
     return Layout(boxes, routes, sides, width, height, crossings)
 
 
@@ -483,12 +557,12 @@ def _total_crossings(layers: list[list], adj_down: dict) -> int:
 
 
 def _reduce_crossings(layers: list[list], adj_down: dict, adj_up: dict,
-                      sweeps: int = 12) -> tuple[list[list], int]:
+                      sweeps: int = 12, budget: DrawBudget | None = None) -> tuple[list[list], int]:
     best = [list(l) for l in layers]
     best_c = _total_crossings(layers, adj_down)
     cur = [list(l) for l in layers]
     for it in range(sweeps):
-        if best_c == 0:
+        if best_c == 0 or (budget is not None and budget.expired()):
             break
         down = it % 2 == 0
         rng = range(1, len(cur)) if down else range(len(cur) - 2, -1, -1)
@@ -717,8 +791,9 @@ def render_svg(layout: Layout, side: int = 0, *, uid: str = "g", role: str = "",
             pts = [(b.x, b.top - IMPLICIT_GO), (b.x, b.top)]
             d = f"M{pts[0][0]:.1f},{pts[0][1]:.1f} L{pts[1][0]:.1f},{pts[1][1]:.1f}"
         else:
-            pts = layout.routes[e.key].points
-            d = _curve(pts)
+            route = layout.routes[e.key]
+            pts = route.points if route.label_at is None else [route.label_at, route.label_at]
+            d = route.path()
         cls = f"edge {e.kind}" + (" implicit" if e.implicit else "") + (f" {mark}" if mark else "")
         parts.append(f'<g class={attr(cls)} data-edge={attr(e.id)}>'
                      f"<title>{esc(describe_edge(e) if not e.implicit else 'implicit input control edge of ' + e.dst[1])}</title>")
@@ -843,17 +918,17 @@ def _var_box(var_values: Sequence[tuple[str, str, bool]], x0: float) -> tuple[st
 
 
 def draw_program(p: Program, *, uid: str = "g", role: str = "", title: str = "",
-                 scale: float = 1.0) -> str:
-    """One program, laid out on its own."""
-    return render_svg(layout_programs([p]), 0, uid=uid, role=role, title=title, scale=scale)
+                 scale: float = 1.0, budget: DrawBudget | None = None) -> str:
+    """One program, laid out on its own (raises :class:`TooBig` past the budget)."""
+    return render_svg(layout_programs([p], budget), 0, uid=uid, role=role, title=title, scale=scale)
 
 
 def draw_pair(original: Program, rewritten: Program, *, uid: str = "g",
-              scale: float = 1.0) -> tuple[str, str, Diff, Layout]:
+              scale: float = 1.0, budget: DrawBudget | None = None) -> tuple[str, str, Diff, Layout]:
     """The original and its rewrite in one shared layout, the rewrite's
     changes highlighted (removed in the original's drawing, added in the
-    rewrite's, modified in both)."""
-    layout = layout_programs([original, rewritten])
+    rewrite's, modified in both).  Raises :class:`TooBig` past the budget."""
+    layout = layout_programs([original, rewritten], budget)
     d = diff_programs(original, rewritten)
     a = render_svg(layout, 0, uid=f"{uid}o", role="original", marks=d.marks(0),
                    title="original program", scale=scale)

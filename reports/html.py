@@ -19,7 +19,7 @@ import html as _html
 import json
 import re
 import urllib.parse
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from tfsem.oracle.values import ValueFormatError, format_value, value_from_json
 
@@ -51,12 +51,45 @@ def slug(text: Any, limit: int = 60) -> str:
 
 def data_uri(text: str, mime: str = "application/json") -> str:
     """`text` as a percent-encoded `data:` URI (for download links)."""
-    return f"data:{mime};charset=utf-8," + urllib.parse.quote(text, safe="")
+    return f"data:{mime};charset=utf-8," + urllib.parse.quote(clean(text), safe="")
 
 
-def json_text(obj: Any) -> str:
-    """Strict, indented JSON (as written to case files)."""
-    return json.dumps(obj, indent=2, allow_nan=False)
+def finite(obj: Any) -> Any:
+    """`obj` with non-finite floats written as SPEC 1's strings ("nan",
+    "inf", "-inf") and anything not JSON as its text."""
+    if isinstance(obj, float):
+        if obj != obj:
+            return "nan"
+        if obj in (float("inf"), float("-inf")):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if isinstance(obj, Mapping):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return str(obj)
+
+
+def json_text(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON (as written to case files), indented by default; a
+    non-finite float becomes SPEC 1's string rather than failing the page."""
+    try:
+        return json.dumps(obj, indent=indent, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        try:
+            return json.dumps(finite(obj), indent=indent, allow_nan=False)
+        except RecursionError:
+            return '"(nested too deeply to show)"'
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """Text that UTF-8 can encode: a lone surrogate becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def value_text(raw: Any, limit: int = 40) -> str:
@@ -87,7 +120,7 @@ def when(value: Any) -> str:
 
 def page(title: str, body: str, extra_css: str = "") -> str:
     """A complete, self-contained HTML5 document."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    return clean("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content={attr(CSP)}>\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{esc(title)}</title>\n<style>\n{BASE_CSS}{GRAPH_CSS}{extra_css}</style>\n"
@@ -162,6 +195,11 @@ ul.meta { display: flex; flex-wrap: wrap; gap: 4px 22px; list-style: none; margi
 ul.meta li { white-space: nowrap; }
 .side-by-side { display: flex; flex-wrap: wrap; gap: 0 40px; align-items: flex-start; }
 .side-by-side section { min-width: 0; }
+.wrap, pre.wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
+ul.commands { list-style: none; padding-left: 0; }
+ul.commands li { margin: 6px 0; }
+ul.commands code.command { background: var(--panel); border: 1px solid var(--line); border-radius: 4px;
+       padding: 2px 6px; white-space: pre-wrap; overflow-wrap: anywhere; display: inline-block; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 """
 

@@ -319,7 +319,9 @@ def step_rows(root: El) -> list[El]:
 
 
 def test_step_table_has_one_row_per_step_with_the_states(atomic_page):
-    html, root, p, q, verdict = atomic_page
+    _, _, p, q, verdict = atomic_page
+    root = dom(render_finding_page(make_case(p, q, expect="unsound"), verdict, steps="all",
+                                   meta={"pass": "hoist-reads"}, case_filename="f1.json"))
     rows = step_rows(root)
     assert [r.find_all("td")[1].text() for r in rows] == SCHEDULE
     initial = root.find("table", "steps").find("tr", "initial")
@@ -342,6 +344,20 @@ def test_step_table_has_one_row_per_step_with_the_states(atomic_page):
     assert transit == {"wx2#0": "X", "wx2#1": "2"}
     assert "final value of variable X differs" in root.find("h1").text()
     assert root.find_all("div", "problems") == []
+
+
+def test_by_default_only_the_steps_that_matter_are_drawn(atomic_page):
+    """Issue 16.7: the initial state, each step that accesses a variable and
+    the last state get a picture; the free steps are rows of text, and the
+    page with every step drawn is one link away."""
+    _, root, p, q, verdict = atomic_page
+    rows = [root.find("table", "steps").find("tr", "initial"), *step_rows(root)]
+    drawn = [i for i, r in enumerate(rows) if r.find_all("svg", "state-graph")]
+    accesses = [i for i, step in enumerate(SCHEDULE, 1) if q.node[step].op in ("Read", "Assign")]
+    assert drawn == [0, *accesses] and len(drawn) < len(rows)
+    assert len(rows) == len(SCHEDULE) + 1          # every step still has its row of text
+    linked = dom(render_finding_page(make_case(p, q), verdict, steps_href="f1-steps.html"))
+    assert [a.attrs["href"] for a in linked.find_all("a", "all-steps")] == ["f1-steps.html"]
 
 
 def test_outcomes_table_highlights_the_extra_outcome(atomic_page):
@@ -371,8 +387,8 @@ def test_sigma_confirmation_and_reproducer(atomic_page):
     assert link.attrs["href"].startswith(prefix)
     case_json = json.loads(urllib.parse.unquote(link.attrs["href"][len(prefix):]))
     assert case_json == case_to_json(make_case(p, q, expect="unsound"))
-    assert "tfsem check f1.json" in root.find("pre", "commands").text()
-    assert "tfsem outcomes f1.rewritten.json --init X=0 --init Y=0" in root.find("pre", "commands").text()
+    assert "tfsem check f1.json" in [c.text() for c in root.find("ul", "commands").find_all("code", "command")]
+    assert "tfsem outcomes f1.rewritten.json --init X=0 --init Y=0" in [c.text() for c in root.find("ul", "commands").find_all("code", "command")]
 
 
 def test_pages_reference_nothing_on_a_network(atomic_page):
