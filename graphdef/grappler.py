@@ -1,0 +1,286 @@
+"""Run TensorFlow's real Grappler on a GraphDef: one optimizer alone, or the
+default pipeline, and say what changed.
+
+This module is the only place tfsem drives Grappler.  It needs TensorFlow (the
+optional extra ``tfsem[tensorflow]``); importing it does not: TensorFlow is
+imported on the first call, and `TensorFlowMissing` says how to install it.
+
+How Grappler is driven (the same path as ``tf.compat.v1`` tooling and
+TensorFlow's own Grappler tests, ``tensorflow/python/grappler/tf_optimizer.py``):
+the GraphDef goes into a ``MetaGraphDef`` whose ``"train_op"`` collection lists
+the fetch and target nodes, because Grappler prunes every node that no fetch
+needs and must never remove a fetch; a ``ConfigProto``'s ``RewriterConfig``
+selects the optimizers, and ``tf_optimizer.OptimizeGraph`` runs the
+meta-optimizer on a local CPU cluster.
+
+- One optimizer alone: ``RewriterConfig.optimizers = [NAME]`` (the
+  meta-optimizer then runs exactly the listed optimizers, on the graph and on
+  every function of its library).
+- The default pipeline (``DEFAULT_PIPELINE``): an empty ``optimizers`` list and
+  the default toggles, as ``Session``/``tf.function`` run it.
+
+In both cases ``min_graph_nodes = -1`` (Grappler skips graphs of fewer than 4
+nodes by default, which would hide what it does to small graphs) and
+``fail_on_optimizer_errors = True`` (an optimizer that fails is an error here,
+not a silently unoptimized graph).  Grappler ignores an optimizer name it does
+not know, so names are checked against `OPTIMIZERS` first; ``autoparallel`` is
+left out because TensorFlow aborts the whole process (a CHECK failure) when it
+is asked for without a replica count.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+#: The name that selects Grappler's default pipeline instead of one optimizer.
+DEFAULT_PIPELINE = "default"
+
+#: Grappler's optimizers by the name ``RewriterConfig.optimizers`` takes
+#: (``MetaOptimizer::MakeNewOptimizer`` in TensorFlow), each with what it does.
+OPTIMIZERS: dict[str, str] = {
+    "pruning": "model pruning: removes nodes no fetch needs, Identity/NoOp forwarding",
+    "function": "function optimizer: inlines and specializes library functions",
+    "constfold": "constant folding, and removal of nodes whose result is never used",
+    "shape": "shape optimizer: simplifies Shape/Size/Rank computations",
+    "remap": "remapper: fuses op patterns (MatMul+BiasAdd+Relu, ...) into fused ops",
+    "arithmetic": "arithmetic optimizer: algebraic simplification, hoisting, CSE of ops",
+    "dependency": "dependency optimizer: removes or rewires control dependencies and "
+                  "Identity/NoOp nodes",
+    "loop": "loop optimizer: loop-invariant code motion, stack push removal",
+    "layout": "layout optimizer: NHWC/NCHW conversions (mostly GPU)",
+    "memory": "memory optimizer: recomputation and swapping heuristics",
+    "common_subgraph_elimination": "removes duplicate subgraphs (CSE)",
+    "debug_stripper": "removes Assert/CheckNumerics/Print nodes",
+    "scoped_allocator": "scoped allocator optimizer (collective ops)",
+    "pin_to_host": "pins small integer ops to the host",
+    "implementation_selector": "chooses among function implementations per device",
+    "auto_mixed_precision": "rewrites float32 to float16 where safe (GPU only)",
+}
+
+#: What `tfsem grappler` runs when no optimizer is named: every optimizer that
+#: can act on a CPU graph with variables, each alone, then the default pipeline.
+DEFAULT_OPTIMIZERS: tuple[str, ...] = (
+    "pruning", "function", "constfold", "shape", "remap", "arithmetic", "dependency",
+    "loop", "memory", "common_subgraph_elimination", "debug_stripper", "pin_to_host",
+    DEFAULT_PIPELINE,
+)
+
+INSTALL_HINT = "needs the extra tfsem[tensorflow]: pip install 'tfsem[tensorflow]'"
+
+
+class TensorFlowMissing(RuntimeError):
+    """TensorFlow cannot be imported; the message says how to install it."""
+
+
+class GrapplerError(RuntimeError):
+    """Grappler failed on the graph (the message is TensorFlow's)."""
+
+
+_tf = None
+
+
+def tensorflow():
+    """Import TensorFlow once, quietly; raise `TensorFlowMissing` if it is absent."""
+    global _tf
+    if _tf is None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        try:
+            import tensorflow as tf  # noqa: PLC0415
+        except Exception as exc:  # ImportError, or a broken install
+            raise TensorFlowMissing(f"{INSTALL_HINT} ({type(exc).__name__}: {exc})") from exc
+        _tf = tf
+    return _tf
+
+
+def available() -> bool:
+    try:
+        tensorflow()
+    except TensorFlowMissing:
+        return False
+    return True
+
+
+def check_optimizer_names(names: Iterable[str]) -> list[str]:
+    """The names, or ValueError naming the first unknown one and the known ones."""
+    out = []
+    for n in names:
+        if n != DEFAULT_PIPELINE and n not in OPTIMIZERS:
+            known = ", ".join([*OPTIMIZERS, DEFAULT_PIPELINE])
+            raise ValueError(f"unknown Grappler optimizer {n!r} (known: {known})")
+        out.append(n)
+    return out
+
+
+def as_graph_def(graph: Any):
+    """A TensorFlow ``GraphDef`` from binary bytes, pbtxt text, a path, or a GraphDef."""
+    tf = tensorflow()
+    from google.protobuf import text_format  # noqa: PLC0415  (TensorFlow's dependency)
+    if isinstance(graph, tf.compat.v1.GraphDef):
+        return graph
+    if isinstance(graph, os.PathLike) or (isinstance(graph, str) and "\n" not in graph
+                                          and os.path.exists(graph)):
+        path = os.fspath(graph)
+        with open(path, "rb") as f:
+            data = f.read()
+        if path.endswith(".pbtxt"):
+            graph = data.decode("utf-8")
+        else:
+            graph = data
+    gd = tf.compat.v1.GraphDef()
+    if isinstance(graph, str):
+        text_format.Parse(graph, gd)
+    elif isinstance(graph, (bytes, bytearray, memoryview)):
+        gd.ParseFromString(bytes(graph))
+    elif hasattr(graph, "SerializeToString"):
+        gd.ParseFromString(graph.SerializeToString())
+    else:
+        raise TypeError(f"not a graph: {type(graph).__name__}")
+    return gd
+
+
+def fetch_node(name: str) -> str:
+    """The node of a fetch: ``"n:0"`` -> ``"n"``, ``"^n"`` -> ``"n"``."""
+    name = name.lstrip("^")
+    head, sep, tail = name.rpartition(":")
+    return head if sep and tail.isdigit() else name
+
+
+@dataclass
+class NodeDiff:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"added": self.added, "removed": self.removed, "changed": self.changed}
+
+
+@dataclass
+class GrapplerResult:
+    """One Grappler run: the optimized graph and what changed."""
+    optimizer: str
+    graph_def: Any                      # the optimized tf GraphDef
+    seconds: float
+    nodes_before: int
+    nodes_after: int
+    function_nodes_before: int
+    function_nodes_after: int
+    graph: NodeDiff                     # nodes of the top-level graph
+    functions: dict[str, NodeDiff]      # per library function (name -> diff)
+    functions_added: list[str]
+    functions_removed: list[str]
+
+    @property
+    def graph_bytes(self) -> bytes:
+        return self.graph_def.SerializeToString()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.graph.added or self.graph.removed or self.graph.changed
+                    or self.functions or self.functions_added or self.functions_removed)
+
+    def summary(self) -> str:
+        """One line: node counts and how many nodes were added/removed/changed."""
+        parts = [f"nodes {self.nodes_before} -> {self.nodes_after}"]
+        if self.function_nodes_before or self.function_nodes_after:
+            parts.append(f"function nodes {self.function_nodes_before} -> "
+                         f"{self.function_nodes_after}")
+        d = self.graph
+        n_add = len(d.added) + sum(len(f.added) for f in self.functions.values())
+        n_rem = len(d.removed) + sum(len(f.removed) for f in self.functions.values())
+        n_chg = len(d.changed) + sum(len(f.changed) for f in self.functions.values())
+        parts.append(f"{n_add} added, {n_rem} removed, {n_chg} changed")
+        if self.functions_added or self.functions_removed:
+            parts.append(f"functions +{len(self.functions_added)} -{len(self.functions_removed)}")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        return {
+            "optimizer": self.optimizer,
+            "seconds": round(self.seconds, 6),
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "function_nodes_before": self.function_nodes_before,
+            "function_nodes_after": self.function_nodes_after,
+            "changed": self.changed,
+            "graph": self.graph.to_json(),
+            "functions": {k: v.to_json() for k, v in sorted(self.functions.items())},
+            "functions_added": self.functions_added,
+            "functions_removed": self.functions_removed,
+        }
+
+
+def _node_key(node) -> tuple:
+    attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
+                         for k, v in node.attr.items() if not k.startswith("_")))
+    return node.op, tuple(node.input), attrs
+
+
+def _diff_nodes(before: Sequence, after: Sequence) -> NodeDiff:
+    a = {n.name: _node_key(n) for n in before}
+    b = {n.name: _node_key(n) for n in after}
+    return NodeDiff(added=sorted(set(b) - set(a)), removed=sorted(set(a) - set(b)),
+                    changed=sorted(k for k in set(a) & set(b) if a[k] != b[k]))
+
+
+def diff_graphs(before, after) -> tuple[NodeDiff, dict[str, NodeDiff], list[str], list[str]]:
+    """What changed from GraphDef `before` to `after`: top-level nodes, per function."""
+    graph = _diff_nodes(before.node, after.node)
+    fa = {f.signature.name: f for f in before.library.function}
+    fb = {f.signature.name: f for f in after.library.function}
+    functions = {}
+    for name in sorted(set(fa) & set(fb)):
+        d = _diff_nodes(fa[name].node_def, fb[name].node_def)
+        if d.added or d.removed or d.changed or dict(fa[name].ret) != dict(fb[name].ret) \
+                or dict(fa[name].control_ret) != dict(fb[name].control_ret):
+            functions[name] = d
+    return graph, functions, sorted(set(fb) - set(fa)), sorted(set(fa) - set(fb))
+
+
+def run_grappler(graph: Any, fetches: Sequence[str], optimizer: str = DEFAULT_PIPELINE,
+                 ) -> GrapplerResult:
+    """Run one Grappler optimizer (a name of `OPTIMIZERS`) or the default pipeline
+    (`DEFAULT_PIPELINE`) on `graph` (bytes, pbtxt text, a path or a GraphDef),
+    keeping the nodes of `fetches` (tensor names ``n:k`` or node names; targets
+    too).  Raises `TensorFlowMissing`, ValueError (unknown optimizer, no fetch,
+    a fetch that is not a node) or `GrapplerError`."""
+    check_optimizer_names([optimizer])
+    tf = tensorflow()
+    from tensorflow.core.protobuf import config_pb2, meta_graph_pb2  # noqa: PLC0415
+    from tensorflow.python.grappler import tf_optimizer  # noqa: PLC0415
+
+    gd = as_graph_def(graph)
+    nodes = [fetch_node(f) for f in fetches]
+    if not nodes:
+        raise ValueError("Grappler needs at least one fetch (else it prunes every node)")
+    names = {n.name for n in gd.node}
+    missing = [n for n in nodes if n not in names]
+    if missing:
+        raise ValueError(f"fetch {missing[0]!r} is not a node of the graph")
+
+    mg = meta_graph_pb2.MetaGraphDef()
+    mg.graph_def.CopyFrom(gd)
+    mg.collection_def["train_op"].node_list.value.extend(dict.fromkeys(nodes))
+    config = config_pb2.ConfigProto()
+    rc = config.graph_options.rewrite_options
+    rc.min_graph_nodes = -1
+    rc.fail_on_optimizer_errors = True
+    if optimizer != DEFAULT_PIPELINE:
+        rc.optimizers.append(optimizer)
+    start = time.perf_counter()
+    try:
+        out = tf_optimizer.OptimizeGraph(config, mg, verbose=False)
+    except Exception as exc:  # TensorFlow raises its own error types
+        raise GrapplerError(f"Grappler ({optimizer}) failed: {exc}") from exc
+    seconds = time.perf_counter() - start
+    diff, functions, fadd, frem = diff_graphs(gd, out)
+    del tf
+    return GrapplerResult(
+        optimizer=optimizer, graph_def=out, seconds=seconds,
+        nodes_before=len(gd.node), nodes_after=len(out.node),
+        function_nodes_before=sum(len(f.node_def) for f in gd.library.function),
+        function_nodes_after=sum(len(f.node_def) for f in out.library.function),
+        graph=diff, functions=functions, functions_added=fadd, functions_removed=frem)
