@@ -162,6 +162,14 @@ def create_app(services: Services, limits: Limits | None = None, *,
                       decode: Callable[[Any, Limits], Any],
                       payload: Callable[[Any], dict], semantics_observe: Callable[[Any], tuple[str, str]]
                       ) -> Response:
+        # A form or a page's fetch() without preflight can POST text/plain or
+        # form data cross-site; only application/json (which needs a CORS
+        # preflight this server never grants) makes it compute.
+        ctype = request.headers.get("content-type", "")
+        if ctype.split(";", 1)[0].strip().lower() != "application/json":
+            return error_response(415, "unsupported media type",
+                                  f"POST {request.url.path} takes a JSON body with Content-Type: "
+                                  f"application/json, not {ctype or 'none'!r}")
         if not available.get(command):
             return error_response(501, "not available",
                                   f"this installation cannot answer {command} (its module is missing)")

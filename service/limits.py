@@ -38,18 +38,26 @@ class Limits:
     max_waiting: int = 32
     queue_wait: float = 5.0
     body_read_seconds: float = 10.0
+    #: a request's headers must arrive within this many seconds of the
+    #: connection opening (or of its first byte after a response)
+    header_read_seconds: float = 5.0
+    #: connections open with no request in progress; past it the oldest is closed
+    max_idle_connections: int = 256
+    #: connections open at once; past it uvicorn answers 503
+    max_connections: int = 2048
     worker_memory_mb: int = 1024
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_nodes", "max_elements", "max_json_depth", "max_states",
-                     "max_listed", "workers", "worker_memory_mb"):
+                     "max_listed", "workers", "worker_memory_mb", "max_idle_connections",
+                     "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_waiting < 0:
             raise ValueError("max_waiting must not be negative")
-        for name in ("default_timeout", "max_timeout", "queue_wait", "body_read_seconds"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive")
+        for name in ("default_timeout", "max_timeout", "queue_wait", "body_read_seconds", "header_read_seconds"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ValueError(f"{name} must be positive and finite")
         if self.grace_seconds < 0:
             raise ValueError("grace_seconds must not be negative")
 

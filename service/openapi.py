@@ -33,6 +33,7 @@ def _errors(*codes: int) -> dict:
             404: "No such route, or no such finding.",
             405: "The route exists but not with this method.",
             413: "The request body is larger than the server takes.",
+            415: "A POST body must be sent with Content-Type: application/json.",
             421: "The request is addressed to a host name this server does not answer for (a server "
                  "on loopback answers only requests for loopback names).",
             501: "This installation lacks the part that would answer.",
@@ -48,7 +49,8 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
                        "{\"dtype\": \"float32\", \"value\": ...} (\"nan\", \"inf\", \"-inf\" as strings), "
                        "or an error {\"error\": REASON}.",
         "oneOf": [
-            {"type": "integer"},
+            {"type": "number", "description": "an int64 (an integer), or a float32 for a feed or "
+                                              "variable declared float32"},
             {"type": "array", "items": {}},
             {"type": "object", "properties": {"dtype": {"enum": ["int64", "float32"]}, "value": {}},
              "required": ["dtype", "value"], "additionalProperties": False},
@@ -103,8 +105,9 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
         "description": "A rewrite to check. A whole tfsem.case/1 object (SPEC 5) is accepted as is.",
         "properties": {
             "original": _ref("Program"),
-            "rewritten": {"description": "The rewritten program. A malformed one is the verdict "
-                                         "`invalid`, not bad input.", **_ref("Program")},
+            "rewritten": {"description": "The rewritten program (see Program). Any JSON value is "
+                                         "taken: a malformed one is the verdict `invalid`, not bad "
+                                         "input."},
             "semantics": semantics, "observe": observe, "timeout": timeout,
             "format": {"const": "tfsem.case/1"},
             "expect": {"enum": ["sound", "unsound", "invalid"]},
@@ -233,13 +236,13 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
                 "operationId": "check", "summary": "Is this rewrite sound? (tfsem check --json)",
                 "requestBody": body("CheckRequest"),
                 "responses": {"200": _json(_ref("Verdict"), "The verdict."),
-                              **_errors(400, 413, 501, 503)}}},
+                              **_errors(400, 413, 415, 501, 503)}}},
             "/v1/outcomes": {"post": {
                 "operationId": "outcomes", "summary": "The outcome set of a program at given inputs "
                                                       "(tfsem outcomes --json)",
                 "requestBody": body("OutcomesRequest"),
                 "responses": {"200": _json(_ref("OutcomesAnswer"), "The outcomes, or `unknown`."),
-                              **_errors(400, 413, 503)}}},
+                              **_errors(400, 413, 415, 503)}}},
             "/v1/campaigns": {"get": {
                 "operationId": "campaigns", "summary": "The campaigns stored in DIR, newest first",
                 "responses": {"200": _json({"type": "object", "properties": {

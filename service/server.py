@@ -20,6 +20,7 @@ from typing import TextIO
 from .app import LOOPBACK_NAMES, Services, create_app
 from .campaign_view import CampaignView
 from .limits import Limits
+from .protocol import guarded_protocol
 from .workers import WorkerPool
 
 
@@ -74,9 +75,12 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
     allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
     app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits, allowed_hosts=allowed)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
+                            http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections),
                             timeout_keep_alive=5,
                             timeout_graceful_shutdown=int(limits.hard_deadline(limits.max_timeout)) + 2,
-                            limit_concurrency=limits.workers + limits.max_waiting + 64,
+                            # counts open connections, idle ones included: the
+                            # pool bounds computations, the protocol idle ones
+                            limit_concurrency=limits.max_connections,
                             server_header=False)
     server = uvicorn.Server(config)
     # uvicorn re-raises the signal that stopped it once it is done; a handler

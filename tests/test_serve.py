@@ -76,7 +76,7 @@ MALFORMED: list[tuple[str, str, bytes, int, str | None]] = [
      400, "too-large"),
     ("too deep", "/v1/outcomes", b'{"program": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "too-deep"),
     ("huge integer", "/v1/outcomes", b'{"program": {"nodes": []}, "limit": ' + b"9" * 5000 + b"}", 400, "bad-json"),
-    ("nan literal", "/v1/outcomes", b'{"program": {"nodes": []}, "timeout": NaN}', 400, "bad-value"),
+    ("nan literal", "/v1/outcomes", b'{"program": {"nodes": []}, "timeout": NaN}', 400, "bad-json"),
     ("rewritten is code", "/v1/check", b'{"original": {"nodes": []}, "rewritten": "os:system",'
                                        b' "pass": "tfsem.rewrites:hoist"}', 400, "unknown-field"),
 ]

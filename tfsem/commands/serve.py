@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
                    help=f"how long a request waits for a worker before 503 (default {d.queue_wait:g}s)")
     p.add_argument("--worker-memory", type=bounded_int(64, 1 << 20), default=d.worker_memory_mb, metavar="MIB",
                    help=f"memory a worker may add before its computation fails (default {d.worker_memory_mb})")
+    p.add_argument("--header-timeout", type=make_duration(0, 300), default=d.header_read_seconds,
+                   help=f"a connection whose request headers are not complete this long after it "
+                        f"opens (or goes quiet) is closed (default {d.header_read_seconds:g}s)")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.set_defaults(run=run)
 
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         limits = Limits(max_body_bytes=args.max_body, max_nodes=args.max_nodes, workers=args.workers,
                         default_timeout=min(args.default_timeout, args.max_timeout),
                         max_timeout=args.max_timeout, max_waiting=args.queue, queue_wait=args.queue_wait,
-                        worker_memory_mb=args.worker_memory)
+                        worker_memory_mb=args.worker_memory, header_read_seconds=args.header_timeout)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -1,0 +1,89 @@
+"""The HTTP/1.1 connection protocol of `tfsem serve`: uvicorn's h11 protocol
+with a deadline on request headers and a cap on idle connections.
+
+uvicorn times out a keep-alive connection only once it has answered a request
+on it; a connection that sends nothing, or trickles header bytes, was held
+forever, and ~100 of them filled the connection limit so that every other
+client got 503.  Here:
+
+- **header deadline**: from the moment a connection opens, or data arrives
+  on it while no request is in progress, the request's headers must be
+  complete within `header_seconds`; otherwise the connection is closed.
+  Trickling one byte a second does not extend it (the deadline is not reset
+  by data, only by a complete request), so a slow-header client holds a
+  connection at most about twice `header_seconds`.
+- **idle cap**: when more than `max_idle` connections are open without a
+  request in progress, the one opened or last used earliest is closed, so a
+  flood of idle connections cannot crowd out a client that sends a request.
+
+After a response, uvicorn's own `timeout_keep_alive` closes a connection that
+stays silent.  The request *body* has its own deadline in app.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+def guarded_protocol(header_seconds: float, max_idle: int) -> type:
+    """A protocol class (for `uvicorn.Config(http=...)`) with these bounds."""
+    if not header_seconds > 0 or max_idle < 1:
+        raise ValueError("header_seconds must be positive and max_idle at least 1")
+
+    class GuardedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _armed_for: Any = None
+        _idle_since: float = 0.0
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._idle_since = time.monotonic()
+            self._arm()
+            self._shed_idle()
+
+        def data_received(self, data: bytes) -> None:
+            if self._header_timer is None and self._between_requests():
+                self._arm()
+            super().data_received(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            self._idle_since = time.monotonic()
+            super().on_response_complete()
+
+        # -- helpers ------------------------------------------------------------
+
+        def _between_requests(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            self._armed_for = self.cycle
+            self._header_timer = self.loop.call_later(header_seconds, self._expire)
+
+        def _expire(self) -> None:
+            self._header_timer = None
+            # no new request began since the timer was armed: its headers
+            # did not arrive in time
+            if self.cycle is self._armed_for and self._between_requests():
+                self.transport.close()
+
+        def _shed_idle(self) -> None:
+            idle = [c for c in self.connections
+                    if isinstance(c, GuardedH11Protocol) and c is not self and c._between_requests()
+                    and not c.transport.is_closing()]
+            if len(idle) < max_idle:
+                return
+            idle.sort(key=lambda c: c._idle_since)
+            for c in idle[:len(idle) - max_idle + 1]:
+                c.transport.close()
+
+    return GuardedH11Protocol

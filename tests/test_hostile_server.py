@@ -1,0 +1,149 @@
+"""Hostile clients against a real `tfsem serve` on loopback (issue 18 items
+2, 3 and 8): 200 idle connections and slow-header connections must not lock
+out other clients, NaN/Infinity/1e400 literals get a 400 (never a worker
+restart), and a POST without Content-Type: application/json is refused.
+
+Bounded: one server, 200 sockets, a 1 s header deadline; the whole file runs
+in a few seconds.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from test_serve_support import Server
+
+SMALL_PROGRAM = {"nodes": [{"name": "c", "op": "Const", "value": 1}], "outputs": {"o": "c"}}
+SMALL_CHECK = {"original": SMALL_PROGRAM, "rewritten": SMALL_PROGRAM}
+HEADER_TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("hostile-serve"), "--workers", "1",
+               "--header-timeout", str(HEADER_TIMEOUT))
+    yield s
+    assert s.stop() == 0
+
+
+def _connect(server: Server) -> socket.socket:
+    sock = socket.create_connection((server.host, server.port), timeout=5)
+    return sock
+
+
+def _closed_by_peer(sock: socket.socket, wait: float) -> bool:
+    sock.settimeout(wait)
+    try:
+        return sock.recv(1024) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_200_idle_and_slow_header_connections_do_not_lock_out_clients(server):
+    idle = [_connect(server) for _ in range(100)]
+    slow = [_connect(server) for _ in range(100)]
+    try:
+        for s in slow:
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHo")
+        time.sleep(0.2)
+        # every other client is answered while the 200 connections are open
+        answers = []
+        for _ in range(5):
+            answers.append(server.get("/v1/health", timeout=10).status)
+            answers.append(server.post("/v1/check", SMALL_CHECK, timeout=30).status)
+            for s in slow[:20]:           # trickle: must not extend the deadline
+                try:
+                    s.sendall(b"s")
+                except OSError:
+                    pass
+        assert answers == [200] * 10, answers
+        # the server closes connections whose headers did not come in time
+        deadline = time.monotonic() + 4 * HEADER_TIMEOUT + 2
+        still_open = list(idle + slow)
+        while still_open and time.monotonic() < deadline:
+            still_open = [s for s in still_open if not _closed_by_peer(s, 0.05)]
+        assert not still_open, f"{len(still_open)} of 200 connections still open"
+    finally:
+        for s in idle + slow:
+            s.close()
+    assert server.get("/v1/health").status == 200
+
+
+def test_keep_alive_connection_that_trickles_its_next_request_is_closed(server):
+    sock = _connect(server)
+    try:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        sock.settimeout(5)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        start = time.monotonic()
+        closed = False
+        while time.monotonic() - start < 4 * HEADER_TIMEOUT + 6:
+            try:
+                sock.sendall(b"G")
+            except OSError:
+                closed = True
+                break
+            if _closed_by_peer(sock, 0.3):
+                closed = True
+                break
+        assert closed, "a connection trickling header bytes was never closed"
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("body", [
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": NaN}], "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": Infinity}], "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": -Infinity}], "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": 1e400}}],'
+    b' "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": 1}], "outputs": {"o": "c"}},'
+    b' "timeout": 1e400}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": 1e39}}],'
+    b' "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "c", "op": "Const", "value": {"dtype": ["float32"], "value": 1}}],'
+    b' "outputs": {"o": "c"}}}',
+    b'{"program": {"nodes": [{"name": "\\ud800", "op": "Const", "value": 1}], "outputs": {"o": "\\ud800"}}}',
+])
+def test_non_finite_and_hostile_literals_are_400_without_a_worker_restart(server, body):
+    before = server.get("/v1/health").json()["workers"]
+    ans = server.post("/v1/outcomes", raw=body)
+    assert ans.status == 400, ans
+    messages = " ".join(ans.json()["messages"])
+    assert "request" in messages or "node 'c'" in messages, messages
+    after = server.get("/v1/health").json()["workers"]
+    assert after["restarts"] == before["restarts"] and after["stopped"] == before["stopped"]
+
+
+def test_nan_as_a_string_gets_a_normal_answer(server):
+    program = {"feeds": {"x": {"dtype": "float32"}},
+               "nodes": [{"name": "i", "op": "Identity", "inputs": ["$x"]}], "outputs": {"o": "i"}}
+    ans = server.post("/v1/outcomes", {"program": program, "feeds": {"x": {"dtype": "float32", "value": "nan"}}})
+    assert ans.status == 200, ans
+    assert ans.json()["count"] == 1
+    ans = server.post("/v1/outcomes", {"program": program, "feeds": {"x": 2.5}})
+    assert ans.status == 200, ans
+
+
+@pytest.mark.parametrize("ctype", [None, "text/plain", "application/x-www-form-urlencoded",
+                                   "multipart/form-data; boundary=x", "application/jsonx"])
+def test_post_needs_content_type_json(server, ctype):
+    import http.client
+    import json
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        headers = {} if ctype is None else {"Content-Type": ctype}
+        conn.request("POST", "/v1/check", body=json.dumps(SMALL_CHECK).encode(), headers=headers)
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 415, body
+    assert "application/json" in body["message"]
+    ok = server.post("/v1/check", SMALL_CHECK, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert ok.status == 200
