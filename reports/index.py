@@ -41,6 +41,20 @@ optional may be missing or None; unknown extra fields are ignored.
      "first_seen": "...", "last_seen": "...",   # optional, like "started"
      "seen": 3}                                 # optional: how often seen
 
+``cells`` — optional list, one per pass and (semantics, observe) cell of this
+campaign (``Store.pass_statistics``); without it the cells come from each
+pass's ``claims``::
+
+    {"pass": "prune", "semantics": "atomic", "observe": "outputs",
+     "claim": "sound",                          # or "unsound", or None
+     "programs": 284, "seconds": 3.4,
+     "identical": 28,                           # rewrites that changed nothing
+     "sound": 256, "no_counterexample": 0, "unknown": 0}   # verdicts of the rest
+
+A claim is judged only by the findings of its own cell (semantics AND
+observe): `prune` claims `sound` for atomic/outputs and `unsound` for
+atomic/outputs+state, and a finding in the second says nothing of the first.
+
 ``history`` — list, oldest first, one per night (campaign) in the database::
 
     {"campaign": 3, "started": "2025-01-03T02:00:00Z",
@@ -56,7 +70,7 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from .html import attr, badge, esc, page, slug, truncate, when
+from .html import attr, badge, esc, json_text, page, slug, truncate, when
 
 KINDS = ("unsound", "invalid", "crash", "timeout")
 STATUSES = ("new", "known", "fixed")
@@ -73,12 +87,29 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
+def _num(value: Any) -> float | None:
+    """A finite number, or None."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _int(value: Any) -> int:
+    x = _num(value)
+    return int(x) if x is not None and abs(x) < 1e15 else 0
+
+
 def duration_text(seconds: float | None) -> str:
-    if seconds is None:
+    """Seconds, rounded the way a person reads them: 7.2 s, 15 s, 3.5 min."""
+    s = _num(seconds)
+    if s is None:
         return "—"
-    s = float(seconds)
+    if s < 10:
+        return f"{s:.1f} s"
     if s < 120:
-        return f"{s:g} s"
+        return f"{s:.0f} s"
     if s < 7200:
         return f"{s / 60:.1f} min"
     return f"{s / 3600:.1f} h"
@@ -86,12 +117,27 @@ def duration_text(seconds: float | None) -> str:
 
 def rate(stats: Mapping[str, Any]) -> float | None:
     """Programs per second of one pass."""
-    if stats.get("programs_per_second") is not None:
-        return float(stats["programs_per_second"])
-    secs = stats.get("seconds")
+    if _num(stats.get("programs_per_second")) is not None:
+        return _num(stats["programs_per_second"])
+    secs = _num(stats.get("seconds"))
     if secs:
-        return float(stats.get("programs") or 0) / float(secs)
+        return _int(stats.get("programs")) / secs
     return None
+
+
+def _cell_of(mode: str) -> tuple[str | None, str | None]:
+    """"atomic/outputs" -> ("atomic", "outputs"); "atomic" -> ("atomic", None);
+    "any" -> (None, None)."""
+    if mode == "any":
+        return None, None
+    sem, _, obs = str(mode).partition("/")
+    return sem, (obs or None)
+
+
+def in_cell(f: Mapping[str, Any], semantics: str | None, observe: str | None) -> bool:
+    """Is finding f in the cell (None matches any)?"""
+    return ((semantics is None or f.get("semantics") == semantics)
+            and (observe is None or f.get("observe") == observe))
 
 
 def claim_checks(stats: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str, str]]:
@@ -107,9 +153,10 @@ def claim_checks(stats: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]
         claims = {m: claims for m in modes}
     out = []
     for mode, claim in claims.items():
+        sem, obs = _cell_of(mode)
         hits = [f for f in findings
                 if f.get("pass") == name and f.get("kind") == "unsound" and f.get("status") != "fixed"
-                and (mode == "any" or f.get("semantics") in (None, mode) or str(mode).startswith(str(f.get("semantics")) + "/"))]
+                and in_cell(f, sem, obs)]
         n = len(hits)
         found = f"{n} unsound finding{'s' if n != 1 else ''}" if n else "nothing unsound"
         if claim == "sound":
@@ -124,22 +171,157 @@ def claim_checks(stats: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]
 
 def render_index(campaigns: Sequence[Mapping[str, Any]], pass_stats: Sequence[Mapping[str, Any]],
                  findings: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]],
-                 title: str = "tfsem campaign report") -> str:
+                 title: str = "tfsem campaign report",
+                 cells: Sequence[Mapping[str, Any]] | None = None,
+                 problems: Sequence[str] = ()) -> str:
     """The index page (self-contained HTML); see the module's docstring for
-    the shapes of the arguments."""
+    the shapes of the arguments.  It leads with the verdict per pass and
+    cell, then the findings; the campaign's settings are folded away.
+    `problems`: pages that could not be written, said at the top."""
     body = ["<main>", f"<h1>{esc(title)}</h1>"]
     current = campaigns[0] if campaigns else None
-    counts = {s: sum(1 for f in findings if f.get("status") == s) for s in STATUSES}
-    body.append('<p class="lead summary">'
-                + " · ".join(f"{badge(str(counts[s]) + ' ' + s, s)}" for s in STATUSES)
-                + f" &nbsp;finding{'s' if len(findings) != 1 else ''} in this campaign's database</p>")
-    body.append(_campaign(current))
-    body.append(_passes(pass_stats, findings))
+    rows = cell_verdicts(pass_stats, cells, findings)
+    body.append(_lead(rows, findings))
+    if problems:
+        body.append('<div class="warning problems"><strong>Pages not written:</strong><ul>'
+                    + "".join(f"<li>{esc(m)}</li>" for m in problems) + "</ul></div>")
+    body.append(_verdicts(rows))
     body.append(_findings(findings))
+    body.append(_passes(pass_stats, findings))
+    body.append(_campaign(current))
     body.append(_history(history, campaigns))
     body.append('<p class="muted">Written by <code>tfsem report</code>; this page loads nothing from a network.</p>')
     body.append("</main>")
     return page(title, "\n".join(body), INDEX_CSS)
+
+
+#: verdict of a cell -> (text, badge class)
+CELL_VERDICTS = {
+    "broken": ("claim broken", "bad"),
+    "fails": ("pass fails", "bad"),
+    "shown": ("unsound, as claimed", "good"),
+    "holds": ("claim holds so far", "good"),
+    "not-shown": ("unsoundness not shown yet", "warn"),
+    "untested": ("nothing tested", "warn"),
+    "no-claim": ("no claim", "none"),
+}
+
+
+def cell_verdicts(pass_stats: Sequence[Mapping[str, Any]], cells: Sequence[Mapping[str, Any]] | None,
+                  findings: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """One row per pass and cell: the claim, what was tried, the findings of
+    that cell only (fixed ones left out) and the verdict:
+
+    - `fails`: the pass crashed, hung or returned an invalid program there
+      (a bug whatever it claims);
+    - `broken`: it claims `sound` and an unsound finding is in this cell;
+    - `shown`: it claims `unsound` and an unsound finding shows it;
+    - `not-shown`: it claims `unsound` and nothing showed it yet;
+    - `holds`: it claims `sound` and nothing contradicts it;
+    - `untested`: no program was tested in the cell; `no-claim` otherwise.
+    """
+    if cells is None:  # from the per-pass claims (semantics, or semantics/observe)
+        cells = []
+        for st in pass_stats:
+            claims = st.get("claims") or {}
+            if isinstance(claims, str):
+                claims = {"any": claims}
+            for mode, claim in claims.items():
+                sem, obs = _cell_of(str(mode))
+                cells.append({"pass": st.get("pass"), "semantics": sem, "observe": obs, "claim": claim,
+                              "programs": None})
+    out = []
+    for c in cells:
+        sem, obs = c.get("semantics"), c.get("observe")
+        mine = [f for f in findings if f.get("pass") == c.get("pass") and f.get("status") != "fixed"
+                and in_cell(f, sem, obs)]
+        by_kind = {k: [f for f in mine if f.get("kind") == k] for k in KINDS}
+        claim = c.get("claim")
+        programs = c.get("programs")
+        if by_kind["crash"] or by_kind["timeout"] or by_kind["invalid"]:
+            verdict = "fails"
+        elif claim == "sound" and by_kind["unsound"]:
+            verdict = "broken"
+        elif claim == "unsound" and by_kind["unsound"]:
+            verdict = "shown"
+        elif programs is not None and not _int(programs):
+            verdict = "untested"
+        elif claim == "unsound":
+            verdict = "not-shown"
+        elif claim == "sound":
+            verdict = "holds"
+        else:
+            verdict = "no-claim"
+        out.append({"pass": c.get("pass"), "semantics": sem, "observe": obs, "claim": claim,
+                    "verdict": verdict, "programs": programs,
+                    "identical": c.get("identical"), "sound": c.get("sound"),
+                    "no_counterexample": c.get("no_counterexample"), "unknown": c.get("unknown"),
+                    "findings": by_kind})
+    return out
+
+
+def _lead(rows: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]) -> str:
+    """One line: how many cells are broken or failing, how many hold, and the
+    findings by status."""
+    n = {k: sum(1 for r in rows if r["verdict"] == k) for k in CELL_VERDICTS}
+    bad = n["broken"] + n["fails"]
+    parts = []
+    if rows:
+        parts.append(badge(f"{bad} of {len(rows)} cells failing", "bad" if bad else "good"))
+        for k in ("broken", "fails", "shown", "holds", "not-shown", "untested"):
+            if n[k]:
+                parts.append(f"{n[k]} {esc(CELL_VERDICTS[k][0])}")
+    counts = {s: sum(1 for f in findings if f.get("status") == s) for s in STATUSES}
+    parts.append(" ".join(badge(f"{counts[s]} {s}", s) for s in STATUSES)
+                 + f" finding{'s' if len(findings) != 1 else ''}")
+    return '<p class="lead summary">' + " · ".join(parts) + "</p>"
+
+
+def _count(value: Any) -> str:
+    return "—" if value is None else f"{_int(value):,}"
+
+
+def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return '<h2>Verdict per pass and cell</h2><p class="muted">No pass statistics recorded.</p>'
+    body = []
+    warnings = []
+    for r in rows:
+        text, cls = CELL_VERDICTS[r["verdict"]]
+        fs = r["findings"]
+        found = ", ".join(badge(f"{len(fs[k])} {k}", k) for k in KINDS if fs[k]) or "none"
+        cell = " / ".join(str(x) for x in (r["semantics"], r["observe"]) if x) or "every cell"
+        programs, identical = r.get("programs"), r.get("identical")
+        share = ""
+        if programs and identical is not None and _int(programs):
+            pct = 100.0 * _int(identical) / _int(programs)
+            share = f" ({pct:.0f}%)"
+            if pct >= 90:
+                warnings.append(f"{r['pass']} ({cell}) left {pct:.0f}% of the programs it was given "
+                                "unchanged: few rewrites were checked there.")
+        claim = r["claim"] or "—"
+        body.append(
+            f"<tr class={attr('cell ' + r['verdict'])} data-pass={attr(r['pass'])} "
+            f"data-cell={attr(cell)}>"
+            f"<td class=\"mono\">{esc(r['pass'])}</td><td>{esc(cell)}</td>"
+            f"<td>{badge(claim, 'sound' if claim == 'sound' else 'unsound' if claim == 'unsound' else 'none')}</td>"
+            f"<td class=\"verdict\">{badge(text, cls)}</td>"
+            f"<td class=\"num\">{_count(programs)}</td>"
+            f"<td class=\"num\">{_count(identical)}{share}</td>"
+            f"<td class=\"num\">{_count(r.get('sound'))}</td>"
+            f"<td class=\"num\">{_count(r.get('no_counterexample'))}</td>"
+            f"<td class=\"num\">{_count(r.get('unknown'))}</td>"
+            f"<td class=\"found\">{found}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in
+                   ["pass", "cell (semantics / observe)", "claims", "verdict", "programs tested",
+                    "unchanged", "proved sound", "no counterexample", "unknown",
+                    "findings in this cell"])
+    warn = "".join(f'<div class="warning few-changes">{esc(w)}</div>' for w in warnings)
+    return ('<h2>Verdict per pass and cell</h2>'
+            '<p class="muted">A claim is judged by the findings of its own cell only. '
+            "“pass fails”: it crashed, hung or returned an invalid program.</p>"
+            f'<table class="verdicts"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            + warn)
 
 
 INDEX_CSS = """
@@ -155,6 +337,8 @@ def _campaign(c: Mapping[str, Any] | None) -> str:
         return '<h2>The campaign</h2><p class="muted">No campaign in the database yet.</p>'
     start, end = _seconds(c.get("started")), _seconds(c.get("ended"))
     ran = duration_text(end - start) if start is not None and end is not None else "still running or killed"
+    if _num(start) is None:
+        ran = "—"
     items = [("campaign", c.get("id", "—")), ("started", when(c.get("started"))),
              ("ended", when(c.get("ended"))), ("ran for", ran),
              ("budget", duration_text(c.get("budget_s"))), ("tfsem version", c.get("version") or "—")]
@@ -164,28 +348,28 @@ def _campaign(c: Mapping[str, Any] | None) -> str:
     rows = "".join(f"<span class=\"muted\">{esc(k)}</span><span>{esc(v)}</span>" for k, v in items)
     settings = c.get("settings") or {}
     if isinstance(settings, Mapping):
-        srows = "".join(f"<span class=\"muted\">{esc(k)}</span><span><code>{esc(json.dumps(v, default=str))}</code></span>"
+        srows = "".join(f"<span class=\"muted\">{esc(k)}</span><span><code>{esc(json_text(v, None))}</code></span>"
                         for k, v in settings.items())
     else:
-        srows = f"<span class=\"muted\">settings</span><span><code>{esc(json.dumps(settings, default=str))}</code></span>"
-    return ('<h2>The campaign</h2><div class="graphs">'
+        srows = f"<span class=\"muted\">settings</span><span><code>{esc(json_text(settings, None))}</code></span>"
+    return ('<h2>The campaign</h2>'
             f'<div class="kv panel campaign">{rows}</div>'
-            f'<div class="kv panel settings"><span class="muted"><strong>settings</strong></span><span></span>{srows}</div>'
-            "</div>")
+            '<details class="settings"><summary>settings</summary>'
+            f'<div class="kv panel settings">{srows}</div></details>')
 
 
 def _passes(pass_stats: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]) -> str:
     if not pass_stats:
-        return '<h2>Passes</h2><p class="muted">No pass statistics recorded.</p>'
+        return ''
     rows = []
     for st in pass_stats:
         r = rate(st)
         fcounts = st.get("findings") or {}
         cells = [f"<td class=\"mono\">{esc(st.get('pass', '?'))}</td>",
-                 f"<td class=\"num\">{int(st.get('programs') or 0):,}</td>",
+                 f"<td class=\"num\">{_int(st.get('programs')):,}</td>",
                  f"<td class=\"num\">{'—' if r is None else f'{r:.1f}'}</td>"]
         for k in KINDS:
-            n = int(fcounts.get(k) or 0)
+            n = _int(fcounts.get(k) if isinstance(fcounts, Mapping) else 0)
             cells.append(f"<td class={attr('num ' + ('zero' if not n else 'kind-' + k))}>"
                          f"{badge(str(n), k) if n else '0'}</td>")
         checks = claim_checks(st, findings)
@@ -197,7 +381,7 @@ def _passes(pass_stats: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[
         rows.append(f"<tr data-pass={attr(st.get('pass', ''))}>{''.join(cells)}</tr>")
     head = "".join(f"<th>{h}</th>" for h in
                    ["pass", "programs tested", "programs / s", *KINDS, "claims beside what was found"])
-    return (f'<h2>Passes</h2><table class="passes"><thead><tr>{head}</tr></thead>'
+    return (f'<h2>Passes, all cells together</h2><table class="passes"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
@@ -206,6 +390,21 @@ def finding_href(f: Mapping[str, Any]) -> str | None:
     if f.get("page"):
         return str(f["page"])
     return None
+
+
+def finding_what(f: Mapping[str, Any]) -> str:
+    """What a finding is, in one line, without the cell (it has a column)."""
+    d = f.get("differs") if isinstance(f.get("differs"), Mapping) else {}
+    if "output" in d:
+        return f"output {d['output']} differs"
+    if "variable" in d:
+        return f"final value of {d['variable']} differs"
+    what = str(f.get("summary") or "")
+    sem, obs = f.get("semantics"), f.get("observe")
+    for suffix in (f" ({sem}, {obs})", f" [{sem}/{obs}]", f" ({sem}/{obs})"):
+        if what.endswith(suffix):
+            what = what[: -len(suffix)]
+    return what
 
 
 def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
@@ -224,13 +423,8 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
             href = finding_href(f)
             fid = esc(truncate(str(f.get("id", "?")), 24))
             link = f'<a class="finding-link" href={attr(href)}>{fid}</a>' if href else fid
-            what = f.get("summary") or ""
-            d = f.get("differs") or {}
-            if "output" in d:
-                what = f"output {d['output']} differs" + (f"; {what}" if what else "")
-            elif "variable" in d:
-                what = f"final value of {d['variable']} differs" + (f"; {what}" if what else "")
             mode = " / ".join(str(f[k]) for k in ("semantics", "observe") if f.get(k))
+            what = finding_what(f)
             rows.append(f"<tr class={attr('finding ' + status)}><td>{link}</td>"
                         f"<td class=\"mono\">{esc(f.get('pass', '?'))}</td>"
                         f"<td>{badge(str(f.get('kind', '?')), slug(f.get('kind', 'none')))}</td>"
@@ -265,9 +459,9 @@ def history_plot(history: Sequence[Mapping[str, Any]], width: int = 720, height:
     n = len(history)
     left, right, top, bottom = 48, 64, 28, 40
     pw, ph = width - left - right, height - top - bottom
-    step = max(1, math.ceil(max([int(h.get("findings") or 0) for h in history] + [1]) / 4))
+    step = max(1, math.ceil(max([_int(h.get("findings")) for h in history] + [1]) / 4))
     fmax = step * 4  # integer ticks: findings are counted
-    rates = [h.get("programs_per_second") for h in history]
+    rates = [_num(h.get("programs_per_second")) for h in history]
     rmax = max([float(r) for r in rates if r is not None] + [1.0])
     slot = pw / n
     bw = min(36.0, slot * 0.6)
@@ -285,7 +479,7 @@ def history_plot(history: Sequence[Mapping[str, Any]], width: int = 720, height:
     pts = []
     for i, h in enumerate(history):
         cx = left + slot * (i + 0.5)
-        total, new = int(h.get("findings") or 0), int(h.get("new") or 0)
+        total, new = max(_int(h.get("findings")), 0), max(_int(h.get("new")), 0)
         new = min(new, total)
         ht, hn = ph * total / fmax, ph * new / fmax
         label = f"campaign {h.get('campaign', i + 1)}, {when(h.get('started'))}: {total} findings ({new} new)"

@@ -84,9 +84,5 @@ class CampaignView:
 
     def finding_html(self, page: str) -> str:
         """`finding-ID.html`: the finding's page, as `tfsem report` writes it."""
-        from tfsem.reports.campaign import finding_page
-
-        stem = page[:-5] if page.endswith(".html") else None
-        if stem is None or not stem.startswith("finding-"):
-            raise NoSuchFinding(page)
-        return finding_page(self._row(stem[len("finding-"):]))
+        from tfsem.reports.campaign import page_named  # finding-ID.html, finding-ID-steps.html
+        return page_named(self.directory, page)
