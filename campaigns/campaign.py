@@ -109,6 +109,10 @@ class CampaignResult:
     fixed: list[dict]
     totals: list[dict]
     errors: list[str]
+    #: per pass and cell (Store.pass_statistics)
+    cells: list[dict] = field(default_factory=list)
+    #: this campaign's findings grouped by bug (Store.finding_groups)
+    groups: list[dict] = field(default_factory=list)
 
     @property
     def bugs(self) -> list[dict]:
@@ -423,7 +427,8 @@ class Campaign:
                 groups = store.campaign_findings(campaign_id)
                 result = CampaignResult(campaign_id, time.time() - started, status, groups["new"],
                                         groups["known"], groups["fixed"], store.pass_totals(campaign_id),
-                                        self.errors)
+                                        self.errors, store.pass_statistics(campaign_id),
+                                        store.finding_groups(campaign_id))
             finally:
                 store.close()
                 lock.release()
@@ -652,23 +657,56 @@ def run_campaign(settings: CampaignSettings, **kw: Any) -> CampaignResult:
 
 
 def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
-    """The text printed at the end of `tfsem fuzz`."""
+    """The text printed at the end of `tfsem fuzz`: how hard each pass was
+    tried per cell, the findings grouped by bug (the smallest of each group
+    shown, the others as members), the verdict of the exit rule, and where to
+    read the report."""
+    from .text import effort_text, rarely_changes_warning
+
     p = lambda *a: print(*a, file=stream)  # noqa: E731
     p(f"campaign {result.campaign_id} {result.status} in {result.seconds:.1f} s; database {out / 'campaign.db'}")
-    if result.totals:
-        width = max(len(t["pass"]) for t in result.totals)
-        p(f"  {'pass':<{width}}  {'programs':>9}  {'prog/s':>7}  findings")
-        for t in result.totals:
-            kinds = ", ".join(f"{k} {n}" for k, n in t["findings"].items() if n) or "-"
-            p(f"  {t['pass']:<{width}}  {t['programs']:>9}  {t['programs_per_second']:>7.1f}  {kinds}")
-    for label, rows in (("new", result.new), ("known", result.known), ("fixed", result.fixed)):
-        if not rows:
-            continue
-        p(f"{label} findings ({len(rows)}):")
-        for f in rows:
+    if result.cells:
+        width = max(len(c["pass"]) for c in result.cells)
+        p(f"  {'pass':<{width}}  {'cell':<24}  {'claim':<8}  {'prog/s':>7}  tried")
+        for c in result.cells:
+            cell = f"{c['semantics']}/{c['observe']}"
+            kinds = ", ".join(f"{k} {n}" for k, n in c["findings"].items() if n)
+            p(f"  {c['pass']:<{width}}  {cell:<24}  {c['claim'] or '-':<8}  "
+              f"{c['programs_per_second']:>7.1f}  {effort_text(c)}" + (f"; findings: {kinds}" if kinds else ""))
+    for t in result.totals:
+        warning = rarely_changes_warning(t["pass"], t)
+        if warning:
+            p(warning)
+    statuses = {f["id"]: label for label, rows in (("new", result.new), ("known", result.known))
+                for f in rows}
+    groups = [g for g in result.groups if any(m in statuses for m in g["members"])]
+    if groups:
+        n = sum(len(g["members"]) for g in groups)
+        p(f"findings: {len(groups)} distinct ({n} programs)")
+        for g in groups:
+            f = g["representative"]
             expected = f["kind"] == UNSOUND and f["claim"] == "unsound"
-            tag = "fixed" if label == "fixed" else ("expected" if expected else "BUG")
-            p(f"  #{f['id']} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}] "
-              f"{f['nodes']} nodes, seen {f['times_seen']}x ({tag}): {f['message']}")
+            tag = "expected" if expected else "BUG"
+            status = "new" if any(statuses.get(m) == "new" for m in g["members"]) else "known"
+            p(f"  #{f['id']} {status} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}] "
+              f"{f['nodes']} nodes, seen {g['times_seen']}x ({tag}): {f['message']}")
+            others = [m for m in g["members"] if m != f["id"]]
+            if others:
+                p(f"     same bug: {', '.join(f'#{m}' for m in others)}")
+    if result.fixed:
+        p(f"fixed findings ({len(result.fixed)}):")
+        for f in result.fixed:
+            p(f"  #{f['id']} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}]: {f['message']}")
     for e in result.errors:
         p(f"error: {e.strip().splitlines()[-1]}")
+    bugs = result.bugs
+    if result.status == "interrupted":
+        p("result: interrupted (exit status 130)")
+    elif bugs:
+        ids = {f["id"] for f in bugs}
+        n = sum(1 for g in groups if ids & set(g["members"])) or len(bugs)
+        p(f"result: FAIL, {n} distinct finding{'s' if n != 1 else ''} contradict a claim or "
+          "show a pass crash, hang or return an invalid program (exit status 1)")
+    else:
+        p("result: pass, no finding contradicts a claim (exit status 0)")
+    p(f"report: tfsem report {out}")

@@ -41,7 +41,7 @@ class Progress:
     written every `interval` seconds."""
 
     def __init__(self, passes: list[str], budget: float, workers: int, stream: TextIO | None = None,
-                 live: bool | None = None, interval: float | None = None):
+                 live: bool | None = None, interval: float | None = None, title: str = "tfsem fuzz"):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 30.0)
@@ -52,6 +52,7 @@ class Progress:
         self._last = 0.0
         self._drawn = 0
         self.notes: list[str] = []
+        self.title = title
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -79,7 +80,8 @@ class Progress:
         if seen_as == "new":
             p.new += 1
         tag = "expected" if expected else "BUG"
-        self._log(f"finding #{finding_id} {seen_as} {kind} in {pass_name} ({tag}): {message} "
+        ref = f"finding #{finding_id} {seen_as}" if finding_id else "found"
+        self._log(f"{ref} {kind} in {pass_name} ({tag}): {message} "
                   f"[{size} nodes]")
 
     def note(self, text: str) -> None:
@@ -90,7 +92,7 @@ class Progress:
     def lines(self) -> list[str]:
         total = sum(sum(p.findings.values()) for p in self.passes.values())
         new = sum(p.new for p in self.passes.values())
-        head = (f"tfsem fuzz  {_clock(self.elapsed())} / {_clock(self.budget)}  "
+        head = (f"{self.title}  {_clock(self.elapsed())} / {_clock(self.budget)}  "
                 f"{self.workers} worker{'s' if self.workers != 1 else ''}  "
                 f"{total} finding{'s' if total != 1 else ''} ({new} new)")
         width = max([len(n) for n in self.passes] + [4])
@@ -112,11 +114,12 @@ class Progress:
             self.stream.flush()
             self._drawn = len(out)
         elif not force:
+            left = _clock(self.budget - self.elapsed())
             for name, p in self.passes.items():
                 if p.programs:
                     print(f"[{self.elapsed():7.1f}s] {name}: {p.programs} programs "
-                          f"({p.rate:.1f}/s per worker), findings: {_kinds(p.findings)}",
-                          file=self.stream, flush=True)
+                          f"({p.rate:.1f}/s per worker), findings: {_kinds(p.findings)}, "
+                          f"{left} left", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.live:

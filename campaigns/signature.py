@@ -241,3 +241,68 @@ def record_signature(record: Any) -> str:
     """The signature of a :class:`~tfsem.campaigns.findings.FindingRecord`."""
     return finding_signature(record.pass_name, record.kind, record.original,
                              record.semantics, record.observe)
+
+
+# ---------------------------------------------------------------------------
+# Groups: one bug, one finding
+#
+# Signatures tell programs apart; a group gathers the findings that show one
+# bug: the same pass, kind and (unsound) cell, the same kind of part that
+# differs (an output or a variable's final value), and the same change made
+# by the rewrite, described without names: which edges it added or removed,
+# between which kinds of node (Var, Read, Assign, function; an AssignMul and
+# an AssignSub are both Assign accesses), and which kinds of node it added or
+# deleted.  A crash groups by its error type; a timeout by the pass.
+
+GROUP_VERSION = "group/1"
+
+
+def _edges(p: Program) -> set[tuple[str, str, str]]:
+    kinds = {n.name: n.kind for n in p.nodes}
+    out: set[tuple[str, str, str, str, str]] = set()
+    for n in p.nodes:
+        for i in n.inputs:
+            if isinstance(i, DataIn):
+                out.add(("data", i.node, kinds.get(i.node, "?"), n.name, n.kind))
+            elif isinstance(i, ControlIn):
+                out.add(("control", i.node, kinds.get(i.node, "?"), n.name, n.kind))
+    return out  # type: ignore[return-value]
+
+
+def rewrite_change(original: dict, rewritten: dict | None) -> str:
+    """What the rewrite changed, without names: e.g. `-control Assign->Read,
+    +control Read->Assign`.  Nodes are matched by name (passes keep the names
+    of the nodes they keep)."""
+    if rewritten is None:
+        return ""
+    try:
+        a, b = program_from_json(original), program_from_json(rewritten)
+    except Exception:  # noqa: BLE001 - an invalid rewritten program has no edges to compare
+        return "malformed"
+    na = {n.name: n for n in a.nodes}
+    nb = {n.name: n for n in b.nodes}
+    both = na.keys() & nb.keys()
+    # edges of deleted or added nodes go with them ("-node Assign" says it)
+    ea = {e for e in _edges(a) if e[1] in both and e[3] in both}
+    eb = {e for e in _edges(b) if e[1] in both and e[3] in both}
+    parts = {f"-{e[0]} {e[2]}->{e[4]}" for e in ea - eb} | {f"+{e[0]} {e[2]}->{e[4]}" for e in eb - ea}
+    parts |= {f"-node {na[k].kind}" for k in na.keys() - nb.keys()}
+    parts |= {f"+node {nb[k].kind}" for k in nb.keys() - na.keys()}
+    parts |= {f"~node {na[k].kind}" for k in na.keys() & nb.keys()
+              if na[k].op != nb[k].op or dict(na[k].attrs) != dict(nb[k].attrs)}
+    return ", ".join(sorted(parts)) or "no structural change"
+
+
+def group_key(record: Any) -> str:
+    """The group of a finding (a FindingRecord): readable text, equal for
+    findings that show the same bug."""
+    if record.kind == "unsound":
+        part = next(iter(record.differs or {}), "?")
+        return (f"{record.pass_name}: unsound [{record.semantics}/{record.observe}], "
+                f"{part} differs; rewrite: {rewrite_change(record.original, record.rewritten)}")
+    if record.kind == "crash":
+        return f"{record.pass_name}: crash {record.detail.get('error_type', '?')}"
+    if record.kind == "invalid":
+        what = (record.message or "").split(":", 1)[0] or "invalid"
+        return f"{record.pass_name}: invalid ({what})"
+    return f"{record.pass_name}: {record.kind}"

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .findings import KINDS, FindingRecord
-from .signature import canonical_program, record_signature
+from .signature import canonical_program, group_key, record_signature
 
-SCHEMA_VERSION = 1
+#: 1: the first; 2: findings.group_key (one bug, one group: signature.group_key)
+SCHEMA_VERSION = 2
 DB_NAME = "campaign.db"
 
 NEW, KNOWN, FIXED = "new", "known", "fixed"
@@ -97,7 +98,8 @@ CREATE TABLE findings (
     status          TEXT NOT NULL DEFAULT 'new',
     first_campaign  INTEGER REFERENCES campaigns(id),
     last_campaign   INTEGER REFERENCES campaigns(id),
-    fixed_campaign  INTEGER REFERENCES campaigns(id)
+    fixed_campaign  INTEGER REFERENCES campaigns(id),
+    group_key       TEXT
 );
 CREATE INDEX findings_by_pass ON findings(pass, kind);
 CREATE TABLE finding_campaigns (
@@ -140,12 +142,17 @@ class Store:
             self.directory.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=30)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA busy_timeout = 30000")
-        if not readonly:
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = FULL")
-            self.conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate(readonly)
+        try:
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.execute("PRAGMA synchronous = FULL")
+                self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate(readonly)
+        except sqlite3.DatabaseError as exc:  # not a database, or a corrupt one
+            self.conn.close()
+            raise StoreError(f"{self.path}: not a readable campaign database ({exc}); "
+                             "move it away to start a new one") from None
 
     # -- schema -----------------------------------------------------------------
 
@@ -157,12 +164,27 @@ class Store:
         if version == SCHEMA_VERSION:
             return
         if readonly:
+            # a reader takes an older database as it is: what a later schema
+            # added is computed when read (_finding_row), nothing is written
+            if version >= 1:
+                return
             raise StoreError(f"{self.path} has schema version {version}, not {SCHEMA_VERSION}")
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and not tables:
             self.conn.executescript("BEGIN;" + _SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
             return
-        # Future migrations go here, one step per version: `if version == 1: ...`.
+        if version == 1:  # 1 -> 2: findings get their group; every row is kept as it was
+            with self.conn:
+                cols = {r[1] for r in self.conn.execute("PRAGMA table_info(findings)")}
+                if "group_key" not in cols:
+                    self.conn.execute("ALTER TABLE findings ADD COLUMN group_key TEXT")
+                for r in self.conn.execute("SELECT * FROM findings").fetchall():
+                    key = _group_of(self._finding_row(r, compute_group=False))
+                    self.conn.execute("UPDATE findings SET group_key = ? WHERE id = ?", (key, r["id"]))
+                self.conn.execute("PRAGMA user_version = 2")
+            version = 2
+        if version == SCHEMA_VERSION:
+            return
         raise StoreError(f"{self.path}: unknown schema (user_version {version}, tables {sorted(tables)})")
 
     @property
@@ -244,19 +266,21 @@ class Store:
             self.conn.execute("UPDATE campaigns SET updated = ? WHERE id = ?", (time.time(), campaign_id))
 
     def pass_statistics(self, campaign_id: int) -> list[dict]:
-        """Per pass and cell: the counters, programs per second, and the
-        distinct findings of this campaign by kind."""
+        """Per pass and cell: the counters, `changed` (programs the pass
+        changed: programs - identical), programs per second, and the distinct
+        findings of this campaign by kind."""
         rows = [dict(r) for r in self.conn.execute(
             "SELECT * FROM pass_stats WHERE campaign_id = ? ORDER BY pass, semantics, observe",
             (campaign_id,))]
         found = self._findings_by_kind(campaign_id, by_cell=True)
         for r in rows:
             r["programs_per_second"] = r["programs"] / r["seconds"] if r["seconds"] else 0.0
+            r["changed"] = max(0, r["programs"] - r["identical"])
             r["findings"] = found.get((r["pass"], r["semantics"], r["observe"]), {k: 0 for k in KINDS})
         return rows
 
     def pass_totals(self, campaign_id: int) -> list[dict]:
-        """Per pass (cells added up), with distinct findings by kind."""
+        """Per pass (cells added up), with `changed` and distinct findings by kind."""
         totals: dict[str, dict] = {}
         for r in self.conn.execute("SELECT * FROM pass_stats WHERE campaign_id = ? ORDER BY pass",
                                    (campaign_id,)):
@@ -269,6 +293,7 @@ class Store:
         found = self._findings_by_kind(campaign_id, by_cell=False)
         for name, t in totals.items():
             t["programs_per_second"] = t["programs"] / t["seconds"] if t["seconds"] else 0.0
+            t["changed"] = max(0, t["programs"] - t["identical"])
             t["findings"] = found.get((name,), {k: 0 for k in KINDS})
         return list(totals.values())
 
@@ -298,14 +323,14 @@ class Store:
                     "INSERT INTO findings (signature, pass, pass_spec, kind, semantics, observe, claim, "
                     "differs, message, nodes, original, rewritten, case_json, canonical, feeds, init, "
                     "schedule, verdict, detail, first_seen, last_seen, times_seen, status, "
-                    "first_campaign, last_campaign) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, ?)",
+                    "first_campaign, last_campaign, group_key) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, ?, ?)",
                     (signature, record.pass_name, record.pass_spec, record.kind, record.semantics,
                      record.observe, record.claim, _dumps(record.differs), record.message, record.size,
                      _dumps(record.original), _dumps(record.rewritten), _dumps(record.case()),
                      _dumps(canonical_program(record.original)), _dumps(record.feeds),
                      _dumps(record.init), _dumps(record.schedule), _dumps(record.verdict),
-                     _dumps(record.detail), now, now, campaign_id, campaign_id))
+                     _dumps(record.detail), now, now, campaign_id, campaign_id, group_key(record)))
                 finding_id, seen_as = int(cur.lastrowid), NEW
             else:
                 finding_id = int(row["id"])
@@ -383,12 +408,39 @@ class Store:
                         **{k: len(v) for k, v in groups.items()}})
         return out
 
+    def finding_groups(self, campaign_id: int | None = None) -> list[dict]:
+        """One bug, one entry: the findings (of one campaign, or all) grouped
+        by `group_key`, each group with its smallest finding as
+        `representative` and every finding's id in `members` (the
+        representative first).  Groups are ordered by their first finding."""
+        if campaign_id is None:
+            rows = self.findings()
+        else:
+            rows = [self._finding_row(r) for r in self.conn.execute(
+                "SELECT f.* FROM findings f JOIN finding_campaigns fc ON fc.finding_id = f.id "
+                "WHERE fc.campaign_id = ? ORDER BY f.id", (campaign_id,))]
+        groups: dict[str, list[dict]] = {}
+        for f in rows:
+            groups.setdefault(f["group_key"], []).append(f)
+        out = []
+        for key, members in groups.items():
+            members = sorted(members, key=lambda f: (f["nodes"], len(json.dumps(f["original"])), f["id"]))
+            rep = members[0]
+            out.append({"group": key, "pass": rep["pass"], "kind": rep["kind"],
+                        "semantics": rep["semantics"], "observe": rep["observe"], "claim": rep["claim"],
+                        "representative": rep, "members": [f["id"] for f in members],
+                        "times_seen": sum(f["times_seen"] for f in members),
+                        "first_id": min(f["id"] for f in members)})
+        return sorted(out, key=lambda g: g["first_id"])
+
     @staticmethod
-    def _finding_row(r: sqlite3.Row) -> dict:
+    def _finding_row(r: sqlite3.Row, compute_group: bool = True) -> dict:
         d = dict(r)
         for c in _JSON_COLUMNS:
             if d.get(c) is not None:
                 d[c] = json.loads(d[c])
+        if compute_group and not d.get("group_key"):  # a row of a schema-1 database read as it is
+            d["group_key"] = _group_of(d)
         return d
 
     @staticmethod
@@ -400,3 +452,8 @@ class Store:
                              verdict=row["verdict"], message=row["message"], feeds=row["feeds"],
                              init=row["init"], schedule=row["schedule"], detail=row["detail"],
                              claim=row["claim"], found_at=row["last_seen"])
+
+
+def _group_of(row: dict) -> str:
+    """The group of a stored finding row (signature.group_key of its record)."""
+    return group_key(Store.record_of(row))

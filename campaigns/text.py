@@ -87,3 +87,58 @@ def finding_lines(record: FindingRecord) -> list[str]:
     elif record.kind == TIMEOUT:
         lines.append(f"  the pass did not return within {record.detail.get('timeout', '?')} s")
     return lines
+
+
+# ---------------------------------------------------------------------------
+# How hard a run tried
+
+
+#: A pass that changes fewer than this share of the generated programs gets a
+#: warning: its "no counterexample" rests on few rewrites.
+RARELY_CHANGES = 0.2
+#: ... once at least this many programs were tried (fewer say nothing).
+RARELY_CHANGES_MIN_PROGRAMS = 20
+
+
+def changed_count(stats: dict) -> int:
+    """Programs the pass actually changed (tried minus left unchanged)."""
+    return max(0, int(stats.get("programs", 0)) - int(stats.get("identical", 0)))
+
+
+def effort_text(stats: dict) -> str:
+    """`183 programs, 30 changed: 12 proved sound, 15 no counterexample, 3
+    unknown` from a statistics dict (LoopStats.to_json() or a pass_stats
+    row); checker and generator errors are named when there were any."""
+    programs = int(stats.get("programs", 0))
+    parts = [f"{int(stats[k])} {label}" for k, label in (("sound", "proved sound"),
+                                                          ("no_counterexample", "no counterexample"),
+                                                          ("unknown", "unknown")) if stats.get(k)]
+    changed = changed_count(stats)
+    judged = sum(int(stats.get(k, 0)) for k in ("sound", "no_counterexample", "unknown", "checker_errors"))
+    if changed > judged:  # the rest failed: findings, and the shrinker's attempts at them
+        parts.append(f"{changed - judged} failing")
+    text = f"{programs} program{'s' if programs != 1 else ''}, {changed} changed"
+    if parts:
+        text += ": " + ", ".join(parts)
+    errors = int(stats.get("checker_errors", 0)) + int(stats.get("generator_errors", 0))
+    if errors:
+        text += f"; {errors} error{'s' if errors != 1 else ''}"
+    return text
+
+
+def rarely_changes(stats: dict) -> bool:
+    programs = int(stats.get("programs", 0))
+    return programs >= RARELY_CHANGES_MIN_PROGRAMS and changed_count(stats) < RARELY_CHANGES * programs
+
+
+def rarely_changes_warning(pass_name: str, stats: dict, where: str = "") -> str | None:
+    """The warning for a pass that almost never changed a generated program,
+    or None."""
+    if not rarely_changes(stats):
+        return None
+    programs, changed = int(stats.get("programs", 0)), changed_count(stats)
+    at = f" in {where}" if where else ""
+    return (f"warning: {pass_name} changed only {changed} of {programs} generated programs{at} "
+            f"({100 * changed / programs:.0f}%): its results rest on few rewrites; give it programs "
+            "it rewrites (--generator MODULE:ATTR, a larger --max-nodes) before trusting "
+            "'no counterexample'")

@@ -12,6 +12,11 @@ about, the result says whether the fuzzing agrees:
 - claimed `sound` and none: **no counterexample**.
 
 Crashes, timeouts and invalid output are bugs whatever the claims.
+
+The exit rule (the same as `tfsem fuzz`'s): a run fails when a claim is
+contradicted or the pass crashes, hangs or returns an invalid program
+(:attr:`VerifyResult.bugs`); unsound findings in a cell the pass claims
+`unsound` are expected and do not fail it.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ class CellResult:
         return {"semantics": self.cell[0], "observe": self.cell[1], "claim": self.claim,
                 "result": self.judgement, "unsound_findings": self.signatures,
                 "programs": self.stats.programs, "seconds": round(self.stats.seconds, 3),
+                "changed": self.stats.programs - self.stats.identical,
+                "identical": self.stats.identical, "sound": self.stats.sound,
+                "no_counterexample": self.stats.no_counterexample,
                 "unknown": self.stats.unknown, "checker_errors": self.stats.checker_errors,
                 "generator_errors": self.stats.generator_errors, "last_error": self.stats.last_error}
 
@@ -77,7 +85,9 @@ class VerifyResult:
 
     @property
     def exit_found(self) -> bool:
-        return bool(self.findings)
+        """True when the run fails: a finding contradicts a claim (or the
+        pass crashed, hung or returned an invalid program)."""
+        return bool(self.bugs)
 
     @property
     def bugs(self) -> list[Found]:
@@ -89,9 +99,13 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 check_timeout: float = 5.0, checker: Any = "auto", generator: Any = None,
                 database: ExampleDatabase | None = None,
                 on_finding: Callable[[Found, bool], None] | None = None,
+                on_stats: Callable[[Cell, dict], None] | None = None,
+                on_cell: Callable[[Cell, float], None] | None = None,
                 runner: Any = None) -> VerifyResult:
     """Fuzz one pass in each cell; `on_finding(found, is_new)` is called as
-    findings come (after each is shrunk)."""
+    findings come (after each is shrunk), `on_stats(cell, delta)` about once
+    a second with the counters' increase (LoopStats.minus), and
+    `on_cell(cell, seconds)` when a cell starts with its share of time."""
     target = resolve_pass(spec)
     cells = list(cells)
     started = time.monotonic()
@@ -111,6 +125,8 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                              seed=None if seed is None else seed * 7919 + i,
                              round_seconds=max(5.0, min(20.0, share)))
             result = CellResult(cell, target.claim(cell), LoopStats())
+            if on_cell is not None:
+                on_cell(cell, share)
 
             def found(record: FindingRecord, result: CellResult = result) -> None:
                 sig = record_signature(record)
@@ -129,7 +145,8 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
             loop = FuzzLoop(cfg, target=target, runner=runner,
                             checker=None if isinstance(checker, str) else checker,
                             generator=None if isinstance(generator, str) or generator is None else generator,
-                            database=database, on_finding=found)
+                            database=database, on_finding=found,
+                            on_stats=None if on_stats is None else (lambda d, c=cell: on_stats(c, d)))
             loop.run(share, shrink_seconds=min(30.0, max(1.0, 0.25 * share)))
             result.stats = loop.stats
             results.append(result)

@@ -23,9 +23,12 @@ def add_parser(sub) -> None:
                     "(semantics, observe) cell, the budget split among them, on N worker "
                     "processes or a Dask cluster.  Findings are minimized, deduplicated and "
                     "stored in DIR/campaign.db as they are found; a later campaign on the same "
-                    "DIR replays them first and reports them known or fixed.  Exit status 1 "
-                    "when a finding contradicts a pass's claims (crash, timeout, invalid "
-                    "output, or unsound where it claims sound), 0 otherwise.")
+                    "DIR replays them first and reports them known or fixed.  Exit status (the "
+                    "same rule as tfsem verify): 1 when a claim is contradicted (unsound where "
+                    "a pass claims sound or claims nothing) or a pass crashes, hangs or returns "
+                    "an invalid program; 0 otherwise, also when the only findings are unsound "
+                    "rewrites in cells a pass claims unsound (expected); 2 for bad usage; 130 "
+                    "when interrupted.  Read the results with tfsem report DIR.")
     p.add_argument("--pass", dest="passes", action="append", default=None, metavar="PASS",
                    help="a registered pass or module:attribute (repeatable; default: all registered)")
     p.add_argument("--budget", type=duration, required=True,

@@ -8,8 +8,10 @@ import tempfile
 from pathlib import Path
 
 from tfsem.campaigns.findings import FindingRecord
-from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label
-from tfsem.campaigns.text import finding_lines
+from tfsem.campaigns.progress import Progress
+from tfsem.campaigns.signature import group_key
+from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label, resolve_pass
+from tfsem.campaigns.text import effort_text, finding_lines, rarely_changes_warning
 from tfsem.campaigns.verify import CONTRADICTED, Found, VerifyResult, verify_pass
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
@@ -26,7 +28,12 @@ def add_parser(sub) -> None:
                     "(unsound, invalid, crash, timeout) is shrunk to a minimal program and "
                     "printed with a reproducer.  Without --semantics/--observe every cell is "
                     "fuzzed, the budget split among them, and the pass's claims are judged.  "
-                    "Exit status 1 when anything is found, 0 otherwise.")
+                    "Exit status (the same rule as tfsem fuzz): 1 when a claim is contradicted "
+                    "(unsound where the pass claims sound or claims nothing) or the pass "
+                    "crashes, hangs or returns an invalid program; 0 otherwise, also when "
+                    "the only findings are unsound rewrites in cells the pass claims unsound "
+                    "(expected); 2 for bad usage.  Progress goes to stderr: a live status "
+                    "line on a terminal, a line every --status-every otherwise.")
     p.add_argument("pass_name", metavar="PASS", help="a registered pass or module:attribute")
     p.add_argument("--budget", type=duration, default=60.0,
                    help="fuzzing time, e.g. 60s, 5m (default 60s); shrinking the last "
@@ -34,6 +41,9 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write reproducers here (default: a new temporary folder)")
     add_fuzzing_options(p)
+    p.add_argument("--status-every", type=duration, default=30.0, metavar="DURATION",
+                   help="when stderr is not a terminal, print a progress line this often "
+                        "(default 30s)")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(run=run)
 
@@ -72,26 +82,43 @@ def run(args: argparse.Namespace) -> int:
     cells = _cells(args)
     if not cells:
         raise UsageError("no (semantics, observe) cell selected")
+    try:  # a pass that does not exist is bad usage, said before any plan is printed
+        target = resolve_pass(args.pass_name)
+    except PassNotFound as exc:
+        raise UsageError(str(exc)) from None
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="tfsem-verify-"))
     out.mkdir(parents=True, exist_ok=True)
     stream = sys.stderr if args.json else sys.stdout
 
-    def progress(found: Found, is_new: bool) -> None:
-        if is_new and not args.json:
-            print(f"... found {found.record.kind} after {found.first_after:.1f} s "
-                  f"({found.record.size} nodes); shrinking and searching on", file=sys.stderr, flush=True)
-
     print(f"verifying {args.pass_name} for {args.budget:g} s in "
           f"{', '.join(cell_label(c) for c in cells)}", file=stream, flush=True)
+    status = Progress([target.name], args.budget, 1, stream=sys.stderr, interval=None
+                      if sys.stderr.isatty() else args.status_every, title=f"tfsem verify")
+
+    def on_finding(found: Found, is_new: bool) -> None:
+        r = found.record
+        status.finding(r.pass_name, r.kind, "new" if is_new else "repeat", r.message, r.size,
+                       0, expected=not r.contradicts_claim)
+
+    def on_stats(cell: tuple[str, str], delta: dict) -> None:
+        status.stats(target.name, delta)
+        status.draw()
+
+    def on_cell(cell: tuple[str, str], seconds: float) -> None:
+        status.note(f"fuzzing {cell_label(cell)} for {seconds:.0f} s")
+
     try:
         result = verify_pass(args.pass_name, args.budget, cells, seed=args.seed,
                              max_nodes=args.max_nodes, pass_timeout=args.pass_timeout,
                              check_timeout=args.check_timeout, checker=args.checker,
-                             generator=args.generator, on_finding=progress)
+                             generator=args.generator, on_finding=on_finding, on_stats=on_stats,
+                             on_cell=on_cell)
     except PassNotFound as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:  # a bad --checker
         raise UsageError(str(exc)) from None
+    finally:
+        status.close()
     spec = args.pass_name
     repro = [_write_reproducer(f, i, out, spec) for i, f in enumerate(result.findings, 1)]
     if args.json:
@@ -101,54 +128,61 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FOUND if result.exit_found else EXIT_OK
 
 
-def _group_key(r: FindingRecord) -> tuple:
-    """Findings that fail the same way (shown once, the smallest in full)."""
-    if r.kind == "unsound":
-        return (r.kind, r.semantics, r.observe, tuple(r.differs or {}))
-    return (r.kind, r.detail.get("error_type", ""))
-
-
 def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
     t = result.target
     programs = sum(c.stats.programs for c in result.cells)
-    print(f"{t.name}: {programs} programs in {result.seconds:.1f} s, "
-          f"{len(result.findings)} distinct finding{'s' if len(result.findings) != 1 else ''}")
-    groups: dict[tuple, list[tuple[int, Found, str, str]]] = {}
+    groups: dict[str, list[tuple[int, Found, str, str]]] = {}
     for i, (found, (path, command)) in enumerate(zip(result.findings, repro), 1):
-        groups.setdefault(_group_key(found.record), []).append((i, found, path, command))
+        groups.setdefault(group_key(found.record), []).append((i, found, path, command))
+    n = len(groups)
+    print(f"{t.name}: {programs} programs in {result.seconds:.1f} s, "
+          f"{n} distinct finding{'s' if n != 1 else ''}"
+          + (f" ({len(result.findings)} programs)" if len(result.findings) != n else ""))
     for members in groups.values():
-        members.sort(key=lambda m: (m[1].record.size, m[0]))
+        members.sort(key=lambda m: (m[1].record.size, len(dumps(m[1].record.original)), m[0]))
         i, found, path, command = members[0]
         print()
         print(_headline(i, found.record))
         for line in finding_lines(found.record):
             print(line)
-        print(f"  found after {found.first_after:.1f} s, {found.times} time{'s' if found.times != 1 else ''}")
+        print(f"  found after {found.first_after:.1f} s, "
+              f"{sum(m[1].times for m in members)} time{'s' if found.times != 1 or len(members) > 1 else ''}")
         print(f"  reproducer: {path}")
         print(f"    {command}")
         if len(members) > 1:
-            n = len(members) - 1
-            print(f"  {n} other program{'s fail' if n > 1 else ' fails'} the same way:")
+            k = len(members) - 1
+            print(f"  {k} other program{'s fail' if k > 1 else ' fails'} the same way:")
             for _, other, other_path, _ in members[1:]:
                 print(f"    {other_path} ({other.record.size} nodes)")
     print()
     print("claims:")
     for c in result.cells:
         claim = c.claim or "no claim"
-        note = f"{c.stats.programs} programs, {c.stats.seconds:.1f} s"
-        if c.stats.unknown:
-            note += f", {c.stats.unknown} unknown"
-        if c.stats.checker_errors or c.stats.generator_errors:
-            note += f", errors: {c.stats.last_error}"
+        note = effort_text(c.stats.to_json()) + f", {c.stats.seconds:.1f} s"
+        if c.stats.last_error and (c.stats.checker_errors or c.stats.generator_errors):
+            note += f"; last error: {c.stats.last_error}"
         flag = "  <- BUG" if c.judgement == CONTRADICTED else ""
         print(f"  {cell_label(c.cell):<26} {claim:<8} {c.judgement}{flag} ({note})")
+    total = {k: sum(getattr(c.stats, k) for c in result.cells) for k in ("programs", "identical")}
+    warning = rarely_changes_warning(t.name, total)
+    if warning:
+        print(warning)
+    bugs = result.bugs
+    if bugs:
+        print(f"result: FAIL, {len(bugs)} finding{'s' if len(bugs) != 1 else ''} contradict the "
+              "pass's claims or show it crash, hang or return an invalid program (exit status 1)")
+    elif result.findings:
+        print("result: pass, every finding is one the pass claims (unsound where it claims "
+              "unsound; exit status 0)")
+    else:
+        print("result: pass, nothing found (exit status 0)")
 
 
 def _to_json(result: VerifyResult, repro: list[tuple[str, str]], out: Path) -> dict:
     findings = []
     for i, (found, (path, command)) in enumerate(zip(result.findings, repro), 1):
         d = found.record.to_json()
-        d.update({"index": i, "signature": found.signature, "times": found.times,
+        d.update({"index": i, "group": group_key(found.record), "signature": found.signature, "times": found.times,
                   "found_after": round(found.first_after, 3), "reproducer": path, "command": command,
                   "contradicts_claim": found.record.contradicts_claim})
         findings.append(d)

@@ -1,0 +1,155 @@
+"""What the user reads from `tfsem verify` and `tfsem fuzz` (issue 16): how
+hard a run tried (per cell: changed, proved sound, no counterexample,
+unknown) with a warning for a pass that rarely changes a program; one bug,
+one finding (groups in the CLI and the store, with a schema migration that
+keeps old databases); progress lines from verify; one exit rule for both
+commands; and the end of fuzz pointing at `tfsem report DIR`."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from test_campaigns_fuzz import FAST, ONE_CELL, tfsem
+from test_campaigns_store import unsound_record
+from tfsem.campaigns.findings import FindingRecord
+from tfsem.campaigns.signature import group_key, rewrite_change
+from tfsem.campaigns.store import SCHEMA_VERSION, Store
+from tfsem.campaigns.text import effort_text, rarely_changes_warning
+
+
+# ---------------------------------------------------------------------------
+# How hard it tried
+
+
+def test_effort_text_counts_changed_and_each_verdict():
+    stats = {"programs": 183, "identical": 153, "sound": 12, "no_counterexample": 15, "unknown": 3}
+    assert effort_text(stats) == ("183 programs, 30 changed: 12 proved sound, 15 no counterexample, "
+                                  "3 unknown")
+    # rewrites that failed (findings and the shrinker's attempts) are counted, not hidden
+    assert effort_text({"programs": 10, "identical": 2, "no_counterexample": 5}).endswith("3 failing")
+
+
+def test_a_pass_that_rarely_changes_a_program_gets_a_warning():
+    w = rarely_changes_warning("p", {"programs": 183, "identical": 170})
+    assert w and "changed only 13 of 183" in w
+    assert rarely_changes_warning("p", {"programs": 183, "identical": 10}) is None
+    assert rarely_changes_warning("p", {"programs": 5, "identical": 5}) is None  # too few to say
+
+
+def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp_path):
+    # drop_assigns claims unsound everywhere: its findings are expected, the run passes
+    r = tfsem("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
+              *FAST, *ONE_CELL)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "expected: the pass claims unsound here" in r.stdout
+    assert re.search(r"atomic/outputs\+state\s+unsound\s+confirmed \(\d+ programs, \d+ changed", r.stdout)
+    assert "result: pass" in r.stdout
+    # the identity never changes a program: the claims line says so, with a warning
+    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "1.5s", "--out", tmp_path / "ok",
+               *FAST, *ONE_CELL)
+    assert ok.returncode == 0, ok.stderr
+    assert re.search(r"no counterexample \(\d+ programs, 0 changed", ok.stdout)
+    assert "warning: fake-identity changed only 0 of" in ok.stdout
+    js = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
+               *FAST, *ONE_CELL, "--json")
+    cell = json.loads(js.stdout)["cells"][0]
+    assert cell["changed"] == 0 and cell["identical"] == cell["programs"] > 0
+
+
+def test_verify_prints_periodic_progress_lines_when_not_on_a_terminal(tmp_path):
+    r = tfsem("verify", "campaign_fakes:identity", "--budget", "3s", "--status-every", "1s",
+              "--out", tmp_path, *FAST, *ONE_CELL)
+    assert r.returncode == 0, r.stderr
+    lines = re.findall(r"^\[\s*[\d.]+s\] fake-identity: \d+ programs .* left$", r.stderr, re.M)
+    assert len(lines) >= 2, r.stderr
+
+
+def test_verify_with_an_unknown_pass_fails_before_printing_a_plan():
+    r = tfsem("verify", "no-such-pass", "--budget", "1s")
+    assert r.returncode == 2 and "no-such-pass" in r.stderr
+    assert "verifying" not in r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------------------
+# One bug, one finding
+
+
+def _flip(fn: str, extra_const: bool = False) -> FindingRecord:
+    """A Read hoisted above an Assign-fn (the control edge flipped)."""
+    nodes = [{"name": "v", "op": "Var", "var": "x0"},
+             {"name": "w", "op": "Assign", "fn": fn, "inputs": ["v", "$f"]},
+             {"name": "r", "op": "Read", "inputs": ["v", "^w"]}]
+    rewritten = [nodes[0], {**nodes[1], "inputs": ["v", "$f", "^r"]}, {**nodes[2], "inputs": ["v"]}]
+    if extra_const:
+        nodes = nodes + [{"name": "k", "op": "Const", "value": 1}]
+        rewritten = rewritten + [{"name": "k", "op": "Const", "value": 1}]
+    prog = lambda ns: {"format": "tfsem.program/1", "variables": {"x0": {"dtype": "int64"}},  # noqa: E731
+                       "feeds": {"f": {"dtype": "int64"}}, "nodes": ns, "outputs": {"o": "r"}}
+    return FindingRecord(pass_name="hoist", kind="unsound", semantics="atomic", observe="outputs+state",
+                         original=prog(nodes), rewritten=prog(rewritten),
+                         verdict={"verdict": "unsound", "differs": {"output": "o"}}, claim="sound")
+
+
+def test_findings_that_break_the_same_way_share_a_group():
+    mul, sub, bigger = _flip("Mul"), _flip("Sub"), _flip("Add", extra_const=True)
+    assert rewrite_change(mul.original, mul.rewritten) == "+control Read->Assign, -control Assign->Read"
+    assert group_key(mul) == group_key(sub) == group_key(bigger)
+    other_cell = _flip("Mul")
+    other_cell.observe = "outputs"
+    assert group_key(other_cell) != group_key(mul)
+    variable = _flip("Mul")
+    variable.verdict = {"verdict": "unsound", "differs": {"variable": "x0"}}
+    assert group_key(variable) != group_key(mul)
+
+
+def test_store_groups_findings_and_keeps_the_smallest_as_representative(tmp_path):
+    with Store(tmp_path) as store:
+        cid = store.start_campaign(60.0, {}, "0.1.0")
+        ids = [store.record_finding(cid, r)[0] for r in (_flip("Add", True), _flip("Mul"), _flip("Sub"))]
+        groups = store.finding_groups(cid)
+    assert len(groups) == 1
+    g = groups[0]
+    assert sorted(g["members"]) == sorted(ids) and g["representative"]["nodes"] == 3
+    assert g["members"][0] == g["representative"]["id"] != ids[0]
+
+
+def test_a_schema_1_database_stays_readable_and_migrates_without_loss(tmp_path):
+    with Store(tmp_path) as store:
+        cid = store.start_campaign(60.0, {}, "0.1.0")
+        store.record_finding(cid, _flip("Mul"))
+        store.record_finding(cid, unsound_record())
+        before = store.findings()
+    # make it a database as schema 1 wrote it
+    conn = sqlite3.connect(tmp_path / "campaign.db")
+    conn.execute("ALTER TABLE findings DROP COLUMN group_key")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store(tmp_path, readonly=True) as ro:  # a reader takes it as it is
+        assert ro.schema_version == 1
+        assert [f["group_key"] for f in ro.findings()] == [f["group_key"] for f in before]
+    with Store(tmp_path) as rw:
+        assert rw.schema_version == SCHEMA_VERSION == 2
+        after = rw.findings()
+    assert after == before
+
+
+def test_fuzz_groups_findings_counts_effort_and_points_at_the_report(tmp_path):
+    out = tmp_path / "c"
+    r = tfsem("fuzz", "--pass", "campaign_fakes:drop_assigns", "--pass", "campaign_fakes:identity",
+              "--budget", "4s", "--out", out, "--seed", "1", *FAST, *ONE_CELL)
+    assert r.returncode == 0, r.stdout + r.stderr  # drop_assigns claims unsound: expected findings
+    assert re.search(r"fake-identity\s+atomic/outputs\+state\s+sound\s+[\d.]+\s+\d+ programs, 0 changed",
+                     r.stdout), r.stdout
+    assert "warning: fake-identity changed only 0 of" in r.stdout
+    assert "result: pass" in r.stdout
+    assert r.stdout.rstrip().endswith(f"report: tfsem report {out}")
+    with Store(out, readonly=True) as s:
+        groups = s.finding_groups()
+        n_findings = len(s.findings())
+    m = re.search(r"findings: (\d+) distinct \((\d+) programs\)", r.stdout)
+    assert m and int(m.group(1)) == len(groups) and int(m.group(2)) == n_findings
