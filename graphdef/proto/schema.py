@@ -8,8 +8,9 @@ of the wire format: a number here that differs from TensorFlow's would read
 every graph wrong, so they were checked field by field against the descriptors
 TensorFlow 2.21 ships (see docs/graphdef-format.md).
 
-Declaration order matters for the text format: TensorFlow prints fields in the
-order the .proto declares them, not by number.
+Fields are listed in .proto declaration order; `Message.fields_by_number`
+is the order the binary encoder and the text printer write them in (as
+protobuf's ListFields does).
 
 A field of kind ``skip`` is known but not modelled (GraphDef.debug_info,
 MetaGraphDef.object_graph_def, TensorInfo.CompositeTensor.type_spec): binary
@@ -72,11 +73,12 @@ class Field:
 
 
 class Message:
-    __slots__ = ("name", "fields", "by_number", "by_name", "oneofs", "is_map_entry")
+    __slots__ = ("name", "fields", "fields_by_number", "by_number", "by_name", "oneofs", "is_map_entry")
 
     def __init__(self, name, fields, *, is_map_entry=False):
         self.name = name
-        self.fields = list(fields)  # declaration order (the text format's order)
+        self.fields = list(fields)  # declaration order
+        self.fields_by_number = sorted(self.fields, key=lambda f: f.number)
         self.by_number = {f.number: f for f in self.fields}
         self.by_name = {f.name: f for f in self.fields}
         assert len(self.by_number) == len(self.fields), name

@@ -2,7 +2,7 @@
 
 `format_text` writes what ``tf.io.write_graph(..., as_text=True)`` writes
 (Python protobuf's ``text_format.MessageToString``): two-space indentation,
-fields in .proto declaration order, map entries sorted by key as
+fields in field-number order (protobuf's ``ListFields`` order), map entries sorted by key as
 ``attr { key: "T" value { ... } }``, every string and bytes value in double
 quotes with C escapes (octal for bytes outside printable ASCII, so UTF-8 text
 is written as octal bytes too), float fields in the shortest form that reads
@@ -465,7 +465,7 @@ def format_text(message: str, value: dict) -> str:
 def _format_message(msg: Message, value, path: str, depth: int, lines: list) -> None:
     check_dict(msg, value, path, depth)
     indent = "  " * depth
-    for field in msg.fields:
+    for field in msg.fields_by_number:
         if field.name not in value:
             continue
         item = value[field.name]
@@ -482,14 +482,18 @@ def _format_message(msg: Message, value, path: str, depth: int, lines: list) -> 
             for key in keys:
                 kpath = f"{fpath}[{_key_repr(key)}]"
                 lines.append(f"{indent}{name} {{\n")
-                lines.append(f"{indent}  key: {_format_scalar(field.key_kind, key, entry.by_name['key'], kpath)}\n")
+                # an entry's scalar key or value equal to its default is not printed (no presence)
+                text = _format_scalar(field.key_kind, key, entry.by_name["key"], kpath)
+                if not _is_default(field.key_kind, key):
+                    lines.append(f"{indent}  key: {text}\n")
                 if field.value_kind == "message":
                     lines.append(f"{indent}  value {{\n")
                     _format_message(MESSAGES[field.type_name], item[key], kpath, depth + 2, lines)
                     lines.append(f"{indent}  }}\n")
                 else:
                     text = _format_scalar(field.value_kind, item[key], entry.by_name["value"], kpath)
-                    lines.append(f"{indent}  value: {text}\n")
+                    if not _is_default(field.value_kind, item[key], field.type_name):
+                        lines.append(f"{indent}  value: {text}\n")
                 lines.append(f"{indent}}}\n")
             continue
         if field.repeated:
@@ -506,6 +510,21 @@ def _format_message(msg: Message, value, path: str, depth: int, lines: list) -> 
                 lines.append(f"{indent}}}\n")
             else:
                 lines.append(f"{indent}{name}: {_format_scalar(field.kind, element, field, epath)}\n")
+
+
+def _is_default(kind: str, value, type_name=None) -> bool:
+    """Whether a map entry's key or value is proto3's default (then it is not printed)."""
+    if kind in ("float", "double"):
+        return value == 0 and math.copysign(1.0, value) > 0
+    if kind == "enum":
+        return value == 0 or value == ENUMS[type_name].get(0)
+    if kind == "bool":
+        return value is False
+    if kind == "string":
+        return value == ""
+    if kind == "bytes":
+        return value == b""
+    return value == 0
 
 
 def _format_scalar(kind: str, value, field: Field, path: str) -> str:
