@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -38,6 +39,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from tfsem import __version__
+from tfsem.campaigns.store import StoreError
+from tfsem.reports.campaign import UnreadableStore
 from tfsem.oracle.program import ProgramError, Violation
 
 from . import jobs
@@ -253,6 +256,8 @@ def create_app(services: Services, limits: Limits | None = None, *,
         fid = request.path_params["id"]
         try:
             detail = await in_thread(view.finding, fid)
+        except UnreadableStore as exc:
+            return error_response(500, "unreadable database", str(exc))
         except NoSuchFinding:
             return error_response(404, "not found", f"no finding {fid!r}")
         return json_response(detail)
@@ -264,6 +269,8 @@ def create_app(services: Services, limits: Limits | None = None, *,
         page = request.path_params["page"]
         try:
             html = await in_thread(view.finding_html, page)
+        except UnreadableStore as exc:
+            return error_response(500, "unreadable database", str(exc))
         except NoSuchFinding:
             return error_response(404, "not found", f"no finding page {page!r}")
         return HTMLResponse(html)
@@ -289,6 +296,14 @@ def create_app(services: Services, limits: Limits | None = None, *,
         else:
             error, message = "request timeout" if exc.status_code == 408 else "error", str(exc.detail)
         return error_response(exc.status_code, error, message, dict(exc.headers or {}))
+
+    async def unreadable_database(request: Request, exc: Exception) -> Response:
+        # a corrupt or foreign DIR/campaign.db: say so on every database route
+        # (the computations do not need it and keep working)
+        log.warning("campaign database unreadable on %s: %s", request.url.path, exc)
+        text = str(exc) if not isinstance(exc, sqlite3.Error) else \
+            f"{view.directory / 'campaign.db'}: cannot be read ({type(exc).__name__}: {exc})"
+        return error_response(500, "unreadable database", text)
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         log.exception("internal error on %s %s", request.method, request.url.path)
@@ -320,5 +335,7 @@ def create_app(services: Services, limits: Limits | None = None, *,
     ]
     middleware = [Middleware(HostCheck, allowed=allowed_hosts)] if allowed_hosts is not None else []
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
-                     exception_handlers={HTTPException: http_error, Exception: internal_error})
+                     exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
+                                         UnreadableStore: unreadable_database, StoreError: unreadable_database,
+                                         Exception: internal_error})
 

@@ -147,3 +147,29 @@ def test_post_needs_content_type_json(server, ctype):
     assert "application/json" in body["message"]
     ok = server.post("/v1/check", SMALL_CHECK, headers={"Content-Type": "application/json; charset=utf-8"})
     assert ok.status == 200
+
+
+def test_corrupt_database_is_a_500_naming_it_on_every_database_route(tmp_path):
+    (tmp_path / "campaign.db").write_bytes(b"SQLite format 3\0" + b"garbage" * 500)
+    s = Server(tmp_path, "--workers", "1")
+    try:
+        for path in ("/v1/campaigns", "/v1/findings", "/v1/findings/1", "/findings/finding-1.html"):
+            ans = s.get(path)
+            assert ans.status == 500, (path, ans)
+            assert "campaign.db" in ans.json()["message"], (path, ans)
+            assert "Traceback" not in ans.body.decode()
+        # ids past 64 bits or in other scripts' digits are no finding, not a crash
+        for fid in ("9223372036854775808", "99999999999999999999999", "%D9%A1"):
+            ans = s.get(f"/v1/findings/{fid}")
+            assert ans.status in (404, 500), (fid, ans)
+        assert s.post("/v1/check", SMALL_CHECK).status == 200   # computations do not need it
+    finally:
+        assert s.stop() == 0
+
+
+def test_huge_and_non_ascii_finding_ids_are_404(server):
+    for fid in ("9223372036854775808", "18446744073709551616", "%D9%A1%D9%A2", "-1", "1e3"):
+        ans = server.get(f"/v1/findings/{fid}")
+        assert ans.status == 404, (fid, ans)
+        ans = server.get(f"/findings/finding-{fid}.html")
+        assert ans.status == 404, (fid, ans)
