@@ -44,7 +44,13 @@ class CampaignView:
         with store:
             out = []
             for c in reversed(store.campaigns()):
-                out.append(dict(c, passes=store.pass_totals(c["id"])))
+                # per pass and cell: programs, changed, sound, no_counterexample, unknown;
+                # findings grouped by bug (group, representative id, member ids)
+                groups = [{"group": g["group"], "pass": g["pass"], "kind": g["kind"],
+                           "representative": g["representative"]["id"], "members": g["members"]}
+                          for g in store.finding_groups(c["id"])]
+                out.append(dict(c, passes=store.pass_totals(c["id"]), cells=store.pass_statistics(c["id"]),
+                                groups=groups))
             return out
 
     def findings(self, pass_name: str | None = None, kind: str | None = None,

@@ -153,3 +153,20 @@ def test_fuzz_groups_findings_counts_effort_and_points_at_the_report(tmp_path):
         n_findings = len(s.findings())
     m = re.search(r"findings: (\d+) distinct \((\d+) programs\)", r.stdout)
     assert m and int(m.group(1)) == len(groups) and int(m.group(2)) == n_findings
+
+
+def test_service_campaigns_list_effort_per_cell_and_groups(tmp_path):
+    from tfsem.service.campaign_view import CampaignView
+    with Store(tmp_path) as store:
+        cid = store.start_campaign(60.0, {}, "0.1.0")
+        store.add_stats(cid, "hoist", "atomic", "outputs+state",
+                        {"programs": 183, "identical": 153, "sound": 12, "no_counterexample": 15,
+                         "unknown": 3}, claim="sound")
+        a = store.record_finding(cid, _flip("Mul"))[0]
+        b = store.record_finding(cid, _flip("Sub"))[0]
+    c = CampaignView(tmp_path).campaigns()[0]
+    cell = c["cells"][0]
+    assert (cell["programs"], cell["changed"], cell["sound"], cell["no_counterexample"], cell["unknown"]) == \
+        (183, 30, 12, 15, 3)
+    assert c["passes"][0]["changed"] == 30
+    assert [sorted(g["members"]) for g in c["groups"]] == [sorted([a, b])]
