@@ -48,7 +48,7 @@ class _Tokens:
     def __init__(self, text: str, root: str):
         self.text = text
         self.root = root
-        self.newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self._newlines = None  # offsets of every "\n", computed on the first error
         tokens = []
         pos = 0
         n = len(text)
@@ -69,8 +69,11 @@ class _Tokens:
         self.i = 0
 
     def where(self, pos: int) -> str:
-        line = bisect.bisect_left(self.newlines, pos)
-        start = self.newlines[line - 1] + 1 if line else 0
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        newlines = self._newlines
+        line = bisect.bisect_left(newlines, pos)
+        start = newlines[line - 1] + 1 if line else 0
         return f"line {line + 1}:{pos - start + 1}"
 
     def peek(self):
@@ -161,7 +164,10 @@ def _open(toks: _Tokens, where: str):
 
 def _parse_field(toks: _Tokens, msg: Message, field: Field, out: dict, path: str, depth: int) -> None:
     name = field.name
-    fpath = f"{path}.{name}"
+    if msg.is_map_entry:  # path is the map's: speak of the entry by its key
+        fpath = f"{path}[{_key_repr(out['key'])}]" if name == "value" and "key" in out else f"{path}[{name}]"
+    else:
+        fpath = f"{path}.{name}"
     kind = field.kind
     if kind == "message" or kind == "map":
         toks.accept(":")
@@ -169,11 +175,7 @@ def _parse_field(toks: _Tokens, msg: Message, field: Field, out: dict, path: str
             if not field.repeated:
                 raise toks.error(f"{fpath} is not repeated: a [...] list is not allowed")
             toks.next()
-            if toks.accept("]"):
-                if kind == "map":
-                    out.setdefault(name, {})
-                else:
-                    out.setdefault(name, [])
+            if toks.accept("]"):  # an empty list: the field stays absent, as in protobuf
                 return
             while True:
                 _parse_one_message(toks, field, out, fpath, depth)
@@ -190,9 +192,9 @@ def _parse_field(toks: _Tokens, msg: Message, field: Field, out: dict, path: str
         if not field.repeated:
             raise toks.error(f"{fpath} is not repeated: a [...] list is not allowed")
         toks.next()
-        items = out.setdefault(name, [])
-        if toks.accept("]"):
+        if toks.accept("]"):  # an empty list: the field stays absent, as in protobuf
             return
+        items = out.setdefault(name, [])
         while True:
             items.append(_parse_scalar(toks, kind, field, f"{fpath}[{len(items)}]"))
             if toks.accept("]"):
@@ -210,13 +212,11 @@ def _parse_one_message(toks: _Tokens, field: Field, out: dict, fpath: str, depth
     closer = _open(toks, fpath)
     if field.kind == "map":
         entries = out.setdefault(field.name, {})
-        start = toks.peek()
-        entry = _parse_message(toks, field.entry, f"{fpath}[{len(entries)}]", depth + 1, closer)
+        entry = _parse_message(toks, field.entry, fpath, depth + 1, closer)
         key = entry.get("key", _default(field.key_kind, None))
         value = entry.get("value")
         if value is None:
             value = _default(field.value_kind, field.type_name)
-        del start
         entries[key] = value
         return
     sub = MESSAGES[field.type_name]
@@ -449,8 +449,11 @@ def _shortest_float32(value: float) -> str:
     """Python protobuf's ToShortestFloat: fewest digits (6 to 9) that read back as the same float32."""
     for precision in range(6, 10):
         rounded = float(f"{value:.{precision}g}")
-        if struct.unpack("<f", struct.pack("<f", rounded))[0] == value:
-            return str(rounded)
+        try:
+            if struct.unpack("<f", struct.pack("<f", rounded))[0] == value:
+                return str(rounded)
+        except OverflowError:
+            pass
     return str(value)
 
 

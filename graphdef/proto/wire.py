@@ -237,16 +237,23 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
                     items.extend(struct.unpack_from(f"<{length // size}{_FIXED_FORMAT[kind]}", data, pos))
                 else:
                     p = pos
-                    append = items.append
                     what = lambda: _field_path(path, msg, field, out)  # noqa: E731
+                    raws = []
+                    raw_append = raws.append
                     while p < sub_end:
                         b = data[p]
                         if b < 0x80:
-                            raw = b
+                            raw_append(b)
                             p += 1
                         else:
                             raw, p = _varint(data, p, sub_end, what)
-                        append(_convert_varint(kind, raw, field) if kind != "uint64" else raw)
+                            raw_append(raw)
+                    if kind == "int64":
+                        items.extend([r - (1 << 64) if r >> 63 else r for r in raws])
+                    elif kind == "uint64":
+                        items.extend(raws)
+                    else:
+                        items.extend([_convert_varint(kind, r, field) for r in raws])
             pos = sub_end
         elif wire_type == field.wire_type and kind != "message" and kind != "map":
             if wire_type == WIRE_VARINT:
