@@ -11,3 +11,7 @@ in a child process with a time limit), `checks` (validity and refinement),
 This package imports nothing heavy at import time: the pass sandbox and the
 workers start from it.
 """
+
+#: The largest generated program, by default, for every command that
+#: generates programs (`tfsem verify`, `tfsem fuzz`, `tfsem generate`).
+DEFAULT_MAX_NODES = 10

@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterable, TextIO
 
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
 
+from . import DEFAULT_MAX_NODES
 from .findings import UNSOUND, FindingRecord
 from .loop import FIXED, PRESENT, FuzzLoop, LoopConfig, replay
 from .progress import Progress
@@ -73,7 +74,7 @@ class CampaignSettings:
     workers: int = 1
     cells: list[Cell] = field(default_factory=lambda: list(CELLS))
     seed: int | None = None
-    max_nodes: int = 10
+    max_nodes: int = DEFAULT_MAX_NODES
     pass_timeout: float = DEFAULT_PASS_TIMEOUT
     check_timeout: float = 5.0
     checker: str = "auto"

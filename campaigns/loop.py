@@ -62,7 +62,7 @@ from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
 from .targets import Target, resolve_pass
 
-DEFAULT_MAX_NODES = 10
+from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
 DEFAULT_CHECK_TIMEOUT = 5.0
 
 Generator = Callable[[int, str], st.SearchStrategy]

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 
 from hypothesis.database import ExampleDatabase
 
+from . import DEFAULT_MAX_NODES
 from .findings import UNSOUND, FindingRecord
 from .loop import FuzzLoop, LoopConfig, LoopStats
 from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
@@ -95,7 +96,7 @@ class VerifyResult:
 
 
 def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed: int | None = None,
-                max_nodes: int = 10, pass_timeout: float = DEFAULT_PASS_TIMEOUT,
+                max_nodes: int = DEFAULT_MAX_NODES, pass_timeout: float = DEFAULT_PASS_TIMEOUT,
                 check_timeout: float = 5.0, checker: Any = "auto", generator: Any = None,
                 database: ExampleDatabase | None = None,
                 on_finding: Callable[[Found, bool], None] | None = None,

@@ -10,46 +10,77 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 from tfsem import __version__
-from tfsem.oracle.program import ProgramError
 
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
 COMMANDS = ["outcomes", "passes", "rewrite", "check", "generate", "run", "verify", "fuzz",
-            "report", "serve", "import", "export", "grappler", "reduce"]
+            "report", "serve", "import", "export", "grappler", "reduce", "completion"]
+
+#: One line per command for `tfsem --help`, so that it imports no command
+#: module (they pull in numpy, z3 and Hypothesis: `tfsem --help` stays under
+#: 0.3 s).  Each must equal the `help=` its module gives (tests/test_cli_messages.py
+#: checks); a command missing here still works, its module is imported for it.
+SUMMARIES = {
+    "outcomes": "the set of outcomes of a program at given inputs",
+    "passes": "list the rewrite passes and their claims",
+    "rewrite": "apply a rewrite pass to a program",
+    "check": "is a rewrite sound? (a proof, or a counterexample that reproduces)",
+    "generate": "write random valid programs (the fuzzers' generator)",
+    "run": "execute a program on numpy or cupy arrays",
+    "verify": "fuzz one rewrite pass and report minimized counterexamples",
+    "fuzz": "a fuzzing campaign over several passes, stored under DIR",
+    "report": "write the HTML report of a campaign directory",
+    "serve": "answer checks and outcome queries over HTTP; browse DIR's campaigns",
+    "reduce": "shrink a failing case (original, rewritten) to a smaller one that fails the same way",
+    "completion": "print a shell completion script (bash or zsh)",
+}
 
 
 class UsageError(Exception):
     """Bad usage or input found by a command; exit status 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _exists(name: str) -> bool:
+    return importlib.util.find_spec(f"tfsem.commands.{name}") is not None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser: every command's own parser when `command` is None,
+    otherwise that command's only, and a one-line entry for the others
+    (enough for `tfsem --help`; nothing heavy is imported)."""
     parser = argparse.ArgumentParser(prog="tfsem", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"tfsem {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tfsem.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tfsem.commands.{name}":
-                raise
+        if not _exists(name):
             continue  # not built yet
-        module.add_parser(sub)
+        if command is not None and name != command and name in SUMMARIES:
+            sub.add_parser(name, help=SUMMARIES[name], add_help=False)
+            continue
+        importlib.import_module(f"tfsem.commands.{name}").add_parser(sub)
     return parser
 
 
+def _command_of(argv: list[str]) -> str | None:
+    """The command named on the command line (its first word), if any."""
+    for word in argv:
+        if word in COMMANDS:
+            return word
+        if not word.startswith("-"):
+            return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv) or "")
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except ProgramError as exc:
-        print(f"tfsem {args.command}: invalid input:", file=sys.stderr)
-        for v in exc.violations:
-            print(f"  {v}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except UsageError as exc:
         print(f"tfsem {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -58,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        from tfsem.oracle.program import ProgramError
+        if not isinstance(exc, ProgramError):
+            raise
+        print(f"tfsem {args.command}: invalid input:", file=sys.stderr)
+        for v in exc.violations:
+            print(f"  {v}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

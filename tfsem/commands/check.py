@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tfsem.checking import DEFAULT_TIMEOUT, check_case
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
+from tfsem.oracle.program import ProgramError
 from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
                                  load_program, read_json_file)
 
@@ -45,7 +46,11 @@ def load_inputs(args: argparse.Namespace) -> Case:
             raise UsageError(f"{args.original}: with one file, it must be a case "
                              f"({CASE_FORMAT}); give ORIGINAL and REWRITTEN programs otherwise")
         return case_from_json(data, where=str(args.original))
-    original = load_program(args.original)
+    try:
+        original = load_program(args.original)
+    except ProgramError as exc:  # name the file: the violations name only nodes
+        raise UsageError(f"{args.original}: invalid original program:\n"
+                         + "\n".join(f"  {v}" for v in exc.violations)) from None
     rewritten = read_json_file(args.rewritten)
     if isinstance(rewritten, dict) and rewritten.get("format") == CASE_FORMAT:
         raise UsageError(f"{args.rewritten}: this is a case file (tfsem.case/1), not a program")

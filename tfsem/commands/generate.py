@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tfsem.campaigns import DEFAULT_MAX_NODES
 from tfsem.cli import EXIT_OK, UsageError
 from tfsem.generators.stats import summarize
 from tfsem.generators.strategies import random_programs
@@ -21,8 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("--count", type=bounded_int(1, 1_000_000), required=True, help="how many programs")
     p.add_argument("--seed", type=seed_int, required=True, help="random seed (an integer)")
     p.add_argument("--out", required=True, help="directory to write prog_NNNN.json into")
-    p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=12,
-                   help="at most K nodes per program (default 12)")
+    p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=DEFAULT_MAX_NODES,
+                   help=f"at most K nodes per program (default {DEFAULT_MAX_NODES}, as verify and fuzz)")
     p.add_argument("--dtype", choices=("int64", "float32"), default="int64",
                    help="dtype of variables, feeds and constants (default int64)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")

@@ -33,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = rewrite(program)
     except Exception as exc:
+        import traceback
         print(f"tfsem rewrite: pass {rewrite.name!r} failed: {type(exc).__name__}: {exc}",
               file=sys.stderr)
+        print("".join(traceback.format_exception(exc)).rstrip(), file=sys.stderr)
         return EXIT_FOUND
     text = dumps(program_to_json(result)) + "\n"
     if args.output:
