@@ -66,7 +66,7 @@ def _index_finding(f: dict, status: str) -> dict:
             "page": finding_page_path(f["id"]), "semantics": f.get("semantics"),
             "observe": f.get("observe"), "differs": f.get("differs"), "summary": f.get("message"),
             "nodes": f.get("nodes"), "first_seen": f.get("first_seen"), "last_seen": f.get("last_seen"),
-            "seen": f.get("times_seen")}
+            "seen": f.get("times_seen"), "group": f.get("group_key")}
 
 
 def index_page(directory: str | Path, problems: list[str] | tuple = ()) -> str:

@@ -289,7 +289,7 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     for r in rows:
         text, cls = CELL_VERDICTS[r["verdict"]]
         fs = r["findings"]
-        found = ", ".join(badge(f"{len(fs[k])} {k}", k) for k in KINDS if fs[k]) or "none"
+        found = ", ".join(badge(f"{len(bug_groups(fs[k]))} {k}", k) for k in KINDS if fs[k]) or "none"
         cell = " / ".join(str(x) for x in (r["semantics"], r["observe"]) if x) or "every cell"
         programs, identical = r.get("programs"), r.get("identical")
         share = ""
@@ -407,6 +407,22 @@ def finding_what(f: Mapping[str, Any]) -> str:
     return what
 
 
+def bug_groups(findings: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], list]]:
+    """One bug, one row: findings with the same `group` (the store's
+    group_key: the pass, the cell, what the rewrite changed on the witness,
+    the part that differs) as (smallest example, the other members); a
+    finding without a group is its own.  Ordered by pass, kind, then id."""
+    groups: dict[Any, list] = {}
+    for i, f in enumerate(findings):
+        key = ("g", str(f.get("pass")), str(f["group"])) if f.get("group") else ("f", i)
+        groups.setdefault(key, []).append(f)
+    out = []
+    for members in groups.values():
+        members = sorted(members, key=lambda f: (_int(f.get("nodes")) or 10**9, str(f.get("id"))))
+        out.append((members[0], members[1:]))
+    return sorted(out, key=lambda g: (str(g[0].get("pass")), str(g[0].get("kind")), str(g[0].get("id"))))
+
+
 def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
     out = ["<h2>Findings</h2>"]
     explain = {"new": "first seen in this campaign",
@@ -414,15 +430,25 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
                "fixed": "seen on an earlier night, no longer reproduced"}
     for status in STATUSES:
         group = [f for f in findings if f.get("status") == status]
-        out.append(f'<h3 id="{status}">{badge(status, status)} {len(group)} {esc(explain[status])}</h3>')
+        bugs = bug_groups(group)
+        n = len(bugs)
+        more = f" ({len(group)} findings)" if len(group) != n else ""
+        out.append(f'<h3 id="{status}">{badge(status, status)} {n} {"bug" if n == 1 else "bugs"}{more}, '
+                   f"{esc(explain[status])}</h3>")
         if not group:
             out.append(f'<p class="muted none-{status}">none</p>')
             continue
         rows = []
-        for f in sorted(group, key=lambda f: (str(f.get("pass")), str(f.get("kind")), str(f.get("id")))):
+        for f, members in bugs:
             href = finding_href(f)
             fid = esc(truncate(str(f.get("id", "?")), 24))
             link = f'<a class="finding-link" href={attr(href)}>{fid}</a>' if href else fid
+            if members:
+                link += ('<br><span class="members muted">same bug: '
+                         + ", ".join(f'<a class="member-link" href={attr(finding_href(m))}>'
+                                     f'{esc(truncate(str(m.get("id", "?")), 24))}</a>' if finding_href(m)
+                                     else esc(truncate(str(m.get("id", "?")), 24)) for m in members)
+                         + "</span>")
             mode = " / ".join(str(f[k]) for k in ("semantics", "observe") if f.get(k))
             what = finding_what(f)
             rows.append(f"<tr class={attr('finding ' + status)}><td>{link}</td>"
@@ -432,7 +458,8 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
                         f"<td class=\"num\">{esc(f.get('nodes', '—'))}</td>"
                         f"<td>{esc(when(f.get('first_seen')))}</td><td>{esc(when(f.get('last_seen')))}</td>"
                         f"<td class=\"num\">{esc(f.get('seen', '—'))}</td></tr>")
-        head = "".join(f"<th>{h}</th>" for h in ["finding", "pass", "kind", "what", "semantics / observe",
+        head = "".join(f"<th>{h}</th>" for h in ["finding (smallest example)", "pass", "kind", "what",
+                                                   "semantics / observe",
                                                    "nodes", "first seen", "last seen", "times seen"])
         out.append(f'<table class={attr("findings " + status)}><thead><tr>{head}</tr></thead>'
                    f"<tbody>{''.join(rows)}</tbody></table>")

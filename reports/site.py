@@ -59,9 +59,17 @@ def write_report(report_dir: str | Path, campaigns: Sequence[Mapping[str, Any]],
         meta = {key: entry.get(key) for key in ("pass", "kind", "status", "first_seen", "last_seen",
                                                  "seen", "id") if entry.get(key) is not None}
         meta.update(fp.extra_meta)
+        fname = f"finding-{slug(entry.get('id', 'case'))}.json"
+        steps_rel = None
+        cx = fp.verdict.get("counterexample") if isinstance(fp.verdict, Mapping) else None
+        if isinstance(cx, Mapping) and fp.verdict.get("verdict") == "unsound":
+            steps_rel = rel[:-5] + "-steps.html"   # every step drawn, one link away
+            (out / steps_rel).write_text(
+                render_finding_page(fp.case, fp.verdict, fp.confirmed, meta=meta, index_href="../index.html",
+                                    case_filename=fname, steps="all"), encoding="utf-8")
         html = render_finding_page(fp.case, fp.verdict, fp.confirmed, meta=meta,
-                                   index_href="../index.html",
-                                   case_filename=f"finding-{slug(entry.get('id', 'case'))}.json")
+                                   index_href="../index.html", case_filename=fname,
+                                   steps_href=steps_rel.rpartition("/")[2] if steps_rel else None)
         (out / rel).write_text(html, encoding="utf-8")
         entries.append(entry)
     index = out / "index.html"

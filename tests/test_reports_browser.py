@@ -222,6 +222,23 @@ Array.from(document.querySelectorAll('svg.program-graph g.node')).flatMap(g => {
 
 LINKS = "Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"
 
+# Every edge's arrowhead must be visible: the point just before the end of
+# the edge's path lies outside every node box of its drawing (a node is drawn
+# over the edges; an arrowhead under a box cannot be seen).
+HIDDEN_ARROWHEADS = """
+Array.from(document.querySelectorAll('svg.graph')).flatMap(svg => {
+  const rects = Array.from(svg.querySelectorAll('g.node > rect:not(.halo)')).map(r => r.getBBox());
+  return Array.from(svg.querySelectorAll('g.edge path.stroke')).flatMap(p => {
+    const L = p.getTotalLength();
+    if (L < 8) return [];
+    const q = p.getPointAtLength(L - 6);
+    const inside = rects.some(b => q.x > b.x + 0.5 && q.x < b.x + b.width - 0.5 &&
+                                   q.y > b.y + 0.5 && q.y < b.y + b.height - 0.5);
+    return inside ? [(svg.dataset.role || '') + ' ' + p.parentNode.dataset.edge] : [];
+  });
+})
+"""
+
 
 def _file_of(url: str) -> Path:
     parsed = urllib.parse.urlparse(url)
@@ -282,13 +299,24 @@ def test_report_pages_render_in_chromium(report: Path) -> None:
             assert [x["edges"] for x in programs] == [17, 16]  # the hoisted Read lost ^wx1
             states = [x for x in boxes if "state-graph" in x["cls"]]
             steps = b.evaluate("document.querySelectorAll('table.steps tr.step').length")
-            assert steps >= 11 and len(states) == steps + 1
+            key_rows = b.evaluate("document.querySelectorAll('table.steps tr.step.key').length")
+            # by default: the initial state, the steps that access a variable, the last one
+            assert steps >= 11 and 2 <= len(states) <= key_rows + 2 < steps + 1
             assert all(x["w"] > 100 and x["h"] > 80 and x["rw"] > 100 for x in states)
             assert b.evaluate(LABEL_OVERFLOW) == []
             assert _check_links(b) == []
             assert b.evaluate("document.querySelectorAll('script').length") == 0
+            assert b.evaluate(HIDDEN_ARROWHEADS) == []
             b.screenshot(ARTIFACTS / "finding.png")
             b.screenshot(ARTIFACTS / "finding-first-screen.png", height=2000)
+
+            # every step drawn, one link away
+            finding_url = b.evaluate("location.href")
+            b.click_and_wait("a.all-steps")
+            states = [x for x in b.evaluate(SVG_BOXES) if "state-graph" in x["cls"]]
+            assert len(states) == steps + 1
+            assert b.evaluate(HIDDEN_ARROWHEADS) == []
+            b.open(finding_url)
 
             # and back
             b.click_and_wait("a.back")
