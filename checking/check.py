@@ -86,10 +86,12 @@ class _GiveUp(Exception):
 def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                   semantics: str = "atomic", observe: str = "outputs+state",
                   timeout: float = DEFAULT_TIMEOUT, *, minimize: bool = True,
-                  seed: int = 0, backends: bool = True) -> Verdict:
+                  seed: int = 0, backends: bool = True, structural: bool = True) -> Verdict:
     """Is `rewritten` a sound rewrite of `original`?  `rewritten` may be a
     Program or its JSON object (a malformed one is an `invalid` verdict).
-    A malformed `original` raises ProgramError (it is bad input, not a verdict)."""
+    A malformed `original` raises ProgramError (it is bad input, not a verdict).
+    `structural=False` skips the structural rule (checking/structural.py), so
+    that the enumerating engine alone decides (benchmarks, differential tests)."""
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown semantics {semantics!r} ({', '.join(SEMANTICS)})")
     if observe not in OBSERVE:
@@ -115,7 +117,26 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         return Verdict(INVALID, "the interface differs: " + "; ".join(problems),
                        semantics=semantics, observe=observe,
                        stats={"seconds": round(time.monotonic() - started, 6)})
+    # the structural rule first: no state is explored when the rewrite keeps
+    # the original's access skeleton (its proof is in checking/structural.py);
+    # when it concludes nothing, the engine below runs unchanged
+    note = None
+    if structural and original != p2:   # (identical programs: the engine says so at once)
+        from .structural import structural_refinement
+        try:
+            result = structural_refinement(original, p2, semantics, observe)
+        except Exception as exc:  # a failure of the rule must not become a verdict
+            result = None
+            note = f"failed: {type(exc).__name__}: {exc}"
+        if result is not None and result.proved:
+            return Verdict(SOUND, result.reason, semantics=semantics, observe=observe,
+                           stats={"path": "structural", "structural": result.stats,
+                                  "seconds": round(time.monotonic() - started, 6)})
+        if result is not None:
+            note = f"not applicable: {result.reason}"
     checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends)
+    if note is not None:
+        checker.stats["structural"] = note
     # Z3's Python API shares one global context, which is not thread-safe:
     # checks from several threads (the HTTP service) take turns
     with _Z3_LOCK:

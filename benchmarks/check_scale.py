@@ -1,0 +1,150 @@
+"""Benchmark: the checker on generated programs of 20 to 160 nodes (issue 17).
+
+    python benchmarks/check_scale.py [--sizes 20,40,80,160] [--programs 10]
+        [--timeout 10] [--seed 0] [--no-structural | --compare]
+        [--baseline-max-size 40] [--per-pass]
+
+Programs are `tfsem generate --max-nodes K` programs
+(`random_programs(n, seed, max_nodes=K)`), rewritten by every built-in pass;
+a rewrite that leaves the program unchanged is not checked (the checker
+answers those at once) and is counted apart.  The four cells (atomic /
+decomposed x outputs+state / outputs) are rotated over (program, pass), as in
+the issue's measurement.  For each size and engine: median and p90 time to
+verdict, the share of `unknown` and of `no-counterexample`, the share decided
+by the structural rule (checking/structural.py), and, among the checks of a
+pass that claims `sound` in that cell, how many ended `sound`.
+
+`--no-structural` runs the previous engine only; `--compare` runs both on the
+same checks, one after the other, so the two tables come from one run (the
+previous engine only up to `--baseline-max-size` nodes, since beyond it most
+of its checks run into the timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+
+from tfsem.checking import check_rewrite
+from tfsem.generators.strategies import random_programs
+from tfsem.rewrites import builtin_passes
+
+SETTINGS = [("atomic", "outputs+state"), ("atomic", "outputs"),
+            ("decomposed", "outputs+state"), ("decomposed", "outputs")]
+
+
+def p90(values: list[float]) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))] if values else 0.0
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.verdicts: Counter = Counter()
+        self.structural = 0
+        self.claimed = 0
+        self.claimed_sound = 0
+
+    def add(self, seconds: float, verdict, claim: str | None) -> None:
+        self.times.append(seconds)
+        self.verdicts[verdict.verdict] += 1
+        self.structural += verdict.stats.get("path") == "structural"
+        if claim == "sound":
+            self.claimed += 1
+            self.claimed_sound += verdict.verdict == "sound"
+
+    def row(self, label: str) -> str:
+        n = len(self.times)
+        if not n:
+            return f"| {label} | 0 | | | | | | |"
+        pct = lambda k: f"{100.0 * k / n:.1f}%"   # noqa: E731
+        return (f"| {label} | {n} | {1000 * statistics.median(self.times):.1f} | "
+                f"{1000 * p90(self.times):.1f} | {pct(self.verdicts['unknown'])} | "
+                f"{pct(self.verdicts['no-counterexample'])} | {pct(self.structural)} | "
+                f"{self.claimed_sound}/{self.claimed} | "
+                f"S{self.verdicts['sound']} U{self.verdicts['unsound']} |")
+
+
+HEADER = ("| size, engine | checks | median ms | p90 ms | unknown | no-counterexample | "
+          "structural | claimed sound -> sound | verdicts |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="20,40,80,160")
+    ap.add_argument("--programs", type=int, default=10, help="programs per size (1-1000)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per check (0.1-600)")
+    ap.add_argument("--seed", type=int, default=0)
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--no-structural", action="store_true",
+                       help="the previous engine only (the structural rule disabled)")
+    group.add_argument("--compare", action="store_true",
+                       help="both engines on the same checks, side by side")
+    ap.add_argument("--baseline-max-size", type=int, default=40,
+                    help="with --compare, run the previous engine up to this size only")
+    ap.add_argument("--per-pass", action="store_true", help="also a table per pass")
+    args = ap.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes: comma-separated integers, got {args.sizes!r}")
+    if any(not 1 <= s <= 2000 for s in sizes):
+        ap.error("--sizes: each size between 1 and 2000")
+    if not 1 <= args.programs <= 1000:
+        ap.error("--programs: between 1 and 1000")
+    if not 0.1 <= args.timeout <= 600:
+        ap.error("--timeout: between 0.1 and 600 seconds")
+
+    engines = ["structural"] if not (args.no_structural or args.compare) else \
+        ["previous"] if args.no_structural else ["structural", "previous"]
+    passes = builtin_passes()
+    started = time.perf_counter()
+    print(f"timeout {args.timeout:g} s, {args.programs} programs per size, seed {args.seed}, "
+          f"{len(passes)} passes, cells rotated")
+    print(HEADER)
+    per_pass: dict[tuple[int, str, str], Tally] = defaultdict(Tally)
+    for size in sizes:
+        programs = random_programs(args.programs, args.seed, max_nodes=size)
+        nodes = statistics.median(len(p.nodes) for p in programs)
+        tallies = {e: Tally() for e in engines}
+        unchanged = 0
+        for i, p in enumerate(programs):
+            for j, (name, ps) in enumerate(passes.items()):
+                q = ps.function(p)
+                if q == p:
+                    unchanged += 1
+                    continue
+                semantics, observe = SETTINGS[(i + j) % 4]
+                claim = ps.claim(semantics, observe)
+                for engine in engines:
+                    if engine == "previous" and args.compare and size > args.baseline_max_size:
+                        continue
+                    t = time.perf_counter()
+                    v = check_rewrite(p, q, semantics, observe, timeout=args.timeout,
+                                      structural=engine == "structural", backends=False)
+                    seconds = time.perf_counter() - t
+                    tallies[engine].add(seconds, v, claim)
+                    per_pass[(size, name, engine)].add(seconds, v, claim)
+                    if v.verdict == "unsound" and claim == "sound":
+                        print(f"  CONTRADICTION: {name} on program {i} ({semantics}, {observe}), "
+                              f"{engine}", file=sys.stderr)
+        for engine in engines:
+            if tallies[engine].times:
+                print(tallies[engine].row(f"{size} ({nodes:g}), {engine}"), flush=True)
+        print(f"|   ({unchanged} unchanged rewrites not checked) |||||||||", flush=True)
+    if args.per_pass:
+        print()
+        print(HEADER.replace("size, engine", "size, pass, engine"))
+        for (size, name, engine), tally in sorted(per_pass.items()):
+            print(tally.row(f"{size}, {name}, {engine}"))
+    print(f"(total {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
