@@ -61,10 +61,16 @@ class Function:
     #: whole batch).  None: not batch-aware, and the batched evaluator applies
     #: `impl` to one valuation at a time.
     batched_impl: Impl | None = None
+    #: "core" (the language's own functions) or "tensorflow" (the models of
+    #: TensorFlow ops that graph import maps onto, below).  `registered()` and
+    #: `assign_functions()` list the core family only.
+    family: str = "core"
+    #: The result's dtype is the implementation's (Cast), not the arguments'.
+    casts: bool = False
 
     @property
     def assignable(self) -> bool:
-        return self.n_in == 2 and self.n_out == 1
+        return self.n_in == 2 and self.n_out == 1 and not self.attrs
 
     def strict(self) -> tuple[int, ...]:
         return tuple(range(self.n_in)) if self.strict_args is None else self.strict_args
@@ -79,9 +85,14 @@ class Function:
         if len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * self.n_out
         arrays = tuple(a.array if isinstance(a, Tensor) else None for a in args)
+        check_size(self.name, [a.shape for a in arrays if a is not None])
         try:
             with np.errstate(all="ignore"):
                 results = self.impl(xp, arrays, attrs or {})
+        except MemoryError:
+            raise too_large(self.name, None) from None
+        except OpError as exc:  # the op fails: its own error value
+            return (Error(exc.reason),) * self.n_out
         except ShapeError:
             return (Error(SHAPE_MISMATCH),) * self.n_out
         except ValueError:  # numpy's broadcasting and concatenation errors
@@ -89,7 +100,45 @@ class Function:
         if len(results) != self.n_out:
             raise RuntimeError(f"function {self.name} returned {len(results)} results, "
                                f"declared {self.n_out}")
-        return tuple(_as_tensor(r, used) for r in results)
+        out = tuple(Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used) for r in results)
+        if sum(t.array.size for t in out) > MAX_TENSOR_ELEMENTS:  # a user function's own growth
+            raise too_large(self.name, sum(t.array.size for t in out))
+        return out
+
+
+#: The most elements a function application may produce (2**24: 128 MiB of
+#: int64).  Past it evaluation stops with the budget exception the callers
+#: already turn into `unknown` (BudgetExceeded, which="elements"), instead of
+#: a MemoryError: a 7 KB program that doubles a tensor with Concat 40 times,
+#: or an Add that broadcasts [N,1] against [1,M], would otherwise allocate
+#: without bound.  This bounds the evaluation, not the semantics: no outcome
+#: is invented or dropped, the answer is `unknown`.
+MAX_TENSOR_ELEMENTS = 1 << 24
+
+
+def check_size(name: str, shapes: Sequence[tuple[int, ...]]) -> None:
+    """Refuse, before computing, an application whose result could pass the
+    limit.  For every built-in function each result has at most
+    max(sum of the argument sizes, size of their broadcast shape) elements."""
+    if not shapes:
+        return
+    import math
+    bound = sum(math.prod(s) for s in shapes)
+    try:
+        bound = max(bound, math.prod(np.broadcast_shapes(*shapes)))
+    except ValueError:
+        pass
+    if bound > MAX_TENSOR_ELEMENTS:
+        raise too_large(name, bound)
+
+
+def too_large(name: str, elements: int | None) -> Exception:
+    from .explore import BudgetExceeded  # explore imports this module
+    exc = BudgetExceeded("elements", MAX_TENSOR_ELEMENTS, 0)
+    size = f"{elements} elements" if elements is not None else "more memory than there is"
+    exc.args = (f"tensor size limit: {name} would produce {size}; tfsem evaluates at most "
+                f"{MAX_TENSOR_ELEMENTS} elements per operation",)
+    return exc
 
 
 def _as_tensor(result: Any, used: Sequence[Tensor]) -> Tensor:
@@ -150,19 +199,26 @@ def _batch_broadcasting(impl: Impl) -> Impl:
 
 
 def get(name: str) -> Function:
-    return _REGISTRY[name]
+    f = lookup(name)
+    if f is None:
+        raise KeyError(name)
+    return f
 
 
 def lookup(name: str) -> Function | None:
-    return _REGISTRY.get(name)
+    f = _REGISTRY.get(name)
+    if f is None and name.startswith("tf."):
+        f = _opaque_function(name)  # a TensorFlow op with no model: tf.OP/N_IN/N_OUT
+    return f
 
 
-def registered() -> Mapping[str, Function]:
-    return dict(_REGISTRY)
+def registered(family: str = "core") -> Mapping[str, Function]:
+    """The registered functions of `family` ("core", "tensorflow", or None for all)."""
+    return {n: f for n, f in _REGISTRY.items() if family is None or f.family == family}
 
 
-def assign_functions() -> list[str]:
-    return sorted(n for n, f in _REGISTRY.items() if f.assignable)
+def assign_functions(family: str = "core") -> list[str]:
+    return sorted(n for n, f in registered(family).items() if f.assignable)
 
 
 # ---------------------------------------------------------------------------
@@ -299,3 +355,449 @@ def attrs_key(attrs: Mapping[str, Any]) -> str:
     """A canonical string for comparing attributes (CSE, signatures)."""
     return json.dumps({k: value_to_json(v) if isinstance(v, (Tensor, Error)) else v
                        for k, v in sorted(attrs.items())}, sort_keys=True)
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow op models (family "tensorflow").
+#
+# The functions below are what `tfsem.graphdef` maps TensorFlow ops onto (see
+# graphdef/ops.py for the table and docs/tensorflow-graphs.md for the list).
+# They are registered like any function, so that an imported program written
+# as JSON loads again, but they belong to the family "tensorflow": the
+# generators and the per-function property tests, which draw from
+# `registered()` and `assign_functions()`, see only the core family.
+#
+# A model is given only where numpy computes bit for bit what TensorFlow's CPU
+# kernel computes: integer arithmetic (wrapping), IEEE-exact float operations
+# (+, -, *, /, sqrt, comparisons), and data movement.  Float reductions,
+# float MatMul (Eigen's blocked GEMM, its summation order) and transcendental
+# functions (Eigen's vectorized exp, pow, rsqrt) have no such model: their
+# implementation raises :class:`CannotRun`, and in proofs they are
+# uninterpreted functions (the checker has no encoding for them).
+
+
+class CannotRun(RuntimeError):
+    """A function with no concrete model was asked to run (an opaque
+    TensorFlow op, or a float reduction whose summation order tfsem does not
+    model).  Concrete runs stop with this message; proofs treat the function
+    as uninterpreted."""
+
+
+class OpError(ShapeError):
+    """The op fails on these arguments (TensorFlow raises an error, the node
+    produces the error value `reason`)."""
+
+    def __init__(self, reason: str, message: str = ""):
+        super().__init__(message or reason)
+        self.reason = reason
+
+
+TENSORFLOW = "tensorflow"
+
+
+def _tf(name: str, n_in: int, n_out: int, batched: Impl | bool | str = False,
+        **kwargs: Any) -> Callable[[Impl], Impl]:
+    return function(name, n_in, n_out, batched=batched, family=TENSORFLOW, **kwargs)
+
+
+def _int_list(raw: Any, where: str) -> list[int]:
+    if not isinstance(raw, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                            for x in raw):
+        raise ValueFormatError(f"{where}: expected a list of integers, got {raw!r}")
+    if any(not -(2**31) <= x < 2**31 for x in raw):
+        raise ValueFormatError(f"{where}: {raw!r} has an integer out of range")
+    return list(raw)
+
+
+def _int_attr(raw: Any, where: str) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or not -(2**31) <= raw < 2**31:
+        raise ValueFormatError(f"{where}: expected an integer, got {raw!r}")
+    return raw
+
+
+def _bool_attr(raw: Any, where: str) -> bool:
+    if not isinstance(raw, bool):
+        raise ValueFormatError(f"{where}: expected true or false, got {raw!r}")
+    return raw
+
+
+def _dtype_attr(raw: Any, where: str) -> str:
+    from .values import DTYPES
+    if raw not in DTYPES:
+        raise ValueFormatError(f"{where}: expected a dtype ({', '.join(DTYPES)}), got {raw!r}")
+    return raw
+
+
+def _str_attr(raw: Any, where: str) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise ValueFormatError(f"{where}: expected a non-empty string, got {raw!r}")
+    return raw
+
+
+def _json_attr(raw: Any, where: str) -> dict:
+    if not isinstance(raw, dict):
+        raise ValueFormatError(f"{where}: expected an object, got {raw!r}")
+    return raw
+
+
+def _is_float(a: Any) -> bool:
+    return a.dtype.kind == "f"
+
+
+def _no_float(op: str, *arrays: Any, why: str) -> None:
+    if any(a is not None and _is_float(a) for a in arrays):
+        raise CannotRun(f"cannot run TensorFlow op {op} on floating-point tensors concretely: "
+                        f"{why}; in proofs it is an uninterpreted function")
+
+
+def _float_only(op: str, *arrays: Any) -> None:
+    if any(not _is_float(a) for a in arrays):
+        raise OpError("no-kernel", f"{op} has no integer kernel")
+
+
+_REDUCTION_ORDER = "tfsem does not model the summation order of Eigen's reductions"
+_GEMM_ORDER = "tfsem does not model the summation order of Eigen's matrix product"
+
+
+@_tf("NoOp", 0, 0, batched=True)
+def _noop(xp, args, attrs):
+    """No result: a join of control edges (TensorFlow's NoOp, tf.group)."""
+    return ()
+
+
+@_tf("RealDiv", 2, 1, batched=BROADCASTING)
+def _realdiv(xp, args, attrs):
+    """Elementwise IEEE division of floats (TensorFlow's RealDiv, Div on floats)."""
+    _float_only("RealDiv", *args)
+    return (xp.divide(args[0], args[1]),)
+
+
+def _int_division(op: str, xp, a, b, fn):
+    if _is_float(a):
+        raise CannotRun(f"cannot run TensorFlow op {op} on floating-point tensors concretely: "
+                        "tfsem has no bit-exact model of it; in proofs it is an "
+                        "uninterpreted function")
+    if xp.any(b == 0):
+        raise OpError("division-by-zero", f"{op}: integer division by zero")
+    return (fn(a, b),)
+
+
+@_tf("FloorMod", 2, 1, batched=BROADCASTING)
+def _floormod(xp, args, attrs):
+    """Integer remainder of floor division (sign of the divisor); division by zero fails."""
+    return _int_division("FloorMod", xp, args[0], args[1], xp.mod)
+
+
+@_tf("FloorDiv", 2, 1, batched=BROADCASTING)
+def _floordiv(xp, args, attrs):
+    """Integer floor division; division by zero fails."""
+    return _int_division("FloorDiv", xp, args[0], args[1], xp.floor_divide)
+
+
+@_tf("Square", 1, 1, batched=True)
+def _square(xp, args, attrs):
+    """x * x (one rounding, as TensorFlow's Square)."""
+    return (xp.multiply(args[0], args[0]),)
+
+
+@_tf("SquaredDifference", 2, 1, batched=BROADCASTING)
+def _squared_difference(xp, args, attrs):
+    """(x - y) * (x - y), as TensorFlow's SquaredDifference."""
+    d = xp.subtract(args[0], args[1])
+    return (xp.multiply(d, d),)
+
+
+@_tf("Sqrt", 1, 1, batched=True)
+def _sqrt(xp, args, attrs):
+    """IEEE square root (correctly rounded, as Eigen's vectorized sqrt)."""
+    _float_only("Sqrt", *args)
+    return (xp.sqrt(args[0]),)
+
+
+@_tf("Abs", 1, 1, batched=True)
+def _abs(xp, args, attrs):
+    """Absolute value (int64's most negative value stays itself, as in C++)."""
+    return (xp.abs(args[0]),)
+
+
+@_tf("Relu", 1, 1, batched=True)
+def _relu(xp, args, attrs):
+    """x < 0 ? 0 : x (NaN and -0.0 pass through, as Eigen's max(x, 0))."""
+    a = args[0]
+    return (xp.where(a < 0, xp.zeros_like(a), a),)
+
+
+@_tf("ReluGrad", 2, 1, batched=BROADCASTING)
+def _relu_grad(xp, args, attrs):
+    """gradients * (features > 0), the product taken in the tensor's dtype."""
+    g, f = args
+    if g.shape != f.shape:
+        raise ShapeError("ReluGrad needs equal shapes")
+    return (xp.multiply(g, (f > 0).astype(g.dtype)),)
+
+
+def _cast_impl(xp, args, attrs):
+    """The input converted to DstT: integers to floats round to nearest;
+    floats to integers truncate (NaN, infinities and values out of range have
+    no defined result in TensorFlow's kernel: they cannot run)."""
+    (a,) = args
+    dst = attrs["DstT"]
+    if _is_float(a) and dst == "int64":
+        finite = xp.isfinite(a)
+        if not bool(xp.all(finite)) or (a.size and (float(xp.max(a)) >= 2.0**63
+                                                    or float(xp.min(a)) < -(2.0**63))):
+            raise CannotRun("cannot run TensorFlow op Cast: a float that is NaN, infinite or "
+                            "out of int64 range has no defined integer value")
+        return (xp.trunc(a).astype(dst),)
+    return (a.astype(dst),)
+
+
+register(Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip(),
+                  attrs={"DstT": _dtype_attr}, family=TENSORFLOW, casts=True,
+                  batched_impl=_cast_impl))
+
+
+@_tf("BiasAdd", 2, 1, batched=False)
+def _bias_add(xp, args, attrs):
+    """value + bias along the last axis (data_format NHWC)."""
+    v, b = args
+    if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
+        raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
+    return (xp.add(v, b),)
+
+
+@_tf("BiasAddGrad", 1, 1, batched=False)
+def _bias_add_grad(xp, args, attrs):
+    """The sum over every axis but the last (integers only: float sums are not modelled)."""
+    (v,) = args
+    _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
+    if v.ndim < 1:
+        raise ShapeError("BiasAddGrad needs rank >= 1")
+    return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
+
+
+@_tf("MatMul", 2, 1, batched=False,
+     attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr})
+def _matmul(xp, args, attrs):
+    """Matrix product of 2-D tensors (integers, wrapping; float products are not modelled)."""
+    a, b = args
+    _no_float("MatMul", a, b, why=_GEMM_ORDER)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError("MatMul needs 2-D tensors")
+    if attrs.get("transpose_a"):
+        a = a.T
+    if attrs.get("transpose_b"):
+        b = b.T
+    if a.shape[1] != b.shape[0]:
+        raise ShapeError("MatMul: inner dimensions differ")
+    return (xp.matmul(a, b),)
+
+
+def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for x in axes:
+        if not -a.ndim <= x < max(a.ndim, 1) or (a.ndim == 0 and x not in (0, -1)):
+            raise ShapeError(f"axis {x} out of range for rank {a.ndim}")
+        out.append(x % a.ndim if a.ndim else 0)
+    return tuple(sorted(set(out)))
+
+
+def _reduce(name: str, xp, args, attrs, fn):
+    (a,) = args
+    _no_float(name, a, why=_REDUCTION_ORDER)
+    if a.ndim == 0:
+        return (a,)
+    axes = _axes(a, attrs["axes"])
+    return (fn(a, axes, attrs.get("keep_dims", False)),)
+
+
+_REDUCE_ATTRS = {"axes": _int_list, "keep_dims": _bool_attr}
+
+
+@_tf("Sum", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+def _sum(xp, args, attrs):
+    """Sum over `axes` (integers, wrapping)."""
+    return _reduce("Sum", xp, args, attrs,
+                   lambda a, ax, k: xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype))
+
+
+@_tf("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+def _mean(xp, args, attrs):
+    """Mean over `axes` (integers: the wrapped sum divided by the count,
+    truncated toward zero as in C++; an empty mean fails)."""
+    def mean(a, ax, k):
+        count = 1
+        for x in ax:
+            count *= a.shape[x]
+        if count == 0:
+            raise OpError("division-by-zero", "Mean of no elements")
+        s = xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype)
+        q = s // count
+        return q + ((s % count != 0) & (s < 0)).astype(a.dtype)
+    return _reduce("Mean", xp, args, attrs, mean)
+
+
+@_tf("ReduceMax", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+def _reduce_max(xp, args, attrs):
+    """Maximum over `axes` (integers; an empty maximum is the lowest integer)."""
+    def rmax(a, ax, k):
+        return xp.max(a, axis=ax, keepdims=k, initial=np.iinfo(a.dtype).min)
+    return _reduce("Max", xp, args, attrs, rmax)
+
+
+@_tf("ReduceMin", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+def _reduce_min(xp, args, attrs):
+    """Minimum over `axes` (integers; an empty minimum is the highest integer)."""
+    def rmin(a, ax, k):
+        return xp.min(a, axis=ax, keepdims=k, initial=np.iinfo(a.dtype).max)
+    return _reduce("Min", xp, args, attrs, rmin)
+
+
+@_tf("Reshape", 1, 1, batched=False, attrs={"shape": _int_list})
+def _reshape(xp, args, attrs):
+    """The elements in row-major order, in shape `shape` (one -1 is inferred)."""
+    (a,) = args
+    shape = attrs["shape"]
+    if sum(1 for d in shape if d == -1) > 1 or any(d < -1 for d in shape):
+        raise ShapeError("Reshape: bad shape")
+    return (xp.reshape(a, tuple(shape)),)
+
+
+@_tf("Tile", 1, 1, batched=False, attrs={"multiples": _int_list})
+def _tile(xp, args, attrs):
+    """The input repeated `multiples[i]` times along axis i."""
+    (a,) = args
+    m = attrs["multiples"]
+    if len(m) != a.ndim or any(x < 0 for x in m):
+        raise ShapeError("Tile: multiples must match the rank")
+    return (xp.tile(a, tuple(m)),)
+
+
+@_tf("Fill", 1, 1, batched=False, attrs={"dims": _int_list})
+def _fill(xp, args, attrs):
+    """A tensor of shape `dims` holding the scalar input everywhere."""
+    (v,) = args
+    if v.ndim != 0 or any(d < 0 for d in attrs["dims"]):
+        raise ShapeError("Fill needs a scalar value and non-negative dims")
+    return (xp.full(tuple(attrs["dims"]), v, dtype=v.dtype),)
+
+
+@_tf("ZerosLike", 1, 1, batched=True)
+def _zeros_like(xp, args, attrs):
+    """Zeros of the input's dtype and shape."""
+    return (xp.zeros_like(args[0]),)
+
+
+@_tf("OnesLike", 1, 1, batched=True)
+def _ones_like(xp, args, attrs):
+    """Ones of the input's dtype and shape."""
+    return (xp.ones_like(args[0]),)
+
+
+@_tf("ExpandDims", 1, 1, batched=False, attrs={"axis": _int_attr})
+def _expand_dims(xp, args, attrs):
+    """A new axis of length 1 at `axis` (negative counts from the end)."""
+    (a,) = args
+    ax = attrs["axis"]
+    if not -a.ndim - 1 <= ax <= a.ndim:
+        raise ShapeError("ExpandDims: axis out of range")
+    return (xp.expand_dims(a, ax if ax >= 0 else a.ndim + 1 + ax),)
+
+
+@_tf("Squeeze", 1, 1, batched=False, attrs={"squeeze_dims": _int_list})
+def _squeeze(xp, args, attrs):
+    """Axes of length 1 removed (those listed, or all when the list is empty)."""
+    (a,) = args
+    dims = attrs["squeeze_dims"]
+    if not dims:
+        return (xp.reshape(a, tuple(d for d in a.shape if d != 1)),)
+    axes = _axes(a, dims)
+    if any(a.shape[x] != 1 for x in axes):
+        raise ShapeError("Squeeze: an axis is not of length 1")
+    return (xp.reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes)),)
+
+
+@_tf("ConcatAxis", 2, 1, batched=False, attrs={"axis": _int_attr})
+def _concat_axis(xp, args, attrs):
+    """Concatenation of two tensors of one rank along `axis` (TensorFlow's
+    ConcatV2 of n inputs is a chain of these: concatenation is associative)."""
+    a, b = args
+    if a.ndim != b.ndim or a.ndim == 0:
+        raise ShapeError("ConcatAxis needs tensors of one rank >= 1")
+    ax = attrs["axis"]
+    if not -a.ndim <= ax < a.ndim:
+        raise ShapeError("ConcatAxis: axis out of range")
+    return (xp.concatenate([a, b], axis=ax),)
+
+
+@_tf("SplitPart", 1, 1, batched=False,
+     attrs={"axis": _int_attr, "num_split": _int_attr, "index": _int_attr})
+def _split_part(xp, args, attrs):
+    """Part `index` of `num_split` equal parts along `axis` (TensorFlow's Split
+    output `index`)."""
+    (a,) = args
+    ax, n, k = attrs["axis"], attrs["num_split"], attrs["index"]
+    if a.ndim == 0 or not -a.ndim <= ax < a.ndim or n < 1 or not 0 <= k < n:
+        raise ShapeError("SplitPart: bad axis or index")
+    ax %= a.ndim
+    if a.shape[ax] % n:
+        raise ShapeError("Split: the axis is not a multiple of num_split")
+    size = a.shape[ax] // n
+    return (xp.take(a, range(k * size, (k + 1) * size), axis=ax),)
+
+
+@_tf("StackBroadcast", 2, 1, batched=False)
+def _stack_broadcast(xp, args, attrs):
+    """[a, b] broadcast to one shape and stacked on a new first axis (packs
+    the two operands of an optimizer's update into one Assign input)."""
+    a, b = xp.broadcast_arrays(args[0], args[1])
+    return (xp.stack([a, b]),)
+
+
+def _operands(v, w):
+    if v.ndim < 1 or v.shape[0] != 2 or v.shape[1:] != w.shape:
+        raise ShapeError("the packed operand must be StackBroadcast of the variable's shape")
+    return v[0], v[1]
+
+
+@_tf("StepToward", 2, 1, batched=False)
+def _step_toward(xp, args, attrs):
+    """StepToward(w, [g, c]) = w + (g - w) * c: Adam's moment update
+    (m += (grad - m) * (1 - beta1)) as an assign function."""
+    w, v = args
+    g, c = _operands(v, w)
+    return (xp.add(w, xp.multiply(xp.subtract(g, w), c)),)
+
+
+@_tf("ScaleAdd", 2, 1, batched=False)
+def _scale_add(xp, args, attrs):
+    """ScaleAdd(w, [g, c]) = w * c + g: Momentum's accumulator update
+    (accum = accum * momentum + grad) as an assign function."""
+    w, v = args
+    g, c = _operands(v, w)
+    return (xp.add(xp.multiply(w, c), g),)
+
+
+_OPAQUE_PREFIX = "tf."
+
+
+def opaque_name(op: str, n_in: int, n_out: int) -> str:
+    """The function name of TensorFlow op `op` with no model, taking n_in
+    tensors and giving n_out: `tf.OP/N_IN/N_OUT`."""
+    return f"{_OPAQUE_PREFIX}{op}/{n_in}/{n_out}"
+
+
+def _opaque_function(name: str) -> Function | None:
+    import re
+    m = re.fullmatch(r"tf\.([A-Za-z0-9_>.-]+)/(\d{1,3})/(\d{1,3})", name)
+    if not m:
+        return None
+    op, n_in, n_out = m.group(1), int(m.group(2)), int(m.group(3))
+
+    def impl(xp, args, attrs):
+        raise CannotRun(f"cannot run TensorFlow op {op} concretely: tfsem has no model of it "
+                        "(in proofs it is an uninterpreted function)")
+    return register(Function(name, n_in, n_out, impl,
+                             doc=f"TensorFlow's {op} with no model: uninterpreted in proofs, "
+                                 "cannot run concretely",
+                             attrs={"tf_attrs": _json_attr}, family=TENSORFLOW, pure=False))
