@@ -30,6 +30,10 @@ from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, 
 #: Beyond this many steps the table keeps its rows but drops the figures.
 MAX_STEP_FIGURES = 60
 BACKENDS = ("numpy", "cupy")
+#: The headline of a page whose verdict names no differing part.
+HEADLINE = {"crash": "the pass raised an exception", "timeout": "the pass did not return in time",
+            "invalid": "the rewritten program is not valid", "sound": "the rewrite is sound",
+            "no-counterexample": "no counterexample found", "unknown": "the check ran out of budget"}
 #: Exit status each verdict gives `tfsem check` (SPEC 4).
 VERDICT_EXIT = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}
 
@@ -317,7 +321,7 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
     pass_name = meta.get("pass")
     h = ["<header>",
          f"<h1>{badge(verdict.upper(), slug(verdict))} "
-         f"{esc(pass_name) + ' — ' if pass_name else ''}{esc(what or 'rewrite check')}</h1>"]
+         f"{esc(pass_name) + ' — ' if pass_name else ''}{esc(what or HEADLINE.get(verdict, 'rewrite check'))}</h1>"]
     if verdict == "unsound":
         h.append('<p class="lead">At the inputs σ below, the rewritten program P′ has a run whose '
                  "outcome is <strong>not</strong> among the outcomes of the original P: the rewrite "
@@ -332,7 +336,8 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
         if key not in ("pass", "kind", "status", "first_seen", "last_seen", "seen", "id",
                        "signature", "campaign") and isinstance(value, (str, int, float)):
             items.append((key.replace("_", " "), value))
-    items.append(("confirmed on", ", ".join(confirmed) if confirmed else "—"))
+    if verdict == "unsound":
+        items.append(("confirmed on", ", ".join(confirmed) if confirmed else "—"))
     if case is not None and case.note:
         items.append(("note", case.note))
     if case is not None and case.expect:
@@ -714,9 +719,12 @@ def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program |
         if ":" in spec:
             links.append(f'<span class="muted">run it where <code>{esc(spec.partition(":")[0])}</code> '
                          "imports (the folder of the pass's module, or with it on PYTHONPATH)</span>")
-    case_text = json_text(case_json)
+    if has_rewrite:
+        shown, label = json_text(case_json), f"the case file ({filename})"
+    else:  # no case to check: the program the pass was given
+        shown, label = json_text(case_json.get("original")), f"the program ({base}.original.json)"
     return ("<h2>Reproduce it</h2>"
             f'<p class="downloads">{" · ".join(links)}</p>'
             + (f'<ul class="commands">{"".join(_command_html(c) for c in cmds)}</ul>' if cmds else "")
-            + f'<details><summary>the case file ({esc(filename)})</summary>'
-              f'<pre class="case-json">{esc(case_text)}</pre></details>')
+            + f'<details><summary>{esc(label)}</summary>'
+              f'<pre class="case-json">{esc(shown)}</pre></details>')

@@ -372,15 +372,9 @@ def _passes(pass_stats: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[
             n = _int(fcounts.get(k) if isinstance(fcounts, Mapping) else 0)
             cells.append(f"<td class={attr('num ' + ('zero' if not n else 'kind-' + k))}>"
                          f"{badge(str(n), k) if n else '0'}</td>")
-        checks = claim_checks(st, findings)
-        claims = "".join(
-            f"<li>{esc(mode)}: claims {badge(claim, 'sound' if claim == 'sound' else 'unsound' if claim == 'unsound' else 'none')}"
-            f" — found {esc(found)} {badge({'bad': 'claim broken', 'warn': 'not found yet', 'good': 'consistent', 'none': '?'}[cls], cls)}</li>"
-            for mode, claim, found, cls in checks) or '<li class="muted">no claims</li>'
-        cells.append(f'<td><ul class="claims">{claims}</ul></td>')
         rows.append(f"<tr data-pass={attr(st.get('pass', ''))}>{''.join(cells)}</tr>")
     head = "".join(f"<th>{h}</th>" for h in
-                   ["pass", "programs tested", "programs / s", *KINDS, "claims beside what was found"])
+                   ["pass", "programs tested", "programs / s", *KINDS])
     return (f'<h2>Passes, all cells together</h2><table class="passes"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 

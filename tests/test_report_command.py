@@ -1,22 +1,86 @@
-"""`tfsem report DIR` after a short real campaign that finds something: the
-pages exist, link to each other, and render in Chromium (issue 8's done-when)."""
+"""`tfsem report DIR` after short real campaigns: the pages exist, link to
+each other, say only true things, offer commands that reproduce what they
+promise, and render in Chromium (issues 8, 16 and 18)."""
 
 from __future__ import annotations
 
+import html.parser
+import os
 import re
+import shlex
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from test_reports_browser import ARTIFACTS, SVG_BOXES, Browser, _check_links, find_chromium
+from test_reports_browser import (ARTIFACTS, HIDDEN_ARROWHEADS, SVG_BOXES, Browser, _check_links,
+                                  find_chromium)
+
+TESTS = Path(__file__).parent
 
 
-def tfsem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def tfsem(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd, env=env)
+
+
+def finding_pages(report: Path) -> list[Path]:
+    return sorted(p for p in (report / "findings").glob("finding-*.html") if not p.stem.endswith("-steps"))
+
+
+class Page(html.parser.HTMLParser):
+    """What a test needs from a page: the commands it offers (with what they
+    promise), its download links (name -> text), the verdict rows of an index."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.commands: list[dict] = []
+        self.downloads: dict[str, str] = {}
+        self.cells: list[dict] = []
+        self._cmd: dict | None = None
+        self._cell: dict | None = None
+        self._in_verdict = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        if tag == "code" and "command" in cls:
+            self._cmd = {"argv": "", "exit": a.get("data-exit", ""), "expect": a.get("data-expect", ""),
+                         "absent": a.get("data-absent", "")}
+        elif tag == "a" and a.get("download") and (a.get("href") or "").startswith("data:"):
+            data = a["href"].partition(",")[2]
+            self.downloads[a["download"]] = urllib.parse.unquote(data)
+        elif tag == "tr" and "cell" in cls:
+            self._cell = {"pass": a.get("data-pass"), "cell": a.get("data-cell"), "verdict": ""}
+        elif tag == "td" and "verdict" in cls:
+            self._in_verdict = True
+
+    def handle_endtag(self, tag):
+        if tag == "code" and self._cmd is not None:
+            self.commands.append(self._cmd)
+            self._cmd = None
+        elif tag == "td" and self._in_verdict:
+            self._in_verdict = False
+        elif tag == "tr" and self._cell is not None:
+            self.cells.append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cmd is not None:
+            self._cmd["argv"] += data
+        if self._in_verdict and self._cell is not None:
+            self._cell["verdict"] += data
+
+
+# ---------------------------------------------------------------------------
+# A campaign that finds something: the pages and their links
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +99,7 @@ def test_report_writes_an_index_and_a_page_per_finding(campaign: Path):
     assert r.returncode == 0, r.stderr
     index = campaign / "report" / "index.html"
     html = index.read_text()
-    pages = sorted((campaign / "report" / "findings").glob("finding-*.html"))
+    pages = finding_pages(campaign / "report")
     assert pages and f"wrote {index} and {len(pages)} finding page" in r.stdout
     for page in pages:   # the index links every page
         assert f'href="findings/{page.name}"' in html
@@ -43,6 +107,10 @@ def test_report_writes_an_index_and_a_page_per_finding(campaign: Path):
         assert text.count('class="graph program-graph') == 2
         assert "hoist-reads" in text and "tfsem check" in text
         assert not re.search(r"(src|href)=\"https?://", text)
+        # the page with every step drawn is written beside it and linked
+        steps = page.with_name(page.stem + "-steps.html")
+        assert steps.is_file() and f'href="{steps.name}"' in text
+        assert steps.read_text().count('class="graph state-graph') > text.count('class="graph state-graph')
 
 
 def test_report_of_a_folder_without_a_campaign_is_bad_input(tmp_path: Path):
@@ -50,6 +118,120 @@ def test_report_of_a_folder_without_a_campaign_is_bad_input(tmp_path: Path):
     assert r.returncode == 2 and "no campaign database" in r.stderr
     r = tfsem("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no such directory" in r.stderr
+
+
+def test_a_corrupt_database_is_bad_input_without_a_traceback(tmp_path: Path):
+    (tmp_path / "campaign.db").write_bytes(b"this is not SQLite\0" * 100)
+    r = tfsem("report", str(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "campaign.db" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_one_unreadable_finding_does_not_take_the_report_down(campaign: Path, tmp_path: Path):
+    """Issue 18.1: every page that can be written is, the index says which
+    could not, and the exit status says so (2: the database holds bad input)."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign, copy, ignore=shutil.ignore_patterns("report"))
+    with sqlite3.connect(copy / "campaign.db") as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM findings ORDER BY id")]
+        conn.execute("UPDATE findings SET verdict = '{not json' WHERE id = ?", (ids[0],))
+    r = tfsem("report", str(copy))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"finding {ids[0]}" in r.stderr and "Traceback" not in r.stderr
+    written = [p.name for p in finding_pages(copy / "report")]
+    assert written == [f"finding-{i}.html" for i in ids[1:]]
+    index = (copy / "report" / "index.html").read_text()
+    assert "Pages not written" in index and f"finding {ids[0]}" in index
+
+
+# ---------------------------------------------------------------------------
+# No false alarm (issue 16.1): a claim is judged in its own cell
+
+
+def test_prune_claims_are_judged_per_cell_on_a_real_campaign(tmp_path: Path):
+    """prune claims sound for atomic/outputs and unsound for
+    atomic/outputs+state: findings in the second must not mark the first
+    "claim broken" (the index did, judging by semantics alone)."""
+    r = tfsem("fuzz", "--pass", "prune", "--semantics", "atomic", "--budget", "8s", "--seed", "1",
+              "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tfsem("report", str(tmp_path)).returncode == 0
+    page = Page((tmp_path / "report" / "index.html").read_text())
+    cells = {c["cell"]: c["verdict"].strip() for c in page.cells if c["pass"] == "prune"}
+    assert cells == {"atomic / outputs": "claim holds so far",
+                     "atomic / outputs+state": "unsound, as claimed"}, cells
+    assert "claim broken" not in (tmp_path / "report" / "index.html").read_text()
+
+
+# ---------------------------------------------------------------------------
+# Every reproducer reproduces (issue 16.2)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> tuple[Path, str]:
+    """Findings of every kind: unsound (prune), crash, hang, invalid (fakes)."""
+    out = tmp_path_factory.mktemp("mixed")
+    r = tfsem("fuzz", "--pass", "prune", "--pass", "campaign_fakes:crash_on_add",
+              "--pass", "campaign_fakes:hang_on_assign", "--pass", "campaign_fakes:dangling_on_read",
+              "--semantics", "atomic", "--observe", "outputs+state", "--pass-timeout", "1s",
+              "--budget", "16s", "--seed", "2", "--out", str(out), timeout=180)
+    assert r.returncode == 1, r.stdout + r.stderr   # crashes, hangs, invalid programs: the run fails
+    return out, r.stdout
+
+
+def _run_offered(cmd: dict, where: Path) -> None:
+    argv = shlex.split(cmd["argv"])
+    assert argv[0] == "tfsem", cmd
+    if cmd["exit"] == "":   # a hang: it must still be running after a while
+        with pytest.raises(subprocess.TimeoutExpired):
+            tfsem(*argv[1:], cwd=where, timeout=4)
+        return
+    r = tfsem(*argv[1:], cwd=where, timeout=120)
+    said = r.stdout + r.stderr
+    assert r.returncode == int(cmd["exit"]), (cmd, said)
+    assert cmd["expect"] in said, (cmd, said)
+    if cmd["absent"]:
+        assert cmd["absent"] not in r.stdout, (cmd, r.stdout)
+    assert "Traceback" not in r.stderr or "failed" in r.stderr, (cmd, said)
+
+
+def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Path):
+    directory, fuzz_out = mixed
+    # the command the end of `tfsem fuzz` offers
+    offered = [line.partition(": ")[2] for line in fuzz_out.splitlines() if line.startswith("report: tfsem")]
+    assert offered == [f"tfsem report {directory}"], fuzz_out
+    r = tfsem(*shlex.split(offered[0])[1:])
+    assert r.returncode == 0, r.stderr
+    pages = finding_pages(directory / "report")
+    kinds = set()
+    seen_commands = 0
+    for page in pages:
+        text = page.read_text()
+        kind = re.search(r'<span class="muted">kind</span> (\w+)', text).group(1)
+        kinds.add(kind)
+        parsed = Page(text)
+        assert parsed.commands, page
+        where = tmp_path / page.stem
+        where.mkdir()
+        for name, data in parsed.downloads.items():
+            (where / name).write_text(data)
+        for cmd in parsed.commands:
+            if kind in ("crash", "timeout"):
+                assert cmd["argv"].startswith("tfsem rewrite "), cmd   # not `tfsem check` on a null rewrite
+            _run_offered(cmd, where)
+            seen_commands += 1
+            if "--html" in cmd["argv"]:
+                assert (where / cmd["argv"].split("--html ")[1].strip()).is_file()
+        if kind == "crash":
+            tb = re.search(r'<pre class="traceback wrap">(.*?)</pre>', text, re.S)
+            assert tb and "ZeroDivisionError" in tb.group(1) and "\n" in tb.group(1)
+    assert kinds == {"unsound", "crash", "timeout", "invalid"}, kinds
+    assert seen_commands >= 2 * len(pages)
+
+
+# ---------------------------------------------------------------------------
+# In a browser
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="Chromium is not installed (.ci/install-chromium installs it)")
@@ -61,15 +243,48 @@ def test_campaign_report_renders_in_chromium(campaign: Path):
         try:
             b.open(index.as_uri())
             assert _check_links(b) == []
+            # the index leads with the verdict per pass and cell
+            first = b.evaluate("document.querySelector('main h2').textContent")
+            assert first == "Verdict per pass and cell"
+            assert b.evaluate("document.querySelector('details.settings').open") is False
             assert b.evaluate("document.querySelectorAll('a.finding-link').length") >= 1
             b.click_and_wait("a.finding-link")
             programs = [x for x in b.evaluate(SVG_BOXES) if "program-graph" in x["cls"]]
             assert [x["role"] for x in programs] == ["original", "rewritten"]
             assert all(x["w"] > 50 and x["h"] > 50 and x["nodes"] >= 2 for x in programs), programs
             assert b.evaluate("document.querySelectorAll('table.steps tr.step').length") >= 2
+            assert b.evaluate(HIDDEN_ARROWHEADS) == []
             assert _check_links(b) == []
             ARTIFACTS.mkdir(exist_ok=True)
             b.screenshot(ARTIFACTS / "campaign-finding.png")
+            assert b.problems() == []
+        finally:
+            b.close()
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="Chromium is not installed (.ci/install-chromium installs it)")
+def test_mixed_report_renders_in_chromium(mixed):
+    """The index of a campaign with every kind of finding, and a crash's page:
+    screenshots in tests/artifacts/ (index.png leads with the verdicts)."""
+    directory, _ = mixed
+    assert tfsem("report", str(directory)).returncode == 0
+    index = (directory / "report" / "index.html").resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Browser(find_chromium(), Path(tmp))
+        try:
+            b.open(index.as_uri())
+            assert _check_links(b) == []
+            verdicts = b.evaluate("Array.from(document.querySelectorAll('table.verdicts td.verdict'))"
+                                  ".map(td => td.textContent)")
+            assert "pass fails" in verdicts and len(verdicts) == 4
+            ARTIFACTS.mkdir(exist_ok=True)
+            b.screenshot(ARTIFACTS / "report-index.png", height=1600)
+            crash = next(p for p in finding_pages(directory / "report") if "ZeroDivisionError" in p.read_text())
+            b.open(crash.resolve().as_uri())
+            width = b.evaluate("document.querySelector('pre.traceback').scrollWidth <= "
+                               "document.querySelector('pre.traceback').clientWidth")
+            assert width is True   # wrapped, not one long line
+            b.screenshot(ARTIFACTS / "report-crash.png", height=1600)
             assert b.problems() == []
         finally:
             b.close()
