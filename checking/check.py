@@ -43,10 +43,11 @@ from tfsem.oracle.program import Program, ProgramError, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
 
+from . import generic as gen
 from . import minimize as mini
 from .encode import Encoder
-from .symbolic import (Algebra, Component, SymbolicLimit, SymbolicOutcomes, Term, components,
-                       sample_equal, symbolic_outcomes)
+from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
+                       components, sample_equal, symbolic_outcomes)
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
                       Verdict)
 
@@ -221,6 +222,9 @@ class _Checker:
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
+        # tensors as element terms, or as one generic element (generic.py)
+        self.tensors = gen.tensors_mode()
+        self.generic = self.tensors == "generic"
 
     def remaining(self, reserve: bool = False) -> float:
         return self.deadline - time.monotonic() - (self.reserve if reserve else 0.0)
@@ -235,7 +239,16 @@ class _Checker:
 
     def run(self) -> Verdict:
         try:
-            found, note = self.prove()
+            try:
+                found, note = self.prove()
+            except _GiveUp as exc:
+                # a tensor the element terms cannot hold: prove again about one
+                # generic element per tensor (checking/generic.py)
+                if exc.kind != "size" or self.generic or self.tensors == "elementwise":
+                    raise
+                self.generic = True
+                self.stats["generic"] = exc.reason
+                found, note = self.prove()
         except _GiveUp as exc:
             return self.fallback(exc)
         except (z3.Z3Exception, RecursionError, MemoryError, AssertionError) as exc:
@@ -274,16 +287,16 @@ class _Checker:
             raise _GiveUp("budget", f"{len(flagged)} variables are accessed, each initialized or "
                                     f"not (limit {MAX_FLAGGED_VARIABLES})")
         self.stats["flagged"] = flagged
-        self.algebra = algebra = Algebra()
+        self.algebra = algebra = gen.GenericAlgebra() if self.generic else Algebra()
         algebra.set_flags(flagged)
         self.flagged = flagged
-        self.encoder = Encoder(algebra.flag_order)
+        self.encoder = (gen.GenericEncoder if self.generic else Encoder)(algebra.flag_order)
         try:
             self.feeds = {f: algebra.leaf("feed", f, p.feed_type(f)) for f in p.feed_names}
             self.inits = {x: algebra.leaf("init", x, p.variables[x]) for x in sorted(p.variables)}
             init = {x: algebra.initial(x, leaf) for x, leaf in self.inits.items()}
         except SymbolicLimit as exc:
-            raise _GiveUp("budget", str(exc)) from None
+            raise _GiveUp(_limit_kind(exc), str(exc)) from None
         unconfirmed: list[str] = []
         ours = self.explore(p, init, "original")
         theirs = self.explore(p2, init, "rewritten")
@@ -308,7 +321,7 @@ class _Checker:
             self.stats["states"] += exc.explored
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
-            raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
+            raise _GiveUp(_limit_kind(exc), f"symbolic search of the {which} program: {exc}") from None
         self.stats["states"] += result.states
         return result
 
@@ -647,6 +660,11 @@ class _Checker:
             if outcome not in original:
                 return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
         return None
+
+
+def _limit_kind(exc: SymbolicLimit) -> str:
+    """"size" when the generic-element engine may do what the element terms cannot."""
+    return "size" if isinstance(exc, NeedsGeneric) else "budget"
 
 
 def _describe_parts(parts: tuple[tuple[str, str], ...]) -> str:

@@ -129,6 +129,11 @@ class Encoder:
             return self.leaf(t)
         if t.op == "const":
             return z3_const(t.value, t.dtype)
+        return self.scalar_op(t.op, t.dtype, args)
+
+    def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
+        """The element-wise operation `op` on scalars of `dtype`, as numpy computes it."""
+        t = _OpView(op, dtype)
         if t.dtype == "int64":
             if t.op == "add":
                 return args[0] + args[1]
@@ -289,6 +294,13 @@ class Encoder:
         if how == "eq":
             return c == kv
         return z3.And(z3.Not(z3.fpIsNaN(c)), z3.fpLEQ(z3.fpAbs(c), kv))
+
+
+class _OpView:
+    __slots__ = ("op", "dtype")
+
+    def __init__(self, op: str, dtype: str):
+        self.op, self.dtype = op, dtype
 
 
 def _as_bool(e: z3.BoolRef | bool) -> z3.BoolRef:

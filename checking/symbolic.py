@@ -58,6 +58,16 @@ class SymbolicLimit(RuntimeError):
     """The symbolic path cannot handle this program (too large a tensor...)."""
 
 
+class NeedsGeneric(SymbolicLimit):
+    """The element-wise terms cannot represent a tensor of this program (more
+    than MAX_ELEMENTS elements, or a dtype with no element terms): the
+    generic-element engine (`generic.py`) may."""
+
+
+#: dtypes the element-wise terms and their Z3 encoding model exactly
+ELEMENT_DTYPES = frozenset({"int64", "float32"})
+
+
 # ---------------------------------------------------------------------------
 # Terms
 
@@ -219,7 +229,7 @@ class Algebra:
     def tensor(self, dtype: str, shape: tuple[int, ...], elems: Iterable[Term]) -> SymTensor:
         elems = tuple(elems)
         if len(elems) > MAX_ELEMENTS:
-            raise SymbolicLimit(f"a tensor of {len(elems)} elements (the symbolic limit is "
+            raise NeedsGeneric(f"a tensor of {len(elems)} elements (the symbolic limit is "
                                 f"{MAX_ELEMENTS})")
         key = (dtype, shape, tuple(map(id, elems)))
         t = self._tensors.get(key)
@@ -230,11 +240,13 @@ class Algebra:
     def leaf(self, kind: str, name: str, typ: TensorType) -> SymTensor:
         """The symbolic value of feed `name` (kind "feed") or of the initial
         value of variable `name` (kind "init")."""
+        _require_element_dtype(typ.dtype, f"{'feed' if kind == 'feed' else 'variable'} {name!r}")
         size = math.prod(typ.shape)
         return self.tensor(typ.dtype, tuple(typ.shape),
                            (self.term(kind, typ.dtype, (), (name, i)) for i in range(size)))
 
     def constant(self, value: Tensor) -> SymTensor:
+        _require_element_dtype(value.dtype, "a constant")
         flat = value.array.reshape(-1)
         return self.tensor(value.dtype, value.shape, (self.const(x, value.dtype) for x in flat))
 
@@ -418,6 +430,11 @@ class Algebra:
         return (self.tensor(a.dtype, shape, (self.apply_elem(op, (x, y)) for x, y in zip(xs, ys))),)
 
 
+def _require_element_dtype(dtype: str, what: str) -> None:
+    if dtype not in ELEMENT_DTYPES:
+        raise NeedsGeneric(f"{what} has dtype {dtype}, which the element-wise terms do not model")
+
+
 def _object_array(a: SymTensor) -> np.ndarray:
     arr = np.empty(len(a.elems), dtype=object)
     for i, e in enumerate(a.elems):
@@ -538,7 +555,8 @@ def accessed_variables(p: Program) -> set[str]:
     return {x for n in p.nodes if (x := p.accessed_variable(n.name)) is not None}
 
 
-__all__ = ["Algebra", "Component", "Guarded", "Opaque", "SymTensor", "SymValue", "SymbolicLimit", "evaluate", "sample_equal",
+__all__ = ["Algebra", "Component", "Guarded", "NeedsGeneric", "Opaque", "SymTensor", "SymValue",
+           "SymbolicLimit", "ELEMENT_DTYPES", "evaluate", "sample_equal",
            "SymbolicOutcomes", "Term", "accessed_variables", "has_encoding",
            "symbolic_outcomes", "ELEMENTWISE", "STRUCTURAL", "MAX_ELEMENTS"]
 
@@ -595,6 +613,8 @@ def sample_equal(a: SymValue, b: SymValue, leaves: Mapping[Term, np.ndarray],
         return np.where(flags[x], eu, ei)
     if isinstance(a, Opaque) or isinstance(b, Opaque):
         return None
+    if not isinstance(a, (SymTensor, Error)) or not isinstance(b, (SymTensor, Error)):
+        return None   # a generic-element tensor (generic.py): not sampled element-wise
     if isinstance(a, Error) or isinstance(b, Error):
         return np.full(n, isinstance(a, Error) and isinstance(b, Error) and a.reason == b.reason)
     if a.dtype != b.dtype or a.shape != b.shape:

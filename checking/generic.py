@@ -1,0 +1,524 @@
+"""Proofs about tensors of any size: one generic element instead of every element.
+
+The element-wise encoding (`symbolic.py`, `encode.py`) gives every element of
+every tensor its own term and its own Z3 variable, so it stops at
+`symbolic.MAX_ELEMENTS`.  This module keeps a tensor whole: a
+:class:`GTensor` is a hash-consed *tensor term* (a leaf, a constant, an
+element-wise operation with numpy broadcasting, a Concat, one half of a
+Split) with a static dtype and shape, and the encoder asks Z3 about the
+element at a symbolic index.  Nothing grows with the element count: a
+1,000,000-element `Add` is one term and one Z3 formula.
+
+The search, the error discipline, the guarded initialization cases and the
+opaque values are the element-wise engine's (`GenericAlgebra` overrides only
+how tensors are built), so everything said in `symbolic.py` about why the
+symbolic search is sound holds unchanged; what is new is how a value is
+compared, below.
+
+Soundness argument
+------------------
+Write ⟦v⟧σ for the concrete tensor that a GTensor v denotes at σ, and
+e(v, i)σ for its element at index i (i ranges over the index set I(S) of
+v's static shape S).
+
+1. *Leaves are whole tensors.*  A feed or initial value x of shape S is one
+   uninterpreted function `x : Int^rank(S) -> sort(dtype)` (a scalar is a
+   constant).  Every concrete tensor of shape S is the restriction of some
+   such function to I(S), and every function restricts to a tensor of shape
+   S: quantifying over the functions is quantifying over σ (values outside
+   I(S) are never read, see 3).
+
+2. *Element equations.*  For each kind of GTensor, e(v, i) is written with
+   the elements of its arguments at indices computed from i:
+   - element-wise f(a, b) of result shape R: e = f(e(a, πa(i)), e(b, πb(i)))
+     where π is numpy's broadcasting map (right-aligned axes; an axis of
+     size 1 reads index 0, any other axis the same coordinate as R's).  The
+     map depends only on the argument's shape and R, so one leaf read
+     through different paths is read at the same index: the generic element
+     *is* the same element everywhere;
+   - Concat(a, b) (1-D): e = If(j < |a|, e(a, j), e(b, j - |a|));
+   - Split(a), half k of length h: e = e(a, j + k*h);
+   - Const: its scalar for a splat constant, an If-chain on the flat index
+     for a small one, otherwise an uninterpreted function named by the
+     constant's contents (equal constants are the same symbol; a proof valid
+     for every interpretation holds for the real contents, and a
+     counterexample is confirmed concretely before it counts);
+   - the scalar operations are `encode.Encoder.scalar_op`, the element-wise
+     engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, numpy's
+     NaN and signed-zero rules for Max/Min).
+   Each equation holds for every i in I(R) by numpy's definition of the
+   operation, and maps indices of I(R) into the arguments' index sets, so
+   by induction e(v, i) = ⟦v⟧σ[i] for every i in I(R).
+
+3. *Equality is a universal statement, asked only negatively.*  Two values
+   of one dtype and shape R are equal (SPEC section 2) iff ∀i ∈ I(R):
+   e(a, i) = e(b, i), with SMT-LIB `=` on floats (one NaN, ±0 distinct),
+   exactly as the element-wise encoder compares one element.  The checker
+   uses an equality only under one negation: a query is ∃σ: ∧_u ¬(t' = u)
+   (`check._Checker.query`; `minimize` only adds constraints to it).  Under
+   that negation ∀i becomes ∃i, and the query stays existential, so
+   `GenericEncoder.eq` returns "i ∈ I(R) → e(a, i) = e(b, i)" for fresh
+   index constants i (a Skolem constant: the negation is i ∈ I(R) ∧ e(a, i)
+   ≠ e(b, i)).  The same pair (a, b) may reuse its constants wherever it
+   occurs: every occurrence is the same formula, so one witness serves all.
+   Hence an `unsat` query is unsat with the real ∀: a `sound` verdict is a
+   proof for every σ and every element.  A dtype or shape mismatch, an
+   error value against a tensor, or two different constants, are decided
+   statically as the element-wise encoder decides them.  This is why the
+   returned formula must never be used positively: `eq` is not a formula
+   of equality in general, only one whose negation is equisatisfiable.
+
+4. *Errors are whole-tensor properties.*  Whether a value is an error
+   (uninitialized, shape-mismatch, dtype-mismatch) never depends on an
+   element: kinds are computed from dtypes and shapes by applying the real
+   function to zeros (`Algebra._result_kinds`), exactly as in the element-
+   wise engine; an uninitialized variable is a guarded case of the whole
+   tensor.  So errors are never asked of the generic element.
+
+5. *Everything else is uninterpreted.*  A function with no encoding (MatMul,
+   Softmax, reductions, a user's function), or a value computed from one,
+   is an `Opaque` value whose Z3 form is an uninterpreted function of its
+   arguments; a whole GTensor enters it as an array `λi. If(i ∈ I(S),
+   e(v, i), 0)`, so equal tensors give equal arguments (the real function is
+   one interpretation).  An uninterpreted function can make a proof fail,
+   never make a wrong `sound`; a model that relies on one is confirmed by
+   the concrete oracle (`check._Checker.confirm`) or discarded.
+
+When this path gives up (a tensor too large even to compute kinds, the
+solver undecided), the checker falls back to concrete testing and says
+`no-counterexample` or `unknown`, never `sound` on a guess.
+
+The checker uses this path when a tensor is over the element-wise limit
+(`check_rewrite(..., tensors="auto")`), or always (`tensors="generic"`,
+used by the differential tests against the element-wise engine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import math
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import z3
+
+from tfsem.oracle import functions as fns
+from tfsem.oracle.program import TensorType
+from tfsem.oracle.values import DTYPES, Error, Tensor
+
+from .encode import Encoder, scalar_from_model, z3_const
+from .symbolic import ELEMENTWISE, Algebra, Guarded, Opaque, SymbolicLimit
+
+#: Largest number of elements of a tensor whose kind (error or dtype/shape)
+#: is computed by applying the function to zeros (larger -> SymbolicLimit).
+MAX_KIND_ELEMENTS = 1 << 24
+#: A non-splat constant of at most this many elements is written out as an
+#: If-chain on its flat index; a larger one is an uninterpreted function.
+CONST_INLINE = 64
+#: dtypes the generic element has a Z3 model for (others: opaque results)
+ENCODED = frozenset({"int64", "float32"})
+
+_FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
+         "max": np.maximum, "min": np.minimum}
+_COMMUTATIVE = {"int64": frozenset({"add", "mul", "max", "min"}),
+                "float32": frozenset({"add", "mul"})}
+
+
+class GTensor:
+    """A tensor term of static dtype and shape.  `op` is "leaf" (`value` =
+    (kind, name), kind "feed" or "init"), "const" (`value` the Tensor), an
+    element-wise op name of `symbolic.ELEMENTWISE` (`args` its operands,
+    broadcast to `shape`), "concat" (`args` two 1-D tensors) or "split"
+    (`args` one 1-D tensor, `value` the half: 0 or 1).  Interned by
+    :class:`GenericAlgebra`: equal structure is the same object."""
+
+    __slots__ = ("op", "dtype", "shape", "args", "value", "serial", "size", "__weakref__")
+    #: the element-wise engine's per-element terms: a GTensor has none (the
+    #: checker's per-element σ sampling and minimization skip it)
+    elems: tuple = ()
+
+    def __init__(self, op: str, dtype: str, shape: tuple[int, ...], args: tuple["GTensor", ...],
+                 value: Any, serial: int):
+        self.op, self.dtype, self.shape, self.args, self.value = op, dtype, shape, args, value
+        self.serial = serial
+        self.size = math.prod(shape)
+
+    def __repr__(self) -> str:
+        kind = f"{self.dtype}{list(self.shape)}"
+        if self.op == "leaf":
+            k, name = self.value
+            return f"<{kind} {'$' if k == 'feed' else ''}{name}>"
+        if self.op == "const":
+            return f"<{kind} const>"
+        if self.op == "split":
+            return f"split{self.value}({self.args[0]!r})"
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
+def is_generic(v: Any) -> bool:
+    return isinstance(v, GTensor)
+
+
+def _splat(t: Tensor) -> Any | None:
+    """The one element of a constant all of whose elements are the same value
+    (bit for bit, any NaN equal to any NaN), else None."""
+    flat = t.array.reshape(-1)
+    if flat.size == 0:
+        return None
+    first = flat[0]
+    if flat.dtype.kind == "f" and np.isnan(first):
+        return first if np.isnan(flat).all() else None
+    same = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) == np.array(first).view(
+        np.dtype(f"u{flat.dtype.itemsize}"))
+    return first if bool(same.all()) else None
+
+
+class GenericAlgebra(Algebra):
+    """The symbolic algebra over whole tensors (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gtensors: dict[tuple, GTensor] = {}
+
+    def _intern(self, op: str, dtype: str, shape: tuple[int, ...], args: tuple = (),
+                value: Any = None, vkey: Any = None) -> GTensor:
+        key = (op, dtype, shape, tuple(map(id, args)), vkey if vkey is not None else value)
+        g = self._gtensors.get(key)
+        if g is None:
+            g = self._gtensors[key] = GTensor(op, dtype, shape, args, value, len(self._gtensors))
+        return g
+
+    def leaf(self, kind: str, name: str, typ: TensorType) -> GTensor:  # type: ignore[override]
+        return self._intern("leaf", typ.dtype, tuple(typ.shape), (), (kind, name))
+
+    def constant(self, value: Tensor) -> GTensor:  # type: ignore[override]
+        return self._intern("const", value.dtype, tuple(value.shape), (), value, vkey=value._key)
+
+    # -- kinds --------------------------------------------------------------
+
+    def _result_kinds(self, fn: fns.Function, args: Sequence[Any],
+                      attrs: Mapping[str, Any]) -> tuple:
+        key = (fn.name, tuple(("E", a.reason) if isinstance(a, Error) else
+                              ("O",) if isinstance(a, Opaque) else (a.dtype, a.shape) for a in args),
+               fns.attrs_key(attrs) if attrs else "")
+        kinds = self._kinds.get(key)
+        if kinds is not None:
+            return kinds
+        shapes = [a.shape for a in args if isinstance(a, GTensor)]
+        if any(math.prod(s) > MAX_KIND_ELEMENTS for s in shapes):
+            raise SymbolicLimit(f"a tensor of more than {MAX_KIND_ELEMENTS} elements")
+        if fn.name in ELEMENTWISE and len(shapes) == len(args):
+            try:
+                out = np.broadcast_shapes(*shapes)
+            except ValueError:
+                out = None
+            if out is not None and math.prod(out) > MAX_KIND_ELEMENTS:
+                raise SymbolicLimit(f"a broadcast result of {math.prod(out)} elements (more than "
+                                    f"{MAX_KIND_ELEMENTS})")
+        zeros = [Tensor(np.zeros(a.shape, DTYPES[a.dtype])) if isinstance(a, GTensor)
+                 else a if isinstance(a, Error) else Error("opaque") for a in args]
+        kinds = tuple(r if isinstance(r, Error) else (r.dtype, r.shape)
+                      for r in fn.apply(zeros, attrs))
+        self._kinds[key] = kinds
+        return kinds
+
+    def _apply(self, fn: fns.Function, args: Sequence[Any],
+               attrs: Mapping[str, Any]) -> tuple:
+        # a dtype with no Z3 model here: the function's result is opaque
+        # (after the error discipline, which the base class applies first)
+        if any(isinstance(a, GTensor) and a.dtype not in ENCODED for a in args) \
+                and fn.name not in ("Identity", "Copy", "Snd"):
+            for i in fn.strict():
+                if isinstance(args[i], (Error, Opaque)):
+                    return super()._apply(fn, args, attrs)
+            name = fn.name + (fns.attrs_key(attrs) if attrs else "")
+            return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
+        return super()._apply(fn, args, attrs)
+
+    # -- results ------------------------------------------------------------
+
+    def _elements(self, fn: fns.Function, args: Sequence[Any],
+                  attrs: Mapping[str, Any]) -> tuple[GTensor, ...]:
+        name = fn.name
+        if name == "Const":
+            return (self.constant(attrs["value"]),)
+        if name == "Identity":
+            return (args[0],)
+        if name == "Copy":
+            return (args[0], args[0])
+        if name == "Snd":
+            return (args[1],)
+        if name == "Concat":
+            a, b = args
+            if (a.op == "split" and b.op == "split" and a.args[0] is b.args[0]
+                    and (a.value, b.value) == (0, 1)):
+                return (a.args[0],)
+            return (self._intern("concat", a.dtype, (a.shape[0] + b.shape[0],), (a, b)),)
+        if name == "Split":
+            (a,) = args
+            h = a.shape[0] // 2
+            if a.op == "concat" and a.args[0].shape[0] == h:
+                return a.args
+            return tuple(self._intern("split", a.dtype, (h,), (a,), k) for k in (0, 1))
+        return (self.elementwise(ELEMENTWISE[name], tuple(args)),)
+
+    def elementwise(self, op: str, args: tuple[GTensor, ...]) -> GTensor:
+        dtype = args[0].dtype
+        shape = tuple(np.broadcast_shapes(*(a.shape for a in args)))
+        if all(a.op == "const" for a in args):
+            with np.errstate(all="ignore"):
+                r = _FOLD[op](*(a.value.array for a in args))
+            return self.constant(Tensor(np.asarray(r, dtype=DTYPES[dtype])))
+        if op in _COMMUTATIVE.get(dtype, ()) and args[0].serial > args[1].serial:
+            args = (args[1], args[0])
+        return self._intern(op, dtype, shape, args)
+
+
+# ---------------------------------------------------------------------------
+# Z3
+
+
+def _int(v: Any) -> z3.ArithRef:
+    return z3.IntVal(v) if isinstance(v, int) else v
+
+
+def _key(idx: tuple) -> tuple:
+    return tuple(("c", v) if isinstance(v, int) else ("z", v.get_id()) for v in idx)
+
+
+def _project(idx: tuple, arg_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple:
+    """numpy's broadcasting map: the index into an argument of `arg_shape`
+    read by the element at `idx` of a result of `shape` (right-aligned axes;
+    an axis of size 1 reads index 0)."""
+    d = len(shape) - len(arg_shape)
+    return tuple(0 if n == 1 else idx[d + k] for k, n in enumerate(arg_shape))
+
+
+class GenericEncoder(Encoder):
+    """Encodes GTensors element by generic element (module docstring, 2-3);
+    everything else as the element-wise Encoder does."""
+
+    def __init__(self, order: dict[str, int] | None = None) -> None:
+        super().__init__(order)
+        self._gcache: dict[tuple, z3.ExprRef] = {}
+        self._skolem: dict[tuple[int, int], tuple] = {}
+        self._ufs: dict[GTensor, z3.FuncDeclRef | z3.ExprRef] = {}
+        self._wholes: dict[GTensor, z3.ExprRef] = {}
+
+    @staticmethod
+    def sort(dtype: str) -> z3.SortRef:
+        """An element's sort: the element-wise encoder's for int64 and float32;
+        an uninterpreted sort for a dtype with no model here (its values are
+        only ever compared: every operation on it is opaque, and the real
+        values are one interpretation of the sort)."""
+        if dtype == "int64":
+            return z3.BitVecSort(64)
+        if dtype == "float32":
+            return z3.Float32()
+        return z3.DeclareSort(f"elem:{dtype}")
+
+    def scalar_const(self, value: Any, dtype: str) -> z3.ExprRef:
+        if dtype in ENCODED:
+            return z3_const(value, dtype)
+        raw = np.asarray(value).tobytes().hex()
+        return z3.Const(f"const:{dtype}:{raw}", self.sort(dtype))
+
+    # -- the generic element ---------------------------------------------------
+
+    def leaf_function(self, v: GTensor) -> z3.FuncDeclRef | z3.ExprRef:
+        """The uninterpreted function (a constant for a scalar) that is leaf or
+        large-constant tensor v."""
+        f = self._ufs.get(v)
+        if f is None:
+            if v.op == "leaf":
+                kind, name = v.value
+                label = f"${name}" if kind == "feed" else f"{name}@init"
+            else:
+                digest = hashlib.sha1(repr(v.value._key).encode()).hexdigest()[:16]
+                label = f"const:{v.dtype}{list(v.shape)}:{digest}"
+            sort = self.sort(v.dtype)
+            f = z3.Const(label, sort) if not v.shape else \
+                z3.Function(label, *([z3.IntSort()] * len(v.shape)), sort)
+            self._ufs[v] = f
+        return f
+
+    def element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
+        """e(v, idx): the element of v at idx (a tuple of Python ints and Z3
+        integer terms, one per axis, within v's shape)."""
+        key = (id(v), _key(idx))
+        hit = self._gcache.get(key)
+        if hit is not None:
+            return hit[0]
+        e = self._element(v, idx)
+        self._gcache[key] = (e, v)   # keep v alive: its id stays its own
+        return e
+
+    def _element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
+        if v.op == "leaf":
+            f = self.leaf_function(v)
+            return f if not v.shape else f(*map(_int, idx))
+        if v.op == "const":
+            if v.dtype not in ENCODED:
+                return self.leaf_function(v) if not v.shape else self.leaf_function(v)(*map(_int, idx))
+            return self._const_element(v, idx)
+        if v.op == "concat":
+            a, b = v.args
+            (j,) = idx
+            n = a.shape[0]
+            if isinstance(j, int):
+                return self.element(a, (j,)) if j < n else self.element(b, (j - n,))
+            return z3.If(j < n, self.element(a, (j,)), self.element(b, (j - n,)))
+        if v.op == "split":
+            (a,) = v.args
+            (j,) = idx
+            return self.element(a, (j + v.value * v.shape[0],))
+        args = [self.element(a, _project(idx, a.shape, v.shape)) for a in v.args]
+        return self.scalar_op(v.op, v.dtype, args)
+
+    def _const_element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
+        t: Tensor = v.value
+        s = _splat(t)
+        if s is not None:
+            return z3_const(s, v.dtype)
+        flat = t.array.reshape(-1)
+        if all(isinstance(k, int) for k in idx):
+            return z3_const(t.array[tuple(idx)], v.dtype)
+        if flat.size > CONST_INLINE:
+            return self.leaf_function(v)(*map(_int, idx))
+        strides = [math.prod(v.shape[k + 1:]) for k in range(len(v.shape))]
+        pos = z3.Sum([_int(k) * s for k, s in zip(idx, strides)]) if len(idx) > 1 else _int(idx[0])
+        e = z3_const(flat[-1], v.dtype)
+        for k in range(flat.size - 2, -1, -1):
+            e = z3.If(pos == k, z3_const(flat[k], v.dtype), e)
+        return e
+
+    def _index(self, shape: tuple[int, ...], label: str) -> tuple[tuple, z3.BoolRef]:
+        idx = tuple(z3.Int(f"{label}.{k}") for k in range(len(shape)))
+        rng = z3.And([z3.And(0 <= i, i < n) for i, n in zip(idx, shape)]) if idx else z3.BoolVal(True)
+        return idx, rng
+
+    # -- values -------------------------------------------------------------------
+
+    def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        """Equality, for use under one negation only (module docstring, 3)."""
+        if isinstance(a, Guarded) or isinstance(b, Guarded):
+            return super().eq(a, b)   # distributes over the cases, calling back here
+        if isinstance(a, GTensor) or isinstance(b, GTensor):
+            if a is b:
+                return True
+            if not (isinstance(a, GTensor) and isinstance(b, GTensor)):
+                if isinstance(a, Opaque) or isinstance(b, Opaque):
+                    return self.as_val(a) == self.as_val(b)
+                return False   # an error against a tensor
+            if a.dtype != b.dtype or a.shape != b.shape:
+                return False
+            if a.op == "const" and b.op == "const":
+                return False   # interned by contents: different constants differ
+            if a.size == 0:
+                return True
+            key = (id(a), id(b))
+            hit = self._skolem.get(key)
+            if hit is None:
+                idx, rng = self._index(a.shape, f"@i{len(self._skolem)}")
+                e = self.element(a, idx) == self.element(b, idx)
+                formula = e if not idx else z3.Implies(rng, e)
+                hit = self._skolem[key] = (formula, a, b)
+            return hit[0]
+        return super().eq(a, b)
+
+    def whole(self, v: GTensor) -> z3.ExprRef:
+        """v as one Z3 value (an opaque function's argument): the scalar, or the
+        array λi. If(i in range, e(v, i), 0)."""
+        w = self._wholes.get(v)
+        if w is None:
+            if not v.shape:
+                w = self.element(v, ())
+            else:
+                idx, rng = self._index(v.shape, f"@lambda{len(self._wholes)}")
+                w = z3.Lambda(list(idx), z3.If(rng, self.element(v, idx), self.scalar_const(0, v.dtype)))
+            self._wholes[v] = w
+        return w
+
+    def as_val(self, v: Any) -> z3.ExprRef:
+        if isinstance(v, GTensor):
+            self.opaque_used = True
+            w = self.whole(v)
+            return self._function(f"box:{self._kind(v)}", [w.sort()], self.val_sort)(w)
+        return super().as_val(v)
+
+    def _flat(self, v: Any) -> list[z3.ExprRef]:
+        if isinstance(v, GTensor):
+            return [self.whole(v)]
+        return super()._flat(v)
+
+    # -- models ---------------------------------------------------------------------
+
+    def tensor_from_model(self, model: z3.ModelRef, value: Any) -> Tensor:
+        """The concrete tensor a model gives a leaf tensor (a candidate σ:
+        the checker confirms it concretely before it counts)."""
+        if not isinstance(value, GTensor):
+            return super().tensor_from_model(model, value)
+        np_dtype = DTYPES[value.dtype]
+        arr = np.zeros(value.shape, np_dtype)
+        if value.dtype not in ENCODED:
+            return Tensor(arr, value.dtype)   # zeros: the candidate is confirmed concretely
+        f = self.leaf_function(value)
+        if not value.shape:
+            return Tensor(np.array(scalar_from_model(model, f, value.dtype), np_dtype), value.dtype)
+        try:
+            interp = model[f]
+        except z3.Z3Exception:
+            interp = None
+        if isinstance(interp, z3.FuncInterp):
+            try:
+                default = interp.else_value()
+                if default is not None and _is_numeral(default):
+                    arr[...] = scalar_from_model(model, default, value.dtype)
+                for k in range(interp.num_entries()):
+                    entry = interp.entry(k)
+                    where = [entry.arg_value(j) for j in range(entry.num_args())]
+                    if not all(z3.is_int_value(w) for w in where):
+                        continue
+                    pos = tuple(w.as_long() for w in where)
+                    if all(0 <= p < n for p, n in zip(pos, value.shape)):
+                        arr[pos] = scalar_from_model(model, entry.value(), value.dtype)
+            except (z3.Z3Exception, ValueError, TypeError):
+                pass   # a model we cannot read: zeros (the candidate is confirmed anyway)
+        return Tensor(arr, value.dtype)
+
+
+def _is_numeral(e: z3.ExprRef) -> bool:
+    return z3.is_bv_value(e) or isinstance(e, z3.FPNumRef)
+
+
+__all__ = ["CONST_INLINE", "GTensor", "GenericAlgebra", "GenericEncoder", "MAX_KIND_ELEMENTS",
+           "is_generic", "tensors", "tensors_mode"]
+
+
+# ---------------------------------------------------------------------------
+# Which engine the checker uses for tensors
+
+_MODES = ("auto", "elementwise", "generic")
+_MODE: contextvars.ContextVar[str] = contextvars.ContextVar("tfsem_tensors", default="auto")
+
+
+def tensors_mode() -> str:
+    """The current mode: "auto" (element terms, the generic element when a
+    tensor is over the element-wise limit), "elementwise" (never the generic
+    element: the previous engine) or "generic" (always)."""
+    return _MODE.get()
+
+
+@contextlib.contextmanager
+def tensors(mode: str) -> Iterator[None]:
+    """Check with tensors handled as `mode` says (see tensors_mode) inside
+    the block (differential tests and benchmarks compare the engines)."""
+    if mode not in _MODES:
+        raise ValueError(f"unknown tensors mode {mode!r} ({', '.join(_MODES)})")
+    token = _MODE.set(mode)
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
