@@ -13,7 +13,16 @@ crash) still happens, until none applies or its time is up:
   feed several consumers);
 - bypass a function node: its consumers and outputs read one of its inputs;
 - drop a control input, drop an output;
-- drop variables and feed declarations nothing uses.
+- drop variables and feed declarations nothing uses;
+- let one variable stand for another of the same type (its Var nodes
+  retargeted, its initial value dropped);
+- shrink shapes: every tensor type and Const value a scalar (then each
+  variable, feed and Const alone), σ cut to the first elements, so a
+  counterexample is a scalar wherever a scalar shows the failure.
+
+`reduce_case` does the same for a user's pair (original, rewritten) with no
+pass to run again: each edit is applied to both programs by node name, and
+kept when the check still gives the same verdict (`tfsem reduce`).
 
 Every candidate is a valid program (invalid ones are skipped), judged by the
 same pass run and the same check as any fuzzed program, so the result is a
@@ -25,8 +34,10 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterator, Mapping
 
-from tfsem.oracle.program import (VAR, ControlIn, DataIn, FeedIn, Node, Program, validate)
-from tfsem.oracle.values import Value
+import numpy as np
+
+from tfsem.oracle.program import (VAR, ControlIn, DataIn, FeedIn, Node, Program, TensorType, validate)
+from tfsem.oracle.values import Tensor, Value
 
 from .findings import FindingRecord
 
@@ -141,11 +152,88 @@ def candidates(p: Program) -> Iterator[Program]:
     trimmed = _drop_unused(p)
     if trimmed is not p:
         yield trimmed
+    names = sorted(p.variables)
+    for i, keep in enumerate(names):
+        for drop in names[i + 1:]:
+            merged = _merge_vars(p, keep, drop)
+            if merged is not None:
+                yield merged
+    for site in shape_sites(p):
+        yield scalarize(p, site)
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape)) if shape else 1
 
 
 def _size(p: Program) -> tuple:
     edges = sum(len(n.inputs) for n in p.nodes)
-    return (len(p.nodes), edges, len(p.outputs), len(p.variables), len(p.feeds))
+    elements = (sum(_elements(t.shape) for t in p.variables.values())
+                + sum(_elements(t.shape) for t in p.feeds.values())
+                + sum(_elements(n.attrs["value"].shape) for n in p.nodes
+                      if n.op == "Const" and isinstance(n.attrs.get("value"), Tensor)))
+    return (len(p.nodes), edges, len(p.outputs), len(p.variables), len(p.feeds), elements)
+
+
+def _merge_vars(p: Program, keep: str, drop: str) -> Program | None:
+    """Var nodes of variable `drop` become Var nodes of `keep` (same type)."""
+    if p.variables.get(keep) != p.variables.get(drop):
+        return None
+    nodes = tuple(n.replace(attrs={**dict(n.attrs), "var": keep}) if n.op == VAR and n.var == drop else n
+                  for n in p.nodes)
+    return p.replace(nodes=nodes, variables={x: t for x, t in p.variables.items() if x != drop})
+
+
+# -- shapes ------------------------------------------------------------------
+
+
+def shrink_value(v: Value, shape: tuple[int, ...]) -> Value:
+    """`v` cut (or padded with zeros) to `shape`, its first elements kept."""
+    if not isinstance(v, Tensor) or tuple(v.shape) == tuple(shape):
+        return v
+    flat = np.asarray(v.array).reshape(-1)
+    n = _elements(shape)
+    if flat.size < n:
+        flat = np.concatenate([flat, np.zeros(n - flat.size, dtype=flat.dtype)])
+    return Tensor(flat[:n].reshape(shape), v.dtype)
+
+
+#: which sites a shape edit makes scalar: ("all",), ("var", x), ("feed", f), ("const", node)
+ShapeSite = tuple[str, ...]
+
+
+def shape_sites(p: Program) -> list[ShapeSite]:
+    """The shape edits worth trying on `p`: all at once first, then each
+    non-scalar variable, feed and Const alone."""
+    sites: list[ShapeSite] = []
+    sites += [("var", x) for x, t in p.variables.items() if t.shape]
+    sites += [("feed", f) for f, t in p.feeds.items() if t.shape]
+    sites += [("const", n.name) for n in p.nodes
+              if n.op == "Const" and isinstance(n.attrs.get("value"), Tensor) and n.attrs["value"].shape]
+    return ([("all",)] if sites else []) + (sites if len(sites) > 1 else [])
+
+
+def scalarize(p: Program, site: ShapeSite) -> Program:
+    """`p` with the tensor types (and Const values) of `site` made scalar."""
+    everything = site == ("all",)
+
+    def hit(kind: str, name: str) -> bool:
+        return everything or site == (kind, name)
+
+    variables = {x: TensorType(t.dtype, ()) if hit("var", x) else t for x, t in p.variables.items()}
+    feeds = {f: TensorType(t.dtype, ()) if hit("feed", f) else t for f, t in p.feeds.items()}
+    nodes = tuple(n.replace(attrs={**dict(n.attrs), "value": shrink_value(n.attrs["value"], ())})
+                  if n.op == "Const" and isinstance(n.attrs.get("value"), Tensor) and hit("const", n.name)
+                  else n for n in p.nodes)
+    return p.replace(variables=variables, feeds=feeds, nodes=nodes)
+
+
+def fit_sigma(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
+              ) -> tuple[dict[str, Value], dict[str, Value]]:
+    """σ restricted to `p`'s feeds and variables, each value cut to its type's shape."""
+    f = {k: shrink_value(v, p.feeds[k].shape) for k, v in feeds.items() if k in p.feeds}
+    i = {k: shrink_value(v, p.variables[k].shape) for k, v in init.items() if k in p.variables}
+    return f, i
 
 
 def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
@@ -168,12 +256,107 @@ def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[s
             if key in seen:
                 continue
             seen.add(key)
-            cand_feeds = {k: v for k, v in feeds.items() if k in cand.feed_names}
-            cand_init = {k: v for k, v in init.items() if k in cand.variables}
+            cand_feeds, cand_init = fit_sigma(cand, feeds, init)
             tried += 1
             r = evaluate(cand, cand_feeds, cand_init)
             if r is not None and same(r):
                 best_p, best_r = cand, r
+                feeds, init = cand_feeds, cand_init
                 improved = True
                 break
     return best_r, tried
+
+
+# ---------------------------------------------------------------------------
+# A user's pair: `tfsem reduce CASE -o SMALLER`
+
+Edit = Callable[[Program], "Program | None"]
+
+
+def _pair_edits(o: Program, r: Program) -> Iterator[Edit]:
+    """Edits named by nodes, variables and outputs, to apply to both programs
+    of a pair (a program that lacks the name is left as it is)."""
+    names: list[str] = list(dict.fromkeys([*reversed(o.topological_order), *reversed(r.topological_order)]))
+    for name in names:
+        yield lambda q, name=name: _delete_with_dependents(q, name)
+    for p in (o, r):
+        by_var: dict[str, list[str]] = {}
+        for n in p.nodes:
+            if n.op == VAR:
+                by_var.setdefault(n.var, []).append(n.name)
+        for vs in by_var.values():
+            for drop in vs[1:]:
+                yield lambda q, keep=vs[0], drop=drop: (
+                    _share_var(q, keep, drop) if keep in q.node and drop in q.node
+                    and q.node[keep].op == VAR and q.node[drop].op == VAR else q)
+    for name in names:
+        n = o.node[name] if name in o.node else r.node[name]
+        if n.kind == "function":
+            for j in range(len(n.data_inputs)):
+                def bypass(q: Program, name: str = name, j: int = j, op: str = n.op) -> Program | None:
+                    if name not in q.node or q.node[name].op != op or len(q.node[name].data_inputs) <= j:
+                        return q
+                    return _bypass(q, name, j)
+                yield bypass
+    edges = {(n.name, i) for p in (o, r) for n in p.nodes for i in n.control_inputs}
+    for name, i in sorted(edges, key=repr):
+        yield lambda q, name=name, i=i: q.replace(nodes=tuple(
+            m.replace(inputs=tuple(j for j in m.inputs if j != i)) if m.name == name else m for m in q.nodes))
+    for k in sorted(o.outputs):
+        yield lambda q, k=k: q.replace(outputs={x: v for x, v in q.outputs.items() if x != k})
+    yield _drop_unused
+    names_v = sorted(o.variables)
+    for i, keep in enumerate(names_v):
+        for drop in names_v[i + 1:]:
+            yield lambda q, keep=keep, drop=drop: _merge_vars(q, keep, drop) if drop in q.variables else q
+    for site in dict.fromkeys(shape_sites(o) + shape_sites(r)):
+        yield lambda q, site=site: scalarize(q, site)
+
+
+def _verdict_key(v: dict) -> tuple:
+    return (v.get("verdict"), tuple(v.get("differs") or {}))
+
+
+def reduce_case(original: Program, rewritten: Program, judge: Callable[[Program, Program], dict],
+                deadline: float) -> tuple[Program, Program, dict, int]:
+    """The smallest pair reached by edits applied to both programs under
+    which `judge(original, rewritten)` (a verdict JSON) gives the same
+    verdict and the same kind of differing part as the pair given.  Returns
+    (original, rewritten, its verdict, how many pairs were judged)."""
+    verdict = judge(original, rewritten)
+    want = _verdict_key(verdict)
+    # a malformed rewrite (verdict invalid) stays malformed; a valid one valid
+    rewritten_valid = _valid(rewritten)
+    best = (original, rewritten)
+    tried = 0
+    seen: set = set()
+
+    def size(pair: tuple[Program, Program]) -> tuple:
+        a, b = _size(pair[0]), _size(pair[1])
+        return tuple(x + y for x, y in zip(a, b))
+
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for edit in _pair_edits(*best):
+            if time.monotonic() >= deadline:
+                break
+            try:
+                cand = (edit(best[0]), edit(best[1]))
+            except Exception:  # noqa: BLE001 - an edit that does not apply is skipped
+                continue
+            if cand[0] is None or cand[1] is None or size(cand) >= size(best):
+                continue
+            if cand in seen or not _valid(cand[0]) or _valid(cand[1]) != rewritten_valid:
+                continue
+            seen.add(cand)
+            tried += 1
+            try:
+                v = judge(*cand)
+            except Exception:  # noqa: BLE001 - the checker rejecting a candidate: not kept
+                continue
+            if _verdict_key(v) == want:
+                best, verdict = cand, v
+                improved = True
+                break
+    return best[0], best[1], verdict, tried

@@ -1,0 +1,142 @@
+"""Counterexamples as small as they can be (issue 16, item 7): the campaign
+reducer shrinks shapes (a scalar where a scalar does) and merges variables,
+and `tfsem reduce CASE -o SMALLER` shrinks a user's own failing pair while
+keeping its verdict, with the exit statuses of `tfsem check`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tfsem.campaigns.checks import concrete_check
+from tfsem.campaigns.findings import UNSOUND, FindingRecord
+from tfsem.campaigns.reduce import reduce_finding, scalarize, shrink_value
+from tfsem.checking import check_case
+from tfsem.oracle.jsonio import case_from_json, program_from_json, program_to_json
+from tfsem.oracle.values import Tensor
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _prog(nodes, outputs, shape=(3,), variables=("x", "y")):
+    t = {"dtype": "int64", "shape": list(shape)}
+    return {"format": "tfsem.program/1", "variables": {x: t for x in variables}, "feeds": {"f": t},
+            "nodes": nodes, "outputs": outputs}
+
+
+#: a Read hoisted above the Write it depended on, padded with a second
+#: variable, a Const, an Add and an extra output, all of shape [3]
+ORIGINAL = [{"name": "v", "op": "Var", "var": "x"}, {"name": "u", "op": "Var", "var": "y"},
+            {"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["v", "$f"]},
+            {"name": "r", "op": "Read", "inputs": ["v", "^w"]},
+            {"name": "k", "op": "Const", "value": [1, 2, 3]},
+            {"name": "a", "op": "Add", "inputs": ["r", "k"]},
+            {"name": "ry", "op": "Read", "inputs": ["u"]}]
+REWRITTEN = [ORIGINAL[0], ORIGINAL[1], {"name": "r", "op": "Read", "inputs": ["v"]},
+             {"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["v", "$f", "^r"]}, *ORIGINAL[4:]]
+OUTPUTS = {"o": "a", "c": "k", "d": "ry"}
+
+
+def big_case() -> dict:
+    return {"format": "tfsem.case/1", "semantics": "atomic", "observe": "outputs+state",
+            "original": _prog(ORIGINAL, OUTPUTS), "rewritten": _prog(REWRITTEN, OUTPUTS)}
+
+
+def tfsem(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfsem", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_shrink_value_keeps_the_first_elements_and_pads_with_zeros():
+    v = Tensor(np.array([[5, 6], [7, 8]]), "int64")
+    assert shrink_value(v, ()) == Tensor(np.int64(5), "int64")
+    assert shrink_value(v, (3,)) == Tensor(np.array([5, 6, 7]), "int64")
+    assert shrink_value(Tensor(np.array([1]), "int64"), (3,)) == Tensor(np.array([1, 0, 0]), "int64")
+
+
+def test_scalarize_makes_every_type_and_const_scalar():
+    p = scalarize(program_from_json(_prog(ORIGINAL, OUTPUTS)), ("all",))
+    assert all(t.shape == () for t in [*p.variables.values(), *p.feeds.values()])
+    assert p.node["k"].attrs["value"].shape == ()
+
+
+def test_campaign_reducer_reaches_scalars_and_one_variable():
+    """The campaign's reducer with the real pass run (here: the rewrite is
+    fixed, the hoisted Read) and the concrete check at σ."""
+    original = program_from_json(_prog(ORIGINAL, OUTPUTS))
+    rewritten_of = {}
+
+    def hoist(p):  # the rewrite: the Read before the Write, edge flipped
+        j = program_to_json(p)
+        for n in j["nodes"]:
+            if n["op"] == "Read" and any(i.startswith("^") for i in n.get("inputs", [])):
+                gone = [i[1:] for i in n["inputs"] if i.startswith("^")]
+                n["inputs"] = [i for i in n["inputs"] if not i.startswith("^")]
+                for m in j["nodes"]:
+                    if m["name"] in gone:
+                        m["inputs"] = m.get("inputs", []) + ["^" + n["name"]]
+        return program_from_json(j)
+
+    def evaluate(p, feeds, init):
+        r = hoist(p)
+        v = concrete_check(p, r, feeds, init, "atomic", "outputs+state")
+        if v["verdict"] != "unsound":
+            return None
+        rewritten_of[id(p)] = r
+        return FindingRecord(pass_name="hoist", kind=UNSOUND, semantics="atomic", observe="outputs+state",
+                             original=program_to_json(p), rewritten=program_to_json(r), verdict=v,
+                             feeds={k: x.array.tolist() for k, x in feeds.items()},
+                             init={k: x.array.tolist() for k, x in init.items()})
+
+    feeds = {"f": Tensor(np.array([0, 0, 0]), "int64")}
+    init = {"x": Tensor(np.array([1, 1, 1]), "int64"), "y": Tensor(np.array([0, 0, 0]), "int64")}
+    start = evaluate(original, feeds, init)
+    assert start is not None
+    reduced, tried = reduce_finding(original, feeds, init, start, evaluate, lambda r: True,
+                                    time.monotonic() + 30)
+    p = program_from_json(reduced.original)
+    assert len(p.nodes) == 3 and len(p.variables) == 1, reduced.original
+    assert all(t.shape == () for t in [*p.variables.values(), *p.feeds.values()])
+    # the reduced finding is real: its own σ shows it
+    assert all(np.asarray(v).shape == () for v in reduced.feeds.values())
+
+
+def test_tfsem_reduce_shrinks_a_users_pair_and_keeps_its_verdict(tmp_path):
+    case = tmp_path / "big.case.json"
+    case.write_text(json.dumps(big_case()))
+    small = tmp_path / "small.case.json"
+    r = tfsem("reduce", case, "-o", small, "--budget", "60s")
+    assert r.returncode == 1, r.stdout + r.stderr  # like check: unsound
+    assert "verdict unsound kept" in r.stdout and f"tfsem check {small}" in r.stdout
+    data = json.loads(small.read_text())
+    got = case_from_json(data)
+    assert len(got.original.nodes) == 3 and len(got.original.variables) == 1
+    assert all(t.shape == () for t in got.original.variables.values())
+    # the written case reproduces: the offered command gives the promised result
+    assert check_case(got).verdict == "unsound" and data["expect"] == "unsound"
+    check = tfsem("check", small)
+    assert check.returncode == 1 and check.stdout.startswith("unsound")
+    # the part that differs is still an output, as in the case given
+    assert check_case(case_from_json(big_case())).differs.keys() == check_case(got).differs.keys()
+
+
+def test_tfsem_reduce_on_a_case_that_does_not_fail_writes_nothing(tmp_path):
+    sound = tmp_path / "sound.case.json"
+    sound.write_text(json.dumps({**big_case(), "rewritten": _prog(ORIGINAL, OUTPUTS)}))
+    out = tmp_path / "out.json"
+    r = tfsem("reduce", sound, "-o", out)
+    assert r.returncode == 0 and "nothing to reduce" in r.stdout and not out.exists()
+
+
+def test_tfsem_reduce_bad_input_names_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "tfsem.program/1", "nodes": [{"name": "a", "op": "Bogus"}]}')
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_prog(ORIGINAL, OUTPUTS)))
+    r = tfsem("reduce", bad, good, "-o", tmp_path / "o.json")
+    assert r.returncode == 2 and str(bad) in r.stderr and "Traceback" not in r.stderr
