@@ -126,7 +126,7 @@ def test_unchanged_components_are_not_explored():
     v = check_rewrite(p, q)
     assert v.verdict == "unsound" and v.stats["unchanged_components"] == 1
     replay(p, q, v.to_json())                # the schedule covers the skipped part too
-    v = check_rewrite(q, p)
+    v = check_rewrite(q, p, structural=False)   # the engine's path (not the structural rule)
     assert v.verdict == "sound"
     assert v.stats["flagged"] == ["x"]       # y, left alone, need not be flagged
 
@@ -340,7 +340,7 @@ def test_symbolic_budget_falls_back_to_concrete_sigma(monkeypatch):
     monkeypatch.setattr(check_module, "MAX_FLAGGED_VARIABLES", 0)
     p, _, _ = F.first_example(False)
     q, _, _ = F.first_example(True)
-    v = check_rewrite(p, q, timeout=2)
+    v = check_rewrite(p, q, timeout=2, structural=False)
     assert v.verdict == "no-counterexample"
     assert v.tried > 0 and v.stats["path"] == "concrete"
     assert "variables are accessed" in v.reason
@@ -457,7 +457,7 @@ def test_fallback_runs_batched_differential_testing_on_numpy(monkeypatch):
     monkeypatch.setattr(check_module, "BATCHED_VALUATIONS", 5000)
     p, _, _ = F.first_example(False)
     q, _, _ = F.first_example(True)
-    v = check_rewrite(p, q, timeout=5)
+    v = check_rewrite(p, q, timeout=5, structural=False)
     assert v.verdict == "no-counterexample"
     assert v.stats["batched"]["tried"] == 5000
     assert v.tried == check_module.FALLBACK_SAMPLES + 5000
