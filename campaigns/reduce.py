@@ -231,7 +231,8 @@ def scalarize(p: Program, site: ShapeSite) -> Program:
 def fit_sigma(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
               ) -> tuple[dict[str, Value], dict[str, Value]]:
     """σ restricted to `p`'s feeds and variables, each value cut to its type's shape."""
-    f = {k: shrink_value(v, p.feeds[k].shape) for k, v in feeds.items() if k in p.feeds}
+    f = {k: shrink_value(v, p.feeds[k].shape) if k in p.feeds else v
+         for k, v in feeds.items() if k in p.feed_names}
     i = {k: shrink_value(v, p.variables[k].shape) for k, v in init.items() if k in p.variables}
     return f, i
 
