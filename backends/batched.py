@@ -46,6 +46,21 @@ from .classes import Part, parts, whole
 from .execute import Machine, _backend, apply_function, replay
 
 
+class _OutOfTime(Exception):
+    """The differential test's clock ran out in the middle of a batch."""
+
+
+def _check_clock(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise _OutOfTime()
+
+
+#: the most bytes one batch may take (its arrays at once, estimated by
+#: bytes_per_valuation), so that one batch is short and the clock is looked at
+#: often: a 4,097-element float32 program took 1.7 GB and 165 s per batch
+MAX_BATCH_BYTES = 256 << 20
+
+
 class NotBatchable(RuntimeError):
     """A function without `batched_impl` behaved differently across rows of
     one batch (an error for some valuations only, or results of different
@@ -287,7 +302,8 @@ def _value(outcome: BatchedOutcome, item: tuple[str, str]) -> Any:
 
 def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: Batch,
                     backend: Backend, semantics: str = ATOMIC,
-                    observe: str = "outputs+state", sample: int = 64) -> Mismatch:
+                    observe: str = "outputs+state", sample: int = 64,
+                    deadline: float | None = None) -> Mismatch:
     """The inclusion test, vectorized over the valuations of `batch`.
 
     Each part's schedules are evaluated together, sharing common prefixes.
@@ -305,6 +321,7 @@ def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: 
     xp, size = backend.xp, batch.size
 
     def run(part: Part) -> list[BatchedOutcome]:
+        _check_clock(deadline)
         return evaluate_all(batched_machine(part.program, backend, size, semantics),
                             part.schedules, batch, observe)
     theirs = [run(p) for p in original]
@@ -324,6 +341,7 @@ def unmatched_parts(original: Sequence[Part], rewritten: Sequence[Part], batch: 
         items_r = frozenset().union(*(rewritten[j].items for j in r_parts))
         for combo in itertools.product(*(range(len(rewritten[j].schedules)) for j in r_parts)):
             choice = dict(zip(r_parts, combo))
+            _check_clock(deadline)
             if items_o != items_r:          # the interfaces differ: nothing matches
                 matched = xp.zeros(size, dtype=bool)
             else:
@@ -499,8 +517,15 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
     schedule classes (:func:`tfsem.backends.classes.parts`; raises
     BudgetExceeded when that search runs out of budget), unless schedules for
     the whole program are given.  About one valuation in eight has some
-    variable uninitialized (:func:`error_patterns`)."""
+    variable uninitialized (:func:`error_patterns`).
+
+    `max_seconds` bounds the whole test (schedule search and batches): the
+    clock is looked at between batches and between the schedule choices of a
+    batch, and when it runs out the result counts the valuations of the
+    batches that were completed (possibly 0) with no counterexample, which is
+    true of them; a batch is at most MAX_BATCH_BYTES so that it ends soon."""
     started = time.monotonic()
+    deadline = started + max_seconds
     b = _backend(backend)
     theirs = whole(original, original_schedules, observe) if original_schedules is not None \
         else parts(original, semantics, observe, max_states, max_seconds)
@@ -508,19 +533,24 @@ def differential_test(original: Program, rewritten: Program, valuations: int, se
         else parts(rewritten, semantics, observe, max_states, max_seconds)
     feed_types, var_types = input_types(original, rewritten)
     patterns = error_patterns(var_types)
-    batch_size = fitting_batch_size(batch_size, bytes_per_valuation(
-        theirs, b, semantics=semantics, observe=observe), b)
+    per_valuation = bytes_per_valuation(theirs, b, semantics=semantics, observe=observe)
+    batch_size = fitting_batch_size(min(batch_size, max(1, MAX_BATCH_BYTES // per_valuation)),
+                                    per_valuation, b)
     counts = sum(len(p.schedules) for p in theirs), sum(len(p.schedules) for p in ours)
     rng = np.random.default_rng(seed)
     tried = 0
-    while tried < valuations:
+    while tried < valuations and time.monotonic() < deadline:
         size = min(batch_size, valuations - tried)
         # split the chunk between error patterns: 7/8 initialized, the rest shared
         for pattern, share in zip(patterns, _shares(size, len(patterns))):
             if share == 0:
                 continue
             batch = random_batch(feed_types, var_types, share, rng, b, pattern)
-            m = unmatched_parts(theirs, ours, batch, b, semantics, observe)
+            try:
+                m = unmatched_parts(theirs, ours, batch, b, semantics, observe, deadline=deadline)
+            except _OutOfTime:
+                return DifferentialResult(tried, None, *counts, b.label, time.monotonic() - started,
+                                          patterns, batch_size, len(theirs), len(ours))
             tried += share
             row = b.xp.argmax(m.bad)
             found, row, k = (int(v) for v in b.to_host([m.bad[row], row, m.first[row]]))

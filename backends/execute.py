@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.functions import Function, ShapeError
+from tfsem.oracle.functions import Function, ShapeError, check_size, too_large
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
@@ -63,9 +63,15 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     if len({a.dtype for a in used}) > 1:
         return (Error(DTYPE_MISMATCH),) * fn.n_out
     arrays = tuple(None if isinstance(a, Error) else a for a in args)
+    # the oracle's tensor size limit, per valuation (a batched call's
+    # arguments carry a leading batch axis, which MAX_BATCH_BYTES bounds)
+    check_size(fn.name, [tuple(a.shape[1:] if call is not None else a.shape)
+                         for a in arrays if a is not None])
     try:
         with np.errstate(all="ignore"):
             results = (call or _call_impl(xp))(fn, arrays, attrs)
+    except MemoryError:
+        raise too_large(fn.name, None) from None
     except (ShapeError, ValueError):  # ValueError: numpy's and cupy's broadcasting errors
         return (Error(SHAPE_MISMATCH),) * fn.n_out
     if len(results) != fn.n_out:

@@ -30,8 +30,12 @@ def run(args: argparse.Namespace) -> int:
     except PassNotFound as exc:
         raise UsageError(str(exc)) from None
     program = load_program(args.program)
+    from tfsem.oracle.explore import BudgetExceeded
     try:
         result = rewrite(program)
+    except BudgetExceeded as exc:  # e.g. folding past the tensor size limit: not a bug of the pass
+        print(f"tfsem rewrite: pass {rewrite.name!r} stopped: {exc}", file=sys.stderr)
+        return 3
     except Exception as exc:
         import traceback
         print(f"tfsem rewrite: pass {rewrite.name!r} failed: {type(exc).__name__}: {exc}",

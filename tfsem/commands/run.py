@@ -49,12 +49,20 @@ def run(args: argparse.Namespace) -> int:
         backend = get_backend(args.backend)
     except BackendUnavailable as exc:
         raise UsageError(str(exc)) from None
-    if args.executor == "threads":
-        seen = run_threads(program, feeds, init, args.runs, backend, args.semantics, args.observe,
-                           workers=args.workers, jitter=args.jitter, seed=args.seed)
-    else:
-        seen = run_random(program, feeds, init, args.runs, args.seed, backend, args.semantics,
-                          args.observe)
+    from tfsem.oracle.explore import BudgetExceeded
+    try:
+        if args.executor == "threads":
+            seen = run_threads(program, feeds, init, args.runs, backend, args.semantics, args.observe,
+                               workers=args.workers, jitter=args.jitter, seed=args.seed)
+        else:
+            seen = run_random(program, feeds, init, args.runs, args.seed, backend, args.semantics,
+                              args.observe)
+    except BudgetExceeded as exc:  # the tensor size limit
+        if args.json:
+            print_json({"verdict": "unknown", "reason": str(exc)})
+        else:
+            print(f"unknown: {exc}")
+        return 3
     ranked = sorted(seen.items(), key=lambda item: -item[1])   # stable: first seen first on ties
     if args.json:
         print_json({"runs": seen.runs, "backend": backend.label, "executor": args.executor,
