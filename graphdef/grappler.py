@@ -213,9 +213,23 @@ class GrapplerResult:
         }
 
 
+def _attr_key(value) -> Any:
+    """An attribute's identity; a tensor by its value, not its encoding
+    (Grappler re-encodes constants: ``int64_val: 0`` becomes no value at all,
+    which a TensorProto reads as zeros)."""
+    if value.HasField("tensor"):
+        from tensorflow.python.framework import tensor_util  # noqa: PLC0415
+        try:
+            arr = tensor_util.MakeNdarray(value.tensor)
+            return ("tensor", arr.dtype.str, arr.shape, arr.tobytes())
+        except Exception:  # a tensor numpy cannot hold (e.g. strings): by encoding
+            pass
+    return value.SerializeToString(deterministic=True)
+
+
 def _node_key(node) -> tuple:
-    attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
-                         for k, v in node.attr.items() if not k.startswith("_")))
+    attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attr.items()
+                         if not k.startswith("_")))
     return node.op, tuple(node.input), attrs
 
 

@@ -1,0 +1,221 @@
+"""`tfsem grappler GRAPH`: run TensorFlow's real Grappler optimizers on a
+graph and check each result against the graph (translation validation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
+
+from .common import make_duration, print_json
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "grappler", help="run TensorFlow's Grappler on a graph and check every result",
+        description="Run TensorFlow's Grappler on GRAPH (a GraphDef, .pb or .pbtxt) - each "
+                    "optimizer named with --optimizer alone, or by default every optimizer "
+                    "that acts on a CPU graph alone and then the default pipeline - import "
+                    "each optimized graph and check it against GRAPH (variables matched by "
+                    "shared_name, feeds and fetches by name): one verdict per optimizer. "
+                    "Fetches default to the graph's entry in a manifest.json beside it. "
+                    "Needs the extra tfsem[tensorflow]. Exit status: 0 every result sound or "
+                    "no-counterexample, 1 one unsound or invalid, 2 bad input, 3 one unknown "
+                    "or not importable.")
+    p.add_argument("graph", help="a GraphDef file (.pb binary or .pbtxt text)")
+    p.add_argument("--optimizer", action="append", default=[], metavar="NAME",
+                   help="a Grappler optimizer (repeatable; 'default' = the default pipeline; "
+                        "see --list)")
+    p.add_argument("--fetch", action="append", default=[], metavar="NAME",
+                   help="a tensor to fetch, 'node' or 'node:k' (repeatable)")
+    p.add_argument("--target", action="append", default=[], metavar="NODE",
+                   help="a node to run for its effect, without output (repeatable)")
+    p.add_argument("--semantics", choices=("atomic", "decomposed"), default="atomic",
+                   help="atomic (seed 000, default) or decomposed (seed 002)")
+    p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
+                   help="what an outcome holds (default outputs+state)")
+    p.add_argument("--timeout", type=make_duration(hi=3600.0), default=DEFAULT_TIMEOUT,
+                   help=f"time budget of each check in seconds (default {DEFAULT_TIMEOUT:g}); "
+                        "running out gives `unknown`")
+    p.add_argument("--save", metavar="DIR", default=None,
+                   help="write each optimized graph to DIR/OPTIMIZER.pbtxt")
+    p.add_argument("--list", action="store_true", help="list the optimizers and exit")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+def _manifest_entry(path: Path) -> dict | None:
+    manifest = path.parent / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    for entry in data.get("graphs", []) if isinstance(data, dict) else []:
+        if isinstance(entry, dict) and entry.get("file") == path.name:
+            return entry
+    return None
+
+
+def _import(graph_def, fetches: list[str], targets: list[str], where: str):
+    """A tfsem Program of a TensorFlow GraphDef (through serialized bytes, so
+    that tfsem's own TensorFlow-free reader is what reads it)."""
+    from tfsem.graphdef.importer import import_graph_bytes  # noqa: PLC0415
+    return import_graph_bytes(graph_def.SerializeToString(), fetches=fetches,
+                              targets=targets, where=where)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tfsem.graphdef import grappler as g  # noqa: PLC0415  (imports no TensorFlow)
+
+    if args.list:
+        for name, doc in g.OPTIMIZERS.items():
+            print(f"{name:30s} {doc}{'  (run by default)' if name in g.DEFAULT_OPTIMIZERS else ''}")
+        print(f"{g.DEFAULT_PIPELINE:30s} Grappler's default pipeline  (run by default)")
+        return EXIT_OK
+    try:
+        optimizers = g.check_optimizer_names(args.optimizer) or list(g.DEFAULT_OPTIMIZERS)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    path = Path(args.graph)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if path.is_dir() or path.suffix not in (".pb", ".pbtxt"):
+        raise UsageError(f"{path}: expected a GraphDef file (.pb binary or .pbtxt text)")
+    fetches, targets = list(args.fetch), list(args.target)
+    if not fetches and not targets:
+        entry = _manifest_entry(path)
+        if entry is None:
+            raise UsageError(f"{path}: give the fetches with --fetch (Grappler removes every "
+                             "node that no fetch needs); no manifest.json beside it lists them")
+        fetches, targets = list(entry.get("fetches", [])), list(entry.get("targets", []))
+    try:
+        tf = g.tensorflow()
+    except g.TensorFlowMissing:
+        print(f"tfsem grappler: {g.INSTALL_HINT}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from google.protobuf.message import DecodeError  # noqa: PLC0415  (TensorFlow's dependency)
+    from google.protobuf.text_format import ParseError  # noqa: PLC0415
+    try:
+        graph_def = g.as_graph_def(path)
+    except (DecodeError, ParseError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a GraphDef: {exc}") from None
+    del tf
+
+    results = validate(graph_def, fetches, targets, optimizers, where=str(path),
+                       semantics=args.semantics, observe=args.observe, timeout=args.timeout,
+                       save=args.save)
+    status = _exit_status(results)
+    if args.json:
+        for r in results:
+            r.pop("text", None)
+        print_json({"graph": str(path), "fetches": fetches, "targets": targets,
+                    "tensorflow": _tf_version(), "semantics": args.semantics,
+                    "observe": args.observe, "results": results})
+        return status
+    print(f"{path}: Grappler of TensorFlow {_tf_version()}, fetches {', '.join(fetches) or '-'}"
+          + (f", targets {', '.join(targets)}" if targets else ""))
+    for r in results:
+        head = f"  {r['optimizer']}: "
+        if r["status"] == "grappler-failed":
+            print(head + f"Grappler failed: {r['reason']}")
+            continue
+        changes = _changes(r)
+        if r["status"] == "does-not-import":
+            print(head + f"does not import: {r['reason']}")
+            print(f"    changed: {changes}")
+            continue
+        text = r["text"].splitlines()
+        print(head + text[0])
+        print(f"    changed: {changes}")
+        for line in text[1:]:
+            print("  " + line)
+    return status
+
+
+def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list[str], *,
+             where: str, semantics: str = "atomic", observe: str = "outputs+state",
+             timeout: float = DEFAULT_TIMEOUT, save: str | None = None) -> list[dict[str, Any]]:
+    """Per optimizer: run it, import its result, check it against the original.
+    A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
+    verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
+    (with ``reason``); plus what changed (GrapplerResult.to_json()).  The
+    original must import: a ProgramError/UsageError for it propagates."""
+    from tfsem.checking import check_rewrite  # noqa: PLC0415
+    from tfsem.graphdef import grappler as g  # noqa: PLC0415
+    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+
+    started = time.perf_counter()
+    original = _import(graph_def, fetches, targets, where)
+    import_seconds = time.perf_counter() - started
+    results: list[dict[str, Any]] = []
+    for name in optimizers:
+        row: dict[str, Any] = {"optimizer": name}
+        results.append(row)
+        try:
+            res = g.run_grappler(graph_def, fetches + targets, name)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        except g.GrapplerError as exc:
+            row.update(status="grappler-failed", reason=str(exc))
+            continue
+        row.update(res.to_json())
+        row["import_seconds_original"] = round(import_seconds, 6)
+        if save:
+            out_dir = Path(save)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / f"{name}.pbtxt").write_text(str(res.graph_def))
+        try:
+            rewritten = _import(res.graph_def, fetches, targets, f"{where} after {name}")
+        except ProgramError as exc:
+            row.update(status="does-not-import",
+                       reason="; ".join(str(v) for v in exc.violations))
+            continue
+        except UsageError as exc:
+            row.update(status="does-not-import", reason=str(exc))
+            continue
+        t = time.perf_counter()
+        verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
+        row.update(status="checked", check_seconds=round(time.perf_counter() - t, 6),
+                   verdict=verdict.to_json(), text=verdict.describe())
+    return results
+
+
+def _changes(row: dict) -> str:
+    if not row.get("changed"):
+        return f"nothing (nodes {row['nodes_before']})"
+    parts = [f"nodes {row['nodes_before']} -> {row['nodes_after']}"]
+    if row["function_nodes_before"] or row["function_nodes_after"]:
+        parts.append(f"function nodes {row['function_nodes_before']} -> "
+                     f"{row['function_nodes_after']}")
+    gr = row["graph"]
+    for key in ("removed", "added", "changed"):
+        names = gr[key]
+        if names:
+            shown = ", ".join(names[:6]) + (f", ... ({len(names)})" if len(names) > 6 else "")
+            parts.append(f"{key} {shown}")
+    if row["functions"]:
+        parts.append(f"functions rewritten {', '.join(row['functions'])}")
+    return "; ".join(parts)
+
+
+def _exit_status(results: list[dict]) -> int:
+    verdicts = [r["verdict"]["verdict"] for r in results if r["status"] == "checked"]
+    if any(v in ("unsound", "invalid") for v in verdicts):
+        return EXIT_FOUND
+    if any(v == "unknown" for v in verdicts) or any(r["status"] != "checked" for r in results):
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+def _tf_version() -> str:
+    from tfsem.graphdef.grappler import tensorflow  # noqa: PLC0415
+    return tensorflow().__version__
