@@ -1,0 +1,607 @@
+"""A TensorFlow graph as a tfsem program.
+
+`import_graph(graph_dict, fetches, targets, feeds)` takes a GraphDef in the
+dict form of `graphdef.proto` and returns a validated `Program`:
+
+* function calls are inlined first (graphdef/functions.py);
+* the nodes kept are those the fetches and targets need (data and control
+  inputs, transitively): TensorFlow's own pruning for `Session.run`;
+* each kept node becomes tfsem nodes through its model in the op table
+  (graphdef/ops.py); inputs that a model reads at import time (axes, shapes)
+  must be constants;
+* variables are named by their VarHandleOp's `shared_name` (the node name if
+  it is empty; `container/shared_name` in a non-default container) and typed
+  by its `dtype` and `shape`;
+* a Placeholder, or any node named by `--feed`, is a feed of its own name,
+  read through an Identity node of that name;
+* outputs are named by the fetches exactly as given (`loss`, `split:1`).
+
+Tensors of dtypes other than int64 and float32 are refused with the node and
+the dtype named, except where a model reads them at import time (the int32
+axes and shapes of a Keras graph).  Whatever cannot be imported raises
+`GraphImportError`, a ProgramError naming the node and the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, ProgramError,
+                                  TensorType, Violation)
+from tfsem.oracle.values import DTYPES, Tensor
+
+from . import ops as opt
+from .functions import GNode, GraphFormatError, flatten, split_ref
+
+
+class GraphImportError(ProgramError):
+    """A graph tfsem cannot import: names the node and the reason."""
+
+    def __init__(self, where: str, message: str, rule: str = "graph"):
+        super().__init__([Violation(where, rule, message)])
+
+
+#: TensorFlow DataType -> numpy dtype (for constants read at import time).
+NUMPY_DTYPES = {
+    "DT_FLOAT": np.float32, "DT_DOUBLE": np.float64, "DT_INT32": np.int32,
+    "DT_INT64": np.int64, "DT_INT16": np.int16, "DT_INT8": np.int8, "DT_UINT8": np.uint8,
+    "DT_UINT16": np.uint16, "DT_UINT32": np.uint32, "DT_UINT64": np.uint64,
+    "DT_BOOL": np.bool_, "DT_HALF": np.float16,
+}
+#: TensorFlow DataType -> tfsem dtype (the dtypes a tfsem value may have).
+TFSEM_DTYPES = {"DT_FLOAT": "float32", "DT_INT64": "int64"}
+TF_DTYPES = {v: k for k, v in TFSEM_DTYPES.items()}
+
+_VAL_FIELDS = {
+    "DT_FLOAT": "float_val", "DT_DOUBLE": "double_val", "DT_INT32": "int_val",
+    "DT_INT16": "int_val", "DT_INT8": "int_val", "DT_UINT8": "int_val", "DT_UINT16": "int_val",
+    "DT_INT64": "int64_val", "DT_UINT32": "uint32_val", "DT_UINT64": "uint64_val",
+    "DT_BOOL": "bool_val", "DT_HALF": "half_val",
+}
+
+MAX_CONST_ELEMENTS = 1 << 24
+
+
+def dtype_name(dt: Any) -> str:
+    return dt if isinstance(dt, str) else f"DataType {dt}"
+
+
+def shape_of(shape: dict | None, where: str) -> tuple[int, ...]:
+    """A TensorShapeProto dict as a static shape (unknown dims refused)."""
+    shape = shape or {}
+    if shape.get("unknown_rank"):
+        raise GraphImportError(where, "the shape has unknown rank; tfsem needs static shapes",
+                               "unknown-shape")
+    dims = tuple(int(d.get("size", 0)) for d in shape.get("dim", []))
+    if any(d < 0 for d in dims):
+        raise GraphImportError(where, f"the shape {list(dims)} has an unknown dimension; tfsem "
+                               "needs static shapes", "unknown-shape")
+    return dims
+
+
+def tensor_from_proto(t: dict, where: str) -> np.ndarray:
+    """A TensorProto dict as a numpy array (typed *_val fields, tensor_content,
+    or a splat: fewer values than elements repeat the last one)."""
+    dt = t.get("dtype", "DT_INVALID")
+    if dt not in NUMPY_DTYPES:
+        raise GraphImportError(where, f"a constant of dtype {dtype_name(dt)} is not modelled",
+                               "unsupported-dtype")
+    npd = np.dtype(NUMPY_DTYPES[dt])
+    shape = shape_of(t.get("tensor_shape"), where)
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if size > MAX_CONST_ELEMENTS:
+        raise GraphImportError(where, f"a constant of {size} elements (at most "
+                               f"{MAX_CONST_ELEMENTS})", "too-large")
+    content = t.get("tensor_content")
+    if content:
+        if len(content) != size * npd.itemsize:
+            raise GraphImportError(where, f"tensor_content has {len(content)} bytes, the "
+                                   f"shape {list(shape)} of {dt} needs {size * npd.itemsize}",
+                                   "bad-tensor")
+        return np.frombuffer(content, dtype=npd.newbyteorder("<")).astype(npd).reshape(shape)
+    vals = list(t.get(_VAL_FIELDS[dt], []))
+    if dt == "DT_HALF":
+        vals = list(np.array(vals, dtype=np.uint16).view(np.float16)) if vals else []
+    if len(vals) > size:
+        raise GraphImportError(where, f"{len(vals)} values for the shape {list(shape)}",
+                               "bad-tensor")
+    if not vals:
+        arr = np.zeros(size, dtype=npd)
+    else:
+        try:
+            with np.errstate(over="raise"):
+                arr = np.array(vals, dtype=npd)
+        except (OverflowError, FloatingPointError, ValueError) as exc:
+            raise GraphImportError(where, f"a value out of range for {dt}: {exc}",
+                                   "bad-tensor") from None
+        if len(vals) < size:
+            arr = np.concatenate([arr, np.full(size - len(vals), arr[-1], dtype=npd)])
+    return arr.reshape(shape)
+
+
+def attr_value(a: dict) -> Any:
+    """An AttrValue dict as a plain Python value (types as DT_ names, shapes
+    as lists, strings decoded)."""
+    if not isinstance(a, dict) or not a:
+        return None
+    key, val = next(iter(a.items()))
+    if key == "s":
+        return val.decode("utf-8", "replace") if isinstance(val, bytes) else val
+    if key in ("i", "f", "b", "type", "placeholder"):
+        return val
+    if key == "shape":
+        if val.get("unknown_rank"):
+            return None
+        return [int(d.get("size", 0)) for d in val.get("dim", [])]
+    if key == "list":
+        for k, items in val.items():
+            return [attr_value({k[:-1] if k.endswith("s") and k != "s" else k: x})
+                    if k != "s" else (x.decode("utf-8", "replace") if isinstance(x, bytes) else x)
+                    for x in items]
+        return []
+    if key == "func":
+        return val.get("name")
+    if key == "tensor":
+        return "<tensor>"
+    return None
+
+
+def attrs_json(attr: dict) -> dict:
+    """A node's attributes as JSON (for uninterpreted functions): the
+    attributes TensorFlow sets itself (`_...`) are left out."""
+    out = {}
+    for k in sorted(attr):
+        if k.startswith("_"):
+            continue
+        v = attr_value(attr[k])
+        if isinstance(v, float) and not np.isfinite(v):
+            v = str(v)
+        out[k] = v
+    return out
+
+
+@dataclass
+class Imported:
+    program: Program
+    #: TensorFlow node -> the tfsem node standing for it (its completion).
+    node_map: dict[str, str] = field(default_factory=dict)
+
+
+class _Importer:
+    def __init__(self, nodes: dict[str, GNode], feeds: Iterable[str]):
+        self.g = nodes
+        self.feeds = set(feeds)
+        self.out_nodes: list[Node] = []
+        self.names: set[str] = set()
+        self.refs: dict[str, list[DataIn]] = {}
+        self.done: dict[str, str] = {}          # TF node -> completion tfsem node
+        self.variables: dict[str, TensorType] = {}
+        self.var_of: dict[str, str] = {}         # VarHandleOp node -> variable
+        self.feed_types: dict[str, TensorType] = {}
+        self.exclusive: list[tuple[str, set[str], set[str]]] = []
+        self.unusable: dict[str, GraphImportError] = {}
+        for f in self.feeds:
+            if f not in self.g:
+                raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
+                                       "unknown-node")
+
+    # -- the order: what the roots need ------------------------------------
+
+    def deps(self, n: GNode) -> list[str]:
+        if n.name in self.feeds or n.op == "Placeholder":
+            return []
+        model = opt.lookup(n.op)
+        data = [i for i in n.inputs if not i.startswith("^")]
+        static = set()
+        if model is not None:
+            static = {s % len(data) if data else s for s in model.static}
+        out = []
+        k = 0
+        for i in n.inputs:
+            src, _, control = split_ref(i)
+            if not control:
+                if k in static:
+                    k += 1
+                    continue
+                k += 1
+            out.append(src)
+        return out
+
+    def order(self, roots: Sequence[str]) -> list[str]:
+        """The nodes the roots need, each after its inputs (iterative DFS)."""
+        state: dict[str, int] = {}
+        order: list[str] = []
+        for root in roots:
+            if state.get(root):
+                continue
+            stack = [(root, iter(self._deps_checked(root, None)))]
+            state[root] = 1
+            while stack:
+                name, it = stack[-1]
+                for d in it:
+                    s = state.get(d)
+                    if s == 1:
+                        raise GraphImportError(f"node {d!r}", "the graph has a cycle through "
+                                               f"{d!r} and {name!r} (control flow loops are not "
+                                               "modelled)", "cycle")
+                    if not s:
+                        state[d] = 1
+                        stack.append((d, iter(self._deps_checked(d, name))))
+                        break
+                else:
+                    stack.pop()
+                    state[name] = 2
+                    order.append(name)
+        return order
+
+    def _deps_checked(self, name: str, consumer: str | None) -> list[str]:
+        n = self.g.get(name)
+        if n is None:
+            where = f"node {consumer!r}" if consumer else f"fetch {name!r}"
+            raise GraphImportError(where, f"no node named {name!r}", "unknown-node")
+        return self.deps(n)
+
+    # -- building ----------------------------------------------------------
+
+    def fresh(self, name: str) -> str:
+        base, k = name, 0
+        while name in self.names:
+            k += 1
+            name = f"{base}~{k}"
+        self.names.add(name)
+        return name
+
+    def build(self, name: str) -> None:
+        n = self.g[name]
+        if name in self.feeds or n.op == "Placeholder":
+            self._feed(n)
+            return
+        model = opt.lookup(n.op)
+        if model is None:
+            if n.op in opt.CONTROL_FLOW:
+                raise GraphImportError(n.describe(), f"control flow ({n.op}) is not modelled",
+                                       "control-flow")
+            if n.op in opt.STATELESS_UNMODELLED:
+                self._opaque(n)
+                return
+            raise GraphImportError(n.describe(), f"op {n.op} has no model in tfsem and is not "
+                                   "known to be free of effects: it is refused (add a model "
+                                   "through the entry-point group tfsem.ops)", "unmodelled-op")
+        b = _Builder(self, n, model)
+        try:
+            outs = model.build(b)
+        except GraphImportError as exc:
+            if n.op != "Const" or exc.violations[0].rule != "unsupported-dtype":
+                raise
+            # a constant of a dtype tfsem has no values of (int32 ...): fine
+            # as long as only import-time reads (axes, a Cast) use it
+            self.unusable[n.name] = exc
+            self.refs[n.name] = []
+            return
+        b.finish(list(outs))
+
+    def _feed(self, n: GNode) -> None:
+        where = n.describe()
+        dt = attr_value(n.attr.get("dtype", {})) or attr_value(n.attr.get("T", {}))
+        if dt not in TFSEM_DTYPES:
+            raise GraphImportError(where, f"feed of dtype {dtype_name(dt)} is not modelled "
+                                   "(int64 and float32 are)", "unsupported-dtype")
+        shape = attr_value(n.attr.get("shape", {}))
+        if shape is None and "_output_shapes" in n.attr:
+            shapes = attr_value(n.attr["_output_shapes"]) or []
+            shape = shapes[0] if shapes else None
+        if shape is None or any(d < 0 for d in shape):
+            raise GraphImportError(where, f"the feed has no static shape ({shape}); tfsem needs "
+                                   "one", "unknown-shape")
+        self.feed_types[n.name] = TensorType(TFSEM_DTYPES[dt], tuple(shape))
+        self.names.add(n.name)
+        self.out_nodes.append(Node(n.name, "Identity", (FeedIn(n.name),), {}))
+        self.refs[n.name] = [DataIn(n.name)]
+        self.done[n.name] = n.name
+
+    def _opaque(self, n: GNode) -> None:
+        data = [i for i in n.inputs if not i.startswith("^")]
+        ports = [p for src, p, c in map(split_ref, self._consumer_refs(n.name)) if not c]
+        n_out = max(ports, default=0) + 1
+        from tfsem.oracle import functions as fns
+        fname = fns.opaque_name(n.op, len(data), n_out)
+        b = _Builder(self, n, None)
+        ref = b.add(fname, [b.input(i) for i in range(len(data))], {"tf_attrs": attrs_json(n.attr)})
+        b.finish([DataIn(ref.node, k) for k in range(n_out)])
+
+    def _consumer_refs(self, name: str) -> list[str]:
+        out = []
+        for g in self.g.values():
+            for i in g.inputs:
+                if split_ref(i)[0] == name:
+                    out.append(i)
+        for r in self.fetch_refs:
+            if split_ref(r)[0] == name:
+                out.append(r)
+        return out
+
+    fetch_refs: list[str] = []
+
+
+class _Builder:
+    """What an op model sees of the importer for one TensorFlow node."""
+
+    def __init__(self, imp: _Importer, node: GNode, model: opt.OpModel | None):
+        self.imp, self.node, self.model = imp, node, model
+        self.data = [i for i in node.inputs if not i.startswith("^")]
+        self.controls = [split_ref(i)[0] for i in node.inputs if i.startswith("^")]
+        self.parts: list[str] = []
+        self.main: str | None = None
+        self.part_inputs: dict[str, list] = {}
+        self._exclusive = False
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.data)
+
+    def reject(self, reason: str, rule: str = "unmodelled-op"):
+        raise GraphImportError(self.node.describe(), reason, rule)
+
+    def _ref(self, i: int) -> tuple[str, int]:
+        if not 0 <= i < len(self.data):
+            self.reject(f"needs data input {i}, has {len(self.data)}", "arity")
+        src, port, _ = split_ref(self.data[i])
+        return src, port
+
+    def input(self, i: int) -> DataIn:
+        src, port = self._ref(i)
+        if src in self.imp.var_of:
+            self.reject(f"input {i} is the resource {src!r} where a tensor is expected",
+                        "edge-kind")
+        if src in self.imp.unusable:
+            raise self.imp.unusable[src]
+        refs = self.imp.refs.get(src)
+        if refs is None:
+            self.reject(f"input {i} ({self.data[i]}) comes from a node that was not imported")
+        if port >= len(refs):
+            self.reject(f"input {i} is {self.data[i]}, but {src!r} has {len(refs)} output(s)",
+                        "bad-port")
+        return refs[port]
+
+    def var(self, i: int) -> DataIn:
+        src, port = self._ref(i)
+        if src not in self.imp.var_of:
+            g = self.imp.g.get(src)
+            self.reject(f"resource input {i} comes from {src!r} ({g.op if g else '?'}), not from "
+                        "a VarHandleOp", "edge-kind")
+        return DataIn(self.imp.done[src])
+
+    def static(self, i: int) -> np.ndarray:
+        if i < 0:
+            i += len(self.data)
+        src, port = self._ref(i)
+        seen = 0
+        while True:
+            g = self.imp.g.get(src)
+            if g is None:
+                self.reject(f"input {i} names no node {src!r}", "unknown-node")
+            if g.op == "Const" and port == 0:
+                return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}),
+                                         g.describe())
+            if g.op in ("Identity", "StopGradient", "Snapshot") and port == 0 and seen < 1000:
+                data = [x for x in g.inputs if not x.startswith("^")]
+                src, port, _ = split_ref(data[0])
+                seen += 1
+                continue
+            self.reject(f"input {i} must be a constant (tfsem reads it when the graph is "
+                        f"imported), but it is computed by {src!r} ({g.op})", "not-constant")
+
+    def static_shape(self, i: int) -> tuple[int, ...]:
+        src, port = self._ref(i)
+        g = self.imp.g.get(src)
+        if g is not None and (g.op == "Placeholder" or src in self.imp.feeds):
+            return self.imp.feed_types[src].shape
+        if g is not None and g.op == "Const":
+            return tuple(self.static(i).shape)
+        if g is not None and g.op == "ReadVariableOp":
+            h, _, _ = split_ref([x for x in g.inputs if not x.startswith("^")][0])
+            if h in self.imp.var_of:
+                return self.imp.variables[self.imp.var_of[h]].shape
+        self.reject(f"the shape of input {i} is not known statically")
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        if name not in self.node.attr:
+            if default is None:
+                self.reject(f"has no attribute {name!r}", "missing-attribute")
+            return default
+        return attr_value(self.node.attr[name])
+
+    def dtype(self, name: str) -> str:
+        dt = self.attr(name, "")
+        if dt not in TFSEM_DTYPES:
+            self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
+                        "not modelled: tfsem models int64 and float32 tensors",
+                        "unsupported-dtype")
+        return TFSEM_DTYPES[dt]
+
+    def tensor_attr(self, name: str) -> Tensor:
+        t = (self.node.attr.get(name) or {}).get("tensor")
+        if t is None:
+            self.reject(f"has no tensor attribute {name!r}", "missing-attribute")
+        arr = tensor_from_proto(t, self.node.describe())
+        dt = t.get("dtype")
+        if dt not in TFSEM_DTYPES:
+            self.reject(f"a constant of dtype {dtype_name(dt)} used as a tensor is not modelled: "
+                        "tfsem models int64 and float32 tensors", "unsupported-dtype")
+        return Tensor(arr, TFSEM_DTYPES[dt])
+
+    def scalar(self, x: float) -> Tensor:
+        return Tensor(np.array(x), self.dtype("T"))
+
+    def var_node(self) -> DataIn:
+        n = self.node
+        shared = self.attr("shared_name", "") or n.name
+        container = self.attr("container", "")
+        var = f"{container}/{shared}" if container else shared
+        dt = self.dtype("dtype")
+        shape = self.attr("shape", None)
+        if shape is None:
+            self.reject("the variable has no static shape", "unknown-shape")
+        if any(d < 0 for d in shape):
+            self.reject(f"the variable's shape {shape} has an unknown dimension", "unknown-shape")
+        typ = TensorType(dt, tuple(shape))
+        old = self.imp.variables.get(var)
+        if old is not None and old != typ:
+            self.reject(f"variable {var!r} is declared {old.dtype}{list(old.shape)} elsewhere and "
+                        f"{dt}{list(shape)} here", "variable-type")
+        self.imp.variables[var] = typ
+        self.imp.var_of[n.name] = var
+        return self.add("Var", [], {"var": var})
+
+    def exclusive(self) -> None:
+        self._exclusive = True
+
+    def add(self, op: str, inputs: Sequence, attrs: dict | None = None,
+            part: str | None = None) -> DataIn:
+        if part is None:
+            if self.main is not None:
+                raise RuntimeError(f"model of {self.node.op} adds two nodes without a part name")
+            name = self.imp.fresh(self.node.name)
+            self.main = name
+        else:
+            name = self.imp.fresh(f"{self.node.name}/{part}")
+        ins = []
+        for x in inputs:
+            ins.append(x)
+        self.parts.append(name)
+        self.part_inputs[name] = ins
+        self.pending = getattr(self, "pending", [])
+        self.pending.append((name, op, attrs or {}))
+        return DataIn(name)
+
+    def finish(self, outs: list[DataIn]) -> None:
+        imp = self.imp
+        if self.main is None:
+            if len(self.parts) == 1:
+                self.main = self.parts[0]
+            else:
+                raise RuntimeError(f"model of {self.node.op} made no node named after it")
+        mine = set(self.parts)
+        controls = []
+        for c in self.controls:
+            if c in imp.unusable:
+                raise imp.unusable[c]
+            if c not in imp.done:
+                self.reject(f"control input ^{c} comes from a node that was not imported")
+            controls.append(ControlIn(imp.done[c]))
+        used = {x.node for p in self.parts for x in self.part_inputs[p]
+                if isinstance(x, (DataIn, ControlIn)) and x.node in mine}
+        for name, op, attrs in self.pending:
+            ins = self.part_inputs[name]
+            data = [x for x in ins if isinstance(x, (DataIn, FeedIn))]
+            ctrl = [x for x in ins if isinstance(x, ControlIn)]
+            if not any(isinstance(x, (DataIn, ControlIn)) and x.node in mine for x in ins):
+                ctrl = ctrl + controls
+            if name == self.main and len(self.parts) > 1:
+                ctrl = ctrl + [ControlIn(p) for p in self.parts
+                               if p != name and p not in used]
+            imp.out_nodes.append(Node(name, op, tuple(data) + tuple(dict.fromkeys(ctrl)), attrs))
+        imp.refs[self.node.name] = outs
+        imp.done[self.node.name] = self.main
+        if self._exclusive:
+            variables = {imp.var_of[split_ref(self.data[i])[0]] for i in self.model.resources}
+            imp.exclusive.append((self.node.describe(), mine, variables))
+
+
+def default_roots(nodes: dict[str, GNode]) -> list[str]:
+    """The nodes nothing consumes, less the idiom of tf.Variable's own
+    initialization (`V/Assign`, `V/IsInitialized/VarIsInitializedOp`,
+    `V/Read/ReadVariableOp` of a VarHandleOp `V`), which TensorFlow runs only
+    through the variables' initializer."""
+    consumed = {split_ref(i)[0] for g in nodes.values() for i in g.inputs}
+    handles = {n for n, g in nodes.items() if g.op == "VarHandleOp"}
+    roots = []
+    for name, g in nodes.items():
+        if name in consumed or g.op in ("Const", "VarHandleOp", "Placeholder"):
+            continue
+        base, _, last = name.rpartition("/")
+        if (g.op == "AssignVariableOp" and last == "Assign" and base in handles) or \
+           (g.op == "VarIsInitializedOp" and name.endswith("/IsInitialized/VarIsInitializedOp")
+            and name[:-len("/IsInitialized/VarIsInitializedOp")] in handles) or \
+           (g.op == "ReadVariableOp" and name.endswith("/Read/ReadVariableOp")
+            and name[:-len("/Read/ReadVariableOp")] in handles):
+            continue
+        roots.append(name)
+    return roots
+
+
+def import_graph(graph: dict, fetches: Sequence[str] = (), targets: Sequence[str] = (),
+                 feeds: Sequence[str] = (), output_names: Sequence[str] | None = None) -> Imported:
+    """The program of `graph` (a GraphDef dict) for these fetches and targets
+    (default: every node nothing consumes, initializers excepted: those with
+    outputs fetched, the others targets)."""
+    try:
+        nodes = flatten(graph)
+    except GraphFormatError as exc:
+        raise GraphImportError(exc.where, exc.message, exc.rule) from None
+    imp = _Importer(nodes, feeds)
+    fetches, targets = list(fetches), list(targets)
+    default = not fetches and not targets
+    if default:
+        roots = default_roots(nodes)
+    else:
+        roots = [split_ref(f)[0] for f in fetches] + list(targets)
+    for r in roots:
+        if r not in nodes:
+            raise GraphImportError(f"fetch {r!r}", f"no node named {r!r} in the graph",
+                                   "unknown-node")
+    imp.fetch_refs = list(fetches)
+    for name in imp.order(roots):
+        imp.build(name)
+    outputs: dict[str, DataIn] = {}
+    if default:
+        fetches = [r for r in roots if imp.refs.get(r)]
+    names = list(output_names) if output_names is not None else list(fetches)
+    for out_name, f in zip(names, fetches):
+        src, port, control = split_ref(f)
+        if control:
+            raise GraphImportError(f"fetch {f!r}", "a fetch is a tensor (n or n:k), not ^n")
+        refs = imp.refs.get(src, [])
+        if port >= len(refs):
+            raise GraphImportError(f"fetch {f!r}", f"node {src!r} ({nodes[src].op}) has "
+                                   f"{len(refs)} tensor output(s)", "bad-port")
+        outputs[out_name] = refs[port]
+    program = Program(imp.variables, tuple(imp.out_nodes), outputs, imp.feed_types)
+    program = program.validated()
+    _check_exclusive(program, imp.exclusive)
+    return Imported(program, dict(imp.done))
+
+
+def _check_exclusive(p: Program, groups: list[tuple[str, set[str], set[str]]]) -> None:
+    """A multi-variable update (ResourceApplyAdam, ...) is several Assigns in
+    tfsem, one locked kernel in TensorFlow.  The two agree when no other
+    node touching one of its variables may run while it runs: every such node
+    is ordered before all of the update's nodes or after all of them.
+    Otherwise the graph is refused (TensorFlow's lock is not modelled)."""
+    if not groups:
+        return
+    order = p.topological_order
+    index = {n: i for i, n in enumerate(order)}
+    anc: dict[str, int] = {}
+    for n in order:
+        bits = 0
+        for q in p.predecessors(n):
+            bits |= anc[q] | (1 << index[q])
+        anc[n] = bits
+    for where, group, variables in groups:
+        # the update's own accesses (its pure parts touch no variable)
+        members = [m for m in group if p.accessed_variable(m) is not None]
+        others = [n.name for n in p.nodes if n.name not in members
+                  and p.accessed_variable(n.name) in variables]
+        for o in others:
+            before_all = all(anc[m] >> index[o] & 1 for m in members)
+            after_all = all(anc[o] >> index[m] & 1 for m in members)
+            if not (before_all or after_all):
+                raise GraphImportError(where, f"node {o!r} accesses variable "
+                                       f"{p.accessed_variable(o)!r} unordered with this update: "
+                                       "tfsem models the update as several Assigns, TensorFlow "
+                                       "as one locked kernel, and they differ under this race",
+                                       "racing-update")

@@ -1,0 +1,493 @@
+"""The op table: how each TensorFlow op becomes tfsem nodes.
+
+One place lists every TensorFlow op tfsem reads from a graph and what it
+becomes (docs/tensorflow-graphs.md is generated from the same table:
+`tfsem import --list-ops`).  Each entry is an :class:`OpModel`: the op's
+name, a one-line description, which inputs must be constants at import time
+(`static`: axes, shapes, multiples, read with numpy when the graph is
+imported), which inputs are resource handles (`resources`), whether the op
+has an effect on state (`stateful`), and `build(b)`, which adds the tfsem
+nodes through the builder `b` (graphdef/importer.py) and returns one
+reference per TensorFlow output.
+
+What is not here is never modelled approximately:
+
+* ops in :data:`STATELESS_UNMODELLED` (pure functions of their inputs that
+  tfsem cannot compute bit for bit: exp, pow, float reductions, ...) become
+  uninterpreted functions `tf.OP/N_IN/N_OUT`: proofs treat them as unknown
+  functions of their inputs, concrete runs stop with "cannot run";
+* every other op (stateful, control flow: Switch/Merge/Enter/Exit/
+  NextIteration, If/While, queues, random ops, ...) is rejected at import
+  with its node and op named.
+
+Users add or replace models through the entry-point group `tfsem.ops`:
+
+    [project.entry-points."tfsem.ops"]
+    my-ops = "my_package.tfops:OPS"
+
+where OPS is an OpModel, a list of them, or a function returning either.
+An entry point that fails to load is reported by :func:`load_errors`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from tfsem.oracle.program import ControlIn, DataIn
+
+ENTRY_POINT_GROUP = "tfsem.ops"
+
+
+@dataclass(frozen=True)
+class OpModel:
+    """How one TensorFlow op is imported (see the module docstring)."""
+
+    op: str
+    build: Callable[[Any], Sequence[DataIn]]
+    doc: str
+    static: tuple[int, ...] = ()
+    resources: tuple[int, ...] = ()
+    stateful: bool = False
+    #: Names of the op's output args in order (how `node:arg:k` inside a
+    #: FunctionDef names a port); ops with one output arg need none.
+    output_args: tuple[str, ...] = ()
+    #: For export: the tfsem function (or "Read"/"Assign-f"...) this op's
+    #: model produces, when it is a single node.
+    origin: str = "builtin"
+
+
+_TABLE: dict[str, OpModel] = {}
+_errors: list[str] = []
+_loaded = False
+
+
+def op(name: str, doc: str, **kw: Any) -> Callable[[Callable], Callable]:
+    def deco(build: Callable) -> Callable:
+        _TABLE[name] = OpModel(name, build, doc, **kw)
+        return build
+    return deco
+
+
+def table() -> dict[str, OpModel]:
+    """Every op model: the built-ins, then the entry points' (which may replace them)."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        _load_entry_points()
+    return _TABLE
+
+
+def lookup(name: str) -> OpModel | None:
+    return table().get(name)
+
+
+def load_errors() -> list[str]:
+    table()
+    return list(_errors)
+
+
+def register(model: OpModel) -> OpModel:
+    """Add or replace an op model from Python."""
+    _TABLE[model.op] = model
+    return model
+
+
+def _load_entry_points() -> None:
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, OpModel):
+                obj = obj()
+            models = [obj] if isinstance(obj, OpModel) else list(obj)
+            for m in models:
+                if not isinstance(m, OpModel):
+                    raise TypeError(f"{m!r} is not a tfsem.graphdef.ops.OpModel")
+                _TABLE[m.op] = OpModel(**{**m.__dict__, "origin": f"entry point {ep.value}"})
+        except Exception as exc:  # one broken plugin must not break import
+            _errors.append(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}")
+
+
+#: Pure TensorFlow ops with no bit-exact model: uninterpreted functions.
+STATELESS_UNMODELLED = frozenset("""
+    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
+    Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
+    Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite Less LessEqual
+    Greater GreaterEqual Equal NotEqual LogicalAnd LogicalOr LogicalNot Select SelectV2
+    Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
+    Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool
+    MaxPoolGrad AvgPoolGrad FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3
+    FusedBatchNormGrad FusedBatchNormGradV3 SoftmaxCrossEntropyWithLogits
+    SparseSoftmaxCrossEntropyWithLogits TanhGrad SigmoidGrad SqrtGrad RsqrtGrad Relu6
+    Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad BroadcastTo
+    BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
+    L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
+    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
+    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
+    StatelessTruncatedNormal Size Rank
+""".split())
+
+#: Control flow: rejected by name until it is modelled.
+CONTROL_FLOW = frozenset("""
+    Switch RefSwitch Merge RefMerge Enter RefEnter Exit RefExit NextIteration
+    RefNextIteration LoopCond If StatelessIf While StatelessWhile Case StatelessCase
+    ControlTrigger
+""".split())
+
+#: Function calls, inlined from the graph's library (graphdef/functions.py).
+CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+
+#: Output arg names of TensorFlow ops with several output args that tfsem
+#: may meet inside a function body (where outputs are named `n:arg:k`).
+OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
+    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
+    "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
+                         "reserve_space_2", "reserve_space_3"),
+    "FusedBatchNormGradV3": ("x_backprop", "scale_backprop", "offset_backprop",
+                             "reserve_space_4", "reserve_space_5"),
+    "BroadcastGradientArgs": ("r0", "r1"),
+    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "StatelessRandomGetKeyCounter": ("key", "counter"),
+    "Unique": ("y", "idx"),
+}
+
+
+def stateless(op_name: str) -> bool:
+    """Whether an op is known to have no effect (a model that is not
+    stateful, or an unmodelled pure op)."""
+    m = lookup(op_name)
+    return (m is not None and not m.stateful) or op_name in STATELESS_UNMODELLED
+
+
+# ---------------------------------------------------------------------------
+# The built-in models.  `b` is the importer's builder for one TensorFlow node:
+#   b.input(i)        the tfsem input of data input i (a tensor)
+#   b.var(i)          the tfsem Var node's edge for resource input i
+#   b.static(i)       numpy value of constant input i (read at import)
+#   b.attr(name)      the node's attribute (types as tfsem dtypes, lists as lists)
+#   b.dtype(name)     attribute `name` as a supported tfsem dtype (else rejected)
+#   b.add(op, inputs, attrs, part=None)   add a tfsem node; returns DataIn of port 0
+#   b.reject(reason)  refuse the node (its name and op are named)
+#   b.n_inputs        number of data inputs
+
+
+def _fn(name: str, dtype_attr: str | None = "T", n: int | None = None):
+    """A model that is one tfsem function of all data inputs."""
+    def build(b):
+        if dtype_attr:
+            b.dtype(dtype_attr)
+        k = b.n_inputs if n is None else n
+        return [b.add(name, [b.input(i) for i in range(k)])]
+    return build
+
+
+for _tf_op, _fn_name in [("Add", "Add"), ("AddV2", "Add"), ("Sub", "Sub"), ("Mul", "Mul"),
+                         ("Neg", "Neg"), ("Maximum", "Max"), ("Minimum", "Min"),
+                         ("RealDiv", "RealDiv"), ("Square", "Square"), ("Sqrt", "Sqrt"),
+                         ("SquaredDifference", "SquaredDifference"), ("Abs", "Abs"),
+                         ("FloorMod", "FloorMod"), ("FloorDiv", "FloorDiv"), ("Relu", "Relu"),
+                         ("ReluGrad", "ReluGrad"), ("BiasAddGrad", "BiasAddGrad"),
+                         ("ZerosLike", "ZerosLike"), ("OnesLike", "OnesLike")]:
+    op(_tf_op, f"the function {_fn_name}")(_fn(_fn_name))
+for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
+    op(_tf_op, "the function Identity (a node of its own: control edges on it keep their meaning)"
+       )(_fn("Identity"))
+
+
+@op("BiasAdd", "the function BiasAdd (data_format NHWC only)")
+def _bias_add(b):
+    b.dtype("T")
+    fmt = b.attr("data_format", "NHWC")
+    if fmt not in ("NHWC", "N...C"):
+        b.reject(f"data_format {fmt!r} is not modelled (NHWC only)")
+    return [b.add("BiasAdd", [b.input(0), b.input(1)])]
+
+
+@op("MatMul", "the function MatMul (transpose_a, transpose_b)")
+def _matmul(b):
+    b.dtype("T")
+    return [b.add("MatMul", [b.input(0), b.input(1)],
+                  {"transpose_a": bool(b.attr("transpose_a", False)),
+                   "transpose_b": bool(b.attr("transpose_b", False))})]
+
+
+@op("Cast", "the function Cast (int64 <-> float32); a Cast of a constant of another dtype "
+    "(int32, ...) is computed at import into a Const")
+def _cast(b):
+    dst = b.dtype("DstT")
+    if b.attr("SrcT", "") not in ("DT_INT64", "DT_FLOAT"):
+        value = b.static(0)      # e.g. Keras' int32 constant 1 cast to the int64 iteration
+        if value.dtype.kind == "f" and dst == "int64":
+            b.reject("a Cast of a float constant to an integer is not modelled")
+        from tfsem.oracle.values import Tensor
+        return [b.add("Const", [], {"value": Tensor(value.astype(dst), dst)})]
+    src = b.dtype("SrcT")
+    if src == dst:
+        return [b.add("Identity", [b.input(0)])]
+    return [b.add("Cast", [b.input(0)], {"DstT": dst})]
+
+
+@op("Const", "the function Const (TensorProto: typed *_val fields, tensor_content, a splat)")
+def _const(b):
+    value = b.tensor_attr("value")
+    return [b.add("Const", [], {"value": value})]
+
+
+@op("NoOp", "the function NoOp: a join of control edges (tf.group)")
+def _noop(b):
+    b.add("NoOp", [])
+    return []
+
+
+@op("IdentityN", "one Identity per input, joined by a NoOp named after the node")
+def _identity_n(b):
+    n = b.n_inputs
+    if n == 1:
+        return [b.add("Identity", [b.input(0)])]
+    outs = [b.add("Identity", [b.input(i)], part=f"output_{i}") for i in range(n)]
+    b.add("NoOp", [])   # the join; the builder puts the parts under it
+    return outs
+
+
+@op("AddN", "a chain of Add in the order of TensorFlow's CPU kernel (groups of 8)")
+def _add_n(b):
+    b.dtype("T")
+    n = b.n_inputs
+    if n == 1:
+        return [b.add("Identity", [b.input(0)])]
+    # aggregate_ops.cc: the first n % 8 inputs (8 if none, just input 0 if one)
+    # are summed left to right, then each further group of 8 is summed left to
+    # right and added to the running total: out = out + (((i0 + i1) + ...) + i7).
+    first = n % 8 or 8
+    k = 0
+
+    def chain(lo: int, hi: int):
+        nonlocal k
+        acc = b.input(lo)
+        for i in range(lo + 1, hi):
+            acc = b.add("Add", [acc, b.input(i)], part=f"add_{k}")
+            k += 1
+        return acc
+
+    total = chain(0, first)
+    i = first
+    while i < n:
+        group = chain(i, i + 8)
+        total = b.add("Add", [total, group], part=f"add_{k}")
+        k += 1
+        i += 8
+    return [b.add("Identity", [total])]
+
+
+def _reduction(fn_name: str):
+    def build(b):
+        b.dtype("T")
+        axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
+        return [b.add(fn_name, [b.input(0)], {"axes": axes,
+                                              "keep_dims": bool(b.attr("keep_dims", False))})]
+    return build
+
+
+for _tf_op, _fn_name in [("Sum", "Sum"), ("Mean", "Mean"), ("Max", "ReduceMax"),
+                         ("Min", "ReduceMin")]:
+    op(_tf_op, f"the function {_fn_name} (axes: a constant input)", static=(1,)
+       )(_reduction(_fn_name))
+
+
+def _int_list(value) -> list[int]:
+    return [int(x) for x in np.asarray(value).reshape(-1)]
+
+
+@op("Reshape", "the function Reshape (shape: a constant input)", static=(1,))
+def _reshape(b):
+    b.dtype("T")
+    return [b.add("Reshape", [b.input(0)], {"shape": _int_list(b.static(1))})]
+
+
+@op("Tile", "the function Tile (multiples: a constant input)", static=(1,))
+def _tile(b):
+    b.dtype("T")
+    return [b.add("Tile", [b.input(0)], {"multiples": _int_list(b.static(1))})]
+
+
+@op("Fill", "the function Fill (dims: a constant input)", static=(0,))
+def _fill(b):
+    b.dtype("T")
+    return [b.add("Fill", [b.input(1)], {"dims": _int_list(b.static(0))})]
+
+
+@op("ExpandDims", "the function ExpandDims (axis: a constant input)", static=(1,))
+def _expand_dims(b):
+    b.dtype("T")
+    return [b.add("ExpandDims", [b.input(0)], {"axis": _int_list(b.static(1))[0]})]
+
+
+@op("Squeeze", "the function Squeeze")
+def _squeeze(b):
+    b.dtype("T")
+    return [b.add("Squeeze", [b.input(0)],
+                  {"squeeze_dims": [int(x) for x in b.attr("squeeze_dims", [])]})]
+
+
+@op("ConcatV2", "a chain of ConcatAxis (axis: a constant last input)", static=(-1,))
+def _concat(b):
+    b.dtype("T")
+    n = b.n_inputs - 1
+    axis = _int_list(b.static(n))[0]
+    acc = b.input(0)
+    if n == 1:
+        return [b.add("Identity", [acc])]
+    for i in range(1, n):
+        acc = b.add("ConcatAxis", [acc, b.input(i)], {"axis": axis},
+                    part=None if i == n - 1 else f"concat_{i}")
+    return [acc]
+
+
+@op("Pack", "ExpandDims of each input, then a chain of ConcatAxis")
+def _pack(b):
+    b.dtype("T")
+    axis = int(b.attr("axis", 0))
+    n = b.n_inputs
+    parts = [b.add("ExpandDims", [b.input(i)], {"axis": axis}, part=f"expand_{i}")
+             for i in range(n)]
+    if n == 1:
+        return [b.add("Identity", [parts[0]])]
+    acc = parts[0]
+    for i in range(1, n):
+        acc = b.add("ConcatAxis", [acc, parts[i]], {"axis": axis if axis >= 0 else axis},
+                    part=None if i == n - 1 else f"concat_{i}")
+    return [acc]
+
+
+@op("Split", "one SplitPart per output (axis: a constant input), joined by a NoOp",
+    static=(0,))
+def _split(b):
+    b.dtype("T")
+    axis = _int_list(b.static(0))[0]
+    n = int(b.attr("num_split"))
+    outs = [b.add("SplitPart", [b.input(1)], {"axis": axis, "num_split": n, "index": i},
+                  part=f"output_{i}") for i in range(n)]
+    b.add("NoOp", [])
+    return outs
+
+
+@op("Shape", "a Const of the input's static shape (int64 out_type only)")
+def _shape(b):
+    if b.dtype("out_type") != "int64":
+        b.reject("out_type must be int64")
+    shape = b.static_shape(0)
+    from tfsem.oracle.values import Tensor
+    return [b.add("Const", [], {"value": Tensor(np.array(shape, dtype=np.int64))})]
+
+
+# -- state ------------------------------------------------------------------
+
+
+@op("VarHandleOp", "a Var node of the variable named by shared_name (the node name if empty)",
+    stateful=True)
+def _var_handle(b):
+    return [b.var_node()]
+
+
+@op("ReadVariableOp", "Read", resources=(0,), stateful=True, output_args=("value",))
+def _read(b):
+    b.dtype("dtype")
+    return [b.add("Read", [b.var(0)])]
+
+
+@op("AssignVariableOp", "Assign-Snd (Write)", resources=(0,), stateful=True)
+def _assign(b):
+    b.dtype("dtype")
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Snd"})
+    return []
+
+
+@op("AssignAddVariableOp", "Assign-Add", resources=(0,), stateful=True)
+def _assign_add(b):
+    b.dtype("dtype")
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Add"})
+    return []
+
+
+@op("AssignSubVariableOp", "Assign-Sub", resources=(0,), stateful=True)
+def _assign_sub(b):
+    b.dtype("dtype")
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Sub"})
+    return []
+
+
+@op("ResourceApplyGradientDescent",
+    "var -= alpha * delta: Mul, then Assign-Sub (seed 002: read, compute, write)",
+    resources=(0,), stateful=True)
+def _apply_gd(b):
+    b.dtype("T")
+    step = b.add("Mul", [b.input(2), b.input(1)], part="step")   # grad * lr, as Eigen's
+    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    b.add("NoOp", [])
+    return []
+
+
+@op("ResourceApplyMomentum",
+    "accum = accum * momentum + grad (Assign-ScaleAdd), then var -= lr * accum "
+    "(Read, Mul, Assign-Sub); refused when another node races on its variables",
+    resources=(0, 1), stateful=True)
+def _apply_momentum(b):
+    b.dtype("T")
+    if b.attr("use_nesterov", False):
+        b.reject("use_nesterov=true is not modelled")
+    packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
+    acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
+    new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
+    # training_ops.cc: var.device(d) -= accum * lr()
+    step = b.add("Mul", [new_accum, b.input(2)], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    b.add("NoOp", [])
+    b.exclusive()
+    return []
+
+
+@op("ResourceApplyAdam",
+    "m += (g - m)(1 - beta1), v += (g*g - v)(1 - beta2) (Assign-StepToward), then "
+    "var -= m*alpha / (sqrt(v) + epsilon) with alpha = lr sqrt(1 - beta2^t) / (1 - beta1^t); "
+    "refused when another node races on its variables",
+    resources=(0, 1, 2), stateful=True)
+def _apply_adam(b):
+    b.dtype("T")
+    if b.attr("use_nesterov", False):
+        b.reject("use_nesterov=true is not modelled")
+    # inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
+    one = b.add("Const", [], {"value": b.scalar(1.0)}, part="one")
+    g = b.input(9)
+    c1 = b.add("Sub", [one, b.input(6)], part="one_minus_beta1")
+    c2 = b.add("Sub", [one, b.input(7)], part="one_minus_beta2")
+    m_up = b.add("Assign", [b.var(1), b.add("StackBroadcast", [g, c1], part="m_operands")],
+                 {"fn": "StepToward"}, part="m")
+    g2 = b.add("Square", [g], part="grad_squared")
+    v_up = b.add("Assign", [b.var(2), b.add("StackBroadcast", [g2, c2], part="v_operands")],
+                 {"fn": "StepToward"}, part="v")
+    # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T
+    s2 = b.add("Sqrt", [b.add("Sub", [one, b.input(4)], part="one_minus_beta2_power")],
+               part="sqrt_one_minus_beta2_power")
+    alpha = b.add("RealDiv", [b.add("Mul", [b.input(5), s2], part="lr_sqrt"),
+                              b.add("Sub", [one, b.input(3)], part="one_minus_beta1_power")],
+                  part="alpha")
+    m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
+    v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
+    num = b.add("Mul", [m, alpha], part="m_alpha")
+    den = b.add("Add", [b.add("Sqrt", [v], part="sqrt_v"), b.input(8)], part="denominator")
+    step = b.add("RealDiv", [num, den], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    b.add("NoOp", [])
+    b.exclusive()
+    return []
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(op, what it becomes, origin) for every model, sorted by op name."""
+    return [(m.op, m.doc, m.origin) for m in sorted(table().values(), key=lambda m: m.op)]
