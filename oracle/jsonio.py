@@ -129,7 +129,9 @@ def _node_from_json(raw: Any, where: str, bad) -> Node | None:
         bad(where, "bad-name", f"a node needs a non-empty string \"name\", got {name!r}")
         return None
     where = f"node {name!r}"
-    for key in set(raw) - _NODE_FIELDS:
+    f_attrs = set(fns.lookup(raw["op"]).attrs) if isinstance(raw.get("op"), str) \
+        and fns.lookup(raw["op"]) is not None else set()
+    for key in set(raw) - _NODE_FIELDS - f_attrs:  # a function's attributes are fields too
         bad(where, "unknown-field", f"unknown field {key!r}")
     op = raw.get("op")
     if not isinstance(op, str):

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 from tfsem.checking import DEFAULT_TIMEOUT, check_case
+from tfsem.graphdef import is_graph_path
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args
+from tfsem.oracle.jsonio import program_to_json
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
 from tfsem.oracle.program import ProgramError
 from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
@@ -25,6 +28,7 @@ def add_parser(sub) -> None:
                     "invalid, 2 bad input, 3 unknown.")
     p.add_argument("original", help="the original program (tfsem.program/1), or a case file")
     p.add_argument("rewritten", nargs="?", help="the rewritten program (tfsem.program/1)")
+    add_graph_options(p)
     p.add_argument("--semantics", choices=SEMANTICS, default=None,
                    help="atomic (seed 000, default) or decomposed (seed 002)")
     p.add_argument("--observe", choices=OBSERVE, default=None,
@@ -47,10 +51,16 @@ def load_inputs(args: argparse.Namespace) -> Case:
                              f"({CASE_FORMAT}); give ORIGINAL and REWRITTEN programs otherwise")
         return case_from_json(data, where=str(args.original))
     try:
-        original = load_program(args.original)
+        original = load_from_args(args.original, args)
     except ProgramError as exc:  # name the file: the violations name only nodes
         raise UsageError(f"{args.original}: invalid original program:\n"
                          + "\n".join(f"  {v}" for v in exc.violations)) from None
+    if is_graph_path(args.rewritten):
+        try:
+            return Case(original, program_to_json(load_from_args(args.rewritten, args)))
+        except ProgramError as exc:
+            raise UsageError(f"{args.rewritten}: invalid rewritten graph:\n"
+                             + "\n".join(f"  {v}" for v in exc.violations)) from None
     rewritten = read_json_file(args.rewritten)
     if isinstance(rewritten, dict) and rewritten.get("format") == CASE_FORMAT:
         raise UsageError(f"{args.rewritten}: this is a case file (tfsem.case/1), not a program")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_OK, EXIT_UNKNOWN
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
 from tfsem.oracle.jsonio import load_program
@@ -14,7 +15,8 @@ from .common import add_semantics_options, add_sigma_options, duration, positive
 def add_parser(sub) -> None:
     p = sub.add_parser("outcomes", help="the set of outcomes of a program at given inputs",
                        description="Enumerate Outcomes(P, σ), each with one witness schedule.")
-    p.add_argument("program", help="a tfsem.program/1 JSON file")
+    p.add_argument("program", help="a tfsem.program/1 JSON file, or a TensorFlow graph")
+    add_graph_options(p)
     add_sigma_options(p)
     add_semantics_options(p)
     p.add_argument("--limit", type=positive_int, default=None,
@@ -28,7 +30,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    program = load_program(args.program)
+    program = load_from_args(args.program, args)
     feeds, init = sigma_from_args(program, args)
     try:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import dumps, load_program, program_to_json
 from tfsem.oracle.program import Program, validate
@@ -19,7 +20,8 @@ def add_parser(sub) -> None:
                                    "or produces an invalid program.")
     p.add_argument("pass_name", metavar="PASS",
                    help="a registered pass name (see `tfsem passes`) or module:attribute")
-    p.add_argument("program", help="a tfsem.program/1 JSON file")
+    p.add_argument("program", help="a tfsem.program/1 JSON file, or a TensorFlow graph")
+    add_graph_options(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write the program here, not to stdout")
     p.set_defaults(run=run)
 
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         rewrite = get_pass(args.pass_name)
     except PassNotFound as exc:
         raise UsageError(str(exc)) from None
-    program = load_program(args.program)
+    program = load_from_args(args.program, args)
     from tfsem.oracle.explore import BudgetExceeded
     try:
         result = rewrite(program)

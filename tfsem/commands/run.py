@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_OK, UsageError
 from tfsem.oracle.jsonio import load_program
 
@@ -17,7 +18,8 @@ def add_parser(sub) -> None:
                                    "schedule drawn from the seed (random) or on a concurrent "
                                    "thread pool (threads), and print each distinct outcome "
                                    "observed and how many runs gave it.")
-    p.add_argument("program", help="a tfsem.program/1 JSON file")
+    p.add_argument("program", help="a tfsem.program/1 JSON file, or a TensorFlow graph")
+    add_graph_options(p)
     p.add_argument("--backend", choices=("numpy", "cupy"), required=True,
                    help="array library: numpy (CPU) or cupy (NVIDIA GPU, pip install 'tfsem[gpu]')")
     p.add_argument("--executor", choices=("random", "threads"), default="random",
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jitter < 0:
         raise UsageError("--jitter must not be negative")
-    program = load_program(args.program)
+    program = load_from_args(args.program, args)
     feeds, init = sigma_from_args(program, args)
     try:
         backend = get_backend(args.backend)

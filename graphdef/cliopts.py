@@ -1,0 +1,31 @@
+"""Command-line options for reading a TensorFlow graph where a command takes
+a program (`tfsem outcomes`, `check`, `run`, `rewrite`, `import`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tfsem.oracle.program import Program
+
+
+def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node") -> None:
+    g = p.add_argument_group("TensorFlow graphs (.pb, .pbtxt, .meta, a SavedModel directory)")
+    g.add_argument("--fetch", action="append", default=[], metavar="NAME",
+                   help="a tensor to fetch, NODE or NODE:K (repeatable; default: every node "
+                        "nothing consumes, or the signature's outputs); the output's name")
+    g.add_argument("--target", action="append", default=[], metavar="NODE",
+                   help="a node to run for its effect, as Session.run's targets (repeatable)")
+    g.add_argument(feed_flag, dest="feed_nodes", action="append", default=[], metavar="NODE",
+                   help="make NODE a feed of its own name (Placeholders are feeds already)")
+    g.add_argument("--signature", default=None, metavar="KEY",
+                   help="the signature of a MetaGraphDef or SavedModel (default "
+                        "serving_default, or the only one)")
+
+
+def load_from_args(path: str | Path, args: argparse.Namespace) -> Program:
+    from . import load_program_or_graph
+    return load_program_or_graph(path, fetch=getattr(args, "fetch", []) or [],
+                                 feed=getattr(args, "feed_nodes", []) or [],
+                                 target=getattr(args, "target", []) or [],
+                                 signature=getattr(args, "signature", None))
