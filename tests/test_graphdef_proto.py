@@ -310,6 +310,16 @@ def test_oneof_last_member_wins_and_singular_messages_merge():
     assert decode("NodeDef", b"\n\x01a\n\x01b") == {"name": "b"}
 
 
+def test_empty_packed_run_leaves_the_field_absent():
+    assert decode("TensorProto", b"\x4a\x00\x52\x00") == {}
+    assert decode("TensorProto", b"\x38\x01\x3a\x00") == {"int_val": [1]}
+
+
+def test_map_entry_with_a_third_field_is_corrupt():
+    with pytest.raises(ProtoError, match=r"field 3 in a map entry at byte 5 in NodeDef\.attr"):
+        decode("NodeDef", b"\x2a\x05\x0a\x01T\x18\x01")
+
+
 def test_map_entry_without_value_or_key_gets_defaults():
     assert decode("NodeDef", b"\x2a\x03\x0a\x01T") == {"attr": {"T": {}}}
     assert decode("FunctionDef", b"\x22\x03\x12\x01r") == {"ret": {"": "r"}}

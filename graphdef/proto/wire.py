@@ -171,6 +171,11 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
             raise ProtoError(f"{WIRE_NAMES[wire_type]} wire type (field {number}) at byte {tag_pos} in {path}: "
                              f"TensorFlow messages use no groups; not a {_root(path)}?")
         field = by_number.get(number)
+        if field is None and msg.is_map_entry:
+            # a map entry has exactly fields 1 (key) and 2 (value); anything else is corruption
+            # (protobuf's upb parser silently drops such an entry from the map)
+            raise ProtoError(f"field {number} in a map entry at byte {tag_pos} in {path}: a map entry has only "
+                             f"key (1) and value (2); not a {_root(path)}?")
         if field is None or field.kind == "skip":
             pos = _skip(data, pos, end, wire_type, tag_pos, number, path)
             continue
@@ -225,7 +230,7 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
                 _store(msg, field, out, value)
             elif kind == "bytes":
                 _store(msg, field, out, data[pos:sub_end])
-            else:  # a packed run of numbers
+            elif length:  # a packed run of numbers (an empty run leaves the field as it was)
                 items = out.get(name)
                 if items is None:
                     items = out[name] = []
