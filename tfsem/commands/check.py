@@ -9,6 +9,7 @@ from pathlib import Path
 from tfsem.checking import DEFAULT_TIMEOUT, check_case
 from tfsem.graphdef import is_graph_path
 from tfsem.graphdef.cliopts import add_graph_options, load_from_args
+from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.jsonio import program_to_json
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
 from tfsem.oracle.program import ProgramError
@@ -76,8 +77,14 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
-    verdict = check_case(case, timeout=args.timeout, semantics=args.semantics,
-                         observe=args.observe)
+    try:
+        verdict = check_case(case, timeout=args.timeout, semantics=args.semantics,
+                             observe=args.observe)
+    except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
+        from tfsem.checking.verdict import Verdict
+        verdict = Verdict("unknown", reason=f"{exc}",
+                          semantics=args.semantics or case.semantics,
+                          observe=args.observe or case.observe)
     if args.json:
         print_json(verdict.to_json())
     else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tfsem.graphdef.cliopts import add_graph_options, load_from_args
-from tfsem.cli import EXIT_OK, EXIT_UNKNOWN
+from tfsem.cli import EXIT_OK, EXIT_UNKNOWN, UsageError
+from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
 from tfsem.oracle.jsonio import load_program
 
@@ -35,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,
                              max_states=args.max_states, max_seconds=args.timeout)
+    except CannotRun as exc:  # an op of an imported graph with no concrete model
+        raise UsageError(str(exc)) from None
     except BudgetExceeded as exc:
         if args.json:
             print_json({"verdict": "unknown", "reason": str(exc)})

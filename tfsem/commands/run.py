@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     except BackendUnavailable as exc:
         raise UsageError(str(exc)) from None
     from tfsem.oracle.explore import BudgetExceeded
+    from tfsem.oracle.functions import CannotRun
     try:
         if args.executor == "threads":
             seen = run_threads(program, feeds, init, args.runs, backend, args.semantics, args.observe,
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             seen = run_random(program, feeds, init, args.runs, args.seed, backend, args.semantics,
                               args.observe)
+    except CannotRun as exc:  # an op of an imported graph with no concrete model
+        raise UsageError(str(exc)) from None
     except BudgetExceeded as exc:  # the tensor size limit
         if args.json:
             print_json({"verdict": "unknown", "reason": str(exc)})
