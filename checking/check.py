@@ -445,11 +445,12 @@ class _Checker:
         if getattr(self, "_samples", None) is None:
             rng = np.random.default_rng(self.seed)
             raw = []
-            for k in range(SAMPLES):
+            leaf_values = [*self.feeds.values(), *self.inits.values()]
+            for k in range(SAMPLES if not self.generic or gen.can_sample(leaf_values, SAMPLES) else 0):
                 style = min(k, 2)
                 raw.append(({f: _random_tensor(self.p.feed_type(f), rng, style) for f in self.feeds},
                             {x: _random_tensor(self.p.variables[x], rng, style) for x in self.inits}))
-            flags = {x: np.array([k >= 2 and rng.random() < 0.25 for k in range(SAMPLES)])
+            flags = {x: np.array([k >= 2 and rng.random() < 0.25 for k in range(SAMPLES if raw else 0)])
                      for x in self.flagged}
             sigmas = [(feeds, {x: Error(UNINITIALIZED) if x in flags and flags[x][k] else v
                                for x, v in init.items()})
@@ -460,6 +461,8 @@ class _Checker:
                     if value.elems:
                         column = np.stack([r[which][name].array.reshape(-1) for r in raw], axis=1)
                         leaves.update(zip(value.elems, column))
+                    elif gen.is_generic(value) and raw:
+                        gen.sample_leaf(leaves, value, [r[which][name] for r in raw])
             self._samples = (sigmas, leaves, flags, {})
         return self._samples
 

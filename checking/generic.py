@@ -522,3 +522,73 @@ def tensors(mode: str) -> Iterator[None]:
         yield
     finally:
         _MODE.reset(token)
+
+
+# ---------------------------------------------------------------------------
+# Concrete evaluation on generated σ (the checker's cheap candidates)
+
+#: the checker samples σ for GTensors only when the leaves of a check have at
+#: most this many elements over all samples (memory and time stay small)
+MAX_SAMPLED_ELEMENTS = 1 << 24
+
+
+def can_sample(leaves: Sequence[Any], samples: int) -> bool:
+    return sum(v.size for v in leaves if isinstance(v, GTensor)) * samples <= MAX_SAMPLED_ELEMENTS
+
+
+def sample_leaf(table: dict, leaf: GTensor, values: Sequence[Tensor]) -> None:
+    """Record a leaf's values on the samples: an array of shape (n, *shape)."""
+    table[leaf] = np.stack([v.array for v in values], axis=0)
+
+
+def evaluate(v: GTensor, leaves: Mapping[Any, np.ndarray], memo: dict) -> np.ndarray | None:
+    """v on every sample at once: an array of shape (n or 1, *v.shape), with
+    numpy's own operations (None when a leaf has no samples)."""
+    hit = memo.get(v)
+    if hit is not None or v in memo:
+        return hit
+    if v.op == "leaf":
+        r = leaves.get(v)
+    elif v.op == "const":
+        r = v.value.array[None]
+    else:
+        args = [evaluate(a, leaves, memo) for a in v.args]
+        if any(a is None for a in args):
+            r = None
+        elif v.op == "concat":
+            a, b = (np.broadcast_to(x, (max(args[0].shape[0], args[1].shape[0]),) + x.shape[1:])
+                    for x in args)
+            r = np.concatenate([a, b], axis=1)
+        elif v.op == "split":
+            h = v.shape[0]
+            r = args[0][:, v.value * h:(v.value + 1) * h]
+        else:
+            rank = len(v.shape)
+            padded = [x.reshape(x.shape[:1] + (1,) * (rank - (x.ndim - 1)) + x.shape[1:]) for x in args]
+            with np.errstate(all="ignore"):
+                r = _FOLD[v.op](*padded)
+    memo[v] = r
+    return r
+
+
+def sample_equal(a: Any, b: Any, leaves: Mapping[Any, np.ndarray], memo: dict,
+                 n: int) -> np.ndarray | None:
+    """SPEC equality of two GTensors (or a GTensor and an error) on each of n
+    samples; None when they cannot be evaluated."""
+    if isinstance(a, Error) or isinstance(b, Error):
+        return np.zeros(n, dtype=bool)   # a tensor is never an error
+    if not (isinstance(a, GTensor) and isinstance(b, GTensor)):
+        return None
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return np.zeros(n, dtype=bool)
+    if a.dtype not in ENCODED:
+        return None
+    va, vb = evaluate(a, leaves, memo), evaluate(b, leaves, memo)
+    if va is None or vb is None:
+        return None
+    va, vb = np.broadcast_to(va, (n,) + a.shape), np.broadcast_to(vb, (n,) + a.shape)
+    if a.dtype == "float32":
+        same = (va.view(np.uint32) == vb.view(np.uint32)) | (np.isnan(va) & np.isnan(vb))
+    else:
+        same = va == vb
+    return same.reshape(n, -1).all(axis=1)

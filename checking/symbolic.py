@@ -614,7 +614,9 @@ def sample_equal(a: SymValue, b: SymValue, leaves: Mapping[Term, np.ndarray],
     if isinstance(a, Opaque) or isinstance(b, Opaque):
         return None
     if not isinstance(a, (SymTensor, Error)) or not isinstance(b, (SymTensor, Error)):
-        return None   # a generic-element tensor (generic.py): not sampled element-wise
+        # a generic-element tensor: evaluated whole (generic.py)
+        from . import generic
+        return generic.sample_equal(a, b, leaves, memo, n)
     if isinstance(a, Error) or isinstance(b, Error):
         return np.full(n, isinstance(a, Error) and isinstance(b, Error) and a.reason == b.reason)
     if a.dtype != b.dtype or a.shape != b.shape:
