@@ -710,4 +710,5 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
           "show a pass crash, hang or return an invalid program (exit status 1)")
     else:
         p("result: pass, no finding contradicts a claim (exit status 0)")
-    p(f"report: tfsem report {out}")
+    p("the report (HTML, every campaign on DIR):")
+    p(f"  tfsem report {out}")

@@ -18,7 +18,7 @@ from test_campaigns_store import unsound_record
 from tfsem.campaigns.findings import FindingRecord
 from tfsem.campaigns.signature import group_key, rewrite_change
 from tfsem.campaigns.store import SCHEMA_VERSION, Store
-from tfsem.campaigns.text import effort_text, rarely_changes_warning
+from tfsem.campaigns.text import RARELY_CHANGES_MIN_PROGRAMS, effort_text, rarely_changes_warning
 
 
 # ---------------------------------------------------------------------------
@@ -42,18 +42,21 @@ def test_a_pass_that_rarely_changes_a_program_gets_a_warning():
 
 def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp_path):
     # drop_assigns claims unsound everywhere: its findings are expected, the run passes
-    r = tfsem("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
+    r = tfsem("verify", "campaign_fakes:drop_assigns", "--budget", "5s", "--seed", "2", "--out", tmp_path,
               *FAST, *ONE_CELL)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "expected: the pass claims unsound here" in r.stdout
+    assert "expected: the pass claims unsound here" in r.stdout, r.stdout  # found, and still exit 0
     assert re.search(r"atomic/outputs\+state\s+unsound\s+confirmed \(\d+ programs, \d+ changed", r.stdout)
     assert "result: pass" in r.stdout
     # the identity never changes a program: the claims line says so, with a warning
-    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "1.5s", "--out", tmp_path / "ok",
+    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "2s", "--out", tmp_path / "ok",
                *FAST, *ONE_CELL)
     assert ok.returncode == 0, ok.stderr
-    assert re.search(r"no counterexample \(\d+ programs, 0 changed", ok.stdout)
-    assert "warning: fake-identity changed only 0 of" in ok.stdout
+    m = re.search(r"no counterexample \((\d+) programs?, 0 changed", ok.stdout)
+    assert m, ok.stdout
+    # the warning needs enough programs to say anything (a loaded machine may run few)
+    warned = "warning: fake-identity changed only 0 of" in ok.stdout
+    assert warned == (int(m.group(1)) >= RARELY_CHANGES_MIN_PROGRAMS), ok.stdout
     js = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
                *FAST, *ONE_CELL, "--json")
     cell = json.loads(js.stdout)["cells"][0]
@@ -61,7 +64,7 @@ def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp
 
 
 def test_verify_prints_periodic_progress_lines_when_not_on_a_terminal(tmp_path):
-    r = tfsem("verify", "campaign_fakes:identity", "--budget", "3s", "--status-every", "1s",
+    r = tfsem("verify", "campaign_fakes:identity", "--budget", "4s", "--status-every", "0.5s",
               "--out", tmp_path, *FAST, *ONE_CELL)
     assert r.returncode == 0, r.stderr
     lines = re.findall(r"^\[\s*[\d.]+s\] fake-identity: \d+ programs .* left$", r.stderr, re.M)
@@ -141,18 +144,22 @@ def test_a_schema_1_database_stays_readable_and_migrates_without_loss(tmp_path):
 def test_fuzz_groups_findings_counts_effort_and_points_at_the_report(tmp_path):
     out = tmp_path / "c"
     r = tfsem("fuzz", "--pass", "campaign_fakes:drop_assigns", "--pass", "campaign_fakes:identity",
-              "--budget", "4s", "--out", out, "--seed", "1", *FAST, *ONE_CELL)
+              "--budget", "6s", "--out", out, "--seed", "1", *FAST, *ONE_CELL)
     assert r.returncode == 0, r.stdout + r.stderr  # drop_assigns claims unsound: expected findings
-    assert re.search(r"fake-identity\s+atomic/outputs\+state\s+sound\s+[\d.]+\s+\d+ programs, 0 changed",
-                     r.stdout), r.stdout
-    assert "warning: fake-identity changed only 0 of" in r.stdout
+    m = re.search(r"fake-identity\s+atomic/outputs\+state\s+sound\s+[\d.]+\s+(\d+) programs?, 0 changed",
+                  r.stdout)
+    assert m, r.stdout
+    warned = "warning: fake-identity changed only 0 of" in r.stdout
+    assert warned == (int(m.group(1)) >= RARELY_CHANGES_MIN_PROGRAMS), r.stdout
     assert "result: pass" in r.stdout
-    assert r.stdout.rstrip().endswith(f"report: tfsem report {out}")
+    assert r.stdout.rstrip().endswith(f"\n  tfsem report {out}")
     with Store(out, readonly=True) as s:
         groups = s.finding_groups()
         n_findings = len(s.findings())
     m = re.search(r"findings: (\d+) distinct \((\d+) programs\)", r.stdout)
-    assert m and int(m.group(1)) == len(groups) and int(m.group(2)) == n_findings
+    assert (m is None) == (not groups), r.stdout
+    if groups:
+        assert int(m.group(1)) == len(groups) and int(m.group(2)) == n_findings
 
 
 def test_service_campaigns_list_effort_per_cell_and_groups(tmp_path):

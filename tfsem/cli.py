@@ -9,8 +9,10 @@ usage; 3 unknown.  Bad input never shows a traceback.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
+import re
 import sys
 
 from tfsem import __version__
@@ -20,24 +22,29 @@ EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 COMMANDS = ["outcomes", "passes", "rewrite", "check", "generate", "run", "verify", "fuzz",
             "report", "serve", "import", "export", "grappler", "reduce", "completion"]
 
-#: One line per command for `tfsem --help`, so that it imports no command
-#: module (they pull in numpy, z3 and Hypothesis: `tfsem --help` stays under
-#: 0.3 s).  Each must equal the `help=` its module gives (tests/test_cli_messages.py
-#: checks); a command missing here still works, its module is imported for it.
-SUMMARIES = {
-    "outcomes": "the set of outcomes of a program at given inputs",
-    "passes": "list the rewrite passes and their claims",
-    "rewrite": "apply a rewrite pass to a program",
-    "check": "is a rewrite sound? (a proof, or a counterexample that reproduces)",
-    "generate": "write random valid programs (the fuzzers' generator)",
-    "run": "execute a program on numpy or cupy arrays",
-    "verify": "fuzz one rewrite pass and report minimized counterexamples",
-    "fuzz": "a fuzzing campaign over several passes, stored under DIR",
-    "report": "write the HTML report of a campaign directory",
-    "serve": "answer checks and outcome queries over HTTP; browse DIR's campaigns",
-    "reduce": "shrink a failing case (original, rewritten) to a smaller one that fails the same way",
-    "completion": "print a shell completion script (bash or zsh)",
-}
+#: `tfsem --help` lists every command without importing its module (they
+#: pull in numpy, z3 and Hypothesis; `tfsem --help` stays under 0.3 s): the
+#: one-line help is read from the module's source, `sub.add_parser("NAME",
+#: help="...")`; a module written otherwise is imported for it.
+_HELP_RE = re.compile(r"""add_parser\(\s*["']([\w-]+)["']\s*,\s*help=((?:\s*"(?:[^"\\]|\\.)*")+)""")
+
+
+def summary(name: str) -> str | None:
+    """The one-line help of command `name` read from its source, or None."""
+    spec = importlib.util.find_spec(f"tfsem.commands.{name}")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        source = open(spec.origin, encoding="utf-8").read()
+    except OSError:
+        return None
+    for m in _HELP_RE.finditer(source):
+        if m.group(1) == name:
+            try:
+                return "".join(ast.literal_eval(part) for part in re.findall(r'"(?:[^"\\]|\\.)*"', m.group(2)))
+            except (ValueError, SyntaxError):
+                return None
+    return None
 
 
 class UsageError(Exception):
@@ -58,9 +65,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in COMMANDS:
         if not _exists(name):
             continue  # not built yet
-        if command is not None and name != command and name in SUMMARIES:
-            sub.add_parser(name, help=SUMMARIES[name], add_help=False)
-            continue
+        if command is not None and name != command:
+            text = summary(name)
+            if text is not None:
+                sub.add_parser(name, help=text, add_help=False)
+                continue
         importlib.import_module(f"tfsem.commands.{name}").add_parser(sub)
     return parser
 
