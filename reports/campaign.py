@@ -183,8 +183,9 @@ def write_campaign_report(directory: str | Path) -> ReportResult:
         try:
             with store:
                 ids = [f["id"] for f in _ids(store)]
-        except sqlite3.Error as exc:
-            raise UnreadableStore(f"{directory}: the campaign database cannot be read ({exc})") from None
+        except (sqlite3.Error, ValueError) as exc:   # ValueError: undecodable text in a corrupt file
+            raise UnreadableStore(f"{directory / 'campaign.db'}: the campaign database cannot be read "
+                                  f"({exc})") from None
         for fid in ids:
             try:
                 row = finding_row(directory, fid)
@@ -192,7 +193,8 @@ def write_campaign_report(directory: str | Path) -> ReportResult:
                 if _has_steps(row):
                     pages[steps_page_path(fid)] = finding_page(row, all_steps=True)
             except (NoSuchFinding, KeyError, TypeError, ValueError) as exc:
-                result.failed.append(f"finding {fid}: {exc}")
+                why = str(exc) if str(exc).startswith(f"finding {fid}") else f"finding {fid}: {exc}"
+                result.failed.append(why if len(why) <= 300 else why[:299] + "…")
                 continue
             for rel, html in pages.items():
                 try:

@@ -99,7 +99,7 @@ def value_text(raw: Any, limit: int = 40) -> str:
     try:
         return truncate(format_value(value_from_json(raw)), limit)
     except (ValueFormatError, TypeError, ValueError):
-        return truncate(json.dumps(raw, allow_nan=False, default=str), limit)
+        return truncate(json_text(raw, None), limit)
 
 
 def when(value: Any) -> str:
