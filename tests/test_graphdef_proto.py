@@ -561,6 +561,7 @@ def test_text_skips_fields_tfsem_does_not_model():
      r'unknown DataType value .DT_FOO. for GraphDef\.node\[0\]\.attr\["T"\]\.type at line 1:38'),
     ('node { attr { key: "T" value { i: 1 s: "x" } } }', r"'i' of the same oneof 'value' is already set at line 1:37"),
     ("versions { producer: 2147483648 }", r"out of range for int32 .* at line 1:22"),
+    ("versions { producer: " + "9" * 5000 + " }", r"999\.\.\. is out of range for int32 .* at line 1:22"),
     ("versions { producer: 1.5 }", r"expected an integer .*versions\.producer.* at line 1:22"),
     ('node { name: "a"', r"expected '}' to close GraphDef\.node\[0\], found end of input at line 1:17"),
     ('node { name: "a\n" }', r"unterminated string at line 1:14"),
@@ -757,3 +758,14 @@ def test_schema_numbers_are_tensorflows():
     assert number("TensorInfo", "coo_sparse") == 4 and number("TensorInfo", "composite_tensor") == 5
     assert number("MetaGraphDef", "signature_def") == 5 and number("SavedModel", "meta_graphs") == 2
     assert len(schema.ENUMS["DataType"]) == 34 + 33
+
+
+def test_encoding_accepts_numpy_scalars():
+    np = pytest.importorskip("numpy")
+    value = {"dtype": "DT_FLOAT", "float_val": [np.float32(1.5)], "int64_val": [np.int64(-3)],
+             "tensor_shape": {"dim": [{"size": np.int32(4)}]}}
+    plain = {"dtype": "DT_FLOAT", "float_val": [1.5], "int64_val": [-3], "tensor_shape": {"dim": [{"size": 4}]}}
+    assert encode("TensorProto", value) == encode("TensorProto", plain)
+    assert format_text("TensorProto", value) == format_text("TensorProto", plain)
+    with pytest.raises(ProtoError, match=r"TensorProto\.int64_val\[0\]: expected an integer"):
+        encode("TensorProto", {"int64_val": [np.float64(1.0)]})

@@ -286,15 +286,23 @@ _FLOAT_WORDS = {"inf": math.inf, "inff": math.inf, "infinity": math.inf, "infini
 
 def _parse_int_literal(text: str):
     """The int a number token spells, or None when it is not an integer literal."""
-    if text[:2] in ("0x", "0X"):
-        return int(text[2:], 16)
-    if not text.isdigit():
+    hexadecimal = text[:2] in ("0x", "0X")
+    if not hexadecimal and not text.isdigit():
         return None
+    if len((text[2:] if hexadecimal else text).lstrip("0")) > 40:
+        return 1 << 200  # out of range of every integer kind (and never handed to int(): no quadratic work)
+    if hexadecimal:
+        return int(text[2:], 16)
     if len(text) > 1 and text[0] == "0":
         if any(c in "89" for c in text):
             return None
         return int(text, 8)
     return int(text)
+
+
+def _literal(tok, negative: bool) -> str:
+    text = ("-" if negative else "") + tok[1]
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
@@ -359,7 +367,7 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
         number = -number if negative else number
         lo, hi = _RANGES["enum"]
         if not lo <= number <= hi:
-            raise toks.error(f"{number} is out of range for enum {fpath}", tok)
+            raise toks.error(f"{_literal(tok, negative)} is out of range for enum {fpath}", tok)
         return ENUMS[field.type_name].get(number, number)
     # integer kinds
     number = _parse_int_literal(tok[1]) if tok[0] == "number" else None
@@ -368,7 +376,7 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
     number = -number if negative else number
     lo, hi = _RANGES[kind]
     if not lo <= number <= hi:
-        raise toks.error(f"{number} is out of range for {kind} field {fpath} [{lo}, {hi}]", tok)
+        raise toks.error(f"{_literal(tok, negative)} is out of range for {kind} field {fpath} [{lo}, {hi}]", tok)
     return number
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import operator
 import struct
 
 from . import MAX_DEPTH, MAX_SIZE, ProtoError
@@ -387,8 +389,12 @@ def check_scalar(kind: str, value, field: Field, path: str):
                 if number is None:
                     raise ProtoError(f"{path}: unknown {field.type_name} value {value!r}")
                 return number
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, (bool, float)):
             raise ProtoError(f"{path}: expected an integer for {kind} field, got {value!r}")
+        try:
+            value = operator.index(value)  # int, or a numpy integer
+        except TypeError:
+            raise ProtoError(f"{path}: expected an integer for {kind} field, got {value!r}") from None
         lo, hi = _RANGES[kind]
         if not lo <= value <= hi:
             raise ProtoError(f"{path}: {value} is out of range for {kind} [{lo}, {hi}]")
@@ -398,7 +404,7 @@ def check_scalar(kind: str, value, field: Field, path: str):
             raise ProtoError(f"{path}: expected a bool, got {value!r}")
         return value
     if kind in ("float", "double"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy floats are Real
             raise ProtoError(f"{path}: expected a number for {kind} field, got {value!r}")
         value = float(value)
         if kind == "float" and math.isfinite(value):
@@ -415,7 +421,7 @@ def check_scalar(kind: str, value, field: Field, path: str):
         except UnicodeEncodeError:
             raise ProtoError(f"{path}: string is not valid Unicode (lone surrogate)") from None
     if kind == "bytes":
-        if not isinstance(value, (bytes, bytearray)):
+        if not isinstance(value, (bytes, bytearray, memoryview)):
             raise ProtoError(f"{path}: expected bytes for bytes field, got {type(value).__name__}")
         return bytes(value)
     raise AssertionError(kind)
