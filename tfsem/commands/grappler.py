@@ -66,11 +66,13 @@ def _manifest_entry(path: Path) -> dict | None:
 
 
 def _import(graph_def, fetches: list[str], targets: list[str], where: str):
-    """A tfsem Program of a TensorFlow GraphDef (through serialized bytes, so
-    that tfsem's own TensorFlow-free reader is what reads it)."""
-    from tfsem.graphdef.importer import import_graph_bytes  # noqa: PLC0415
-    return import_graph_bytes(graph_def.SerializeToString(), fetches=fetches,
-                              targets=targets, where=where)
+    """The tfsem Program of a TensorFlow GraphDef, read from its serialized
+    bytes by tfsem's own TensorFlow-free reader (graphdef.proto, importer)."""
+    from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
+    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    del where
+    graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
+    return import_graph(graph, fetches, targets).program
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
             print(head + f"Grappler failed: {r['reason']}")
             continue
         changes = _changes(r)
-        if r["status"] == "does-not-import":
-            print(head + f"does not import: {r['reason']}")
+        if r["status"] in ("does-not-import", "check-failed"):
+            what = "does not import" if r["status"] == "does-not-import" else "the check failed"
+            print(head + f"{what}: {r['reason']}")
             print(f"    changed: {changes}")
             continue
         text = r["text"].splitlines()
@@ -183,7 +186,12 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
             row.update(status="does-not-import", reason=str(exc))
             continue
         t = time.perf_counter()
-        verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
+        try:
+            verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
+        except Exception as exc:  # a checker failure is no verdict: say so, never crash
+            row.update(status="check-failed", check_seconds=round(time.perf_counter() - t, 6),
+                       reason=f"{type(exc).__name__}: {exc}")
+            continue
         row.update(status="checked", check_seconds=round(time.perf_counter() - t, 6),
                    verdict=verdict.to_json(), text=verdict.describe())
     return results
