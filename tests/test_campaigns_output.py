@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import sys
 
 import pytest
 
@@ -177,3 +178,34 @@ def test_service_campaigns_list_effort_per_cell_and_groups(tmp_path):
         (183, 30, 12, 15, 3)
     assert c["passes"][0]["changed"] == 30
     assert [sorted(g["members"]) for g in c["groups"]] == [sorted([a, b])]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses a pseudo-terminal")
+def test_verify_on_a_terminal_draws_a_live_status(tmp_path):
+    import os
+    import pty
+    import subprocess
+
+    from test_campaigns_fuzz import env
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tfsem", "verify", "campaign_fakes:identity",
+                             "--budget", "2s", "--out", str(tmp_path), *FAST, *ONE_CELL],
+                            stdout=subprocess.PIPE, stderr=slave, env=env())
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "\x1b[2K" in screen  # redrawn in place
+    assert re.search(r"tfsem verify  \d\d:\d\d / 00:02", screen), screen
+    assert re.search(r"fake-identity\s+\d+\s+[\d.]+", screen), screen
