@@ -39,7 +39,8 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?:0[xX][0-9a-fA-F]+|[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)[fF]?)
   | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
   | (?P<symbol>[{}<>\[\]:,;\-])
-""", re.VERBOSE)
+  | (?P<bad>.)
+""", re.VERBOSE | re.DOTALL)
 
 _EOF = ("eof", "", -1)
 
@@ -50,20 +51,19 @@ class _Tokens:
         self.root = root
         self._newlines = None  # offsets of every "\n", computed on the first error
         tokens = []
-        pos = 0
+        append = tokens.append
         n = len(text)
-        match = _TOKEN.match
-        while pos < n:
-            m = match(text, pos)
-            if m is None:
+        for m in _TOKEN.finditer(text):  # every character is matched: "bad" catches the rest
+            kind = m.lastgroup
+            if kind == "ws" or kind == "comment":
+                continue
+            if kind == "bad":
+                pos = m.start()
                 c = text[pos]
                 if c in "\"'":
                     raise ProtoError(f"unterminated string at {self.where(pos)} in {root} text")
                 raise ProtoError(f"unexpected character {c!r} at {self.where(pos)} in {root} text")
-            kind = m.lastgroup
-            if kind != "ws" and kind != "comment":
-                tokens.append((kind, m.group(), pos))
-            pos = m.end()
+            append((kind, m.group(), m.start()))
         tokens.append(("eof", "", n))
         self.tokens = tokens
         self.i = 0
