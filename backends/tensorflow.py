@@ -274,3 +274,33 @@ def run_graph(graph: Any, outputs: Mapping[str, str], targets: Sequence[str],
     with GraphRunner(graph, outputs, targets, mode=mode, inter_op_threads=inter_op_threads,
                      observe=observe) as r:
         return r.run_many(feeds, init, runs)
+
+
+def confirm_on_tensorflow(graph: Any, outputs: Mapping[str, str], targets: Sequence[str],
+                          counterexample: Any, *, observe: str = "outputs+state",
+                          mode: str = "tensorflow") -> tuple[bool, str]:
+    """Replay an `unsound` verdict's counterexample on TensorFlow: the
+    rewritten `graph` with the counterexample's schedule forced by control
+    edges (`force_schedule`; steps that are not nodes of the graph, such as
+    nodes of inlined functions, cannot be forced and are left free), run once
+    from its σ.  Confirmed when TensorFlow's outcome is the counterexample's
+    (which the checker showed is not among the original's outcomes).
+    Returns (confirmed, what happened)."""
+    from tfsem.checking.minimize import step_node  # noqa: PLC0415
+    order = list(dict.fromkeys(step_node(s) for s in counterexample.schedule))
+    gd = force_schedule(_graph_def(graph), order)
+    try:
+        with GraphRunner(gd, outputs, targets, mode=mode, observe=observe) as runner:
+            got = runner.run_once(counterexample.feeds, counterexample.init)
+    except TensorFlowRunError as exc:
+        return False, str(exc)
+    if got == counterexample.outcome:
+        return True, f"TensorFlow ({mode}) gave the counterexample's outcome: {got.describe()}"
+    return False, (f"TensorFlow ({mode}) gave {got.describe()}, not the counterexample's "
+                   f"{counterexample.outcome.describe()}")
+
+
+def _graph_def(graph: Any):
+    from tfsem.graphdef.grappler import as_graph_def  # noqa: PLC0415
+    tensorflow()
+    return as_graph_def(graph)

@@ -152,9 +152,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
     verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
     (with ``reason``); plus what changed (GrapplerResult.to_json()).  The
     original must import: a ProgramError/UsageError for it propagates."""
-    from tfsem.checking import check_rewrite  # noqa: PLC0415
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
-    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
     started = time.perf_counter()
     original = _import(graph_def, fetches, targets, where)
@@ -176,25 +174,49 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
             out_dir = Path(save)
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / f"{name}.pbtxt").write_text(str(res.graph_def))
-        try:
-            rewritten = _import(res.graph_def, fetches, targets, f"{where} after {name}")
-        except ProgramError as exc:
-            row.update(status="does-not-import",
-                       reason="; ".join(str(v) for v in exc.violations))
-            continue
-        except UsageError as exc:
-            row.update(status="does-not-import", reason=str(exc))
-            continue
-        t = time.perf_counter()
-        try:
-            verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
-        except Exception as exc:  # a checker failure is no verdict: say so, never crash
-            row.update(status="check-failed", check_seconds=round(time.perf_counter() - t, 6),
-                       reason=f"{type(exc).__name__}: {exc}")
-            continue
-        row.update(status="checked", check_seconds=round(time.perf_counter() - t, 6),
-                   verdict=verdict.to_json(), text=verdict.describe())
+        row.update(check_graph(original, res.graph_def, fetches, targets,
+                               where=f"{where} after {name}", semantics=semantics,
+                               observe=observe, timeout=timeout))
     return results
+
+
+def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list[str], *,
+                where: str, semantics: str = "atomic", observe: str = "outputs+state",
+                timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Import `rewritten_graph_def` (an optimizer's output) and check it
+    against the program `original`; an unsound verdict is replayed on
+    TensorFlow with its schedule forced (backends.tensorflow).  The row
+    fields: ``status`` (checked / does-not-import / check-failed), ``reason``,
+    ``verdict`` (JSON), ``text``, ``check_seconds``, ``tensorflow_replay``."""
+    from tfsem.checking import check_rewrite  # noqa: PLC0415
+    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+
+    try:
+        rewritten = _import(rewritten_graph_def, fetches, targets, where)
+    except ProgramError as exc:
+        return {"status": "does-not-import",
+                "reason": "; ".join(str(v) for v in exc.violations)}
+    except UsageError as exc:
+        return {"status": "does-not-import", "reason": str(exc)}
+    t = time.perf_counter()
+    try:
+        verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
+    except Exception as exc:  # a checker failure is no verdict: say so, never crash
+        return {"status": "check-failed", "check_seconds": round(time.perf_counter() - t, 6),
+                "reason": f"{type(exc).__name__}: {exc}"}
+    row: dict[str, Any] = {"status": "checked",
+                           "check_seconds": round(time.perf_counter() - t, 6)}
+    if verdict.verdict == "unsound" and verdict.counterexample is not None:
+        from tfsem.backends.tensorflow import confirm_on_tensorflow  # noqa: PLC0415
+        ok, detail = confirm_on_tensorflow(rewritten_graph_def, {f: f for f in fetches},
+                                           targets, verdict.counterexample, observe=observe)
+        row["tensorflow_replay"] = {"confirmed": ok, "detail": detail}
+        if ok:
+            verdict.confirmed.append("tensorflow")
+    row.update(verdict=verdict.to_json(), text=verdict.describe())
+    if "tensorflow_replay" in row and not row["tensorflow_replay"]["confirmed"]:
+        row["text"] += f"\n  not reproduced on TensorFlow: {row['tensorflow_replay']['detail']}"
+    return row
 
 
 def _changes(row: dict) -> str:
