@@ -244,6 +244,20 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
         except G.TooBig as exc:
             diff = G.diff_programs(original, rewritten)
             body.append(_not_drawn("the programs", exc, original, rewritten))
+            try:  # summarize: the part around the changes, if that fits
+                svg_a, svg_b, _, left_out = G.draw_pair_part(original, rewritten, uid="prog", budget=budget)
+                body.append(f'<p class="summary-note">Drawn instead: the nodes the rewrite changed and their '
+                            f"neighbours; {left_out} other nodes are left out (an edge from one of them "
+                            "starts at a dashed “…” stub).</p>")
+                body.append(G.legend_svg("legend"))
+                body.append('<div class="graphs part">'
+                            f'<figure class="original"><figcaption>Original P, around the changes</figcaption>'
+                            f"{svg_a}</figure>"
+                            f'<figure class="rewritten"><figcaption>Rewritten P′, around the changes'
+                            f"</figcaption>{svg_b}</figure></div>")
+            except G.TooBig as exc2:
+                body.append(f'<p class="muted not-drawn">The part around the changes is too large '
+                            f"as well: {esc(exc2)}.</p>")
         body.append(_changes(diff, original, rewritten))
     elif original is not None:
         try:

@@ -347,6 +347,9 @@ class Layout:
     width: float
     height: float
     crossings: int = 0
+    #: a part of larger programs (see :func:`neighbourhood`): the names of the
+    #: nodes left out, drawn as "… name" stubs where an edge comes from them
+    outside: frozenset = frozenset()
 
 
 def _box_for(v: VKey, nodes: Sequence[Node | None]) -> Box:
@@ -818,7 +821,7 @@ def render_svg(layout: Layout, side: int = 0, *, uid: str = "g", role: str = "",
             parts.append(_node_svg(b, n, node_marks.get(n.name), fired == n.name,
                                    n.name in done, pending.get(n.name)))
         else:
-            parts.append(_stub_svg(b, v))
+            parts.append(_stub_svg(b, v, v[0] == "m" and v[1] in layout.outside))
     parts.append("</g>")
     parts.append('<g class="values">' + "".join(labels) + "</g>")
     parts.append(var_box)
@@ -867,9 +870,17 @@ def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pendin
     return "".join(out)
 
 
-def _stub_svg(b: Box, v: VKey) -> str:
+def _stub_svg(b: Box, v: VKey, outside: bool = False) -> str:
     kind, name = v
     label = truncate(name if kind == "o" else _vname(v), 24)
+    if outside:  # a node of the program that is not in the drawn part
+        label = truncate("… " + name, 24)
+        return (f'<g class="stub outside" data-stub={attr(name)}><title>{esc(name)}: not drawn '
+                f"(outside the part shown)</title>"
+                f'<rect x="{b.x - b.w / 2:.1f}" y="{b.y - b.h / 2:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" '
+                f'rx="4" fill="#f6f8fa" stroke="#8c959f" stroke-dasharray="3 2"/>'
+                f'<text x="{b.x:.1f}" y="{b.y + 4:.1f}" text-anchor="middle" font-size="11" '
+                f'fill="#57606a">{esc(label)}</text></g>')
     cls = {"f": "stub feed", "c": "stub cfeed", "o": "stub output", "m": "stub missing"}[kind]
     fill = {"o": "#dafbe1", "m": "#ffebe9"}.get(kind, "#fff8c5")
     x, y = b.x - b.w / 2, b.y - b.h / 2
@@ -935,6 +946,57 @@ def draw_pair(original: Program, rewritten: Program, *, uid: str = "g",
     b = render_svg(layout, 1, uid=f"{uid}r", role="rewritten", marks=d.marks(1),
                    title="rewritten program", scale=scale)
     return a, b, d, layout
+
+
+def neighbourhood(original: Program, rewritten: Program, radius: int = 1) -> tuple[Program, Program, set[str]]:
+    """The part of two programs around what the rewrite changed: the nodes
+    added, removed or modified, the endpoints of the edges added or removed,
+    and their neighbours up to `radius` edges away (in either program).
+    Returns the two sub-programs (not valid programs: an input from a node
+    left out points outside) and the names of the nodes left out.  This is
+    how a page summarizes programs past the drawing budget."""
+    d = diff_programs(original, rewritten)
+    seeds = set(d.added_nodes) | d.removed_nodes | d.modified_nodes
+    for e in [*d.added_edges.values(), *d.removed_edges.values()]:
+        for v in (e.src, e.dst):
+            if v is not None and v[0] == "n":
+                seeds.add(v[1])
+    adj: dict[str, set[str]] = {}
+    for p in (original, rewritten):
+        for e in program_edges(p):
+            if e.src is not None and e.src[0] == "n" and e.dst[0] == "n":
+                adj.setdefault(e.src[1], set()).add(e.dst[1])
+                adj.setdefault(e.dst[1], set()).add(e.src[1])
+    keep = set(seeds)
+    frontier = set(seeds)
+    for _ in range(radius):
+        frontier = {w for v in frontier for w in adj.get(v, ())} - keep
+        keep |= frontier
+
+    def part(p: Program) -> Program:
+        nodes = tuple(n for n in p.nodes if n.name in keep)
+        outputs = {k: v for k, v in p.outputs.items() if v.node in keep}
+        return p.replace(nodes=nodes, outputs=outputs)
+
+    left_out = (set(original.node) | set(rewritten.node)) - keep
+    return part(original), part(rewritten), left_out
+
+
+def draw_pair_part(original: Program, rewritten: Program, *, uid: str = "g",
+                   budget: DrawBudget | None = None) -> tuple[str, str, Layout, int]:
+    """The neighbourhood of the changes (:func:`neighbourhood`) of two
+    programs, drawn like :func:`draw_pair`; raises :class:`TooBig` when even
+    that is past the budget.  Returns the two drawings, the layout and how
+    many nodes were left out."""
+    a, b, left_out = neighbourhood(original, rewritten)
+    layout = layout_programs([a, b], budget)
+    layout.outside = frozenset(left_out)
+    d = diff_programs(a, b)
+    sa = render_svg(layout, 0, uid=f"{uid}o", role="original", marks=d.marks(0),
+                    title="original program, around the changes")
+    sb = render_svg(layout, 1, uid=f"{uid}r", role="rewritten", marks=d.marks(1),
+                    title="rewritten program, around the changes")
+    return sa, sb, layout, len(left_out)
 
 
 def legend_svg(uid: str = "legend") -> str:

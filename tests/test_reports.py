@@ -310,6 +310,76 @@ def test_invalid_rewrites_still_draw():
     assert root.find_all("table", "steps") == []
 
 
+def _arrow_ends_outside(lay: G.Layout) -> list:
+    """Edges whose last piece ends inside their target's box (the arrowhead
+    would be drawn under the box): the point of the curve just before its
+    end must lie outside the box it points at."""
+    hidden = []
+    for key, route in lay.routes.items():
+        (x0, y0), (x1, y1) = route.points[-2], route.points[-1]
+        if route.d is not None:      # a self-loop: its last control point is points[-2]
+            c1 = c2 = (x0, y0)
+        else:                        # a cubic piece with vertical tangents
+            k = (y1 - y0) / 2
+            c1, c2 = (x0, y0 + k), (x1, y1 - k)
+        t = 0.97                     # a point of the curve just before its end, under the arrowhead
+        cx, cy = ((1 - t) ** 3 * a + 3 * (1 - t) ** 2 * t * b + 3 * (1 - t) * t ** 2 * c + t ** 3 * d
+                  for a, b, c, d in zip((x0, y0), c1, c2, (x1, y1)))
+        for b in lay.boxes.values():
+            if b.kind == "node" and abs(b.x - x1) <= b.w / 2 + 0.5 and b.top - 0.5 <= y1 <= b.bottom + 0.5:
+                if b.x - b.w / 2 < cx < b.x + b.w / 2 and b.top < cy < b.bottom:
+                    hidden.append(key)
+    return hidden
+
+
+def test_every_arrowhead_is_outside_the_box_it_points_at():
+    """Issue 16.8: an edge added in the opposite direction of a removed one
+    (a cycle through the shared layout) ended under its target's box with
+    no visible arrowhead; a control self-loop (issue 18.1) had no route at
+    all (KeyError).  Every edge now ends outside its target."""
+    p = P.program([P.var("v", "x"), P.read("a", "v"), P.apply("b", "Neg", "a"),
+                   P.apply("c", "Neg", "b", "^a")], {"out": "c"}, ["x"])
+    # the rewrite turns the control edge a -> c around (c -> a) and adds a self-loop on b
+    nodes = [n.replace(inputs=tuple(i for i in n.inputs if not isinstance(i, P.ControlIn))) if n.name == "c"
+             else n.replace(inputs=n.inputs + (P.ControlIn("c"),)) if n.name == "a"
+             else n.replace(inputs=n.inputs + (P.ControlIn("b"),)) if n.name == "b" else n for n in p.nodes]
+    q = p.replace(nodes=tuple(nodes))
+    lay = G.layout_programs([p, q])
+    up = ("c", "c", "a")
+    assert up in lay.routes and ("c", "b", "b") in lay.routes
+    assert _arrow_ends_outside(lay) == []
+    # an upward edge enters its target from below
+    a, c = lay.boxes[("n", "a")], lay.boxes[("n", "c")]
+    assert a.y < c.y and lay.routes[up].points[-1][1] == pytest.approx(a.bottom)
+    a_svg, b_svg, d, _ = G.draw_pair(p, q)
+    assert dom(b_svg).find("g", "edge", **{"data-edge": "b#1"}).attrs["class"] == "edge control added"
+
+
+def test_a_pair_past_the_drawing_budget_is_summarized_not_drawn_whole():
+    """Issue 18.6: a 500-node pair took 107 s to draw.  Past the budget the
+    page draws only the part around the changes and says why."""
+    nodes = [P.var("v", "x"), P.read("r0", "v")]
+    nodes += [P.apply(f"r{i}", "Neg", f"r{i - 1}") for i in range(1, 500)]
+    p = P.program(nodes, {"out": "r499"}, ["x"])
+    q = p.replace(nodes=tuple(n.replace(op="Copy") if n.name == "r250" else n for n in p.nodes))
+    with pytest.raises(G.TooBig):
+        G.layout_programs([p, q])
+    html = render_finding_page(make_case(p, q), {"verdict": "unsound"})
+    root = dom(html)
+    assert "past the drawing budget" in root.find("div", "not-drawn").text()
+    part = root.find("div", "part")
+    drawn = {g.attrs["data-node"] for g in part.find("svg", "program-graph").find_all("g", "node")}
+    assert drawn == {"r249", "r250", "r251"}
+    assert {g.attrs["data-stub"] for g in part.find_all("g", "outside")} == {"r248"}
+
+
+def test_the_time_budget_stops_drawing_and_says_so():
+    p, q, _, _, verdict = hand_case()
+    spent = G.DrawBudget(seconds=0.0)
+    html = render_finding_page(make_case(p, q), verdict, steps="all", budget=spent)
+    assert "not drawn: the drawing budget" in html and 'class="graph state-graph' not in html
+
+
 # ---------------------------------------------------------------------------
 # The finding page
 
