@@ -14,6 +14,22 @@ it, and whatever the pass prints goes to /dev/null.  `subprocess`, not
 `multiprocessing`, starts the child, so a sandbox also works inside daemonic
 processes (Dask's workers are).  On Linux the child asks to be killed when its
 parent dies, so killing a campaign never leaves a hung pass behind.
+
+Containment (issue 18):
+
+- **memory**: the pass's process caps its own address space
+  (`resource.setrlimit(RLIMIT_AS)`, `memory_mb` above what it uses once the
+  pass is loaded), so a pass that allocates without bound gets MemoryError,
+  which is a crash finding like any other exception, instead of taking the
+  machine;
+- **process group**: the sandbox is started in a session (and process group)
+  of its own; on timeout, death and close the whole group is killed, so
+  processes the pass started do not outlive its timeout or the campaign;
+- **a guard process**: `python -m tfsem.campaigns.sandbox` forks, and the
+  pass runs in the child while the parent only waits for it.  A pass that
+  kills its parent (`os.kill(os.getppid(), ...)`) kills the guard, not the
+  campaign's worker: the worker sees the sandbox die while rewriting a known
+  program, and that is a crash finding, with statistics kept.
 """
 
 from __future__ import annotations
@@ -32,6 +48,8 @@ from .targets import PassNotFound
 
 OK, CRASH, TIMEOUT, BAD_RESULT = "ok", "crash", "timeout", "bad-result"
 DEFAULT_PASS_TIMEOUT = 5.0
+#: address space a pass may add to its process once loaded, in MiB
+DEFAULT_PASS_MEMORY_MB = 2048
 
 
 @dataclass
@@ -69,9 +87,11 @@ class PassSandbox:
     Use as a context manager, or call :meth:`close`.  Raises
     :class:`PassNotFound` when the child cannot load the pass."""
 
-    def __init__(self, spec: str, timeout: float = DEFAULT_PASS_TIMEOUT, start_timeout: float = 120.0):
+    def __init__(self, spec: str, timeout: float = DEFAULT_PASS_TIMEOUT, start_timeout: float = 120.0,
+                 memory_mb: int | None = DEFAULT_PASS_MEMORY_MB):
         self.spec = spec
         self.timeout = timeout
+        self.memory_mb = memory_mb
         self.start_timeout = start_timeout
         self.name: str | None = None
         self._proc: subprocess.Popen | None = None
@@ -84,10 +104,11 @@ class PassSandbox:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "tfsem.campaigns.sandbox"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            close_fds=True)
+            close_fds=True, start_new_session=True)   # its own process group: killed whole
         self._buf = b""
         self.starts += 1
-        self._send({"pass": self.spec, "sys_path": sys.path, "parent": os.getpid()})
+        self._send({"pass": self.spec, "sys_path": sys.path, "parent": os.getpid(),
+                    "memory_mb": self.memory_mb})
         reply = self._receive(time.monotonic() + self.start_timeout)
         if reply is None or "ready" not in reply:
             why = (reply or {}).get("load_error") or "the sandbox process did not start"
@@ -99,6 +120,12 @@ class PassSandbox:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        # the whole process group: the guard, the pass's process and whatever
+        # it started (even when the guard is already gone)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if proc.poll() is None:
             proc.kill()
         try:
@@ -154,7 +181,11 @@ class PassSandbox:
                 return None
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None   # not the protocol: the pass wrote on it; treated as a death
+        return reply if isinstance(reply, dict) else None
 
     def _death(self, started: float) -> RewriteResult:
         assert self._proc is not None
@@ -167,7 +198,8 @@ class PassSandbox:
                 sig = signal.Signals(-code).name
             except ValueError:
                 sig = f"signal {-code}"
-            error_type, message = sig, f"the pass's process was killed by {sig}"
+            error_type, message = sig, (f"the pass's process was killed by {sig} (by the pass itself, "
+                                        "its parent, or the memory cap)")
         else:
             error_type, message = "ProcessExit", f"the pass's process exited with status {code}"
         self._kill()
@@ -213,7 +245,7 @@ def _child_main() -> None:
         proto.flush()
 
     hello = json.loads(sys.stdin.readline() or "{}")
-    if hello.get("parent") and os.getppid() != hello["parent"]:
+    if hello.get("parent") and _WORKER_PID != hello["parent"]:
         return  # the parent is already gone
     sys.path[:] = [p for p in hello.get("sys_path", sys.path)]
 
@@ -227,6 +259,7 @@ def _child_main() -> None:
     except Exception as exc:
         send({"load_error": str(exc) or type(exc).__name__})
         return
+    _cap_memory(hello.get("memory_mb"))
     send({"ready": target.name})
     assert target.fn is not None
     # the bare function when the pass API wraps one: a result that is not a
@@ -259,5 +292,60 @@ def _child_main() -> None:
         send({"status": OK, "program": data, "seconds": seconds})
 
 
+_WORKER_PID = 0
+
+
+def _cap_memory(memory_mb: Any) -> None:
+    """Cap this process's address space at what it uses now plus `memory_mb`."""
+    if not isinstance(memory_mb, int) or memory_mb <= 0:
+        return
+    try:
+        import resource
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        limit = used + (memory_mb << 20)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, ImportError):
+        pass  # not Linux: no cap (documented)
+
+
+def _guard_main() -> None:
+    """Fork; the child runs the pass (_child_main), this process waits for
+    it and exits as it did.  Both die with their parent (PDEATHSIG)."""
+    global _WORKER_PID
+    _WORKER_PID = os.getppid()
+    _set_parent_death_signal()
+    if not hasattr(os, "fork"):
+        _child_main()
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _set_parent_death_signal()   # dies with the guard
+            if os.getppid() == 1:
+                os._exit(0)
+            _child_main()
+        finally:
+            os._exit(0)
+    # the guard keeps no end of the protocol: EOF reaches the worker when the child ends
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
 if __name__ == "__main__":
-    _child_main()
+    _guard_main()
