@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tfsem.oracle.jsonio import Case, case_from_json, case_to_json, program_from_json, program_to_json
@@ -134,6 +135,25 @@ def render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[st
                                     budget=budget)
     except Exception as exc:  # one bad finding must not take the report down
         return fallback_page(case, verdict_json, meta, index_href, exc)
+
+
+def write_check_pages(path: str | Path, case: Case | Mapping[str, Any],
+                      verdict_json: Mapping[str, Any]) -> list[Path]:
+    """`tfsem check --html FILE`: FILE, and for a counterexample also
+    FILE's `-steps.html` sibling with every step drawn (linked from FILE,
+    which draws the steps that matter).  Returns the paths written; raises
+    OSError when a file cannot be written."""
+    path = Path(path)
+    written = []
+    cx = verdict_json.get("counterexample")
+    steps_href = None
+    if verdict_json.get("verdict") == "unsound" and isinstance(cx, Mapping):
+        steps = path.with_name((path.stem or "case") + "-steps.html")
+        steps.write_text(render_finding_page(case, verdict_json, steps="all"), encoding="utf-8")
+        written.append(steps)
+        steps_href = steps.name
+    path.write_text(render_finding_page(case, verdict_json, steps_href=steps_href), encoding="utf-8")
+    return [path, *written]
 
 
 def fallback_page(case: Any, verdict_json: Any, meta: Mapping[str, Any] | None,

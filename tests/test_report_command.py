@@ -288,3 +288,46 @@ def test_mixed_report_renders_in_chromium(mixed):
             assert b.problems() == []
         finally:
             b.close()
+
+
+# ---------------------------------------------------------------------------
+# tfsem check --html on what used to crash it (issue 18.1)
+
+F32 = {"x": {"dtype": "float32", "shape": []}}
+
+
+def _prog(nodes: list, variables=None) -> dict:
+    return {"format": "tfsem.program/1", "variables": variables or F32, "nodes": nodes, "outputs": {"o": "r"}}
+
+
+def _write(path: Path, obj: dict) -> str:
+    import json
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+def test_check_html_with_a_control_self_loop(tmp_path: Path):
+    a = _write(tmp_path / "a.json", _prog([{"name": "v", "op": "Var", "var": "x"},
+                                           {"name": "r", "op": "Read", "inputs": ["v"]}]))
+    b = _write(tmp_path / "b.json", _prog([{"name": "v", "op": "Var", "var": "x"},
+                                           {"name": "r", "op": "Read", "inputs": ["v", "^r"]}]))
+    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    assert r.returncode == 1 and "invalid" in r.stdout and "Traceback" not in r.stderr, r.stderr
+    page = (tmp_path / "page.html").read_text()
+    assert page.count('class="graph program-graph') == 2 and 'data-edge="r#1"' in page
+
+
+def test_check_html_with_non_finite_numbers(tmp_path: Path):
+    def prog(value: str, control: bool) -> dict:
+        return _prog([{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": value}},
+                      {"name": "v", "op": "Var", "var": "x"}, {"name": "w", "op": "Write", "inputs": ["v", "c"]},
+                      {"name": "v2", "op": "Var", "var": "x"},
+                      {"name": "r", "op": "Read", "inputs": ["v2"] + (["^w"] if control else [])}])
+    a = _write(tmp_path / "a.json", prog("nan", True))
+    b = _write(tmp_path / "b.json", prog("-inf", False))
+    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    assert r.returncode == 1 and "unsound" in r.stdout, r.stdout + r.stderr
+    page = (tmp_path / "page.html").read_text()
+    assert "PAGE NOT DRAWN" not in page and "nan" in page and "-inf" in page
+    steps = tmp_path / "page-steps.html"   # every step drawn, linked from the page
+    assert steps.is_file() and 'href="page-steps.html"' in page

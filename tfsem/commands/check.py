@@ -52,7 +52,7 @@ def load_inputs(args: argparse.Namespace) -> Case:
                              f"({CASE_FORMAT}); give ORIGINAL and REWRITTEN programs otherwise")
         return case_from_json(data, where=str(args.original))
     try:
-        original = load_from_args(args.original, args)
+        original = load_from_args(args.original, args, lenient=is_graph_path(args.rewritten))
     except ProgramError as exc:  # name the file: the violations name only nodes
         raise UsageError(f"{args.original}: invalid original program:\n"
                          + "\n".join(f"  {v}" for v in exc.violations)) from None
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     render = None
     if args.html:
         try:
-            from tfsem.reports.finding import render_finding_page as render
+            from tfsem.reports.finding import write_check_pages as render
         except ImportError as exc:
             print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(verdict.describe())
     if render is not None:
         try:
-            Path(args.html).write_text(render(case, verdict.to_json()))
+            render(args.html, case, verdict.to_json())  # FILE, and FILE-steps.html for a run
         except OSError as exc:
             print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
