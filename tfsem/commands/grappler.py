@@ -249,3 +249,105 @@ def _exit_status(results: list[dict]) -> int:
 def _tf_version() -> str:
     from tfsem.graphdef.grappler import tensorflow  # noqa: PLC0415
     return tensorflow().__version__
+
+
+# --- `tfsem run GRAPH --backend tensorflow|xla` (wired from tfsem/commands/run.py) ----
+
+def _graph_interface(path: Path, graph_def, fetch: list[str], target: list[str]):
+    """The fetches and targets to run: --fetch/--target, else the manifest's
+    entry for the graph, else the importer's default (every node nothing
+    consumes, variable initializers excepted: fetched when it has outputs,
+    run as a target otherwise)."""
+    if fetch or target:
+        return list(fetch), list(target)
+    entry = _manifest_entry(path)
+    if entry is not None:
+        return list(entry.get("fetches", [])), list(entry.get("targets", []))
+    from tfsem.graphdef.functions import flatten  # noqa: PLC0415
+    from tfsem.graphdef.importer import default_roots  # noqa: PLC0415
+    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
+    producers = {n.name for n in graph_def.node} - {n.name for n in graph_def.node
+                                                    if n.op in ("NoOp", "AssignVariableOp",
+                                                                "AssignAddVariableOp",
+                                                                "AssignSubVariableOp")
+                                                    or n.op.startswith("ResourceApply")}
+    roots = default_roots(flatten(graph))
+    return [r for r in roots if r in producers], [r for r in roots if r not in producers]
+
+
+def run_backend(args: argparse.Namespace) -> int:
+    """`tfsem run GRAPH --backend tensorflow|xla`: run a GraphDef (.pb/.pbtxt)
+    N times on TensorFlow's executor (or XLA-clustered), list the distinct
+    outcomes, and check each against the oracle's outcome set of the imported
+    graph at the same σ: an outcome outside it is a finding (exit 1)."""
+    from tfsem.graphdef import grappler as g  # noqa: PLC0415
+    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+
+    path = Path(args.program)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if path.suffix not in (".pb", ".pbtxt"):
+        raise UsageError(f"{path}: --backend {args.backend} runs a TensorFlow GraphDef "
+                         "(.pb or .pbtxt); write a program as one with `tfsem export`")
+    try:
+        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+        tfb.tensorflow()
+    except g.TensorFlowMissing:
+        print(f"tfsem run: --backend {args.backend} {g.INSTALL_HINT}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    from google.protobuf.text_format import ParseError  # noqa: PLC0415
+    try:
+        graph_def = g.as_graph_def(path)
+    except (DecodeError, ParseError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a GraphDef: {exc}") from None
+    fetches, targets = _graph_interface(path, graph_def, getattr(args, "fetch", None) or [],
+                                        getattr(args, "target", None) or [])
+    program = _import(graph_def, fetches, targets, str(path))
+    from .common import sigma_from_args  # noqa: PLC0415
+    feeds, init = sigma_from_args(program, args)
+    threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
+    try:
+        with tfb.GraphRunner(graph_def, {f: f for f in fetches}, targets, mode=args.backend,
+                             inter_op_threads=threads, observe=args.observe) as runner:
+            seen = runner.run_many(feeds, init, args.runs)
+            clusters = runner.clusters(feeds, init) if args.backend == "xla" else None
+    except tfb.TensorFlowRunError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        allowed = outcome_set(program, feeds, init, args.semantics, args.observe)
+        oracle_note = None
+    except BudgetExceeded as exc:
+        allowed, oracle_note = None, f"the oracle's outcomes are out of reach: {exc}"
+    except Exception as exc:  # an op the oracle cannot run concretely
+        allowed, oracle_note = None, f"the oracle cannot enumerate this graph: {exc}"
+    ranked = sorted(seen.items(), key=lambda item: -item[1])
+    rows = []
+    for o, n in ranked:
+        inside = None if allowed is None else (o in allowed)
+        rows.append((o, n, inside))
+    findings = sum(1 for _, _, inside in rows if inside is False)
+    label = "TensorFlow executor" if args.backend == "tensorflow" else "XLA auto-clustering (CPU)"
+    if args.json:
+        print_json({"runs": seen.runs, "backend": args.backend, "inter_op_threads": threads,
+                    "fetches": fetches, "targets": targets,
+                    "outcomes": [dict(o.to_json(), runs=n, in_oracle=inside)
+                                 for o, n, inside in rows],
+                    "oracle_count": None if allowed is None else allowed.count,
+                    "oracle_note": oracle_note, "findings": findings,
+                    "xla_clusters": clusters})
+    else:
+        print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {label} ({threads} inter-op "
+              f"threads): {len(rows)} distinct outcome{'s' if len(rows) != 1 else ''}"
+              + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
+        for i, (o, n, inside) in enumerate(rows, 1):
+            mark = ("" if inside is None else "   in the oracle's set" if inside
+                    else "   NOT in the oracle's set: a finding against the runtime")
+            print(f"  {i}. {o.describe()}   ({n} run{'s' if n != 1 else ''}){mark}")
+        if oracle_note:
+            print(f"  {oracle_note}")
+        if clusters is not None:
+            shown = ", ".join(f"{k} [{' '.join(v)}]" for k, v in clusters["clusters"].items())
+            print(f"  XLA clusters (variables each touches): {shown or 'none'}")
+    return EXIT_FOUND if findings else EXIT_OK
