@@ -337,6 +337,9 @@ class Campaign:
             from tfsem import __version__ as version
         self.version = version
         self.errors: list[str] = []
+        #: workers that died during a task (a pass killed them, or the OOM
+        #: killer did): the campaign is then "incomplete", not "finished"
+        self.lost_workers = 0
 
     # -- plan -------------------------------------------------------------------------
 
@@ -417,6 +420,8 @@ class Campaign:
                 self._run_dask(store, tasks, deadline + shrink + 30)
             else:
                 self._run_local(store, tasks, deadline + shrink + 30)
+            if self.lost_workers:
+                status = "incomplete"
         except KeyboardInterrupt:
             status = "interrupted"
             self.progress.note("interrupted: findings recorded so far are kept")
@@ -546,6 +551,7 @@ class Campaign:
                             why = (f"worker {w.pid} died (exit status {code}) during task {w.task}; "
                                    "its findings so far are kept; see DIR/workers.log")
                             self.errors.append(why)
+                            self.lost_workers += 1
                             self.progress.note(why)
                             w.task = None
                             if pending and restarts > 0:
@@ -703,6 +709,9 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
     bugs = result.bugs
     if result.status == "interrupted":
         p("result: interrupted (exit status 130)")
+    elif result.status == "incomplete":
+        p("result: FAIL, a worker died during a task, so some passes were tried less than planned "
+          "(exit status 1)")
     elif bugs:
         ids = {f["id"] for f in bugs}
         n = sum(1 for g in groups if ids & set(g["members"])) or len(bugs)
@@ -710,5 +719,4 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
           "show a pass crash, hang or return an invalid program (exit status 1)")
     else:
         p("result: pass, no finding contradicts a claim (exit status 0)")
-    p("the report (HTML, every campaign on DIR):")
-    p(f"  tfsem report {out}")
+    p(f"report: tfsem report {out}")

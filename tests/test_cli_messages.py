@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 
 def _offered(text: str, command: str) -> list[list[str]]:
     """The `tfsem COMMAND ...` lines a message offers, as argument lists."""
-    return [shlex.split(m) for m in re.findall(rf"^\s*(tfsem {command} .+?)\s*$", text, re.M)]
+    return [shlex.split(m) for m in re.findall(rf"^\s*(?:\w+: )?(tfsem {command} .+?)\s*$", text, re.M)]
 
 
 def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
