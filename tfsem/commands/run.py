@@ -20,8 +20,10 @@ def add_parser(sub) -> None:
                                    "observed and how many runs gave it.")
     p.add_argument("program", help="a tfsem.program/1 JSON file, or a TensorFlow graph")
     add_graph_options(p)
-    p.add_argument("--backend", choices=("numpy", "cupy"), required=True,
-                   help="array library: numpy (CPU) or cupy (NVIDIA GPU, pip install 'tfsem[gpu]')")
+    p.add_argument("--backend", choices=("numpy", "cupy", "tensorflow", "xla"), required=True,
+                   help="array library: numpy (CPU) or cupy (NVIDIA GPU, pip install 'tfsem[gpu]'); "
+                        "or TensorFlow's own runtime on a GraphDef: tensorflow (the executor) or "
+                        "xla (XLA auto-clustering on CPU), pip install 'tfsem[tensorflow]'")
     p.add_argument("--executor", choices=("random", "threads"), default="random",
                    help="random schedules from --seed (default), or a thread pool that fires "
                         "every node as soon as its inputs arrive")
@@ -39,6 +41,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.backend in ("tensorflow", "xla"):
+        from .grappler import run_backend
+        return run_backend(args)
     from tfsem.backends.arraymodule import BackendUnavailable, get_backend
     from tfsem.backends.execute import run_random
     from tfsem.backends.threads import run_threads
