@@ -769,3 +769,9 @@ def test_encoding_accepts_numpy_scalars():
     assert format_text("TensorProto", value) == format_text("TensorProto", plain)
     with pytest.raises(ProtoError, match=r"TensorProto\.int64_val\[0\]: expected an integer"):
         encode("TensorProto", {"int64_val": [np.float64(1.0)]})
+
+
+def test_schema_matches_the_installed_tensorflow():
+    """Every number, type and enum value against TensorFlow's own descriptors (where it is installed)."""
+    pytest.importorskip("tensorflow")
+    assert schema.differences_from_tensorflow() == []

@@ -430,3 +430,68 @@ def lookup(name: str) -> Message:
         return MESSAGES[key]
     except KeyError:
         raise ProtoError(f"unknown message type {name!r}; known: {', '.join(sorted(MESSAGES))}") from None
+
+
+def differences_from_tensorflow() -> list[str]:
+    """Where this schema differs from the descriptors of the installed TensorFlow.
+
+    Needs TensorFlow (and so its protobuf); tests call it where TensorFlow is
+    installed and skip it elsewhere. Compares, for every message here, each
+    field's number, type, label and referenced message or enum, and every
+    enum's (name, number) pairs; fields TensorFlow has that are not here are
+    reported unless the message lists them as `skip`.
+    """
+    from google.protobuf.descriptor import FieldDescriptor as FD  # noqa: PLC0415
+    from tensorflow.core.framework import graph_pb2, types_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
+
+    names = {getattr(FD, k): k[len("TYPE_"):].lower() for k in dir(FD) if k.startswith("TYPE_")}
+    pool = graph_pb2.GraphDef.DESCRIPTOR.file.pool
+    del saved_model_pb2, types_pb2  # imported so that the pool holds their messages
+    problems: list[str] = []
+
+    def tf_name(name: str) -> str:
+        return name if name.startswith("google.") else "tensorflow." + name
+
+    for message in MESSAGES.values():
+        try:
+            desc = pool.FindMessageTypeByName(tf_name(message.name))
+        except KeyError:
+            problems.append(f"{message.name}: not in TensorFlow")
+            continue
+        for tf_field in desc.fields:
+            field = message.by_name.get(tf_field.name)
+            if field is None:
+                problems.append(f"{message.name}.{tf_field.name} ({tf_field.number}): missing")
+                continue
+            if field.number != tf_field.number:
+                problems.append(f"{message.name}.{field.name}: number {field.number}, TensorFlow {tf_field.number}")
+            if field.kind == "skip":
+                continue
+            tf_kind = names[tf_field.type]
+            tf_map = tf_field.message_type is not None and tf_field.message_type.GetOptions().map_entry
+            if tf_map:
+                key = tf_field.message_type.fields_by_name["key"]
+                value = tf_field.message_type.fields_by_name["value"]
+                got = (field.kind, field.key_kind, field.value_kind,
+                       field.type_name if field.value_kind == "message" else None)
+                want = ("map", names[key.type], names[value.type],
+                        value.message_type.full_name.removeprefix("tensorflow.") if value.message_type else None)
+            else:
+                ref = tf_field.message_type or tf_field.enum_type
+                got = (field.kind, field.repeated, field.type_name, field.oneof)
+                want = (tf_kind, tf_field.is_repeated if hasattr(tf_field, "is_repeated")
+                        else tf_field.label == FD.LABEL_REPEATED,
+                        ref.full_name.removeprefix("tensorflow.") if ref else None,
+                        tf_field.containing_oneof.name if tf_field.containing_oneof else None)
+            if got != want:
+                problems.append(f"{message.name}.{field.name}: {got}, TensorFlow {want}")
+        for field in message.fields:
+            if field.name not in desc.fields_by_name:
+                problems.append(f"{message.name}.{field.name}: not in TensorFlow")
+    for enum, values in ENUMS.items():
+        desc = pool.FindEnumTypeByName("tensorflow." + enum)
+        tf_values = {v.number: v.name for v in desc.values}
+        if tf_values != values:
+            problems.append(f"enum {enum}: differs: {sorted(set(tf_values.items()) ^ set(values.items()))}")
+    return problems
