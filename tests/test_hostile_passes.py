@@ -205,3 +205,31 @@ def test_a_pass_that_kills_its_parent_kills_only_the_guard(monkeypatch):
         assert r.status == CRASH and "SIGKILL" in r.message, r
         r = sb.rewrite(program)   # this process is alive to ask again
         assert r.status == CRASH and sb.starts == 2
+
+
+def _kills_worker(p: Program) -> Program:
+    """Kills the campaign's worker (its grandparent, past the sandbox's guard)."""
+    guard = os.getppid()
+    worker = int(Path(f"/proc/{guard}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(worker, signal.SIGKILL)
+    time.sleep(5)
+    return p
+
+
+kills_worker = _pass("hostile-kills-worker", _kills_worker)
+
+
+def test_a_campaign_whose_worker_died_is_incomplete_and_fails(tmp_path):
+    out = tmp_path / "campaign"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "tfsem", "fuzz", "--budget", "4s", "--out", str(out),
+                        "--pass", "test_hostile_passes:kills_worker", "--pass", "test_hostile_passes:identity",
+                        "--checker", "concrete", "--generator", "campaign_fakes:small_generator",
+                        "--semantics", "atomic", "--observe", "outputs+state"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, (r.stdout, r.stderr[-2000:])
+    assert "incomplete" in r.stdout and "worker" in r.stdout and "died" in r.stdout, r.stdout
+    assert "result: pass" not in r.stdout
+    from tfsem.campaigns.store import Store
+    with Store(out, readonly=True) as s:
+        assert s.latest_campaign()["status"] == "incomplete"

@@ -69,13 +69,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"campaign": result.campaign_id, "status": result.status,
                     "seconds": round(result.seconds, 3), "database": str(Path(args.out) / "campaign.db"),
-                    "passes": result.totals,
+                    "passes": result.totals, "cells": result.cells,
+                    "groups": [{"group": g["group"], "representative": g["representative"]["id"],
+                                "members": g["members"], "pass": g["pass"], "kind": g["kind"],
+                                "expected": g["kind"] == "unsound" and g["claim"] == "unsound"}
+                               for g in result.groups],
                     "new": [_brief(f) for f in result.new], "known": [_brief(f) for f in result.known],
                     "fixed": [_brief(f) for f in result.fixed], "errors": result.errors})
     else:
         summarize(result, Path(args.out), sys.stdout)
     if result.status == "interrupted":
         return 130
+    if result.status == "incomplete":   # a worker died: the run did not do what it said
+        return EXIT_FOUND
     return EXIT_FOUND if result.bugs else EXIT_OK
 
 
