@@ -87,3 +87,25 @@ def test_forced_schedule_replays_the_race_of_a_dropped_control_edge():
     assert racy.describe() == "value = 10, counter := 11"
     assert [o.describe() for o, _ in seen.items()] == ["value = 11, counter := 11"]
     assert racy not in set(o for o, _ in seen.items())
+
+
+def test_cli_run_backend_tensorflow_checks_outcomes_against_the_oracle(capsys):
+    import json
+
+    from tfsem.cli import main
+    status = main(["run", str(CORPUS / "seed002_writes_reads.pbtxt"), "--backend", "tensorflow",
+                   "--runs", "50", "--init", "X=0", "--init", "Y=0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and out["runs"] == 50 and out["findings"] == 0
+    assert out["fetches"] == ["r0", "r1"] and out["targets"] == ["store_y"]
+    assert sum(o["runs"] for o in out["outcomes"]) == 50
+    assert all(o["in_oracle"] is True for o in out["outcomes"])
+    # (r0, r1) = (2, 0) is what seed 002 forbids
+    assert not any(o["outputs"] == {"r0": 2, "r1": 0} for o in out["outcomes"])
+
+
+def test_cli_run_backend_refuses_a_json_program(capsys, tmp_path):
+    from tfsem.cli import main
+    status = main(["run", str(ROOT / "examples" / "load_store.json"), "--backend", "xla"])
+    assert status == 2
+    assert "runs a TensorFlow GraphDef" in capsys.readouterr().err
