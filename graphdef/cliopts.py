@@ -23,8 +23,13 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
                         "serving_default, or the only one)")
 
 
-def load_from_args(path: str | Path, args: argparse.Namespace) -> Program:
-    from . import load_program_or_graph
+def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = False) -> Program:
+    """The program at `path`, the graph options applied to a graph.  With
+    `lenient` (`check` of a JSON program against a graph), a JSON program
+    ignores them instead of refusing them."""
+    from . import is_graph_path, load_program_or_graph
+    if lenient and not is_graph_path(path):
+        return load_program_or_graph(path)
     return load_program_or_graph(path, fetch=getattr(args, "fetch", []) or [],
                                  feed=getattr(args, "feed_nodes", []) or [],
                                  target=getattr(args, "target", []) or [],

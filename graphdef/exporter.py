@@ -1,0 +1,287 @@
+"""A tfsem program as a TensorFlow GraphDef (the op table in reverse).
+
+* each `Var` node is a VarHandleOp whose `shared_name` is the variable (so
+  every Var node of one variable is the same resource in TensorFlow);
+* each feed is a Placeholder named by the feed;
+* Read is ReadVariableOp; Write, Assign-Add and Assign-Sub are
+  AssignVariableOp, AssignAddVariableOp and AssignSubVariableOp (an Assign of
+  another function has no TensorFlow op: refused);
+* functions are their TensorFlow ops (Add -> AddV2, Max -> Maximum, Concat ->
+  ConcatV2 on axis 0, Snd(x, y) -> Identity(y) after x, ...); constant
+  operands that tfsem keeps as attributes (axes, shapes) become Const nodes;
+* each output is an Identity node named by the output's name.
+
+TensorFlow wants the dtype of every op (`T`): it is inferred by evaluating
+each function on zero tensors of its inputs' types (the oracle's own
+functions), in topological order.
+
+`import_graph(export(P), fetches=P's output names)` is P up to node names
+(tests/test_graphdef_export.py checks `sound` both ways).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfsem.oracle import functions as fns
+from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
+                                  Program, ProgramError, TensorType, Violation)
+from tfsem.oracle.values import Error, Tensor
+
+from .importer import TF_DTYPES, TFSEM_DTYPES
+
+PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
+
+_ASSIGN_OPS = {"Snd": "AssignVariableOp", "Add": "AssignAddVariableOp",
+               "Sub": "AssignSubVariableOp"}
+_SAME_NAME = {"Identity", "Sub", "Mul", "Neg", "RealDiv", "Square", "Sqrt", "SquaredDifference",
+              "Abs", "FloorMod", "FloorDiv", "Relu", "ReluGrad", "BiasAdd", "BiasAddGrad",
+              "ZerosLike", "OnesLike", "NoOp"}
+_RENAMED = {"Add": "AddV2", "Max": "Maximum", "Min": "Minimum"}
+_REDUCTIONS = {"Sum": "Sum", "Mean": "Mean", "ReduceMax": "Max", "ReduceMin": "Min"}
+
+
+class ExportError(ProgramError):
+    def __init__(self, where: str, message: str):
+        super().__init__([Violation(where, "not-exportable", message)])
+
+
+def _type(dt: str) -> dict:
+    return {"type": TF_DTYPES[dt]}
+
+
+def _shape(shape) -> dict:
+    return {"shape": {"dim": [{"size": int(d)} for d in shape]}}
+
+
+def tensor_proto(value: Tensor) -> dict:
+    arr = value.array
+    t: dict[str, Any] = {"dtype": TF_DTYPES[value.dtype],
+                         "tensor_shape": {"dim": [{"size": int(d)} for d in arr.shape]}}
+    if arr.size:
+        t["tensor_content"] = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+    return t
+
+
+def _int32_const(name: str, values, scalar: bool = False) -> dict:
+    arr = np.array(values, dtype=np.int32)
+    if not scalar:
+        arr = arr.reshape(-1)
+    t = {"dtype": "DT_INT32", "tensor_shape": {"dim": [{"size": int(d)} for d in arr.shape]}}
+    if arr.size:
+        t["tensor_content"] = arr.astype("<i4").tobytes()
+    return {"name": name, "op": "Const", "attr": {"dtype": {"type": "DT_INT32"},
+                                                  "value": {"tensor": t}}}
+
+
+def infer_types(p: Program) -> dict[tuple[str, int], TensorType | None]:
+    """(node, port) -> the tensor's type (None where unknown: an uninterpreted
+    function, or an error value)."""
+    types: dict[tuple[str, int], TensorType | None] = {}
+
+    def of(i) -> TensorType | None:
+        if isinstance(i, FeedIn):
+            return p.feed_type(i.name)
+        return types.get((i.node, i.port))
+
+    for name in p.topological_order:
+        n = p.node[name]
+        if n.op == VAR:
+            continue
+        if n.op == READ:
+            types[(name, 0)] = p.variables.get(p.accessed_variable(name) or "")
+            continue
+        if n.op == ASSIGN:
+            continue
+        f = fns.get(n.op)
+        args = [of(i) for i in n.data_inputs]
+        try:
+            if any(a is None or a.shape is None for a in args):
+                raise fns.CannotRun("unknown input shape")
+            zeros = [Tensor(np.zeros(a.shape, dtype=a.dtype)) for a in args]
+            results = f.apply(zeros, n.attrs)
+            for k, r in enumerate(results):
+                types[(name, k)] = None if isinstance(r, Error) else TensorType(r.dtype, r.shape)
+        except fns.CannotRun:
+            # no concrete model (a float reduction, an uninterpreted op): the
+            # dtype still follows from the op (shape unknown: None)
+            if n.op.startswith("tf."):
+                dt = TFSEM_DTYPES.get(str(n.attrs.get("tf_attrs", {}).get("T")))
+            elif f.casts:
+                dt = n.attrs.get("DstT")
+            else:
+                dt = next((a.dtype for a in args if a is not None), None)
+            for k in range(f.n_out):
+                types[(name, k)] = None if dt is None else TensorType(dt, None)
+    return types
+
+
+def export_graph(p: Program) -> dict:
+    """The GraphDef dict of program `p` (format with graphdef.proto.format_text)."""
+    types = infer_types(p)
+    reserved = set(p.feed_names) | set(p.outputs)
+    rename: dict[str, str] = {}
+    taken = set(reserved)
+    for n in p.nodes:
+        name, k = n.name, 0
+        while name in taken:
+            k += 1
+            name = f"{n.name}_{k}"
+        taken.add(name)
+        rename[n.name] = name
+    out: list[dict] = []
+    used_vars = {n.var for n in p.nodes if n.op == VAR}
+    for x, t in p.variables.items():
+        if x not in used_vars:      # declared, never accessed: still part of the interface
+            name, k = x, 0
+            while name in taken:
+                k += 1
+                name = f"{x}_{k}"
+            taken.add(name)
+            out.append({"name": name, "op": "VarHandleOp",
+                        "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
+                                 "shared_name": {"s": x.encode()}, "container": {"s": b""}}})
+    for f in p.feed_names:
+        t = p.feed_type(f)
+        out.append({"name": f, "op": "Placeholder",
+                    "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape)}})
+
+    def ref(i) -> str:
+        if isinstance(i, FeedIn):
+            return i.name
+        if isinstance(i, ControlIn):
+            return f"^{rename[i.node]}"
+        return rename[i.node] + (f":{i.port}" if i.port else "")
+
+    def dtype_of(i, where: str) -> str:
+        t = p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
+        if t is None:
+            raise ExportError(where, "the dtype of its input is unknown (it comes from an "
+                              "uninterpreted function or is always an error value)")
+        return t.dtype
+
+    for n in p.nodes:
+        name = rename[n.name]
+        where = f"node {n.name!r}"
+        data = [ref(i) for i in n.data_inputs]
+        # an input control edge (^$g) holds GO from the start: no edge at all
+        ctrl = [ref(i) for i in n.control_inputs if not isinstance(i, FeedControlIn)]
+        if n.op == VAR:
+            t = p.variables[n.var]
+            out.append({"name": name, "op": "VarHandleOp", "input": ctrl,
+                        "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
+                                 "shared_name": {"s": n.var.encode()}, "container": {"s": b""}}})
+            continue
+        if n.op == READ:
+            t = p.variables[p.accessed_variable(n.name)]
+            out.append({"name": name, "op": "ReadVariableOp", "input": data + ctrl,
+                        "attr": {"dtype": _type(t.dtype)}})
+            continue
+        if n.op == ASSIGN:
+            op = _ASSIGN_OPS.get(n.fn)
+            if op is None:
+                raise ExportError(where, f"Assign-{n.fn} has no TensorFlow op (Write, Assign-Add "
+                                  "and Assign-Sub do)")
+            t = p.variables[p.accessed_variable(n.name)]
+            out.append({"name": name, "op": op, "input": data + ctrl,
+                        "attr": {"dtype": _type(t.dtype)}})
+            continue
+        out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where))
+    for o, port in p.outputs.items():
+        out.append({"name": o, "op": "Identity", "input": [ref(port)],
+                    "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
+    return {"node": out, "versions": {"producer": PRODUCER}}
+
+
+def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
+    op = n.op
+    T = (lambda i=0: {"type": TF_DTYPES[dtype_of(n.data_inputs[i], where)]})
+    attrs = n.attrs
+    if op == "Const":
+        v = attrs["value"]
+        return [{"name": name, "op": "Const", "input": ctrl,
+                 "attr": {"dtype": {"type": TF_DTYPES[v.dtype]}, "value": {"tensor": tensor_proto(v)}}}]
+    if op in _SAME_NAME or op in _RENAMED:
+        node = {"name": name, "op": _RENAMED.get(op, op), "input": data + ctrl, "attr": {}}
+        if op != "NoOp":
+            node["attr"]["T"] = T()
+        return [node]
+    if op == "Copy":
+        return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
+                 "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]
+    if op == "Snd":
+        return [{"name": name, "op": "Identity", "input": [data[1], "^" + data[0].split(":")[0]] + ctrl,
+                 "attr": {"T": T(1)}}]
+    if op == "MatMul":
+        return [{"name": name, "op": "MatMul", "input": data + ctrl,
+                 "attr": {"T": T(), "transpose_a": {"b": bool(attrs.get("transpose_a"))},
+                          "transpose_b": {"b": bool(attrs.get("transpose_b"))}}}]
+    if op == "Cast":
+        return [{"name": name, "op": "Cast", "input": data + ctrl,
+                 "attr": {"SrcT": T(), "DstT": {"type": TF_DTYPES[attrs["DstT"]]},
+                          "Truncate": {"b": False}}}]
+    if op in _REDUCTIONS:
+        c = _int32_const(f"{name}/reduction_indices", attrs["axes"])
+        return [c, {"name": name, "op": _REDUCTIONS[op], "input": data + [c["name"]] + ctrl,
+                    "attr": {"T": T(), "Tidx": {"type": "DT_INT32"},
+                             "keep_dims": {"b": bool(attrs.get("keep_dims"))}}}]
+    if op in ("Reshape", "Tile"):
+        key, tkey = ("shape", "Tshape") if op == "Reshape" else ("multiples", "Tmultiples")
+        c = _int32_const(f"{name}/{key}", attrs[key])
+        return [c, {"name": name, "op": op, "input": data + [c["name"]] + ctrl,
+                    "attr": {"T": T(), tkey: {"type": "DT_INT32"}}}]
+    if op == "Fill":
+        c = _int32_const(f"{name}/dims", attrs["dims"])
+        return [c, {"name": name, "op": "Fill", "input": [c["name"]] + data + ctrl,
+                    "attr": {"T": T(), "index_type": {"type": "DT_INT32"}}}]
+    if op == "ExpandDims":
+        c = _int32_const(f"{name}/dim", attrs["axis"], scalar=True)
+        return [c, {"name": name, "op": "ExpandDims", "input": data + [c["name"]] + ctrl,
+                    "attr": {"T": T(), "Tdim": {"type": "DT_INT32"}}}]
+    if op == "Squeeze":
+        return [{"name": name, "op": "Squeeze", "input": data + ctrl,
+                 "attr": {"T": T(), "squeeze_dims": {"list": {"i": list(attrs["squeeze_dims"])}}}}]
+    if op in ("Concat", "ConcatAxis"):
+        c = _int32_const(f"{name}/axis", attrs.get("axis", 0), scalar=True)
+        return [c, {"name": name, "op": "ConcatV2", "input": data + [c["name"]] + ctrl,
+                    "attr": {"T": T(), "N": {"i": 2}, "Tidx": {"type": "DT_INT32"}}}]
+    if op == "Split":
+        c = _int32_const(f"{name}/split_dim", 0, scalar=True)
+        return [c, {"name": name, "op": "Split", "input": [c["name"]] + data + ctrl,
+                    "attr": {"T": T(), "num_split": {"i": 2}}}]
+    if op == "SplitPart":
+        c = _int32_const(f"{name}/split_dim", attrs["axis"], scalar=True)
+        return [c, {"name": f"{name}/split", "op": "Split", "input": [c["name"]] + data + ctrl,
+                    "attr": {"T": T(), "num_split": {"i": attrs["num_split"]}}},
+                {"name": name, "op": "Identity", "input": [f"{name}/split:{attrs['index']}"],
+                 "attr": {"T": T()}}]
+    if op.startswith("tf."):
+        tf_op = op[3:].split("/")[0]
+        return [{"name": name, "op": tf_op, "input": data + ctrl,
+                 "attr": {k: v for k, v in ((k, _attr_from_json(v))
+                                            for k, v in attrs.get("tf_attrs", {}).items())
+                          if v is not None}}]
+    raise ExportError(where, f"the function {op} has no TensorFlow op in the exporter")
+
+
+def _attr_from_json(v: Any) -> dict | None:
+    if isinstance(v, bool):
+        return {"b": v}
+    if isinstance(v, int):
+        return {"i": v}
+    if isinstance(v, float):
+        return {"f": v}
+    if isinstance(v, str):
+        return {"type": v} if v.startswith("DT_") else {"s": v.encode()}
+    if isinstance(v, list) and all(isinstance(x, str) and x.startswith("DT_") for x in v):
+        return {"list": {"type": v}}
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return {"list": {"i": v}}
+    return None
+
+
+def export_text(p: Program) -> str:
+    from .proto import format_text
+    return format_text("GraphDef", export_graph(p))
