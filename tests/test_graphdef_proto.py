@@ -775,3 +775,56 @@ def test_schema_matches_the_installed_tensorflow():
     """Every number, type and enum value against TensorFlow's own descriptors (where it is installed)."""
     pytest.importorskip("tensorflow")
     assert schema.differences_from_tensorflow() == []
+
+
+def _from_tensorflow(message) -> dict:
+    """A TensorFlow protobuf message in graphdef.proto's dict form (skipped fields left out)."""
+    skipped = {f.name for m in MESSAGES.values() for f in m.fields if f.kind == "skip"}
+
+    def scalar(field, value):
+        if field.enum_type is not None:
+            known = field.enum_type.values_by_number.get(value)
+            return known.name if known else value
+        return value
+
+    out = {}
+    for field, value in message.ListFields():
+        if field.name in skipped:
+            continue
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            vfield = field.message_type.fields_by_name["value"]
+            out[field.name] = {k: _from_tensorflow(v) if vfield.message_type else scalar(vfield, v)
+                               for k, v in value.items()}
+        elif field.message_type is not None:
+            out[field.name] = ([_from_tensorflow(v) for v in value] if _repeated(field)
+                               else _from_tensorflow(value))
+        else:
+            out[field.name] = [scalar(field, v) for v in value] if _repeated(field) else scalar(field, value)
+    return out
+
+
+def _repeated(field) -> bool:
+    return field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+
+
+def test_agrees_with_tensorflow_on_a_function_graph():
+    """Where TensorFlow is installed: its bytes decode, and its text prints, as TensorFlow says."""
+    tf = pytest.importorskip("tensorflow")
+    from google.protobuf import text_format
+
+    v = tf.Variable([1.0, 2.0])
+
+    @tf.function
+    def step(x):
+        v.assign_add(x * 0.5)
+        return tf.reduce_sum(v.read_value()) + tf.constant(float("nan"))
+
+    graph = step.get_concrete_function(tf.TensorSpec([2], tf.float32)).graph.as_graph_def()
+    data = graph.SerializeToString()
+    mine = decode("GraphDef", data)
+    assert same(mine, _from_tensorflow(graph))
+    assert format_text("GraphDef", mine) == text_format.MessageToString(graph)
+    assert type(graph).FromString(encode("GraphDef", mine)) == graph
+    back = type(graph)()
+    text_format.Parse(format_text("GraphDef", mine), back)
+    assert back == graph
