@@ -158,11 +158,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
-                                  Program)
+from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
+from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import Error, Tensor
 
 OUTPUTS = "outputs"
+SND = "Snd"
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -196,7 +197,7 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
     try:
-        reason = _prove(p, p2, observe, stats)
+        reason = _prove(p, p2, semantics, observe, stats)
         proved = True
     except _NotApplicable as exc:
         reason = str(exc)
@@ -358,101 +359,228 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
     return assigns, outputs
 
 
-def _ancestors(p: Program, index: Mapping[str, int]) -> dict[str, int]:
-    """node -> bitset over `index` of its hb-predecessors (nodes not in
-    `index` contribute their own ancestors only)."""
-    anc: dict[str, int] = {}
+def _steps(p: Program, semantics: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The step DAG: steps in a topological order, and each step's
+    predecessors.  A decomposed Assign `a` is the steps `a@read` -> `a@write`;
+    an edge u -> v runs from u's last step to v's first."""
+    split = semantics == DECOMPOSED
+    order: list[str] = []
+    preds: dict[str, list[str]] = {}
     for name in p.topological_order:
-        bits = 0
-        for pred in p.predecessors(name):
-            bits |= anc[pred]
-            if pred in index:
-                bits |= 1 << index[pred]
-        anc[name] = bits
-    return anc
+        before = [_last(p, q, split) for q in p.predecessors(name)]
+        if split and p.node[name].op == ASSIGN:
+            order += [name + READ_STEP, name + WRITE_STEP]
+            preds[name + READ_STEP] = before
+            preds[name + WRITE_STEP] = [name + READ_STEP]
+        else:
+            order.append(name)
+            preds[name] = before
+    return order, preds
 
 
-def _prove(p: Program, p2: Program, observe: str, stats: dict[str, Any]) -> str:
+def _last(p: Program, name: str, split: bool) -> str:
+    return name + WRITE_STEP if split and p.node[name].op == ASSIGN else name
+
+
+def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any]) -> str:
     _interface(p, p2)
+    decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
-    nu = _match(p, p2, acc, acc2)
+    nu = _match(p, p2, acc, acc2)       # Reads and same-function Assigns, by name / CSE key
+    for s, t in list(nu.items()):
+        if acc[s][0] == ASSIGN and acc[s] != acc2[t]:
+            del nu[s]                   # same name, another function: fuse or split below
+        elif acc[s][:2] != acc2[t][:2]:
+            raise _NotApplicable(f"(K) {s!r} and {t!r} differ in kind or variable")
 
-    # (K)
-    images: dict[str, list[str]] = {}
+    terms = _Terms()
+    leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
+              for s, (kind, _x, _f) in acc.items() if kind == READ}
+    assigns, outputs = _program_terms(p, terms, leaves)
+    assigns2, outputs2 = _program_terms(p2, terms, {t: ("read", t) for t in acc2})
+
+    # Assign groups (K): `step` maps P steps to P' steps
+    step: dict[str, str] = {}
+    kinds: dict[str, int] = {"same": 0, "merged": 0, "fused": 0, "split": 0}
     for s, t in nu.items():
-        if acc[s][:2] != acc2[t][:2] or acc[s][2] != acc2[t][2]:
-            raise _NotApplicable(f"(K) {s!r} and {t!r} differ in kind, variable or function")
-        images.setdefault(t, []).append(s)
-    for t, sources in images.items():
-        if acc2[t][0] == ASSIGN and len(sources) > 1:
-            raise _NotApplicable(f"(K) Assign {t!r} of the rewrite stands for several Assigns")
-    for t, (kind, x, _fn) in acc2.items():
-        if kind == ASSIGN and t not in images:
+        if acc[s][0] == READ:
+            step[s] = t
+    images = {t for s, t in nu.items() if acc[s][0] == ASSIGN}
+    same_by_key: dict[tuple, str] = {}     # (variable, function, value term) -> P' Assign
+    fused_reads: set[str] = set()
+    split_reads: set[str] = set()
+    deleted_assigns: list[str] = []
+
+    def map_assign(a: str, t: str) -> None:
+        if decomposed:
+            step[a + READ_STEP], step[a + WRITE_STEP] = t + READ_STEP, t + WRITE_STEP
+        else:
+            step[a] = t
+
+    for a, (kind, x, fn) in acc.items():
+        if kind != ASSIGN:
+            continue
+        t = nu.get(a)
+        if t is not None:                                   # the same Assign
+            map_assign(a, t)
+            kinds["same"] += 1
+            same_by_key.setdefault((x, fn, assigns[a]), t)
+            continue
+        other = acc2.get(a)
+        if other is not None and other[0] == ASSIGN and other[1] == x and a not in images:
+            f2 = other[2]
+            if fn == SND and f2 != SND:
+                # fuse: P's Write a := F(Read r of x, v) is P' 's Assign-F a := v
+                r = _fused_read(terms, assigns[a], f2, assigns2[a], acc, x, fused_reads)
+                if r is not None:
+                    fused_reads.add(r)
+                    images.add(a)
+                    if decomposed:
+                        step[r] = a + READ_STEP
+                        step[a + READ_STEP] = step[a + WRITE_STEP] = a + WRITE_STEP
+                    else:
+                        step[r] = step[a] = a
+                    kinds["fused"] += 1
+                    continue
+            if decomposed and fn != SND and f2 == SND:
+                # split: P's Assign-F a := v is P' 's Read rr of x, then Write a := F(rr, v)
+                rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x, split_reads)
+                if rr is not None:
+                    split_reads.add(rr)
+                    images.add(a)
+                    step[a + READ_STEP], step[a + WRITE_STEP] = rr, a + WRITE_STEP
+                    kinds["split"] += 1
+                    continue
+        if decomposed and (x, fn, assigns[a]) in same_by_key:
+            # merged (decomposed only): identical Assigns, read and write back to back
+            t = same_by_key[(x, fn, assigns[a])]
+            if acc2[t] == acc[a] and assigns[a] == assigns2[t]:
+                map_assign(a, t)
+                kinds["merged"] += 1
+                continue
+        deleted_assigns.append(a)
+
+    # every write step of P' stands for some write step of P; a read step of
+    # P' that stands for nothing is a Read or the read step of a Write
+    covered = set(step.values())
+    for t, (kind, _x, fn) in acc2.items():
+        if kind != ASSIGN:
+            continue
+        write = t + WRITE_STEP if decomposed else t
+        if write not in covered:
             raise _NotApplicable(f"(K) Assign {t!r} of the rewrite has no counterpart in the original")
+        if decomposed and t + READ_STEP not in covered and fn != SND:
+            raise _NotApplicable(f"(K) the read step of Assign {t!r} of the rewrite stands for "
+                                 "nothing in the original")
 
     # (A)
-    deleted_assigns = [s for s, (kind, _x, _f) in acc.items() if kind == ASSIGN and s not in nu]
     if deleted_assigns and observe != OUTPUTS:
         raise _NotApplicable(f"(A) Assign {deleted_assigns[0]!r} of the original has no "
                              "counterpart, and the final state is observed")
 
     # (V)
-    terms = _Terms()
-    leaves = {s: ("read", nu[s]) if s in nu else ("deleted-read", s)
-              for s, (kind, _x, _f) in acc.items() if kind == READ}
-    assigns, outputs = _program_terms(p, terms, leaves)
-    assigns2, outputs2 = _program_terms(p2, terms, {t: ("read", t) for t in acc2})
-    for s, t in nu.items():
-        if acc[s][0] == ASSIGN and assigns[s] != assigns2[t]:
-            raise _NotApplicable(f"(V) the value assigned by {s!r} is not the same term "
+    for a, t in nu.items():
+        if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]:
+            raise _NotApplicable(f"(V) the value assigned by {a!r} is not the same term "
                                  f"as the one assigned by {t!r} in the rewrite")
     for o in p.outputs:
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
 
-    # (H), and (A)'s "no matched access is hb-after a deleted Assign"
-    order2 = [n for n in p2.topological_order if n in acc2]
-    index2 = {n: i for i, n in enumerate(order2)}
-    anc2 = _ancestors(p2, index2)
-    mapped: dict[str, int] = {}          # P node -> ν-images of its matched hb-predecessors
-    deleted_before: dict[str, bool] = {}
-    dset = set(deleted_assigns)
-    for name in p.topological_order:
-        bits, after_deleted = 0, False
-        for pred in p.predecessors(name):
-            bits |= mapped[pred]
-            if pred in nu:
-                bits |= 1 << index2[nu[pred]]
-            after_deleted = after_deleted or deleted_before[pred] or pred in dset
-        mapped[name], deleted_before[name] = bits, after_deleted
-        if name in nu:
-            t = nu[name]
-            allowed = anc2[t] | (1 << index2[t])
-            if bits & ~allowed:
-                missing = next(order2[i] for i in range(len(order2)) if (bits & ~allowed) >> i & 1)
-                raise _NotApplicable(f"(H) {name!r} is ordered after an access that becomes "
-                                     f"{missing!r}, which the rewrite no longer orders before "
-                                     f"{t!r}")
-            if after_deleted:
-                raise _NotApplicable(f"(A) {name!r} waits for a deleted Assign")
+    # (H) on steps, and (A)'s "no matched step is hb-after a deleted Assign"
+    order, preds = _steps(p, semantics)
+    order2, preds2 = _steps(p2, semantics)
+    index2 = {u: i for i, u in enumerate(order2)}
+    anc2: dict[str, int] = {}
+    for u in order2:
+        bits = 0
+        for q in preds2[u]:
+            bits |= anc2[q] | (1 << index2[q])
+        anc2[u] = bits
+    mapped: dict[str, int] = {}
+    after_deleted: dict[str, bool] = {}
+    dset = {d for a in deleted_assigns for d in (a, a + READ_STEP, a + WRITE_STEP)}
+    for u in order:
+        bits, late = 0, False
+        for q in preds[u]:
+            bits |= mapped[q]
+            if q in step:
+                bits |= 1 << index2[step[q]]
+            late = late or after_deleted[q] or q in dset
+        mapped[u], after_deleted[u] = bits, late
+        t = step.get(u)
+        if t is None:
+            continue
+        outside = bits & ~(anc2[t] | (1 << index2[t]))
+        if outside:
+            missing = next(order2[i] for i in range(len(order2)) if outside >> i & 1)
+            raise _NotApplicable(f"(H) {u!r} comes after a step that becomes {missing!r}, which "
+                                 f"the rewrite no longer orders before {t!r}")
+        if late:
+            raise _NotApplicable(f"(A) {u!r} waits for a deleted Assign")
 
-    merged = sum(len(v) - 1 for t, v in images.items())
-    deleted_reads = sum(1 for s, (kind, _x, _f) in acc.items() if kind == READ and s not in nu)
-    extra_reads = sum(1 for t, (kind, _x, _f) in acc2.items() if kind == READ and t not in images)
-    stats.update(accesses=len(acc), matched=len(nu), merged_reads=merged,
+    read_images: dict[str, int] = {}
+    for s, t in nu.items():
+        if acc[s][0] == READ:
+            read_images[t] = read_images.get(t, 0) + 1
+    merged = sum(k - 1 for k in read_images.values())
+    deleted_reads = sum(1 for s, (kind, _x, _f) in acc.items()
+                        if kind == READ and s not in nu and s not in fused_reads)
+    extra_reads = sum(1 for t, (kind, _x, _f) in acc2.items()
+                      if kind == READ and t not in read_images and t not in split_reads)
+    stats.update(accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
                  deleted_reads=deleted_reads, deleted_assigns=len(deleted_assigns),
-                 extra_reads=extra_reads, terms=len(terms.table))
-    parts = [f"{len(nu)} of {len(acc)} accesses matched"]
+                 extra_reads=extra_reads, terms=len(terms.table),
+                 **{f"assigns_{k}": v for k, v in kinds.items()})
+    parts = [f"{len(acc)} accesses"]
     if merged:
         parts.append(f"{merged} Reads merged")
     if deleted_reads:
         parts.append(f"{deleted_reads} unobserved Reads deleted")
-    if deleted_assigns:
-        parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     if extra_reads:
         parts.append(f"{extra_reads} unused Reads added")
+    for k in ("merged", "fused", "split"):
+        if kinds[k]:
+            parts.append(f"{kinds[k]} Assigns {k}")
+    if deleted_assigns:
+        parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + "; values equal as terms, the original's order between accesses kept)")
+
+
+def _strict_in_value(fn: str) -> bool:
+    f = fns.lookup(fn)
+    return f is not None and f.n_in == 2 and f.n_out == 1 and 1 in f.strict()
+
+
+def _fused_read(terms: _Terms, written: int, fn: str, value2: int, acc: Mapping, x: str,
+                taken: set[str]) -> str | None:
+    """The Read r of x such that `written` (the term a Write of P stores) is
+    fn(read r, v) with v the term `value2` (what P' 's Assign-fn stores),
+    fn strict in v; r not matched to a Read of P' and not fused already."""
+    if not _strict_in_value(fn):
+        return None
+    for r, (kind, y, _f) in acc.items():
+        if kind == READ and y == x and r not in taken:
+            leaf = terms.table.get(("unmatched-read", r))
+            if leaf is not None and terms.apply(fn, {}, (leaf, value2), 1)[0] == written:
+                return r
+    return None
+
+
+def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping, x: str,
+                taken: set[str]) -> str | None:
+    """The Read rr of x in P' such that `written2` (the term P' 's Write
+    stores) is fn(read rr, v) with v the term `value` (what P's Assign-fn
+    stores), fn strict in v; rr not used by another split."""
+    if not _strict_in_value(fn):
+        return None
+    for rr, (kind, y, _f) in acc2.items():
+        if kind == READ and y == x and rr not in taken:
+            leaf = terms.table.get(("read", rr))
+            if leaf is not None and terms.apply(fn, {}, (leaf, value), 1)[0] == written2:
+                return rr
+    return None
 
 
 __all__ = ["StructuralResult", "structural_refinement"]

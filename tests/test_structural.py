@@ -128,14 +128,79 @@ def test_load_store_hoist_falls_through(semantics):
     assert check_rewrite(p, q, semantics, "outputs+state").verdict == "unsound"
 
 
-def test_decomposed_split_assign_falls_through_to_the_engine():
+def test_split_assign_is_proved_in_decomposed_mode_only():
     p, _, _ = F.assign_adds(2)
     q = builtin_passes()["split-assign"].function(p)
-    r = structural_refinement(p, q, "decomposed", "outputs+state")
+    for observe in ("outputs+state", "outputs"):
+        r = structural_refinement(p, q, "decomposed", observe)
+        assert r.proved and r.stats["assigns_split"] == 2, r.reason
+        v = check_rewrite(p, q, "decomposed", observe, structural=False)
+        assert v.verdict == "sound"
+    # atomic: one step of P cannot stand for two of P' (the lost update)
+    r = structural_refinement(p, q, "atomic", "outputs+state")
     assert not r.proved and r.reason.startswith("(K)")
-    v = check_rewrite(p, q, "decomposed", "outputs+state")
-    assert v.verdict == "sound" and v.stats["path"] != "structural"
     assert check_rewrite(p, q, "atomic", "outputs+state").verdict == "unsound"
+
+
+def test_split_needs_a_function_strict_in_the_value(monkeypatch):
+    # Assign-Keep x := v with Keep(w, v) = w for an error v too: the split
+    # Write would store Keep(w0, error) = w0 where the Assign stores nothing
+    monkeypatch.setitem(fns._REGISTRY, "TestStructKeep",
+                        fns.Function("TestStructKeep", 2, 1, lambda xp, a, k: (a[0],),
+                                     strict_args=(0,)))
+    p = P.program([P.var("v", "x"), P.assign("a", "TestStructKeep", "v", "$d")], {}, ["x"])
+    q = P.program([P.var("v", "x"), P.read("a/read", "v"),
+                   P.apply("a/f", "TestStructKeep", "a/read", "$d"),
+                   P.write("a", "v", "a/f")], {}, ["x"])
+    assert not proved(p, q, "decomposed")
+
+
+def test_cse_stateful_merge_is_proved_in_decomposed_mode_only():
+    p, _, _ = F.increments(2)
+    p = P.program([P.var("v", "x"), P.const("one", 1), P.assign("i1", "Add", "v", "one"),
+                   P.assign("i2", "Add", "v", "one"), P.var("v2", "x"),
+                   P.read("r", "v2", "^i1", "^i2")], {"out": "r"}, ["x"])
+    q = builtin_passes()["cse-stateful"].function(p)
+    assert "i2" not in q.node
+    for observe in ("outputs+state", "outputs"):
+        r = structural_refinement(p, q, "decomposed", observe)
+        assert r.proved and r.stats["assigns_merged"] == 1, r.reason
+        assert check_rewrite(p, q, "decomposed", observe, structural=False).verdict == "sound"
+        assert not proved(p, q, "atomic", observe)
+        assert check_rewrite(p, q, "atomic", observe).verdict == "unsound"
+
+
+def test_merged_assigns_that_were_ordered_are_refused():
+    # i1 before i2 in P: merging them would need i1's write before i2's read
+    p = P.program([P.var("v", "x"), P.const("one", 1), P.assign("i1", "Add", "v", "one"),
+                   P.assign("i2", "Add", "v", "one", "^i1")], {}, ["x"])
+    q = P.program([P.var("v", "x"), P.const("one", 1), P.assign("i1", "Add", "v", "one")],
+                  {}, ["x"])
+    r = structural_refinement(p, q, "decomposed", "outputs+state")
+    assert not r.proved
+    assert check_rewrite(p, q, "decomposed", "outputs+state").verdict == "unsound"
+
+
+@pytest.mark.parametrize("semantics, observe", SETTINGS)
+def test_fuse_assign_is_proved(semantics, observe):
+    p, _, _ = F.lost_update(2)
+    q = builtin_passes()["fuse-assign"].function(p)
+    assert q != p and not any(n.op == "Read" for n in q.nodes)
+    r = structural_refinement(p, q, semantics, observe)
+    assert r.proved and r.stats["assigns_fused"] == 2, r.reason
+    assert check_rewrite(p, q, semantics, observe, structural=False).verdict == "sound"
+    # the other way round (split in atomic mode) is the lost update
+    assert not proved(q, p, "atomic", observe)
+
+
+def test_fuse_with_the_read_used_elsewhere_is_refused():
+    p = P.program([P.var("v", "x"), P.read("r", "v"), P.const("one", 1),
+                   P.apply("f", "Add", "r", "one"), P.write("w", "v", "f")],
+                  {"seen": "r"}, ["x"])
+    q = P.program([P.var("v", "x"), P.const("one", 1), P.assign("w", "Add", "v", "one"),
+                   P.var("v2", "x"), P.read("r", "v2")], {"seen": "r"}, ["x"])
+    # r is matched as a Read of P', so it cannot also be the fused Read
+    assert not proved(p, q)
 
 
 def test_decomposed_reordering_of_assigns_is_refused():
@@ -283,18 +348,33 @@ def mutations(p: Program, rng: random.Random) -> list[Program]:
     return out
 
 
+FAMILY_PROGRAMS = [F.lost_update(2)[0], F.lost_update(3)[0], F.increments(2)[0],
+                   F.assign_adds(2)[0], F.figure1(2, "Add")[0], F.writes_reads()[0],
+                   F.load_store()[0], F.first_example(True)[0], F.blind_writers(2)[0]]
+
+
 def generated_pairs(count: int, seed: int, max_nodes: int):
-    """(label, P, P') over generated programs: every built-in pass, then the
-    mutations of each program."""
+    """(label, P, P') over generated programs and the seeds' families: every
+    built-in pass, two passes in a row, and random mutations (of P, and of
+    a pass's output, so that fused, split and merged Assigns meet mutations)."""
     rng = random.Random(seed)
     passes = builtin_passes()
-    for p in random_programs(count, seed, max_nodes=max_nodes):
+    names = sorted(passes)
+    programs = FAMILY_PROGRAMS + random_programs(count, seed, max_nodes=max_nodes)
+    for p in programs:
         for name, ps in passes.items():
             q = ps.function(p)
             if q != p:
                 yield name, p, q
+        first, second = rng.choice(names), rng.choice(names)
+        q = passes[second].function(passes[first].function(p))
+        if q != p:
+            yield "two passes", p, q
         for q in mutations(p, rng):
             yield "mutation", p, q
+        base = passes[rng.choice(["split-assign", "fuse-assign", "cse-stateful", "prune"])].function(p)
+        for q in mutations(base, rng):
+            yield "pass+mutation", p, q
 
 
 def oracle_agrees(p, q, semantics, observe, sigmas=3) -> bool | None:
