@@ -104,8 +104,15 @@ def test_cli_run_backend_tensorflow_checks_outcomes_against_the_oracle(capsys):
     assert not any(o["outputs"] == {"r0": 2, "r1": 0} for o in out["outcomes"])
 
 
-def test_cli_run_backend_refuses_a_json_program(capsys, tmp_path):
+def test_cli_run_backend_runs_an_exported_program(capsys):
+    """A tfsem program (examples/load_store.json) runs through `tfsem export`
+    on XLA: every outcome is among the oracle's."""
+    import json
+
     from tfsem.cli import main
-    status = main(["run", str(ROOT / "examples" / "load_store.json"), "--backend", "xla"])
-    assert status == 2
-    assert "runs a TensorFlow GraphDef" in capsys.readouterr().err
+    status = main(["run", str(ROOT / "examples" / "load_store.json"), "--backend", "xla",
+                   "--runs", "30", "--init", "X=0", "--init", "Y=0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and out["findings"] == 0 and out["fetches"] == ["r0"]
+    assert all(o["in_oracle"] is True for o in out["outcomes"])
+    assert out["xla_clusters"]["clusters"]

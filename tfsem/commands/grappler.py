@@ -287,24 +287,37 @@ def run_backend(args: argparse.Namespace) -> int:
     path = Path(args.program)
     if not path.exists():
         raise UsageError(f"{path}: no such file")
-    if path.suffix not in (".pb", ".pbtxt"):
-        raise UsageError(f"{path}: --backend {args.backend} runs a TensorFlow GraphDef "
-                         "(.pb or .pbtxt); write a program as one with `tfsem export`")
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
         tfb.tensorflow()
     except g.TensorFlowMissing:
         print(f"tfsem run: --backend {args.backend} {g.INSTALL_HINT}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
-    from google.protobuf.text_format import ParseError  # noqa: PLC0415
-    try:
-        graph_def = g.as_graph_def(path)
-    except (DecodeError, ParseError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a GraphDef: {exc}") from None
-    fetches, targets = _graph_interface(path, graph_def, getattr(args, "fetch", None) or [],
-                                        getattr(args, "target", None) or [])
-    program = _import(graph_def, fetches, targets, str(path))
+    if path.suffix in (".pb", ".pbtxt"):
+        from google.protobuf.message import DecodeError  # noqa: PLC0415
+        from google.protobuf.text_format import ParseError  # noqa: PLC0415
+        try:
+            graph_def = g.as_graph_def(path)
+        except (DecodeError, ParseError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: not a GraphDef: {exc}") from None
+        fetches, targets = _graph_interface(path, graph_def, getattr(args, "fetch", None) or [],
+                                            getattr(args, "target", None) or [])
+        program = _import(graph_def, fetches, targets, str(path))
+    elif path.is_dir() or path.suffix == ".pb":
+        raise UsageError(f"{path}: --backend {args.backend} runs a GraphDef (.pb, .pbtxt) or a "
+                         "tfsem program (exported with `tfsem export`)")
+    else:
+        # a tfsem program: exported (graphdef/exporter.py); every node of the
+        # program runs (as a target), as every node fires once in a tfsem run
+        from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+        from tfsem.graphdef.proto import encode  # noqa: PLC0415
+        from tfsem.oracle.jsonio import load_program  # noqa: PLC0415
+        program = load_program(path)
+        graph = export_graph(program)
+        graph_def = g.as_graph_def(encode("GraphDef", graph))
+        fetches = list(program.outputs)
+        targets = [n["name"] for n in graph["node"]
+                   if n["op"] != "Placeholder" and n["name"] not in program.outputs]
     from .common import sigma_from_args  # noqa: PLC0415
     feeds, init = sigma_from_args(program, args)
     threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
