@@ -219,6 +219,24 @@ def canonical_text(p: Program | dict) -> str:
     return best[0]
 
 
+def _without_unused_declarations(p: Program) -> Program:
+    """`p` less the variables no Var node names and the declared feeds no
+    node reads, for the dedupe key of a finding only.  Minimized
+    counterexamples of one bug differed only in such declarations and were
+    stored as two findings.  (As programs they differ: an unused variable is
+    part of the observed state, so program_signature keeps them apart.)  A
+    failure that needs the declaration cannot occur on the program without
+    it, so two failing programs that differ only there show one bug.  A
+    program with none is unchanged: existing signatures stay valid."""
+    used_vars = {n.attrs.get("var") for n in p.nodes if n.op == VAR}
+    used_feeds = {i.name for n in p.nodes for i in n.inputs if isinstance(i, (FeedIn, FeedControlIn))}
+    variables = {x: t for x, t in p.variables.items() if x in used_vars}
+    feeds = {f: t for f, t in p.feeds.items() if f in used_feeds}
+    if len(variables) == len(p.variables) and len(feeds) == len(p.feeds):
+        return p
+    return p.replace(variables=variables, feeds=feeds)
+
+
 def canonical_program(p: Program | dict) -> dict:
     """The canonical form as a `tfsem.program/1` object (readable: n0, x0, f0)."""
     return json.loads(canonical_text(p))
@@ -233,7 +251,10 @@ def finding_signature(pass_name: str, kind: str, program: Program | dict,
     """The dedupe key of a finding: pass, kind, (for unsound: the semantics
     and observe setting), and the canonical program with names erased."""
     cell = f"{semantics}/{observe}" if kind == "unsound" else "-"
-    text = "\n".join([SIGNATURE_VERSION, pass_name, kind, cell, canonical_text(program)])
+    if isinstance(program, dict):
+        program = program_from_json(program, validate=False)
+    text = "\n".join([SIGNATURE_VERSION, pass_name, kind, cell,
+                      canonical_text(_without_unused_declarations(program))])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -215,3 +215,17 @@ def test_batched_fallback_obeys_its_clock():
     elapsed = time.monotonic() - started
     assert result.counterexample is None and result.tried < 10 ** 9
     assert elapsed < 20, f"the batched test ran {elapsed:.1f} s past a 1 s budget"
+
+
+def test_findings_differing_only_in_unused_declarations_share_a_signature():
+    from tfsem.campaigns.signature import finding_signature, program_signature
+    base = {"variables": ["x"], "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                                          {"name": "r", "op": "Read", "inputs": ["v"]}], "outputs": {"o": "r"}}
+    extra_var = dict(base, variables=["x", "unused"])
+    extra_feed = dict(base, feeds={"q": {"dtype": "float32", "shape": [2]}})
+    sigs = {finding_signature("p", "unsound", p, "atomic", "outputs") for p in (base, extra_var, extra_feed)}
+    assert len(sigs) == 1
+    # a used declaration still tells findings apart, and programs stay distinct
+    used = dict(base, variables={"x": {"dtype": "float32"}})
+    assert finding_signature("p", "unsound", used, "atomic", "outputs") not in sigs
+    assert program_signature(extra_var) != program_signature(base)
