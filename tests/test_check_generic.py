@@ -14,6 +14,8 @@ checking/generic.py, one generic element per tensor.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import settings
@@ -285,3 +287,58 @@ def test_generic_engine_agrees_with_the_element_wise_engine():
     assert seen.get(("unsound", "unsound"), 0) > total // 10, seen
     agree = sum(v for (a, b), v in seen.items() if a == b)
     assert agree >= 0.9 * total, seen
+
+
+# ---------------------------------------------------------------------------
+# A real training step with tensors of thousands of elements
+
+CORPUS = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples" / "tensorflow"
+
+
+def widened_mlp(name: str, width: int):
+    """The corpus's Keras MLP training step with its hidden layer `width` wide
+    (8 in the corpus): kernels of 4 x width and width x 2 elements."""
+    graphdef = pytest.importorskip("tfsem.graphdef")
+    from tfsem.oracle.jsonio import program_from_json, program_to_json
+    path = CORPUS / f"{name}.pbtxt"
+    if not path.exists():
+        pytest.skip(f"{path} is not in the corpus")
+    data = program_to_json(graphdef.load_program_or_graph(path))
+    for t in data["variables"].values():
+        t["shape"] = [width if s == 8 else s for s in t["shape"]]
+    return program_from_json(data)
+
+
+def renamed(p):
+    def ref(i):
+        if isinstance(i, P.DataIn):
+            return P.DataIn(i.node + "_r", i.port)
+        if isinstance(i, P.ControlIn):
+            return P.ControlIn(i.node + "_r")
+        return i
+    nodes = tuple(n.replace(name=n.name + "_r", inputs=tuple(ref(i) for i in n.inputs))
+                  for n in p.nodes)
+    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
+
+
+@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
+def test_a_keras_training_step_with_large_kernels_refines_itself(semantics):
+    p = widened_mlp("keras_mlp_sgd", 2048)
+    assert max(math.prod(t.shape) for t in p.variables.values()) > MAX_ELEMENTS
+    q = renamed(p)   # the same program, not the same object: the search runs
+    v = check_rewrite(p, q, semantics, timeout=30, structural=False)
+    assert v.verdict == "sound", v.describe()
+    assert "generic" in v.stats and v.stats["states"] > 0
+    # a different constant in the gradient: must not be proved sound
+    k = next(i for i, n in enumerate(q.nodes) if n.op == "Const" and n.attrs["value"].dtype == "float32"
+             and n.attrs["value"].array.shape == () and float(n.attrs["value"].array) == 2.0)
+    two = q.nodes[k]
+    q2 = q.replace(nodes=q.nodes[:k] + (two.replace(attrs={"value": Tensor(np.float32(3.0))}),)
+                   + q.nodes[k + 1:])
+    assert not validate(q2) and q2 != q
+    try:
+        v = check_rewrite(p, q2, semantics, timeout=30, structural=False)
+    except RuntimeError as exc:   # functions.CannotRun: a counterexample cannot be run
+        assert "cannot run" in str(exc)
+    else:
+        assert v.verdict != "sound", v.describe()
