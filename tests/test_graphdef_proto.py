@@ -666,6 +666,7 @@ def _varint(n: int) -> bytes:
     (b"\x0a\x80", r"truncated varint at byte 1 in GraphDef\.node"),
     (b"\x18" + b"\x80" * 11, r"more than 10 bytes\) at byte 1 in GraphDef\.version"),
     (b"\x00", r"invalid field number 0 at byte 0"),
+    (b"\x80\x80\x80\x80\x10", r"invalid field number 536870912 at byte 0 in GraphDef"),
     (b"\x9d\x06\x00", r"truncated 32-bit value at byte 2 in GraphDef \(unknown field 99\)"),
     (b"\x12\x05\x0a\x03\x15\x00\x00", r"truncated 32-bit value at byte 5 in GraphDef\.library\.function\[0\] \(unknown field 2\)"),
 ])

@@ -167,8 +167,9 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
         if wire_type > 5:
             raise ProtoError(f"invalid wire type {wire_type} (field {number}) at byte {tag_pos} in {path}: "
                              f"not a {_root(path)}?")
-        if number == 0:
-            raise ProtoError(f"invalid field number 0 at byte {tag_pos} in {path}: not a {_root(path)}?")
+        if number == 0 or number >= 1 << 29:
+            raise ProtoError(f"invalid field number {number} at byte {tag_pos} in {path} (field numbers are "
+                             f"1 to 2^29-1): not a {_root(path)}?")
         if wire_type == 3 or wire_type == 4:
             raise ProtoError(f"{WIRE_NAMES[wire_type]} wire type (field {number}) at byte {tag_pos} in {path}: "
                              f"TensorFlow messages use no groups; not a {_root(path)}?")
