@@ -11,6 +11,7 @@ import math
 import random
 import re
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -829,3 +830,16 @@ def test_agrees_with_tensorflow_on_a_function_graph():
     back = type(graph)()
     text_format.Parse(format_text("GraphDef", mine), back)
     assert back == graph
+
+
+CORPUS = sorted((Path(__file__).resolve().parents[1] / "examples" / "tensorflow").glob("*.pbtxt"))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_corpus_graphs_print_back_byte_for_byte(path):
+    """The corpus was written by tf.io.write_graph: reading and printing it gives the file back."""
+    text = path.read_text()
+    graph = parse_text("GraphDef", text)
+    assert graph.get("node")
+    assert format_text("GraphDef", graph) == text
+    assert decode("GraphDef", encode("GraphDef", graph)) == graph
