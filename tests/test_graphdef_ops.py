@@ -1,0 +1,276 @@
+"""The op table: each model against TensorFlow's kernel formula, written out
+independently here in numpy (float32 step by step, as the CPU kernel)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.graphdef import ops as opt
+from tfsem.graphdef.importer import GraphImportError, import_graph
+from tfsem.oracle import functions as fns
+from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.values import Tensor
+
+F32 = np.float32
+
+
+def const(name, value, dtype="DT_FLOAT"):
+    arr = np.asarray(value, dtype={"DT_FLOAT": np.float32, "DT_INT64": np.int64,
+                                   "DT_INT32": np.int32}[dtype])
+    return {"name": name, "op": "Const", "attr": {
+        "dtype": {"type": dtype},
+        "value": {"tensor": {"dtype": dtype, "tensor_shape": {"dim": [{"size": d} for d in arr.shape]},
+                             "tensor_content": arr.tobytes()}}}}
+
+
+def node(name, op, inputs=(), T="DT_FLOAT", **attrs):
+    a = {"T": {"type": T}} if T else {}
+    for k, v in attrs.items():
+        a[k] = v
+    return {"name": name, "op": op, "input": list(inputs), "attr": a}
+
+
+def var(name, shape=(), dtype="DT_FLOAT"):
+    return {"name": name, "op": "VarHandleOp", "attr": {
+        "dtype": {"type": dtype}, "shape": {"shape": {"dim": [{"size": d} for d in shape]}},
+        "shared_name": {"s": name.encode()}, "container": {"s": b""}}}
+
+
+def placeholder(name, shape=(), dtype="DT_FLOAT"):
+    return {"name": name, "op": "Placeholder", "attr": {
+        "dtype": {"type": dtype}, "shape": {"shape": {"dim": [{"size": d} for d in shape]}}}}
+
+
+def run(nodes, fetches, targets=(), feeds=None, init=None, semantics="atomic"):
+    p = import_graph({"node": nodes}, fetches, targets).program
+    r = outcome_set(p, feeds or {}, init or {}, semantics, "outputs+state")
+    return p, [(dict(o.outputs), dict(o.state)) for o in r.as_dict(100)]
+
+
+def single(nodes, fetches, **kw):
+    p, outs = run(nodes, fetches, **kw)
+    assert len(outs) == 1
+    return outs[0]
+
+
+def bits(a):
+    return np.asarray(a, np.float32).tobytes()
+
+
+def test_gradient_descent_is_var_minus_grad_times_alpha():
+    w, alpha, g = F32(1.1), F32(0.3), F32(0.7)
+    nodes = [var("w"), const("lr", alpha), const("g", g),
+             {"name": "step", "op": "ResourceApplyGradientDescent", "input": ["w", "lr", "g"],
+              "attr": {"T": {"type": "DT_FLOAT"}, "use_locking": {"b": False}}}]
+    _, state = single(nodes, [], targets=["step"], init={"w": Tensor(w)})
+    assert bits(state["w"].array) == bits(w - g * alpha)
+
+
+def test_two_gradient_descents_lose_an_update_only_when_decomposed():
+    """Seed 002: ResourceApplyGradientDescent is read, compute, write; the
+    executor's lock makes it atomic."""
+    nodes = [var("w"), const("lr", 1.0), const("g", 1.0)]
+    for k in (1, 2):
+        nodes.append({"name": f"step{k}", "op": "ResourceApplyGradientDescent",
+                      "input": ["w", "lr", "g"], "attr": {"T": {"type": "DT_FLOAT"}}})
+    init = {"w": Tensor(F32(10))}
+    _, atomic = run(nodes, [], ["step1", "step2"], init=init)
+    _, decomposed = run(nodes, [], ["step1", "step2"], init=init, semantics="decomposed")
+    assert sorted(float(s["w"].array) for _, s in atomic) == [8.0]
+    assert sorted(float(s["w"].array) for _, s in decomposed) == [8.0, 9.0]
+
+
+def test_adam_matches_the_kernel_formula_bit_for_bit():
+    rng = np.random.default_rng(5)
+    w0, m0, v0, g = (rng.standard_normal(3).astype(F32) for _ in range(4))
+    v0 = np.abs(v0)
+    b1p, b2p, lr, b1, b2, eps = (F32(x) for x in (0.9 ** 3, 0.999 ** 3, 0.01, 0.9, 0.999, 1e-7))
+    nodes = [var("w", (3,)), var("m", (3,)), var("v", (3,)), var("b1p"), var("b2p"),
+             {"name": "r1", "op": "ReadVariableOp", "input": ["b1p"], "attr": {"dtype": {"type": "DT_FLOAT"}}},
+             {"name": "r2", "op": "ReadVariableOp", "input": ["b2p"], "attr": {"dtype": {"type": "DT_FLOAT"}}},
+             const("lr", lr), const("beta1", b1), const("beta2", b2), const("eps", eps),
+             const("g", g),
+             {"name": "adam", "op": "ResourceApplyAdam",
+              "input": ["w", "m", "v", "r1", "r2", "lr", "beta1", "beta2", "eps", "g"],
+              "attr": {"T": {"type": "DT_FLOAT"}, "use_locking": {"b": False},
+                       "use_nesterov": {"b": False}}}]
+    init = {"w": Tensor(w0), "m": Tensor(m0), "v": Tensor(v0), "b1p": Tensor(b1p),
+            "b2p": Tensor(b2p)}
+    _, state = single(nodes, [], targets=["adam"], init=init)
+    # training_ops.cc, ApplyAdamNonCuda, each operation rounded to float32:
+    one = F32(1)
+    alpha = lr * np.sqrt(one - b2p) / (one - b1p)
+    m1 = m0 + (g - m0) * (one - b1)
+    v1 = v0 + (g * g - v0) * (one - b2)
+    w1 = w0 - (m1 * alpha) / (np.sqrt(v1) + eps)
+    assert bits(state["m"].array) == bits(m1)
+    assert bits(state["v"].array) == bits(v1)
+    assert bits(state["w"].array) == bits(w1)
+
+
+def test_momentum_matches_the_kernel_formula():
+    w0, a0, g = F32([1.5, -2.0]), F32([0.25, 0.5]), F32([0.1, 0.2])
+    lr, mom = F32(0.05), F32(0.9)
+    nodes = [var("w", (2,)), var("acc", (2,)), const("lr", lr), const("g", g), const("mom", mom),
+             {"name": "up", "op": "ResourceApplyMomentum", "input": ["w", "acc", "lr", "g", "mom"],
+              "attr": {"T": {"type": "DT_FLOAT"}, "use_nesterov": {"b": False}}}]
+    _, state = single(nodes, [], targets=["up"], init={"w": Tensor(w0), "acc": Tensor(a0)})
+    a1 = a0 * mom + g
+    assert bits(state["acc"].array) == bits(a1)
+    assert bits(state["w"].array) == bits(w0 - a1 * lr)
+
+
+def test_adam_nesterov_is_refused():
+    nodes = [var("w"), var("m"), var("v")] + [const(n, 0.5) for n in
+                                               ("a", "b", "c", "d", "e", "f", "h")]
+    nodes.append({"name": "adam", "op": "ResourceApplyAdam",
+                  "input": ["w", "m", "v", "a", "b", "c", "d", "e", "f", "h"],
+                  "attr": {"T": {"type": "DT_FLOAT"}, "use_nesterov": {"b": True}}})
+    with pytest.raises(GraphImportError, match="use_nesterov"):
+        import_graph({"node": nodes}, [], ["adam"])
+
+
+def test_add_n_sums_in_the_kernels_order():
+    vals = [F32(x) for x in (1e8, 1, -1e8, 1, 1, 1, 1, 1, 3e-8, 1e8, -1e8)]
+    nodes = [const(f"c{i}", v) for i, v in enumerate(vals)]
+    nodes.append(node("s", "AddN", [f"c{i}" for i in range(len(vals))], N={"i": len(vals)}))
+    outs, _ = single(nodes, ["s"])
+    # n = 11: the first 11 % 8 = 3 left to right, then one group of 8 added
+    first = (vals[0] + vals[1]) + vals[2]
+    group = vals[3]
+    for v in vals[4:11]:
+        group = group + v
+    assert bits(outs["s"].array) == bits(first + group)
+
+
+@pytest.mark.parametrize("op,a,b,expect", [
+    ("FloorMod", [7, -7, 7], [3, 3, -3], [1, 2, -2]),
+    ("FloorDiv", [7, -7, 7], [3, 3, -3], [2, -3, -3]),
+    ("Maximum", [1, 5], [4, 2], [4, 5]),
+    ("SquaredDifference", [1, 5], [4, 2], [9, 9]),
+])
+def test_integer_binary_ops(op, a, b, expect):
+    nodes = [const("a", a, "DT_INT64"), const("b", b, "DT_INT64"),
+             node("r", op, ["a", "b"], T="DT_INT64")]
+    outs, _ = single(nodes, ["r"])
+    assert outs["r"].array.tolist() == expect
+
+
+def test_integer_division_by_zero_is_an_error_value():
+    nodes = [const("a", [1], "DT_INT64"), const("b", [0], "DT_INT64"),
+             node("r", "FloorMod", ["a", "b"], T="DT_INT64")]
+    outs, _ = single(nodes, ["r"])
+    assert outs["r"].reason == "division-by-zero"
+
+
+def test_int_mean_truncates_toward_zero_and_sum_wraps():
+    nodes = [const("a", [[-5, 2], [-4, 2]], "DT_INT64"), const("ax", [0], "DT_INT32"),
+             node("mean", "Mean", ["a", "ax"], T="DT_INT64", keep_dims={"b": False}),
+             const("big", [2 ** 62, 2 ** 62], "DT_INT64"), const("ax0", 0, "DT_INT32"),
+             node("sum", "Sum", ["big", "ax0"], T="DT_INT64", keep_dims={"b": True})]
+    outs, _ = single(nodes, ["mean", "sum"])
+    assert outs["mean"].array.tolist() == [-4, 2]
+    assert outs["sum"].array.tolist() == [-(2 ** 63)]
+
+
+def test_relu_keeps_negative_zero_and_nan_and_relugrad_multiplies():
+    x = F32([-0.0, np.nan, -1.0, 2.0])
+    g = F32([1.0, 1.0, np.inf, 3.0])
+    nodes = [const("x", x), const("g", g), node("r", "Relu", ["x"]),
+             node("rg", "ReluGrad", ["g", "x"])]
+    outs, _ = single(nodes, ["r", "rg"])
+    r = outs["r"].array
+    assert np.signbit(r[0]) and r[0] == 0 and np.isnan(r[1]) and r[2] == 0 and r[3] == 2
+    rg = outs["rg"].array
+    assert rg[0] == 0 and np.isnan(rg[2]) and rg[3] == 3     # inf * 0 is NaN, as in Eigen
+
+
+def test_data_movement_ops():
+    nodes = [const("a", [[1, 2, 3], [4, 5, 6]], "DT_INT64"), const("shape", [3, -1], "DT_INT32"),
+             node("re", "Reshape", ["a", "shape"], T="DT_INT64"),
+             const("mult", [1, 2], "DT_INT32"), node("tile", "Tile", ["a", "mult"], T="DT_INT64"),
+             const("dims", [2, 2], "DT_INT32"), const("seven", 7, "DT_INT64"),
+             node("fill", "Fill", ["dims", "seven"], T="DT_INT64"),
+             const("axis1", 1, "DT_INT32"),
+             node("cat", "ConcatV2", ["a", "a", "a", "axis1"], T="DT_INT64", N={"i": 3}),
+             node("pack", "Pack", ["a", "a"], T="DT_INT64", axis={"i": 1}, N={"i": 2}),
+             const("axis0", 0, "DT_INT32"),
+             node("split", "Split", ["axis0", "a"], T="DT_INT64", num_split={"i": 2}),
+             node("zl", "ZerosLike", ["a"], T="DT_INT64")]
+    outs, _ = single(nodes, ["re", "tile", "fill", "cat", "pack", "split:1", "zl"])
+    a = np.array([[1, 2, 3], [4, 5, 6]])
+    assert outs["re"].array.tolist() == a.reshape(3, -1).tolist()
+    assert outs["tile"].array.tolist() == np.tile(a, (1, 2)).tolist()
+    assert outs["fill"].array.tolist() == [[7, 7], [7, 7]]
+    assert outs["cat"].array.tolist() == np.concatenate([a, a, a], 1).tolist()
+    assert outs["pack"].array.tolist() == np.stack([a, a], 1).tolist()
+    assert outs["split:1"].array.tolist() == [[4, 5, 6]]
+    assert outs["zl"].array.tolist() == [[0, 0, 0], [0, 0, 0]]
+
+
+def test_cast_rounds_to_nearest_and_int32_constants_fold():
+    nodes = [const("a", [2 ** 53 + 1, -3], "DT_INT64"),
+             {"name": "c", "op": "Cast", "input": ["a"],
+              "attr": {"SrcT": {"type": "DT_INT64"}, "DstT": {"type": "DT_FLOAT"}}},
+             const("one32", 1, "DT_INT32"),
+             {"name": "c2", "op": "Cast", "input": ["one32"],
+              "attr": {"SrcT": {"type": "DT_INT32"}, "DstT": {"type": "DT_INT64"}}}]
+    outs, _ = single(nodes, ["c", "c2"])
+    assert outs["c"].dtype == "float32"
+    assert bits(outs["c"].array) == bits(np.array([2 ** 53 + 1, -3]).astype(np.float32))
+    assert outs["c2"].dtype == "int64" and int(outs["c2"].array) == 1
+
+
+def test_axes_must_be_constants():
+    nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (1,), "DT_INT64"),
+             node("s", "Sum", ["x", "ax"], T="DT_INT64")]
+    with pytest.raises(GraphImportError, match="must be a constant"):
+        import_graph({"node": nodes}, ["s"])
+
+
+def test_tensorflow_functions_stay_out_of_the_core_registry():
+    core = fns.registered()
+    assert "MatMul" not in core and "StepToward" not in core and "Add" in core
+    assert "MatMul" in fns.registered("tensorflow")
+    assert "StepToward" not in fns.assign_functions()
+    assert "StepToward" in fns.assign_functions("tensorflow")
+    assert not fns.get("MatMul").assignable    # it has attributes an Assign cannot carry
+
+
+def test_op_table_is_extensible():
+    def build(b):
+        b.dtype("T")
+        return [b.add("Neg", [b.input(0)])]
+    old = opt.lookup("Negate2")
+    try:
+        opt.register(opt.OpModel("Negate2", build, "a user's op: Neg"))
+        nodes = [const("a", [3], "DT_INT64"), node("n", "Negate2", ["a"], T="DT_INT64")]
+        outs, _ = single(nodes, ["n"])
+        assert outs["n"].array.tolist() == [-3]
+    finally:
+        opt.table().pop("Negate2", None)
+        assert old is None
+    assert ("ResourceApplyAdam", opt.lookup("ResourceApplyAdam").doc, "builtin") in opt.describe()
+
+
+def test_entry_point_models_are_loaded_and_broken_ones_reported(monkeypatch):
+    class EP:
+        def __init__(self, name, value, obj):
+            self.name, self.value, self._obj, self.dist = name, value, obj, None
+
+        def load(self):
+            if isinstance(self._obj, Exception):
+                raise self._obj
+            return self._obj
+
+    model = opt.OpModel("MyOp", lambda b: [b.add("Identity", [b.input(0)])], "mine")
+    monkeypatch.setattr(opt.metadata, "entry_points",
+                        lambda group: [EP("good", "pkg:OPS", [model]),
+                                       EP("bad", "pkg:BROKEN", ImportError("no module pkg"))])
+    monkeypatch.setattr(opt, "_loaded", False)
+    try:
+        assert opt.lookup("MyOp").origin == "entry point pkg:OPS"
+        assert any("no module pkg" in e for e in opt.load_errors())
+    finally:
+        opt.table().pop("MyOp", None)
