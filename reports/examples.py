@@ -60,7 +60,8 @@ def load_store_finding(semantics: str = "atomic") -> tuple[Case, dict[str, Any]]
     p, feeds, init = load_store()
     q = drop_control_inputs(p, "r0")
     case = make_case(p, q, semantics=semantics, expect="unsound",
-                     note="seed 002 load/store reordering: Read r0 hoisted above its control edge from wx1")
+                     note="load/store reordering (Concurrency Semantics for TensorFlow Resource Variables): "
+                          "Read r0 hoisted above its control edge from wx1")
     return case, unsound_verdict(p, q, feeds, init, semantics)
 
 

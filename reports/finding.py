@@ -308,7 +308,8 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
 
 
 def _not_drawn(what: str, exc: BaseException, *programs: Program) -> str:
-    sizes = " and ".join(f"{len(q.nodes)} nodes" for q in programs)
+    sizes = ", ".join(f"{label} has {len(q.nodes)} nodes" for label, q in zip(("P", "P′"), programs))
+    sizes += "; together"
     return (f'<div class="warning not-drawn"><strong>{esc(what.capitalize())} are not drawn:</strong> '
             f"{esc(sizes)}; {esc(exc)}. The list of changes below and the case file "
             "(under Reproduce it) hold everything.</div>")
@@ -359,8 +360,9 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
     if verdict == "unsound":
         h.append('<p class="lead">At the inputs σ below, the rewritten program P′ has a run whose '
                  "outcome is <strong>not</strong> among the outcomes of the original P: the rewrite "
-                 "adds a behaviour, so it is unsound (SPEC 3: Outcomes(P′, σ) ⊆ Outcomes(P, σ) fails). "
-                 f"The first part that differs: <strong class=\"differs-what\">{esc(what)}</strong>.</p>")
+                 "adds a behaviour, so it is unsound (Outcomes(P′, σ) ⊆ Outcomes(P, σ) fails)."
+                 + (f" The first part that differs: <strong class=\"differs-what\">{esc(what)}</strong>."
+                    if what else "") + "</p>")
     items = [("semantics", semantics), ("observe", observe)]
     for key in ("kind", "status", "first_seen", "last_seen", "seen", "id", "signature", "campaign"):
         if key in meta and meta[key] not in (None, ""):
@@ -463,8 +465,9 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
         if _decoded_parts(rp.final.to_json()) != _decoded_parts(outcome):
             problems.append("replaying the schedule on P′ gives " + rp.final.describe()
                             + ", not the outcome the verdict states")
-    out.append('<p class="muted">Each row is the state after one step (seed 000, 3.2.1): the '
-               "values in transit on edges (EMPTY edges omitted, as in the seed's figures; "
+    out.append('<p class="muted">Each row is the state after one step (“A Computational Model for '
+               "TensorFlow”, section 3.2.1): the values in transit on edges (EMPTY edges omitted, as in "
+               "the paper's figures; "
                "a dot is GO on a control edge), the variables at the side. The step that fired is "
                "orange, steps already fired are grey, what changed is outlined.</p>")
     out.append(_steps_table(rp, rewritten, layout, differs, key_steps, steps, steps_href, budget))
@@ -583,13 +586,14 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout | None, differs: Mappi
                                var_values=var_items, scale=scale, css_class="state-graph",
                                title=f"state after step {st.index}" if st.index else "initial state")
         elif draw and st.index not in chosen:
-            fig = ('<a class="more-steps" href=' + attr(steps_href) + ">picture: all steps</a>"
+            fig = ('<a class="more-steps" href=' + attr(f"{steps_href}#step-{st.index}")
+                   + ">picture on the all-steps page</a>"
                    if steps_href else '<span class="muted">a free step</span>')
         elif out_of_time:
             fig = '<span class="muted not-drawn">not drawn: the drawing budget\'s time is spent</span>'
         cls = "initial" if st.index == 0 else "step" + (" key" if st.label in key_steps else "")
         what = "initial state" if st.index == 0 else f'<span class="mono">{esc(st.label)}</span>'
-        rows.append(f'<tr class="{cls}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
+        rows.append(f'<tr class="{cls}" id="step-{st.index}" data-step="{st.index}"><td>{st.index}</td><td>{what}</td>'
                     f'<td class="vars">{vars_html}{pend_html}</td>'
                     f'<td class="in-transit">{"<br>".join(spans) or nothing}</td>'
                     f'<td class="fig">{fig}</td></tr>')

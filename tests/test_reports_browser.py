@@ -353,3 +353,42 @@ def test_hostile_names_stay_text_in_chromium(tmp_path: Path) -> None:
             assert b.problems() == []
         finally:
             b.close()
+
+
+def test_reversed_edges_self_loops_and_big_pairs_in_chromium(tmp_path: Path) -> None:
+    """Issue 16.8 / 18.6 in a browser: an edge the rewrite turns around and a
+    control self-loop show their arrowheads; a pair past the drawing budget
+    is drawn as the part around the change.  Screenshots: reversed-edges.png,
+    budget.png."""
+    from tfsem.oracle import program as P
+    from tfsem.oracle.jsonio import make_case
+
+    p = P.program([P.var("v", "x"), P.read("a", "v"), P.apply("b", "Neg", "a"),
+                   P.apply("c", "Neg", "b", "^a")], {"out": "c"}, ["x"])
+    nodes = [n.replace(inputs=tuple(i for i in n.inputs if not isinstance(i, P.ControlIn))) if n.name == "c"
+             else n.replace(inputs=n.inputs + (P.ControlIn("c"),)) if n.name == "a"
+             else n.replace(inputs=n.inputs + (P.ControlIn("b"),)) if n.name == "b" else n for n in p.nodes]
+    q = p.replace(nodes=tuple(nodes))
+    rev = tmp_path / "reversed.html"
+    rev.write_text(render_finding_page(make_case(p, q), {"verdict": "invalid", "reason": "cycle a -> b -> c -> a"}))
+    chain = [P.var("v", "x"), P.read("r0", "v")] + [P.apply(f"r{i}", "Neg", f"r{i - 1}") for i in range(1, 400)]
+    big = P.program(chain, {"out": "r399"}, ["x"])
+    big2 = big.replace(nodes=tuple(n.replace(op="Copy") if n.name == "r200" else n for n in big.nodes))
+    budget = tmp_path / "budget.html"
+    budget.write_text(render_finding_page(make_case(big, big2), {"verdict": "unsound"}))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Browser(CHROMIUM, Path(tmp))
+        try:
+            b.open(rev.as_uri())
+            assert b.evaluate(HIDDEN_ARROWHEADS) == []
+            assert b.evaluate("document.querySelectorAll('svg[data-role=rewritten] g.edge.added').length") == 2
+            b.screenshot(ARTIFACTS / "reversed-edges.png", height=1200)
+            b.open(budget.as_uri())
+            assert b.evaluate("document.querySelectorAll('div.not-drawn').length") == 1
+            assert b.evaluate("document.querySelectorAll('svg[data-role=original] g.node').length") == 3
+            assert b.evaluate(HIDDEN_ARROWHEADS) == []
+            b.screenshot(ARTIFACTS / "budget.png", height=1200)
+            assert b.problems() == []
+        finally:
+            b.close()
