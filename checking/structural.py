@@ -4,7 +4,9 @@ keeps the original's *access skeleton* (issue 17, item 1).
 Most sound rewrites (dce, reduce-control, prune, cse, const-fold, safe read
 hoisting) keep every Read and Assign of the original with the same value
 terms, delete only side-effect-free nodes, and order the accesses at least as
-much as the original.  This module recognises that situation in time linear
+much as the original; fuse-assign, and in decomposed mode split-assign and
+cse-stateful, regroup an Assign's read and write steps without reordering
+them.  This module recognises that situation in time linear
 in the graph (plus one big-integer ancestor set per node) and proves
 Outcomes(P', σ) ⊆ Outcomes(P, σ) for every σ without enumerating a schedule.
 When any condition below fails, it concludes nothing and the enumerating
@@ -38,115 +40,136 @@ deterministic (seed 000, 3.1.1), including on error values (footnotes 2 and 5).
 The rule
 ========
 
-Let ν be a partial map from the accesses of P to the accesses of P'
-(:func:`_match` builds it from node names and CSE keys; ν is only a guess,
-every condition below is checked on it, and any ν that passes them gives a
-proof).  Let S be the domain of ν, the *matched* accesses.  The conditions:
+Let ν be a map from the *steps* of P that access a variable to the steps of
+P' that access one (:func:`_prove` builds it from node names, CSE keys and
+the value terms; ν is only a guess: every condition below is checked on it,
+and any ν that passes them gives a proof).  S, the matched steps, is its
+domain.  The preimage of one step of P' is its *group*.  The conditions:
 
 (I)  Same interface: the same variables with the same types, the same
      output names, no feed that P lacks, a shared feed with the same type.
-(K)  ν preserves kind and variable: a Read goes to a Read of the same
-     variable; an Assign-f goes to an Assign-f of the same variable with
-     the same f.  ν is injective on Assigns, and every Assign of P' is ν of
-     an Assign of P.  Several Reads of P may go to one Read of P' (cse
-     merges them); a Read of P' that is no ν-image is *extra*.
-(A)  Every Assign of P is matched, except with `--observe outputs`, where an
-     unmatched (*deleted*) Assign d is allowed when no matched access is
-     hb-after d in P (no access that matters waits for it).
+(K)  Every group is of one of these kinds, and every write step of P'
+     (atomic: an Assign; decomposed: `a.w`) is the image of a group:
+     R  Reads of P (one, or several that cse merged) -> a Read of P' of the
+        same variable;
+     A  an Assign-f of P -> an Assign-f of P' of the same variable, step by
+        step (a -> a'; decomposed a.r -> a'.r, a.w -> a'.w);
+     M  (decomposed only) several Assign-f of P, each as in A, -> one
+        Assign-f of P' (cse-stateful's merge): {a1.r, a2.r} -> a'.r and
+        {a1.w, a2.w} -> a'.w;
+     F  a Read r and a Write w of P, both of x, -> an Assign-F of P' of x
+        (fuse-assign): atomic {r, w} -> a'; decomposed r -> a'.r and
+        {w.r, w.w} -> a'.w.  F takes two arguments, gives one result and
+        propagates an error in its second argument;
+     S  (decomposed only) an Assign-F a of P, F as in F, -> a Read rr and a
+        Write ww of P', both of x (split-assign): a.r -> rr, a.w -> ww.w.
+     A read step of P' outside every image is allowed when it changes nothing
+     that matters: a Read (an *extra* Read), or `ww.r` of a Write in S (Snd
+     ignores the value it reads).
+(A)  Every Assign of P is in a group, except with `--observe outputs`, where
+     an Assign d outside every group (*deleted*) is allowed when no matched
+     step is hb-after a step of d in P (nothing that matters waits for it).
 (V)  Equal value terms.  Terms are built, hash-consed, over the leaves
      feed($name), constants (by dtype, shape and exact bytes) and
      read(r) for a Read r; a function node is the term
-     app(op, attributes, argument terms)[port].  In P the leaf of a matched
-     Read r is read(ν(r)); an unmatched Read of P gets a leaf of its own
-     that occurs in no term of P'.  Required: for every matched Assign a,
-     the term of a's tensor input in P is the term of ν(a)'s in P', and for
-     every output name, its term in P is its term in P'.  Equal terms take
-     equal values at every σ and every valuation of the read leaves, since
-     they denote the same deterministic functions applied to the same
-     arguments.  Three simplifications are applied to both sides and keep
-     that property: `Identity(t)` and either port of `Copy(t)` are `t`
-     (the built-in functions return their argument, error or not); a
+     app(op, attributes, argument terms)[port].  A Read r of P in a group R
+     has the leaf read(ν(r)) of P' 's Read; any other Read of P (deleted, or
+     fused in F) has a leaf of its own, which occurs in no term of P'.
+     Required: the value input of each Assign of P in a group A or M has
+     the same term as its image's; in F, the term of w's value is
+     app(F, {}, (leaf of r, v'))[0] with v' the term of a' 's value; in S,
+     the term of ww's value is app(F, {}, (read(rr), v))[0] with v the term
+     of a's value; for every output name, its term in P is its term in P'.
+     Equal terms take equal values at every σ and every valuation of the
+     read leaves, since they denote the same deterministic functions applied
+     to the same arguments.  Three simplifications are applied to both sides
+     and keep that property: `Identity(t)` and either port of `Copy(t)` are
+     `t` (the built-in functions return their argument, error or not); a
      function whose arguments are all constants is evaluated (functions are
-     deterministic, and the constant-folding pass does the same).  Functions
-     tfsem does not know the meaning of (a user's, an imported op) are only
-     ever equal to themselves: same name, same attributes, equal arguments.
-(H)  Order inclusion: for matched s1, s2 with s1 hb_P s2 (any variables,
-     any kinds), ν(s1) hb_P' ν(s2) or ν(s1) = ν(s2).
+     deterministic, and the constant-folding pass does the same; a function
+     that cannot run stays a term).  Functions tfsem does not know the
+     meaning of (a user's, an imported op) are only ever equal to themselves:
+     same name, same attributes, equal arguments.
+(H)  Order inclusion, on steps: for matched s1, s2 with s1 hb_P s2 (any
+     variables, any kinds), ν(s1) = ν(s2) or ν(s1) hb_P' ν(s2).
 
 Inclusion of hb on *conflicting* pairs only would not be enough: seed 002's
 load/store example (`*X = 1` -> `r0 = *Y` beside `*Y = 5` -> `*X = 2`) has no
 hb between conflicting accesses at all, yet dropping the first edge lets
 r0 = 0 with X = 1 at the end.  (H) asks for every matched pair; test
-`test_load_store_hoist_falls_through` keeps it so.
+`test_load_store_hoist_falls_through` keeps it so.  Nor may M merge two
+Assigns that P orders: a1 hb a2 gives a1.w hb a2.r, whose images a'.w and
+a'.r are in the other order, so (H) refuses it.
 
 Theorem.  Under (I), (K), (A), (V), (H): for every σ and every run ρ' of P',
-in atomic and in decomposed mode, there is a run L of P whose outputs equal
-ρ''s, and (unless some Assign was deleted under (A), which needs `outputs`)
-whose final state equals ρ''s.  Hence Outcomes(P', σ) ⊆ Outcomes(P, σ).
+in the semantics mode the groups were built for, there is a run L of P whose
+outputs equal ρ''s, and (unless some Assign was deleted under (A), which
+needs `outputs`) whose final state equals ρ''s.  Hence
+Outcomes(P', σ) ⊆ Outcomes(P, σ).
 
-Proof.  Extend ν to steps: an atomic access maps as a node; in decomposed
-mode a.r -> ν(a).r and a.w -> ν(a).w (the Reads are single steps).  For a
-matched step s let rank(s) be the position of ν(s) in ρ'.
-
-(H) holds at step level: if s1 hb s2 are steps of the same Assign a, then
-s1 = a.r, s2 = a.w and ν(a).r comes before ν(a).w in ρ'.  Otherwise their
-nodes b1 hb b2, so ν(b1) hb' ν(b2) (then every step of ν(b1) precedes every
-step of ν(b2) in any run of P', Fact 1), or ν(b1) = ν(b2), a merged Read.
-Either way s1 hb s2 implies rank(s1) ≤ rank(s2).
+Proof.  For a matched step s let rank(s) be the position of ν(s) in ρ'.
+By (H) and Fact 1, s1 hb_P s2 implies rank(s1) ≤ rank(s2).
 
 Build L.  Let R be the relation on the steps of P made of: the step edges
 of P; s1 -> s2 for matched steps with rank(s1) < rank(s2); and s -> d for
 every matched step s and every step d of a deleted Assign.  R is acyclic:
-edges out of a deleted step, or out of an unmatched node, are P edges; a
+edges out of a deleted step, or out of an unmatched step, are P edges; a
 cycle that enters the deleted or unmatched steps from a matched step can only
 come back to a matched step along P edges, hence by hb, either from a deleted
-Assign (excluded by (A)) or through unmatched side-effect-free nodes, whose
+Assign (excluded by (A)) or through unmatched side-effect-free steps, whose
 hb segment joins two matched steps.  So compress the cycle to matched steps
-s1, s2, ..., sk, s1 joined by hb segments (rank does not decrease, above) and
-rank edges (rank increases); a cycle with no rank edge is a cycle of the DAG
-P, one with a rank edge increases rank strictly around a loop.  Neither
-exists.  Any topological order L of R is a linear extension of P's step
-DAG, hence a run of P (Fact 1), in which matched steps appear in rank order
-(ties: Reads merged into one Read of P'), deleted Assigns after every
-matched step, and unmatched Reads, functions and Var nodes anywhere.
+joined by hb segments (rank does not decrease) and rank edges (rank
+increases); a cycle with no rank edge is a cycle of the DAG P, one with a
+rank edge increases rank strictly around a loop.  Neither exists.  Any
+topological order L of R is a linear extension of P's step DAG, hence a run
+of P (Fact 1).  In L the groups come one after the other in the order of
+their images in ρ', each group's members in an order hb allows, with only
+unmatched steps (functions, Var nodes, Reads outside every group: none
+changes a variable) between them, and the deleted Assigns after all of them.
 
-Same values.  By induction along L, every matched step s sees what ν(s)
-sees in ρ'.  The variable x of s holds, just before s in L, σ's initial
-value followed by the effects of the Assign steps of x that precede s in L.
-Those are all matched (deleted ones come after every matched step) and are
-exactly the ones of rank below rank(s): an Assign step and s never share a
-rank (ν is injective on Assigns and never maps an Assign and a Read to one
-step).  Their images are the Assign steps of x before ν(s) in ρ' — all of
-them, since every Assign of P' is an image (K) — in the same order (rank),
-and by induction each had the same w, v and current value, hence the same
-effect (Fact 2; the error rule of footnote 5 depends on nothing else).  So x
-holds the same value before s and before ν(s): a Read reads the same value,
-a decomposed a.r takes the same w, an a.w finds the same current value.  An
-Assign's tensor input v: its term in P mentions only read leaves of Reads
-that are hb-before it, hence before it in L, and by (V) it equals the term of
-ν(a)'s input with each leaf read(ν(r)) valued, by induction, as r was; so
-the values are equal.  At the end: outputs by (V) (their read leaves are
-valued equally), and with `outputs+state` the final value of x is the
-initial value followed by the effects of every Assign of x in P, all matched
-(A), in the same order and with the same effects as every Assign of x in
-P' (K).  Unmatched Reads of P change nothing, and by (V) their values reach
-no compared term; extra Reads of P' change nothing either, and a term of P'
-that used one could not equal a term of P.  ∎
+Same values.  By induction along ρ': before the group of a step s' of P',
+every variable holds in L what it holds in ρ' before s', and every Read of
+P in an earlier group R read what its image read.  (Start: σ on both sides.)
+The step s' and its group see the same current value c of their variable x,
+and the group's net effect on x is the effect of s' (Fact 2), kind by kind:
+ R  every member and s' read c; no effect.
+ A  the same f, the same v (by (V): v's term is the same, and its read
+    leaves are valued alike by induction), the same w (atomic: w = c;
+    decomposed: w was read at a.r and a'.r, equal by induction), the same
+    current value c: the same effect, including "nothing" when v or
+    f(w, v) is an error (footnote 5).
+ M  the read steps all read c; each write step stores f(w, v) or nothing,
+    with the same w and v as a'.w: storing the same value twice, or nothing
+    twice, is storing it once.
+ F  atomic: r reads c, then w stores u = F(c, v') unless u is an error; a'
+    stores F(c, v') unless v' or F(c, v') is an error; F propagates an error
+    in v', so "u is an error" is exactly that condition, and u is F(c, v')
+    computed by the same F.apply.  Decomposed: r reads c as a'.r reads w;
+    w.r reads a value Snd ignores; w.w stores F(w, v') or nothing, as a'.w.
+ S  a.r reads c, as rr does; a.w stores F(w, v) or nothing, and ww.w stores
+    u = F(value of rr, v) = F(w, v) unless u is an error, the same effect by
+    the argument of F; ww.r, outside the image, changes nothing.
+An Assign's value v in P mentions only read leaves of Reads hb-before it,
+hence in earlier groups.  With `outputs+state`, every Assign step of P is in
+a group and every write step of P' is an image (K), so each variable ends
+with the same sequence of effects: the same final state.  Outputs: by (V),
+with their read leaves valued alike.  Reads outside every group change
+nothing and, by (V), reach no compared term; extra Reads of P' change
+nothing, and a term of P' that used one could not equal a term of P.  ∎
 
-Notes on the conditions the brief lists.  Fan-out (one port, several
-consumers) is irrelevant: terms name ports, not edges.  Control edges
-matter only through hb.  Nodes of P' that do not exist in P are side-effect
-free (every Assign of P' is matched) and matter only through terms and hb.
-Assign functions that fail are covered by Fact 2: the effect of an Assign
-step is determined by (f, w, v, current value), all shown equal.  Errors and
-uninitialized variables are values like any other in this argument: nothing
-assumes σ is error-free.  "Nobody observes" a deleted access means: a
-deleted Read's value reaches no output and no matched Assign (V), in either
-observe setting; a deleted Assign is allowed only under `outputs`, where the
-final state is not part of the outcome, and only when nothing matched waits
-for it, so that L can run it last.  The rule says nothing about rewrites
-that split, fuse or merge Assigns (split-assign, fuse-assign, cse-stateful):
-(K) fails and the enumerating checker decides.
+Notes.  Fan-out (one port, several consumers) is irrelevant: terms name
+ports, not edges.  Control edges matter only through hb.  Nodes of P' that do
+not exist in P are side-effect free or in a group of (K), and matter only
+through terms and hb.  Assign functions that fail are covered by Fact 2: the
+effect of an Assign step is determined by (f, w, v, current value), all shown
+equal.  Errors and uninitialized variables are values like any other here:
+nothing assumes σ is error-free.  "Nobody observes" a deleted access means: a
+deleted Read's value reaches no output and no Assign in a group (V), in
+either observe setting; a deleted Assign is allowed only under `outputs`,
+where the final state is not part of the outcome, and only when nothing
+matched waits for it, so that L can run it last.  Deleting an Assign under
+`outputs+state`, or merging or splitting one under `atomic` (the lost
+update), is never concluded: the enumerating checker decides.
 """
 
 from __future__ import annotations
@@ -192,8 +215,7 @@ class _NotApplicable(Exception):
 def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
                           observe: str = "outputs+state") -> StructuralResult:
     """Try to prove P' ⊑ P by the rule in the module docstring.  Both
-    programs must be valid.  The answer is the same in both semantics modes
-    (the proof covers both); `semantics` is accepted for the record."""
+    programs must be valid.  Groups M and S exist in decomposed mode only."""
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
     try:
@@ -444,7 +466,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                     continue
             if decomposed and fn != SND and f2 == SND:
                 # split: P's Assign-F a := v is P' 's Read rr of x, then Write a := F(rr, v)
-                rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x, split_reads)
+                rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x,
+                                 split_reads | set(nu.values()))
                 if rr is not None:
                     split_reads.add(rr)
                     images.add(a)
@@ -572,7 +595,8 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
                 taken: set[str]) -> str | None:
     """The Read rr of x in P' such that `written2` (the term P' 's Write
     stores) is fn(read rr, v) with v the term `value` (what P's Assign-fn
-    stores), fn strict in v; rr not used by another split."""
+    stores), fn strict in v; rr neither the image of a Read of P nor used
+    by another split (`taken`)."""
     if not _strict_in_value(fn):
         return None
     for rr, (kind, y, _f) in acc2.items():

@@ -3,7 +3,7 @@ tests against the enumerating checker (rule disabled) and the concrete oracle.
 
 Whenever the rule says `sound`, the enumerating checker must not say
 `unsound` or `invalid`, and on generated σ every outcome of the rewrite must be
-an outcome of the original.  The default run checks about 1,900 generated
+an outcome of the original.  The default run checks about 1,600 generated
 pairs (built-in passes and random mutations; about 6 s); `TFSEM_HYPOTHESIS_PROFILE=nightly`
 checks twenty times as many, larger ones.
 """
@@ -415,10 +415,10 @@ def differential(count: int, seed: int, max_nodes: int, timeout: float) -> Count
 
 
 def test_differential_against_the_enumerating_checker():
-    count = 4000 if NIGHTLY else 200
+    count = 3000 if NIGHTLY else 120
     stats = differential(count, seed=17, max_nodes=12, timeout=2.0)
     print(dict(stats))
-    assert stats["pairs"] >= 1500 and stats["proved"] >= 1000
+    assert stats["pairs"] >= 1200 and stats["proved"] >= 800
     assert stats["engine:unsound"] == 0 and stats["engine:invalid"] == 0
     # the rule fires on the passes that keep the skeleton
     for name in ("dce", "reduce-control", "cse", "prune-keep-state"):
