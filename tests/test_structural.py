@@ -4,7 +4,7 @@ tests against the enumerating checker (rule disabled) and the concrete oracle.
 Whenever the rule says `sound`, the enumerating checker must not say
 `unsound` or `invalid`, and on generated σ every outcome of the rewrite must be
 an outcome of the original.  The default run checks about 1,600 generated
-pairs (built-in passes and random mutations; about 6 s); `TFSEM_HYPOTHESIS_PROFILE=nightly`
+pairs (built-in passes and random mutations; 10 to 40 s); `TFSEM_HYPOTHESIS_PROFILE=nightly`
 checks twenty times as many, larger ones.
 """
 
