@@ -331,3 +331,19 @@ def test_check_html_with_non_finite_numbers(tmp_path: Path):
     assert "PAGE NOT DRAWN" not in page and "nan" in page and "-inf" in page
     steps = tmp_path / "page-steps.html"   # every step drawn, linked from the page
     assert steps.is_file() and 'href="page-steps.html"' in page
+
+
+def test_served_page_names(campaign: Path):
+    """`tfsem serve` renders pages by name through page_named: the finding
+    page, its all-steps page, and nothing else (no non-ASCII digits, no id
+    past SQLite's 64-bit integers: those were 500s, issue 18.4)."""
+    from tfsem.reports.campaign import NoSuchFinding, page_named
+    with sqlite3.connect(campaign / "campaign.db") as conn:
+        fid = conn.execute("SELECT id FROM findings ORDER BY id").fetchone()[0]
+    assert "program-graph" in page_named(campaign, f"finding-{fid}.html")
+    assert page_named(campaign, f"finding-{fid}-steps.html").count("state-graph") > \
+        page_named(campaign, f"finding-{fid}.html").count("state-graph")
+    for bad in ("finding-\u0661.html", f"finding-{2 ** 64}.html", "finding-1.json", "../campaign.db",
+                "finding-99999.html", "finding--1.html"):
+        with pytest.raises(NoSuchFinding):
+            page_named(campaign, bad)
