@@ -150,3 +150,48 @@ def load_program_or_graph(path: str | Path, fetch: Sequence[str] = (), feed: Seq
                                       ".meta, a SavedModel directory), not to a JSON program")])
     from tfsem.oracle.jsonio import load_program
     return load_program(path, validate=validate)
+
+
+#: The fields of a graph given where JSON takes a program (the HTTP service):
+#: {"graph": TEXT-FORMAT GRAPHDEF, "fetch": [...], "target": [...], "feed": [...]}
+GRAPH_FIELDS = ("graph", "fetch", "target", "feed")
+MAX_GRAPH_TEXT = 8 << 20
+
+
+def program_json_of(obj, where: str = "program"):
+    """`obj` unchanged, unless it is a graph object (GRAPH_FIELDS): then the
+    JSON of the program imported from it.  Bad graphs raise ProgramError
+    naming `where`."""
+    if not (isinstance(obj, dict) and "graph" in obj and "format" not in obj):
+        return obj
+    from tfsem.oracle.jsonio import program_to_json
+    from .importer import GraphImportError, import_graph
+    from .proto import ProtoError, parse_text
+    extra = sorted(set(obj) - set(GRAPH_FIELDS))
+    if extra:
+        raise _bad(where, f"unknown field(s) {extra} in a graph (allowed: "
+                   f"{', '.join(GRAPH_FIELDS)})", "unknown-field")
+    text = obj["graph"]
+    if not isinstance(text, str):
+        raise _bad(f"{where}.graph", "a graph is a GraphDef in protobuf text format (a string)",
+                   "format")
+    if len(text) > MAX_GRAPH_TEXT:
+        raise _bad(f"{where}.graph", f"{len(text)} characters; at most {MAX_GRAPH_TEXT}",
+                   "too-large")
+    lists = {}
+    for key in ("fetch", "target", "feed"):
+        v = obj.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise _bad(f"{where}.{key}", "a list of node names", "format")
+        lists[key] = v
+    try:
+        graph = parse_text("GraphDef", text)
+        imported = import_graph(graph, lists["fetch"], lists["target"], lists["feed"])
+    except ProtoError as exc:
+        raise _bad(f"{where}.graph", f"not a valid GraphDef: {exc}") from None
+    except GraphImportError as exc:
+        raise ProgramError([Violation(f"{where}.graph: {v.where}", v.rule, v.message)
+                            for v in exc.violations]) from None
+    except RecursionError:
+        raise _bad(f"{where}.graph", "nested too deeply") from None
+    return program_to_json(imported.program)

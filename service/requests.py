@@ -146,6 +146,9 @@ def check_request(data: Any, limits: Limits) -> CheckRequest:
         if key not in data:
             bad("request", "missing-field", f"a check needs {key!r}")
     timeout = _timeout(data, bad)
+    from tfsem.graphdef import program_json_of  # a TensorFlow graph where a program goes
+    data = dict(data, **{k: program_json_of(data[k], f"request.{k}")
+                         for k in ("original", "rewritten") if k in data})
     check_size(data.get("original"), "request.original", limits, bad)
     check_size(data.get("rewritten"), "request.rewritten", limits, bad)
     bad.raise_if_any()
@@ -199,6 +202,9 @@ def outcomes_request(data: Any, limits: Limits) -> OutcomesRequest:
     limit = _positive_int(data, "limit", bad)
     max_states = _positive_int(data, "max_states", bad)
     timeout = _timeout(data, bad)
+    if "program" in data:  # a TensorFlow graph where a program goes
+        from tfsem.graphdef import program_json_of
+        data = dict(data, program=program_json_of(data["program"], "program"))
     check_size(data.get("program"), "program", limits, bad)
     bad.raise_if_any()
     program = program_from_json(data["program"], where="program")  # the messages of `tfsem outcomes`

@@ -344,3 +344,19 @@ def test_meta_graph_and_saved_model_with_signature(tmp_path):
     assert load_program_or_graph(sm) == p
     with pytest.raises(ProgramError, match="no signature 'other'"):
         load_program_or_graph(sm, signature="other")
+
+
+def test_service_requests_take_a_graph_where_a_program_goes():
+    from tfsem.service.limits import Limits
+    from tfsem.service.requests import check_request, outcomes_request
+    text = (CORPUS / "counter.pbtxt").read_text()
+    req = outcomes_request({"program": {"graph": text, "fetch": ["value"]},
+                            "init": {"counter": 1}}, Limits())
+    assert req.program["outputs"] == {"value": "value"}
+    broken = text.replace('  input: "^increment"\n', "")
+    c = check_request({"original": {"graph": text}, "rewritten": {"graph": broken}}, Limits())
+    assert c.case["original"]["format"] == "tfsem.program/1"
+    with pytest.raises(ProgramError, match="request.original.graph"):
+        check_request({"original": {"graph": text[:200]}, "rewritten": {"graph": text}}, Limits())
+    with pytest.raises(ProgramError, match="unknown field"):
+        outcomes_request({"program": {"graph": text, "fetches": ["value"]}}, Limits())
