@@ -255,6 +255,17 @@ class _Importer:
         return name
 
     def build(self, name: str) -> None:
+        try:
+            self._build(name)
+        except GraphImportError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+            # a malformed attribute or input the model did not expect
+            raise GraphImportError(self.g[name].describe(), "malformed node (an attribute or "
+                                   f"input of the wrong kind): {type(exc).__name__}: {exc}",
+                                   "malformed-node") from None
+
+    def _build(self, name: str) -> None:
         n = self.g[name]
         if name in self.feeds or n.op == "Placeholder":
             self._feed(n)
@@ -286,7 +297,7 @@ class _Importer:
     def _feed(self, n: GNode) -> None:
         where = n.describe()
         dt = attr_value(n.attr.get("dtype", {})) or attr_value(n.attr.get("T", {}))
-        if dt not in TFSEM_DTYPES:
+        if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             raise GraphImportError(where, f"feed of dtype {dtype_name(dt)} is not modelled "
                                    "(int64 and float32 are)", "unsupported-dtype")
         shape = attr_value(n.attr.get("shape", {}))
@@ -416,7 +427,7 @@ class _Builder:
 
     def dtype(self, name: str) -> str:
         dt = self.attr(name, "")
-        if dt not in TFSEM_DTYPES:
+        if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
                         "not modelled: tfsem models int64 and float32 tensors",
                         "unsupported-dtype")
@@ -542,6 +553,9 @@ def import_graph(graph: dict, fetches: Sequence[str] = (), targets: Sequence[str
         nodes = flatten(graph)
     except GraphFormatError as exc:
         raise GraphImportError(exc.where, exc.message, exc.rule) from None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise GraphImportError("graph", f"malformed graph or function library: "
+                               f"{type(exc).__name__}: {exc}", "malformed-graph") from None
     imp = _Importer(nodes, feeds)
     fetches, targets = list(fetches), list(targets)
     default = not fetches and not targets

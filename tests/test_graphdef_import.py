@@ -360,3 +360,52 @@ def test_service_requests_take_a_graph_where_a_program_goes():
         check_request({"original": {"graph": text[:200]}, "rewritten": {"graph": text}}, Limits())
     with pytest.raises(ProgramError, match="unknown field"):
         outcomes_request({"program": {"graph": text, "fetches": ["value"]}}, Limits())
+
+
+_BAD_ATTRS = [{"s": b"x"}, {"i": -1}, {"i": 10 ** 12}, {"list": {}}, {"type": "DT_STRING"},
+              {"f": float("nan")}, {"b": True}, {}, {"shape": {"unknown_rank": True}},
+              {"shape": {"dim": [{"size": -1}]}}, {"tensor": {"dtype": "DT_INT32"}},
+              {"list": {"i": [1, 2]}}]
+
+
+def test_mutated_graph_dicts_import_or_are_refused_by_name():
+    """Bounded structural fuzzing of the corpus' decoded graphs (attributes
+    deleted or of the wrong kind, inputs dropped or dangling, ops swapped,
+    function returns broken): import succeeds or raises ProgramError; never
+    another exception (a traceback)."""
+    import copy
+    from tfsem.graphdef import ops as opt
+    graphs = [(g, parse_text("GraphDef", (CORPUS / g["file"]).read_text())) for g in MANIFEST]
+    ops = sorted(opt.table()) + ["Switch", "Foo"]
+    rng = random.Random(141)
+    refused = 0
+    for _ in range(150):
+        g, d = rng.choice(graphs)
+        d = copy.deepcopy(d)
+        fdefs = d.get("library", {}).get("function", [])
+        pool = list(d["node"]) + [n for f in fdefs for n in f.get("node_def", [])]
+        for _ in range(rng.randint(1, 3)):
+            n = rng.choice(pool)
+            k = rng.randrange(6)
+            if k == 0 and n.get("attr"):
+                del n["attr"][rng.choice(sorted(n["attr"]))]
+            elif k == 1 and n.get("attr"):
+                n["attr"][rng.choice(sorted(n["attr"]))] = copy.deepcopy(rng.choice(_BAD_ATTRS))
+            elif k == 2 and n.get("input"):
+                n["input"].pop(rng.randrange(len(n["input"])))
+            elif k == 3:
+                n.setdefault("input", []).append(rng.choice(
+                    ["nope", "nope:3", "^nope", n["name"] + ":7", "x:y:z", "", "a:b", n["name"]]))
+            elif k == 4:
+                n["op"] = rng.choice(ops)
+            elif fdefs:
+                f = rng.choice(fdefs)
+                if f.get("ret"):
+                    f["ret"][rng.choice(sorted(f["ret"]))] = rng.choice(
+                        ["nope:output:0", "x", "Const:output:9", ""])
+        try:
+            import_graph(d, g["fetches"], g["targets"], list(g["feeds"]))
+        except ProgramError as exc:
+            refused += 1
+            assert exc.violations and all(v.message for v in exc.violations)
+    assert refused > 50
