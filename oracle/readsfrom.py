@@ -1,0 +1,375 @@
+"""An outcome-set engine that enumerates reads-from classes, not interleavings.
+
+`outcome_set_rf` computes the same `OutcomeSet` as `explore.outcome_set` (the
+tested reference) for the programs it supports, and raises `Unsupported` for
+the others.  See docs/oracle.md for the argument in full; in short:
+
+**Events.**  Only the *relevant* variable accesses of a component (those
+`explore._Component` counts: they can influence an output or an observed
+variable) are events.  Every other step is a pure computation, or an access
+nobody can observe, and fires whenever its inputs are there.  Events are
+
+* ``R``: a Read, or (decomposed mode) the read step of an Assign whose
+  function uses the old value (every function but ``Snd``);
+* ``W``: a *blind* write: an atomic Assign-Snd (a Write), or (decomposed
+  mode) the write step of any Assign;
+* ``U``: an atomic Assign of any other function: a read-modify-write.
+
+Happens-before (hb) between events is reachability in the dataflow graph
+(data and control edges; a decomposed Assign's read step before its write
+step).  Functions are deterministic and there is no value-dependent control
+flow: every node fires exactly once in every run.
+
+**Classes.**  In a run, every R and U event *reads from* the write event (or
+the initial value) that was the last write to its variable when it fired, and
+each observed variable has a *final* writer.  Call this map the run's class.
+If no W event of the run is a no-op (a Write of an error value, or a
+decomposed write step whose f(w, v) is an error, leaves the variable
+*unchanged*: its effect then depends on the order of the writes and not on
+the class), then all runs of a class compute the same values (induction along
+hb ∪ rf: each event reads the same write, each write stores the same value)
+and have the same outcome.  So the outcome set is the set of outcomes of one
+run per class, over the classes some run has.
+
+**Enumeration.**  Tracked events (R and U) get a reads-from choice in a
+topological order, then observed variables a final writer; each partial
+choice is checked for consistency by searching for a linearization of the
+events that satisfies it (`_Check`).  A partial choice that no run satisfies
+has no satisfiable extension, so pruning it loses nothing; a full choice that
+is satisfied is a class, and the linearization found is a run of it (its
+witness).  Each class is reached once (distinct leaves are distinct maps),
+and its witness is replayed by the real step function (`explore._Component
+.fire`), so every outcome returned is an outcome of a real run.  A witness
+with a no-op W event raises `Unsupported` (the caller falls back to the
+reference engine).
+
+**The linearization search** (`_Check.search`) is a depth-first search over
+the order of the write events, memoized on (events fired, last writer per
+variable) — the rest of the search depends on nothing else — with reads fired
+eagerly: a read whose constraint holds now (or that has none) fires at once.
+That is safe: in any successful continuation the read fires later within the
+same interval during which its writer is the last write (no write to its
+variable happens in between), so moving it to now keeps every constraint and
+every hb edge (nothing before its old position is hb-after it).  A write may
+fire only if every constrained reader of the write it overwrites has fired,
+it does not overwrite a variable's chosen final writer, and (a U event) the
+current last writer is the one it was chosen to read from.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Mapping
+
+from .explore import (_ASSIGN, _READ, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
+                      BudgetExceeded,
+                      OutcomeSet, _Component, components)
+from .outcomes import Outcome
+from .semantics import ATOMIC, DECOMPOSED
+from .values import UNINITIALIZED, Error, Value
+
+_R, _W, _U = 0, 1, 2
+INIT = -1
+#: more tracked choices than this and the recursion gets deep: decline
+MAX_CHOICES = 400
+
+
+class Unsupported(ValueError):
+    """The reads-from engine does not apply to this program and input; the
+    reference engine (`explore.outcome_set`) does."""
+
+
+class _Component_RF:
+    """One component compiled for reads-from enumeration."""
+
+    def __init__(self, comp: _Component, init: Mapping[str, Value], budget: Budget):
+        self.comp, self.init, self.budget = comp, init, budget
+        n = comp.n
+        dec = comp.decomposed
+        # steps in topological order: node i, then its write step n + i
+        order: list[int] = []
+        for i in range(n):
+            order.append(i)
+            if dec and comp.kind[i] == _ASSIGN:
+                order.append(n + i)
+        self.order = order
+        pos = {t: k for k, t in enumerate(order)}
+        self.pos = pos
+        producers = comp._producers
+        anc = [0] * len(order)          # ancestors, as bits over positions
+        for k, t in enumerate(order):
+            preds = [comp._completes(src) for src, _slot in producers[t]] if t < n else [t - n]
+            a = 0
+            for s in preds:
+                a |= anc[pos[s]] | (1 << pos[s])
+            anc[k] = a
+        self.anc = anc
+        # events
+        ev_pos: list[int] = []
+        ev_kind: list[int] = []
+        ev_var: list[str] = []
+        for k, t in enumerate(order):
+            i = t % n
+            if not comp.counted[i]:
+                continue
+            if comp.kind[i] == _READ:
+                kind = _R
+            elif t >= n:
+                kind = _W
+            elif dec:
+                if comp.fn[i].name == "Snd":
+                    continue                 # the old value is not used
+                kind = _R
+            else:
+                kind = _W if comp.fn[i].name == "Snd" else _U
+            ev_pos.append(k)
+            ev_kind.append(kind)
+            ev_var.append(comp.var[i])
+        m = len(ev_pos)
+        self.m = m
+        self.ev_pos, self.ev_kind = ev_pos, ev_kind
+        var_names = sorted(set(ev_var))
+        vidx = {x: j for j, x in enumerate(var_names)}
+        self.var_names = var_names
+        self.ev_var = [vidx[x] for x in ev_var]
+        self.event_mask = 0
+        ev_of_pos = {}
+        for e, k in enumerate(ev_pos):
+            self.event_mask |= 1 << k
+            ev_of_pos[k] = e
+        self.ev_anc = []
+        for e in range(m):
+            a, bits = 0, anc[ev_pos[e]] & self.event_mask
+            while bits:
+                low = bits & -bits
+                a |= 1 << ev_of_pos[low.bit_length() - 1]
+                bits ^= low
+            self.ev_anc.append(a)
+        self.writes = [[e for e in range(m) if ev_kind[e] != _R and self.ev_var[e] == v]
+                       for v in range(len(var_names))]
+        self.reads = [e for e in range(m) if ev_kind[e] == _R]
+        self.write_events = [e for e in range(m) if ev_kind[e] != _R]
+        # the choices: (event or -(1 + var) for a final writer, candidates)
+        choices: list[tuple[int, list[int]]] = []
+        for e in range(m):
+            if ev_kind[e] in (_R, _U):
+                choices.append((e, self._candidates(e)))
+        if comp.observe_state:
+            for v, ws in enumerate(self.writes):
+                finals = [w for w in ws if not any(self._hb(w, w2) for w2 in ws if w2 != w)]
+                if finals:
+                    choices.append((-1 - v, finals))
+        if len(choices) > MAX_CHOICES:
+            raise Unsupported(f"{len(choices)} reads-from choices (at most {MAX_CHOICES})")
+        self.choices = choices
+        self.classes = 0
+
+    def _hb(self, a: int, b: int) -> bool:
+        return bool(self.ev_anc[b] >> a & 1)
+
+    def _candidates(self, r: int) -> list[int]:
+        """The writes r may read from, by hb alone: not one hb-after r, not one
+        hidden by a later write hb-before r; the initial value only if no write
+        is hb-before r."""
+        ws = [w for w in self.writes[self.ev_var[r]] if w != r]
+        out = []
+        if not any(self._hb(w, r) for w in ws):
+            out.append(INIT)
+        for w in ws:
+            if self._hb(r, w):
+                continue
+            if any(w2 != w and self._hb(w, w2) and self._hb(w2, r) for w2 in ws):
+                continue
+            out.append(w)
+        return out
+
+    # -- enumeration -------------------------------------------------------------
+
+    def run(self) -> dict[Outcome, tuple[str, ...]]:
+        results: dict[Outcome, tuple[str, ...]] = {}
+        rf: list[int | None] = [None] * self.m
+        final: dict[int, int] = {}
+        witness = self._search(rf, final)
+        if witness is None:                          # cannot happen: runs exist
+            raise RuntimeError("no run satisfies the empty reads-from choice")
+        self._extend(0, rf, final, witness, results)
+        return results
+
+    def _extend(self, depth: int, rf: list, final: dict, witness: list[int],
+                results: dict) -> None:
+        if depth == len(self.choices):
+            self.classes += 1
+            b = self.budget
+            if self.classes & 255 == 0 and time.monotonic() - b.started > b.max_seconds:
+                raise BudgetExceeded("seconds", b.max_seconds, b.states)
+            outcome, schedule = self._replay(witness)
+            results.setdefault(outcome, schedule)
+            return
+        e, cands = self.choices[depth]
+        got = self._observed(witness)
+        for w in cands:
+            if e >= 0:
+                rf[e] = w
+            else:
+                final[-1 - e] = w
+            if got.get(e) == w:
+                child = witness                      # the parent's run satisfies it
+            else:
+                child = self._search(rf, final)
+            if child is not None:
+                self._extend(depth + 1, rf, final, child, results)
+        if e >= 0:
+            rf[e] = None
+        else:
+            del final[-1 - e]
+
+    def _observed(self, lin: list[int]) -> dict[int, int]:
+        """What a linearization's events read from, and the final writers."""
+        lw = [INIT] * len(self.var_names)
+        got: dict[int, int] = {}
+        for e in lin:
+            v = self.ev_var[e]
+            if self.ev_kind[e] != _W:
+                got[e] = lw[v]
+            if self.ev_kind[e] != _R:
+                lw[v] = e
+        for v in range(len(lw)):
+            got[-1 - v] = lw[v]
+        return got
+
+    def _search(self, rf: list, final: dict) -> list[int] | None:
+        """A linearization of the events that satisfies the choices, or None."""
+        m = self.m
+        full = (1 << m) - 1
+        readers: dict[tuple[int, int], int] = {}
+        for e in range(m):
+            if rf[e] is not None:
+                key = (self.ev_var[e], rf[e])
+                readers[key] = readers.get(key, 0) | (1 << e)
+        final_of = [final.get(v) for v in range(len(self.var_names))]
+        ev_anc, ev_var, ev_kind = self.ev_anc, self.ev_var, self.ev_kind
+        reads, write_events, budget = self.reads, self.write_events, self.budget
+        failed: set = set()
+        path: list[int] = []
+        lw = [INIT] * len(self.var_names)
+
+        def dfs(mask: int) -> bool:
+            start = len(path)
+            progress = True
+            while progress:                          # reads fire eagerly
+                progress = False
+                for r in reads:
+                    if not mask >> r & 1 and ev_anc[r] & ~mask == 0:
+                        req = rf[r]
+                        if req is None or req == lw[ev_var[r]]:
+                            mask |= 1 << r
+                            path.append(r)
+                            progress = True
+            if mask == full:
+                if all(f is None or f == lw[v] for v, f in enumerate(final_of)):
+                    return True
+                del path[start:]
+                return False
+            key = (mask, tuple(lw))
+            if key in failed:
+                del path[start:]
+                return False
+            budget.tick()
+            for w in write_events:
+                if mask >> w & 1 or ev_anc[w] & ~mask:
+                    continue
+                v = ev_var[w]
+                cur = lw[v]
+                if readers.get((v, cur), 0) & ~mask & ~(1 << w):
+                    continue                         # someone must still read cur
+                if cur != INIT and final_of[v] == cur:
+                    continue                         # cur is the final write
+                if ev_kind[w] == _U and rf[w] is not None and rf[w] != cur:
+                    continue
+                lw[v] = w
+                path.append(w)
+                if dfs(mask | (1 << w)):
+                    return True
+                path.pop()
+                lw[v] = cur
+            failed.add(key)
+            del path[start:]
+            return False
+
+        return list(path) if dfs(0) else None
+
+    # -- replay ------------------------------------------------------------------
+
+    def _replay(self, lin: list[int]) -> tuple[Outcome, tuple[str, ...]]:
+        """Run the component with its events in the order `lin` (and every
+        other step as soon as its inputs are there); a no-op blind write
+        raises Unsupported."""
+        comp, order, anc = self.comp, self.order, self.anc
+        n = comp.n
+        st = comp.start()
+        st.vars = {x: self.init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
+        labels: list[str] = []
+        emitted = 0
+        nonevent = ((1 << len(order)) - 1) & ~self.event_mask
+
+        def emit_upto(bits: int) -> None:
+            while bits:
+                low = bits & -bits
+                self._fire(st, order[low.bit_length() - 1], labels)
+                bits ^= low
+
+        for e in lin:
+            k = self.ev_pos[e]
+            emit_upto(anc[k] & nonevent & ~emitted)
+            emitted |= anc[k] & nonevent
+            t = order[k]
+            if self.ev_kind[e] == _W:
+                i = t % n
+                if t >= n:
+                    w, v = st.pending[i]
+                    bad = isinstance(v, Error) or isinstance(comp.fn[i].apply((w, v))[0], Error)
+                else:
+                    bad = isinstance(st.inbox[(i, comp.value_slot[i])], Error)
+                if bad:
+                    raise Unsupported(f"the write {comp.label(t)} stores an error value "
+                                      "(it leaves the variable unchanged)")
+            self._fire(st, t, labels)
+            emitted |= 1 << k
+        emit_upto(nonevent & ~emitted)
+        outs = tuple((k, st.outputs[k]) for k in comp.output_names)
+        state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
+        return Outcome(outs, state), tuple(labels)
+
+    def _fire(self, st, t: int, labels: list[str]) -> None:
+        st.ready.discard(t)
+        self.comp.fire(st, t)
+        labels.append(self.comp.label(t))
+
+
+def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                   semantics: str = ATOMIC, observe: str = "outputs+state",
+                   max_states: int = DEFAULT_MAX_STATES,
+                   max_seconds: float = DEFAULT_MAX_SECONDS) -> OutcomeSet:
+    """Outcomes(P, σ) by reads-from classes (see the module docstring).  The
+    result's `states` counts linearization-search states; `classes` (an extra
+    attribute) counts the reads-from classes evaluated.  Raises Unsupported
+    where the engine does not apply, BudgetExceeded when the budget runs out."""
+    if semantics not in (ATOMIC, DECOMPOSED):
+        raise ValueError(f"unknown semantics {semantics!r}")
+    budget = Budget(max_states, max_seconds)
+    comps = []
+    classes = 0
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 4 * MAX_CHOICES + 2000))
+        for names, variables, outputs in components(p):
+            comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+            rf = _Component_RF(comp, init, budget)
+            comps.append(rf.run())
+            classes += rf.classes
+    finally:
+        sys.setrecursionlimit(limit)
+    result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
+    result.classes = classes
+    return result
