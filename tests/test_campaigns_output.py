@@ -209,3 +209,26 @@ def test_verify_on_a_terminal_draws_a_live_status(tmp_path):
     assert "\x1b[2K" in screen  # redrawn in place
     assert re.search(r"tfsem verify  \d\d:\d\d / 00:02", screen), screen
     assert re.search(r"fake-identity\s+\d+\s+[\d.]+", screen), screen
+
+
+def test_verify_text_shows_one_bug_once_with_its_smallest_program(capsys):
+    from tfsem.campaigns.loop import LoopStats
+    from tfsem.campaigns.targets import Target
+    from tfsem.campaigns.verify import CellResult, Found, VerifyResult
+    from tfsem.commands.verify import _print_text
+
+    big, small = _flip("Add", extra_const=True), _flip("Sub")
+    cell = ("atomic", "outputs+state")
+    stats = LoopStats(programs=40, identical=10, sound=20, no_counterexample=8)
+    result = VerifyResult(Target("hoist", "hoist", "", {cell: "sound"}),
+                          [CellResult(cell, "sound", stats, ["a", "b"])],
+                          [Found(big, "a", 1, 1.0), Found(small, "b", 2, 2.0)], 3.0)
+    _print_text(result, [("/o/finding-1.case.json", "tfsem check /o/finding-1.case.json"),
+                         ("/o/finding-2.case.json", "tfsem check /o/finding-2.case.json")])
+    out = capsys.readouterr().out
+    assert "hoist: 40 programs in 3.0 s, 1 distinct finding (2 programs)" in out
+    assert out.count("original program (") == 1 and "original program (3 nodes)" in out
+    assert "finding 2: unsound" in out and "1 other program fails the same way" in out
+    assert "/o/finding-1.case.json (4 nodes)" in out
+    assert "contradicted  <- BUG (40 programs, 30 changed: 20 proved sound, 8 no counterexample, 2 failing" in out
+    assert "result: FAIL" in out
