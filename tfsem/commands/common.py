@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from typing import Any
 
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, decode_inputs, dumps, parse_assignment
@@ -77,14 +78,17 @@ def bounded_int(lo: int, hi: int):
     return parse
 
 
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
+
+
 def _float_text(text: str, what: str) -> float:
     t = text.strip()
-    if len(t) > 40 or not t.isascii():
+    if t.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what} (it must be finite)")
+    # float() also takes "1_0", "٣" and 10,000 digits: a flag takes a plain decimal number
+    if len(t) > 40 or not _DECIMAL.fullmatch(t):
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-    try:
-        v = float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    v = float(t)
     if not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"{text!r} is not {what} (it must be finite)")
     return v
