@@ -95,6 +95,8 @@ def resolve_pass(spec: str) -> Target:
     """A registered pass by name, or any callable as `module:attribute`."""
     if not isinstance(spec, str) or not spec:
         raise PassNotFound(f"a pass is a name or module:attribute, got {spec!r}")
+    if spec == "grappler" or spec.startswith("grappler:"):
+        spec = _grappler_spec(spec)   # TensorFlow's Grappler (campaigns/tensorflow_target.py)
     reg = _registry()
     obj = None
     if reg is not None and hasattr(reg, "get_pass"):
@@ -114,6 +116,22 @@ def resolve_pass(spec: str) -> Target:
     name = getattr(obj, "name", None) or spec
     description = getattr(obj, "description", None) or (getattr(obj, "__doc__", None) or "").strip().split("\n")[0]
     return Target(spec, str(name), str(description), _normalize_claims(getattr(obj, "claims", None)), obj)
+
+
+def _grappler_spec(name: str) -> str:
+    """`grappler[:OPTIMIZER]` as the module:attribute spec of that Grappler target."""
+    from tfsem.graphdef.grappler import INSTALL_HINT, TensorFlowMissing, check_optimizer_names
+    opt = name.partition(":")[2]
+    if opt:
+        try:
+            check_optimizer_names([opt])
+        except ValueError as exc:
+            raise PassNotFound(str(exc)) from None
+    try:
+        from . import tensorflow_target
+    except TensorFlowMissing:
+        raise PassNotFound(f"{name!r} {INSTALL_HINT}") from None
+    return tensorflow_target.spec_for(name)
 
 
 def registered_passes() -> list[str]:
