@@ -35,6 +35,8 @@ BACKENDS = ("numpy", "cupy")
 HEADLINE = {"crash": "the pass raised an exception", "timeout": "the pass did not return in time",
             "invalid": "the rewritten program is not valid", "sound": "the rewrite is sound",
             "no-counterexample": "no counterexample found", "unknown": "the check ran out of budget"}
+#: A case or program longer than this (characters of JSON) is only a download, not also shown.
+SHOW_JSON_MAX = 200_000
 #: Exit status each verdict gives `tfsem check` (SPEC 4).
 VERDICT_EXIT = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}
 
@@ -56,6 +58,7 @@ class Replay:
     steps: list[Step]
     error: str | None = None        # why the replay stopped early, if it did
     final: Any = None               # the Outcome reached, if the run completed
+    cut: int | None = None          # the step where the time budget stopped the replay
 
 
 def _decode(raw: Mapping[str, Any], types: Mapping[str, str], what: str,
@@ -70,8 +73,11 @@ def _decode(raw: Mapping[str, Any], types: Mapping[str, str], what: str,
 
 
 def replay(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-           schedule: Sequence[str], semantics: str, observe: str) -> Replay:
-    """Fire `schedule` step by step from σ, keeping every state."""
+           schedule: Sequence[str], semantics: str, observe: str,
+           budget: G.DrawBudget | None = None) -> Replay:
+    """Fire `schedule` step by step from σ, keeping every state (each step
+    costs time linear in the program: past the budget's time, the replay
+    stops and says at which step)."""
     g = graph_of(p)
     missing = [f for f in p.feed_names if f not in feeds]
     if missing:
@@ -79,6 +85,8 @@ def replay(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     s = initial_state(p, g, feeds, init)
     steps = [Step(0, None, s)]
     for i, label in enumerate(schedule, 1):
+        if budget is not None and budget.expired(0.5):   # leave time to draw what was replayed
+            return Replay(steps, None, None, cut=i)
         if label not in enabled(p, g, s, semantics):
             return Replay(steps, f"step {i} ({label}) is not enabled in the state before it")
         s = fire(p, g, s, label)
@@ -456,10 +464,14 @@ def _counterexample(cx: Mapping[str, Any], differs: Mapping[str, Any], original:
     feeds = _decode(feeds_raw, feed_types, "feed", problems)
     init = _decode(init_raw, var_types, "initial value of", problems)
     try:
-        rp = replay(rewritten, feeds, init, schedule, semantics, observe)
+        rp = replay(rewritten, feeds, init, schedule, semantics, observe, budget)
     except (KeyError, ValueError, TypeError) as exc:  # an invalid program may not run at all
         rp = Replay([], f"the rewritten program cannot be run: {exc!r}")
-    if rp.error:
+    if rp.cut is not None:
+        out.append(f'<p class="warning not-drawn">The run is replayed up to step {rp.cut - 1} of '
+                   f"{len(schedule)}: the page spent its drawing budget's time; "
+                   "<code>tfsem check</code> on the case replays all of it.</p>")
+    elif rp.error:
         problems.append(f"the schedule does not replay on P′: {rp.error}")
     elif rp.final is not None and outcome:
         if _decoded_parts(rp.final.to_json()) != _decoded_parts(outcome):
@@ -541,7 +553,11 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout | None, differs: Mappi
     out_of_time = False
     # figures about 800px wide: big enough to read the values on the edges
     scale = max(0.45, min(1.15, 800.0 / max(layout.width + 150.0, 1.0))) if layout is not None else 1.0
+    listed = 0
     for st in rp.steps:
+        if budget is not None and budget.expired() and st.index:
+            break
+        listed += 1
         s = st.state
         name, _, phase = (st.label or "").partition("@")
         if st.label and phase != "read":
@@ -622,6 +638,9 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout | None, differs: Mappi
                 f"{len(rp.steps) - len(chosen)} other steps are rows of text.{more}</p>")
     else:
         note = ""
+    if listed < len(rp.steps):
+        note += (f'<p class="warning not-drawn">Steps {listed} to {len(rp.steps) - 1} are not listed: the page '
+                 "spent its drawing budget's time.</p>")
     if out_of_time:
         note += ('<p class="warning not-drawn">Some states are not drawn: the page spent its drawing '
                  "budget's time.</p>")
@@ -764,5 +783,6 @@ def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program |
     return ("<h2>Reproduce it</h2>"
             f'<p class="downloads">{" · ".join(links)}</p>'
             + (f'<ul class="commands">{"".join(_command_html(c) for c in cmds)}</ul>' if cmds else "")
-            + f'<details><summary>{esc(label)}</summary>'
-              f'<pre class="case-json">{esc(shown)}</pre></details>')
+            + (f'<details><summary>{esc(label)}</summary>'
+               f'<pre class="case-json">{esc(shown)}</pre></details>' if len(shown) <= SHOW_JSON_MAX else
+               f'<p class="muted">{esc(label)}: {len(shown) // 1024} KB, in the download above.</p>'))

@@ -103,8 +103,12 @@ class DrawBudget:
         self._deadline = time.monotonic() + self.seconds
         return self
 
-    def expired(self) -> bool:
-        return self._deadline is not None and time.monotonic() > self._deadline
+    def expired(self, share: float = 1.0) -> bool:
+        """Is the time spent (or `share` of it, for a part that must leave
+        time to the rest of the page)?"""
+        if self._deadline is None:
+            return False
+        return time.monotonic() > self._deadline - self.seconds * (1.0 - share)
 
     def check_size(self, vertices: int, edges: int) -> None:
         if vertices > self.max_vertices or edges > self.max_edges:
@@ -384,12 +388,15 @@ def layout_programs(programs: Sequence[Program], budget: DrawBudget | None = Non
     for p in programs:
         edges = program_edges(p)
         verts: set[VKey] = set()
+        stubs_of: dict[str, list[VKey]] = {}
+        for e in edges:
+            if e.dst[0] == "n" and e.src is not None and e.src[0] in "fcm":
+                stubs_of.setdefault(e.dst[1], []).append(e.src)
         # vertices in declaration order, each node's input stubs first
         for n in p.nodes:
-            for e in edges:
-                if e.dst == ("n", n.name) and e.src is not None and e.src[0] in "fcm":
-                    add_v(e.src)
-                    verts.add(e.src)
+            for v in stubs_of.get(n.name, ()):
+                add_v(v)
+                verts.add(v)
             add_v(("n", n.name))
             verts.add(("n", n.name))
         for e in edges:

@@ -378,6 +378,9 @@ def test_the_time_budget_stops_drawing_and_says_so():
     spent = G.DrawBudget(seconds=0.0)
     html = render_finding_page(make_case(p, q), verdict, steps="all", budget=spent)
     assert "not drawn: the drawing budget" in html and 'class="graph state-graph' not in html
+    # the replay (linear per step: 3,000 steps took 19 s) stops too, and says where
+    assert f"replayed up to step 0 of {len(SCHEDULE)}" in html
+    assert dom(html).find_all("div", "problems") == []   # a cut replay is not a wrong verdict
 
 
 # ---------------------------------------------------------------------------
