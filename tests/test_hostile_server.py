@@ -9,6 +9,7 @@ in a few seconds.
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -173,3 +174,69 @@ def test_huge_and_non_ascii_finding_ids_are_404(server):
         assert ans.status == 404, (fid, ans)
         ans = server.get(f"/findings/finding-{fid}.html")
         assert ans.status == 404, (fid, ans)
+
+
+# -- the published schema accepts every request the server accepts (issue 16 item 10) --
+
+FLOAT_FEED = {"feeds": {"x": {"dtype": "float32", "shape": [2]}},
+              "nodes": [{"name": "i", "op": "Identity", "inputs": ["$x"]}], "outputs": {"o": "i"}}
+TYPED_VARS = {"variables": {"v": {"dtype": "float32", "shape": []}},
+              "nodes": [{"name": "h", "op": "Var", "var": "v"}, {"name": "r", "op": "Read", "inputs": ["h"]}],
+              "outputs": {"o": "r"}}
+
+
+def _accepted_requests() -> list[tuple[str, dict]]:
+    from pathlib import Path
+    cases = sorted((Path(__file__).parent / "cases").glob("*.json"))[:8]
+    out = [("/v1/check", json.loads(c.read_text())) for c in cases]
+    out += [
+        ("/v1/outcomes", {"program": FLOAT_FEED, "feeds": {"x": [2.5, -1.0]}}),        # floats for float32
+        ("/v1/outcomes", {"program": FLOAT_FEED, "feeds": {"x": {"dtype": "float32", "value": ["nan", "-inf"]}}}),
+        ("/v1/outcomes", {"program": TYPED_VARS, "init": {"v": 1.5}, "limit": 3, "timeout": 2.5,
+                          "max_states": 1000, "semantics": "decomposed", "observe": "outputs"}),
+        ("/v1/outcomes", {"program": TYPED_VARS, "init": {"v": {"error": "uninitialized"}}}),
+        ("/v1/outcomes", {"program": SMALL_PROGRAM}),
+        ("/v1/check", {"original": SMALL_PROGRAM, "rewritten": 42}),                       # a verdict: invalid
+        ("/v1/check", {"original": SMALL_PROGRAM, "rewritten": {"nodes": "not a list"}}),
+        ("/v1/check", {"original": SMALL_PROGRAM, "rewritten": {"nodes": [{"name": "c", "op": "Nope"}]}}),
+        ("/v1/check", dict(SMALL_CHECK, timeout=1, semantics="decomposed", observe="outputs", expect="sound",
+                           note="n")),
+    ]
+    return out
+
+
+def _validator(spec: dict, ref: str):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = dict(spec)
+    schema["$ref"] = ref
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_openapi_accepts_every_request_the_server_accepts(server):
+    spec = server.get("/openapi.json").json()
+    for path, body in _accepted_requests():
+        op = spec["paths"][path]["post"]
+        request_ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        ans = server.post(path, body)
+        assert ans.status == 200, (path, body, ans)
+        errors = [e.message for e in _validator(spec, request_ref).iter_errors(body)]
+        assert not errors, (path, json.dumps(body)[:300], errors[:3])
+        response_ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        errors = [e.message for e in _validator(spec, response_ref).iter_errors(ans.json())]
+        assert not errors, (path, "answer", errors[:3])
+
+
+def test_openapi_refuses_what_the_server_refuses(server):
+    spec = server.get("/openapi.json").json()
+    check = _validator(spec, "#/components/schemas/CheckRequest")
+    outcomes = _validator(spec, "#/components/schemas/OutcomesRequest")
+    for validator, path, body in [
+        (check, "/v1/check", {"original": SMALL_PROGRAM}),
+        (check, "/v1/check", dict(SMALL_CHECK, timeout=-1)),
+        (check, "/v1/check", dict(SMALL_CHECK, semantics="other")),
+        (check, "/v1/check", dict(SMALL_CHECK, code="os.system")),
+        (outcomes, "/v1/outcomes", {"program": SMALL_PROGRAM, "limit": 0}),
+        (outcomes, "/v1/outcomes", {"program": {"nodes": [{"name": "c", "op": "Const", "value": "x", "z": 1}]}}),
+    ]:
+        assert server.post(path, body).status == 400, body
+        assert list(validator.iter_errors(body)), body
