@@ -381,27 +381,34 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
     return assigns, outputs
 
 
-def _steps(p: Program, semantics: str) -> tuple[list[str], dict[str, list[str]]]:
+#: A step is (node name, phase): ONE for a node that is one step, READ_STEP
+#: and WRITE_STEP for the two steps of a decomposed Assign.  (Tuples, not
+#: strings: a node may well be called "a@read".)
+ONE = ""
+Step = tuple[str, str]
+
+
+def _steps(p: Program, semantics: str) -> tuple[list[Step], dict[Step, list[Step]]]:
     """The step DAG: steps in a topological order, and each step's
-    predecessors.  A decomposed Assign `a` is the steps `a@read` -> `a@write`;
-    an edge u -> v runs from u's last step to v's first."""
+    predecessors.  A decomposed Assign `a` is the steps a.r -> a.w; an edge
+    u -> v runs from u's last step to v's first."""
     split = semantics == DECOMPOSED
-    order: list[str] = []
-    preds: dict[str, list[str]] = {}
+    order: list[Step] = []
+    preds: dict[Step, list[Step]] = {}
     for name in p.topological_order:
         before = [_last(p, q, split) for q in p.predecessors(name)]
         if split and p.node[name].op == ASSIGN:
-            order += [name + READ_STEP, name + WRITE_STEP]
-            preds[name + READ_STEP] = before
-            preds[name + WRITE_STEP] = [name + READ_STEP]
+            order += [(name, READ_STEP), (name, WRITE_STEP)]
+            preds[(name, READ_STEP)] = before
+            preds[(name, WRITE_STEP)] = [(name, READ_STEP)]
         else:
-            order.append(name)
-            preds[name] = before
+            order.append((name, ONE))
+            preds[(name, ONE)] = before
     return order, preds
 
 
-def _last(p: Program, name: str, split: bool) -> str:
-    return name + WRITE_STEP if split and p.node[name].op == ASSIGN else name
+def _last(p: Program, name: str, split: bool) -> Step:
+    return (name, WRITE_STEP) if split and p.node[name].op == ASSIGN else (name, ONE)
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any]) -> str:
@@ -422,11 +429,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     assigns2, outputs2 = _program_terms(p2, terms, {t: ("read", t) for t in acc2})
 
     # Assign groups (K): `step` maps P steps to P' steps
-    step: dict[str, str] = {}
+    step: dict[Step, Step] = {}
     kinds: dict[str, int] = {"same": 0, "merged": 0, "fused": 0, "split": 0}
     for s, t in nu.items():
         if acc[s][0] == READ:
-            step[s] = t
+            step[(s, ONE)] = (t, ONE)
     images = {t for s, t in nu.items() if acc[s][0] == ASSIGN}
     same_by_key: dict[tuple, str] = {}     # (variable, function, value term) -> P' Assign
     fused_reads: set[str] = set()
@@ -435,9 +442,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
 
     def map_assign(a: str, t: str) -> None:
         if decomposed:
-            step[a + READ_STEP], step[a + WRITE_STEP] = t + READ_STEP, t + WRITE_STEP
+            step[(a, READ_STEP)], step[(a, WRITE_STEP)] = (t, READ_STEP), (t, WRITE_STEP)
         else:
-            step[a] = t
+            step[(a, ONE)] = (t, ONE)
 
     for a, (kind, x, fn) in acc.items():
         if kind != ASSIGN:
@@ -458,10 +465,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                     fused_reads.add(r)
                     images.add(a)
                     if decomposed:
-                        step[r] = a + READ_STEP
-                        step[a + READ_STEP] = step[a + WRITE_STEP] = a + WRITE_STEP
+                        step[(r, ONE)] = (a, READ_STEP)
+                        step[(a, READ_STEP)] = step[(a, WRITE_STEP)] = (a, WRITE_STEP)
                     else:
-                        step[r] = step[a] = a
+                        step[(r, ONE)] = step[(a, ONE)] = (a, ONE)
                     kinds["fused"] += 1
                     continue
             if decomposed and fn != SND and f2 == SND:
@@ -471,7 +478,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                 if rr is not None:
                     split_reads.add(rr)
                     images.add(a)
-                    step[a + READ_STEP], step[a + WRITE_STEP] = rr, a + WRITE_STEP
+                    step[(a, READ_STEP)], step[(a, WRITE_STEP)] = (rr, ONE), (a, WRITE_STEP)
                     kinds["split"] += 1
                     continue
         if decomposed and (x, fn, assigns[a]) in same_by_key:
@@ -489,10 +496,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     for t, (kind, _x, fn) in acc2.items():
         if kind != ASSIGN:
             continue
-        write = t + WRITE_STEP if decomposed else t
+        write = (t, WRITE_STEP) if decomposed else (t, ONE)
         if write not in covered:
             raise _NotApplicable(f"(K) Assign {t!r} of the rewrite has no counterpart in the original")
-        if decomposed and t + READ_STEP not in covered and fn != SND:
+        if decomposed and (t, READ_STEP) not in covered and fn != SND:
             raise _NotApplicable(f"(K) the read step of Assign {t!r} of the rewrite stands for "
                                  "nothing in the original")
 
@@ -514,15 +521,15 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     order, preds = _steps(p, semantics)
     order2, preds2 = _steps(p2, semantics)
     index2 = {u: i for i, u in enumerate(order2)}
-    anc2: dict[str, int] = {}
+    anc2: dict[Step, int] = {}
     for u in order2:
         bits = 0
         for q in preds2[u]:
             bits |= anc2[q] | (1 << index2[q])
         anc2[u] = bits
-    mapped: dict[str, int] = {}
-    after_deleted: dict[str, bool] = {}
-    dset = {d for a in deleted_assigns for d in (a, a + READ_STEP, a + WRITE_STEP)}
+    mapped: dict[Step, int] = {}
+    after_deleted: dict[Step, bool] = {}
+    dset = {(a, phase) for a in deleted_assigns for phase in (ONE, READ_STEP, WRITE_STEP)}
     for u in order:
         bits, late = 0, False
         for q in preds[u]:
@@ -537,10 +544,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         outside = bits & ~(anc2[t] | (1 << index2[t]))
         if outside:
             missing = next(order2[i] for i in range(len(order2)) if outside >> i & 1)
-            raise _NotApplicable(f"(H) {u!r} comes after a step that becomes {missing!r}, which "
-                                 f"the rewrite no longer orders before {t!r}")
+            raise _NotApplicable(f"(H) {''.join(u)!r} comes after a step that becomes "
+                                 f"{''.join(missing)!r}, which the rewrite no longer orders "
+                                 f"before {''.join(t)!r}")
         if late:
-            raise _NotApplicable(f"(A) {u!r} waits for a deleted Assign")
+            raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
 
     read_images: dict[str, int] = {}
     for s, t in nu.items():

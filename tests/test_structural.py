@@ -431,3 +431,14 @@ def test_differential_larger_programs_nightly():
     stats = differential(300, seed=1700, max_nodes=20, timeout=5.0)
     print(dict(stats))
     assert stats["engine:unsound"] == 0 and stats["engine:invalid"] == 0
+
+
+def test_node_names_that_look_like_steps_do_not_collide():
+    # a Read called "a@read" beside the decomposed Assign "a": steps are
+    # (node, phase) pairs, so dropping the Read's edge is still seen
+    p = P.program([P.var("v", "x"), P.assign("a", "Add", "v", "$d"),
+                   P.var("v2", "x"), P.read("a@read", "v2", "^a")], {"o": "a@read"}, ["x"])
+    q = replace_node(p, "a@read", inputs=(DataIn("v2"),))
+    for semantics in ("atomic", "decomposed"):
+        assert not proved(p, q, semantics)
+        assert check_rewrite(p, q, semantics).verdict == "unsound"
