@@ -1,6 +1,6 @@
 """Benchmark of the report pages: time and size of a finding page.
 
-    python benchmarks/reports.py [--sizes 25,100,500,1000,3000] [--seed 0] [--programs 40]
+    python benchmarks/reports.py [--sizes 25,100,500,1000,3000,10000] [--seed 0] [--programs 40]
 
 Two tables:
 
@@ -71,7 +71,7 @@ def generated_pages(seed: int, programs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="25,100,500,1000,3000")
+    ap.add_argument("--sizes", default="25,100,500,1000,3000,10000")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--programs", type=int, default=40)
     args = ap.parse_args()
