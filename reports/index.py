@@ -198,6 +198,7 @@ def render_index(campaigns: Sequence[Mapping[str, Any]], pass_stats: Sequence[Ma
 #: verdict of a cell -> (text, badge class)
 CELL_VERDICTS = {
     "broken": ("claim broken", "bad"),
+    "unclaimed": ("unsound, no claim", "bad"),
     "fails": ("pass fails", "bad"),
     "shown": ("unsound, as claimed", "good"),
     "holds": ("claim holds so far", "good"),
@@ -216,6 +217,8 @@ def cell_verdicts(pass_stats: Sequence[Mapping[str, Any]], cells: Sequence[Mappi
       (a bug whatever it claims);
     - `broken`: it claims `sound` and an unsound finding is in this cell;
     - `shown`: it claims `unsound` and an unsound finding shows it;
+    - `unclaimed`: it claims nothing and an unsound finding is in the cell
+      (a failure, as for `tfsem fuzz`'s exit status);
     - `not-shown`: it claims `unsound` and nothing showed it yet;
     - `holds`: it claims `sound` and nothing contradicts it;
     - `untested`: no program was tested in the cell; `no-claim` otherwise.
@@ -244,6 +247,8 @@ def cell_verdicts(pass_stats: Sequence[Mapping[str, Any]], cells: Sequence[Mappi
             verdict = "broken"
         elif claim == "unsound" and by_kind["unsound"]:
             verdict = "shown"
+        elif by_kind["unsound"]:   # a pass that claims nothing is expected to be sound (the exit rule)
+            verdict = "unclaimed"
         elif programs is not None and not _int(programs):
             verdict = "untested"
         elif claim == "unsound":
@@ -264,11 +269,11 @@ def _lead(rows: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any
     """One line: how many cells are broken or failing, how many hold, and the
     findings by status."""
     n = {k: sum(1 for r in rows if r["verdict"] == k) for k in CELL_VERDICTS}
-    bad = n["broken"] + n["fails"]
+    bad = n["broken"] + n["fails"] + n["unclaimed"]
     parts = []
     if rows:
         parts.append(badge(f"{bad} of {len(rows)} cells failing", "bad" if bad else "good"))
-        for k in ("broken", "fails", "shown", "holds", "not-shown", "untested"):
+        for k in ("broken", "unclaimed", "fails", "shown", "holds", "not-shown", "untested"):
             if n[k]:
                 parts.append(f"{n[k]} {esc(CELL_VERDICTS[k][0])}")
     counts = {s: sum(1 for f in findings if f.get("status") == s) for s in STATUSES}

@@ -611,3 +611,27 @@ def test_a_crash_finding_without_a_rewrite_shows_the_program_and_traceback():
     assert root.find("pre", "reason").text() == trace
     assert "2025-01-03 02:00 UTC" in root.find("ul", "meta").text()
     assert root.find_all("div", "problems") == []
+
+
+def test_cell_verdicts_judge_each_claim_by_its_own_cell():
+    """Issue 16.1: findings in atomic/outputs+state say nothing of the claim
+    for atomic/outputs."""
+    from tfsem.reports.index import cell_verdicts
+    cell = {"pass": "prune", "semantics": "atomic", "programs": 10}
+    cells = [dict(cell, observe="outputs", claim="sound"), dict(cell, observe="outputs+state", claim="unsound"),
+             dict(cell, semantics="decomposed", observe="outputs", claim=None),
+             dict(cell, semantics="decomposed", observe="outputs+state", claim="sound", programs=0)]
+    f = {"pass": "prune", "kind": "unsound", "status": "new", "semantics": "atomic", "observe": "outputs+state"}
+    crash = dict(f, kind="crash", semantics="decomposed", observe="outputs")
+    verdicts = [r["verdict"] for r in cell_verdicts([], cells, [f])]
+    assert verdicts == ["holds", "shown", "no-claim", "untested"]
+    verdicts = [r["verdict"] for r in cell_verdicts([], cells, [f, crash, dict(f, observe="outputs")])]
+    assert verdicts == ["broken", "shown", "fails", "untested"]
+    unclaimed = dict(f, semantics="decomposed", observe="outputs")
+    assert cell_verdicts([], cells[2:3], [unclaimed])[0]["verdict"] == "unclaimed"
+    assert cell_verdicts([], cells[:1], [dict(f, observe="outputs", status="fixed")])[0]["verdict"] == "holds"
+    # without per-cell statistics, the claims keyed "semantics/observe" are cells too
+    stats = [{"pass": "prune", "claims": {"atomic/outputs": "sound", "atomic/outputs+state": "unsound"}}]
+    assert [r["verdict"] for r in cell_verdicts(stats, None, [f])] == ["holds", "shown"]
+    assert claim_checks(stats[0], [f]) == [("atomic/outputs", "sound", "nothing unsound", "good"),
+                                           ("atomic/outputs+state", "unsound", "1 unsound finding", "good")]
