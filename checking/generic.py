@@ -117,6 +117,11 @@ MAX_KIND_ELEMENTS = 1 << 24
 #: A non-splat constant of at most this many elements is written out as an
 #: If-chain on its flat index; a larger one is an uninterpreted function.
 CONST_INLINE = 64
+#: How a whole tensor enters an uninterpreted function (GenericEncoder.whole):
+#: "structural" (fast; proves f(t) = f(t') when t and t' are the same term)
+#: or "lambda" (an array of its elements: also when they are equal terms
+#: element by element, at a much higher solver cost)
+WHOLE = "structural"
 #: dtypes the generic element has a Z3 model for (others: opaque results)
 ENCODED = frozenset({"int64", "float32"})
 
@@ -429,17 +434,38 @@ class GenericEncoder(Encoder):
         return super().eq(a, b)
 
     def whole(self, v: GTensor) -> z3.ExprRef:
-        """v as one Z3 value (an opaque function's argument): the scalar, or the
-        array λi. If(i in range, e(v, i), 0)."""
+        """v as one Z3 value (an opaque function's argument): the scalar
+        itself, else per WHOLE: the array λi. If(i in range, e(v, i), 0)
+        ("lambda"), or a term of the sort Val built like v ("structural")."""
         w = self._wholes.get(v)
         if w is None:
             if not v.shape:
                 w = self.element(v, ())
-            else:
+            elif WHOLE == "lambda":
                 idx, rng = self._index(v.shape, f"@lambda{len(self._wholes)}")
                 w = z3.Lambda(list(idx), z3.If(rng, self.element(v, idx), self.scalar_const(0, v.dtype)))
+            else:
+                w = self._structural(v)
             self._wholes[v] = w
         return w
+
+    def _structural(self, v: GTensor) -> z3.ExprRef:
+        """A tensor as a term of Val that follows its structure: a leaf or a
+        large constant is a Val constant, an operation an uninterpreted
+        function (named by the operation and the result's kind) of its
+        arguments.  The real values are one interpretation: Val holds every
+        tensor, and each function is the operation itself (deterministic,
+        so a function of its arguments' values)."""
+        kind = f"{v.dtype}{list(v.shape)}"
+        if v.op == "leaf":
+            kind_, name = v.value
+            return z3.Const(f"tensor:{'$' if kind_ == 'feed' else ''}{name}", self.val_sort)
+        if v.op == "const":
+            digest = hashlib.sha1(repr(v.value._key).encode()).hexdigest()[:16]
+            return z3.Const(f"tensor:const:{kind}:{digest}", self.val_sort)
+        args = [self.whole(a) for a in v.args]
+        name = f"tensor:{v.op}{v.value if v.op == 'split' else ''}:{kind}"
+        return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
 
     def as_val(self, v: Any) -> z3.ExprRef:
         if isinstance(v, GTensor):

@@ -198,7 +198,7 @@ def test_uninterpreted_functions_never_make_a_wrong_sound(register):
     # truly unsound: the first argument changes
     p = prog([P.apply("r", "TestFstGeneric", "$a", "$b")], f)
     q = prog([P.apply("r", "TestFstGeneric", "$b", "$a")], f)
-    v = check_rewrite(p, q, timeout=10)
+    v = check_rewrite(p, q, timeout=3)
     assert v.verdict in ("unsound", "no-counterexample", "unknown"), v.describe()
     if v.verdict == "unsound":
         assert_reproduces(p, q, v)
@@ -206,7 +206,7 @@ def test_uninterpreted_functions_never_make_a_wrong_sound(register):
     p = prog([P.const("two", 2), P.apply("m", "Mul", "$a", "two"),
               P.apply("r", "TestFstGeneric", "m", "$b")], f)
     q = prog([P.apply("m", "Add", "$a", "$a"), P.apply("r", "TestFstGeneric", "m", "$b")], f)
-    v = check_rewrite(p, q, timeout=30)
+    v = check_rewrite(p, q, timeout=3)
     assert v.verdict in ("sound", "unknown", "no-counterexample"), v.describe()
     # and the same function applied to the same terms is the same value
     q = prog([P.const("two", 2), P.apply("m", "Mul", "two", "$a"),
@@ -323,7 +323,7 @@ def renamed(p):
 
 @pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
 def test_a_keras_training_step_with_large_kernels_refines_itself(semantics):
-    p = widened_mlp("keras_mlp_sgd", 2048)
+    p = widened_mlp("keras_mlp_sgd", 1100)
     assert max(math.prod(t.shape) for t in p.variables.values()) > MAX_ELEMENTS
     q = renamed(p)   # the same program, not the same object: the search runs
     v = check_rewrite(p, q, semantics, timeout=30, structural=False)
@@ -342,3 +342,29 @@ def test_a_keras_training_step_with_large_kernels_refines_itself(semantics):
         assert "cannot run" in str(exc)
     else:
         assert v.verdict != "sound", v.describe()
+
+
+# ---------------------------------------------------------------------------
+# dtypes with no Z3 model here are opaque: never a wrong verdict
+
+OTHER_DTYPES = [d for d in DTYPES if d not in gen.ENCODED]
+
+
+@pytest.mark.skipif(not OTHER_DTYPES, reason="only int64 and float32 are values so far")
+@pytest.mark.parametrize("dtype", OTHER_DTYPES)
+def test_dtypes_without_a_model_are_opaque(dtype):
+    f = feeds(dtype, (8,), "ab")
+    p = prog([P.apply("r", "Identity", "$a")], f)
+    assert check_rewrite(p, prog([P.apply("r", "Identity", "$a")], f)).verdict == "sound"
+    # a different feed is a different value: never proved
+    v = check_rewrite(p, prog([P.apply("r", "Identity", "$b")], f), timeout=5)
+    assert v.verdict != "sound"
+    # an operation on the dtype is uninterpreted: Max(a, b) is not proved
+    # equal to Max(b, a) (it may well be), and never equal to a
+    p = prog([P.apply("r", "Max", "$a", "$b")], f)
+    for q in (prog([P.apply("r", "Max", "$b", "$a")], f), prog([P.apply("r", "Identity", "$a")], f)):
+        try:
+            v = check_rewrite(p, q, timeout=5)
+        except RuntimeError:
+            continue
+        assert v.verdict != "sound" or q.nodes[0].op == "Max"
