@@ -273,3 +273,17 @@ def test_zz_summary(capsys):
         print("exit statuses per command:", json.dumps({c: dict(sorted(s.items())) for c, s in sorted(STATUSES.items())}))
     if TRIED:   # run with the fuzzers above: they reached past input checking
         assert any(s.get(0) or s.get(1) or s.get(3) for s in STATUSES.values())
+
+
+@pytest.mark.parametrize("command", ["verify", "fuzz"])
+@pytest.mark.parametrize("flag,spec,says", [("--checker", "nosuch_module_x:f", "cannot load it"),
+                                            ("--checker", "foo", "module:attribute"),
+                                            ("--generator", "os:sep", "not callable"),
+                                            ("--generator", "json:no_such_attribute", "cannot load it")])
+def test_bad_plugin_specs_are_refused_before_a_campaign(capsys, tmp_path, command, flag, spec, says):
+    out_dir = tmp_path / "out"
+    base = ["verify", "dce", "--budget", "2", "--out", str(out_dir)] if command == "verify" else \
+        ["fuzz", "--pass", "dce", "--budget", "2", "--out", str(out_dir)]
+    rc, out, err = run_cli(capsys, base + [flag, spec])
+    assert rc == 2 and flag in err and says in err and "Traceback" not in err, err
+    assert not (out_dir / "campaign.db").exists()

@@ -50,6 +50,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .fuzzing import check_plugin_specs
+    check_plugin_specs(args)
     passes = args.passes or registered_passes()
     if not passes:
         raise UsageError("no registered passes; give --pass PASS (a name or module:attribute)")

@@ -30,3 +30,28 @@ def add_fuzzing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
                    help="a function (max_nodes, observe) -> Hypothesis strategy of "
                         "(program, feeds, init), instead of tfsem's generators")
+
+
+def check_plugin_specs(args: argparse.Namespace) -> None:
+    """`--checker` and `--generator` given as module:attribute must load here,
+    before a campaign starts (a bad one was a traceback in every task and a
+    `finished` campaign with exit status 0)."""
+    import importlib
+
+    from tfsem.cli import UsageError
+
+    for flag, spec in (("--checker", args.checker), ("--generator", args.generator)):
+        if spec is None or (flag == "--checker" and spec in ("auto", "concrete", "symbolic")):
+            continue
+        module, sep, attr = spec.partition(":")
+        if not sep or not module or not attr:
+            raise UsageError(f"{flag} {spec!r}: expected "
+                             f"{'auto, concrete, symbolic or ' if flag == '--checker' else ''}module:attribute")
+        try:
+            obj = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # noqa: BLE001 - any failure to load is the user's to fix
+            raise UsageError(f"{flag} {spec!r}: cannot load it ({type(exc).__name__}: {exc})") from None
+        if not callable(obj):
+            raise UsageError(f"{flag} {spec!r}: {type(obj).__name__} is not callable")

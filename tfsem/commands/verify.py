@@ -79,6 +79,8 @@ def _headline(index: int, r: FindingRecord) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .fuzzing import check_plugin_specs
+    check_plugin_specs(args)
     cells = _cells(args)
     if not cells:
         raise UsageError("no (semantics, observe) cell selected")
