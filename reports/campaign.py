@@ -90,6 +90,11 @@ def index_page(directory: str | Path, problems: list[str] | tuple = ()) -> str:
             findings = []
             for status, rows in store.campaign_findings(latest).items():
                 findings += [_index_finding(f, status) for f in rows]
+            # the store's choice of each group's smallest example comes first
+            rank = {m: i for g in (store.finding_groups(latest) if hasattr(store, "finding_groups") else [])
+                    for i, m in enumerate(g["members"])}
+            for f in findings:
+                f["rank"] = rank.get(f["id"])
             history = [dict(h, findings=h.get("new", 0) + h.get("known", 0)) for h in store.history()]
     except (UnreadableStore, sqlite3.Error, ValueError, KeyError, TypeError) as exc:
         return render_index([], [], [], [], title=title + " (the database cannot be read)",

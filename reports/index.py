@@ -417,7 +417,8 @@ def bug_groups(findings: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str,
         groups.setdefault(key, []).append(f)
     out = []
     for members in groups.values():
-        members = sorted(members, key=lambda f: (_int(f.get("nodes")) or 10**9, str(f.get("id"))))
+        members = sorted(members, key=lambda f: (_int(f["rank"]) if _num(f.get("rank")) is not None else 10**9,
+                                                 _int(f.get("nodes")) or 10**9, str(f.get("id"))))
         out.append((members[0], members[1:]))
     return sorted(out, key=lambda g: (str(g[0].get("pass")), str(g[0].get("kind")), str(g[0].get("id"))))
 

@@ -347,3 +347,19 @@ def test_served_page_names(campaign: Path):
                 "finding-99999.html", "finding--1.html"):
         with pytest.raises(NoSuchFinding):
             page_named(campaign, bad)
+
+
+def test_the_index_shows_one_row_per_bug(campaign: Path):
+    """Issue 16.4 in the report: findings the store groups as one bug share
+    a row: the smallest example linked, the others listed as "same bug"."""
+    from tfsem.campaigns.store import Store
+    assert tfsem("report", str(campaign)).returncode == 0
+    index = (campaign / "report" / "index.html").read_text()
+    with Store(campaign, readonly=True) as store:
+        latest = store.campaigns()[-1]["id"]
+        groups = store.finding_groups(latest)
+    assert groups
+    reps = re.findall(r'class="finding-link" href="findings/finding-(\d+)\.html"', index)
+    members = re.findall(r'class="member-link" href="findings/finding-(\d+)\.html"', index)
+    assert sorted(map(int, reps)) == sorted(g["representative"]["id"] for g in groups)
+    assert sorted(map(int, members)) == sorted(m for g in groups for m in g["members"][1:])
