@@ -78,11 +78,20 @@ v's static shape S).
 5. *Everything else is uninterpreted.*  A function with no encoding (MatMul,
    Softmax, reductions, a user's function), or a value computed from one,
    is an `Opaque` value whose Z3 form is an uninterpreted function of its
-   arguments; a whole GTensor enters it as an array `λi. If(i ∈ I(S),
-   e(v, i), 0)`, so equal tensors give equal arguments (the real function is
-   one interpretation).  An uninterpreted function can make a proof fail,
-   never make a wrong `sound`; a model that relies on one is confirmed by
-   the concrete oracle (`check._Checker.confirm`) or discarded.
+   arguments, in the uninterpreted sort Val.  A scalar GTensor enters it as
+   its element; a larger one as a term of Val that follows its structure
+   (`GenericEncoder.whole`): a leaf or a large constant is a constant of
+   Val, an operation an uninterpreted function of its arguments' terms.
+   The real values are one interpretation of all these symbols (Val holds
+   every tensor; each symbol is the real operation, a function of its
+   arguments' values because every operation is deterministic), and no
+   formula relates a leaf's Val constant to its elements, so the real σ
+   with the real interpretation satisfies every formula the real run does:
+   an uninterpreted function can make a proof fail (f(2a) = f(a + a) is not
+   proved), never make a wrong `sound`.  A model that relies on one is
+   confirmed by the concrete oracle (`check._Checker.confirm`) or
+   discarded.  (`WHOLE = "lambda"` uses the array of elements instead,
+   which proves such congruences at a much higher solver cost.)
 
 When this path gives up (a tensor too large even to compute kinds, the
 solver undecided), the checker falls back to concrete testing and says
