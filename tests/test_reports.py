@@ -635,3 +635,22 @@ def test_cell_verdicts_judge_each_claim_by_its_own_cell():
     assert [r["verdict"] for r in cell_verdicts(stats, None, [f])] == ["holds", "shown"]
     assert claim_checks(stats[0], [f]) == [("atomic/outputs", "sound", "nothing unsound", "good"),
                                            ("atomic/outputs+state", "unsound", "1 unsound finding", "good")]
+
+
+def test_index_says_how_hard_each_cell_was_tried():
+    """Issue 16.3 in the report: per cell, programs tested, left unchanged,
+    proved sound, no counterexample, unknown; a warning where the pass
+    almost never changed a program."""
+    cells = [{"pass": "dce", "semantics": "atomic", "observe": "outputs", "claim": "sound", "programs": 200,
+              "identical": 190, "sound": 9, "no_counterexample": 1, "unknown": 0},
+             {"pass": "cse", "semantics": "atomic", "observe": "outputs", "claim": "sound", "programs": 100,
+              "identical": 30, "sound": 60, "no_counterexample": 4, "unknown": 6}]
+    root = dom(render_index([], [], [], [], cells=cells))
+    rows = {r.attrs["data-pass"]: [td.text() for td in r.find_all("td")]
+            for r in root.find("table", "verdicts").find("tbody").find_all("tr")}
+    assert rows["dce"][4:9] == ["200", "190 (95%)", "9", "1", "0"]
+    assert rows["cse"][4:9] == ["100", "30 (30%)", "60", "4", "6"]
+    warnings = [w.text() for w in root.find_all("div", "few-changes")]
+    assert len(warnings) == 1 and warnings[0].startswith("dce (atomic / outputs) left 95%")
+    # the verdicts lead the page, the settings are folded away
+    assert root.find("h2").text() == "Verdict per pass and cell"
