@@ -1,0 +1,81 @@
+"""Regenerate the cases in this directory from the corpus examples/tensorflow/
+(needs TensorFlow: Grappler makes the rewrites).
+
+    python tests/cases/tensorflow/make_cases.py
+
+Each case is a tfsem.case/1 file whose original is a corpus graph imported by
+tfsem (for its manifest's fetches and targets) and whose rewritten program is
+either TensorFlow's own Grappler output, imported the same way, or a
+hand-broken graph that has the shape of an optimizer bug.  The note says which,
+with the TensorFlow version.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tfsem.commands.grappler import _import
+from tfsem.graphdef import grappler as g
+from tfsem.oracle.jsonio import case_to_json, make_case
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent.parent.parent / "examples" / "tensorflow"
+
+
+def entry(file: str) -> dict:
+    manifest = json.loads((CORPUS / "manifest.json").read_text())
+    return next(e for e in manifest["graphs"] if e["file"] == file)
+
+
+def write(name: str, original, rewritten, expect: str, note: str) -> None:
+    case = make_case(original, rewritten, expect=expect, note=note)
+    (HERE / f"{name}.json").write_text(json.dumps(case_to_json(case), indent=1) + "\n")
+    print(f"wrote {name}.json ({expect})")
+
+
+def grappler_case(file: str, optimizer: str, fetches=None, targets=None) -> None:
+    e = entry(file)
+    fetches = e["fetches"] if fetches is None else fetches
+    targets = e["targets"] if targets is None else targets
+    gd = g.as_graph_def(CORPUS / file)
+    res = g.run_grappler(gd, fetches + targets, optimizer)
+    write(f"grappler_{optimizer}_{Path(file).stem}", _import(gd, fetches, targets, file),
+          _import(res.graph_def, fetches, targets, file), "sound",
+          f"TensorFlow {g.tensorflow().__version__} Grappler, {optimizer} alone, on "
+          f"examples/tensorflow/{file} (fetches {fetches}, targets {targets}): "
+          f"{res.summary()}. Proved sound.")
+
+
+def broken_case(file: str, name: str, node: str, edge: str, fetches, targets, note: str) -> None:
+    gd = g.as_graph_def(CORPUS / file)
+    original = _import(gd, fetches, targets, file)
+    n = next(n for n in gd.node if n.name == node)
+    n.input.remove(edge)
+    write(name, original, _import(gd, fetches, targets, file), "unsound",
+          f"Hand-broken, on examples/tensorflow/{file} (TensorFlow "
+          f"{g.tensorflow().__version__}): the control edge {edge} removed from {node!r}. {note}")
+
+
+def main() -> int:
+    grappler_case("counter_function.pbtxt", "dependency")
+    grappler_case("group_fanin.pbtxt", "common_subgraph_elimination")
+    grappler_case("keras_mlp_adam.pbtxt", "dependency")
+    grappler_case("v1_mlp_sgd.pbtxt", "dependency")
+    broken_case("counter.pbtxt", "counter_drop_control_dependency", "read", "^increment",
+                ["value"], ["increment"],
+                "The shape of a dependency-optimizer bug: `read` may now run before "
+                "`increment` and fetch the initial value (TensorFlow confirms it with the "
+                "schedule forced, tests/test_tensorflow_grappler.py).")
+    broken_case("seed002_load_store.pbtxt", "seed002_load_store_hoisted_load", "load_y",
+                "^store_x1", ["r0"], ["store_x2", "store_x1"],
+                "Seed 002's load/store reordering on the graph TensorFlow made: the load of "
+                "Y hoisted above *X = 1, as an unsafe XLA cluster would; X can end as 1 "
+                "with r0 = 0. (store_x1 is a target: without the edge no fetch needs it, and "
+                "TensorFlow would not run it at all.)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
