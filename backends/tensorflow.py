@@ -47,7 +47,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 MODES = ("tensorflow", "xla")
-XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_min_cluster_size=1")
 DEFAULT_INTER_OP_THREADS = 4
 
 
@@ -56,11 +55,8 @@ class TensorFlowRunError(RuntimeError):
 
 
 def tensorflow():
-    """TensorFlow, imported once with the XLA CPU auto-clustering flags set."""
-    flags = os.environ.get("TF_XLA_FLAGS", "")
-    missing = [f for f in XLA_FLAGS if f.split("=")[0] not in flags]
-    if missing:
-        os.environ["TF_XLA_FLAGS"] = " ".join([flags, *missing]).strip()
+    """TensorFlow, imported once (graphdef.grappler.tensorflow), with the XLA
+    CPU auto-clustering flags set before its first session."""
     from tfsem.graphdef.grappler import tensorflow as tf_import  # noqa: PLC0415
     return tf_import()
 

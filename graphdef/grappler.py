@@ -68,6 +68,9 @@ DEFAULT_OPTIMIZERS: tuple[str, ...] = (
     DEFAULT_PIPELINE,
 )
 
+#: XLA flags that let `--backend xla` auto-cluster on CPU
+XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_min_cluster_size=1")
+
 INSTALL_HINT = "needs the extra tfsem[tensorflow]: pip install 'tfsem[tensorflow]'"
 
 
@@ -87,6 +90,13 @@ def tensorflow():
     global _tf
     if _tf is None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        # XLA's CPU auto-clustering flags (backends/tensorflow.py, `--backend
+        # xla`): TensorFlow reads TF_XLA_FLAGS once, at its first session, so
+        # they are set with the import; sessions without jit ignore them
+        flags = os.environ.get("TF_XLA_FLAGS", "")
+        missing = [f for f in XLA_FLAGS if f.split("=")[0] not in flags]
+        if missing:
+            os.environ["TF_XLA_FLAGS"] = " ".join([flags, *missing]).strip()
         try:
             import tensorflow as tf  # noqa: PLC0415
         except Exception as exc:  # ImportError, or a broken install
