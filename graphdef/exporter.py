@@ -180,7 +180,7 @@ def export_graph(p: Program) -> dict:
                         "attr": {"dtype": _type(t.dtype)}})
             continue
         if n.op == ASSIGN:
-            op = _ASSIGN_OPS.get(n.fn)
+            op = _ASSIGN_OPS.get(n.fn.removesuffix(fns.FTZ_SUFFIX))
             if op is None:
                 raise ExportError(where, f"Assign-{n.fn} has no TensorFlow op (Write, Assign-Add "
                                   "and Assign-Sub do)")
@@ -196,7 +196,10 @@ def export_graph(p: Program) -> dict:
 
 
 def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
-    op = n.op
+    # X.ftz (subnormals flushed) is what TensorFlow's X computes; tfsem's own
+    # float X keeps subnormals, which TensorFlow's CPU runtime flushes: the
+    # exported graph may differ from the program there (docs/tensorflow-graphs.md)
+    op = n.op.removesuffix(fns.FTZ_SUFFIX)
     T = (lambda i=0: {"type": TF_DTYPES[dtype_of(n.data_inputs[i], where)]})
     attrs = n.attrs
     if op == "Const":

@@ -177,16 +177,26 @@ def stateless(op_name: str) -> bool:
 #   b.n_inputs        number of data inputs
 
 
+def flushed(name: str, dtype: str) -> str:
+    """The function for TensorFlow's `name` on `dtype`: on floats the variant
+    that flushes subnormals (`Add.ftz`, oracle/functions.py), as TensorFlow's
+    CPU runtime computes; on integers `name` itself."""
+    from tfsem.oracle import functions as fns
+    if dtype == "float32" and fns.lookup(name + fns.FTZ_SUFFIX) is not None:
+        return name + fns.FTZ_SUFFIX
+    return name
+
+
 def _fn(name: str, dtype_attr: str | None = "T", n: int | None = None):
     """A model that is one tfsem function of all data inputs."""
     def build(b):
-        if dtype_attr:
-            b.dtype(dtype_attr)
+        fname = flushed(name, b.dtype(dtype_attr)) if dtype_attr else name
         k = b.n_inputs if n is None else n
-        return [b.add(name, [b.input(i) for i in range(k)])]
+        return [b.add(fname, [b.input(i) for i in range(k)])]
     return build
 
 
+_FLUSHING = {"Add", "Sub", "Mul", "Max", "Min", "RealDiv", "Square", "Sqrt", "SquaredDifference"}
 for _tf_op, _fn_name in [("Add", "Add"), ("AddV2", "Add"), ("Sub", "Sub"), ("Mul", "Mul"),
                          ("Neg", "Neg"), ("Maximum", "Max"), ("Minimum", "Min"),
                          ("RealDiv", "RealDiv"), ("Square", "Square"), ("Sqrt", "Sqrt"),
@@ -194,7 +204,8 @@ for _tf_op, _fn_name in [("Add", "Add"), ("AddV2", "Add"), ("Sub", "Sub"), ("Mul
                          ("FloorMod", "FloorMod"), ("FloorDiv", "FloorDiv"), ("Relu", "Relu"),
                          ("ReluGrad", "ReluGrad"), ("BiasAddGrad", "BiasAddGrad"),
                          ("ZerosLike", "ZerosLike"), ("OnesLike", "OnesLike")]:
-    op(_tf_op, f"the function {_fn_name}")(_fn(_fn_name))
+    op(_tf_op, f"the function {_fn_name}" + (f" ({_fn_name}.ftz on floats: subnormals flushed)"
+                                              if _fn_name in _FLUSHING else ""))(_fn(_fn_name))
 for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
     op(_tf_op, "the function Identity (a node of its own: control edges on it keep their meaning)"
        )(_fn("Identity"))
@@ -202,11 +213,11 @@ for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
 
 @op("BiasAdd", "the function BiasAdd (data_format NHWC only)")
 def _bias_add(b):
-    b.dtype("T")
+    t = b.dtype("T")
     fmt = b.attr("data_format", "NHWC")
     if fmt not in ("NHWC", "N...C"):
         b.reject(f"data_format {fmt!r} is not modelled (NHWC only)")
-    return [b.add("BiasAdd", [b.input(0), b.input(1)])]
+    return [b.add(flushed("BiasAdd", t), [b.input(0), b.input(1)])]
 
 
 @op("MatMul", "the function MatMul (transpose_a, transpose_b)")
@@ -257,7 +268,7 @@ def _identity_n(b):
 
 @op("AddN", "a chain of Add in the order of TensorFlow's CPU kernel (groups of 8)")
 def _add_n(b):
-    b.dtype("T")
+    add = flushed("Add", b.dtype("T"))
     n = b.n_inputs
     if n == 1:
         return [b.add("Identity", [b.input(0)])]
@@ -271,7 +282,7 @@ def _add_n(b):
         nonlocal k
         acc = b.input(lo)
         for i in range(lo + 1, hi):
-            acc = b.add("Add", [acc, b.input(i)], part=f"add_{k}")
+            acc = b.add(add, [acc, b.input(i)], part=f"add_{k}")
             k += 1
         return acc
 
@@ -279,7 +290,7 @@ def _add_n(b):
     i = first
     while i < n:
         group = chain(i, i + 8)
-        total = b.add("Add", [total, group], part=f"add_{k}")
+        total = b.add(add, [total, group], part=f"add_{k}")
         k += 1
         i += 8
     return [b.add("Identity", [total])]
@@ -410,15 +421,13 @@ def _assign(b):
 
 @op("AssignAddVariableOp", "Assign-Add", resources=(0,), stateful=True)
 def _assign_add(b):
-    b.dtype("dtype")
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Add"})
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Add", b.dtype("dtype"))})
     return []
 
 
 @op("AssignSubVariableOp", "Assign-Sub", resources=(0,), stateful=True)
 def _assign_sub(b):
-    b.dtype("dtype")
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Sub"})
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Sub", b.dtype("dtype"))})
     return []
 
 
@@ -426,9 +435,9 @@ def _assign_sub(b):
     "var -= alpha * delta: Mul, then Assign-Sub (seed 002: read, compute, write)",
     resources=(0,), stateful=True)
 def _apply_gd(b):
-    b.dtype("T")
-    step = b.add("Mul", [b.input(2), b.input(1)], part="step")   # grad * lr, as Eigen's
-    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    t = b.dtype("T")
+    step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
+    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
     b.add("NoOp", [])
     return []
 
@@ -438,15 +447,15 @@ def _apply_gd(b):
     "(Read, Mul, Assign-Sub); refused when another node races on its variables",
     resources=(0, 1), stateful=True)
 def _apply_momentum(b):
-    b.dtype("T")
+    t = b.dtype("T")
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
     acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
     new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
     # training_ops.cc: var.device(d) -= accum * lr()
-    step = b.add("Mul", [new_accum, b.input(2)], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    step = b.add(flushed("Mul", t), [new_accum, b.input(2)], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
     b.add("NoOp", [])
     b.exclusive()
     return []
@@ -458,31 +467,32 @@ def _apply_momentum(b):
     "refused when another node races on its variables",
     resources=(0, 1, 2), stateful=True)
 def _apply_adam(b):
-    b.dtype("T")
+    t = b.dtype("T")
+    F = (lambda name: flushed(name, t))
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     # inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
     one = b.add("Const", [], {"value": b.scalar(1.0)}, part="one")
     g = b.input(9)
-    c1 = b.add("Sub", [one, b.input(6)], part="one_minus_beta1")
-    c2 = b.add("Sub", [one, b.input(7)], part="one_minus_beta2")
+    c1 = b.add(F("Sub"), [one, b.input(6)], part="one_minus_beta1")
+    c2 = b.add(F("Sub"), [one, b.input(7)], part="one_minus_beta2")
     m_up = b.add("Assign", [b.var(1), b.add("StackBroadcast", [g, c1], part="m_operands")],
                  {"fn": "StepToward"}, part="m")
-    g2 = b.add("Square", [g], part="grad_squared")
+    g2 = b.add(F("Square"), [g], part="grad_squared")
     v_up = b.add("Assign", [b.var(2), b.add("StackBroadcast", [g2, c2], part="v_operands")],
                  {"fn": "StepToward"}, part="v")
     # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T
-    s2 = b.add("Sqrt", [b.add("Sub", [one, b.input(4)], part="one_minus_beta2_power")],
+    s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, b.input(4)], part="one_minus_beta2_power")],
                part="sqrt_one_minus_beta2_power")
-    alpha = b.add("RealDiv", [b.add("Mul", [b.input(5), s2], part="lr_sqrt"),
-                              b.add("Sub", [one, b.input(3)], part="one_minus_beta1_power")],
+    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [b.input(5), s2], part="lr_sqrt"),
+                              b.add(F("Sub"), [one, b.input(3)], part="one_minus_beta1_power")],
                   part="alpha")
     m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
     v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
-    num = b.add("Mul", [m, alpha], part="m_alpha")
-    den = b.add("Add", [b.add("Sqrt", [v], part="sqrt_v"), b.input(8)], part="denominator")
-    step = b.add("RealDiv", [num, den], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": "Sub"}, part="update")
+    num = b.add(F("Mul"), [m, alpha], part="m_alpha")
+    den = b.add(F("Add"), [b.add(F("Sqrt"), [v], part="sqrt_v"), b.input(8)], part="denominator")
+    step = b.add(F("RealDiv"), [num, den], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": F("Sub")}, part="update")
     b.add("NoOp", [])
     b.exclusive()
     return []

@@ -522,18 +522,21 @@ def _abs(xp, args, attrs):
 
 @_tf("Relu", 1, 1, batched=True)
 def _relu(xp, args, attrs):
-    """x < 0 ? 0 : x (NaN and -0.0 pass through, as Eigen's max(x, 0))."""
-    a = args[0]
-    return (xp.where(a < 0, xp.zeros_like(a), a),)
+    """x > 0 ? x : 0, NaN stays NaN, -0.0 becomes +0.0 (Eigen's vectorized
+    max(x, 0) propagating NaN); subnormals flushed (TensorFlow's CPU runtime)."""
+    a = ftz(xp, args[0])
+    return (ftz(xp, xp.where(xp.isnan(a) | (a > 0), a, xp.zeros_like(a))) if _is_float(a)
+            else xp.where(a > 0, a, xp.zeros_like(a)),)
 
 
 @_tf("ReluGrad", 2, 1, batched=BROADCASTING)
 def _relu_grad(xp, args, attrs):
-    """gradients * (features > 0), the product taken in the tensor's dtype."""
-    g, f = args
+    """gradients * (features > 0), the product taken in the tensor's dtype;
+    subnormals flushed (TensorFlow's CPU runtime)."""
+    g, f = ftz(xp, args[0]), ftz(xp, args[1])
     if g.shape != f.shape:
         raise ShapeError("ReluGrad needs equal shapes")
-    return (xp.multiply(g, (f > 0).astype(g.dtype)),)
+    return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
 
 
 def _cast_impl(xp, args, attrs):
@@ -763,19 +766,63 @@ def _operands(v, w):
 @_tf("StepToward", 2, 1, batched=False)
 def _step_toward(xp, args, attrs):
     """StepToward(w, [g, c]) = w + (g - w) * c: Adam's moment update
-    (m += (grad - m) * (1 - beta1)) as an assign function."""
+    (m += (grad - m) * (1 - beta1)) as an assign function; every operation
+    flushes subnormals, as TensorFlow's CPU runtime does."""
     w, v = args
     g, c = _operands(v, w)
-    return (xp.add(w, xp.multiply(xp.subtract(g, w), c)),)
+    f = (lambda a: ftz(xp, a))
+    return (f(xp.add(f(w), f(xp.multiply(f(xp.subtract(f(g), f(w))), f(c))))),)
 
 
 @_tf("ScaleAdd", 2, 1, batched=False)
 def _scale_add(xp, args, attrs):
     """ScaleAdd(w, [g, c]) = w * c + g: Momentum's accumulator update
-    (accum = accum * momentum + grad) as an assign function."""
+    (accum = accum * momentum + grad) as an assign function; every operation
+    flushes subnormals, as TensorFlow's CPU runtime does."""
     w, v = args
     g, c = _operands(v, w)
-    return (xp.add(xp.multiply(w, c), g),)
+    f = (lambda a: ftz(xp, a))
+    return (f(xp.add(f(xp.multiply(f(w), f(c))), f(g))),)
+
+
+# -- TensorFlow's float arithmetic: subnormals flushed -------------------------
+#
+# TensorFlow runs CPU kernels with the processor's flush-to-zero and
+# denormals-are-zero modes on (the executor's ScopedFlushDenormal): a
+# subnormal float argument counts as a zero of its sign, and a subnormal
+# result becomes a zero of its sign.  Checked against TensorFlow 2.21's
+# kernels: Add, Sub, Maximum, Minimum, RealDiv, Sqrt, Relu and AddN flush;
+# Neg and Abs (sign-bit operations) do not.  `F.ftz` is F with both flushes:
+# ftz(F(ftz(a), ftz(b))).  On integers it is F.  The graph importer maps a
+# float op onto F.ftz; tfsem's own F (JSON programs) keeps IEEE subnormals.
+
+FTZ_SUFFIX = ".ftz"
+
+
+def ftz(xp, a):
+    """Subnormal floats replaced by zeros of the same sign (integers unchanged)."""
+    if a is None or a.dtype.kind != "f":
+        return a
+    tiny = xp.finfo(a.dtype).tiny
+    sub = (a != 0) & (xp.abs(a) < tiny)
+    if not bool(xp.any(sub)):
+        return a
+    return xp.where(sub, xp.copysign(xp.zeros_like(a), a), a)
+
+
+def _flushed(base: Function) -> Function:
+    def impl(xp, args, attrs):
+        out = base.impl(xp, tuple(ftz(xp, a) for a in args), attrs)
+        return tuple(ftz(xp, xp.asarray(r)) for r in out)
+    doc = f"{base.name} with subnormal arguments and results flushed to zero (TensorFlow's CPU runtime)"
+    return register(Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,
+                             strict_args=base.strict_args, attrs=base.attrs, pure=False,
+                             family=TENSORFLOW))
+
+
+for _name in ("Add", "Sub", "Mul", "Max", "Min", "RealDiv", "Square", "Sqrt",
+              "SquaredDifference", "BiasAdd"):
+    _flushed(_REGISTRY[_name])
 
 
 _OPAQUE_PREFIX = "tf."

@@ -174,16 +174,34 @@ def test_int_mean_truncates_toward_zero_and_sum_wraps():
     assert outs["sum"].array.tolist() == [-(2 ** 63)]
 
 
-def test_relu_keeps_negative_zero_and_nan_and_relugrad_multiplies():
-    x = F32([-0.0, np.nan, -1.0, 2.0])
-    g = F32([1.0, 1.0, np.inf, 3.0])
+def test_relu_and_relugrad_edge_values_as_tensorflow():
+    """Checked against TensorFlow 2.21: Relu(-0.0) is +0.0, Relu(NaN) is NaN,
+    a subnormal is flushed to zero; ReluGrad multiplies (inf * 0 is NaN)."""
+    x = F32([-0.0, np.nan, -1.0, 2.0, 1e-40])
+    g = F32([1.0, 1.0, np.inf, 3.0, 1.0])
     nodes = [const("x", x), const("g", g), node("r", "Relu", ["x"]),
              node("rg", "ReluGrad", ["g", "x"])]
     outs, _ = single(nodes, ["r", "rg"])
     r = outs["r"].array
-    assert np.signbit(r[0]) and r[0] == 0 and np.isnan(r[1]) and r[2] == 0 and r[3] == 2
+    assert r[0] == 0 and not np.signbit(r[0]) and np.isnan(r[1]) and r[2] == 0 and r[3] == 2
+    assert r[4] == 0
     rg = outs["rg"].array
-    assert rg[0] == 0 and np.isnan(rg[2]) and rg[3] == 3     # inf * 0 is NaN, as in Eigen
+    assert rg[0] == 0 and np.isnan(rg[2]) and rg[3] == 3 and rg[4] == 0
+
+
+def test_float_arithmetic_flushes_subnormals_as_tensorflow():
+    """TensorFlow's CPU runtime flushes subnormal arguments and results to
+    zero (checked against TensorFlow 2.21): an imported float Add is Add.ftz."""
+    tiny = F32(1e-40)
+    nodes = [const("a", [tiny, -tiny, F32(1.5)]), const("b", [F32(1e-39), F32(0), F32(2)]),
+             node("s", "AddV2", ["a", "b"]), node("n", "Neg", ["a"])]
+    p, [(outs, _)] = run(nodes, ["s", "n"])
+    assert p.node["s"].op == "Add.ftz"
+    s = outs["s"].array
+    assert s[0] == 0 and s[1] == 0 and not np.signbit(s[1]) and s[2] == 3.5   # -0 + +0 = +0
+    assert bits(outs["n"].array) == bits(-F32([tiny, -tiny, 1.5]))   # Neg flips the sign bit only
+    ints = [const("i", [1, 2], "DT_INT64"), node("t", "AddV2", ["i", "i"], T="DT_INT64")]
+    assert import_graph({"node": ints}, ["t"]).program.node["t"].op == "Add"
 
 
 def test_data_movement_ops():
