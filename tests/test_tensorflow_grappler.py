@@ -101,3 +101,26 @@ def test_hand_broken_dropped_control_dependency_is_unsound_and_tensorflow_confir
     cex = v["counterexample"]
     # the rewritten run read the counter before the increment
     assert cex["outcome"]["outputs"]["value"] == cex["init"]["counter"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'node {\n  name: "a"\n  op: "Const"\n', "not a GraphDef"),
+    (None, "not a GraphDef"),
+])
+def test_cli_malformed_graph_is_bad_input(tmp_path, capsys, content, message):
+    from tfsem.cli import main
+    if content is None:       # a truncated binary GraphDef
+        path = tmp_path / "g.pb"
+        path.write_bytes(grappler.as_graph_def(CORPUS / "counter.pbtxt").SerializeToString()[:-7])
+    else:
+        path = tmp_path / "g.pbtxt"
+        path.write_bytes(content)
+    assert main(["grappler", str(path), "--fetch", "value"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_cli_unknown_fetch_is_bad_input(capsys):
+    from tfsem.cli import main
+    assert main(["grappler", str(CORPUS / "counter.pbtxt"), "--fetch", "nope"]) == 2
+    assert "no node named 'nope'" in capsys.readouterr().err
