@@ -292,3 +292,114 @@ def test_entry_point_models_are_loaded_and_broken_ones_reported(monkeypatch):
         assert any("no module pkg" in e for e in opt.load_errors())
     finally:
         opt.table().pop("MyOp", None)
+
+
+# -- against TensorFlow itself (only where TensorFlow is installed) -----------
+
+_F = F32([0.0, -0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-40, 3.0e38, 1e-7, 7.0, -3.0])
+_G = F32([2.0, 3.0, -0.0, 0.5, 1.0, -np.inf, 2.0, 1e-39, 2.0, 3e-8, -7.0, 0.0])
+_I = np.array([0, 1, -1, 7, -7, 2 ** 62, -2 ** 63, 2 ** 63 - 1, 3, -3, 5, 100], np.int64)
+_J = np.array([3, -3, 2, 2, 3, 4, -1, 2, -2, 5, 1, 7], np.int64)
+
+
+def _tf_cases(tf):
+    R = tf.raw_ops
+    fx, ix = {"x": _F, "y": _G}, {"a": _I, "b": _J}
+    for op in ["AddV2", "Sub", "Mul", "Maximum", "Minimum", "RealDiv", "SquaredDifference"]:
+        yield op, (lambda p, op=op: [getattr(R, op)(x=p["x"], y=p["y"])]), fx
+    for op in ["AddV2", "Sub", "Mul", "Maximum", "Minimum", "SquaredDifference", "FloorMod",
+               "FloorDiv"]:
+        yield op + " int64", (lambda p, op=op: [getattr(R, op)(x=p["a"], y=p["b"])]), ix
+    for op in ["Neg", "Square", "Sqrt", "Abs", "ZerosLike", "OnesLike"]:
+        yield op, (lambda p, op=op: [getattr(R, op)(x=p["x"])]), {"x": _F}
+    yield "Relu", (lambda p: [R.Relu(features=p["x"])]), {"x": _F}
+    yield "ReluGrad", (lambda p: [R.ReluGrad(gradients=p["y"], features=p["x"])]), fx
+    yield "BiasAdd", (lambda p: [R.BiasAdd(value=p["x"], bias=p["y"])]), \
+        {"x": _F.reshape(3, 4), "y": _G[:4]}
+    yield "Cast", (lambda p: [tf.cast(p["a"], tf.float32)]), {"a": _I}
+    for n in (3, 9, 11, 20):
+        yield f"AddN x{n}", (lambda p, n=n: [R.AddN(inputs=[p["x"] * float(k + 1) if k % 3 else p["y"]
+                                                           for k in range(n)])]), fx
+    m = np.arange(12, dtype=np.int64).reshape(3, 4) * 3 - 7
+    yield "MatMul int64", (lambda p: [R.MatMul(a=p["a"], b=p["b"], transpose_b=True)]), \
+        {"a": m, "b": m * 2 ** 40}
+    yield "reductions int64", (lambda p: [tf.reduce_sum(p["a"], 0),
+                                          tf.reduce_mean(p["a"], 1, keepdims=True),
+                                          tf.reduce_max(p["a"], [0, 1]),
+                                          tf.reduce_min(p["a"], 1)]), {"a": m * -3 + 1}
+    yield "data movement", (lambda p: [tf.reshape(p["x"], [4, -1]), tf.tile(p["x"], [2]),
+                                       tf.concat([p["x"], p["y"]], 0), tf.stack([p["x"], p["y"]], 1),
+                                       tf.split(p["x"], 3)[1], tf.expand_dims(p["x"], 0)]), fx
+
+
+def test_op_models_equal_tensorflows_kernels_bit_for_bit():
+    """Each model computes what TensorFlow's CPU kernel computes, on edge
+    values (signed zeros, NaN, infinities, subnormals, int64 extremes).
+    Grappler is off: its rewrites are what tfsem checks, not the kernels."""
+    tf = pytest.importorskip("tensorflow")
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+    from tfsem.graphdef.proto import decode
+    tf1 = tf.compat.v1
+    cfg = config_pb2.ConfigProto(graph_options=config_pb2.GraphOptions(
+        rewrite_options=rewriter_config_pb2.RewriterConfig(disable_meta_optimizer=True),
+        optimizer_options=config_pb2.OptimizerOptions(opt_level=config_pb2.OptimizerOptions.L0)))
+    bad = []
+    for name, build, feeds in _tf_cases(tf):
+        g = tf.Graph()
+        with g.as_default():
+            phs = {k: tf1.placeholder(v.dtype, v.shape, name=k) for k, v in feeds.items()}
+            outs = [tf.identity(o, name=f"out{i}") for i, o in enumerate(build(phs))]
+        with tf1.Session(graph=g, config=cfg) as s:
+            want = s.run(outs, {phs[k]: v for k, v in feeds.items()})
+        fetches = [f"out{i}" for i in range(len(outs))]
+        p = import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), fetches).program
+        (o,) = outcome_set(p, {k: Tensor(v) for k, v in feeds.items()}, {}, "atomic",
+                           "outputs").as_dict(1)
+        got = dict(o.outputs)
+        for f, w in zip(fetches, want):
+            w = np.asarray(w)
+            mine = got[f].array
+            nan = w.dtype.kind == "f" and np.array_equal(np.isnan(w), np.isnan(mine))
+            same = w.dtype == mine.dtype and w.shape == mine.shape and (
+                w.tobytes() == mine.tobytes()
+                or (nan and np.where(np.isnan(w), 0, w).tobytes()
+                    == np.where(np.isnan(mine), 0, mine).tobytes()))
+            if not same:
+                bad.append((name, f, w, mine))
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("which", ["GradientDescent", "Momentum", "Adam"])
+def test_optimizer_updates_equal_tensorflows_bit_for_bit(which):
+    tf = pytest.importorskip("tensorflow")
+    from tfsem.graphdef.proto import decode
+    tf1, R = tf.compat.v1, tf.raw_ops
+    g = tf.Graph()
+    with g.as_default():
+        def mk(name, vals):
+            return tf1.get_variable(name, initializer=F32(vals), use_resource=True)
+        w = mk("w", [1.5, -2.0, 0.25, 3e-8, 1e-39])
+        m = mk("m", [0.1, -0.2, 0.0, 1.0, 2e-39])
+        v = mk("v", [0.01, 0.2, 0.0, 4.0, 0.5])
+        grad = tf.constant(F32([0.3, -1.7, 2.5, 1e-3, 1e-38]))
+        c = (lambda x: tf.constant(F32(x)))
+        op = {"GradientDescent": lambda: R.ResourceApplyGradientDescent(
+                  var=w.handle, alpha=c(0.1), delta=grad),
+              "Momentum": lambda: R.ResourceApplyMomentum(
+                  var=w.handle, accum=m.handle, lr=c(0.05), grad=grad, momentum=c(0.9)),
+              "Adam": lambda: R.ResourceApplyAdam(
+                  var=w.handle, m=m.handle, v=v.handle, beta1_power=c(0.729),
+                  beta2_power=c(0.997), lr=c(0.01), beta1=c(0.9), beta2=c(0.999),
+                  epsilon=c(1e-7), grad=grad)}[which]()
+        init = tf1.global_variables_initializer()
+    with tf1.Session(graph=g) as s:
+        s.run(init)
+        before = {x.name.split(":")[0]: s.run(x.read_value()) for x in (w, m, v)}
+        s.run(op)
+        after = {x.name.split(":")[0]: s.run(x.read_value()) for x in (w, m, v)}
+    p = import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), [],
+                     [op.name]).program
+    (o,) = outcome_set(p, {}, {x: Tensor(before[x]) for x in p.variables}, "atomic",
+                       "outputs+state").as_dict(1)
+    assert {x: bits(t.array) for x, t in dict(o.state).items()} == \
+        {x: bits(after[x]) for x in p.variables}
