@@ -232,3 +232,12 @@ def test_verify_text_shows_one_bug_once_with_its_smallest_program(capsys):
     assert "/o/finding-1.case.json (4 nodes)" in out
     assert "contradicted  <- BUG (40 programs, 30 changed: 20 proved sound, 8 no counterexample, 2 failing" in out
     assert "result: FAIL" in out
+
+
+def test_a_finding_headline_names_its_cell_once():
+    from tfsem.commands.verify import _headline
+    r = _flip("Mul")
+    r.message = "output 'o' differs (atomic, outputs+state)"   # as the loop stores it
+    line = _headline(1, r)
+    assert line.count("atomic") == 1 and line.count("outputs+state") == 1
+    assert line.startswith("finding 1: unsound [atomic, outputs+state]: output 'o' differs (")

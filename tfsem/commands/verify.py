@@ -75,7 +75,11 @@ def _headline(index: int, r: FindingRecord) -> str:
     else:
         why = "expected: the pass claims unsound here"
     cell = f" [{r.semantics}, {r.observe}]" if r.kind == "unsound" else ""
-    return f"finding {index}: {r.kind}{cell}: {r.message} ({why})"
+    message = r.message
+    if cell and message.endswith(f" ({r.semantics}, {r.observe})"):
+        # the stored message names the cell already; say it once, up front
+        message = message[: -len(f" ({r.semantics}, {r.observe})")]
+    return f"finding {index}: {r.kind}{cell}: {message} ({why})"
 
 
 def run(args: argparse.Namespace) -> int:
