@@ -183,6 +183,8 @@ class _Importer:
         self.feed_types: dict[str, TensorType] = {}
         self.exclusive: list[tuple[str, set[str], set[str]]] = []
         self.unusable: dict[str, GraphImportError] = {}
+        self.fetch_refs: list[str] = []
+        self._refs_by_node: dict[str, list[str]] | None = None
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
@@ -324,17 +326,16 @@ class _Importer:
         b.finish([DataIn(ref.node, k) for k in range(n_out)])
 
     def _consumer_refs(self, name: str) -> list[str]:
-        out = []
-        for g in self.g.values():
-            for i in g.inputs:
-                if split_ref(i)[0] == name:
-                    out.append(i)
-        for r in self.fetch_refs:
-            if split_ref(r)[0] == name:
-                out.append(r)
-        return out
-
-    fetch_refs: list[str] = []
+        """Every reference to `name` (inputs and fetches): how many outputs an
+        op tfsem knows nothing about has."""
+        if self._refs_by_node is None:
+            self._refs_by_node = {}
+            for g in self.g.values():
+                for i in g.inputs:
+                    self._refs_by_node.setdefault(split_ref(i)[0], []).append(i)
+            for r in self.fetch_refs:
+                self._refs_by_node.setdefault(split_ref(r)[0], []).append(r)
+        return self._refs_by_node.get(name, [])
 
 
 class _Builder:
@@ -347,6 +348,7 @@ class _Builder:
         self.parts: list[str] = []
         self.main: str | None = None
         self.part_inputs: dict[str, list] = {}
+        self.pending: list[tuple[str, str, dict]] = []
         self._exclusive = False
 
     @property
@@ -479,12 +481,8 @@ class _Builder:
             self.main = name
         else:
             name = self.imp.fresh(f"{self.node.name}/{part}")
-        ins = []
-        for x in inputs:
-            ins.append(x)
         self.parts.append(name)
-        self.part_inputs[name] = ins
-        self.pending = getattr(self, "pending", [])
+        self.part_inputs[name] = list(inputs)
         self.pending.append((name, op, attrs or {}))
         return DataIn(name)
 
