@@ -45,7 +45,9 @@ v's static shape S).
      counterexample is confirmed concretely before it counts);
    - the scalar operations are `encode.Encoder.scalar_op`, the element-wise
      engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, numpy's
-     NaN and signed-zero rules for Max/Min).
+     NaN and signed-zero rules for Max/Min), and for TensorFlow's RealDiv,
+     Sqrt, Abs, Square and SquaredDifference (`EXTRA`) the IEEE operations
+     numpy computes for them (tested against numpy on special values).
    Each equation holds for every i in I(R) by numpy's definition of the
    operation, and maps indices of I(R) into the arguments' index sets, so
    by induction e(v, i) = ⟦v⟧σ[i] for every i in I(R).
@@ -134,8 +136,19 @@ WHOLE = "structural"
 #: dtypes the generic element has a Z3 model for (others: opaque results)
 ENCODED = frozenset({"int64", "float32"})
 
+#: TensorFlow's element-wise ops that numpy computes bit for bit as
+#: TensorFlow does (oracle/functions.py, family "tensorflow"), with their
+#: generic-element op.  Their errors depend on dtypes only (RealDiv and Sqrt
+#: have no integer kernel), so kinds from zeros are right.  Encoded by the
+#: generic element only; the element-wise engine keeps them opaque.
+EXTRA = {"RealDiv": "div", "Sqrt": "sqrt", "Abs": "abs", "Square": "square",
+         "SquaredDifference": "sqdiff"}
+_EXTRA_FUNCTIONS = {name: fns.lookup(name) for name in EXTRA}
+
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
-         "max": np.maximum, "min": np.minimum}
+         "max": np.maximum, "min": np.minimum, "div": np.divide, "sqrt": np.sqrt,
+         "abs": np.abs, "square": lambda a: np.multiply(a, a),
+         "sqdiff": lambda a, b: np.multiply(np.subtract(a, b), np.subtract(a, b))}
 _COMMUTATIVE = {"int64": frozenset({"add", "mul", "max", "min"}),
                 "float32": frozenset({"add", "mul"})}
 
@@ -210,6 +223,10 @@ class GenericAlgebra(Algebra):
     def constant(self, value: Tensor) -> GTensor:  # type: ignore[override]
         return self._intern("const", value.dtype, tuple(value.shape), (), value, vkey=value._key)
 
+    def has_encoding(self, fn: fns.Function) -> bool:
+        extra = _EXTRA_FUNCTIONS.get(fn.name)
+        return super().has_encoding(fn) or (extra is fn and fn.pure)
+
     # -- kinds --------------------------------------------------------------
 
     def _result_kinds(self, fn: fns.Function, args: Sequence[Any],
@@ -223,7 +240,7 @@ class GenericAlgebra(Algebra):
         shapes = [a.shape for a in args if isinstance(a, GTensor)]
         if any(math.prod(s) > MAX_KIND_ELEMENTS for s in shapes):
             raise SymbolicLimit(f"a tensor of more than {MAX_KIND_ELEMENTS} elements")
-        if fn.name in ELEMENTWISE and len(shapes) == len(args):
+        if (fn.name in ELEMENTWISE or fn.name in EXTRA) and len(shapes) == len(args):
             try:
                 out = np.broadcast_shapes(*shapes)
             except ValueError:
@@ -276,7 +293,7 @@ class GenericAlgebra(Algebra):
             if a.op == "concat" and a.args[0].shape[0] == h:
                 return a.args
             return tuple(self._intern("split", a.dtype, (h,), (a,), k) for k in (0, 1))
-        return (self.elementwise(ELEMENTWISE[name], tuple(args)),)
+        return (self.elementwise(ELEMENTWISE.get(name) or EXTRA[name], tuple(args)),)
 
     def elementwise(self, op: str, args: tuple[GTensor, ...]) -> GTensor:
         dtype = args[0].dtype
@@ -338,6 +355,38 @@ class GenericEncoder(Encoder):
             return z3_const(value, dtype)
         raw = np.asarray(value).tobytes().hex()
         return z3.Const(f"const:{dtype}:{raw}", self.sort(dtype))
+
+    def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
+        """The element-wise engine's operations, and EXTRA's: IEEE division
+        and square root rounded to nearest even (numpy's float32 divide and
+        sqrt are correctly rounded), absolute value (int64: wraps at the
+        minimum, as numpy's abs), x * x and (x - y) * (x - y) with one
+        rounding per operation, as the implementations compute them."""
+        if op not in ("div", "sqrt", "abs", "square", "sqdiff"):
+            return super().scalar_op(op, dtype, args)
+        x = args[0]
+        if dtype == "int64":
+            if op == "abs":
+                return z3.If(x < 0, -x, x)
+            if op == "square":
+                return x * x
+            if op == "sqdiff":
+                d = x - args[1]
+                return d * d
+        elif dtype == "float32":
+            rne = z3.RNE()
+            if op == "div":
+                return z3.fpDiv(rne, x, args[1])
+            if op == "sqrt":
+                return z3.fpSqrt(rne, x)
+            if op == "abs":
+                return z3.fpAbs(x)
+            if op == "square":
+                return z3.fpMul(rne, x, x)
+            if op == "sqdiff":
+                d = z3.fpSub(rne, x, args[1])
+                return z3.fpMul(rne, d, d)
+        raise ValueError(f"no encoding for {op} on {dtype}")
 
     # -- the generic element ---------------------------------------------------
 

@@ -333,7 +333,7 @@ class Algebra:
         used = [a for i, a in enumerate(args) if i in fn.strict()]
         if len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * fn.n_out
-        if not has_encoding(fn):
+        if not self.has_encoding(fn):
             return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         kinds = self._result_kinds(fn, args, attrs)
         if all(isinstance(k, Error) for k in kinds):
@@ -344,6 +344,10 @@ class Algebra:
                 raise AssertionError(f"symbolic {fn.name} disagrees with the oracle on kinds: "
                                      f"{k} vs {r.dtype}{list(r.shape)}")
         return results
+
+    def has_encoding(self, fn: fns.Function) -> bool:
+        """Whether this algebra computes `fn` exactly (else: opaque)."""
+        return has_encoding(fn)
 
     def assign(self, fn: fns.Function, w: SymValue, v: SymValue,
                current: SymValue) -> SymValue | None:
