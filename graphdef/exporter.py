@@ -183,7 +183,9 @@ def export_graph(p: Program) -> dict:
             op = _ASSIGN_OPS.get(n.fn.removesuffix(fns.FTZ_SUFFIX))
             if op is None:
                 raise ExportError(where, f"Assign-{n.fn} has no TensorFlow op (Write, Assign-Add "
-                                  "and Assign-Sub do)")
+                                  "and Assign-Sub do; StepToward and ScaleAdd come from an "
+                                  "imported ResourceApplyAdam or ResourceApplyMomentum, which "
+                                  "export does not rebuild)")
             t = p.variables[p.accessed_variable(n.name)]
             out.append({"name": name, "op": op, "input": data + ctrl,
                         "attr": {"dtype": _type(t.dtype)}})
@@ -266,6 +268,9 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
                  "attr": {k: v for k, v in ((k, _attr_from_json(v))
                                             for k, v in attrs.get("tf_attrs", {}).items())
                           if v is not None}}]
+    if op in ("StackBroadcast",):
+        raise ExportError(where, f"{op} is part of an imported ResourceApplyAdam or "
+                          "ResourceApplyMomentum, which export does not rebuild")
     raise ExportError(where, f"the function {op} has no TensorFlow op in the exporter")
 
 
