@@ -142,9 +142,16 @@ class GraphRunner:
                 raise TensorFlowRunError(f"TensorFlow cannot load the graph: {exc}") from exc
             self._init_ph, self._assign, self._destroy, self._is_init, self._read = {}, {}, [], {}, {}
             for i, (var, node) in enumerate(sorted(self.var_nodes.items())):
-                handle = g.get_tensor_by_name(f"{node.name}:0")
+                # a handle of our own to the same resource (same container and
+                # shared_name): the graph's VarHandleOp may have control inputs,
+                # which resetting or reading the variable must not run
                 dtype = tf.dtypes.as_dtype(node.attr["dtype"].type)
                 with tf.name_scope(f"tfsem_backend/v{i}"):
+                    handle = tf.raw_ops.VarHandleOp(
+                        dtype=dtype, shape=tf.TensorShape(node.attr["shape"].shape),
+                        container=node.attr["container"].s.decode(),
+                        shared_name=node.attr["shared_name"].s.decode() or node.name,
+                        name="handle")
                     ph = tf.compat.v1.placeholder(dtype, None, name="init")
                     self._init_ph[var] = ph
                     self._assign[var] = tf.raw_ops.AssignVariableOp(resource=handle, value=ph)
@@ -208,7 +215,7 @@ class GraphRunner:
                                       self._feed_dict(feeds))
         except tf.errors.OpError as exc:
             raise TensorFlowRunError(f"TensorFlow failed the run: {type(exc).__name__}: "
-                                     f"{exc.message.splitlines()[0] if exc.message else exc}") from exc
+                                     f"{_op_error_text(exc)}") from exc
         outs = {k: Tensor(np.asarray(v)) for k, v in zip(fetch_names, values)}
         state = {}
         if self.observe != "outputs":
@@ -253,6 +260,15 @@ class GraphRunner:
                 elif n.name in own and n.op not in ("VarHandleOp", "Const", "NoOp"):
                     unclustered.add(n.name)
         return {"clusters": dict(sorted(clusters.items())), "unclustered": sorted(unclustered)}
+
+
+def _op_error_text(exc: Exception) -> str:
+    """TensorFlow's message without its Python stack: the lines that say what
+    failed, where (at most 400 characters)."""
+    lines = [ln.strip() for ln in (getattr(exc, "message", "") or str(exc)).splitlines()]
+    keep = [ln for ln in lines if ln and not ln.startswith(("File ", "Original stack", "Detected at"))
+            and "most recent call last" not in ln]
+    return " ".join(keep)[:400]
 
 
 def _array(value: Any) -> np.ndarray:

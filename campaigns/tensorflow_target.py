@@ -109,3 +109,123 @@ def spec_for(name: str) -> str | None:
         _g.check_optimizer_names([opt])
         return f"{__name__}:grappler_{opt}"
     return None
+
+
+# --- XLA (and the plain executor) against the oracle, on generated programs ------
+#
+# XLA returns no graph to check, so it is not a pass: this campaign exports each
+# generated program, runs it `runs` times on TensorFlow (`mode` "xla": XLA CPU
+# auto-clustering; "tensorflow": the executor) from one σ with every variable
+# initialized (TensorFlow fails a run that reads an uninitialized variable), and
+# compares every outcome with the oracle's outcome sets at that σ.  An outcome
+# outside the decomposed semantics' set (seed 002's, the weaker one that XLA's
+# clustering is meant to respect) is a finding; one outside the atomic set only
+# is counted apart (the executor locks updates, XLA is allowed not to).
+#
+#     python -m tfsem.campaigns.tensorflow_target xla --budget 600 --out DIR
+
+def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: int = 20,
+                 mode: str = "xla", progress=None) -> dict:
+    import random  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from tfsem.backends.tensorflow import GraphRunner, TensorFlowRunError  # noqa: PLC0415
+    from tfsem.generators.builder import Config, build_inputs, build_program  # noqa: PLC0415
+    from tfsem.generators.draw import RandomDraw  # noqa: PLC0415
+    from tfsem.oracle.explore import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
+    from tfsem.oracle.values import value_to_json  # noqa: PLC0415
+
+    cfg = Config(max_nodes=max_nodes)
+    stats = {"mode": mode, "tensorflow": _g.tensorflow().__version__, "seed": seed,
+             "max_nodes": max_nodes, "runs_per_program": runs, "programs": 0,
+             "not_exported": 0, "oracle_out_of_reach": 0, "tensorflow_failed": 0,
+             "executed": 0, "runs": 0, "distinct_outcomes": 0,
+             "outside_atomic_only": 0, "findings": []}
+    started = time.monotonic()
+    last = started
+    i = 0
+    while time.monotonic() - started < budget_s:
+        rng = random.Random(f"tfsem-generate:{seed}:{i}")
+        program = build_program(RandomDraw(rng), cfg)
+        feeds, init = build_inputs(RandomDraw(random.Random(f"tfsem-inputs:{seed}:{i}")),
+                                   program, uninitialized_p=0.0)
+        i += 1
+        stats["programs"] += 1
+        data, fetches, targets = _exported(program)
+        if data is None:
+            stats["not_exported"] += 1
+            continue
+        try:
+            allowed = {s: set(outcome_set(program, feeds, init, s, "outputs+state",
+                                          max_seconds=2.0))
+                       for s in ("atomic", "decomposed")}
+        except Exception:  # budget, or an op the oracle cannot run
+            stats["oracle_out_of_reach"] += 1
+            continue
+        try:
+            with GraphRunner(data, {f: f for f in fetches}, targets, mode=mode) as r:
+                seen = r.run_many(feeds, init, runs)
+        except TensorFlowRunError as exc:
+            stats["tensorflow_failed"] += 1
+            stats.setdefault("tensorflow_errors", []).append(str(exc)[:300])
+            continue
+        stats["executed"] += 1
+        stats["runs"] += seen.runs
+        stats["distinct_outcomes"] += len(seen.counts)
+        for outcome, n in seen.items():
+            if outcome not in allowed["decomposed"]:
+                stats["findings"].append({
+                    "program": program_to_json(program), "index": i - 1,
+                    "feeds": {k: value_to_json(v) for k, v in feeds.items()},
+                    "init": {k: value_to_json(v) for k, v in init.items()},
+                    "outcome": outcome.to_json(), "runs": n,
+                    "allowed": [o.to_json() for o in allowed["decomposed"]]})
+            elif outcome not in allowed["atomic"]:
+                stats["outside_atomic_only"] += 1
+                examples = stats.setdefault("outside_atomic_examples", [])
+                if len(examples) < 10:
+                    examples.append({
+                        "program": program_to_json(program), "index": i - 1,
+                        "feeds": {k: value_to_json(v) for k, v in feeds.items()},
+                        "init": {k: value_to_json(v) for k, v in init.items()},
+                        "outcome": outcome.to_json(), "runs": n,
+                        "allowed_atomic": [o.to_json() for o in allowed["atomic"]]})
+        if progress and time.monotonic() - last > 30:
+            last = time.monotonic()
+            progress(f"[{last - started:7.1f}s] {mode}: {stats['programs']} programs, "
+                     f"{stats['executed']} executed, {len(stats['findings'])} findings")
+    stats["seconds"] = round(time.monotonic() - started, 3)
+    return stats
+
+
+def _main(argv=None) -> int:
+    import argparse  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(prog="python -m tfsem.campaigns.tensorflow_target",
+                                 description="XLA (or the executor) against the oracle on "
+                                             "generated programs")
+    ap.add_argument("mode", choices=("xla", "tensorflow"))
+    ap.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-nodes", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=20, help="runs per program")
+    ap.add_argument("--out", default=None, help="write the summary and findings as JSON here")
+    args = ap.parse_args(argv)
+    stats = xla_campaign(args.budget, seed=args.seed, max_nodes=args.max_nodes,
+                         runs=args.runs, mode=args.mode,
+                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.out:
+        Path(args.out).write_text(json.dumps(stats, indent=1))
+    summary = {k: v for k, v in stats.items()
+               if k not in ("findings", "tensorflow_errors", "outside_atomic_examples")}
+    summary["findings"] = len(stats["findings"])
+    print(json.dumps(summary, indent=1))
+    return 1 if stats["findings"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -53,3 +53,13 @@ def test_fuzz_grappler_then_report(tmp_path, capsys):
     assert main(["report", str(out)]) == 0
     page = (out / "report" / "index.html").read_text()
     assert "grappler:dependency" in page
+
+
+def test_xla_campaign_runs_generated_programs_against_the_oracle():
+    """A few seconds of the XLA campaign: generated programs are exported, run
+    XLA-clustered, and no outcome falls outside the decomposed semantics."""
+    from tfsem.campaigns.tensorflow_target import xla_campaign
+    stats = xla_campaign(6.0, seed=1, runs=5, mode="xla")
+    assert stats["programs"] >= stats["executed"] >= 1
+    assert stats["runs"] == 5 * stats["executed"]
+    assert stats["findings"] == [], stats["findings"][:1]
