@@ -203,14 +203,42 @@ class _Importer:
         out = []
         k = 0
         for i in n.inputs:
-            src, _, control = split_ref(i)
+            src, port, control = split_ref(i)
             if not control:
                 if k in static:
+                    # read at import: not built, but what the constant waits
+                    # for in TensorFlow (its control inputs) comes first
+                    out.extend(self.static_controls(src, port))
                     k += 1
                     continue
                 k += 1
             out.append(src)
         return out
+
+    #: Ops a constant read at import time may pass through.
+    PASS_THROUGH = ("Identity", "StopGradient", "Snapshot")
+
+    def static_chain(self, src: str, port: int) -> list[GNode]:
+        """The nodes from a static input back to its Const (through Identity)."""
+        chain: list[GNode] = []
+        while len(chain) < 1000:
+            g = self.g.get(src)
+            if g is None:
+                break
+            chain.append(g)
+            if g.op not in self.PASS_THROUGH or port != 0:
+                break
+            data = [x for x in g.inputs if not x.startswith("^")]
+            if not data:
+                break
+            src, port, _ = split_ref(data[0])
+        return chain
+
+    def static_controls(self, src: str, port: int) -> list[str]:
+        """The control inputs of a static input's chain: in TensorFlow its
+        consumer runs after them, so in tfsem it gets control edges from them."""
+        return [split_ref(c)[0] for g in self.static_chain(src, port)
+                for c in g.inputs if c.startswith("^")]
 
     def order(self, roots: Sequence[str]) -> list[str]:
         """The nodes the roots need, each after its inputs (iterative DFS)."""
@@ -291,8 +319,12 @@ class _Importer:
                 raise
             # a constant of a dtype tfsem has no values of (int32 ...): fine
             # as long as only import-time reads (axes, a Cast) use it
+            # (a NoOp stands for it, so that control edges from it keep
+            # their meaning)
             self.unusable[n.name] = exc
-            self.refs[n.name] = []
+            b = _Builder(self, n, None)
+            b.add("NoOp", [])
+            b.finish([])
             return
         b.finish(list(outs))
 
@@ -349,6 +381,7 @@ class _Builder:
         self.main: str | None = None
         self.part_inputs: dict[str, list] = {}
         self.pending: list[tuple[str, str, dict]] = []
+        self.static_controls: list[str] = []
         self._exclusive = False
 
     @property
@@ -388,24 +421,21 @@ class _Builder:
         return DataIn(self.imp.done[src])
 
     def static(self, i: int) -> np.ndarray:
+        """Input i as a numpy array, read when the graph is imported: a Const,
+        possibly through Identity nodes.  The nodes it waits for in TensorFlow
+        (the chain's control inputs) become control inputs of this node."""
         if i < 0:
             i += len(self.data)
         src, port = self._ref(i)
-        seen = 0
-        while True:
-            g = self.imp.g.get(src)
-            if g is None:
-                self.reject(f"input {i} names no node {src!r}", "unknown-node")
-            if g.op == "Const" and port == 0:
-                return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}),
-                                         g.describe())
-            if g.op in ("Identity", "StopGradient", "Snapshot") and port == 0 and seen < 1000:
-                data = [x for x in g.inputs if not x.startswith("^")]
-                src, port, _ = split_ref(data[0])
-                seen += 1
-                continue
+        chain = self.imp.static_chain(src, port)
+        if not chain:
+            self.reject(f"input {i} names no node {src!r}", "unknown-node")
+        g = chain[-1]
+        if g.op != "Const" or (len(chain) == 1 and port != 0):
             self.reject(f"input {i} must be a constant (tfsem reads it when the graph is "
-                        f"imported), but it is computed by {src!r} ({g.op})", "not-constant")
+                        f"imported), but it is computed by {g.name!r} ({g.op})", "not-constant")
+        self.static_controls.extend(self.imp.static_controls(src, port))
+        return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}), g.describe())
 
     def static_shape(self, i: int) -> tuple[int, ...]:
         src, port = self._ref(i)
@@ -495,9 +525,7 @@ class _Builder:
                 raise RuntimeError(f"model of {self.node.op} made no node named after it")
         mine = set(self.parts)
         controls = []
-        for c in self.controls:
-            if c in imp.unusable:
-                raise imp.unusable[c]
+        for c in list(dict.fromkeys(self.controls + self.static_controls)):
             if c not in imp.done:
                 self.reject(f"control input ^{c} comes from a node that was not imported")
             controls.append(ControlIn(imp.done[c]))

@@ -394,7 +394,9 @@ def _shape(b):
         b.reject("out_type must be int64")
     shape = b.static_shape(0)
     from tfsem.oracle.values import Tensor
-    return [b.add("Const", [], {"value": Tensor(np.array(shape, dtype=np.int64))})]
+    # TensorFlow's Shape runs after its input: so does the constant
+    after = [ControlIn(b.input(0).node)]
+    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=np.int64))})]
 
 
 # -- state ------------------------------------------------------------------

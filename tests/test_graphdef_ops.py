@@ -403,3 +403,22 @@ def test_optimizer_updates_equal_tensorflows_bit_for_bit(which):
                        "outputs+state").as_dict(1)
     assert {x: bits(t.array) for x, t in dict(o.state).items()} == \
         {x: bits(after[x]) for x in p.variables}
+
+
+def test_a_constant_read_at_import_keeps_its_control_inputs():
+    """Reshape(x, shape) with shape = Const(^w): in TensorFlow the Reshape runs
+    after w (a write of v), so a Read of v feeding x... here: the output reads
+    v only after w, in every outcome."""
+    nodes = [var("v", (), "DT_INT64"), const("two", 2, "DT_INT64"),
+             {"name": "w", "op": "AssignVariableOp", "input": ["v", "two"],
+              "attr": {"dtype": {"type": "DT_INT64"}}},
+             {"name": "r", "op": "ReadVariableOp", "input": ["v"], "attr": {"dtype": {"type": "DT_INT64"}}},
+             dict(const("shape", [1], "DT_INT32"), input=["^w"]),
+             node("re", "Reshape", ["r", "shape"], T="DT_INT64", Tshape={"type": "DT_INT32"})]
+    p, outs = run(nodes, ["re"], init={"v": Tensor(np.int64(0))})
+    # the Read r itself is not ordered after w: both values are possible
+    assert sorted(int(o["re"].array[0]) for o, _ in outs) == [0, 2]
+    assert "w" in {i.node for i in p.node["re"].control_inputs}
+    nodes[3]["input"].append("^shape")   # now the read waits for shape, which waits for w
+    p, outs = run(nodes, ["re"], init={"v": Tensor(np.int64(0))})
+    assert [int(o["re"].array[0]) for o, _ in outs] == [2]
