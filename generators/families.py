@@ -138,3 +138,62 @@ FAMILIES = {
     "racy_pairs": racy_pairs, "blind_writers": blind_writers, "assign_adds": assign_adds,
     "lost_update": lost_update, "figure1": figure1, "chain": chain,
 }
+
+
+# Families of the reads-from benchmark (benchmarks/oracle_rf.py, issue 17).
+
+def lost_update_used(k: int) -> Inputs:
+    """lost_update(k) with the values read fetched (output ``o{i}`` is Read
+    ``r{i}``): every interleaving's reads show, not only x's final value."""
+    p, feeds, init = lost_update(k)
+    outputs = {f"o{i}": f"r{i}" for i in range(k)}
+    return P.program(p.nodes, outputs, ["x"]), feeds, init
+
+
+def writer_reader_pairs(n: int) -> Inputs:
+    """n pairs on one variable x: pair i writes i + 1 to x, then (control
+    edge) reads x and fetches it as ``o{i}``."""
+    nodes: list = []
+    for i in range(n):
+        nodes += [P.var(f"vw{i}", "x"), P.const(f"c{i}", i + 1), P.write(f"w{i}", f"vw{i}", f"c{i}"),
+                  P.var(f"vr{i}", "x"), P.read(f"r{i}", f"vr{i}", f"^w{i}")]
+    return (P.program(nodes, {f"o{i}": f"r{i}" for i in range(n)}, ["x"]), {},
+            {"x": Tensor(0)})
+
+
+def store_buffering(k: int) -> Inputs:
+    """k threads; thread i writes 1 to x{i}, then (control edge) reads
+    x{(i + 1) % k} and fetches it as ``o{i}``.  Under interleaving semantics
+    not every read sees 0: 2**k - 1 output vectors."""
+    nodes: list = []
+    for i in range(k):
+        nodes += [P.var(f"vw{i}", f"x{i}"), P.const(f"one{i}", 1),
+                  P.write(f"w{i}", f"vw{i}", f"one{i}"),
+                  P.var(f"vr{i}", f"x{(i + 1) % k}"), P.read(f"r{i}", f"vr{i}", f"^w{i}")]
+    variables = [f"x{i}" for i in range(k)]
+    return (P.program(nodes, {f"o{i}": f"r{i}" for i in range(k)}, variables), {},
+            {x: Tensor(0) for x in variables})
+
+
+def iriw(k: int) -> Inputs:
+    """Independent reads of independent writes with k threads (k >= 3): two
+    writers (x := 1, y := 1) and k - 2 readers; reader j reads x then
+    (control edge) y when j is even, y then x when j is odd, fetching both."""
+    if k < 3:
+        raise ValueError("iriw needs at least 3 threads")
+    nodes: list = [P.var("vx", "x"), P.const("one_x", 1), P.write("wx", "vx", "one_x"),
+                   P.var("vy", "y"), P.const("one_y", 1), P.write("wy", "vy", "one_y")]
+    outputs = {}
+    for j in range(k - 2):
+        first, second = ("x", "y") if j % 2 == 0 else ("y", "x")
+        nodes += [P.var(f"va{j}", first), P.read(f"a{j}", f"va{j}"),
+                  P.var(f"vb{j}", second), P.read(f"b{j}", f"vb{j}", f"^a{j}")]
+        outputs[f"a{j}"] = f"a{j}"
+        outputs[f"b{j}"] = f"b{j}"
+    return P.program(nodes, outputs, ["x", "y"]), {}, {"x": Tensor(0), "y": Tensor(0)}
+
+
+FAMILIES.update({
+    "lost_update_used": lost_update_used, "writer_reader_pairs": writer_reader_pairs,
+    "store_buffering": store_buffering, "iriw": iriw,
+})

@@ -542,9 +542,15 @@ def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
 def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 semantics: str = ATOMIC, observe: str = "outputs+state",
                 max_states: int = DEFAULT_MAX_STATES,
-                max_seconds: float = DEFAULT_MAX_SECONDS) -> OutcomeSet:
+                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "reference") -> OutcomeSet:
     """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
-    starts uninitialized.  Raises BudgetExceeded when the budget runs out."""
+    starts uninitialized.  Raises BudgetExceeded when the budget runs out.
+    `engine`: "reference" (this module), "readsfrom" or "auto" (see
+    readsfrom.outcome_set_engine: the same set, found by reads-from classes)."""
+    if engine != "reference":
+        from .readsfrom import outcome_set_engine
+        return outcome_set_engine(p, feeds, init, semantics, observe, max_states,
+                                  max_seconds, engine)
     if semantics not in (ATOMIC, DECOMPOSED):
         raise ValueError(f"unknown semantics {semantics!r}")
     budget = Budget(max_states, max_seconds)

@@ -238,9 +238,80 @@ class _Component_RF:
             got[-1 - v] = lw[v]
         return got
 
+    def _saturate(self, rf: list, final: dict) -> list[int] | None:
+        """Orders every run satisfying the choices must respect, or None when
+        they form a cycle (then no run satisfies them).  `before[e]` is the
+        set of events that must fire before e, closed transitively; it starts
+        as hb and grows, to a fixpoint, by the rules (r reads from w, w' a
+        write to the same variable, neither r nor w):
+        w before r; r before every write when w is the initial value;
+        w' before w when w' must precede r (else r would read w' or later);
+        r before w' when w must precede w' (else r would read w' or later);
+        every other write before a variable's final writer.  Two U events
+        reading from one write is impossible (both would follow it at once)."""
+        m = self.m
+        before = list(self.ev_anc)
+        seen_u: set[tuple[int, int]] = set()
+        for e in range(m):
+            if rf[e] is not None and self.ev_kind[e] == _U:
+                key = (self.ev_var[e], rf[e])
+                if key in seen_u:
+                    return None
+                seen_u.add(key)
+
+        class Cycle(Exception):
+            pass
+
+        def add(a: int, b: int) -> bool:
+            if before[b] >> a & 1:
+                return False
+            new = before[a] | (1 << a)
+            if new >> b & 1:
+                raise Cycle
+            for c in range(m):
+                if c == b or before[c] >> b & 1:
+                    if new >> c & 1:
+                        raise Cycle
+                    before[c] |= new
+            return True
+
+        constrained = [e for e in range(m) if rf[e] is not None]
+        writes = self.writes
+        try:
+            changed = True
+            while changed:
+                changed = False
+                for e in constrained:
+                    w = rf[e]
+                    ws = writes[self.ev_var[e]]
+                    if w == INIT:
+                        for w2 in ws:
+                            if w2 != e:
+                                changed |= add(e, w2)
+                        continue
+                    changed |= add(w, e)
+                    for w2 in ws:
+                        if w2 == w or w2 == e:
+                            continue
+                        if before[e] >> w2 & 1:
+                            changed |= add(w2, w)
+                        elif before[w2] >> w & 1:
+                            changed |= add(e, w2)
+                for v, f in final.items():
+                    for w2 in writes[v]:
+                        if w2 != f:
+                            changed |= add(w2, f)
+        except Cycle:
+            return None
+        return before
+
     def _search(self, rf: list, final: dict) -> list[int] | None:
         """A linearization of the events that satisfies the choices, or None."""
         m = self.m
+        ev_anc = self._saturate(rf, final)
+        if ev_anc is None:
+            self.budget.tick()
+            return None
         full = (1 << m) - 1
         readers: dict[tuple[int, int], int] = {}
         for e in range(m):
@@ -248,7 +319,7 @@ class _Component_RF:
                 key = (self.ev_var[e], rf[e])
                 readers[key] = readers.get(key, 0) | (1 << e)
         final_of = [final.get(v) for v in range(len(self.var_names))]
-        ev_anc, ev_var, ev_kind = self.ev_anc, self.ev_var, self.ev_kind
+        ev_var, ev_kind = self.ev_var, self.ev_kind
         reads, write_events, budget = self.reads, self.write_events, self.budget
         failed: set = set()
         path: list[int] = []
@@ -373,3 +444,103 @@ def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
     result.classes = classes
     return result
+
+
+# ---------------------------------------------------------------------------
+# Choosing an engine per component (explore.outcome_set(engine=...))
+
+ENGINES = ("reference", "readsfrom", "auto")
+#: auto: the reference engine first, with this many states ...
+AUTO_PROBE_STATES = 2000
+#: ... then the reads-from engine where its classes are at most this many
+AUTO_MAX_CLASSES = 100_000
+
+
+def _class_bound(rfc: _Component_RF) -> int:
+    bound = 1
+    for _e, cands in rfc.choices:
+        bound *= max(1, len(cands))
+        if bound > AUTO_MAX_CLASSES:
+            break
+    return bound
+
+
+def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                       semantics: str, observe: str, max_states: int, max_seconds: float,
+                       engine: str) -> OutcomeSet:
+    """`explore.outcome_set` with a choice of engine per component:
+
+    * ``readsfrom``: this module's engine; raises Unsupported where it does not apply;
+    * ``auto``: the reference engine with a budget of AUTO_PROBE_STATES states;
+      if that is not enough and the component has at most AUTO_MAX_CLASSES
+      reads-from choices (the product of the candidates of every choice, an
+      upper bound on its classes), the reads-from engine, under the rest of the
+      budget; where that one declines (Unsupported) or needs more than half of
+      what is left, the reference engine again with the rest.
+
+    Both engines are exact, so the choice changes the time and the witness
+    schedules, never the outcome set."""
+    from .explore import _explore
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if semantics not in (ATOMIC, DECOMPOSED):
+        raise ValueError(f"unknown semantics {semantics!r}")
+    budget = Budget(max_states, max_seconds)
+    comps = []
+    classes = 0
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 4 * MAX_CHOICES + 2000))
+        for names, variables, outputs in components(p):
+            comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+            part = None
+            if engine == "readsfrom":
+                rfc = _Component_RF(comp, init, budget)
+                part = rfc.run()
+                classes += rfc.classes
+            elif engine == "auto":
+                part = _probe(comp, init, budget)
+                if part is None:
+                    part, n = _try_rf(comp, init, budget)
+                    classes += n
+            if part is None:
+                part = _explore(comp, init, budget)
+            comps.append(part)
+    finally:
+        sys.setrecursionlimit(limit)
+    result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
+    result.classes = classes
+    return result
+
+
+def _sub_budget(budget: Budget, states: int, share: float) -> Budget:
+    left_s = budget.max_seconds - (time.monotonic() - budget.started)
+    return Budget(max(1, min(states, budget.max_states - budget.states)), max(0.0, left_s * share))
+
+
+def _probe(comp: _Component, init, budget: Budget):
+    from .explore import _explore
+    sub = _sub_budget(budget, AUTO_PROBE_STATES, 1.0)
+    try:
+        part = _explore(comp, init, sub)
+    except BudgetExceeded:
+        part = None
+    budget.states += sub.states
+    return part
+
+
+def _try_rf(comp: _Component, init, budget: Budget):
+    try:
+        rfc = _Component_RF(comp, init, budget)
+    except Unsupported:
+        return None, 0
+    if _class_bound(rfc) > AUTO_MAX_CLASSES:
+        return None, 0
+    sub = _sub_budget(budget, budget.max_states // 2, 0.5)
+    rfc.budget = sub
+    try:
+        part = rfc.run()
+    except (Unsupported, BudgetExceeded):
+        part = None
+    budget.states += sub.states
+    return part, (rfc.classes if part is not None else 0)

@@ -1,0 +1,156 @@
+"""The reads-from engine (oracle/readsfrom.py) against the reference engine
+(oracle/explore.py) and the brute-force step semantics: the same outcome set,
+in every mode and observe setting, on the hand-made families and on generated
+programs; every witness schedule replays to its outcome."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from tfsem.generators import families as F
+from tfsem.generators.strategies import random_inputs, random_programs
+from tfsem.oracle import program as P
+from tfsem.oracle import readsfrom
+from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.outcomes import make_outcome
+from tfsem.oracle.readsfrom import Unsupported, outcome_set_rf
+from tfsem.oracle.semantics import graph_of, reference_outcomes, run_schedule
+from tfsem.oracle.values import Tensor
+
+MODES = [(sem, obs) for sem in ("atomic", "decomposed") for obs in ("outputs", "outputs+state")]
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+
+FAMILY_CASES = {
+    "first_example": F.first_example(True), "first_example_racy": F.first_example(False),
+    "racy_pairs3": F.racy_pairs(3), "blind_writers4": F.blind_writers(4),
+    "assign_adds4": F.assign_adds(4), "lost_update3": F.lost_update(3),
+    "increments3": F.increments(3), "figure1_3_concat": F.figure1(3, "Concat"),
+    "figure1_3_add": F.figure1(3, "Add"), "writes_reads": F.writes_reads(),
+    "load_store": F.load_store(), "lost_update_used3": F.lost_update_used(3),
+    "writer_reader_pairs3": F.writer_reader_pairs(3), "store_buffering4": F.store_buffering(4),
+    "iriw5": F.iriw(5), "chain5": F.chain(5),
+}
+
+
+def _replays(p, feeds, init, result, semantics, observe) -> None:
+    g = graph_of(p)
+    for outcome, schedule in result.items():
+        s = run_schedule(p, feeds, init, schedule, semantics)
+        outputs = {name: s.in_transit[e.id] for name, e in g.output_edges.items()}
+        assert make_outcome(outputs, s.var_value, observe) == outcome
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
+@pytest.mark.parametrize("semantics,observe", MODES)
+def test_families_agree_with_reference(name, semantics, observe):
+    p, feeds, init = FAMILY_CASES[name]
+    ref = outcome_set(p, feeds, init, semantics, observe)
+    rf = outcome_set_rf(p, feeds, init, semantics, observe)
+    assert set(rf) == set(ref)
+    assert rf.count == ref.count
+    _replays(p, feeds, init, rf, semantics, observe)
+
+
+@pytest.mark.parametrize("semantics,observe", MODES)
+def test_small_families_agree_with_brute_force(semantics, observe):
+    for p, feeds, init in (F.lost_update_used(2), F.store_buffering(3), F.blind_writers(3),
+                           F.figure1(2, "Concat"), F.iriw(3)):
+        brute = reference_outcomes(p, feeds, init, semantics, observe)
+        assert set(outcome_set_rf(p, feeds, init, semantics, observe)) == set(brute)
+
+
+def test_known_counts_and_classes():
+    # blind_writers(n), outputs only: the read sees x0 or one of n writes:
+    # n + 1 classes, and as many linearization searches, not 2**n states
+    p, feeds, init = F.blind_writers(12)
+    r = outcome_set_rf(p, feeds, init, observe="outputs")
+    assert r.count == 13 and r.classes == 13
+    assert r.states <= 13 * 13
+    # with x's final value: any write last, the read before or after: 12 * 13
+    r = outcome_set_rf(p, feeds, init, observe="outputs+state")
+    assert r.count == 156 and r.classes == 156
+    # store buffering, k threads: every vector of reads but all-zero
+    p, feeds, init = F.store_buffering(6)
+    r = outcome_set_rf(p, feeds, init, observe="outputs")
+    assert r.count == 2 ** 6 - 1 == r.classes
+    # figure 1 with Concat: one outcome per order of the replicas
+    p, feeds, init = F.figure1(4, "Concat")
+    assert outcome_set_rf(p, feeds, init).count == 24
+
+
+def test_error_writes_are_declined():
+    # a Write of an error value leaves x unchanged: which value it keeps depends
+    # on the order of the writes, not on the reads-from class, so the engine
+    # declines and the auto dispatcher uses the reference engine
+    p = P.program([P.var("vu", "u"), P.read("ru", "vu"),
+                   P.var("v1", "x"), P.write("w1", "v1", "ru"),
+                   P.var("v2", "x"), P.write("w2", "v2", "$b"),
+                   P.var("vr", "x"), P.read("r", "vr")],
+                  {"out": "r"}, ["x", "u"])
+    feeds, init = {"b": Tensor(5)}, {"x": Tensor(1)}          # u uninitialized
+    with pytest.raises(Unsupported, match="error value"):
+        outcome_set_rf(p, feeds, init)
+    ref = outcome_set(p, feeds, init)
+    auto = outcome_set(p, feeds, init, engine="auto")
+    assert set(auto) == set(ref) and auto.count == ref.count == 2
+
+
+def test_engine_argument():
+    p, feeds, init = F.blind_writers(5)
+    ref = set(outcome_set(p, feeds, init, observe="outputs"))
+    for engine in ("readsfrom", "auto"):
+        assert set(outcome_set(p, feeds, init, observe="outputs", engine=engine)) == ref
+    with pytest.raises(ValueError, match="unknown engine"):
+        outcome_set(p, feeds, init, engine="fast")
+
+
+def test_budget_is_a_verdict():
+    p, feeds, init = F.lost_update_used(6)
+    with pytest.raises(BudgetExceeded):
+        outcome_set_rf(p, feeds, init, max_states=500)
+
+
+def _differential(count, seed, max_nodes, engine_fn):
+    compared = declined = 0
+    for j, p in enumerate(random_programs(count, seed, max_nodes=max_nodes)):
+        feeds, init = random_inputs(p, j)
+        for semantics, observe in MODES:
+            try:
+                ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
+            except BudgetExceeded:
+                continue
+            try:
+                got = engine_fn(p, feeds, init, semantics, observe)
+            except Unsupported:
+                declined += 1
+                continue
+            except BudgetExceeded:
+                continue
+            assert set(got) == set(ref), (j, semantics, observe)
+            assert got.count == ref.count
+            compared += 1
+    return compared, declined
+
+
+def test_generated_programs_agree_with_reference():
+    count = 5000 if NIGHTLY else 800
+    compared, declined = _differential(
+        count, 17, 10, lambda *a: outcome_set_rf(*a, max_states=20_000, max_seconds=5))
+    assert compared >= 0.8 * 4 * count
+    assert declined < 0.15 * 4 * count
+
+
+def test_generated_programs_auto_agrees_with_reference(monkeypatch):
+    # a tiny probe, so that most components go through the reads-from engine
+    monkeypatch.setattr(readsfrom, "AUTO_PROBE_STATES", 3)
+    count = 1000 if NIGHTLY else 50
+    compared, declined = _differential(
+        count, 18, 16, lambda *a: outcome_set(*a, max_states=50_000, max_seconds=10, engine="auto"))
+    assert declined == 0 and compared >= 0.8 * 4 * count
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile")
+def test_generated_larger_programs_agree_with_reference():
+    compared, _ = _differential(400, 19, 20, lambda *a: outcome_set_rf(*a, max_states=50_000, max_seconds=5))
+    assert compared > 0
