@@ -283,9 +283,14 @@ class _Checker:
         flagged = sorted({x for prog, comps in ((p, ours), (p2, theirs)) for sig, (names, _, _) in comps
                           if sig not in self.same for n in names
                           if (x := prog.accessed_variable(n)) is not None})
-        if len(flagged) > MAX_FLAGGED_VARIABLES:
-            raise _GiveUp("budget", f"{len(flagged)} variables are accessed, each initialized or "
-                                    f"not (limit {MAX_FLAGGED_VARIABLES})")
+        generic_limit = gen.FLAGGED_FACTOR * MAX_FLAGGED_VARIABLES
+        limit = generic_limit if self.generic else MAX_FLAGGED_VARIABLES
+        if len(flagged) > limit:
+            # whole-tensor terms stay small with more initialization cases:
+            # the generic element may take what the element terms cannot
+            raise _GiveUp("size" if len(flagged) <= generic_limit else "budget",
+                          f"{len(flagged)} variables are accessed, each initialized or "
+                          f"not (limit {limit})")
         self.stats["flagged"] = flagged
         self.algebra = algebra = gen.GenericAlgebra() if self.generic else Algebra()
         algebra.set_flags(flagged)

@@ -133,6 +133,11 @@ CONST_INLINE = 64
 #: or "lambda" (an array of its elements: also when they are equal terms
 #: element by element, at a much higher solver cost)
 WHOLE = "structural"
+#: The generic engine lets this many times check.MAX_FLAGGED_VARIABLES
+#: variables start initialized or not in one search (its terms stay small
+#: with more cases; guarded values stay bounded by symbolic.MAX_GUARD_LEAVES
+#: cases each): a Keras Adam step accesses 14 variables
+FLAGGED_FACTOR = 2
 #: dtypes the generic element has a Z3 model for (others: opaque results)
 ENCODED = frozenset({"int64", "float32"})
 

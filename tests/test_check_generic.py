@@ -321,9 +321,11 @@ def renamed(p):
     return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
 
 
-@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
-def test_a_keras_training_step_with_large_kernels_refines_itself(semantics):
-    p = widened_mlp("keras_mlp_sgd", 1100)
+@pytest.mark.parametrize("graph,semantics", [("keras_mlp_sgd", "atomic"),
+                                             ("keras_mlp_sgd", "decomposed"),
+                                             ("keras_mlp_adam", "atomic")])
+def test_a_keras_training_step_with_large_kernels_refines_itself(graph, semantics):
+    p = widened_mlp(graph, 1100)
     assert max(math.prod(t.shape) for t in p.variables.values()) > MAX_ELEMENTS
     q = renamed(p)   # the same program, not the same object: the search runs
     v = check_rewrite(p, q, semantics, timeout=30, structural=False)
