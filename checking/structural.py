@@ -218,12 +218,18 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     programs must be valid.  Groups M and S exist in decomposed mode only."""
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
-    try:
-        reason = _prove(p, p2, semantics, observe, stats)
-        proved = True
-    except _NotApplicable as exc:
-        reason = str(exc)
-        proved = False
+    proved, reason = False, ""
+    # first with unmatched Reads of P deleted, then with each one matched to a
+    # Read that cse would merge it with (a dead Read matched to a twin
+    # inherits the twin's orderings, which may fail (H) where deleting it
+    # would not; a used one must be matched)
+    for merge_reads in (False, True):
+        try:
+            reason = _prove(p, p2, semantics, observe, stats, merge_reads)
+            proved = True
+            break
+        except _NotApplicable as exc:
+            reason = reason or str(exc)
     stats["seconds"] = round(time.perf_counter() - started, 6)
     return StructuralResult(proved, reason, stats)
 
@@ -274,13 +280,16 @@ def _cse_keys(p: Program) -> dict[str, int]:
     return key
 
 
-def _match(p: Program, p2: Program, acc: Mapping, acc2: Mapping) -> dict[str, str]:
+def _match(p: Program, p2: Program, acc: Mapping, acc2: Mapping,
+           merge_reads: bool = True) -> dict[str, str]:
     """A guess at ν: same name, same kind, variable and function; then a Read
     of P with no counterpart goes where a Read with the same CSE key went."""
     nu: dict[str, str] = {}
     for name, sig in acc.items():
         if acc2.get(name) == sig:
             nu[name] = name
+    if not merge_reads:
+        return nu
     keys = None
     for name, (kind, x, _fn) in acc.items():
         if name in nu or kind != READ:
@@ -411,11 +420,12 @@ def _last(p: Program, name: str, split: bool) -> Step:
     return (name, WRITE_STEP) if split and p.node[name].op == ASSIGN else (name, ONE)
 
 
-def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any]) -> str:
+def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any],
+           merge_reads: bool) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
-    nu = _match(p, p2, acc, acc2)       # Reads and same-function Assigns, by name / CSE key
+    nu = _match(p, p2, acc, acc2, merge_reads)   # Reads and same-function Assigns
     for s, t in list(nu.items()):
         if acc[s][0] == ASSIGN and acc[s] != acc2[t]:
             del nu[s]                   # same name, another function: fuse or split below
