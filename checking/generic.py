@@ -99,9 +99,14 @@ When this path gives up (a tensor too large even to compute kinds, the
 solver undecided), the checker falls back to concrete testing and says
 `no-counterexample` or `unknown`, never `sound` on a guess.
 
-The checker uses this path when a tensor is over the element-wise limit
-(`check_rewrite(..., tensors="auto")`), or always (`tensors="generic"`,
-used by the differential tests against the element-wise engine).
+Which engine the checker uses (`tensors_mode`, set with `with
+generic.tensors(MODE):`): "auto" (the default) runs the element-wise
+engine and turns to this one when it meets a tensor over its limit, a dtype
+it has no terms for, or more accessed variables than its limit
+(check.MAX_FLAGGED_VARIABLES; this engine allows FLAGGED_FACTOR times as
+many); "elementwise" never turns here (the previous engine, for
+comparisons); "generic" always starts here (the differential tests against
+the element-wise engine).  `stats["generic"]` in a verdict says why it ran.
 """
 
 from __future__ import annotations
