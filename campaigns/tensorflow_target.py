@@ -20,7 +20,11 @@ variables keep their names (VarHandleOp ``shared_name``), so the imported
 result has the program's interface.
 
 A program the exporter cannot write (an op with no TensorFlow counterpart) is
-returned unchanged: there is nothing for Grappler to act on.  A Grappler
+returned unchanged: there is nothing for Grappler to act on.  So is a program
+whose exported graph means something else to TensorFlow than the program to
+tfsem (float ops that TensorFlow's CPU kernels run with subnormals flushed to
+zero, imported as ``X.ftz``): checking Grappler's output against it would
+blame Grappler for the CPU's denormal mode (see `_same_semantics`).  A Grappler
 result that does not import back (an op that has no model, such as a fused
 op of the remapper) raises `GrapplerResultNotImported`, which the campaign
 stores as a crash of the target with the op named.
@@ -58,6 +62,23 @@ def _exported(program):
     return encode("GraphDef", graph), fetches, targets
 
 
+def _same_semantics(data: bytes, fetches, targets) -> bool:
+    """Whether the exported graph means, to TensorFlow, what the program means
+    to tfsem: its import uses no flush-to-zero float function (``X.ftz``:
+    TensorFlow's CPU kernels flush subnormals, tfsem's own functions keep
+    them) and no uninterpreted ``tf.*`` function.  Otherwise the campaign would
+    compare Grappler's output (TensorFlow's semantics) with the generated
+    program (IEEE semantics) and blame Grappler for the CPU's denormal mode."""
+    from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
+    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.oracle.functions import FTZ_SUFFIX  # noqa: PLC0415
+    try:
+        p = import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
+    except Exception:
+        return False
+    return not any(n.op.endswith(FTZ_SUFFIX) or n.op.startswith("tf.") for n in p.nodes)
+
+
 def optimize(program, optimizer: str = _g.DEFAULT_PIPELINE):
     """`program` through Grappler's `optimizer` and back (see the module docstring)."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
@@ -66,6 +87,8 @@ def optimize(program, optimizer: str = _g.DEFAULT_PIPELINE):
 
     data, fetches, targets = _exported(program)
     if data is None:
+        return program
+    if not _same_semantics(data, fetches, targets):
         return program
     res = _g.run_grappler(data, fetches + targets, optimizer)
     out_targets = [t for t in targets if t in {n.name for n in res.graph_def.node}]
