@@ -318,6 +318,9 @@ def run_backend(args: argparse.Namespace) -> int:
         fetches = list(program.outputs)
         targets = [n["name"] for n in graph["node"]
                    if n["op"] != "Placeholder" and n["name"] not in program.outputs]
+        # the oracle judges what TensorFlow runs: the exported graph imported
+        # back (float ops then flush subnormals, as TensorFlow's CPU kernels do)
+        program = _import(graph_def, fetches, targets, str(path))
     from .common import sigma_from_args  # noqa: PLC0415
     feeds, init = sigma_from_args(program, args)
     threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
