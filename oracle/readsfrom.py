@@ -75,6 +75,32 @@ INIT = -1
 MAX_CHOICES = 400
 
 
+class _Cycle(Exception):
+    pass
+
+
+class _Cached:
+    """A function with its results remembered by arguments (functions are
+    deterministic): a replay recomputes the same applications class after
+    class."""
+
+    __slots__ = ("fn", "name", "memo")
+
+    def __init__(self, fn) -> None:
+        self.fn, self.name, self.memo = fn, fn.name, {}
+
+    def apply(self, args, attrs=None):
+        key = tuple(args)
+        try:
+            return self.memo[key]
+        except KeyError:
+            pass
+        except TypeError:                            # an unhashable value
+            return self.fn.apply(args, attrs)
+        out = self.memo[key] = self.fn.apply(args, attrs)
+        return out
+
+
 class Unsupported(ValueError):
     """The reads-from engine does not apply to this program and input; the
     reference engine (`explore.outcome_set`) does."""
@@ -164,6 +190,8 @@ class _Component_RF:
             raise Unsupported(f"{len(choices)} reads-from choices (at most {MAX_CHOICES})")
         self.choices = choices
         self.classes = 0
+        # a node's attrs are fixed, so its arguments determine its results
+        comp.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f) for f in comp.fn]
 
     def _hb(self, a: int, b: int) -> bool:
         return bool(self.ev_anc[b] >> a & 1)
@@ -196,19 +224,22 @@ class _Component_RF:
         self._extend(0, rf, final, witness, results)
         return results
 
-    def _extend(self, depth: int, rf: list, final: dict, witness: list[int],
+    def _extend(self, depth: int, rf: list, final: dict, witness: tuple[list[int], list[int]],
                 results: dict) -> None:
         if depth == len(self.choices):
             self.classes += 1
             b = self.budget
             if self.classes & 255 == 0 and time.monotonic() - b.started > b.max_seconds:
                 raise BudgetExceeded("seconds", b.max_seconds, b.states)
-            outcome, schedule = self._replay(witness)
+            outcome, schedule = self._replay(witness[0])
             results.setdefault(outcome, schedule)
             return
         e, cands = self.choices[depth]
-        got = self._observed(witness)
+        lin, before = witness
+        got = self._observed(lin)
         for w in cands:
+            if not self._possible(e, w, before, rf):
+                continue
             if e >= 0:
                 rf[e] = w
             else:
@@ -223,6 +254,25 @@ class _Component_RF:
             rf[e] = None
         else:
             del final[-1 - e]
+
+    def _possible(self, e: int, w: int, before: list[int], rf: list) -> bool:
+        """False when choice e = w contradicts `before`, the orders every run
+        satisfying the choices made so far respects (the parent's
+        saturation): then no run makes this choice too, and its saturation
+        would say so at a higher cost."""
+        if e < 0:                                    # w as the final writer
+            return not any(before[w2] >> w & 1 for w2 in self.writes[-1 - e])
+        ws = self.writes[self.ev_var[e]]
+        if w == INIT:
+            return not any(w2 != e and before[e] >> w2 & 1 for w2 in ws)
+        if before[w] >> e & 1:
+            return False
+        for w2 in ws:
+            if w2 != w and w2 != e and before[w2] >> w & 1 and before[e] >> w2 & 1:
+                return False
+        if self.ev_kind[e] == _U:
+            return not any(u != e and rf[u] == w and self.ev_kind[u] == _U for u in ws)
+        return True
 
     def _observed(self, lin: list[int]) -> dict[int, int]:
         """What a linearization's events read from, and the final writers."""
@@ -259,19 +309,16 @@ class _Component_RF:
                     return None
                 seen_u.add(key)
 
-        class Cycle(Exception):
-            pass
-
         def add(a: int, b: int) -> bool:
             if before[b] >> a & 1:
                 return False
             new = before[a] | (1 << a)
             if new >> b & 1:
-                raise Cycle
+                raise _Cycle
             for c in range(m):
                 if c == b or before[c] >> b & 1:
                     if new >> c & 1:
-                        raise Cycle
+                        raise _Cycle
                     before[c] |= new
             return True
 
@@ -301,12 +348,13 @@ class _Component_RF:
                     for w2 in writes[v]:
                         if w2 != f:
                             changed |= add(w2, f)
-        except Cycle:
+        except _Cycle:
             return None
         return before
 
-    def _search(self, rf: list, final: dict) -> list[int] | None:
-        """A linearization of the events that satisfies the choices, or None."""
+    def _search(self, rf: list, final: dict) -> tuple[list[int], list[int]] | None:
+        """A linearization of the events that satisfies the choices and the
+        saturated order it respects, or None when no run satisfies them."""
         m = self.m
         ev_anc = self._saturate(rf, final)
         if ev_anc is None:
@@ -368,7 +416,7 @@ class _Component_RF:
             del path[start:]
             return False
 
-        return list(path) if dfs(0) else None
+        return (list(path), ev_anc) if dfs(0) else None
 
     # -- replay ------------------------------------------------------------------
 
