@@ -93,6 +93,9 @@ class Function:
             raise too_large(self.name, None) from None
         except OpError as exc:  # the op fails: its own error value
             return (Error(exc.reason),) * self.n_out
+        except CannotRun as exc:  # say which function, for the message naming the nodes
+            exc.function = self.name
+            raise
         except ShapeError:
             return (Error(SHAPE_MISMATCH),) * self.n_out
         except ValueError:  # numpy's broadcasting and concatenation errors
@@ -380,7 +383,18 @@ class CannotRun(RuntimeError):
     """A function with no concrete model was asked to run (an opaque
     TensorFlow op, or a float reduction whose summation order tfsem does not
     model).  Concrete runs stop with this message; proofs treat the function
-    as uninterpreted."""
+    as uninterpreted.  `function` is the function's name (set by apply)."""
+
+    function: str | None = None
+
+    def naming_nodes(self, program: Any) -> str:
+        """The message, with the program's nodes that use the function."""
+        nodes = [n.name for n in program.nodes
+                 if self.function and (n.op == self.function or n.attrs.get("fn") == self.function)]
+        if not nodes:
+            return str(self)
+        more = f" and {len(nodes) - 5} more" if len(nodes) > 5 else ""
+        return f"{self} (node{'s' if len(nodes) > 1 else ''} {', '.join(nodes[:5])}{more})"
 
 
 class OpError(ShapeError):

@@ -141,6 +141,14 @@ def test_removing_a_control_dependency_is_a_confirmed_unsound(tmp_path, capsys):
     assert "oracle" in v["confirmed"]
 
 
+def test_outcomes_names_the_nodes_it_cannot_run(capsys):
+    x = '{"dtype": "float32", "value": [[1, 2, 3], [4, 5, 6]]}'
+    assert main(["outcomes", str(CORPUS / "batchnorm.pbtxt"), "--feed", f"x={x}"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot run TensorFlow op Mean" in err
+    assert "StatefulPartitionedCall/bn_1/moments/mean" in err and "Traceback" not in err
+
+
 def test_outcomes_command_on_a_graph(capsys):
     assert main(["outcomes", str(CORPUS / "counter.pbtxt"), "--init", "counter=3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                              observe=args.observe)
     except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
         from tfsem.checking.verdict import Verdict
-        verdict = Verdict("unknown", reason=f"{exc}",
+        verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
                           semantics=args.semantics or case.semantics,
                           observe=args.observe or case.observe)
     if args.json:

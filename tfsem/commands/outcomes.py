@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,
                              max_states=args.max_states, max_seconds=args.timeout)
     except CannotRun as exc:  # an op of an imported graph with no concrete model
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.naming_nodes(program)) from None
     except BudgetExceeded as exc:
         if args.json:
             print_json({"verdict": "unknown", "reason": str(exc)})

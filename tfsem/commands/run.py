@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             seen = run_random(program, feeds, init, args.runs, args.seed, backend, args.semantics,
                               args.observe)
     except CannotRun as exc:  # an op of an imported graph with no concrete model
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.naming_nodes(program)) from None
     except BudgetExceeded as exc:  # the tensor size limit
         if args.json:
             print_json({"verdict": "unknown", "reason": str(exc)})
