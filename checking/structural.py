@@ -82,9 +82,10 @@ domain.  The preimage of one step of P' is its *group*.  The conditions:
      of a's value; for every output name, its term in P is its term in P'.
      Equal terms take equal values at every σ and every valuation of the
      read leaves, since they denote the same deterministic functions applied
-     to the same arguments.  Three simplifications are applied to both sides
+     to the same arguments.  Four simplifications are applied to both sides
      and keep that property: `Identity(t)` and either port of `Copy(t)` are
-     `t` (the built-in functions return their argument, error or not); a
+     `t`, and `Snd(s, t)` is `t` (the built-in functions return that
+     argument, error or not; Snd propagates errors of t only); a
      function whose arguments are all constants is evaluated (functions are
      deterministic, and the constant-folding pass does the same; a function
      that cannot run stays a term).  Functions tfsem does not know the
@@ -196,6 +197,7 @@ FOLD_MAX_ELEMENTS = 1 << 16
 # import: a function re-registered under the same name is not simplified.
 _IDENTITY = fns.lookup("Identity")
 _COPY = fns.lookup("Copy")
+_SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
 
@@ -219,13 +221,15 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
     proved, reason = False, ""
-    # first with unmatched Reads of P deleted, then with each one matched to a
-    # Read that cse would merge it with (a dead Read matched to a twin
-    # inherits the twin's orderings, which may fail (H) where deleting it
-    # would not; a used one must be matched)
-    for merge_reads in (False, True):
+    # ν is a guess, and a wrong guess only loses a proof.  First with the
+    # Reads and Assigns of P that have no counterpart of the same name
+    # deleted, then matched to a twin cse would merge them with (a dead Read
+    # or an Assign prune dropped, matched to a twin, inherits the twin's
+    # orderings, which may fail (H) where deleting it would not; a used Read,
+    # or an Assign under outputs+state, must be matched)
+    for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True)):
         try:
-            reason = _prove(p, p2, semantics, observe, stats, merge_reads)
+            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns)
             proved = True
             break
         except _NotApplicable as exc:
@@ -260,15 +264,16 @@ def _accesses(p: Program) -> dict[str, tuple[str, str, str | None]]:
     return out
 
 
-def _cse_keys(p: Program) -> dict[str, int]:
-    """node -> an integer equal for nodes that `cse` would merge (same op,
-    attributes, data inputs and set of control inputs, recursively).  Only
-    used to *guess* ν for Reads; (V) and (H) check the guess."""
+def _cse_keys(p: Program, assigns: bool = False) -> dict[str, int]:
+    """node -> an integer equal for nodes that `cse` (`cse-stateful` when
+    `assigns`) would merge: same op, attributes, data inputs and set of
+    control inputs, recursively.  Only used to *guess* ν; (K), (V) and (H)
+    check the guess."""
     table: dict[tuple, int] = {}
     key: dict[str, int] = {}
     for name in p.topological_order:
         n = p.node[name]
-        if n.op == ASSIGN:
+        if n.op == ASSIGN and not assigns:
             k: tuple = ("assign", name)
         else:
             data = tuple(("feed", i.name) if isinstance(i, FeedIn) else (key[i.node], i.port)
@@ -337,6 +342,8 @@ class _Terms:
             return (args[0],)
         if f is _COPY and f is not None and len(args) == 1:
             return (args[0],) * n_out
+        if f is _SND and f is not None and len(args) == 2:
+            return (args[1],)
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -421,7 +428,7 @@ def _last(p: Program, name: str, split: bool) -> Step:
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any],
-           merge_reads: bool) -> str:
+           merge_reads: bool, merge_assigns: bool) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
@@ -445,7 +452,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if acc[s][0] == READ:
             step[(s, ONE)] = (t, ONE)
     images = {t for s, t in nu.items() if acc[s][0] == ASSIGN}
-    same_by_key: dict[tuple, str] = {}     # (variable, function, value term) -> P' Assign
+    same_by_key: dict[Any, str] = {}       # cse-stateful key, or (variable, function,
+    #                                        value term) -> P' Assign
+    struct = _cse_keys(p, assigns=True) if merge_assigns and decomposed else {}
     fused_reads: set[str] = set()
     split_reads: set[str] = set()
     deleted_assigns: list[str] = []
@@ -457,13 +466,15 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             step[(a, ONE)] = (t, ONE)
 
     for a, (kind, x, fn) in acc.items():
-        if kind != ASSIGN:
-            continue
         t = nu.get(a)
-        if t is not None:                                   # the same Assign
+        if kind == ASSIGN and t is not None:                # the same Assign
             map_assign(a, t)
             kinds["same"] += 1
             same_by_key.setdefault((x, fn, assigns[a]), t)
+            if struct:
+                same_by_key.setdefault(struct[a], t)
+    for a, (kind, x, fn) in acc.items():
+        if kind != ASSIGN or a in nu:
             continue
         other = acc2.get(a)
         if other is not None and other[0] == ASSIGN and other[1] == x and a not in images:
@@ -491,9 +502,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                     step[(a, READ_STEP)], step[(a, WRITE_STEP)] = (rr, ONE), (a, WRITE_STEP)
                     kinds["split"] += 1
                     continue
-        if decomposed and (x, fn, assigns[a]) in same_by_key:
+        t = same_by_key.get(struct.get(a, -1)) or same_by_key.get((x, fn, assigns[a]))
+        if merge_assigns and decomposed and t is not None:
             # merged (decomposed only): identical Assigns, read and write back to back
-            t = same_by_key[(x, fn, assigns[a])]
             if acc2[t] == acc[a] and assigns[a] == assigns2[t]:
                 map_assign(a, t)
                 kinds["merged"] += 1

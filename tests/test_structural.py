@@ -444,3 +444,39 @@ def test_node_names_that_look_like_steps_do_not_collide():
     for semantics in ("atomic", "decomposed"):
         assert not proved(p, q, semantics)
     assert proved(p, p.replace(nodes=p.nodes), "decomposed")
+
+
+def test_snd_function_is_its_second_argument():
+    # fuse-assign with F = Snd: Write(Snd(Read x, $f)) becomes Write($f)
+    p = P.program([P.var("v", "x"), P.read("r", "v"), P.apply("s", "Snd", "r", "$f"),
+                   P.write("w", "v", "s")], {}, ["x"])
+    q = builtin_passes()["fuse-assign"].function(p)
+    assert "r" not in q.node
+    for semantics, observe in SETTINGS:
+        assert proved(p, q, semantics, observe)
+
+
+def test_merge_finds_the_survivor_among_twins():
+    # three Writes of one value; cse-stateful merges w2 into w1 only (w3 waits
+    # for something), and the first twin by value is w3
+    p = P.program([P.var("v", "x"), P.const("c", 1), P.write("w3", "v", "c", "^r"),
+                   P.var("v0", "x"), P.read("r", "v0"),
+                   P.write("w1", "v", "c"), P.write("w2", "v", "c")], {"o": "r"}, ["x"])
+    q = builtin_passes()["cse-stateful"].function(p)
+    assert "w2" not in q.node and "w3" in q.node
+    r = structural_refinement(p, q, "decomposed", "outputs+state")
+    assert r.proved and r.stats["assigns_merged"] == 1, r.reason
+
+
+def test_pruned_write_with_a_twin_is_deleted_not_merged():
+    # prune drops w_dead (nothing fetched waits for it); a surviving Write of
+    # the same value must not be taken for its merge partner
+    p = P.program([P.var("v", "x"), P.const("c", 1), P.write("w_live", "v", "c"),
+                   P.var("v2", "x"), P.read("r", "v2", "^w_live"),
+                   P.write("w_dead", "v", "c", "^r")], {"o": "r"}, ["x"])
+    q = builtin_passes()["prune"].function(p)
+    assert "w_dead" not in q.node
+    for semantics in ("atomic", "decomposed"):
+        r = structural_refinement(p, q, semantics, "outputs")
+        assert r.proved and r.stats["deleted_assigns"] == 1, r.reason
+        assert not proved(p, q, semantics, "outputs+state")
