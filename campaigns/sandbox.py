@@ -68,15 +68,15 @@ class RewriteResult:
     seconds: float = 0.0
 
 
-def _set_parent_death_signal() -> None:
-    """Linux: be killed when the parent dies (best effort elsewhere)."""
+def _set_parent_death_signal(sig: int = signal.SIGKILL) -> None:
+    """Linux: get `sig` (default: be killed) when the parent dies (best effort elsewhere)."""
     if not sys.platform.startswith("linux"):
         return
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig))
     except Exception:
         pass
 
@@ -317,13 +317,19 @@ def _guard_main() -> None:
     it and exits as it did.  Both die with their parent (PDEATHSIG)."""
     global _WORKER_PID
     _WORKER_PID = os.getppid()
-    _set_parent_death_signal()
+    # When the worker dies (even by SIGKILL), take the whole process group
+    # along: the pass and whatever it forked (the guard leads the group).
+    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+    _set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != _WORKER_PID:
+        os.killpg(0, signal.SIGKILL)
     if not hasattr(os, "fork"):
         _child_main()
         return
     pid = os.fork()
     if pid == 0:
         try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             _set_parent_death_signal()   # dies with the guard
             if os.getppid() == 1:
                 os._exit(0)
