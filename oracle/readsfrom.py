@@ -62,7 +62,7 @@ import sys
 import time
 from typing import Mapping
 
-from .explore import (_ASSIGN, _READ, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
+from .explore import (_ASSIGN, _FN, _READ, _VAR, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
                       BudgetExceeded,
                       OutcomeSet, _Component, components)
 from .outcomes import Outcome
@@ -190,6 +190,16 @@ class _Component_RF:
             raise Unsupported(f"{len(choices)} reads-from choices (at most {MAX_CHOICES})")
         self.choices = choices
         self.classes = 0
+        # a node's data inputs: slot -> (producer, port), or (-1, fed value)
+        self._in_src: list[dict[int, tuple[int, object]]] = [{} for _ in range(n)]
+        for i in range(n):
+            for port, j, slot in comp.succ[i]:
+                if port >= 0:
+                    self._in_src[j][slot] = (i, port)
+        for i, slot, value in comp.initial:
+            if value is not None:
+                self._in_src[i][slot] = (-1, value)
+        self._nonevent = ((1 << len(order)) - 1) & ~self.event_mask
         # a node's attrs are fixed, so its arguments determine its results
         comp.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f) for f in comp.fn]
 
@@ -231,8 +241,9 @@ class _Component_RF:
             b = self.budget
             if self.classes & 255 == 0 and time.monotonic() - b.started > b.max_seconds:
                 raise BudgetExceeded("seconds", b.max_seconds, b.states)
-            outcome, schedule = self._replay(witness[0])
-            results.setdefault(outcome, schedule)
+            outcome, steps = self._replay(witness[0])
+            if outcome not in results:
+                results[outcome] = tuple(self.comp.label(t) for t in steps)
             return
         e, cands = self.choices[depth]
         lin, before = witness
@@ -420,50 +431,89 @@ class _Component_RF:
 
     # -- replay ------------------------------------------------------------------
 
-    def _replay(self, lin: list[int]) -> tuple[Outcome, tuple[str, ...]]:
-        """Run the component with its events in the order `lin` (and every
-        other step as soon as its inputs are there); a no-op blind write
-        raises Unsupported."""
+    def _replay(self, lin: list[int]) -> tuple[Outcome, list[int]]:
+        """Run the component with its events in the order `lin` and every
+        other step as soon as its inputs are there: the outcome and the steps
+        in order.  This is the step function of `explore._Component.fire`
+        (the reference engine's, tested against the step semantics) without
+        its scheduling bookkeeping: a Read takes the variable's value, an
+        Assign stores f(w, v) unless v or f(w, v) is an error, a decomposed
+        Assign takes w at its read step and stores at its write step.  A
+        no-op blind write raises Unsupported."""
         comp, order, anc = self.comp, self.order, self.anc
         n = comp.n
-        st = comp.start()
-        st.vars = {x: self.init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-        labels: list[str] = []
+        kind, fn, attrs, var = comp.kind, comp.fn, comp.attrs, comp.var
+        in_src, data_slots, value_slot = self._in_src, comp.data_slots, comp.value_slot
+        decomposed = comp.decomposed
+        varval = {x: self.init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
+        out: list = [None] * n
+        pending: dict[int, tuple[Value, Value]] = {}
+        steps: list[int] = []
         emitted = 0
-        nonevent = ((1 << len(order)) - 1) & ~self.event_mask
+        nonevent = self._nonevent
 
-        def emit_upto(bits: int) -> None:
-            while bits:
-                low = bits & -bits
-                self._fire(st, order[low.bit_length() - 1], labels)
-                bits ^= low
+        def arg(i: int, slot: int):
+            src = in_src[i][slot]
+            return src[1] if src[0] < 0 else out[src[0]][src[1]]
+
+        def store(i: int, w, v) -> None:
+            if isinstance(v, Error):
+                return
+            (new,) = fn[i].apply((w, v))
+            if not isinstance(new, Error):
+                varval[var[i]] = new
+
+        def step(t: int) -> None:
+            steps.append(t)
+            if t >= n:
+                w, v = pending.pop(t - n)
+                store(t - n, w, v)
+                return
+            k = kind[t]
+            if k == _FN:
+                out[t] = fn[t].apply([arg(t, s) for s in data_slots[t]], attrs[t])
+            elif k == _VAR:
+                out[t] = (None,)
+            elif k == _READ:
+                out[t] = (varval[var[t]],)
+            elif decomposed:
+                pending[t] = (varval[var[t]], arg(t, value_slot[t]))
+            else:
+                store(t, varval[var[t]], arg(t, value_slot[t]))
 
         for e in lin:
             k = self.ev_pos[e]
-            emit_upto(anc[k] & nonevent & ~emitted)
-            emitted |= anc[k] & nonevent
+            bits = anc[k] & nonevent & ~emitted
+            emitted |= bits
+            while bits:
+                low = bits & -bits
+                step(order[low.bit_length() - 1])
+                bits ^= low
             t = order[k]
             if self.ev_kind[e] == _W:
                 i = t % n
                 if t >= n:
-                    w, v = st.pending[i]
-                    bad = isinstance(v, Error) or isinstance(comp.fn[i].apply((w, v))[0], Error)
+                    w, v = pending[i]
+                    bad = isinstance(v, Error) or isinstance(fn[i].apply((w, v))[0], Error)
                 else:
-                    bad = isinstance(st.inbox[(i, comp.value_slot[i])], Error)
+                    bad = isinstance(arg(i, value_slot[i]), Error)
                 if bad:
                     raise Unsupported(f"the write {comp.label(t)} stores an error value "
                                       "(it leaves the variable unchanged)")
-            self._fire(st, t, labels)
+            step(t)
             emitted |= 1 << k
-        emit_upto(nonevent & ~emitted)
-        outs = tuple((k, st.outputs[k]) for k in comp.output_names)
-        state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
-        return Outcome(outs, state), tuple(labels)
-
-    def _fire(self, st, t: int, labels: list[str]) -> None:
-        st.ready.discard(t)
-        self.comp.fire(st, t)
-        labels.append(self.comp.label(t))
+        bits = nonevent & ~emitted
+        while bits:
+            low = bits & -bits
+            step(order[low.bit_length() - 1])
+            bits ^= low
+        fetched = {}
+        for i in range(n):
+            for port, name in comp.fetch[i]:
+                fetched[name] = out[i][port]
+        outs = tuple((k, fetched[k]) for k in comp.output_names)
+        state = tuple((x, varval[x]) for x in comp.variables) if comp.observe_state else None
+        return Outcome(outs, state), steps
 
 
 def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
