@@ -405,7 +405,14 @@ class _Checker:
                 self.failing = _Query(constraints, schedule)
                 return found
             self.stats["unconfirmed"] += 1
-            # a spurious model (an uninterpreted function allowed it): ask for another σ
+            # A spurious model (an uninterpreted function allowed it): ask for
+            # another σ, excluding this one.  That is only a proof step when σ
+            # was checked concretely and found no counterexample, and when the
+            # blocking clause names all of σ: the generic element's leaves are
+            # functions, not the element terms of self.leaves(), so blocking
+            # there would exclude σs never tried.
+            if not self.decided or self.generic:
+                break
             inputs = [enc.leaf(leaf) for leaf in self.leaves()] + [enc.flag(x) for x in self.flagged]
             if not inputs:
                 break
@@ -492,6 +499,11 @@ class _Checker:
         """The concrete oracle's word: P' on `schedule` at σ gives an outcome
         that is not in Outcomes(P, σ)."""
         feeds, init = sigma
+        # `decided` says whether a None answer means "σ is no counterexample"
+        # (the rewritten outcome is among the original's) or only "could not
+        # tell" (the schedule or the oracle could not run): only the first may
+        # be excluded from later queries (see query()).
+        self.decided = False
         try:
             state = run_schedule(self.p2, feeds, init, schedule, self.semantics)
         except ValueError:
@@ -503,6 +515,7 @@ class _Checker:
         except BudgetExceeded:
             return None
         if outcome in original:
+            self.decided = True
             return None
         return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
 

@@ -55,9 +55,19 @@ MAX_TIE = _tie_rule(np.maximum)
 MIN_TIE = _tie_rule(np.minimum)
 
 
+def symbol(kind: str, *parts: Any) -> str:
+    """The name of a Z3 symbol: `kind` and `parts` (strings, ints, tuples of
+    them) written with `repr`, so that different parts never give one name.
+    Z3 takes two constants of one name and sort to be the same unknown, and
+    program names are any strings: pasting them into a name (`"$" + feed`
+    beside `variable + "@init"`) once let a feed `a@init` and a variable `$a`
+    share one symbol, and a rewrite that swapped them was "proved" sound."""
+    return kind + repr(parts)
+
+
 def leaf_name(term: Term) -> str:
     name, idx = term.value
-    return f"${name}[{idx}]" if term.op == "feed" else f"{name}@init[{idx}]"
+    return symbol("feed" if term.op == "feed" else "init", name, idx)
 
 
 def z3_const(value: Any, dtype: str) -> z3.ExprRef:
@@ -178,7 +188,7 @@ class Encoder:
 
     def flag(self, x: str) -> z3.BoolRef:
         """True when variable x starts uninitialized."""
-        return z3.Bool(f"{x}@uninitialized")
+        return z3.Bool(symbol("uninitialized", x))
 
     def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         """SPEC section 2 equality of two symbolic values (Python bool when it
@@ -262,14 +272,14 @@ class Encoder:
         if isinstance(v, Guarded):
             return z3.If(self.flag(v.var), self.as_val(v.uninit), self.as_val(v.init))
         if isinstance(v, Error):
-            return z3.Const(f"error:{v.reason}", self.val_sort)
+            return z3.Const(symbol("error", v.reason), self.val_sort)
         if isinstance(v, SymTensor):
             args = self._flat(v)
             if not args:
-                return z3.Const(f"box:{self._kind(v)}", self.val_sort)
-            return self._function(f"box:{self._kind(v)}", [a.sort() for a in args], self.val_sort)(*args)
+                return z3.Const(symbol("box", self._kind(v)), self.val_sort)
+            return self._function(symbol("box", self._kind(v)), [a.sort() for a in args], self.val_sort)(*args)
         args = [x for a in v.args for x in self._flat(a)]
-        name = f"{v.op}#{v.port}:{','.join(self._kind(a) for a in v.args)}"
+        name = symbol("op", v.op, v.port, tuple(self._kind(a) for a in v.args))
         if not args:
             return z3.Const(name, self.val_sort)
         return self._function(name, [a.sort() for a in args], self.val_sort)(*args)

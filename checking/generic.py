@@ -124,7 +124,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import DTYPES, Error, Tensor
 
-from .encode import Encoder, scalar_from_model, z3_const
+from .encode import Encoder, scalar_from_model, symbol, z3_const
 from .symbolic import ELEMENTWISE, Algebra, Guarded, Opaque, SymbolicLimit
 
 #: Largest number of elements of a tensor whose kind (error or dtype/shape)
@@ -364,7 +364,7 @@ class GenericEncoder(Encoder):
         if dtype in ENCODED:
             return z3_const(value, dtype)
         raw = np.asarray(value).tobytes().hex()
-        return z3.Const(f"const:{dtype}:{raw}", self.sort(dtype))
+        return z3.Const(symbol("const", dtype, raw), self.sort(dtype))
 
     def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
         """The element-wise engine's operations, and EXTRA's: IEEE division
@@ -407,10 +407,10 @@ class GenericEncoder(Encoder):
         if f is None:
             if v.op == "leaf":
                 kind, name = v.value
-                label = f"${name}" if kind == "feed" else f"{name}@init"
-            else:
-                digest = hashlib.sha1(repr(v.value._key).encode()).hexdigest()[:16]
-                label = f"const:{v.dtype}{list(v.shape)}:{digest}"
+                label = symbol("leaf", kind, name)
+            else:  # named by every byte of the constant (a digest prefix could collide)
+                digest = hashlib.sha256(repr(v.value._key).encode()).hexdigest()
+                label = symbol("const", v.dtype, tuple(v.shape), digest)
             sort = self.sort(v.dtype)
             f = z3.Const(label, sort) if not v.shape else \
                 z3.Function(label, *([z3.IntSort()] * len(v.shape)), sort)
@@ -527,12 +527,12 @@ class GenericEncoder(Encoder):
         kind = f"{v.dtype}{list(v.shape)}"
         if v.op == "leaf":
             kind_, name = v.value
-            return z3.Const(f"tensor:{'$' if kind_ == 'feed' else ''}{name}", self.val_sort)
+            return z3.Const(symbol("tensor-leaf", kind_, name), self.val_sort)
         if v.op == "const":
-            digest = hashlib.sha1(repr(v.value._key).encode()).hexdigest()[:16]
-            return z3.Const(f"tensor:const:{kind}:{digest}", self.val_sort)
+            digest = hashlib.sha256(repr(v.value._key).encode()).hexdigest()
+            return z3.Const(symbol("tensor-const", kind, digest), self.val_sort)
         args = [self.whole(a) for a in v.args]
-        name = f"tensor:{v.op}{v.value if v.op == 'split' else ''}:{kind}"
+        name = symbol("tensor-op", v.op, repr(v.value) if v.op == "split" else "", kind)
         return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
 
     def as_val(self, v: Any) -> z3.ExprRef:

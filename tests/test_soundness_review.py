@@ -8,10 +8,9 @@ oracle (`outcome_set` at an explicit σ: the rewrite has an outcome the
 original lacks), and each test asserts both that, and that the shortcut (and
 the checker as a whole) does not say `sound`.
 
-The first group (Z3 symbol names built from user-chosen names) is a known
-false `sound` found by this review: it is marked xfail(strict=True), so that
-the suite stays green until it is fixed and then tells whoever fixes it to
-drop the marker.
+The first group (Z3 symbol names built from user-chosen names) was a false
+`sound` found by this review, fixed by `checking.encode.symbol`: every Z3
+name is its kind and its parts written with `repr`, so no two names collide.
 """
 
 from __future__ import annotations
@@ -114,9 +113,6 @@ def test_name_collision_pairs_are_unsound_by_the_oracle(feed, n, mode):
     assert not structural_refinement(p, q).proved
 
 
-@pytest.mark.xfail(strict=True, reason="known false sound (soundness review): Z3 symbols for "
-                   "feeds and initial values are built from user names and collide "
-                   "(feed 'a@init' vs variable '$a'; feed 'a' vs '$a' in generic._structural)")
 @pytest.mark.parametrize("feed,n,mode", COLLISIONS)
 def test_name_collision_pairs_are_not_sound(feed, n, mode):
     p, q = collision_pair(feed, n)
