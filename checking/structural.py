@@ -179,7 +179,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import numpy as np
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
@@ -330,8 +329,10 @@ class _Terms:
         if isinstance(value, Error):
             t = self.make(("error", value.reason))
         else:
-            arr = np.ascontiguousarray(value.array)
-            t = self.make(("const", value.dtype, tuple(arr.shape), arr.tobytes()))
+            # (tobytes() is C order whatever the layout; np.ascontiguousarray
+            # would turn a scalar into shape (1,))
+            t = self.make(("const", value.dtype, tuple(value.array.shape),
+                           value.array.tobytes(order="C")))
         self.consts.setdefault(t, value)
         return t
 

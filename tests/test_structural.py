@@ -480,3 +480,14 @@ def test_pruned_write_with_a_twin_is_deleted_not_merged():
         r = structural_refinement(p, q, semantics, "outputs")
         assert r.proved and r.stats["deleted_assigns"] == 1, r.reason
         assert not proved(p, q, semantics, "outputs+state")
+
+
+def test_a_scalar_constant_is_not_a_one_element_vector():
+    # found by the differential test: constants are compared with their shape
+    p = P.program([P.const("c0", 4)], {"o": "c0"})
+    q = P.program([P.const("c5", Tensor([4]))], {"o": "c5"})
+    assert not proved(p, q)
+    assert check_rewrite(p, q).verdict == "unsound"
+    assert proved(p, P.program([P.const("c5", Tensor(4))], {"o": "c5"}))
+    f32 = P.program([P.const("c5", Tensor(4, "float32"))], {"o": "c5"})
+    assert not proved(p, f32)
