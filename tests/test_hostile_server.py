@@ -240,3 +240,17 @@ def test_openapi_refuses_what_the_server_refuses(server):
     ]:
         assert server.post(path, body).status == 400, body
         assert list(validator.iter_errors(body)), body
+
+
+def test_openapi_describes_the_get_answers(server):
+    jsonschema = pytest.importorskip("jsonschema")
+    spec = server.get("/openapi.json").json()
+    for path in ("/v1/health", "/v1/campaigns", "/v1/findings"):
+        ans = server.get(path)
+        assert ans.status == 200, (path, ans)
+        inline = spec["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        schema = dict(spec, **inline)
+        errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(ans.json())]
+        assert not errors, (path, errors[:3])
+    ans = server.post("/v1/check", SMALL_CHECK, headers={"Content-Type": "text/plain"})
+    assert ans.status == 415 and "415" in spec["paths"]["/v1/check"]["post"]["responses"]
