@@ -384,10 +384,17 @@ class _Component_RF:
         path: list[int] = []
         lw = [INIT] * len(self.var_names)
 
+        targets = {w for w in rf if w is not None}
+        constrained_on = [0] * len(self.var_names)
+        for e in range(m):
+            if rf[e] is not None:
+                constrained_on[ev_var[e]] |= 1 << e
+
         def dfs(mask: int) -> bool:
             start = len(path)
+            saved = list(lw)
             progress = True
-            while progress:                          # reads fire eagerly
+            while progress:                          # eager reads and writes
                 progress = False
                 for r in reads:
                     if not mask >> r & 1 and ev_anc[r] & ~mask == 0:
@@ -396,14 +403,30 @@ class _Component_RF:
                             mask |= 1 << r
                             path.append(r)
                             progress = True
+                for w in write_events:
+                    # a write nobody constrained reads, to a variable with no
+                    # constrained access left, that is not (and does not
+                    # overwrite) its final writer: see docs/oracle.md
+                    if mask >> w & 1 or ev_anc[w] & ~mask or w in targets:
+                        continue
+                    v = ev_var[w]
+                    f = final_of[v]
+                    if constrained_on[v] & ~mask or (f is not None and (f == w or mask >> f & 1)):
+                        continue
+                    mask |= 1 << w
+                    lw[v] = w
+                    path.append(w)
+                    progress = True
             if mask == full:
                 if all(f is None or f == lw[v] for v, f in enumerate(final_of)):
                     return True
                 del path[start:]
+                lw[:] = saved
                 return False
             key = (mask, tuple(lw))
             if key in failed:
                 del path[start:]
+                lw[:] = saved
                 return False
             budget.tick()
             for w in write_events:
@@ -425,6 +448,7 @@ class _Component_RF:
                 lw[v] = cur
             failed.add(key)
             del path[start:]
+            lw[:] = saved
             return False
 
         return (list(path), ev_anc) if dfs(0) else None
