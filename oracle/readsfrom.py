@@ -50,7 +50,10 @@ eagerly: a read whose constraint holds now (or that has none) fires at once.
 That is safe: in any successful continuation the read fires later within the
 same interval during which its writer is the last write (no write to its
 variable happens in between), so moving it to now keeps every constraint and
-every hb edge (nothing before its old position is hb-after it).  A write may
+every hb edge (nothing before its old position is hb-after it).  Likewise a
+write that no constrained event reads from fires at once when its variable
+has no constrained access left and its final writer (if chosen) has not fired
+and is not this write.  A write may
 fire only if every constrained reader of the write it overwrites has fired,
 it does not overwrite a variable's chosen final writer, and (a U event) the
 current last writer is the one it was chosen to read from.
