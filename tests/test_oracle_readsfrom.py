@@ -6,10 +6,11 @@ programs; every witness schedule replays to its outcome."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from tfsem.generators import families as F
-from tfsem.generators.strategies import random_inputs, random_programs
+from tfsem.generators.strategies import inputs_for, programs, random_inputs, random_programs
 from tfsem.oracle import program as P
 from tfsem.oracle import readsfrom
 from tfsem.oracle.explore import BudgetExceeded, outcome_set
@@ -154,3 +155,17 @@ def test_generated_programs_auto_agrees_with_reference(monkeypatch):
 def test_generated_larger_programs_agree_with_reference():
     compared, _ = _differential(400, 19, 20, lambda *a: outcome_set_rf(*a, max_states=50_000, max_seconds=5))
     assert compared > 0
+
+
+@given(case=programs(max_nodes=10).flatmap(lambda p: inputs_for(p).map(lambda s: (p, s))),
+       semantics=st.sampled_from(["atomic", "decomposed"]),
+       observe=st.sampled_from(["outputs", "outputs+state"]))
+def test_hypothesis_programs_agree_with_reference(case, semantics, observe):
+    p, (feeds, init) = case
+    try:
+        ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
+        got = outcome_set_rf(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
+    except (BudgetExceeded, Unsupported):
+        assume(False)
+    assert set(got) == set(ref) and got.count == ref.count
+    _replays(p, feeds, init, got, semantics, observe)
