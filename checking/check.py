@@ -36,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 import z3
 
+from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet, outcome_set
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
@@ -56,6 +57,9 @@ DEFAULT_TIMEOUT = 10.0
 MAX_FLAGGED_VARIABLES = 10
 #: combinations of the rewritten program's components checked per group
 MAX_COMBINATIONS = 4096
+#: Counterexample minimization asks the solver for small values of at most
+#: this many input elements (the rest keep what the concrete pass chose).
+MINIMIZE_SOLVER_LEAVES = 512
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
@@ -141,7 +145,13 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # Z3's Python API shares one global context, which is not thread-safe:
     # checks from several threads (the HTTP service) take turns
     with _Z3_LOCK:
-        return checker.run()
+        try:
+            return checker.run()
+        except fns.CannotRun as exc:
+            # a function with no concrete model (an op of an imported graph)
+            # stood between the proof and a counterexample: no verdict
+            return Verdict(UNKNOWN, exc.naming_nodes(original), semantics=semantics,
+                           observe=observe, stats=dict(checker.stats, cannot_run=str(exc)))
 
 
 def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
@@ -562,7 +572,7 @@ class _Checker:
         # cheap first: each element to 0, 1 or -1 where the counterexample survives
         mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
         query = self.failing
-        if query is not None:
+        if query is not None and time.monotonic() < deadline:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
                                                                     ("init", self.inits))
                      for name, v in table.items() for i, leaf in enumerate(v.elems)}
@@ -576,8 +586,10 @@ class _Checker:
             preferences = [[(z3.Not(self.encoder.flag(x)),
                              lambda sigma, x=x: not isinstance(sigma[1][x], Error))]
                            for x in self.flagged]
+            # (a preference per element, for at most MINIMIZE_SOLVER_LEAVES elements:
+            # thousands of them cost minutes of solving past the deadline)
             preferences += [mini.leaf_preference(self.encoder, leaf, value_of)
-                            for leaf in self.leaves()]
+                            for leaf in self.leaves()[:MINIMIZE_SOLVER_LEAVES]]
             mini.minimize_with_solver(query.constraints, preferences, (best.feeds, best.init),
                                       self.decode, confirm, deadline)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
