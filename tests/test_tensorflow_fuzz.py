@@ -38,7 +38,7 @@ def test_grappler_target_round_trips_a_program():
 
 def test_fuzz_grappler_then_report(tmp_path, capsys):
     out = tmp_path / "campaign"
-    status = main(["fuzz", "--pass", "grappler:dependency", "--budget", "12s", "--out", str(out),
+    status = main(["fuzz", "--pass", "grappler:dependency", "--budget", "20s", "--out", str(out),
                    "--semantics", "atomic", "--observe", "outputs+state",
                    "--pass-timeout", "30", "--json"])
     summary = json.loads(capsys.readouterr().out)
