@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
                     "Needs the extra tfsem[tensorflow]. Exit status: 0 every result sound or "
                     "no-counterexample, 1 one unsound or invalid, 2 bad input, 3 one unknown "
                     "or not importable.")
-    p.add_argument("graph", help="a GraphDef file (.pb binary or .pbtxt text)")
+    p.add_argument("graph", nargs="?", help="a GraphDef file (.pb binary or .pbtxt text)")
     p.add_argument("--optimizer", action="append", default=[], metavar="NAME",
                    help="a Grappler optimizer (repeatable; 'default' = the default pipeline; "
                         "see --list)")
@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         optimizers = g.check_optimizer_names(args.optimizer) or list(g.DEFAULT_OPTIMIZERS)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.graph is None:
+        raise UsageError("give a GRAPH (a GraphDef file), or --list")
     path = Path(args.graph)
     if not path.exists():
         raise UsageError(f"{path}: no such file")
