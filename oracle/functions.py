@@ -17,6 +17,7 @@ Users register their own functions with :func:`register`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -125,12 +126,19 @@ def check_size(name: str, shapes: Sequence[tuple[int, ...]]) -> None:
     max(sum of the argument sizes, size of their broadcast shape) elements."""
     if not shapes:
         return
-    import math
-    bound = sum(math.prod(s) for s in shapes)
-    try:
-        bound = max(bound, math.prod(np.broadcast_shapes(*shapes)))
-    except ValueError:
-        pass
+    bound = 0
+    for s in shapes:
+        bound += math.prod(s)
+    first = shapes[0]
+    if any(s != first for s in shapes):
+        # the broadcast shape is at most the largest size on each axis
+        rank = max(len(s) for s in shapes)
+        dims = [1] * rank
+        for s in shapes:
+            for i, d in enumerate(s, rank - len(s)):
+                if d > dims[i]:
+                    dims[i] = d
+        bound = max(bound, math.prod(dims))
     if bound > MAX_TENSOR_ELEMENTS:
         raise too_large(name, bound)
 
