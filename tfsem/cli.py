@@ -86,6 +86,15 @@ def _command_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # a name tfsem prints (a node, a file) may hold what the terminal's
+    # encoding cannot: escape it rather than die with UnicodeEncodeError
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
     parser = build_parser(_command_of(argv) or "")
     args = parser.parse_args(argv)
     try:
