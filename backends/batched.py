@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES
-from tfsem.oracle.functions import Function, ShapeError
+from tfsem.oracle.functions import Function, OpError, ShapeError
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import Program, TensorType
 from tfsem.oracle.semantics import ATOMIC
@@ -196,6 +196,8 @@ def _row_by_row(fn: Function, arrays: tuple, attrs: Mapping[str, Any], xp: Any,
         try:
             rows.append([xp.asarray(r) for r in fn.impl(xp, tuple(None if a is None else a[b]
                                                                   for a in arrays), attrs)])
+        except OpError as exc:  # an op's own error value: decided valuation by valuation
+            raise NotBatchable(f"{fn.name} fails with {exc.reason} on some valuations") from None
         except (ShapeError, ValueError):
             failed += 1
     if failed == size:

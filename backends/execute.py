@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.functions import Function, ShapeError, check_size, too_large
+from tfsem.oracle.functions import Function, OpError, ShapeError, check_size, too_large
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
@@ -72,6 +72,8 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
             results = (call or _call_impl(xp))(fn, arrays, attrs)
     except MemoryError:
         raise too_large(fn.name, None) from None
+    except OpError as exc:  # the op fails on these arguments: its own error value, as the oracle
+        return (Error(exc.reason),) * fn.n_out
     except (ShapeError, ValueError):  # ValueError: numpy's and cupy's broadcasting errors
         return (Error(SHAPE_MISMATCH),) * fn.n_out
     if len(results) != fn.n_out:
@@ -81,7 +83,7 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     for r in results:
         if not isinstance(r, xp.ndarray):
             r = xp.asarray(r)  # numpy returns scalars for 0-d arguments
-        if used and r.dtype != used[0].dtype:
+        if used and r.dtype != used[0].dtype and not fn.casts:  # (Cast chooses its own dtype)
             r = r.astype(used[0].dtype)
         if r.dtype not in _SUPPORTED:
             raise ValueFormatError(f"function {fn.name} returned dtype {r.dtype} "
