@@ -299,7 +299,8 @@ def test_identical_programs_keep_the_engines_shortcut():
 def mutations(p: Program, rng: random.Random) -> list[Program]:
     """A few random edits of p (each valid, or skipped): drop a control edge,
     add one, swap two Assigns' values, point a Read at another variable's
-    handle, fetch an output from another port."""
+    handle, reshape a constant, swap a binary function's arguments, fetch an
+    output from another port."""
     out: list[Program] = []
     nodes = list(p.nodes)
     names = [n.name for n in nodes]
@@ -339,6 +340,20 @@ def mutations(p: Program, rng: random.Random) -> list[Program]:
         r = rng.choice(reads)
         h = rng.choice(handles)
         attempt([m.replace(inputs=(DataIn(h),) + m.inputs[1:]) if m is r else m for m in nodes])
+    consts = [n for n in nodes if n.op == "Const"]
+    if consts:
+        # the same elements in another shape (a scalar and a 1-element vector)
+        c = rng.choice(consts)
+        arr = c.attrs["value"].array
+        other = arr.reshape(-1)[:1].reshape(()) if arr.ndim else arr.reshape(1)
+        attempt([m.replace(attrs={"value": Tensor(other)}) if m is c else m for m in nodes])
+    binary = [n for n in nodes if len(n.data_inputs) == 2 and n.op not in ("Assign",)
+              and n.data_inputs[0] != n.data_inputs[1]]
+    if binary:
+        f = rng.choice(binary)
+        d0, d1 = f.data_inputs
+        swapped = tuple(d1 if i == d0 else d0 if i == d1 else i for i in f.inputs)
+        attempt([m.replace(inputs=swapped) if m is f else m for m in nodes])
     ports = [DataIn(n.name, k) for n in nodes if n.op != "Var" for k in range(n.n_outputs())]
     if p.outputs and ports:
         o = rng.choice(sorted(p.outputs))
