@@ -340,6 +340,8 @@ class Campaign:
         #: workers that died during a task (a pass killed them, or the OOM
         #: killer did): the campaign is then "incomplete", not "finished"
         self.lost_workers = 0
+        #: counters per (pass spec, semantics, observe) over the whole campaign
+        self._cell_totals: dict[tuple, dict] = {}
 
     # -- plan -------------------------------------------------------------------------
 
@@ -420,7 +422,14 @@ class Campaign:
                 self._run_dask(store, tasks, deadline + shrink + 30)
             else:
                 self._run_local(store, tasks, deadline + shrink + 30)
-            if self.lost_workers:
+            for (spec, sem, obs), acc in self._cell_totals.items():
+                if acc.get("generator_errors") and not acc.get("programs"):
+                    self.errors.append(f"{self.targets[spec].name} {sem}/{obs}: the generator failed "
+                                       f"{acc['generator_errors']} times and gave no program "
+                                       f"({acc.get('last_error', 'no message')})")
+            if self.lost_workers or self.errors:
+                # a worker died, or a task failed: some passes were tried less
+                # than planned, so the campaign did not finish as asked
                 status = "incomplete"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -447,12 +456,12 @@ class Campaign:
         if kind == "stats":
             _, spec, sem, obs, delta = msg
             key = (spec, sem, obs)
-            acc = self._pending_stats.setdefault(key, {})
-            for k, v in delta.items():
-                if isinstance(v, (int, float)):
-                    acc[k] = acc.get(k, 0) + v
-                elif k == "last_error" and v:
-                    acc[k] = v
+            for acc in (self._pending_stats.setdefault(key, {}), self._cell_totals.setdefault(key, {})):
+                for k, v in delta.items():
+                    if isinstance(v, (int, float)):
+                        acc[k] = acc.get(k, 0) + v
+                    elif k == "last_error" and v:
+                        acc[k] = v
             self.progress.stats(self.targets[spec].name, delta)
             self._flush_stats(store)
         elif kind == "finding":
@@ -710,8 +719,10 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
     if result.status == "interrupted":
         p("result: interrupted (exit status 130)")
     elif result.status == "incomplete":
-        p("result: FAIL, a worker died during a task, so some passes were tried less than planned "
-          "(exit status 1)")
+        n = len(result.errors)
+        why = "a worker died during a task" if any(" died " in e for e in result.errors) else \
+            f"{n} error{'s' if n != 1 else ''} stopped work as planned (see the error lines above)"
+        p(f"result: FAIL, {why}, so some passes were tried less than planned (exit status 1)")
     elif bugs:
         ids = {f["id"] for f in bugs}
         n = sum(1 for g in groups if ids & set(g["members"])) or len(bugs)
