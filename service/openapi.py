@@ -45,7 +45,7 @@ def _errors(*codes: int) -> dict:
 def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
     lim = limits or Limits()
     value = {
-        "description": "A value (SPEC 1): an int64 as a number or nested lists, "
+        "description": "A value (docs/program-format.md): an int64 as a number or nested lists, "
                        "{\"dtype\": \"float32\", \"value\": ...} (\"nan\", \"inf\", \"-inf\" as strings), "
                        "or an error {\"error\": REASON}.",
         "oneOf": [
@@ -82,7 +82,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
     }
     program = {
         "type": "object",
-        "description": f"A tfsem.program/1 program (SPEC 1); at most {lim.max_nodes} nodes and "
+        "description": f"A tfsem.program/1 program (docs/program-format.md); at most {lim.max_nodes} nodes and "
                        f"{lim.max_elements} elements per declared tensor type on this server.",
         "properties": {
             "format": {"const": "tfsem.program/1"},
@@ -102,7 +102,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
                               "verdict `unknown`."}
     check_request = {
         "type": "object",
-        "description": "A rewrite to check. A whole tfsem.case/1 object (SPEC 5) is accepted as is.",
+        "description": "A rewrite to check. A whole tfsem.case/1 object (docs/program-format.md) is accepted as is.",
         "properties": {
             "original": _ref("Program"),
             "rewritten": {"description": "The rewritten program (see Program). Any JSON value is "
@@ -157,7 +157,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
     }
     verdict = {
         "type": "object",
-        "description": "What `tfsem check --json` prints (SPEC 3 and 4).",
+        "description": "What `tfsem check --json` prints (docs/verdicts.md).",
         "properties": {
             "verdict": {"enum": ["sound", "unsound", "no-counterexample", "unknown", "invalid"]},
             "differs": {"oneOf": [{"type": "null"},

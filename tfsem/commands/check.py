@@ -22,7 +22,7 @@ from .common import make_duration, print_json
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "check", help="is a rewrite sound? (a proof, or a counterexample that reproduces)",
-        description="Check that REWRITTEN is a sound rewrite of ORIGINAL (SPEC section 3): "
+        description="Check that REWRITTEN is a sound rewrite of ORIGINAL (docs/verdicts.md): "
                     "for every σ, its outcomes are among the original's.  With one file, "
                     "check a tfsem.case/1 case (its semantics and observe apply unless "
                     "given).  Exit status: 0 sound or no-counterexample, 1 unsound or "
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("rewritten", nargs="?", help="the rewritten program (tfsem.program/1)")
     add_graph_options(p)
     p.add_argument("--semantics", choices=SEMANTICS, default=None,
-                   help="atomic (seed 000, default) or decomposed (seed 002)")
+                   help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=OBSERVE, default=None,
                    help="what an outcome holds (default outputs+state)")
     p.add_argument("--timeout", type=make_duration(), default=DEFAULT_TIMEOUT,

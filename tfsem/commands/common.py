@@ -15,7 +15,7 @@ from tfsem.oracle.values import Value
 
 def add_semantics_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=SEMANTICS, default="atomic",
-                   help="atomic (seed 000, default) or decomposed (seed 002)")
+                   help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=OBSERVE, default="outputs+state",
                    help="what an outcome holds (default outputs+state)")
 

@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--target", action="append", default=[], metavar="NODE",
                    help="a node to run for its effect, without output (repeatable)")
     p.add_argument("--semantics", choices=("atomic", "decomposed"), default="atomic",
-                   help="atomic (seed 000, default) or decomposed (seed 002)")
+                   help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
                    help="what an outcome holds (default outputs+state)")
     p.add_argument("--timeout", type=make_duration(hi=3600.0), default=DEFAULT_TIMEOUT,
