@@ -456,6 +456,10 @@ class GenericEncoder(Encoder):
         if s is not None:
             return z3_const(s, v.dtype)
         flat = t.array.reshape(-1)
+        if flat.size == 0:
+            # an empty tensor has no element: the index ranges over nothing,
+            # so any term serves (no constraint can ever select it)
+            return z3_const(np.zeros((), dtype=t.array.dtype)[()], v.dtype)
         if all(isinstance(k, int) for k in idx):
             return z3_const(t.array[tuple(idx)], v.dtype)
         if flat.size > CONST_INLINE:

@@ -362,10 +362,21 @@ def attrs_to_json(fn: Function, attrs: Mapping[str, Any]) -> dict:
     return out
 
 
+def _attr_key(v: Any) -> Any:
+    if isinstance(v, Tensor) and v.array.size == 0:
+        # an empty tensor's JSON value ([] or [[], []]) does not say its shape:
+        # (0,) and (0, 2) must not compare equal (two such Consts once passed
+        # for one program, and cse merged them)
+        return {"empty": [v.dtype, list(v.shape)]}
+    return value_to_json(v) if isinstance(v, (Tensor, Error)) else v
+
+
 def attrs_key(attrs: Mapping[str, Any]) -> str:
-    """A canonical string for comparing attributes (CSE, signatures)."""
-    return json.dumps({k: value_to_json(v) if isinstance(v, (Tensor, Error)) else v
-                       for k, v in sorted(attrs.items())}, sort_keys=True)
+    """A canonical string for comparing attributes (CSE, program identity,
+    signatures): equal exactly when the attributes are equal values (a
+    tensor's dtype, shape and elements; a non-empty tensor's JSON value says
+    all three)."""
+    return json.dumps({k: _attr_key(v) for k, v in sorted(attrs.items())}, sort_keys=True)
 
 
 # ---------------------------------------------------------------------------

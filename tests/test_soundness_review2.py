@@ -6,7 +6,7 @@ Every pair below is checked against the concrete oracle at an explicit σ
 has an outcome the original lacks there, and that the checker does not say
 `sound`.
 
-Found by this review (recorded as strict xfail until fixed):
+Found by this review (fixed; these tests keep them fixed):
 
 * `fns.attrs_key` writes a Const's value with `value_to_json`, which drops
   the shape of an empty tensor: shapes (0,), (0, 2), (0, 5, 3) all become
@@ -118,8 +118,14 @@ def empty_cse_pair():
     return p, merge_common(p)
 
 
-EMPTY = {"identical": empty_identical_pair, "structural": empty_structural_pair,
-         "cse": empty_cse_pair}
+EMPTY = {"identical": empty_identical_pair, "structural": empty_structural_pair}
+
+
+def test_cse_keeps_empty_constants_of_different_shapes_apart():
+    # (the cse pass merged them while attrs_key wrote both as [])
+    p, q = empty_cse_pair()
+    assert [n.name for n in q.nodes] == ["c1", "c2"]
+    assert q.outputs == p.outputs
 
 
 @pytest.mark.parametrize("name", sorted(EMPTY))
@@ -135,10 +141,6 @@ def test_enumerating_engine_refuses_the_empty_constant_pair():
     assert v.verdict == "unsound", v.reason
 
 
-@pytest.mark.xfail(strict=True, reason="false sound (soundness review 2): fns.attrs_key drops an "
-                   "empty tensor's shape (value_to_json writes (0,) and (0, 2) as []), so "
-                   "Program.__eq__, structural._Terms and the cse pass take two empty Consts "
-                   "of different shapes to be one")
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_empty_constant_pairs_are_not_sound(name):
     p, q = EMPTY[name]()
@@ -146,8 +148,7 @@ def test_empty_constant_pairs_are_not_sound(name):
     assert v.verdict != "sound", v.reason
 
 
-@pytest.mark.xfail(strict=True, reason="structural rule (soundness review 2): _Terms._fold caches "
-                   "Const by attrs_key, which drops an empty tensor's shape")
+
 def test_structural_rule_refuses_empty_constant_pair():
     p, q = empty_structural_pair()
     assert not structural_refinement(p, q).proved
@@ -158,8 +159,7 @@ def test_structural_rule_refuses_empty_constant_pair():
 #    generic mode raises IndexError out of check_rewrite
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="generic._const_element reads flat[-1] of an empty constant")
+
 def test_generic_empty_constant_in_concat_is_a_verdict():
     p = program([const("e", cf([])), fn("o", "Concat", "e", "$a")], {"o": "o"}, [], F((4,), "a"))
     q = program([fn("o", "Neg", "$a")], {"o": "o"}, [], F((4,), "a"))
