@@ -180,6 +180,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 
+import numpy as np
+
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
@@ -279,7 +281,7 @@ def _cse_keys(p: Program, assigns: bool = False) -> dict[str, int]:
                          for i in n.data_inputs)
             control = frozenset(("feed", i.name) if isinstance(i, FeedControlIn) else key[i.node]
                                 for i in n.control_inputs)
-            k = (n.op, fns.attrs_key(n.attrs), data, control)
+            k = (n.op, _attrs_key(n.attrs), data, control)
         key[name] = table.setdefault(k, len(table))
     return key
 
@@ -308,6 +310,33 @@ def _match(p: Program, p2: Program, acc: Mapping, acc2: Mapping,
         if target is not None:
             nu[name] = target
     return nu
+
+
+def _exact(value: Any) -> Any:
+    """An attribute value as an exact, hashable key: a tensor by dtype, shape
+    and bytes (the JSON form of `fns.attrs_key` writes every empty tensor as
+    `[]`, whatever its shape), containers element by element."""
+    if isinstance(value, Tensor):
+        return ("tensor", value.dtype, tuple(value.array.shape), value.array.tobytes(order="C"))
+    if isinstance(value, Error):
+        return ("error", value.reason)
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted((str(k), _exact(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("seq", type(value).__name__, tuple(_exact(v) for v in value))
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, tuple(value.shape), value.tobytes(order="C"))
+    if isinstance(value, (str, int, bool)) or value is None:
+        return (type(value).__name__, value)
+    # a kind of attribute this key does not know: equal only to itself (the
+    # programs hold it for the whole check, so its id is not reused)
+    return ("object", type(value).__name__, id(value))
+
+
+def _attrs_key(attrs: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((str(k), _exact(v)) for k, v in attrs.items()))
 
 
 class _Terms:
@@ -349,11 +378,11 @@ class _Terms:
             folded = self._fold(f, attrs, args)
             if folded is not None:
                 return folded
-        app = self.make(("app", op, fns.attrs_key(attrs), args))
+        app = self.make(("app", op, _attrs_key(attrs), args))
         return tuple(self.make(("port", app, k)) for k in range(n_out))
 
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):
-        key = (f.name, fns.attrs_key(attrs), args)
+        key = (f.name, _attrs_key(attrs), args)
         if key in self.folds:
             return self.folds[key]
         values = [self.consts[a] for a in args]

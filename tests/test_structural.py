@@ -506,3 +506,17 @@ def test_a_scalar_constant_is_not_a_one_element_vector():
     assert proved(p, P.program([P.const("c5", Tensor(4))], {"o": "c5"}))
     f32 = P.program([P.const("c5", Tensor(4, "float32"))], {"o": "c5"})
     assert not proved(p, f32)
+
+
+def test_empty_constants_of_different_shapes_are_different_terms():
+    # found by soundness review 2: the JSON attribute key writes every empty
+    # tensor as [], so the terms compare constants by dtype, shape and bytes
+    import numpy as np
+    p = P.program([P.const("c", Tensor(np.zeros((0, 2), np.float32))),
+                   P.apply("o", "Identity", "c")], {"o": "o"})
+    q = P.program([P.const("c", Tensor(np.zeros((0,), np.float32))),
+                   P.apply("o", "Identity", "c"), P.apply("d", "Neg", "c")], {"o": "o"})
+    assert not proved(p, q)
+    same = P.program([P.const("k", Tensor(np.zeros((0, 2), np.float32))),
+                      P.apply("o", "Identity", "k")], {"o": "o"})
+    assert proved(p, same)
