@@ -672,6 +672,14 @@ def run_campaign(settings: CampaignSettings, **kw: Any) -> CampaignResult:
     return Campaign(settings, **kw).run()
 
 
+
+def _without_cell(f: dict) -> str:
+    """A finding's message without the trailing "(semantics, observe)" the
+    loop stores, where the line already names the cell in brackets."""
+    suffix = f" ({f['semantics']}, {f['observe']})"
+    message = f["message"] or ""
+    return message[: -len(suffix)] if message.endswith(suffix) else message
+
 def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
     """The text printed at the end of `tfsem fuzz`: how hard each pass was
     tried per cell, the findings grouped by bug (the smallest of each group
@@ -705,14 +713,14 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
             tag = "expected" if expected else "BUG"
             status = "new" if any(statuses.get(m) == "new" for m in g["members"]) else "known"
             p(f"  #{f['id']} {status} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}] "
-              f"{f['nodes']} nodes, seen {g['times_seen']}x ({tag}): {f['message']}")
+              f"{f['nodes']} nodes, seen {g['times_seen']}x ({tag}): {_without_cell(f)}")
             others = [m for m in g["members"] if m != f["id"]]
             if others:
                 p(f"     same bug: {', '.join(f'#{m}' for m in others)}")
     if result.fixed:
         p(f"fixed findings ({len(result.fixed)}):")
         for f in result.fixed:
-            p(f"  #{f['id']} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}]: {f['message']}")
+            p(f"  #{f['id']} {f['pass']} {f['kind']} [{f['semantics']}/{f['observe']}]: {_without_cell(f)}")
     for e in result.errors:
         p(f"error: {e.strip().splitlines()[-1]}")
     bugs = result.bugs

@@ -241,3 +241,10 @@ def test_a_finding_headline_names_its_cell_once():
     line = _headline(1, r)
     assert line.count("atomic") == 1 and line.count("outputs+state") == 1
     assert line.startswith("finding 1: unsound [atomic, outputs+state]: output 'o' differs (")
+
+
+def test_the_fuzz_summary_names_a_findings_cell_once():
+    from tfsem.campaigns.campaign import _without_cell
+    f = {"semantics": "atomic", "observe": "outputs", "message": "output 'o' differs (atomic, outputs)"}
+    assert _without_cell(f) == "output 'o' differs"
+    assert _without_cell({**f, "message": "ZeroDivisionError"}) == "ZeroDivisionError"
