@@ -335,6 +335,12 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
         if n.name in seen:
             bad(f"node {n.name!r}", "duplicate-name", "two nodes have this name")
         seen.add(n.name)
+        if "@" in n.name:
+            # schedules name a decomposed Assign's steps n@read and n@write: a
+            # node called "a@read" would be one of them (TensorFlow's node
+            # names never hold '@')
+            bad(f"node {n.name!r}", "bad-name", "'@' is reserved for the steps of a decomposed "
+                                                "Assign in schedules (n@read, n@write)")
 
     for n in p.nodes:
         where = f"node {n.name!r}"
