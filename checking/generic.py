@@ -283,14 +283,9 @@ class GenericAlgebra(Algebra):
     def _elements(self, fn: fns.Function, args: Sequence[Any],
                   attrs: Mapping[str, Any]) -> tuple[GTensor, ...]:
         name = fn.name
-        if name == "Const":
-            return (self.constant(attrs["value"]),)
-        if name == "Identity":
-            return (args[0],)
-        if name == "Copy":
-            return (args[0], args[0])
-        if name == "Snd":
-            return (args[1],)
+        if name in ("Const", "Identity", "Copy", "Snd"):
+            # the same as for element terms (self.constant is this algebra's)
+            return super()._elements(fn, args, attrs)
         if name == "Concat":
             a, b = args
             if (a.op == "split" and b.op == "split" and a.args[0] is b.args[0]
