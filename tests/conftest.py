@@ -25,6 +25,17 @@ settings.register_profile("default", max_examples=100, deadline=None, print_blob
 settings.register_profile("nightly", max_examples=2000, deadline=None, print_blob=True)
 
 _profile = os.environ.get(PROFILE_ENV, "default")
+
+# XLA's CPU auto-clustering flags, set before any test starts TensorFlow:
+# TensorFlow reads TF_XLA_FLAGS once, at its first session, and a test that
+# uses TensorFlow directly may run before tfsem's own import sets them
+from tfsem.graphdef.grappler import XLA_FLAGS as _XLA_FLAGS  # noqa: E402
+
+_flags = os.environ.get("TF_XLA_FLAGS", "")
+_missing = [f for f in _XLA_FLAGS if f.split("=")[0] not in _flags]
+if _missing:
+    os.environ["TF_XLA_FLAGS"] = " ".join([_flags, *_missing]).strip()
+
 if _profile not in ("default", "nightly"):
     raise ValueError(f"{PROFILE_ENV}={_profile!r}: use 'default' or 'nightly'")
 settings.load_profile(_profile)

@@ -368,4 +368,8 @@ def run_backend(args: argparse.Namespace) -> int:
         if clusters is not None:
             shown = ", ".join(f"{k} [{' '.join(v)}]" for k, v in clusters["clusters"].items())
             print(f"  XLA clusters (variables each touches): {shown or 'none'}")
+            if not shown:
+                print("  (no XLA cluster formed: nothing here can be clustered, or TensorFlow "
+                      "started in this process before tfsem could set TF_XLA_FLAGS; these runs "
+                      "were then the plain executor's)")
     return EXIT_FOUND if findings else EXIT_OK
