@@ -551,24 +551,8 @@ def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     result's `states` counts linearization-search states; `classes` (an extra
     attribute) counts the reads-from classes evaluated.  Raises Unsupported
     where the engine does not apply, BudgetExceeded when the budget runs out."""
-    if semantics not in (ATOMIC, DECOMPOSED):
-        raise ValueError(f"unknown semantics {semantics!r}")
-    budget = Budget(max_states, max_seconds)
-    comps = []
-    classes = 0
-    limit = sys.getrecursionlimit()
-    try:
-        sys.setrecursionlimit(max(limit, 4 * MAX_CHOICES + 2000))
-        for names, variables, outputs in components(p):
-            comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
-            rf = _Component_RF(comp, init, budget)
-            comps.append(rf.run())
-            classes += rf.classes
-    finally:
-        sys.setrecursionlimit(limit)
-    result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
-    result.classes = classes
-    return result
+    return outcome_set_engine(p, feeds, init, semantics, observe, max_states, max_seconds,
+                              "readsfrom")
 
 
 # ---------------------------------------------------------------------------
