@@ -28,7 +28,7 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
                                   Program, ProgramError, TensorType, Violation)
-from tfsem.oracle.values import Error, Tensor
+from tfsem.oracle.values import DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
 
 from .importer import TF_DTYPES, TFSEM_DTYPES
 
@@ -76,9 +76,12 @@ def _int32_const(name: str, values, scalar: bool = False) -> dict:
                                                   "value": {"tensor": t}}}
 
 
-def infer_types(p: Program) -> dict[tuple[str, int], TensorType | None]:
+def infer_types(p: Program, failures: dict[str, str] | None = None
+                ) -> dict[tuple[str, int], TensorType | None]:
     """(node, port) -> the tensor's type (None where unknown: an uninterpreted
-    function, or an error value)."""
+    function, or an error value).  `failures`, when given, gets node -> error
+    for the functions whose input types alone make them fail (dtype-mismatch,
+    shape-mismatch: whatever the values)."""
     types: dict[tuple[str, int], TensorType | None] = {}
 
     def of(i) -> TensorType | None:
@@ -104,6 +107,10 @@ def infer_types(p: Program) -> dict[tuple[str, int], TensorType | None]:
             results = f.apply(zeros, n.attrs)
             for k, r in enumerate(results):
                 types[(name, k)] = None if isinstance(r, Error) else TensorType(r.dtype, r.shape)
+            err = next((r for r in results if isinstance(r, Error)), None)
+            if failures is not None and err is not None and \
+                    err.reason in (DTYPE_MISMATCH, SHAPE_MISMATCH):
+                failures[name] = err.reason
         except fns.CannotRun:
             # no concrete model (a float reduction, an uninterpreted op): the
             # dtype still follows from the op (shape unknown: None)
@@ -120,7 +127,13 @@ def infer_types(p: Program) -> dict[tuple[str, int], TensorType | None]:
 
 def export_graph(p: Program) -> dict:
     """The GraphDef dict of program `p` (format with graphdef.proto.format_text)."""
-    types = infer_types(p)
+    failures: dict[str, str] = {}
+    types = infer_types(p, failures)
+    for name, reason in failures.items():
+        # tfsem: the node's result is the error value; TensorFlow refuses to
+        # build such a graph, so the export would not mean the program
+        raise ExportError(f"node {name!r}", f"always gives the error {reason} for its input "
+                          "types: TensorFlow refuses such a graph")
     reserved = set(p.feed_names) | set(p.outputs)
     rename: dict[str, str] = {}
     taken = set(reserved)
@@ -186,7 +199,19 @@ def export_graph(p: Program) -> dict:
                                   "and Assign-Sub do; StepToward and ScaleAdd come from an "
                                   "imported ResourceApplyAdam or ResourceApplyMomentum, which "
                                   "export does not rebuild)")
-            t = p.variables[p.accessed_variable(n.name)]
+            x = p.accessed_variable(n.name)
+            t = p.variables[x]
+            value = n.data_inputs[1]
+            vt = p.feed_type(value.name) if isinstance(value, FeedIn) else \
+                types.get((value.node, value.port))
+            if vt is not None and (vt.dtype != t.dtype or
+                                   (vt.shape is not None and tuple(vt.shape) != tuple(t.shape))):
+                # tfsem: the Assign fails and changes nothing; TensorFlow refuses
+                # to build such a graph, so the export would not mean the program
+                raise ExportError(where, f"assigns a {vt.dtype}{list(vt.shape or [])} value to "
+                                  f"variable {x!r} of type {t.dtype}{list(t.shape)}: TensorFlow "
+                                  "refuses such a graph (in tfsem the Assign fails and changes "
+                                  "nothing)")
             out.append({"name": name, "op": op, "input": data + ctrl,
                         "attr": {"dtype": _type(t.dtype)}})
             continue
