@@ -43,6 +43,7 @@ from tfsem.checking.symbolic import MAX_ELEMENTS
 from tfsem.oracle import program as P
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import Tensor
+from tfsem.rewrites.edit import renamed as _renamed
 
 SHORT = {"sound": "sound", "unsound": "unsound", "no-counterexample": "no-cex",
          "unknown": "unknown", "invalid": "invalid"}
@@ -111,18 +112,6 @@ def keras_steps(widths: list[int]):
                 t["shape"] = [width if s == 8 else s for s in t["shape"]]
             p = program_from_json(data)
             yield f"{name} w={width}", max(math.prod(t.shape) for t in p.variables.values()), p, _renamed(p)
-
-
-def _renamed(p):
-    def ref(i):
-        if isinstance(i, P.DataIn):
-            return P.DataIn(i.node + "_r", i.port)
-        if isinstance(i, P.ControlIn):
-            return P.ControlIn(i.node + "_r")
-        return i
-    nodes = tuple(n.replace(name=n.name + "_r", inputs=tuple(ref(i) for i in n.inputs))
-                  for n in p.nodes)
-    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
 
 
 def main() -> None:

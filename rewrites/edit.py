@@ -53,6 +53,21 @@ def rename_inputs(inputs: Iterable[Input], ports: Mapping[tuple[str, int], DataI
     return canonical_inputs(out)
 
 
+def renamed(p: Program, suffix: str = "_r") -> Program:
+    """`p` with `suffix` appended to every node name: the same program, not
+    the same object (what a renaming pass gives; tests and benchmarks use it
+    to make the checker work instead of seeing identical programs)."""
+    def ref(i: Input) -> Input:
+        if isinstance(i, DataIn):
+            return DataIn(i.node + suffix, i.port)
+        if isinstance(i, ControlIn):
+            return ControlIn(i.node + suffix)
+        return i
+    nodes = tuple(n.replace(name=n.name + suffix, inputs=tuple(ref(i) for i in n.inputs))
+                  for n in p.nodes)
+    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
+
+
 def fresh_name(base: str, taken: set[str]) -> str:
     """`base`, or `base_2`, `base_3`, ... : the first name not in `taken`
     (which is updated)."""

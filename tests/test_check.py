@@ -20,6 +20,7 @@ from tfsem.oracle.jsonio import case_to_json, make_case, program_to_json, save_p
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import value_from_json
+from tfsem.rewrites.edit import renamed
 
 SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 
@@ -37,19 +38,6 @@ def replay(original, rewritten, verdict_json):
     originals = outcome_set(original, feeds, init, sem, obs)
     assert len(cex["original_outcomes"]) == min(originals.count, 100) == cex["original_count"]
     return outcome, originals
-
-
-def renamed(p):
-    """p with every node renamed: the same program, not the same object."""
-    def ref(i):
-        if isinstance(i, P.DataIn):
-            return P.DataIn(i.node + "_r", i.port)
-        if isinstance(i, P.ControlIn):
-            return P.ControlIn(i.node + "_r")
-        return i
-    nodes = tuple(n.replace(name=n.name + "_r", inputs=tuple(ref(i) for i in n.inputs))
-                  for n in p.nodes)
-    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
 
 
 def pure(nodes, outputs=None, feeds=None):

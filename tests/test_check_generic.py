@@ -29,6 +29,7 @@ from tfsem.oracle.explore import outcome_set
 from tfsem.oracle.program import ControlIn, FeedControlIn, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import DTYPES, Tensor, value_from_json
+from tfsem.rewrites.edit import renamed
 
 BIG = MAX_ELEMENTS + 1
 
@@ -310,18 +311,6 @@ def widened_mlp(name: str, width: int):
     for t in data["variables"].values():
         t["shape"] = [width if s == 8 else s for s in t["shape"]]
     return program_from_json(data)
-
-
-def renamed(p):
-    def ref(i):
-        if isinstance(i, P.DataIn):
-            return P.DataIn(i.node + "_r", i.port)
-        if isinstance(i, P.ControlIn):
-            return P.ControlIn(i.node + "_r")
-        return i
-    nodes = tuple(n.replace(name=n.name + "_r", inputs=tuple(ref(i) for i in n.inputs))
-                  for n in p.nodes)
-    return p.replace(nodes=nodes, outputs={k: ref(v) for k, v in p.outputs.items()}).validated()
 
 
 @pytest.mark.parametrize("graph,semantics", [("keras_mlp_sgd", "atomic"),
