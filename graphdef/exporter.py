@@ -21,7 +21,7 @@ functions), in topological order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 
@@ -125,8 +125,22 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
     return types
 
 
-def export_graph(p: Program) -> dict:
-    """The GraphDef dict of program `p` (format with graphdef.proto.format_text)."""
+def export_graph(p: Program, *, names: dict[str, str] | None = None,
+                 split_assigns: Collection[str] = ()) -> dict:
+    """The GraphDef dict of program `p` (format with graphdef.proto.format_text).
+
+    `names`, when given, receives each program node's name in the graph (a
+    node is renamed only where its name is taken by a feed or an output).
+    `split_assigns` names Assign-Add / Assign-Sub nodes to export as three
+    nodes instead of one atomic AssignAddVariableOp: ``NAME/read``
+    (ReadVariableOp, taking the Assign's control inputs), ``NAME/compute``
+    (AddV2 or Sub of the value read and the Assign's input) and ``NAME``
+    (AssignVariableOp of the result).  That is seed 002's decomposed Assign
+    made explicit, so that a schedule of the decomposed semantics that runs
+    other nodes between an Assign's read and its write can be forced on
+    TensorFlow (backends/tensorflow.py `replay_program`), whose executor
+    runs an AssignAddVariableOp under the variable's lock, as one step.
+    """
     failures: dict[str, str] = {}
     types = infer_types(p, failures)
     for name, reason in failures.items():
@@ -144,6 +158,17 @@ def export_graph(p: Program) -> dict:
             name = f"{n.name}_{k}"
         taken.add(name)
         rename[n.name] = name
+    if names is not None:
+        names.update(rename)
+    split = set(split_assigns)
+    for name in sorted(split):
+        n = p.node.get(name)
+        if n is None or n.op != ASSIGN or n.fn.removesuffix(fns.FTZ_SUFFIX) not in ("Add", "Sub"):
+            raise ValueError(f"split_assigns: {name!r} is not an Assign-Add or Assign-Sub node")
+        for part in ("read", "compute"):
+            if f"{rename[name]}/{part}" in taken or f"{rename[name]}/{part}" in rename.values():
+                raise ExportError(f"node {name!r}", f"cannot be split: a node is already "
+                                  f"called {rename[name]}/{part}")
     out: list[dict] = []
     used_vars = {n.var for n in p.nodes if n.op == VAR}
     for x, t in p.variables.items():
@@ -212,6 +237,15 @@ def export_graph(p: Program) -> dict:
                                   f"variable {x!r} of type {t.dtype}{list(t.shape)}: TensorFlow "
                                   "refuses such a graph (in tfsem the Assign fails and changes "
                                   "nothing)")
+            if n.name in split:
+                fn = n.fn.removesuffix(fns.FTZ_SUFFIX)
+                out += [{"name": f"{name}/read", "op": "ReadVariableOp", "input": data[:1] + ctrl,
+                         "attr": {"dtype": _type(t.dtype)}},
+                        {"name": f"{name}/compute", "op": _RENAMED.get(fn, fn),
+                         "input": [f"{name}/read", data[1]], "attr": {"T": _type(t.dtype)}},
+                        {"name": name, "op": "AssignVariableOp",
+                         "input": [data[0], f"{name}/compute"], "attr": {"dtype": _type(t.dtype)}}]
+                continue
             out.append({"name": name, "op": op, "input": data + ctrl,
                         "attr": {"dtype": _type(t.dtype)}})
             continue

@@ -40,6 +40,10 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", default=None,
                    help="also write the verdict as an HTML page to FILE")
+    p.add_argument("--no-tensorflow", dest="tensorflow", action="store_false",
+                   help="do not replay an unsound verdict's counterexample on TensorFlow "
+                        "(by default it is replayed when TensorFlow is installed: "
+                        "docs/tensorflow-validation.md)")
     p.set_defaults(run=run)
 
 
@@ -85,14 +89,53 @@ def run(args: argparse.Namespace) -> int:
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
                           semantics=args.semantics or case.semantics,
                           observe=args.observe or case.observe)
+    replay = replay_on_tensorflow(case, verdict, args)
+    data = verdict.to_json()
+    if verdict.verdict == "unsound":
+        data["tensorflow_replay"] = replay
     if args.json:
-        print_json(verdict.to_json())
+        print_json(data)
     else:
-        print(verdict.describe())
+        text = verdict.describe()
+        if replay is not None and replay["status"] != "skipped":
+            text += f"\n  {replay['text']}"
+        print(text)
     if render is not None:
         try:
-            render(args.html, case, verdict.to_json())  # FILE, and FILE-steps.html for a run
+            render(args.html, case, data)  # FILE, and FILE-steps.html for a run
         except OSError as exc:
             print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     return verdict.exit_status
+
+
+def replay_on_tensorflow(case: Case, verdict, args: argparse.Namespace) -> dict | None:
+    """Replay an `unsound` verdict's counterexample on TensorFlow's executor
+    (backends/tensorflow.py): the rewritten graph itself when REWRITTEN is a
+    GraphDef file, else the rewritten program exported.  TensorFlow is
+    imported only here, only for an unsound verdict, and only when it is
+    installed.  Adds "tensorflow" to `verdict.confirmed` when TensorFlow gave
+    the counterexample's outcome; never changes the verdict.  Returns the
+    replay's JSON (with a `text` line), a `skipped` entry saying why, or None
+    (no unsound verdict)."""
+    cx = verdict.counterexample
+    if verdict.verdict != "unsound" or cx is None:
+        return None
+    if not getattr(args, "tensorflow", True):
+        return {"status": "skipped", "confirmed": False, "reason": "--no-tensorflow"}
+    import importlib.util  # noqa: PLC0415
+    if importlib.util.find_spec("tensorflow") is None:
+        return {"status": "skipped", "confirmed": False,
+                "reason": "TensorFlow is not installed (the extra tfsem[tensorflow])"}
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+    rewritten = case.rewritten()
+    graph_file = args.rewritten is not None and Path(args.rewritten).suffix.lower() in (".pb", ".pbtxt")
+    if graph_file:
+        rep = tfb.replay_graph(Path(args.rewritten), rewritten, cx, observe=verdict.observe,
+                               targets=list(getattr(args, "target", []) or []),
+                               label=f"the graph {args.rewritten}")
+    else:
+        rep = tfb.replay_program(rewritten, cx, observe=verdict.observe)
+    if rep.confirmed and "tensorflow" not in verdict.confirmed:
+        verdict.confirmed.append("tensorflow")
+    return dict(rep.to_json(), text=rep.describe())

@@ -209,15 +209,16 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     row: dict[str, Any] = {"status": "checked",
                            "check_seconds": round(time.perf_counter() - t, 6)}
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
-        from tfsem.backends.tensorflow import confirm_on_tensorflow  # noqa: PLC0415
-        ok, detail = confirm_on_tensorflow(rewritten_graph_def, {f: f for f in fetches},
-                                           targets, verdict.counterexample, observe=observe)
-        row["tensorflow_replay"] = {"confirmed": ok, "detail": detail}
-        if ok:
+        # the same replay as `tfsem check` of a graph (backends/tensorflow.py)
+        from tfsem.backends.tensorflow import replay_graph  # noqa: PLC0415
+        rep = replay_graph(rewritten_graph_def, rewritten, verdict.counterexample,
+                           targets=targets, observe=observe, label=f"the graph {where}")
+        row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
+        if rep.confirmed:
             verdict.confirmed.append("tensorflow")
     row.update(verdict=verdict.to_json(), text=verdict.describe())
-    if "tensorflow_replay" in row and not row["tensorflow_replay"]["confirmed"]:
-        row["text"] += f"\n  not reproduced on TensorFlow: {row['tensorflow_replay']['detail']}"
+    if "tensorflow_replay" in row:
+        row["text"] += f"\n  {row['tensorflow_replay']['text']}"
     return row
 
 
