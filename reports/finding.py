@@ -297,7 +297,7 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
     if verdict == "unsound" and isinstance(cx, Mapping) and rewritten is not None:
         body.append(_counterexample(cx, differs, original, rewritten, layout, semantics, observe,
                                     problems, steps, steps_href, budget))
-    body.append(_confirmation(confirmed, verdict))
+    body.append(_confirmation(confirmed, verdict, verdict_json.get("tensorflow_replay")))
     body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe,
                             verdict, meta))
     extra = {k: v for k, v in verdict_json.items() if v not in (None, "", [], {})
@@ -649,7 +649,7 @@ def _steps_table(rp: Replay, p: Program, layout: G.Layout | None, differs: Mappi
             + "".join(rows) + "</tbody></table>" + final)
 
 
-def _confirmation(confirmed: Sequence[str], verdict: str) -> str:
+def _confirmation(confirmed: Sequence[str], verdict: str, tensorflow_replay: Any = None) -> str:
     if verdict != "unsound":
         return ""
     names = [b for b in confirmed if b not in BACKENDS] + list(BACKENDS)
@@ -657,6 +657,10 @@ def _confirmation(confirmed: Sequence[str], verdict: str) -> str:
         f'<li class="backend" data-backend={attr(b)}>{badge(b, "good" if b in confirmed else "none")} '
         f"{_confirm_text(b, b in confirmed)}</li>"
         for b in names)
+    if isinstance(tensorflow_replay, Mapping) and tensorflow_replay.get("status") == "not-replayed":
+        # `check` replayed it on TensorFlow and could not (backends/tensorflow.py)
+        items += (f'<li class="backend" data-backend="tensorflow">{badge("tensorflow", "none")} '
+                  f"not replayed on TensorFlow: {esc(str(tensorflow_replay.get('reason', '')))}</li>")
     return f'<h2>Where it was confirmed</h2><ul class="confirmed">{items}</ul>'
 
 
@@ -665,6 +669,9 @@ def _confirm_text(backend: str, ok: bool) -> str:
         return "not confirmed (not run, or unavailable)"
     if backend == "oracle":
         return "the reference semantics replays the schedule to this outcome, and the original has no such outcome"
+    if backend == "tensorflow":
+        return ("reproduced on TensorFlow's executor: the rewritten graph, with the schedule forced by "
+                "control edges, gives the same outcome")
     return "reproduced: running the schedule concretely on this array backend gives the same outcome"
 
 
