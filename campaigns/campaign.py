@@ -86,6 +86,11 @@ class CampaignSettings:
     example_db: str | None = None
     replay: bool = True
     round_seconds: float = 20.0
+    #: runs of each program on a runtime target (`--target xla`)
+    runtime_runs: int = 20
+    #: pass spec -> the generator for that pass only (`--target grappler`'s
+    #: own generator); the others use `generator`
+    pass_generators: dict[str, str] = field(default_factory=dict)
 
     def unit_configs(self) -> list[LoopConfig]:
         """One LoopConfig per (pass, cell), passes interleaved so that a
@@ -95,8 +100,10 @@ class CampaignSettings:
             for spec in self.passes:
                 out.append(LoopConfig(spec, cell[0], cell[1], max_nodes=self.max_nodes,
                                       pass_timeout=self.pass_timeout, check_timeout=self.check_timeout,
-                                      checker=self.checker, generator=self.generator,
-                                      round_seconds=self.round_seconds))
+                                      checker=self.checker,
+                                      generator=self.pass_generators.get(spec, self.generator),
+                                      round_seconds=self.round_seconds,
+                                      runtime_runs=self.runtime_runs))
         return out
 
 
@@ -210,7 +217,8 @@ def _run_replay(task: dict, emit: Callable[[tuple], None]) -> dict:
             if key not in loops:
                 cfg = LoopConfig(spec, record.semantics, record.observe, pass_timeout=task["pass_timeout"],
                                  check_timeout=task["check_timeout"], checker=task["checker"],
-                                 generator=task.get("generator"))
+                                 generator=task.get("generator"),
+                                 runtime_runs=task.get("runtime_runs", 20))
                 loops[key] = FuzzLoop(cfg, target=target, runner=runner)
             status, again = replay(loops[key], record)
             outcome[status] += 1
@@ -364,7 +372,8 @@ class Campaign:
                 if rows:
                     tasks.append({"type": "replay", "pass_spec": spec, "pass_timeout": s.pass_timeout,
                                   "check_timeout": s.check_timeout, "checker": s.checker,
-                                  "generator": s.generator,
+                                  "generator": s.pass_generators.get(spec, s.generator),
+                                  "runtime_runs": s.runtime_runs,
                                   "findings": [{"finding_id": f["id"], "record": Store.record_of(f).to_json()}
                                                for f in rows]})
         units = s.unit_configs()

@@ -56,7 +56,10 @@ from tfsem.oracle.jsonio import decode_inputs, program_from_json, program_to_jso
 from tfsem.oracle.program import Program, ProgramError
 from tfsem.oracle.values import Value, value_to_json
 
-from .checks import CheckPlan, interface_problems
+from tfsem.oracle.explore import BudgetExceeded, outcome_set
+
+from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTCOMES, CheckPlan,
+                     interface_problems)
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
@@ -64,6 +67,9 @@ from .targets import Target, resolve_pass
 
 from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
 DEFAULT_CHECK_TIMEOUT = 5.0
+#: the key of a finding's detail that keeps the generated program when the
+#: finding's `original` is what a TensorFlow target made of it (Target.prepare)
+GIVEN = "program_given"
 
 Generator = Callable[[int, str], st.SearchStrategy]
 
@@ -91,6 +97,9 @@ class LoopConfig:
     shrink_seconds: float = 2.0
     #: then the structural reducer (reduce.py) works on each finding this long
     reduce_seconds: float = 5.0
+    #: a runtime target (`--target xla`) runs each program (and each
+    #: shrinking candidate) this many times
+    runtime_runs: int = 20
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -269,7 +278,17 @@ class FuzzLoop:
         self.config = config
         self.target = target or resolve_pass(config.pass_spec)
         self._own_runner = runner is None
+        if self.target.kind == "runtime" and (runner is None or isinstance(runner, PassSandbox)):
+            # a runtime target runs programs in this process (no rewrite to sandbox);
+            # a sandbox handed in for it was never started
+            if runner is not None:
+                runner.close()
+            runner = self.target.fn.runner(config.observe)
+            self._own_runner = True
         self.runner = runner or PassSandbox(config.pass_spec, timeout=config.pass_timeout)
+        #: the generated program behind the one judged, when a target
+        #: judges another (Target.prepare); kept in a finding's detail
+        self._given: dict | None = None
         self.checker = checker or CheckPlan(config.checker, concrete_seconds=min(2.0, config.check_timeout))
         gen = resolve_generator(generator if generator is not None else config.generator)
         self.strategy = gen(config.max_nodes, config.observe)
@@ -292,6 +311,8 @@ class FuzzLoop:
 
     def _record(self, kind: str, program_json: dict, feeds: Mapping[str, Value],
                 init: Mapping[str, Value], **kw: Any) -> FindingRecord:
+        if self._given is not None:
+            kw["detail"] = {**kw.get("detail", {}), GIVEN: self._given}
         return FindingRecord(pass_name=self.target.name, pass_spec=self.config.pass_spec, kind=kind,
                              semantics=self.config.semantics, observe=self.config.observe,
                              original=program_json, feeds=_sigma_json(feeds), init=_sigma_json(init),
@@ -302,8 +323,25 @@ class FuzzLoop:
         """Run the pass on one program and judge the result: a finding, or
         None (sound, no counterexample, unknown, identical)."""
         cfg = self.config
+        self._given = None
+        if self.target.kind == "runtime":
+            return self._evaluate_runtime(program, feeds, init)
+        given = program_to_json(program)
+        if self.target.prepare is not None:
+            # judged against what the target sees (Grappler: the export imported
+            # back, in the GraphDef's names), the pass run on the program itself
+            try:
+                judged = self.target.prepare(program)
+            except Exception as exc:  # noqa: BLE001 - not the pass's finding
+                judged = None
+                self.stats.last_error = f"prepare: {type(exc).__name__}: {exc}"[:500]
+            if judged is None:
+                self.stats.identical += 1   # nothing the target can act on
+                return None
+            self._given = given
+            program = judged
         pj = program_to_json(program)
-        res: RewriteResult = self.runner.rewrite(pj)
+        res: RewriteResult = self.runner.rewrite(given)
         self.stats.pass_seconds += res.seconds
         if res.status == TIMEOUT:
             return self._record(TIMEOUT, pj, feeds, init, message=res.message,
@@ -366,7 +404,85 @@ class FuzzLoop:
             self.stats.unknown += 1
         return None
 
+    def _evaluate_runtime(self, program: Program, feeds: Mapping[str, Value],
+                          init: Mapping[str, Value]) -> FindingRecord | None:
+        """A runtime target (Target.kind "runtime", `--target xla`): run the
+        program `runtime_runs` times, and compare every outcome observed with
+        the oracle's outcome set at the σ used, in this loop's cell.  An
+        outcome outside it is an `unsound` finding that stores σ, the
+        outcome, how many runs gave it and the size of the allowed set; one
+        that no run shows again is no finding (timing decides, so a shrunk
+        candidate reproduces only when its own runs show it)."""
+        cfg = self.config
+        res = self.runner.execute(program, feeds, init, cfg.runtime_runs)
+        self.stats.pass_seconds += res.seconds
+        if res.status == "skipped":
+            self.stats.identical += 1   # nothing the target can run as tfsem means it
+            return None
+        if res.status != "ok":
+            self.stats.unknown += 1
+            self.stats.last_error = f"{self.target.name}: {res.message}"[:500]
+            return None
+        judged, feeds, init = res.program, res.feeds, res.init
+        started = time.monotonic()
+        try:
+            allowed = outcome_set(judged, feeds, init, cfg.semantics, cfg.observe,
+                                  CONCRETE_MAX_STATES, min(2.0, cfg.check_timeout))
+        except BudgetExceeded:
+            self.stats.unknown += 1
+            return None
+        except Exception as exc:  # noqa: BLE001 - an oracle bug is not the target's finding
+            self.stats.checker_errors += 1
+            self.stats.last_error = f"oracle: {type(exc).__name__}: {exc}"[:500]
+            return None
+        finally:
+            self.stats.check_seconds += time.monotonic() - started
+        observed = res.observed.items()
+        outside = [(o, n) for o, n in observed if o not in allowed]
+        if not outside:
+            self.stats.no_counterexample += 1
+            return None
+        outcome, times = max(outside, key=lambda item: item[1])
+        originals = [o for o, _ in allowed.items()][:MAX_LISTED_OUTCOMES]
+        differs = (outcome.first_difference([o for o, _ in allowed.items()])
+                   if allowed.count <= MAX_ORIGINAL_OUTCOMES else None) or {}
+        part, name = next(iter(differs.items()), ("?", "?"))
+        what = f"output {name!r}" if part == "output" else f"final value of variable {name!r}"
+        runtime = {"target": self.target.name, "runs": res.runs, "outcome": outcome.to_json(),
+                   "feeds": _sigma_json(feeds), "init": _sigma_json(init),
+                   "times": times, "allowed_count": allowed.count,
+                   "allowed": [o.to_json() for o in originals],
+                   "observed": [{"outcome": o.to_json(), "runs": n, "allowed": o in allowed}
+                                for o, n in observed]}
+        verdict = {"verdict": "unsound", "differs": differs, "semantics": cfg.semantics,
+                   "observe": cfg.observe, "runtime": runtime,
+                   "reason": (f"{self.target.name} ran the program {res.runs} times from σ; "
+                              f"{times} of the runs gave an outcome outside the {allowed.count} "
+                              f"outcomes of the {cfg.semantics} semantics")}
+        self._given = program_to_json(program)
+        return self._record(UNSOUND, program_to_json(judged), feeds, init, verdict=verdict,
+                            message=(f"{what} differs in {times} of {res.runs} runs "
+                                     f"({cfg.semantics}, {cfg.observe})"),
+                            detail={"runs": res.runs, "times": times,
+                                    "allowed_count": allowed.count})
+
     def finalize(self, record: FindingRecord) -> FindingRecord:
+        """The checker's full verdict (`_finalize`), then the target's
+        evidence (Target.evidence: Grappler's GraphDefs, XLA's clusters) in
+        the finding's detail and verdict."""
+        record = self._finalize(record)
+        evidence = self.target.evidence
+        if evidence is not None:
+            try:
+                extra = evidence(record) or {}
+            except Exception as exc:  # noqa: BLE001 - evidence must not lose the finding
+                extra = {"evidence_error": f"{type(exc).__name__}: {exc}"[:500]}
+            record.detail.update(extra)
+            if isinstance(record.verdict, dict):
+                record.verdict.update(extra)
+        return record
+
+    def _finalize(self, record: FindingRecord) -> FindingRecord:
         """Give a minimized unsound finding the checker's full verdict (a
         minimized σ, the steps that matter, confirmation on array backends).
 
@@ -549,7 +665,8 @@ def replay(loop: FuzzLoop, record: FindingRecord) -> tuple[str, FindingRecord | 
     the program now shows another kind of finding (a new one); and
     (UNDECIDED, None) when the checker cannot tell (an unsound finding whose
     check comes back unknown)."""
-    program = program_from_json(record.original)
+    # the generated program when the finding judged what a target made of it
+    program = program_from_json((record.detail or {}).get(GIVEN) or record.original)
     try:
         feeds, init = decode_inputs(program, record.feeds, record.init)
     except ProgramError:
@@ -560,6 +677,8 @@ def replay(loop: FuzzLoop, record: FindingRecord) -> tuple[str, FindingRecord | 
     again = loop.evaluate(program, feeds, init)
     if again is not None and again.kind == record.kind:
         return PRESENT, again
+    if again is None and loop.target.kind == "runtime":
+        return UNDECIDED, None   # not seen in these runs: timing decides, not a fix
     if again is None and loop.stats.unknown + loop.stats.checker_errors > before.unknown + before.checker_errors:
         return UNDECIDED, None
     return FIXED, again

@@ -33,6 +33,17 @@ class Target:
     description: str
     claims: Mapping[Cell, str] = field(default_factory=dict)
     fn: Callable[[Any], Any] | None = None
+    #: "pass" (a rewrite, checked against its input) or "runtime" (programs
+    #: are executed and their outcomes compared with the oracle's sets; no
+    #: rewritten program: campaigns/tensorflow_target.py, `--target xla`)
+    kind: str = "pass"
+    #: optional `program -> program | None`: the program the rewrite is judged
+    #: against (None: skip this program).  Grappler targets give the exported
+    #: graph imported back, in the graph's own node names.
+    prepare: Callable[[Any], Any] | None = None
+    #: optional `FindingRecord -> dict` of evidence added to a finding's
+    #: detail when it is reported (Grappler: both GraphDefs as pbtxt)
+    evidence: Callable[[Any], Any] | None = None
 
     def claim(self, cell: Cell) -> str | None:
         return self.claims.get(cell)
@@ -113,9 +124,44 @@ def resolve_pass(spec: str) -> Target:
         obj = _import_attribute(spec)
     if not callable(obj):
         raise PassNotFound(f"{spec!r} is not callable (a pass maps a program to a program)")
+    inner = getattr(obj, "function", None)
+    if inner is not None and hasattr(inner, "target_kind"):
+        obj = inner   # a target object of campaigns/tensorflow_target.py, wrapped by the registry
     name = getattr(obj, "name", None) or spec
     description = getattr(obj, "description", None) or (getattr(obj, "__doc__", None) or "").strip().split("\n")[0]
-    return Target(spec, str(name), str(description), _normalize_claims(getattr(obj, "claims", None)), obj)
+    kind = getattr(obj, "target_kind", "pass")
+    return Target(spec, str(name), str(description), _normalize_claims(getattr(obj, "claims", None)), obj,
+                  kind=kind if kind in ("pass", "runtime") else "pass",
+                  prepare=getattr(obj, "prepare", None), evidence=getattr(obj, "evidence", None))
+
+
+#: `tfsem fuzz --target NAME` / `tfsem verify --target NAME`: TensorFlow's own
+#: optimizers (campaigns/tensorflow_target.py)
+TARGET_NAMES = ("grappler", "grappler:OPTIMIZER", "xla")
+
+
+def target_spec(name: str) -> str:
+    """The pass spec of `--target NAME`: `grappler` (the default pipeline),
+    `grappler:OPTIMIZER` or `xla` (a runtime target).  Raises PassNotFound
+    naming the valid names, or saying which extra to install when
+    TensorFlow is missing."""
+    if name == "grappler" or name.startswith("grappler:"):
+        _grappler_spec(name)       # the optimizer name and TensorFlow, checked now
+        return name
+    if name == "xla":
+        from tfsem.graphdef.grappler import INSTALL_HINT, TensorFlowMissing
+        try:
+            from . import tensorflow_target
+        except TensorFlowMissing:
+            raise PassNotFound(f"'xla' {INSTALL_HINT}") from None
+        return f"{tensorflow_target.__name__}:xla_target"
+    raise PassNotFound(f"unknown target {name!r} (targets: grappler, grappler:OPTIMIZER with "
+                       "OPTIMIZER one of " + ", ".join(_optimizer_names()) + "; xla)")
+
+
+def _optimizer_names() -> list[str]:
+    from tfsem.graphdef.grappler import DEFAULT_PIPELINE, OPTIMIZERS
+    return [*OPTIMIZERS, DEFAULT_PIPELINE]
 
 
 def _grappler_spec(name: str) -> str:

@@ -79,46 +79,132 @@ def _same_semantics(data: bytes, fetches, targets) -> bool:
     return not any(n.op.endswith(FTZ_SUFFIX) or n.op.startswith("tf.") for n in p.nodes)
 
 
-def optimize(program, optimizer: str = _g.DEFAULT_PIPELINE):
-    """`program` through Grappler's `optimizer` and back (see the module docstring)."""
+def optimize(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=None):
+    """`program` through Grappler's `optimizer` and back (see the module docstring).
+    `damage` (tests only): a function applied to Grappler's output GraphDef
+    before it is imported, to plant a bug."""
+    return optimize_with_graphs(program, optimizer, damage)[0]
+
+
+def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=None):
+    """(the optimized program, the exported GraphDef given to Grappler,
+    Grappler's output GraphDef); both GraphDefs None where nothing was handed
+    to Grappler (the program is returned unchanged, see the module docstring)."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
     data, fetches, targets = _exported(program)
     if data is None:
-        return program
+        return program, None, None
     if not _same_semantics(data, fetches, targets):
-        return program
+        return program, None, None
     res = _g.run_grappler(data, fetches + targets, optimizer)
-    out_targets = [t for t in targets if t in {n.name for n in res.graph_def.node}]
+    out = res.graph_def
+    if damage is not None:
+        out = damage(out)
+    out_targets = [t for t in targets if t in {n.name for n in out.node}]
     try:
-        imported = import_graph(decode("tensorflow.GraphDef", res.graph_def.SerializeToString()),
+        imported = import_graph(decode("tensorflow.GraphDef", out.SerializeToString()),
                                 fetches, out_targets)
     except ProgramError as exc:
         raise GrapplerResultNotImported(
             f"Grappler ({optimizer}) output does not import: "
             + "; ".join(str(v) for v in exc.violations)) from None
-    return imported.program
+    return imported.program, data, out
 
 
-def _make(optimizer: str):
-    from tfsem.rewrites.api import Pass  # noqa: PLC0415
+def as_tensorflow_sees_it(program):
+    """The program TensorFlow is given, in its own names and semantics: the
+    export imported back (float functions flush subnormals there, as
+    TensorFlow's CPU kernels do; node names are the GraphDef's).  None when
+    the program cannot be exported, or its export means something else to
+    TensorFlow than to tfsem (an uninterpreted ``tf.*`` function, or a
+    flush-to-zero function: see `_same_semantics`), or does not import back."""
+    from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
+    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    data, fetches, targets = _exported(program)
+    if data is None or not _same_semantics(data, fetches, targets):
+        return None
+    try:
+        return import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
+    except Exception:  # noqa: BLE001 - not importable: nothing to judge
+        return None
 
-    def grappler_pass(program):
-        return optimize(program, optimizer)
-    label = "grappler" if optimizer == _g.DEFAULT_PIPELINE else f"grappler:{optimizer}"
-    description = (f"TensorFlow {_g.tensorflow().__version__} Grappler: "
-                   + ("the default pipeline" if optimizer == _g.DEFAULT_PIPELINE
-                      else f"{optimizer} alone ({_g.OPTIMIZERS[optimizer]})"))
-    return Pass(name=label, description=description, claims=dict(CLAIMS),
-                doc=description + " -- exported, optimized and imported back "
-                    "(campaigns/tensorflow_target.py)",
-                function=grappler_pass, origin=f"{__name__}:grappler_{optimizer}")
+
+def graph_text(graph) -> str:
+    """A GraphDef (TensorFlow's message or its serialized bytes) as pbtxt,
+    written by tfsem's own codec (graphdef/proto format_text)."""
+    from tfsem.graphdef.proto import format_text  # noqa: PLC0415
+    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    data = graph if isinstance(graph, (bytes, bytearray)) else graph.SerializeToString()
+    return format_text("GraphDef", decode("tensorflow.GraphDef", bytes(data)))
+
+
+#: where a finding of a TensorFlow target keeps the generated program that
+#: was exported (the finding's `original` is its export imported back)
+GIVEN = "program_given"
+
+
+class GrapplerTarget:
+    """One Grappler optimizer (or the default pipeline) as a campaign pass.
+
+    The campaign judges its output against `prepare(program)`, the exported
+    graph imported back, not against the generated program: both are then in
+    the GraphDef's node names and in TensorFlow's float semantics, so a
+    finding page draws the graph Grappler was given and the graph it
+    returned under the same names.  `evidence` adds both GraphDefs as pbtxt,
+    the optimizer and TensorFlow's version to a finding."""
+
+    target_kind = "pass"
+
+    def __init__(self, optimizer: str, *, damage=None, name: str | None = None,
+                 origin: str | None = None):
+        self.optimizer = optimizer
+        self.damage = damage
+        self.name = name or ("grappler" if optimizer == _g.DEFAULT_PIPELINE else f"grappler:{optimizer}")
+        self.description = (f"TensorFlow {_g.tensorflow().__version__} Grappler: "
+                            + ("the default pipeline" if optimizer == _g.DEFAULT_PIPELINE
+                               else f"{optimizer} alone ({_g.OPTIMIZERS[optimizer]})"))
+        self.claims = dict(CLAIMS)
+        self.doc = (self.description + " -- exported, optimized and imported back "
+                    "(campaigns/tensorflow_target.py)")
+        self.origin = origin or f"{__name__}:grappler_{optimizer}"
+
+    def __call__(self, program):
+        return optimize(program, self.optimizer, self.damage)
+
+    @property
+    def function(self):
+        return self
+
+    def prepare(self, program):
+        return as_tensorflow_sees_it(program)
+
+    def evidence(self, record) -> dict:
+        """{"graphdef": {...}} for a finding: the GraphDef given to Grappler
+        and Grappler's output, as pbtxt, with the optimizer and TensorFlow's
+        version (Grappler is run again on the finding's program: it is
+        deterministic for one graph and one configuration)."""
+        from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
+        given = (record.detail or {}).get(GIVEN)
+        info = {"optimizer": self.optimizer, "tensorflow": _g.tensorflow().__version__}
+        if given is None:
+            return {"graphdef": dict(info, error="the program given to Grappler was not kept")}
+        try:
+            _, before, after = optimize_with_graphs(program_from_json(given, validate=False),
+                                                    self.optimizer, self.damage)
+        except Exception as exc:  # noqa: BLE001 - a crash finding: show what was given
+            data, _, _ = _exported(program_from_json(given, validate=False))
+            return {"graphdef": dict(info, original=graph_text(data) if data else None,
+                                     error=f"{type(exc).__name__}: {exc}"[:2000])}
+        if before is None:
+            return {"graphdef": dict(info, error="the program was not exported")}
+        return {"graphdef": dict(info, original=graph_text(before), optimized=graph_text(after))}
 
 
 for _name in [*_g.OPTIMIZERS, _g.DEFAULT_PIPELINE]:
-    globals()[f"grappler_{_name}"] = _make(_name)
+    globals()[f"grappler_{_name}"] = GrapplerTarget(_name)
 del _name
 
 
@@ -132,6 +218,161 @@ def spec_for(name: str) -> str | None:
         _g.check_optimizer_names([opt])
         return f"{__name__}:grappler_{opt}"
     return None
+
+
+# --- runtime targets: XLA runs the program, the oracle judges each outcome ---------
+#
+# `tfsem fuzz --target xla`.  XLA returns no graph to check, so this target is
+# of the kind "runtime" (campaigns/targets.py): for each generated program the
+# loop (campaigns/loop.py) asks `RuntimeRunner.execute` to export it, load it
+# into a session with XLA's CPU auto-clustering, and run it `runs` times from
+# σ with every variable initialized; then it compares every observed outcome
+# with the oracle's outcome set of the export imported back
+# (`as_tensorflow_sees_it`) in the cell's semantics.  An outcome outside the
+# set is an `unsound` finding.
+#
+# Claims.  XLA's clustering reads every resource a cluster uses at its start
+# and writes it back at its end: seed 002's decomposed semantics (an Assign's
+# read and write may be split by other steps) is what it claims to respect,
+# so it claims `sound` in the decomposed cells; seed 000's atomic semantics it
+# does not promise, so it claims `unsound` there and an outcome outside the
+# atomic set only is an *expected* finding.  Atomic outcomes are a subset of
+# decomposed ones, so an outcome outside the decomposed set is a finding in
+# both cells, a contradicted claim (exit status 1) in the decomposed one.
+#
+# Runs are timing-dependent: a finding says how many of the runs gave its
+# outcome; a shrunk candidate counts as reproducing only when its own `runs`
+# runs show an outcome outside its set again (never more than was observed).
+
+#: runs of each program (and of each shrinking candidate)
+DEFAULT_RUNS = 20
+
+RUNTIME_CLAIMS = {("decomposed", "outputs+state"): "sound", ("decomposed", "outputs"): "sound",
+                  ("atomic", "outputs+state"): "unsound", ("atomic", "outputs"): "unsound"}
+
+
+class RuntimeResult:
+    """What one `RuntimeRunner.execute` gave: `status` "ok" (with the judged
+    `program`, the σ used, the `observed` outcomes and `runs`), "skipped"
+    (nothing TensorFlow can run as tfsem means it; `message` says why) or
+    "failed" (TensorFlow failed a run; `message` is TensorFlow's)."""
+
+    def __init__(self, status, *, program=None, feeds=None, init=None, observed=None, runs=0,
+                 message="", seconds=0.0, graph=None):
+        self.status = status
+        self.program = program
+        self.feeds = feeds or {}
+        self.init = init or {}
+        self.observed = observed
+        self.runs = runs
+        self.message = message
+        self.seconds = seconds
+        self.graph = graph
+
+
+def _initialized(program, init):
+    """σ's initial values with every variable initialized: TensorFlow fails a
+    run that reads an uninitialized variable, so a variable σ leaves
+    uninitialized (or gives an error value) starts at zeros of its type."""
+    import numpy as np  # noqa: PLC0415
+
+    from tfsem.oracle.values import Error, Tensor  # noqa: PLC0415
+    out = {}
+    for x, t in program.variables.items():
+        v = init.get(x)
+        if v is None or isinstance(v, Error):
+            v = Tensor(np.zeros(tuple(t.shape or ()), dtype=np.dtype(t.dtype)))
+        out[x] = v
+    return out
+
+
+class RuntimeRunner:
+    """Executes programs on TensorFlow (`mode` "xla" or "tensorflow") in this
+    process.  TensorFlow's own time limit per run is not set by tfsem: a run
+    that hangs hangs the worker (the campaign's hard stop ends it)."""
+
+    def __init__(self, mode: str = "xla", observe: str = "outputs+state"):
+        self.mode = mode
+        self.observe = observe
+
+    def execute(self, program, feeds, init, runs: int) -> RuntimeResult:
+        import time  # noqa: PLC0415
+
+        from tfsem.backends.tensorflow import GraphRunner, TensorFlowRunError  # noqa: PLC0415
+        started = time.monotonic()
+        data, fetches, targets = _exported(program)
+        if data is None:
+            return RuntimeResult("skipped", message="not exportable")
+        judged = as_tensorflow_sees_it(program)
+        if judged is None:
+            return RuntimeResult("skipped", message="its export means something else to TensorFlow")
+        feeds = {k: v for k, v in feeds.items() if k in judged.feed_names}
+        if set(feeds) != set(judged.feed_names):
+            return RuntimeResult("skipped", message="σ lacks a feed of the exported graph")
+        init = _initialized(judged, init)
+        try:
+            with GraphRunner(data, {f: f for f in fetches}, targets, mode=self.mode,
+                             observe=self.observe) as r:
+                seen = r.run_many(feeds, init, runs)
+        except TensorFlowRunError as exc:
+            return RuntimeResult("failed", message=str(exc)[:500],
+                                 seconds=time.monotonic() - started)
+        return RuntimeResult("ok", program=judged, feeds=feeds, init=init, observed=seen,
+                             runs=seen.runs, seconds=time.monotonic() - started, graph=data)
+
+    def close(self) -> None:
+        pass
+
+
+class RuntimeTarget:
+    """A runtime target (`--target xla`): programs are run, not rewritten."""
+
+    target_kind = "runtime"
+
+    def __init__(self, mode: str = "xla"):
+        self.mode = mode
+        self.name = mode
+        self.claims = dict(RUNTIME_CLAIMS)
+        self.description = (f"TensorFlow {_g.tensorflow().__version__} "
+                            + ("XLA CPU auto-clustering" if mode == "xla" else "graph executor")
+                            + ": generated programs run, every outcome checked against the oracle")
+        self.doc = self.description
+        self.origin = f"{__name__}:{mode}_target"
+
+    def __call__(self, program):
+        raise TypeError(f"{self.name} is a runtime target: it runs programs, it does not rewrite "
+                        "them (use it with tfsem fuzz --target or tfsem verify --target)")
+
+    def runner(self, observe: str = "outputs+state") -> RuntimeRunner:
+        return RuntimeRunner(self.mode, observe)
+
+    def evidence(self, record) -> dict:
+        """{"graphdef": {"run": pbtxt}} and, for XLA, which clusters XLA
+        formed (one traced run of the finding's program from its σ)."""
+        from tfsem.oracle.jsonio import decode_inputs, program_from_json  # noqa: PLC0415
+        info = {"tensorflow": _g.tensorflow().__version__, "mode": self.mode}
+        given = (record.detail or {}).get(GIVEN)
+        if given is None:
+            return {"graphdef": dict(info, error="the program run was not kept")}
+        program = program_from_json(given, validate=False)
+        data, fetches, targets = _exported(program)
+        if data is None:
+            return {"graphdef": dict(info, error="the program was not exported")}
+        out = dict(info, run=graph_text(data))
+        if self.mode == "xla":
+            from tfsem.backends.tensorflow import GraphRunner  # noqa: PLC0415
+            try:
+                judged = program_from_json(record.original, validate=False)
+                feeds, init = decode_inputs(judged, record.feeds, record.init)
+                with GraphRunner(data, {f: f for f in fetches}, targets, mode="xla",
+                                 observe=record.observe) as r:
+                    out["clusters"] = r.clusters(feeds, init)
+            except Exception as exc:  # noqa: BLE001 - evidence only
+                out["clusters_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        return {"graphdef": out}
+
+
+xla_target = RuntimeTarget("xla")
 
 
 # --- XLA (and the plain executor) against the oracle, on generated programs ------

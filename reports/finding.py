@@ -246,10 +246,17 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
     pass_name = meta.get("pass")
     title = f"{pass_name + ': ' if pass_name else ''}{verdict}" + (f" — {what}" if what else "")
 
+    # a runtime target's finding (tfsem fuzz --target xla): outcomes observed on
+    # TensorFlow against the oracle's set, no rewritten program
+    runtime = verdict_json.get("runtime") if isinstance(verdict_json.get("runtime"), Mapping) else None
+    detail_json = verdict_json.get("detail") if isinstance(verdict_json.get("detail"), Mapping) else {}
+    graphdef = verdict_json.get("graphdef") or detail_json.get("graphdef")
+    graphdef = graphdef if isinstance(graphdef, Mapping) else None
+
     body = ["<main>"]
     if index_href:
         body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
-    body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed))
+    body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed, runtime))
     reason = verdict_json.get("reason")
     if reason and "\n" in str(reason):
         body.append(f'<h2>Reason</h2><pre class="reason wrap">{esc(reason)}</pre>')
@@ -288,21 +295,27 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
                             f"as well: {esc(exc2)}.</p>")
         body.append(_changes(diff, original, rewritten))
     elif original is not None:
+        caption = "The program TensorFlow ran (its GraphDef imported back)" if runtime else "Original P"
         try:
-            body.append('<figure class="original"><figcaption>Original P</figcaption>'
+            body.append(f'<figure class="original"><figcaption>{esc(caption)}</figcaption>'
                         f'{G.draw_program(original, uid="prog", role="original", budget=budget)}</figure>')
         except G.TooBig as exc:
             body.append(_not_drawn("the program", exc, original))
+    if runtime is not None:
+        body.append(_runtime_section(runtime, original, semantics, observe))
+    if graphdef is not None:
+        body.append(_graphdef_section(graphdef))
     cx = verdict_json.get("counterexample")
     if verdict == "unsound" and isinstance(cx, Mapping) and rewritten is not None:
         body.append(_counterexample(cx, differs, original, rewritten, layout, semantics, observe,
                                     problems, steps, steps_href, budget))
-    body.append(_confirmation(confirmed, verdict, verdict_json.get("tensorflow_replay")))
+    if runtime is None:
+        body.append(_confirmation(confirmed, verdict, verdict_json.get("tensorflow_replay")))
     body.append(_reproducer(case_json, case_filename, original, rewritten, cx, semantics, observe,
-                            verdict, meta))
+                            verdict, meta, runtime))
     extra = {k: v for k, v in verdict_json.items() if v not in (None, "", [], {})
              and k not in ("verdict", "differs", "counterexample", "confirmed", "semantics", "observe", "reason",
-                          "detail")}
+                          "detail", "runtime", "graphdef")}
     if extra:
         body.append("<h2>More from the verdict</h2>"
                     f"<pre class=\"verdict-extra\">{esc(json_text(extra))}</pre>")
@@ -360,12 +373,22 @@ def _differs_text(differs: Mapping[str, Any]) -> str:
 
 
 def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
-            semantics: str, observe: str, confirmed: Sequence[str]) -> str:
+            semantics: str, observe: str, confirmed: Sequence[str],
+            runtime: Mapping[str, Any] | None = None) -> str:
     pass_name = meta.get("pass")
     h = ["<header>",
          f"<h1>{badge(verdict.upper(), slug(verdict))} "
          f"{esc(pass_name) + ' — ' if pass_name else ''}{esc(what or HEADLINE.get(verdict, 'rewrite check'))}</h1>"]
-    if verdict == "unsound":
+    if verdict == "unsound" and runtime is not None:
+        h.append(f'<p class="lead runtime-lead">TensorFlow ({esc(runtime.get("target", "?"))}) ran the '
+                 f"program <strong>{esc(runtime.get('runs', '?'))}</strong> times from the inputs σ "
+                 f"below; <strong class=\"runtime-times\">{esc(runtime.get('times', '?'))}</strong> of "
+                 "the runs ended in an outcome that is <strong>not</strong> among the "
+                 f"<strong class=\"runtime-allowed\">{esc(runtime.get('allowed_count', '?'))}</strong> "
+                 f"outcomes the oracle allows in the {esc(semantics)} semantics."
+                 + (f" The first part that differs: <strong class=\"differs-what\">{esc(what)}</strong>."
+                    if what else "") + "</p>")
+    elif verdict == "unsound":
         h.append('<p class="lead">At the inputs σ below, the rewritten program P′ has a run whose '
                  "outcome is <strong>not</strong> among the outcomes of the original P: the rewrite "
                  "adds a behaviour, so it is unsound (Outcomes(P′, σ) ⊆ Outcomes(P, σ) fails)."
@@ -380,7 +403,7 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
         if key not in ("pass", "kind", "status", "first_seen", "last_seen", "seen", "id",
                        "signature", "campaign") and isinstance(value, (str, int, float)):
             items.append((key.replace("_", " "), value))
-    if verdict == "unsound":
+    if verdict == "unsound" and runtime is None:
         items.append(("confirmed on", ", ".join(confirmed) if confirmed else "—"))
     if case is not None and case.note:
         items.append(("note", case.note))
@@ -390,6 +413,90 @@ def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
         f"<li><span class=\"muted\">{esc(k)}</span> {esc(v)}</li>" for k, v in items) + "</ul>")
     h.append("</header>")
     return "".join(h)
+
+
+def _runtime_section(rt: Mapping[str, Any], program: Program | None, semantics: str,
+                     observe: str) -> str:
+    """A runtime finding: σ, every outcome observed with how many runs gave
+    it, and the oracle's allowed set (its size, and the outcomes listed)."""
+    out = ['<section class="runtime"><h2>The runs on TensorFlow</h2>']
+    rows = [f"<tr><td>feed</td><td class=\"mono\">${esc(k)}</td><td class=\"mono\">{esc(value_text(v))}</td></tr>"
+            for k, v in sorted((rt.get("feeds") or {}).items())]
+    rows += [f"<tr><td>initial value</td><td class=\"mono\">{esc(k)}</td><td class=\"mono\">"
+             f"{esc(value_text(v))}</td></tr>" for k, v in sorted((rt.get("init") or {}).items())]
+    if not rows:
+        rows.append('<tr><td colspan="3" class="muted">no feeds, no variables</td></tr>')
+    out.append("<h3>σ (every variable initialized: TensorFlow fails a run that reads an "
+               "uninitialized one)</h3>"
+               '<table class="sigma"><thead><tr><th>input</th><th>name</th><th>value</th></tr></thead>'
+               f"<tbody>{''.join(rows)}</tbody></table>")
+    runs = rt.get("runs", "?")
+    obs_rows = []
+    for o in rt.get("observed") or []:
+        if not isinstance(o, Mapping):
+            continue
+        line = outcome_line(o.get("outcome") or {}) or json_text(o.get("outcome"), indent=None)
+        ok = bool(o.get("allowed"))
+        obs_rows.append(f'<tr class={attr("allowed" if ok else "outside")}><td class="mono">{esc(line)}</td>'
+                        f"<td class=\"runs\">{esc(o.get('runs', '?'))} of {esc(runs)}</td>"
+                        f"<td>{badge('allowed', 'good') if ok else badge('NOT ALLOWED', 'bad')}</td></tr>")
+    out.append(f"<h3>Outcomes observed in {esc(runs)} runs ({esc(observe)})</h3>"
+               '<table class="observed"><thead><tr><th>outcome</th><th>runs</th>'
+               f"<th>in the {esc(semantics)} set?</th></tr></thead><tbody>{''.join(obs_rows)}</tbody></table>")
+    allowed = [a for a in rt.get("allowed") or [] if isinstance(a, Mapping)]
+    count = rt.get("allowed_count", len(allowed))
+    items = "".join(f'<li class="mono">{esc(outcome_line(a) or json_text(a, indent=None))}</li>'
+                    for a in allowed)
+    more = (f'<p class="muted">… and {esc(count - len(allowed))} more.</p>'
+            if isinstance(count, int) and count > len(allowed) else "")
+    out.append(f'<h3>What the oracle allows: <span class="allowed-count">{esc(count)}</span> '
+               f"outcome{'s' if count != 1 else ''} ({esc(semantics)} semantics)</h3>"
+               f'<ol class="allowed">{items}</ol>{more}')
+    out.append('<p class="muted runtime-note">Which outcome a run gives depends on timing. This '
+               "finding states only what was observed: the counts above. A smaller program "
+               "found while shrinking counted as the same finding only when its own runs "
+               "showed an outcome outside its set again; one that did not was not kept. "
+               "Running the program again may or may not show the outcome.</p></section>")
+    return "".join(out)
+
+
+def _graphdef_section(gd: Mapping[str, Any]) -> str:
+    """The GraphDefs of a TensorFlow target's finding, as pbtxt: the one
+    given to Grappler and Grappler's output (or the one XLA ran, with the
+    clusters XLA formed)."""
+    facts = []
+    if gd.get("optimizer"):
+        facts.append(f'Grappler optimizer <strong class="optimizer">{esc(gd["optimizer"])}</strong>')
+    if gd.get("mode"):
+        facts.append(f"run by <strong>{esc(gd['mode'])}</strong>")
+    if gd.get("tensorflow"):
+        facts.append(f'TensorFlow <strong class="tf-version">{esc(gd["tensorflow"])}</strong>')
+    out = ['<section class="graphdefs"><h2>The TensorFlow graphs</h2>']
+    if facts:
+        out.append(f"<p>{', '.join(facts)}.</p>")
+    if gd.get("optimizer"):
+        out.append('<p class="muted">The programs drawn above are these GraphDefs imported back, '
+                   "in the graph's own node names.</p>")
+    for key, label in (("original", "The GraphDef given to Grappler (pbtxt)"),
+                       ("optimized", "Grappler's output GraphDef (pbtxt)"),
+                       ("run", "The GraphDef TensorFlow ran (pbtxt)")):
+        text = gd.get(key)
+        if isinstance(text, str):
+            out.append(f'<details class="pbtxt {esc(key)}"><summary>{esc(label)}</summary>'
+                       f'<pre class="pbtxt">{esc(text)}</pre></details>')
+    clusters = gd.get("clusters")
+    if isinstance(clusters, Mapping):
+        items = "".join(f"<li><span class=\"mono\">{esc(name)}</span>: reads and writes "
+                        f"{esc(', '.join(map(str, vs)) or 'no variable')}</li>"
+                        for name, vs in (clusters.get("clusters") or {}).items())
+        out.append("<h3>XLA clusters in one traced run</h3>"
+                   + (f'<ul class="clusters">{items}</ul>' if items else
+                      '<p class="muted">XLA formed no cluster in the traced run.</p>'))
+    for key in ("error", "clusters_error"):
+        if gd.get(key):
+            out.append(f'<p class="warning">{esc(gd[key])}</p>')
+    out.append("</section>")
+    return "".join(out)
 
 
 def _changes(diff: G.Diff, original: Program, rewritten: Program) -> str:
@@ -717,7 +824,8 @@ def _command_html(c: Command) -> str:
 
 def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program | None,
                 rewritten: Program | None, cx: Any, semantics: str, observe: str,
-                verdict: str = "", meta: Mapping[str, Any] | None = None) -> str:
+                verdict: str = "", meta: Mapping[str, Any] | None = None,
+                runtime: Mapping[str, Any] | None = None) -> str:
     """Download links and the commands that reproduce the finding.  A crash,
     a hang or a non-program (no rewritten program) is reproduced by running
     the pass again (`tfsem rewrite PASS program.json`); a rewritten program
@@ -765,7 +873,20 @@ def _reproducer(case_json: Mapping[str, Any], filename: str, original: Program |
                 expect, absent = line or "", ""
             cmds.append(Command(f"tfsem outcomes {shlex.quote(pname)} {_sigma_args(cx)}{settings}".rstrip()
                                 .replace("  ", " "), 0, says, expect, absent))
-    if not has_rewrite and original is not None:
+    if runtime is not None and original is not None:
+        # a runtime finding: the oracle's set at σ, and the runs again
+        pname = f"{base}.original.json"
+        line = outcome_line(runtime.get("outcome") or {}) if isinstance(runtime.get("outcome"), Mapping) else None
+        sigma = _sigma_args(runtime)
+        cmds.append(Command(f"tfsem outcomes {shlex.quote(pname)} {sigma}{settings}".rstrip().replace("  ", " "),
+                            0, "lists the outcomes the oracle allows at σ"
+                            + (f"; {line} is not among them" if line else ""), "", line or ""))
+        backend = "xla" if runtime.get("target") == "xla" else "tensorflow"
+        cmds.append(Command(f"tfsem run {shlex.quote(pname)} --backend {backend} --runs "
+                            f"{runtime.get('runs', 20)} {sigma}".rstrip(), None,
+                            "runs it on TensorFlow again and checks each outcome against the oracle; "
+                            "timing decides whether the outcome shows again"))
+    elif not has_rewrite and original is not None:
         spec = str(meta.get("pass_spec") or meta.get("pass") or "PASS")
         kind = str(meta.get("kind") or verdict)
         pname = f"{base}.original.json"

@@ -13,7 +13,7 @@ from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
 
 from .common import bounded_int, duration, print_json
-from .fuzzing import add_fuzzing_options
+from .fuzzing import add_fuzzing_options, add_runs_option, add_target_option, target_specs
 
 
 def add_parser(sub) -> None:
@@ -30,7 +30,10 @@ def add_parser(sub) -> None:
                     "rewrites in cells a pass claims unsound (expected); 2 for bad usage; 130 "
                     "when interrupted.  Read the results with tfsem report DIR.")
     p.add_argument("--pass", dest="passes", action="append", default=None, metavar="PASS",
-                   help="a registered pass or module:attribute (repeatable; default: all registered)")
+                   help="a registered pass or module:attribute (repeatable; default: all "
+                        "registered, unless --target is given)")
+    add_target_option(p)
+    add_runs_option(p)
     p.add_argument("--budget", type=duration, required=True,
                    help="wall-clock time of the campaign, e.g. 10m, 8h")
     p.add_argument("--out", metavar="DIR", required=True, help="the campaign folder")
@@ -52,7 +55,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from .fuzzing import check_plugin_specs
     check_plugin_specs(args)
-    passes = args.passes or registered_passes()
+    targets, pass_generators = target_specs(args.targets, args.generator)
+    passes = [*(args.passes or []), *targets] or registered_passes()
     if not passes:
         raise UsageError("no registered passes; give --pass PASS (a name or module:attribute)")
     sems = args.semantics or list(SEMANTICS)
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, cells=cells, seed=args.seed, max_nodes=args.max_nodes,
         pass_timeout=args.pass_timeout, check_timeout=args.check_timeout, checker=args.checker,
         generator=args.generator, dask=args.dask, example_db=args.example_db,
-        replay=not args.no_replay)
+        replay=not args.no_replay, runtime_runs=args.runs, pass_generators=pass_generators)
     try:
         result = run_campaign(settings)
     except (PassNotFound, CampaignError, StoreError) as exc:

@@ -55,3 +55,57 @@ def check_plugin_specs(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {spec!r}: cannot load it ({type(exc).__name__}: {exc})") from None
         if not callable(obj):
             raise UsageError(f"{flag} {spec!r}: {type(obj).__name__} is not callable")
+
+
+#: the generator `--target grappler[:OPTIMIZER]` uses unless --generator is given
+GRAPPLER_GENERATOR = "tfsem.generators.grappler:strategy"
+
+
+def add_target_option(p: argparse.ArgumentParser, *, repeatable: bool = True) -> None:
+    p.add_argument("--target", dest="targets", action="append" if repeatable else "store",
+                   default=None, metavar="TARGET",
+                   help="TensorFlow's own optimizers (needs the extra tfsem[tensorflow]): "
+                        "grappler (the default pipeline), grappler:OPTIMIZER (one optimizer "
+                        "alone), or xla (generated programs run under XLA CPU "
+                        "auto-clustering, each outcome checked against the oracle)"
+                        + ("; repeatable, combinable with --pass" if repeatable else ""))
+
+
+def add_runs_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", type=bounded_int(1, 10_000), default=20,
+                   help="runs of each program (and each shrinking candidate) on a runtime "
+                        "target such as --target xla (default 20)")
+
+
+def grappler_generator() -> str | None:
+    """`tfsem.generators.grappler:strategy` when it can be loaded (programs of
+    the shapes Grappler rewrites), else None: tfsem's default generator."""
+    import importlib
+
+    module, _, attr = GRAPPLER_GENERATOR.partition(":")
+    try:
+        return GRAPPLER_GENERATOR if callable(getattr(importlib.import_module(module), attr)) else None
+    except Exception:  # noqa: BLE001 - not there yet, or broken: the default generator
+        return None
+
+
+def target_specs(names: list[str] | None, generator: str | None) -> tuple[list[str], dict[str, str]]:
+    """The pass specs of `--target` names and, for Grappler targets without
+    an explicit --generator, their own generator.  Bad names and a missing
+    TensorFlow are usage errors (exit 2) that say what to do."""
+    from tfsem.campaigns.targets import PassNotFound, target_spec
+    from tfsem.cli import UsageError
+
+    specs: list[str] = []
+    generators: dict[str, str] = {}
+    for name in names or []:
+        try:
+            spec = target_spec(name)
+        except PassNotFound as exc:
+            raise UsageError(f"--target {name}: {exc}") from None
+        specs.append(spec)
+        if generator is None and name.startswith("grappler"):
+            g = grappler_generator()
+            if g is not None:
+                generators[spec] = g
+    return specs, generators
