@@ -220,12 +220,21 @@ class _Component:
         for name, port in ((o, p.outputs[o]) for o in outputs):
             self.fetch[index[port.node]].append((port.port, name))
         self._relevance(p, index)
+        # decomposed mode: the read step of an Assign-Snd (a Write) takes a
+        # value w that Snd ignores (Snd(w, v) = v, and an error v leaves the
+        # variable as it is at the *write* step): the step commutes with
+        # every other step, so it is no access (it fires eagerly) and its w
+        # is left out of state keys (two states that differ only in it have
+        # the same futures up to that w, hence the same outcomes).
+        self.blind_read = [self.decomposed and self.kind[i] == _ASSIGN
+                           and p.node[names[i]].fn == "Snd" for i in range(n)]
         # access steps per variable: step id -> (is_write); ids: node i, or n + i
         # for the write step of a decomposed Assign.
         self.access_steps: dict[str, list[int]] = {}
         for i in range(n):
             if self.kind[i] in (_READ, _ASSIGN) and self.counted[i]:
-                steps = [i, n + i] if (self.decomposed and self.kind[i] == _ASSIGN) else [i]
+                steps = ([n + i] if self.blind_read[i] else [i, n + i]) \
+                    if (self.decomposed and self.kind[i] == _ASSIGN) else [i]
                 self.access_steps.setdefault(self.var[i], []).extend(steps)
         # for each access step, the steps of other nodes it conflicts with
         self.conflicts: dict[int, list[int]] = {}
@@ -300,7 +309,7 @@ class _Component:
 
     def eager(self, st: "_State", t: int) -> bool:
         i = t % self.n
-        if not self.counted[i]:
+        if not self.counted[i] or (t < self.n and self.blind_read[i]):
             return True
         x = self.var[i]
         if self.is_write(t):
@@ -373,7 +382,7 @@ class _Component:
             self._store(st, i, st.vars[x], inbox.pop((i, self.value_slot[i])))
         # an access to x: update conflict counts, re-classify waiting steps on x
         x = self.var[i]
-        if self.counted[i]:
+        if self.counted[i] and not (t < n and self.blind_read[i]):
             if self.is_write(t):
                 st.nw[x] -= 1
             else:
@@ -424,7 +433,8 @@ class _Component:
         # x's value matters while it is observed or a relevant read of it remains
         vars_ = tuple(st.vars[x] for x in self.variables
                       if x in self.rel_vars and (self.observe_state or st.nr.get(x)))
-        pending = tuple(sorted((i, wv) for i, wv in st.pending.items() if rel[i]))
+        blind = self.blind_read
+        pending = tuple(sorted((i, wv[1] if blind[i] else wv) for i, wv in st.pending.items() if rel[i]))
         return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
 
     # -- stubborn sets ----------------------------------------------------------

@@ -199,3 +199,25 @@ def test_int64_add_wraps_around():
     p = P.program([P.apply("s", "Add", "$a", "$b")], {"o": "s"})
     (o,) = outcome_set(p, {"a": Tensor(2 ** 63 - 1), "b": Tensor(1)}, {})
     assert dict(o.outputs)["o"] == Tensor(-(2 ** 63))
+
+
+def test_decomposed_write_read_step_is_no_access():
+    # a decomposed Write's read step takes a value Snd ignores: the reference
+    # engine fires it eagerly and leaves its value out of state keys, so the
+    # lost update costs as many states decomposed as atomic (it cost 12x more)
+    p, feeds, init = F.lost_update(5)
+    atomic = outcome_set(p, feeds, init, "atomic")
+    decomposed = outcome_set(p, feeds, init, "decomposed")
+    assert set(atomic) == set(decomposed) and decomposed.count == 5
+    assert decomposed.states <= atomic.states
+    # a Write of an error value racing with another Write: what stays is x's
+    # value at the write step, whatever the read step saw
+    q = P.program([P.var("vu", "u"), P.read("ru", "vu"),
+                   P.var("v1", "x"), P.write("w1", "v1", "ru"),
+                   P.var("v2", "x"), P.write("w2", "v2", "$b"),
+                   P.var("vr", "x"), P.read("r", "vr")],
+                  {"out": "r"}, ["x", "u"])
+    feeds, init = {"b": Tensor(5)}, {"x": Tensor(1)}
+    for observe in ("outputs", "outputs+state"):
+        brute = reference_outcomes(q, feeds, init, "decomposed", observe)
+        assert set(outcome_set(q, feeds, init, "decomposed", observe)) == set(brute)
