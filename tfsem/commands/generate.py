@@ -26,6 +26,11 @@ def add_parser(sub) -> None:
                    help=f"at most K nodes per program (default {DEFAULT_MAX_NODES}, as verify and fuzz)")
     p.add_argument("--dtype", choices=("int64", "float32"), default="int64",
                    help="dtype of variables, feeds and constants (default int64)")
+    p.add_argument("--shape", choices=("general", "grappler"), default="general",
+                   help="general: tfsem's fuzzers' generator (the default); grappler: programs "
+                        "shaped like what Grappler's optimizers rewrite (arithmetic identities, "
+                        "constant subgraphs, control dependencies, tf.group, Identity chains; "
+                        "generators/grappler.py)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(run=run)
 
@@ -35,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    programs = random_programs(args.count, args.seed, args.max_nodes, dtype=args.dtype)
+    shape = getattr(args, "shape", "general")
+    if shape == "grappler":
+        from tfsem.generators import grappler
+        programs = grappler.random_programs(args.count, args.seed, args.max_nodes, args.dtype)
+    else:
+        programs = random_programs(args.count, args.seed, args.max_nodes, dtype=args.dtype)
     width = max(4, len(str(args.count - 1)))
     files = []
     for i, p in enumerate(programs):
@@ -45,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(programs)
     if args.json:
         print_json({"out": str(out), "seed": args.seed, "max_nodes": args.max_nodes,
-                    "dtype": args.dtype, "summary": summary.to_json(),
+                    "dtype": args.dtype, "shape": shape, "summary": summary.to_json(),
                     "files": [Path(f).name for f in files]})
         return EXIT_OK
     print(f"wrote {len(files)} programs to {out}/ (seed {args.seed}, "
-          f"max {args.max_nodes} nodes, {args.dtype})")
+          f"max {args.max_nodes} nodes, {args.dtype}"
+          + (", Grappler-shaped" if shape == "grappler" else "") + ")")
     for line in summary.lines():
         print(f"  {line}")
     return EXIT_OK

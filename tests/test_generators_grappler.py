@@ -1,0 +1,209 @@
+"""The Grappler-shaped generator (generators/grappler.py): valid programs that
+export and import back without flush-to-zero or uninterpreted functions, each
+shape family present, deterministic by seed; with TensorFlow, Grappler's
+optimizers change a good share of them and the results import back."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tfsem.generators import grappler as G
+from tfsem.generators.draw import RandomDraw
+from tfsem.graphdef.exporter import export_graph
+from tfsem.graphdef.importer import import_graph
+from tfsem.graphdef.proto import encode
+from tfsem.graphdef.proto.wire import decode
+from tfsem.oracle.functions import FTZ_SUFFIX
+from tfsem.oracle.jsonio import program_to_json
+from tfsem.oracle.program import ASSIGN, READ, ControlIn, DataIn, Node, Program, TensorType
+from tfsem.oracle.values import Tensor
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def programs():
+    return G.random_programs(N, seed=7, max_nodes=16)
+
+
+@pytest.fixture(scope="module")
+def float_programs():
+    return G.random_programs(100, seed=7, max_nodes=16, dtype="float32")
+
+
+def round_trip(p: Program) -> Program:
+    """export, encode to GraphDef bytes, decode and import back, as the Grappler
+    target does (campaigns/tensorflow_target.py)."""
+    graph = export_graph(p)
+    fetches = list(p.outputs)
+    targets = [n["name"] for n in graph["node"]
+               if n["op"] != "Placeholder" and n["name"] not in p.outputs]
+    data = encode("GraphDef", graph)
+    return import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
+
+
+def test_every_program_is_valid_exports_and_imports_without_ftz_or_tf_ops(programs):
+    for p in programs:
+        p.validated()
+        assert 1 <= len(p.nodes) <= 16 and p.outputs
+        q = round_trip(p)
+        bad = [n.op for n in q.nodes if n.op.endswith(FTZ_SUFFIX) or n.op.startswith("tf.")]
+        assert not bad, (bad, program_to_json(p))
+        assert set(q.outputs) == set(p.outputs) and set(q.variables) == set(p.variables)
+
+
+def test_each_shape_family_occurs_often(programs):
+    counts = Counter(f for p in programs for f in G.shape_families(p))
+    # floors measured at seed 7 (control 70%, arith 61%, constant 58%,
+    # identity 44%, group 24%), set well below
+    floors = {"arith": 0.4, "constant": 0.4, "control": 0.5, "identity": 0.3, "group": 0.12}
+    for family, floor in floors.items():
+        assert counts[family] >= floor * N, (family, counts)
+
+
+def test_specific_rewrite_shapes_occur(programs):
+    """The shapes Grappler rewrites by name, not just by family."""
+    seen = Counter()
+    for p in programs:
+        node = p.node
+        for n in p.nodes:
+            ins = n.data_inputs
+            consts = [node[i.node].attrs["value"].array for i in ins
+                      if isinstance(i, DataIn) and node[i.node].op == "Const"]
+            if n.op == "Mul" and any(c.size and np.all(c == 1) for c in consts):
+                seen["x*1"] += 1
+            if n.op == "Add" and any(c.size and np.all(c == 0) for c in consts):
+                seen["x+0"] += 1
+            if n.op == "Neg" and isinstance(ins[0], DataIn) and node[ins[0].node].op == "Neg":
+                seen["Neg(Neg)"] += 1
+            if n.op in ("Sub", "Add", "Mul") and len(ins) == 2 and ins[0] == ins[1]:
+                seen["x op x"] += 1
+            if n.op == "NoOp" and sum(node[c.node].op == ASSIGN for c in n.control_inputs
+                                      if isinstance(c, ControlIn)) >= 2:
+                seen["group"] += 1
+            if n.op == READ and any(isinstance(c, ControlIn) and node[c.node].op == ASSIGN
+                                    for c in n.control_inputs):
+                seen["Assign->^Read"] += 1
+            if n.op == ASSIGN and any(isinstance(c, ControlIn) and node[c.node].op == READ
+                                      for c in n.control_inputs):
+                seen["Read->^Assign"] += 1
+            if n.op in ("Fill", "ZerosLike", "OnesLike"):
+                seen["broadcast"] += 1
+            if n.op not in ("Const",) and ins and all(
+                    isinstance(i, DataIn) and node[i.node].op == "Const" for i in ins):
+                seen["const op"] += 1
+    for shape in ("x*1", "x+0", "Neg(Neg)", "x op x", "group", "Assign->^Read",
+                  "Read->^Assign", "broadcast", "const op"):
+        assert seen[shape] >= 10, (shape, seen)
+
+
+def test_deterministic_by_seed_and_index():
+    a = [json.dumps(program_to_json(p), sort_keys=True) for p in G.random_programs(20, 3)]
+    b = [json.dumps(program_to_json(p), sort_keys=True) for p in G.random_programs(25, 3)]
+    c = [json.dumps(program_to_json(p), sort_keys=True) for p in G.random_programs(20, 4)]
+    assert a == b[:20]           # program i depends only on (seed, i)
+    assert a != c
+
+
+def test_max_nodes_is_respected_and_checked():
+    for max_nodes in (4, 6, 10):
+        for p in G.random_programs(40, 1, max_nodes=max_nodes):
+            assert len(p.nodes) <= max_nodes
+    with pytest.raises(ValueError, match="max_nodes"):
+        G.build(RandomDraw(random.Random(0)), max_nodes=0)
+    with pytest.raises(ValueError, match="dtype"):
+        G.build(RandomDraw(random.Random(0)), dtype="int32")
+    with pytest.raises(ValueError, match="float_p"):
+        G.strategy(10, "outputs+state", float_p=2)
+
+
+@settings(max_examples=25, suppress_health_check=list(HealthCheck))
+@given(G.strategy(10, "outputs+state"))
+def test_strategy_draws_program_and_sigma(case):
+    p, feeds, init = case
+    p.validated()
+    assert set(feeds) == set(p.feed_names)
+    for name, v in feeds.items():
+        assert v.dtype == p.feed_type(name).dtype and v.shape == p.feed_type(name).shape
+    assert set(init) <= set(p.variables)
+    export_graph(p)
+
+
+def test_float_programs_are_integer_valued_and_subnormal_free(float_programs):
+    for p in float_programs:
+        assert all(t.dtype == "int64" for t in p.feeds.values())
+        assert any(t.dtype == "float32" for t in p.variables.values())
+        assert G.subnormal_free(p), program_to_json(p)
+        export_graph(p)
+
+
+def _float_prog(nodes, feeds=None, variables=("x",)):
+    return Program({x: TensorType("float32", ()) for x in variables}, tuple(nodes),
+                   {"o": DataIn(nodes[-1].name)} if nodes[-1].op not in (ASSIGN,) else {},
+                   feeds or {}).validated()
+
+
+def test_subnormal_free_refuses_what_may_be_subnormal():
+    f = lambda v: Tensor(np.array(v, dtype=np.float32))  # noqa: E731
+    c = Node("c", "Const", (), {"value": f(3.0)})
+    half = Node("h", "Const", (), {"value": f(0.5)})
+    v = Node("v", "Var", (), {"var": "x"})
+    r = Node("r", "Read", (DataIn("v"),))
+    w = Node("w", "Assign", (DataIn("v"), DataIn("c")), {"fn": "Snd"})
+    r_after = Node("r", "Read", (DataIn("v"), ControlIn("w")))
+    add = Node("s", "Add", (DataIn("r"), DataIn("c")))
+    # integer constants only: free
+    assert G.subnormal_free(_float_prog([c, Node("s", "Mul", (DataIn("c"), DataIn("c")))]))
+    # a non-integer constant: not provably free
+    assert not G.subnormal_free(_float_prog([half, Node("s", "Mul", (DataIn("h"), DataIn("h")))]))
+    # reading the initial value of a float variable: sigma may make it subnormal
+    assert not G.subnormal_free(_float_prog([c, v, r, add]))
+    # read after an integer-valued Write: free
+    assert G.subnormal_free(_float_prog([c, v, w, r_after, add]))
+    # a float feed: not free
+    feed = {"f": TensorType("float32", ())}
+    from tfsem.oracle.program import FeedIn
+    assert not G.subnormal_free(_float_prog([c, Node("s", "Add", (FeedIn("f"), DataIn("c")))],
+                                            feeds=feed))
+    # an int64 feed through a Cast: free
+    ifeed = {"f": TensorType("int64", ())}
+    cast = Node("k", "Cast", (FeedIn("f"),), {"DstT": "float32"})
+    assert G.subnormal_free(_float_prog([c, cast, Node("s", "Add", (DataIn("k"), DataIn("c")))],
+                                        feeds=ifeed))
+    # RealDiv of integers can be subnormal (1 / 3e38): not free
+    assert not G.subnormal_free(_float_prog(
+        [c, cast, Node("s", "RealDiv", (DataIn("c"), DataIn("k")))], feeds=ifeed))
+
+
+def test_subnormal_free_agrees_with_evaluation(float_programs):
+    """Differential: on programs it calls free, no float tensor the oracle
+    computes (every port fetched, every schedule, several σ with large and
+    small feeds and arbitrary initial values) is subnormal."""
+    from tfsem.generators.strategies import random_inputs
+    from tfsem.oracle.explore import outcome_set
+    tiny = np.finfo(np.float32).tiny
+    seen_floats = 0
+    for i, p in enumerate(float_programs[:30]):
+        assert G.subnormal_free(p)
+        every = {f"port_{n.name}_{k}": DataIn(n.name, k) for n in p.nodes
+                 if n.op not in ("Var", ASSIGN) for k in range(n.n_outputs())}
+        q = Program(p.variables, p.nodes, every, p.feeds).validated()
+        for s in range(3):
+            feeds, init = random_inputs(q, seed=100 * i + s, edge_p=0.5)
+            feeds = {k: Tensor(np.array(v.array * 7**(s * 9), dtype=np.int64))
+                     for k, v in feeds.items()}
+            for o in outcome_set(q, feeds, init, "atomic", "outputs+state", max_seconds=5):
+                for _, v in o.outputs:     # every computed tensor (a final state
+                    # may be an initial value, never computed: not checked)
+                    arr = getattr(v, "array", None)
+                    if arr is not None and arr.dtype == np.float32:
+                        seen_floats += 1
+                        a = np.abs(arr[np.isfinite(arr)])
+                        assert not np.any((a > 0) & (a < tiny)), program_to_json(p)
+    assert seen_floats > 100
