@@ -1,0 +1,322 @@
+"""`tfsem fuzz --target grappler[:OPTIMIZER] | xla`: TensorFlow's own optimizers
+as campaign targets, stored, grouped and reported like passes.
+
+The tests that run TensorFlow skip, saying why, where it cannot be imported;
+the others (usage errors, a planted runtime finding through a fake runner)
+run everywhere.  This module is also imported by campaign worker processes
+(as `test_tensorflow_fuzz_target:NAME`, like tests/campaign_fakes.py), so it
+imports nothing heavy at its top.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sqlite3
+import sys
+from collections import Counter
+
+import pytest
+from hypothesis import strategies as st
+
+from tfsem.cli import main
+from tfsem.oracle.jsonio import program_from_json
+
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+needs_tf = pytest.mark.skipif(not HAS_TF, reason="needs the extra tfsem[tensorflow] (tensorflow-cpu), "
+                                                 "not installed here")
+
+
+# ---------------------------------------------------------------------------
+# Doubles, loaded by the campaign's worker processes by name
+
+
+#: x starts at 0; `inc` adds 1 to it; `r` reads it after `inc` (control edge)
+COUNTER = {
+    "format": "tfsem.program/1", "variables": ["x"],
+    "nodes": [{"name": "v", "op": "Var", "var": "x"},
+              {"name": "one", "op": "Const", "value": 1},
+              {"name": "inc", "op": "Assign", "fn": "Add", "inputs": ["v", "one"]},
+              {"name": "r", "op": "Read", "inputs": ["v", "^inc"]}],
+    "outputs": {"out": "r"},
+}
+
+
+def counter_generator(max_nodes, observe):
+    """Always the counter, from x = 0 (a generator of the campaign interface)."""
+    from tfsem.oracle.values import Tensor
+    import numpy as np
+    p = program_from_json(COUNTER)
+    return st.just((p, {}, {"x": Tensor(np.array(0, dtype=np.int64))}))
+
+
+def _drop_read_controls(graph_def):
+    """The planted bug: every ReadVariableOp loses its control inputs (the
+    shape of a dependency-optimizer bug)."""
+    for n in graph_def.node:
+        if n.op == "ReadVariableOp":
+            keep = [i for i in n.input if not i.startswith("^")]
+            del n.input[:]
+            n.input.extend(keep)
+    return graph_def
+
+
+class _FakeObserved:
+    def __init__(self, counts: Counter):
+        self.counts = counts
+        self.runs = sum(counts.values())
+
+    def items(self):
+        return list(self.counts.items())
+
+
+def _lying_execute(program, feeds, init, runs):
+    import numpy as np
+
+    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.outcomes import make_outcome
+    from tfsem.oracle.values import Error, Tensor
+
+    class Result:
+        pass
+
+    r = Result()
+    r.seconds = 0.0
+    r.message = ""
+    x = next((v for v, t in program.variables.items() if t.dtype == "int64" and not t.shape), None)
+    if x is None:
+        r.status = "skipped"
+        return r
+    init = {v: (init.get(v) if v in init and not isinstance(init.get(v), Error)
+                else Tensor(np.zeros(tuple(t.shape), dtype=np.dtype(t.dtype))))
+            for v, t in program.variables.items()}
+    feeds = {k: v for k, v in feeds.items() if k in program.feed_names}
+    allowed = outcome_set(program, feeds, init, "atomic", "outputs+state")
+    good = next(o for o, _ in allowed.items())
+    state = dict(good.state)
+    state[x] = Tensor(np.array(987654321, dtype=np.int64))
+    bad = make_outcome(dict(good.outputs), state, "outputs+state")
+    r.status, r.program, r.feeds, r.init = "ok", program, feeds, init
+    r.observed = _FakeObserved(Counter({bad: 3, good: 2}))
+    r.runs = 5
+    return r
+
+
+class _LyingRunner:
+    """A runtime runner that reports, for a program with an int64 scalar
+    variable, 3 of 5 runs ending with that variable at 987654321 (outside any
+    set of a generated program of small constants) and 2 runs at an outcome
+    the oracle allows."""
+
+    execute = staticmethod(_lying_execute)
+
+    def close(self):
+        pass
+
+
+class LyingRuntime:
+    """A runtime target with XLA's claims whose runner lies (no TensorFlow)."""
+
+    target_kind = "runtime"
+    name = "lying-runtime"
+    description = "a runtime target that reports an outcome outside the oracle's set"
+    claims = {("decomposed", "outputs+state"): "sound", ("decomposed", "outputs"): "sound",
+              ("atomic", "outputs+state"): "unsound", ("atomic", "outputs"): "unsound"}
+
+    def __call__(self, program):
+        raise TypeError("a runtime target")
+
+    def runner(self, observe="outputs+state"):
+        return _LyingRunner()
+
+
+lying_runtime = LyingRuntime()
+
+
+def __getattr__(name):
+    # built on first use: it imports TensorFlow (campaigns/tensorflow_target.py)
+    if name == "broken_dependency":
+        from tfsem.campaigns.tensorflow_target import GrapplerTarget
+        target = GrapplerTarget("dependency", damage=_drop_read_controls,
+                                name="grappler:dependency-broken",
+                                origin=f"{__name__}:broken_dependency")
+        globals()[name] = target
+        return target
+    raise AttributeError(name)
+
+
+# ---------------------------------------------------------------------------
+# Usage: bad names and a missing TensorFlow exit 2, naming what to do
+
+
+def test_unknown_optimizer_exits_2_naming_the_valid_ones(tmp_path, capsys):
+    status = main(["fuzz", "--target", "grappler:nope", "--budget", "1s", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "unknown Grappler optimizer 'nope'" in err and "dependency" in err and "constfold" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "c" / "campaign.db").exists()
+
+
+def test_unknown_target_exits_2_naming_the_targets(tmp_path, capsys):
+    status = main(["fuzz", "--target", "tpu", "--budget", "1s", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "unknown target 'tpu'" in err and "xla" in err and "grappler:OPTIMIZER" in err
+
+
+@pytest.mark.parametrize("target", ["xla", "grappler", "grappler:dependency"])
+def test_without_tensorflow_the_target_names_the_extra(target, tmp_path, monkeypatch, capsys):
+    from tfsem.graphdef import grappler
+
+    def missing():
+        raise grappler.TensorFlowMissing(grappler.INSTALL_HINT)
+    monkeypatch.setattr(grappler, "tensorflow", missing)
+    # as if tensorflow_target had never been imported: its import needs TensorFlow
+    monkeypatch.delitem(sys.modules, "tfsem.campaigns.tensorflow_target", raising=False)
+    status = main(["fuzz", "--target", target, "--budget", "1s", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "needs the extra tfsem[tensorflow]: pip install 'tfsem[tensorflow]'" in err
+    assert "Traceback" not in err
+
+
+@needs_tf
+def test_targets_combine_with_passes_and_take_the_grappler_generator(tmp_path, monkeypatch):
+    """--target and --pass add up; a Grappler target gets the Grappler
+    generator (when it loads) unless --generator is given, which wins."""
+    from tfsem.commands import fuzz as fuzz_cmd
+    from tfsem.commands.fuzzing import GRAPPLER_GENERATOR, grappler_generator
+    seen = []
+
+    def fake_run(settings):
+        seen.append(settings)
+        raise fuzz_cmd.CampaignError("stop here")
+    monkeypatch.setattr(fuzz_cmd, "run_campaign", fake_run)
+    argv = ["fuzz", "--pass", "hoist-reads", "--target", "grappler:dependency", "--target", "xla",
+            "--budget", "1s", "--out", str(tmp_path / "c"), "--runs", "7"]
+    assert main(argv) == 2
+    s = seen[-1]
+    assert s.passes == ["hoist-reads", "grappler:dependency", "tfsem.campaigns.tensorflow_target:xla_target"]
+    assert s.runtime_runs == 7 and s.generator is None
+    expected = {"grappler:dependency": GRAPPLER_GENERATOR} if grappler_generator() else {}
+    assert s.pass_generators == expected
+    assert main([*argv, "--generator", "campaign_fakes:small_generator"]) == 2
+    assert seen[-1].pass_generators == {} and seen[-1].generator == "campaign_fakes:small_generator"
+
+
+# ---------------------------------------------------------------------------
+# A planted runtime finding (a fake runner): stored, grouped, shown, exit 1
+
+
+def test_planted_runtime_finding_is_stored_grouped_shown_and_fails_the_campaign(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:lying_runtime", "--budget", "6s",
+                   "--out", str(out), "--semantics", "decomposed", "--observe", "outputs+state",
+                   "--generator", "campaign_fakes:small_generator", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 1, summary        # decomposed: the target claims sound, contradicted
+    assert summary["groups"], summary
+    group = summary["groups"][0]
+    assert group["pass"] == "lying-runtime" and group["kind"] == "unsound" and not group["expected"]
+    with sqlite3.connect(out / "campaign.db") as db:
+        db.row_factory = sqlite3.Row
+        row = db.execute("SELECT * FROM findings WHERE id = ?", (group["representative"],)).fetchone()
+    detail, verdict = json.loads(row["detail"]), json.loads(row["verdict"])
+    rt = verdict["runtime"]
+    assert (detail["times"], detail["runs"]) == (3, 5) and (rt["times"], rt["runs"]) == (3, 5)
+    assert rt["allowed_count"] == detail["allowed_count"] >= 1
+    assert row["rewritten"] is None and row["kind"] == "unsound"
+    assert "987654321" in json.dumps(rt["outcome"])
+    assert "in 3 of 5 runs" in row["message"]
+    assert json.loads(row["init"]) == rt["init"] and rt["init"]   # σ, every variable given
+    # the page: σ, the count, the allowed set's size, and what shrinking means here
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "findings" / f"finding-{row['id']}.html").read_text()
+    assert 'class="runtime-times">3</strong>' in page
+    assert f'class="allowed-count">{rt["allowed_count"]}</span>' in page
+    assert "3 of 5" in page and "NOT ALLOWED" in page
+    assert "987654321" in page
+    for x in rt["init"]:
+        assert f'<td class="mono">{x}</td>' in page
+    assert "only when its own runs" in page
+    assert "confirmed on" not in page   # no schedule was replayed: nothing is claimed confirmed
+
+
+def test_planted_runtime_finding_in_the_atomic_cell_is_expected(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:lying_runtime", "--budget", "4s",
+                   "--out", str(out), "--semantics", "atomic", "--observe", "outputs+state",
+                   "--generator", "campaign_fakes:small_generator", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["groups"] and all(g["expected"] for g in summary["groups"])
+    assert status == 0
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow for real
+
+
+@needs_tf
+def test_fuzz_target_grappler_then_report(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--target", "grappler", "--budget", "20s", "--out", str(out),
+                   "--semantics", "atomic", "--observe", "outputs+state", "--pass-timeout", "30", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 0, summary
+    (row,) = summary["passes"]
+    assert row["pass"] == "grappler" and row["programs"] >= 1
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "index.html").read_text()
+    assert "grappler" in page and "Grappler" in page
+
+
+@needs_tf
+def test_fuzz_target_xla_short_campaign_stores_and_reports(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--target", "xla", "--budget", "15s", "--out", str(out), "--runs", "3",
+                   "--semantics", "decomposed", "--observe", "outputs+state", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 0, summary   # no outcome outside the decomposed semantics
+    (row,) = summary["passes"]
+    assert row["pass"] == "xla" and row["programs"] >= 1
+    assert row["no_counterexample"] >= 1           # programs XLA ran, every outcome allowed
+    assert row["claims"] == {"decomposed/outputs+state": "sound"}
+    assert main(["report", str(out)]) == 0
+    assert "xla" in (out / "report" / "index.html").read_text()
+
+
+@needs_tf
+def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path, capsys):
+    """A hand-broken dependency optimizer (Grappler's real output, then every
+    ReadVariableOp's control inputs dropped) on the counter: an unsound
+    finding whose page shows the GraphDef given to Grappler and the one it
+    returned, and whose programs use the GraphDefs' node names."""
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:broken_dependency", "--budget", "10s",
+                   "--out", str(out), "--semantics", "atomic", "--observe", "outputs+state",
+                   "--generator", "test_tensorflow_fuzz_target:counter_generator",
+                   "--pass-timeout", "30", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 1, summary
+    g = summary["groups"][0]
+    assert g["pass"] == "grappler:dependency-broken" and g["kind"] == "unsound"
+    with sqlite3.connect(out / "campaign.db") as db:
+        db.row_factory = sqlite3.Row
+        row = db.execute("SELECT * FROM findings WHERE id = ?", (g["representative"],)).fetchone()
+    gd = json.loads(row["detail"])["graphdef"]
+    assert gd["optimizer"] == "dependency" and re.fullmatch(r"2\.\d+\.\d+.*", gd["tensorflow"])
+    assert 'input: "^inc"' in gd["original"] and 'input: "^inc"' not in gd["optimized"]
+
+    def names(pbtxt):
+        return set(re.findall(r'^\s*name: "([^"]+)"', pbtxt, flags=re.M))
+    original, rewritten = json.loads(row["original"]), json.loads(row["rewritten"])
+    assert {n["name"] for n in original["nodes"]} <= names(gd["original"])
+    assert {n["name"] for n in rewritten["nodes"]} <= names(gd["optimized"])
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "findings" / f"finding-{row['id']}.html").read_text()
+    assert "The GraphDef given to Grappler (pbtxt)" in page
+    assert "Grappler&#x27;s output GraphDef (pbtxt)" in page or "Grappler's output GraphDef (pbtxt)" in page
+    assert page.count('<pre class="pbtxt">') == 2
+    assert 'class="optimizer">dependency</strong>' in page and gd["tensorflow"] in page
