@@ -557,19 +557,95 @@ def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
 # Choosing an engine per component (explore.outcome_set(engine=...))
 
 ENGINES = ("reference", "readsfrom", "auto")
-#: auto: the reference engine first, with this many states ...
-AUTO_PROBE_STATES = 2000
-#: ... then the reads-from engine where its classes are at most this many
+#: auto: the reads-from engine only where its classes are bounded by this many
 AUTO_MAX_CLASSES = 100_000
+#: auto: ... and by AUTO_RATIO times the downsets of the event order
+AUTO_RATIO = 2
+#: auto: downsets are counted up to this many memo entries (then: "many")
+DOWNSET_CAP = 20_000
 
 
-def _class_bound(rfc: _Component_RF) -> int:
+def _class_bound(rfc: _Component_RF, cap: int = AUTO_MAX_CLASSES) -> int:
+    """The product of the candidates of every choice: an upper bound on the
+    component's reads-from classes (stops once past `cap`)."""
     bound = 1
     for _e, cands in rfc.choices:
         bound *= max(1, len(cands))
-        if bound > AUTO_MAX_CLASSES:
+        if bound > cap:
             break
     return bound
+
+
+def _downsets(rfc: _Component_RF, cap: int) -> int | None:
+    """How many downward-closed sets of events hb has (every set of events
+    some prefix of a run can have fired), or None when counting needs more
+    than DOWNSET_CAP memo entries; stops early once the count passes `cap`.
+    Events are numbered in a topological order, so the lowest event of a set
+    is minimal in it: a downset of S either leaves it out (and everything
+    after it) or holds it (and any downset of the rest)."""
+    m, anc = rfc.m, rfc.ev_anc
+    succ = [0] * m
+    for b in range(m):
+        a = anc[b]
+        while a:
+            low = a & -a
+            succ[low.bit_length() - 1] |= 1 << b
+            a ^= low
+    memo: dict[int, int] = {}
+    stack = [(1 << m) - 1]
+    while stack:                                     # post-order, no recursion
+        s = stack[-1]
+        if s in memo:
+            stack.pop()
+            continue
+        low = s & -s
+        x = low.bit_length() - 1
+        without = s & ~low & ~succ[x]
+        rest = s & ~low
+        todo = [t for t in (without, rest) if t and t not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        memo[s] = (memo[without] if without else 1) + (memo[rest] if rest else 1)
+        if memo[s] > cap:
+            return memo[s]
+        if len(memo) > DOWNSET_CAP:
+            return None
+    return memo.get((1 << m) - 1, 1)
+
+
+def choose_engine(rfc: _Component_RF) -> str:
+    """auto's choice for one component, by structure alone (no search):
+
+    * ``reference`` when two atomic read-modify-writes (U events) access one
+      variable: the reads-from engine evaluates every order of them (they
+      read from each other), while the reference engine's memoization merges
+      orders that leave equal values (AssignAdd x n: one outcome, n! classes);
+    * ``readsfrom`` when the bound on its classes (the product of every
+      choice's candidates) is at most AUTO_MAX_CLASSES and at most AUTO_RATIO
+      times the number of downsets of the event order: the reference engine
+      visits a state per reachable set of fired accesses (with values), so
+      the downsets are a lower bound on its states, and the reads-from engine
+      costs about its classes (a search and a replay each);
+    * ``reference`` otherwise.
+
+    Measured on the families and on generated programs (docs/oracle.md).
+    Both engines are exact: the choice changes time, never the set."""
+    per_var: dict[int, int] = {}
+    for e in range(rfc.m):
+        if rfc.ev_kind[e] == _U:
+            v = rfc.ev_var[e]
+            per_var[v] = per_var.get(v, 0) + 1
+            if per_var[v] > 1:
+                return "reference"
+    bound = _class_bound(rfc)
+    if bound > AUTO_MAX_CLASSES:
+        return "reference"
+    if bound <= 1:
+        return "readsfrom"
+    d = _downsets(rfc, AUTO_RATIO * bound)
+    return "readsfrom" if d is None or bound <= AUTO_RATIO * d else "reference"
 
 
 def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
@@ -578,15 +654,15 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     """`explore.outcome_set` with a choice of engine per component:
 
     * ``readsfrom``: this module's engine; raises Unsupported where it does not apply;
-    * ``auto``: the reference engine with a budget of AUTO_PROBE_STATES states;
-      if that is not enough and the component has at most AUTO_MAX_CLASSES
-      reads-from choices (the product of the candidates of every choice, an
-      upper bound on its classes), the reads-from engine, under the rest of the
-      budget; where that one declines (Unsupported) or needs more than half of
-      what is left, the reference engine again with the rest.
+    * ``auto``: per component, the engine `choose_engine` picks by structure;
+      where it picks the reads-from engine and that one declines
+      (Unsupported) or needs more than half of the budget left, the
+      reference engine with the rest.
 
     Both engines are exact, so the choice changes the time and the witness
-    schedules, never the outcome set."""
+    schedules, never the outcome set.  The result has `classes` (reads-from
+    classes evaluated) and `engines` (the engine that computed each
+    component)."""
     from .explore import _explore
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
@@ -594,54 +670,54 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
         raise ValueError(f"unknown semantics {semantics!r}")
     budget = Budget(max_states, max_seconds)
     comps = []
+    used = []
     classes = 0
     limit = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(max(limit, 4 * MAX_CHOICES + 2000))
         for names, variables, outputs in components(p):
             comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+            comp.cache_functions()
             part = None
             if engine == "readsfrom":
                 rfc = _Component_RF(comp, init, budget)
                 part = rfc.run()
                 classes += rfc.classes
+                used.append("readsfrom")
             elif engine == "auto":
-                part = _probe(comp, init, budget)
-                if part is None:
-                    part, n = _try_rf(comp, init, budget)
-                    classes += n
+                part, n = _try_rf(comp, init, budget)
+                classes += n
+                if part is not None:
+                    used.append("readsfrom")
             if part is None:
                 part = _explore(comp, init, budget)
+                used.append("reference")
             comps.append(part)
     finally:
         sys.setrecursionlimit(limit)
     result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
     result.classes = classes
+    result.engines = used
     return result
 
 
 def _sub_budget(budget: Budget, states: int, share: float) -> Budget:
     left_s = budget.max_seconds - (time.monotonic() - budget.started)
-    return Budget(max(1, min(states, budget.max_states - budget.states)), max(0.0, left_s * share))
-
-
-def _probe(comp: _Component, init, budget: Budget):
-    from .explore import _explore
-    sub = _sub_budget(budget, AUTO_PROBE_STATES, 1.0)
-    try:
-        part = _explore(comp, init, sub)
-    except BudgetExceeded:
-        part = None
-    budget.states += sub.states
-    return part
+    sub = Budget(max(1, min(states, budget.max_states - budget.states)), max(0.0, left_s * share))
+    return sub
 
 
 def _try_rf(comp: _Component, init, budget: Budget):
+    """The reads-from engine on one component where `choose_engine` picks it,
+    under half of what is left of the budget: (outcomes, classes), or
+    (None, 0) for the reference engine."""
+    if not any(comp.counted):
+        return None, 0                               # no access events: nothing to choose
     try:
         rfc = _Component_RF(comp, init, budget)
     except Unsupported:
         return None, 0
-    if _class_bound(rfc) > AUTO_MAX_CLASSES:
+    if choose_engine(rfc) != "readsfrom":
         return None, 0
     sub = _sub_budget(budget, budget.max_states // 2, 0.5)
     rfc.budget = sub

@@ -143,12 +143,78 @@ def test_generated_programs_agree_with_reference():
 
 
 def test_generated_programs_auto_agrees_with_reference(monkeypatch):
-    # a tiny probe, so that most components go through the reads-from engine
-    monkeypatch.setattr(readsfrom, "AUTO_PROBE_STATES", 3)
+    # a huge ratio, so that most components go through the reads-from engine
+    monkeypatch.setattr(readsfrom, "AUTO_RATIO", 10 ** 9)
     count = 1000 if NIGHTLY else 50
-    compared, declined = _differential(
-        count, 18, 16, lambda *a: outcome_set(*a, max_states=50_000, max_seconds=10, engine="auto"))
+    used = []
+
+    def auto(*a):
+        r = outcome_set(*a, max_states=50_000, max_seconds=10, engine="auto")
+        used.extend(r.engines)
+        return r
+    compared, declined = _differential(count, 18, 16, auto)
     assert declined == 0 and compared >= 0.8 * 4 * count
+    assert used.count("readsfrom") >= 0.2 * len(used)   # the rest: no accesses, RMWs
+
+
+def _rf_component(p, feeds, init, semantics="atomic", observe="outputs+state"):
+    from tfsem.oracle.explore import _Component, components
+    (names, variables, outputs), = [c for c in components(p) if c[0]]
+    comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+    return readsfrom._Component_RF(comp, init, None)
+
+
+@pytest.mark.parametrize("family,params,engine", [
+    ("blind_writers", (8,), "readsfrom"), ("store_buffering", (8,), "readsfrom"),
+    ("iriw", (6,), "readsfrom"),
+    # read-modify-writes of one variable: every order is a class
+    ("figure1", (6, "Concat"), "reference"), ("assign_adds", (6,), "reference"),
+    # k**k possible classes against 3**k downsets of the accesses
+    ("lost_update_used", (5,), "reference"), ("writer_reader_pairs", (5,), "reference")])
+def test_auto_chooses_by_structure(family, params, engine):
+    p, feeds, init = F.FAMILIES[family](*params)
+    for semantics in ("atomic", "decomposed"):
+        if family in ("figure1", "assign_adds") and semantics == "decomposed":
+            continue                                 # no atomic read-modify-write there
+        assert readsfrom.choose_engine(_rf_component(p, feeds, init, semantics)) == engine
+        r = outcome_set(p, feeds, init, semantics, engine="auto")
+        assert r.engines == [engine]
+        assert set(r) == set(outcome_set(p, feeds, init, semantics))
+
+
+def test_downsets_count_against_brute_force():
+    # every subset of the events that is closed under hb, counted one by one
+    checked = 0
+    for j, p in enumerate(random_programs(150, 23, max_nodes=14)):
+        feeds, init = random_inputs(p, j)
+        from tfsem.oracle.explore import _Component, components
+        for names, variables, outputs in components(p):
+            comp = _Component(p, names, "decomposed", "outputs+state", feeds, variables, outputs)
+            rfc = readsfrom._Component_RF(comp, init, None)
+            if not 1 <= rfc.m <= 12:
+                continue
+            brute = sum(1 for s in range(1 << rfc.m)
+                        if all(rfc.ev_anc[e] & ~s == 0 for e in range(rfc.m) if s >> e & 1))
+            assert readsfrom._downsets(rfc, 10 ** 9) == brute
+            checked += 1
+    assert checked >= 30
+    # k unordered Read -> Write pairs: 3**k
+    p, feeds, init = F.lost_update_used(6)
+    assert readsfrom._downsets(_rf_component(p, feeds, init), 10 ** 9) == 3 ** 6
+
+
+@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
+def test_lost_update_counts_match_the_engines(semantics):
+    from tfsem.oracle.counts import lost_update_used_counts
+    for k in range(1, 6 if semantics == "atomic" else 5):
+        p, feeds, init = F.lost_update_used(k)
+        with_state, outputs = lost_update_used_counts(k)
+        assert outcome_set(p, feeds, init, semantics, "outputs+state").count == with_state
+        assert outcome_set(p, feeds, init, semantics, "outputs").count == outputs
+    # the figures docs/oracle.md quotes
+    assert lost_update_used_counts(8) == (1_276_545, 545_835)
+    with pytest.raises(ValueError):
+        lost_update_used_counts(0)
 
 
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile")
