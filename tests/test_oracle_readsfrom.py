@@ -235,3 +235,43 @@ def test_hypothesis_programs_agree_with_reference(case, semantics, observe):
         assume(False)
     assert set(got) == set(ref) and got.count == ref.count
     _replays(p, feeds, init, got, semantics, observe)
+
+
+def _tfsem(*args: str):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_engine_flag(tmp_path):
+    import json
+    from tfsem.oracle.jsonio import save_program
+    p, feeds, init = F.blind_writers(6)
+    path = tmp_path / "bw.json"
+    save_program(p, path)
+    sigma = [a for j in range(6) for a in ("--feed", f"b{j}={j + 1}")] + ["--init", "x=0"]
+    got = {}
+    for engine in ("reference", "readsfrom", "auto"):
+        r = _tfsem("outcomes", str(path), *sigma, "--engine", engine, "--json")
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        got[engine] = {json.dumps({k: v for k, v in o.items() if k != "schedule"}, sort_keys=True)
+                       for o in d["outcomes"]}
+        assert d["count"] == 42 and d["stats"]["engine"] == engine
+    assert got["reference"] == got["readsfrom"] == got["auto"]
+    assert d["stats"]["components_by_engine"] == {"readsfrom": 1}     # auto on blind writers
+    bad = _tfsem("outcomes", str(path), "--engine", "fast")
+    assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
+    # a Write of an error value: readsfrom declines by name, exit 2; auto answers
+    q = P.program([P.var("vu", "u"), P.read("ru", "vu"),
+                   P.var("v1", "x"), P.write("w1", "v1", "ru"),
+                   P.var("v2", "x"), P.write("w2", "v2", "$b"),
+                   P.var("vr", "x"), P.read("r", "vr")],
+                  {"out": "r"}, ["x", "u"])
+    save_program(q, path)
+    r = _tfsem("outcomes", str(path), "--feed", "b=5", "--init", "x=1", "--engine", "readsfrom")
+    assert r.returncode == 2 and "w1" in r.stderr and "error value" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = _tfsem("outcomes", str(path), "--feed", "b=5", "--init", "x=1")
+    assert r.returncode == 0 and r.stdout.startswith("2 outcomes")

@@ -9,6 +9,7 @@ from tfsem.cli import EXIT_OK, EXIT_UNKNOWN, UsageError
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
 from tfsem.oracle.jsonio import load_program
+from tfsem.oracle.readsfrom import ENGINES, Unsupported
 
 from .common import add_semantics_options, add_sigma_options, duration, positive_int, print_json, sigma_from_args
 
@@ -26,6 +27,11 @@ def add_parser(sub) -> None:
                    help=f"state budget (default {DEFAULT_MAX_STATES})")
     p.add_argument("--timeout", type=duration, default=DEFAULT_MAX_SECONDS,
                    help=f"time budget in seconds (default {DEFAULT_MAX_SECONDS:g})")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="how the set is computed (the set is the same): reference (memoized "
+                        "interleavings), readsfrom (one run per reads-from class), or auto "
+                        "(the default: chosen per independent component by its structure); "
+                        "see docs/oracle.md")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -35,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     feeds, init = sigma_from_args(program, args)
     try:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,
-                             max_states=args.max_states, max_seconds=args.timeout)
+                             max_states=args.max_states, max_seconds=args.timeout,
+                             engine=args.engine)
+    except Unsupported as exc:  # --engine readsfrom on a program it does not apply to
+        raise UsageError(f"--engine readsfrom: {exc}; use --engine auto or reference") from None
     except CannotRun as exc:  # an op of an imported graph with no concrete model
         raise UsageError(exc.naming_nodes(program)) from None
     except BudgetExceeded as exc:
@@ -45,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"unknown: {exc}")
         return EXIT_UNKNOWN
     listed = result.as_dict(args.limit)
+    engines = getattr(result, "engines", ["reference"] * len(result.components))
     stats = {"states": result.states, "seconds": round(result.seconds, 6),
-             "components": len(result.components)}
+             "components": len(result.components), "engine": args.engine,
+             "components_by_engine": {e: engines.count(e) for e in sorted(set(engines))}}
     if args.json:
         print_json({"count": result.count,
                     "outcomes": [dict(o.to_json(), schedule=list(w)) for o, w in listed.items()],
