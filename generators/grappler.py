@@ -330,6 +330,19 @@ class _Builder:
     def _arith(self, d: Draw) -> None:
         kinds = _ARITH_FLOAT if self.dtype == "float32" else _ARITH_INT
         kind = choice(d, kinds)
+        if kind == "broadcast" and self.shape == ():
+            kind = "mul1"
+        if kind == "broadcast":
+            # x*1, x+0, x-0 with x a scalar and the constant of the variables'
+            # shape: constant folding replaces them by a BroadcastTo of x
+            x = self._operand(d, want=())
+            op, unit = choice(d, [("Mul", 1), ("Add", 0), ("Sub", 0), ("Max", None)])
+            c = self._const(d, self.shape, unit) if unit is not None else None
+            if c is None:       # Max(x, x) broadcast through Fill
+                op, c = "Max", self._fn("Fill", [x.ref], attrs={"dims": list(self.shape)})
+            args = [x.ref, c] if op in ("Sub", "Max") or boolean(d, 0.5) else [c, x.ref]
+            self._result(d, self._fn(op, args), self.shape)
+            return
         x = self._operand(d)
         s = x.shape
         one = lambda: self._const(d, s if boolean(d, 0.5) else (), 1)      # noqa: E731
@@ -519,7 +532,8 @@ class _Builder:
 
 _ARITH_COMMON = ["mul1", "add0", "sub0", "mul0", "negneg", "subself", "addself", "addconsts",
                  "mulconsts", "subconsts", "addneg", "subneg", "square", "hoist", "aggregate",
-                 "absabs", "relurelu", "maxself", "minself", "negsub", "mulneg", "squareneg"]
+                 "absabs", "relurelu", "maxself", "minself", "negsub", "mulneg", "squareneg",
+                 "broadcast", "broadcast"]
 _ARITH_INT = _ARITH_COMMON + ["castcast"]
 # float mode: only operations closed over integer-valued floats (no RealDiv,
 # no Sqrt; Cast to int64 and back is exact for integer-valued floats in range

@@ -124,7 +124,7 @@ STATELESS_UNMODELLED = frozenset("""
     MaxPoolGrad AvgPoolGrad FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3
     FusedBatchNormGrad FusedBatchNormGradV3 SoftmaxCrossEntropyWithLogits
     SparseSoftmaxCrossEntropyWithLogits TanhGrad SigmoidGrad SqrtGrad RsqrtGrad Relu6
-    Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad BroadcastTo
+    Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad
     BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
     L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
     StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
@@ -331,6 +331,30 @@ def _tile(b):
 def _fill(b):
     b.dtype("T")
     return [b.add("Fill", [b.input(1)], {"dims": _int_list(b.static(0))})]
+
+
+@op("BroadcastTo", "Reshape(Tile(Mul(x, ones(shape)), [1]*rank), shape) (shape: a constant "
+    "input; Mul without flushing: x*1 is x bit for bit; the error of an input that does not "
+    "broadcast to the shape)", static=(1,))
+def _broadcast_to(b):
+    # x * ones(shape) has x's values (x*1 == x bit for bit in IEEE arithmetic:
+    # -0.0, subnormals, infinities; NaN stays NaN; integers exactly) and the
+    # shape broadcast(x.shape, shape), which is `shape` exactly when
+    # BroadcastTo is defined: x of rank <= len(shape), each dimension 1 or
+    # equal.  Otherwise TensorFlow fails and so does the model: Mul fails on
+    # incompatible dimensions; Tile with len(shape) multiples fails when the
+    # rank is larger; Reshape to `shape` fails when a dimension is larger (the
+    # element count is then larger too).  Constant folding emits BroadcastTo
+    # (x*1, x+0 with a larger constant) with an int32 shape constant.
+    t = b.dtype("T")
+    shape = _int_list(b.static(1))
+    if any(d < 0 for d in shape):
+        b.reject(f"the shape {shape} has a negative dimension")
+    from tfsem.oracle.values import Tensor
+    ones = b.add("Const", [], {"value": Tensor(np.ones(shape, dtype=t), t)}, part="ones")
+    y = b.add("Mul", [b.input(0), ones], part="broadcast")
+    y = b.add("Tile", [y], {"multiples": [1] * len(shape)}, part="rank")
+    return [b.add("Reshape", [y], {"shape": shape})]
 
 
 @op("ExpandDims", "the function ExpandDims (axis: a constant input)", static=(1,))

@@ -207,3 +207,72 @@ def test_subnormal_free_agrees_with_evaluation(float_programs):
                         a = np.abs(arr[np.isfinite(arr)])
                         assert not np.any((a > 0) & (a < tiny)), program_to_json(p)
     assert seen_floats > 100
+
+
+# ---------------------------------------------------------------------------
+# BroadcastTo (constant folding emits it with an int32 shape): the model
+
+
+def _broadcast_graph(x, shape, shape_dtype=np.int32):
+    from tfsem.graphdef.exporter import tensor_proto
+    xs = np.asarray(x)
+    dt = {np.dtype(np.float32): "DT_FLOAT", np.dtype(np.int64): "DT_INT64"}[xs.dtype]
+    sh = np.asarray(shape, dtype=shape_dtype)
+    sdt = "DT_INT32" if shape_dtype == np.int32 else "DT_INT64"
+    return {"node": [
+        {"name": "x", "op": "Placeholder", "attr": {
+            "dtype": {"type": dt}, "shape": {"shape": {"dim": [{"size": d} for d in xs.shape]}}}},
+        {"name": "s", "op": "Const", "attr": {"dtype": {"type": sdt}, "value": {"tensor": {
+            "dtype": sdt, "tensor_shape": {"dim": [{"size": d} for d in sh.shape]},
+            "tensor_content": sh.astype(sh.dtype.newbyteorder("<")).tobytes()}}}},
+        {"name": "b", "op": "BroadcastTo", "input": ["x", "s"],
+         "attr": {"T": {"type": dt}, "Tidx": {"type": sdt}}}]}
+
+
+def _model_broadcast(x, shape, shape_dtype=np.int32):
+    from tfsem.oracle.explore import outcome_set
+    p = import_graph(_broadcast_graph(x, shape, shape_dtype), ["b"]).program
+    (o,) = outcome_set(p, {"x": Tensor(np.asarray(x))}, {}, "atomic", "outputs").as_dict(1)
+    return dict(o.outputs)["b"]
+
+
+_BCAST_CASES = [
+    (np.float32(-0.0), [3]), (np.float32(1e-40), [2, 2]), (np.float32(np.nan), [2]),
+    (np.array([np.inf, -1.5e-39], np.float32), [3, 2]), (np.array([[7.0]], np.float32), [2, 3]),
+    (np.int64(-2 ** 63), [4]), (np.array([2 ** 63 - 1, -1, 0], np.int64), [2, 3]),
+    (np.array([[1], [2]], np.int64), [2, 3]), (np.int64(5), []),
+    (np.array([3.5], np.float32), [1, 1, 1]),
+]
+
+
+def test_broadcast_to_model_values_and_shapes():
+    for x, shape in _BCAST_CASES:
+        got = _model_broadcast(x, shape).array
+        want = np.broadcast_to(np.asarray(x), shape)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(np.isnan(got), np.isnan(want)) if got.dtype.kind == "f" else True
+        assert np.where(np.isnan(want), 0, want).tobytes() == np.where(np.isnan(got), 0, got).tobytes() \
+            if got.dtype.kind == "f" else got.tobytes() == want.tobytes()
+
+
+def test_broadcast_to_fails_where_tensorflow_fails():
+    from tfsem.oracle.values import Error
+    for x, shape in [(np.zeros((1, 3), np.int64), [3]),        # rank larger
+                     (np.zeros(3, np.float32), [1]),             # a dimension larger
+                     (np.zeros((2, 3), np.int64), [3, 3]),       # incompatible
+                     (np.zeros(2, np.int64), [])]:
+        assert isinstance(_model_broadcast(x, shape), Error), (x.shape, shape)
+    with pytest.raises(Exception, match="negative dimension"):
+        import_graph(_broadcast_graph(np.float32(1), [-1, 2]), ["b"])
+
+
+def test_broadcast_to_equals_tensorflows_kernel_bit_for_bit():
+    tf = pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    for x, shape in _BCAST_CASES:
+        for sdt in (np.int32, np.int64):
+            want = tf.raw_ops.BroadcastTo(input=tf.constant(x), shape=tf.constant(shape, sdt)).numpy()
+            got = _model_broadcast(x, shape, sdt).array
+            assert got.dtype == want.dtype and got.shape == want.shape, (x, shape)
+            assert np.where(np.isnan(want), 0, want).tobytes() == \
+                np.where(np.isnan(got), 0, got).tobytes(), (x, shape, want, got)
+            assert np.array_equal(np.isnan(want), np.isnan(got))
