@@ -17,7 +17,7 @@ from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
 
 from .common import duration, print_json
-from .fuzzing import add_fuzzing_options
+from .fuzzing import add_fuzzing_options, add_target_option, target_specs
 
 
 def add_parser(sub) -> None:
@@ -34,7 +34,9 @@ def add_parser(sub) -> None:
                     "the only findings are unsound rewrites in cells the pass claims unsound "
                     "(expected); 2 for bad usage.  Progress goes to stderr: a live status "
                     "line on a terminal, a line every --status-every otherwise.")
-    p.add_argument("pass_name", metavar="PASS", help="a registered pass or module:attribute")
+    p.add_argument("pass_name", metavar="PASS", nargs="?", default=None,
+                   help="a registered pass or module:attribute (or give --target)")
+    add_target_option(p, repeatable=False)
     p.add_argument("--budget", type=duration, default=60.0,
                    help="fuzzing time, e.g. 60s, 5m (default 60s); shrinking the last "
                         "findings may take up to a quarter more")
@@ -58,6 +60,15 @@ def _write_reproducer(found: Found, index: int, out: Path, pass_spec: str) -> tu
     """Write the case (or, for crash and timeout, the program) and return
     (path, command)."""
     r = found.record
+    runtime = (r.verdict or {}).get("runtime")
+    if isinstance(runtime, dict):   # a runtime target: the program, run again on TensorFlow
+        import shlex
+        path = out / f"finding-{index}-{r.kind}.program.json"
+        path.write_text(dumps(r.original) + "\n")
+        sigma = " ".join([*(f"--feed {shlex.quote(f'{k}={dumps(v)}')}" for k, v in sorted(r.feeds.items())),
+                          *(f"--init {shlex.quote(f'{k}={dumps(v)}')}" for k, v in sorted(r.init.items()))])
+        backend = "xla" if runtime.get("target") == "xla" else "tensorflow"
+        return str(path), f"tfsem run {path} --backend {backend} --runs {runtime.get('runs', 20)} {sigma}".rstrip()
     case = r.case()
     if case is not None:
         path = out / f"finding-{index}-{r.kind}.case.json"
@@ -88,6 +99,11 @@ def run(args: argparse.Namespace) -> int:
     cells = _cells(args)
     if not cells:
         raise UsageError("no (semantics, observe) cell selected")
+    if (args.pass_name is None) == (args.targets is None):
+        raise UsageError("give a PASS or --target TARGET (one of them)")
+    if args.targets is not None:
+        (args.pass_name,), generators = target_specs([args.targets], args.generator)
+        args.generator = generators.get(args.pass_name, args.generator)
     try:  # a pass that does not exist is bad usage, said before any plan is printed
         target = resolve_pass(args.pass_name)
     except PassNotFound as exc:
@@ -96,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stream = sys.stderr if args.json else sys.stdout
 
-    print(f"verifying {args.pass_name} for {args.budget:g} s in "
+    print(f"verifying {args.targets or args.pass_name} for {args.budget:g} s in "
           f"{', '.join(cell_label(c) for c in cells)}", file=stream, flush=True)
     status = Progress([target.name], args.budget, 1, stream=sys.stderr, interval=None
                       if sys.stderr.isatty() else args.status_every, title=f"tfsem verify")
@@ -149,7 +165,7 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
         i, found, path, command = members[0]
         print()
         print(_headline(i, found.record))
-        for line in finding_lines(found.record):
+        for line in _runtime_lines(found.record) or finding_lines(found.record):
             print(line)
         print(f"  found after {found.first_after:.1f} s, "
               f"{sum(m[1].times for m in members)} time{'s' if found.times != 1 or len(members) > 1 else ''}")
@@ -182,6 +198,24 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
               "unsound; exit status 0)")
     else:
         print("result: pass, nothing found (exit status 0)")
+
+
+def _runtime_lines(record: FindingRecord) -> list[str]:
+    """A runtime target's finding (`--target xla`) as text: the program run,
+    σ, each outcome observed with its count, and the allowed set's size;
+    [] for any other finding."""
+    from tfsem.campaigns.text import outcome_text, program_lines, sigma_text
+    rt = (record.verdict or {}).get("runtime")
+    if not isinstance(rt, dict):
+        return []
+    lines = [f"  program run ({record.size} nodes, its GraphDef imported back):",
+             *program_lines(record.original), *sigma_text(record.feeds, record.init),
+             f"  outcomes observed in {rt.get('runs')} runs:"]
+    for o in rt.get("observed") or []:
+        mark = "" if o.get("allowed") else f"  <- not among the {rt.get('allowed_count')} allowed outcomes"
+        lines.append(f"    {o.get('runs')}x {outcome_text(o.get('outcome') or {})}{mark}")
+    lines.append("  (timing decides which outcome a run gives: these counts are what was observed)")
+    return lines
 
 
 def _to_json(result: VerifyResult, repro: list[tuple[str, str]], out: Path) -> dict:
