@@ -8,9 +8,16 @@ pass sandbox (campaigns/sandbox.py).  Each Grappler optimizer becomes one:
 
 so that the campaign's generator, checker, store, signatures, shrinking,
 report and `tfsem serve` pages apply to Grappler unchanged.  Name one with
-``tfsem fuzz --pass grappler:OPTIMIZER`` (``grappler`` alone is the default
-pipeline) or ``tfsem verify grappler:dependency``; campaigns/targets.py
-resolves these names to the attributes of this module (``grappler_OPTIMIZER``).
+``tfsem fuzz --target grappler:OPTIMIZER`` (or ``--pass grappler:OPTIMIZER``;
+``grappler`` alone is the default pipeline) or ``tfsem verify --target
+grappler:dependency``; campaigns/targets.py resolves these names to the
+attributes of this module (``grappler_OPTIMIZER``, `GrapplerTarget` objects).
+The campaign judges the result against `GrapplerTarget.prepare` (the export
+imported back, in the GraphDef's node names) and a finding gets both
+GraphDefs as pbtxt (`GrapplerTarget.evidence`).
+
+``tfsem fuzz --target xla`` is a target of another kind, "runtime"
+(`RuntimeTarget`, below): programs are run on TensorFlow, not rewritten.
 
 What Grappler is told: the fetches are the program's outputs (each exported as
 an Identity node of the output's name) and the targets are every other node
