@@ -246,7 +246,7 @@ class _Component_RF:
             if got.get(e) == w:
                 child = witness                      # the parent's run satisfies it
             else:
-                child = self._search(rf, final)
+                child = self._repair(lin, before, e, w, rf, final) or self._search(rf, final)
             if child is not None:
                 self._extend(depth + 1, rf, final, child, results)
         if e >= 0:
@@ -254,23 +254,95 @@ class _Component_RF:
         else:
             del final[-1 - e]
 
+    def _repair(self, lin: list[int], before: list[int], e: int, w: int, rf: list,
+                final: dict) -> tuple[list[int], list[int]] | None:
+        """The parent's run with one event moved so that it makes choice
+        e = w too, or None: e moved to just after w (to just before the first
+        write of its variable when w is the initial value), or for a final
+        writer w, w moved to just after the last write of its variable; the
+        events chosen to read from the moved one (and from those, along a
+        chain of read-modify-writes) move with it, in their order.  The
+        result is a witness only if it checks: every event after all its hb
+        predecessors, and every choice made so far (rf, final) observed in it
+        (then it is a run of the class prefix, like a search's).  Its order
+        constraints are the parent's saturated ones: every run satisfying the
+        child's choices satisfies the parent's, so they still hold (weaker
+        than the child's own saturation, they only prune less in
+        `_possible`).  Where a single move does not do, the caller searches."""
+        self.budget.tick()                           # a linearization examined
+        ev_var, ev_kind = self.ev_var, self.ev_kind
+        if e >= 0:
+            mover, var = e, ev_var[e]
+        else:
+            mover, var = w, -1 - e
+        # the mover goes with the events chosen to read from it, and from them
+        # (a chain of read-modify-writes moves as one block)
+        block = {mover}
+        grew = ev_kind[mover] != _R
+        while grew:
+            grew = False
+            for x, src in enumerate(rf):
+                if src is not None and src in block and x not in block and ev_var[x] == var:
+                    block.add(x)
+                    grew = grew or ev_kind[x] != _R
+        if e >= 0 and w in block:
+            return None                              # w reads from e: a cycle, no run
+        moved = [x for x in lin if x in block]
+        rest = [x for x in lin if x not in block]
+        if e >= 0 and w == INIT:
+            at = next((k for k, x in enumerate(rest) if ev_var[x] == var and ev_kind[x] != _R),
+                      len(rest))
+        elif e >= 0:
+            at = rest.index(w) + 1
+        else:
+            at = 1 + max((k for k, x in enumerate(rest) if ev_var[x] == var and ev_kind[x] != _R),
+                         default=-1)
+        rest[at:at] = moved
+        placed = 0
+        ev_anc = self.ev_anc
+        for x in rest:
+            if ev_anc[x] & ~placed:
+                return None
+            placed |= 1 << x
+        got = self._observed(rest)
+        for x, want in enumerate(rf):
+            if want is not None and got[x] != want:
+                return None
+        for v, want in final.items():
+            if got[-1 - v] != want:
+                return None
+        return rest, before
+
     def _possible(self, e: int, w: int, before: list[int], rf: list) -> bool:
         """False when choice e = w contradicts `before`, the orders every run
         satisfying the choices made so far respects (the parent's
         saturation): then no run makes this choice too, and its saturation
         would say so at a higher cost."""
         if e < 0:                                    # w as the final writer
+            if any(rf[u] == w and self.ev_kind[u] == _U for u in self.writes[-1 - e]):
+                return False                         # a read-modify-write follows w
             return not any(before[w2] >> w & 1 for w2 in self.writes[-1 - e])
         ws = self.writes[self.ev_var[e]]
         if w == INIT:
             return not any(w2 != e and before[e] >> w2 & 1 for w2 in ws)
         if before[w] >> e & 1:
             return False
+        for u in ws:                                 # a read-modify-write of w comes before e
+            if u != e and rf[u] == w and self.ev_kind[u] == _U and before[e] >> u & 1:
+                return False
         for w2 in ws:
             if w2 != w and w2 != e and before[w2] >> w & 1 and before[e] >> w2 & 1:
                 return False
         if self.ev_kind[e] == _U:
-            return not any(u != e and rf[u] == w and self.ev_kind[u] == _U for u in ws)
+            if any(u != e and rf[u] == w and self.ev_kind[u] == _U for u in ws):
+                return False
+            # e reads from w, which reads (through read-modify-writes) from e:
+            # a cycle in the order of the writes
+            src = w
+            while src is not None and src != INIT and self.ev_kind[src] == _U:
+                if src == e:
+                    return False
+                src = rf[src]
         return True
 
     def _observed(self, lin: list[int]) -> dict[int, int]:
