@@ -242,6 +242,45 @@ def test_planted_runtime_finding_is_stored_grouped_shown_and_fails_the_campaign(
         assert f'<td class="mono">{x}</td>' in page
     assert "only when its own runs" in page
     assert "confirmed on" not in page   # no schedule was replayed: nothing is claimed confirmed
+    # tfsem serve renders the same page from the database
+    from tfsem.reports.campaign import page_named
+    served = page_named(out, f"finding-{row['id']}.html")
+    assert 'class="runtime-times">3</strong>' in served and "NOT ALLOWED" in served
+
+
+class _HonestRunner:
+    """Every run ends in the outcome the lying runner reports as allowed."""
+
+    def execute(self, program, feeds, init, runs):
+        r = _lying_execute(program, feeds, init, runs)
+        if r.status == "ok":
+            (good,) = [o for o, n in r.observed.counts.items() if n == 2]
+            r.observed = _FakeObserved(Counter({good: runs}))
+            r.runs = runs
+        return r
+
+    def close(self):
+        pass
+
+
+def test_a_runtime_finding_not_seen_again_is_undecided_never_fixed():
+    """Timing decides whether a run shows an outcome: a replay whose runs do
+    not show it again leaves the finding open."""
+    from tfsem.campaigns.loop import PRESENT, UNDECIDED, FuzzLoop, LoopConfig, replay
+    from tfsem.campaigns.targets import resolve_pass
+    spec = "test_tensorflow_fuzz_target:lying_runtime"
+    target = resolve_pass(spec)
+    assert target.kind == "runtime" and target.claim(("decomposed", "outputs")) == "sound"
+    cfg = LoopConfig(spec, "decomposed", "outputs+state", runtime_runs=5)
+    lying = FuzzLoop(cfg, target=target, runner=_LyingRunner(), generator=counter_generator)
+    import numpy as np
+    from tfsem.oracle.values import Tensor
+    record = lying.evaluate(program_from_json(COUNTER), {}, {"x": Tensor(np.array(0, dtype=np.int64))})
+    assert record is not None and record.detail["times"] == 3
+    assert record.detail["program_given"]["nodes"] == COUNTER["nodes"]
+    assert replay(lying, record)[0] == PRESENT
+    honest = FuzzLoop(cfg, target=target, runner=_HonestRunner(), generator=counter_generator)
+    assert replay(honest, record) == (UNDECIDED, None)
 
 
 def test_planted_runtime_finding_in_the_atomic_cell_is_expected(tmp_path, capsys):
