@@ -316,33 +316,45 @@ class _Component_RF:
     def _possible(self, e: int, w: int, before: list[int], rf: list) -> bool:
         """False when choice e = w contradicts `before`, the orders every run
         satisfying the choices made so far respects (the parent's
-        saturation): then no run makes this choice too, and its saturation
-        would say so at a higher cost."""
+        saturation, or an ancestor's: weaker, still necessary), or the
+        choices made so far: then no run makes this choice too, and a search
+        would say so at a higher cost.  Each rule is necessary for a run:
+        a final writer is followed by no write (and no read-modify-write
+        reads from it); w is not the last write before e when another write
+        w2 must come after w and before e (in `before`, or a read-modify-write
+        w2 that reads from w); two read-modify-writes never read from one
+        write, and never (through a chain of them) from each other."""
+        kind = self.ev_kind
         if e < 0:                                    # w as the final writer
-            if any(rf[u] == w and self.ev_kind[u] == _U for u in self.writes[-1 - e]):
-                return False                         # a read-modify-write follows w
-            return not any(before[w2] >> w & 1 for w2 in self.writes[-1 - e])
+            w_bit = 1 << w
+            for u in self.writes[-1 - e]:
+                if before[u] & w_bit or (rf[u] == w and kind[u] == _U):
+                    return False
+            return True
         ws = self.writes[self.ev_var[e]]
+        be = before[e]
         if w == INIT:
-            return not any(w2 != e and before[e] >> w2 & 1 for w2 in ws)
+            for w2 in ws:
+                if w2 != e and be >> w2 & 1:
+                    return False
+            return True
         if before[w] >> e & 1:
             return False
-        for u in ws:                                 # a read-modify-write of w comes before e
-            if u != e and rf[u] == w and self.ev_kind[u] == _U and before[e] >> u & 1:
-                return False
-        for w2 in ws:
-            if w2 != w and w2 != e and before[w2] >> w & 1 and before[e] >> w2 & 1:
-                return False
-        if self.ev_kind[e] == _U:
-            if any(u != e and rf[u] == w and self.ev_kind[u] == _U for u in ws):
-                return False
-            # e reads from w, which reads (through read-modify-writes) from e:
-            # a cycle in the order of the writes
-            src = w
-            while src is not None and src != INIT and self.ev_kind[src] == _U:
+        w_bit = 1 << w
+        e_is_u = kind[e] == _U
+        for u in ws:
+            if u == w or u == e:
+                continue
+            if be >> u & 1 and before[u] & w_bit:
+                return False                         # u is a write between w and e
+            if rf[u] == w and kind[u] == _U and (e_is_u or be >> u & 1):
+                return False                         # u follows w at once, before e
+        if e_is_u:
+            src = rf[w] if kind[w] == _U else None   # a cycle of read-modify-writes
+            while src is not None and src != INIT:
                 if src == e:
                     return False
-                src = rf[src]
+                src = rf[src] if kind[src] == _U else None
         return True
 
     def _observed(self, lin: list[int]) -> dict[int, int]:
