@@ -77,7 +77,7 @@ MIN_NODES = 4
 _MAX_MOTIFS = 12
 
 #: Weights of the families among those a program has on.
-_WEIGHT = {"arith": 3, "constant": 2}
+_WEIGHT = {"arith": 4, "constant": 2}
 
 #: Small constants, simplest first; zero and one are drawn apart, on purpose.
 _SMALL = (2, 3, -1, 5, -2, 7, 4, -3)
@@ -401,6 +401,12 @@ class _Builder:
             other = "float32" if self.dtype == "int64" else "int64"
             r = F("Cast", [F("Cast", [x.ref], attrs={"DstT": other})],
                   attrs={"DstT": self.dtype})
+        elif kind == "reshapes":      # Reshape of Reshape, ExpandDims then Squeeze
+            e = F("Reshape", [x.ref], attrs={"shape": [1, *s]})
+            if boolean(d, 0.5):
+                e = F("ExpandDims", [e], attrs={"axis": 0})
+                e = F("Squeeze", [e], attrs={"squeeze_dims": [0]})
+            r = F("Reshape", [e], attrs={"shape": list(s)})
         elif kind == "squareneg":
             r = F("Square", [F("Neg", [x.ref])])
         else:  # pragma: no cover - the lists above are the kinds
@@ -534,6 +540,9 @@ _ARITH_COMMON = ["mul1", "add0", "sub0", "mul0", "negneg", "subself", "addself",
                  "mulconsts", "subconsts", "addneg", "subneg", "square", "hoist", "aggregate",
                  "absabs", "relurelu", "maxself", "minself", "negsub", "mulneg", "squareneg",
                  "broadcast", "broadcast"]
+# the shapes the arithmetic optimizer rewrites even when every node is kept
+# (as the Grappler target keeps them): measured, each several times more often
+_ARITH_COMMON += ["negneg", "addself", "square", "hoist", "aggregate"] * 2 + ["reshapes"]
 _ARITH_INT = _ARITH_COMMON + ["castcast"]
 # float mode: only operations closed over integer-valued floats (no RealDiv,
 # no Sqrt; Cast to int64 and back is exact for integer-valued floats in range

@@ -276,3 +276,58 @@ def test_broadcast_to_equals_tensorflows_kernel_bit_for_bit():
             assert np.where(np.isnan(want), 0, want).tobytes() == \
                 np.where(np.isnan(got), 0, got).tobytes(), (x, shape, want, got)
             assert np.array_equal(np.isnan(want), np.isnan(got))
+
+
+# ---------------------------------------------------------------------------
+# With TensorFlow: Grappler acts on these programs, and its results import
+
+
+def _filled(node):
+    """A NodeDef with its OpDef's default attributes filled in and without
+    internal `_` attributes: Grappler fills defaults in, which is no change."""
+    from tensorflow.python.framework import op_def_registry
+    node = type(node).FromString(node.SerializeToString())
+    op_def = op_def_registry.get(node.op)
+    if op_def is not None:
+        for a in op_def.attr:
+            if a.HasField("default_value") and a.name not in node.attr:
+                node.attr[a.name].CopyFrom(a.default_value)
+    for k in [k for k in node.attr if k.startswith("_")]:
+        del node.attr[k]
+    return node
+
+
+def _changed(before, after) -> bool:
+    from tfsem.graphdef.grappler import _node_key
+    return ({n.name: _node_key(_filled(n)) for n in before.node}
+            != {n.name: _node_key(_filled(n)) for n in after.node})
+
+
+#: Share of programs each optimizer changes, at least (measured on 300
+#: programs, seed 0, 16 nodes: dependency 55%, arithmetic 20%, constfold 68%;
+#: on 40 programs at seed 5 here: see the report of issue 15).  The remapper's
+#: CPU patterns are all float (MatMul/Conv2D + BiasAdd + activation, ...),
+#: which tfsem does not model bit for bit: it changes none of these programs.
+FLOORS = {"dependency": 0.3, "arithmetic": 0.08, "constfold": 0.4, "remap": 0.0}
+
+
+def test_grappler_changes_a_good_share_and_the_results_import():
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow] (tensorflow-cpu)")
+    from tfsem.campaigns import tensorflow_target as T
+    from tfsem.graphdef import grappler as g
+    progs = G.random_programs(40, seed=5, max_nodes=16)
+    changed = Counter()
+    for p in progs:
+        data, fetches, targets = T._exported(p)
+        assert data is not None and T._same_semantics(data, fetches, targets)
+        before = g.as_graph_def(data)
+        for opt in FLOORS:
+            res = g.run_grappler(data, fetches + targets, opt)
+            changed[opt] += _changed(before, res.graph_def)
+            kept = {n.name for n in res.graph_def.node}
+            q = import_graph(decode("tensorflow.GraphDef", res.graph_def.SerializeToString()),
+                             fetches, [t for t in targets if t in kept]).program
+            assert set(q.outputs) == set(p.outputs) and set(q.variables) == set(p.variables)
+    print(dict(changed))
+    for opt, floor in FLOORS.items():
+        assert changed[opt] >= floor * len(progs), changed
