@@ -569,10 +569,12 @@ def random_programs(count: int, seed: int, max_nodes: int = 16, dtype: str = "in
             for i in range(count)]
 
 
-def strategy(max_nodes: int, observe: str, float_p: float = 0.25):
+def strategy(max_nodes: int, observe: str, float_p: float = 0.0):
     """The campaign generator (campaigns/loop.py): a Hypothesis strategy of
     (program, feeds, init).  A share `float_p` of the programs are float32
-    (integer-valued, see the module docstring), the rest int64."""
+    (integer-valued, see the module docstring), the rest int64.  The default
+    is int64 only: the Grappler target passes float programs through
+    unchanged today (see `unflushed`, and `mixed_strategy`)."""
     from hypothesis import strategies as st  # noqa: PLC0415
 
     if not 0 <= float_p <= 1:
@@ -590,10 +592,26 @@ def strategy(max_nodes: int, observe: str, float_p: float = 0.25):
     return case()
 
 
-def int64_strategy(max_nodes: int, observe: str):
-    """`strategy` with int64 programs only (what the Grappler target checks
-    today: float programs import back with flush-to-zero functions)."""
-    return strategy(max_nodes, observe, float_p=0.0)
+def mixed_strategy(max_nodes: int, observe: str):
+    """`strategy` with a quarter of float32 (integer-valued) programs."""
+    return strategy(max_nodes, observe, float_p=0.25)
+
+
+def unflushed(p: Program) -> Program | None:
+    """`p` with each flush-to-zero function ``X.ftz`` replaced by ``X``, when
+    `subnormal_free(p)` proves that they compute the same (no subnormal ever
+    reaches or leaves one); None otherwise.  An imported float graph that
+    passes is one whose TensorFlow semantics (flushing) and tfsem semantics
+    (IEEE) agree for every σ, so the Grappler target can check it."""
+    from tfsem.oracle.functions import FTZ_SUFFIX  # noqa: PLC0415
+
+    if not subnormal_free(p):
+        return None
+    nodes = tuple(n.replace(op=n.op.removesuffix(FTZ_SUFFIX)) if n.op.endswith(FTZ_SUFFIX)
+                  else n.replace(attrs={**n.attrs, "fn": n.fn.removesuffix(FTZ_SUFFIX)})
+                  if n.op == ASSIGN and n.fn.endswith(FTZ_SUFFIX) else n
+                  for n in p.nodes)
+    return Program(p.variables, nodes, p.outputs, p.feeds).validated()
 
 
 # ---------------------------------------------------------------------------
@@ -733,7 +751,7 @@ def subnormal_free(p: Program) -> bool:
             continue
         if n.op == ASSIGN:
             x = p.accessed_variable(name)
-            if x in float_vars and (not ok(n.data_inputs[1])
+            if x in float_vars and (n.fn not in _INTEGRAL_CLOSED or not ok(n.data_inputs[1])
                                     or (n.fn != "Snd" and not write_before(name, x))):
                 return False
             continue
@@ -761,5 +779,5 @@ def subnormal_free(p: Program) -> bool:
     return True
 
 
-__all__ = ["FAMILIES", "build", "random_programs", "strategy", "int64_strategy",
-           "shape_families", "subnormal_free"]
+__all__ = ["FAMILIES", "build", "random_programs", "strategy", "mixed_strategy",
+           "shape_families", "subnormal_free", "unflushed"]

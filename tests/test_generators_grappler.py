@@ -331,3 +331,40 @@ def test_grappler_changes_a_good_share_and_the_results_import():
     print(dict(changed))
     for opt, floor in FLOORS.items():
         assert changed[opt] >= floor * len(progs), changed
+
+
+def test_unflushed_round_trip_of_float_programs_is_sound(float_programs):
+    """A float program's export imports back with X.ftz functions; where
+    subnormal_free proves them equal to X, `unflushed` gives back a program
+    that tfsem proves equivalent to the original, both ways."""
+    from tfsem.checking import check_rewrite
+    done = 0
+    for p in float_programs:
+        q = round_trip(p)
+        if not any(n.op.endswith(FTZ_SUFFIX) or (n.op == ASSIGN and n.fn.endswith(FTZ_SUFFIX))
+                   for n in q.nodes):
+            continue
+        u = G.unflushed(q)
+        assert u is not None, program_to_json(p)
+        assert not any(n.op.endswith(FTZ_SUFFIX) for n in u.nodes)
+        assert check_rewrite(p, u, timeout=20).verdict == "sound"
+        assert check_rewrite(u, p, timeout=20).verdict == "sound"
+        done += 1
+        if done == 4:
+            break
+    assert done == 4
+
+
+def test_unflushed_refuses_a_program_that_may_meet_subnormals():
+    c = Node("c", "Const", (), {"value": Tensor(np.array(2.0, np.float32))})
+    v = Node("v", "Var", (), {"var": "x"})
+    r = Node("r", "Read", (DataIn("v"),))
+    s = Node("s", "Add.ftz", (DataIn("r"), DataIn("c")))
+    assert G.unflushed(_float_prog([c, v, r, s])) is None
+    w = Node("w", "Assign", (DataIn("v"), DataIn("c")), {"fn": "Snd"})
+    r2 = Node("r", "Read", (DataIn("v"), ControlIn("w")))
+    u = G.unflushed(_float_prog([c, v, w, r2, s]))
+    assert u is not None and u.node["s"].op == "Add"
+    # an Assign of a function that is not closed over integer-valued floats
+    a = Node("a", "Assign", (DataIn("v"), DataIn("c"), ControlIn("w")), {"fn": "RealDiv.ftz"})
+    assert G.unflushed(_float_prog([c, v, w, a])) is None
