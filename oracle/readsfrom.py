@@ -645,6 +645,11 @@ ENGINES = ("reference", "readsfrom", "auto")
 AUTO_MAX_CLASSES = 100_000
 #: auto: ... and by AUTO_RATIO times the downsets of the event order
 AUTO_RATIO = 2
+#: auto: components with fewer relevant accesses go to the reference engine
+#: unexamined (a handful of states; building the reads-from analysis costs more)
+AUTO_MIN_ACCESSES = 3
+#: auto: the reference engine's first try gets at least this many states
+AUTO_MIN_PROBE = 64
 #: auto: downsets are counted up to this many memo entries (then: "many")
 DOWNSET_CAP = 20_000
 
@@ -708,14 +713,18 @@ def choose_engine(rfc: _Component_RF) -> str:
       orders that leave equal values (AssignAdd x n: one outcome, n! classes);
     * ``readsfrom`` when the bound on its classes (the product of every
       choice's candidates) is at most AUTO_MAX_CLASSES and at most AUTO_RATIO
-      times the number of downsets of the event order: the reference engine
-      visits a state per reachable set of fired accesses (with values), so
-      the downsets are a lower bound on its states, and the reads-from engine
-      costs about its classes (a search and a replay each);
+      times the number of downsets of the event order (the sets of accesses
+      a prefix of a run can have fired: what the reference engine's states
+      range over, before values multiply them and stubborn sets and eager
+      steps prune them), while the reads-from engine costs about one
+      linearization check and one replay per class;
     * ``reference`` otherwise.
 
-    Measured on the families and on generated programs (docs/oracle.md).
-    Both engines are exact: the choice changes time, never the set."""
+    The downsets are an estimate, not a bound, of the reference's states,
+    so `outcome_set_engine` still lets the reference engine try first, with
+    as many states as this bound on classes (see `_auto`).  Measured on the
+    families and on generated programs (docs/oracle.md).  Both engines are
+    exact: the choice changes time, never the set."""
     per_var: dict[int, int] = {}
     for e in range(rfc.m):
         if rfc.ev_kind[e] == _U:
@@ -769,10 +778,10 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 classes += rfc.classes
                 used.append("readsfrom")
             elif engine == "auto":
-                part, n = _try_rf(comp, init, budget)
+                part, which, n = _auto(comp, init, budget)
                 classes += n
                 if part is not None:
-                    used.append("readsfrom")
+                    used.append(which)
             if part is None:
                 part = _explore(comp, init, budget)
                 used.append("reference")
@@ -791,18 +800,43 @@ def _sub_budget(budget: Budget, states: int, share: float) -> Budget:
     return sub
 
 
-def _try_rf(comp: _Component, init, budget: Budget):
-    """The reads-from engine on one component where `choose_engine` picks it,
-    under half of what is left of the budget: (outcomes, classes), or
-    (None, 0) for the reference engine."""
-    if not any(comp.counted):
-        return None, 0                               # no access events: nothing to choose
+def _probe(comp: _Component, init, budget: Budget, states: int):
+    """The reference engine on one component with at most `states` states:
+    its outcomes, or None when that is not enough."""
+    from .explore import _explore
+    sub = _sub_budget(budget, states, 1.0)
+    try:
+        part = _explore(comp, init, sub)
+    except BudgetExceeded:
+        part = None
+    budget.states += sub.states
+    return part
+
+
+def _auto(comp: _Component, init, budget: Budget):
+    """One component under `auto`: (outcomes, engine, classes), or
+    (None, "reference", 0) when the caller is to run the reference engine.
+
+    Where `choose_engine` picks the reads-from engine with a bound B on the
+    classes, the reference engine first gets B states: where it finishes in
+    that many it is at least as quick as the classes would be; where it does
+    not, it needs more states than the reads-from engine has classes, and
+    the reads-from engine runs, under half of what is left of the budget
+    (where it declines or runs out of that, the reference engine again with
+    the rest).  The worst case is a component where the reference needs a
+    little more than B states and each class costs as much as a state:
+    about twice the reference's time; docs/oracle.md has the measurements."""
+    if sum(comp.counted) < AUTO_MIN_ACCESSES:
+        return None, "reference", 0                  # a few accesses: the reference is quick
     try:
         rfc = _Component_RF(comp, init, budget)
     except Unsupported:
-        return None, 0
+        return None, "reference", 0
     if choose_engine(rfc) != "readsfrom":
-        return None, 0
+        return None, "reference", 0
+    part = _probe(comp, init, budget, max(AUTO_MIN_PROBE, _class_bound(rfc)))
+    if part is not None:
+        return part, "reference", 0
     sub = _sub_budget(budget, budget.max_states // 2, 0.5)
     rfc.budget = sub
     try:
@@ -810,4 +844,4 @@ def _try_rf(comp: _Component, init, budget: Budget):
     except (Unsupported, BudgetExceeded):
         part = None
     budget.states += sub.states
-    return part, (rfc.classes if part is not None else 0)
+    return part, "readsfrom", (rfc.classes if part is not None else 0)

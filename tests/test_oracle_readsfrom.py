@@ -143,8 +143,11 @@ def test_generated_programs_agree_with_reference():
 
 
 def test_generated_programs_auto_agrees_with_reference(monkeypatch):
-    # a huge ratio, so that most components go through the reads-from engine
+    # a huge ratio and no first try of the reference engine, so that most
+    # components go through the reads-from engine
     monkeypatch.setattr(readsfrom, "AUTO_RATIO", 10 ** 9)
+    monkeypatch.setattr(readsfrom, "AUTO_MIN_ACCESSES", 1)
+    monkeypatch.setattr(readsfrom, "_probe", lambda *a: None)
     count = 1000 if NIGHTLY else 50
     used = []
 
@@ -275,3 +278,17 @@ def test_cli_engine_flag(tmp_path):
     assert "Traceback" not in r.stderr
     r = _tfsem("outcomes", str(path), "--feed", "b=5", "--init", "x=1")
     assert r.returncode == 0 and r.stdout.startswith("2 outcomes")
+
+
+def test_auto_lets_the_reference_try_first():
+    # structure says reads-from (16 classes at most), but the reference engine
+    # finishes within that many states: auto keeps its answer
+    p, feeds, init = F.iriw(4)
+    assert readsfrom.choose_engine(_rf_component(p, feeds, init, observe="outputs")) == "readsfrom"
+    r = outcome_set(p, feeds, init, observe="outputs", engine="auto")
+    assert r.engines == ["reference"] and r.classes == 0
+    assert set(r) == set(outcome_set(p, feeds, init, observe="outputs", engine="readsfrom"))
+    # blind writers: the reference needs 6,130 states, the classes are 72
+    p, feeds, init = F.blind_writers(8)
+    r = outcome_set(p, feeds, init, engine="auto")
+    assert r.engines == ["readsfrom"] and r.classes == 72
