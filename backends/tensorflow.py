@@ -493,13 +493,24 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
                  version=_version())
     free_note = (f"; steps {', '.join(free[:8])}{' ...' if len(free) > 8 else ''} are no node "
                  "of the graph and ran unforced") if free else ""
+    forced_gd = force_schedule(gd, forced)
+    stuck = _cycle_nodes(forced_gd)
+    if stuck:
+        rep.reason = ("the schedule cannot be forced: its order contradicts the graph's edges "
+                      f"among nodes {', '.join(stuck[:8])}")
+        return rep
     try:
-        with GraphRunner(force_schedule(gd, forced), outputs,
+        with GraphRunner(forced_gd, outputs,
                          list(dict.fromkeys([*targets, *forced[-1:]])), mode=mode,
                          observe=observe, optimize=False) as runner:
             got = runner.run_once(feeds, cx.init)
     except TensorFlowRunError as exc:
-        rep.reason = str(exc)
+        from tfsem.oracle.values import Error  # noqa: PLC0415
+        uninit = sorted(k for k, v in cx.init.items() if isinstance(v, Error))
+        rep.reason = str(exc) + (
+            f" (σ leaves {', '.join(uninit)} uninitialized: TensorFlow fails an op that reads "
+            "an uninitialized variable, where tfsem's semantics carries an error value on)"
+            if uninit else "")
         return rep
     rep.outcome = got
     if got != cx.outcome:
@@ -514,6 +525,25 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
                       f"edges ({len(forced)} node{'s' if len(forced) != 1 else ''}), gave its "
                       f"outcome{free_note}")
     return rep
+
+
+def _cycle_nodes(gd) -> list[str]:
+    """The nodes of `gd` on or after a cycle of its edges (Kahn's algorithm), sorted."""
+    preds = {n.name: {_node_name(i) for i in n.input} for n in gd.node}
+    succs: dict[str, list[str]] = {n: [] for n in preds}
+    for n, ps in preds.items():
+        for q in ps:
+            if q in succs:
+                succs[q].append(n)
+    count = {n: sum(1 for q in ps if q in preds) for n, ps in preds.items()}
+    ready = [n for n, c in count.items() if c == 0]
+    while ready:
+        n = ready.pop()
+        for m in succs[n]:
+            count[m] -= 1
+            if count[m] == 0:
+                ready.append(m)
+    return sorted(n for n, c in count.items() if c > 0)
 
 
 def _version() -> str:
