@@ -252,6 +252,10 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
     detail_json = verdict_json.get("detail") if isinstance(verdict_json.get("detail"), Mapping) else {}
     graphdef = verdict_json.get("graphdef") or detail_json.get("graphdef")
     graphdef = graphdef if isinstance(graphdef, Mapping) else None
+    if graphdef is not None:   # a TensorFlow target: which optimizer, which TensorFlow (header line)
+        for key in ("optimizer", "tensorflow"):
+            if isinstance(graphdef.get(key), str):
+                meta.setdefault(key, graphdef[key])
 
     body = ["<main>"]
     if index_href:
