@@ -414,7 +414,8 @@ def plan_schedule(p, cx, observe: str, *, can_split: bool) -> tuple[list[str], l
     return order, split
 
 
-def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensorflow") -> Replay:
+def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensorflow",
+                   label: str = "the rewritten program, exported") -> Replay:
     """Replay counterexample `cx` of program `p` (the rewritten program of an
     `unsound` verdict) on TensorFlow: `p` exported (graphdef/exporter.py),
     its schedule forced.  Never raises: a failure is a Replay saying why."""
@@ -425,20 +426,18 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
         try:
             order, split = plan_schedule(p, cx, observe, can_split=True)
         except NotReplayable as exc:
-            return Replay(False, str(exc), "the rewritten program, exported", mode=mode,
-                          version=_version())
+            return Replay(False, str(exc), label, mode=mode, version=_version())
         names: dict[str, str] = {}
         try:
             graph = export_graph(p, names=names, split_assigns=split)
         except ProgramError as exc:
             return Replay(False, "the export refuses it: "
                           + "; ".join(str(v) for v in exc.violations),
-                          "the rewritten program, exported", split=split, mode=mode,
-                          version=_version())
+                          label, split=split, mode=mode, version=_version())
         gd = _graph_def(encode("GraphDef", graph))
         tf_order = [f"{names[s.partition('@')[0]]}/read" if s.endswith("@read") else names[s]
                     for s in order]
-        label = "the rewritten program, exported" + (
+        label += (
             f" (Assign {', '.join(split)} as read, compute and write nodes: seed 002's "
             "decomposed Assign)" if split else "")
         return _replay_forced(gd, {o: o for o in p.outputs}, [], tf_order, cx,

@@ -163,8 +163,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     split = set(split_assigns)
     for name in sorted(split):
         n = p.node.get(name)
-        if n is None or n.op != ASSIGN or n.fn.removesuffix(fns.FTZ_SUFFIX) not in ("Add", "Sub"):
-            raise ValueError(f"split_assigns: {name!r} is not an Assign-Add or Assign-Sub node")
+        if n is None or n.op != ASSIGN:     # (an Assign of another function is refused below)
+            raise ValueError(f"split_assigns: {name!r} is not an Assign node")
         for part in ("read", "compute"):
             if f"{rename[name]}/{part}" in taken or f"{rename[name]}/{part}" in rename.values():
                 raise ExportError(f"node {name!r}", f"cannot be split: a node is already "
@@ -237,7 +237,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                                   f"variable {x!r} of type {t.dtype}{list(t.shape)}: TensorFlow "
                                   "refuses such a graph (in tfsem the Assign fails and changes "
                                   "nothing)")
-            if n.name in split:
+            if n.name in split and op != "AssignVariableOp":
                 fn = n.fn.removesuffix(fns.FTZ_SUFFIX)
                 out += [{"name": f"{name}/read", "op": "ReadVariableOp", "input": data[:1] + ctrl,
                          "attr": {"dtype": _type(t.dtype)}},

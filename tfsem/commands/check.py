@@ -134,6 +134,9 @@ def replay_on_tensorflow(case: Case, verdict, args: argparse.Namespace) -> dict 
         rep = tfb.replay_graph(Path(args.rewritten), rewritten, cx, observe=verdict.observe,
                                targets=list(getattr(args, "target", []) or []),
                                label=f"the graph {args.rewritten}")
+    elif args.rewritten is not None and is_graph_path(args.rewritten):   # .meta, SavedModel
+        rep = tfb.replay_program(rewritten, cx, observe=verdict.observe,
+                                 label=f"the program imported from {args.rewritten}, exported")
     else:
         rep = tfb.replay_program(rewritten, cx, observe=verdict.observe)
     if rep.confirmed and "tensorflow" not in verdict.confirmed:
