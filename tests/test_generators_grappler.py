@@ -368,3 +368,21 @@ def test_unflushed_refuses_a_program_that_may_meet_subnormals():
     # an Assign of a function that is not closed over integer-valued floats
     a = Node("a", "Assign", (DataIn("v"), DataIn("c"), ControlIn("w")), {"fn": "RealDiv.ftz"})
     assert G.unflushed(_float_prog([c, v, w, a])) is None
+
+
+def test_generate_shape_grappler_writes_these_programs(tmp_path, capsys):
+    from tfsem.cli import main
+    from tfsem.oracle.jsonio import load_program
+    assert main(["generate", "--shape", "grappler", "--count", "6", "--seed", "3",
+                 "--max-nodes", "14", "--out", str(tmp_path / "g"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["shape"] == "grappler" and len(summary["files"]) == 6
+    files = sorted((tmp_path / "g").glob("prog_*.json"))
+    got = [json.dumps(program_to_json(load_program(f)), sort_keys=True) for f in files]
+    want = [json.dumps(program_to_json(p), sort_keys=True)
+            for p in G.random_programs(6, 3, max_nodes=14)]
+    assert got == want
+    # the default is unchanged: the general generator
+    assert main(["generate", "--count", "2", "--seed", "3", "--out", str(tmp_path / "d"),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["shape"] == "general"
