@@ -34,12 +34,13 @@ it imports TensorFlow; they change nothing for sessions without jit.
 
 `force_schedule` adds control edges that chain nodes in a given order, so that
 a counterexample's schedule is the only one TensorFlow can follow: that is how
-a verdict's schedule is replayed on TensorFlow.
+a verdict's schedule is replayed on TensorFlow (`replay_program`,
+`replay_graph`: `tfsem check` and `tfsem grappler` replay every `unsound`
+verdict that way; see the comment above `Replay`).
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence

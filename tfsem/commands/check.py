@@ -14,7 +14,7 @@ from tfsem.oracle.jsonio import program_to_json
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
 from tfsem.oracle.program import ProgramError
 from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
-                                 load_program, read_json_file)
+                                 read_json_file)
 
 from .common import make_duration, print_json
 
