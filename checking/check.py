@@ -40,12 +40,13 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet, outcome_set
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
-from tfsem.oracle.program import Program, ProgramError, TensorType, validate
+from tfsem.oracle.program import ASSIGN, READ, Program, ProgramError, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
 
 from . import generic as gen
 from . import minimize as mini
+from . import refute as ref
 from .encode import Encoder
 from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
                        components, sample_equal, symbolic_outcomes)
@@ -71,6 +72,19 @@ CANDIDATE_RETRIES = 3
 LIST_LIMIT = 100
 #: σ on which each query is first evaluated concretely, before the solver
 SAMPLES = 32
+#: the refutation stage (checking/refute.py): on or off (benchmarks compare)
+REFUTE = True
+#: its first run, before the symbolic search: this share of the timeout, at most
+#: this many seconds
+REFUTE_FIRST_SHARE = 0.05
+REFUTE_FIRST_SECONDS = 0.5
+#: ... and it stops after this many σ at which P had every outcome sampled;
+#: it runs on programs with at least this many Reads and Assigns
+REFUTE_FIRST_AGREED = 4
+REFUTE_FIRST_MIN_ACCESSES = 10
+#: random runs of P' per σ, and the share of the stage's time they may take
+REFUTE_RUNS = 64
+REFUTE_SAMPLE_SHARE = 0.25
 
 
 _Z3_LOCK = threading.RLock()
@@ -203,6 +217,9 @@ class _Found:
     schedule: list[str]
     outcome: Outcome
     original: OutcomeSet   # Outcomes(P, σ)
+    #: when `original` is not Outcomes(P, σ) but its projection onto one
+    #: part, ("output" or "variable", name), which differs (refute.py)
+    projected: tuple[str, str] | None = None
 
 
 @dataclass
@@ -228,7 +245,9 @@ class _Checker:
     def __post_init__(self) -> None:
         self.deadline = self.started + self.timeout
         # time kept for the concrete fallback when the symbolic path gives up
-        self.reserve = min(0.3 * self.timeout, 3.0)
+        # (the refutation stage runs in it first: it decides most of the
+        # rewrites the symbolic search cannot, so it gets half of the time)
+        self.reserve = min(0.5 * self.timeout, 5.0) if REFUTE else min(0.3 * self.timeout, 3.0)
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
@@ -248,6 +267,17 @@ class _Checker:
     # -- the pipeline -------------------------------------------------------
 
     def run(self) -> Verdict:
+        # a short refutation first (checking/refute.py): an unsound rewrite
+        # whose counterexample random runs of P' show costs no state search
+        # (only for programs with enough variable accesses that the symbolic
+        # search may take long: on smaller ones it is quick and its solver-
+        # minimized counterexamples are the better ones)
+        accesses = sum(n.op in (READ, ASSIGN) for n in self.p.nodes)
+        if accesses >= REFUTE_FIRST_MIN_ACCESSES:
+            found = self.refute(min(REFUTE_FIRST_SHARE * self.timeout, REFUTE_FIRST_SECONDS),
+                                "first")
+            if found is not None:
+                return self.unsound(found)
         try:
             try:
                 found, note = self.prove()
@@ -505,9 +535,11 @@ class _Checker:
             init[x] = Error(UNINITIALIZED) if uninit else enc.tensor_from_model(model, v)
         return feeds, init
 
-    def confirm(self, sigma: tuple[dict, dict], schedule: list[str]) -> _Found | None:
+    def confirm(self, sigma: tuple[dict, dict], schedule: list[str],
+                seconds: float | None = None) -> _Found | None:
         """The concrete oracle's word: P' on `schedule` at σ gives an outcome
-        that is not in Outcomes(P, σ)."""
+        that is not in Outcomes(P, σ) (computed in `seconds`, by default
+        the time left)."""
         feeds, init = sigma
         # `decided` says whether a None answer means "σ is no counterexample"
         # (the rewritten outcome is among the original's) or only "could not
@@ -521,7 +553,8 @@ class _Checker:
         outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
         try:
             original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
-                                   max_seconds=max(0.5, self.remaining()))
+                                   max_seconds=max(0.5, self.remaining()) if seconds is None
+                                   else seconds)
         except BudgetExceeded:
             return None
         if outcome in original:
@@ -532,6 +565,8 @@ class _Checker:
     # -- the verdicts ---------------------------------------------------------
 
     def unsound(self, found: _Found) -> Verdict:
+        if found.projected is not None:
+            return self.unsound_projected(found)
         if self.minimize:
             found = self.minimized(found)
         original_list = list(found.original.as_dict(LIST_LIMIT).items())
@@ -555,6 +590,29 @@ class _Checker:
         if where:
             reason += f"; first difference: {where[0]} {where[1]!r}"
         return self.verdict(UNSOUND, reason, differs=differs, counterexample=cex,
+                            tried=self.stats.get("tried", 0), confirmed=confirmed)
+
+    def unsound_projected(self, found: _Found) -> Verdict:
+        """An `unsound` verdict whose σ has more original outcomes than could
+        be enumerated: it lists the values the differing part takes over the
+        original's runs (all of them), each with a schedule of the original."""
+        kind, name = found.projected
+        if self.minimize:
+            found.schedule = mini.minimize_schedule(self.p2, found.feeds, found.init, found.schedule,
+                                                    found.outcome, self.semantics, self.observe,
+                                                    min(self.deadline, time.monotonic() + 1.0))
+        original_list = list(found.original.as_dict(LIST_LIMIT).items())
+        count = found.original.count
+        confirmed = ["oracle"] + self.replay_on_backends(found)
+        cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
+                             original_list, count, mini.key_steps(self.p2, found.schedule))
+        self.stats["original_projected"] = f"{kind} {name}"
+        what = f"{kind} {name!r}" if kind == "output" else f"the final value of variable {name!r}"
+        reason = (f"the rewritten program's {what} is none of the {count} value"
+                  f"{'s' if count != 1 else ''} the original's runs give it at this σ "
+                  f"(the original's outcomes at this σ were too many to enumerate in the "
+                  f"time budget: those listed are their projections onto {kind} {name!r})")
+        return self.verdict(UNSOUND, reason, differs={kind: name}, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def minimized(self, found: _Found) -> _Found:
@@ -613,11 +671,159 @@ class _Checker:
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
 
+    # -- the refutation stage (checking/refute.py) ------------------------------
+
+    def refute(self, seconds: float, which: str) -> _Found | None:
+        """Random runs of P' at generated σ, and one search of P pruned
+        against their outcomes: a confirmed counterexample, or None.  Never
+        a proof (see refute.py)."""
+        if seconds <= 0 or not REFUTE or self.p == self.p2:
+            return None
+        stop = min(self.deadline, time.monotonic() + seconds)
+        stats = self.stats.setdefault("refute", {"sigmas": 0, "candidates": 0, "states": 0,
+                                                 "budget_outs": 0, "seconds": 0.0})
+        t0 = time.monotonic()
+        if getattr(self, "_skip", None) is None:
+            self._skip = ref.unchanged_components(self.p, self.p2)
+            self._refute_rng = np.random.default_rng(self.seed + 1)
+            self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
+        rng = self._refute_rng
+        agreed = 0      # σ at which every candidate was found among P's outcomes
+        try:
+            while time.monotonic() < stop and (which != "first" or agreed < REFUTE_FIRST_AGREED):
+                sigma = next(self._refute_sigmas)
+                feeds, init = sigma
+                left = stop - time.monotonic()
+                candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
+                                                 rng, REFUTE_RUNS,
+                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left)
+                stats["sigmas"] += 1
+                stats["candidates"] += len(candidates)
+                left = stop - time.monotonic()
+                # a σ whose search runs long gets part of the time, so that
+                # another σ (other value coincidences) is tried too
+                budget = Budget(SYMBOLIC_MAX_STATES, max(0.01, left if left < 0.3 else left / 2))
+                try:
+                    missing = ref.unreached(self.p, feeds, init, self.semantics, self.observe,
+                                            list(candidates), budget, self._skip)
+                except BudgetExceeded:
+                    stats["budget_outs"] += 1
+                    continue
+                finally:
+                    stats["states"] += budget.states
+                agreed += not missing
+                for outcome, part in missing:
+                    found = self.confirm_refuted(sigma, candidates[outcome], outcome, part)
+                    if found is not None:
+                        stats["found"] = which
+                        return found
+        except fns.CannotRun:
+            # a function with no concrete model: this stage cannot run it
+            return None
+        except (RecursionError, MemoryError, AssertionError, ValueError, TypeError) as exc:
+            # a failure of the stage must not become a verdict
+            stats["error"] = f"{type(exc).__name__}: {exc}"
+            return None
+        finally:
+            stats["seconds"] = round(stats["seconds"] + time.monotonic() - t0, 6)
+        return None
+
+    def confirm_refuted(self, sigma: tuple[dict, dict], schedule: list[str],
+                        outcome: Outcome, part: tuple[str, str] | None) -> _Found | None:
+        """A candidate of the refutation stage becomes a counterexample only
+        after (1) its schedule replayed on P' by the reference semantics gives
+        its outcome, (2) σ is shrunk towards small values while the pruned
+        search still finds no run of P giving P' 's outcome there, and (3) the
+        concrete oracle confirms it at the final σ: P's full outcome set does
+        not contain it, or, when that set is too large to enumerate in the
+        time left, the projection of P's outcome set onto the part that rules
+        it out (every value the part takes over P's runs, found by the
+        oracle's search with only that part observed) does not contain its
+        value there; the counterexample then lists those values."""
+        if self._replayed(sigma, schedule) != outcome:
+            self._note("replay_mismatch")
+            return None
+
+        def still(s) -> bool:
+            o = self._replayed(s, schedule)
+            if o is None:
+                return False
+            try:
+                return bool(ref.unreached(self.p, s[0], s[1], self.semantics, self.observe, [o],
+                                          Budget(SYMBOLIC_MAX_STATES,
+                                                 max(0.01, min(0.5, self.remaining()))),
+                                          self._skip))
+            except BudgetExceeded:
+                return False
+
+        if self.minimize:
+            deadline = min(self.deadline, time.monotonic() + max(0.2, 0.1 * self.timeout))
+            sigma = mini.minimize_concrete(sigma, still, deadline)
+        outcome = self._replayed(sigma, schedule)
+        full_seconds = max(0.1, self.remaining() if part is None else 0.2 * self.remaining())
+        found = self.confirm(sigma, schedule, full_seconds)
+        if found is not None:
+            return found
+        if self.decided:
+            # the full set holds the outcome the pruned search missed: that
+            # would be a bug of the stage; never a verdict
+            self._note("contradicted")
+            return None
+        if part is None or outcome is None:
+            self._note("unconfirmed")
+            return None
+        try:
+            values = ref.part_values(self.p, sigma[0], sigma[1], self.semantics, part,
+                                     Budget(SYMBOLIC_MAX_STATES, max(0.05, self.remaining())))
+        except BudgetExceeded:
+            self._note("unconfirmed")
+            return None
+        kind, name = part
+        mine = dict(outcome.outputs)[name] if kind == "output" else dict(outcome.state)[name]
+        if mine in values:
+            self._note("contradicted")
+            return None
+        # each listed value's schedule must give it on the reference semantics
+        listed: dict[Outcome, tuple[str, ...]] = {}
+        g = graph_of(self.p)
+        for value, witness in values.items():
+            try:
+                state = run_schedule(self.p, sigma[0], sigma[1], witness, self.semantics)
+            except ValueError:
+                self._note("unconfirmed")
+                return None
+            o = outcome_of(self.p, g, state, self.observe)
+            if (dict(o.outputs)[name] if kind == "output" else dict(o.state)[name]) != value:
+                self._note("unconfirmed")
+                return None
+            listed[Outcome(((name, value),), None) if kind == "output"
+                   else Outcome((), ((name, value),))] = tuple(witness)
+        self._note("projected")
+        return _Found(dict(sigma[0]), dict(sigma[1]), list(schedule), outcome,
+                      OutcomeSet([listed]), projected=part)
+
+    def _note(self, what: str) -> None:
+        stats = self.stats.setdefault("refute", {})
+        stats[what] = stats.get(what, 0) + 1
+
+    def _replayed(self, sigma: tuple[dict, dict], schedule: list[str]) -> Outcome | None:
+        try:
+            state = run_schedule(self.p2, sigma[0], sigma[1], schedule, self.semantics)
+        except ValueError:
+            return None
+        return outcome_of(self.p2, graph_of(self.p2), state, self.observe)
+
     # -- the concrete fallback --------------------------------------------------
 
     def fallback(self, why: _GiveUp) -> Verdict:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
+        # the refutation stage again, with most of the time left (the concrete
+        # comparison below enumerates both outcome sets and rarely finishes
+        # where the symbolic search did not)
+        found = self.refute(0.8 * self.remaining(), "after")
+        if found is not None:
+            return self.unsound(found)
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
@@ -767,11 +973,38 @@ def _random_tensor(t: TensorType, rng: np.random.Generator, style: int) -> Tenso
     return Tensor(vals.reshape(t.shape), "float32")
 
 
-def _generated_sigmas(p: Program, rng: np.random.Generator):
+def _refute_sigmas(p: Program, rng: np.random.Generator):
+    """σ for the refutation stage: σ of small values (-2..2, halves for
+    float32), at which more runs coincide and the search of P merges more
+    states, alternating with random ones as the fallback draws them; a
+    variable starts uninitialized a quarter of the time."""
+    wide = _generated_sigmas(p, rng, first_style=2)
+    k = 0
+    while True:
+        if k % 2 == 1:
+            yield next(wide)
+        else:
+            feeds = {f: _small_tensor(p.feed_type(f), rng) for f in p.feed_names}
+            init: dict[str, Value] = {x: Error(UNINITIALIZED) if rng.random() < 0.25
+                                      else _small_tensor(p.variables[x], rng)
+                                      for x in sorted(p.variables)}
+            yield feeds, init
+        k += 1
+
+
+def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:
+    vals = rng.integers(-2, 3, math.prod(t.shape))
+    if t.dtype == "int64":
+        return Tensor(vals.astype(np.int64).reshape(t.shape), "int64")
+    return Tensor((vals.astype(np.float32) / np.float32(2)).reshape(t.shape), "float32")
+
+
+def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0):
     """σ for the fallback: zeros, ones, then random values mixing special ones
     (extremes, NaN, infinities, signed zeros) with small and wide ones; a
-    variable starts uninitialized a quarter of the time."""
-    style = 0
+    variable starts uninitialized a quarter of the time.  `first_style` 2
+    starts with the random ones."""
+    style = first_style
     while True:
         feeds = {f: _random_tensor(p.feed_type(f), rng, min(style, 2)) for f in p.feed_names}
         init: dict[str, Value] = {}

@@ -455,8 +455,10 @@ def test_fallback_runs_batched_differential_testing_on_numpy(monkeypatch):
 def test_batched_counterexample_is_confirmed_by_the_oracle(monkeypatch):
     # no σ for the per-σ phase: only the batched phase can find the difference,
     # and its counterexample is reported only once the oracle confirms it
+    # (the refutation stage, which would find it first, is off)
     monkeypatch.setattr(check_module, "MAX_FLAGGED_VARIABLES", 0)
     monkeypatch.setattr(check_module, "FALLBACK_SAMPLES", 0)
+    monkeypatch.setattr(check_module, "REFUTE", False)
     q, _, _ = F.first_example(True)
     p, _, _ = F.first_example(False)
     v = check_rewrite(q, p, timeout=5)

@@ -1,0 +1,346 @@
+"""A refutation stage: counterexamples without enumerating the original's outcomes.
+
+Where the symbolic search of the original program P runs out of states, the
+older pipeline compared P and P' concretely by enumerating both outcome sets
+at a σ, which runs out of the same states.  A counterexample needs much less:
+one outcome o' of P' at σ and the knowledge that o' is *not* an outcome of P
+at σ.  This module finds both cheaply.
+
+1. **Candidates** (`sample_outcomes`): random complete runs of P' at σ.  Each
+   run fires the enabled steps in a random order (uniformly, or by random
+   priorities, as PCT does), so each gives a real outcome of P' with its
+   schedule; no enumeration.  Only steps that conflict with a step still to
+   come are chosen at random (the others commute with everything, explore.py).
+2. **Membership** (`unreached`): one search of P's schedules, the concrete
+   oracle's own search (`explore._Component`: eager steps, relevance,
+   memoized states, stubborn sets), *pruned against the candidates*: a state
+   is abandoned as soon as no candidate still agrees with it, i.e. every
+   candidate differs from an output the state has already fetched, or (when
+   the state is observed) from the value of a variable to which no write
+   remains.  A terminal state reached marks the candidate equal to its
+   outcome as reached.
+
+**Why `unreached` is exact.**  The unpruned search reaches every terminal
+state's outcome (explore.py: stubborn sets preserve every terminal state in
+an acyclic program; memoized keys determine the outcomes reachable).  In a
+run, a fetched output never changes, and a variable to which no write step
+remains keeps its value to the end (only write steps change variables;
+`nw` counts every write step of an observed variable, since an observed
+variable's Assigns are all relevant).  So the outcome of every terminal state
+below a pruned state differs from every remaining candidate: pruning loses no
+candidate's terminal state.  The set of candidates still wanted only shrinks,
+so a state explored (or pruned) once needs no second visit, and the memoized
+key determines which candidates agree with a state (the key holds the fetched
+outputs and, when state is observed, the observed variables' values).  When
+the search ends without running out of budget, the candidates it did not
+reach are not outcomes of P at σ.  Components of P never interact, so a
+candidate is an outcome of P exactly when its restriction to every component
+of P is an outcome of that component; each component is searched on its own,
+and a component the rewrite left unchanged is not searched.
+
+A candidate that no run of P reaches is only a *candidate* counterexample
+here: the checker (check.py) replays its schedule on P' with the reference
+semantics (semantics.run_schedule) and confirms it with the concrete oracle
+before it becomes an `unsound` verdict.  This stage never concludes `sound`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+import numpy as np
+
+from tfsem.oracle.explore import Budget, BudgetExceeded, _Component, _schedule, components
+from tfsem.oracle.outcomes import Outcome, combine
+from tfsem.oracle.program import ASSIGN, Program
+from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
+from tfsem.oracle.values import UNINITIALIZED, Error, Value
+
+
+def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs) -> _Component:
+    comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+    # function results remembered per node (explore.py's cache), where the
+    # oracle offers it
+    cache = getattr(comp, "cache_functions", None)
+    return cache() if cache is not None else comp
+
+
+#: parts of one component (outputs, observed variables) up to which pairs of
+#: them are searched too
+MAX_PAIRED_PARTS = 8
+
+
+def _root(comp: _Component, init: Mapping[str, Value]):
+    st = comp.start()
+    st.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
+    return st
+
+
+def _outcome(comp: _Component, st) -> Outcome:
+    outs = tuple((k, st.outputs[k]) for k in comp.output_names)
+    state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
+    return Outcome(outs, state)
+
+
+def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                    semantics: str, observe: str, rng: np.random.Generator, runs: int,
+                    deadline: float) -> dict[Outcome, list[str]]:
+    """Outcomes of `runs` random complete runs of `p` at σ (fewer when the
+    deadline passes), each with its schedule.  Every one is an outcome of p:
+    each run is a run of the oracle's step function."""
+    comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
+             for names, variables, outputs in components(p)]
+    found: dict[Outcome, list[str]] = {}
+    for k in range(runs):
+        if k and time.monotonic() > deadline:
+            break
+        parts, sched = [], []
+        priority = k % 2 == 1
+        for comp in comps:
+            st = _root(comp, init)
+            prio = rng.random(2 * comp.n) if priority else None
+            while True:
+                comp.close(st)
+                if not st.ready:
+                    break
+                ready = sorted(st.ready)
+                if prio is not None:
+                    t = max(ready, key=lambda u: prio[u])
+                else:
+                    t = ready[int(rng.integers(len(ready)))]
+                st.ready.discard(t)
+                comp.fire(st, t)
+            parts.append(_outcome(comp, st))
+            sched.extend(_schedule(st.sched))
+        found.setdefault(combine(parts), sched)
+    return found
+
+
+class _Projected(_Component):
+    """A component of p observed only at the variables `observed` (and the
+    outputs it is given): the oracle's relevance analysis then keeps only the
+    nodes that can affect those parts, so the search merges every state that
+    differs elsewhere.  Its outcomes are the projections of the component's
+    outcomes onto the parts kept (a run's outcome, restricted)."""
+
+    def __init__(self, p: Program, names, semantics: str, feeds, variables, outputs,
+                 observed: list[str]):
+        self._observed = observed
+        super().__init__(p, names, semantics, "outputs+state" if observed else "outputs",
+                         feeds, variables, outputs)
+
+    def _relevance(self, p: Program, index) -> None:
+        # explore._Component._relevance marks every variable in `variables`
+        # as observed when state is observed: mark only those in `observed`
+        kept = self.variables
+        self.variables = self._observed
+        try:
+            super()._relevance(p, index)
+        finally:
+            self.variables = kept
+
+
+def _project(o: Outcome, outputs: list[str], variables: list[str]) -> tuple:
+    outs = dict(o.outputs)
+    state = dict(o.state or ())
+    return tuple(outs[k] for k in outputs) + tuple(state[x] for x in variables)
+
+
+def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+              semantics: str, observe: str, candidates: list[Outcome], budget: Budget,
+              skip: frozenset = frozenset(),
+              projections: bool = True) -> list[tuple[Outcome, tuple[str, str] | None]]:
+    """The candidates that are not outcomes of `p` at σ (see the module's
+    argument).  Components of p whose node names are in `skip` (left unchanged
+    by the rewrite) are not searched.
+
+    With `projections`, each observed part (an output, or a variable's final
+    value) of each component is first searched on its own, p observed at that
+    part only: a candidate whose value there no run of p gives is not an
+    outcome of p (the projection of p's outcome set onto a part is the set of
+    that part's values over p's runs).  The first part that rules out some
+    candidate ends the search (those candidates are returned; others may be
+    missing too).  Otherwise the components are searched with every part
+    observed, which rules out exactly the candidates that are not outcomes.
+    Each candidate returned comes with the part that rules it out
+    (("output", name) or ("variable", name)), or None when only the parts
+    together do.  Raises BudgetExceeded when the budget runs out."""
+    comps = [(names, variables, outputs) for names, variables, outputs in components(p)
+             if names and frozenset(names) not in skip]
+    if projections:
+        singles, pairs = [], []
+        for names, variables, outputs in comps:
+            parts = [([k], []) for k in outputs]
+            if observe != "outputs":
+                parts += [([], [x]) for x in variables]
+            if len(parts) >= 2:       # (else the joint search below is the same search)
+                singles += [(names, variables, outs, xs) for outs, xs in parts]
+            if len(parts) >= 3 and len(parts) <= MAX_PAIRED_PARTS:
+                # two parts together: a rewrite that makes two reads return the
+                # same value shows in neither read alone
+                pairs += [(names, variables, a[0] + b[0], a[1] + b[1])
+                          for i, a in enumerate(parts) for b in parts[i + 1:]]
+        jobs = singles + pairs
+        for n, (names, variables, outs, xs) in enumerate(jobs):
+            # each part gets a share of the time left (the joint search one too);
+            # a part that runs out of it is skipped, not fatal
+            left = budget.max_seconds - (time.monotonic() - budget.started)
+            if left <= 0:
+                break
+            part_budget = Budget(budget.max_states, left / (len(jobs) - n + 1))
+            try:
+                comp = _Projected(p, names, semantics, feeds, variables, outs, xs)
+                cache = getattr(comp, "cache_functions", None)
+                if cache is not None:
+                    cache()
+                wanted: dict[tuple, list[int]] = {}
+                for i, o in enumerate(candidates):
+                    wanted.setdefault(_project(o, outs, xs), []).append(i)
+                targets = list(wanted)
+                missing = [i for j in _search(comp, init, targets, outs, xs, part_budget)
+                           for i in wanted[targets[j]]]
+            except BudgetExceeded:
+                continue
+            finally:
+                budget.states += part_budget.states
+            if missing:
+                part = None
+                if len(outs) + len(xs) == 1:
+                    part = ("output", outs[0]) if outs else ("variable", xs[0])
+                return [(candidates[i], part) for i in sorted(missing)]
+    missing: set[int] = set()
+    for names, variables, outputs in comps:
+        comp = _compiled(p, names, semantics, observe, feeds, variables, outputs)
+        xs = variables if observe != "outputs" else []
+        wanted = {}
+        for i, o in enumerate(candidates):
+            if i not in missing:
+                wanted.setdefault(_project(o, outputs, xs), []).append(i)
+        if not wanted:
+            break
+        targets = list(wanted)
+        for j in _search(comp, init, targets, outputs, xs, budget):
+            missing.update(wanted[targets[j]])
+    return [(o, None) for i, o in enumerate(candidates) if i in missing]
+
+
+def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                semantics: str, part: tuple[str, str], budget: Budget) -> dict[Value, list[str]]:
+    """Every value the part (("output", name) or ("variable", name)) takes
+    over the runs of p at σ, each with a schedule of p that gives it: the
+    oracle's search of p observed at that part only (`_Projected`), which is
+    the projection of p's outcome set onto the part.  The schedule covers
+    every node of p (other components run in their canonical order).
+    Raises BudgetExceeded when the budget runs out."""
+    kind, name = part
+    found: dict[Value, list[str]] = {}
+    before: list[str] = []
+    after: list[str] = []
+    mine = None
+    for names, variables, outputs in components(p):
+        if (kind == "output" and name in outputs) or (kind == "variable" and name in variables):
+            mine = (names, variables, outputs)
+        else:
+            (after if mine is not None else before).extend(_canonical(p, names, semantics))
+    if mine is None:
+        raise ValueError(f"{kind} {name!r} is not part of the program")
+    names, variables, outputs = mine
+    comp = _Projected(p, names, semantics, feeds, variables,
+                      [name] if kind == "output" else [], [name] if kind == "variable" else [])
+    cache = getattr(comp, "cache_functions", None)
+    if cache is not None:
+        cache()
+    seen: set[tuple] = set()
+    stack = [_root(comp, init)]
+    while stack:
+        st = stack.pop()
+        comp.close(st)
+        if not st.ready:
+            value = st.outputs[name] if kind == "output" else st.vars[name]
+            found.setdefault(value, before + list(_schedule(st.sched)) + after)
+            continue
+        k = comp.key(st)
+        if k in seen:
+            continue
+        seen.add(k)
+        budget.tick()
+        choices = comp.stubborn(st)
+        for t in reversed(choices):
+            s2 = st.copy() if t != choices[0] else st
+            s2.ready.discard(t)
+            comp.fire(s2, t)
+            stack.append(s2)
+    return found
+
+
+def _canonical(p: Program, names: list[str], semantics: str) -> list[str]:
+    """The steps of nodes `names` in topological order (a decomposed Assign's
+    read step, then its write step): a run of their component."""
+    out = []
+    for n in names:
+        if semantics == DECOMPOSED and p.node[n].op == ASSIGN:
+            out += [n + READ_STEP, n + WRITE_STEP]
+        else:
+            out.append(n)
+    return out
+
+
+def _search(comp: _Component, init: Mapping[str, Value], targets: list[tuple],
+            outputs: list[str], variables: list[str], budget: Budget) -> list[int]:
+    """Indices of `targets` (values of `outputs` then of `variables`, which
+    the component observes) that no run of the component reaches."""
+    out_pos = {k: i for i, k in enumerate(outputs)}
+    var_pos = [(x, len(outputs) + i) for i, x in enumerate(variables)]
+    remaining = set(range(len(targets)))
+    seen: set[tuple] = set()
+
+    def agree(st, alive: list[int]) -> list[int]:
+        checks = [(out_pos[k], v) for k, v in st.outputs.items()]
+        checks += [(i, st.vars[x]) for x, i in var_pos if st.nw.get(x, 0) == 0]
+        return [j for j in alive if j in remaining
+                and all(targets[j][i] == v for i, v in checks)]
+
+    stack = [(_root(comp, init), list(remaining))]
+    while stack and remaining:
+        st, alive = stack.pop()
+        comp.close(st)
+        alive = agree(st, alive)
+        if not alive:
+            continue
+        if not st.ready:
+            # every output fetched, no write left: agreeing is being equal
+            for j in alive:
+                remaining.discard(j)
+            continue
+        k = comp.key(st)
+        if k in seen:
+            continue
+        seen.add(k)
+        budget.tick()
+        choices = comp.stubborn(st)
+        for t in reversed(choices):
+            s2 = st.copy() if t != choices[0] else st
+            s2.ready.discard(t)
+            comp.fire(s2, t)
+            stack.append((s2, alive))
+    return sorted(remaining)
+
+
+def unchanged_components(p: Program, p2: Program) -> frozenset:
+    """The node sets of p's components that p2 has unchanged: the same nodes
+    (equal definitions), the same variables and the same outputs (fetched
+    from the same ports).  Such a component has the same runs in both
+    programs, so a candidate's restriction to it is an outcome of p."""
+    theirs = {frozenset(names): (variables, outputs) for names, variables, outputs in components(p2)}
+    same = set()
+    for names, variables, outputs in components(p):
+        key = frozenset(names)
+        if key in theirs and theirs[key] == (variables, outputs) \
+                and all(p.node[n] == p2.node[n] for n in names) \
+                and all(p.outputs[o] == p2.outputs[o] for o in outputs):
+            same.add(key)
+    return frozenset(same)
+
+
+__all__ = ["sample_outcomes", "unchanged_components", "unreached"]
