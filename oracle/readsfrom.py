@@ -257,46 +257,66 @@ class _Component_RF:
     def _repair(self, lin: list[int], before: list[int], e: int, w: int, rf: list,
                 final: dict) -> tuple[list[int], list[int]] | None:
         """The parent's run with one event moved so that it makes choice
-        e = w too, or None: e moved to just after w (to just before the first
-        write of its variable when w is the initial value), or for a final
-        writer w, w moved to just after the last write of its variable; the
-        events chosen to read from the moved one (and from those, along a
-        chain of read-modify-writes) move with it, in their order.  The
-        result is a witness only if it checks: every event after all its hb
-        predecessors, and every choice made so far (rf, final) observed in it
-        (then it is a run of the class prefix, like a search's).  Its order
-        constraints are the parent's saturated ones: every run satisfying the
-        child's choices satisfies the parent's, so they still hold (weaker
-        than the child's own saturation, they only prune less in
-        `_possible`).  Where a single move does not do, the caller searches."""
+        e = w too, or None.  Moves tried: e to just after w (to just before
+        the first write of its variable when w is the initial value); else w
+        to just before e; for a final writer w, w to just after the last write
+        of its variable, else to the end.  The events chosen to read from the moved one (and
+        from those, along a chain of read-modify-writes) move with it, in
+        their order.  A moved run is a witness only if it checks: every event
+        after all its hb predecessors, and every choice made so far (rf,
+        final) observed in it (then it is a run of the class prefix, like a
+        search's).  Its order constraints are the parent's saturated ones:
+        every run satisfying the child's choices satisfies the parent's, so
+        they still hold (weaker than the child's own saturation, they only
+        prune less in `_possible`).  Where no move does, the caller searches."""
         self.budget.tick()                           # a linearization examined
         ev_var, ev_kind = self.ev_var, self.ev_kind
-        if e >= 0:
-            mover, var = e, ev_var[e]
-        else:
-            mover, var = w, -1 - e
-        # the mover goes with the events chosen to read from it, and from them
-        # (a chain of read-modify-writes moves as one block)
+        if e < 0:
+            var = -1 - e
+            return (self._moved(lin, before, w, var, rf, final, "after-last")
+                    or self._moved(lin, before, w, var, rf, final, "end"))
+        var = ev_var[e]
+        if w == INIT:
+            return self._moved(lin, before, e, var, rf, final, "before-first")
+        return (self._moved(lin, before, e, var, rf, final, w)
+                or self._moved(lin, before, w, var, rf, final, -2 - e))
+
+    def _moved(self, lin: list[int], before: list[int], mover: int, var: int, rf: list,
+               final: dict, where) -> tuple[list[int], list[int]] | None:
+        """`lin` with `mover` (and what reads from it) moved: just after event
+        `where` (an int >= 0), just before event -2 - `where` (an int < -1;
+        that event stays where it is even if it reads from `mover`), just
+        before the first / after the last write of `var` ("before-first",
+        "after-last"), or at the end ("end"); the result if it checks (see
+        `_repair`), else None."""
+        ev_var, ev_kind = self.ev_var, self.ev_kind
+        anchor = where if isinstance(where, int) and where >= 0 else \
+            (-2 - where if isinstance(where, int) else None)
         block = {mover}
         grew = ev_kind[mover] != _R
         while grew:
             grew = False
             for x, src in enumerate(rf):
-                if src is not None and src in block and x not in block and ev_var[x] == var:
+                if src is not None and src in block and x not in block and ev_var[x] == var \
+                        and x != anchor:
                     block.add(x)
                     grew = grew or ev_kind[x] != _R
-        if e >= 0 and w in block:
-            return None                              # w reads from e: a cycle, no run
+        if anchor is not None and anchor in block:
+            return None                              # a cycle: no run
         moved = [x for x in lin if x in block]
         rest = [x for x in lin if x not in block]
-        if e >= 0 and w == INIT:
+        if where == "before-first":
             at = next((k for k, x in enumerate(rest) if ev_var[x] == var and ev_kind[x] != _R),
                       len(rest))
-        elif e >= 0:
-            at = rest.index(w) + 1
-        else:
+        elif where == "after-last":
             at = 1 + max((k for k, x in enumerate(rest) if ev_var[x] == var and ev_kind[x] != _R),
                          default=-1)
+        elif where == "end":
+            at = len(rest)
+        elif where >= 0:
+            at = rest.index(where) + 1
+        else:
+            at = rest.index(-2 - where)
         rest[at:at] = moved
         placed = 0
         ev_anc = self.ev_anc
