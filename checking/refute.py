@@ -152,8 +152,8 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
               skip: frozenset = frozenset(),
               projections: bool = True) -> list[tuple[Outcome, tuple[str, str] | None]]:
     """The candidates that are not outcomes of `p` at σ (see the module's
-    argument).  Components of p whose node names are in `skip` (left unchanged
-    by the rewrite) are not searched.
+    argument).  Components of p whose keys are in `skip` (left unchanged by
+    the rewrite, `unchanged_components`) are not searched.
 
     With `projections`, each observed part (an output, or a variable's final
     value) of each component is first searched on its own, p observed at that
@@ -167,7 +167,7 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     (("output", name) or ("variable", name)), or None when only the parts
     together do.  Raises BudgetExceeded when the budget runs out."""
     comps = [(names, variables, outputs) for names, variables, outputs in components(p)
-             if names and frozenset(names) not in skip]
+             if _key(names, variables) not in skip]
     if projections:
         singles, pairs = [], []
         for names, variables, outputs in comps:
@@ -327,16 +327,22 @@ def _search(comp: _Component, init: Mapping[str, Value], targets: list[tuple],
     return sorted(remaining)
 
 
+def _key(names: list[str], variables: list[str]) -> tuple:
+    """A component's identity: its nodes and its variables (a variable no
+    node accesses is a component with no nodes)."""
+    return frozenset(names), tuple(variables)
+
+
 def unchanged_components(p: Program, p2: Program) -> frozenset:
-    """The node sets of p's components that p2 has unchanged: the same nodes
+    """The keys (`_key`) of p's components that p2 has unchanged: the same nodes
     (equal definitions), the same variables and the same outputs (fetched
     from the same ports).  Such a component has the same runs in both
     programs, so a candidate's restriction to it is an outcome of p."""
-    theirs = {frozenset(names): (variables, outputs) for names, variables, outputs in components(p2)}
+    theirs = {_key(names, variables): outputs for names, variables, outputs in components(p2)}
     same = set()
     for names, variables, outputs in components(p):
-        key = frozenset(names)
-        if key in theirs and theirs[key] == (variables, outputs) \
+        key = _key(names, variables)
+        if key in theirs and theirs[key] == outputs \
                 and all(p.node[n] == p2.node[n] for n in names) \
                 and all(p.outputs[o] == p2.outputs[o] for o in outputs):
             same.add(key)
