@@ -668,7 +668,9 @@ AUTO_RATIO = 2
 #: auto: components with fewer relevant accesses go to the reference engine
 #: unexamined (a handful of states; building the reads-from analysis costs more)
 AUTO_MIN_ACCESSES = 3
-#: auto: the reference engine's first try gets at least this many states
+#: auto: the reference engine's first try gets this many states per possible
+#: class of the reads-from engine (and at least AUTO_MIN_PROBE)
+AUTO_PROBE_FACTOR = 2
 AUTO_MIN_PROBE = 64
 #: auto: downsets are counted up to this many memo entries (then: "many")
 DOWNSET_CAP = 20_000
@@ -838,14 +840,16 @@ def _auto(comp: _Component, init, budget: Budget):
     (None, "reference", 0) when the caller is to run the reference engine.
 
     Where `choose_engine` picks the reads-from engine with a bound B on the
-    classes, the reference engine first gets B states: where it finishes in
-    that many it is at least as quick as the classes would be; where it does
-    not, it needs more states than the reads-from engine has classes, and
-    the reads-from engine runs, under half of what is left of the budget
-    (where it declines or runs out of that, the reference engine again with
-    the rest).  The worst case is a component where the reference needs a
-    little more than B states and each class costs as much as a state:
-    about twice the reference's time; docs/oracle.md has the measurements."""
+    classes, the reference engine first gets F * B states (F =
+    AUTO_PROBE_FACTOR): where it finishes in that many it keeps its answer;
+    where it does not, it needs more than F times as many states as the
+    reads-from engine has classes, and the reads-from engine runs, under
+    half of what is left of the budget (where it declines or runs out of
+    that, the reference engine again with the rest).  A class costs about
+    what a state costs (docs/oracle.md), so the worst case, a component
+    where the reference needs a little more than F * B states and the
+    classes are B, takes about (F + 1) / F times the reference's time; where
+    the reference needs many more states than that, auto saves the rest."""
     if sum(comp.counted) < AUTO_MIN_ACCESSES:
         return None, "reference", 0                  # a few accesses: the reference is quick
     try:
@@ -854,7 +858,7 @@ def _auto(comp: _Component, init, budget: Budget):
         return None, "reference", 0
     if choose_engine(rfc) != "readsfrom":
         return None, "reference", 0
-    part = _probe(comp, init, budget, max(AUTO_MIN_PROBE, _class_bound(rfc)))
+    part = _probe(comp, init, budget, max(AUTO_MIN_PROBE, AUTO_PROBE_FACTOR * _class_bound(rfc)))
     if part is not None:
         return part, "reference", 0
     sub = _sub_budget(budget, budget.max_states // 2, 0.5)
