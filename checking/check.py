@@ -217,9 +217,9 @@ class _Found:
     schedule: list[str]
     outcome: Outcome
     original: OutcomeSet   # Outcomes(P, σ)
-    #: when `original` is not Outcomes(P, σ) but its projection onto one
-    #: part, ("output" or "variable", name), which differs (refute.py)
-    projected: tuple[str, str] | None = None
+    #: when `original` is not Outcomes(P, σ) but its projection onto one or
+    #: two parts, ("output" or "variable", name), which differ (refute.py)
+    projected: tuple | None = None
 
 
 @dataclass
@@ -596,7 +596,11 @@ class _Checker:
         """An `unsound` verdict whose σ has more original outcomes than could
         be enumerated: it lists the values the differing part takes over the
         original's runs (all of them), each with a schedule of the original."""
-        kind, name = found.projected
+        # the part named is the last of the parts in the staged order (outputs
+        # by name, then variables by name): the parts before it may agree
+        # with some outcome of the original, together they do not
+        kind, name = max(found.projected, key=lambda part: (part[0] == "variable", part[1]))
+        described = " and ".join(f"{k} {n!r}" for k, n in found.projected)
         if self.minimize:
             found.schedule = mini.minimize_schedule(self.p2, found.feeds, found.init, found.schedule,
                                                     found.outcome, self.semantics, self.observe,
@@ -606,12 +610,11 @@ class _Checker:
         confirmed = ["oracle"] + self.replay_on_backends(found)
         cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
                              original_list, count, mini.key_steps(self.p2, found.schedule))
-        self.stats["original_projected"] = f"{kind} {name}"
-        what = f"{kind} {name!r}" if kind == "output" else f"the final value of variable {name!r}"
-        reason = (f"the rewritten program's {what} is none of the {count} value"
-                  f"{'s' if count != 1 else ''} the original's runs give it at this σ "
-                  f"(the original's outcomes at this σ were too many to enumerate in the "
-                  f"time budget: those listed are their projections onto {kind} {name!r})")
+        self.stats["original_projected"] = described
+        reason = (f"the rewritten program's values of {described} are none of the {count} "
+                  f"combination{'s' if count != 1 else ''} the original's runs give them at "
+                  f"this σ (the original's outcomes at this σ were too many to enumerate in "
+                  f"the time budget: those listed are their projections onto {described})")
         return self.verdict(UNSOUND, reason, differs={kind: name}, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
@@ -729,17 +732,17 @@ class _Checker:
         return None
 
     def confirm_refuted(self, sigma: tuple[dict, dict], schedule: list[str],
-                        outcome: Outcome, part: tuple[str, str] | None) -> _Found | None:
+                        outcome: Outcome, parts: tuple | None) -> _Found | None:
         """A candidate of the refutation stage becomes a counterexample only
         after (1) its schedule replayed on P' by the reference semantics gives
         its outcome, (2) σ is shrunk towards small values while the pruned
         search still finds no run of P giving P' 's outcome there, and (3) the
         concrete oracle confirms it at the final σ: P's full outcome set does
         not contain it, or, when that set is too large to enumerate in the
-        time left, the projection of P's outcome set onto the part that rules
-        it out (every value the part takes over P's runs, found by the
-        oracle's search with only that part observed) does not contain its
-        value there; the counterexample then lists those values."""
+        time left, the projection of P's outcome set onto the parts that rule
+        it out (every value they take together over P's runs, found by the
+        oracle's search with only those parts observed) does not contain its
+        values there; the counterexample then lists those values."""
         if self._replayed(sigma, schedule) != outcome:
             self._note("replay_mismatch")
             return None
@@ -760,7 +763,7 @@ class _Checker:
             deadline = min(self.deadline, time.monotonic() + max(0.2, 0.1 * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
-        full_seconds = max(0.1, self.remaining() if part is None else 0.2 * self.remaining())
+        full_seconds = max(0.1, self.remaining() if parts is None else 0.2 * self.remaining())
         found = self.confirm(sigma, schedule, full_seconds)
         if found is not None:
             return found
@@ -769,18 +772,18 @@ class _Checker:
             # would be a bug of the stage; never a verdict
             self._note("contradicted")
             return None
-        if part is None or outcome is None:
+        if parts is None or outcome is None:
             self._note("unconfirmed")
             return None
         try:
-            values = ref.part_values(self.p, sigma[0], sigma[1], self.semantics, part,
+            values = ref.part_values(self.p, sigma[0], sigma[1], self.semantics, parts,
                                      Budget(SYMBOLIC_MAX_STATES, max(0.05, self.remaining())))
         except BudgetExceeded:
             self._note("unconfirmed")
             return None
-        kind, name = part
-        mine = dict(outcome.outputs)[name] if kind == "output" else dict(outcome.state)[name]
-        if mine in values:
+        if tuple(ref.part_of(outcome, part) for part in parts) in values:
+            # (σ changed since the search: the minimization's last step kept
+            # a σ at which the pruned search said so; not a counterexample)
             self._note("contradicted")
             return None
         # each listed value's schedule must give it on the reference semantics
@@ -792,15 +795,17 @@ class _Checker:
             except ValueError:
                 self._note("unconfirmed")
                 return None
-            o = outcome_of(self.p, g, state, self.observe)
-            if (dict(o.outputs)[name] if kind == "output" else dict(o.state)[name]) != value:
+            o = outcome_of(self.p, g, state, "outputs+state")
+            if tuple(ref.part_of(o, part) for part in parts) != value:
                 self._note("unconfirmed")
                 return None
-            listed[Outcome(((name, value),), None) if kind == "output"
-                   else Outcome((), ((name, value),))] = tuple(witness)
+            both = list(zip(parts, value))
+            listed[Outcome(tuple((n, v) for (kind, n), v in both if kind == "output"),
+                           tuple((n, v) for (kind, n), v in both if kind == "variable")
+                           if any(kind == "variable" for kind, _ in parts) else None)] = tuple(witness)
         self._note("projected")
         return _Found(dict(sigma[0]), dict(sigma[1]), list(schedule), outcome,
-                      OutcomeSet([listed]), projected=part)
+                      OutcomeSet([listed]), projected=parts)
 
     def _note(self, what: str) -> None:
         stats = self.stats.setdefault("refute", {})

@@ -150,7 +150,7 @@ def _project(o: Outcome, outputs: list[str], variables: list[str]) -> tuple:
 def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
               semantics: str, observe: str, candidates: list[Outcome], budget: Budget,
               skip: frozenset = frozenset(),
-              projections: bool = True) -> list[tuple[Outcome, tuple[str, str] | None]]:
+              projections: bool = True) -> list[tuple[Outcome, tuple | None]]:
     """The candidates that are not outcomes of `p` at σ (see the module's
     argument).  Components of p whose keys are in `skip` (left unchanged by
     the rewrite, `unchanged_components`) are not searched.
@@ -163,9 +163,9 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     candidate ends the search (those candidates are returned; others may be
     missing too).  Otherwise the components are searched with every part
     observed, which rules out exactly the candidates that are not outcomes.
-    Each candidate returned comes with the part that rules it out
-    (("output", name) or ("variable", name)), or None when only the parts
-    together do.  Raises BudgetExceeded when the budget runs out."""
+    Each candidate returned comes with the parts that rule it out (a tuple
+    of one or two ("output", name) or ("variable", name)), or None when only
+    all parts together do.  Raises BudgetExceeded when the budget runs out."""
     comps = [(names, variables, outputs) for names, variables, outputs in components(p)
              if _key(names, variables) not in skip]
     if projections:
@@ -205,10 +205,8 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
             finally:
                 budget.states += part_budget.states
             if missing:
-                part = None
-                if len(outs) + len(xs) == 1:
-                    part = ("output", outs[0]) if outs else ("variable", xs[0])
-                return [(candidates[i], part) for i in sorted(missing)]
+                parts = tuple([("output", k) for k in outs] + [("variable", x) for x in xs])
+                return [(candidates[i], parts) for i in sorted(missing)]
     missing: set[int] = set()
     for names, variables, outputs in comps:
         comp = _compiled(p, names, semantics, observe, feeds, variables, outputs)
@@ -226,28 +224,29 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
 
 
 def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                semantics: str, part: tuple[str, str], budget: Budget) -> dict[Value, list[str]]:
-    """Every value the part (("output", name) or ("variable", name)) takes
-    over the runs of p at σ, each with a schedule of p that gives it: the
-    oracle's search of p observed at that part only (`_Projected`), which is
-    the projection of p's outcome set onto the part.  The schedule covers
-    every node of p (other components run in their canonical order).
-    Raises BudgetExceeded when the budget runs out."""
-    kind, name = part
-    found: dict[Value, list[str]] = {}
+                semantics: str, parts: tuple, budget: Budget) -> dict[tuple, list[str]]:
+    """Every tuple of values the parts (("output", name) or ("variable",
+    name), all of one component) take together over the runs of p at σ,
+    each with a schedule of p that gives it: the oracle's search of p
+    observed at those parts only (`_Projected`), which is the projection of
+    p's outcome set onto them.  The schedule covers every node of p (other
+    components run in their canonical order).  Raises BudgetExceeded when the
+    budget runs out, ValueError when the parts are not of one component."""
+    outs = [n for kind, n in parts if kind == "output"]
+    xs = [n for kind, n in parts if kind == "variable"]
+    found: dict[tuple, list[str]] = {}
     before: list[str] = []
     after: list[str] = []
     mine = None
     for names, variables, outputs in components(p):
-        if (kind == "output" and name in outputs) or (kind == "variable" and name in variables):
+        if set(outs) <= set(outputs) and set(xs) <= set(variables):
             mine = (names, variables, outputs)
         else:
             (after if mine is not None else before).extend(_canonical(p, names, semantics))
     if mine is None:
-        raise ValueError(f"{kind} {name!r} is not part of the program")
+        raise ValueError(f"{parts!r} are not parts of one component of the program")
     names, variables, outputs = mine
-    comp = _Projected(p, names, semantics, feeds, variables,
-                      [name] if kind == "output" else [], [name] if kind == "variable" else [])
+    comp = _Projected(p, names, semantics, feeds, variables, outs, xs)
     cache = getattr(comp, "cache_functions", None)
     if cache is not None:
         cache()
@@ -257,7 +256,7 @@ def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
         st = stack.pop()
         comp.close(st)
         if not st.ready:
-            value = st.outputs[name] if kind == "output" else st.vars[name]
+            value = tuple(st.outputs[n] if kind == "output" else st.vars[n] for kind, n in parts)
             found.setdefault(value, before + list(_schedule(st.sched)) + after)
             continue
         k = comp.key(st)
@@ -272,6 +271,12 @@ def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
             comp.fire(s2, t)
             stack.append(s2)
     return found
+
+
+def part_of(o: Outcome, part: tuple[str, str]) -> Value:
+    """The value of one part (("output", name) or ("variable", name)) of an outcome."""
+    kind, name = part
+    return dict(o.outputs)[name] if kind == "output" else dict(o.state or ())[name]
 
 
 def _canonical(p: Program, names: list[str], semantics: str) -> list[str]:
@@ -349,4 +354,4 @@ def unchanged_components(p: Program, p2: Program) -> frozenset:
     return frozenset(same)
 
 
-__all__ = ["sample_outcomes", "unchanged_components", "unreached"]
+__all__ = ["part_of", "part_values", "sample_outcomes", "unchanged_components", "unreached"]

@@ -90,13 +90,10 @@ def test_unreached_is_exact_against_the_oracle():
             proj = ref.unreached(p, feeds, init, sem, obs, cands, Budget(10**6, 30))
             assert {c for c, _ in proj} <= truth
             assert bool(proj) == bool(truth)
-            for c, part in proj:
-                if part is not None:
-                    kind, n = part
-                    values = {dict(o.outputs)[n] if kind == "output" else dict(o.state)[n]
-                              for o in full}
-                    mine_v = dict(c.outputs)[n] if kind == "output" else dict(c.state)[n]
-                    assert mine_v not in values
+            for c, parts in proj:
+                if parts is not None:
+                    values = {tuple(ref.part_of(o, part) for part in parts) for o in full}
+                    assert tuple(ref.part_of(c, part) for part in parts) not in values
             checked += 1
             missing_seen += bool(truth)
     assert checked >= 200 and missing_seen >= 50
@@ -112,16 +109,20 @@ def test_part_values_is_the_projection_of_the_outcome_set():
             if obs != "outputs":
                 parts += [("variable", x) for x in p.variables]
             g = graph_of(p)
-            for kind, n in parts:
-                values = ref.part_values(p, feeds, init, sem, (kind, n), Budget(10**6, 10))
-                expect = {dict(o.outputs)[n] if kind == "output" else dict(o.state)[n]
-                          for o in full}
-                assert set(values) == expect
+            comp_of = {}
+            for k, (_names, variables, outputs) in enumerate(components(p)):
+                comp_of.update({("output", o): k for o in outputs})
+                comp_of.update({("variable", x): k for x in variables})
+            groups = [(a,) for a in parts] + [(a, b) for a in parts for b in parts
+                                              if a < b and comp_of[a] == comp_of[b]]
+            for group in groups:
+                values = ref.part_values(p, feeds, init, sem, group, Budget(10**6, 10))
+                assert set(values) == {tuple(ref.part_of(o, part) for part in group)
+                                       for o in full}
                 for value, witness in values.items():
                     state = run_schedule(p, feeds, init, witness, sem)
                     o = outcome_of(p, g, state, "outputs+state")
-                    got = dict(o.outputs)[n] if kind == "output" else dict(o.state)[n]
-                    assert got == value
+                    assert tuple(ref.part_of(o, part) for part in group) == value
 
 
 def test_sampled_runs_are_runs_of_the_program():
@@ -200,26 +201,27 @@ def test_projected_counterexample_when_the_full_set_is_too_large(monkeypatch):
         if v.verdict != "unsound":
             continue
         assert v.stats["refute"]["found"] and v.stats.get("original_projected")
-        (kind, part), = v.differs.items()
         j = v.to_json()
         cex = j["counterexample"]
+        first = cex["original_outcomes"][0]
+        parts = [("output", k) for k in first["outputs"]] + \
+            [("variable", x) for x in first.get("state", {})]
+        assert 1 <= len(parts) <= 2 and tuple(v.differs.items())[0] in parts
         feeds = {k: value_from_json(x, dtype=p.feed_type(k).dtype) for k, x in cex["feeds"].items()}
         init = {k: value_from_json(x, dtype=p.variables[k].dtype) for k, x in cex["init"].items()}
         full = real(p, feeds, init, sem, obs, max_seconds=120)
-        values = {dict(o.outputs)[part] if kind == "output" else dict(o.state)[part] for o in full}
+        values = {tuple(ref.part_of(o, part) for part in parts) for o in full}
         assert cex["original_count"] == len(values) == len(cex["original_outcomes"])
         state = run_schedule(q, feeds, init, cex["schedule"], sem)
         outcome = outcome_of(q, graph_of(q), state, obs)
         assert outcome.to_json() == cex["outcome"]
-        mine = dict(outcome.outputs)[part] if kind == "output" else dict(outcome.state)[part]
-        assert mine not in values
+        assert tuple(ref.part_of(outcome, part) for part in parts) not in values
         for listed in cex["original_outcomes"]:
             st = run_schedule(p, feeds, init, listed["schedule"], sem)
             o = outcome_of(p, graph_of(p), st, "outputs+state")
-            got = dict(o.outputs)[part] if kind == "output" else dict(o.state)[part]
-            table = listed["outputs"] if kind == "output" else listed["state"]
-            assert list(table) == [part]
-            assert value_to_json(got) == table[part]
+            for kind, n in parts:
+                table = listed["outputs"] if kind == "output" else listed["state"]
+                assert value_to_json(ref.part_of(o, (kind, n))) == table[n]
         assert "projections onto" in v.reason
         done += 1
     assert done >= 2
