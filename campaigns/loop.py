@@ -59,7 +59,7 @@ from tfsem.oracle.values import Value, value_to_json
 from tfsem.oracle.explore import BudgetExceeded, outcome_set
 
 from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTCOMES, CheckPlan,
-                     interface_problems)
+                     concrete_check, interface_problems)
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
@@ -174,6 +174,28 @@ def resolve_generator(spec: str | Generator | None) -> Generator:
     if callable(spec):
         return spec
     return _import(spec)
+
+
+def _needs_uninitialized(verdict: dict) -> bool:
+    """Whether an unsound verdict's counterexample starts a variable as an
+    error value (uninitialized)."""
+    init = (verdict.get("counterexample") or {}).get("init") or {}
+    return any(isinstance(v, dict) and "error" in v for v in init.values())
+
+
+def _initialized(program: Program, init: Mapping[str, Value]) -> dict[str, Value]:
+    """`init` with every variable of `program` initialized: one σ leaves
+    uninitialized (or gives an error value) starts at zeros of its type."""
+    import numpy as np
+
+    from tfsem.oracle.values import Error, Tensor
+    out: dict[str, Value] = {}
+    for x, t in program.variables.items():
+        v = init.get(x)
+        if v is None or isinstance(v, Error):
+            v = Tensor(np.zeros(tuple(t.shape or ()), dtype=np.dtype(t.dtype)))
+        out[x] = v
+    return out
 
 
 def _sigma_json(values: Mapping[str, Value]) -> dict:
@@ -378,6 +400,17 @@ class FuzzLoop:
             return None
         finally:
             self.stats.check_seconds += time.monotonic() - started
+        if verdict.get("verdict") == "unsound" and self.target.initialized_only \
+                and _needs_uninitialized(verdict):
+            # not a counterexample against this target's claims (Target.initialized_only):
+            # look at the drawn σ with every variable initialized instead
+            init = _initialized(program, init)
+            started = time.monotonic()
+            try:
+                verdict = concrete_check(program, rewritten, feeds, init, cfg.semantics, cfg.observe,
+                                         max_seconds=min(2.0, cfg.check_timeout))
+            finally:
+                self.stats.check_seconds += time.monotonic() - started
         v = verdict.get("verdict")
         if v == "invalid":
             return self._record(INVALID, pj, feeds, init, rewritten=res.program, verdict=verdict,
@@ -504,6 +537,13 @@ class FuzzLoop:
             return record
         if verdict.get("verdict") != "unsound":
             record.detail["final_check"] = {k: verdict.get(k) for k in ("verdict", "reason")}
+            return record
+        if self.target.initialized_only and _needs_uninitialized(verdict):
+            # the minimized counterexample needs an uninitialized variable, which
+            # this target's claims do not speak of: keep the one found fuzzing
+            record.detail["final_check"] = {"verdict": "unsound", "reason": "the minimized "
+                                            "counterexample needs an uninitialized variable; the "
+                                            "one found while fuzzing is kept"}
             return record
         cex = verdict.get("counterexample") or {}
         differs = verdict.get("differs") or {}

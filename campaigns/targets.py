@@ -44,6 +44,11 @@ class Target:
     #: optional `FindingRecord -> dict` of evidence added to a finding's
     #: detail when it is reported (Grappler: both GraphDefs as pbtxt)
     evidence: Callable[[Any], Any] | None = None
+    #: the target's claims speak only of σ with every variable initialized
+    #: (TensorFlow fails a run that reads an uninitialized variable, where
+    #: tfsem carries an error value on): a counterexample that needs an
+    #: uninitialized variable is not one against it (campaigns/loop.py)
+    initialized_only: bool = False
 
     def claim(self, cell: Cell) -> str | None:
         return self.claims.get(cell)
@@ -132,7 +137,8 @@ def resolve_pass(spec: str) -> Target:
     kind = getattr(obj, "target_kind", "pass")
     return Target(spec, str(name), str(description), _normalize_claims(getattr(obj, "claims", None)), obj,
                   kind=kind if kind in ("pass", "runtime") else "pass",
-                  prepare=getattr(obj, "prepare", None), evidence=getattr(obj, "evidence", None))
+                  prepare=getattr(obj, "prepare", None), evidence=getattr(obj, "evidence", None),
+                  initialized_only=bool(getattr(obj, "initialized_only", False)))
 
 
 #: `tfsem fuzz --target NAME` / `tfsem verify --target NAME`: TensorFlow's own

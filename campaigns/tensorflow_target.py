@@ -164,6 +164,12 @@ class GrapplerTarget:
     the optimizer and TensorFlow's version to a finding."""
 
     target_kind = "pass"
+    #: TensorFlow fails a run that reads an uninitialized variable; tfsem
+    #: carries an error value on, which a control-dependent constant ignores.
+    #: Grappler folds `OnesLike(Read(x))` into `Const(1)` after `^Read(x)`:
+    #: the same failed run in TensorFlow, a new outcome in tfsem.  So the
+    #: claims speak of σ with every variable initialized (campaigns/loop.py).
+    initialized_only = True
 
     def __init__(self, optimizer: str, *, damage=None, name: str | None = None,
                  origin: str | None = None):
@@ -277,22 +283,6 @@ class RuntimeResult:
         self.graph = graph
 
 
-def _initialized(program, init):
-    """σ's initial values with every variable initialized: TensorFlow fails a
-    run that reads an uninitialized variable, so a variable σ leaves
-    uninitialized (or gives an error value) starts at zeros of its type."""
-    import numpy as np  # noqa: PLC0415
-
-    from tfsem.oracle.values import Error, Tensor  # noqa: PLC0415
-    out = {}
-    for x, t in program.variables.items():
-        v = init.get(x)
-        if v is None or isinstance(v, Error):
-            v = Tensor(np.zeros(tuple(t.shape or ()), dtype=np.dtype(t.dtype)))
-        out[x] = v
-    return out
-
-
 class RuntimeRunner:
     """Executes programs on TensorFlow (`mode` "xla" or "tensorflow") in this
     process.  TensorFlow's own time limit per run is not set by tfsem: a run
@@ -316,6 +306,7 @@ class RuntimeRunner:
         feeds = {k: v for k, v in feeds.items() if k in judged.feed_names}
         if set(feeds) != set(judged.feed_names):
             return RuntimeResult("skipped", message="σ lacks a feed of the exported graph")
+        from .loop import _initialized  # noqa: PLC0415
         init = _initialized(judged, init)
         try:
             with GraphRunner(data, {f: f for f in fetches}, targets, mode=self.mode,

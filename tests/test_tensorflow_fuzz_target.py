@@ -294,6 +294,70 @@ def test_planted_runtime_finding_in_the_atomic_cell_is_expected(tmp_path, capsys
 
 
 # ---------------------------------------------------------------------------
+# σ with uninitialized variables: not a counterexample against Grappler
+
+
+#: Grappler's default pipeline folds OnesLike(Read(x)) into Const(1) after
+#: ^Read(x) (found by the first campaigns of --target grappler)
+ONES_LIKE = {"format": "tfsem.program/1", "variables": ["x0"],
+             "nodes": [{"name": "v0", "op": "Var", "var": "x0"},
+                       {"name": "r1", "op": "Read", "inputs": ["v0"]},
+                       {"name": "oneslike2", "op": "OnesLike", "inputs": ["r1"]},
+                       {"name": "out0", "op": "Identity", "inputs": ["oneslike2"]}],
+             "outputs": {"out0": "out0"}}
+FOLDED = {"format": "tfsem.program/1", "variables": ["x0"],
+          "nodes": [{"name": "v0", "op": "Var", "var": "x0"},
+                    {"name": "r1", "op": "Read", "inputs": ["v0"]},
+                    {"name": "out0", "op": "Const", "value": 1, "inputs": ["^r1"]},
+                    {"name": "oneslike2", "op": "Const", "value": 1, "inputs": ["^r1"]}],
+          "outputs": {"out0": "out0"}}
+
+
+class _Returns:
+    def __init__(self, program):
+        self.program = program
+
+    def rewrite(self, program_json):
+        from tfsem.campaigns.sandbox import OK, RewriteResult
+        return RewriteResult(OK, program=self.program)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("initialized_only", [True, False])
+def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_grappler(initialized_only):
+    """TensorFlow fails the run that reads an uninitialized x0 (the folded
+    Const still runs after ^r1, so the run fails either way); tfsem's error
+    value is dropped by the control edge.  A Grappler target's claims speak
+    of initialized σ only: there, OnesLike(x0) is 1, as the folded Const."""
+    import dataclasses
+
+    from tfsem.campaigns.loop import FuzzLoop, LoopConfig
+    from tfsem.campaigns.targets import Target
+    from tfsem.oracle.values import UNINITIALIZED, Error
+    target = Target("fake", "fake", "a target that returns the folded program",
+                    {("atomic", "outputs+state"): "sound"}, fn=lambda p: p)
+    target = dataclasses.replace(target, initialized_only=initialized_only)
+    loop = FuzzLoop(LoopConfig("fake", "atomic", "outputs+state"), target=target,
+                    runner=_Returns(FOLDED), generator=counter_generator)
+    record = loop.evaluate(program_from_json(ONES_LIKE), {}, {"x0": Error(UNINITIALIZED)})
+    if initialized_only:
+        assert record is None
+        assert loop.stats.no_counterexample + loop.stats.sound == 1
+    else:   # tfsem's own claim (every σ): the folded program adds the outcome out0 = 1
+        assert record is not None and record.kind == "unsound"
+        assert record.init == {"x0": {"error": "uninitialized"}}
+
+
+@needs_tf
+def test_grappler_targets_claim_initialized_sigma_only():
+    from tfsem.campaigns.targets import resolve_pass
+    assert resolve_pass("grappler").initialized_only
+    assert resolve_pass("grappler:constfold").initialized_only
+
+
+# ---------------------------------------------------------------------------
 # TensorFlow for real
 
 
