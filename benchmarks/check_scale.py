@@ -1,7 +1,7 @@
 """Benchmark: the checker on generated programs of 20 to 160 nodes (issue 17).
 
     python benchmarks/check_scale.py [--sizes 20,40,80,160] [--programs 10]
-        [--timeout 10] [--seed 0] [--no-structural | --compare]
+        [--timeout 10] [--seed 0] [--no-structural | --compare | --engines E,...]
         [--baseline-max-size 40] [--per-pass]
 
 Programs are `tfsem generate --max-nodes K` programs
@@ -14,20 +14,28 @@ verdict, the share of `unknown` and of `no-counterexample`, the share decided
 by the structural rule (checking/structural.py), and, among the checks of a
 pass that claims `sound` in that cell, how many ended `sound`.
 
-`--no-structural` runs the previous engine only; `--compare` runs both on the
-same checks, one after the other, so the two tables come from one run (the
-previous engine only up to `--baseline-max-size` nodes, since beyond it most
-of its checks run into the timeout).
+Engines (`--engines`, comma-separated): `refute` (the checker as it is: the
+structural rule, the refutation stage of checking/refute.py, the symbolic
+search), `structural` (the same without the refutation stage: the previous
+session's engine), `previous` (neither the rule nor the stage: the engine
+before issue 17).  `--no-structural` runs `previous` only; `--compare` runs
+`refute` and `structural` on the same checks, one after the other, so the
+tables come from one run (engines other than the first only up to
+`--baseline-max-size` nodes, since beyond it most of their checks run into
+the timeout).  A last column says how many checks the refutation stage
+decided (`unsound` found by it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from collections import Counter, defaultdict
 
+from tfsem.checking import check as check_module
 from tfsem.checking import check_rewrite
 from tfsem.generators.strategies import random_programs
 from tfsem.rewrites import builtin_passes
@@ -46,6 +54,7 @@ class Tally:
         self.times: list[float] = []
         self.verdicts: Counter = Counter()
         self.structural = 0
+        self.refuted = 0
         self.claimed = 0
         self.claimed_sound = 0
 
@@ -53,6 +62,7 @@ class Tally:
         self.times.append(seconds)
         self.verdicts[verdict.verdict] += 1
         self.structural += verdict.stats.get("path") == "structural"
+        self.refuted += bool(verdict.stats.get("refute", {}).get("found"))
         if claim == "sound":
             self.claimed += 1
             self.claimed_sound += verdict.verdict == "sound"
@@ -60,18 +70,19 @@ class Tally:
     def row(self, label: str) -> str:
         n = len(self.times)
         if not n:
-            return f"| {label} | 0 | | | | | | |"
+            return f"| {label} | 0 | | | | | | | | |"
         pct = lambda k: f"{100.0 * k / n:.1f}%"   # noqa: E731
         return (f"| {label} | {n} | {1000 * statistics.median(self.times):.1f} | "
                 f"{1000 * p90(self.times):.1f} | {pct(self.verdicts['unknown'])} | "
                 f"{pct(self.verdicts['no-counterexample'])} | {pct(self.structural)} | "
                 f"{self.claimed_sound}/{self.claimed} | "
-                f"S{self.verdicts['sound']} U{self.verdicts['unsound']} |")
+                f"S{self.verdicts['sound']} U{self.verdicts['unsound']} | {pct(self.refuted)} |")
 
 
 HEADER = ("| size, engine | checks | median ms | p90 ms | unknown | no-counterexample | "
-          "structural | claimed sound -> sound | verdicts |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+          "structural | claimed sound -> sound | verdicts | refuted |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
+ENGINES = ("refute", "structural", "previous")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--no-structural", action="store_true",
                        help="the previous engine only (the structural rule disabled)")
     group.add_argument("--compare", action="store_true",
-                       help="both engines on the same checks, side by side")
+                       help="refute and structural on the same checks, side by side")
+    group.add_argument("--engines", default=None,
+                       help=f"comma-separated, from {', '.join(ENGINES)} (default: refute)")
     ap.add_argument("--baseline-max-size", type=int, default=40,
                     help="with --compare, run the previous engine up to this size only")
     ap.add_argument("--per-pass", action="store_true", help="also a table per pass")
@@ -100,12 +113,19 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.1 <= args.timeout <= 600:
         ap.error("--timeout: between 0.1 and 600 seconds")
 
-    engines = ["structural"] if not (args.no_structural or args.compare) else \
-        ["previous"] if args.no_structural else ["structural", "previous"]
+    if args.engines is not None:
+        engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+        bad = [e for e in engines if e not in ENGINES]
+        if bad or not engines or len(set(engines)) != len(engines):
+            ap.error(f"--engines: distinct names from {', '.join(ENGINES)}, got {args.engines!r}")
+    else:
+        engines = ["previous"] if args.no_structural else \
+            ["refute", "structural"] if args.compare else ["refute"]
     passes = builtin_passes()
     started = time.perf_counter()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"timeout {args.timeout:g} s, {args.programs} programs per size, seed {args.seed}, "
-          f"{len(passes)} passes, cells rotated")
+          f"{len(passes)} passes, cells rotated, load average {load:.1f} at start")
     print(HEADER)
     per_pass: dict[tuple[int, str, str], Tally] = defaultdict(Tally)
     for size in sizes:
@@ -122,11 +142,15 @@ def main(argv: list[str] | None = None) -> int:
                 semantics, observe = SETTINGS[(i + j) % 4]
                 claim = ps.claim(semantics, observe)
                 for engine in engines:
-                    if engine == "previous" and args.compare and size > args.baseline_max_size:
+                    if engine != engines[0] and size > args.baseline_max_size:
                         continue
+                    check_module.REFUTE = engine == "refute"
                     t = time.perf_counter()
-                    v = check_rewrite(p, q, semantics, observe, timeout=args.timeout,
-                                      structural=engine == "structural", backends=False)
+                    try:
+                        v = check_rewrite(p, q, semantics, observe, timeout=args.timeout,
+                                          structural=engine != "previous", backends=False)
+                    finally:
+                        check_module.REFUTE = True
                     seconds = time.perf_counter() - t
                     tallies[engine].add(seconds, v, claim)
                     per_pass[(size, name, engine)].add(seconds, v, claim)
@@ -142,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(HEADER.replace("size, engine", "size, pass, engine"))
         for (size, name, engine), tally in sorted(per_pass.items()):
             print(tally.row(f"{size}, {name}, {engine}"))
-    print(f"(total {time.perf_counter() - started:.0f} s)")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"(total {time.perf_counter() - started:.0f} s, load average {load:.1f} at the end)")
     return 0
 
 

@@ -220,6 +220,8 @@ class _Found:
     #: when `original` is not Outcomes(P, σ) but its projection onto one or
     #: two parts, ("output" or "variable", name), which differ (refute.py)
     projected: tuple | None = None
+    #: σ is minimized already (the refutation stage does it with its search)
+    minimized: bool = False
 
 
 @dataclass
@@ -630,8 +632,10 @@ class _Checker:
             best = result
             return True
 
-        # cheap first: each element to 0, 1 or -1 where the counterexample survives
-        mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+        # cheap first: each element to 0, 1 or -1 where the counterexample
+        # survives (a refuted one's σ is minimized already, refute())
+        if not found.minimized:
+            mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
         query = self.failing
         if query is not None and time.monotonic() < deadline:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
@@ -766,6 +770,7 @@ class _Checker:
         full_seconds = max(0.1, self.remaining() if parts is None else 0.2 * self.remaining())
         found = self.confirm(sigma, schedule, full_seconds)
         if found is not None:
+            found.minimized = self.minimize
             return found
         if self.decided:
             # the full set holds the outcome the pruned search missed: that
