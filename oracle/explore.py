@@ -624,11 +624,14 @@ def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
 def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 semantics: str = ATOMIC, observe: str = "outputs+state",
                 max_states: int = DEFAULT_MAX_STATES,
-                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "reference") -> OutcomeSet:
+                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "auto") -> OutcomeSet:
     """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
     starts uninitialized.  Raises BudgetExceeded when the budget runs out.
-    `engine`: "reference" (this module), "readsfrom" or "auto" (see
-    readsfrom.outcome_set_engine: the same set, found by reads-from classes)."""
+    `engine`: "reference" (this module), "readsfrom" (one run per reads-from
+    class) or "auto" (the default: per component, the reference engine or
+    the reads-from engine, chosen by structure; see
+    readsfrom.outcome_set_engine).  All three return the same set; they
+    differ in time, in `states` and in the witness schedules."""
     if engine != "reference":
         from .readsfrom import outcome_set_engine
         return outcome_set_engine(p, feeds, init, semantics, observe, max_states,

@@ -68,11 +68,13 @@ def test_fast_oracle_equals_the_brute_force(case, semantics, observe):
                                    max_states=_examples(200) * 25)
     except BudgetExceeded:
         reject()
-    fast = outcome_set(p, feeds, init, semantics, observe)
+    fast = outcome_set(p, feeds, init, semantics, observe, engine="reference")
     target(float(len(brute)), label="outcomes")
     target(float(race_count(p)), label="races")
     assert set(fast) == set(brute), _describe(p, feeds, init)
     assert fast.count == len(brute)
+    auto = outcome_set(p, feeds, init, semantics, observe)         # the default engine
+    assert set(auto) == set(brute) and auto.count == len(brute), _describe(p, feeds, init)
 
 
 @pytest.mark.parametrize("observe", OBSERVE)

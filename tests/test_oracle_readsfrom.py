@@ -46,7 +46,7 @@ def _replays(p, feeds, init, result, semantics, observe) -> None:
 @pytest.mark.parametrize("semantics,observe", MODES)
 def test_families_agree_with_reference(name, semantics, observe):
     p, feeds, init = FAMILY_CASES[name]
-    ref = outcome_set(p, feeds, init, semantics, observe)
+    ref = outcome_set(p, feeds, init, semantics, observe, engine="reference")
     rf = outcome_set_rf(p, feeds, init, semantics, observe)
     assert set(rf) == set(ref)
     assert rf.count == ref.count
@@ -92,16 +92,17 @@ def test_error_writes_are_declined():
     feeds, init = {"b": Tensor(5)}, {"x": Tensor(1)}          # u uninitialized
     with pytest.raises(Unsupported, match="error value"):
         outcome_set_rf(p, feeds, init)
-    ref = outcome_set(p, feeds, init)
+    ref = outcome_set(p, feeds, init, engine="reference")
     auto = outcome_set(p, feeds, init, engine="auto")
     assert set(auto) == set(ref) and auto.count == ref.count == 2
 
 
 def test_engine_argument():
     p, feeds, init = F.blind_writers(5)
-    ref = set(outcome_set(p, feeds, init, observe="outputs"))
+    ref = set(outcome_set(p, feeds, init, observe="outputs", engine="reference"))
     for engine in ("readsfrom", "auto"):
         assert set(outcome_set(p, feeds, init, observe="outputs", engine=engine)) == ref
+    assert set(outcome_set(p, feeds, init, observe="outputs")) == ref      # auto, the default
     with pytest.raises(ValueError, match="unknown engine"):
         outcome_set(p, feeds, init, engine="fast")
 
@@ -118,7 +119,8 @@ def _differential(count, seed, max_nodes, engine_fn):
         feeds, init = random_inputs(p, j)
         for semantics, observe in MODES:
             try:
-                ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
+                ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5,
+                                  engine="reference")
             except BudgetExceeded:
                 continue
             try:
@@ -184,7 +186,7 @@ def test_auto_chooses_by_structure(family, params, engine):
         # IRIW: the reference needs fewer states (287) than twice the bound on
         # classes (256), so its first try keeps the answer
         assert r.engines == ["reference" if family == "iriw" else engine]
-        assert set(r) == set(outcome_set(p, feeds, init, semantics))
+        assert set(r) == set(outcome_set(p, feeds, init, semantics, engine="reference"))
 
 
 def test_downsets_count_against_brute_force():
@@ -234,7 +236,8 @@ def test_generated_larger_programs_agree_with_reference():
 def test_hypothesis_programs_agree_with_reference(case, semantics, observe):
     p, (feeds, init) = case
     try:
-        ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
+        ref = outcome_set(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5,
+                          engine="reference")
         got = outcome_set_rf(p, feeds, init, semantics, observe, max_states=20_000, max_seconds=5)
     except (BudgetExceeded, Unsupported):
         assume(False)
