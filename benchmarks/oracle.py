@@ -1,10 +1,12 @@
 """Benchmark of the fast oracle against a naive firing-order enumerator.
 
-    python benchmarks/oracle.py [--repeat 5] [--naive-limit 10]
+    python benchmarks/oracle.py [--repeat 5] [--naive-limit 10] [--engine reference]
 
 For each family of `tfsem.generators.families`, prints the number of outcomes,
 states explored and the median wall time of the fast oracle over --repeat
-runs, beside the naive enumeration of every firing order (the step semantics
+runs (of --engine: reference by default, the engine this benchmark has
+always measured; benchmarks/oracle_rf.py compares the engines), beside the
+naive enumeration of every firing order (the step semantics
 with no memoization) where that finishes within --naive-limit seconds.
 """
 
@@ -54,6 +56,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--naive-limit", type=float, default=10.0)
     ap.add_argument("--only", default=None, help="run one family")
+    ap.add_argument("--engine", choices=("reference", "readsfrom", "auto"), default="reference")
     args = ap.parse_args()
     print(f"{'family':<22} {'observe':<14} {'outcomes':>16} {'states':>8} "
           f"{'median s':>10} {'target s':>9} {'naive s':>10} {'ratio':>8}")
@@ -64,7 +67,7 @@ def main() -> None:
         times = []
         for _ in range(args.repeat):
             t = time.perf_counter()
-            result = outcome_set(p, feeds, init, observe=observe)
+            result = outcome_set(p, feeds, init, observe=observe, engine=args.engine)
             times.append(time.perf_counter() - t)
         med = statistics.median(times)
         naive = None
