@@ -84,6 +84,8 @@ REFUTE_FIRST_AGREED = 4
 REFUTE_FIRST_MIN_ACCESSES = 10
 #: random runs of P' per σ, and the share of the stage's time they may take
 REFUTE_RUNS = 64
+#: search with every part observed too (refute.unreached's `joint`)
+REFUTE_JOINT = False
 REFUTE_SAMPLE_SHARE = 0.25
 
 
@@ -711,8 +713,12 @@ class _Checker:
                 # another σ (other value coincidences) is tried too
                 budget = Budget(SYMBOLIC_MAX_STATES, max(0.01, left if left < 0.3 else left / 2))
                 try:
+                    # (the joint search of components with three parts or
+                    # more rarely finds what single parts and pairs do not,
+                    # and costs most: other σ get the time instead)
                     missing = ref.unreached(self.p, feeds, init, self.semantics, self.observe,
-                                            list(candidates), budget, self._skip)
+                                            list(candidates), budget, self._skip,
+                                            joint=REFUTE_JOINT)
                 except BudgetExceeded:
                     stats["budget_outs"] += 1
                     continue

@@ -149,8 +149,8 @@ def _project(o: Outcome, outputs: list[str], variables: list[str]) -> tuple:
 
 def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
               semantics: str, observe: str, candidates: list[Outcome], budget: Budget,
-              skip: frozenset = frozenset(),
-              projections: bool = True) -> list[tuple[Outcome, tuple | None]]:
+              skip: frozenset = frozenset(), projections: bool = True,
+              joint: bool = True) -> list[tuple[Outcome, tuple | None]]:
     """The candidates that are not outcomes of `p` at σ (see the module's
     argument).  Components of p whose keys are in `skip` (left unchanged by
     the rewrite, `unchanged_components`) are not searched.
@@ -165,7 +165,12 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     observed, which rules out exactly the candidates that are not outcomes.
     Each candidate returned comes with the parts that rule it out (a tuple
     of one or two ("output", name) or ("variable", name)), or None when only
-    all parts together do.  Raises BudgetExceeded when the budget runs out."""
+    all parts together do.  `joint=False` (with projections) leaves out the
+    search with every part observed for components of three parts or more
+    (those where single parts and pairs were searched): the result is then
+    only a subset of the candidates that are not outcomes (possibly empty
+    when some are), for a fraction of the time.  Raises BudgetExceeded when
+    the budget runs out."""
     comps = [(names, variables, outputs) for names, variables, outputs in components(p)
              if _key(names, variables) not in skip]
     if projections:
@@ -209,6 +214,9 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 return [(candidates[i], parts) for i in sorted(missing)]
     missing: set[int] = set()
     for names, variables, outputs in comps:
+        if projections and not joint and \
+                len(outputs) + (len(variables) if observe != "outputs" else 0) >= 3:
+            continue
         comp = _compiled(p, names, semantics, observe, feeds, variables, outputs)
         xs = variables if observe != "outputs" else []
         wanted = {}

@@ -90,6 +90,9 @@ def test_unreached_is_exact_against_the_oracle():
             proj = ref.unreached(p, feeds, init, sem, obs, cands, Budget(10**6, 30))
             assert {c for c, _ in proj} <= truth
             assert bool(proj) == bool(truth)
+            partial = ref.unreached(p, feeds, init, sem, obs, cands, Budget(10**6, 30),
+                                    joint=False)
+            assert {c for c, _ in partial} <= truth
             for c, parts in proj:
                 if parts is not None:
                     values = {tuple(ref.part_of(o, part) for part in parts) for o in full}
