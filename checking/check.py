@@ -250,8 +250,8 @@ class _Checker:
         self.deadline = self.started + self.timeout
         # time kept for the concrete fallback when the symbolic path gives up
         # (the refutation stage runs in it first: it decides most of the
-        # rewrites the symbolic search cannot, so it gets half of the time)
-        self.reserve = min(0.5 * self.timeout, 5.0) if REFUTE else min(0.3 * self.timeout, 3.0)
+        # unsound rewrites the symbolic search cannot, so it is larger)
+        self.reserve = min(0.4 * self.timeout, 4.0) if REFUTE else min(0.3 * self.timeout, 3.0)
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
