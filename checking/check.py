@@ -64,6 +64,8 @@ MINIMIZE_SOLVER_LEAVES = 512
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
+#: σ it compares before the refutation stage runs (in at most 30% of its time)
+FALLBACK_FIRST = 2
 #: valuations the batched numpy phase of the fallback tries (fewer if time runs out)
 BATCHED_VALUATIONS = 100_000
 #: a candidate the concrete oracle does not confirm is retried this many times
@@ -834,23 +836,37 @@ class _Checker:
     def fallback(self, why: _GiveUp) -> Verdict:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
-        # the refutation stage again, with most of the time left (the concrete
-        # comparison below enumerates both outcome sets and rarely finishes
-        # where the symbolic search did not)
-        found = self.refute(0.8 * self.remaining(), "after")
-        if found is not None:
-            return self.unsound(found)
+        self.fallback_start = max(0.0, self.remaining())
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
-        for sigma in _generated_sigmas(self.p, rng):
-            if tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
-                break
+        sigmas = _generated_sigmas(self.p, rng)
+        refuted = not REFUTE
+        while True:
+            if not refuted and (tried >= FALLBACK_FIRST or budget_note
+                                or self.remaining() <= 0.7 * self.fallback_start):
+                # the refutation stage again, with most of the time left, after
+                # the first σ (all zeros, all ones: those enumerations are the
+                # cheap ones) were compared in full; the comparison of both
+                # outcome sets rarely finishes at other σ where the symbolic
+                # search did not
+                refuted = True
+                found = self.refute(0.8 * self.remaining(), "after")
+                if found is not None:
+                    self.stats["tried"] = tried
+                    return self.unsound(found)
+            if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
+                if refuted:
+                    break
+                continue
+            sigma = next(sigmas)
             try:
-                found = self.concrete_difference(sigma)
+                # (before the stage: a share of the time, so that it has the rest)
+                found = self.concrete_difference(
+                    sigma, None if refuted else max(0.05, self.remaining() - 0.7 * self.fallback_start))
             except BudgetExceeded as exc:
                 budget_note = f"; concrete search: {exc}"
-                break
+                continue
             tried += 1
             if found is not None:
                 self.stats["tried"] = tried
@@ -903,12 +919,14 @@ class _Checker:
             found = None
         return found if found is not None else result.tried
 
-    def concrete_difference(self, sigma: tuple[dict, dict]) -> _Found | None:
+    def concrete_difference(self, sigma: tuple[dict, dict],
+                            seconds: float | None = None) -> _Found | None:
         feeds, init = sigma
-        seconds = max(0.05, self.remaining())
-        original = outcome_set(self.p, feeds, init, self.semantics, self.observe, max_seconds=seconds)
+        stop = time.monotonic() + (max(0.05, self.remaining()) if seconds is None else seconds)
+        original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
+                               max_seconds=max(0.05, stop - time.monotonic()))
         rewritten = outcome_set(self.p2, feeds, init, self.semantics, self.observe,
-                                max_seconds=max(0.05, self.remaining()))
+                                max_seconds=max(0.05, stop - time.monotonic()))
         for k, (outcome, schedule) in enumerate(rewritten.items()):
             if k >= 100_000:
                 break
