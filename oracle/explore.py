@@ -40,7 +40,7 @@ from . import functions as fns
 from .outcomes import OUTPUTS, Outcome, combine
 from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from .semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
-from .values import UNINITIALIZED, Error, Value
+from .values import UNINITIALIZED, Error, Tensor, Value
 
 DEFAULT_MAX_STATES = 2_000_000
 DEFAULT_MAX_SECONDS = 60.0
@@ -57,14 +57,19 @@ class _Cached:
     seen) and recomputes nothing.  Values compare and hash as SPEC section 2
     says (all NaNs equal), the same equality the search's memoized state keys
     already use, so a cached result is one the state key could already have
-    merged.  At most MAX_ENTRIES results per node are kept (later ones are
-    computed and not kept), so memory stays bounded."""
+    merged.  Memory stays bounded: only applications whose arguments and
+    results hold at most MAX_ELEMENTS elements together are kept, and the
+    functions of one component share a budget of BUDGET_ELEMENTS elements
+    (`shared`, a one-element list); past it, results are computed and not
+    kept.  Large tensors are never kept alive by the cache."""
 
-    __slots__ = ("fn", "name", "memo")
-    MAX_ENTRIES = 4096
+    __slots__ = ("fn", "name", "memo", "shared")
+    MAX_ELEMENTS = 1024
+    BUDGET_ELEMENTS = 1 << 21
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn, shared: list[int] | None = None) -> None:
         self.fn, self.name, self.memo = fn, fn.name, {}
+        self.shared = shared if shared is not None else [self.BUDGET_ELEMENTS]
 
     def apply(self, args, attrs=None):
         key = tuple(args)
@@ -75,7 +80,15 @@ class _Cached:
         except TypeError:                            # an unhashable value
             return self.fn.apply(args, attrs)
         out = self.fn.apply(args, attrs)
-        if len(self.memo) < self.MAX_ENTRIES:
+        size = 0
+        for v in key:
+            if isinstance(v, Tensor):
+                size += v.array.size
+        for v in out:
+            if isinstance(v, Tensor):
+                size += v.array.size
+        if size <= self.MAX_ELEMENTS and self.shared[0] >= size:
+            self.shared[0] -= max(size, 1)
             self.memo[key] = out
         return out
 
@@ -247,7 +260,8 @@ class _Component:
         """Remember each node's function results by arguments (`_Cached`).
         The concrete engines call this; the symbolic checker's subclass,
         which replaces `fn` with its own algebra, does not."""
-        self.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f) for f in self.fn]
+        shared = [_Cached.BUDGET_ELEMENTS]
+        self.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f, shared) for f in self.fn]
         return self
 
     def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
