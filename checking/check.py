@@ -64,7 +64,7 @@ MINIMIZE_SOLVER_LEAVES = 512
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
-#: σ it compares before the refutation stage runs (in at most 30% of its time)
+#: σ it compares before the refutation stage runs (in at most half of its time)
 FALLBACK_FIRST = 2
 #: valuations the batched numpy phase of the fallback tries (fewer if time runs out)
 BATCHED_VALUATIONS = 100_000
@@ -844,7 +844,7 @@ class _Checker:
         refuted = not REFUTE
         while True:
             if not refuted and (tried >= FALLBACK_FIRST or budget_note
-                                or self.remaining() <= 0.7 * self.fallback_start):
+                                or self.remaining() <= 0.5 * self.fallback_start):
                 # the refutation stage again, with most of the time left, after
                 # the first σ (all zeros, all ones: those enumerations are the
                 # cheap ones) were compared in full; the comparison of both
@@ -863,7 +863,7 @@ class _Checker:
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
-                    sigma, None if refuted else max(0.05, self.remaining() - 0.7 * self.fallback_start))
+                    sigma, None if refuted else max(0.05, self.remaining() - 0.5 * self.fallback_start))
             except BudgetExceeded as exc:
                 budget_note = f"; concrete search: {exc}"
                 continue
