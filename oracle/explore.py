@@ -61,25 +61,39 @@ class _Cached:
     results hold at most MAX_ELEMENTS elements together are kept, and the
     functions of one component share a budget of BUDGET_ELEMENTS elements
     (`shared`, a one-element list); past it, results are computed and not
-    kept.  Large tensors are never kept alive by the cache."""
+    kept.  Large tensors are never kept alive by the cache.  A node whose
+    applications rarely repeat (fewer than one hit in four after
+    GIVE_UP_AFTER misses: figure 1's Concat of a new order each time) stops
+    caching and frees its memo."""
 
-    __slots__ = ("fn", "name", "memo", "shared")
+    __slots__ = ("fn", "name", "memo", "shared", "hits", "misses")
     MAX_ELEMENTS = 1024
     BUDGET_ELEMENTS = 1 << 21
+    GIVE_UP_AFTER = 2000
 
     def __init__(self, fn, shared: list[int] | None = None) -> None:
         self.fn, self.name, self.memo = fn, fn.name, {}
         self.shared = shared if shared is not None else [self.BUDGET_ELEMENTS]
+        self.hits = self.misses = 0
 
     def apply(self, args, attrs=None):
+        memo = self.memo
+        if memo is None:
+            return self.fn.apply(args, attrs)
         key = tuple(args)
         try:
-            return self.memo[key]
+            out = memo[key]
+            self.hits += 1
+            return out
         except KeyError:
             pass
         except TypeError:                            # an unhashable value
             return self.fn.apply(args, attrs)
         out = self.fn.apply(args, attrs)
+        self.misses += 1
+        if self.misses >= self.GIVE_UP_AFTER and self.hits * 4 < self.misses:
+            self.memo = None                         # rarely repeats: stop, free the memo
+            return out
         size = 0
         for v in key:
             if isinstance(v, Tensor):
