@@ -222,3 +222,29 @@ def test_decomposed_write_read_step_is_no_access():
     for observe in ("outputs", "outputs+state"):
         brute = reference_outcomes(q, feeds, init, "decomposed", observe)
         assert set(outcome_set(q, feeds, init, "decomposed", observe, engine="reference")) == set(brute)
+
+
+def test_function_cache_bounds_and_saves_applications(monkeypatch):
+    from tfsem.oracle import explore
+    from tfsem.oracle import functions as fns
+    calls = []
+    original = fns.Function.apply
+    monkeypatch.setattr(fns.Function, "apply", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    # the search fires the same Add of the same value in thousands of states
+    p, feeds, init = F.lost_update(6)
+    r = outcome_set(p, feeds, init, engine="reference")
+    assert r.count == 6 and r.states > 10_000 and len(calls) < 1_000
+    # a large application is computed, not kept
+    big = Tensor(list(range(2000)))
+    cached = explore._Cached(fns.get("Neg"))
+    (a,) = cached.apply([big])
+    (b,) = cached.apply([big])
+    assert a == b and not cached.memo
+    small = explore._Cached(fns.get("Neg"))
+    small.apply([Tensor(3)])
+    assert len(small.memo) == 1
+    # applications that never repeat: the node gives up and frees its memo
+    fresh = explore._Cached(fns.get("Neg"))
+    for k in range(explore._Cached.GIVE_UP_AFTER):
+        assert fresh.apply([Tensor(k)]) == (Tensor(-k),)
+    assert fresh.memo is None and fresh.apply([Tensor(5)]) == (Tensor(-5),)
