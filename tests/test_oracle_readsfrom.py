@@ -269,6 +269,8 @@ def test_cli_engine_flag(tmp_path):
         assert d["count"] == 42 and d["stats"]["engine"] == engine
     assert got["reference"] == got["readsfrom"] == got["auto"]
     assert d["stats"]["components_by_engine"] == {"readsfrom": 1}     # auto on blind writers
+    default = json.loads(_tfsem("outcomes", str(path), *sigma, "--json").stdout)
+    assert default["stats"]["engine"] == "auto" and default["count"] == 42
     bad = _tfsem("outcomes", str(path), "--engine", "fast")
     assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
     # a Write of an error value: readsfrom declines by name, exit 2; auto answers
