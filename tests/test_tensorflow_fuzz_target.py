@@ -378,7 +378,7 @@ def test_fuzz_target_grappler_then_report(tmp_path, capsys):
 @needs_tf
 def test_fuzz_target_xla_short_campaign_stores_and_reports(tmp_path, capsys):
     out = tmp_path / "campaign"
-    status = main(["fuzz", "--target", "xla", "--budget", "15s", "--out", str(out), "--runs", "3",
+    status = main(["fuzz", "--target", "xla", "--budget", "10s", "--out", str(out), "--runs", "3",
                    "--semantics", "decomposed", "--observe", "outputs+state", "--json"])
     summary = json.loads(capsys.readouterr().out)
     assert status == 0, summary   # no outcome outside the decomposed semantics
@@ -397,7 +397,7 @@ def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path
     finding whose page shows the GraphDef given to Grappler and the one it
     returned, and whose programs use the GraphDefs' node names."""
     out = tmp_path / "campaign"
-    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:broken_dependency", "--budget", "10s",
+    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:broken_dependency", "--budget", "8s",
                    "--out", str(out), "--semantics", "atomic", "--observe", "outputs+state",
                    "--generator", "test_tensorflow_fuzz_target:counter_generator",
                    "--pass-timeout", "30", "--json"])
