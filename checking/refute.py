@@ -38,6 +38,21 @@ candidate is an outcome of P exactly when its restriction to every component
 of P is an outcome of that component; each component is searched on its own,
 and a component the rewrite left unchanged is not searched.
 
+**Projections.**  The search is run first with P observed at one part only
+(an output, or one variable's final value), then at pairs of parts
+(`_Projected`: the oracle's relevance analysis marks only the nodes that can
+affect those parts, so the search merges every state that differs
+elsewhere).  The outcomes of P observed at parts S are exactly the
+restrictions to S of P's outcomes (each run's outcome, restricted: this is
+how explore.py already treats a program's outputs), so a candidate whose
+restriction to S no run reaches is not an outcome of P; the argument above
+applies to the projected search unchanged.  The converse does not hold (a
+candidate may agree with P on every part and pair and still not be an
+outcome), so only the search with every part observed (`joint`) rules out
+*every* candidate that is not an outcome; the checker leaves it out for
+components of three parts or more, which can only make it miss a
+counterexample, never report a false one.
+
 A candidate that no run of P reaches is only a *candidate* counterexample
 here: the checker (check.py) replays its schedule on P' with the reference
 semantics (semantics.run_schedule) and confirms it with the concrete oracle
