@@ -767,7 +767,7 @@ class _Checker:
                 return bool(ref.unreached(self.p, s[0], s[1], self.semantics, self.observe, [o],
                                           Budget(SYMBOLIC_MAX_STATES,
                                                  max(0.01, min(0.5, self.remaining()))),
-                                          self._skip))
+                                          self._skip, joint=REFUTE_JOINT))
             except BudgetExceeded:
                 return False
 
