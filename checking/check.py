@@ -427,7 +427,9 @@ class _Checker:
             self.failing = _Query(constraints, schedule)
             return found
         for attempt in range(CANDIDATE_RETRIES):
-            seconds = self.remaining(reserve=True)
+            # (the solver keeps the reserve of the engine before the refutation
+            # stage: a query it could decide in that time is a proof)
+            seconds = self.remaining() - min(0.3 * self.timeout, 3.0)
             if seconds <= 0:
                 raise _GiveUp("solver", f"the time budget ({self.timeout:g} s) ran out during "
                                         "the solver queries")
