@@ -23,7 +23,8 @@ before issue 17).  `--no-structural` runs `previous` only; `--compare` runs
 tables come from one run (engines other than the first only up to
 `--baseline-max-size` nodes, since beyond it most of their checks run into
 the timeout).  A last column says how many checks the refutation stage
-decided (`unsound` found by it).
+decided (`unsound` found by it; how many by its first run, before the
+symbolic search, and how many list projections of the original's outcomes).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class Tally:
         self.verdicts: Counter = Counter()
         self.structural = 0
         self.refuted = 0
+        self.refuted_first = 0     # ... by its first run, before the symbolic search
+        self.projected = 0         # ... listing projections of the original's outcomes
         self.claimed = 0
         self.claimed_sound = 0
 
@@ -62,7 +65,10 @@ class Tally:
         self.times.append(seconds)
         self.verdicts[verdict.verdict] += 1
         self.structural += verdict.stats.get("path") == "structural"
-        self.refuted += bool(verdict.stats.get("refute", {}).get("found"))
+        found = verdict.stats.get("refute", {}).get("found")
+        self.refuted += bool(found)
+        self.refuted_first += found == "first"
+        self.projected += bool(found) and "original_projected" in verdict.stats
         if claim == "sound":
             self.claimed += 1
             self.claimed_sound += verdict.verdict == "sound"
@@ -76,7 +82,8 @@ class Tally:
                 f"{1000 * p90(self.times):.1f} | {pct(self.verdicts['unknown'])} | "
                 f"{pct(self.verdicts['no-counterexample'])} | {pct(self.structural)} | "
                 f"{self.claimed_sound}/{self.claimed} | "
-                f"S{self.verdicts['sound']} U{self.verdicts['unsound']} | {pct(self.refuted)} |")
+                f"S{self.verdicts['sound']} U{self.verdicts['unsound']} | {pct(self.refuted)} "
+                f"({self.refuted_first} first, {self.projected} projected) |")
 
 
 HEADER = ("| size, engine | checks | median ms | p90 ms | unknown | no-counterexample | "
