@@ -214,7 +214,6 @@ def test_subnormal_free_agrees_with_evaluation(float_programs):
 
 
 def _broadcast_graph(x, shape, shape_dtype=np.int32):
-    from tfsem.graphdef.exporter import tensor_proto
     xs = np.asarray(x)
     dt = {np.dtype(np.float32): "DT_FLOAT", np.dtype(np.int64): "DT_INT64"}[xs.dtype]
     sh = np.asarray(shape, dtype=shape_dtype)
