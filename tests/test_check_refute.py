@@ -200,7 +200,9 @@ def test_projected_counterexample_when_the_full_set_is_too_large(monkeypatch):
     monkeypatch.setattr(check_module, "outcome_set", too_large)
     done = 0
     for i, name, p, q, (sem, obs) in _pairs(12, 24, 11):
-        v = check_rewrite(p, q, sem, obs, timeout=5, structural=False, backends=False)
+        if name != "prune":       # (the pass whose differences are in one part here)
+            continue
+        v = check_rewrite(p, q, sem, obs, timeout=1.5, structural=False, backends=False)
         if v.verdict != "unsound":
             continue
         assert v.stats["refute"]["found"] and v.stats.get("original_projected")
@@ -227,6 +229,8 @@ def test_projected_counterexample_when_the_full_set_is_too_large(monkeypatch):
                 assert value_to_json(ref.part_of(o, (kind, n))) == table[n]
         assert "projections onto" in v.reason
         done += 1
+        if done >= 2:
+            break
     assert done >= 2
 
 
