@@ -439,8 +439,8 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
         tf_order = [f"{names[s.partition('@')[0]]}/read" if s.endswith("@read") else names[s]
                     for s in order]
         label += (
-            f" (Assign {', '.join(split)} as read, compute and write nodes: seed 002's "
-            "decomposed Assign)" if split else "")
+            f" (Assign {', '.join(split)} as read, compute and write nodes: the decomposed "
+            "Assign)" if split else "")
         return _replay_forced(gd, {o: o for o in p.outputs}, [], tf_order, cx,
                               _feeds_of(p, cx), observe, mode, label, split)
     except Exception as exc:  # a replay failure must never lose the verdict

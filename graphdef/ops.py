@@ -458,7 +458,7 @@ def _assign_sub(b):
 
 
 @op("ResourceApplyGradientDescent",
-    "var -= alpha * delta: Mul, then Assign-Sub (seed 002: read, compute, write)",
+    "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
     resources=(0,), stateful=True)
 def _apply_gd(b):
     t = b.dtype("T")
