@@ -33,8 +33,11 @@ run per class, over the classes some run has.
 
 **Enumeration.**  Tracked events (R and U) get a reads-from choice in a
 topological order, then observed variables a final writer; each partial
-choice is checked for consistency by searching for a linearization of the
-events that satisfies it (`_Check`).  A partial choice that no run satisfies
+choice is checked for consistency by finding a linearization of the events
+that satisfies it: the parent's (`_extend`), the parent's with one event
+moved (`_repair`, checked event by event), or a search (`_search`); a
+candidate the choices made so far rule out is skipped (`_possible`, each
+rule necessary in every run).  A partial choice that no run satisfies
 has no satisfiable extension, so pruning it loses nothing; a full choice that
 is satisfied is a class, and the linearization found is a run of it (its
 witness).  Each class is reached once (distinct leaves are distinct maps),
@@ -43,7 +46,7 @@ and its witness is replayed by the real step function (`explore._Component
 with a no-op W event raises `Unsupported` (the caller falls back to the
 reference engine).
 
-**The linearization search** (`_Check.search`) is a depth-first search over
+**The linearization search** (`_search`) is a depth-first search over
 the order of the write events, memoized on (events fired, last writer per
 variable) — the rest of the search depends on nothing else — with reads fired
 eagerly: a read whose constraint holds now (or that has none) fires at once.
