@@ -283,6 +283,7 @@ class _Checker:
             found = self.refute(min(REFUTE_FIRST_SHARE * self.timeout, REFUTE_FIRST_SECONDS),
                                 "first")
             if found is not None:
+                self.stats["path"] = "refute"
                 return self.unsound(found)
         try:
             try:
