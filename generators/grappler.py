@@ -407,6 +407,31 @@ class _Builder:
                 e = F("ExpandDims", [e], attrs={"axis": 0})
                 e = F("Squeeze", [e], attrs={"squeeze_dims": [0]})
             r = F("Reshape", [e], attrs={"shape": list(s)})
+        elif kind == "sqdiff":        # SquaredDifference(x, x) is 0; of x, y
+            y = x if boolean(d, 0.4) else self._operand(d, want=s)
+            r = F("SquaredDifference", [x.ref, y.ref])
+        elif kind == "copy":          # Copy (IdentityN) then an op of both copies
+            c = self._fn("Copy", [x.ref])
+            r = F(choice(d, ["Add", "Sub", "Max"]), [c, DataIn(c.node, 1)])
+        elif kind == "concatsplit":   # Split(Concat(x, y)) gives x back
+            v = x.ref if s else F("ExpandDims", [x.ref], attrs={"axis": 0})
+            w = self._operand(d, want=s).ref
+            w = w if s else F("ExpandDims", [w], attrs={"axis": 0})
+            cat = F("ConcatAxis", [v, w], attrs={"axis": 0})
+            r = F("SplitPart", [cat], attrs={"axis": 0, "num_split": 2, "index": d.index(2)})
+            if not s:
+                r = F("Squeeze", [r], attrs={"squeeze_dims": [0]})
+        elif kind == "reduce":        # a reduction over a new axis of length 1 is x
+            e = F("ExpandDims", [x.ref], attrs={"axis": 0})
+            r = F(choice(d, ["Mean", "ReduceMax", "ReduceMin", "Sum"]), [e],
+                  attrs={"axes": [0], "keep_dims": False})
+        elif kind == "matmul":        # MatMul of a row and a column: a dot product
+            n = s[0] if s else 1
+            a = F("Reshape", [x.ref], attrs={"shape": [1, n]})
+            b = F("Reshape", [self._operand(d, want=s).ref], attrs={"shape": [n, 1]})
+            m = F("MatMul", [a, b], attrs={"transpose_a": False, "transpose_b": False})
+            r = F("Reshape", [m], attrs={"shape": []})
+            s = ()
         elif kind == "squareneg":
             r = F("Square", [F("Neg", [x.ref])])
         else:  # pragma: no cover - the lists above are the kinds
@@ -448,7 +473,8 @@ class _Builder:
         """Reshape, Tile, ExpandDims+Squeeze, Sum: shapes Grappler folds."""
         s = self.shape
         F = self._fn
-        kind = choice(d, ["reshape", "tile", "expand", "sum"])
+        # float reductions have no bit-exact model (the oracle cannot run them)
+        kind = choice(d, ["reshape", "tile", "expand", "sum" if self.dtype == "int64" else "tile"])
         src = self._const(d, s) if boolean(d, 0.6) else self._operand(d, want=s).ref
         if kind == "reshape":
             mid = F("Reshape", [src], attrs={"shape": [1, *s] if s else [1]})
@@ -543,7 +569,8 @@ _ARITH_COMMON = ["mul1", "add0", "sub0", "mul0", "negneg", "subself", "addself",
 # the shapes the arithmetic optimizer rewrites even when every node is kept
 # (as the Grappler target keeps them): measured, each several times more often
 _ARITH_COMMON += ["negneg", "addself", "square", "hoist", "aggregate"] * 2 + ["reshapes"]
-_ARITH_INT = _ARITH_COMMON + ["castcast"]
+_ARITH_COMMON += ["sqdiff", "copy", "concatsplit"]
+_ARITH_INT = _ARITH_COMMON + ["castcast", "reduce", "matmul"]
 # float mode: only operations closed over integer-valued floats (no RealDiv,
 # no Sqrt; Cast to int64 and back is exact for integer-valued floats in range
 # only, so it stays out too)

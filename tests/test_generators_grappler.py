@@ -293,6 +293,9 @@ def _filled(node):
                 node.attr[a.name].CopyFrom(a.default_value)
     for k in [k for k in node.attr if k.startswith("_")]:
         del node.attr[k]
+    for i, name in enumerate(node.input):     # "n:0" and "n" are one tensor
+        if name.endswith(":0"):
+            node.input[i] = name[:-2]
     return node
 
 
