@@ -8,7 +8,10 @@ find little in them to act on.  This generator builds programs out of
 - ``arith``: arithmetic identities and simplifiable arithmetic (x*1, x+0,
   x-0, 0*x, Neg(Neg(x)), x-x, x+x, (x+c1)+c2, (x*c1)*c2, x+Neg(y),
   x-Neg(y), x*x, x*y+x*z, (a+b)+(c+d), Abs(Abs(x)), Relu(Relu(x)),
-  Max(x, x), Neg(x-y), Cast(Cast(x)) ...);
+  Max(x, x), Neg(x-y), Cast(Cast(x)), x*1 and x+0 with a constant larger
+  than x (constant folding makes them a BroadcastTo), and the exporter's
+  other ops: SquaredDifference, Copy (IdentityN), Split(Concat(x, y)),
+  Mean/Max/Min/Sum over a new axis, int64 MatMul of a row and a column);
 - ``constant``: constant subgraphs (ops of Consts only, nested), broadcasting
   constants (Fill, ZerosLike, OnesLike), shapes (Reshape, Tile,
   ExpandDims/Squeeze, Sum), usually feeding a stateful op;
