@@ -845,6 +845,7 @@ class _Checker:
         budget_note = ""
         sigmas = _generated_sigmas(self.p, rng)
         refuted = not REFUTE
+        retry = None    # a σ whose comparison ran out of its share before the stage
         while True:
             if not refuted and (tried >= FALLBACK_FIRST or budget_note
                                 or self.remaining() <= 0.5 * self.fallback_start):
@@ -854,21 +855,26 @@ class _Checker:
                 # outcome sets rarely finishes at other σ where the symbolic
                 # search did not
                 refuted = True
-                found = self.refute(0.8 * self.remaining(), "after")
+                found = self.refute((0.5 if retry is not None else 0.8) * self.remaining(),
+                                    "after")
                 if found is not None:
                     self.stats["tried"] = tried
                     return self.unsound(found)
+                if retry is not None:
+                    budget_note = ""      # that σ again, with all the time left
             if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
                 if refuted:
                     break
                 continue
-            sigma = next(sigmas)
+            sigma, retry = (retry, None) if retry is not None and refuted else (next(sigmas), retry)
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
                     sigma, None if refuted else max(0.05, self.remaining() - 0.5 * self.fallback_start))
             except BudgetExceeded as exc:
                 budget_note = f"; concrete search: {exc}"
+                if not refuted:
+                    retry = sigma
                 continue
             tried += 1
             if found is not None:
