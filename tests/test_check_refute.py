@@ -245,3 +245,23 @@ def test_the_stage_never_claims_sound(monkeypatch):
         assert v.verdict == "sound"
         assert not v.stats.get("refute", {}).get("found")
         assert v.stats["refute"]["sigmas"] >= 1
+
+
+def test_a_failure_of_the_stage_is_no_verdict(monkeypatch):
+    # the stage crashing is noted, and the symbolic path decides as before
+    monkeypatch.setattr(check_module, "REFUTE_FIRST_MIN_ACCESSES", 0)
+
+    def broken(*a, **kw):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(ref, "sample_outcomes", broken)
+    seen = set()
+    for i, name, p, q, (sem, obs) in _pairs(6, 16, 4):
+        v = check_rewrite(p, q, sem, obs, timeout=10, structural=False, backends=False)
+        monkeypatch.setattr(check_module, "REFUTE", False)
+        w = check_rewrite(p, q, sem, obs, timeout=10, structural=False, backends=False)
+        monkeypatch.setattr(check_module, "REFUTE", True)
+        assert v.verdict == w.verdict
+        assert "KeyError" in v.stats["refute"]["error"]
+        seen.add(v.verdict)
+    assert {"sound", "unsound"} <= seen
