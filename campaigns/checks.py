@@ -25,6 +25,7 @@ import importlib
 from typing import Any, Callable, Mapping
 
 from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.program import Program
 from tfsem.oracle.values import Value, value_to_json
 
@@ -92,6 +93,9 @@ def concrete_check(original: Program, rewritten: Program, feeds: Mapping[str, Va
         rew = outcome_set(rewritten, rew_feeds, init, semantics, observe, max_states, max_seconds)
     except BudgetExceeded as exc:
         return {"verdict": "unknown", "reason": f"concrete check at one σ: {exc}"}
+    except CannotRun as exc:   # an op with no concrete model: no verdict, not a checker error
+        return {"verdict": "unknown",
+                "reason": f"concrete check at one σ: {exc.naming_nodes(original)}"}
     examined = 0
     for outcome, schedule in rew.items():
         examined += 1

@@ -365,3 +365,19 @@ def test_reducer_shrinks_a_padded_hoist_reads_counterexample_to_three_nodes():
     p = program_from_json(reduced.original)
     # Var (shared), Write, Read: the seed's first example without its second Var
     assert sorted(n.op for n in p.nodes) == ["Assign", "Read", "Var"], [n.op for n in p.nodes]
+
+
+def test_concrete_check_says_unknown_for_an_op_with_no_concrete_model():
+    """An imported op tfsem cannot run (here TensorFlow's Exp) makes the one-σ
+    check `unknown` naming the node, not a checker error (a Grappler campaign
+    counted such checks as errors)."""
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import parse_text
+    text = ('node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+            'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } '
+            'float_val: 1.0 } } } } '
+            'node { name: "e" op: "Exp" input: "c" attr { key: "T" value { type: DT_FLOAT } } }')
+    p = import_graph(parse_text("GraphDef", text), ["e"]).program
+    v = concrete_check(p, p, {}, {}, "atomic", "outputs")
+    assert v["verdict"] == "unknown"
+    assert "Exp" in v["reason"] and "(node e)" in v["reason"]
