@@ -102,8 +102,9 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 on_finding: Callable[[Found, bool], None] | None = None,
                 on_stats: Callable[[Cell, dict], None] | None = None,
                 on_cell: Callable[[Cell, float], None] | None = None,
-                runner: Any = None) -> VerifyResult:
-    """Fuzz one pass in each cell; `on_finding(found, is_new)` is called as
+                runner: Any = None, runtime_runs: int = 20) -> VerifyResult:
+    """Fuzz one pass in each cell (a runtime target such as XLA runs each
+    program `runtime_runs` times); `on_finding(found, is_new)` is called as
     findings come (after each is shrunk), `on_stats(cell, delta)` about once
     a second with the counters' increase (LoopStats.minus), and
     `on_cell(cell, seconds)` when a cell starts with its share of time."""
@@ -124,7 +125,8 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                              checker=checker if isinstance(checker, str) else "custom",
                              generator=generator if isinstance(generator, str) or generator is None else None,
                              seed=None if seed is None else seed * 7919 + i,
-                             round_seconds=max(5.0, min(20.0, share)))
+                             round_seconds=max(5.0, min(20.0, share)),
+                             runtime_runs=runtime_runs)
             result = CellResult(cell, target.claim(cell), LoopStats())
             if on_cell is not None:
                 on_cell(cell, share)

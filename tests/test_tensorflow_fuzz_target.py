@@ -423,3 +423,43 @@ def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path
     assert "Grappler&#x27;s output GraphDef (pbtxt)" in page or "Grappler's output GraphDef (pbtxt)" in page
     assert page.count('<pre class="pbtxt">') == 2
     assert 'class="optimizer">dependency</strong>' in page and gd["tensorflow"] in page
+
+
+class _CountingRunner(_HonestRunner):
+    """The honest runner, remembering how many runs each call asked for."""
+
+    def __init__(self):
+        self.asked: list[int] = []
+
+    def execute(self, program, feeds, init, runs):
+        self.asked.append(runs)
+        return super().execute(program, feeds, init, runs)
+
+
+def test_verify_runs_each_program_the_runs_it_is_given():
+    """`tfsem verify --target xla --runs N` runs each program N times (it ran
+    20 whatever --runs said)."""
+    from tfsem.campaigns.verify import verify_pass
+    runner = _CountingRunner()
+    verify_pass("test_tensorflow_fuzz_target:lying_runtime", 2.0, [("decomposed", "outputs+state")],
+                seed=1, generator="campaign_fakes:small_generator", runner=runner, runtime_runs=7)
+    assert runner.asked and set(runner.asked) == {7}
+
+
+def test_verify_takes_runs_on_the_command_line(monkeypatch, capsys):
+    from tfsem.commands import verify as verify_cmd
+    seen = {}
+
+    def fake_verify_pass(*args, **kw):
+        seen.update(kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify_cmd, "verify_pass", fake_verify_pass)
+    try:
+        main(["verify", "test_tensorflow_fuzz_target:lying_runtime", "--budget", "1s", "--runs", "9"])
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    assert seen.get("runtime_runs") == 9
+    with pytest.raises(SystemExit) as exc:   # argparse's range check: exit 2
+        main(["verify", "test_tensorflow_fuzz_target:lying_runtime", "--runs", "0"])
+    assert exc.value.code == 2 and "--runs" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
 
 from .common import duration, print_json
-from .fuzzing import add_fuzzing_options, add_target_option, target_specs
+from .fuzzing import add_fuzzing_options, add_runs_option, add_target_option, target_specs
 
 
 def add_parser(sub) -> None:
@@ -37,6 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("pass_name", metavar="PASS", nargs="?", default=None,
                    help="a registered pass or module:attribute (or give --target)")
     add_target_option(p, repeatable=False)
+    add_runs_option(p)
     p.add_argument("--budget", type=duration, default=60.0,
                    help="fuzzing time, e.g. 60s, 5m (default 60s); shrinking the last "
                         "findings may take up to a quarter more")
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                              max_nodes=args.max_nodes, pass_timeout=args.pass_timeout,
                              check_timeout=args.check_timeout, checker=args.checker,
                              generator=args.generator, on_finding=on_finding, on_stats=on_stats,
-                             on_cell=on_cell)
+                             on_cell=on_cell, runtime_runs=args.runs)
     except PassNotFound as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:  # a bad --checker
