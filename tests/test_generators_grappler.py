@@ -389,3 +389,14 @@ def test_generate_shape_grappler_writes_these_programs(tmp_path, capsys):
     assert main(["generate", "--count", "2", "--seed", "3", "--out", str(tmp_path / "d"),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["shape"] == "general"
+
+
+def test_programs_shrink_to_the_motif():
+    """Each motif is one span: Hypothesis shrinks a program to the motif a
+    property needs (what a campaign's finding shows)."""
+    from hypothesis import find
+    p, _, _ = find(G.strategy(16, "outputs+state"),
+                   lambda c: any(n.op == "Neg" and isinstance(n.inputs[0], DataIn)
+                                 and c[0].node[n.inputs[0].node].op == "Neg" for n in c[0].nodes),
+                   settings=settings(max_examples=300, database=None, derandomize=True))
+    assert [n.op for n in p.nodes][-2:] == ["Neg", "Neg"] and len(p.nodes) <= 4
