@@ -153,3 +153,46 @@ def test_the_signed_zero_race_has_both_zeros():
     p, feeds, init = signed_zero_race()
     ds = {dict(o.outputs)["d"] for o in reference_outcomes(p, feeds, init, "atomic", "outputs")}
     assert f32(np.inf) in ds and f32(-np.inf) in ds
+
+
+# ---------------------------------------------------------------------------
+# Larger programs, out of the brute force's reach: the two engines hold each
+# other to account (the reference engine is held to the brute force above and
+# in tests/test_oracle_properties.py).  Many accesses to one or two variables
+# reach the reads-from engine's repair and pruning, and auto's probe of the
+# reference engine (AUTO_MIN_PROBE states) runs out, so that auto's reads-from
+# path runs too.  The nightly profile runs twenty times as many.
+
+RW_OPS = ["Read", "Write", "Assign", "Add", "Mul", "Neg", "Const", "Identity", "Max"]
+
+
+def _scale() -> int:
+    from hypothesis import settings
+    return 20 if settings.get_current_profile_name() == "nightly" else 1
+
+
+@pytest.mark.parametrize("seed", [71, 72])
+def test_readsfrom_and_auto_equal_the_reference_on_larger_programs(seed):
+    from tfsem.generators.strategies import random_inputs, random_programs
+    from tfsem.oracle.explore import BudgetExceeded
+
+    compared = 0
+    for k in range(3 * _scale()):
+        p = random_programs(1, seed * 10000 + k, max_nodes=16, min_nodes=12, n_variables=1 + k % 2,
+                            ops=RW_OPS, observe_state=bool(k % 3))[0]
+        feeds, init = random_inputs(p, seed * 7 + k, uninitialized_p=0.1, edge_p=0.2)
+        for semantics, observe in CELLS:
+            try:
+                ref = outcome_set(p, feeds, init, semantics, observe, engine="reference",
+                                  max_states=100_000, max_seconds=10)
+            except BudgetExceeded:
+                continue
+            for engine in ("readsfrom", "auto"):
+                try:
+                    got = outcome_set(p, feeds, init, semantics, observe, engine=engine,
+                                      max_states=100_000, max_seconds=10)
+                except (Unsupported, BudgetExceeded):
+                    continue
+                assert set(got) == set(ref) and got.count == ref.count, (engine, semantics, observe, k)
+                compared += 1
+    assert compared >= 6
