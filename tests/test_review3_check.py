@@ -141,3 +141,57 @@ def test_verdicts_agree_with_the_concrete_truth(seed):
     # both kinds of verdict were put to the test
     assert seen.get("sound", 0) >= 5 and seen.get("unsound", 0) >= 3, seen
     assert not wrong, wrong[:3]
+
+
+# ---------------------------------------------------------------------------
+# The refutation stage's two searches (checking/refute.py) on generated
+# programs: `unreached` without projections returns exactly the candidates
+# that are not outcomes of P (the candidates: P's outcomes and its mutants'),
+# with projections a non-empty subset of them when there are any; and
+# `part_values` of one part is the projection of P's outcome set onto it.
+
+
+@pytest.mark.parametrize("seed", [77])
+def test_refutation_searches_agree_with_the_outcome_set(seed):
+    import sys
+    from pathlib import Path
+
+    from tfsem.checking import refute as ref
+    from tfsem.oracle.explore import Budget, components
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_structural import mutations
+
+    rng = random.Random(seed)
+    nonempty = compared = 0
+    for k, p in enumerate(random_programs(12 * _scale(), seed, max_nodes=8)):
+        semantics, observe = CELLS[k % 4]
+        feeds, init = random_inputs(p, seed * 1000 + k, uninitialized_p=0.2, edge_p=0.3)
+        try:
+            outcomes = set(outcome_set(p, feeds, init, semantics, observe, engine="reference",
+                                       max_states=20_000, max_seconds=5))
+            candidates = set(outcomes)
+            for q in mutations(p, rng):
+                if q.outputs.keys() == p.outputs.keys() and q.variables.keys() == p.variables.keys():
+                    candidates |= set(outcome_set(q, feeds, init, semantics, observe,
+                                                  engine="reference", max_states=20_000,
+                                                  max_seconds=5))
+        except BudgetExceeded:
+            continue
+        candidates = list(candidates)
+        truth = {o for o in candidates if o not in outcomes}
+        exact = {o for o, _ in ref.unreached(p, feeds, init, semantics, observe, candidates,
+                                             Budget(10**6, 10), projections=False)}
+        projected = {o for o, _ in ref.unreached(p, feeds, init, semantics, observe, candidates,
+                                                 Budget(10**6, 10), projections=True)}
+        assert exact == truth, k
+        assert projected <= truth and bool(projected) == bool(truth), k
+        nonempty += bool(truth)
+        for _names, variables, outputs in components(p):
+            parts = [("output", o) for o in outputs]
+            parts += [("variable", x) for x in variables] if observe != "outputs" else []
+            for part in parts[:2]:
+                values = set(ref.part_values(p, feeds, init, semantics, (part,), Budget(10**6, 10)))
+                assert values == {(ref.part_of(o, part),) for o in outcomes}, (k, part)
+                compared += 1
+    assert nonempty >= 2 and compared >= 5, (nonempty, compared)
