@@ -71,19 +71,37 @@ def _exported(program):
 
 def _same_semantics(data: bytes, fetches, targets) -> bool:
     """Whether the exported graph means, to TensorFlow, what the program means
-    to tfsem: its import uses no flush-to-zero float function (``X.ftz``:
-    TensorFlow's CPU kernels flush subnormals, tfsem's own functions keep
-    them) and no uninterpreted ``tf.*`` function.  Otherwise the campaign would
-    compare Grappler's output (TensorFlow's semantics) with the generated
-    program (IEEE semantics) and blame Grappler for the CPU's denormal mode."""
+    to tfsem: its import uses no uninterpreted ``tf.*`` function, and either
+    no flush-to-zero float function (``X.ftz``: TensorFlow's CPU kernels
+    flush subnormals, tfsem's own functions keep them) or only ones that
+    provably never see or make a subnormal (`tfsem.generators.grappler.unflushed`:
+    every float tensor integer-valued, for every σ), where flushing changes
+    nothing.  Otherwise the campaign would compare Grappler's output
+    (TensorFlow's semantics) with the generated program (IEEE semantics) and
+    blame Grappler for the CPU's denormal mode."""
+    p = _imported(data, fetches, targets)
+    return p is not None
+
+
+def _imported(data: bytes, fetches, targets):
+    """The exported graph imported back, with each ``X.ftz`` replaced by ``X``
+    where that provably changes nothing (see `_same_semantics`); None when it
+    does not import, has an uninterpreted op, or has a flush-to-zero function
+    that may meet a subnormal."""
+    from tfsem.generators.grappler import unflushed  # noqa: PLC0415
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
     from tfsem.oracle.functions import FTZ_SUFFIX  # noqa: PLC0415
     try:
         p = import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
-    except Exception:
-        return False
-    return not any(n.op.endswith(FTZ_SUFFIX) or n.op.startswith("tf.") for n in p.nodes)
+    except Exception:  # noqa: BLE001 - not importable: nothing to judge
+        return None
+    if any(n.op.startswith("tf.") for n in p.nodes):
+        return None
+    if any(n.op.endswith(FTZ_SUFFIX) or n.attrs.get("fn", "").endswith(FTZ_SUFFIX)
+           for n in p.nodes):
+        return unflushed(p)
+    return p
 
 
 def optimize(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=None):
@@ -118,25 +136,25 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
         raise GrapplerResultNotImported(
             f"Grappler ({optimizer}) output does not import: "
             + "; ".join(str(v) for v in exc.violations)) from None
-    return imported.program, data, out
+    from tfsem.generators.grappler import unflushed  # noqa: PLC0415
+    # Grappler's output in TensorFlow's float semantics; where it provably
+    # meets no subnormal, tfsem's own (IEEE) functions compute the same, and
+    # Z3 has encodings for them (the .ftz ones are uninterpreted in proofs)
+    return unflushed(imported.program) or imported.program, data, out
 
 
 def as_tensorflow_sees_it(program):
     """The program TensorFlow is given, in its own names and semantics: the
-    export imported back (float functions flush subnormals there, as
-    TensorFlow's CPU kernels do; node names are the GraphDef's).  None when
-    the program cannot be exported, or its export means something else to
-    TensorFlow than to tfsem (an uninterpreted ``tf.*`` function, or a
-    flush-to-zero function: see `_same_semantics`), or does not import back."""
-    from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    export imported back (node names are the GraphDef's; float functions are
+    TensorFlow's flushing ones, replaced by tfsem's own where no subnormal can
+    occur, see `_same_semantics`).  None when the program cannot be exported,
+    or its export means something else to TensorFlow than to tfsem (an
+    uninterpreted ``tf.*`` function, or a flush-to-zero function that may meet
+    a subnormal), or does not import back."""
     data, fetches, targets = _exported(program)
-    if data is None or not _same_semantics(data, fetches, targets):
+    if data is None:
         return None
-    try:
-        return import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
-    except Exception:  # noqa: BLE001 - not importable: nothing to judge
-        return None
+    return _imported(data, fetches, targets)
 
 
 def graph_text(graph) -> str:

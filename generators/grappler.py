@@ -603,8 +603,8 @@ def strategy(max_nodes: int, observe: str, float_p: float = 0.0):
     """The campaign generator (campaigns/loop.py): a Hypothesis strategy of
     (program, feeds, init).  A share `float_p` of the programs are float32
     (integer-valued, see the module docstring), the rest int64.  The default
-    is int64 only: the Grappler target passes float programs through
-    unchanged today (see `unflushed`, and `mixed_strategy`)."""
+    is int64 only; `mixed_strategy`, the Grappler targets' default, has a
+    quarter of float programs, which the targets judge through `unflushed`."""
     from hypothesis import strategies as st  # noqa: PLC0415
 
     if not 0 <= float_p <= 1:

@@ -58,7 +58,7 @@ def check_plugin_specs(args: argparse.Namespace) -> None:
 
 
 #: the generator `--target grappler[:OPTIMIZER]` uses unless --generator is given
-GRAPPLER_GENERATOR = "tfsem.generators.grappler:strategy"
+GRAPPLER_GENERATOR = "tfsem.generators.grappler:mixed_strategy"
 
 
 def add_target_option(p: argparse.ArgumentParser, *, repeatable: bool = True) -> None:
