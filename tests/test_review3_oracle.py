@@ -120,7 +120,21 @@ def nan_and_inf_race():
     return p, {}, {"x": f32(-np.inf)}
 
 
-CASES = {f.__name__: f for f in (signed_zero_race, uninitialized_write_race, write_then_assign_chain,
+def equal_bytes_race():
+    """Writes of int64 0, float32 [0.0, 0.0] (the same eight zero bytes) and
+    float32 -0.0 to one variable (the program is valid: a Write's value is
+    not checked against the declared type) race with a Read into Neg: one
+    node meets arguments of equal bytes in different dtypes and shapes, which
+    a cache keyed by bytes alone would confuse."""
+    nodes = [P.var("h1", "x"), P.const("ci", 0), P.write("w1", "h1", "ci"),
+             P.var("h2", "x"), P.const("cv", [0.0, 0.0], dtype="float32"), P.write("w2", "h2", "cv"),
+             P.var("h3", "x"), P.const("cz", -0.0, dtype="float32"), P.write("w3", "h3", "cz"),
+             P.var("h4", "x"), P.read("r", "h4"), P.apply("n", "Neg", "r")]
+    p = P.program(nodes, {"n": "n"}, {"x": P.TensorType("float32")})
+    return p, {}, {"x": f32(1.0)}
+
+
+CASES = {f.__name__: f for f in (equal_bytes_race, signed_zero_race, uninitialized_write_race, write_then_assign_chain,
                                  same_function_many_nodes, vectors_broadcast_concat_split,
                                  nan_and_inf_race)}
 
@@ -145,6 +159,13 @@ def test_engines_equal_the_brute_force(name, cell, engine):
         return
     assert set(got) == brute
     assert got.count == len(brute)
+
+
+def test_the_equal_bytes_race_tells_the_values_apart():
+    """Neg of int64 0, of float32 [0, 0], of -0.0 and of 1.0: four outputs."""
+    p, feeds, init = equal_bytes_race()
+    ns = {dict(o.outputs)["n"] for o in reference_outcomes(p, feeds, init, "atomic", "outputs")}
+    assert ns == {i64(0), f32([-0.0, -0.0]), f32(0.0), f32(-1.0)}
 
 
 def test_the_signed_zero_race_has_both_zeros():
