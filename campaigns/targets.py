@@ -155,12 +155,7 @@ def target_spec(name: str) -> str:
         _grappler_spec(name)       # the optimizer name and TensorFlow, checked now
         return name
     if name == "xla":
-        from tfsem.graphdef.grappler import INSTALL_HINT, TensorFlowMissing
-        try:
-            from . import tensorflow_target
-        except TensorFlowMissing:
-            raise PassNotFound(f"'xla' {INSTALL_HINT}") from None
-        return f"{tensorflow_target.__name__}:xla_target"
+        return f"{_tensorflow_target('xla').__name__}:xla_target"
     raise PassNotFound(f"unknown target {name!r} (targets: grappler, grappler:OPTIMIZER with "
                        "OPTIMIZER one of " + ", ".join(_optimizer_names()) + "; xla)")
 
@@ -172,18 +167,27 @@ def _optimizer_names() -> list[str]:
 
 def _grappler_spec(name: str) -> str:
     """`grappler[:OPTIMIZER]` as the module:attribute spec of that Grappler target."""
-    from tfsem.graphdef.grappler import INSTALL_HINT, TensorFlowMissing, check_optimizer_names
+    from tfsem.graphdef.grappler import check_optimizer_names
     opt = name.partition(":")[2]
     if opt:
         try:
             check_optimizer_names([opt])
         except ValueError as exc:
             raise PassNotFound(str(exc)) from None
+    return _tensorflow_target(name).spec_for(name)
+
+
+def _tensorflow_target(name: str):
+    """campaigns/tensorflow_target.py, imported; PassNotFound naming the
+    extra to install when TensorFlow cannot be imported.  TensorFlow is
+    imported first, by itself, so that its absence is found here, not later
+    when the campaign imports the module again."""
+    from tfsem.graphdef import grappler
     try:
-        from . import tensorflow_target
-    except TensorFlowMissing:
-        raise PassNotFound(f"{name!r} {INSTALL_HINT}") from None
-    return tensorflow_target.spec_for(name)
+        grappler.tensorflow()
+        return importlib.import_module(f"{__package__}.tensorflow_target")
+    except grappler.TensorFlowMissing:
+        raise PassNotFound(f"{name!r} {grappler.INSTALL_HINT}") from None
 
 
 def registered_passes() -> list[str]:
