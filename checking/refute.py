@@ -66,7 +66,8 @@ from typing import Mapping
 
 import numpy as np
 
-from tfsem.oracle.explore import Budget, BudgetExceeded, _Component, _schedule, components
+from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule, components,
+                                  successors)
 from tfsem.oracle.outcomes import Outcome, combine
 from tfsem.oracle.program import ASSIGN, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
@@ -282,17 +283,7 @@ def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
             value = tuple(st.outputs[n] if kind == "output" else st.vars[n] for kind, n in parts)
             found.setdefault(value, before + list(_schedule(st.sched)) + after)
             continue
-        k = comp.key(st)
-        if k in seen:
-            continue
-        seen.add(k)
-        budget.tick()
-        choices = comp.stubborn(st)
-        for t in reversed(choices):
-            s2 = st.copy() if t != choices[0] else st
-            s2.ready.discard(t)
-            comp.fire(s2, t)
-            stack.append(s2)
+        stack.extend(successors(comp, st, seen, budget))
     return found
 
 
@@ -341,17 +332,7 @@ def _search(comp: _Component, init: Mapping[str, Value], targets: list[tuple],
             for j in alive:
                 remaining.discard(j)
             continue
-        k = comp.key(st)
-        if k in seen:
-            continue
-        seen.add(k)
-        budget.tick()
-        choices = comp.stubborn(st)
-        for t in reversed(choices):
-            s2 = st.copy() if t != choices[0] else st
-            s2.ready.discard(t)
-            comp.fire(s2, t)
-            stack.append((s2, alive))
+        stack.extend((s2, alive) for s2 in successors(comp, st, seen, budget))
     return sorted(remaining)
 
 

@@ -598,18 +598,28 @@ def _explore(comp: _Component, init: Mapping[str, Value], budget: Budget) -> dic
             state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
             results.setdefault(Outcome(outs, state), _schedule(st.sched))
             continue
-        k = comp.key(st)
-        if k in seen:
-            continue
-        seen.add(k)
-        budget.tick()
-        choices = comp.stubborn(st)
-        for t in reversed(choices):
-            s2 = st.copy() if t != choices[0] else st
-            s2.ready.discard(t)
-            comp.fire(s2, t)
-            stack.append(s2)
+        stack.extend(successors(comp, st, seen, budget))
     return results
+
+
+def successors(comp: _Component, st, seen: set[tuple], budget: Budget) -> list:
+    """The states after each step of `st`'s stubborn set, in the order a
+    depth-first stack pushes them (the first choice last, reusing `st`
+    itself); none when `st`'s key was seen before.  Counts one state against
+    `budget`."""
+    k = comp.key(st)
+    if k in seen:
+        return []
+    seen.add(k)
+    budget.tick()
+    choices = comp.stubborn(st)
+    out = []
+    for t in reversed(choices):
+        s2 = st.copy() if t != choices[0] else st
+        s2.ready.discard(t)
+        comp.fire(s2, t)
+        out.append(s2)
+    return out
 
 
 def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
