@@ -31,33 +31,6 @@ def programs(kind: str, count: int, seed: int, max_nodes: int, dtype: str):
     return G.random_programs(count, seed, max_nodes, dtype)
 
 
-def _filled(node):
-    """A NodeDef with every attribute its OpDef defaults filled in (Grappler
-    fills them in: not a change), and without internal `_` attributes."""
-    from tensorflow.python.framework import op_def_registry
-    node = type(node).FromString(node.SerializeToString())
-    op_def = op_def_registry.get(node.op)
-    if op_def is not None:
-        for a in op_def.attr:
-            if a.HasField("default_value") and a.name not in node.attr:
-                node.attr[a.name].CopyFrom(a.default_value)
-    for k in [k for k in node.attr if k.startswith("_")]:
-        del node.attr[k]
-    for i, name in enumerate(node.input):     # "n:0" and "n" are one tensor
-        if name.endswith(":0"):
-            node.input[i] = name[:-2]
-    return node
-
-
-def really_changed(before, after) -> bool:
-    """Whether Grappler changed the graph beyond filling in default attributes
-    (`GrapplerResult.changed` counts those, so it is true of almost every graph)."""
-    from tfsem.graphdef.grappler import _node_key
-    a = {n.name: _node_key(_filled(n)) for n in before.node}
-    b = {n.name: _node_key(_filled(n)) for n in after.node}
-    return a != b
-
-
 def measure(progs, optimizers=OPTIMIZERS, check_timeout: float = 10.0,
             unflush: bool = False) -> dict:
     from tfsem.campaigns import tensorflow_target as T
@@ -94,7 +67,7 @@ def measure(progs, optimizers=OPTIMIZERS, check_timeout: float = 10.0,
             t0 = time.perf_counter()
             res = g.run_grappler(data, fetches + targets, o)
             row["grappler_s"] += time.perf_counter() - t0
-            if really_changed(g.as_graph_def(data), res.graph_def):
+            if g.really_changed(g.as_graph_def(data), res.graph_def):
                 row["changed"] += 1
             kept = {n.name for n in res.graph_def.node}
             try:

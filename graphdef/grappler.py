@@ -243,6 +243,34 @@ def _node_key(node) -> tuple:
     return node.op, tuple(node.input), attrs
 
 
+def _with_defaults(node):
+    """A copy of NodeDef `node` with every attribute its OpDef gives a default
+    filled in, without internal `_` attributes, and with inputs "n:0" written
+    "n" (one tensor): Grappler fills defaults in, which is no change."""
+    from tensorflow.python.framework import op_def_registry  # noqa: PLC0415
+    node = type(node).FromString(node.SerializeToString())
+    op_def = op_def_registry.get(node.op)
+    if op_def is not None:
+        for a in op_def.attr:
+            if a.HasField("default_value") and a.name not in node.attr:
+                node.attr[a.name].CopyFrom(a.default_value)
+    for k in [k for k in node.attr if k.startswith("_")]:
+        del node.attr[k]
+    for i, name in enumerate(node.input):
+        if name.endswith(":0"):
+            node.input[i] = name[:-2]
+    return node
+
+
+def really_changed(before, after) -> bool:
+    """Whether Grappler changed GraphDef `before` into `after` beyond filling
+    in default attributes (`GrapplerResult.changed` counts those, so it is
+    true of almost every graph).  Needs TensorFlow (the OpDefs)."""
+    a = {n.name: _node_key(_with_defaults(n)) for n in before.node}
+    b = {n.name: _node_key(_with_defaults(n)) for n in after.node}
+    return a != b
+
+
 def _diff_nodes(before: Sequence, after: Sequence) -> NodeDiff:
     a = {n.name: _node_key(n) for n in before}
     b = {n.name: _node_key(n) for n in after}
