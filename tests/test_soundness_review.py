@@ -36,7 +36,7 @@ def program(nodes, outputs=None, variables=("x",), feeds=None):
     return program_from_json(d)
 
 
-def unsound_at(p, q, semantics, observe, feeds=None, init=None) -> bool:
+def unsound_at(p, q, semantics="atomic", observe="outputs+state", feeds=None, init=None) -> bool:
     """Outcomes(P', σ) ⊄ Outcomes(P, σ) at the given σ (JSON values; a
     variable with no initial value starts uninitialized)."""
     fv, iv = decode_inputs(p, feeds or {}, init or {})
