@@ -418,6 +418,8 @@ def decode_inputs(p: Program, feeds: Mapping[str, Any], init: Mapping[str, Any])
             fv[name] = value_from_json(raw, f"feed {name!r}", p.feed_type(name).dtype)
         except ValueFormatError as exc:
             bad(f"feed {name!r}", "bad-value", str(exc))
+            continue
+        _check_shape(bad, f"feed {name!r}", fv[name], p.feed_type(name))
     for name in p.feed_names:
         if name not in feeds:
             bad(f"feed {name!r}", "missing-feed", f"the program reads ${name}: give --feed {name}=VALUE")
@@ -429,5 +431,22 @@ def decode_inputs(p: Program, feeds: Mapping[str, Any], init: Mapping[str, Any])
             iv[name] = value_from_json(raw, f"initial value of {name!r}", p.variables[name].dtype)
         except ValueFormatError as exc:
             bad(f"variable {name!r}", "bad-value", str(exc))
+            continue
+        _check_shape(bad, f"variable {name!r}", iv[name], p.variables[name])
     bad.raise_if_any()
     return fv, iv
+
+
+def _check_shape(bad: ViolationCollector, where: str, value: Value, declared: TensorType) -> None:
+    """A tensor given for σ must have the shape its declaration gives: every
+    proof ranges over the values of the declared types (SPEC section 1), so a
+    value of another shape is outside what a verdict speaks of.  A value with
+    the default type (an undeclared feed, a variable in a plain list of
+    names: int64 with no shape given) may have any shape, as before:
+    `tfsem outcomes` and `tfsem run` take it as given.  An error value (such
+    as an uninitialized variable) has no shape and is let through."""
+    if declared == TensorType() or not isinstance(value, Tensor):
+        return
+    if tuple(value.array.shape) != tuple(declared.shape):
+        bad(where, "bad-shape", f"the value has shape {list(value.array.shape)} but the program "
+            f"declares {list(declared.shape)}")

@@ -195,6 +195,27 @@ def test_bad_values_are_rejected(bad):
     assert info.value.violations[0].where == "feed 'B'"
 
 
+def test_a_value_of_another_shape_than_declared_is_rejected_naming_it():
+    p = program_from_json({"variables": {"x": {"dtype": "int64", "shape": [2]}},
+                           "feeds": {"a": {"dtype": "float32", "shape": [2, 1]}},
+                           "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                                     {"name": "r", "op": "Read", "inputs": ["v"]},
+                                     {"name": "n", "op": "Neg", "inputs": ["$a"]}],
+                           "outputs": {"o": "n", "r": "r"}})
+    feeds, init = decode_inputs(p, {"a": [[1.0], [2.0]]}, {"x": [3, 4]})
+    assert feeds["a"].array.shape == (2, 1) and init["x"].array.shape == (2,)
+    with pytest.raises(ProgramError) as info:
+        decode_inputs(p, {"a": [1.0, 2.0]}, {"x": 5})
+    found = {(v.where, v.rule) for v in info.value.violations}
+    assert found == {("feed 'a'", "bad-shape"), ("variable 'x'", "bad-shape")}
+    assert "shape [2] but the program declares [2, 1]" in str(info.value)
+    # an error value has no shape; an undeclared (default-typed) feed takes any shape
+    assert decode_inputs(p, {"a": [[0.0], [0.0]]}, {"x": {"error": "uninitialized"}})[1]["x"] \
+        == Error("uninitialized")
+    q, _, _ = F.first_example()
+    assert decode_inputs(q, {"B": [1, 2, 3]}, {})[0]["B"].array.shape == (3,)
+
+
 def test_case_round_trip_and_invalid_rewrite_kept_as_json():
     p, _, _ = F.first_example(True)
     q, _, _ = F.first_example(False)
