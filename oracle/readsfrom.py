@@ -663,7 +663,7 @@ def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
 # ---------------------------------------------------------------------------
 # Choosing an engine per component (explore.outcome_set(engine=...))
 
-ENGINES = ("reference", "readsfrom", "auto")
+ENGINES = ("reference", "readsfrom", "auto", "symmetry")
 #: auto: the reads-from engine only where its classes are bounded by this many
 AUTO_MAX_CLASSES = 100_000
 #: auto: ... and by AUTO_RATIO times the downsets of the event order
@@ -772,7 +772,10 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     """`explore.outcome_set` with a choice of engine per component:
 
     * ``readsfrom``: this module's engine; raises Unsupported where it does not apply;
-    * ``auto``: per component, the engine `choose_engine` picks by structure;
+    * ``symmetry``: per component with >= 2 identical threads, the
+      quotient search of oracle/symmetry.py; the reference engine elsewhere;
+    * ``auto``: per component with identical threads, the symmetry engine;
+      elsewhere the engine `choose_engine` picks by structure;
       where it picks the reads-from engine and that one declines
       (Unsupported) or needs more than half of the budget left, the
       reference engine with the rest.
@@ -797,7 +800,14 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
             comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
             comp.cache_functions()
             part = None
-            if engine == "readsfrom":
+            if engine in ("symmetry", "auto"):        # identical threads: the quotient search
+                from .symmetry import explore_component
+                part = explore_component(p, comp, init, budget)
+                if part is not None:
+                    used.append("symmetry")
+            if part is not None:
+                pass
+            elif engine == "readsfrom":
                 rfc = _Component_RF(comp, init, budget)
                 part = rfc.run()
                 classes += rfc.classes
