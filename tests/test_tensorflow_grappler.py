@@ -124,3 +124,27 @@ def test_cli_unknown_fetch_is_bad_input(capsys):
     from tfsem.cli import main
     assert main(["grappler", str(CORPUS / "counter.pbtxt"), "--fetch", "nope"]) == 2
     assert "no node named 'nope'" in capsys.readouterr().err
+
+
+def test_rewrite_with_a_grappler_name_offers_commands_that_do_what_they_say(tmp_path, capsys, monkeypatch):
+    """`tfsem rewrite grappler:OPT P` is refused (Grappler works on GraphDefs)
+    and names the commands that run it; the offered export-then-grappler line,
+    run as written, writes the optimized graph and checks it."""
+    import shlex
+
+    from tfsem.cli import main
+    program = ROOT / "examples" / "first_example.json"
+    assert main(["rewrite", "grappler:dependency", str(program)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "not a tfsem pass" in err
+    line = err.split("Run it and check its result with: ", 1)[1].split(" (DIR/", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    for command in line.split(" && "):
+        argv = shlex.split(command)
+        assert argv[0] == "tfsem"
+        assert main(argv[1:]) == 0, command
+    out = capsys.readouterr().out
+    assert "dependency: sound" in out
+    assert (tmp_path / "DIR" / "dependency.pbtxt").is_file()
+    assert main(["import", str(tmp_path / "DIR" / "dependency.pbtxt"), "--fetch", "out",
+                 "-o", str(tmp_path / "opt.json")]) == 0

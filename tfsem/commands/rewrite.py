@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -27,6 +28,17 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    name = args.pass_name
+    if name == "grappler" or name.startswith("grappler:"):
+        # TensorFlow's optimizers work on GraphDefs, not on tfsem programs:
+        # say which commands run this one (each tested to do what it says)
+        opt = name.partition(":")[2] or "default"
+        fetches = "".join(f" --fetch {shlex.quote(o)}" for o in sorted(load_from_args(args.program, args).outputs))
+        raise UsageError(f"{name!r} is TensorFlow's Grappler, not a tfsem pass. Run it and check its "
+                         f"result with: tfsem export {shlex.quote(args.program)} -o G.pbtxt && "
+                         f"tfsem grappler G.pbtxt --optimizer {shlex.quote(opt)}{fetches} --save DIR "
+                         f"(DIR/{opt}.pbtxt is the optimized graph); fuzz it with: "
+                         f"tfsem fuzz --target {shlex.quote(name)} --out DIR")
     try:
         rewrite = get_pass(args.pass_name)
     except PassNotFound as exc:
