@@ -61,8 +61,10 @@ domain.  The preimage of one step of P' is its *group*.  The conditions:
         (fuse-assign): atomic {r, w} -> a'; decomposed r -> a'.r and
         {w.r, w.w} -> a'.w.  F takes two arguments, gives one result and
         propagates an error in its second argument;
-     S  (decomposed only) an Assign-F a of P, F as in F, -> a Read rr and a
-        Write ww of P', both of x (split-assign): a.r -> rr, a.w -> ww.w.
+     S  an Assign-F a of P, F as in F, -> a Read rr and a Write ww of P',
+        both of x (split-assign): decomposed a.r -> rr, a.w -> ww.w;
+        atomic a -> ww, with rr as a's *first* image (see "Atomic splits"
+        below);
      A read step of P' outside every image is allowed when it changes nothing
      that matters: a Read (an *extra* Read), or `ww.r` of a Write in S (Snd
      ignores the value it reads).
@@ -169,8 +171,71 @@ deleted Read's value reaches no output and no Assign in a group (V), in
 either observe setting; a deleted Assign is allowed only under `outputs`,
 where the final state is not part of the outcome, and only when nothing
 matched waits for it, so that L can run it last.  Deleting an Assign under
-`outputs+state`, or merging or splitting one under `atomic` (the lost
-update), is never concluded: the enumerating checker decides.
+`outputs+state`, or merging one under `atomic`, is never concluded: the
+enumerating checker decides; splitting one under `atomic` only under (X)
+below, which excludes the lost update.
+
+Three extensions (issue 17, second round)
+=========================================
+
+Atomic splits (S atomic, condition (X)).  In atomic mode an Assign-F a of P
+may be matched to the Read rr and the Write ww of P' that split-assign makes
+of it when
+ (X) rr hb_P' ww, and every other write step w2 of x in P' is ordered with
+     the pair: w2 hb_P' rr or ww hb_P' w2;
+and (H) holds with rr in place of ν(a) for the steps *before* a: every
+matched s1 hb_P a has ν(s1) = rr or ν(s1) hb_P' rr (steps after a see ww, a's
+image, as usual).  Proof, in the theorem's terms: rank(a) := position of ww
+in ρ'.  s1 hb_P a gives ν(s1) before rr, before ww; a hb_P s2 gives ww before
+ν(s2): rank still does not decrease along hb, so L exists as above, with a
+where ww is.  Values: by (X) no write of x falls between rr and ww in ρ', so
+rr read the value c that x holds just before ww, which (induction) is what x
+holds in L just before a.  Then a stores F(c, v) or nothing, and ww stores
+Snd(_, F(c, v)) = F(c, v) unless it is an error, in which case nothing: the
+same effect, by the argument of S.  A matched Read of x between rr and ww in
+ρ' reads c, as it does in L, where it comes before a.  Two unordered
+AssignAdds split (the lost update) fail (X).
+
+Moved Reads (condition (H')).  A Read r of P in a group R, of variable x,
+with image r', may fail (H) (hoist-reads drops the control inputs of Reads)
+when, with W' the write steps of x in P' and, for a matched write step w of
+x in P, w' its image:
+ (H'1) no Assign of x is deleted, and r waits for no deleted Assign;
+ (H'2) every w2 in W' is ordered with r': w2 hb_P' r' or r' hb_P' w2;
+ (H'3) for every write step w of x in P: if w' hb_P' r' then w hb_P r; if
+       r' hb_P' w' then r hb_P w, or w and r are unordered in P (a race P'
+       decides) and every matched step m hb_P r that is not itself a moved
+       Read has ν(m) hb_P' w' (strictly: ν(m) is an ancestor of w').
+Such an r is *moved*: it takes no part in (H), and its image's position is
+not passed on to the steps after it (other matched pairs are checked as
+before, through hb_P, which still goes through r).  Proof.  Build L0 as L
+above on the steps of P other than the moved Reads, from R plus the edges
+a -> w for every a hb_P r (a not moved) and every raced w of (H'3).  Still
+acyclic: going back along a cycle from such an a (unmatched or matched) one
+meets, through P edges only, a matched step m hb_P a (a deleted one is
+excluded by (H'1) and (A)), so m hb_P r, and (H'3) gives rank(m) < rank(w):
+the edge increases rank like a rank edge.  Insert the moved Reads in a
+topological order of P, each r just after the last of its ancestors in P.
+All of r's ancestors come before all of its descendants and before every
+raced w (the added edges; a moved ancestor r0 sits just after its own
+ancestors, all of which are ancestors of r, hence before w); so L is a
+linear extension of P's steps, and r comes after every write of x that
+(H'3) puts before it (they are ancestors) and before every other
+(descendants or raced).  By (H'2) and (H'3) these are exactly the writes
+before r' in ρ', and in L as in ρ' they come in rank order with the same
+effects: r reads in L what r' reads in ρ' (with no write after, the last
+value, and no deleted Assign of x can change it).  Reads change nothing, so
+the rest of the argument is unchanged.  The load/store example fails (H'2);
+a Read that P orders after a write and P' before it fails (H'3) (seed 000's
+first example).
+
+Unobserved Reads (U).  A Read r of P from which no path of data edges leads
+to an output or to the value input of an Assign has a leaf in no compared
+term.  When r fails (H), or waits for a deleted Assign, it is taken out of
+its group: it becomes one of the "Reads outside every group" of the theorem
+(which change nothing and reach no compared term) and its image, if no other
+Read of P maps to it, an extra Read of P'.  This only removes constraints the
+proof never used for such a Read.
 """
 
 from __future__ import annotations
@@ -487,6 +552,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     struct = _cse_keys(p, assigns=True) if merge_assigns and decomposed else {}
     fused_reads: set[str] = set()
     split_reads: set[str] = set()
+    # the step of P' a P step's predecessors must reach, where it is not its
+    # image (S atomic: the split Read); and the atomic splits (a, rr, x)
+    first: dict[Step, Step] = {}
+    atomic_splits: list[tuple[str, str, str]] = []
     deleted_assigns: list[str] = []
 
     def map_assign(a: str, t: str) -> None:
@@ -522,14 +591,22 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                         step[(r, ONE)] = step[(a, ONE)] = (a, ONE)
                     kinds["fused"] += 1
                     continue
-            if decomposed and fn != SND and f2 == SND:
+            if fn != SND and f2 == SND:
                 # split: P's Assign-F a := v is P' 's Read rr of x, then Write a := F(rr, v)
                 rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x,
                                  split_reads | set(nu.values()))
                 if rr is not None:
                     split_reads.add(rr)
                     images.add(a)
-                    step[(a, READ_STEP)], step[(a, WRITE_STEP)] = (rr, ONE), (a, WRITE_STEP)
+                    if decomposed:
+                        step[(a, READ_STEP)], step[(a, WRITE_STEP)] = (rr, ONE), (a, WRITE_STEP)
+                    else:
+                        # (S atomic): a is ranked at the Write; its P-predecessors
+                        # must come before rr, and no other write of x may fall
+                        # between rr and the Write (checked with (H) below)
+                        step[(a, ONE)] = (a, ONE)
+                        first[(a, ONE)] = (rr, ONE)
+                        atomic_splits.append((a, rr, x))
                     kinds["split"] += 1
                     continue
         t = same_by_key.get(struct.get(a, -1)) or same_by_key.get((x, fn, assigns[a]))
@@ -578,6 +655,38 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         for q in preds2[u]:
             bits |= anc2[q] | (1 << index2[q])
         anc2[u] = bits
+    # (X) an atomic split is not interleaved: rr before the Write, and every
+    # other write step of x ordered before rr or after the Write
+    writes2: dict[str, list[Step]] = {}
+    for t, (kind, x, _fn) in acc2.items():
+        if kind == ASSIGN:
+            writes2.setdefault(x, []).append((t, WRITE_STEP) if decomposed else (t, ONE))
+    for a, rr, x in atomic_splits:
+        ww, rs = (a, ONE), (rr, ONE)
+        if not anc2[ww] >> index2[rs] & 1:
+            raise _NotApplicable(f"(X) the split Read {rr!r} is not ordered before {a!r}")
+        for w2 in writes2.get(x, ()):
+            if w2 != ww and not (anc2[rs] >> index2[w2] & 1 or anc2[w2] >> index2[ww] & 1):
+                raise _NotApplicable(f"(X) {''.join(w2)!r} may write {x!r} between the split "
+                                     f"Read {rr!r} and the Write {a!r}")
+
+    # (H'): P's ancestor sets, for the Reads (H) is relaxed for
+    index = {u: i for i, u in enumerate(order)}
+    anc: dict[Step, int] = {}
+    for u in order:
+        bits = 0
+        for q in preds[u]:
+            bits |= anc[q] | (1 << index[q])
+        anc[u] = bits
+    writes: dict[str, list[Step]] = {}
+    for a, (kind, x, _fn) in acc.items():
+        if kind == ASSIGN and a not in deleted_assigns:
+            writes.setdefault(x, []).append((a, WRITE_STEP) if decomposed else (a, ONE))
+    deleted_vars = {acc[a][1] for a in deleted_assigns}
+    relaxed: set[Step] = set()
+    unobserved = _unobserved_reads(p, acc)
+    unmatched_reads = 0
+
     mapped: dict[Step, int] = {}
     after_deleted: dict[Step, bool] = {}
     dset = {(a, phase) for a in deleted_assigns for phase in (ONE, READ_STEP, WRITE_STEP)}
@@ -585,21 +694,32 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         bits, late = 0, False
         for q in preds[u]:
             bits |= mapped[q]
-            if q in step:
+            if q in step and q not in relaxed:
                 bits |= 1 << index2[step[q]]
             late = late or after_deleted[q] or q in dset
         mapped[u], after_deleted[u] = bits, late
         t = step.get(u)
         if t is None:
             continue
-        outside = bits & ~(anc2[t] | (1 << index2[t]))
+        f = first.get(u, t)
+        outside = bits & ~(anc2[f] | (1 << index2[f]))
+        if (outside or late) and u[1] == ONE and u[0] in unobserved and u[0] in nu:
+            # (U) a Read whose value nothing compared uses: outside every group
+            del step[u], nu[u[0]]
+            unmatched_reads += 1
+            continue
+        if late:
+            raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
         if outside:
+            why = _relax(u, t, acc, acc2, step, writes, writes2, anc, index, anc2, index2,
+                         deleted_vars, bits)
+            if why is None:
+                relaxed.add(u)
+                continue
             missing = next(order2[i] for i in range(len(order2)) if outside >> i & 1)
             raise _NotApplicable(f"(H) {''.join(u)!r} comes after a step that becomes "
                                  f"{''.join(missing)!r}, which the rewrite no longer orders "
-                                 f"before {''.join(t)!r}")
-        if late:
-            raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
+                                 f"before {''.join(f)!r}" + (f"; {why}" if why else ""))
 
     read_images: dict[str, int] = {}
     for s, t in nu.items():
@@ -607,10 +727,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             read_images[t] = read_images.get(t, 0) + 1
     merged = sum(k - 1 for k in read_images.values())
     deleted_reads = sum(1 for s, (kind, _x, _f) in acc.items()
-                        if kind == READ and s not in nu and s not in fused_reads)
+                        if kind == READ and s not in nu and s not in fused_reads) - unmatched_reads
     extra_reads = sum(1 for t, (kind, _x, _f) in acc2.items()
                       if kind == READ and t not in read_images and t not in split_reads)
-    stats.update(accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
+    stats.update(relaxed_reads=len(relaxed), unobserved_reads_unmatched=unmatched_reads,
+                 accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
                  deleted_reads=deleted_reads, deleted_assigns=len(deleted_assigns),
                  extra_reads=extra_reads, terms=len(terms.table),
                  **{f"assigns_{k}": v for k, v in kinds.items()})
@@ -621,6 +742,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{deleted_reads} unobserved Reads deleted")
     if extra_reads:
         parts.append(f"{extra_reads} unused Reads added")
+    if relaxed:
+        parts.append(f"{len(relaxed)} Reads moved, each between the same writes")
+    if unmatched_reads:
+        parts.append(f"{unmatched_reads} unobserved Reads reordered")
     for k in ("merged", "fused", "split"):
         if kinds[k]:
             parts.append(f"{kinds[k]} Assigns {k}")
@@ -628,6 +753,62 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + "; values equal as terms, the original's order between accesses kept)")
+
+
+def _unobserved_reads(p: Program, acc: Mapping) -> set[str]:
+    """The Reads of P from which no path of data edges reaches an output or
+    the value input of an Assign: their leaf occurs in no term (V) compares
+    (terms follow data edges only)."""
+    live: set[str] = set()
+    consumers: dict[str, list[tuple[str, int]]] = {}
+    for n in p.nodes:
+        for k, i in enumerate(n.data_inputs):
+            if not isinstance(i, FeedIn):
+                consumers.setdefault(i.node, []).append((n.name, k))
+    fetched = {port.node for port in p.outputs.values()}
+    for name in reversed(p.topological_order):
+        n = p.node[name]
+        if name in fetched or any((p.node[c].op == ASSIGN and k == 1)
+                                  or (p.node[c].op not in (ASSIGN, READ, VAR) and c in live)
+                                  for c, k in consumers.get(name, ())):
+            live.add(name)
+    return {r for r, (kind, _x, _f) in acc.items() if kind == READ and r not in live}
+
+
+def _relax(u: Step, t: Step, acc: Mapping, acc2: Mapping, step: Mapping[Step, Step],
+           writes: Mapping[str, list[Step]], writes2: Mapping[str, list[Step]],
+           anc: Mapping[Step, int], index: Mapping[Step, int],
+           anc2: Mapping[Step, int], index2: Mapping[Step, int],
+           deleted_vars: set[str], before: int) -> str | None:
+    """(H') for a Read u of P in a group R whose image t fails (H): None when
+    u may be relaxed, else why not.  See "Moved Reads" in the module
+    docstring."""
+    r, phase = u
+    if phase != ONE or acc[r][0] != READ or acc2.get(t[0], (None,))[0] != READ:
+        return ""
+    x = acc[r][1]
+    if x in deleted_vars:
+        return f"an Assign of {x!r} is deleted"
+    for w2 in writes2.get(x, ()):
+        if not (anc2[t] >> index2[w2] & 1 or anc2[w2] >> index2[t] & 1):
+            return (f"(H') {''.join(w2)!r} and {t[0]!r} are not ordered in the rewrite")
+    for w in writes.get(x, ()):
+        w2 = step.get(w)
+        if w2 is None:
+            return f"(H') the write {''.join(w)!r} has no image"
+        if anc2[t] >> index2[w2] & 1:
+            if not anc[u] >> index[w] & 1:
+                return (f"(H') the rewrite orders {''.join(w2)!r} before {t[0]!r}, "
+                        f"the original does not order {''.join(w)!r} before {r!r}")
+        elif anc[u] >> index[w] & 1:
+            return (f"(H') the rewrite orders {t[0]!r} before {''.join(w2)!r}, "
+                    f"the original orders {''.join(w)!r} before {r!r}")
+        elif not anc[w] >> index[u] & 1 and before & ~anc2[w2]:
+            # a race in P that P' decides (r first): every matched step before
+            # r in P must be before the write in P'
+            return (f"(H') the rewrite orders {t[0]!r} before {''.join(w2)!r} (unordered in "
+                    f"the original) but not every step the original orders before {r!r}")
+    return None
 
 
 def _strict_in_value(fn: str) -> bool:

@@ -136,9 +136,10 @@ def test_split_assign_is_proved_in_decomposed_mode_only():
         assert r.proved and r.stats["assigns_split"] == 2, r.reason
         v = check_rewrite(p, q, "decomposed", observe, structural=False)
         assert v.verdict == "sound"
-    # atomic: one step of P cannot stand for two of P' (the lost update)
+    # atomic: the other AssignAdd may write between a split Read and its
+    # Write (the lost update): (X) refuses it
     r = structural_refinement(p, q, "atomic", "outputs+state")
-    assert not r.proved and r.reason.startswith("(K)")
+    assert not r.proved and r.reason.startswith("(X)")
     assert check_rewrite(p, q, "atomic", "outputs+state").verdict == "unsound"
 
 
