@@ -56,11 +56,14 @@ class GrapplerResultNotImported(RuntimeError):
     """Grappler's output has an op or shape tfsem cannot import."""
 
 
-def _exported(program):
+def _exported(program, shared_handles: bool = False):
+    """(serialized GraphDef, fetches, targets) of `program`, or (None, [], [])
+    when it cannot be exported.  `shared_handles`: one VarHandleOp per
+    variable, for XLA (graphdef/exporter.py export_graph)."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
     try:
-        graph = export_graph(program)
+        graph = export_graph(program, shared_handles=shared_handles)
     except Exception:  # ExportError and kin: nothing to hand to Grappler
         return None, [], []
     fetches = list(program.outputs)
@@ -143,15 +146,15 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
     return unflushed(imported.program) or imported.program, data, out
 
 
-def as_tensorflow_sees_it(program):
+def as_tensorflow_sees_it(program, shared_handles: bool = False):
     """The program TensorFlow is given, in its own names and semantics: the
     export imported back (node names are the GraphDef's; float functions are
     TensorFlow's flushing ones, replaced by tfsem's own where no subnormal can
     occur, see `_same_semantics`).  None when the program cannot be exported,
     or its export means something else to TensorFlow than to tfsem (an
     uninterpreted ``tf.*`` function, or a flush-to-zero function that may meet
-    a subnormal), or does not import back."""
-    data, fetches, targets = _exported(program)
+    a subnormal), or does not import back.  `shared_handles` as in `_exported`."""
+    data, fetches, targets = _exported(program, shared_handles)
     if data is None:
         return None
     return _imported(data, fetches, targets)
@@ -315,10 +318,11 @@ class RuntimeRunner:
 
         from tfsem.backends.tensorflow import GraphRunner, TensorFlowRunError  # noqa: PLC0415
         started = time.monotonic()
-        data, fetches, targets = _exported(program)
+        shared = self.mode == "xla"   # XLA refuses two handles of one variable in a cluster
+        data, fetches, targets = _exported(program, shared)
         if data is None:
             return RuntimeResult("skipped", message="not exportable")
-        judged = as_tensorflow_sees_it(program)
+        judged = as_tensorflow_sees_it(program, shared)
         if judged is None:
             return RuntimeResult("skipped", message="its export means something else to TensorFlow")
         feeds = {k: v for k, v in feeds.items() if k in judged.feed_names}
@@ -371,7 +375,7 @@ class RuntimeTarget:
         if given is None:
             return {"graphdef": dict(info, error="the program run was not kept")}
         program = program_from_json(given, validate=False)
-        data, fetches, targets = _exported(program)
+        data, fetches, targets = _exported(program, self.mode == "xla")
         if data is None:
             return {"graphdef": dict(info, error="the program was not exported")}
         out = dict(info, run=graph_text(data))
@@ -432,7 +436,7 @@ def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: i
                                    program, uninitialized_p=0.0)
         i += 1
         stats["programs"] += 1
-        data, fetches, targets = _exported(program)
+        data, fetches, targets = _exported(program, mode == "xla")
         if data is None:
             stats["not_exported"] += 1
             continue

@@ -125,8 +125,52 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
     return types
 
 
+def _shared_handle_edges(p: Program) -> dict[str, list[str]]:
+    """For `export_graph(shared_handles=True)`: the control inputs each node
+    gets in place of the `Var` nodes it depends on.
+
+    With one VarHandleOp per variable, a `Var` node's own control inputs
+    would be lost, so they move to the nodes after it: a node that takes a
+    `Var` node's handle, or has a control edge from it, gets that `Var`
+    node's control inputs instead (a `Var` node's control input that is
+    itself a `Var` node is replaced the same way, transitively).
+
+    Why the outcomes stay the same (seed 000, section 3): a `Var` node has no
+    effect and outputs the same handle whenever it fires, so an outcome
+    depends only on the order of the other nodes.  In P a consumer of `Var`
+    node V fires after V, hence after every control input of V; in the
+    export it fires after those inputs directly.  Conversely, given a run of
+    the export, firing V right after the last of its control inputs is a run
+    of P with the same order of the other nodes.  So the runs of P and of
+    the export, with `Var` nodes left out, are the same sequences.
+    `tests/test_graphdef_export.py` compares the oracle's outcome sets of P
+    and of the export imported back on generated programs."""
+    memo: dict[str, list[str]] = {}
+
+    def effective(v: str) -> list[str]:     # a Var node's control inputs, Var nodes resolved
+        if v not in memo:
+            out: list[str] = []
+            for i in p.node[v].control_inputs:
+                if isinstance(i, ControlIn):
+                    out += effective(i.node) if p.node[i.node].op == VAR else [i.node]
+            memo[v] = list(dict.fromkeys(out))
+        return memo[v]
+
+    extra: dict[str, list[str]] = {}
+    for n in p.nodes:
+        if n.op == VAR:
+            continue
+        got: list[str] = []
+        for i in n.inputs:
+            if isinstance(i, (DataIn, ControlIn)) and p.node[i.node].op == VAR:
+                got += effective(i.node)
+        if got:
+            extra[n.name] = list(dict.fromkeys(got))
+    return extra
+
+
 def export_graph(p: Program, *, names: dict[str, str] | None = None,
-                 split_assigns: Collection[str] = ()) -> dict:
+                 split_assigns: Collection[str] = (), shared_handles: bool = False) -> dict:
     """The GraphDef dict of program `p` (format with graphdef.proto.format_text).
 
     `names`, when given, receives each program node's name in the graph (a
@@ -140,7 +184,16 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     other nodes between an Assign's read and its write can be forced on
     TensorFlow (backends/tensorflow.py `replay_program`), whose executor
     runs an AssignAddVariableOp under the variable's lock, as one step.
+    `shared_handles`: one VarHandleOp per variable (named after its first
+    `Var` node) instead of one per `Var` node, each `Var` node's control
+    inputs moved to the nodes after it (`_shared_handle_edges`, with the
+    argument why the outcomes stay the same).  XLA refuses a cluster given
+    two handles of one variable ("Duplicate variable passed to XLA
+    cluster"); `--target xla` exports with this.  Not with `names` or
+    `split_assigns` (a forced schedule names `Var` nodes).
     """
+    if shared_handles and (names is not None or split_assigns):
+        raise ValueError("shared_handles does not go with names or split_assigns")
     failures: dict[str, str] = {}
     types = infer_types(p, failures)
     for name, reason in failures.items():
@@ -171,7 +224,22 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                                   f"called {rename[name]}/{part}")
     out: list[dict] = []
     used_vars = {n.var for n in p.nodes if n.op == VAR}
+    moved: dict[str, list[str]] = {}
+    first: dict[str, str] = {}
+    if shared_handles:
+        moved = _shared_handle_edges(p)
+        for n in p.nodes:
+            if n.op == VAR:
+                first.setdefault(n.var, n.name)
+        for n in p.nodes:           # every Var node is its variable's one handle
+            if n.op == VAR:
+                rename[n.name] = rename[first[n.var]]
     for x, t in p.variables.items():
+        if x in first:              # shared_handles: the variable's one handle
+            out.append({"name": rename[first[x]], "op": "VarHandleOp",
+                        "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
+                                 "shared_name": {"s": x.encode()}, "container": {"s": b""}}})
+            continue
         if x not in used_vars:      # declared, never accessed: still part of the interface
             name, k = x, 0
             while name in taken:
@@ -205,8 +273,12 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         where = f"node {n.name!r}"
         data = [ref(i) for i in n.data_inputs]
         # an input control edge (^$g) holds GO from the start: no edge at all
-        ctrl = [ref(i) for i in n.control_inputs if not isinstance(i, FeedControlIn)]
+        ctrl = [ref(i) for i in n.control_inputs if not isinstance(i, FeedControlIn)
+                and not (shared_handles and p.node[i.node].op == VAR)]
+        ctrl = list(dict.fromkeys(ctrl + [f"^{rename[m]}" for m in moved.get(n.name, ())]))
         if n.op == VAR:
+            if shared_handles:      # written once, above
+                continue
             t = p.variables[n.var]
             out.append({"name": name, "op": "VarHandleOp", "input": ctrl,
                         "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
