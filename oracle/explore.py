@@ -157,8 +157,20 @@ class OutcomeSet:
         return self.count
 
     def items(self) -> Iterator[tuple[Outcome, list[str]]]:
-        """Each outcome with its witness schedule (lazily, in product order)."""
-        for combo in itertools.product(*(list(c.items()) for c in self.components)):
+        """Each outcome with its witness schedule (lazily, in product order;
+        a component is iterated again for each combination of the ones before
+        it, never listed whole: a symmetric component's Mapping stores orbits,
+        not outcomes)."""
+        def product(i: int):
+            if i == len(self.components):
+                yield ()
+                return
+            for item in self.components[i].items():
+                for rest in product(i + 1):
+                    yield (item, *rest)
+        combos = (itertools.product(*(list(c.items()) for c in self.components))
+                  if all(isinstance(c, dict) for c in self.components) else product(0))
+        for combo in combos:
             yield combine([o for o, _ in combo]), [s for _, w in combo for s in w]
 
     def __iter__(self) -> Iterator[Outcome]:

@@ -312,48 +312,83 @@ class _SymComponent:
 
         self.shared = local_parts([i for i in range(n) if i not in in_thread])
         self.shared_outs = [o for o in comp.output_names if o not in thread_outs]
-        self.local = [[local_parts(t) + (outs,) for t, outs in zip(cls, couts)]
-                      for cls, couts in zip(self.classes, sym.outputs)]
+        # threads numbered across classes: parts per thread, thread ids per class
+        self.parts = [local_parts(t) + (outs,) for cls, couts in zip(self.classes, sym.outputs)
+                      for t, outs in zip(cls, couts)]
+        self.class_tids: list[list[int]] = []
+        for cls in self.classes:
+            base = sum(len(c) for c in self.class_tids)
+            self.class_tids.append(list(range(base, base + len(cls))))
+        # step label -> its thread (a label of a shared node is absent)
+        self.thread_of_label: dict[str, int] = {}
+        for tid, t in enumerate(t for cls in self.classes for t in cls):
+            for i in t:
+                self.thread_of_label[comp.label(i)] = tid
+                if comp.decomposed and comp.kind[i] == 2:      # an Assign's write step
+                    self.thread_of_label[comp.label(n + i)] = tid
         self.locals_table: dict[tuple, int] = {}
 
+    #: tests set this to recompute every thread's local state at every key
+    CHECK_INCREMENTAL = False
+
     def _local(self, st, parts) -> tuple:
-        steps, keys, pend = parts[:3]
+        """A thread's (or the shared nodes') local state: fired flags of its
+        steps, relevant values in transit to it, its pending decomposed
+        writes, its outputs so far."""
+        steps, keys, pend, outs = parts
         pending = st.pending
-        if pending and pend:
+        if pending and pend:                        # (position, pending write) of its own
             blind = self.comp.blind_read
-            pends = tuple((pending[i][1] if blind[i] else pending[i]) if i in pending else _ABSENT
-                          for i in pend)
+            pends = tuple((j, pending[i][1] if blind[i] else pending[i])
+                          for j, i in enumerate(pend) if i in pending)
         else:
             pends = ()
-        return (steps(st.done), tuple(map(st.inbox.get, keys, repeat(_ABSENT, len(keys)))), pends)
+        return (steps(st.done), tuple(map(st.inbox.get, keys, repeat(_ABSENT, len(keys)))), pends,
+                tuple(map(st.outputs.get, outs, repeat(_ABSENT, len(outs)))))
 
-    def key(self, st) -> tuple:
-        comp = self.comp
+    def _local_id(self, st, tid: int) -> int:
         table = self.locals_table
+        return table.setdefault(self._local(st, self.parts[tid]), len(table))
+
+    def key(self, st, ids: list[int] | None = None, mark=None) -> tuple[tuple, list[int]]:
+        """(the canonical key of st, the local ids of its threads).
+
+        `ids` are the local ids at an earlier state on st's run, whose
+        schedule ended at `mark` (a node of st's linked schedule): only the
+        threads of steps fired since are recomputed.  A step of node i
+        changes only its own fired flag and pending write, the values in
+        transit to its own slots and to its successors' (popped, delivered),
+        the outputs fetched at i, and variables (not part of a local state);
+        a thread node's successors are in its thread, so the other threads'
+        local states are unchanged.  A shared node's successors may be in
+        any thread: a shared step since `mark` (or `mark` not found)
+        recomputes every thread."""
+        comp = self.comp
         vars_ = tuple(st.vars[x] for x in comp.variables
                       if x in comp.rel_vars and (comp.observe_state or st.nr.get(x)))
-        outputs, done, get = st.outputs, st.done, st.inbox.get
-        shared = self._local(st, self.shared) + (tuple(outputs.get(o, _ABSENT) for o in self.shared_outs),)
-        classes = []
-        if st.pending:
-            for cls in self.local:
-                ids = []
-                for parts in cls:
-                    local = self._local(st, parts) + (tuple(outputs.get(o, _ABSENT) for o in parts[3]),)
-                    ids.append(table.setdefault(local, len(table)))
-                ids.sort()
-                classes.append(tuple(ids))
-        else:                                          # the same tuples, faster
-            oget = outputs.get
-            for cls in self.local:
-                ids = []
-                for steps, keys, _pend, outs in cls:
-                    local = (steps(done), tuple(map(get, keys, repeat(_ABSENT, len(keys)))), (),
-                             tuple(map(oget, outs, repeat(_ABSENT, len(outs)))))
-                    ids.append(table.setdefault(local, len(table)))
-                ids.sort()
-                classes.append(tuple(ids))
-        return (shared, vars_, tuple(classes))
+        shared = self._local(st, (*self.shared, self.shared_outs))
+        if ids is not None:
+            touched = set()
+            node = st.sched
+            where = self.thread_of_label
+            while node is not mark and node is not None:
+                tid = where.get(node[0])
+                if tid is None:
+                    break
+                touched.add(tid)
+                node = node[1]
+            if node is mark:
+                ids = list(ids)
+                for tid in touched:
+                    ids[tid] = self._local_id(st, tid)
+            else:
+                ids = None
+        if ids is None:
+            ids = [self._local_id(st, tid) for tid in range(len(self.parts))]
+        elif self.CHECK_INCREMENTAL:                  # tests: the shortcut against the definition
+            assert ids == [self._local_id(st, tid) for tid in range(len(self.parts))]
+        classes = tuple(tuple(sorted([ids[t] for t in tids])) for tids in self.class_tids)
+        return (shared, vars_, classes), ids
 
 
 def explore_symmetric(comp: _Component, sym: Symmetry, init: Mapping[str, Value],
@@ -365,26 +400,27 @@ def explore_symmetric(comp: _Component, sym: Symmetry, init: Mapping[str, Value]
     seen: set[tuple] = set()
     root = comp.start()
     root.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-    stack = [root]
+    stack = [(root, None, None)]
     while stack:
-        st = stack.pop()
+        st, ids, mark = stack.pop()
         comp.close(st)
         if not st.ready:
             outs = tuple((k, st.outputs[k]) for k in comp.output_names)
             state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
             result._add(Outcome(outs, state), _schedule(st.sched))
             continue
-        k = sc.key(st)
+        k, ids = sc.key(st, ids, mark)
         if k in seen:
             continue
         seen.add(k)
         budget.tick()
+        mark = st.sched
         choices = comp.stubborn(st)
         for t in reversed(choices):
             s2 = st.copy() if t != choices[0] else st
             s2.ready.discard(t)
             comp.fire(s2, t)
-            stack.append(s2)
+            stack.append((s2, ids, mark))
     result._finish()
     return result
 
@@ -602,6 +638,10 @@ def explore_component(p: Program, comp: _Component, init: Mapping[str, Value],
     sym = symmetry_of(p, comp)
     if not sym:
         return None
+    labels = [comp.label(t) for t in range(comp.n)]
+    labels += [comp.label(comp.n + i) for i in range(comp.n) if comp.decomposed and comp.kind[i] == 2]
+    if len(set(labels)) != len(labels):
+        return None              # a node named like another's step: witnesses would be ambiguous
     return explore_symmetric(comp, sym, init, budget)
 
 

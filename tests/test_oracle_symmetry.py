@@ -21,7 +21,7 @@ from tfsem.oracle.explore import BudgetExceeded, _Component, components, outcome
 from tfsem.oracle.outcomes import Outcome, make_outcome
 from tfsem.oracle.program import ControlIn, DataIn, FeedIn, Program, ProgramError
 from tfsem.oracle.semantics import graph_of, run_schedule
-from tfsem.oracle.symmetry import SymmetricOutcomes, _multiset_permutations, detect
+from tfsem.oracle.symmetry import SymmetricOutcomes, _multiset_permutations, _SymComponent, detect
 from tfsem.oracle.values import Tensor
 
 MODES = [(sem, obs) for sem in ("atomic", "decomposed") for obs in ("outputs", "outputs+state")]
@@ -236,6 +236,14 @@ def test_lost_update_counts_match(k):
     assert k < 4 or r.states < r.count
 
 
+@pytest.mark.parametrize("semantics,observe", MODES)
+def test_incremental_keys_equal_recomputed_ones(monkeypatch, semantics, observe):
+    monkeypatch.setattr(_SymComponent, "CHECK_INCREMENTAL", True)
+    for p, feeds, init in (F.lost_update_used(5), F.iriw(7), F.increments(4)):
+        r = outcome_set(p, feeds, init, semantics, observe, engine="symmetry")
+        assert r.engines == ["symmetry"]
+
+
 def test_auto_uses_symmetry_and_states_are_quotient_states():
     p, feeds, init = F.lost_update_used(6)
     r = outcome_set(p, feeds, init, engine="auto")
@@ -372,7 +380,9 @@ def _generated(count: int, seed: int, mutate_share: float):
         yield j, k, q, done
 
 
-def test_generated_symmetric_programs_agree_with_reference():
+def test_generated_symmetric_programs_agree_with_reference(monkeypatch):
+    # every incremental key is also recomputed from scratch and compared
+    monkeypatch.setattr(_SymComponent, "CHECK_INCREMENTAL", True)
     count = 3000 if NIGHTLY else 200
     compared = symmetric = mutated = left_out = 0
     for j, k, q, done in _generated(count, 41, 0.4):

@@ -29,8 +29,9 @@ def add_parser(sub) -> None:
                    help=f"time budget in seconds (default {DEFAULT_MAX_SECONDS:g})")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="how the set is computed (the set is the same): reference (memoized "
-                        "interleavings), readsfrom (one run per reads-from class), or auto "
-                        "(the default: chosen per independent component by its structure); "
+                        "interleavings), readsfrom (one run per reads-from class), symmetry "
+                        "(one run per orbit of identical threads), or auto (the default: chosen "
+                        "per independent component by its structure); "
                         "see docs/oracle.md")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
