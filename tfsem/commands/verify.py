@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
                     "line on a terminal, a line every --status-every otherwise.")
     p.add_argument("pass_name", metavar="PASS", nargs="?", default=None,
                    help="a registered pass or module:attribute (or give --target)")
+    p.add_argument("--pass", dest="pass_option", metavar="PASS", default=None,
+                   help="the same as PASS, written as tfsem fuzz takes it")
     add_target_option(p, repeatable=False)
     add_runs_option(p)
     p.add_argument("--budget", type=duration, default=60.0,
@@ -100,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
     cells = _cells(args)
     if not cells:
         raise UsageError("no (semantics, observe) cell selected")
+    if args.pass_option is not None:
+        if args.pass_name is not None and args.pass_name != args.pass_option:
+            raise UsageError(f"two passes given ({args.pass_name!r} and --pass {args.pass_option!r}): "
+                             "tfsem verify fuzzes one pass (tfsem fuzz takes several)")
+        args.pass_name = args.pass_option
     if (args.pass_name is None) == (args.targets is None):
         raise UsageError("give a PASS or --target TARGET (one of them)")
     if args.targets is not None:
