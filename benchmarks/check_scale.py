@@ -15,14 +15,16 @@ by the structural rule (checking/structural.py), and, among the checks of a
 pass that claims `sound` in that cell, how many ended `sound`.
 
 Engines (`--engines`, comma-separated): `refute` (the checker as it is: the
-structural rule, the refutation stage of checking/refute.py, the symbolic
-search), `structural` (the same without the refutation stage: the previous
-session's engine), `previous` (neither the rule nor the stage: the engine
-before issue 17).  `--no-structural` runs `previous` only; `--compare` runs
-`refute` and `structural` on the same checks, one after the other, so the
-tables come from one run (engines other than the first only up to
-`--baseline-max-size` nodes, since beyond it most of their checks run into
-the timeout).  A last column says how many checks the refutation stage
+structural rule with its second-round extensions, the refutation stage of
+checking/refute.py, the symbolic search), `round1` (the same with the
+structural rule's first round only: no atomic splits, moved or unobserved
+Reads, or Reads merged by data inputs; `structural.EXTENSIONS` off),
+`structural` (the first-round rule without the refutation stage), `previous`
+(neither the rule nor the stage: the engine before issue 17).
+`--no-structural` runs `previous` only; `--compare` runs `refute` and
+`round1` on the same checks, one after the other, so the tables come from one
+run (engines other than the first only up to `--baseline-max-size` nodes,
+since beyond it most of their checks run into the timeout).  A last column says how many checks the refutation stage
 decided (`unsound` found by it; how many by its first run, before the
 symbolic search, and how many list projections of the original's outcomes).
 """
@@ -37,6 +39,7 @@ import time
 from collections import Counter, defaultdict
 
 from tfsem.checking import check as check_module
+from tfsem.checking import structural as structural_module
 from tfsem.checking import check_rewrite
 from tfsem.generators.strategies import random_programs
 from tfsem.rewrites import builtin_passes
@@ -89,7 +92,7 @@ class Tally:
 HEADER = ("| size, engine | checks | median ms | p90 ms | unknown | no-counterexample | "
           "structural | claimed sound -> sound | verdicts | refuted |\n"
           "|---|---|---|---|---|---|---|---|---|---|")
-ENGINES = ("refute", "structural", "previous")
+ENGINES = ("refute", "round1", "structural", "previous")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--no-structural", action="store_true",
                        help="the previous engine only (the structural rule disabled)")
     group.add_argument("--compare", action="store_true",
-                       help="refute and structural on the same checks, side by side")
+                       help="refute and round1 on the same checks, side by side")
     group.add_argument("--engines", default=None,
                        help=f"comma-separated, from {', '.join(ENGINES)} (default: refute)")
     ap.add_argument("--baseline-max-size", type=int, default=40,
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--engines: distinct names from {', '.join(ENGINES)}, got {args.engines!r}")
     else:
         engines = ["previous"] if args.no_structural else \
-            ["refute", "structural"] if args.compare else ["refute"]
+            ["refute", "round1"] if args.compare else ["refute"]
     passes = builtin_passes()
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -151,13 +154,15 @@ def main(argv: list[str] | None = None) -> int:
                 for engine in engines:
                     if engine != engines[0] and size > args.baseline_max_size:
                         continue
-                    check_module.REFUTE = engine == "refute"
+                    check_module.REFUTE = engine in ("refute", "round1")
+                    structural_module.EXTENSIONS = engine == "refute"
                     t = time.perf_counter()
                     try:
                         v = check_rewrite(p, q, semantics, observe, timeout=args.timeout,
                                           structural=engine != "previous", backends=False)
                     finally:
                         check_module.REFUTE = True
+                        structural_module.EXTENSIONS = True
                     seconds = time.perf_counter() - t
                     tallies[engine].add(seconds, v, claim)
                     per_pass[(size, name, engine)].add(seconds, v, claim)

@@ -255,6 +255,11 @@ from tfsem.oracle.values import Error, Tensor
 OUTPUTS = "outputs"
 SND = "Snd"
 
+#: The second round's extensions (atomic splits, moved Reads, unobserved
+#: Reads, Reads merged by data inputs); off: the first round's rule alone
+#: (benchmarks/check_scale.py compares the two)
+EXTENSIONS = True
+
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
 FOLD_MAX_ELEMENTS = 1 << 16
@@ -293,10 +298,15 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     # or an Assign prune dropped, matched to a twin, inherits the twin's
     # orderings, which may fail (H) where deleting it would not; a used Read,
     # or an Assign under outputs+state, must be matched)
-    for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True)):
+    # (last: Reads merged whatever their control inputs, as cse-ignore-control
+    # does; (H) or (H') then decides whether the merge keeps their order)
+    for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
+                                       ("data", False))[:5 if EXTENSIONS else 4]:
         try:
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns)
             proved = True
+            stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
+                                        else "cse key" if merge_reads else "name")
             break
         except _NotApplicable as exc:
             reason = reason or str(exc)
@@ -330,7 +340,7 @@ def _accesses(p: Program) -> dict[str, tuple[str, str, str | None]]:
     return out
 
 
-def _cse_keys(p: Program, assigns: bool = False) -> dict[str, int]:
+def _cse_keys(p: Program, assigns: bool = False, with_control: bool = True) -> dict[str, int]:
     """node -> an integer equal for nodes that `cse` (`cse-stateful` when
     `assigns`) would merge: same op, attributes, data inputs and set of
     control inputs, recursively.  Only used to *guess* ν; (K), (V) and (H)
@@ -346,13 +356,13 @@ def _cse_keys(p: Program, assigns: bool = False) -> dict[str, int]:
                          for i in n.data_inputs)
             control = frozenset(("feed", i.name) if isinstance(i, FeedControlIn) else key[i.node]
                                 for i in n.control_inputs)
-            k = (n.op, _attrs_key(n.attrs), data, control)
+            k = (n.op, _attrs_key(n.attrs), data, control if with_control else None)
         key[name] = table.setdefault(k, len(table))
     return key
 
 
 def _match(p: Program, p2: Program, acc: Mapping, acc2: Mapping,
-           merge_reads: bool = True) -> dict[str, str]:
+           merge_reads: bool | str = True) -> dict[str, str]:
     """A guess at ν: same name, same kind, variable and function; then a Read
     of P with no counterpart goes where a Read with the same CSE key went."""
     nu: dict[str, str] = {}
@@ -366,7 +376,7 @@ def _match(p: Program, p2: Program, acc: Mapping, acc2: Mapping,
         if name in nu or kind != READ:
             continue
         if keys is None:
-            keys = _cse_keys(p)
+            keys = _cse_keys(p, with_control=merge_reads != "data")
             by_key: dict[int, str] = {}
             for other, target in nu.items():
                 if acc[other][0] == READ:
@@ -523,7 +533,7 @@ def _last(p: Program, name: str, split: bool) -> Step:
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any],
-           merge_reads: bool, merge_assigns: bool) -> str:
+           merge_reads: bool | str, merge_assigns: bool) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
@@ -591,7 +601,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                         step[(r, ONE)] = step[(a, ONE)] = (a, ONE)
                     kinds["fused"] += 1
                     continue
-            if fn != SND and f2 == SND:
+            if fn != SND and f2 == SND and (decomposed or EXTENSIONS):
                 # split: P's Assign-F a := v is P' 's Read rr of x, then Write a := F(rr, v)
                 rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x,
                                  split_reads | set(nu.values()))
@@ -703,7 +713,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             continue
         f = first.get(u, t)
         outside = bits & ~(anc2[f] | (1 << index2[f]))
-        if (outside or late) and u[1] == ONE and u[0] in unobserved and u[0] in nu:
+        if (outside or late) and EXTENSIONS and u[1] == ONE and u[0] in unobserved and u[0] in nu:
             # (U) a Read whose value nothing compared uses: outside every group
             del step[u], nu[u[0]]
             unmatched_reads += 1
@@ -711,7 +721,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if late:
             raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
         if outside:
-            why = _relax(u, t, acc, acc2, step, writes, writes2, anc, index, anc2, index2,
+            why = "" if not EXTENSIONS else _relax(u, t, acc, acc2, step, writes, writes2, anc, index, anc2, index2,
                          deleted_vars, bits)
             if why is None:
                 relaxed.add(u)

@@ -37,6 +37,8 @@ def extension_used(r, semantics: str) -> str | None:
         return "unobserved"
     if semantics == "atomic" and r.stats.get("assigns_split"):
         return "atomic-split"
+    if r.stats.get("reads_merged_by") == "data inputs":
+        return "data-merge"
     return None
 
 
@@ -233,6 +235,41 @@ def test_differential_extensions_against_the_enumerating_checker():
     assert stats["pairs"] >= 4000
     assert stats["engine:unsound"] == 0 and stats["engine:invalid"] == 0
     # each extension is exercised, and the engine decides most of them
-    for used in ("moved", "unobserved", "atomic-split"):
+    for used in ("moved", "unobserved", "atomic-split", "data-merge"):
         assert stats[used] >= 20, (used, dict(stats))
     assert stats["engine:sound"] >= 0.9 * stats["compared"]
+
+
+def test_reads_merged_whatever_their_control_inputs_keep_their_order():
+    # cse-ignore-control merges r2 into r1; both come after w in P (r2
+    # through n), so r1 in P' still orders r2's ancestors: proved.  Its own
+    # witness (r1 not after w, r2 after w) is refused.
+    p = P.program([P.var("vx", "x"), P.write("w", "vx", "$B"),
+                   P.apply("n", "Neg", "$B", "^w"),
+                   P.var("vx2", "x"), P.read("r1", "vx2", "^w"), P.read("r2", "vx2", "^n")],
+                  {"a": "r1", "b": "r2"}, ["x"])
+    q = builtin_passes()["cse-ignore-control"].function(p)
+    assert "r2" not in q.node
+    for semantics, observe in SETTINGS:
+        r = structural_refinement(p, q, semantics, observe)
+        assert r.proved and r.stats["reads_merged_by"] == "data inputs", r.reason
+        assert check_rewrite(p, q, semantics, observe, structural=False).verdict == "sound"
+    witness = P.program([P.var("vx", "x"), P.read("r1", "vx"), P.write("w", "vx", "$B"),
+                         P.read("r2", "vx", "^w")], {"a": "r1", "b": "r2"}, ["x"])
+    q2 = builtin_passes()["cse-ignore-control"].function(witness)
+    assert "r2" not in q2.node
+    for semantics, observe in SETTINGS:
+        assert not structural_refinement(witness, q2, semantics, observe).proved
+    assert check_rewrite(witness, q2).verdict == "unsound"
+
+
+def test_extensions_off_is_the_first_round_rule(monkeypatch):
+    from tfsem.checking import structural
+    p = P.program([P.var("vx", "x"), P.assign("a", "Add", "vx", "$d"),
+                   P.var("vx2", "x"), P.read("r", "vx2")], {"o": "r"}, ["x"])
+    q = builtin_passes()["split-assign"].function(p)
+    assert structural_refinement(p, q, "atomic").proved
+    monkeypatch.setattr(structural, "EXTENSIONS", False)
+    r = structural_refinement(p, q, "atomic")
+    assert not r.proved and r.reason.startswith("(K)"), r.reason
+    assert structural_refinement(p, q, "decomposed").proved
