@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_campaigns_fuzz import FAST, ONE_CELL, tfsem
+from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem
 from tfsem import cli
 
 TESTS = Path(__file__).resolve().parent
@@ -26,23 +26,37 @@ def _offered(text: str, command: str) -> list[list[str]]:
     return [shlex.split(m) for m in re.findall(rf"^\s*(?:\w+: )?(tfsem {command} .+?)\s*$", text, re.M)]
 
 
+def _start(*args) -> subprocess.Popen:
+    """`tfsem ARGS` started, not waited for (`tfsem` in test_campaigns_fuzz waits)."""
+    return subprocess.Popen([sys.executable, "-m", "tfsem", *map(str, args)], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
+    # the campaigns one after the other (each needs its budget's CPU), then
+    # all the reproducers side by side (each mostly waits on its imports)
     r = tfsem("verify", "campaign_fakes:drop_assigns_claims_sound", "--budget", "3s", "--seed", "1",
               "--out", tmp_path / "v", *FAST, *ONE_CELL)
     assert r.returncode == 1, r.stdout + r.stderr  # a contradicted claim fails the run
     checks = _offered(r.stdout, "check")
     assert checks
-    for argv in checks:  # each unsound finding's reproducer: `tfsem check` says unsound, exit 1
-        out = tfsem(*argv[1:])
-        assert out.returncode == 1 and out.stdout.startswith("unsound"), (argv, out.stdout, out.stderr)
-
     crash = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", "2s", "--out", tmp_path / "c",
                   *FAST, *ONE_CELL)
     assert crash.returncode == 1, crash.stdout + crash.stderr
     rewrites = _offered(crash.stdout, "rewrite")
     assert rewrites
-    for argv in rewrites:  # a crash's reproducer: the pass crashes again, with its traceback
-        out = tfsem(*argv[1:])
+    check_runs = [(argv, _start(*argv[1:])) for argv in checks]
+    rewrite_runs = [(argv, _start(*argv[1:])) for argv in rewrites]
+    for argv, proc in check_runs:  # each unsound finding's reproducer: `tfsem check` says unsound, exit 1
+        out = _finish(proc)
+        assert out.returncode == 1 and out.stdout.startswith("unsound"), (argv, out.stdout, out.stderr)
+    for argv, proc in rewrite_runs:  # a crash's reproducer: the pass crashes again, with its traceback
+        out = _finish(proc)
         assert out.returncode == 1, out.stderr
         assert "ZeroDivisionError" in out.stderr and "Traceback (most recent call last)" in out.stderr
 
@@ -127,8 +141,10 @@ def test_one_default_for_max_nodes():
     assert set(defaults.values()) == {DEFAULT_MAX_NODES}, defaults
 
 
-def test_verify_and_fuzz_help_state_the_exit_rule():
-    for name in ("verify", "fuzz"):
-        r = tfsem(name, "--help")
-        text = " ".join(r.stdout.split())
+def test_verify_and_fuzz_help_state_the_exit_rule(capsys):
+    for name in ("verify", "fuzz"):   # `tfsem NAME --help`, in this process
+        with pytest.raises(SystemExit) as exc:
+            cli.main([name, "--help"])
+        assert exc.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
         assert "claims unsound (expected)" in text and "crashes, hangs" in text, text

@@ -1,18 +1,16 @@
 """`tfsem fuzz --pass grappler:OPTIMIZER`: TensorFlow's Grappler as a campaign
-target, end to end (campaign, store, report).  Needs TensorFlow; skipped,
-saying so, where it cannot be imported."""
+target.  Needs TensorFlow; skipped, saying so, where it cannot be imported.
+The campaign end to end (`--pass grappler:dependency` with `--target
+grappler`, stored and reported) is one campaign in
+tests/test_tensorflow_fuzz_target.py."""
 
 from __future__ import annotations
-
-import json
-import sqlite3
 
 import pytest
 
 pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow] (tensorflow-cpu)")
 
 from tfsem.campaigns.targets import PassNotFound, resolve_pass  # noqa: E402
-from tfsem.cli import main  # noqa: E402
 from tfsem.oracle.jsonio import load_program  # noqa: E402
 
 
@@ -34,25 +32,6 @@ def test_grappler_target_round_trips_a_program():
     q = resolve_pass("grappler:dependency").fn(p)
     assert set(q.variables) == set(p.variables) and set(q.outputs) == set(p.outputs)
     assert check_rewrite(p, q).verdict == "sound"
-
-
-def test_fuzz_grappler_then_report(tmp_path, capsys):
-    out = tmp_path / "campaign"
-    status = main(["fuzz", "--pass", "grappler:dependency", "--budget", "20s", "--out", str(out),
-                   "--semantics", "atomic", "--observe", "outputs+state",
-                   "--pass-timeout", "30", "--json"])
-    summary = json.loads(capsys.readouterr().out)
-    assert status == 0, summary
-    (row,) = summary["passes"]
-    assert row["pass"] == "grappler:dependency" and row["programs"] >= 1
-    assert row["findings"] == {"unsound": 0, "invalid": 0, "crash": 0, "timeout": 0}
-    assert (out / "campaign.db").is_file()
-    with sqlite3.connect(out / "campaign.db") as db:
-        tables = [r[0] for r in db.execute("select name from sqlite_master where type='table'")]
-    assert tables
-    assert main(["report", str(out)]) == 0
-    page = (out / "report" / "index.html").read_text()
-    assert "grappler:dependency" in page
 
 
 def test_xla_campaign_runs_generated_programs_against_the_oracle():

@@ -18,11 +18,13 @@ import sys
 from collections import Counter
 
 import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from tfsem.cli import main
 from tfsem.oracle.jsonio import program_from_json
 
+NIGHTLY = settings.get_current_profile_name() == "nightly"
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="needs the extra tfsem[tensorflow] (tensorflow-cpu), "
                                                  "not installed here")
@@ -370,12 +372,84 @@ def test_fuzz_target_grappler_then_report(tmp_path, capsys):
     assert status == 0, summary
     (row,) = summary["passes"]
     assert row["pass"] == "grappler" and row["programs"] >= 1
+    assert (out / "campaign.db").is_file()
+    with sqlite3.connect(out / "campaign.db") as db:
+        tables = [r[0] for r in db.execute("select name from sqlite_master where type='table'")]
+    assert tables
     assert main(["report", str(out)]) == 0
     page = (out / "report" / "index.html").read_text()
     assert "grappler" in page and "Grappler" in page
 
 
+def _inline_loop(spec: str, cell: tuple[str, str], generator: str | None, stop, **kw):
+    """A campaign's loop for `spec` in this process: the pass resolved by
+    name and run inline (TensorFlow is imported once, by this process, not by
+    a worker and a sandbox per campaign), stopping when `stop(loop)` holds."""
+    from test_campaigns_loop import InlineRunner
+
+    from tfsem.campaigns.loop import FuzzLoop, LoopConfig
+    from tfsem.campaigns.targets import resolve_pass
+    target = resolve_pass(spec)
+    # a runtime target (XLA) runs programs in the loop's process: no runner to give
+    runner = None if target.kind == "runtime" else InlineRunner(getattr(target.fn, "function", target.fn))
+    loop = FuzzLoop(LoopConfig(spec, *cell, seed=1, generator=generator, **kw), target=target,
+                    runner=runner, should_stop=lambda: stop(loop))
+    return loop
+
+
 @needs_tf
+def test_grappler_dependency_is_fuzzed_and_finds_nothing():
+    """`--pass grappler:dependency` with tfsem's own generator: programs go
+    through the real optimizer and nothing is found (its claim: sound in
+    atomic/outputs+state).  The loop in this process, until 20 programs; the
+    whole campaign, stored and reported, is the nightly variant below (the
+    --target grappler campaign above covers the store and report)."""
+    loop = _inline_loop("grappler:dependency", ("atomic", "outputs+state"), None,
+                        lambda lp: lp.stats.programs >= 20)
+    found = loop.run(30.0)
+    assert loop.stats.programs >= 1, loop.stats
+    assert found == [], [r.message for r in found]
+
+
+@needs_tf
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TFSEM_HYPOTHESIS_PROFILE=nightly): "
+                                        "a whole campaign with TensorFlow in a worker, ~25 s")
+def test_fuzz_grappler_then_report(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--pass", "grappler:dependency", "--budget", "20s", "--out", str(out),
+                   "--semantics", "atomic", "--observe", "outputs+state",
+                   "--pass-timeout", "30", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 0, summary
+    (row,) = summary["passes"]
+    assert row["pass"] == "grappler:dependency" and row["programs"] >= 1
+    assert row["findings"] == {"unsound": 0, "invalid": 0, "crash": 0, "timeout": 0}
+    assert (out / "campaign.db").is_file()
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "index.html").read_text()
+    assert "grappler:dependency" in page
+
+
+@needs_tf
+def test_xla_target_in_the_campaigns_loop():
+    """`--target xla`'s loop: generated programs run XLA-clustered (3 runs
+    each), every outcome inside the decomposed semantics, which XLA claims.
+    In this process, until 3 programs ran; the whole campaign, stored and
+    reported, is the nightly variant below (the lying runtime target's
+    campaigns above cover a runtime target's store and report)."""
+    from tfsem.commands.fuzzing import target_specs
+    (spec,), _ = target_specs(["xla"], None)
+    loop = _inline_loop(spec, ("decomposed", "outputs+state"), None,
+                        lambda lp: lp.stats.no_counterexample >= 3, runtime_runs=3)
+    assert loop.claim == "sound"
+    found = loop.run(30.0)
+    assert found == [], [r.message for r in found]     # no outcome outside the decomposed semantics
+    assert loop.stats.no_counterexample >= 1, loop.stats   # programs XLA ran, every outcome allowed
+
+
+@needs_tf
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TFSEM_HYPOTHESIS_PROFILE=nightly): "
+                                        "a whole campaign with TensorFlow in a worker, ~20 s")
 def test_fuzz_target_xla_short_campaign_stores_and_reports(tmp_path, capsys):
     out = tmp_path / "campaign"
     status = main(["fuzz", "--target", "xla", "--budget", "10s", "--out", str(out), "--runs", "3",
@@ -390,24 +464,17 @@ def test_fuzz_target_xla_short_campaign_stores_and_reports(tmp_path, capsys):
     assert "xla" in (out / "report" / "index.html").read_text()
 
 
-@needs_tf
-def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path, capsys):
-    """A hand-broken dependency optimizer (Grappler's real output, then every
-    ReadVariableOp's control inputs dropped) on the counter: an unsound
-    finding whose page shows the GraphDef given to Grappler and the one it
-    returned, and whose programs use the GraphDefs' node names."""
-    out = tmp_path / "campaign"
-    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:broken_dependency", "--budget", "20s",
-                   "--out", str(out), "--semantics", "atomic", "--observe", "outputs+state",
-                   "--generator", "test_tensorflow_fuzz_target:counter_generator",
-                   "--pass-timeout", "30", "--json"])
-    summary = json.loads(capsys.readouterr().out)
-    assert status == 1, summary
-    g = summary["groups"][0]
-    assert g["pass"] == "grappler:dependency-broken" and g["kind"] == "unsound"
+def _assert_graphdef_finding(out, group: dict) -> None:
+    """The broken dependency optimizer's finding in campaign folder `out`
+    (`group`: its group, as the store and `tfsem fuzz --json` give it): an
+    unsound finding whose page shows the GraphDef given to Grappler and the
+    one it returned, and whose programs use the GraphDefs' node names."""
+    assert group["pass"] == "grappler:dependency-broken" and group["kind"] == "unsound"
+    rep = group["representative"]
+    rep_id = rep["id"] if isinstance(rep, dict) else rep
     with sqlite3.connect(out / "campaign.db") as db:
         db.row_factory = sqlite3.Row
-        row = db.execute("SELECT * FROM findings WHERE id = ?", (g["representative"],)).fetchone()
+        row = db.execute("SELECT * FROM findings WHERE id = ?", (rep_id,)).fetchone()
     gd = json.loads(row["detail"])["graphdef"]
     assert gd["optimizer"] == "dependency" and re.fullmatch(r"2\.\d+\.\d+.*", gd["tensorflow"])
     assert 'input: "^inc"' in gd["original"] and 'input: "^inc"' not in gd["optimized"]
@@ -423,6 +490,52 @@ def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path
     assert "Grappler&#x27;s output GraphDef (pbtxt)" in page or "Grappler's output GraphDef (pbtxt)" in page
     assert page.count('<pre class="pbtxt">') == 2
     assert 'class="optimizer">dependency</strong>' in page and gd["tensorflow"] in page
+
+
+@needs_tf
+def test_grappler_finding_page_shows_both_graphdefs_in_the_graphs_names(tmp_path):
+    """A hand-broken dependency optimizer (Grappler's real output, then every
+    ReadVariableOp's control inputs dropped) on the counter, fuzzed by the
+    campaign's loop in this process (the pass run inline, TensorFlow already
+    imported), its findings stored as a campaign's and reported: see
+    `_assert_graphdef_finding`.  The same through `tfsem fuzz` (a worker and a
+    sandbox that each import TensorFlow, ~25 s) is the nightly variant below."""
+    from tfsem.campaigns.campaign import Campaign, CampaignSettings
+    from tfsem.campaigns.store import Store
+    spec, cell = "test_tensorflow_fuzz_target:broken_dependency", ("atomic", "outputs+state")
+    out = tmp_path / "campaign"
+    cs = CampaignSettings([spec], budget=1.0, out=str(out), cells=[cell], seed=1,
+                          generator="test_tensorflow_fuzz_target:counter_generator")
+    campaign = Campaign(cs)   # what `tfsem fuzz` stores of its passes (name, claims)
+    # until the first round that finds something ends (shrunk and reduced as in a campaign)
+    loop = _inline_loop(spec, cell, cs.generator, lambda lp: lp.stats.findings > 0)
+    found = loop.run(30.0, shrink_seconds=3.0)
+    assert found and all(r.contradicts_claim for r in found), found   # claimed sound: a bug
+    out.mkdir()
+    with Store(out) as store:
+        cid = store.start_campaign(cs.budget, campaign.settings_json(), "test")
+        for record in found:
+            store.record_finding(cid, record)
+        store.finish_campaign(cid)
+        groups = store.finding_groups(cid)
+    assert groups
+    _assert_graphdef_finding(out, groups[0])
+
+
+@needs_tf
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TFSEM_HYPOTHESIS_PROFILE=nightly): "
+                                        "a whole campaign with TensorFlow in a worker, ~25 s")
+def test_grappler_finding_page_through_a_whole_campaign(tmp_path, capsys):
+    """The test above through `tfsem fuzz`: the pass loaded by name in a
+    worker and its sandbox, the campaign fails (exit 1)."""
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--pass", "test_tensorflow_fuzz_target:broken_dependency", "--budget", "20s",
+                   "--out", str(out), "--semantics", "atomic", "--observe", "outputs+state",
+                   "--generator", "test_tensorflow_fuzz_target:counter_generator",
+                   "--pass-timeout", "30", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 1, summary
+    _assert_graphdef_finding(out, summary["groups"][0])
 
 
 class _CountingRunner(_HonestRunner):
