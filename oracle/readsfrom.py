@@ -800,23 +800,26 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
             comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
             comp.cache_functions()
             part = None
-            if engine in ("symmetry", "auto"):        # identical threads: the quotient search
-                from .symmetry import explore_component
-                part = explore_component(p, comp, init, budget)
-                if part is not None:
-                    used.append("symmetry")
-            if part is not None:
-                pass
+            symmetric = None                          # identical threads: the quotient search
+            if engine in ("symmetry", "auto"):
+                from .symmetry import explorer
+                symmetric = explorer(p, comp)
+            if engine == "symmetry" and symmetric is not None:
+                part = symmetric(comp, init, budget)
+                used.append("symmetry")
             elif engine == "readsfrom":
                 rfc = _Component_RF(comp, init, budget)
                 part = rfc.run()
                 classes += rfc.classes
                 used.append("readsfrom")
             elif engine == "auto":
-                part, which, n = _auto(comp, init, budget)
+                part, which, n = _auto(comp, init, budget, symmetric)
                 classes += n
                 if part is not None:
                     used.append(which)
+                elif symmetric is not None:
+                    part = symmetric(comp, init, budget)
+                    used.append("symmetry")
             if part is None:
                 part = _explore(comp, init, budget)
                 used.append("reference")
@@ -835,22 +838,26 @@ def _sub_budget(budget: Budget, states: int, share: float) -> Budget:
     return sub
 
 
-def _probe(comp: _Component, init, budget: Budget, states: int):
-    """The reference engine on one component with at most `states` states:
-    its outcomes, or None when that is not enough."""
+def _probe(comp: _Component, init, budget: Budget, states: int, explore=None):
+    """The reference engine (or `explore`, the symmetry engine) on one
+    component with at most `states` states: its outcomes, or None when that
+    is not enough."""
     from .explore import _explore
     sub = _sub_budget(budget, states, 1.0)
     try:
-        part = _explore(comp, init, sub)
+        part = (explore or _explore)(comp, init, sub)
     except BudgetExceeded:
         part = None
     budget.states += sub.states
     return part
 
 
-def _auto(comp: _Component, init, budget: Budget):
+def _auto(comp: _Component, init, budget: Budget, symmetric=None):
     """One component under `auto`: (outcomes, engine, classes), or
-    (None, "reference", 0) when the caller is to run the reference engine.
+    (None, "reference", 0) when the caller is to run the reference engine
+    (the symmetry engine where `symmetric`, its explorer for this component,
+    is given: the component has identical threads; it then also takes the
+    reference engine's place in the first try below).
 
     Where `choose_engine` picks the reads-from engine with a bound B on the
     classes, the reference engine first gets F * B states (F =
@@ -871,9 +878,10 @@ def _auto(comp: _Component, init, budget: Budget):
         return None, "reference", 0
     if choose_engine(rfc) != "readsfrom":
         return None, "reference", 0
-    part = _probe(comp, init, budget, max(AUTO_MIN_PROBE, AUTO_PROBE_FACTOR * _class_bound(rfc)))
+    part = _probe(comp, init, budget, max(AUTO_MIN_PROBE, AUTO_PROBE_FACTOR * _class_bound(rfc)),
+                  symmetric)
     if part is not None:
-        return part, "reference", 0
+        return part, ("reference" if symmetric is None else "symmetry"), 0
     sub = _sub_budget(budget, budget.max_states // 2, 0.5)
     rfc.budget = sub
     try:

@@ -631,10 +631,10 @@ def symmetry_of(p: Program, comp: _Component) -> Symmetry:
     return detect(p, comp.names, comp.output_names)
 
 
-def explore_component(p: Program, comp: _Component, init: Mapping[str, Value],
-                      budget: Budget):
-    """The symmetric engine on one component, or None when it has no
-    non-trivial symmetry (the caller then uses another engine)."""
+def explorer(p: Program, comp: _Component):
+    """f(comp, init, budget) -> the component's outcomes by the symmetry
+    engine, or None when the component has no two identical threads (the
+    caller then uses another engine)."""
     sym = symmetry_of(p, comp)
     if not sym:
         return None
@@ -642,7 +642,15 @@ def explore_component(p: Program, comp: _Component, init: Mapping[str, Value],
     labels += [comp.label(comp.n + i) for i in range(comp.n) if comp.decomposed and comp.kind[i] == 2]
     if len(set(labels)) != len(labels):
         return None              # a node named like another's step: witnesses would be ambiguous
-    return explore_symmetric(comp, sym, init, budget)
+    return lambda comp, init, budget: explore_symmetric(comp, sym, init, budget)
 
 
-__all__ = ["Symmetry", "detect", "explore_symmetric", "SymmetricOutcomes", "explore_component"]
+def explore_component(p: Program, comp: _Component, init: Mapping[str, Value],
+                      budget: Budget):
+    """The symmetry engine on one component, or None when it has no
+    non-trivial symmetry."""
+    f = explorer(p, comp)
+    return None if f is None else f(comp, init, budget)
+
+
+__all__ = ["Symmetry", "detect", "explore_symmetric", "SymmetricOutcomes", "explorer", "explore_component"]

@@ -44,7 +44,8 @@ def _classes(p):
     return out
 
 
-def _agree(p, feeds, init, semantics, observe, replay: int | None = None, max_states=20_000):
+def _agree(p, feeds, init, semantics, observe, replay: int | None = None, max_states=20_000,
+           engine="symmetry"):
     """Symmetry engine == reference engine (set, len, no duplicate when
     iterated, membership, witnesses replay); None when the reference runs out
     of budget; else the engines the symmetry run used."""
@@ -54,7 +55,7 @@ def _agree(p, feeds, init, semantics, observe, replay: int | None = None, max_st
     except BudgetExceeded:
         return None
     sym = outcome_set(p, feeds, init, semantics, observe, max_states=max_states, max_seconds=10,
-                      engine="symmetry")
+                      engine=engine)
     listed = list(sym)
     assert len(listed) == len(set(listed)) == sym.count == ref.count
     assert set(listed) == set(ref)
@@ -251,6 +252,37 @@ def test_auto_uses_symmetry_and_states_are_quotient_states():
     assert r.states < 1000                       # the reference needs 84,268 (issue 17)
 
 
+def _blind_writers_and_readers(n: int, readers: int = 2):
+    nodes, feeds = [], {}
+    for j in range(readers):                     # identical readers
+        nodes += [P.var(f"vr{j}", "x"), P.read(f"r{j}", f"vr{j}")]
+    for i in range(n):                           # different writers
+        nodes += [P.var(f"v{i}", "x"), P.write(f"w{i}", f"v{i}", f"$b{i}")]
+        feeds[f"b{i}"] = Tensor(i + 1)
+    return (P.program(nodes, {f"out{j}": f"r{j}" for j in range(readers)}, ["x"]), feeds,
+            {"x": Tensor(0)})
+
+
+def test_auto_prefers_reads_from_where_the_symmetry_is_small():
+    # two identical readers among 8 different writers: the quotient halves
+    # the reference's 40,676 states; the reads-from engine has 648 classes.
+    # auto gives the symmetry engine the reference's first try (2 x the
+    # bound on classes), then the reads-from engine
+    p, feeds, init = _blind_writers_and_readers(8)
+    assert len(_classes(p)) == 1
+    auto = outcome_set(p, feeds, init, engine="auto")
+    assert auto.engines == ["readsfrom"]
+    sym = outcome_set(p, feeds, init, engine="symmetry")
+    assert sym.engines == ["symmetry"] and sym.states > 10 * auto.classes
+    assert set(auto) == set(sym) and auto.count == sym.count == 648
+    # small: the symmetry engine's first try finishes
+    p, feeds, init = _blind_writers_and_readers(2, 3)
+    auto = outcome_set(p, feeds, init, engine="auto")
+    assert auto.engines == ["symmetry"]
+    for semantics, observe in MODES:
+        _agree(p, feeds, init, semantics, observe, engine="auto")
+
+
 def test_budget_is_a_verdict():
     p, feeds, init = F.lost_update_used(8)
     with pytest.raises(BudgetExceeded):
@@ -389,7 +421,8 @@ def test_generated_symmetric_programs_agree_with_reference(monkeypatch):
         feeds, init = random_inputs(q, j)
         cells = MODES if NIGHTLY else [MODES[j % 4]]      # every cell, a quarter of the programs each
         for semantics, observe in cells:
-            used = _agree(q, feeds, init, semantics, observe, replay=4)
+            used = _agree(q, feeds, init, semantics, observe, replay=4,
+                          engine="auto" if j % 5 == 0 else "symmetry")
             if used is None:
                 continue
             compared += 1
