@@ -409,7 +409,10 @@ xla_target = RuntimeTarget("xla")
 #     python -m tfsem.campaigns.tensorflow_target xla --budget 600 --out DIR
 
 def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: int = 20,
-                 mode: str = "xla", progress=None) -> dict:
+                 mode: str = "xla", progress=None, max_programs: int | None = None) -> dict:
+    """Run generated programs on TensorFlow for `budget_s` seconds, or until
+    `max_programs` programs were generated (the same programs for the same
+    seed, however busy the machine), and return the statistics (see above)."""
     import random  # noqa: PLC0415
     import time  # noqa: PLC0415
 
@@ -429,7 +432,7 @@ def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: i
     started = time.monotonic()
     last = started
     i = 0
-    while time.monotonic() - started < budget_s:
+    while time.monotonic() - started < budget_s and (max_programs is None or i < max_programs):
         rng = random.Random(f"tfsem-generate:{seed}:{i}")
         program = build_program(RandomDraw(rng), cfg)
         feeds, init = build_inputs(RandomDraw(random.Random(f"tfsem-inputs:{seed}:{i}")),

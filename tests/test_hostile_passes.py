@@ -139,7 +139,7 @@ def test_every_misbehaving_pass_is_a_finding_and_nothing_outlives_the_campaign(t
     # on a busy machine (a slice's clock starts when it is assigned), so two
     # healthy passes go first and the campaign must go on past all the others
     names = ["identity", "identity_too"] + list(HOSTILE) + ["forks"]
-    argv = [sys.executable, "-m", "tfsem", "fuzz", "--budget", "16s", "--out", str(out), "--workers", "2",
+    argv = [sys.executable, "-m", "tfsem", "fuzz", "--budget", "10s", "--out", str(out), "--workers", "2",
             "--pass-timeout", "0.5s", "--checker", "concrete", "--generator", "campaign_fakes:small_generator",
             "--semantics", "atomic", "--observe", "outputs+state", "--json"]
     for n in names:

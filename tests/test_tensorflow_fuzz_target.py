@@ -595,6 +595,9 @@ def test_integer_valued_float_programs_go_through_grappler_and_are_judged_in_iee
 
     judged = changed = 0
     verdicts = []
+    # two of the 12 changed programs are not decided (no-counterexample): their
+    # checks test at random until the timeout, 5 s each under the nightly profile
+    timeout = 5 if NIGHTLY else 1.5
     for p in random_programs(25, seed=3, dtype="float32"):
         original = as_tensorflow_sees_it(p)
         if original is None:
@@ -605,7 +608,7 @@ def test_integer_valued_float_programs_go_through_grappler_and_are_judged_in_iee
         if q.nodes != original.nodes:
             changed += 1
             assert not flushing(q)       # Grappler's output is integer-valued too
-            verdicts.append(check_rewrite(original, q, "atomic", "outputs+state", timeout=5).verdict)
+            verdicts.append(check_rewrite(original, q, "atomic", "outputs+state", timeout=timeout).verdict)
     assert judged >= 20 and changed >= 5, (judged, changed)
     # every float variable is written before it is read: no uninitialized read,
     # so an unsound verdict here would be a real finding against constfold
