@@ -94,7 +94,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from . import functions as fns
-from .explore import Budget, _Component, _schedule
+from .explore import _ASSIGN, Budget, _Component, _schedule
 from .outcomes import Outcome
 from .program import ControlIn, DataIn, FeedControlIn, FeedIn, Program
 from .values import UNINITIALIZED, Error, Value
@@ -236,7 +236,7 @@ def detect(p: Program, names: list[str], outputs: list[str]) -> Symmetry:
         first = members[0]
         cls = [first]
         for other in members[1:]:
-            if _verify(p, first, other, thread_of, fetched):
+            if _verify(p, first, other, thread_of, fetched, consumers):
                 cls.append(other)
         if len(cls) >= 2:
             classes.append(cls)
@@ -245,10 +245,15 @@ def detect(p: Program, names: list[str], outputs: list[str]) -> Symmetry:
 
 
 def _verify(p: Program, t: list[str], u: list[str], thread_of: dict[str, str],
-            fetched: dict[str, list[tuple[int, str]]]) -> bool:
+            fetched: dict[str, list[tuple[int, str]]], consumers: dict[str, list[str]]) -> bool:
     """Is f: t[m] -> u[m] an isomorphism of threads that fixes everything
-    else?  Checked edge by edge (see the module docstring)."""
-    if len(t) != len(u) or set(t) & set(u):
+    else?  Checked edge by edge (see the module docstring): every edge into
+    a node of t or u is checked below, and no edge leaves t or u (checked
+    here, though the construction of threads already ensures it)."""
+    if len(t) != len(u) or len(set(t)) != len(t) or len(set(u)) != len(u) or set(t) & set(u):
+        return False
+    ts, us = set(t), set(u)
+    if any(c not in ts for a in t for c in consumers[a]) or any(c not in us for b in u for c in consumers[b]):
         return False
     f = dict(zip(t, u))
     root_t, root_u = thread_of[t[0]], thread_of[u[0]]
@@ -324,7 +329,7 @@ class _SymComponent:
         for tid, t in enumerate(t for cls in self.classes for t in cls):
             for i in t:
                 self.thread_of_label[comp.label(i)] = tid
-                if comp.decomposed and comp.kind[i] == 2:      # an Assign's write step
+                if comp.decomposed and comp.kind[i] == _ASSIGN:      # an Assign's write step
                     self.thread_of_label[comp.label(n + i)] = tid
         self.locals_table: dict[tuple, int] = {}
 
@@ -481,7 +486,7 @@ class SymmetricOutcomes(Mapping):
         # step labels -> (node name, suffix), to rename witnesses
         self._labels: dict[str, tuple[str, str]] = {}
         for t in range(2 * comp.n):
-            if t < comp.n or comp.decomposed and comp.kind[t - comp.n] == 2:
+            if t < comp.n or comp.decomposed and comp.kind[t - comp.n] == _ASSIGN:
                 label = comp.label(t)
                 name = comp.names[t % comp.n]
                 self._labels[label] = (name, label[len(name):])
@@ -639,7 +644,7 @@ def explorer(p: Program, comp: _Component):
     if not sym:
         return None
     labels = [comp.label(t) for t in range(comp.n)]
-    labels += [comp.label(comp.n + i) for i in range(comp.n) if comp.decomposed and comp.kind[i] == 2]
+    labels += [comp.label(comp.n + i) for i in range(comp.n) if comp.decomposed and comp.kind[i] == _ASSIGN]
     if len(set(labels)) != len(labels):
         return None              # a node named like another's step: witnesses would be ambiguous
     return lambda comp, init, budget: explore_symmetric(comp, sym, init, budget)
