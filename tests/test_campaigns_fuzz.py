@@ -38,6 +38,20 @@ def tfsem(*args: str, timeout: float = 120, **env_extra: str) -> subprocess.Comp
                           capture_output=True, text=True, timeout=timeout)
 
 
+def tfsem_here(capsys, *args) -> subprocess.CompletedProcess:
+    """`tfsem ARGS` run by `tfsem.cli.main` in this process, for what needs no
+    process of its own (usage errors: nothing runs, and no start-up is paid);
+    an exception escaping main fails the test as a traceback would."""
+    from tfsem.cli import main
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:   # argparse's usage errors
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(["tfsem", *map(str, args)], code, said.out, said.err)
+
+
 def findings_in(out: Path) -> list[dict]:
     try:
         with Store(out, readonly=True) as s:
@@ -172,11 +186,11 @@ def test_a_second_campaign_on_the_same_dir_is_refused_while_one_runs(tmp_path):
         assert s.campaigns()[0]["status"] == "interrupted"  # SIGTERM is a clean stop
 
 
-def test_fuzz_usage_errors(tmp_path):
-    r = tfsem("fuzz", "--pass", "no-such-pass", "--budget", "1s", "--out", tmp_path)
+def test_fuzz_usage_errors(tmp_path, capsys):
+    r = tfsem_here(capsys, "fuzz", "--pass", "no-such-pass", "--budget", "1s", "--out", tmp_path)
     assert r.returncode == 2 and "no-such-pass" in r.stderr
-    r = tfsem("fuzz", "--pass", "campaign_fakes:identity", "--budget", "soon", "--out", tmp_path)
-    assert r.returncode == 2
+    r = tfsem_here(capsys, "fuzz", "--pass", "campaign_fakes:identity", "--budget", "soon", "--out", tmp_path)
+    assert r.returncode == 2 and "--budget" in r.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -243,6 +257,6 @@ def test_verify_reports_a_crash_with_its_reproducer(tmp_path):
     assert Path(crash["reproducer"]).exists()
 
 
-def test_verify_unknown_pass_is_a_usage_error():
-    r = tfsem("verify", "no-such-pass", "--budget", "1s")
+def test_verify_unknown_pass_is_a_usage_error(capsys):
+    r = tfsem_here(capsys, "verify", "no-such-pass", "--budget", "1s")
     assert r.returncode == 2 and "no-such-pass" in r.stderr

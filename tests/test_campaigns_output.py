@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from test_campaigns_fuzz import FAST, ONE_CELL, tfsem
+from test_campaigns_fuzz import FAST, ONE_CELL, tfsem, tfsem_here
 from test_campaigns_store import unsound_record
 from tfsem.campaigns.findings import FindingRecord
 from tfsem.campaigns.signature import group_key, rewrite_change
@@ -72,8 +72,8 @@ def test_verify_prints_periodic_progress_lines_when_not_on_a_terminal(tmp_path):
     assert len(lines) >= 2, r.stderr
 
 
-def test_verify_with_an_unknown_pass_fails_before_printing_a_plan():
-    r = tfsem("verify", "no-such-pass", "--budget", "1s")
+def test_verify_with_an_unknown_pass_fails_before_printing_a_plan(capsys):
+    r = tfsem_here(capsys, "verify", "no-such-pass", "--budget", "1s")
     assert r.returncode == 2 and "no-such-pass" in r.stderr
     assert "verifying" not in r.stdout + r.stderr
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem
+from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_here
 from tfsem import cli
 
 TESTS = Path(__file__).resolve().parent
@@ -97,7 +97,7 @@ def test_a_command_gets_its_own_full_parser():
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_bash_completion_script_is_valid_and_lists_commands_and_options(tmp_path):
+def test_bash_completion_script_is_valid_and_lists_commands_and_options(tmp_path, capsys):
     r = tfsem("completion", "bash")
     assert r.returncode == 0, r.stderr
     script = tmp_path / "tfsem.bash"
@@ -108,16 +108,16 @@ def test_bash_completion_script_is_valid_and_lists_commands_and_options(tmp_path
              "_tfsem; echo ${COMPREPLY[@]}; COMP_WORDS=(tfsem fu); COMP_CWORD=1; _tfsem; echo ${COMPREPLY[@]}")
     out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
     assert out.stdout.splitlines() == ["--budget", "fuzz"], out.stdout + out.stderr
-    assert tfsem("completion", "fish").returncode == 2
+    assert tfsem_here(capsys, "completion", "fish").returncode == 2
 
 
-def test_check_names_the_bad_original_file(tmp_path):
+def test_check_names_the_bad_original_file(tmp_path, capsys):
     bad = tmp_path / "a.json"
     bad.write_text('{"format": "tfsem.program/1", "nodes": [{"name": "n", "op": "Bogus"}]}')
     good = tmp_path / "b.json"
     good.write_text('{"format": "tfsem.program/1", "nodes": [{"name": "k", "op": "Const", "value": 1}], '
                     '"outputs": {"o": "k"}}')
-    r = tfsem("check", bad, good)
+    r = tfsem_here(capsys, "check", bad, good)
     assert r.returncode == 2 and f"{bad}: invalid original program" in r.stderr
     assert "Traceback" not in r.stderr
 
