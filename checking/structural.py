@@ -196,6 +196,19 @@ same effect, by the argument of S.  A matched Read of x between rr and ww in
 ρ' reads c, as it does in L, where it comes before a.  Two unordered
 AssignAdds split (the lost update) fail (X).
 
+(X') A split that fails (X) is still concluded under `--observe outputs`
+when x is dead from rr on: every Read of x in P whose value reaches an
+output or an Assign's value (a *used* Read; the others are the unobserved
+Reads of (U)) is in a group whose image is hb_P'-before rr.  Proof: build L
+as for (X).  Up to rr every variable holds the same in L and ρ' (the
+argument above never looked past it); from then on x may differ (a write
+may fall between rr and ww, and every later effect on x computes from x),
+but x is read from then on only by Reads of P whose values reach no output
+and no Assign's value (a used Read has its image before rr, so its group
+comes before a in L), and an Assign's effect touches x alone.  So every
+other variable, every used Read and every output are as in ρ', and the
+final state is not observed.  (A used Read of x after the split: refused.)
+
 Moved Reads (condition (H')).  A Read r of P in a group R, of variable x,
 with image r', may fail (H) (hoist-reads drops the control inputs of Reads)
 when, with W' the write steps of x in P' and, for a matched write step w of
@@ -566,6 +579,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # image (S atomic: the split Read); and the atomic splits (a, rr, x)
     first: dict[Step, Step] = {}
     atomic_splits: list[tuple[str, str, str]] = []
+    dead_splits = 0
     deleted_assigns: list[str] = []
 
     def map_assign(a: str, t: str) -> None:
@@ -671,14 +685,19 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     for t, (kind, x, _fn) in acc2.items():
         if kind == ASSIGN:
             writes2.setdefault(x, []).append((t, WRITE_STEP) if decomposed else (t, ONE))
+    unobserved = _unobserved_reads(p, acc)
     for a, rr, x in atomic_splits:
         ww, rs = (a, ONE), (rr, ONE)
         if not anc2[ww] >> index2[rs] & 1:
             raise _NotApplicable(f"(X) the split Read {rr!r} is not ordered before {a!r}")
         for w2 in writes2.get(x, ()):
             if w2 != ww and not (anc2[rs] >> index2[w2] & 1 or anc2[w2] >> index2[ww] & 1):
-                raise _NotApplicable(f"(X) {''.join(w2)!r} may write {x!r} between the split "
-                                     f"Read {rr!r} and the Write {a!r}")
+                why = _dead_after(rs, x, observe, acc, unobserved, step, anc2, index2)
+                if why is not None:
+                    raise _NotApplicable(f"(X) {''.join(w2)!r} may write {x!r} between the "
+                                         f"split Read {rr!r} and the Write {a!r}; (X') {why}")
+                dead_splits += 1
+                break
 
     # (H'): P's ancestor sets, for the Reads (H) is relaxed for
     index = {u: i for i, u in enumerate(order)}
@@ -694,7 +713,6 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             writes.setdefault(x, []).append((a, WRITE_STEP) if decomposed else (a, ONE))
     deleted_vars = {acc[a][1] for a in deleted_assigns}
     relaxed: set[Step] = set()
-    unobserved = _unobserved_reads(p, acc)
     unmatched_reads = 0
 
     mapped: dict[Step, int] = {}
@@ -741,6 +759,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     extra_reads = sum(1 for t, (kind, _x, _f) in acc2.items()
                       if kind == READ and t not in read_images and t not in split_reads)
     stats.update(relaxed_reads=len(relaxed), unobserved_reads_unmatched=unmatched_reads,
+                 dead_splits=dead_splits,
                  accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
                  deleted_reads=deleted_reads, deleted_assigns=len(deleted_assigns),
                  extra_reads=extra_reads, terms=len(terms.table),
@@ -756,6 +775,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{len(relaxed)} Reads moved, each between the same writes")
     if unmatched_reads:
         parts.append(f"{unmatched_reads} unobserved Reads reordered")
+    if dead_splits:
+        parts.append(f"{dead_splits} split Assigns racing on a variable nobody reads after")
     for k in ("merged", "fused", "split"):
         if kinds[k]:
             parts.append(f"{kinds[k]} Assigns {k}")
@@ -763,6 +784,23 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + "; values equal as terms, the original's order between accesses kept)")
+
+
+def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
+                step: Mapping[Step, Step], anc2: Mapping[Step, int],
+                index2: Mapping[Step, int]) -> str | None:
+    """(X') for an atomic split of x whose Read is rs in P': None when x is
+    dead from rs on (outputs only, and every Read of P of x whose value is
+    compared has its image before rs in P'), else why not."""
+    if observe != OUTPUTS:
+        return "the final state is observed"
+    for r, (kind, y, _f) in acc.items():
+        if kind != READ or y != x or r in unobserved:
+            continue
+        t = step.get((r, ONE))
+        if t is None or not anc2[rs] >> index2[t] & 1:
+            return f"Read {r!r} of {x!r}, whose value is used, is not ordered before it"
+    return None
 
 
 def _unobserved_reads(p: Program, acc: Mapping) -> set[str]:
