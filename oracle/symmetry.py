@@ -331,6 +331,13 @@ class _SymComponent:
                 self.thread_of_label[comp.label(i)] = tid
                 if comp.decomposed and comp.kind[i] == _ASSIGN:      # an Assign's write step
                     self.thread_of_label[comp.label(n + i)] = tid
+        # a node outside the classes with no edge into a class thread (a
+        # thread of no class): its steps change no class thread's local state
+        for i in range(n):
+            if i not in in_thread and not any(j in in_thread for _port, j, _slot in comp.succ[i]):
+                self.thread_of_label[comp.label(i)] = -1
+                if comp.decomposed and comp.kind[i] == _ASSIGN:
+                    self.thread_of_label[comp.label(n + i)] = -1
         self.locals_table: dict[tuple, int] = {}
 
     #: tests set this to recompute every thread's local state at every key
@@ -365,8 +372,9 @@ class _SymComponent:
         transit to its own slots and to its successors' (popped, delivered),
         the outputs fetched at i, and variables (not part of a local state);
         a thread node's successors are in its thread, so the other threads'
-        local states are unchanged.  A shared node's successors may be in
-        any thread: a shared step since `mark` (or `mark` not found)
+        local states are unchanged; so are they after a step of a node with
+        no edge into a class thread (label -1).  Any other node's successors
+        may be in any thread: such a step since `mark` (or `mark` not found)
         recomputes every thread."""
         comp = self.comp
         vars_ = tuple(st.vars[x] for x in comp.variables
@@ -384,6 +392,7 @@ class _SymComponent:
                 node = node[1]
             if node is mark:
                 ids = list(ids)
+                touched.discard(-1)
                 for tid in touched:
                     ids[tid] = self._local_id(st, tid)
             else:
