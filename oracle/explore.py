@@ -678,10 +678,11 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
     starts uninitialized.  Raises BudgetExceeded when the budget runs out.
     `engine`: "reference" (this module), "readsfrom" (one run per reads-from
-    class) or "auto" (the default: per component, the reference engine or
-    the reads-from engine, chosen by structure; see
-    readsfrom.outcome_set_engine).  All three return the same set; they
-    differ in time, in `states` and in the witness schedules."""
+    class), "symmetry" (one run per orbit of identical threads, where a
+    component has them; symmetry.py) or "auto" (the default: per component,
+    one of them chosen by structure; see readsfrom.outcome_set_engine).  All
+    return the same set; they differ in time, in `states` and in the
+    witness schedules."""
     if engine != "reference":
         from .readsfrom import outcome_set_engine
         return outcome_set_engine(p, feeds, init, semantics, observe, max_states,
