@@ -1,8 +1,9 @@
 """`tfsem fuzz --pass grappler:OPTIMIZER`: TensorFlow's Grappler as a campaign
 target.  Needs TensorFlow; skipped, saying so, where it cannot be imported.
-The campaign end to end (`--pass grappler:dependency` with `--target
-grappler`, stored and reported) is one campaign in
-tests/test_tensorflow_fuzz_target.py."""
+Campaigns with Grappler end to end (stored and reported) are in
+tests/test_tensorflow_fuzz_target.py: `--target grappler` in the default run,
+`--pass grappler:dependency` there in this process and, whole, under the
+nightly profile."""
 
 from __future__ import annotations
 
