@@ -234,12 +234,14 @@ def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path):
     case = json.loads(Path(shown[0]).read_text())
     assert case["format"] == "tfsem.case/1" and case["expect"] == "unsound"
     assert len(case["original"]["nodes"]) <= 4  # shrunk
-    # the reproducer reproduces with the real checker
-    check = tfsem("check", shown[0])
-    assert check.returncode == 1 and "unsound" in check.stdout
-
+    # the reproducer reproduces with the real checker (run beside the next
+    # verify: it only starts up and checks a few nodes)
+    check_run = subprocess.Popen([sys.executable, "-m", "tfsem", "check", shown[0]], env=env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ok = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "ok",
                *FAST, *ONE_CELL, "--json")
+    check_out, check_err = check_run.communicate(timeout=120)
+    assert check_run.returncode == 1 and "unsound" in check_out, check_out + check_err
     assert ok.returncode == 0, ok.stderr
     data = json.loads(ok.stdout)
     assert data["findings"] == [] and data["cells"][0]["result"] == NO_COUNTEREXAMPLE
