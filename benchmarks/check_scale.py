@@ -24,8 +24,8 @@ Reads, or Reads merged by data inputs; `structural.EXTENSIONS` off),
 `--no-structural` runs `previous` only; `--compare` runs `refute` and
 `round1` on the same checks, one after the other, so the tables come from one
 run (engines other than the first only up to `--baseline-max-size` nodes,
-since beyond it most of their checks run into the timeout).  A last column says how many checks the refutation stage
-decided (`unsound` found by it; how many by its first run, before the
+since beyond it most of their checks run into the timeout).  A last column
+says how many checks the refutation stage decided (`unsound` found by it; how many by its first run, before the
 symbolic search, and how many list projections of the original's outcomes).
 """
 

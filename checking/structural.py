@@ -739,8 +739,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if late:
             raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
         if outside:
-            why = "" if not EXTENSIONS else _relax(u, t, acc, acc2, step, writes, writes2, anc, index, anc2, index2,
-                         deleted_vars, bits)
+            why = "" if not EXTENSIONS else _relax(u, t, acc, acc2, step, writes, writes2, anc,
+                                                   index, anc2, index2, deleted_vars, bits)
             if why is None:
                 relaxed.add(u)
                 continue
