@@ -782,8 +782,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             parts.append(f"{kinds[k]} Assigns {k}")
     if deleted_assigns:
         parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
+    order = ("the original's order between accesses kept" if not (relaxed or dead_splits)
+             else "the original's order between accesses kept where a value depends on it")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
-            + "; values equal as terms, the original's order between accesses kept)")
+            + f"; values equal as terms, {order})")
 
 
 def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
