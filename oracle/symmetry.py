@@ -545,15 +545,21 @@ class SymmetricOutcomes(Mapping):
     def _lookup(self, outcome: object):
         if not isinstance(outcome, Outcome):
             return None
-        outs = dict(outcome.outputs)
-        if len(outs) != len(outcome.outputs) or sorted(outs) != sorted(self.output_names):
+        # the outputs in the component's order, as in every stored outcome
+        # (Outcome equality is tuple equality: the same pairs in another
+        # order are another key, as in the reference engine's dict)
+        try:
+            if tuple(k for k, _v in outcome.outputs) != tuple(self.output_names):
+                return None
+        except (TypeError, ValueError):                # not (name, value) pairs
             return None
         if (outcome.state is None) == self.observe_state:
             return None
-        arr = self._arrangement(outs, False)
-        if arr is None:
-            return None
+        outs = dict(outcome.outputs)
         try:
+            arr = self._arrangement(outs, False)
+            if arr is None:
+                return None
             rep = self.reps.get(self._canon_of(outcome, arr))
         except TypeError:                              # an unhashable value
             return None
