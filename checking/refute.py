@@ -71,7 +71,7 @@ from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule,
 from tfsem.oracle.outcomes import Outcome, combine
 from tfsem.oracle.program import ASSIGN, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
-from tfsem.oracle.values import UNINITIALIZED, Error, Value
+from tfsem.oracle.values import Value
 
 
 def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs) -> _Component:
@@ -87,16 +87,6 @@ def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs) 
 MAX_PAIRED_PARTS = 8
 
 
-def _root(comp: _Component, init: Mapping[str, Value]):
-    st = comp.start()
-    st.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-    return st
-
-
-def _outcome(comp: _Component, st) -> Outcome:
-    outs = tuple((k, st.outputs[k]) for k in comp.output_names)
-    state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
-    return Outcome(outs, state)
 
 
 def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
@@ -114,7 +104,7 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
         parts, sched = [], []
         priority = k % 2 == 1
         for comp in comps:
-            st = _root(comp, init)
+            st = comp.root(init)
             prio = rng.random(2 * comp.n) if priority else None
             while True:
                 comp.close(st)
@@ -127,7 +117,7 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
                     t = ready[int(rng.integers(len(ready)))]
                 st.ready.discard(t)
                 comp.fire(st, t)
-            parts.append(_outcome(comp, st))
+            parts.append(comp.outcome(st))
             sched.extend(_schedule(st.sched))
         found.setdefault(combine(parts), sched)
     return found
@@ -275,7 +265,7 @@ def part_values(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     if cache is not None:
         cache()
     seen: set[tuple] = set()
-    stack = [_root(comp, init)]
+    stack = [comp.root(init)]
     while stack:
         st = stack.pop()
         comp.close(st)
@@ -320,7 +310,7 @@ def _search(comp: _Component, init: Mapping[str, Value], targets: list[tuple],
         return [j for j in alive if j in remaining
                 and all(targets[j][i] == v for i, v in checks)]
 
-    stack = [(_root(comp, init), list(remaining))]
+    stack = [(comp.root(init), list(remaining))]
     while stack and remaining:
         st, alive = stack.pop()
         comp.close(st)

@@ -358,6 +358,20 @@ class _Component:
         own = 1 if (self.decomposed and self.kind[i] == _ASSIGN) else 0
         return st.nw[x] - own == 0
 
+    def root(self, init: Mapping[str, Value]) -> "_State":
+        """The state before any step, variables as `init` gives them (a
+        variable missing from it starts uninitialized)."""
+        st = self.start()
+        st.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in self.variables}
+        return st
+
+    def outcome(self, st: "_State") -> Outcome:
+        """The outcome of a terminal state: its outputs and, when the state
+        is observed, its variables' values."""
+        outs = tuple((k, st.outputs[k]) for k in self.output_names)
+        state = tuple((x, st.vars[x]) for x in self.variables) if self.observe_state else None
+        return Outcome(outs, state)
+
     def start(self) -> "_State":
         st = _State()
         st.missing = list(self.n_slots)
@@ -599,16 +613,12 @@ def _schedule(linked) -> tuple[str, ...]:
 def _explore(comp: _Component, init: Mapping[str, Value], budget: Budget) -> dict[Outcome, tuple[str, ...]]:
     results: dict[Outcome, tuple[str, ...]] = {}
     seen: set[tuple] = set()
-    root = comp.start()
-    root.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-    stack = [root]
+    stack = [comp.root(init)]
     while stack:
         st = stack.pop()
         comp.close(st)
         if not st.ready:
-            outs = tuple((k, st.outputs[k]) for k in comp.output_names)
-            state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
-            results.setdefault(Outcome(outs, state), _schedule(st.sched))
+            results.setdefault(comp.outcome(st), _schedule(st.sched))
             continue
         stack.extend(successors(comp, st, seen, budget))
     return results
