@@ -45,7 +45,7 @@ def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr  # a contradicted claim fails the run
     checks = _offered(r.stdout, "check")
     assert checks
-    crash = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", "2s", "--out", tmp_path / "c",
+    crash = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", "4s", "--out", tmp_path / "c",
                   *FAST, *ONE_CELL)
     assert crash.returncode == 1, crash.stdout + crash.stderr
     rewrites = _offered(crash.stdout, "rewrite")
