@@ -539,8 +539,8 @@ RESTRICTED_OPS = ["Read", "Write", "Assign", "Add", "Sub", "Mul", "Neg", "Max", 
 
 
 def _generated_program(seed: int):
-    """(program, perturbations done) or None where the draw is not a valid
-    program."""
+    """(program, perturbations done, its rng, the program before the
+    perturbations or None) or None where the draw is not a valid program."""
     rng = random.Random(f"review4:{seed}")
     parts = []
     for q in range(rng.choice([1, 1, 1, 2])):
@@ -554,13 +554,17 @@ def _generated_program(seed: int):
     if built is None:
         return None
     nodes, outputs, variables, feeds, copies = built
+    try:
+        base = Program(dict(variables), tuple(nodes), dict(outputs), dict(feeds)).validated()
+    except ProgramError:
+        base = None
     done = []
     for _ in range(rng.choice([0, 1, 1, 1, 2, 3])):
         d = _perturb(nodes, outputs, variables, feeds, copies, rng, rng.choice(PERTURBATIONS))
         if d:
             done.append(d)
     try:
-        return Program(variables, tuple(nodes), outputs, feeds).validated(), done, rng
+        return Program(variables, tuple(nodes), outputs, feeds).validated(), done, rng, base
     except ProgramError:
         return None
 
@@ -574,7 +578,7 @@ def test_generated_perturbed_symmetric_programs_agree_with_the_reference(monkeyp
     # incremental keys are recomputed from scratch and compared at every state
     monkeypatch.setattr(_SymComponent, "CHECK_INCREMENTAL", True)
     count = 60 * _scale()
-    compared = symmetric = 0
+    compared = symmetric = crossed = 0
     per_cell = {c: 0 for c in CELLS}
     kinds = set()
     for s in range(count):
@@ -582,7 +586,7 @@ def test_generated_perturbed_symmetric_programs_agree_with_the_reference(monkeyp
         g = _generated_program(seed)
         if g is None:
             continue
-        p, done, rng = g
+        p, done, rng, base = g
         kinds.update(done)
         feeds, init = random_inputs(p, seed, uninitialized_p=0.15, edge_p=0.3)
         cells = CELLS if NIGHTLY else [CELLS[s % 4]]
@@ -597,7 +601,28 @@ def test_generated_perturbed_symmetric_programs_agree_with_the_reference(monkeyp
             compared += 1
             per_cell[cell] += 1
             symmetric += "symmetry" in used
+            if base is not None and done and set(base.outputs) == set(p.outputs):
+                crossed += _cross_membership(base, p, ref, feeds, init, cell, engine)
     assert compared >= 0.6 * count * (4 if NIGHTLY else 1)
     assert all(v > 0 for v in per_cell.values())
     assert symmetric >= 0.3 * compared                     # the engine is really exercised
     assert len(kinds) >= (len(PERTURBATIONS) - 3 if NIGHTLY else 8)
+    assert crossed >= 0.1 * compared
+
+
+def _cross_membership(base, p, ref_p, feeds, init, cell, engine) -> int:
+    """The perturbed program's outcomes asked of the unperturbed program's
+    set (near misses, as the checker asks a rewritten program's outcomes of
+    the original's): the engine answers as the reference engine does, as an
+    OutcomeSet and, with one component, as the component's Mapping."""
+    try:
+        ref = outcome_set(base, feeds, init, *cell, engine="reference", max_states=20_000, max_seconds=10)
+    except BudgetExceeded:
+        return 0
+    got = outcome_set(base, feeds, init, *cell, engine=engine, max_states=80_000, max_seconds=20)
+    one = len(got.components) == 1 and isinstance(got.components[0], SymmetricOutcomes)
+    for o in ref_p:
+        assert (o in got) == (o in ref), o
+        if one:
+            assert (o in got.components[0]) == (o in ref.components[0]), o
+    return 1
