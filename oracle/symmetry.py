@@ -480,7 +480,9 @@ class SymmetricOutcomes(Mapping):
     `[]` renames the representative's witness by the permutation taking its
     threads to the outcome's; iteration lists each orbit's distinct
     arrangements once.  Outcomes are built as the reference engine builds
-    them (outputs in the component's output order)."""
+    them (outputs in the component's output order), and `in` and `[]`
+    answer as the reference engine's dict does: an outcome with its outputs
+    in another order is not a key."""
 
     def __init__(self, comp: _Component, sym: Symmetry):
         self.output_names = list(comp.output_names)
