@@ -570,7 +570,7 @@ def _generated_program(seed: int):
 
 
 def _scale() -> int:
-    return 20 if NIGHTLY else 1
+    return 10 if NIGHTLY else 1
 
 
 @pytest.mark.parametrize("block", range(2))
