@@ -263,7 +263,7 @@ def _case(name):
 
 
 #: cases whose brute force takes well under a second per cell on the shared
-#: machine; the others (1-25 s a cell, some past 400,000 states) run against
+#: machine; the others (1-40 s a cell, up to 1.5 million states) run against
 #: the brute force under the nightly profile and against the reference
 #: engine (itself held to the brute force in test_review3_oracle and
 #: test_oracle_properties) by default
@@ -277,7 +277,7 @@ def _truth(name, semantics, observe):
     p, feeds, init, _sizes = _case(name)
     if NIGHTLY or name in CHEAP:
         try:
-            return frozenset(reference_outcomes(p, feeds, init, semantics, observe, max_states=400_000))
+            return frozenset(reference_outcomes(p, feeds, init, semantics, observe, max_states=1_500_000))
         except BudgetExceeded:
             pass
     return frozenset(outcome_set(p, feeds, init, semantics, observe, engine="reference"))
