@@ -97,7 +97,7 @@ from . import functions as fns
 from .explore import _ASSIGN, Budget, _Component, _schedule
 from .outcomes import Outcome
 from .program import ControlIn, DataIn, FeedControlIn, FeedIn, Program
-from .values import UNINITIALIZED, Error, Value
+from .values import Value
 
 _ABSENT = ("absent",)        # a hashable marker no Value equals
 
@@ -412,16 +412,12 @@ def explore_symmetric(comp: _Component, sym: Symmetry, init: Mapping[str, Value]
     sc = _SymComponent(comp, sym)
     result = SymmetricOutcomes(comp, sym)
     seen: set[tuple] = set()
-    root = comp.start()
-    root.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-    stack = [(root, None, None)]
+    stack = [(comp.root(init), None, None)]
     while stack:
         st, ids, mark = stack.pop()
         comp.close(st)
         if not st.ready:
-            outs = tuple((k, st.outputs[k]) for k in comp.output_names)
-            state = tuple((x, st.vars[x]) for x in comp.variables) if comp.observe_state else None
-            result._add(Outcome(outs, state), _schedule(st.sched))
+            result._add(comp.outcome(st), _schedule(st.sched))
             continue
         k, ids = sc.key(st, ids, mark)
         if k in seen:
