@@ -672,19 +672,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # (H) on steps, and (A)'s "no matched step is hb-after a deleted Assign"
     order, preds = _steps(p, semantics)
     order2, preds2 = _steps(p2, semantics)
-    index2 = {u: i for i, u in enumerate(order2)}
-    anc2: dict[Step, int] = {}
-    for u in order2:
-        bits = 0
-        for q in preds2[u]:
-            bits |= anc2[q] | (1 << index2[q])
-        anc2[u] = bits
+    index2, anc2 = _ancestors(order2, preds2)
     # (X) an atomic split is not interleaved: rr before the Write, and every
     # other write step of x ordered before rr or after the Write
-    writes2: dict[str, list[Step]] = {}
-    for t, (kind, x, _fn) in acc2.items():
-        if kind == ASSIGN:
-            writes2.setdefault(x, []).append((t, WRITE_STEP) if decomposed else (t, ONE))
+    writes2 = _write_steps(acc2, decomposed)
     unobserved = _unobserved_reads(p, acc)
     for a, rr, x in atomic_splits:
         ww, rs = (a, ONE), (rr, ONE)
@@ -700,17 +691,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                 break
 
     # (H'): P's ancestor sets, for the Reads (H) is relaxed for
-    index = {u: i for i, u in enumerate(order)}
-    anc: dict[Step, int] = {}
-    for u in order:
-        bits = 0
-        for q in preds[u]:
-            bits |= anc[q] | (1 << index[q])
-        anc[u] = bits
-    writes: dict[str, list[Step]] = {}
-    for a, (kind, x, _fn) in acc.items():
-        if kind == ASSIGN and a not in deleted_assigns:
-            writes.setdefault(x, []).append((a, WRITE_STEP) if decomposed else (a, ONE))
+    index, anc = _ancestors(order, preds)
+    writes = _write_steps(acc, decomposed, skip=set(deleted_assigns))
     deleted_vars = {acc[a][1] for a in deleted_assigns}
     relaxed: set[Step] = set()
     unmatched_reads = 0
@@ -803,6 +785,30 @@ def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[st
         if t is None or not anc2[rs] >> index2[t] & 1:
             return f"Read {r!r} of {x!r}, whose value is used, is not ordered before it"
     return None
+
+
+def _ancestors(order: list[Step],
+               preds: Mapping[Step, list[Step]]) -> tuple[dict[Step, int], dict[Step, int]]:
+    """(position of each step in `order`, each step's ancestors as a bitset
+    of positions); `order` is topological."""
+    index = {u: i for i, u in enumerate(order)}
+    anc: dict[Step, int] = {}
+    for u in order:
+        bits = 0
+        for q in preds[u]:
+            bits |= anc[q] | (1 << index[q])
+        anc[u] = bits
+    return index, anc
+
+
+def _write_steps(acc: Mapping, decomposed: bool, skip: set[str] = frozenset()) -> dict[str, list[Step]]:
+    """Each variable's write steps: its Assigns' (write step in decomposed
+    mode), those in `skip` left out."""
+    writes: dict[str, list[Step]] = {}
+    for a, (kind, x, _fn) in acc.items():
+        if kind == ASSIGN and a not in skip:
+            writes.setdefault(x, []).append((a, WRITE_STEP) if decomposed else (a, ONE))
+    return writes
 
 
 def _unobserved_reads(p: Program, acc: Mapping) -> set[str]:
