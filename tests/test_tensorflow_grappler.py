@@ -148,3 +148,9 @@ def test_rewrite_with_a_grappler_name_offers_commands_that_do_what_they_say(tmp_
     assert (tmp_path / "DIR" / "dependency.pbtxt").is_file()
     assert main(["import", str(tmp_path / "DIR" / "dependency.pbtxt"), "--fetch", "out",
                  "-o", str(tmp_path / "opt.json")]) == 0
+    # the offered fuzz command is a whole campaign: checked to be one tfsem takes as written
+    from tfsem.cli import build_parser
+    fuzz = shlex.split(err.split("fuzz it with: ", 1)[1].strip())
+    assert fuzz[:2] == ["tfsem", "fuzz"]
+    args = build_parser("fuzz").parse_args(fuzz[1:])
+    assert args.targets == ["grappler:dependency"] and args.budget == 600 and args.out == "DIR"

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
                          f"result with: tfsem export {shlex.quote(args.program)} -o G.pbtxt && "
                          f"tfsem grappler G.pbtxt --optimizer {shlex.quote(opt)}{fetches} --save DIR "
                          f"(DIR/{opt}.pbtxt is the optimized graph); fuzz it with: "
-                         f"tfsem fuzz --target {shlex.quote(name)} --out DIR")
+                         f"tfsem fuzz --target {shlex.quote(name)} --budget 10m --out DIR")
     try:
         rewrite = get_pass(args.pass_name)
     except PassNotFound as exc:
