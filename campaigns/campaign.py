@@ -53,6 +53,7 @@ from .loop import FIXED, PRESENT, FuzzLoop, LoopConfig, replay
 from .progress import Progress
 from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
 from .store import Store
+from .text import counted
 from .targets import CELLS, Cell, Target, cell_label, resolve_pass
 
 HYPOTHESIS_DIR = "hypothesis"
@@ -715,7 +716,7 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
     groups = [g for g in result.groups if any(m in statuses for m in g["members"])]
     if groups:
         n = sum(len(g["members"]) for g in groups)
-        p(f"findings: {len(groups)} distinct ({n} programs)")
+        p(f"findings: {len(groups)} distinct ({counted(n, 'program')})")
         for g in groups:
             f = g["representative"]
             expected = f["kind"] == UNSOUND and f["claim"] == "unsound"
@@ -743,8 +744,9 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
     elif bugs:
         ids = {f["id"] for f in bugs}
         n = sum(1 for g in groups if ids & set(g["members"])) or len(bugs)
-        p(f"result: FAIL, {n} distinct finding{'s' if n != 1 else ''} contradict a claim or "
-          "show a pass crash, hang or return an invalid program (exit status 1)")
+        p(f"result: FAIL, {n} distinct "
+          + ("finding contradicts a claim or shows" if n == 1 else "findings contradict a claim or show")
+          + " a pass crash, hang or return an invalid program (exit status 1)")
     else:
         p("result: pass, no finding contradicts a claim (exit status 0)")
     p(f"report: tfsem report {out}")

@@ -10,6 +10,12 @@ from tfsem.oracle.values import ValueFormatError, format_value, value_from_json
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 finding`, `2 findings`: a count with its noun in the right number
+    (`plural` where adding an s is wrong)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def _value(raw: Any) -> str:
     try:
         return format_value(value_from_json(raw))

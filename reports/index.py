@@ -481,6 +481,30 @@ def _history(history: Sequence[Mapping[str, Any]], campaigns: Sequence[Mapping[s
     return "".join(out)
 
 
+def history_labels(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One x-axis label per night, no two alike: the day (`MM-DD`); where
+    campaigns share a day, the day and the time (`MM-DD HH:MM`); where they
+    share the minute too, the campaign's number after it (`MM-DD HH:MM #7`)."""
+    def campaign(i: int, h: Mapping[str, Any]) -> str:
+        return str(h.get("campaign", i + 1))
+
+    stamps = [when(h.get("started")) if h.get("started") else "" for h in history]
+    labels = [s[5:10] if s and s[4:5] == "-" else (s or f"#{campaign(i, h)}")
+              for i, (s, h) in enumerate(zip(stamps, history))]
+    for step in ("time", "number"):
+        seen: dict[str, int] = {}
+        for label in labels:
+            seen[label] = seen.get(label, 0) + 1
+        for i, h in enumerate(history):
+            if seen[labels[i]] < 2:
+                continue
+            if step == "time" and stamps[i][4:5] == "-":
+                labels[i] = stamps[i][5:16]
+            elif step == "number":
+                labels[i] = f"{labels[i]} #{campaign(i, h)}"
+    return labels
+
+
 def history_plot(history: Sequence[Mapping[str, Any]], width: int = 720, height: int = 240) -> str:
     """Bars: findings per night (new ones dark); line: programs per second."""
     n = len(history)
@@ -503,13 +527,15 @@ def history_plot(history: Sequence[Mapping[str, Any]], width: int = 720, height:
         parts.append(f'<text x="{left + pw + 6}" y="{y + 4:.1f}" font-size="11" fill="#0969da">'
                      f"{rmax * i / 4:.3g}</text>")
     parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#8c959f"/>')
+    axis_labels = history_labels(history)
     pts = []
     for i, h in enumerate(history):
         cx = left + slot * (i + 0.5)
         total, new = max(_int(h.get("findings")), 0), max(_int(h.get("new")), 0)
         new = min(new, total)
         ht, hn = ph * total / fmax, ph * new / fmax
-        label = f"campaign {h.get('campaign', i + 1)}, {when(h.get('started'))}: {total} findings ({new} new)"
+        label = (f"campaign {h.get('campaign', i + 1)}, {when(h.get('started'))}: "
+                 f"{total} finding{'s' if total != 1 else ''} ({new} new)")
         if rates[i] is not None:
             label += f", {float(rates[i]):.1f} programs/s"
         parts.append(f'<g class="night"><title>{esc(label)}</title>'
@@ -517,9 +543,8 @@ def history_plot(history: Sequence[Mapping[str, Any]], width: int = 720, height:
                      f'height="{max(ht - hn, 0):.1f}" fill="#d4a72c"/>'
                      f'<rect class="bar new" x="{cx - bw / 2:.1f}" y="{top + ph - hn:.1f}" width="{bw:.1f}" '
                      f'height="{hn:.1f}" fill="#cf222e"/></g>')
-        date = when(h.get("started"))[5:10] if h.get("started") else str(h.get("campaign", i + 1))
         parts.append(f'<text x="{cx:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle" '
-                     f'fill="#57606a">{esc(date)}</text>')
+                     f'fill="#57606a">{esc(axis_labels[i])}</text>')
         if rates[i] is not None:
             pts.append((cx, top + ph - ph * float(rates[i]) / rmax))
     if pts:

@@ -248,3 +248,44 @@ def test_the_fuzz_summary_names_a_findings_cell_once():
     f = {"semantics": "atomic", "observe": "outputs", "message": "output 'o' differs (atomic, outputs)"}
     assert _without_cell(f) == "output 'o' differs"
     assert _without_cell({**f, "message": "ZeroDivisionError"}) == "ZeroDivisionError"
+
+
+def test_counts_agree_with_their_nouns_and_verbs(capsys):
+    """"1 finding contradicts", "(1 program)": a count of one is singular,
+    in `tfsem fuzz`'s summary and in `tfsem verify`'s result line."""
+    import io
+    from pathlib import Path
+    from tfsem.campaigns.campaign import CampaignResult, summarize
+    from tfsem.campaigns.loop import LoopStats
+    from tfsem.campaigns.targets import Target
+    from tfsem.campaigns.text import counted
+    from tfsem.campaigns.verify import CellResult, Found, VerifyResult
+    from tfsem.commands.verify import _print_text
+
+    assert (counted(1, "program"), counted(2, "program"), counted(0, "finding")) == \
+        ("1 program", "2 programs", "0 findings")
+    bug = {"id": 1, "pass": "p", "kind": "unsound", "claim": "sound", "semantics": "atomic",
+           "observe": "outputs", "nodes": 3, "message": "output 'o' differs"}
+    result = CampaignResult(1, 1.0, "finished", [bug], [], [], [], [],
+                            groups=[{"representative": bug, "members": [1], "times_seen": 1}])
+    stream = io.StringIO()
+    summarize(result, Path("out"), stream)
+    text = stream.getvalue()
+    assert "findings: 1 distinct (1 program)" in text, text
+    assert "result: FAIL, 1 distinct finding contradicts a claim or shows a pass crash" in text, text
+    two = CampaignResult(1, 1.0, "finished", [bug, dict(bug, id=2, pass_="q")], [], [], [], [],
+                         groups=[{"representative": bug, "members": [1], "times_seen": 1},
+                                 {"representative": dict(bug, id=2), "members": [2],
+                                  "times_seen": 1}])
+    stream = io.StringIO()
+    summarize(two, Path("out"), stream)
+    assert "2 distinct findings contradict a claim or show a pass crash" in stream.getvalue()
+
+    cell = ("atomic", "outputs+state")
+    stats = LoopStats(programs=40, identical=10, sound=20, no_counterexample=8)
+    one = VerifyResult(Target("hoist", "hoist", "", {cell: "sound"}),
+                       [CellResult(cell, "sound", stats, ["a"])], [Found(_flip("Sub"), "a", 1, 1.0)],
+                       3.0)
+    _print_text(one, [("/o/finding-1.case.json", "tfsem check /o/finding-1.case.json")])
+    out = capsys.readouterr().out
+    assert "result: FAIL, 1 finding contradicts the pass's claims or shows it crash" in out, out

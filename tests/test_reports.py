@@ -654,3 +654,20 @@ def test_index_says_how_hard_each_cell_was_tried():
     assert len(warnings) == 1 and warnings[0].startswith("dce (atomic / outputs) left 95%")
     # the verdicts lead the page, the settings are folded away
     assert root.find("h2").text() == "Verdict per pass and cell"
+
+
+def test_history_labels_tell_two_campaigns_of_one_day_apart():
+    """The plot over the nights labels each bar by its day; two campaigns of
+    one day get their times, two of one minute their numbers too."""
+    from tfsem.reports.index import history_labels, history_plot
+    history = [{"campaign": 1, "started": "2025-01-03T02:00:00Z", "findings": 1, "new": 1},
+               {"campaign": 2, "started": "2025-01-04T02:00:00Z", "findings": 0, "new": 0},
+               {"campaign": 3, "started": "2025-01-04T14:30:00Z", "findings": 2, "new": 0},
+               {"campaign": 4, "started": "2025-01-05T01:00:00Z", "findings": 0, "new": 0},
+               {"campaign": 5, "started": "2025-01-05T01:00:20Z", "findings": 0, "new": 0}]
+    labels = history_labels(history)
+    assert labels == ["01-03", "01-04 02:00", "01-04 14:30", "01-05 01:00 #4", "01-05 01:00 #5"]
+    svg = history_plot(history)
+    for label in labels:
+        assert f">{label}</text>" in svg
+    assert "1 finding (1 new)" in svg and "2 findings (0 new)" in svg

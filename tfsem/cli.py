@@ -47,6 +47,85 @@ def summary(name: str) -> str | None:
     return None
 
 
+class _QuietTensorFlow:
+    """A meta-path finder that imports `tensorflow` with its start-up logging
+    silenced: TF_CPP_MIN_LOG_LEVEL=2 (set before TensorFlow reads it; a value
+    the user set is kept), file descriptor 2 sent to a temporary file while
+    its C++ libraries load (they log the oneDNN notice through absl before
+    TF_CPP_MIN_LOG_LEVEL is read; what was written comes back on stderr if
+    the import fails), then TensorFlow's Python and absl loggers set to
+    errors only.  `--verbose` (or TFSEM_VERBOSE=1) leaves all of it alone."""
+
+    _looking = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow" or self._looking:
+            return None
+        self._looking = True
+        try:  # the finders after this one
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._looking = False
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+
+        class Quiet:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                _quiet_exec(loader, module)
+
+            def __getattr__(self, attr):  # everything else is the real loader's
+                return getattr(loader, attr)
+
+        spec.loader = Quiet()
+        return spec
+
+
+def _quiet_exec(loader, module) -> None:
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        loader.exec_module(module)
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            loader.exec_module(module)
+        except BaseException:
+            os.dup2(saved, 2)
+            sink.seek(0)
+            os.write(2, sink.read()[-20000:])
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    try:
+        module.get_logger().setLevel("ERROR")
+        from absl import logging as absl_logging  # noqa: PLC0415
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except Exception:  # noqa: BLE001 - a TensorFlow without these loggers is still quiet
+        pass
+
+
+def quiet_tensorflow(verbose: bool = False) -> None:
+    """Silence TensorFlow's logs for this process and the processes it
+    starts, unless `verbose`.  Imports nothing."""
+    import os  # noqa: PLC0415
+    if verbose or os.environ.get("TFSEM_VERBOSE") == "1":
+        os.environ["TFSEM_VERBOSE"] = "1"
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlow)
+                                                   for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlow())
+
+
 class UsageError(Exception):
     """Bad usage or input found by a command; exit status 2."""
 
@@ -95,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):
                 pass
+    quiet_tensorflow(verbose="--verbose" in argv)
     parser = build_parser(_command_of(argv) or "")
     args = parser.parse_args(argv)
     try:

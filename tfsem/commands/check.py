@@ -6,17 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from tfsem.checking import DEFAULT_TIMEOUT, check_case
-from tfsem.graphdef import is_graph_path
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
-from tfsem.oracle.functions import CannotRun
-from tfsem.oracle.jsonio import program_to_json
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
-from tfsem.oracle.program import ProgramError
-from tfsem.oracle.jsonio import (CASE_FORMAT, OBSERVE, SEMANTICS, Case, case_from_json,
-                                 read_json_file)
+from tfsem.graphdef.cliopts import add_graph_options
+from tfsem.oracle.jsonio import CASE_FORMAT, OBSERVE, SEMANTICS, Case
 
 from .common import make_duration, print_json
+
+# the checker (z3, the symbolic oracle) is imported when a check runs, not for
+# `tfsem check --help` (tests/test_cli_startup.py holds this to checking's value)
+DEFAULT_TIMEOUT = 10.0
+#: a program of at most this many nodes is listed node by node after the
+#: verdict; a larger one is summarized (nodes, variables, feeds, outputs)
+LIST_NODES = 24
 
 
 def add_parser(sub) -> None:
@@ -44,11 +45,17 @@ def add_parser(sub) -> None:
                    help="do not replay an unsound verdict's counterexample on TensorFlow "
                         "(by default it is replayed when TensorFlow is installed: "
                         "docs/tensorflow-validation.md)")
+    p.add_argument("--verbose", action="store_true",
+                   help="let TensorFlow print its own log lines (silenced by default)")
     p.set_defaults(run=run)
 
 
 def load_inputs(args: argparse.Namespace) -> Case:
     """The case to check: a case file, or two program files."""
+    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+    from tfsem.graphdef.cliopts import load_from_args  # noqa: PLC0415
+    from tfsem.oracle.jsonio import case_from_json, program_to_json, read_json_file  # noqa: PLC0415
+    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     if args.rewritten is None:
         data = read_json_file(args.original)
         if not isinstance(data, dict) or data.get("format") != CASE_FORMAT:
@@ -72,7 +79,35 @@ def load_inputs(args: argparse.Namespace) -> Case:
     return Case(original, rewritten)
 
 
+def program_text(label: str, program: object) -> list[str]:
+    """The lines that show one program of the check after its verdict: every
+    node (`name = Op[attrs](inputs)`) when it has at most LIST_NODES, else a
+    summary; a rewritten program that is not one (an `invalid` case) says so."""
+    from tfsem.campaigns.text import counted, program_lines  # noqa: PLC0415
+    nodes = program.get("nodes") if isinstance(program, dict) else None
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        return [f"  {label}: not a program (see the verdict)"]
+    if len(nodes) <= LIST_NODES:
+        try:
+            return [f"  {label} ({counted(len(nodes), 'node')}):", *program_lines(program)]
+        except (AttributeError, TypeError, ValueError):
+            pass  # a malformed rewrite: summarized below
+    variables = program.get("variables") or []
+    feeds = program.get("feeds") or []
+    outputs = program.get("outputs") or {}
+    outs = ", ".join(list(outputs)[:6]) + (", ..." if len(outputs) > 6 else "") \
+        if isinstance(outputs, dict) else "?"
+    return [f"  {label}: {counted(len(nodes), 'node')}, "
+            f"{counted(len(variables) if isinstance(variables, (list, dict)) else 0, 'variable')}, "
+            f"{counted(len(feeds) if isinstance(feeds, (list, dict)) else 0, 'feed')}; "
+            f"outputs {outs or '(none)'} (listed up to {LIST_NODES} nodes: "
+            "`tfsem outcomes` or `--json` for the rest)"]
+
+
 def run(args: argparse.Namespace) -> int:
+    from tfsem.checking import check_case  # noqa: PLC0415
+    from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
+    from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
     case = load_inputs(args)
     render = None
     if args.html:
@@ -89,17 +124,23 @@ def run(args: argparse.Namespace) -> int:
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
                           semantics=args.semantics or case.semantics,
                           observe=args.observe or case.observe)
+    if not args.json:
+        # the verdict first, then the programs, then (announced) the replay:
+        # TensorFlow's import takes seconds, the verdict is already known
+        lines = [verdict.describe(), *program_text("original program", program_to_json(case.original)),
+                 *program_text("rewritten program", case.rewritten_json)]
+        print("\n".join(lines), flush=True)
+        if replay_pending(verdict, args):
+            print("  replaying the counterexample on TensorFlow (--no-tensorflow skips this) ...",
+                  flush=True)
     replay = replay_on_tensorflow(case, verdict, args)
     data = verdict.to_json()
     if verdict.verdict == "unsound":
         data["tensorflow_replay"] = replay
     if args.json:
         print_json(data)
-    else:
-        text = verdict.describe()
-        if replay is not None and replay["status"] != "skipped":
-            text += f"\n  {replay['text']}"
-        print(text)
+    elif replay is not None and replay["status"] != "skipped":
+        print(f"  {replay['text']}")
     if render is not None:
         try:
             render(args.html, case, data)  # FILE, and FILE-steps.html for a run
@@ -107,6 +148,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     return verdict.exit_status
+
+
+def replay_pending(verdict, args: argparse.Namespace) -> bool:
+    """Whether `replay_on_tensorflow` will run TensorFlow for this verdict."""
+    import importlib.util  # noqa: PLC0415
+    return (verdict.verdict == "unsound" and verdict.counterexample is not None
+            and getattr(args, "tensorflow", True)
+            and importlib.util.find_spec("tensorflow") is not None)
 
 
 def replay_on_tensorflow(case: Case, verdict, args: argparse.Namespace) -> dict | None:
@@ -128,6 +177,7 @@ def replay_on_tensorflow(case: Case, verdict, args: argparse.Namespace) -> dict 
         return {"status": "skipped", "confirmed": False,
                 "reason": "TensorFlow is not installed (the extra tfsem[tensorflow])"}
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
     rewritten = case.rewritten()
     graph_file = args.rewritten is not None and Path(args.rewritten).suffix.lower() in (".pb", ".pbtxt")
     if graph_file:

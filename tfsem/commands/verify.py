@@ -11,7 +11,7 @@ from tfsem.campaigns.findings import FindingRecord
 from tfsem.campaigns.progress import Progress
 from tfsem.campaigns.signature import group_key
 from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label, resolve_pass
-from tfsem.campaigns.text import effort_text, finding_lines, rarely_changes_warning
+from tfsem.campaigns.text import counted, effort_text, finding_lines, rarely_changes_warning
 from tfsem.campaigns.verify import CONTRADICTED, Found, VerifyResult, verify_pass
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
@@ -167,7 +167,7 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
     n = len(groups)
     print(f"{t.name}: {programs} programs in {result.seconds:.1f} s, "
           f"{n} distinct finding{'s' if n != 1 else ''}"
-          + (f" ({len(result.findings)} programs)" if len(result.findings) != n else ""))
+          + (f" ({counted(len(result.findings), 'program')})" if len(result.findings) != n else ""))
     for members in groups.values():
         members.sort(key=lambda m: (m[1].record.size, len(dumps(m[1].record.original)), m[0]))
         i, found, path, command = members[0]
@@ -199,8 +199,10 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
         print(warning)
     bugs = result.bugs
     if bugs:
-        print(f"result: FAIL, {len(bugs)} finding{'s' if len(bugs) != 1 else ''} contradict the "
-              "pass's claims or show it crash, hang or return an invalid program (exit status 1)")
+        print(f"result: FAIL, {len(bugs)} "
+              + ("finding contradicts the pass's claims or shows" if len(bugs) == 1
+                 else "findings contradict the pass's claims or show")
+              + " it crash, hang or return an invalid program (exit status 1)")
     elif result.findings:
         print("result: pass, every finding is one the pass claims (unsound where it claims "
               "unsound; exit status 0)")
