@@ -465,3 +465,32 @@ def test_batched_counterexample_is_confirmed_by_the_oracle(monkeypatch):
     assert v.verdict == "unsound"
     assert v.stats["batched"]["tried"] >= 1
     replay(q, p, v.to_json())
+
+
+def test_check_text_shows_the_verdict_first_then_both_programs(capsys, tmp_path):
+    """`tfsem check CASE` shows the programs it judged: after the verdict, each
+    node of a small program, a summary of a large one, and a rewrite that is
+    no program said to be one."""
+    from pathlib import Path
+    case = Path(__file__).parent / "cases" / "tensorflow" / "counter_drop_control_dependency.json"
+    assert main(["check", str(case), "--no-tensorflow"]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "unsound: output 'value' differs"
+    at = lines.index("  original program (5 nodes):")
+    assert lines.index("  rewritten program (5 nodes):") > at > lines.index("  confirmed on: oracle, numpy")
+    assert "    increment = Assign[fn=Add](counter, one)" in lines
+    assert "    read = Read(counter, ^increment)" in lines[at:lines.index("  rewritten program (5 nodes):")]
+    assert "    read = Read(counter)" in lines[lines.index("  rewritten program (5 nodes):"):]
+    assert "replaying" not in out
+
+    big, _, _ = F.chain(40)
+    save_program(big, tmp_path / "big.json")
+    assert main(["check", str(tmp_path / "big.json"), str(tmp_path / "big.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sound")
+    assert "  original program: 40 nodes, 0 variables, " in out and "(listed up to 24 nodes" in out
+
+    from tfsem.commands.check import program_text
+    assert program_text("rewritten program", ["not", "a", "program"]) == \
+        ["  rewritten program: not a program (see the verdict)"]

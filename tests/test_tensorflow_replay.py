@@ -85,6 +85,12 @@ def test_unsound_case_is_replayed_and_confirmed_on_tensorflow(capsys, case):
     assert rc == 1
     assert "  confirmed on: oracle, numpy, tensorflow\n" in text
     assert "not replayed" not in text
+    # the verdict and the programs first; the replay announced, then its result
+    lines = text.splitlines()
+    announced = lines.index("  replaying the counterexample on TensorFlow (--no-tensorflow skips this) ...")
+    assert lines[0].startswith("unsound") and "  confirmed on: oracle, numpy" in lines[:announced]
+    assert any(ln.startswith("  rewritten program") for ln in lines[:announced])
+    assert lines[announced + 1].startswith("  TensorFlow ")
 
 
 @needs_tf
@@ -94,7 +100,7 @@ def test_export_refused_is_not_replayed_and_stays_unsound(capsys):
     rc, text = check_text(capsys, path)
     assert rc == 1 and text.startswith("unsound")
     assert "  confirmed on: oracle, numpy\n" in text
-    line = next(ln for ln in text.splitlines() if "TensorFlow" in ln)
+    line = next(ln for ln in text.splitlines() if "not replayed" in ln)
     assert line.startswith("  not replayed on TensorFlow: the export refuses it: node 'assign0'")
     assert "Assign-Concat" in line
     rc, v = check_json(capsys, path)

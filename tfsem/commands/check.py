@@ -7,14 +7,12 @@ import sys
 from pathlib import Path
 
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
-from tfsem.graphdef.cliopts import add_graph_options
-from tfsem.oracle.jsonio import CASE_FORMAT, OBSERVE, SEMANTICS, Case
 
-from .common import make_duration, print_json
+from .common import CASE_FORMAT, CHECK_TIMEOUT as DEFAULT_TIMEOUT, OBSERVE, SEMANTICS
+from .common import add_graph_options, make_duration, print_json
 
-# the checker (z3, the symbolic oracle) is imported when a check runs, not for
-# `tfsem check --help` (tests/test_cli_startup.py holds this to checking's value)
-DEFAULT_TIMEOUT = 10.0
+# the checker (z3, the symbolic oracle) and the program model (numpy) are
+# imported when a check runs, not for `tfsem check --help`
 #: a program of at most this many nodes is listed node by node after the
 #: verdict; a larger one is summarized (nodes, variables, feeds, outputs)
 LIST_NODES = 24
@@ -50,11 +48,11 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def load_inputs(args: argparse.Namespace) -> Case:
+def load_inputs(args: argparse.Namespace):
     """The case to check: a case file, or two program files."""
     from tfsem.graphdef import is_graph_path  # noqa: PLC0415
     from tfsem.graphdef.cliopts import load_from_args  # noqa: PLC0415
-    from tfsem.oracle.jsonio import case_from_json, program_to_json, read_json_file  # noqa: PLC0415
+    from tfsem.oracle.jsonio import Case, case_from_json, program_to_json, read_json_file  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     if args.rewritten is None:
         data = read_json_file(args.original)
@@ -141,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(data)
     elif replay is not None and replay["status"] != "skipped":
         print(f"  {replay['text']}")
+        if "tensorflow" in verdict.confirmed:  # the verdict's line, brought up to date
+            print(f"  confirmed on: {', '.join(verdict.confirmed)}")
     if render is not None:
         try:
             render(args.html, case, data)  # FILE, and FILE-steps.html for a run
@@ -158,7 +158,7 @@ def replay_pending(verdict, args: argparse.Namespace) -> bool:
             and importlib.util.find_spec("tensorflow") is not None)
 
 
-def replay_on_tensorflow(case: Case, verdict, args: argparse.Namespace) -> dict | None:
+def replay_on_tensorflow(case, verdict, args: argparse.Namespace) -> dict | None:
     """Replay an `unsound` verdict's counterexample on TensorFlow's executor
     (backends/tensorflow.py): the rewritten graph itself when REWRITTEN is a
     GraphDef file, else the rewritten program exported.  TensorFlow is

@@ -6,11 +6,53 @@ import argparse
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, decode_inputs, dumps, parse_assignment
-from tfsem.oracle.program import Program
-from tfsem.oracle.values import Value
+if TYPE_CHECKING:
+    from tfsem.oracle.program import Program
+    from tfsem.oracle.values import Value
+
+# What a command's parser needs, written here so that `tfsem COMMAND --help`
+# imports neither numpy nor the oracle, the checker or Hypothesis (start-up
+# under 0.3 s: benchmarks/cli.py).  tests/test_cli_startup.py holds each to
+# the value of the module it comes from.
+#: tfsem.oracle.jsonio
+SEMANTICS = ("atomic", "decomposed")
+OBSERVE = ("outputs+state", "outputs")
+CASE_FORMAT = "tfsem.case/1"
+#: tfsem.checking.DEFAULT_TIMEOUT
+CHECK_TIMEOUT = 10.0
+#: tfsem.campaigns.DEFAULT_MAX_NODES, tfsem.campaigns.loop.DEFAULT_CHECK_TIMEOUT,
+#: tfsem.campaigns.sandbox.DEFAULT_PASS_TIMEOUT
+MAX_NODES = 10
+#: tfsem.oracle.explore, tfsem.oracle.readsfrom
+MAX_STATES = 2_000_000
+MAX_SECONDS_OUTCOMES = 60.0
+ENGINES = ("reference", "readsfrom", "auto", "symmetry")
+FUZZ_CHECK_TIMEOUT = 5.0
+PASS_TIMEOUT = 5.0
+
+
+def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node") -> None:
+    """tfsem.graphdef.cliopts.add_graph_options, without importing the oracle
+    (tests/test_cli_startup.py compares the two parsers)."""
+    g = p.add_argument_group("TensorFlow graphs (.pb, .pbtxt, .meta, a SavedModel directory)")
+    g.add_argument("--fetch", action="append", default=[], metavar="NAME",
+                   help="a tensor to fetch, NODE or NODE:K (repeatable; default: every node "
+                        "nothing consumes, or the signature's outputs); the output's name")
+    g.add_argument("--target", action="append", default=[], metavar="NODE",
+                   help="a node to run for its effect, as Session.run's targets (repeatable)")
+    g.add_argument(feed_flag, dest="feed_nodes", action="append", default=[], metavar="NODE",
+                   help="make NODE a feed of its own name (Placeholders are feeds already)")
+    g.add_argument("--signature", default=None, metavar="KEY",
+                   help="the signature of a MetaGraphDef or SavedModel (default "
+                        "serving_default, or the only one)")
+
+
+def load_from_args(path, args: argparse.Namespace, lenient: bool = False):
+    """tfsem.graphdef.cliopts.load_from_args, imported when a command runs."""
+    from tfsem.graphdef.cliopts import load_from_args as load  # noqa: PLC0415
+    return load(path, args, lenient=lenient)
 
 
 def add_semantics_options(p: argparse.ArgumentParser) -> None:
@@ -28,12 +70,14 @@ def add_sigma_options(p: argparse.ArgumentParser) -> None:
 
 
 def sigma_from_args(program: Program, args: argparse.Namespace) -> tuple[dict[str, Value], dict[str, Value]]:
+    from tfsem.oracle.jsonio import decode_inputs, parse_assignment  # noqa: PLC0415
     feeds = dict(parse_assignment(t, "--feed") for t in args.feed)
     init = dict(parse_assignment(t, "--init") for t in args.init)
     return decode_inputs(program, feeds, init)
 
 
 def print_json(obj: Any) -> None:
+    from tfsem.oracle.jsonio import dumps  # noqa: PLC0415
     print(dumps(obj))
 
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from tfsem.cli import EXIT_OK, UsageError
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
+
+from .common import add_graph_options, load_from_args
 
 
 def add_parser(sub) -> None:

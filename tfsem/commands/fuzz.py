@@ -6,13 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tfsem.campaigns.campaign import CampaignError, CampaignSettings, run_campaign, summarize
-from tfsem.campaigns.store import StoreError
-from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
-from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
 
-from .common import bounded_int, duration, print_json
+from .common import OBSERVE, SEMANTICS, bounded_int, duration, print_json
 from .fuzzing import add_fuzzing_options, add_runs_option, add_target_option, target_specs
 
 
@@ -53,6 +49,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.campaigns.campaign import CampaignError, CampaignSettings, run_campaign, summarize  # noqa: PLC0415
+    from tfsem.campaigns.store import StoreError  # noqa: PLC0415
+    from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes  # noqa: PLC0415
+
     from .fuzzing import check_plugin_specs
     check_plugin_specs(args)
     targets, pass_generators = target_specs(args.targets, args.generator)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from tfsem.campaigns.loop import DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_NODES
-from tfsem.campaigns.sandbox import DEFAULT_PASS_TIMEOUT
-from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
-
-from .common import bounded_int, duration, seed_int
+from .common import FUZZ_CHECK_TIMEOUT as DEFAULT_CHECK_TIMEOUT
+from .common import MAX_NODES as DEFAULT_MAX_NODES
+from .common import OBSERVE, SEMANTICS, bounded_int, duration, seed_int
+from .common import PASS_TIMEOUT as DEFAULT_PASS_TIMEOUT
 
 
 def add_fuzzing_options(p: argparse.ArgumentParser) -> None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tfsem.campaigns import DEFAULT_MAX_NODES
 from tfsem.cli import EXIT_OK, UsageError
-from tfsem.generators.stats import summarize
-from tfsem.generators.strategies import random_programs
-from tfsem.oracle.jsonio import dumps, program_to_json
 
+from .common import MAX_NODES as DEFAULT_MAX_NODES
 from .common import bounded_int, positive_int, print_json, seed_int
 
 
@@ -36,6 +33,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.generators.stats import summarize  # noqa: PLC0415
+    from tfsem.generators.strategies import random_programs  # noqa: PLC0415
+    from tfsem.oracle.jsonio import dumps, program_to_json  # noqa: PLC0415
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")

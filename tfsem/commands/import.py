@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from tfsem.cli import EXIT_OK, UsageError
-from tfsem.oracle.jsonio import dumps, program_to_json
 
 
 def add_parser(sub) -> None:
@@ -36,6 +35,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tfsem.graphdef import import_path, is_graph_path
+    from tfsem.oracle.jsonio import dumps, program_to_json  # noqa: PLC0415
     if args.list_ops:
         from tfsem.graphdef import ops
         for name, doc, origin in ops.describe():

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_OK, EXIT_UNKNOWN, UsageError
-from tfsem.oracle.functions import CannotRun
-from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
-from tfsem.oracle.jsonio import load_program
-from tfsem.oracle.readsfrom import ENGINES, Unsupported
 
-from .common import add_semantics_options, add_sigma_options, duration, positive_int, print_json, sigma_from_args
+from .common import ENGINES, MAX_SECONDS_OUTCOMES as DEFAULT_MAX_SECONDS, MAX_STATES as DEFAULT_MAX_STATES
+from .common import (add_graph_options, add_semantics_options, add_sigma_options, duration, load_from_args,
+                     positive_int, print_json, sigma_from_args)
 
 
 def add_parser(sub) -> None:
@@ -38,6 +35,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+    from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
+    from tfsem.oracle.readsfrom import Unsupported  # noqa: PLC0415
     program = load_from_args(args.program, args)
     feeds, init = sigma_from_args(program, args)
     try:

@@ -6,10 +6,8 @@ import argparse
 import sys
 
 from tfsem.cli import EXIT_OK
-from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
-from tfsem.rewrites import all_passes, load_errors
 
-from .common import print_json
+from .common import OBSERVE, SEMANTICS, print_json
 
 _SHORT = {"outputs+state": "o+s", "outputs": "out"}
 
@@ -26,6 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.rewrites import all_passes, load_errors  # noqa: PLC0415
     passes = all_passes()
     errors = load_errors()
     if args.json:

@@ -7,11 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
-from tfsem.oracle.jsonio import dumps, load_program, program_to_json
-from tfsem.oracle.program import Program, validate
-from tfsem.rewrites import PassNotFound, get_pass
+
+from .common import add_graph_options, load_from_args
 
 
 def add_parser(sub) -> None:
@@ -28,6 +26,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.oracle.jsonio import dumps, program_to_json  # noqa: PLC0415
+    from tfsem.oracle.program import Program, validate  # noqa: PLC0415
+    from tfsem.rewrites import PassNotFound, get_pass  # noqa: PLC0415
     name = args.pass_name
     if name == "grappler" or name.startswith("grappler:"):
         # TensorFlow's optimizers work on GraphDefs, not on tfsem programs:

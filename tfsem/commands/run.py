@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
 from tfsem.cli import EXIT_OK, UsageError
-from tfsem.oracle.jsonio import load_program
 
+from .common import add_graph_options, load_from_args
 from .common import (add_semantics_options, add_sigma_options, bounded_float, bounded_int, positive_int,
                      print_json, seed_int, sigma_from_args)
 

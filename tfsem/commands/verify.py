@@ -7,17 +7,36 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tfsem.campaigns.findings import FindingRecord
-from tfsem.campaigns.progress import Progress
-from tfsem.campaigns.signature import group_key
-from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label, resolve_pass
-from tfsem.campaigns.text import counted, effort_text, finding_lines, rarely_changes_warning
-from tfsem.campaigns.verify import CONTRADICTED, Found, VerifyResult, verify_pass
-from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
-from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, dumps
+from typing import TYPE_CHECKING
 
-from .common import duration, print_json
+from tfsem.cli import EXIT_FOUND, EXIT_OK, UsageError
+
+from .common import OBSERVE, SEMANTICS, duration, print_json
 from .fuzzing import add_fuzzing_options, add_runs_option, add_target_option, target_specs
+
+if TYPE_CHECKING:
+    from tfsem.campaigns.findings import FindingRecord
+    from tfsem.campaigns.verify import Found, VerifyResult
+
+
+def _load() -> None:
+    """Import what a verification needs into this module, once: campaigns and
+    Hypothesis are not imported for `tfsem verify --help`."""
+    g = globals()
+    if "verify_pass" in g:
+        return
+    from tfsem.campaigns.progress import Progress  # noqa: PLC0415
+    from tfsem.campaigns.signature import group_key  # noqa: PLC0415
+    from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label, resolve_pass  # noqa: PLC0415
+    from tfsem.campaigns.text import (counted, effort_text, finding_lines,  # noqa: PLC0415
+                                      rarely_changes_warning)
+    from tfsem.campaigns.verify import CONTRADICTED, verify_pass  # noqa: PLC0415
+    from tfsem.oracle.jsonio import dumps  # noqa: PLC0415
+    g.update(Progress=Progress, group_key=group_key, CELLS=CELLS, PassNotFound=PassNotFound,
+             cell_label=cell_label, resolve_pass=resolve_pass, counted=counted,
+             effort_text=effort_text, finding_lines=finding_lines,
+             rarely_changes_warning=rarely_changes_warning, CONTRADICTED=CONTRADICTED,
+             dumps=dumps, verify_pass=verify_pass)
 
 
 def add_parser(sub) -> None:
@@ -54,6 +73,7 @@ def add_parser(sub) -> None:
 
 
 def _cells(args: argparse.Namespace) -> list[tuple[str, str]]:
+    _load()
     sems = args.semantics or list(SEMANTICS)
     obss = args.observe or list(OBSERVE)
     return [c for c in CELLS if c[0] in sems and c[1] in obss]
@@ -62,6 +82,7 @@ def _cells(args: argparse.Namespace) -> list[tuple[str, str]]:
 def _write_reproducer(found: Found, index: int, out: Path, pass_spec: str) -> tuple[str, str]:
     """Write the case (or, for crash and timeout, the program) and return
     (path, command)."""
+    _load()
     r = found.record
     runtime = (r.verdict or {}).get("runtime")
     if isinstance(runtime, dict):   # a runtime target: the program, run again on TensorFlow
@@ -83,6 +104,7 @@ def _write_reproducer(found: Found, index: int, out: Path, pass_spec: str) -> tu
 
 
 def _headline(index: int, r: FindingRecord) -> str:
+    _load()
     if r.contradicts_claim:
         why = ("BUG: the pass claims sound here" if r.claim == "sound"
                else "BUG" if r.kind != "unsound" else "the pass makes no claim here")
@@ -97,6 +119,7 @@ def _headline(index: int, r: FindingRecord) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    _load()
     from .fuzzing import check_plugin_specs
     check_plugin_specs(args)
     cells = _cells(args)
@@ -159,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
+    _load()
     t = result.target
     programs = sum(c.stats.programs for c in result.cells)
     groups: dict[str, list[tuple[int, Found, str, str]]] = {}
@@ -214,6 +238,7 @@ def _runtime_lines(record: FindingRecord) -> list[str]:
     """A runtime target's finding (`--target xla`) as text: the program run,
     σ, each outcome observed with its count, and the allowed set's size;
     [] for any other finding."""
+    _load()
     from tfsem.campaigns.text import outcome_text, program_lines, sigma_text
     rt = (record.verdict or {}).get("runtime")
     if not isinstance(rt, dict):
@@ -229,6 +254,7 @@ def _runtime_lines(record: FindingRecord) -> list[str]:
 
 
 def _to_json(result: VerifyResult, repro: list[tuple[str, str]], out: Path) -> dict:
+    _load()
     findings = []
     for i, (found, (path, command)) in enumerate(zip(result.findings, repro), 1):
         d = found.record.to_json()
