@@ -6,6 +6,7 @@ another build of tfsem (the previous release).
 Measures, for this tree (`python -m tfsem` with this interpreter) and the
 baseline command, interleaved run by run so that both see the same load:
 
+- the interpreter alone (`python -c "print()"`, the floor under every row);
 - `tfsem COMMAND --help` for every command (start-up: what is imported before
   the parser can print);
 - the README's first command, `tfsem check
@@ -82,13 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print(rule)
     failed = False
-    for label, words in cells:
+    # the floor: the interpreter and its site packages alone, nothing of tfsem
+    floor = {"new": [sys.executable, "-c", "print()"]}
+    if "baseline" in builds:
+        python = Path(args.baseline).with_name("python3")
+        floor["baseline"] = [str(python), "-c", "print()"] if python.exists() else floor["new"]
+    for label, words in [("python alone (the floor)", None), *cells]:
         results: dict[str, list[tuple[float, float]]] = {b: [] for b in builds}
         for _ in range(args.runs):
             for b, cmd in builds.items():  # interleaved: both see the same load
-                first, total, rc, err = timed(cmd + words, env)
+                first, total, rc, err = timed(floor[b] if words is None else cmd + words, env)
                 if rc not in (0, 1):
-                    print(f"{b}: {' '.join(words)} exited {rc}: {err[-400:]}", file=sys.stderr)
+                    print(f"{b}: {label} exited {rc}: {err[-400:]}", file=sys.stderr)
                     failed = True
                 results[b].append((first, total))
         med = {b: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))

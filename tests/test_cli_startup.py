@@ -70,6 +70,8 @@ def test_tensorflow_is_silenced_unless_verbose(monkeypatch):
     monkeypatch.delenv("TFSEM_VERBOSE", raising=False)
     saved = list(sys.meta_path)
     try:
+        cli.quiet_tensorflow()               # as an earlier command in this process did
+        monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
         cli.quiet_tensorflow(verbose=True)
         assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
         assert not any(isinstance(f, cli._QuietTensorFlow) for f in sys.meta_path)

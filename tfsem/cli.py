@@ -119,6 +119,7 @@ def quiet_tensorflow(verbose: bool = False) -> None:
     import os  # noqa: PLC0415
     if verbose or os.environ.get("TFSEM_VERBOSE") == "1":
         os.environ["TFSEM_VERBOSE"] = "1"
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _QuietTensorFlow)]
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlow)
