@@ -116,3 +116,12 @@ def test_a_failing_import_under_the_quiet_loader_shows_what_it_wrote(tmp_path):
     r = subprocess.run([sys.executable, "-c", quiet], capture_output=True, text=True, timeout=60,
                        env=env)
     assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "grappler", "run"])
+def test_the_commands_that_run_tensorflow_take_verbose(command):
+    from tfsem.cli import build_parser
+    words = {"check": ["a.json", "b.json"], "grappler": ["g.pbtxt"],
+             "run": ["p.json", "--backend", "tensorflow"]}[command]
+    args = build_parser(command).parse_args([command, *words, "--verbose"])
+    assert args.verbose is True

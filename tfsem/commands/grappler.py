@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
                    help="write each optimized graph to DIR/OPTIMIZER.pbtxt")
     p.add_argument("--list", action="store_true", help="list the optimizers and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--verbose", action="store_true",
+                   help="let TensorFlow print its own log lines (silenced by default)")
     p.set_defaults(run=run)
 
 

@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
     add_sigma_options(p)
     add_semantics_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--verbose", action="store_true",
+                   help="let TensorFlow print its own log lines (silenced by default)")
     p.set_defaults(run=run)
 
 
