@@ -26,12 +26,14 @@ def _bad(path: str | Path, message: str, rule: str = "bad-graph") -> ProgramErro
     return ProgramError([Violation(str(path), rule, message)])
 
 
-def read_graph(path: str | Path, signature: str | None = None) -> tuple[dict, dict | None]:
-    """(GraphDef dict, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
-    .meta MetaGraphDef (binary or text), or a SavedModel directory.  A
+def read_graph(path: str | Path, signature: str | None = None) -> tuple[object, dict | None]:
+    """(GraphDef, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
+    .meta MetaGraphDef (binary or text), or a SavedModel directory.  The
+    GraphDef is a dict (text) or a protobuf message of tfsem's descriptors
+    (binary: graphdef.proto.parse); `importer.import_graph` takes both.  A
     malformed file raises ProgramError naming the file, the field and the
     offset."""
-    from .proto import ProtoError, decode, parse_text
+    from .proto import ProtoError, parse, parse_text, to_dict
     p = Path(path)
     if p.is_dir():
         for name, text in (("saved_model.pb", False), ("saved_model.pbtxt", True)):
@@ -60,7 +62,16 @@ def read_graph(path: str | Path, signature: str | None = None) -> tuple[dict, di
                 message = "MetaGraphDef"
             msg = parse_text(message, source)
         else:
-            msg = decode(message, data)
+            msg = parse(message, data)
+            if message == "SavedModel":
+                if not msg.meta_graphs:
+                    raise _bad(p, "the SavedModel holds no MetaGraphDef")
+                msg, message = msg.meta_graphs[0], "MetaGraphDef"
+            if message == "MetaGraphDef":
+                # the graph stays a message; the signatures become dicts
+                graph = msg.graph_def
+                msg = {"signature_def": {k: to_dict(v) for k, v in msg.signature_def.items()}}
+                msg["graph_def"] = graph
     except ProtoError as exc:
         raise _bad(p, f"not a valid {message}: {exc}") from None
     if message == "SavedModel":

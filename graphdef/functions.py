@@ -28,22 +28,24 @@ function bodies the same way).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from . import ops as opt
 
 MAX_DEPTH = 32
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class GNode:
     """A NodeDef in the flat graph: inputs as TensorFlow writes them
-    (`n`, `n:k`, `^n`), attributes as the proto dict has them."""
+    (`n`, `n:k`, `^n`), attributes as the proto dict has them (a dict, or
+    for a decoded GraphDef message a mapping that converts each attribute
+    when first read)."""
 
     name: str
     op: str
     inputs: list[str]
-    attr: dict[str, Any] = field(default_factory=dict)
+    attr: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""          # "in function F called by C" for messages
 
     def describe(self) -> str:
@@ -68,20 +70,34 @@ def split_ref(text: str) -> tuple[str, int, bool]:
     return text, 0, False
 
 
-def flatten(graph: dict) -> dict[str, GNode]:
-    """The graph's nodes by name, every function call inlined."""
-    library = {f.get("signature", {}).get("name", ""): f
-               for f in (graph.get("library") or {}).get("function", [])}
+def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
+    """(the graph's own nodes, its library's FunctionDefs as dicts) of a
+    GraphDef dict or a GraphDef message (graphdef.proto.parse)."""
+    if isinstance(graph, dict):
+        nodes = [GNode(nd.get("name", ""), nd.get("op", ""), list(nd.get("input", [])),
+                       dict(nd.get("attr", {}))) for nd in graph.get("node", [])]
+        return nodes, list((graph.get("library") or {}).get("function", []))
+    from .proto.runtime import LazyAttrs, to_dict
+    nodes = [GNode(nd.name, nd.op, list(nd.input), LazyAttrs(nd)) for nd in graph.node]
+    functions = to_dict(graph.library).get("function", []) if graph.HasField("library") else []
+    return nodes, functions
+
+
+def flatten(graph) -> dict[str, GNode]:
+    """The graph's nodes by name, every function call inlined (`graph`: a
+    GraphDef dict or message)."""
+    top, functions = _top_nodes(graph)
+    library = {f.get("signature", {}).get("name", ""): f for f in functions}
     nodes: dict[str, GNode] = {}
-    for i, nd in enumerate(graph.get("node", [])):
-        name = nd.get("name", "")
+    for i, n in enumerate(top):
+        name = n.name
         if not name:
             raise GraphFormatError(f"node[{i}]", "a node has no name")
         if name in nodes:
             raise GraphFormatError(f"node {name!r}", "two nodes have this name")
-        if not nd.get("op"):
+        if not n.op:
             raise GraphFormatError(f"node {name!r}", "the node has no op")
-        nodes[name] = GNode(name, nd["op"], list(nd.get("input", [])), dict(nd.get("attr", {})))
+        nodes[name] = n
     pending = [n for n in nodes.values() if n.op in opt.CALLS]
     depth = {n.name: 0 for n in pending}
     while pending:

@@ -24,6 +24,8 @@ axes and shapes of a Keras graph).  Whatever cannot be imported raises
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -570,11 +572,33 @@ def default_roots(nodes: dict[str, GNode]) -> list[str]:
     return roots
 
 
-def import_graph(graph: dict, fetches: Sequence[str] = (), targets: Sequence[str] = (),
+@contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off for a while.  Import allocates
+    a few objects per node and frees none of them until it ends; with the
+    collector on, its full collections over every live object make building
+    a large graph grow faster than the graph (a third of the time at 50,000
+    nodes).  The objects made here hold no reference cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = (),
                  feeds: Sequence[str] = (), output_names: Sequence[str] | None = None) -> Imported:
-    """The program of `graph` (a GraphDef dict) for these fetches and targets
-    (default: every node nothing consumes, initializers excepted: those with
-    outputs fetched, the others targets)."""
+    """The program of `graph` (a GraphDef dict, or a GraphDef message from
+    graphdef.proto.parse) for these fetches and targets (default: every node
+    nothing consumes, initializers excepted: those with outputs fetched, the
+    others targets)."""
+    with gc_paused():
+        return _import_graph(graph, fetches, targets, feeds, output_names)
+
+
+def _import_graph(graph, fetches, targets, feeds, output_names) -> Imported:
     try:
         nodes = flatten(graph)
     except GraphFormatError as exc:
