@@ -198,10 +198,11 @@ class _Importer:
         if n.name in self.feeds or n.op == "Placeholder":
             return []
         model = opt.lookup(n.op)
+        if model is None or not model.static:
+            # the common case: every input's node, in order
+            return [i[1:] if i[:1] == "^" else _node_of(i) for i in n.inputs]
         data = [i for i in n.inputs if not i.startswith("^")]
-        static = set()
-        if model is not None:
-            static = {s % len(data) if data else s for s in model.static}
+        static = {s % len(data) if data else s for s in model.static}
         out = []
         k = 0
         for i in n.inputs:
@@ -372,13 +373,24 @@ class _Importer:
         return self._refs_by_node.get(name, [])
 
 
+def _node_of(ref: str) -> str:
+    """The node of a data input `n` or `n:k` (split_ref's first part)."""
+    node, sep, port = ref.rpartition(":")
+    return node if sep and port.isdigit() else ref
+
+
 class _Builder:
     """What an op model sees of the importer for one TensorFlow node."""
 
     def __init__(self, imp: _Importer, node: GNode, model: opt.OpModel | None):
         self.imp, self.node, self.model = imp, node, model
-        self.data = [i for i in node.inputs if not i.startswith("^")]
-        self.controls = [split_ref(i)[0] for i in node.inputs if i.startswith("^")]
+        self.data = data = []
+        self.controls = controls = []
+        for i in node.inputs:
+            if i[:1] == "^":
+                controls.append(i[1:])
+            else:
+                data.append(i)
         self.parts: list[str] = []
         self.main: str | None = None
         self.part_inputs: dict[str, list] = {}
@@ -453,11 +465,12 @@ class _Builder:
         self.reject(f"the shape of input {i} is not known statically")
 
     def attr(self, name: str, default: Any = None) -> Any:
-        if name not in self.node.attr:
+        a = self.node.attr.get(name)
+        if a is None:
             if default is None:
                 self.reject(f"has no attribute {name!r}", "missing-attribute")
             return default
-        return attr_value(self.node.attr[name])
+        return attr_value(a)
 
     def dtype(self, name: str) -> str:
         dt = self.attr(name, "")
@@ -525,12 +538,30 @@ class _Builder:
                 self.main = self.parts[0]
             else:
                 raise RuntimeError(f"model of {self.node.op} made no node named after it")
-        mine = set(self.parts)
         controls = []
-        for c in list(dict.fromkeys(self.controls + self.static_controls)):
+        for c in (dict.fromkeys(self.controls + self.static_controls) if self.static_controls
+                  or len(self.controls) > 1 else self.controls):
             if c not in imp.done:
                 self.reject(f"control input ^{c} comes from a node that was not imported")
             controls.append(ControlIn(imp.done[c]))
+        if len(self.pending) == 1:
+            # the common case, one tfsem node: no inputs among its own parts
+            name, op, attrs = self.pending[0]
+            ins = self.part_inputs[name]
+            data = tuple(x for x in ins if type(x) is DataIn or type(x) is FeedIn)
+            if len(data) < len(ins) or controls:
+                ctrl = [x for x in ins if type(x) is ControlIn] + controls
+                inputs = data + tuple(dict.fromkeys(ctrl))
+            else:
+                inputs = data
+            imp.out_nodes.append(Node(name, op, inputs, attrs))
+            imp.refs[self.node.name] = outs
+            imp.done[self.node.name] = self.main
+            if self._exclusive:
+                variables = {imp.var_of[split_ref(self.data[i])[0]] for i in self.model.resources}
+                imp.exclusive.append((self.node.describe(), {name}, variables))
+            return
+        mine = set(self.parts)
         used = {x.node for p in self.parts for x in self.part_inputs[p]
                 if isinstance(x, (DataIn, ControlIn)) and x.node in mine}
         for name, op, attrs in self.pending:

@@ -274,14 +274,20 @@ class LazyAttrs(Mapping):
         return m
 
     def __getitem__(self, key):
-        try:
-            return self._cache[key]
-        except KeyError:
-            pass
-        m = self._m()
-        if not isinstance(key, str) or key not in m:
+        value = self.get(key)
+        if value is None:
             raise KeyError(key)
-        value = self._cache[key] = to_dict(m[key])
+        return value
+
+    def get(self, key, default=None):
+        value = self._cache.get(key)
+        if value is None:
+            m = self._map
+            if m is None:
+                m = self._map = self._node.attr
+            if not isinstance(key, str) or key not in m:
+                return default
+            value = self._cache[key] = to_dict(m[key])
         return value
 
     def __contains__(self, key) -> bool:
