@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from tfsem.checking import DEFAULT_TIMEOUT, check_case
-from tfsem.graphdef import is_graph_path
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
+from tfsem.graphdef import ImportTimeout, is_graph_path
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args, remaining, start_budget
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.jsonio import program_to_json
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
@@ -73,7 +73,21 @@ def load_inputs(args: argparse.Namespace) -> Case:
 
 
 def run(args: argparse.Namespace) -> int:
-    case = load_inputs(args)
+    # the budget covers reading and importing graphs too
+    started = start_budget(args, args.timeout)
+    try:
+        case = load_inputs(args)
+    except ImportTimeout as exc:  # a graph too slow to import: no verdict
+        from tfsem.checking.verdict import Verdict
+        verdict = Verdict("unknown", reason=f"{exc} (the time budget of {args.timeout:g} s "
+                          "covers reading and importing the graphs)",
+                          semantics=args.semantics or "atomic",
+                          observe=args.observe or "outputs+state")
+        if args.json:
+            print_json(verdict.to_json())
+        else:
+            print(verdict.describe())
+        return verdict.exit_status
     render = None
     if args.html:
         try:
@@ -82,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        verdict = check_case(case, timeout=args.timeout, semantics=args.semantics,
-                             observe=args.observe)
+        verdict = check_case(case, timeout=remaining(args, args.timeout, started),
+                             semantics=args.semantics, observe=args.observe)
     except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
         from tfsem.checking.verdict import Verdict
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
