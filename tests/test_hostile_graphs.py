@@ -595,3 +595,12 @@ def test_the_fuzzers_measurements_see_time_and_memory(tmp_path):
     assert r[2]["rc"] == 0 and "counter.pbtxt" in r[2]["stdout"] + r[2]["stderr"] and not r[2]["killed"]
     (hung,) = _run_all(tmp_path, [("hang", "import time\ntime.sleep(60)")], kill_after=0.5)
     assert hung["killed"] and hung["wall"] < 10
+
+
+def test_outcomes_budget_covers_reading_and_importing_the_graph(capsys):
+    g = str(CORPUS / "keras_mlp_adam.pbtxt")
+    rc, out, err = run_cli(capsys, ["outcomes", g, "--fetch", "loss", "--timeout", "0.001"])
+    assert rc == 3 and out.startswith("unknown: the time budget ran out while "), (out, err)
+    rc, out, err = run_cli(capsys, ["outcomes", str(CORPUS / "counter.pbtxt"), "--init", "counter=1",
+                                    "--timeout", "30"])
+    assert rc == 0 and "1 outcome" in out, (out, err)

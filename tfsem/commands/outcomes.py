@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from tfsem.graphdef.cliopts import add_graph_options, load_from_args
+from tfsem.graphdef import ImportTimeout
+from tfsem.graphdef.cliopts import add_graph_options, load_from_args, remaining, start_budget
 from tfsem.cli import EXIT_OK, EXIT_UNKNOWN, UsageError
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
@@ -38,11 +39,22 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    program = load_from_args(args.program, args)
+    # the budget covers reading and importing a graph too
+    started = start_budget(args, args.timeout) if args.timeout else None
+    try:
+        program = load_from_args(args.program, args)
+    except ImportTimeout as exc:
+        if args.json:
+            print_json({"verdict": "unknown", "reason": str(exc)})
+        else:
+            print(f"unknown: {exc}")
+        return EXIT_UNKNOWN
     feeds, init = sigma_from_args(program, args)
     try:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,
-                             max_states=args.max_states, max_seconds=args.timeout,
+                             max_states=args.max_states,
+                             max_seconds=(remaining(args, args.timeout, started) if started
+                                          is not None else args.timeout),
                              engine=args.engine)
     except Unsupported as exc:  # --engine readsfrom on a program it does not apply to
         raise UsageError(f"--engine readsfrom: {exc}; use --engine auto or reference") from None
