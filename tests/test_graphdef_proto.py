@@ -951,3 +951,20 @@ def test_lazy_attrs_read_like_the_dict_form():
         assert lazy.get("no such attr") is None
         with pytest.raises(KeyError):
             lazy[3]
+
+
+def test_large_input_keeps_protobufs_speed_and_semantics(monkeypatch):
+    """Above runtime.STRICT_BYTES the hand-written decoder is not run again:
+    a mistyped field is skipped as protobuf skips it, and a refusal is
+    protobuf's, with the size named."""
+    mistyped = b"\x0a\x03\x0a\x01a" + b"\x1d\x00\x00\x00\x00"  # version (3) as a 32-bit value
+    with pytest.raises(ProtoError, match=r"field 3 of GraphDef \(version\) has wire type 5"):
+        runtime.parse("GraphDef", mistyped)
+    truncated = b"\x0a\x05\x0a"
+    with pytest.raises(ProtoError, match=r"length 5 at byte 1 runs past the end"):
+        runtime.parse("GraphDef", truncated)
+    monkeypatch.setattr(runtime, "STRICT_BYTES", 2)
+    assert [n.name for n in runtime.parse("GraphDef", mistyped).node] == ["a"]
+    with pytest.raises(ProtoError, match=r"protobuf's parser refuses these 3 bytes .* over 0 MiB the "
+                                         r"field and byte offset are not located"):
+        runtime.parse("GraphDef", truncated)
