@@ -529,19 +529,19 @@ def _inputs(tmp: Path, n: int, seed: int) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _run_all(tmp: Path, jobs: list[tuple[str, list[str] | str]],
-             kill_after: float = KILL_AFTER_S) -> list[dict]:
-    """Run each job (an argv, or Python source for the measurement's own
-    test) in a child of one worker; their results in order."""
+def _run_all(tmp: Path, jobs: list[tuple], kill_after: float = KILL_AFTER_S) -> list[dict]:
+    """Run each job, (class, argv or Python source for the measurement's own
+    test[, wall seconds before it is killed]), in a child of one worker;
+    their results in order."""
     proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=tmp)
     results = []
     try:
-        for k, (_cls, argv) in enumerate(jobs):
+        for k, (_cls, argv, *limit) in enumerate(jobs):
             job = {"argv": argv} if isinstance(argv, list) else {"exec": argv}
             proc.stdin.write(json.dumps({**job, "out": str(tmp / f"stdout{k}"),
                                          "err": str(tmp / f"stderr{k}"),
-                                         "kill_after": kill_after}) + "\n")
+                                         "kill_after": limit[0] if limit else kill_after}) + "\n")
             proc.stdin.flush()
             line = proc.stdout.readline()
             assert line, "the fuzz worker died"
@@ -589,12 +589,12 @@ def test_the_fuzzers_measurements_see_time_and_memory(tmp_path):
     second of CPU show up; a run past its wall limit is killed."""
     r = _run_all(tmp_path, [("m", "x = bytearray(200 << 20); x[::4096] = b'1' * len(x[::4096])"),
                             ("t", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass"),
-                            ("ok", ["import", str(CORPUS / "counter.pbtxt"), "-o", str(tmp_path / "c.json")])])
+                            ("ok", ["import", str(CORPUS / "counter.pbtxt"), "-o", str(tmp_path / "c.json")]),
+                            ("hang", "import time\ntime.sleep(60)", 0.5)])
     assert r[0]["rc"] == 0 and 150 <= r[0]["rss_growth_mb"] <= 400, r[0]  # 200 MiB (the fork shares some)
     assert r[1]["cpu"] >= 0.9 and r[1]["rss_growth_mb"] < 50, r[1]
     assert r[2]["rc"] == 0 and "counter.pbtxt" in r[2]["stdout"] + r[2]["stderr"] and not r[2]["killed"]
-    (hung,) = _run_all(tmp_path, [("hang", "import time\ntime.sleep(60)")], kill_after=0.5)
-    assert hung["killed"] and hung["wall"] < 10
+    assert r[3]["killed"] and r[3]["wall"] < 10
 
 
 def test_outcomes_budget_covers_reading_and_importing_the_graph(capsys):
