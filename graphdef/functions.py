@@ -52,7 +52,8 @@ class GNode:
     where: str = ""          # "in function F called by C" for messages
 
     def describe(self) -> str:
-        return f"node {self.name!r} ({self.op}{', ' + self.where if self.where else ''})"
+        return (f"node {_short(self.name)!r} ({_short(self.op)}"
+                f"{', ' + _short(self.where, 400) if self.where else ''})")
 
 
 class GraphFormatError(ProgramError):
@@ -92,13 +93,13 @@ def split_ref(text: str) -> tuple[str, int, bool]:
     node, sep, port = text.rpartition(":")
     if sep and port.isdigit() and port.isascii():
         if len(port) > MAX_PORT_DIGITS:
-            raise GraphFormatError(f"input {_short(text)!r}", f"a port of {len(port)} digits "
+            raise GraphFormatError(f"input {_short(text, 60)!r}", f"a port of {len(port)} digits "
                                    f"(a port is a 32-bit integer)", "bad-port")
         return node, int(port), False
     return text, 0, False
 
 
-def _short(text: str, keep: int = 60) -> str:
+def _short(text: str, keep: int = 200) -> str:
     """`text`, cut in the middle when long (names in messages)."""
     return text if len(text) <= keep else f"{text[:keep // 2]}...{text[-keep // 2:]}"
 
@@ -142,9 +143,9 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
         if not name:
             raise GraphFormatError(f"node[{i}]", "a node has no name")
         if name in nodes:
-            raise GraphFormatError(f"node {name!r}", "two nodes have this name")
+            raise GraphFormatError(f"node {_short(name)!r}", "two nodes have this name")
         if not n.op:
-            raise GraphFormatError(f"node {name!r}", "the node has no op")
+            raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
         nodes[name] = n
     pending = [n for n in nodes.values() if n.op in opt.CALLS]
     _check_expansion(pending, library, deadline)
