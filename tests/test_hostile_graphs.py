@@ -32,7 +32,7 @@ from tfsem.cli import main
 from tfsem.graphdef import functions as gfn
 from tfsem.graphdef import import_path
 from tfsem.graphdef.functions import flatten
-from tfsem.graphdef.proto import encode, format_text
+from tfsem.graphdef.proto import encode, format_text, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "tensorflow"
@@ -130,6 +130,18 @@ def test_a_file_over_the_cap_is_refused_and_one_under_it_read(tmp_path, capsys, 
 
 
 # ---------------------------------------------------------------- inlining
+
+def test_a_graph_of_too_many_nodes_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    g = fanout_graph(2, 3)  # 2 own nodes, 3 + 2 in functions
+    for form in (g, encode("GraphDef", g)):
+        monkeypatch.setattr(gfn, "MAX_GRAPH_NODES", 7)
+        graph = form if isinstance(form, dict) else parse("GraphDef", form)
+        assert flatten(graph)
+        monkeypatch.setattr(gfn, "MAX_GRAPH_NODES", 6)
+        with pytest.raises(gfn.GraphFormatError, match=r"7 nodes \(its functions' included\): tfsem "
+                                                       r"imports graphs of at most 6 nodes"):
+            flatten(graph)
+
 
 def test_exponential_inlining_is_refused_at_once(tmp_path, capsys):
     """30 levels, each calling the next twice: 2^30 calls if inlined."""
