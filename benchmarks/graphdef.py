@@ -1,6 +1,8 @@
 """Benchmark of GraphDef import on the corpus of real TensorFlow graphs.
 
     python benchmarks/graphdef.py [--repeat 5] [--timeout 60]
+    python benchmarks/graphdef.py --synthetic [10000 50000] [--repeat 5]
+                                  [--baseline /work/main/.venv/bin/python] [--graph G.pb ...]
 
 Per graph of examples/tensorflow/ (with the manifest's fetches and targets):
 the graph's nodes (plus those in its function library), the imported
@@ -12,6 +14,22 @@ nothing observable, so the checker has to prove it), and, for the graphs
 the manifest calls small, the time of `outcomes` from zero-valued variables.
 
 Target (issue 14): every graph imports, and both checks say `sound`, in seconds.
+
+`--synthetic N ...` measures import against protobuf's own parser instead:
+per N, a chain of `ReadVariableOp -> AddV2` over 16 resource variables with
+an `AssignAddVariableOp` every 4th step (about N GraphDef nodes; built as a
+tfsem program and exported as binary, as `tfsem export -o big.pb` does), and
+every `--graph` file given (imported with its default fetches, to its
+refusal if it is refused).  Columns, medians of CPU seconds in this
+process: protobuf's parse of the bytes (`ParseFromString` with tfsem's
+descriptors), tfsem's decode (`graphdef.read_graph`: the parse plus the
+unknown-field check), tfsem's import (`graphdef.import_path`: read, inline,
+build, validate), and the import's ratio to protobuf's parse.  With
+`--baseline PYTHON`, the same decode and import run in PYTHON (an
+interpreter whose `tfsem` is another checkout, e.g. the previous
+implementation), alternating with this one's repetitions, so both sides see
+the same machine load.  Target (issue 30): no 50,000-node import over 5x
+protobuf's parse; a 7,000-node graph in under 1 s.
 """
 
 from __future__ import annotations
@@ -35,11 +53,126 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "tensorflow"
 
 
+def chain_program(n: int):
+    """About `n` GraphDef nodes once exported: 16 variables, a chain of
+    reads and adds, an assign-add of the running sum every 4th step."""
+    from tfsem.oracle.program import apply, assign, const, program, read, var
+    nodes = [var(f"h{k}", f"v{k}") for k in range(16)]
+    nodes.append(const("c0", 0))
+    acc, i = "c0", 0
+    while len(nodes) < n:
+        nodes.append(read(f"r{i}", f"h{i % 16}"))
+        nodes.append(apply(f"a{i}", "Add", acc, f"r{i}"))
+        acc = f"a{i}"
+        if i % 4 == 3:
+            nodes.append(assign(f"w{i}", "Add", f"h{(i * 7) % 16}", acc))
+        i += 1
+    return program(nodes, {"out": acc}, [f"v{k}" for k in range(16)])
+
+
+def write_chain(n: int, directory: Path) -> Path:
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.proto import encode
+    path = directory / f"chain{n}.pb"
+    if not path.exists():
+        path.write_bytes(encode("GraphDef", export_graph(chain_program(n))))
+    return path
+
+
+#: Run in this interpreter and in the baseline's: CPU seconds of one decode
+#: and one import of PATH (fetching FETCH, or the default fetches), and the
+#: refusal if the import is refused.  Old checkouts have read_graph and
+#: import_path too.
+_TIMER = r"""
+import gc, json, sys, time
+from tfsem.graphdef import import_path, read_graph
+from tfsem.oracle.program import ProgramError
+import tfsem.graphdef.importer, tfsem.graphdef.proto  # imported before the clock starts
+try:
+    import tfsem.graphdef.proto.runtime
+except ImportError:
+    pass
+path, fetch = sys.argv[1], [f for f in sys.argv[2:3] if f]
+gc.collect()
+t = time.process_time(); read_graph(path); dec = time.process_time() - t
+gc.collect()
+t = time.process_time()
+try:
+    nodes = len(import_path(path, fetch).program.nodes); why = ""
+except ProgramError as exc:
+    nodes, why = 0, str(exc).splitlines()[0][:100]
+imp = time.process_time() - t
+print(json.dumps([dec, imp, nodes, why]))
+"""
+
+
+def _time_in(python: str, path: Path, fetch: str) -> list:
+    import subprocess
+    import sys
+    out = subprocess.run([python or sys.executable, "-c", _TIMER, str(path), fetch],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _protobuf_parse_s(data: bytes, repeat: int) -> float:
+    from tfsem.graphdef.proto.runtime import message_class
+    cls = message_class("GraphDef")
+    times = []
+    for _ in range(repeat):
+        t = time.process_time()
+        cls().ParseFromString(data)
+        times.append(time.process_time() - t)
+    return statistics.median(times)
+
+
+def synthetic(args) -> None:
+    import tempfile
+    med = statistics.median
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [(f"chain {n}", write_chain(n, Path(tmp)), "out") for n in args.synthetic]
+        cases += [(Path(g).name, Path(g), "") for g in args.graph]
+        print(f"{'graph':22} {'nodes':>7} {'MB':>5} {'protobuf s':>10} {'decode s':>9} "
+              f"{'import s':>9} {'ratio':>6}" + (f" {'old decode s':>12} {'old import s':>12} "
+                                                  f"{'old ratio':>9} {'speedup':>8}"
+                                                  if args.baseline else "") + "  refusal")
+        for label, path, fetch in cases:
+            data = path.read_bytes() if path.is_file() else (path / "saved_model.pb").read_bytes()
+            from tfsem.graphdef.proto import parse
+            msg_name = "SavedModel" if path.is_dir() else "GraphDef"
+            m = parse(msg_name, data)
+            n_nodes = len(m.node) if msg_name == "GraphDef" else len(m.meta_graphs[0].graph_def.node)
+            pb = _protobuf_parse_s(data, max(args.repeat, 5)) if msg_name == "GraphDef" else float("nan")
+            new, old = [], []
+            for _ in range(args.repeat):
+                new.append(_time_in("", path, fetch))
+                if args.baseline:
+                    old.append(_time_in(args.baseline, path, fetch))
+            dec, imp = med(r[0] for r in new), med(r[1] for r in new)
+            line = (f"{label:22} {n_nodes:>7} {len(data) / 1e6:>5.2f} {pb:>10.4f} {dec:>9.4f} "
+                    f"{imp:>9.4f} {imp / pb:>6.1f}")
+            if args.baseline:
+                odec, oimp = med(r[0] for r in old), med(r[1] for r in old)
+                line += f" {odec:>12.4f} {oimp:>12.4f} {oimp / pb:>9.1f} {oimp / imp:>8.1f}"
+            print(line + "  " + (new[-1][3] or "-"), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="import repetitions (median)")
     ap.add_argument("--timeout", type=float, default=60.0, help="checker timeout, seconds")
+    ap.add_argument("--synthetic", type=int, nargs="*", default=None, metavar="N",
+                    help="time import of synthetic chains of about N nodes against protobuf's "
+                         "parse (default 10000 50000) instead of the corpus")
+    ap.add_argument("--graph", action="append", default=[], metavar="FILE",
+                    help="with --synthetic: also time this binary graph (.pb or a SavedModel)")
+    ap.add_argument("--baseline", default="", metavar="PYTHON",
+                    help="with --synthetic: the interpreter of the implementation to compare "
+                         "with (e.g. /work/main/.venv/bin/python)")
     args = ap.parse_args()
+    if args.synthetic is not None:
+        args.synthetic = args.synthetic or [10000, 50000]
+        synthetic(args)
+        return
     manifest = json.loads((CORPUS / "manifest.json").read_text())["graphs"]
     print(f"{'graph':28} {'nodes':>9} {'tfsem':>6} {'vars':>5} {'import s':>9} "
           f"{'self s':>7} {'self':>6} {'rc s':>7} {'rc':>6} {'outcomes s':>10}")

@@ -7,10 +7,14 @@ wire and text formats from descriptors of the few messages tfsem reads.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Sequence
 
 from tfsem.oracle.program import Program, ProgramError, Violation
+
+from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".meta", ".pbtext")
@@ -26,16 +30,84 @@ def _bad(path: str | Path, message: str, rule: str = "bad-graph") -> ProgramErro
     return ProgramError([Violation(str(path), rule, message)])
 
 
-def read_graph(path: str | Path, signature: str | None = None) -> tuple[dict, dict | None]:
-    """(GraphDef dict, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
-    .meta MetaGraphDef (binary or text), or a SavedModel directory.  A
+#: The most bytes of a binary graph file tfsem reads (protobuf's own limit is 2 GiB).
+MAX_GRAPH_BYTES = 1 << 30
+#: The most bytes of a text graph file tfsem reads (the text parser holds every
+#: token in memory: about 15 bytes of Python objects per byte of text).
+MAX_TEXT_GRAPH_BYTES = 64 << 20
+
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def read_capped(path: str | Path, limit: int, what: str = "graph") -> bytes:
+    """The bytes of the regular file `path`, if it holds at most `limit`.
+
+    The file is `stat`ed before it is opened: a device (a link to
+    /dev/zero), a FIFO or a socket is refused by name without being opened,
+    a file larger than `limit` (a sparse 2 GB file) without a byte read; it
+    is opened non-blocking, checked again, and read with the cap in force
+    (a file that grows meanwhile is refused, not read to its end)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise _bad(path, getattr(exc, "strerror", None) or str(exc), "unreadable") from None
+    _check_regular(path, st.st_mode)
+    if st.st_size > limit:
+        raise _bad(path, f"{st.st_size} bytes: tfsem reads a {what} file of at most {limit} "
+                   "bytes", "too-large")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _bad(path, exc.strerror or str(exc), "unreadable") from None
+    try:
+        _check_regular(path, os.fstat(fd).st_mode)  # replaced between stat and open?
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 24, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise _bad(path, exc.strerror or str(exc), "unreadable") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise _bad(path, f"more than {limit} bytes (it grew while it was read): tfsem reads a "
+                   f"{what} file of at most {limit} bytes", "too-large")
+    return b"".join(chunks)
+
+
+def _check_regular(path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+    link = ""
+    try:
+        if os.path.islink(path):
+            link = f" (a symbolic link to {os.path.realpath(path)})"
+    except OSError:
+        pass
+    raise _bad(path, f"{kind}{link}: tfsem reads graphs from regular files only", "unreadable")
+
+
+def read_graph(path: str | Path, signature: str | None = None,
+               deadline: float | None = None) -> tuple[object, dict | None]:
+    """(GraphDef, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
+    .meta MetaGraphDef (binary or text), or a SavedModel directory.  The
+    GraphDef is a dict (text) or a protobuf message of tfsem's descriptors
+    (binary: graphdef.proto.parse); `importer.import_graph` takes both.  A
     malformed file raises ProgramError naming the file, the field and the
-    offset."""
-    from .proto import ProtoError, decode, parse_text
+    offset.  Past `deadline` (a time.monotonic() value), ImportTimeout."""
+    from .functions import check_deadline
+    from .proto import ProtoError, parse, parse_text, to_dict
     p = Path(path)
     if p.is_dir():
         for name, text in (("saved_model.pb", False), ("saved_model.pbtxt", True)):
-            if (p / name).is_file():
+            if os.path.lexists(p / name):  # a link to a device is refused by name below
                 p = p / name
                 message = "SavedModel"
                 break
@@ -45,10 +117,9 @@ def read_graph(path: str | Path, signature: str | None = None) -> tuple[dict, di
     else:
         text = p.suffix.lower() in (".pbtxt", ".pbtext")
         message = "MetaGraphDef" if p.suffix.lower() == ".meta" else "GraphDef"
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise _bad(path, exc.strerror or str(exc), "unreadable") from None
+    data = read_capped(p, MAX_TEXT_GRAPH_BYTES if text else MAX_GRAPH_BYTES,
+                       "text graph" if text else "binary graph")
+    check_deadline(deadline, "reading the graph")
     try:
         if text:
             try:
@@ -58,11 +129,21 @@ def read_graph(path: str | Path, signature: str | None = None) -> tuple[dict, di
                            ".pb)") from None
             if message == "GraphDef" and _looks_like_meta(source):
                 message = "MetaGraphDef"
-            msg = parse_text(message, source)
+            msg = parse_text(message, source, deadline=deadline)
         else:
-            msg = decode(message, data)
+            msg = parse(message, data)
+            if message == "SavedModel":
+                if not msg.meta_graphs:
+                    raise _bad(p, "the SavedModel holds no MetaGraphDef")
+                msg, message = msg.meta_graphs[0], "MetaGraphDef"
+            if message == "MetaGraphDef":
+                # the graph stays a message; the signatures become dicts
+                graph = msg.graph_def
+                msg = {"signature_def": {k: to_dict(v) for k, v in msg.signature_def.items()}}
+                msg["graph_def"] = graph
     except ProtoError as exc:
         raise _bad(p, f"not a valid {message}: {exc}") from None
+    check_deadline(deadline, "decoding the graph")
     if message == "SavedModel":
         metas = msg.get("meta_graphs", [])
         if not metas:
@@ -102,10 +183,18 @@ def _looks_like_meta(text: str) -> bool:
 
 
 def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
-                target: Sequence[str] = (), signature: str | None = None):
-    """`graphdef.importer.Imported` of the graph at `path` (see read_graph)."""
+                target: Sequence[str] = (), signature: str | None = None,
+                deadline: float | None = None):
+    """`graphdef.importer.Imported` of the graph at `path` (see read_graph).
+    Past `deadline` (a time.monotonic() value), raises ImportTimeout."""
+    from .importer import gc_paused
+    with gc_paused():
+        return _import_path(path, fetch, feed, target, signature, deadline)
+
+
+def _import_path(path, fetch, feed, target, signature, deadline):
     from .importer import GraphImportError, import_graph
-    graph, sig = read_graph(path, signature)
+    graph, sig = read_graph(path, signature, deadline)
     names = None
     feed = list(feed)
     if sig is not None and not fetch and not target:
@@ -119,7 +208,7 @@ def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str]
             if node not in feed:
                 feed.append(node)
     try:
-        return import_graph(graph, fetch, target, feed, output_names=names)
+        return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline)
     except GraphImportError as exc:
         raise ProgramError([Violation(f"{path}: {v.where}", v.rule, v.message)
                             for v in exc.violations]) from None
@@ -137,13 +226,14 @@ def _tensor_name(info: dict, path) -> str:
 
 def load_program_or_graph(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                           target: Sequence[str] = (), signature: str | None = None,
-                          validate: bool = True) -> Program:
+                          validate: bool = True, deadline: float | None = None) -> Program:
     """The program at `path`: a tfsem JSON program, or a TensorFlow graph
     (GraphDef .pb/.pbtxt, MetaGraphDef .meta, SavedModel directory) imported
     with these fetches, feeds and targets.  Every command that takes a
-    program reads it through here."""
+    program reads it through here.  A graph's import past `deadline` (a
+    time.monotonic() value) raises ImportTimeout."""
     if is_graph_path(path):
-        return import_path(path, fetch, feed, target, signature).program
+        return import_path(path, fetch, feed, target, signature, deadline).program
     if fetch or feed or target or signature:
         raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target and "
                                       "--signature apply to TensorFlow graphs (.pb, .pbtxt, "
@@ -158,10 +248,11 @@ GRAPH_FIELDS = ("graph", "fetch", "target", "feed")
 MAX_GRAPH_TEXT = 8 << 20
 
 
-def program_json_of(obj, where: str = "program"):
+def program_json_of(obj, where: str = "program", deadline: float | None = None):
     """`obj` unchanged, unless it is a graph object (GRAPH_FIELDS): then the
     JSON of the program imported from it.  Bad graphs raise ProgramError
-    naming `where`."""
+    naming `where`; an import past `deadline` (a time.monotonic() value)
+    raises ImportTimeout."""
     if not (isinstance(obj, dict) and "graph" in obj and "format" not in obj):
         return obj
     from tfsem.oracle.jsonio import program_to_json
@@ -185,8 +276,9 @@ def program_json_of(obj, where: str = "program"):
             raise _bad(f"{where}.{key}", "a list of node names", "format")
         lists[key] = v
     try:
-        graph = parse_text("GraphDef", text)
-        imported = import_graph(graph, lists["fetch"], lists["target"], lists["feed"])
+        graph = parse_text("GraphDef", text, deadline=deadline)
+        imported = import_graph(graph, lists["fetch"], lists["target"], lists["feed"],
+                                deadline=deadline)
     except ProtoError as exc:
         raise _bad(f"{where}.graph", f"not a valid GraphDef: {exc}") from None
     except GraphImportError as exc:

@@ -4,6 +4,7 @@ a program (`tfsem outcomes`, `check`, `run`, `rewrite`, `import`)."""
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from tfsem.oracle.program import Program
@@ -23,14 +24,32 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
                         "serving_default, or the only one)")
 
 
+def start_budget(args: argparse.Namespace, seconds: float) -> float:
+    """Start a command's time budget of `seconds` now (before any graph is
+    read): graphs loaded by load_from_args afterwards are imported under
+    it, and an import past it raises graphdef.ImportTimeout.  Returns the
+    start (time.monotonic())."""
+    started = time.monotonic()
+    args.import_deadline = started + seconds
+    return started
+
+
+def remaining(args: argparse.Namespace, seconds: float, started: float) -> float:
+    """What is left of a budget of `seconds` started at `started` (never 0:
+    the checker's own budget must be positive; it ends at once)."""
+    return max(seconds - (time.monotonic() - started), 1e-3)
+
+
 def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = False) -> Program:
     """The program at `path`, the graph options applied to a graph.  With
     `lenient` (`check` of a JSON program against a graph), a JSON program
-    ignores them instead of refusing them."""
+    ignores them instead of refusing them.  Under a budget (start_budget),
+    a graph's import past it raises graphdef.ImportTimeout."""
     from . import is_graph_path, load_program_or_graph
     if lenient and not is_graph_path(path):
         return load_program_or_graph(path)
     return load_program_or_graph(path, fetch=getattr(args, "fetch", []) or [],
                                  feed=getattr(args, "feed_nodes", []) or [],
                                  target=getattr(args, "target", []) or [],
-                                 signature=getattr(args, "signature", None))
+                                 signature=getattr(args, "signature", None),
+                                 deadline=getattr(args, "import_deadline", None))

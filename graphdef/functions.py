@@ -27,71 +27,231 @@ function bodies the same way).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+from tfsem.oracle.program import ProgramError, Violation
 
 from . import ops as opt
 
 MAX_DEPTH = 32
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class GNode:
     """A NodeDef in the flat graph: inputs as TensorFlow writes them
-    (`n`, `n:k`, `^n`), attributes as the proto dict has them."""
+    (`n`, `n:k`, `^n`), attributes as the proto dict has them (a dict, or
+    for a decoded GraphDef message a mapping that converts each attribute
+    when first read)."""
 
     name: str
     op: str
     inputs: list[str]
-    attr: dict[str, Any] = field(default_factory=dict)
+    attr: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""          # "in function F called by C" for messages
 
     def describe(self) -> str:
-        return f"node {self.name!r} ({self.op}{', ' + self.where if self.where else ''})"
+        return (f"node {_short(self.name)!r} ({_short(self.op)}"
+                f"{', ' + _short(self.where, 400) if self.where else ''})")
 
 
-class GraphFormatError(ValueError):
-    """The graph is malformed (names, references, functions)."""
+class GraphFormatError(ProgramError):
+    """The graph is malformed (names, references, functions).  A
+    ProgramError (so a ValueError), so that a caller that does not catch it
+    still reports it as bad input (exit 2), never as a traceback."""
 
     def __init__(self, where: str, message: str, rule: str = "graph"):
-        super().__init__(f"{where}: {message}")
+        super().__init__([Violation(where, rule, message)])
         self.where, self.message, self.rule = where, message, rule
 
 
+class ImportTimeout(RuntimeError):
+    """The time budget of a command ran out while a graph was imported (the
+    command's verdict is `unknown`)."""
+
+    def __init__(self, stage: str):
+        super().__init__(f"the time budget ran out while {stage}")
+        self.stage = stage
+
+
+def check_deadline(deadline: float | None, stage: str) -> None:
+    """Raise ImportTimeout if `deadline` (a time.monotonic() value) has passed."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise ImportTimeout(stage)
+
+
+#: A port is an int32 in TensorFlow: at most 10 digits.
+MAX_PORT_DIGITS = 10
+
+
 def split_ref(text: str) -> tuple[str, int, bool]:
-    """(node, port, is_control) of a GraphDef input string."""
+    """(node, port, is_control) of a GraphDef input string.  A port of more
+    than 10 digits (TensorFlow's are int32) is a GraphFormatError."""
     if text.startswith("^"):
         return text[1:], -1, True
     node, sep, port = text.rpartition(":")
-    if sep and port.isdigit():
+    if sep and port.isdigit() and port.isascii():
+        if len(port) > MAX_PORT_DIGITS:
+            raise GraphFormatError(f"input {_short(text, 60)!r}", f"a port of {len(port)} digits "
+                                   f"(a port is a 32-bit integer)", "bad-port")
         return node, int(port), False
     return text, 0, False
 
 
-def flatten(graph: dict) -> dict[str, GNode]:
-    """The graph's nodes by name, every function call inlined."""
-    library = {f.get("signature", {}).get("name", ""): f
-               for f in (graph.get("library") or {}).get("function", [])}
+def _short(text: str, keep: int = 200) -> str:
+    """`text`, cut in the middle when long (names in messages)."""
+    return text if len(text) <= keep else f"{text[:keep // 2]}...{text[-keep // 2:]}"
+
+
+#: The most nodes a graph may have, its functions' included, before inlining
+#: (import takes about 2.5 KB and 20 microseconds a node).
+MAX_GRAPH_NODES = 500_000
+
+
+def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
+    """(the graph's own nodes, its library's FunctionDefs as dicts) of a
+    GraphDef dict or a GraphDef message (graphdef.proto.parse)."""
+    if isinstance(graph, dict):
+        _check_count(len(graph.get("node", [])) + sum(
+            len(f.get("node_def", [])) for f in (graph.get("library") or {}).get("function", [])
+            if isinstance(f, dict)))
+        nodes = [GNode(nd.get("name", ""), nd.get("op", ""), list(nd.get("input", [])),
+                       dict(nd.get("attr", {}))) for nd in graph.get("node", [])]
+        return nodes, list((graph.get("library") or {}).get("function", []))
+    from .proto.runtime import LazyAttrs, to_dict
+    _check_count(len(graph.node) + sum(len(f.node_def) for f in graph.library.function))
+    nodes = [GNode(nd.name, nd.op, list(nd.input), LazyAttrs(nd)) for nd in graph.node]
+    functions = to_dict(graph.library).get("function", []) if graph.HasField("library") else []
+    return nodes, functions
+
+
+def _check_count(n: int) -> None:
+    if n > MAX_GRAPH_NODES:
+        raise GraphFormatError("graph", f"{n} nodes (its functions' included): tfsem imports "
+                               f"graphs of at most {MAX_GRAPH_NODES} nodes", "too-large")
+
+
+#: The most nodes inlining may add to a graph: a small graph whose functions
+#: each call the next level twice would otherwise grow without bound.
+MAX_INLINED_NODES = 100_000
+
+
+def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
+    """The graph's nodes by name, every function call inlined (`graph`: a
+    GraphDef dict or message).  Past `deadline` (a time.monotonic() value),
+    ImportTimeout."""
+    top, functions = _top_nodes(graph)
+    library: dict[str, dict] = {}
+    for f in functions:
+        fname = f.get("signature", {}).get("name", "")
+        if fname in library and library[fname] != f:
+            # TensorFlow's FunctionLibraryDefinition refuses a second, different
+            # function of one name (an identical copy is accepted)
+            raise GraphFormatError(f"function {_short(fname)!r}", "two different functions of "
+                                   "the graph's library have this name (TensorFlow refuses "
+                                   "such a graph)", "duplicate-function")
+        library[fname] = f
     nodes: dict[str, GNode] = {}
-    for i, nd in enumerate(graph.get("node", [])):
-        name = nd.get("name", "")
+    for i, n in enumerate(top):
+        name = n.name
         if not name:
             raise GraphFormatError(f"node[{i}]", "a node has no name")
         if name in nodes:
-            raise GraphFormatError(f"node {name!r}", "two nodes have this name")
-        if not nd.get("op"):
-            raise GraphFormatError(f"node {name!r}", "the node has no op")
-        nodes[name] = GNode(name, nd["op"], list(nd.get("input", [])), dict(nd.get("attr", {})))
+            raise GraphFormatError(f"node {_short(name)!r}", "two nodes have this name")
+        if not n.op:
+            raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
+        nodes[name] = n
     pending = [n for n in nodes.values() if n.op in opt.CALLS]
+    _check_expansion(pending, library, deadline)
     depth = {n.name: 0 for n in pending}
+    added = 0
     while pending:
         call = pending.pop()
-        new = _inline(call, library, nodes, depth[call.name])
+        check_deadline(deadline, f"inlining function calls ({added} nodes inlined)")
+        new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added)
+        added += len(new)
         for n in new:
             if n.op in opt.CALLS:
                 depth[n.name] = depth[call.name] + 1
                 pending.append(n)
     return nodes
+
+
+def _callee(nd: dict) -> str | None:
+    """The function a call NodeDef (a dict) names, or None."""
+    f = (nd.get("attr") or {}).get("f")
+    func = f.get("func") if isinstance(f, dict) else None
+    return func.get("name") if isinstance(func, dict) else None
+
+
+def _check_expansion(calls: list[GNode], library: dict, deadline: float | None) -> None:
+    """Refuse, before inlining anything, a graph whose calls would inline
+    more than MAX_INLINED_NODES nodes, or that calls a recursive function.
+
+    The size of a function once inlined is what `_inline` adds for one call
+    of it (an entry node and the body nodes it keeps) plus the sizes of the
+    calls among them, computed once per function (memoized, iteratively):
+    time linear in the library, however many times the calls multiply."""
+    cap = MAX_INLINED_NODES + 1
+    size: dict[str, int] = {}
+    on_path: set[str] = set()
+
+    def parts(fname: str) -> tuple[int, list[str]]:
+        fdef = library[fname]
+        body = {nd.get("name", ""): nd for nd in fdef.get("node_def", []) if isinstance(nd, dict)}
+        ops_of = {k: nd.get("op", "") for k, nd in body.items()}
+        kept = _needed(fdef, body, ops_of)
+        callees = [_callee(body[n]) for n in kept if ops_of[n] in opt.CALLS]
+        return 1 + len(kept), [c for c in callees if c in library]
+
+    for call in calls:
+        root = _function_name(call)
+        if root not in library or root in size:
+            continue
+        own, callees = parts(root)
+        stack = [(root, own, callees, list(callees))]
+        on_path.add(root)
+        while stack:
+            fname, own, callees, todo = stack[-1]
+            while todo and todo[-1] in size:
+                todo.pop()
+            callees_left = todo
+            if callees_left:
+                nxt = callees_left[-1]
+                if nxt in on_path:
+                    chain = " -> ".join(repr(_short(f, 40)) for f, *_ in stack) + \
+                        f" -> {_short(nxt, 40)!r}"
+                    raise GraphFormatError(call.describe(), f"the function {_short(nxt)!r} calls "
+                                           f"itself ({chain}): recursive functions cannot be "
+                                           "inlined", "function-depth")
+                if len(stack) >= MAX_DEPTH:
+                    raise GraphFormatError(call.describe(), f"function calls nested deeper than "
+                                           f"{MAX_DEPTH} (calling {_short(nxt)!r})",
+                                           "function-depth")
+                check_deadline(deadline, "sizing the graph's functions")
+                n_own, n_callees = parts(nxt)
+                stack.append((nxt, n_own, n_callees, list(n_callees)))
+                on_path.add(nxt)
+                continue
+            stack.pop()
+            on_path.discard(fname)
+            total = own
+            for c in callees:
+                total = min(cap, total + size[c])
+            size[fname] = total
+    total = 0
+    for call in calls:
+        fname = _function_name(call)
+        total = min(cap, total + size.get(fname, 0))
+        if total >= cap:
+            raise GraphFormatError(call.describe(), f"inlining function calls would make more "
+                                   f"than {MAX_INLINED_NODES} nodes (one call of "
+                                   f"{_short(fname)!r} alone makes "
+                                   f"{'more than ' if size.get(fname, 0) >= cap else ''}"
+                                   f"{min(size.get(fname, 0), MAX_INLINED_NODES)}): functions "
+                                   "that call others several times grow the graph "
+                                   "exponentially; refused", "too-large")
 
 
 def _function_name(call: GNode) -> str:
@@ -102,7 +262,8 @@ def _function_name(call: GNode) -> str:
     return name
 
 
-def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int) -> list[GNode]:
+def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
+            room: int = MAX_INLINED_NODES) -> list[GNode]:
     fname = _function_name(call)
     if depth >= MAX_DEPTH:
         raise GraphFormatError(call.describe(), f"function calls nested deeper than {MAX_DEPTH} "
@@ -138,8 +299,9 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int) -> 
                 raise GraphFormatError(ctx, f"input {text!r} is neither an argument of "
                                        f"{fname!r} nor written node:output:index")
             return arg_map[parts[0]]
-        if len(parts) != 3 or not parts[2].isdigit() or parts[0] not in body:
-            raise GraphFormatError(ctx, f"input {text!r} is not node:output:index of a node "
+        if len(parts) != 3 or not (parts[2].isdigit() and parts[2].isascii()) \
+                or len(parts[2]) > MAX_PORT_DIGITS or parts[0] not in body:
+            raise GraphFormatError(ctx, f"input {_short(text)!r} is not node:output:index of a node "
                                    f"of {fname!r}")
         n, arg, k = parts[0], parts[1], int(parts[2])
         return f"{prefix}/{n}:{_port(ops_of[n], n, arg, k, port_names)}"
@@ -148,6 +310,11 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int) -> 
     sources = sorted({"^" + split_ref(i)[0] for i in data_in + control_in})
     new: list[GNode] = [GNode(entry, "NoOp", sources, {}, where)]
     kept = _needed(fdef, body, ops_of)
+    if len(kept) + 1 > room:
+        raise GraphFormatError(call.describe(), f"inlining function calls makes more than "
+                               f"{MAX_INLINED_NODES} nodes (at this call of {_short(fname)!r}, "
+                               f"nested {depth} deep): functions that call others several "
+                               "times grow the graph exponentially; refused", "too-large")
     for n in body:
         if n not in kept:
             continue

@@ -1,10 +1,14 @@
 """The protobuf wire and text formats of the TensorFlow messages tfsem reads.
 
-No protobuf package and no TensorFlow: `schema` holds descriptors of the few
-messages needed (field numbers copied from TensorFlow's .proto files), `wire`
-is the binary codec, `text` the text format (what ``tf.io.write_graph(...,
+No TensorFlow: `schema` holds descriptors of the few messages needed (field
+numbers copied from TensorFlow's .proto files).  `runtime` decodes binary
+messages with the `protobuf` package (its C implementation) from descriptors
+built out of `schema`; `wire` is tfsem's own binary codec (the encoder, and
+the decoder that names the field path and byte offset of what protobuf's
+parser refused); `text` the text format (what ``tf.io.write_graph(...,
 as_text=True)`` writes).
 
+    parse(message, data) -> message      binary -> protobuf message (for the importer)
     decode(message, data) -> dict        binary -> dict
     encode(message, value) -> bytes      dict -> binary
     parse_text(message, text) -> dict    text format -> dict
@@ -35,8 +39,9 @@ MAX_DEPTH = 100  # nested messages deeper than this are refused ("nested too dee
 MAX_SIZE = 2**31 - 1  # protobuf refuses messages of 2 GiB and more
 
 from .schema import MESSAGES, ENUMS  # noqa: E402
-from .wire import decode, encode  # noqa: E402
+from .wire import encode  # noqa: E402
+from .runtime import decode, parse, to_dict  # noqa: E402
 from .text import parse_text, format_text  # noqa: E402
 
-__all__ = ["ProtoError", "decode", "encode", "parse_text", "format_text", "MESSAGES", "ENUMS",
+__all__ = ["ProtoError", "decode", "parse", "to_dict", "encode", "parse_text", "format_text", "MESSAGES", "ENUMS",
            "MAX_DEPTH", "MAX_SIZE"]

@@ -46,14 +46,18 @@ _EOF = ("eof", "", -1)
 
 
 class _Tokens:
-    def __init__(self, text: str, root: str):
+    def __init__(self, text: str, root: str, deadline: float | None = None):
         self.text = text
         self.root = root
+        self.deadline = deadline
+        self.fields = 0
         self._newlines = None  # offsets of every "\n", computed on the first error
         tokens = []
         append = tokens.append
         n = len(text)
         for m in _TOKEN.finditer(text):  # every character is matched: "bad" catches the rest
+            if deadline is not None and not len(tokens) & 0xFFFF:
+                _check_deadline(deadline)
             kind = m.lastgroup
             if kind == "ws" or kind == "comment":
                 continue
@@ -100,8 +104,16 @@ class _Tokens:
         return False
 
 
-def parse_text(message: str, text) -> dict:
-    """Parse protobuf text format `text` as the message called `message`."""
+def _check_deadline(deadline: float) -> None:
+    import time
+    if time.monotonic() > deadline:
+        from tfsem.graphdef.functions import ImportTimeout  # noqa: PLC0415
+        raise ImportTimeout("parsing the graph's text")
+
+
+def parse_text(message: str, text, deadline: float | None = None) -> dict:
+    """Parse protobuf text format `text` as the message called `message`
+    (past `deadline`, a time.monotonic() value, graphdef.ImportTimeout)."""
     msg = lookup(message)
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -112,7 +124,7 @@ def parse_text(message: str, text) -> dict:
         raise ProtoError(f"{msg.name}: expected text to parse, got {type(text).__name__}")
     if len(text) > MAX_SIZE:
         raise ProtoError(f"{msg.name}: {len(text)} characters is more than the 2 GiB limit")
-    toks = _Tokens(text, msg.name)
+    toks = _Tokens(text, msg.name, deadline)
     return _parse_message(toks, msg, msg.name, 0, None)
 
 
@@ -132,6 +144,10 @@ def _parse_message(toks: _Tokens, msg: Message, path: str, depth: int, closer) -
         if tok[0] != "ident":
             raise toks.error(f"expected a field name in {path}, found {toks.describe(tok)}")
         toks.next()
+        if toks.deadline is not None:
+            toks.fields += 1
+            if not toks.fields & 0x3FFF:
+                _check_deadline(toks.deadline)
         name = tok[1]
         field = msg.by_name.get(name)
         if field is None:

@@ -104,9 +104,25 @@ def program_text(label: str, program: object) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from tfsem.checking import check_case  # noqa: PLC0415
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
+    from tfsem.graphdef.cliopts import remaining, start_budget  # noqa: PLC0415
     from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
     from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
-    case = load_inputs(args)
+    # the budget covers reading and importing graphs too
+    started = start_budget(args, args.timeout)
+    try:
+        case = load_inputs(args)
+    except ImportTimeout as exc:  # a graph too slow to import: no verdict
+        from tfsem.checking.verdict import Verdict
+        verdict = Verdict("unknown", reason=f"{exc} (the time budget of {args.timeout:g} s "
+                          "covers reading and importing the graphs)",
+                          semantics=args.semantics or "atomic",
+                          observe=args.observe or "outputs+state")
+        if args.json:
+            print_json(verdict.to_json())
+        else:
+            print(verdict.describe())
+        return verdict.exit_status
     render = None
     if args.html:
         try:
@@ -115,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        verdict = check_case(case, timeout=args.timeout, semantics=args.semantics,
-                             observe=args.observe)
+        verdict = check_case(case, timeout=remaining(args, args.timeout, started),
+                             semantics=args.semantics, observe=args.observe)
     except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
         from tfsem.checking.verdict import Verdict
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),

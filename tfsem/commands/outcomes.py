@@ -35,14 +35,27 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
+    from tfsem.graphdef.cliopts import remaining, start_budget  # noqa: PLC0415
     from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
     from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
     from tfsem.oracle.readsfrom import Unsupported  # noqa: PLC0415
-    program = load_from_args(args.program, args)
+    # the budget covers reading and importing a graph too
+    started = start_budget(args, args.timeout) if args.timeout else None
+    try:
+        program = load_from_args(args.program, args)
+    except ImportTimeout as exc:
+        if args.json:
+            print_json({"verdict": "unknown", "reason": str(exc)})
+        else:
+            print(f"unknown: {exc}")
+        return EXIT_UNKNOWN
     feeds, init = sigma_from_args(program, args)
     try:
         result = outcome_set(program, feeds, init, args.semantics, args.observe,
-                             max_states=args.max_states, max_seconds=args.timeout,
+                             max_states=args.max_states,
+                             max_seconds=(remaining(args, args.timeout, started) if started
+                                          is not None else args.timeout),
                              engine=args.engine)
     except Unsupported as exc:  # --engine readsfrom on a program it does not apply to
         raise UsageError(f"--engine readsfrom: {exc}; use --engine auto or reference") from None

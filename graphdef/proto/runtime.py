@@ -1,0 +1,315 @@
+"""Binary decoding with the `protobuf` package (its C implementation, upb),
+from descriptors built here out of `schema` -- tfsem's own, not TensorFlow's
+generated modules.
+
+`schema.MESSAGES` is turned into one FileDescriptorProto (package
+``tensorflow``, proto3, nested types where the name has a dot, maps as
+``map_entry`` messages, every singular scalar ``optional`` so that a field
+present on the wire with its zero value stays present, as in the dict form);
+fields the schema marks ``skip`` are declared as ``bytes`` so that they are
+known and stay opaque.  The messages live in a private DescriptorPool, so
+they never clash with TensorFlow's own when both are loaded.
+
+    parse(message, data) -> protobuf message      (upb; fast)
+    to_dict(msg) -> dict                          (the dict form of graphdef.proto)
+    decode(message, data) -> dict                 to_dict(parse(message, data))
+
+`parse` is strict where tfsem's hand-written decoder is: when protobuf's
+parser refuses the bytes, or accepts them only by setting fields aside as
+unknown (a known field with the wrong wire type, groups, a field number
+newer than the schema), the bytes are decoded again by `wire.decode`, which
+names the field path and the byte offset of what is wrong (or accepts
+them, when the unknown fields are merely unknown).  The common case -- a
+graph TensorFlow wrote -- never leaves C.  Above STRICT_BYTES (8 MiB) the
+second reading is skipped: protobuf's semantics and message hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+from . import MAX_DEPTH, MAX_SIZE, ProtoError
+from .schema import ENUMS, MESSAGES, lookup
+
+_FD = descriptor_pb2.FieldDescriptorProto
+_TYPES = {
+    "double": _FD.TYPE_DOUBLE, "float": _FD.TYPE_FLOAT, "int64": _FD.TYPE_INT64,
+    "uint64": _FD.TYPE_UINT64, "int32": _FD.TYPE_INT32, "fixed64": _FD.TYPE_FIXED64,
+    "fixed32": _FD.TYPE_FIXED32, "bool": _FD.TYPE_BOOL, "string": _FD.TYPE_STRING,
+    "bytes": _FD.TYPE_BYTES, "uint32": _FD.TYPE_UINT32, "sfixed32": _FD.TYPE_SFIXED32,
+    "sfixed64": _FD.TYPE_SFIXED64, "sint32": _FD.TYPE_SINT32, "sint64": _FD.TYPE_SINT64,
+    "enum": _FD.TYPE_ENUM, "message": _FD.TYPE_MESSAGE, "skip": _FD.TYPE_BYTES,
+}
+
+
+def _full(name: str) -> str:
+    """The fully qualified protobuf name of a schema message or enum."""
+    return "." + name if name.startswith("google.") else ".tensorflow." + name
+
+
+def _entry_name(field_name: str) -> str:
+    # protoc's rule: foo_bar -> FooBarEntry
+    return "".join(p[:1].upper() + p[1:] for p in field_name.split("_")) + "Entry"
+
+
+def _scalar(fp, kind: str, type_name: str | None) -> None:
+    fp.type = _TYPES[kind]
+    if kind == "enum":
+        fp.type_name = _full(type_name)
+    elif kind == "message":
+        fp.type_name = _full(type_name)
+
+
+def _fill(dp, msg) -> None:
+    """DescriptorProto `dp` of schema message `msg` (nested types added by the caller)."""
+    oneofs: list[str] = []
+    synthetic: list[tuple] = []
+    for f in msg.fields:
+        fp = dp.field.add(name=f.name, number=f.number, json_name=f.name)
+        if f.kind == "map":
+            entry = dp.nested_type.add(name=_entry_name(f.name))
+            entry.options.map_entry = True
+            k = entry.field.add(name="key", number=1, label=_FD.LABEL_OPTIONAL, json_name="key")
+            _scalar(k, f.key_kind, None)
+            v = entry.field.add(name="value", number=2, label=_FD.LABEL_OPTIONAL, json_name="value")
+            _scalar(v, f.value_kind, f.type_name)
+            fp.label = _FD.LABEL_REPEATED
+            fp.type = _FD.TYPE_MESSAGE
+            fp.type_name = f"{_full(msg.name)}.{entry.name}"
+            continue
+        _scalar(fp, f.kind, f.type_name)
+        if f.repeated:
+            fp.label = _FD.LABEL_REPEATED
+            continue
+        fp.label = _FD.LABEL_OPTIONAL
+        if f.oneof:
+            if f.oneof not in oneofs:
+                oneofs.append(f.oneof)
+            fp.oneof_index = oneofs.index(f.oneof)
+        elif f.kind not in ("message",):
+            # explicit presence: a zero written on the wire stays in the dict
+            fp.proto3_optional = True
+            synthetic.append((fp, "_" + f.name))
+    for name in oneofs:
+        dp.oneof_decl.add(name=name)
+    for fp, name in synthetic:  # synthetic oneofs come after the real ones
+        fp.oneof_index = len(dp.oneof_decl)
+        dp.oneof_decl.add(name=name)
+
+
+def file_descriptors() -> list[descriptor_pb2.FileDescriptorProto]:
+    """FileDescriptorProtos of every schema message and enum (google.protobuf.Any
+    in a file of its own, the rest in package tensorflow)."""
+    tf = descriptor_pb2.FileDescriptorProto(name="tfsem/graphdef/tensorflow.proto",
+                                            package="tensorflow", syntax="proto3")
+    anyf = descriptor_pb2.FileDescriptorProto(name="google/protobuf/any.proto",
+                                              package="google.protobuf", syntax="proto3")
+    tf.dependency.append(anyf.name)
+    protos: dict[str, descriptor_pb2.DescriptorProto] = {}
+    for name in sorted(MESSAGES, key=lambda n: (n.count("."), n)):
+        if name.startswith("google.protobuf."):
+            dp = anyf.message_type.add(name=name.rsplit(".", 1)[1])
+        elif "." in name:
+            parent, _, short = name.rpartition(".")
+            dp = protos[parent].nested_type.add(name=short)
+        else:
+            dp = tf.message_type.add(name=name)
+        protos[name] = dp
+    for name, dp in protos.items():
+        _fill(dp, MESSAGES[name])
+    for enum, values in ENUMS.items():
+        if "." in enum:
+            parent, _, short = enum.rpartition(".")
+            ep = protos[parent].enum_type.add(name=short)
+        else:
+            ep = tf.enum_type.add(name=enum)
+        for number, vname in sorted(values.items()):
+            ep.value.add(name=vname, number=number)
+    return [anyf, tf]
+
+
+_POOL = descriptor_pool.DescriptorPool()
+for _fdp in file_descriptors():
+    _POOL.Add(_fdp)
+del _fdp
+
+#: schema name -> generated message class (in the private pool)
+CLASSES: dict[str, type] = {
+    name: message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_full(name)[1:]))
+    for name in MESSAGES
+}
+
+
+def message_class(message: str) -> type:
+    return CLASSES[lookup(message).name]
+
+
+def parse(message: str, data) -> object:
+    """The protobuf message (tfsem's descriptors) of the binary `data`.
+
+    Raises ProtoError naming the field path and byte offset when the bytes
+    are not a valid `message` (see the module's doc for how)."""
+    msg = lookup(message)
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise ProtoError(f"{msg.name}: expected bytes to decode, got {type(data).__name__}")
+    if len(data) > MAX_SIZE:
+        raise ProtoError(f"{msg.name}: {len(data)} bytes is more than protobuf's 2 GiB limit")
+    out = CLASSES[msg.name]()
+    try:
+        out.ParseFromString(data)
+    except DecodeError as exc:
+        _diagnose(msg.name, data, exc)
+    except RecursionError:  # pragma: no cover - upb bounds its own depth
+        _diagnose(msg.name, data, None)
+    out.DiscardUnknownFields()
+    if out.ByteSize() != len(data) and len(data) <= STRICT_BYTES:
+        # not every byte is a known field written the canonical way: fields
+        # set aside as unknown, or a non-canonical encoding (unpacked
+        # numbers, a field given twice, long varints).  The hand-written
+        # decoder says whether that is corruption (a known field of the
+        # wrong wire type, a group, a map entry with a third field) or
+        # merely unknown or unusual (then accepted, as protobuf does).
+        from .wire import decode
+        decode(msg.name, data)
+    return out
+
+
+#: Up to this size, bytes that protobuf's parser refuses, or accepts only by
+#: setting some aside, are read again by the hand-written decoder (about
+#: 4 MB a second) for a precise message or a precise refusal.  Larger input
+#: keeps protobuf's own semantics and message, so that reading it stays at
+#: the C parser's speed.
+STRICT_BYTES = 8 << 20
+
+
+def _diagnose(name: str, data: bytes, exc) -> None:
+    """Raise the precise ProtoError of bytes protobuf's parser refused."""
+    if len(data) > STRICT_BYTES:
+        raise ProtoError(f"{name}: protobuf's parser refuses these {len(data)} bytes ({exc or 'nested too deep'}); "
+                         f"for input over {STRICT_BYTES >> 20} MiB the field and byte offset are not located")
+    from .wire import decode
+    decode(name, data)  # raises ProtoError with the field path and offset
+    # protobuf refused what the hand-written decoder accepts (a limit of its own)
+    raise ProtoError(f"{name}: protobuf's parser refuses these bytes ({exc or 'nested too deep'}); "
+                     f"the message may be nested more than {MAX_DEPTH} levels deep")
+
+
+def decode(message: str, data) -> dict:
+    """The dict form of the binary `data` as the message called `message`
+    (protobuf's parser, then `to_dict`)."""
+    return to_dict(parse(message, data))
+
+
+# ---------------------------------------------------------------- to dict
+
+def to_dict(m) -> dict:
+    """The dict form (see graphdef.proto) of a parsed message: the same dict
+    `wire.decode` gives for the same bytes."""
+    out = {}
+    for fd, value in m.ListFields():
+        conv = _CONVERT.get(fd)
+        if conv is None:
+            conv = _CONVERT[fd] = _converter(fd)
+        if conv is not _SKIP:
+            out[fd.name] = conv(value)
+    return out
+
+
+_ENUM_NAMES = {_full(k)[1:]: v for k, v in ENUMS.items()}
+_SKIP = object()
+_CONVERT: dict = {}
+
+
+def _schema_message(desc):
+    name = desc.full_name
+    return MESSAGES[name[len("tensorflow."):] if name.startswith("tensorflow.") else name]
+
+
+def _converter(fd):
+    """A function from a field's protobuf value to its dict form."""
+    if _schema_message(fd.containing_type).by_name[fd.name].kind == "skip":
+        return _SKIP
+    mt = fd.message_type
+    if mt is not None and mt.GetOptions().map_entry:
+        vfd = mt.fields_by_name["value"]
+        if vfd.message_type is not None:
+            return lambda v: {k: to_dict(x) for k, x in v.items()}
+        if vfd.enum_type is not None:
+            names = _ENUM_NAMES[vfd.enum_type.full_name]
+            return lambda v: {k: names.get(x, x) for k, x in v.items()}
+        return dict
+    if _is_repeated(fd):
+        if mt is not None:
+            return lambda v: [to_dict(x) for x in v]
+        if fd.enum_type is not None:
+            names = _ENUM_NAMES[fd.enum_type.full_name]
+            return lambda v: [names.get(x, x) for x in v]
+        return list
+    if mt is not None:
+        return to_dict
+    if fd.enum_type is not None:
+        names = _ENUM_NAMES[fd.enum_type.full_name]
+        return lambda x: names.get(x, x)
+    return _same
+
+
+def _same(x):
+    return x
+
+
+def _is_repeated(fd) -> bool:
+    rep = getattr(fd, "is_repeated", None)  # protobuf >= 6; `label` before
+    return rep if rep is not None else fd.label == _FD.LABEL_REPEATED
+
+
+class LazyAttrs(Mapping):
+    """A NodeDef message's `attr` map as the dict form, converted one value
+    at a time when first read: the importer reads a few attributes of the
+    nodes it builds and none of the others."""
+
+    __slots__ = ("_node", "_map", "_cache")
+
+    def __init__(self, node):
+        self._node = node
+        self._map = None
+        self._cache: dict = {}
+
+    def _m(self):
+        m = self._map
+        if m is None:
+            m = self._map = self._node.attr
+        return m
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key, default=None):
+        value = self._cache.get(key)
+        if value is None:
+            m = self._map
+            if m is None:
+                m = self._map = self._node.attr
+            if not isinstance(key, str) or key not in m:
+                return default
+            value = self._cache[key] = to_dict(m[key])
+        return value
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and key in self._m()
+
+    def __iter__(self):
+        return iter(sorted(self._m()))
+
+    def __len__(self) -> int:
+        return len(self._m())
+
+    def __repr__(self) -> str:
+        return f"LazyAttrs({dict(self)!r})"
