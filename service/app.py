@@ -44,6 +44,7 @@ from tfsem.reports.campaign import UnreadableStore
 from tfsem.oracle.program import ProgramError, Violation
 
 from . import jobs
+from .auth import TokenCheck
 from .campaign_view import CampaignView, NoSuchFinding
 from .limits import Limits
 from .openapi import openapi_document
@@ -119,9 +120,11 @@ class HostCheck:
 
 
 def create_app(services: Services, limits: Limits | None = None, *,
-               allowed_hosts: frozenset[str] | None = None) -> Starlette:
+               allowed_hosts: frozenset[str] | None = None, token: str | None = None) -> Starlette:
     """`allowed_hosts`: the host names requests must be addressed to (None:
-    any; the server gives the loopback names when it listens on loopback)."""
+    any; the server gives the loopback names when it listens on loopback,
+    and the `--allowed-host` names).  `token`: every route but /v1/health
+    needs it (see auth.py); None: no authentication."""
     limits = limits or Limits()
     pool, view = services.pool, services.view
     available = dict(services.jobs_available if services.jobs_available is not None else jobs.available())
@@ -334,6 +337,8 @@ def create_app(services: Services, limits: Limits | None = None, *,
         Route("/findings/{page}", get_finding_page, methods=["GET"]),
     ]
     middleware = [Middleware(HostCheck, allowed=allowed_hosts)] if allowed_hosts is not None else []
+    if token is not None:
+        middleware.append(Middleware(TokenCheck, token=token))
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                      exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
                                          UnreadableStore: unreadable_database, StoreError: unreadable_database,

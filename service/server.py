@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .app import LOOPBACK_NAMES, Services, create_app
+from .app import LOOPBACK_NAMES, Services, create_app, host_name
 from .campaign_view import CampaignView
 from .limits import Limits
 from .protocol import guarded_protocol
@@ -47,23 +47,51 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, tls: bool = False) -> str:
     host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    scheme = "https" if tls else "http"
+    return f"{scheme}://[{host}]:{port}/" if ":" in host else f"{scheme}://{host}:{port}/"
+
+
+class Refused(ValueError):
+    """A configuration the server will not start with (the message says why)."""
 
 
 def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
           *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
-          access_log: bool = False, out: TextIO | None = None) -> int:
+          access_log: bool = False, out: TextIO | None = None, token: str | None = None,
+          allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
+          ssl_keyfile: str | None = None) -> int:
+    """Serve until SIGINT or SIGTERM.  `token`: every route but /v1/health
+    needs it; without one the server listens only on loopback (Refused
+    otherwise).  `allowed_hosts`: more Host names to answer (a reverse
+    proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
     import uvicorn
 
     out = out or sys.stdout
     limits = limits or Limits()
+    if token is None and not is_loopback(host):
+        raise Refused(f"--host {host} is not loopback and no token is set: anyone who could reach "
+                      "the server could read the findings and spend this machine's CPU; give "
+                      "--token-file FILE or TFSEM_TOKEN (or listen on 127.0.0.1 behind a proxy)")
+    if (ssl_certfile is None) != (ssl_keyfile is None):
+        raise Refused("--ssl-certfile and --ssl-keyfile go together")
+    for name in allowed_hosts:
+        if not name or host_name(name) != name.strip().lower() or any(c in name for c in "/ \t@"):
+            raise Refused(f"--allowed-host {name!r} is not a host name (give the name alone, "
+                          "without a port or scheme)")
+    if ssl_certfile is not None:
+        import ssl
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(ssl_certfile, ssl_keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise Refused(f"--ssl-certfile {ssl_certfile} --ssl-keyfile {ssl_keyfile}: cannot be used "
+                          f"({getattr(exc, 'strerror', None) or exc})") from None
     sock = bind_socket(host, port)
-    url = url_of(sock)
-    if not is_loopback(host):
-        print(f"tfsem serve: warning: listening on {host}, not loopback: anyone who can reach it "
-              "can spend this machine's CPU on checks", file=sys.stderr)
+    url = url_of(sock, tls=ssl_certfile is not None)
+    if not is_loopback(host) and ssl_certfile is None:
+        print(f"tfsem serve: warning: listening on {host} without TLS: the token crosses the network "
+              "in clear unless a TLS proxy is in front (--ssl-certfile/--ssl-keyfile)", file=sys.stderr)
 
     def ready() -> None:
         print(f"tfsem serve: listening on {url} ({limits.workers} worker"
@@ -71,10 +99,18 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
 
     pool = WorkerPool(limits.workers, jobs_module=jobs_module, memory_mb=limits.worker_memory_mb,
                       max_waiting=limits.max_waiting, queue_wait=limits.queue_wait)
-    # On loopback, only requests addressed to a loopback name (see HostCheck).
-    allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
-    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits, allowed_hosts=allowed)
+    # On loopback, only requests addressed to a loopback name (see HostCheck)
+    # or to a name given with --allowed-host; elsewhere, any name unless some
+    # are given.
+    extra = frozenset(n.strip().lower() for n in allowed_hosts)
+    if is_loopback(host):
+        allowed: frozenset[str] | None = LOOPBACK_NAMES | {host.lower()} | extra
+    else:
+        allowed = extra | {host.lower()} if extra else None
+    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits,
+                     allowed_hosts=allowed, token=token)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
+                            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
                             http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections),
                             timeout_keep_alive=5,
                             timeout_graceful_shutdown=int(limits.hard_deadline(limits.max_timeout)) + 2,
