@@ -48,7 +48,7 @@ from .auth import TokenCheck
 from .campaign_view import CampaignView, NoSuchFinding
 from .limits import Limits
 from .openapi import openapi_document
-from .requests import check_request, error_body, outcomes_request, parse_body
+from .requests import envelope, error_body, parse_body
 from .workers import JobResult, Overloaded, WorkerPool
 
 log = logging.getLogger("tfsem.serve")
@@ -129,45 +129,47 @@ def create_app(services: Services, limits: Limits | None = None, *,
     pool, view = services.pool, services.view
     available = dict(services.jobs_available if services.jobs_available is not None else jobs.available())
     spec = openapi_document(limits)
+    limits_json = {k: getattr(limits, k) for k in limits.__dataclass_fields__}
 
     # -- reading bodies -------------------------------------------------------
 
     async def read_body(request: Request) -> bytes:
-        """The body, or _BodyTooLarge once it passes the limit (the rest is
-        read and dropped, up to a bound, so the client sees the 413)."""
+        """The body, or _BodyTooLarge as soon as it passes the limit, whether
+        its length is declared or it comes in chunks (the connection then
+        drops the rest for a moment and closes: see protocol.py)."""
         declared = request.headers.get("content-length", "")
-        too_large = declared.isdigit() and int(declared) > limits.max_body_bytes
+        if declared.isdigit() and int(declared) > limits.max_body_bytes:
+            raise _BodyTooLarge()
         body = bytearray()
-        dropped = 0
 
         async def collect() -> None:
-            nonlocal too_large, dropped
             async for chunk in request.stream():
-                if too_large:
-                    dropped += len(chunk)
-                    if dropped > 8 * limits.max_body_bytes:
-                        return
-                    continue
                 body.extend(chunk)
                 if len(body) > limits.max_body_bytes:
-                    too_large = True
-                    body.clear()
+                    raise _BodyTooLarge()
 
         try:
             await asyncio.wait_for(collect(), limits.body_read_seconds)
         except asyncio.TimeoutError:
             raise HTTPException(408, f"the request body took more than {limits.body_read_seconds:g} s "
                                      "to arrive") from None
-        if too_large:
-            raise _BodyTooLarge()
         return bytes(body)
 
     # -- computations ---------------------------------------------------------
 
-    async def compute(request: Request, command: str,
-                      decode: Callable[[Any, Limits], Any],
-                      payload: Callable[[Any], dict], semantics_observe: Callable[[Any], tuple[str, str]]
-                      ) -> Response:
+    def envelope_line(command: str, raw: bytes) -> tuple[Any, bytes]:
+        """In a thread: the body parsed (bounded by the body cap) and the
+        worker's message line; the rest of the work is the worker's."""
+        data = parse_body(raw, limits)
+        env = envelope(data)
+        budget = limits.budget(env.timeout)
+        # allow_nan: a NaN literal the parser let through reaches the decoder,
+        # whose message names the node, as on the command line
+        line = json.dumps({"job": command, "request": data, "limits": limits_json, "budget": budget},
+                          separators=(",", ":")).encode() + b"\n"
+        return env, line
+
+    async def compute(request: Request, command: str) -> Response:
         # A form or a page's fetch() without preflight can POST text/plain or
         # form data cross-site; only application/json (which needs a CORS
         # preflight this server never grants) makes it compute.
@@ -186,41 +188,41 @@ def create_app(services: Services, limits: Limits | None = None, *,
                                   f"the request body is over {limits.max_body_bytes} bytes, "
                                   "the most this server takes")
         try:
-            # in a thread: a large body takes tens of milliseconds to decode,
-            # and the event loop keeps answering meanwhile
-            req = await asyncio.to_thread(lambda: decode(parse_body(raw, limits), limits))
+            # in a thread: parsing a large body takes milliseconds, and the
+            # event loop keeps answering meanwhile
+            env, line = await asyncio.to_thread(envelope_line, command, raw)
         except ProgramError as exc:
             return json_response(error_body(exc, command), 400)
         except RecursionError:
             return json_response(error_body(ProgramError([Violation(
                 "request", "too-deep", "the request is nested too deeply")]), command), 400)
-        budget = limits.budget(req.timeout)
+        budget = limits.budget(env.timeout)
         deadline = limits.hard_deadline(budget)
         try:
-            result: JobResult = await pool.run(command, payload(req), budget, deadline)
+            result: JobResult = await pool.run(command, line, budget, deadline)
         except Overloaded as exc:
             return error_response(503, "busy", str(exc), {"Retry-After": "1"})
         headers = {"X-Tfsem-Budget": f"{budget:g}", "X-Tfsem-Seconds": f"{result.seconds:.6f}"}
         if result.stopped:
-            semantics, observe = semantics_observe(req)
             reason = {
                 "time": f"time limit: the computation ran past {deadline:.3g} s (budget {budget:g} s) "
                         "and its worker process was stopped",
+                "budget": f"time limit: reading the request (decoding, converting the graph) took the "
+                          f"whole budget of {budget:g} s",
                 "memory": f"memory limit: the computation needed more than {limits.worker_memory_mb} MiB "
                           "and its worker process was restarted",
                 "too-large": "size limit: the answer was larger than the server sends "
                              "(ask for fewer outcomes with `limit`)",
+                "shutdown": "the server is shutting down: the computation was stopped",
             }.get(result.stopped, "the worker process died during the computation and was restarted")
-            return json_response(jobs.unknown_verdict(reason, semantics, observe, command), 200, headers)
+            return json_response(jobs.unknown_verdict(reason, env.semantics, env.observe, command), 200, headers)
         return json_response(result.body, result.status, headers)
 
     async def post_check(request: Request) -> Response:
-        return await compute(request, "check", check_request,
-                             lambda r: {"case": r.case}, lambda r: (r.semantics, r.observe))
+        return await compute(request, "check")
 
     async def post_outcomes(request: Request) -> Response:
-        return await compute(request, "outcomes", outcomes_request,
-                             lambda r: r.job(), lambda r: (r.semantics, r.observe))
+        return await compute(request, "outcomes")
 
     # -- the campaign database -------------------------------------------------
 

@@ -16,6 +16,18 @@ client got 503.  Here:
   request in progress, the one opened or last used earliest is closed, so a
   flood of idle connections cannot crowd out a client that sends a request.
 
+- **an answer, never a bare reset**: a connection closed for either reason
+  first gets a short response (408 for headers that did not arrive, 503 with
+  `Retry-After` for one shed as idle), so a client that sends its request
+  just then reads an answer.  A connection opened less than `FRESH_SECONDS`
+  ago is never shed: its request may be on the way while the server is busy
+  accepting others (a burst of a thousand clients).
+- **early answers**: when the server answers before the request body has all
+  arrived (413 for a body over the cap, chunked or not; 401; 404), the rest of
+  the body is read and dropped for up to `LINGER_SECONDS`, then the
+  connection is closed: the client reads the answer instead of a reset, and
+  a 200 MiB body cannot hold the connection.
+
 After a response, uvicorn's own `timeout_keep_alive` closes a connection that
 stays silent.  The request *body* has its own deadline in app.py.
 """
@@ -26,7 +38,23 @@ import asyncio
 import time
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: a connection this young is not shed as idle (its request may be on the way)
+FRESH_SECONDS = 1.0
+#: how long the rest of a body is dropped after an early answer
+LINGER_SECONDS = 2.0
+
+
+def _canned(status: str, message: str, extra: str = "") -> bytes:
+    body = ('{"error":"%s","message":"%s"}' % (status.split(" ", 1)[1].lower(), message)).encode()
+    return (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            f"{extra}connection: close\r\n\r\n").encode() + body
+
+
+BUSY = _canned("503 Service Unavailable", "too many idle connections are open; retry", "retry-after: 1\r\n")
+HEADERS_LATE = _canned("408 Request Timeout", "the request headers did not arrive in time")
 
 
 def guarded_protocol(header_seconds: float, max_idle: int) -> type:
@@ -45,7 +73,11 @@ def guarded_protocol(header_seconds: float, max_idle: int) -> type:
             self._arm()
             self._shed_idle()
 
+        _lingering: bool = False
+
         def data_received(self, data: bytes) -> None:
+            if self._lingering:
+                return  # the rest of a body answered early: dropped
             if self._header_timer is None and self._between_requests():
                 self._arm()
             super().data_received(data)
@@ -58,7 +90,18 @@ def guarded_protocol(header_seconds: float, max_idle: int) -> type:
 
         def on_response_complete(self) -> None:
             self._idle_since = time.monotonic()
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+                # answered before the body arrived: drop the rest, then close
+                self.server_state.total_requests += 1
+                self._lingering = True
+                self.flow.resume_reading()
+                self.loop.call_later(LINGER_SECONDS, self._close_lingering)
+                return
             super().on_response_complete()
+
+        def _close_lingering(self) -> None:
+            if not self.transport.is_closing():
+                self.transport.close()
 
         # -- helpers ------------------------------------------------------------
 
@@ -73,17 +116,22 @@ def guarded_protocol(header_seconds: float, max_idle: int) -> type:
             self._header_timer = None
             # no new request began since the timer was armed: its headers
             # did not arrive in time
-            if self.cycle is self._armed_for and self._between_requests():
-                self.transport.close()
+            if self.cycle is self._armed_for and self._between_requests() and not self.transport.is_closing():
+                self._refuse(HEADERS_LATE)
+
+        def _refuse(self, answer: bytes) -> None:
+            self.transport.write(answer)
+            self.transport.close()
 
         def _shed_idle(self) -> None:
             idle = [c for c in self.connections
                     if isinstance(c, GuardedH11Protocol) and c is not self and c._between_requests()
-                    and not c.transport.is_closing()]
+                    and not c.transport.is_closing() and not c._lingering]
             if len(idle) < max_idle:
                 return
-            idle.sort(key=lambda c: c._idle_since)
-            for c in idle[:len(idle) - max_idle + 1]:
-                c.transport.close()
+            now = time.monotonic()
+            old = sorted((c for c in idle if now - c._idle_since >= FRESH_SECONDS), key=lambda c: c._idle_since)
+            for c in old[:len(idle) - max_idle + 1]:
+                c._refuse(BUSY)
 
     return GuardedH11Protocol

@@ -24,6 +24,43 @@ from .protocol import guarded_protocol
 from .workers import WorkerPool
 
 
+#: pending connections the kernel holds while the server accepts others (the
+#: kernel caps it at net.core.somaxconn)
+LISTEN_BACKLOG = 4096
+#: seconds computations in flight get to finish once SIGTERM or SIGINT comes
+SHUTDOWN_GRACE = 2.0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, which on SIGTERM/SIGINT also tells the worker
+        pool: new computations are refused and running ones stopped after
+        SHUTDOWN_GRACE seconds, so the server ends within a few seconds
+        whatever its requests are doing."""
+
+        def __init__(self, config, pool: WorkerPool):
+            super().__init__(config)
+            self.pool = pool
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets=None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(self.pool.shutdown, SHUTDOWN_GRACE)
+
+    return Server
+
+
+def _Server(config, pool: WorkerPool):
+    return _server_class()(config, pool)
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -42,7 +79,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(address)
-    sock.listen(128)
+    sock.listen(LISTEN_BACKLOG)
     sock.setblocking(False)
     return sock
 
@@ -113,12 +150,15 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
                             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
                             http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections),
                             timeout_keep_alive=5,
-                            timeout_graceful_shutdown=int(limits.hard_deadline(limits.max_timeout)) + 2,
+                            backlog=LISTEN_BACKLOG,
+                            # in-flight computations get SHUTDOWN_GRACE s, then
+                            # their workers are stopped and they are answered
+                            timeout_graceful_shutdown=int(SHUTDOWN_GRACE) + 2,
                             # counts open connections, idle ones included: the
                             # pool bounds computations, the protocol idle ones
                             limit_concurrency=limits.max_connections,
                             server_header=False)
-    server = uvicorn.Server(config)
+    server = _Server(config, pool)
     # uvicorn re-raises the signal that stopped it once it is done; a handler
     # of ours receives it, so that a stop by signal is a clean exit.
     stops: list[int] = []
