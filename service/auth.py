@@ -160,7 +160,7 @@ class TokenCheck:
         given = b"authorization" in headers
         message = ("the token is wrong" if given else
                    "this server needs a token: send the header Authorization: Bearer TOKEN")
-        body = json.dumps({"error": "unauthorized", "message": message}).encode()
+        body = json.dumps({"error": "unauthorized", "message": message}, separators=(",", ":")).encode()
         await _send(send, 401, body, b"application/json",
                     [(b"www-authenticate", b'Bearer realm="tfsem"' + (b', error="invalid_token"' if given else b""))])
 
@@ -169,7 +169,8 @@ class TokenCheck:
             await _send(send, 200, _login_form("/"), b"text/html; charset=utf-8")
             return
         if scope["method"] != "POST":
-            body = json.dumps({"error": "method not allowed", "message": f"{LOGIN_PATH} takes GET or POST"})
+            body = json.dumps({"error": "method not allowed", "message": f"{LOGIN_PATH} takes GET or POST"},
+                              separators=(",", ":"))
             await _send(send, 405, body.encode(), b"application/json", [(b"allow", b"GET, POST")])
             return
         ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
