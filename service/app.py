@@ -84,6 +84,9 @@ def error_response(status: int, error: str, message: str, headers: dict[str, str
     return json_response({"error": error, "message": message}, status, headers)
 
 
+#: bodies up to this size are parsed on the event loop (microseconds)
+INLINE_PARSE_BYTES = 16 << 10
+
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
@@ -187,10 +190,16 @@ def create_app(services: Services, limits: Limits | None = None, *,
             return error_response(413, "too large",
                                   f"the request body is over {limits.max_body_bytes} bytes, "
                                   "the most this server takes")
+        if pool.full:  # refused before any parsing: a crowd costs the server little
+            return error_response(503, "busy", str(pool.refuse()), {"Retry-After": "1"})
         try:
-            # in a thread: parsing a large body takes milliseconds, and the
-            # event loop keeps answering meanwhile
-            env, line = await asyncio.to_thread(envelope_line, command, raw)
+            # a large body in a thread: parsing it takes milliseconds, and the
+            # event loop keeps answering meanwhile (a small one is parsed at
+            # once: handing it to a thread costs more)
+            if len(raw) <= INLINE_PARSE_BYTES:
+                env, line = envelope_line(command, raw)
+            else:
+                env, line = await asyncio.to_thread(envelope_line, command, raw)
         except ProgramError as exc:
             return json_response(error_body(exc, command), 400)
         except RecursionError:

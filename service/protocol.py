@@ -45,6 +45,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 FRESH_SECONDS = 1.0
 #: how long the rest of a body is dropped after an early answer
 LINGER_SECONDS = 2.0
+#: the idle connections are counted at most this often
+SCAN_SECONDS = 0.1
 
 
 def _canned(status: str, message: str, extra: str = "") -> bytes:
@@ -61,6 +63,8 @@ def guarded_protocol(header_seconds: float, max_idle: int) -> type:
     """A protocol class (for `uvicorn.Config(http=...)`) with these bounds."""
     if not header_seconds > 0 or max_idle < 1:
         raise ValueError("header_seconds must be positive and max_idle at least 1")
+
+    last_scan = [0.0]
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
@@ -120,16 +124,38 @@ def guarded_protocol(header_seconds: float, max_idle: int) -> type:
                 self._refuse(HEADERS_LATE)
 
         def _refuse(self, answer: bytes) -> None:
+            # answer, end our side, and drop what the client still sends for
+            # a moment before closing: closing with its request unread would
+            # send a reset, which can destroy the answer before it is read
             self.transport.write(answer)
-            self.transport.close()
+            self._lingering = True
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            try:
+                if self.transport.can_write_eof():
+                    self.transport.write_eof()
+            except (OSError, RuntimeError):
+                self.transport.close()
+                return
+            self.flow.resume_reading()
+            self.loop.call_later(LINGER_SECONDS, self._close_lingering)
 
         def _shed_idle(self) -> None:
+            # cheap first: only with more connections than the cap, and at
+            # most one scan per SCAN_SECONDS (a burst of a thousand clients
+            # would otherwise cost a million steps)
+            if len(self.connections) <= max_idle:
+                return
+            now = time.monotonic()
+            if now - last_scan[0] < SCAN_SECONDS:
+                return
+            last_scan[0] = now
             idle = [c for c in self.connections
                     if isinstance(c, GuardedH11Protocol) and c is not self and c._between_requests()
                     and not c.transport.is_closing() and not c._lingering]
             if len(idle) < max_idle:
                 return
-            now = time.monotonic()
             old = sorted((c for c in idle if now - c._idle_since >= FRESH_SECONDS), key=lambda c: c._idle_since)
             for c in old[:len(idle) - max_idle + 1]:
                 c._refuse(BUSY)

@@ -166,6 +166,15 @@ class WorkerPool:
         self._all.clear()
 
     @property
+    def full(self) -> bool:
+        """No worker is idle and the queue is full: a job now would be refused."""
+        return self._idle.qsize() == 0 and self.stats.waiting >= self.max_waiting
+
+    def refuse(self) -> Overloaded:
+        self.stats.refused += 1
+        return Overloaded(f"all {self.size} workers are busy and {self.stats.waiting} requests wait")
+
+    @property
     def idle(self) -> int:
         """Workers ready for a job now."""
         return self._idle.qsize()
