@@ -21,6 +21,7 @@ report, the service) may read while a campaign writes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -124,6 +125,17 @@ class StoreError(RuntimeError):
     """The database cannot be used (written by a newer tfsem, or corrupt)."""
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """A write failed for want of space: ENOSPC or EDQUOT from the system,
+    SQLITE_FULL ("database or disk is full") from SQLite."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.Error):
+        return (getattr(exc, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13)
+                or "disk is full" in str(exc))
+    return False
+
+
 def _dumps(obj: Any) -> str | None:
     return None if obj is None else json.dumps(obj, sort_keys=True, allow_nan=False)
 
@@ -151,6 +163,8 @@ class Store:
             self._migrate(readonly)
         except sqlite3.DatabaseError as exc:  # not a database, or a corrupt one
             self.conn.close()
+            if is_disk_full(exc):
+                raise StoreError(f"{self.path}: no space left on the device ({exc})") from None
             raise StoreError(f"{self.path}: not a readable campaign database ({exc}); "
                              "move it away to start a new one") from None
 
