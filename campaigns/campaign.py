@@ -260,7 +260,7 @@ class _Lock:
             os.write(self.fd, f"{os.getpid()}\n".encode())
         except OSError as exc:
             self.release()
-            raise (DiskFull if is_disk_full(exc) else CampaignError)(
+            raise (DiskFull if is_disk_full(exc, self.path.parent) else CampaignError)(
                 f"cannot write {self.path}: {exc.strerror or exc}; the campaign did not start") from None
 
     def release(self) -> None:
@@ -446,6 +446,9 @@ class Campaign:
         lock.acquire()
         try:
             store = Store(self.out)
+        except StoreError as exc:
+            lock.release()
+            raise StoreError(f"{exc}; the campaign did not start") from None
         except BaseException:
             lock.release()
             raise
@@ -461,7 +464,7 @@ class Campaign:
             store.close()
             reserve.unlink(missing_ok=True)
             lock.release()
-            if is_disk_full(exc):
+            if is_disk_full(exc, self.out):
                 raise DiskFull(f"{self.out}: no space left on the device ({exc}); "
                                "the campaign did not start") from None
             raise StoreError(f"{self.out}: cannot start a campaign ({exc})") from None
@@ -496,7 +499,7 @@ class Campaign:
             status = "interrupted"
             self.progress.note("interrupted: findings recorded so far are kept")
         except (OSError, sqlite3.Error) as exc:
-            if not is_disk_full(exc):
+            if not is_disk_full(exc, self.out):
                 raise
             full, status = exc, "interrupted"
             self.progress.note(f"disk full ({exc}): stopped; findings recorded so far are kept")
@@ -506,7 +509,7 @@ class Campaign:
                 try:
                     self._flush_stats(store, force=True)
                 except (OSError, sqlite3.Error) as exc:
-                    if not is_disk_full(exc):
+                    if not is_disk_full(exc, self.out):
                         raise
                     full, status = full or exc, "interrupted"
                     self._pending_stats = {}
@@ -515,7 +518,7 @@ class Campaign:
                 try:
                     store.finish_campaign(campaign_id, status)
                 except (OSError, sqlite3.Error) as exc:
-                    if full is None or not is_disk_full(exc):
+                    if full is None or not is_disk_full(exc, self.out):
                         raise
                     marked = False   # still `running`: the next campaign on DIR marks it
                 self.progress.close()

@@ -125,14 +125,34 @@ class StoreError(RuntimeError):
     """The database cannot be used (written by a newer tfsem, or corrupt)."""
 
 
-def is_disk_full(exc: BaseException) -> bool:
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+#: a filesystem with less free space than this, where SQLite reports an I/O
+#: error (its shared-memory index cannot grow), is taken as full
+_LOW_SPACE = 1 << 20
+
+
+def _little_space(directory: str | os.PathLike | None) -> bool:
+    if directory is None:
+        return False
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < _LOW_SPACE
+
+
+def is_disk_full(exc: BaseException, directory: str | os.PathLike | None = None) -> bool:
     """A write failed for want of space: ENOSPC or EDQUOT from the system,
-    SQLITE_FULL ("database or disk is full") from SQLite."""
+    SQLITE_FULL ("database or disk is full") from SQLite, or SQLite's "disk
+    I/O error" where `directory`'s filesystem has (almost) no space left."""
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     if isinstance(exc, sqlite3.Error):
-        return (getattr(exc, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13)
-                or "disk is full" in str(exc))
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xff if isinstance(code, int) else None
+        if primary == _SQLITE_FULL or "disk is full" in str(exc):
+            return True
+        return (primary == _SQLITE_IOERR or "disk I/O error" in str(exc)) and _little_space(directory)
     return False
 
 
@@ -163,8 +183,12 @@ class Store:
             self._migrate(readonly)
         except sqlite3.DatabaseError as exc:  # not a database, or a corrupt one
             self.conn.close()
-            if is_disk_full(exc):
+            if is_disk_full(exc, self.directory):
                 raise StoreError(f"{self.path}: no space left on the device ({exc})") from None
+            code = getattr(exc, "sqlite_errorcode", None)
+            if isinstance(code, int) and code & 0xff == _SQLITE_IOERR:
+                raise StoreError(f"{self.path}: cannot be read or written ({exc}); check the disk, "
+                                 "its free space and the permissions") from None
             raise StoreError(f"{self.path}: not a readable campaign database ({exc}); "
                              "move it away to start a new one") from None
 

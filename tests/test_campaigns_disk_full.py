@@ -57,9 +57,9 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def _fill(directory: Path) -> Path:
+def _fill(directory: Path, name: str = "filler") -> Path:
     """Fill the filesystem up (the campaign may fill it first)."""
-    filler = directory / "filler"
+    filler = directory / name
     try:
         with open(filler, "wb") as f:
             for _ in range(1 << 16):
@@ -94,11 +94,15 @@ def test_a_disk_that_fills_under_a_running_campaign(small_disk):
     assert message.startswith("tfsem fuzz: ") and "no space left on the device" in message, message
     assert "marked interrupted" in message and "What it stored is intact" in message, message
     kept = int(message.split("intact: ", 1)[1].split(" finding")[0])
-    # a second campaign on the full disk does not start: the same kind of message
+    # a second campaign on the disk, full again (the first gave back its
+    # reserve), does not start: the same kind of message
+    filler2 = _fill(small_disk, "filler2")
     again = subprocess.run([sys.executable, "-m", "tfsem", "fuzz", *FUZZ, "--budget", "5s", "--out", str(out)],
                            env=_env(), capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "no space left" in again.stderr and "Traceback" not in again.stderr, again
+    assert "did not start" in again.stderr, again.stderr
     filler.unlink(missing_ok=True)
+    filler2.unlink(missing_ok=True)
     with Store(out, readonly=True) as s:
         assert [c["status"] for c in s.campaigns()] == ["interrupted"]
         assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
