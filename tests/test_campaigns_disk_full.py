@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tfsem.campaigns.campaign import CampaignSettings, DiskFull, run_campaign
 from tfsem.campaigns.store import Store
@@ -112,6 +113,13 @@ def test_a_disk_that_fills_under_a_running_campaign(small_disk):
     assert not (out / "campaign.reserve").exists()
 
 
+def _can_mount() -> bool:
+    return sys.platform.startswith("linux") and os.geteuid() == 0 and Path("/proc/filesystems").exists() \
+        and "tmpfs" in Path("/proc/filesystems").read_text()
+
+
+@pytest.mark.skipif(_can_mount() and settings.get_current_profile_name() != "nightly",
+                    reason="the real small filesystem is tested here; the injected one runs nightly")
 def test_an_injected_full_disk_marks_the_campaign_interrupted(tmp_path, monkeypatch):
     """Without a small filesystem: SQLite's SQLITE_FULL raised by the store
     once the campaign has recorded a finding."""

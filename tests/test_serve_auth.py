@@ -118,24 +118,34 @@ def test_a_reverse_proxys_host_name_needs_allowed_host(server):
         assert ans.json()["error"] == "misdirected request"
 
 
-def _serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tfsem", "serve", *args], capture_output=True, text=True,
-                          timeout=120, env=env)
+def _serve(capsys, monkeypatch, *args: str) -> subprocess.CompletedProcess:
+    """`tfsem serve ARGS` run by tfsem.cli.main in this process: each of these
+    is refused before any socket or worker exists."""
+    from tfsem.cli import main
+    monkeypatch.delenv("TFSEM_TOKEN", raising=False)
+    capsys.readouterr()
+    code = main(["serve", *args])
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(["tfsem", "serve", *args], code, said.out, said.err)
 
 
-def test_off_loopback_without_a_token_the_server_refuses_to_start(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "TFSEM_TOKEN"}
-    r = _serve(str(tmp_path), "--host", "0.0.0.0", "--port", "0", env=env)
+def test_off_loopback_without_a_token_the_server_refuses_to_start(tmp_path, capsys, monkeypatch):
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2, r
     assert "not loopback" in r.stderr and "token" in r.stderr and "Traceback" not in r.stderr
     short = tmp_path / "short"
     short.write_text("abc")
-    r = _serve(str(tmp_path), "--token-file", str(short), "--port", "0", env=env)
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--token-file", str(short), "--port", "0")
     assert r.returncode == 2 and "at least 16" in r.stderr, r
-    r = _serve(str(tmp_path), "--token-file", str(tmp_path / "missing"), "--port", "0", env=env)
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--token-file", str(tmp_path / "missing"), "--port", "0")
     assert r.returncode == 2 and "missing" in r.stderr and "Traceback" not in r.stderr, r
-    r = _serve(str(tmp_path), "--allowed-host", "http://x/", "--port", "0", env=env)
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--allowed-host", "http://x/", "--port", "0")
     assert r.returncode == 2 and "not a host name" in r.stderr, r
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--ssl-certfile", str(short), "--port", "0")
+    assert r.returncode == 2 and "go together" in r.stderr, r
+    r = _serve(capsys, monkeypatch, str(tmp_path), "--ssl-certfile", str(short), "--ssl-keyfile", str(short),
+               "--port", "0")
+    assert r.returncode == 2 and "cannot be used" in r.stderr, r
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:

@@ -81,15 +81,15 @@ def test_exponential_inlining_graph_is_answered_in_its_timeout_while_health_answ
     poller.start()
     t0 = time.monotonic()
     try:
-        ans = server.post("/v1/outcomes", {"program": graph, "timeout": 2}, timeout=60)
+        ans = server.post("/v1/outcomes", {"program": graph, "timeout": 1}, timeout=60)
     finally:
         elapsed = time.monotonic() - t0
         done.set()
         poller.join(30)
-    # answered within the request's deadline (2 s, plus the server's grace of
-    # 2 s + 25 %, plus start-up slack on a loaded machine): `unknown`, or a
-    # refusal of the size if the importer caps inlining
-    assert elapsed < 2 + 2 + 0.5 + 3, elapsed
+    # answered within the request's deadline (1 s, plus the server's grace of
+    # 2 s + 25 %, plus slack on a loaded machine): `unknown`, or a refusal of
+    # the size if the importer caps inlining
+    assert elapsed < 1 + 2 + 0.25 + 3, elapsed
     assert (ans.status == 200 and ans.json()["verdict"] == "unknown") or ans.status == 400, ans
     # the conversion ran in the worker: the server's own memory did not grow
     assert rss_mb(server.proc.pid) - before < 40, (before, rss_mb(server.proc.pid))
@@ -193,14 +193,14 @@ def test_idle_connections_shed_past_the_cap_read_a_503(server):
         late = socket.create_connection((server.host, server.port), timeout=10)
         socks.append(late)
         answers = []
-        for s in socks[:60]:
+        for s in socks[:40]:  # the oldest: shed (300 idle, the cap 256)
             s.settimeout(5)
             try:
                 answers.append(s.recv(4096))
             except (socket.timeout, OSError) as exc:
                 answers.append(repr(exc).encode())
         shed = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
-        assert len(shed) >= 40, answers[:5]
+        assert len(shed) >= 30, answers[:5]
         assert all(b"retry-after: 1" in a for a in shed)
         assert all(a.startswith(b"HTTP/1.1 503") or a.startswith(b"HTTP/1.1 408") for a in answers), answers
     finally:
@@ -216,7 +216,7 @@ def test_sigterm_ends_the_server_within_seconds_with_a_computation_running(tmp_p
     t = threading.Thread(target=lambda: result.update(a=s.post(
         "/v1/outcomes", {"program": exponential_graph(28), "timeout": 30}, timeout=60)))
     t.start()
-    time.sleep(1.0)   # the worker is converting the graph
+    time.sleep(0.5)   # the worker is converting the graph
     t0 = time.monotonic()
     assert s.stop(signal.SIGTERM, timeout=15) == 0, s.stderr_text()
     assert time.monotonic() - t0 < 6
