@@ -57,8 +57,16 @@ def _server_class():
     return Server
 
 
-def _Server(config, pool: WorkerPool):
-    return _server_class()(config, pool)
+def host_names_answered(host: str, allowed_hosts: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """The Host names a server on `host` answers (None: any).  On loopback,
+    the loopback names and the --allowed-host ones (see HostCheck: a page on a
+    rebinding domain sends its own name); elsewhere any name, unless some are
+    given, and then those plus the loopback names (a health check run on the
+    machine, or in the container, asks for 127.0.0.1)."""
+    extra = frozenset(n.strip().lower() for n in allowed_hosts)
+    if is_loopback(host) or extra:
+        return LOOPBACK_NAMES | {host.lower()} | extra
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -136,14 +144,7 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
 
     pool = WorkerPool(limits.workers, jobs_module=jobs_module, memory_mb=limits.worker_memory_mb,
                       max_waiting=limits.max_waiting, queue_wait=limits.queue_wait)
-    # On loopback, only requests addressed to a loopback name (see HostCheck)
-    # or to a name given with --allowed-host; elsewhere, any name unless some
-    # are given.
-    extra = frozenset(n.strip().lower() for n in allowed_hosts)
-    if is_loopback(host):
-        allowed: frozenset[str] | None = LOOPBACK_NAMES | {host.lower()} | extra
-    else:
-        allowed = extra | {host.lower()} if extra else None
+    allowed = host_names_answered(host, allowed_hosts)
     app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits,
                      allowed_hosts=allowed, token=token)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
@@ -158,7 +159,7 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
                             # pool bounds computations, the protocol idle ones
                             limit_concurrency=limits.max_connections,
                             server_header=False)
-    server = _Server(config, pool)
+    server = _server_class()(config, pool)
     # uvicorn re-raises the signal that stopped it once it is done; a handler
     # of ours receives it, so that a stop by signal is a clean exit.
     stops: list[int] = []

@@ -206,3 +206,13 @@ def test_over_tls_with_a_self_signed_certificate(tmp_path):
         conn.close()
     finally:
         assert s.stop() == 0
+
+
+def test_the_host_names_answered():
+    from tfsem.service.server import host_names_answered
+    loopback = {"127.0.0.1", "localhost", "[::1]", "::1"}
+    assert host_names_answered("127.0.0.1") == loopback
+    assert host_names_answered("127.0.0.1", ("TFSEM.internal",)) == loopback | {"tfsem.internal"}
+    assert host_names_answered("0.0.0.0") is None   # off loopback, no names given: any
+    # with names given, the loopback ones stay (a container's health check)
+    assert host_names_answered("0.0.0.0", ("tfsem.example.org",)) == loopback | {"0.0.0.0", "tfsem.example.org"}
