@@ -43,6 +43,11 @@ class Overloaded(RuntimeError):
     """Every worker is busy and the queue is full or waited too long."""
 
 
+class PrepareTimeout(Exception):
+    """A worker was still reading a request (converting a graph, decoding)
+    when the request's budget ran out."""
+
+
 @dataclass
 class JobResult:
     status: int                 #: HTTP status: 200, 400, 500
@@ -78,23 +83,41 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
-    async def request(self, message: dict | bytes, deadline: float) -> dict:
+    async def request(self, message: dict | bytes, deadline: float,
+                      prepare_deadline: float | None = None) -> dict:
         """Send one job (a dict, or its JSON line already encoded) and wait
         for its answer up to `deadline` seconds (raises TimeoutError, or
-        EOFError when the worker died)."""
+        EOFError when the worker died).  With `prepare_deadline`, a worker
+        that has not finished reading the request (`{"prepared": true}`, or
+        its answer) that many seconds after it was sent raises
+        PrepareTimeout: decoding a request gets the request's budget, no
+        grace."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         line = message if isinstance(message, bytes) else json.dumps(message, allow_nan=False).encode() + b"\n"
         self.proc.stdin.write(line)
+        started = time.monotonic()
 
         async def exchange() -> bytes:
             assert self.proc.stdin is not None and self.proc.stdout is not None
             await self.proc.stdin.drain()
             return await self.proc.stdout.readline()
 
-        line = await asyncio.wait_for(exchange(), deadline)
+        try:
+            line = await asyncio.wait_for(exchange(), min(deadline, prepare_deadline or deadline))
+        except asyncio.TimeoutError:
+            if prepare_deadline is not None and prepare_deadline < deadline:
+                raise PrepareTimeout() from None
+            raise
         if not line:
             raise EOFError("the worker exited")
-        return json.loads(line)
+        answer = json.loads(line)
+        if answer.get("prepared"):
+            left = deadline - (time.monotonic() - started)
+            line = await asyncio.wait_for(self.proc.stdout.readline(), max(left, 0.001))
+            if not line:
+                raise EOFError("the worker exited")
+            answer = json.loads(line)
+        return answer
 
     async def stop(self, grace: float = 1.0) -> None:
         if not self.alive:
@@ -247,7 +270,10 @@ class WorkerPool:
         stopped = None
         message = payload if isinstance(payload, bytes) else {"job": job, "payload": payload, "budget": budget}
         try:
-            answer = await worker.request(message, deadline)
+            answer = await worker.request(message, deadline,
+                                          prepare_deadline=budget if isinstance(payload, bytes) else None)
+        except PrepareTimeout:
+            stopped = "budget"
         except asyncio.TimeoutError:
             stopped = "time"
         except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
@@ -383,6 +409,7 @@ def worker_main(argv: list[str]) -> int:
                     restart = True
                     raise ProgramError([Violation("request", "too-deep", "the request is nested too deeply")])
                 budget -= time.monotonic() - started
+                send({"prepared": True})
             else:
                 payload = message["payload"]
             if budget <= 0:
