@@ -289,12 +289,14 @@ def create_app(services: Services, limits: Limits | None = None, *,
             return error_response(404, "not found", f"no finding page {page!r}")
         return HTMLResponse(html)
 
+    def health() -> dict:
+        return {"status": "ok", "version": __version__, "jobs": available,
+                "workers": {"size": pool.size, "idle": pool.idle, "pids": pool.pids(), **pool.stats.to_json()},
+                "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
+                "dir": str(view.directory)}
+
     async def get_health(request: Request) -> Response:
-        return json_response({"status": "ok", "version": __version__, "jobs": available,
-                              "workers": {"size": pool.size, "idle": pool.idle, "pids": pool.pids(),
-                                          **pool.stats.to_json()},
-                              "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
-                              "dir": str(view.directory)})
+        return json_response(health())
 
     async def get_openapi(request: Request) -> Response:
         return json_response(spec)
@@ -350,8 +352,12 @@ def create_app(services: Services, limits: Limits | None = None, *,
     middleware = [Middleware(HostCheck, allowed=allowed_hosts)] if allowed_hosts is not None else []
     if token is not None:
         middleware.append(Middleware(TokenCheck, token=token))
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
-                     exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
-                                         UnreadableStore: unreadable_database, StoreError: unreadable_database,
-                                         Exception: internal_error})
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
+                    exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
+                                        UnreadableStore: unreadable_database, StoreError: unreadable_database,
+                                        Exception: internal_error})
+    #: the health answer's body, for the connection protocol's fast path
+    #: (protocol.py answers GET /v1/health as soon as it arrives)
+    app.state.health_body = lambda: json.dumps(health(), allow_nan=False, separators=(",", ":")).encode()
+    return app
 

@@ -149,7 +149,8 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
                      allowed_hosts=allowed, token=token)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
                             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
-                            http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections),
+                            http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections,
+                                                  health_body=app.state.health_body, allowed_hosts=allowed),
                             timeout_keep_alive=5,
                             backlog=LISTEN_BACKLOG,
                             # in-flight computations get SHUTDOWN_GRACE s, then

@@ -8,6 +8,7 @@ with a computation running.  Loopback only, every loop bounded."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import socket
 import statistics
@@ -228,3 +229,24 @@ def test_sigterm_ends_the_server_within_seconds_with_a_computation_running(tmp_p
     assert "shutting down" in ans.json()["reason"] or ans.status == 400
     assert "Traceback" not in s.stderr_text()
     assert wait_gone(pids) and not pid_alive(s.proc.pid)
+
+
+def test_health_answered_at_once_keeps_the_connection_usable(server):
+    """GET /v1/health is answered by the connection itself (protocol.py),
+    ahead of queued requests: on a keep-alive connection the next requests,
+    health or not, are answered as usual, and a Host not answered is 421."""
+    conn = server.connection(10)
+    try:
+        for path in ("/v1/health", "/v1/campaigns", "/v1/health", "/v1/health", "/openapi.json"):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read()
+            assert resp.status == 200, (path, body[:200])
+            if path == "/v1/health":
+                assert resp.getheader("content-type") == "application/json"
+                assert json.loads(body)["status"] == "ok"
+        conn.request("GET", "/v1/health", headers={"Host": "evil.example"})
+        resp = conn.getresponse()
+        assert resp.status == 421, resp.read()
+    finally:
+        conn.close()
