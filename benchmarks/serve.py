@@ -1,6 +1,16 @@
 """Load benchmark of `tfsem serve` on loopback.
 
     python benchmarks/serve.py [--clients 4] [--seconds 10] [--workers 2]
+    python benchmarks/serve.py --crowd 500,1000 [--workers 2]
+
+`--crowd N,...`: for each N, N clients connect at once and send one request
+each (Connection: close), a mix of small outcome queries and checks (80 %),
+checks that run past their timeout (10 %), and hostile graphs whose
+functions each call the next level twice (10 %); meanwhile a separate
+process asks GET /v1/health every 50 ms.  Printed per N: how many requests got
+an HTTP answer (and which statuses), how many got none (a reset, silence),
+the health latency (median, p99, max), and the server process's peak RSS
+(VmHWM).  Bounded: each client waits at most 120 s, each crowd at most 300 s.
 
 Starts `tfsem serve` on 127.0.0.1 (a free port, an empty campaign directory),
 then, for each request kind in turn, runs N client threads for T seconds, each
@@ -131,6 +141,152 @@ def run_kind(host: str, port: int, method: str, path: str, body: bytes | None, o
             "errors": len(errors), "first_error": errors[0] if errors else ""}
 
 
+CROWD_CLIENT_SECONDS = 120.0
+CROWD_SECONDS = 300.0
+MAX_CROWD = 2000
+
+_HEALTH_POLLER = r"""
+import http.client, json, sys, time
+host, port, stop_file, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+import os
+lat, failed = [], 0
+end = time.monotonic() + limit
+while time.monotonic() < end and not os.path.exists(stop_file):
+    t = time.perf_counter()
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=30)
+        c.request("GET", "/v1/health")
+        r = c.getresponse(); r.read(); c.close()
+        if r.status == 200:
+            lat.append(time.perf_counter() - t)
+        else:
+            failed += 1
+    except OSError:
+        failed += 1
+    time.sleep(0.05)
+print(json.dumps({"latencies": lat, "failed": failed}))
+"""
+
+
+def crowd_requests() -> list[tuple[str, bytes, str]]:
+    """(kind, HTTP request bytes, path) of the crowd's mix, 10 per cycle."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_serve_robustness import exponential_graph  # the test's hostile graph
+
+    kinds = request_kinds()
+    p, _, _ = families.writer_reader_pairs(7)
+    slow = json.dumps({"original": program_to_json(p), "rewritten": program_to_json(p),
+                       "semantics": "decomposed", "timeout": 0.5}).encode()
+    hostile = json.dumps({"program": exponential_graph(24), "timeout": 2}).encode()
+
+    def post(path: str, body: bytes) -> bytes:
+        return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+    small = [("outcomes", post("/v1/outcomes", kinds["outcomes"][2])),
+             ("check", post("/v1/check", kinds["check-unsound"][2]))]
+    mix = [small[i % 2] for i in range(8)]
+    mix.append(("timeout", post("/v1/check", slow)))
+    mix.append(("hostile", post("/v1/outcomes", hostile)))
+    return mix
+
+
+async def _crowd_client(host: str, port: int, request: bytes) -> str:
+    import asyncio
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CROWD_CLIENT_SECONDS)
+    except (OSError, asyncio.TimeoutError) as exc:
+        return f"connect {type(exc).__name__}"
+    try:
+        writer.write(request)
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), CROWD_CLIENT_SECONDS)
+    except (OSError, asyncio.TimeoutError) as exc:
+        return f"no answer ({type(exc).__name__})"
+    finally:
+        writer.close()
+    if not data.startswith(b"HTTP/1.1 "):
+        return "no answer (closed)"
+    return data[9:12].decode()
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_crowd(proc: subprocess.Popen, host: str, port: int, clients: int) -> dict:
+    import asyncio
+    mix = crowd_requests()
+    with tempfile.TemporaryDirectory() as tmp:
+        stop = Path(tmp) / "stop"
+        poller = subprocess.Popen([sys.executable, "-c", _HEALTH_POLLER, host, str(port), str(stop),
+                                   str(CROWD_SECONDS)], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+
+        async def crowd() -> list[str]:
+            return await asyncio.wait_for(asyncio.gather(*(
+                _crowd_client(host, port, mix[i % len(mix)][1]) for i in range(clients))), CROWD_SECONDS)
+
+        started = time.perf_counter()
+        results = asyncio.run(crowd())
+        wall = time.perf_counter() - started
+        time.sleep(0.5)
+        stop.touch()
+        out, _ = poller.communicate(timeout=60)
+    health = json.loads(out)
+    lat = sorted(health["latencies"])
+
+    def pct(q: float) -> float:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else float("nan")
+
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r] = statuses.get(r, 0) + 1
+    answered = sum(n for k, n in statuses.items() if k.isdigit())
+    return {"clients": clients, "answered": answered, "statuses": statuses, "wall": wall,
+            "health_n": len(lat), "health_failed": health["failed"], "health_p50": pct(0.5),
+            "health_p99": pct(0.99), "health_max": lat[-1] * 1000 if lat else float("nan"),
+            "peak_rss": peak_rss_mb(proc.pid)}
+
+
+def main_crowd(sizes: list[int], workers: int) -> int:
+    failed = False
+    with tempfile.TemporaryDirectory() as directory:
+        proc, host, port = start_server(directory, workers)
+        try:
+            print(f"tfsem serve on {host}:{port}, {workers} worker(s); crowds of {sizes}; "
+                  f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+                  f"load average {os.getloadavg()[0]:.1f} at start")
+            print()
+            print("| clients | answered | statuses | no answer | wall s | health p50 ms | health p99 ms "
+                  "| health max ms | health polls | server peak RSS MiB |")
+            print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+            for n in sizes:
+                r = run_crowd(proc, host, port, n)
+                codes = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()) if k.isdigit())
+                print(f"| {n} | {r['answered']} | {codes} | {n - r['answered']} | {r['wall']:.1f} | "
+                      f"{r['health_p50']:.1f} | {r['health_p99']:.1f} | {r['health_max']:.1f} | "
+                      f"{r['health_n']} ({r['health_failed']} failed) | {r['peak_rss']:.0f} |", flush=True)
+                if r["answered"] != n or r["health_failed"]:
+                    failed = True
+                    print("  unanswered:", {k: v for k, v in r["statuses"].items() if not k.isdigit()},
+                          file=sys.stderr)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            t = time.monotonic()
+            try:
+                code = proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = "killed"
+        print()
+        print(f"server stopped with SIGTERM in {time.monotonic() - t:.1f} s: exit status {code}")
+    return 1 if failed or code != 0 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, default=4, help="concurrent clients (default 4)")
@@ -138,7 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
     ap.add_argument("--kinds", default="health,outcomes,check-sound,check-unsound",
                     help="comma-separated request kinds")
+    ap.add_argument("--crowd", metavar="N,...",
+                    help="instead: crowds of N simultaneous clients with a hostile mix (e.g. 500,1000)")
     args = ap.parse_args(argv)
+    if args.crowd:
+        try:
+            sizes = [int(x) for x in args.crowd.split(",") if x.strip()]
+        except ValueError:
+            ap.error("--crowd takes comma-separated client counts")
+        if not sizes or not all(1 <= n <= MAX_CROWD for n in sizes):
+            ap.error(f"--crowd: each count is 1 .. {MAX_CROWD}")
+        return main_crowd(sizes, args.workers)
     seconds = min(args.seconds, MAX_SECONDS)
     kinds = request_kinds()
     chosen = [k.strip() for k in args.kinds.split(",") if k.strip()]

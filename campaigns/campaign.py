@@ -33,8 +33,10 @@ import fcntl
 import json
 import math
 import os
+import select
 import selectors
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -52,17 +54,26 @@ from .findings import UNSOUND, FindingRecord
 from .loop import FIXED, PRESENT, FuzzLoop, LoopConfig, replay
 from .progress import Progress
 from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
-from .store import Store
+from .store import Store, StoreError, is_disk_full
 from .text import counted
 from .targets import CELLS, Cell, Target, cell_label, resolve_pass
 
 HYPOTHESIS_DIR = "hypothesis"
 LOCK_NAME = "campaign.lock"
 WORKER_LOG = "workers.log"
+#: space set aside while a campaign runs (DIR/campaign.reserve): on a full
+#: disk it is given back so that the campaign can still be marked interrupted
+RESERVE_NAME = "campaign.reserve"
+RESERVE_BYTES = 64 << 10
 
 
 class CampaignError(RuntimeError):
     """A campaign that cannot start (DIR in use, bad settings)."""
+
+
+class DiskFull(CampaignError):
+    """DIR's disk filled up: the campaign stopped, marked interrupted, with
+    what it had stored intact (the message says what)."""
 
 
 @dataclass
@@ -245,8 +256,13 @@ class _Lock:
             self.fd = None
             raise CampaignError(f"another campaign is running on {self.path.parent} "
                                 f"(it holds {self.path})") from None
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(self.fd, 0)
+            os.write(self.fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:
+            self.release()
+            raise (DiskFull if is_disk_full(exc, self.path.parent) else CampaignError)(
+                f"cannot write {self.path}: {exc.strerror or exc}; the campaign did not start") from None
 
     def release(self) -> None:
         if self.fd is not None:
@@ -299,6 +315,27 @@ class _WorkerProcess:
         if not chunk:
             self.eof = True
         self.buf += chunk
+        out = []
+        while b"\n" in self.buf:
+            line, _, self.buf = self.buf.partition(b"\n")
+            if line.strip():
+                out.append(json.loads(line))
+        return out
+
+    def drain(self) -> None:
+        """The process has exited: take what is left in its pipe without
+        waiting, then count it as ended (end of file or not)."""
+        fd = self.stdout.fileno()
+        for _ in range(1024):
+            if not select.select([fd], [], [], 0)[0]:
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            self.buf += chunk
+        self.eof = True
+
+    def take_lines(self) -> list[list]:
         out = []
         while b"\n" in self.buf:
             line, _, self.buf = self.buf.partition(b"\n")
@@ -410,11 +447,28 @@ class Campaign:
         lock.acquire()
         try:
             store = Store(self.out)
+        except StoreError as exc:
+            lock.release()
+            raise StoreError(f"{exc}; the campaign did not start") from None
         except BaseException:
             lock.release()
             raise
         started = time.time()
-        campaign_id = store.start_campaign(self.settings.budget, self.settings_json(), self.version)
+        reserve = self.out / RESERVE_NAME
+        try:
+            with open(reserve, "wb") as f:
+                f.write(bytes(RESERVE_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+            campaign_id = store.start_campaign(self.settings.budget, self.settings_json(), self.version)
+        except (OSError, sqlite3.Error) as exc:
+            store.close()
+            reserve.unlink(missing_ok=True)
+            lock.release()
+            if is_disk_full(exc, self.out):
+                raise DiskFull(f"{self.out}: no space left on the device ({exc}); "
+                               "the campaign did not start") from None
+            raise StoreError(f"{self.out}: cannot start a campaign ({exc})") from None
         self.campaign_id = campaign_id
         names = [t.name for t in self.targets.values()]
         self.progress = Progress(names, self.settings.budget, self.settings.workers,
@@ -424,6 +478,7 @@ class Campaign:
         self._pending_stats: dict[tuple, dict] = {}
         self._last_flush = time.monotonic()
         status = "finished"
+        full: BaseException | None = None
         try:
             deadline = started + self.settings.budget
             shrink = min(30.0, max(3.0, 0.1 * self.settings.budget))
@@ -444,10 +499,29 @@ class Campaign:
         except KeyboardInterrupt:
             status = "interrupted"
             self.progress.note("interrupted: findings recorded so far are kept")
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc, self.out):
+                raise
+            full, status = exc, "interrupted"
+            self.progress.note(f"disk full ({exc}): stopped; findings recorded so far are kept")
         finally:
+            marked = True
             try:
-                self._flush_stats(store, force=True)
-                store.finish_campaign(campaign_id, status)
+                try:
+                    self._flush_stats(store, force=True)
+                except (OSError, sqlite3.Error) as exc:
+                    if not is_disk_full(exc, self.out):
+                        raise
+                    full, status = full or exc, "interrupted"
+                    self._pending_stats = {}
+                if full is not None:
+                    reserve.unlink(missing_ok=True)   # room for the status below
+                try:
+                    store.finish_campaign(campaign_id, status)
+                except (OSError, sqlite3.Error) as exc:
+                    if full is None or not is_disk_full(exc, self.out):
+                        raise
+                    marked = False   # still `running`: the next campaign on DIR marks it
                 self.progress.close()
                 groups = store.campaign_findings(campaign_id)
                 result = CampaignResult(campaign_id, time.time() - started, status, groups["new"],
@@ -456,7 +530,18 @@ class Campaign:
                                         store.finding_groups(campaign_id))
             finally:
                 store.close()
+                reserve.unlink(missing_ok=True)
                 lock.release()
+        if full is not None:
+            n_new, n_known = len(result.new), len(result.known)
+            tried = sum(int(t.get("programs") or 0) for t in result.totals)
+            raise DiskFull(
+                f"{self.out}: no space left on the device ({full}); campaign {campaign_id} stopped "
+                + ("and is marked interrupted" if marked else
+                   "(it could not even be marked interrupted: the next campaign on DIR marks it)")
+                + f". What it stored is intact: {n_new + n_known} finding(s) ({n_new} new, {n_known} known) "
+                f"and the statistics of {tried} program(s); free some space, then read them with "
+                f"`tfsem report {self.out}` or run the campaign again")
         return result
 
     # -- messages ----------------------------------------------------------------------
@@ -552,9 +637,15 @@ class Campaign:
                 if time.time() > hard_stop:
                     self.progress.note("hard stop: workers still running were stopped")
                     break
-                for key, _ in sel.select(timeout=0.25):
-                    w = key.data
-                    messages = w.read()
+                ready = [key.data for key, _ in sel.select(timeout=0.25)]
+                # a worker that died is reaped now, not when the campaign ends:
+                # its pipe may stay open (a child of it still holds it), so its
+                # end of file is not waited for
+                exited = [w for w in workers if w.alive and w not in ready and w.proc.poll() is not None]
+                for w in ready + exited:
+                    if w in exited:
+                        w.drain()
+                    messages = w.read() if w in ready else w.take_lines()
                     for msg in messages:
                         if msg[0] in ("done", "error"):
                             if msg[0] == "error":

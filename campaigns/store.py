@@ -21,6 +21,7 @@ report, the service) may read while a campaign writes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -124,6 +125,37 @@ class StoreError(RuntimeError):
     """The database cannot be used (written by a newer tfsem, or corrupt)."""
 
 
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+#: a filesystem with less free space than this, where SQLite reports an I/O
+#: error (its shared-memory index cannot grow), is taken as full
+_LOW_SPACE = 1 << 20
+
+
+def _little_space(directory: str | os.PathLike | None) -> bool:
+    if directory is None:
+        return False
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < _LOW_SPACE
+
+
+def is_disk_full(exc: BaseException, directory: str | os.PathLike | None = None) -> bool:
+    """A write failed for want of space: ENOSPC or EDQUOT from the system,
+    SQLITE_FULL ("database or disk is full") from SQLite, or SQLite's "disk
+    I/O error" where `directory`'s filesystem has (almost) no space left."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xff if isinstance(code, int) else None
+        if primary == _SQLITE_FULL or "disk is full" in str(exc):
+            return True
+        return (primary == _SQLITE_IOERR or "disk I/O error" in str(exc)) and _little_space(directory)
+    return False
+
+
 def _dumps(obj: Any) -> str | None:
     return None if obj is None else json.dumps(obj, sort_keys=True, allow_nan=False)
 
@@ -151,6 +183,12 @@ class Store:
             self._migrate(readonly)
         except sqlite3.DatabaseError as exc:  # not a database, or a corrupt one
             self.conn.close()
+            if is_disk_full(exc, self.directory):
+                raise StoreError(f"{self.path}: no space left on the device ({exc})") from None
+            code = getattr(exc, "sqlite_errorcode", None)
+            if isinstance(code, int) and code & 0xff == _SQLITE_IOERR:
+                raise StoreError(f"{self.path}: cannot be read or written ({exc}); check the disk, "
+                                 "its free space and the permissions") from None
             raise StoreError(f"{self.path}: not a readable campaign database ({exc}); "
                              "move it away to start a new one") from None
 

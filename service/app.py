@@ -44,10 +44,11 @@ from tfsem.reports.campaign import UnreadableStore
 from tfsem.oracle.program import ProgramError, Violation
 
 from . import jobs
+from .auth import TokenCheck
 from .campaign_view import CampaignView, NoSuchFinding
 from .limits import Limits
 from .openapi import openapi_document
-from .requests import check_request, error_body, outcomes_request, parse_body
+from .requests import envelope, error_body, parse_body
 from .workers import JobResult, Overloaded, WorkerPool
 
 log = logging.getLogger("tfsem.serve")
@@ -82,6 +83,9 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
 def error_response(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response:
     return json_response({"error": error, "message": message}, status, headers)
 
+
+#: bodies up to this size are parsed on the event loop (microseconds)
+INLINE_PARSE_BYTES = 16 << 10
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
@@ -119,52 +123,56 @@ class HostCheck:
 
 
 def create_app(services: Services, limits: Limits | None = None, *,
-               allowed_hosts: frozenset[str] | None = None) -> Starlette:
+               allowed_hosts: frozenset[str] | None = None, token: str | None = None) -> Starlette:
     """`allowed_hosts`: the host names requests must be addressed to (None:
-    any; the server gives the loopback names when it listens on loopback)."""
+    any; the server gives the loopback names when it listens on loopback,
+    and the `--allowed-host` names).  `token`: every route but /v1/health
+    needs it (see auth.py); None: no authentication."""
     limits = limits or Limits()
     pool, view = services.pool, services.view
     available = dict(services.jobs_available if services.jobs_available is not None else jobs.available())
     spec = openapi_document(limits)
+    limits_json = {k: getattr(limits, k) for k in limits.__dataclass_fields__}
 
     # -- reading bodies -------------------------------------------------------
 
     async def read_body(request: Request) -> bytes:
-        """The body, or _BodyTooLarge once it passes the limit (the rest is
-        read and dropped, up to a bound, so the client sees the 413)."""
+        """The body, or _BodyTooLarge as soon as it passes the limit, whether
+        its length is declared or it comes in chunks (the connection then
+        drops the rest for a moment and closes: see protocol.py)."""
         declared = request.headers.get("content-length", "")
-        too_large = declared.isdigit() and int(declared) > limits.max_body_bytes
+        if declared.isdigit() and int(declared) > limits.max_body_bytes:
+            raise _BodyTooLarge()
         body = bytearray()
-        dropped = 0
 
         async def collect() -> None:
-            nonlocal too_large, dropped
             async for chunk in request.stream():
-                if too_large:
-                    dropped += len(chunk)
-                    if dropped > 8 * limits.max_body_bytes:
-                        return
-                    continue
                 body.extend(chunk)
                 if len(body) > limits.max_body_bytes:
-                    too_large = True
-                    body.clear()
+                    raise _BodyTooLarge()
 
         try:
             await asyncio.wait_for(collect(), limits.body_read_seconds)
         except asyncio.TimeoutError:
             raise HTTPException(408, f"the request body took more than {limits.body_read_seconds:g} s "
                                      "to arrive") from None
-        if too_large:
-            raise _BodyTooLarge()
         return bytes(body)
 
     # -- computations ---------------------------------------------------------
 
-    async def compute(request: Request, command: str,
-                      decode: Callable[[Any, Limits], Any],
-                      payload: Callable[[Any], dict], semantics_observe: Callable[[Any], tuple[str, str]]
-                      ) -> Response:
+    def envelope_line(command: str, raw: bytes) -> tuple[Any, bytes]:
+        """In a thread: the body parsed (bounded by the body cap) and the
+        worker's message line; the rest of the work is the worker's."""
+        data = parse_body(raw, limits)
+        env = envelope(data)
+        budget = limits.budget(env.timeout)
+        # allow_nan: a NaN literal the parser let through reaches the decoder,
+        # whose message names the node, as on the command line
+        line = json.dumps({"job": command, "request": data, "limits": limits_json, "budget": budget},
+                          separators=(",", ":")).encode() + b"\n"
+        return env, line
+
+    async def compute(request: Request, command: str) -> Response:
         # A form or a page's fetch() without preflight can POST text/plain or
         # form data cross-site; only application/json (which needs a CORS
         # preflight this server never grants) makes it compute.
@@ -182,42 +190,48 @@ def create_app(services: Services, limits: Limits | None = None, *,
             return error_response(413, "too large",
                                   f"the request body is over {limits.max_body_bytes} bytes, "
                                   "the most this server takes")
+        if pool.full:  # refused before any parsing: a crowd costs the server little
+            return error_response(503, "busy", str(pool.refuse()), {"Retry-After": "1"})
         try:
-            # in a thread: a large body takes tens of milliseconds to decode,
-            # and the event loop keeps answering meanwhile
-            req = await asyncio.to_thread(lambda: decode(parse_body(raw, limits), limits))
+            # a large body in a thread: parsing it takes milliseconds, and the
+            # event loop keeps answering meanwhile (a small one is parsed at
+            # once: handing it to a thread costs more)
+            if len(raw) <= INLINE_PARSE_BYTES:
+                env, line = envelope_line(command, raw)
+            else:
+                env, line = await asyncio.to_thread(envelope_line, command, raw)
         except ProgramError as exc:
             return json_response(error_body(exc, command), 400)
         except RecursionError:
             return json_response(error_body(ProgramError([Violation(
                 "request", "too-deep", "the request is nested too deeply")]), command), 400)
-        budget = limits.budget(req.timeout)
+        budget = limits.budget(env.timeout)
         deadline = limits.hard_deadline(budget)
         try:
-            result: JobResult = await pool.run(command, payload(req), budget, deadline)
+            result: JobResult = await pool.run(command, line, budget, deadline)
         except Overloaded as exc:
             return error_response(503, "busy", str(exc), {"Retry-After": "1"})
         headers = {"X-Tfsem-Budget": f"{budget:g}", "X-Tfsem-Seconds": f"{result.seconds:.6f}"}
         if result.stopped:
-            semantics, observe = semantics_observe(req)
             reason = {
                 "time": f"time limit: the computation ran past {deadline:.3g} s (budget {budget:g} s) "
                         "and its worker process was stopped",
+                "budget": f"time limit: reading the request (decoding, converting the graph) took the "
+                          f"whole budget of {budget:g} s",
                 "memory": f"memory limit: the computation needed more than {limits.worker_memory_mb} MiB "
                           "and its worker process was restarted",
                 "too-large": "size limit: the answer was larger than the server sends "
                              "(ask for fewer outcomes with `limit`)",
+                "shutdown": "the server is shutting down: the computation was stopped",
             }.get(result.stopped, "the worker process died during the computation and was restarted")
-            return json_response(jobs.unknown_verdict(reason, semantics, observe, command), 200, headers)
+            return json_response(jobs.unknown_verdict(reason, env.semantics, env.observe, command), 200, headers)
         return json_response(result.body, result.status, headers)
 
     async def post_check(request: Request) -> Response:
-        return await compute(request, "check", check_request,
-                             lambda r: {"case": r.case}, lambda r: (r.semantics, r.observe))
+        return await compute(request, "check")
 
     async def post_outcomes(request: Request) -> Response:
-        return await compute(request, "outcomes", outcomes_request,
-                             lambda r: r.job(), lambda r: (r.semantics, r.observe))
+        return await compute(request, "outcomes")
 
     # -- the campaign database -------------------------------------------------
 
@@ -275,12 +289,14 @@ def create_app(services: Services, limits: Limits | None = None, *,
             return error_response(404, "not found", f"no finding page {page!r}")
         return HTMLResponse(html)
 
+    def health() -> dict:
+        return {"status": "ok", "version": __version__, "jobs": available,
+                "workers": {"size": pool.size, "idle": pool.idle, "pids": pool.pids(), **pool.stats.to_json()},
+                "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
+                "dir": str(view.directory)}
+
     async def get_health(request: Request) -> Response:
-        return json_response({"status": "ok", "version": __version__, "jobs": available,
-                              "workers": {"size": pool.size, "idle": pool.idle, "pids": pool.pids(),
-                                          **pool.stats.to_json()},
-                              "limits": {k: getattr(limits, k) for k in limits.__dataclass_fields__},
-                              "dir": str(view.directory)})
+        return json_response(health())
 
     async def get_openapi(request: Request) -> Response:
         return json_response(spec)
@@ -334,8 +350,14 @@ def create_app(services: Services, limits: Limits | None = None, *,
         Route("/findings/{page}", get_finding_page, methods=["GET"]),
     ]
     middleware = [Middleware(HostCheck, allowed=allowed_hosts)] if allowed_hosts is not None else []
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
-                     exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
-                                         UnreadableStore: unreadable_database, StoreError: unreadable_database,
-                                         Exception: internal_error})
+    if token is not None:
+        middleware.append(Middleware(TokenCheck, token=token))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
+                    exception_handlers={HTTPException: http_error, sqlite3.Error: unreadable_database,
+                                        UnreadableStore: unreadable_database, StoreError: unreadable_database,
+                                        Exception: internal_error})
+    #: the health answer's body, for the connection protocol's fast path
+    #: (protocol.py answers GET /v1/health as soon as it arrives)
+    app.state.health_body = lambda: json.dumps(health(), allow_nan=False, separators=(",", ":")).encode()
+    return app
 

@@ -33,6 +33,8 @@ def _errors(*codes: int) -> dict:
             404: "No such route, or no such finding.",
             405: "The route exists but not with this method.",
             413: "The request body is larger than the server takes.",
+            401: "A token is configured and the request lacks it or gives a wrong one: send "
+                 "`Authorization: Bearer TOKEN` (pages: the login form at /login sets a cookie).",
             415: "A POST body must be sent with Content-Type: application/json.",
             421: "The request is addressed to a host name this server does not answer for (a server "
                  "on loopback answers only requests for loopback names).",
@@ -277,7 +279,13 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
             "Health": health,
         }},
     }
-    for item in doc["paths"].values():
+    doc["components"]["securitySchemes"] = {"bearer": {
+        "type": "http", "scheme": "bearer",
+        "description": "Needed when the server has a token (--token-file or TFSEM_TOKEN)."}}
+    for path, item in doc["paths"].items():
         for op in item.values():
             op["responses"].update(_errors(421))
+            if path != "/v1/health":
+                op["responses"].update(_errors(401))
+                op["security"] = [{"bearer": []}, {}]
     return doc

@@ -230,3 +230,44 @@ def error_body(exc: ProgramError, command: str) -> dict:
 
 def dumps_compact(obj: Any) -> bytes:
     return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------------------
+# The server's share and the worker's share of a request
+#
+# The server only parses the body (bounded by the body cap) and reads the
+# few fields it needs to bound the work: the timeout, and the semantics and
+# observation an `unknown` verdict names.  Everything else -- converting a
+# TensorFlow graph, the size checks, decoding the programs and inputs -- runs
+# in a worker, under its memory cap and the request's deadline (`prepare`).
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What the server reads of a parsed body, without checking the rest."""
+    timeout: float | None
+    semantics: str
+    observe: str
+
+
+def envelope(data: Any) -> Envelope:
+    """The timeout, semantics and observation of a parsed body, or the
+    defaults where they are missing or bad (the worker reports bad ones)."""
+    if not isinstance(data, dict):
+        return Envelope(None, SEMANTICS[0], OBSERVE[0])
+    raw = data.get("timeout")
+    timeout = float(raw) if (isinstance(raw, (int, float)) and not isinstance(raw, bool)
+                             and math.isfinite(raw) and raw > 0) else None
+    semantics = data.get("semantics") if data.get("semantics") in SEMANTICS else SEMANTICS[0]
+    observe = data.get("observe") if data.get("observe") in OBSERVE else OBSERVE[0]
+    return Envelope(timeout, semantics, observe)
+
+
+def prepare(job: str, data: Any, limits: Limits) -> dict:
+    """In a worker: the payload of `jobs.JOBS[job]` for a parsed request body
+    (ProgramError with the command line's messages for bad input)."""
+    if job == "check":
+        return {"case": check_request(data, limits).case}
+    if job == "outcomes":
+        return outcomes_request(data, limits).job()
+    raise ProgramError([Violation("request", "unknown-job", f"no job {job!r}")])

@@ -17,11 +17,56 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .app import LOOPBACK_NAMES, Services, create_app
+from .app import LOOPBACK_NAMES, Services, create_app, host_name
 from .campaign_view import CampaignView
 from .limits import Limits
 from .protocol import guarded_protocol
 from .workers import WorkerPool
+
+
+#: pending connections the kernel holds while the server accepts others (the
+#: kernel caps it at net.core.somaxconn)
+LISTEN_BACKLOG = 4096
+#: seconds computations in flight get to finish once SIGTERM or SIGINT comes
+SHUTDOWN_GRACE = 2.0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, which on SIGTERM/SIGINT also tells the worker
+        pool: new computations are refused and running ones stopped after
+        SHUTDOWN_GRACE seconds, so the server ends within a few seconds
+        whatever its requests are doing."""
+
+        def __init__(self, config, pool: WorkerPool):
+            super().__init__(config)
+            self.pool = pool
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets=None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(self.pool.shutdown, SHUTDOWN_GRACE)
+
+    return Server
+
+
+def host_names_answered(host: str, allowed_hosts: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """The Host names a server on `host` answers (None: any).  On loopback,
+    the loopback names and the --allowed-host ones (see HostCheck: a page on a
+    rebinding domain sends its own name); elsewhere any name, unless some are
+    given, and then those plus the loopback names (a health check run on the
+    machine, or in the container, asks for 127.0.0.1)."""
+    extra = frozenset(n.strip().lower() for n in allowed_hosts)
+    if is_loopback(host) or extra:
+        return LOOPBACK_NAMES | {host.lower()} | extra
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -42,28 +87,56 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(address)
-    sock.listen(128)
+    sock.listen(LISTEN_BACKLOG)
     sock.setblocking(False)
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, tls: bool = False) -> str:
     host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    scheme = "https" if tls else "http"
+    return f"{scheme}://[{host}]:{port}/" if ":" in host else f"{scheme}://{host}:{port}/"
+
+
+class Refused(ValueError):
+    """A configuration the server will not start with (the message says why)."""
 
 
 def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
           *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
-          access_log: bool = False, out: TextIO | None = None) -> int:
+          access_log: bool = False, out: TextIO | None = None, token: str | None = None,
+          allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
+          ssl_keyfile: str | None = None) -> int:
+    """Serve until SIGINT or SIGTERM.  `token`: every route but /v1/health
+    needs it; without one the server listens only on loopback (Refused
+    otherwise).  `allowed_hosts`: more Host names to answer (a reverse
+    proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
     import uvicorn
 
     out = out or sys.stdout
     limits = limits or Limits()
+    if token is None and not is_loopback(host):
+        raise Refused(f"--host {host} is not loopback and no token is set: anyone who could reach "
+                      "the server could read the findings and spend this machine's CPU; give "
+                      "--token-file FILE or TFSEM_TOKEN (or listen on 127.0.0.1 behind a proxy)")
+    if (ssl_certfile is None) != (ssl_keyfile is None):
+        raise Refused("--ssl-certfile and --ssl-keyfile go together")
+    for name in allowed_hosts:
+        if not name or host_name(name) != name.strip().lower() or any(c in name for c in "/ \t@"):
+            raise Refused(f"--allowed-host {name!r} is not a host name (give the name alone, "
+                          "without a port or scheme)")
+    if ssl_certfile is not None:
+        import ssl
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(ssl_certfile, ssl_keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise Refused(f"--ssl-certfile {ssl_certfile} --ssl-keyfile {ssl_keyfile}: cannot be used "
+                          f"({getattr(exc, 'strerror', None) or exc})") from None
     sock = bind_socket(host, port)
-    url = url_of(sock)
-    if not is_loopback(host):
-        print(f"tfsem serve: warning: listening on {host}, not loopback: anyone who can reach it "
-              "can spend this machine's CPU on checks", file=sys.stderr)
+    url = url_of(sock, tls=ssl_certfile is not None)
+    if not is_loopback(host) and ssl_certfile is None:
+        print(f"tfsem serve: warning: listening on {host} without TLS: the token crosses the network "
+              "in clear unless a TLS proxy is in front (--ssl-certfile/--ssl-keyfile)", file=sys.stderr)
 
     def ready() -> None:
         print(f"tfsem serve: listening on {url} ({limits.workers} worker"
@@ -71,18 +144,23 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
 
     pool = WorkerPool(limits.workers, jobs_module=jobs_module, memory_mb=limits.worker_memory_mb,
                       max_waiting=limits.max_waiting, queue_wait=limits.queue_wait)
-    # On loopback, only requests addressed to a loopback name (see HostCheck).
-    allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
-    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits, allowed_hosts=allowed)
+    allowed = host_names_answered(host, allowed_hosts)
+    app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits,
+                     allowed_hosts=allowed, token=token)
     config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
-                            http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections),
+                            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                            http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections,
+                                                  health_body=app.state.health_body, allowed_hosts=allowed),
                             timeout_keep_alive=5,
-                            timeout_graceful_shutdown=int(limits.hard_deadline(limits.max_timeout)) + 2,
+                            backlog=LISTEN_BACKLOG,
+                            # in-flight computations get SHUTDOWN_GRACE s, then
+                            # their workers are stopped and they are answered
+                            timeout_graceful_shutdown=int(SHUTDOWN_GRACE) + 2,
                             # counts open connections, idle ones included: the
                             # pool bounds computations, the protocol idle ones
                             limit_concurrency=limits.max_connections,
                             server_header=False)
-    server = uvicorn.Server(config)
+    server = _server_class()(config, pool)
     # uvicorn re-raises the signal that stopped it once it is done; a handler
     # of ours receives it, so that a stop by signal is a clean exit.
     stops: list[int] = []

@@ -35,10 +35,17 @@ from typing import Any
 #: the longest line a worker may answer with (outcome lists are capped well below)
 MAX_ANSWER_BYTES = 64 << 20
 START_TIMEOUT = 120.0
+#: workers run at this niceness above the server's (see worker_main)
+WORKER_NICENESS = 5
 
 
 class Overloaded(RuntimeError):
     """Every worker is busy and the queue is full or waited too long."""
+
+
+class PrepareTimeout(Exception):
+    """A worker was still reading a request (converting a graph, decoding)
+    when the request's budget ran out."""
 
 
 @dataclass
@@ -76,16 +83,41 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
-    async def request(self, message: dict, deadline: float) -> dict:
-        """Send one job and wait for its answer up to `deadline` seconds
-        (raises TimeoutError, or EOFError when the worker died)."""
+    async def request(self, message: dict | bytes, deadline: float,
+                      prepare_deadline: float | None = None) -> dict:
+        """Send one job (a dict, or its JSON line already encoded) and wait
+        for its answer up to `deadline` seconds (raises TimeoutError, or
+        EOFError when the worker died).  With `prepare_deadline`, a worker
+        that has not finished reading the request (`{"prepared": true}`, or
+        its answer) that many seconds after it was sent raises
+        PrepareTimeout: decoding a request gets the request's budget, no
+        grace."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(message, allow_nan=False).encode() + b"\n")
-        await self.proc.stdin.drain()
-        line = await asyncio.wait_for(self.proc.stdout.readline(), deadline)
+        line = message if isinstance(message, bytes) else json.dumps(message, allow_nan=False).encode() + b"\n"
+        self.proc.stdin.write(line)
+        started = time.monotonic()
+
+        async def exchange() -> bytes:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            await self.proc.stdin.drain()
+            return await self.proc.stdout.readline()
+
+        try:
+            line = await asyncio.wait_for(exchange(), min(deadline, prepare_deadline or deadline))
+        except asyncio.TimeoutError:
+            if prepare_deadline is not None and prepare_deadline < deadline:
+                raise PrepareTimeout() from None
+            raise
         if not line:
             raise EOFError("the worker exited")
-        return json.loads(line)
+        answer = json.loads(line)
+        if answer.get("prepared"):
+            left = deadline - (time.monotonic() - started)
+            line = await asyncio.wait_for(self.proc.stdout.readline(), max(left, 0.001))
+            if not line:
+                raise EOFError("the worker exited")
+            answer = json.loads(line)
+        return answer
 
     async def stop(self, grace: float = 1.0) -> None:
         if not self.alive:
@@ -119,6 +151,7 @@ class WorkerPool:
         self._all: set[_Worker] = set()
         self._replacing: set[asyncio.Task] = set()
         self._closed = False
+        self._closing = False
 
     # -- life ---------------------------------------------------------------
 
@@ -156,6 +189,15 @@ class WorkerPool:
         self._all.clear()
 
     @property
+    def full(self) -> bool:
+        """No worker is idle and the queue is full: a job now would be refused."""
+        return self._idle.qsize() == 0 and self.stats.waiting >= self.max_waiting
+
+    def refuse(self) -> Overloaded:
+        self.stats.refused += 1
+        return Overloaded(f"all {self.size} workers are busy and {self.stats.waiting} requests wait")
+
+    @property
     def idle(self) -> int:
         """Workers ready for a job now."""
         return self._idle.qsize()
@@ -165,10 +207,26 @@ class WorkerPool:
 
     # -- jobs ---------------------------------------------------------------
 
-    async def run(self, job: str, payload: dict, budget: float, deadline: float) -> JobResult:
+    def shutdown(self, grace: float) -> None:
+        """The server is stopping: refuse new jobs at once, and after `grace`
+        seconds stop the workers, so that jobs still running are answered
+        (`stopped="shutdown"`) instead of holding the server up."""
+        if self._closing:
+            return
+        self._closing = True
+
+        def stop_all() -> None:
+            for w in list(self._all):
+                w.kill()
+
+        asyncio.get_running_loop().call_later(grace, stop_all)
+
+    async def run(self, job: str, payload: dict | bytes, budget: float, deadline: float) -> JobResult:
         """Run `job` on a worker with `budget` seconds for the computation and
-        `deadline` seconds before the worker is stopped by force."""
-        if self._closed:
+        `deadline` seconds before the worker is stopped by force.  `payload`
+        is the job's payload, or the whole message line already encoded
+        (`{"job", "request", "limits", "budget"}`: see worker_main)."""
+        if self._closed or self._closing:
             raise Overloaded("the server is shutting down")
         worker = await self._acquire()
         started = time.monotonic()
@@ -187,10 +245,14 @@ class WorkerPool:
         return result
 
     async def _acquire(self) -> _Worker:
-        try:
-            return self._idle.get_nowait()
-        except asyncio.QueueEmpty:
-            pass
+        while True:  # skip workers that died while idle (stopped at shutdown)
+            try:
+                worker = self._idle.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+            if worker.alive:
+                return worker
+            self._replace(worker)
         if self.stats.waiting >= self.max_waiting:
             self.stats.refused += 1
             raise Overloaded(f"all {self.size} workers are busy and {self.stats.waiting} requests wait")
@@ -206,8 +268,12 @@ class WorkerPool:
     async def _exchange(self, worker: _Worker, job: str, payload: dict, budget: float,
                         deadline: float) -> JobResult:
         stopped = None
+        message = payload if isinstance(payload, bytes) else {"job": job, "payload": payload, "budget": budget}
         try:
-            answer = await worker.request({"job": job, "payload": payload, "budget": budget}, deadline)
+            answer = await worker.request(message, deadline,
+                                          prepare_deadline=budget if isinstance(payload, bytes) else None)
+        except PrepareTimeout:
+            stopped = "budget"
         except asyncio.TimeoutError:
             stopped = "time"
         except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
@@ -221,6 +287,8 @@ class WorkerPool:
             self._replace(worker)
             raise
         if stopped is not None:
+            if self._closing and stopped == "died":
+                stopped = "shutdown"
             worker.kill()
             self.stats.stopped += 1
             self._replace(worker)
@@ -241,9 +309,9 @@ class WorkerPool:
             with contextlib.suppress(Exception):
                 await worker.proc.wait()
             self._all.discard(worker)
-            if self._closed:
+            if self._closed or self._closing:
                 return
-            while not self._closed:
+            while not (self._closed or self._closing):
                 try:
                     fresh = await self._spawn()
                 except RuntimeError:
@@ -305,13 +373,18 @@ def worker_main(argv: list[str]) -> int:
     try:
         module = importlib.import_module(jobs_module)
         jobs = module.JOBS
-        from tfsem.oracle.program import ProgramError
+        from tfsem.oracle.program import ProgramError, Violation
 
-        from .requests import error_body
+        from .limits import Limits
+        from .requests import error_body, prepare
     except Exception as exc:
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return 1
     _limit_memory(memory_mb)
+    # The server's event loop comes first on a busy machine: health and the
+    # answers to other clients do not wait behind a computation.
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     send({"ready": True, "pid": os.getpid()})
 
     stdin = sys.stdin.buffer
@@ -321,10 +394,28 @@ def worker_main(argv: list[str]) -> int:
             return 0
         restart = False
         stopped = None
+        message: dict = {}
         try:
             message = json.loads(line)
-            job, payload, budget = message["job"], message["payload"], float(message["budget"])
-            status, body = 200, jobs[job](payload, budget)
+            job, budget = message["job"], float(message["budget"])
+            started = time.monotonic()
+            if "request" in message:
+                # a parsed request body: graph conversion, size checks and
+                # decoding happen here, inside this worker's caps, and their
+                # time comes out of the request's budget
+                try:
+                    payload = prepare(job, message["request"], Limits(**message["limits"]))
+                except RecursionError:
+                    restart = True
+                    raise ProgramError([Violation("request", "too-deep", "the request is nested too deeply")])
+                budget -= time.monotonic() - started
+                send({"prepared": True})
+            else:
+                payload = message["payload"]
+            if budget <= 0:
+                status, body, stopped = 200, None, "budget"
+            else:
+                status, body = 200, jobs[job](payload, budget)
         except ProgramError as exc:
             status, body = 400, error_body(exc, "check" if message.get("job") == "check" else "outcomes")
         except MemoryError:

@@ -82,10 +82,17 @@ class Server:
     module), started and waited for; `stop()` sends a signal and waits."""
 
     def __init__(self, directory: str | Path, *args: str, jobs_module: str | None = None,
-                 start_timeout: float = 90.0):
+                 start_timeout: float = 90.0, token: str | None = None, cafile: str | None = None,
+                 env: dict[str, str] | None = None):
         self.directory = Path(directory)
         self.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ)
+        #: sent as `Authorization: Bearer` with every request (unless a request gives its own)
+        self.token = token
+        #: the certificate an HTTPS server is trusted with
+        self.cafile = cafile
+        if env is None:  # a token in the tester's environment would lock the tests out
+            env = {k: v for k, v in os.environ.items() if k != "TFSEM_TOKEN"}
+        env = dict(env)
         if jobs_module is None:
             argv = [PYTHON, "-m", "tfsem", "serve", str(directory), "--port", "0", *args]
         else:
@@ -119,16 +126,25 @@ class Server:
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
                 headers: dict[str, str] | None = None, timeout: float = 60.0) -> "Answer":
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        conn = self.connection(timeout)
         try:
             data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
             hdrs = {"Content-Type": "application/json"} if data is not None else {}
+            if self.token is not None:
+                hdrs["Authorization"] = f"Bearer {self.token}"
             hdrs.update(headers or {})
             conn.request(method, path, body=data, headers=hdrs)
             resp = conn.getresponse()
             return Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
         finally:
             conn.close()
+
+    def connection(self, timeout: float = 60.0) -> http.client.HTTPConnection:
+        if self.url.startswith("https:"):
+            import ssl
+            context = ssl.create_default_context(cafile=self.cafile)
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout, context=context)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def post(self, path: str, body: Any = None, **kw: Any) -> "Answer":
         return self.request("POST", path, body, **kw)

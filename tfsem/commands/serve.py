@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tfsem.cli import UsageError
 
@@ -40,6 +41,15 @@ def add_parser(sub) -> None:
     p.add_argument("--header-timeout", type=make_duration(0, 300), default=d.header_read_seconds,
                    help=f"a connection whose request headers are not complete this long after it "
                         f"opens (or goes quiet) is closed (default {d.header_read_seconds:g}s)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="every route but /v1/health needs this file's token (Authorization: Bearer TOKEN; "
+                        "the pages ask for it once); default: $TFSEM_TOKEN, else none, and then only "
+                        "a loopback --host is allowed")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests addressed to NAME (Host header), e.g. a reverse proxy's "
+                        "name; repeatable (others get 421)")
+    p.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
+    p.add_argument("--ssl-keyfile", metavar="FILE", help="the certificate's private key (PEM)")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.set_defaults(run=run)
 
@@ -62,8 +72,20 @@ def run(args: argparse.Namespace) -> int:
                         worker_memory_mb=args.worker_memory, header_read_seconds=args.header_timeout)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from tfsem.service.auth import TokenError, load_token
+    from tfsem.service.server import Refused
+    try:
+        token, warnings = load_token(args.token_file)
+    except TokenError as exc:
+        raise UsageError(str(exc)) from None
+    for w in warnings:
+        print(f"tfsem serve: warning: {w}", file=sys.stderr)
     try:
         return serve(args.dir, args.host, args.port, limits, access_log=args.access_log,
-                     log_level="info" if args.access_log else "warning")
+                     log_level="info" if args.access_log else "warning", token=token,
+                     allowed_hosts=tuple(args.allowed_host), ssl_certfile=args.ssl_certfile,
+                     ssl_keyfile=args.ssl_keyfile)
+    except Refused as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
