@@ -726,8 +726,7 @@ class Parser:
                             break
                         self.expect(",")
             else:
-                t = self.type()
-                fres.append((t, self.attr_dict() if self.peek("{") else {}))
+                fres.append((self.type(), {}))   # no attributes without parentheses
         attrs = self.attr_dict() if self.accept("attributes") else {}
         attrs["sym_name"] = sym[1:].strip('"')
         regions = []
@@ -1224,7 +1223,8 @@ class _Lowerer:
                 env[r] = v          # a resource passes through as the variable itself
                 continue
             out = self.fresh(f"{prefix}call_{callee}_{op.line}_{op.col}/out_{k}")
-            self.add(op, out, "Identity", [v], [join], {})
+            dt = rt.dtype if rt is not None else None
+            self.add(op, out, "Identity", [v], [join], {"T": {"type": dt or "DT_INVALID"}})
             env[r] = out
         return [join]
 
