@@ -118,6 +118,11 @@ def _tail(b: bytes, n: int = 2000) -> str:
     return "\n".join(lines)[-n:]
 
 
+def _dtype_name(enum: int) -> str:
+    from tensorflow.core.framework import types_pb2  # noqa: PLC0415
+    return types_pb2.DataType.Name(enum)
+
+
 def _child() -> int:
     req = json.loads(sys.stdin.read())
     d = Path(req["dir"])
@@ -139,7 +144,20 @@ def _child() -> int:
                 g = graph_pb2.GraphDef()
                 text_format.Parse(data.decode("utf-8"), g)
                 data = g.SerializeToString()
-            text = _pywrap_mlir.ImportGraphDef(data, "", False, "", "", "",
+            from tensorflow.core.framework import graph_pb2  # noqa: PLC0415
+            g = graph_pb2.GraphDef()
+            g.ParseFromString(data)
+            # Placeholders become the arguments of @main, named after them
+            names, types, shapes = [], [], []
+            for n in g.node:
+                if n.op != "Placeholder":
+                    continue
+                names.append(n.name)
+                types.append(_dtype_name(n.attr["dtype"].type))
+                dims = n.attr["shape"].shape.dim if "shape" in n.attr else []
+                shapes.append(",".join(str(d.size) for d in dims))
+            text = _pywrap_mlir.ImportGraphDef(data, "", False, ",".join(names),
+                                               ",".join(types), ":".join(shapes),
                                                ",".join(req["outputs"]))
         else:
             text = Path(req["mlir"]).read_text(encoding="utf-8")
