@@ -872,6 +872,10 @@ class Lowered:
     output_names: list[str]
     origin: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     function: str = ""
+    #: The nodes to run: None for every node; for an imported V1 graph (an
+    #: executor graph in a function with `tf.entry_function`) the fetches
+    #: and the fetched control tokens (its targets): Session.run's pruning.
+    targets: list[str] | None = None
 
 
 class _Lowerer:
@@ -882,6 +886,7 @@ class _Lowerer:
         self.names: set[str] = set()
         self.origin: dict[str, tuple[int, int, str]] = {}
         self.call_stack: list[str] = []
+        self.control_fetches: list[str] = []
 
     def err(self, op: Op, message: str, rule: str = "mlir") -> MlirError:
         return MlirError(f"{self.path}:{op.line}:{op.col}", f"{op.name}: {message}", rule)
@@ -1137,7 +1142,8 @@ class _Lowerer:
         for o in term.operands:
             v = self.look(env, term, o, self)
             if isinstance(v, tuple) and v[0] == "ctl":
-                continue          # a fetched control token: every op runs anyway
+                self.control_fetches.append(v[1])   # a target (partial execution)
+                continue
             vals.append(v)
         data_results = [r for r in op.results]
         if len(data_results) != len(vals):
@@ -1343,7 +1349,14 @@ def lower(ops: list[Op], path: str = "<mlir>", function: str | None = None) -> L
         [f"output_{k}" for k in range(len(rets))]
     if len(set(out_names)) != len(out_names):
         out_names = [f"output_{k}" for k in range(len(rets))]
-    return Lowered({"node": low.nodes}, rets, out_names, low.origin, function)
+    body = [op for op in fn.regions[0][0].ops if op.name != "func.return"]
+    targets = None
+    if "tf.entry_function" in fn.attrs and body and body[0].name == "tf_executor.graph":
+        # every variable stays declared (a VarHandleOp has no effect): the
+        # interface does not change when a pass drops a variable's last use
+        handles = [n["name"] for n in low.nodes if n["op"] == "VarHandleOp"]
+        targets = list(dict.fromkeys(low.control_fetches + handles))
+    return Lowered({"node": low.nodes}, rets, out_names, low.origin, function, targets)
 
 
 def _names(text: Any, n: int) -> list[str]:
@@ -1357,7 +1370,7 @@ def program_of_mlir(text: str, path: str = "<mlir>", function: str | None = None
     """The tfsem program of MLIR text (see the module docstring)."""
     from .importer import GraphImportError, import_graph
     low = lower(parse(text, path), path, function)
-    targets = [n["name"] for n in low.graph["node"]]
+    targets = low.targets if low.targets is not None else [n["name"] for n in low.graph["node"]]
     try:
         return import_graph(low.graph, low.fetches, targets, output_names=low.output_names).program
     except GraphImportError as exc:

@@ -103,6 +103,57 @@ def run_pipeline(pipeline: str, *, graph_bytes: bytes | None = None,
         return run
 
 
+def run_batch(cases: list[tuple[str, str]], timeout: float = 600.0) -> list[PipelineRun]:
+    """Run each (mlir_text, pipeline) in one child process, in order (TensorFlow
+    is imported once).  A case that kills the process is a `crash`; the child
+    is started again after it.  `timeout` bounds each child process."""
+    import importlib.util
+    if importlib.util.find_spec("tensorflow") is None:
+        return [PipelineRun("no-tensorflow", message="TensorFlow is not installed")
+                for _ in cases]
+    out: list[PipelineRun] = []
+    with tempfile.TemporaryDirectory(prefix="tfsem-mlir-batch-") as tmp:
+        d = Path(tmp)
+        for k, (text, _) in enumerate(cases):
+            (d / f"given_{k}.mlir").write_text(text, encoding="utf-8")
+        start = 0
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+        while start < len(cases):
+            req = {"dir": str(d), "batch": [[k, cases[k][1]] for k in range(start, len(cases))]}
+            t0 = time.monotonic()
+            timed_out = False
+            try:
+                proc = subprocess.run([sys.executable, "-m", "tfsem.graphdef.mlir_tf"],
+                                      input=json.dumps(req).encode(), capture_output=True,
+                                      timeout=timeout, env=env)
+                stderr = proc.stderr
+            except subprocess.TimeoutExpired as exc:
+                timed_out, stderr = True, exc.stderr or b""
+            for k in range(start, len(cases)):
+                res = d / f"result_{k}.json"
+                if not res.is_file():
+                    break
+                r = json.loads(res.read_text())
+                run = PipelineRun(r["status"], _read(d / f"input_{k}.mlir"),
+                                  _read(d / f"output_{k}.mlir"), message=r.get("message", ""),
+                                  seconds=r.get("seconds", 0.0))
+                run.extra["stage"] = r.get("stage")
+                out.append(run)
+                start = k + 1
+            else:
+                break
+            if start < len(cases):     # case `start` killed the process or ran too long
+                run = PipelineRun("timeout" if timed_out else "crash",
+                                  _read(d / f"input_{start}.mlir"),
+                                  seconds=time.monotonic() - t0, stderr_tail=_tail(stderr))
+                llvm = [ln for ln in stderr.decode("utf-8", "replace").splitlines()
+                        if "LLVM ERROR" in ln or "Check failed" in ln]
+                run.message = llvm[0].strip() if llvm else "the process died"
+                out.append(run)
+                start += 1
+    return out
+
+
 def _read(p: Path) -> str | None:
     try:
         return p.read_text(encoding="utf-8")
@@ -132,6 +183,8 @@ def _child() -> int:
                                                    "message": message}))
         return 0
 
+    if "batch" in req:
+        return _child_batch(d, req["batch"])
     stage = "import"
     try:
         from tensorflow.python import pywrap_mlir  # noqa: PLC0415
@@ -172,6 +225,24 @@ def _child() -> int:
         if len(msg) > 4000:
             msg = msg[:4000] + " ..."
         return done("error", stage, f"{type(exc).__name__}: {msg}")
+
+
+def _child_batch(d: Path, batch: list) -> int:
+    from tensorflow.python import pywrap_mlir  # noqa: PLC0415
+    for k, pipeline in batch:
+        text = (d / f"given_{k}.mlir").read_text(encoding="utf-8")
+        (d / f"input_{k}.mlir").write_text(text, encoding="utf-8")
+        t0 = time.monotonic()
+        sys.stderr.flush()
+        try:
+            out = pywrap_mlir.experimental_run_pass_pipeline(text, pipeline, False)
+            (d / f"output_{k}.mlir").write_text(out, encoding="utf-8")
+            r = {"status": "ok"}
+        except Exception as exc:
+            r = {"status": "error", "stage": "pipeline", "message": str(exc)[:2000]}
+        r["seconds"] = time.monotonic() - t0
+        (d / f"result_{k}.json").write_text(json.dumps(r))
+    return 0
 
 
 if __name__ == "__main__":

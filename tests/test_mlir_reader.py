@@ -62,16 +62,31 @@ def test_pretty_and_generic_forms_read_as_the_same_program():
         assert v.verdict in ("sound", "no-counterexample"), v.describe()
 
 
-def test_control_token_orders_the_read_after_the_first_assign_add():
-    p = load_mlir(EX / "imported_pretty.mlir")
-    got = set()
+def _s_and_x(p):
     r = outcome_set(p, {"p": Tensor(np.array(0.0, dtype=np.float32), "float32")},
                     {"x": Tensor(np.array(0.0, dtype=np.float32), "float32")}, "atomic",
                     "outputs+state")
-    for o in r.as_dict(100):
-        got.add((float(dict(o.outputs)["s"].array), float(dict(o.state)["x"].array)))
-    # the read follows aa1 (a control token); aa2 may come before or after it
-    assert got == {(1.0, 2.0), (2.0, 2.0)}
+    return {(float(o.outputs[0][1].array), float(dict(o.state)["x"].array))
+            for o in r.as_dict(100)}
+
+
+def test_imported_v1_graph_runs_what_its_fetches_need():
+    """@main with tf.entry_function (a GraphDef imported with its fetches):
+    Session.run's partial execution, as `tfsem import --fetch s`: the second
+    AssignAdd, which s does not need, does not run; the read follows the
+    first AssignAdd (a control token)."""
+    assert _s_and_x(load_mlir(EX / "imported_pretty.mlir")) == {(1.0, 1.0)}
+
+
+def test_without_entry_function_every_op_runs():
+    text = (EX / "imported_pretty.mlir").read_text()
+    text = text.replace(' attributes {tf.entry_function = {control_outputs = "", inputs = "p", '
+                        'outputs = "s"}}', "")
+    assert "entry_function" not in text
+    p = program_of_mlir(text.replace("%arg0: tensor<f32>", "%p: tensor<f32>")
+                        .replace("%arg0)", "%p)"))
+    # the second AssignAdd runs too, before or after the read
+    assert {(s, x) for s, x in _s_and_x(p)} == {(1.0, 2.0), (2.0, 2.0)}
 
 
 def test_island_runs_its_ops_in_program_order():
