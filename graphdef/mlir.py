@@ -53,6 +53,8 @@ MAX_TEXT = 16 << 20
 MAX_DEPTH = 64           # regions, attributes and types nested
 MAX_OPS = 200_000
 MAX_INLINE_DEPTH = 16
+#: What runs of an imported V1 graph (docs/mlir.md, "Which ops run").
+GRAPH_RUNS = ("fetched", "all")
 
 
 class MlirError(ProgramError):
@@ -1288,7 +1290,8 @@ def _generic_func_args(fn: Op) -> None:
     fn.func_args = args
 
 
-def lower(ops: list[Op], path: str = "<mlir>", function: str | None = None) -> Lowered:
+def lower(ops: list[Op], path: str = "<mlir>", function: str | None = None,
+          graph_runs: str = "fetched") -> Lowered:
     """The GraphDef (dict) of the entry function of a parsed module."""
     funcs = _functions(ops)
     for f in funcs:
@@ -1351,7 +1354,10 @@ def lower(ops: list[Op], path: str = "<mlir>", function: str | None = None) -> L
         out_names = [f"output_{k}" for k in range(len(rets))]
     body = [op for op in fn.regions[0][0].ops if op.name != "func.return"]
     targets = None
-    if "tf.entry_function" in fn.attrs and body and body[0].name == "tf_executor.graph":
+    if graph_runs not in GRAPH_RUNS:
+        raise MlirError(path, f"graph_runs is one of {GRAPH_RUNS}, not {graph_runs!r}", "usage")
+    if graph_runs == "fetched" and "tf.entry_function" in fn.attrs and body and \
+            body[0].name == "tf_executor.graph":
         # every variable stays declared (a VarHandleOp has no effect): the
         # interface does not change when a pass drops a variable's last use
         handles = [n["name"] for n in low.nodes if n["op"] == "VarHandleOp"]
@@ -1366,10 +1372,15 @@ def _names(text: Any, n: int) -> list[str]:
     return names if len(names) == n and all(names) else []
 
 
-def program_of_mlir(text: str, path: str = "<mlir>", function: str | None = None) -> Program:
-    """The tfsem program of MLIR text (see the module docstring)."""
+def program_of_mlir(text: str, path: str = "<mlir>", function: str | None = None,
+                    graph_runs: str = "fetched") -> Program:
+    """The tfsem program of MLIR text (see the module docstring).
+    `graph_runs`: what runs of an executor graph in a function with
+    `tf.entry_function` (an imported V1 graph): "fetched" (the default), what
+    its fetches and fetched control tokens need, as Session.run; "all",
+    every op.  Other functions always run every op."""
     from .importer import GraphImportError, import_graph
-    low = lower(parse(text, path), path, function)
+    low = lower(parse(text, path), path, function, graph_runs)
     targets = low.targets if low.targets is not None else [n["name"] for n in low.graph["node"]]
     try:
         return import_graph(low.graph, low.fetches, targets, output_names=low.output_names).program
@@ -1390,7 +1401,8 @@ def _locate(v: Violation, low: Lowered, path: str) -> Violation:
     return Violation(f"{path}: {v.where}", v.rule, v.message)
 
 
-def load_mlir(path: str | Path, function: str | None = None) -> Program:
+def load_mlir(path: str | Path, function: str | None = None,
+              graph_runs: str = "fetched") -> Program:
     """The tfsem program of an .mlir file."""
     p = Path(path)
     try:
@@ -1411,4 +1423,4 @@ def load_mlir(path: str | Path, function: str | None = None) -> Program:
         line = text.count("\n", 0, k) + 1
         raise MlirError(f"{path}:{line}:{k - text.rfind(chr(10), 0, k)}", "a NUL character "
                         "(MLIR bytecode is not read; print the module as text)", "unreadable")
-    return program_of_mlir(text, str(path), function)
+    return program_of_mlir(text, str(path), function, graph_runs)

@@ -246,3 +246,20 @@ def test_fuzz_reader_never_crashes():
         except ProgramError as exc:
             assert exc.violations and exc.violations[0].where.startswith("f.mlir"), exc
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("rewritten,fetched,all_", [
+    ("unfetched_write.pruned.mlir", "sound", "unsound"),
+    ("unfetched_write.control-deps-updated.mlir", "unsound", "sound"),
+])
+def test_passes_disagree_on_what_an_imported_v1_graph_runs(rewritten, fetched, all_):
+    """tf-executor-graph-pruning deletes an unfetched AssignVariableOp (sound
+    when only what the fetches need runs); tf-executor-update-control-
+    dependencies fetches its control token (sound when every op runs)."""
+    for runs, want in (("fetched", fetched), ("all", all_)):
+        p = load_mlir(EX / "unfetched_write.mlir", graph_runs=runs)
+        q = load_mlir(EX / rewritten, graph_runs=runs)
+        v = check_case(Case(p, program_to_json(q)), timeout=30)
+        assert v.verdict == want, (runs, v.describe())
+        if want == "unsound":
+            assert v.differs == {"variable": "x"}

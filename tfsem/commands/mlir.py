@@ -38,6 +38,11 @@ def add_parser(sub) -> None:
     p.add_argument("--function", default=None, metavar="NAME",
                    help="the function that is the program (default @main, or the only public "
                         "function)")
+    p.add_argument("--graph-runs", choices=("fetched", "all"), default="fetched",
+                   help="what runs of an executor graph in a function with tf.entry_function "
+                        "(an imported V1 graph): 'fetched' (the default: what its fetches and "
+                        "fetched control tokens need, as Session.run) or 'all' (every op); "
+                        "docs/mlir.md")
     p.add_argument("--semantics", choices=("atomic", "decomposed", "both"), default="both",
                    help="the semantics mode(s) of the check (default both)")
     p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
@@ -59,7 +64,8 @@ def load_program(path: str, args: argparse.Namespace, lenient: bool = False):
     """A program from an .mlir file, or as `tfsem check` loads any other file."""
     from tfsem.graphdef.mlir import is_mlir_path, load_mlir
     if is_mlir_path(path):
-        return load_mlir(path, getattr(args, "function", None))
+        return load_mlir(path, getattr(args, "function", None),
+                         getattr(args, "graph_runs", "fetched"))
     from tfsem.graphdef.cliopts import load_from_args
     return load_from_args(path, args, lenient=lenient)
 
@@ -103,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
                           timeout=args.tf_timeout, graph_is_text=suffix == ".pbtxt")
     if args.save:
         _save(Path(args.save), tf)
-    result = {"graph": args.graph, "pipeline": args.pipeline, "tensorflow": tf.to_json(),
+    result = {"graph": args.graph, "pipeline": args.pipeline, "graph_runs": args.graph_runs,
+              "tensorflow": tf.to_json(),
               "verdicts": {}}
     status = _judge(tf, args, result)
     if args.json:
@@ -145,14 +152,15 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
         result["message"] = tf.message
         return EXIT_UNKNOWN
     try:
-        original = program_of_mlir(tf.input_text, "input.mlir", args.function)
+        original = program_of_mlir(tf.input_text, "input.mlir", args.function, args.graph_runs)
     except ProgramError as exc:
         result["status"] = "input-not-readable"
         result["message"] = "the input module is not read by tfsem:\n" + \
             "\n".join(f"  {v}" for v in exc.violations)
         return EXIT_BAD_INPUT
     try:
-        rewritten = program_of_mlir(tf.output_text, "output.mlir", args.function)
+        rewritten = program_of_mlir(tf.output_text, "output.mlir", args.function,
+                                    args.graph_runs)
     except ProgramError as exc:
         result["status"] = "unknown"
         result["message"] = "the pipeline's output is not read by tfsem:\n" + \
