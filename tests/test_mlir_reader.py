@@ -263,3 +263,14 @@ def test_passes_disagree_on_what_an_imported_v1_graph_runs(rewritten, fetched, a
         assert v.verdict == want, (runs, v.describe())
         if want == "unsound":
             assert v.differs == {"variable": "x"}
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["mlir", "nothere.mlir", "--pipeline", "cse"], "nothere.mlir"),
+    (["mlir", "prog.json", "--pipeline", "cse"], "GraphDef"),
+    (["mlir", str(EX / "unfetched_write.mlir"), "--pipeline", "cse", "--fetch", "r"], "--fetch"),
+])
+def test_mlir_command_bad_usage_is_exit_2_without_traceback(argv, says, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
