@@ -156,6 +156,9 @@ def test_entry_function_names_outputs_and_resource_names_variables():
     ("concurrent_assign_add.mlir", "concurrent_assign_add_decomposed.mlir", 1, 0),
     ("cluster_assign_add.mlir", "cluster_assign_add.lifted.mlir", 1, 0),
     ("cluster_store_load.mlir", "cluster_store_load.lifted.mlir", 1, 1),
+    # tf-executor-break-up-islands drops the island's order between a write of
+    # y and a read of x (different resources): store buffering again
+    ("cluster_store_load.mlir", "cluster_store_load.broken-up.mlir", 1, 1),
 ])
 def test_check_of_mlir_files_gives_the_verdicts_of_docs(original, rewritten, atomic,
                                                         decomposed, capsys):
