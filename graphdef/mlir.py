@@ -1291,7 +1291,7 @@ def _generic_func_args(fn: Op) -> None:
 
 
 def lower(ops: list[Op], path: str = "<mlir>", function: str | None = None,
-          graph_runs: str = "fetched") -> Lowered:
+          graph_runs: str = "all") -> Lowered:
     """The GraphDef (dict) of the entry function of a parsed module."""
     funcs = _functions(ops)
     for f in funcs:
@@ -1373,12 +1373,13 @@ def _names(text: Any, n: int) -> list[str]:
 
 
 def program_of_mlir(text: str, path: str = "<mlir>", function: str | None = None,
-                    graph_runs: str = "fetched") -> Program:
+                    graph_runs: str = "all") -> Program:
     """The tfsem program of MLIR text (see the module docstring).
     `graph_runs`: what runs of an executor graph in a function with
-    `tf.entry_function` (an imported V1 graph): "fetched" (the default), what
-    its fetches and fetched control tokens need, as Session.run; "all",
-    every op.  Other functions always run every op."""
+    `tf.entry_function` (an imported V1 graph): "all" (the default), every
+    op, as the dialect's passes other than graph pruning assume; "fetched",
+    what its fetches and fetched control tokens need, as Session.run (and
+    tf-executor-graph-pruning) does.  Other functions always run every op."""
     from .importer import GraphImportError, import_graph
     low = lower(parse(text, path), path, function, graph_runs)
     targets = low.targets if low.targets is not None else [n["name"] for n in low.graph["node"]]
@@ -1402,7 +1403,7 @@ def _locate(v: Violation, low: Lowered, path: str) -> Violation:
 
 
 def load_mlir(path: str | Path, function: str | None = None,
-              graph_runs: str = "fetched") -> Program:
+              graph_runs: str = "all") -> Program:
     """The tfsem program of an .mlir file."""
     p = Path(path)
     try:

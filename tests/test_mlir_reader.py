@@ -70,12 +70,14 @@ def _s_and_x(p):
             for o in r.as_dict(100)}
 
 
-def test_imported_v1_graph_runs_what_its_fetches_need():
-    """@main with tf.entry_function (a GraphDef imported with its fetches):
-    Session.run's partial execution, as `tfsem import --fetch s`: the second
-    AssignAdd, which s does not need, does not run; the read follows the
-    first AssignAdd (a control token)."""
-    assert _s_and_x(load_mlir(EX / "imported_pretty.mlir")) == {(1.0, 1.0)}
+def test_imported_v1_graph_runs_what_its_fetches_need_with_graph_runs_fetched():
+    """@main with tf.entry_function (a GraphDef imported with its fetches),
+    read as Session.run's partial execution (`tfsem import --fetch s`): the
+    second AssignAdd, which s does not need, does not run; the read follows
+    the first AssignAdd (a control token).  By default every op runs."""
+    assert _s_and_x(load_mlir(EX / "imported_pretty.mlir", graph_runs="fetched")) == \
+        {(1.0, 1.0)}
+    assert _s_and_x(load_mlir(EX / "imported_pretty.mlir")) == {(1.0, 2.0), (2.0, 2.0)}
 
 
 def test_without_entry_function_every_op_runs():

@@ -38,10 +38,11 @@ def add_parser(sub) -> None:
     p.add_argument("--function", default=None, metavar="NAME",
                    help="the function that is the program (default @main, or the only public "
                         "function)")
-    p.add_argument("--graph-runs", choices=("fetched", "all"), default="fetched",
+    p.add_argument("--graph-runs", choices=("all", "fetched"), default="all",
                    help="what runs of an executor graph in a function with tf.entry_function "
-                        "(an imported V1 graph): 'fetched' (the default: what its fetches and "
-                        "fetched control tokens need, as Session.run) or 'all' (every op); "
+                        "(an imported V1 graph): 'all' (the default: every op, as the "
+                        "dialect's passes assume) or 'fetched' (what its fetches and fetched "
+                        "control tokens need, as Session.run and graph pruning do); "
                         "docs/mlir.md")
     p.add_argument("--semantics", choices=("atomic", "decomposed", "both"), default="both",
                    help="the semantics mode(s) of the check (default both)")
@@ -56,6 +57,10 @@ def add_parser(sub) -> None:
     p.add_argument("--save", metavar="DIR", default=None,
                    help="write the input and output modules to DIR/input.mlir and "
                         "DIR/output.mlir")
+    p.add_argument("--no-replay", dest="replay", action="store_false",
+                   help="do not replay an unsound verdict's counterexample on TensorFlow (by "
+                        "default the rewritten program is exported and the counterexample's "
+                        "schedule forced on TensorFlow's executor, as tfsem check does)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -65,7 +70,7 @@ def load_program(path: str, args: argparse.Namespace, lenient: bool = False):
     from tfsem.graphdef.mlir import is_mlir_path, load_mlir
     if is_mlir_path(path):
         return load_mlir(path, getattr(args, "function", None),
-                         getattr(args, "graph_runs", "fetched"))
+                         getattr(args, "graph_runs", "all"))
     from tfsem.graphdef.cliopts import load_from_args
     return load_from_args(path, args, lenient=lenient)
 
@@ -176,8 +181,20 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
             from tfsem.checking.verdict import Verdict
             v = Verdict("unknown", reason=exc.naming_nodes(case.original), semantics=mode,
                         observe=args.observe)
+        replay = None
+        if v.verdict == "unsound" and v.counterexample is not None and args.replay:
+            from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
+            rep = tfb.replay_program(rewritten, v.counterexample, observe=v.observe,
+                                     label="the output module read by tfsem, exported")
+            if rep.confirmed and "tensorflow" not in v.confirmed:
+                v.confirmed.append("tensorflow")
+            replay = dict(rep.to_json(), text=rep.describe())
         result["verdicts"][mode] = v.to_json()
-        result["verdicts"][mode]["text"] = v.describe()
+        result["verdicts"][mode]["text"] = v.describe() + \
+            (f"\n  {replay['text']}" if replay is not None else "")
+        if v.verdict == "unsound":
+            result["verdicts"][mode]["tensorflow_replay"] = replay or \
+                {"status": "skipped", "confirmed": False, "reason": "--no-replay"}
         s = v.exit_status
         if s == EXIT_FOUND or (s == EXIT_UNKNOWN and worst == EXIT_OK):
             worst = s
