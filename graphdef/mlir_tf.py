@@ -43,8 +43,10 @@ class PipelineRun:
 
 def run_pipeline(pipeline: str, *, graph_bytes: bytes | None = None,
                  mlir_text: str | None = None, outputs: list[str] = (),
-                 timeout: float = 300.0, graph_is_text: bool = False) -> PipelineRun:
-    """Import `graph_bytes` (a serialized GraphDef) with these outputs, or take
+                 timeout: float = 300.0, graph_is_text: bool = False,
+                 targets: list[str] = ()) -> PipelineRun:
+    """Import `graph_bytes` (a serialized GraphDef), pruned to what `outputs`
+    and `targets` need when any is given, with these outputs, or take
     `mlir_text`, and run `pipeline` on it in a child process."""
     import importlib.util
     if importlib.util.find_spec("tensorflow") is None:
@@ -52,7 +54,8 @@ def run_pipeline(pipeline: str, *, graph_bytes: bytes | None = None,
                            "(the extra tfsem[tensorflow])")
     with tempfile.TemporaryDirectory(prefix="tfsem-mlir-") as tmp:
         d = Path(tmp)
-        req = {"pipeline": pipeline, "outputs": list(outputs), "dir": str(d)}
+        req = {"pipeline": pipeline, "outputs": list(outputs), "targets": list(targets),
+               "dir": str(d)}
         if graph_bytes is not None:
             (d / "graph.pb").write_bytes(graph_bytes)
             req["graph"] = str(d / "graph.pb")
@@ -200,6 +203,13 @@ def _child() -> int:
             from tensorflow.core.framework import graph_pb2  # noqa: PLC0415
             g = graph_pb2.GraphDef()
             g.ParseFromString(data)
+            # Session.run's pruning: what the fetches and targets need (every
+            # op of the module then runs: docs/mlir.md, "Every op runs")
+            dest = [o.split(":")[0] for o in req["outputs"]] + list(req.get("targets", []))
+            if dest:
+                from tensorflow.python.framework import graph_util_impl  # noqa: PLC0415
+                g = graph_util_impl.extract_sub_graph(g, dest)
+                data = g.SerializeToString()
             # Placeholders become the arguments of @main, named after them
             names, types, shapes = [], [], []
             for n in g.node:

@@ -57,13 +57,17 @@ def test_resource_op_lifting_on_a_cluster_with_a_concurrent_write(capsys, tmp_pa
     assert out.index('"tf.ReadVariableOp"') < out.index('"tf_device.cluster"')
 
 
-def test_graphdef_imported_with_its_fetch_then_islands_coarsened(capsys):
-    rc, d = mlir(capsys, str(EX / "two_assign_adds.pbtxt"), "--fetch", "s",
-                 "--pipeline", "func.func(tf-executor-island-coarsening)")
+def test_graphdef_imported_with_its_fetch_then_islands_coarsened(capsys, tmp_path):
+    """Pruned to what s and the target aa2 need (both AssignAdds), imported,
+    coarsened into one island in an order the graph allowed."""
+    rc, d = mlir(capsys, str(EX / "two_assign_adds.pbtxt"), "--fetch", "s", "--target", "aa2",
+                 "--pipeline", "func.func(tf-executor-island-coarsening)", "--save", str(tmp_path))
     assert d["status"] == "checked", d
     assert {m: v["verdict"] for m, v in d["verdicts"].items()} == \
         {"atomic": "sound", "decomposed": "sound"}
     assert rc == 0
+    inp = (tmp_path / "input.mlir").read_text()
+    assert inp.count('"tf.AssignAddVariableOp"') == 2 and "tf.Placeholder" not in inp
 
 
 @pytest.mark.skipif(settings.get_current_profile_name() != "nightly",

@@ -34,7 +34,12 @@ def add_parser(sub) -> None:
                         "'tf-executor-to-functional-conversion'")
     p.add_argument("--fetch", action="append", default=[], metavar="NAME",
                    help="a tensor the imported graph returns, NODE or NODE:K (repeatable; "
-                        "GraphDef input only; every node of the graph is kept either way)")
+                        "GraphDef input only; with --target, the graph is pruned to what they "
+                        "need, as Session.run; with neither, every node is kept)")
+    p.add_argument("--target", action="append", default=[], metavar="NODE",
+                   help="a node of the GraphDef to run for its effect, as Session.run's "
+                        "targets (repeatable); with --fetch, the graph is pruned to what they "
+                        "need before it is imported")
     p.add_argument("--function", default=None, metavar="NAME",
                    help="the function that is the program (default @main, or the only public "
                         "function)")
@@ -101,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"{args.graph}: {exc.strerror or exc}") from None
     if is_mlir_path(src):
-        if args.fetch:
-            raise UsageError("--fetch applies to a GraphDef; an .mlir file returns what its "
-                             "function returns")
+        if args.fetch or args.target:
+            raise UsageError("--fetch and --target apply to a GraphDef; an .mlir file returns "
+                             "what its function returns")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -111,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         tf = run_pipeline(args.pipeline, mlir_text=text, timeout=args.tf_timeout)
     else:
         tf = run_pipeline(args.pipeline, graph_bytes=data, outputs=args.fetch,
-                          timeout=args.tf_timeout, graph_is_text=suffix == ".pbtxt")
+                          targets=args.target, timeout=args.tf_timeout,
+                          graph_is_text=suffix == ".pbtxt")
     if args.save:
         _save(Path(args.save), tf)
     result = {"graph": args.graph, "pipeline": args.pipeline, "graph_runs": args.graph_runs,
