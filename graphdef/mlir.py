@@ -1010,7 +1010,13 @@ class _Lowerer:
 
         data_in = [t for t in ins if t is not None and t.element != "!tf_type.resource"]
         if "T" not in out:
-            t = dt(data_in[0]) if data_in else (dt(outs[0]) if outs else None)
+            # T is the result's element type when an operand has it too (Fill's
+            # value, Select's branches), else the first operand's (Shape, Less)
+            res = dt(outs[0]) if outs else None
+            if res is not None and res in {dt(t) for t in data_in}:
+                t = res
+            else:
+                t = dt(data_in[0]) if data_in else res
             if t is not None:
                 out["T"] = {"type": t}
         if tf_name == "VarHandleOp" and outs and outs[0] is not None:

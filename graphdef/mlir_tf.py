@@ -205,7 +205,21 @@ def _child() -> int:
             g.ParseFromString(data)
             # Session.run's pruning: what the fetches and targets need (every
             # op of the module then runs: docs/mlir.md, "Every op runs")
-            dest = [o.split(":")[0] for o in req["outputs"]] + list(req.get("targets", []))
+            targets = list(req.get("targets", []))
+            outputs = list(req["outputs"])
+            dest = [o.split(":")[0] for o in outputs] + targets
+            # ImportGraphDef takes no control outputs: a target T is fetched as
+            # `T/_tfsem_target`, an int64 constant 0 with a control edge from T
+            # (else graph pruning may delete T, which nothing fetches)
+            for t in targets:
+                c = g.node.add()
+                c.name, c.op = f"{t}/_tfsem_target", "Const"
+                c.input.append(f"^{t}")
+                c.attr["dtype"].type = 9                              # DT_INT64
+                c.attr["value"].tensor.dtype = 9
+                c.attr["value"].tensor.int64_val.append(0)
+                outputs.append(c.name)
+                dest.append(c.name)
             if dest:
                 from tensorflow.python.framework import graph_util_impl  # noqa: PLC0415
                 g = graph_util_impl.extract_sub_graph(g, dest)
@@ -221,7 +235,7 @@ def _child() -> int:
                 shapes.append(",".join(str(d.size) for d in dims))
             text = _pywrap_mlir.ImportGraphDef(data, "", False, ",".join(names),
                                                ",".join(types), ":".join(shapes),
-                                               ",".join(req["outputs"]))
+                                               ",".join(outputs))
         else:
             text = Path(req["mlir"]).read_text(encoding="utf-8")
         (d / "input.mlir").write_text(text, encoding="utf-8")
