@@ -76,3 +76,29 @@ def test_a_pipeline_tensorflow_refuses_is_bad_input(capsys):
     rc, d = mlir(capsys, str(EX / "concurrent_assign_add.mlir"),
                  "--pipeline", "tf-executor-island-coarsening")   # not nested in func.func
     assert rc == 2 and d["status"] == "tensorflow-error" and d["verdicts"] == {}
+
+
+def test_a_crash_of_tensorflow_is_a_finding_not_a_crash_of_tfsem(capsys, tmp_path, monkeypatch):
+    """TensorFlow's child process aborting (an LLVM ERROR) is reported as
+    such, exit 1, with the input kept.  The child here is a stand-in that
+    aborts the way TensorFlow does (no TensorFlow process is started)."""
+    import os
+    import signal
+    import stat
+    import sys
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/bin/sh\nexec " + sys.executable + " -c '"
+        "import json, os, signal, sys; r = json.load(sys.stdin); "
+        "open(r[\"dir\"] + \"/input.mlir\", \"w\").write(\"module {}\"); "
+        "print(\"LLVM ERROR: a pass crashed\", file=sys.stderr); sys.stderr.flush(); "
+        "os.kill(os.getpid(), signal.SIGABRT)'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    rc, d = mlir(capsys, str(EX / "concurrent_assign_add.mlir"), "--pipeline", "cse",
+                 "--save", str(tmp_path / "saved"))
+    assert rc == 1 and d["status"] == "tensorflow-crash", d
+    assert "LLVM ERROR: a pass crashed" in d["message"] and "pipeline" in d["message"]
+    assert d["tensorflow"]["returncode"] == -signal.SIGABRT
+    assert (tmp_path / "saved" / "input.mlir").read_text() == "module {}"
+    assert not os.path.exists(tmp_path / "saved" / "output.mlir")
