@@ -924,6 +924,8 @@ class _Lowerer:
         v = env.get(ssa)
         if v is None and "#" not in ssa:
             v = env.get(ssa + "#0")
+        if v is None and ssa.endswith("#0"):
+            v = env.get(ssa[:-2])          # `%x#0` of a single value `%x`
         if v is None:
             raise lowerer.err(op, f"the value {ssa} is not defined before its use",
                               "undefined-value")

@@ -279,3 +279,16 @@ def test_mlir_command_bad_usage_is_exit_2_without_traceback(argv, says, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_result_number_zero_of_a_single_value():
+    """`%r#0` names `%r` itself (TensorFlow's lit tests write it)."""
+    text = f"""func.func @main(%x: {R}) -> tensor<i64> {{
+  %0 = tf_executor.graph {{
+    %r, %c = tf_executor.island wraps "tf.ReadVariableOp"(%x) : ({R}) -> tensor<i64>
+    tf_executor.fetch %r#0 : tensor<i64>
+  }}
+  return %0 : tensor<i64>
+}}"""
+    p = program_of_mlir(text)
+    assert outcomes(p, i64(x=5)) == {((("output_0", 5),), (("x", 5),))}
