@@ -149,11 +149,9 @@ def main(argv=None) -> int:
 
 def _reason_kind(reason: str) -> str:
     """The reason without names and positions, for counting."""
-    m = re.search(r"\]$", reason)
     reason = re.sub(r"^\S+:\d+:\d+: ", "", reason)
     reason = re.sub(r"'[^']*'", "'…'", reason)
     reason = re.sub(r"\([^)]*\)", "(…)", reason)
-    del m
     return reason[:90]
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -654,8 +653,6 @@ class Parser:
                 self.default_dialect.pop()
             attrs = self.attr_dict() if self.peek("{") else {}
             outs = [self.type()] if self.accept(":") else []
-            if self.peek("(") is False and outs and outs[0].startswith("("):
-                pass
             return Op(full, results, [], attrs, [region], [], outs, line, col)
         if full == "tf_executor.island":
             operands: list[str] = []
@@ -703,9 +700,9 @@ class Parser:
         if not self.accept(")"):
             while True:
                 self.ws()
-                name = self.match(_SSA) or f"%__arg{len(args)}"
-                if name.startswith("%__"):
-                    pass
+                name = self.match(_SSA)
+                if name is None:          # a declaration: types only
+                    name = f"%__arg{len(args)}"
                 else:
                     self.expect(":")
                 typ = self.type()
@@ -755,8 +752,6 @@ class Parser:
                 if self.match(_ID) is None:
                     self.err("a bad alias definition")
                 self.expect("=")
-                if self.s[self.i - 1] == "=" and self.peek("type"):
-                    pass
                 self.attr_value()
                 continue
             if self.s.startswith("{-#", self.i):
@@ -857,12 +852,6 @@ _DROPPED_ATTRS = {"device", "allowed_devices", "debug_name", "_class"}
 #: tf ops with regions or control flow, refused by name.
 _CONTROL_FLOW = {"tf.If", "tf.While", "tf.IfRegion", "tf.WhileRegion", "tf.Case",
                  "tf.CaseRegion", "tf.Yield", "tf.StatelessIf", "tf.StatelessWhile"}
-
-
-@dataclass
-class _Fn:
-    op: Op
-    name: str
 
 
 @dataclass
