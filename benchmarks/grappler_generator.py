@@ -37,7 +37,7 @@ def measure(progs, optimizers=OPTIMIZERS, check_timeout: float = 10.0,
     from tfsem.checking import check_rewrite
     from tfsem.graphdef import grappler as g
     from tfsem.graphdef.importer import import_graph
-    from tfsem.graphdef.proto.wire import decode
+    from tfsem.graphdef.proto import decode
     from tfsem.oracle.program import ProgramError
 
     out = {"programs": len(progs), "exported": 0, "checked": 0,

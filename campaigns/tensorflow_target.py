@@ -93,7 +93,7 @@ def _imported(data: bytes, fetches, targets):
     that may meet a subnormal."""
     from tfsem.generators.grappler import unflushed  # noqa: PLC0415
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
     from tfsem.oracle.functions import FTZ_SUFFIX  # noqa: PLC0415
     try:
         p = import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
@@ -119,7 +119,7 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
     Grappler's output GraphDef); both GraphDefs None where nothing was handed
     to Grappler (the program is returned unchanged, see the module docstring)."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
     data, fetches, targets = _exported(program)
@@ -164,7 +164,7 @@ def graph_text(graph) -> str:
     """A GraphDef (TensorFlow's message or its serialized bytes) as pbtxt,
     written by tfsem's own codec (graphdef/proto format_text)."""
     from tfsem.graphdef.proto import format_text  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
     data = graph if isinstance(graph, (bytes, bytearray)) else graph.SerializeToString()
     return format_text("GraphDef", decode("tensorflow.GraphDef", bytes(data)))
 
@@ -446,7 +446,7 @@ def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: i
         # the oracle judges what TensorFlow runs: the export imported back
         # (float ops flush subnormals there, as TensorFlow's CPU kernels do)
         from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-        from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+        from tfsem.graphdef.proto import decode  # noqa: PLC0415
         try:
             program = import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
         except Exception:

@@ -71,7 +71,7 @@ def _import(graph_def, fetches: list[str], targets: list[str], where: str):
     """The tfsem Program of a TensorFlow GraphDef, read from its serialized
     bytes by tfsem's own TensorFlow-free reader (graphdef.proto, importer)."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
     del where
     graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
     return import_graph(graph, fetches, targets).program
@@ -270,7 +270,7 @@ def _graph_interface(path: Path, graph_def, fetch: list[str], target: list[str])
         return list(entry.get("fetches", [])), list(entry.get("targets", []))
     from tfsem.graphdef.functions import flatten  # noqa: PLC0415
     from tfsem.graphdef.importer import default_roots  # noqa: PLC0415
-    from tfsem.graphdef.proto.wire import decode  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
     graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
     producers = {n.name for n in graph_def.node} - {n.name for n in graph_def.node
                                                     if n.op in ("NoOp", "AssignVariableOp",
