@@ -20,8 +20,7 @@ from tfsem import __version__
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
 COMMANDS = ["outcomes", "passes", "rewrite", "check", "generate", "run", "verify", "fuzz",
-            "report", "serve", "import", "export", "grappler", "reduce", "completion"]
-COMMANDS.insert(COMMANDS.index("grappler") + 1, "mlir")  # docs/mlir.md
+            "report", "serve", "import", "export", "grappler", "mlir", "reduce", "completion"]
 
 #: `tfsem --help` lists every command without importing its module (they
 #: pull in numpy, z3 and Hypothesis; `tfsem --help` stays under 0.3 s): the

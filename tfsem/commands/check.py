@@ -61,7 +61,8 @@ def load_inputs(args: argparse.Namespace):
                              f"({CASE_FORMAT}); give ORIGINAL and REWRITTEN programs otherwise")
         return case_from_json(data, where=str(args.original))
     if any(str(f).lower().endswith(".mlir") for f in (args.original, args.rewritten)):
-        return __import__("tfsem.commands.mlir", fromlist=["load_case"]).load_case(args)
+        from .mlir import load_case  # noqa: PLC0415
+        return load_case(args)
     try:
         original = load_from_args(args.original, args, lenient=is_graph_path(args.rewritten))
     except ProgramError as exc:  # name the file: the violations name only nodes
