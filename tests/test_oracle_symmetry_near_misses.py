@@ -1,4 +1,4 @@
-"""Review 4: the symmetry engine (oracle/symmetry.py) and `auto` through it,
+"""The symmetry engine (oracle/symmetry.py) and `auto` through it,
 held to the brute force of the step semantics and to the reference engine.
 
 Hand-made programs aim at what detection or the orbit Mapping could get
@@ -265,7 +265,7 @@ def _case(name):
 #: cases whose brute force takes well under a second per cell on the shared
 #: machine; the others (1-40 s a cell, up to 1.5 million states) run against
 #: the brute force under the nightly profile and against the reference
-#: engine (itself held to the brute force in test_review3_oracle and
+#: engine (itself held to the brute force in test_oracle_engine_shortcuts and
 #: test_oracle_properties) by default
 CHEAP = {"shared_fetches"}
 

@@ -36,7 +36,7 @@ from tfsem.checking.structural import structural_refinement
 from tfsem.oracle.explore import outcome_set
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
-from test_soundness_review import unsound_at
+from test_check_proof_shortcuts import unsound_at
 
 
 def program(nodes, outputs=None, variables=(), feeds=None):

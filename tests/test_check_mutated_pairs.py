@@ -1,4 +1,4 @@
-"""Review 3: check_rewrite's verdicts held to the concrete truth on mutated pairs.
+"""`check_rewrite`'s verdicts held to the concrete truth on mutated pairs.
 
 For generated programs P and rewrites P' (every built-in pass, and random
 mutations: a control edge dropped or added, an Assign's function replaced, a
@@ -8,7 +8,7 @@ dropped, the edits of tests/test_structural.py), in a cell drawn at random:
 * a `sound` verdict is wrong (a FALSE SOUND) when at some σ P' has an outcome
   that P lacks; σ are drawn by the generators' input strategy (edge values,
   uninitialized variables) and the sets are the reference engine's, which
-  tests/test_review3_oracle.py and tests/test_oracle_properties.py hold to the
+  tests/test_oracle_engine_shortcuts.py and tests/test_oracle_properties.py hold to the
   brute force;
 * an `unsound` verdict is wrong (a FALSE UNSOUND) when its counterexample does
   not reproduce: P' run on its schedule by the step semantics must give the

@@ -1,4 +1,4 @@
-"""Review 5: the structural rule's second-round extensions held to the truth.
+"""The structural rule's second-round extensions held to the truth.
 
 checking/structural.py concludes `sound` without exploring states through
 five extensions: atomic splits (X), racing splits under `outputs` (X'),

@@ -1,4 +1,4 @@
-"""Review 3: the oracle's engines held to the brute force on programs aimed at
+"""The oracle's engines held to the brute force on programs aimed at
 this release's changes.
 
 The changes under review (since 216eacb): function results cached per node
