@@ -124,7 +124,7 @@ def test_crashing_and_hanging_passes_become_findings_and_the_campaign_goes_on(tm
     out = tmp_path / "campaign"
     r = tfsem("fuzz", "--pass", "campaign_fakes:crash_on_add", "--pass", "campaign_fakes:hang_on_assign",
               "--pass", "campaign_fakes:die_on_read", "--pass", "campaign_fakes:identity",
-              "--budget", "6s", "--out", out, "--workers", "2", "--pass-timeout", "0.5s",
+              "--budget", "10s", "--out", out, "--workers", "2", "--pass-timeout", "0.5s",
               *FAST, *ONE_CELL, "--json")
     assert r.returncode == 1, r.stderr  # crashes and timeouts are bugs
     result = json.loads(r.stdout)
