@@ -178,11 +178,12 @@ def stateless(op_name: str) -> bool:
 
 
 def flushed(name: str, dtype: str) -> str:
-    """The function for TensorFlow's `name` on `dtype`: on floats the variant
-    that flushes subnormals (`Add.ftz`, oracle/functions.py), as TensorFlow's
-    CPU runtime computes; on integers `name` itself."""
+    """The function for TensorFlow's `name` on `dtype`: on the float dtypes
+    whose arithmetic TensorFlow's CPU runtime flushes (bfloat16, float32,
+    float64) the variant that flushes subnormals (`Add.ftz`,
+    oracle/functions.py); on float16 and integers `name` itself."""
     from tfsem.oracle import functions as fns
-    if dtype == "float32" and fns.lookup(name + fns.FTZ_SUFFIX) is not None:
+    if dtype in fns.FLUSHED_DTYPES and fns.lookup(name + fns.FTZ_SUFFIX) is not None:
         return name + fns.FTZ_SUFFIX
     return name
 
