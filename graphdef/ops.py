@@ -229,17 +229,14 @@ def _matmul(b):
                    "transpose_b": bool(b.attr("transpose_b", False))})]
 
 
-@op("Cast", "the function Cast (int64 <-> float32); a Cast of a constant of another dtype "
-    "(int32, ...) is computed at import into a Const")
+@op("Cast", "the function Cast between any two dtypes, as TensorFlow's CPU kernel casts "
+    "(Truncate=true refused)")
 def _cast(b):
     dst = b.dtype("DstT")
-    if b.attr("SrcT", "") not in ("DT_INT64", "DT_FLOAT"):
-        value = b.static(0)      # e.g. Keras' int32 constant 1 cast to the int64 iteration
-        if value.dtype.kind == "f" and dst == "int64":
-            b.reject("a Cast of a float constant to an integer is not modelled")
-        from tfsem.oracle.values import Tensor
-        return [b.add("Const", [], {"value": Tensor(value.astype(dst), dst)})]
     src = b.dtype("SrcT")
+    if b.attr("Truncate", False):
+        b.reject("Cast with Truncate=true (float conversions that truncate the significand) is "
+                 "not modelled")
     if src == dst:
         return [b.add("Identity", [b.input(0)])]
     return [b.add("Cast", [b.input(0)], {"DstT": dst})]
@@ -413,15 +410,16 @@ def _split(b):
     return outs
 
 
-@op("Shape", "a Const of the input's static shape (int64 out_type only)")
+@op("Shape", "a Const of the input's static shape (out_type int32 or int64)")
 def _shape(b):
-    if b.dtype("out_type") != "int64":
-        b.reject("out_type must be int64")
+    out_type = b.dtype("out_type")
+    if out_type not in ("int32", "int64"):
+        b.reject("out_type must be int32 or int64")
     shape = b.static_shape(0)
     from tfsem.oracle.values import Tensor
     # TensorFlow's Shape runs after its input: so does the constant
     after = [ControlIn(b.input(0).node)]
-    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=np.int64))})]
+    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=out_type), out_type)})]
 
 
 # -- state ------------------------------------------------------------------

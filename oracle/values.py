@@ -285,3 +285,44 @@ def format_value(value: Value) -> str:
         body = np.array2string(a, separator=", ") if a.ndim else str(bool(a))
         return body.lower() if a.ndim == 0 else f"bool {body}"
     return f"{_SHORT[d]} " + (np.array2string(a, separator=", ") if a.ndim else str(int(a)))
+
+
+# ---------------------------------------------------------------------------
+# Values that find bugs: every dtype's edges (σ generators, samplers)
+
+
+def edge_values(dtype: str) -> np.ndarray:
+    """A dtype's edge values: integer extremes; NaN, signed zeros, infinities,
+    the largest finite, smallest normal and subnormal floats of both signs."""
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return np.array([False, True])
+    if dtype in INT_DTYPES:
+        i = np.iinfo(d)
+        vals = {int(i.min), int(i.min) + 1, 0, 1, 2, 3, int(i.max) - 1, int(i.max)}
+        if dtype not in UNSIGNED_DTYPES:
+            vals |= {-1, -2}
+        return np.array(sorted(vals), dtype=d)
+    f = finfo(d)
+    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -1.5, 2.0, math.nan, math.inf, -math.inf,
+            float(f.max), -float(f.max), float(f.tiny), -float(f.tiny),
+            float(f.smallest_subnormal), -float(f.smallest_subnormal)]
+    return np.array(vals, dtype=np.float64).astype(d)
+
+
+def random_array(dtype: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`size` values of `dtype`: a third edge values, a third small ones
+    (-10..10, halves for floats), a third random bit patterns (every value of
+    the dtype may be drawn)."""
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return rng.integers(0, 2, size).astype(bool)
+    edges = edge_values(dtype)
+    edge = edges[rng.integers(0, len(edges), size)]
+    bits = BITS_DTYPES.get(dtype, d)
+    info = np.iinfo(bits)
+    raw = rng.integers(int(info.min), int(info.max), size, dtype=bits, endpoint=True).view(d)
+    small = rng.integers(0 if dtype in UNSIGNED_DTYPES else -10, 11, size)
+    small = (small.astype(np.float64) / 2).astype(d) if dtype in FLOAT_DTYPES else small.astype(d)
+    pick = rng.integers(0, 3, size)
+    return np.where(pick == 0, edge, np.where(pick == 1, small, raw)).astype(d)
