@@ -144,3 +144,29 @@ def test_bool_values_are_compared_exactly():
     assert v.verdict == "unsound"
     feeds = v.to_json()["counterexample"]["feeds"]
     assert feeds["x"]["dtype"] == "bool" and feeds["x"]["value"] != feeds["y"]["value"]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16",
+                                   "bfloat16", "float64"])
+def test_generated_programs_of_every_dtype_run_on_numpy_within_the_oracle(dtype):
+    """The generators make programs and σ of the dtype (σ with its edge
+    values); the numpy backend's random runs give outcomes of the oracle's
+    set; a program is a sound rewrite of itself."""
+    from tfsem.backends.execute import run_random
+    from tfsem.generators.strategies import random_inputs, random_programs
+    from tfsem.oracle.explore import outcome_set
+    drawn = []
+    for i, p in enumerate(random_programs(6, seed=11, max_nodes=7, dtype=dtype)):
+        assert {t.dtype for t in p.feeds.values()} | {t.dtype for t in p.variables.values()} \
+            <= {dtype, "int64", "float32"}
+        feeds, init = random_inputs(p, seed=i, edge_p=0.5)
+        drawn += [v for v in (*feeds.values(), *init.values()) if isinstance(v, Tensor)]
+        oracle = outcome_set(p, feeds, init)
+        seen = run_random(p, feeds, init, 5, seed=i)
+        assert all(o in oracle for o in seen.counts), p
+        assert check_rewrite(p, p, timeout=10).verdict == "sound"
+    values = np.concatenate([t.array.reshape(-1).astype(np.float64) for t in drawn
+                             if t.dtype == dtype])
+    assert values.size
+    if dtype in FLOAT_DTYPES:
+        assert np.isnan(values).any() or np.isinf(values).any() or np.signbit(values).any()

@@ -18,6 +18,8 @@ comparison is a handful of kernel calls.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -186,3 +188,71 @@ def test_undefined_casts_really_vary_with_the_position_in_tensorflow():
     a[:] = 300.0
     r = RAW.Cast(x=tf.constant(a), DstT=tf.int8).numpy()
     assert len(set(r.tolist())) > 1, r
+
+
+MIXED = {"format": "tfsem.program/1",
+         "variables": {"w": {"dtype": "bfloat16", "shape": [3]}, "c": {"dtype": "int32", "shape": []}},
+         "feeds": {"x": {"dtype": "int32", "shape": [3]}, "h": {"dtype": "float16", "shape": [3]}},
+         "nodes": [
+             {"name": "vw", "op": "Var", "var": "w"},
+             {"name": "rw", "op": "Read", "inputs": ["vw"]},
+             {"name": "xb", "op": "Cast", "inputs": ["$x"], "DstT": "bfloat16"},
+             {"name": "s", "op": "Add.ftz", "inputs": ["rw", "xb"]},
+             {"name": "vw2", "op": "Var", "var": "w"},
+             {"name": "a", "op": "Assign", "fn": "Snd", "inputs": ["vw2", "s"]},
+             {"name": "vc", "op": "Var", "var": "c"},
+             {"name": "big", "op": "Const", "value": {"dtype": "int32", "value": 2147483647}},
+             {"name": "ac", "op": "Assign", "fn": "Add", "inputs": ["vc", "big"]},
+             {"name": "hh", "op": "Max", "inputs": ["$h", "$h"]},
+             {"name": "hb", "op": "Cast", "inputs": ["hh"], "DstT": "bool"},
+             {"name": "hm", "op": "Mul", "inputs": ["$h", "$h"]}],
+         "outputs": {"s": "s", "hb": "hb", "hm": "hm"}}
+
+
+def test_replay_on_tensorflow_of_int32_bfloat16_float16_and_bool(tmp_path, capsys):
+    """A program over int32, bfloat16, float16 and bool (wrapping, a flushed
+    bfloat16 subnormal, a float16 subnormal product, casts) runs on
+    TensorFlow's runtime to exactly the oracle's outcome."""
+    from tfsem.cli import main
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(MIXED))
+    sigma = ['--feed', 'x={"dtype": "int32", "value": [1, -2147483648, 7]}',
+             '--feed', 'h={"dtype": "float16", "value": [1e-7, -0.0, "nan"]}',
+             '--init', 'w={"dtype": "bfloat16", "value": [1e-39, -0.0, 3e38]}',
+             '--init', 'c={"dtype": "int32", "value": 5}']
+    assert main(["outcomes", str(path), *sigma, "--json"]) == 0
+    oracle = json.loads(capsys.readouterr().out)
+    assert oracle["count"] == 1
+    (want,) = oracle["outcomes"]
+    assert want["state"]["c"] == {"dtype": "int32", "value": -2147483644}     # wrapped
+    assert want["state"]["w"]["value"][0] == 1.0                                 # 1e-39 flushed
+    assert main(["run", str(path), "--backend", "tensorflow", "--runs", "3", *sigma,
+                 "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out)
+    assert ran["findings"] == 0
+    assert [(o["outputs"], o["state"]) for o in ran["outcomes"]] == [(want["outputs"], want["state"])]
+
+
+def test_check_of_a_tensorflow_graph_with_int32_and_bool_tensors_is_sound():
+    """A graph TensorFlow writes, with int32 and bool tensors and a resource
+    variable of int32, imports and `check G G` is `sound`."""
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(tf.constant(0, tf.int32), name="count")
+        x = tf.compat.v1.placeholder(tf.int32, (2,), name="x")
+        flag = tf.compat.v1.placeholder(tf.bool, (2,), name="flag")
+        y = tf.raw_ops.AddV2(x=x, y=tf.constant(1, tf.int32), name="y")
+        yb = tf.raw_ops.Cast(x=y, DstT=tf.bool, name="yb")
+        tf.raw_ops.LogicalNot(x=flag, name="nf")   # no model: uninterpreted, not fetched
+        tf.raw_ops.AssignAddVariableOp(resource=v.handle, value=tf.raw_ops.Max(
+            input=y, axis=tf.constant(0), name="m"), name="upd")
+        del yb
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    p = import_graph(gd, ["y", "yb"], targets=["upd"]).program
+    assert p.feed_type("x").dtype == "int32"
+    v = check_rewrite(p, p)
+    assert v.verdict == "sound", v.describe()

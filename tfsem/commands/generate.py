@@ -10,6 +10,7 @@ from tfsem.cli import EXIT_OK, UsageError
 from tfsem.generators.stats import summarize
 from tfsem.generators.strategies import random_programs
 from tfsem.oracle.jsonio import dumps, program_to_json
+from tfsem.oracle.values import DTYPES
 
 from .common import bounded_int, positive_int, print_json, seed_int
 
@@ -24,7 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, help="directory to write prog_NNNN.json into")
     p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=DEFAULT_MAX_NODES,
                    help=f"at most K nodes per program (default {DEFAULT_MAX_NODES}, as verify and fuzz)")
-    p.add_argument("--dtype", choices=("int64", "float32"), default="int64",
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="int64",
                    help="dtype of variables, feeds and constants (default int64)")
     p.add_argument("--shape", choices=("general", "grappler"), default="general",
                    help="general: tfsem's fuzzers' generator (the default); grappler: programs "
