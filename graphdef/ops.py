@@ -456,11 +456,21 @@ def _assign_sub(b):
     return []
 
 
+def _optimizer_dtype(b) -> str:
+    """The optimizer's dtype: float32 only (the models are compared with
+    TensorFlow's kernels on float32; on other dtypes they are refused)."""
+    t = b.dtype("T")
+    if t != "float32":
+        b.reject(f"{b.node.op} on {t} is not modelled (its model is tested against "
+                 "TensorFlow's kernel on float32 only)")
+    return t
+
+
 @op("ResourceApplyGradientDescent",
     "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
     resources=(0,), stateful=True)
 def _apply_gd(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
     b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
     b.add("NoOp", [])
@@ -472,7 +482,7 @@ def _apply_gd(b):
     "(Read, Mul, Assign-Sub); refused when another node races on its variables",
     resources=(0, 1), stateful=True)
 def _apply_momentum(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
@@ -492,7 +502,7 @@ def _apply_momentum(b):
     "refused when another node races on its variables",
     resources=(0, 1, 2), stateful=True)
 def _apply_adam(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     F = (lambda name: flushed(name, t))
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")

@@ -132,6 +132,13 @@ def test_elementwise_ops_are_tensorflows_on_edge_values(dtype):
             f = flushed(name, dtype)
             assert_same(f"{op} {dtype} ({f})", (x, y), model(f, x, y), kernel(fn, x, y, dtype=dtype))
         compared += 1
+    if dtype != "bool":   # BiasAdd: a row of biases added to every row
+        value, bias = x.reshape(len(e), len(e)), e
+        f = flushed("BiasAdd", dtype)
+        assert_same(f"BiasAdd {dtype} ({f})", (value, np.broadcast_to(bias, value.shape)),
+                    model(f, value, bias),
+                    kernel(lambda v, b: RAW.BiasAdd(value=v, bias=b), value, bias, dtype=dtype))
+        compared += 1
     for op, (fn, name) in UNARY.items():
         f = flushed(name, dtype)
         assert_same(f"{op} {dtype} ({f})", (e,), model(f, e), kernel(fn, e, dtype=dtype))
