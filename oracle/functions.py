@@ -717,6 +717,7 @@ register(Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip
 def _bias_add(xp, args, attrs):
     """value + bias along the last axis (data_format NHWC)."""
     v, b = args
+    _kernel("BiasAdd", NUMERIC, v, b)
     if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
         raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
     return (xp.add(v, b),)
@@ -726,17 +727,23 @@ def _bias_add(xp, args, attrs):
 def _bias_add_grad(xp, args, attrs):
     """The sum over every axis but the last (integers only: float sums are not modelled)."""
     (v,) = args
+    _kernel("BiasAddGrad", NUMERIC, v)
     _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
     if v.ndim < 1:
         raise ShapeError("BiasAddGrad needs rank >= 1")
     return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
 
 
+_MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
+
+
 @_tf("MatMul", 2, 1, batched=False,
      attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr})
 def _matmul(xp, args, attrs):
-    """Matrix product of 2-D tensors (integers, wrapping; float products are not modelled)."""
+    """Matrix product of 2-D tensors (int32 and int64, wrapping: TensorFlow has
+    no other integer kernel; float products are not modelled)."""
     a, b = args
+    _kernel("MatMul", _MATMUL_DTYPES, a, b)
     _no_float("MatMul", a, b, why=_GEMM_ORDER)
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError("MatMul needs 2-D tensors")
@@ -760,6 +767,7 @@ def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
 
 def _reduce(name: str, xp, args, attrs, fn):
     (a,) = args
+    _kernel(name, NUMERIC, a)
     _no_float(name, a, why=_REDUCTION_ORDER)
     if a.ndim == 0:
         return (a,)
@@ -779,17 +787,20 @@ def _sum(xp, args, attrs):
 
 @_tf("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
 def _mean(xp, args, attrs):
-    """Mean over `axes` (integers: the wrapped sum divided by the count,
-    truncated toward zero as in C++; an empty mean fails)."""
+    """Mean over `axes` (integers: the sum divided by the count, truncated
+    toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
+    64-bit accumulator, so only a 64-bit sum wraps; an empty mean fails)."""
     def mean(a, ax, k):
         count = 1
         for x in ax:
             count *= a.shape[x]
         if count == 0:
             raise OpError("division-by-zero", "Mean of no elements")
-        s = xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype)
-        q = s // count
-        return q + ((s % count != 0) & (s < 0)).astype(a.dtype)
+        acc = a.dtype if a.dtype.itemsize == 8 else np.dtype(
+            np.uint64 if a.dtype.kind == "u" else np.int64)
+        s = xp.sum(a, axis=ax, keepdims=k, dtype=acc)
+        q = s // acc.type(count)
+        return (q + ((s % acc.type(count) != 0) & (s < 0)).astype(acc)).astype(a.dtype)
     return _reduce("Mean", xp, args, attrs, mean)
 
 

@@ -263,3 +263,32 @@ def test_check_of_a_tensorflow_graph_with_int32_and_bool_tensors_is_sound():
     assert p.feed_type("x").dtype == "int32"
     v = check_rewrite(p, p)
     assert v.verdict == "sound", v.describe()
+
+
+INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("dtype", INTEGERS + ["bool"])
+def test_integer_reductions_and_matmul_are_tensorflows(dtype):
+    """Sum, Mean, Max, Min, BiasAddGrad and MatMul of integers, with extremes
+    that overflow: wrapping as TensorFlow's kernels wrap (Mean sums narrow
+    integers in 64 bits), `no-kernel` where TensorFlow has none (bool;
+    MatMul of integers other than int32 and int64)."""
+    rng = np.random.default_rng(5)
+    d = DTYPES[dtype]
+    e = edges(dtype)
+    fill = (rng.integers(0, 2, 64, dtype=np.int8).astype(bool) if dtype == "bool" else
+            rng.integers(np.iinfo(d).min, np.iinfo(d).max, 64, dtype=d, endpoint=True))
+    x = np.concatenate([e, fill])[:64].reshape(4, 16)
+    for op, name, kw in [("Sum", "Sum", {}), ("Mean", "Mean", {}), ("Max", "ReduceMax", {}),
+                         ("Min", "ReduceMin", {})]:
+        for axes in ([1], [0], [0, 1]):
+            want = kernel(lambda t: getattr(RAW, op)(input=t, axis=tf.constant(axes), **kw),
+                          x, dtype=dtype)
+            got = model(name, x, axes=axes, keep_dims=False)
+            assert_same(f"{op} {dtype} axes {axes}", (x,), got, want)
+    want = kernel(lambda t: RAW.BiasAddGrad(out_backprop=t), x, dtype=dtype)
+    assert_same(f"BiasAddGrad {dtype}", (x,), model("BiasAddGrad", x), want)
+    want = kernel(lambda a, b: RAW.MatMul(a=a, b=b, transpose_b=True), x, x, dtype=dtype)
+    got = model("MatMul", x, x, transpose_a=False, transpose_b=True)
+    assert_same(f"MatMul {dtype}", (x,), got, want)
