@@ -632,6 +632,7 @@ def _relu(xp, args, attrs):
 def _relu_grad(xp, args, attrs):
     """gradients * (features > 0), the product taken in the tensor's dtype;
     subnormals flushed (TensorFlow's CPU runtime)."""
+    _kernel("ReluGrad", NUMERIC, *args)
     g, f = ftz(xp, args[0]), ftz(xp, args[1])
     if g.shape != f.shape:
         raise ShapeError("ReluGrad needs equal shapes")

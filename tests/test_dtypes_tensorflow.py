@@ -104,6 +104,7 @@ BINARY = {  # TensorFlow op -> (kernel, tfsem function)
     "SquaredDifference": (lambda x, y: RAW.SquaredDifference(x=x, y=y), "SquaredDifference"),
     "FloorDiv": (lambda x, y: RAW.FloorDiv(x=x, y=y), "FloorDiv"),
     "FloorMod": (lambda x, y: RAW.FloorMod(x=x, y=y), "FloorMod"),
+    "ReluGrad": (lambda x, y: RAW.ReluGrad(gradients=x, features=y), "ReluGrad"),
 }
 UNARY = {
     "Neg": (lambda x: RAW.Neg(x=x), "Neg"),
@@ -111,6 +112,8 @@ UNARY = {
     "Square": (lambda x: RAW.Square(x=x), "Square"),
     "Sqrt": (lambda x: RAW.Sqrt(x=x), "Sqrt"),
     "Relu": (lambda x: RAW.Relu(features=x), "Relu"),
+    "ZerosLike": (lambda x: RAW.ZerosLike(x=x), "ZerosLike"),
+    "OnesLike": (lambda x: RAW.OnesLike(x=x), "OnesLike"),
 }
 
 
