@@ -331,13 +331,37 @@ def _neg(xp, args, attrs):
     return (xp.negative(args[0]),)
 
 
+def _numpy_tie(f, dtype: str) -> str:
+    """Which operand numpy's `f` (maximum or minimum) returns on +0.0 against
+    -0.0 in `dtype`: "first", "second", or "unknown" when its code paths
+    (scalar, vectorized, broadcast) differ."""
+    from .values import DTYPES
+    d = DTYPES[dtype]
+    seen = set()
+    for x, y in ((-0.0, 0.0), (0.0, -0.0)):
+        for sx, sy in (((), ()), ((1,), (1,)), ((5,), (5,)), ((16,), (16,)), ((37,), (37,)),
+                       ((7,), ()), ((), (7,))):
+            with np.errstate(all="ignore"):
+                r = f(np.full(sx, x, d), np.full(sy, y, d))
+            for bit in set(np.signbit(np.asarray(r).astype(np.float64)).reshape(-1).tolist()):
+                seen.add("first" if bit == bool(np.signbit(x)) else "second")
+    return seen.pop() if len(seen) == 1 else "unknown"
+
+
+#: The float dtypes on which numpy's maximum and minimum already are
+#: TensorFlow's (NaN propagating, ZERO_TIE's operand on a tie): the fast path.
+_NUMPY_IS_TF = {(op, d) for op, f in (("max", np.maximum), ("min", np.minimum))
+                for d in ZERO_TIE if _numpy_tie(f, d) == ZERO_TIE[d]}
+
+
 def _extremum(xp, a, b, op: str):
     """TensorFlow's Maximum/Minimum: NaN if either operand is NaN; on a tie of
     +0.0 and -0.0 the operand ZERO_TIE names."""
     _kernel("Maximum" if op == "max" else "Minimum", NUMERIC, a, b)
-    if not is_float(a):
+    name = dtype_name(a.dtype)
+    if not is_float(a) or (xp is np and (op, name) in _NUMPY_IS_TF):
         return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
-    second = ZERO_TIE[dtype_name(a.dtype)] == "second"
+    second = ZERO_TIE[name] == "second"
     if op == "max":
         r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
     else:

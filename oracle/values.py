@@ -50,7 +50,8 @@ _FLOAT_NP = frozenset(DTYPES[n] for n in FLOAT_DTYPES)
 
 def dtype_name(dtype: Any) -> str | None:
     """tfsem's name of a numpy dtype (None: not one of DTYPES)."""
-    return _NAMES.get(np.dtype(dtype))
+    name = _NAMES.get(dtype)   # a numpy dtype already: no conversion (hot path)
+    return name if name is not None else _NAMES.get(np.dtype(dtype))
 
 
 def is_float(a: Any) -> bool:
