@@ -346,7 +346,7 @@ class GenericEncoder(Encoder):
 
     @staticmethod
     def sort(dtype: str) -> z3.SortRef:
-        """An element's sort: the element-wise encoder's for int64 and float32;
+        """An element's sort: the element-wise encoder's for every dtype of DTYPES;
         an uninterpreted sort for a dtype with no model here (its values are
         only ever compared: every operation on it is opaque, and the real
         values are one interpretation of the sort)."""

@@ -84,6 +84,8 @@ _WEIGHT = {"arith": 4, "constant": 2}
 
 #: Small constants, simplest first; zero and one are drawn apart, on purpose.
 _SMALL = (2, 3, -1, 5, -2, 7, 4, -3)
+#: The dtypes of this generator's programs.
+DTYPES = ("int64", "int32", "float32")
 #: int32 programs' edge constants (int64's are builder.EDGE_INTS)
 _EDGE_INT32 = (0, -1, 1, 2**31 - 1, -(2**31), 2**31 - 2, -(2**31) + 1, 2**16)
 
@@ -122,7 +124,7 @@ class _Builder:
     def __init__(self, max_nodes: int, dtype: str, observe_state: bool):
         if not isinstance(max_nodes, int) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive integer, got {max_nodes!r}")
-        if dtype not in ("int64", "int32", "float32"):
+        if dtype not in DTYPES:
             raise ValueError(f"dtype must be 'int64', 'int32' or 'float32', got {dtype!r}")
         self.max_nodes = max(max_nodes, MIN_NODES)
         self.dtype = dtype

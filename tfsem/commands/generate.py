@@ -26,7 +26,8 @@ def add_parser(sub) -> None:
     p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=DEFAULT_MAX_NODES,
                    help=f"at most K nodes per program (default {DEFAULT_MAX_NODES}, as verify and fuzz)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="int64",
-                   help="dtype of variables, feeds and constants (default int64)")
+                   help="dtype of variables, feeds and constants (default int64; --shape "
+                        "grappler: int64, int32 or float32)")
     p.add_argument("--shape", choices=("general", "grappler"), default="general",
                    help="general: tfsem's fuzzers' generator (the default); grappler: programs "
                         "shaped like what Grappler's optimizers rewrite (arithmetic identities, "
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     shape = getattr(args, "shape", "general")
     if shape == "grappler":
         from tfsem.generators import grappler
+        if args.dtype not in grappler.DTYPES:
+            raise UsageError(f"--shape grappler makes {', '.join(grappler.DTYPES)} programs, "
+                             f"not {args.dtype} (the general shape makes every dtype)")
         programs = grappler.random_programs(args.count, args.seed, args.max_nodes, args.dtype)
     else:
         programs = random_programs(args.count, args.seed, args.max_nodes, dtype=args.dtype)
