@@ -170,3 +170,15 @@ def test_generated_programs_of_every_dtype_run_on_numpy_within_the_oracle(dtype)
     assert values.size
     if dtype in FLOAT_DTYPES:
         assert np.isnan(values).any() or np.isinf(values).any() or np.signbit(values).any()
+
+
+def test_generate_writes_programs_of_any_dtype(tmp_path, capsys):
+    from tfsem.cli import main
+    from tfsem.oracle.jsonio import load_program
+    assert main(["generate", "--count", "2", "--seed", "1", "--out", str(tmp_path / "a"),
+                 "--dtype", "bfloat16"]) == 0
+    p = load_program(tmp_path / "a" / "prog_0000.json")
+    assert {t.dtype for t in p.variables.values()} == {"bfloat16"}
+    assert main(["generate", "--shape", "grappler", "--count", "2", "--seed", "1",
+                 "--out", str(tmp_path / "b"), "--dtype", "int8"]) == 2
+    assert "--shape grappler makes int64, int32, float32 programs" in capsys.readouterr().err
