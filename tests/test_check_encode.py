@@ -271,15 +271,14 @@ def test_user_functions_are_opaque():
     assert solver.check() == z3.sat
 
 
-@pytest.mark.parametrize("dtype", ["int64", "float32"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
 def test_model_values_round_trip(dtype):
-    """A model's value of a leaf decodes to the tensor the formula pinned."""
+    """A model's value of a leaf decodes to the tensor the formula pinned
+    (every edge value of every dtype: extremes, -0.0, NaN, subnormals)."""
     algebra, encoder = Algebra(), Encoder()
-    leaf = algebra.leaf("feed", "a", TensorType(dtype, (3,)))
-    if dtype == "int64":
-        want = Tensor(np.array([-(2**63), 5, 2**63 - 1], dtype=np.int64))
-    else:
-        want = Tensor(np.array([-0.0, float("nan"), 1e-45], dtype=np.float32))
+    edges = _edges(dtype)
+    leaf = algebra.leaf("feed", "a", TensorType(dtype, (len(edges),)))
+    want = Tensor(np.array(edges, dtype=DTYPES[dtype]), dtype)
     solver = z3.Solver()
     for t, v in zip(leaf.elems, want.array):
         solver.add(encoder.leaf(t) == z3_const(v, dtype))
