@@ -28,6 +28,7 @@ array of rows, and each row gets exactly the result it gets alone.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -39,7 +40,8 @@ from tfsem.oracle.functions import Function, OpError, ShapeError
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import Program, TensorType
 from tfsem.oracle.semantics import ATOMIC
-from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
+from tfsem.oracle.values import (BITS_DTYPES, UNINITIALIZED, Error, Tensor, Value, dtype_name,
+                                 is_float, random_array)
 
 from .arraymodule import Backend
 from .classes import Part, parts, whole
@@ -121,6 +123,11 @@ def random_values(rng: np.random.Generator, t: TensorType, size: int) -> np.ndar
     values (int64 extremes; infinities, NaN, -0.0, float32 extremes), and the
     full range (any int64; any float32 bit pattern)."""
     shape = (size, *t.shape)
+    if t.dtype not in ("int64", "float32"):
+        # every other dtype (SPEC section 8): edge values (NaN, signed zeros,
+        # infinities, subnormals, integer extremes), small ones and random
+        # bit patterns, a third each
+        return random_array(t.dtype, math.prod(shape), rng).reshape(shape)
     kind = rng.integers(0, 4, shape, dtype=np.int8)
     masks = [kind == k for k in range(4)]
     counts = [int(np.count_nonzero(m)) for m in masks]
@@ -256,8 +263,9 @@ def values_equal(x: Any, y: Any, xp: Any, size: int) -> Any:
         return xp.full(size, same, dtype=bool)
     if x.dtype != y.dtype or x.shape != y.shape:
         return xp.zeros(size, dtype=bool)
-    if x.dtype == np.float32:
-        same = (x.view(np.int32) == y.view(np.int32)) | (xp.isnan(x) & xp.isnan(y))
+    if is_float(x):
+        bits = BITS_DTYPES[dtype_name(x.dtype)]
+        same = (x.view(bits) == y.view(bits)) | (xp.isnan(x) & xp.isnan(y))
     else:
         same = x == y
     return same.reshape(size, -1).all(axis=1)

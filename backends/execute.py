@@ -87,7 +87,7 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
             r = r.astype(used[0].dtype)
         if r.dtype not in _SUPPORTED:
             raise ValueFormatError(f"function {fn.name} returned dtype {r.dtype} "
-                                   "(int64 or float32 only)")
+                                   "(not one of tfsem's dtypes)")
         out.append(r)
     return tuple(out)
 

@@ -42,7 +42,8 @@ from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program, ProgramError, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
-from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
+from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Tensor, Value,
+                                 random_array)
 
 from . import generic as gen
 from . import minimize as mini
@@ -990,6 +991,11 @@ _FLOAT_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -3.5, float("nan"), float
 
 def _random_tensor(t: TensorType, rng: np.random.Generator, style: int) -> Tensor:
     size = math.prod(t.shape)
+    if t.dtype not in ("int64", "float32"):   # every other dtype (SPEC section 8)
+        d = DTYPES[t.dtype]
+        vals = (np.zeros(size, d) if style == 0 else np.ones(size, d) if style == 1
+                else random_array(t.dtype, size, rng))
+        return Tensor(vals.reshape(t.shape), t.dtype)
     if t.dtype == "int64":
         if style == 0:
             vals = np.zeros(size, np.int64)
@@ -1037,6 +1043,13 @@ def _refute_sigmas(p: Program, rng: np.random.Generator):
 
 def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:
     vals = rng.integers(-2, 3, math.prod(t.shape))
+    if t.dtype == "bool":
+        return Tensor((vals > 0).reshape(t.shape), "bool")
+    if t.dtype not in ("int64", "float32"):
+        d = DTYPES[t.dtype]
+        with np.errstate(all="ignore"):
+            vals = (vals.astype(np.float64) / 2).astype(d) if t.dtype in FLOAT_DTYPES else vals.astype(d)
+        return Tensor(vals.reshape(t.shape), t.dtype)
     if t.dtype == "int64":
         return Tensor(vals.astype(np.int64).reshape(t.shape), "int64")
     return Tensor((vals.astype(np.float32) / np.float32(2)).reshape(t.shape), "float32")

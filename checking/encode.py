@@ -1,14 +1,17 @@
-"""Z3 encoding of symbolic values, with numpy's semantics.
+"""Z3 encoding of symbolic values, with the registry's semantics (SPEC section 8).
 
-* int64: 64-bit bit-vectors; Add, Sub, Mul, Neg wrap around exactly as numpy's
-  int64 arithmetic does; Max and Min compare signed.
-* float32: Z3's FP(8, 24) with round-to-nearest-even, which is what numpy's
-  float32 arithmetic computes (IEEE 754 single, subnormals kept).  numpy's
-  maximum and minimum propagate NaN (Z3's fpMax does not, so they are written
-  out), and on a tie between +0.0 and -0.0 numpy returns one operand by a rule
-  this module measures at import (`MAX_TIE`, `MIN_TIE`); if the measurement
-  is not consistent across numpy's code paths, the tie is left to an
-  uninterpreted function, so that no proof depends on it.
+* integers (int8 ... int64, uint8 ... uint64): bit-vectors of the dtype's
+  width; Add, Sub, Mul, Neg wrap around exactly as the registry's (numpy's)
+  integer arithmetic does; Max and Min compare signed or unsigned by dtype.
+* bool: a bit-vector of width 1 (bool has no arithmetic kernel: its values
+  are only compared).
+* floats: Z3's FP sorts, float16 FP(5, 11), bfloat16 FP(8, 8), float32
+  FP(8, 24), float64 FP(11, 53), with round-to-nearest-even, which is what
+  the registry's arithmetic computes (IEEE 754, subnormals kept: the
+  flushing `.ftz` variants have no encoding).  Max and Min propagate NaN
+  (Z3's fpMax does not, so they are written out), and on a tie between +0.0
+  and -0.0 return the operand `functions.ZERO_TIE` names for the dtype
+  (TensorFlow's choice, tested against its kernels).
 * Equality follows SPEC section 2: SMT-LIB's `=` on floating point *is* that
   equality (it has exactly one NaN, and +0 and -0 are different), so a float
   element compares with `==`, never with `fpEQ`.
@@ -27,7 +30,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import z3
 
-from tfsem.oracle.values import Error, Tensor
+from tfsem.oracle.functions import ZERO_TIE
+from tfsem.oracle.values import (BITS_DTYPES, DTYPES, FLOAT_DTYPES, FLOAT_FORMATS,
+                                 UNSIGNED_DTYPES, Error, Tensor)
 
 from .symbolic import Algebra, Guarded, Opaque, SymTensor, Term
 
@@ -35,24 +40,18 @@ F32 = z3.Float32()
 BV64 = z3.BitVecSort(64)
 RNE = z3.RNE()
 
-
-def _tie_rule(f) -> str:
-    """Which operand numpy's `f` (maximum or minimum) returns when the operands
-    are +0.0 and -0.0: "first", "second", or "unknown" when code paths differ."""
-    seen = set()
-    for a, b in ((-0.0, 0.0), (0.0, -0.0)):
-        fa, fb = np.float32(a), np.float32(b)
-        for shape_a, shape_b in (((), ()), ((1,), (1,)), ((5,), (5,)), ((16,), (16,)),
-                                 ((37,), (37,)), ((7,), ()), ((), (7,))):
-            with np.errstate(all="ignore"):
-                r = f(np.full(shape_a, fa, np.float32), np.full(shape_b, fb, np.float32))
-            for bit in set(np.signbit(np.asarray(r)).reshape(-1).tolist()):
-                seen.add("first" if bit == bool(np.signbit(fa)) else "second")
-    return seen.pop() if len(seen) == 1 else "unknown"
+#: The Z3 sort of each dtype's elements.
+SORTS: dict[str, z3.SortRef] = {
+    name: (z3.FPSort(*FLOAT_FORMATS[name]) if name in FLOAT_FORMATS
+           else z3.BitVecSort(1 if name == "bool" else DTYPES[name].itemsize * 8))
+    for name in DTYPES}
+#: Which operand the float32 Max and Min return on a tie of +0.0 and -0.0.
+MAX_TIE = MIN_TIE = ZERO_TIE["float32"]
 
 
-MAX_TIE = _tie_rule(np.maximum)
-MIN_TIE = _tie_rule(np.minimum)
+def sort_of(dtype: str) -> z3.SortRef:
+    """The Z3 sort of an element of `dtype`."""
+    return SORTS[dtype]
 
 
 def symbol(kind: str, *parts: Any) -> str:
@@ -71,25 +70,38 @@ def leaf_name(term: Term) -> str:
 
 
 def z3_const(value: Any, dtype: str) -> z3.ExprRef:
-    """A numpy int64/float32 scalar as a Z3 numeral."""
-    if dtype == "int64":
-        return z3.BitVecVal(int(value), 64)
-    f = np.float32(value)
-    if np.isnan(f):
-        return z3.fpNaN(F32)
-    bits = int(np.array(f).view(np.uint32))
-    return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, 32), F32))
+    """A numpy scalar of `dtype` as a Z3 numeral."""
+    sort = SORTS[dtype]
+    if dtype not in FLOAT_DTYPES:
+        return z3.BitVecVal(int(value) % (1 << sort.size()), sort.size())
+    f = np.array(value, dtype=DTYPES[dtype])
+    if np.isnan(f.astype(np.float64)):
+        return z3.fpNaN(sort)
+    bits = int(f.view(BITS_DTYPES[dtype]))
+    return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, DTYPES[dtype].itemsize * 8), sort))
+
+
+def _scalar(dtype: str, bits: int) -> Any:
+    """The numpy scalar of `dtype` whose bit pattern is the unsigned `bits`
+    (bool: 0 or 1)."""
+    if dtype == "bool":
+        return np.bool_(bits)
+    if dtype in FLOAT_DTYPES:
+        return np.array(bits, dtype=BITS_DTYPES[dtype]).view(DTYPES[dtype])[()]
+    width = DTYPES[dtype].itemsize * 8
+    if dtype not in UNSIGNED_DTYPES and bits >= 1 << (width - 1):
+        bits -= 1 << width
+    return DTYPES[dtype].type(bits)
 
 
 def scalar_from_model(model: z3.ModelRef, expr: z3.ExprRef, dtype: str) -> Any:
     """The numpy scalar a model gives `expr` (completed: unconstrained -> 0)."""
     v = model.eval(expr, model_completion=True)
-    if dtype == "int64":
-        return np.int64(v.as_signed_long())
+    if dtype not in FLOAT_DTYPES:
+        return _scalar(dtype, v.as_long())
     if z3.is_true(z3.simplify(z3.fpIsNaN(v))):
-        return np.float32(np.nan)
-    bits = z3.simplify(z3.fpToIEEEBV(v)).as_long()
-    return np.array(bits, dtype=np.uint32).view(np.float32)[()]
+        return np.array(np.nan, dtype=DTYPES[dtype])[()]
+    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(v)).as_long())
 
 
 class Encoder:
@@ -111,8 +123,7 @@ class Encoder:
     def leaf(self, term: Term) -> z3.ExprRef:
         e = self._leaves.get(term)
         if e is None:
-            sort = BV64 if term.dtype == "int64" else F32
-            e = self._leaves[term] = z3.Const(leaf_name(term), sort)
+            e = self._leaves[term] = z3.Const(leaf_name(term), SORTS[term.dtype])
         return e
 
     def elem(self, term: Term) -> z3.ExprRef:
@@ -142,9 +153,12 @@ class Encoder:
         return self.scalar_op(t.op, t.dtype, args)
 
     def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
-        """The element-wise operation `op` on scalars of `dtype`, as numpy computes it."""
+        """The element-wise operation `op` on scalars of `dtype`, as the registry computes it."""
         t = _OpView(op, dtype)
-        if t.dtype == "int64":
+        if t.dtype in UNSIGNED_DTYPES and t.op in ("max", "min"):
+            gt = z3.UGT(args[0], args[1]) if t.op == "max" else z3.ULT(args[0], args[1])
+            return z3.If(gt, args[0], args[1])
+        if t.dtype not in FLOAT_DTYPES and t.dtype != "bool":
             if t.op == "add":
                 return args[0] + args[1]
             if t.op == "sub":
@@ -157,7 +171,7 @@ class Encoder:
                 return z3.If(args[0] > args[1], args[0], args[1])
             if t.op == "min":
                 return z3.If(args[0] < args[1], args[0], args[1])
-        else:
+        elif t.dtype in FLOAT_DTYPES:
             if t.op == "add":
                 return z3.fpAdd(RNE, args[0], args[1])
             if t.op == "sub":
@@ -167,21 +181,16 @@ class Encoder:
             if t.op == "neg":
                 return z3.fpNeg(args[0])
             if t.op in ("max", "min"):
-                return self._fp_extremum(t.op, args[0], args[1])
+                return self._fp_extremum(t.op, args[0], args[1], t.dtype)
         raise ValueError(f"no encoding for {t.op} on {t.dtype}")
 
-    def _fp_extremum(self, op: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
-        """numpy.maximum / numpy.minimum: NaN if either operand is NaN; a tie
-        between zeros of opposite signs resolved as numpy does."""
-        rule = MAX_TIE if op == "max" else MIN_TIE
-        if rule == "first":
-            tie = a
-        elif rule == "second":
-            tie = b
-        else:
-            tie = self._function(f"{op}-tie", [F32, F32], F32)(a, b)
+    def _fp_extremum(self, op: str, a: z3.ExprRef, b: z3.ExprRef,
+                     dtype: str = "float32") -> z3.ExprRef:
+        """Max / Min: NaN if either operand is NaN; a tie between zeros of
+        opposite signs resolved as ZERO_TIE says for the dtype."""
+        tie = a if ZERO_TIE[dtype] == "first" else b
         wins, loses = (z3.fpGT(a, b), z3.fpLT(a, b)) if op == "max" else (z3.fpLT(a, b), z3.fpGT(a, b))
-        return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), z3.fpNaN(F32),
+        return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), z3.fpNaN(SORTS[dtype]),
                      z3.If(wins, a, z3.If(loses, b, tie)))
 
     # -- values -------------------------------------------------------------
@@ -289,18 +298,25 @@ class Encoder:
     def tensor_from_model(self, model: z3.ModelRef, value: SymTensor) -> Tensor:
         """The concrete tensor a model gives a leaf tensor (feed or initial value)."""
         flat = [scalar_from_model(model, self.leaf(t), value.dtype) for t in value.elems]
-        arr = np.array(flat, dtype=np.int64 if value.dtype == "int64" else np.float32)
+        arr = np.array(flat, dtype=DTYPES[value.dtype])
         return Tensor(arr.reshape(value.shape), value.dtype)
 
     def leaf_constraint(self, term: Term, how: str, k: float = 0) -> z3.BoolRef:
         """Constraints that make counterexamples readable: "eq" (the leaf is k;
         +0.0 for a float 0) or "abs" (|leaf| <= k, and not NaN)."""
         c = self.leaf(term)
-        if term.dtype == "int64":
+        d = term.dtype
+        if d not in FLOAT_DTYPES:
             if how == "eq":
-                return c == z3.BitVecVal(int(k), 64)
-            return z3.And(c >= -int(k), c <= int(k))
-        kv = z3_const(np.float32(k), "float32")
+                return c == z3_const(int(k), d)
+            if d == "bool":
+                return z3.BoolVal(True)
+            kv = z3_const(min(int(k), int(np.iinfo(DTYPES[d]).max)), d)
+            if d in UNSIGNED_DTYPES:
+                return z3.ULE(c, kv)
+            return z3.And(c >= -kv, c <= kv)
+        with np.errstate(over="ignore"):   # a bound past float16's range is inf
+            kv = z3_const(np.array(k, dtype=DTYPES[d]), d)
         if how == "eq":
             return c == kv
         return z3.And(z3.Not(z3.fpIsNaN(c)), z3.fpLEQ(z3.fpAbs(c), kv))
@@ -329,13 +345,12 @@ def evaluate_concrete(encoder: Encoder, terms: Iterable[Term], leaves: dict[Term
 
 
 def _numeral(e: z3.ExprRef, dtype: str) -> Any:
-    if dtype == "int64":
+    if dtype not in FLOAT_DTYPES:
         if not z3.is_bv_value(e):
             raise ValueError(f"not a numeral: {e}")
-        return np.int64(e.as_signed_long())
+        return _scalar(dtype, e.as_long())
     if not isinstance(e, z3.FPNumRef):
         raise ValueError(f"not a numeral: {e}")
     if e.isNaN():
-        return np.float32(np.nan)
-    bits = z3.simplify(z3.fpToIEEEBV(e)).as_long()
-    return np.array(bits, dtype=np.uint32).view(np.float32)[()]
+        return np.array(np.nan, dtype=DTYPES[dtype])[()]
+    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(e)).as_long())

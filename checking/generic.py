@@ -122,9 +122,9 @@ import z3
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
-from tfsem.oracle.values import DTYPES, Error, Tensor
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, Error, Tensor
 
-from .encode import Encoder, scalar_from_model, symbol, z3_const
+from .encode import SORTS, Encoder, scalar_from_model, symbol, z3_const
 from .symbolic import ELEMENTWISE, Algebra, Guarded, Opaque, SymbolicLimit
 
 #: Largest number of elements of a tensor whose kind (error or dtype/shape)
@@ -144,7 +144,7 @@ WHOLE = "structural"
 #: cases each): a Keras Adam step accesses 14 variables
 FLAGGED_FACTOR = 2
 #: dtypes the generic element has a Z3 model for (others: opaque results)
-ENCODED = frozenset({"int64", "float32"})
+ENCODED = frozenset(DTYPES)
 
 #: TensorFlow's element-wise ops that numpy computes bit for bit as
 #: TensorFlow does (oracle/functions.py, family "tensorflow"), with their
@@ -156,11 +156,12 @@ EXTRA = {"RealDiv": "div", "Sqrt": "sqrt", "Abs": "abs", "Square": "square",
 _EXTRA_FUNCTIONS = {name: fns.lookup(name) for name in EXTRA}
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
-         "max": np.maximum, "min": np.minimum, "div": np.divide, "sqrt": np.sqrt,
+         "max": lambda a, b: fns._extremum(np, a, b, "max"),
+         "min": lambda a, b: fns._extremum(np, a, b, "min"), "div": np.divide, "sqrt": np.sqrt,
          "abs": np.abs, "square": lambda a: np.multiply(a, a),
          "sqdiff": lambda a, b: np.multiply(np.subtract(a, b), np.subtract(a, b))}
-_COMMUTATIVE = {"int64": frozenset({"add", "mul", "max", "min"}),
-                "float32": frozenset({"add", "mul"})}
+_COMMUTATIVE = {d: frozenset({"add", "mul"}) if d in FLOAT_DTYPES
+                else frozenset({"add", "mul", "max", "min"}) for d in DTYPES}
 
 
 class GTensor:
@@ -345,14 +346,12 @@ class GenericEncoder(Encoder):
 
     @staticmethod
     def sort(dtype: str) -> z3.SortRef:
-        """An element's sort: the element-wise encoder's for int64 and float32;
+        """An element's sort: the element-wise encoder's for every dtype of DTYPES;
         an uninterpreted sort for a dtype with no model here (its values are
         only ever compared: every operation on it is opaque, and the real
         values are one interpretation of the sort)."""
-        if dtype == "int64":
-            return z3.BitVecSort(64)
-        if dtype == "float32":
-            return z3.Float32()
+        if dtype in SORTS:
+            return SORTS[dtype]
         return z3.DeclareSort(f"elem:{dtype}")
 
     def scalar_const(self, value: Any, dtype: str) -> z3.ExprRef:
@@ -370,7 +369,9 @@ class GenericEncoder(Encoder):
         if op not in ("div", "sqrt", "abs", "square", "sqdiff"):
             return super().scalar_op(op, dtype, args)
         x = args[0]
-        if dtype == "int64":
+        if dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+            if op == "abs" and dtype.startswith("u"):
+                raise ValueError(f"no encoding for {op} on {dtype}")  # no kernel
             if op == "abs":
                 return z3.If(x < 0, -x, x)
             if op == "square":
@@ -378,7 +379,7 @@ class GenericEncoder(Encoder):
             if op == "sqdiff":
                 d = x - args[1]
                 return d * d
-        elif dtype == "float32":
+        elif dtype in FLOAT_DTYPES:
             rne = z3.RNE()
             if op == "div":
                 return z3.fpDiv(rne, x, args[1])
@@ -680,8 +681,11 @@ def sample_equal(a: Any, b: Any, leaves: Mapping[Any, np.ndarray], memo: dict,
     if va is None or vb is None:
         return None
     va, vb = np.broadcast_to(va, (n,) + a.shape), np.broadcast_to(vb, (n,) + a.shape)
-    if a.dtype == "float32":
-        same = (va.view(np.uint32) == vb.view(np.uint32)) | (np.isnan(va) & np.isnan(vb))
+    if a.dtype in FLOAT_DTYPES:
+        bits = BITS_DTYPES[a.dtype]
+        with np.errstate(invalid="ignore"):
+            nan = np.isnan(va) & np.isnan(vb)
+        same = (va.view(bits) == vb.view(bits)) | nan
     else:
         same = va == vb
     return same.reshape(n, -1).all(axis=1)

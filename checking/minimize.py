@@ -25,7 +25,7 @@ import z3
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
-from tfsem.oracle.values import Error, Tensor, Value
+from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, Error, Tensor, Value
 
 from .encode import Encoder
 from .symbolic import Term
@@ -42,15 +42,25 @@ QUERY_SECONDS = 0.2
 
 
 def _satisfies(value: Any, dtype: str, how: str, k: float) -> bool:
-    if dtype == "float32":
-        v = np.float32(value)
+    """Whether `value` satisfies Encoder.leaf_constraint(how, k) (the same
+    rule, per dtype)."""
+    if dtype in FLOAT_DTYPES:
+        d = DTYPES[dtype]
+        v = float(np.array(value, d).astype(np.float64))
+        kv = float(np.array(k, d).astype(np.float64))
         if np.isnan(v):
             return False
         if how == "eq":
-            return bool(v == np.float32(k)) and bool(np.signbit(v)) == bool(np.signbit(np.float32(k)))
-        return bool(abs(v) <= k)
+            return v == kv and bool(np.signbit(v)) == bool(np.signbit(kv))
+        return abs(v) <= kv
+    if dtype == "bool":
+        return bool(value) == bool(k) if how == "eq" else True
     v = int(value)
-    return v == int(k) if how == "eq" else -int(k) <= v <= int(k)
+    if how == "eq":
+        return v == int(k) % (1 << (8 * DTYPES[dtype].itemsize)) if dtype.startswith("u") \
+            else v == int(k)
+    kk = min(int(k), int(np.iinfo(DTYPES[dtype]).max))
+    return v <= kk if dtype.startswith("u") else -kk <= v <= kk
 
 
 Preference = list[tuple[z3.BoolRef, Callable[[Sigma], bool]]]
@@ -97,9 +107,12 @@ def minimize_with_solver(base: Sequence[z3.BoolRef], preferences: Sequence[Prefe
 
 
 def _small_values(dtype: str) -> list[Any]:
-    if dtype == "float32":
-        return [np.float32(0.0), np.float32(1.0), np.float32(-1.0)]
-    return [np.int64(0), np.int64(1), np.int64(-1)]
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return [np.bool_(False), np.bool_(True)]
+    if dtype.startswith("u"):
+        return [d.type(0), d.type(1)]
+    return [d.type(0), d.type(1), d.type(-1)]
 
 
 def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:

@@ -48,7 +48,8 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget
 from tfsem.oracle.outcomes import OUTPUTS
 from tfsem.oracle.program import Program, TensorType
-from tfsem.oracle.values import DTYPE_MISMATCH, DTYPES, UNINITIALIZED, Error, Tensor
+from tfsem.oracle.values import (BITS_DTYPES, DTYPE_MISMATCH, DTYPES, FLOAT_DTYPES, UNINITIALIZED,
+                                 Error, Tensor)
 
 #: Largest number of elements of one symbolic tensor (larger -> SymbolicLimit).
 MAX_ELEMENTS = 4096
@@ -64,8 +65,8 @@ class NeedsGeneric(SymbolicLimit):
     generic-element engine (`generic.py`) may."""
 
 
-#: dtypes the element-wise terms and their Z3 encoding model exactly
-ELEMENT_DTYPES = frozenset({"int64", "float32"})
+#: dtypes the element-wise terms and their Z3 encoding model exactly: all
+ELEMENT_DTYPES = frozenset(DTYPES)
 
 
 # ---------------------------------------------------------------------------
@@ -73,7 +74,7 @@ ELEMENT_DTYPES = frozenset({"int64", "float32"})
 
 
 class Term:
-    """A scalar int64 or float32 term.  Interned by :class:`Algebra`: two terms
+    """A scalar term of one of DTYPES.  Interned by :class:`Algebra`: two terms
     are structurally equal exactly when they are the same object.
 
     `op` is "feed" or "init" (a leaf: `value` = (name, flat index)), "const"
@@ -152,15 +153,17 @@ SymValue = Error | SymTensor | Opaque | Guarded
 MAX_GUARD_LEAVES = 256
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
-         "max": np.maximum, "min": np.minimum}
+         # the registry's Max and Min (a tie of zeros per dtype: fns.ZERO_TIE)
+         "max": lambda a, b: fns._extremum(np, a, b, "max"),
+         "min": lambda a, b: fns._extremum(np, a, b, "min")}
 
 #: Operations whose operands may be put in a canonical order, because the
 #: results are equal under SPEC equality.  Float Add and Mul are commutative
 #: (IEEE 754: only a NaN's payload may depend on the order, and all NaNs are
 #: equal); float Max and Min are not (numpy returns one operand on a tie of
 #: +0.0 and -0.0).
-_COMMUTATIVE = {"int64": frozenset({"add", "mul", "max", "min"}),
-                "float32": frozenset({"add", "mul"})}
+_COMMUTATIVE = {d: frozenset({"add", "mul"}) if d in FLOAT_DTYPES
+                else frozenset({"add", "mul", "max", "min"}) for d in DTYPES}
 
 #: Built-in functions the encoder knows, by registry name, with their
 #: elementwise op ("" for the structural ones).
@@ -212,8 +215,8 @@ class Algebra:
 
     def const(self, scalar: Any, dtype: str) -> Term:
         v = np.array(scalar, dtype=DTYPES[dtype])
-        if dtype == "float32" and np.isnan(v):
-            v = np.array(np.nan, dtype=np.float32)
+        if dtype in FLOAT_DTYPES and np.isnan(v.astype(np.float64)):
+            v = np.array(np.nan, dtype=DTYPES[dtype])
         return self.term("const", dtype, (), v[()], vkey=v.tobytes())
 
     def apply_elem(self, op: str, args: tuple[Term, ...]) -> Term:
@@ -630,8 +633,11 @@ def sample_equal(a: SymValue, b: SymValue, leaves: Mapping[Term, np.ndarray],
     out = np.ones(n, dtype=bool)
     for x, y in pairs:
         vx, vy = np.broadcast_to(memo[x], (n,)), np.broadcast_to(memo[y], (n,))
-        if a.dtype == "float32":
-            out &= (vx.view(np.uint32) == vy.view(np.uint32)) | (np.isnan(vx) & np.isnan(vy))
+        if a.dtype in FLOAT_DTYPES:
+            bits = BITS_DTYPES[a.dtype]
+            with np.errstate(invalid="ignore"):
+                nan = np.isnan(vx) & np.isnan(vy)
+            out &= (vx.view(bits) == vy.view(bits)) | nan
         else:
             out &= vx == vy
     return out

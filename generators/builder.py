@@ -38,7 +38,7 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
                                   Input, Node, Program, TensorType)
-from tfsem.oracle.values import Tensor, Value
+from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, UNSIGNED_DTYPES, Tensor, Value, edge_values
 
 from .draw import PERCENT, Draw, boolean, choice, flag
 from .races import accesses, has_race
@@ -123,8 +123,8 @@ class Config:
         if self.n_variables is not None and (not isinstance(self.n_variables, int)
                                              or self.n_variables < 0):
             raise ValueError(f"n_variables must be None or >= 0, got {self.n_variables!r}")
-        if self.dtype not in ("int64", "float32"):
-            raise ValueError(f"dtype must be 'int64' or 'float32', got {self.dtype!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if not 0 <= self.control_density <= 1:
             raise ValueError(f"control_density must be in [0, 1], got {self.control_density!r}")
         if self.ops is not None:
@@ -574,18 +574,37 @@ def _infer(op: str, shapes: Sequence[Shape], n_out: int) -> list[Shape]:
 # Values and inputs
 
 
-def draw_scalar(d: Draw, dtype: str, edge_p: float) -> float | int:
+def _values_of(dtype: str) -> tuple[tuple, tuple]:
+    """(small values, edge values) of a dtype, small first (the shrinker
+    moves towards the start of each list)."""
+    if dtype == "float32":
+        return SMALL_FLOATS, EDGE_FLOATS
+    if dtype == "int64":
+        return SMALL_INTS, EDGE_INTS
+    edges = tuple(edge_values(dtype).tolist())   # NaN, +-0, +-inf, subnormals, extremes
+    if dtype == "bool":
+        return (False, True), edges
+    if dtype in FLOAT_DTYPES:
+        return SMALL_FLOATS, edges
+    if dtype in UNSIGNED_DTYPES:
+        return tuple(x for x in SMALL_INTS if x >= 0), edges
+    return SMALL_INTS, edges
+
+
+def draw_scalar(d: Draw, dtype: str, edge_p: float) -> float | int | bool:
     """One element: small, or with chance edge_p an edge value."""
-    small, edge = (SMALL_FLOATS, EDGE_FLOATS) if dtype == "float32" else (SMALL_INTS, EDGE_INTS)
+    small, edge = _values_of(dtype)
     return choice(d, edge) if boolean(d, edge_p) else choice(d, small)
 
 
 def draw_value(d: Draw, dtype: str, shape: tuple[int, ...], edge_p: float = 0.2) -> Tensor:
     """A tensor of the given type: small values, sometimes an edge value
-    (0, -1, int64 extremes; -0.0, NaN, infinities, float32 extremes)."""
+    (0, -1, integer extremes; -0.0, NaN, infinities, the largest floats and
+    the subnormals of the dtype)."""
     size = math.prod(shape)
     elems = [draw_scalar(d, dtype, edge_p) for _ in range(size)]
-    return Tensor(np.array(elems, dtype=dtype).reshape(shape))
+    return Tensor(np.array(elems, dtype=np.float64 if dtype in FLOAT_DTYPES else DTYPES[dtype])
+                  .astype(DTYPES[dtype]).reshape(shape), dtype)
 
 
 def build_inputs(d: Draw, p: Program, uninitialized_p: float = 0.15,

@@ -84,6 +84,10 @@ _WEIGHT = {"arith": 4, "constant": 2}
 
 #: Small constants, simplest first; zero and one are drawn apart, on purpose.
 _SMALL = (2, 3, -1, 5, -2, 7, 4, -3)
+#: The dtypes of this generator's programs.
+DTYPES = ("int64", "int32", "float32")
+#: int32 programs' edge constants (int64's are builder.EDGE_INTS)
+_EDGE_INT32 = (0, -1, 1, 2**31 - 1, -(2**31), 2**31 - 2, -(2**31) + 1, 2**16)
 
 Shape = tuple[int, ...]
 Ref = DataIn | FeedIn
@@ -120,8 +124,8 @@ class _Builder:
     def __init__(self, max_nodes: int, dtype: str, observe_state: bool):
         if not isinstance(max_nodes, int) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive integer, got {max_nodes!r}")
-        if dtype not in ("int64", "float32"):
-            raise ValueError(f"dtype must be 'int64' or 'float32', got {dtype!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be 'int64', 'int32' or 'float32', got {dtype!r}")
         self.max_nodes = max(max_nodes, MIN_NODES)
         self.dtype = dtype
         self.observe_state = observe_state
@@ -199,8 +203,8 @@ class _Builder:
         else:
             elems = []
             for _ in range(size):
-                if self.dtype == "int64" and boolean(d, 0.08):
-                    elems.append(choice(d, EDGE_INTS))
+                if self.dtype != "float32" and boolean(d, 0.08):
+                    elems.append(choice(d, EDGE_INTS if self.dtype == "int64" else _EDGE_INT32))
                 else:
                     elems.append(choice(d, _SMALL))
         arr = np.array(elems, dtype=self.dtype).reshape(shape)
@@ -284,7 +288,7 @@ class _Builder:
             name = choice(d, existing)
         else:
             name = f"f{len(self.s.feeds)}"
-            self.s.feeds[name] = TensorType("int64", shape)
+            self.s.feeds[name] = TensorType("int32" if self.dtype == "int32" else "int64", shape)
         ref: Ref = FeedIn(name)
         if self.dtype == "float32":
             ref = self._fn("Cast", [ref], attrs={"DstT": "float32"})
@@ -401,7 +405,7 @@ class _Builder:
             y = self._operand(d, want=s)
             r = F("Mul", [F("Neg", [x.ref]), F("Neg", [y.ref])])
         elif kind == "castcast":
-            other = "float32" if self.dtype == "int64" else "int64"
+            other = "float32" if self.dtype != "float32" else "int64"
             r = F("Cast", [F("Cast", [x.ref], attrs={"DstT": other})],
                   attrs={"DstT": self.dtype})
         elif kind == "reshapes":      # Reshape of Reshape, ExpandDims then Squeeze
@@ -477,7 +481,7 @@ class _Builder:
         s = self.shape
         F = self._fn
         # float reductions have no bit-exact model (the oracle cannot run them)
-        kind = choice(d, ["reshape", "tile", "expand", "sum" if self.dtype == "int64" else "tile"])
+        kind = choice(d, ["reshape", "tile", "expand", "sum" if self.dtype != "float32" else "tile"])
         src = self._const(d, s) if boolean(d, 0.6) else self._operand(d, want=s).ref
         if kind == "reshape":
             mid = F("Reshape", [src], attrs={"shape": [1, *s] if s else [1]})
@@ -599,22 +603,28 @@ def random_programs(count: int, seed: int, max_nodes: int = 16, dtype: str = "in
             for i in range(count)]
 
 
-def strategy(max_nodes: int, observe: str, float_p: float = 0.0):
+def strategy(max_nodes: int, observe: str, float_p: float = 0.0, int32_p: float = 0.0):
     """The campaign generator (campaigns/loop.py): a Hypothesis strategy of
     (program, feeds, init).  A share `float_p` of the programs are float32
     (integer-valued, see the module docstring), the rest int64.  The default
     is int64 only; `mixed_strategy`, the Grappler targets' default, has a
-    quarter of float programs, which the targets judge through `unflushed`."""
+    quarter of float programs, which the targets judge through `unflushed`.
+    A share `int32_p` of the integer programs are int32 (TensorFlow keeps
+    int32 tensors in host memory and Grappler treats them as shapes: its
+    rewrites of them deserve their own programs)."""
     from hypothesis import strategies as st  # noqa: PLC0415
 
     if not 0 <= float_p <= 1:
         raise ValueError(f"float_p must be in [0, 1], got {float_p!r}")
+    if not 0 <= int32_p <= 1:
+        raise ValueError(f"int32_p must be in [0, 1], got {int32_p!r}")
     observe_state = observe != "outputs"
 
     @st.composite
     def case(draw):
         d = HypothesisDraw(draw)
-        dtype = "float32" if boolean(d, float_p) else "int64"
+        dtype = "float32" if boolean(d, float_p) else \
+            "int32" if int32_p and boolean(d, int32_p) else "int64"
         p = build(d, max_nodes, dtype, observe_state)
         feeds, init = build_inputs(d, p)
         return p, feeds, init
@@ -623,8 +633,9 @@ def strategy(max_nodes: int, observe: str, float_p: float = 0.0):
 
 
 def mixed_strategy(max_nodes: int, observe: str):
-    """`strategy` with a quarter of float32 (integer-valued) programs."""
-    return strategy(max_nodes, observe, float_p=0.25)
+    """`strategy` with a quarter of float32 (integer-valued) programs and a
+    fifth of the others int32."""
+    return strategy(max_nodes, observe, float_p=0.25, int32_p=0.2)
 
 
 def unflushed(p: Program) -> Program | None:

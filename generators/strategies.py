@@ -43,7 +43,7 @@ def programs(max_nodes: int = 12, n_variables: int | None = None,
       `Const`, ...), `Read`, `Write`, `Var` (a standalone handle), `Assign`
       (Assign-f for every assignable f) or `Assign<F>` (`AssignAdd`, ...).
       Var nodes feeding accesses are always allowed.  None allows everything.
-    - `dtype`: "int64" or "float32", for variables, feeds and constants (a
+    - `dtype`: any of DTYPES (SPEC section 8), for variables, feeds and constants (a
       few feeds of the other dtype appear in the swarm's "mixed" programs).
     - `control_density`: chance of each further control input of a node.
     - `observe_state`: False when only outputs will be observed: outputs are

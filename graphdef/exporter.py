@@ -28,7 +28,7 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
                                   Program, ProgramError, TensorType, Violation)
-from tfsem.oracle.values import DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
+from tfsem.oracle.values import BITS_DTYPES, DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
 
 from .importer import TF_DTYPES, TFSEM_DTYPES
 
@@ -61,7 +61,9 @@ def tensor_proto(value: Tensor) -> dict:
     t: dict[str, Any] = {"dtype": TF_DTYPES[value.dtype],
                          "tensor_shape": {"dim": [{"size": int(d)} for d in arr.shape]}}
     if arr.size:
-        t["tensor_content"] = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+        bits = BITS_DTYPES.get(value.dtype)   # floats as their bit patterns (bfloat16 has no byte order)
+        raw = np.ascontiguousarray(arr).view(bits) if bits is not None else np.ascontiguousarray(arr)
+        t["tensor_content"] = raw.astype(raw.dtype.newbyteorder("<")).tobytes()
     return t
 
 

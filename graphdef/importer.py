@@ -16,9 +16,10 @@ dict form of `graphdef.proto` and returns a validated `Program`:
   read through an Identity node of that name;
 * outputs are named by the fetches exactly as given (`loss`, `split:1`).
 
-Tensors of dtypes other than int64 and float32 are refused with the node and
-the dtype named, except where a model reads them at import time (the int32
-axes and shapes of a Keras graph).  Whatever cannot be imported raises
+Tensors of every numeric and boolean dtype are imported (SPEC section 8:
+TFSEM_DTYPES); string, variant and resource tensors (and complex, quantized
+and float8 ones) are refused with the node and the dtype named, except where
+a model reads them at import time.  Whatever cannot be imported raises
 `GraphImportError`, a ProgramError naming the node and the reason.
 """
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, ProgramError,
                                   TensorType, Violation)
-from tfsem.oracle.values import DTYPES, Tensor
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
 from . import ops as opt
 from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
@@ -52,17 +53,24 @@ NUMPY_DTYPES = {
     "DT_FLOAT": np.float32, "DT_DOUBLE": np.float64, "DT_INT32": np.int32,
     "DT_INT64": np.int64, "DT_INT16": np.int16, "DT_INT8": np.int8, "DT_UINT8": np.uint8,
     "DT_UINT16": np.uint16, "DT_UINT32": np.uint32, "DT_UINT64": np.uint64,
-    "DT_BOOL": np.bool_, "DT_HALF": np.float16,
+    "DT_BOOL": np.bool_, "DT_HALF": np.float16, "DT_BFLOAT16": DTYPES["bfloat16"],
 }
 #: TensorFlow DataType -> tfsem dtype (the dtypes a tfsem value may have).
-TFSEM_DTYPES = {"DT_FLOAT": "float32", "DT_INT64": "int64"}
+TFSEM_DTYPES = {"DT_BOOL": "bool", "DT_INT8": "int8", "DT_INT16": "int16", "DT_INT32": "int32",
+                "DT_INT64": "int64", "DT_UINT8": "uint8", "DT_UINT16": "uint16",
+                "DT_UINT32": "uint32", "DT_UINT64": "uint64", "DT_HALF": "float16",
+                "DT_BFLOAT16": "bfloat16", "DT_FLOAT": "float32", "DT_DOUBLE": "float64"}
 TF_DTYPES = {v: k for k, v in TFSEM_DTYPES.items()}
+#: What the refusal of another dtype says.
+NOT_MODELLED = ("tfsem models bool, int8/16/32/64, uint8/16/32/64, float16, bfloat16, float32 "
+                "and float64 tensors; string, variant, resource, complex and quantized tensors "
+                "are not modelled")
 
 _VAL_FIELDS = {
     "DT_FLOAT": "float_val", "DT_DOUBLE": "double_val", "DT_INT32": "int_val",
     "DT_INT16": "int_val", "DT_INT8": "int_val", "DT_UINT8": "int_val", "DT_UINT16": "int_val",
     "DT_INT64": "int64_val", "DT_UINT32": "uint32_val", "DT_UINT64": "uint64_val",
-    "DT_BOOL": "bool_val", "DT_HALF": "half_val",
+    "DT_BOOL": "bool_val", "DT_HALF": "half_val", "DT_BFLOAT16": "half_val",
 }
 
 MAX_CONST_ELEMENTS = 1 << 24
@@ -90,8 +98,8 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
     or a splat: fewer values than elements repeat the last one)."""
     dt = t.get("dtype", "DT_INVALID")
     if dt not in NUMPY_DTYPES:
-        raise GraphImportError(where, f"a constant of dtype {dtype_name(dt)} is not modelled",
-                               "unsupported-dtype")
+        raise GraphImportError(where, f"a constant of dtype {dtype_name(dt)} is not modelled "
+                               f"({NOT_MODELLED})", "unsupported-dtype")
     npd = np.dtype(NUMPY_DTYPES[dt])
     shape = shape_of(t.get("tensor_shape"), where)
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -104,10 +112,11 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
             raise GraphImportError(where, f"tensor_content has {len(content)} bytes, the "
                                    f"shape {list(shape)} of {dt} needs {size * npd.itemsize}",
                                    "bad-tensor")
-        return np.frombuffer(content, dtype=npd.newbyteorder("<")).astype(npd).reshape(shape)
+        bits = BITS_DTYPES.get(TFSEM_DTYPES.get(dt, ""), npd)   # bfloat16 has no byte order
+        return np.frombuffer(content, dtype=bits.newbyteorder("<")).astype(bits).view(npd).reshape(shape)
     vals = list(t.get(_VAL_FIELDS[dt], []))
-    if dt == "DT_HALF":
-        vals = list(np.array(vals, dtype=np.uint16).view(np.float16)) if vals else []
+    if dt in ("DT_HALF", "DT_BFLOAT16"):   # half_val holds the 16-bit patterns
+        vals = list(np.array(vals, dtype=np.uint16).view(npd)) if vals else []
     if len(vals) > size:
         raise GraphImportError(where, f"{len(vals)} values for the shape {list(shape)}",
                                "bad-tensor")
@@ -339,7 +348,7 @@ class _Importer:
         dt = attr_value(n.attr.get("dtype", {})) or attr_value(n.attr.get("T", {}))
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             raise GraphImportError(where, f"feed of dtype {dtype_name(dt)} is not modelled "
-                                   "(int64 and float32 are)", "unsupported-dtype")
+                                   f"({NOT_MODELLED})", "unsupported-dtype")
         shape = attr_value(n.attr.get("shape", {}))
         if shape is None and "_output_shapes" in n.attr:
             shapes = attr_value(n.attr["_output_shapes"]) or []
@@ -479,8 +488,7 @@ class _Builder:
         dt = self.attr(name, "")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
-                        "not modelled: tfsem models int64 and float32 tensors",
-                        "unsupported-dtype")
+                        f"not modelled: {NOT_MODELLED}", "unsupported-dtype")
         return TFSEM_DTYPES[dt]
 
     def tensor_attr(self, name: str) -> Tensor:
@@ -491,7 +499,7 @@ class _Builder:
         dt = t.get("dtype")
         if dt not in TFSEM_DTYPES:
             self.reject(f"a constant of dtype {dtype_name(dt)} used as a tensor is not modelled: "
-                        "tfsem models int64 and float32 tensors", "unsupported-dtype")
+                        f"{NOT_MODELLED}", "unsupported-dtype")
         return Tensor(arr, TFSEM_DTYPES[dt])
 
     def scalar(self, x: float) -> Tensor:

@@ -178,11 +178,12 @@ def stateless(op_name: str) -> bool:
 
 
 def flushed(name: str, dtype: str) -> str:
-    """The function for TensorFlow's `name` on `dtype`: on floats the variant
-    that flushes subnormals (`Add.ftz`, oracle/functions.py), as TensorFlow's
-    CPU runtime computes; on integers `name` itself."""
+    """The function for TensorFlow's `name` on `dtype`: on the float dtypes
+    whose arithmetic TensorFlow's CPU runtime flushes (bfloat16, float32,
+    float64) the variant that flushes subnormals (`Add.ftz`,
+    oracle/functions.py); on float16 and integers `name` itself."""
     from tfsem.oracle import functions as fns
-    if dtype == "float32" and fns.lookup(name + fns.FTZ_SUFFIX) is not None:
+    if dtype in fns.FLUSHED_DTYPES and fns.lookup(name + fns.FTZ_SUFFIX) is not None:
         return name + fns.FTZ_SUFFIX
     return name
 
@@ -228,17 +229,14 @@ def _matmul(b):
                    "transpose_b": bool(b.attr("transpose_b", False))})]
 
 
-@op("Cast", "the function Cast (int64 <-> float32); a Cast of a constant of another dtype "
-    "(int32, ...) is computed at import into a Const")
+@op("Cast", "the function Cast between any two dtypes, as TensorFlow's CPU kernel casts "
+    "(Truncate=true refused)")
 def _cast(b):
     dst = b.dtype("DstT")
-    if b.attr("SrcT", "") not in ("DT_INT64", "DT_FLOAT"):
-        value = b.static(0)      # e.g. Keras' int32 constant 1 cast to the int64 iteration
-        if value.dtype.kind == "f" and dst == "int64":
-            b.reject("a Cast of a float constant to an integer is not modelled")
-        from tfsem.oracle.values import Tensor
-        return [b.add("Const", [], {"value": Tensor(value.astype(dst), dst)})]
     src = b.dtype("SrcT")
+    if b.attr("Truncate", False):
+        b.reject("Cast with Truncate=true (float conversions that truncate the significand) is "
+                 "not modelled")
     if src == dst:
         return [b.add("Identity", [b.input(0)])]
     return [b.add("Cast", [b.input(0)], {"DstT": dst})]
@@ -412,15 +410,16 @@ def _split(b):
     return outs
 
 
-@op("Shape", "a Const of the input's static shape (int64 out_type only)")
+@op("Shape", "a Const of the input's static shape (out_type int32 or int64)")
 def _shape(b):
-    if b.dtype("out_type") != "int64":
-        b.reject("out_type must be int64")
+    out_type = b.dtype("out_type")
+    if out_type not in ("int32", "int64"):
+        b.reject("out_type must be int32 or int64")
     shape = b.static_shape(0)
     from tfsem.oracle.values import Tensor
     # TensorFlow's Shape runs after its input: so does the constant
     after = [ControlIn(b.input(0).node)]
-    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=np.int64))})]
+    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=out_type), out_type)})]
 
 
 # -- state ------------------------------------------------------------------
@@ -457,11 +456,21 @@ def _assign_sub(b):
     return []
 
 
+def _optimizer_dtype(b) -> str:
+    """The optimizer's dtype: float32 only (the models are compared with
+    TensorFlow's kernels on float32; on other dtypes they are refused)."""
+    t = b.dtype("T")
+    if t != "float32":
+        b.reject(f"{b.node.op} on {t} is not modelled (its model is tested against "
+                 "TensorFlow's kernel on float32 only)")
+    return t
+
+
 @op("ResourceApplyGradientDescent",
     "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
     resources=(0,), stateful=True)
 def _apply_gd(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
     b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
     b.add("NoOp", [])
@@ -473,7 +482,7 @@ def _apply_gd(b):
     "(Read, Mul, Assign-Sub); refused when another node races on its variables",
     resources=(0, 1), stateful=True)
 def _apply_momentum(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
@@ -493,7 +502,7 @@ def _apply_momentum(b):
     "refused when another node races on its variables",
     resources=(0, 1, 2), stateful=True)
 def _apply_adam(b):
-    t = b.dtype("T")
+    t = _optimizer_dtype(b)
     F = (lambda name: flushed(name, t))
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")

@@ -23,8 +23,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .values import (DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor, Value,
-                     ValueFormatError, value_from_json, value_to_json)
+from .values import (DTYPE_MISMATCH, FLOAT_DTYPES, SHAPE_MISMATCH, Error, Tensor, Value,
+                     ValueFormatError, dtype_name, finfo, is_float, value_from_json,
+                     value_to_json)
 
 Impl = Callable[..., Sequence[Any]]
 
@@ -271,40 +272,113 @@ def _snd(xp, args, attrs):
     return (args[1],)
 
 
+# -- dtypes: which have a kernel, and TensorFlow's choices per dtype ----------
+#
+# Measured on TensorFlow 2.21's CPU kernels (tests/test_dtypes_tensorflow.py
+# compares every model below with them, bit for bit, on each dtype's edge
+# values).  An op applied to a dtype TensorFlow has no kernel for gives the
+# error value `no-kernel` (TensorFlow refuses to run the graph).
+
+#: Every dtype but bool (TensorFlow's arithmetic has no bool kernels).
+NUMERIC = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                     "float16", "bfloat16", "float32", "float64"})
+#: The signed dtypes (Neg and Abs have no unsigned kernels).
+SIGNED = frozenset({"int8", "int16", "int32", "int64"}) | FLOAT_DTYPES
+#: The dtypes whose CPU arithmetic flushes subnormal arguments and results to
+#: zero (the executor's flush-to-zero and denormals-are-zero modes: bfloat16
+#: and float16 are computed in float32, but a float16 subnormal is a normal
+#: float32 and the conversion back does not flush, so float16 keeps them).
+FLUSHED_DTYPES = frozenset({"bfloat16", "float32", "float64"})
+#: Which operand TensorFlow's Maximum and Minimum return when the operands are
+#: +0.0 and -0.0 (Eigen's packet max on float32/float64 returns the second,
+#: the float16 and bfloat16 kernels, computed as float, the first).  Max and
+#: Min follow this table on every float dtype; the Z3 encoding reads it.
+ZERO_TIE = {"float16": "first", "bfloat16": "first", "float32": "second", "float64": "second"}
+
+
+def _kernel(op: str, dtypes: frozenset, *arrays: Any) -> None:
+    for a in arrays:
+        if a is not None and dtype_name(a.dtype) not in dtypes:
+            raise OpError("no-kernel", f"{op} has no kernel for {dtype_name(a.dtype)}")
+
+
 @function("Add", 2, 1, batched=BROADCASTING)
 def _add(xp, args, attrs):
-    """Elementwise sum (int64 wraps around)."""
+    """Elementwise sum (integers wrap around; no bool kernel)."""
+    _kernel("Add", NUMERIC, *args)
     return (xp.add(args[0], args[1]),)
 
 
 @function("Sub", 2, 1, batched=BROADCASTING)
 def _sub(xp, args, attrs):
-    """Elementwise difference (int64 wraps around)."""
+    """Elementwise difference (integers wrap around; no bool kernel)."""
+    _kernel("Sub", NUMERIC, *args)
     return (xp.subtract(args[0], args[1]),)
 
 
 @function("Mul", 2, 1, batched=BROADCASTING)
 def _mul(xp, args, attrs):
-    """Elementwise product (int64 wraps around)."""
+    """Elementwise product (integers wrap around; no bool kernel)."""
+    _kernel("Mul", NUMERIC, *args)
     return (xp.multiply(args[0], args[1]),)
 
 
 @function("Neg", 1, 1, batched=True)
 def _neg(xp, args, attrs):
-    """Elementwise negation."""
+    """Elementwise negation (the most negative integer stays itself; no
+    unsigned or bool kernel)."""
+    _kernel("Neg", SIGNED, *args)
     return (xp.negative(args[0]),)
+
+
+def _numpy_tie(f, dtype: str) -> str:
+    """Which operand numpy's `f` (maximum or minimum) returns on +0.0 against
+    -0.0 in `dtype`: "first", "second", or "unknown" when its code paths
+    (scalar, vectorized, broadcast) differ."""
+    from .values import DTYPES
+    d = DTYPES[dtype]
+    seen = set()
+    for x, y in ((-0.0, 0.0), (0.0, -0.0)):
+        for sx, sy in (((), ()), ((1,), (1,)), ((5,), (5,)), ((16,), (16,)), ((37,), (37,)),
+                       ((7,), ()), ((), (7,))):
+            with np.errstate(all="ignore"):
+                r = f(np.full(sx, x, d), np.full(sy, y, d))
+            for bit in set(np.signbit(np.asarray(r).astype(np.float64)).reshape(-1).tolist()):
+                seen.add("first" if bit == bool(np.signbit(x)) else "second")
+    return seen.pop() if len(seen) == 1 else "unknown"
+
+
+#: The float dtypes on which numpy's maximum and minimum already are
+#: TensorFlow's (NaN propagating, ZERO_TIE's operand on a tie): the fast path.
+_NUMPY_IS_TF = {(op, d) for op, f in (("max", np.maximum), ("min", np.minimum))
+                for d in ZERO_TIE if _numpy_tie(f, d) == ZERO_TIE[d]}
+
+
+def _extremum(xp, a, b, op: str):
+    """TensorFlow's Maximum/Minimum: NaN if either operand is NaN; on a tie of
+    +0.0 and -0.0 the operand ZERO_TIE names."""
+    _kernel("Maximum" if op == "max" else "Minimum", NUMERIC, a, b)
+    name = dtype_name(a.dtype)
+    if not is_float(a) or (xp is np and (op, name) in _NUMPY_IS_TF):
+        return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
+    second = ZERO_TIE[name] == "second"
+    if op == "max":
+        r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
+    else:
+        r = xp.where(a < b, a, b) if second else xp.where(b < a, b, a)
+    return xp.where(xp.isnan(a) | xp.isnan(b), xp.add(a, b), r)
 
 
 @function("Max", 2, 1, batched=BROADCASTING)
 def _max(xp, args, attrs):
-    """Elementwise maximum, NaN if either is NaN (numpy.maximum)."""
-    return (xp.maximum(args[0], args[1]),)
+    """Elementwise maximum, NaN if either is NaN, a tie of zeros as ZERO_TIE."""
+    return (_extremum(xp, args[0], args[1], "max"),)
 
 
 @function("Min", 2, 1, batched=BROADCASTING)
 def _min(xp, args, attrs):
-    """Elementwise minimum, NaN if either is NaN (numpy.minimum)."""
-    return (xp.minimum(args[0], args[1]),)
+    """Elementwise minimum, NaN if either is NaN, a tie of zeros as ZERO_TIE."""
+    return (_extremum(xp, args[0], args[1], "min"),)
 
 
 def _require_1d(*arrays):
@@ -474,7 +548,7 @@ def _json_attr(raw: Any, where: str) -> dict:
 
 
 def _is_float(a: Any) -> bool:
-    return a.dtype.kind == "f"
+    return is_float(a)
 
 
 def _no_float(op: str, *arrays: Any, why: str) -> None:
@@ -506,6 +580,7 @@ def _realdiv(xp, args, attrs):
 
 
 def _int_division(op: str, xp, a, b, fn):
+    _kernel(op, NUMERIC, a, b)
     if _is_float(a):
         raise CannotRun(f"cannot run TensorFlow op {op} on floating-point tensors concretely: "
                         "tfsem has no bit-exact model of it; in proofs it is an "
@@ -530,12 +605,18 @@ def _floordiv(xp, args, attrs):
 @_tf("Square", 1, 1, batched=True)
 def _square(xp, args, attrs):
     """x * x (one rounding, as TensorFlow's Square)."""
+    _kernel("Square", NUMERIC, *args)
     return (xp.multiply(args[0], args[0]),)
+
+
+_SQDIFF_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
 
 
 @_tf("SquaredDifference", 2, 1, batched=BROADCASTING)
 def _squared_difference(xp, args, attrs):
-    """(x - y) * (x - y), as TensorFlow's SquaredDifference."""
+    """(x - y) * (x - y), as TensorFlow's SquaredDifference (kernels for
+    int32, int64 and the floats only)."""
+    _kernel("SquaredDifference", _SQDIFF_DTYPES, *args)
     d = xp.subtract(args[0], args[1])
     return (xp.multiply(d, d),)
 
@@ -549,43 +630,107 @@ def _sqrt(xp, args, attrs):
 
 @_tf("Abs", 1, 1, batched=True)
 def _abs(xp, args, attrs):
-    """Absolute value (int64's most negative value stays itself, as in C++)."""
+    """Absolute value (the most negative integer stays itself, as in C++; no
+    unsigned or bool kernel)."""
+    _kernel("Abs", SIGNED, *args)
     return (xp.abs(args[0]),)
 
 
 @_tf("Relu", 1, 1, batched=True)
 def _relu(xp, args, attrs):
-    """x > 0 ? x : 0, NaN stays NaN, -0.0 becomes +0.0 (Eigen's vectorized
-    max(x, 0) propagating NaN); subnormals flushed (TensorFlow's CPU runtime)."""
+    """x > 0 ? x : 0, NaN stays NaN; -0.0 becomes +0.0 on float32 and
+    float64 (Eigen's vectorized max(x, 0) propagating NaN) and stays -0.0 on
+    float16 and bfloat16 (computed as float, the tie goes to x); subnormals
+    flushed where the dtype's arithmetic flushes them (FLUSHED_DTYPES)."""
+    _kernel("Relu", NUMERIC, *args)
     a = ftz(xp, args[0])
-    return (ftz(xp, xp.where(xp.isnan(a) | (a > 0), a, xp.zeros_like(a))) if _is_float(a)
-            else xp.where(a > 0, a, xp.zeros_like(a)),)
+    if not _is_float(a):
+        return (xp.where(a > 0, a, xp.zeros_like(a)),)
+    keep = xp.isnan(a) | (a > 0)
+    if dtype_name(a.dtype) in ("float16", "bfloat16"):
+        keep = keep | (a == 0)
+    return (ftz(xp, xp.where(keep, a, xp.zeros_like(a))),)
 
 
 @_tf("ReluGrad", 2, 1, batched=BROADCASTING)
 def _relu_grad(xp, args, attrs):
     """gradients * (features > 0), the product taken in the tensor's dtype;
     subnormals flushed (TensorFlow's CPU runtime)."""
+    _kernel("ReluGrad", NUMERIC, *args)
     g, f = ftz(xp, args[0]), ftz(xp, args[1])
     if g.shape != f.shape:
         raise ShapeError("ReluGrad needs equal shapes")
     return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
 
 
+#: Casts from a float to these dtypes give, for NaN, infinities and values
+#: whose truncation is out of the dtype's range, results that depend on the
+#: element's position in the tensor (TensorFlow 2.21's CPU kernel converts
+#: packets and the tail differently: 300.0 -> int8 is 127 in one place, 44 in
+#: another).  Such a cast has no defined value: it cannot run.
+_CAST_UNDEFINED = frozenset({"int8", "int16", "uint8", "uint16", "uint32"})
+
+
+def cast_array(xp, a, dst: str):
+    """TensorFlow's CPU Cast of array `a` to dtype `dst`, bit for bit:
+
+    * to bool: x != 0 (a float32/float64 subnormal counts as zero);
+    * integer or bool to integer: the low bits (wrapping), bool as 0/1;
+    * integer to float: rounded to nearest even;
+    * float to float: rounded to nearest even, with the flushes TensorFlow's
+      conversions make: a float32 or float64 subnormal argument is zero
+      (except float32 -> bfloat16, a bit operation), a bfloat16 subnormal
+      going to float64 is zero, float64 -> float32 and float64 -> bfloat16
+      (through float32) flush a subnormal float32 result;
+    * float to integer: truncated toward zero; NaN, infinities and values out
+      of range give the lowest value for int32 and int64, 2**63 for uint64
+      (whose range here is [-2**63, 2**64): negatives wrap), and no defined
+      result for the narrower integers (_CAST_UNDEFINED: cannot run).
+    """
+    src = dtype_name(a.dtype)
+    if src == dst:
+        return a
+    from .values import DTYPES
+    target = DTYPES[dst]
+    if src in FLOAT_DTYPES:
+        if (src in ("float32", "float64") and (src, dst) != ("float32", "bfloat16")) \
+                or (src, dst) == ("bfloat16", "float64"):
+            a = _flush(xp, a)
+        if dst == "bool":
+            return a != 0
+        if dst in FLOAT_DTYPES:
+            if src == "float64" and dst in ("float32", "bfloat16"):
+                return _flush(xp, a.astype(np.float32)).astype(target)
+            return a.astype(target)
+        t = xp.trunc(a.astype(np.float64))
+        info = np.iinfo(target)
+        lo, hi = float(int(info.min)), float(int(info.max) + 1)   # exact powers of two
+        if dst == "uint64":
+            lo = -(2.0 ** 63)
+        ok = (t >= lo) & (t < hi)
+        safe = xp.where(ok, t, 0.0)
+        if dst in _CAST_UNDEFINED:
+            if not bool(xp.all(ok)):
+                raise CannotRun(f"cannot run TensorFlow op Cast to {dst}: a float that is NaN, "
+                                f"infinite or out of {dst} range has no defined value (TensorFlow's "
+                                "kernel gives different results by the element's position)")
+            return safe.astype(target)
+        if dst == "uint64":
+            neg = safe < 0
+            r = xp.where(neg, xp.where(neg, safe, 0.0).astype(np.int64).view(np.uint64),
+                         xp.where(neg, 0.0, safe).astype(np.uint64))
+            return xp.where(ok, r, np.uint64(2 ** 63))
+        return xp.where(ok, safe.astype(target), target.type(info.min))
+    if dst == "bool":
+        return a != 0
+    return a.astype(target)
+
+
 def _cast_impl(xp, args, attrs):
-    """The input converted to DstT: integers to floats round to nearest;
-    floats to integers truncate (NaN, infinities and values out of range have
-    no defined result in TensorFlow's kernel: they cannot run)."""
+    """The input converted to DstT as TensorFlow's CPU kernel does (see
+    `cast_array`)."""
     (a,) = args
-    dst = attrs["DstT"]
-    if _is_float(a) and dst == "int64":
-        finite = xp.isfinite(a)
-        if not bool(xp.all(finite)) or (a.size and (float(xp.max(a)) >= 2.0**63
-                                                    or float(xp.min(a)) < -(2.0**63))):
-            raise CannotRun("cannot run TensorFlow op Cast: a float that is NaN, infinite or "
-                            "out of int64 range has no defined integer value")
-        return (xp.trunc(a).astype(dst),)
-    return (a.astype(dst),)
+    return (cast_array(xp, a, attrs["DstT"]),)
 
 
 register(Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip(),
@@ -597,6 +742,7 @@ register(Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip
 def _bias_add(xp, args, attrs):
     """value + bias along the last axis (data_format NHWC)."""
     v, b = args
+    _kernel("BiasAdd", NUMERIC, v, b)
     if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
         raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
     return (xp.add(v, b),)
@@ -606,17 +752,23 @@ def _bias_add(xp, args, attrs):
 def _bias_add_grad(xp, args, attrs):
     """The sum over every axis but the last (integers only: float sums are not modelled)."""
     (v,) = args
+    _kernel("BiasAddGrad", NUMERIC, v)
     _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
     if v.ndim < 1:
         raise ShapeError("BiasAddGrad needs rank >= 1")
     return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
 
 
+_MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
+
+
 @_tf("MatMul", 2, 1, batched=False,
      attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr})
 def _matmul(xp, args, attrs):
-    """Matrix product of 2-D tensors (integers, wrapping; float products are not modelled)."""
+    """Matrix product of 2-D tensors (int32 and int64, wrapping: TensorFlow has
+    no other integer kernel; float products are not modelled)."""
     a, b = args
+    _kernel("MatMul", _MATMUL_DTYPES, a, b)
     _no_float("MatMul", a, b, why=_GEMM_ORDER)
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError("MatMul needs 2-D tensors")
@@ -640,6 +792,7 @@ def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
 
 def _reduce(name: str, xp, args, attrs, fn):
     (a,) = args
+    _kernel(name, NUMERIC, a)
     _no_float(name, a, why=_REDUCTION_ORDER)
     if a.ndim == 0:
         return (a,)
@@ -659,17 +812,20 @@ def _sum(xp, args, attrs):
 
 @_tf("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
 def _mean(xp, args, attrs):
-    """Mean over `axes` (integers: the wrapped sum divided by the count,
-    truncated toward zero as in C++; an empty mean fails)."""
+    """Mean over `axes` (integers: the sum divided by the count, truncated
+    toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
+    64-bit accumulator, so only a 64-bit sum wraps; an empty mean fails)."""
     def mean(a, ax, k):
         count = 1
         for x in ax:
             count *= a.shape[x]
         if count == 0:
             raise OpError("division-by-zero", "Mean of no elements")
-        s = xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype)
-        q = s // count
-        return q + ((s % count != 0) & (s < 0)).astype(a.dtype)
+        acc = a.dtype if a.dtype.itemsize == 8 else np.dtype(
+            np.uint64 if a.dtype.kind == "u" else np.int64)
+        s = xp.sum(a, axis=ax, keepdims=k, dtype=acc)
+        q = s // acc.type(count)
+        return (q + ((s % acc.type(count) != 0) & (s < 0)).astype(acc)).astype(a.dtype)
     return _reduce("Mean", xp, args, attrs, mean)
 
 
@@ -832,15 +988,22 @@ def _scale_add(xp, args, attrs):
 FTZ_SUFFIX = ".ftz"
 
 
-def ftz(xp, a):
-    """Subnormal floats replaced by zeros of the same sign (integers unchanged)."""
-    if a is None or a.dtype.kind != "f":
-        return a
-    tiny = xp.finfo(a.dtype).tiny
+def _flush(xp, a):
+    """Subnormal floats of any float dtype replaced by zeros of the same sign."""
+    tiny = a.dtype.type(finfo(a.dtype).tiny)
     sub = (a != 0) & (xp.abs(a) < tiny)
     if not bool(xp.any(sub)):
         return a
     return xp.where(sub, xp.copysign(xp.zeros_like(a), a), a)
+
+
+def ftz(xp, a):
+    """Subnormal floats replaced by zeros of the same sign, on the dtypes whose
+    arithmetic TensorFlow flushes (FLUSHED_DTYPES: not float16); other
+    arrays unchanged."""
+    if a is None or dtype_name(a.dtype) not in FLUSHED_DTYPES:
+        return a
+    return _flush(xp, a)
 
 
 def _flushed(base: Function) -> Function:

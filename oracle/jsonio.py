@@ -45,12 +45,13 @@ class ViolationCollector:
 
 def _type_from_json(raw: Any, where: str, bad) -> TensorType:
     if not isinstance(raw, dict) or not set(raw) <= {"dtype", "shape"}:
-        bad(where, "bad-type", "expected {\"dtype\": \"int64\"|\"float32\", \"shape\": [...]}")
+        bad(where, "bad-type", "expected {\"dtype\": \"int64\"|\"float32\"|..., \"shape\": [...]}")
         return TensorType()
     dtype = raw.get("dtype", "int64")
     shape = raw.get("shape", [])
     if not isinstance(dtype, str) or dtype not in DTYPES:
-        bad(where, "bad-type", f"unknown dtype {dtype!r} (int64 or float32)")
+        bad(where, "bad-type", f"unknown dtype {dtype!r} ({', '.join(DTYPES)}; string, "
+            "variant and resource tensors are not modelled)")
         dtype = "int64"
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool)
                                               and d >= 0 for d in shape):

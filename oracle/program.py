@@ -416,7 +416,7 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
 
 def _check_type(where: str, t: TensorType, bad) -> None:
     if t.dtype not in DTYPES:
-        bad(where, "bad-type", f"unknown dtype {t.dtype!r} (int64 or float32)")
+        bad(where, "bad-type", f"unknown dtype {t.dtype!r} ({', '.join(DTYPES)})")
     if any((not isinstance(d, int)) or d < 0 for d in t.shape):
         bad(where, "bad-type", f"shape {list(t.shape)} must be non-negative integers")
 

@@ -1,6 +1,10 @@
 """TF values: tensors and error values (seed 000, section 3.1.1, footnotes 2, 4, 5).
 
-A *tensor* is an immutable numpy array of dtype int64 or float32, of any shape.
+A *tensor* is an immutable numpy array of one of TensorFlow's numeric or
+boolean dtypes (SPEC section 8: bool, int8/16/32/64, uint8/16/32/64, float16,
+bfloat16, float32, float64), of any shape.  numpy has no bfloat16: it comes
+from `ml_dtypes`, the package TensorFlow and JAX take theirs from (its dtype's
+`kind` is "V", so ask :func:`is_float`, never `dtype.kind == "f"`).
 An *error* is one of the seed's distinguished elements of Tensors that stand
 for "something went wrong": reading an uninitialized variable, adding tensors
 of incompatible shapes, ...  Errors propagate through functions and an Assign
@@ -17,11 +21,51 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import ml_dtypes
 import numpy as np
 
-DTYPES = {"int64": np.dtype(np.int64), "float32": np.dtype(np.float32)}
+#: Every dtype a value may have, by TensorFlow's name.
+DTYPES = {
+    "bool": np.dtype(np.bool_),
+    "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8), "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
+    "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
+}
 #: dtype -> name without numpy's `dtype.name` (slow: 9% of the oracle's time)
 _NAMES = {d: n for n, d in DTYPES.items()}
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+INT_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+UNSIGNED_DTYPES = frozenset({"uint8", "uint16", "uint32", "uint64"})
+#: The IEEE formats of the float dtypes: (exponent bits, significand bits
+#: including the implicit one), as Z3's FPSort takes them.
+FLOAT_FORMATS = {"float16": (5, 11), "bfloat16": (8, 8), "float32": (8, 24), "float64": (11, 53)}
+#: The unsigned integer dtype of each float dtype's width (its bit pattern).
+BITS_DTYPES = {"float16": np.dtype(np.uint16), "bfloat16": np.dtype(np.uint16),
+               "float32": np.dtype(np.uint32), "float64": np.dtype(np.uint64)}
+_FLOAT_NP = frozenset(DTYPES[n] for n in FLOAT_DTYPES)
+
+
+def dtype_name(dtype: Any) -> str | None:
+    """tfsem's name of a numpy dtype (None: not one of DTYPES)."""
+    name = _NAMES.get(dtype)   # a numpy dtype already: no conversion (hot path)
+    return name if name is not None else _NAMES.get(np.dtype(dtype))
+
+
+def is_float(a: Any) -> bool:
+    """Whether a numpy array (or dtype) is of a float dtype, bfloat16 included."""
+    return (a.dtype if hasattr(a, "dtype") else np.dtype(a)) in _FLOAT_NP
+
+
+def finfo(dtype: Any) -> Any:
+    """numpy's finfo, which also knows bfloat16 (through ml_dtypes)."""
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
+def iinfo(dtype: Any) -> Any:
+    return np.iinfo(np.dtype(dtype))
 
 #: The error values tfsem produces itself.  Users' functions may add others.
 UNINITIALIZED = "uninitialized"
@@ -44,14 +88,17 @@ class Error:
 
 
 def _canonical_bytes(array: np.ndarray) -> bytes:
-    if array.dtype.kind == "f" and array.size and np.isnan(array).any():
-        array = np.where(np.isnan(array), np.array(np.nan, dtype=array.dtype), array)
+    if array.dtype in _FLOAT_NP and array.size:
+        with np.errstate(invalid="ignore"):   # ml_dtypes' isnan warns on NaN
+            nan = np.isnan(array)
+        if nan.any():
+            array = np.where(nan, np.array(np.nan, dtype=array.dtype), array)
     return np.ascontiguousarray(array).tobytes()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Tensor:
-    """An immutable int64 or float32 array with SPEC section 2 equality."""
+    """An immutable array of one of DTYPES, with SPEC section 2 equality."""
 
     array: np.ndarray
     _key: tuple = field(repr=False)
@@ -61,7 +108,8 @@ class Tensor:
         arr = np.array(array, dtype=DTYPES[dtype] if dtype else None, copy=True)
         name = _NAMES.get(arr.dtype)
         if name is None:
-            raise ValueFormatError(f"unsupported dtype {arr.dtype} (int64 or float32 only)")
+            raise ValueFormatError(f"unsupported dtype {arr.dtype} (tfsem models "
+                                   f"{', '.join(DTYPES)})")
         arr.setflags(write=False)
         key = (name, arr.shape, _canonical_bytes(arr))
         object.__setattr__(self, "array", arr)
@@ -115,40 +163,61 @@ def _float_from_json(x: Any, where: str) -> Any:
     return x
 
 
-def _int_from_json(x: Any, where: str) -> Any:
+def _int_from_json(x: Any, where: str, dtype: str = "int64") -> Any:
     if isinstance(x, list):
-        return [_int_from_json(v, where) for v in x]
+        return [_int_from_json(v, where, dtype) for v in x]
     if isinstance(x, bool) or not isinstance(x, int):
-        raise ValueFormatError(f"{where}: {x!r} is not an int64 (write float values as "
+        raise ValueFormatError(f"{where}: {x!r} is not an {dtype} (write float values as "
                                "{\"dtype\": \"float32\", \"value\": ...})")
-    if not -(2**63) <= x < 2**63:
-        raise ValueFormatError(f"{where}: {x} is out of int64 range")
+    info = np.iinfo(DTYPES[dtype])
+    if not int(info.min) <= x <= int(info.max):
+        raise ValueFormatError(f"{where}: {x} is out of {dtype} range "
+                               f"({int(info.min)} to {int(info.max)})")
+    return x
+
+
+def _bool_from_json(x: Any, where: str) -> Any:
+    if isinstance(x, list):
+        return [_bool_from_json(v, where) for v in x]
+    if not isinstance(x, bool):
+        raise ValueFormatError(f"{where}: {x!r} is not a bool (write true or false)")
     return x
 
 
 def _array_from_nested(data: Any, dtype: str, where: str) -> np.ndarray:
-    convert = _float_from_json if dtype == "float32" else _int_from_json
-    data = convert(data, where)
+    if dtype in FLOAT_DTYPES:
+        data = _float_from_json(data, where)
+    elif dtype == "bool":
+        data = _bool_from_json(data, where)
+    else:
+        data = _int_from_json(data, where, dtype)
     try:
         with np.errstate(over="ignore"):
-            arr = np.array(data, dtype=DTYPES[dtype])
+            # floats through float64 (a JSON number is a double), then
+            # rounded to the dtype as numpy's astype (ml_dtypes' for bfloat16)
+            arr = np.array(data, dtype=np.float64 if dtype in FLOAT_DTYPES else DTYPES[dtype])
     except (ValueError, OverflowError) as exc:
         raise ValueFormatError(f"{where}: ragged or malformed nested list ({exc})") from None
-    if dtype == "float32" and arr.size and np.isinf(arr).any():
-        # a finite number past float32's range would silently become inf
-        wide = np.array(data, dtype=np.float64)
-        over = np.isinf(arr) & np.isfinite(wide)
-        if over.any():
-            raise ValueFormatError(f"{where}: {wide[over].flat[0]:g} is out of float32 range "
-                                   "(largest 3.4028235e+38; write an infinity as \"inf\")")
     if arr.dtype == object:
         raise ValueFormatError(f"{where}: ragged nested list")
+    if dtype in FLOAT_DTYPES:
+        wide = arr
+        with np.errstate(over="ignore"):
+            arr = wide.astype(DTYPES[dtype])
+        if arr.size and np.isinf(arr).any():
+            # a finite number past the dtype's range would silently become inf
+            over = np.isinf(arr) & np.isfinite(wide)
+            if over.any():
+                raise ValueFormatError(
+                    f"{where}: {wide[over].flat[0]:g} is out of {dtype} range (largest "
+                    f"{float(finfo(DTYPES[dtype]).max):.9g}; write an infinity as \"inf\")")
     return arr
 
 
 def value_from_json(data: Any, where: str = "value", dtype: str | None = None) -> Value:
-    """Decode a JSON value.  `dtype` is the declared dtype, if any: a plain number
-    given for a float32 feed or variable is read as float32."""
+    """Decode a JSON value.  `dtype` is the declared dtype, if any: a plain
+    number (or true/false) given for a feed or variable of that dtype is read
+    as that dtype."""
     if isinstance(data, dict):
         if "error" in data:
             if set(data) != {"error"} or not isinstance(data["error"], str) or not data["error"]:
@@ -159,13 +228,14 @@ def value_from_json(data: Any, where: str = "value", dtype: str | None = None) -
                                    f"got keys {sorted(data)}")
         d = data["dtype"]
         if not isinstance(d, str) or d not in DTYPES:
-            raise ValueFormatError(f"{where}: unknown dtype {d!r} (int64 or float32)")
+            raise ValueFormatError(f"{where}: unknown dtype {d!r} ({', '.join(DTYPES)}; "
+                                   "string, variant and resource tensors are not modelled)")
         if dtype is not None and d != dtype:
             raise ValueFormatError(f"{where}: value has dtype {d} but {dtype} is declared")
-        return Tensor(_array_from_nested(data["value"], d, where))
-    if isinstance(data, (int, float, list)) and not isinstance(data, bool):
+        return Tensor(_array_from_nested(data["value"], d, where), d)
+    if isinstance(data, (int, float, list)) and (not isinstance(data, bool) or dtype == "bool"):
         d = dtype or "int64"
-        return Tensor(_array_from_nested(data, d, where))
+        return Tensor(_array_from_nested(data, d, where), d)
     raise ValueFormatError(f"{where}: {data!r} is not a value (a number, nested lists, "
                            "{\"dtype\": ..., \"value\": ...} or {\"error\": ...})")
 
@@ -177,16 +247,27 @@ def _float_to_json(x: Any) -> Any:
         return "nan"
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    return x  # repr of a float32 widened to float64 round-trips exactly
+    return x  # repr of a float widened to float64 round-trips exactly
 
 
 def value_to_json(value: Value) -> Any:
-    """Encode as strict JSON: int64 as plain numbers, float32 tagged."""
+    """Encode as strict JSON: int64 as plain numbers, every other dtype tagged
+    (bool as true/false, floats with "nan", "inf", "-inf")."""
     if isinstance(value, Error):
         return {"error": value.reason}
-    if value.dtype == "int64":
+    d = value.dtype
+    if d == "int64":
         return value.array.tolist()
-    return {"dtype": "float32", "value": _float_to_json(value.array.astype(np.float64).tolist())}
+    if d in FLOAT_DTYPES:
+        return {"dtype": d, "value": _float_to_json(value.array.astype(np.float64).tolist())}
+    return {"dtype": d, "value": value.array.tolist()}
+
+
+#: Short prefixes of the dtypes in text output (int64 has none).
+_SHORT = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "uint8": "u8",
+          "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16",
+          "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+_SUFFIX = {"float32": "f", "float16": "h", "bfloat16": "bf", "float64": "d"}
 
 
 def format_value(value: Value) -> str:
@@ -194,7 +275,55 @@ def format_value(value: Value) -> str:
     if isinstance(value, Error):
         return f"<{value.reason}>"
     a = value.array
-    if a.dtype == np.float32:
-        body = np.array2string(a, separator=", ", formatter={"float_kind": lambda v: repr(float(v))})
-        return f"f32 {body}" if a.ndim else f"{float(a)!r}f"
-    return np.array2string(a, separator=", ") if a.ndim else str(int(a))
+    d = value.dtype
+    if d in FLOAT_DTYPES:
+        wide = a.astype(np.float64)
+        body = np.array2string(wide, separator=", ", formatter={"float_kind": lambda v: repr(float(v))})
+        return f"{_SHORT[d]} {body}" if a.ndim else f"{float(wide)!r}{_SUFFIX[d]}"
+    if d == "int64":
+        return np.array2string(a, separator=", ") if a.ndim else str(int(a))
+    if d == "bool":
+        body = np.array2string(a, separator=", ") if a.ndim else str(bool(a))
+        return body.lower() if a.ndim == 0 else f"bool {body}"
+    return f"{_SHORT[d]} " + (np.array2string(a, separator=", ") if a.ndim else str(int(a)))
+
+
+# ---------------------------------------------------------------------------
+# Values that find bugs: every dtype's edges (σ generators, samplers)
+
+
+def edge_values(dtype: str) -> np.ndarray:
+    """A dtype's edge values: integer extremes; NaN, signed zeros, infinities,
+    the largest finite, smallest normal and subnormal floats of both signs."""
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return np.array([False, True])
+    if dtype in INT_DTYPES:
+        i = np.iinfo(d)
+        vals = {int(i.min), int(i.min) + 1, 0, 1, 2, 3, int(i.max) - 1, int(i.max)}
+        if dtype not in UNSIGNED_DTYPES:
+            vals |= {-1, -2}
+        return np.array(sorted(vals), dtype=d)
+    f = finfo(d)
+    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -1.5, 2.0, math.nan, math.inf, -math.inf,
+            float(f.max), -float(f.max), float(f.tiny), -float(f.tiny),
+            float(f.smallest_subnormal), -float(f.smallest_subnormal)]
+    return np.array(vals, dtype=np.float64).astype(d)
+
+
+def random_array(dtype: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`size` values of `dtype`: a third edge values, a third small ones
+    (-10..10, halves for floats), a third random bit patterns (every value of
+    the dtype may be drawn)."""
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return rng.integers(0, 2, size).astype(bool)
+    edges = edge_values(dtype)
+    edge = edges[rng.integers(0, len(edges), size)]
+    bits = BITS_DTYPES.get(dtype, d)
+    info = np.iinfo(bits)
+    raw = rng.integers(int(info.min), int(info.max), size, dtype=bits, endpoint=True).view(d)
+    small = rng.integers(0 if dtype in UNSIGNED_DTYPES else -10, 11, size)
+    small = (small.astype(np.float64) / 2).astype(d) if dtype in FLOAT_DTYPES else small.astype(d)
+    pick = rng.integers(0, 3, size)
+    return np.where(pick == 0, edge, np.where(pick == 1, small, raw)).astype(d)

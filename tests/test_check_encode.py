@@ -1,6 +1,6 @@
 """The Z3 encoding (and the symbolic functions under it) against numpy.
 
-For random arguments of every kind (int64 and float32, scalars and 1-D
+For random arguments of every kind (every dtype of SPEC section 8, scalars and 1-D
 tensors, broadcasting, mismatched dtypes and shapes, errors), applying a
 registry function symbolically and evaluating the result with Z3's simplifier
 at the concrete leaf values must give exactly `Function.apply` on the concrete
@@ -14,13 +14,13 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfsem.checking.encode import MAX_TIE, MIN_TIE, Encoder, evaluate_concrete, z3_const
+from tfsem.checking.encode import SORTS, Encoder, evaluate_concrete, z3_const
 from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Guarded, Opaque, SymTensor,
                                      evaluate, has_encoding, sample_equal)
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.semantics import _assigned
-from tfsem.oracle.values import Error, Tensor
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, Error, Tensor, finfo
 
 
 def examples(n: int) -> int:
@@ -36,21 +36,63 @@ ints = st.one_of(st.sampled_from(INT_EDGE), st.integers(-(2**63), 2**63 - 1), st
 floats = st.one_of(st.sampled_from(FLOAT_EDGE), st.floats(width=32, allow_nan=True),
                    st.integers(-9, 9).map(float))
 SHAPES = [(), (1,), (2,), (3,), (4,)]
+#: int64 and float32 twice as often as each other dtype (the common ones)
+DTYPE_CHOICES = list(DTYPES) + ["int64", "float32"]
+
+
+def _edges(dtype: str) -> list:
+    """A dtype's edge values: integer extremes; NaN, signed zeros, infinities,
+    largest, smallest normal and subnormal floats."""
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return [False, True]
+    if dtype not in FLOAT_DTYPES:
+        i = np.iinfo(d)
+        return [int(x) for x in {int(i.min), int(i.min) + 1, 0, 1, 2, 7, int(i.max), int(i.max) - 1,
+                                 -1 if d.kind == "i" else 3}]
+    f = finfo(d)
+    vals = [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, float("nan"), float("inf"), float("-inf"),
+            float(f.max), -float(f.max), float(f.tiny), -float(f.tiny),
+            float(f.smallest_subnormal), -float(f.smallest_subnormal), 1 / 3]
+    return [np.array(v, dtype=d)[()] for v in vals]
+
+
+def _from_bits(dtype: str):
+    d = DTYPES[dtype]
+    if dtype == "bool":
+        return st.booleans()
+    if dtype not in FLOAT_DTYPES:
+        i = np.iinfo(d)
+        return st.integers(int(i.min), int(i.max))
+    bits = BITS_DTYPES[dtype]
+    return st.integers(0, int(np.iinfo(bits).max)).map(lambda b: np.array(b, bits).view(d)[()])
+
+
+def elements(dtype: str):
+    if dtype == "int64":
+        return ints
+    if dtype == "float32":
+        return floats
+    small = st.integers(-9, 9) if dtype != "bool" else st.booleans()
+    if dtype.startswith("uint"):
+        small = st.integers(0, 9)
+    return st.one_of(st.sampled_from(_edges(dtype)), _from_bits(dtype), small)
 
 
 @st.composite
 def tensors(draw, dtype=None, shape=None):
-    dtype = dtype or draw(st.sampled_from(["int64", "float32"]))
+    dtype = dtype or draw(st.sampled_from(DTYPE_CHOICES))
     shape = shape if shape is not None else draw(st.sampled_from(SHAPES))
     n = int(np.prod(shape))
-    vals = draw(st.lists(ints if dtype == "int64" else floats, min_size=n, max_size=n))
-    return Tensor(np.array(vals, dtype=np.int64 if dtype == "int64" else np.float32).reshape(shape))
+    vals = draw(st.lists(elements(dtype), min_size=n, max_size=n))
+    with np.errstate(all="ignore"):
+        return Tensor(np.array(vals, dtype=DTYPES[dtype]).reshape(shape), dtype)
 
 
 @st.composite
 def arguments(draw, n_args: int):
     """Arguments of one dtype and often one shape, sometimes mixed, sometimes errors."""
-    dtype = draw(st.sampled_from(["int64", "float32"]))
+    dtype = draw(st.sampled_from(DTYPE_CHOICES))
     shape = draw(st.sampled_from(SHAPES))
     out = []
     for _ in range(n_args):
@@ -85,8 +127,8 @@ def concrete(encoder: Encoder, value, leaf_values):
     if isinstance(value, Error):
         return value
     flat = evaluate_concrete(encoder, value.elems, leaf_values)
-    arr = np.array(flat, dtype=np.int64 if value.dtype == "int64" else np.float32)
-    return Tensor(arr.reshape(value.shape))
+    arr = np.array(flat, dtype=DTYPES[value.dtype])
+    return Tensor(arr.reshape(value.shape), value.dtype)
 
 
 def sampled(value, leaf_values):
@@ -97,8 +139,8 @@ def sampled(value, leaf_values):
     leaves = {t: np.array([v]) for t, v in leaf_values.items()}
     evaluate(value.elems, leaves, memo)
     arr = np.array([np.broadcast_to(memo[t], (1,))[0] for t in value.elems],
-                   dtype=np.int64 if value.dtype == "int64" else np.float32)
-    return Tensor(arr.reshape(value.shape))
+                   dtype=DTYPES[value.dtype])
+    return Tensor(arr.reshape(value.shape), value.dtype)
 
 
 ENCODED = [name for name in (*ELEMENTWISE, *STRUCTURAL) if name != "Const"]
@@ -141,7 +183,7 @@ def test_const_matches(value):
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(st.sampled_from(["int64", "float32"]), st.data())
+@given(st.sampled_from(DTYPE_CHOICES), st.data())
 def test_equality_is_spec_equality(dtype, data):
     """The encoded equality of two values is Tensor equality (NaN == NaN,
     -0.0 != 0.0), and so is the sampling evaluator's."""
@@ -156,13 +198,26 @@ def test_equality_is_spec_equality(dtype, data):
     assert bool(sample_equal(sa, sb, leaves, {}, 1)[0]) == (a == b)
 
 
-def test_signed_zero_ties_are_measured_and_consistent():
-    # numpy returns one operand on a +0.0/-0.0 tie; the encoding follows the
-    # measured rule (this numpy: the second operand), checked above on values.
-    assert MAX_TIE in ("first", "second", "unknown")
-    assert MIN_TIE in ("first", "second", "unknown")
-    expected = "second" if np.signbit(np.maximum(np.float32(0.0), np.float32(-0.0))) else "first"
-    assert MAX_TIE in (expected, "unknown")
+@pytest.mark.parametrize("dtype", sorted(FLOAT_DTYPES))
+@pytest.mark.parametrize("name", ["Max", "Min"])
+def test_signed_zero_ties_follow_the_registry_on_every_float_dtype(dtype, name):
+    """On +0.0 against -0.0 the encoding returns the operand the registry
+    returns (fns.ZERO_TIE: TensorFlow's, tests/test_dtypes_tensorflow.py)."""
+    d = DTYPES[dtype]
+    for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+        want = fns.get(name).apply([Tensor(np.array(a, d)), Tensor(np.array(b, d))])[0]
+        enc = Encoder()
+        e = z3.simplify(enc.scalar_op(name.lower(), dtype, [z3_const(np.array(a, d), dtype),
+                                                             z3_const(np.array(b, d), dtype)]))
+        bits = z3.simplify(z3.fpToIEEEBV(e)).as_long()
+        assert bool(bits >> (d.itemsize * 8 - 1)) == bool(np.signbit(want.array.astype(np.float64)))
+
+
+def test_every_dtype_has_its_sort():
+    assert SORTS["int8"] == z3.BitVecSort(8) and SORTS["uint64"] == z3.BitVecSort(64)
+    assert SORTS["bool"] == z3.BitVecSort(1)
+    assert SORTS["bfloat16"] == z3.FPSort(8, 8) and SORTS["float16"] == z3.FPSort(5, 11)
+    assert SORTS["float64"] == z3.FPSort(11, 53)
 
 
 def test_static_kinds_follow_the_oracle():
@@ -216,15 +271,14 @@ def test_user_functions_are_opaque():
     assert solver.check() == z3.sat
 
 
-@pytest.mark.parametrize("dtype", ["int64", "float32"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
 def test_model_values_round_trip(dtype):
-    """A model's value of a leaf decodes to the tensor the formula pinned."""
+    """A model's value of a leaf decodes to the tensor the formula pinned
+    (every edge value of every dtype: extremes, -0.0, NaN, subnormals)."""
     algebra, encoder = Algebra(), Encoder()
-    leaf = algebra.leaf("feed", "a", TensorType(dtype, (3,)))
-    if dtype == "int64":
-        want = Tensor(np.array([-(2**63), 5, 2**63 - 1], dtype=np.int64))
-    else:
-        want = Tensor(np.array([-0.0, float("nan"), 1e-45], dtype=np.float32))
+    edges = _edges(dtype)
+    leaf = algebra.leaf("feed", "a", TensorType(dtype, (len(edges),)))
+    want = Tensor(np.array(edges, dtype=DTYPES[dtype]), dtype)
     solver = z3.Solver()
     for t, v in zip(leaf.elems, want.array):
         solver.add(encoder.leaf(t) == z3_const(v, dtype))

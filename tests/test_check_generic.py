@@ -28,7 +28,7 @@ from tfsem.oracle import program as P
 from tfsem.oracle.explore import outcome_set
 from tfsem.oracle.program import ControlIn, FeedControlIn, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
-from tfsem.oracle.values import DTYPES, Tensor, value_from_json
+from tfsem.oracle.values import DTYPES, Tensor, is_float, value_from_json
 from tfsem.rewrites.edit import renamed
 
 BIG = MAX_ELEMENTS + 1
@@ -352,7 +352,7 @@ def test_a_keras_training_step_with_large_kernels_refines_itself(graph, semantic
 OTHER_DTYPES = [d for d in DTYPES if d not in gen.ENCODED]
 
 
-@pytest.mark.skipif(not OTHER_DTYPES, reason="only int64 and float32 are values so far")
+@pytest.mark.skipif(not OTHER_DTYPES, reason="every dtype has a Z3 model (encode.SORTS)")
 @pytest.mark.parametrize("dtype", OTHER_DTYPES)
 def test_dtypes_without_a_model_are_opaque(dtype):
     f = feeds(dtype, (8,), "ab")
@@ -383,21 +383,23 @@ I64_SPECIAL = [0, 1, -1, 2, -3, 7, 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**6
 
 def _same(a, b) -> bool:
     a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind == "f" and np.isnan(a) and np.isnan(b):
+    if is_float(a) and np.isnan(a.astype(np.float64)) and np.isnan(b.astype(np.float64)):
         return True
     return a.tobytes() == b.tobytes()
 
 
 @pytest.mark.parametrize("name", sorted(gen.EXTRA))
-@pytest.mark.parametrize("dtype", ["int64", "float32"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
 def test_extra_operations_encode_as_numpy_computes_them(name, dtype):
     import z3
 
     from tfsem.checking.encode import _numeral, z3_const
+    from tfsem.oracle.values import edge_values
     fn = fns.lookup(name)
     if fn is None:
         pytest.skip(f"{name} is not registered")
-    values = F32_SPECIAL if dtype == "float32" else I64_SPECIAL
+    values = (F32_SPECIAL if dtype == "float32" else I64_SPECIAL if dtype == "int64"
+              else edge_values(dtype).tolist())
     enc = gen.GenericEncoder()
     op = gen.EXTRA[name]
     for a in values:

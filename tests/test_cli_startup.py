@@ -27,7 +27,7 @@ def test_the_parsers_constants_are_their_modules():
     from tfsem.campaigns import loop, sandbox
     from tfsem.checking import DEFAULT_TIMEOUT
     from tfsem.commands import common
-    from tfsem.oracle import explore, jsonio, readsfrom
+    from tfsem.oracle import explore, jsonio, readsfrom, values
     assert (common.SEMANTICS, common.OBSERVE, common.CASE_FORMAT) == \
         (jsonio.SEMANTICS, jsonio.OBSERVE, jsonio.CASE_FORMAT)
     assert common.CHECK_TIMEOUT == DEFAULT_TIMEOUT
@@ -37,6 +37,7 @@ def test_the_parsers_constants_are_their_modules():
     assert (common.MAX_STATES, common.MAX_SECONDS_OUTCOMES) == \
         (explore.DEFAULT_MAX_STATES, explore.DEFAULT_MAX_SECONDS)
     assert common.ENGINES == readsfrom.ENGINES
+    assert common.DTYPES == tuple(values.DTYPES)
 
 
 def _options(add) -> list[tuple]:

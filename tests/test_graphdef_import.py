@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tfsem.checking import check_rewrite
 from tfsem.cli import main
 from tfsem.graphdef import import_path, load_program_or_graph
 from tfsem.graphdef.importer import GraphImportError, import_graph
@@ -236,11 +237,33 @@ def test_unmodelled_pure_op_is_uninterpreted_and_cannot_run():
 
 
 def test_unsupported_dtype_is_refused_with_node_and_dtype():
-    g = _graph(CONST_I64.replace("DT_INT64", "DT_INT32").replace("int64_val", "int_val")
-               + 'node { name: "n" op: "Neg" input: "c" attr { key: "T" value { type: DT_INT32 } } }')
+    g = _graph(CONST_I64.replace("DT_INT64", "DT_STRING").replace("int64_val: 7", 'string_val: "a"')
+               + 'node { name: "n" op: "Identity" input: "c" attr { key: "T" value { type: DT_STRING } } }')
     with pytest.raises(GraphImportError) as exc:
         import_graph(g, ["n"])
-    assert "DT_INT32" in str(exc.value) and "'n'" in str(exc.value)
+    assert "DT_STRING" in str(exc.value) and "'n'" in str(exc.value)
+    assert "string, variant, resource" in str(exc.value)
+
+
+def test_every_numeric_dtype_imports_and_exports():
+    """int32, bool, float16, bfloat16, ... constants and placeholders import
+    as tfsem values of their dtype, and export back to the same TensorProto."""
+    from tfsem.graphdef.exporter import tensor_proto
+    from tfsem.graphdef.importer import TFSEM_DTYPES, tensor_from_proto
+    from tfsem.oracle.values import edge_values
+    for tf_name, name in TFSEM_DTYPES.items():
+        t = Tensor(edge_values(name), name)
+        proto = tensor_proto(t)
+        assert proto["dtype"] == tf_name
+        assert Tensor(tensor_from_proto(proto, "c"), name) == t
+    g = _graph('node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } }'
+               ' attr { key: "shape" value { shape { dim { size: 2 } } } } }'
+               'node { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: DT_INT32 } } }'
+               'node { name: "b" op: "Cast" input: "n" attr { key: "SrcT" value { type: DT_INT32 } }'
+               ' attr { key: "DstT" value { type: DT_BOOL } } }')
+    p = import_graph(g, ["b"]).program
+    assert p.feed_type("x").dtype == "int32"
+    assert check_rewrite(p, p).verdict == "sound"
 
 
 def test_racing_adam_update_is_refused():

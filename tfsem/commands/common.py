@@ -29,6 +29,9 @@ MAX_NODES = 10
 MAX_STATES = 2_000_000
 MAX_SECONDS_OUTCOMES = 60.0
 ENGINES = ("reference", "readsfrom", "auto", "symmetry")
+#: tfsem.oracle.values.DTYPES, in its order
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64")
 FUZZ_CHECK_TIMEOUT = 5.0
 PASS_TIMEOUT = 5.0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from tfsem.cli import EXIT_OK, UsageError
 
 from .common import MAX_NODES as DEFAULT_MAX_NODES
-from .common import bounded_int, positive_int, print_json, seed_int
+from .common import DTYPES, bounded_int, positive_int, print_json, seed_int
 
 
 def add_parser(sub) -> None:
@@ -21,8 +21,9 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, help="directory to write prog_NNNN.json into")
     p.add_argument("--max-nodes", type=bounded_int(1, 10_000), default=DEFAULT_MAX_NODES,
                    help=f"at most K nodes per program (default {DEFAULT_MAX_NODES}, as verify and fuzz)")
-    p.add_argument("--dtype", choices=("int64", "float32"), default="int64",
-                   help="dtype of variables, feeds and constants (default int64)")
+    p.add_argument("--dtype", choices=DTYPES, default="int64",
+                   help="dtype of variables, feeds and constants (default int64; --shape "
+                        "grappler: int64, int32 or float32)")
     p.add_argument("--shape", choices=("general", "grappler"), default="general",
                    help="general: tfsem's fuzzers' generator (the default); grappler: programs "
                         "shaped like what Grappler's optimizers rewrite (arithmetic identities, "
@@ -43,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     shape = getattr(args, "shape", "general")
     if shape == "grappler":
         from tfsem.generators import grappler
+        if args.dtype not in grappler.DTYPES:
+            raise UsageError(f"--shape grappler makes {', '.join(grappler.DTYPES)} programs, "
+                             f"not {args.dtype} (the general shape makes every dtype)")
         programs = grappler.random_programs(args.count, args.seed, args.max_nodes, args.dtype)
     else:
         programs = random_programs(args.count, args.seed, args.max_nodes, dtype=args.dtype)
