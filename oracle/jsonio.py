@@ -185,7 +185,30 @@ def _node_from_json(raw: Any, where: str, bad) -> Node | None:
     return Node(name, op, tuple(inputs), attrs)
 
 
+#: The most tensor elements one program written as JSON may hold, all its
+#: constants together.  An element costs about 20 bytes of JSON and, while it
+#: is written, about 100 bytes of Python objects: a constant within the
+#: 2**24-element limit of an operation, which a GraphDef can declare in a few
+#: bytes (one value repeated over a large shape), would otherwise cost gigabytes
+#: and minutes to write (docs/robustness.md).  2**22 elements: about 80 MB of
+#: JSON, written in seconds.
+MAX_JSON_ELEMENTS = 1 << 22
+
+
 def program_to_json(p: Program) -> dict:
+    """The tfsem.program/1 JSON object of `p`.  Raises ProgramError before
+    converting anything when its constants hold more than MAX_JSON_ELEMENTS
+    elements (the cost of writing is counted, not only the cost of holding)."""
+    sizes = [(n.name, v.array.size) for n in p.nodes for v in n.attrs.values() if isinstance(v, Tensor)]
+    total = sum(size for _, size in sizes)
+    if total > MAX_JSON_ELEMENTS:
+        name, size = max(sizes, key=lambda s: s[1])
+        raise ProgramError([Violation(
+            f"node {name!r}", "too-large-to-write",
+            f"the program's constants hold {total} elements ({size} in this node), more than "
+            f"the {MAX_JSON_ELEMENTS} elements tfsem writes in its JSON program form (about "
+            f"{total * 20 >> 20} MB of JSON here); `tfsem outcomes` and `run` take the graph "
+            "itself without that step")])
     out: dict[str, Any] = {"format": PROGRAM_FORMAT}
     if all(t == TensorType() for t in p.variables.values()):
         out["variables"] = list(p.variables)

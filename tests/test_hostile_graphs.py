@@ -616,3 +616,34 @@ def test_outcomes_budget_covers_reading_and_importing_the_graph(capsys):
     rc, out, err = run_cli(capsys, ["outcomes", str(CORPUS / "counter.pbtxt"), "--init", "counter=1",
                                     "--timeout", "30"])
     assert rc == 0 and "1 outcome" in out, (out, err)
+
+
+# ---------------------------------------------------------------- what is written
+
+def test_a_small_constant_of_a_huge_shape_is_refused_before_it_is_written(tmp_path):
+    """One float repeated over 4096 x 4096 elements is a GraphDef of about 80
+    bytes; written as a JSON program it was 184 MB, 29 s and 1.7 GB.  The
+    cost of writing is counted before anything is converted: exit 2 at once,
+    naming the node, within a small memory bound."""
+    splat = {"dtype": "DT_FLOAT", "float_val": [1.5],
+             "tensor_shape": {"dim": [{"size": 4096}, {"size": 4096}]}}
+    graph = {"node": [{"name": "c", "op": "Const",
+                       "attr": {"dtype": {"type": "DT_FLOAT"}, "value": {"tensor": splat}}}]}
+    path = write(tmp_path / "splat.pb", graph)
+    assert path.stat().st_size < 100
+    # the command in a child that reports its own peak resident memory (KiB)
+    child = ("import resource, sys\nfrom tfsem.cli import main\nrc = main(sys.argv[1:])\n"
+             "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+             "sys.exit(rc)\n")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", child, "import", str(path), "--fetch", "c",
+                        "-o", str(tmp_path / "out.json")], capture_output=True, text=True, timeout=120)
+    wall = time.monotonic() - t0
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert "node 'c'" in r.stderr and "too-large-to-write" in r.stderr, r.stderr
+    assert not (tmp_path / "out.json").exists()
+    # the 64 MB array itself and the interpreter, not gigabytes of Python floats
+    maxrss_kib = int(re.search(r"MAXRSS (\d+)", r.stderr).group(1))
+    assert maxrss_kib < 700 * 1024, maxrss_kib
+    assert wall < 60, wall
