@@ -26,6 +26,7 @@ from typing import Any, Collection
 import numpy as np
 
 from tfsem.oracle import functions as fns
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
                                   Program, ProgramError, TensorType, Violation)
 from tfsem.oracle.values import BITS_DTYPES, DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
@@ -105,6 +106,9 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
         try:
             if any(a is None or a.shape is None for a in args):
                 raise fns.CannotRun("unknown input shape")
+            # declared shapes may be far too large to evaluate on zeros (a
+            # feed of 10^19 elements): then only the dtype is inferred
+            fns.check_size(n.op, [a.shape for a in args])
             zeros = [Tensor(np.zeros(a.shape, dtype=a.dtype)) for a in args]
             results = f.apply(zeros, n.attrs)
             for k, r in enumerate(results):
@@ -113,9 +117,10 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             if failures is not None and err is not None and \
                     err.reason in (DTYPE_MISMATCH, SHAPE_MISMATCH):
                 failures[name] = err.reason
-        except fns.CannotRun:
-            # no concrete model (a float reduction, an uninterpreted op): the
-            # dtype still follows from the op (shape unknown: None)
+        except (fns.CannotRun, BudgetExceeded):
+            # no concrete model (a float reduction, an uninterpreted op) or
+            # too large to evaluate: the dtype still follows from the op
+            # (shape unknown: None)
             if n.op.startswith("tf."):
                 dt = TFSEM_DTYPES.get(str(n.attrs.get("tf_attrs", {}).get("T")))
             elif f.casts:

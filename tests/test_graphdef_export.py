@@ -196,3 +196,23 @@ def test_one_handle_per_variable_keeps_every_outcome():
             assert a == b, (program_to_json(p), semantics)
     # the property is exercised: variables with several Var nodes, Var nodes with control inputs
     assert len(programs) >= 400 and shared >= 150 and delayed >= 100, (len(programs), shared, delayed)
+
+
+def test_huge_declared_shapes_are_exported_without_evaluating_them(tmp_path):
+    """Type inference evaluates each function on zeros of the declared
+    shapes; a feed of 10^19 elements made that numpy's "array is too big"
+    traceback.  Past the evaluation limit only the dtype is inferred, and the
+    graph is written with the declared shapes."""
+    huge = [99999999999, 99999999]
+    p = program_from_json({
+        "format": "tfsem.program/1",
+        "variables": {"x": {"dtype": "float32", "shape": [4096, 4096]}},
+        "feeds": {"f": {"dtype": "float32", "shape": huge}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "a", "op": "Add", "inputs": ["r", "$f"]}],
+        "outputs": {"o": "a"}})
+    graph = parse_text("GraphDef", export_text(p))
+    feed = next(n for n in graph["node"] if n["op"] == "Placeholder")
+    assert [int(d["size"]) for d in feed["attr"]["shape"]["shape"]["dim"]] == huge
+    assert any(n["op"] in ("Add", "AddV2") for n in graph["node"])
