@@ -63,6 +63,7 @@ from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTC
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
+from .steer import Steering, change_shape
 from .targets import Target, resolve_pass
 
 from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
@@ -100,6 +101,8 @@ class LoopConfig:
     #: a runtime target (`--target xla`) runs each program (and each
     #: shrinking candidate) this many times
     runtime_runs: int = 20
+    #: steer the default generator toward what the pass changes (steer.py)
+    steer: bool = True
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -122,6 +125,8 @@ class LoopStats:
     rounds: int = 0
     pass_seconds: float = 0.0
     check_seconds: float = 0.0
+    #: distinct change shapes (steer.change_shape) of the programs the pass changed
+    shapes: int = 0
     last_error: str = ""
 
     def to_json(self) -> dict:
@@ -312,8 +317,15 @@ class FuzzLoop:
         #: judges another (Target.prepare); kept in a finding's detail
         self._given: dict | None = None
         self.checker = checker or CheckPlan(config.checker, concrete_seconds=min(2.0, config.check_timeout))
-        gen = resolve_generator(generator if generator is not None else config.generator)
-        self.strategy = gen(config.max_nodes, config.observe)
+        #: the steered generator (steer.py), for tfsem's own generator
+        self.steering: Steering | None = None
+        if config.steer and generator is None and config.generator is None:
+            self.steering = Steering(config.max_nodes, config.observe)
+            self.strategy = self.steering.strategy()
+        else:
+            gen = resolve_generator(generator if generator is not None else config.generator)
+            self.strategy = gen(config.max_nodes, config.observe)
+        self._shapes: set[tuple[str, ...]] = set()
         self.database = database
         self.on_finding = on_finding or (lambda r: None)
         self.on_stats = on_stats or (lambda d: None)
@@ -389,7 +401,9 @@ class FuzzLoop:
                                 verdict={"verdict": "invalid", "reason": "; ".join(problems)})
         if rewritten == program:
             self.stats.identical += 1
+            self._note_change(program, None)
             return None
+        self._note_change(program, rewritten)
         started = time.monotonic()
         try:
             verdict = self.checker(program, rewritten, feeds, init, cfg.semantics, cfg.observe,
@@ -436,6 +450,15 @@ class FuzzLoop:
         else:
             self.stats.unknown += 1
         return None
+
+    def _note_change(self, program: Program, rewritten: Program | None) -> None:
+        """Count the change's shape, and tell the steering what the pass did."""
+        shape = change_shape(program, rewritten) if rewritten is not None else ()
+        if shape and shape not in self._shapes:
+            self._shapes.add(shape)
+            self.stats.shapes = len(self._shapes)
+        if self.steering is not None:
+            self.steering.observe(program, shape)
 
     def _evaluate_runtime(self, program: Program, feeds: Mapping[str, Value],
                           init: Mapping[str, Value]) -> FindingRecord | None:
@@ -572,6 +595,8 @@ class FuzzLoop:
 
     def _run_round(self, rnd: _Round, round_seed: int | None, reuse: bool) -> list[FindingRecord]:
         strategy = self.strategy
+        if self.steering is not None:
+            self.steering.begin_round()
 
         def body(data: st.DataObject) -> None:
             now = time.monotonic()
@@ -600,6 +625,8 @@ class FuzzLoop:
                 if outcome is not None:
                     rnd.failures[key] = (outcome, program, feeds, init)
                     if not rnd.failed:  # Hypothesis's share of shrinking starts now
+                        if self.steering is not None:
+                            self.steering.freeze()   # replays must draw the same programs
                         rnd.hard_deadline = min(rnd.hard_deadline,
                                                 time.monotonic() + self.config.shrink_seconds)
             if outcome is not None:
