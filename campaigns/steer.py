@@ -49,7 +49,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tfsem.generators.builder import Config, build_inputs, build_program
-from tfsem.generators.draw import HypothesisDraw, choice
+from tfsem.generators.draw import Draw, HypothesisDraw, choice
 from tfsem.generators.mutate import mutate
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, Node, Program
 
@@ -58,7 +58,7 @@ ACCESS_OPS = frozenset({"Read", "Write", "Assign", "Var", "Const", "Add", "Ident
 #: Corpus programs kept per change shape.
 PER_SHAPE = 4
 #: The change rate under which larger programs are drawn, and after how many.
-GROW_BELOW, GROW_AFTER = 0.25, 40
+GROW_BELOW, GROW_AFTER = 0.25, 30
 
 
 def _kind(n: Node | None) -> str:
@@ -188,7 +188,7 @@ class Steering:
         return [0.0 if a.size > 1 and not grow else (a.changed + 1) / (a.tried + 2)
                 for a in self.arms]
 
-    def _pick_arm(self, d: HypothesisDraw) -> Arm:
+    def _pick_arm(self, d: Draw) -> Arm:
         weights = self._weights()
         total = sum(weights)
         x = d.index(256) / 256 * total
@@ -198,21 +198,26 @@ class Steering:
             x -= w
         return self.arms[0]
 
-    def draw(self, draw: Any) -> tuple[Program, dict, dict]:
-        d = HypothesisDraw(draw)
+    def draw(self, d: Draw) -> tuple[Program, dict, dict]:
+        """(program, feeds, init) from the choices of `d`: a fresh program
+        (first choice 0), a fresh program mutated (1), or a mutated corpus
+        program (2 and 3; a fresh one mutated while the corpus is empty)."""
         program: Program
-        if self.corpus and d.index(2):
+        mode = d.index(4)
+        limit = int(self.max_nodes * (2 if self.growing else 1.5))
+        if mode >= 2 and self.corpus:
             shapes = list(self.corpus)
             favoured = [s for s in shapes if touches_access(s)]
             pool = favoured * 3 + shapes
             kept = self.corpus[choice(d, pool)]
             parent = choice(d, kept)
-            limit = self.max_nodes * (2 if self.growing else 1.5)
-            program = mutate(d, parent, int(limit))
+            program = mutate(d, parent, limit)
             self._last = None
         else:
             arm = self._pick_arm(d)
             program = build_program(d, arm.config)
+            if mode:
+                program = mutate(d, program, max(limit, arm.config.max_nodes))
             self._last = arm
         feeds, init = build_inputs(d, program)
         return program, feeds, init
@@ -220,7 +225,7 @@ class Steering:
     def strategy(self) -> st.SearchStrategy:
         @st.composite
         def steered(draw):
-            return self.draw(draw)
+            return self.draw(HypothesisDraw(draw))
         return steered()
 
     def summary(self) -> dict:

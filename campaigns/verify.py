@@ -13,6 +13,10 @@ about, the result says whether the fuzzing agrees:
 
 Crashes, timeouts and invalid output are bugs whatever the claims.
 
+A cell without an unsound finding whose evidence is weak (the pass changed
+too few programs, or too few distinct change shapes: evidence.py) makes the
+run *weak* (:attr:`VerifyResult.weak`): exit status 4, not 0.
+
 The exit rule (the same as `tfsem fuzz`'s): a run fails when a claim is
 contradicted or the pass crashes, hangs or returns an invalid program
 (:attr:`VerifyResult.bugs`); unsound findings in a cell the pass claims
@@ -28,6 +32,7 @@ from typing import Any, Callable, Iterable
 from hypothesis.database import ExampleDatabase
 
 from . import DEFAULT_MAX_NODES
+from .evidence import evidence_json, weak_reason
 from .findings import UNSOUND, FindingRecord
 from .loop import FuzzLoop, LoopConfig, LoopStats
 from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
@@ -57,10 +62,18 @@ class CellResult:
             return CONFIRMED if self.unsound_found else NOT_CONFIRMED
         return FOUND if self.unsound_found else NO_COUNTEREXAMPLE
 
+    @property
+    def weak(self) -> str | None:
+        """Why this cell's "no counterexample" rests on too little (None:
+        it does not, or the cell has an unsound finding)."""
+        return None if self.unsound_found else weak_reason(self.stats.to_json())
+
     def to_json(self) -> dict:
         return {"semantics": self.cell[0], "observe": self.cell[1], "claim": self.claim,
                 "result": self.judgement, "unsound_findings": self.signatures,
                 "programs": self.stats.programs, "seconds": round(self.stats.seconds, 3),
+                "evidence": evidence_json(self.stats.to_json()) if not self.unsound_found else None,
+                "shapes": self.stats.shapes,
                 "changed": self.stats.programs - self.stats.identical,
                 "identical": self.stats.identical, "sound": self.stats.sound,
                 "no_counterexample": self.stats.no_counterexample,
@@ -93,6 +106,15 @@ class VerifyResult:
     @property
     def bugs(self) -> list[Found]:
         return [f for f in self.findings if f.record.contradicts_claim]
+
+    @property
+    def weak_cells(self) -> list[CellResult]:
+        return [c for c in self.cells if c.weak]
+
+    @property
+    def weak(self) -> bool:
+        """No finding contradicts a claim, but some cell's evidence is weak."""
+        return not self.bugs and bool(self.weak_cells)
 
 
 def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed: int | None = None,

@@ -152,8 +152,35 @@ def _duplicate(d: Draw, p: Program, taken: set[str]) -> Program | None:
     return p.replace(nodes=p.nodes + (copy,), outputs=outputs)
 
 
+def _interpose(d: Draw, p: Program, taken: set[str]) -> Program | None:
+    """A new Write or Assign-f of an access's variable, put on the path into
+    it: it waits for what the access waits for, and the access waits for it
+    (an update between a Write and a Read, a store before a load, ...)."""
+    acc = [a for a in _accesses(p) if p.accessed_variable(a) is not None]
+    if not acc:
+        return None
+    v = p.node[choice(d, acc)]
+    x = p.accessed_variable(v.name)
+    t = p.variables[x]
+    if t.dtype not in ("int64", "float32"):
+        return None
+    fn = choice(d, ["Add", "Snd"] + [f for f in assign_function_names() if f != "Add"])
+    if v.op == ASSIGN and d.index(2):
+        fn = v.fn        # the same update twice in a row
+    c = Node(_fresh(p, "mc", taken), "Const", (), {"value": draw_value(d, t.dtype, tuple(t.shape), 0.1)})
+    a = Node(_fresh(p, "ma", taken), ASSIGN, (v.data_inputs[0], DataIn(c.name)) + v.control_inputs,
+             {"fn": fn})
+    nodes = []
+    for n in p.nodes:
+        if n.name == v.name:
+            nodes += [c, a]
+            n = n.replace(inputs=n.inputs + (ControlIn(a.name),))
+        nodes.append(n)
+    return p.replace(nodes=tuple(nodes))
+
+
 MUTATIONS: tuple[Callable[[Draw, Program, set[str]], Program | None], ...] = (
-    _add_edge, _add_read, _add_assign, _duplicate, _drop_edge)
+    _add_edge, _interpose, _add_read, _add_assign, _duplicate, _drop_edge)
 
 
 def mutate(d: Draw, parent: Program, max_nodes: int) -> Program:
