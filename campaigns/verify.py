@@ -124,12 +124,15 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 on_finding: Callable[[Found, bool], None] | None = None,
                 on_stats: Callable[[Cell, dict], None] | None = None,
                 on_cell: Callable[[Cell, float], None] | None = None,
-                runner: Any = None, runtime_runs: int = 20) -> VerifyResult:
+                runner: Any = None, runtime_runs: int = 20,
+                stop_at_first_bug: bool = False) -> VerifyResult:
     """Fuzz one pass in each cell (a runtime target such as XLA runs each
     program `runtime_runs` times); `on_finding(found, is_new)` is called as
     findings come (after each is shrunk), `on_stats(cell, delta)` about once
     a second with the counters' increase (LoopStats.minus), and
-    `on_cell(cell, seconds)` when a cell starts with its share of time."""
+    `on_cell(cell, seconds)` when a cell starts with its share of time.
+    `stop_at_first_bug`: end the run once a finding contradicts a claim
+    (the cells not begun are left out of the result)."""
     target = resolve_pass(spec)
     cells = list(cells)
     started = time.monotonic()
@@ -140,6 +143,8 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
     results: list[CellResult] = []
     try:
         for i, cell in enumerate(cells):
+            if stop_at_first_bug and any(f.record.contradicts_claim for f in distinct.values()):
+                break
             left = end - time.monotonic()
             share = max(0.5, left / (len(cells) - i))
             cfg = LoopConfig(spec, cell[0], cell[1], max_nodes=max_nodes, pass_timeout=pass_timeout,
@@ -171,6 +176,8 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                             checker=None if isinstance(checker, str) else checker,
                             generator=None if isinstance(generator, str) or generator is None else generator,
                             database=database, on_finding=found,
+                            should_stop=(lambda: any(f.record.contradicts_claim for f in distinct.values()))
+                            if stop_at_first_bug else None,
                             on_stats=None if on_stats is None else (lambda d, c=cell: on_stats(c, d)))
             loop.run(share, shrink_seconds=min(30.0, max(1.0, 0.25 * share)))
             result.stats = loop.stats

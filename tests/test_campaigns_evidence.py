@@ -1,0 +1,111 @@
+"""Weak campaigns are never green (campaigns/evidence.py), change shapes
+(campaigns/steer.py), mutations (generators/mutate.py), and a wrong pass of
+the suite found by `tfsem verify`'s default budget under several seeds."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from tfsem import cli
+from tfsem.campaigns.evidence import EXIT_WEAK, MIN_CHANGED, MIN_SHAPES, weak_reason
+from tfsem.campaigns.steer import Steering, change_shape, touches_access
+from tfsem.campaigns.verify import verify_pass
+from tfsem.generators.draw import RandomDraw
+from tfsem.generators.mutate import mutate
+from tfsem.generators.strategies import random_programs
+from tfsem.oracle import program as P
+
+ROOT = Path(__file__).resolve().parent.parent
+WEAK_PASS = f"{ROOT / 'tests' / 'weak_pass.py'}:PASS"
+SUITE = ROOT / "benchmarks" / "wrong_passes.py"
+
+
+def test_weak_reason_names_the_figures():
+    assert weak_reason({"programs": 500, "identical": 100, "shapes": 12}) is None
+    why = weak_reason({"programs": 500, "identical": 490, "shapes": 12})
+    assert why and "changed 10 of 500" in why and str(MIN_CHANGED) in why
+    why = weak_reason({"programs": 500, "identical": 100, "shapes": 1})
+    assert why and "1 distinct change shape" in why and str(MIN_SHAPES) in why
+    # a campaign database keeps no shapes: judged on the changed count alone
+    assert weak_reason({"programs": 500, "identical": 100}) is None
+
+
+def test_change_shape_names_kinds_and_variables():
+    p = P.program([P.var("vx", "x"), P.var("vy", "y"), P.const("one", 1),
+                   P.write("w", "vx", "one"), P.read("ry", "vy", "^w"), P.read("rx", "vx", "^ry")],
+                  {"out": "rx"}, ["x", "y"])
+    q = P.program([P.var("vx", "x"), P.var("vy", "y"), P.const("one", 1),
+                   P.write("w", "vx", "one"), P.read("ry", "vy"), P.read("rx", "vx", "^ry")],
+                  {"out": "rx"}, ["x", "y"])
+    assert change_shape(p, q) == ("-ctl W/R",)
+    assert change_shape(p, p) == ()
+    r = P.program([P.var("vx", "x"), P.var("vy", "y"), P.const("one", 1),
+                   P.write("w", "vx", "one"), P.read("rx", "vx", "^w")], {"out": "rx"}, ["x", "y"])
+    shape = change_shape(p, r)
+    assert "-node R" in shape and "-ctl R=R" not in shape and touches_access(shape)
+
+
+def test_mutations_keep_programs_valid_and_bounded():
+    rng = random.Random(5)
+    changed = 0
+    for p in random_programs(150, 11, max_nodes=8):
+        q = mutate(RandomDraw(rng), p, 12)
+        q.validated()
+        assert len(q.nodes) <= max(12, len(p.nodes))
+        assert set(q.variables) == set(p.variables)
+        changed += q != p
+    assert changed > 75
+
+
+def test_steering_learns_and_draws_mutants_of_changed_programs():
+    s = Steering(8, "outputs+state")
+    rng = random.Random(3)
+    drop_reads = lambda p: p.replace(nodes=tuple(n for n in p.nodes if n.op != "Read"))
+    for _ in range(200):
+        program, feeds, init = s.draw(RandomDraw(rng))
+        program.validated()
+        q = drop_reads(program)
+        s.observe(program, change_shape(program, q) if q != program else ())
+    assert s.changed > 0 and s.corpus
+    assert s.mutated_changed > 0          # mutated corpus programs were changed too
+    assert sum(a.tried for a in s.arms) + s.mutated_changed <= s.programs
+    s.freeze()
+    before = s.programs
+    s.observe(program, ("-node R",))
+    assert s.programs == before           # frozen while a round shrinks
+
+
+def test_a_pass_that_changes_almost_nothing_gives_the_weak_status(tmp_path, capsys):
+    status = cli.main(["verify", WEAK_PASS, "--budget", "5s", "--semantics", "atomic",
+                       "--observe", "outputs+state", "--seed", "1", "--out", str(tmp_path), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == EXIT_WEAK == 4
+    assert out["weak"] is True and out["found"] is False and out["exit_status"] == 4
+    cell = out["cells"][0]
+    assert cell["evidence"]["weak"] and cell["evidence"]["changed"] < MIN_CHANGED
+    assert cell["programs"] > cell["evidence"]["changed"]
+
+
+def test_the_weak_status_is_said_in_the_text_summary(tmp_path, capsys):
+    status = cli.main(["verify", WEAK_PASS, "--budget", "3s", "--semantics", "atomic",
+                       "--observe", "outputs", "--seed", "2", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert status == 4
+    assert "WEAK EVIDENCE" in text and "result: WEAK" in text and "exit status 4" in text
+    assert "changed" in text and "programs (fewer than" in text
+
+
+@pytest.mark.parametrize("seed", [2, 4, 7])
+def test_a_wrong_pass_of_the_suite_is_found_by_the_default_budget(seed):
+    """The issue's first example (merge unordered Reads, keeping only the
+    first's control inputs) was found with one seed of three: now with each
+    (default budget of 60 s, stopped at the first finding)."""
+    result = verify_pass(f"{SUITE}:MERGE_READS_FIRST_CONTROL", 60.0, seed=seed, stop_at_first_bug=True)
+    assert result.bugs, [c.to_json() for c in result.cells]
+    bug = min(result.bugs, key=lambda f: f.first_after)
+    assert bug.record.kind == "unsound" and bug.record.claim == "sound"
+    assert bug.first_after < 60
