@@ -15,8 +15,10 @@ that ends without one is a miss.  With `--old DIR`, DIR's `.venv/bin/tfsem`
 (run from DIR, so its own code) is measured the same way, each seed right
 after the new version's, so both see the same machine load.
 
-The table: per pass, how many of the N seeds found it and the median time
-to the first finding over the seeds that did, for each version.  Targets
+The table: per pass, how many of the N seeds found it, the median time to
+the first finding over the seeds that did, and the largest shrunk
+counterexample among them (nodes, as the status line gives it), for each
+version.  Targets
 (issue 27): found under every seed, median under 10 s, for every pass.
 `--json FILE` keeps every run (and `--resume` skips runs already in it).
 """
@@ -37,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SUITE_FILE = HERE / "wrong_passes.py"
 
-FOUND_LINE = re.compile(r"^\[\s*([0-9.]+)s\] found \S+ in .* \(BUG\)")
+FOUND_LINE = re.compile(r"^\[\s*([0-9.]+)s\] found \S+ in .* \(BUG\).*?(?:\[(\d+) nodes\])?$")
 
 
 def suite_names() -> list[str]:
@@ -61,12 +63,13 @@ def run_once(tfsem: str, cwd: Path, name: str, seed: int, extra: list[str], cap:
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    found_after = None
+    found_after = size = None
     try:
         for line in proc.stderr:
             m = FOUND_LINE.match(line)
             if m:
                 found_after = float(m.group(1))
+                size = int(m.group(2)) if m.group(2) else None
                 break
             if time.monotonic() - started > cap:
                 break
@@ -77,12 +80,13 @@ def run_once(tfsem: str, cwd: Path, name: str, seed: int, extra: list[str], cap:
     exit_status = proc.returncode if found_after is None else None
     weak = exit_status == 4
     return {"pass": name, "seed": seed, "found": found_after is not None,
-            "found_after": found_after, "exit": exit_status, "weak": weak,
+            "found_after": found_after, "nodes": size, "exit": exit_status, "weak": weak,
             "wall": round(time.monotonic() - started, 1)}
 
 
 def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: int) -> list[str]:
-    head = f"{'wrong pass':<30}" + "".join(f"  {v + ' found':>10} {'median s':>8}" for v in versions)
+    head = f"{'wrong pass':<30}" + "".join(f"  {v + ' found':>10} {'median s':>8} {'nodes':>5}"
+                                           for v in versions)
     lines = [head, "-" * len(head)]
     totals = {v: [0, []] for v in versions}
     for name in names:
@@ -93,7 +97,9 @@ def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: in
             totals[v][0] += len(hits)
             totals[v][1].extend(hits)
             med = f"{statistics.median(hits):8.1f}" if hits else f"{'-':>8}"
-            row += f"  {f'{len(hits)}/{len(rs)}':>10} {med}"
+            sizes = [r["nodes"] for r in rs if r.get("nodes")]
+            size = f"{max(sizes):5d}" if sizes else f"{'-':>5}"
+            row += f"  {f'{len(hits)}/{len(rs)}':>10} {med} {size}"
         lines.append(row)
     lines.append("-" * len(head))
     row = f"{'all':<30}"
@@ -101,7 +107,7 @@ def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: in
         n = sum(1 for r in runs if r["version"] == v)
         hits = totals[v][1]
         med = f"{statistics.median(hits):8.1f}" if hits else f"{'-':>8}"
-        row += f"  {f'{totals[v][0]}/{n}':>10} {med}"
+        row += f"  {f'{totals[v][0]}/{n}':>10} {med} {'':>5}"
     lines.append(row)
     return lines
 

@@ -79,3 +79,27 @@ def evidence_json(stats: Mapping[str, Any]) -> dict:
 
 WEAK_ADVICE = ("give the pass programs it rewrites (a longer --budget, a larger --max-nodes, "
                "or --generator MODULE:ATTR) before trusting 'no counterexample'")
+
+
+def attach_shapes(rows: list[dict], totals: Mapping[tuple, Mapping[str, Any]],
+                  names: Mapping[str, str], runtime: set[str] = frozenset()) -> None:
+    """Give each `Store.pass_statistics` row (pass name, semantics, observe)
+    the `shapes` figure summed in `totals` ((pass spec, semantics, observe)
+    -> counters, as a campaign's coordinator accumulates them); rows of the
+    runtime targets named in `runtime` (which rewrite nothing) are marked
+    `runtime` and never weak."""
+    by_name = {(names.get(spec, spec), sem, obs): acc for (spec, sem, obs), acc in totals.items()}
+    for r in rows:
+        if r.get("pass") in runtime:
+            r["runtime"] = True
+            continue
+        acc = by_name.get((r.get("pass"), r.get("semantics"), r.get("observe")))
+        if acc is not None and "shapes" in acc:
+            r["shapes"] = int(acc["shapes"])
+
+
+def weak_rows(rows: list[dict]) -> list[dict]:
+    """The campaign cells (pass_statistics rows) without an unsound finding
+    whose evidence is weak."""
+    return [r for r in rows if not r.get("runtime")
+            and not (r.get("findings") or {}).get("unsound") and weak_reason(r)]

@@ -109,3 +109,15 @@ def test_a_wrong_pass_of_the_suite_is_found_by_the_default_budget(seed):
     bug = min(result.bugs, key=lambda f: f.first_after)
     assert bug.record.kind == "unsound" and bug.record.claim == "sound"
     assert bug.first_after < 60
+
+
+def test_report_cells_never_show_weak_evidence_as_holding():
+    from tfsem.reports.index import _verdicts, cell_verdicts
+    cell = {"pass": "p", "semantics": "atomic", "observe": "outputs", "claim": "sound"}
+    strong, weak, no_shapes = cell_verdicts([], [dict(cell, programs=400, identical=100, shapes=9),
+                                                 dict(cell, programs=400, identical=390, shapes=4),
+                                                 dict(cell, programs=400, identical=300)], [])
+    assert strong["verdict"] == "holds" and weak["verdict"] == "weak" and no_shapes["verdict"] == "holds"
+    html = _verdicts([strong, weak])
+    assert "300 changed, 9 shapes" in html and "10 changed, 4 shapes" in html
+    assert "claim holds so far, on weak evidence" in html and "changed 10 of 400 programs" in html
