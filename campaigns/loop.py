@@ -292,7 +292,9 @@ class FuzzLoop:
     - `database`: a Hypothesis example database (None: nothing is saved);
     - `on_finding(record)`, `on_stats(delta)`: where results go, as they come;
     - `should_stop()`: polled; True ends the loop early (findings in hand
-      are still shrunk briefly and reported).
+      are still shrunk briefly and reported);
+    - `steering`: the steered generator to use (steer.py; default: a new
+      one, when the loop uses tfsem's own generator).
     """
 
     def __init__(self, config: LoopConfig, *, target: Target | None = None, runner: Any = None,
@@ -301,7 +303,7 @@ class FuzzLoop:
                  on_finding: Callable[[FindingRecord], None] | None = None,
                  on_stats: Callable[[dict], None] | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 stats_interval: float = 1.0):
+                 stats_interval: float = 1.0, steering: Steering | None = None):
         self.config = config
         self.target = target or resolve_pass(config.pass_spec)
         self._own_runner = runner is None
@@ -320,7 +322,7 @@ class FuzzLoop:
         #: the steered generator (steer.py), for tfsem's own generator
         self.steering: Steering | None = None
         if config.steer and generator is None and config.generator is None:
-            self.steering = Steering(config.max_nodes, config.observe)
+            self.steering = steering or Steering(config.max_nodes, config.observe)
             self.strategy = self.steering.strategy()
         else:
             gen = resolve_generator(generator if generator is not None else config.generator)

@@ -145,6 +145,18 @@ class Steering:
         self._last: Arm | None = None
         self._turn = 0
 
+    def for_cell(self, observe: str) -> "Steering":
+        """A steering for the next cell of the same pass (`tfsem verify`
+        fuzzes the cells one after the other): what was learnt carries over
+        (the corpus, the shapes, each arm's counts); the arms draw programs
+        for this cell's observe setting."""
+        other = Steering(self.max_nodes, observe)
+        other.corpus, other.shapes = self.corpus, self.shapes
+        other.programs, other.changed = self.programs, self.changed
+        for mine, theirs in zip(other.arms, self.arms):
+            mine.tried, mine.changed = theirs.tried, theirs.changed
+        return other
+
     # -- learning ---------------------------------------------------------------
 
     @property

@@ -144,6 +144,7 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
     runner = runner or PassSandbox(spec, timeout=pass_timeout)
     distinct: dict[str, Found] = {}
     results: list[CellResult] = []
+    steering = None   # what one cell learnt about the pass goes on to the next (steer.py)
     try:
         for i, cell in enumerate(cells):
             if stop_at_first_bug and any(f.record.contradicts_claim for f in distinct.values()):
@@ -175,7 +176,9 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 if on_finding is not None:
                     on_finding(distinct[sig], is_new)
 
-            loop = FuzzLoop(cfg, target=target, runner=runner,
+            if steering is not None:
+                steering = steering.for_cell(cell[1])
+            loop = FuzzLoop(cfg, target=target, runner=runner, steering=steering,
                             checker=None if isinstance(checker, str) else checker,
                             generator=None if isinstance(generator, str) or generator is None else generator,
                             database=database, on_finding=found,
@@ -183,6 +186,7 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                             if stop_at_first_bug else None,
                             on_stats=None if on_stats is None else (lambda d, c=cell: on_stats(c, d)))
             loop.run(share, shrink_seconds=min(30.0, max(1.0, 0.25 * share)))
+            steering = loop.steering
             result.stats = loop.stats
             results.append(result)
     finally:

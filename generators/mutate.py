@@ -10,8 +10,8 @@ Var handles with control inputs.  Nothing is removed but control edges, so
 what the pass matched on usually stays.  New Reads are fetched (a new output)
 so that what they see is observed.
 
-Shrinking: the simplest first choice of `mutate` means "no mutation"
-(the parent itself).
+Shrinking: the simplest choices mean one mutation, a new control edge;
+the structural reducer (campaigns/reduce.py) shrinks what a mutant finds.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .builder import assign_function_names, draw_value
 from .draw import Draw, choice
 
 #: At most this many mutations in a row on one parent.
-MAX_MUTATIONS = 4
+MAX_MUTATIONS = 3
 
 
 def _accesses(p: Program) -> list[str]:
@@ -58,12 +58,16 @@ def _descendants(p: Program, name: str) -> set[str]:
 
 
 def _add_edge(d: Draw, p: Program, taken: set[str]) -> Program | None:
-    """A control edge u -> v between two nodes (two accesses, 2 times in 3)."""
+    """A control edge u -> v between two nodes: two accesses 2 times in 3,
+    of one variable (conflicting) half of those times."""
     acc = _accesses(p)
     pool = acc if len(acc) >= 2 and d.index(3) else [n.name for n in p.nodes]
     if len(pool) < 2:
         return None
-    u, v = choice(d, pool), choice(d, pool)
+    u = choice(d, pool)
+    x = p.accessed_variable(u)
+    same = [a for a in acc if a != u and x is not None and p.accessed_variable(a) == x]
+    v = choice(d, same) if same and pool is acc and d.index(2) else choice(d, pool)
     if u == v:
         return None
     if u in _descendants(p, v):
@@ -72,6 +76,26 @@ def _add_edge(d: Draw, p: Program, taken: set[str]) -> Program | None:
         return None
     nodes = tuple(n.replace(inputs=n.inputs + (ControlIn(u),)) if n.name == v else n for n in p.nodes)
     return p.replace(nodes=nodes)
+
+
+def _route_through(d: Draw, p: Program, taken: set[str]) -> Program | None:
+    """A control edge u -> v becomes u -> m -> v through a new Read m whose
+    value nobody uses (an ordering point, as graphs often have)."""
+    edges = [(n.name, i.node) for n in p.nodes for i in n.inputs if isinstance(i, ControlIn)]
+    x = _variable(d, p)
+    if not edges or x is None:
+        return None
+    v, u = choice(d, edges)
+    extra: list[Node] = []
+    h = _handle(d, p, x, taken, extra)
+    m = Node(_fresh(p, "mr", taken), READ, (h, ControlIn(u)))
+    nodes = []
+    for n in p.nodes:
+        if n.name == v:
+            nodes += extra + [m]
+            n = n.replace(inputs=tuple(ControlIn(m.name) if i == ControlIn(u) else i for i in n.inputs))
+        nodes.append(n)
+    return p.replace(nodes=tuple(nodes))
 
 
 def _drop_edge(d: Draw, p: Program, taken: set[str]) -> Program | None:
@@ -179,16 +203,18 @@ def _interpose(d: Draw, p: Program, taken: set[str]) -> Program | None:
     return p.replace(nodes=tuple(nodes))
 
 
+#: Each drawn with equal chance: control edges and updates on a path twice as often.
 MUTATIONS: tuple[Callable[[Draw, Program, set[str]], Program | None], ...] = (
-    _add_edge, _interpose, _add_read, _add_assign, _duplicate, _drop_edge)
+    _add_edge, _interpose, _add_edge, _interpose, _route_through, _add_read, _add_assign,
+    _duplicate, _drop_edge)
 
 
 def mutate(d: Draw, parent: Program, max_nodes: int) -> Program:
-    """1 to MAX_MUTATIONS mutations of `parent` (0 when the first choice is
-    the simplest), each kept only when the result is valid and has at most
-    `max_nodes` nodes."""
+    """1 to MAX_MUTATIONS mutations of `parent` (few more often than many),
+    each kept only when the result is valid and has at most `max_nodes`
+    nodes."""
     p = parent
-    for _ in range(d.index(MAX_MUTATIONS + 1)):
+    for _ in range(1 + d.index(MAX_MUTATIONS) * d.index(2)):
         op = MUTATIONS[d.index(len(MUTATIONS))]
         taken = set(p.node) | set(p.outputs) | set(p.variables)
         try:
