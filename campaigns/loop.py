@@ -630,7 +630,7 @@ class FuzzLoop:
                         if self.steering is not None:
                             self.steering.freeze()   # replays must draw the same programs
                         rnd.hard_deadline = min(rnd.hard_deadline,
-                                                time.monotonic() + self.config.shrink_seconds)
+                                                time.monotonic() + self._shrink_seconds())
             if outcome is not None:
                 rnd.failed = True
                 if self.first_failure_after is None:
@@ -663,6 +663,12 @@ class FuzzLoop:
         limit = rnd.gen_deadline + rnd.grace
         return [self._reduce(*item, limit=limit) for item in _smallest_per_origin(list(rnd.failures.values()))]
 
+    def _shrink_seconds(self) -> float:
+        """Hypothesis's share of shrinking: short when steering, whose mutated
+        programs Hypothesis cannot shrink (the structural reducer can)."""
+        s = self.config.shrink_seconds
+        return min(s, 1.0) if self.steering is not None else s
+
     def _reduce(self, record: FindingRecord, program: Program, feeds: Mapping[str, Value],
                 init: Mapping[str, Value], limit: float) -> FindingRecord:
         """Finish shrinking with the structural reducer (reduce.py), for at
@@ -671,7 +677,10 @@ class FuzzLoop:
             return record
         origin = _origin(record)
         now = time.monotonic()
-        deadline = min(now + self.config.reduce_seconds, max(now + 0.5, limit))
+        budget = self.config.reduce_seconds
+        if self.steering is not None:   # mutants are larger: the reducer gets twice the time
+            budget, limit = 2 * budget, limit + budget
+        deadline = min(now + budget, max(now + 0.5, limit))
         reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
                                         lambda r: _origin(r) == origin, deadline)
         self.stats.programs += tried
