@@ -311,6 +311,8 @@ def _pair_edits(o: Program, r: Program) -> Iterator[Edit]:
     names: list[str] = list(dict.fromkeys([*reversed(o.topological_order), *reversed(r.topological_order)]))
     for name in names:
         yield lambda q, name=name: _delete_with_dependents(q, name)
+    for name in names:   # None (the edit does not apply) when its results are used
+        yield lambda q, name=name: _contract(q, name) if name in q.node else q
     for p in (o, r):
         by_var: dict[str, list[str]] = {}
         for n in p.nodes:
