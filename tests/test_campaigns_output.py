@@ -156,7 +156,7 @@ def test_fuzz_groups_findings_counts_effort_and_points_at_the_report(tmp_path):
     assert m, r.stdout
     warned = "warning: fake-identity changed only 0 of" in r.stdout
     assert warned == (int(m.group(1)) >= RARELY_CHANGES_MIN_PROGRAMS), r.stdout
-    assert "result: pass" in r.stdout
+    assert "result: pass" not in r.stdout
     assert r.stdout.rstrip().endswith(f"\nreport: tfsem report {out}")
     with Store(out, readonly=True) as s:
         groups = s.finding_groups()

@@ -197,8 +197,9 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
         note = effort_text(c.stats.to_json()) + f", {c.stats.shapes} change shapes, {c.stats.seconds:.1f} s"
         if c.stats.last_error and (c.stats.checker_errors or c.stats.generator_errors):
             note += f"; last error: {c.stats.last_error}"
-        flag = "  <- BUG" if c.judgement == CONTRADICTED else "  <- WEAK EVIDENCE" if c.weak else ""
-        print(f"  {cell_label(c.cell):<26} {claim:<8} {c.judgement}{flag} ({note})")
+        flag = "  <- BUG" if c.judgement == CONTRADICTED else ""
+        weak = "  <- WEAK EVIDENCE" if c.weak else ""
+        print(f"  {cell_label(c.cell):<26} {claim:<8} {c.judgement}{flag} ({note}){weak}")
     total = {k: sum(getattr(c.stats, k) for c in result.cells) for k in ("programs", "identical")}
     warning = rarely_changes_warning(t.name, total)
     if warning:
