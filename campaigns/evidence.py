@@ -35,7 +35,7 @@ EXIT_WEAK = 4
 #: fewer changed programs than this in a cell: weak
 MIN_CHANGED = 30
 #: fewer distinct change shapes than this in a cell: weak
-MIN_SHAPES = 3
+MIN_SHAPES = 2
 
 
 def changed_count(stats: Mapping[str, Any]) -> int:

@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
                     "a pass claims sound or claims nothing) or a pass crashes, hangs or returns "
                     "an invalid program; 4 when nothing contradicts a claim but a cell's "
                     "evidence is weak (a pass changed fewer than 30 programs there, or showed "
-                    "fewer than 3 distinct change shapes); 0 otherwise, also when the only "
+                    "fewer than 2 distinct change shapes); 0 otherwise, also when the only "
                     "findings are unsound "
                     "rewrites in cells a pass claims unsound (expected); 2 for bad usage; 130 "
                     "when interrupted.  Read the results with tfsem report DIR.")

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
                     "(unsound where the pass claims sound or claims nothing) or the pass "
                     "crashes, hangs or returns an invalid program; 4 when nothing contradicts "
                     "the claims but a cell's evidence is weak (the pass changed fewer than 30 "
-                    "programs there, or showed fewer than 3 distinct change shapes); 0 "
+                    "programs there, or showed fewer than 2 distinct change shapes); 0 "
                     "otherwise, also when "
                     "the only findings are unsound rewrites in cells the pass claims unsound "
                     "(expected); 2 for bad usage.  Progress goes to stderr: a live status "
