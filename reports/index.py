@@ -327,18 +327,17 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
             f"<td class=\"mono\">{esc(r['pass'])}</td><td>{esc(cell)}</td>"
             f"<td>{badge(claim, 'sound' if claim == 'sound' else 'unsound' if claim == 'unsound' else 'none')}</td>"
             f"<td class=\"verdict\">{badge(text, cls)}</td>"
-            f"<td class=\"evidence\">{evidence}</td>"
             f"<td class=\"num\">{_count(programs)}</td>"
             f"<td class=\"num\">{_count(identical)}{share}</td>"
             f"<td class=\"num\">{_count(r.get('sound'))}</td>"
             f"<td class=\"num\">{_count(r.get('no_counterexample'))}</td>"
             f"<td class=\"num\">{_count(r.get('unknown'))}</td>"
-            f"<td class=\"found\">{found}</td></tr>")
+            f"<td class=\"found\">{found}</td>"
+            f"<td class=\"evidence\">{evidence}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in
-                   ["pass", "cell (semantics / observe)", "claims", "verdict",
-                    "evidence (programs the pass changed)", "programs tested",
+                   ["pass", "cell (semantics / observe)", "claims", "verdict", "programs tested",
                     "unchanged", "proved sound", "no counterexample", "unknown",
-                    "findings in this cell"])
+                    "findings in this cell", "evidence (programs the pass changed)"])
     warn = "".join(f'<div class="warning few-changes">{esc(w)}</div>' for w in warnings)
     return ('<h2>Verdict per pass and cell</h2>'
             '<p class="muted">A claim is judged by the findings of its own cell only. '
