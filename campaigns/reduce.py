@@ -12,6 +12,9 @@ crash) still happens, until none applies or its time is up:
 - contract a node whose results nobody uses: it goes, and whoever waited
   for it waits for what it waited for, so the orderings through it (often
   the bug's shape: Write -> Read y -> Read x) stay;
+- unfold a fetched function whose result nothing else uses: its inputs are
+  fetched instead (`out = Add(r1, r2)` becomes outputs `out = r1`,
+  `out_1 = r2`);
 - let one Var node serve for another of the same variable (an output port may
   feed several consumers);
 - bypass a function node: its consumers and outputs read one of its inputs;
@@ -140,6 +143,27 @@ def _contract(p: Program, name: str) -> Program | None:
     return p.replace(nodes=tuple(nodes))
 
 
+def _unfold_output(p: Program, name: str) -> Program | None:
+    """A fetched function node whose result nothing else uses removed, its
+    data inputs fetched in its place (`out` fetching Add(r1, r2) becomes `out`
+    fetching r1 and `out_1` fetching r2): the values the bug shows in stay
+    observed (None when it does not apply)."""
+    n = p.node[name]
+    fetching = [k for k, v in p.outputs.items() if v.node == name]
+    if (n.kind != "function" or not fetching or not n.data_inputs
+            or not all(isinstance(i, DataIn) for i in n.data_inputs)
+            or any(name == i.node for m in p.nodes for i in m.inputs if isinstance(i, (DataIn, ControlIn)))):
+        return None
+    outputs = {k: v for k, v in p.outputs.items() if v.node != name}
+    for k in fetching:
+        for j, src in enumerate(n.data_inputs):
+            label = k if j == 0 else f"{k}_{j}"
+            if label in outputs:
+                return None
+            outputs[label] = src
+    return p.replace(nodes=tuple(m for m in p.nodes if m.name != name), outputs=outputs)
+
+
 def _drop_unused(p: Program) -> Program:
     used_vars = {n.var for n in p.nodes if n.op == VAR}
     used_feeds = {i.name for n in p.nodes for i in n.inputs if isinstance(i, FeedIn)}
@@ -159,6 +183,10 @@ def candidates(p: Program) -> Iterator[Program]:
         contracted = _contract(p, name)
         if contracted is not None:
             yield contracted
+    for name in reversed(order):   # a fetched function goes, what it combined is fetched
+        unfolded = _unfold_output(p, name)
+        if unfolded is not None:
+            yield unfolded
     by_var: dict[str, list[str]] = {}
     for name in order:
         n = p.node[name]

@@ -148,3 +148,14 @@ def test_the_reducer_contracts_a_node_on_an_ordering_path():
     assert [i.node for i in q.node["rx"].control_inputs] == ["w"]
     assert _contract(p, "rx") is None          # fetched: its result is used
     assert q in list(candidates(p))
+
+
+def test_the_reducer_unfolds_a_fetched_function_into_its_inputs():
+    from tfsem.campaigns.reduce import _unfold_output, candidates
+    p = P.program([P.var("v", "x"), P.const("one", 1), P.write("w", "v", "one"), P.read("r1", "v"),
+                   P.read("r2", "v", "^w"), P.apply("s", "Add", "r1", "r2")], {"out": "s"}, ["x"])
+    q = _unfold_output(p, "s")
+    assert q is not None and "s" not in q.node and len(q.nodes) == 5
+    assert {k: v.node for k, v in q.outputs.items()} == {"out": "r1", "out_1": "r2"}
+    q.validated()
+    assert _unfold_output(p, "r1") is None and q in list(candidates(p))
