@@ -13,11 +13,11 @@ all.  Each docstring says the mistake and the reasoning that led to it.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn, Node,
+from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, Node,
                                   Program)
 from tfsem.oracle.values import Tensor
 from tfsem.rewrites.api import SOUND, Pass, claims

@@ -44,7 +44,7 @@ slower to check; they are drawn only while the change rate is low.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
 
 from hypothesis import strategies as st
 
