@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from hypothesis import strategies as st
 
 from tfsem.generators.builder import Config, build_inputs, build_program
