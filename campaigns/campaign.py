@@ -135,6 +135,17 @@ class CampaignResult:
     groups: list[dict] = field(default_factory=list)
 
     @property
+    def weak_cells(self) -> list[dict]:
+        """Cells without an unsound finding whose evidence is weak (evidence.py)."""
+        from .evidence import weak_rows
+        return weak_rows(self.cells)
+
+    @property
+    def weak(self) -> bool:
+        """Finished with no finding against a claim, but some cell's evidence is weak."""
+        return self.status == "finished" and not self.bugs and bool(self.weak_cells)
+
+    @property
     def bugs(self) -> list[dict]:
         """Findings of this campaign that contradict a claim (or that claim
         nothing): crashes, timeouts, invalid output, unsound where claimed sound."""
@@ -528,6 +539,10 @@ class Campaign:
                                         groups["known"], groups["fixed"], store.pass_totals(campaign_id),
                                         self.errors, store.pass_statistics(campaign_id),
                                         store.finding_groups(campaign_id))
+                from .evidence import attach_shapes
+                attach_shapes(result.cells, self._cell_totals,
+                              {spec: t.name for spec, t in self.targets.items()},
+                              {t.name for t in self.targets.values() if t.kind == "runtime"})
             finally:
                 store.close()
                 reserve.unlink(missing_ok=True)
@@ -838,6 +853,14 @@ def summarize(result: CampaignResult, out: Path, stream: TextIO) -> None:
         p(f"result: FAIL, {n} distinct "
           + ("finding contradicts a claim or shows" if n == 1 else "findings contradict a claim or show")
           + " a pass crash, hang or return an invalid program (exit status 1)")
+    elif result.weak:
+        from .evidence import WEAK_ADVICE, weak_reason
+        weak = result.weak_cells
+        p(f"result: WEAK, no finding contradicts a claim, but in {len(weak)} of {len(result.cells)} "
+          "cells a pass changed too little to say so (exit status 4):")
+        for c in weak:
+            p(f"  {c['pass']} {c['semantics']}/{c['observe']}: {weak_reason(c)}")
+        p(f"  {WEAK_ADVICE}")
     else:
         p("result: pass, no finding contradicts a claim (exit status 0)")
     p(f"report: tfsem report {out}")

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator, Mapping
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import FlakyStrategyDefinition, Unsatisfiable
 
 from tfsem.oracle.jsonio import decode_inputs, program_from_json, program_to_json
 from tfsem.oracle.program import Program, ProgramError
@@ -63,6 +63,7 @@ from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTC
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
+from .steer import Steering, change_shape
 from .targets import Target, resolve_pass
 
 from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
@@ -100,6 +101,8 @@ class LoopConfig:
     #: a runtime target (`--target xla`) runs each program (and each
     #: shrinking candidate) this many times
     runtime_runs: int = 20
+    #: steer the default generator toward what the pass changes (steer.py)
+    steer: bool = True
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -122,6 +125,8 @@ class LoopStats:
     rounds: int = 0
     pass_seconds: float = 0.0
     check_seconds: float = 0.0
+    #: distinct change shapes (steer.change_shape) of the programs the pass changed
+    shapes: int = 0
     last_error: str = ""
 
     def to_json(self) -> dict:
@@ -287,7 +292,9 @@ class FuzzLoop:
     - `database`: a Hypothesis example database (None: nothing is saved);
     - `on_finding(record)`, `on_stats(delta)`: where results go, as they come;
     - `should_stop()`: polled; True ends the loop early (findings in hand
-      are still shrunk briefly and reported).
+      are still shrunk briefly and reported);
+    - `steering`: the steered generator to use (steer.py; default: a new
+      one, when the loop uses tfsem's own generator).
     """
 
     def __init__(self, config: LoopConfig, *, target: Target | None = None, runner: Any = None,
@@ -296,7 +303,7 @@ class FuzzLoop:
                  on_finding: Callable[[FindingRecord], None] | None = None,
                  on_stats: Callable[[dict], None] | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 stats_interval: float = 1.0):
+                 stats_interval: float = 1.0, steering: Steering | None = None):
         self.config = config
         self.target = target or resolve_pass(config.pass_spec)
         self._own_runner = runner is None
@@ -312,8 +319,15 @@ class FuzzLoop:
         #: judges another (Target.prepare); kept in a finding's detail
         self._given: dict | None = None
         self.checker = checker or CheckPlan(config.checker, concrete_seconds=min(2.0, config.check_timeout))
-        gen = resolve_generator(generator if generator is not None else config.generator)
-        self.strategy = gen(config.max_nodes, config.observe)
+        #: the steered generator (steer.py), for tfsem's own generator
+        self.steering: Steering | None = None
+        if config.steer and generator is None and config.generator is None:
+            self.steering = steering or Steering(config.max_nodes, config.observe)
+            self.strategy = self.steering.strategy()
+        else:
+            gen = resolve_generator(generator if generator is not None else config.generator)
+            self.strategy = gen(config.max_nodes, config.observe)
+        self._shapes: set[tuple[str, ...]] = set()
         self.database = database
         self.on_finding = on_finding or (lambda r: None)
         self.on_stats = on_stats or (lambda d: None)
@@ -389,7 +403,9 @@ class FuzzLoop:
                                 verdict={"verdict": "invalid", "reason": "; ".join(problems)})
         if rewritten == program:
             self.stats.identical += 1
+            self._note_change(program, None)
             return None
+        self._note_change(program, rewritten)
         started = time.monotonic()
         try:
             verdict = self.checker(program, rewritten, feeds, init, cfg.semantics, cfg.observe,
@@ -436,6 +452,15 @@ class FuzzLoop:
         else:
             self.stats.unknown += 1
         return None
+
+    def _note_change(self, program: Program, rewritten: Program | None) -> None:
+        """Count the change's shape, and tell the steering what the pass did."""
+        shape = change_shape(program, rewritten) if rewritten is not None else ()
+        if shape and shape not in self._shapes:
+            self._shapes.add(shape)
+            self.stats.shapes = len(self._shapes)
+        if self.steering is not None:
+            self.steering.observe(program, shape)
 
     def _evaluate_runtime(self, program: Program, feeds: Mapping[str, Value],
                           init: Mapping[str, Value]) -> FindingRecord | None:
@@ -572,6 +597,8 @@ class FuzzLoop:
 
     def _run_round(self, rnd: _Round, round_seed: int | None, reuse: bool) -> list[FindingRecord]:
         strategy = self.strategy
+        if self.steering is not None:
+            self.steering.begin_round()
 
         def body(data: st.DataObject) -> None:
             now = time.monotonic()
@@ -600,8 +627,10 @@ class FuzzLoop:
                 if outcome is not None:
                     rnd.failures[key] = (outcome, program, feeds, init)
                     if not rnd.failed:  # Hypothesis's share of shrinking starts now
+                        if self.steering is not None:
+                            self.steering.freeze()   # replays must draw the same programs
                         rnd.hard_deadline = min(rnd.hard_deadline,
-                                                time.monotonic() + self.config.shrink_seconds)
+                                                time.monotonic() + self._shrink_seconds())
             if outcome is not None:
                 rnd.failed = True
                 if self.first_failure_after is None:
@@ -627,12 +656,27 @@ class FuzzLoop:
             pass  # time is up (Unsatisfiable: before any example was judged)
         except (KeyboardInterrupt, SystemExit):
             raise
+        except FlakyStrategyDefinition:
+            # Steering (steer.py) learns while the round runs, so Hypothesis,
+            # replaying an earlier choice sequence, may see it draw another
+            # program: the round ends there (what it judged is in the memo)
+            # and the next round starts from what was learnt.  Without
+            # steering the strategy is fixed, and this is a generator error.
+            if self.steering is None and not rnd.over:
+                self.stats.generator_errors += 1
+                self.stats.last_error = "FlakyStrategyDefinition: the generator is not deterministic"
         except BaseException as exc:  # noqa: BLE001 - the findings are in the memo
             if not rnd.over and not findings_in(exc):
                 self.stats.generator_errors += 1
                 self.stats.last_error = f"{type(exc).__name__}: {exc}"[:500]
         limit = rnd.gen_deadline + rnd.grace
         return [self._reduce(*item, limit=limit) for item in _smallest_per_origin(list(rnd.failures.values()))]
+
+    def _shrink_seconds(self) -> float:
+        """Hypothesis's share of shrinking: short when steering, whose mutated
+        programs Hypothesis cannot shrink (the structural reducer can)."""
+        s = self.config.shrink_seconds
+        return min(s, 1.0) if self.steering is not None else s
 
     def _reduce(self, record: FindingRecord, program: Program, feeds: Mapping[str, Value],
                 init: Mapping[str, Value], limit: float) -> FindingRecord:
@@ -642,7 +686,10 @@ class FuzzLoop:
             return record
         origin = _origin(record)
         now = time.monotonic()
-        deadline = min(now + self.config.reduce_seconds, max(now + 0.5, limit))
+        budget = self.config.reduce_seconds
+        if self.steering is not None:   # mutants are larger: the reducer gets twice the time
+            budget, limit = 2 * budget, limit + budget
+        deadline = min(now + budget, max(now + 0.5, limit))
         reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
                                         lambda r: _origin(r) == origin, deadline)
         self.stats.programs += tried

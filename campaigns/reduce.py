@@ -9,6 +9,12 @@ crash) still happens, until none applies or its time is up:
 
 - delete a node with everything that depends on its results (control edges
   from it are dropped, outputs fetching a deleted result are dropped);
+- contract a node whose results nobody uses: it goes, and whoever waited
+  for it waits for what it waited for, so the orderings through it (often
+  the bug's shape: Write -> Read y -> Read x) stay;
+- unfold a fetched function whose result nothing else uses: its inputs are
+  fetched instead (`out = Add(r1, r2)` becomes outputs `out = r1`,
+  `out_1 = r2`);
 - let one Var node serve for another of the same variable (an output port may
   feed several consumers);
 - bypass a function node: its consumers and outputs read one of its inputs;
@@ -113,6 +119,51 @@ def _bypass(p: Program, name: str, j: int) -> Program | None:
     return p.replace(nodes=tuple(nodes), outputs=outputs)
 
 
+def _contract(p: Program, name: str) -> Program | None:
+    """Node `name`, whose results nobody uses, removed; whoever waited for it
+    waits for what it waited for (its data sources and control inputs), so
+    every ordering through it stays: the bug's shape is kept while a node on
+    the path goes (None when its results are used)."""
+    n = p.node[name]
+    if any(v.node == name for v in p.outputs.values()) or any(
+            isinstance(i, DataIn) and i.node == name for m in p.nodes for i in m.inputs):
+        return None
+    # a source with no inputs and no effect (a Var, a Const) orders nothing
+    waits = tuple(dict.fromkeys(ControlIn(i.node) if isinstance(i, DataIn) else i
+                                for i in n.inputs if isinstance(i, (DataIn, ControlIn))
+                                and (p.node[i.node].inputs or p.node[i.node].kind in ("Read", "Assign"))))
+    nodes = []
+    for m in p.nodes:
+        if m.name == name:
+            continue
+        if ControlIn(name) in m.inputs:
+            kept = tuple(i for i in m.inputs if i != ControlIn(name))
+            m = m.replace(inputs=kept + tuple(w for w in waits if w not in kept))
+        nodes.append(m)
+    return p.replace(nodes=tuple(nodes))
+
+
+def _unfold_output(p: Program, name: str) -> Program | None:
+    """A fetched function node whose result nothing else uses removed, its
+    data inputs fetched in its place (`out` fetching Add(r1, r2) becomes `out`
+    fetching r1 and `out_1` fetching r2): the values the bug shows in stay
+    observed (None when it does not apply)."""
+    n = p.node[name]
+    fetching = [k for k, v in p.outputs.items() if v.node == name]
+    if (n.kind != "function" or not fetching or not n.data_inputs
+            or not all(isinstance(i, DataIn) for i in n.data_inputs)
+            or any(name == i.node for m in p.nodes for i in m.inputs if isinstance(i, (DataIn, ControlIn)))):
+        return None
+    outputs = {k: v for k, v in p.outputs.items() if v.node != name}
+    for k in fetching:
+        for j, src in enumerate(n.data_inputs):
+            label = k if j == 0 else f"{k}_{j}"
+            if label in outputs:
+                return None
+            outputs[label] = src
+    return p.replace(nodes=tuple(m for m in p.nodes if m.name != name), outputs=outputs)
+
+
 def _drop_unused(p: Program) -> Program:
     used_vars = {n.var for n in p.nodes if n.op == VAR}
     used_feeds = {i.name for n in p.nodes for i in n.inputs if isinstance(i, FeedIn)}
@@ -128,6 +179,14 @@ def candidates(p: Program) -> Iterator[Program]:
     order = list(p.topological_order)
     for name in reversed(order):
         yield _delete_with_dependents(p, name)
+    for name in reversed(order):   # a node on an ordering path goes, the ordering stays
+        contracted = _contract(p, name)
+        if contracted is not None:
+            yield contracted
+    for name in reversed(order):   # a fetched function goes, what it combined is fetched
+        unfolded = _unfold_output(p, name)
+        if unfolded is not None:
+            yield unfolded
     by_var: dict[str, list[str]] = {}
     for name in order:
         n = p.node[name]
@@ -280,6 +339,8 @@ def _pair_edits(o: Program, r: Program) -> Iterator[Edit]:
     names: list[str] = list(dict.fromkeys([*reversed(o.topological_order), *reversed(r.topological_order)]))
     for name in names:
         yield lambda q, name=name: _delete_with_dependents(q, name)
+    for name in names:   # None (the edit does not apply) when its results are used
+        yield lambda q, name=name: _contract(q, name) if name in q.node else q
     for p in (o, r):
         by_var: dict[str, list[str]] = {}
         for n in p.nodes:

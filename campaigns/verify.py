@@ -13,6 +13,10 @@ about, the result says whether the fuzzing agrees:
 
 Crashes, timeouts and invalid output are bugs whatever the claims.
 
+A cell without an unsound finding whose evidence is weak (the pass changed
+too few programs, or too few distinct change shapes: evidence.py) makes the
+run *weak* (:attr:`VerifyResult.weak`): exit status 4, not 0.
+
 The exit rule (the same as `tfsem fuzz`'s): a run fails when a claim is
 contradicted or the pass crashes, hangs or returns an invalid program
 (:attr:`VerifyResult.bugs`); unsound findings in a cell the pass claims
@@ -28,6 +32,7 @@ from typing import Any, Callable, Iterable
 from hypothesis.database import ExampleDatabase
 
 from . import DEFAULT_MAX_NODES
+from .evidence import evidence_json, weak_reason
 from .findings import UNSOUND, FindingRecord
 from .loop import FuzzLoop, LoopConfig, LoopStats
 from .sandbox import DEFAULT_PASS_TIMEOUT, PassSandbox
@@ -44,6 +49,7 @@ class CellResult:
     claim: str | None
     stats: LoopStats
     signatures: list[str] = field(default_factory=list)
+    runtime: bool = False
 
     @property
     def unsound_found(self) -> bool:
@@ -57,10 +63,20 @@ class CellResult:
             return CONFIRMED if self.unsound_found else NOT_CONFIRMED
         return FOUND if self.unsound_found else NO_COUNTEREXAMPLE
 
+    @property
+    def weak(self) -> str | None:
+        """Why this cell's "no counterexample" rests on too little (None:
+        it does not, or the cell has an unsound finding)."""
+        if self.unsound_found or self.runtime:
+            return None    # a runtime target (--target xla) rewrites nothing: no change to count
+        return weak_reason(self.stats.to_json())
+
     def to_json(self) -> dict:
         return {"semantics": self.cell[0], "observe": self.cell[1], "claim": self.claim,
                 "result": self.judgement, "unsound_findings": self.signatures,
                 "programs": self.stats.programs, "seconds": round(self.stats.seconds, 3),
+                "evidence": None if self.unsound_found or self.runtime else evidence_json(self.stats.to_json()),
+                "shapes": self.stats.shapes,
                 "changed": self.stats.programs - self.stats.identical,
                 "identical": self.stats.identical, "sound": self.stats.sound,
                 "no_counterexample": self.stats.no_counterexample,
@@ -94,6 +110,15 @@ class VerifyResult:
     def bugs(self) -> list[Found]:
         return [f for f in self.findings if f.record.contradicts_claim]
 
+    @property
+    def weak_cells(self) -> list[CellResult]:
+        return [c for c in self.cells if c.weak]
+
+    @property
+    def weak(self) -> bool:
+        """No finding contradicts a claim, but some cell's evidence is weak."""
+        return not self.bugs and bool(self.weak_cells)
+
 
 def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed: int | None = None,
                 max_nodes: int = DEFAULT_MAX_NODES, pass_timeout: float = DEFAULT_PASS_TIMEOUT,
@@ -102,12 +127,15 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 on_finding: Callable[[Found, bool], None] | None = None,
                 on_stats: Callable[[Cell, dict], None] | None = None,
                 on_cell: Callable[[Cell, float], None] | None = None,
-                runner: Any = None, runtime_runs: int = 20) -> VerifyResult:
+                runner: Any = None, runtime_runs: int = 20,
+                stop_at_first_bug: bool = False) -> VerifyResult:
     """Fuzz one pass in each cell (a runtime target such as XLA runs each
     program `runtime_runs` times); `on_finding(found, is_new)` is called as
     findings come (after each is shrunk), `on_stats(cell, delta)` about once
     a second with the counters' increase (LoopStats.minus), and
-    `on_cell(cell, seconds)` when a cell starts with its share of time."""
+    `on_cell(cell, seconds)` when a cell starts with its share of time.
+    `stop_at_first_bug`: end the run once a finding contradicts a claim
+    (the cells not begun are left out of the result)."""
     target = resolve_pass(spec)
     cells = list(cells)
     started = time.monotonic()
@@ -116,8 +144,11 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
     runner = runner or PassSandbox(spec, timeout=pass_timeout)
     distinct: dict[str, Found] = {}
     results: list[CellResult] = []
+    steering = None   # what one cell learnt about the pass goes on to the next (steer.py)
     try:
         for i, cell in enumerate(cells):
+            if stop_at_first_bug and any(f.record.contradicts_claim for f in distinct.values()):
+                break
             left = end - time.monotonic()
             share = max(0.5, left / (len(cells) - i))
             cfg = LoopConfig(spec, cell[0], cell[1], max_nodes=max_nodes, pass_timeout=pass_timeout,
@@ -127,7 +158,7 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                              seed=None if seed is None else seed * 7919 + i,
                              round_seconds=max(5.0, min(20.0, share)),
                              runtime_runs=runtime_runs)
-            result = CellResult(cell, target.claim(cell), LoopStats())
+            result = CellResult(cell, target.claim(cell), LoopStats(), runtime=target.kind == "runtime")
             if on_cell is not None:
                 on_cell(cell, share)
 
@@ -145,12 +176,17 @@ def verify_pass(spec: str, budget: float, cells: Iterable[Cell] = CELLS, *, seed
                 if on_finding is not None:
                     on_finding(distinct[sig], is_new)
 
-            loop = FuzzLoop(cfg, target=target, runner=runner,
+            if steering is not None:
+                steering = steering.for_cell(cell[1])
+            loop = FuzzLoop(cfg, target=target, runner=runner, steering=steering,
                             checker=None if isinstance(checker, str) else checker,
                             generator=None if isinstance(generator, str) or generator is None else generator,
                             database=database, on_finding=found,
+                            should_stop=(lambda: any(f.record.contradicts_claim for f in distinct.values()))
+                            if stop_at_first_bug else None,
                             on_stats=None if on_stats is None else (lambda d, c=cell: on_stats(c, d)))
             loop.run(share, shrink_seconds=min(30.0, max(1.0, 0.25 * share)))
+            steering = loop.steering
             result.stats = loop.stats
             results.append(result)
     finally:

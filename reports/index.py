@@ -70,6 +70,8 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
+from tfsem.campaigns.evidence import MIN_CHANGED, weak_reason
+
 from .html import attr, badge, esc, json_text, page, slug, truncate, when
 
 KINDS = ("unsound", "invalid", "crash", "timeout")
@@ -202,6 +204,7 @@ CELL_VERDICTS = {
     "fails": ("pass fails", "bad"),
     "shown": ("unsound, as claimed", "good"),
     "holds": ("claim holds so far", "good"),
+    "weak": ("claim holds so far, on weak evidence", "warn"),
     "not-shown": ("unsoundness not shown yet", "warn"),
     "untested": ("nothing tested", "warn"),
     "no-claim": ("no claim", "none"),
@@ -221,6 +224,9 @@ def cell_verdicts(pass_stats: Sequence[Mapping[str, Any]], cells: Sequence[Mappi
       (a failure, as for `tfsem fuzz`'s exit status);
     - `not-shown`: it claims `unsound` and nothing showed it yet;
     - `holds`: it claims `sound` and nothing contradicts it;
+    - `weak`: the same, but the pass changed too few programs there (or
+      too few distinct change shapes) for it to say much
+      (tfsem.campaigns.evidence): never shown green;
     - `untested`: no program was tested in the cell; `no-claim` otherwise.
     """
     if cells is None:  # from the per-pass claims (semantics, or semantics/observe)
@@ -253,12 +259,15 @@ def cell_verdicts(pass_stats: Sequence[Mapping[str, Any]], cells: Sequence[Mappi
             verdict = "untested"
         elif claim == "unsound":
             verdict = "not-shown"
+        elif claim == "sound" and programs is not None and weak_reason(c):
+            verdict = "weak"
         elif claim == "sound":
             verdict = "holds"
         else:
             verdict = "no-claim"
         out.append({"pass": c.get("pass"), "semantics": sem, "observe": obs, "claim": claim,
-                    "verdict": verdict, "programs": programs,
+                    "verdict": verdict, "programs": programs, "shapes": c.get("shapes"),
+                    "weak_reason": weak_reason(c) if programs is not None else None,
                     "identical": c.get("identical"), "sound": c.get("sound"),
                     "no_counterexample": c.get("no_counterexample"), "unknown": c.get("unknown"),
                     "findings": by_kind})
@@ -273,7 +282,7 @@ def _lead(rows: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any
     parts = []
     if rows:
         parts.append(badge(f"{bad} of {len(rows)} cells failing", "bad" if bad else "good"))
-        for k in ("broken", "unclaimed", "fails", "shown", "holds", "not-shown", "untested"):
+        for k in ("broken", "unclaimed", "fails", "shown", "holds", "weak", "not-shown", "untested"):
             if n[k]:
                 parts.append(f"{n[k]} {esc(CELL_VERDICTS[k][0])}")
     counts = {s: sum(1 for f in findings if f.get("status") == s) for s in STATUSES}
@@ -305,6 +314,13 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
                 warnings.append(f"{r['pass']} ({cell}) left {pct:.0f}% of the programs it was given "
                                 "unchanged: few rewrites were checked there.")
         claim = r["claim"] or "—"
+        evidence = "—"
+        if programs is not None and identical is not None:
+            evidence = f"{max(0, _int(programs) - _int(identical)):,} changed"
+            if r.get("shapes") is not None:
+                evidence += f", {_int(r['shapes']):,} shapes"
+        if r.get("weak_reason"):
+            evidence += f" <span class=\"weak-why\">(weak: {esc(r['weak_reason'])})</span>"
         body.append(
             f"<tr class={attr('cell ' + r['verdict'])} data-pass={attr(r['pass'])} "
             f"data-cell={attr(cell)}>"
@@ -316,15 +332,18 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
             f"<td class=\"num\">{_count(r.get('sound'))}</td>"
             f"<td class=\"num\">{_count(r.get('no_counterexample'))}</td>"
             f"<td class=\"num\">{_count(r.get('unknown'))}</td>"
-            f"<td class=\"found\">{found}</td></tr>")
+            f"<td class=\"found\">{found}</td>"
+            f"<td class=\"evidence\">{evidence}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in
                    ["pass", "cell (semantics / observe)", "claims", "verdict", "programs tested",
                     "unchanged", "proved sound", "no counterexample", "unknown",
-                    "findings in this cell"])
+                    "findings in this cell", "evidence (programs the pass changed)"])
     warn = "".join(f'<div class="warning few-changes">{esc(w)}</div>' for w in warnings)
     return ('<h2>Verdict per pass and cell</h2>'
             '<p class="muted">A claim is judged by the findings of its own cell only. '
-            "“pass fails”: it crashed, hung or returned an invalid program.</p>"
+            "“pass fails”: it crashed, hung or returned an invalid program. "
+            "A claim of soundness rests on the programs the pass changed in that cell: "
+            f"fewer than {MIN_CHANGED} is weak evidence, never shown as holding.</p>"
             f'<table class="verdicts"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
             + warn)
 

@@ -11,9 +11,10 @@ from tfsem.cli import main
 
 def test_verify_takes_the_pass_as_an_option_like_fuzz(tmp_path, capsys):
     argv = ["--budget", "2s", "--semantics", "atomic", "--observe", "outputs", "--seed", "3", "--json"]
-    assert main(["verify", "--pass", "dce", *argv, "--out", str(tmp_path / "a")]) == 0
+    # 0, or 4 when two seconds gave too little evidence: never a finding
+    assert main(["verify", "--pass", "dce", *argv, "--out", str(tmp_path / "a")]) in (0, 4)
     as_option = json.loads(capsys.readouterr().out)
-    assert main(["verify", "dce", *argv, "--out", str(tmp_path / "b")]) == 0
+    assert main(["verify", "dce", *argv, "--out", str(tmp_path / "b")]) in (0, 4)
     positional = json.loads(capsys.readouterr().out)
     assert as_option["pass"] == positional["pass"] == "dce"
     for result in (as_option, positional):

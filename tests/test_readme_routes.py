@@ -29,9 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 ROUTE = re.compile(r"<!-- route: ([\w-]+) -->\n```[\w]*\n(.*?)\n```", re.S)
 #: exit statuses other than 0 that a route's command is shown with (the README
-#: says so beside each): an `unsound` verdict, a Grappler result that does not import
-STATUS = {"tfsem check tests/cases/tensorflow/counter_drop_control_dependency.json": 1,
-          "tfsem grappler model.pbtxt": 3}
+#: says so beside each): an `unsound` verdict, a Grappler result that does not
+#: import, a campaign whose evidence is weak.  Where a second status is allowed
+#: (a campaign's evidence depends on how many programs the machine judges in
+#: its budget: WEAK on a busy machine, 0 on an idle one), output of the second
+#: kind is held to the shown first line only.
+STATUS = {"tfsem check tests/cases/tensorflow/counter_drop_control_dependency.json": (1,),
+          "tfsem grappler model.pbtxt": (3,),
+          "tfsem verify examples/passes/drop_identity.py:PASS": (4, 0),
+          "tfsem fuzz --pass prune --pass cse": (4, 0)}
 NEEDS_TENSORFLOW = {"tensorflow"}
 #: the first command's own lines (the venv and pip install) are not rerun here:
 #: the route runs its `tfsem check`, as the test suite's environment has tfsem
@@ -43,9 +49,10 @@ class Command:
     shown: list[str] = field(default_factory=list)
 
     @property
-    def status(self) -> int:
+    def statuses(self) -> tuple[int, ...]:
+        """The status the README shows, then any other allowed."""
         one_line = " ".join(self.text.replace("\\\n", " ").split())
-        return next((s for prefix, s in STATUS.items() if one_line.startswith(prefix)), 0)
+        return next((s for prefix, s in STATUS.items() if one_line.startswith(prefix)), (0,))
 
 
 def routes(text: str | None = None) -> dict[str, list[Command]]:
@@ -137,10 +144,10 @@ def test_route_runs_as_written(name, tmp_path):
         if c.text.rstrip().endswith("&"):
             continue  # a server in the background: the next command asks it
         rc = int((tmp_path / f"rc{i}").read_text())
-        assert rc == c.status, f"$ {c.text}\nexit status {rc}, expected {c.status}:\n{out}"
+        assert rc in c.statuses, f"$ {c.text}\nexit status {rc}, expected {c.statuses[0]}:\n{out}"
         if c.text.startswith("tfsem "):  # TensorFlow's own logs are silenced
             assert "absl::InitializeLog" not in out and "oneDNN" not in out, out
         shown = [line for line in c.shown if line.strip() != "..."]
-        for line in shown[:1] + shown[-1:]:
+        for line in shown[:1] + (shown[-1:] if rc == c.statuses[0] else []):
             expect = _normal(line[:-3] if line.endswith("...") else line)
             assert expect in _normal(out), f"$ {c.text}\nprinted no line like {line!r}:\n{out}"

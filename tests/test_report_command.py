@@ -163,12 +163,14 @@ def test_prune_claims_are_judged_per_cell_on_a_real_campaign(tmp_path: Path):
     "claim broken" (the index did, judging by semantics alone)."""
     r = tfsem("fuzz", "--pass", "prune", "--semantics", "atomic", "--budget", "8s", "--seed", "1",
               "--out", str(tmp_path))
-    assert r.returncode == 0, r.stdout + r.stderr
+    # 4: a loaded machine may check too few rewrites in 4 s for the claim to say much
+    assert r.returncode in (0, 4), r.stdout + r.stderr
     assert tfsem("report", str(tmp_path)).returncode == 0
     page = Page((tmp_path / "report" / "index.html").read_text())
     cells = {c["cell"]: c["verdict"].strip() for c in page.cells if c["pass"] == "prune"}
-    assert cells == {"atomic / outputs": "claim holds so far",
-                     "atomic / outputs+state": "unsound, as claimed"}, cells
+    assert cells["atomic / outputs+state"] == "unsound, as claimed", cells
+    assert cells["atomic / outputs"] == ("claim holds so far" if r.returncode == 0 else
+                                         "claim holds so far, on weak evidence"), cells
     assert "claim broken" not in (tmp_path / "report" / "index.html").read_text()
 
 

@@ -617,7 +617,7 @@ def test_cell_verdicts_judge_each_claim_by_its_own_cell():
     """Issue 16.1: findings in atomic/outputs+state say nothing of the claim
     for atomic/outputs."""
     from tfsem.reports.index import cell_verdicts
-    cell = {"pass": "prune", "semantics": "atomic", "programs": 10}
+    cell = {"pass": "prune", "semantics": "atomic", "programs": 100}
     cells = [dict(cell, observe="outputs", claim="sound"), dict(cell, observe="outputs+state", claim="unsound"),
              dict(cell, semantics="decomposed", observe="outputs", claim=None),
              dict(cell, semantics="decomposed", observe="outputs+state", claim="sound", programs=0)]

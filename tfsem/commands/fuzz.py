@@ -22,7 +22,10 @@ def add_parser(sub) -> None:
                     "DIR replays them first and reports them known or fixed.  Exit status (the "
                     "same rule as tfsem verify): 1 when a claim is contradicted (unsound where "
                     "a pass claims sound or claims nothing) or a pass crashes, hangs or returns "
-                    "an invalid program; 0 otherwise, also when the only findings are unsound "
+                    "an invalid program; 4 when nothing contradicts a claim but a cell's "
+                    "evidence is weak (a pass changed fewer than 30 programs there, or showed "
+                    "fewer than 2 distinct change shapes); 0 otherwise, also when the only "
+                    "findings are unsound "
                     "rewrites in cells a pass claims unsound (expected); 2 for bad usage; 130 "
                     "when interrupted.  Read the results with tfsem report DIR.")
     p.add_argument("--pass", dest="passes", action="append", default=None, metavar="PASS",
@@ -50,6 +53,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tfsem.campaigns.campaign import CampaignError, CampaignSettings, run_campaign, summarize  # noqa: PLC0415
+    from tfsem.campaigns.evidence import EXIT_WEAK  # noqa: PLC0415
     from tfsem.campaigns.store import StoreError  # noqa: PLC0415
     from tfsem.campaigns.targets import CELLS, PassNotFound, registered_passes  # noqa: PLC0415
 
@@ -81,14 +85,17 @@ def run(args: argparse.Namespace) -> int:
                                 "expected": g["kind"] == "unsound" and g["claim"] == "unsound"}
                                for g in result.groups],
                     "new": [_brief(f) for f in result.new], "known": [_brief(f) for f in result.known],
-                    "fixed": [_brief(f) for f in result.fixed], "errors": result.errors})
+                    "fixed": [_brief(f) for f in result.fixed], "errors": result.errors,
+                    "weak": result.weak})
     else:
         summarize(result, Path(args.out), sys.stdout)
     if result.status == "interrupted":
         return 130
     if result.status == "incomplete":   # a worker died: the run did not do what it said
         return EXIT_FOUND
-    return EXIT_FOUND if result.bugs else EXIT_OK
+    if result.bugs:
+        return EXIT_FOUND
+    return EXIT_WEAK if result.weak else EXIT_OK
 
 
 def _brief(f: dict) -> dict:

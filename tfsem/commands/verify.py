@@ -25,6 +25,7 @@ def _load() -> None:
     g = globals()
     if "verify_pass" in g:
         return
+    from tfsem.campaigns.evidence import EXIT_WEAK, WEAK_ADVICE  # noqa: PLC0415
     from tfsem.campaigns.progress import Progress  # noqa: PLC0415
     from tfsem.campaigns.signature import group_key  # noqa: PLC0415
     from tfsem.campaigns.targets import CELLS, PassNotFound, cell_label, resolve_pass  # noqa: PLC0415
@@ -36,7 +37,7 @@ def _load() -> None:
              cell_label=cell_label, resolve_pass=resolve_pass, counted=counted,
              effort_text=effort_text, finding_lines=finding_lines,
              rarely_changes_warning=rarely_changes_warning, CONTRADICTED=CONTRADICTED,
-             dumps=dumps, verify_pass=verify_pass)
+             dumps=dumps, verify_pass=verify_pass, EXIT_WEAK=EXIT_WEAK, WEAK_ADVICE=WEAK_ADVICE)
 
 
 def add_parser(sub) -> None:
@@ -49,7 +50,10 @@ def add_parser(sub) -> None:
                     "fuzzed, the budget split among them, and the pass's claims are judged.  "
                     "Exit status (the same rule as tfsem fuzz): 1 when a claim is contradicted "
                     "(unsound where the pass claims sound or claims nothing) or the pass "
-                    "crashes, hangs or returns an invalid program; 0 otherwise, also when "
+                    "crashes, hangs or returns an invalid program; 4 when nothing contradicts "
+                    "the claims but a cell's evidence is weak (the pass changed fewer than 30 "
+                    "programs there, or showed fewer than 2 distinct change shapes); 0 "
+                    "otherwise, also when "
                     "the only findings are unsound rewrites in cells the pass claims unsound "
                     "(expected); 2 for bad usage.  Progress goes to stderr: a live status "
                     "line on a terminal, a line every --status-every otherwise.")
@@ -178,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(_to_json(result, repro, out))
     else:
         _print_text(result, repro)
-    return EXIT_FOUND if result.exit_found else EXIT_OK
+    if result.exit_found:
+        return EXIT_FOUND
+    return EXIT_WEAK if result.weak else EXIT_OK
 
 
 def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
@@ -212,11 +218,12 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
     print("claims:")
     for c in result.cells:
         claim = c.claim or "no claim"
-        note = effort_text(c.stats.to_json()) + f", {c.stats.seconds:.1f} s"
+        note = effort_text(c.stats.to_json()) + f", {counted(c.stats.shapes, 'change shape')}, {c.stats.seconds:.1f} s"
         if c.stats.last_error and (c.stats.checker_errors or c.stats.generator_errors):
             note += f"; last error: {c.stats.last_error}"
         flag = "  <- BUG" if c.judgement == CONTRADICTED else ""
-        print(f"  {cell_label(c.cell):<26} {claim:<8} {c.judgement}{flag} ({note})")
+        weak = "  <- WEAK EVIDENCE" if c.weak else ""
+        print(f"  {cell_label(c.cell):<26} {claim:<8} {c.judgement}{flag} ({note}){weak}")
     total = {k: sum(getattr(c.stats, k) for c in result.cells) for k in ("programs", "identical")}
     warning = rarely_changes_warning(t.name, total)
     if warning:
@@ -227,6 +234,13 @@ def _print_text(result: VerifyResult, repro: list[tuple[str, str]]) -> None:
               + ("finding contradicts the pass's claims or shows" if len(bugs) == 1
                  else "findings contradict the pass's claims or show")
               + " it crash, hang or return an invalid program (exit status 1)")
+    elif result.weak:
+        weak = result.weak_cells
+        print(f"result: WEAK, nothing contradicts the claims, but in {len(weak)} of "
+              f"{len(result.cells)} cells the pass changed too little to say so (exit status 4):")
+        for c in weak:
+            print(f"  {cell_label(c.cell)}: {c.weak}")
+        print(f"  {WEAK_ADVICE}")
     elif result.findings:
         print("result: pass, every finding is one the pass claims (unsound where it claims "
               "unsound; exit status 0)")
@@ -264,4 +278,5 @@ def _to_json(result: VerifyResult, repro: list[tuple[str, str]], out: Path) -> d
         findings.append(d)
     return {"pass": result.target.name, "seconds": round(result.seconds, 3), "out": str(out),
             "cells": [c.to_json() for c in result.cells], "findings": findings,
-            "found": result.exit_found}
+            "found": result.exit_found, "weak": result.weak,
+            "exit_status": 1 if result.exit_found else EXIT_WEAK if result.weak else 0}

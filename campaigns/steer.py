@@ -1,0 +1,246 @@
+"""Generation aimed at the pass: learn, while a loop runs, which programs the
+pass changes and how, and steer generation toward them.
+
+A wrong pass is wrong only on the programs it changes, and most passes
+change few of the programs a general generator draws (2 to 10% for a pass
+that drops one kind of control edge).  So the loop tells :class:`Steering`
+what the pass did to each program judged (:meth:`Steering.observe`), and
+each program comes from one of two sources:
+
+* **fresh** (half of the draws, all of them until something changed): the
+  builder (generators/builder.py) under one of several *arms*, each a
+  generator configuration (swarm testing per batch: control-edge density,
+  how many variables, all operations or mostly variable accesses, and
+  program size).  An arm is picked with weight (changed + 1) / (tried + 2),
+  the smoothed rate at which the pass changed its programs; the larger sizes
+  (1.5 and 2 times `max_nodes`) are opened only while the pass changes fewer
+  than a quarter of the programs (after 40).
+* **mutated** (the other half, once the pass changed something): a program
+  the pass changed, taken from the corpus, with 1 to 4 mutations
+  (generators/mutate.py: control edges between accesses, new Reads, Writes
+  and Assign-f, duplicated accesses).  The corpus keeps up to 4 programs per
+  *change shape*, and a shape is picked uniformly (rare shapes as often as
+  common ones), shapes that touch variable accesses three times as often.
+
+The **change shape** (:func:`change_shape`) says how the pass changed a
+program, in terms of node kinds (R Read, W Write, A Assign-f, V Var, F
+function): nodes removed and added, control edges removed and added
+(between accesses of the same variable `=` or of different variables `/`),
+data inputs and outputs redirected.  The number of distinct shapes and of
+changed programs are the evidence a campaign reports (a weak campaign:
+campaigns/evidence.py).
+
+Shrinking is untouched: each draw's first choice, at its simplest, is a
+fresh program of the first arm (the default configuration), and the
+structural reducer (reduce.py) shrinks what a mutated program found.  While
+a round shrinks (after its first failure) the steering is frozen, so that
+Hypothesis replays draw the same programs.
+
+Cost: one structural diff per changed program (microseconds beside the
+check) and a corpus of at most 4 programs per shape.  Larger programs are
+slower to check; they are drawn only while the change rate is low.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from tfsem.generators.builder import Config, build_inputs, build_program
+from tfsem.generators.draw import Draw, HypothesisDraw, choice
+from tfsem.generators.mutate import mutate
+from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, Node, Program
+
+#: Operations of the "mostly accesses" arms.
+ACCESS_OPS = frozenset({"Read", "Write", "Assign", "Var", "Const", "Add", "Identity"})
+#: Corpus programs kept per change shape.
+PER_SHAPE = 4
+#: The change rate under which larger programs are drawn, and after how many.
+GROW_BELOW, GROW_AFTER = 0.25, 30
+
+
+def _kind(n: Node | None) -> str:
+    if n is None:
+        return "?"
+    if n.op == READ:
+        return "R"
+    if n.op == ASSIGN:
+        return "W" if n.attrs.get("fn") == "Snd" else "A"
+    if n.op == VAR:
+        return "V"
+    return "F"
+
+
+def _edge_tag(p: Program, u: str, v: str) -> str:
+    a, b = p.accessed_variable(u), p.accessed_variable(v)
+    rel = "" if a is None or b is None else ("=" if a == b else "/")
+    return f"{_kind(p.node.get(u))}{rel}{_kind(p.node.get(v))}"
+
+
+def change_shape(p: Program, q: Program) -> tuple[str, ...]:
+    """How `q` (the rewrite) differs from `p`, as sorted tags (see the module
+    docstring); () when they are equal."""
+    tags: set[str] = set()
+    pn, qn = p.node, q.node
+    for name in pn.keys() - qn.keys():
+        tags.add(f"-node {_kind(pn[name])}")
+    for name in qn.keys() - pn.keys():
+        tags.add(f"+node {_kind(qn[name])}")
+    for name in pn.keys() & qn.keys():
+        a, b = pn[name], qn[name]
+        if a.op != b.op or a.attrs != b.attrs:
+            tags.add(f"~op {_kind(a)}>{_kind(b)}")
+        ca = {i.node for i in a.inputs if isinstance(i, ControlIn)}
+        cb = {i.node for i in b.inputs if isinstance(i, ControlIn)}
+        for u in ca - cb:
+            tags.add(f"-ctl {_edge_tag(p, u, name)}")
+        for u in cb - ca:
+            tags.add(f"+ctl {_edge_tag(q, u, name)}")
+        if a.data_inputs != b.data_inputs:
+            tags.add(f"~data {_kind(b)}")
+    if any(p.outputs[k] != q.outputs.get(k) for k in p.outputs):
+        tags.add("~out")
+    return tuple(sorted(tags))
+
+
+def touches_access(shape: tuple[str, ...]) -> bool:
+    return any(c in tag for tag in shape for c in "RWAV")
+
+
+@dataclass
+class Arm:
+    config: Config
+    size: float          # times max_nodes
+    tried: int = 0
+    changed: int = 0
+
+    def label(self) -> str:
+        c = self.config
+        return (f"{c.max_nodes} nodes, control {c.control_density:g}, "
+                f"{c.n_variables or 'any'} var, {'accesses' if c.ops else 'all ops'}")
+
+
+class Steering:
+    """The steered generator of one loop (see the module docstring)."""
+
+    def __init__(self, max_nodes: int, observe: str):
+        self.max_nodes = max_nodes
+        state = observe != "outputs"
+        self.arms: list[Arm] = []
+        for size in (1.0, 1.5, 2.0):
+            for density in (0.3, 0.7):
+                for nvars in (None, 1, 2):
+                    for ops in (None, ACCESS_OPS):
+                        cfg = Config(max_nodes=max(1, round(max_nodes * size)), n_variables=nvars,
+                                     ops=ops, control_density=density, observe_state=state)
+                        self.arms.append(Arm(cfg, size))
+        self.corpus: dict[tuple[str, ...], list[Program]] = {}
+        self.shapes: dict[tuple[str, ...], int] = {}
+        self.programs = 0
+        self.changed = 0
+        self.mutated_changed = 0
+        self.frozen = False
+        self._last: Arm | None = None
+        self._turn = 0
+
+    def for_cell(self, observe: str) -> "Steering":
+        """A steering for the next cell of the same pass (`tfsem verify`
+        fuzzes the cells one after the other): what was learnt carries over
+        (the corpus, the shapes, each arm's counts); the arms draw programs
+        for this cell's observe setting."""
+        other = Steering(self.max_nodes, observe)
+        other.corpus, other.shapes = self.corpus, self.shapes
+        other.programs, other.changed = self.programs, self.changed
+        for mine, theirs in zip(other.arms, self.arms):
+            mine.tried, mine.changed = theirs.tried, theirs.changed
+        return other
+
+    # -- learning ---------------------------------------------------------------
+
+    @property
+    def growing(self) -> bool:
+        return self.programs >= GROW_AFTER and self.changed < GROW_BELOW * self.programs
+
+    def observe(self, program: Program, shape: tuple[str, ...] | None) -> None:
+        """What the pass did to the program last drawn: `shape` None when it
+        left it unchanged."""
+        arm, self._last = self._last, None
+        if self.frozen:
+            return
+        self.programs += 1
+        if arm is not None:
+            arm.tried += 1
+        if not shape:
+            return
+        self.changed += 1
+        if arm is not None:
+            arm.changed += 1
+        else:
+            self.mutated_changed += 1
+        self.shapes[shape] = self.shapes.get(shape, 0) + 1
+        kept = self.corpus.setdefault(shape, [])
+        if len(kept) < PER_SHAPE:
+            kept.append(program)
+        else:   # replace in turn, so the corpus follows the campaign
+            self._turn += 1
+            kept[self._turn % PER_SHAPE] = program
+
+    def begin_round(self) -> None:
+        self.frozen = False
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    # -- drawing ----------------------------------------------------------------
+
+    def _weights(self) -> list[float]:
+        grow = self.growing
+        return [0.0 if a.size > 1 and not grow else (a.changed + 1) / (a.tried + 2)
+                for a in self.arms]
+
+    def _pick_arm(self, d: Draw) -> Arm:
+        weights = self._weights()
+        total = sum(weights)
+        x = d.index(256) / 256 * total
+        for arm, w in zip(self.arms, weights):
+            if x < w:
+                return arm
+            x -= w
+        return self.arms[0]
+
+    def draw(self, d: Draw) -> tuple[Program, dict, dict]:
+        """(program, feeds, init) from the choices of `d`: a fresh program
+        (first choice 0), a fresh program mutated (1), or a mutated corpus
+        program (2 and 3; a fresh one mutated while the corpus is empty)."""
+        program: Program
+        mode = d.index(4)
+        limit = int(self.max_nodes * (2 if self.growing else 1.5))
+        if mode >= 2 and self.corpus:
+            shapes = list(self.corpus)
+            favoured = [s for s in shapes if touches_access(s)]
+            pool = favoured * 3 + shapes
+            kept = self.corpus[choice(d, pool)]
+            parent = choice(d, kept)
+            program = mutate(d, parent, limit)
+            self._last = None
+        else:
+            arm = self._pick_arm(d)
+            program = build_program(d, arm.config)
+            if mode:
+                program = mutate(d, program, max(limit, arm.config.max_nodes))
+            self._last = arm
+        feeds, init = build_inputs(d, program)
+        return program, feeds, init
+
+    def strategy(self) -> st.SearchStrategy:
+        @st.composite
+        def steered(draw):
+            return self.draw(HypothesisDraw(draw))
+        return steered()
+
+    def summary(self) -> dict:
+        return {"programs": self.programs, "changed": self.changed, "shapes": len(self.shapes),
+                "mutated_changed": self.mutated_changed,
+                "arms": [{"arm": a.label(), "tried": a.tried, "changed": a.changed}
+                         for a in self.arms if a.tried]}
