@@ -99,10 +99,15 @@ class Encoder:
     def __init__(self, order: dict[str, int] | None = None) -> None:
         #: the flag order of the Algebra whose guarded values this encodes
         self.order = order if order is not None else {}
+        # every cache below is keyed by identity (values and terms are
+        # interned, so identity is structure) and keeps its key alive, so that
+        # a shared subterm of the term DAG is encoded once per check
         self._eq_cache: dict[tuple[int, int], tuple] = {}
+        self._val_cache: dict[int, tuple] = {}
         self._cache: dict[Term, z3.ExprRef] = {}
         self._leaves: dict[Term, z3.ExprRef] = {}
-        self._funcs: dict[str, z3.FuncDeclRef] = {}
+        self._funcs: dict[tuple, z3.FuncDeclRef] = {}
+        self._flags: dict[str, z3.BoolRef] = {}
         self._val_sort: z3.SortRef | None = None
         self.opaque_used = False
 
@@ -188,19 +193,29 @@ class Encoder:
 
     def flag(self, x: str) -> z3.BoolRef:
         """True when variable x starts uninitialized."""
-        return z3.Bool(symbol("uninitialized", x))
+        f = self._flags.get(x)
+        if f is None:
+            f = self._flags[x] = z3.Bool(symbol("uninitialized", x))
+        return f
 
     def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         """SPEC section 2 equality of two symbolic values (Python bool when it
         is decided statically)."""
         if a is b:
             return True
+        if isinstance(a, Error) and isinstance(b, Error):
+            return a.reason == b.reason
+        # (memoized: the queries of one check compare the same interned values
+        # over and over, one outcome against every outcome of a component)
+        key = (id(a), id(b))
+        hit = self._eq_cache.get(key)
+        if hit is None:
+            hit = self._eq_cache[key] = (self._eq(a, b), a, b)
+        return hit[0]
+
+    def _eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         if isinstance(a, Guarded) or isinstance(b, Guarded):
-            key = (id(a), id(b))
-            hit = self._eq_cache.get(key)
-            if hit is None:
-                hit = self._eq_cache[key] = (self._eq_guarded(a, b), a, b)
-            return hit[0]
+            return self._eq_guarded(a, b)
         if isinstance(a, Error) and isinstance(b, Error):
             return a.reason == b.reason
         if isinstance(a, Opaque) or isinstance(b, Opaque):
@@ -245,7 +260,10 @@ class Encoder:
         return self._val_sort
 
     def _function(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
-        key = name + "|" + ",".join(map(str, domain))
+        # keyed by Z3's ids of the sorts (unique among live ASTs, and the
+        # declaration kept here keeps its sorts alive): printing a sort to
+        # make a key cost a fifth of a real graph's check
+        key = (name, tuple(s.get_id() for s in domain), rng.get_id())
         f = self._funcs.get(key)
         if f is None:
             f = self._funcs[key] = z3.Function(name, *domain, rng)
@@ -267,8 +285,16 @@ class Encoder:
         return [self.elem(e) for e in v.elems]
 
     def as_val(self, v: Any) -> z3.ExprRef:
-        """A value of the uninterpreted sort Val."""
+        """A value of the uninterpreted sort Val (memoized per interned value:
+        opaque values share their arguments, and without the memo a real
+        graph's outcome re-encoded them tens of thousands of times)."""
         self.opaque_used = True
+        hit = self._val_cache.get(id(v))
+        if hit is None:
+            hit = self._val_cache[id(v)] = (self._as_val(v), v)   # keeps v alive: its id stays its own
+        return hit[0]
+
+    def _as_val(self, v: Any) -> z3.ExprRef:
         if isinstance(v, Guarded):
             return z3.If(self.flag(v.var), self.as_val(v.uninit), self.as_val(v.init))
         if isinstance(v, Error):
