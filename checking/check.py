@@ -47,7 +47,7 @@ from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
-from .encode import Encoder
+from .encode import Encoder, EncodingTimeout
 from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
                        components, sample_equal, symbolic_outcomes)
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
@@ -261,6 +261,11 @@ class _Checker:
         self.tensors = gen.tensors_mode()
         self.generic = self.tensors == "generic"
 
+    def solver_reserve(self) -> float:
+        """Time the solver queries (and the encoding of them) leave to the
+        concrete stages: a query decided before it is a proof."""
+        return min(0.3 * self.timeout, 3.0)
+
     def remaining(self, reserve: bool = False) -> float:
         return self.deadline - time.monotonic() - (self.reserve if reserve else 0.0)
 
@@ -297,6 +302,7 @@ class _Checker:
                 self.stats["generic"] = exc.reason
                 found, note = self.prove()
         except _GiveUp as exc:
+            self._stop_encoding()
             return self.fallback(exc)
         except (z3.Z3Exception, RecursionError, MemoryError, AssertionError) as exc:
             # a failure of the symbolic machinery must not become a verdict:
@@ -304,6 +310,7 @@ class _Checker:
             self.stats["internal_error"] = f"{type(exc).__name__}: {exc}"
             return self.fallback(_GiveUp("budget", f"the symbolic path failed "
                                                    f"({type(exc).__name__}: {exc})"))
+        self._stop_encoding()
         if found is not None:
             return self.unsound(found)
         if note:
@@ -314,6 +321,12 @@ class _Checker:
             return self.verdict(SOUND, "the rewritten program is the original program")
         return self.verdict(SOUND, "proved for every σ (every initialization pattern, "
                                    "every value of the declared types)")
+
+    def _stop_encoding(self) -> None:
+        # (what runs after the proof, minimization, builds few terms and has
+        # deadlines of its own)
+        if getattr(self, "encoder", None) is not None:
+            self.encoder.deadline = None
 
     def prove(self) -> tuple[_Found | None, str]:
         p, p2 = self.p, self.p2
@@ -343,6 +356,9 @@ class _Checker:
         algebra.set_flags(flagged)
         self.flagged = flagged
         self.encoder = (gen.GenericEncoder if self.generic else Encoder)(algebra.flag_order)
+        # building the queries' terms obeys the budget too, and keeps the
+        # solver's reserve for the concrete stages
+        self.encoder.deadline = self.deadline - self.solver_reserve()
         try:
             self.feeds = {f: algebra.leaf("feed", f, p.feed_type(f)) for f in p.feed_names}
             self.inits = {x: algebra.leaf("init", x, p.variables[x]) for x in sorted(p.variables)}
@@ -371,6 +387,10 @@ class _Checker:
                                        self.observe, budget, self.same)
         except BudgetExceeded as exc:
             self.stats["states"] += exc.explored
+            if exc.which == "seconds":
+                raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out during the "
+                                        f"symbolic search of the {which} program ({exc.explored} "
+                                        f"states explored in {exc.limit:.3g} s)") from None
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
             raise _GiveUp(_limit_kind(exc), f"symbolic search of the {which} program: {exc}") from None
@@ -417,12 +437,16 @@ class _Checker:
         """Is there σ at which t differs from every outcome of `target`?"""
         enc = self.encoder
         constraints = []
-        for u in target.outcomes:
-            e = enc.parts_eq(t, u)
-            if e is True:
-                return None
-            if e is not False:
-                constraints.append(z3.Not(e))
+        try:
+            for u in target.outcomes:
+                e = enc.parts_eq(t, u)
+                if e is True:
+                    return None
+                if e is not False:
+                    constraints.append(z3.Not(e))
+        except EncodingTimeout as exc:
+            raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out while "
+                                    f"encoding the solver queries ({exc})") from None
         found = self.sampled_candidate(target, t, schedule)
         if found is not None:
             self.failing = _Query(constraints, schedule)
@@ -430,7 +454,7 @@ class _Checker:
         for attempt in range(CANDIDATE_RETRIES):
             # (the solver keeps the reserve of the engine before the refutation
             # stage: a query it could decide in that time is a proof)
-            seconds = self.remaining() - min(0.3 * self.timeout, 3.0)
+            seconds = self.remaining() - self.solver_reserve()
             if seconds <= 0:
                 raise _GiveUp("solver", f"the time budget ({self.timeout:g} s) ran out during "
                                         "the solver queries")
@@ -481,6 +505,9 @@ class _Checker:
         order = self.algebra.flag_order
         differs = np.ones(n, dtype=bool)
         for u in target.outcomes:
+            if self.remaining() <= self.solver_reserve():
+                raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out while "
+                                        "evaluating the queries on sampled σ")
             eq = np.ones(n, dtype=bool)
             for a, b in zip(t, u):
                 e = sample_equal(a, b, leaves, memo, n, flags, order)

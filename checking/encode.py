@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -34,6 +35,10 @@ from .symbolic import Algebra, Guarded, Opaque, SymTensor, Term
 F32 = z3.Float32()
 BV64 = z3.BitVecSort(64)
 RNE = z3.RNE()
+
+
+class EncodingTimeout(RuntimeError):
+    """The encoder's deadline passed while it was building terms."""
 
 
 def _tie_rule(f) -> str:
@@ -110,6 +115,18 @@ class Encoder:
         self._flags: dict[str, z3.BoolRef] = {}
         self._val_sort: z3.SortRef | None = None
         self.opaque_used = False
+        #: time.monotonic() after which building a term raises EncodingTimeout
+        #: (None: no deadline).  Building Z3 terms is the check's main cost on
+        #: real graphs, so it obeys the budget like the searches do.
+        self.deadline: float | None = None
+        self._built = 0
+
+    def tick(self) -> None:
+        """Called once per term built (cache misses only): every 32 of them,
+        raise EncodingTimeout past the deadline."""
+        self._built += 1
+        if self._built & 31 == 0 and self.deadline is not None and time.monotonic() > self.deadline:
+            raise EncodingTimeout(f"the time ran out while encoding ({self._built} terms built)")
 
     # -- scalars ------------------------------------------------------------
 
@@ -135,6 +152,7 @@ class Encoder:
             if missing:
                 stack.extend(missing)
                 continue
+            self.tick()
             cache[u] = self._build(u, [cache[a] for a in u.args])
             stack.pop()
         return cache[term]
@@ -210,6 +228,7 @@ class Encoder:
         key = (id(a), id(b))
         hit = self._eq_cache.get(key)
         if hit is None:
+            self.tick()
             hit = self._eq_cache[key] = (self._eq(a, b), a, b)
         return hit[0]
 
@@ -291,6 +310,7 @@ class Encoder:
         self.opaque_used = True
         hit = self._val_cache.get(id(v))
         if hit is None:
+            self.tick()
             hit = self._val_cache[id(v)] = (self._as_val(v), v)   # keeps v alive: its id stays its own
         return hit[0]
 

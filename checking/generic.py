@@ -419,6 +419,7 @@ class GenericEncoder(Encoder):
         hit = self._gcache.get(key)
         if hit is not None:
             return hit[0]
+        self.tick()
         e = self._element(v, idx)
         self._gcache[key] = (e, v)   # keep v alive: its id stays its own
         return e
