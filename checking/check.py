@@ -51,7 +51,7 @@ from .encode import Encoder, EncodingTimeout
 from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
                        components, sample_equal, symbolic_outcomes)
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
-                      Verdict)
+                      Verdict, cause_of)
 
 DEFAULT_TIMEOUT = 10.0
 #: at most this many variables may start initialized or not in one search
@@ -167,9 +167,15 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
             return checker.run()
         except fns.CannotRun as exc:
             # a function with no concrete model (an op of an imported graph)
-            # stood between the proof and a counterexample: no verdict
-            return Verdict(UNKNOWN, exc.naming_nodes(original), semantics=semantics,
-                           observe=observe, stats=dict(checker.stats, cannot_run=str(exc)))
+            # stood between the proof and a counterexample: no verdict.  The
+            # op is the cause, named first; why there was no proof comes after
+            reason = exc.naming_nodes(original)
+            gave_up = checker.stats.get("gave_up")
+            if gave_up:
+                reason += f"; and no proof: {gave_up}"
+            stats = dict(checker.stats, cannot_run=str(exc), cause=cause_of(reason))
+            stats["seconds"] = round(time.monotonic() - started, 6)
+            return Verdict(UNKNOWN, reason, semantics=semantics, observe=observe, stats=stats)
 
 
 def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
@@ -271,6 +277,8 @@ class _Checker:
 
     def verdict(self, kind: str, reason: str = "", **kw: Any) -> Verdict:
         self.stats["seconds"] = round(time.monotonic() - self.started, 6)
+        if kind == UNKNOWN:
+            self.stats["cause"] = cause_of(reason)
         self.stats["solver_seconds"] = round(self.stats["solver_seconds"], 6)
         return Verdict(kind, reason, semantics=self.semantics, observe=self.observe,
                        stats=self.stats, **kw)
@@ -757,13 +765,18 @@ class _Checker:
                 finally:
                     stats["states"] += budget.states
                 agreed += not missing
+                if not missing:
+                    # a σ tried: every random run of P' gave outputs and
+                    # variable values (alone and in pairs) that a run of P gives
+                    stats["agreed"] = stats.get("agreed", 0) + 1
                 for outcome, part in missing:
                     found = self.confirm_refuted(sigma, candidates[outcome], outcome, part)
                     if found is not None:
                         stats["found"] = which
                         return found
-        except fns.CannotRun:
+        except fns.CannotRun as exc:
             # a function with no concrete model: this stage cannot run it
+            stats["cannot_run"] = exc.naming_nodes(self.p)
             return None
         except Exception as exc:  # noqa: BLE001
             # a failure of the stage must not become a verdict, nor a crash
@@ -914,16 +927,29 @@ class _Checker:
                 return self.unsound(batched)
             tried += batched
             budget_note += f" ({batched} of them batched on numpy)"
+        # σ tried: compared in full (both outcome sets enumerated), or by the
+        # refutation stage (random runs of P' searched for in P's runs)
+        sampled = self.stats.get("refute", {}).get("agreed", 0)
         self.stats["tried"] = tried
+        self.stats["sampled"] = sampled
+        how = f"{tried} σ tried concretely"
+        if sampled:
+            how = (f"{tried} σ compared in full and {sampled} σ tried by the refutation stage "
+                   f"(up to {REFUTE_RUNS} random runs of the rewrite each, every output and variable "
+                   f"value of theirs, alone and in pairs, found among the original's runs)")
         if why.kind == "solver":
-            return self.verdict(UNKNOWN, f"{why.reason}; {tried} σ tried concretely, none "
-                                         f"shows a difference{budget_note}", tried=tried)
-        if tried == 0:
+            return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference"
+                                         f"{budget_note}", tried=tried + sampled)
+        if tried + sampled == 0:
+            cannot_run = self.stats.get("refute", {}).get("cannot_run")
+            if cannot_run:
+                # the op is the cause: no σ can run through it
+                return self.verdict(UNKNOWN, f"{cannot_run}; and no proof: {why.reason}", tried=0)
             return self.verdict(UNKNOWN, f"{why.reason}; and no σ could be tried concretely"
                                          f"{budget_note}", tried=0)
-        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {tried} σ tried "
-                                               f"concretely, none shows a difference{budget_note}",
-                            tried=tried)
+        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
+                                               f"a difference{budget_note}",
+                            tried=tried + sampled)
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in
