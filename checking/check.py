@@ -738,6 +738,10 @@ class _Checker:
             self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
         rng = self._refute_rng
         agreed = 0      # σ at which every candidate was found among P's outcomes
+        # confirming a candidate (P's full outcome set, or the values of the
+        # differing parts) may take longer than the stage; before the search
+        # it keeps the concrete stages' reserve, so that σ can be tried after
+        self._confirm_until = self.deadline - self.reserve if which == "first" else self.deadline
         try:
             while time.monotonic() < stop and (which != "first" or agreed < REFUTE_FIRST_AGREED):
                 sigma = next(self._refute_sigmas)
@@ -783,6 +787,7 @@ class _Checker:
             stats["error"] = f"{type(exc).__name__}: {exc}"
             return None
         finally:
+            self._confirm_until = self.deadline
             stats["seconds"] = round(stats["seconds"] + time.monotonic() - t0, 6)
         return None
 
@@ -818,7 +823,8 @@ class _Checker:
             deadline = min(self.deadline, time.monotonic() + max(0.2, 0.1 * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
-        full_seconds = max(0.1, self.remaining() if parts is None else 0.2 * self.remaining())
+        left = min(self.remaining(), self._confirm_until - time.monotonic())
+        full_seconds = max(0.1, left if parts is None else 0.2 * left)
         found = self.confirm(sigma, schedule, full_seconds)
         if found is not None:
             found.minimized = self.minimize
@@ -833,7 +839,8 @@ class _Checker:
             return None
         try:
             values = ref.part_values(self.p, sigma[0], sigma[1], self.semantics, parts,
-                                     Budget(SYMBOLIC_MAX_STATES, max(0.05, self.remaining())))
+                                     Budget(SYMBOLIC_MAX_STATES,
+                                            max(0.05, self._confirm_until - time.monotonic())))
         except BudgetExceeded:
             self._note("unconfirmed")
             return None

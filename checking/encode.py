@@ -109,6 +109,7 @@ class Encoder:
         # a shared subterm of the term DAG is encoded once per check
         self._eq_cache: dict[tuple[int, int], tuple] = {}
         self._val_cache: dict[int, tuple] = {}
+        self._case_cache: dict[int, tuple] = {}
         self._cache: dict[Term, z3.ExprRef] = {}
         self._leaves: dict[Term, z3.ExprRef] = {}
         self._funcs: dict[tuple, z3.FuncDeclRef] = {}
@@ -253,6 +254,91 @@ class Encoder:
         return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
 
     def _eq_guarded(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        """Equality of values that depend on initialization flags, with no
+        case split per flag.
+
+        Each side is encoded once as its *cases* (`_cases`): for every kind
+        K it may have (an error with its reason, or a tensor of one dtype and
+        shape), the condition on the flags under which it has kind K, and its
+        elements as If-terms over the flags (an element is read only where the
+        condition holds).  Then
+
+            a = b  <=>  OR over kinds K of both:  cond_a(K) & cond_b(K) & elems_a(K) = elems_b(K)
+
+        Exact, not only sound: at each σ the flags select one leaf of each
+        decision tree, so exactly one cond_a(K) holds (the conditions
+        partition the flag assignments, by induction over the tree: a flag
+        picks one branch, in which one kind holds), and there elems_a(K) are
+        that leaf's elements (the If-terms select the same branch).  So the
+        disjunction holds iff both leaves have one kind and equal elements,
+        which is SPEC section 2 equality of the two leaves (errors: equal
+        reasons; float elements: SMT-LIB `=`, as `eq` compares them).  The
+        former encoding split If(flag, eq(uninit cases), eq(init cases)) once
+        per flag on the path, comparing every pair of leaves that share a
+        path; this one is linear in the leaves of each side.  Values with an
+        opaque case (compared through the sort Val) still split."""
+        ca, cb = self._cases(a), self._cases(b)
+        if ca is None or cb is None:
+            return self._eq_split(a, b)
+        disj = []
+        for kind in ca.keys() & cb.keys():
+            (cond_a, elems_a), (cond_b, elems_b) = ca[kind], cb[kind]
+            conj = [c for c in (cond_a, cond_b) if c is not True]
+            same = True
+            for x, y in zip(elems_a, elems_b):
+                if x.eq(y):
+                    continue
+                if z3.is_fp_value(x) and z3.is_fp_value(y) or z3.is_bv_value(x) and z3.is_bv_value(y):
+                    same = False   # numerals: different ASTs are different values
+                    break
+                conj.append(x == y)
+            if not same:
+                continue
+            if not conj:
+                return True    # (both sides have kind K under every σ, with equal elements)
+            disj.append(z3.And(conj) if len(conj) > 1 else conj[0])
+        if not disj:
+            return False
+        return z3.Or(disj) if len(disj) > 1 else disj[0]
+
+    def _cases(self, v: Any) -> dict[tuple, tuple] | None:
+        """{kind: (condition on the flags, element terms)} for a value built
+        of errors, element tensors and guards (see `_eq_guarded`); None when a
+        case is opaque or not an element tensor.  Memoized per value."""
+        hit = self._case_cache.get(id(v))
+        if hit is not None:
+            return hit[0]
+        self.tick()
+        out: dict[tuple, tuple] | None
+        if isinstance(v, Error):
+            out = {("E", v.reason): (True, [])}
+        elif isinstance(v, SymTensor):
+            out = {("T", v.dtype, v.shape): (True, [self.elem(t) for t in v.elems])}
+        elif isinstance(v, Guarded):
+            cu, ci = self._cases(v.uninit), self._cases(v.init)
+            if cu is None or ci is None:
+                out = None
+            else:
+                f = self.flag(v.var)
+                out = {}
+                for kind in cu.keys() | ci.keys():
+                    if kind not in ci:
+                        cond, elems = cu[kind]
+                        out[kind] = (f if cond is True else z3.And(f, cond), elems)
+                    elif kind not in cu:
+                        cond, elems = ci[kind]
+                        out[kind] = (z3.Not(f) if cond is True else z3.And(z3.Not(f), cond), elems)
+                    else:
+                        (c1, e1), (c2, e2) = cu[kind], ci[kind]
+                        cond = True if c1 is True and c2 is True else \
+                            z3.If(f, _as_bool(c1), _as_bool(c2))
+                        out[kind] = (cond, [x if x.eq(y) else z3.If(f, x, y) for x, y in zip(e1, e2)])
+        else:
+            out = None
+        self._case_cache[id(v)] = (out, v)   # keeps v alive: its id stays its own
+        return out
+
+    def _eq_split(self, a: Any, b: Any) -> z3.BoolRef | bool:
         x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=self.order.__getitem__)
         eu = self.eq(Algebra.restrict(a, x, True), Algebra.restrict(b, x, True))
         ei = self.eq(Algebra.restrict(a, x, False), Algebra.restrict(b, x, False))
