@@ -275,12 +275,33 @@ class Encoder:
         reasons; float elements: SMT-LIB `=`, as `eq` compares them).  The
         former encoding split If(flag, eq(uninit cases), eq(init cases)) once
         per flag on the path, comparing every pair of leaves that share a
-        path; this one is linear in the leaves of each side.  Values with an
-        opaque case (compared through the sort Val) still split."""
+        path; this one is linear in the leaves of each side.
+
+        An opaque case (kind "V": its kind is not static) compares through the
+        sort Val, as `eq` compares an opaque value with any other: its element
+        is as_val of the opaque value (If-merged over the flags like any
+        element), and against a case of kind K of the other side it is
+        compared with as_val of that case's leaf, which is the box of K
+        applied to the leaf's elements (an error: its constant), so the
+        If-merged elements give it where that case's condition holds.  The
+        argument above carries over: at each σ one case holds per side, and
+        its disjunct is `eq` of the two leaves.  Values of the generic-element
+        engine (not element tensors) still split."""
         ca, cb = self._cases(a), self._cases(b)
         if ca is None or cb is None:
             return self._eq_split(a, b)
         disj = []
+        for (one, two) in ((ca, cb), (cb, ca)):
+            # an opaque case of one side against each non-opaque case of the other
+            if ("V",) not in one:
+                continue
+            cond_v, (val,) = one[("V",)]
+            for kind, (cond, elems) in two.items():
+                if kind == ("V",):
+                    continue
+                conj = [c for c in (cond_v, cond) if c is not True]
+                conj.append(val == self._case_val(kind, elems))
+                disj.append(z3.And(conj) if len(conj) > 1 else conj[0])
         for kind in ca.keys() & cb.keys():
             (cond_a, elems_a), (cond_b, elems_b) = ca[kind], cb[kind]
             conj = [c for c in (cond_a, cond_b) if c is not True]
@@ -312,6 +333,8 @@ class Encoder:
         out: dict[tuple, tuple] | None
         if isinstance(v, Error):
             out = {("E", v.reason): (True, [])}
+        elif isinstance(v, Opaque):
+            out = {("V",): (True, [self.as_val(v)])}
         elif isinstance(v, SymTensor):
             out = {("T", v.dtype, v.shape): (True, [self.elem(t) for t in v.elems])}
         elif isinstance(v, Guarded):
@@ -337,6 +360,16 @@ class Encoder:
             out = None
         self._case_cache[id(v)] = (out, v)   # keeps v alive: its id stays its own
         return out
+
+    def _case_val(self, kind: tuple, elems: list[z3.ExprRef]) -> z3.ExprRef:
+        """as_val of a leaf of `kind` (not opaque) whose elements are `elems`."""
+        self.opaque_used = True
+        if kind[0] == "E":
+            return z3.Const(symbol("error", kind[1]), self.val_sort)
+        name = symbol("box", f"{kind[1]}{list(kind[2])}")
+        if not elems:
+            return z3.Const(name, self.val_sort)
+        return self._function(name, [e.sort() for e in elems], self.val_sort)(*elems)
 
     def _eq_split(self, a: Any, b: Any) -> z3.BoolRef | bool:
         x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=self.order.__getitem__)

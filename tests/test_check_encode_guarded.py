@@ -31,7 +31,9 @@ def _pool(algebra: Algebra) -> list:
     nan = algebra.tensor("float32", (2,), (algebra.const(np.nan, "float32"),) * 2)
     return [Error(UNINITIALIZED), Error(DTYPE_MISMATCH), a, b, algebra.apply(add, (a, b))[0],
             algebra.apply(add, (b, a))[0], algebra.apply(mx, (a, zero))[0], zero, nan, n,
-            algebra.apply(add, (n, n))[0]]
+            algebra.apply(add, (n, n))[0],
+            # opaque values (a function with no encoding), compared through Val
+            algebra.opaque("Mystery", 0, (a,)), algebra.opaque("Mystery", 0, (n,))]
 
 
 def _tree(algebra: Algebra, rng: random.Random, pool: list, depth: int, first: int):
