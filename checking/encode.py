@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import z3
+from z3.z3 import _to_expr_ref
 
 from tfsem.oracle.values import Error, Tensor
 
@@ -369,7 +370,7 @@ class Encoder:
         name = symbol("box", f"{kind[1]}{list(kind[2])}")
         if not elems:
             return z3.Const(name, self.val_sort)
-        return self._function(name, [e.sort() for e in elems], self.val_sort)(*elems)
+        return self._apply(name, elems, self.val_sort)
 
     def _eq_split(self, a: Any, b: Any) -> z3.BoolRef | bool:
         x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=self.order.__getitem__)
@@ -396,6 +397,23 @@ class Encoder:
         if self._val_sort is None:
             self._val_sort = z3.DeclareSort("Val")
         return self._val_sort
+
+    def _apply(self, name: str, args: list[z3.ExprRef], rng: z3.SortRef) -> z3.ExprRef:
+        """The uninterpreted function `name` from the sorts of `args` to `rng`,
+        applied to `args`.  (Through Z3's C API: the declaration's domain is
+        the arguments' sorts by construction, so the Python API's per-call
+        sort checks and coercions, most of the cost of an application, are
+        not needed.)"""
+        ctx = rng.ctx
+        c = ctx.ref()
+        asts = [a.as_ast() for a in args]
+        ids = tuple(z3.Z3_get_ast_id(c, z3.Z3_sort_to_ast(c, z3.Z3_get_sort(c, a))) for a in asts)
+        key = (name, ids, rng.get_id())
+        f = self._funcs.get(key)
+        if f is None:
+            f = self._funcs[key] = z3.Function(name, *[a.sort() for a in args], rng)
+        arr = (z3.Ast * len(asts))(*asts)
+        return _to_expr_ref(z3.Z3_mk_app(c, f.ast, len(asts), arr), ctx)
 
     def _function(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
         # keyed by Z3's ids of the sorts (unique among live ASTs, and the
@@ -442,12 +460,12 @@ class Encoder:
             args = self._flat(v)
             if not args:
                 return z3.Const(symbol("box", self._kind(v)), self.val_sort)
-            return self._function(symbol("box", self._kind(v)), [a.sort() for a in args], self.val_sort)(*args)
+            return self._apply(symbol("box", self._kind(v)), args, self.val_sort)
         args = [x for a in v.args for x in self._flat(a)]
         name = symbol("op", v.op, v.port, tuple(self._kind(a) for a in v.args))
         if not args:
             return z3.Const(name, self.val_sort)
-        return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
+        return self._apply(name, args, self.val_sort)
 
     # -- models -------------------------------------------------------------
 
