@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                             "size": size, "program": i, "nodes": len(p.nodes), "pass": name,
                             "semantics": semantics, "observe": observe, "engine": engine,
                             "verdict": v.verdict, "reason": v.reason, "seconds": round(seconds, 4),
-                            "tried": v.stats.get("tried"), "sampled": v.stats.get("sampled"),
+                            "tried": v.stats.get("tried"), "refute_tried": v.stats.get("refute_tried"),
                             "path": v.stats.get("path"), "refute": v.stats.get("refute")}) + "\n")
                         log.flush()
                     per_pass[(size, name, engine)].add(seconds, v, claim)

@@ -935,10 +935,11 @@ class _Checker:
             tried += batched
             budget_note += f" ({batched} of them batched on numpy)"
         # σ tried: compared in full (both outcome sets enumerated), or by the
-        # refutation stage (random runs of P' searched for in P's runs)
+        # refutation stage (random runs of P' searched for in P's runs;
+        # stats "refute_tried")
         sampled = self.stats.get("refute", {}).get("agreed", 0)
         self.stats["tried"] = tried
-        self.stats["sampled"] = sampled
+        self.stats["refute_tried"] = sampled
         how = f"{tried} σ tried concretely"
         if sampled:
             how = (f"{tried} σ compared in full and {sampled} σ tried by the refutation stage "

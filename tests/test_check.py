@@ -449,7 +449,7 @@ def test_fallback_runs_batched_differential_testing_on_numpy(monkeypatch):
     assert v.verdict == "no-counterexample"
     assert v.stats["batched"]["tried"] == 5000
     # (and the σ the refutation stage tried: counted apart in the stats)
-    assert v.tried == check_module.FALLBACK_SAMPLES + 5000 + v.stats["sampled"]
+    assert v.tried == check_module.FALLBACK_SAMPLES + 5000 + v.stats["refute_tried"]
     assert "batched on numpy" in v.reason
 
 

@@ -1,7 +1,7 @@
 """The equality of guarded values (issue 23, item 3): encoded once per side as
 cases by kind, with no split per initialization flag.  The new encoding must be
 exact: Z3 proves it equivalent to the former split encoding (kept as
-`Encoder._eq_split`) on random decision trees of errors and tensors, and it
+`Encoder._eq_split`; `_eq_guarded` keeps the split for small trees) on random decision trees of errors and tensors, and it
 agrees with the concrete equality at every flag pattern and sampled σ."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_case_equality_is_the_split_equality(seed):
         u, v = (_tree(algebra, rng, pool, 3, 0) for _ in range(2))
         if not (isinstance(u, Guarded) or isinstance(v, Guarded)) or u is v:
             continue
-        new, old = enc._eq_guarded(u, v), enc._eq_split(u, v)
+        new, old = enc._eq_cases(u, v), enc._eq_split(u, v)
         solver.push()
         solver.add(z3.Xor(_bool(new), _bool(old)))
         assert solver.check() == z3.unsat, (u, v, new, old)
@@ -87,7 +87,7 @@ def test_case_equality_agrees_with_concrete_equality_at_every_pattern():
         u, v = (_tree(algebra, rng, pool, 3, 0) for _ in range(2))
         if not (isinstance(u, Guarded) or isinstance(v, Guarded)):
             continue
-        e = _bool(enc._eq_guarded(u, v))
+        e = _bool(enc._eq_cases(u, v))
         for bits in itertools.product([False, True], repeat=len(FLAGS)):
             pattern = dict(zip(FLAGS, bits))
             got = z3.simplify(z3.substitute(e, *subs, *((enc.flag(x), z3.BoolVal(b))
@@ -99,3 +99,19 @@ def test_case_equality_agrees_with_concrete_equality_at_every_pattern():
 
 def _bool(e) -> z3.BoolRef:
     return z3.BoolVal(e) if isinstance(e, bool) else e
+
+
+def test_small_trees_split_and_large_ones_use_cases(monkeypatch):
+    from tfsem.checking import encode
+    algebra = Algebra()
+    algebra.set_flags(FLAGS)
+    pool = _pool(algebra)
+    u = algebra.guard("x", pool[0], pool[2])
+    v = algebra.guard("x", pool[0], pool[3])
+    calls = []
+    monkeypatch.setattr(Encoder, "_eq_cases", lambda self, a, b: calls.append("cases") or True)
+    monkeypatch.setattr(Encoder, "_eq_split", lambda self, a, b: calls.append("split") or True)
+    Encoder(algebra.flag_order)._eq_guarded(u, v)
+    monkeypatch.setattr(encode, "SPLIT_LEAVES", 1)
+    Encoder(algebra.flag_order)._eq_guarded(u, v)
+    assert calls == ["split", "cases"]
