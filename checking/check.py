@@ -94,6 +94,20 @@ REFUTE_SAMPLE_SHARE = 0.25
 _Z3_LOCK = threading.RLock()
 
 
+class _FineBudget(Budget):
+    """The symbolic search's budget: the clock every 16 states (a symbolic
+    state of a large program takes milliseconds, and the oracle's budget
+    looks every 256: a 1 s check ended at 1.5 s).  (The concrete searches
+    keep the oracle's granularity: their small budgets rely on it.)"""
+
+    def tick(self) -> None:
+        self.states += 1
+        if self.states > self.max_states:
+            raise BudgetExceeded("states", self.max_states, self.states)
+        if self.states & 15 == 0 and time.monotonic() - self.started > self.max_seconds:
+            raise BudgetExceeded("seconds", self.max_seconds, self.states)
+
+
 class _GiveUp(Exception):
     """The symbolic path stops; `kind` says why ("budget" or "solver")."""
 
@@ -389,7 +403,7 @@ class _Checker:
         if seconds <= 0:
             raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out before the "
                                     "symbolic search finished")
-        budget = Budget(SYMBOLIC_MAX_STATES, seconds)
+        budget = _FineBudget(SYMBOLIC_MAX_STATES, seconds)
         try:
             result = symbolic_outcomes(program, self.algebra, self.feeds, init, self.semantics,
                                        self.observe, budget, self.same)
@@ -740,8 +754,12 @@ class _Checker:
         agreed = 0      # σ at which every candidate was found among P's outcomes
         # confirming a candidate (P's full outcome set, or the values of the
         # differing parts) may take longer than the stage; before the search
-        # it keeps the concrete stages' reserve, so that σ can be tried after
-        self._confirm_until = self.deadline - self.reserve if which == "first" else self.deadline
+        # it keeps a tenth of the budget (at most the reserve), so that σ can
+        # still be tried after it (a 38-node check spent its whole 10 s in one
+        # confirmation here and tried no σ; the whole reserve cost
+        # counterexamples that need the time)
+        self._confirm_until = (self.deadline - min(self.reserve, 0.1 * self.timeout)
+                               if which == "first" else self.deadline)
         try:
             while time.monotonic() < stop and (which != "first" or agreed < REFUTE_FIRST_AGREED):
                 sigma = next(self._refute_sigmas)
