@@ -32,6 +32,7 @@ symbolic search, and how many list projections of the original's outcomes).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-max-size", type=int, default=40,
                     help="with --compare, run the previous engine up to this size only")
     ap.add_argument("--per-pass", action="store_true", help="also a table per pass")
+    ap.add_argument("--log", metavar="FILE", default=None,
+                    help="write one JSON line per check (size, program, pass, cell, engine, "
+                         "verdict, reason, seconds, σ tried) to FILE")
     args = ap.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
@@ -138,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(passes)} passes, cells rotated, load average {load:.1f} at start")
     print(HEADER)
     per_pass: dict[tuple[int, str, str], Tally] = defaultdict(Tally)
+    log = open(args.log, "w") if args.log else None
     for size in sizes:
         programs = random_programs(args.programs, args.seed, max_nodes=size)
         nodes = statistics.median(len(p.nodes) for p in programs)
@@ -165,6 +170,14 @@ def main(argv: list[str] | None = None) -> int:
                         structural_module.EXTENSIONS = True
                     seconds = time.perf_counter() - t
                     tallies[engine].add(seconds, v, claim)
+                    if log is not None:
+                        log.write(json.dumps({
+                            "size": size, "program": i, "nodes": len(p.nodes), "pass": name,
+                            "semantics": semantics, "observe": observe, "engine": engine,
+                            "verdict": v.verdict, "reason": v.reason, "seconds": round(seconds, 4),
+                            "tried": v.stats.get("tried"), "refute_tried": v.stats.get("refute_tried"),
+                            "path": v.stats.get("path"), "refute": v.stats.get("refute")}) + "\n")
+                        log.flush()
                     per_pass[(size, name, engine)].add(seconds, v, claim)
                     if v.verdict == "unsound" and claim == "sound":
                         print(f"  CONTRADICTION: {name} on program {i} ({semantics}, {observe}), "

@@ -48,11 +48,11 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
-from .encode import Encoder
+from .encode import Encoder, EncodingTimeout
 from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
                        components, sample_equal, symbolic_outcomes)
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
-                      Verdict)
+                      Verdict, cause_of)
 
 DEFAULT_TIMEOUT = 10.0
 #: at most this many variables may start initialized or not in one search
@@ -93,6 +93,20 @@ REFUTE_SAMPLE_SHARE = 0.25
 
 
 _Z3_LOCK = threading.RLock()
+
+
+class _FineBudget(Budget):
+    """The symbolic search's budget: the clock every 16 states (a symbolic
+    state of a large program takes milliseconds, and the oracle's budget
+    looks every 256: a 1 s check ended at 1.5 s).  (The concrete searches
+    keep the oracle's granularity: their small budgets rely on it.)"""
+
+    def tick(self) -> None:
+        self.states += 1
+        if self.states > self.max_states:
+            raise BudgetExceeded("states", self.max_states, self.states)
+        if self.states & 15 == 0 and time.monotonic() - self.started > self.max_seconds:
+            raise BudgetExceeded("seconds", self.max_seconds, self.states)
 
 
 class _GiveUp(Exception):
@@ -168,9 +182,15 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
             return checker.run()
         except fns.CannotRun as exc:
             # a function with no concrete model (an op of an imported graph)
-            # stood between the proof and a counterexample: no verdict
-            return Verdict(UNKNOWN, exc.naming_nodes(original), semantics=semantics,
-                           observe=observe, stats=dict(checker.stats, cannot_run=str(exc)))
+            # stood between the proof and a counterexample: no verdict.  The
+            # op is the cause, named first; why there was no proof comes after
+            reason = exc.naming_nodes(original)
+            gave_up = checker.stats.get("gave_up")
+            if gave_up:
+                reason += f"; and no proof: {gave_up}"
+            stats = dict(checker.stats, cannot_run=str(exc), cause=cause_of(reason))
+            stats["seconds"] = round(time.monotonic() - started, 6)
+            return Verdict(UNKNOWN, reason, semantics=semantics, observe=observe, stats=stats)
 
 
 def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
@@ -262,11 +282,18 @@ class _Checker:
         self.tensors = gen.tensors_mode()
         self.generic = self.tensors == "generic"
 
+    def solver_reserve(self) -> float:
+        """Time the solver queries (and the encoding of them) leave to the
+        concrete stages: a query decided before it is a proof."""
+        return min(0.3 * self.timeout, 3.0)
+
     def remaining(self, reserve: bool = False) -> float:
         return self.deadline - time.monotonic() - (self.reserve if reserve else 0.0)
 
     def verdict(self, kind: str, reason: str = "", **kw: Any) -> Verdict:
         self.stats["seconds"] = round(time.monotonic() - self.started, 6)
+        if kind == UNKNOWN:
+            self.stats["cause"] = cause_of(reason)
         self.stats["solver_seconds"] = round(self.stats["solver_seconds"], 6)
         return Verdict(kind, reason, semantics=self.semantics, observe=self.observe,
                        stats=self.stats, **kw)
@@ -298,6 +325,7 @@ class _Checker:
                 self.stats["generic"] = exc.reason
                 found, note = self.prove()
         except _GiveUp as exc:
+            self._stop_encoding()
             return self.fallback(exc)
         except (z3.Z3Exception, RecursionError, MemoryError, AssertionError) as exc:
             # a failure of the symbolic machinery must not become a verdict:
@@ -305,6 +333,7 @@ class _Checker:
             self.stats["internal_error"] = f"{type(exc).__name__}: {exc}"
             return self.fallback(_GiveUp("budget", f"the symbolic path failed "
                                                    f"({type(exc).__name__}: {exc})"))
+        self._stop_encoding()
         if found is not None:
             return self.unsound(found)
         if note:
@@ -315,6 +344,12 @@ class _Checker:
             return self.verdict(SOUND, "the rewritten program is the original program")
         return self.verdict(SOUND, "proved for every σ (every initialization pattern, "
                                    "every value of the declared types)")
+
+    def _stop_encoding(self) -> None:
+        # (what runs after the proof, minimization, builds few terms and has
+        # deadlines of its own)
+        if getattr(self, "encoder", None) is not None:
+            self.encoder.deadline = None
 
     def prove(self) -> tuple[_Found | None, str]:
         p, p2 = self.p, self.p2
@@ -344,6 +379,9 @@ class _Checker:
         algebra.set_flags(flagged)
         self.flagged = flagged
         self.encoder = (gen.GenericEncoder if self.generic else Encoder)(algebra.flag_order)
+        # building the queries' terms obeys the budget too, and keeps the
+        # solver's reserve for the concrete stages
+        self.encoder.deadline = self.deadline - self.solver_reserve()
         try:
             self.feeds = {f: algebra.leaf("feed", f, p.feed_type(f)) for f in p.feed_names}
             self.inits = {x: algebra.leaf("init", x, p.variables[x]) for x in sorted(p.variables)}
@@ -366,12 +404,16 @@ class _Checker:
         if seconds <= 0:
             raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out before the "
                                     "symbolic search finished")
-        budget = Budget(SYMBOLIC_MAX_STATES, seconds)
+        budget = _FineBudget(SYMBOLIC_MAX_STATES, seconds)
         try:
             result = symbolic_outcomes(program, self.algebra, self.feeds, init, self.semantics,
                                        self.observe, budget, self.same)
         except BudgetExceeded as exc:
             self.stats["states"] += exc.explored
+            if exc.which == "seconds":
+                raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out during the "
+                                        f"symbolic search of the {which} program ({exc.explored} "
+                                        f"states explored in {exc.limit:.3g} s)") from None
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
             raise _GiveUp(_limit_kind(exc), f"symbolic search of the {which} program: {exc}") from None
@@ -418,12 +460,16 @@ class _Checker:
         """Is there σ at which t differs from every outcome of `target`?"""
         enc = self.encoder
         constraints = []
-        for u in target.outcomes:
-            e = enc.parts_eq(t, u)
-            if e is True:
-                return None
-            if e is not False:
-                constraints.append(z3.Not(e))
+        try:
+            for u in target.outcomes:
+                e = enc.parts_eq(t, u)
+                if e is True:
+                    return None
+                if e is not False:
+                    constraints.append(z3.Not(e))
+        except EncodingTimeout as exc:
+            raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out while "
+                                    f"encoding the solver queries ({exc})") from None
         found = self.sampled_candidate(target, t, schedule)
         if found is not None:
             self.failing = _Query(constraints, schedule)
@@ -431,7 +477,7 @@ class _Checker:
         for attempt in range(CANDIDATE_RETRIES):
             # (the solver keeps the reserve of the engine before the refutation
             # stage: a query it could decide in that time is a proof)
-            seconds = self.remaining() - min(0.3 * self.timeout, 3.0)
+            seconds = self.remaining() - self.solver_reserve()
             if seconds <= 0:
                 raise _GiveUp("solver", f"the time budget ({self.timeout:g} s) ran out during "
                                         "the solver queries")
@@ -482,6 +528,9 @@ class _Checker:
         order = self.algebra.flag_order
         differs = np.ones(n, dtype=bool)
         for u in target.outcomes:
+            if self.remaining() <= self.solver_reserve():
+                raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out while "
+                                        "evaluating the queries on sampled σ")
             eq = np.ones(n, dtype=bool)
             for a, b in zip(t, u):
                 e = sample_equal(a, b, leaves, memo, n, flags, order)
@@ -704,6 +753,14 @@ class _Checker:
             self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
         rng = self._refute_rng
         agreed = 0      # σ at which every candidate was found among P's outcomes
+        # confirming a candidate (P's full outcome set, or the values of the
+        # differing parts) may take longer than the stage; before the search
+        # it keeps a tenth of the budget (at most the reserve), so that σ can
+        # still be tried after it (a 38-node check spent its whole 10 s in one
+        # confirmation here and tried no σ; the whole reserve cost
+        # counterexamples that need the time)
+        self._confirm_until = (self.deadline - min(self.reserve, 0.1 * self.timeout)
+                               if which == "first" else self.deadline)
         try:
             while time.monotonic() < stop and (which != "first" or agreed < REFUTE_FIRST_AGREED):
                 sigma = next(self._refute_sigmas)
@@ -731,19 +788,25 @@ class _Checker:
                 finally:
                     stats["states"] += budget.states
                 agreed += not missing
+                if not missing:
+                    # a σ tried: every random run of P' gave outputs and
+                    # variable values (alone and in pairs) that a run of P gives
+                    stats["agreed"] = stats.get("agreed", 0) + 1
                 for outcome, part in missing:
                     found = self.confirm_refuted(sigma, candidates[outcome], outcome, part)
                     if found is not None:
                         stats["found"] = which
                         return found
-        except fns.CannotRun:
+        except fns.CannotRun as exc:
             # a function with no concrete model: this stage cannot run it
+            stats["cannot_run"] = exc.naming_nodes(self.p)
             return None
         except Exception as exc:  # noqa: BLE001
             # a failure of the stage must not become a verdict, nor a crash
             stats["error"] = f"{type(exc).__name__}: {exc}"
             return None
         finally:
+            self._confirm_until = self.deadline
             stats["seconds"] = round(stats["seconds"] + time.monotonic() - t0, 6)
         return None
 
@@ -779,7 +842,8 @@ class _Checker:
             deadline = min(self.deadline, time.monotonic() + max(0.2, 0.1 * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
-        full_seconds = max(0.1, self.remaining() if parts is None else 0.2 * self.remaining())
+        left = min(self.remaining(), self._confirm_until - time.monotonic())
+        full_seconds = max(0.1, left if parts is None else 0.2 * left)
         found = self.confirm(sigma, schedule, full_seconds)
         if found is not None:
             found.minimized = self.minimize
@@ -794,7 +858,8 @@ class _Checker:
             return None
         try:
             values = ref.part_values(self.p, sigma[0], sigma[1], self.semantics, parts,
-                                     Budget(SYMBOLIC_MAX_STATES, max(0.05, self.remaining())))
+                                     Budget(SYMBOLIC_MAX_STATES,
+                                            max(0.05, self._confirm_until - time.monotonic())))
         except BudgetExceeded:
             self._note("unconfirmed")
             return None
@@ -888,16 +953,30 @@ class _Checker:
                 return self.unsound(batched)
             tried += batched
             budget_note += f" ({batched} of them batched on numpy)"
+        # σ tried: compared in full (both outcome sets enumerated), or by the
+        # refutation stage (random runs of P' searched for in P's runs;
+        # stats "refute_tried")
+        sampled = self.stats.get("refute", {}).get("agreed", 0)
         self.stats["tried"] = tried
+        self.stats["refute_tried"] = sampled
+        how = f"{tried} σ tried concretely"
+        if sampled:
+            how = (f"{tried} σ compared in full and {sampled} σ tried by the refutation stage "
+                   f"(up to {REFUTE_RUNS} random runs of the rewrite each, every output and variable "
+                   f"value of theirs, alone and in pairs, found among the original's runs)")
         if why.kind == "solver":
-            return self.verdict(UNKNOWN, f"{why.reason}; {tried} σ tried concretely, none "
-                                         f"shows a difference{budget_note}", tried=tried)
-        if tried == 0:
+            return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference"
+                                         f"{budget_note}", tried=tried + sampled)
+        if tried + sampled == 0:
+            cannot_run = self.stats.get("refute", {}).get("cannot_run")
+            if cannot_run:
+                # the op is the cause: no σ can run through it
+                return self.verdict(UNKNOWN, f"{cannot_run}; and no proof: {why.reason}", tried=0)
             return self.verdict(UNKNOWN, f"{why.reason}; and no σ could be tried concretely"
                                          f"{budget_note}", tried=0)
-        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {tried} σ tried "
-                                               f"concretely, none shows a difference{budget_note}",
-                            tried=tried)
+        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
+                                               f"a difference{budget_note}",
+                            tried=tried + sampled)
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in

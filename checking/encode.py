@@ -25,10 +25,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import z3
+from z3.z3 import _to_expr_ref
 
 from tfsem.oracle.functions import ZERO_TIE
 from tfsem.oracle.values import (BITS_DTYPES, DTYPES, FLOAT_DTYPES, FLOAT_FORMATS,
@@ -47,6 +49,10 @@ SORTS: dict[str, z3.SortRef] = {
     for name in DTYPES}
 #: Which operand the float32 Max and Min return on a tie of +0.0 and -0.0.
 MAX_TIE = MIN_TIE = ZERO_TIE["float32"]
+
+
+class EncodingTimeout(RuntimeError):
+    """The encoder's deadline passed while it was building terms."""
 
 
 def sort_of(dtype: str) -> z3.SortRef:
@@ -111,12 +117,30 @@ class Encoder:
     def __init__(self, order: dict[str, int] | None = None) -> None:
         #: the flag order of the Algebra whose guarded values this encodes
         self.order = order if order is not None else {}
+        # every cache below is keyed by identity (values and terms are
+        # interned, so identity is structure) and keeps its key alive, so that
+        # a shared subterm of the term DAG is encoded once per check
         self._eq_cache: dict[tuple[int, int], tuple] = {}
+        self._val_cache: dict[int, tuple] = {}
+        self._case_cache: dict[int, tuple] = {}
         self._cache: dict[Term, z3.ExprRef] = {}
         self._leaves: dict[Term, z3.ExprRef] = {}
-        self._funcs: dict[str, z3.FuncDeclRef] = {}
+        self._funcs: dict[tuple, z3.FuncDeclRef] = {}
+        self._flags: dict[str, z3.BoolRef] = {}
         self._val_sort: z3.SortRef | None = None
         self.opaque_used = False
+        #: time.monotonic() after which building a term raises EncodingTimeout
+        #: (None: no deadline).  Building Z3 terms is the check's main cost on
+        #: real graphs, so it obeys the budget like the searches do.
+        self.deadline: float | None = None
+        self._built = 0
+
+    def tick(self) -> None:
+        """Called once per term built (cache misses only): every 32 of them,
+        raise EncodingTimeout past the deadline."""
+        self._built += 1
+        if self._built & 31 == 0 and self.deadline is not None and time.monotonic() > self.deadline:
+            raise EncodingTimeout(f"the time ran out while encoding ({self._built} terms built)")
 
     # -- scalars ------------------------------------------------------------
 
@@ -141,6 +165,7 @@ class Encoder:
             if missing:
                 stack.extend(missing)
                 continue
+            self.tick()
             cache[u] = self._build(u, [cache[a] for a in u.args])
             stack.pop()
         return cache[term]
@@ -197,19 +222,30 @@ class Encoder:
 
     def flag(self, x: str) -> z3.BoolRef:
         """True when variable x starts uninitialized."""
-        return z3.Bool(symbol("uninitialized", x))
+        f = self._flags.get(x)
+        if f is None:
+            f = self._flags[x] = z3.Bool(symbol("uninitialized", x))
+        return f
 
     def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         """SPEC section 2 equality of two symbolic values (Python bool when it
         is decided statically)."""
         if a is b:
             return True
+        if isinstance(a, Error) and isinstance(b, Error):
+            return a.reason == b.reason
+        # (memoized: the queries of one check compare the same interned values
+        # over and over, one outcome against every outcome of a component)
+        key = (id(a), id(b))
+        hit = self._eq_cache.get(key)
+        if hit is None:
+            self.tick()
+            hit = self._eq_cache[key] = (self._eq(a, b), a, b)
+        return hit[0]
+
+    def _eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
         if isinstance(a, Guarded) or isinstance(b, Guarded):
-            key = (id(a), id(b))
-            hit = self._eq_cache.get(key)
-            if hit is None:
-                hit = self._eq_cache[key] = (self._eq_guarded(a, b), a, b)
-            return hit[0]
+            return self._eq_guarded(a, b)
         if isinstance(a, Error) and isinstance(b, Error):
             return a.reason == b.reason
         if isinstance(a, Opaque) or isinstance(b, Opaque):
@@ -228,6 +264,137 @@ class Encoder:
         return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
 
     def _eq_guarded(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        """Equality of values that depend on initialization flags, with no
+        case split per flag.
+
+        Each side is encoded once as its *cases* (`_cases`): for every kind
+        K it may have (an error with its reason, or a tensor of one dtype and
+        shape), the condition on the flags under which it has kind K, and its
+        elements as If-terms over the flags (an element is read only where the
+        condition holds).  Then
+
+            a = b  <=>  OR over kinds K of both:  cond_a(K) & cond_b(K) & elems_a(K) = elems_b(K)
+
+        Exact, not only sound: at each σ the flags select one leaf of each
+        decision tree, so exactly one cond_a(K) holds (the conditions
+        partition the flag assignments, by induction over the tree: a flag
+        picks one branch, in which one kind holds), and there elems_a(K) are
+        that leaf's elements (the If-terms select the same branch).  So the
+        disjunction holds iff both leaves have one kind and equal elements,
+        which is SPEC section 2 equality of the two leaves (errors: equal
+        reasons; float elements: SMT-LIB `=`, as `eq` compares them).  The
+        former encoding split If(flag, eq(uninit cases), eq(init cases)) once
+        per flag on the path, comparing every pair of leaves that share a
+        path; this one is linear in the leaves of each side.
+
+        An opaque case (kind "V": its kind is not static) compares through the
+        sort Val, as `eq` compares an opaque value with any other: its element
+        is as_val of the opaque value (If-merged over the flags like any
+        element), and against a case of kind K of the other side it is
+        compared with as_val of that case's leaf, which is the box of K
+        applied to the leaf's elements (an error: its constant), so the
+        If-merged elements give it where that case's condition holds.  The
+        argument above carries over: at each σ one case holds per side, and
+        its disjunct is `eq` of the two leaves.  Values of the generic-element
+        engine (not element tensors) still split.
+
+        When both decision trees are small (at most SPLIT_LEAVES leaf pairs),
+        the split is kept: it costs little there, and Z3 decides its If over
+        equalities of plain terms much faster than equalities of If-merged
+        floating-point terms (measured: a 20-node check whose queries took
+        0.02 s split took 3 s of solver timeouts as cases).  Beyond that the
+        split would multiply the leaves, and the cases keep it linear."""
+        if _leaves(a) * _leaves(b) <= SPLIT_LEAVES:
+            return self._eq_split(a, b)
+        return self._eq_cases(a, b)
+
+    def _eq_cases(self, a: Any, b: Any) -> z3.BoolRef | bool:
+        """The case encoding of `_eq_guarded`."""
+        ca, cb = self._cases(a), self._cases(b)
+        if ca is None or cb is None:
+            return self._eq_split(a, b)
+        disj = []
+        for (one, two) in ((ca, cb), (cb, ca)):
+            # an opaque case of one side against each non-opaque case of the other
+            if ("V",) not in one:
+                continue
+            cond_v, (val,) = one[("V",)]
+            for kind, (cond, elems) in two.items():
+                if kind == ("V",):
+                    continue
+                conj = [c for c in (cond_v, cond) if c is not True]
+                conj.append(val == self._case_val(kind, elems))
+                disj.append(z3.And(conj) if len(conj) > 1 else conj[0])
+        for kind in ca.keys() & cb.keys():
+            (cond_a, elems_a), (cond_b, elems_b) = ca[kind], cb[kind]
+            conj = [c for c in (cond_a, cond_b) if c is not True]
+            same = True
+            for x, y in zip(elems_a, elems_b):
+                if x.eq(y):
+                    continue
+                if z3.is_fp_value(x) and z3.is_fp_value(y) or z3.is_bv_value(x) and z3.is_bv_value(y):
+                    same = False   # numerals: different ASTs are different values
+                    break
+                conj.append(x == y)
+            if not same:
+                continue
+            if not conj:
+                return True    # (both sides have kind K under every σ, with equal elements)
+            disj.append(z3.And(conj) if len(conj) > 1 else conj[0])
+        if not disj:
+            return False
+        return z3.Or(disj) if len(disj) > 1 else disj[0]
+
+    def _cases(self, v: Any) -> dict[tuple, tuple] | None:
+        """{kind: (condition on the flags, element terms)} for a value built
+        of errors, element tensors and guards (see `_eq_guarded`); None when a
+        case is opaque or not an element tensor.  Memoized per value."""
+        hit = self._case_cache.get(id(v))
+        if hit is not None:
+            return hit[0]
+        self.tick()
+        out: dict[tuple, tuple] | None
+        if isinstance(v, Error):
+            out = {("E", v.reason): (True, [])}
+        elif isinstance(v, Opaque):
+            out = {("V",): (True, [self.as_val(v)])}
+        elif isinstance(v, SymTensor):
+            out = {("T", v.dtype, v.shape): (True, [self.elem(t) for t in v.elems])}
+        elif isinstance(v, Guarded):
+            cu, ci = self._cases(v.uninit), self._cases(v.init)
+            if cu is None or ci is None:
+                out = None
+            else:
+                f = self.flag(v.var)
+                out = {}
+                for kind in cu.keys() | ci.keys():
+                    if kind not in ci:
+                        cond, elems = cu[kind]
+                        out[kind] = (f if cond is True else z3.And(f, cond), elems)
+                    elif kind not in cu:
+                        cond, elems = ci[kind]
+                        out[kind] = (z3.Not(f) if cond is True else z3.And(z3.Not(f), cond), elems)
+                    else:
+                        (c1, e1), (c2, e2) = cu[kind], ci[kind]
+                        cond = True if c1 is True and c2 is True else \
+                            z3.If(f, _as_bool(c1), _as_bool(c2))
+                        out[kind] = (cond, [x if x.eq(y) else z3.If(f, x, y) for x, y in zip(e1, e2)])
+        else:
+            out = None
+        self._case_cache[id(v)] = (out, v)   # keeps v alive: its id stays its own
+        return out
+
+    def _case_val(self, kind: tuple, elems: list[z3.ExprRef]) -> z3.ExprRef:
+        """as_val of a leaf of `kind` (not opaque) whose elements are `elems`."""
+        self.opaque_used = True
+        if kind[0] == "E":
+            return z3.Const(symbol("error", kind[1]), self.val_sort)
+        name = symbol("box", f"{kind[1]}{list(kind[2])}")
+        if not elems:
+            return z3.Const(name, self.val_sort)
+        return self._apply(name, elems, self.val_sort)
+
+    def _eq_split(self, a: Any, b: Any) -> z3.BoolRef | bool:
         x = min((v.var for v in (a, b) if isinstance(v, Guarded)), key=self.order.__getitem__)
         eu = self.eq(Algebra.restrict(a, x, True), Algebra.restrict(b, x, True))
         ei = self.eq(Algebra.restrict(a, x, False), Algebra.restrict(b, x, False))
@@ -253,8 +420,28 @@ class Encoder:
             self._val_sort = z3.DeclareSort("Val")
         return self._val_sort
 
+    def _apply(self, name: str, args: list[z3.ExprRef], rng: z3.SortRef) -> z3.ExprRef:
+        """The uninterpreted function `name` from the sorts of `args` to `rng`,
+        applied to `args`.  (Through Z3's C API: the declaration's domain is
+        the arguments' sorts by construction, so the Python API's per-call
+        sort checks and coercions, most of the cost of an application, are
+        not needed.)"""
+        ctx = rng.ctx
+        c = ctx.ref()
+        asts = [a.as_ast() for a in args]
+        ids = tuple(z3.Z3_get_ast_id(c, z3.Z3_sort_to_ast(c, z3.Z3_get_sort(c, a))) for a in asts)
+        key = (name, ids, rng.get_id())
+        f = self._funcs.get(key)
+        if f is None:
+            f = self._funcs[key] = z3.Function(name, *[a.sort() for a in args], rng)
+        arr = (z3.Ast * len(asts))(*asts)
+        return _to_expr_ref(z3.Z3_mk_app(c, f.ast, len(asts), arr), ctx)
+
     def _function(self, name: str, domain: list[z3.SortRef], rng: z3.SortRef) -> z3.FuncDeclRef:
-        key = name + "|" + ",".join(map(str, domain))
+        # keyed by Z3's ids of the sorts (unique among live ASTs, and the
+        # declaration kept here keeps its sorts alive): printing a sort to
+        # make a key cost a fifth of a real graph's check
+        key = (name, tuple(s.get_id() for s in domain), rng.get_id())
         f = self._funcs.get(key)
         if f is None:
             f = self._funcs[key] = z3.Function(name, *domain, rng)
@@ -276,8 +463,17 @@ class Encoder:
         return [self.elem(e) for e in v.elems]
 
     def as_val(self, v: Any) -> z3.ExprRef:
-        """A value of the uninterpreted sort Val."""
+        """A value of the uninterpreted sort Val (memoized per interned value:
+        opaque values share their arguments, and without the memo a real
+        graph's outcome re-encoded them tens of thousands of times)."""
         self.opaque_used = True
+        hit = self._val_cache.get(id(v))
+        if hit is None:
+            self.tick()
+            hit = self._val_cache[id(v)] = (self._as_val(v), v)   # keeps v alive: its id stays its own
+        return hit[0]
+
+    def _as_val(self, v: Any) -> z3.ExprRef:
         if isinstance(v, Guarded):
             return z3.If(self.flag(v.var), self.as_val(v.uninit), self.as_val(v.init))
         if isinstance(v, Error):
@@ -286,12 +482,12 @@ class Encoder:
             args = self._flat(v)
             if not args:
                 return z3.Const(symbol("box", self._kind(v)), self.val_sort)
-            return self._function(symbol("box", self._kind(v)), [a.sort() for a in args], self.val_sort)(*args)
+            return self._apply(symbol("box", self._kind(v)), args, self.val_sort)
         args = [x for a in v.args for x in self._flat(a)]
         name = symbol("op", v.op, v.port, tuple(self._kind(a) for a in v.args))
         if not args:
             return z3.Const(name, self.val_sort)
-        return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
+        return self._apply(name, args, self.val_sort)
 
     # -- models -------------------------------------------------------------
 
@@ -327,6 +523,15 @@ class _OpView:
 
     def __init__(self, op: str, dtype: str):
         self.op, self.dtype = op, dtype
+
+
+#: guarded equalities with at most this many pairs of leaves are split (see
+#: Encoder._eq_guarded)
+SPLIT_LEAVES = 64
+
+
+def _leaves(v: Any) -> int:
+    return v.leaves if isinstance(v, Guarded) else 1
 
 
 def _as_bool(e: z3.BoolRef | bool) -> z3.BoolRef:

@@ -420,6 +420,7 @@ class GenericEncoder(Encoder):
         hit = self._gcache.get(key)
         if hit is not None:
             return hit[0]
+        self.tick()
         e = self._element(v, idx)
         self._gcache[key] = (e, v)   # keep v alive: its id stays its own
         return e
@@ -533,13 +534,13 @@ class GenericEncoder(Encoder):
             return z3.Const(symbol("tensor-const", kind, digest), self.val_sort)
         args = [self.whole(a) for a in v.args]
         name = symbol("tensor-op", v.op, repr(v.value) if v.op == "split" else "", kind)
-        return self._function(name, [a.sort() for a in args], self.val_sort)(*args)
+        return self._apply(name, args, self.val_sort)
 
     def as_val(self, v: Any) -> z3.ExprRef:
         if isinstance(v, GTensor):
             self.opaque_used = True
             w = self.whole(v)
-            return self._function(f"box:{self._kind(v)}", [w.sort()], self.val_sort)(w)
+            return self._apply(f"box:{self._kind(v)}", [w], self.val_sort)
         return super().as_val(v)
 
     def _flat(self, v: Any) -> list[z3.ExprRef]:

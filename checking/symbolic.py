@@ -200,6 +200,19 @@ class Algebra:
         self._guards: dict[tuple, Guarded] = {}
         self.flag_order: dict[str, int] = {}
         self.leaves: list[Term] = []
+        #: the budget of the search in progress (symbolic_outcomes sets it):
+        #: one state may apply functions to tensors of thousands of elements,
+        #: and the search looks at the clock only every 256 states, so the
+        #: functions look at it too
+        self.budget: Budget | None = None
+        self._misses = 0
+
+    def _check_time(self) -> None:
+        self._misses += 1
+        budget = self.budget
+        if (self._misses & 15 == 0 and budget is not None
+                and time.monotonic() - budget.started > budget.max_seconds):
+            raise explore.BudgetExceeded("seconds", budget.max_seconds, budget.states)
 
     # -- construction -------------------------------------------------------
 
@@ -310,6 +323,7 @@ class Algebra:
         hit = self._applied.get(key)
         if hit is not None:
             return hit[0]
+        self._check_time()
         x = self.top_flag(args)
         if x is not None:
             results_u = self.apply(fn, [self.restrict(a, x, True) for a in args], attrs)
@@ -377,6 +391,7 @@ class Algebra:
         hit = self._applied.get(key)
         if hit is not None:
             return hit[0]
+        self._check_time()
         x = self.top_flag((w, v, current))
         if x is not None:
             r = (w, v, current)
@@ -542,12 +557,18 @@ def symbolic_outcomes(p: Program, algebra: Algebra, feeds: Mapping[str, SymValue
     started = time.monotonic()
     out = []
     skipped: list[str] = []
-    for signature, (names, variables, outputs) in components(p):
-        if signature in skip:
-            skipped += _canonical_schedule(p, names, semantics)
-            continue
-        comp = _SymbolicComponent(algebra, p, names, semantics, observe, feeds, variables, outputs)
-        found = explore._explore(comp, init, budget)
+    outer, algebra.budget = algebra.budget, budget
+    try:
+        found_all = []
+        for signature, (names, variables, outputs) in components(p):
+            if signature in skip:
+                skipped += _canonical_schedule(p, names, semantics)
+                continue
+            comp = _SymbolicComponent(algebra, p, names, semantics, observe, feeds, variables, outputs)
+            found_all.append((outputs, variables, explore._explore(comp, init, budget)))
+    finally:
+        algebra.budget = outer
+    for outputs, variables, found in found_all:
         parts = tuple(("output", o) for o in outputs)
         if observe != OUTPUTS:
             parts += tuple(("variable", x) for x in variables)

@@ -61,6 +61,23 @@ class Counterexample:
         return lines
 
 
+def cause_of(reason: str) -> str:
+    """The cause an `unknown` verdict's reason names first, in a few words, for
+    a headline: the reason's first clause (up to its first ";", and its first
+    ": " when longer than 120 characters), e.g.
+    "cannot run TensorFlow op MatMul on floating-point tensors concretely" or
+    "the time budget (10 s) ran out during the symbolic search of the
+    original program (...)"; the reason itself when it has no clause."""
+    head = reason.strip()
+    cut = head.find(";")
+    if cut > 0:
+        head = head[:cut]
+    cut = head.find(": ")
+    if len(head) > 120 and cut > 0:
+        head = head[:cut]
+    return head.strip() or "the check could not decide"
+
+
 @dataclass
 class Verdict:
     """The answer of a check.  `verdict` is one of VERDICTS; `reason` says why
@@ -84,6 +101,14 @@ class Verdict:
             raise ValueError(f"unknown verdict {self.verdict!r}")
 
     @property
+    def cause(self) -> str | None:
+        """What an `unknown` verdict names as its cause (stats["cause"], else
+        the reason's first clause); None for other verdicts."""
+        if self.verdict != UNKNOWN:
+            return None
+        return self.stats.get("cause") or cause_of(self.reason)
+
+    @property
     def exit_status(self) -> int:
         """SPEC section 4: 0 sound / no-counterexample, 1 unsound / invalid, 3 unknown."""
         return {SOUND: 0, NO_COUNTEREXAMPLE: 0, UNSOUND: 1, INVALID: 1, UNKNOWN: 3}[self.verdict]
@@ -104,6 +129,8 @@ class Verdict:
     def describe(self) -> str:
         """The text form printed by `tfsem check`."""
         head = self.verdict
+        if self.verdict == UNKNOWN and self.reason:
+            head += f": {self.cause}"
         if self.differs:
             (kind, name), = self.differs.items()
             head += f": {'output' if kind == 'output' else 'final value of variable'} {name!r} differs"

@@ -34,7 +34,7 @@ BACKENDS = ("numpy", "cupy")
 #: The headline of a page whose verdict names no differing part.
 HEADLINE = {"crash": "the pass raised an exception", "timeout": "the pass did not return in time",
             "invalid": "the rewritten program is not valid", "sound": "the rewrite is sound",
-            "no-counterexample": "no counterexample found", "unknown": "the check ran out of budget"}
+            "no-counterexample": "no counterexample found", "unknown": "the check could not decide"}
 #: A case or program longer than this (characters of JSON) is only a download, not also shown.
 SHOW_JSON_MAX = 200_000
 #: Exit status each verdict gives `tfsem check` (SPEC 4).
@@ -243,6 +243,8 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
 
     differs = verdict_json.get("differs") or {}
     what = _differs_text(differs)
+    if verdict == "unknown":
+        what = _unknown_cause(verdict_json)
     pass_name = meta.get("pass")
     title = f"{pass_name + ': ' if pass_name else ''}{verdict}" + (f" — {what}" if what else "")
 
@@ -366,6 +368,23 @@ def _round(x: Any) -> str:
         return f"{float(x):.3g}"
     except (TypeError, ValueError):
         return str(x)
+
+
+def _unknown_cause(verdict_json: Mapping[str, Any]) -> str:
+    """The cause an `unknown` verdict names (its stats' `cause`, else the
+    first clause of its reason, as checking.verdict.cause_of makes it): an
+    op with no concrete model, which budget ran out; "" when it names none."""
+    stats = verdict_json.get("stats")
+    cause = stats.get("cause") if isinstance(stats, Mapping) else None
+    if isinstance(cause, str) and cause.strip():
+        return cause.strip()
+    reason = str(verdict_json.get("reason") or "").strip()
+    cut = reason.find(";")
+    head = reason[:cut] if cut > 0 else reason
+    cut = head.find(": ")
+    if len(head) > 120 and cut > 0:
+        head = head[:cut]
+    return head.strip()
 
 
 def _differs_text(differs: Mapping[str, Any]) -> str:
