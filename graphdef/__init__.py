@@ -184,15 +184,30 @@ def _looks_like_meta(text: str) -> bool:
 
 def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                 target: Sequence[str] = (), signature: str | None = None,
-                deadline: float | None = None):
+                deadline: float | None = None, captures: str | Path | dict | None = None):
     """`graphdef.importer.Imported` of the graph at `path` (see read_graph).
-    Past `deadline` (a time.monotonic() value), raises ImportTimeout."""
+    Past `deadline` (a time.monotonic() value), raises ImportTimeout.
+    `captures`: the capture map of a concrete function's graph (a dict, or
+    the path of its JSON file; importer.parse_captures)."""
     from .importer import gc_paused
     with gc_paused():
-        return _import_path(path, fetch, feed, target, signature, deadline)
+        return _import_path(path, fetch, feed, target, signature, deadline, captures)
 
 
-def _import_path(path, fetch, feed, target, signature, deadline):
+def read_captures(path: str | Path) -> dict:
+    """The JSON capture map at `path` ({placeholder: {"variable", "dtype", "shape"}})."""
+    import json
+    try:
+        data = json.loads(read_capped(path, 64 << 20, "capture map"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(path, f"the capture map is not JSON: {exc}", "bad-captures") from None
+    if not isinstance(data, dict):
+        raise _bad(path, "the capture map must be a JSON object {placeholder: {\"variable\", "
+                   "\"dtype\", \"shape\"}}", "bad-captures")
+    return data
+
+
+def _import_path(path, fetch, feed, target, signature, deadline, captures=None):
     from .importer import GraphImportError, import_graph
     graph, sig = read_graph(path, signature, deadline)
     names = None
@@ -207,8 +222,11 @@ def _import_path(path, fetch, feed, target, signature, deadline):
             node = _tensor_name(info, path).partition(":")[0]
             if node not in feed:
                 feed.append(node)
+    if isinstance(captures, (str, Path)):
+        captures = read_captures(captures)
     try:
-        return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline)
+        return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline,
+                            captures=captures)
     except GraphImportError as exc:
         raise ProgramError([Violation(f"{path}: {v.where}", v.rule, v.message)
                             for v in exc.violations]) from None
@@ -226,17 +244,18 @@ def _tensor_name(info: dict, path) -> str:
 
 def load_program_or_graph(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                           target: Sequence[str] = (), signature: str | None = None,
-                          validate: bool = True, deadline: float | None = None) -> Program:
+                          validate: bool = True, deadline: float | None = None,
+                          captures: str | Path | dict | None = None) -> Program:
     """The program at `path`: a tfsem JSON program, or a TensorFlow graph
     (GraphDef .pb/.pbtxt, MetaGraphDef .meta, SavedModel directory) imported
     with these fetches, feeds and targets.  Every command that takes a
     program reads it through here.  A graph's import past `deadline` (a
     time.monotonic() value) raises ImportTimeout."""
     if is_graph_path(path):
-        return import_path(path, fetch, feed, target, signature, deadline).program
-    if fetch or feed or target or signature:
-        raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target and "
-                                      "--signature apply to TensorFlow graphs (.pb, .pbtxt, "
+        return import_path(path, fetch, feed, target, signature, deadline, captures).program
+    if fetch or feed or target or signature or captures:
+        raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target, "
+                                      "--captures and --signature apply to TensorFlow graphs (.pb, .pbtxt, "
                                       ".meta, a SavedModel directory), not to a JSON program")])
     from tfsem.oracle.jsonio import load_program
     return load_program(path, validate=validate)
