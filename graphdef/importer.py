@@ -184,8 +184,12 @@ class Imported:
 
 class _Importer:
     def __init__(self, nodes: dict[str, GNode], feeds: Iterable[str],
-                 captures: dict[str, dict] | None = None):
+                 captures: dict[str, dict] | None = None,
+                 variable_names: dict[str, str] | None = None):
         self.g = nodes
+        #: VarHandleOp node -> the variable's name, where a SavedModel's
+        #: object graph names it (graphdef.saved_variable_names)
+        self.variable_names = variable_names or {}
         self.feeds = set(feeds)
         self.captures = parse_captures(captures or {}, nodes)
         self.out_nodes: list[Node] = []
@@ -536,7 +540,7 @@ class _Builder:
 
     def var_node(self) -> DataIn:
         n = self.node
-        shared = self.attr("shared_name", "") or n.name
+        shared = self.imp.variable_names.get(n.name) or self.attr("shared_name", "") or n.name
         container = self.attr("container", "")
         var = f"{container}/{shared}" if container else shared
         dt = self.dtype("dtype")
@@ -696,23 +700,26 @@ def parse_captures(captures: dict, nodes: dict[str, GNode] | None = None,
 
 def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = (),
                  feeds: Sequence[str] = (), output_names: Sequence[str] | None = None,
-                 deadline: float | None = None, captures: dict | None = None) -> Imported:
+                 deadline: float | None = None, captures: dict | None = None,
+                 variable_names: dict[str, str] | None = None) -> Imported:
     """The program of `graph` (a GraphDef dict, or a GraphDef message from
     graphdef.proto.parse) for these fetches and targets (default: every node
     nothing consumes, initializers excepted: those with outputs fetched, the
     others targets).  Past `deadline` (a time.monotonic() value), raises
     ImportTimeout.  `captures` maps the DT_RESOURCE Placeholders of a
-    concrete function's graph to the variables they capture (parse_captures)."""
+    concrete function's graph to the variables they capture (parse_captures);
+    `variable_names` renames variables by VarHandleOp node (a SavedModel's
+    object graph: graphdef.saved_variable_names)."""
     with gc_paused():
         try:
             return _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                                 captures)
+                                 captures, variable_names)
         except GraphFormatError as exc:  # a malformed name (a port of 5,000 digits ...)
             raise GraphImportError(exc.where, exc.message, exc.rule) from None
 
 
 def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                  captures=None) -> Imported:
+                  captures=None, variable_names=None) -> Imported:
     try:
         nodes = flatten(graph, deadline)
     except (GraphFormatError, ImportTimeout):
@@ -720,7 +727,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
         raise GraphImportError("graph", f"malformed graph or function library: "
                                f"{type(exc).__name__}: {exc}", "malformed-graph") from None
-    imp = _Importer(nodes, feeds, captures)
+    imp = _Importer(nodes, feeds, captures, variable_names)
     fetches, targets = list(fetches), list(targets)
     default = not fetches and not targets
     if default:
@@ -734,6 +741,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     imp.fetch_refs = list(fetches)
     check_deadline(deadline, "importing the graph")
     order = imp.order(roots, deadline)
+    if imp.variable_names:
+        _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
     for k, name in enumerate(order):
         if not k & 255:
@@ -759,6 +768,19 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
     return Imported(program, dict(imp.done))
+
+
+def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:
+    """A VarHandleOp renamed by its SavedModel object keeps its shared_name
+    where the new name is another reached handle's shared_name: two handles
+    of different shared_names are two variables, and stay two."""
+    shared = {}
+    for name in order:
+        g = imp.g[name]
+        if g.op == "VarHandleOp" and name not in imp.variable_names:
+            sh = attr_value(g.attr["shared_name"]) if "shared_name" in g.attr else ""
+            shared[sh or name] = name
+    imp.variable_names = {h: v for h, v in imp.variable_names.items() if v not in shared}
 
 
 #: Ops whose output may close a cycle: the back edge of a TensorFlow loop.

@@ -158,3 +158,34 @@ def test_cli_check_of_a_concrete_function_graph_with_its_capture_map(capsys):
     rc = main(["import", g, "--fetch", e["fetches"][0]])
     err = capsys.readouterr().err
     assert rc == 2 and "uncaptured-resource" in err and "Traceback" not in err
+
+
+def test_saved_model_variables_are_named_through_the_object_graph():
+    e = next(x for x in GRAPHS if x["name"] == "saved_model_keras_export_batch8")
+    from tfsem.graphdef import read_graph
+    graph, _ = read_graph(CORPUS / e["file"])
+    shared = {n.attr["shared_name"].s for n in graph.node if n.op == "VarHandleOp"}
+    assert b"sequential/conv2d/kernel_1" in shared      # the exported graph's unique name
+    p = _import(e).program
+    assert "sequential/conv2d/kernel" in p.variables   # the variable's own name
+    assert set(p.variables) == set(e["variables"]) and len(p.variables) == 8
+
+
+def test_a_saved_model_name_that_is_another_handles_shared_name_is_not_taken():
+    from tfsem.graphdef.importer import import_graph
+
+    def handle(name, shared):
+        return {"name": name, "op": "VarHandleOp",
+                "attr": {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {}},
+                         "shared_name": {"s": shared}}}
+
+    def read(name, h):
+        return {"name": name, "op": "ReadVariableOp", "input": [h],
+                "attr": {"dtype": {"type": "DT_FLOAT"}}}
+
+    graph = {"node": [handle("a", "x"), handle("b", "y"), read("ra", "a"), read("rb", "b")]}
+    # b's object is called "x", but "x" is a's shared_name: two variables stay two
+    p = import_graph(graph, ["ra", "rb"], variable_names={"b": "x"}).program
+    assert set(p.variables) == {"x", "y"}
+    p = import_graph(graph, ["rb"], variable_names={"b": "x"}).program
+    assert set(p.variables) == {"x"}

@@ -479,9 +479,15 @@ def _saved_entry(out: str, name: str, what: str) -> None:
     mg = sm.meta_graphs[0]
     sig = mg.signature_def["serving_default"]
     gd = mg.graph_def
-    variables = {n.attr["shared_name"].s.decode() or n.name for n in gd.node
-                 if n.op == "VarHandleOp"}
-    feeds = {k: {"tensor": v.name} for k, v in sig.inputs.items()}
+    # the variables the signature's call captures, by the object graph's names
+    og = mg.object_graph_def
+    by = {n.name: n for n in gd.node}
+    variables = set()
+    for t in sig.outputs.values():
+        call = by[t.name.split(":")[0]]
+        for k in og.concrete_functions[call.attr["f"].func.name].bound_inputs:
+            variables.add(og.nodes[k].variable.name)
+    feeds = {k: {"tensor": sig.inputs[k].name} for k in sorted(sig.inputs)}
     _entry(name, name, "saved_model", what, gd,
            [sig.outputs[k].name for k in sorted(sig.outputs)], [], feeds, variables)
 
@@ -525,7 +531,17 @@ def saved_keras_export(out: str) -> None:
         _keep_saved_model(path, out, "saved_model_keras_export")
     _saved_entry(out, "saved_model_keras_export", "Keras 3 model.export of a small CNN "
                  "(Conv2D, BatchNormalization in inference, Dense softmax): the serving "
-                 "endpoint, inference only (only saved_model.pb is kept)")
+                 "endpoint, inference only, batch dimension unknown (only saved_model.pb is "
+                 "kept)")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m")
+        m.export(path, format="tf_saved_model", verbose=False,
+                 input_signature=[tf.TensorSpec([8, 28, 28, 1], tf.float32)])
+        _keep_saved_model(path, out, "saved_model_keras_export_batch8")
+    _saved_entry(out, "saved_model_keras_export_batch8", "The same model.export with "
+                 "input_signature=[tf.TensorSpec([8, 28, 28, 1])]: a static batch of 8; "
+                 "the graph's VarHandleOps are `sequential/conv2d/kernel_1`..., the object "
+                 "graph names the variables `sequential/conv2d/kernel`...")
 
 
 BUILDERS = [
