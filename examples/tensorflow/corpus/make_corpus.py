@@ -38,8 +38,10 @@ tfsem imports it and self-checks it `sound`, otherwise "refused" with the
 first refusal (filled in by tests/test_corpus_graphs.py's measurement, see
 docs/tensorflow-graphs.md).  Seeds are fixed (keras.utils.set_random_seed),
 and every graph is traced in a fresh Keras name scope, so names are stable
-from run to run of the same versions.  Text (.pbtxt) where the text is under
-256 KB, binary (.pb) otherwise.
+from run to run of the same versions, and so are the bytes, except that the
+two Keras `model.export` SavedModels list some graph nodes in an order that
+varies from run to run (the same nodes: tfsem's import is the same).
+Text (.pbtxt) where the text is under 256 KB, binary (.pb) otherwise.
 """
 
 from __future__ import annotations
@@ -150,7 +152,9 @@ def write_concrete(out: str, name: str, what: str, fn, specs: dict[str, tf.Tenso
     with open(os.path.join(out, cname), "w") as f:
         json.dump(captures, f, indent=1, sort_keys=True)
         f.write("\n")
-    feeds = {k: _spec_json(s) for k, s in specs.items()}
+    captured = {id(inner) for _, inner in g.captures}
+    feeds = {t.op.name: {"dtype": t.dtype.name, "shape": t.shape.as_list()}
+             for t in cf.inputs if id(t) not in captured}
     _entry(name, fname, "concrete", what, gd, fetches, targets, feeds,
            {c["variable"] for c in captures.values()}, cname)
 
@@ -337,6 +341,26 @@ def transformer(out: str) -> None:
                tf.TensorSpec([8, 16, 32]), tf.TensorSpec([8], tf.int32))
 
 
+def _find_tf_function(root, name: str, depth: int = 0):
+    """The tf.function called `name` in the closures reachable from `root`."""
+    fn = getattr(root, "python_function", root)
+    if getattr(root, "get_concrete_function", None) and \
+            getattr(fn, "__name__", "") == name:
+        return root
+    if depth > 4:
+        return None
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            c = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(c):
+            found = _find_tf_function(c, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def fit_function(out: str) -> None:
     """The function model.fit calls each step: model.make_train_function()."""
     _seed()
@@ -368,6 +392,14 @@ def fit_function(out: str) -> None:
     fetches = [t.name[:-2] if t.name.endswith(":0") else t.name for t in cf.outputs]
     reached = _ancestors(gd, [f.split(":")[0] for f in fetches])
     targets = sorted(op.name for op in g.control_outputs if op.name not in reached)
+    one_step = _find_tf_function(train_function, "one_step_on_data")
+    name = "keras_fit_one_step_on_data"
+    write_concrete(out, name, "The tf.function model.fit's train function calls on each "
+                   "batch (one_step_on_data, found in the closure of "
+                   "model.make_train_function()'s function): model.train_step run through "
+                   "the default distribution strategy, for the MLP with SGD",
+                   one_step, {"data": (tf.TensorSpec([32, 784]), tf.TensorSpec([32], tf.int32))},
+                   [v.value for v in m.variables] + [v.value for v in m.optimizer.variables])
     name = "keras_fit_train_function"
     fname = _save_graphdef(gd, out, name)
     with open(os.path.join(out, name + ".captures.json"), "w") as f:
