@@ -189,3 +189,12 @@ def test_a_saved_model_name_that_is_another_handles_shared_name_is_not_taken():
     assert set(p.variables) == {"x", "y"}
     p = import_graph(graph, ["rb"], variable_names={"b": "x"}).program
     assert set(p.variables) == {"x"}
+
+
+def test_saved_model_in_text_form_names_its_variables_the_same(tmp_path):
+    from tfsem.graphdef.proto import format_text, parse, to_dict
+    e = next(x for x in GRAPHS if x["name"] == "saved_model_keras_export_batch8")
+    sm = parse("SavedModel", (CORPUS / e["file"] / "saved_model.pb").read_bytes())
+    (tmp_path / "saved_model.pbtxt").write_text(format_text("SavedModel", to_dict(sm)))
+    p = import_path(tmp_path).program
+    assert set(p.variables) == set(e["variables"])
