@@ -97,7 +97,10 @@ def test_corpus_graph_imports_and_self_checks_or_is_refused_by_name(entry):
             assert "DT_" in v.message or "dtype" in v.message
         return
     p = imported.program
-    assert set(p.variables) == set(entry["variables"]), entry["name"]
+    if entry["expect"] == "imports":
+        assert set(p.variables) == set(entry["variables"]), entry["name"]
+    else:   # newly imported: pruning to the fetches may leave a variable out
+        assert set(p.variables) <= set(entry["variables"]), entry["name"]
     again = _import(entry).program
     verdict = check_rewrite(p, program_to_json(again), "atomic", "outputs+state", 60.0)
     assert verdict.verdict == "sound", (entry["name"], verdict)
