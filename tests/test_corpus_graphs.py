@@ -201,3 +201,42 @@ def test_saved_model_in_text_form_names_its_variables_the_same(tmp_path):
     (tmp_path / "saved_model.pbtxt").write_text(format_text("SavedModel", to_dict(sm)))
     p = import_path(tmp_path).program
     assert set(p.variables) == set(e["variables"])
+
+
+SNIPPET = r'''
+import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import tensorflow as tf
+
+class Counter(tf.Module):
+    def __init__(self):
+        self.count = tf.Variable(tf.constant(0, tf.int64), name="count")
+
+    @tf.function
+    def __call__(self, d):
+        self.count.assign_add(d)
+        return self.count.read_value()
+
+m = Counter()
+cf = m.__call__.get_concrete_function(tf.TensorSpec([], tf.int64))
+# the two lines of docs/tensorflow-graphs.md
+tf.io.write_graph(cf.graph.as_graph_def(), ".", "step.pb", as_text=False)
+json.dump({i.op.name: {"variable": v.name.split(":")[0], "dtype": v.dtype.name, "shape": v.shape.as_list()}
+           for e, i in cf.graph.captures for v in cf.graph.variables if e is v.handle}, open("step.captures.json", "w"))
+print(cf.outputs[0].name.split(":")[0])
+'''
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="runs TensorFlow (slow to import): nightly profile only")
+def test_the_docs_two_lines_for_a_tf_function_on_tensorflow(tmp_path, capsys):
+    pytest.importorskip("tensorflow")
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", SNIPPET], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600, check=True).stdout.split()[-1]
+    g, caps = str(tmp_path / "step.pb"), str(tmp_path / "step.captures.json")
+    assert json.loads(Path(caps).read_text()) != {}
+    rc = main(["check", g, g, "--captures", caps, "--fetch", out])
+    assert rc == 0 and capsys.readouterr().out.startswith("sound")
+    p = import_path(g, [out], captures=caps).program
+    assert set(p.variables) == {"count"}
