@@ -1,6 +1,7 @@
 """Benchmark of GraphDef import on the corpus of real TensorFlow graphs.
 
     python benchmarks/graphdef.py [--repeat 5] [--timeout 60]
+    python benchmarks/graphdef.py --corpus [--repeat 3] [--markdown] [--only NAME ...]
     python benchmarks/graphdef.py --synthetic [10000 50000] [--repeat 5]
                                   [--baseline /work/main/.venv/bin/python] [--graph G.pb ...]
 
@@ -14,6 +15,16 @@ nothing observable, so the checker has to prove it), and, for the graphs
 the manifest calls small, the time of `outcomes` from zero-valued variables.
 
 Target (issue 14): every graph imports, and both checks say `sound`, in seconds.
+
+`--corpus` measures the corpus of real models instead
+(examples/tensorflow/corpus/, issue 30): per graph of its manifest, the
+GraphDef's nodes (plus those in its function library), its variables (as
+the manifest lists them), whether tfsem imports it (with the manifest's
+fetches, targets and capture map; a SavedModel with its signature's), the
+median import time, and for a graph that imports, the time and verdict of
+`check G G` (G imported twice, the second as the rewritten program), or the
+first refusal (rule, node and message).  `--markdown` prints the table as
+docs/tensorflow-graphs.md holds it.
 
 `--synthetic N ...` measures import against protobuf's own parser instead:
 per N, a chain of `ReadVariableOp -> AddV2` over 16 resource variables with
@@ -156,6 +167,68 @@ def synthetic(args) -> None:
             print(line + "  " + (new[-1][3] or "-"), flush=True)
 
 
+CORPUS2 = ROOT / "examples" / "tensorflow" / "corpus"
+
+
+def import_corpus_entry(entry: dict, deadline: float | None = None):
+    """The import of one graph of the corpus manifest, as `tfsem import` with
+    the manifest's options does it (a SavedModel: its signature's feeds and
+    fetches)."""
+    path = CORPUS2 / entry["file"]
+    caps = str(CORPUS2 / entry["captures"]) if entry.get("captures") else None
+    if entry["kind"] == "saved_model":
+        return import_path(path, deadline=deadline, captures=caps)
+    return import_path(path, entry["fetches"], [], entry["targets"], deadline=deadline,
+                       captures=caps)
+
+
+def corpus(args) -> None:
+    from tfsem.oracle.program import ProgramError
+    manifest = json.loads((CORPUS2 / "manifest.json").read_text())["graphs"]
+    rows = []
+    for g in manifest:
+        if args.only and g["name"] not in args.only:
+            continue
+        times, why, p = [], "", None
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            try:
+                p = import_corpus_entry(g).program
+            except ProgramError as exc:
+                v = exc.violations[0]
+                where = v.where.split(": ", 1)[-1]
+                why = f"{where}: {v.message} [{v.rule}]"
+            times.append(time.perf_counter() - t)
+        row = {"name": g["name"], "kind": g["kind"],
+               "nodes": f"{g['nodes']}+{g['function_nodes']}" if g["function_nodes"]
+               else str(g["nodes"]), "variables": len(g["variables"]),
+               "import_s": statistics.median(times), "imports": not why,
+               "check_s": None, "verdict": None, "refusal": why}
+        if not why:
+            q = import_corpus_entry(g).program
+            t = time.perf_counter()
+            v = check_rewrite(p, program_to_json(q), "atomic", "outputs+state", args.timeout)
+            row["check_s"], row["verdict"] = time.perf_counter() - t, v.verdict
+        rows.append(row)
+        if not args.markdown:
+            res = (f"{row['check_s']:.3f} {row['verdict']}" if row["imports"]
+                   else "refused: " + why[:110])
+            print(f"{row['name']:26} {row['nodes']:>9} {row['variables']:>5} "
+                  f"{row['import_s']:>8.3f}  {res}", flush=True)
+    if args.markdown:
+        print("| graph | kind | nodes | variables | imports? | import s | `check G G` s | "
+              "verdict / first refusal |")
+        print("|---|---|---:|---:|---|---:|---:|---|")
+        for r in rows:
+            res = r["verdict"] if r["imports"] else r["refusal"].replace("|", "\\|")
+            chk = f"{r['check_s']:.3f}" if r["imports"] else "-"
+            print(f"| {r['name']} | {r['kind']} | {r['nodes']} | {r['variables']} | "
+                  f"{'yes' if r['imports'] else 'no'} | {r['import_s']:.3f} | {chk} | {res} |")
+    n = sum(r["imports"] for r in rows)
+    print(f"\n{n} of {len(rows)} graphs import; "
+          f"{sum(r['verdict'] == 'sound' for r in rows)} self-check sound")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="import repetitions (median)")
@@ -168,7 +241,15 @@ def main() -> None:
     ap.add_argument("--baseline", default="", metavar="PYTHON",
                     help="with --synthetic: the interpreter of the implementation to compare "
                          "with (e.g. /work/main/.venv/bin/python)")
+    ap.add_argument("--corpus", action="store_true",
+                    help="measure the corpus of real models (examples/tensorflow/corpus/)")
+    ap.add_argument("--markdown", action="store_true", help="with --corpus: a Markdown table")
+    ap.add_argument("--only", nargs="*", default=[], metavar="NAME",
+                    help="with --corpus: only these graphs")
     args = ap.parse_args()
+    if args.corpus:
+        corpus(args)
+        return
     if args.synthetic is not None:
         args.synthetic = args.synthetic or [10000, 50000]
         synthetic(args)

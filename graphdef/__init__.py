@@ -97,11 +97,20 @@ def _check_regular(path, mode: int) -> None:
 def read_graph(path: str | Path, signature: str | None = None,
                deadline: float | None = None) -> tuple[object, dict | None]:
     """(GraphDef, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
+    .meta MetaGraphDef or a SavedModel directory: _read_graph's first two."""
+    graph, sig, _ = _read_graph(path, signature, deadline)
+    return graph, sig
+
+
+def _read_graph(path: str | Path, signature: str | None = None,
+                deadline: float | None = None) -> tuple[object, dict | None, object]:
+    """(GraphDef, SignatureDef dict or None) of a .pb/.pbtxt GraphDef, a
     .meta MetaGraphDef (binary or text), or a SavedModel directory.  The
     GraphDef is a dict (text) or a protobuf message of tfsem's descriptors
     (binary: graphdef.proto.parse); `importer.import_graph` takes both.  A
     malformed file raises ProgramError naming the file, the field and the
-    offset.  Past `deadline` (a time.monotonic() value), ImportTimeout."""
+    offset.  Past `deadline` (a time.monotonic() value), ImportTimeout.
+    The third: the MetaGraphDef's SavedObjectGraph (dict or message), or None."""
     from .functions import check_deadline
     from .proto import ProtoError, parse, parse_text, to_dict
     p = Path(path)
@@ -139,8 +148,10 @@ def read_graph(path: str | Path, signature: str | None = None,
             if message == "MetaGraphDef":
                 # the graph stays a message; the signatures become dicts
                 graph = msg.graph_def
+                objects = msg.object_graph_def if msg.HasField("object_graph_def") else None
                 msg = {"signature_def": {k: to_dict(v) for k, v in msg.signature_def.items()}}
                 msg["graph_def"] = graph
+                msg["object_graph_def"] = objects
     except ProtoError as exc:
         raise _bad(p, f"not a valid {message}: {exc}") from None
     check_deadline(deadline, "decoding the graph")
@@ -153,12 +164,13 @@ def read_graph(path: str | Path, signature: str | None = None,
         if signature is not None:
             raise _bad(p, "--signature needs a MetaGraphDef or a SavedModel, this is a GraphDef",
                        "usage")
-        return msg, None
+        return msg, None, None
     graph = msg.get("graph_def", {})
+    objects = msg.get("object_graph_def")
     sigs = msg.get("signature_def", {})
     if signature is None:
         if not sigs:
-            return graph, None
+            return graph, None, objects
         if "serving_default" in sigs:
             signature = "serving_default"
         elif len(sigs) == 1:
@@ -169,7 +181,59 @@ def read_graph(path: str | Path, signature: str | None = None,
     if signature not in sigs:
         raise _bad(p, f"no signature {signature!r} (there are: "
                    f"{', '.join(sorted(sigs)) or 'none'})", "usage")
-    return graph, sigs[signature]
+    return graph, sigs[signature], objects
+
+
+def saved_variable_names(graph, objects) -> dict[str, str]:
+    """{VarHandleOp node: the variable's name} of a SavedModel's graph, found
+    through its object graph: a call of a saved concrete function passes the
+    handles of the objects it captures (`bound_inputs`, in order) as its last
+    inputs, and a variable object holds the variable's name (the graph's
+    `shared_name` is one made unique in the exported graph: `dense/kernel_1`
+    for `dense/kernel`).  A handle given two names, or a name given to two
+    handles, keeps its shared_name (and the importer keeps it too where the
+    name is the shared_name of another handle the import reaches)."""
+    if objects is None:
+        return {}
+    from .proto import to_dict
+    if not isinstance(objects, dict):
+        objects = to_dict(objects)
+    nodes = objects.get("nodes", [])
+    funcs = objects.get("concrete_functions", {})
+    gnodes = graph.get("node", []) if isinstance(graph, dict) else graph.node
+    handles, calls = {}, []
+    for n in gnodes:
+        n = n if isinstance(n, dict) else {"name": n.name, "op": n.op, "input": list(n.input),
+                                            "attr": n.attr}
+        op = n.get("op")
+        if op == "VarHandleOp":
+            attr = n.get("attr", {})
+            sh = attr.get("shared_name")
+            shared = (sh.get("s", "") if isinstance(sh, dict) else sh.s) if sh else ""
+            if isinstance(shared, bytes):
+                shared = shared.decode("utf-8", "replace")
+            handles[n["name"]] = shared or n["name"]
+        elif op in ("StatefulPartitionedCall", "PartitionedCall"):
+            attr = n.get("attr", {})
+            f = attr.get("f")
+            fname = (f.get("func", {}).get("name") if isinstance(f, dict) else f.func.name) \
+                if f else None
+            calls.append((fname, [i for i in n.get("input", []) if not i.startswith("^")]))
+    named: dict[str, set[str]] = {}
+    for fname, inputs in calls:
+        bound = funcs.get(fname, {}).get("bound_inputs", []) if fname else []
+        if not bound or len(bound) > len(inputs):
+            continue
+        for ref, k in zip(inputs[len(inputs) - len(bound):], bound):
+            h = ref.partition(":")[0]
+            var = nodes[k].get("variable", {}) if 0 <= k < len(nodes) else {}
+            if h in handles and var.get("name"):
+                named.setdefault(h, set()).add(var["name"])
+    out = {h: next(iter(v)) for h, v in named.items() if len(v) == 1}
+    count: dict[str, int] = {}
+    for v in out.values():
+        count[v] = count.get(v, 0) + 1
+    return {h: v for h, v in out.items() if count[v] == 1}
 
 
 def _looks_like_meta(text: str) -> bool:
@@ -184,17 +248,33 @@ def _looks_like_meta(text: str) -> bool:
 
 def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                 target: Sequence[str] = (), signature: str | None = None,
-                deadline: float | None = None):
+                deadline: float | None = None, captures: str | Path | dict | None = None):
     """`graphdef.importer.Imported` of the graph at `path` (see read_graph).
-    Past `deadline` (a time.monotonic() value), raises ImportTimeout."""
+    Past `deadline` (a time.monotonic() value), raises ImportTimeout.
+    `captures`: the capture map of a concrete function's graph (a dict, or
+    the path of its JSON file; importer.parse_captures)."""
     from .importer import gc_paused
     with gc_paused():
-        return _import_path(path, fetch, feed, target, signature, deadline)
+        return _import_path(path, fetch, feed, target, signature, deadline, captures)
 
 
-def _import_path(path, fetch, feed, target, signature, deadline):
+def read_captures(path: str | Path) -> dict:
+    """The JSON capture map at `path` ({placeholder: {"variable", "dtype", "shape"}})."""
+    import json
+    try:
+        data = json.loads(read_capped(path, 64 << 20, "capture map"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(path, f"the capture map is not JSON: {exc}", "bad-captures") from None
+    if not isinstance(data, dict):
+        raise _bad(path, "the capture map must be a JSON object {placeholder: {\"variable\", "
+                   "\"dtype\", \"shape\"}}", "bad-captures")
+    return data
+
+
+def _import_path(path, fetch, feed, target, signature, deadline, captures=None):
     from .importer import GraphImportError, import_graph
-    graph, sig = read_graph(path, signature, deadline)
+    graph, sig, objects = _read_graph(path, signature, deadline)
+    variable_names = saved_variable_names(graph, objects)
     names = None
     feed = list(feed)
     if sig is not None and not fetch and not target:
@@ -207,8 +287,11 @@ def _import_path(path, fetch, feed, target, signature, deadline):
             node = _tensor_name(info, path).partition(":")[0]
             if node not in feed:
                 feed.append(node)
+    if isinstance(captures, (str, Path)):
+        captures = read_captures(captures)
     try:
-        return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline)
+        return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline,
+                            captures=captures, variable_names=variable_names)
     except GraphImportError as exc:
         raise ProgramError([Violation(f"{path}: {v.where}", v.rule, v.message)
                             for v in exc.violations]) from None
@@ -226,17 +309,18 @@ def _tensor_name(info: dict, path) -> str:
 
 def load_program_or_graph(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                           target: Sequence[str] = (), signature: str | None = None,
-                          validate: bool = True, deadline: float | None = None) -> Program:
+                          validate: bool = True, deadline: float | None = None,
+                          captures: str | Path | dict | None = None) -> Program:
     """The program at `path`: a tfsem JSON program, or a TensorFlow graph
     (GraphDef .pb/.pbtxt, MetaGraphDef .meta, SavedModel directory) imported
     with these fetches, feeds and targets.  Every command that takes a
     program reads it through here.  A graph's import past `deadline` (a
     time.monotonic() value) raises ImportTimeout."""
     if is_graph_path(path):
-        return import_path(path, fetch, feed, target, signature, deadline).program
-    if fetch or feed or target or signature:
-        raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target and "
-                                      "--signature apply to TensorFlow graphs (.pb, .pbtxt, "
+        return import_path(path, fetch, feed, target, signature, deadline, captures).program
+    if fetch or feed or target or signature or captures:
+        raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target, "
+                                      "--captures and --signature apply to TensorFlow graphs (.pb, .pbtxt, "
                                       ".meta, a SavedModel directory), not to a JSON program")])
     from tfsem.oracle.jsonio import load_program
     return load_program(path, validate=validate)

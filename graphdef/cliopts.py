@@ -22,6 +22,10 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
     g.add_argument("--signature", default=None, metavar="KEY",
                    help="the signature of a MetaGraphDef or SavedModel (default "
                         "serving_default, or the only one)")
+    g.add_argument("--captures", default=None, metavar="FILE",
+                   help="the capture map of a tf.function's concrete-function graph: JSON "
+                        "{placeholder: {variable, dtype, shape}} naming the variable each "
+                        "DT_RESOURCE Placeholder captures")
 
 
 def start_budget(args: argparse.Namespace, seconds: float) -> float:
@@ -52,4 +56,5 @@ def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = F
                                  feed=getattr(args, "feed_nodes", []) or [],
                                  target=getattr(args, "target", []) or [],
                                  signature=getattr(args, "signature", None),
-                                 deadline=getattr(args, "import_deadline", None))
+                                 deadline=getattr(args, "import_deadline", None),
+                                 captures=getattr(args, "captures", None))

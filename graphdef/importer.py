@@ -183,9 +183,15 @@ class Imported:
 
 
 class _Importer:
-    def __init__(self, nodes: dict[str, GNode], feeds: Iterable[str]):
+    def __init__(self, nodes: dict[str, GNode], feeds: Iterable[str],
+                 captures: dict[str, dict] | None = None,
+                 variable_names: dict[str, str] | None = None):
         self.g = nodes
+        #: VarHandleOp node -> the variable's name, where a SavedModel's
+        #: object graph names it (graphdef.saved_variable_names)
+        self.variable_names = variable_names or {}
         self.feeds = set(feeds)
+        self.captures = parse_captures(captures or {}, nodes)
         self.out_nodes: list[Node] = []
         self.names: set[str] = set()
         self.refs: dict[str, list[DataIn]] = {}
@@ -312,6 +318,9 @@ class _Importer:
 
     def _build(self, name: str) -> None:
         n = self.g[name]
+        if name in self.captures:
+            self._capture(n)
+            return
         if name in self.feeds or n.op == "Placeholder":
             self._feed(n)
             return
@@ -343,9 +352,33 @@ class _Importer:
             return
         b.finish(list(outs))
 
+    def _capture(self, n: GNode) -> None:
+        """A DT_RESOURCE Placeholder of a concrete function's graph that
+        captures a variable: that variable (named by the capture map)."""
+        var, typ = self.captures[n.name]
+        old = self.variables.get(var)
+        if old is not None and old != typ:
+            raise GraphImportError(n.describe(), f"captures variable {var!r} as {typ.dtype}"
+                                   f"{list(typ.shape)}, declared {old.dtype}{list(old.shape)} "
+                                   "elsewhere", "variable-type")
+        self.variables[var] = typ
+        self.var_of[n.name] = var
+        b = _Builder(self, n, None)
+        b.finish([b.add("Var", [], {"var": var})])
+
     def _feed(self, n: GNode) -> None:
         where = n.describe()
         dt = attr_value(n.attr.get("dtype", {})) or attr_value(n.attr.get("T", {}))
+        if dt == "DT_RESOURCE":
+            user = attr_value(n.attr.get("_user_specified_name", {}))
+            what = ("in a tf.function's concrete-function graph it captures a variable, and "
+                    "the GraphDef does not say which" if user in (None, "resource") else
+                    f"the function's argument {user!r}, a resource handle")
+            raise GraphImportError(where, f"a DT_RESOURCE Placeholder ({what}): if it holds a "
+                                   "variable, name the variable in the capture map (--captures "
+                                   "FILE, written from concrete_function.graph.captures: see "
+                                   "docs/tensorflow-graphs.md); other resources (tf.data "
+                                   "iterators, tables) are not modelled", "uncaptured-resource")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             raise GraphImportError(where, f"feed of dtype {dtype_name(dt)} is not modelled "
                                    f"({NOT_MODELLED})", "unsupported-dtype")
@@ -507,7 +540,7 @@ class _Builder:
 
     def var_node(self) -> DataIn:
         n = self.node
-        shared = self.attr("shared_name", "") or n.name
+        shared = self.imp.variable_names.get(n.name) or self.attr("shared_name", "") or n.name
         container = self.attr("container", "")
         var = f"{container}/{shared}" if container else shared
         dt = self.dtype("dtype")
@@ -630,22 +663,63 @@ def gc_paused():
             gc.enable()
 
 
+def parse_captures(captures: dict, nodes: dict[str, GNode] | None = None,
+                   where: str = "capture map") -> dict[str, tuple[str, TensorType]]:
+    """The capture map of a concrete function's graph, {placeholder:
+    {"variable": NAME, "dtype": "float32", "shape": [784, 128]}} (as written
+    from `concrete_function.graph.captures`, docs/tensorflow-graphs.md), as
+    {placeholder: (variable, TensorType)}.  With `nodes`, each placeholder
+    must be a DT_RESOURCE Placeholder of the graph."""
+    if not isinstance(captures, dict):
+        raise GraphImportError(where, "must be a JSON object {placeholder: {\"variable\", "
+                               "\"dtype\", \"shape\"}}", "bad-captures")
+    out = {}
+    for ph, spec in captures.items():
+        at = f"{where}: {ph!r}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("variable"), str) \
+                or not spec["variable"]:
+            raise GraphImportError(at, "needs {\"variable\": NAME, \"dtype\": DTYPE, "
+                                   "\"shape\": [DIMS]}", "bad-captures")
+        dt, shape = spec.get("dtype"), spec.get("shape")
+        if dt not in DTYPES:
+            raise GraphImportError(at, f"dtype {dt!r} of variable {spec['variable']!r} is not "
+                                   f"modelled ({NOT_MODELLED})", "unsupported-dtype")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise GraphImportError(at, f"variable {spec['variable']!r} needs a static shape "
+                                   f"(a list of sizes), not {shape!r}", "unknown-shape")
+        if nodes is not None:
+            g = nodes.get(ph)
+            if g is None:
+                raise GraphImportError(at, "no node of that name in the graph", "unknown-node")
+            if g.op != "Placeholder" or attr_value(g.attr.get("dtype", {})) != "DT_RESOURCE":
+                raise GraphImportError(at, f"the node is a {g.op}, not a DT_RESOURCE "
+                                       "Placeholder", "bad-captures")
+        out[ph] = (spec["variable"], TensorType(dt, tuple(shape)))
+    return out
+
+
 def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = (),
                  feeds: Sequence[str] = (), output_names: Sequence[str] | None = None,
-                 deadline: float | None = None) -> Imported:
+                 deadline: float | None = None, captures: dict | None = None,
+                 variable_names: dict[str, str] | None = None) -> Imported:
     """The program of `graph` (a GraphDef dict, or a GraphDef message from
     graphdef.proto.parse) for these fetches and targets (default: every node
     nothing consumes, initializers excepted: those with outputs fetched, the
     others targets).  Past `deadline` (a time.monotonic() value), raises
-    ImportTimeout."""
+    ImportTimeout.  `captures` maps the DT_RESOURCE Placeholders of a
+    concrete function's graph to the variables they capture (parse_captures);
+    `variable_names` renames variables by VarHandleOp node (a SavedModel's
+    object graph: graphdef.saved_variable_names)."""
     with gc_paused():
         try:
-            return _import_graph(graph, fetches, targets, feeds, output_names, deadline)
+            return _import_graph(graph, fetches, targets, feeds, output_names, deadline,
+                                 captures, variable_names)
         except GraphFormatError as exc:  # a malformed name (a port of 5,000 digits ...)
             raise GraphImportError(exc.where, exc.message, exc.rule) from None
 
 
-def _import_graph(graph, fetches, targets, feeds, output_names, deadline) -> Imported:
+def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
+                  captures=None, variable_names=None) -> Imported:
     try:
         nodes = flatten(graph, deadline)
     except (GraphFormatError, ImportTimeout):
@@ -653,7 +727,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline) -> Imp
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
         raise GraphImportError("graph", f"malformed graph or function library: "
                                f"{type(exc).__name__}: {exc}", "malformed-graph") from None
-    imp = _Importer(nodes, feeds)
+    imp = _Importer(nodes, feeds, captures, variable_names)
     fetches, targets = list(fetches), list(targets)
     default = not fetches and not targets
     if default:
@@ -667,6 +741,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline) -> Imp
     imp.fetch_refs = list(fetches)
     check_deadline(deadline, "importing the graph")
     order = imp.order(roots, deadline)
+    if imp.variable_names:
+        _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
     for k, name in enumerate(order):
         if not k & 255:
@@ -692,6 +768,19 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline) -> Imp
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
     return Imported(program, dict(imp.done))
+
+
+def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:
+    """A VarHandleOp renamed by its SavedModel object keeps its shared_name
+    where the new name is another reached handle's shared_name: two handles
+    of different shared_names are two variables, and stay two."""
+    shared = {}
+    for name in order:
+        g = imp.g[name]
+        if g.op == "VarHandleOp" and name not in imp.variable_names:
+            sh = attr_value(g.attr["shared_name"]) if "shared_name" in g.attr else ""
+            shared[sh or name] = name
+    imp.variable_names = {h: v for h, v in imp.variable_names.items() if v not in shared}
 
 
 #: Ops whose output may close a cycle: the back edge of a TensorFlow loop.

@@ -558,7 +558,9 @@ def test_text_float_fields_hold_float32():
 def test_text_skips_fields_tfsem_does_not_model():
     text = 'node { name: "a" }\ndebug_info { files: "x.py" traces { key: "a" value { frame_id: [1, 2] } } }\n'
     assert parse_text("GraphDef", text) == {"node": [{"name": "a"}]}
-    assert parse_text("MetaGraphDef", "object_graph_def { nodes { children { node_id: 1 } } }") == {}
+    # an object's children are skipped (only a variable object's name is read)
+    assert parse_text("MetaGraphDef", "object_graph_def { nodes { children { node_id: 1 } } }") \
+        == {"object_graph_def": {"nodes": [{}]}}
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -13,7 +13,7 @@ is the order the binary encoder and the text printer write them in (as
 protobuf's ListFields does).
 
 A field of kind ``skip`` is known but not modelled (GraphDef.debug_info,
-MetaGraphDef.object_graph_def, TensorInfo.CompositeTensor.type_spec): binary
+most of SavedObjectGraph's objects, TensorInfo.CompositeTensor.type_spec): binary
 decoding skips it like an unknown field, text parsing skips its block, and it
 never appears in a decoded dict.
 """
@@ -327,7 +327,45 @@ _DEFS = [
         M("collection_def", 4, "string", "CollectionDef"),
         M("signature_def", 5, "string", "SignatureDef"),
         R("asset_file_def", 6, "message", "AssetFileDef"),
-        SKIP("object_graph_def", 7),
+        F("object_graph_def", 7, "message", "SavedObjectGraph"),
+    ]),
+    # saved_object_graph.proto: only what names a SavedModel's variables
+    # (a variable's name, and the objects a concrete function captures)
+    Message("SavedObjectGraph", [
+        R("nodes", 1, "message", "SavedObject"),
+        M("concrete_functions", 2, "string", "SavedConcreteFunction"),
+    ]),
+    Message("SavedObject", [
+        SKIP("children", 1),
+        SKIP("dependencies", 15),
+        SKIP("slot_variables", 3),
+        SKIP("user_object", 4),
+        SKIP("asset", 5),
+        SKIP("function", 6),
+        F("variable", 7, "message", "SavedVariable", oneof="kind"),
+        SKIP("bare_concrete_function", 8),
+        SKIP("constant", 9),
+        SKIP("resource", 10),
+        SKIP("captured_tensor", 12),
+        SKIP("saveable_objects", 11),
+        SKIP("registered_name", 13),
+        SKIP("serialized_user_proto", 14),
+        SKIP("registered_saver", 16),
+    ]),
+    Message("SavedVariable", [
+        F("dtype", 1, "enum", "DataType"),
+        F("shape", 2, "message", "TensorShapeProto"),
+        F("trainable", 3, "bool"),
+        SKIP("synchronization", 4),
+        SKIP("aggregation", 5),
+        F("name", 6, "string"),
+        F("device", 7, "string"),
+        SKIP("experimental_distributed_variable_components", 8),
+    ]),
+    Message("SavedConcreteFunction", [
+        R("bound_inputs", 2, "int32"),
+        SKIP("canonicalized_input_signature", 3),
+        SKIP("output_signature", 4),
     ]),
     Message("MetaGraphDef.MetaInfoDef", [
         F("meta_graph_version", 1, "string"),

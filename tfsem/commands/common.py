@@ -50,6 +50,10 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
     g.add_argument("--signature", default=None, metavar="KEY",
                    help="the signature of a MetaGraphDef or SavedModel (default "
                         "serving_default, or the only one)")
+    g.add_argument("--captures", default=None, metavar="FILE",
+                   help="the capture map of a tf.function's concrete-function graph: JSON "
+                        "{placeholder: {variable, dtype, shape}} naming the variable each "
+                        "DT_RESOURCE Placeholder captures")
 
 
 def load_from_args(path, args: argparse.Namespace, lenient: bool = False):

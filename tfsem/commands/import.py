@@ -28,6 +28,10 @@ def add_parser(sub) -> None:
                    help="a node to run for its effect, as Session.run's targets (repeatable)")
     p.add_argument("--signature", default=None, metavar="KEY",
                    help="the signature of a MetaGraphDef or SavedModel")
+    p.add_argument("--captures", default=None, metavar="FILE",
+                   help="the capture map of a tf.function's concrete-function graph: JSON "
+                        "{placeholder: {variable, dtype, shape}} naming the variable each "
+                        "DT_RESOURCE Placeholder captures")
     p.add_argument("--list-ops", action="store_true",
                    help="print the op table (what each TensorFlow op becomes) and exit")
     p.set_defaults(run=run)
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     if not is_graph_path(args.graph):
         raise UsageError(f"{args.graph}: not a TensorFlow graph (.pb, .pbtxt, .meta, or a "
                          "SavedModel directory)")
-    imported = import_path(args.graph, args.fetch, args.feed_nodes, args.target, args.signature)
+    imported = import_path(args.graph, args.fetch, args.feed_nodes, args.target, args.signature,
+                           captures=args.captures)
     text = dumps(program_to_json(imported.program)) + "\n"
     if args.output:
         try:
