@@ -43,6 +43,11 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.backend in ("tensorflow", "xla"):
+        from tfsem.graphdef.cliopts import is_session_path
+        if is_session_path(args.program):
+            raise UsageError(f"{args.program}: a session runs on --backend numpy or cupy "
+                             "(TensorFlow's runtime with concurrent Session.run calls is not "
+                             "wired to `tfsem run` yet: docs/sessions.md)")
         from .grappler import run_backend
         return run_backend(args)
     from tfsem.backends.arraymodule import BackendUnavailable, get_backend
@@ -75,9 +80,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"unknown: {exc}")
         return 3
     ranked = sorted(seen.items(), key=lambda item: -item[1])   # stable: first seen first on ties
+    from .outcomes import describe, session_json
+    session = getattr(args, "session", None)
     if args.json:
         print_json({"runs": seen.runs, "backend": backend.label, "executor": args.executor,
-                    "outcomes": [dict(o.to_json(), runs=n, schedule=list(s)) for o, n, s in ranked]})
+                    "outcomes": [dict(session_json(o.to_json(), session, schedule=list(s)), runs=n)
+                                 for o, n, s in ranked]})
         return EXIT_OK
     distinct = len(ranked)
     how = (f"random schedules, seed {args.seed}" if args.executor == "random"
@@ -85,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {backend.label} ({how}, "
           f"{args.semantics}): {distinct} distinct outcome{'s' if distinct != 1 else ''}")
     for i, (o, n, s) in enumerate(ranked, 1):
-        print(f"  {i}. {o.describe()}   ({n} run{'s' if n != 1 else ''})")
+        print(f"  {i}. {describe(o, session)}   ({n} run{'s' if n != 1 else ''})")
         print(f"     schedule: {' '.join(s)}")
     return EXIT_OK
