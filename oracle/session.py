@@ -85,6 +85,8 @@ class Session:
     program: Program
     runs: tuple[Run, ...]
     order: str = "concurrent"
+    #: the session's JSON as read (to read it again over a rewritten graph)
+    raw: Any = field(default=None, compare=False, repr=False)
 
     def expand(self, program: Program | None = None) -> Program:
         """The session as one program; with `program` (a rewrite of the
@@ -318,7 +320,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
             values[f] = v
         runs.append(Run(name, tuple(fetch), tuple(dict.fromkeys(roots)), values,
                         whole=not fetch and not targets))
-    s = Session(program, tuple(runs), order)
+    s = Session(program, tuple(runs), order, raw=data)
     s.expand()  # the expansion's own checks (a run that needs nothing, ...)
     return s
 
@@ -326,6 +328,11 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
 def load_session(path: str | Path, load_graph: GraphLoader | None = None) -> Session:
     from .jsonio import read_json_file  # noqa: PLC0415
     data = read_json_file(path)
+    if isinstance(data, dict) and isinstance(data.get("program"), dict) and \
+            isinstance(data["program"].get("graph"), str) and "format" not in data["program"]:
+        # the graph's path, relative to the session file, made absolute
+        data = dict(data, program=dict(data["program"], graph=str(
+            (Path(path).parent / data["program"]["graph"]).resolve())))
     return session_from_json(data, where=str(path), base_dir=Path(path).parent,
                              load_graph=load_graph)
 
