@@ -108,5 +108,5 @@ def session_graph_loader(deadline: float | None = None):
                     "of the resource-variable concurrency semantics) are not modelled in "
                     "sessions yet")]) from None
             raise
-        return imported.program, imported.done
+        return imported.program, imported.node_map
     return load
