@@ -182,6 +182,11 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
 # Loading
 
 
+def _raise_if_any(bad) -> None:
+    if bad.violations:
+        raise SessionError(bad.violations)
+
+
 def is_session(data: Any) -> bool:
     return isinstance(data, dict) and data.get("format") == SESSION_FORMAT
 
@@ -245,7 +250,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
             bad(f"{w}.feeds", "bad-value", "feeds is an object FEED -> value")
             feeds = {}
         runs_raw.append((w, name, fetch, targets, feeds))
-    bad.raise_if_any()
+    _raise_if_any(bad)
 
     raw_p = data["program"]
     completion: Mapping[str, str] = {}
@@ -264,7 +269,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
         sig = raw_p.get("signature")
         if sig is not None and not isinstance(sig, str):
             fn_bad(f"{where}.program.signature", "bad-value", "a signature key (a string)")
-        fn_bad.raise_if_any()
+        _raise_if_any(fn_bad)
         if load_graph is None:
             raise _bad(f"{where}.program.graph", "this command reads no TensorFlow graph here",
                        "usage")
