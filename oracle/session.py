@@ -10,8 +10,8 @@ A session is itself a program.  :meth:`Session.expand` builds it:
 * run R's nodes are copied with the prefix `R/` (node `n` becomes `R/n`);
   `Var` nodes keep their variable, so every run reads and writes the same
   variables; the outputs are named `R/OUT`;
-* a feed `$f` of run R is a Const holding the value the session gives it
-  (`"feeds": {"f": VALUE}`, like `Session.run`'s feed_dict), or else a feed
+* a feed `$f` of run R is a Const `R/feed_f` holding the value the session
+  gives it (`"feeds": {"f": VALUE}`, like `Session.run`'s feed_dict), or else a feed
   of the expanded program named `R/f`, which verdicts range over like any
   feed;
 * `concurrent`: the copies side by side, no edge between runs; `sequential`:
@@ -146,7 +146,10 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
         mine: list[Node] = []
         consts: dict[str, str] = {}
         for f, v in sorted(run.feeds.items()):
-            const = f"{pre}$feed/{f}"
+            base = f"feed_{f}".replace("/", "_")
+            while base in p.node:   # a name of its own (TensorFlow's charset: no '$')
+                base += "_"
+            const = pre + base
             consts[f] = const
             mine.append(Node(const, "Const", (), {"value": v}))
 
