@@ -62,10 +62,14 @@ def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = F
 def is_session_path(path: str | Path) -> bool:
     """Whether the JSON file at `path` is a session (tfsem.session/1): a
     cheap look at its text, the file is read properly by load_session."""
-    try:
+    import os
+    import stat
+    try:   # a FIFO or a device is not opened here (the program loader refuses it by name)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             head = fh.read(1 << 20)
-    except OSError:
+    except (OSError, ValueError):
         return False
     if b'"tfsem.session/1"' not in head:
         return False
