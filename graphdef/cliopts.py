@@ -50,6 +50,10 @@ def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = F
     ignores them instead of refusing them.  Under a budget (start_budget),
     a graph's import past it raises graphdef.ImportTimeout."""
     from . import is_graph_path, load_program_or_graph
+    if not is_graph_path(path) and is_session_path(path):
+        session = load_session_from_args(path, args)
+        args.session = session   # the commands that group outputs by run read it
+        return session.expand()
     if lenient and not is_graph_path(path):
         return load_program_or_graph(path)
     return load_program_or_graph(path, fetch=getattr(args, "fetch", []) or [],
@@ -58,3 +62,60 @@ def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = F
                                  signature=getattr(args, "signature", None),
                                  deadline=getattr(args, "import_deadline", None),
                                  captures=getattr(args, "captures", None))
+
+
+def is_session_path(path: str | Path) -> bool:
+    """Whether the JSON file at `path` is a session (tfsem.session/1): a
+    cheap look at its text, the file is read properly by load_session."""
+    import os
+    import stat
+    try:   # a FIFO or a device is not opened here (the program loader refuses it by name)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+    except (OSError, ValueError):
+        return False
+    if b'"tfsem.session/1"' not in head:
+        return False
+    from tfsem.oracle.jsonio import read_json_file
+    from tfsem.oracle.session import is_session
+    return is_session(read_json_file(path))
+
+
+def load_session_from_args(path: str | Path, args: argparse.Namespace):
+    """The session at `path` (tfsem.oracle.session), its graph (if it names
+    one) imported under the command's budget.  --fetch, --target and
+    --feed-node do not apply: a session's runs give them."""
+    from tfsem.oracle.session import load_session
+    for flag, key in (("--fetch", "fetch"), ("--target", "target"),
+                      ("--feed-node", "feed_nodes"), ("--signature", "signature")):
+        if getattr(args, key, None):
+            from tfsem.oracle.program import ProgramError, Violation
+            raise ProgramError([Violation(str(path), "usage", f"{flag} does not apply to a "
+                                          "session: its runs give fetches, targets and feeds")])
+    return load_session(path, load_graph=session_graph_loader(getattr(args, "import_deadline", None)))
+
+
+def session_graph_loader(deadline: float | None = None):
+    """The loader tfsem.oracle.session calls for `{"graph": PATH}`: the
+    graph imported with every run's fetches and targets, and the map from
+    each TensorFlow node to the program node that completes it."""
+    def load(path, fetch, targets, feed, signature):
+        from tfsem.oracle.program import ProgramError, Violation
+        from tfsem.oracle.session import UNMODELLED_OPS
+        from . import import_path
+        try:
+            imported = import_path(path, fetch, feed, targets, signature, deadline)
+        except ProgramError as exc:
+            named = sorted({op for v in exc.violations for op in UNMODELLED_OPS
+                            if op in v.message})
+            if named:
+                raise ProgramError([*exc.violations, Violation(
+                    str(path), "unmodelled-session-op",
+                    f"{', '.join(named)}: critical sections and blocking queues (rules 2 and 4 "
+                    "of the resource-variable concurrency semantics) are not modelled in "
+                    "sessions yet")]) from None
+            raise
+        return imported.program, imported.node_map
+    return load

@@ -22,6 +22,8 @@ from .values import DTYPES, Error, Tensor, Value, ValueFormatError, value_from_j
 
 PROGRAM_FORMAT = "tfsem.program/1"
 CASE_FORMAT = "tfsem.case/1"
+#: oracle/session.py reads it (sessions, SPEC section 10)
+SESSION_FORMAT = "tfsem.session/1"
 SEMANTICS = ("atomic", "decomposed")
 OBSERVE = ("outputs+state", "outputs")
 EXPECT = ("sound", "unsound", "invalid")
@@ -338,6 +340,10 @@ def load_program(path: str | Path, validate: bool = True) -> Program:
     if isinstance(data, dict) and data.get("format") == CASE_FORMAT:
         raise ProgramError([Violation(str(path), "format",
                                       "this is a case file (tfsem.case/1), not a program")])
+    if isinstance(data, dict) and data.get("format") == SESSION_FORMAT:
+        raise ProgramError([Violation(str(path), "format", "this is a session file "
+                                      "(tfsem.session/1), not a program: `tfsem outcomes`, "
+                                      "`check` and `run` take it (docs/sessions.md)")])
     return program_from_json(data, validate=validate, where=str(path))
 
 

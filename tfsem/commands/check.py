@@ -68,6 +68,8 @@ def load_inputs(args: argparse.Namespace):
     except ProgramError as exc:  # name the file: the violations name only nodes
         raise UsageError(f"{args.original}: invalid original program:\n"
                          + "\n".join(f"  {v}" for v in exc.violations)) from None
+    if getattr(args, "session", None) is not None:
+        return session_case(args, original)
     if is_graph_path(args.rewritten):
         try:
             return Case(original, program_to_json(load_from_args(args.rewritten, args)))
@@ -78,6 +80,52 @@ def load_inputs(args: argparse.Namespace):
     if isinstance(rewritten, dict) and rewritten.get("format") == CASE_FORMAT:
         raise UsageError(f"{args.rewritten}: this is a case file (tfsem.case/1), not a program")
     return Case(original, rewritten)
+
+
+class InvalidRewrite(Exception):
+    """The rewrite of a session's graph cannot run the session's runs (an
+    output a run fetches or a node it needs is gone): an `invalid` verdict."""
+
+
+def session_case(args: argparse.Namespace, original):
+    """`check SESSION REWRITTEN`: REWRITTEN (a program, or a graph) is a
+    rewrite of the session's graph; the case is the session expanded (its
+    runs over the graph) against the same runs over the rewrite
+    (docs/sessions.md)."""
+    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+    from tfsem.graphdef.cliopts import session_graph_loader  # noqa: PLC0415
+    from tfsem.oracle.jsonio import (Case, program_from_json, program_to_json,  # noqa: PLC0415
+                                     read_json_file)
+    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+    from tfsem.oracle.session import SessionError, is_session, session_from_json  # noqa: PLC0415
+    session = args.session
+    if is_graph_path(args.rewritten):
+        raw = dict(session.raw)
+        graph = dict(raw["program"]) if isinstance(raw.get("program"), dict) and \
+            "graph" in raw["program"] else {}
+        graph["graph"] = str(Path(args.rewritten).resolve())
+        raw["program"] = graph
+        try:
+            s2 = session_from_json(raw, where=str(args.rewritten),
+                                   load_graph=session_graph_loader(getattr(args, "import_deadline", None)))
+        except SessionError as exc:
+            raise InvalidRewrite("; ".join(str(v) for v in exc.violations)) from None
+        except ProgramError as exc:
+            raise UsageError(f"{args.rewritten}: invalid rewritten graph:\n"
+                             + "\n".join(f"  {v}" for v in exc.violations)) from None
+        return Case(original, program_to_json(s2.expand()))
+    data = read_json_file(args.rewritten)
+    if is_session(data):
+        raise UsageError(f"{args.rewritten}: this is a session; the rewritten side is the "
+                         "rewrite of the session's graph (a program or a graph)")
+    try:
+        rewritten = program_from_json(data, where=str(args.rewritten))
+    except ProgramError:
+        return Case(original, data)  # an invalid rewrite: the checker says why
+    try:
+        return Case(original, program_to_json(session.expand(rewritten)))
+    except SessionError as exc:
+        raise InvalidRewrite("; ".join(str(v) for v in exc.violations)) from None
 
 
 def program_text(label: str, program: object) -> list[str]:
@@ -115,6 +163,16 @@ def run(args: argparse.Namespace) -> int:
     started = start_budget(args, args.timeout)
     try:
         case = load_inputs(args)
+    except InvalidRewrite as exc:
+        from tfsem.checking.verdict import Verdict
+        verdict = Verdict("invalid", reason=f"the rewrite cannot run the session's runs: {exc}",
+                          semantics=args.semantics or "atomic",
+                          observe=args.observe or "outputs+state")
+        if args.json:
+            print_json(verdict.to_json())
+        else:
+            print(verdict.describe())
+        return verdict.exit_status
     except ImportTimeout as exc:  # a graph too slow to import: no verdict
         from tfsem.checking.verdict import Verdict
         verdict = Verdict("unknown", reason=f"{exc} (the time budget of {args.timeout:g} s "

@@ -72,17 +72,46 @@ def run(args: argparse.Namespace) -> int:
     stats = {"states": result.states, "seconds": round(result.seconds, 6),
              "components": len(result.components), "engine": args.engine,
              "components_by_engine": {e: engines.count(e) for e in sorted(set(engines))}}
+    session = getattr(args, "session", None)
     if args.json:
         print_json({"count": result.count,
-                    "outcomes": [dict(o.to_json(), schedule=list(w)) for o, w in listed.items()],
+                    "outcomes": [session_json(o.to_json(), session, schedule=list(w))
+                                 for o, w in listed.items()],
                     "stats": stats})
         return EXIT_OK
     count = result.count
     print(f"{count} outcome{'s' if count != 1 else ''} "
           f"({result.states} states explored in {result.seconds:.3f} s)")
+    if session is not None:
+        print(f"  session: {len(session.runs)} {session.order} run(s) "
+              f"{', '.join(session.run_names)}; engine {', '.join(sorted(set(engines)))}")
     for i, (o, w) in enumerate(listed.items(), 1):
-        print(f"  {i}. {o.describe()}")
+        print(f"  {i}. {describe(o, session)}")
         print(f"     schedule: {' '.join(w)}")
     if len(listed) < count:
         print(f"  ... {count - len(listed)} more (raise --limit)")
     return EXIT_OK
+
+
+def session_json(data: dict, session, **extra) -> dict:
+    """An outcome's JSON; for a session, with `by_run`: each run's outputs
+    (RUN -> {OUT: value}) beside the flat `outputs` (RUN/OUT -> value)."""
+    if session is not None:
+        from tfsem.oracle.session import group_outputs  # noqa: PLC0415
+        data = dict(data, by_run=group_outputs(data["outputs"], session.run_names))
+    return dict(data, **extra)
+
+
+def describe(outcome, session) -> str:
+    """An outcome in one line; a session's outputs grouped by run
+    (`train: loss = 1; eval: acc = 2; x := 3`)."""
+    if session is None:
+        return outcome.describe()
+    from tfsem.oracle.values import format_value  # noqa: PLC0415
+    from tfsem.oracle.session import group_outputs  # noqa: PLC0415
+    groups = group_outputs(dict(outcome.outputs), session.run_names)
+    parts = [f"{run}: " + (", ".join(f"{k} = {format_value(v)}" for k, v in outs.items())
+                           or "(no outputs)") for run, outs in groups.items()]
+    if outcome.state is not None:
+        parts.append(", ".join(f"{k} := {format_value(v)}" for k, v in outcome.state) or "(no state)")
+    return "; ".join(parts)

@@ -43,6 +43,12 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.backend in ("tensorflow", "xla"):
+        from tfsem.graphdef.cliopts import is_session_path
+        if is_session_path(args.program):
+            if args.backend == "xla":
+                raise UsageError(f"{args.program}: a session runs on --backend numpy, cupy or "
+                                 "tensorflow (not xla)")
+            return run_session_on_tensorflow(args)
         from .grappler import run_backend
         return run_backend(args)
     from tfsem.backends.arraymodule import BackendUnavailable, get_backend
@@ -75,9 +81,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"unknown: {exc}")
         return 3
     ranked = sorted(seen.items(), key=lambda item: -item[1])   # stable: first seen first on ties
+    from .outcomes import describe, session_json
+    session = getattr(args, "session", None)
     if args.json:
         print_json({"runs": seen.runs, "backend": backend.label, "executor": args.executor,
-                    "outcomes": [dict(o.to_json(), runs=n, schedule=list(s)) for o, n, s in ranked]})
+                    "outcomes": [dict(session_json(o.to_json(), session, schedule=list(s)), runs=n)
+                                 for o, n, s in ranked]})
         return EXIT_OK
     distinct = len(ranked)
     how = (f"random schedules, seed {args.seed}" if args.executor == "random"
@@ -85,6 +94,61 @@ def run(args: argparse.Namespace) -> int:
     print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {backend.label} ({how}, "
           f"{args.semantics}): {distinct} distinct outcome{'s' if distinct != 1 else ''}")
     for i, (o, n, s) in enumerate(ranked, 1):
-        print(f"  {i}. {o.describe()}   ({n} run{'s' if n != 1 else ''})")
+        print(f"  {i}. {describe(o, session)}   ({n} run{'s' if n != 1 else ''})")
         print(f"     schedule: {' '.join(s)}")
     return EXIT_OK
+
+
+def run_session_on_tensorflow(args: argparse.Namespace) -> int:
+    """`tfsem run SESSION --backend tensorflow`: each of --runs trials runs
+    the session's runs as concurrent `Session.run` calls on threads
+    (backends/tensorflow_sessions.py), and each distinct outcome is checked
+    against the oracle's outcome set of the expanded session at the same σ
+    (--semantics atomic: TensorFlow's executor runs an AssignAddVariableOp
+    under the variable's lock): one outside it is a finding (exit 1)."""
+    import sys  # noqa: PLC0415
+
+    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+    from .outcomes import describe, session_json  # noqa: PLC0415
+    program = load_from_args(args.program, args)
+    session = args.session
+    feeds, init = sigma_from_args(program, args)
+    try:
+        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+        tfb.tensorflow()
+        from tfsem.backends.tensorflow_sessions import run_session_threads  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"tfsem run: --backend tensorflow needs TensorFlow (pip install "
+              f"'tfsem[tensorflow]'): {exc}", file=sys.stderr)
+        return 2
+    try:
+        seen, done = run_session_threads(session, init, args.runs, feeds, observe=args.observe,
+                                         inter_op_threads=args.workers or tfb.DEFAULT_INTER_OP_THREADS)
+    except tfb.TensorFlowRunError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        allowed, note = outcome_set(program, feeds, init, args.semantics, args.observe), None
+    except BudgetExceeded as exc:
+        allowed, note = None, f"the oracle's outcomes are out of reach: {exc}"
+    except Exception as exc:  # noqa: BLE001 (an op the oracle cannot run concretely)
+        allowed, note = None, f"the oracle cannot enumerate this session: {exc}"
+    rows = [(o, n, None if allowed is None else o in allowed) for o, n in seen.most_common()]
+    findings = sum(1 for _, _, inside in rows if inside is False)
+    if args.json:
+        print_json({"runs": done, "backend": "tensorflow", "executor": "threads",
+                    "outcomes": [dict(session_json(o.to_json(), session), runs=n, in_oracle=inside)
+                                 for o, n, inside in rows],
+                    "oracle_count": None if allowed is None else allowed.count,
+                    "oracle_note": note, "findings": findings})
+    else:
+        print(f"{done} trial{'s' if done != 1 else ''} on the TensorFlow executor, the "
+              f"{len(session.runs)} runs as concurrent Session.run calls: {len(rows)} distinct "
+              f"outcome{'s' if len(rows) != 1 else ''}"
+              + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
+        for i, (o, n, inside) in enumerate(rows, 1):
+            mark = ("" if inside is None else "   in the oracle's set" if inside
+                    else "   NOT in the oracle's set: a finding against the runtime")
+            print(f"  {i}. {describe(o, session)}   ({n} trial{'s' if n != 1 else ''}){mark}")
+        if note:
+            print(f"  {note}")
+    return 1 if findings else EXIT_OK
