@@ -279,3 +279,99 @@ def test_guarded_values_agree_with_the_truth(case, semantics, observe):
     _name, p, q, encoded = case
     held_to_the_truth(p, q, semantics, observe, encoded)
     held_to_the_truth(q, p, semantics, observe, encoded)
+
+
+# ---------------------------------------------------------------------------
+# 2. Every dtype: one operation apart, agreeing everywhere but on edge values
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+SIGNED_INTS = ("int8", "int16", "int32", "int64")
+ALL_DTYPES = ("bool",) + SIGNED_INTS + UNSIGNED + FLOATS
+
+
+def _expr(e, d, nodes):
+    """Nodes computing expression `e` (nested tuples over the feeds "a", "b"
+    and ("C", value) constants of dtype d); the name of its result."""
+    if e in ("a", "b"):
+        return "$" + e
+    k = len(nodes)
+    if e[0] == "C":
+        v = e[1]
+        if v == "max":
+            v = int(np.iinfo(DTYPES[d]).max)
+        nodes.append(const(f"c{k}", v if d == "int64" else {"dtype": d, "value": v}))
+        return f"c{k}"
+    args = [_expr(x, d, nodes) for x in e[1:]]
+    name = f"n{len(nodes)}"
+    nodes.append(fn(name, e[0], *args))
+    return name
+
+
+def _dtype_program(e, d):
+    nodes = []
+    out = _expr(e, d, nodes)
+    if out.startswith("$"):
+        nodes.append(fn("id", "Identity", out))
+        out = "id"
+    return dict(nodes=nodes, outputs={"o": out}, feeds={"a": T(d), "b": T(d)})
+
+
+A, B = "a", "b"
+# (id, P, P', the dtypes it applies to)
+DTYPE_PAIRS = [
+    ("max-swapped", ("Max", A, B), ("Max", B, A), SIGNED_INTS + UNSIGNED + FLOATS),
+    ("min-swapped", ("Min", A, B), ("Min", B, A), SIGNED_INTS + UNSIGNED + FLOATS),
+    ("max-by-negated-min", ("Max", A, B), ("Neg", ("Min", ("Neg", A), ("Neg", B))),
+     SIGNED_INTS + FLOATS),
+    ("zero-minus-vs-neg", ("Sub", ("C", 0), A), ("Neg", A), SIGNED_INTS + FLOATS),
+    ("sub-then-add", ("Add", ("Sub", A, B), B), ("Identity", A), SIGNED_INTS + UNSIGNED + FLOATS),
+    ("times-minus-one", ("Mul", A, ("C", -1)), ("Neg", A), SIGNED_INTS + FLOATS),
+    ("double", ("Add", A, A), ("Mul", A, ("C", 2)), SIGNED_INTS + UNSIGNED + FLOATS),
+    ("max-with-zero", ("Max", A, ("C", 0)), ("Identity", A), SIGNED_INTS + UNSIGNED),
+    ("min-with-zero", ("Min", A, ("C", 0)), ("Identity", ("C", 0)), SIGNED_INTS + UNSIGNED),
+    ("max-with-top", ("Max", A, ("C", "max")), ("Identity", ("C", "max")), SIGNED_INTS + UNSIGNED),
+    ("min-of-max", ("Min", ("Max", A, B), A), ("Identity", A), SIGNED_INTS + UNSIGNED + FLOATS),
+    ("neg-neg", ("Neg", ("Neg", A)), ("Identity", A), SIGNED_INTS + FLOATS),
+    ("concat-identity", ("Identity", A), ("Identity", B), ("bool",) + SIGNED_INTS + UNSIGNED + FLOATS),
+]
+
+
+def _dtype_cases():
+    for name, e1, e2, dts in DTYPE_PAIRS:
+        for d in dts:
+            yield pytest.param(e1, e2, d, id=f"{name}-{d}")
+
+
+def _edge_grid(d):
+    from tfsem.oracle import values as V
+    if hasattr(V, "edge_values"):
+        e = list(V.edge_values(d))
+    else:
+        e = [0, 1, -1, 2, -(2**63), 2**63 - 1] if d == "int64" else \
+            [0.0, -0.0, 1.0, -1.0, 0.5, np.nan, np.inf, -np.inf, 3.4028235e38, 1e-45]
+    return [np.array(x, dtype=DTYPES[d]) for x in e]
+
+
+@pytest.mark.parametrize("e1,e2,dtype", list(_dtype_cases()))
+def test_dtype_edges_agree_with_the_truth(e1, e2, dtype):
+    if dtype not in DTYPES:
+        pytest.skip(f"the value model has no {dtype}")
+    from tfsem.oracle.values import Tensor
+    grid = _edge_grid(dtype)
+    for first, second in ((e1, e2), (e2, e1)):
+        pj, qj = _dtype_program(first, dtype), _dtype_program(second, dtype)
+        p, q = program(**pj), program(**qj)
+        v = check_rewrite(p, q, timeout=20, structural=False)
+        differs = None
+        for x, y in itertools.product(grid, grid):
+            feeds = {"a": Tensor(x, dtype), "b": Tensor(y, dtype)}
+            ours = outcome_set(p, feeds, {})
+            if any(o not in ours for o, _ in outcome_set(q, feeds, {}).items()):
+                differs = (x, y)
+                break
+        if differs is not None:
+            assert v.verdict == "unsound", f"{first} -> {second} on {dtype}: {v.verdict}, " \
+                                           f"but a, b = {differs} differ\n{v.describe()}"
+        else:
+            assert v.verdict == "sound", f"{first} -> {second} on {dtype}\n{v.describe()}"
