@@ -375,3 +375,80 @@ def test_dtype_edges_agree_with_the_truth(e1, e2, dtype):
                                            f"but a, b = {differs} differ\n{v.describe()}"
         else:
             assert v.verdict == "sound", f"{first} -> {second} on {dtype}\n{v.describe()}"
+
+
+# ---------------------------------------------------------------------------
+# 3. The encoder's memo caches
+
+
+def test_memo_keyed_by_id_survives_garbage_collection():
+    """A value's encoding is cached under its id: the cache must keep the
+    value alive, or a new value at a recycled address would get the old
+    value's term (two different opaque values proved equal)."""
+    enc = Encoder()
+    err = Error("some-error")
+    seen = {}
+    for k in range(300):
+        o = Opaque(f"op{k}", 0, (Error(f"arg{k}"),))
+        seen[id(o)] = seen.get(id(o), 0) + 1
+        term = enc.as_val(o)
+        assert f"op{k}" in str(term), (k, term)
+        e = enc.eq(o, err)
+        assert not isinstance(e, bool) and f"op{k}" in str(e), (k, e)
+        del o, term, e
+        if k % 50 == 0:
+            gc.collect()
+
+
+def test_functions_of_one_name_over_different_sorts_stay_apart():
+    enc = Encoder()
+    val = enc.val_sort
+    f64 = enc._function("f", [z3.BitVecSort(64)], val)
+    f32 = enc._function("f", [z3.Float32()], val)
+    assert f64.domain(0) != f32.domain(0)
+    assert enc._function("f", [z3.BitVecSort(64)], val).eq(f64)
+
+
+#: dtypes of one width: the same Z3 sort (bit-vectors), different values
+SAME_BITS = [("int8", -1, "uint8", 255), ("int16", -1, "uint16", 65535),
+             ("int32", -1, "uint32", 2**32 - 1), ("int64", -1, "uint64", 2**64 - 1),
+             ("int16", 15360, "float16", 1.0)]
+
+
+@pytest.mark.parametrize("mode", ["auto", "generic"])
+@pytest.mark.parametrize("d1,v1,d2,v2", SAME_BITS)
+def test_opaque_functions_of_same_bits_of_two_dtypes_stay_apart(d1, v1, d2, v2, mode):
+    """Relu (no encoding) of two constants with the same bit pattern and
+    sort but different dtypes: different values (int8 -1 -> 0, uint8 255 ->
+    255), so the rewrite is unsound.  A memo or function table keyed by the
+    Z3 sort alone (the printed sort, or its id) would make them one term."""
+    if d1 not in DTYPES or d2 not in DTYPES:
+        pytest.skip("the value model lacks these dtypes")
+    from tfsem.checking import generic as gen
+
+    def prog(d, v):
+        return program(nodes=[const("c", {"dtype": d, "value": v} if d != "int64" else v),
+                              fn("r", "Relu", "c"), fn("o", "Identity", "r")],
+                       outputs={"o": "o"})
+    p, q = prog(d1, v1), prog(d2, v2)
+    with gen.tensors(mode):
+        verdict = check_rewrite(p, q, timeout=20, structural=False)
+    assert verdict.verdict == "unsound", verdict.describe()
+
+
+def test_opaque_values_of_two_dtypes_are_not_one_val():
+    if "uint8" not in DTYPES:
+        pytest.skip("the value model has no uint8")
+    from tfsem.oracle.values import Tensor
+    algebra = Algebra()
+    a = algebra.constant(Tensor(np.array([-1, 3], np.int8), "int8"))
+    b = algebra.constant(Tensor(np.array([255, 3], np.uint8), "uint8"))
+    enc = Encoder(algebra.flag_order)
+    s = z3.Solver()
+    s.add(enc.as_val(a) != enc.as_val(b))
+    assert s.check() == z3.sat
+    x = algebra.leaf("feed", "x", TensorType("int8", (2,)))
+    y = algebra.leaf("feed", "y", TensorType("uint8", (2,)))
+    s = z3.Solver()
+    s.add(z3.Not(enc.as_val(x) == enc.as_val(y)))
+    assert s.check() == z3.sat
