@@ -273,7 +273,15 @@ def _guarded_pairs():
 GUARDED = _guarded_pairs()
 
 
-@pytest.mark.parametrize("semantics,observe", SETTINGS)
+def _settings():
+    # (two of the four by default: every setting under the nightly profile)
+    from hypothesis import settings
+    if settings.get_current_profile_name() == "nightly":
+        return SETTINGS
+    return [("atomic", "outputs+state"), ("decomposed", "outputs")]
+
+
+@pytest.mark.parametrize("semantics,observe", _settings())
 @pytest.mark.parametrize("case", GUARDED, ids=[c[0] for c in GUARDED])
 def test_guarded_values_agree_with_the_truth(case, semantics, observe):
     _name, p, q, encoded = case
@@ -337,10 +345,20 @@ DTYPE_PAIRS = [
 ]
 
 
+#: the dtypes of a default run (every dtype under the nightly Hypothesis profile)
+DEFAULT_DTYPES = ("bool", "int8", "int64", "uint32", "float16", "bfloat16", "float32")
+
+
+def _nightly() -> bool:
+    from hypothesis import settings
+    return settings.get_current_profile_name() == "nightly"
+
+
 def _dtype_cases():
     for name, e1, e2, dts in DTYPE_PAIRS:
         for d in dts:
-            yield pytest.param(e1, e2, d, id=f"{name}-{d}")
+            if d in DEFAULT_DTYPES or _nightly():
+                yield pytest.param(e1, e2, d, id=f"{name}-{d}")
 
 
 def _edge_grid(d):
