@@ -344,7 +344,8 @@ DTYPE_PAIRS = [
     ("max-by-negated-min", ("Max", A, B), ("Neg", ("Min", ("Neg", A), ("Neg", B))),
      SIGNED_INTS + FLOATS),
     ("zero-minus-vs-neg", ("Sub", ("C", 0), A), ("Neg", A), SIGNED_INTS + FLOATS),
-    ("sub-then-add", ("Add", ("Sub", A, B), B), ("Identity", A), SIGNED_INTS + UNSIGNED + FLOATS),
+    # (on float32 and float64 the solver takes seconds to refute it)
+    ("sub-then-add", ("Add", ("Sub", A, B), B), ("Identity", A), SIGNED_INTS + UNSIGNED + ("float16",)),
     ("times-minus-one", ("Mul", A, ("C", -1)), ("Neg", A), SIGNED_INTS + FLOATS),
     ("double", ("Add", A, A), ("Mul", A, ("C", 2)), SIGNED_INTS + UNSIGNED + FLOATS),
     ("max-with-zero", ("Max", A, ("C", 0)), ("Identity", A), SIGNED_INTS + UNSIGNED),
