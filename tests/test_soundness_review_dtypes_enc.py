@@ -482,3 +482,52 @@ def test_opaque_values_of_two_dtypes_are_not_one_val():
     s = z3.Solver()
     s.add(z3.Not(enc.as_val(x) == enc.as_val(y)))
     assert s.check() == z3.sat
+
+
+# ---------------------------------------------------------------------------
+# 4. FOUND (branch dtypes): a bool stored as a byte other than 0 or 1
+#
+# numpy keeps whatever byte a bool array holds (np.frombuffer, a view, and
+# the GraphDef importer's tensor_content path all keep it), and Tensor's
+# equality and key compare bytes (values._canonical_bytes canonicalizes NaN
+# only).  So bool [True] stored as 0x02 is not equal to bool [True]: the
+# concrete oracle sees a difference where SPEC section 2 (same dtype, shape
+# and elements) sees none.  The element engine canonicalizes (np.bool_
+# scalars) and proves such a rewrite `sound`; the generic engine and the
+# structural rule key constants by bytes, and the generic engine reports a
+# confirmed `unsound` for two programs that output the same value.
+
+
+def _noncanonical_true():
+    from tfsem.oracle.values import Tensor
+    return Tensor(np.frombuffer(b"\x02", dtype=np.bool_).copy(), "bool")
+
+
+@pytest.mark.xfail(strict=True, reason="values.Tensor compares bool bytes, not elements: "
+                                       "a bool stored as 0x02 differs from True")
+def test_a_bool_stored_as_another_byte_equals_true():
+    if "bool" not in DTYPES:
+        pytest.skip("the value model has no bool")
+    from tfsem.oracle.values import Tensor
+    assert _noncanonical_true() == Tensor(np.array([True]), "bool")
+
+
+@pytest.mark.xfail(strict=True, reason="a bool stored as 0x02 makes the generic engine (and "
+                                       "the oracle) see a difference between equal outputs")
+@pytest.mark.parametrize("mode", ["auto", "generic"])
+def test_equal_bool_outputs_are_not_unsound(mode):
+    if "bool" not in DTYPES:
+        pytest.skip("the value model has no bool")
+    from tfsem.checking import generic as gen
+    c = const("c", {"dtype": "bool", "value": [True]})
+    p = program(nodes=[c, fn("o", "Identity", "c")], outputs={"o": "o"})
+    p = p.replace(nodes=tuple(n.replace(attrs={"value": _noncanonical_true()}) if n.name == "c"
+                              else n for n in p.nodes))
+    q = program(nodes=[c, fn("i", "Identity", "c"), fn("o", "Identity", "i")], outputs={"o": "o"})
+    # the truth: both output bool [True]
+    assert [bool(x) for x in p.node("c").attrs["value"].array] == [True]
+    ours, theirs = outcome_set(p, {}, {}), outcome_set(q, {}, {})
+    assert all(o in ours for o, _ in theirs.items()), "the oracle sees a difference"
+    with gen.tensors(mode):
+        verdict = check_rewrite(p, q, timeout=20, structural=False)
+    assert verdict.verdict == "sound", verdict.describe()
