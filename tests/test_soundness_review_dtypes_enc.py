@@ -23,6 +23,20 @@ query: a wrong encoding cannot hide behind a lucky sample.
 3. The encoder's memo caches: a key is an object's id, so the cache must keep
    the object alive (no id reuse after garbage collection), and functions of
    one name over different sorts must stay different declarations.
+4. FOUND (dtypes, xfail until fixed): a bool stored as a byte other than 0/1
+   (np.frombuffer, a GraphDef's tensor_content) is unequal to True in the
+   value model, so the oracle and the generic engine see a difference between
+   equal values (a confirmed `unsound` for two programs that output bool
+   [True]).  Fix: canonicalize bool arrays in `Tensor` (`a.view(np.uint8) != 0`).
+
+Besides these, the review ran about 4,700 generated pairs (random programs
+of 3 to 16 nodes: Reads, Assigns with Snd/Add/Sub/Max/SquaredDifference,
+Add/Sub/Mul/Max/Min/Neg/Identity/Concat, the opaque Relu/Abs/Square/
+ZerosLike/SquaredDifference, constants of edge values; 1 to 3 variables of
+shapes [] and [2], some of other dtypes or shapes than the feeds, so that
+shape and dtype mismatches flow) through `enc` (also with the case encoding
+forced, tiny budgets, the generic engine) and `dtypes` (every dtype), each
+verdict held to 24 σ by brute force: no false `sound` or `unsound`.
 """
 
 from __future__ import annotations
