@@ -29,13 +29,13 @@ query: a wrong encoding cannot hide behind a lucky sample.
    equal values (a confirmed `unsound` for two programs that output bool
    [True]).  Fix: canonicalize bool arrays in `Tensor` (`a.view(np.uint8) != 0`).
 
-Besides these, the review ran about 5,400 generated pairs (4,000 on enc, 1,400 on dtypes;
-3,000 of them proved `sound`) (random programs
-of 3 to 16 nodes: Reads, Assigns with Snd/Add/Sub/Max/SquaredDifference,
+Besides these, the review ran about 5,400 generated pairs (4,000 on enc,
+1,400 on dtypes, 3,000 of them proved `sound`): random programs of 3 to 16
+nodes: Reads, Assigns with Snd/Add/Sub/Max/SquaredDifference,
 Add/Sub/Mul/Max/Min/Neg/Identity/Concat, the opaque Relu/Abs/Square/
 ZerosLike/SquaredDifference, constants of edge values; 1 to 3 variables of
 shapes [] and [2], some of other dtypes or shapes than the feeds, so that
-shape and dtype mismatches flow) through `enc` (also with the case encoding
+shape and dtype mismatches flow, through `enc` (also with the case encoding
 forced, tiny budgets, the generic engine) and `dtypes` (every dtype), each
 verdict held to 24 σ by brute force: no false `sound` or `unsound`.
 """
