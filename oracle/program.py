@@ -507,9 +507,9 @@ def _check_control_flow_node(p: Program, n: Node, where: str, bad) -> int:
         frame = n.attrs.get("frame_name")
         if not isinstance(frame, str) or not frame:
             bad(where, "missing-attribute", "Enter needs attribute 'frame_name' (a non-empty string)")
-        elif "/" in frame or "@" in frame:
-            bad(where, "bad-name", f"frame name {frame!r}: '/' and '@' are reserved for schedules "
-                                   "(node@frame:iteration, nested frames joined by '/')")
+        elif "@" in frame:
+            bad(where, "bad-name", f"frame name {frame!r}: '@' is reserved for schedules "
+                                   "(node@frame:iteration)")
         if not isinstance(n.attrs.get("is_constant", False), bool):
             bad(where, "bad-value", "Enter attribute 'is_constant' is true or false")
         pi = n.attrs.get("parallel_iterations", 10)

@@ -1,0 +1,119 @@
+"""TensorFlow 1 control flow (tf.cond, tf.while_loop with control_flow_v2
+disabled: the Switch/Merge/Enter/Exit/NextIteration/LoopCond primitives),
+imported and explored by the reference semantics, against what TensorFlow's
+executor computes: outputs and the final value of the variable, with an
+assignment in a branch or in the loop body.  Skipped without TensorFlow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.graphdef.importer import GraphImportError, import_graph
+from tfsem.oracle.controlflow import LoopBoundExceeded
+from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.values import Tensor
+
+tf = pytest.importorskip("tensorflow", reason="runs TensorFlow's executor: needs the extra "
+                         "tfsem[tensorflow]")
+tf1 = tf.compat.v1
+
+
+def build_v1(build):
+    """A graph built with control flow v1; the global switch restored after."""
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    tf1.disable_control_flow_v2()
+    try:
+        with g.as_default():
+            handles = build()
+    finally:
+        tf1.enable_control_flow_v2()
+    return g, handles, decode("GraphDef", g.as_graph_def().SerializeToString())
+
+
+def cond_graph():
+    x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+    p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+    def taken():
+        a = x.assign_add(tf.constant(10, tf.int64))
+        with tf.control_dependencies([a]):
+            return tf.identity(x.read_value())
+
+    def other():
+        a = x.assign(tf.constant(-4, tf.int64))
+        with tf.control_dependencies([a]):
+            return x.read_value() * 2
+
+    out = tf.identity(tf1.cond(p, taken, other, name="cond"), name="out")
+    return x, {"p": p}, out
+
+
+def loop_graph():
+    x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+    n = tf1.placeholder(tf.int64, shape=[], name="n")
+
+    def body(i):
+        a = x.assign_add(tf.constant(3, tf.int64))
+        with tf.control_dependencies([a]):
+            return i + 1
+
+    r = tf1.while_loop(lambda i: i < n, body, [tf.constant(0, tf.int64)], name="loop")
+    return x, {"n": n}, tf.identity(r, name="out")
+
+
+def tensorflow_run(g, handles, feeds: dict, x0: int):
+    x, phs, out = handles
+    with tf1.Session(graph=g) as s:
+        s.run(x.initializer, {x.initial_value: x0})
+        got = s.run(out, {phs[k]: v for k, v in feeds.items()})
+        return np.asarray(got), np.asarray(s.run(x.read_value()))
+
+
+def tfsem_outcomes(graph_def, feeds: dict, x0: int, mode: str, **kw):
+    p = import_graph(graph_def, ["out"]).program
+    assert p.has_control_flow
+    vals = {k: Tensor(np.asarray(v)) for k, v in feeds.items()}
+    return outcome_set(p, vals, {"x": Tensor(np.int64(x0))}, mode, **kw)
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_cond_with_assignments_in_both_branches(mode):
+    g, handles, gd = build_v1(cond_graph)
+    for pred in (True, False):
+        for x0 in (1, 7):
+            out, x = tensorflow_run(g, handles, {"p": pred}, x0)
+            got = tfsem_outcomes(gd, {"p": np.bool_(pred)}, x0, mode)
+            [o] = list(got)
+            assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_while_loop_with_an_assignment_in_the_body(mode):
+    g, handles, gd = build_v1(loop_graph)
+    for n in (0, 1, 5):
+        out, x = tensorflow_run(g, handles, {"n": np.int64(n)}, 2)
+        got = tfsem_outcomes(gd, {"n": np.int64(n)}, 2, mode)
+        [o] = list(got)
+        assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+def test_a_trip_count_beyond_the_bound_is_unknown_naming_the_loop():
+    _, _, gd = build_v1(loop_graph)
+    with pytest.raises(LoopBoundExceeded) as info:
+        tfsem_outcomes(gd, {"n": np.int64(40)}, 0, "atomic", max_iterations=10)
+    assert info.value.frame == "loop/while_context" and info.value.limit == 10
+
+
+def test_functional_control_flow_is_refused_by_name():
+    def build():
+        x = tf1.placeholder(tf.int64, shape=[], name="x")
+        return tf.identity(tf.cond(x > 0, lambda: x + 1, lambda: x - 1), name="out")
+    g = tf.Graph()
+    with g.as_default():   # control flow v2: an If op
+        build()
+    from tfsem.graphdef.proto import decode
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    with pytest.raises(GraphImportError, match="If"):
+        import_graph(gd, ["out"])
