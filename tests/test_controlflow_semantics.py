@@ -158,3 +158,50 @@ def test_cli_outcomes_and_the_bound(tmp_path):
     refused = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=2",
                               "--engine", "readsfrom"], capture_output=True, text=True)
     assert refused.returncode == 2 and "control flow" in refused.stderr
+
+
+def racing_loop(parallel: int):
+    """while i < n: x = Read(x) + 1 (a read and a separate write), the
+    counter independent of the body's accesses: iterations may overlap up to
+    parallel_iterations, and overlapping read-modify-writes lose updates."""
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": ["x"],
+        "nodes": [
+            {"name": "vx", "op": "Var", "var": "x"},
+            {"name": "i0", "op": "Const", "value": 0},
+            {"name": "enter", "op": "Enter", "frame_name": "L", "inputs": ["i0"],
+             "parallel_iterations": parallel},
+            {"name": "hx", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["vx"]},
+            {"name": "lim", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["$n"]},
+            {"name": "merge", "op": "Merge", "inputs": ["enter", "next"]},
+            {"name": "less", "op": "Less", "inputs": ["merge", "lim"]},
+            {"name": "cond", "op": "LoopCond", "inputs": ["less"]},
+            {"name": "sw", "op": "Switch", "inputs": ["merge", "cond"]},
+            {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
+            {"name": "one", "op": "Const", "value": 1, "inputs": ["^body"]},
+            {"name": "r", "op": "Read", "inputs": ["hx", "^body"]},
+            {"name": "r1", "op": "Add", "inputs": ["r", "one"]},
+            {"name": "w", "op": "Write", "inputs": ["hx", "r1"]},
+            {"name": "add", "op": "Add", "inputs": ["body", "one"]},
+            {"name": "next", "op": "NextIteration", "inputs": ["add"]},
+            {"name": "exit", "op": "Exit", "inputs": ["sw"]}],
+        "outputs": {"count": "exit"}})
+
+
+def test_parallel_iterations_bounds_how_far_iterations_overlap():
+    finals = {}
+    for parallel in (1, 2, 10):
+        got = reference_outcomes(racing_loop(parallel), {"n": i64(3)}, {"x": i64(0)})
+        finals[parallel] = {dict(o.state)["x"].array.item() for o in got}
+    # one iteration at a time: no update is lost
+    assert finals[1] == {3}
+    # more than one at a time: updates may be lost
+    assert finals[2] == finals[10] == {1, 2, 3}
+    # a run of ten-way overlap (iteration 3 starts before iteration 0 has
+    # read x) is not a run of a loop with parallel_iterations 2
+    wide = reference_outcomes(racing_loop(10), {"n": i64(3)}, {"x": i64(0)})
+    schedule = next(s for s in wide.values()
+                    if s.index("merge@L:3") < s.index("r@L:0"))
+    run_schedule(racing_loop(10), {"n": i64(3)}, {"x": i64(0)}, schedule)
+    with pytest.raises(ValueError, match="not enabled"):
+        run_schedule(racing_loop(2), {"n": i64(3)}, {"x": i64(0)}, schedule)
