@@ -205,3 +205,20 @@ def test_parallel_iterations_bounds_how_far_iterations_overlap():
     run_schedule(racing_loop(10), {"n": i64(3)}, {"x": i64(0)}, schedule)
     with pytest.raises(ValueError, match="not enabled"):
         run_schedule(racing_loop(2), {"n": i64(3)}, {"x": i64(0)}, schedule)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--backend", "numpy", "--feed", "n=2", "--init", "x=1"],
+    ["export", "-o", "OUT"],
+    ["rewrite", "cse"],
+])
+def test_commands_that_do_not_model_control_flow_refuse_it(command, tmp_path):
+    case = str(CASES / "counted_loop.json")
+    args = [a.replace("OUT", str(tmp_path / "g.pbtxt")) for a in command]
+    if args[0] == "rewrite":
+        args.append(case)
+    else:
+        args.insert(1, case)
+    got = subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True)
+    assert got.returncode == 2, got.stderr
+    assert "control flow" in got.stderr and "Traceback" not in got.stderr
