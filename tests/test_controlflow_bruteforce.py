@@ -16,8 +16,9 @@ import itertools
 import random
 
 import pytest
+from hypothesis import settings
 
-from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.jsonio import program_from_json, program_to_json
 from tfsem.oracle.outcomes import make_outcome
 from tfsem.oracle.semantics import reference_outcomes
 from tfsem.oracle.values import Tensor
@@ -178,7 +179,8 @@ def counted_loop(rng: random.Random):
     return program_from_json(raw), ("assign", "inc", fn, "x", k), o_acts
 
 
-SEEDS = range(12)
+#: 12 programs of each family per mode by default, 500 under the nightly profile
+SEEDS = range(500 if settings.get_current_profile_name() == "nightly" else 12)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -206,3 +208,40 @@ def test_counted_loop_against_brute_force(seed, mode):
         want = brute_outcomes([body, o_acts], init, {"count": i64(max(n, 0))}, mode)
         got = reference_outcomes(p, {"n": i64(n)}, {x: i64(v) for x, v in init.items()}, mode)
         assert set(got) == want, (seed, mode, n)
+
+
+def loop_in_a_branch(rng: random.Random):
+    """if p: (while i < n: x op= k) else: nothing -- the loop's initial value
+    comes through a Switch on p, so when p is false the whole loop is dead
+    (its Exit sends a dead value out when the loop instance is done) and the
+    Merge after it forwards the other branch's value."""
+    p, body_act, o_acts = counted_loop(rng)
+    raw_nodes = []
+    raw = program_to_json(p)
+    raw["feeds"] = {"p": {"dtype": "bool", "shape": []}}
+    for n in raw["nodes"]:
+        if n["name"] == "enter":
+            n["inputs"] = ["gate:1"]
+        raw_nodes.append(n)
+    raw_nodes += [{"name": "gate", "op": "Switch", "inputs": ["i0", "$p"]},
+                  {"name": "alt", "op": "Identity", "inputs": ["gate:0"]},
+                  {"name": "alt_v", "op": "Const", "value": -1, "inputs": ["^alt"]},
+                  {"name": "after", "op": "Merge", "inputs": ["exit", "alt_v"]}]
+    raw["nodes"] = raw_nodes
+    raw["outputs"]["count"] = "after"
+    return program_from_json(raw), body_act, o_acts
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("mode", MODES)
+def test_loop_in_a_branch_against_brute_force(seed, mode):
+    rng = random.Random(2000 + seed)
+    p, body_act, o_acts = loop_in_a_branch(rng)
+    init = {"x": 3, "y": 7}
+    for pred, n in itertools.product((True, False), (0, 2)):
+        trips = n if pred else 0
+        body = [body_act[:1] + (f"inc{j}",) + body_act[2:] for j in range(trips)]
+        want = brute_outcomes([body, o_acts], init, {"count": i64(n if pred else -1)}, mode)
+        got = reference_outcomes(p, {"n": i64(n), "p": Tensor(pred, "bool")},
+                                 {x: i64(v) for x, v in init.items()}, mode)
+        assert set(got) == want, (seed, mode, pred, n)
