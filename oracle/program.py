@@ -552,9 +552,10 @@ def _infer_frames(p: Program) -> tuple[dict[str, tuple[str, ...]], list[Violatio
         f = frames.get(i.node)
         if f is None:
             return None
-        if src.op == ENTER and isinstance(i, DataIn):
+        # an Enter's or Exit's control edges live where its data output does
+        if src.op == ENTER:
             return f + (src.attrs.get("frame_name") or "?",)
-        if src.op == EXIT and isinstance(i, DataIn):
+        if src.op == EXIT:
             return f[:-1]
         return f
 

@@ -117,3 +117,49 @@ def test_functional_control_flow_is_refused_by_name():
     gd = decode("GraphDef", g.as_graph_def().SerializeToString())
     with pytest.raises(GraphImportError, match="If"):
         import_graph(gd, ["out"])
+
+
+def nested_graph():
+    """An outer loop whose body holds a conditional and an inner loop, with
+    assignments in both."""
+    x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+    n = tf1.placeholder(tf.int64, shape=[], name="n")
+    m = tf1.placeholder(tf.int64, shape=[], name="m")
+
+    def inner(j):
+        a = x.assign_add(tf.constant(1, tf.int64))
+        with tf.control_dependencies([a]):
+            return j + 1
+
+    def outer(i):
+        def big():
+            a = x.assign_add(tf.constant(100, tf.int64))
+            with tf.control_dependencies([a]):
+                return tf.identity(i)
+
+        def small():
+            a = x.assign_add(tf.constant(10, tf.int64))
+            with tf.control_dependencies([a]):
+                return tf.identity(i)
+
+        c = tf1.cond(i < 1, big, small, name="pick")
+        done = tf1.while_loop(lambda j: j < m, inner, [tf.constant(0, tf.int64)], name="inner")
+        with tf.control_dependencies([done]):
+            return c + 1
+
+    r = tf1.while_loop(lambda i: i < n, outer, [tf.constant(0, tf.int64)], name="outer")
+    return x, {"n": n, "m": m}, tf.identity(r, name="out")
+
+
+def test_nested_loops_and_a_conditional_in_a_loop():
+    g, handles, gd = build_v1(nested_graph)
+    for n, m in ((0, 2), (1, 0), (2, 3), (3, 1)):
+        feeds = {"n": np.int64(n), "m": np.int64(m)}
+        out, x = tensorflow_run(g, handles, feeds, 0)
+        p = import_graph(gd, ["out"]).program
+        got = outcome_set(p, {k: Tensor(v) for k, v in feeds.items()}, {"x": Tensor(np.int64(0))})
+        assert {dict(o.state)["x"] for o in got} == {Tensor(x)}, (n, m)
+        assert {dict(o.outputs)["out"] for o in got} == {Tensor(out)}, (n, m)
+    # schedules name the inner loop's iterations inside the outer's
+    [schedule] = got.as_dict().values()
+    assert any("@outer/while_context:2/outer/inner/while_context:0" in s for s in schedule)
