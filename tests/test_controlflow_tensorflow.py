@@ -106,16 +106,54 @@ def test_a_trip_count_beyond_the_bound_is_unknown_naming_the_loop():
     assert info.value.frame == "loop/while_context" and info.value.limit == 10
 
 
-def test_functional_control_flow_is_refused_by_name():
-    def build():
-        x = tf1.placeholder(tf.int64, shape=[], name="x")
-        return tf.identity(tf.cond(x > 0, lambda: x + 1, lambda: x - 1), name="out")
+def v2_cond_graph():
+    """TensorFlow 2's functional conditionals (control flow v2): an If with
+    assignments in both branches (the variable captured as a resource
+    argument) and a StatelessIf."""
+    x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+    p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+    def taken():
+        a = x.assign_add(tf.constant(10, tf.int64))
+        with tf.control_dependencies([a]):
+            return tf.identity(x.read_value())
+
+    def other():
+        a = x.assign(tf.constant(-4, tf.int64))
+        with tf.control_dependencies([a]):
+            return x.read_value() * 2
+
+    out = tf.cond(p, taken, other, name="cond")
+    pure = tf.cond(p, lambda: tf.constant(3, tf.int64), lambda: tf.constant(4, tf.int64), name="c2")
+    return x, {"p": p}, tf.identity(out + 100 * pure, name="out")
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_functional_if_is_lowered_as_tensorflow_runs_it(mode):
+    from tfsem.graphdef.proto import decode
     g = tf.Graph()
-    with g.as_default():   # control flow v2: an If op
+    with g.as_default():   # control flow v2: If and StatelessIf ops
+        handles = v2_cond_graph()
+    ops = {n.op for n in g.as_graph_def().node}
+    assert {"If", "StatelessIf"} <= ops
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    for pred in (True, False):
+        out, x = tensorflow_run(g, handles, {"p": pred}, 1)
+        [o] = list(tfsem_outcomes(gd, {"p": np.bool_(pred)}, 1, mode))
+        assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+def test_functional_while_is_refused_by_name():
+    def build():
+        n = tf1.placeholder(tf.int64, shape=[], name="n")
+        return tf.identity(tf.while_loop(lambda i: i < n, lambda i: i + 1,
+                                         [tf.constant(0, tf.int64)]), name="out")
+    g = tf.Graph()
+    with g.as_default():   # control flow v2: a While op
         build()
     from tfsem.graphdef.proto import decode
     gd = decode("GraphDef", g.as_graph_def().SerializeToString())
-    with pytest.raises(GraphImportError, match="If"):
+    with pytest.raises(GraphImportError, match="While"):
         import_graph(gd, ["out"])
 
 
@@ -163,3 +201,29 @@ def test_nested_loops_and_a_conditional_in_a_loop():
     # schedules name the inner loop's iterations inside the outer's
     [schedule] = got.as_dict().values()
     assert any("@outer/while_context:2/outer/inner/while_context:0" in s for s in schedule)
+
+
+def test_an_if_inside_a_function_body_is_lowered_too():
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+        p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+        @tf.function
+        def fn(q):
+            def taken():
+                x.assign_add(tf.constant(10, tf.int64))
+                return tf.constant(1, tf.int64)
+
+            def other():
+                x.assign(tf.constant(-4, tf.int64))
+                return tf.constant(2, tf.int64)
+            return tf.cond(q, taken, other)
+        out = tf.identity(fn(p), name="out")
+    assert "StatefulPartitionedCall" in {n.op for n in g.as_graph_def().node}
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    for pred in (True, False):
+        want, wx = tensorflow_run(g, (x, {"p": p}, out), {"p": pred}, 1)
+        [o] = list(tfsem_outcomes(gd, {"p": np.bool_(pred)}, 1, "atomic"))
+        assert dict(o.outputs)["out"] == Tensor(want) and dict(o.state)["x"] == Tensor(wx)
