@@ -131,6 +131,11 @@ class Machine:
                  apply: Callable[[Function, Sequence[Any], Mapping[str, Any]], tuple] | None = None):
         if semantics not in (ATOMIC, DECOMPOSED):
             raise ValueError(f"unknown semantics {semantics!r}")
+        if p.has_control_flow:   # SPEC section 9: the reference semantics only (docs/semantics.md)
+            from tfsem.oracle.functions import CannotRun
+            nodes = ", ".join(p.control_flow_nodes[:5])
+            raise CannotRun(f"the backends do not run control flow (nodes {nodes}); "
+                            "use `tfsem outcomes`")
         self.program = p
         self.decomposed = semantics == DECOMPOSED
         self.apply = apply or (lambda fn, args, attrs: apply_function(fn, args, attrs, np))

@@ -155,6 +155,16 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         return Verdict(INVALID, "the interface differs: " + "; ".join(problems),
                        semantics=semantics, observe=observe,
                        stats={"seconds": round(time.monotonic() - started, 6)})
+    if original.has_control_flow or p2.has_control_flow:   # SPEC section 9 (docs/semantics.md)
+        cf = list(dict.fromkeys(f"{n} ({p.node[n].op})" for p in (original, p2)
+                                for n in p.control_flow_nodes))[:4]
+        seconds = {"seconds": round(time.monotonic() - started, 6)}
+        if original == p2:   # Outcomes(P, σ) ⊆ Outcomes(P, σ): no exploration needed
+            return Verdict(SOUND, "the rewritten program is the original", semantics=semantics,
+                           observe=observe, stats=dict(seconds, path="identical"))
+        return Verdict(UNKNOWN, "the checker does not model control flow (nodes "
+                       + ", ".join(cf) + "); compare outcome sets with `tfsem outcomes`",
+                       semantics=semantics, observe=observe, stats=seconds)
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged

@@ -201,6 +201,10 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     """
     if shared_handles and (names is not None or split_assigns):
         raise ValueError("shared_handles does not go with names or split_assigns")
+    if p.has_control_flow:   # docs/semantics.md: export of control flow is not done yet
+        name = p.control_flow_nodes[0]
+        raise ExportError(f"node {name!r}", f"control flow ({p.node[name].op}) is not exported "
+                          "(tfsem imports TensorFlow 1's primitives but does not write them)")
     failures: dict[str, str] = {}
     types = infer_types(p, failures)
     for name, reason in failures.items():

@@ -162,6 +162,8 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
         if not n.op:
             raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
         nodes[name] = n
+    for n in [n for n in nodes.values() if n.op in IF_OPS]:
+        _lower_if(n, nodes)
     pending = [n for n in nodes.values() if n.op in opt.CALLS]
     _check_expansion(pending, library, deadline)
     depth = {n.name: 0 for n in pending}
@@ -172,10 +174,96 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
         new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added)
         added += len(new)
         for n in new:
-            if n.op in opt.CALLS:
+            if n.op in IF_OPS:   # an If in a function body: lowered, its branches called
+                for c in _lower_if(n, nodes):
+                    depth[c.name] = depth[call.name] + 1
+                    pending.append(c)
+            elif n.op in opt.CALLS:
                 depth[n.name] = depth[call.name] + 1
                 pending.append(n)
     return nodes
+
+
+#: TensorFlow 2's functional conditional, lowered to the v1 primitives
+#: (docs/semantics.md), in the graph and in the function bodies inlined.
+IF_OPS = ("If", "StatelessIf")
+
+
+def _type_list(attr: Any) -> list[str]:
+    if not isinstance(attr, Mapping):
+        return []
+    lst = attr.get("list") or {}
+    return list(lst.get("type", [])) if isinstance(lst, Mapping) else []
+
+
+def _branch(n: GNode, key: str) -> str:
+    a = n.attr.get(key)
+    func = a.get("func") if isinstance(a, Mapping) else None
+    name = func.get("name") if isinstance(func, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise GraphFormatError(n.describe(), f"has no function attribute {key!r}", "malformed-node")
+    return name
+
+
+def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
+    """An If node as TensorFlow's LowerIfOp pass lowers it before its
+    executor runs it (tensorflow/core/common_runtime/lower_if_op.cc):
+
+    * `n/pred` = Switch(cond, cond) and the pivots `n/pivot_t` =
+      Identity(n/pred:1), `n/pivot_f` = Identity(n/pred:0): exactly one is live;
+    * each tensor input k through `n/switch_k` = Switch(input, cond) (a
+      resource input is passed as it is: the branch's nodes are dead anyway,
+      through the pivot);
+    * `n/then` and `n/else`, calls of the branch functions with the
+      switches' true and false outputs and a control edge from their pivot
+      (inlined below like every call: each body node waits for the call's
+      entry, so the untaken branch's nodes, stateful ones included, fire dead);
+    * `n/merge_k` = Merge(n/then:k, n/else:k) for each output, and `n` itself
+      an IdentityN of the merges that waits for `n/done` = Merge of the two
+      branches' completions, so that `^n` waits for the taken branch."""
+    data = [i for i in n.inputs if not i.startswith("^")]
+    controls = [i for i in n.inputs if i.startswith("^")]
+    if not data:
+        raise GraphFormatError(n.describe(), "If needs a condition input", "arity")
+    cond, args = data[0], data[1:]
+    tin = _type_list(n.attr.get("Tin"))
+    tout = _type_list(n.attr.get("Tout"))
+    then_f, else_f = _branch(n, "then_branch"), _branch(n, "else_branch")
+    name = n.name
+    b = {"T": {"type": "DT_BOOL"}}
+    made: list[GNode] = [GNode(f"{name}/pred", "Switch", [cond, cond] + controls),
+                         GNode(f"{name}/pivot_t", "Identity", [f"{name}/pred:1"], b),
+                         GNode(f"{name}/pivot_f", "Identity", [f"{name}/pred:0"], b)]
+    t_args, f_args = [], []
+    for k, a in enumerate(args):
+        if k < len(tin) and tin[k] == "DT_RESOURCE":
+            t_args.append(a)
+            f_args.append(a)
+            continue
+        made.append(GNode(f"{name}/switch_{k}", "Switch", [a, cond]))
+        t_args.append(f"{name}/switch_{k}:1")
+        f_args.append(f"{name}/switch_{k}:0")
+    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {})}
+    made.append(GNode(f"{name}/then", "StatefulPartitionedCall", t_args + [f"^{name}/pivot_t"],
+                      dict(call_attr, f={"func": {"name": then_f}})))
+    made.append(GNode(f"{name}/else", "StatefulPartitionedCall", f_args + [f"^{name}/pivot_f"],
+                      dict(call_attr, f={"func": {"name": else_f}})))
+    made += [GNode(f"{name}/then_done", "Identity", [f"{name}/pivot_t", f"^{name}/then"], b),
+             GNode(f"{name}/else_done", "Identity", [f"{name}/pivot_f", f"^{name}/else"], b),
+             GNode(f"{name}/done", "Merge", [f"{name}/then_done", f"{name}/else_done"])]
+    merges = []
+    for k in range(len(tout)):
+        made.append(GNode(f"{name}/merge_{k}", "Merge", [f"{name}/then:{k}", f"{name}/else:{k}"]))
+        merges.append(f"{name}/merge_{k}")
+    for g in made:
+        if g.name in nodes:
+            raise GraphFormatError(n.describe(), f"lowering the If would make node {g.name!r}, "
+                                   "which the graph already has", "duplicate-name")
+        g.where = n.where
+        nodes[g.name] = g
+    nodes[name] = GNode(name, "IdentityN", merges + [f"^{name}/done"],
+                        {"T": {"list": {"type": tout}}}, n.where)
+    return [g for g in made if g.op == "StatefulPartitionedCall"]
 
 
 def _callee(nd: dict) -> str | None:

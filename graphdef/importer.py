@@ -203,6 +203,7 @@ class _Importer:
         self.unusable: dict[str, GraphImportError] = {}
         self.fetch_refs: list[str] = []
         self._refs_by_node: dict[str, list[str]] | None = None
+        self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
@@ -214,6 +215,11 @@ class _Importer:
         if n.name in self.feeds or n.op == "Placeholder":
             return []
         model = opt.lookup(n.op)
+        if n.op == "Merge":
+            # a loop's back edge (NextIteration into Merge) is built after the
+            # Merge (order() adds its source as a root)
+            return [i[1:] if i[:1] == "^" else _node_of(i) for i in n.inputs
+                    if not self._back_edge(i)]
         if model is None or not model.static:
             # the common case: every input's node, in order
             return [i[1:] if i[:1] == "^" else _node_of(i) for i in n.inputs]
@@ -259,10 +265,27 @@ class _Importer:
         return [split_ref(c)[0] for g in self.static_chain(src, port)
                 for c in g.inputs if c.startswith("^")]
 
+    def _back_edge(self, ref: str) -> bool:
+        if ref[:1] == "^":
+            return False
+        g = self.g.get(_node_of(ref))
+        return g is not None and g.op == "NextIteration"
+
     def order(self, roots: Sequence[str], deadline: float | None = None) -> list[str]:
-        """The nodes the roots need, each after its inputs (iterative DFS)."""
+        """The nodes the roots need, each after its inputs (iterative DFS); a
+        loop's NextIteration after the Merge it feeds."""
         state: dict[str, int] = {}
         order: list[str] = []
+        self._order(list(roots), state, order, deadline)
+        while True:
+            more = [_node_of(i) for name in order if self.g[name].op == "Merge"
+                    for i in self.g[name].inputs if self._back_edge(i)
+                    and not state.get(_node_of(i))]
+            if not more:
+                return order
+            self._order(more, state, order, deadline)
+
+    def _order(self, roots, state, order, deadline) -> None:
         for root in roots:
             if state.get(root):
                 continue
@@ -276,8 +299,8 @@ class _Importer:
                     s = state.get(d)
                     if s == 1:
                         raise GraphImportError(f"node {d!r}", "the graph has a cycle through "
-                                               f"{d!r} and {name!r} (control flow loops are not "
-                                               "modelled)", "cycle")
+                                               f"{d!r} and {name!r} that does not pass through "
+                                               "a NextIteration into a Merge", "cycle")
                     if not s:
                         state[d] = 1
                         stack.append((d, iter(self._deps_checked(d, name))))
@@ -286,7 +309,6 @@ class _Importer:
                     stack.pop()
                     state[name] = 2
                     order.append(name)
-        return order
 
     def _deps_checked(self, name: str, consumer: str | None) -> list[str]:
         n = self.g.get(name)
@@ -471,8 +493,29 @@ class _Builder:
                         "bad-port")
         return refs[port]
 
+    def flow_input(self, i: int) -> DataIn:
+        """Data input i of a control-flow primitive: a tensor or a resource
+        handle (which the primitive forwards: the node then stands for the
+        variable, so that ReadVariableOp and the assignments accept it), or a
+        loop's back edge from a NextIteration not built yet (patched once it is)."""
+        src, port = self._ref(i)
+        g = self.imp.g.get(src)
+        if src not in self.imp.refs and g is not None and g.op == "NextIteration" \
+                and self.node.op == "Merge":
+            ref = DataIn(f"\0next:{src}", port)
+            self.imp.back_edges.append(src)
+            return ref
+        if src in self.imp.var_of:
+            self.imp.var_of[self.node.name] = self.imp.var_of[src]
+            refs = self.imp.refs.get(src)
+            return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
+        return self.input(i)
+
     def var(self, i: int) -> DataIn:
         src, port = self._ref(i)
+        g = self.imp.g.get(src)
+        if src in self.imp.var_of and g is not None and g.op in opt.CONTROL_FLOW_PRIMITIVES:
+            return self.imp.refs[src][port]   # a handle through Switch, Enter, Merge, ...
         if src not in self.imp.var_of:
             g = self.imp.g.get(src)
             self.reject(f"resource input {i} comes from {src!r} ({g.op if g else '?'}), not from "
@@ -748,6 +791,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
         if not k & 255:
             check_deadline(deadline, f"importing the graph ({k} of {len(order)} nodes built)")
         imp.build(name)
+    if imp.back_edges:
+        _patch_back_edges(imp)
     check_deadline(deadline, "importing the graph")
     outputs: dict[str, DataIn] = {}
     if default:
@@ -781,6 +826,23 @@ def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:
             sh = attr_value(g.attr["shared_name"]) if "shared_name" in g.attr else ""
             shared[sh or name] = name
     imp.variable_names = {h: v for h, v in imp.variable_names.items() if v not in shared}
+
+
+def _patch_back_edges(imp: _Importer) -> None:
+    """A Merge built before the NextIteration that feeds it held a
+    placeholder input: now the NextIteration is built, name its node."""
+    def fixed(i):
+        if isinstance(i, DataIn) and i.node.startswith("\0next:"):
+            src = i.node[len("\0next:"):]
+            refs = imp.refs.get(src)
+            if not refs:
+                raise GraphImportError(f"node {_short(src)!r}", "a loop's NextIteration was not "
+                                       "imported", "control-flow")
+            return refs[i.port]
+        return i
+    imp.out_nodes = [n.replace(inputs=tuple(fixed(i) for i in n.inputs))
+                     if any(isinstance(i, DataIn) and i.node.startswith("\0next:") for i in n.inputs)
+                     else n for n in imp.out_nodes]
 
 
 #: Ops whose output may close a cycle: the back edge of a TensorFlow loop.

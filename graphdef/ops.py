@@ -116,8 +116,8 @@ def _load_entry_points() -> None:
 STATELESS_UNMODELLED = frozenset("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
     Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
-    Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite Less LessEqual
-    Greater GreaterEqual Equal NotEqual LogicalAnd LogicalOr LogicalNot Select SelectV2
+    Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite  
+         LogicalOr  Select SelectV2
     Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
     Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool
@@ -132,12 +132,17 @@ STATELESS_UNMODELLED = frozenset("""
     StatelessTruncatedNormal Size Rank
 """.split())
 
-#: Control flow: rejected by name until it is modelled.
+#: Control flow that is not modelled, rejected by name: the reference-typed
+#: v1 primitives, TensorFlow 2's functional ops (lower them first: tfsem
+#: imports the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
+#: LoopCond, see docs/semantics.md) and ControlTrigger.
 CONTROL_FLOW = frozenset("""
-    Switch RefSwitch Merge RefMerge Enter RefEnter Exit RefExit NextIteration
-    RefNextIteration LoopCond If StatelessIf While StatelessWhile Case StatelessCase
-    ControlTrigger
+    RefSwitch RefMerge RefEnter RefExit RefNextIteration If StatelessIf While
+    StatelessWhile Case StatelessCase ControlTrigger
 """.split())
+
+#: The v1 control-flow primitives tfsem imports (SPEC section 9).
+CONTROL_FLOW_PRIMITIVES = ("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
 
 #: Function calls, inlined from the graph's library (graphdef/functions.py).
 CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -543,3 +548,58 @@ def _apply_adam(b):
 def describe() -> list[tuple[str, str, str]]:
     """(op, what it becomes, origin) for every model, sorted by op name."""
     return [(m.op, m.doc, m.origin) for m in sorted(table().values(), key=lambda m: m.op)]
+
+
+# -- control flow (SPEC section 9; docs/semantics.md) -------------------------
+
+
+@op("Switch", "Switch (output 0: pred false, output 1: pred true; the other is dead)",
+    output_args=("output_false", "output_true"))
+def _switch(b):
+    ref = b.add("Switch", [b.flow_input(0), b.input(1)])
+    return [DataIn(ref.node, 0), DataIn(ref.node, 1)]
+
+
+@op("Merge", "Merge (output 0: the first live input, output 1: its index, int32)",
+    output_args=("output", "value_index"))
+def _merge(b):
+    ref = b.add("Merge", [b.flow_input(i) for i in range(b.n_inputs)])
+    return [DataIn(ref.node, 0), DataIn(ref.node, 1)]
+
+
+@op("Enter", "Enter (frame_name, is_constant, parallel_iterations)")
+def _enter(b):
+    attrs = {"frame_name": b.attr("frame_name"),
+             "is_constant": bool(b.attr("is_constant", False)),
+             "parallel_iterations": int(b.attr("parallel_iterations", 10))}
+    return [b.add("Enter", [b.flow_input(0)], attrs)]
+
+
+@op("Exit", "Exit (leaves the innermost loop)")
+def _exit(b):
+    return [b.add("Exit", [b.flow_input(0)])]
+
+
+@op("NextIteration", "NextIteration (the loop's back edge)")
+def _next_iteration(b):
+    return [b.add("NextIteration", [b.flow_input(0)])]
+
+
+@op("LoopCond", "LoopCond (the loop's predicate)")
+def _loop_cond(b):
+    return [b.add("LoopCond", [b.input(0)])]
+
+
+def _comparison_model(name: str) -> None:
+    @op(name, f"{name} (bool result)")
+    def build(b):
+        return [b.add(name, [b.input(0), b.input(1)])]
+
+
+for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd"):
+    _comparison_model(_name)
+
+
+@op("LogicalNot", "LogicalNot")
+def _logical_not(b):
+    return [b.add("LogicalNot", [b.input(0)])]

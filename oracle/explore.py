@@ -684,7 +684,8 @@ def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
 def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 semantics: str = ATOMIC, observe: str = "outputs+state",
                 max_states: int = DEFAULT_MAX_STATES,
-                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "auto") -> OutcomeSet:
+                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "auto",
+                max_iterations: int | None = None) -> OutcomeSet:
     """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
     starts uninitialized.  Raises BudgetExceeded when the budget runs out.
     `engine`: "reference" (this module), "readsfrom" (one run per reads-from
@@ -692,7 +693,16 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     component has them; symmetry.py) or "auto" (the default: per component,
     one of them chosen by structure; see readsfrom.outcome_set_engine).  All
     return the same set; they differ in time, in `states` and in the
-    witness schedules."""
+    witness schedules.
+
+    A program with control flow (SPEC section 9) is explored by the
+    reference semantics of `controlflow.py` ("reference" and "auto"; the
+    other engines refuse it with readsfrom.Unsupported), up to
+    `max_iterations` iterations of each loop (LoopBoundExceeded, a
+    BudgetExceeded, past it)."""
+    if p.has_control_flow:
+        return _control_flow_outcome_set(p, feeds, init, semantics, observe, max_states,
+                                         max_seconds, engine, max_iterations)
     if engine != "reference":
         from .readsfrom import outcome_set_engine
         return outcome_set_engine(p, feeds, init, semantics, observe, max_states,
@@ -705,3 +715,20 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
         comp = _Component(p, names, semantics, observe, feeds, variables, outputs).cache_functions()
         comps.append(_explore(comp, init, budget))
     return OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
+
+
+def _control_flow_outcome_set(p: Program, feeds, init, semantics: str, observe: str,
+                              max_states: int, max_seconds: float, engine: str,
+                              max_iterations: int | None) -> OutcomeSet:
+    from . import controlflow as cf
+    if engine not in ("reference", "auto"):
+        from .readsfrom import Unsupported
+        raise Unsupported(f"the {engine} engine does not model control flow (nodes "
+                          f"{', '.join(p.control_flow_nodes[:5])}"
+                          f"{', ...' if len(p.control_flow_nodes) > 5 else ''})")
+    if semantics not in (ATOMIC, DECOMPOSED):
+        raise ValueError(f"unknown semantics {semantics!r}")
+    started = time.monotonic()
+    found, explored = cf.outcomes(p, feeds, init, semantics, observe, max_states, max_seconds,
+                                  max_iterations or cf.DEFAULT_MAX_ITERATIONS)
+    return OutcomeSet([found], explored, time.monotonic() - started)

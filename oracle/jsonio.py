@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import functions as fns
-from .program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn, Node,
+from .program import (ASSIGN, ENTER, ENTER_ATTRS, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn, Node,
                       Program, ProgramError, TensorType, Violation, parse_input, parse_port)
 from .values import DTYPES, Error, Tensor, Value, ValueFormatError, value_from_json, value_to_json
 
@@ -134,6 +134,8 @@ def _node_from_json(raw: Any, where: str, bad) -> Node | None:
     where = f"node {name!r}"
     f_attrs = set(fns.lookup(raw["op"]).attrs) if isinstance(raw.get("op"), str) \
         and fns.lookup(raw["op"]) is not None else set()
+    if raw.get("op") == ENTER:   # control flow (SPEC section 9)
+        f_attrs = set(ENTER_ATTRS)
     for key in set(raw) - _NODE_FIELDS - f_attrs:  # a function's attributes are fields too
         bad(where, "unknown-field", f"unknown field {key!r}")
     op = raw.get("op")
@@ -164,6 +166,9 @@ def _node_from_json(raw: Any, where: str, bad) -> Node | None:
             attrs["var"] = raw["var"]
     elif op == READ:
         pass
+    elif op == ENTER:
+        allowed = set(ENTER_ATTRS)
+        attrs.update({k: raw.get(k, d) for k, d in ENTER_ATTRS.items()})
     elif op in ("Assign", "Write") or (op.startswith("Assign") and fns.lookup(op) is None):
         allowed = {"fn"} if op == "Assign" else set()
         fn = "Snd" if op == "Write" else raw.get("fn") if op == "Assign" else op[len("Assign"):]

@@ -19,10 +19,19 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from . import functions as fns
+from . import predicates  # noqa: F401  (registers Less, Equal, LogicalNot, ...)
 from .values import DTYPES, Tensor
 
 VAR, READ, ASSIGN = "Var", "Read", "Assign"
 TENSOR, VARIABLE, CONTROL = "tensor", "variable", "control"
+
+#: The control-flow primitives (SPEC section 9; the whitepaper's section 4.4,
+#: section 5 of "A Computational Model for TensorFlow").
+SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND = (
+    "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
+CONTROL_FLOW_OPS = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
+#: Enter's attributes and their defaults (TensorFlow's: parallel_iterations 10)
+ENTER_ATTRS = {"frame_name": None, "is_constant": False, "parallel_iterations": 10}
 
 
 # ---------------------------------------------------------------------------
@@ -145,6 +154,8 @@ class Node:
     @property
     def kind(self) -> str:
         """"Var", "Read", "Assign" or "function"."""
+        if self.op in CONTROL_FLOW_OPS:
+            return "control-flow"
         return self.op if self.op in (VAR, READ, ASSIGN) else "function"
 
     def n_outputs(self) -> int:
@@ -152,10 +163,17 @@ class Node:
             return 1
         if self.op == ASSIGN:
             return 0
+        if self.op in (SWITCH, MERGE):
+            return 2
+        if self.op in CONTROL_FLOW_OPS:
+            return 1
         f = fns.lookup(self.op)
         return f.n_out if f else 0
 
     def output_kind(self, port: int) -> str:
+        """The kind of an output port, as far as the node alone says (a
+        control-flow node forwards its input's kind: ask
+        :meth:`Program.port_kind`)."""
         return VARIABLE if self.op == VAR else TENSOR
 
     def replace(self, **changes: Any) -> "Node":
@@ -216,6 +234,46 @@ class Program:
     def node(self) -> Mapping[str, Node]:
         return {n.name: n for n in self.nodes}
 
+    @cached_property
+    def has_control_flow(self) -> bool:
+        return any(n.op in CONTROL_FLOW_OPS for n in self.nodes)
+
+    @cached_property
+    def control_flow_nodes(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.nodes if n.op in CONTROL_FLOW_OPS)
+
+    def port_kind(self, name: str, port: int) -> str:
+        """The kind of output `port` of node `name`: a Switch, Merge (port 0),
+        Enter, Exit or NextIteration forwards its first data input, so it is a
+        variable edge when that input is one (TensorFlow passes resource
+        handles through them); a Merge's port 1 (value_index) is a tensor."""
+        seen: set[str] = set()
+        while True:
+            n = self.node.get(name)
+            if n is None or n.op not in (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION) \
+                    or (n.op == MERGE and port == 1) or name in seen or not n.data_inputs:
+                return n.output_kind(port) if n is not None else TENSOR
+            seen.add(name)
+            first = n.data_inputs[0]
+            if isinstance(first, FeedIn):
+                return TENSOR
+            name, port = first.node, first.port
+
+    def is_back_edge(self, name: str, inp: Input) -> bool:
+        """A loop's back edge: a data edge from a NextIteration into a Merge
+        (the only place a cycle is allowed)."""
+        if not isinstance(inp, DataIn) or self.node[name].op != MERGE:
+            return False
+        src = self.node.get(inp.node)
+        return src is not None and src.op == NEXT_ITERATION
+
+    @cached_property
+    def frames(self) -> Mapping[str, tuple[str, ...]]:
+        """The static frame of every node: the names of the loops (frames)
+        that enclose it, outermost first ({} for a node TensorFlow could not
+        place: validation reports it)."""
+        return _infer_frames(self)[0]
+
     def feed_type(self, name: str) -> TensorType:
         return self.feeds.get(name, TensorType())
 
@@ -236,9 +294,12 @@ class Program:
         return {k: tuple(v) for k, v in out.items()}
 
     def predecessors(self, name: str) -> tuple[str, ...]:
-        """Nodes with an edge (data or control) into `name`."""
+        """Nodes with an edge (data or control) into `name` (a loop's back
+        edge, NextIteration into Merge, excluded: it closes the only cycles a
+        program may have)."""
         return tuple(dict.fromkeys(i.node for i in self.node[name].inputs
-                                   if isinstance(i, (DataIn, ControlIn))))
+                                   if isinstance(i, (DataIn, ControlIn))
+                                   and not self.is_back_edge(name, i)))
 
     @cached_property
     def successors(self) -> Mapping[str, tuple[str, ...]]:
@@ -359,6 +420,8 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
             elif not f.assignable:
                 bad(where, "arity", f"Assign-{f.name} needs a function of 2 arguments and 1 result, "
                                     f"{f.name} has {f.n_in} and {f.n_out}")
+        elif n.op in CONTROL_FLOW_OPS:
+            expected_in = _check_control_flow_node(p, n, where, bad)
         else:
             f = fns.lookup(n.op)
             if f is None:
@@ -372,6 +435,8 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
             bad(where, "arity", f"{n.op} takes {expected_in} data input(s), got {len(data)}")
 
         for idx, inp in enumerate(data):
+            if n.op in CONTROL_FLOW_OPS:
+                break  # checked by _check_control_flow_node
             want = VARIABLE if (n.op in (READ, ASSIGN) and idx == 0) else TENSOR
             got = _input_kind(p, inp)
             if got is None:
@@ -397,7 +462,7 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
         elif port.port >= src.n_outputs():
             bad(where, "bad-port", f"{src.name} ({src.op}) has {src.n_outputs()} output port(s), "
                                    f"not port {port.port}")
-        elif src.op == VAR:
+        elif p.port_kind(port.node, port.port) == VARIABLE:
             bad(where, "edge-kind", f"an output is a tensor edge, {port} is a variable edge")
 
     if not any(v.rule in ("unknown-node", "duplicate-name") for v in out):
@@ -405,13 +470,135 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
             p.topological_order
         except ProgramError as exc:
             cyc = _find_cycle(p)
+            why = (" (a cycle is allowed only through a NextIteration into a Merge, "
+                   "a loop's back edge)") if p.has_control_flow else ""
             out.extend(Violation(f"node {cyc[0]!r}" if cyc else "program", "cycle",
-                                 _cycle_text(cyc) if cyc else v.message)
+                                 (_cycle_text(cyc) if cyc else v.message) + why)
                        for v in exc.violations)
 
+    if p.has_control_flow and not any(v.rule in ("unknown-node", "duplicate-name", "cycle",
+                                                 "bad-port") for v in out):
+        out.extend(_infer_frames(p)[1])
     if strict:
         _check_strict(p, bad)
     return out
+
+
+def _check_control_flow_node(p: Program, n: Node, where: str, bad) -> int:
+    """Arity, edge kinds and attributes of a control-flow node; returns the
+    number of data inputs it takes (-1 checked here: Merge takes k >= 1)."""
+    data = n.data_inputs
+    kinds = [_input_kind(p, i) for i in data]
+    if n.op == SWITCH:
+        # Switch(data, pred): output 0 carries data when pred is false, output 1 when true
+        if len(data) == 2 and kinds[1] not in (None, TENSOR):
+            bad(f"{where} input 1 ({data[1]})", "edge-kind",
+                f"Switch input 1 (the predicate) must be a tensor edge, {data[1]} is a {kinds[1]} edge")
+        return 2
+    if n.op == MERGE:
+        if not data:
+            bad(where, "arity", "Merge takes 1 or more data inputs, got 0")
+        known = {k for k in kinds if k is not None}
+        if len(known) > 1:
+            bad(where, "edge-kind", "Merge's data inputs must all be tensor edges or all variable "
+                                    f"edges, got {', '.join(f'{i} ({k})' for i, k in zip(data, kinds))}")
+        return len(data)
+    if n.op == ENTER:
+        frame = n.attrs.get("frame_name")
+        if not isinstance(frame, str) or not frame:
+            bad(where, "missing-attribute", "Enter needs attribute 'frame_name' (a non-empty string)")
+        elif "@" in frame:
+            bad(where, "bad-name", f"frame name {frame!r}: '@' is reserved for schedules "
+                                   "(node@frame:iteration)")
+        if not isinstance(n.attrs.get("is_constant", False), bool):
+            bad(where, "bad-value", "Enter attribute 'is_constant' is true or false")
+        pi = n.attrs.get("parallel_iterations", 10)
+        if isinstance(pi, bool) or not isinstance(pi, int) or pi < 1:
+            bad(where, "bad-value", f"Enter attribute 'parallel_iterations' is an integer >= 1, got {pi!r}")
+    if n.op == LOOP_COND and data and kinds[0] not in (None, TENSOR):
+        bad(f"{where} input 0 ({data[0]})", "edge-kind",
+            f"LoopCond input 0 must be a tensor edge, {data[0]} is a {kinds[0]} edge")
+    if n.op == NEXT_ITERATION:
+        for consumer, _ in p.consumers.get((n.name, 0), ()):
+            if p.node[consumer].op != MERGE:
+                bad(where, "next-iteration", f"a NextIteration feeds only Merge nodes (the loop's "
+                                             f"back edge), {consumer!r} is a {p.node[consumer].op}")
+        for m in p.nodes:
+            if any(isinstance(i, ControlIn) and i.node == n.name for i in m.inputs):
+                bad(where, "next-iteration", f"a NextIteration has no control consumers, {m.name!r} "
+                                             "has a control edge from it")
+        if any(port.node == n.name for port in p.outputs.values()):
+            bad(where, "next-iteration", "a NextIteration's output cannot be fetched")
+    return 1
+
+
+def _infer_frames(p: Program) -> tuple[dict[str, tuple[str, ...]], list[Violation]]:
+    """Each node's frame, as TensorFlow's executor infers it: an Enter's
+    consumers are in the Enter's frame plus the Enter's frame_name, an Exit's
+    in its frame minus the innermost loop, every other edge keeps the frame.
+    All inputs of a node must agree; an Exit needs a loop to leave; fetches
+    are in the outermost (root) frame."""
+    out: list[Violation] = []
+    frames: dict[str, tuple[str, ...]] = {}
+    try:
+        order = p.topological_order
+    except ProgramError:
+        return {}, out
+
+    def of_input(i: Input) -> tuple[str, ...] | None:
+        if not isinstance(i, (DataIn, ControlIn)):
+            return ()
+        src = p.node[i.node]
+        f = frames.get(i.node)
+        if f is None:
+            return None
+        # an Enter's or Exit's control edges live where its data output does
+        if src.op == ENTER:
+            return f + (src.attrs.get("frame_name") or "?",)
+        if src.op == EXIT:
+            return f[:-1]
+        return f
+
+    for name in order:
+        n = p.node[name]
+        seen: dict[tuple[str, ...], str] = {}
+        for i in n.inputs:
+            if p.is_back_edge(name, i):
+                continue
+            f = of_input(i)
+            if f is not None:
+                seen.setdefault(f, str(i))
+        if len(seen) > 1:
+            where = ", ".join(f"{i} in {_frame_text(f)}" for f, i in seen.items())
+            out.append(Violation(f"node {name!r}", "frame",
+                                 f"inputs from different frames ({where}): a value enters a loop "
+                                 "only through Enter and leaves it only through Exit"))
+        frames[name] = next(iter(seen), ())
+        if n.op == EXIT and not frames[name]:
+            out.append(Violation(f"node {name!r}", "frame", "Exit outside any loop (its input is "
+                                                            "in the root frame)"))
+    for n in p.nodes:
+        for i in n.inputs:
+            if p.is_back_edge(n.name, i):
+                f = frames.get(i.node)
+                if f is not None and f != frames.get(n.name):
+                    out.append(Violation(f"node {n.name!r}", "frame",
+                                         f"back edge from {i.node!r} in {_frame_text(f)} into a Merge "
+                                         f"in {_frame_text(frames[n.name])}"))
+                elif not f:
+                    out.append(Violation(f"node {n.name!r}", "frame",
+                                         f"back edge from {i.node!r} outside any loop"))
+    for oname, port in p.outputs.items():
+        f = of_input(port)
+        if f:
+            out.append(Violation(f"output {oname!r}", "frame",
+                                 f"{port} is inside loop {_frame_text(f)}: fetch "
+                                 "it after an Exit"))
+    return frames, out
+
+
+def _frame_text(f: tuple[str, ...]) -> str:
+    return "the root frame" if not f else "frame " + "/".join(f)
 
 
 def _check_type(where: str, t: TensorType, bad) -> None:
@@ -427,7 +614,7 @@ def _input_kind(p: Program, inp: Input) -> str | None:
     src = p.node.get(inp.node)
     if src is None:
         return None
-    return src.output_kind(inp.port)
+    return p.port_kind(src.name, inp.port)
 
 
 def _cycle_text(cyc: list[str], shown: int = 12) -> str:

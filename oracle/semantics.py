@@ -18,6 +18,12 @@ Two semantics modes (SPEC section 2):
   Between the two, the pending (x, w, v) is part of the state, and other nodes
   may fire.  Schedules name the steps ``n@read`` and ``n@write``.
 
+Control flow (SPEC section 9: Switch, Merge, Enter, Exit, NextIteration,
+LoopCond; section 5 of the paper, section 4.4 of the whitepaper) extends this
+state with execution contexts: `controlflow.py` transcribes it, and
+:func:`behaviours`, :func:`reference_outcomes` and :func:`run_schedule` hand a
+program with control-flow nodes to it.
+
 Errors (footnotes 2, 4, 5): an uninitialized variable holds the error value
 `uninitialized`; functions propagate errors; an Assign whose tensor input is an
 error, or whose f(w, v) is an error, leaves the variable unchanged.
@@ -85,7 +91,7 @@ def graph_of(p: Program) -> Graph:
         for idx, inp in enumerate(n.inputs):
             eid = f"{n.name}#{idx}"
             if isinstance(inp, DataIn):
-                kind = p.node[inp.node].output_kind(inp.port)
+                kind = p.port_kind(inp.node, inp.port)
                 e = Edge(eid, kind, (inp.node, inp.port), (n.name, idx))
                 outgoing[inp.node].append(e)
             elif isinstance(inp, ControlIn):
@@ -159,6 +165,8 @@ def _inputs_present(g: Graph, s: State, n: str) -> bool:
 
 def enabled(p: Program, g: Graph, s: State, semantics: str = ATOMIC) -> list[str]:
     """The steps that may fire in state s, as schedule labels."""
+    if p.has_control_flow:
+        raise ValueError("a program with control flow: use controlflow.Machine")
     steps = []
     for n in p.nodes:
         if semantics == DECOMPOSED and n.op == ASSIGN:
@@ -250,14 +258,22 @@ def _assigned(fn: str, w: Value, v: Value, current: Value) -> Value:
 
 
 def outcome_of(p: Program, g: Graph, s: State, observe: str) -> Outcome:
+    if not isinstance(s, State):   # a control-flow state (controlflow.CFState)
+        from .controlflow import Machine
+        return Machine(p, g).outcome(s, observe)
     outputs = {name: s.in_transit[e.id] for name, e in g.output_edges.items()}
     return make_outcome(outputs, s.var_value, observe)
 
 
 def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                 schedule: list[str], semantics: str = ATOMIC) -> State:
+                 schedule: list[str], semantics: str = ATOMIC,
+                 max_iterations: int | None = None) -> State:
     """Replay a schedule; raises ValueError at the first step that may not fire."""
     g = graph_of(p)
+    if p.has_control_flow:
+        from . import controlflow as cf
+        return cf.run_schedule(p, g, feeds, init, schedule, semantics,
+                               max_iterations or cf.DEFAULT_MAX_ITERATIONS)
     s = initial_state(p, g, feeds, init)
     for i, step in enumerate(schedule):
         if step not in enabled(p, g, s, semantics):
@@ -270,7 +286,8 @@ def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Valu
 
 def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                semantics: str = ATOMIC, memo: bool = True,
-               max_states: int | None = None) -> Iterator[tuple[list[str], State]]:
+               max_states: int | None = None,
+               max_iterations: int | None = None) -> Iterator[tuple[list[str], State]]:
     """Every complete run, as (schedule, final state).
 
     With memo=False this is the naive enumeration of firing orders (n! on an
@@ -281,6 +298,11 @@ def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
     from .explore import BudgetExceeded
     visited = 0
     g = graph_of(p)
+    if p.has_control_flow:
+        from . import controlflow as cf
+        yield from cf.behaviours(p, g, feeds, init, semantics, memo, max_states,
+                                 max_iterations or cf.DEFAULT_MAX_ITERATIONS)
+        return
     seen: set[tuple] = set()
     stack: list[tuple[State, list[str]]] = [(initial_state(p, g, feeds, init), [])]
     while stack:
@@ -303,11 +325,14 @@ def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
 
 def reference_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                        semantics: str = ATOMIC, observe: str = "outputs+state",
-                       memo: bool = True, max_states: int | None = None) -> dict[Outcome, list[str]]:
+                       memo: bool = True, max_states: int | None = None,
+                       max_iterations: int | None = None) -> dict[Outcome, list[str]]:
     """Outcomes(P, σ) by brute force over the step semantics, each outcome with
-    the first schedule found that produces it."""
+    the first schedule found that produces it.  A program with control flow
+    raises controlflow.LoopBoundExceeded (a BudgetExceeded) when a run would
+    pass `max_iterations` iterations of a loop."""
     g = graph_of(p)
     out: dict[Outcome, list[str]] = {}
-    for sched, s in behaviours(p, feeds, init, semantics, memo, max_states):
+    for sched, s in behaviours(p, feeds, init, semantics, memo, max_states, max_iterations):
         out.setdefault(outcome_of(p, g, s, observe), sched)
     return out

@@ -110,6 +110,11 @@ class Tensor:
         if name is None:
             raise ValueFormatError(f"unsupported dtype {arr.dtype} (tfsem models "
                                    f"{', '.join(DTYPES)})")
+        if name == "bool":
+            # a bool byte other than 0 and 1 (np.frombuffer, a GraphDef's
+            # tensor_content) is True: store it as 1, so that equality and
+            # hashing, which look at the bytes, follow the elements
+            arr = arr.view(np.uint8) != 0
         arr.setflags(write=False)
         key = (name, arr.shape, _canonical_bytes(arr))
         object.__setattr__(self, "array", arr)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS
-from tfsem.oracle.program import Program
+from tfsem.oracle.program import Program, ProgramError, Violation
 
 SOUND, UNSOUND = "sound", "unsound"
 CLAIMS = (SOUND, UNSOUND)
@@ -69,6 +69,12 @@ class Pass:
             raise TypeError(f"pass {self.name}: function {self.function!r} is not callable")
 
     def __call__(self, program: Program) -> Program:
+        if program.has_control_flow:
+            # the built-in passes and their claims are about programs without
+            # control flow (docs/semantics.md): refuse rather than rewrite wrongly
+            raise ProgramError([Violation("program", "control-flow",
+                                          f"pass {self.name} does not handle control flow (nodes "
+                                          f"{', '.join(program.control_flow_nodes[:5])})")])
         result = self.function(program)
         if not isinstance(result, Program):
             raise TypeError(f"pass {self.name} returned {type(result).__name__}, not a Program")

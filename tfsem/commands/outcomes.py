@@ -30,6 +30,9 @@ def add_parser(sub) -> None:
                         "(one run per orbit of identical threads), or auto (the default: chosen "
                         "per independent component by its structure); "
                         "see docs/oracle.md")
+    p.add_argument("--max-iterations", type=positive_int, default=16,
+                   help="iteration bound of each loop of a program with control flow "
+                        "(default 16; a run past it makes the answer unknown)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -56,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
                              max_states=args.max_states,
                              max_seconds=(remaining(args, args.timeout, started) if started
                                           is not None else args.timeout),
-                             engine=args.engine)
+                             engine=args.engine, max_iterations=args.max_iterations)
     except Unsupported as exc:  # --engine readsfrom on a program it does not apply to
-        raise UsageError(f"--engine readsfrom: {exc}; use --engine auto or reference") from None
+        raise UsageError(f"--engine {args.engine}: {exc}; use --engine auto or reference") from None
     except CannotRun as exc:  # an op of an imported graph with no concrete model
         raise UsageError(exc.naming_nodes(program)) from None
     except BudgetExceeded as exc:

@@ -23,11 +23,11 @@ query: a wrong encoding cannot hide behind a lucky sample.
 3. The encoder's memo caches: a key is an object's id, so the cache must keep
    the object alive (no id reuse after garbage collection), and functions of
    one name over different sorts must stay different declarations.
-4. FOUND (dtypes, xfail until fixed): a bool stored as a byte other than 0/1
-   (np.frombuffer, a GraphDef's tensor_content) is unequal to True in the
-   value model, so the oracle and the generic engine see a difference between
+4. Found by this review, fixed: a bool stored as a byte other than 0/1
+   (np.frombuffer, a GraphDef's tensor_content) was unequal to True in the
+   value model, so the oracle and the generic engine saw a difference between
    equal values (a confirmed `unsound` for two programs that output bool
-   [True]).  Fix: canonicalize bool arrays in `Tensor` (`a.view(np.uint8) != 0`).
+   [True]).  `Tensor` now stores bool arrays canonically (`a.view(np.uint8) != 0`).
 
 Besides these, the review ran about 5,400 generated pairs (4,000 on enc,
 1,400 on dtypes, 3,000 of them proved `sound`): random programs of 3 to 16
@@ -504,13 +504,11 @@ def test_opaque_values_of_two_dtypes_are_not_one_val():
 #
 # numpy keeps whatever byte a bool array holds (np.frombuffer, a view, and
 # the GraphDef importer's tensor_content path all keep it), and Tensor's
-# equality and key compare bytes (values._canonical_bytes canonicalizes NaN
-# only).  So bool [True] stored as 0x02 is not equal to bool [True]: the
-# concrete oracle sees a difference where SPEC section 2 (same dtype, shape
-# and elements) sees none.  The element engine canonicalizes (np.bool_
-# scalars) and proves such a rewrite `sound`; the generic engine and the
-# structural rule key constants by bytes, and the generic engine reports a
-# confirmed `unsound` for two programs that output the same value.
+# equality and key compare bytes.  So bool [True] stored as 0x02 was not
+# equal to bool [True]: the concrete oracle saw a difference where SPEC
+# section 2 (same dtype, shape and elements) sees none, and the generic
+# engine reported a confirmed `unsound` for two programs that output the
+# same value.  Tensor now stores a bool array as 0/1 bytes.
 
 
 def _noncanonical_true():
@@ -518,9 +516,6 @@ def _noncanonical_true():
     return Tensor(np.frombuffer(b"\x02", dtype=np.bool_).copy(), "bool")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="values.Tensor compares bool bytes, not elements: a bool stored as "
-                          "0x02 differs from True")
 def test_a_bool_stored_as_another_byte_equals_true():
     if "bool" not in DTYPES:
         pytest.skip("the value model has no bool")
@@ -528,9 +523,6 @@ def test_a_bool_stored_as_another_byte_equals_true():
     assert _noncanonical_true() == Tensor(np.array([True]), "bool")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a bool stored as 0x02 makes the generic engine (and the oracle) see "
-                          "a difference between equal outputs")
 @pytest.mark.parametrize("mode", ["auto", "generic"])
 def test_equal_bool_outputs_are_not_unsound(mode):
     if "bool" not in DTYPES:
@@ -552,9 +544,6 @@ def test_equal_bool_outputs_are_not_unsound(mode):
     assert all(o in ours for o, _ in theirs.items()), "the oracle sees a difference"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the GraphDef importer keeps a bool's tensor_content byte (0x02), and "
-                          "the oracle then tells two equal imported constants apart")
 def test_an_imported_bool_constant_is_canonical():
     if "bool" not in DTYPES:
         pytest.skip("the value model has no bool")

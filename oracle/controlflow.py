@@ -1,0 +1,534 @@
+"""The step semantics with control flow (SPEC section 9), transcribed.
+
+This extends the reference semantics of `semantics.py` (section 3.2.1 of "A
+Computational Model for TensorFlow") the way section 5 of that paper says:
+
+    "TensorFlow maps conditionals and while loops to dataflow primitives
+    [...] each node fires at most once in each execution context, where an
+    execution context identifies an iteration of each (possibly nested) loop
+    that contains the node."
+
+and with the primitives of the TensorFlow whitepaper, section 4.4 ("Control
+Flow"):
+
+    "We introduce a small set of primitive control flow operators into
+    TensorFlow [...] The Switch operator [...] The Merge operator [...] The
+    Enter, Leave [Exit], and NextIteration operators are used to express
+    iteration.  [...] the execution of different iterations [may] overlap
+    [...] a tag [...] the frame and iteration [...]"
+
+The state of section 3.2.1 (VarValue, InTransit) becomes, per execution
+context:
+
+* a *context* is a tuple ((frame, iteration), ...), outermost loop first; the
+  root context () is outside every loop;
+* InTransit maps (edge, context) to its content: a tensor, a variable, GO, or
+  DEAD (the whitepaper's dead value: "Switch [...] forwards [...] to one of its
+  outputs [...] and a dead value to the other");
+* Fired records which (node, context) have fired: each fires at most once;
+* Pending (decomposed mode) holds an Assign's (x, w, v) between its read and
+  write steps, per (node, context);
+* DeadExits records the Exits that fired dead in a loop instance (below).
+
+Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
+:func:`fire_step`):
+
+* An ordinary node (Var, Read, Assign-f, a function, Switch, Enter, Exit,
+  NextIteration, LoopCond) may fire in context c when each incoming edge holds
+  content in c.  If one of them holds DEAD (data or control edge), it *fires
+  dead*: it consumes its inputs, puts DEAD on every outgoing edge, and has no
+  other effect (a dead Assign writes nothing, a dead Read reads nothing).
+* Merge may fire in c when every control input holds content (TensorFlow's
+  executor ignores whether a Merge's control input is dead) and either some
+  data input holds a live value, which it forwards on port 0 with its index on
+  port 1 (an int32), or all data inputs hold DEAD, when it fires dead.
+  TensorFlow forwards the *first* live input to arrive; the interleaving
+  semantics makes that a choice: a Merge may fire as soon as one live input
+  is there, and when several are, each is a possible step (the step names the
+  index: `m[k]`).  Later inputs in that context are ignored.
+* Switch(data, pred): pred a bool scalar; true puts data on port 1 and DEAD on
+  port 0, false the other way round.  A pred that is an error value (an
+  uninitialized variable, say) or not a bool scalar sends that error (or
+  `bad-predicate`) on port 0 and DEAD on port 1: errors are values in this
+  model (SPEC section 2), where TensorFlow would fail the step.  (On a
+  variable edge the error stands for the handle: a Read of it yields the
+  error, an Assign through it changes nothing.)
+* Enter (frame F) in c puts its value in c + ((F, 0),); with is_constant the
+  value is visible in every iteration of that loop instance (TensorFlow's
+  loop invariants) and is never consumed.
+* NextIteration in c + ((F, i),) puts its value in c + ((F, i+1),); a dead
+  NextIteration puts nothing (TensorFlow stops deadness at NextIteration).
+* Exit in c + ((F, i),) puts a live value in c.  A dead Exit puts nothing at
+  once; when the loop instance c + F is done (every Enter of F fired in c and
+  no step can fire inside the instance), each Exit that fired dead in it and
+  never fired live puts DEAD in c (TensorFlow's `dead_exits`, propagated when
+  the frame is deleted): so a loop in an untaken branch is dead as a whole.
+* parallel_iterations (of the loop's first Enter, TensorFlow's choice):
+  nothing fires in iteration j of an instance unless j < o + P, where o is the
+  oldest iteration of the instance that is not done (TensorFlow starts a new
+  iteration only while fewer than P are outstanding).
+* LoopCond forwards its bool scalar (it marks the loop's predicate).
+
+A run ends when nothing can fire; its outcome is the values on the output
+edges in the root context (DEAD is the error value `dead`: TensorFlow fails
+such a fetch; never produced, which a well-formed graph avoids, is
+`not-produced`) and the variables.
+
+Loops: a NextIteration that would start iteration `max_iterations + 1` of a
+loop raises :class:`LoopBoundExceeded` (a BudgetExceeded), which commands turn
+into `unknown` naming the loop and the bound, never a truncated outcome set.
+
+Schedules name steps `node@F:i` (nested frames joined by '/'; no suffix in the
+root context), `node@F:i@read` / `@write` for a decomposed Assign, `m[k]` for
+a Merge's choice among several live inputs, and `x@F:end` for a dead Exit
+propagated when its loop instance is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+from . import functions as fns
+from .explore import BudgetExceeded
+from .outcomes import Outcome, make_outcome
+from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
+                      SWITCH, TENSOR, VAR, Program)
+from .semantics import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned
+from .values import UNINITIALIZED, Error, Tensor, Value
+
+#: The default iteration bound: a loop may run iterations 0..16 (16 trips
+#: through its body); a run that would start iteration 17 makes the answer unknown.
+DEFAULT_MAX_ITERATIONS = 16
+
+DEAD_REASON = "dead"
+NOT_PRODUCED = "not-produced"
+BAD_PREDICATE = "bad-predicate"
+
+Context = tuple  # tuple[tuple[str, int], ...]
+
+
+class _Dead:
+    def __repr__(self) -> str:
+        return "DEAD"
+
+
+#: The whitepaper's dead value.
+DEAD = _Dead()
+
+
+class LoopBoundExceeded(BudgetExceeded):
+    """A run reached the iteration bound of a loop."""
+
+    def __init__(self, frame: str, bound: int, explored: int = 0):
+        super().__init__("iterations", bound, explored)
+        self.frame = frame
+        self.args = (f"budget exceeded: loop iterations (loop {frame!r} reached the iteration "
+                     f"bound of {bound}; raise --max-iterations)",)
+
+
+def context_text(ctx: Context) -> str:
+    return "/".join(f"{f}:{i}" for f, i in ctx)
+
+
+@dataclass(frozen=True)
+class Step:
+    node: str
+    ctx: Context
+    phase: str = ""        # "", "read", "write" (decomposed Assign), "end" (dead Exit)
+    choice: int = -1       # a Merge's live input, or -1
+    dead: bool = False
+
+    def label(self, show_choice: bool = False) -> str:
+        text = self.node
+        if self.phase == "end":
+            outer = context_text(self.ctx[:-1])
+            return f"{text}@{outer + '/' if outer else ''}{self.ctx[-1][0]}:end"
+        if self.ctx:
+            text += "@" + context_text(self.ctx)
+        if self.phase in ("read", "write"):
+            text += "@" + self.phase
+        if show_choice and self.choice >= 0:
+            text += f"[{self.choice}]"
+        return text
+
+
+@dataclass(frozen=True)
+class CFState:
+    var_value: Mapping[str, Value]
+    tokens: Mapping[tuple[str, Context], object]      # (edge id, context) -> content
+    fired: frozenset                                   # of (node, context)
+    started: frozenset                                 # contexts that exist
+    pending: Mapping[tuple[str, Context], tuple] = field(default_factory=dict)
+    dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
+
+    def key(self) -> tuple:
+        return (tuple(sorted(self.var_value.items())),
+                tuple(sorted(self.tokens.items(), key=repr)),
+                self.fired, self.started,
+                tuple(sorted(self.pending.items(), key=repr)), self.dead_exits)
+
+
+class Machine:
+    """The rules above for one program (its graph and static frames)."""
+
+    def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
+                 max_iterations: int = DEFAULT_MAX_ITERATIONS):
+        if semantics not in (ATOMIC, DECOMPOSED):
+            raise ValueError(f"unknown semantics {semantics!r}")
+        self.p, self.g, self.semantics, self.bound = p, g, semantics, max_iterations
+        self.frames = p.frames
+        self.enters: dict[tuple[tuple[str, ...], str], list[str]] = {}
+        self.parallel: dict[str, int] = {}
+        for n in p.nodes:
+            if n.op == ENTER:
+                f = n.attrs["frame_name"]
+                self.enters.setdefault((self.frames[n.name], f), []).append(n.name)
+                self.parallel.setdefault(f, n.attrs.get("parallel_iterations", 10))
+        self.constant_enter = {n.name for n in p.nodes
+                               if n.op == ENTER and n.attrs.get("is_constant")}
+        self.explored = 0
+        self.enter_edges = {e.id for n in p.nodes if n.op == MERGE for e in g.incoming[n.name]
+                            if e.src is not None and e.src[0] in p.node
+                            and p.node[e.src[0]].op == ENTER
+                            and e.src[0] not in self.constant_enter}
+        self.back_edges = {e.id for n in p.nodes if n.op == MERGE
+                           for e, i in zip(g.incoming[n.name], n.inputs) if p.is_back_edge(n.name, i)}
+
+    # -- contents -----------------------------------------------------------
+
+    def _key(self, e: Edge, ctx: Context) -> tuple[str, Context]:
+        """Where the content of edge e for context ctx lives: a constant
+        Enter's value lives in iteration 0 and is seen by every iteration."""
+        if e.src is not None and e.src[0] in self.constant_enter and ctx:
+            return (e.id, ctx[:-1] + ((ctx[-1][0], 0),))
+        return (e.id, ctx)
+
+    def content(self, s: CFState, e: Edge, ctx: Context) -> object:
+        return s.tokens.get(self._key(e, ctx))
+
+    def _contexts_of(self, s: CFState, name: str) -> list[Context]:
+        want = self.frames.get(name, ())
+        return [c for c in s.started if tuple(f for f, _ in c) == want]
+
+    # -- enabled steps -------------------------------------------------------
+
+    def _raw_steps(self, s: CFState) -> list[Step]:
+        """The steps whose inputs are there, before the parallel_iterations window."""
+        steps: list[Step] = []
+        for n in self.p.nodes:
+            for ctx in self._contexts_of(s, n.name):
+                if (n.name, ctx) in s.fired:
+                    if (n.name, ctx) in s.pending:
+                        steps.append(Step(n.name, ctx, "write"))
+                    continue
+                incoming = self.g.incoming[n.name]
+                contents = [self.content(s, e, ctx) for e in incoming]
+                if n.op == MERGE:
+                    # "A merge node is ready if all control inputs have arrived and
+                    # either a) a live data input becomes available or b) all data
+                    # inputs are dead" (TensorFlow's executor)
+                    if any(c is None for e, c in zip(incoming, contents) if e.kind == CONTROL):
+                        continue
+                    # a back edge (from NextIteration) never carries anything into
+                    # iteration 0: it counts as dead there, so that a loop whose
+                    # Enters are dead is dead as a whole (see docs/semantics.md)
+                    # likewise an edge from a (non-constant) Enter carries nothing
+                    # into iterations after the first
+                    data = [DEAD if (e.id in self.back_edges and ctx and ctx[-1][1] == 0)
+                            or (e.id in self.enter_edges and ctx and ctx[-1][1] > 0) else c
+                            for e, c in zip(incoming, contents) if e.kind != CONTROL]
+                    live = [k for k, c in enumerate(data) if c is not None and c is not DEAD]
+                    if live:
+                        steps.extend(Step(n.name, ctx, choice=k) for k in live)
+                    elif all(c is DEAD for c in data):
+                        steps.append(Step(n.name, ctx, dead=True))
+                    continue
+                if any(c is None for c in contents):
+                    continue
+                dead = any(c is DEAD for c in contents)
+                phase = "read" if (self.semantics == DECOMPOSED and n.op == ASSIGN
+                                   and not dead) else ""
+                steps.append(Step(n.name, ctx, phase, dead=dead))
+        return steps
+
+    def eager(self, s: CFState, st: Step) -> bool:
+        """A step that touches no variable, makes no choice and stays enabled
+        until it fires: it commutes with every other step, so firing it first
+        loses no terminal state (a partial-order reduction; the brute force
+        in tests/test_controlflow_bruteforce.py checks it)."""
+        if st.dead or st.phase == "end":
+            return True
+        op = self.p.node[st.node].op
+        if op in (READ, ASSIGN):
+            return False
+        if op != MERGE:
+            return True
+        incoming = self.g.incoming[st.node]
+        data = [self.content(s, e, st.ctx) for e in incoming if e.kind != CONTROL]
+        ids = [e.id for e in incoming if e.kind != CONTROL]
+        ctx = st.ctx
+        known = [DEAD if (i in self.back_edges and ctx and ctx[-1][1] == 0)
+                 or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
+                 for i, c in zip(ids, data)]
+        return all(c is not None for c in known) and sum(c is not DEAD for c in known) == 1
+
+    def enabled_steps(self, s: CFState) -> list[Step]:
+        raw = self._raw_steps(s)
+        busy = {st.ctx for st in raw}
+
+        def busy_under(prefix: Context) -> bool:
+            return any(c[:len(prefix)] == prefix for c in busy)
+
+        def instance_done(outer: Context, frame: str) -> bool:
+            inner = tuple(f for f, _ in outer)
+            if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
+                return False
+            return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
+                           for c in busy)
+
+        def oldest(outer: Context, frame: str) -> int:
+            i = 0
+            while True:
+                it = outer + ((frame, i),)
+                if it not in s.started:
+                    return i
+                if busy_under(it) or (i == 0 and any(
+                        (e, outer) not in s.fired
+                        for e in self.enters.get((tuple(f for f, _ in outer), frame), ()))):
+                    return i
+                i += 1
+
+        def in_window(ctx: Context) -> bool:
+            for level, (frame, i) in enumerate(ctx):
+                if i >= oldest(ctx[:level], frame) + self.parallel.get(frame, 10):
+                    return False
+            return True
+
+        steps = [st for st in raw if in_window(st.ctx)]
+        for (x, outer, frame) in sorted(s.dead_exits, key=repr):
+            if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame):
+                steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
+        return steps
+
+    def labels(self, s: CFState, steps: list[Step]) -> list[str]:
+        many = {}
+        for st in steps:
+            many[(st.node, st.ctx, st.phase)] = many.get((st.node, st.ctx, st.phase), 0) + 1
+        return [st.label(many[(st.node, st.ctx, st.phase)] > 1) for st in steps]
+
+    # -- firing --------------------------------------------------------------
+
+    def fire_step(self, s: CFState, st: Step) -> CFState:
+        p, g = self.p, self.g
+        n = p.node[st.node]
+        ctx = st.ctx
+        tokens = dict(s.tokens)
+        var_value = dict(s.var_value)
+        pending = dict(s.pending)
+        fired = set(s.fired)
+        started = set(s.started)
+        dead_exits = set(s.dead_exits)
+        incoming = g.incoming[n.name]
+
+        if st.phase == "end":
+            # a dead Exit, propagated to the enclosing context when its loop
+            # instance is done (TensorFlow's DeleteFrame: "propagate all the
+            # dead exits to the parent frame")
+            fired.add((n.name, ctx))
+            self._put_all(tokens, n.name, ctx[:-1], DEAD)
+            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                           frozenset(dead_exits))
+
+        if st.phase == "write":
+            # decomposed (seed 002): the write step stores f(w, v), w as read earlier
+            held = pending.pop((n.name, ctx))
+            if held is not None:
+                x, w, v = held
+                var_value[x] = _assigned(n.fn, w, v, var_value[x])
+            self._signal(tokens, n.name, ctx, GO)
+            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                           frozenset(dead_exits))
+
+        # "n consumes those inputs": every non-constant input present in ctx
+        contents = []
+        for e in incoming:
+            k = self._key(e, ctx)
+            contents.append(tokens.get(k))
+            if k in tokens and (e.src is None or e.src[0] not in self.constant_enter):
+                del tokens[k]
+        data = [c for e, c in zip(incoming, contents) if e.kind != CONTROL]
+        fired.add((n.name, ctx))
+
+        out_ctx = ctx
+        if n.op == ENTER:
+            out_ctx = ctx + ((n.attrs["frame_name"], 0),)
+            started.add(out_ctx)
+        elif n.op == EXIT:
+            out_ctx = ctx[:-1]
+        elif n.op == NEXT_ITERATION:
+            frame, i = ctx[-1]
+            out_ctx = ctx[:-1] + ((frame, i + 1),)
+
+        if st.dead:
+            # "a node with a dead input fires dead: its outputs are dead and it
+            # has no effect on any variable"
+            if n.op == EXIT:
+                dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
+            elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
+                self._put_all(tokens, n.name, out_ctx, DEAD)
+            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                           frozenset(dead_exits))
+
+        if n.op == EXIT:   # a live Exit: no dead Exit of this instance propagates
+            fired.add((n.name, out_ctx + ((ctx[-1][0], -1),)))
+        if n.op == NEXT_ITERATION:
+            if out_ctx[-1][1] > self.bound:
+                raise LoopBoundExceeded("/".join(f for f, _ in out_ctx), self.bound, self.explored)
+            started.add(out_ctx)
+
+        if n.op == VAR:
+            results: list[object] = [VarRef(n.var)]
+        elif n.op == READ:
+            # a handle that is an error (a Switch's error predicate) reads that error
+            results = [data[0] if isinstance(data[0], Error) else var_value[data[0].var]]
+        elif n.op == ASSIGN and isinstance(data[0], Error):
+            # an Assign with an error input changes nothing (footnote 5)
+            if st.phase == "read":
+                pending[(n.name, ctx)] = None
+                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                               frozenset(dead_exits))
+            results = []
+        elif n.op == ASSIGN and st.phase == "":
+            handle, v = data
+            var_value[handle.var] = _assigned(n.fn, var_value[handle.var], v, var_value[handle.var])
+            results = []
+        elif n.op == ASSIGN and st.phase == "read":
+            handle, v = data
+            pending[(n.name, ctx)] = (handle.var, var_value[handle.var], v)
+            # the control signal comes with the write step
+            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                           frozenset(dead_exits))
+        elif n.op == SWITCH:
+            value, pred = data
+            if isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ():
+                results = [DEAD, value] if bool(pred.array) else [value, DEAD]
+            else:
+                err = pred if isinstance(pred, Error) else Error(BAD_PREDICATE)
+                results = [err, DEAD]
+        elif n.op == MERGE:
+            results = [data[st.choice], Tensor(st.choice, "int32")]
+        elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):
+            results = [data[0]]
+        else:
+            results = list(fns.get(n.op).apply(data, n.attrs))
+        for port, value in enumerate(results):
+            self._produce(tokens, n.name, port, out_ctx, value)
+        self._signal(tokens, n.name, out_ctx, GO)
+        return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                       frozenset(dead_exits))
+
+    def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
+        for e in self.g.outgoing[name]:
+            if e.kind != CONTROL and e.src == (name, port):
+                tokens[(e.id, ctx)] = value
+
+    def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
+        for e in self.g.outgoing[name]:
+            if e.kind == CONTROL:
+                tokens[(e.id, ctx)] = value
+
+    def _put_all(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
+        for e in self.g.outgoing[name]:
+            tokens[(e.id, ctx)] = value
+
+    # -- runs ----------------------------------------------------------------
+
+    def initial(self, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> CFState:
+        """Section 3.2.1's initial state, in the root context."""
+        tokens: dict = {}
+        for e in self.g.edges:
+            if e.src is None:
+                tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
+        var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
+        return CFState(var_value, tokens, frozenset(), frozenset({()}))
+
+    def outcome(self, s: CFState, observe: str) -> Outcome:
+        outputs = {}
+        for name, e in self.g.output_edges.items():
+            c = s.tokens.get((e.id, ()))
+            outputs[name] = (Error(DEAD_REASON) if c is DEAD else
+                             Error(NOT_PRODUCED) if c is None else c)
+        return make_outcome(outputs, s.var_value, observe)
+
+
+def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[str, Value],
+               semantics: str = ATOMIC, memo: bool = True, max_states: int | None = None,
+               max_iterations: int = DEFAULT_MAX_ITERATIONS,
+               max_seconds: float | None = None,
+               machine: "Machine | None" = None) -> Iterator[tuple[list[str], CFState]]:
+    """Every complete run, as (schedule, final state); see semantics.behaviours.
+    Memoized, a state reached twice is explored once.  Past `max_states`
+    states or `max_seconds` seconds it raises BudgetExceeded."""
+    import time
+    started = time.monotonic()
+    m = machine or Machine(p, g, semantics, max_iterations)
+    seen: set[tuple] = set()
+    stack: list[tuple[CFState, list[str]]] = [(m.initial(feeds, init), [])]
+    while stack:
+        s, sched = stack.pop()
+        m.explored += 1
+        if max_states is not None and m.explored > max_states:
+            raise BudgetExceeded("states", max_states, m.explored)
+        if max_seconds is not None and m.explored & 63 == 0 \
+                and time.monotonic() - started > max_seconds:
+            raise BudgetExceeded("seconds", max_seconds, m.explored)
+        if memo:
+            k = s.key()
+            if k in seen:
+                continue
+            seen.add(k)
+        steps = m.enabled_steps(s)
+        if not steps:
+            yield sched, s
+            continue
+        labels = m.labels(s, steps)
+        if memo:
+            first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
+            if first is not None:
+                stack.append((m.fire_step(s, steps[first]), sched + [labels[first]]))
+                continue
+        for st, label in reversed(list(zip(steps, labels))):
+            stack.append((m.fire_step(s, st), sched + [label]))
+
+
+def run_schedule(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                 schedule: list[str], semantics: str = ATOMIC,
+                 max_iterations: int = DEFAULT_MAX_ITERATIONS) -> CFState:
+    """Replay a schedule; raises ValueError at the first step that may not fire."""
+    m = Machine(p, g, semantics, max_iterations)
+    s = m.initial(feeds, init)
+    for i, label in enumerate(schedule):
+        steps = m.enabled_steps(s)
+        by_label = dict(zip(m.labels(s, steps), steps))
+        if label not in by_label:
+            raise ValueError(f"step {i} ({label}) is not enabled")
+        s = m.fire_step(s, by_label[label])
+    if m.enabled_steps(s):
+        raise ValueError("the schedule ends before the run does")
+    return s
+
+
+def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+             semantics: str = ATOMIC, observe: str = "outputs+state",
+             max_states: int | None = None, max_seconds: float | None = None,
+             max_iterations: int = DEFAULT_MAX_ITERATIONS) -> tuple[dict[Outcome, tuple[str, ...]], int]:
+    """Outcomes(P, σ), each with one schedule, and the number of states explored."""
+    from .semantics import graph_of
+    g = graph_of(p)
+    m = Machine(p, g, semantics, max_iterations)
+    out: dict[Outcome, tuple[str, ...]] = {}
+    for sched, s in behaviours(p, g, feeds, init, semantics, True, max_states,
+                               max_iterations, max_seconds, machine=m):
+        out.setdefault(m.outcome(s, observe), tuple(sched))
+    return out, m.explored

@@ -1,0 +1,225 @@
+"""The reference semantics with control flow (SPEC section 9, oracle/controlflow.py):
+dead values, Merge, frames and iterations, the iteration bound, schedules, and
+the refusals of the engines, backends and checker that do not model it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfsem.checking.check import check_rewrite
+from tfsem.oracle import controlflow as cf
+from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.readsfrom import Unsupported
+from tfsem.oracle.semantics import graph_of, outcome_of, reference_outcomes, run_schedule
+from tfsem.oracle.values import Error, Tensor
+
+CASES = Path(__file__).parent / "cases" / "controlflow"
+MODES = ("atomic", "decomposed")
+
+
+def load(name: str):
+    return program_from_json(json.loads((CASES / name).read_text()))
+
+
+def i64(v):
+    return Tensor(v, "int64")
+
+
+def described(outcomes) -> set[str]:
+    return {o.describe() for o in outcomes}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_conditional_assigns_only_in_the_taken_branch(mode):
+    p = load("cond_assign.json")
+    taken = reference_outcomes(p, {"p": Tensor(True, "bool")}, {"x": i64(1)}, mode)
+    assert described(taken) == {"index = i32 1, out = 5, x := 5"}
+    untaken = reference_outcomes(p, {"p": Tensor(False, "bool")}, {"x": i64(1)}, mode)
+    # the dead Write writes nothing; the Read in the other branch reads x
+    assert described(untaken) == {"index = i32 0, out = 1, x := 1"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_counted_loop_runs_its_body_n_times(mode):
+    p = load("counted_loop.json")
+    for n in (0, 1, 4):
+        got = reference_outcomes(p, {"n": i64(n)}, {"x": i64(10)}, mode)
+        assert described(got) == {f"out = {n}, x := {10 + n}"}
+
+
+def test_the_iteration_bound_makes_the_answer_unknown_naming_the_loop():
+    p = load("counted_loop.json")
+    assert described(reference_outcomes(p, {"n": i64(16)}, {"x": i64(0)})) == {"out = 16, x := 16"}
+    with pytest.raises(cf.LoopBoundExceeded) as info:
+        reference_outcomes(p, {"n": i64(17)}, {"x": i64(0)})
+    assert isinstance(info.value, BudgetExceeded)
+    assert info.value.frame == "L" and info.value.limit == 16 and "'L'" in str(info.value)
+    # a larger bound lets it finish
+    assert described(reference_outcomes(p, {"n": i64(17)}, {"x": i64(0)}, max_iterations=20)) \
+        == {"out = 17, x := 17"}
+
+
+def test_schedules_name_frames_and_iterations_and_replay():
+    p = load("counted_loop.json")
+    for mode in MODES:
+        got = reference_outcomes(p, {"n": i64(2)}, {"x": i64(0)}, mode)
+        [(outcome, schedule)] = got.items()
+        assert "merge@L:2" in schedule and "inc@L:1" + ("@read" if mode == "decomposed" else "") \
+            in schedule
+        s = run_schedule(p, {"n": i64(2)}, {"x": i64(0)}, schedule, mode)
+        assert outcome_of(p, graph_of(p), s, "outputs+state") == outcome
+        with pytest.raises(ValueError, match="not enabled"):
+            run_schedule(p, {"n": i64(2)}, {"x": i64(0)}, ["merge@L:0"], mode)
+
+
+def merge_program(extra_input: str | None = None):
+    nodes = [{"name": "a", "op": "Const", "value": 1},
+             {"name": "b", "op": "Const", "value": 2},
+             {"name": "sa", "op": "Switch", "inputs": ["a", "$p"]},
+             {"name": "m", "op": "Merge", "inputs": ["sa:1", "b"]}]
+    return program_from_json({"format": "tfsem.program/1", "variables": [],
+                              "feeds": {"p": {"dtype": "bool", "shape": []}},
+                              "nodes": nodes, "outputs": {"v": "m", "i": "m:1", "dead": "sa:0"}})
+
+
+def test_merge_of_two_live_inputs_is_a_choice_and_a_dead_fetch_is_an_error():
+    p = merge_program()
+    both = reference_outcomes(p, {"p": Tensor(True, "bool")}, {})
+    # TensorFlow forwards whichever live input arrives first
+    assert described(both) == {'dead = <dead>, i = i32 0, v = 1',
+                               'dead = <dead>, i = i32 1, v = 2'}
+    one = reference_outcomes(p, {"p": Tensor(False, "bool")}, {})
+    [outcome] = one
+    outputs = dict(outcome.outputs)
+    assert outputs["v"] == i64(2) and outputs["i"] == Tensor(1, "int32")
+    assert outputs["dead"] == i64(1)
+
+
+def test_a_dead_read_reads_nothing_and_an_error_predicate_takes_port_0():
+    p = load("cond_assign.json")
+    # an uninitialized predicate is not a bool: its error goes to port 0
+    got = reference_outcomes(p, {"p": Error("uninitialized")}, {"x": i64(3)})
+    # (on the variable edge too: the Read yields the error, the Write in the
+    # other branch is dead), and x keeps its value
+    assert described(got) == {"index = i32 0, out = <uninitialized>, x := 3"}
+
+
+def test_a_loop_in_an_untaken_branch_is_dead_as_a_whole():
+    raw = json.loads((CASES / "counted_loop.json").read_text())
+    # gate the loop's initial value by a Switch whose taken port is not the loop's
+    raw["feeds"] = {"p": {"dtype": "bool", "shape": []}}
+    raw["nodes"].append({"name": "gate", "op": "Switch", "inputs": ["i0", "$p"]})
+    for n in raw["nodes"]:
+        if n["name"] == "enter":
+            n["inputs"] = ["gate:1"]
+    raw["nodes"].append({"name": "alt", "op": "Identity", "inputs": ["gate:0"]})
+    raw["nodes"].append({"name": "m", "op": "Merge", "inputs": ["exit", "alt"]})
+    raw["outputs"] = {"out": "m", "loop": "exit"}
+    p = program_from_json(raw)
+    for mode in MODES:
+        dead = reference_outcomes(p, {"p": Tensor(False, "bool"), "n": i64(3)}, {"x": i64(0)}, mode)
+        # the loop's Exit sends a dead value out once the loop instance is done
+        assert described(dead) == {"loop = <dead>, out = 0, x := 0"}
+        live = reference_outcomes(p, {"p": Tensor(True, "bool"), "n": i64(3)}, {"x": i64(0)}, mode)
+        assert described(live) == {"loop = 3, out = 3, x := 3"}
+
+
+def test_engines_other_than_the_reference_refuse_control_flow():
+    p = load("counted_loop.json")
+    got = outcome_set(p, {"n": i64(3)}, {"x": i64(0)})
+    assert got.count == 1 and described(got) == {"out = 3, x := 3"}
+    assert outcome_set(p, {"n": i64(3)}, {"x": i64(0)}, engine="reference").count == 1
+    for engine in ("readsfrom", "symmetry"):
+        with pytest.raises(Unsupported, match="control flow"):
+            outcome_set(p, {"n": i64(3)}, {"x": i64(0)}, engine=engine)
+
+
+def test_the_checker_never_calls_a_control_flow_rewrite_sound():
+    raw = json.loads((CASES / "cond_assign.json").read_text())
+    p = program_from_json(raw)
+    assert check_rewrite(p, p).verdict == "sound"
+    changed = json.loads(json.dumps(raw))
+    changed["nodes"][2]["value"] = 6      # an unsound rewrite: the branch writes 6
+    v = check_rewrite(p, changed)
+    assert v.verdict == "unknown" and "control flow" in v.reason and "sw (Switch)" in v.reason
+
+
+def test_cli_outcomes_and_the_bound(tmp_path):
+    case = str(CASES / "counted_loop.json")
+    ok = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=2",
+                         "--init", "x=1"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "out = 2, x := 3" in ok.stdout
+    unknown = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=40",
+                              "--init", "x=1", "--max-iterations", "8"], capture_output=True, text=True)
+    assert unknown.returncode == 3 and "'L'" in unknown.stdout and "bound of 8" in unknown.stdout
+    refused = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=2",
+                              "--engine", "readsfrom"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "control flow" in refused.stderr
+
+
+def racing_loop(parallel: int):
+    """while i < n: x = Read(x) + 1 (a read and a separate write), the
+    counter independent of the body's accesses: iterations may overlap up to
+    parallel_iterations, and overlapping read-modify-writes lose updates."""
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": ["x"],
+        "nodes": [
+            {"name": "vx", "op": "Var", "var": "x"},
+            {"name": "i0", "op": "Const", "value": 0},
+            {"name": "enter", "op": "Enter", "frame_name": "L", "inputs": ["i0"],
+             "parallel_iterations": parallel},
+            {"name": "hx", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["vx"]},
+            {"name": "lim", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["$n"]},
+            {"name": "merge", "op": "Merge", "inputs": ["enter", "next"]},
+            {"name": "less", "op": "Less", "inputs": ["merge", "lim"]},
+            {"name": "cond", "op": "LoopCond", "inputs": ["less"]},
+            {"name": "sw", "op": "Switch", "inputs": ["merge", "cond"]},
+            {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
+            {"name": "one", "op": "Const", "value": 1, "inputs": ["^body"]},
+            {"name": "r", "op": "Read", "inputs": ["hx", "^body"]},
+            {"name": "r1", "op": "Add", "inputs": ["r", "one"]},
+            {"name": "w", "op": "Write", "inputs": ["hx", "r1"]},
+            {"name": "add", "op": "Add", "inputs": ["body", "one"]},
+            {"name": "next", "op": "NextIteration", "inputs": ["add"]},
+            {"name": "exit", "op": "Exit", "inputs": ["sw"]}],
+        "outputs": {"count": "exit"}})
+
+
+def test_parallel_iterations_bounds_how_far_iterations_overlap():
+    finals = {}
+    for parallel in (1, 2, 10):
+        got = reference_outcomes(racing_loop(parallel), {"n": i64(3)}, {"x": i64(0)})
+        finals[parallel] = {dict(o.state)["x"].array.item() for o in got}
+    # one iteration at a time: no update is lost
+    assert finals[1] == {3}
+    # more than one at a time: updates may be lost
+    assert finals[2] == finals[10] == {1, 2, 3}
+    # a run of ten-way overlap (iteration 3 starts before iteration 0 has
+    # read x) is not a run of a loop with parallel_iterations 2
+    wide = reference_outcomes(racing_loop(10), {"n": i64(3)}, {"x": i64(0)})
+    schedule = next(s for s in wide.values()
+                    if s.index("merge@L:3") < s.index("r@L:0"))
+    run_schedule(racing_loop(10), {"n": i64(3)}, {"x": i64(0)}, schedule)
+    with pytest.raises(ValueError, match="not enabled"):
+        run_schedule(racing_loop(2), {"n": i64(3)}, {"x": i64(0)}, schedule)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--backend", "numpy", "--feed", "n=2", "--init", "x=1"],
+    ["export", "-o", "OUT"],
+    ["rewrite", "cse"],
+])
+def test_commands_that_do_not_model_control_flow_refuse_it(command, tmp_path):
+    case = str(CASES / "counted_loop.json")
+    args = [a.replace("OUT", str(tmp_path / "g.pbtxt")) for a in command]
+    if args[0] == "rewrite":
+        args.append(case)
+    else:
+        args.insert(1, case)
+    got = subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True)
+    assert got.returncode == 2, got.stderr
+    assert "control flow" in got.stderr and "Traceback" not in got.stderr

@@ -1,0 +1,229 @@
+"""TensorFlow 1 control flow (tf.cond, tf.while_loop with control_flow_v2
+disabled: the Switch/Merge/Enter/Exit/NextIteration/LoopCond primitives),
+imported and explored by the reference semantics, against what TensorFlow's
+executor computes: outputs and the final value of the variable, with an
+assignment in a branch or in the loop body.  Skipped without TensorFlow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.graphdef.importer import GraphImportError, import_graph
+from tfsem.oracle.controlflow import LoopBoundExceeded
+from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.values import Tensor
+
+tf = pytest.importorskip("tensorflow", reason="runs TensorFlow's executor: needs the extra "
+                         "tfsem[tensorflow]")
+tf1 = tf.compat.v1
+
+
+def build_v1(build):
+    """A graph built with control flow v1; the global switch restored after."""
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    tf1.disable_control_flow_v2()
+    try:
+        with g.as_default():
+            handles = build()
+    finally:
+        tf1.enable_control_flow_v2()
+    return g, handles, decode("GraphDef", g.as_graph_def().SerializeToString())
+
+
+def cond_graph():
+    x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+    p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+    def taken():
+        a = x.assign_add(tf.constant(10, tf.int64))
+        with tf.control_dependencies([a]):
+            return tf.identity(x.read_value())
+
+    def other():
+        a = x.assign(tf.constant(-4, tf.int64))
+        with tf.control_dependencies([a]):
+            return x.read_value() * 2
+
+    out = tf.identity(tf1.cond(p, taken, other, name="cond"), name="out")
+    return x, {"p": p}, out
+
+
+def loop_graph():
+    x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+    n = tf1.placeholder(tf.int64, shape=[], name="n")
+
+    def body(i):
+        a = x.assign_add(tf.constant(3, tf.int64))
+        with tf.control_dependencies([a]):
+            return i + 1
+
+    r = tf1.while_loop(lambda i: i < n, body, [tf.constant(0, tf.int64)], name="loop")
+    return x, {"n": n}, tf.identity(r, name="out")
+
+
+def tensorflow_run(g, handles, feeds: dict, x0: int):
+    x, phs, out = handles
+    with tf1.Session(graph=g) as s:
+        s.run(x.initializer, {x.initial_value: x0})
+        got = s.run(out, {phs[k]: v for k, v in feeds.items()})
+        return np.asarray(got), np.asarray(s.run(x.read_value()))
+
+
+def tfsem_outcomes(graph_def, feeds: dict, x0: int, mode: str, **kw):
+    p = import_graph(graph_def, ["out"]).program
+    assert p.has_control_flow
+    vals = {k: Tensor(np.asarray(v)) for k, v in feeds.items()}
+    return outcome_set(p, vals, {"x": Tensor(np.int64(x0))}, mode, **kw)
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_cond_with_assignments_in_both_branches(mode):
+    g, handles, gd = build_v1(cond_graph)
+    for pred in (True, False):
+        for x0 in (1, 7):
+            out, x = tensorflow_run(g, handles, {"p": pred}, x0)
+            got = tfsem_outcomes(gd, {"p": np.bool_(pred)}, x0, mode)
+            [o] = list(got)
+            assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_while_loop_with_an_assignment_in_the_body(mode):
+    g, handles, gd = build_v1(loop_graph)
+    for n in (0, 1, 5):
+        out, x = tensorflow_run(g, handles, {"n": np.int64(n)}, 2)
+        got = tfsem_outcomes(gd, {"n": np.int64(n)}, 2, mode)
+        [o] = list(got)
+        assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+def test_a_trip_count_beyond_the_bound_is_unknown_naming_the_loop():
+    _, _, gd = build_v1(loop_graph)
+    with pytest.raises(LoopBoundExceeded) as info:
+        tfsem_outcomes(gd, {"n": np.int64(40)}, 0, "atomic", max_iterations=10)
+    assert info.value.frame == "loop/while_context" and info.value.limit == 10
+
+
+def v2_cond_graph():
+    """TensorFlow 2's functional conditionals (control flow v2): an If with
+    assignments in both branches (the variable captured as a resource
+    argument) and a StatelessIf."""
+    x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+    p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+    def taken():
+        a = x.assign_add(tf.constant(10, tf.int64))
+        with tf.control_dependencies([a]):
+            return tf.identity(x.read_value())
+
+    def other():
+        a = x.assign(tf.constant(-4, tf.int64))
+        with tf.control_dependencies([a]):
+            return x.read_value() * 2
+
+    out = tf.cond(p, taken, other, name="cond")
+    pure = tf.cond(p, lambda: tf.constant(3, tf.int64), lambda: tf.constant(4, tf.int64), name="c2")
+    return x, {"p": p}, tf.identity(out + 100 * pure, name="out")
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_functional_if_is_lowered_as_tensorflow_runs_it(mode):
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    with g.as_default():   # control flow v2: If and StatelessIf ops
+        handles = v2_cond_graph()
+    ops = {n.op for n in g.as_graph_def().node}
+    assert {"If", "StatelessIf"} <= ops
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    for pred in (True, False):
+        out, x = tensorflow_run(g, handles, {"p": pred}, 1)
+        [o] = list(tfsem_outcomes(gd, {"p": np.bool_(pred)}, 1, mode))
+        assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
+
+
+def test_functional_while_is_refused_by_name():
+    def build():
+        n = tf1.placeholder(tf.int64, shape=[], name="n")
+        return tf.identity(tf.while_loop(lambda i: i < n, lambda i: i + 1,
+                                         [tf.constant(0, tf.int64)]), name="out")
+    g = tf.Graph()
+    with g.as_default():   # control flow v2: a While op
+        build()
+    from tfsem.graphdef.proto import decode
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    with pytest.raises(GraphImportError, match="While"):
+        import_graph(gd, ["out"])
+
+
+def nested_graph():
+    """An outer loop whose body holds a conditional and an inner loop, with
+    assignments in both."""
+    x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+    n = tf1.placeholder(tf.int64, shape=[], name="n")
+    m = tf1.placeholder(tf.int64, shape=[], name="m")
+
+    def inner(j):
+        a = x.assign_add(tf.constant(1, tf.int64))
+        with tf.control_dependencies([a]):
+            return j + 1
+
+    def outer(i):
+        def big():
+            a = x.assign_add(tf.constant(100, tf.int64))
+            with tf.control_dependencies([a]):
+                return tf.identity(i)
+
+        def small():
+            a = x.assign_add(tf.constant(10, tf.int64))
+            with tf.control_dependencies([a]):
+                return tf.identity(i)
+
+        c = tf1.cond(i < 1, big, small, name="pick")
+        done = tf1.while_loop(lambda j: j < m, inner, [tf.constant(0, tf.int64)], name="inner")
+        with tf.control_dependencies([done]):
+            return c + 1
+
+    r = tf1.while_loop(lambda i: i < n, outer, [tf.constant(0, tf.int64)], name="outer")
+    return x, {"n": n, "m": m}, tf.identity(r, name="out")
+
+
+def test_nested_loops_and_a_conditional_in_a_loop():
+    g, handles, gd = build_v1(nested_graph)
+    for n, m in ((0, 2), (1, 0), (2, 3), (3, 1)):
+        feeds = {"n": np.int64(n), "m": np.int64(m)}
+        out, x = tensorflow_run(g, handles, feeds, 0)
+        p = import_graph(gd, ["out"]).program
+        got = outcome_set(p, {k: Tensor(v) for k, v in feeds.items()}, {"x": Tensor(np.int64(0))})
+        assert {dict(o.state)["x"] for o in got} == {Tensor(x)}, (n, m)
+        assert {dict(o.outputs)["out"] for o in got} == {Tensor(out)}, (n, m)
+    # schedules name the inner loop's iterations inside the outer's
+    [schedule] = got.as_dict().values()
+    assert any("@outer/while_context:2/outer/inner/while_context:0" in s for s in schedule)
+
+
+def test_an_if_inside_a_function_body_is_lowered_too():
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.get_variable("x", initializer=tf.constant(1, tf.int64), use_resource=True)
+        p = tf1.placeholder(tf.bool, shape=[], name="p")
+
+        @tf.function
+        def fn(q):
+            def taken():
+                x.assign_add(tf.constant(10, tf.int64))
+                return tf.constant(1, tf.int64)
+
+            def other():
+                x.assign(tf.constant(-4, tf.int64))
+                return tf.constant(2, tf.int64)
+            return tf.cond(q, taken, other)
+        out = tf.identity(fn(p), name="out")
+    assert "StatefulPartitionedCall" in {n.op for n in g.as_graph_def().node}
+    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
+    for pred in (True, False):
+        want, wx = tensorflow_run(g, (x, {"p": p}, out), {"p": pred}, 1)
+        [o] = list(tfsem_outcomes(gd, {"p": np.bool_(pred)}, 1, "atomic"))
+        assert dict(o.outputs)["out"] == Tensor(want) and dict(o.state)["x"] == Tensor(wx)
