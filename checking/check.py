@@ -423,7 +423,7 @@ class _Checker:
             if exc.which == "seconds":
                 raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out during the "
                                         f"symbolic search of the {which} program ({exc.explored} "
-                                        f"states explored in {exc.limit:.3g} s)") from None
+                                        f"states explored in the {exc.limit:.3g} s left to it)") from None
             raise _GiveUp("budget", f"symbolic search of the {which} program: {exc}") from None
         except SymbolicLimit as exc:
             raise _GiveUp(_limit_kind(exc), f"symbolic search of the {which} program: {exc}") from None
