@@ -97,7 +97,10 @@ def test_the_weak_status_is_said_in_the_text_summary(tmp_path, capsys):
     text = capsys.readouterr().out
     assert status == 4
     assert "WEAK EVIDENCE" in text and "result: WEAK" in text and "exit status 4" in text
-    assert "changed" in text and "programs (30 needed)" in text
+    # weak by its count of changed programs, or (when the machine judged
+    # many programs) by its single change shape
+    assert "changed" in text and ("programs (30 needed)" in text
+                                           or "change shape (2 needed)" in text), text
 
 
 @pytest.mark.parametrize("seed", [2, 4, 7])

@@ -68,7 +68,10 @@ def test_help_imports_nothing_heavy(command):
 def test_tensorflow_is_silenced_unless_verbose(monkeypatch):
     from tfsem import cli
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
-    monkeypatch.delenv("TFSEM_VERBOSE", raising=False)
+    # set, not deleted: monkeypatch restores only what it saw, and an absent
+    # variable it deleted would come back as the "1" that verbose=True sets
+    # below (every later subprocess of the suite would then show TensorFlow's logs)
+    monkeypatch.setenv("TFSEM_VERBOSE", "0")
     saved = list(sys.meta_path)
     try:
         cli.quiet_tensorflow()               # as an earlier command in this process did

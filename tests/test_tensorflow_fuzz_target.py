@@ -188,14 +188,15 @@ def test_without_tensorflow_the_target_names_the_extra(target, tmp_path, monkeyp
 def test_targets_combine_with_passes_and_take_the_grappler_generator(tmp_path, monkeypatch):
     """--target and --pass add up; a Grappler target gets the Grappler
     generator (when it loads) unless --generator is given, which wins."""
-    from tfsem.commands import fuzz as fuzz_cmd
+    from tfsem.campaigns import campaign
     from tfsem.commands.fuzzing import GRAPPLER_GENERATOR, grappler_generator
     seen = []
 
     def fake_run(settings):
         seen.append(settings)
-        raise fuzz_cmd.CampaignError("stop here")
-    monkeypatch.setattr(fuzz_cmd, "run_campaign", fake_run)
+        raise campaign.CampaignError("stop here")
+    # `tfsem fuzz` imports the campaign module when it runs (not for --help)
+    monkeypatch.setattr(campaign, "run_campaign", fake_run)
     argv = ["fuzz", "--pass", "hoist-reads", "--target", "grappler:dependency", "--target", "xla",
             "--budget", "1s", "--out", str(tmp_path / "c"), "--runs", "7"]
     assert main(argv) == 2
@@ -376,7 +377,9 @@ def test_fuzz_target_grappler_then_report(tmp_path, capsys):
     status = main(["fuzz", "--target", "grappler", "--budget", "14s", "--out", str(out),
                    "--semantics", "atomic", "--observe", "outputs+state", "--pass-timeout", "30", "--json"])
     summary = json.loads(capsys.readouterr().out)
-    assert status == 0, summary
+    # 4: no finding, but a 14 s campaign that pays two TensorFlow imports
+    # judges too few programs to say much (weak evidence), as it says
+    assert status == (4 if summary["weak"] else 0), summary
     (row,) = summary["passes"]
     assert row["pass"] == "grappler" and row["programs"] >= 1
     assert (out / "campaign.db").is_file()
