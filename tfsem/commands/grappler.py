@@ -142,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         text = r["text"].splitlines()
         print(head + text[0])
+        if "real" in r:
+            print(f"    {real_text(r['real'])}")
         print(f"    changed: {changes}")
         for line in text[1:]:
             print("  " + line)
@@ -221,7 +223,41 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     row.update(verdict=verdict.to_json(), text=verdict.describe())
     if "tensorflow_replay" in row:
         row["text"] += f"\n  {row['tensorflow_replay']['text']}"
+    row["real"] = real_verdict(original, rewritten, verdict, semantics, observe, timeout)
     return row
+
+
+def real_verdict(original, rewritten, verdict, semantics: str, observe: str,
+                 timeout: float) -> dict[str, Any]:
+    """The verdict of `--float real` beside the exact one (SPEC section 11):
+    float arithmetic judged as real arithmetic.  An unsound exact verdict
+    has run that check already to say its kind (stats "difference_check");
+    any other is checked over the reals here, with the same budget."""
+    done = verdict.stats.get("difference_check")
+    if done is not None:
+        return {"verdict": done["verdict"], "reason": done.get("reason", ""),
+                "seconds": done.get("seconds")}
+    from tfsem.checking import check_rewrite  # noqa: PLC0415
+    t = time.perf_counter()
+    try:
+        real = check_rewrite(original, rewritten, semantics, observe, timeout=timeout,
+                             float_mode="real", backends=False)
+    except Exception as exc:  # a checker failure is no verdict: say so, never crash
+        return {"verdict": "check-failed", "reason": f"{type(exc).__name__}: {exc}",
+                "seconds": round(time.perf_counter() - t, 6)}
+    return {"verdict": real.verdict, "reason": real.reason,
+            "seconds": round(time.perf_counter() - t, 6)}
+
+
+def real_text(real: dict[str, Any]) -> str:
+    """The line `tfsem grappler` prints for the verdict over the reals."""
+    v = real["verdict"]
+    what = {"sound": "sound up to floating-point rounding",
+            "unsound": "unsound: the difference stays when float ops are computed exactly"
+            }.get(v, v)
+    if v not in ("sound", "unsound") and real.get("reason"):
+        what += f": {real['reason'][:160]}"
+    return f"over the reals (--float real): {what}"
 
 
 def _changes(row: dict) -> str:
