@@ -154,7 +154,8 @@ def verdict_rewritten(rewritten: Program | Mapping[str, Any]) -> Program:
         program_from_json(rewritten, validate=True, where="rewritten")
 
 
-#: the least time (s) the real-arithmetic re-check of an `unsound` verdict gets
+#: the least time (s) left in the budget for the real-arithmetic re-check of an
+#: `unsound` verdict (less: its kind is "undetermined")
 CLASSIFY_MIN_SECONDS = 2.0
 
 
@@ -166,7 +167,15 @@ def _classify(verdict: Verdict, original: Program, p2: Program, semantics: str, 
     the reals, "ordering-and-state"; `sound` (proved over the reals): it is
     only one of "floating-point" values; anything else: "undetermined"."""
     spent = float(verdict.stats.get("seconds", 0.0))
-    seconds = max(CLASSIFY_MIN_SECONDS, timeout - spent)
+    seconds = timeout - spent
+    if seconds < CLASSIFY_MIN_SECONDS:
+        # (the budget covers the whole check: no time, no kind)
+        verdict.difference = DIFFERENCE_UNDETERMINED
+        verdict.stats["difference_check"] = {
+            "float": "real", "verdict": "unknown", "seconds": 0.0,
+            "reason": f"{seconds:.3g} s of the time budget were left for the check over the "
+                      f"reals (at least {CLASSIFY_MIN_SECONDS:g} s needed)"}
+        return
     real = _check_rewrite(original, p2, semantics, observe, seconds, minimize=False, seed=seed,
                           backends=False, structural=False, float_mode="real")
     if real.verdict == UNSOUND:

@@ -234,5 +234,4 @@ def test_real_mode_verdicts_agree_with_fraction_evaluation():
                      if f in cx.feeds}
             sigma.update({f: Fraction(0) for f in feeds if f not in sigma})
             assert ev_p(sigma) != ev_q(sigma)
-    print(seen)
     assert seen["sound"] >= 5 and seen["unsound"] >= 5, seen
