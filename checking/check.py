@@ -176,6 +176,10 @@ def _classify(verdict: Verdict, original: Program, p2: Program, semantics: str, 
             "reason": f"{seconds:.3g} s of the time budget were left for the check over the "
                       f"reals (at least {CLASSIFY_MIN_SECONDS:g} s needed)"}
         return
+    # the search over the reals explores the same schedules as the exact
+    # one: twice the exact check's time (at least the minimum) is enough
+    # where that search finished, and bounds the cost where it did not
+    seconds = min(seconds, max(CLASSIFY_MIN_SECONDS, 2 * spent))
     real = _check_rewrite(original, p2, semantics, observe, seconds, minimize=False, seed=seed,
                           backends=False, structural=False, float_mode="real")
     if real.verdict == UNSOUND:

@@ -155,8 +155,6 @@ class Verdict:
             head = "sound up to floating-point rounding (--float real: float arithmetic over the reals)"
         if self.verdict == UNSOUND and self.float_mode == "real":
             head = "unsound over the reals (--float real): a difference of ordering and state"
-        elif self.verdict == UNSOUND and self.difference:
-            head += f" ({self.difference})"
         if self.verdict == UNKNOWN and self.reason:
             head += f": {self.cause}"
         if self.differs:
@@ -164,7 +162,8 @@ class Verdict:
             head += f": {'output' if kind == 'output' else 'final value of variable'} {name!r} differs"
         lines = [head]
         if self.verdict == UNSOUND and self.difference and self.float_mode == "exact":
-            lines.append(f"  kind: {_DIFFERENCE_TEXT[self.difference]}")
+            # (the first line stays what it was: readers and tests parse it)
+            lines.append(f"  kind: {self.difference}: {_DIFFERENCE_TEXT[self.difference]}")
         if self.reason:
             lines.append(f"  reason: {self.reason}")
         if self.counterexample is not None:
