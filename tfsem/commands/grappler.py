@@ -142,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         text = r["text"].splitlines()
         print(head + text[0])
+        print(f"    changed: {changes}")
         if "real" in r:
             print(f"    {real_text(r['real'])}")
-        print(f"    changed: {changes}")
         for line in text[1:]:
             print("  " + line)
     return status
