@@ -226,10 +226,10 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged
     note = None
-    if structural and not real and original != p2:   # (identical programs: the engine says so at once)
+    if structural and original != p2:   # (identical programs: the engine says so at once)
         from .structural import structural_refinement
         try:
-            result = structural_refinement(original, p2, semantics, observe)
+            result = structural_refinement(original, p2, semantics, observe, real=real)
         except Exception as exc:  # a failure of the rule must not become a verdict
             result = None
             note = f"failed: {type(exc).__name__}: {exc}"

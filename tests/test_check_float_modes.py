@@ -235,3 +235,38 @@ def test_real_mode_verdicts_agree_with_fraction_evaluation():
             sigma.update({f: Fraction(0) for f in feeds if f not in sigma})
             assert ev_p(sigma) != ev_q(sigma)
     assert seen["sound"] >= 5 and seen["unsound"] >= 5, seen
+
+
+def test_grappler_reports_the_verdict_over_the_reals_beside_each_optimizer(capsys):
+    pytest.importorskip("tensorflow")
+    from pathlib import Path
+    graph = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "group_fanin.pbtxt"
+    assert main(["grappler", str(graph), "--optimizer", "loop", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["results"]
+    assert row["verdict"]["verdict"] == "sound" and row["verdict"]["float"] == "exact"
+    assert row["real"]["verdict"] == "sound"
+    assert main(["grappler", str(graph), "--optimizer", "loop"]) == 0
+    assert "    over the reals (--float real): sound up to floating-point rounding" in \
+        capsys.readouterr().out
+
+
+def test_the_structural_rule_does_not_fold_floats_over_the_reals():
+    """Folding computes in IEEE arithmetic: under `real` the structural rule
+    keeps float constants as terms (a proof of its own would be false here)."""
+    vs = {"x": TensorType("float32")}
+    orig = P.program([P.var("v", "x"), P.const("c", 0.1, dtype="float32"),
+                      P.const("k", 3.0, dtype="float32"), P.apply("m", "Mul", "c", "k"),
+                      P.assign("w", "Snd", "v", "m")], {}, vs)
+    folded = float(np.float32(0.1) * np.float32(3.0))
+    rew = P.program([P.var("v", "x"), P.const("m", folded, dtype="float32"),
+                     P.assign("w", "Snd", "v", "m")], {}, vs)
+    exact = check_rewrite(orig, rew)
+    assert exact.verdict == "sound" and exact.stats["path"] == "structural"
+    real = check_rewrite(orig, rew, float_mode="real")
+    assert real.verdict == "unsound"
+    # the rule itself still proves what holds for every meaning of the ops
+    ident = P.program([P.var("v", "x"), P.const("c", 0.1, dtype="float32"),
+                       P.const("k", 3.0, dtype="float32"), P.apply("m", "Mul", "c", "k"),
+                       P.apply("i", "Identity", "m"), P.assign("w", "Snd", "v", "i")], {}, vs)
+    v = check_rewrite(ident, orig, float_mode="real")
+    assert v.verdict == "sound" and v.stats.get("path") == "structural"
