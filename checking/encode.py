@@ -313,7 +313,15 @@ class Encoder:
             if x is y:
                 continue
             if x.op == "const" and y.op == "const":
-                return False  # interned: different constants are different values
+                if not (self.real and x.dtype in FLOAT_DTYPES):
+                    return False  # interned: different constants are different values
+                # over the reals +0.0 and -0.0 are one value (a NaN or an
+                # infinity: refused when encoded below)
+                fx, fy = (float(np.array(c.value).astype(np.float64)) for c in (x, y))
+                if np.isfinite(fx) and np.isfinite(fy):
+                    if fx != fy:
+                        return False
+                    continue
             conj.append(self.elem(x) == self.elem(y))
         return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
 

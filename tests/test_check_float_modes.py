@@ -270,3 +270,14 @@ def test_the_structural_rule_does_not_fold_floats_over_the_reals():
                        P.apply("i", "Identity", "m"), P.assign("w", "Snd", "v", "i")], {}, vs)
     v = check_rewrite(ident, orig, float_mode="real")
     assert v.verdict == "sound" and v.stats.get("path") == "structural"
+
+
+def test_signed_zero_constants_are_one_real():
+    f32 = {"a": TensorType("float32")}
+    neg = P.program([P.const("r", -0.0, dtype="float32")], {"out": "r"}, [], f32)
+    pos = P.program([P.const("r", 0.0, dtype="float32")], {"out": "r"}, [], f32)
+    exact = check_rewrite(neg, pos)
+    assert exact.verdict == "unsound" and exact.difference == "floating-point"
+    assert check_rewrite(neg, pos, float_mode="real").verdict == "sound"
+    one = P.program([P.const("r", 1.0, dtype="float32")], {"out": "r"}, [], f32)
+    assert check_rewrite(neg, one, float_mode="real").verdict == "unsound"
