@@ -48,7 +48,7 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
-from .encode import Encoder, EncodingTimeout, NotReal, real_const
+from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
                        SymbolicOutcomes, Term, components, sample_equal, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
@@ -726,7 +726,7 @@ class _Checker:
                 for leaf, v in zip(sym.elems, flat):
                     try:
                         c = real_const(v, leaf.dtype) if leaf.dtype in FLOAT_DTYPES else \
-                            _z3_int(v, leaf.dtype)
+                            z3_const(v, leaf.dtype)
                     except NotReal:
                         return None
                     subs.append((enc.leaf(leaf), c))
@@ -1180,11 +1180,6 @@ class _Checker:
             if outcome not in original:
                 return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
         return None
-
-
-def _z3_int(v: Any, dtype: str) -> z3.ExprRef:
-    from .encode import z3_const
-    return z3_const(v, dtype)
 
 
 def _limit_kind(exc: SymbolicLimit) -> str:
