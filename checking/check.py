@@ -48,11 +48,12 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
-from .encode import Encoder, EncodingTimeout
-from .symbolic import (Algebra, Component, NeedsGeneric, SymbolicLimit, SymbolicOutcomes, Term,
-                       components, sample_equal, symbolic_outcomes)
-from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample,
-                      Verdict, cause_of)
+from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
+from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
+                       SymbolicOutcomes, Term, components, sample_equal, symbolic_outcomes)
+from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
+                      FLOAT_MODES, INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND,
+                      Counterexample, Verdict, cause_of)
 
 DEFAULT_TIMEOUT = 10.0
 #: at most this many variables may start initialized or not in one search
@@ -124,12 +125,78 @@ class _GiveUp(Exception):
 def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                   semantics: str = "atomic", observe: str = "outputs+state",
                   timeout: float = DEFAULT_TIMEOUT, *, minimize: bool = True,
-                  seed: int = 0, backends: bool = True, structural: bool = True) -> Verdict:
+                  seed: int = 0, backends: bool = True, structural: bool = True,
+                  float_mode: str = "exact", classify: bool = True) -> Verdict:
     """Is `rewritten` a sound rewrite of `original`?  `rewritten` may be a
     Program or its JSON object (a malformed one is an `invalid` verdict).
     A malformed `original` raises ProgramError (it is bad input, not a verdict).
     `structural=False` skips the structural rule (checking/structural.py), so
-    that the enumerating engine alone decides (benchmarks, differential tests)."""
+    that the enumerating engine alone decides (benchmarks, differential tests).
+    `float_mode` (SPEC section 11): "exact" (IEEE, bit for bit) or "real"
+    (float arithmetic over the reals: docs/verdicts.md).  Under "exact" an
+    `unsound` verdict says its kind (`Verdict.difference`) unless `classify`
+    is false."""
+    if float_mode not in FLOAT_MODES:
+        raise ValueError(f"unknown float mode {float_mode!r} ({', '.join(FLOAT_MODES)})")
+    verdict = _check_rewrite(original, rewritten, semantics, observe, timeout, minimize=minimize,
+                             seed=seed, backends=backends, structural=structural,
+                             float_mode=float_mode)
+    verdict.float_mode = float_mode
+    if verdict.verdict == UNSOUND and float_mode == "real":
+        verdict.difference = DIFFERENCE_ORDERING    # (it stays over the reals, by construction)
+    if verdict.verdict == UNSOUND and float_mode == "exact" and classify:
+        _classify(verdict, original, verdict_rewritten(rewritten), semantics, observe, timeout, seed)
+    return verdict
+
+
+def verdict_rewritten(rewritten: Program | Mapping[str, Any]) -> Program:
+    return rewritten if isinstance(rewritten, Program) else \
+        program_from_json(rewritten, validate=True, where="rewritten")
+
+
+#: the least time (s) left in the budget for the real-arithmetic re-check of an
+#: `unsound` verdict (less: its kind is "undetermined")
+CLASSIFY_MIN_SECONDS = 2.0
+
+
+def _classify(verdict: Verdict, original: Program, p2: Program, semantics: str, observe: str,
+              timeout: float, seed: int) -> None:
+    """The kind of an `unsound` verdict's difference (SPEC section 11): the
+    same rewrite checked with float arithmetic over the reals.  There it is
+    `unsound` (a counterexample confirmed exactly): the difference stays over
+    the reals, "ordering-and-state"; `sound` (proved over the reals): it is
+    only one of "floating-point" values; anything else: "undetermined"."""
+    spent = float(verdict.stats.get("seconds", 0.0))
+    seconds = timeout - spent
+    if seconds < CLASSIFY_MIN_SECONDS:
+        # (the budget covers the whole check: no time, no kind)
+        verdict.difference = DIFFERENCE_UNDETERMINED
+        verdict.stats["difference_check"] = {
+            "float": "real", "verdict": "unknown", "seconds": 0.0,
+            "reason": f"{seconds:.3g} s of the time budget were left for the check over the "
+                      f"reals (at least {CLASSIFY_MIN_SECONDS:g} s needed)"}
+        return
+    # the search over the reals explores the same schedules as the exact
+    # one: twice the exact check's time (at least the minimum) is enough
+    # where that search finished, and bounds the cost where it did not
+    seconds = min(seconds, max(CLASSIFY_MIN_SECONDS, 2 * spent))
+    real = _check_rewrite(original, p2, semantics, observe, seconds, minimize=False, seed=seed,
+                          backends=False, structural=False, float_mode="real")
+    if real.verdict == UNSOUND:
+        verdict.difference = DIFFERENCE_ORDERING
+    elif real.verdict == SOUND:
+        verdict.difference = DIFFERENCE_FLOAT
+    else:
+        verdict.difference = DIFFERENCE_UNDETERMINED
+    verdict.stats["difference_check"] = {
+        "float": "real", "verdict": real.verdict, "seconds": real.stats.get("seconds"),
+        "reason": real.reason}
+
+
+def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
+                   semantics: str, observe: str, timeout: float, *, minimize: bool,
+                   seed: int, backends: bool, structural: bool, float_mode: str) -> Verdict:
+    real = float_mode == "real"
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown semantics {semantics!r} ({', '.join(SEMANTICS)})")
     if observe not in OBSERVE:
@@ -172,7 +239,7 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     if structural and original != p2:   # (identical programs: the engine says so at once)
         from .structural import structural_refinement
         try:
-            result = structural_refinement(original, p2, semantics, observe)
+            result = structural_refinement(original, p2, semantics, observe, real=real)
         except Exception as exc:  # a failure of the rule must not become a verdict
             result = None
             note = f"failed: {type(exc).__name__}: {exc}"
@@ -182,7 +249,8 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                                   "seconds": round(time.monotonic() - started, 6)})
         if result is not None:
             note = f"not applicable: {result.reason}"
-    checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends)
+    checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends,
+                       real=real)
     if note is not None:
         checker.stats["structural"] = note
     # Z3's Python API shares one global context, which is not thread-safe:
@@ -277,6 +345,8 @@ class _Checker:
     minimize: bool
     seed: int
     backends: bool
+    #: `--float real`: float arithmetic over the reals (SPEC section 11)
+    real: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -291,6 +361,10 @@ class _Checker:
         # tensors as element terms, or as one generic element (generic.py)
         self.tensors = gen.tensors_mode()
         self.generic = self.tensors == "generic"
+        if self.real:
+            # the generic element has no real-number encoding
+            self.tensors, self.generic = "elementwise", False
+            self.stats["float"] = "real"
 
     def solver_reserve(self) -> float:
         """Time the solver queries (and the encoding of them) leave to the
@@ -317,7 +391,7 @@ class _Checker:
         # search may take long: on smaller ones it is quick and its solver-
         # minimized counterexamples are the better ones)
         accesses = sum(n.op in (READ, ASSIGN) for n in self.p.nodes)
-        if accesses >= REFUTE_FIRST_MIN_ACCESSES:
+        if accesses >= REFUTE_FIRST_MIN_ACCESSES and not self.real:
             found = self.refute(min(REFUTE_FIRST_SHARE * self.timeout, REFUTE_FIRST_SECONDS),
                                 "first")
             if found is not None:
@@ -337,6 +411,9 @@ class _Checker:
         except _GiveUp as exc:
             self._stop_encoding()
             return self.fallback(exc)
+        except NotReal as exc:
+            self._stop_encoding()
+            return self.fallback(_GiveUp("real", str(exc)))
         except (z3.Z3Exception, RecursionError, MemoryError, AssertionError) as exc:
             # a failure of the symbolic machinery must not become a verdict:
             # say so, and test concretely
@@ -385,10 +462,12 @@ class _Checker:
                           f"{len(flagged)} variables are accessed, each initialized or "
                           f"not (limit {limit})")
         self.stats["flagged"] = flagged
-        self.algebra = algebra = gen.GenericAlgebra() if self.generic else Algebra()
+        self.algebra = algebra = (gen.GenericAlgebra() if self.generic else
+                                  RealAlgebra() if self.real else Algebra())
         algebra.set_flags(flagged)
         self.flagged = flagged
-        self.encoder = (gen.GenericEncoder if self.generic else Encoder)(algebra.flag_order)
+        self.encoder = (gen.GenericEncoder(algebra.flag_order) if self.generic else
+                        Encoder(algebra.flag_order, real=self.real))
         # building the queries' terms obeys the budget too, and keeps the
         # solver's reserve for the concrete stages
         self.encoder.deadline = self.deadline - self.solver_reserve()
@@ -506,6 +585,12 @@ class _Checker:
                                         f"({solver.reason_unknown()})")
             model = solver.model()
             sigma = self.decode(model)
+            if self.real:
+                found = self.confirm_real(constraints, model, sigma, schedule)
+                if found is None:
+                    break
+                self.failing = _Query(constraints, schedule)
+                return found
             found = self.confirm(sigma, schedule)
             if found is not None:
                 self.failing = _Query(constraints, schedule)
@@ -531,7 +616,8 @@ class _Checker:
         """Evaluate the query on a few generated σ first: a counterexample
         found this way costs no solver time (floating-point queries that are
         satisfiable are often slow for the solver and easy to sample)."""
-        if SAMPLES <= 0:
+        if SAMPLES <= 0 or self.real:
+            # (samples are evaluated in IEEE arithmetic: no evidence over the reals)
             return None
         sigmas, leaves, flags, memo = self.samples()
         n = len(sigmas)
@@ -631,9 +717,55 @@ class _Checker:
             return None
         return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
 
+    def confirm_real(self, constraints: list[z3.BoolRef], model: z3.ModelRef,
+                     sigma: tuple[dict, dict], schedule: list[str]) -> _Found | None:
+        """`--float real`: the solver's σ (rationals) rounded to the declared
+        float dtypes is a counterexample over the reals when the query, with
+        every leaf replaced by the exact rational value of the rounded σ (and
+        each flag by the model's), is valid: no interpretation of the
+        uninterpreted functions (ops with no real model, division by zero)
+        makes it false.  The outcomes shown are the IEEE ones (display only)."""
+        enc = self.encoder
+        subs = []
+        for table, values in ((self.feeds, sigma[0]), (self.inits, sigma[1])):
+            for name, sym in table.items():
+                value = values[name]
+                if isinstance(value, Error):
+                    continue
+                flat = value.array.reshape(-1)
+                for leaf, v in zip(sym.elems, flat):
+                    try:
+                        c = real_const(v, leaf.dtype) if leaf.dtype in FLOAT_DTYPES else \
+                            z3_const(v, leaf.dtype)
+                    except NotReal:
+                        return None
+                    subs.append((enc.leaf(leaf), c))
+        subs += [(enc.flag(x), model.eval(enc.flag(x), model_completion=True)) for x in self.flagged]
+        query = z3.And(*constraints) if constraints else z3.BoolVal(True)
+        claim = z3.substitute(query, *subs) if subs else query
+        seconds = max(0.1, min(self.remaining(), 2.0))
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(seconds * 1000)))
+        solver.add(z3.Not(claim))
+        if solver.check() != z3.unsat:
+            self.stats["unconfirmed"] += 1
+            return None
+        self.stats["confirmed_exactly"] = True
+        feeds, init = sigma
+        try:
+            state = run_schedule(self.p2, feeds, init, schedule, self.semantics)
+            outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
+            original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
+                                   max_seconds=max(0.5, self.remaining()))
+        except (ValueError, BudgetExceeded, fns.CannotRun):
+            return None
+        return _Found(dict(feeds), dict(init), list(schedule), outcome, original, minimized=True)
+
     # -- the verdicts ---------------------------------------------------------
 
     def unsound(self, found: _Found) -> Verdict:
+        if self.real:
+            return self.unsound_real(found)
         if found.projected is not None:
             return self.unsound_projected(found)
         if self.minimize:
@@ -660,6 +792,24 @@ class _Checker:
             reason += f"; first difference: {where[0]} {where[1]!r}"
         return self.verdict(UNSOUND, reason, differs=differs, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
+
+    def unsound_real(self, found: _Found) -> Verdict:
+        """`--float real`: a counterexample confirmed over the reals
+        (confirm_real); not minimized (minimization confirms in IEEE)."""
+        original_list = list(found.original.as_dict(LIST_LIMIT).items())
+        count = found.original.count
+        differs = None
+        if found.outcome not in found.original:
+            all_original = [o for o, _ in original_list]
+            differs = found.outcome.first_difference(all_original) if count <= LIST_LIMIT else None
+        cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
+                             original_list, count, mini.key_steps(self.p2, found.schedule))
+        reason = ("over the reals (--float real: every float op computed exactly, checked in "
+                  "rational arithmetic) the rewritten program's outcome on this schedule at "
+                  "this σ is none of the original's; the outcomes listed are those of IEEE "
+                  "arithmetic")
+        return self.verdict(UNSOUND, reason, differs=differs, counterexample=cex,
+                            tried=self.stats.get("tried", 0), confirmed=["reals"])
 
     def unsound_projected(self, found: _Found) -> Verdict:
         """An `unsound` verdict whose σ has more original outcomes than could
@@ -913,6 +1063,14 @@ class _Checker:
     # -- the concrete fallback --------------------------------------------------
 
     def fallback(self, why: _GiveUp) -> Verdict:
+        if self.real:
+            # the concrete stages compute in IEEE arithmetic: neither a
+            # difference they find nor their failure to find one says
+            # anything over the reals
+            self.stats["gave_up"] = why.reason
+            return self.verdict(UNKNOWN, f"no proof over the reals (--float real): {why.reason}; "
+                                         "the concrete stages compute in IEEE arithmetic and "
+                                         "do not decide this mode")
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import time
+from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -53,6 +54,24 @@ MAX_TIE = MIN_TIE = ZERO_TIE["float32"]
 
 class EncodingTimeout(RuntimeError):
     """The encoder's deadline passed while it was building terms."""
+
+
+class NotReal(ValueError):
+    """`--float real`: a value with no real-number meaning (a NaN or infinite
+    float constant) was to be encoded: the check refuses (`unknown`)."""
+
+
+REAL = z3.RealSort()
+
+
+def real_const(value: Any, dtype: str) -> z3.ExprRef:
+    """A float numpy scalar as its exact rational value (`--float real`);
+    NaN and the infinities have none: NotReal."""
+    f = float(np.array(value, dtype=DTYPES[dtype]).astype(np.float64))
+    if not np.isfinite(f):
+        raise NotReal(f"the {dtype} constant {f} has no value over the reals")
+    fr = Fraction(f)
+    return z3.RealVal(f"{fr.numerator}/{fr.denominator}")
 
 
 def sort_of(dtype: str) -> z3.SortRef:
@@ -100,6 +119,21 @@ def _scalar(dtype: str, bits: int) -> Any:
     return DTYPES[dtype].type(bits)
 
 
+def float_of_real(v: z3.ExprRef, dtype: str) -> Any:
+    """A Z3 rational numeral rounded to the nearest value of float `dtype`
+    (through float64; an irrational algebraic numeral is approximated)."""
+    if z3.is_rational_value(v):
+        q = Fraction(v.numerator_as_long(), v.denominator_as_long())
+    else:
+        q = Fraction(v.approx(20).as_fraction())
+    try:
+        f = float(q)
+    except OverflowError:
+        f = float("inf") if q > 0 else float("-inf")
+    with np.errstate(over="ignore"):
+        return np.array(f, dtype=DTYPES[dtype])[()]
+
+
 def scalar_from_model(model: z3.ModelRef, expr: z3.ExprRef, dtype: str) -> Any:
     """The numpy scalar a model gives `expr` (completed: unconstrained -> 0)."""
     v = model.eval(expr, model_completion=True)
@@ -114,7 +148,11 @@ class Encoder:
     """Encodes the terms of one :class:`~tfsem.checking.symbolic.Algebra`.
     Encodings are cached per term (terms are interned, so per structure)."""
 
-    def __init__(self, order: dict[str, int] | None = None) -> None:
+    def __init__(self, order: dict[str, int] | None = None, real: bool = False) -> None:
+        #: `--float real` (SPEC section 11): float elements are Z3 Reals, float
+        #: Add, Sub, Mul, Neg exact, Max and Min by real comparison, constants
+        #: their exact rational values
+        self.real = real
         #: the flag order of the Algebra whose guarded values this encodes
         self.order = order if order is not None else {}
         # every cache below is keyed by identity (values and terms are
@@ -147,7 +185,8 @@ class Encoder:
     def leaf(self, term: Term) -> z3.ExprRef:
         e = self._leaves.get(term)
         if e is None:
-            e = self._leaves[term] = z3.Const(leaf_name(term), SORTS[term.dtype])
+            sort = REAL if self.real and term.dtype in FLOAT_DTYPES else SORTS[term.dtype]
+            e = self._leaves[term] = z3.Const(leaf_name(term), sort)
         return e
 
     def elem(self, term: Term) -> z3.ExprRef:
@@ -174,6 +213,8 @@ class Encoder:
         if t.op in ("feed", "init"):
             return self.leaf(t)
         if t.op == "const":
+            if self.real and t.dtype in FLOAT_DTYPES:
+                return real_const(t.value, t.dtype)
             return z3_const(t.value, t.dtype)
         return self.scalar_op(t.op, t.dtype, args)
 
@@ -196,6 +237,19 @@ class Encoder:
                 return z3.If(args[0] > args[1], args[0], args[1])
             if t.op == "min":
                 return z3.If(args[0] < args[1], args[0], args[1])
+        elif t.dtype in FLOAT_DTYPES and self.real:
+            if t.op == "add":
+                return args[0] + args[1]
+            if t.op == "sub":
+                return args[0] - args[1]
+            if t.op == "mul":
+                return args[0] * args[1]
+            if t.op == "neg":
+                return -args[0]
+            if t.op == "max":
+                return z3.If(args[0] >= args[1], args[0], args[1])
+            if t.op == "min":
+                return z3.If(args[0] <= args[1], args[0], args[1])
         elif t.dtype in FLOAT_DTYPES:
             if t.op == "add":
                 return z3.fpAdd(RNE, args[0], args[1])
@@ -259,7 +313,15 @@ class Encoder:
             if x is y:
                 continue
             if x.op == "const" and y.op == "const":
-                return False  # interned: different constants are different values
+                if not (self.real and x.dtype in FLOAT_DTYPES):
+                    return False  # interned: different constants are different values
+                # over the reals +0.0 and -0.0 are one value (a NaN or an
+                # infinity: refused when encoded below)
+                fx, fy = (float(np.array(c.value).astype(np.float64)) for c in (x, y))
+                if np.isfinite(fx) and np.isfinite(fy):
+                    if fx != fy:
+                        return False
+                    continue
             conj.append(self.elem(x) == self.elem(y))
         return z3.And(conj) if len(conj) > 1 else conj[0] if conj else True
 
@@ -493,7 +555,13 @@ class Encoder:
 
     def tensor_from_model(self, model: z3.ModelRef, value: SymTensor) -> Tensor:
         """The concrete tensor a model gives a leaf tensor (feed or initial value)."""
-        flat = [scalar_from_model(model, self.leaf(t), value.dtype) for t in value.elems]
+        if self.real and value.dtype in FLOAT_DTYPES:
+            # the model's rational, rounded to the dtype (the caller confirms
+            # the rounded σ exactly: it may not be a counterexample any more)
+            flat = [float_of_real(model.eval(self.leaf(t), model_completion=True), value.dtype)
+                    for t in value.elems]
+        else:
+            flat = [scalar_from_model(model, self.leaf(t), value.dtype) for t in value.elems]
         arr = np.array(flat, dtype=DTYPES[value.dtype])
         return Tensor(arr.reshape(value.shape), value.dtype)
 

@@ -253,6 +253,7 @@ proof never used for such a Read.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -263,7 +264,7 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
-from tfsem.oracle.values import Error, Tensor
+from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
 OUTPUTS = "outputs"
 SND = "Snd"
@@ -276,6 +277,10 @@ EXTENSIONS = True
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
 FOLD_MAX_ELEMENTS = 1 << 16
+#: `--float real` (SPEC section 11): no float value is folded (folding computes
+#: in IEEE arithmetic; equal terms otherwise hold for every meaning of the
+#: ops, so the rule's proofs hold over the reals too).  Per thread.
+_REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
 
 # The built-in functions whose simplification (V) relies on, captured at
 # import: a function re-registered under the same name is not simplified.
@@ -299,9 +304,20 @@ class _NotApplicable(Exception):
 
 
 def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
-                          observe: str = "outputs+state") -> StructuralResult:
+                          observe: str = "outputs+state", *, real: bool = False) -> StructuralResult:
     """Try to prove P' ⊑ P by the rule in the module docstring.  Both
-    programs must be valid.  Groups M and S exist in decomposed mode only."""
+    programs must be valid.  Groups M and S exist in decomposed mode only.
+    `real`: float arithmetic over the reals (`--float real`): float values
+    are never folded."""
+    token = _REAL.set(real)
+    try:
+        return _structural_refinement(p, p2, semantics, observe)
+    finally:
+        _REAL.reset(token)
+
+
+def _structural_refinement(p: Program, p2: Program, semantics: str,
+                           observe: str) -> StructuralResult:
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
     proved, reason = False, ""
@@ -435,6 +451,7 @@ class _Terms:
         self.table: dict[tuple, int] = {}
         self.consts: dict[int, Any] = {}     # const term -> its Value
         self.folds: dict[tuple, tuple] = {}
+        self.real = _REAL.get()
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -481,6 +498,9 @@ class _Terms:
                 results = f.apply(values, attrs)
                 if len(results) == f.n_out and all(isinstance(r, (Tensor, Error)) for r in results):
                     result = tuple(self.const(r) for r in results)
+                if self.real and any(isinstance(v, Tensor) and v.dtype in FLOAT_DTYPES
+                                     for v in (*values, *results)):
+                    result = None   # (IEEE rounding: not a value over the reals)
             except Exception:   # a user's function that fails stays a term
                 result = None
         self.folds[key] = result

@@ -452,6 +452,21 @@ class Algebra:
         return (self.tensor(a.dtype, shape, (self.apply_elem(op, (x, y)) for x, y in zip(xs, ys))),)
 
 
+class RealAlgebra(Algebra):
+    """`--float real` (SPEC section 11): float constants are never folded
+    (folding computes in IEEE arithmetic, and would make a rounded constant
+    equal, as a term, to a literal of the same bits: a false `sound` over the
+    reals); float terms are evaluated by the real-number encoder."""
+
+    def apply_elem(self, op: str, args: tuple[Term, ...]) -> Term:
+        dtype = args[0].dtype
+        if dtype not in FLOAT_DTYPES:
+            return super().apply_elem(op, args)
+        if op in _COMMUTATIVE[dtype] and args[0].serial > args[1].serial:
+            args = (args[1], args[0])
+        return self.term(op, dtype, args)
+
+
 def _require_element_dtype(dtype: str, what: str) -> None:
     if dtype not in ELEMENT_DTYPES:
         raise NeedsGeneric(f"{what} has dtype {dtype}, which the element-wise terms do not model")

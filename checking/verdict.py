@@ -11,6 +11,22 @@ from tfsem.oracle.values import Value, format_value, value_to_json
 SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID = (
     "sound", "unsound", "no-counterexample", "unknown", "invalid")
 VERDICTS = (SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID)
+#: `--float` (SPEC section 11): IEEE bit for bit, or float arithmetic over the reals
+FLOAT_MODES = ("exact", "real")
+#: the kinds of an `unsound` verdict's difference (SPEC section 11): it stays
+#: when every float op is computed exactly over the reals, or it vanishes
+#: there; "undetermined" when the check over the reals decided neither
+DIFFERENCE_ORDERING, DIFFERENCE_FLOAT, DIFFERENCE_UNDETERMINED = (
+    "ordering-and-state", "floating-point", "undetermined")
+_DIFFERENCE_TEXT = {
+    DIFFERENCE_ORDERING: "a difference of ordering and state: it stays when every float op "
+                         "is computed exactly over the reals",
+    DIFFERENCE_FLOAT: "only a difference of floating-point values: it vanishes when every "
+                      "float op is computed exactly over the reals (the rewrite is sound up "
+                      "to floating-point rounding)",
+    DIFFERENCE_UNDETERMINED: "kind of difference undetermined: the check over the reals "
+                             "decided neither way",
+}
 
 
 @dataclass
@@ -95,6 +111,10 @@ class Verdict:
     semantics: str = "atomic"
     observe: str = "outputs+state"
     stats: dict[str, Any] = field(default_factory=dict)
+    #: "exact" or "real" (FLOAT_MODES)
+    float_mode: str = "exact"
+    #: an `unsound` verdict's kind of difference (DIFFERENCE_*), else None
+    difference: str | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -123,18 +143,27 @@ class Verdict:
             "confirmed": list(self.confirmed),
             "semantics": self.semantics,
             "observe": self.observe,
+            "float": self.float_mode,
+            "difference": self.difference if self.verdict == UNSOUND else None,
             "stats": dict(self.stats),
         }
 
     def describe(self) -> str:
         """The text form printed by `tfsem check`."""
         head = self.verdict
+        if self.verdict == SOUND and self.float_mode == "real":
+            head = "sound up to floating-point rounding (--float real: float arithmetic over the reals)"
+        if self.verdict == UNSOUND and self.float_mode == "real":
+            head = "unsound over the reals (--float real): a difference of ordering and state"
         if self.verdict == UNKNOWN and self.reason:
             head += f": {self.cause}"
         if self.differs:
             (kind, name), = self.differs.items()
             head += f": {'output' if kind == 'output' else 'final value of variable'} {name!r} differs"
         lines = [head]
+        if self.verdict == UNSOUND and self.difference and self.float_mode == "exact":
+            # (the first line stays what it was: readers and tests parse it)
+            lines.append(f"  kind: {self.difference}: {_DIFFERENCE_TEXT[self.difference]}")
         if self.reason:
             lines.append(f"  reason: {self.reason}")
         if self.counterexample is not None:

@@ -278,7 +278,8 @@ def test_json_is_strict_and_complete():
     assert v.verdict == "unsound"       # NaN - NaN and inf - inf are NaN
     data = json.loads(json.dumps(v.to_json(), allow_nan=False))
     assert set(data) == {"verdict", "differs", "counterexample", "reason", "tried", "confirmed",
-                         "semantics", "observe", "stats"}
+                         "semantics", "observe", "float", "difference", "stats"}
+    assert data["difference"] == "floating-point"     # x - x -> 0 holds over the reals
     assert set(data["counterexample"]) >= {"feeds", "init", "schedule", "outcome",
                                            "original_outcomes"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
 
 from .common import CASE_FORMAT, CHECK_TIMEOUT as DEFAULT_TIMEOUT, OBSERVE, SEMANTICS
-from .common import add_graph_options, make_duration, print_json
+from .common import add_float_option, add_graph_options, make_duration, print_json
 
 # the checker (z3, the symbolic oracle) and the program model (numpy) are
 # imported when a check runs, not for `tfsem check --help`
@@ -33,6 +33,7 @@ def add_parser(sub) -> None:
                    help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=OBSERVE, default=None,
                    help="what an outcome holds (default outputs+state)")
+    add_float_option(p)
     p.add_argument("--timeout", type=make_duration(), default=DEFAULT_TIMEOUT,
                    help=f"time budget in seconds (default {DEFAULT_TIMEOUT:g}); running out "
                         "gives `unknown` or `no-counterexample`, never a hang")
@@ -167,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
         from tfsem.checking.verdict import Verdict
         verdict = Verdict("invalid", reason=f"the rewrite cannot run the session's runs: {exc}",
                           semantics=args.semantics or "atomic",
-                          observe=args.observe or "outputs+state")
+                          observe=args.observe or "outputs+state",
+                          float_mode=args.float_mode)
         if args.json:
             print_json(verdict.to_json())
         else:
@@ -178,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = Verdict("unknown", reason=f"{exc} (the time budget of {args.timeout:g} s "
                           "covers reading and importing the graphs)",
                           semantics=args.semantics or "atomic",
-                          observe=args.observe or "outputs+state")
+                          observe=args.observe or "outputs+state",
+                          float_mode=args.float_mode)
         if args.json:
             print_json(verdict.to_json())
         else:
@@ -193,12 +196,13 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     try:
         verdict = check_case(case, timeout=remaining(args, args.timeout, started),
-                             semantics=args.semantics, observe=args.observe)
+                             semantics=args.semantics, observe=args.observe,
+                             float_mode=args.float_mode)
     except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
         from tfsem.checking.verdict import Verdict
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
                           semantics=args.semantics or case.semantics,
-                          observe=args.observe or case.observe)
+                          observe=args.observe or case.observe, float_mode=args.float_mode)
     if not args.json:
         # the verdict first, then the programs, then (announced) the replay:
         # TensorFlow's import takes seconds, the verdict is already known
@@ -231,7 +235,7 @@ def replay_pending(verdict, args: argparse.Namespace) -> bool:
     """Whether `replay_on_tensorflow` will run TensorFlow for this verdict."""
     import importlib.util  # noqa: PLC0415
     return (verdict.verdict == "unsound" and verdict.counterexample is not None
-            and getattr(args, "tensorflow", True)
+            and getattr(args, "tensorflow", True) and verdict.float_mode != "real"
             and importlib.util.find_spec("tensorflow") is not None)
 
 
@@ -249,6 +253,11 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace) -> dict | None
         return None
     if not getattr(args, "tensorflow", True):
         return {"status": "skipped", "confirmed": False, "reason": "--no-tensorflow"}
+    if verdict.float_mode == "real":
+        # TensorFlow computes in IEEE arithmetic: the counterexample holds over the reals
+        return {"status": "skipped", "confirmed": False,
+                "reason": "--float real: the counterexample was confirmed over the reals, "
+                          "which TensorFlow's IEEE kernels do not compute"}
     import importlib.util  # noqa: PLC0415
     if importlib.util.find_spec("tensorflow") is None:
         return {"status": "skipped", "confirmed": False,

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 #: tfsem.oracle.jsonio
 SEMANTICS = ("atomic", "decomposed")
 OBSERVE = ("outputs+state", "outputs")
+#: tfsem.checking.verdict.FLOAT_MODES
+FLOAT_MODES = ("exact", "real")
 CASE_FORMAT = "tfsem.case/1"
 #: tfsem.checking.DEFAULT_TIMEOUT
 CHECK_TIMEOUT = 10.0
@@ -67,6 +69,13 @@ def add_semantics_options(p: argparse.ArgumentParser) -> None:
                    help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=OBSERVE, default="outputs+state",
                    help="what an outcome holds (default outputs+state)")
+
+
+def add_float_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--float", dest="float_mode", choices=FLOAT_MODES, default="exact",
+                   help="exact (the default: floats bit for bit, IEEE 754) or real (float "
+                        "arithmetic judged as real arithmetic: is the rewrite sound up to "
+                        "floating-point rounding?  docs/verdicts.md)")
 
 
 def add_sigma_options(p: argparse.ArgumentParser) -> None:

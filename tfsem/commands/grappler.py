@@ -24,7 +24,9 @@ def add_parser(sub) -> None:
                     "optimizer named with --optimizer alone, or by default every optimizer "
                     "that acts on a CPU graph alone and then the default pipeline - import "
                     "each optimized graph and check it against GRAPH (variables matched by "
-                    "shared_name, feeds and fetches by name): one verdict per optimizer. "
+                    "shared_name, feeds and fetches by name): one verdict per optimizer, "
+                    "with floats bit for bit, and beside it the verdict with float arithmetic "
+                    "over the reals (--float real of tfsem check). "
                     "Fetches default to the graph's entry in a manifest.json beside it. "
                     "Needs the extra tfsem[tensorflow]. Exit status: 0 every result sound or "
                     "no-counterexample, 1 one unsound or invalid, 2 bad input, 3 one unknown "
@@ -143,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         text = r["text"].splitlines()
         print(head + text[0])
         print(f"    changed: {changes}")
+        if "real" in r:
+            print(f"    {real_text(r['real'])}")
         for line in text[1:]:
             print("  " + line)
     return status
@@ -150,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
 
 def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list[str], *,
              where: str, semantics: str = "atomic", observe: str = "outputs+state",
-             timeout: float = DEFAULT_TIMEOUT, save: str | None = None) -> list[dict[str, Any]]:
+             timeout: float = DEFAULT_TIMEOUT, save: str | None = None,
+             real: bool = True) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
     verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
@@ -180,18 +185,20 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
             (out_dir / f"{name}.pbtxt").write_text(str(res.graph_def))
         row.update(check_graph(original, res.graph_def, fetches, targets,
                                where=f"{where} after {name}", semantics=semantics,
-                               observe=observe, timeout=timeout))
+                               observe=observe, timeout=timeout, real=real))
     return results
 
 
 def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list[str], *,
                 where: str, semantics: str = "atomic", observe: str = "outputs+state",
-                timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+                timeout: float = DEFAULT_TIMEOUT, real: bool = True) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
     fields: ``status`` (checked / does-not-import / check-failed), ``reason``,
-    ``verdict`` (JSON), ``text``, ``check_seconds``, ``tensorflow_replay``."""
+    ``verdict`` (JSON), ``text``, ``check_seconds``, ``tensorflow_replay``, and
+    ``real``, the verdict with float arithmetic over the reals (unless `real`
+    is false)."""
     from tfsem.checking import check_rewrite  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
@@ -221,7 +228,42 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     row.update(verdict=verdict.to_json(), text=verdict.describe())
     if "tensorflow_replay" in row:
         row["text"] += f"\n  {row['tensorflow_replay']['text']}"
+    if real:
+        row["real"] = real_verdict(original, rewritten, verdict, semantics, observe, timeout)
     return row
+
+
+def real_verdict(original, rewritten, verdict, semantics: str, observe: str,
+                 timeout: float) -> dict[str, Any]:
+    """The verdict of `--float real` beside the exact one (SPEC section 11):
+    float arithmetic judged as real arithmetic.  An unsound exact verdict
+    has run that check already to say its kind (stats "difference_check");
+    any other is checked over the reals here, with the same budget."""
+    done = verdict.stats.get("difference_check")
+    if done is not None:
+        return {"verdict": done["verdict"], "reason": done.get("reason", ""),
+                "seconds": done.get("seconds")}
+    from tfsem.checking import check_rewrite  # noqa: PLC0415
+    t = time.perf_counter()
+    try:
+        real = check_rewrite(original, rewritten, semantics, observe, timeout=timeout,
+                             float_mode="real", backends=False)
+    except Exception as exc:  # a checker failure is no verdict: say so, never crash
+        return {"verdict": "check-failed", "reason": f"{type(exc).__name__}: {exc}",
+                "seconds": round(time.perf_counter() - t, 6)}
+    return {"verdict": real.verdict, "reason": real.reason,
+            "seconds": round(time.perf_counter() - t, 6)}
+
+
+def real_text(real: dict[str, Any]) -> str:
+    """The line `tfsem grappler` prints for the verdict over the reals."""
+    v = real["verdict"]
+    what = {"sound": "sound up to floating-point rounding",
+            "unsound": "unsound: the difference stays when float ops are computed exactly"
+            }.get(v, v)
+    if v not in ("sound", "unsound") and real.get("reason"):
+        what += f": {real['reason'][:160]}"
+    return f"over the reals (--float real): {what}"
 
 
 def _changes(row: dict) -> str:
