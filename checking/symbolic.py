@@ -348,7 +348,7 @@ class Algebra:
                 # kind is unknown
                 return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         used = [a for i, a in enumerate(args) if i in fn.strict()]
-        if len({a.dtype for a in used}) > 1:
+        if not fn.mixed_dtypes and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * fn.n_out
         if not self.has_encoding(fn):
             return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))

@@ -1,0 +1,411 @@
+"""Shapes computed at run time: TensorFlow's shape and index ops as functions.
+
+`Shape`, `Size`, `Rank`, `Range`, `StridedSlice`, `Slice`, `GatherV2`,
+`UnpackPart`, `FillDims`, `BroadcastToShape`, `BroadcastGradientArgs`,
+`DynamicStitch/N`, and the forms of `Reshape`, `Transpose`, `ExpandDims`,
+`Tile` and the reductions whose shape, permutation, axis, multiples or axes
+are a tensor operand (an int32/int64 tensor like any other) instead of a
+constant attribute.  Each follows TensorFlow's CPU kernel (array_ops.cc,
+strided_slice_op.cc, gather_op.cc, bcast.h, ...): the result, and the
+arguments it refuses.  A refused argument gives an error value: a shape
+that does not fit gives `shape-mismatch` (as the constant-operand forms in
+functions.py do), an index or value out of range TensorFlow's
+`invalid-argument` (InvalidArgumentError).
+
+These functions take arguments of different dtypes (the tensor and its int32
+shape: `mixed_dtypes`) and choose their result's dtype (`casts`).  The
+checker has no encoding of them: in proofs their results are opaque (an
+uninterpreted function of the arguments, whose kind, shape included, is
+unknown), see docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import functions as fns
+from .functions import TENSORFLOW, CannotRun, OpError, ShapeError, _bool_attr, _dtype_attr, \
+    _int_attr, _int_list
+
+INVALID_ARGUMENT = "invalid-argument"
+INDEX_DTYPES = ("int32", "int64")
+
+
+def _op(name: str, n_in: int, n_out: int = 1, **kw: Any):
+    return fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, casts=True,
+                        mixed_dtypes=True, **kw)
+
+
+def _index(a, what: str, *, rank: int | None = None):
+    """An int32/int64 operand as a list of Python ints."""
+    if a.dtype.name not in INDEX_DTYPES:
+        raise OpError("no-kernel", f"{what} must be int32 or int64, not {a.dtype.name}")
+    if rank is not None and a.ndim != rank:
+        raise OpError(INVALID_ARGUMENT, f"{what} must have rank {rank}")
+    return [int(x) for x in a.reshape(-1)]
+
+
+def _invalid(msg: str) -> OpError:
+    return OpError(INVALID_ARGUMENT, msg)
+
+
+def _out_type(attrs) -> np.dtype:
+    return np.dtype(attrs.get("out_type", "int32"))
+
+
+_OUT = {"out_type": _dtype_attr}
+
+
+@_op("Shape", 1, attrs=_OUT)
+def _shape(xp, args, attrs):
+    """The input's shape as a 1-D tensor of `out_type` (int32 or int64)."""
+    return (np.array(args[0].shape, dtype=_out_type(attrs)),)
+
+
+@_op("Size", 1, attrs=_OUT)
+def _size(xp, args, attrs):
+    """The input's number of elements, a scalar of `out_type`."""
+    return (np.array(args[0].size, dtype=_out_type(attrs)),)
+
+
+@_op("Rank", 1)
+def _rank(xp, args, attrs):
+    """The input's rank, an int32 scalar."""
+    return (np.array(args[0].ndim, dtype=np.int32),)
+
+
+@_op("Range", 3)
+def _range(xp, args, attrs):
+    """start, start+delta, ... up to (not including) limit; integer dtypes:
+    the size is (|limit-start| + |delta| - 1) / |delta| (range_op.cc)."""
+    start, limit, delta = args
+    for a, what in ((start, "start"), (limit, "limit"), (delta, "delta")):
+        if a.ndim != 0:
+            raise _invalid(f"Range: {what} must be a scalar")
+    if len({start.dtype, limit.dtype, delta.dtype}) > 1:
+        raise ShapeError("Range: operands of different dtypes")
+    if start.dtype.kind not in "iu":
+        raise CannotRun("cannot run Range on floating-point operands concretely (its size and "
+                        "its accumulated values are not modelled); in proofs it is uninterpreted")
+    s, l, d = int(start), int(limit), int(delta)
+    if d == 0:
+        raise _invalid("Range: requires delta != 0")
+    if (d > 0 and s > l) or (d < 0 and s < l):
+        raise _invalid("Range: requires start <= limit when delta > 0 (>= when < 0)")
+    n = (abs(l - s) + abs(d) - 1) // abs(d)
+    if n > fns.MAX_TENSOR_ELEMENTS:
+        raise fns.too_large("Range", n)
+    return (np.array([s + i * d for i in range(n)], dtype=start.dtype),)
+
+
+_SS_ATTRS = {"begin_mask": _int_attr, "end_mask": _int_attr, "ellipsis_mask": _int_attr,
+             "new_axis_mask": _int_attr, "shrink_axis_mask": _int_attr}
+
+
+def strided_slice_spec(shape, begin, end, strides, attrs):
+    """TensorFlow's ValidateStridedSliceOp: (per-dimension (begin, size,
+    stride) of the input, the result's shape)."""
+    if not (len(begin) == len(end) == len(strides)):
+        raise _invalid("StridedSlice: begin, end and strides must have the same length")
+    bm, em = attrs.get("begin_mask", 0), attrs.get("end_mask", 0)
+    ell, new, shrink = (attrs.get("ellipsis_mask", 0), attrs.get("new_axis_mask", 0),
+                        attrs.get("shrink_axis_mask", 0))
+    if ell & (ell - 1):
+        raise _invalid("StridedSlice: multiple ellipses in slice spec not allowed")
+    sparse = len(begin)
+    seen, after = False, 0
+    for i in range(sparse):
+        if seen and new >> i & 1:
+            after += 1
+        if ell >> i & 1:
+            seen = True
+    begin, end, strides = list(begin), list(end), list(strides)
+    if not seen:
+        ell |= 1 << sparse
+        sparse += 1
+        begin.append(0); end.append(0); strides.append(1)
+    dims = len(shape)
+    d_begin, d_end, d_stride = [0] * dims, [0] * dims, [1] * dims
+    d_bm = d_em = d_shrink = 0
+    gather: list[int | str] = []
+    full = 0
+    for i in range(sparse):
+        if ell >> i & 1:
+            nxt = min(dims - (sparse - i) + 1 + after, dims)
+            while full < nxt:
+                d_bm |= 1 << full
+                d_em |= 1 << full
+                gather.append(full)
+                full += 1
+        elif new >> i & 1:
+            gather.append("new")
+        else:
+            if full == dims:
+                raise _invalid(f"StridedSlice: index out of range using input dim {full}; input "
+                               f"has only {dims} dims")
+            d_begin[full], d_end[full], d_stride[full] = begin[i], end[i], strides[i]
+            if bm >> i & 1:
+                d_bm |= 1 << full
+            if em >> i & 1:
+                d_em |= 1 << full
+            if shrink >> i & 1:
+                gather.append("shrink")
+                d_shrink |= 1 << full
+            else:
+                gather.append(full)
+            full += 1
+    spec, dense_shape = [], []
+    for i in range(dims):
+        n, st = shape[i], d_stride[i]
+        if st == 0:
+            raise _invalid(f"StridedSlice: strides[{i}] must be non-zero")
+        masks = (d_bm >> i & 1, d_em >> i & 1)
+        lo, hi = (0, n) if st > 0 else (-1, n - 1)
+
+        def canonical(x, c):
+            if masks[c]:
+                return (lo, hi)[c] if st > 0 else (lo, hi)[(c + 1) & 1]
+            fwd = n + x if x < 0 else x
+            return lo if fwd < lo else hi if fwd > hi else fwd
+
+        if d_shrink >> i & 1:
+            fwd = n + d_begin[i] if d_begin[i] < 0 else d_begin[i]
+            if fwd < 0 or fwd >= n:
+                raise _invalid(f"StridedSlice: slice index {d_begin[i]} of dimension {i} out of "
+                               "bounds")
+            if st <= 0:
+                raise _invalid("StridedSlice: only stride 1 allowed on non-range indexing")
+            b, size = fwd, 1
+        else:
+            b, e = canonical(d_begin[i], 0), canonical(d_end[i], 1)
+            length = e - b
+            if length == 0 or (length < 0) != (st < 0):
+                size = 0
+            else:
+                size = length // st + (length % st != 0)
+        spec.append((b, size, st))
+        dense_shape.append(size)
+    final = [1 if g == "new" else dense_shape[g] for g in gather if g != "shrink"]
+    return spec, final
+
+
+def _take(a, spec):
+    for ax, (b, size, st) in enumerate(spec):
+        a = np.take(a, np.arange(size, dtype=np.int64) * st + b, axis=ax)
+    return a
+
+
+@_op("StridedSlice", 4, attrs=_SS_ATTRS)
+def _strided_slice(xp, args, attrs):
+    """input[begin:end:strides] with TensorFlow's five masks."""
+    a, b, e, s = args
+    if not (b.dtype == e.dtype == s.dtype):
+        raise ShapeError("StridedSlice: begin, end, strides of different dtypes")
+    begin, end, strides = (_index(x, w, rank=1) for x, w in ((b, "begin"), (e, "end"),
+                                                              (s, "strides")))
+    spec, final = strided_slice_spec(a.shape, begin, end, strides, attrs)
+    return (np.ascontiguousarray(_take(a, spec)).reshape(final),)
+
+
+@_op("Slice", 3)
+def _slice(xp, args, attrs):
+    """input[begin : begin+size] on every axis (size -1: to the end)."""
+    a, b, sz = args
+    if b.dtype != sz.dtype:
+        raise ShapeError("Slice: begin and size of different dtypes")
+    begin, size = _index(b, "begin", rank=1), _index(sz, "size", rank=1)
+    if len(begin) != a.ndim or len(size) != a.ndim:
+        raise _invalid("Slice: begin and size must have one entry per input dimension")
+    spec = []
+    for i, (lo, n) in enumerate(zip(begin, size)):
+        if n == -1:
+            n = a.shape[i] - lo
+        if not (0 <= lo <= lo + n <= a.shape[i]) or n < 0:
+            raise _invalid(f"Slice: expected begin[{i}] in [0, {a.shape[i]}] and size in "
+                           f"[0, {a.shape[i]} - begin]")
+        spec.append((lo, n, 1))
+    return (np.ascontiguousarray(_take(a, spec)),)
+
+
+@_op("GatherV2", 3, attrs={"batch_dims": _int_attr})
+def _gather(xp, args, attrs):
+    """params gathered along `axis` at `indices` (batch_dims 0); an index out
+    of [0, dim) fails (the CPU kernel)."""
+    params, indices, axis_t = args
+    if attrs.get("batch_dims", 0) != 0:
+        raise CannotRun("GatherV2 with batch_dims != 0 is not modelled")
+    idx = _index(indices, "indices")
+    (axis,) = _index(axis_t, "axis", rank=0)
+    if params.ndim == 0:
+        raise _invalid("GatherV2: params must be at least 1-D")
+    if not -params.ndim <= axis < params.ndim:
+        raise _invalid(f"GatherV2: expected axis in the range [{-params.ndim}, {params.ndim})")
+    axis %= params.ndim
+    n = params.shape[axis]
+    for i in idx:
+        if not 0 <= i < n:
+            raise _invalid(f"GatherV2: indices = {i} is not in [0, {n})")
+    out = np.take(params, np.asarray(idx, dtype=np.int64).reshape(indices.shape), axis=axis)
+    return (out.astype(params.dtype, copy=False),)
+
+
+@_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr})
+def _unpack_part(xp, args, attrs):
+    """Output `index` of TensorFlow's Unpack (Unstack) along `axis`."""
+    (a,) = args
+    ax = attrs["axis"]
+    if not -a.ndim <= ax < a.ndim:
+        raise _invalid("Unpack: axis out of range")
+    ax %= a.ndim
+    if a.shape[ax] != attrs["num"]:
+        raise _invalid(f"Unpack: input dimension {ax} is {a.shape[ax]}, not num={attrs['num']}")
+    return (np.ascontiguousarray(np.take(a, attrs["index"], axis=ax)),)
+
+
+@_op("FillDims", 2)
+def _fill_dims(xp, args, attrs):
+    """Fill: a tensor of shape `dims` (a 1-D operand) holding the scalar value."""
+    d, v = args
+    dims = _index(d, "dims", rank=1)
+    if v.ndim != 0:
+        raise _invalid("Fill: value must be a scalar")
+    if any(x < 0 for x in dims):
+        raise _invalid(f"Fill: dims {dims} has a negative dimension")
+    fns.check_size("Fill", [tuple(dims)])
+    return (np.full(tuple(dims), v, dtype=v.dtype),)
+
+
+@_op("BroadcastToShape", 2)
+def _broadcast_to(xp, args, attrs):
+    """BroadcastTo: the input broadcast to `shape` (a 1-D operand)."""
+    x, s = args
+    shape = _index(s, "shape", rank=1)
+    if any(d < 0 for d in shape):
+        raise _invalid(f"BroadcastTo: shape {shape} has a negative dimension")
+    if x.ndim > len(shape) or any(a not in (1, b) for a, b in
+                                  zip(x.shape[::-1], shape[::-1])):
+        raise _invalid(f"BroadcastTo: incompatible shapes {list(x.shape)} vs. {shape}")
+    fns.check_size("BroadcastTo", [tuple(shape)])
+    return (np.ascontiguousarray(np.broadcast_to(x, tuple(shape))),)
+
+
+@_op("BroadcastGradientArgs", 2, 2)
+def _bcast_grad_args(xp, args, attrs):
+    """The axes to sum each operand's gradient over (BCast with
+    fewer_dims_optimization off: an axis where all are 1 is listed for both)."""
+    a, b = args
+    if a.dtype != b.dtype:
+        raise ShapeError("BroadcastGradientArgs: operands of different dtypes")
+    x, y = _index(a, "s0", rank=1), _index(b, "s1", rank=1)
+    n = max(len(x), len(y))
+    x, y = [1] * (n - len(x)) + x, [1] * (n - len(y)) + y
+    r0, r1 = [], []
+    for k in range(n):
+        if x[k] == 1 and y[k] == 1:
+            r0.append(k); r1.append(k)
+        elif x[k] == y[k]:
+            continue
+        elif x[k] == 1:
+            r0.append(k)
+        elif y[k] == 1:
+            r1.append(k)
+        else:
+            raise _invalid(f"BroadcastGradientArgs: incompatible shapes: {x} vs. {y}")
+    return (np.array(r0, dtype=a.dtype), np.array(r1, dtype=a.dtype))
+
+
+def _dynamic_stitch(n: int):
+    def impl(xp, args, attrs):
+        """DynamicStitch of n (indices, data) pairs: merged[indices[m][i]] =
+        data[m][i], later pairs overwriting earlier ones; an index not covered
+        is refused (TensorFlow leaves that row unspecified)."""
+        idx, data = args[:n], args[n:]
+        if len({d.dtype for d in data}) > 1:
+            raise ShapeError("DynamicStitch: data of different dtypes")
+        flat = [_index(i, f"indices[{m}]") for m, i in enumerate(idx)]
+        rest = None
+        for m, (i, d) in enumerate(zip(idx, data)):
+            if d.shape[:i.ndim] != i.shape:
+                raise _invalid(f"DynamicStitch: data[{m}].shape must start with "
+                               f"indices[{m}].shape")
+            r = d.shape[i.ndim:]
+            if rest is not None and r != rest:
+                raise _invalid("DynamicStitch: data shapes do not agree past the indices")
+            rest = r
+        top = max((v for f in flat for v in f), default=-1)
+        if any(v < 0 for f in flat for v in f):
+            raise _invalid("DynamicStitch: an index is negative")
+        out = np.zeros((top + 1,) + tuple(rest), dtype=data[0].dtype)
+        seen = np.zeros(top + 1, dtype=bool)
+        for f, d in zip(flat, data):
+            rows = d.reshape((len(f),) + tuple(rest))
+            for k, v in enumerate(f):
+                out[v] = rows[k]
+                seen[v] = True
+        if not seen.all():
+            raise CannotRun("cannot run DynamicStitch with indices that leave a row unset "
+                            "(TensorFlow leaves its contents unspecified)")
+        return (out,)
+    return impl
+
+
+#: DynamicStitch with N pairs is the function `DynamicStitch/N` (2N arguments).
+MAX_STITCH = 16
+for _n in range(1, MAX_STITCH + 1):
+    _op(f"DynamicStitch/{_n}", 2 * _n)(_dynamic_stitch(_n))
+
+
+# -- the forms with a tensor operand of ops whose constant-operand form is in
+# functions.py: the operand read at run time, then the same implementation
+
+
+def _with(name: str, key: str, convert):
+    base = fns.get(name)
+
+    def impl(xp, args, attrs):
+        a, operand = args
+        value = convert(_index(operand, key), operand)
+        return base.impl(xp, (a,), {**attrs, key: value})
+    impl.__doc__ = f"{name} with `{key}` an int32/int64 tensor operand."
+    return impl
+
+
+def _axis_scalar(vals, t):
+    if t.ndim > 1 or len(vals) != 1:
+        raise _invalid("the axis must be a scalar (or a 1-element vector)")
+    return vals[0]
+
+
+def _vector(vals, t):
+    if t.ndim != 1:
+        raise _invalid("the operand must be a 1-D tensor")
+    return vals
+
+
+def _axes_list(vals, t):
+    if t.ndim > 1:
+        raise _invalid("axes must be a scalar or a 1-D tensor")
+    return vals
+
+
+_op("ReshapeTo", 2)(_with("Reshape", "shape", _vector))
+_op("TileBy", 2)(_with("Tile", "multiples", _vector))
+_op("ExpandDimsAt", 2)(_with("ExpandDims", "axis", _axis_scalar))
+for _name in ("Sum", "Mean", "ReduceMax", "ReduceMin"):
+    _op(_name + "Along", 2, attrs={"keep_dims": _bool_attr})(
+        _with(_name, "axes", _axes_list))
+
+
+@_op("Transpose", 2)
+def _transpose(xp, args, attrs):
+    """The input's axes permuted by `perm` (a 1-D operand): output axis i is
+    input axis perm[i]; perm must be a permutation of 0..rank-1."""
+    a, p = args
+    perm = _index(p, "perm", rank=1)
+    if len(perm) != a.ndim:
+        raise _invalid(f"Transpose: expected perm of length {a.ndim}, got {len(perm)}")
+    if sorted(perm) != list(range(a.ndim)):
+        raise _invalid(f"Transpose: {perm} is not a permutation of 0..{a.ndim - 1}")
+    return (np.ascontiguousarray(np.transpose(a, perm)),)
