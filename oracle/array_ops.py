@@ -9,8 +9,9 @@ constant attribute.  Each follows TensorFlow's CPU kernel (array_ops.cc,
 strided_slice_op.cc, gather_op.cc, bcast.h, ...): the result, and the
 arguments it refuses.  A refused argument gives an error value: a shape
 that does not fit gives `shape-mismatch` (as the constant-operand forms in
-functions.py do), an index or value out of range TensorFlow's
-`invalid-argument` (InvalidArgumentError).
+functions.py do); so does an index or value out of range (TensorFlow's
+InvalidArgumentError: one error value for all of them, so that folding a
+computed operand into a constant never changes the error).
 
 These functions take arguments of different dtypes (the tensor and its int32
 shape: `mixed_dtypes`) and choose their result's dtype (`casts`).  The
@@ -29,7 +30,6 @@ from . import functions as fns
 from .functions import TENSORFLOW, CannotRun, OpError, ShapeError, _bool_attr, _dtype_attr, \
     _int_attr, _int_list
 
-INVALID_ARGUMENT = "invalid-argument"
 INDEX_DTYPES = ("int32", "int64")
 
 
@@ -43,12 +43,16 @@ def _index(a, what: str, *, rank: int | None = None):
     if a.dtype.name not in INDEX_DTYPES:
         raise OpError("no-kernel", f"{what} must be int32 or int64, not {a.dtype.name}")
     if rank is not None and a.ndim != rank:
-        raise OpError(INVALID_ARGUMENT, f"{what} must have rank {rank}")
+        raise _invalid(f"{what} must have rank {rank}")
     return [int(x) for x in a.reshape(-1)]
 
 
-def _invalid(msg: str) -> OpError:
-    return OpError(INVALID_ARGUMENT, msg)
+def _invalid(msg: str) -> ShapeError:
+    # TensorFlow's InvalidArgumentError on these ops is the error value
+    # `shape-mismatch`, the one the constant-operand forms (functions.py)
+    # give: a graph whose shape computation a pass folds into a constant
+    # must fail with the same error value
+    return ShapeError(msg)
 
 
 def _out_type(attrs) -> np.dtype:
@@ -299,6 +303,8 @@ def _bcast_grad_args(xp, args, attrs):
     if a.dtype != b.dtype:
         raise ShapeError("BroadcastGradientArgs: operands of different dtypes")
     x, y = _index(a, "s0", rank=1), _index(b, "s1", rank=1)
+    if x == y:   # BCastList: equal shapes reduce nothing (even axes of 1)
+        return (np.array([], dtype=a.dtype), np.array([], dtype=a.dtype))
     n = max(len(x), len(y))
     x, y = [1] * (n - len(x)) + x, [1] * (n - len(y)) + y
     r0, r1 = [], []
@@ -401,9 +407,11 @@ for _name in ("Sum", "Mean", "ReduceMax", "ReduceMin"):
 @_op("Transpose", 2)
 def _transpose(xp, args, attrs):
     """The input's axes permuted by `perm` (a 1-D operand): output axis i is
-    input axis perm[i]; perm must be a permutation of 0..rank-1."""
+    input axis perm[i]; perm must be a permutation of 0..rank-1 (an entry in
+    [-rank, 0) counts from the end, as TensorFlow's kernel accepts)."""
     a, p = args
     perm = _index(p, "perm", rank=1)
+    perm = [d + a.ndim if -a.ndim <= d < 0 else d for d in perm]   # as TensorFlow's kernel
     if len(perm) != a.ndim:
         raise _invalid(f"Transpose: expected perm of length {a.ndim}, got {len(perm)}")
     if sorted(perm) != list(range(a.ndim)):

@@ -791,7 +791,9 @@ def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
         if not -a.ndim <= x < max(a.ndim, 1) or (a.ndim == 0 and x not in (0, -1)):
             raise ShapeError(f"axis {x} out of range for rank {a.ndim}")
         out.append(x % a.ndim if a.ndim else 0)
-    return tuple(sorted(set(out)))
+    if len(set(out)) != len(out):   # TensorFlow: "Axes contains duplicate dimension"
+        raise ShapeError(f"axes {list(axes)} contain a duplicate dimension")
+    return tuple(sorted(out))
 
 
 def _reduce(name: str, xp, args, attrs, fn):
