@@ -330,6 +330,8 @@ def _dynamic_stitch(n: int):
         idx, data = args[:n], args[n:]
         if len({d.dtype for d in data}) > 1:
             raise ShapeError("DynamicStitch: data of different dtypes")
+        if any(i.dtype != np.int32 for i in idx):   # the kernel takes int32 indices only
+            raise OpError("no-kernel", "DynamicStitch: indices must be int32")
         flat = [_index(i, f"indices[{m}]") for m, i in enumerate(idx)]
         rest = None
         for m, (i, d) in enumerate(zip(idx, data)):
