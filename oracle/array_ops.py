@@ -398,12 +398,26 @@ def _axes_list(vals, t):
     return vals
 
 
-_op("ReshapeTo", 2)(_with("Reshape", "shape", _vector))
-_op("TileBy", 2)(_with("Tile", "multiples", _vector))
-_op("ExpandDimsAt", 2)(_with("ExpandDims", "axis", _axis_scalar))
-for _name in ("Sum", "Mean", "ReduceMax", "ReduceMin"):
-    _op(_name + "Along", 2, attrs={"keep_dims": _bool_attr})(
-        _with(_name, "axes", _axes_list))
+#: name -> (the constant-operand function, its attribute, the conversion)
+OPERAND_FORMS = {"ReshapeTo": ("Reshape", "shape", _vector),
+                 "TileBy": ("Tile", "multiples", _vector),
+                 "ExpandDimsAt": ("ExpandDims", "axis", _axis_scalar),
+                 **{n + "Along": (n, "axes", _axes_list)
+                    for n in ("Sum", "Mean", "ReduceMax", "ReduceMin")}}
+for _name, (_base, _key, _conv) in OPERAND_FORMS.items():
+    _op(_name, 2, attrs={"keep_dims": _bool_attr} if _key == "axes" else {})(
+        _with(_base, _key, _conv))
+
+#: Functions whose result depends on their argument's kind alone.
+KIND_ONLY = frozenset({"Shape", "Size", "Rank"})
+
+
+def constant_operand_form(name: str, attrs, operand: np.ndarray):
+    """For `name` in OPERAND_FORMS with operand `operand` known: the
+    constant-operand function and its attributes, which compute the same
+    thing; raises ShapeError/OpError where `name` fails on that operand."""
+    base, key, convert = OPERAND_FORMS[name]
+    return fns.get(base), {**attrs, key: convert(_index(operand, key), operand)}
 
 
 @_op("Transpose", 2)

@@ -157,3 +157,30 @@ def test_checker_never_proves_a_computed_shape_wrong():
     v = check_rewrite(shaped("b"), shaped("c"))   # same elements, other shape
     assert v.verdict in ("unsound", "unknown")
     assert check_rewrite(shaped("b"), shaped("b")).verdict == "sound"
+
+
+def folded(shape_from: str):
+    """Reshape(a, Shape(b)) before constant folding, Reshape(a, [2, 3]) after."""
+    feeds = {"a": TensorType("int32", (6,)), "b": TensorType("int32", (2, 3))}
+    if shape_from == "const":
+        nodes = [P.const("s", Tensor(np.array([2, 3], I32))), P.apply("r", "ReshapeTo", "$a", "s")]
+    elif shape_from == "attr":
+        nodes = [P.apply("r", "Reshape", "$a", shape=[2, 3])]
+    else:
+        nodes = [P.apply("s", "Shape", "$b", out_type="int32"),
+                 P.apply("r", "ReshapeTo", "$a", "s")]
+    return P.program(nodes, {"out": "r"}, [], feeds)
+
+
+@pytest.mark.parametrize("after", ["const", "attr"])
+def test_folding_a_computed_shape_is_proved(after):
+    # Shape of a tensor is its static kind; a constant operand is the
+    # constant-operand form: the symbolic checker proves the fold
+    v = check_rewrite(folded("shape"), folded(after))
+    assert v.verdict == "sound", v.reason
+
+
+def test_folding_to_a_wrong_shape_is_not_proved():
+    wrong = P.program([P.apply("r", "Reshape", "$a", shape=[3, 2])], {"out": "r"}, [],
+                      {"a": TensorType("int32", (6,)), "b": TensorType("int32", (2, 3))})
+    assert check_rewrite(folded("shape"), wrong).verdict == "unsound"
