@@ -433,3 +433,24 @@ def _transpose(xp, args, attrs):
     if sorted(perm) != list(range(a.ndim)):
         raise _invalid(f"Transpose: {perm} is not a permutation of 0..{a.ndim - 1}")
     return (np.ascontiguousarray(np.transpose(a, perm)),)
+
+
+#: The functions above whose result's shape (or whether they fail) depends on
+#: their arguments' values, not on their kinds alone: static type inference
+#: (graphdef/exporter.py) must not evaluate them on zeros.
+VALUE_DEPENDENT = frozenset(n for n, f in fns.registered(TENSORFLOW).items()
+                            if f.mixed_dtypes and n not in KIND_ONLY)
+
+
+def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
+    """The dtype of the results of `name` (all its results share one), from
+    its attributes and its arguments' dtypes (None where unknown)."""
+    if name in ("Shape", "Size"):
+        return attrs.get("out_type", "int32")
+    if name == "Rank":
+        return "int32"
+    if name == "FillDims":
+        return arg_dtypes[1]
+    if name.startswith("DynamicStitch/"):
+        return arg_dtypes[int(name.split("/")[1])]
+    return arg_dtypes[0] if arg_dtypes else None

@@ -184,3 +184,32 @@ def test_folding_to_a_wrong_shape_is_not_proved():
     wrong = P.program([P.apply("r", "Reshape", "$a", shape=[3, 2])], {"out": "r"}, [],
                       {"a": TensorType("int32", (6,)), "b": TensorType("int32", (2, 3))})
     assert check_rewrite(folded("shape"), wrong).verdict == "unsound"
+
+
+# -- export: the functions become TensorFlow's ops again ----------------------
+
+
+def test_export_round_trip_keeps_computed_shapes():
+    from tfsem.graphdef.exporter import export_graph
+    x = np.arange(24, dtype=I32).reshape(2, 3, 4)
+    nodes = [placeholder("x", (2, 3, 4), "DT_INT32"),
+             node("shape", "Shape", ["x"], T="DT_INT32", out_type={"type": "DT_INT32"}),
+             const("b", [1], "DT_INT32"), const("e", [0], "DT_INT32"), const("s", [1], "DT_INT32"),
+             node("tail", "StridedSlice", ["shape", "b", "e", "s"], T="DT_INT32",
+                  Index={"type": "DT_INT32"}, begin_mask={"i": 0}, end_mask={"i": 1},
+                  ellipsis_mask={"i": 0}, new_axis_mask={"i": 0}, shrink_axis_mask={"i": 0}),
+             const("m1", [-1], "DT_INT32"), const("ax", 0, "DT_INT32"),
+             node("cat", "ConcatV2", ["m1", "tail", "ax"], T="DT_INT32", N={"i": 2},
+                  Tidx={"type": "DT_INT32"}),
+             node("flat", "Reshape", ["x", "cat"], T="DT_INT32", Tshape={"type": "DT_INT32"}),
+             const("perm", [1, 0, 2], "DT_INT32"),
+             node("tr", "Transpose", ["flat", "perm"], T="DT_INT32", Tperm={"type": "DT_INT32"})]
+    feeds = {"x": Tensor(x)}
+    p, out = import_and_run(nodes, "tr", feeds)
+    assert out["tr"] == Tensor(x.reshape(-1, 3, 4).transpose(1, 0, 2))
+    g = export_graph(p)
+    assert {"StridedSlice", "Reshape", "Transpose"} <= {n["op"] for n in g["node"]}
+    q = import_graph(g, [next(iter(p.outputs))], []).program
+    r = outcome_set(q, feeds, {}, "atomic", "outputs")
+    (o,) = r.as_dict(10)
+    assert list(dict(o.outputs).values()) == [out["tr"]]
