@@ -34,8 +34,21 @@ INDEX_DTYPES = ("int32", "int64")
 
 
 def _op(name: str, n_in: int, n_out: int = 1, **kw: Any):
-    return fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, casts=True,
-                        mixed_dtypes=True, **kw)
+    register = fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, casts=True,
+                            mixed_dtypes=True, **kw)
+
+    def deco(impl):
+        def on_host(xp, args, attrs):
+            # index arithmetic on the host: a device array module (cupy) gets
+            # its arrays back from numpy
+            if xp is np:
+                return impl(np, args, attrs)
+            host = tuple(a if a is None or isinstance(a, np.ndarray) else a.get() for a in args)
+            return tuple(xp.asarray(r) for r in impl(np, host, attrs))
+        on_host.__doc__ = impl.__doc__
+        register(on_host)
+        return impl
+    return deco
 
 
 def _index(a, what: str, *, rank: int | None = None):
