@@ -5,7 +5,7 @@ error value).  Skipped without TensorFlow."""
 
 from __future__ import annotations
 
-import itertools
+import os
 
 import numpy as np
 import pytest
@@ -194,3 +194,21 @@ def test_reductions_along(axes, keep):
                           ("ReduceMaxAlong", tf.raw_ops.Max), ("ReduceMinAlong", tf.raw_ops.Min)):
         same(ours(ours_name, [XI, a], {"keep_dims": keep}),
              theirs(op, input=XI, axis=a, keep_dims=keep))
+
+
+def test_strided_slice_random_specs():
+    # seeded random specs (100; 2000 in the nightly profile): every mask
+    # combination on ranks 0-3, indices past both ends, negative strides
+    rng = np.random.default_rng(30)
+    for _ in range(2000 if os.environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly" else 100):
+        rank = int(rng.integers(0, 4))
+        x = np.arange(int(np.prod(s := tuple(rng.integers(0, 4, rank)))),
+                      dtype=np.int16).reshape(s)
+        n = int(rng.integers(1, 5))
+        b, e = (rng.integers(-5, 6, n).astype(np.int64) for _ in range(2))
+        st = rng.choice([-3, -2, -1, 1, 2, 3], n).astype(np.int64)
+        masks = {k: int(rng.integers(0, 1 << n)) for k in ("begin_mask", "end_mask",
+                                                            "new_axis_mask", "shrink_axis_mask")}
+        masks["ellipsis_mask"] = int(1 << rng.integers(0, n)) if rng.random() < 0.3 else 0
+        same(ours("StridedSlice", [x, b, e, st], masks),
+             theirs(tf.raw_ops.StridedSlice, input=x, begin=b, end=e, strides=st, **masks))
