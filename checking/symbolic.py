@@ -176,7 +176,8 @@ _BUILTIN_FUNCTIONS = {name: fns.lookup(name) for name in (*ELEMENTWISE, *STRUCTU
 #: The run-time shape functions, captured the same way (`_fold_shape_function`).
 _ARRAY_FUNCTIONS = {name: fns.lookup(name) for name in (*array_ops.KIND_ONLY,
                                                         *array_ops.OPERAND_FORMS, "Range",
-                                                        "StridedSlice", "Slice", "GatherV2",
+                                                        "StridedSlice", "StridedSliceGrad",
+                                                        "Slice", "GatherV2",
                                                         "UnpackPart", "FillDims",
                                                         "BroadcastToShape", "Transpose",
                                                         "BroadcastGradientArgs")}

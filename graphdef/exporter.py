@@ -428,6 +428,7 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
 _SHAPE_OPS = {"Rank": ("Rank", {"T": 0}), "Range": ("Range", {"Tidx": 0}),
               "StridedSlice": ("StridedSlice", {"T": 0, "Index": 1}),
               "Slice": ("Slice", {"T": 0, "Index": 1}),
+              "StridedSliceGrad": ("StridedSliceGrad", {"T": 4, "Index": 0}),
               "GatherV2": ("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}),
               "BroadcastToShape": ("BroadcastTo", {"T": 0, "Tidx": 1}),
               "BroadcastGradientArgs": ("BroadcastGradientArgs", {"T": 0}),

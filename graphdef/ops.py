@@ -613,6 +613,16 @@ def _strided_slice(b):
     return [b.add("StridedSlice", [b.input(i) for i in range(4)], attrs)]
 
 
+@op("StridedSliceGrad", "the function StridedSliceGrad (zeros of the shape operand, dy where "
+    "StridedSlice reads)")
+def _strided_slice_grad(b):
+    b.dtype("T")
+    _index_dtype(b, "Index")
+    attrs = {k: int(b.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                            "new_axis_mask", "shrink_axis_mask")}
+    return [b.add("StridedSliceGrad", [b.input(i) for i in range(5)], attrs)]
+
+
 @op("Slice", "the function Slice (begin, size: tensors)")
 def _slice(b):
     b.dtype("T")

@@ -226,6 +226,30 @@ def _strided_slice(xp, args, attrs):
     return (np.ascontiguousarray(_take(a, spec)).reshape(final),)
 
 
+@_op("StridedSliceGrad", 5, attrs=_SS_ATTRS)
+def _strided_slice_grad(xp, args, attrs):
+    """Zeros of shape `shape` with dy in the region StridedSlice(begin, end,
+    strides, masks) reads (the gradient of StridedSlice)."""
+    sh, b, e, s, dy = args
+    if not (sh.dtype == b.dtype == e.dtype == s.dtype):
+        raise ShapeError("StridedSliceGrad: shape, begin, end, strides of different dtypes")
+    shape = _index(sh, "shape", rank=1)
+    begin, end, strides = (_index(x, w, rank=1) for x, w in ((b, "begin"), (e, "end"),
+                                                              (s, "strides")))
+    if any(d < 0 for d in shape):
+        raise _invalid(f"StridedSliceGrad: shape {shape} has a negative dimension")
+    fns.check_size("StridedSliceGrad", [tuple(shape)])
+    spec, final = strided_slice_spec(tuple(shape), begin, end, strides, attrs)
+    if tuple(final) != dy.shape:
+        raise _invalid(f"StridedSliceGrad: shape of dy was {list(dy.shape)} instead of {final}")
+    out = np.zeros(tuple(shape), dtype=dy.dtype)
+    if out.ndim == 0:   # only new axes: the kernel's identity case, dy reshaped
+        return (dy.reshape(()).copy(),)
+    index = np.ix_(*(np.arange(size, dtype=np.int64) * st + lo for lo, size, st in spec))
+    out[index] = dy.reshape([size for _, size, _ in spec])
+    return (out,)
+
+
 @_op("Slice", 3)
 def _slice(xp, args, attrs):
     """input[begin : begin+size] on every axis (size -1: to the end)."""
@@ -464,6 +488,8 @@ def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
         return "int32"
     if name == "FillDims":
         return arg_dtypes[1]
+    if name == "StridedSliceGrad":
+        return arg_dtypes[4]
     if name.startswith("DynamicStitch/"):
         return arg_dtypes[int(name.split("/")[1])]
     return arg_dtypes[0] if arg_dtypes else None

@@ -212,3 +212,28 @@ def test_strided_slice_random_specs():
         masks["ellipsis_mask"] = int(1 << rng.integers(0, n)) if rng.random() < 0.3 else 0
         same(ours("StridedSlice", [x, b, e, st], masks),
              theirs(tf.raw_ops.StridedSlice, input=x, begin=b, end=e, strides=st, **masks))
+
+
+def test_strided_slice_grad_random_specs():
+    rng = np.random.default_rng(31)
+    for _ in range(2000 if os.environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly" else 100):
+        rank = int(rng.integers(0, 4))
+        shape = rng.integers(0, 4, rank).astype(np.int32)
+        n = int(rng.integers(1, 5))
+        b, e = (rng.integers(-5, 6, n).astype(np.int32) for _ in range(2))
+        st = rng.choice([-2, -1, 1, 2], n).astype(np.int32)
+        masks = {k: int(rng.integers(0, 1 << n)) for k in ("begin_mask", "end_mask",
+                                                            "new_axis_mask", "shrink_axis_mask")}
+        masks["ellipsis_mask"] = int(1 << rng.integers(0, n)) if rng.random() < 0.3 else 0
+        x = np.zeros(tuple(shape), np.float32)
+        fwd = theirs(tf.raw_ops.StridedSlice, input=x, begin=b, end=e, strides=st, **masks)
+        if fwd is None:
+            continue
+        dy = (np.arange(fwd[0].size, dtype=np.float32) - 0.0).reshape(fwd[0].shape) * -1
+        same(ours("StridedSliceGrad", [shape, b, e, st, dy], masks),
+             theirs(tf.raw_ops.StridedSliceGrad, shape=shape, begin=b, end=e, strides=st, dy=dy,
+                    **masks))
+        bad = np.zeros(fwd[0].shape + (1,), np.float32)
+        same(ours("StridedSliceGrad", [shape, b, e, st, bad], masks),
+             theirs(tf.raw_ops.StridedSliceGrad, shape=shape, begin=b, end=e, strides=st,
+                    dy=bad, **masks))
