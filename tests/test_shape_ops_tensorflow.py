@@ -237,3 +237,43 @@ def test_strided_slice_grad_random_specs():
         same(ours("StridedSliceGrad", [shape, b, e, st, bad], masks),
              theirs(tf.raw_ops.StridedSliceGrad, shape=shape, begin=b, end=e, strides=st,
                     dy=bad, **masks))
+
+
+def test_a_tf_function_computing_shapes_imports_and_runs_as_tensorflow(tmp_path):
+    # the graph TensorFlow itself writes for run-time shapes (tf.shape,
+    # tf.range over tf.rank, slicing, stacking, gathering, broadcasting),
+    # imported and run by tfsem: the same values as TensorFlow's run
+    from tfsem.graphdef import import_path
+    from tfsem.oracle.explore import outcome_set
+
+    @tf.function
+    def f(x, y):
+        s = tf.shape(x)
+        flat = tf.reshape(x, tf.concat([[-1], s[-1:]], 0))
+        total = tf.reduce_sum(x, axis=tf.range(tf.rank(x)))
+        rows = tf.gather(flat, tf.range(s[0] - 1, -1, -1), axis=0)
+        big = tf.broadcast_to(y, tf.stack([s[0], s[1], tf.size(y)]))
+        parts = tf.unstack(tf.transpose(x, tf.constant([1, 0, 2])))
+        r0, r1 = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(x), s1=tf.shape(y))
+        filled = tf.fill(s[1:], total)
+        return flat, total, rows, big, parts[-1], r0, r1, filled, tf.tile(y, s[2:])
+
+    x = np.arange(-12, 12, dtype=np.int32).reshape(2, 3, 4) * 178956970
+    y = np.array([1, -2, 3, 2**31 - 1], np.int32)
+    cf = f.get_concrete_function(tf.TensorSpec(x.shape, tf.int32), tf.TensorSpec(y.shape, tf.int32))
+    path = tmp_path / "shapes.pb"
+    path.write_bytes(cf.graph.as_graph_def().SerializeToString())
+    fetches = [t.op.name for t in cf.outputs]
+    p = import_path(path, fetches).program
+    assert {"ReshapeTo", "SumAlong", "Range", "StridedSlice", "GatherV2", "BroadcastToShape",
+            "Transpose", "UnpackPart", "BroadcastGradientArgs", "FillDims",
+            "TileBy"} <= {n.op for n in p.nodes}
+    feeds = {n: Tensor(v) for n, v in zip([t.op.name for t in cf.inputs], (x, y))}
+    (o,) = outcome_set(p, feeds, {}, "atomic", "outputs").as_dict(10)
+    got = dict(o.outputs)
+    want = [np.asarray(t) for t in f(tf.constant(x), tf.constant(y))]
+    assert set(got) == set(fetches)
+    for name, w in zip(fetches, want):
+        m = got[name]
+        assert m.array.dtype == w.dtype and m.array.shape == w.shape and \
+            m.array.tobytes() == w.tobytes(), (name, m, w)
