@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from . import functions as fns
-from .functions import TENSORFLOW, CannotRun, OpError, ShapeError, _bool_attr, _dtype_attr, \
-    _int_attr, _int_list
+from .functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _bool_attr, _dtype_attr,
+                        _int_attr)
 
 INDEX_DTYPES = ("int32", "int64")
 
