@@ -677,6 +677,11 @@ def _transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+#: The ops modelled above (Transpose, StridedSlice, Range, Size, ...: shapes
+#: computed at run time) are no longer uninterpreted.
+STATELESS_UNMODELLED = STATELESS_UNMODELLED - frozenset(_TABLE)
+
+
 def describe() -> list[tuple[str, str, str]]:
     """(op, what it becomes, origin) for every model, sorted by op name."""
     return [(m.op, m.doc, m.origin) for m in sorted(table().values(), key=lambda m: m.op)]
