@@ -630,15 +630,12 @@ def _slice(b):
     return [b.add("Slice", [b.input(i) for i in range(3)])]
 
 
-@op("GatherV2", "the function GatherV2 (batch_dims 0; an index out of range: "
-    "invalid-argument)")
+@op("GatherV2", "the function GatherV2 (batch_dims; an index out of range: shape-mismatch)")
 def _gather_v2(b):
     b.dtype("Tparams")
     _index_dtype(b, "Tindices")
-    bd = int(b.attr("batch_dims", 0))
-    if bd != 0:
-        b.reject(f"batch_dims={bd} is not modelled (0 only)")
-    return [b.add("GatherV2", [b.input(i) for i in range(3)], {"batch_dims": 0})]
+    return [b.add("GatherV2", [b.input(i) for i in range(3)],
+                  {"batch_dims": int(b.attr("batch_dims", 0))})]
 
 
 @op("Unpack", "one UnpackPart per output, joined by a NoOp")

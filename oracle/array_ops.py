@@ -272,11 +272,9 @@ def _slice(xp, args, attrs):
 
 @_op("GatherV2", 3, attrs={"batch_dims": _int_attr})
 def _gather(xp, args, attrs):
-    """params gathered along `axis` at `indices` (batch_dims 0); an index out
-    of [0, dim) fails (the CPU kernel)."""
+    """params gathered along `axis` at `indices`, the first `batch_dims` axes
+    of both matched; an index out of [0, dim) fails (the CPU kernel)."""
     params, indices, axis_t = args
-    if attrs.get("batch_dims", 0) != 0:
-        raise CannotRun("GatherV2 with batch_dims != 0 is not modelled")
     idx = _index(indices, "indices")
     (axis,) = _index(axis_t, "axis", rank=0)
     if params.ndim == 0:
@@ -284,12 +282,25 @@ def _gather(xp, args, attrs):
     if not -params.ndim <= axis < params.ndim:
         raise _invalid(f"GatherV2: expected axis in the range [{-params.ndim}, {params.ndim})")
     axis %= params.ndim
+    bd = attrs.get("batch_dims", 0)
+    if bd < 0:
+        bd += indices.ndim
+    if not 0 <= bd <= indices.ndim or bd > axis and not (bd == 0):
+        raise _invalid(f"GatherV2: batch_dims {attrs.get('batch_dims', 0)} out of range")
+    if params.shape[:bd] != indices.shape[:bd]:
+        raise _invalid("GatherV2: params and indices differ on the batch dimensions")
     n = params.shape[axis]
     for i in idx:
         if not 0 <= i < n:
             raise _invalid(f"GatherV2: indices = {i} is not in [0, {n})")
-    out = np.take(params, np.asarray(idx, dtype=np.int64).reshape(indices.shape), axis=axis)
-    return (out.astype(params.dtype, copy=False),)
+    ind = np.asarray(idx, dtype=np.int64).reshape(indices.shape)
+    batch = int(np.prod(params.shape[:bd], dtype=np.int64))
+    p = params.reshape((batch,) + params.shape[bd:])
+    q = ind.reshape((batch,) + indices.shape[bd:])
+    rows = [np.take(p[k], q[k], axis=axis - bd) for k in range(batch)]
+    shape = params.shape[:axis] + indices.shape[bd:] + params.shape[axis + 1:]
+    out = np.stack(rows) if rows else np.zeros((0,), params.dtype)
+    return (out.reshape(shape).astype(params.dtype, copy=False),)
 
 
 @_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr})

@@ -277,3 +277,18 @@ def test_a_tf_function_computing_shapes_imports_and_runs_as_tensorflow(tmp_path)
         m = got[name]
         assert m.array.dtype == w.dtype and m.array.shape == w.shape and \
             m.array.tobytes() == w.tobytes(), (name, m, w)
+
+
+@pytest.mark.parametrize("pshape,ishape,axis,bd", [
+    ((2, 3, 4), (2, 5), 1, 1), ((2, 3, 4), (2, 5), 2, 1), ((2, 3, 4), (2, 3), 2, 2),
+    ((2, 3, 4), (2, 5), 2, -1), ((2, 3, 4), (3, 5), 1, 1), ((2, 3, 4), (2, 5), 0, 1),
+    ((0, 3), (0, 2), 1, 1), ((2, 3), (2,), 1, 1), ((2, 3), (2, 2), -1, 1)])
+def test_gather_batch_dims(pshape, ishape, axis, bd):
+    rng = np.random.default_rng(7)
+    params = np.arange(int(np.prod(pshape)), dtype=np.float32).reshape(pshape) - 5
+    ax = axis % len(pshape)
+    n = pshape[ax]
+    indices = rng.integers(0, max(n, 1), ishape).astype(np.int32)
+    a = np.int32(axis)
+    same(ours("GatherV2", [params, indices, a], {"batch_dims": bd}),
+         theirs(tf.raw_ops.GatherV2, params=params, indices=indices, axis=a, batch_dims=bd))
