@@ -256,7 +256,9 @@ def test_a_tf_function_computing_shapes_imports_and_runs_as_tensorflow(tmp_path)
         parts = tf.unstack(tf.transpose(x, tf.constant([1, 0, 2])))
         r0, r1 = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(x), s1=tf.shape(y))
         filled = tf.fill(s[1:], total)
-        return flat, total, rows, big, parts[-1], r0, r1, filled, tf.tile(y, s[2:])
+        sn = tf.shape_n([flat, big, x], out_type=tf.int64)
+        return (flat, total, rows, big, parts[-1], r0, r1, filled, tf.tile(y, s[2:]), *sn,
+                tf.raw_ops.Size(input=rows, out_type=tf.int64), tf.raw_ops.Rank(input=big))
 
     x = np.arange(-12, 12, dtype=np.int32).reshape(2, 3, 4) * 178956970
     y = np.array([1, -2, 3, 2**31 - 1], np.int32)
@@ -267,7 +269,7 @@ def test_a_tf_function_computing_shapes_imports_and_runs_as_tensorflow(tmp_path)
     p = import_path(path, fetches).program
     assert {"ReshapeTo", "SumAlong", "Range", "StridedSlice", "GatherV2", "BroadcastToShape",
             "Transpose", "UnpackPart", "BroadcastGradientArgs", "FillDims",
-            "TileBy"} <= {n.op for n in p.nodes}
+            "TileBy", "Shape", "Size", "Rank"} <= {n.op for n in p.nodes}
     feeds = {n: Tensor(v) for n, v in zip([t.op.name for t in cf.inputs], (x, y))}
     (o,) = outcome_set(p, feeds, {}, "atomic", "outputs").as_dict(10)
     got = dict(o.outputs)
