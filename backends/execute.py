@@ -60,7 +60,7 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
         if isinstance(args[i], Error):
             return (args[i],) * fn.n_out
     used = [a for i, a in enumerate(args) if i in strict and not isinstance(a, Error)]
-    if len({a.dtype for a in used}) > 1:
+    if not fn.mixed_dtypes and len({a.dtype for a in used}) > 1:
         return (Error(DTYPE_MISMATCH),) * fn.n_out
     arrays = tuple(None if isinstance(a, Error) else a for a in args)
     # the oracle's tensor size limit, per valuation (a batched call's

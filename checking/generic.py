@@ -234,6 +234,9 @@ class GenericAlgebra(Algebra):
     def constant(self, value: Tensor) -> GTensor:  # type: ignore[override]
         return self._intern("const", value.dtype, tuple(value.shape), (), value, vkey=value._key)
 
+    def constant_value(self, a: Any) -> Tensor | None:  # type: ignore[override]
+        return a.value if isinstance(a, GTensor) and a.op == "const" else None
+
     def has_encoding(self, fn: fns.Function) -> bool:
         extra = _EXTRA_FUNCTIONS.get(fn.name)
         return super().has_encoding(fn) or (extra is fn and fn.pure)

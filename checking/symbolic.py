@@ -43,13 +43,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from tfsem.oracle import explore
+from tfsem.oracle import array_ops, explore
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget
 from tfsem.oracle.outcomes import OUTPUTS
 from tfsem.oracle.program import Program, TensorType
-from tfsem.oracle.values import (BITS_DTYPES, DTYPE_MISMATCH, DTYPES, FLOAT_DTYPES, UNINITIALIZED,
-                                 Error, Tensor)
+from tfsem.oracle.values import (BITS_DTYPES, DTYPE_MISMATCH, DTYPES, FLOAT_DTYPES, SHAPE_MISMATCH,
+                                 UNINITIALIZED, Error, Tensor)
 
 #: Largest number of elements of one symbolic tensor (larger -> SymbolicLimit).
 MAX_ELEMENTS = 4096
@@ -173,6 +173,14 @@ STRUCTURAL = ("Const", "Identity", "Copy", "Snd", "Concat", "Split")
 # The registry entries the encodings describe, captured at import: a function
 # a user re-registers under a built-in name is treated as having no encoding.
 _BUILTIN_FUNCTIONS = {name: fns.lookup(name) for name in (*ELEMENTWISE, *STRUCTURAL)}
+#: The run-time shape functions, captured the same way (`_fold_shape_function`).
+_ARRAY_FUNCTIONS = {name: fns.lookup(name) for name in (*array_ops.KIND_ONLY,
+                                                        *array_ops.OPERAND_FORMS, "Range",
+                                                        "StridedSlice", "StridedSliceGrad",
+                                                        "Slice", "GatherV2",
+                                                        "UnpackPart", "FillDims",
+                                                        "BroadcastToShape", "Transpose",
+                                                        "BroadcastGradientArgs")}
 
 
 def has_encoding(fn: fns.Function) -> bool:
@@ -348,8 +356,11 @@ class Algebra:
                 # kind is unknown
                 return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         used = [a for i, a in enumerate(args) if i in fn.strict()]
-        if len({a.dtype for a in used}) > 1:
+        if not fn.mixed_dtypes and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * fn.n_out
+        folded = self._fold_shape_function(fn, args, attrs)
+        if folded is not None:
+            return folded
         if not self.has_encoding(fn):
             return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         kinds = self._result_kinds(fn, args, attrs)
@@ -365,6 +376,51 @@ class Algebra:
     def has_encoding(self, fn: fns.Function) -> bool:
         """Whether this algebra computes `fn` exactly (else: opaque)."""
         return has_encoding(fn)
+
+    # -- shapes computed at run time (oracle/array_ops.py) -------------------
+
+    def constant_value(self, a: Any) -> Tensor | None:
+        """a's value when it is the same at every σ (all its elements constant)."""
+        if isinstance(a, SymTensor) and all(e.op == "const" for e in a.elems):
+            arr = np.array([e.value for e in a.elems], dtype=DTYPES[a.dtype]).reshape(a.shape)
+            return Tensor(arr)
+        return None
+
+    def _fold_shape_function(self, fn: fns.Function, args: Sequence[SymValue],
+                             attrs: Mapping[str, Any]) -> tuple[SymValue, ...] | None:
+        """A run-time shape function whose result is the same at every σ:
+        Shape, Size and Rank of a tensor (its kind is static: module
+        docstring), or any of them on constant arguments, computed
+        concretely; ReshapeTo, SumAlong, ... with a constant operand become
+        their constant-operand form (Reshape, Sum, ...).  None: not foldable
+        (the result is then opaque, an uninterpreted function of the
+        arguments, whose kind is unknown: never a wrong shape)."""
+        if _ARRAY_FUNCTIONS.get(fn.name) is not fn:
+            return None
+        tensors = [a for a in args if not isinstance(a, (Error, Opaque, Guarded))]
+        if len(tensors) != len(args):
+            return None
+        if fn.name in array_ops.KIND_ONLY:   # the impl reads the shape alone
+            (a,) = args
+            (r,) = fn.impl(np, (np.broadcast_to(np.zeros((), DTYPES[a.dtype]), a.shape),), attrs)
+            return (self.constant(Tensor(r)),)
+        values = [self.constant_value(a) for a in args]
+        if all(v is not None for v in values):
+            try:
+                results = fn.apply(values, attrs)
+            except (fns.CannotRun, explore.BudgetExceeded):
+                return None
+            return tuple(r if isinstance(r, Error) else self.constant(r) for r in results)
+        if fn.name in array_ops.OPERAND_FORMS and values[1] is not None:
+            try:
+                base, base_attrs = array_ops.constant_operand_form(fn.name, attrs,
+                                                                   values[1].array)
+            except fns.OpError as exc:
+                return (Error(exc.reason),)
+            except fns.ShapeError:
+                return (Error(SHAPE_MISMATCH),)
+            return self.apply(base, [args[0]], base_attrs)
+        return None
 
     def assign(self, fn: fns.Function, w: SymValue, v: SymValue,
                current: SymValue) -> SymValue | None:

@@ -25,6 +25,7 @@ from typing import Any, Collection
 
 import numpy as np
 
+from tfsem.oracle import array_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
@@ -103,6 +104,13 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             continue
         f = fns.get(n.op)
         args = [of(i) for i in n.data_inputs]
+        if n.op in array_ops.VALUE_DEPENDENT:
+            # the shape of the result is a value (Reshape to a computed
+            # shape): zeros would give a wrong one, or a failure that is none
+            dt = array_ops.result_dtype(n.op, n.attrs, [a and a.dtype for a in args])
+            for k in range(f.n_out):
+                types[(name, k)] = None if dt is None else TensorType(dt, None)
+            continue
         try:
             if any(a is None or a.shape is None for a in args):
                 raise fns.CannotRun("unknown input shape")
@@ -404,6 +412,9 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
                     "attr": {"T": T(), "num_split": {"i": attrs["num_split"]}}},
                 {"name": name, "op": "Identity", "input": [f"{name}/split:{attrs['index']}"],
                  "attr": {"T": T()}}]
+    shaped = _shape_function_node(op, name, data, ctrl, attrs, T)
+    if shaped is not None:
+        return shaped
     if op.startswith("tf."):
         tf_op = op[3:].split("/")[0]
         return [{"name": name, "op": tf_op, "input": data + ctrl,
@@ -414,6 +425,50 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         raise ExportError(where, f"{op} is part of an imported ResourceApplyAdam or "
                           "ResourceApplyMomentum, which export does not rebuild")
     raise ExportError(where, f"the function {op} has no TensorFlow op in the exporter")
+
+
+#: The run-time shape functions (oracle/array_ops.py) whose TensorFlow op
+#: takes the same inputs: function -> (op, {attr: input whose dtype it is}).
+_SHAPE_OPS = {"Rank": ("Rank", {"T": 0}), "Range": ("Range", {"Tidx": 0}),
+              "StridedSlice": ("StridedSlice", {"T": 0, "Index": 1}),
+              "Slice": ("Slice", {"T": 0, "Index": 1}),
+              "StridedSliceGrad": ("StridedSliceGrad", {"T": 4, "Index": 0}),
+              "GatherV2": ("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}),
+              "BroadcastToShape": ("BroadcastTo", {"T": 0, "Tidx": 1}),
+              "BroadcastGradientArgs": ("BroadcastGradientArgs", {"T": 0}),
+              "Transpose": ("Transpose", {"T": 0, "Tperm": 1}),
+              "ReshapeTo": ("Reshape", {"T": 0, "Tshape": 1}),
+              "TileBy": ("Tile", {"T": 0, "Tmultiples": 1}),
+              "ExpandDimsAt": ("ExpandDims", {"T": 0, "Tdim": 1}),
+              "FillDims": ("Fill", {"T": 1, "index_type": 0}),
+              **{f"{r}Along": (tf, {"T": 0, "Tidx": 1}) for r, tf in
+                 (("Sum", "Sum"), ("Mean", "Mean"), ("ReduceMax", "Max"), ("ReduceMin", "Min"))}}
+
+
+def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
+    if op in _SHAPE_OPS:
+        tf_op, types = _SHAPE_OPS[op]
+        a = {k: T(i) for k, i in types.items()}
+        for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                  "shrink_axis_mask", "batch_dims"):
+            if k in attrs:
+                a[k] = {"i": int(attrs[k])}
+        if "keep_dims" in attrs:
+            a["keep_dims"] = {"b": bool(attrs["keep_dims"])}
+        return [{"name": name, "op": tf_op, "input": data + ctrl, "attr": a}]
+    if op in ("Shape", "Size"):
+        return [{"name": name, "op": op, "input": data + ctrl,
+                 "attr": {"T": T(), "out_type": {"type": TF_DTYPES[attrs["out_type"]]}}}]
+    if op.startswith("DynamicStitch/"):
+        n = int(op.split("/")[1])
+        return [{"name": name, "op": "DynamicStitch", "input": data + ctrl,
+                 "attr": {"T": T(n), "N": {"i": n}}}]
+    if op == "UnpackPart":
+        return [{"name": f"{name}/unpack", "op": "Unpack", "input": data + ctrl,
+                 "attr": {"T": T(), "num": {"i": attrs["num"]}, "axis": {"i": attrs["axis"]}}},
+                {"name": name, "op": "Identity", "input": [f"{name}/unpack:{attrs['index']}"],
+                 "attr": {"T": T()}}]
+    return None
 
 
 def _attr_from_json(v: Any) -> dict | None:

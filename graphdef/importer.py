@@ -230,7 +230,7 @@ class _Importer:
         for i in n.inputs:
             src, port, control = split_ref(i)
             if not control:
-                if k in static:
+                if k in static and self.is_constant(src, port):
                     # read at import: not built, but what the constant waits
                     # for in TensorFlow (its control inputs) comes first
                     out.extend(self.static_controls(src, port))
@@ -258,6 +258,14 @@ class _Importer:
                 break
             src, port, _ = split_ref(data[0])
         return chain
+
+    def is_constant(self, src: str, port: int) -> bool:
+        """Whether an input is a Const (possibly through Identity nodes), which
+        a `static` input of an op model is read from at import; any other
+        input is computed at run time, and models that accept a computed
+        operand (Reshape, Sum, ... : ops.OpModel.static) take it as a tensor."""
+        chain = self.static_chain(src, port)
+        return bool(chain) and chain[-1].op == "Const" and (len(chain) > 1 or port == 0)
 
     def static_controls(self, src: str, port: int) -> list[str]:
         """The control inputs of a static input's chain: in TensorFlow its
@@ -539,7 +547,21 @@ class _Builder:
         self.static_controls.extend(self.imp.static_controls(src, port))
         return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}), g.describe())
 
+    def is_static(self, i: int) -> bool:
+        """Whether input i is a constant that `static(i)` can read at import."""
+        if i < 0:
+            i += len(self.data)
+        return self.imp.is_constant(*self._ref(i))
+
     def static_shape(self, i: int) -> tuple[int, ...]:
+        shape = self.declared_shape(i)
+        if shape is None:
+            self.reject(f"the shape of input {i} is not known statically")
+        return shape
+
+    def declared_shape(self, i: int) -> tuple[int, ...] | None:
+        """Input i's shape where the graph declares it (a feed, a Const, a
+        variable's read), else None."""
         src, port = self._ref(i)
         g = self.imp.g.get(src)
         if g is not None and (g.op == "Placeholder" or src in self.imp.feeds):
@@ -550,7 +572,7 @@ class _Builder:
             h, _, _ = split_ref([x for x in g.inputs if not x.startswith("^")][0])
             if h in self.imp.var_of:
                 return self.imp.variables[self.imp.var_of[h]].shape
-        self.reject(f"the shape of input {i} is not known statically")
+        return None
 
     def attr(self, name: str, default: Any = None) -> Any:
         a = self.node.attr.get(name)

@@ -309,6 +309,9 @@ def _add_n(b):
 def _reduction(fn_name: str):
     def build(b):
         b.dtype("T")
+        if not b.is_static(1):   # axes computed at run time (oracle/array_ops.py)
+            return [b.add(fn_name + "Along", [b.input(0), b.input(1)],
+                          {"keep_dims": bool(b.attr("keep_dims", False))})]
         axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
         return [b.add(fn_name, [b.input(0)], {"axes": axes,
                                               "keep_dims": bool(b.attr("keep_dims", False))})]
@@ -317,7 +320,8 @@ def _reduction(fn_name: str):
 
 for _tf_op, _fn_name in [("Sum", "Sum"), ("Mean", "Mean"), ("Max", "ReduceMax"),
                          ("Min", "ReduceMin")]:
-    op(_tf_op, f"the function {_fn_name} (axes: a constant input)", static=(1,)
+    op(_tf_op, f"the function {_fn_name} (axes: a constant input), or {_fn_name}Along (axes "
+       "computed at run time)", static=(1,)
        )(_reduction(_fn_name))
 
 
@@ -325,26 +329,35 @@ def _int_list(value) -> list[int]:
     return [int(x) for x in np.asarray(value).reshape(-1)]
 
 
-@op("Reshape", "the function Reshape (shape: a constant input)", static=(1,))
+@op("Reshape", "the function Reshape (shape: a constant input), or ReshapeTo (shape "
+    "computed at run time)", static=(1,))
 def _reshape(b):
     b.dtype("T")
+    if not b.is_static(1):
+        return [b.add("ReshapeTo", [b.input(0), b.input(1)])]
     return [b.add("Reshape", [b.input(0)], {"shape": _int_list(b.static(1))})]
 
 
-@op("Tile", "the function Tile (multiples: a constant input)", static=(1,))
+@op("Tile", "the function Tile (multiples: a constant input), or TileBy (multiples computed "
+    "at run time)", static=(1,))
 def _tile(b):
     b.dtype("T")
+    if not b.is_static(1):
+        return [b.add("TileBy", [b.input(0), b.input(1)])]
     return [b.add("Tile", [b.input(0)], {"multiples": _int_list(b.static(1))})]
 
 
-@op("Fill", "the function Fill (dims: a constant input)", static=(0,))
+@op("Fill", "the function Fill (dims: a constant input), or FillDims (dims computed at run "
+    "time)", static=(0,))
 def _fill(b):
     b.dtype("T")
+    if not b.is_static(0):
+        return [b.add("FillDims", [b.input(0), b.input(1)])]
     return [b.add("Fill", [b.input(1)], {"dims": _int_list(b.static(0))})]
 
 
 @op("BroadcastTo", "Reshape(Tile(Mul(x, ones(shape)), [1]*rank), shape) (shape: a constant "
-    "input; Mul without flushing: x*1 is x bit for bit; the error of an input that does not "
+    "input, else BroadcastToShape; Mul without flushing: x*1 is x bit for bit; the error of an input that does not "
     "broadcast to the shape)", static=(1,))
 def _broadcast_to(b):
     # x * ones(shape) has x's values (x*1 == x bit for bit in IEEE arithmetic:
@@ -357,6 +370,8 @@ def _broadcast_to(b):
     # element count is then larger too).  Constant folding emits BroadcastTo
     # (x*1, x+0 with a larger constant) with an int32 shape constant.
     t = b.dtype("T")
+    if not b.is_static(1):   # shape computed at run time (oracle/array_ops.py)
+        return [b.add("BroadcastToShape", [b.input(0), b.input(1)])]
     shape = _int_list(b.static(1))
     if any(d < 0 for d in shape):
         b.reject(f"the shape {shape} has a negative dimension")
@@ -367,9 +382,12 @@ def _broadcast_to(b):
     return [b.add("Reshape", [y], {"shape": shape})]
 
 
-@op("ExpandDims", "the function ExpandDims (axis: a constant input)", static=(1,))
+@op("ExpandDims", "the function ExpandDims (axis: a constant input), or ExpandDimsAt (axis "
+    "computed at run time)", static=(1,))
 def _expand_dims(b):
     b.dtype("T")
+    if not b.is_static(1):
+        return [b.add("ExpandDimsAt", [b.input(0), b.input(1)])]
     return [b.add("ExpandDims", [b.input(0)], {"axis": _int_list(b.static(1))[0]})]
 
 
@@ -422,12 +440,15 @@ def _split(b):
     return outs
 
 
-@op("Shape", "a Const of the input's static shape (out_type int32 or int64)")
+@op("Shape", "a Const of the input's shape where it is declared (a feed, a constant, a "
+    "variable's read), else the function Shape (out_type int32 or int64)")
 def _shape(b):
     out_type = b.dtype("out_type")
     if out_type not in ("int32", "int64"):
         b.reject("out_type must be int32 or int64")
-    shape = b.static_shape(0)
+    shape = b.declared_shape(0)
+    if shape is None:
+        return [b.add("Shape", [b.input(0)], {"out_type": out_type})]
     from tfsem.oracle.values import Tensor
     # TensorFlow's Shape runs after its input: so does the constant
     after = [ControlIn(b.input(0).node)]
@@ -543,6 +564,124 @@ def _apply_adam(b):
     b.add("NoOp", [])
     b.exclusive()
     return []
+
+
+# -- shapes computed at run time (oracle/array_ops.py) ---------------------
+
+
+def _index_dtype(b, name: str) -> str:
+    t = b.dtype(name)
+    if t not in ("int32", "int64"):
+        b.reject(f"{name} must be int32 or int64, not {t}")
+    return t
+
+
+@op("ShapeN", "one Shape per input (a Const where the input's shape is declared)")
+def _shape_n(b):
+    out_type = _index_dtype(b, "out_type")
+    from tfsem.oracle.values import Tensor
+    outs = []
+    for i in range(b.n_inputs):
+        shape = b.declared_shape(i)
+        if shape is None:
+            outs.append(b.add("Shape", [b.input(i)], {"out_type": out_type}, part=f"output_{i}"))
+        else:
+            outs.append(b.add("Const", [ControlIn(b.input(i).node)],
+                              {"value": Tensor(np.array(shape, dtype=out_type), out_type)},
+                              part=f"output_{i}"))
+    b.add("NoOp", [])
+    return outs
+
+
+@op("Size", "the function Size (out_type int32 or int64)")
+def _size(b):
+    return [b.add("Size", [b.input(0)], {"out_type": _index_dtype(b, "out_type")})]
+
+
+@op("Rank", "the function Rank (int32)")
+def _rank(b):
+    return [b.add("Rank", [b.input(0)])]
+
+
+@op("Range", "the function Range (integer Tidx; float operands stop a concrete run)")
+def _range(b):
+    b.dtype("Tidx")
+    return [b.add("Range", [b.input(0), b.input(1), b.input(2)])]
+
+
+@op("StridedSlice", "the function StridedSlice (begin, end, strides: tensors; the five masks)")
+def _strided_slice(b):
+    b.dtype("T")
+    _index_dtype(b, "Index")
+    attrs = {k: int(b.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                            "new_axis_mask", "shrink_axis_mask")}
+    return [b.add("StridedSlice", [b.input(i) for i in range(4)], attrs)]
+
+
+@op("StridedSliceGrad", "the function StridedSliceGrad (zeros of the shape operand, dy where "
+    "StridedSlice reads)")
+def _strided_slice_grad(b):
+    b.dtype("T")
+    _index_dtype(b, "Index")
+    attrs = {k: int(b.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                            "new_axis_mask", "shrink_axis_mask")}
+    return [b.add("StridedSliceGrad", [b.input(i) for i in range(5)], attrs)]
+
+
+@op("Slice", "the function Slice (begin, size: tensors)")
+def _slice(b):
+    b.dtype("T")
+    _index_dtype(b, "Index")
+    return [b.add("Slice", [b.input(i) for i in range(3)])]
+
+
+@op("GatherV2", "the function GatherV2 (batch_dims; an index out of range: shape-mismatch)")
+def _gather_v2(b):
+    b.dtype("Tparams")
+    _index_dtype(b, "Tindices")
+    return [b.add("GatherV2", [b.input(i) for i in range(3)],
+                  {"batch_dims": int(b.attr("batch_dims", 0))})]
+
+
+@op("Unpack", "one UnpackPart per output, joined by a NoOp")
+def _unpack(b):
+    b.dtype("T")
+    num, axis = int(b.attr("num")), int(b.attr("axis", 0))
+    outs = [b.add("UnpackPart", [b.input(0)], {"axis": axis, "num": num, "index": i},
+                  part=f"output_{i}") for i in range(num)]
+    b.add("NoOp", [])
+    return outs
+
+
+@op("BroadcastGradientArgs", "the function BroadcastGradientArgs (two results)",
+    output_args=("r0", "r1"))
+def _bcast_grad_args(b):
+    _index_dtype(b, "T")
+    r0 = b.add("BroadcastGradientArgs", [b.input(0), b.input(1)])
+    return [r0, DataIn(r0.node, 1)]
+
+
+@op("DynamicStitch", "the function DynamicStitch/N (N pairs of indices and data, N <= 16; "
+    "indices that leave a row unset stop a concrete run)")
+def _dynamic_stitch(b):
+    b.dtype("T")
+    n = int(b.attr("N"))
+    from tfsem.oracle.array_ops import MAX_STITCH
+    if not 1 <= n <= MAX_STITCH or b.n_inputs != 2 * n:
+        b.reject(f"DynamicStitch of N={n} pairs is not modelled (1 to {MAX_STITCH})")
+    return [b.add(f"DynamicStitch/{n}", [b.input(i) for i in range(2 * n)])]
+
+
+@op("Transpose", "the function Transpose (perm: a tensor)")
+def _transpose(b):
+    b.dtype("T")
+    _index_dtype(b, "Tperm")
+    return [b.add("Transpose", [b.input(0), b.input(1)])]
+
+
+#: The ops modelled above (Transpose, StridedSlice, Range, Size, ...: shapes
+#: computed at run time) are no longer uninterpreted.
+STATELESS_UNMODELLED = STATELESS_UNMODELLED - frozenset(_TABLE)
 
 
 def describe() -> list[tuple[str, str, str]]:

@@ -5,6 +5,7 @@ Layout: `values` (TF values and errors), `functions` (the function registry),
 `semantics` (section 3.2.1 transcribed: the reference), `explore` (the fast
 oracle), `outcomes` (what a run yields)."""
 
+from . import array_ops  # noqa: F401  (registers the run-time shape functions)
 from .explore import BudgetExceeded, OutcomeSet, outcome_set
 from .jsonio import (Case, case_from_json, case_to_json, load_case, load_program,
                      program_from_json, program_to_json)

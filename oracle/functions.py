@@ -69,6 +69,10 @@ class Function:
     family: str = "core"
     #: The result's dtype is the implementation's (Cast), not the arguments'.
     casts: bool = False
+    #: The arguments may have different dtypes (Reshape's tensor and its
+    #: int32 shape): no `dtype-mismatch` from the discipline, the
+    #: implementation checks the dtypes it accepts.
+    mixed_dtypes: bool = False
 
     @property
     def assignable(self) -> bool:
@@ -84,7 +88,7 @@ class Function:
             if isinstance(args[i], Error):
                 return (args[i],) * self.n_out
         used = [a for i, a in enumerate(args) if i in self.strict() and isinstance(a, Tensor)]
-        if len({a.dtype for a in used}) > 1:
+        if not self.mixed_dtypes and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * self.n_out
         arrays = tuple(a.array if isinstance(a, Tensor) else None for a in args)
         check_size(self.name, [a.shape for a in arrays if a is not None])
@@ -787,7 +791,9 @@ def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
         if not -a.ndim <= x < max(a.ndim, 1) or (a.ndim == 0 and x not in (0, -1)):
             raise ShapeError(f"axis {x} out of range for rank {a.ndim}")
         out.append(x % a.ndim if a.ndim else 0)
-    return tuple(sorted(set(out)))
+    if len(set(out)) != len(out):   # TensorFlow: "Axes contains duplicate dimension"
+        raise ShapeError(f"axes {list(axes)} contain a duplicate dimension")
+    return tuple(sorted(out))
 
 
 def _reduce(name: str, xp, args, attrs, fn):

@@ -240,11 +240,18 @@ def test_cast_rounds_to_nearest_and_int32_constants_fold():
     assert outs["c2"].dtype == "int64" and int(outs["c2"].array) == 1
 
 
-def test_axes_must_be_constants():
+def test_computed_axes_are_a_tensor_operand_where_modelled_and_refused_elsewhere():
+    # Sum's axes computed at run time: SumAlong (oracle/array_ops.py)
     nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (1,), "DT_INT64"),
              node("s", "Sum", ["x", "ax"], T="DT_INT64")]
+    out = single(nodes, ["s"], feeds={"x": Tensor(np.array([3, -5], np.int64)),
+                                      "ax": Tensor(np.array([0], np.int64))})[0]
+    assert out["s"] == Tensor(np.array(-2, np.int64))
+    # ConcatV2's axis must still be a constant
+    nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (), "DT_INT32"),
+             node("c", "ConcatV2", ["x", "x", "ax"], T="DT_INT64", N={"i": 2})]
     with pytest.raises(GraphImportError, match="must be a constant"):
-        import_graph({"node": nodes}, ["s"])
+        import_graph({"node": nodes}, ["c"])
 
 
 def test_tensorflow_functions_stay_out_of_the_core_registry():
