@@ -1213,7 +1213,7 @@ def draw_pair_focus(original: Program, rewritten: Program, focus: Iterable[str],
     layout.prefix = prefix
     d = diff_programs(a, b)
     sa = render_svg(layout, 0, uid=f"{uid}o", role="original", marks=d.marks(0),
-                    title="original program, the part that matters", css_class="focus")
+                    title="original program, the part that matters", css_class="program-graph focus")
     sb = render_svg(layout, 1, uid=f"{uid}r", role="rewritten", marks=d.marks(1),
-                    title="rewritten program, the part that matters", css_class="focus")
+                    title="rewritten program, the part that matters", css_class="program-graph focus")
     return sa, sb, layout, Focus(kept, groups, prefix)
