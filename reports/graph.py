@@ -1163,15 +1163,34 @@ def focus_nodes(original: Program, rewritten: Program, seeds: Iterable[str],
     return order
 
 
-def fold(p: Program, kept: set[str], prefix: str) -> tuple[Program, dict[str, list[str]]]:
+#: at most this many groups are drawn; the smallest scopes past it share one
+MAX_GROUPS = 8
+OTHER_SCOPES = "other scopes/…"
+
+
+def group_names(names: Iterable[str], prefix: str, max_groups: int = MAX_GROUPS) -> dict[str, str]:
+    """node -> the group it is folded into: `scope/…` for the largest
+    `max_groups - 1` scopes, :data:`OTHER_SCOPES` for the rest (all scopes
+    when there are at most `max_groups`)."""
+    scope = {n: scope_of(n, prefix) + "/…" for n in names}
+    sizes: dict[str, int] = {}
+    for g in scope.values():
+        sizes[g] = sizes.get(g, 0) + 1
+    if len(sizes) > max_groups:
+        big = set(sorted(sizes, key=lambda g: (-sizes[g], g))[: max_groups - 1])
+        scope = {n: g if g in big else OTHER_SCOPES for n, g in scope.items()}
+    return scope
+
+
+def fold(p: Program, kept: set[str], group_of: Mapping[str, str]) -> tuple[Program, dict[str, list[str]]]:
     """`p` with only the `kept` nodes; an input from a folded node comes from
-    its group (a vertex named `scope/…`); the inputs of a node from one group
-    become one edge (a data edge if any of them is data).  Returns the part and the groups (name -> members)."""
+    its group (`group_of`, see :func:`group_names`); the inputs of a node
+    from one group become one edge (a data edge if any of them is data).
+    Returns the part and the groups (name -> members)."""
     groups: dict[str, list[str]] = {}
     for n in p.nodes:
         if n.name not in kept:
-            groups.setdefault(scope_of(n.name, prefix) + "/…", []).append(n.name)
-    group_of = {m: g for g, ms in groups.items() for m in ms}
+            groups.setdefault(group_of[n.name], []).append(n.name)
     nodes = []
     for n in p.nodes:
         if n.name not in kept:
@@ -1204,8 +1223,9 @@ def draw_pair_focus(original: Program, rewritten: Program, focus: Iterable[str],
     programs' size."""
     prefix = name_prefix([n.name for n in original.nodes] + [n.name for n in rewritten.nodes])
     kept = set(focus_nodes(original, rewritten, focus, extra, max_nodes))
-    a, ga = fold(original, kept, prefix)
-    b, gb = fold(rewritten, kept, prefix)
+    group_of = group_names((set(original.node) | set(rewritten.node)) - kept, prefix)
+    a, ga = fold(original, kept, group_of)
+    b, gb = fold(rewritten, kept, group_of)
     groups = {g: sorted(set(ga.get(g, [])) | set(gb.get(g, []))) for g in set(ga) | set(gb)}
     layout = layout_programs([a, b], budget)
     layout.outside = frozenset(groups)

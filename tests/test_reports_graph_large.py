@@ -159,3 +159,24 @@ def test_check_page_of_a_large_graph_in_chromium(pair, tmp_path: Path) -> None:
     x0, y0, x1, y1 = f["edge"]
     sx0, sy0, sx1, sy1 = f["svg"]
     assert sx0 <= x0 <= x1 <= sx1 and sy0 <= y0 <= y1 <= sy1 and x1 <= f["vw"]
+
+
+def test_budget_holds_for_many_scopes_and_hubs() -> None:
+    """400 nodes in 100 name scopes, a variable read by 100 nodes and a node
+    with 100 control inputs: the focus drawing stays within its budget."""
+    from tfsem.oracle import program as P
+    nodes = [P.var("v", "x")]
+    for s in range(100):
+        nodes += [P.read(f"s{s}/r", "v"), P.apply(f"s{s}/a", "Neg", f"s{s}/r"),
+                  P.apply(f"s{s}/b", "Neg", f"s{s}/a")]
+    nodes.append(P.apply("sink", "Neg", "s0/b", *[f"^s{s}/b" for s in range(1, 100)]))
+    nodes.append(P.assign("w", "Snd", "v", "s1/b", "^sink"))
+    p = P.program(nodes, {"out": "sink"}, ["x"])
+    q = p.replace(nodes=tuple(n.replace(inputs=tuple(i for i in n.inputs if i != ControlIn("sink")))
+                              if n.name == "w" else n for n in p.nodes))
+    focus, extra = T.focus_of(p, q)
+    sa, sb, layout, fo = G.draw_pair_focus(p, q, focus, extra=extra, max_nodes=MAX_NODES)
+    assert len(fo.kept) <= MAX_NODES and len(fo.groups) <= G.MAX_GROUPS
+    assert G.OTHER_SCOPES in fo.groups
+    assert len(re.findall(r'<g class="(?:node|stub)\b', sa)) <= MAX_VERTICES
+    assert re.search(r'<g class="edge control removed" data-edge="w#\d+"', sa)
