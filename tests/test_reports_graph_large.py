@@ -180,3 +180,40 @@ def test_budget_holds_for_many_scopes_and_hubs() -> None:
     assert G.OTHER_SCOPES in fo.groups
     assert len(re.findall(r'<g class="(?:node|stub)\b', sa)) <= MAX_VERTICES
     assert re.search(r'<g class="edge control removed" data-edge="w#\d+"', sa)
+
+
+def _dropped_wait():
+    from tfsem.oracle import program as P
+    a = P.program([P.var("v", "x"), P.var("v2", "y"), P.read("seed", "v2"), P.write("sgd/upd", "v", "seed"),
+                   P.read("get", "v", "^sgd/upd")], {"out": "get"}, ["x", "y"])
+    b = a.replace(nodes=tuple(n.replace(inputs=n.inputs[:1]) if n.name == "get" else n for n in a.nodes))
+    return a, b
+
+
+def test_user_terms_from_a_real_counterexample() -> None:
+    """The checker's own counterexample: the read ran before the write it no
+    longer waits for, and saw the variable's initial value."""
+    from tfsem.checking import check_case
+    a, b = _dropped_wait()
+    v = check_case(make_case(a, b), timeout=20).to_json()
+    assert v["verdict"] == "unsound"
+    assert T.difference_lines(a, b, v) == [
+        "the read of `x` (`get`) no longer waits for `sgd/upd`; it can now see the value before that "
+        "update (in the counterexample's run it ran first and saw the initial value of `x`)"]
+
+
+def test_check_prints_the_user_terms_after_the_verdict(tmp_path: Path, capsys) -> None:
+    import json
+    from tfsem.cli import main
+    from tfsem.oracle.jsonio import program_to_json
+    a, b = _dropped_wait()
+    (tmp_path / "a.json").write_text(json.dumps(program_to_json(a)))
+    (tmp_path / "b.json").write_text(json.dumps(program_to_json(b)))
+    assert main(["check", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--no-tensorflow",
+                 "--html", str(tmp_path / "c.html")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("unsound")
+    assert lines[1].startswith("  the read of `x` (`get`) no longer waits for `sgd/upd`")
+    assert lines[2].startswith("  reason:") and any(l.startswith("  feeds:") for l in lines[3:])
+    page = (tmp_path / "c.html").read_text()
+    assert "no longer waits for <code>sgd/upd</code>" in page
