@@ -296,8 +296,8 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
                 dropped = f"; names are shown without <code>{esc(fo.prefix)}</code>" if fo.prefix else ""
                 body.append(f'<p class="summary-note">Drawn instead: the nodes the rewrite changed, the '
                             f"accesses that matter and their neighbours ({len(fo.kept)} nodes); the other "
-                            f"{left_out} are folded into {len(fo.groups)} groups by name scope (a grey box "
-                            f"“scope/… ×count” where an edge comes from one){dropped}. Hover for whole "
+                            f"{left_out} are folded by name scope (a grey box “scope/… ×count”, or a dashed "
+                            f"“… name” for a scope of one, where an edge comes from them){dropped}. Hover for whole "
                             "names.</p>")
                 body.append(G.legend_svg("legend"))
                 body.append('<div class="graphs part focus">'

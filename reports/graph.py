@@ -834,7 +834,7 @@ def render_svg(layout: Layout, side: int = 0, *, uid: str = "g", role: str = "",
         elif v[0] == "m" and v[1] in layout.groups:
             parts.append(_group_svg(b, v[1], layout.groups[v[1]], layout.prefix or ""))
         else:
-            parts.append(_stub_svg(b, v, v[0] == "m" and v[1] in layout.outside))
+            parts.append(_stub_svg(b, v, v[0] == "m" and v[1] in layout.outside, layout.prefix))
     parts.append("</g>")
     parts.append('<g class="values">' + "".join(labels) + "</g>")
     parts.append(var_box)
@@ -898,11 +898,11 @@ def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pendin
     return "".join(out)
 
 
-def _stub_svg(b: Box, v: VKey, outside: bool = False) -> str:
+def _stub_svg(b: Box, v: VKey, outside: bool = False, prefix: str | None = None) -> str:
     kind, name = v
     label = truncate(name if kind == "o" else _vname(v), 24)
     if outside:  # a node of the program that is not in the drawn part
-        label = truncate("… " + name, 24)
+        label = truncate("… " + name, 24) if prefix is None else "… " + short_name(name, prefix, 22)
         return (f'<g class="stub outside" data-stub={attr(name)}><title>{esc(name)}: not drawn '
                 f"(outside the part shown)</title>"
                 f'<rect x="{b.x - b.w / 2:.1f}" y="{b.y - b.h / 2:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" '
@@ -1224,12 +1224,17 @@ def draw_pair_focus(original: Program, rewritten: Program, focus: Iterable[str],
     prefix = name_prefix([n.name for n in original.nodes] + [n.name for n in rewritten.nodes])
     kept = set(focus_nodes(original, rewritten, focus, extra, max_nodes))
     group_of = group_names((set(original.node) | set(rewritten.node)) - kept, prefix)
+    sizes: dict[str, int] = {}
+    for g in group_of.values():
+        sizes[g] = sizes.get(g, 0) + 1
+    # a group of one is that node, drawn as a dashed "… name" stub
+    group_of = {n: n if sizes[g] == 1 else g for n, g in group_of.items()}
     a, ga = fold(original, kept, group_of)
     b, gb = fold(rewritten, kept, group_of)
     groups = {g: sorted(set(ga.get(g, [])) | set(gb.get(g, []))) for g in set(ga) | set(gb)}
     layout = layout_programs([a, b], budget)
     layout.outside = frozenset(groups)
-    layout.groups = groups
+    layout.groups = {g: m for g, m in groups.items() if m != [g]}
     layout.prefix = prefix
     d = diff_programs(a, b)
     sa = render_svg(layout, 0, uid=f"{uid}o", role="original", marks=d.marks(0),
