@@ -14,7 +14,8 @@ for `sgd/AssignVariableOp_2`; it can now see the value before that update".
   that breaks the rewrite: which write came last before it, or the initial
   value.
 
-A rewrite that keeps the order of every such pair is said to do so, with
+Reads and writes the rewrite removes or adds are named.  A rewrite that
+keeps every access and the order of every such pair is said to do so, with
 what it changed (nodes, edges); its difference, if any, is then in the
 values computed.  Names lose their common prefix (`StatefulPartitionedCall/`)
 as in the drawings (:func:`tfsem.reports.graph.name_prefix`).
@@ -168,7 +169,16 @@ def difference_lines(original: Program, rewritten: Program,
         lines.append(s)
     if len(pairs) > MAX_PAIRS:
         lines.append(f"… and {len(pairs) - MAX_PAIRS} more pairs of accesses no longer ordered")
-    if not pairs:
+    acc_a = accesses(original)
+    gone = [a for n, a in acc_a.items() if n not in acc_b or acc_b[n] != a]
+    new = [a for n, a in acc_b.items() if n not in acc_a or acc_a[n] != a]
+    for verb, items in (("drops", gone), ("adds", new)):
+        for a in items[:MAX_PAIRS]:
+            kind = "update" if a.write else "read"
+            lines.append(f"the rewrite {verb} the {kind} `{name(a.node)}` of `{a.variable}`")
+        if len(items) > MAX_PAIRS:
+            lines.append(f"… and {len(items) - MAX_PAIRS} more")
+    if not pairs and not gone and not new:
         d = G.diff_programs(original, rewritten)
         if d.empty:
             return []
@@ -180,7 +190,8 @@ def difference_lines(original: Program, rewritten: Program,
         ne = len(d.removed_edges) + len(d.added_edges)
         if ne:
             what.append(f"rewires {ne} edge{'s' if ne != 1 else ''}")
-        lines.append("the rewrite keeps the order of every read and write of each variable"
+        lines.append("the rewrite keeps every read and write of each variable, and the order between "
+                     "a write and the other accesses of its variable"
                      + (f"; it {', '.join(what)}" if what else "")
                      + "; any difference is in the values computed")
     return lines

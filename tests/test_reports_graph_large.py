@@ -62,8 +62,12 @@ def test_user_terms_when_order_is_kept() -> None:
     a = P.program([P.var("v", "x"), P.read("r", "v"), P.apply("n", "Neg", "r")], {"out": "n"}, ["x"])
     b = a.replace(nodes=tuple(n.replace(op="Copy") if n.name == "n" else n for n in a.nodes))
     assert T.difference_lines(a, b) == [
-        "the rewrite keeps the order of every read and write of each variable; it changes 1 node; "
-        "any difference is in the values computed"]
+        "the rewrite keeps every read and write of each variable, and the order between a write and "
+        "the other accesses of its variable; it changes 1 node; any difference is in the values computed"]
+    # a lost update is named, and no claim about values is made
+    w = P.program([P.var("v", "x"), P.read("r", "v"), P.write("sgd/w", "v", "r")], {"out": "r"}, ["x"])
+    lost = w.replace(nodes=w.nodes[:2])
+    assert T.difference_lines(w, lost) == ["the rewrite drops the update `sgd/w` of `x`"]
 
 
 def test_names_shortened() -> None:
