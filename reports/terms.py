@@ -139,8 +139,11 @@ def difference_lines(original: Program, rewritten: Program,
     telling first; [] when the programs are the same."""
     prefix = G.name_prefix([n.name for n in original.nodes])
 
-    def name(n: str) -> str:
-        return G.short_name(n, prefix, 60)
+    every = set(original.node) | set(rewritten.node)
+
+    def name(n: str) -> str:    # without the common prefix, unless that names another node
+        short = n[len(prefix):] if prefix and n.startswith(prefix) else n
+        return G.elide(n if short != n and short in every else short, 80)
 
     pairs = unordered_pairs(original, rewritten)
     cx = (verdict_json or {}).get("counterexample")

@@ -221,3 +221,15 @@ def test_check_prints_the_user_terms_after_the_verdict(tmp_path: Path, capsys) -
     assert lines[2].startswith("  reason:") and any(l.startswith("  feeds:") for l in lines[3:])
     page = (tmp_path / "c.html").read_text()
     assert "no longer waits for <code>sgd/upd</code>" in page
+
+
+def test_user_terms_keep_a_name_whole_where_its_short_form_names_another_node() -> None:
+    from tfsem.oracle import program as P
+    pre = "StatefulPartitionedCall/"
+    nodes = [P.var("v", "x"), P.var("w", "y"), P.read("seed", "w"), P.write(pre + "upd", "v", "seed"),
+             P.read(pre + "get", "v", "^" + pre + "upd"), P.apply("upd", "Neg", pre + "get")]
+    nodes += [P.apply(f"{pre}n{i}", "Neg", pre + "get") for i in range(10)]
+    a = P.program(nodes, {"out": "upd"}, ["x", "y"])
+    b = a.replace(nodes=tuple(n.replace(inputs=n.inputs[:1]) if n.name == pre + "get" else n for n in a.nodes))
+    assert T.difference_lines(a, b)[0] == (f"the read of `x` (`get`) no longer waits for `{pre}upd`; "
+                                           "it can now see the value before that update")
