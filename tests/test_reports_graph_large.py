@@ -233,3 +233,15 @@ def test_user_terms_keep_a_name_whole_where_its_short_form_names_another_node() 
     b = a.replace(nodes=tuple(n.replace(inputs=n.inputs[:1]) if n.name == pre + "get" else n for n in a.nodes))
     assert T.difference_lines(a, b)[0] == (f"the read of `x` (`get`) no longer waits for `{pre}upd`; "
                                            "it can now see the value before that update")
+
+
+def test_focus_takes_the_counterexample_accesses(pair) -> None:
+    p, q = pair
+    far = "StatefulPartitionedCall/adam/AssignSubVariableOp_3"
+    assert far not in G.focus_nodes(p, q, [READ, WRITE])
+    kept = G.focus_nodes(p, q, [READ, WRITE], extra=[far])
+    assert far in kept and len(kept) <= 24
+    # focus_of picks the schedule's accesses to the variables whose order changed
+    cx = {"schedule": ["StatefulPartitionedCall/adam/Sub_6/ReadVariableOp", far, READ, WRITE]}
+    _, extra = T.focus_of(p, q, {"counterexample": cx})
+    assert extra == ["StatefulPartitionedCall/adam/Sub_6/ReadVariableOp", READ, WRITE]
