@@ -157,6 +157,7 @@ def test_check_page_of_a_large_graph_in_chromium(pair, tmp_path: Path) -> None:
             assert b.problems() == []
         finally:
             b.close()
+    print(f"\nlarge check page: {f}")
     assert f["vertices"] <= MAX_VERTICES
     assert f["w"] <= f["vw"] and f["h"] <= 1600           # pixel size of the drawing
     assert f["w"] / f["vbw"] >= 0.75                       # not scaled past readability
