@@ -24,7 +24,7 @@ as in the drawings (:func:`tfsem.reports.graph.name_prefix`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from tfsem.oracle.program import ASSIGN, READ, VAR, DataIn, Program
 
@@ -54,15 +54,16 @@ def accesses(p: Program) -> dict[str, Access]:
     return out
 
 
-def _reach(p: Program) -> dict[str, set[str]]:
-    """node -> the nodes it must run before (every path of edges)."""
+def _reach(p: Program, starts: Iterable[str]) -> dict[str, set[str]]:
+    """start node -> the nodes it must run before (every path of edges);
+    one search per start (the accesses), so linear in the graph per access."""
     succ: dict[str, set[str]] = {n.name: set() for n in p.nodes}
     for e in G.program_edges(p):
         if e.src is not None and e.src[0] == "n" and e.dst[0] == "n" and e.src[1] in succ:
             succ[e.src[1]].add(e.dst[1])
     memo: dict[str, set[str]] = {}
-    for start in succ:
-        if start in memo:
+    for start in starts:
+        if start in memo or start not in succ:
             continue
         stack = [start]
         seen = {start}
@@ -93,7 +94,7 @@ def unordered_pairs(original: Program, rewritten: Program) -> list[Unordered]:
     those joined by an edge the rewrite changed first."""
     acc_a, acc_b = accesses(original), accesses(rewritten)
     common = {n: a for n, a in acc_a.items() if n in acc_b and acc_b[n].variable == a.variable}
-    ra, rb = _reach(original), _reach(rewritten)
+    ra, rb = _reach(original, common), _reach(rewritten, common)
     d = G.diff_programs(original, rewritten)
     changed = {(e.src[1], e.dst[1]) for e in [*d.removed_edges.values(), *d.added_edges.values()]
                if e.src is not None and e.src[0] == "n" and e.dst[0] == "n"}
