@@ -137,7 +137,10 @@ def _saw(read: Access, schedule: list[str], acc: Mapping[str, Access], name) -> 
 def difference_lines(original: Program, rewritten: Program,
                      verdict_json: Mapping[str, Any] | None = None) -> list[str]:
     """Sentences naming the rewrite's difference in the user's terms, most
-    telling first; [] when the programs are the same."""
+    telling first; [] when the programs are the same or the verdict is
+    `sound` (a proof: no difference to explain)."""
+    if (verdict_json or {}).get("verdict") == "sound":
+        return []
     prefix = G.name_prefix([n.name for n in original.nodes])
 
     every = set(original.node) | set(rewritten.node)
