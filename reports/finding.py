@@ -26,6 +26,7 @@ from tfsem.oracle.semantics import (ATOMIC, EMPTY, GO, State, VarRef, enabled, f
 from tfsem.oracle.values import Error, Tensor, Value, ValueFormatError, format_value, value_from_json
 
 from . import graph as G
+from . import terms as T
 from .html import (attr, badge, data_uri, esc, json_text, page, slug, truncate, value_text, when)
 
 #: Beyond this many steps the table keeps its rows but drops the figures.
@@ -262,7 +263,9 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
     body = ["<main>"]
     if index_href:
         body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')
-    body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed, runtime))
+    terms = (T.difference_lines(original, rewritten, verdict_json)
+             if original is not None and rewritten is not None else [])
+    body.append(_header(verdict, what, meta, case_obj, semantics, observe, confirmed, runtime, terms))
     reason = verdict_json.get("reason")
     if reason and "\n" in str(reason):
         body.append(f'<h2>Reason</h2><pre class="reason wrap">{esc(reason)}</pre>')
@@ -285,16 +288,22 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
         except G.TooBig as exc:
             diff = G.diff_programs(original, rewritten)
             body.append(_not_drawn("the programs", exc, original, rewritten))
-            try:  # summarize: the part around the changes, if that fits
-                svg_a, svg_b, _, left_out = G.draw_pair_part(original, rewritten, uid="prog", budget=budget)
-                body.append(f'<p class="summary-note">Drawn instead: the nodes the rewrite changed and their '
-                            f"neighbours; {left_out} other nodes are left out (an edge from one of them "
-                            "starts at a dashed “…” stub).</p>")
+            try:  # the part that matters, the rest folded by name scope
+                focus, extra = T.focus_of(original, rewritten, verdict_json)
+                svg_a, svg_b, flayout, fo = G.draw_pair_focus(original, rewritten, focus, extra=extra,
+                                                             uid="prog", budget=budget)
+                left_out = sum(len(m) for m in fo.groups.values())
+                dropped = f"; names are shown without <code>{esc(fo.prefix)}</code>" if fo.prefix else ""
+                body.append(f'<p class="summary-note">Drawn instead: the nodes the rewrite changed, the '
+                            f"accesses that matter and their neighbours ({len(fo.kept)} nodes); the other "
+                            f"{left_out} are folded by name scope (a grey box “scope/… ×count”, or a dashed "
+                            f"“… name” for a scope of one, where an edge comes from them){dropped}. Hover for whole "
+                            "names.</p>")
                 body.append(G.legend_svg("legend"))
-                body.append('<div class="graphs part">'
-                            f'<figure class="original"><figcaption>Original P, around the changes</figcaption>'
-                            f"{svg_a}</figure>"
-                            f'<figure class="rewritten"><figcaption>Rewritten P′, around the changes'
+                body.append('<div class="graphs part focus">'
+                            f'<figure class="original"><figcaption>Original P, the part that matters'
+                            f"</figcaption>{svg_a}</figure>"
+                            f'<figure class="rewritten"><figcaption>Rewritten P′, the part that matters'
                             f"</figcaption>{svg_b}</figure></div>")
             except G.TooBig as exc2:
                 body.append(f'<p class="muted not-drawn">The part around the changes is too large '
@@ -332,6 +341,12 @@ def _render_finding_page(case: Case | Mapping[str, Any], verdict_json: Mapping[s
     body.append('<p class="muted">Written by <code>tfsem</code>; this page loads nothing from a network.</p>')
     body.append("</main>")
     return page(title, "\n".join(body))
+
+
+def _ticks(text: str) -> str:
+    """Escaped text with `names` set in code."""
+    parts = str(text).split("`")
+    return "".join(f"<code>{esc(p)}</code>" if i % 2 else esc(p) for i, p in enumerate(parts))
 
 
 def _not_drawn(what: str, exc: BaseException, *programs: Program) -> str:
@@ -397,11 +412,13 @@ def _differs_text(differs: Mapping[str, Any]) -> str:
 
 def _header(verdict: str, what: str, meta: Mapping[str, Any], case: Case | None,
             semantics: str, observe: str, confirmed: Sequence[str],
-            runtime: Mapping[str, Any] | None = None) -> str:
+            runtime: Mapping[str, Any] | None = None, terms: Sequence[str] = ()) -> str:
     pass_name = meta.get("pass")
     h = ["<header>",
          f"<h1>{badge(verdict.upper(), slug(verdict))} "
          f"{esc(pass_name) + ' — ' if pass_name else ''}{esc(what or HEADLINE.get(verdict, 'rewrite check'))}</h1>"]
+    if terms:   # the difference in the user's terms (reports/terms.py), first
+        h.append('<ul class="user-terms">' + "".join(f"<li>{_ticks(t)}</li>" for t in terms) + "</ul>")
     if verdict == "unsound" and runtime is not None:
         h.append(f'<p class="lead runtime-lead">TensorFlow ({esc(runtime.get("target", "?"))}) ran the '
                  f"program <strong>{esc(runtime.get('runs', '?'))}</strong> times from the inputs σ "

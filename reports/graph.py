@@ -354,6 +354,10 @@ class Layout:
     #: a part of larger programs (see :func:`neighbourhood`): the names of the
     #: nodes left out, drawn as "… name" stubs where an edge comes from them
     outside: frozenset = frozenset()
+    #: a focus drawing (see :func:`draw_pair_focus`): the groups folded
+    #: (vertex name -> member nodes) and the prefix dropped from names
+    groups: dict = field(default_factory=dict)
+    prefix: str | None = None
 
 
 def _box_for(v: VKey, nodes: Sequence[Node | None]) -> Box:
@@ -826,9 +830,11 @@ def render_svg(layout: Layout, side: int = 0, *, uid: str = "g", role: str = "",
         if v[0] == "n":
             n = p.node[v[1]]
             parts.append(_node_svg(b, n, node_marks.get(n.name), fired == n.name,
-                                   n.name in done, pending.get(n.name)))
+                                   n.name in done, pending.get(n.name), layout.prefix))
+        elif v[0] == "m" and v[1] in layout.groups:
+            parts.append(_group_svg(b, v[1], layout.groups[v[1]], layout.prefix or ""))
         else:
-            parts.append(_stub_svg(b, v, v[0] == "m" and v[1] in layout.outside))
+            parts.append(_stub_svg(b, v, v[0] == "m" and v[1] in layout.outside, layout.prefix))
     parts.append("</g>")
     parts.append('<g class="values">' + "".join(labels) + "</g>")
     parts.append(var_box)
@@ -836,7 +842,21 @@ def render_svg(layout: Layout, side: int = 0, *, uid: str = "g", role: str = "",
     return "".join(parts)
 
 
-def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pending: str | None) -> str:
+def _group_svg(b: Box, name: str, members: Sequence[str], prefix: str) -> str:
+    """A folded name scope: one box, its scope and how many nodes it holds;
+    the members' whole names on hover."""
+    shown = ", ".join(members[:12]) + (f", … ({len(members) - 12} more)" if len(members) > 12 else "")
+    label = truncate(f"{elide(name, 16)} ×{len(members)}", 24)
+    return (f'<g class="stub group" data-group={attr(name)}><title>{esc(prefix + name)}: '
+            f"{len(members)} nodes folded: {esc(shown)}</title>"
+            f'<rect x="{b.x - b.w / 2:.1f}" y="{b.y - b.h / 2:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" '
+            f'rx="4" fill="#eaeef2" stroke="#8c959f"/>'
+            f'<text x="{b.x:.1f}" y="{b.y + 4:.1f}" text-anchor="middle" font-size="11" '
+            f'fill="{INK}">{esc(label)}</text></g>')
+
+
+def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pending: str | None,
+              prefix: str | None = None) -> str:
     cls = f"node {_node_class(n)}" + (f" {mark}" if mark else "") + (" fired" if fired else "") \
         + (" done" if done else "")
     fill = {"var": "#ddf4ff", "const": "#f6f8fa"}.get(_node_class(n), "#ffffff")
@@ -861,7 +881,8 @@ def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pendin
     out.append(f'<text class="op" x="{b.x:.1f}" y="{b.y - 2:.1f}" text-anchor="middle" '
                f'font-size="12" font-weight="700" fill="{ink}">{esc(label)}</text>')
     out.append(f'<text class="name" x="{b.x:.1f}" y="{b.y + 12:.1f}" text-anchor="middle" '
-               f'font-size="10.5" fill="#57606a">{esc(truncate(n.name, 24))}</text>')
+               f'font-size="10.5" fill="#57606a">'
+               f'{esc(truncate(n.name, 24) if prefix is None else short_name(n.name, prefix))}</text>')
     if mark:
         sign = {"added": "+ added", "removed": "− removed", "modified": "~ modified"}[mark]
         out.append(f'<text class="mark" x="{x + b.w:.1f}" y="{y - 6:.1f}" text-anchor="end" '
@@ -877,11 +898,11 @@ def _node_svg(b: Box, n: Node, mark: str | None, fired: bool, done: bool, pendin
     return "".join(out)
 
 
-def _stub_svg(b: Box, v: VKey, outside: bool = False) -> str:
+def _stub_svg(b: Box, v: VKey, outside: bool = False, prefix: str | None = None) -> str:
     kind, name = v
     label = truncate(name if kind == "o" else _vname(v), 24)
     if outside:  # a node of the program that is not in the drawn part
-        label = truncate("… " + name, 24)
+        label = truncate("… " + name, 24) if prefix is None else "… " + short_name(name, prefix, 22)
         return (f'<g class="stub outside" data-stub={attr(name)}><title>{esc(name)}: not drawn '
                 f"(outside the part shown)</title>"
                 f'<rect x="{b.x - b.w / 2:.1f}" y="{b.y - b.h / 2:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" '
@@ -1034,3 +1055,190 @@ def legend_svg(uid: str = "legend") -> str:
         x += w + 6 + len(label) * CHAR_W + 22
     return (f'<svg class="graph legend" viewBox="0 0 {x:.0f} 28" width="{x:.0f}" height="28" role="img" '
             f'aria-label="legend">{_markers(uid)}' + "".join(parts) + "</svg>")
+
+
+# ---------------------------------------------------------------------------
+# Large graphs: the part that matters, the rest folded by name scope
+
+
+def name_prefix(names: Iterable[str], share: float = 0.4) -> str:
+    """A scope most names start with (like `StatefulPartitionedCall/`), to be
+    dropped when names are shown: the leading `/`-components shared by at
+    least `share` of the names (one level: the next one, like `sgd/`, says
+    what a node does); "" when there is none."""
+    names = list(names)
+    prefix = ""
+    for _ in range(1):
+        counts: dict[str, int] = {}
+        for n in names:
+            if n.startswith(prefix):
+                head, sep, rest = n[len(prefix):].partition("/")
+                if sep and rest:
+                    counts[head] = counts.get(head, 0) + 1
+        if not counts:
+            break
+        head, k = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        if k < share * len(names) or k < 8:
+            break
+        prefix += head + "/"
+    return prefix
+
+
+def elide(text: str, limit: int) -> str:
+    """Shorten to at most `limit` characters by eliding the middle (the end
+    of a TensorFlow name is the op, the start its scope: both matter)."""
+    if len(text) <= limit:
+        return text
+    tail = max(1, (limit - 1) * 3 // 5)
+    return text[: limit - 1 - tail] + "…" + text[-tail:]
+
+
+def short_name(name: str, prefix: str = "", limit: int = 24) -> str:
+    """`name` without `prefix`, middle-elided to `limit` characters."""
+    if prefix and name.startswith(prefix) and len(name) > len(prefix):
+        name = name[len(prefix):]
+    return elide(name, limit)
+
+
+def scope_of(name: str, prefix: str = "") -> str:
+    """The name scope a folded node goes into: its first `/`-component after
+    `prefix` (`top-level` when it has no scope)."""
+    if prefix and name.startswith(prefix):
+        name = name[len(prefix):]
+    head, sep, _ = name.partition("/")
+    return head if sep else "top-level"
+
+
+@dataclass
+class Focus:
+    """What a focus drawing shows: the nodes kept, the groups the rest is
+    folded into (group vertex name -> member node names), the prefix dropped
+    from names."""
+    kept: set[str]
+    groups: dict[str, list[str]]
+    prefix: str
+
+
+def focus_nodes(original: Program, rewritten: Program, seeds: Iterable[str],
+                extra: Sequence[str] = (), max_nodes: int = 24) -> list[str]:
+    """The nodes of a focus drawing, at most `max_nodes`: `seeds` first (what
+    the rewrite changed), then the nodes nearest to them (in either program,
+    edges taken both ways), then `extra` (the accesses on the counterexample's
+    schedule) with what connects them to the seeds when room is left."""
+    names = set(original.node) | set(rewritten.node)
+    adj: dict[str, set[str]] = {}
+    for p in (original, rewritten):
+        for e in program_edges(p):
+            if e.src is not None and e.src[0] == "n" and e.dst[0] == "n" and e.src != e.dst:
+                adj.setdefault(e.src[1], set()).add(e.dst[1])
+                adj.setdefault(e.dst[1], set()).add(e.src[1])
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def take(n: str) -> bool:
+        if n in names and n not in seen and len(order) < max_nodes:
+            seen.add(n)
+            order.append(n)
+        return len(order) < max_nodes
+
+    for s in sorted(set(seeds) & names):
+        take(s)
+    # one hop around the seeds, then the extra accesses, then further hops
+    frontier = list(order)
+    for hop in range(3):
+        nxt = []
+        for v in frontier:
+            if hop > 0 and len(adj.get(v, ())) > 6:
+                continue    # a hub (a Var read by many, `_entry` feeding all) does not pull in its fan
+            for w in sorted(adj.get(v, ()), key=lambda w: (len(adj.get(w, ())), w)):
+                if w not in seen:
+                    if not take(w):
+                        return order
+                    nxt.append(w)
+        frontier = nxt
+        if hop == 0:
+            for x in extra:
+                if not take(x):
+                    return order
+    return order
+
+
+#: at most this many groups are drawn; the smallest scopes past it share one
+MAX_GROUPS = 8
+OTHER_SCOPES = "other scopes/…"
+
+
+def group_names(names: Iterable[str], prefix: str, max_groups: int = MAX_GROUPS) -> dict[str, str]:
+    """node -> the group it is folded into: `scope/…` for the largest
+    `max_groups - 1` scopes, :data:`OTHER_SCOPES` for the rest (all scopes
+    when there are at most `max_groups`)."""
+    scope = {n: scope_of(n, prefix) + "/…" for n in names}
+    sizes: dict[str, int] = {}
+    for g in scope.values():
+        sizes[g] = sizes.get(g, 0) + 1
+    if len(sizes) > max_groups:
+        big = set(sorted(sizes, key=lambda g: (-sizes[g], g))[: max_groups - 1])
+        scope = {n: g if g in big else OTHER_SCOPES for n, g in scope.items()}
+    return scope
+
+
+def fold(p: Program, kept: set[str], group_of: Mapping[str, str]) -> tuple[Program, dict[str, list[str]]]:
+    """`p` with only the `kept` nodes; an input from a folded node comes from
+    its group (`group_of`, see :func:`group_names`); the inputs of a node
+    from one group become one edge (a data edge if any of them is data).
+    Returns the part and the groups (name -> members)."""
+    groups: dict[str, list[str]] = {}
+    for n in p.nodes:
+        if n.name not in kept:
+            groups.setdefault(group_of[n.name], []).append(n.name)
+    nodes = []
+    for n in p.nodes:
+        if n.name not in kept:
+            continue
+        inputs = []
+        from_groups: set[str] = set()
+        for i in n.inputs:   # one edge per group: a data edge when any input is data
+            g = group_of.get(i.node) if isinstance(i, (DataIn, ControlIn)) else None
+            if g is None:
+                inputs.append(i)
+            elif g not in from_groups:
+                from_groups.add(g)
+                data = [j for j in n.inputs if isinstance(j, DataIn) and group_of.get(j.node) == g]
+                inputs.append(DataIn(g, data[0].port) if data else ControlIn(g))
+        nodes.append(n.replace(inputs=tuple(inputs)))
+    outputs = {k: v for k, v in p.outputs.items() if v.node in kept}
+    return p.replace(nodes=tuple(nodes), outputs=outputs), groups
+
+
+def draw_pair_focus(original: Program, rewritten: Program, focus: Iterable[str], *,
+                    extra: Sequence[str] = (), uid: str = "g", budget: DrawBudget | None = None,
+                    max_nodes: int = 24) -> tuple[str, str, Layout, Focus]:
+    """Two large programs drawn by what matters: the nodes in `focus` (what
+    the rewrite changed), those around them and `extra` (the accesses on the
+    counterexample's schedule), at most `max_nodes` in all; every other node
+    is folded into a group per name scope, drawn as one box with its count
+    where an edge comes from it.  Names lose their common prefix and are
+    middle-elided; the whole name is each element's `<title>`.  The vertices
+    drawn stay under `max_nodes` plus the groups and stubs whatever the
+    programs' size."""
+    prefix = name_prefix([n.name for n in original.nodes] + [n.name for n in rewritten.nodes])
+    kept = set(focus_nodes(original, rewritten, focus, extra, max_nodes))
+    group_of = group_names((set(original.node) | set(rewritten.node)) - kept, prefix)
+    sizes: dict[str, int] = {}
+    for g in group_of.values():
+        sizes[g] = sizes.get(g, 0) + 1
+    # a group of one is that node, drawn as a dashed "… name" stub
+    group_of = {n: n if sizes[g] == 1 else g for n, g in group_of.items()}
+    a, ga = fold(original, kept, group_of)
+    b, gb = fold(rewritten, kept, group_of)
+    groups = {g: sorted(set(ga.get(g, [])) | set(gb.get(g, []))) for g in set(ga) | set(gb)}
+    layout = layout_programs([a, b], budget)
+    layout.outside = frozenset(groups)
+    layout.groups = {g: m for g, m in groups.items() if m != [g]}
+    layout.prefix = prefix
+    d = diff_programs(a, b)
+    sa = render_svg(layout, 0, uid=f"{uid}o", role="original", marks=d.marks(0),
+                    title="original program, the part that matters", css_class="program-graph focus")
+    sb = render_svg(layout, 1, uid=f"{uid}r", role="rewritten", marks=d.marks(1),
+                    title="rewritten program, the part that matters", css_class="program-graph focus")
+    return sa, sb, layout, Focus(kept, groups, prefix)

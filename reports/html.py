@@ -178,6 +178,9 @@ td.differs, span.differs { outline: 2px solid var(--removed); outline-offset: -2
 .warning { background: #fff8c5; border: 1px solid #f5e0a0; border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
 .graphs { display: flex; gap: 16px; flex-wrap: wrap; align-items: flex-start; }
 .graphs figure { flex: 1 1 560px; margin: 0; min-width: 0; }
+.graphs.focus figure { flex-basis: 100%; }
+.user-terms { font-size: 1.1em; margin: 4px 0 10px; padding-left: 1.2em; }
+.user-terms code { background: #fff8c5; padding: 0 3px; border-radius: 3px; }
 figure figcaption { font-weight: 600; margin-bottom: 4px; }
 .chips { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; padding: 0; list-style: none; }
 .chips li { border: 1px solid var(--line); border-radius: 4px; padding: 0 6px; background: var(--panel); }

@@ -369,8 +369,9 @@ def test_a_pair_past_the_drawing_budget_is_summarized_not_drawn_whole():
     assert "past the drawing budget" in root.find("div", "not-drawn").text()
     part = root.find("div", "part")
     drawn = {g.attrs["data-node"] for g in part.find("svg", "program-graph").find_all("g", "node")}
-    assert drawn == {"r249", "r250", "r251"}
-    assert {g.attrs["data-stub"] for g in part.find_all("g", "outside")} == {"r248"}
+    # the change and three hops around it (issue 23.4); the rest folded into one group
+    assert drawn == {f"r{i}" for i in range(247, 254)}
+    assert {g.attrs["data-group"] for g in part.find_all("g", "group")} == {"top-level/…"}
 
 
 def test_the_time_budget_stops_drawing_and_says_so():

@@ -386,7 +386,7 @@ def test_reversed_edges_self_loops_and_big_pairs_in_chromium(tmp_path: Path) -> 
             b.screenshot(ARTIFACTS / "reversed-edges.png", height=1200)
             b.open(budget.as_uri())
             assert b.evaluate("document.querySelectorAll('div.not-drawn').length") == 1
-            assert b.evaluate("document.querySelectorAll('svg[data-role=original] g.node').length") == 3
+            assert b.evaluate("document.querySelectorAll('svg[data-role=original] g.node').length") == 7
             assert b.evaluate(HIDDEN_ARROWHEADS) == []
             b.screenshot(ARTIFACTS / "budget.png", height=1200)
             assert b.problems() == []

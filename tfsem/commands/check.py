@@ -206,7 +206,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         # the verdict first, then the programs, then (announced) the replay:
         # TensorFlow's import takes seconds, the verdict is already known
-        lines = [verdict.describe(), *program_text("original program", program_to_json(case.original)),
+        from tfsem.reports.terms import difference_text  # noqa: PLC0415
+        head, _, rest = verdict.describe().partition("\n")   # the difference in the user's terms next
+        lines = [head, *(f"  {t}" for t in difference_text(case, verdict.to_json())), *([rest] if rest else []),
+                 *program_text("original program", program_to_json(case.original)),
                  *program_text("rewritten program", case.rewritten_json)]
         print("\n".join(lines), flush=True)
         if replay_pending(verdict, args):
