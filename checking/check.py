@@ -145,8 +145,40 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     if verdict.verdict == UNSOUND and float_mode == "real":
         verdict.difference = DIFFERENCE_ORDERING    # (it stays over the reals, by construction)
     if verdict.verdict == UNSOUND and float_mode == "exact" and classify:
-        _classify(verdict, original, verdict_rewritten(rewritten), semantics, observe, timeout, seed)
+        p2 = verdict_rewritten(rewritten)
+        if not (_may_hold_floats(original) or _may_hold_floats(p2)):
+            # no float value anywhere: exact and real arithmetic are one
+            verdict.difference = DIFFERENCE_ORDERING
+            verdict.stats["difference_check"] = {
+                "float": "real", "verdict": "unsound", "seconds": 0.0,
+                "reason": "no floating-point value in either program"}
+        else:
+            _classify(verdict, original, p2, semantics, observe, timeout, seed)
     return verdict
+
+
+#: how a float dtype is named in attributes: tfsem's names and TensorFlow's
+_FLOAT_NAMES = FLOAT_DTYPES | {"DT_HALF", "DT_BFLOAT16", "DT_FLOAT", "DT_DOUBLE"}
+
+
+def _may_hold_floats(p: Program) -> bool:
+    """Whether a float value may arise in `p`: a float variable or feed, a
+    float constant, or an attribute naming a float dtype (a Cast's DstT, an
+    uninterpreted op's T).  Without any, no op of p computes a float, so a
+    difference cannot be one of floating-point values (conservative: True
+    whenever in doubt)."""
+    def floaty(v: Any) -> bool:
+        if isinstance(v, Tensor):
+            return v.dtype in FLOAT_DTYPES
+        if isinstance(v, str):
+            return v in _FLOAT_NAMES
+        if isinstance(v, Mapping):
+            return any(floaty(k) or floaty(x) for k, x in v.items())
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return any(floaty(x) for x in v)
+        return not isinstance(v, (int, bool, type(None), Error))
+    return (any(t.dtype in FLOAT_DTYPES for t in (*p.variables.values(), *p.feeds.values()))
+            or any(floaty(v) for n in p.nodes for v in n.attrs.values()))
 
 
 def verdict_rewritten(rewritten: Program | Mapping[str, Any]) -> Program:

@@ -81,6 +81,26 @@ def test_dropped_control_edge_is_ordering_and_state_in_both_modes():
     assert cex is not None and "r" in cex.schedule
 
 
+def test_a_difference_without_floats_is_of_ordering_without_a_second_check():
+    """No float value in either program: exact and real arithmetic are one,
+    so the kind needs no check over the reals; a float hidden in an
+    attribute (a Cast to float32) still gets one."""
+    vs = {"x": TensorType("int64")}
+
+    def prog(*control, cast=False):
+        extra = [P.apply("c", "Cast", "r", DstT="float32")] if cast else []
+        return P.program([P.var("v", "x"), P.const("one", 1), P.assign("w", "Add", "v", "one"),
+                          P.var("v2", "x"), P.read("r", "v2", *control), *extra],
+                         {"out": "c" if cast else "r"}, vs)
+    verdict = check_rewrite(prog("^w"), prog())
+    assert verdict.verdict == "unsound" and verdict.difference == "ordering-and-state"
+    assert verdict.stats["difference_check"]["reason"] == "no floating-point value in either program"
+    verdict = check_rewrite(prog("^w", cast=True), prog(cast=True))
+    # (Cast has no model over the reals: the second check may not decide)
+    assert verdict.verdict == "unsound" and verdict.difference in ("ordering-and-state", "undetermined")
+    assert verdict.stats["difference_check"]["reason"] != "no floating-point value in either program"
+
+
 def test_a_rounded_constant_is_not_its_real_value():
     # f32(0.1) * 3 folded into f32(0.3): equal after rounding, not over the reals
     orig = P.program([P.const("c", 0.1, dtype="float32"), P.const("k", 3.0, dtype="float32"),

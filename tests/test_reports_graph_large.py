@@ -220,8 +220,9 @@ def test_check_prints_the_user_terms_after_the_verdict(tmp_path: Path, capsys) -
                  "--html", str(tmp_path / "c.html")]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("unsound")
-    assert lines[1].startswith("  the read of `x` (`get`) no longer waits for `sgd/upd`")
-    assert lines[2].startswith("  reason:") and any(l.startswith("  feeds:") for l in lines[3:])
+    assert lines[1].startswith("  kind: ordering-and-state")
+    assert lines[2].startswith("  the read of `x` (`get`) no longer waits for `sgd/upd`")
+    assert lines[3].startswith("  reason:") and any(l.startswith("  feeds:") for l in lines[4:])
     page = (tmp_path / "c.html").read_text()
     assert "no longer waits for <code>sgd/upd</code>" in page
 

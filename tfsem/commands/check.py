@@ -207,8 +207,11 @@ def run(args: argparse.Namespace) -> int:
         # the verdict first, then the programs, then (announced) the replay:
         # TensorFlow's import takes seconds, the verdict is already known
         from tfsem.reports.terms import difference_text  # noqa: PLC0415
-        head, _, rest = verdict.describe().partition("\n")   # the difference in the user's terms next
-        lines = [head, *(f"  {t}" for t in difference_text(case, verdict.to_json())), *([rest] if rest else []),
+        # the verdict and its kind of difference, then the difference in the
+        # user's terms, then the rest of the verdict
+        head, *rest = verdict.describe().split("\n")
+        kind = [rest.pop(0)] if rest and rest[0].startswith("  kind:") else []
+        lines = [head, *kind, *(f"  {t}" for t in difference_text(case, verdict.to_json())), *rest,
                  *program_text("original program", program_to_json(case.original)),
                  *program_text("rewritten program", case.rewritten_json)]
         print("\n".join(lines), flush=True)
