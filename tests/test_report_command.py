@@ -33,7 +33,9 @@ def tfsem(*args: str, timeout: float = 120, cwd: Path | None = None) -> subproce
 
 
 def finding_pages(report: Path) -> list[Path]:
-    return sorted(p for p in (report / "findings").glob("finding-*.html") if not p.stem.endswith("-steps"))
+    """The finding pages, in the order of their ids (finding-2 before finding-10)."""
+    pages = [p for p in (report / "findings").glob("finding-*.html") if not p.stem.endswith("-steps")]
+    return sorted(pages, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
 
 
 class Page(html.parser.HTMLParser):
@@ -242,7 +244,9 @@ def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Pat
         kind = re.search(r'<span class="muted">kind</span> (\w+)', text).group(1)
         kinds.add(kind)
         parsed = Page(text)
-        assert parsed.commands, page
+        # a crash or a hang offers the rewrite that shows it; an unsound or
+        # invalid rewrite its check, and the check that writes a page
+        assert len(parsed.commands) >= (1 if kind in ("crash", "timeout") else 2), (page, parsed.commands)
         where = tmp_path / page.stem
         where.mkdir()
         for name, data in parsed.downloads.items():
@@ -258,9 +262,7 @@ def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Pat
     for cmd, where in offered_commands:
         if "--html" in cmd["argv"]:
             assert (where / cmd["argv"].split("--html ")[1].strip()).is_file()
-    seen_commands = len(offered_commands)
     assert kinds == {"unsound", "crash", "timeout", "invalid"}, kinds
-    assert seen_commands >= 2 * len(pages)
 
 
 # ---------------------------------------------------------------------------
