@@ -37,7 +37,8 @@ import numpy as np
 import z3
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program, ProgramError, TensorType, validate
