@@ -50,8 +50,9 @@ from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
+from .sampling import sample_equal
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
-                       SymbolicOutcomes, Term, components, sample_equal, symbolic_outcomes)
+                       SymbolicOutcomes, Term, components, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
                       FLOAT_MODES, INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND,
                       Counterexample, Verdict, cause_of)
