@@ -7,7 +7,7 @@ tfsem replays the claim on numpy (and on cupy where a GPU is present):
 1. the rewritten schedule runs on the backend and gives outcome O';
 2. O' is not among the oracle's Outcomes(P, σ);
 3. replaying every witness schedule of the original at σ (one per outcome,
-   from `tfsem.oracle.explore.outcome_set`) on the backend, none gives O'.
+   from `tfsem.oracle.dispatch.outcome_set`) on the backend, none gives O'.
 
 The verdict records the backends where all three held.
 """
@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import Program
 from tfsem.oracle.semantics import ATOMIC

@@ -55,7 +55,7 @@ import numpy as np
 
 from tfsem.checking import check_rewrite
 from tfsem.graphdef import import_path
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_to_json
 from tfsem.oracle.values import Tensor
 from tfsem.rewrites import get_pass

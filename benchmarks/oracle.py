@@ -18,7 +18,7 @@ import statistics
 import time
 
 from tfsem.generators import families as F
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.semantics import reference_outcomes
 
 CASES = (

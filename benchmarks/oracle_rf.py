@@ -43,7 +43,8 @@ from pathlib import Path
 
 from tfsem.generators import families as F
 from tfsem.oracle import counts
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 
 #: the commit before this session's speed-ups (function caching, stubborn
 #: cut-offs, static replay, auto by structure)

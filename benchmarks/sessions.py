@@ -74,7 +74,8 @@ def init_values(program) -> dict:
 
 def measure(data: dict, semantics: str, repeat: int, timeout: float) -> dict:
     from tfsem.graphdef.cliopts import session_graph_loader
-    from tfsem.oracle.explore import BudgetExceeded, outcome_set
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.explore import BudgetExceeded
     from tfsem.oracle.functions import CannotRun
     from tfsem.oracle.session import session_from_json
     s = session_from_json(data, load_graph=session_graph_loader())

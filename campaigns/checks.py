@@ -24,7 +24,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Mapping
 
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.program import Program
 from tfsem.oracle.values import Value, value_to_json

@@ -56,7 +56,8 @@ from tfsem.oracle.jsonio import decode_inputs, program_from_json, program_to_jso
 from tfsem.oracle.program import Program, ProgramError
 from tfsem.oracle.values import Value, value_to_json
 
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 
 from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTCOMES, CheckPlan,
                      concrete_check, interface_problems)

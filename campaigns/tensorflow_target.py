@@ -419,7 +419,7 @@ def xla_campaign(budget_s: float, *, seed: int = 0, max_nodes: int = 10, runs: i
     from tfsem.backends.tensorflow import GraphRunner, TensorFlowRunError  # noqa: PLC0415
     from tfsem.generators.builder import Config, build_inputs, build_program  # noqa: PLC0415
     from tfsem.generators.draw import RandomDraw  # noqa: PLC0415
-    from tfsem.oracle.explore import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
     from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
     from tfsem.oracle.values import value_to_json  # noqa: PLC0415
 

@@ -37,7 +37,8 @@ import numpy as np
 import z3
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program, ProgramError, TensorType, validate
@@ -49,8 +50,9 @@ from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
+from .sampling import sample_equal
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
-                       SymbolicOutcomes, Term, components, sample_equal, symbolic_outcomes)
+                       SymbolicOutcomes, Term, components, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
                       FLOAT_MODES, INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND,
                       Counterexample, Verdict, cause_of)

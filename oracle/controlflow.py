@@ -90,11 +90,11 @@ from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
 from . import functions as fns
-from .explore import BudgetExceeded
+from .budget import BudgetExceeded
 from .outcomes import Outcome, make_outcome
 from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
                       SWITCH, TENSOR, VAR, Program)
-from .semantics import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned
+from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
 from .values import UNINITIALIZED, Error, Tensor, Value
 
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
@@ -524,7 +524,6 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
              max_states: int | None = None, max_seconds: float | None = None,
              max_iterations: int = DEFAULT_MAX_ITERATIONS) -> tuple[dict[Outcome, tuple[str, ...]], int]:
     """Outcomes(P, σ), each with one schedule, and the number of states explored."""
-    from .semantics import graph_of
     g = graph_of(p)
     m = Machine(p, g, semantics, max_iterations)
     out: dict[Outcome, tuple[str, ...]] = {}

@@ -32,18 +32,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from . import functions as fns
+from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
 from .outcomes import OUTPUTS, Outcome, combine
 from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
-from .semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
+from .semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from .values import UNINITIALIZED, Error, Tensor, Value
-
-DEFAULT_MAX_STATES = 2_000_000
-DEFAULT_MAX_SECONDS = 60.0
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 
@@ -105,31 +102,6 @@ class _Cached:
             self.shared[0] -= max(size, 1)
             self.memo[key] = out
         return out
-
-
-class BudgetExceeded(RuntimeError):
-    """The search ran out of its budget; `which` is "states" or "seconds"."""
-
-    def __init__(self, which: str, limit: float, explored: int):
-        self.which, self.limit, self.explored = which, limit, explored
-        unit = "states" if which == "states" else "s"
-        super().__init__(f"budget exceeded: {which} (limit {limit:g} {unit}, "
-                         f"{explored} states explored)")
-
-
-@dataclass
-class Budget:
-    max_states: int = DEFAULT_MAX_STATES
-    max_seconds: float = DEFAULT_MAX_SECONDS
-    started: float = field(default_factory=time.monotonic)
-    states: int = 0
-
-    def tick(self) -> None:
-        self.states += 1
-        if self.states > self.max_states:
-            raise BudgetExceeded("states", self.max_states, self.states)
-        if self.states & 255 == 0 and time.monotonic() - self.started > self.max_seconds:
-            raise BudgetExceeded("seconds", self.max_seconds, self.states)
 
 
 # ---------------------------------------------------------------------------
@@ -679,56 +651,3 @@ def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
     for o in sorted(p.outputs):
         groups[find("n:" + p.outputs[o].node)][2].append(o)
     return list(groups.values())
-
-
-def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                semantics: str = ATOMIC, observe: str = "outputs+state",
-                max_states: int = DEFAULT_MAX_STATES,
-                max_seconds: float = DEFAULT_MAX_SECONDS, engine: str = "auto",
-                max_iterations: int | None = None) -> OutcomeSet:
-    """Outcomes(P, σ) with σ = (feeds, init); a variable missing from `init`
-    starts uninitialized.  Raises BudgetExceeded when the budget runs out.
-    `engine`: "reference" (this module), "readsfrom" (one run per reads-from
-    class), "symmetry" (one run per orbit of identical threads, where a
-    component has them; symmetry.py) or "auto" (the default: per component,
-    one of them chosen by structure; see readsfrom.outcome_set_engine).  All
-    return the same set; they differ in time, in `states` and in the
-    witness schedules.
-
-    A program with control flow (SPEC section 9) is explored by the
-    reference semantics of `controlflow.py` ("reference" and "auto"; the
-    other engines refuse it with readsfrom.Unsupported), up to
-    `max_iterations` iterations of each loop (LoopBoundExceeded, a
-    BudgetExceeded, past it)."""
-    if p.has_control_flow:
-        return _control_flow_outcome_set(p, feeds, init, semantics, observe, max_states,
-                                         max_seconds, engine, max_iterations)
-    if engine != "reference":
-        from .readsfrom import outcome_set_engine
-        return outcome_set_engine(p, feeds, init, semantics, observe, max_states,
-                                  max_seconds, engine)
-    if semantics not in (ATOMIC, DECOMPOSED):
-        raise ValueError(f"unknown semantics {semantics!r}")
-    budget = Budget(max_states, max_seconds)
-    comps = []
-    for names, variables, outputs in components(p):
-        comp = _Component(p, names, semantics, observe, feeds, variables, outputs).cache_functions()
-        comps.append(_explore(comp, init, budget))
-    return OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
-
-
-def _control_flow_outcome_set(p: Program, feeds, init, semantics: str, observe: str,
-                              max_states: int, max_seconds: float, engine: str,
-                              max_iterations: int | None) -> OutcomeSet:
-    from . import controlflow as cf
-    if engine not in ("reference", "auto"):
-        from .readsfrom import Unsupported
-        raise Unsupported(f"the {engine} engine does not model control flow (nodes "
-                          f"{', '.join(p.control_flow_nodes[:5])}"
-                          f"{', ...' if len(p.control_flow_nodes) > 5 else ''})")
-    if semantics not in (ATOMIC, DECOMPOSED):
-        raise ValueError(f"unknown semantics {semantics!r}")
-    started = time.monotonic()
-    found, explored = cf.outcomes(p, feeds, init, semantics, observe, max_states, max_seconds,
-                                  max_iterations or cf.DEFAULT_MAX_ITERATIONS)
-    return OutcomeSet([found], explored, time.monotonic() - started)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .budget import BudgetExceeded
 from .values import (DTYPE_MISMATCH, FLOAT_DTYPES, SHAPE_MISMATCH, Error, Tensor, Value,
                      ValueFormatError, dtype_name, finfo, is_float, value_from_json,
                      value_to_json)
@@ -149,7 +150,6 @@ def check_size(name: str, shapes: Sequence[tuple[int, ...]]) -> None:
 
 
 def too_large(name: str, elements: int | None) -> Exception:
-    from .explore import BudgetExceeded  # explore imports this module
     exc = BudgetExceeded("elements", MAX_TENSOR_ELEMENTS, 0)
     size = f"{elements} elements" if elements is not None else "more memory than there is"
     exc.args = (f"tensor size limit: {name} would produce {size}; tfsem evaluates at most "

@@ -1,6 +1,6 @@
 """An outcome-set engine that enumerates reads-from classes, not interleavings.
 
-`outcome_set_rf` computes the same `OutcomeSet` as `explore.outcome_set` (the
+`outcome_set_rf` computes the same `OutcomeSet` as `dispatch.outcome_set` (the
 tested reference) for the programs it supports, and raises `Unsupported` for
 the others.  See docs/oracle.md for the argument in full; in short:
 
@@ -87,7 +87,7 @@ class _Cycle(Exception):
 
 class Unsupported(ValueError):
     """The reads-from engine does not apply to this program and input; the
-    reference engine (`explore.outcome_set`) does."""
+    reference engine (`dispatch.outcome_set`) does."""
 
 
 class _Component_RF:
@@ -661,7 +661,7 @@ def outcome_set_rf(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
 
 
 # ---------------------------------------------------------------------------
-# Choosing an engine per component (explore.outcome_set(engine=...))
+# Choosing an engine per component (dispatch.outcome_set(engine=...))
 
 ENGINES = ("reference", "readsfrom", "auto", "symmetry")
 #: auto: the reads-from engine only where its classes are bounded by this many
@@ -769,7 +769,7 @@ def choose_engine(rfc: _Component_RF) -> str:
 def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
                        semantics: str, observe: str, max_states: int, max_seconds: float,
                        engine: str) -> OutcomeSet:
-    """`explore.outcome_set` with a choice of engine per component:
+    """`dispatch.outcome_set` with a choice of engine per component:
 
     * ``readsfrom``: this module's engine; raises Unsupported where it does not apply;
     * ``symmetry``: per component with >= 2 identical threads, the

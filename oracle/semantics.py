@@ -34,90 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
+from . import controlflow as cf
 from . import functions as fns
+from .budget import BudgetExceeded
+from .graph import (ATOMIC, DECOMPOSED, EMPTY, GO, READ_STEP, WRITE_STEP, Edge,  # noqa: F401
+                    Graph, VarRef, _assigned, graph_of)
 from .outcomes import Outcome, make_outcome
-from .program import (ASSIGN, CONTROL, READ, TENSOR, VAR, VARIABLE, ControlIn, DataIn,
-                      FeedControlIn, FeedIn, Program)
+from .program import ASSIGN, CONTROL, READ, TENSOR, VAR, VARIABLE, Program
 from .values import UNINITIALIZED, Error, Tensor, Value
-
-ATOMIC, DECOMPOSED = "atomic", "decomposed"
-READ_STEP, WRITE_STEP = "@read", "@write"
-
-
-class _Token:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: The constants of section 3.1.1.
-GO = _Token("GO")
-EMPTY = _Token("EMPTY")
-
-
-@dataclass(frozen=True, slots=True)
-class VarRef:
-    """An element of Vars in transit on a variable edge."""
-    var: str
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """An edge of the graph.  `src` is (node, port) or None for an input edge;
-    `dst` is (node, input index) or None for an output edge."""
-    id: str
-    kind: str
-    src: tuple[str, int] | None
-    dst: tuple[str, int] | None
-    feed: str | None = None  # the feed an input tensor edge carries
-
-
-@dataclass(frozen=True)
-class Graph:
-    """The edges of a program, indexed the way the rules below need them."""
-    edges: tuple[Edge, ...]
-    incoming: Mapping[str, tuple[Edge, ...]]   # by node, in input order
-    outgoing: Mapping[str, tuple[Edge, ...]]   # by node
-    output_edges: Mapping[str, Edge]           # by output name
-
-
-def graph_of(p: Program) -> Graph:
-    edges: list[Edge] = []
-    incoming: dict[str, list[Edge]] = {n.name: [] for n in p.nodes}
-    outgoing: dict[str, list[Edge]] = {n.name: [] for n in p.nodes}
-    for n in p.nodes:
-        for idx, inp in enumerate(n.inputs):
-            eid = f"{n.name}#{idx}"
-            if isinstance(inp, DataIn):
-                kind = p.port_kind(inp.node, inp.port)
-                e = Edge(eid, kind, (inp.node, inp.port), (n.name, idx))
-                outgoing[inp.node].append(e)
-            elif isinstance(inp, ControlIn):
-                e = Edge(eid, CONTROL, (inp.node, -1), (n.name, idx))
-                outgoing[inp.node].append(e)
-            elif isinstance(inp, FeedIn):
-                e = Edge(eid, TENSOR, None, (n.name, idx), feed=inp.name)
-            else:
-                e = Edge(eid, CONTROL, None, (n.name, idx))
-            edges.append(e)
-            incoming[n.name].append(e)
-        if not n.inputs:
-            # SPEC: "A node with no inputs at all gets one [input control edge]
-            # implicitly" (the seed requires an incoming edge on every node).
-            e = Edge(f"{n.name}#go", CONTROL, None, (n.name, 0))
-            edges.append(e)
-            incoming[n.name].append(e)
-    output_edges = {}
-    for name, port in p.outputs.items():
-        e = Edge(f"out:{name}", TENSOR, (port.node, port.port), None)
-        edges.append(e)
-        outgoing[port.node].append(e)
-        output_edges[name] = e
-    return Graph(tuple(edges), {k: tuple(v) for k, v in incoming.items()},
-                 {k: tuple(v) for k, v in outgoing.items()}, output_edges)
-
 
 @dataclass(frozen=True)
 class State:
@@ -244,23 +168,9 @@ def fire(p: Program, g: Graph, s: State, step: str) -> State:
     return State(var_value, transit, pending)
 
 
-def _assigned(fn: str, w: Value, v: Value, current: Value) -> Value:
-    """The value of x after an Assign-f that read w: f(w, v), except that
-    (footnote 5) an Assign-f has no side effect when an input is an error.
-    We also leave x unchanged when f(w, v) itself fails (TensorFlow's failed
-    op has no effect), so a variable only ever holds an error it started with.
-    "Unchanged" is x's *current* value: in decomposed mode another write may
-    have happened since w was read."""
-    if isinstance(v, Error):
-        return current
-    (new,) = fns.get(fn).apply((w, v))
-    return current if isinstance(new, Error) else new
-
-
 def outcome_of(p: Program, g: Graph, s: State, observe: str) -> Outcome:
     if not isinstance(s, State):   # a control-flow state (controlflow.CFState)
-        from .controlflow import Machine
-        return Machine(p, g).outcome(s, observe)
+        return cf.Machine(p, g).outcome(s, observe)
     outputs = {name: s.in_transit[e.id] for name, e in g.output_edges.items()}
     return make_outcome(outputs, s.var_value, observe)
 
@@ -271,7 +181,6 @@ def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Valu
     """Replay a schedule; raises ValueError at the first step that may not fire."""
     g = graph_of(p)
     if p.has_control_flow:
-        from . import controlflow as cf
         return cf.run_schedule(p, g, feeds, init, schedule, semantics,
                                max_iterations or cf.DEFAULT_MAX_ITERATIONS)
     s = initial_state(p, g, feeds, init)
@@ -295,11 +204,9 @@ def behaviours(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
     (so each final state is still reached, by one schedule at least).
     More than `max_states` states visited raises BudgetExceeded.
     """
-    from .explore import BudgetExceeded
     visited = 0
     g = graph_of(p)
     if p.has_control_flow:
-        from . import controlflow as cf
         yield from cf.behaviours(p, g, feeds, init, semantics, memo, max_states,
                                  max_iterations or cf.DEFAULT_MAX_ITERATIONS)
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfsem.generators.families import load_store
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import Case, make_case
 from tfsem.oracle.program import ASSIGN, READ, ControlIn, Program
 from tfsem.oracle.values import value_to_json

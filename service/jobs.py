@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.jsonio import case_from_json, decode_inputs, program_from_json
 
 try:  # imported here, before a worker caps its memory: Z3 is large

@@ -26,7 +26,8 @@ from tfsem.cli import main
 from tfsem.generators import families as F
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.jsonio import save_program
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import Error, Tensor

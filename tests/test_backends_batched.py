@@ -20,7 +20,8 @@ from tfsem.backends.execute import apply_function, replay
 from tfsem.generators import families as F
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.functions import Function, ShapeError
 from tfsem.oracle.jsonio import load_case
 from tfsem.oracle.program import ControlIn, Program, TensorType

@@ -15,7 +15,7 @@ from tfsem.cli import main
 from tfsem.generators import families as F
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import case_to_json, make_case, program_to_json, save_program
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule

@@ -53,7 +53,7 @@ from tfsem.checking import check as check_module
 from tfsem.checking import check_rewrite
 from tfsem.checking.encode import Encoder
 from tfsem.checking.symbolic import Algebra, Opaque
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import decode_inputs, program_from_json
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import DTYPES, UNINITIALIZED, Error

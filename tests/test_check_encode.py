@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfsem.checking.encode import SORTS, Encoder, evaluate_concrete, z3_const
+from tfsem.checking.sampling import sample_equal
 from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Guarded, Opaque, SymTensor,
-                                     evaluate, has_encoding, sample_equal)
+                                     evaluate, has_encoding)
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.semantics import _assigned

@@ -25,7 +25,7 @@ from tfsem.checking import generic as gen
 from tfsem.checking.symbolic import MAX_ELEMENTS
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.program import ControlIn, FeedControlIn, TensorType, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import DTYPES, Tensor, is_float, value_from_json

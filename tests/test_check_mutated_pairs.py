@@ -28,7 +28,8 @@ from hypothesis import settings
 
 from tfsem.checking import check_rewrite
 from tfsem.generators.strategies import random_inputs, random_programs
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import ControlIn, DataIn
 from tfsem.oracle.semantics import graph_of, outcome_of, reference_outcomes, run_schedule
 from tfsem.rewrites import builtin_passes

@@ -21,7 +21,7 @@ import pytest
 from tfsem.checking import check_rewrite
 from tfsem.checking import generic as gen
 from tfsem.checking.structural import structural_refinement
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import decode_inputs, program_from_json
 from tfsem.oracle.values import UNINITIALIZED, Error
 

@@ -24,7 +24,8 @@ from tfsem.checking import check as check_module
 from tfsem.checking import check_rewrite
 from tfsem.checking.symbolic import has_encoding
 from tfsem.oracle import functions as fns
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import ControlIn, FeedControlIn, Program, ProgramError, validate
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import Tensor, value_from_json

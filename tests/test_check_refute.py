@@ -11,7 +11,8 @@ from tfsem.checking import check as check_module
 from tfsem.checking import check_rewrite
 from tfsem.checking import refute as ref
 from tfsem.generators.strategies import random_programs
-from tfsem.oracle.explore import Budget, BudgetExceeded, components, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import Budget, BudgetExceeded, components
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import Tensor, value_from_json, value_to_json

@@ -11,7 +11,8 @@ import pytest
 
 from tfsem.checking.check import check_rewrite
 from tfsem.oracle import controlflow as cf
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.readsfrom import Unsupported
 from tfsem.oracle.semantics import graph_of, outcome_of, reference_outcomes, run_schedule

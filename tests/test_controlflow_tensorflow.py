@@ -11,7 +11,7 @@ import pytest
 
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle.controlflow import LoopBoundExceeded
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.values import Tensor
 
 tf = pytest.importorskip("tensorflow", reason="runs TensorFlow's executor: needs the extra "

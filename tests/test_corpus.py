@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tfsem.checking import check_case, check_rewrite
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import load_case
 from tfsem.oracle.program import ControlIn, DataIn, Program, ProgramError
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import decode_inputs, load_case
 from tfsem.oracle.program import Program, ProgramError, TensorType
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor, Value

@@ -154,7 +154,7 @@ def test_generated_programs_of_every_dtype_run_on_numpy_within_the_oracle(dtype)
     set; a program is a sound rewrite of itself."""
     from tfsem.backends.execute import run_random
     from tfsem.generators.strategies import random_inputs, random_programs
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     drawn = []
     for i, p in enumerate(random_programs(6, seed=11, max_nodes=7, dtype=dtype)):
         assert {t.dtype for t in p.feeds.values()} | {t.dtype for t in p.variables.values()} \
@@ -207,7 +207,7 @@ def test_verdicts_on_mutants_agree_with_the_oracle_on_every_dtype(dtype):
     tried (edge-heavy, every variable initialized or not) and an `unsound`
     verdict's counterexample is an outcome the original cannot give."""
     from tfsem.generators.strategies import random_inputs, random_programs
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
     seen = set()
     judged = 0

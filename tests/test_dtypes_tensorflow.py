@@ -343,7 +343,7 @@ def test_imported_addn_is_tensorflows(dtype):
     gives TensorFlow's sums bit for bit on edge and random values."""
     from tfsem.graphdef.importer import import_graph
     from tfsem.graphdef.proto import decode
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     rng = np.random.default_rng(11)
     e = edges(dtype)
     n = 64

@@ -186,7 +186,7 @@ def test_subnormal_free_agrees_with_evaluation(float_programs):
     computes (every port fetched, every schedule, several σ with large and
     small feeds and arbitrary initial values) is subnormal."""
     from tfsem.generators.strategies import random_inputs
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     tiny = np.finfo(np.float32).tiny
     seen_floats = 0
     for i, p in enumerate(float_programs[:30]):
@@ -229,7 +229,7 @@ def _broadcast_graph(x, shape, shape_dtype=np.int32):
 
 
 def _model_broadcast(x, shape, shape_dtype=np.int32):
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     p = import_graph(_broadcast_graph(x, shape, shape_dtype), ["b"]).program
     (o,) = outcome_set(p, {"x": Tensor(np.asarray(x))}, {}, "atomic", "outputs").as_dict(1)
     return dict(o.outputs)["b"]

@@ -158,7 +158,7 @@ def test_one_handle_per_variable_keeps_every_outcome():
     programs, the oracle's outcome set of P and of the export imported back
     are equal, in both semantics, at generated σ."""
     from tfsem.generators.strategies import random_inputs
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     from tfsem.oracle.values import UNINITIALIZED, Error
 
     import random

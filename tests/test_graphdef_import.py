@@ -15,7 +15,7 @@ from tfsem.cli import main
 from tfsem.graphdef import import_path, load_program_or_graph
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.graphdef.proto import encode, parse_text
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.program import ProgramError
 from tfsem.oracle.values import Tensor

@@ -9,7 +9,7 @@ import pytest
 from tfsem.graphdef import ops as opt
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle import functions as fns
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.values import Tensor
 
 F32 = np.float32

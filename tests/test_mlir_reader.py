@@ -16,7 +16,7 @@ import pytest
 from tfsem.cli import main
 from tfsem.checking import check_case
 from tfsem.graphdef.mlir import MlirError, load_mlir, program_of_mlir
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import Case, program_to_json
 from tfsem.oracle.program import ProgramError
 from tfsem.oracle.values import Tensor

@@ -6,7 +6,8 @@ import pytest
 
 from tfsem.generators import families as F
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.semantics import reference_outcomes, run_schedule, graph_of, outcome_of
 from tfsem.oracle.values import Error, Tensor
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.readsfrom import Unsupported
 from tfsem.oracle.semantics import reference_outcomes
 from tfsem.oracle.values import Tensor

@@ -1,6 +1,6 @@
 """The fast oracle held to account by the step semantics, on generated programs.
 
-`explore.outcome_set` (eager steps, relevance, memoization, stubborn sets,
+`dispatch.outcome_set` (eager steps, relevance, memoization, stubborn sets,
 components) must compute exactly what the brute force over the seed's step
 semantics (`semantics.reference_outcomes`) computes, for both semantics modes
 and both observe settings; each witness schedule it reports must replay to its
@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from tfsem.generators.strategies import inputs_for, programs, race_count
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.jsonio import dumps, program_from_json, program_to_json
 from tfsem.oracle.semantics import graph_of, outcome_of, reference_outcomes, run_schedule
 from tfsem.oracle.values import Tensor, value_from_json, value_to_json

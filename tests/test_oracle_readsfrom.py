@@ -13,7 +13,8 @@ from tfsem.generators import families as F
 from tfsem.generators.strategies import inputs_for, programs, random_inputs, random_programs
 from tfsem.oracle import program as P
 from tfsem.oracle import readsfrom
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.outcomes import make_outcome
 from tfsem.oracle.readsfrom import Unsupported, outcome_set_rf
 from tfsem.oracle.semantics import graph_of, reference_outcomes, run_schedule

@@ -17,7 +17,8 @@ from tfsem.generators import families as F
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import program as P
 from tfsem.oracle.counts import lost_update_used_counts
-from tfsem.oracle.explore import BudgetExceeded, _Component, components, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded, _Component, components
 from tfsem.oracle.outcomes import Outcome, make_outcome
 from tfsem.oracle.program import ControlIn, DataIn, FeedIn, Program, ProgramError
 from tfsem.oracle.semantics import graph_of, run_schedule

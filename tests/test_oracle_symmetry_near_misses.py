@@ -30,7 +30,8 @@ from hypothesis import settings
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, components, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded, components
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ControlIn, DataIn, FeedControlIn, FeedIn, Program, ProgramError, TensorType
 from tfsem.oracle.semantics import reference_outcomes

@@ -253,7 +253,7 @@ def test_errors_propagate_except_through_snds_first_argument():
 
 
 def test_user_registered_function_runs_in_the_oracle(monkeypatch):
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     name = "TestDouble"
     # registered for this test only: generators draw from the registry
     monkeypatch.setattr(fns, "_REGISTRY", dict(fns._REGISTRY))

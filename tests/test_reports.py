@@ -19,7 +19,7 @@ import pytest
 
 from tfsem.generators import families
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import case_to_json, make_case, program_from_json
 from tfsem.oracle.semantics import graph_of
 from tfsem.oracle.values import Tensor

@@ -18,7 +18,7 @@ import pytest
 from tfsem import cli
 from tfsem.generators import families as F
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import load_program, program_to_json
 from tfsem.oracle.program import ASSIGN, READ, ControlIn, Program, TensorType
 from tfsem.oracle.values import Tensor

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.jsonio import program_to_json
 from tfsem.oracle.program import ASSIGN, Node, Program, TensorType, validate
 from tfsem.oracle.values import Tensor

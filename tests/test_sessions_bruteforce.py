@@ -21,7 +21,7 @@ import pytest
 
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import functions as fns
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_to_json
 from tfsem.oracle.outcomes import make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program

@@ -29,7 +29,7 @@ def session_of(program_file: str):
 
 def test_tensorflow_threads_show_the_lost_update_of_the_split_counter_only():
     from tfsem.backends.tensorflow_sessions import run_session_threads
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     from tfsem.oracle.values import Tensor
     init = {"x": Tensor(0, "int64")}
     split = session_of("counter_split.json")

@@ -14,7 +14,7 @@ from tfsem.checking import check_rewrite
 from tfsem.graphdef.importer import import_graph
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import SHAPE_MISMATCH, Error, Tensor
 

@@ -244,7 +244,7 @@ def test_a_tf_function_computing_shapes_imports_and_runs_as_tensorflow(tmp_path)
     # tf.range over tf.rank, slicing, stacking, gathering, broadcasting),
     # imported and run by tfsem: the same values as TensorFlow's run
     from tfsem.graphdef import import_path
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
 
     @tf.function
     def f(x, y):

@@ -22,7 +22,8 @@ from tfsem.generators import families as F
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import ControlIn, DataIn, Program, ProgramError
 from tfsem.oracle.values import Tensor
 from tfsem.rewrites import builtin_passes

@@ -33,7 +33,8 @@ from tfsem.checking.structural import structural_refinement
 from tfsem.generators import families as F
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import program as P
-from tfsem.oracle.explore import BudgetExceeded, outcome_set
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import ControlIn, DataIn, Program
 from tfsem.rewrites import builtin_passes
 

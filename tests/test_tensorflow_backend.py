@@ -16,7 +16,7 @@ tf = pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]
 
 from tfsem.backends.tensorflow import GraphRunner, TensorFlowRunError, force_schedule  # noqa: E402
 from tfsem.graphdef.grappler import as_graph_def  # noqa: E402
-from tfsem.oracle.explore import outcome_set  # noqa: E402
+from tfsem.oracle.dispatch import outcome_set  # noqa: E402
 from tfsem.oracle.jsonio import load_program  # noqa: E402
 from tfsem.oracle.values import Error, Tensor  # noqa: E402
 

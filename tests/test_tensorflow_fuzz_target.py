@@ -76,7 +76,7 @@ class _FakeObserved:
 def _lying_execute(program, feeds, init, runs):
     import numpy as np
 
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     from tfsem.oracle.outcomes import make_outcome
     from tfsem.oracle.values import Error, Tensor
 

@@ -273,7 +273,7 @@ def test_differential_confirmed_replays_gave_the_counterexample_outcome(semantic
     from tfsem.backends.tensorflow import replay_program
     from tfsem.checking import check_rewrite
     from tfsem.generators.strategies import random_programs
-    from tfsem.oracle.explore import outcome_set
+    from tfsem.oracle.dispatch import outcome_set
     from tfsem.oracle.values import Error
 
     ops = frozenset(["Read", "Write", "AssignAdd", "AssignSub", "Add", "Sub", "Const", "Neg",

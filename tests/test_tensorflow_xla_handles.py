@@ -17,7 +17,7 @@ pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow] (ten
 
 from tfsem.campaigns.tensorflow_target import RuntimeRunner, _exported  # noqa: E402
 from tfsem.generators.strategies import random_inputs, random_programs  # noqa: E402
-from tfsem.oracle.explore import outcome_set  # noqa: E402
+from tfsem.oracle.dispatch import outcome_set  # noqa: E402
 
 
 def test_xla_runs_programs_with_several_handles_of_a_variable_inside_the_oracles_set():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tfsem.backends.tensorflow import GraphRunner
-from tfsem.oracle.explore import outcome_set
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import load_program, program_from_json
 from tfsem.oracle.values import Tensor
 

@@ -329,7 +329,8 @@ def run_backend(args: argparse.Namespace) -> int:
     outcomes, and check each against the oracle's outcome set of the imported
     graph at the same σ: an outcome outside it is a finding (exit 1)."""
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
-    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
 
     path = Path(args.program)
     if not path.exists():

@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     from tfsem.graphdef.cliopts import remaining, start_budget  # noqa: PLC0415
-    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
     from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
     from tfsem.oracle.readsfrom import Unsupported  # noqa: PLC0415
     # the budget covers reading and importing a graph too

@@ -108,7 +108,8 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     under the variable's lock): one outside it is a finding (exit 1)."""
     import sys  # noqa: PLC0415
 
-    from tfsem.oracle.explore import BudgetExceeded, outcome_set  # noqa: PLC0415
+    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
     from .outcomes import describe, session_json  # noqa: PLC0415
     program = load_from_args(args.program, args)
     session = args.session
