@@ -224,7 +224,10 @@ class Encoder:
         if t.dtype in UNSIGNED_DTYPES and t.op in ("max", "min"):
             gt = z3.UGT(args[0], args[1]) if t.op == "max" else z3.ULT(args[0], args[1])
             return z3.If(gt, args[0], args[1])
-        if t.dtype not in FLOAT_DTYPES and t.dtype != "bool":
+        # signed bit-vectors (wrapping) and, over the reals, floats: the same
+        # terms (on a tie of Max or Min both operands are one value in either)
+        exact_terms = t.dtype in FLOAT_DTYPES and self.real
+        if exact_terms or (t.dtype not in FLOAT_DTYPES and t.dtype != "bool"):
             if t.op == "add":
                 return args[0] + args[1]
             if t.op == "sub":
@@ -237,19 +240,6 @@ class Encoder:
                 return z3.If(args[0] > args[1], args[0], args[1])
             if t.op == "min":
                 return z3.If(args[0] < args[1], args[0], args[1])
-        elif t.dtype in FLOAT_DTYPES and self.real:
-            if t.op == "add":
-                return args[0] + args[1]
-            if t.op == "sub":
-                return args[0] - args[1]
-            if t.op == "mul":
-                return args[0] * args[1]
-            if t.op == "neg":
-                return -args[0]
-            if t.op == "max":
-                return z3.If(args[0] >= args[1], args[0], args[1])
-            if t.op == "min":
-                return z3.If(args[0] <= args[1], args[0], args[1])
         elif t.dtype in FLOAT_DTYPES:
             if t.op == "add":
                 return z3.fpAdd(RNE, args[0], args[1])

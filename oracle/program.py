@@ -293,6 +293,19 @@ class Program:
                     out.setdefault((i.node, i.port), []).append((n.name, idx))
         return {k: tuple(v) for k, v in out.items()}
 
+    def ancestors(self, roots) -> set[str]:
+        """`roots` and every node with a path of data or control edges into
+        one (through `predecessors`)."""
+        keep: set[str] = set()
+        stack = sorted(roots)
+        while stack:
+            name = stack.pop()
+            if name in keep:
+                continue
+            keep.add(name)
+            stack.extend(self.predecessors(name))
+        return keep
+
     def predecessors(self, name: str) -> tuple[str, ...]:
         """Nodes with an edge (data or control) into `name` (a loop's back
         edge, NextIteration into Merge, excluded: it closes the only cycles a

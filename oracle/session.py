@@ -120,14 +120,7 @@ def run_nodes(p: Program, run: Run, where: str = "run") -> list[str]:
             raise _bad(f"{where} {run.name!r} target {r!r}", "the program has no node of this name",
                        "unknown-node")
         roots.append(r)
-    keep: set[str] = set()
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n in keep:
-            continue
-        keep.add(n)
-        stack.extend(p.predecessors(n))
+    keep = p.ancestors(roots)
     return [n.name for n in p.nodes if n.name in keep]
 
 

@@ -28,21 +28,8 @@ from .api import SOUND, UNSOUND, Pass, claims
 from .edit import rebuild
 
 
-def backward_closure(p: Program, roots: set[str]) -> set[str]:
-    """`roots` and every node with a path of data or control edges into one."""
-    keep: set[str] = set()
-    stack = sorted(roots)
-    while stack:
-        name = stack.pop()
-        if name in keep:
-            continue
-        keep.add(name)
-        stack.extend(p.predecessors(name))
-    return keep
-
-
 def prune(p: Program) -> Program:
-    keep = backward_closure(p, {port.node for port in p.outputs.values()})
+    keep = p.ancestors({port.node for port in p.outputs.values()})
     return rebuild(p, (n for n in p.nodes if n.name in keep))
 
 
@@ -57,5 +44,5 @@ PASS = Pass(
 
 def prune_keep_state(p: Program) -> Program:
     roots = {port.node for port in p.outputs.values()} | {n.name for n in p.nodes if n.op == ASSIGN}
-    keep = backward_closure(p, roots)
+    keep = p.ancestors(roots)
     return rebuild(p, (n for n in p.nodes if n.name in keep))
