@@ -3,8 +3,12 @@ remove `Identity` nodes, sending their consumers to the Identity's input.
 
 Claims: sound in every cell. Identity(v) = v, errors included, so a
 consumer that read the Identity's output now reads the same value one step
-earlier; a node that waited (control edge) for the Identity now waits for
-the Identity's own predecessors, so no ordering is lost; Identity touches no
+earlier. An Identity fires only after all its inputs, control inputs
+included, so every node that waited for it, through a data edge or a control
+edge, now waits for the Identity's own predecessors: no ordering is lost.
+(An earlier version kept only the data edge for a consumer of the value:
+`Assign(x, Identity(v, ^Write(x)))` then no longer waited for the Write, and
+tfsem verify found the lost ordering in decomposed mode.) Identity touches no
 variable, so the mode does not matter.
 """
 
@@ -46,6 +50,8 @@ def drop_identity(p: Program) -> Program:
         for i in n.inputs:
             if isinstance(i, DataIn):
                 inputs.append(source(i))
+                if i.node in identities:   # and everything the Identity waited for
+                    inputs.extend(w for w in waits(i.node) if w.node != source(i).node)
             elif isinstance(i, ControlIn) and i.node in identities:
                 inputs.extend(waits(i.node))
             else:
