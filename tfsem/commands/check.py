@@ -154,6 +154,18 @@ def program_text(label: str, program: object) -> list[str]:
             "`tfsem outcomes` or `--json` for the rest)"]
 
 
+def _early_verdict(args: argparse.Namespace, verdict_name: str, reason: str) -> int:
+    """Print a verdict reached before any check ran (the inputs decided it)."""
+    from tfsem.checking.verdict import Verdict  # noqa: PLC0415
+    verdict = Verdict(verdict_name, reason=reason, semantics=args.semantics or "atomic",
+                      observe=args.observe or "outputs+state", float_mode=args.float_mode)
+    if args.json:
+        print_json(verdict.to_json())
+    else:
+        print(verdict.describe())
+    return verdict.exit_status
+
+
 def run(args: argparse.Namespace) -> int:
     from tfsem.checking import check_case  # noqa: PLC0415
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
@@ -165,28 +177,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         case = load_inputs(args)
     except InvalidRewrite as exc:
-        from tfsem.checking.verdict import Verdict
-        verdict = Verdict("invalid", reason=f"the rewrite cannot run the session's runs: {exc}",
-                          semantics=args.semantics or "atomic",
-                          observe=args.observe or "outputs+state",
-                          float_mode=args.float_mode)
-        if args.json:
-            print_json(verdict.to_json())
-        else:
-            print(verdict.describe())
-        return verdict.exit_status
+        return _early_verdict(args, "invalid", f"the rewrite cannot run the session's runs: {exc}")
     except ImportTimeout as exc:  # a graph too slow to import: no verdict
-        from tfsem.checking.verdict import Verdict
-        verdict = Verdict("unknown", reason=f"{exc} (the time budget of {args.timeout:g} s "
-                          "covers reading and importing the graphs)",
-                          semantics=args.semantics or "atomic",
-                          observe=args.observe or "outputs+state",
-                          float_mode=args.float_mode)
-        if args.json:
-            print_json(verdict.to_json())
-        else:
-            print(verdict.describe())
-        return verdict.exit_status
+        return _early_verdict(args, "unknown", f"{exc} (the time budget of {args.timeout:g} s "
+                                               "covers reading and importing the graphs)")
     render = None
     if args.html:
         try:
