@@ -192,3 +192,13 @@ duration = make_duration()
 duration.__name__ = "duration"
 #: a seed: any integer that fits 64 bits unsigned
 seed_int = bounded_int(0, 2 ** 64 - 1)
+
+
+def print_runtime_rows(rows, describe, noun: str) -> None:
+    """The distinct outcomes a runtime gave, numbered, each with how many
+    `noun`s (runs, trials) gave it and whether the oracle's set holds it
+    (`inside` None: the oracle was not asked)."""
+    for i, (o, n, inside) in enumerate(rows, 1):
+        mark = ("" if inside is None else "   in the oracle's set" if inside
+                else "   NOT in the oracle's set: a finding against the runtime")
+        print(f"  {i}. {describe(o)}   ({n} {noun}{'s' if n != 1 else ''}){mark}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
 
-from .common import make_duration, print_json
+from .common import make_duration, print_json, print_runtime_rows
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -405,10 +405,7 @@ def run_backend(args: argparse.Namespace) -> int:
         print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {label} ({threads} inter-op "
               f"threads): {len(rows)} distinct outcome{'s' if len(rows) != 1 else ''}"
               + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
-        for i, (o, n, inside) in enumerate(rows, 1):
-            mark = ("" if inside is None else "   in the oracle's set" if inside
-                    else "   NOT in the oracle's set: a finding against the runtime")
-            print(f"  {i}. {o.describe()}   ({n} run{'s' if n != 1 else ''}){mark}")
+        print_runtime_rows(rows, lambda o: o.describe(), "run")
         if oracle_note:
             print(f"  {oracle_note}")
         if clusters is not None:

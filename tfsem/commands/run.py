@@ -6,7 +6,7 @@ import argparse
 
 from tfsem.cli import EXIT_OK, UsageError
 
-from .common import add_graph_options, load_from_args
+from .common import add_graph_options, load_from_args, print_runtime_rows
 from .common import (add_semantics_options, add_sigma_options, bounded_float, bounded_int, positive_int,
                      print_json, seed_int, sigma_from_args)
 
@@ -146,10 +146,7 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
               f"{len(session.runs)} runs as concurrent Session.run calls: {len(rows)} distinct "
               f"outcome{'s' if len(rows) != 1 else ''}"
               + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
-        for i, (o, n, inside) in enumerate(rows, 1):
-            mark = ("" if inside is None else "   in the oracle's set" if inside
-                    else "   NOT in the oracle's set: a finding against the runtime")
-            print(f"  {i}. {describe(o, session)}   ({n} trial{'s' if n != 1 else ''}){mark}")
+        print_runtime_rows(rows, lambda o: describe(o, session), "trial")
         if note:
             print(f"  {note}")
     return 1 if findings else EXIT_OK
