@@ -58,7 +58,7 @@ def _describe(p, feeds, init) -> str:
 
 @pytest.mark.parametrize("observe", OBSERVE)
 @pytest.mark.parametrize("semantics", SEMANTICS)
-@settings(max_examples=_examples(200), **COMMON)
+@settings(max_examples=_examples(100), **COMMON)
 @given(case=cases())
 def test_fast_oracle_equals_the_brute_force(case, semantics, observe):
     p, feeds, init = case

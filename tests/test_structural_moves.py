@@ -253,10 +253,10 @@ def differential(count: int, seed: int, max_nodes: int, timeout: float) -> Count
 
 
 def test_differential_extensions_against_the_enumerating_checker():
-    count = 1500 if NIGHTLY else 150
+    count = 1500 if NIGHTLY else 80
     stats = differential(count, seed=171, max_nodes=18, timeout=2.0)
     print(dict(stats))
-    assert stats["pairs"] >= 4000
+    assert stats["pairs"] >= 25 * count
     assert stats["engine:unsound"] == 0 and stats["engine:invalid"] == 0
     # each extension is exercised, and the engine decides most of them
     for used in ("moved", "unobserved", "atomic-split", "data-merge"):
