@@ -204,10 +204,17 @@ class _Importer:
         self.fetch_refs: list[str] = []
         self._refs_by_node: dict[str, list[str]] | None = None
         self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
+        self._has_loops: bool | None = None
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
                                        "unknown-node")
+
+    def has_loops(self) -> bool:
+        """Whether the graph has a while loop (an Enter node)."""
+        if self._has_loops is None:
+            self._has_loops = any(g.op in ("Enter", "RefEnter") for g in self.g.values())
+        return self._has_loops
 
     # -- the order: what the roots need ------------------------------------
 
@@ -625,6 +632,15 @@ class _Builder:
 
     def exclusive(self) -> None:
         self._exclusive = True
+
+    def feed(self, name: str, dtype: str, shape: tuple[int, ...]) -> FeedIn:
+        """A feed of the program made by the model (a stateful random op's
+        generator state, part of σ): `$name`, of this type."""
+        if name in self.imp.g or name in self.imp.feed_types:
+            self.reject(f"the feed {name!r} this op's model makes is already the name of a "
+                        "node or feed of the graph", "name-clash")
+        self.imp.feed_types[name] = TensorType(dtype, tuple(shape))
+        return FeedIn(name)
 
     def add(self, op: str, inputs: Sequence, attrs: dict | None = None,
             part: str | None = None) -> DataIn:
