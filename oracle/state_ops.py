@@ -145,23 +145,27 @@ def _row_op(kind: str) -> Callable:
     runtime does (functions.FLUSHED_DTYPES)."""
     if kind == "Update":
         return lambda p, u: np.broadcast_to(u, p.shape).copy()
-    name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv", "Min": "Min",
-            "Max": "Max"}[kind]
+    if kind in ("Min", "Max"):
+        # Eigen's cwiseMin/cwiseMax (std::min/std::max: the row's own value
+        # unless the update is strictly smaller/larger: a NaN update never
+        # wins, a NaN in the row stays), on flushed operands; not TensorFlow's
+        # Minimum/Maximum, which propagate NaN (measured on TensorFlow 2.21)
+        def extremum(p, u):
+            p, u = ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))
+            wins = (u < p) if kind == "Min" else (u > p)
+            return np.where(wins, u, p)
+        return extremum
+    name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
 
     def apply(p, u):
         if kind == "Div" and p.dtype.kind in "iu":
-            # integer division in C++: truncation toward zero; by zero, the
-            # kernel fails (the row stays)
-            if np.any(u == 0):
-                raise OpError("division-by-zero", "scatter division by zero")
-            q = np.trunc(p.astype(np.float64) / u.astype(np.float64)) \
-                if p.dtype.itemsize < 8 else None
-            if q is not None:
-                return q.astype(p.dtype)
-            a, b = p.astype(object), np.broadcast_to(u, p.shape).astype(object)
-            r = [int(x) // int(y) if (int(x) < 0) == (int(y) < 0) else -(abs(int(x)) // abs(int(y)))
-                 for x, y in zip(a.reshape(-1), b.reshape(-1))]
-            return np.array(r, dtype=object).astype(np.int64).astype(p.dtype).reshape(p.shape)
+            # integer division in C++: truncation toward zero
+            a = p.astype(object).reshape(-1)
+            b = np.broadcast_to(u, p.shape).astype(object).reshape(-1)
+            r = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1)
+                 for x, y in zip(a, b)]
+            return np.array([x % (1 << 64) for x in r], dtype=np.uint64).astype(p.dtype) \
+                .reshape(p.shape)
         f = fns.get(name)
         with np.errstate(all="ignore"):
             (r,) = f.impl(np, (ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))), {})
@@ -169,10 +173,12 @@ def _row_op(kind: str) -> Callable:
     return apply
 
 
-def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int):
+def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False):
     """Apply upd_rows[i] to the row at positions[i] (None: out of range), in
     order; stop at the first position out of range (the rows before it stay
-    applied, as TensorFlow's CPU kernel leaves them)."""
+    applied, as TensorFlow's CPU scatter kernel leaves them), or with
+    `skip_bad` pass over it (the ScatterNd kernel applies every other row:
+    both measured on TensorFlow 2.21)."""
     out = np.array(w, copy=True)
     op = _row_op(kind)
     bad = next((i for i, pos in enumerate(positions) if pos is None), None)
@@ -185,6 +191,8 @@ def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int):
                             "varies")
     for i, pos in enumerate(positions):
         if pos is None:
+            if skip_bad:
+                continue
             break
         try:
             out[pos] = op(out[pos], upd_rows[i])
@@ -208,6 +216,10 @@ def _scatter(kind: str):
             rows = np.broadcast_to(upd, (n,) + row)
         else:
             raise ShapeError("updates.shape must be indices.shape + params.shape[1:] or []")
+        if kind == "Div" and np.any(ftz(np, upd) == 0):
+            # checked before any row is touched, a subnormal float counting
+            # as zero (the CPU runtime's flushing): nothing applied
+            raise OpError("division-by-zero", "ScatterDiv: updates must not contain 0")
         flat = idx.reshape(-1)
         positions = [int(i) if 0 <= i < w.shape[0] else None for i in flat]
         return (_scatter_rows(w, positions, rows, kind, n),)
@@ -239,7 +251,8 @@ def _scatter_nd(kind: str):
             ok = all(0 <= int(i) < d for i, d in zip(r, prefix))
             positions.append(tuple(int(i) for i in r) if ok else None)
         # ScatterNd's CPU kernel is serial (scatter_nd_op_cpu_impl.h)
-        return (_scatter_rows(w, positions, upd.reshape((n,) + slice_shape), kind, 0),)
+        return (_scatter_rows(w, positions, upd.reshape((n,) + slice_shape), kind, 0,
+                              skip_bad=True),)
     impl.__doc__ = (f"Assign-ScatterNd{kind}: the slices of the variable at the packed "
                     "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
     return impl
@@ -326,8 +339,10 @@ def _ops(xp=np):
 
         @staticmethod
         def max(a, b):
-            (r,) = fns.get("Max").impl(np, (f(a), f(np.broadcast_to(b, np.shape(a)))), {})
-            return f(r)
+            """Eigen's cwiseMax (std::max: a unless b is strictly larger, so a
+            NaN in b never wins), not TensorFlow's NaN-propagating Maximum."""
+            a, b = f(a), f(np.broadcast_to(b, np.shape(a)))
+            return np.where(b > a, b, a)
     return K
 
 
