@@ -208,6 +208,72 @@ def test_optimizer_model_is_read_update_write_refused_when_raced():
     assert "poke" in info.value.violations[0].message
 
 
+def test_a_read_beside_the_updates_reads_is_allowed_one_beside_its_writes_is_not():
+    """A Read of one of the update's variables commutes with the update's
+    own Reads (the forward pass's read of a weight, which the gradient
+    waits for); one that may run between the update's Writes could see
+    some variables new and others old, so it is refused."""
+    from test_graphdef_ops import const, node, var
+    read = {"name": "r", "op": "ReadVariableOp", "input": ["w"],
+            "attr": {"dtype": {"type": "DT_FLOAT"}}}
+    nodes = [var("w", (2,)), var("acc", (2,)), const("lr", 0.1), const("m", 0.9), read,
+             node("g", "Mul", ["r", "r"]),
+             node("up", "ResourceApplyMomentum", ["w", "acc", "lr", "g", "m"],
+                  use_nesterov={"b": True})]
+    p = import_graph({"node": nodes}, ["r"], ["up"]).program
+    w0, a0 = F32([1.5, -2.0]), F32([0.25, 0.5])
+    for mode in MODES:
+        outs = list(outcome_set(p, {}, {"w": Tensor(w0), "acc": Tensor(a0)}, mode,
+                                "outputs+state").as_dict(5))
+        assert len(outs) == 1 and _same(dict(outs[0].outputs)["r"].array, w0)
+    peek = [var("w", (2,)), var("acc", (2,)), const("lr", 0.1), const("m", 0.9),
+            const("g", [1.0, 2.0]), {**read, "input": ["acc"]},
+            node("up", "ResourceApplyMomentum", ["w", "acc", "lr", "g", "m"],
+                 use_nesterov={"b": True})]
+    with pytest.raises(GraphImportError) as info:
+        import_graph({"node": peek}, ["r"], ["up"])
+    assert info.value.violations[0].rule == "racing-update"
+
+
+def test_tf_compat_v1_training_steps_import_and_self_check_sound(tf):
+    """Each tf.compat.v1.train optimizer's training step of a small model:
+    the forward pass reads the weights the update writes."""
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef.proto import decode
+    from tfsem.oracle.jsonio import program_to_json
+    tf1, T = tf.compat.v1, tf.compat.v1.train
+    makers = {
+        "ResourceApplyGradientDescent": lambda: T.GradientDescentOptimizer(0.1),
+        "ResourceApplyMomentum": lambda: T.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+        "ResourceApplyAdam": lambda: T.AdamOptimizer(0.01),
+        "ResourceApplyAdagrad": lambda: T.AdagradOptimizer(0.1),
+        "ResourceApplyAdagradDA": lambda: T.AdagradDAOptimizer(
+            0.1, T.get_or_create_global_step()),
+        "ResourceApplyAdadelta": lambda: T.AdadeltaOptimizer(0.1),
+        "ResourceApplyRMSProp": lambda: T.RMSPropOptimizer(0.1),
+        "ResourceApplyCenteredRMSProp": lambda: T.RMSPropOptimizer(0.1, momentum=0.5,
+                                                                   centered=True),
+        "ResourceApplyFtrl": lambda: T.FtrlOptimizer(0.1),
+        "ResourceApplyFtrlV2": lambda: T.FtrlOptimizer(
+            0.1, l2_shrinkage_regularization_strength=0.1),
+        "ResourceApplyProximalAdagrad": lambda: T.ProximalAdagradOptimizer(0.1),
+        "ResourceApplyProximalGradientDescent": lambda: T.ProximalGradientDescentOptimizer(
+            0.1, l1_regularization_strength=0.01)}
+    for op, make in makers.items():
+        g = tf.Graph()
+        with g.as_default():
+            x = tf1.placeholder(tf.float32, [4, 3], name="x")
+            w = tf1.get_variable("w", [3, 2], use_resource=True)
+            y = tf.matmul(x, w)
+            loss = tf.identity(tf.reduce_sum(y * y), name="loss")
+            make().minimize(loss, name="train")
+        gd = g.as_graph_def()
+        assert op in {n.op for n in gd.node}, op
+        p = import_graph(decode("GraphDef", gd.SerializeToString()), ["loss"], ["train"]).program
+        assert check_rewrite(p, program_to_json(p), "atomic", "outputs+state", 30.0).verdict \
+            == "sound", op
+
+
 def test_an_update_on_an_uninitialized_variable_changes_nothing():
     from test_graphdef_ops import const, node, var
     nodes = [var("w", (2,)), var("acc", (2,)), const("lr", 0.1), const("g", [1.0, 2.0]),
