@@ -97,8 +97,8 @@ def _optimizer_model(spec: so.Optimizer):
         if spec.exact and t not in so.OPTIMIZER_DTYPES:
             b.reject(f"{spec.op} on {t} is not modelled (its model is tested against "
                      f"TensorFlow's kernel on {' and '.join(so.OPTIMIZER_DTYPES)})")
-        if previous is not None and not b.attr("use_nesterov", False):
-            return previous(b)
+        if previous is not None and not b.attr("use_nesterov", False) and t == "float32":
+            return previous(b)   # the earlier Assign-f model (float32 only)
         if not spec.exact:
             _optimizer_dtype(b)   # TensorFlow's kernel is compared on float32
         nv = len(spec.variables)

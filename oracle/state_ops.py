@@ -151,9 +151,14 @@ def _row_op(kind: str) -> Callable:
         # wins, a NaN in the row stays), on flushed operands; not TensorFlow's
         # Minimum/Maximum, which propagate NaN (measured on TensorFlow 2.21)
         def extremum(p, u):
-            p, u = ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))
-            wins = (u < p) if kind == "Min" else (u > p)
-            return np.where(wins, u, p)
+            u = np.broadcast_to(u, p.shape)
+            fp, fu = ftz(np, p), ftz(np, u)
+            wins = (fu < fp) if kind == "Min" else (fu > fp)
+            if dtype_name(p.dtype) == "bfloat16":
+                # compared as float32 (denormals-are-zero), the winner's
+                # bfloat16 bits kept: measured, a bfloat16 subnormal survives
+                return np.where(wins, u, p)
+            return np.where(wins, fu, fp)
         return extremum
     name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
 

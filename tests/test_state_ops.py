@@ -103,13 +103,15 @@ def assert_state(after, mine):
 #: Values with the float edge cases (±0, a subnormal, huge, NaN, ±inf) in a
 #: few places; the sizes (9 elements, 4x3 for sparse) mix Eigen's packets and
 #: its tail.
-def _vec(seed: int, n: int = 9, positive: bool = False, edges: bool = False):
+def _vec(seed: int, n: int = 9, positive: bool = False, edges: bool = False, dtype=F32):
     rng = np.random.default_rng(seed)
-    v = rng.standard_normal(n).astype(F32)
+    v = rng.standard_normal(n).astype(dtype)
     if positive:
-        v = np.abs(v) + F32(0.05)
+        v = np.abs(v) + dtype(0.05)
     if edges:
-        v[:6] = F32([0.0, -0.0, 1e-39, 3e38, np.nan, -np.inf])[:min(6, n)]
+        tiny = np.finfo(dtype).tiny / 4   # a subnormal
+        v[:6] = np.array([0.0, -0.0, tiny, np.finfo(dtype).max / 3, np.nan, -np.inf],
+                         dtype)[:min(6, n)]
     return v
 
 
@@ -119,13 +121,13 @@ HYPER = {"lr": 0.01, "alpha": 0.02, "momentum": 0.9, "beta1": 0.9, "beta2": 0.99
          "sign_decay": 0.99, "beta": 0.9}
 
 
-def _optimizer_case(tf, spec: so.Optimizer, edges: bool, nesterov: bool = False):
+def _optimizer_case(tf, spec: so.Optimizer, edges: bool, nesterov: bool = False, dtype=F32):
     shape = (4, 3) if spec.sparse else (9,)
     n = int(np.prod(shape))
     variables = {}
     for k, v in enumerate(spec.variables):
-        variables[f"{spec.op}_{v}"] = _vec(10 + k, n, positive=k > 0).reshape(shape)
-    grad = _vec(3, 2 * shape[1] if spec.sparse else n, edges=edges)
+        variables[f"{spec.op}_{v}"] = _vec(10 + k, n, positive=k > 0, dtype=dtype).reshape(shape)
+    grad = _vec(3, 2 * shape[1] if spec.sparse else n, edges=edges, dtype=dtype)
     if spec.sparse:
         grad = grad.reshape(2, shape[1])
 
@@ -139,7 +141,7 @@ def _optimizer_case(tf, spec: so.Optimizer, edges: bool, nesterov: bool = False)
             elif name == "global_step":
                 kw[name] = tf.constant(np.int64(3))
             else:
-                kw[name] = tf.constant(F32(HYPER[name]))
+                kw[name] = tf.constant(dtype(HYPER[name]))
         if "use_nesterov" in spec.attrs:
             kw["use_nesterov"] = nesterov
         return getattr(tf.raw_ops, spec.op)(**kw), []
@@ -173,13 +175,16 @@ def test_every_optimizer_of_keras_and_tf_compat_v1_train_is_modelled():
 
 @pytest.mark.parametrize("edges", [False, True], ids=["plain", "edge-values"])
 def test_dense_optimizer_updates_equal_tensorflows_kernels(tf, edges):
+    """float32 for all; float64 too where the model is tfsem's own (the
+    TensorFlow-evaluated ones are refused on other dtypes than float32)."""
     bad = []
     for spec in DENSE:
-        for nesterov in ([False, True] if "use_nesterov" in spec.attrs else [False]):
-            try:
-                _optimizer_case(tf, spec, edges, nesterov)
-            except AssertionError as exc:
-                bad.append((spec.op, nesterov, str(exc)[:300]))
+        for dtype in ([F32, np.float64] if spec.exact else [F32]):
+            for nesterov in ([False, True] if "use_nesterov" in spec.attrs else [False]):
+                try:
+                    _optimizer_case(tf, spec, edges, nesterov, dtype)
+                except AssertionError as exc:
+                    bad.append((spec.op, dtype.__name__, nesterov, str(exc)[:300]))
     assert not bad, bad
 
 
@@ -330,6 +335,37 @@ def test_scatters_equal_tensorflows_kernels(tf, dtype):
     after, _, mine, _ = run_both(tf, {"v": var0}, build)
     assert _same(after["v"], var0)
     assert_state(after, mine)
+    assert not bad, bad
+
+
+def test_scatters_on_every_dtype_equal_tensorflows_kernels(tf):
+    """float16 (not flushed), bfloat16, float64, and narrow and unsigned
+    integers (wrapping), with duplicate indices."""
+    from tfsem.oracle.values import DTYPES
+    bad = []
+    for name in ("float16", "bfloat16", "float64", "int8", "uint8", "int64", "uint32"):
+        dt = np.dtype(DTYPES[name])
+        if dt.kind == "f" or name == "bfloat16":
+            tiny = float(np.finfo(np.float32 if name == "bfloat16" else dt).tiny) / 4
+            var0 = np.array([[1.5, -0.0, 300.0], [np.nan, 2.0, tiny], [4.0, -5.0, 0.0]], dt)
+            upd = np.array([[100.0, 0.5, 60000.0], [-tiny, np.nan, 2.0]], dt)
+        else:
+            info = np.iinfo(dt)
+            var0 = np.array([[info.max, 3, 7], [info.min, 2, 9], [4, 5, 0]], dt)
+            upd = np.array([[2, info.max, 3], [7, 5, 2]], dt)
+        for kind in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update"):
+            u = upd if kind != "Div" else np.where(np.abs(upd.astype(np.float64)) < 1e-30, 3,
+                                                   upd).astype(dt)
+
+            def build(h, kind=kind, u=u):
+                return getattr(tf.raw_ops, f"ResourceScatter{kind}")(
+                    resource=h["v"], indices=tf.constant(np.int64([2, 2])),
+                    updates=tf.constant(u)), []
+            after, _, mine, _ = run_both(tf, {"v": var0}, build)
+            try:
+                assert_state(after, mine)
+            except AssertionError as exc:
+                bad.append((name, kind, str(exc)[:200]))
     assert not bad, bad
 
 
