@@ -164,7 +164,13 @@ def _row_op(kind: str) -> Callable:
 
     def apply(p, u):
         if kind == "Div" and p.dtype.kind in "iu":
-            # integer division in C++: truncation toward zero
+            # integer division in C++: truncation toward zero; int32 and
+            # int64 MIN / -1 trap (SIGFPE: TensorFlow's process dies,
+            # measured), the narrower ones are promoted to int and wrap
+            if p.dtype.name in ("int32", "int64") and np.any(
+                    (p == np.iinfo(p.dtype).min) & (np.broadcast_to(u, p.shape) == -1)):
+                raise CannotRun(f"cannot run ScatterDiv of the lowest {p.dtype.name} by -1: "
+                                "TensorFlow's kernel traps (SIGFPE) and its process dies")
             a = p.astype(object).reshape(-1)
             b = np.broadcast_to(u, p.shape).astype(object).reshape(-1)
             r = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1)

@@ -369,6 +369,21 @@ def test_scatters_on_every_dtype_equal_tensorflows_kernels(tf):
     assert not bad, bad
 
 
+def test_integer_scatter_div_that_traps_in_tensorflow_cannot_run():
+    """ResourceScatterDiv of INT32_MIN by -1 kills TensorFlow's process
+    (SIGFPE, measured); int8 wraps (the C++ division is in int)."""
+    from tfsem.oracle import functions as fns
+    pack, div = fns.get("PackScatter"), fns.get("ScatterDiv")
+    w = Tensor(np.array([[np.iinfo(np.int32).min, 7]], np.int32))
+    (packed,) = pack.apply((Tensor(np.int64([0])), Tensor(np.array([[-1, -2]], np.int32))))
+    with pytest.raises(fns.CannotRun, match="SIGFPE"):
+        div.apply((w, packed))
+    w8 = Tensor(np.array([[-128, 7]], np.int8))
+    (packed,) = pack.apply((Tensor(np.int64([0])), Tensor(np.array([[-1, -2]], np.int8))))
+    (out,) = div.apply((w8, packed))
+    assert out.array.tolist() == [[-128, -3]]
+
+
 def test_scatter_nd_equals_tensorflows_kernels(tf):
     var0, _ = _scatter_values(np.float32)
     bad = []
