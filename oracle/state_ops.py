@@ -54,8 +54,26 @@ def _index_array(a, what: str) -> np.ndarray:
     return np.asarray(a, dtype=np.int64)
 
 
+def _on_host(impl):
+    """`impl` on numpy arrays whatever the array module: a device module
+    (cupy) gets its arrays back from numpy (these functions index rows one
+    by one, on the host, as array_ops' shape functions do)."""
+    def wrapped(xp, args, attrs):
+        if xp is np:
+            return impl(np, args, attrs)
+        host = tuple(a if a is None or isinstance(a, np.ndarray) else a.get() for a in args)
+        return tuple(xp.asarray(r) for r in impl(np, host, attrs))
+    wrapped.__doc__ = impl.__doc__
+    return wrapped
+
+
 def _tf_fn(name: str, n_in: int, n_out: int = 1, **kw: Any):
-    return fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, **kw)
+    register = fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, **kw)
+
+    def deco(impl):
+        register(_on_host(impl))
+        return impl
+    return deco
 
 
 @_tf_fn("GatherNd", 2, casts=True, mixed_dtypes=True)
@@ -379,7 +397,7 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             return tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
                          for o in out)
         impl.__doc__ = f"{op}: {doc}"
-        fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), impl,
+        fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), _on_host(impl),
                                   doc=impl.__doc__, family=TENSORFLOW, pure=False,
                                   mixed_dtypes=spec.sparse or "global_step" in spec.inputs,
                                   attrs={a: fns._bool_attr for a in spec.attrs}))
