@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfsem.oracle import functions as fns
 from tfsem.oracle import state_ops as so
 from tfsem.oracle.program import DataIn
 from tfsem.oracle.values import Tensor
 
+from .importer import attrs_json
 from .ops import _index_dtype, _optimizer_dtype, op
 
 # -- slices of a variable ------------------------------------------------------
@@ -157,7 +159,6 @@ def _random_model(tf_op: str, stateless: str):
                             {"axis": 0}, part="counter")
         alg = b.add("Const", [], {"value": Tensor(np.array(_PHILOX, dtype=np.int32), "int32")},
                     part="alg")
-        from tfsem.oracle import functions as fns
         ins = [b.input(0), key, counter, alg]
         tf_attrs = {"Tshape": b.attr("T"), "dtype": b.attr("dtype")}
         if tf_op == "RandomUniformInt":   # minval, maxval after alg
@@ -168,6 +169,36 @@ def _random_model(tf_op: str, stateless: str):
 
 for _op, _stateless in RANDOM.items():
     _random_model(_op, _stateless)
+
+
+#: Stateless random ops: pure functions of their inputs (shape, seed or key
+#: and counter, algorithm), so uninterpreted functions `tf.OP/N_IN/N_OUT` like
+#: any pure op tfsem does not compute itself (graphdef/ops.py's
+#: STATELESS_UNMODELLED lists the first ones; these are the rest): in proofs a
+#: deterministic function, concretely TensorFlow's kernel where one evaluates
+#: them.  Op -> its output args.
+STATELESS_RANDOM = {
+    "StatelessRandomUniformIntV2": ("output",), "StatelessRandomUniformFullIntV2": ("output",),
+    "StatelessRandomUniformInt": ("output",), "StatelessRandomUniformFullInt": ("output",),
+    "StatelessRandomGetAlg": ("alg",), "StatelessRandomGetKeyCounterAlg": ("key", "counter", "alg"),
+    "StatelessMultinomial": ("output",), "StatelessRandomBinomial": ("output",),
+    "StatelessRandomPoisson": ("output",), "StatelessRandomGammaV2": ("output",),
+    "StatelessRandomGammaV3": ("output",), "StatelessParameterizedTruncatedNormal": ("output",),
+    "StatelessShuffle": ("output",)}
+
+
+def _stateless_random_model(tf_op: str, outputs: tuple[str, ...]):
+    @op(tf_op, "uninterpreted pure function (a stateless random op: a function of its seed)",
+        output_args=outputs if len(outputs) > 1 else ())
+    def build(b):
+        ins = [b.input(i) for i in range(b.n_inputs)]
+        ref = b.add(fns.opaque_name(tf_op, len(ins), len(outputs)), ins,
+                    {"tf_attrs": attrs_json(b.node.attr)})
+        return [DataIn(ref.node, k) for k in range(len(outputs))]
+
+
+for _op, _outs in STATELESS_RANDOM.items():
+    _stateless_random_model(_op, _outs)
 
 
 # -- refused by name -----------------------------------------------------------

@@ -479,6 +479,21 @@ def test_a_stateful_random_op_imports_with_its_state_in_sigma():
     # (their states in σ differ), whatever the values
 
 
+def test_stateless_random_ops_are_pure_uninterpreted_functions():
+    from test_graphdef_ops import const
+    nodes = [const("seed", [1, 2], "DT_INT64"),
+             {"name": "kca", "op": "StatelessRandomGetKeyCounterAlg", "input": ["seed"],
+              "attr": {"Tseed": {"type": "DT_INT64"}}},
+             const("shape", [2], "DT_INT32"),
+             {"name": "u", "op": "StatelessRandomUniformFullIntV2",
+              "input": ["shape", "kca", "kca:1", "kca:2"],
+              "attr": {"Tshape": {"type": "DT_INT32"}, "dtype": {"type": "DT_INT64"}}}]
+    p = import_graph({"node": nodes}, ["u", "kca:2"]).program
+    assert p.node["kca"].op == "tf.StatelessRandomGetKeyCounterAlg/1/3"
+    assert p.node["u"].op == "tf.StatelessRandomUniformFullIntV2/4/1"
+    assert not p.feeds   # a function of its seed: nothing in σ
+
+
 # -- refused by name ------------------------------------------------------------
 
 @pytest.mark.parametrize("op, rule", [("VariableV2", "ref-variable"),
