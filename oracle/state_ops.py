@@ -35,6 +35,7 @@ docs/stateful-ops.md argues each choice.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -292,8 +293,11 @@ SCATTER_ND_KINDS = ("Add", "Sub", "Min", "Max", "Update")
 
 for _kind in SCATTER_KINDS:
     _tf_fn(f"Scatter{_kind}", 2, mixed_dtypes=True, pure=False)(_scatter(_kind))
+    fns.NOT_BROADCASTING.add(f"Scatter{_kind}")
 for _kind in SCATTER_ND_KINDS:
     _tf_fn(f"ScatterNd{_kind}", 2, mixed_dtypes=True, pure=False)(_scatter_nd(_kind))
+    fns.NOT_BROADCASTING.add(f"ScatterNd{_kind}")
+fns.NOT_BROADCASTING.add("PackScatter")
 
 
 @_tf_fn("IsInitialized", 1, casts=True, strict_args=(), pure=False)
@@ -397,6 +401,7 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             return tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
                          for o in out)
         impl.__doc__ = f"{op}: {doc}"
+        fns.NOT_BROADCASTING.add(spec.fn)
         fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), _on_host(impl),
                                   doc=impl.__doc__, family=TENSORFLOW, pure=False,
                                   mixed_dtypes=spec.sparse or "global_step" in spec.inputs,
@@ -441,6 +446,9 @@ def _check_dense(spec: Optimizer, arrays) -> None:
 
 
 _TF_CACHE: dict[tuple, Any] = {}
+#: One kernel evaluation at a time: a cached session's variables are shared
+#: by its calls (the thread-pool executor may call two at once).
+_TF_LOCK = threading.Lock()
 
 
 def _tf_kernel(spec: Optimizer, arrays, fattrs):
@@ -481,12 +489,13 @@ def _tf_kernel(spec: Optimizer, arrays, fattrs):
         entry = _TF_CACHE[key] = (sess, phs, inits, reads, after)
     sess, phs, inits, reads, after = entry
     feed = dict(zip(phs, arrays))
-    try:
-        return tuple(sess.run(reads, feed))
-    except tf.errors.OpError:
-        # the kernel failed (a sparse index out of range): the variables as it
-        # left them (the rows before the bad index applied)
-        return tuple(sess.run(after))
+    with _TF_LOCK:
+        try:
+            return tuple(sess.run(reads, feed))
+        except tf.errors.OpError:
+            # the kernel failed (a sparse index out of range): the variables
+            # as it left them
+            return tuple(sess.run(after))
 
 
 @_optimizer("ResourceApplyKerasMomentum", "var accum", "lr grad momentum",

@@ -193,6 +193,37 @@ def test_sparse_optimizer_updates_equal_tensorflows_kernels(tf):
         _optimizer_case(tf, spec, edges=True)
 
 
+def test_a_sparse_update_with_an_index_out_of_range_leaves_what_the_kernel_leaves(tf):
+    spec = so.OPTIMIZERS["ResourceSparseApplyMomentum"]
+    var0, acc0 = _vec(1, 12).reshape(4, 3), _vec(2, 12, positive=True).reshape(4, 3)
+
+    def build(h):
+        return tf.raw_ops.ResourceSparseApplyMomentum(
+            var=h["var"], accum=h["accum"], lr=tf.constant(F32(0.1)),
+            grad=tf.constant(_vec(3, 9).reshape(3, 3)), indices=tf.constant(np.int32([1, 9, 2])),
+            momentum=tf.constant(F32(0.9))), []
+    after, fetched, mine, _ = run_both(tf, {"var": var0, "accum": acc0}, build)
+    assert fetched is None   # TensorFlow failed the run
+    assert_state(after, mine)
+    assert spec.sparse
+
+
+def test_a_parallel_scatter_with_duplicates_cannot_run():
+    """TensorFlow's CPU scatter of 1,024 indices or more runs in parallel:
+    with duplicates its result varies, so it does not run concretely;
+    without them every row is updated once and it does."""
+    from tfsem.oracle import functions as fns
+    pack, add = fns.get("PackScatter"), fns.get("ScatterAdd")
+    w = Tensor(np.zeros((2048, 1), F32))
+    ones = Tensor(np.ones((so.PARALLEL_SCATTER, 1), F32))
+    (distinct,) = pack.apply((Tensor(np.arange(so.PARALLEL_SCATTER, dtype=np.int64)), ones))
+    (out,) = add.apply((w, distinct))
+    assert float(out.array.sum()) == so.PARALLEL_SCATTER
+    (dups,) = pack.apply((Tensor(np.zeros(so.PARALLEL_SCATTER, np.int64)), ones))
+    with pytest.raises(fns.CannotRun, match="parallel"):
+        add.apply((w, dups))
+
+
 def test_optimizer_model_is_read_update_write_refused_when_raced():
     """A ResourceApplyRMSProp is a Read of each variable, ApplyRMSProp and a
     Write of each: exact only while nothing else touches its variables, so
@@ -412,6 +443,9 @@ def test_resource_gathers_equal_tensorflows_kernels(tf):
                                                       indices=tf.constant(np.int32([[1, 2], [0, 0]])))]),
         lambda h: (None, [tf.raw_ops.ResourceGather(resource=h["v"], dtype=tf.float32,
                                                     indices=tf.constant(np.int32([0, 4])))]),
+        lambda h: (None, [tf.raw_ops.ResourceGather(resource=h["v"], dtype=tf.float32, batch_dims=1,
+                                                    indices=tf.constant(np.int32([[2, 0], [1, 1],
+                                                                                  [0, 2], [2, 2]])))]),
     ]:
         after, fetched, mine, _ = run_both(tf, {"v": var0}, build)
         for mode, o in mine.items():
