@@ -55,9 +55,9 @@ def _resource_gather_nd(b):
     return [b.add("GatherNd", [value, b.input(1)])]
 
 
-def _scatter_model(tf_op: str, fn: str, dtype_attr: str):
+def _scatter_model(tf_op: str, fn: str, dtype_attr: str, bad_index: str):
     @op(tf_op, f"Assign-{fn} of PackScatter(indices, updates): the rows applied in index "
-        "order, as the CPU kernel (an index out of range: the rows before it stay applied)",
+        f"order, as the CPU kernel (an index out of range: {bad_index})",
         resources=(0,), stateful=True)
     def build(b):
         b.dtype(dtype_attr)
@@ -68,9 +68,11 @@ def _scatter_model(tf_op: str, fn: str, dtype_attr: str):
 
 
 for _kind in so.SCATTER_KINDS:
-    _scatter_model(f"ResourceScatter{_kind}", f"Scatter{_kind}", "dtype")
+    _scatter_model(f"ResourceScatter{_kind}", f"Scatter{_kind}", "dtype",
+                   "the rows before it stay applied")
 for _kind in so.SCATTER_ND_KINDS:
-    _scatter_model(f"ResourceScatterNd{_kind}", f"ScatterNd{_kind}", "T")
+    _scatter_model(f"ResourceScatterNd{_kind}", f"ScatterNd{_kind}", "T",
+                   "every other row is applied")
 
 
 @op("VarIsInitializedOp", "Read, then IsInitialized (bool)", resources=(0,), stateful=True)
