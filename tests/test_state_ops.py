@@ -457,6 +457,31 @@ def test_resource_gathers_equal_tensorflows_kernels(tf):
         assert_state(after, mine)
 
 
+def test_a_read_that_no_longer_waits_for_a_scatter_is_unsound_in_both_modes():
+    """The end-to-end use: a rewrite that drops the control edge from a
+    ResourceScatterAdd to a later read of the variable is found unsound
+    (tfsem check; docs/stateful-ops.md shows it confirmed on TensorFlow)."""
+    from test_graphdef_ops import placeholder, var
+    from tfsem.checking import check_rewrite
+    from tfsem.oracle.jsonio import program_to_json
+
+    def graph(dep: bool):
+        return {"node": [
+            var("emb", (3, 2)), placeholder("ids", (2,), "DT_INT32"),
+            placeholder("u", (2, 2)),
+            {"name": "scatter", "op": "ResourceScatterAdd", "input": ["emb", "ids", "u"],
+             "attr": {"dtype": {"type": "DT_FLOAT"}, "Tindices": {"type": "DT_INT32"}}},
+            {"name": "after", "op": "ReadVariableOp",
+             "input": ["emb"] + (["^scatter"] if dep else []),
+             "attr": {"dtype": {"type": "DT_FLOAT"}}}]}
+    p = import_graph(graph(True), ["after"], ["scatter"]).program
+    q = import_graph(graph(False), ["after"], ["scatter"]).program
+    for mode in MODES:
+        assert check_rewrite(p, program_to_json(p), mode, "outputs+state", 30.0).verdict == "sound"
+        v = check_rewrite(p, program_to_json(q), mode, "outputs+state", 30.0)
+        assert v.verdict == "unsound", (mode, v)
+
+
 def test_var_is_initialized_is_a_read_that_sees_the_error_value(tf):
     def build(h):
         return None, [tf.raw_ops.VarIsInitializedOp(resource=h["a"]),
