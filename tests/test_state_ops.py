@@ -173,6 +173,16 @@ def test_every_optimizer_of_keras_and_tf_compat_v1_train_is_modelled():
         assert m is not None and m.stateful, name
 
 
+def test_every_optimizer_op_tensorflow_registers_is_in_the_table_and_tested(tf):
+    from tfsem.graphdef import ops as opt
+    names = {n for n in dir(tf.raw_ops)
+             if n.startswith(("ResourceApply", "ResourceSparseApply"))}
+    assert len(names) >= 30
+    assert not [n for n in names if opt.lookup(n) is None]
+    # the tests below run every one of them against its kernel
+    assert names <= {s.op for s in DENSE + SPARSE} | {"ResourceApplyGradientDescent"}
+
+
 @pytest.mark.parametrize("edges", [False, True], ids=["plain", "edge-values"])
 def test_dense_optimizer_updates_equal_tensorflows_kernels(tf, edges):
     """float32 for all; float64 too where the model is tfsem's own (the
