@@ -88,6 +88,10 @@ def _gather_nd(xp, args, attrs):
     k = idx.shape[-1]
     if k > params.ndim:
         raise ShapeError("GatherNd: index depth exceeds the rank of params")
+    if k == 0:   # every index tuple is empty: the whole of params each time
+        n = int(np.prod(idx.shape[:-1], dtype=np.int64))
+        out = np.broadcast_to(params, (n,) + params.shape).copy()
+        return (out.reshape(idx.shape[:-1] + params.shape),)
     flat = idx.reshape(-1, k)
     prefix = params.shape[:k]
     for row in flat:
