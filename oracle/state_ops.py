@@ -12,8 +12,9 @@ semantics:
   encoding as bytes, so that the assign function stays binary, SPEC section
   1), and the assign function `Scatter<Kind>` / `ScatterNd<Kind>` applies the
   rows in index order, as TensorFlow's CPU kernel does (duplicates apply one
-  after another; an index out of range stops the kernel after the rows
-  before it, which stay applied -- measured on TensorFlow 2.21).
+  after another; an index out of range stops ResourceScatter* after the rows
+  before it, which stay applied, and ResourceScatterNd* passes over it --
+  measured on TensorFlow 2.21).
 * **Optimizer updates** (`ResourceApply*`, `ResourceSparseApply*`): each is a
   function of the variables' values and the op's other inputs to the
   variables' new values, `OPTIMIZERS[op].fn`.  The importer builds Read of each
@@ -228,10 +229,7 @@ def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: b
             if skip_bad:
                 continue
             break
-        try:
-            out[pos] = op(out[pos], upd_rows[i])
-        except OpError:
-            break
+        out[pos] = op(out[pos], upd_rows[i])
     return out
 
 
