@@ -75,6 +75,18 @@ for _kind in so.SCATTER_ND_KINDS:
                    "every other row is applied")
 
 
+@op("ResourceStridedSliceAssign", "Assign-StridedSliceAssign of PackSlice(begin, end, strides, "
+    "value) with the five masks: the slice replaced by the value, broadcast (an Assign-f on a "
+    "slice)", resources=(0,), stateful=True)
+def _resource_strided_slice_assign(b):
+    b.dtype("T")
+    _index_dtype(b, "Index")
+    masks = {m: int(b.attr(m, 0)) for m in so._MASKS}
+    packed = b.add("PackSlice", [b.input(i) for i in range(1, 5)], masks, part="packed")
+    b.add("Assign", [b.var(0), packed], {"fn": "StridedSliceAssign"})
+    return []
+
+
 @op("VarIsInitializedOp", "Read, then IsInitialized (bool)", resources=(0,), stateful=True)
 def _var_is_initialized(b):
     value = b.add("Read", [b.var(0)], part="read")

@@ -302,6 +302,78 @@ for _kind in SCATTER_ND_KINDS:
 fns.NOT_BROADCASTING.add("PackScatter")
 
 
+# ResourceStridedSliceAssign: PackSlice's bytes (int64 words: the five masks,
+# then per array its dtype code, rank and shape; then the arrays' bytes) hold
+# begin, end, strides and the value; Assign-StridedSliceAssign unpacks them.
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+@_tf_fn("PackSlice", 4, casts=True, mixed_dtypes=True,
+        attrs={m: fns._int_attr for m in _MASKS})
+def _pack_slice(xp, args, attrs):
+    """begin, end, strides (int32/int64) and the value of a strided-slice
+    assignment, with its five masks, as one uint8 tensor (an injective
+    encoding: the operand of Assign-StridedSliceAssign)."""
+    arrays = [np.asarray(a) for a in args]
+    header = [attrs.get(m, 0) for m in _MASKS]
+    for a in arrays:
+        header += [_DTYPE_CODES[dtype_name(a.dtype)], a.ndim, *a.shape]
+    raw = np.asarray(header, dtype="<i8").tobytes() + b"".join(
+        np.ascontiguousarray(a).tobytes() for a in arrays)
+    return (np.frombuffer(raw, dtype=np.uint8).copy(),)
+
+
+def _unpack_slice(packed):
+    from .values import DTYPES
+    b = np.asarray(packed).tobytes()
+    words = np.frombuffer(b[:8 * (len(b) // 8)], dtype="<i8")
+    masks = {m: int(x) for m, x in zip(_MASKS, words[:5])}
+    k, specs = 5, []
+    for _ in range(4):
+        code, rank = int(words[k]), int(words[k + 1])
+        specs.append((np.dtype(DTYPES[_CODE_DTYPES[code]]), tuple(int(x) for x in
+                                                                   words[k + 2:k + 2 + rank])))
+        k += 2 + rank
+    offset, arrays = 8 * k, []
+    for dt, shape in specs:
+        n = int(np.prod(shape, dtype=np.int64))
+        arrays.append(np.frombuffer(b, dtype=dt, count=n, offset=offset).reshape(shape))
+        offset += n * dt.itemsize
+    return masks, arrays
+
+
+@_tf_fn("StridedSliceAssign", 2, mixed_dtypes=True, pure=False)
+def _strided_slice_assign(xp, args, attrs):
+    """Assign-StridedSliceAssign: the region StridedSlice(begin, end, strides,
+    masks) reads replaced by the value, broadcast to the region's shape
+    (TensorFlow's ResourceStridedSliceAssign; a value that does not
+    broadcast, or a bad slice, fails and changes nothing)."""
+    from .array_ops import _index, strided_slice_spec
+    w = np.asarray(args[0])
+    masks, (b, e, st, value) = _unpack_slice(args[1])
+    if dtype_name(value.dtype) != dtype_name(w.dtype):
+        raise OpError("dtype-mismatch", "the value's dtype is not the variable's")
+    if not (b.dtype == e.dtype == st.dtype):
+        raise ShapeError("StridedSliceAssign: begin, end, strides of different dtypes")
+    begin, end, strides = (_index(x, n, rank=1) for x, n in ((b, "begin"), (e, "end"),
+                                                              (st, "strides")))
+    spec, final = strided_slice_spec(w.shape, begin, end, strides, masks)
+    try:
+        v = np.broadcast_to(value, tuple(final))
+    except ValueError:
+        raise ShapeError("StridedSliceAssign: the value does not broadcast to the slice") \
+            from None
+    out = np.array(w, copy=True)
+    if out.ndim == 0:
+        return (v.reshape(()).copy(),)
+    index = np.ix_(*(np.arange(size, dtype=np.int64) * step + lo for lo, size, step in spec))
+    out[index] = v.reshape([size for _, size, _ in spec])
+    return (out,)
+
+
+fns.NOT_BROADCASTING.update({"PackSlice", "StridedSliceAssign"})
+
+
 @_tf_fn("IsInitialized", 1, casts=True, strict_args=(), pure=False)
 def _is_initialized(xp, args, attrs):
     """Whether the variable's value (a Read's result) is a tensor: false for

@@ -444,6 +444,30 @@ def test_scatter_nd_equals_tensorflows_kernels(tf):
     assert not bad, bad
 
 
+def test_strided_slice_assignment_equals_tensorflows_kernel(tf):
+    """`v[0::2, 1::2].assign(...)`: ResourceStridedSliceAssign, the value
+    broadcast to the slice; masks; a value that does not fit changes nothing."""
+    var0 = np.arange(12, dtype=F32).reshape(3, 4)
+    bad = []
+    for begin, end, strides, value, masks in [
+            ([0, 1], [3, 4], [2, 2], F32([[-1, np.nan], [-0.0, 1e-39]]), {}),
+            ([0, 1], [3, 4], [2, 2], F32(7), {}),
+            ([0, 1], [3, 4], [2, 2], F32([5, 6]), {}),
+            ([1], [2], [1], F32([9, 9, 9, 9]), {"shrink_axis_mask": 1}),
+            ([0, -1], [0, 0], [1, -1], F32([1, 2, 3]), {"begin_mask": 1, "end_mask": 3}),
+            ([0, 1], [3, 4], [2, 2], F32([1, 2, 3]), {})]:
+        def build(h, begin=begin, end=end, strides=strides, value=value, masks=masks):
+            return tf.raw_ops.ResourceStridedSliceAssign(
+                ref=h["v"], begin=tf.constant(np.int32(begin)), end=tf.constant(np.int32(end)),
+                strides=tf.constant(np.int32(strides)), value=tf.constant(value), **masks), []
+        after, _, mine, _ = run_both(tf, {"v": var0}, build)
+        try:
+            assert_state(after, mine)
+        except AssertionError as exc:
+            bad.append((begin, end, strides, masks, str(exc)[:200]))
+    assert not bad, bad
+
+
 def test_resource_gathers_equal_tensorflows_kernels(tf):
     var0 = np.arange(24, dtype=F32).reshape(4, 3, 2)
     for build in [
