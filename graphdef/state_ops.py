@@ -29,6 +29,7 @@ from tfsem.oracle.program import DataIn
 from tfsem.oracle.values import Tensor
 
 from .importer import attrs_json
+from . import ops as opt
 from .ops import _index_dtype, _optimizer_dtype, op
 
 # -- slices of a variable ------------------------------------------------------
@@ -81,7 +82,7 @@ for _kind in so.SCATTER_ND_KINDS:
 def _resource_strided_slice_assign(b):
     b.dtype("T")
     _index_dtype(b, "Index")
-    masks = {m: int(b.attr(m, 0)) for m in so._MASKS}
+    masks = {m: int(b.attr(m, 0)) for m in so.SLICE_MASKS}
     packed = b.add("PackSlice", [b.input(i) for i in range(1, 5)], masks, part="packed")
     b.add("Assign", [b.var(0), packed], {"fn": "StridedSliceAssign"})
     return []
@@ -102,7 +103,6 @@ def _optimizer_model(spec: so.Optimizer):
            else "TensorFlow's kernel evaluates it; uninterpreted in proofs")
     previous = None
     if spec.op in ("ResourceApplyMomentum", "ResourceApplyAdam"):
-        from . import ops as opt
         previous = opt.lookup(spec.op).build   # the Assign-f models (no nesterov)
 
     @op(spec.op, f"{spec.doc}: a Read of each variable, {spec.fn} ({how}), a Write of "

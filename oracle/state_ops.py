@@ -305,17 +305,17 @@ fns.NOT_BROADCASTING.add("PackScatter")
 # ResourceStridedSliceAssign: PackSlice's bytes (int64 words: the five masks,
 # then per array its dtype code, rank and shape; then the arrays' bytes) hold
 # begin, end, strides and the value; Assign-StridedSliceAssign unpacks them.
-_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+SLICE_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
 @_tf_fn("PackSlice", 4, casts=True, mixed_dtypes=True,
-        attrs={m: fns._int_attr for m in _MASKS})
+        attrs={m: fns._int_attr for m in SLICE_MASKS})
 def _pack_slice(xp, args, attrs):
     """begin, end, strides (int32/int64) and the value of a strided-slice
     assignment, with its five masks, as one uint8 tensor (an injective
     encoding: the operand of Assign-StridedSliceAssign)."""
     arrays = [np.asarray(a) for a in args]
-    header = [attrs.get(m, 0) for m in _MASKS]
+    header = [attrs.get(m, 0) for m in SLICE_MASKS]
     for a in arrays:
         header += [_DTYPE_CODES[dtype_name(a.dtype)], a.ndim, *a.shape]
     raw = np.asarray(header, dtype="<i8").tobytes() + b"".join(
@@ -327,7 +327,7 @@ def _unpack_slice(packed):
     from .values import DTYPES
     b = np.asarray(packed).tobytes()
     words = np.frombuffer(b[:8 * (len(b) // 8)], dtype="<i8")
-    masks = {m: int(x) for m, x in zip(_MASKS, words[:5])}
+    masks = {m: int(x) for m, x in zip(SLICE_MASKS, words[:5])}
     k, specs = 5, []
     for _ in range(4):
         code, rank = int(words[k]), int(words[k + 1])
