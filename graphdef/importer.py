@@ -929,43 +929,11 @@ def _check_unreached_cycles(nodes: dict[str, GNode], reached: set[str],
 
 def _check_exclusive(p: Program, groups: list[tuple[str, set[str], set[str]]]) -> None:
     """A multi-variable update (ResourceApplyAdam, ...) is several Reads and
-    Assigns in tfsem, one locked kernel in TensorFlow.  The two agree when no
-    other node touching one of its variables can observe or change the
-    update half done, which is checked here:
-
-    * another Assign of one of its variables is ordered before all of the
-      update's accesses or after all of them (else an update could be lost);
-    * another Read of one of them is ordered before all of the update's
-      Assigns or after all of them (else it could see some variables new and
-      others old); a Read beside the update's own Reads is harmless: reads
-      commute.
-
-    Then every run of the program is equivalent to one where the update's
-    steps are consecutive, which is the kernel's effect.  Otherwise the graph
-    is refused (TensorFlow's lock is not modelled)."""
-    if not groups:
-        return
-    order = p.topological_order
-    index = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for q in p.predecessors(n):
-            bits |= anc[q] | (1 << index[q])
-        anc[n] = bits
-    for where, group, variables in groups:
-        # the update's own accesses (its pure parts touch no variable)
-        members = [m for m in group if p.accessed_variable(m) is not None]
-        writes = [m for m in members if p.node[m].op == "Assign"]
-        others = [n.name for n in p.nodes if n.name not in members
-                  and p.accessed_variable(n.name) in variables]
-        for o in others:
-            against = writes if p.node[o].op == "Read" else members
-            before_all = all(anc[m] >> index[o] & 1 for m in against)
-            after_all = all(anc[o] >> index[m] & 1 for m in against)
-            if not (before_all or after_all):
-                raise GraphImportError(where, f"node {o!r} accesses variable "
-                                       f"{p.accessed_variable(o)!r} unordered with this update: "
-                                       "tfsem models the update as several Reads and Assigns, "
-                                       "TensorFlow as one locked kernel, and they differ under "
-                                       "this race", "racing-update")
+    Assigns in tfsem, one kernel in TensorFlow: refuse the graph where another
+    node could see or change it half done (oracle/state_ops.racing_access
+    says when), and remember the updates for sessions of the program."""
+    from tfsem.oracle import state_ops
+    race = state_ops.racing_access(p, groups)
+    if race is not None:
+        raise GraphImportError(race[0], race[1], "racing-update")
+    state_ops.record_updates(p, groups)

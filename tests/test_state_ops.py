@@ -254,6 +254,27 @@ def test_optimizer_model_is_read_update_write_refused_when_raced():
     assert "poke" in info.value.violations[0].message
 
 
+def test_a_session_whose_runs_race_on_an_update_is_refused_sequential_is_not():
+    """Two concurrent runs of one training step: TensorFlow's kernel (without
+    use_locking) races element by element, which tfsem's several Reads and
+    Writes do not describe: refused by name; run one after the other, fine."""
+    from test_graphdef_ops import const, node, var
+    from tfsem.oracle.session import Run, SessionError, expand
+    nodes = [var("w", (2,)), var("ms", (2,)), var("mom", (2,)),
+             const("lr", 0.1), const("rho", 0.9), const("m", 0.5), const("eps", 1e-7),
+             const("g", [1.0, 2.0]),
+             node("up", "ResourceApplyRMSProp", ["w", "ms", "mom", "lr", "rho", "m", "eps", "g"])]
+    p = import_graph({"node": nodes}, [], ["up"]).program
+    runs = [Run("a", (), ("up",)), Run("b", (), ("up",))]
+    with pytest.raises(SessionError) as info:
+        expand(p, runs, "concurrent")
+    v = info.value.violations[0]
+    assert v.rule == "racing-update" and "run 'a'" in v.where
+    both = expand(p, runs, "sequential")
+    assert sum(n.op == "ApplyRMSProp" for n in both.nodes) == 2
+    expand(p, runs[:1], "concurrent")   # one run: nothing to race with
+
+
 def test_a_read_beside_the_updates_reads_is_allowed_one_beside_its_writes_is_not():
     """A Read of one of the update's variables commutes with the update's
     own Reads (the forward pass's read of a weight, which the gradient
