@@ -14,6 +14,7 @@ from typing import Sequence
 
 from tfsem.oracle.program import Program, ProgramError, Violation
 
+from . import state_ops  # noqa: F401  (registers the state family's op models)
 from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).

@@ -204,10 +204,17 @@ class _Importer:
         self.fetch_refs: list[str] = []
         self._refs_by_node: dict[str, list[str]] | None = None
         self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
+        self._has_loops: bool | None = None
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
                                        "unknown-node")
+
+    def has_loops(self) -> bool:
+        """Whether the graph has a while loop (an Enter node)."""
+        if self._has_loops is None:
+            self._has_loops = any(g.op in ("Enter", "RefEnter") for g in self.g.values())
+        return self._has_loops
 
     # -- the order: what the roots need ------------------------------------
 
@@ -626,6 +633,15 @@ class _Builder:
     def exclusive(self) -> None:
         self._exclusive = True
 
+    def feed(self, name: str, dtype: str, shape: tuple[int, ...]) -> FeedIn:
+        """A feed of the program made by the model (a stateful random op's
+        generator state, part of σ): `$name`, of this type."""
+        if name in self.imp.g or name in self.imp.feed_types:
+            self.reject(f"the feed {name!r} this op's model makes is already the name of a "
+                        "node or feed of the graph", "name-clash")
+        self.imp.feed_types[name] = TensorType(dtype, tuple(shape))
+        return FeedIn(name)
+
     def add(self, op: str, inputs: Sequence, attrs: dict | None = None,
             part: str | None = None) -> DataIn:
         if part is None:
@@ -912,32 +928,12 @@ def _check_unreached_cycles(nodes: dict[str, GNode], reached: set[str],
 
 
 def _check_exclusive(p: Program, groups: list[tuple[str, set[str], set[str]]]) -> None:
-    """A multi-variable update (ResourceApplyAdam, ...) is several Assigns in
-    tfsem, one locked kernel in TensorFlow.  The two agree when no other
-    node touching one of its variables may run while it runs: every such node
-    is ordered before all of the update's nodes or after all of them.
-    Otherwise the graph is refused (TensorFlow's lock is not modelled)."""
-    if not groups:
-        return
-    order = p.topological_order
-    index = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for q in p.predecessors(n):
-            bits |= anc[q] | (1 << index[q])
-        anc[n] = bits
-    for where, group, variables in groups:
-        # the update's own accesses (its pure parts touch no variable)
-        members = [m for m in group if p.accessed_variable(m) is not None]
-        others = [n.name for n in p.nodes if n.name not in members
-                  and p.accessed_variable(n.name) in variables]
-        for o in others:
-            before_all = all(anc[m] >> index[o] & 1 for m in members)
-            after_all = all(anc[o] >> index[m] & 1 for m in members)
-            if not (before_all or after_all):
-                raise GraphImportError(where, f"node {o!r} accesses variable "
-                                       f"{p.accessed_variable(o)!r} unordered with this update: "
-                                       "tfsem models the update as several Assigns, TensorFlow "
-                                       "as one locked kernel, and they differ under this race",
-                                       "racing-update")
+    """A multi-variable update (ResourceApplyAdam, ...) is several Reads and
+    Assigns in tfsem, one kernel in TensorFlow: refuse the graph where another
+    node could see or change it half done (oracle/state_ops.racing_access
+    says when), and remember the updates for sessions of the program."""
+    from tfsem.oracle import state_ops
+    race = state_ops.racing_access(p, groups)
+    if race is not None:
+        raise GraphImportError(race[0], race[1], "racing-update")
+    state_ops.record_updates(p, groups)

@@ -126,6 +126,14 @@ class Function:
 MAX_TENSOR_ELEMENTS = 1 << 24
 
 
+#: Functions that never broadcast their arguments (the state family's
+#: scatters, their packing and the optimizer updates, oracle/state_ops.py):
+#: check_size bounds them by the sum of the argument sizes alone (a packed
+#: operand's length is no axis to broadcast; PackScatter's bytes are at most
+#: 8 per element, and every result is checked again once computed).
+NOT_BROADCASTING: set[str] = set()
+
+
 def check_size(name: str, shapes: Sequence[tuple[int, ...]]) -> None:
     """Refuse, before computing, an application whose result could pass the
     limit.  For every built-in function each result has at most
@@ -136,7 +144,7 @@ def check_size(name: str, shapes: Sequence[tuple[int, ...]]) -> None:
     for s in shapes:
         bound += math.prod(s)
     first = shapes[0]
-    if any(s != first for s in shapes):
+    if name not in NOT_BROADCASTING and any(s != first for s in shapes):
         # the broadcast shape is at most the largest size on each axis
         rank = max(len(s) for s in shapes)
         dims = [1] * rank

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from . import state_ops
 from .program import (ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program, ProgramError,
                       Violation)
 from .values import Tensor, Value, ValueFormatError, value_from_json
@@ -132,10 +133,14 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
     outputs: dict[str, DataIn] = {}
     feeds = {}
     previous_sinks: list[str] = []
+    updates = state_ops.updates_of(p)
+    run_updates = []
     for run in runs:
         names = run_nodes(p, run)
         keep = set(names)
         pre = run.name + "/"
+        run_updates += [(f"run {run.name!r}: {where}", {pre + m for m in group if m in keep},
+                         variables) for where, group, variables in updates if group & keep]
         mine: list[Node] = []
         consts: dict[str, str] = {}
         for f, v in sorted(run.feeds.items()):
@@ -171,7 +176,15 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
         used = {i.node for n in mine for i in n.inputs if isinstance(i, (DataIn, ControlIn))}
         previous_sinks = [n.name for n in mine if n.name not in used]
         nodes.extend(mine)
-    return Program(dict(p.variables), tuple(nodes), outputs, feeds).validated()
+    expanded = Program(dict(p.variables), tuple(nodes), outputs, feeds).validated()
+    # an update TensorFlow runs as one kernel (an imported ResourceApplyAdam,
+    # ...) is exact as tfsem's several steps only while no other node, of this
+    # run or another, can see it half done (docs/stateful-ops.md)
+    race = state_ops.racing_access(expanded, run_updates)
+    if race is not None:
+        raise _bad(race[0], race[1] + " (another run of the session races with it: make the "
+                   "runs sequential, or order them)", "racing-update")
+    return expanded
 
 
 # ---------------------------------------------------------------------------

@@ -217,7 +217,7 @@ def test_tensor_content_constant():
 
 
 @pytest.mark.parametrize("op,rule", [("RefSwitch", "control-flow"), ("While", "control-flow"),
-                                     ("RandomUniform", "unmodelled-op"),
+                                     ("RandomShuffle", "unmodelled-op"),
                                      ("QueueDequeueV2", "unmodelled-op")])
 def test_unmodelled_stateful_ops_and_control_flow_are_refused_by_name(op, rule):
     g = _graph(CONST_I64 + f'node {{ name: "bad" op: "{op}" input: "c" }}')

@@ -121,14 +121,18 @@ def test_momentum_matches_the_kernel_formula():
     assert bits(state["w"].array) == bits(w0 - a1 * lr)
 
 
-def test_adam_nesterov_is_refused():
+def test_adam_nesterov_is_read_update_write():
+    """use_nesterov=true is modelled by the state family (oracle/state_ops.py:
+    a Read of each variable, ApplyAdam, a Write of each; tests/test_state_ops.py
+    compares it with TensorFlow's kernel)."""
     nodes = [var("w"), var("m"), var("v")] + [const(n, 0.5) for n in
                                                ("a", "b", "c", "d", "e", "f", "h")]
     nodes.append({"name": "adam", "op": "ResourceApplyAdam",
                   "input": ["w", "m", "v", "a", "b", "c", "d", "e", "f", "h"],
                   "attr": {"T": {"type": "DT_FLOAT"}, "use_nesterov": {"b": True}}})
-    with pytest.raises(GraphImportError, match="use_nesterov"):
-        import_graph({"node": nodes}, [], ["adam"])
+    p = import_graph({"node": nodes}, [], ["adam"]).program
+    update = p.node["adam/update"]
+    assert update.op == "ApplyAdam" and update.attrs == {"use_nesterov": True}
 
 
 def test_add_n_sums_in_the_kernels_order():

@@ -295,6 +295,38 @@ BUILDERS = [counter, counter_function, seed002_writes_reads, seed002_load_store,
             group_fanin, batchnorm, keras_mlp_sgd, keras_mlp_adam, v1_mlp_sgd, v1_mlp_adam]
 
 
+# --- scatter then read -------------------------------------------------------
+
+def scatter_then_read(out: str) -> None:
+    """A sparse update (ResourceScatterAdd), then a read under a control
+    dependency; and the same graph with that edge dropped (what a buggy
+    dependency optimizer would write): docs/stateful-ops.md checks the pair."""
+    for wait, name in ((True, "scatter_then_read.pbtxt"),
+                       (False, "scatter_then_read_no_wait.pbtxt")):
+        g = tf.Graph()
+        with g.as_default():
+            h = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[3, 2], shared_name="emb",
+                                       name="emb")
+            ids = tf.compat.v1.placeholder(tf.int32, [2], name="ids")
+            u = tf.compat.v1.placeholder(tf.float32, [2, 2], name="u")
+            sc = tf.raw_ops.ResourceScatterAdd(resource=h, indices=ids, updates=u,
+                                               name="scatter")
+            with tf.control_dependencies([sc] if wait else []):
+                tf.raw_ops.ReadVariableOp(resource=h, dtype=tf.float32, name="after")
+        _write(g, out, name, fetches=["after"], targets=["scatter"], small=True,
+               feeds={"ids": {"dtype": "int32", "shape": [2]},
+                      "u": {"dtype": "float32", "shape": [2, 2]}},
+               description=("Rows `ids` of the embedding `emb` incremented by `u` "
+                            "(ResourceScatterAdd `scatter`), then read (`after`) "
+                            + ("under tf.control_dependencies([scatter]): `after` always "
+                               "sees the update." if wait else
+                               "with no control edge: `after` may see the value before "
+                               "the update (scatter_then_read.pbtxt with its edge dropped).")))
+
+
+BUILDERS.append(scatter_then_read)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=HERE, help="directory to write into (default: beside this script)")
