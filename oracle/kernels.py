@@ -235,7 +235,8 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
                             "runs as a function (oracle/kernels.py DETERMINISTIC)")
     if not enabled():
         raise KernelRefused("TensorFlow's kernels are off")
-    arrays = [np.ascontiguousarray(a) for a in inputs]
+    # (np.ascontiguousarray would make a 0-d array 1-d)
+    arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in map(np.asarray, inputs)]
     key = _key(op, arrays, attrs, n_out)
     hit = _cache.get(key)
     if hit is not None:
