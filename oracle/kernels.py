@@ -45,7 +45,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .budget import BudgetExceeded
 
 ENV = "TFSEM_TF_KERNELS"
 _local = threading.local()
@@ -176,8 +175,9 @@ def record() -> Iterator[set]:
 
 @contextlib.contextmanager
 def deadline(t: float | None) -> Iterator[None]:
-    """Evaluations inside the block wait for the child at most until
-    time.monotonic() reaches t (then BudgetExceeded: the check's budget)."""
+    """Evaluations inside the block wait for TensorFlow to start in the child
+    at most until time.monotonic() reaches t (then KernelRefused: the
+    check's budget ran out)."""
     old = getattr(_local, "deadline", None)
     _local.deadline = t
     try:
@@ -227,9 +227,9 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
              n_out: int) -> list[np.ndarray]:
     """TensorFlow's kernel of `op` on `inputs` (numpy arrays) with the node
     attributes `attrs` (JSON values: dtypes as DT_ names): its first n_out
-    outputs.  Raises KernelRefused (no result: the caller's CannotRun),
-    KernelOpError (the op fails: an error value) or BudgetExceeded (the
-    deadline passed while waiting)."""
+    outputs.  Raises KernelRefused (no result: the caller's CannotRun; also
+    when the deadline passed while TensorFlow started) or KernelOpError (the
+    op fails: an error value)."""
     if op not in DETERMINISTIC:
         raise KernelRefused(f"TensorFlow's {op} is not among the ops whose CPU kernel tfsem "
                             "runs as a function (oracle/kernels.py DETERMINISTIC)")
@@ -238,9 +238,11 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
     # (np.ascontiguousarray would make a 0-d array 1-d)
     arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in map(np.asarray, inputs)]
     key = _key(op, arrays, attrs, n_out)
-    hit = _cache.get(key)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
     if hit is not None:
-        _cache.move_to_end(key)
         _note(op)
         if isinstance(hit, KernelOpError):
             raise KernelOpError(hit.reason, str(hit))
@@ -384,13 +386,17 @@ class _Client:
             except (BrokenPipeError, OSError) as exc:
                 self.failed = f"the TensorFlow kernel process is gone ({exc})"
                 raise KernelRefused(self.failed) from None
-            until = self._wait(CALL_SECONDS)
+            # (once TensorFlow is up a call takes milliseconds: it is not cut
+            # short by the check's deadline, which would lose a verdict found
+            # while minimizing it; a call past CALL_SECONDS is refused)
+            until = time.monotonic() + CALL_SECONDS
             while True:
                 try:
                     msg = self._read(until)
                 except TimeoutError:
                     # the answer stays in the pipe: a later call skips it
-                    raise _waiting(f"TensorFlow's {op} kernel") from None
+                    raise KernelRefused(f"TensorFlow's {op} kernel did not answer within "
+                                        f"{CALL_SECONDS:g} s") from None
                 if msg[0] == rid:
                     return msg[1:]
                 # an answer to a call that stopped waiting: skipped
@@ -407,10 +413,11 @@ class _Client:
             self.proc.wait()
 
 
-def _waiting(what: str) -> BudgetExceeded:
-    exc = BudgetExceeded("seconds", 0, 0)
-    exc.args = (f"the time budget ran out waiting for {what}",)
-    return exc
+def _waiting(what: str) -> KernelRefused:
+    # (not BudgetExceeded: the concrete stages do not all expect one from a
+    # function; a refusal is what they handle, and the check says `unknown`
+    # naming the op.  The child goes on starting: the next check may use it)
+    return KernelRefused(f"the time budget ran out waiting for {what}")
 
 
 _client: _Client | None = None

@@ -242,6 +242,10 @@ def test_the_keras_adam_step_with_a_dropped_control_edge_is_unsound_on_tensorflo
     assert used["op_determinism"] is True
     assert "evaluated by TensorFlow 2." in v.describe() and "MatMul" in v.describe()
     assert v.to_json()["stats"]["tensorflow_kernels"]["text"] == used["text"]
+    from tfsem.oracle.jsonio import make_case
+    from tfsem.reports.finding import render_finding_page
+    page = render_finding_page(make_case(p, q), v.to_json())
+    assert "evaluated by TensorFlow 2." in page and "MatMul" in page
     # TensorFlow's own runtime, the rewritten graph exported and its schedule
     # forced, gives the counterexample's outcome (its arithmetic included)
     rep = replay_program(q, v.counterexample, observe=v.observe)
