@@ -212,6 +212,11 @@ def _kernel_fallback(fn: Function) -> Impl:
                 raise OpError(err.reason, str(err)) from None
             except _kernels.KernelRefused as why:
                 raise CannotRun(f"{exc}; TensorFlow's kernel cannot stand for it: {why}") from None
+            except Exception as err:  # noqa: BLE001
+                # a failure of the kernel path is no value (a ValueError here
+                # must not read as numpy's shape-mismatch): it cannot run
+                raise CannotRun(f"{exc}; TensorFlow's kernel failed to run: "
+                                f"{type(err).__name__}: {err}") from None
             from .values import DTYPES
             for r in results:
                 if r.dtype not in DTYPES.values():

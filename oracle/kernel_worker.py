@@ -170,7 +170,8 @@ def _same(r1, r2) -> bool:
     for a, b in zip(r1, r2):
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
-        if a.dtype.kind in "OSUV":     # strings, objects: compared as values
+        if a.dtype.kind in "OSU":     # strings, objects: compared as values (bfloat16,
+            # kind V, is compared by its bytes like every number: NaN too)
             if not (a == b).all():
                 return False
         elif a.tobytes() != b.tobytes():

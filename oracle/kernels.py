@@ -274,7 +274,7 @@ def _key(op, arrays, attrs, n_out) -> tuple:
     h = hashlib.blake2b(digest_size=16)
     for a in arrays:
         h.update(f"{a.dtype.str}{a.shape};".encode())
-        h.update(memoryview(a).cast("B") if a.size else b"")
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
     return (op, repr(sorted(attrs.items())), n_out, h.digest())
 
 

@@ -30,7 +30,7 @@ import pytest
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
-from tfsem.oracle.values import Error, Tensor
+from tfsem.oracle.values import DTYPES, Error, Tensor
 
 tf = pytest.importorskip("tensorflow", reason="TensorFlow's kernels: needs the extra "
                          "tfsem[tensorflow]")
@@ -90,12 +90,13 @@ def tfsem(name, inputs, attrs=None):
 
 
 rng = np.random.default_rng(7)
+BF16 = DTYPES["bfloat16"]
 E32 = edges(np.float32)
 
 
 def _pick(shape, dtype=np.float32):
     e = edges(dtype)
-    return e[rng.integers(0, len(e), size=shape)].astype(dtype)
+    return e[rng.integers(0, len(e), size=shape)]
 
 
 CASES = [
@@ -107,6 +108,12 @@ CASES = [
      lambda a, b: tf.raw_ops.MatMul(a=a, b=b, transpose_a=True, transpose_b=True)),
     ("MatMul-float64", "MatMul", {"transpose_a": False, "transpose_b": False},
      [_pick((4, 7), np.float64), _pick((7, 3), np.float64)], lambda a, b: tf.raw_ops.MatMul(a=a, b=b)),
+    ("MatMul-bfloat16", "MatMul", {"transpose_a": False, "transpose_b": False},
+     [_pick((3, 5), BF16), _pick((5, 4), BF16)], lambda a, b: tf.raw_ops.MatMul(a=a, b=b)),
+    ("Sum-bfloat16", "Sum", {"axes": [0], "keep_dims": False}, [_pick((6, 3), BF16)],
+     lambda a: tf.raw_ops.Sum(input=a, axis=[0], keep_dims=False)),
+    ("Exp-float16", "tf.Exp/1/1", {"tf_attrs": {"T": "DT_HALF"}}, [edges(np.float16)],
+     lambda a: tf.raw_ops.Exp(x=a)),
     ("MatMul-subnormal", "MatMul", {"transpose_a": False, "transpose_b": False},
      [np.full((2, 3), 1e-20, np.float32), np.full((3, 2), 1e-20, np.float32)],
      lambda a, b: tf.raw_ops.MatMul(a=a, b=b)),
