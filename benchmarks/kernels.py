@@ -107,7 +107,10 @@ def main(argv=None) -> int:
                     rep = replay_graph(res.graph_def, rewritten, v.counterexample,
                                        targets=e["targets"], observe=v.observe,
                                        label=f"{name} after {opt}")
-                    text += ", TensorFlow replay " + ("confirms" if rep.confirmed else "does not confirm")
+                    # (not confirmed: either TensorFlow gave another outcome,
+                    # or the schedule could not be forced: the reason says which)
+                    text += (", confirmed on TensorFlow's runtime" if rep.confirmed else
+                             f", not confirmed on TensorFlow: {rep.reason[:70]}")
                 row[mode] = {"verdict": v.verdict, "reason": v.reason, "seconds": round(secs, 3),
                              "want_of_model": want_of_model(v), "text": text,
                              "kernels": v.stats.get("tensorflow_kernels", {}).get("ops", [])}
