@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per check")
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
-    from tfsem.backends.tensorflow import replay_graph
+    from tfsem.backends.tensorflow import replay_graph, replay_program
     from tfsem.checking import check_rewrite
     from tfsem.oracle.program import ProgramError
     entries = _entries(args.corpus)
@@ -107,6 +107,11 @@ def main(argv=None) -> int:
                     rep = replay_graph(res.graph_def, rewritten, v.counterexample,
                                        targets=e["targets"], observe=v.observe,
                                        label=f"{name} after {opt}")
+                    if not rep.confirmed and rep.outcome is None:
+                        # (as `tfsem grappler`: the program exported, when the
+                        # graph's own schedule cannot be forced)
+                        exported = replay_program(rewritten, v.counterexample, observe=v.observe)
+                        rep = exported if exported.confirmed else rep
                     # (not confirmed: either TensorFlow gave another outcome,
                     # or the schedule could not be forced: the reason says which)
                     text += (", confirmed on TensorFlow's runtime" if rep.confirmed else
