@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from tfsem.oracle import kernels
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES
 from tfsem.oracle.functions import Function, OpError, ShapeError
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
@@ -201,8 +202,11 @@ def _row_by_row(fn: Function, arrays: tuple, attrs: Mapping[str, Any], xp: Any,
     rows, failed = [], 0
     for b in range(size):
         try:
-            rows.append([xp.asarray(r) for r in fn.impl(xp, tuple(None if a is None else a[b]
-                                                                  for a in arrays), attrs)])
+            # (no TensorFlow kernel per valuation, oracle/kernels.py: an op
+            # with no numpy model stops the batched run as CannotRun)
+            with kernels.use(False):
+                results = fn.impl(xp, tuple(None if a is None else a[b] for a in arrays), attrs)
+            rows.append([xp.asarray(r) for r in results])
         except OpError as exc:  # an op's own error value: decided valuation by valuation
             raise NotBatchable(f"{fn.name} fails with {exc.reason} on some valuations") from None
         except (ShapeError, ValueError):

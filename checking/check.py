@@ -37,6 +37,7 @@ import numpy as np
 import z3
 
 from tfsem.oracle import functions as fns
+from tfsem.oracle import kernels
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
@@ -140,9 +141,23 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     is false."""
     if float_mode not in FLOAT_MODES:
         raise ValueError(f"unknown float mode {float_mode!r} ({', '.join(FLOAT_MODES)})")
-    verdict = _check_rewrite(original, rewritten, semantics, observe, timeout, minimize=minimize,
-                             seed=seed, backends=backends, structural=structural,
-                             float_mode=float_mode)
+    # ops with no numpy model run on TensorFlow's kernels where it is
+    # installed (oracle/kernels.py); the verdict names those that did.  The
+    # wait for them counts against the budget
+    with kernels.record() as used, kernels.deadline(time.monotonic() + timeout):
+        verdict = _check_rewrite(original, rewritten, semantics, observe, timeout,
+                                 minimize=minimize, seed=seed, backends=backends,
+                                 structural=structural, float_mode=float_mode)
+        _classified(verdict, original, rewritten, semantics, observe, timeout, seed,
+                    float_mode, classify)
+    if used:
+        verdict.stats["tensorflow_kernels"] = kernels.report(sorted(used))
+    return verdict
+
+
+def _classified(verdict: Verdict, original: Program, rewritten: Program | Mapping[str, Any],
+                semantics: str, observe: str, timeout: float, seed: int, float_mode: str,
+                classify: bool) -> None:
     verdict.float_mode = float_mode
     if verdict.verdict == UNSOUND and float_mode == "real":
         verdict.difference = DIFFERENCE_ORDERING    # (it stays over the reals, by construction)
@@ -156,7 +171,16 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                 "reason": "no floating-point value in either program"}
         else:
             _classify(verdict, original, p2, semantics, observe, timeout, seed)
-    return verdict
+
+
+def _needs_kernels(p: Program) -> bool:
+    """Whether a concrete run of p may need TensorFlow's kernels: an op
+    with no model (tf.OP/N/M), or one whose model has a kernel for the
+    arguments it cannot run (float MatMul, ...) while p may hold floats."""
+    fns_with_kernel = [f for n in p.nodes if n.op not in (READ, ASSIGN, "Var", "Write")
+                       and (f := fns.lookup(n.op)) is not None and f.tf_kernel is not None]
+    return any(f.name.startswith("tf.") for f in fns_with_kernel) or \
+        (bool(fns_with_kernel) and _may_hold_floats(p))
 
 
 #: how a float dtype is named in attributes: tfsem's names and TensorFlow's
@@ -283,6 +307,8 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                                   "seconds": round(time.monotonic() - started, 6)})
         if result is not None:
             note = f"not applicable: {result.reason}"
+    if not real and (_needs_kernels(original) or _needs_kernels(p2)):
+        kernels.prestart()   # TensorFlow imports in its child while the proof is tried
     checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends,
                        real=real)
     if note is not None:

@@ -170,6 +170,10 @@ class Verdict:
             lines += self.counterexample.describe()
         if self.confirmed:
             lines.append(f"  confirmed on: {', '.join(self.confirmed)}")
+        kernels = self.stats.get("tensorflow_kernels")
+        if isinstance(kernels, Mapping) and kernels.get("text"):
+            # the ops whose concrete values came from TensorFlow's kernels (oracle/kernels.py)
+            lines.append(f"  {kernels['text']}")
         if self.verdict == NO_COUNTEREXAMPLE or (self.tried and self.verdict == UNKNOWN):
             lines.append(f"  σ tried concretely: {self.tried}")
         return "\n".join(lines)

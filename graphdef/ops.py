@@ -130,6 +130,10 @@ STATELESS_UNMODELLED = frozenset("""
     StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
     StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
     StatelessTruncatedNormal Size Rank
+    Einsum UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
+    SegmentSum SegmentMean DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
+    GatherNd MaxPoolV2 MaxPoolGradV2 FusedBatchNormGradV2 ReciprocalGrad SoftsignGrad Xlog1py
+    InvertPermutation StatelessRandomUniformInt StatelessRandomUniformIntV2
 """.split())
 
 #: Control flow that is not modelled, rejected by name: the reference-typed

@@ -93,7 +93,7 @@ def _rank(xp, args, attrs):
     return (np.array(args[0].ndim, dtype=np.int32),)
 
 
-@_op("Range", 3)
+@_op("Range", 3, tf_kernel=lambda a, attrs: ("Range", list(a), {}))
 def _range(xp, args, attrs):
     """start, start+delta, ... up to (not including) limit; integer dtypes:
     the size is (|limit-start| + |delta| - 1) / |delta| (range_op.cc)."""

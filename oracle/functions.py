@@ -16,6 +16,7 @@ Users register their own functions with :func:`register`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import kernels as _kernels
 from .budget import BudgetExceeded
 from .values import (DTYPE_MISMATCH, FLOAT_DTYPES, SHAPE_MISMATCH, Error, Tensor, Value,
                      ValueFormatError, dtype_name, finfo, is_float, value_from_json,
@@ -74,6 +76,12 @@ class Function:
     #: int32 shape): no `dtype-mismatch` from the discipline, the
     #: implementation checks the dtypes it accepts.
     mixed_dtypes: bool = False
+    #: TensorFlow's kernel as this function, for the arguments `impl` has no
+    #: numpy model for (it raises CannotRun: float MatMul, an opaque op):
+    #: `tf_kernel(arrays, attrs)` gives (TensorFlow op, input arrays, the
+    #: op's attributes as JSON values) and oracle/kernels.py runs it where
+    #: TensorFlow is installed (docs/kernels.md).  None: no kernel.
+    tf_kernel: Callable[..., tuple[str, list, dict]] | None = None
 
     @property
     def assignable(self) -> bool:
@@ -186,8 +194,46 @@ def register(fn: Function, *, replace: bool = False) -> Function:
         raise ValueError(f"function {fn.name!r} is already registered")
     if fn.n_in < 0 or fn.n_out < 0:
         raise ValueError("arities are non-negative")
+    if fn.tf_kernel is not None and not getattr(fn.impl, "kernel_fallback", False):
+        fn = dataclasses.replace(fn, impl=_kernel_fallback(fn))
     _REGISTRY[fn.name] = fn
     return fn
+
+
+def _kernel_fallback(fn: Function) -> Impl:
+    """fn.impl, and where it cannot run (CannotRun), TensorFlow's kernel in
+    its place when oracle/kernels.py may run one; otherwise the CannotRun
+    stands, with the reason the kernel was not used."""
+    impl, form, n_out = fn.impl, fn.tf_kernel, fn.n_out
+
+    def run(xp, args, attrs):
+        try:
+            return impl(xp, args, attrs)
+        except CannotRun as exc:
+            if not _kernels.enabled() or any(a is None for a in args):
+                raise
+            host = tuple(a if isinstance(a, np.ndarray) else a.get() for a in args)
+            try:
+                op, inputs, tf_attrs = form(host, attrs)
+                results = _kernels.evaluate(op, inputs, tf_attrs, n_out)
+            except _kernels.KernelOpError as err:   # the op fails: an error value
+                raise OpError(err.reason, str(err)) from None
+            except _kernels.KernelRefused as why:
+                raise CannotRun(f"{exc}; TensorFlow's kernel cannot stand for it: {why}") from None
+            except Exception as err:  # noqa: BLE001
+                # a failure of the kernel path is no value (a ValueError here
+                # must not read as numpy's shape-mismatch): it cannot run
+                raise CannotRun(f"{exc}; TensorFlow's kernel failed to run: "
+                                f"{type(err).__name__}: {err}") from None
+            from .values import DTYPES
+            for r in results:
+                if r.dtype not in DTYPES.values():
+                    raise CannotRun(f"{exc}; TensorFlow's {op} kernel gives a {r.dtype} tensor, "
+                                    "not one of tfsem's dtypes") from None
+            return tuple(r if xp is np else xp.asarray(r) for r in results)
+    run.kernel_fallback = True
+    run.__doc__ = impl.__doc__
+    return run
 
 
 #: `function(..., batched=BROADCASTING)`: the implementation broadcasts its
@@ -602,13 +648,15 @@ def _int_division(op: str, xp, a, b, fn):
     return (fn(a, b),)
 
 
-@_tf("FloorMod", 2, 1, batched=BROADCASTING)
+@_tf("FloorMod", 2, 1, batched=BROADCASTING,
+     tf_kernel=lambda a, attrs: ("FloorMod", list(a), {}))
 def _floormod(xp, args, attrs):
     """Integer remainder of floor division (sign of the divisor); division by zero fails."""
     return _int_division("FloorMod", xp, args[0], args[1], xp.mod)
 
 
-@_tf("FloorDiv", 2, 1, batched=BROADCASTING)
+@_tf("FloorDiv", 2, 1, batched=BROADCASTING,
+     tf_kernel=lambda a, attrs: ("FloorDiv", list(a), {}))
 def _floordiv(xp, args, attrs):
     """Integer floor division; division by zero fails."""
     return _int_division("FloorDiv", xp, args[0], args[1], xp.floor_divide)
@@ -760,7 +808,8 @@ def _bias_add(xp, args, attrs):
     return (xp.add(v, b),)
 
 
-@_tf("BiasAddGrad", 1, 1, batched=False)
+@_tf("BiasAddGrad", 1, 1, batched=False,
+     tf_kernel=lambda a, attrs: ("BiasAddGrad", list(a), {"data_format": "NHWC"}))
 def _bias_add_grad(xp, args, attrs):
     """The sum over every axis but the last (integers only: float sums are not modelled)."""
     (v,) = args
@@ -775,7 +824,9 @@ _MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
 
 
 @_tf("MatMul", 2, 1, batched=False,
-     attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr})
+     attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr},
+     tf_kernel=lambda a, attrs: ("MatMul", list(a), {"transpose_a": bool(attrs.get("transpose_a")),
+                                                     "transpose_b": bool(attrs.get("transpose_b"))}))
 def _matmul(xp, args, attrs):
     """Matrix product of 2-D tensors (int32 and int64, wrapping: TensorFlow has
     no other integer kernel; float products are not modelled)."""
@@ -817,14 +868,23 @@ def _reduce(name: str, xp, args, attrs, fn):
 _REDUCE_ATTRS = {"axes": _int_list, "keep_dims": _bool_attr}
 
 
-@_tf("Sum", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+def _reduce_kernel(op: str):
+    def form(a, attrs):
+        return op, [a[0], np.asarray(attrs["axes"], dtype=np.int32)], \
+            {"keep_dims": bool(attrs.get("keep_dims", False))}
+    return form
+
+
+@_tf("Sum", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+     tf_kernel=_reduce_kernel("Sum"))
 def _sum(xp, args, attrs):
     """Sum over `axes` (integers, wrapping)."""
     return _reduce("Sum", xp, args, attrs,
                    lambda a, ax, k: xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype))
 
 
-@_tf("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+@_tf("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+     tf_kernel=_reduce_kernel("Mean"))
 def _mean(xp, args, attrs):
     """Mean over `axes` (integers: the sum divided by the count, truncated
     toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
@@ -843,7 +903,8 @@ def _mean(xp, args, attrs):
     return _reduce("Mean", xp, args, attrs, mean)
 
 
-@_tf("ReduceMax", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+@_tf("ReduceMax", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+     tf_kernel=_reduce_kernel("Max"))
 def _reduce_max(xp, args, attrs):
     """Maximum over `axes` (integers; an empty maximum is the lowest integer)."""
     def rmax(a, ax, k):
@@ -851,7 +912,8 @@ def _reduce_max(xp, args, attrs):
     return _reduce("Max", xp, args, attrs, rmax)
 
 
-@_tf("ReduceMin", 1, 1, batched=False, attrs=_REDUCE_ATTRS)
+@_tf("ReduceMin", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+     tf_kernel=_reduce_kernel("Min"))
 def _reduce_min(xp, args, attrs):
     """Minimum over `axes` (integers; an empty minimum is the highest integer)."""
     def rmin(a, ax, k):
@@ -1054,7 +1116,13 @@ def _opaque_function(name: str) -> Function | None:
     def impl(xp, args, attrs):
         raise CannotRun(f"cannot run TensorFlow op {op} concretely: tfsem has no model of it "
                         "(in proofs it is an uninterpreted function)")
+    # (its inputs may have different dtypes and its results any dtype: the
+    # kernel says, where one runs it)
     return register(Function(name, n_in, n_out, impl,
-                             doc=f"TensorFlow's {op} with no model: uninterpreted in proofs, "
-                                 "cannot run concretely",
-                             attrs={"tf_attrs": _json_attr}, family=TENSORFLOW, pure=False))
+                             doc=f"TensorFlow's {op} with no model: uninterpreted in proofs; "
+                                 "concrete runs use TensorFlow's kernel where TensorFlow is "
+                                 "installed and the op is known deterministic (docs/kernels.md), "
+                                 "else cannot run",
+                             attrs={"tf_attrs": _json_attr}, family=TENSORFLOW, pure=False,
+                             casts=True, mixed_dtypes=True,
+                             tf_kernel=_kernels.opaque_form(op)))

@@ -170,6 +170,11 @@ def fallback_page(case: Any, verdict_json: Any, meta: Mapping[str, Any] | None,
     """The page of a finding that could not be rendered: the reason, and the
     raw case and verdict as JSON (non-finite numbers written as SPEC strings)."""
     meta = dict(meta or {})
+    kernels = (verdict_json.get("stats") or {}).get("tensorflow_kernels")
+    if isinstance(kernels, Mapping) and isinstance(kernels.get("text"), str):
+        # the ops whose concrete values TensorFlow's kernels gave (oracle/kernels.py)
+        meta = {**meta, "tensorflow_kernels": kernels["text"]}
+
     body = ["<main>"]
     if index_href:
         body.append(f'<p><a class="back" href={attr(index_href)}>← all findings</a></p>')

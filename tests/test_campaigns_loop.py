@@ -367,10 +367,12 @@ def test_reducer_shrinks_a_padded_hoist_reads_counterexample_to_three_nodes():
     assert sorted(n.op for n in p.nodes) == ["Assign", "Read", "Var"], [n.op for n in p.nodes]
 
 
-def test_concrete_check_says_unknown_for_an_op_with_no_concrete_model():
+def test_concrete_check_says_unknown_for_an_op_with_no_concrete_model(monkeypatch):
     """An imported op tfsem cannot run (here TensorFlow's Exp) makes the one-σ
     check `unknown` naming the node, not a checker error (a Grappler campaign
     counted such checks as errors)."""
+    # what a user without TensorFlow sees (with it: docs/kernels.md)
+    monkeypatch.setenv("TFSEM_TF_KERNELS", "0")
     from tfsem.graphdef.importer import import_graph
     from tfsem.graphdef.proto import parse_text
     text = ('node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '

@@ -110,7 +110,9 @@ def test_v1_optimizers_become_assigns():
     assert fns.count("StepToward") == 8 and fns.count("Sub.ftz") == 4
 
 
-def test_float_reductions_cannot_run_concretely_but_are_named():
+def test_float_reductions_cannot_run_concretely_but_are_named(monkeypatch):
+    # what a user without TensorFlow sees (with it: docs/kernels.md)
+    monkeypatch.setenv("TFSEM_TF_KERNELS", "0")
     p = imported("v1_mlp_sgd.pbtxt")
     feeds = {"x": Tensor(np.ones((2, 4), np.float32)), "y": Tensor(np.ones((2, 2), np.float32))}
     init = {x: Tensor(np.ones(t.shape, np.float32)) for x, t in p.variables.items()}
@@ -142,7 +144,9 @@ def test_removing_a_control_dependency_is_a_confirmed_unsound(tmp_path, capsys):
     assert "oracle" in v["confirmed"]
 
 
-def test_outcomes_names_the_nodes_it_cannot_run(capsys):
+def test_outcomes_names_the_nodes_it_cannot_run(capsys, monkeypatch):
+    # what a user without TensorFlow sees (with it: docs/kernels.md)
+    monkeypatch.setenv("TFSEM_TF_KERNELS", "0")
     x = '{"dtype": "float32", "value": [[1, 2, 3], [4, 5, 6]]}'
     assert main(["outcomes", str(CORPUS / "batchnorm.pbtxt"), "--feed", f"x={x}"]) == 2
     err = capsys.readouterr().err
@@ -227,7 +231,9 @@ def test_unmodelled_stateful_ops_and_control_flow_are_refused_by_name(op, rule):
     assert v.rule == rule and "'bad'" in v.where and op in str(v)
 
 
-def test_unmodelled_pure_op_is_uninterpreted_and_cannot_run():
+def test_unmodelled_pure_op_is_uninterpreted_and_cannot_run(monkeypatch):
+    # what a user without TensorFlow sees (with it: docs/kernels.md)
+    monkeypatch.setenv("TFSEM_TF_KERNELS", "0")
     g = _graph(CONST_I64.replace("DT_INT64", "DT_FLOAT").replace("int64_val", "float_val")
                + 'node { name: "e" op: "Exp" input: "c" attr { key: "T" value { type: DT_FLOAT } } }')
     p = import_graph(g, ["e"]).program

@@ -222,6 +222,14 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
         from tfsem.backends.tensorflow import replay_graph  # noqa: PLC0415
         rep = replay_graph(rewritten_graph_def, rewritten, verdict.counterexample,
                            targets=targets, observe=observe, label=f"the graph {where}")
+        if not rep.confirmed and rep.outcome is None:
+            # the schedule could not be forced on the graph itself (a
+            # concrete function's graph): the imported program, exported, as
+            # `tfsem check` replays a program
+            from tfsem.backends.tensorflow import replay_program  # noqa: PLC0415
+            exported = replay_program(rewritten, verdict.counterexample, observe=observe)
+            if exported.confirmed:
+                rep = exported
         row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")

@@ -1,0 +1,234 @@
+"""The child process that runs TensorFlow's kernels for `tfsem.oracle.kernels`.
+
+Started as ``python -m tfsem.oracle.kernel_worker``; it imports TensorFlow
+once, then, before any op runs, fixes what makes a kernel a function of its
+inputs on this machine:
+
+* ``tf.config.experimental.enable_op_determinism()`` (ops with no
+  deterministic implementation raise instead of running; random ops need a
+  seed);
+* one intra-op and one inter-op thread (Eigen's blocked reductions and
+  contractions split their work by the thread count: the summation order, so
+  the rounding, can depend on it).
+
+It reads requests from stdin and writes answers to stdout, each a pickle
+after its length (8 bytes, little-endian):
+
+    request  (id, op, inputs: [ndarray], attrs: {name: JSON attr value}, n_out)
+    answer   (id, "ok", [ndarray]) | (id, "op-error", reason, message)
+             | (id, "refused", message)
+
+The op runs eagerly (TensorFlow's eager executor, every attribute of its
+OpDef given: from the inputs, the node, or the OpDef's default) twice; two results that differ in any bit are
+refused ("refused": the kernel is not a function here).  The first message
+is ("ready", tensorflow version, settings).  Nothing of tfsem is imported
+here: the child only needs TensorFlow and numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+
+def _send(out, msg) -> None:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(len(data).to_bytes(8, "little") + data)
+    out.flush()
+
+
+def _recv(inp):
+    head = inp.read(8)
+    if len(head) < 8:
+        raise EOFError
+    n = int.from_bytes(head, "little")
+    data = inp.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Refuse(Exception):
+    pass
+
+
+def _convert(tf, kind: str, value, name: str):
+    """A JSON attribute value (as tfsem's importer writes them: types as
+    DT_ names, shapes as lists, non-finite floats as strings) as the eager
+    executor takes it."""
+    if value is None:
+        raise _Refuse(f"attribute {name!r} has no value tfsem could read")
+    if kind == "type":
+        return _dtype(value, name)
+    if kind == "list(type)":
+        return [_dtype(v, name) for v in value]
+    if kind == "float":
+        return float(value)
+    if kind == "list(float)":
+        return [float(v) for v in value]
+    if kind in ("int", "bool", "list(int)", "list(bool)"):
+        return value
+    if kind == "string":
+        return value.encode() if isinstance(value, str) else value
+    if kind == "list(string)":
+        return [v.encode() if isinstance(v, str) else v for v in value]
+    if kind == "shape":
+        return list(value)
+    if kind == "list(shape)":
+        return [None if v is None else list(v) for v in value]
+    raise _Refuse(f"attribute {name!r} of kind {kind} is not passed to kernels")
+
+
+def _dtype(value, name):
+    from tensorflow.core.framework import types_pb2
+    if isinstance(value, str) and value in types_pb2.DataType.keys():
+        return types_pb2.DataType.Value(value)
+    raise _Refuse(f"attribute {name!r}: {value!r} is not a dtype")
+
+
+def _default(a):
+    """An OpDef attribute's default value as the eager executor takes it."""
+    d = a.default_value
+    which = d.WhichOneof("value")
+    if which in ("b", "i", "f", "type"):
+        return getattr(d, which)
+    if which == "s":
+        return d.s
+    if which == "shape":
+        return None if d.shape.unknown_rank else [x.size for x in d.shape.dim]
+    if which == "list":
+        for field in ("s", "i", "f", "b", "type"):
+            if len(getattr(d.list, field)):
+                return list(getattr(d.list, field))
+        if len(d.list.shape):
+            return [None if x.unknown_rank else [y.size for y in x.dim] for x in d.list.shape]
+        return []
+    raise _Refuse(f"attribute {a.name!r} has no value and no default tfsem can pass")
+
+
+def _call(tf, op_def_registry, execute, ctx, op: str, inputs, attrs):
+    """The op on eager tensors of `inputs`, with every attribute of its
+    OpDef: those the inputs decide (dtypes, list lengths) from the inputs,
+    the others from the node's attributes, else the OpDef's defaults."""
+    od = op_def_registry.get(op)
+    if od is None:
+        raise _Refuse(f"TensorFlow {tf.__version__} has no op {op}")
+    tensors = [tf.constant(a) for a in inputs]
+    values, k = {}, 0
+    for arg in od.input_arg:
+        if arg.number_attr or arg.type_list_attr:
+            if arg.number_attr:
+                n = attrs.get(arg.number_attr)
+            else:
+                n = len(attrs.get(arg.type_list_attr) or [])
+            if not isinstance(n, int) or k + n > len(tensors):
+                raise _Refuse(f"{op}: the length of input list {arg.name!r} is not known")
+            group = tensors[k:k + n]
+            k += n
+            if arg.number_attr:
+                values[arg.number_attr] = n
+                if arg.type_attr and group:
+                    values[arg.type_attr] = group[0].dtype.as_datatype_enum
+            else:
+                values[arg.type_list_attr] = [t.dtype.as_datatype_enum for t in group]
+        else:
+            if k >= len(tensors):
+                raise _Refuse(f"{op} takes more inputs than the node has")
+            if arg.type_attr:
+                values[arg.type_attr] = tensors[k].dtype.as_datatype_enum
+            k += 1
+    if k != len(tensors):
+        raise _Refuse(f"{op} takes {k} inputs, the node has {len(tensors)}")
+    flat = []
+    for a in od.attr:
+        if a.name in values:
+            v = values[a.name]
+        elif a.name in attrs:
+            v = _convert(tf, a.type, attrs[a.name], a.name)
+        elif a.HasField("default_value"):
+            v = _default(a)
+        else:
+            raise _Refuse(f"{op}: attribute {a.name!r} is not known")
+        values[a.name] = v
+        flat += [a.name, v]
+    n_out = 0
+    for arg in od.output_arg:
+        if arg.number_attr:
+            n_out += int(values[arg.number_attr])
+        elif arg.type_list_attr:
+            n_out += len(values[arg.type_list_attr])
+        else:
+            n_out += 1
+    results = execute.execute(op, n_out, tensors, tuple(flat), ctx)
+    return [t.numpy() for t in results]
+
+
+def _same(r1, r2) -> bool:
+    if len(r1) != len(r2):
+        return False
+    for a, b in zip(r1, r2):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "OSU":     # strings, objects: compared as values (bfloat16,
+            # kind V, is compared by its bytes like every number: NaN too)
+            if not (a == b).all():
+                return False
+        elif a.tobytes() != b.tobytes():
+            return False
+    return True
+
+
+def main() -> None:
+    out = sys.stdout.buffer
+    inp = sys.stdin.buffer
+    # nothing else may write to the answer channel
+    sys.stdout = sys.stderr
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import tensorflow as tf
+        from tensorflow.python.eager import context, execute
+        from tensorflow.python.framework import errors, op_def_registry
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tf.config.experimental.enable_op_determinism()
+        tf.config.set_visible_devices([], "GPU")     # the CPU kernels, always
+    except Exception as exc:  # noqa: BLE001 (TensorFlow missing or broken)
+        _send(out, ("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    settings = {"op_determinism": True,
+                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+                "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+                "device": "CPU"}
+    ctx = context.context()
+    ctx.ensure_initialized()
+    _send(out, ("ready", tf.__version__, settings))
+    while True:
+        try:
+            msg = _recv(inp)
+        except EOFError:
+            return
+        rid, op, inputs, attrs, n_out = msg
+        try:
+            r1 = _call(tf, op_def_registry, execute, ctx, op, inputs, attrs)
+            r2 = _call(tf, op_def_registry, execute, ctx, op, inputs, attrs)
+            if not _same(r1, r2):
+                answer = (rid, "refused", f"TensorFlow's {op} kernel gave two different results "
+                                          "on the same inputs: it is not a function here")
+            elif len(r1) < n_out:
+                answer = (rid, "refused", f"{op} gave {len(r1)} outputs, {n_out} are used")
+            else:
+                answer = (rid, "ok", r1[:n_out])
+        except _Refuse as exc:
+            answer = (rid, "refused", str(exc))
+        except errors.InvalidArgumentError as exc:
+            answer = (rid, "op-error", "invalid-argument", exc.message.splitlines()[0][:300])
+        except errors.NotFoundError as exc:
+            answer = (rid, "op-error", "no-kernel", exc.message.splitlines()[0][:300])
+        except Exception as exc:  # noqa: BLE001 (anything else: no result)
+            answer = (rid, "refused", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
+        _send(out, answer)
+
+
+if __name__ == "__main__":
+    main()

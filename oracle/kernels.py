@@ -1,0 +1,461 @@
+"""TensorFlow's own kernels as the concrete semantics of pure ops tfsem has
+no numpy model of (docs/kernels.md).
+
+Where numpy computes what TensorFlow's CPU kernel computes bit for bit, tfsem
+has its own model (oracle/functions.py, array_ops.py, predicates.py).  Float
+MatMul, reductions, Softmax, the cross-entropy losses, Exp, convolutions and
+their gradients, Einsum, ... have none: their summation order and their
+vectorized transcendental functions are Eigen's and oneDNN's.  For those a
+model raises `CannotRun`; when TensorFlow is installed this module computes
+the op with TensorFlow's kernel instead, so that a counterexample through
+them is found and confirmed on TensorFlow's arithmetic.
+
+A kernel is used as a function only when it is one:
+
+* it runs in a child process (`kernel_worker.py`) that set, before its first
+  op, op determinism on (``enable_op_determinism``) and one intra-op and one
+  inter-op thread, on the CPU;
+* the op is in :data:`DETERMINISTIC` (argued deterministic on CPU under
+  those settings, below); any other op is refused by name;
+* every evaluation runs the kernel twice and refuses (CannotRun: the check
+  says `unknown`) when the two results differ in any bit.
+
+Without TensorFlow (or with ``TFSEM_TF_KERNELS=0``) nothing changes: the op
+stays uninterpreted in proofs and a concrete run stops naming it.
+
+`record()` collects the ops evaluated here while a check runs, which the
+verdict reports ("evaluated by TensorFlow 2.21 kernels: MatMul, Softmax (op
+determinism on, 1 thread)").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import pickle
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+
+ENV = "TFSEM_TF_KERNELS"
+_local = threading.local()
+
+#: Pure ops whose CPU kernel is a deterministic function of its inputs with
+#: op determinism on and one thread: elementwise math (each element computed
+#: alone, the same vectorized code for a given shape); reductions, matrix
+#: products, convolutions and their gradients, Softmax and the losses (Eigen's
+#: and oneDNN's blocking is fixed by the shapes and the thread count, fixed
+#: here at 1); data movement and index ops (no arithmetic); segment and
+#: scatter sums on CPU (one loop over the indices in order); stateless random
+#: ops (a function of their seed by definition).  Ops that leave memory
+#: unset (DynamicStitch with missing indices, Empty) or draw randomness
+#: from state are not here, nor Cast: its float to narrow-integer conversion
+#: of a value out of range differs by the element's position in the tensor
+#: (vectorized body against scalar tail), which may depend on the buffer's
+#: alignment, so it is refused as functions.cast_array says.
+DETERMINISTIC = frozenset("""
+    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softplus Softsign Elu Selu Erf
+    Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint
+    Floor Ceil Sign IsNan IsInf IsFinite Relu6 LeakyRelu Sqrt Square Neg Abs
+    Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod FloorDiv FloorMod
+    RealDiv Add AddV2 Sub Mul Maximum Minimum SquaredDifference BiasAdd BiasAddGrad AddN
+    ClipByValue Select SelectV2 LogicalOr LogicalAnd LogicalNot
+    TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad Relu6Grad ReluGrad LeakyReluGrad
+    EluGrad SeluGrad SoftplusGrad SoftsignGrad
+    Sum Mean Prod Max Min All Any ArgMax ArgMin L2Loss Cumsum Cumprod
+    MatMul BatchMatMul BatchMatMulV2 BatchMatMulV3 Einsum
+    Softmax LogSoftmax SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits
+    Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative
+    DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
+    MaxPool AvgPool MaxPoolGrad AvgPoolGrad MaxPoolV2 MaxPoolGradV2
+    FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 FusedBatchNormGrad FusedBatchNormGradV2
+    FusedBatchNormGradV3
+    Transpose ConjugateTranspose Slice StridedSlice StridedSliceGrad GatherV2 Gather
+    GatherNd ScatterNd OneHot Range Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack Pack
+    SplitV Split Size Rank Shape ShapeN Tile Reshape ExpandDims Squeeze ConcatV2 Fill
+    BroadcastTo BroadcastArgs BroadcastGradientArgs ZerosLike OnesLike Identity
+    UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
+    SegmentSum SegmentMean InvertPermutation Bitcast
+    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
+    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
+    StatelessTruncatedNormal StatelessRandomUniformInt StatelessRandomUniformIntV2
+""".split())
+
+#: tfsem's dtype names as TensorFlow's DataType names (for the Cast attribute).
+DT_NAMES = {"bool": "DT_BOOL", "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32",
+            "int64": "DT_INT64", "uint8": "DT_UINT8", "uint16": "DT_UINT16",
+            "uint32": "DT_UINT32", "uint64": "DT_UINT64", "float16": "DT_HALF",
+            "bfloat16": "DT_BFLOAT16", "float32": "DT_FLOAT", "float64": "DT_DOUBLE"}
+
+#: Seconds the first evaluation waits for the child to import TensorFlow
+#: (under load the import alone has taken a minute); a check's own deadline
+#: (`deadline()`) cuts it shorter.
+START_SECONDS = float(os.environ.get("TFSEM_TF_KERNELS_START_SECONDS", "180"))
+#: Seconds one evaluation may take once TensorFlow is up.
+CALL_SECONDS = 60.0
+#: Bytes of results kept for inputs seen before.
+CACHE_BYTES = 256 << 20
+
+
+class KernelRefused(RuntimeError):
+    """TensorFlow's kernel cannot stand for the op here (TensorFlow absent,
+    the op not known deterministic, two runs that differed, ...)."""
+
+
+class KernelOpError(Exception):
+    """The kernel fails on these inputs (TensorFlow raises): `reason` is the
+    error value tfsem gives (invalid-argument -> shape-mismatch, as the
+    numpy models of TensorFlow's index ops do; no kernel -> no-kernel)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def enabled() -> bool:
+    """Whether kernels may be used: TFSEM_TF_KERNELS is not 0/off and
+    TensorFlow is importable (looked up, not imported)."""
+    forced = getattr(_local, "forced", None)
+    if forced is not None:
+        return forced
+    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    return _tensorflow_installed()
+
+
+_installed: bool | None = None
+
+
+def _tensorflow_installed() -> bool:
+    global _installed
+    if _installed is None:
+        _installed = importlib.util.find_spec("tensorflow") is not None
+    return _installed
+
+
+@contextlib.contextmanager
+def use(on: bool) -> Iterator[None]:
+    """Kernels on or off inside the block, in this thread (tests; the
+    batched evaluator, which would otherwise call a kernel once per
+    valuation)."""
+    old = getattr(_local, "forced", None)
+    _local.forced = on
+    try:
+        yield
+    finally:
+        _local.forced = old
+
+
+# -- what a check used ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def record() -> Iterator[set]:
+    """The names of the ops evaluated by kernels inside the block (this
+    thread)."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    used: set = set()
+    stack.append(used)
+    try:
+        yield used
+    finally:
+        stack.pop()
+
+
+@contextlib.contextmanager
+def deadline(t: float | None) -> Iterator[None]:
+    """Evaluations inside the block wait for TensorFlow to start in the child
+    at most until time.monotonic() reaches t (then KernelRefused: the
+    check's budget ran out)."""
+    old = getattr(_local, "deadline", None)
+    _local.deadline = t
+    try:
+        yield
+    finally:
+        _local.deadline = old
+
+
+def _note(op: str) -> None:
+    for used in getattr(_local, "stack", ()):
+        used.add(op)
+
+
+def settings() -> dict | None:
+    """The running child's TensorFlow version and settings (None before one
+    answered)."""
+    c = _client
+    if c is None or c.version is None:
+        return None
+    return {"tensorflow": c.version, **c.settings}
+
+
+def describe(ops: Sequence[str]) -> str:
+    """The line a verdict prints for the ops evaluated by kernels."""
+    s = settings() or {}
+    version = ".".join(str(s.get("tensorflow", "?")).split(".")[:2])
+    threads = s.get("intra_op_threads", 1)
+    return (f"evaluated by TensorFlow {version} kernels: {', '.join(sorted(ops))} "
+            f"(op determinism on, {threads} thread{'s' if threads != 1 else ''})")
+
+
+def report(ops: Sequence[str]) -> dict:
+    """The JSON form of the same (a verdict's stats["tensorflow_kernels"])."""
+    s = settings() or {}
+    return {"ops": sorted(ops), "tensorflow": s.get("tensorflow"),
+            "op_determinism": s.get("op_determinism", True),
+            "intra_op_threads": s.get("intra_op_threads", 1),
+            "inter_op_threads": s.get("inter_op_threads", 1),
+            "device": s.get("device", "CPU"), "evaluated_twice": True,
+            "text": describe(ops)}
+
+
+# -- evaluation ------------------------------------------------------------------
+
+
+def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
+             n_out: int) -> list[np.ndarray]:
+    """TensorFlow's kernel of `op` on `inputs` (numpy arrays) with the node
+    attributes `attrs` (JSON values: dtypes as DT_ names): its first n_out
+    outputs.  Raises KernelRefused (no result: the caller's CannotRun; also
+    when the deadline passed while TensorFlow started) or KernelOpError (the
+    op fails: an error value)."""
+    if op not in DETERMINISTIC:
+        raise KernelRefused(f"TensorFlow's {op} is not among the ops whose CPU kernel tfsem "
+                            "runs as a function (oracle/kernels.py DETERMINISTIC)")
+    if not enabled():
+        raise KernelRefused("TensorFlow's kernels are off")
+    # (np.ascontiguousarray would make a 0-d array 1-d)
+    arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in map(np.asarray, inputs)]
+    key = _key(op, arrays, attrs, n_out)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+    if hit is not None:
+        _note(op)
+        if isinstance(hit, KernelOpError):
+            raise KernelOpError(hit.reason, str(hit))
+        return [r.copy() for r in hit]
+    answer = _get_client().call(op, arrays, dict(attrs), n_out)
+    kind = answer[0]
+    if kind == "ok":
+        results = [np.asarray(r) for r in answer[1]]
+        for r in results:
+            r.setflags(write=False)
+        _store(key, results, sum(r.nbytes for r in results))
+        _note(op)
+        return [r.copy() for r in results]
+    if kind == "op-error":
+        reason = "shape-mismatch" if answer[1] == "invalid-argument" else answer[1]
+        err = KernelOpError(reason, f"TensorFlow's {op} kernel failed: {answer[2]}")
+        _store(key, err, 256)
+        _note(op)
+        raise err
+    raise KernelRefused(f"TensorFlow's {op} kernel: {answer[1]}")
+
+
+_cache: "OrderedDict[tuple, Any]" = OrderedDict()
+_cache_bytes = 0
+_cache_lock = threading.Lock()
+
+
+def _key(op, arrays, attrs, n_out) -> tuple:
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        h.update(f"{a.dtype.str}{a.shape};".encode())
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
+    return (op, repr(sorted(attrs.items())), n_out, h.digest())
+
+
+def _store(key, value, size: int) -> None:
+    global _cache_bytes
+    with _cache_lock:
+        _cache[key] = value
+        _cache_bytes += size
+        while _cache_bytes > CACHE_BYTES and len(_cache) > 1:
+            _, old = _cache.popitem(last=False)
+            _cache_bytes -= (sum(r.nbytes for r in old) if isinstance(old, list) else 256)
+
+
+# -- the child process ---------------------------------------------------------------
+
+
+class _Client:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        verbose = os.environ.get("TFSEM_VERBOSE") == "1"
+        self.proc = subprocess.Popen([sys.executable, "-m", "tfsem.oracle.kernel_worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                     stderr=None if verbose else subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+        self.pid = os.getpid()
+        self.started = time.monotonic()
+        self.version: str | None = None
+        self.settings: dict = {}
+        self.failed: str | None = None
+        self.next_id = 0
+        self.buf = bytearray()
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.failed is None and self.proc.poll() is None
+
+    def _read(self, until: float) -> Any:
+        """The next answer (a length-prefixed pickle), read without blocking
+        past `until` (TimeoutError: what arrived stays in the buffer)."""
+        fd = self.proc.stdout.fileno()
+        while True:
+            if len(self.buf) >= 8:
+                n = int.from_bytes(self.buf[:8], "little")
+                if len(self.buf) >= 8 + n:
+                    data = bytes(self.buf[8:8 + n])
+                    del self.buf[:8 + n]
+                    return pickle.loads(data)
+            left = until - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    code = self.proc.wait()
+                    self.failed = f"the TensorFlow kernel process exited (status {code})"
+                    raise KernelRefused(self.failed)
+                self.buf += chunk
+
+    def _write(self, data: bytes) -> None:
+        """All of `data` to the child, reading what it writes meanwhile (a
+        late answer to an abandoned call must not block both sides)."""
+        out, inp = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        view = memoryview(data)
+        while view:
+            readable, writable, _ = select.select([inp], [out], [], 1.0)
+            if readable:
+                chunk = os.read(inp, 1 << 20)
+                if not chunk:
+                    raise BrokenPipeError("the child closed its output")
+                self.buf += chunk
+            if writable:
+                view = view[os.write(out, view[:1 << 16]):]
+
+    def _wait(self, seconds: float) -> float:
+        """The time to wait until: the check's deadline, at most `seconds`."""
+        until = time.monotonic() + seconds
+        d = getattr(_local, "deadline", None)
+        return until if d is None else min(until, d)
+
+    def _ready(self) -> None:
+        if self.version is not None:
+            return
+        until = self._wait(max(0.0, START_SECONDS - (time.monotonic() - self.started)))
+        try:
+            msg = self._read(until)
+        except TimeoutError:
+            if time.monotonic() - self.started >= START_SECONDS:
+                self.failed = f"TensorFlow did not start within {START_SECONDS:g} s"
+                raise KernelRefused(self.failed) from None
+            raise _waiting("TensorFlow's import for its kernels") from None
+        if msg[0] != "ready":
+            self.failed = f"TensorFlow could not be started for its kernels: {msg[1]}"
+            raise KernelRefused(self.failed)
+        self.version, self.settings = msg[1], msg[2]
+
+    def call(self, op, arrays, attrs, n_out) -> tuple:
+        with self.lock:
+            if self.failed:
+                raise KernelRefused(self.failed)
+            self._ready()
+            self.next_id += 1
+            rid = self.next_id
+            try:
+                data = pickle.dumps((rid, op, arrays, attrs, n_out),
+                                    protocol=pickle.HIGHEST_PROTOCOL)
+                self._write(len(data).to_bytes(8, "little") + data)
+            except (BrokenPipeError, OSError) as exc:
+                self.failed = f"the TensorFlow kernel process is gone ({exc})"
+                raise KernelRefused(self.failed) from None
+            # (once TensorFlow is up a call takes milliseconds: it is not cut
+            # short by the check's deadline, which would lose a verdict found
+            # while minimizing it; a call past CALL_SECONDS is refused)
+            until = time.monotonic() + CALL_SECONDS
+            while True:
+                try:
+                    msg = self._read(until)
+                except TimeoutError:
+                    # the answer stays in the pipe: a later call skips it
+                    raise KernelRefused(f"TensorFlow's {op} kernel did not answer within "
+                                        f"{CALL_SECONDS:g} s") from None
+                if msg[0] == rid:
+                    return msg[1:]
+                # an answer to a call that stopped waiting: skipped
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _waiting(what: str) -> KernelRefused:
+    # (not BudgetExceeded: the concrete stages do not all expect one from a
+    # function; a refusal is what they handle, and the check says `unknown`
+    # naming the op.  The child goes on starting: the next check may use it)
+    return KernelRefused(f"the time budget ran out waiting for {what}")
+
+
+_client: _Client | None = None
+_client_lock = threading.Lock()
+
+
+def _get_client() -> _Client:
+    global _client
+    with _client_lock:
+        c = _client
+        if c is None or c.pid != os.getpid() or (c.proc.poll() is not None and c.failed is None):
+            # (a forked process never shares its parent's child: its pipe is the parent's)
+            c = _client = _Client()
+        return c
+
+
+def prestart() -> None:
+    """Start the child now (TensorFlow imports while the caller does other
+    work), when kernels are enabled."""
+    if enabled():
+        _get_client()
+
+
+def shutdown() -> None:
+    """Stop the child (it also exits when this process does: its stdin closes)."""
+    global _client
+    with _client_lock:
+        c, _client = _client, None
+    if c is not None and c.pid == os.getpid():
+        c.close()
+
+
+# -- the kernel forms of tfsem's functions ------------------------------------------
+
+
+def opaque_form(op: str):
+    """The kernel form of an uninterpreted TensorFlow op `tf.OP/N/M`: the op
+    itself on all inputs, with the node's attributes (`tf_attrs`)."""
+    def form(arrays, attrs):
+        return op, list(arrays), dict(attrs.get("tf_attrs") or {})
+    return form
