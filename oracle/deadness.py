@@ -124,13 +124,25 @@ def _waiter(name: str, inputs) -> Node:
 
 
 def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
-               cleanup: bool = False) -> Specialized:
+               cleanup: bool = False, partial: bool = False) -> Specialized:
     """P with the bool feeds `fixed` set, as a program without control flow
-    (see the module docstring); raises :class:`Undecided`."""
+    (see the module docstring); raises :class:`Undecided`.
+
+    `partial=True` (the dead-branch pass) rewrites only the Switches whose
+    predicate is fixed and what they make dead, and keeps the rest of the
+    control flow (loops, Switches on computed predicates) as it is: the
+    result may have control flow.  A node that is dead whenever it fires
+    (statically dead) becomes a waiter as above, which fires dead exactly
+    when the original node would fire (its inputs are the same); a Merge
+    drops its statically dead data inputs (it never forwards them), which
+    is refused when its value_index is used and two inputs stay; a loop
+    primitive that is statically dead is refused (a waiter would change
+    the frames)."""
     fixed = dict(fixed or {})
-    for n in p.nodes:
-        if n.op in LOOP_OPS:
-            raise Undecided(f"node {n.name!r} ({n.op}) is part of a loop")
+    if not partial:
+        for n in p.nodes:
+            if n.op in LOOP_OPS:
+                raise Undecided(f"node {n.name!r} ({n.op}) is part of a loop")
     taken = set(p.node)
     nodes: dict[str, Node] = {}
     feed_const: dict[str, str] = {}
@@ -153,6 +165,27 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         r = ports.get((i.node, i.port))
         return _Port(i) if r is None else r
 
+    def keep(n: Node, data: list) -> None:
+        """n as it is, its data inputs rewired; its static value if any."""
+        inputs: list[Input] = [r.source for r in data]
+        for r in data:
+            inputs.extend(ControlIn(w) for w in r.waits)
+        nodes[n.name] = n.replace(inputs=_canonical(inputs + list(n.control_inputs)))
+        if n.op == "Const":
+            ports[(n.name, 0)] = _Port(DataIn(n.name), (), n.attrs["value"])
+        elif n.op == ENTER and data[0].value is not None:
+            ports[(n.name, 0)] = _Port(DataIn(n.name), (), data[0].value)
+        elif (n.op not in (VAR, READ, ASSIGN, SWITCH, MERGE) and n.op not in LOOP_OPS
+              and data and all(r.value is not None for r in data)):
+            f = fns.lookup(n.op)
+            if f is not None:
+                try:
+                    results = f.apply([r.value for r in data], n.attrs)
+                except Exception:  # (no static value; the node stays as it is)
+                    results = ()
+                for k, value in enumerate(results):
+                    ports[(n.name, k)] = _Port(DataIn(n.name, k), (), value)
+
     for name in p.topological_order:
         n = p.node[name]
         data = [resolve(i) for i in n.data_inputs]
@@ -160,8 +193,24 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         dead_control = any(isinstance(c, ControlIn) and c.node in dead for c in controls)
         if n.op == MERGE:
             live = [k for k, r in enumerate(data) if r is not _DEAD]
-            if len(live) > 1:
+            # (partial: a live input may still be dead at run time, and then
+            # the Merge fires dead only once every input has arrived: it
+            # keeps waiting for the dropped inputs' sources.  When it is
+            # live that wait is one it did not have: a restriction of its
+            # runs, never a new one)
+            late = tuple(ControlIn(i.node) for i, r in zip(n.data_inputs, data)
+                         if r is _DEAD and isinstance(i, DataIn)) if partial else ()
+            controls = controls + late
+            if len(live) > 1 and not partial:
                 raise Undecided(f"Merge {name!r} has {len(live)} live inputs (a choice)")
+            if len(live) > 1:
+                if len(live) < len(data) and (name, 1) in consumed:
+                    raise Undecided(f"Merge {name!r} loses inputs and its value_index is used")
+                keep(n.replace(inputs=_canonical(tuple(i for k, i in enumerate(n.data_inputs)
+                                                       if k in live) + controls)),
+                     [data[k] for k in live])
+                ports.pop((name, 0), None)
+                continue
             if live:
                 k = live[0]
                 r = data[k]
@@ -177,6 +226,9 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
             value_in, pred = data
             v = pred.value
             if not (isinstance(v, Tensor) and v.dtype == "bool" and v.shape == ()):
+                if partial:
+                    keep(n, data)
+                    continue
                 raise Undecided(f"the predicate of Switch {name!r} is not fixed by constants "
                                 f"and the bool feeds given" if v is None else
                                 f"the predicate of Switch {name!r} is not a bool scalar")
@@ -186,23 +238,11 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
             ports[(name, 1 - port)] = _DEAD
             continue
         elif not dead_control and _DEAD not in data:
-            inputs: list[Input] = [r.source for r in data]
-            for r in data:
-                inputs.extend(ControlIn(w) for w in r.waits)
-            nodes[name] = n.replace(inputs=_canonical(inputs + list(controls)))
-            if n.op == "Const":
-                ports[(name, 0)] = _Port(DataIn(name), (), n.attrs["value"])
-            elif n.op not in (VAR, READ, ASSIGN) and all(r.value is not None for r in data):
-                f = fns.lookup(n.op)
-                if f is not None:
-                    try:
-                        results = f.apply([r.value for r in data], n.attrs)
-                    except Exception:  # (no static value; the node stays as it is)
-                        results = ()
-                    for k, value in enumerate(results):
-                        ports[(name, k)] = _Port(DataIn(name, k), (), value)
+            keep(n, data)
             continue
         # a dead node: it waits for every input's source, and does nothing
+        if n.op in LOOP_OPS:
+            raise Undecided(f"{n.op} {name!r} is dead whenever it fires (a loop in a dead branch)")
         waits: list[Input] = []
         for i, r in zip(n.data_inputs, data):
             if r is _DEAD:
