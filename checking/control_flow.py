@@ -60,6 +60,10 @@ from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Count
 PROOF_MAX_CASES = 16
 #: share of the budget the proof may use before the refutation stage
 PROOF_SHARE = 0.6
+#: σ the refutation stage compares in full (fewer when time runs out), and
+#: the most it draws (a σ at which a loop reaches the bound is not compared)
+REFUTE_SIGMAS = 16
+REFUTE_DRAWS = 32
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
 
@@ -197,9 +201,13 @@ class _CFChecker:
         tried = 0
         bound: LoopBoundExceeded | None = None
         budget_outs = 0
-        while self.remaining() > 0.05:
+        draws = 0
+        while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
+            draws += 1
             sigma = next(sigmas)
-            found = self.compare(sigma, self.remaining())
+            # (one σ takes at most a sixth of the budget: a loop run to the
+            # iteration bound at one σ must not take the time of the others)
+            found = self.compare(sigma, min(self.remaining(), max(0.25, self.timeout / 6)))
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"

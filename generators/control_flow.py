@@ -114,7 +114,7 @@ class _Builder:
         self.add(name=f"{lp}/i0", op="Const", value=0, inputs=self.maybe_after())
         self.add(name=f"{lp}/enter", op="Enter", frame_name=frame, inputs=[f"{lp}/i0"],
                  parallel_iterations=d(st.sampled_from((1, 10))))
-        if d(st.integers(0, 3)) == 0:
+        if d(st.integers(0, 5)) == 0:
             self.feeds[f"n{i}"] = {"dtype": "int64", "shape": []}
             limit = f"$n{i}"
         else:
