@@ -207,7 +207,7 @@ class _CFChecker:
             sigma = next(sigmas)
             # (one σ takes at most a sixth of the budget: a loop run to the
             # iteration bound at one σ must not take the time of the others)
-            found = self.compare(sigma, min(self.remaining(), max(0.25, self.timeout / 6)))
+            found = self.compare(sigma, min(self.remaining(), max(0.5, self.timeout / 6)))
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"
