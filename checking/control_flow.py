@@ -62,8 +62,8 @@ PROOF_MAX_CASES = 16
 PROOF_SHARE = 0.6
 #: σ the refutation stage compares in full (fewer when time runs out), and
 #: the most it draws (a σ at which a loop reaches the bound is not compared)
-REFUTE_SIGMAS = 16
-REFUTE_DRAWS = 32
+REFUTE_SIGMAS = 8
+REFUTE_DRAWS = 16
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
 

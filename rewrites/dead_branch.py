@@ -60,5 +60,5 @@ PASS = Pass(
     doc=__doc__,
     function=remove_dead_branches,
     control_flow=True,
-    generator="tfsem.generators.control_flow:control_flow_cases",
+    generator="tfsem.generators.control_flow:cond_cases",
 )

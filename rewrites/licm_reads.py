@@ -46,5 +46,5 @@ PASS = Pass(
     doc=__doc__,
     function=licm_reads,
     control_flow=True,
-    generator="tfsem.generators.control_flow:control_flow_cases",
+    generator="tfsem.generators.control_flow:loop_cases",
 )

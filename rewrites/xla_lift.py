@@ -126,5 +126,5 @@ PASS = Pass(
     doc=__doc__,
     function=xla_lift,
     control_flow=True,
-    generator="tfsem.generators.control_flow:control_flow_cases",
+    generator="tfsem.generators.control_flow:loop_cases",
 )
