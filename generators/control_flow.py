@@ -235,4 +235,69 @@ def cond_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.Search
     return control_flow_cases(max_nodes, observe, kinds=("cond",))
 
 
-__all__ = ["control_flow_programs", "control_flow_cases", "loop_cases", "cond_cases"]
+# ---------------------------------------------------------------------------
+# Families: the control-flow passes' smallest counterexamples
+
+
+def summing_loop(trips: str = "3", read_after: bool = True) -> Program:
+    """i = 0; while i < trips: x += 1; s += Read x (after the add, when
+    `read_after`): s fetched.  `trips` is a constant ("3") or a feed ("$n")."""
+    lim = [{"name": "n", "op": "Const", "value": int(trips)}] if trips.isdigit() else []
+    lim_in = "n" if trips.isdigit() else trips
+    raw = {"format": "tfsem.program/1", "variables": ["x"],
+           "nodes": lim + [
+               {"name": "vx", "op": "Var", "var": "x"},
+               {"name": "i0", "op": "Const", "value": 0},
+               {"name": "s0", "op": "Const", "value": 0},
+               {"name": "enter", "op": "Enter", "frame_name": "L", "inputs": ["i0"]},
+               {"name": "s_enter", "op": "Enter", "frame_name": "L", "inputs": ["s0"]},
+               {"name": "lim", "op": "Enter", "frame_name": "L", "is_constant": True,
+                "inputs": [lim_in]},
+               {"name": "hx", "op": "Enter", "frame_name": "L", "is_constant": True,
+                "inputs": ["vx"]},
+               {"name": "merge", "op": "Merge", "inputs": ["enter", "next"]},
+               {"name": "s_merge", "op": "Merge", "inputs": ["s_enter", "s_next"]},
+               {"name": "less", "op": "Less", "inputs": ["merge", "lim"]},
+               {"name": "cond", "op": "LoopCond", "inputs": ["less"]},
+               {"name": "sw", "op": "Switch", "inputs": ["merge", "cond"]},
+               {"name": "s_sw", "op": "Switch", "inputs": ["s_merge", "cond"]},
+               {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
+               {"name": "k", "op": "Const", "value": 1, "inputs": ["^body"]},
+               {"name": "add", "op": "Assign", "fn": "Add", "inputs": ["hx", "k"]},
+               {"name": "read", "op": "Read",
+                "inputs": ["hx", "^body"] + (["^add"] if read_after else [])},
+               {"name": "s_add", "op": "Add", "inputs": ["s_sw:1", "read"]},
+               {"name": "s_next", "op": "NextIteration", "inputs": ["s_add"]},
+               {"name": "inc", "op": "Add", "inputs": ["body", "k", "^add"]},
+               {"name": "next", "op": "NextIteration", "inputs": ["inc"]},
+               {"name": "exit", "op": "Exit", "inputs": ["sw"]},
+               {"name": "s_exit", "op": "Exit", "inputs": ["s_sw"]}],
+           "outputs": {"s": "s_exit"}}
+    return program_from_json(raw)
+
+
+def licm_reads_witness():
+    """licm-reads' smallest counterexample: a loop of two trips that adds to
+    x and sums its reads (program, feeds, init)."""
+    from tfsem.oracle.values import Tensor
+    return summing_loop("2"), {}, {"x": Tensor(0)}
+
+
+def xla_lift_witness():
+    """xla-lift's smallest counterexample: a loop of zero trips whose body
+    adds to x, beside a Write x := 5, and a Read of x after both, fetched
+    (program, feeds, init)."""
+    from tfsem.oracle.jsonio import program_to_json
+    from tfsem.oracle.values import Tensor
+    raw = program_to_json(summing_loop("0"))
+    raw["nodes"] += [{"name": "vw", "op": "Var", "var": "x"},
+                     {"name": "five", "op": "Const", "value": 5},
+                     {"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["vw", "five"]},
+                     {"name": "vr", "op": "Var", "var": "x"},
+                     {"name": "after", "op": "Read", "inputs": ["vr", "^w", "^exit"]}]
+    raw["outputs"] = {"after": "after"}
+    return program_from_json(raw), {}, {"x": Tensor(0)}
+
+
+__all__ = ["control_flow_programs", "control_flow_cases", "loop_cases", "cond_cases",
+           "summing_loop", "licm_reads_witness", "xla_lift_witness"]
