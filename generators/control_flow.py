@@ -207,7 +207,8 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
 
 
 def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
-                       kinds: tuple[str, ...] = ("cond", "loop")) -> st.SearchStrategy:
+                       kinds: tuple[str, ...] = ("cond", "loop"),
+                       max_blocks: int | None = None) -> st.SearchStrategy:
     """The fuzz loop's generator (campaigns/loop.py: `(max_nodes, observe) ->
     strategy of (program, feeds, init)`) for passes that act on control
     flow: programs of control_flow_programs() and σ of inputs_for()."""
@@ -215,7 +216,8 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
 
     @st.composite
     def case(draw):
-        p = draw(control_flow_programs(max_blocks=3 if max_nodes >= 16 else 2, kinds=kinds,
+        blocks = max_blocks or (3 if max_nodes >= 16 else 2)
+        p = draw(control_flow_programs(max_blocks=blocks, kinds=kinds,
                                        observe_state=observe != "outputs"))
         feeds, init = draw(inputs_for(p))
         return p, feeds, init
@@ -226,7 +228,9 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
 def loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
     """control_flow_cases() with loops (and plain accesses beside them) only:
     the generator of the loop passes (licm, licm-reads, xla-lift)."""
-    return control_flow_cases(max_nodes, observe, kinds=("loop",))
+    # (three blocks: a loop, a racing access and an access after the loop
+    # are what a lifted or hoisted access gets wrong)
+    return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3)
 
 
 def cond_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
