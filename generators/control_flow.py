@@ -44,8 +44,9 @@ def _bool(b: bool) -> dict:
 
 
 class _Builder:
-    def __init__(self, draw, variables: list[str]):
+    def __init__(self, draw, variables: list[str], bounded_trips: bool = False):
         self.draw = draw
+        self.bounded_trips = bounded_trips
         self.variables = variables
         self.nodes: list[dict] = []
         self.outputs: dict[str, str] = {}
@@ -117,6 +118,9 @@ class _Builder:
         if d(st.integers(0, 5)) == 0:
             self.feeds[f"n{i}"] = {"dtype": "int64", "shape": []}
             limit = f"$n{i}"
+            if self.bounded_trips:   # (FloorMod by 4: 0 to 3 trips, still decided by σ)
+                self.add(name=f"{lp}/four", op="Const", value=4)
+                limit = self.add(name=f"{lp}/trips", op="FloorMod", inputs=[limit, f"{lp}/four"])
         else:
             limit = self.add(name=f"{lp}/n", op="Const", value=d(st.integers(0, 3)))
         self.add(name=f"{lp}/lim", op="Enter", frame_name=frame, is_constant=True, inputs=[limit])
@@ -187,16 +191,21 @@ class _Builder:
 
 @st.composite
 def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("cond", "loop"),
-                          observe_state: bool = True) -> Program:
+                          observe_state: bool = True, others: tuple[str, ...] | None = None,
+                          bounded_trips: bool = False) -> Program:
     """Programs with at least one block of `kinds` ("cond", "loop") and up
-    to `max_blocks` blocks in all (see the module docstring)."""
+    to `max_blocks` blocks in all (see the module docstring); the blocks
+    after the first are drawn from `others` (default: `kinds` and "plain").
+    `bounded_trips`: a trip count that is a feed goes through FloorMod by 4
+    (0 to 3 trips; otherwise σ may make a loop reach the iteration bound)."""
     # (one variable two times in three: accesses meet more often)
     variables = [f"x{k}" for k in range(draw(st.sampled_from((1, 2, 1))))]
-    b = _Builder(draw, variables)
+    b = _Builder(draw, variables, bounded_trips)
     first = draw(st.sampled_from(kinds))
     # (a plain access beside a block half the time: the races passes get wrong)
-    others = st.one_of(st.just("plain"), st.sampled_from(kinds + ("plain",)))
-    blocks = [first] + draw(st.lists(others, max_size=max_blocks - 1))
+    later = (st.sampled_from(others) if others else
+             st.one_of(st.just("plain"), st.sampled_from(kinds + ("plain",))))
+    blocks = [first] + draw(st.lists(later, max_size=max_blocks - 1))
     for i, kind in enumerate(blocks):
         getattr(b, kind)(i)
     if not observe_state and not b.outputs:   # (a program observed by outputs only fetches something)
@@ -208,7 +217,8 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
 
 def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
                        kinds: tuple[str, ...] = ("cond", "loop"),
-                       max_blocks: int | None = None) -> st.SearchStrategy:
+                       max_blocks: int | None = None,
+                       others: tuple[str, ...] | None = None) -> st.SearchStrategy:
     """The fuzz loop's generator (campaigns/loop.py: `(max_nodes, observe) ->
     strategy of (program, feeds, init)`) for passes that act on control
     flow: programs of control_flow_programs() and σ of inputs_for()."""
@@ -217,8 +227,8 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
     @st.composite
     def case(draw):
         blocks = max_blocks or (3 if max_nodes >= 16 else 2)
-        p = draw(control_flow_programs(max_blocks=blocks, kinds=kinds,
-                                       observe_state=observe != "outputs"))
+        p = draw(control_flow_programs(max_blocks=blocks, kinds=kinds, others=others,
+                                       observe_state=observe != "outputs", bounded_trips=True))
         feeds, init = draw(inputs_for(p))
         return p, feeds, init
 
@@ -229,8 +239,10 @@ def loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.Search
     """control_flow_cases() with loops (and plain accesses beside them) only:
     the generator of the loop passes (licm, licm-reads, xla-lift)."""
     # (three blocks: a loop, a racing access and an access after the loop
-    # are what a lifted or hoisted access gets wrong)
-    return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3)
+    # are what a lifted or hoisted access gets wrong; one loop: two loops'
+    # iterations interleave, and their outcome sets take long to enumerate)
+    return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3,
+                              others=("plain",))
 
 
 def cond_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:

@@ -261,3 +261,20 @@ def test_a_control_input_of_a_merge_from_a_dead_node_still_orders_it():
     p = program_from_json(raw)
     sp = specialize(p, {})
     assert ControlIn("rf") in sp.program.node["m"].inputs
+
+
+@FEW
+@given(control_flow_programs(max_blocks=2), st.sampled_from(MODES),
+       st.sampled_from(("dead-branch", "licm")))
+def test_sound_passes_add_no_outcome_at_any_sigma_tried(p, mode, name):
+    """The claims of the sound control-flow passes on programs with loops,
+    where the checker proves nothing: every outcome of the rewrite at each σ
+    tried is one of the original's (the reference enumerates both)."""
+    q = get_pass(name)(p)
+    for feeds, init in sigmas(p):
+        try:
+            mine = set(outcome_set(q, feeds, init, mode))
+            theirs = set(outcome_set(p, feeds, init, mode))
+        except BudgetExceeded:
+            continue
+        assert mine <= theirs, (name, mode)
