@@ -202,12 +202,14 @@ class _CFChecker:
         bound: LoopBoundExceeded | None = None
         budget_outs = 0
         draws = 0
+        share = max(0.5, self.timeout / 6)
         while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
             draws += 1
             sigma = next(sigmas)
-            # (one σ takes at most a sixth of the budget: a loop run to the
-            # iteration bound at one σ must not take the time of the others)
-            found = self.compare(sigma, min(self.remaining(), max(0.5, self.timeout / 6)))
+            # (one σ takes at most a sixth of the budget at first: a loop run
+            # to the iteration bound at one σ must not take the time of the
+            # others; twice as long after each σ that ran out of it)
+            found = self.compare(sigma, min(self.remaining(), share))
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"
@@ -217,6 +219,7 @@ class _CFChecker:
                 continue
             if isinstance(found, BudgetExceeded):
                 budget_outs += 1
+                share *= 2
                 continue
             tried += 1
         self.stats.update(tried=tried, budget_outs=budget_outs)

@@ -20,7 +20,9 @@ block one of:
   loop-invariant pure value computed from constant Enters, for code motion
   to move), the counter and the accumulator fetched through Exits;
 * **plain** -- a Read (fetched) or an Assign outside any conditional or
-  loop, racing the others or ordered after one of them by a control edge.
+  loop, racing the others or ordered after one of them by a control edge;
+* **race** -- an Assign outside, ordered with nothing (what lifting a
+  loop's accesses out of it gets wrong).
 
 Names say where a node is (`c0/...`, `l1/...`, `o2/...`), so a shrunk
 counterexample reads like the program.  Programs shrink towards fewer
@@ -173,12 +175,16 @@ class _Builder:
         self.outputs[lp] = f"{lp}/exit"
         self.ends.append(f"{lp}/exit")
 
-    def plain(self, i: int) -> None:
+    def race(self, i: int) -> None:
+        """An Assign beside the other blocks, ordered with none of them."""
+        self.plain(i, write=True, after=[])
+
+    def plain(self, i: int, write: bool | None = None, after: list[str] | None = None) -> None:
         d, o = self.draw, f"o{i}"
         x = d(st.sampled_from(self.variables))
         self.add(name=f"{o}/v", op="Var", var=x)
-        after = self.maybe_after()
-        if d(st.booleans()):
+        after = self.maybe_after() if after is None else after
+        if not write if write is not None else d(st.booleans()):
             self.add(name=f"{o}/r", op="Read", inputs=[f"{o}/v"] + after)
             self.outputs[o] = f"{o}/r"
             self.ends.append(f"{o}/r")
@@ -242,7 +248,7 @@ def loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.Search
     # are what a lifted or hoisted access gets wrong; one loop: two loops'
     # iterations interleave, and their outcome sets take long to enumerate)
     return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3,
-                              others=("plain",))
+                              others=("plain", "race"))
 
 
 def cond_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:

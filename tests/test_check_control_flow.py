@@ -278,3 +278,14 @@ def test_sound_passes_add_no_outcome_at_any_sigma_tried(p, mode, name):
         except BudgetExceeded:
             continue
         assert mine <= theirs, (name, mode)
+
+
+def test_check_command_prints_the_frame_and_iteration_of_each_step(tmp_path, capsys):
+    from tfsem import cli
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(program_to_json(loop())))
+    b.write_text(json.dumps(program_to_json(loop(read_after=False))))
+    code = cli.main(["check", str(a), str(b), "--timeout", "5"])
+    out = capsys.readouterr().out
+    assert code == 1 and out.startswith("unsound: output 's' differs")
+    assert "read@L:0" in out and "confirmed on: oracle, numpy" in out
