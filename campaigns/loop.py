@@ -322,6 +322,12 @@ class FuzzLoop:
         self.checker = checker or CheckPlan(config.checker, concrete_seconds=min(2.0, config.check_timeout))
         #: the steered generator (steer.py), for tfsem's own generator
         self.steering: Steering | None = None
+        if generator is None and config.generator is None:
+            # a pass may name the generator of the programs it acts on (a
+            # control-flow pass: generators/control_flow.py)
+            own = getattr(self.target.fn, "generator", None)
+            if isinstance(own, str) and own:
+                generator = resolve_generator(own)
         if config.steer and generator is None and config.generator is None:
             self.steering = steering or Steering(config.max_nodes, config.observe)
             self.strategy = self.steering.strategy()

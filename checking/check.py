@@ -50,6 +50,7 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
+from .control_flow import check_control_flow
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .sampling import sample_equal
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
@@ -280,16 +281,26 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         return Verdict(INVALID, "the interface differs: " + "; ".join(problems),
                        semantics=semantics, observe=observe,
                        stats={"seconds": round(time.monotonic() - started, 6)})
-    if original.has_control_flow or p2.has_control_flow:   # SPEC section 9 (docs/semantics.md)
-        cf = list(dict.fromkeys(f"{n} ({p.node[n].op})" for p in (original, p2)
-                                for n in p.control_flow_nodes))[:4]
-        seconds = {"seconds": round(time.monotonic() - started, 6)}
+    if original.has_control_flow or p2.has_control_flow:   # SPEC section 9
         if original == p2:   # Outcomes(P, σ) ⊆ Outcomes(P, σ): no exploration needed
             return Verdict(SOUND, "the rewritten program is the original", semantics=semantics,
-                           observe=observe, stats=dict(seconds, path="identical"))
-        return Verdict(UNKNOWN, "the checker does not model control flow (nodes "
-                       + ", ".join(cf) + "); compare outcome sets with `tfsem outcomes`",
-                       semantics=semantics, observe=observe, stats=seconds)
+                           observe=observe, stats={"path": "identical",
+                                                   "seconds": round(time.monotonic() - started, 6)})
+        # proof by cases on the predicates, then refutation by the reference
+        # control-flow engine (checking/control_flow.py); the structural
+        # rule is not applied across frames (docs/checking-control-flow.md)
+        def check_free(q1: Program, q2: Program, seconds: float) -> Verdict:
+            return _check_rewrite(q1, q2, semantics, observe, seconds, minimize=minimize,
+                                  seed=seed, backends=False, structural=structural,
+                                  float_mode=float_mode)
+
+        rng = np.random.default_rng(seed + 2)
+        sigmas = itertools.chain(itertools.islice(_generated_sigmas(original, rng), 2),
+                                 _refute_sigmas(original, rng))
+        with _Z3_LOCK:
+            return check_control_flow(original, p2, semantics, observe, timeout, started,
+                                      check_free=check_free, sigmas=sigmas, minimize=minimize,
+                                      backends=backends, real=real)
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged

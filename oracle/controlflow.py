@@ -421,12 +421,17 @@ class Machine:
         elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):
             results = [data[0]]
         else:
-            results = list(fns.get(n.op).apply(data, n.attrs))
+            results = self.apply_function(n, data)
         for port, value in enumerate(results):
             self._produce(tokens, n.name, port, out_ctx, value)
         self._signal(tokens, n.name, out_ctx, GO)
         return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                        frozenset(dead_exits))
+
+    def apply_function(self, n, data: list) -> list:
+        """A registry function on the node's live data inputs (a subclass runs
+        it on an array backend: backends/controlflow.py)."""
+        return list(fns.get(n.op).apply(data, n.attrs))
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:

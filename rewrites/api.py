@@ -48,6 +48,13 @@ class Pass:
     doc: str
     function: Rewrite = field(repr=False)
     origin: str = "builtin"
+    #: the pass rewrites programs with control flow (SPEC section 9), and
+    #: its claims speak of them; a pass without it refuses such programs
+    control_flow: bool = False
+    #: "module:attribute" of the generator its fuzzing uses (campaigns/loop.py:
+    #: `(max_nodes, observe) -> strategy of (program, feeds, init)`), or None
+    #: for tfsem's own (steered) generator
+    generator: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or any(c.isspace() for c in self.name):
@@ -69,7 +76,7 @@ class Pass:
             raise TypeError(f"pass {self.name}: function {self.function!r} is not callable")
 
     def __call__(self, program: Program) -> Program:
-        if program.has_control_flow:
+        if program.has_control_flow and not self.control_flow:
             # the built-in passes and their claims are about programs without
             # control flow (docs/semantics.md): refuse rather than rewrite wrongly
             raise ProgramError([Violation("program", "control-flow",
@@ -98,7 +105,8 @@ class Pass:
 
     def to_json(self) -> dict:
         return {"name": self.name, "description": self.description,
-                "claims": self.claims_json(), "origin": self.origin, "doc": self.doc}
+                "claims": self.claims_json(), "origin": self.origin, "doc": self.doc,
+                "control_flow": self.control_flow}
 
 
 def claims(atomic: tuple[str, str], decomposed: tuple[str, str]) -> dict[tuple[str, str], str]:

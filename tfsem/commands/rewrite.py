@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     except PassNotFound as exc:
         raise UsageError(str(exc)) from None
     program = load_from_args(args.program, args)
-    if program.has_control_flow:   # the passes refuse it (docs/semantics.md)
+    if program.has_control_flow and not rewrite.control_flow:   # the others refuse it (docs/semantics.md)
         raise UsageError(f"pass {rewrite.name!r} does not handle control flow (nodes "
                          f"{', '.join(program.control_flow_nodes[:5])})")
     from tfsem.oracle.explore import BudgetExceeded

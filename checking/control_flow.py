@@ -1,0 +1,331 @@
+"""Verdicts on programs with control flow (SPEC section 9; docs/checking-control-flow.md).
+
+Two stages, in this order, inside the check's time budget:
+
+1. **Proof by cases on the predicates** (loop-free programs only).  When
+   neither program has a loop and every Switch predicate is decided by
+   constants and bool scalar feeds (at most PROOF_MAX_CASES combinations),
+   each combination β of those feeds makes both programs equivalent to
+   programs *without* control flow (oracle/deadness.py, argued there and
+   tested against the reference semantics).  σ ranges over the product of β
+   and the rest, so the rewrite is sound iff it is sound in every case: each
+   case is checked by the checker for programs without control flow (Z3,
+   structural rule included: it is valid there).  A case found unsound gives
+   a σ that is confirmed on the programs with control flow before it counts.
+   A fetch dead in one program and live in the other in some case is a
+   difference at every σ of that case.
+2. **Refutation by the reference control-flow engine.**  σ drawn as the
+   other stages draw them (all zeros, all ones, then small values alternating
+   with random and edge values; variables uninitialized a quarter of the
+   time); at each, Outcomes(P, σ) and Outcomes(P', σ) are enumerated by the
+   reference semantics of oracle/controlflow.py and compared.  An outcome of
+   P' missing from P's is a counterexample: its schedule names
+   `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
+   one; it is replayed on numpy (backends/controlflow.py) when it can be.
+   A σ at which a loop reaches the iteration bound is not compared: if no
+   counterexample is found, the answer is `unknown` naming the loop and the
+   bound (never `sound`, never a comparison of truncated sets).
+
+Without a proof and without a counterexample the answer is
+`no-counterexample` with the number of σ compared, never `sound`.  Loops are
+never proved (`no-counterexample` or `unknown`).
+
+The structural rule (checking/structural.py) is not applied to programs with
+control flow: its argument maps each node's one firing in P' to one firing
+in P, and with control flow a node fires once per execution context, dead or
+live, a number of times that depends on σ (docs/checking-control-flow.md).
+It does apply, inside stage 1, to the cases, which have no control flow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from tfsem.oracle.controlflow import LoopBoundExceeded
+from tfsem.oracle.deadness import Undecided, predicate_feeds, specialize
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.program import ASSIGN, READ, Program
+from tfsem.oracle.values import Tensor, Value
+
+from . import minimize as mini
+from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample, Verdict,
+                      cause_of)
+
+#: at most this many combinations of predicate feeds are proved case by case
+PROOF_MAX_CASES = 16
+#: share of the budget the proof may use before the refutation stage
+PROOF_SHARE = 0.6
+#: σ the refutation stage compares in full (fewer when time runs out), and
+#: the most it draws (a σ at which a loop reaches the bound is not compared)
+REFUTE_SIGMAS = 8
+REFUTE_DRAWS = 16
+#: original outcomes listed in a counterexample
+LIST_LIMIT = 100
+
+Sigma = tuple[dict[str, Value], dict[str, Value]]
+#: checks a rewrite of programs without control flow: (P, P', seconds) -> Verdict
+FreeChecker = Callable[[Program, Program, float], Verdict]
+
+
+@dataclass
+class _Found:
+    feeds: dict[str, Value]
+    init: dict[str, Value]
+    schedule: list[str]
+    outcome: Outcome
+    original: OutcomeSet
+
+
+def check_control_flow(p: Program, p2: Program, semantics: str, observe: str, timeout: float,
+                       started: float, *, check_free: FreeChecker, sigmas: Iterator[Sigma],
+                       minimize: bool = True, backends: bool = True, real: bool = False,
+                       max_iterations: int | None = None) -> Verdict:
+    """The verdict on P -> P' when either has control flow (both valid, with
+    the same interface: check.py has checked that).  `check_free` is the
+    checker of programs without control flow; `sigmas` the σ to try."""
+    c = _CFChecker(p, p2, semantics, observe, timeout, started, check_free, minimize, backends,
+                   real, max_iterations)
+    return c.run(sigmas)
+
+
+class _CFChecker:
+    def __init__(self, p, p2, semantics, observe, timeout, started, check_free, minimize,
+                 backends, real, max_iterations):
+        self.p, self.p2 = p, p2
+        self.semantics, self.observe = semantics, observe
+        self.timeout, self.started = timeout, started
+        self.deadline = started + timeout
+        self.check_free = check_free
+        self.minimize, self.backends, self.real = minimize, backends, real
+        self.max_iterations = max_iterations
+        self.stats: dict = {"path": "control-flow", "cases": 0, "cases_proved": 0}
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def verdict(self, kind: str, reason: str, **kw) -> Verdict:
+        self.stats["seconds"] = round(time.monotonic() - self.started, 6)
+        if kind == UNKNOWN:
+            self.stats["cause"] = cause_of(reason)
+        return Verdict(kind, reason, semantics=self.semantics, observe=self.observe,
+                       stats=self.stats, **kw)
+
+    # -- the pipeline ----------------------------------------------------------
+
+    def run(self, sigmas: Iterator[Sigma]) -> Verdict:
+        self.sigmas = sigmas
+        proof = self.prove()
+        if isinstance(proof, Verdict):
+            return proof
+        self.stats["no_proof"] = proof
+        if self.real:
+            # (the reference engine computes in IEEE arithmetic: no evidence over the reals)
+            return self.verdict(UNKNOWN, f"no proof over the reals (--float real): {proof}; the "
+                                         "control-flow engine computes in IEEE arithmetic")
+        return self.refute(sigmas, proof)
+
+    # -- stage 1: a proof by cases on the predicates ----------------------------
+
+    def prove(self) -> "Verdict | str":
+        """A verdict (sound, or a confirmed unsound), or why there is no proof."""
+        try:
+            feeds = sorted(predicate_feeds(self.p) | predicate_feeds(self.p2))
+            if 2 ** len(feeds) > PROOF_MAX_CASES:
+                return (f"the Switch predicates depend on {len(feeds)} bool feeds "
+                        f"({2 ** len(feeds)} cases, limit {PROOF_MAX_CASES})")
+            cases = [dict(zip(feeds, bits))
+                     for bits in itertools.product((False, True), repeat=len(feeds))]
+            specialized = [(beta, specialize(self.p, beta), specialize(self.p2, beta))
+                           for beta in cases]
+        except Undecided as exc:
+            return f"no proof by cases on the predicates: {exc}"
+        self.stats["cases"] = len(cases)
+        budget = PROOF_SHARE * self.remaining()
+        for k, (beta, s1, s2) in enumerate(specialized):
+            case = ", ".join(f"{f} = {str(b).lower()}" for f, b in beta.items()) or "the constants"
+            if s1.dead_outputs != s2.dead_outputs:
+                found = self.case_difference(beta)
+                if found is not None:
+                    self.stats["path"] = "control-flow/cases"
+                    return self.unsound(found, f"in the case {case} a fetch is dead in one "
+                                               "program and live in the other")
+                return f"the case {case}: a fetch is dead in one program only, not confirmed"
+            q1 = _without_outputs(s1.program, s1.dead_outputs)
+            q2 = _without_outputs(s2.program, s2.dead_outputs)
+            seconds = budget / (len(specialized) - k)
+            t0 = time.monotonic()
+            v = self.check_free(q1, q2, max(0.2, min(seconds, self.remaining())))
+            budget -= time.monotonic() - t0
+            if v.verdict == SOUND:
+                self.stats["cases_proved"] += 1
+                continue
+            if v.verdict == UNSOUND and v.counterexample is not None:
+                cx = v.counterexample
+                sigma = ({**cx.feeds, **{f: Tensor(b, "bool") for f, b in beta.items()}},
+                         dict(cx.init))
+                found = self.compare(sigma, max(0.2, self.remaining() / 2))
+                if isinstance(found, _Found):
+                    self.stats["path"] = "control-flow/cases"
+                    return self.unsound(found, f"found in the case {case} (the programs without "
+                                               "control flow that case makes), confirmed on the "
+                                               "programs with control flow")
+                return f"the case {case}: a counterexample of the case was not confirmed"
+            if v.verdict == INVALID:   # (a specialization the checker refused: no proof)
+                return f"the case {case}: {v.reason}"
+            return f"the case {case}: {v.verdict} ({v.reason})"
+        self.stats["path"] = "control-flow/cases"
+        n = len(specialized)
+        how = (f"by cases on the bool feeds {', '.join(feeds)} ({n} cases)" if feeds else
+               "with every Switch predicate a constant")
+        return self.verdict(SOUND, f"proved for every σ {how}: in each case both programs are "
+                                   "programs without control flow (dead branches fixed), and the "
+                                   "rewrite of those is proved sound")
+
+    def case_difference(self, beta: dict[str, bool]) -> "_Found | None":
+        """A σ of the case β at which the programs differ (a dead fetch)."""
+        for sigma in itertools.islice(self.sigmas, 8):
+            feeds = {**sigma[0], **{f: Tensor(b, "bool") for f, b in beta.items()}}
+            found = self.compare((feeds, sigma[1]), max(0.1, self.remaining() / 4))
+            if isinstance(found, _Found):
+                return found
+        return None
+
+    # -- stage 2: refutation by the reference engine ----------------------------
+
+    def refute(self, sigmas: Iterator[Sigma], no_proof: str) -> Verdict:
+        tried = 0
+        bound: LoopBoundExceeded | None = None
+        budget_outs = 0
+        draws = 0
+        share = max(0.5, self.timeout / 6)
+        while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
+            draws += 1
+            sigma = next(sigmas)
+            # (one σ takes at most a sixth of the budget at first: a loop run
+            # to the iteration bound at one σ must not take the time of the
+            # others; twice as long after each σ that ran out of it)
+            found = self.compare(sigma, min(self.remaining(), share))
+            if isinstance(found, _Found):
+                self.stats["tried"] = tried
+                self.stats["path"] = "control-flow/refute"
+                return self.unsound(found, "found by the reference control-flow engine")
+            if isinstance(found, LoopBoundExceeded):
+                bound = bound or found
+                continue
+            if isinstance(found, BudgetExceeded):
+                budget_outs += 1
+                share *= 2
+                continue
+            tried += 1
+        self.stats.update(tried=tried, budget_outs=budget_outs)
+        if bound is not None:
+            return self.verdict(UNKNOWN, f"{bound}; {tried} other σ compared, none shows a "
+                                         f"difference ({no_proof})", tried=tried)
+        if tried == 0:
+            return self.verdict(UNKNOWN, f"the time budget ({self.timeout:g} s) ran out before "
+                                         f"any σ was compared ({no_proof})", tried=0)
+        return self.verdict(NO_COUNTEREXAMPLE,
+                            f"no proof ({no_proof}); {tried} σ compared in full by the reference "
+                            f"control-flow engine, none shows a difference", tried=tried)
+
+    def compare(self, sigma: Sigma, seconds: float) -> "_Found | BudgetExceeded | None":
+        """Outcomes(P', σ) ⊆ Outcomes(P, σ)?  A counterexample, the budget
+        that ran out, or None (no difference at σ)."""
+        feeds, init = sigma
+        stop = time.monotonic() + max(0.05, seconds)
+        try:
+            original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
+                                   max_seconds=max(0.05, stop - time.monotonic()),
+                                   max_iterations=self.max_iterations)
+            rewritten = outcome_set(self.p2, feeds, init, self.semantics, self.observe,
+                                    max_seconds=max(0.05, stop - time.monotonic()),
+                                    max_iterations=self.max_iterations)
+        except BudgetExceeded as exc:
+            return exc
+        for outcome, schedule in rewritten.items():
+            if outcome not in original:
+                return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
+        return None
+
+    # -- the verdict ------------------------------------------------------------
+
+    def unsound(self, found: _Found, how: str) -> Verdict:
+        if self.minimize:
+            found = self.minimized(found)
+        original = list(found.original.as_dict(LIST_LIMIT).items())
+        count = found.original.count
+        all_original = [o for o, _ in original] if count <= LIST_LIMIT else \
+            list(found.original.as_dict(100_000))
+        differs = found.outcome.first_difference(all_original)
+        confirmed = ["oracle"] + self.replay(found)
+        cx = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
+                            [(o, list(w)) for o, w in original], count,
+                            key_steps(self.p2, found.schedule))
+        where = next(iter(differs.items())) if differs else None
+        reason = (f"{how}: the rewritten program's outcome is not among the original's {count} "
+                  f"outcome{'s' if count != 1 else ''} at this σ")
+        if where:
+            reason += f"; first difference: {where[0]} {where[1]!r}"
+        return self.verdict(UNSOUND, reason, differs=differs, counterexample=cx,
+                            tried=self.stats.get("tried", 0), confirmed=confirmed)
+
+    def minimized(self, found: _Found) -> _Found:
+        deadline = min(self.deadline, time.monotonic() + max(0.3, 0.1 * self.timeout))
+        best = found
+
+        def confirm(sigma: Sigma) -> bool:
+            nonlocal best
+            result = self.compare(sigma, max(0.05, deadline - time.monotonic()))
+            if isinstance(result, _Found):
+                best = result
+                return True
+            return False
+
+        mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+        return best
+
+    def replay(self, found: _Found) -> list[str]:
+        """The counterexample's schedule of P' replayed on numpy
+        (backends/controlflow.py): its outcome must be the oracle's."""
+        if not self.backends:
+            return []
+        try:
+            from tfsem.backends.controlflow import replay_outcome
+            outcome = replay_outcome(self.p2, found.feeds, found.init, found.schedule,
+                                     self.semantics, self.observe, self.max_iterations)
+        except Exception as exc:  # a backend failure must not lose the verdict
+            self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
+            return []
+        if outcome != found.outcome:
+            self.stats["backends"] = "numpy gave another outcome on this schedule"
+            return []
+        return ["numpy"]
+
+
+def key_steps(p: Program, schedule: list[str]) -> list[str]:
+    """The steps of a schedule that access a variable (a Merge's choice
+    `m[k]` and the frame suffix `@F:i` stripped to find the node)."""
+    out = []
+    for s in schedule:
+        name = s.partition("@")[0]
+        if name not in p.node and "[" in name:
+            name = name[:name.rindex("[")]
+        n = p.node.get(name)
+        if n is not None and n.op in (READ, ASSIGN):
+            out.append(s)
+    return out
+
+
+def _without_outputs(p: Program, names) -> Program:
+    if not names:
+        return p
+    return Program(p.variables, p.nodes, {k: v for k, v in p.outputs.items() if k not in names},
+                   p.feeds)
+
+
+__all__ = ["check_control_flow", "key_steps", "PROOF_MAX_CASES"]
