@@ -175,6 +175,9 @@ class MlirTarget:
                       "tensorflow": _g.tensorflow().__version__}
         if record.kind == "unsound" and record.rewritten is not None:
             info.update(both_modes(record.original, record.rewritten, record.observe))
+            v = info["verdicts"]
+            record.message += (f" [{info['finding_kind']}: {v['atomic']} atomic, "
+                               f"{v['decomposed']} decomposed]")
         given = (record.detail or {}).get(GIVEN)
         if given is None:
             return {"mlir": dict(info, error="the generated program was not kept")}
