@@ -51,9 +51,18 @@ CLUSTER_PREFIX = "mlir-cluster:"
 #: the generator the MLIR targets use unless --generator is given: programs
 #: tfsem exports (the Grappler generator's)
 GENERATOR = "tfsem.generators.grappler:mixed_strategy"
-#: an empty module, to find a pipeline TensorFlow refuses before a campaign
-EMPTY_MODULE = ("module {\n  func.func @main() {\n    tf_executor.graph {\n"
-                "      tf_executor.fetch\n    }\n    return\n  }\n}\n")
+#: a module of one constant, to find a pipeline TensorFlow refuses before a
+#: campaign (with a `tf` op: a pass that creates one needs the dialect loaded)
+EMPTY_MODULE = """module {
+  func.func @main() -> tensor<i64> {
+    %0 = tf_executor.graph {
+      %c, %ctl = tf_executor.island wraps "tf.Const"() <{value = dense<0> : tensor<i64>}> : () -> tensor<i64>
+      tf_executor.fetch %c : tensor<i64>
+    }
+    return %0 : tensor<i64>
+  }
+}
+"""
 
 CLAIMS = {("atomic", "outputs+state"): "sound", ("atomic", "outputs"): "sound",
           ("decomposed", "outputs+state"): "sound", ("decomposed", "outputs"): "sound"}
