@@ -36,15 +36,13 @@ finding of its own kind: `evidence` checks every unsound finding in both
 semantics modes and names it `executor-only` (unsound atomic, not unsound
 decomposed) or `both-semantics` (docs/mlir.md).
 
-TensorFlow is imported when this module is imported (before the sandbox's
-memory cap), as campaigns/tensorflow_target.py does.
+TensorFlow is imported when a target is made (`MlirTarget()`: in the
+sandbox, before its memory cap), not when this module is imported.
 """
 
 from __future__ import annotations
 
 from tfsem.graphdef import grappler as _g
-
-_g.tensorflow()   # at import time, before the sandbox's memory cap
 
 PREFIX = "mlir:"
 CLUSTER_PREFIX = "mlir-cluster:"
@@ -130,6 +128,8 @@ class MlirTarget:
     initialized_only = True
 
     def __init__(self, pipeline: str, cluster: bool = False):
+        _g.tensorflow()     # now: in the sandbox, before its memory cap
+        from tensorflow.python import pywrap_mlir  # noqa: F401,PLC0415
         self.pipeline = pipeline
         self.cluster = cluster
         self.name = (CLUSTER_PREFIX if cluster else PREFIX) + pipeline
@@ -179,7 +179,7 @@ class MlirTarget:
         (`executor-only` or `both-semantics`)."""
         from tfsem.graphdef.mlir_tf import run_pipeline  # noqa: PLC0415
         from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
-        from .tensorflow_target import GIVEN  # noqa: PLC0415
+        from .loop import GIVEN  # noqa: PLC0415
         info: dict = {"pipeline": self.pipeline, "cluster": self.cluster,
                       "tensorflow": _g.tensorflow().__version__}
         if record.kind == "unsound" and record.rewritten is not None:

@@ -114,7 +114,11 @@ def resolve_pass(spec: str) -> Target:
     if spec == "grappler" or spec.startswith("grappler:"):
         spec = _grappler_spec(spec)   # TensorFlow's Grappler (campaigns/tensorflow_target.py)
     if _is_mlir(spec):                # an MLIR pipeline (campaigns/mlir_target.py)
-        obj = _mlir_target_module(spec).target(spec)
+        from tfsem.graphdef import grappler
+        try:
+            obj = _mlir_target_module(spec).target(spec)
+        except grappler.TensorFlowMissing:
+            raise PassNotFound(f"{spec!r} {grappler.INSTALL_HINT}") from None
         return Target(spec, obj.name, obj.description, _normalize_claims(obj.claims), obj,
                       prepare=obj.prepare, evidence=obj.evidence,
                       initialized_only=obj.initialized_only)
@@ -175,9 +179,8 @@ def _is_mlir(name: str) -> bool:
 
 
 def _mlir_target_module(name: str):
-    """campaigns/mlir_target.py, imported (PassNotFound naming the extra to
-    install when TensorFlow cannot be imported)."""
-    _tensorflow_target(name)
+    """campaigns/mlir_target.py (importing it does not import TensorFlow;
+    making a target does, and says which extra to install when missing)."""
     return importlib.import_module(f"{__package__}.mlir_target")
 
 
