@@ -167,9 +167,10 @@ class MlirTarget:
         except Exception as exc:  # noqa: BLE001 - TensorFlow's error: the finding
             raise MlirPipelineFailed(f"{type(exc).__name__}: {exc}"[:2000]) from None
         try:
-            return read(out, "output.mlir")
+            after = read(out, "output.mlir")
         except ProgramError as exc:
             raise MlirResultNotRead("; ".join(str(v) for v in exc.violations)[:2000]) from None
+        return keep_variables(read(text, "input.mlir"), after)
 
     def evidence(self, record) -> dict:
         """{"mlir": {...}}: the pipeline, TensorFlow's version, the module
@@ -199,6 +200,31 @@ class MlirTarget:
             if run.message:
                 info["message"] = run.message
         return {"mlir": info}
+
+
+def keep_variables(before, after):
+    """`after` with every variable of `before` it no longer declares declared
+    again (a `Var` node named `tfsem_declared/VAR`).  A pass may delete a
+    `VarHandleOp` nothing uses any more (the standard pipeline does); a handle
+    has no effect, so the program is the same, and its interface keeps the
+    variable, whose final value is then its initial one.  A pass that deletes
+    a handle *with* its reads and writes is judged on what they did."""
+    from tfsem.oracle.jsonio import program_from_json, program_to_json  # noqa: PLC0415
+    missing = [v for v in before.variables if v not in after.variables]
+    if not missing:
+        return after
+    b, a = program_to_json(before), program_to_json(after)
+    declared = b.get("variables") or {}
+    if isinstance(declared, dict):      # with their types: keep them typed
+        have = a.get("variables") or {}
+        if not isinstance(have, dict):
+            have = {v: declared.get(v, {}) for v in have}
+        a["variables"] = {**have, **{v: declared[v] for v in missing}}
+    else:
+        a["variables"] = list(a.get("variables") or []) + missing
+    a["nodes"] = list(a["nodes"]) + [{"name": f"tfsem_declared/{v}", "op": "Var", "var": v}
+                                     for v in missing]
+    return program_from_json(a)
 
 
 def both_modes(original: dict, rewritten: dict, observe: str, timeout: float = 20.0) -> dict:

@@ -78,6 +78,30 @@ def test_sinks_are_the_nodes_nothing_consumes():
     assert sinks(graph, ["out:0", "w2"]) == []
 
 
+def test_a_variable_whose_unused_handle_a_pass_deleted_stays_declared():
+    """The standard pipeline deletes a VarHandleOp nothing uses: the program
+    is the same (a handle has no effect), so the variable stays in the
+    interface, with its type, and the check says sound (it said `invalid`,
+    "variable 'x0' is missing from the rewrite", before)."""
+    from tfsem.campaigns.mlir_target import keep_variables
+    from tfsem.checking import check_case
+    from tfsem.oracle.jsonio import Case, program_to_json
+    before = program_from_json({
+        "format": "tfsem.program/1", "variables": {"x0": {"dtype": "float32", "shape": []}},
+        "nodes": [{"name": "h", "op": "Var", "var": "x0"},
+                  {"name": "c", "op": "Const", "value": 0, "inputs": ["^h"]}],
+        "outputs": {"t": "c"}})
+    after = program_from_json({"format": "tfsem.program/1", "variables": [],
+                               "nodes": [{"name": "c", "op": "Const", "value": 0}],
+                               "outputs": {"t": "c"}})
+    kept = keep_variables(before, after)
+    assert kept.variables == before.variables
+    assert keep_variables(before, before) is before
+    v = check_case(Case(before, program_to_json(kept)), timeout=20, semantics="atomic",
+                   observe="outputs+state")
+    assert v.verdict == "sound", v.reason
+
+
 def test_target_names_split_into_pipeline_and_cluster():
     from tfsem.campaigns.targets import TARGET_NAMES
     assert "mlir:PIPELINE" in TARGET_NAMES and "mlir-cluster:PIPELINE" in TARGET_NAMES
