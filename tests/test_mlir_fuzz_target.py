@@ -176,29 +176,90 @@ def test_decomposition_beside_a_concurrent_assign_add_is_an_executor_only_findin
     assert decomposed.stats.sound + decomposed.stats.no_counterexample == 1
 
 
+#: the write-back that lifting sinks after the cluster is not ordered before
+#: an AssignSub outside that consumes a read the cluster made after its write
+WRITE_BACK_RACE = {
+    "format": "tfsem.program/1", "variables": ["x"],
+    "nodes": [{"name": "h", "op": "Var", "var": "x"},
+              {"name": "r0", "op": "Read", "inputs": ["h"]},
+              {"name": "a", "op": "Assign", "fn": "Add", "inputs": ["h", "r0"]},
+              {"name": "r", "op": "Read", "inputs": ["h", "^a"]},
+              {"name": "s", "op": "Assign", "fn": "Sub", "inputs": ["h", "r"]}],
+    "outputs": {},
+}
+
+#: each AssignSub's operand is a read of x in another island: the decomposed
+#: read of x does not wait for it
+READ_BEFORE_OPERAND = {
+    "format": "tfsem.program/1", "variables": ["x"],
+    "nodes": [{"name": "h", "op": "Var", "var": "x"},
+              {"name": "r1", "op": "Read", "inputs": ["h"]},
+              {"name": "s1", "op": "Assign", "fn": "Sub", "inputs": ["h", "r1"]},
+              {"name": "r2", "op": "Read", "inputs": ["h"]},
+              {"name": "s2", "op": "Assign", "fn": "Sub", "inputs": ["h", "r2"]}],
+    "outputs": {},
+}
+
+
 @needs_tf
-def test_lifting_a_cluster_that_reaches_one_variable_through_two_handles_is_unsound():
-    """A finding of the campaigns (docs/mlir.md): in a cluster, AssignAdd
-    through one VarHandleOp of x, then a read through another.
-    `tf-resource-op-lifting` hoists the read above the cluster (it sees two
-    resources), so the read returns x before the update: unsound in both
-    modes."""
+@pytest.mark.parametrize("program,pipeline,span,observe", [
+    # A: a read through a second VarHandleOp of x is hoisted above the
+    # cluster's AssignAdd through the first (two resources to the pass)
+    (TWO_HANDLES, "tf-resource-op-lifting", (0, 1), "outputs"),
+    # B: the write-back races with a consumer of the cluster's result
+    (WRITE_BACK_RACE, "tf-device-decompose-resource-ops-in-cluster,tf-resource-op-lifting",
+     (0, 2), "outputs+state"),
+    # C: decomposition reads the variable before the update's operand exists
+    (READ_BEFORE_OPERAND, "func.func(tf-device-decompose-resource-ops)", None,
+     "outputs+state"),
+], ids=["A-two-handles", "B-write-back-race", "C-read-before-operand"])
+def test_the_campaigns_findings_are_unsound_in_both_modes(program, pipeline, span, observe):
+    """The three kinds of both-semantics finding of the campaigns
+    (docs/mlir.md, "A campaign over ten pipelines"), each as a 5-node
+    program: exported, imported by TensorFlow, a cluster over the given span
+    of resource accesses, the pipeline, both modules read back and checked
+    in both modes."""
+    from tensorflow.python import pywrap_mlir
+
     from tfsem.campaigns.mlir_target import both_modes, read, sinks
     from tfsem.graphdef.exporter import export_graph
     from tfsem.graphdef.mlir_cluster import wrap_cluster
     from tfsem.graphdef.mlir_tf import import_graph_def
     from tfsem.graphdef.proto import encode
     from tfsem.oracle.jsonio import program_to_json
-    from tensorflow.python import pywrap_mlir
-    program = program_from_json(TWO_HANDLES)
-    graph = export_graph(program)
-    text = import_graph_def(encode("GraphDef", graph), ["out"], sinks(graph, ["out"]))
-    text = wrap_cluster(text, (0, 1))
-    out = pywrap_mlir.experimental_run_pass_pipeline(text, "tf-resource-op-lifting", False)
+    p = program_from_json(program)
+    graph = export_graph(p)
+    outs = list(p.outputs)
+    text = import_graph_def(encode("GraphDef", graph), outs, sinks(graph, outs))
+    if span is not None:
+        text = wrap_cluster(text, span)
+    out = pywrap_mlir.experimental_run_pass_pipeline(text, pipeline, False)
     before, after = read(text, "input.mlir"), read(out, "output.mlir")
-    verdict = both_modes(program_to_json(before), program_to_json(after), "outputs")
+    verdict = both_modes(program_to_json(before), program_to_json(after), observe)
     assert verdict == {"verdicts": {"atomic": "unsound", "decomposed": "unsound"},
                        "finding_kind": "both-semantics"}
+
+
+@needs_tf
+def test_lifting_alone_leaves_an_undecomposed_assign_add_in_the_cluster():
+    """Without decomposition first, lifting keeps the AssignAdd in the
+    cluster (it lifts only reads and writes): B's program is then sound."""
+    from tensorflow.python import pywrap_mlir
+
+    from tfsem.campaigns.mlir_target import both_modes, read, sinks
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.mlir_cluster import wrap_cluster
+    from tfsem.graphdef.mlir_tf import import_graph_def
+    from tfsem.graphdef.proto import encode
+    from tfsem.oracle.jsonio import program_to_json
+    graph = export_graph(program_from_json(WRITE_BACK_RACE))
+    text = wrap_cluster(import_graph_def(encode("GraphDef", graph), [], sinks(graph, [])),
+                        (0, 2))
+    out = pywrap_mlir.experimental_run_pass_pipeline(text, "tf-resource-op-lifting", False)
+    assert "tf.AssignAddVariableOp" in out
+    verdict = both_modes(program_to_json(read(text, "i")), program_to_json(read(out, "o")),
+                         "outputs+state")
+    assert verdict["verdicts"] == {"atomic": "sound", "decomposed": "sound"}
 
 
 @needs_tf
