@@ -113,6 +113,15 @@ def resolve_pass(spec: str) -> Target:
         raise PassNotFound(f"a pass is a name or module:attribute, got {spec!r}")
     if spec == "grappler" or spec.startswith("grappler:"):
         spec = _grappler_spec(spec)   # TensorFlow's Grappler (campaigns/tensorflow_target.py)
+    if _is_mlir(spec):                # an MLIR pipeline (campaigns/mlir_target.py)
+        from tfsem.graphdef import grappler
+        try:
+            obj = _mlir_target_module(spec).target(spec)
+        except grappler.TensorFlowMissing:
+            raise PassNotFound(f"{spec!r} {grappler.INSTALL_HINT}") from None
+        return Target(spec, obj.name, obj.description, _normalize_claims(obj.claims), obj,
+                      prepare=obj.prepare, evidence=obj.evidence,
+                      initialized_only=obj.initialized_only)
     reg = _registry()
     obj = None
     if reg is not None and hasattr(reg, "get_pass"):
@@ -142,8 +151,8 @@ def resolve_pass(spec: str) -> Target:
 
 
 #: `tfsem fuzz --target NAME` / `tfsem verify --target NAME`: TensorFlow's own
-#: optimizers (campaigns/tensorflow_target.py)
-TARGET_NAMES = ("grappler", "grappler:OPTIMIZER", "xla")
+#: optimizers (campaigns/tensorflow_target.py, campaigns/mlir_target.py)
+TARGET_NAMES = ("grappler", "grappler:OPTIMIZER", "xla", "mlir:PIPELINE", "mlir-cluster:PIPELINE")
 
 
 def target_spec(name: str) -> str:
@@ -156,8 +165,46 @@ def target_spec(name: str) -> str:
         return name
     if name == "xla":
         return f"{_tensorflow_target('xla').__name__}:xla_target"
+    if _is_mlir(name):
+        _check_pipeline(name)
+        return name
     raise PassNotFound(f"unknown target {name!r} (targets: grappler, grappler:OPTIMIZER with "
-                       "OPTIMIZER one of " + ", ".join(_optimizer_names()) + "; xla)")
+                       "OPTIMIZER one of " + ", ".join(_optimizer_names()) + "; xla; "
+                       "mlir:PIPELINE or mlir-cluster:PIPELINE with an MLIR pass pipeline "
+                       "as tf-opt takes it)")
+
+
+def _is_mlir(name: str) -> bool:
+    return name.startswith("mlir:") or name.startswith("mlir-cluster:")
+
+
+def _mlir_target_module(name: str):
+    """campaigns/mlir_target.py (importing it does not import TensorFlow;
+    making a target does, and says which extra to install when missing)."""
+    return importlib.import_module(f"{__package__}.mlir_target")
+
+
+def _check_pipeline(name: str) -> None:
+    """PassNotFound with TensorFlow's message when the pipeline of
+    `mlir:PIPELINE` is empty, or TensorFlow refuses it (or dies of it) on an
+    empty module: run in a child process, as a wrongly nested pass aborts
+    the process."""
+    from tfsem.graphdef.mlir_tf import run_pipeline
+    pipeline = name.partition(":")[2]
+    if not pipeline.strip():
+        raise PassNotFound(f"{name!r}: no pipeline (write it as tf-opt takes it, e.g. "
+                           "mlir:func.func(tf-executor-island-coarsening))")
+    mod = _mlir_target_module(name)
+    run = run_pipeline(pipeline, mlir_text=mod.EMPTY_MODULE, timeout=600.0)
+    if run.status == "no-tensorflow":
+        from tfsem.graphdef import grappler
+        raise PassNotFound(f"{name!r} {grappler.INSTALL_HINT}")
+    if run.status != "ok":
+        first = (run.message or run.status).strip().splitlines()
+        raise PassNotFound(f"TensorFlow does not run the pipeline {pipeline!r} "
+                           f"({run.status}: {first[0] if first else run.status}"
+                           + ("; a pass that runs on functions is written "
+                              "func.func(PASS)" if run.status == "crash" else "") + ")")
 
 
 def _optimizer_names() -> list[str]:

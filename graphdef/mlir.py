@@ -1041,6 +1041,9 @@ class _Lowerer:
         if isinstance(v, float):
             return {"f": v}
         if isinstance(v, str):
+            m = re.fullmatch(r"tfdtype\$(DT_[A-Z0-9_]+)", v)
+            if m:   # a type written as a string, as older TensorFlow printed it
+                return {"type": m.group(1)}
             return {"s": v.encode("utf-8")}
         if isinstance(v, Dense):
             return {"tensor": self.tensor_proto(op, key, v)}

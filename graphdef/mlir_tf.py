@@ -177,6 +177,52 @@ def _dtype_name(enum: int) -> str:
     return types_pb2.DataType.Name(enum)
 
 
+def import_graph_def(data: bytes, outputs: list[str], targets: list[str] = ()) -> str:
+    """A serialized GraphDef as a `tf_executor` module (MLIR text), imported
+    *in this process* by TensorFlow's `ImportGraphDef`: pruned first to what
+    `outputs` and `targets` need (Session.run's pruning; with neither,
+    whole), its Placeholders the arguments of `@main`, `outputs` its
+    results.  ImportGraphDef takes no control outputs, so a target `T` is
+    fetched as `T/_tfsem_target`, an int64 constant 0 with a control edge
+    from `T` (else graph pruning may delete T, which nothing fetches).
+    Imports TensorFlow; importing a graph does not run MLIR passes, so it is
+    safe in a process that must not die (`tfsem fuzz --target mlir:...`'s
+    worker)."""
+    from tensorflow.core.framework import graph_pb2  # noqa: PLC0415
+    from tensorflow.python import _pywrap_mlir  # noqa: PLC0415
+    g = graph_pb2.GraphDef()
+    g.ParseFromString(data)
+    # Session.run's pruning: what the fetches and targets need (every op of
+    # the module then runs: docs/mlir.md, "Every op runs")
+    targets = list(targets)
+    outputs = list(outputs)
+    dest = [o.split(":")[0] for o in outputs] + targets
+    for t in targets:
+        c = g.node.add()
+        c.name, c.op = f"{t}/_tfsem_target", "Const"
+        c.input.append(f"^{t}")
+        c.attr["dtype"].type = 9                              # DT_INT64
+        c.attr["value"].tensor.dtype = 9
+        c.attr["value"].tensor.int64_val.append(0)
+        outputs.append(c.name)
+        dest.append(c.name)
+    if dest:
+        from tensorflow.python.framework import graph_util_impl  # noqa: PLC0415
+        g = graph_util_impl.extract_sub_graph(g, dest)
+    data = g.SerializeToString()
+    # Placeholders become the arguments of @main, named after them
+    names, types, shapes = [], [], []
+    for n in g.node:
+        if n.op != "Placeholder":
+            continue
+        names.append(n.name)
+        types.append(_dtype_name(n.attr["dtype"].type))
+        dims = n.attr["shape"].shape.dim if "shape" in n.attr else []
+        shapes.append(",".join(str(d.size) for d in dims))
+    return _pywrap_mlir.ImportGraphDef(data, "", False, ",".join(names), ",".join(types),
+                                       ":".join(shapes), ",".join(outputs))
+
+
 def _child() -> int:
     req = json.loads(sys.stdin.read())
     d = Path(req["dir"])
@@ -191,7 +237,6 @@ def _child() -> int:
     stage = "import"
     try:
         from tensorflow.python import pywrap_mlir  # noqa: PLC0415
-        from tensorflow.python import _pywrap_mlir  # noqa: PLC0415
         if "graph" in req:
             data = Path(req["graph"]).read_bytes()
             if req.get("text"):
@@ -200,42 +245,7 @@ def _child() -> int:
                 g = graph_pb2.GraphDef()
                 text_format.Parse(data.decode("utf-8"), g)
                 data = g.SerializeToString()
-            from tensorflow.core.framework import graph_pb2  # noqa: PLC0415
-            g = graph_pb2.GraphDef()
-            g.ParseFromString(data)
-            # Session.run's pruning: what the fetches and targets need (every
-            # op of the module then runs: docs/mlir.md, "Every op runs")
-            targets = list(req.get("targets", []))
-            outputs = list(req["outputs"])
-            dest = [o.split(":")[0] for o in outputs] + targets
-            # ImportGraphDef takes no control outputs: a target T is fetched as
-            # `T/_tfsem_target`, an int64 constant 0 with a control edge from T
-            # (else graph pruning may delete T, which nothing fetches)
-            for t in targets:
-                c = g.node.add()
-                c.name, c.op = f"{t}/_tfsem_target", "Const"
-                c.input.append(f"^{t}")
-                c.attr["dtype"].type = 9                              # DT_INT64
-                c.attr["value"].tensor.dtype = 9
-                c.attr["value"].tensor.int64_val.append(0)
-                outputs.append(c.name)
-                dest.append(c.name)
-            if dest:
-                from tensorflow.python.framework import graph_util_impl  # noqa: PLC0415
-                g = graph_util_impl.extract_sub_graph(g, dest)
-                data = g.SerializeToString()
-            # Placeholders become the arguments of @main, named after them
-            names, types, shapes = [], [], []
-            for n in g.node:
-                if n.op != "Placeholder":
-                    continue
-                names.append(n.name)
-                types.append(_dtype_name(n.attr["dtype"].type))
-                dims = n.attr["shape"].shape.dim if "shape" in n.attr else []
-                shapes.append(",".join(str(d.size) for d in dims))
-            text = _pywrap_mlir.ImportGraphDef(data, "", False, ",".join(names),
-                                               ",".join(types), ":".join(shapes),
-                                               ",".join(outputs))
+            text = import_graph_def(data, list(req["outputs"]), list(req.get("targets", [])))
         else:
             text = Path(req["mlir"]).read_text(encoding="utf-8")
         (d / "input.mlir").write_text(text, encoding="utf-8")

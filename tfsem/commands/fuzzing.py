@@ -65,8 +65,12 @@ def add_target_option(p: argparse.ArgumentParser, *, repeatable: bool = True) ->
                    default=None, metavar="TARGET",
                    help="TensorFlow's own optimizers (needs the extra tfsem[tensorflow]): "
                         "grappler (the default pipeline), grappler:OPTIMIZER (one optimizer "
-                        "alone), or xla (generated programs run under XLA CPU "
-                        "auto-clustering, each outcome checked against the oracle)"
+                        "alone), xla (generated programs run under XLA CPU "
+                        "auto-clustering, each outcome checked against the oracle), "
+                        "mlir:PIPELINE (an MLIR pass pipeline as tf-opt takes it, e.g. "
+                        "'mlir:func.func(tf-executor-island-coarsening)') or "
+                        "mlir-cluster:PIPELINE (the same, with a run of resource accesses "
+                        "in a hand-built tf_device.cluster); docs/mlir.md"
                         + ("; repeatable, combinable with --pass" if repeatable else ""))
 
 
@@ -103,8 +107,8 @@ def target_specs(names: list[str] | None, generator: str | None) -> tuple[list[s
         except PassNotFound as exc:
             raise UsageError(f"--target {name}: {exc}") from None
         specs.append(spec)
-        if generator is None and name.startswith("grappler"):
-            g = grappler_generator()
+        if generator is None and (name.startswith("grappler") or name.startswith("mlir")):
+            g = grappler_generator()    # programs tfsem exports
             if g is not None:
                 generators[spec] = g
     return specs, generators
