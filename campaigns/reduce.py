@@ -20,6 +20,11 @@ crash) still happens, until none applies or its time is up:
 - bypass a function node: its consumers and outputs read one of its inputs;
 - a Const (its value used, not waited for) becomes a feed holding its
   value: one node fewer;
+- an Assign nothing waits for goes, the value it assigned is fetched
+  instead (its effect showed the bug; the value often does too);
+- a Read whose value only other nodes use (no output) becomes a feed
+  holding its variable's initial value, whoever waited for it waiting for
+  what it waited for;
 - drop a control input, drop an output;
 - drop variables and feed declarations nothing uses;
 - let one variable stand for another of the same type (its Var nodes
@@ -207,6 +212,62 @@ def _const_to_feed(p: Program, name: str) -> tuple[Program, str, Value] | None:
     return p.replace(nodes=tuple(nodes), feeds=feeds), feed, value
 
 
+def _fetch_assigned(p: Program, name: str) -> Program | None:
+    """An Assign that nothing waits for removed, the value it assigned
+    fetched instead (a new output): where its effect on the variable showed
+    the bug, the value itself often does, and the Assign's Var (and
+    variable) can go next (None when it does not apply)."""
+    n = p.node.get(name)
+    if n is None or n.op != "Assign" or len(n.data_inputs) < 2 or not isinstance(n.data_inputs[1], DataIn):
+        return None
+    if any(isinstance(i, (DataIn, ControlIn)) and i.node == name for m in p.nodes for i in m.inputs) \
+            or any(v.node == name for v in p.outputs.values()):
+        return None
+    label, k = f"{name}_value", 0
+    while label in p.outputs:
+        k += 1
+        label = f"{name}_value{k}"
+    return p.replace(nodes=tuple(m for m in p.nodes if m.name != name),
+                     outputs={**p.outputs, label: n.data_inputs[1]})
+
+
+def _read_to_feed(p: Program, name: str, init: Mapping[str, Value]) -> tuple[Program, str, Value] | None:
+    """A Read whose value only feeds other nodes (no output fetches it)
+    removed: its consumers read a new feed holding the variable's initial
+    value (zeros when it has none), and whoever waited for it waits for what
+    it waited for.  (None when it does not apply.)"""
+    n = p.node.get(name)
+    if n is None or n.op != "Read" or any(v.node == name for v in p.outputs.values()):
+        return None
+    x = p.accessed_variable(name)
+    t = p.variables.get(x) if x is not None else None
+    if t is None or t.shape is None or not t.dtype:
+        return None
+    v = init.get(x)
+    if not isinstance(v, Tensor) or tuple(v.shape) != tuple(t.shape):
+        try:
+            v = Tensor(np.zeros(tuple(t.shape), dtype=np.dtype(t.dtype)), t.dtype)
+        except Exception:  # noqa: BLE001 - a type numpy cannot make zeros of
+            return None
+    feed, k = f"{name}_fed", 0
+    while feed in p.feed_names:
+        k += 1
+        feed = f"{name}_fed{k}"
+    waits = tuple(i for i in n.inputs if isinstance(i, ControlIn)) + tuple(
+        ControlIn(i.node) for i in n.data_inputs if isinstance(i, DataIn) and p.node[i.node].inputs)
+    nodes = []
+    for m in p.nodes:
+        if m.name == name:
+            continue
+        if any(i == ControlIn(name) for i in m.inputs):
+            kept = tuple(i for i in m.inputs if i != ControlIn(name))
+            m = m.replace(inputs=kept + tuple(w for w in dict.fromkeys(waits) if w not in kept))
+        m = m.replace(inputs=tuple(FeedIn(feed) if isinstance(i, DataIn) and i.node == name else i
+                                   for i in m.inputs))
+        nodes.append(m)
+    return p.replace(nodes=tuple(nodes), feeds={**p.feeds, feed: TensorType(t.dtype, tuple(t.shape))}), feed, v
+
+
 #: An edit of the reducer: a program -> a smaller variant of it (None: it
 #: does not apply).  Edits name nodes, so one list serves for a whole sweep
 #: while the program shrinks under it.
@@ -217,10 +278,12 @@ def _node_edit(fn: Callable[[Program, str], "Program | None"], name: str) -> Edi
     return lambda q: fn(q, name) if name in q.node else None
 
 
-def edits(p: Program, fed: dict[str, Value] | None = None) -> list[Edit]:
+def edits(p: Program, fed: dict[str, Value] | None = None,
+          init: Mapping[str, Value] | None = None) -> list[Edit]:
     """The reducer's edits for `p`, the biggest cuts first (see the module
-    docstring).  A Const turned into a feed leaves the feed's value in
-    `fed` (for σ)."""
+    docstring).  A Const or Read turned into a feed leaves the feed's value
+    in `fed` (for σ); `init` is σ's initial values (a Read's feed holds its
+    variable's)."""
     order = list(p.topological_order)
     out: list[Edit] = []
     out += [_node_edit(_delete_with_dependents, n) for n in reversed(order)]
@@ -253,6 +316,16 @@ def edits(p: Program, fed: dict[str, Value] | None = None) -> list[Edit]:
             fed[done[1]] = done[2]
         return done[0]
     out += [_node_edit(to_feed, n.name) for n in p.nodes if n.op == "Const" and not n.inputs]
+    out += [_node_edit(_fetch_assigned, n.name) for n in p.nodes if n.op == "Assign"]
+
+    def read_to_feed(q: Program, name: str) -> Program | None:
+        done = _read_to_feed(q, name, init or {})
+        if done is None:
+            return None
+        if fed is not None:
+            fed[done[1]] = done[2]
+        return done[0]
+    out += [_node_edit(read_to_feed, n.name) for n in p.nodes if n.op == "Read"]
     for n in p.nodes:
         for i in n.control_inputs:
             out.append(lambda q, name=n.name, i=i: q.replace(nodes=tuple(
@@ -371,7 +444,7 @@ def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[s
     # sweep), until a sweep keeps none or the time is up.
     while improved and time.monotonic() < deadline:
         improved = False
-        for edit in edits(best_p, fed):
+        for edit in edits(best_p, fed, init):
             if time.monotonic() >= deadline:
                 break
             try:

@@ -87,8 +87,11 @@ def test_a_pass_that_changes_almost_nothing_gives_the_weak_status(tmp_path, caps
     assert status == EXIT_WEAK == 4
     assert out["weak"] is True and out["found"] is False and out["exit_status"] == 4
     cell = out["cells"][0]
-    assert cell["evidence"]["weak"] and cell["evidence"]["changed"] < MIN_CHANGED
-    assert cell["programs"] > cell["evidence"]["changed"]
+    # weak by its count of changed programs or (a fast machine judges
+    # thousands of programs in 5 s) by its single change shape
+    ev = cell["evidence"]
+    assert ev["weak"] and (ev["changed"] < MIN_CHANGED or ev["shapes"] < MIN_SHAPES), ev
+    assert cell["programs"] > 10 * ev["changed"]
 
 
 def test_the_weak_status_is_said_in_the_text_summary(tmp_path, capsys):
