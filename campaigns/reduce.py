@@ -7,6 +7,7 @@ itself, like delta debugging: it tries edits that make the program smaller
 and keeps each one under which the same failure (same kind, same part, same
 crash) still happens, until none applies or its time is up:
 
+- delete at once every node that no output and no Assign needs (dead code);
 - delete a node with everything that depends on its results (control edges
   from it are dropped, outputs fetching a deleted result are dropped);
 - contract a node whose results nobody uses: it goes, and whoever waited
@@ -212,6 +213,17 @@ def _const_to_feed(p: Program, name: str) -> tuple[Program, str, Value] | None:
     return p.replace(nodes=tuple(nodes), feeds=feeds), feed, value
 
 
+def _prune_dead(p: Program) -> Program | None:
+    """Every node that neither an output nor an Assign needs (by a path of
+    data or control edges) removed at once: one check for the dead code a
+    generator leaves, rather than one per node (None when there is none)."""
+    roots = {v.node for v in p.outputs.values()} | {n.name for n in p.nodes if n.op == "Assign"}
+    keep = p.ancestors(roots)
+    if len(keep) == len(p.nodes):
+        return None
+    return p.replace(nodes=tuple(n for n in p.nodes if n.name in keep))
+
+
 def _fetch_assigned(p: Program, name: str) -> Program | None:
     """An Assign that nothing waits for removed, the value it assigned
     fetched instead (a new output): where its effect on the variable showed
@@ -285,7 +297,7 @@ def edits(p: Program, fed: dict[str, Value] | None = None,
     in `fed` (for σ); `init` is σ's initial values (a Read's feed holds its
     variable's)."""
     order = list(p.topological_order)
-    out: list[Edit] = []
+    out: list[Edit] = [_prune_dead]
     out += [_node_edit(_delete_with_dependents, n) for n in reversed(order)]
     # a node on an ordering path goes, the ordering stays
     out += [_node_edit(_contract, n) for n in reversed(order)]
