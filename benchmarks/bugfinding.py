@@ -81,7 +81,7 @@ def run_once(tfsem: str, cwd: Path, name: str, seed: int, extra: list[str], cap:
     weak = exit_status == 4
     return {"pass": name, "seed": seed, "found": found_after is not None,
             "found_after": found_after, "nodes": size, "exit": exit_status, "weak": weak,
-            "wall": round(time.monotonic() - started, 1)}
+            "wall": round(time.monotonic() - started, 1), "load": round(os.getloadavg()[0], 1)}
 
 
 def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: int) -> list[str]:
@@ -109,6 +109,20 @@ def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: in
         med = f"{statistics.median(hits):8.1f}" if hits else f"{'-':>8}"
         row += f"  {f'{totals[v][0]}/{n}':>10} {med} {'':>5}"
     lines.append(row)
+    lines.append("")
+    for v in versions:
+        rs = [r for r in runs if r["version"] == v]
+        found = [r for r in rs if r["found"]]
+        small = sum(1 for r in found if r.get("nodes") is not None and r["nodes"] <= 5)
+        every = sum(1 for name in names
+                    if (mine := [r for r in rs if r["pass"] == name])
+                    and all(r["found"] for r in mine)
+                    and statistics.median(r["found_after"] for r in mine) < 10)
+        loads = [r["load"] for r in rs if r.get("load") is not None]
+        lines.append(f"{v}: {every} of {len(names)} passes found under every seed with a median "
+                     f"under 10 s; first counterexamples of at most 5 nodes: {small} of {len(found)}"
+                     + (f"; load average {min(loads):.1f}-{max(loads):.1f} (median "
+                        f"{statistics.median(loads):.1f})" if loads else ""))
     return lines
 
 

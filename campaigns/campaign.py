@@ -568,7 +568,14 @@ class Campaign:
             key = (spec, sem, obs)
             for acc in (self._pending_stats.setdefault(key, {}), self._cell_totals.setdefault(key, {})):
                 for k, v in delta.items():
-                    if isinstance(v, (int, float)):
+                    if k == "shapes":
+                        continue   # a slice's own count: the cell's is counted from new_shapes
+                    if k == "new_shapes":
+                        acc.setdefault(k, []).extend(v)
+                        known = acc.setdefault("shape_set", set())
+                        known.update(tuple(x) for x in v)
+                        acc["shapes"] = len(known)
+                    elif isinstance(v, (int, float)):
                         acc[k] = acc.get(k, 0) + v
                     elif k == "last_error" and v:
                         acc[k] = v

@@ -19,11 +19,12 @@ contradicts a claim but has a weak cell, it exits with
 The cure is to give the pass programs it rewrites: a longer budget, a
 larger `--max-nodes`, or a generator of its own (`--generator`).
 
-In `tfsem fuzz` the shapes of a cell are summed over the slices that fuzzed
-it (each slice counts its distinct shapes; two slices may count one shape
-twice), so a campaign on several workers can only overstate them; the
-changed count is exact.  The campaign database keeps the changed count
-only, so `tfsem report` judges its cells by that alone.
+In `tfsem fuzz` each slice sends the shapes it saw first (`new_shapes` in
+its statistics), and the campaign database keeps every distinct shape per
+cell (store.py, schema 3: `pass_shapes`, and their number in
+`pass_stats.shapes`), so a shape seen by several workers counts once and
+`tfsem report` judges its cells by both figures.  A campaign stored before
+schema 3 kept no shapes: its cells are judged by the changed count alone.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def attach_shapes(rows: list[dict], totals: Mapping[tuple, Mapping[str, Any]],
             r["runtime"] = True
             continue
         acc = by_name.get((r.get("pass"), r.get("semantics"), r.get("observe")))
-        if acc is not None and "shapes" in acc:
+        if acc is not None and "shapes" in acc and r.get("shapes") is None:
             r["shapes"] = int(acc["shapes"])
 
 

@@ -64,7 +64,7 @@ from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTC
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
-from .steer import Steering, change_shape
+from .steer import Steering, change_shape, change_site
 from .targets import Target, resolve_pass
 
 from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
@@ -223,6 +223,15 @@ def _origin(record: FindingRecord) -> tuple:
             record.detail.get("error_type", "") if record.kind == CRASH else "")
 
 
+def _reduce_origin(record: FindingRecord) -> tuple:
+    """What a smaller program must still show for the reducer to keep it:
+    the same kind (and for a crash the same error), but for an unsound
+    rewrite any differing part.  Which part a check names first (an output
+    or a variable) is happenstance where both differ, and holding to it
+    stopped shrinking at 6 or 7 nodes where 4 show the same bug."""
+    return (record.kind, record.detail.get("error_type", "") if record.kind == CRASH else "")
+
+
 def _smallest_per_origin(failures: list[tuple]) -> list[tuple]:
     """(record, program, feeds, init) tuples: the smallest per origin."""
     best: dict[tuple, tuple] = {}
@@ -335,6 +344,8 @@ class FuzzLoop:
             gen = resolve_generator(generator if generator is not None else config.generator)
             self.strategy = gen(config.max_nodes, config.observe)
         self._shapes: set[tuple[str, ...]] = set()
+        #: shapes first seen since the last statistics report (its `new_shapes`)
+        self._unreported_shapes: list[tuple[str, ...]] = []
         self.database = database
         self.on_finding = on_finding or (lambda r: None)
         self.on_stats = on_stats or (lambda d: None)
@@ -465,9 +476,11 @@ class FuzzLoop:
         shape = change_shape(program, rewritten) if rewritten is not None else ()
         if shape and shape not in self._shapes:
             self._shapes.add(shape)
+            self._unreported_shapes.append(shape)
             self.stats.shapes = len(self._shapes)
         if self.steering is not None:
-            self.steering.observe(program, shape)
+            self.steering.observe(program, shape,
+                                  change_site(program, rewritten) if shape else frozenset())
 
     def _evaluate_runtime(self, program: Program, feeds: Mapping[str, Value],
                           init: Mapping[str, Value]) -> FindingRecord | None:
@@ -594,6 +607,11 @@ class FuzzLoop:
         now = time.monotonic()
         if force or now - self._last_report >= self.stats_interval:
             delta = self.stats.minus(self._reported)
+            if self.target.kind != "runtime":
+                # the shapes themselves, so that a campaign counts a shape
+                # once over the slices of a cell (store.py, pass_shapes)
+                delta["new_shapes"] = [list(x) for x in self._unreported_shapes]
+                self._unreported_shapes = []
             self._reported = self.stats.copy()
             self._last_report = now
             self.on_stats(delta)
@@ -628,6 +646,8 @@ class FuzzLoop:
                     outcome = self.evaluate(program, feeds, init)
                 finally:
                     rnd.judging = False
+                if self.steering is not None:
+                    self.steering.judged()   # what it cost (steer.py: cheap parents, arms per second)
                 rnd.memo[key] = outcome
                 self.stats.programs += 1
                 self._maybe_report_stats()
@@ -680,10 +700,10 @@ class FuzzLoop:
         return [self._reduce(*item, limit=limit) for item in _smallest_per_origin(list(rnd.failures.values()))]
 
     def _shrink_seconds(self) -> float:
-        """Hypothesis's share of shrinking: short when steering, whose mutated
-        programs Hypothesis cannot shrink (the structural reducer can)."""
-        s = self.config.shrink_seconds
-        return min(s, 1.0) if self.steering is not None else s
+        """Hypothesis's share of shrinking: none when steering, whose programs
+        are drawn from one seed (steer.py) that Hypothesis cannot shrink into
+        a smaller program; the structural reducer shrinks them."""
+        return 0.0 if self.steering is not None else self.config.shrink_seconds
 
     def _reduce(self, record: FindingRecord, program: Program, feeds: Mapping[str, Value],
                 init: Mapping[str, Value], limit: float) -> FindingRecord:
@@ -691,14 +711,14 @@ class FuzzLoop:
         most `reduce_seconds`, and not much past the round's time `limit`."""
         if self.config.reduce_seconds <= 0 or self.should_stop():
             return record
-        origin = _origin(record)
+        origin = _reduce_origin(record)
         now = time.monotonic()
         budget = self.config.reduce_seconds
         if self.steering is not None:   # mutants are larger: the reducer gets twice the time
             budget, limit = 2 * budget, limit + budget
         deadline = min(now + budget, max(now + 0.5, limit))
         reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
-                                        lambda r: _origin(r) == origin, deadline)
+                                        lambda r: _reduce_origin(r) == origin, deadline)
         self.stats.programs += tried
         return reduced
 

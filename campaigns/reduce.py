@@ -7,6 +7,7 @@ itself, like delta debugging: it tries edits that make the program smaller
 and keeps each one under which the same failure (same kind, same part, same
 crash) still happens, until none applies or its time is up:
 
+- delete at once every node that no output and no Assign needs (dead code);
 - delete a node with everything that depends on its results (control edges
   from it are dropped, outputs fetching a deleted result are dropped);
 - contract a node whose results nobody uses: it goes, and whoever waited
@@ -18,6 +19,13 @@ crash) still happens, until none applies or its time is up:
 - let one Var node serve for another of the same variable (an output port may
   feed several consumers);
 - bypass a function node: its consumers and outputs read one of its inputs;
+- a Const (its value used, not waited for) becomes a feed holding its
+  value: one node fewer;
+- an Assign nothing waits for goes, the value it assigned is fetched
+  instead (its effect showed the bug; the value often does too);
+- a Read whose value only other nodes use (no output) becomes a feed
+  holding its variable's initial value, whoever waited for it waiting for
+  what it waited for;
 - drop a control input, drop an output;
 - drop variables and feed declarations nothing uses;
 - let one variable stand for another of the same type (its Var nodes
@@ -29,6 +37,11 @@ crash) still happens, until none applies or its time is up:
 `reduce_case` does the same for a user's pair (original, rewritten) with no
 pass to run again: each edit is applied to both programs by node name, and
 kept when the check still gives the same verdict (`tfsem reduce`).
+
+The edits are tried in sweeps: each once on the program as it stands, a
+kept edit shrinking it for the ones after it, until a sweep keeps none; so
+a sweep costs one check per edit (starting over after each kept edit cost
+one per edit and node).
 
 Every candidate is a valid program (invalid ones are skipped), judged by the
 same pass run and the same check as any fuzzed program, so the result is a
@@ -174,19 +187,122 @@ def _drop_unused(p: Program) -> Program:
     return p.replace(variables=variables, feeds=feeds)
 
 
-def candidates(p: Program) -> Iterator[Program]:
-    """Smaller variants of `p`, the biggest cuts first."""
+def _const_to_feed(p: Program, name: str) -> tuple[Program, str, Value] | None:
+    """Const node `name` (with no inputs) removed, its consumers reading a
+    new feed of its type instead: (the program, the feed, the Const's value
+    for σ); None when it does not apply (an output fetches it, or it is not
+    such a Const).  One node fewer: a Write's value needs no node."""
+    n = p.node.get(name)
+    if n is None or n.op != "Const" or n.inputs or not isinstance(n.attrs.get("value"), Tensor) \
+            or any(v.node == name for v in p.outputs.values()):
+        return None
+    value = n.attrs["value"]
+    feed, k = f"{name}_fed", 0
+    while feed in p.feed_names:
+        k += 1
+        feed = f"{name}_fed{k}"
+    nodes = []
+    for m in p.nodes:
+        if m.name == name:
+            continue
+        if any(isinstance(i, ControlIn) and i.node == name for i in m.inputs):
+            return None   # something waits for it: not a pure value
+        nodes.append(m.replace(inputs=tuple(FeedIn(feed) if isinstance(i, DataIn) and i.node == name
+                                            else i for i in m.inputs)))
+    feeds = {**p.feeds, feed: TensorType(value.dtype, tuple(value.shape))}
+    return p.replace(nodes=tuple(nodes), feeds=feeds), feed, value
+
+
+def _prune_dead(p: Program) -> Program | None:
+    """Every node that neither an output nor an Assign needs (by a path of
+    data or control edges) removed at once: one check for the dead code a
+    generator leaves, rather than one per node (None when there is none)."""
+    roots = {v.node for v in p.outputs.values()} | {n.name for n in p.nodes if n.op == "Assign"}
+    keep = p.ancestors(roots)
+    if len(keep) == len(p.nodes):
+        return None
+    return p.replace(nodes=tuple(n for n in p.nodes if n.name in keep))
+
+
+def _fetch_assigned(p: Program, name: str) -> Program | None:
+    """An Assign that nothing waits for removed, the value it assigned
+    fetched instead (a new output): where its effect on the variable showed
+    the bug, the value itself often does, and the Assign's Var (and
+    variable) can go next (None when it does not apply)."""
+    n = p.node.get(name)
+    if n is None or n.op != "Assign" or len(n.data_inputs) < 2 or not isinstance(n.data_inputs[1], DataIn):
+        return None
+    if any(isinstance(i, (DataIn, ControlIn)) and i.node == name for m in p.nodes for i in m.inputs) \
+            or any(v.node == name for v in p.outputs.values()):
+        return None
+    label, k = f"{name}_value", 0
+    while label in p.outputs:
+        k += 1
+        label = f"{name}_value{k}"
+    return p.replace(nodes=tuple(m for m in p.nodes if m.name != name),
+                     outputs={**p.outputs, label: n.data_inputs[1]})
+
+
+def _read_to_feed(p: Program, name: str, init: Mapping[str, Value]) -> tuple[Program, str, Value] | None:
+    """A Read whose value only feeds other nodes (no output fetches it)
+    removed: its consumers read a new feed holding the variable's initial
+    value (zeros when it has none), and whoever waited for it waits for what
+    it waited for.  (None when it does not apply.)"""
+    n = p.node.get(name)
+    if n is None or n.op != "Read" or any(v.node == name for v in p.outputs.values()):
+        return None
+    x = p.accessed_variable(name)
+    t = p.variables.get(x) if x is not None else None
+    if t is None or t.shape is None or not t.dtype:
+        return None
+    v = init.get(x)
+    if not isinstance(v, Tensor) or tuple(v.shape) != tuple(t.shape):
+        try:
+            v = Tensor(np.zeros(tuple(t.shape), dtype=np.dtype(t.dtype)), t.dtype)
+        except Exception:  # noqa: BLE001 - a type numpy cannot make zeros of
+            return None
+    feed, k = f"{name}_fed", 0
+    while feed in p.feed_names:
+        k += 1
+        feed = f"{name}_fed{k}"
+    waits = tuple(i for i in n.inputs if isinstance(i, ControlIn)) + tuple(
+        ControlIn(i.node) for i in n.data_inputs if isinstance(i, DataIn) and p.node[i.node].inputs)
+    nodes = []
+    for m in p.nodes:
+        if m.name == name:
+            continue
+        if any(i == ControlIn(name) for i in m.inputs):
+            kept = tuple(i for i in m.inputs if i != ControlIn(name))
+            m = m.replace(inputs=kept + tuple(w for w in dict.fromkeys(waits) if w not in kept))
+        m = m.replace(inputs=tuple(FeedIn(feed) if isinstance(i, DataIn) and i.node == name else i
+                                   for i in m.inputs))
+        nodes.append(m)
+    return p.replace(nodes=tuple(nodes), feeds={**p.feeds, feed: TensorType(t.dtype, tuple(t.shape))}), feed, v
+
+
+#: An edit of the reducer: a program -> a smaller variant of it (None: it
+#: does not apply).  Edits name nodes, so one list serves for a whole sweep
+#: while the program shrinks under it.
+Edit = Callable[[Program], "Program | None"]
+
+
+def _node_edit(fn: Callable[[Program, str], "Program | None"], name: str) -> Edit:
+    return lambda q: fn(q, name) if name in q.node else None
+
+
+def edits(p: Program, fed: dict[str, Value] | None = None,
+          init: Mapping[str, Value] | None = None) -> list[Edit]:
+    """The reducer's edits for `p`, the biggest cuts first (see the module
+    docstring).  A Const or Read turned into a feed leaves the feed's value
+    in `fed` (for σ); `init` is σ's initial values (a Read's feed holds its
+    variable's)."""
     order = list(p.topological_order)
-    for name in reversed(order):
-        yield _delete_with_dependents(p, name)
-    for name in reversed(order):   # a node on an ordering path goes, the ordering stays
-        contracted = _contract(p, name)
-        if contracted is not None:
-            yield contracted
-    for name in reversed(order):   # a fetched function goes, what it combined is fetched
-        unfolded = _unfold_output(p, name)
-        if unfolded is not None:
-            yield unfolded
+    out: list[Edit] = [_prune_dead]
+    out += [_node_edit(_delete_with_dependents, n) for n in reversed(order)]
+    # a node on an ordering path goes, the ordering stays
+    out += [_node_edit(_contract, n) for n in reversed(order)]
+    # a fetched function goes, what it combined is fetched
+    out += [_node_edit(_unfold_output, n) for n in reversed(order) if p.node[n].kind == "function"]
     by_var: dict[str, list[str]] = {}
     for name in order:
         n = p.node[name]
@@ -194,31 +310,59 @@ def candidates(p: Program) -> Iterator[Program]:
             by_var.setdefault(n.var, []).append(name)
     for names in by_var.values():
         for drop in names[1:]:
-            yield _share_var(p, names[0], drop)
+            out.append(lambda q, keep=names[0], drop=drop: _share_var(q, keep, drop)
+                       if keep in q.node and drop in q.node else None)
     for name in reversed(order):
         n = p.node[name]
         if n.kind == "function":
             for j in range(len(n.data_inputs)):
-                bypassed = _bypass(p, name, j)
-                if bypassed is not None:
-                    yield bypassed
+                out.append(lambda q, name=name, j=j: _bypass(q, name, j) if name in q.node
+                           and q.node[name].kind == "function" and len(q.node[name].data_inputs) > j
+                           else None)
+
+    def to_feed(q: Program, name: str) -> Program | None:
+        done = _const_to_feed(q, name)
+        if done is None:
+            return None
+        if fed is not None:
+            fed[done[1]] = done[2]
+        return done[0]
+    out += [_node_edit(to_feed, n.name) for n in p.nodes if n.op == "Const" and not n.inputs]
+    out += [_node_edit(_fetch_assigned, n.name) for n in p.nodes if n.op == "Assign"]
+
+    def read_to_feed(q: Program, name: str) -> Program | None:
+        done = _read_to_feed(q, name, init or {})
+        if done is None:
+            return None
+        if fed is not None:
+            fed[done[1]] = done[2]
+        return done[0]
+    out += [_node_edit(read_to_feed, n.name) for n in p.nodes if n.op == "Read"]
     for n in p.nodes:
         for i in n.control_inputs:
-            yield p.replace(nodes=tuple(m.replace(inputs=tuple(j for j in m.inputs if j != i))
-                                        if m.name == n.name else m for m in p.nodes))
+            out.append(lambda q, name=n.name, i=i: q.replace(nodes=tuple(
+                m.replace(inputs=tuple(j for j in m.inputs if j != i)) if m.name == name else m
+                for m in q.nodes)) if name in q.node and i in q.node[name].inputs else None)
     for k in sorted(p.outputs):
-        yield p.replace(outputs={o: v for o, v in p.outputs.items() if o != k})
-    trimmed = _drop_unused(p)
-    if trimmed is not p:
-        yield trimmed
+        out.append(lambda q, k=k: q.replace(outputs={o: v for o, v in q.outputs.items() if o != k})
+                   if k in q.outputs else None)
+    out.append(lambda q: None if (t := _drop_unused(q)) is q else t)
     names = sorted(p.variables)
     for i, keep in enumerate(names):
         for drop in names[i + 1:]:
-            merged = _merge_vars(p, keep, drop)
-            if merged is not None:
-                yield merged
+            out.append(lambda q, keep=keep, drop=drop: _merge_vars(q, keep, drop)
+                       if keep in q.variables and drop in q.variables else None)
     for site in shape_sites(p):
-        yield scalarize(p, site)
+        out.append(lambda q, site=site: scalarize(q, site))
+    return out
+
+
+def candidates(p: Program) -> Iterator[Program]:
+    """Smaller variants of `p`, the biggest cuts first."""
+    for edit in edits(p):
+        q = edit(p)
+        if q is not None:
+            yield q
 
 
 def _elements(shape: tuple[int, ...]) -> int:
@@ -304,26 +448,36 @@ def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[s
     best_p, best_r = program, record
     tried = 0
     seen: set = set()
+    fed: dict[str, Value] = {}
     improved = True
+    # Sweeps: each edit of the list is tried once on the program as it is by
+    # then (an edit kept, the sweep goes on with the next one on the smaller
+    # program, rather than starting over: n edits, not n squared, per
+    # sweep), until a sweep keeps none or the time is up.
     while improved and time.monotonic() < deadline:
         improved = False
-        for cand in candidates(best_p):
+        for edit in edits(best_p, fed, init):
             if time.monotonic() >= deadline:
                 break
-            if _size(cand) >= _size(best_p) or not _valid(cand):
+            try:
+                cand = edit(best_p)
+            except Exception:  # noqa: BLE001 - an edit that does not apply is skipped
                 continue
-            key = cand
-            if key in seen:
+            if cand is None or _size(cand) >= _size(best_p) or not _valid(cand):
                 continue
-            seen.add(key)
+            if cand in seen:
+                continue
+            seen.add(cand)
             cand_feeds, cand_init = fit_sigma(cand, feeds, init)
+            for name in cand.feed_names:
+                if name not in cand_feeds and name in fed:
+                    cand_feeds[name] = fed[name]
             tried += 1
             r = evaluate(cand, cand_feeds, cand_init)
             if r is not None and same(r):
                 best_p, best_r = cand, r
                 feeds, init = cand_feeds, cand_init
                 improved = True
-                break
     return best_r, tried
 
 

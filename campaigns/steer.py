@@ -30,11 +30,18 @@ data inputs and outputs redirected.  The number of distinct shapes and of
 changed programs are the evidence a campaign reports (a weak campaign:
 campaigns/evidence.py).
 
-Shrinking is untouched: each draw's first choice, at its simplest, is a
-fresh program of the first arm (the default configuration), and the
-structural reducer (reduce.py) shrinks what a mutated program found.  While
-a round shrinks (after its first failure) the steering is frozen, so that
-Hypothesis replays draw the same programs.
+Choices and shrinking.  Hypothesis gives each program one choice, a 64-bit
+seed, and the program is drawn from a `random.Random` of that seed
+(RandomDraw): a program costs a few milliseconds to draw instead of the
+hundred or so that as many Hypothesis choices (one per node, input, edge,
+value) cost, so a campaign judges several times more programs in the same
+time.  The price: Hypothesis cannot shrink such a program (it can only
+shrink the seed, which gives another program), so the loop skips its
+shrinking phase and the structural reducer (reduce.py) shrinks every
+finding, fresh or mutated, on the program itself.  The same seed draws the
+same program while the steering is the same; while a round shrinks (after
+its first failure) the steering is frozen, so that Hypothesis replays draw
+the same programs.
 
 Cost: one structural diff per changed program (microseconds beside the
 check) and a corpus of at most 4 programs per shape.  Larger programs are
@@ -43,14 +50,16 @@ slower to check; they are drawn only while the change rate is low.
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
 from tfsem.generators.builder import Config, build_inputs, build_program
-from tfsem.generators.draw import Draw, HypothesisDraw, choice
+from tfsem.generators.draw import Draw, RandomDraw, choice
 from tfsem.generators.mutate import mutate
-from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, Node, Program
+from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, Node, Program
 
 #: Operations of the "mostly accesses" arms.
 ACCESS_OPS = frozenset({"Read", "Write", "Assign", "Var", "Const", "Add", "Identity"})
@@ -58,6 +67,12 @@ ACCESS_OPS = frozenset({"Read", "Write", "Assign", "Var", "Const", "Add", "Ident
 PER_SHAPE = 4
 #: The change rate under which larger programs are drawn, and after how many.
 GROW_BELOW, GROW_AFTER = 0.25, 30
+#: Seconds a program is taken to cost before it is judged (drawing, the
+#: pass, the check), so that an arm tried a few times is not judged on them.
+PRIOR_COST = 0.02
+#: A program whose judging took longer than this many seconds is no parent:
+#: its mutants would be as slow (a check near its timeout says nothing).
+SLOW = 2.0
 
 
 def _kind(n: Node | None) -> str:
@@ -104,6 +119,52 @@ def change_shape(p: Program, q: Program) -> tuple[str, ...]:
     return tuple(sorted(tags))
 
 
+def change_site(p: Program, q: Program) -> frozenset[str]:
+    """The nodes of `p` the rewrite `q` touched: nodes removed or changed
+    (operation, attributes, inputs), both ends of a control edge removed or
+    added, the old source of a data input or output redirected, and the
+    inputs of nodes the rewrite added.  Mutations aim here (mutate.py's
+    `focus`): a wrong rewrite is wrong about what it touched, so an edge, an
+    update or a Read next to the site is likelier to show it than one
+    anywhere."""
+    site: set[str] = set()
+    pn, qn = p.node, q.node
+    site.update(pn.keys() - qn.keys())
+    for name in pn.keys() & qn.keys():
+        a, b = pn[name], qn[name]
+        if a == b:
+            continue
+        if a.op != b.op or a.attrs != b.attrs:
+            site.add(name)
+        ca = {i.node for i in a.inputs if isinstance(i, ControlIn)}
+        cb = {i.node for i in b.inputs if isinstance(i, ControlIn)}
+        if ca != cb:
+            site.add(name)
+            site.update(ca ^ cb)
+        if a.data_inputs != b.data_inputs:
+            site.add(name)
+            site.update(i.node for i in a.data_inputs
+                        if isinstance(i, DataIn) and i not in b.data_inputs)
+    for k, v in p.outputs.items():
+        if q.outputs.get(k) != v:
+            site.add(v.node)
+    for name in qn.keys() - pn.keys():
+        site.update(i.node for i in qn[name].inputs if isinstance(i, (DataIn, ControlIn)))
+    return frozenset(n for n in site if n in pn)
+
+
+def _cheap(d: Draw, kept: list[list]) -> list:
+    """A corpus entry, each with weight 1 / its cost (the cheap to judge
+    more often: their mutants are cheap too)."""
+    weights = [1.0 / ((e[2] if e[2] is not None else PRIOR_COST) + PRIOR_COST) for e in kept]
+    x = d.index(256) / 256 * sum(weights)
+    for e, w in zip(kept, weights):
+        if x < w:
+            return e
+        x -= w
+    return kept[-1]
+
+
 def touches_access(shape: tuple[str, ...]) -> bool:
     return any(c in tag for tag in shape for c in "RWAV")
 
@@ -114,6 +175,15 @@ class Arm:
     size: float          # times max_nodes
     tried: int = 0
     changed: int = 0
+    #: seconds spent on its programs (drawing, the pass, the check)
+    seconds: float = 0.0
+
+    def value(self) -> float:
+        """Programs the pass changed per second spent, smoothed: the
+        change rate (changed + 1) / (tried + 2) over the mean cost."""
+        rate = (self.changed + 1) / (self.tried + 2)
+        cost = (self.seconds + 2 * PRIOR_COST) / (self.tried + 2)
+        return rate / cost
 
     def label(self) -> str:
         c = self.config
@@ -135,7 +205,9 @@ class Steering:
                         cfg = Config(max_nodes=max(1, round(max_nodes * size)), n_variables=nvars,
                                      ops=ops, control_density=density, observe_state=state)
                         self.arms.append(Arm(cfg, size))
-        self.corpus: dict[tuple[str, ...], list[Program]] = {}
+        #: change shape -> [program, change site, seconds judging it took (None:
+        #: not yet known)] of programs the pass changed that way
+        self.corpus: dict[tuple[str, ...], list[list]] = {}
         self.shapes: dict[tuple[str, ...], int] = {}
         self.programs = 0
         self.changed = 0
@@ -143,6 +215,9 @@ class Steering:
         self.frozen = False
         self._last: Arm | None = None
         self._turn = 0
+        #: what the last observe() counted, for judged(): (arm, corpus entry, shape)
+        self._pending: tuple[Arm | None, list | None, tuple[str, ...] | None] | None = None
+        self._drawn_at = 0.0
 
     def for_cell(self, observe: str) -> "Steering":
         """A steering for the next cell of the same pass (`tfsem verify`
@@ -153,7 +228,7 @@ class Steering:
         other.corpus, other.shapes = self.corpus, self.shapes
         other.programs, other.changed = self.programs, self.changed
         for mine, theirs in zip(other.arms, self.arms):
-            mine.tried, mine.changed = theirs.tried, theirs.changed
+            mine.tried, mine.changed, mine.seconds = theirs.tried, theirs.changed, theirs.seconds
         return other
 
     # -- learning ---------------------------------------------------------------
@@ -162,16 +237,19 @@ class Steering:
     def growing(self) -> bool:
         return self.programs >= GROW_AFTER and self.changed < GROW_BELOW * self.programs
 
-    def observe(self, program: Program, shape: tuple[str, ...] | None) -> None:
+    def observe(self, program: Program, shape: tuple[str, ...] | None,
+                site: frozenset[str] = frozenset()) -> None:
         """What the pass did to the program last drawn: `shape` None when it
-        left it unchanged."""
+        left it unchanged; `site` the nodes it touched (change_site)."""
         arm, self._last = self._last, None
+        self._pending = None
         if self.frozen:
             return
         self.programs += 1
         if arm is not None:
             arm.tried += 1
         if not shape:
+            self._pending = (arm, None, None)
             return
         self.changed += 1
         if arm is not None:
@@ -180,11 +258,39 @@ class Steering:
             self.mutated_changed += 1
         self.shapes[shape] = self.shapes.get(shape, 0) + 1
         kept = self.corpus.setdefault(shape, [])
+        entry = [program, site, None]
         if len(kept) < PER_SHAPE:
-            kept.append(program)
-        else:   # replace in turn, so the corpus follows the campaign
-            self._turn += 1
-            kept[self._turn % PER_SHAPE] = program
+            kept.append(entry)
+        else:
+            # the largest gives way to one no larger (mutants only grow, and
+            # larger programs are slower to check); else in turn, so that the
+            # corpus follows the campaign
+            largest = max(range(len(kept)), key=lambda i: len(kept[i][0].nodes))
+            if len(program.nodes) <= len(kept[largest][0].nodes):
+                kept[largest] = entry
+            else:
+                self._turn += 1
+                kept[self._turn % PER_SHAPE] = entry
+        self._pending = (arm, entry, shape)
+
+    def judged(self) -> None:
+        """The program last observed has been judged: what it cost (since
+        it was drawn) goes to its arm and its corpus entry; a program slower
+        than SLOW leaves the corpus."""
+        pending, self._pending = self._pending, None
+        if pending is None or self.frozen:
+            return
+        seconds = max(0.0, time.monotonic() - self._drawn_at)
+        arm, entry, shape = pending
+        if arm is not None:
+            arm.seconds += seconds
+        if entry is not None:
+            entry[2] = seconds
+            kept = self.corpus.get(shape, [])
+            if seconds > SLOW and entry in kept:
+                kept.remove(entry)
+                if not kept:
+                    del self.corpus[shape]
 
     def begin_round(self) -> None:
         self.frozen = False
@@ -196,8 +302,7 @@ class Steering:
 
     def _weights(self) -> list[float]:
         grow = self.growing
-        return [0.0 if a.size > 1 and not grow else (a.changed + 1) / (a.tried + 2)
-                for a in self.arms]
+        return [0.0 if a.size > 1 and not grow else a.value() for a in self.arms]
 
     def _pick_arm(self, d: Draw) -> Arm:
         weights = self._weights()
@@ -214,6 +319,8 @@ class Steering:
         (first choice 0), a fresh program mutated (1), or a mutated corpus
         program (2 and 3; a fresh one mutated while the corpus is empty)."""
         program: Program
+        self._drawn_at = time.monotonic()
+        self._pending = None
         mode = d.index(4)
         limit = int(self.max_nodes * (2 if self.growing else 1.5))
         if mode >= 2 and self.corpus:
@@ -221,8 +328,8 @@ class Steering:
             favoured = [s for s in shapes if touches_access(s)]
             pool = favoured * 3 + shapes
             kept = self.corpus[choice(d, pool)]
-            parent = choice(d, kept)
-            program = mutate(d, parent, limit)
+            parent, site, _ = _cheap(d, kept)
+            program = mutate(d, parent, limit, focus=site)
             self._last = None
         else:
             arm = self._pick_arm(d)
@@ -234,13 +341,15 @@ class Steering:
         return program, feeds, init
 
     def strategy(self) -> st.SearchStrategy:
+        seeds = st.integers(0, 2 ** 64 - 1)
+
         @st.composite
         def steered(draw):
-            return self.draw(HypothesisDraw(draw))
+            return self.draw(RandomDraw(random.Random(draw(seeds))))
         return steered()
 
     def summary(self) -> dict:
         return {"programs": self.programs, "changed": self.changed, "shapes": len(self.shapes),
                 "mutated_changed": self.mutated_changed,
-                "arms": [{"arm": a.label(), "tried": a.tried, "changed": a.changed}
-                         for a in self.arms if a.tried]}
+                "arms": [{"arm": a.label(), "tried": a.tried, "changed": a.changed,
+                          "seconds": round(a.seconds, 3)} for a in self.arms if a.tried]}

@@ -7,7 +7,13 @@ Tables (schema version :data:`SCHEMA_VERSION`, kept in `PRAGMA user_version`):
   claims, cells, workers, seeds, limits), tfsem version, status (`running`,
   `finished`, `interrupted`).
 - `pass_stats`: per campaign, pass and (semantics, observe) cell: programs
-  tested, seconds, verdict counts, errors of the checker or generator.
+  tested, seconds, verdict counts, errors of the checker or generator, and
+  `shapes`, the number of distinct change shapes (campaigns/steer.py) of the
+  programs the pass changed there (NULL where none were kept: a runtime
+  target, or a campaign stored before schema 3).
+- `pass_shapes`: the distinct change shapes themselves, per campaign, pass
+  and cell, so that slices fuzzing one cell on several workers count a
+  shape once.
 - `findings`: one row per distinct finding (by signature, see
   signature.py): pass, kind, cell, the minimized case (`tfsem.case/1`, what
   `tfsem check` replays), σ, schedule, verdict JSON, first and last seen, how
@@ -33,8 +39,9 @@ from typing import Any, Iterable
 from .findings import KINDS, FindingRecord
 from .signature import canonical_program, group_key, record_signature
 
-#: 1: the first; 2: findings.group_key (one bug, one group: signature.group_key)
-SCHEMA_VERSION = 2
+#: 1: the first; 2: findings.group_key (one bug, one group: signature.group_key);
+#: 3: pass_stats.shapes and pass_shapes (the distinct change shapes per cell)
+SCHEMA_VERSION = 3
 DB_NAME = "campaign.db"
 
 NEW, KNOWN, FIXED = "new", "known", "fixed"
@@ -70,6 +77,7 @@ CREATE TABLE pass_stats (
     pass_seconds      REAL NOT NULL DEFAULT 0,
     check_seconds     REAL NOT NULL DEFAULT 0,
     last_error        TEXT NOT NULL DEFAULT '',
+    shapes            INTEGER,
     PRIMARY KEY (campaign_id, pass, semantics, observe)
 );
 CREATE TABLE findings (
@@ -112,6 +120,15 @@ CREATE TABLE finding_campaigns (
     PRIMARY KEY (finding_id, campaign_id)
 );
 """
+
+_PASS_SHAPES = """CREATE TABLE IF NOT EXISTS pass_shapes (
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    pass        TEXT NOT NULL,
+    semantics   TEXT NOT NULL,
+    observe     TEXT NOT NULL,
+    shape       TEXT NOT NULL,
+    PRIMARY KEY (campaign_id, pass, semantics, observe, shape)
+)"""
 
 #: Counters of pass_stats that statistics deltas add to.
 STAT_COUNTERS = ("programs", "seconds", "sound", "no_counterexample", "unknown", "identical",
@@ -209,7 +226,8 @@ class Store:
             raise StoreError(f"{self.path} has schema version {version}, not {SCHEMA_VERSION}")
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and not tables:
-            self.conn.executescript("BEGIN;" + _SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
+            self.conn.executescript("BEGIN;" + _SCHEMA + _PASS_SHAPES + ";"
+                                    + f"PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
             return
         if version == 1:  # 1 -> 2: findings get their group; every row is kept as it was
             with self.conn:
@@ -221,6 +239,14 @@ class Store:
                     self.conn.execute("UPDATE findings SET group_key = ? WHERE id = ?", (key, r["id"]))
                 self.conn.execute("PRAGMA user_version = 2")
             version = 2
+        if version == 2:  # 2 -> 3: change shapes per cell; stored rows kept, their shapes NULL (not kept)
+            with self.conn:
+                cols = {r[1] for r in self.conn.execute("PRAGMA table_info(pass_stats)")}
+                if "shapes" not in cols:
+                    self.conn.execute("ALTER TABLE pass_stats ADD COLUMN shapes INTEGER")
+                self.conn.execute(_PASS_SHAPES)
+                self.conn.execute("PRAGMA user_version = 3")
+            version = 3
         if version == SCHEMA_VERSION:
             return
         raise StoreError(f"{self.path}: unknown schema (user_version {version}, tables {sorted(tables)})")
@@ -289,9 +315,26 @@ class Store:
 
     def add_stats_many(self, campaign_id: int,
                        items: Iterable[tuple[str, str, str, dict, str | None]]) -> None:
+        """Add each delta to its cell.  A delta's `new_shapes` (change shapes,
+        each a list of tags) are stored once per cell, and the cell's
+        `shapes` becomes their number; a cell whose deltas never carry
+        `new_shapes` keeps NULL there (its shapes are not kept)."""
         sets = ", ".join(f"{c} = {c} + ?" for c in STAT_COUNTERS)
         with self.conn:
             for pass_name, semantics, observe, delta, claim in items:
+                key = (campaign_id, pass_name, semantics, observe)
+                if delta.get("new_shapes") is not None:
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO pass_stats (campaign_id, pass, semantics, observe, claim) "
+                        "VALUES (?, ?, ?, ?, ?)", (*key, claim))
+                    self.conn.executemany(
+                        "INSERT OR IGNORE INTO pass_shapes (campaign_id, pass, semantics, observe, shape) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        [(*key, json.dumps(list(shape))) for shape in delta["new_shapes"]])
+                    self.conn.execute(
+                        "UPDATE pass_stats SET shapes = (SELECT COUNT(*) FROM pass_shapes WHERE "
+                        "campaign_id = ? AND pass = ? AND semantics = ? AND observe = ?) "
+                        "WHERE campaign_id = ? AND pass = ? AND semantics = ? AND observe = ?", key + key)
                 self.conn.execute(
                     "INSERT OR IGNORE INTO pass_stats (campaign_id, pass, semantics, observe, claim) "
                     "VALUES (?, ?, ?, ?, ?)", (campaign_id, pass_name, semantics, observe, claim))
@@ -315,7 +358,17 @@ class Store:
             r["programs_per_second"] = r["programs"] / r["seconds"] if r["seconds"] else 0.0
             r["changed"] = max(0, r["programs"] - r["identical"])
             r["findings"] = found.get((r["pass"], r["semantics"], r["observe"]), {k: 0 for k in KINDS})
+            r.setdefault("shapes", None)   # a schema-2 database read as it is: not kept
         return rows
+
+    def cell_shapes(self, campaign_id: int, pass_name: str, semantics: str,
+                    observe: str) -> list[tuple[str, ...]]:
+        """The distinct change shapes stored for one cell (none before schema 3)."""
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'pass_shapes'").fetchone():
+            return []
+        return [tuple(json.loads(r[0])) for r in self.conn.execute(
+            "SELECT shape FROM pass_shapes WHERE campaign_id = ? AND pass = ? AND semantics = ? "
+            "AND observe = ? ORDER BY shape", (campaign_id, pass_name, semantics, observe))]
 
     def pass_totals(self, campaign_id: int) -> list[dict]:
         """Per pass (cells added up), with `changed` and distinct findings by kind."""

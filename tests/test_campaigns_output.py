@@ -138,7 +138,7 @@ def test_a_schema_1_database_stays_readable_and_migrates_without_loss(tmp_path):
         assert ro.schema_version == 1
         assert [f["group_key"] for f in ro.findings()] == [f["group_key"] for f in before]
     with Store(tmp_path) as rw:
-        assert rw.schema_version == SCHEMA_VERSION == 2
+        assert rw.schema_version == SCHEMA_VERSION
         after = rw.findings()
     assert after == before
 
@@ -161,6 +161,12 @@ def test_fuzz_groups_findings_counts_effort_and_points_at_the_report(tmp_path):
     with Store(out, readonly=True) as s:
         groups = s.finding_groups()
         n_findings = len(s.findings())
+        # the database keeps each cell's distinct change shapes (schema 3)
+        rows = {r["pass"]: r for r in s.pass_statistics(s.latest_campaign()["id"])}
+        dropped = rows["fake-drop-assigns"]
+        assert dropped["shapes"] == len(s.cell_shapes(dropped["campaign_id"], "fake-drop-assigns",
+                                                      "atomic", "outputs+state")) >= 1
+        assert rows["fake-identity"]["shapes"] == 0
     m = re.search(r"findings: (\d+) distinct \((\d+) programs?\)", r.stdout)
     assert (m is None) == (not groups), r.stdout
     if groups:

@@ -228,3 +228,60 @@ def test_progress_live_table_and_plain_log_lines():
     assert any("finding #7 known crash in cse (BUG)" in line for line in lines)
     assert any("cse: 10 programs (5.0/s per worker)" in line for line in lines)
     assert "\x1b[" not in log.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Change shapes per cell (schema 3)
+
+
+def test_change_shapes_count_once_per_cell_over_slices(tmp_path):
+    """Two slices of one cell send the shapes they saw first: a shape both
+    saw counts once; a cell whose statistics carry no shapes (a runtime
+    target) keeps NULL, not 0."""
+    with Store(tmp_path) as store:
+        cid = store.start_campaign(60.0, {}, "0.1.0")
+        store.add_stats(cid, "p", "atomic", "outputs", {"programs": 10, "identical": 4,
+                                                         "new_shapes": [["-ctl W/R"], ["-node R", "~out"]]})
+        store.add_stats(cid, "p", "atomic", "outputs", {"programs": 5, "new_shapes": [["-ctl W/R"]]})
+        store.add_stats(cid, "p", "atomic", "outputs", {"programs": 5, "new_shapes": [["~op W>A"]]})
+        store.add_stats(cid, "xla", "atomic", "outputs", {"programs": 7})
+        rows = {r["pass"]: r for r in store.pass_statistics(cid)}
+        assert store.cell_shapes(cid, "p", "atomic", "outputs") == [
+            ("-ctl W/R",), ("-node R", "~out"), ("~op W>A",)]
+    assert rows["p"]["shapes"] == 3 and rows["p"]["programs"] == 20 and rows["p"]["changed"] == 16
+    assert rows["xla"]["shapes"] is None
+
+
+def test_a_schema_2_database_migrates_and_keeps_every_row(tmp_path):
+    """A campaign stored by schema 2 (no shapes) stays readable as it is,
+    and migrates to 3 with every row kept, its shapes NULL (not kept), so
+    its cells are judged by the changed count alone as before."""
+    from tfsem.campaigns.evidence import weak_reason
+    with Store(tmp_path) as store:
+        cid = store.start_campaign(60.0, {"passes": ["p"]}, "0.1.0")
+        store.add_stats(cid, "p", "atomic", "outputs", {"programs": 400, "identical": 100})
+        store.record_finding(cid, unsound_record())
+        findings_before = store.findings()
+        campaigns_before = store.campaigns()
+    conn = sqlite3.connect(tmp_path / "campaign.db")   # as schema 2 wrote it
+    conn.execute("DROP TABLE pass_shapes")
+    conn.execute("ALTER TABLE pass_stats DROP COLUMN shapes")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with Store(tmp_path, readonly=True) as ro:
+        assert ro.schema_version == 2
+        (row,) = ro.pass_statistics(cid)
+        assert row["shapes"] is None and row["programs"] == 400 and weak_reason(row) is None
+        assert ro.cell_shapes(cid, "p", "atomic", "outputs") == []
+    with Store(tmp_path) as rw:
+        assert rw.schema_version == SCHEMA_VERSION == 3
+        (row,) = rw.pass_statistics(cid)
+        assert row["shapes"] is None and row["programs"] == 400 and row["changed"] == 300
+        assert rw.findings() == findings_before and rw.campaigns() == campaigns_before
+        # a new campaign on the migrated database keeps its shapes
+        c2 = rw.start_campaign(60.0, {}, "0.1.0")
+        rw.add_stats(c2, "p", "atomic", "outputs", {"programs": 50, "identical": 10,
+                                                     "new_shapes": [["-ctl W/R"]]})
+        rows = {r["campaign_id"]: r for r in rw.pass_statistics(c2)}
+        assert rows[c2]["shapes"] == 1 and "1 distinct change shape" in weak_reason(rows[c2])

@@ -140,3 +140,69 @@ def test_tfsem_reduce_bad_input_names_the_file(tmp_path):
     good.write_text(json.dumps(_prog(ORIGINAL, OUTPUTS)))
     r = tfsem("reduce", bad, good, "-o", tmp_path / "o.json")
     assert r.returncode == 2 and str(bad) in r.stderr and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# Edits that take a node away while the bug stays (issue 27: at most 5 nodes)
+
+
+def test_a_const_becomes_a_feed_holding_its_value():
+    from tfsem.campaigns.reduce import _const_to_feed
+    from tfsem.oracle import program as P
+    p = P.program([P.var("v", "x"), P.const("c", 3), P.write("w", "v", "c"), P.read("r", "v", "^w")],
+                  {"out": "r"}, ["x"])
+    q, feed, value = _const_to_feed(p, "c")
+    assert "c" not in q.node and len(q.nodes) == 3 and value == Tensor(np.int64(3))
+    assert q.node["w"].data_inputs[1] == P.FeedIn(feed) and q.feeds[feed].dtype == "int64"
+    q.validated()
+    # fetched, or waited for: not a pure value
+    assert _const_to_feed(p.replace(outputs={"c": P.DataIn("c")}), "c") is None
+    waited = P.program([P.const("c", 3), P.var("v", "x", "^c")], {}, ["x"])
+    assert _const_to_feed(waited, "c") is None
+
+
+def test_an_assign_nothing_waits_for_gives_way_to_its_value_fetched():
+    from tfsem.campaigns.reduce import _fetch_assigned
+    from tfsem.oracle import program as P
+    p = P.program([P.var("vx", "x"), P.read("r", "vx"), P.var("vy", "y"), P.assign("a", "Add", "vy", "r"),
+                   P.const("k", 5), P.write("w", "vx", "k", "^r")], {}, ["x", "y"])
+    q = _fetch_assigned(p, "a")
+    assert "a" not in q.node and q.outputs == {"a_value": P.DataIn("r")}
+    assert _fetch_assigned(p, "w") is None or "w" not in _fetch_assigned(p, "w").node
+    waited = p.replace(nodes=p.nodes + (P.read("r2", "vx", "^a"),))
+    assert _fetch_assigned(waited, "a") is None
+
+
+def test_a_read_used_as_a_value_becomes_a_feed_of_the_initial_value():
+    from tfsem.campaigns.reduce import _read_to_feed
+    from tfsem.oracle import program as P
+    p = P.program([P.var("v", "x"), P.const("c", 4), P.write("w", "v", "c"), P.read("r", "v", "^w"),
+                   P.assign("a", "Sub", "v", "r"), P.read("r2", "v", "^r")], {"out": "r2"}, ["x"])
+    q, feed, value = _read_to_feed(p, "r", {"x": Tensor(np.int64(7))})
+    assert "r" not in q.node and value == Tensor(np.int64(7))
+    assert q.node["a"].data_inputs[1] == P.FeedIn(feed)
+    assert P.ControlIn("w") in q.node["r2"].inputs     # r2 still waits for what r waited for
+    q.validated()
+    assert _read_to_feed(p, "r2", {}) is None           # fetched
+
+
+def test_reducer_sweeps_cost_one_check_per_edit_not_per_edit_and_node():
+    """A failure that needs 2 of 14 nodes: the reducer gets there in a few
+    sweeps of one check per edit, far fewer than starting over after each
+    kept edit (about 14 * 14 / 2 deletions alone)."""
+    from tfsem.oracle import program as P
+    nodes = [P.var("v", "x"), P.const("c", 1), P.write("w", "v", "c")]
+    nodes += [P.const(f"k{i}", i) for i in range(11)]
+    padded = P.program(nodes, {f"o{i}": f"k{i}" for i in range(11)}, ["x"])
+
+    def evaluate(p, feeds, init):
+        writes = any(n.op == "Assign" for n in p.nodes)
+        return _record(padded, p) if writes else None
+
+    def _record(_, p):
+        return FindingRecord(pass_name="t", kind=UNSOUND, semantics="atomic", observe="outputs+state",
+                             original=program_to_json(p), verdict={"differs": {"variable": "x"}})
+
+    reduced, tried = reduce_finding(padded, {}, {}, _record(None, padded), evaluate, lambda r: True,
+                                    time.monotonic() + 20)
+    assert reduced.size == 2 and tried < 70, (reduced.size, tried)
