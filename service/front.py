@@ -250,12 +250,12 @@ class FrontDoor:
                 return
             answer = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n"
                       % (len(body), b"connection: close\r\n" if close else b"")) + body
+            self.answered += 1  # before the answer leaves: a client may look at once
+            h.answered += 1
             try:
                 sent = h.sock.send(answer)
             except OSError:
                 sent = -1
-            self.answered += 1
-            h.answered += 1
             h.buf = h.buf[length:]
             if close or sent != len(answer):
                 self._drop(h)

@@ -141,6 +141,7 @@ def _server_class():
             for task in list(self._adopting):
                 task.cancel()
             await super().shutdown(sockets=sockets)
+            gc.unfreeze()  # for a server run inside another program (the tests)
 
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
@@ -196,11 +197,41 @@ class Refused(ValueError):
 
 
 def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
-          *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
-          access_log: bool = False, out: TextIO | None = None, token: str | None = None,
-          allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
-          ssl_keyfile: str | None = None) -> int:
-    """Serve until SIGINT or SIGTERM.  `token`: every route but /v1/health
+          *, out: TextIO | None = None, **options) -> int:
+    """Serve until SIGINT or SIGTERM (the options: build_server's)."""
+    out = out or sys.stdout
+    server = build_server(directory, host, port, limits, out=out, **options)
+    # uvicorn re-raises the signal that stopped it once it is done; a handler
+    # of ours receives it, so that a stop by signal is a clean exit.
+    stops: list[int] = []
+    previous = {sig: signal.signal(sig, lambda s, f: stops.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # The front door's thread needs the GIL for each step of an answer
+    # (accept, read, write); while the event loop is busy it waits up to the
+    # switch interval each time: 1 ms instead of Python's 5 ms.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH_SECONDS))
+    try:
+        asyncio.run(server.serve())
+    finally:
+        sys.setswitchinterval(switch)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.listen_sock.close()
+    if not server.started:
+        print("tfsem serve: the server did not start", file=sys.stderr)
+        return 1
+    print("tfsem serve: stopped", file=out, flush=True)
+    return 0
+
+
+def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
+                 *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
+                 access_log: bool = False, out: TextIO | None = None, token: str | None = None,
+                 allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
+                 ssl_keyfile: str | None = None):
+    """The server, its socket bound and listening (`server.listen_sock`,
+    `server.url`), not yet serving: `asyncio.run(server.serve())` serves (in
+    any thread; signals are serve()'s).  `token`: every route but /v1/health
     needs it; without one the server listens only on loopback (Refused
     otherwise).  `allowed_hosts`: more Host names to answer (a reverse
     proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
@@ -255,24 +286,5 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
                             server_header=False)
     server = _server_class()(config, pool, sock, app.state.health_body, allowed,
                              max_held=limits.max_idle_connections)
-    # uvicorn re-raises the signal that stopped it once it is done; a handler
-    # of ours receives it, so that a stop by signal is a clean exit.
-    stops: list[int] = []
-    previous = {sig: signal.signal(sig, lambda s, f: stops.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # The front door's thread needs the GIL for each step of an answer
-    # (accept, read, write); while the event loop is busy it waits up to the
-    # switch interval each time: 1 ms instead of Python's 5 ms.
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch, SWITCH_SECONDS))
-    try:
-        asyncio.run(server.serve())
-    finally:
-        sys.setswitchinterval(switch)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sock.close()
-    if not server.started:
-        print("tfsem serve: the server did not start", file=sys.stderr)
-        return 1
-    print("tfsem serve: stopped", file=out, flush=True)
-    return 0
+    server.url = url
+    return server
