@@ -127,6 +127,7 @@ class FrontDoor:
         self._held: dict[int, _Held] = {}
         self._sel: selectors.BaseSelector | None = None
         self._listen_paused_until = 0.0
+        self._listening = False
         self.last_beat = time.monotonic()
         #: health requests answered here (tests and the benchmark read it)
         self.answered = 0
@@ -152,34 +153,40 @@ class FrontDoor:
     def _run(self) -> None:
         sel = self._sel = selectors.DefaultSelector()
         sel.register(self.sock, selectors.EVENT_READ, None)
-        listening = True
+        self._listening = True
         try:
             while not self._stop.is_set():
-                now = time.monotonic()
-                if not listening and now >= self._listen_paused_until:
-                    sel.register(self.sock, selectors.EVENT_READ, None)
-                    listening = True
-                timeout = POLL_SECONDS
-                if self._held:
-                    timeout = max(0.0, min(timeout, min(h.deadline for h in self._held.values()) - now))
                 out: list[tuple[socket.socket, bytes, float]] = []
-                for key, _ in sel.select(timeout):
-                    if key.data is None:
-                        if not self._accept(out):
-                            sel.unregister(self.sock)
-                            listening = False
-                    else:
-                        self._readable(key.data, out)
-                self._expire(time.monotonic(), out)
-                if out:
-                    self._hand(out)
-        except Exception:  # never expected: the loop then accepts nothing, so say so loudly
-            log.exception("the front door stopped")
-            raise
+                try:
+                    self._step(out)
+                except Exception:  # never expected: say so, and keep the door open
+                    log.exception("the front door failed a step; it goes on")
+                    time.sleep(POLL_SECONDS)
+                finally:
+                    if out:
+                        self._hand(out)
         finally:
             for h in list(self._held.values()):
                 self._drop(h)
             sel.close()
+
+    def _step(self, out: list[tuple[socket.socket, bytes, float]]) -> None:
+        sel = self._sel
+        now = time.monotonic()
+        if not self._listening and now >= self._listen_paused_until:
+            sel.register(self.sock, selectors.EVENT_READ, None)
+            self._listening = True
+        timeout = POLL_SECONDS
+        if self._held:
+            timeout = max(0.0, min(timeout, min(h.deadline for h in self._held.values()) - now))
+        for key, _ in sel.select(timeout):
+            if key.data is None:
+                if not self._accept(out):
+                    sel.unregister(self.sock)
+                    self._listening = False
+            elif self._held.get(key.fd) is key.data:
+                self._readable(key.data, out)
+        self._expire(time.monotonic(), out)
 
     def _hand(self, out: list[tuple[socket.socket, bytes, float]]) -> None:
         try:
@@ -203,7 +210,8 @@ class FrontDoor:
                     log.warning("accepting connections paused for 1 s: %s", exc)
                     self._listen_paused_until = time.monotonic() + 1.0
                     return False
-                raise
+                log.warning("accept failed: %s", exc)  # as asyncio does: say so, go on
+                return True
             conn.setblocking(False)
             if not self.peek or len(self._held) >= self.max_held:
                 out.append((conn, b"", time.monotonic()))
