@@ -5,6 +5,10 @@ kernel picks a free port, which the "listening" line then names): tests and
 the benchmark start servers that way.  SIGINT and SIGTERM stop the server
 gracefully (requests in flight finish, workers are stopped) and the process
 exits with status 0.
+
+uvicorn never sees the socket: the front door (front.py), a thread, accepts
+every connection, answers GET /v1/health itself and hands the rest to the
+event loop, where uvicorn's protocol serves them (Server._adopt).
 """
 
 from __future__ import annotations
