@@ -1,7 +1,7 @@
 """Load benchmark of `tfsem serve` on loopback.
 
     python benchmarks/serve.py [--clients 4] [--seconds 10] [--workers 2]
-    python benchmarks/serve.py --crowd 500,1000 [--workers 2]
+    python benchmarks/serve.py --crowd 500,1000 [--workers 2] [--baseline GITREF] [--repeat R]
 
 `--crowd N,...`: for each N, N clients connect at once and send one request
 each (Connection: close), a mix of small outcome queries and checks (80 %),
@@ -10,7 +10,12 @@ functions each call the next level twice (10 %); meanwhile a separate
 process asks GET /v1/health every 50 ms.  Printed per N: how many requests got
 an HTTP answer (and which statuses), how many got none (a reset, silence),
 the health latency (median, p99, max), and the server process's peak RSS
-(VmHWM).  Bounded: each client waits at most 120 s, each crowd at most 300 s.
+(VmHWM), and the load average when the crowd began.  `--baseline GITREF`
+runs a second server whose service/ is GITREF's (extracted with `git
+archive`), the two alternating crowd by crowd, the order swapped each round;
+`--repeat R` runs R rounds and then pools every round's health polls per
+server and crowd size.  Bounded: each client waits at most 120 s, each crowd
+at most 300 s.
 
 Starts `tfsem serve` on 127.0.0.1 (a free port, an empty campaign directory),
 then, for each request kind in turn, runs N client threads for T seconds, each
@@ -73,9 +78,30 @@ def request_kinds() -> dict[str, tuple[str, str, bytes | None, callable]]:
     }
 
 
-def start_server(directory: str, workers: int) -> tuple[subprocess.Popen, str, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "tfsem", "serve", directory, "--host", "127.0.0.1",
-                             "--port", "0", "--workers", str(workers)],
+#: runs `tfsem` with `tfsem.service` loaded from another folder (argv[1]): the
+#: service of an older commit, for `--baseline`
+_BOOT_OTHER_SERVICE = r"""
+import importlib.util, sys
+folder = sys.argv.pop(1)
+spec = importlib.util.spec_from_file_location("tfsem.service", folder + "/__init__.py",
+                                              submodule_search_locations=[folder])
+module = importlib.util.module_from_spec(spec)
+sys.modules["tfsem.service"] = module
+spec.loader.exec_module(module)
+import tfsem
+tfsem.service = module
+from tfsem.cli import main
+sys.exit(main())
+"""
+
+
+def start_server(directory: str, workers: int, service: str | None = None) -> tuple[subprocess.Popen, str, int]:
+    """`tfsem serve` on a free loopback port; `service`: a folder holding
+    another version of service/ to run instead of this one (the workers'
+    own module stays this checkout's)."""
+    head = [sys.executable, "-m", "tfsem"] if service is None else [sys.executable, "-c", _BOOT_OTHER_SERVICE, service]
+    proc = subprocess.Popen(head + ["serve", directory, "--host", "127.0.0.1", "--port", "0",
+                                    "--workers", str(workers)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -247,44 +273,85 @@ def run_crowd(proc: subprocess.Popen, host: str, port: int, clients: int) -> dic
         statuses[r] = statuses.get(r, 0) + 1
     answered = sum(n for k, n in statuses.items() if k.isdigit())
     return {"clients": clients, "answered": answered, "statuses": statuses, "wall": wall,
-            "health_n": len(lat), "health_failed": health["failed"], "health_p50": pct(0.5),
+            "latencies": lat, "health_n": len(lat), "health_failed": health["failed"], "health_p50": pct(0.5),
             "health_p99": pct(0.99), "health_max": lat[-1] * 1000 if lat else float("nan"),
             "peak_rss": peak_rss_mb(proc.pid)}
 
 
-def main_crowd(sizes: list[int], workers: int) -> int:
+def baseline_service(ref: str, into: str) -> str:
+    """service/ as it was at git revision `ref`, extracted under `into`."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "service"], capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--baseline {ref}: git archive failed: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
+    return str(Path(into) / "service")
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
+
+
+def main_crowd(sizes: list[int], workers: int, baseline: str | None = None, repeat: int = 1) -> int:
     failed = False
-    with tempfile.TemporaryDirectory() as directory:
-        proc, host, port = start_server(directory, workers)
+    codes: list = []
+    with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryDirectory() as old_dir:
+        servers: list[tuple[str, subprocess.Popen, str, int]] = []
         try:
-            print(f"tfsem serve on {host}:{port}, {workers} worker(s); crowds of {sizes}; "
+            if baseline is not None:
+                proc, host, port = start_server(directory, workers, baseline_service(baseline, old_dir))
+                servers.append((f"old ({baseline})", proc, host, port))
+            proc, host, port = start_server(directory, workers)
+            servers.append(("new" if baseline is not None else "this", proc, host, port))
+            print(f"tfsem serve on 127.0.0.1, {workers} worker(s) each; crowds of {sizes}, {repeat} round(s)"
+                  f"{', the servers alternating' if len(servers) > 1 else ''}; "
                   f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f} at start")
             print()
-            print("| clients | answered | statuses | no answer | wall s | health p50 ms | health p99 ms "
-                  "| health max ms | health polls | server peak RSS MiB |")
-            print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-            for n in sizes:
-                r = run_crowd(proc, host, port, n)
-                codes = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()) if k.isdigit())
-                print(f"| {n} | {r['answered']} | {codes} | {n - r['answered']} | {r['wall']:.1f} | "
-                      f"{r['health_p50']:.1f} | {r['health_p99']:.1f} | {r['health_max']:.1f} | "
-                      f"{r['health_n']} ({r['health_failed']} failed) | {r['peak_rss']:.0f} |", flush=True)
-                if r["answered"] != n or r["health_failed"]:
-                    failed = True
-                    print("  unanswered:", {k: v for k, v in r["statuses"].items() if not k.isdigit()},
-                          file=sys.stderr)
+            print("| server | clients | load | answered | statuses | no answer | wall s | health p50 ms "
+                  "| health p99 ms | health max ms | health polls | server peak RSS MiB |")
+            print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+            pooled: dict[tuple[str, int], list[float]] = {}
+            for round_ in range(repeat):
+                order = servers if round_ % 2 == 0 else servers[::-1]
+                for n in sizes:
+                    for label, proc, host, port in order:
+                        load = os.getloadavg()[0]
+                        r = run_crowd(proc, host, port, n)
+                        pooled.setdefault((label, n), []).extend(r["latencies"])
+                        codes_ = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()) if k.isdigit())
+                        print(f"| {label} | {n} | {load:.1f} | {r['answered']} | {codes_} | {n - r['answered']} | "
+                              f"{r['wall']:.1f} | {r['health_p50']:.1f} | {r['health_p99']:.1f} | "
+                              f"{r['health_max']:.1f} | {r['health_n']} ({r['health_failed']} failed) | "
+                              f"{r['peak_rss']:.0f} |", flush=True)
+                        if r["answered"] != n or r["health_failed"]:
+                            failed = True
+                            print("  unanswered:", {k: v for k, v in r["statuses"].items() if not k.isdigit()},
+                                  file=sys.stderr)
+            if repeat > 1 or len(servers) > 1:
+                print()
+                print("All rounds pooled (every health poll of every crowd of that size):")
+                print()
+                print("| server | clients | health polls | p50 ms | p90 ms | p99 ms | max ms |")
+                print("|---|---:|---:|---:|---:|---:|---:|")
+                for n in sizes:
+                    for label, *_ in servers:
+                        lat = pooled[(label, n)]
+                        print(f"| {label} | {n} | {len(lat)} | {_pct(lat, 0.5):.1f} | {_pct(lat, 0.9):.1f} | "
+                              f"{_pct(lat, 0.99):.1f} | {max(lat) * 1000 if lat else float('nan'):.1f} |")
         finally:
-            proc.send_signal(signal.SIGTERM)
-            t = time.monotonic()
-            try:
-                code = proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = "killed"
-        print()
-        print(f"server stopped with SIGTERM in {time.monotonic() - t:.1f} s: exit status {code}")
-    return 1 if failed or code != 0 else 0
+            print()
+            for label, proc, _, _ in servers:
+                proc.send_signal(signal.SIGTERM)
+                t = time.monotonic()
+                try:
+                    code = proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    code = "killed"
+                codes.append(code)
+                print(f"{label}: stopped with SIGTERM in {time.monotonic() - t:.1f} s: exit status {code}")
+    return 1 if failed or any(c != 0 for c in codes) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated request kinds")
     ap.add_argument("--crowd", metavar="N,...",
                     help="instead: crowds of N simultaneous clients with a hostile mix (e.g. 500,1000)")
+    ap.add_argument("--baseline", metavar="GITREF",
+                    help="with --crowd: also run service/ as it was at GITREF, the two servers alternating")
+    ap.add_argument("--repeat", type=int, default=1, help="with --crowd: rounds (default 1, at most 20)")
     args = ap.parse_args(argv)
     if args.crowd:
         try:
@@ -304,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--crowd takes comma-separated client counts")
         if not sizes or not all(1 <= n <= MAX_CROWD for n in sizes):
             ap.error(f"--crowd: each count is 1 .. {MAX_CROWD}")
-        return main_crowd(sizes, args.workers)
+        if not 1 <= args.repeat <= 20:
+            ap.error("--repeat: 1 .. 20")
+        return main_crowd(sizes, args.workers, args.baseline, args.repeat)
     seconds = min(args.seconds, MAX_SECONDS)
     kinds = request_kinds()
     chosen = [k.strip() for k in args.kinds.split(",") if k.strip()]

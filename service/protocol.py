@@ -90,10 +90,15 @@ def guarded_protocol(header_seconds: float, max_idle: int, *,
         _armed_for: Any = None
         _idle_since: float = 0.0
 
+        #: when the connection was accepted, when that was not just now (the
+        #: front door held it while its first request arrived: front.py)
+        opened_at: float | None = None
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._idle_since = time.monotonic()
-            self._arm()
+            now = time.monotonic()
+            self._idle_since = min(now, self.opened_at) if self.opened_at is not None else now
+            self._arm(header_seconds - (now - self._idle_since))
             self._shed_idle()
 
         _lingering: bool = False
@@ -164,9 +169,9 @@ def guarded_protocol(header_seconds: float, max_idle: int, *,
         def _between_requests(self) -> bool:
             return self.cycle is None or self.cycle.response_complete
 
-        def _arm(self) -> None:
+        def _arm(self, seconds: float = header_seconds) -> None:
             self._armed_for = self.cycle
-            self._header_timer = self.loop.call_later(header_seconds, self._expire)
+            self._header_timer = self.loop.call_later(max(0.0, seconds), self._expire)
 
         def _expire(self) -> None:
             self._header_timer = None

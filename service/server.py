@@ -5,23 +5,32 @@ kernel picks a free port, which the "listening" line then names): tests and
 the benchmark start servers that way.  SIGINT and SIGTERM stop the server
 gracefully (requests in flight finish, workers are stopped) and the process
 exits with status 0.
+
+uvicorn never sees the socket: the front door (front.py), a thread, accepts
+every connection, answers GET /v1/health itself and hands the rest to the
+event loop, where uvicorn's protocol serves them (Server._adopt).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
+import logging
 import signal
 import socket
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
 from .app import LOOPBACK_NAMES, Services, create_app, host_name
 from .campaign_view import CampaignView
 from .limits import Limits
+from .front import BEAT_SECONDS, FrontDoor
 from .protocol import guarded_protocol
 from .workers import WorkerPool
+
+log = logging.getLogger("tfsem.serve")
 
 
 #: pending connections the kernel holds while the server accepts others (the
@@ -29,6 +38,8 @@ from .workers import WorkerPool
 LISTEN_BACKLOG = 4096
 #: seconds computations in flight get to finish once SIGTERM or SIGINT comes
 SHUTDOWN_GRACE = 2.0
+#: Python's thread switch interval while serving (see serve())
+SWITCH_SECONDS = 0.001
 
 
 def _server_class():
@@ -38,16 +49,103 @@ def _server_class():
         """uvicorn's server, which on SIGTERM/SIGINT also tells the worker
         pool: new computations are refused and running ones stopped after
         SHUTDOWN_GRACE seconds, so the server ends within a few seconds
-        whatever its requests are doing."""
+        whatever its requests are doing.
 
-        def __init__(self, config, pool: WorkerPool):
+        The listening socket is not given to uvicorn: a FrontDoor thread
+        (front.py) accepts every connection, answers GET /v1/health itself,
+        and hands the others to this event loop (`_adopt`), where uvicorn's
+        protocol serves them as if uvicorn had accepted them."""
+
+        def __init__(self, config, pool: WorkerPool, sock: socket.socket,
+                     health_body: Callable[[], bytes], allowed_hosts: frozenset[str] | None,
+                     max_held: int):
             super().__init__(config)
             self.pool = pool
             self.loop: asyncio.AbstractEventLoop | None = None
+            self.listen_sock, self.health_body = sock, health_body
+            self.allowed_hosts, self.max_held = allowed_hosts, max_held
+            self.door: FrontDoor | None = None
+            self._adopting: set[asyncio.Task] = set()
+            self._beat: asyncio.TimerHandle | None = None
 
         async def serve(self, sockets=None) -> None:
             self.loop = asyncio.get_running_loop()
             await super().serve(sockets=sockets)
+
+        async def startup(self, sockets=None) -> None:
+            # the lifespan (workers up, the "listening" line), no listener
+            await super().startup(sockets=[])
+            if not self.started:
+                return
+            loop = asyncio.get_running_loop()
+            config = self.config
+
+            def create_protocol():
+                return config.http_protocol_class(config=config, server_state=self.server_state,
+                                                  app_state=self.lifespan.state, _loop=loop)
+
+            self._create_protocol = create_protocol
+            # What the server imported and built is there for good: out of
+            # the collector's sight, a full collection (which holds the GIL,
+            # and so stops the front door's thread too) takes microseconds
+            # instead of 60+ ms, the largest part of health's tail in a crowd
+            # (a crowd's allocations set off several).
+            gc.collect()
+            gc.freeze()
+
+            def handoff(items) -> None:  # in the door's thread
+                loop.call_soon_threadsafe(self._adopt, items)
+
+            self.door = FrontDoor(self.listen_sock, handoff, self.health_body, self.allowed_hosts,
+                                  peek=config.ssl is None, max_held=self.max_held)
+            self._tick()
+            self.door.start()
+
+        def _tick(self) -> None:
+            if self.door is not None:
+                self.door.beat()
+            self._beat = asyncio.get_running_loop().call_later(BEAT_SECONDS, self._tick)
+
+        def _adopt(self, items) -> None:
+            for sock, prefix, since in items:
+                if self.should_exit:
+                    sock.close()
+                    continue
+                task = asyncio.get_running_loop().create_task(self._adopt_one(sock, prefix, since))
+                self._adopting.add(task)
+                task.add_done_callback(self._adopting.discard)
+
+        async def _adopt_one(self, sock: socket.socket, prefix: bytes, since: float) -> None:
+            protocol = self._create_protocol()
+            # its deadlines and its age count from when the door accepted it
+            protocol.opened_at = since
+            if prefix:
+                # the bytes the door read come first: connection_made runs
+                # before the transport starts reading (both are call_soon'd
+                # in that order by the transport)
+                made = protocol.connection_made
+
+                def connection_made(transport, made=made, protocol=protocol):
+                    made(transport)
+                    protocol.data_received(prefix)
+                protocol.connection_made = connection_made
+            try:
+                await asyncio.get_running_loop().connect_accepted_socket(
+                    lambda: protocol, sock, ssl=self.config.ssl)
+            except (OSError, EOFError, asyncio.TimeoutError) as exc:  # a TLS handshake that failed, a reset
+                log.debug("connection dropped before it was served: %s", exc)
+                sock.close()
+
+        async def shutdown(self, sockets=None) -> None:
+            # stop accepting first (uvicorn would close its listeners here)
+            if self.door is not None:
+                await asyncio.to_thread(self.door.stop)
+            if self._beat is not None:
+                self._beat.cancel()
+            for task in list(self._adopting):
+                task.cancel()
+            await super().shutdown(sockets=sockets)
+            gc.unfreeze()  # for a server run inside another program (the tests)
 
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
@@ -103,11 +201,41 @@ class Refused(ValueError):
 
 
 def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
-          *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
-          access_log: bool = False, out: TextIO | None = None, token: str | None = None,
-          allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
-          ssl_keyfile: str | None = None) -> int:
-    """Serve until SIGINT or SIGTERM.  `token`: every route but /v1/health
+          *, out: TextIO | None = None, **options) -> int:
+    """Serve until SIGINT or SIGTERM (the options: build_server's)."""
+    out = out or sys.stdout
+    server = build_server(directory, host, port, limits, out=out, **options)
+    # uvicorn re-raises the signal that stopped it once it is done; a handler
+    # of ours receives it, so that a stop by signal is a clean exit.
+    stops: list[int] = []
+    previous = {sig: signal.signal(sig, lambda s, f: stops.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # The front door's thread needs the GIL for each step of an answer
+    # (accept, read, write); while the event loop is busy it waits up to the
+    # switch interval each time: 1 ms instead of Python's 5 ms.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH_SECONDS))
+    try:
+        asyncio.run(server.serve())
+    finally:
+        sys.setswitchinterval(switch)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.listen_sock.close()
+    if not server.started:
+        print("tfsem serve: the server did not start", file=sys.stderr)
+        return 1
+    print("tfsem serve: stopped", file=out, flush=True)
+    return 0
+
+
+def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limits: Limits | None = None,
+                 *, jobs_module: str = "tfsem.service.jobs", log_level: str = "warning",
+                 access_log: bool = False, out: TextIO | None = None, token: str | None = None,
+                 allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
+                 ssl_keyfile: str | None = None):
+    """The server, its socket bound and listening (`server.listen_sock`,
+    `server.url`), not yet serving: `asyncio.run(server.serve())` serves (in
+    any thread; signals are serve()'s).  `token`: every route but /v1/health
     needs it; without one the server listens only on loopback (Refused
     otherwise).  `allowed_hosts`: more Host names to answer (a reverse
     proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
@@ -160,19 +288,7 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
                             # pool bounds computations, the protocol idle ones
                             limit_concurrency=limits.max_connections,
                             server_header=False)
-    server = _server_class()(config, pool)
-    # uvicorn re-raises the signal that stopped it once it is done; a handler
-    # of ours receives it, so that a stop by signal is a clean exit.
-    stops: list[int] = []
-    previous = {sig: signal.signal(sig, lambda s, f: stops.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        asyncio.run(server.serve(sockets=[sock]))
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sock.close()
-    if not server.started:
-        print("tfsem serve: the server did not start", file=sys.stderr)
-        return 1
-    print("tfsem serve: stopped", file=out, flush=True)
-    return 0
+    server = _server_class()(config, pool, sock, app.state.health_body, allowed,
+                             max_held=limits.max_idle_connections)
+    server.url = url
+    return server

@@ -48,6 +48,29 @@ def grappler_case(file: str, optimizer: str, fetches=None, targets=None) -> None
           f"{res.summary()}. Proved sound.")
 
 
+def corpus_case(name: str, optimizer: str, why: str) -> None:
+    """Grappler's `optimizer` alone on the real-graphs corpus graph `name`
+    (examples/tensorflow/corpus/), imported with its capture map."""
+    from tfsem.graphdef import read_captures
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+
+    corpus = CORPUS / "corpus"
+    e = next(e for e in json.loads((corpus / "manifest.json").read_text())["graphs"] if e["name"] == name)
+    captures = read_captures(corpus / e["captures"]) if e.get("captures") else None
+
+    def imported(graph_def):
+        graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
+        return import_graph(graph, e["fetches"], e["targets"], captures=captures).program
+
+    gd = g.as_graph_def(corpus / e["file"])
+    res = g.run_grappler(gd, e["fetches"] + e["targets"], optimizer)
+    write(f"grappler_{optimizer}_{name}", imported(gd), imported(res.graph_def), "sound",
+          f"TensorFlow {g.tensorflow().__version__} Grappler, {optimizer} alone, on "
+          f"examples/tensorflow/corpus/{e['file']} (fetches {e['fetches']}, targets {e['targets']}"
+          f"{', with its capture map' if captures else ''}): {res.summary()}. Proved sound. {why}")
+
+
 def broken_case(file: str, name: str, node: str, edge: str, fetches, targets, note: str) -> None:
     gd = g.as_graph_def(CORPUS / file)
     original = _import(gd, fetches, targets, file)
@@ -63,6 +86,12 @@ def main() -> int:
     grappler_case("group_fanin.pbtxt", "common_subgraph_elimination")
     grappler_case("keras_mlp_adam.pbtxt", "dependency")
     grappler_case("v1_mlp_sgd.pbtxt", "dependency")
+    corpus_case("keras_mlp_sgd_momentum", "dependency",
+                "From the corpus run of docs/grappler-findings.md: the dependency optimizer "
+                "removes Identity/NoOp nodes and rewires control edges of a Keras 3 SGD step.")
+    corpus_case("tf1_mlp_adam", "pruning",
+                "From the corpus run of docs/grappler-findings.md: pruning forwards "
+                "Identity nodes of a TF1 Adam step.")
     broken_case("counter.pbtxt", "counter_drop_control_dependency", "read", "^increment",
                 ["value"], ["increment"],
                 "The shape of a dependency-optimizer bug: `read` may now run before "
