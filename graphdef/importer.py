@@ -519,6 +519,15 @@ class _Builder:
             return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
         return self.input(i)
 
+    def handle(self, i: int) -> DataIn | None:
+        """Data input i's handle where it is a resource (a VarHandleOp, or a
+        handle through control-flow primitives), else None."""
+        src, port = self._ref(i)
+        if src not in self.imp.var_of:
+            return None
+        refs = self.imp.refs.get(src)
+        return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
+
     def var(self, i: int) -> DataIn:
         src, port = self._ref(i)
         g = self.imp.g.get(src)

@@ -133,9 +133,11 @@ STATELESS_UNMODELLED = frozenset("""
 """.split())
 
 #: Control flow that is not modelled, rejected by name: the reference-typed
-#: v1 primitives, TensorFlow 2's functional ops (lower them first: tfsem
-#: imports the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
-#: LoopCond, see docs/semantics.md) and ControlTrigger.
+#: v1 primitives and ControlTrigger.  (TensorFlow 2's functional ops If,
+#: While, Case and their Stateless forms never reach the op table: they are
+#: lowered to the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
+#: LoopCond when the graph is read, graphdef/functions.py, docs/semantics.md;
+#: they stay listed so that one left over is refused by name.)
 CONTROL_FLOW = frozenset("""
     RefSwitch RefMerge RefEnter RefExit RefNextIteration If StatelessIf While
     StatelessWhile Case StatelessCase ControlTrigger
@@ -262,9 +264,13 @@ def _noop(b):
 @op("IdentityN", "one Identity per input, joined by a NoOp named after the node")
 def _identity_n(b):
     n = b.n_inputs
-    if n == 1:
+    # a resource input (a function returning a handle it was given, a While
+    # passing one through) is passed on as the handle: nothing to compute
+    handles = {i: h for i in range(n) if (h := b.handle(i)) is not None}
+    if n == 1 and not handles:
         return [b.add("Identity", [b.input(0)])]
-    outs = [b.add("Identity", [b.input(i)], part=f"output_{i}") for i in range(n)]
+    outs = [handles[i] if i in handles else
+            b.add("Identity", [b.input(i)], part=f"output_{i}") for i in range(n)]
     b.add("NoOp", [])   # the join; the builder puts the parts under it
     return outs
 
