@@ -75,3 +75,43 @@ def test_ref_switch_is_refused_by_name():
         {"name": "s", "op": "RefSwitch", "input": ["c", "c"]}]}
     with pytest.raises(GraphImportError, match="RefSwitch"):
         import_graph(g, ["s"])
+
+
+# tf2_while_case.pbtxt: TensorFlow 2.21's functional While (named "loop",
+# body: x.assign_add(3)) and a Case (named "case") of two branches, each
+# x.assign(x * 10 + v), unordered with the loop (graph mode, no automatic
+# control dependencies).  TensorFlow's executor gave out=31, x=20 for
+# n=3, k=0 and out=22, x=18 for n=2, k=5 (index out of range: the last
+# branch) from x=1 (tests/test_controlflow_tensorflow.py compares such
+# graphs with TensorFlow's executor directly).
+TF2 = str(CASES / "tf2_while_case.pbtxt")
+
+
+def test_functional_while_and_case_import_as_the_primitives():
+    p = import_path(CASES / "tf2_while_case.pbtxt", fetch=["out"]).program
+    ops = {n.op for n in p.nodes}
+    assert {"Enter", "Merge", "Switch", "Exit", "NextIteration", "LoopCond"} <= ops
+    assert p.node["loop/enter_4"].attrs["is_constant"] is True   # the resource loop variable
+    assert p.frames["loop/body/AssignAddVariableOp"] == ("loop",)
+    assert p.frames["case/indexed_case/branch0/AssignVariableOp"] == ()   # a Case is no loop
+
+
+@pytest.mark.parametrize("n,k,want", [(3, 0, (31, 20)), (2, 5, (22, 18))])
+def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want):
+    got = run("outcomes", TF2, "--fetch", "out", "--feed", f"n={n}", "--feed", f"k={k}",
+              "--init", "x=1", "--json")
+    assert got.returncode == 0, got.stderr
+    pairs = {(o["outputs"]["out"], o["state"]["x"]) for o in json.loads(got.stdout)["outcomes"]}
+    assert want in pairs
+    # the branch's read and assignment race with the loop's n assign_adds:
+    # the branch runs before, between or after them, or loses some of them
+    v = 1 if k == 0 else 2
+    assert {x for _, x in pairs} == {(1 + 3 * i) * 10 + v + 3 * j
+                                     for i in range(n + 1) for j in range(n - i + 1)}
+
+
+def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
+    got = run("outcomes", TF2, "--fetch", "out", "--feed", "n=9", "--feed", "k=0",
+              "--init", "x=1", "--max-iterations", "8")
+    assert got.returncode == 3 and got.stdout.startswith("unknown")
+    assert "loop 'loop'" in got.stdout and "bound of 8" in got.stdout
