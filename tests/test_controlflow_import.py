@@ -115,3 +115,23 @@ def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
               "--init", "x=1", "--max-iterations", "8")
     assert got.returncode == 3 and got.stdout.startswith("unknown")
     assert "loop 'loop'" in got.stdout and "bound of 8" in got.stdout
+
+
+@pytest.mark.parametrize("node,words", [
+    ('op: "While" input: "c"', "types in its attribute T"),
+    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } }',
+     "no function attribute 'cond'"),
+    ('op: "Case" input: "c"', "no branch functions"),
+    ('op: "StatelessWhile" input: "c" attr { key: "T" value { list { type: DT_INT64 } } } '
+     'attr { key: "cond" value { func { name: "nowhere" } } } '
+     'attr { key: "body" value { func { name: "nowhere" } } }', "not in the graph's function library"),
+])
+def test_a_malformed_functional_op_is_refused_naming_it(node, words):
+    from tfsem.graphdef.proto import parse_text
+    g = parse_text("GraphDef", 'node { name: "c" op: "Const" attr { key: "dtype" value { type: '
+                   'DT_INT64 } } attr { key: "value" value { tensor { dtype: DT_INT64 '
+                   'tensor_shape { } int64_val: 1 } } } } node { name: "bad" ' + node + " }")
+    with pytest.raises(GraphImportError) as exc:
+        import_graph(g, ["bad"])
+    (v,) = exc.value.violations
+    assert "'bad" in v.where and words in v.message, v
