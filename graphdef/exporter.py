@@ -125,8 +125,8 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
                 types[(name, k)] = None if dt is None else TensorType(dt, None)
             continue
         try:
-            if any(a is None or a.shape is None for a in args):
-                raise fns.CannotRun("unknown input shape")
+            if any(a is None or a.shape is None or a.dtype == "variant" for a in args):
+                raise fns.CannotRun("unknown input shape (or a TensorList)")
             # declared shapes may be far too large to evaluate on zeros (a
             # feed of 10^19 elements): then only the dtype is inferred
             fns.check_size(n.op, [a.shape for a in args])

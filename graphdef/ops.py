@@ -214,9 +214,50 @@ for _tf_op, _fn_name in [("Add", "Add"), ("AddV2", "Add"), ("Sub", "Sub"), ("Mul
                          ("ZerosLike", "ZerosLike"), ("OnesLike", "OnesLike")]:
     op(_tf_op, f"the function {_fn_name}" + (f" ({_fn_name}.ftz on floats: subnormals flushed)"
                                               if _fn_name in _FLUSHING else ""))(_fn(_fn_name))
+def _identity(b):
+    if b.attr("T", "") == "DT_VARIANT":   # a TensorList (oracle/tensor_lists.py) passes through
+        return [b.add("Identity", [b.input(0)])]
+    return _fn("Identity")(b)
+
+
 for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
-    op(_tf_op, "the function Identity (a node of its own: control edges on it keep their meaning)"
-       )(_fn("Identity"))
+    op(_tf_op, "the function Identity (a node of its own: control edges on it keep their "
+       "meaning); a TensorList passes through")(_identity)
+
+
+# -- TensorList (oracle/tensor_lists.py): tf.TensorArray in TensorFlow 2 -------
+
+_LIST_ATTRS = {
+    "TensorListReserve": (), "TensorListFromTensor": (), "TensorListGetItem": (),
+    "TensorListPushBack": (), "TensorListPopBack": (), "TensorListLength": None,
+    "TensorListElementShape": None, "TensorListSetItem": ("resize_if_index_out_of_bounds",),
+    "TensorListStack": ("num_elements",)}
+
+
+def _tensor_list_model(name: str, n_in: int, n_out: int) -> None:
+    @op(name, f"the TensorList function {name} (a list is a value: oracle/tensor_lists.py)",
+        output_args=("output_handle", "tensor") if n_out == 2 else ())
+    def build(b):
+        attrs: dict[str, Any] = {}
+        extra = _LIST_ATTRS[name]
+        if extra is not None:
+            attrs["element_dtype"] = b.dtype("element_dtype")
+            for key in extra:
+                default = False if key.startswith("resize") else -1
+                v = b.attr(key, default)
+                attrs[key] = bool(v) if key.startswith("resize") else int(v)
+        if name == "TensorListElementShape":
+            attrs["shape_type"] = b.dtype("shape_type")
+        ref = b.add(name, [b.input(i) for i in range(n_in)], attrs)
+        return [DataIn(ref.node, k) for k in range(n_out)]
+
+
+for _name, _n_in, _n_out in (("TensorListReserve", 2, 1), ("TensorListFromTensor", 2, 1),
+                             ("TensorListLength", 1, 1), ("TensorListElementShape", 1, 1),
+                             ("TensorListSetItem", 3, 1), ("TensorListGetItem", 3, 1),
+                             ("TensorListStack", 2, 1), ("TensorListPushBack", 2, 1),
+                             ("TensorListPopBack", 2, 2)):
+    _tensor_list_model(_name, _n_in, _n_out)
 
 
 @op("BiasAdd", "the function BiasAdd (data_format NHWC only)")
