@@ -715,6 +715,8 @@ def _port(op: str, node: str, arg: str, k: int, names: dict) -> int:
         if arg in args:
             return args.index(arg) + k
     model = opt.lookup(op)
+    if op not in opt.OUTPUT_ARGS and model is not None and arg in model.output_args:
+        return model.output_args.index(arg) + k
     if op in opt.OUTPUT_ARGS or (model is not None and len(model.output_args) > 1):
         args = opt.OUTPUT_ARGS.get(op) or model.output_args
         raise GraphFormatError(f"node {node!r}", f"{op} has no output arg {arg!r} "

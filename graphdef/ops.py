@@ -228,7 +228,7 @@ for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
 # -- TensorList (oracle/tensor_lists.py): tf.TensorArray in TensorFlow 2 -------
 
 _LIST_ATTRS = {
-    "TensorListReserve": (), "TensorListFromTensor": (), "TensorListGetItem": (),
+    "EmptyTensorList": (), "TensorListReserve": (), "TensorListFromTensor": (), "TensorListGetItem": (),
     "TensorListPushBack": (), "TensorListPopBack": (), "TensorListLength": None,
     "TensorListElementShape": None, "TensorListSetItem": ("resize_if_index_out_of_bounds",),
     "TensorListStack": ("num_elements",)}
@@ -252,7 +252,7 @@ def _tensor_list_model(name: str, n_in: int, n_out: int) -> None:
         return [DataIn(ref.node, k) for k in range(n_out)]
 
 
-for _name, _n_in, _n_out in (("TensorListReserve", 2, 1), ("TensorListFromTensor", 2, 1),
+for _name, _n_in, _n_out in (("EmptyTensorList", 2, 1), ("TensorListReserve", 2, 1), ("TensorListFromTensor", 2, 1),
                              ("TensorListLength", 1, 1), ("TensorListElementShape", 1, 1),
                              ("TensorListSetItem", 3, 1), ("TensorListGetItem", 3, 1),
                              ("TensorListStack", 2, 1), ("TensorListPushBack", 2, 1),
@@ -515,6 +515,17 @@ def _var_handle(b):
 def _read(b):
     b.dtype("dtype")
     return [b.add("Read", [b.var(0)])]
+
+
+@op("VariableShape", "Read, then the function Shape: TensorFlow's VariableShape looks the "
+    "variable up (it fails on an uninitialized one, as the Read's error value does) and gives "
+    "its shape, which no assignment changes", resources=(0,), stateful=True)
+def _variable_shape(b):
+    out_type = b.dtype("out_type")
+    if out_type not in ("int32", "int64"):
+        b.reject("out_type must be int32 or int64")
+    value = b.add("Read", [b.var(0)], part="read")
+    return [b.add("Shape", [value], {"out_type": out_type})]
 
 
 @op("AssignVariableOp", "Assign-Snd (Write)", resources=(0,), stateful=True)

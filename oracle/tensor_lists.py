@@ -45,6 +45,8 @@ class TensorList:
     element_dtype: str
     element_shape: tuple[int, ...] | None
     items: tuple[Tensor | None, ...]
+    #: EmptyTensorList's max_num_elements (-1: no limit): PushBack past it fails
+    max_elements: int = -1
 
     #: what code that asks any value for its type sees
     dtype = "variant"
@@ -211,6 +213,15 @@ def _reserve(args, attrs):
     return (TensorList(attrs["element_dtype"], shape, (None,) * n),)
 
 
+@_list_function("EmptyTensorList", 2, **_ELEMENT_DTYPE)
+def _empty(args, attrs):
+    """EmptyTensorList(element_shape, max_num_elements): a list of no
+    elements that PushBack may grow to max_num_elements (-1: no limit)."""
+    shape = partial_from_tensor(_tensor(args[0], "element_shape"))
+    n = _scalar_int(args[1], "max_num_elements")   # (TensorFlow accepts any value)
+    return (TensorList(attrs["element_dtype"], shape, (), n),)
+
+
 @_list_function("TensorListFromTensor", 2, **_ELEMENT_DTYPE)
 def _from_tensor(args, attrs):
     """TensorListFromTensor(tensor, element_shape): the list of
@@ -266,7 +277,7 @@ def _set_item(args, attrs):
                           f"Item element shape: {list(item.shape)} list shape: "
                           f"{lst.element_shape}")
     items[i] = item
-    return (TensorList(lst.element_dtype, lst.element_shape, tuple(items)),)
+    return (TensorList(lst.element_dtype, lst.element_shape, tuple(items), lst.max_elements),)
 
 
 @_list_function("TensorListGetItem", 3, **_ELEMENT_DTYPE)
@@ -327,7 +338,11 @@ def _push_back(args, attrs):
                           f"{lst.element_dtype}")
     if not compatible(lst.element_shape, t.shape):
         raise ListOpError("Tried to append a tensor with incompatible shape to a list.")
-    return (TensorList(lst.element_dtype, lst.element_shape, lst.items + (t,)),)
+    if lst.max_elements != -1 and len(lst.items) >= lst.max_elements:
+        raise ListOpError(f"Tried to push item into a full list; list size: {len(lst.items)}, "
+                          f"max_num_elements: {lst.max_elements}")
+    return (TensorList(lst.element_dtype, lst.element_shape, lst.items + (t,),
+                       lst.max_elements),)
 
 
 @_list_function("TensorListPopBack", 2, 2, **_ELEMENT_DTYPE)
@@ -340,7 +355,7 @@ def _pop_back(args, attrs):
     if not lst.items:
         raise ListOpError("Trying to pop from an empty list.")
     last = lst.items[-1]
-    rest = TensorList(lst.element_dtype, lst.element_shape, lst.items[:-1])
+    rest = TensorList(lst.element_dtype, lst.element_shape, lst.items[:-1], lst.max_elements)
     if last is None:
         last = _zeros(_read_shape(lst, requested), lst.element_dtype,
                       "Trying to read an uninitialized tensor")
@@ -348,6 +363,6 @@ def _pop_back(args, attrs):
 
 
 #: The TensorList functions, by TensorFlow op (graphdef/ops.py imports them).
-LIST_OPS = ("TensorListReserve", "TensorListFromTensor", "TensorListLength",
+LIST_OPS = ("EmptyTensorList", "TensorListReserve", "TensorListFromTensor", "TensorListLength",
             "TensorListElementShape", "TensorListSetItem", "TensorListGetItem",
             "TensorListStack", "TensorListPushBack", "TensorListPopBack")
