@@ -204,7 +204,19 @@ def lower_functional(n: GNode, nodes: dict[str, GNode],
     node's consumers (a While's data consumers read its Exits, its control
     consumers wait for `LoopExecuted`), `redirects` gets the input strings
     to replace (`n:k` -> `n/exit_k`, `^n` -> `^n/LoopExecuted`), applied to
-    every node once everything is inlined (_apply_redirects)."""
+    every node once everything is inlined (_apply_redirects).
+
+    TensorFlow's LowerFunctionalOpsPass lowers only the nodes whose
+    `_lower_using_switch_merge` attribute is true (tf.cond, tf.while_loop
+    and tf.switch_case set it outside XLA); it runs any other as a kernel
+    that calls its functions, which tfsem does not model: refused by name."""
+    a = n.attr.get("_lower_using_switch_merge")
+    if not (isinstance(a, Mapping) and a.get("b") is True):
+        raise GraphFormatError(n.describe(), f"TensorFlow lowers a {n.op} to Switch/Merge (and "
+                               "Enter/Exit/NextIteration) only when its attribute "
+                               "_lower_using_switch_merge is true; this one it would run as a "
+                               "kernel calling its functions, which tfsem does not model",
+                               "control-flow")
     if n.op in IF_OPS:
         return _lower_if(n, nodes)
     if n.op in WHILE_OPS:

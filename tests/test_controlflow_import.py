@@ -117,14 +117,23 @@ def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
     assert "loop 'loop'" in got.stdout and "bound of 8" in got.stdout
 
 
+LOWER = 'attr { key: "_lower_using_switch_merge" value { b: true } } '
+
+
 @pytest.mark.parametrize("node,words", [
-    ('op: "While" input: "c"', "types in its attribute T"),
-    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } }',
+    ('op: "While" input: "c" ' + LOWER, "types in its attribute T"),
+    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } } ' + LOWER,
      "no function attribute 'cond'"),
-    ('op: "Case" input: "c"', "no branch functions"),
+    ('op: "Case" input: "c" ' + LOWER, "no branch functions"),
     ('op: "StatelessWhile" input: "c" attr { key: "T" value { list { type: DT_INT64 } } } '
      'attr { key: "cond" value { func { name: "nowhere" } } } '
-     'attr { key: "body" value { func { name: "nowhere" } } }', "not in the graph's function library"),
+     'attr { key: "body" value { func { name: "nowhere" } } } ' + LOWER,
+     "not in the graph's function library"),
+    # without the attribute TensorFlow runs the op as a kernel: not modelled
+    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } }',
+     "only when its attribute _lower_using_switch_merge is true"),
+    ('op: "If" input: "c" input: "c" attr { key: "_lower_using_switch_merge" value { b: false } }',
+     "would run as a kernel calling its functions"),
 ])
 def test_a_malformed_functional_op_is_refused_naming_it(node, words):
     from tfsem.graphdef.proto import parse_text
