@@ -218,7 +218,7 @@ def lower_functional(n: GNode, nodes: dict[str, GNode],
                                "kernel calling its functions, which tfsem does not model",
                                "control-flow")
     if n.op in IF_OPS:
-        return _lower_if(n, nodes)
+        return _lower_if(n, nodes, redirects)
     if n.op in WHILE_OPS:
         return _lower_while(n, nodes, redirects)
     return _lower_case(n, nodes, redirects)
@@ -261,7 +261,8 @@ def _branch(n: GNode, key: str) -> str:
     return name
 
 
-def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
+def _lower_if(n: GNode, nodes: dict[str, GNode],
+              redirects: dict[str, str] | None = None) -> list[GNode]:
     """An If node as TensorFlow's LowerIfOp pass lowers it before its
     executor runs it (tensorflow/core/common_runtime/lower_if_op.cc):
 
@@ -276,7 +277,9 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
       entry, so the untaken branch's nodes, stateful ones included, fire dead);
     * `n/merge_k` = Merge(n/then:k, n/else:k) for each output, and `n` itself
       an IdentityN of the merges that waits for `n/done` = Merge of the two
-      branches' completions, so that `^n` waits for the taken branch."""
+      branches' completions, so that `^n` waits for the taken branch.  As in
+      TensorFlow, the If's data consumers read the merges directly and its
+      control consumers wait for `n/done` (`redirects`)."""
     data = [i for i in n.inputs if not i.startswith("^")]
     controls = [i for i in n.inputs if i.startswith("^")]
     if not data:
@@ -311,6 +314,10 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
     for k in range(len(tout)):
         made.append(GNode(f"{name}/merge_{k}", "Merge", [f"{name}/then:{k}", f"{name}/else:{k}"]))
         merges.append(f"{name}/merge_{k}")
+        if redirects is not None:
+            redirects[f"{name}:{k}"] = f"{name}/merge_{k}"
+    if redirects is not None:
+        redirects[f"^{name}"] = f"^{name}/done"
     for g in made:
         if g.name in nodes:
             raise GraphFormatError(n.describe(), f"lowering the If would make node {g.name!r}, "
