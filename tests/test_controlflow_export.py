@@ -21,6 +21,7 @@ from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.values import Tensor
 
 CASES = Path(__file__).parent / "cases" / "controlflow"
+NIGHTLY = os.environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
 X1 = {"x": Tensor(np.int64(1))}
 
 #: (graph, feeds): a TF1 loop, a TF1 cond, a TF2 While beside a Case
@@ -48,7 +49,8 @@ def test_export_and_import_back_keeps_the_outcomes(name, feeds):
     q = import_graph(graph, list(p.outputs)).program
     assert q.has_control_flow and set(q.variables) == set(p.variables)
     fd = {k: Tensor(v) for k, v in feeds.items()}
-    for mode in ("atomic", "decomposed"):
+    # decomposed too, but for the largest graph only under the nightly profile
+    for mode in ("atomic", "decomposed") if NIGHTLY or "tf2" not in name else ("atomic",):
         assert set(outcome_set(p, fd, X1, mode)) == set(outcome_set(q, fd, X1, mode)), mode
 
 

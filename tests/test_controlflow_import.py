@@ -96,7 +96,10 @@ def test_functional_while_and_case_import_as_the_primitives():
     assert p.frames["case/indexed_case/branch0/AssignVariableOp"] == ()   # a Case is no loop
 
 
-@pytest.mark.parametrize("n,k,want", [(3, 0, (31, 20)), (2, 5, (22, 18))])
+NIGHTLY = __import__("os").environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
+
+
+@pytest.mark.parametrize("n,k,want", [(2, 5, (22, 18))] + ([(3, 0, (31, 20))] if NIGHTLY else []))
 def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want):
     got = run("outcomes", TF2, "--fetch", "out", "--feed", f"n={n}", "--feed", f"k={k}",
               "--init", "x=1", "--json")
@@ -111,10 +114,10 @@ def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want
 
 
 def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
-    got = run("outcomes", TF2, "--fetch", "out", "--feed", "n=9", "--feed", "k=0",
-              "--init", "x=1", "--max-iterations", "8")
+    got = run("outcomes", TF2, "--fetch", "out", "--feed", "n=4", "--feed", "k=0",
+              "--init", "x=1", "--max-iterations", "3")
     assert got.returncode == 3 and got.stdout.startswith("unknown")
-    assert "loop 'loop'" in got.stdout and "bound of 8" in got.stdout
+    assert "loop 'loop'" in got.stdout and "bound of 3" in got.stdout
 
 
 LOWER = 'attr { key: "_lower_using_switch_merge" value { b: true } } '
