@@ -239,10 +239,18 @@ def _apply_redirects(nodes: dict[str, GNode], redirects: dict[str, str]) -> None
                 return text
             text = nxt
         return text
+    consumed = set()
     for g in nodes.values():
         if any((i if i.startswith("^") else f"{split_ref(i)[0]}:{split_ref(i)[1]}") in redirects
                for i in g.inputs):
+            consumed.update(split_ref(i)[0] for i in g.inputs)
             g.inputs = [resolve(i) for i in g.inputs]
+    # the node standing for a lowered op that had consumers is no root of
+    # the graph (importer.default_roots) although nothing reads it now
+    for name in consumed:
+        g = nodes.get(name)
+        if g is not None and g.op in ("IdentityN", "NoOp"):
+            g.attr = dict(g.attr, _tfsem_consumed={"b": True})
 
 
 def _type_list(attr: Any) -> list[str]:
@@ -372,8 +380,8 @@ def _lower_while(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) -
                                "in its attribute T", "arity")
     resource = [t == "DT_RESOURCE" for t in types]
     if all(resource):
-        raise GraphFormatError(n.describe(), "a While whose loop variables are all resources "
-                               "(TensorFlow's lowering needs one tensor loop variable)",
+        raise GraphFormatError(n.describe(), "a While with no tensor loop variable (none, "
+                               "or all resources: TensorFlow's lowering needs one)",
                                "malformed-node")
     cond_f, body_f = _branch(n, "cond"), _branch(n, "body")
     pi = n.attr.get("parallel_iterations")

@@ -710,6 +710,10 @@ def default_roots(nodes: dict[str, GNode]) -> list[str]:
     for name, g in nodes.items():
         if name in consumed or g.op in ("Const", "VarHandleOp", "Placeholder"):
             continue
+        if "_tfsem_consumed" in g.attr:   # a lowered If/While/Case that had consumers
+            continue
+        if g.op == "Identity" and attr_value(g.attr.get("T", {})) == "DT_RESOURCE":
+            continue   # a handle passed on to nobody (a While's resource output): no effect
         base, _, last = name.rpartition("/")
         if (g.op == "AssignVariableOp" and last == "Assign" and base in handles) or \
            (g.op == "VarIsInitializedOp" and name.endswith("/IsInitialized/VarIsInitializedOp")

@@ -147,3 +147,17 @@ def test_a_malformed_functional_op_is_refused_naming_it(node, words):
         import_graph(g, ["bad"])
     (v,) = exc.value.violations
     assert "'bad" in v.where and words in v.message, v
+
+
+def test_default_outputs_of_a_functional_loop_are_tensorflows_unconsumed_nodes():
+    """Without --fetch a graph's outputs are the nodes nothing consumes: the
+    lowered While and Case (whose consumers now read their Exits and
+    Merges) are not among them, nor the Identity of the While's resource
+    output (a handle passed to nobody)."""
+    from tfsem.graphdef.functions import flatten
+    from tfsem.graphdef.importer import default_roots
+    from tfsem.graphdef import read_graph
+    graph, _ = read_graph(CASES / "tf2_while_case.pbtxt")
+    roots = default_roots(flatten(graph))
+    assert "out" in roots and "loop" not in roots and "case" not in roots
+    assert "loop/Identity_4" not in roots      # Identity of the resource output
