@@ -117,6 +117,13 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             continue
         f = fns.get(n.op)
         args = [of(i) for i in n.data_inputs]
+        if n.op in LIST_TYPES:
+            for k, t in enumerate(LIST_TYPES[n.op](n.attrs)):
+                types[(name, k)] = t
+            continue
+        if n.op == "Identity" and args and args[0] is not None and args[0].dtype == VARIANT:
+            types[(name, 0)] = args[0]
+            continue
         if n.op in array_ops.VALUE_DEPENDENT:
             # the shape of the result is a value (Reshape to a computed
             # shape): zeros would give a wrong one, or a failure that is none
@@ -151,6 +158,28 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             for k in range(f.n_out):
                 types[(name, k)] = None if dt is None else TensorType(dt, None)
     return types
+
+
+#: The dtype of a TensorList (oracle/tensor_lists.py): DT_VARIANT in TensorFlow.
+VARIANT = "variant"
+_LIST = TensorType(VARIANT, ())
+
+#: The TensorList functions' result types, from their attributes.
+LIST_TYPES = {
+    "EmptyTensorList": lambda a: [_LIST], "TensorListReserve": lambda a: [_LIST],
+    "TensorListFromTensor": lambda a: [_LIST], "TensorListSetItem": lambda a: [_LIST],
+    "TensorListPushBack": lambda a: [_LIST],
+    "TensorListLength": lambda a: [TensorType("int32", ())],
+    "TensorListElementShape": lambda a: [TensorType(a["shape_type"], None)],
+    "TensorListGetItem": lambda a: [TensorType(a["element_dtype"], None)],
+    "TensorListStack": lambda a: [TensorType(a["element_dtype"], None)],
+    "TensorListPopBack": lambda a: [_LIST, TensorType(a["element_dtype"], None)],
+}
+
+
+def tf_type(dt: str) -> str:
+    """TensorFlow's DataType of a tfsem dtype (a TensorList: DT_VARIANT)."""
+    return "DT_VARIANT" if dt == VARIANT else TF_DTYPES[dt]
 
 
 #: The control-flow primitives: each forwards its first data input (a Merge
@@ -396,7 +425,7 @@ def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
             raise ExportError(where, f"the dtype of the value this {n.op} forwards is unknown "
                               "(it comes from an uninterpreted function or is always an "
                               "error value)")
-        t = TF_DTYPES[typ.dtype]
+        t = tf_type(typ.dtype)
     node = {"name": name, "op": n.op, "input": data + ctrl, "attr": {"T": {"type": t}}}
     if n.op == MERGE:
         node["attr"]["N"] = {"i": len(data)}
@@ -415,7 +444,7 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
     # float X keeps subnormals, which TensorFlow's CPU runtime flushes: the
     # exported graph may differ from the program there (docs/tensorflow-graphs.md)
     op = n.op.removesuffix(fns.FTZ_SUFFIX)
-    T = (lambda i=0: {"type": TF_DTYPES[dtype_of(n.data_inputs[i], where)]})
+    T = (lambda i=0: {"type": tf_type(dtype_of(n.data_inputs[i], where))})
     attrs = n.attrs
     if op == "Const":
         v = attrs["value"]
@@ -426,6 +455,8 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         if op != "NoOp":
             node["attr"]["T"] = T()
         return [node]
+    if op in LIST_TYPES:
+        return [_list_node(op, name, data, ctrl, attrs, T)]
     if op in _COMPARISONS:
         return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T()}}]
     if op in ("LogicalNot", "LogicalAnd"):
@@ -536,6 +567,26 @@ def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
                 {"name": name, "op": "Identity", "input": [f"{name}/unpack:{attrs['index']}"],
                  "attr": {"T": T()}}]
     return None
+
+
+def _list_node(op, name, data, ctrl, attrs, T) -> dict:
+    """A TensorList function as its TensorFlow op (the importer's model in
+    reverse): element_dtype, and shape_type where the op takes an
+    element_shape operand (its dtype)."""
+    a: dict[str, Any] = {}
+    if "element_dtype" in attrs:
+        a["element_dtype"] = {"type": TF_DTYPES[attrs["element_dtype"]]}
+    if op in ("EmptyTensorList", "TensorListReserve"):
+        a["shape_type"] = T(0)
+    elif op == "TensorListFromTensor":
+        a["shape_type"] = T(1)
+    elif op == "TensorListElementShape":
+        a["shape_type"] = {"type": TF_DTYPES[attrs["shape_type"]]}
+    if op == "TensorListSetItem":
+        a["resize_if_index_out_of_bounds"] = {"b": bool(attrs["resize_if_index_out_of_bounds"])}
+    if op == "TensorListStack":
+        a["num_elements"] = {"i": int(attrs["num_elements"])}
+    return {"name": name, "op": op, "input": data + ctrl, "attr": a}
 
 
 def _attr_from_json(v: Any) -> dict | None:

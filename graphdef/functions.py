@@ -172,7 +172,8 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
     while pending:
         call = pending.pop()
         check_deadline(deadline, f"inlining function calls ({added} nodes inlined)")
-        new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added)
+        new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added,
+                      redirects)
         added += len(new)
         for n in new:
             if n.op in FUNCTIONAL_OPS:   # in a function body: lowered, its functions called
@@ -310,7 +311,7 @@ def _lower_if(n: GNode, nodes: dict[str, GNode],
         made.append(GNode(f"{name}/switch_{k}", "Switch", [a, cond]))
         t_args.append(f"{name}/switch_{k}:1")
         f_args.append(f"{name}/switch_{k}:0")
-    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {})}
+    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {}), **LOWERED}
     made.append(GNode(f"{name}/then", "StatefulPartitionedCall", t_args + [f"^{name}/pivot_t"],
                       dict(call_attr, f={"func": {"name": then_f}})))
     made.append(GNode(f"{name}/else", "StatefulPartitionedCall", f_args + [f"^{name}/pivot_f"],
@@ -336,6 +337,12 @@ def _lower_if(n: GNode, nodes: dict[str, GNode],
                         {"T": {"list": {"type": tout}}}, n.where)
     return [g for g in made if g.op == "StatefulPartitionedCall"]
 
+
+
+#: The attribute TensorFlow's lowering sets on the calls it makes
+#: (kLowerAsMultiDeviceFunctionAttr): they are inlined as TensorFlow inlines
+#: multi-device function calls (_inline_lowered).
+LOWERED = {"_lower_as_multi_device_function": {"b": True}}
 
 
 def _install(n: GNode, made: list[GNode], nodes: dict[str, GNode], what: str) -> None:
@@ -412,7 +419,7 @@ def _lower_while(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) -
         made.append(GNode(f"{name}/merge_{k}", "Merge",
                           [enters[k], f"{name}/next_iteration_{k}"], dict(t_attr(k), N={"i": 2})))
         loop_in.append(f"{name}/merge_{k}")
-    call_attr = {"Tin": n.attr.get("T", {})}
+    call_attr = {"Tin": n.attr.get("T", {}), **LOWERED}
     made.append(GNode(f"{name}/cond", "StatefulPartitionedCall",
                       loop_in + [f"^{name}/merge_{first}"],
                       dict(call_attr, Tout={"list": {"type": ["DT_BOOL"]}},
@@ -527,7 +534,7 @@ def _lower_case(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) ->
         t = {"type": tin[k]} if k < len(tin) else {}
         for b, o in enumerate(switch_n(a_, f"input_{k}", t, [])):
             per_branch[b].append(o)
-    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {})}
+    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {}), **LOWERED}
     calls = []
     for b in range(nb):
         made.append(GNode(f"{name}/branch{b}", "StatefulPartitionedCall",
@@ -656,7 +663,8 @@ def _function_name(call: GNode) -> str:
 
 
 def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
-            room: int = MAX_INLINED_NODES) -> list[GNode]:
+            room: int = MAX_INLINED_NODES,
+            redirects: dict[str, str] | None = None) -> list[GNode]:
     fname = _function_name(call)
     if depth >= MAX_DEPTH:
         raise GraphFormatError(call.describe(), f"function calls nested deeper than {MAX_DEPTH} "
@@ -699,10 +707,15 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         n, arg, k = parts[0], parts[1], int(parts[2])
         return f"{prefix}/{n}:{_port(ops_of[n], n, arg, k, port_names)}"
 
+    kept = _needed(fdef, body, ops_of)
+    lowered = isinstance(call.attr.get("_lower_as_multi_device_function"), Mapping) \
+        and redirects is not None
+    if lowered:
+        return _inline_lowered(call, fdef, fname, body, ops_of, kept, arg_map, data_in,
+                               control_in, outs, nodes, where, resolve, room, depth, redirects)
     entry = f"{prefix}/_entry"
     sources = sorted({"^" + split_ref(i)[0] for i in data_in + control_in})
     new: list[GNode] = [GNode(entry, "NoOp", sources, {}, where)]
-    kept = _needed(fdef, body, ops_of)
     if len(kept) + 1 > room:
         raise GraphFormatError(call.describe(), f"inlining function calls makes more than "
                                f"{MAX_INLINED_NODES} nodes (at this call of {_short(fname)!r}, "
@@ -732,6 +745,88 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
                                    "this name", "duplicate-name")
         nodes[g.name] = g
     nodes[call.name] = GNode(call.name, "IdentityN", rets + done,
+                             {"_tfsem_call": {"s": fname.encode()}}, call.where)
+    return new
+
+
+def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dict, kept: set,
+                    arg_map: dict, data_in: list, control_in: list, outs: list,
+                    nodes: dict[str, GNode], where: str, resolve, room: int, depth: int,
+                    redirects: dict[str, str]) -> list[GNode]:
+    """A call made by lowering control flow, inlined as TensorFlow's
+    InlineFunctionBody inlines it (tensorflow/core/common_runtime/
+    inline_function_utils.cc, a multi-device call: output control from the
+    control returns):
+
+    * `C/input_control_node`, a NoOp after the call's control inputs;
+    * `C/input_k` = Identity(input k) after it, for each tensor argument
+      (a resource argument is its handle, and each body node that takes it
+      waits for the input control node, as it would for TensorFlow's
+      Identity of the handle);
+    * the body's nodes, a node with no inputs after the input control node:
+      each waits only for its own inputs (no barrier for the whole call);
+    * `C/output_control_node`, a NoOp after the function's control returns
+      (`control_ret`): what waits for `^C` waits for it, and what reads
+      `C:k` reads the k-th return value directly (`redirects`); `C` itself
+      is an IdentityN of the return values, for fetches by name.
+
+    In the untaken branch of a lowered If or Case, and in the last iteration
+    of a lowered While, the call's control input is dead: so is the input
+    control node, and every body node fires dead."""
+    prefix = call.name
+    if len(kept) + 3 + len(data_in) > room:
+        raise GraphFormatError(call.describe(), f"inlining function calls makes more than "
+                               f"{MAX_INLINED_NODES} nodes (at this call of {_short(fname)!r}, "
+                               f"nested {depth} deep): functions that call others several "
+                               "times grow the graph exponentially; refused", "too-large")
+    sig = fdef.get("signature", {})
+    in_args = sig.get("input_arg", [])
+    icn = f"{prefix}/input_control_node"
+    new: list[GNode] = []
+    wait = [f"^{icn}"] if control_in else []
+    if control_in:
+        new.append(GNode(icn, "NoOp", list(control_in), {}, where))
+    handles = set()
+    for k, a in enumerate(in_args):
+        name = a.get("name", "")
+        t = a.get("type")
+        if t == "DT_RESOURCE":
+            handles.add(name)
+            continue
+        ident = f"{prefix}/input_{k}"
+        new.append(GNode(ident, "Identity", [data_in[k]] + wait, {"T": {"type": t}}, where))
+        arg_map[name] = ident
+    for n in body:
+        if n not in kept:
+            continue
+        nd = body[n]
+        ctx = f"node {n!r} {where}"
+        raw = list(nd.get("input", []))
+        inputs = [resolve(i, ctx) for i in raw]
+        if wait and (not raw or any(i.split(":")[0] in handles for i in raw
+                                    if not i.startswith("^"))):
+            inputs += wait
+        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
+    ret = fdef.get("ret", {})
+    rets = []
+    for o in outs:
+        if o not in ret:
+            raise GraphFormatError(f"function {fname!r}", f"output {o!r} has no ret entry")
+        rets.append(resolve(ret[o], f"function {fname!r} ret {o!r}"))
+    ocn = f"{prefix}/output_control_node"
+    new.append(GNode(ocn, "NoOp", sorted({f"^{prefix}/{n}" for n in
+                                          (fdef.get("control_ret") or {}).values() if n in body})
+                     + wait, {}, where))
+    del nodes[call.name]
+    for g in new:
+        if g.name in nodes:
+            raise GraphFormatError(g.describe(), "inlining a function body made two nodes of "
+                                   "this name", "duplicate-name")
+        nodes[g.name] = g
+    for k, r in enumerate(rets):
+        redirects[f"{call.name}:{k}"] = r
+    redirects[f"^{call.name}"] = f"^{ocn}"
+    nodes[call.name] = GNode(call.name, "IdentityN", rets + [f"^{ocn}"],
                              {"_tfsem_call": {"s": fname.encode()}}, call.where)
     return new
 

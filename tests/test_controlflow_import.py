@@ -161,3 +161,23 @@ def test_default_outputs_of_a_functional_loop_are_tensorflows_unconsumed_nodes()
     roots = default_roots(flatten(graph))
     assert "out" in roots and "loop" not in roots and "case" not in roots
     assert "loop/Identity_4" not in roots      # Identity of the resource output
+
+
+
+def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow():
+    """tf2_tensor_array_loop.pbtxt (TensorFlow 2.21, graph mode): a While
+    whose iteration i adds v[i] to x, then writes 10 * x into a TensorArray
+    (TensorListReserve/FromTensor/GetItem/SetItem/Stack).  Nothing orders
+    iteration i's read before iteration i+1's addition (the body has no
+    control outputs), so the read of iteration i sees x after the addition
+    of any iteration j >= i; TensorFlow's executor gave [50, 50, 50],
+    [30, 50, 50] and [30, 80, 50] from v = [1, 5, -3], x = 2
+    (tests/test_controlflow_export.py runs it)."""
+    got = run("outcomes", str(CASES / "tf2_tensor_array_loop.pbtxt"), "--fetch", "out",
+              "--feed", "v=[1,5,-3]", "--init", "x=2", "--json")
+    assert got.returncode == 0, got.stderr
+    outs = {tuple(o["outputs"]["out"]) for o in json.loads(got.stdout)["outcomes"]}
+    after = [2 + 1, 2 + 1 + 5, 2 + 1 + 5 - 3]        # x after the first k+1 additions
+    assert outs == {(10 * after[a], 10 * after[b], 10 * after[2])
+                    for a in range(3) for b in range(1, 3)}
+    assert {(50, 50, 50), (30, 50, 50), (30, 80, 50)} <= outs
