@@ -19,6 +19,10 @@ function F becomes
   signature's output args, with a control edge from every return node,
   every `control_ret` node and every stateful body node.
 
+The calls that lowering functional control flow makes (If, While, Case:
+below) are inlined as TensorFlow inlines them instead (`_inline_lowered`:
+no barrier, `^call` waits for the control returns only).
+
 Nested calls are inlined the same way, up to :data:`MAX_DEPTH` levels; a
 recursive function is refused.  Body nodes that are pure and that no return
 value, control output or stateful node needs are dropped (TensorFlow prunes
