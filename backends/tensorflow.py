@@ -96,19 +96,29 @@ def force_schedule(graph_def, order: Sequence[str]):
     """A copy of `graph_def` where each node of `order` that is in the graph
     gets a control edge from the one before it: TensorFlow must run them in
     that order.  `order` must be consistent with the graph's edges (a
-    schedule of it), else the result has a cycle and TensorFlow rejects it."""
+    schedule of it), else the result has a cycle and TensorFlow rejects it.
+    Edges stay in the frame where TensorFlow places them: an Enter is never
+    the source of a forced edge (its control output is inside its loop: the
+    node after it waits for the ones before it instead) and an Exit never
+    the target (its input is inside the loop: it is forced only as a source,
+    beside the node before it)."""
     tf = tensorflow()
     out = tf.compat.v1.GraphDef()
     out.CopyFrom(graph_def)
     by_name = {n.name: n for n in out.node}
-    prev = None
+    prevs: list[str] = []
     for name in order:
         node = by_name.get(name)
         if node is None:
             continue
-        if prev is not None and f"^{prev}" not in node.input:
-            node.input.append(f"^{prev}")
-        prev = name
+        if node.op in ("Exit", "RefExit"):
+            prevs.append(name)
+            continue
+        for prev in prevs:
+            if f"^{prev}" not in node.input:
+                node.input.append(f"^{prev}")
+        if node.op not in ("Enter", "RefEnter"):
+            prevs = [name]
     return out
 
 
@@ -372,6 +382,8 @@ def plan_schedule(p, cx, observe: str, *, can_split: bool) -> tuple[list[str], l
     Raises NotReplayable for a decomposed schedule that cannot be forced."""
     from tfsem.oracle.program import ASSIGN  # noqa: PLC0415
     from tfsem.oracle.semantics import DECOMPOSED  # noqa: PLC0415
+    if p.has_control_flow:
+        return _plan_control_flow(p, cx), []
     steps = list(cx.schedule)
     if not any("@" in s for s in steps):
         return steps, []
@@ -415,6 +427,62 @@ def plan_schedule(p, cx, observe: str, *, can_split: bool) -> tuple[list[str], l
     return order, split
 
 
+#: What a replay of a program with control flow adds to its label.
+CONTROL_FLOW_NOTE = (" (control flow: the schedule's live steps outside every loop forced, "
+                     "the steps inside loops and the dead ones free)")
+
+
+def _plan_control_flow(p, cx) -> list[str]:
+    """The nodes a replay of a program with control flow forces, in order:
+    the schedule's live steps whose outputs are in the root context (SPEC
+    section 9: steps without a frame suffix, and a loop's live Exit), an
+    Assign at its write step, a loop's Enters just before its first access
+    of a variable.  A
+    node inside a loop fires once per iteration and a dead one must not send
+    its deadness along a forced control edge, so those run free: the replay then checks
+    that TensorFlow gives the counterexample's outcome all the same."""
+    from tfsem.oracle.budget import BudgetExceeded  # noqa: PLC0415
+    from tfsem.oracle.controlflow import Machine  # noqa: PLC0415
+    from tfsem.oracle.graph import ATOMIC, DECOMPOSED, graph_of  # noqa: PLC0415
+    from tfsem.oracle.program import ASSIGN, ENTER, EXIT, READ  # noqa: PLC0415
+    steps = list(cx.schedule)
+    semantics = DECOMPOSED if any(s.endswith(("@read", "@write")) for s in steps) else ATOMIC
+    m = Machine(p, graph_of(p), semantics)
+    s = m.initial(cx.feeds, cx.init)
+    order: list[str] = []
+    enters: dict[str, list[str]] = {}    # loop -> its Enters, not yet placed
+    try:
+        for i, label in enumerate(steps):
+            enabled = m.enabled_steps(s)
+            step = dict(zip(m.labels(s, enabled), enabled)).get(label)
+            if step is None:
+                raise NotReplayable(f"step {i} of the counterexample's schedule ({label}) "
+                                    "cannot fire there in the reference semantics")
+            op = p.node[step.node].op
+            if op == ENTER and not step.ctx and not step.dead:
+                # an Enter only forwards a value, and the loop's steps before
+                # its first access of a variable touch none: they commute
+                # with the steps outside it, so the Enters are placed just
+                # before that access (or the loop's Exit), and the loop waits
+                # for what the schedule ran before it
+                enters.setdefault(p.node[step.node].attrs["frame_name"], []).append(step.node)
+                s = m.fire_step(s, step)
+                continue
+            if step.ctx and step.ctx[0][0] in enters and op in (READ, ASSIGN, EXIT) \
+                    and not step.dead:
+                order += enters.pop(step.ctx[0][0])
+            # a step whose outputs are in the root frame: outside every loop,
+            # or a loop's live Exit (an Enter is forced after what comes
+            # before it, force_schedule)
+            if not step.dead and step.phase in ("", "write") and (
+                    not step.ctx or (op == EXIT and len(step.ctx) == 1)):
+                order.append(step.node)
+            s = m.fire_step(s, step)
+    except BudgetExceeded as exc:
+        raise NotReplayable(f"the counterexample's schedule: {exc}") from None
+    return order + [e for group in enters.values() for e in group]
+
+
 def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensorflow",
                    label: str = "the rewritten program, exported") -> Replay:
     """Replay counterexample `cx` of program `p` (the rewritten program of an
@@ -441,6 +509,7 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
         label += (
             f" (Assign {', '.join(split)} as read, compute and write nodes: the decomposed "
             "Assign)" if split else "")
+        label += CONTROL_FLOW_NOTE if p.has_control_flow else ""
         return _replay_forced(gd, {o: o for o in p.outputs}, [], tf_order, cx,
                               _feeds_of(p, cx), observe, mode, label, split)
     except Exception as exc:  # a replay failure must never lose the verdict
@@ -471,6 +540,7 @@ def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
                 return Replay(False, f"output {k!r} comes from {port.node!r}, which is not a "
                               "node of the graph (inside a function)", label, mode=mode,
                               version=_version())
+        label += CONTROL_FLOW_NOTE if p.has_control_flow else ""
         return _replay_forced(gd, outputs, targets, [s.partition("@")[0] for s in order], cx,
                               _feeds_of(p, cx), observe, mode, label, [])
     except Exception as exc:  # a replay failure must never lose the verdict
@@ -514,8 +584,10 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
         return rep
     rep.outcome = got
     if got != cx.outcome:
+        why = ("the steps inside loops ran unforced, or an op computes differently there"
+               if CONTROL_FLOW_NOTE in label else "an op computes differently there")
         rep.reason = (f"TensorFlow gave {got.describe()}, not the counterexample's "
-                      f"{cx.outcome.describe()} (an op computes differently there){free_note}")
+                      f"{cx.outcome.describe()} ({why}){free_note}")
     elif any(got == o for o, _ in cx.original_outcomes):
         rep.reason = (f"TensorFlow gave {got.describe()}, which the verdict lists among the "
                       "original's outcomes")
@@ -528,8 +600,12 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
 
 
 def _cycle_nodes(gd) -> list[str]:
-    """The nodes of `gd` on or after a cycle of its edges (Kahn's algorithm), sorted."""
-    preds = {n.name: {_node_name(i) for i in n.input} for n in gd.node}
+    """The nodes of `gd` on or after a cycle of its edges (Kahn's algorithm),
+    sorted; a loop's back edge (a NextIteration's output) closes no cycle,
+    as in TensorFlow."""
+    back = {n.name for n in gd.node if n.op in ("NextIteration", "RefNextIteration")}
+    preds = {n.name: {_node_name(i) for i in n.input if _node_name(i) not in back
+                      or n.op not in ("Merge", "RefMerge")} for n in gd.node}
     succs: dict[str, list[str]] = {n: [] for n in preds}
     for n, ps in preds.items():
         for q in ps:

@@ -28,7 +28,8 @@ import numpy as np
 from tfsem.oracle import array_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import BudgetExceeded
-from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn,
+from tfsem.oracle.program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
+                                  SWITCH, VAR, VARIABLE, ControlIn, DataIn, FeedControlIn, FeedIn,
                                   Program, ProgramError, TensorType, Violation)
 from tfsem.oracle.values import BITS_DTYPES, DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
 
@@ -42,6 +43,7 @@ _SAME_NAME = {"Identity", "Sub", "Mul", "Neg", "RealDiv", "Square", "Sqrt", "Squ
               "Abs", "FloorMod", "FloorDiv", "Relu", "ReluGrad", "BiasAdd", "BiasAddGrad",
               "ZerosLike", "OnesLike", "NoOp"}
 _RENAMED = {"Add": "AddV2", "Max": "Maximum", "Min": "Minimum"}
+_COMPARISONS = {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"}
 _REDUCTIONS = {"Sum": "Sum", "Mean": "Mean", "ReduceMax": "Max", "ReduceMin": "Min"}
 
 
@@ -98,12 +100,30 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
         if n.op == VAR:
             continue
         if n.op == READ:
-            types[(name, 0)] = p.variables.get(p.accessed_variable(name) or "")
+            types[(name, 0)] = p.variables.get(handle_variable(p, name) or "")
+            continue
+        if n.op in FORWARDING:
+            # a primitive forwards its (first known) data input: a Merge's
+            # back edge is typed after it, so its other inputs decide
+            t = next((of(i) for i in n.data_inputs[:1 if n.op != MERGE else None]
+                      if of(i) is not None), None)
+            types[(name, 0)] = t
+            if n.op == SWITCH:
+                types[(name, 1)] = t
+            if n.op == MERGE:
+                types[(name, 1)] = TensorType("int32", ())
             continue
         if n.op == ASSIGN:
             continue
         f = fns.get(n.op)
         args = [of(i) for i in n.data_inputs]
+        if n.op in LIST_TYPES:
+            for k, t in enumerate(LIST_TYPES[n.op](n.attrs)):
+                types[(name, k)] = t
+            continue
+        if n.op == "Identity" and args and args[0] is not None and args[0].dtype == VARIANT:
+            types[(name, 0)] = args[0]
+            continue
         if n.op in array_ops.VALUE_DEPENDENT:
             # the shape of the result is a value (Reshape to a computed
             # shape): zeros would give a wrong one, or a failure that is none
@@ -112,8 +132,8 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
                 types[(name, k)] = None if dt is None else TensorType(dt, None)
             continue
         try:
-            if any(a is None or a.shape is None for a in args):
-                raise fns.CannotRun("unknown input shape")
+            if any(a is None or a.shape is None or a.dtype == "variant" for a in args):
+                raise fns.CannotRun("unknown input shape (or a TensorList)")
             # declared shapes may be far too large to evaluate on zeros (a
             # feed of 10^19 elements): then only the dtype is inferred
             fns.check_size(n.op, [a.shape for a in args])
@@ -138,6 +158,48 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             for k in range(f.n_out):
                 types[(name, k)] = None if dt is None else TensorType(dt, None)
     return types
+
+
+#: The dtype of a TensorList (oracle/tensor_lists.py): DT_VARIANT in TensorFlow.
+VARIANT = "variant"
+_LIST = TensorType(VARIANT, ())
+
+#: The TensorList functions' result types, from their attributes.
+LIST_TYPES = {
+    "EmptyTensorList": lambda a: [_LIST], "TensorListReserve": lambda a: [_LIST],
+    "TensorListFromTensor": lambda a: [_LIST], "TensorListSetItem": lambda a: [_LIST],
+    "TensorListPushBack": lambda a: [_LIST],
+    "TensorListLength": lambda a: [TensorType("int32", ())],
+    "TensorListElementShape": lambda a: [TensorType(a["shape_type"], None)],
+    "TensorListGetItem": lambda a: [TensorType(a["element_dtype"], None)],
+    "TensorListStack": lambda a: [TensorType(a["element_dtype"], None)],
+    "TensorListPopBack": lambda a: [_LIST, TensorType(a["element_dtype"], None)],
+}
+
+
+def tf_type(dt: str) -> str:
+    """TensorFlow's DataType of a tfsem dtype (a TensorList: DT_VARIANT)."""
+    return "DT_VARIANT" if dt == VARIANT else TF_DTYPES[dt]
+
+
+#: The control-flow primitives: each forwards its first data input (a Merge
+#: one of its inputs) and a Switch to both ports (SPEC section 9).
+FORWARDING = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
+
+
+def handle_variable(p: Program, name: str) -> str | None:
+    """The variable a Read or Assign accesses, its handle followed back
+    through the control-flow primitives that forward it (a handle that
+    enters a loop, a Switch of it in a conditional) to its Var node."""
+    n = p.node[name]
+    if n.op not in (READ, ASSIGN) or not n.inputs or not isinstance(n.data_inputs[0], DataIn):
+        return None
+    src, seen = p.node.get(n.data_inputs[0].node), set()
+    while src is not None and src.op in FORWARDING and src.name not in seen:
+        seen.add(src.name)
+        first = src.data_inputs[0] if src.data_inputs else None
+        src = p.node.get(first.node) if isinstance(first, DataIn) else None
+    return src.var if src is not None and src.op == VAR else None
 
 
 def _shared_handle_edges(p: Program) -> dict[str, list[str]]:
@@ -209,10 +271,11 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     """
     if shared_handles and (names is not None or split_assigns):
         raise ValueError("shared_handles does not go with names or split_assigns")
-    if p.has_control_flow:   # docs/semantics.md: export of control flow is not done yet
+    if shared_handles and p.has_control_flow:
         name = p.control_flow_nodes[0]
         raise ExportError(f"node {name!r}", f"control flow ({p.node[name].op}) is not exported "
-                          "(tfsem imports TensorFlow 1's primitives but does not write them)")
+                          "with one handle per variable (--target xla): a handle's control "
+                          "inputs cannot move across a loop's frame")
     failures: dict[str, str] = {}
     types = infer_types(p, failures)
     for name, reason in failures.items():
@@ -303,8 +366,11 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                         "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
                                  "shared_name": {"s": n.var.encode()}, "container": {"s": b""}}})
             continue
+        if n.op in FORWARDING:
+            out.append(_control_flow_node(p, n, name, data, ctrl, types, where))
+            continue
         if n.op == READ:
-            t = p.variables[p.accessed_variable(n.name)]
+            t = p.variables[handle_variable(p, n.name)]
             out.append({"name": name, "op": "ReadVariableOp", "input": data + ctrl,
                         "attr": {"dtype": _type(t.dtype)}})
             continue
@@ -315,7 +381,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                                   "and Assign-Sub do; StepToward and ScaleAdd come from an "
                                   "imported ResourceApplyAdam or ResourceApplyMomentum, which "
                                   "export does not rebuild)")
-            x = p.accessed_variable(n.name)
+            x = handle_variable(p, n.name)
             t = p.variables[x]
             value = n.data_inputs[1]
             vt = p.feed_type(value.name) if isinstance(value, FeedIn) else \
@@ -347,12 +413,38 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     return {"node": out, "versions": {"producer": PRODUCER}}
 
 
+def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
+    """A control-flow primitive as the TensorFlow op of its name (SPEC
+    section 9; the importer's models in reverse): T is DT_RESOURCE where the
+    primitive forwards a variable's handle."""
+    if p.port_kind(n.name, 0) == VARIABLE:
+        t = "DT_RESOURCE"
+    else:
+        typ = types.get((n.name, 0))
+        if typ is None:
+            raise ExportError(where, f"the dtype of the value this {n.op} forwards is unknown "
+                              "(it comes from an uninterpreted function or is always an "
+                              "error value)")
+        t = tf_type(typ.dtype)
+    node = {"name": name, "op": n.op, "input": data + ctrl, "attr": {"T": {"type": t}}}
+    if n.op == MERGE:
+        node["attr"]["N"] = {"i": len(data)}
+    elif n.op == LOOP_COND:
+        node["attr"] = {}
+    elif n.op == ENTER:
+        node["attr"].update({"frame_name": {"s": str(n.attrs["frame_name"]).encode()},
+                             "is_constant": {"b": bool(n.attrs.get("is_constant", False))},
+                             "parallel_iterations": {"i": int(n.attrs.get(
+                                 "parallel_iterations", 10))}})
+    return node
+
+
 def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
     # X.ftz (subnormals flushed) is what TensorFlow's X computes; tfsem's own
     # float X keeps subnormals, which TensorFlow's CPU runtime flushes: the
     # exported graph may differ from the program there (docs/tensorflow-graphs.md)
     op = n.op.removesuffix(fns.FTZ_SUFFIX)
-    T = (lambda i=0: {"type": TF_DTYPES[dtype_of(n.data_inputs[i], where)]})
+    T = (lambda i=0: {"type": tf_type(dtype_of(n.data_inputs[i], where))})
     attrs = n.attrs
     if op == "Const":
         v = attrs["value"]
@@ -363,6 +455,12 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         if op != "NoOp":
             node["attr"]["T"] = T()
         return [node]
+    if op in LIST_TYPES:
+        return [_list_node(op, name, data, ctrl, attrs, T)]
+    if op in _COMPARISONS:
+        return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T()}}]
+    if op in ("LogicalNot", "LogicalAnd"):
+        return [{"name": name, "op": op, "input": data + ctrl, "attr": {}}]
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]
@@ -469,6 +567,26 @@ def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
                 {"name": name, "op": "Identity", "input": [f"{name}/unpack:{attrs['index']}"],
                  "attr": {"T": T()}}]
     return None
+
+
+def _list_node(op, name, data, ctrl, attrs, T) -> dict:
+    """A TensorList function as its TensorFlow op (the importer's model in
+    reverse): element_dtype, and shape_type where the op takes an
+    element_shape operand (its dtype)."""
+    a: dict[str, Any] = {}
+    if "element_dtype" in attrs:
+        a["element_dtype"] = {"type": TF_DTYPES[attrs["element_dtype"]]}
+    if op in ("EmptyTensorList", "TensorListReserve"):
+        a["shape_type"] = T(0)
+    elif op == "TensorListFromTensor":
+        a["shape_type"] = T(1)
+    elif op == "TensorListElementShape":
+        a["shape_type"] = {"type": TF_DTYPES[attrs["shape_type"]]}
+    if op == "TensorListSetItem":
+        a["resize_if_index_out_of_bounds"] = {"b": bool(attrs["resize_if_index_out_of_bounds"])}
+    if op == "TensorListStack":
+        a["num_elements"] = {"i": int(attrs["num_elements"])}
+    return {"name": name, "op": op, "input": data + ctrl, "attr": a}
 
 
 def _attr_from_json(v: Any) -> dict | None:

@@ -19,6 +19,10 @@ function F becomes
   signature's output args, with a control edge from every return node,
   every `control_ret` node and every stateful body node.
 
+The calls that lowering functional control flow makes (If, While, Case:
+below) are inlined as TensorFlow inlines them instead (`_inline_lowered`:
+no barrier, `^call` waits for the control returns only).
+
 Nested calls are inlined the same way, up to :data:`MAX_DEPTH` levels; a
 recursive function is refused.  Body nodes that are pure and that no return
 value, control output or stateful node needs are dropped (TensorFlow prunes
@@ -162,8 +166,9 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
         if not n.op:
             raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
         nodes[name] = n
-    for n in [n for n in nodes.values() if n.op in IF_OPS]:
-        _lower_if(n, nodes)
+    redirects: dict[str, str] = {}
+    for n in [n for n in nodes.values() if n.op in FUNCTIONAL_OPS]:
+        lower_functional(n, nodes, redirects)
     pending = [n for n in nodes.values() if n.op in opt.CALLS]
     _check_expansion(pending, library, deadline)
     depth = {n.name: 0 for n in pending}
@@ -171,22 +176,86 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
     while pending:
         call = pending.pop()
         check_deadline(deadline, f"inlining function calls ({added} nodes inlined)")
-        new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added)
+        new = _inline(call, library, nodes, depth[call.name], MAX_INLINED_NODES - added,
+                      redirects)
         added += len(new)
         for n in new:
-            if n.op in IF_OPS:   # an If in a function body: lowered, its branches called
-                for c in _lower_if(n, nodes):
+            if n.op in FUNCTIONAL_OPS:   # in a function body: lowered, its functions called
+                for c in lower_functional(n, nodes, redirects):
                     depth[c.name] = depth[call.name] + 1
                     pending.append(c)
             elif n.op in opt.CALLS:
                 depth[n.name] = depth[call.name] + 1
                 pending.append(n)
+    if redirects:
+        _apply_redirects(nodes, redirects)
     return nodes
 
 
-#: TensorFlow 2's functional conditional, lowered to the v1 primitives
-#: (docs/semantics.md), in the graph and in the function bodies inlined.
+#: TensorFlow 2's functional control flow, lowered to the v1 primitives as
+#: TensorFlow's LowerFunctionalOpsPass lowers it before its executor runs a
+#: graph or a function body (docs/semantics.md), in the graph and in the
+#: function bodies inlined.
 IF_OPS = ("If", "StatelessIf")
+WHILE_OPS = ("While", "StatelessWhile")
+CASE_OPS = ("Case", "StatelessCase")
+FUNCTIONAL_OPS = IF_OPS + WHILE_OPS + CASE_OPS
+
+
+def lower_functional(n: GNode, nodes: dict[str, GNode],
+                     redirects: dict[str, str]) -> list[GNode]:
+    """Lower one functional control-flow node in place; returns the call
+    nodes it made (to inline).  Where TensorFlow's lowering rewires the
+    node's consumers (a While's data consumers read its Exits, its control
+    consumers wait for `LoopExecuted`), `redirects` gets the input strings
+    to replace (`n:k` -> `n/exit_k`, `^n` -> `^n/LoopExecuted`), applied to
+    every node once everything is inlined (_apply_redirects).
+
+    TensorFlow's LowerFunctionalOpsPass lowers only the nodes whose
+    `_lower_using_switch_merge` attribute is true (tf.cond, tf.while_loop
+    and tf.switch_case set it outside XLA); it runs any other as a kernel
+    that calls its functions, which tfsem does not model: refused by name."""
+    a = n.attr.get("_lower_using_switch_merge")
+    if not (isinstance(a, Mapping) and a.get("b") is True):
+        raise GraphFormatError(n.describe(), f"TensorFlow lowers a {n.op} to Switch/Merge (and "
+                               "Enter/Exit/NextIteration) only when its attribute "
+                               "_lower_using_switch_merge is true; this one it would run as a "
+                               "kernel calling its functions, which tfsem does not model",
+                               "control-flow")
+    if n.op in IF_OPS:
+        return _lower_if(n, nodes, redirects)
+    if n.op in WHILE_OPS:
+        return _lower_while(n, nodes, redirects)
+    return _lower_case(n, nodes, redirects)
+
+
+def _apply_redirects(nodes: dict[str, GNode], redirects: dict[str, str]) -> None:
+    """Replace each input string that `redirects` names (`n` and `n:0` are
+    one input), following chains (a While's resource output that is another
+    While's resource output)."""
+    def resolve(text: str) -> str:
+        for _ in range(len(redirects) + 1):
+            if text.startswith("^"):
+                nxt = redirects.get(text)
+            else:
+                node, port, _c = split_ref(text)
+                nxt = redirects.get(f"{node}:{port}")
+            if nxt is None:
+                return text
+            text = nxt
+        return text
+    consumed = set()
+    for g in nodes.values():
+        if any((i if i.startswith("^") else f"{split_ref(i)[0]}:{split_ref(i)[1]}") in redirects
+               for i in g.inputs):
+            consumed.update(split_ref(i)[0] for i in g.inputs)
+            g.inputs = [resolve(i) for i in g.inputs]
+    # the node standing for a lowered op that had consumers is no root of
+    # the graph (importer.default_roots) although nothing reads it now
+    for name in consumed:
+        g = nodes.get(name)
+        if g is not None and g.op in ("IdentityN", "NoOp"):
+            g.attr = dict(g.attr, _tfsem_consumed={"b": True})
 
 
 def _type_list(attr: Any) -> list[str]:
@@ -205,7 +274,8 @@ def _branch(n: GNode, key: str) -> str:
     return name
 
 
-def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
+def _lower_if(n: GNode, nodes: dict[str, GNode],
+              redirects: dict[str, str] | None = None) -> list[GNode]:
     """An If node as TensorFlow's LowerIfOp pass lowers it before its
     executor runs it (tensorflow/core/common_runtime/lower_if_op.cc):
 
@@ -220,7 +290,9 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
       entry, so the untaken branch's nodes, stateful ones included, fire dead);
     * `n/merge_k` = Merge(n/then:k, n/else:k) for each output, and `n` itself
       an IdentityN of the merges that waits for `n/done` = Merge of the two
-      branches' completions, so that `^n` waits for the taken branch."""
+      branches' completions, so that `^n` waits for the taken branch.  As in
+      TensorFlow, the If's data consumers read the merges directly and its
+      control consumers wait for `n/done` (`redirects`)."""
     data = [i for i in n.inputs if not i.startswith("^")]
     controls = [i for i in n.inputs if i.startswith("^")]
     if not data:
@@ -243,7 +315,7 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
         made.append(GNode(f"{name}/switch_{k}", "Switch", [a, cond]))
         t_args.append(f"{name}/switch_{k}:1")
         f_args.append(f"{name}/switch_{k}:0")
-    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {})}
+    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {}), **LOWERED}
     made.append(GNode(f"{name}/then", "StatefulPartitionedCall", t_args + [f"^{name}/pivot_t"],
                       dict(call_attr, f={"func": {"name": then_f}})))
     made.append(GNode(f"{name}/else", "StatefulPartitionedCall", f_args + [f"^{name}/pivot_f"],
@@ -255,6 +327,10 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
     for k in range(len(tout)):
         made.append(GNode(f"{name}/merge_{k}", "Merge", [f"{name}/then:{k}", f"{name}/else:{k}"]))
         merges.append(f"{name}/merge_{k}")
+        if redirects is not None:
+            redirects[f"{name}:{k}"] = f"{name}/merge_{k}"
+    if redirects is not None:
+        redirects[f"^{name}"] = f"^{name}/done"
     for g in made:
         if g.name in nodes:
             raise GraphFormatError(n.describe(), f"lowering the If would make node {g.name!r}, "
@@ -264,6 +340,246 @@ def _lower_if(n: GNode, nodes: dict[str, GNode]) -> list[GNode]:
     nodes[name] = GNode(name, "IdentityN", merges + [f"^{name}/done"],
                         {"T": {"list": {"type": tout}}}, n.where)
     return [g for g in made if g.op == "StatefulPartitionedCall"]
+
+
+
+#: The attribute TensorFlow's lowering sets on the calls it makes
+#: (kLowerAsMultiDeviceFunctionAttr): they are inlined as TensorFlow inlines
+#: multi-device function calls (_inline_lowered).
+LOWERED = {"_lower_as_multi_device_function": {"b": True}}
+
+
+def _install(n: GNode, made: list[GNode], nodes: dict[str, GNode], what: str) -> None:
+    for g in made:
+        if g.name in nodes and g.name != n.name:
+            raise GraphFormatError(n.describe(), f"lowering the {what} would make node "
+                                   f"{g.name!r}, which the graph already has", "duplicate-name")
+        g.where = n.where
+    for g in made:
+        nodes[g.name] = g
+
+
+def _lower_while(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) -> list[GNode]:
+    """A While (StatelessWhile) node as TensorFlow's LowerWhileHelper lowers
+    it (tensorflow/core/common_runtime/lower_while_op.cc), frame `n`:
+
+    * `n/enter_k` = Enter(input k) for each input, frame_name n, the node's
+      parallel_iterations; a DT_RESOURCE input's Enter is_constant and has
+      nothing else (no Merge, Switch, Exit or NextIteration: the loop passes
+      the handle through unchanged); control inputs of the While go through
+      `n/LoopControlInputs`, a NoOp every Enter waits for;
+    * `n/merge_k` = Merge(n/enter_k, n/next_iteration_k) per other input;
+    * `n/cond`, a call of the cond function with the merges (the resource
+      Enters), after `^n/merge_<first>`; `n/LoopCond` = LoopCond(n/cond:0);
+    * `n/switch_k` = Switch(n/merge_k, n/LoopCond);
+    * `n/body`, a call of the body function with the switches' true outputs
+      (the resource Enters) and a control edge from `n/loop_body_control` =
+      Identity(first switch:1), so that the body's nodes, constants
+      included, are dead once the loop is done;
+    * `n/exit_k` = Exit(n/switch_k:0); `n/next_iteration_k` =
+      NextIteration(n/body:k, ^n/body): the next iteration starts after the
+      body call, its effects included;
+    * `n/LoopExecuted` = NoOp(^every exit); `n` itself an IdentityN of the
+      exits (a resource output: the resource input), for fetches by name.
+      As in TensorFlow, the While's data consumers read the Exits directly
+      and its control consumers wait for LoopExecuted (`redirects`)."""
+    data = [i for i in n.inputs if not i.startswith("^")]
+    controls = [i for i in n.inputs if i.startswith("^")]
+    types = _type_list(n.attr.get("T"))
+    if len(types) != len(data):
+        raise GraphFormatError(n.describe(), f"has {len(data)} inputs and {len(types)} types "
+                               "in its attribute T", "arity")
+    resource = [t == "DT_RESOURCE" for t in types]
+    if all(resource):
+        raise GraphFormatError(n.describe(), "a While with no tensor loop variable (none, "
+                               "or all resources: TensorFlow's lowering needs one)",
+                               "malformed-node")
+    cond_f, body_f = _branch(n, "cond"), _branch(n, "body")
+    pi = n.attr.get("parallel_iterations")
+    pi = pi.get("i", 10) if isinstance(pi, Mapping) else 10
+    if not isinstance(pi, int) or pi < 1:
+        raise GraphFormatError(n.describe(), f"parallel_iterations must be > 0, not {pi!r}",
+                               "malformed-node")
+    name = n.name
+    made: list[GNode] = []
+    enter_ctrl: list[str] = []
+    if controls:
+        made.append(GNode(f"{name}/LoopControlInputs", "NoOp", controls))
+        enter_ctrl = [f"^{name}/LoopControlInputs"]
+    enters, loop_in, body_in, exits = [], [], [], []
+    first = next(k for k, r in enumerate(resource) if not r)
+    for k, (a, r) in enumerate(zip(data, resource)):
+        attrs = {"frame_name": {"s": name.encode()}, "parallel_iterations": {"i": pi},
+                 "T": {"type": types[k]}}
+        if r:
+            attrs["is_constant"] = {"b": True}
+        made.append(GNode(f"{name}/enter_{k}", "Enter", [a] + enter_ctrl, attrs))
+        enters.append(f"{name}/enter_{k}")
+    t_attr = lambda k: {"T": {"type": types[k]}}   # noqa: E731
+    for k, r in enumerate(resource):
+        if r:
+            loop_in.append(enters[k])
+            continue
+        made.append(GNode(f"{name}/merge_{k}", "Merge",
+                          [enters[k], f"{name}/next_iteration_{k}"], dict(t_attr(k), N={"i": 2})))
+        loop_in.append(f"{name}/merge_{k}")
+    call_attr = {"Tin": n.attr.get("T", {}), **LOWERED}
+    made.append(GNode(f"{name}/cond", "StatefulPartitionedCall",
+                      loop_in + [f"^{name}/merge_{first}"],
+                      dict(call_attr, Tout={"list": {"type": ["DT_BOOL"]}},
+                           f={"func": {"name": cond_f}})))
+    made.append(GNode(f"{name}/LoopCond", "LoopCond", [f"{name}/cond"]))
+    for k, r in enumerate(resource):
+        if r:
+            body_in.append(enters[k])
+            continue
+        made.append(GNode(f"{name}/switch_{k}", "Switch",
+                          [f"{name}/merge_{k}", f"{name}/LoopCond"], t_attr(k)))
+        body_in.append(f"{name}/switch_{k}:1")
+    made.append(GNode(f"{name}/loop_body_control", "Identity", [f"{name}/switch_{first}:1"],
+                      t_attr(first)))
+    made.append(GNode(f"{name}/body", "StatefulPartitionedCall",
+                      body_in + [f"^{name}/loop_body_control"],
+                      dict(call_attr, Tout=n.attr.get("T", {}), f={"func": {"name": body_f}})))
+    outputs = []
+    for k, (a, r) in enumerate(zip(data, resource)):
+        if r:
+            outputs.append(a)
+            redirects[f"{name}:{k}"] = a
+            continue
+        made.append(GNode(f"{name}/exit_{k}", "Exit", [f"{name}/switch_{k}:0"], t_attr(k)))
+        made.append(GNode(f"{name}/next_iteration_{k}", "NextIteration",
+                          [f"{name}/body:{k}", f"^{name}/body"], t_attr(k)))
+        exits.append(f"{name}/exit_{k}")
+        outputs.append(f"{name}/exit_{k}")
+        redirects[f"{name}:{k}"] = f"{name}/exit_{k}"
+    made.append(GNode(f"{name}/LoopExecuted", "NoOp", [f"^{e}" for e in exits]))
+    redirects[f"^{name}"] = f"^{name}/LoopExecuted"
+    made.append(GNode(name, "IdentityN", outputs + [f"^{name}/LoopExecuted"],
+                      {"T": n.attr.get("T", {})}))
+    _install(n, made, nodes, "While")
+    return [nodes[f"{name}/cond"], nodes[f"{name}/body"]]
+
+
+def _int32_const(name: str, value: int, after: str) -> GNode:
+    return GNode(name, "Const", [f"^{after}"], {
+        "dtype": {"type": "DT_INT32"},
+        "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {}, "int_val": [value]}}})
+
+
+def _lower_case(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) -> list[GNode]:
+    """A Case (StatelessCase) node as TensorFlow's CaseBuilder lowers it
+    (tensorflow/core/common_runtime/lower_case_op.cc), with its `_SwitchN`
+    written as a chain of Switches:
+
+    * TensorFlow's `_SwitchN(x, index)` with N outputs sends x to output
+      `index` and dead values to the others, and an index out of [0, N)
+      to output N-1 (the default branch).  tfsem writes it as
+      `n/is_b` = Equal(index, b) for b < N-1 and a chain: `sw_0` =
+      Switch(x, is_0), `sw_b` = Switch(sw_{b-1}:0, is_b); output b < N-1
+      is `sw_b:1`, output N-1 is `sw_{N-2}:0`.  Exactly the selected
+      output is live (an out-of-range index fails every test and reaches
+      the last one), the others are dead: the same values and dead values
+      on the same outputs as _SwitchN;
+    * the pivots `n/pivot_b` = Identity(output b of the index switched on
+      itself); each input switched the same way (a resource too, as
+      TensorFlow does), output b to branch b;
+    * `n/branch<b>`, a call of branch function b after `^n/pivot_b`;
+    * `n/merge_k` = Merge(n/branch0:k, ..., n/branch<N-1>:k);
+      `n/branch_executed` = Merge(the pivots) after every branch call, and
+      `n` an IdentityN of the merges after it; data consumers read the
+      merges, control consumers wait for branch_executed (`redirects`)."""
+    data = [i for i in n.inputs if not i.startswith("^")]
+    controls = [i for i in n.inputs if i.startswith("^")]
+    if not data:
+        raise GraphFormatError(n.describe(), "Case needs a branch index input", "arity")
+    a = n.attr.get("branches")
+    funcs = ((a.get("list") or {}).get("func") or []) if isinstance(a, Mapping) else []
+    branches = [f.get("name") for f in funcs if isinstance(f, Mapping)]
+    if not branches or not all(isinstance(b, str) and b for b in branches):
+        raise GraphFormatError(n.describe(), "has no branch functions (attribute 'branches')",
+                               "malformed-node")
+    index, args = data[0], data[1:]
+    tin = _type_list(n.attr.get("Tin"))
+    tout = _type_list(n.attr.get("Tout"))
+    name, nb = n.name, len(branches)
+    made: list[GNode] = []
+    i32 = {"T": {"type": "DT_INT32"}}
+    # the index switched on itself first (TensorFlow's `n/branch_index`): its
+    # control inputs are the Case's; every test waits for it
+    for b in range(nb - 1):
+        # (the constant waits for the index's node: it is in the index's frame)
+        made.append(_int32_const(f"{name}/const_{b}", b, split_ref(index)[0]))
+        made.append(GNode(f"{name}/is_{b}", "Equal", [index, f"{name}/const_{b}"], i32))
+
+    def switch_n(x: str, label: str, dtype: dict, extra: list[str]) -> list[str]:
+        if nb == 1:
+            if not extra:
+                return [x]
+            made.append(GNode(f"{name}/{label}", "Identity", [x] + extra, {"T": dtype}))
+            return [f"{name}/{label}"]
+        outs, cur = [], x
+        for b in range(nb - 1):
+            sw = f"{name}/{label}_sw{b}"
+            made.append(GNode(sw, "Switch", [cur, f"{name}/is_{b}"] + (extra if b == 0 else []),
+                              {"T": dtype}))
+            outs.append(f"{sw}:1")
+            cur = f"{sw}:0"
+        outs.append(cur)
+        return outs
+
+    idx_outs = switch_n(index, "branch_index", {"type": "DT_INT32"}, controls)
+    pivots = []
+    for b in range(nb):
+        made.append(GNode(f"{name}/pivot_{b}", "Identity", [idx_outs[b]], i32))
+        pivots.append(f"{name}/pivot_{b}")
+    per_branch: list[list[str]] = [[] for _ in range(nb)]
+    for k, a_ in enumerate(args):
+        t = {"type": tin[k]} if k < len(tin) else {}
+        for b, o in enumerate(switch_n(a_, f"input_{k}", t, [])):
+            per_branch[b].append(o)
+    call_attr = {"Tin": n.attr.get("Tin", {}), "Tout": n.attr.get("Tout", {}), **LOWERED}
+    calls = []
+    for b in range(nb):
+        made.append(GNode(f"{name}/branch{b}", "StatefulPartitionedCall",
+                          per_branch[b] + [f"^{pivots[b]}"],
+                          dict(call_attr, f={"func": {"name": branches[b]}})))
+        calls.append(f"{name}/branch{b}")
+    made.append(GNode(f"{name}/branch_executed", "Merge", pivots + [f"^{c}" for c in calls],
+                      dict(i32, N={"i": nb})))
+    merges = []
+    for k in range(len(tout)):
+        made.append(GNode(f"{name}/merge_{k}", "Merge", [f"{c}:{k}" for c in calls],
+                          {"T": {"type": tout[k]}, "N": {"i": nb}}))
+        merges.append(f"{name}/merge_{k}")
+        redirects[f"{name}:{k}"] = f"{name}/merge_{k}"
+    redirects[f"^{name}"] = f"^{name}/branch_executed"
+    made.append(GNode(name, "IdentityN" if merges else "NoOp",
+                      merges + [f"^{name}/branch_executed"], {"T": {"list": {"type": tout}}}))
+    _install(n, made, nodes, "Case")
+    return [nodes[c] for c in calls]
+
+
+#: The function attributes of the functional control-flow ops.
+FUNCTION_ATTRS = {"If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch"),
+                  "While": ("cond", "body"), "StatelessWhile": ("cond", "body")}
+
+
+def _callees(nd: dict, op: str) -> list[str]:
+    """The functions a body NodeDef (a dict) calls: a call's, or the
+    branches and bodies of functional control flow (lowered into calls)."""
+    if op in opt.CALLS:
+        return [c for c in [_callee(nd)] if c]
+    attr = nd.get("attr") or {}
+    out = []
+    for key in FUNCTION_ATTRS.get(op, ()):
+        f = (attr.get(key) or {}).get("func") if isinstance(attr.get(key), dict) else None
+        if isinstance(f, dict) and isinstance(f.get("name"), str):
+            out.append(f["name"])
+    if op in CASE_OPS and isinstance(attr.get("branches"), dict):
+        out += [f.get("name") for f in (attr["branches"].get("list") or {}).get("func", [])
+                if isinstance(f, dict) and isinstance(f.get("name"), str)]
+    return out
 
 
 def _callee(nd: dict) -> str | None:
@@ -290,7 +606,7 @@ def _check_expansion(calls: list[GNode], library: dict, deadline: float | None) 
         body = {nd.get("name", ""): nd for nd in fdef.get("node_def", []) if isinstance(nd, dict)}
         ops_of = {k: nd.get("op", "") for k, nd in body.items()}
         kept = _needed(fdef, body, ops_of)
-        callees = [_callee(body[n]) for n in kept if ops_of[n] in opt.CALLS]
+        callees = [c for n in kept for c in _callees(body[n], ops_of[n])]
         return 1 + len(kept), [c for c in callees if c in library]
 
     for call in calls:
@@ -351,7 +667,8 @@ def _function_name(call: GNode) -> str:
 
 
 def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
-            room: int = MAX_INLINED_NODES) -> list[GNode]:
+            room: int = MAX_INLINED_NODES,
+            redirects: dict[str, str] | None = None) -> list[GNode]:
     fname = _function_name(call)
     if depth >= MAX_DEPTH:
         raise GraphFormatError(call.describe(), f"function calls nested deeper than {MAX_DEPTH} "
@@ -394,10 +711,15 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         n, arg, k = parts[0], parts[1], int(parts[2])
         return f"{prefix}/{n}:{_port(ops_of[n], n, arg, k, port_names)}"
 
+    kept = _needed(fdef, body, ops_of)
+    lowered = isinstance(call.attr.get("_lower_as_multi_device_function"), Mapping) \
+        and redirects is not None
+    if lowered:
+        return _inline_lowered(call, fdef, fname, body, ops_of, kept, arg_map, data_in,
+                               control_in, outs, nodes, where, resolve, room, depth, redirects)
     entry = f"{prefix}/_entry"
     sources = sorted({"^" + split_ref(i)[0] for i in data_in + control_in})
     new: list[GNode] = [GNode(entry, "NoOp", sources, {}, where)]
-    kept = _needed(fdef, body, ops_of)
     if len(kept) + 1 > room:
         raise GraphFormatError(call.describe(), f"inlining function calls makes more than "
                                f"{MAX_INLINED_NODES} nodes (at this call of {_short(fname)!r}, "
@@ -431,17 +753,101 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
     return new
 
 
+def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dict, kept: set,
+                    arg_map: dict, data_in: list, control_in: list, outs: list,
+                    nodes: dict[str, GNode], where: str, resolve, room: int, depth: int,
+                    redirects: dict[str, str]) -> list[GNode]:
+    """A call made by lowering control flow, inlined as TensorFlow's
+    InlineFunctionBody inlines it (tensorflow/core/common_runtime/
+    inline_function_utils.cc, a multi-device call: output control from the
+    control returns):
+
+    * `C/input_control_node`, a NoOp after the call's control inputs;
+    * `C/input_k` = Identity(input k) after it, for each tensor argument
+      (a resource argument is its handle, and each body node that takes it
+      waits for the input control node, as it would for TensorFlow's
+      Identity of the handle);
+    * the body's nodes, a node with no inputs after the input control node:
+      each waits only for its own inputs (no barrier for the whole call);
+    * `C/output_control_node`, a NoOp after the function's control returns
+      (`control_ret`): what waits for `^C` waits for it, and what reads
+      `C:k` reads the k-th return value directly (`redirects`); `C` itself
+      is an IdentityN of the return values, for fetches by name.
+
+    In the untaken branch of a lowered If or Case, and in the last iteration
+    of a lowered While, the call's control input is dead: so is the input
+    control node, and every body node fires dead."""
+    prefix = call.name
+    if len(kept) + 3 + len(data_in) > room:
+        raise GraphFormatError(call.describe(), f"inlining function calls makes more than "
+                               f"{MAX_INLINED_NODES} nodes (at this call of {_short(fname)!r}, "
+                               f"nested {depth} deep): functions that call others several "
+                               "times grow the graph exponentially; refused", "too-large")
+    sig = fdef.get("signature", {})
+    in_args = sig.get("input_arg", [])
+    icn = f"{prefix}/input_control_node"
+    new: list[GNode] = []
+    wait = [f"^{icn}"] if control_in else []
+    if control_in:
+        new.append(GNode(icn, "NoOp", list(control_in), {}, where))
+    handles = set()
+    for k, a in enumerate(in_args):
+        name = a.get("name", "")
+        t = a.get("type")
+        if t == "DT_RESOURCE":
+            handles.add(name)
+            continue
+        ident = f"{prefix}/input_{k}"
+        new.append(GNode(ident, "Identity", [data_in[k]] + wait, {"T": {"type": t}}, where))
+        arg_map[name] = ident
+    for n in body:
+        if n not in kept:
+            continue
+        nd = body[n]
+        ctx = f"node {n!r} {where}"
+        raw = list(nd.get("input", []))
+        inputs = [resolve(i, ctx) for i in raw]
+        if wait and (not raw or any(i.split(":")[0] in handles for i in raw
+                                    if not i.startswith("^"))):
+            inputs += wait
+        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
+    ret = fdef.get("ret", {})
+    rets = []
+    for o in outs:
+        if o not in ret:
+            raise GraphFormatError(f"function {fname!r}", f"output {o!r} has no ret entry")
+        rets.append(resolve(ret[o], f"function {fname!r} ret {o!r}"))
+    ocn = f"{prefix}/output_control_node"
+    new.append(GNode(ocn, "NoOp", sorted({f"^{prefix}/{n}" for n in
+                                          (fdef.get("control_ret") or {}).values() if n in body})
+                     + wait, {}, where))
+    del nodes[call.name]
+    for g in new:
+        if g.name in nodes:
+            raise GraphFormatError(g.describe(), "inlining a function body made two nodes of "
+                                   "this name", "duplicate-name")
+        nodes[g.name] = g
+    for k, r in enumerate(rets):
+        redirects[f"{call.name}:{k}"] = r
+    redirects[f"^{call.name}"] = f"^{ocn}"
+    nodes[call.name] = GNode(call.name, "IdentityN", rets + [f"^{ocn}"],
+                             {"_tfsem_call": {"s": fname.encode()}}, call.where)
+    return new
+
+
 def _port(op: str, node: str, arg: str, k: int, names: dict) -> int:
     if op in opt.OUTPUT_ARGS:
         args = opt.OUTPUT_ARGS[op]
         if arg in args:
             return args.index(arg) + k
     model = opt.lookup(op)
+    if op not in opt.OUTPUT_ARGS and model is not None and arg in model.output_args:
+        return model.output_args.index(arg) + k
     if op in opt.OUTPUT_ARGS or (model is not None and len(model.output_args) > 1):
         args = opt.OUTPUT_ARGS.get(op) or model.output_args
         raise GraphFormatError(f"node {node!r}", f"{op} has no output arg {arg!r} "
                                f"(its outputs: {', '.join(args)})")
-    if model is not None or op in opt.CALLS:
+    if model is not None or op in opt.CALLS or op in FUNCTIONAL_OPS:
         return k  # one output arg (possibly a list): port k
     # an op tfsem does not know: number its (arg, k) pairs in order of use;
     # only an uninterpreted function can be made of it, for which any

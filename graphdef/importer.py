@@ -526,6 +526,15 @@ class _Builder:
             return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
         return self.input(i)
 
+    def handle(self, i: int) -> DataIn | None:
+        """Data input i's handle where it is a resource (a VarHandleOp, or a
+        handle through control-flow primitives), else None."""
+        src, port = self._ref(i)
+        if src not in self.imp.var_of:
+            return None
+        refs = self.imp.refs.get(src)
+        return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
+
     def var(self, i: int) -> DataIn:
         src, port = self._ref(i)
         g = self.imp.g.get(src)
@@ -717,6 +726,10 @@ def default_roots(nodes: dict[str, GNode]) -> list[str]:
     for name, g in nodes.items():
         if name in consumed or g.op in ("Const", "VarHandleOp", "Placeholder"):
             continue
+        if "_tfsem_consumed" in g.attr:   # a lowered If/While/Case that had consumers
+            continue
+        if g.op == "Identity" and attr_value(g.attr.get("T", {})) == "DT_RESOURCE":
+            continue   # a handle passed on to nobody (a While's resource output): no effect
         base, _, last = name.rpartition("/")
         if (g.op == "AssignVariableOp" and last == "Assign" and base in handles) or \
            (g.op == "VarIsInitializedOp" and name.endswith("/IsInitialized/VarIsInitializedOp")

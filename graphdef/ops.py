@@ -137,9 +137,11 @@ STATELESS_UNMODELLED = frozenset("""
 """.split())
 
 #: Control flow that is not modelled, rejected by name: the reference-typed
-#: v1 primitives, TensorFlow 2's functional ops (lower them first: tfsem
-#: imports the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
-#: LoopCond, see docs/semantics.md) and ControlTrigger.
+#: v1 primitives and ControlTrigger.  (TensorFlow 2's functional ops If,
+#: While, Case and their Stateless forms never reach the op table: they are
+#: lowered to the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
+#: LoopCond when the graph is read, graphdef/functions.py, docs/semantics.md;
+#: they stay listed so that one left over is refused by name.)
 CONTROL_FLOW = frozenset("""
     RefSwitch RefMerge RefEnter RefExit RefNextIteration If StatelessIf While
     StatelessWhile Case StatelessCase ControlTrigger
@@ -216,9 +218,50 @@ for _tf_op, _fn_name in [("Add", "Add"), ("AddV2", "Add"), ("Sub", "Sub"), ("Mul
                          ("ZerosLike", "ZerosLike"), ("OnesLike", "OnesLike")]:
     op(_tf_op, f"the function {_fn_name}" + (f" ({_fn_name}.ftz on floats: subnormals flushed)"
                                               if _fn_name in _FLUSHING else ""))(_fn(_fn_name))
+def _identity(b):
+    if b.attr("T", "") == "DT_VARIANT":   # a TensorList (oracle/tensor_lists.py) passes through
+        return [b.add("Identity", [b.input(0)])]
+    return _fn("Identity")(b)
+
+
 for _tf_op in ("Identity", "StopGradient", "PreventGradient", "Snapshot"):
-    op(_tf_op, "the function Identity (a node of its own: control edges on it keep their meaning)"
-       )(_fn("Identity"))
+    op(_tf_op, "the function Identity (a node of its own: control edges on it keep their "
+       "meaning); a TensorList passes through")(_identity)
+
+
+# -- TensorList (oracle/tensor_lists.py): tf.TensorArray in TensorFlow 2 -------
+
+_LIST_ATTRS = {
+    "EmptyTensorList": (), "TensorListReserve": (), "TensorListFromTensor": (), "TensorListGetItem": (),
+    "TensorListPushBack": (), "TensorListPopBack": (), "TensorListLength": None,
+    "TensorListElementShape": None, "TensorListSetItem": ("resize_if_index_out_of_bounds",),
+    "TensorListStack": ("num_elements",)}
+
+
+def _tensor_list_model(name: str, n_in: int, n_out: int) -> None:
+    @op(name, f"the TensorList function {name} (a list is a value: oracle/tensor_lists.py)",
+        output_args=("output_handle", "tensor") if n_out == 2 else ())
+    def build(b):
+        attrs: dict[str, Any] = {}
+        extra = _LIST_ATTRS[name]
+        if extra is not None:
+            attrs["element_dtype"] = b.dtype("element_dtype")
+            for key in extra:
+                default = False if key.startswith("resize") else -1
+                v = b.attr(key, default)
+                attrs[key] = bool(v) if key.startswith("resize") else int(v)
+        if name == "TensorListElementShape":
+            attrs["shape_type"] = b.dtype("shape_type")
+        ref = b.add(name, [b.input(i) for i in range(n_in)], attrs)
+        return [DataIn(ref.node, k) for k in range(n_out)]
+
+
+for _name, _n_in, _n_out in (("EmptyTensorList", 2, 1), ("TensorListReserve", 2, 1), ("TensorListFromTensor", 2, 1),
+                             ("TensorListLength", 1, 1), ("TensorListElementShape", 1, 1),
+                             ("TensorListSetItem", 3, 1), ("TensorListGetItem", 3, 1),
+                             ("TensorListStack", 2, 1), ("TensorListPushBack", 2, 1),
+                             ("TensorListPopBack", 2, 2)):
+    _tensor_list_model(_name, _n_in, _n_out)
 
 
 @op("BiasAdd", "the function BiasAdd (data_format NHWC only)")
@@ -266,9 +309,13 @@ def _noop(b):
 @op("IdentityN", "one Identity per input, joined by a NoOp named after the node")
 def _identity_n(b):
     n = b.n_inputs
-    if n == 1:
+    # a resource input (a function returning a handle it was given, a While
+    # passing one through) is passed on as the handle: nothing to compute
+    handles = {i: h for i in range(n) if (h := b.handle(i)) is not None}
+    if n == 1 and not handles:
         return [b.add("Identity", [b.input(0)])]
-    outs = [b.add("Identity", [b.input(i)], part=f"output_{i}") for i in range(n)]
+    outs = [handles[i] if i in handles else
+            b.add("Identity", [b.input(i)], part=f"output_{i}") for i in range(n)]
     b.add("NoOp", [])   # the join; the builder puts the parts under it
     return outs
 
@@ -472,6 +519,17 @@ def _var_handle(b):
 def _read(b):
     b.dtype("dtype")
     return [b.add("Read", [b.var(0)])]
+
+
+@op("VariableShape", "Read, then the function Shape: TensorFlow's VariableShape looks the "
+    "variable up (it fails on an uninitialized one, as the Read's error value does) and gives "
+    "its shape, which no assignment changes", resources=(0,), stateful=True)
+def _variable_shape(b):
+    out_type = b.dtype("out_type")
+    if out_type not in ("int32", "int64"):
+        b.reject("out_type must be int32 or int64")
+    value = b.add("Read", [b.var(0)], part="read")
+    return [b.add("Shape", [value], {"out_type": out_type})]
 
 
 @op("AssignVariableOp", "Assign-Snd (Write)", resources=(0,), stateful=True)

@@ -7,6 +7,7 @@ oracle), `outcomes` (what a run yields)."""
 
 from . import array_ops  # noqa: F401  (registers the run-time shape functions)
 from . import state_ops  # noqa: F401  (registers the state family's functions)
+from . import tensor_lists  # noqa: F401  (registers the TensorList functions)
 from .dispatch import outcome_set
 from .explore import BudgetExceeded, OutcomeSet
 from .jsonio import (Case, case_from_json, case_to_json, load_case, load_program,

@@ -96,6 +96,13 @@ class Function:
         for i in self.strict():
             if isinstance(args[i], Error):
                 return (args[i],) * self.n_out
+        for a in args:
+            if not isinstance(a, (Tensor, Error)):
+                # a TensorList (oracle/tensor_lists.py): Identity forwards it,
+                # the array functions have no value for it
+                if self.name == "Identity":
+                    return (a,)
+                raise CannotRun(f"{self.name} takes tensors, not a {type(a).__name__}")
         used = [a for i, a in enumerate(args) if i in self.strict() and isinstance(a, Tensor)]
         if not self.mixed_dtypes and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * self.n_out

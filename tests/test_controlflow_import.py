@@ -75,3 +75,109 @@ def test_ref_switch_is_refused_by_name():
         {"name": "s", "op": "RefSwitch", "input": ["c", "c"]}]}
     with pytest.raises(GraphImportError, match="RefSwitch"):
         import_graph(g, ["s"])
+
+
+# tf2_while_case.pbtxt: TensorFlow 2.21's functional While (named "loop",
+# body: x.assign_add(3)) and a Case (named "case") of two branches, each
+# x.assign(x * 10 + v), unordered with the loop (graph mode, no automatic
+# control dependencies).  TensorFlow's executor gave out=31, x=20 for
+# n=3, k=0 and out=22, x=18 for n=2, k=5 (index out of range: the last
+# branch) from x=1 (tests/test_controlflow_tensorflow.py compares such
+# graphs with TensorFlow's executor directly).
+TF2 = str(CASES / "tf2_while_case.pbtxt")
+
+
+def test_functional_while_and_case_import_as_the_primitives():
+    p = import_path(CASES / "tf2_while_case.pbtxt", fetch=["out"]).program
+    ops = {n.op for n in p.nodes}
+    assert {"Enter", "Merge", "Switch", "Exit", "NextIteration", "LoopCond"} <= ops
+    assert p.node["loop/enter_4"].attrs["is_constant"] is True   # the resource loop variable
+    assert p.frames["loop/body/AssignAddVariableOp"] == ("loop",)
+    assert p.frames["case/indexed_case/branch0/AssignVariableOp"] == ()   # a Case is no loop
+
+
+NIGHTLY = __import__("os").environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
+
+
+@pytest.mark.parametrize("n,k,want", [(2, 5, (22, 18))] + ([(3, 0, (31, 20))] if NIGHTLY else []))
+def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want):
+    got = run("outcomes", TF2, "--fetch", "out", "--feed", f"n={n}", "--feed", f"k={k}",
+              "--init", "x=1", "--json")
+    assert got.returncode == 0, got.stderr
+    pairs = {(o["outputs"]["out"], o["state"]["x"]) for o in json.loads(got.stdout)["outcomes"]}
+    assert want in pairs
+    # the branch's read and assignment race with the loop's n assign_adds:
+    # the branch runs before, between or after them, or loses some of them
+    v = 1 if k == 0 else 2
+    assert {x for _, x in pairs} == {(1 + 3 * i) * 10 + v + 3 * j
+                                     for i in range(n + 1) for j in range(n - i + 1)}
+
+
+def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
+    got = run("outcomes", TF2, "--fetch", "out", "--feed", "n=4", "--feed", "k=0",
+              "--init", "x=1", "--max-iterations", "3")
+    assert got.returncode == 3 and got.stdout.startswith("unknown")
+    assert "loop 'loop'" in got.stdout and "bound of 3" in got.stdout
+
+
+LOWER = 'attr { key: "_lower_using_switch_merge" value { b: true } } '
+
+
+@pytest.mark.parametrize("node,words", [
+    ('op: "While" input: "c" ' + LOWER, "types in its attribute T"),
+    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } } ' + LOWER,
+     "no function attribute 'cond'"),
+    ('op: "Case" input: "c" ' + LOWER, "no branch functions"),
+    ('op: "StatelessWhile" input: "c" attr { key: "T" value { list { type: DT_INT64 } } } '
+     'attr { key: "cond" value { func { name: "nowhere" } } } '
+     'attr { key: "body" value { func { name: "nowhere" } } } ' + LOWER,
+     "not in the graph's function library"),
+    # without the attribute TensorFlow runs the op as a kernel: not modelled
+    ('op: "While" input: "c" attr { key: "T" value { list { type: DT_INT64 } } }',
+     "only when its attribute _lower_using_switch_merge is true"),
+    ('op: "If" input: "c" input: "c" attr { key: "_lower_using_switch_merge" value { b: false } }',
+     "would run as a kernel calling its functions"),
+])
+def test_a_malformed_functional_op_is_refused_naming_it(node, words):
+    from tfsem.graphdef.proto import parse_text
+    g = parse_text("GraphDef", 'node { name: "c" op: "Const" attr { key: "dtype" value { type: '
+                   'DT_INT64 } } attr { key: "value" value { tensor { dtype: DT_INT64 '
+                   'tensor_shape { } int64_val: 1 } } } } node { name: "bad" ' + node + " }")
+    with pytest.raises(GraphImportError) as exc:
+        import_graph(g, ["bad"])
+    (v,) = exc.value.violations
+    assert "'bad" in v.where and words in v.message, v
+
+
+def test_default_outputs_of_a_functional_loop_are_tensorflows_unconsumed_nodes():
+    """Without --fetch a graph's outputs are the nodes nothing consumes: the
+    lowered While and Case (whose consumers now read their Exits and
+    Merges) are not among them, nor the Identity of the While's resource
+    output (a handle passed to nobody)."""
+    from tfsem.graphdef.functions import flatten
+    from tfsem.graphdef.importer import default_roots
+    from tfsem.graphdef import read_graph
+    graph, _ = read_graph(CASES / "tf2_while_case.pbtxt")
+    roots = default_roots(flatten(graph))
+    assert "out" in roots and "loop" not in roots and "case" not in roots
+    assert "loop/Identity_4" not in roots      # Identity of the resource output
+
+
+
+def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow():
+    """tf2_tensor_array_loop.pbtxt (TensorFlow 2.21, graph mode): a While
+    whose iteration i adds v[i] to x, then writes 10 * x into a TensorArray
+    (TensorListReserve/FromTensor/GetItem/SetItem/Stack).  Nothing orders
+    iteration i's read before iteration i+1's addition (the body has no
+    control outputs), so the read of iteration i sees x after the addition
+    of any iteration j >= i; TensorFlow's executor gave [50, 50, 50],
+    [30, 50, 50] and [30, 80, 50] from v = [1, 5, -3], x = 2
+    (tests/test_controlflow_export.py runs it)."""
+    got = run("outcomes", str(CASES / "tf2_tensor_array_loop.pbtxt"), "--fetch", "out",
+              "--feed", "v=[1,5,-3]", "--init", "x=2", "--json")
+    assert got.returncode == 0, got.stderr
+    outs = {tuple(o["outputs"]["out"]) for o in json.loads(got.stdout)["outcomes"]}
+    after = [2 + 1, 2 + 1 + 5, 2 + 1 + 5 - 3]        # x after the first k+1 additions
+    assert outs == {(10 * after[a], 10 * after[b], 10 * after[2])
+                    for a in range(3) for b in range(1, 3)}
+    assert {(50, 50, 50), (30, 50, 50), (30, 80, 50)} <= outs

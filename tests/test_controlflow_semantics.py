@@ -211,9 +211,8 @@ def test_parallel_iterations_bounds_how_far_iterations_overlap():
 
 @pytest.mark.parametrize("command", [
     ["run", "--backend", "numpy", "--feed", "n=2", "--init", "x=1"],
-    ["export", "-o", "OUT"],
     ["rewrite", "cse"],
-])
+])   # (`export` writes the primitives: tests/test_controlflow_export.py)
 def test_commands_that_do_not_model_control_flow_refuse_it(command, tmp_path):
     case = str(CASES / "counted_loop.json")
     args = [a.replace("OUT", str(tmp_path / "g.pbtxt")) for a in command]

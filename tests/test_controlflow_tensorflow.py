@@ -143,18 +143,89 @@ def test_functional_if_is_lowered_as_tensorflow_runs_it(mode):
         assert dict(o.outputs)["out"] == Tensor(out) and dict(o.state)["x"] == Tensor(x)
 
 
-def test_functional_while_is_refused_by_name():
-    def build():
-        n = tf1.placeholder(tf.int64, shape=[], name="n")
-        return tf.identity(tf.while_loop(lambda i: i < n, lambda i: i + 1,
-                                         [tf.constant(0, tf.int64)]), name="out")
-    g = tf.Graph()
-    with g.as_default():   # control flow v2: a While op
-        build()
+def v2_function_graph():
+    """A tf.function (control flow v2) holding a tf.while_loop with an
+    assign_add in its body, a tf.switch_case of three branches, each
+    assigning, and, in the loop body, a tf.cond and an inner loop that
+    assign too: While, Case, If inside a function body, nested."""
+    x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+    n = tf1.placeholder(tf.int64, shape=[], name="n")
+    m = tf1.placeholder(tf.int64, shape=[], name="m")
+    k = tf1.placeholder(tf.int32, shape=[], name="k")
+
+    @tf.function
+    def fn(n, m, k):
+        def body(i):
+            x.assign_add(tf.constant(3, tf.int64))
+            return i + 1
+        loop = tf.while_loop(lambda i: i < n, body, [tf.constant(0, tf.int64)])[0]
+
+        def branch(v):
+            def f():
+                x.assign(x.read_value() * 10 + v)
+                return tf.constant(v, tf.int64)
+            return f
+        case = tf.switch_case(k, [branch(1), branch(2), branch(3)])
+
+        def outer(i):
+            tf.cond(i < 1, lambda: x.assign_add(tf.constant(100, tf.int64)),
+                    lambda: x.assign_add(tf.constant(1000, tf.int64)))
+
+            def inner(j):
+                x.assign_add(tf.constant(1, tf.int64))
+                return j + 1
+            done = tf.while_loop(lambda j: j < m, inner, [tf.constant(0, tf.int64)])[0]
+            return i + 1 + 0 * done
+        nested = tf.while_loop(lambda i: i < 2, outer, [tf.constant(0, tf.int64)])[0]
+        return loop * 100 + case * 10 + nested
+    out = tf.identity(fn(n, m, k), name="out")
+    return x, {"n": n, "m": m, "k": k}, out
+
+
+@pytest.fixture(scope="module")
+def v2_function():
     from tfsem.graphdef.proto import decode
-    gd = decode("GraphDef", g.as_graph_def().SerializeToString())
-    with pytest.raises(GraphImportError, match="While"):
-        import_graph(gd, ["out"])
+    g = tf.Graph()
+    with g.as_default():
+        handles = v2_function_graph()
+    gd = g.as_graph_def()
+    ops = {nd.op for f in gd.library.function for nd in f.node_def}
+    assert {"While", "Case"} <= ops and ({"If", "StatelessIf"} & ops)
+    return g, handles, decode("GraphDef", gd.SerializeToString())
+
+
+#: (n, m, k) feeds of the v2 function graph per mode: one atomic by default
+#: (the reference semantics takes 1-3 s on its 235 nodes), all under the
+#: nightly profile
+V2_FEEDS = ((0, 0, 0), (1, 2, 1), (3, 1, 2), (2, 0, 7), (1, 1, -1))
+V2_DEFAULT = {"atomic": ((1, 1, -1),), "decomposed": ()}
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_functional_while_and_case_are_lowered_as_tensorflow_runs_them(v2_function, mode):
+    import os
+    g, handles, gd = v2_function
+    p = import_graph(gd, ["out"]).program
+    frames = {f for fs in p.frames.values() for f in fs}
+    assert "StatefulPartitionedCall/while" in frames   # the While's name is its frame
+    nightly = os.environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
+    for n, m, k in (V2_FEEDS if nightly else V2_DEFAULT[mode]):
+        feeds = {"n": np.int64(n), "m": np.int64(m), "k": np.int32(k)}
+        out, x = tensorflow_run(g, handles, feeds, 2)
+        got = outcome_set(p, {q: Tensor(v) for q, v in feeds.items()},
+                          {"x": Tensor(np.int64(2))}, mode)
+        assert {(dict(o.outputs)["out"], dict(o.state)["x"]) for o in got} == \
+            {(Tensor(out), Tensor(x))}, (n, m, k)
+
+
+def test_a_functional_while_beyond_the_bound_is_unknown_naming_the_loop(v2_function):
+    _, _, gd = v2_function
+    p = import_graph(gd, ["out"]).program
+    feeds = {"n": Tensor(np.int64(40)), "m": Tensor(np.int64(0)), "k": Tensor(np.int32(0))}
+    with pytest.raises(LoopBoundExceeded) as info:
+        outcome_set(p, feeds, {"x": Tensor(np.int64(0))}, "atomic", max_iterations=3)
+    assert info.value.frame == "StatefulPartitionedCall/while" and info.value.limit == 3
+    assert "'StatefulPartitionedCall/while'" in str(info.value) and "bound of 3" in str(info.value)
 
 
 def nested_graph():

@@ -220,7 +220,7 @@ def test_tensor_content_constant():
         import_graph(g, ["c"])
 
 
-@pytest.mark.parametrize("op,rule", [("RefSwitch", "control-flow"), ("While", "control-flow"),
+@pytest.mark.parametrize("op,rule", [("RefSwitch", "control-flow"), ("ControlTrigger", "control-flow"),
                                      ("RandomShuffle", "unmodelled-op"),
                                      ("QueueDequeueV2", "unmodelled-op")])
 def test_unmodelled_stateful_ops_and_control_flow_are_refused_by_name(op, rule):

@@ -323,6 +323,87 @@ def rnns(out: str) -> None:
                    tf.TensorSpec([16, 12, 8]), tf.TensorSpec([16, 1]))
 
 
+def rnn_loops(out: str) -> None:
+    """LSTM and GRU as Keras runs them by default (not unrolled): a While
+    over the time steps whose body reads the inputs from a TensorList and
+    writes the outputs into one; the gradient is a second While."""
+    for name, layer in [("keras_lstm_loop", keras.layers.LSTM),
+                        ("keras_gru_loop", keras.layers.GRU)]:
+        if not _wanted(name):
+            continue
+        _seed()
+        m = keras.Sequential([keras.Input((12, 8)), layer(16), keras.layers.Dense(1)])
+        keras_step(out, name, f"Keras 3 train_step of a {layer.__name__}(16) over 12 steps of "
+                   "8 features (batch 4), not unrolled: a While over the time steps with "
+                   "TensorList inputs and outputs, and a second While for its gradient; "
+                   "regression with MSE, SGD", m, keras.optimizers.SGD(0.01),
+                   keras.losses.MeanSquaredError(),
+                   tf.TensorSpec([4, 12, 8]), tf.TensorSpec([4, 1]))
+
+
+class _CondAssign(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.count = tf.Variable(tf.constant(0, tf.int64), name="count")
+        self.total = tf.Variable(tf.constant(0, tf.int64), name="total")
+
+    @tf.function
+    def __call__(self, x):
+        # tf.cond with an assignment in each branch (an If of two functions)
+        big = tf.cond(x > 10, lambda: self.total.assign_add(x),
+                      lambda: self.count.assign_add(1))
+        return big + self.count.read_value()
+
+
+class _WhileAssign(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.acc = tf.Variable(tf.constant(0, tf.int64), name="acc")
+        self.steps = tf.Variable(tf.constant(0, tf.int64), name="steps")
+
+    @tf.function
+    def __call__(self, n):
+        # tf.while_loop with assignments in the body: n trips (σ-dependent)
+        def body(i):
+            self.acc.assign_add(i)
+            self.steps.assign_add(1)
+            return i + 1
+        return tf.while_loop(lambda i: i < n, body, [tf.constant(0, tf.int64)])[0]
+
+
+def control_flow(out: str) -> None:
+    """tf.cond and tf.while_loop with assignments, and the loss-scale
+    optimizer's conditional update."""
+    if _wanted("tf_cond_assign"):
+        c = _CondAssign()
+        write_concrete(out, "tf_cond_assign", "A tf.Module whose tf.function adds x to `total` "
+                       "when x > 10 and 1 to `count` otherwise (tf.cond with an assignment in "
+                       "each branch: an If op of two branch functions), then returns the "
+                       "branch's value plus count", c.__call__, {"x": tf.TensorSpec([], tf.int64)})
+    if _wanted("tf_while_assign"):
+        w = _WhileAssign()
+        write_concrete(out, "tf_while_assign", "A tf.Module whose tf.function runs "
+                       "tf.while_loop n times (n a feed: the trip count depends on σ), the "
+                       "body adding the counter to `acc` and 1 to `steps` (a While op whose "
+                       "body assigns)", w.__call__, {"n": tf.TensorSpec([], tf.int64)})
+    if _wanted("keras_mlp_loss_scale"):
+        _seed()
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            m = keras.Sequential([keras.Input((20,)), keras.layers.Dense(16, activation="relu"),
+                                  keras.layers.Dense(1),
+                                  keras.layers.Activation("linear", dtype="float32")])
+            keras_step(out, "keras_mlp_loss_scale", "Keras 3 train_step of a small MLP "
+                       "(20-16-1, batch 8, MSE) under mixed_float16 with SGD: compile wraps "
+                       "it in a LossScaleOptimizer, whose update is conditional (tf.cond on "
+                       "whether every gradient is finite: apply and grow the scale, or skip "
+                       "and halve it)", m, keras.optimizers.SGD(0.01),
+                       keras.losses.MeanSquaredError(),
+                       tf.TensorSpec([8, 20]), tf.TensorSpec([8, 1]))
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+
+
 def transformer(out: str) -> None:
     _seed()
     inp = keras.Input((16, 32))
@@ -584,6 +665,7 @@ BUILDERS = [
     ("keras_transformer_block", transformer), ("keras_fit_train_function", fit_function),
     ("tf_module_counter", module_counter), ("tf1_models", tf1_models),
     ("saved_model_module_train", saved_module), ("saved_model_keras_export", saved_keras_export),
+    ("rnn_loops", rnn_loops), ("control_flow", control_flow),
 ]
 ONLY: set[str] = set()
 GROUP = [""]
@@ -608,7 +690,8 @@ def main(argv=None) -> int:
     ONLY.update(args.only)
     for group, build in BUILDERS:
         GROUP[0] = group
-        if ONLY and group not in ONLY and group not in ("mlp_optimizers", "rnns", "tf1_models"):
+        if ONLY and group not in ONLY and group not in ("mlp_optimizers", "rnns", "tf1_models",
+                                                        "rnn_loops", "control_flow"):
             continue  # (groups of several graphs ask _wanted per graph)
         build(args.out)
     if ONLY:
