@@ -46,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     from tfsem.oracle.readsfrom import Unsupported  # noqa: PLC0415
     # the budget covers reading and importing a graph too
     started = start_budget(args, args.timeout) if args.timeout else None
+    from .blocking_sessions import blocking_session  # noqa: PLC0415
+    session = blocking_session(args.program, args)
+    if session is not None:  # critical sections or queues: the session machine
+        from .blocking_sessions import outcomes as blocking_outcomes  # noqa: PLC0415
+        return blocking_outcomes(args, session)
     try:
         program = load_from_args(args.program, args)
     except ImportTimeout as exc:
