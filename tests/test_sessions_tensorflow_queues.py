@@ -1,0 +1,44 @@
+"""A session that can deadlock, on TensorFlow's runtime: the queue session
+exported with real FIFOQueueV2 / QueueEnqueueV2 / QueueDequeueV2 nodes
+(backends/tensorflow_blocking.py), its three runs called concurrently, each
+under a timeout: one consumer is still blocked when the timeout ends, as the
+oracle's deadlock outcomes say.  Skipped without TensorFlow."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                                reason="TensorFlow is not installed")
+
+SESSIONS = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+
+
+def test_tensorflow_blocks_where_the_oracle_lists_a_deadlock():
+    from tfsem.backends.tensorflow_blocking import run_blocking_session_threads
+    from tfsem.oracle import blocking
+    from tfsem.oracle.session import load_session
+    s = load_session(SESSIONS / "queue_deadlock.session.json")
+    p, b = s.expand_blocking()
+    found, _ = blocking.outcomes(p, b, {}, {})
+    oracle = {tuple(sorted({x.split("/")[0] for x in o.blocked})) for o in found}
+    assert oracle == {("consumer1",), ("consumer2",)}
+    seen, done = run_blocking_session_threads(s, {}, 2, timeout_ms=1000)
+    assert done == 2
+    for (waiting, values), _ in seen.items():
+        assert waiting in oracle                      # exactly one consumer waits
+        other = "consumer2" if waiting == ("consumer1",) else "consumer1"
+        assert values == ((f"{other}/item", 1),)      # the other got the one item
+
+
+def test_a_session_that_cannot_block_completes_on_tensorflow():
+    from tfsem.backends.tensorflow_blocking import run_blocking_session_threads
+    from tfsem.oracle.session import session_from_json
+    import json
+    data = json.loads((SESSIONS / "queue_deadlock.session.json").read_text())
+    data["runs"] = data["runs"][:2]        # one producer, one consumer
+    seen, done = run_blocking_session_threads(session_from_json(data), {}, 2, timeout_ms=5000)
+    assert dict(seen) == {((), (("consumer1/item", 1),)): 2}
