@@ -66,7 +66,7 @@ from . import semantics as sem
 from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget
 from .graph import ATOMIC, DECOMPOSED, EMPTY, GO, Graph, graph_of
 from .outcomes import OUTPUTS, Outcome, make_outcome
-from .program import ASSIGN, CONTROL, TENSOR, DataIn, Program, ProgramError, Violation
+from .program import ASSIGN, CONTROL, READ, TENSOR, DataIn, Program, ProgramError, Violation
 from .values import DTYPES, Error, Tensor, Value, value_to_json
 
 ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
@@ -340,6 +340,9 @@ class Machine:
         self.section_index = {s: i for i, s in enumerate(self.section_names)}
         pairs = sorted({(s, _run_of(n)) for n, s in b.sections.items()})
         self.pair_index = {pr: i for i, pr in enumerate(pairs)}
+        #: nodes whose one step touches no shared state (see outcomes)
+        self.local = frozenset(n.name for n in p.nodes if n.op not in (READ, ASSIGN)
+                               and n.name not in b.queue_ops and n.name not in b.sections)
         steps_per = 2 if semantics == DECOMPOSED else 1
         self.left0 = [0] * len(pairs)
         for n, s in b.sections.items():
@@ -465,6 +468,13 @@ def outcomes(p: Program, b: Blocking, feeds: Mapping[str, Value], init: Mapping[
         if not ok:
             found.setdefault(m.outcome(st, held, observe), sched)
             continue
+        local = [step for step in ok if step in m.local]
+        if local:
+            # a step of a node that touches no shared state (no variable,
+            # queue or section) commutes with every other step and can
+            # neither block nor be blocked: firing it first loses no outcome
+            # and no deadlock (a persistent set of one step)
+            ok = local[:1]
         for step in reversed(ok):
             stack.append((m.fire(st, step), sched + [step]))
     return found, budget.states
