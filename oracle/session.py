@@ -55,7 +55,8 @@ _GRAPH_FIELDS = {"graph", "feed", "signature"}
 _BAD_NAME_CHARS = set("/:@$^ \t\n")
 
 #: TensorFlow ops of rules 2 and 4 (critical sections, blocking ops), not
-#: modelled: a session over a graph that holds one is refused by name.
+#: imported from graphs: a session over a graph that holds one is refused by
+#: name (an inline program declares sections and queues: oracle/blocking.py).
 UNMODELLED_OPS = ("MutexV2", "MutexLock", "ConsumeMutexLock", "FIFOQueueV2", "FIFOQueue",
                   "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
                   "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",

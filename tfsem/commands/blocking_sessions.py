@@ -37,13 +37,13 @@ def blocking_session(path, args: argparse.Namespace):
 
 
 def _describe(o, session) -> str:
-    from .outcomes import describe  # noqa: PLC0415
+    from .session_text import describe  # noqa: PLC0415
     return o.describe() if not hasattr(o, "state") or o.state is None and not o.outputs \
         and hasattr(o, "blocked") else describe(o, session)
 
 
 def _json(o, session, **extra) -> dict:
-    from .outcomes import session_json  # noqa: PLC0415
+    from .session_text import session_json  # noqa: PLC0415
     if hasattr(o, "blocked"):
         return dict(o.to_json(), **extra)
     return session_json(o.to_json(), session, **extra)
