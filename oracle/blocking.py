@@ -73,6 +73,12 @@ ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
 QUEUE_OPS = (ENQUEUE, DEQUEUE, SIZE)
 #: TensorFlow's names, accepted in a program as the same ops
 TF_QUEUE_OPS = {"QueueEnqueueV2": ENQUEUE, "QueueDequeueV2": DEQUEUE, "QueueSizeV2": SIZE}
+#: ops of TensorFlow's queues and mutexes a program may not hold (refused by name)
+UNMODELLED = frozenset({"QueueClose", "QueueCloseV2", "QueueEnqueueMany", "QueueEnqueueManyV2",
+                        "QueueDequeueMany", "QueueDequeueManyV2", "QueueDequeueUpTo",
+                        "QueueDequeueUpToV2", "QueueIsClosedV2", "FIFOQueueV2",
+                        "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
+                        "MutexV2", "MutexLock", "ConsumeMutexLock"})
 #: the most elements a queue may hold (a bound on the state explored)
 MAX_CAPACITY = 64
 QUEUE_STATE_PREFIX = "queue:"
@@ -193,6 +199,13 @@ def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]
             else:
                 sections[str(n.get("name"))] = s
         op = TF_QUEUE_OPS.get(n.get("op"), n.get("op"))
+        if op in UNMODELLED:
+            bad.append(Violation(w, "unmodelled-op", f"{op} is not modelled (sessions model "
+                                 f"{', '.join(QUEUE_OPS)} on bounded FIFO queues and critical "
+                                 "sections as a node field \"critical_section\"; "
+                                 "docs/sessions.md)"))
+            nodes.append(n)
+            continue
         if op in QUEUE_OPS:
             q = n.pop("queue", None)
             if q not in queues:
@@ -228,7 +241,8 @@ def has_blocking_json(raw: Any) -> bool:
     if not isinstance(raw, dict):
         return False
     return "queues" in raw or any(isinstance(n, dict) and ("critical_section" in n or n.get("op") in
-                                                           QUEUE_OPS or n.get("op") in TF_QUEUE_OPS)
+                                                           QUEUE_OPS or n.get("op") in TF_QUEUE_OPS
+                                                           or n.get("op") in UNMODELLED)
                                   for n in (raw.get("nodes") or []))
 
 

@@ -283,3 +283,21 @@ def test_program_json_round_trips_sections_and_queues():
     again = blocking.program_to_json(p, b)
     assert again["queues"] == {"q": {"capacity": 1, "dtype": "int64", "shape": []}}
     assert blocking.program_from_json(again) == (p, b)
+
+
+@pytest.mark.parametrize("op", ["QueueCloseV2", "QueueDequeueManyV2", "MutexLock"])
+def test_unmodelled_queue_and_mutex_ops_are_refused_by_name(op):
+    data = _example("queue_deadlock.session.json")
+    data["program"]["nodes"].append({"name": "extra", "op": op, "queue": "q"})
+    with pytest.raises(SessionError) as exc:
+        session_from_json(data)
+    assert [(v.rule, v.where) for v in exc.value.violations] == [("unmodelled-op", "node 'extra'")]
+    assert op in str(exc.value)
+
+
+def test_an_enqueue_of_another_dtype_is_refused_when_it_fires():
+    data = _example("queue_deadlock.session.json")
+    data["program"]["nodes"][0]["value"] = {"dtype": "float32", "value": 1.5}
+    p, b = session_from_json(data).expand_blocking()
+    with pytest.raises(blocking.BlockingError, match="enqueues a float32"):
+        blocking.outcomes(p, b, {}, {})
