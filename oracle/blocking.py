@@ -56,17 +56,16 @@ nested sections of different names the two agree.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from . import semantics as sem
-from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget
-from .graph import ATOMIC, DECOMPOSED, EMPTY, GO, Graph, graph_of
+from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
+from .graph import ATOMIC, DECOMPOSED, Graph, graph_of
 from .outcomes import OUTPUTS, Outcome, make_outcome
-from .program import ASSIGN, CONTROL, READ, TENSOR, DataIn, Program, ProgramError, Violation
+from .program import ASSIGN, CONTROL, READ, DataIn, Program, ProgramError, Violation
 from .values import DTYPES, Error, Tensor, Value, value_to_json
 
 ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
@@ -509,10 +508,6 @@ def random_run(m: Machine, feeds: Mapping[str, Value], init: Mapping[str, Value]
         st = m.fire(st, step)
 
 
-def elapsed(started: float) -> float:
-    return time.monotonic() - started
-
-
 __all__ = ["Blocking", "BlockingError", "Deadlock", "Machine", "Queue", "QUEUE_OPS",
-           "TF_QUEUE_OPS", "outcomes", "program_from_json", "program_to_json", "random_run",
-           "split_program_json", "has_blocking_json", "check_blocking", "EMPTY", "GO", "TENSOR"]
+           "TF_QUEUE_OPS", "UNMODELLED", "outcomes", "program_from_json", "program_to_json",
+           "random_run", "split_program_json", "has_blocking_json", "check_blocking"]
