@@ -6,9 +6,8 @@ threads as in backends/tensorflow_sessions.py, each call under
 ``RunOptions.timeout_in_ms``: a call that is still blocked when the timeout
 ends (TensorFlow's ``DeadlineExceededError``) is reported as waiting, so a
 trial in which some run waits is TensorFlow's picture of the oracle's
-``deadlock`` outcome.  Critical sections are not exported (TensorFlow's
-``MutexLock``/``ConsumeMutexLock`` around the section's nodes): a session
-with one is refused by name.
+``deadlock`` outcome.  Critical sections become TensorFlow's mutexes
+(``MutexV2``, ``MutexLock``, ``ConsumeMutexLock``; export_blocking_graph).
 
 Imported only by the tests and `tfsem run --backend tensorflow`.
 """
@@ -22,16 +21,20 @@ from typing import Any, Mapping
 from .tensorflow import TensorFlowRunError
 
 
-def export_blocking_graph(p, b, names: dict[str, str]) -> dict:
+def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, dict[str, list[str]]]:
     """The GraphDef dict of program `p` with table `b`'s queue ops made real
-    (one FIFOQueueV2 per queue, shared by every run of the session)."""
+    (one FIFOQueueV2 per queue, shared by every run of the session) and its
+    critical sections as TensorFlow's mutexes, as `tf.CriticalSection.execute`
+    writes them: per section S a `MutexV2` and a `MutexLock` that every node
+    of S waits for (a control edge), and per run R (of `runs`, the session's)
+    a `ConsumeMutexLock` of the lock waiting for R's nodes of S, which R
+    runs as a target: R holds S from its `MutexLock` until its nodes of S are
+    done.  Returns the graph and, per run, those extra targets.  TensorFlow's
+    lock is taken when the MutexLock runs, possibly before the section's first
+    node could run: a span at least as long as the model's, so TensorFlow's
+    orders are among the model's."""
     from tfsem.graphdef.exporter import TF_DTYPES, export_graph
 
-    if b.sections:
-        node = sorted(b.sections)[0]
-        raise TensorFlowRunError(f"node {node!r}: critical sections (MutexV2, MutexLock, "
-                                 "ConsumeMutexLock) are not exported to TensorFlow; the oracle "
-                                 "and `tfsem run --backend numpy` model them")
     graph = export_graph(p, names=names)
     by_name = {n["name"]: n for n in graph["node"]}
     taken = set(by_name)
@@ -69,7 +72,31 @@ def export_blocking_graph(p, b, names: dict[str, str]) -> dict:
             for m in graph["node"]:
                 m["input"] = [cast["name"] if i == n["name"] else i for i in m.get("input", [])]
             graph["node"].append(cast)
-    return graph
+    extra: dict[str, list[str]] = {}
+    from tfsem.oracle.session import run_nodes
+    for sec in sorted(set(b.sections.values())):
+        mutex, lock = f"mutex_{sec}", f"lock_{sec}"
+        while mutex in taken or lock in taken:
+            mutex, lock = mutex + "_", lock + "_"
+        taken |= {mutex, lock}
+        graph["node"].append({"name": mutex, "op": "MutexV2", "attr": {
+            "container": {"s": b""}, "shared_name": {"s": sec.encode()}}})
+        graph["node"].append({"name": lock, "op": "MutexLock", "input": [mutex]})
+        members = [names.get(n, n) for n, s2 in b.sections.items() if s2 == sec]
+        for m in members:
+            by_name[m].setdefault("input", []).append(f"^{lock}")
+        for run in runs:
+            mine = [names.get(n, n) for n in run_nodes(p, run) if b.sections.get(n) == sec]
+            if not mine:
+                continue
+            release = f"release_{sec}_{run.name}"
+            while release in taken:
+                release += "_"
+            taken.add(release)
+            graph["node"].append({"name": release, "op": "ConsumeMutexLock",
+                                  "input": [lock, *(f"^{m}" for m in mine)]})
+            extra.setdefault(run.name, []).append(release)
+    return graph, extra
 
 
 def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
@@ -78,7 +105,9 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
     """Over `trials` trials (a fresh TensorFlow session each, so the queues
     start empty), the distinct results: for each trial, the sorted names of
     the runs whose call was still blocked after `timeout_ms` (empty when
-    every run completed) and the values fetched by those that completed."""
+    every run completed) and the values fetched by those that completed,
+    then (for a completed trial whose variables `init` all sets) the final
+    value of each variable."""
     import time
 
     import numpy as np
@@ -91,7 +120,8 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
         raise TensorFlowRunError("only concurrent sessions run on threads")
     p, b = session.program, session.blocking
     names: dict[str, str] = {}
-    text = format_text("GraphDef", export_blocking_graph(p, b, names))
+    graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
+    text = format_text("GraphDef", graph_dict)
     from google.protobuf import text_format
     gd = tf.compat.v1.GraphDef()
     text_format.Parse(text, gd)
@@ -102,19 +132,23 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             targets = [names.get(n.name, n.name) for n in p.nodes if not p.successors[n.name]]
         else:
             targets = [names.get(r, r) for r in run.roots]
-        calls.append((run.name, fetch, targets))
+        calls.append((run.name, fetch, targets + extra.get(run.name, [])))
     seen: Counter = Counter()
     started, done = time.monotonic(), 0
     while done < trials and time.monotonic() - started < max_seconds:
         graph = tf.Graph()
         with graph.as_default():
             tf.compat.v1.import_graph_def(gd, name="")
-            init_ops = []
+            init_ops, reads = [], {}
             for n in p.nodes:
-                if n.op == "Var" and n.var in init:
-                    h = graph.get_tensor_by_name(f"{names.get(n.name, n.name)}:0")
+                if n.op != "Var":
+                    continue
+                h = graph.get_tensor_by_name(f"{names.get(n.name, n.name)}:0")
+                if n.var in init:
                     init_ops.append(tf.raw_ops.AssignVariableOp(
                         resource=h, value=tf.constant(np.asarray(init[n.var].array))))
+                reads.setdefault(n.var, tf.raw_ops.ReadVariableOp(
+                    resource=h, dtype=tf.as_dtype(p.variables[n.var].dtype)))
         config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=len(calls) + 2)
         with tf.compat.v1.Session(graph=graph, config=config) as sess:
             if init_ops:
@@ -141,9 +175,13 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 t.join()
             if errors:
                 raise TensorFlowRunError(f"TensorFlow failed a run: {errors[0]}")
+            state = ()
+            if not waiting and reads and all(x in init for x in reads):
+                state = tuple(sorted((x, np.asarray(v).tolist())
+                                     for x, v in sess.run(reads).items()))
         values = tuple(sorted((f"{name}/{o}", np.asarray(v).tolist())
                               for name, fetch, _ in calls if name in results
-                              for o, v in zip(fetch, results[name])))
+                              for o, v in zip(fetch, results[name]))) + state
         seen[(tuple(sorted(waiting)), values)] += 1
         done += 1
     return seen, done

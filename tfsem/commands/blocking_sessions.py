@@ -229,13 +229,14 @@ def _json_values(values) -> dict:
 
 
 def run_tensorflow(args: argparse.Namespace, session) -> int:
-    """`tfsem run SESSION --backend tensorflow` for a session with queues:
-    its runs as concurrent Session.run calls, each under a timeout
-    (backends/tensorflow_blocking.py); a trial whose calls time out is
-    TensorFlow blocking.  Each trial is checked against the oracle: a trial
-    in which runs R wait must match a deadlock outcome whose waiting
-    instances are R's, a completed trial an outcome with its fetched values
-    (exit 1 for a trial outside the oracle's set)."""
+    """`tfsem run SESSION --backend tensorflow` for a session with queues or
+    critical sections: its runs as concurrent Session.run calls, each under
+    a timeout (backends/tensorflow_blocking.py: real FIFO queues, sections
+    as TensorFlow's mutexes); a trial whose calls time out is TensorFlow
+    blocking.  Each trial is checked against the oracle: a trial in which
+    runs R wait must match a deadlock outcome whose waiting instances are
+    R's, a completed trial an outcome with its fetched values and final
+    variables (exit 1 for a trial outside the oracle's set)."""
     import sys  # noqa: PLC0415
 
     from tfsem.oracle import blocking  # noqa: PLC0415
@@ -249,14 +250,14 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
     if feeds:
-        raise UsageError("a session with queues runs on TensorFlow with its feeds given by "
-                         "the session (no free feeds)")
+        raise UsageError("a session with queues or critical sections runs on TensorFlow with "
+                         "its feeds given by the session (no free feeds)")
     try:
         seen, done = run_blocking_session_threads(session, init, args.runs,
                                                   timeout_ms=BLOCK_TIMEOUT_MS)
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
-    found, _ = blocking.outcomes(program, table, feeds, init, args.semantics, "outputs")
+    found, _ = blocking.outcomes(program, table, feeds, init, args.semantics)
 
     def allowed(waiting, values) -> bool:
         for o in found:
@@ -264,8 +265,9 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
                 if waiting and {b.split("/")[0] for b in o.blocked} == set(waiting):
                     return True
             elif not waiting:
-                mine = {k: v.array.tolist() for k, v in o.outputs}
-                if mine == dict(values):
+                mine = {k: v.array.tolist() for k, v in (*o.outputs, *(o.state or ()))
+                        if hasattr(v, "array")}
+                if all(k in mine and mine[k] == v for k, v in values):
                     return True
         return False
     rows = sorted(seen.items(), key=lambda kv: -kv[1])

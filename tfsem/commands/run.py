@@ -50,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
             return run_tensorflow(args, session)
         if args.backend != "numpy" or args.executor != "random":
             raise UsageError(f"{args.program}: a session with critical sections or queues runs "
-                             "on --backend numpy --executor random, or on --backend tensorflow "
-                             "(queues only)")
+                             "on --backend numpy --executor random, or on --backend tensorflow")
         from .blocking_sessions import run as blocking_run  # noqa: PLC0415
         return blocking_run(args, session)
     if args.backend in ("tensorflow", "xla"):

@@ -1,8 +1,10 @@
-"""A session that can deadlock, on TensorFlow's runtime: the queue session
+"""Sessions with queues and critical sections on TensorFlow's runtime.  The queue session
 exported with real FIFOQueueV2 / QueueEnqueueV2 / QueueDequeueV2 nodes
 (backends/tensorflow_blocking.py), its three runs called concurrently, each
 under a timeout: one consumer is still blocked when the timeout ends, as the
-oracle's deadlock outcomes say.  Skipped without TensorFlow."""
+oracle's deadlock outcomes say.  The critical-section counter, its section
+exported as TensorFlow's mutex, never loses an update.  Skipped without
+TensorFlow."""
 
 from __future__ import annotations
 
@@ -42,3 +44,16 @@ def test_a_session_that_cannot_block_completes_on_tensorflow():
     data["runs"] = data["runs"][:2]        # one producer, one consumer
     seen, done = run_blocking_session_threads(session_from_json(data), {}, 1, timeout_ms=5000)
     assert dict(seen) == {((), (("consumer1/item", 1),)): 1}
+
+
+def test_a_critical_section_exported_as_a_mutex_keeps_both_updates(capsys):
+    """The section counter's Read, Add and Write under TensorFlow's MutexV2 /
+    MutexLock / ConsumeMutexLock: two concurrent steps always end at 2, and
+    every trial is among the oracle's outcomes (`tfsem run` exits 0)."""
+    from tfsem.cli import main
+    rc = main(["run", str(SESSIONS / "counter_critical.session.json"), "--backend", "tensorflow",
+               "--runs", "10", "--init", "x=0"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "NOT in the oracle set" not in out
+    assert "x = 2" in out and "x = 1" not in out
