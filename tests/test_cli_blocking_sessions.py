@@ -47,13 +47,18 @@ def test_dropping_a_critical_section_is_unsound_and_keeping_it_is_not(capsys, tm
     assert rc == 0 and data["verdict"] == "no-counterexample" and data["tried"] == 24
 
 
-def test_a_rewrite_that_loses_a_queue_is_invalid(capsys, tmp_path):
+def test_a_rewrite_that_changes_a_queue_type_is_invalid_a_capacity_is_judged(capsys, tmp_path):
     prog = json.loads((SESSIONS / "queue_deadlock.session.json").read_text())["program"]
-    prog["queues"]["q"]["capacity"] = 2
-    bad = tmp_path / "bigger.json"
+    prog["queues"]["q"]["dtype"] = "int32"
+    bad = tmp_path / "int32.json"
     bad.write_text(json.dumps(prog))
     rc, out = cli(capsys, "check", SESSIONS / "queue_deadlock.session.json", bad)
     assert rc == 1 and out.startswith("invalid: the rewrite declares other variables or queues")
+    prog["queues"]["q"].update(dtype="int64", capacity=2)   # one item either way
+    bigger = tmp_path / "bigger.json"
+    bigger.write_text(json.dumps(prog))
+    rc, out = cli(capsys, "check", SESSIONS / "queue_deadlock.session.json", bigger)
+    assert rc == 0 and out.startswith("no-counterexample")
 
 
 def test_a_rewrite_that_adds_a_deadlock_is_unsound(capsys, tmp_path):
