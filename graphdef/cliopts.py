@@ -114,8 +114,9 @@ def session_graph_loader(deadline: float | None = None):
                 raise ProgramError([*exc.violations, Violation(
                     str(path), "unmodelled-session-op",
                     f"{', '.join(named)}: critical sections and blocking queues (rules 2 and 4 "
-                    "of the resource-variable concurrency semantics) are not modelled in "
-                    "sessions yet")]) from None
+                    "of the resource-variable concurrency semantics) are not imported from "
+                    "TensorFlow graphs yet; a session's inline program can declare them "
+                    "(docs/sessions.md)")]) from None
             raise
         return imported.program, imported.node_map
     return load

@@ -20,9 +20,13 @@ A session is itself a program.  :meth:`Session.expand` builds it:
 
 docs/sessions.md argues that the expansion's outcome set is the session's
 (rules 1 and 3 of "Concurrency Semantics For TensorFlow Resource Variables").
-Rules 2 and 4 (critical sections, blocking queues) are not modelled: a graph
-that uses their ops is refused by name (graphdef's importer has no model for
-them either).
+Rules 2 and 4 (critical sections, blocking queues) are modelled for a
+session's inline program (`oracle/blocking.py`: nodes with
+`"critical_section"`, `"queues"` and the ops QueueEnqueue, QueueDequeue,
+QueueSize): :meth:`Session.expand_blocking` gives the expansion with its
+table of sections and queue ops, explored by `blocking.outcomes` (deadlock is
+an outcome).  A TensorFlow graph that uses the ops (MutexV2, FIFOQueueV2,
+...) is still refused by name: graphdef's importer has no model for them.
 
 The graph of a session is a tfsem program inline, or `{"graph": PATH,
 "feed": [...], "signature": KEY}` naming a TensorFlow graph (PATH relative to
@@ -37,6 +41,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import state_ops
+from . import blocking as blk
+from .blocking import Blocking
 from .program import (ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program, ProgramError,
                       Violation)
 from .values import Tensor, Value, ValueFormatError, value_from_json
@@ -50,7 +56,8 @@ _GRAPH_FIELDS = {"graph", "feed", "signature"}
 _BAD_NAME_CHARS = set("/:@$^ \t\n")
 
 #: TensorFlow ops of rules 2 and 4 (critical sections, blocking ops), not
-#: modelled: a session over a graph that holds one is refused by name.
+#: imported from graphs: a session over a graph that holds one is refused by
+#: name (an inline program declares sections and queues: oracle/blocking.py).
 UNMODELLED_OPS = ("MutexV2", "MutexLock", "ConsumeMutexLock", "FIFOQueueV2", "FIFOQueue",
                   "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
                   "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
@@ -88,13 +95,34 @@ class Session:
     order: str = "concurrent"
     #: the session's JSON as read (to read it again over a rewritten graph)
     raw: Any = field(default=None, compare=False, repr=False)
+    #: critical sections and queues of the program (oracle/blocking.py)
+    blocking: Blocking = field(default_factory=Blocking)
 
     def expand(self, program: Program | None = None) -> Program:
         """The session as one program; with `program` (a rewrite of the
         session's program, with its interface), that program under the same
         runs.  Raises SessionError when `program` lacks an output a run
-        fetches or a node a run needs."""
+        fetches or a node a run needs, and for a session with critical
+        sections or queues (their semantics is not a program's: use
+        :meth:`expand_blocking`)."""
+        if self.blocking:
+            raise _bad("session.program", "this session has critical sections or queues, "
+                       "which only the session semantics of oracle/blocking.py models (tfsem "
+                       "outcomes, check and run on --backend numpy)", "blocking-session")
         return expand(program if program is not None else self.program, self.runs, self.order)
+
+    def expand_blocking(self, program: Program | None = None,
+                        blocking: Blocking | None = None) -> tuple[Program, Blocking]:
+        """The session as one program and the table of its sections and
+        queue ops (node names of the expansion); with `program` and
+        `blocking`, a rewrite of the session's program under the same runs."""
+        p = program if program is not None else self.program
+        b = blocking if blocking is not None else self.blocking
+        expanded = expand(p, self.runs, self.order)
+        parts = [b.restricted(run_nodes(p, run), run.name + "/") for run in self.runs]
+        eb = Blocking.union(parts, b.queues)
+        blk.check_blocking(expanded, eb)
+        return expanded, eb
 
     @property
     def run_names(self) -> tuple[str, ...]:
@@ -215,7 +243,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
                       load_graph: GraphLoader | None = None) -> Session:
     """Validate and load a `tfsem.session/1` object.  Every problem is a
     SessionError naming the field (`session.runs[1].fetch`, ...)."""
-    from .jsonio import ViolationCollector, program_from_json  # noqa: PLC0415
+    from .jsonio import ViolationCollector  # noqa: PLC0415
     if not isinstance(data, dict):
         raise _bad(where, "a session is a JSON object", "format")
     bad = ViolationCollector()
@@ -263,6 +291,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
 
     raw_p = data["program"]
     completion: Mapping[str, str] = {}
+    blocking = Blocking()
     graph = isinstance(raw_p, dict) and "graph" in raw_p and "format" not in raw_p
     if graph:
         for key in sorted(set(raw_p) - _GRAPH_FIELDS):
@@ -291,7 +320,10 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
         path = Path(base_dir) / gpath
         program, completion = load_graph(path, all_fetch, all_targets, feed_nodes, sig)
     else:
-        program = program_from_json(raw_p, where=f"{where}.program")
+        try:
+            program, blocking = blk.program_from_json(raw_p, where=f"{where}.program")
+        except blk.BlockingError as exc:
+            raise SessionError(exc.violations) from None
     runs = []
     for w, name, fetch, targets, feeds_raw in runs_raw:
         roots: list[str] = []
@@ -334,8 +366,11 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
             values[f] = v
         runs.append(Run(name, tuple(fetch), tuple(dict.fromkeys(roots)), values,
                         whole=not fetch and not targets))
-    s = Session(program, tuple(runs), order, raw=data)
-    s.expand()  # the expansion's own checks (a run that needs nothing, ...)
+    s = Session(program, tuple(runs), order, raw=data, blocking=blocking)
+    try:  # the expansion's own checks (a run that needs nothing, ...)
+        s.expand_blocking()
+    except blk.BlockingError as exc:
+        raise SessionError(exc.violations) from None
     return s
 
 

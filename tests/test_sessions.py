@@ -225,3 +225,18 @@ def test_program_json_round_trip_of_the_example():
     for name in ("one_step", "two_steps", "two_steps_sequential"):
         data = json.loads((SESSIONS / f"counter_{name}.session.json").read_text())
         assert program_from_json(data["program"]) == load_program(SESSIONS / "counter.json")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_keras_iteration_counter_loses_increments_under_concurrent_steps(n):
+    """Keras 3's `iterations.assign_add(1)` imported from the corpus step is a
+    Read, Cast, Add and Write: N concurrent steps may end the counter
+    anywhere from 1 to N (docs/sessions.md, the Hogwild question)."""
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.session import load_session
+    from tfsem.oracle.values import Tensor
+    s = load_session(SESSIONS / f"keras_counters_{n}.session.json")
+    assert [(nd.op, nd.attrs.get("fn")) for nd in s.program.nodes].count(("Assign", "Snd")) == 1
+    result = outcome_set(s.expand(), {}, {"sgd/iteration": Tensor(0, "int64")})
+    finals = {int(dict(o.state)["sgd/iteration"].array) for o, _ in result.items()}
+    assert finals == set(range(1, n + 1))

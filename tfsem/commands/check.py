@@ -174,6 +174,12 @@ def run(args: argparse.Namespace) -> int:
     from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
     # the budget covers reading and importing graphs too
     started = start_budget(args, args.timeout)
+    if getattr(args, "rewritten", None) is not None:
+        from .blocking_sessions import blocking_session  # noqa: PLC0415
+        session = blocking_session(args.original, args)
+        if session is not None:  # critical sections or queues: enumerated, never proved
+            from .blocking_sessions import check as blocking_check  # noqa: PLC0415
+            return blocking_check(args, session)
     try:
         case = load_inputs(args)
     except InvalidRewrite as exc:

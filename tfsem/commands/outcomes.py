@@ -7,6 +7,7 @@ import argparse
 from tfsem.cli import EXIT_OK, EXIT_UNKNOWN, UsageError
 
 from .common import ENGINES, MAX_SECONDS_OUTCOMES as DEFAULT_MAX_SECONDS, MAX_STATES as DEFAULT_MAX_STATES
+from .session_text import describe, session_json  # noqa: F401 (run.py reads them here)
 from .common import (add_graph_options, add_semantics_options, add_sigma_options, duration, load_from_args,
                      positive_int, print_json, sigma_from_args)
 
@@ -46,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
     from tfsem.oracle.readsfrom import Unsupported  # noqa: PLC0415
     # the budget covers reading and importing a graph too
     started = start_budget(args, args.timeout) if args.timeout else None
+    from .blocking_sessions import blocking_session  # noqa: PLC0415
+    session = blocking_session(args.program, args)
+    if session is not None:  # critical sections or queues: the session machine
+        from .blocking_sessions import outcomes as blocking_outcomes  # noqa: PLC0415
+        return blocking_outcomes(args, session)
     try:
         program = load_from_args(args.program, args)
     except ImportTimeout as exc:
@@ -95,27 +101,3 @@ def run(args: argparse.Namespace) -> int:
     if len(listed) < count:
         print(f"  ... {count - len(listed)} more (raise --limit)")
     return EXIT_OK
-
-
-def session_json(data: dict, session, **extra) -> dict:
-    """An outcome's JSON; for a session, with `by_run`: each run's outputs
-    (RUN -> {OUT: value}) beside the flat `outputs` (RUN/OUT -> value)."""
-    if session is not None:
-        from tfsem.oracle.session import group_outputs  # noqa: PLC0415
-        data = dict(data, by_run=group_outputs(data["outputs"], session.run_names))
-    return dict(data, **extra)
-
-
-def describe(outcome, session) -> str:
-    """An outcome in one line; a session's outputs grouped by run
-    (`train: loss = 1; eval: acc = 2; x := 3`)."""
-    if session is None:
-        return outcome.describe()
-    from tfsem.oracle.values import format_value  # noqa: PLC0415
-    from tfsem.oracle.session import group_outputs  # noqa: PLC0415
-    groups = group_outputs(dict(outcome.outputs), session.run_names)
-    parts = [f"{run}: " + (", ".join(f"{k} = {format_value(v)}" for k, v in outs.items())
-                           or "(no outputs)") for run, outs in groups.items()]
-    if outcome.state is not None:
-        parts.append(", ".join(f"{k} := {format_value(v)}" for k, v in outcome.state) or "(no state)")
-    return "; ".join(parts)

@@ -42,6 +42,17 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .blocking_sessions import blocking_session  # noqa: PLC0415
+    session = blocking_session(args.program, args)
+    if session is not None:  # critical sections or queues: the session machine
+        if args.backend == "tensorflow":
+            from .blocking_sessions import run_tensorflow  # noqa: PLC0415
+            return run_tensorflow(args, session)
+        if args.backend != "numpy" or args.executor != "random":
+            raise UsageError(f"{args.program}: a session with critical sections or queues runs "
+                             "on --backend numpy --executor random, or on --backend tensorflow")
+        from .blocking_sessions import run as blocking_run  # noqa: PLC0415
+        return blocking_run(args, session)
     if args.backend in ("tensorflow", "xla"):
         from tfsem.graphdef.cliopts import is_session_path
         if is_session_path(args.program):

@@ -1,0 +1,187 @@
+"""A session with queues on TensorFlow's runtime (docs/sessions.md): the
+session's program exported as a GraphDef with real ``FIFOQueueV2``,
+``QueueEnqueueV2``, ``QueueDequeueV2`` and ``QueueSizeV2`` nodes in place of
+tfsem's stand-ins (oracle/blocking.py), its runs called concurrently on
+threads as in backends/tensorflow_sessions.py, each call under
+``RunOptions.timeout_in_ms``: a call that is still blocked when the timeout
+ends (TensorFlow's ``DeadlineExceededError``) is reported as waiting, so a
+trial in which some run waits is TensorFlow's picture of the oracle's
+``deadlock`` outcome.  Critical sections become TensorFlow's mutexes
+(``MutexV2``, ``MutexLock``, ``ConsumeMutexLock``; export_blocking_graph).
+
+Imported only by the tests and `tfsem run --backend tensorflow`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any, Mapping
+
+from .tensorflow import TensorFlowRunError
+
+
+def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, dict[str, list[str]]]:
+    """The GraphDef dict of program `p` with table `b`'s queue ops made real
+    (one FIFOQueueV2 per queue, shared by every run of the session) and its
+    critical sections as TensorFlow's mutexes, as `tf.CriticalSection.execute`
+    writes them: per section S a `MutexV2` and a `MutexLock` that every node
+    of S waits for (a control edge), and per run R (of `runs`, the session's)
+    a `ConsumeMutexLock` of the lock waiting for R's nodes of S, which R
+    runs as a target: R holds S from its `MutexLock` until its nodes of S are
+    done.  Returns the graph and, per run, those extra targets.  TensorFlow's
+    lock is taken when the MutexLock runs, possibly before the section's first
+    node could run: a span at least as long as the model's, so TensorFlow's
+    orders are among the model's."""
+    from tfsem.graphdef.exporter import TF_DTYPES, export_graph
+
+    graph = export_graph(p, names=names)
+    by_name = {n["name"]: n for n in graph["node"]}
+    taken = set(by_name)
+    handles = {}
+    for q, decl in sorted(b.queues.items()):
+        name = f"queue_{q}"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        handles[q] = name
+        graph["node"].append({"name": name, "op": "FIFOQueueV2", "attr": {
+            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
+            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
+            "capacity": {"i": int(decl.capacity)},
+            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
+    for node, (kind, q) in b.queue_ops.items():
+        n = by_name[names.get(node, node)]
+        decl = b.queues[q]
+        dt = TF_DTYPES[decl.dtype]
+        inputs = list(n.get("input", []))
+        data = [i for i in inputs if not i.startswith("^")]
+        ctrl = [i for i in inputs if i.startswith("^")]
+        if kind == "QueueEnqueue":
+            n.update(op="QueueEnqueueV2", input=[handles[q], *data, *ctrl],
+                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
+        elif kind == "QueueDequeue":
+            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
+                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
+        else:
+            n.update(op="QueueSizeV2", input=[handles[q], *ctrl], attr={})
+            cast = {"name": n["name"] + "_int64", "op": "Cast", "input": [n["name"]],
+                    "attr": {"SrcT": {"type": TF_DTYPES["int32"]},
+                             "DstT": {"type": TF_DTYPES["int64"]}, "Truncate": {"b": False}}}
+            # consumers of the size read the int64 cast, as tfsem's QueueSize gives
+            for m in graph["node"]:
+                m["input"] = [cast["name"] if i == n["name"] else i for i in m.get("input", [])]
+            graph["node"].append(cast)
+    extra: dict[str, list[str]] = {}
+    from tfsem.oracle.session import run_nodes
+    for sec in sorted(set(b.sections.values())):
+        mutex, lock = f"mutex_{sec}", f"lock_{sec}"
+        while mutex in taken or lock in taken:
+            mutex, lock = mutex + "_", lock + "_"
+        taken |= {mutex, lock}
+        graph["node"].append({"name": mutex, "op": "MutexV2", "attr": {
+            "container": {"s": b""}, "shared_name": {"s": sec.encode()}}})
+        graph["node"].append({"name": lock, "op": "MutexLock", "input": [mutex]})
+        members = [names.get(n, n) for n, s2 in b.sections.items() if s2 == sec]
+        for m in members:
+            by_name[m].setdefault("input", []).append(f"^{lock}")
+        for run in runs:
+            mine = [names.get(n, n) for n in run_nodes(p, run) if b.sections.get(n) == sec]
+            if not mine:
+                continue
+            release = f"release_{sec}_{run.name}"
+            while release in taken:
+                release += "_"
+            taken.add(release)
+            graph["node"].append({"name": release, "op": "ConsumeMutexLock",
+                                  "input": [lock, *(f"^{m}" for m in mine)]})
+            extra.setdefault(run.name, []).append(release)
+    return graph, extra
+
+
+def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
+                                 timeout_ms: int = 2000, max_seconds: float = 120.0
+                                 ) -> tuple[Counter, int]:
+    """Over `trials` trials (a fresh TensorFlow session each, so the queues
+    start empty), the distinct results: for each trial, the sorted names of
+    the runs whose call was still blocked after `timeout_ms` (empty when
+    every run completed) and the values fetched by those that completed,
+    then (for a completed trial whose variables `init` all sets) the final
+    value of each variable."""
+    import time
+
+    import numpy as np
+
+    from tfsem.graphdef.proto import format_text
+
+    from .tensorflow import tensorflow
+    tf = tensorflow()
+    if session.order != "concurrent":
+        raise TensorFlowRunError("only concurrent sessions run on threads")
+    p, b = session.program, session.blocking
+    names: dict[str, str] = {}
+    graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
+    text = format_text("GraphDef", graph_dict)
+    from google.protobuf import text_format
+    gd = tf.compat.v1.GraphDef()
+    text_format.Parse(text, gd)
+    calls = []
+    for run in session.runs:
+        fetch = list(p.outputs) if run.whole else list(run.fetch)
+        if run.whole:
+            targets = [names.get(n.name, n.name) for n in p.nodes if not p.successors[n.name]]
+        else:
+            targets = [names.get(r, r) for r in run.roots]
+        calls.append((run.name, fetch, targets + extra.get(run.name, [])))
+    seen: Counter = Counter()
+    started, done = time.monotonic(), 0
+    while done < trials and time.monotonic() - started < max_seconds:
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.compat.v1.import_graph_def(gd, name="")
+            init_ops, reads = [], {}
+            for n in p.nodes:
+                if n.op != "Var":
+                    continue
+                h = graph.get_tensor_by_name(f"{names.get(n.name, n.name)}:0")
+                if n.var in init:
+                    init_ops.append(tf.raw_ops.AssignVariableOp(
+                        resource=h, value=tf.constant(np.asarray(init[n.var].array))))
+                reads.setdefault(n.var, tf.raw_ops.ReadVariableOp(
+                    resource=h, dtype=tf.as_dtype(p.variables[n.var].dtype)))
+        config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=len(calls) + 2)
+        with tf.compat.v1.Session(graph=graph, config=config) as sess:
+            if init_ops:
+                sess.run(init_ops)
+            options = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms)
+            barrier = threading.Barrier(len(calls))
+            results: dict[str, Any] = {}
+            waiting: list[str] = []
+            errors: list[BaseException] = []
+
+            def call(name, fetch, targets):
+                try:
+                    barrier.wait()
+                    results[name] = sess.run([f"{o}:0" for o in fetch] + targets,
+                                             options=options)[:len(fetch)]
+                except tf.errors.DeadlineExceededError:
+                    waiting.append(name)
+                except BaseException as exc:  # noqa: BLE001 (reported below)
+                    errors.append(exc)
+            threads = [threading.Thread(target=call, args=c) for c in calls]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise TensorFlowRunError(f"TensorFlow failed a run: {errors[0]}")
+            state = ()
+            if not waiting and reads and all(x in init for x in reads):
+                state = tuple(sorted((x, np.asarray(v).tolist())
+                                     for x, v in sess.run(reads).items()))
+        values = tuple(sorted((f"{name}/{o}", np.asarray(v).tolist())
+                              for name, fetch, _ in calls if name in results
+                              for o, v in zip(fetch, results[name]))) + state
+        seen[(tuple(sorted(waiting)), values)] += 1
+        done += 1
+    return seen, done

@@ -1,0 +1,514 @@
+"""Critical sections and blocking queues in sessions (SPEC section 10; rules 2
+and 4 of "Concurrency Semantics For TensorFlow Resource Variables").
+
+The paper puts every operation instance of a session in one total order:
+
+  2. "The total order respects critical sections.  That is, if two nodes, n0
+     and n1 are in the same critical section, then the following total order
+     is illegal: [(n0, f0), (n0, f1), (n1, f0), (n1, f1)]."
+  4. "The total order is consistent with blocking semantics of TensorFlow
+     ops.  For example if an instance of a QueueDequeueV2 can complete only
+     after a matching QueueEnqueueV2 has completed then the total order cannot
+     put the QueueDequeueV2 instance before the QueueEnqueueV2 instance."
+
+The program format (inside a session) gains:
+
+* a node field ``"critical_section": NAME``: the nodes of one section in one
+  run are that run's instance of the section (what one call of
+  ``tf.CriticalSection.execute`` runs between its ``MutexLock`` and the
+  ``ConsumeMutexLock``);
+* a program field ``"queues": {Q: {"capacity": N, "dtype": D, "shape": S}}``
+  (a ``FIFOQueueV2`` of one component: it starts empty, holds at most N
+  elements) and the ops ``QueueEnqueue`` (one tensor input, no output; TF's
+  ``QueueEnqueueV2``), ``QueueDequeue`` (no data input, one tensor output;
+  ``QueueDequeueV2``) and ``QueueSize`` (``QueueSizeV2``: the number of
+  elements, int64), each with the field ``"queue": Q``.
+
+The semantics: the step semantics of seed 000 (``semantics.py``, either
+mode) over the session's expansion, with two more pieces of state and two
+more conditions for a step to fire:
+
+* ``holder[S]``: the run inside section S, or none.  A step of a node of S in
+  run R may fire only while S is free or held by R; the first step of R in S
+  takes S, and S is free again once every step of R's nodes in S has fired.
+  So the instances of S in two runs never interleave (rule 2), and within
+  one run the section constrains nothing.
+* ``queue[Q]``: its elements, oldest first.  An enqueue may fire only while
+  Q holds fewer than its capacity (it appends its input), a dequeue only
+  while Q is not empty (it takes the oldest element); QueueSize never waits.
+
+A state in which no step can fire but some node has not fired is the outcome
+``deadlock`` (SPEC section 10), listing the node instances that wait (each
+with its inputs present, held back by a full or empty queue or a section
+another run holds); a completed run's outcome is every output and the final
+state: the variables and, under ``queue:Q``, each queue's elements (a tensor
+of shape [k] + the element shape).  A session that can block forever thus
+has an outcome for it: exploring never hangs.
+
+Where this differs from the paper: rule 2 forbids an order; a runtime that
+locks (TensorFlow's ``MutexLock``) waits.  When a run holds section S and
+needs a node of section T while another holds T and needs S, no order
+extends the prefix: the paper's semantics has no such execution, TensorFlow
+deadlocks, and so does this model (the SPEC's deadlock outcome).  Without
+nested sections of different names the two agree.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from . import semantics as sem
+from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
+from .graph import ATOMIC, DECOMPOSED, Graph, graph_of
+from .outcomes import OUTPUTS, Outcome, make_outcome
+from .program import ASSIGN, CONTROL, READ, DataIn, Program, ProgramError, Violation
+from .values import DTYPES, Error, Tensor, Value, value_to_json
+
+ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
+QUEUE_OPS = (ENQUEUE, DEQUEUE, SIZE)
+#: TensorFlow's names, accepted in a program as the same ops
+TF_QUEUE_OPS = {"QueueEnqueueV2": ENQUEUE, "QueueDequeueV2": DEQUEUE, "QueueSizeV2": SIZE}
+#: ops of TensorFlow's queues and mutexes a program may not hold (refused by name)
+UNMODELLED = frozenset({"QueueClose", "QueueCloseV2", "QueueEnqueueMany", "QueueEnqueueManyV2",
+                        "QueueDequeueMany", "QueueDequeueManyV2", "QueueDequeueUpTo",
+                        "QueueDequeueUpToV2", "QueueIsClosedV2", "FIFOQueueV2",
+                        "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
+                        "MutexV2", "MutexLock", "ConsumeMutexLock"})
+#: the most elements a queue may hold (a bound on the state explored)
+MAX_CAPACITY = 64
+QUEUE_STATE_PREFIX = "queue:"
+
+
+class BlockingError(ProgramError):
+    """A malformed critical section or queue, naming the node or field."""
+
+
+@dataclass(frozen=True)
+class Queue:
+    capacity: int
+    dtype: str = "int64"
+    shape: tuple[int, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"capacity": self.capacity, "dtype": self.dtype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """The critical sections and queue ops of a program, beside it.
+
+    The program itself holds a stand-in for each queue op (an ``Identity``
+    for an enqueue, whose output nobody reads; a ``Const`` for a dequeue or
+    a size), so that its graph, pruning and expansion are a program's; the
+    stand-ins never run on an engine that does not know this table
+    (``Session.expand`` refuses a session with one)."""
+    queues: Mapping[str, Queue] = field(default_factory=dict)
+    #: node -> (QueueEnqueue | QueueDequeue | QueueSize, queue)
+    queue_ops: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: node -> critical section
+    sections: Mapping[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.queues or self.queue_ops or self.sections)
+
+    def restricted(self, nodes: Sequence[str], prefix: str = "") -> "Blocking":
+        """The table for `nodes` (a run's), their names prefixed."""
+        keep = set(nodes)
+        return Blocking(dict(self.queues),
+                        {prefix + n: v for n, v in self.queue_ops.items() if n in keep},
+                        {prefix + n: v for n, v in self.sections.items() if n in keep})
+
+    @staticmethod
+    def union(parts: Sequence["Blocking"], queues: Mapping[str, Queue]) -> "Blocking":
+        ops: dict[str, tuple[str, str]] = {}
+        sections: dict[str, str] = {}
+        for b in parts:
+            ops.update(b.queue_ops)
+            sections.update(b.sections)
+        return Blocking(dict(queues), ops, sections)
+
+    def interface(self) -> tuple:
+        """The queues a rewrite must keep: names and element types (a
+        capacity is behaviour, which the check judges)."""
+        return tuple(sorted((q, v.dtype, v.shape) for q, v in self.queues.items()))
+
+
+# ---------------------------------------------------------------------------
+# Reading and writing the program format
+
+
+def _zeros_json(q: Queue) -> Any:
+    return value_to_json(Tensor(np.zeros(q.shape, dtype=DTYPES[q.dtype])))
+
+
+def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]:
+    """A program's JSON without its sections and queues (queue ops replaced
+    by stand-ins), and the table of them.  Raises BlockingError naming the
+    node or field of each problem."""
+    if not isinstance(raw, dict):
+        return raw, Blocking()
+    bad: list[Violation] = []
+    queues: dict[str, Queue] = {}
+    raw_q = raw.get("queues", {})
+    if not isinstance(raw_q, dict):
+        bad.append(Violation(f"{where}.queues", "bad-value", "queues is an object QUEUE -> "
+                             "{\"capacity\": N, \"dtype\": D, \"shape\": S}"))
+        raw_q = {}
+    variables = raw.get("variables") or []
+    for name, d in raw_q.items():
+        w = f"{where}.queues.{name}"
+        if not isinstance(d, dict) or set(d) - {"capacity", "dtype", "shape"}:
+            bad.append(Violation(w, "bad-value", "a queue is {\"capacity\": N, \"dtype\": D, "
+                                 "\"shape\": S} (dtype and shape optional: int64 scalars)"))
+            continue
+        cap = d.get("capacity")
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= MAX_CAPACITY:
+            bad.append(Violation(w + ".capacity", "bad-value", f"a capacity from 1 to "
+                                 f"{MAX_CAPACITY} (unbounded queues are not modelled), got {cap!r}"))
+            continue
+        dtype = d.get("dtype", "int64")
+        shape = d.get("shape", [])
+        if dtype not in DTYPES:
+            bad.append(Violation(w + ".dtype", "bad-value", f"unknown dtype {dtype!r}"))
+            continue
+        if not isinstance(shape, list) or not all(isinstance(k, int) and 0 <= k <= 16 for k in shape):
+            bad.append(Violation(w + ".shape", "bad-value", "a shape is a list of sizes 0..16"))
+            continue
+        if name in variables or not name or "/" in name or ":" in name:
+            bad.append(Violation(w, "bad-name", "a queue's name is not a variable's and holds "
+                                 "no '/' or ':'"))
+            continue
+        queues[name] = Queue(cap, dtype, tuple(shape))
+    ops: dict[str, tuple[str, str]] = {}
+    sections: dict[str, str] = {}
+    nodes = []
+    for k, n in enumerate(raw.get("nodes") or []):
+        if not isinstance(n, dict):
+            nodes.append(n)
+            continue
+        n = dict(n)
+        w = f"node {n.get('name', k)!r}"
+        if "critical_section" in n:
+            s = n.pop("critical_section")
+            if not isinstance(s, str) or not s:
+                bad.append(Violation(w, "bad-value", "critical_section is a non-empty name"))
+            else:
+                sections[str(n.get("name"))] = s
+        op = TF_QUEUE_OPS.get(n.get("op"), n.get("op"))
+        if op in UNMODELLED:
+            bad.append(Violation(w, "unmodelled-op", f"{op} is not modelled (sessions model "
+                                 f"{', '.join(QUEUE_OPS)} on bounded FIFO queues and critical "
+                                 "sections as a node field \"critical_section\"; "
+                                 "docs/sessions.md)"))
+            nodes.append(n)
+            continue
+        if op in QUEUE_OPS:
+            q = n.pop("queue", None)
+            if q not in queues:
+                bad.append(Violation(w, "unknown-queue", f"{op} of undeclared queue {q!r} "
+                                     f"(declared: {', '.join(sorted(queues)) or 'none'})"))
+                nodes.append(n)
+                continue
+            inputs = n.get("inputs", [])
+            data = [i for i in inputs if isinstance(i, str) and not i.startswith("^")]
+            want = 1 if op == ENQUEUE else 0
+            if len(data) != want:
+                bad.append(Violation(w, "arity", f"{op} takes {want} data input(s), got {len(data)}"))
+            ops[str(n.get("name"))] = (op, q)
+            if op == ENQUEUE:
+                n["op"] = "Identity"
+            elif op == DEQUEUE:
+                n.update(op="Const", value=_zeros_json(queues[q]))
+            else:
+                n.update(op="Const", value=0)
+        elif "queue" in n:
+            bad.append(Violation(w, "unknown-field", f"{n.get('op')} has no field 'queue' "
+                                 f"(queue ops: {', '.join(QUEUE_OPS)})"))
+        nodes.append(n)
+    if bad:
+        raise BlockingError(bad)
+    out = {k: v for k, v in raw.items() if k != "queues"}
+    out["nodes"] = nodes
+    return out, Blocking(queues, ops, sections)
+
+
+def has_blocking_json(raw: Any) -> bool:
+    """Whether a program's JSON declares queues or critical sections."""
+    if not isinstance(raw, dict):
+        return False
+    return "queues" in raw or any(isinstance(n, dict) and ("critical_section" in n or n.get("op") in
+                                                           QUEUE_OPS or n.get("op") in TF_QUEUE_OPS
+                                                           or n.get("op") in UNMODELLED)
+                                  for n in (raw.get("nodes") or []))
+
+
+def check_blocking(p: Program, b: Blocking, where: str = "program") -> None:
+    """Rules the stand-ins cannot say: nothing reads an enqueue's (absent)
+    output, and no control flow beside sections or queues."""
+    bad = []
+    for n in p.nodes:
+        for i in n.inputs:
+            if isinstance(i, DataIn) and b.queue_ops.get(i.node, ("",))[0] == ENQUEUE:
+                bad.append(Violation(f"node {n.name!r} input {i}", "bad-port",
+                                     f"{i.node} (QueueEnqueue) has no output"))
+    for name, port in p.outputs.items():
+        if b.queue_ops.get(port.node, ("",))[0] == ENQUEUE:
+            bad.append(Violation(f"output {name!r}", "bad-port", f"{port.node} (QueueEnqueue) "
+                                 "has no output"))
+    for n in list(b.sections) + list(b.queue_ops):
+        if n not in p.node:
+            bad.append(Violation(f"node {n!r}", "unknown-node", "no such node"))
+    if b and p.has_control_flow:
+        bad.append(Violation(where, "unmodelled", "critical sections and queues beside control "
+                             "flow (frames) are not modelled"))
+    if bad:
+        raise BlockingError(bad)
+
+
+def program_from_json(raw: Any, where: str = "program") -> tuple[Program, Blocking]:
+    """A program with its sections and queues (the session's program format)."""
+    from .jsonio import program_from_json as plain  # noqa: PLC0415
+    stripped, b = split_program_json(raw, where)
+    p = plain(stripped, where=where)
+    check_blocking(p, b, where)
+    return p, b
+
+
+def program_to_json(p: Program, b: Blocking) -> dict:
+    """The program format with the sections and queues written back."""
+    from .jsonio import program_to_json as plain  # noqa: PLC0415
+    out = plain(p)
+    if b.queues:
+        out["queues"] = {q: v.to_json() for q, v in sorted(b.queues.items())}
+    for n in out["nodes"]:
+        name = n["name"]
+        if name in b.queue_ops:
+            op, q = b.queue_ops[name]
+            n["op"] = op
+            n.pop("value", None)
+            n["queue"] = q
+        if name in b.sections:
+            n["critical_section"] = b.sections[name]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Outcomes
+
+
+@dataclass(frozen=True)
+class Deadlock:
+    """The outcome of a run that can block forever: the node instances that
+    wait (their inputs present).  Two deadlocks are the same outcome when the
+    same instances wait; `why` says what each waits for."""
+    blocked: tuple[str, ...]
+    why: tuple[str, ...] = field(default=(), compare=False)
+    #: Outcome's fields, so code that lists outputs sees none
+    outputs: tuple = ()
+    state: tuple | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deadlock": list(self.blocked), "waiting": list(self.why), "outputs": {}}
+
+    def describe(self) -> str:
+        return "deadlock: " + "; ".join(self.why or self.blocked)
+
+    def first_difference(self, others) -> dict[str, str] | None:
+        return None if self in others else {"deadlock": ", ".join(self.blocked)}
+
+
+AnyOutcome = Outcome | Deadlock
+
+
+@dataclass(frozen=True)
+class _State:
+    s: sem.State
+    queues: tuple[tuple[Value, ...], ...]     # per queue, in sorted queue order
+    holders: tuple[str | None, ...]           # per section, in sorted section order
+    left: tuple[int, ...]                     # per (section, run): steps not yet fired
+
+    def key(self) -> tuple:
+        return (self.s.key(), self.queues, self.holders, self.left)
+
+
+def _run_of(node: str) -> str:
+    return node.partition("/")[0] if "/" in node else ""
+
+
+class Machine:
+    """The step semantics with sections and queues (module docstring)."""
+
+    def __init__(self, p: Program, b: Blocking, semantics: str = ATOMIC):
+        if semantics not in (ATOMIC, DECOMPOSED):
+            raise ValueError(f"unknown semantics {semantics!r}")
+        check_blocking(p, b)
+        self.p, self.b, self.semantics = p, b, semantics
+        self.g: Graph = graph_of(p)
+        self.queue_names = sorted(b.queues)
+        self.queue_index = {q: i for i, q in enumerate(self.queue_names)}
+        self.section_names = sorted(set(b.sections.values()))
+        self.section_index = {s: i for i, s in enumerate(self.section_names)}
+        pairs = sorted({(s, _run_of(n)) for n, s in b.sections.items()})
+        self.pair_index = {pr: i for i, pr in enumerate(pairs)}
+        #: nodes whose one step touches no shared state (see outcomes)
+        self.local = frozenset(n.name for n in p.nodes if n.op not in (READ, ASSIGN)
+                               and n.name not in b.queue_ops and n.name not in b.sections)
+        steps_per = 2 if semantics == DECOMPOSED else 1
+        self.left0 = [0] * len(pairs)
+        for n, s in b.sections.items():
+            k = steps_per if p.node[n].op == ASSIGN else 1
+            self.left0[self.pair_index[(s, _run_of(n))]] += k
+
+    def initial(self, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> _State:
+        return _State(sem.initial_state(self.p, self.g, feeds, init),
+                      tuple(() for _ in self.queue_names),
+                      tuple(None for _ in self.section_names), tuple(self.left0))
+
+    def _waits(self, st: _State, step: str) -> str | None:
+        """Why `step` (its inputs present) may not fire, or None."""
+        name = step.partition("@")[0]
+        sec = self.b.sections.get(name)
+        if sec is not None:
+            holder = st.holders[self.section_index[sec]]
+            if holder is not None and holder != _run_of(name):
+                return f"{step} waits for critical section {sec}, held by run {holder}"
+        op = self.b.queue_ops.get(name)
+        if op is not None:
+            kind, q = op
+            items = st.queues[self.queue_index[q]]
+            if kind == ENQUEUE and len(items) >= self.b.queues[q].capacity:
+                return f"{step} waits: queue {q} is full ({len(items)} elements)"
+            if kind == DEQUEUE and not items:
+                return f"{step} waits: queue {q} is empty"
+        return None
+
+    def enabled(self, st: _State) -> tuple[list[str], list[str]]:
+        """(steps that may fire, reasons of the steps held back)."""
+        ok, held = [], []
+        for step in sem.enabled(self.p, self.g, st.s, self.semantics):
+            why = self._waits(st, step)
+            (held if why else ok).append(why or step)
+        return ok, held
+
+    def fire(self, st: _State, step: str) -> _State:
+        name, _, phase = step.partition("@")
+        op = self.b.queue_ops.get(name)
+        queues = list(st.queues)
+        if op is not None:
+            kind, q = op
+            i = self.queue_index[q]
+            if kind == ENQUEUE:
+                (d,) = [e for e in self.g.incoming[name] if e.kind != CONTROL]
+                v = st.s.in_transit[d.id]
+                self._check_element(name, q, v)
+                queues[i] = queues[i] + (v,)
+        s = sem.fire(self.p, self.g, st.s, step)
+        if op is not None and op[0] in (DEQUEUE, SIZE):
+            i = self.queue_index[op[1]]
+            if op[0] == DEQUEUE:
+                value: Value = queues[i][0]
+                queues[i] = queues[i][1:]
+            else:
+                value = Tensor(np.int64(len(queues[i])), "int64")
+            transit = dict(s.in_transit)
+            for e in self.g.outgoing[name]:
+                if e.kind != CONTROL:
+                    transit[e.id] = value
+            s = sem.State(s.var_value, transit, s.pending)
+        holders, left = list(st.holders), list(st.left)
+        sec = self.b.sections.get(name)
+        if sec is not None:
+            run = _run_of(name)
+            holders[self.section_index[sec]] = run
+            k = self.pair_index[(sec, run)]
+            left[k] -= 1
+            if left[k] == 0:
+                holders[self.section_index[sec]] = None
+        return _State(s, tuple(queues), tuple(holders), tuple(left))
+
+    def _check_element(self, node: str, q: str, v: object) -> None:
+        decl = self.b.queues[q]
+        if isinstance(v, Tensor) and (v.dtype != decl.dtype or tuple(v.array.shape) != decl.shape):
+            raise BlockingError([Violation(f"node {node!r}", "bad-value",
+                                           f"enqueues a {v.dtype} of shape {list(v.array.shape)} "
+                                           f"into queue {q} of {decl.dtype} {list(decl.shape)}")])
+
+    def outcome(self, st: _State, held: list[str], observe: str) -> AnyOutcome:
+        if held:
+            return Deadlock(tuple(sorted(w.split(" ", 1)[0] for w in held)), tuple(sorted(held)))
+        out = sem.outcome_of(self.p, self.g, st.s, observe)
+        if observe == OUTPUTS or not self.queue_names:
+            return out
+        state = dict(out.state or ())
+        for q, items in zip(self.queue_names, st.queues):
+            state[QUEUE_STATE_PREFIX + q] = _queue_value(self.b.queues[q], items)
+        return make_outcome(dict(out.outputs), state, observe)
+
+
+def _queue_value(q: Queue, items: tuple[Value, ...]) -> Value:
+    """A queue's elements as one tensor [k] + shape; a queue holding an error
+    value shows as that error."""
+    for v in items:
+        if isinstance(v, Error):
+            return v
+    arr = np.array([v.array for v in items], dtype=DTYPES[q.dtype]).reshape((len(items),) + q.shape)
+    return Tensor(arr, q.dtype)
+
+
+def outcomes(p: Program, b: Blocking, feeds: Mapping[str, Value], init: Mapping[str, Value],
+             semantics: str = ATOMIC, observe: str = "outputs+state",
+             max_states: int = DEFAULT_MAX_STATES,
+             max_seconds: float = DEFAULT_MAX_SECONDS) -> tuple[dict[AnyOutcome, list[str]], int]:
+    """Every outcome (deadlocks included) with a witness schedule, and the
+    number of states explored; memoized depth-first search over the states.
+    Raises BudgetExceeded when the budget runs out."""
+    m = Machine(p, b, semantics)
+    budget = Budget(max_states, max_seconds)
+    found: dict[AnyOutcome, list[str]] = {}
+    seen: set[tuple] = set()
+    stack: list[tuple[_State, list[str]]] = [(m.initial(feeds, init), [])]
+    while stack:
+        st, sched = stack.pop()
+        k = st.key()
+        if k in seen:
+            continue
+        seen.add(k)
+        budget.tick()
+        ok, held = m.enabled(st)
+        if not ok:
+            found.setdefault(m.outcome(st, held, observe), sched)
+            continue
+        local = [step for step in ok if step in m.local]
+        if local:
+            # a step of a node that touches no shared state (no variable,
+            # queue or section) commutes with every other step and can
+            # neither block nor be blocked: firing it first loses no outcome
+            # and no deadlock (a persistent set of one step)
+            ok = local[:1]
+        for step in reversed(ok):
+            stack.append((m.fire(st, step), sched + [step]))
+    return found, budget.states
+
+
+def random_run(m: Machine, feeds: Mapping[str, Value], init: Mapping[str, Value],
+               rng: random.Random, observe: str = "outputs+state") -> tuple[AnyOutcome, list[str]]:
+    """One run under a schedule chosen at random, step by step (every
+    enabled step equally likely); a run that blocks ends in its deadlock."""
+    st = m.initial(feeds, init)
+    sched: list[str] = []
+    while True:
+        ok, held = m.enabled(st)
+        if not ok:
+            return m.outcome(st, held, observe), sched
+        step = rng.choice(ok)
+        sched.append(step)
+        st = m.fire(st, step)
+
+
+__all__ = ["Blocking", "BlockingError", "Deadlock", "Machine", "Queue", "QUEUE_OPS",
+           "TF_QUEUE_OPS", "UNMODELLED", "outcomes", "program_from_json", "program_to_json",
+           "random_run", "split_program_json", "has_blocking_json", "check_blocking"]
