@@ -148,12 +148,13 @@ def check(args: argparse.Namespace, session) -> int:
 
     def verdict(name: str, reason: str = "", **extra) -> int:
         status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}[name]
+        lines = extra.pop("lines", [])
         if args.json:
             print_json(dict({"verdict": name, "reason": reason, "semantics": semantics,
                              "observe": observe}, **extra))
         else:
             print(name + (f": {reason}" if reason else ""))
-            for line in extra.get("lines", []):
+            for line in lines:
                 print("  " + line)
         return status
 
