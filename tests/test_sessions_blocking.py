@@ -316,3 +316,20 @@ def test_an_enqueue_of_another_dtype_is_refused_when_it_fires():
     p, b = session_from_json(data).expand_blocking()
     with pytest.raises(blocking.BlockingError, match="enqueues a float32"):
         blocking.outcomes(p, b, {}, {})
+
+
+def test_a_sequential_session_deadlocks_when_the_consumer_runs_first():
+    """Rule 3 and rule 4 together: run after run, a consumer before its
+    producer waits forever (the producer never starts); the other way round
+    the item is there."""
+    data = _example("queue_deadlock.session.json")
+    data["order"] = "sequential"
+    data["runs"] = [{"name": "c", "fetch": ["item"]}, {"name": "p", "targets": ["enq"]}]
+    p, b = session_from_json(data).expand_blocking()
+    found, _ = blocking.outcomes(p, b, {}, {})
+    assert [o.blocked for o in found] == [("c/deq",)]
+    data["runs"].reverse()
+    p, b = session_from_json(data).expand_blocking()
+    found, _ = blocking.outcomes(p, b, {}, {})
+    (o,) = found
+    assert not isinstance(o, blocking.Deadlock) and _py(dict(o.outputs)["c/item"]) == 1

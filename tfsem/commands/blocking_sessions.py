@@ -2,8 +2,8 @@
 or queues (oracle/blocking.py; docs/sessions.md): their semantics is not a
 program's, so these commands explore it with the session machine instead of
 the program engines.  `check` enumerates both outcome sets at several σ: it
-answers `unsound` with a counterexample, or `no-counterexample`, never
-`sound` (no proof is attempted)."""
+answers `unsound` with a counterexample, or `no-counterexample`; `sound`
+only for a rewrite identical to the original (no proof is attempted)."""
 
 from __future__ import annotations
 
@@ -148,12 +148,13 @@ def check(args: argparse.Namespace, session) -> int:
 
     def verdict(name: str, reason: str = "", **extra) -> int:
         status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}[name]
+        lines = extra.pop("lines", [])
         if args.json:
             print_json(dict({"verdict": name, "reason": reason, "semantics": semantics,
                              "observe": observe}, **extra))
         else:
             print(name + (f": {reason}" if reason else ""))
-            for line in extra.get("lines", []):
+            for line in lines:
                 print("  " + line)
         return status
 
@@ -171,6 +172,8 @@ def check(args: argparse.Namespace, session) -> int:
             set(rewritten.variables) != set(session.program.variables):
         return verdict("invalid", "the rewrite declares other variables or queues than the "
                        "session's program")
+    if rewritten == session.program and rtable == session.blocking:
+        return verdict("sound", "the rewritten program is the original program")
     try:
         p1, t1 = session.expand_blocking()
         p2, t2 = session.expand_blocking(rewritten, rtable)
