@@ -577,6 +577,7 @@ def test_verify_takes_runs_on_the_command_line(monkeypatch, capsys):
         seen.update(kw)
         raise KeyboardInterrupt
 
+    verify_cmd._load()     # the command imports its campaign machinery lazily
     monkeypatch.setattr(verify_cmd, "verify_pass", fake_verify_pass)
     try:
         main(["verify", "test_tensorflow_fuzz_target:lying_runtime", "--budget", "1s", "--runs", "9"])
