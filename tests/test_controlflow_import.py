@@ -188,3 +188,21 @@ def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow(capsys):
     assert outs == {(10 * after[a], 10 * after[b], 10 * after[2])
                     for a in range(3) for b in range(1, 3)}
     assert {(50, 50, 50), (30, 50, 50), (30, 80, 50)} <= outs
+
+
+def test_a_case_index_out_of_range_takes_the_last_branch_at_the_extremes():
+    """TensorFlow's _SwitchN sends an index outside [0, N) to the last
+    branch (tf.switch_case's default); tfsem's chain of Switches does the
+    same for every int32, the extremes included."""
+    import numpy as np
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.values import Tensor
+    p = import_path(CASES / "tf2_while_case.pbtxt", fetch=["out"]).program
+
+    def outcomes(k):
+        return set(outcome_set(p, {"n": Tensor(np.int64(1)), "k": Tensor(np.int32(k))},
+                               {"x": Tensor(np.int64(1))}))
+    last, first = outcomes(1), outcomes(0)
+    assert last != first
+    for k in (2, -1, 2**31 - 1, -2**31):
+        assert outcomes(k) == last, k
