@@ -131,13 +131,10 @@ def test_parallel_iterations_of_a_graph_mode_loop_race_on_tensorflow_as_in_tfsem
     assert set(seen.counts) <= ours, seen.counts
 
 
-def test_tfsem_export_writes_a_program_with_control_flow(tmp_path):
-    import subprocess
-    import sys
+def test_tfsem_export_writes_a_program_with_control_flow(tmp_path, capsys):
+    from tfsem.cli import main
     out = tmp_path / "g.pbtxt"
-    got = subprocess.run([sys.executable, "-m", "tfsem", "export",
-                          str(CASES / "counted_loop.json"), "-o", str(out)],
-                         capture_output=True, text=True)
-    assert got.returncode == 0, got.stderr
+    assert main(["export", str(CASES / "counted_loop.json"), "-o", str(out)]) == 0, \
+        capsys.readouterr().err
     text = out.read_text()
     assert 'op: "NextIteration"' in text and 'op: "LoopCond"' in text

@@ -18,6 +18,13 @@ from tfsem.graphdef.importer import GraphImportError, import_graph
 CASES = Path(__file__).parent / "cases" / "controlflow"
 
 
+def run_here(capsys, *args):
+    """`tfsem ARGS` in this process (no interpreter start): (exit status, stdout)."""
+    from tfsem.cli import main
+    rc = main(list(args))
+    return rc, capsys.readouterr().out
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True)
 
@@ -100,11 +107,11 @@ NIGHTLY = __import__("os").environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
 
 
 @pytest.mark.parametrize("n,k,want", [(2, 5, (22, 18))] + ([(3, 0, (31, 20))] if NIGHTLY else []))
-def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want):
-    got = run("outcomes", TF2, "--fetch", "out", "--feed", f"n={n}", "--feed", f"k={k}",
-              "--init", "x=1", "--json")
-    assert got.returncode == 0, got.stderr
-    pairs = {(o["outputs"]["out"], o["state"]["x"]) for o in json.loads(got.stdout)["outcomes"]}
+def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want, capsys):
+    rc, out = run_here(capsys, "outcomes", TF2, "--fetch", "out", "--feed", f"n={n}",
+                       "--feed", f"k={k}", "--init", "x=1", "--json")
+    assert rc == 0, out
+    pairs = {(o["outputs"]["out"], o["state"]["x"]) for o in json.loads(out)["outcomes"]}
     assert want in pairs
     # the branch's read and assignment race with the loop's n assign_adds:
     # the branch runs before, between or after them, or loses some of them
@@ -113,11 +120,11 @@ def test_outcomes_of_the_functional_loop_and_case_include_tensorflows(n, k, want
                                      for i in range(n + 1) for j in range(n - i + 1)}
 
 
-def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it():
-    got = run("outcomes", TF2, "--fetch", "out", "--feed", "n=4", "--feed", "k=0",
-              "--init", "x=1", "--max-iterations", "3")
-    assert got.returncode == 3 and got.stdout.startswith("unknown")
-    assert "loop 'loop'" in got.stdout and "bound of 3" in got.stdout
+def test_a_functional_loop_beyond_the_bound_is_unknown_naming_it(capsys):
+    rc, out = run_here(capsys, "outcomes", TF2, "--fetch", "out", "--feed", "n=4", "--feed",
+                       "k=0", "--init", "x=1", "--max-iterations", "3")
+    assert rc == 3 and out.startswith("unknown")
+    assert "loop 'loop'" in out and "bound of 3" in out
 
 
 LOWER = 'attr { key: "_lower_using_switch_merge" value { b: true } } '
@@ -164,7 +171,7 @@ def test_default_outputs_of_a_functional_loop_are_tensorflows_unconsumed_nodes()
 
 
 
-def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow():
+def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow(capsys):
     """tf2_tensor_array_loop.pbtxt (TensorFlow 2.21, graph mode): a While
     whose iteration i adds v[i] to x, then writes 10 * x into a TensorArray
     (TensorListReserve/FromTensor/GetItem/SetItem/Stack).  Nothing orders
@@ -173,11 +180,29 @@ def test_a_tensor_array_loop_reads_what_the_parallel_iterations_allow():
     of any iteration j >= i; TensorFlow's executor gave [50, 50, 50],
     [30, 50, 50] and [30, 80, 50] from v = [1, 5, -3], x = 2
     (tests/test_controlflow_export.py runs it)."""
-    got = run("outcomes", str(CASES / "tf2_tensor_array_loop.pbtxt"), "--fetch", "out",
-              "--feed", "v=[1,5,-3]", "--init", "x=2", "--json")
-    assert got.returncode == 0, got.stderr
-    outs = {tuple(o["outputs"]["out"]) for o in json.loads(got.stdout)["outcomes"]}
+    rc, out = run_here(capsys, "outcomes", str(CASES / "tf2_tensor_array_loop.pbtxt"),
+                       "--fetch", "out", "--feed", "v=[1,5,-3]", "--init", "x=2", "--json")
+    assert rc == 0, out
+    outs = {tuple(o["outputs"]["out"]) for o in json.loads(out)["outcomes"]}
     after = [2 + 1, 2 + 1 + 5, 2 + 1 + 5 - 3]        # x after the first k+1 additions
     assert outs == {(10 * after[a], 10 * after[b], 10 * after[2])
                     for a in range(3) for b in range(1, 3)}
     assert {(50, 50, 50), (30, 50, 50), (30, 80, 50)} <= outs
+
+
+def test_a_case_index_out_of_range_takes_the_last_branch_at_the_extremes():
+    """TensorFlow's _SwitchN sends an index outside [0, N) to the last
+    branch (tf.switch_case's default); tfsem's chain of Switches does the
+    same for every int32, the extremes included."""
+    import numpy as np
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.values import Tensor
+    p = import_path(CASES / "tf2_while_case.pbtxt", fetch=["out"]).program
+
+    def outcomes(k):
+        return set(outcome_set(p, {"n": Tensor(np.int64(1)), "k": Tensor(np.int32(k))},
+                               {"x": Tensor(np.int64(1))}))
+    last, first = outcomes(1), outcomes(0)
+    assert last != first
+    for k in (2, -1, 2**31 - 1, -2**31):
+        assert outcomes(k) == last, k

@@ -298,3 +298,27 @@ def test_an_if_inside_a_function_body_is_lowered_too():
         want, wx = tensorflow_run(g, (x, {"p": p}, out), {"p": pred}, 1)
         [o] = list(tfsem_outcomes(gd, {"p": np.bool_(pred)}, 1, "atomic"))
         assert dict(o.outputs)["out"] == Tensor(want) and dict(o.state)["x"] == Tensor(wx)
+
+
+def test_an_assignment_nothing_waits_for_in_a_graph_mode_loop_body_does_not_run():
+    """Graph mode (no tf.function: no automatic control dependencies): the
+    body's assign_add is no control output of the body function and nothing
+    depends on it, so after lowering and inlining nothing fetched needs it
+    and TensorFlow does not run it; neither does tfsem."""
+    def build():
+        x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+
+        def body(i):
+            x.assign_add(tf.constant(1, tf.int64))
+            return i + 1
+        r = tf.while_loop(lambda i: i < 3, body, [tf.constant(0, tf.int64)], name="loop")[0]
+        return x, {}, tf.identity(r, name="out")
+    from tfsem.graphdef.proto import decode
+    g = tf.Graph()
+    with g.as_default():
+        handles = build()
+    out, x = tensorflow_run(g, handles, {}, 0)
+    assert int(x) == 0          # TensorFlow did not run the assignment
+    p = import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), ["out"]).program
+    [o] = list(outcome_set(p, {}, {}))
+    assert dict(o.outputs)["out"] == Tensor(out) and "x" not in p.variables
