@@ -372,6 +372,9 @@ def plan_schedule(p, cx, observe: str, *, can_split: bool) -> tuple[list[str], l
     Raises NotReplayable for a decomposed schedule that cannot be forced."""
     from tfsem.oracle.program import ASSIGN  # noqa: PLC0415
     from tfsem.oracle.semantics import DECOMPOSED  # noqa: PLC0415
+    if p.has_control_flow:   # ("@" there names a frame, not a decomposed step)
+        raise NotReplayable("control flow: its schedule names node@frame:iteration, and "
+                            "programs with control flow are not exported to TensorFlow")
     steps = list(cx.schedule)
     if not any("@" in s for s in steps):
         return steps, []
