@@ -46,9 +46,11 @@ def _bool(b: bool) -> dict:
 
 
 class _Builder:
-    def __init__(self, draw, variables: list[str], bounded_trips: bool = False):
+    def __init__(self, draw, variables: list[str], bounded_trips: bool = False,
+                 invariants: bool = False):
         self.draw = draw
         self.bounded_trips = bounded_trips
+        self.invariants = invariants     # every loop has a loop-invariant value
         self.variables = variables
         self.nodes: list[dict] = []
         self.outputs: dict[str, str] = {}
@@ -152,7 +154,7 @@ class _Builder:
                 prev = self.add(name=name, op="Read", inputs=[f"{lp}/h{x}", f"^{lp}/body"] + order)
                 reads.append(prev)
         invariant = None
-        if d(st.booleans()):
+        if self.invariants or d(st.booleans()):
             self.add(name=f"{lp}/c", op="Const", value=d(st.integers(1, 3)))
             self.add(name=f"{lp}/ce", op="Enter", frame_name=frame, is_constant=True,
                      inputs=[f"{lp}/c"])
@@ -198,20 +200,23 @@ class _Builder:
 @st.composite
 def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("cond", "loop"),
                           observe_state: bool = True, others: tuple[str, ...] | None = None,
-                          bounded_trips: bool = False) -> Program:
+                          bounded_trips: bool = False, invariants: bool = False) -> Program:
     """Programs with at least one block of `kinds` ("cond", "loop") and up
     to `max_blocks` blocks in all (see the module docstring); the blocks
-    after the first are drawn from `others` (default: `kinds` and "plain").
+    after the first are drawn from `others` (default: `kinds` and "plain";
+    when given, there is at least one).
     `bounded_trips`: a trip count that is a feed goes through FloorMod by 4
-    (0 to 3 trips; otherwise σ may make a loop reach the iteration bound)."""
+    (0 to 3 trips; otherwise σ may make a loop reach the iteration bound).
+    `invariants`: every loop computes a loop-invariant value (else half)."""
     # (one variable two times in three: accesses meet more often)
     variables = [f"x{k}" for k in range(draw(st.sampled_from((1, 2, 1))))]
-    b = _Builder(draw, variables, bounded_trips)
+    b = _Builder(draw, variables, bounded_trips, invariants)
     first = draw(st.sampled_from(kinds))
     # (a plain access beside a block half the time: the races passes get wrong)
     later = (st.sampled_from(others) if others else
              st.one_of(st.just("plain"), st.sampled_from(kinds + ("plain",))))
-    blocks = [first] + draw(st.lists(later, max_size=max_blocks - 1))
+    blocks = [first] + draw(st.lists(later, min_size=1 if others and max_blocks > 1 else 0,
+                                     max_size=max_blocks - 1))
     for i, kind in enumerate(blocks):
         getattr(b, kind)(i)
     if not observe_state and not b.outputs:   # (a program observed by outputs only fetches something)
@@ -224,7 +229,8 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
 def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
                        kinds: tuple[str, ...] = ("cond", "loop"),
                        max_blocks: int | None = None,
-                       others: tuple[str, ...] | None = None) -> st.SearchStrategy:
+                       others: tuple[str, ...] | None = None,
+                       invariants: bool = False) -> st.SearchStrategy:
     """The fuzz loop's generator (campaigns/loop.py: `(max_nodes, observe) ->
     strategy of (program, feeds, init)`) for passes that act on control
     flow: programs of control_flow_programs() and σ of inputs_for()."""
@@ -234,7 +240,8 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
     def case(draw):
         blocks = max_blocks or (3 if max_nodes >= 16 else 2)
         p = draw(control_flow_programs(max_blocks=blocks, kinds=kinds, others=others,
-                                       observe_state=observe != "outputs", bounded_trips=True))
+                                       observe_state=observe != "outputs", bounded_trips=True,
+                                       invariants=invariants))
         feeds, init = draw(inputs_for(p))
         return p, feeds, init
 
@@ -249,6 +256,13 @@ def loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.Search
     # iterations interleave, and their outcome sets take long to enumerate)
     return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3,
                               others=("plain", "race"))
+
+
+def invariant_loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
+    """loop_cases() where every loop computes a loop-invariant value: the
+    generator of loop-invariant code motion (licm)."""
+    return control_flow_cases(max_nodes, observe, kinds=("loop",), max_blocks=3,
+                              others=("plain", "race"), invariants=True)
 
 
 def cond_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
@@ -321,5 +335,5 @@ def xla_lift_witness():
     return program_from_json(raw), {}, {"x": Tensor(0)}
 
 
-__all__ = ["control_flow_programs", "control_flow_cases", "loop_cases", "cond_cases",
+__all__ = ["control_flow_programs", "control_flow_cases", "loop_cases", "invariant_loop_cases", "cond_cases",
            "summing_loop", "licm_reads_witness", "xla_lift_witness"]

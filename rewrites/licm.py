@@ -100,7 +100,7 @@ PASS = Pass(
     doc=__doc__,
     function=licm,
     control_flow=True,
-    generator="tfsem.generators.control_flow:loop_cases",
+    generator="tfsem.generators.control_flow:invariant_loop_cases",
 )
 
 __all__ = ["PASS", "hoist_out_of_loops", "constant_enter"]

@@ -14,9 +14,10 @@ Claims: unsound in every cell.  Smallest counterexample (found by
 
     i = 0; while i < 2: x += 1 (AssignAdd); s += Read x (after the add)
 
-fetches s = x0+1 + x0+2 in the original; the hoisted Read runs once before
-the loop, so the rewrite fetches 2*x0 (or x0+1 + ...: never the same sum),
-in both modes and under both observe settings (s is an output).
+fetches s = (x0+1) + (x0+2) in the original (each iteration's Read after
+its own add); the hoisted Read runs once, so both iterations see one value
+and the rewrite may fetch 2*x0 (the Read before any add), in both modes and
+under both observe settings (s is an output).
 """
 
 from __future__ import annotations
