@@ -119,6 +119,16 @@ def test_an_empty_pipeline_exits_2(name, tmp_path, capsys):
     assert not (tmp_path / "c" / "campaign.db").exists()
 
 
+def test_without_tensorflow_the_target_names_the_extra(tmp_path, monkeypatch, capsys):
+    import importlib.util as iu
+    real = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    status = main(["fuzz", "--target", DECOMPOSE, "--budget", "1s", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2 and "pip install 'tfsem[tensorflow]'" in err and "Traceback" not in err
+
+
 def test_the_unknown_target_message_names_the_mlir_targets(tmp_path, capsys):
     assert main(["fuzz", "--target", "tpu", "--budget", "1s", "--out", str(tmp_path / "c")]) == 2
     assert "mlir:PIPELINE" in capsys.readouterr().err
