@@ -129,6 +129,28 @@ def test_without_tensorflow_the_target_names_the_extra(tmp_path, monkeypatch, ca
     assert status == 2 and "pip install 'tfsem[tensorflow]'" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", ["lifting_two_handles.mlir", "lifting_write_back_race.mlir",
+                                  "decompose_read_before_operand.pbtxt"])
+def test_the_findings_examples_are_read_with_the_programs_of_the_tests(name):
+    """examples/mlir/ keeps the three both-semantics findings as TensorFlow
+    imported them (with their cluster): each reads as a program of one
+    variable with the resource accesses of the 5-node program its test uses."""
+    from pathlib import Path
+
+    from tfsem.commands.mlir import load_program
+    path = Path(__file__).resolve().parent.parent / "examples" / "mlir" / name
+    args = type("Args", (), {"function": None, "graph_runs": "all", "fetch": [],
+                             "target": ["s1", "s2"] if name.endswith(".pbtxt") else [],
+                             "feed_node": [], "signature": None, "captures": None})()
+    p = load_program(str(path), args)
+    assert list(p.variables) == ["x"]
+    ops = sorted(n.op for n in p.nodes if n.op in ("Read", "Write", "Assign"))
+    expect = {"lifting_two_handles.mlir": ["Assign", "Read"],
+              "lifting_write_back_race.mlir": ["Assign", "Assign", "Read", "Read"],
+              "decompose_read_before_operand.pbtxt": ["Assign", "Assign", "Read", "Read"]}
+    assert ops == expect[name]
+
+
 def test_the_unknown_target_message_names_the_mlir_targets(tmp_path, capsys):
     assert main(["fuzz", "--target", "tpu", "--budget", "1s", "--out", str(tmp_path / "c")]) == 2
     assert "mlir:PIPELINE" in capsys.readouterr().err
