@@ -297,10 +297,13 @@ def test_lifting_alone_leaves_an_undecomposed_assign_add_in_the_cluster():
 @needs_tf
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only: one more TensorFlow process")
 def test_a_pipeline_tensorflow_refuses_is_refused_before_the_campaign(tmp_path, capsys):
-    status = main(["fuzz", "--target", "mlir:tf-no-such-pass", "--budget", "1s",
-                   "--out", str(tmp_path / "c")])
+    """Every --target mlir: pipeline is tried first, all in one TensorFlow
+    process; the one TensorFlow refuses is named, with its message."""
+    status = main(["fuzz", "--target", DECOMPOSE, "--target", "mlir:tf-no-such-pass",
+                   "--budget", "1s", "--out", str(tmp_path / "c")])
     err = capsys.readouterr().err
     assert status == 2 and "does not refer to a registered pass" in err
+    assert "'tf-no-such-pass'" in err
     assert "Traceback" not in err and not (tmp_path / "c" / "campaign.db").exists()
 
 
