@@ -120,6 +120,17 @@ def test_a_wrong_pass_of_the_suite_is_found_by_the_default_budget(seed):
     assert min(f.record.size for f in result.bugs) <= 5, [f.record.original for f in result.bugs]
 
 
+@pytest.mark.parametrize("seed", [1, 5])
+def test_the_wrong_pass_the_previous_release_passed_green_is_found(seed):
+    """fold-constant-variable (a Read folded to the one Const every Write
+    stores, forgetting the initial value) ended green (exit 0) under seeds 1
+    and 5 of the previous release: the bug shows only when the Read runs
+    before the Write, which mutations aimed at the folded Read give."""
+    result = verify_pass(f"{SUITE}:FOLD_CONSTANT_VARIABLE", 60.0, seed=seed, stop_at_first_bug=True)
+    assert result.bugs, [c.to_json() for c in result.cells]
+    assert min(f.record.size for f in result.bugs) <= 5, [f.record.original for f in result.bugs]
+
+
 @pytest.mark.skipif(settings.get_current_profile_name() != "nightly", reason="nightly profile only")
 @pytest.mark.parametrize("name", ["DROP_CROSS_VAR_EDGES", "SWAP_WRITES", "DEAD_STORE_OVERWRITTEN",
                                   "HOIST_READ_DIRECT_CHECK", "FORWARD_STORE", "CSE_ASSIGNS"])
