@@ -129,7 +129,7 @@ class FrontDoor:
         self._listen_paused_until = 0.0
         self._listening = False
         self.last_beat = time.monotonic()
-        #: health requests answered here (tests and the benchmark read it)
+        #: health requests answered here (the tests read it)
         self.answered = 0
 
     # -- the event loop's side --------------------------------------------------

@@ -148,6 +148,14 @@ def guarded_protocol(header_seconds: float, max_idle: int, *,
                 self._header_timer.cancel()
                 self._header_timer = None
             super().connection_lost(exc)
+            # Python 3.11's socket transport keeps a bound method of itself
+            # (`_read_ready_cb`): every closed connection is a reference
+            # cycle (transport, socket, ...) that only a garbage collection
+            # frees, and after a crowd of a thousand those collections hold
+            # the GIL for 100+ ms, stopping the front door's thread too.
+            # The transport is closed now and reads nothing more.
+            if getattr(self.transport, "_read_ready_cb", None) is not None:
+                self.transport._read_ready_cb = None
 
         def on_response_complete(self) -> None:
             self._idle_since = time.monotonic()

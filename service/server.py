@@ -126,6 +126,11 @@ def _server_class():
                 made = protocol.connection_made
 
                 def connection_made(transport, made=made, protocol=protocol):
+                    # the instance attribute goes at once: it and the protocol
+                    # would be a reference cycle, left to the garbage
+                    # collector, whose full passes hold the GIL (and so the
+                    # door) for 100+ ms after a crowd
+                    del protocol.connection_made
                     made(transport)
                     protocol.data_received(prefix)
                 protocol.connection_made = connection_made
