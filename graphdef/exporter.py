@@ -569,9 +569,7 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
         return [{"name": name, "op": "NoOp",
                  "input": list(dict.fromkeys(after(data) + extra + ctrl))}]
     if kind == "is-initialized":
-        t = p.variables[p.accessed_variable(n.name)]
-        return [{"name": name, "op": "VarIsInitializedOp", "input": data + ctrl,
-                 "attr": {"dtype": _type(t.dtype)}}]
+        return [{"name": name, "op": "VarIsInitializedOp", "input": data + ctrl}]
     if kind == "identity":
         return [{"name": name, "op": "Identity", "input": [ref(DataIn(role[1], 0))] + ctrl,
                  "attr": {"T": {"type": "DT_BOOL"}}}]
