@@ -97,3 +97,38 @@ def test_the_export_runs_on_tensorflow_with_the_oracles_outcome(tmp_path, capsys
     assert report["oracle_count"] == 1 and report["findings"] == 0
     assert [o["in_oracle"] for o in report["outcomes"]] == [True]
     assert report["outcomes"][0]["state"]["w"]["value"] == [float(x) for x in want_w]
+
+
+def test_snd_same_shape_is_assign_variable_op_with_validate_shape():
+    """AssignVariableOp(validate_shape=true) of a value whose shape differs
+    from an initialized variable's: TensorFlow fails the op
+    (InvalidArgumentError) and the variable keeps its value; an uninitialized
+    variable takes the value whatever its shape.  Assign-SndSameShape is that
+    (an error value: the Assign changes nothing); the import still writes a
+    plain Write (docs/stateful-ops.md: the one stated gap)."""
+    g = tf.Graph()
+    with g.as_default():
+        h = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[None], shared_name="x")
+        u = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[None], shared_name="u")
+        ph = tf.compat.v1.placeholder(tf.float32, [None])
+        init = tf.raw_ops.AssignVariableOp(resource=h, value=tf.constant([1.0, 2.0]))
+        a = tf.raw_ops.AssignVariableOp(resource=h, value=ph, validate_shape=True)
+        b = tf.raw_ops.AssignVariableOp(resource=u, value=ph, validate_shape=True)
+        r = tf.raw_ops.ReadVariableOp(resource=h, dtype=tf.float32)
+        ru = tf.raw_ops.ReadVariableOp(resource=u, dtype=tf.float32)
+    with tf.compat.v1.Session(graph=g) as s:
+        s.run(init)
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            s.run(a, {ph: [1.0, 2.0, 3.0]})
+        kept = s.run(r)
+        s.run(b, {ph: [1.0, 2.0, 3.0]})
+        taken = s.run(ru)
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle.graph import _assigned
+    from tfsem.oracle.values import Error
+    x = Tensor(F32([1, 2]))
+    v = Tensor(F32([1, 2, 3]))
+    assert _assigned("SndSameShape", x, v, x) is x and kept.tolist() == [1.0, 2.0]
+    got = _assigned("SndSameShape", Error("uninitialized"), v, Error("uninitialized"))
+    assert isinstance(got, Tensor) and got.array.tolist() == taken.tolist() == [1.0, 2.0, 3.0]
+    assert fns.get("SndSameShape").apply((x, Tensor(F32([5, 6]))))[0].array.tolist() == [5, 6]
