@@ -516,7 +516,134 @@ def _state_roles(p: Program) -> dict[str, tuple]:
             roles[n.name] = ("identity", r)
         elif op in _UPDATES:
             _update_roles(p, n, _UPDATES[op], consumers, roles)
+        elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
+            _template_roles(p, n, consumers, roles)
     return roles
+
+
+# The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
+# as the earlier Assign-f models (graphdef/ops.py): Assign-ScaleAdd or
+# Assign-StepToward of StackBroadcast operands, Reads after them, pure
+# arithmetic, and a final Assign-Sub of the variable.  They are recognized by
+# matching the program against the importer's own model of the op (the
+# template), node for node from that final Assign-Sub back to the op's inputs.
+
+#: the assign functions that start an Assign-f model's template
+_TEMPLATE_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "ResourceApplyAdam"}
+_TEMPLATES: dict[tuple, Any] = {}
+
+
+def _template(tf_op: str, shape: tuple) -> tuple[Program, str, list[str]]:
+    """(the importer's program of one `tf_op` node on float32 variables of
+    this shape, its final Assign's name, the op's input names in order)."""
+    key = (tf_op, shape)
+    if key not in _TEMPLATES:
+        from .importer import import_graph   # noqa: PLC0415
+        spec = state_ops.OPTIMIZERS[tf_op]
+        f32 = {"type": "DT_FLOAT"}
+        dims = (lambda sh: {"shape": {"dim": [{"size": int(d)} for d in sh]}})
+        nodes, names = [], []
+        for k, v in enumerate(spec.variables):
+            nodes.append({"name": f"t_{v}", "op": "VarHandleOp",
+                          "attr": {"dtype": f32, "shape": dims(shape),
+                                   "shared_name": {"s": f"t_{v}".encode()}}})
+            names.append(f"t_{v}")
+        for x in spec.inputs:
+            sh = shape if x in ("grad", "delta") else ()
+            nodes.append({"name": f"t_{x}", "op": "Placeholder",
+                          "attr": {"dtype": f32, "shape": dims(sh)}})
+            names.append(f"t_{x}")
+        nodes.append({"name": "t", "op": tf_op, "input": list(names), "attr": {"T": f32}})
+        prog = import_graph({"node": nodes}, [], ["t"]).program
+        final = next(n.name for n in prog.nodes if n.op == ASSIGN and
+                     _base(n.fn) == "Sub")
+        _TEMPLATES[key] = (prog, final, names)
+    return _TEMPLATES[key]
+
+
+def _same_attrs(a, b) -> bool:
+    from tfsem.oracle.jsonio import node_to_json   # noqa: PLC0415
+    strip = (lambda n: {k: v for k, v in node_to_json(n).items()
+                        if k not in ("name", "inputs", "var")})
+    return strip(a) == strip(b)
+
+
+def _template_roles(p: Program, anchor, consumers, roles) -> None:
+    tf_op = _TEMPLATE_ANCHORS[_base(anchor.fn)]
+    where = f"node {anchor.name!r}"
+    x = p.accessed_variable(anchor.name)
+    t = p.variables[x]
+    refuse = (lambda why: ExportError(where, f"Assign-{anchor.fn} is exported only as part of "
+                                      f"the float32 {tf_op} the importer builds: {why}"))
+    # the final Assign-Sub: the one the anchor's variable flows into
+    finals = [n for n in p.nodes if n.op == ASSIGN and _base(n.fn) == "Sub"]
+    if t.dtype != "float32":
+        raise refuse(f"variable {x!r} is {t.dtype}")
+    spec = state_ops.OPTIMIZERS[tf_op]
+    shape = tuple(t.shape)
+    tp, tfinal, names = _template(tf_op, shape)
+    # the template's inputs: its Placeholders, imported as Identity of a feed
+    placeholders = {n.name for n in tp.nodes if n.op == "Identity" and
+                    len(n.data_inputs) == 1 and isinstance(n.data_inputs[0], FeedIn)}
+    for final in finals:
+        binding: dict[str, Any] = {}     # template feed or Var node -> program input/Var node
+        matched: dict[str, str] = {}     # template node -> program node
+
+        def match(tn: str, pn: str) -> bool:
+            if tn in matched:
+                return matched[tn] == pn
+            a, b = tp.node[tn], p.node.get(pn)
+            if b is None or a.op != b.op or not _same_attrs(a, b):
+                return False
+            if a.op == VAR:     # the template's variable k is one program variable
+                binding.setdefault(a.var, pn)
+                return binding.setdefault(("var", a.var), b.var) == b.var
+            ai, bi = a.data_inputs, b.data_inputs
+            if len(ai) != len(bi):
+                return False
+            matched[tn] = pn
+            for i, j in zip(ai, bi):
+                if isinstance(i, DataIn) and i.node in placeholders:   # one of the op's inputs
+                    if binding.setdefault(i.node, j) != j:
+                        return False
+                elif not (isinstance(j, DataIn) and i.port == j.port and match(i.node, j.node)):
+                    return False
+            # the template's control edges (a Read after its Assign) are the
+            # program's; the program may have more (they end up on the op)
+            for c in a.control_inputs:
+                if not isinstance(c, ControlIn):
+                    continue
+                for cand in b.control_inputs:
+                    if not isinstance(cand, ControlIn):
+                        continue
+                    saved = dict(matched), dict(binding)
+                    if match(c.node, cand.node):
+                        break
+                    matched.clear(), matched.update(saved[0])
+                    binding.clear(), binding.update(saved[1])
+                else:
+                    return False
+            return True
+
+        if not match(tfinal, final.name) or anchor.name not in matched.values():
+            continue
+        members = [m for m in matched.values() if p.node[m].op != VAR]
+        if any(c not in members for m in members for c, _, _ in consumers.get(m, [])):
+            raise refuse("a node of it has a consumer outside it")
+        variables = [binding[("var", f"t_{v}")] for v in spec.variables]
+        if len(set(variables)) != len(variables):
+            raise refuse("two of its variables are one variable")
+        race = state_ops.racing_access(p, [(where, set(members), set(variables))])
+        if race is not None:
+            raise refuse(race[1])
+        handles = [binding[f"t_{v}"] for v in spec.variables]
+        inputs = [binding[f"t_{i}"] for i in spec.inputs]
+        for m in members:
+            roles[m] = ("noop",)
+        roles[final.name] = ("template-apply", spec, handles, inputs,
+                             [m for m in members if m != final.name])
+        return
+    raise refuse("no final Assign-Sub of its shape was found")
 
 
 def _update_roles(p: Program, n, spec, consumers, roles) -> None:
@@ -603,6 +730,14 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
         return [{"name": name, "op": spec.op,
                  "input": handles + data[nv:] + [ref(ControlIn(r)) for r in reads] + ctrl,
                  "attr": attr}]
+    if kind == "template-apply":
+        spec, handles, inputs, members = role[1:]
+        t = p.variables[p.accessed_variable(n.name)]
+        return [{"name": name, "op": spec.op,
+                 "input": [ref(DataIn(h, 0)) for h in handles] + [ref(i) for i in inputs]
+                 + [ref(ControlIn(m)) for m in members] + ctrl,
+                 "attr": {"T": _type(t.dtype), "use_locking": {"b": False},
+                          **{a: {"b": False} for a in spec.attrs}}}]
     raise AssertionError(kind)
 
 

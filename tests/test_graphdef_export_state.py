@@ -177,3 +177,40 @@ def test_what_has_no_tensorflow_op_is_refused_by_name():
     with pytest.raises(ExportError) as info:
         export_graph(program_from_json(dict(data, outputs={"bytes": pack})))
     assert "PackScatter" in info.value.violations[0].message
+
+
+def adam_and_momentum():
+    """A float32 ResourceApplyAdam then ResourceApplyMomentum (no Nesterov):
+    the importer's earlier Assign-f models (graphdef/ops.py)."""
+    return [var("aw", (3,)), var("am", (3,)), var("av", (3,)), const("b1p", 0.9),
+            const("b2p", 0.999), const("alr", 0.01), const("b1", 0.9), const("b2", 0.999),
+            const("aeps", 1e-7), const("ag", [1.0, -2.0, 1e-39]),
+            {"name": "adam", "op": "ResourceApplyAdam",
+             "input": ["aw", "am", "av", "b1p", "b2p", "alr", "b1", "b2", "aeps", "ag"],
+             "attr": {"T": {"type": "DT_FLOAT"}}},
+            var("macc", (3,)), const("mlr", 0.5), const("mmom", 0.9),
+            {"name": "momentum", "op": "ResourceApplyMomentum",
+             "input": ["aw", "macc", "mlr", "ag", "mmom", "^adam"],
+             "attr": {"T": {"type": "DT_FLOAT"}}}]
+
+
+ADAM_INIT = {"aw": Tensor(F32([1, 2, -0.0])), "am": Tensor(F32([0.5, 0, 1])),
+             "av": Tensor(F32([1, 4, 0])), "macc": Tensor(F32([0, 1, 2]))}
+
+
+def test_float32_adam_and_momentum_assign_f_models_are_written_back_as_their_ops():
+    after = {"name": "after", "op": "ReadVariableOp", "input": ["aw", "^momentum"],
+             "attr": {"dtype": {"type": "DT_FLOAT"}}}
+    ops, got = round_trip(adam_and_momentum() + [after], ["after"], ADAM_INIT)
+    assert {"ResourceApplyAdam", "ResourceApplyMomentum"} <= ops
+    assert "StackBroadcast" not in ops and len(got["atomic"]) == 1
+    # changed by a rewrite (the Adam's step no longer what the op computes):
+    # no longer the op's model, refused by name
+    from tfsem.oracle.jsonio import program_from_json, program_to_json
+    data = program_to_json(import_graph({"node": adam_and_momentum()}, [], ["momentum"]).program)
+    for n in data["nodes"]:
+        if n["name"] == "adam/step":
+            n["op"] = "Mul.ftz"
+    with pytest.raises(ExportError) as info:
+        export_graph(program_from_json(dict(data, updates=[])))
+    assert "ResourceApplyAdam the importer builds" in info.value.violations[0].message

@@ -1,5 +1,6 @@
 """The state family's export run on TensorFlow: a graph with a scatter,
-a strided-slice assignment, optimizer updates (dense and sparse), a gather
+a strided-slice assignment, optimizer updates (dense and sparse, float32
+Adam and Momentum from their Assign-f models), a gather
 and VarIsInitializedOp, imported, exported (graphdef/exporter.py) and run on
 TensorFlow 2.21 gives the oracle's one outcome of the imported program, bit
 for bit; `tfsem run --backend tensorflow` runs the exported file."""
@@ -13,7 +14,8 @@ import pytest
 
 tf = pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow] (tensorflow-cpu)")
 
-from test_graphdef_export_state import SCATTER_ATTRS, f64, i32, rmsprop, sinks  # noqa: E402
+from test_graphdef_export_state import (ADAM_INIT, SCATTER_ATTRS, adam_and_momentum, f64,  # noqa: E402
+                                        i32, rmsprop, sinks)
 from test_graphdef_ops import const, var  # noqa: E402
 from tfsem.backends.tensorflow import GraphRunner  # noqa: E402
 from tfsem.cli import main  # noqa: E402
@@ -59,13 +61,13 @@ def graph():
             **f, "Tindices": {"type": "DT_INT32"}}},
         {"name": "init", "op": "VarIsInitializedOp", "input": ["acc", "^sp"]},
         {"name": "init_v", "op": "VarIsInitializedOp", "input": ["v_never"]},
-        var("v_never", (2,))]}
+        var("v_never", (2,)), *adam_and_momentum()]}
 
 
 INIT = {"w": Tensor(F32([1, -2])), "ms": Tensor(F32([0.5, 0.25])), "mom": Tensor(F32([0, 1])),
         "emb": Tensor(F32([[1, 2], [3, -0.0], [5, 1e-39]])),
         "acc": Tensor(F32([[0.5, 1], [1, 1], [2, np.inf]])),
-        "d": Tensor(np.array([1.0, 5e-324])), "dacc": Tensor(np.array([0.0, -1.0]))}
+        "d": Tensor(np.array([1.0, 5e-324])), "dacc": Tensor(np.array([0.0, -1.0])), **ADAM_INIT}
 
 
 def test_the_export_runs_on_tensorflow_with_the_oracles_outcome(tmp_path, capsys):
@@ -76,7 +78,7 @@ def test_the_export_runs_on_tensorflow_with_the_oracles_outcome(tmp_path, capsys
     ops = {n["op"] for n in g["node"]}
     assert {"ResourceApplyRMSProp", "ResourceScatterAdd", "ResourceScatterNdMax",
             "ResourceStridedSliceAssign", "ResourceSparseApplyMomentum", "ResourceApplyMomentum",
-            "VarIsInitializedOp", "GatherNd"} <= ops
+            "VarIsInitializedOp", "GatherNd", "ResourceApplyAdam"} <= ops
     targets = sinks(g, p.outputs)
     for mode in ("atomic", "decomposed"):
         (want,) = outcome_set(p, {}, INIT, mode, "outputs+state").as_dict(5)
