@@ -575,8 +575,15 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
     t = p.variables[x]
     refuse = (lambda why: ExportError(where, f"Assign-{anchor.fn} is exported only as part of "
                                       f"the float32 {tf_op} the importer builds: {why}"))
-    # the final Assign-Sub: the one the anchor's variable flows into
-    finals = [n for n in p.nodes if n.op == ASSIGN and _base(n.fn) == "Sub"]
+    # the final Assign-Sub: one the anchor leads to within the template's
+    # depth (a search of the nodes near it, not of the whole program)
+    finals, seen, frontier = [], {anchor.name}, [anchor.name]
+    for _ in range(len(_template(tf_op, tuple(t.shape))[0].nodes) if t.dtype == "float32"
+                   else 0):
+        frontier = [s for f in frontier for s in p.successors[f] if s not in seen]
+        seen.update(frontier)
+        finals += [p.node[f] for f in frontier
+                   if p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub"]
     if t.dtype != "float32":
         raise refuse(f"variable {x!r} is {t.dtype}")
     spec = state_ops.OPTIMIZERS[tf_op]

@@ -214,3 +214,20 @@ def test_float32_adam_and_momentum_assign_f_models_are_written_back_as_their_ops
     with pytest.raises(ExportError) as info:
         export_graph(program_from_json(dict(data, updates=[])))
     assert "ResourceApplyAdam the importer builds" in info.value.violations[0].message
+
+
+def test_a_tf1_adam_training_step_exports_with_its_four_updates():
+    """examples/tensorflow/v1_mlp_adam.pbtxt (tf.compat.v1.train.AdamOptimizer
+    on a two-layer MLP): each ResourceApplyAdam written back, none of its
+    Assign-f model left; imported again, the same number of Adam models."""
+    from pathlib import Path
+    from tfsem.graphdef import import_path
+    path = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "v1_mlp_adam.pbtxt"
+    p = import_path(path).program
+    g = export_graph(p)
+    ops = [n["op"] for n in g["node"]]
+    assert ops.count("ResourceApplyAdam") == 4 and "StackBroadcast" not in ops
+    q = import_graph(g, list(p.outputs), sinks(g, p.outputs)).program
+    steps = (lambda prog: sorted(n.var if n.op == "Var" else "" for n in prog.nodes
+                                 if n.op == "Assign" and n.attrs["fn"] == "StepToward"))
+    assert len(steps(q)) == len(steps(p)) == 8
