@@ -671,3 +671,23 @@ def test_recorded_updates_survive_the_json_program_form():
     with pytest.raises(ProgramError) as info:
         program_from_json(bad)
     assert info.value.violations[0].rule == "unknown-name"
+
+
+def test_the_services_graph_conversion_keeps_the_updates():
+    """The HTTP service turns a posted graph into program JSON
+    (graphdef.program_json_of): the updates are in it, so a session built on
+    that JSON is refused as the CLI refuses the graph's session."""
+    from test_graphdef_ops import const, node, var
+    from tfsem.graphdef import program_json_of
+    from tfsem.graphdef.proto import format_text
+    from tfsem.oracle.session import SessionError, session_from_json
+    nodes = [var("w", (2,)), var("ms", (2,)), var("mom", (2,)),
+             const("lr", 0.1), const("rho", 0.9), const("m", 0.5), const("eps", 1e-7),
+             const("g", [1.0, 2.0]),
+             node("up", "ResourceApplyRMSProp", ["w", "ms", "mom", "lr", "rho", "m", "eps", "g"])]
+    data = program_json_of({"graph": format_text("GraphDef", {"node": nodes}), "target": ["up"]})
+    assert [sorted(u["variables"]) for u in data["updates"]] == [["mom", "ms", "w"]]
+    runs = [{"name": "a", "targets": ["up"]}, {"name": "b", "targets": ["up"]}]
+    with pytest.raises(SessionError) as info:
+        session_from_json({"format": "tfsem.session/1", "program": data, "runs": runs})
+    assert info.value.violations[0].rule == "racing-update"
