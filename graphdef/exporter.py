@@ -645,6 +645,8 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
             raise refuse(race[1])
         handles = [binding[f"t_{v}"] for v in spec.variables]
         inputs = [binding[f"t_{i}"] for i in spec.inputs]
+        if any(isinstance(i, DataIn) and i.node in members for i in inputs):
+            raise refuse("an input of the op is computed by the op's own nodes")
         for m in members:
             roles[m] = ("noop",)
         roles[final.name] = ("template-apply", spec, handles, inputs,
