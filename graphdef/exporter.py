@@ -9,7 +9,11 @@
 * functions are their TensorFlow ops (Add -> AddV2, Max -> Maximum, Concat ->
   ConcatV2 on axis 0, Snd(x, y) -> Identity(y) after x, ...); constant
   operands that tfsem keeps as attributes (axes, shapes) become Const nodes;
-* each output is an Identity node named by the output's name.
+* each output is an Identity node named by the output's name;
+* the state family (graphdef/state_ops.py's import models: scatters,
+  strided-slice assignment, optimizer updates, VarIsInitializedOp) is
+  written back as its TensorFlow ops where the nodes have the import's shape
+  (`_state_roles`; docs/stateful-ops.md), refused by name otherwise.
 
 TensorFlow wants the dtype of every op (`T`): it is inferred by evaluating
 each function on zero tensors of its inputs' types (the oracle's own
