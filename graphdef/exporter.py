@@ -9,7 +9,11 @@
 * functions are their TensorFlow ops (Add -> AddV2, Max -> Maximum, Concat ->
   ConcatV2 on axis 0, Snd(x, y) -> Identity(y) after x, ...); constant
   operands that tfsem keeps as attributes (axes, shapes) become Const nodes;
-* each output is an Identity node named by the output's name.
+* each output is an Identity node named by the output's name;
+* the state family (graphdef/state_ops.py's import models: scatters,
+  strided-slice assignment, optimizer updates, VarIsInitializedOp) is
+  written back as its TensorFlow ops where the nodes have the import's shape
+  (`_state_roles`; docs/stateful-ops.md), refused by name otherwise.
 
 TensorFlow wants the dtype of every op (`T`): it is inferred by evaluating
 each function on zero tensors of its inputs' types (the oracle's own
@@ -25,7 +29,7 @@ from typing import Any, Collection
 
 import numpy as np
 
-from tfsem.oracle import array_ops
+from tfsem.oracle import array_ops, state_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
@@ -33,6 +37,7 @@ from tfsem.oracle.program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_IT
                                   Program, ProgramError, TensorType, Violation)
 from tfsem.oracle.values import BITS_DTYPES, DTYPE_MISMATCH, SHAPE_MISMATCH, Error, Tensor
 
+from .functions import split_ref
 from .importer import TF_DTYPES, TFSEM_DTYPES
 
 PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
@@ -336,6 +341,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         out.append({"name": f, "op": "Placeholder",
                     "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape)}})
 
+    roles = _state_roles(p)
+
     def ref(i) -> str:
         if isinstance(i, FeedIn):
             return i.name
@@ -358,6 +365,10 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         ctrl = [ref(i) for i in n.control_inputs if not isinstance(i, FeedControlIn)
                 and not (shared_handles and p.node[i.node].op == VAR)]
         ctrl = list(dict.fromkeys(ctrl + [f"^{rename[m]}" for m in moved.get(n.name, ())]))
+        role = roles.get(n.name)
+        if role is not None:        # a part of an imported state op (_state_roles)
+            out.extend(_state_node(p, n, role, name, data, ctrl, ref, dtype_of))
+            continue
         if n.op == VAR:
             if shared_handles:      # written once, above
                 continue
@@ -378,9 +389,10 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             op = _ASSIGN_OPS.get(n.fn.removesuffix(fns.FTZ_SUFFIX))
             if op is None:
                 raise ExportError(where, f"Assign-{n.fn} has no TensorFlow op (Write, Assign-Add "
-                                  "and Assign-Sub do; StepToward and ScaleAdd come from an "
-                                  "imported ResourceApplyAdam or ResourceApplyMomentum, which "
-                                  "export does not rebuild)")
+                                  "and Assign-Sub do, and Assign-Scatter*, -ScatterNd* and "
+                                  "-StridedSliceAssign of a PackScatter or PackSlice; StepToward "
+                                  "and ScaleAdd come from an imported float32 ResourceApplyAdam "
+                                  "or ResourceApplyMomentum, which export does not rebuild)")
             x = handle_variable(p, n.name)
             t = p.variables[x]
             value = n.data_inputs[1]
@@ -525,6 +537,321 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
     raise ExportError(where, f"the function {op} has no TensorFlow op in the exporter")
 
 
+# ---------------------------------------------------------------------------
+# The state family (graphdef/state_ops.py's import models) written back
+
+#: Assign-FN of a packed operand -> (TensorFlow op, the pack function, its dtype attribute)
+_PACKED_ASSIGNS = {
+    **{f"Scatter{k}": (f"ResourceScatter{k}", "PackScatter", "dtype")
+       for k in state_ops.SCATTER_KINDS},
+    **{f"ScatterNd{k}": (f"ResourceScatterNd{k}", "PackScatter", "T")
+       for k in state_ops.SCATTER_ND_KINDS},
+    "StridedSliceAssign": ("ResourceStridedSliceAssign", "PackSlice", "T")}
+#: update function -> its optimizer (ApplyAdam -> ResourceApplyAdam, ...)
+_UPDATES = {spec.fn: spec for spec in state_ops.OPTIMIZERS.values()}
+
+
+def _base(op: str) -> str:
+    return op.removesuffix(fns.FTZ_SUFFIX)
+
+
+def _state_roles(p: Program) -> dict[str, tuple]:
+    """node -> how it is written back, for the nodes of the state family's
+    import models (graphdef/state_ops.py) in the shape the importer builds:
+
+    * Assign-Scatter* / -ScatterNd* / -StridedSliceAssign of a PackScatter or
+      PackSlice: the ResourceScatter* / ResourceStridedSliceAssign op of the
+      packed inputs (TensorFlow's kernel holds the variable's lock: one step,
+      as an Assign-f); the pack node becomes a NoOp after its inputs (a node
+      ordered after it stays so);
+    * an optimizer update (Read of each variable, its function, Write of each
+      new value): the Reads and Writes become NoOps, the function the
+      ResourceApply* op, under the importer's condition that no other node
+      may see the update half done (oracle/state_ops.racing_access): then
+      every run is equivalent to one where the update's steps are
+      consecutive, which the kernel does;
+    * a Read whose every data consumer is IsInitialized: a VarIsInitializedOp
+      (at the Read's place in the order), each IsInitialized an Identity of it.
+
+    Any other use of these functions is refused by name: it has no
+    TensorFlow op."""
+    roles: dict[str, tuple] = {}
+    consumers: dict[str, list[tuple[str, int, int]]] = {}   # node -> (consumer, input, port)
+    for n in p.nodes:
+        for k, i in enumerate(n.data_inputs):
+            if isinstance(i, DataIn):
+                consumers.setdefault(i.node, []).append((n.name, k, i.port))
+    for o, port in p.outputs.items():
+        consumers.setdefault(port.node, []).append((f"output {o!r}", -1, port.port))
+
+    def src(i) -> str | None:
+        return i.node if isinstance(i, DataIn) and i.port == 0 else None
+
+    for n in p.nodes:
+        where = f"node {n.name!r}"
+        op = _base(n.op)
+        if n.op == ASSIGN and _base(n.fn) in _PACKED_ASSIGNS:
+            tf_op, pack, _ = _PACKED_ASSIGNS[_base(n.fn)]
+            m = src(n.data_inputs[1])
+            if m is None or _base(p.node[m].op) != pack:
+                raise ExportError(where, f"Assign-{n.fn} of a value that is not a {pack}: "
+                                  f"TensorFlow's {tf_op} takes the packed inputs themselves")
+            roles[n.name] = ("packed-assign", tf_op, m)
+        elif op in ("PackScatter", "PackSlice"):
+            for c, k, _ in consumers.get(n.name, []):
+                cn = p.node.get(c)
+                if cn is None or cn.op != ASSIGN or k != 1 or \
+                        _PACKED_ASSIGNS.get(_base(cn.fn), ("", ""))[1] != op:
+                    raise ExportError(where, f"{op} is only exported as the operand of the "
+                                      "Assign it was imported for (a ResourceScatter* or "
+                                      f"ResourceStridedSliceAssign); {c} uses it otherwise")
+            roles[n.name] = ("noop",)
+        elif op == "IsInitialized":
+            r = src(n.data_inputs[0])
+            if r is None or p.node[r].op != READ or \
+                    any(p.node.get(c) is None or _base(p.node[c].op) != "IsInitialized"
+                        for c, _, _ in consumers.get(r, [])):
+                raise ExportError(where, "IsInitialized is exported (as VarIsInitializedOp) only "
+                                  "of a Read that nothing else consumes: a ReadVariableOp of an "
+                                  "uninitialized variable fails in TensorFlow")
+            roles[r] = ("is-initialized",)
+            roles[n.name] = ("identity", r)
+        elif op in _UPDATES:
+            _update_roles(p, n, _UPDATES[op], consumers, roles)
+        elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
+            _template_roles(p, n, consumers, roles)
+    return roles
+
+
+# The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
+# as the earlier Assign-f models (graphdef/ops.py): Assign-ScaleAdd or
+# Assign-StepToward of StackBroadcast operands, Reads after them, pure
+# arithmetic, and a final Assign-Sub of the variable.  They are recognized by
+# matching the program against the importer's own model of the op (the
+# template), node for node from that final Assign-Sub back to the op's inputs.
+
+#: the assign functions that start an Assign-f model's template
+_TEMPLATE_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "ResourceApplyAdam"}
+_TEMPLATES: dict[tuple, Any] = {}
+
+
+def _template(tf_op: str, shape: tuple) -> tuple[Program, str, list[str]]:
+    """(the importer's program of one `tf_op` node on float32 variables of
+    this shape, its final Assign's name, the op's input names in order)."""
+    key = (tf_op, shape)
+    if key not in _TEMPLATES:
+        from .importer import import_graph   # noqa: PLC0415
+        spec = state_ops.OPTIMIZERS[tf_op]
+        f32 = {"type": "DT_FLOAT"}
+        dims = (lambda sh: {"shape": {"dim": [{"size": int(d)} for d in sh]}})
+        nodes, names = [], []
+        for k, v in enumerate(spec.variables):
+            nodes.append({"name": f"t_{v}", "op": "VarHandleOp",
+                          "attr": {"dtype": f32, "shape": dims(shape),
+                                   "shared_name": {"s": f"t_{v}".encode()}}})
+            names.append(f"t_{v}")
+        for x in spec.inputs:
+            sh = shape if x in ("grad", "delta") else ()
+            nodes.append({"name": f"t_{x}", "op": "Placeholder",
+                          "attr": {"dtype": f32, "shape": dims(sh)}})
+            names.append(f"t_{x}")
+        nodes.append({"name": "t", "op": tf_op, "input": list(names), "attr": {"T": f32}})
+        prog = import_graph({"node": nodes}, [], ["t"]).program
+        final = next(n.name for n in prog.nodes if n.op == ASSIGN and
+                     _base(n.fn) == "Sub")
+        _TEMPLATES[key] = (prog, final, names)
+    return _TEMPLATES[key]
+
+
+def _same_attrs(a, b) -> bool:
+    from tfsem.oracle.jsonio import node_to_json   # noqa: PLC0415
+    strip = (lambda n: {k: v for k, v in node_to_json(n).items()
+                        if k not in ("name", "inputs", "var")})
+    return strip(a) == strip(b)
+
+
+def _template_roles(p: Program, anchor, consumers, roles) -> None:
+    tf_op = _TEMPLATE_ANCHORS[_base(anchor.fn)]
+    where = f"node {anchor.name!r}"
+    x = p.accessed_variable(anchor.name)
+    t = p.variables[x]
+    refuse = (lambda why: ExportError(where, f"Assign-{anchor.fn} is exported only as part of "
+                                      f"the float32 {tf_op} the importer builds: {why}"))
+    # the final Assign-Sub: one the anchor leads to within the template's
+    # depth (a search of the nodes near it, not of the whole program)
+    finals, seen, frontier = [], {anchor.name}, [anchor.name]
+    for _ in range(len(_template(tf_op, tuple(t.shape))[0].nodes) if t.dtype == "float32"
+                   else 0):
+        frontier = [s for f in frontier for s in p.successors[f] if s not in seen]
+        seen.update(frontier)
+        finals += [p.node[f] for f in frontier
+                   if p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub"]
+    if t.dtype != "float32":
+        raise refuse(f"variable {x!r} is {t.dtype}")
+    spec = state_ops.OPTIMIZERS[tf_op]
+    shape = tuple(t.shape)
+    tp, tfinal, names = _template(tf_op, shape)
+    # the template's inputs: its Placeholders, imported as Identity of a feed
+    placeholders = {n.name for n in tp.nodes if n.op == "Identity" and
+                    len(n.data_inputs) == 1 and isinstance(n.data_inputs[0], FeedIn)}
+    for final in finals:
+        binding: dict[str, Any] = {}     # template feed or Var node -> program input/Var node
+        matched: dict[str, str] = {}     # template node -> program node
+
+        def match(tn: str, pn: str) -> bool:
+            if tn in matched:
+                return matched[tn] == pn
+            a, b = tp.node[tn], p.node.get(pn)
+            if b is None or a.op != b.op or not _same_attrs(a, b):
+                return False
+            if a.op == VAR:     # the template's variable k is one program variable
+                binding.setdefault(a.var, pn)
+                return binding.setdefault(("var", a.var), b.var) == b.var
+            ai, bi = a.data_inputs, b.data_inputs
+            if len(ai) != len(bi):
+                return False
+            matched[tn] = pn
+            for i, j in zip(ai, bi):
+                if isinstance(i, DataIn) and i.node in placeholders:   # one of the op's inputs
+                    if binding.setdefault(i.node, j) != j:
+                        return False
+                elif not (isinstance(j, DataIn) and i.port == j.port and match(i.node, j.node)):
+                    return False
+            # the template's control edges (a Read after its Assign) are the
+            # program's; the program may have more (they end up on the op)
+            for c in a.control_inputs:
+                if not isinstance(c, ControlIn):
+                    continue
+                for cand in b.control_inputs:
+                    if not isinstance(cand, ControlIn):
+                        continue
+                    saved = dict(matched), dict(binding)
+                    if match(c.node, cand.node):
+                        break
+                    matched.clear(), matched.update(saved[0])
+                    binding.clear(), binding.update(saved[1])
+                else:
+                    return False
+            return True
+
+        if not match(tfinal, final.name) or anchor.name not in matched.values():
+            continue
+        members = [m for m in matched.values() if p.node[m].op != VAR]
+        if any(c not in members for m in members for c, _, _ in consumers.get(m, [])):
+            raise refuse("a node of it has a consumer outside it")
+        variables = [binding[("var", f"t_{v}")] for v in spec.variables]
+        if len(set(variables)) != len(variables):
+            raise refuse("two of its variables are one variable")
+        race = state_ops.racing_access(p, [(where, set(members), set(variables))])
+        if race is not None:
+            raise refuse(race[1])
+        handles = [binding[f"t_{v}"] for v in spec.variables]
+        inputs = [binding[f"t_{i}"] for i in spec.inputs]
+        if any(isinstance(i, DataIn) and i.node in members for i in inputs):
+            raise refuse("an input of the op is computed by the op's own nodes")
+        for m in members:
+            roles[m] = ("noop",)
+        roles[final.name] = ("template-apply", spec, handles, inputs,
+                             [m for m in members if m != final.name])
+        return
+    raise refuse("no final Assign-Sub of its shape was found")
+
+
+def _update_roles(p: Program, n, spec, consumers, roles) -> None:
+    where = f"node {n.name!r}"
+    nv = len(spec.variables)
+    reads = [i.node if isinstance(i, DataIn) and i.port == 0 and p.node[i.node].op == READ
+             else None for i in n.data_inputs[:nv]]
+    why = None
+    if None in reads or len(set(reads)) != nv:
+        why = "its first inputs are not one Read of each of its variables"
+    elif any(consumers.get(r) != [(n.name, k, 0)] for k, r in enumerate(reads)):
+        why = "a Read of its variables has another consumer"
+    variables = [p.accessed_variable(r) for r in reads] if why is None else []
+    writes: list[str] = []
+    if why is None and len(set(variables)) != nv:
+        why = "two of its variables are one variable"
+    for k in range(nv if why is None else 0):
+        uses = [c for c in consumers.get(n.name, []) if c[2] == k]
+        w = p.node.get(uses[0][0]) if len(uses) == 1 else None
+        if w is None or w.op != ASSIGN or w.fn != "Snd" or uses[0][1] != 1 or \
+                p.accessed_variable(w.name) != variables[k]:
+            why = f"its new value of {spec.variables[k]} is not written to that variable " \
+                  "exactly once (and used by nothing else)"
+            break
+        writes.append(w.name)
+    if why is None:
+        race = state_ops.racing_access(p, [(where, {n.name, *reads, *writes}, set(variables))])
+        if race is not None:
+            why = race[1]
+    if why is not None:
+        raise ExportError(where, f"{_base(n.op)} is exported as {spec.op} only as the importer "
+                          f"builds it (Read of each variable, the update, Write of each new "
+                          f"value, nothing racing with it): {why}")
+    for r in reads:
+        roles[r] = ("noop",)
+    roles[n.name] = ("apply", spec, reads)
+    for w in writes:
+        roles[w] = ("noop", n.name)
+
+
+def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
+    where = f"node {n.name!r}"
+    kind = role[0]
+
+    def after(refs: list[str]) -> list[str]:   # data references as control edges
+        return [r if r.startswith("^") else "^" + split_ref(r)[0] for r in refs]
+
+    if kind == "noop":    # its inputs (and the update, for a Write) become control edges
+        extra = [ref(ControlIn(role[1]))] if len(role) > 1 else []
+        return [{"name": name, "op": "NoOp",
+                 "input": list(dict.fromkeys(after(data) + extra + ctrl))}]
+    if kind == "is-initialized":
+        return [{"name": name, "op": "VarIsInitializedOp", "input": data + ctrl}]
+    if kind == "identity":
+        return [{"name": name, "op": "Identity", "input": [ref(DataIn(role[1], 0))] + ctrl,
+                 "attr": {"T": {"type": "DT_BOOL"}}}]
+    if kind == "packed-assign":
+        tf_op, pack_name = role[1], role[2]
+        pack = p.node[pack_name]
+        t = p.variables[p.accessed_variable(n.name)]
+        ins = [ref(i) for i in pack.data_inputs]
+        idx = lambda k: {"type": TF_DTYPES[dtype_of(pack.data_inputs[k], where)]}  # noqa: E731
+        dtype_attr = _PACKED_ASSIGNS[_base(n.fn)][2]
+        attr = {dtype_attr: _type(t.dtype)}
+        if tf_op == "ResourceStridedSliceAssign":
+            attr["Index"] = idx(0)
+            attr.update({m: {"i": int(pack.attrs.get(m, 0))} for m in state_ops.SLICE_MASKS})
+        else:
+            attr["Tindices"] = idx(0)
+            if tf_op.startswith("ResourceScatterNd"):
+                attr["use_locking"] = {"b": True}
+        return [{"name": name, "op": tf_op,
+                 "input": data[:1] + ins + [ref(ControlIn(pack_name))] + ctrl, "attr": attr}]
+    if kind == "apply":
+        spec, reads = role[1], role[2]
+        nv = len(spec.variables)
+        t = p.variables[p.accessed_variable(reads[0])]
+        handles = [ref(p.node[r].data_inputs[0]) for r in reads]
+        attr = {"T": _type(t.dtype), "use_locking": {"b": False}}
+        attr.update({a: {"b": bool(n.attrs.get(a, a == "update_slots"))} for a in spec.attrs})
+        if spec.sparse:
+            k = spec.inputs.index("indices")
+            attr["Tindices"] = {"type": TF_DTYPES[dtype_of(n.data_inputs[nv + k], where)]}
+        return [{"name": name, "op": spec.op,
+                 "input": handles + data[nv:] + [ref(ControlIn(r)) for r in reads] + ctrl,
+                 "attr": attr}]
+    if kind == "template-apply":
+        spec, handles, inputs, members = role[1:]
+        t = p.variables[p.accessed_variable(n.name)]
+        return [{"name": name, "op": spec.op,
+                 "input": [ref(DataIn(h, 0)) for h in handles] + [ref(i) for i in inputs]
+                 + [ref(ControlIn(m)) for m in members] + ctrl,
+                 "attr": {"T": _type(t.dtype), "use_locking": {"b": False},
+                          **{a: {"b": False} for a in spec.attrs}}}]
+    raise AssertionError(kind)
+
+
 #: The run-time shape functions (oracle/array_ops.py) whose TensorFlow op
 #: takes the same inputs: function -> (op, {attr: input whose dtype it is}).
 _SHAPE_OPS = {"Rank": ("Rank", {"T": 0}), "Range": ("Range", {"Tidx": 0}),
@@ -532,6 +859,7 @@ _SHAPE_OPS = {"Rank": ("Rank", {"T": 0}), "Range": ("Range", {"Tidx": 0}),
               "Slice": ("Slice", {"T": 0, "Index": 1}),
               "StridedSliceGrad": ("StridedSliceGrad", {"T": 4, "Index": 0}),
               "GatherV2": ("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}),
+              "GatherNd": ("GatherNd", {"Tparams": 0, "Tindices": 1}),
               "BroadcastToShape": ("BroadcastTo", {"T": 0, "Tidx": 1}),
               "BroadcastGradientArgs": ("BroadcastGradientArgs", {"T": 0}),
               "Transpose": ("Transpose", {"T": 0, "Tperm": 1}),

@@ -2,7 +2,9 @@
 tfsem nodes (the values they compute are defined in oracle/state_ops.py,
 whose tables these models read; docs/stateful-ops.md argues each model).
 
-* `ResourceGather`, `ResourceGatherNd`: Read, then GatherV2 / GatherNd.
+* `ResourceGather`, `ResourceGatherNd`: Read, then GatherV2 / GatherNd
+  (`GatherNd` itself imports as that function: tfsem export writes a
+  ResourceGatherNd back as ReadVariableOp and GatherNd).
 * `ResourceScatter*`, `ResourceScatterNd*`: PackScatter(indices, updates),
   then one Assign-Scatter* (atomic in atomic mode; read, compute, write in
   decomposed mode, as any Assign-f).
@@ -54,6 +56,14 @@ def _resource_gather_nd(b):
     _index_dtype(b, "Tindices")
     value = b.add("Read", [b.var(0)], part="read")
     return [b.add("GatherNd", [value, b.input(1)])]
+
+
+@op("GatherNd", "params[indices[..., :K]] (the function ResourceGatherNd's model uses; an "
+    "index out of range fails, as TensorFlow's CPU kernel)")
+def _gather_nd(b):
+    b.dtype("Tparams")
+    _index_dtype(b, "Tindices")
+    return [b.add("GatherNd", [b.input(0), b.input(1)])]
 
 
 def _scatter_model(tf_op: str, fn: str, dtype_attr: str, bad_index: str):

@@ -70,7 +70,7 @@ def program_from_json(data: Any, validate: bool = True, where: str = "program") 
     fmt = data.get("format", PROGRAM_FORMAT)
     if fmt != PROGRAM_FORMAT:
         bad(f"{where}.format", "format", f"expected {PROGRAM_FORMAT!r}, got {fmt!r}")
-    for key in set(data) - {"format", "variables", "feeds", "nodes", "outputs"}:
+    for key in set(data) - {"format", "variables", "feeds", "nodes", "outputs", "updates"}:
         bad(f"{where}.{key}", "unknown-field", f"unknown field {key!r}")
 
     variables: dict[str, TensorType] = {}
@@ -118,9 +118,61 @@ def program_from_json(data: Any, validate: bool = True, where: str = "program") 
         except ValueError as exc:
             bad(f"output {name!r}", "bad-reference", str(exc))
 
+    updates = _updates_from_json(data.get("updates", []), f"{where}.updates",
+                                 {n.name for n in nodes}, variables, bad)
     bad.raise_if_any()
     prog = Program(variables, tuple(nodes), outputs, feeds)
-    return prog.validated() if validate else prog
+    prog = prog.validated() if validate else prog
+    if updates:
+        _record_updates(prog, updates, validate)
+    return prog
+
+
+def _updates_from_json(raw: Any, where: str, node_names: set[str],
+                       variables: Mapping[str, TensorType], bad) -> list:
+    """The optional `updates` field: the multi-variable updates (an imported
+    ResourceApplyAdam, ...) that TensorFlow runs as one kernel and tfsem as
+    several nodes, each `{"nodes": [...], "variables": [...], "where": ...}`
+    (docs/program-format.md).  They are what sessions check again across runs."""
+    if not isinstance(raw, list):
+        bad(where, "format", "updates is a list of {\"nodes\": [...], \"variables\": [...], "
+            "\"where\": \"...\"}")
+        return []
+    out = []
+    for k, u in enumerate(raw):
+        w = f"{where}[{k}]"
+        if not isinstance(u, dict) or not set(u) <= {"nodes", "variables", "where"}:
+            bad(w, "format", "an update is {\"nodes\": [...], \"variables\": [...], \"where\": "
+                "\"...\"}")
+            continue
+        names, xs, label = u.get("nodes"), u.get("variables"), u.get("where", w)
+        ok = True
+        for key, vals, known, what in (("nodes", names, node_names, "node"),
+                                       ("variables", xs, variables, "variable")):
+            if not isinstance(vals, list) or not vals or \
+                    not all(isinstance(v, str) for v in vals):
+                bad(f"{w}.{key}", "format", f"a non-empty list of {what} names")
+                ok = False
+                continue
+            for v in vals:
+                if v not in known:
+                    bad(f"{w}.{key}", "unknown-name", f"the program has no {what} {v!r}")
+                    ok = False
+        if not isinstance(label, str):
+            bad(f"{w}.where", "format", "a string (where the update came from)")
+            ok = False
+        if ok:
+            out.append((label, names, xs))
+    return out
+
+
+def _record_updates(prog: Program, updates: list, check: bool) -> None:
+    from . import state_ops  # noqa: PLC0415
+    if check:   # the importer's own check, for a program written by hand
+        race = state_ops.racing_access(prog, updates)
+        if race is not None:
+            raise ProgramError([Violation(race[0], "racing-update", race[1])])
+    state_ops.record_updates(prog, updates)
 
 
 def _node_from_json(raw: Any, where: str, bad) -> Node | None:
@@ -225,6 +277,11 @@ def program_to_json(p: Program) -> dict:
         out["feeds"] = {f: {"dtype": t.dtype, "shape": list(t.shape)} for f, t in p.feeds.items()}
     out["nodes"] = [node_to_json(n) for n in p.nodes]
     out["outputs"] = {k: str(v) for k, v in p.outputs.items()}
+    from . import state_ops  # noqa: PLC0415
+    updates = state_ops.updates_of(p)
+    if updates:   # what a session of the program checks again (docs/program-format.md)
+        out["updates"] = [{"where": w, "nodes": sorted(g), "variables": sorted(v)}
+                          for w, g, v in updates]
     return out
 
 

@@ -93,6 +93,17 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
             "feeds": {"type": "object", "additionalProperties": _ref("TensorType")},
             "nodes": {"type": "array", "items": _ref("Node"), "maxItems": lim.max_nodes},
             "outputs": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+            "updates": {"type": "array", "description": "the multi-variable updates TensorFlow runs "
+                        "as one kernel (an imported ResourceApplyAdam, ...), which sessions check "
+                        "again across runs (docs/stateful-ops.md)",
+                        "items": {"type": "object", "required": ["nodes", "variables"],
+                                  "additionalProperties": False,
+                                  "properties": {
+                                      "nodes": {"type": "array", "minItems": 1,
+                                                "items": {"type": "string"}},
+                                      "variables": {"type": "array", "minItems": 1,
+                                                    "items": {"type": "string"}},
+                                      "where": {"type": "string"}}}},
         },
         "required": ["nodes"],
         "additionalProperties": False,

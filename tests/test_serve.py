@@ -77,6 +77,16 @@ MALFORMED: list[tuple[str, str, bytes, int, str | None]] = [
     ("too deep", "/v1/outcomes", b'{"program": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "too-deep"),
     ("huge integer", "/v1/outcomes", b'{"program": {"nodes": []}, "limit": ' + b"9" * 5000 + b"}", 400, "bad-json"),
     ("nan literal", "/v1/outcomes", b'{"program": {"nodes": []}, "timeout": NaN}', 400, "bad-json"),
+    # a program's recorded multi-variable update (docs/stateful-ops.md) is
+    # checked as the CLI checks it: here another Write of x races with it
+    ("racing update", "/v1/outcomes",
+     b'{"program": {"variables": ["x"], "nodes": [{"name": "v", "op": "Var", "var": "x"},'
+     b'{"name": "a", "op": "Write", "inputs": ["v", "$B"]},'
+     b'{"name": "b", "op": "Write", "inputs": ["v", "$C"]}],'
+     b'"updates": [{"nodes": ["a"], "variables": ["x"]}]}}', 400, "racing-update"),
+    ("update of nothing", "/v1/outcomes",
+     b'{"program": {"variables": ["x"], "nodes": [],'
+     b'"updates": [{"nodes": ["a"], "variables": ["x"]}]}}', 400, "unknown-name"),
     ("rewritten is code", "/v1/check", b'{"original": {"nodes": []}, "rewritten": "os:system",'
                                        b' "pass": "tfsem.rewrites:hoist"}', 400, "unknown-field"),
 ]

@@ -627,3 +627,67 @@ def test_ref_variables_and_generators_are_refused_with_the_reason(op, rule):
     assert v.rule == rule and f"({op})" in v.where
     if rule == "ref-variable":
         assert "snapshot" in v.message and "use_resource=True" in v.message
+
+
+def test_recorded_updates_survive_the_json_program_form():
+    """A session whose program arrives as tfsem.program/1 JSON (the HTTP
+    service, `tfsem import` then a session file) keeps the imported
+    updates (`updates`), so it is refused where the imported graph is; a
+    program without the field loads as before; a hand-written one whose
+    update races is refused at load, as the importer refuses it."""
+    import json
+
+    from test_graphdef_ops import const, node, var
+    from tfsem.oracle.jsonio import program_from_json, program_to_json
+    from tfsem.oracle.program import ProgramError
+    from tfsem.oracle.session import SessionError, session_from_json
+    nodes = [var("w", (2,)), var("ms", (2,)), var("mom", (2,)),
+             const("lr", 0.1), const("rho", 0.9), const("m", 0.5), const("eps", 1e-7),
+             const("g", [1.0, 2.0]),
+             node("up", "ResourceApplyRMSProp", ["w", "ms", "mom", "lr", "rho", "m", "eps", "g"])]
+    p = import_graph({"node": nodes}, [], ["up"]).program
+    data = json.loads(json.dumps(program_to_json(p)))
+    assert data["updates"] and set(data["updates"][0]["variables"]) == {"w", "ms", "mom"}
+    session = {"format": "tfsem.session/1", "program": data,
+               "runs": [{"name": "a", "targets": ["up"]}, {"name": "b", "targets": ["up"]}]}
+    with pytest.raises(SessionError) as info:
+        session_from_json(session)
+    assert info.value.violations[0].rule == "racing-update"
+    session_from_json(dict(session, order="sequential"))
+    # old files (no `updates`) stay readable, and mean what they meant
+    old = {k: v for k, v in data.items() if k != "updates"}
+    session_from_json(dict(session, program=old))
+    assert "updates" not in program_to_json(program_from_json(old))
+    # round trip: the field is written back as read
+    assert program_to_json(program_from_json(data))["updates"] == data["updates"]
+    # a hand-written race on an update is refused at load, by name
+    poke = {"name": "poke", "op": "Write", "inputs": ["poke_v", "$x"]}
+    raced = dict(data, feeds={"x": {"dtype": "float32", "shape": [2]}},
+                 nodes=data["nodes"] + [{"name": "poke_v", "op": "Var", "var": "w"}, poke])
+    with pytest.raises(ProgramError) as info:
+        program_from_json(raced)
+    assert info.value.violations[0].rule == "racing-update"
+    bad = dict(data, updates=[{"nodes": ["nowhere"], "variables": ["w"]}])
+    with pytest.raises(ProgramError) as info:
+        program_from_json(bad)
+    assert info.value.violations[0].rule == "unknown-name"
+
+
+def test_the_services_graph_conversion_keeps_the_updates():
+    """The HTTP service turns a posted graph into program JSON
+    (graphdef.program_json_of): the updates are in it, so a session built on
+    that JSON is refused as the CLI refuses the graph's session."""
+    from test_graphdef_ops import const, node, var
+    from tfsem.graphdef import program_json_of
+    from tfsem.graphdef.proto import format_text
+    from tfsem.oracle.session import SessionError, session_from_json
+    nodes = [var("w", (2,)), var("ms", (2,)), var("mom", (2,)),
+             const("lr", 0.1), const("rho", 0.9), const("m", 0.5), const("eps", 1e-7),
+             const("g", [1.0, 2.0]),
+             node("up", "ResourceApplyRMSProp", ["w", "ms", "mom", "lr", "rho", "m", "eps", "g"])]
+    data = program_json_of({"graph": format_text("GraphDef", {"node": nodes}), "target": ["up"]})
+    assert [sorted(u["variables"]) for u in data["updates"]] == [["mom", "ms", "w"]]
+    runs = [{"name": "a", "targets": ["up"]}, {"name": "b", "targets": ["up"]}]
+    with pytest.raises(SessionError) as info:
+        session_from_json({"format": "tfsem.session/1", "program": data, "runs": runs})
+    assert info.value.violations[0].rule == "racing-update"
