@@ -29,11 +29,32 @@ def blocking_session(path, args: argparse.Namespace):
     from tfsem.oracle.jsonio import read_json_file  # noqa: PLC0415
     from tfsem.oracle.blocking import has_blocking_json  # noqa: PLC0415
     data = read_json_file(path)
-    if not has_blocking_json(data.get("program")):
+    if not has_blocking_json(data.get("program")) and not _graph_may_block(path, data):
         return None
     session = load_session_from_args(path, args)
+    if not session.blocking:
+        return None
     args.session = session
     return session
+
+
+def _graph_may_block(path, data) -> bool:
+    """Whether the session names a TensorFlow graph whose bytes hold the name
+    of a mutex or queue op (a cheap look: the graph is imported only then;
+    graphdef/blocking_ops.py)."""
+    from pathlib import Path  # noqa: PLC0415
+    prog = data.get("program")
+    if not isinstance(prog, dict) or not isinstance(prog.get("graph"), str):
+        return False
+    g = Path(path).parent / prog["graph"]
+    if g.is_dir():
+        g = g / "saved_model.pb"
+    try:
+        with open(g, "rb") as fh:
+            head = fh.read(256 << 20)
+    except OSError:
+        return False
+    return any(op in head for op in (b"MutexLock", b"FIFOQueueV2"))
 
 
 def _describe(o, session) -> str:
