@@ -87,8 +87,7 @@ def _source(b, kind: str) -> str:
     g = b.imp.g.get(src)
     if g is None or g.op != kind or port != 0:
         b.reject(f"input 0 comes from {src!r} ({g.op if g else '?'}), not straight from a "
-                 f"{kind}: a {kind} handle passed through other nodes is not modelled",
-                 "edge-kind")
+                 f"{kind}: a {kind} handle passed through other nodes is not modelled")
     return src
 
 
