@@ -58,7 +58,51 @@ class BlockingImport:
     locks: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: MutexLock TF node -> tfsem ConsumeMutexLock node
     consumes: dict[str, str] = field(default_factory=dict)
-    ops_seen: set[str] = field(default_factory=set)
+    #: the ops these models import (refused outside a session)
+    OPS = QUEUE_OPS + MUTEX_OPS
+
+    def finish(self, p: Program) -> tuple[blk.Blocking, dict[str, str]]:
+        """The table of the import's sections and queue ops, and per section's
+        MutexLock stand-in its ConsumeMutexLock stand-in (a run that runs the one
+        must run the other: oracle/session.py checks it per run)."""
+        st = self
+        preds: dict[str, list[str]] = {n.name: [i.node for i in n.inputs
+                                                if isinstance(i, (DataIn, ControlIn))]
+                                       for n in p.nodes}
+        sections: dict[str, str] = {}
+        releases: dict[str, str] = {}
+        for tf_lock, (sec, lock, _) in st.locks.items():
+            consume = st.consumes.get(tf_lock)
+            if consume is None:  # pruned: the import roots never release it
+                continue
+            anc: set[str] = set()
+            todo = [consume]
+            while todo:
+                n = todo.pop()
+                if n in anc:
+                    continue
+                anc.add(n)
+                todo.extend(preds.get(n, ()))
+            # descendants of the lock among the consume's ancestors
+            succ: dict[str, list[str]] = {}
+            for n in anc:
+                for m in preds.get(n, ()):
+                    succ.setdefault(m, []).append(n)
+            desc: set[str] = set()
+            todo = [lock]
+            while todo:
+                n = todo.pop()
+                if n in desc or n not in anc:
+                    continue
+                desc.add(n)
+                todo.extend(succ.get(n, ()))
+            for n in desc:
+                sections[n] = sec
+            releases[lock] = consume
+        ops = {n: v for n, v in st.queue_ops.items() if n in p.node}
+        queues = dict(st.queues)
+        return blk.Blocking(queues, ops, sections), releases
+
 
 
 def state(imp) -> BlockingImport:
@@ -117,7 +161,6 @@ def _dtype_of(b, dt: str) -> str:
     "capacity 1..64): a NoOp; its enqueue, dequeue and size ops are the session's", stateful=True)
 def _fifo_queue(b):
     st = state(b.imp)
-    st.ops_seen.add(b.node.op)
     types = b.attr("component_types", [])
     shapes = b.attr("shapes", [])
     if len(types) != 1:
@@ -184,7 +227,6 @@ def _size(b):
 @op("MutexV2", "a tf.CriticalSection's mutex: a NoOp naming the section", stateful=True)
 def _mutex(b):
     st = state(b.imp)
-    st.ops_seen.add(b.node.op)
     st.section_of[b.node.name] = _resource_name(b, set(st.section_of.values()))
     b.add("NoOp", [])
     return []
@@ -218,48 +260,3 @@ def _consume(b):
     ref = b.add("NoOp", [ControlIn(b.imp.done[lock])])
     st.consumes[lock] = ref.node
     return []
-
-
-def finish(imp, p: Program) -> tuple[blk.Blocking, dict[str, str]]:
-    """The table of the import's sections and queue ops, and per section's
-    MutexLock stand-in its ConsumeMutexLock stand-in (a run that runs the one
-    must run the other: oracle/session.py checks it per run)."""
-    st = getattr(imp, "blocking_state", None)
-    if st is None:
-        return blk.Blocking(), {}
-    preds: dict[str, list[str]] = {n.name: [i.node for i in n.inputs
-                                            if isinstance(i, (DataIn, ControlIn))]
-                                   for n in p.nodes}
-    sections: dict[str, str] = {}
-    releases: dict[str, str] = {}
-    for tf_lock, (sec, lock, _) in st.locks.items():
-        consume = st.consumes.get(tf_lock)
-        if consume is None:  # pruned: the import roots never release it
-            continue
-        anc: set[str] = set()
-        todo = [consume]
-        while todo:
-            n = todo.pop()
-            if n in anc:
-                continue
-            anc.add(n)
-            todo.extend(preds.get(n, ()))
-        # descendants of the lock among the consume's ancestors
-        succ: dict[str, list[str]] = {}
-        for n in anc:
-            for m in preds.get(n, ()):
-                succ.setdefault(m, []).append(n)
-        desc: set[str] = set()
-        todo = [lock]
-        while todo:
-            n = todo.pop()
-            if n in desc or n not in anc:
-                continue
-            desc.add(n)
-            todo.extend(succ.get(n, ()))
-        for n in desc:
-            sections[n] = sec
-        releases[lock] = consume
-    ops = {n: v for n, v in st.queue_ops.items() if n in p.node}
-    queues = dict(st.queues)
-    return blk.Blocking(queues, ops, sections), releases

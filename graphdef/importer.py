@@ -871,11 +871,10 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     program = Program(imp.variables, tuple(imp.out_nodes), outputs, imp.feed_types)
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
-    from . import blocking_ops
-    blocking, releases = blocking_ops.finish(imp, program)
-    if not session and getattr(imp, "blocking_state", None) is not None:
-        ops = sorted({nodes[n].op for n in order} & set(blocking_ops.QUEUE_OPS
-                                                         + blocking_ops.MUTEX_OPS))
+    st = getattr(imp, "blocking_state", None)   # graphdef/blocking_ops.py's record
+    blocking, releases = st.finish(program) if st is not None else (None, {})
+    if not session and st is not None:
+        ops = sorted({nodes[n].op for n in order} & set(st.OPS))
         raise GraphImportError("graph", f"{', '.join(ops)}: critical sections and blocking "
                                "queues are modelled only in a session (a tfsem.session/1 file "
                                "with {\"program\": {\"graph\": PATH}} and its runs: "
