@@ -202,3 +202,38 @@ def test_tensorflow_critical_section_outcomes_are_among_the_oracles(cs_session):
         assert waiting == ()
         outs = tuple(r[0] for _, r in values)
         assert (outs, state[0]) in oracle, (outs, state)
+
+
+@pytest.fixture(scope="module")
+def fn_session(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fn") / "s.session.json"
+    path.write_text(json.dumps({"format": "tfsem.session/1", "program": {
+        "graph": str(SESSIONS / "critical_section_function.pbtxt")},
+        "runs": [{"name": "step1", "fetch": ["out"]}, {"name": "step2", "fetch": ["out"]}]}))
+    return _load(path)
+
+
+def test_a_section_inside_a_tf_function_holds_its_assign_add(fn_session):
+    inside = {n.rpartition("critical_section_execute/")[2] for n in fn_session.blocking.sections}
+    assert {"MutexLock", "AssignAddVariableOp", "ConsumeMutexLock"} <= inside
+    assert not any("control_dependency" in n for n in fn_session.blocking.sections)
+    import numpy as np
+    p, b = fn_session.expand_blocking()
+    zero = {"x": Tensor(np.array(0, dtype=np.int64), "int64")}
+    for mode, lost in (("atomic", False), ("decomposed", True)):
+        kept = blocking.outcomes(p, b, {}, zero, mode)[0]
+        assert {int(dict(o.state)["x"].array) for o in kept} == {2}
+        bare = blocking.outcomes(p, blocking.Blocking(b.queues, b.queue_ops, {}), {}, zero, mode)[0]
+        assert (1 in {int(dict(o.state)["x"].array) for o in bare}) == lost
+
+
+@pytest.mark.skipif(not has_tf, reason="TensorFlow is not installed")
+def test_tensorflow_runs_the_function_section_within_the_oracles_outcomes(fn_session):
+    oracle = {(tuple(int(v.array) for _, v in o.outputs), int(dict(o.state)["x"].array))
+              for o in _outcomes(fn_session, {"x": 0})}
+    seen = _tf_trials("critical_section_function.pbtxt",
+                      [("step1", ["out"], []), ("step2", ["out"], [])], 10, 5000,
+                      init_targets=["x/Assign"])
+    for waiting, values, state in seen:
+        assert waiting == ()
+        assert (tuple(r[0] for _, r in values), state[0]) in oracle

@@ -9,6 +9,9 @@ Run with a Python that has TensorFlow (tensorflow-cpu 2.21 was used):
   ``tf.CriticalSection.execute`` of a read-increment-write of it, the
   value it returns fetched as ``out`` (MutexV2, MutexLock, ConsumeMutexLock
   as TensorFlow writes them in graph mode).
+* ``critical_section_function.pbtxt``: the same with ``assign_add``, the
+  ``execute`` inside a ``tf.function`` called from the graph (a
+  StatefulPartitionedCall whose body holds the mutex ops).
 * ``fifo_queue.pbtxt``: ``tf.queue.FIFOQueue(1, tf.int64, shapes=[[]])``
   with ``enq`` (of the constant 7), ``deq`` and ``sz`` (its size).
 """
@@ -38,6 +41,20 @@ def critical_section() -> tf.Graph:
     return g
 
 
+def critical_section_function() -> tf.Graph:
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.compat.v1.get_variable("x", initializer=tf.constant(0, tf.int64),
+                                      use_resource=True)
+        cs = tf.CriticalSection(shared_name="cs")
+
+        @tf.function
+        def step():
+            return cs.execute(lambda: v.assign_add(1, read_value=True))
+        tf.identity(step(), name="out")
+    return g
+
+
 def fifo_queue() -> tf.Graph:
     g = tf.Graph()
     with g.as_default():
@@ -49,6 +66,8 @@ def fifo_queue() -> tf.Graph:
 
 
 if __name__ == "__main__":
-    for name, make in (("critical_section", critical_section), ("fifo_queue", fifo_queue)):
+    for name, make in (("critical_section", critical_section),
+                       ("critical_section_function", critical_section_function),
+                       ("fifo_queue", fifo_queue)):
         tf.io.write_graph(make().as_graph_def(), str(HERE), f"{name}.pbtxt", as_text=True)
         print(f"wrote {HERE / (name + '.pbtxt')}")
