@@ -119,8 +119,13 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
     if session.order != "concurrent":
         raise TensorFlowRunError("only concurrent sessions run on threads")
     p, b = session.program, session.blocking
-    names: dict[str, str] = {}
-    graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
+    from tfsem.graphdef.blocking_export import export_session_graph
+    from tfsem.graphdef.exporter import ExportError
+    try:   # sections as tf.CriticalSection writes them, exactly the model's (docs/sessions.md)
+        graph_dict, extra, names = export_session_graph(p, b, session.runs)
+    except ExportError:   # a lock held at least as long as the section: TF's orders among the model's
+        names = {}
+        graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
     text = format_text("GraphDef", graph_dict)
     from google.protobuf import text_format
     gd = tf.compat.v1.GraphDef()
