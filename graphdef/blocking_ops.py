@@ -23,11 +23,13 @@ sessions' sections and queues (oracle/blocking.py; docs/sessions.md,
 Refused by name, with the reason: a queue of several components, of an
 unknown shape or an unbounded capacity, an enqueue or dequeue with a
 timeout, a queue handle or a lock that does not come straight from its
-FIFOQueueV2 / MutexLock, a mutex locked by more than one MutexLock (two
-locks in one run exclude each other in TensorFlow, which the model's
-per-run sections do not say), a lock tensor with a consumer other than one
+FIFOQueueV2 / MutexLock, a lock tensor with a consumer other than one
 ConsumeMutexLock (it would keep the lock held), and any graph holding these
 ops imported outside a session (only the session semantics models them).
+A mutex may have several MutexLocks (several `execute` calls on one
+tf.CriticalSection): they are one section, and oracle/session.py refuses a
+run that runs two of them (in one run TensorFlow's two locks exclude each
+other, which a section, constraining nothing inside a run, does not say).
 """
 
 from __future__ import annotations
@@ -236,11 +238,6 @@ def _mutex(b):
 def _mutex_lock(b):
     st = state(b.imp)
     src = _source(b, "MutexV2")
-    for other, (_, _, m) in st.locks.items():
-        if m == src:
-            b.reject(f"mutex {src!r} is locked by two MutexLock nodes ({other!r} too): in one "
-                     "run TensorFlow's two locks exclude each other, which the model's "
-                     "sections (one instance per run) do not say")
     users = [g for g in b.imp.g.values()
              for i in g.inputs if not i.startswith("^") and split_ref(i)[0] == b.node.name]
     if len(users) != 1 or users[0].op != "ConsumeMutexLock":

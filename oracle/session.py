@@ -377,6 +377,17 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
         if not releases:
             break
         mine = set(run_nodes(program, run))
+        taken: dict[str, str] = {}
+        for lock in sorted(releases):
+            sec = blocking.sections.get(lock)
+            if lock in mine and sec is not None:
+                if sec in taken:
+                    raise _bad(w, f"the run takes the mutex of section {sec!r} twice "
+                               f"({taken[sec]!r} and {lock!r}): in one run TensorFlow's two "
+                               "locks exclude each other, which the sections do not model "
+                               "(run one execute of a tf.CriticalSection per run)",
+                               "unmodelled-session-op")
+                taken[sec] = lock
         for lock, consume in sorted(releases.items()):
             if lock in mine and consume not in mine:
                 raise _bad(w, f"the run takes the lock {lock!r} but does not run its "

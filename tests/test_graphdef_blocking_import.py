@@ -237,3 +237,46 @@ def test_tensorflow_runs_the_function_section_within_the_oracles_outcomes(fn_ses
     for waiting, values, state in seen:
         assert waiting == ()
         assert (tuple(r[0] for _, r in values), state[0]) in oracle
+
+
+SQ = SESSIONS / "section_queue.session.json"
+
+
+@pytest.fixture(scope="module")
+def sq_session():
+    return _load(SQ)
+
+
+def test_two_executes_of_one_section_around_a_queue_can_deadlock(sq_session):
+    assert set(sq_session.blocking.sections.values()) == {"cs"}
+    found = _outcomes(sq_session)
+    done = [o for o in found if not isinstance(o, blocking.Deadlock)]
+    (dead,) = [o for o in found if isinstance(o, blocking.Deadlock)]
+    assert [tuple(int(v.array) for _, v in o.outputs) for o in done] == [(7,)]
+    assert dead.blocked == ("consumer/get/q_Dequeue", "producer/put/MutexLock")
+
+
+def test_a_run_that_takes_one_mutex_twice_is_refused(tmp_path):
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps({"format": "tfsem.session/1", "program": {
+        "graph": str(SESSIONS / "section_queue.pbtxt")},
+        "runs": [{"name": "both", "fetch": ["item"], "targets": ["put/group_deps_2"]}]}))
+    with pytest.raises(SessionError) as e:
+        _load(path)
+    (v,) = e.value.violations
+    assert v.rule == "unmodelled-session-op" and "takes the mutex of section 'cs' twice" in v.message
+
+
+@pytest.mark.skipif(not has_tf, reason="TensorFlow is not installed")
+def test_tensorflow_deadlocks_or_completes_as_the_oracle_says(sq_session):
+    oracle = set()
+    for o in _outcomes(sq_session):
+        if isinstance(o, blocking.Deadlock):
+            oracle.add((tuple(sorted({n.split("/")[0] for n in o.blocked})), ()))
+        else:
+            oracle.add(((), (("consumer", tuple(int(v.array) for _, v in o.outputs)),
+                             ("producer", ()))))
+    seen = _tf_trials("section_queue.pbtxt", [("producer", [], ["put/group_deps_2"]),
+                                               ("consumer", ["item"], [])], 4, 500)
+    for waiting, values, _ in seen:
+        assert (waiting, values if not waiting else ()) in oracle, (waiting, values)

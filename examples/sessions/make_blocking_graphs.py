@@ -14,6 +14,11 @@ Run with a Python that has TensorFlow (tensorflow-cpu 2.21 was used):
   StatefulPartitionedCall whose body holds the mutex ops).
 * ``fifo_queue.pbtxt``: ``tf.queue.FIFOQueue(1, tf.int64, shapes=[[]])``
   with ``enq`` (of the constant 7), ``deq`` and ``sz`` (its size).
+* ``section_queue.pbtxt``: one ``tf.CriticalSection`` executed twice, around
+  an enqueue of 7 (``put``, run as the target ``put/group_deps_2``) and
+  around a dequeue of a capacity-1 FIFOQueue (``get``, fetched as ``item``):
+  a consumer that takes the section first waits inside it for an item the
+  producer cannot enqueue.
 """
 
 from __future__ import annotations
@@ -65,9 +70,19 @@ def fifo_queue() -> tf.Graph:
     return g
 
 
+def section_queue() -> tf.Graph:
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.queue.FIFOQueue(1, [tf.int64], shapes=[[]], name="q", shared_name="q")
+        cs = tf.CriticalSection(shared_name="cs")
+        cs.execute(lambda: q.enqueue(tf.constant(7, tf.int64)), name="put")
+        tf.identity(cs.execute(q.dequeue, name="get"), name="item")
+    return g
+
+
 if __name__ == "__main__":
     for name, make in (("critical_section", critical_section),
                        ("critical_section_function", critical_section_function),
-                       ("fifo_queue", fifo_queue)):
+                       ("fifo_queue", fifo_queue), ("section_queue", section_queue)):
         tf.io.write_graph(make().as_graph_def(), str(HERE), f"{name}.pbtxt", as_text=True)
         print(f"wrote {HERE / (name + '.pbtxt')}")
