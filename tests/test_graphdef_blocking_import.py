@@ -142,7 +142,8 @@ def test_a_graph_with_a_queue_is_refused_outside_a_session():
 
 
 def _tf_trials(graph_file, calls, trials, timeout_ms, init_targets=()):
-    """Per trial: (runs still blocked at the timeout, values fetched by the others)."""
+    """Per trial: (runs still blocked at the timeout, values fetched by the others).
+    `timeout_ms`: one for every call, or per run name."""
     import numpy as np
     import tensorflow as tf
     from google.protobuf import text_format
@@ -156,13 +157,14 @@ def _tf_trials(graph_file, calls, trials, timeout_ms, init_targets=()):
         with tf.compat.v1.Session(graph=g, config=config) as sess:
             for t in init_targets:
                 sess.run(t)
-            options = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms)
+            each = timeout_ms if isinstance(timeout_ms, dict) else {c[0]: timeout_ms for c in calls}
             barrier = threading.Barrier(len(calls))
             results, waiting = {}, []
 
             def call(name, fetch, targets):
                 barrier.wait()
                 try:
+                    options = tf.compat.v1.RunOptions(timeout_in_ms=each[name])
                     results[name] = sess.run([f"{f}:0" for f in fetch] + targets,
                                              options=options)[:len(fetch)]
                 except tf.errors.DeadlineExceededError:
@@ -276,7 +278,10 @@ def test_tensorflow_deadlocks_or_completes_as_the_oracle_says(sq_session):
         else:
             oracle.add(((), (("consumer", tuple(int(v.array) for _, v in o.outputs)),
                              ("producer", ()))))
+    # the producer gives up first: a consumer cancelled at its timeout frees the
+    # section, and a producer still waiting would then get in and complete
     seen = _tf_trials("section_queue.pbtxt", [("producer", [], ["put/group_deps_2"]),
-                                               ("consumer", ["item"], [])], 4, 500)
+                                               ("consumer", ["item"], [])], 6,
+                      {"producer": 400, "consumer": 1200})
     for waiting, values, _ in seen:
         assert (waiting, values if not waiting else ()) in oracle, (waiting, values)
