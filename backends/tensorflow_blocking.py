@@ -164,12 +164,17 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             waiting: list[str] = []
             errors: list[BaseException] = []
 
+            finished: dict[str, float] = {}
+            cancelled: list[float] = []
+
             def call(name, fetch, targets):
                 try:
                     barrier.wait()
                     results[name] = sess.run([f"{o}:0" for o in fetch] + targets,
                                              options=options)[:len(fetch)]
+                    finished[name] = time.monotonic()
                 except tf.errors.DeadlineExceededError:
+                    cancelled.append(time.monotonic())
                     waiting.append(name)
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
@@ -178,6 +183,15 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 t.start()
             for t in threads:
                 t.join()
+            if cancelled:
+                # a call cancelled at its timeout drops its lock tensors, freeing
+                # their sections: a call that completes only after that was
+                # blocked until then (docs/sessions.md, section_queue)
+                first = min(cancelled)
+                for name, t_done in finished.items():
+                    if t_done >= first:
+                        waiting.append(name)
+                        results.pop(name, None)
             if errors:
                 raise TensorFlowRunError(f"TensorFlow failed a run: {errors[0]}")
             state = ()
