@@ -285,3 +285,15 @@ def test_tensorflow_deadlocks_or_completes_as_the_oracle_says(sq_session):
                       {"producer": 400, "consumer": 1200})
     for waiting, values, _ in seen:
         assert (waiting, values if not waiting else ()) in oracle, (waiting, values)
+
+
+def test_tfsem_outcomes_of_a_graph_session_lists_its_deadlock_and_import_refuses_it(capsys):
+    from tfsem.cli import main
+    assert main(["outcomes", str(SQ), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    dead = [o for o in data["outcomes"] if "deadlock" in o]
+    assert [sorted(o["deadlock"]) for o in dead] == [["consumer/get/q_Dequeue",
+                                                      "producer/put/MutexLock"]]
+    assert main(["import", str(SESSIONS / "section_queue.pbtxt"), "--fetch", "item"]) == 2
+    err = capsys.readouterr().err
+    assert "unmodelled-session-op" in err and "only in a session" in err
