@@ -19,6 +19,7 @@ from tfsem.graphdef.cliopts import session_graph_loader
 from tfsem.graphdef.exporter import ExportError
 from tfsem.graphdef.proto import format_text
 from tfsem.oracle import blocking
+from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.session import load_session, session_from_json
 from tfsem.oracle.values import Tensor, value_to_json
 
@@ -84,7 +85,11 @@ def test_generated_sessions_round_trip_with_the_same_outcomes(tmp_path_factory, 
         assume(False)
     init = {x: 1 for x in data["program"]["variables"][:1]}
     for semantics in ("atomic", "decomposed"):
-        assert _outcomes(back, init, semantics) == _outcomes(s, init, semantics, back)
+        try:
+            got, want = _outcomes(back, init, semantics), _outcomes(s, init, semantics, back)
+        except BudgetExceeded:
+            assume(False)    # past what the test explores in reasonable time
+        assert got == want
 
 
 def test_a_section_with_two_entries_is_refused_by_name():
