@@ -297,3 +297,18 @@ def test_tfsem_outcomes_of_a_graph_session_lists_its_deadlock_and_import_refuses
     assert main(["import", str(SESSIONS / "section_queue.pbtxt"), "--fetch", "item"]) == 2
     err = capsys.readouterr().err
     assert "unmodelled-session-op" in err and "only in a session" in err
+
+
+def test_check_of_a_rewritten_graph_that_moves_the_read_out_of_the_lock(tmp_path, capsys):
+    from tfsem.cli import main
+    text = (SESSIONS / "critical_section.pbtxt").read_text()
+    edge = '  input: "x"\n  input: "^critical_section_execute/MutexLock"'
+    assert text.count(edge) == 1          # the section's Read waits for the lock
+    (tmp_path / "same.pbtxt").write_text(text)
+    (tmp_path / "moved.pbtxt").write_text(text.replace(edge, '  input: "x"'))
+    assert main(["check", str(CS), str(tmp_path / "same.pbtxt")]) == 0
+    assert main(["check", str(CS), str(tmp_path / "moved.pbtxt"), "--json"]) == 1
+    out = capsys.readouterr().out
+    data = json.loads(out[out.index("{"):])
+    assert data["verdict"] == "unsound"
+    assert data["counterexample"]["outcome"]["state"]["x"] == 1      # the lost update

@@ -180,15 +180,33 @@ def check(args: argparse.Namespace, session) -> int:
         return status
 
     from tfsem.oracle.session import is_session  # noqa: PLC0415
-    data = read_json_file(args.rewritten)
-    if is_session(data):
-        raise UsageError(f"{args.rewritten}: this is a session; the rewritten side is the "
-                         "rewrite of the session's program (a tfsem.program/1 file)")
-    try:
-        rewritten, rtable = blocking.program_from_json(data, where=str(args.rewritten))
-    except ProgramError as exc:
-        return verdict("invalid", "the rewrite is not a program: "
-                       + "; ".join(str(v) for v in exc.violations))
+    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+    raw_p = (session.raw or {}).get("program") if isinstance(session.raw, dict) else None
+    graph_session = None
+    if is_graph_path(args.rewritten) and isinstance(raw_p, dict) and "graph" in raw_p:
+        # a rewrite of the session's graph: the same runs over it (graphdef/blocking_ops.py)
+        import os  # noqa: PLC0415
+
+        from tfsem.graphdef.cliopts import session_graph_loader  # noqa: PLC0415
+        from tfsem.oracle.session import session_from_json  # noqa: PLC0415
+        raw2 = dict(session.raw, program=dict(raw_p, graph=os.path.abspath(args.rewritten)))
+        try:
+            graph_session = session_from_json(raw2, where=str(args.rewritten),
+                                              load_graph=session_graph_loader())
+        except ProgramError as exc:
+            return verdict("invalid", "the rewritten graph cannot run the session's runs: "
+                           + "; ".join(str(v) for v in exc.violations))
+        rewritten, rtable = graph_session.program, graph_session.blocking
+    else:
+        data = read_json_file(args.rewritten)
+        if is_session(data):
+            raise UsageError(f"{args.rewritten}: this is a session; the rewritten side is the "
+                             "rewrite of the session's program (a tfsem.program/1 file)")
+        try:
+            rewritten, rtable = blocking.program_from_json(data, where=str(args.rewritten))
+        except ProgramError as exc:
+            return verdict("invalid", "the rewrite is not a program: "
+                           + "; ".join(str(v) for v in exc.violations))
     if rtable.interface() != session.blocking.interface() or \
             set(rewritten.variables) != set(session.program.variables):
         return verdict("invalid", "the rewrite declares other variables or queues than the "
@@ -197,7 +215,8 @@ def check(args: argparse.Namespace, session) -> int:
         return verdict("sound", "the rewritten program is the original program")
     try:
         p1, t1 = session.expand_blocking()
-        p2, t2 = session.expand_blocking(rewritten, rtable)
+        p2, t2 = graph_session.expand_blocking() if graph_session is not None else \
+            session.expand_blocking(rewritten, rtable)
     except (SessionError, ProgramError) as exc:
         return verdict("invalid", "the rewrite cannot run the session's runs: "
                        + "; ".join(str(v) for v in exc.violations))
