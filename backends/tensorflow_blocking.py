@@ -119,8 +119,13 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
     if session.order != "concurrent":
         raise TensorFlowRunError("only concurrent sessions run on threads")
     p, b = session.program, session.blocking
-    names: dict[str, str] = {}
-    graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
+    from tfsem.graphdef.blocking_export import export_session_graph
+    from tfsem.graphdef.exporter import ExportError
+    try:   # sections as tf.CriticalSection writes them, exactly the model's (docs/sessions.md)
+        graph_dict, extra, names = export_session_graph(p, b, session.runs)
+    except ExportError:   # a lock held at least as long as the section: TF's orders among the model's
+        names = {}
+        graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
     text = format_text("GraphDef", graph_dict)
     from google.protobuf import text_format
     gd = tf.compat.v1.GraphDef()
@@ -159,12 +164,17 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             waiting: list[str] = []
             errors: list[BaseException] = []
 
+            finished: dict[str, float] = {}
+            cancelled: list[float] = []
+
             def call(name, fetch, targets):
                 try:
                     barrier.wait()
                     results[name] = sess.run([f"{o}:0" for o in fetch] + targets,
                                              options=options)[:len(fetch)]
+                    finished[name] = time.monotonic()
                 except tf.errors.DeadlineExceededError:
+                    cancelled.append(time.monotonic())
                     waiting.append(name)
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
@@ -173,6 +183,15 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 t.start()
             for t in threads:
                 t.join()
+            if cancelled:
+                # a call cancelled at its timeout drops its lock tensors, freeing
+                # their sections: a call that completes only after that was
+                # blocked until then (docs/sessions.md, section_queue)
+                first = min(cancelled)
+                for name, t_done in finished.items():
+                    if t_done >= first:
+                        waiting.append(name)
+                        results.pop(name, None)
             if errors:
                 raise TensorFlowRunError(f"TensorFlow failed a run: {errors[0]}")
             state = ()

@@ -15,6 +15,7 @@ from typing import Sequence
 from tfsem.oracle.program import Program, ProgramError, Violation
 
 from . import state_ops  # noqa: F401  (registers the state family's op models)
+from . import blocking_ops  # noqa: F401  (sessions' queues and critical sections)
 from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).
@@ -249,14 +250,15 @@ def _looks_like_meta(text: str) -> bool:
 
 def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                 target: Sequence[str] = (), signature: str | None = None,
-                deadline: float | None = None, captures: str | Path | dict | None = None):
+                deadline: float | None = None, captures: str | Path | dict | None = None,
+                session: bool = False):
     """`graphdef.importer.Imported` of the graph at `path` (see read_graph).
     Past `deadline` (a time.monotonic() value), raises ImportTimeout.
     `captures`: the capture map of a concrete function's graph (a dict, or
     the path of its JSON file; importer.parse_captures)."""
     from .importer import gc_paused
     with gc_paused():
-        return _import_path(path, fetch, feed, target, signature, deadline, captures)
+        return _import_path(path, fetch, feed, target, signature, deadline, captures, session)
 
 
 def read_captures(path: str | Path) -> dict:
@@ -272,7 +274,7 @@ def read_captures(path: str | Path) -> dict:
     return data
 
 
-def _import_path(path, fetch, feed, target, signature, deadline, captures=None):
+def _import_path(path, fetch, feed, target, signature, deadline, captures=None, session=False):
     from .importer import GraphImportError, import_graph
     graph, sig, objects = _read_graph(path, signature, deadline)
     variable_names = saved_variable_names(graph, objects)
@@ -292,7 +294,8 @@ def _import_path(path, fetch, feed, target, signature, deadline, captures=None):
         captures = read_captures(captures)
     try:
         return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline,
-                            captures=captures, variable_names=variable_names)
+                            captures=captures, variable_names=variable_names,
+                            session=session)
     except GraphImportError as exc:
         raise ProgramError([Violation(f"{path}: {v.where}", v.rule, v.message)
                             for v in exc.violations]) from None

@@ -106,17 +106,17 @@ def session_graph_loader(deadline: float | None = None):
         from tfsem.oracle.session import UNMODELLED_OPS
         from . import import_path
         try:
-            imported = import_path(path, fetch, feed, targets, signature, deadline)
+            imported = import_path(path, fetch, feed, targets, signature, deadline, session=True)
         except ProgramError as exc:
             named = sorted({op for v in exc.violations for op in UNMODELLED_OPS
                             if op in v.message})
             if named:
                 raise ProgramError([*exc.violations, Violation(
                     str(path), "unmodelled-session-op",
-                    f"{', '.join(named)}: critical sections and blocking queues (rules 2 and 4 "
-                    "of the resource-variable concurrency semantics) are not imported from "
-                    "TensorFlow graphs yet; a session's inline program can declare them "
-                    "(docs/sessions.md)")]) from None
+                    f"{', '.join(named)}: of TensorFlow's queues only FIFOQueueV2 with "
+                    "QueueEnqueueV2, QueueDequeueV2 and QueueSizeV2 are imported (bounded, one "
+                    "component; docs/sessions.md); a session's inline program can declare "
+                    "what a graph cannot bring")]) from None
             raise
-        return imported.program, imported.node_map
+        return imported.program, imported.node_map, imported.blocking, imported.releases
     return load

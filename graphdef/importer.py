@@ -180,6 +180,11 @@ class Imported:
     program: Program
     #: TensorFlow node -> the tfsem node standing for it (its completion).
     node_map: dict[str, str] = field(default_factory=dict)
+    #: critical sections and queue ops (oracle.blocking.Blocking), imported
+    #: only for a session (import_graph's `session`); graphdef/blocking_ops.py
+    blocking: Any = None
+    #: MutexLock stand-in -> its ConsumeMutexLock stand-in
+    releases: dict[str, str] = field(default_factory=dict)
 
 
 class _Importer:
@@ -795,7 +800,8 @@ def parse_captures(captures: dict, nodes: dict[str, GNode] | None = None,
 def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = (),
                  feeds: Sequence[str] = (), output_names: Sequence[str] | None = None,
                  deadline: float | None = None, captures: dict | None = None,
-                 variable_names: dict[str, str] | None = None) -> Imported:
+                 variable_names: dict[str, str] | None = None,
+                 session: bool = False) -> Imported:
     """The program of `graph` (a GraphDef dict, or a GraphDef message from
     graphdef.proto.parse) for these fetches and targets (default: every node
     nothing consumes, initializers excepted: those with outputs fetched, the
@@ -803,17 +809,19 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
     ImportTimeout.  `captures` maps the DT_RESOURCE Placeholders of a
     concrete function's graph to the variables they capture (parse_captures);
     `variable_names` renames variables by VarHandleOp node (a SavedModel's
-    object graph: graphdef.saved_variable_names)."""
+    object graph: graphdef.saved_variable_names).  `session`: the graph is a
+    session's, whose critical sections and queues are imported
+    (graphdef/blocking_ops.py); otherwise a graph holding them is refused."""
     with gc_paused():
         try:
             return _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                                 captures, variable_names)
+                                 captures, variable_names, session)
         except GraphFormatError as exc:  # a malformed name (a port of 5,000 digits ...)
             raise GraphImportError(exc.where, exc.message, exc.rule) from None
 
 
 def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                  captures=None, variable_names=None) -> Imported:
+                  captures=None, variable_names=None, session=False) -> Imported:
     try:
         nodes = flatten(graph, deadline)
     except (GraphFormatError, ImportTimeout):
@@ -863,7 +871,15 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     program = Program(imp.variables, tuple(imp.out_nodes), outputs, imp.feed_types)
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
-    return Imported(program, dict(imp.done))
+    st = getattr(imp, "blocking_state", None)   # graphdef/blocking_ops.py's record
+    blocking, releases = st.finish(program) if st is not None else (None, {})
+    if not session and st is not None:
+        ops = sorted({nodes[n].op for n in order} & set(st.OPS))
+        raise GraphImportError("graph", f"{', '.join(ops)}: critical sections and blocking "
+                               "queues are modelled only in a session (a tfsem.session/1 file "
+                               "with {\"program\": {\"graph\": PATH}} and its runs: "
+                               "docs/sessions.md)", "unmodelled-session-op")
+    return Imported(program, dict(imp.done), blocking, releases)
 
 
 def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:

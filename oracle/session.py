@@ -25,8 +25,10 @@ session's inline program (`oracle/blocking.py`: nodes with
 `"critical_section"`, `"queues"` and the ops QueueEnqueue, QueueDequeue,
 QueueSize): :meth:`Session.expand_blocking` gives the expansion with its
 table of sections and queue ops, explored by `blocking.outcomes` (deadlock is
-an outcome).  A TensorFlow graph that uses the ops (MutexV2, FIFOQueueV2,
-...) is still refused by name: graphdef's importer has no model for them.
+an outcome).  A session's TensorFlow graph brings its own (graphdef/blocking_ops.py:
+MutexV2/MutexLock/ConsumeMutexLock as sections, FIFOQueueV2 and its
+enqueue, dequeue and size as queues): the loader returns the table beside the
+program; the other queue ops stay refused by name.
 
 The graph of a session is a tfsem program inline, or `{"graph": PATH,
 "feed": [...], "signature": KEY}` naming a TensorFlow graph (PATH relative to
@@ -58,14 +60,15 @@ _BAD_NAME_CHARS = set("/:@$^ \t\n")
 #: TensorFlow ops of rules 2 and 4 (critical sections, blocking ops), not
 #: imported from graphs: a session over a graph that holds one is refused by
 #: name (an inline program declares sections and queues: oracle/blocking.py).
-UNMODELLED_OPS = ("MutexV2", "MutexLock", "ConsumeMutexLock", "FIFOQueueV2", "FIFOQueue",
-                  "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
-                  "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-                  "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2",
-                  "QueueIsClosedV2")
+UNMODELLED_OPS = ("FIFOQueue", "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
+                  "QueueEnqueueManyV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
+                  "QueueCloseV2", "QueueIsClosedV2")
 
 #: load_graph(path, fetch, targets, feed, signature) -> (program, completion)
-#: where completion maps a TensorFlow node to the program node that completes it
+#: where completion maps a TensorFlow node to the program node that completes it;
+#: or (program, completion, blocking, releases): the graph's critical sections
+#: and queue ops, and per section's MutexLock node its ConsumeMutexLock node
+#: (a run that runs the one runs the other)
 GraphLoader = Callable[[Path, Sequence[str], Sequence[str], Sequence[str], "str | None"],
                        "tuple[Program, Mapping[str, str]]"]
 
@@ -292,6 +295,7 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
     raw_p = data["program"]
     completion: Mapping[str, str] = {}
     blocking = Blocking()
+    releases: Mapping[str, str] = {}
     graph = isinstance(raw_p, dict) and "graph" in raw_p and "format" not in raw_p
     if graph:
         for key in sorted(set(raw_p) - _GRAPH_FIELDS):
@@ -318,7 +322,10 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
         all_fetch = list(dict.fromkeys(f for _, _, fs, _, _ in runs_raw for f in fs))
         all_targets = list(dict.fromkeys(t for _, _, _, ts, _ in runs_raw for t in ts))
         path = Path(base_dir) / gpath
-        program, completion = load_graph(path, all_fetch, all_targets, feed_nodes, sig)
+        loaded = load_graph(path, all_fetch, all_targets, feed_nodes, sig)
+        program, completion = loaded[0], loaded[1]
+        if len(loaded) > 2:
+            blocking, releases = loaded[2] or Blocking(), loaded[3]
     else:
         try:
             program, blocking = blk.program_from_json(raw_p, where=f"{where}.program")
@@ -366,6 +373,28 @@ def session_from_json(data: Any, where: str = "session", base_dir: str | Path = 
             values[f] = v
         runs.append(Run(name, tuple(fetch), tuple(dict.fromkeys(roots)), values,
                         whole=not fetch and not targets))
+    for run, (w, *_) in zip(runs, runs_raw):
+        if not releases:
+            break
+        mine = set(run_nodes(program, run))
+        taken: dict[str, str] = {}
+        for lock in sorted(releases):
+            sec = blocking.sections.get(lock)
+            if lock in mine and sec is not None:
+                if sec in taken:
+                    raise _bad(w, f"the run takes the mutex of section {sec!r} twice "
+                               f"({taken[sec]!r} and {lock!r}): in one run TensorFlow's two "
+                               "locks exclude each other, which the sections do not model "
+                               "(run one execute of a tf.CriticalSection per run)",
+                               "unmodelled-session-op")
+                taken[sec] = lock
+        for lock, consume in sorted(releases.items()):
+            if lock in mine and consume not in mine:
+                raise _bad(w, f"the run takes the lock {lock!r} but does not run its "
+                           f"ConsumeMutexLock {consume!r}: TensorFlow then releases the mutex "
+                           "as soon as it is taken, which the sections do not model (fetch the "
+                           "critical section's outputs, or target the ConsumeMutexLock)",
+                           "unmodelled-session-op")
     s = Session(program, tuple(runs), order, raw=data, blocking=blocking)
     try:  # the expansion's own checks (a run that needs nothing, ...)
         s.expand_blocking()

@@ -104,6 +104,16 @@ def test_run_with_threads_or_xla_is_refused_by_name(capsys):
     assert "--executor random" in capsys.readouterr().err
 
 
-def test_export_and_the_plain_engines_refuse_a_session_with_queues(capsys):
-    assert main(["export", str(SESSIONS / "queue_deadlock.session.json"), "-o", "/dev/null"]) == 2
-    assert "critical sections or queues" in capsys.readouterr().err
+def test_export_writes_a_session_with_queues_and_refuses_a_section_it_cannot_lock(capsys,
+                                                                                  tmp_path):
+    out = tmp_path / "g.pbtxt"
+    assert main(["export", str(SESSIONS / "queue_deadlock.session.json"), "-o", str(out)]) == 0
+    assert 'op: "QueueDequeueV2"' in out.read_text()
+    data = json.loads((SESSIONS / "counter_critical.session.json").read_text())
+    data["program"]["nodes"][2]["critical_section"] = "cs"   # `one`: a second entry
+    bad = tmp_path / "s.session.json"
+    bad.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["export", str(bad), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "critical section 'cs'" in err and "not-exportable" in err

@@ -29,11 +29,32 @@ def blocking_session(path, args: argparse.Namespace):
     from tfsem.oracle.jsonio import read_json_file  # noqa: PLC0415
     from tfsem.oracle.blocking import has_blocking_json  # noqa: PLC0415
     data = read_json_file(path)
-    if not has_blocking_json(data.get("program")):
+    if not has_blocking_json(data.get("program")) and not _graph_may_block(path, data):
         return None
     session = load_session_from_args(path, args)
+    if not session.blocking:
+        return None
     args.session = session
     return session
+
+
+def _graph_may_block(path, data) -> bool:
+    """Whether the session names a TensorFlow graph whose bytes hold the name
+    of a mutex or queue op (a cheap look: the graph is imported only then;
+    graphdef/blocking_ops.py)."""
+    from pathlib import Path  # noqa: PLC0415
+    prog = data.get("program")
+    if not isinstance(prog, dict) or not isinstance(prog.get("graph"), str):
+        return False
+    g = Path(path).parent / prog["graph"]
+    if g.is_dir():
+        g = g / "saved_model.pb"
+    try:
+        with open(g, "rb") as fh:
+            head = fh.read(256 << 20)
+    except OSError:
+        return False
+    return any(op in head for op in (b"MutexLock", b"FIFOQueueV2"))
 
 
 def _describe(o, session) -> str:
@@ -159,15 +180,33 @@ def check(args: argparse.Namespace, session) -> int:
         return status
 
     from tfsem.oracle.session import is_session  # noqa: PLC0415
-    data = read_json_file(args.rewritten)
-    if is_session(data):
-        raise UsageError(f"{args.rewritten}: this is a session; the rewritten side is the "
-                         "rewrite of the session's program (a tfsem.program/1 file)")
-    try:
-        rewritten, rtable = blocking.program_from_json(data, where=str(args.rewritten))
-    except ProgramError as exc:
-        return verdict("invalid", "the rewrite is not a program: "
-                       + "; ".join(str(v) for v in exc.violations))
+    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+    raw_p = (session.raw or {}).get("program") if isinstance(session.raw, dict) else None
+    graph_session = None
+    if is_graph_path(args.rewritten) and isinstance(raw_p, dict) and "graph" in raw_p:
+        # a rewrite of the session's graph: the same runs over it (graphdef/blocking_ops.py)
+        import os  # noqa: PLC0415
+
+        from tfsem.graphdef.cliopts import session_graph_loader  # noqa: PLC0415
+        from tfsem.oracle.session import session_from_json  # noqa: PLC0415
+        raw2 = dict(session.raw, program=dict(raw_p, graph=os.path.abspath(args.rewritten)))
+        try:
+            graph_session = session_from_json(raw2, where=str(args.rewritten),
+                                              load_graph=session_graph_loader())
+        except ProgramError as exc:
+            return verdict("invalid", "the rewritten graph cannot run the session's runs: "
+                           + "; ".join(str(v) for v in exc.violations))
+        rewritten, rtable = graph_session.program, graph_session.blocking
+    else:
+        data = read_json_file(args.rewritten)
+        if is_session(data):
+            raise UsageError(f"{args.rewritten}: this is a session; the rewritten side is the "
+                             "rewrite of the session's program (a tfsem.program/1 file)")
+        try:
+            rewritten, rtable = blocking.program_from_json(data, where=str(args.rewritten))
+        except ProgramError as exc:
+            return verdict("invalid", "the rewrite is not a program: "
+                           + "; ".join(str(v) for v in exc.violations))
     if rtable.interface() != session.blocking.interface() or \
             set(rewritten.variables) != set(session.program.variables):
         return verdict("invalid", "the rewrite declares other variables or queues than the "
@@ -176,7 +215,8 @@ def check(args: argparse.Namespace, session) -> int:
         return verdict("sound", "the rewritten program is the original program")
     try:
         p1, t1 = session.expand_blocking()
-        p2, t2 = session.expand_blocking(rewritten, rtable)
+        p2, t2 = graph_session.expand_blocking() if graph_session is not None else \
+            session.expand_blocking(rewritten, rtable)
     except (SessionError, ProgramError) as exc:
         return verdict("invalid", "the rewrite cannot run the session's runs: "
                        + "; ".join(str(v) for v in exc.violations))

@@ -17,7 +17,11 @@ def add_parser(sub) -> None:
                     "VarHandleOp per Var node (shared_name = the variable), a Placeholder per "
                     "feed, the op table in reverse, each output an Identity node of its name. "
                     "Fetch the output names to run it.")
-    p.add_argument("program", help="a tfsem.program/1 JSON file (or a graph, re-exported)")
+    p.add_argument("program", help="a tfsem.program/1 JSON file (or a graph, re-exported), or "
+                   "a session (tfsem.session/1) with critical sections or queues")
+    p.add_argument("--session-out", default=None, metavar="FILE",
+                   help="for a session: also write FILE, the session over the exported graph "
+                        "(its runs, each with the ConsumeMutexLock targets its sections need)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write to FILE: .pb is binary, anything else text (default: text on "
                         "standard output)")
@@ -28,8 +32,16 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from tfsem.graphdef.exporter import export_graph
     from tfsem.graphdef.proto import encode, format_text
-    program = load_from_args(args.program, args)
-    graph = export_graph(program)
+    from .blocking_sessions import blocking_session
+    session = blocking_session(args.program, args)
+    if session is not None:
+        graph = _session_graph(session, args)
+    else:
+        if args.session_out:
+            raise UsageError("--session-out applies to a session with critical sections or "
+                             "queues")
+        program = load_from_args(args.program, args)
+        graph = export_graph(program)
     if args.output and args.output.endswith(".pb"):
         data = encode("GraphDef", graph)
     else:
@@ -43,3 +55,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(data.decode())
     return EXIT_OK
+
+
+def _session_graph(session, args: argparse.Namespace) -> dict:
+    """The graph of a session's program with its sections and queues
+    (graphdef/blocking_export.py); with --session-out, the session over it."""
+    import json
+    import os
+
+    from tfsem.graphdef.blocking_export import export_session_graph, graph_session_json
+    graph, targets, names = export_session_graph(session.program, session.blocking, session.runs)
+    if args.session_out:
+        if not args.output:
+            raise UsageError("--session-out needs --output (the graph the session names)")
+        rel = os.path.relpath(os.path.abspath(args.output),
+                              os.path.dirname(os.path.abspath(args.session_out)))
+        data = graph_session_json(session, targets, names, rel)
+        try:
+            with open(args.session_out, "w") as f:
+                json.dump(data, f, indent=1)
+                f.write("\n")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.session_out}: {exc.strerror or exc}") from None
+    return graph
