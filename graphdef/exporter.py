@@ -673,7 +673,7 @@ def _same_attrs(a, b) -> bool:
 def _template_roles(p: Program, anchor, consumers, roles) -> None:
     tf_op = _TEMPLATE_ANCHORS[_base(anchor.fn)]
     where = f"node {anchor.name!r}"
-    x = p.accessed_variable(anchor.name)
+    x = handle_variable(p, anchor.name)
     t = p.variables[x]
     refuse = (lambda why: ExportError(where, f"Assign-{anchor.fn} is exported only as part of "
                                       f"the float32 {tf_op} the importer builds: {why}"))
@@ -767,7 +767,7 @@ def _update_roles(p: Program, n, spec, consumers, roles) -> None:
         why = "its first inputs are not one Read of each of its variables"
     elif any(consumers.get(r) != [(n.name, k, 0)] for k, r in enumerate(reads)):
         why = "a Read of its variables has another consumer"
-    variables = [p.accessed_variable(r) for r in reads] if why is None else []
+    variables = [handle_variable(p, r) for r in reads] if why is None else []
     writes: list[str] = []
     if why is None and len(set(variables)) != nv:
         why = "two of its variables are one variable"
@@ -775,7 +775,7 @@ def _update_roles(p: Program, n, spec, consumers, roles) -> None:
         uses = [c for c in consumers.get(n.name, []) if c[2] == k]
         w = p.node.get(uses[0][0]) if len(uses) == 1 else None
         if w is None or w.op != ASSIGN or w.fn != "Snd" or uses[0][1] != 1 or \
-                p.accessed_variable(w.name) != variables[k]:
+                handle_variable(p, w.name) != variables[k]:
             why = f"its new value of {spec.variables[k]} is not written to that variable " \
                   "exactly once (and used by nothing else)"
             break
@@ -814,7 +814,7 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
     if kind == "packed-assign":
         tf_op, pack_name = role[1], role[2]
         pack = p.node[pack_name]
-        t = p.variables[p.accessed_variable(n.name)]
+        t = p.variables[handle_variable(p, n.name)]
         ins = [ref(i) for i in pack.data_inputs]
         idx = lambda k: {"type": TF_DTYPES[dtype_of(pack.data_inputs[k], where)]}  # noqa: E731
         dtype_attr = _PACKED_ASSIGNS[_base(n.fn)][2]
@@ -831,7 +831,7 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
     if kind == "apply":
         spec, reads = role[1], role[2]
         nv = len(spec.variables)
-        t = p.variables[p.accessed_variable(reads[0])]
+        t = p.variables[handle_variable(p, reads[0])]
         handles = [ref(p.node[r].data_inputs[0]) for r in reads]
         attr = {"T": _type(t.dtype), "use_locking": {"b": False}}
         attr.update({a: {"b": bool(n.attrs.get(a, a == "update_slots"))} for a in spec.attrs})
@@ -843,7 +843,7 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
                  "attr": attr}]
     if kind == "template-apply":
         spec, handles, inputs, members = role[1:]
-        t = p.variables[p.accessed_variable(n.name)]
+        t = p.variables[handle_variable(p, n.name)]
         return [{"name": name, "op": spec.op,
                  "input": [ref(DataIn(h, 0)) for h in handles] + [ref(i) for i in inputs]
                  + [ref(ControlIn(m)) for m in members] + ctrl,
