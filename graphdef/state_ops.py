@@ -107,6 +107,25 @@ def _var_is_initialized(b):
 # -- optimizer updates -------------------------------------------------------
 
 
+def _refuse_aliased_slots(b, spec: so.Optimizer) -> None:
+    """Two variable slots given one variable (two handles of one shared
+    name): TensorFlow's kernel updates the one buffer in place, slot after
+    slot, so one slot's new value feeds the next slot's computation; the
+    model's reads all come first.  Refused by name rather than approximated
+    (an MLIR lit case, `decompose_resource_apply_momentum_nesterov`, passes
+    one variable as both `var` and `accum`)."""
+    seen: dict[str, str] = {}
+    for k, slot in enumerate(spec.variables):
+        x = b.imp.var_of.get(b._ref(k)[0])
+        if x is None:
+            continue
+        if x in seen:
+            b.reject(f"variable {x!r} is given as both {seen[x]!r} and {slot!r}: TensorFlow's "
+                     "kernel updates one buffer in place, slot after slot, which the model "
+                     "(every read before every write) does not describe", "aliased-variables")
+        seen[x] = slot
+
+
 def _optimizer_model(spec: so.Optimizer):
     """Read each variable, apply spec.fn, Write each new value (exclusive)."""
     how = ("tfsem's numpy model, bit for bit" if spec.exact
@@ -119,6 +138,7 @@ def _optimizer_model(spec: so.Optimizer):
         "each new value; refused when another node races on its variables",
         resources=tuple(range(len(spec.variables))), stateful=True)
     def build(b):
+        _refuse_aliased_slots(b, spec)
         t = b.dtype("T")
         if spec.exact and t not in so.OPTIMIZER_DTYPES:
             b.reject(f"{spec.op} on {t} is not modelled (its model is tested against "
