@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 distributed = pytest.importorskip(
     "distributed", reason="dask's distributed is not installed (the optional extra: "
@@ -20,6 +21,8 @@ from tfsem.campaigns.store import Store  # noqa: E402
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: a local dask cluster starts in ~15 s")
 def test_campaign_on_a_local_dask_cluster(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(TESTS))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
