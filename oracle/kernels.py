@@ -137,8 +137,13 @@ _installed: bool | None = None
 
 def _tensorflow_installed() -> bool:
     global _installed
+    if sys.modules.get("tensorflow", False) is None:   # import blocked (a test, a user)
+        return False
     if _installed is None:
-        _installed = importlib.util.find_spec("tensorflow") is not None
+        try:
+            _installed = importlib.util.find_spec("tensorflow") is not None
+        except (ImportError, ValueError, AttributeError):
+            _installed = False
     return _installed
 
 

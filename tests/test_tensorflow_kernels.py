@@ -180,6 +180,14 @@ def test_without_kernels_the_op_stays_unrun_naming_it():
     assert not used and r.array.tolist() == [[2, 2], [2, 2]]
 
 
+def test_without_tensorflow_importable_the_kernels_are_off(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "tensorflow", None)   # as if not installed
+    assert not kernels.enabled()
+    with pytest.raises(fns.CannotRun, match="cannot run TensorFlow op MatMul"):
+        fns.get("MatMul").apply([Tensor(_pick((2, 3))), Tensor(_pick((3, 2)))], {})
+
+
 def test_a_failing_kernel_is_an_error_value():
     # inner dimensions differ: TensorFlow's InvalidArgumentError, tfsem's shape-mismatch
     (r,) = fns.get("MatMul").apply([Tensor(_pick((2, 3))), Tensor(_pick((2, 3)))], {})
