@@ -278,7 +278,7 @@ _cache_lock = threading.Lock()
 def _key(op, arrays, attrs, n_out) -> tuple:
     h = hashlib.blake2b(digest_size=16)
     for a in arrays:
-        h.update(f"{a.dtype.str}{a.shape};".encode())
+        h.update(f"{a.dtype.name}{a.dtype.str}{a.shape};".encode())
         h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
     return (op, repr(sorted(attrs.items())), n_out, h.digest())
 
