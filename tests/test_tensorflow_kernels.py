@@ -249,7 +249,8 @@ def test_the_keras_adam_step_with_a_dropped_control_edge_is_unsound_on_tensorflo
     q = p.replace(nodes=tuple(
         n.replace(inputs=tuple(i for i in n.inputs if not (isinstance(i, ControlIn) and i.node == WRITE)))
         if n.name == READ else n for n in p.nodes))
-    v = check_rewrite(p, q, timeout=60, classify=False)
+    # (not minimized: a third of the time; the replay below needs no small σ)
+    v = check_rewrite(p, q, timeout=60, classify=False, minimize=False)
     assert v.verdict == "unsound", v.describe()
     assert "oracle" in v.confirmed
     used = v.stats["tensorflow_kernels"]
