@@ -31,6 +31,7 @@ import numpy as np
 
 from tfsem.oracle import array_ops, state_ops
 from tfsem.oracle import functions as fns
+from tfsem.oracle import kernels
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
                                   SWITCH, VAR, VARIABLE, ControlIn, DataIn, FeedControlIn, FeedIn,
@@ -143,7 +144,11 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             # feed of 10^19 elements): then only the dtype is inferred
             fns.check_size(n.op, [a.shape for a in args])
             zeros = [Tensor(np.zeros(a.shape, dtype=a.dtype)) for a in args]
-            results = f.apply(zeros, n.attrs)
+            # (no TensorFlow kernel here, oracle/kernels.py: its failure on
+            # zeros may depend on the values, num_segments 0 say, and would
+            # read as "always fails"; without one the dtype comes from the op)
+            with kernels.use(False):
+                results = f.apply(zeros, n.attrs)
             for k, r in enumerate(results):
                 types[(name, k)] = None if isinstance(r, Error) else TensorType(r.dtype, r.shape)
             err = next((r for r in results if isinstance(r, Error)), None)

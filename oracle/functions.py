@@ -219,8 +219,10 @@ def _kernel_fallback(fn: Function) -> Impl:
         except CannotRun as exc:
             if not _kernels.enabled() or any(a is None for a in args):
                 raise
-            host = tuple(a if isinstance(a, np.ndarray) else a.get() for a in args)
             try:
+                # (a device array, cupy's, comes to the host for TensorFlow)
+                host = tuple(np.asarray(a) if isinstance(a, np.ndarray) or not hasattr(a, "get")
+                             else a.get() for a in args)
                 op, inputs, tf_attrs = form(host, attrs)
                 results = _kernels.evaluate(op, inputs, tf_attrs, n_out)
             except _kernels.KernelOpError as err:   # the op fails: an error value
