@@ -47,13 +47,4 @@ def replay_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Va
     may not fire (or the run goes on after it)."""
     b = get_backend(backend) if isinstance(backend, str) else backend
     m = DeviceMachine(p, b, semantics, max_iterations or cf.DEFAULT_MAX_ITERATIONS)
-    s = m.initial(feeds, init)
-    for i, label in enumerate(schedule):
-        steps = m.enabled_steps(s)
-        by_label = dict(zip(m.labels(s, steps), steps))
-        if label not in by_label:
-            raise ValueError(f"step {i} ({label}) is not enabled")
-        s = m.fire_step(s, by_label[label])
-    if m.enabled_steps(s):
-        raise ValueError("the schedule ends before the run does")
-    return m.outcome(s, observe)
+    return m.outcome(cf.fire_schedule(m, feeds, init, schedule), observe)

@@ -57,7 +57,7 @@ from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLi
                        SymbolicOutcomes, Term, components, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
                       FLOAT_MODES, INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND,
-                      Counterexample, Verdict, cause_of)
+                      Counterexample, Verdict, cause_of, not_among_reason)
 
 DEFAULT_TIMEOUT = 10.0
 #: at most this many variables may start initialized or not in one search
@@ -856,12 +856,7 @@ class _Checker:
         confirmed = ["oracle"] + self.replay_on_backends(found)
         cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
                              original_list, count, mini.key_steps(self.p2, found.schedule))
-        where = next(iter(differs.items())) if differs else None
-        reason = (f"the rewritten program's outcome is not among the original's {count} "
-                  f"outcome{'s' if count != 1 else ''} at this σ")
-        if where:
-            reason += f"; first difference: {where[0]} {where[1]!r}"
-        return self.verdict(UNSOUND, reason, differs=differs, counterexample=cex,
+        return self.verdict(UNSOUND, not_among_reason(count, differs), differs=differs, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def unsound_real(self, found: _Found) -> Verdict:

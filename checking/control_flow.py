@@ -54,7 +54,7 @@ from tfsem.oracle.values import Tensor, Value
 
 from . import minimize as mini
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample, Verdict,
-                      cause_of)
+                      cause_of, not_among_reason)
 
 #: at most this many combinations of predicate feeds are proved case by case
 PROOF_MAX_CASES = 16
@@ -266,12 +266,7 @@ class _CFChecker:
         cx = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
                             [(o, list(w)) for o, w in original], count,
                             key_steps(self.p2, found.schedule))
-        where = next(iter(differs.items())) if differs else None
-        reason = (f"{how}: the rewritten program's outcome is not among the original's {count} "
-                  f"outcome{'s' if count != 1 else ''} at this σ")
-        if where:
-            reason += f"; first difference: {where[0]} {where[1]!r}"
-        return self.verdict(UNSOUND, reason, differs=differs, counterexample=cx,
+        return self.verdict(UNSOUND, not_among_reason(count, differs, how), differs=differs, counterexample=cx,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def minimized(self, found: _Found) -> _Found:

@@ -77,6 +77,19 @@ class Counterexample:
         return lines
 
 
+def not_among_reason(count: int, differs: Mapping[str, Any] | None, how: str = "") -> str:
+    """The reason of an `unsound` verdict: the rewritten program's outcome is
+    not among the original's `count` outcomes at σ, with the first place the
+    outcome differs (`how`, when given, says how the outcome was found)."""
+    reason = (f"{how}: " if how else "") + (
+        f"the rewritten program's outcome is not among the original's {count} "
+        f"outcome{'s' if count != 1 else ''} at this σ")
+    where = next(iter(differs.items())) if differs else None
+    if where:
+        reason += f"; first difference: {where[0]} {where[1]!r}"
+    return reason
+
+
 def cause_of(reason: str) -> str:
     """The cause an `unknown` verdict's reason names first, in a few words, for
     a headline: the reason's first clause (up to its first ";", and its first

@@ -87,7 +87,7 @@ propagated when its loop instance is done.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 from . import functions as fns
 from .budget import BudgetExceeded
@@ -511,7 +511,13 @@ def run_schedule(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping
                  schedule: list[str], semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS) -> CFState:
     """Replay a schedule; raises ValueError at the first step that may not fire."""
-    m = Machine(p, g, semantics, max_iterations)
+    return fire_schedule(Machine(p, g, semantics, max_iterations), feeds, init, schedule)
+
+
+def fire_schedule(m: "Machine", feeds: Mapping[str, Value], init: Mapping[str, Value],
+                  schedule: Sequence[str]) -> CFState:
+    """Fire `schedule` on machine `m` from σ; raises ValueError at the first
+    step that may not fire, or when the run goes on after the schedule."""
     s = m.initial(feeds, init)
     for i, label in enumerate(schedule):
         steps = m.enabled_steps(s)
