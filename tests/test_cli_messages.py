@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_here
 from tfsem import cli
@@ -37,6 +38,8 @@ def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: a campaign, then every command it offers (test_report_command runs every command a report offers by default)")
 def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
     # the campaigns one after the other (each needs its budget's CPU), then
     # all the reproducers side by side (each mostly waits on its imports)

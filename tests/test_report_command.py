@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from test_campaigns_fuzz import tfsem_here
 from test_reports_browser import (ARTIFACTS, HIDDEN_ARROWHEADS, SVG_BOXES, Browser, _check_links,
@@ -159,6 +160,8 @@ def test_one_unreadable_finding_does_not_take_the_report_down(campaign: Path, tm
 # No false alarm (issue 16.1): a claim is judged in its own cell
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: a real campaign of ~9 s (the per-cell judging is unit-tested in test_campaigns_evidence)")
 def test_prune_claims_are_judged_per_cell_on_a_real_campaign(tmp_path: Path):
     """prune claims sound for atomic/outputs and unsound for
     atomic/outputs+state: findings in the second must not mark the first

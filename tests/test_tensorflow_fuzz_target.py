@@ -364,6 +364,8 @@ def test_grappler_targets_claim_initialized_sigma_only():
 # TensorFlow for real
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: a whole campaign with TensorFlow in a worker and a sandbox, ~18-25 s")
 @needs_tf
 def test_fuzz_target_grappler_then_report(tmp_path, capsys):
     """The default suite's one whole campaign with TensorFlow in its worker and
