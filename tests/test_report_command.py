@@ -161,7 +161,7 @@ def test_one_unreadable_finding_does_not_take_the_report_down(campaign: Path, tm
 
 
 @pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
-                    reason="nightly profile only: a real campaign of ~9 s (the per-cell judging is unit-tested in test_campaigns_evidence)")
+                    reason="nightly profile only: a real campaign of ~9 s (test_campaigns_truth and test_campaigns_fuzz judge claims per cell by default)")
 def test_prune_claims_are_judged_per_cell_on_a_real_campaign(tmp_path: Path):
     """prune claims sound for atomic/outputs and unsound for
     atomic/outputs+state: findings in the second must not mark the first
