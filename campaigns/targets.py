@@ -184,27 +184,45 @@ def _mlir_target_module(name: str):
     return importlib.import_module(f"{__package__}.mlir_target")
 
 
+#: `mlir:` target names whose pipeline TensorFlow already ran (check_pipelines)
+_PIPELINES_CHECKED: set[str] = set()
+
+
 def _check_pipeline(name: str) -> None:
     """PassNotFound with TensorFlow's message when the pipeline of
-    `mlir:PIPELINE` is empty, or TensorFlow refuses it (or dies of it) on an
-    empty module: run in a child process, as a wrongly nested pass aborts
-    the process."""
-    from tfsem.graphdef.mlir_tf import run_pipeline
-    pipeline = name.partition(":")[2]
-    if not pipeline.strip():
-        raise PassNotFound(f"{name!r}: no pipeline (write it as tf-opt takes it, e.g. "
-                           "mlir:func.func(tf-executor-island-coarsening))")
-    mod = _mlir_target_module(name)
-    run = run_pipeline(pipeline, mlir_text=mod.EMPTY_MODULE, timeout=600.0)
-    if run.status == "no-tensorflow":
-        from tfsem.graphdef import grappler
-        raise PassNotFound(f"{name!r} {grappler.INSTALL_HINT}")
-    if run.status != "ok":
-        first = (run.message or run.status).strip().splitlines()
-        raise PassNotFound(f"TensorFlow does not run the pipeline {pipeline!r} "
-                           f"({run.status}: {first[0] if first else run.status}"
-                           + ("; a pass that runs on functions is written "
-                              "func.func(PASS)" if run.status == "crash" else "") + ")")
+    `mlir:PIPELINE` is empty, or TensorFlow refuses it (or dies of it) on a
+    module of one constant: run in a child process, as a wrongly nested pass
+    may abort the process."""
+    if name not in _PIPELINES_CHECKED:
+        check_pipelines([name])
+
+
+def check_pipelines(names: list[str]) -> None:
+    """`_check_pipeline` for several `mlir:` names with one TensorFlow
+    process (graphdef/mlir_tf.py run_batch: TensorFlow's start-up, 4-60 s,
+    paid once); raises PassNotFound for the first one refused."""
+    from tfsem.graphdef.mlir_tf import run_batch
+    todo = [n for n in dict.fromkeys(names) if n not in _PIPELINES_CHECKED]
+    for name in todo:
+        if not name.partition(":")[2].strip():
+            raise PassNotFound(f"{name!r}: no pipeline (write it as tf-opt takes it, e.g. "
+                               "mlir:func.func(tf-executor-island-coarsening))")
+    if not todo:
+        return
+    module = _mlir_target_module(todo[0]).EMPTY_MODULE
+    runs = run_batch([(module, n.partition(":")[2]) for n in todo], timeout=600.0)
+    for name, run in zip(todo, runs):
+        pipeline = name.partition(":")[2]
+        if run.status == "no-tensorflow":
+            from tfsem.graphdef import grappler
+            raise PassNotFound(f"{name!r} {grappler.INSTALL_HINT}")
+        if run.status != "ok":
+            first = (run.message or run.status).strip().splitlines()
+            raise PassNotFound(f"TensorFlow does not run the pipeline {pipeline!r} "
+                               f"({run.status}: {first[0] if first else run.status}"
+                               + ("; a pass that runs on functions is written "
+                                  "func.func(PASS)" if run.status == "crash" else "") + ")")
+        _PIPELINES_CHECKED.add(name)
 
 
 def _optimizer_names() -> list[str]:

@@ -201,7 +201,8 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
                           bounded_trips: bool = False) -> Program:
     """Programs with at least one block of `kinds` ("cond", "loop") and up
     to `max_blocks` blocks in all (see the module docstring); the blocks
-    after the first are drawn from `others` (default: `kinds` and "plain").
+    after the first are drawn from `others` (default: `kinds` and "plain";
+    when given, there is at least one).
     `bounded_trips`: a trip count that is a feed goes through FloorMod by 4
     (0 to 3 trips; otherwise σ may make a loop reach the iteration bound)."""
     # (one variable two times in three: accesses meet more often)
@@ -211,7 +212,8 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
     # (a plain access beside a block half the time: the races passes get wrong)
     later = (st.sampled_from(others) if others else
              st.one_of(st.just("plain"), st.sampled_from(kinds + ("plain",))))
-    blocks = [first] + draw(st.lists(later, max_size=max_blocks - 1))
+    blocks = [first] + draw(st.lists(later, min_size=1 if others and max_blocks > 1 else 0,
+                                     max_size=max_blocks - 1))
     for i, kind in enumerate(blocks):
         getattr(b, kind)(i)
     if not observe_state and not b.outputs:   # (a program observed by outputs only fetches something)

@@ -119,6 +119,38 @@ def test_an_empty_pipeline_exits_2(name, tmp_path, capsys):
     assert not (tmp_path / "c" / "campaign.db").exists()
 
 
+def test_without_tensorflow_the_target_names_the_extra(tmp_path, monkeypatch, capsys):
+    import importlib.util as iu
+    real = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    status = main(["fuzz", "--target", DECOMPOSE, "--budget", "1s", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2 and "pip install 'tfsem[tensorflow]'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["lifting_two_handles.mlir", "lifting_write_back_race.mlir",
+                                  "decompose_read_before_operand.pbtxt"])
+def test_the_findings_examples_are_read_with_the_programs_of_the_tests(name):
+    """examples/mlir/ keeps the three both-semantics findings as TensorFlow
+    imported them (with their cluster): each reads as a program of one
+    variable with the resource accesses of the 5-node program its test uses."""
+    from pathlib import Path
+
+    from tfsem.commands.mlir import load_program
+    path = Path(__file__).resolve().parent.parent / "examples" / "mlir" / name
+    args = type("Args", (), {"function": None, "graph_runs": "all", "fetch": [],
+                             "target": ["s1", "s2"] if name.endswith(".pbtxt") else [],
+                             "feed_node": [], "signature": None, "captures": None})()
+    p = load_program(str(path), args)
+    assert list(p.variables) == ["x"]
+    ops = sorted(n.op for n in p.nodes if n.op in ("Read", "Write", "Assign"))
+    expect = {"lifting_two_handles.mlir": ["Assign", "Read"],
+              "lifting_write_back_race.mlir": ["Assign", "Assign", "Read", "Read"],
+              "decompose_read_before_operand.pbtxt": ["Assign", "Assign", "Read", "Read"]}
+    assert ops == expect[name]
+
+
 def test_the_unknown_target_message_names_the_mlir_targets(tmp_path, capsys):
     assert main(["fuzz", "--target", "tpu", "--budget", "1s", "--out", str(tmp_path / "c")]) == 2
     assert "mlir:PIPELINE" in capsys.readouterr().err
@@ -265,10 +297,13 @@ def test_lifting_alone_leaves_an_undecomposed_assign_add_in_the_cluster():
 @needs_tf
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only: one more TensorFlow process")
 def test_a_pipeline_tensorflow_refuses_is_refused_before_the_campaign(tmp_path, capsys):
-    status = main(["fuzz", "--target", "mlir:tf-no-such-pass", "--budget", "1s",
-                   "--out", str(tmp_path / "c")])
+    """Every --target mlir: pipeline is tried first, all in one TensorFlow
+    process; the one TensorFlow refuses is named, with its message."""
+    status = main(["fuzz", "--target", DECOMPOSE, "--target", "mlir:tf-no-such-pass",
+                   "--budget", "1s", "--out", str(tmp_path / "c")])
     err = capsys.readouterr().err
     assert status == 2 and "does not refer to a registered pass" in err
+    assert "'tf-no-such-pass'" in err
     assert "Traceback" not in err and not (tmp_path / "c" / "campaign.db").exists()
 
 

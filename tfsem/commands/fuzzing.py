@@ -101,6 +101,13 @@ def target_specs(names: list[str] | None, generator: str | None) -> tuple[list[s
 
     specs: list[str] = []
     generators: dict[str, str] = {}
+    mlir = [n for n in names or [] if n.startswith(("mlir:", "mlir-cluster:"))]
+    if len(mlir) > 1:      # their pipelines tried in one TensorFlow process
+        from tfsem.campaigns.targets import check_pipelines
+        try:
+            check_pipelines(mlir)
+        except PassNotFound as exc:
+            raise UsageError(f"--target: {exc}") from None
     for name in names or []:
         try:
             spec = target_spec(name)
