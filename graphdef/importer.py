@@ -198,6 +198,7 @@ class _Importer:
         self.done: dict[str, str] = {}          # TF node -> completion tfsem node
         self.variables: dict[str, TensorType] = {}
         self.var_of: dict[str, str] = {}         # VarHandleOp node -> variable
+        self.handle_aliases: set[str] = set()     # DT_RESOURCE Identity nodes (_handle_alias)
         self.feed_types: dict[str, TensorType] = {}
         self.exclusive: list[tuple[str, set[str], set[str]]] = []
         self.unusable: dict[str, GraphImportError] = {}
@@ -361,6 +362,8 @@ class _Importer:
         if name in self.feeds or n.op == "Placeholder":
             self._feed(n)
             return
+        if self._handle_alias(n):
+            return
         model = opt.lookup(n.op)
         if model is None:
             if n.op in opt.CONTROL_FLOW:
@@ -388,6 +391,36 @@ class _Importer:
             b.finish([])
             return
         b.finish(list(outs))
+
+    def _handle_alias(self, n: GNode) -> bool:
+        """An Identity of DT_RESOURCE with one data input, a variable's handle
+        (a VarHandleOp, or a handle through control-flow primitives), and
+        control inputs only from Consts without inputs: the same handle under
+        another name.  Grappler's dead-branch removal leaves this of a Switch
+        of a handle on a constant predicate: `Identity(handle, ^pred)`.
+        TensorFlow's Identity forwards the handle, and is dead where its
+        input is (a Const without inputs is never dead and has no effect, so
+        waiting for it changes no outcome): its consumers read the handle it
+        was given, at the same port, and wait for the same node, so it adds
+        no node.  Any other DT_RESOURCE Identity is refused as before (by the
+        Identity model's dtype check)."""
+        if n.op != "Identity" or not n.inputs or n.inputs[0].startswith("^"):
+            return False
+        if attr_value(n.attr.get("T", {})) != "DT_RESOURCE":
+            return False
+        for c in n.inputs[1:]:
+            g = self.g.get(c[1:]) if c.startswith("^") else None
+            if g is None or g.op != "Const" or g.inputs:
+                return False
+        src, port, _ = split_ref(n.inputs[0])
+        refs = self.refs.get(src)
+        if src not in self.var_of or not refs or port >= len(refs):
+            return False
+        self.var_of[n.name] = self.var_of[src]
+        self.refs[n.name] = [refs[port]]
+        self.done[n.name] = self.done[src]
+        self.handle_aliases.add(n.name)
+        return True
 
     def _capture(self, n: GNode) -> None:
         """A DT_RESOURCE Placeholder of a concrete function's graph that
@@ -538,7 +571,8 @@ class _Builder:
     def var(self, i: int) -> DataIn:
         src, port = self._ref(i)
         g = self.imp.g.get(src)
-        if src in self.imp.var_of and g is not None and g.op in opt.CONTROL_FLOW_PRIMITIVES:
+        if src in self.imp.var_of and g is not None and (g.op in opt.CONTROL_FLOW_PRIMITIVES
+                                                         or src in self.imp.handle_aliases):
             return self.imp.refs[src][port]   # a handle through Switch, Enter, Merge, ...
         if src not in self.imp.var_of:
             g = self.imp.g.get(src)
