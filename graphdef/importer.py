@@ -395,30 +395,41 @@ class _Importer:
     def _handle_alias(self, n: GNode) -> bool:
         """An Identity of DT_RESOURCE with one data input, a variable's handle
         (a VarHandleOp, or a handle through control-flow primitives), and
-        control inputs only from Consts without inputs: the same handle under
-        another name.  Grappler's dead-branch removal leaves this of a Switch
-        of a handle on a constant predicate: `Identity(handle, ^pred)`.
-        TensorFlow's Identity forwards the handle, and is dead where its
-        input is (a Const without inputs is never dead and has no effect, so
-        waiting for it changes no outcome): its consumers read the handle it
-        was given, at the same port, and wait for the same node, so it adds
-        no node.  Any other DT_RESOURCE Identity is refused as before (by the
-        Identity model's dtype check)."""
+        any control inputs: the same handle under another name.  Grappler's
+        dead-branch removal leaves this of a Switch of a handle on a constant
+        predicate: `Identity(handle, ^pred)`.  TensorFlow's Identity forwards
+        the handle, and is dead where its input or a control input is.  With
+        control inputs only from Consts without inputs (never dead, no
+        effect: waiting for them changes no outcome) its consumers read the
+        handle it was given, at the same port, and wait for the same node: no
+        node of its own.  Otherwise it becomes `Switch(handle, live):1` with
+        `live` a `true` Const that waits for those control inputs: the handle,
+        dead when any of them is (semantics.md, dead values).  Any other
+        DT_RESOURCE Identity is refused as before (the Identity model's dtype
+        check)."""
         if n.op != "Identity" or not n.inputs or n.inputs[0].startswith("^"):
             return False
         if attr_value(n.attr.get("T", {})) != "DT_RESOURCE":
             return False
-        for c in n.inputs[1:]:
-            g = self.g.get(c[1:]) if c.startswith("^") else None
-            if g is None or g.op != "Const" or g.inputs:
-                return False
+        if not all(c.startswith("^") for c in n.inputs[1:]):
+            return False
         src, port, _ = split_ref(n.inputs[0])
         refs = self.refs.get(src)
         if src not in self.var_of or not refs or port >= len(refs):
             return False
-        self.var_of[n.name] = self.var_of[src]
-        self.refs[n.name] = [refs[port]]
-        self.done[n.name] = self.done[src]
+        waits = [c for c in n.inputs[1:]
+                 if not ((g := self.g.get(c[1:])) is not None and g.op == "Const" and not g.inputs)]
+        if waits:
+            # it waits for nodes that may be dead: the handle through a
+            # Switch on a live `true` that waits for them, dead when one is
+            b = _Builder(self, n, None)
+            pred = b.add("Const", [], {"value": Tensor(np.array(True), "bool")}, part="live")
+            sw = b.add("Switch", [b.flow_input(0), pred])
+            b.finish([DataIn(sw.node, 1)])
+        else:
+            self.var_of[n.name] = self.var_of[src]
+            self.refs[n.name] = [refs[port]]
+            self.done[n.name] = self.done[src]
         self.handle_aliases.add(n.name)
         return True
 

@@ -53,12 +53,23 @@ def test_identity_of_a_handle_after_a_constant_imports_as_that_handle():
     assert list(prog.variables) == ["x0"]
 
 
-@pytest.mark.parametrize("inputs", [["v", "^feed"], ["feed"]])
-def test_other_resource_identities_are_still_refused(inputs):
-    # a control input that may wait for something (a feed), or an input that is
-    # no handle: refused by dtype, as before
+def test_identity_of_a_handle_waiting_for_a_node_is_a_switch_on_a_live_true():
+    """Waiting for a node that may be dead (here a feed): the handle through
+    Switch(handle, true):1, the true waiting for that node."""
+    prog = import_graph(_graph(["v", "^feed"]), ["read"], []).program
+    nodes = {n.name: n for n in prog.nodes}
+    sw = nodes["alias"]
+    assert sw.op == "Switch" and nodes[sw.inputs[1].node].op == "Const"
+    live = nodes[sw.inputs[1].node]
+    assert live.attrs["value"].array.dtype == bool and bool(live.attrs["value"].array) is True
+    assert [c.node for c in live.inputs] == ["feed"]
+    read = next(n for n in prog.nodes if n.op == "Read")
+    assert (read.inputs[0].node, read.inputs[0].port) == ("alias", 1)
+
+
+def test_a_resource_identity_of_no_handle_is_still_refused():
     with pytest.raises(ProgramError, match="DT_RESOURCE"):
-        import_graph(_graph(inputs), ["read"], [])
+        import_graph(_graph(["feed"]), ["read"], [])
 
 
 # --- with TensorFlow -----------------------------------------------------------
