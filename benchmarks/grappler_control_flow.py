@@ -66,6 +66,11 @@ def functional_rows(entry, optimizers, timeout):
     for r in rows:
         text = (cell(r["verdict"]) if r.get("status") == "checked"
                 else f"{r.get('status')} | {r.get('reason', '')[:150]}")
+        if r.get("status") == "checked" and r["verdict"]["verdict"] == "unsound":
+            rep = r.get("tensorflow_replay", {})
+            text = (f"unsound ({r['verdict'].get('difference') or '?'}) | "
+                    f"{r['verdict'].get('reason', '')[:100]}; TensorFlow: "
+                    f"{(rep.get('text') or 'not replayed').splitlines()[0][:120]}")
         print(f"| {entry['name']} | {r['optimizer']} | {r.get('nodes_before', '?')} -> "
               f"{r.get('nodes_after', '?')} | {r.get('seconds', 0):.2f} | "
               f"{r.get('check_seconds', 0):.2f} | {text} |", flush=True)
