@@ -203,6 +203,7 @@ class _Importer:
         self.done: dict[str, str] = {}          # TF node -> completion tfsem node
         self.variables: dict[str, TensorType] = {}
         self.var_of: dict[str, str] = {}         # VarHandleOp node -> variable
+        self.handle_aliases: set[str] = set()     # DT_RESOURCE Identity nodes (_handle_alias)
         self.feed_types: dict[str, TensorType] = {}
         self.exclusive: list[tuple[str, set[str], set[str]]] = []
         self.unusable: dict[str, GraphImportError] = {}
@@ -366,6 +367,8 @@ class _Importer:
         if name in self.feeds or n.op == "Placeholder":
             self._feed(n)
             return
+        if self._handle_alias(n):
+            return
         model = opt.lookup(n.op)
         if model is None:
             if n.op in opt.CONTROL_FLOW:
@@ -393,6 +396,47 @@ class _Importer:
             b.finish([])
             return
         b.finish(list(outs))
+
+    def _handle_alias(self, n: GNode) -> bool:
+        """An Identity of DT_RESOURCE with one data input, a variable's handle
+        (a VarHandleOp, or a handle through control-flow primitives), and
+        any control inputs: the same handle under another name.  Grappler's
+        dead-branch removal leaves this of a Switch of a handle on a constant
+        predicate: `Identity(handle, ^pred)`.  TensorFlow's Identity forwards
+        the handle, and is dead where its input or a control input is.  With
+        control inputs only from Consts without inputs (never dead, no
+        effect: waiting for them changes no outcome) its consumers read the
+        handle it was given, at the same port, and wait for the same node: no
+        node of its own.  Otherwise it becomes `Switch(handle, live):1` with
+        `live` a `true` Const that waits for those control inputs: the handle,
+        dead when any of them is (semantics.md, dead values).  Any other
+        DT_RESOURCE Identity is refused as before (the Identity model's dtype
+        check)."""
+        if n.op != "Identity" or not n.inputs or n.inputs[0].startswith("^"):
+            return False
+        if attr_value(n.attr.get("T", {})) != "DT_RESOURCE":
+            return False
+        if not all(c.startswith("^") for c in n.inputs[1:]):
+            return False
+        src, port, _ = split_ref(n.inputs[0])
+        refs = self.refs.get(src)
+        if src not in self.var_of or not refs or port >= len(refs):
+            return False
+        waits = [c for c in n.inputs[1:]
+                 if not ((g := self.g.get(c[1:])) is not None and g.op == "Const" and not g.inputs)]
+        if waits:
+            # it waits for nodes that may be dead: the handle through a
+            # Switch on a live `true` that waits for them, dead when one is
+            b = _Builder(self, n, None)
+            pred = b.add("Const", [], {"value": Tensor(np.array(True), "bool")}, part="live")
+            sw = b.add("Switch", [b.flow_input(0), pred])
+            b.finish([DataIn(sw.node, 1)])
+        else:
+            self.var_of[n.name] = self.var_of[src]
+            self.refs[n.name] = [refs[port]]
+            self.done[n.name] = self.done[src]
+        self.handle_aliases.add(n.name)
+        return True
 
     def _capture(self, n: GNode) -> None:
         """A DT_RESOURCE Placeholder of a concrete function's graph that
@@ -543,7 +587,8 @@ class _Builder:
     def var(self, i: int) -> DataIn:
         src, port = self._ref(i)
         g = self.imp.g.get(src)
-        if src in self.imp.var_of and g is not None and g.op in opt.CONTROL_FLOW_PRIMITIVES:
+        if src in self.imp.var_of and g is not None and (g.op in opt.CONTROL_FLOW_PRIMITIVES
+                                                         or src in self.imp.handle_aliases):
             return self.imp.refs[src][port]   # a handle through Switch, Enter, Merge, ...
         if src not in self.imp.var_of:
             g = self.imp.g.get(src)

@@ -1,0 +1,133 @@
+"""Grappler's control-flow rewrites checked by tfsem (docs/grappler-control-flow.md):
+the loop optimizer's dead-branch removal of a Switch of a variable's handle,
+the import of what it leaves (an Identity of DT_RESOURCE), and a corpus graph
+with a loop through the loop optimizer and the default pipeline.
+
+The import tests need no TensorFlow; the rest are skipped, saying so, where
+TensorFlow cannot be imported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tfsem.graphdef.importer import import_graph
+from tfsem.oracle.jsonio import program_from_json, program_to_json
+from tfsem.oracle.program import ProgramError
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "examples" / "tensorflow" / "corpus"
+
+
+def _var(name):
+    return {"name": name, "op": "VarHandleOp",
+            "attr": {"dtype": {"type": "DT_INT64"}, "shape": {"shape": {}},
+                     "shared_name": {"s": "x0"}}}
+
+
+def _graph(identity_inputs):
+    """What the loop optimizer leaves of `Read(Switch(handle, false):0)`."""
+    return {"node": [
+        {"name": "pred", "op": "Const",
+         "attr": {"dtype": {"type": "DT_BOOL"},
+                  "value": {"tensor": {"dtype": "DT_BOOL", "tensor_shape": {}, "bool_val": [False]}}}},
+        {"name": "feed", "op": "Placeholder", "attr": {"dtype": {"type": "DT_INT64"},
+                                                       "shape": {"shape": {}}}},
+        _var("v"),
+        {"name": "alias", "op": "Identity", "input": identity_inputs,
+         "attr": {"T": {"type": "DT_RESOURCE"}}},
+        {"name": "read", "op": "ReadVariableOp", "input": ["alias"],
+         "attr": {"dtype": {"type": "DT_INT64"}}},
+    ]}
+
+
+def test_identity_of_a_handle_after_a_constant_imports_as_that_handle():
+    prog = import_graph(_graph(["v", "^pred"]), ["read"], []).program
+    assert "alias" not in {n.name for n in prog.nodes}    # no node of its own
+    read = next(n for n in prog.nodes if n.op == "Read")
+    var = next(n for n in prog.nodes if n.op == "Var")
+    assert read.inputs[0].node == var.name       # the alias reads the variable itself
+    assert list(prog.variables) == ["x0"]
+
+
+def test_identity_of_a_handle_waiting_for_a_node_is_a_switch_on_a_live_true():
+    """Waiting for a node that may be dead (here a feed): the handle through
+    Switch(handle, true):1, the true waiting for that node."""
+    prog = import_graph(_graph(["v", "^feed"]), ["read"], []).program
+    nodes = {n.name: n for n in prog.nodes}
+    sw = nodes["alias"]
+    assert sw.op == "Switch" and nodes[sw.inputs[1].node].op == "Const"
+    live = nodes[sw.inputs[1].node]
+    assert live.attrs["value"].array.dtype == bool and bool(live.attrs["value"].array) is True
+    assert [c.node for c in live.inputs] == ["feed"]
+    read = next(n for n in prog.nodes if n.op == "Read")
+    assert (read.inputs[0].node, read.inputs[0].port) == ("alias", 1)
+
+
+def test_a_resource_identity_of_no_handle_is_still_refused():
+    with pytest.raises(ProgramError, match="DT_RESOURCE"):
+        import_graph(_graph(["feed"]), ["read"], [])
+
+
+# --- with TensorFlow -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tf_targets():
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow] (tensorflow-cpu)")
+    from tfsem.campaigns import grappler_control_flow as cf
+    from tfsem.campaigns import tensorflow_target as tt
+    return cf, tt
+
+
+SWITCH_READ = {"format": "tfsem.program/1", "variables": ["x0"], "outputs": {"o": "f0"}, "nodes": [
+    {"name": "pred", "op": "Const", "value": {"dtype": "bool", "value": False}},
+    {"name": "vx0", "op": "Var", "var": "x0"},
+    {"name": "sx0", "op": "Switch", "inputs": ["vx0", "pred"]},
+    {"name": "f0", "op": "Read", "inputs": ["sx0:0"]}]}
+
+
+def test_loop_optimizer_removes_a_switch_on_a_constant_and_it_is_proved_sound(tf_targets):
+    """The campaign's first finding (a crash: the result did not import),
+    now checked: Grappler turns the Switch into Identity(handle, ^pred)."""
+    from tfsem.checking import check_rewrite
+    cf, tt = tf_targets
+    prog = program_from_json(SWITCH_READ)
+    rewritten, given, out = cf.optimize_with_graphs(prog, "loop")
+    after = {n.name: n for n in out.node}
+    assert after["sx0"].op == "Identity" and list(after["sx0"].input) == ["vx0", "^pred"]
+    assert "Switch" not in {n["op"] for n in program_to_json(rewritten)["nodes"]}
+    v = check_rewrite(tt.as_tensorflow_sees_it(prog), rewritten, "atomic", "outputs+state",
+                      timeout=10)
+    assert v.verdict == "sound", v.reason
+    # the all-nodes-preserved target leaves the Switch alone
+    assert json.dumps(program_to_json(tt.optimize(prog, "loop")), sort_keys=True) == \
+        json.dumps(program_to_json(tt.as_tensorflow_sees_it(prog)), sort_keys=True)
+
+
+def test_while_corpus_graph_through_grappler_is_never_unsound(tf_targets):
+    """tf_while_assign (a While whose body assigns, trip count a feed) in v1
+    primitives: the loop optimizer leaves it (sound: the same program), the
+    default pipeline rewrites it and the check finds no counterexample (a
+    loop is never proved)."""
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef import read_captures
+    from tfsem.graphdef import grappler as g
+    from tfsem.graphdef.proto import decode
+    cf, tt = tf_targets
+    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["graphs"]
+                 if e["name"] == "tf_while_assign")
+    gd = decode("tensorflow.GraphDef", g.as_graph_def(CORPUS / entry["file"]).SerializeToString())
+    prog = import_graph(gd, entry["fetches"], entry["targets"],
+                        captures=read_captures(CORPUS / entry["captures"])).program
+    original = tt.as_tensorflow_sees_it(prog)
+    assert original is not None and original.has_control_flow
+    loop, _, _ = cf.optimize_with_graphs(prog, "loop")
+    assert check_rewrite(original, loop, "atomic", "outputs+state", timeout=10).verdict == "sound"
+    default, before, after = cf.optimize_with_graphs(prog, "default")
+    assert len(after.node) < len(decode("tensorflow.GraphDef", before)["node"])
+    v = check_rewrite(original, default, "atomic", "outputs+state", timeout=10)
+    assert v.verdict in ("no-counterexample", "unknown"), (v.verdict, v.reason)
