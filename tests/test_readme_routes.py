@@ -29,13 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 ROUTE = re.compile(r"<!-- route: ([\w-]+) -->\n```[\w]*\n(.*?)\n```", re.S)
 #: exit statuses other than 0 that a route's command is shown with (the README
-#: says so beside each): an `unsound` verdict, a Grappler result that does not
-#: import, a campaign whose evidence is weak.  Where a second status is allowed
+#: says so beside each): an `unsound` verdict, a campaign whose evidence is
+#: weak.  Where a second status is allowed
 #: (a campaign's evidence depends on how many programs the machine judges in
 #: its budget: WEAK on a busy machine, 0 on an idle one), output of the second
 #: kind is held to the shown first line only.
 STATUS = {"tfsem check tests/cases/tensorflow/counter_drop_control_dependency.json": (1,),
-          "tfsem grappler model.pbtxt": (3,),
           "tfsem verify examples/passes/drop_identity.py:PASS": (4, 0),
           "tfsem fuzz --pass prune --pass cse": (4, 0)}
 NEEDS_TENSORFLOW = {"tensorflow"}
