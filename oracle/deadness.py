@@ -20,7 +20,8 @@ control flow (:func:`specialize`):
   inputs makes a choice: :class:`Undecided`;
 * a dead node becomes a node that waits for all of its inputs' sources (as
   the dead firing does: "each incoming edge holds content") and has no
-  effect; a Merge ignores a dead data input (it does not wait for it) and
+  effect; a live Merge ignores a dead data input (it does not wait for it),
+  a dead Merge (every data input dead) waits for all of them, and a Merge
   waits for its control inputs, dead or not (controlflow.py's Merge rule);
 * a fetch that is dead is reported in `dead_outputs` (its value would be
   the error `dead` in every run).
@@ -243,11 +244,16 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         # a dead node: it waits for every input's source, and does nothing
         if n.op in LOOP_OPS:
             raise Undecided(f"{n.op} {name!r} is dead whenever it fires (a loop in a dead branch)")
+        # (a dead Merge is one whose data inputs are all dead: it fires only
+        # once every one of them holds DEAD (controlflow.py's Merge rule), so
+        # it waits for each dead source like any dead node.  Not waiting for
+        # them lets a live Merge with a control input from it, and what waits
+        # for that, fire before the live nodes the dead sources waited for:
+        # runs P lacks, tests/test_check_control_flow_attacks.py)
         waits: list[Input] = []
         for i, r in zip(n.data_inputs, data):
             if r is _DEAD:
-                if n.op != MERGE:
-                    waits.append(ControlIn(i.node))
+                waits.append(ControlIn(i.node))
             else:
                 waits.extend(_waits_for(r))
         nodes[name] = _waiter(name, waits + list(controls))
