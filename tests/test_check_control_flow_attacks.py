@@ -54,3 +54,48 @@ def test_a_dead_merge_waits_for_its_dead_inputs(mode, observe):
     v = check_rewrite(p, q, mode, observe=observe, timeout=10, backends=False)
     assert v.verdict == "unsound", v.reason
     assert v.counterexample.feeds["p"] == Tensor(True, "bool")
+
+
+# ---------------------------------------------------------------------------
+# The importer's alias of a DT_RESOURCE Identity (graphdef/importer.py)
+
+
+def _int64_const(name, v):
+    return {"name": name, "op": "Const", "attr": {"dtype": {"type": "DT_INT64"}, "value": {
+        "tensor": {"dtype": "DT_INT64", "tensor_shape": {}, "int64_val": [v]}}}}
+
+
+def _handle(name, shared):
+    return {"name": name, "op": "VarHandleOp", "attr": {
+        "dtype": {"type": "DT_INT64"}, "shape": {"shape": {}}, "shared_name": {"s": shared}}}
+
+
+def switched_alias_graph(wait: str):
+    """`w: u := 7` waits for Identity(Switch(v, p):1), a DT_RESOURCE Identity
+    with no control input.  In TensorFlow the Identity, and so w, is dead
+    when p is false: u keeps its value."""
+    return {"node": [
+        {"name": "p", "op": "Placeholder", "attr": {"dtype": {"type": "DT_BOOL"},
+                                                    "shape": {"shape": {}}}},
+        _handle("v", "x0"), _handle("u", "y0"), _int64_const("c", 7),
+        {"name": "sw", "op": "Switch", "input": ["v", "p"], "attr": {"T": {"type": "DT_RESOURCE"}}},
+        {"name": "alias", "op": "Identity", "input": ["sw:1"],
+         "attr": {"T": {"type": "DT_RESOURCE"}}},
+        {"name": "w", "op": "AssignVariableOp", "input": ["u", "c", "^" + wait],
+         "attr": {"dtype": {"type": "DT_INT64"}}}]}
+
+
+def test_a_control_edge_from_an_identity_of_a_switched_handle_is_dead_with_its_port():
+    """Was imported as a control edge from the Switch itself (live whatever p
+    is), so w wrote when p was false (TensorFlow 2.21 leaves u at 0 there),
+    and the pair below (w waiting for the Switch instead, so unconditional)
+    imported as the same program: `sound`."""
+    from tfsem.graphdef.importer import import_graph
+    p = import_graph(switched_alias_graph("alias"), [], ["w"]).program
+    q = import_graph(switched_alias_graph("sw"), [], ["w"]).program
+    init = {"x0": Tensor(1, "int64"), "y0": Tensor(0, "int64")}
+    for b, y in ((False, 0), (True, 7)):
+        got = set(outcome_set(p, {"p": Tensor(b, "bool")}, init, "atomic", "outputs+state"))
+        assert {dict(o.state)["y0"] for o in got} == {Tensor(y, "int64")}, b
+    v = check_rewrite(p, q, "atomic", observe="outputs+state", timeout=10, backends=False)
+    assert v.verdict == "unsound", v.reason
