@@ -579,7 +579,18 @@ class _Builder:
             self.imp.back_edges.append(src)
             return ref
         if src in self.imp.var_of:
-            self.imp.var_of[self.node.name] = self.imp.var_of[src]
+            x, before = self.imp.var_of[src], self.imp.var_of.get(self.node.name)
+            if before is not None and before != x:
+                # (a Merge of the handles of two variables: which one it
+                # forwards depends on the run, but every static use of the
+                # handle -- the aliased-slot refusal, the exclusive variables
+                # of an optimizer update, a variable's shape -- takes it as
+                # one variable.  Refused rather than taken as the last one:
+                # tests/test_check_control_flow_attacks.py)
+                self.reject(f"data input {i} is a handle of variable {x!r}, another is one of "
+                            f"{before!r}: a {self.node.op} of the handles of two variables "
+                            "is not modelled", "merged-handles")
+            self.imp.var_of[self.node.name] = x
             refs = self.imp.refs.get(src)
             return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
         return self.input(i)

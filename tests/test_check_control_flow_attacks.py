@@ -99,3 +99,33 @@ def test_a_control_edge_from_an_identity_of_a_switched_handle_is_dead_with_its_p
         assert {dict(o.state)["y0"] for o in got} == {Tensor(y, "int64")}, b
     v = check_rewrite(p, q, "atomic", observe="outputs+state", timeout=10, backends=False)
     assert v.verdict == "unsound", v.reason
+
+
+def test_a_merge_of_the_handles_of_two_variables_is_refused():
+    """`ResourceApplyAdagrad(var=Merge(Switch(u, p):1, Switch(v, p):0), accum=u)`
+    aliases var and accum when p is true.  The Merge's variable was the one
+    of its last input (here v), so the aliased-slot refusal did not see it
+    and the model (every read before every write) stood for TensorFlow's
+    in-place kernel; with the inputs the other way round it was refused."""
+    from tfsem.graphdef.importer import GraphImportError, import_graph
+
+    def graph(order):
+        f = {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {}}}
+        res = {"T": {"type": "DT_RESOURCE"}}
+        consts = [{"name": k, "op": "Const", "attr": {"dtype": {"type": "DT_FLOAT"}, "value": {
+            "tensor": {"dtype": "DT_FLOAT", "tensor_shape": {}, "float_val": [0.5]}}}}
+            for k in ("lr", "g")]
+        return {"node": consts + [
+            {"name": "p", "op": "Placeholder", "attr": {"dtype": {"type": "DT_BOOL"},
+                                                        "shape": {"shape": {}}}},
+            {"name": "v", "op": "VarHandleOp", "attr": {**f, "shared_name": {"s": "x0"}}},
+            {"name": "u", "op": "VarHandleOp", "attr": {**f, "shared_name": {"s": "y0"}}},
+            {"name": "s1", "op": "Switch", "input": ["v", "p"], "attr": res},
+            {"name": "s2", "op": "Switch", "input": ["u", "p"], "attr": res},
+            {"name": "m", "op": "Merge", "input": order, "attr": {**res, "N": {"i": 2}}},
+            {"name": "w", "op": "ResourceApplyAdagrad", "input": ["m", "u", "lr", "g"],
+             "attr": {"T": {"type": "DT_FLOAT"}}}]}
+
+    for order in (["s1:0", "s2:1"], ["s2:1", "s1:0"]):
+        with pytest.raises(GraphImportError, match="aliased-variables|merged-handles"):
+            import_graph(graph(order), [], ["w"])
