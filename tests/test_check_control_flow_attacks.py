@@ -129,3 +129,32 @@ def test_a_merge_of_the_handles_of_two_variables_is_refused():
     for order in (["s1:0", "s2:1"], ["s2:1", "s1:0"]):
         with pytest.raises(GraphImportError, match="aliased-variables|merged-handles"):
             import_graph(graph(order), [], ["w"])
+
+
+# ---------------------------------------------------------------------------
+# --float real: a predicate computed in IEEE arithmetic is not the real one
+
+
+def test_a_float_predicate_is_not_fixed_under_float_real():
+    """`if 0.1 + 0.2 == 0.3: 1 else 1 + 2` -> `3`: sound bit for bit (the
+    IEEE sum is not 0.3), not over the reals (it is).  The static deadness
+    computed the predicate with numpy, and the case it fixed was proved:
+    `sound` under --float real, where the same rewrite without control flow
+    (the fetch of the Equal -> false) is not proved."""
+    def f(v):
+        return {"dtype": "float64", "value": v}
+    p = program([
+        {"name": "a", "op": "Const", "value": f(0.1)}, {"name": "b", "op": "Const", "value": f(0.2)},
+        {"name": "c", "op": "Const", "value": f(0.3)},
+        {"name": "s", "op": "Add", "inputs": ["a", "b"]},
+        {"name": "pred", "op": "Equal", "inputs": ["s", "c"]},
+        {"name": "k", "op": "Const", "value": 1},
+        {"name": "sw", "op": "Switch", "inputs": ["k", "pred"]},
+        {"name": "two", "op": "Const", "value": 2},
+        {"name": "t0", "op": "Add", "inputs": ["sw:0", "two"]},
+        {"name": "t1", "op": "Identity", "inputs": ["sw:1"]},
+        {"name": "m", "op": "Merge", "inputs": ["t0", "t1"]}], {"o": "m"}, variables=())
+    q = program([{"name": "t0", "op": "Const", "value": 3}], {"o": "t0"}, variables=())
+    assert check_rewrite(p, q, "atomic", timeout=10, backends=False).verdict == "sound"
+    v = check_rewrite(p, q, "atomic", timeout=10, backends=False, float_mode="real")
+    assert v.verdict == "unknown" and "not fixed" in v.reason, v.reason
