@@ -158,3 +158,29 @@ def test_a_float_predicate_is_not_fixed_under_float_real():
     assert check_rewrite(p, q, "atomic", timeout=10, backends=False).verdict == "sound"
     v = check_rewrite(p, q, "atomic", timeout=10, backends=False, float_mode="real")
     assert v.verdict == "unknown" and "not fixed" in v.reason, v.reason
+
+
+@pytest.mark.parametrize("mode", ("atomic", "decomposed"))
+def test_dead_branch_keeps_the_wait_of_a_dead_merge(mode):
+    """The dead-branch pass (static deadness, partial) on the program above
+    with a constant predicate and a Merge it cannot remove (m2, whose other
+    input is switched on a feed): the dead Merge m1 becomes a waiter, which
+    must still wait for its dead inputs (the partial mode always kept that
+    wait), so the Write stays after the Read."""
+    from tfsem.oracle.jsonio import program_to_json
+    from tfsem.rewrites.registry import get_pass
+    raw = program_to_json(dead_merge_orders(True))
+    raw["feeds"] = {"q": BOOL}
+    raw["nodes"] = [{"name": "pr", "op": "Const", "value": {"dtype": "bool", "value": True}},
+                    {"name": "s2", "op": "Switch", "inputs": ["c", "$q"]}] + raw["nodes"]
+    for n in raw["nodes"]:
+        if n["name"] == "s":
+            n["inputs"] = ["c", "pr"]
+        if n["name"] == "m2":
+            n["inputs"] = ["s:1", "s2:1", "^m1"]
+    p = program_from_json(raw)
+    q = get_pass("dead-branch")(p)
+    assert q.node["m1"].op == "Const"      # the dead Merge became a waiter
+    for b in (False, True):
+        sigma = ({"q": Tensor(b, "bool")}, {"x": Tensor(0, "int64")})
+        assert set(outcome_set(q, *sigma, mode)) <= set(outcome_set(p, *sigma, mode))
