@@ -249,3 +249,38 @@ def test_a_rewrite_into_a_loop_is_never_proved():
     q = summing_loop("0")
     p = program(BASE[:1] + [{"name": "z", "op": "Const", "value": 0}], {"s": "z"})
     _agrees(p, q, [({}, X0)], {"no-counterexample"})
+
+
+@pytest.mark.parametrize("left,op,right,taken", [("nan", "Equal", "nan", 0),
+                                                 ("nan", "NotEqual", "nan", 1),
+                                                 ("-0.0", "Equal", 0.0, 1),
+                                                 ("-0.0", "Less", 0.0, 0)])
+def test_predicates_on_nan_and_signed_zero_pick_the_ieee_branch(left, op, right, taken):
+    """The static predicate is computed as the engine computes it: a rewrite
+    to the branch IEEE takes is sound, to the other one unsound."""
+    def f(v):
+        return {"dtype": "float32", "value": v}
+    p = program([{"name": "a", "op": "Const", "value": f(left)},
+                 {"name": "b", "op": "Const", "value": f(right)},
+                 {"name": "pred", "op": op, "inputs": ["a", "b"]},
+                 {"name": "k", "op": "Const", "value": 1},
+                 {"name": "sw", "op": "Switch", "inputs": ["k", "pred"]},
+                 {"name": "two", "op": "Const", "value": 2},
+                 {"name": "t0", "op": "Add", "inputs": ["sw:0", "two"]},
+                 {"name": "t1", "op": "Identity", "inputs": ["sw:1"]},
+                 {"name": "m", "op": "Merge", "inputs": ["t0", "t1"]}], {"o": "m"}, variables=())
+    for value, sound in ((3, taken == 0), (1, taken == 1)):
+        q = program([{"name": "t", "op": "Const", "value": value}], {"o": "t"}, variables=())
+        _agrees(p, q, [({}, {})], {"sound"} if sound else {"unsound"})
+
+
+def test_a_rewrite_that_switches_on_the_other_feed():
+    def prog(pred):
+        return program(BASE + [{"name": "two", "op": "Const", "value": 2},
+                               {"name": "s", "op": "Switch", "inputs": ["c", pred]},
+                               {"name": "s2", "op": "Switch", "inputs": ["two", "$p"]},
+                               {"name": "m", "op": "Merge", "inputs": ["s:1", "s2:0"]}],
+                       {"o": "m"}, {"p": BOOL, "q": BOOL})
+    sigmas = [({"p": Tensor(a, "bool"), "q": Tensor(b, "bool")}, X0)
+              for a in (False, True) for b in (False, True)]
+    _agrees(prog("$p"), prog("$q"), sigmas, {"unsound"})
