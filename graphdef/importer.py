@@ -407,7 +407,8 @@ class _Importer:
         control inputs only from Consts without inputs (never dead, no
         effect: waiting for them changes no outcome) its consumers read the
         handle it was given, at the same port, and wait for the same node: no
-        node of its own.  Otherwise it becomes `Switch(handle, live):1` with
+        node of its own -- unless that input is a Switch's port, which may be
+        dead while the Switch is not.  Otherwise it becomes `Switch(handle, live):1` with
         `live` a `true` Const that waits for those control inputs: the handle,
         dead when any of them is (semantics.md, dead values).  Any other
         DT_RESOURCE Identity is refused as before (the Identity model's dtype
@@ -424,7 +425,15 @@ class _Importer:
             return False
         waits = [c for c in n.inputs[1:]
                  if not ((g := self.g.get(c[1:])) is not None and g.op == "Const" and not g.inputs)]
-        if waits:
+        # (an output of a Switch may be dead while the Switch is live: a
+        # control edge from the Identity is then dead, one from the Switch is
+        # not.  Its alias would make `^identity` the Switch's own completion,
+        # and a node waiting only on it would fire live, with its effect,
+        # where TensorFlow's fires dead.  So through a Switch the Identity
+        # keeps a node of its own: the Switch on a live `true` below, dead
+        # exactly when the port it reads is.  tests/test_check_control_flow_attacks.py)
+        g_src = self.g.get(src)
+        if waits or (g_src is not None and g_src.op in ("Switch", "RefSwitch")):
             # it waits for nodes that may be dead: the handle through a
             # Switch on a live `true` that waits for them, dead when one is
             b = _Builder(self, n, None)
@@ -570,7 +579,18 @@ class _Builder:
             self.imp.back_edges.append(src)
             return ref
         if src in self.imp.var_of:
-            self.imp.var_of[self.node.name] = self.imp.var_of[src]
+            x, before = self.imp.var_of[src], self.imp.var_of.get(self.node.name)
+            if before is not None and before != x:
+                # (a Merge of the handles of two variables: which one it
+                # forwards depends on the run, but every static use of the
+                # handle -- the aliased-slot refusal, the exclusive variables
+                # of an optimizer update, a variable's shape -- takes it as
+                # one variable.  Refused rather than taken as the last one:
+                # tests/test_check_control_flow_attacks.py)
+                self.reject(f"data input {i} is a handle of variable {x!r}, another is one of "
+                            f"{before!r}: a {self.node.op} of the handles of two variables "
+                            "is not modelled", "merged-handles")
+            self.imp.var_of[self.node.name] = x
             refs = self.imp.refs.get(src)
             return refs[port] if refs and port < len(refs) else DataIn(self.imp.done[src])
         return self.input(i)

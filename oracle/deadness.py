@@ -20,7 +20,8 @@ control flow (:func:`specialize`):
   inputs makes a choice: :class:`Undecided`;
 * a dead node becomes a node that waits for all of its inputs' sources (as
   the dead firing does: "each incoming edge holds content") and has no
-  effect; a Merge ignores a dead data input (it does not wait for it) and
+  effect; a live Merge ignores a dead data input (it does not wait for it),
+  a dead Merge (every data input dead) waits for all of them, and a Merge
   waits for its control inputs, dead or not (controlflow.py's Merge rule);
 * a fetch that is dead is reported in `dead_outputs` (its value would be
   the error `dead` in every run).
@@ -49,7 +50,7 @@ from . import functions as fns
 from .program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ, SWITCH, VAR,
                       ControlIn, DataIn, FeedControlIn, FeedIn, Input, Node, Program, TensorType,
                       validate)
-from .values import Tensor
+from .values import BITS_DTYPES, Tensor
 
 LOOP_OPS = (ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
 
@@ -123,8 +124,13 @@ def _waiter(name: str, inputs) -> Node:
     return Node(name, "Const", _canonical(inputs), {"value": Tensor(np.int64(0), "int64")})
 
 
+def _floats(values) -> bool:
+    return any(isinstance(v, Tensor) and v.dtype in BITS_DTYPES for v in values)
+
+
 def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
-               cleanup: bool = False, partial: bool = False) -> Specialized:
+               cleanup: bool = False, partial: bool = False,
+               real: bool = False) -> Specialized:
     """P with the bool feeds `fixed` set, as a program without control flow
     (see the module docstring); raises :class:`Undecided`.
 
@@ -137,7 +143,13 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
     drops its statically dead data inputs (it never forwards them), which
     is refused when its value_index is used and two inputs stay; a loop
     primitive that is statically dead is refused (a waiter would change
-    the frames)."""
+    the frames).
+
+    `real=True` (a check under --float real, where float arithmetic is real
+    arithmetic): no static value is computed by a function with a float
+    input or result, since numpy computes it in IEEE arithmetic and
+    `Equal(0.1 + 0.2, 0.3)` is false there and true over the reals; a
+    predicate that needs one is not fixed (:class:`Undecided`)."""
     fixed = dict(fixed or {})
     if not partial:
         for n in p.nodes:
@@ -183,6 +195,8 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
                     results = f.apply([r.value for r in data], n.attrs)
                 except Exception:  # (no static value; the node stays as it is)
                     results = ()
+                if real and (_floats(r.value for r in data) or _floats(results)):
+                    results = ()   # (IEEE, not real, arithmetic: see the docstring)
                 for k, value in enumerate(results):
                     ports[(n.name, k)] = _Port(DataIn(n.name, k), (), value)
 
@@ -243,11 +257,16 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         # a dead node: it waits for every input's source, and does nothing
         if n.op in LOOP_OPS:
             raise Undecided(f"{n.op} {name!r} is dead whenever it fires (a loop in a dead branch)")
+        # (a dead Merge is one whose data inputs are all dead: it fires only
+        # once every one of them holds DEAD (controlflow.py's Merge rule), so
+        # it waits for each dead source like any dead node.  Not waiting for
+        # them lets a live Merge with a control input from it, and what waits
+        # for that, fire before the live nodes the dead sources waited for:
+        # runs P lacks, tests/test_check_control_flow_attacks.py)
         waits: list[Input] = []
         for i, r in zip(n.data_inputs, data):
             if r is _DEAD:
-                if n.op != MERGE:
-                    waits.append(ControlIn(i.node))
+                waits.append(ControlIn(i.node))
             else:
                 waits.extend(_waits_for(r))
         nodes[name] = _waiter(name, waits + list(controls))
