@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from .tensorflow import TensorFlowRunError
+from .tensorflow_sessions import run_together
 
 
 def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, dict[str, list[str]]]:
@@ -178,11 +179,7 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                     waiting.append(name)
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
-            threads = [threading.Thread(target=call, args=c) for c in calls]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            run_together(call, calls)
             if cancelled:
                 # a call cancelled at its timeout drops its lock tensors, freeing
                 # their sections: a call that completes only after that was

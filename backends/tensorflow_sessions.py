@@ -24,6 +24,16 @@ import numpy as np
 from .tensorflow import GraphRunner, TensorFlowRunError, _array
 
 
+def run_together(call, calls) -> None:
+    """Run `call(*c)` for every `c` in `calls`, each on a thread of its own
+    (the runs of a session, started together), and wait for all of them."""
+    threads = [threading.Thread(target=call, args=c) for c in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def run_session_threads(session, init: Mapping[str, Any], trials: int,
                         feeds: Mapping[str, Any] | None = None,
                         observe: str = "outputs+state", inter_op_threads: int = 4,
@@ -81,11 +91,7 @@ def run_session_threads(session, init: Mapping[str, Any], trials: int,
                                                        fd)[:len(fetch)]
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
-            threads = [threading.Thread(target=call, args=c) for c in calls]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            run_together(call, calls)
             if errors:
                 raise TensorFlowRunError(f"TensorFlow failed a run: {errors[0]}")
             outs = {f"{name}/{o}": Tensor(np.asarray(v))
