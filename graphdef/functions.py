@@ -666,6 +666,18 @@ def _function_name(call: GNode) -> str:
     return name
 
 
+
+def _returns(fdef: dict, outs, fname: str, resolve) -> list[str]:
+    """The inlined body's tensor for each output of `outs`, through the
+    function's `ret` map (an output without a ret entry is a format error)."""
+    ret = fdef.get("ret", {})
+    rets = []
+    for o in outs:
+        if o not in ret:
+            raise GraphFormatError(f"function {fname!r}", f"output {o!r} has no ret entry")
+        rets.append(resolve(ret[o], f"function {fname!r} ret {o!r}"))
+    return rets
+
 def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
             room: int = MAX_INLINED_NODES,
             redirects: dict[str, str] | None = None) -> list[GNode]:
@@ -732,12 +744,7 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         ctx = f"node {n!r} {where}"
         inputs = [resolve(i, ctx) for i in nd.get("input", [])] + [f"^{entry}"]
         new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
-    ret = fdef.get("ret", {})
-    rets = []
-    for o in outs:
-        if o not in ret:
-            raise GraphFormatError(f"function {fname!r}", f"output {o!r} has no ret entry")
-        rets.append(resolve(ret[o], f"function {fname!r} ret {o!r}"))
+    rets = _returns(fdef, outs, fname, resolve)
     done = sorted({f"^{prefix}/{n}" for n in kept if n in body and _is_effect(ops_of[n])}
                   | {f"^{prefix}/{n}" for n in (fdef.get("control_ret") or {}).values()
                      if n in body}
@@ -811,12 +818,7 @@ def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dic
                                     if not i.startswith("^"))):
             inputs += wait
         new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
-    ret = fdef.get("ret", {})
-    rets = []
-    for o in outs:
-        if o not in ret:
-            raise GraphFormatError(f"function {fname!r}", f"output {o!r} has no ret entry")
-        rets.append(resolve(ret[o], f"function {fname!r} ret {o!r}"))
+    rets = _returns(fdef, outs, fname, resolve)
     ocn = f"{prefix}/output_control_node"
     new.append(GNode(ocn, "NoOp", sorted({f"^{prefix}/{n}" for n in
                                           (fdef.get("control_ret") or {}).values() if n in body})
