@@ -412,7 +412,7 @@ def plan_schedule(p, cx, observe: str, *, can_split: bool) -> tuple[list[str], l
     if _gives(p, cx, equivalent, DECOMPOSED, observe):
         return order, []
     split = sorted(n for n in apart if n in p.node and p.node[n].op == ASSIGN
-                   and p.node[n].fn.partition(".")[0] != "Snd")
+                   and p.node[n].fn.partition(".")[0] not in ("Snd", "SndSameShape"))
     if not can_split:
         shown = ", ".join(f"Assign-{p.node[n].fn} {n!r}" for n in split) or "an Assign"
         raise NotReplayable(

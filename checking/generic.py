@@ -274,7 +274,7 @@ class GenericAlgebra(Algebra):
         # a dtype with no Z3 model here: the function's result is opaque
         # (after the error discipline, which the base class applies first)
         if any(isinstance(a, GTensor) and a.dtype not in ENCODED for a in args) \
-                and fn.name not in ("Identity", "Copy", "Snd"):
+                and fn.name not in ("Identity", "Copy", "Snd", "SndSameShape"):
             for i in fn.strict():
                 if isinstance(args[i], (Error, Opaque)):
                     return super()._apply(fn, args, attrs)
@@ -287,7 +287,7 @@ class GenericAlgebra(Algebra):
     def _elements(self, fn: fns.Function, args: Sequence[Any],
                   attrs: Mapping[str, Any]) -> tuple[GTensor, ...]:
         name = fn.name
-        if name in ("Const", "Identity", "Copy", "Snd"):
+        if name in ("Const", "Identity", "Copy", "Snd", "SndSameShape"):
             # the same as for element terms (self.constant is this algebra's)
             return super()._elements(fn, args, attrs)
         if name == "Concat":

@@ -168,7 +168,7 @@ _COMMUTATIVE = {d: frozenset({"add", "mul"}) if d in FLOAT_DTYPES
 #: Built-in functions the encoder knows, by registry name, with their
 #: elementwise op ("" for the structural ones).
 ELEMENTWISE = {"Add": "add", "Sub": "sub", "Mul": "mul", "Neg": "neg", "Max": "max", "Min": "min"}
-STRUCTURAL = ("Const", "Identity", "Copy", "Snd", "Concat", "Split")
+STRUCTURAL = ("Const", "Identity", "Copy", "Snd", "SndSameShape", "Concat", "Split")
 
 # The registry entries the encodings describe, captured at import: a function
 # a user re-registers under a built-in name is treated as having no encoding.
@@ -355,6 +355,9 @@ class Algebra:
                 # an opaque value may or may not be an error: the result's
                 # kind is unknown
                 return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
+        if fn.name == "SndSameShape" and isinstance(args[0], Opaque):
+            # whether it fails depends on the old value's shape, unknown here
+            return (self.opaque(name, 0, tuple(args)),)
         used = [a for i, a in enumerate(args) if i in fn.strict()]
         if not fn.mixed_dtypes and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * fn.n_out
@@ -482,7 +485,9 @@ class Algebra:
             return (args[0],)
         if name == "Copy":
             return (args[0], args[0])
-        if name == "Snd":
+        if name in ("Snd", "SndSameShape"):
+            # (SndSameShape's failure, a shape that is not the variable's, is
+            # decided from the kinds: _apply)
             return (args[1],)
         if name == "Concat":
             a, b = args

@@ -16,6 +16,7 @@ from tfsem.oracle.program import Program, ProgramError, Violation
 
 from . import state_ops  # noqa: F401  (registers the state family's op models)
 from . import blocking_ops  # noqa: F401  (sessions' queues and critical sections)
+from . import dataset_ops  # noqa: F401  (tf.data iterators and Optionals: model.fit)
 from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).
@@ -251,14 +252,49 @@ def _looks_like_meta(text: str) -> bool:
 def import_path(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                 target: Sequence[str] = (), signature: str | None = None,
                 deadline: float | None = None, captures: str | Path | dict | None = None,
-                session: bool = False):
+                session: bool = False, shapes: dict | Sequence[str] | None = None):
     """`graphdef.importer.Imported` of the graph at `path` (see read_graph).
     Past `deadline` (a time.monotonic() value), raises ImportTimeout.
     `captures`: the capture map of a concrete function's graph (a dict, or
-    the path of its JSON file; importer.parse_captures)."""
+    the path of its JSON file; importer.parse_captures).  `shapes`: the
+    shapes of feeds whose graph shape has unknown dimensions, {name: [dims]}
+    or `--shape` strings `NAME=DIMS` (parse_shapes); a name is a Placeholder
+    or a signature input's key."""
     from .importer import gc_paused
     with gc_paused():
-        return _import_path(path, fetch, feed, target, signature, deadline, captures, session)
+        return _import_path(path, fetch, feed, target, signature, deadline, captures, session,
+                            shapes)
+
+
+def parse_shapes(shapes: dict | Sequence[str] | None) -> dict[str, list[int]]:
+    """`--shape NAME=DIMS` options (DIMS: `8,28,28,1`, `[8, 28, 28, 1]`, or
+    empty for a scalar) as {name: [dims]}; a dict is checked and returned."""
+    if not shapes:
+        return {}
+    if isinstance(shapes, dict):
+        items = list(shapes.items())
+    else:
+        items = []
+        for s in shapes:
+            name, eq, dims = str(s).partition("=")
+            if not eq or not name:
+                raise ProgramError([Violation(f"--shape {s}", "usage", "write NAME=DIMS, e.g. "
+                                              "--shape x=8,28,28,1")])
+            text = dims.strip().strip("[]").strip()
+            try:
+                items.append((name, [int(d) for d in text.split(",")] if text else []))
+            except ValueError:
+                raise ProgramError([Violation(f"--shape {s}", "usage", "DIMS must be "
+                                              "comma-separated sizes, e.g. 8,28,28,1")]) from None
+    out: dict[str, list[int]] = {}
+    for name, dims in items:
+        if not isinstance(dims, (list, tuple)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 31
+                for d in dims):
+            raise ProgramError([Violation(f"--shape {name}", "usage", "the shape must be a list "
+                                          f"of sizes from 0 to 2**31-1, not {dims!r}")])
+        out[str(name)] = list(dims)
+    return out
 
 
 def read_captures(path: str | Path) -> dict:
@@ -274,8 +310,10 @@ def read_captures(path: str | Path) -> dict:
     return data
 
 
-def _import_path(path, fetch, feed, target, signature, deadline, captures=None, session=False):
+def _import_path(path, fetch, feed, target, signature, deadline, captures=None, session=False,
+                 shapes=None):
     from .importer import GraphImportError, import_graph
+    shapes = parse_shapes(shapes)
     graph, sig, objects = _read_graph(path, signature, deadline)
     variable_names = saved_variable_names(graph, objects)
     names = None
@@ -290,12 +328,14 @@ def _import_path(path, fetch, feed, target, signature, deadline, captures=None, 
             node = _tensor_name(info, path).partition(":")[0]
             if node not in feed:
                 feed.append(node)
+            if k in shapes and node not in shapes:   # --shape KEY=DIMS of a signature input
+                shapes[node] = shapes.pop(k)
     if isinstance(captures, (str, Path)):
         captures = read_captures(captures)
     try:
         return import_graph(graph, fetch, target, feed, output_names=names, deadline=deadline,
                             captures=captures, variable_names=variable_names,
-                            session=session)
+                            session=session, shapes=shapes)
     except GraphImportError as exc:
         raise ProgramError([Violation(f"{path}: {v.where}", v.rule, v.message)
                             for v in exc.violations]) from None
@@ -314,17 +354,19 @@ def _tensor_name(info: dict, path) -> str:
 def load_program_or_graph(path: str | Path, fetch: Sequence[str] = (), feed: Sequence[str] = (),
                           target: Sequence[str] = (), signature: str | None = None,
                           validate: bool = True, deadline: float | None = None,
-                          captures: str | Path | dict | None = None) -> Program:
+                          captures: str | Path | dict | None = None,
+                          shapes: dict | Sequence[str] | None = None) -> Program:
     """The program at `path`: a tfsem JSON program, or a TensorFlow graph
     (GraphDef .pb/.pbtxt, MetaGraphDef .meta, SavedModel directory) imported
     with these fetches, feeds and targets.  Every command that takes a
     program reads it through here.  A graph's import past `deadline` (a
     time.monotonic() value) raises ImportTimeout."""
     if is_graph_path(path):
-        return import_path(path, fetch, feed, target, signature, deadline, captures).program
-    if fetch or feed or target or signature or captures:
+        return import_path(path, fetch, feed, target, signature, deadline, captures,
+                           shapes=shapes).program
+    if fetch or feed or target or signature or captures or shapes:
         raise ProgramError([Violation(str(path), "usage", "--fetch, --feed, --target, "
-                                      "--captures and --signature apply to TensorFlow graphs (.pb, .pbtxt, "
+                                      "--captures, --shape and --signature apply to TensorFlow graphs (.pb, .pbtxt, "
                                       ".meta, a SavedModel directory), not to a JSON program")])
     from tfsem.oracle.jsonio import load_program
     return load_program(path, validate=validate)

@@ -26,6 +26,10 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
                    help="the capture map of a tf.function's concrete-function graph: JSON "
                         "{placeholder: {variable, dtype, shape}} naming the variable each "
                         "DT_RESOURCE Placeholder captures")
+    g.add_argument("--shape", dest="shapes", action="append", default=[], metavar="NAME=DIMS",
+                   help="the shape of a feed whose graph shape has an unknown dimension (a "
+                        "SavedModel's None batch): NAME a Placeholder or a signature input, "
+                        "DIMS like 8,28,28,1 (repeatable; a verdict holds for that shape)")
 
 
 def start_budget(args: argparse.Namespace, seconds: float) -> float:
@@ -61,7 +65,8 @@ def load_from_args(path: str | Path, args: argparse.Namespace, lenient: bool = F
                                  target=getattr(args, "target", []) or [],
                                  signature=getattr(args, "signature", None),
                                  deadline=getattr(args, "import_deadline", None),
-                                 captures=getattr(args, "captures", None))
+                                 captures=getattr(args, "captures", None),
+                                 shapes=getattr(args, "shapes", None))
 
 
 def is_session_path(path: str | Path) -> bool:

@@ -44,7 +44,7 @@ from .importer import TF_DTYPES, TFSEM_DTYPES
 PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
 
 _ASSIGN_OPS = {"Snd": "AssignVariableOp", "Add": "AssignAddVariableOp",
-               "Sub": "AssignSubVariableOp"}
+               "Sub": "AssignSubVariableOp", "SndSameShape": "AssignVariableOp"}
 _SAME_NAME = {"Identity", "Sub", "Mul", "Neg", "RealDiv", "Square", "Sqrt", "SquaredDifference",
               "Abs", "FloorMod", "FloorDiv", "Relu", "ReluGrad", "BiasAdd", "BiasAddGrad",
               "ZerosLike", "OnesLike", "NoOp"}
@@ -420,8 +420,10 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                         {"name": name, "op": "AssignVariableOp",
                          "input": [data[0], f"{name}/compute"], "attr": {"dtype": _type(t.dtype)}}]
                 continue
-            out.append({"name": name, "op": op, "input": data + ctrl,
-                        "attr": {"dtype": _type(t.dtype)}})
+            attr = {"dtype": _type(t.dtype)}
+            if n.fn == "SndSameShape":
+                attr["validate_shape"] = {"b": True}
+            out.append({"name": name, "op": op, "input": data + ctrl, "attr": attr})
             continue
         out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where))
     for o, port in p.outputs.items():

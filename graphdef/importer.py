@@ -75,6 +75,17 @@ _VAL_FIELDS = {
 
 MAX_CONST_ELEMENTS = 1 << 24
 
+#: Type attributes with a default in TensorFlow's op registry, which a
+#: SavedModel leaves out of its functions' nodes (it strips default attributes).
+DEFAULT_TYPE_ATTRS = {("Shape", "out_type"): "DT_INT32", ("ShapeN", "out_type"): "DT_INT32",
+                      ("Size", "out_type"): "DT_INT32", ("VariableShape", "out_type"): "DT_INT32"}
+
+#: Ops that read a tf.data iterator (graphdef/dataset_ops.py models the first
+#: two): a DT_RESOURCE Placeholder one of them reads is an iterator.
+ITERATOR_READERS = ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
+                    "MakeIterator", "IteratorToStringHandle", "SerializeIterator",
+                    "DeleteIterator")
+
 
 def dtype_name(dt: Any) -> str:
     return dt if isinstance(dt, str) else f"DataType {dt}"
@@ -190,8 +201,11 @@ class Imported:
 class _Importer:
     def __init__(self, nodes: dict[str, GNode], feeds: Iterable[str],
                  captures: dict[str, dict] | None = None,
-                 variable_names: dict[str, str] | None = None):
+                 variable_names: dict[str, str] | None = None,
+                 shapes: dict[str, list[int]] | None = None):
         self.g = nodes
+        #: feed -> the shape `--shape` gives it (where the graph's has unknown dims)
+        self.shapes = dict(shapes or {})
         #: VarHandleOp node -> the variable's name, where a SavedModel's
         #: object graph names it (graphdef.saved_variable_names)
         self.variable_names = variable_names or {}
@@ -204,6 +218,8 @@ class _Importer:
         self.variables: dict[str, TensorType] = {}
         self.var_of: dict[str, str] = {}         # VarHandleOp node -> variable
         self.handle_aliases: set[str] = set()     # DT_RESOURCE Identity nodes (_handle_alias)
+        #: iterator Placeholder -> the node that draws from it (dataset_ops.py)
+        self.iterators: dict[str, str | None] = {}
         self.feed_types: dict[str, TensorType] = {}
         self.exclusive: list[tuple[str, set[str], set[str]]] = []
         self.unusable: dict[str, GraphImportError] = {}
@@ -215,6 +231,10 @@ class _Importer:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
                                        "unknown-node")
+        for f in self.shapes:
+            if f not in self.g:
+                raise GraphImportError(f"--shape {f}", f"no node named {f!r} in the graph (nor "
+                                       "a signature input)", "unknown-node")
 
     def has_loops(self) -> bool:
         """Whether the graph has a while loop (an Enter node)."""
@@ -464,6 +484,8 @@ class _Importer:
     def _feed(self, n: GNode) -> None:
         where = n.describe()
         dt = attr_value(n.attr.get("dtype", {})) or attr_value(n.attr.get("T", {}))
+        if dt == "DT_RESOURCE" and self._iterator(n):
+            return
         if dt == "DT_RESOURCE":
             user = attr_value(n.attr.get("_user_specified_name", {}))
             what = ("in a tf.function's concrete-function graph it captures a variable, and "
@@ -481,14 +503,44 @@ class _Importer:
         if shape is None and "_output_shapes" in n.attr:
             shapes = attr_value(n.attr["_output_shapes"]) or []
             shape = shapes[0] if shapes else None
+        if n.name in self.shapes:
+            shape = self._given_shape(n, shape)
         if shape is None or any(d < 0 for d in shape):
+            dims = ",".join("N" if d < 0 else str(d) for d in shape) if shape is not None \
+                else "DIMS"
             raise GraphImportError(where, f"the feed has no static shape ({shape}); tfsem needs "
-                                   "one", "unknown-shape")
+                                   f"one: give it with --shape {n.name}={dims} (N the batch size "
+                                   "to check: a verdict holds for that shape)", "unknown-shape")
         self.feed_types[n.name] = TensorType(TFSEM_DTYPES[dt], tuple(shape))
         self.names.add(n.name)
         self.out_nodes.append(Node(n.name, "Identity", (FeedIn(n.name),), {}))
         self.refs[n.name] = [DataIn(n.name)]
         self.done[n.name] = n.name
+
+    def _given_shape(self, n: GNode, shape: list[int] | None) -> list[int]:
+        """The shape --shape gives feed n, which must agree with the graph's
+        known dimensions (TensorFlow would refuse another feed)."""
+        given = self.shapes[n.name]
+        if shape is not None and (len(given) != len(shape) or any(
+                d >= 0 and d != g for d, g in zip(shape, given))):
+            raise GraphImportError(f"--shape {n.name}", f"{given} does not fit the graph's shape "
+                                   f"{shape} of {n.describe()} (-1: any size)", "bad-shape")
+        return list(given)
+
+    def _iterator(self, n: GNode) -> bool:
+        """A DT_RESOURCE Placeholder that an iterator op reads (model.fit's
+        `iterator` argument) is a tf.data iterator: a NoOp of its name, whose
+        reads graphdef/dataset_ops.py models (the next element in σ)."""
+        if not any(g.op in ITERATOR_READERS and any(
+                   not i.startswith("^") and split_ref(i)[0] == n.name for i in g.inputs)
+                   for g in self.g.values()):
+            return False
+        self.iterators[n.name] = None
+        self.names.add(n.name)
+        self.out_nodes.append(Node(n.name, "NoOp", (), {}))
+        self.refs[n.name] = []
+        self.done[n.name] = n.name
+        return True
 
     def _opaque(self, n: GNode) -> None:
         data = [i for i in n.inputs if not i.startswith("^")]
@@ -562,6 +614,9 @@ class _Builder:
         if refs is None:
             self.reject(f"input {i} ({self.data[i]}) comes from a node that was not imported")
         if port >= len(refs):
+            if src in self.imp.iterators:
+                self.reject(f"input {i} is the tf.data iterator {src!r} where a tensor is "
+                            "expected (only IteratorGetNext reads an iterator)", "edge-kind")
             self.reject(f"input {i} is {self.data[i]}, but {src!r} has {len(refs)} output(s)",
                         "bad-port")
         return refs[port]
@@ -669,7 +724,7 @@ class _Builder:
         return attr_value(a)
 
     def dtype(self, name: str) -> str:
-        dt = self.attr(name, "")
+        dt = self.attr(name, "") or DEFAULT_TYPE_ATTRS.get((self.node.op, name), "")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
                         f"not modelled: {NOT_MODELLED}", "unsupported-dtype")
@@ -866,7 +921,7 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
                  feeds: Sequence[str] = (), output_names: Sequence[str] | None = None,
                  deadline: float | None = None, captures: dict | None = None,
                  variable_names: dict[str, str] | None = None,
-                 session: bool = False) -> Imported:
+                 session: bool = False, shapes: dict[str, list[int]] | None = None) -> Imported:
     """The program of `graph` (a GraphDef dict, or a GraphDef message from
     graphdef.proto.parse) for these fetches and targets (default: every node
     nothing consumes, initializers excepted: those with outputs fetched, the
@@ -876,17 +931,19 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
     `variable_names` renames variables by VarHandleOp node (a SavedModel's
     object graph: graphdef.saved_variable_names).  `session`: the graph is a
     session's, whose critical sections and queues are imported
-    (graphdef/blocking_ops.py); otherwise a graph holding them is refused."""
+    (graphdef/blocking_ops.py); otherwise a graph holding them is refused.
+    `shapes`: feed -> the shape to give it where the graph's shape has
+    unknown dimensions (`--shape`)."""
     with gc_paused():
         try:
             return _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                                 captures, variable_names, session)
+                                 captures, variable_names, session, shapes)
         except GraphFormatError as exc:  # a malformed name (a port of 5,000 digits ...)
             raise GraphImportError(exc.where, exc.message, exc.rule) from None
 
 
 def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
-                  captures=None, variable_names=None, session=False) -> Imported:
+                  captures=None, variable_names=None, session=False, shapes=None) -> Imported:
     try:
         nodes = flatten(graph, deadline)
     except (GraphFormatError, ImportTimeout):
@@ -894,7 +951,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
         raise GraphImportError("graph", f"malformed graph or function library: "
                                f"{type(exc).__name__}: {exc}", "malformed-graph") from None
-    imp = _Importer(nodes, feeds, captures, variable_names)
+    imp = _Importer(nodes, feeds, captures, variable_names, shapes)
     fetches, targets = list(fetches), list(targets)
     default = not fetches and not targets
     if default:
@@ -936,6 +993,12 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     program = Program(imp.variables, tuple(imp.out_nodes), outputs, imp.feed_types)
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
+    if session and any(imp.iterators.values()):
+        it = next(k for k, v in imp.iterators.items() if v)
+        raise GraphImportError(f"node {_short(imp.iterators[it])!r} ({nodes[imp.iterators[it]].op})",
+                               "a draw from a tf.data iterator is not modelled in a session "
+                               "(concurrent runs draw in an order the schedule decides): "
+                               "import the graph alone, one run's draw in σ", "iterator")
     st = getattr(imp, "blocking_state", None)   # graphdef/blocking_ops.py's record
     blocking, releases = st.finish(program) if st is not None else (None, {})
     if not session and st is not None:

@@ -56,6 +56,10 @@ def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node"
                    help="the capture map of a tf.function's concrete-function graph: JSON "
                         "{placeholder: {variable, dtype, shape}} naming the variable each "
                         "DT_RESOURCE Placeholder captures")
+    g.add_argument("--shape", dest="shapes", action="append", default=[], metavar="NAME=DIMS",
+                   help="the shape of a feed whose graph shape has an unknown dimension (a "
+                        "SavedModel's None batch): NAME a Placeholder or a signature input, "
+                        "DIMS like 8,28,28,1 (repeatable; a verdict holds for that shape)")
 
 
 def load_from_args(path, args: argparse.Namespace, lenient: bool = False):

@@ -32,6 +32,10 @@ def add_parser(sub) -> None:
                    help="the capture map of a tf.function's concrete-function graph: JSON "
                         "{placeholder: {variable, dtype, shape}} naming the variable each "
                         "DT_RESOURCE Placeholder captures")
+    p.add_argument("--shape", dest="shapes", action="append", default=[], metavar="NAME=DIMS",
+                   help="the shape of a feed whose graph shape has an unknown dimension (a "
+                        "SavedModel's None batch): NAME a Placeholder or a signature input, "
+                        "DIMS like 8,28,28,1 (repeatable; a verdict holds for that shape)")
     p.add_argument("--list-ops", action="store_true",
                    help="print the op table (what each TensorFlow op becomes) and exit")
     p.set_defaults(run=run)
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.graph}: not a TensorFlow graph (.pb, .pbtxt, .meta, or a "
                          "SavedModel directory)")
     imported = import_path(args.graph, args.fetch, args.feed_nodes, args.target, args.signature,
-                           captures=args.captures)
+                           captures=args.captures, shapes=args.shapes)
     text = dumps(program_to_json(imported.program)) + "\n"
     if args.output:
         try:

@@ -1,0 +1,166 @@
+"""tf.data iterators and Optionals, as far as `model.fit`'s train function
+needs them (docs/tensorflow-graphs.md, "model.fit's train function").
+
+* A `DT_RESOURCE` Placeholder that an iterator op reads (the `iterator`
+  argument of `model.make_train_function()`'s graph) is an *iterator*: a
+  NoOp of its name (importer._Importer._feed; creating it has no effect the
+  model sees).
+* `IteratorGetNext` / `IteratorGetNextSync` on such an iterator: the
+  iterator's next element is part of σ, one feed per component,
+  `ITERATOR/next_K`, typed by `output_types` and `output_shapes`; the node's
+  outputs are Identity nodes of those feeds.  Exact for one run that draws
+  once from an iterator that is not exhausted: the element the run gets is
+  whatever the dataset holds next, fixed before the run starts, whatever
+  the schedule.  Refused by name: a second draw from one iterator in one
+  import (which draw gets which element would depend on the schedule), a
+  draw inside a loop (each iteration draws anew), an iterator of another
+  origin (made in the graph from a dataset the graph defines), and every
+  other iterator op (`IteratorGetNextAsOptional`, `MakeIterator`, ...).
+* `OptionalFromValue` of one component: an Optional that holds a value, which
+  is what its consumer reads (`Optional.get_value()`, what Keras's
+  `train_function` returns): tfsem's value is the component, an Identity.
+  `OptionalGetValue` of it is an Identity, `OptionalHasValue` the constant
+  `true` after it.  `OptionalNone` (an empty Optional) and an Optional of
+  several components are refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfsem.oracle.program import ControlIn, DataIn
+from tfsem.oracle.values import Tensor
+
+from .functions import split_ref
+from .importer import ITERATOR_READERS, NOT_MODELLED, TFSEM_DTYPES, dtype_name
+from .ops import op
+
+
+def _iterator(b) -> str:
+    """The iterator input 0 reads: a DT_RESOURCE Placeholder the importer
+    took as one (importer._Importer.iterators)."""
+    src, _ = b._ref(0)
+    if src not in b.imp.iterators:
+        g = b.imp.g.get(src)
+        b.reject(f"its iterator comes from {src!r} ({g.op if g else '?'}): only an iterator "
+                 "given to the function (a DT_RESOURCE Placeholder, the `iterator` argument of "
+                 "model.make_train_function()'s graph) is modelled, with its next element in σ",
+                 "iterator")
+    return src
+
+
+def _get_next(b):
+    it = _iterator(b)
+    if b.imp.has_loops():
+        b.reject("a draw from an iterator in a graph with loops is not modelled (a node in a "
+                 "loop fires once per iteration, and each firing draws another element; "
+                 "model.fit with steps_per_execution > 1 loops so)", "iterator-in-loop")
+    drawn = b.imp.iterators[it]
+    if drawn is not None:
+        b.reject(f"iterator {it!r} is drawn from twice in one run (also by {drawn!r}): which "
+                 "draw gets which element depends on the schedule, which tfsem does not model "
+                 "(one draw per iterator: its next element is part of σ)", "iterator-draws")
+    b.imp.iterators[it] = b.node.name
+    types = b.attr("output_types")
+    shapes = b.attr("output_shapes")
+    if not isinstance(types, list) or not isinstance(shapes, list) or len(types) != len(shapes):
+        b.reject("output_types and output_shapes must be lists of one length", "malformed-node")
+    outs = []
+    for k, (dt, shape) in enumerate(zip(types, shapes)):
+        if dt not in TFSEM_DTYPES:
+            b.reject(f"component {k} of the element has dtype {dtype_name(dt)}, which is not "
+                     f"modelled: {NOT_MODELLED}", "unsupported-dtype")
+        if shape is None or any(d < 0 for d in shape):
+            b.reject(f"component {k} of the element has no static shape ({shape}); tfsem needs "
+                     "one: give the dataset a fixed batch size (batch(n, "
+                     "drop_remainder=True)) or trace the function for a TensorSpec with one",
+                     "unknown-shape")
+        feed = b.feed(f"{it}/next_{k}", TFSEM_DTYPES[dt], tuple(shape))
+        outs.append(b.add("Identity", [feed], part=f"next_{k}"))
+    b.add("NoOp", [])   # the node itself: done when every component is there
+    return outs
+
+
+for _op in ITERATOR_READERS[:2]:
+    op(_op, "the iterator's next element, part of σ: feeds ITERATOR/next_K (one draw per "
+       "iterator and import; refused in loops)", resources=(), stateful=True)(_get_next)
+
+
+def _optional_source(b, i: int):
+    """The OptionalFromValue node that data input i holds (through Identity
+    nodes), or None."""
+    src, port = b._ref(i)
+    for _ in range(1000):
+        g = b.imp.g.get(src)
+        if g is None:
+            return None
+        if g.op == "OptionalFromValue":
+            return g
+        if g.op not in ("Identity", "Snapshot"):
+            return None
+        data = [x for x in g.inputs if not x.startswith("^")]
+        if not data:
+            return None
+        src, port, _ = split_ref(data[0])
+    return None
+
+
+@op("OptionalFromValue", "an Optional holding one component: tfsem's value is the component "
+    "(what Optional.get_value() reads); several components refused")
+def _optional_from_value(b):
+    if b.n_inputs != 1:
+        b.reject(f"an Optional of {b.n_inputs} components is not modelled (one component: "
+                 "its value is the component)", "optional")
+    return [b.add("Identity", [b.input(0)])]
+
+
+def _optional_input(b) -> DataIn:
+    if _optional_source(b, 0) is None:
+        src, _ = b._ref(0)
+        g = b.imp.g.get(src)
+        b.reject(f"its Optional comes from {src!r} ({g.op if g else '?'}): only an "
+                 "OptionalFromValue (an Optional that holds a value) is modelled", "optional")
+    return b.input(0)
+
+
+@op("OptionalGetValue", "the component of an OptionalFromValue: Identity")
+def _optional_get_value(b):
+    types = b.attr("output_types")
+    if not isinstance(types, list) or len(types) != 1:
+        b.reject("an Optional of several components is not modelled", "optional")
+    return [b.add("Identity", [_optional_input(b)])]
+
+
+@op("OptionalHasValue", "of an OptionalFromValue: the constant true, after it")
+def _optional_has_value(b):
+    x = _optional_input(b)
+    return [b.add("Const", [ControlIn(x.node)], {"value": Tensor(np.array(True), "bool")})]
+
+
+_OPTIONAL_NONE = ("an empty Optional is not modelled (model.fit's train function makes one "
+                  "only with steps_per_execution > 1, around a loop that draws until the "
+                  "iterator is exhausted): export the function with steps_per_execution=1, "
+                  "or model.train_step")
+_OTHER_ITERATOR = ("an iterator op other than IteratorGetNext is not modelled (only the next "
+                   "element of an iterator given to the function, part of σ): whether an "
+                   "iterator is exhausted, and datasets and iterators made in the graph, are "
+                   "not; export the step with the iterator as the function's argument "
+                   "(model.make_train_function()) or the batch as feeds (model.train_step)")
+
+OTHER_ITERATOR_OPS = ("IteratorGetNextAsOptional", "IteratorV2", "Iterator", "AnonymousIterator",
+                      "AnonymousIteratorV2", "AnonymousIteratorV3", "MakeIterator",
+                      "OneShotIterator", "IteratorFromStringHandle",
+                      "IteratorFromStringHandleV2", "IteratorToStringHandle",
+                      "DeserializeIterator", "SerializeIterator", "DeleteIterator",
+                      "MultiDeviceIterator", "MultiDeviceIteratorGetNextFromShard")
+
+
+def _refuse(tf_op: str, reason: str, rule: str):
+    @op(tf_op, f"refused: {reason.split('(')[0].strip()}", stateful=True)
+    def build(b):
+        b.reject(reason, rule)
+
+
+_refuse("OptionalNone", _OPTIONAL_NONE, "optional")
+for _op in OTHER_ITERATOR_OPS:
+    _refuse(_op, _OTHER_ITERATOR, "iterator")
