@@ -1,0 +1,198 @@
+"""tf.data iterators and Optionals (graphdef/dataset_ops.py): the graph
+`model.make_train_function()` writes reads an iterator argument with
+IteratorGetNext and returns an Optional.  The next element is part of σ
+(feeds ITERATOR/next_K); the refusals are by name.  The corpus graph
+itself is held by tests/test_corpus_graphs.py; here hand-written graphs of
+the same shape, and one against TensorFlow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfsem.checking import check_rewrite
+from tfsem.graphdef import import_path
+from tfsem.graphdef.importer import GraphImportError, import_graph
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.jsonio import program_to_json
+from tfsem.oracle.values import Tensor
+
+CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
+
+
+def _shape(dims):
+    return {"shape": {"dim": [{"size": d} for d in dims]} if dims is not None
+            else {"unknown_rank": True}}
+
+
+def iterator(name="iterator"):
+    return {"name": name, "op": "Placeholder",
+            "attr": {"dtype": {"type": "DT_RESOURCE"}, "shape": _shape([]),
+                     "_user_specified_name": {"s": b"iterator"}}}
+
+
+def get_next(name="IteratorGetNext", it="iterator", types=("DT_INT64", "DT_FLOAT"),
+             shapes=((2,), ()), op="IteratorGetNext"):
+    return {"name": name, "op": op, "input": [it],
+            "attr": {"output_types": {"list": {"type": list(types)}},
+                     "output_shapes": {"list": {"shape": [_shape(s)["shape"] for s in shapes]}}}}
+
+
+def handle(name="v", dtype="DT_INT64", dims=(2,)):
+    return {"name": name, "op": "VarHandleOp",
+            "attr": {"dtype": {"type": dtype}, "shape": _shape(dims), "shared_name": {"s": name}}}
+
+
+def node(name, op, inputs, **attr):
+    return {"name": name, "op": op, "input": list(inputs), "attr": attr}
+
+
+def train_function(extra=()):
+    """v += the element's first component; the result an Optional of the
+    second component times two, fetched through an Identity after the step
+    (model.make_train_function()'s graph, small)."""
+    return {"node": [
+        iterator(), get_next(), handle(),
+        node("update", "AssignAddVariableOp", ["v", "IteratorGetNext"], dtype={"type": "DT_INT64"}),
+        node("two", "Const", [], dtype={"type": "DT_FLOAT"},
+             value={"tensor": {"dtype": "DT_FLOAT", "tensor_shape": {}, "float_val": [2.0]}}),
+        node("loss", "Mul", ["IteratorGetNext:1", "two"], T={"type": "DT_FLOAT"}),
+        node("optional", "OptionalFromValue", ["loss"],
+             Toutput_types={"list": {"type": ["DT_FLOAT"]}}),
+        node("NoOp", "NoOp", ["^IteratorGetNext", "^update"]),
+        node("Identity", "Identity", ["optional", "^NoOp"], T={"type": "DT_VARIANT"}),
+        *extra]}
+
+
+def test_the_next_element_is_a_feed_per_component_and_the_optional_its_value():
+    p = import_graph(train_function(), ["Identity"]).program
+    assert {k: (t.dtype, t.shape) for k, t in p.feeds.items()} == {
+        "iterator/next_0": ("int64", (2,)), "iterator/next_1": ("float32", ())}
+    assert set(p.variables) == {"v"}
+    feeds = {"iterator/next_0": Tensor(np.array([5, -7], dtype=np.int64)),
+             "iterator/next_1": Tensor(np.array(1.5, dtype=np.float32))}
+    init = {"v": Tensor(np.array([1, 2], dtype=np.int64))}
+    for mode in ("atomic", "decomposed"):
+        (o,) = [x.to_json() for x in outcome_set(p, feeds, init, mode, "outputs+state").as_dict(5)]
+        assert o["outputs"]["Identity"] == {"dtype": "float32", "value": 3.0}
+        assert o["state"]["v"] == [6, -5]
+
+
+def test_a_self_check_is_sound_and_a_rewrite_that_ignores_the_element_is_not():
+    g = train_function()
+    p = import_graph(g, ["Identity"]).program
+    assert check_rewrite(p, program_to_json(p), "atomic", "outputs+state", 30.0).verdict == "sound"
+    # the rewrite adds a constant element: the step no longer reads the iterator's
+    bad = train_function()
+    for n in bad["node"]:
+        if n["name"] == "update":
+            n["input"][1] = "k"
+    bad["node"].append(node("k", "Const", [], dtype={"type": "DT_INT64"},
+                            value={"tensor": {"dtype": "DT_INT64", "tensor_shape": {"dim": [
+                                {"size": 2}]}, "int64_val": ["1"]}}))
+    q = import_graph(bad, ["Identity"]).program
+    v = check_rewrite(p, program_to_json(q), "atomic", "outputs+state", 30.0)
+    assert v.verdict == "unsound", v
+
+
+def _refused(graph, fetches=("Identity",), **kw) -> tuple[str, str, str]:
+    with pytest.raises(GraphImportError) as info:
+        import_graph(graph, list(fetches), **kw)
+    v = info.value.violations[0]
+    return v.where, v.rule, v.message
+
+
+def test_two_draws_from_one_iterator_are_refused():
+    g = train_function([get_next("second"), node("out2", "Identity", ["second"],
+                                                 T={"type": "DT_INT64"})])
+    where, rule, msg = _refused(g, ["Identity", "out2"])
+    assert rule == "iterator-draws" and "(IteratorGetNext)" in where
+    assert "drawn from twice" in msg and "schedule" in msg
+    # two iterators, one draw each: fine, each its own feeds
+    g = train_function([iterator("it2"), get_next("second", "it2"),
+                        node("out2", "Identity", ["second"], T={"type": "DT_INT64"})])
+    p = import_graph(g, ["Identity", "out2"]).program
+    assert {"it2/next_0", "it2/next_1", "iterator/next_0"} <= set(p.feeds)
+
+
+@pytest.mark.parametrize("op, rule", [("OptionalNone", "optional"),
+                                      ("IteratorGetNextAsOptional", "iterator")])
+def test_the_ops_of_exhaustion_are_refused_by_name(op, rule):
+    extra = node("x", op, ["iterator"] if op != "OptionalNone" else [])
+    where, r, msg = _refused({"node": [iterator(), extra]}, ["x"])
+    assert r == rule and f"({op})" in where
+    assert "steps_per_execution" in msg or "exhausted" in msg
+
+
+def test_an_iterator_made_in_the_graph_is_refused_at_its_maker():
+    g = {"node": [node("it", "IteratorV2", [], shared_name={"s": b""}),
+                  get_next(it="it"), node("out", "Identity", ["IteratorGetNext:1"],
+                                          T={"type": "DT_FLOAT"})]}
+    where, rule, msg = _refused(g, ["out"])
+    assert rule == "iterator" and "(IteratorV2)" in where and "make_train_function" in msg
+
+
+def test_an_element_of_unknown_shape_is_refused_with_advice():
+    g = train_function()
+    g["node"][1] = get_next(shapes=((-1,), ()))
+    where, rule, msg = _refused(g)
+    assert rule == "unknown-shape" and "drop_remainder=True" in msg
+
+
+def test_a_draw_in_a_session_is_refused():
+    where, rule, msg = _refused(train_function(), session=True)
+    assert rule == "iterator" and "session" in msg
+
+
+def test_a_resource_placeholder_no_iterator_op_reads_is_refused_as_before():
+    g = {"node": [iterator("h"), node("r", "ReadVariableOp", ["h"], dtype={"type": "DT_FLOAT"})]}
+    where, rule, msg = _refused(g, ["r"])
+    assert rule == "uncaptured-resource" and "--captures" in msg
+
+
+def test_the_corpus_train_function_has_the_batch_as_its_feeds():
+    e = {x["name"]: x for x in json.loads((CORPUS / "manifest.json").read_text())["graphs"]}
+    fit, step = e["keras_fit_train_function"], e["keras_fit_one_step_on_data"]
+    p = import_path(CORPUS / fit["file"], fit["fetches"], captures=CORPUS / fit["captures"]).program
+    assert {k: (t.dtype, list(t.shape)) for k, t in p.feeds.items()} == {
+        "iterator/next_0": ("float32", step["feeds"]["data"]["shape"]),
+        "iterator/next_1": ("int32", step["feeds"]["data_1"]["shape"])}
+    assert set(p.variables) == set(step["variables"])
+
+
+def test_against_tensorflow_one_call_of_a_function_of_an_iterator():
+    """A tf.function of an iterator (as model.fit's): one call on TensorFlow
+    gives the outcome tfsem gives with the dataset's first element in σ."""
+    tf = pytest.importorskip("tensorflow")
+    ds = tf.data.Dataset.from_tensor_slices(
+        (np.array([[3, -4], [9, 9]], dtype=np.int64), np.array([0.25, 8.0], dtype=np.float32)))
+    v = tf.Variable(np.array([10, 20], dtype=np.int64), name="v")
+
+    @tf.function
+    def step(it):
+        a, b = it.get_next()
+        v.assign_add(a)
+        return tf.experimental.Optional.from_value(b * 2.0 + tf.cast(v.read_value()[0], tf.float32))
+
+    it = iter(ds)
+    cf = step.get_concrete_function(it)
+    caps = {i.op.name: {"variable": "v", "dtype": "int64", "shape": [2]}
+            for e, i in cf.graph.captures if e is v.handle}
+    graph = cf.graph.as_graph_def()
+    got = step(it).get_value().numpy()
+    from tfsem.graphdef.proto import decode
+    gd = decode("GraphDef", graph.SerializeToString())
+    p = import_graph(gd, [t.name for t in cf.outputs], captures=caps).program
+    feeds = {k: Tensor(x) for k, x in (("it/next_0", np.array([3, -4], dtype=np.int64)),
+                                        ("it/next_1", np.array(0.25, dtype=np.float32)))}
+    it_name = next(f.rsplit("/", 1)[0] for f in p.feeds)
+    feeds = {f"{it_name}/{k.split('/')[1]}": x for k, x in feeds.items()}
+    (o,) = [x.to_json() for x in outcome_set(
+        p, feeds, {"v": Tensor(np.array([10, 20], dtype=np.int64))}, "atomic",
+        "outputs+state").as_dict(5)]
+    (out,) = o["outputs"].values()
+    assert out == {"dtype": "float32", "value": float(got)} and float(got) == 13.5
+    assert o["state"]["v"] == v.numpy().tolist() == [13, 16]
