@@ -36,7 +36,7 @@ def _import(entry: dict, captures: bool = True):
     path = CORPUS / entry["file"]
     caps = str(CORPUS / entry["captures"]) if captures and entry.get("captures") else None
     if entry["kind"] == "saved_model":
-        return import_path(path, captures=caps)
+        return import_path(path, captures=caps, shapes=entry.get("shapes"))
     return import_path(path, entry["fetches"], [], entry["targets"], captures=caps)
 
 
@@ -240,3 +240,40 @@ def test_the_docs_two_lines_for_a_tf_function_on_tensorflow(tmp_path, capsys):
     assert rc == 0 and capsys.readouterr().out.startswith("sound")
     p = import_path(g, [out], captures=caps).program
     assert set(p.variables) == {"count"}
+
+
+def test_a_saved_model_with_a_none_batch_is_refused_with_advice_that_works(capsys):
+    """model.export writes the batch dimension unknown: the refusal names
+    the feed and says to give `--shape NAME=N,...`; that advice, with N = 8,
+    gives a program of that batch that self-checks sound, and the manifest's
+    `shapes` (by signature key) gives the same program."""
+    e = next(x for x in GRAPHS if x["name"] == "saved_model_keras_export")
+    sm = str(CORPUS / e["file"])
+    rc = main(["import", sm])
+    err = capsys.readouterr().err
+    assert rc == 2 and "[unknown-shape]" in err and "Traceback" not in err
+    advice = re.search(r"give it with (--shape (\S+)=(\S+))", err)
+    assert advice, err
+    option = advice.group(1).replace("N", "8")
+    assert option == "--shape serving_default_keras_tensor=8,28,28,1"
+    rc = main(["check", sm, sm, *option.split(" ", 1)])
+    assert rc == 0 and capsys.readouterr().out.startswith("sound")
+    by_node = import_path(sm, shapes=[option.split(" ", 1)[1]]).program
+    by_key = _import(e).program
+    assert by_node == by_key
+    assert by_key.feeds["serving_default_keras_tensor"].shape == (8, 28, 28, 1)
+    # a shape that contradicts the graph's known dimensions is refused
+    rc = main(["check", sm, sm, "--shape", "keras_tensor=8,28,28,3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "[bad-shape]" in err and "[-1, 28, 28, 1]" in err
+    rc = main(["import", sm, "--shape", "nosuch=1"])
+    assert rc == 2 and "[unknown-node]" in capsys.readouterr().err
+    rc = main(["import", sm, "--shape", "keras_tensor"])
+    assert rc == 2 and "NAME=DIMS" in capsys.readouterr().err
+
+
+def test_the_fit_train_function_imports_with_the_batch_as_iterator_feeds():
+    e = next(x for x in GRAPHS if x["name"] == "keras_fit_train_function")
+    p = _import(e).program
+    assert {k: {"dtype": t.dtype, "shape": list(t.shape)} for k, t in p.feeds.items()} \
+        == e["feeds"]

@@ -33,7 +33,9 @@ Three ways a user holds a model, three kinds of file:
 
 ``manifest.json`` lists per graph: file, kind, fetches, targets (operations
 run for their effect, as Session.run's targets), feeds, captures (the
-sidecar file), variables, nodes, what it is, and ``expect``: "imports" when
+sidecar file), ``shapes`` (where a SavedModel's input has an unknown batch
+dimension: the shape tfsem is given, ``--shape KEY=DIMS``), variables,
+nodes, what it is, and ``expect``: "imports" when
 tfsem imports it and self-checks it `sound`, otherwise "refused" with the
 first refusal (filled in by tests/test_corpus_graphs.py's measurement, see
 docs/tensorflow-graphs.md).  Seeds are fixed (keras.utils.set_random_seed),
@@ -97,7 +99,7 @@ def _ancestors(gd, roots: list[str]) -> set[str]:
 
 
 def _entry(name: str, fname: str, kind: str, what: str, gd, fetches, targets, feeds,
-           variables, captures: str | None = None) -> None:
+           variables, captures: str | None = None, shapes: dict | None = None) -> None:
     entry = {
         "name": name,
         "file": fname,
@@ -112,6 +114,8 @@ def _entry(name: str, fname: str, kind: str, what: str, gd, fetches, targets, fe
     }
     if captures:
         entry["captures"] = captures
+    if shapes:
+        entry["shapes"] = shapes
     old = OLD.get(name, {})
     for k in ("expect", "refusal"):
         if k in old:
@@ -473,6 +477,11 @@ def fit_function(out: str) -> None:
     fetches = [t.name[:-2] if t.name.endswith(":0") else t.name for t in cf.outputs]
     reached = _ancestors(gd, [f.split(":")[0] for f in fetches])
     targets = sorted(op.name for op in g.control_outputs if op.name not in reached)
+    # the iterator's next element: in tfsem, feeds ITERATOR/next_K (one per component)
+    captured = {id(inner) for _, inner in g.captures}
+    (it_arg,) = [t.op.name for t in cf.inputs if id(t) not in captured]
+    feeds = {f"{it_arg}/next_{k}": _spec_json(spec)
+             for k, spec in enumerate(tf.nest.flatten(it.element_spec))}
     one_step = _find_tf_function(train_function, "one_step_on_data")
     name = "keras_fit_one_step_on_data"
     write_concrete(out, name, "The tf.function model.fit's train function calls on each "
@@ -491,7 +500,7 @@ def fit_function(out: str) -> None:
            "traced for a tf.data iterator (its input is the iterator's DT_RESOURCE handle, "
            "read by IteratorGetNext; the step is a StatefulPartitionedCall into the function "
            "library; the result an Optional)", gd, fetches,
-           targets, {}, {c["variable"] for c in captures.values()}, name + ".captures.json")
+           targets, feeds, {c["variable"] for c in captures.values()}, name + ".captures.json")
 
 
 # --- tf.Module, TF1 ---------------------------------------------------------------
@@ -601,8 +610,14 @@ def _saved_entry(out: str, name: str, what: str) -> None:
         for k in og.concrete_functions[call.attr["f"].func.name].bound_inputs:
             variables.add(og.nodes[k].variable.name)
     feeds = {k: {"tensor": sig.inputs[k].name} for k in sorted(sig.inputs)}
+    # an unknown (None) dimension of an input: tfsem imports it with `--shape
+    # KEY=DIMS`, here a batch of 8
+    shapes = {k: [8 if d.size < 0 else d.size for d in sig.inputs[k].tensor_shape.dim]
+              for k in sorted(sig.inputs)
+              if any(d.size < 0 for d in sig.inputs[k].tensor_shape.dim)}
     _entry(name, name, "saved_model", what, gd,
-           [sig.outputs[k].name for k in sorted(sig.outputs)], [], feeds, variables)
+           [sig.outputs[k].name for k in sorted(sig.outputs)], [], feeds, variables,
+           shapes=shapes)
 
 
 def saved_module(out: str) -> None:
