@@ -691,3 +691,79 @@ def test_the_services_graph_conversion_keeps_the_updates():
     with pytest.raises(SessionError) as info:
         session_from_json({"format": "tfsem.session/1", "program": data, "runs": runs})
     assert info.value.violations[0].rule == "racing-update"
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_assign_variable_op_validate_shape_is_tensorflows(tf, validate):
+    """AssignVariableOp of a value whose run-time shape ([3], a feed of
+    shape [None] given `--shape`) is not the variable's ([2]): with
+    validate_shape=true TensorFlow fails the op and an initialized variable
+    keeps its value, an uninitialized one takes the value; with
+    validate_shape=false the variable takes it.  tfsem imports the first as
+    Assign-SndSameShape and gives the same final states, in both modes; a
+    value of the variable's shape is written either way."""
+    from tfsem.graphdef.proto import decode
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[2], shared_name="x", name="x")
+        u = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[2], shared_name="u", name="u")
+        init = tf.raw_ops.AssignVariableOp(resource=x, value=tf.constant([1.0, 2.0]), name="init")
+        v = tf1.placeholder(tf.float32, [None], name="v")
+        ax = tf.raw_ops.AssignVariableOp(resource=x, value=v, validate_shape=validate, name="ax")
+        au = tf.raw_ops.AssignVariableOp(resource=u, value=v, validate_shape=validate, name="au")
+        rx = tf.raw_ops.ReadVariableOp(resource=x, dtype=tf.float32)
+        ru = tf.raw_ops.ReadVariableOp(resource=u, dtype=tf.float32)
+    graph = decode("GraphDef", g.as_graph_def().SerializeToString())
+    for value in ([5.0, 6.0, 7.0], [5.0, 6.0]):
+        want = {}
+        with tf1.Session(graph=g, config=_config(tf)) as s:
+            s.run(init)
+            for op in (ax, au):
+                try:
+                    s.run(op, {v: value})
+                except tf.errors.InvalidArgumentError:
+                    assert validate and len(value) == 3
+            want = {"x": s.run(rx), "u": s.run(ru)}
+        p = import_graph(graph, [], ["ax", "au"], shapes={"v": [len(value)]}).program
+        fns = {n.attrs.get("fn") for n in p.nodes if n.op == "Assign"}
+        assert fns == {"SndSameShape" if validate else "Snd"}
+        feeds = {"v": Tensor(np.array(value, dtype=F32))}
+        for mode in MODES:
+            (o,) = outcome_set(p, feeds, {"x": Tensor(F32([1, 2]))}, mode,
+                               "outputs+state").as_dict(5)
+            state = dict(o.state)
+            for name in ("x", "u"):
+                assert _same(state[name].array, want[name]), (mode, value, name, state[name])
+
+
+def test_validate_shape_survives_export_and_a_rewrite_dropping_it_is_unsound():
+    """Assign-SndSameShape exports as AssignVariableOp(validate_shape=true)
+    and imports back as itself (a value of another static shape is refused
+    by export, as TensorFlow refuses to build it); a rewrite that turns it into a plain Write is
+    unsound (for an initialized variable and a value of another shape) --
+    and, where the shapes are equal, sound."""
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.oracle.jsonio import program_to_json
+
+    def prog(fn, n):
+        return {"format": "tfsem.program/1",
+                "variables": {"x": {"dtype": "float32", "shape": [2]}},
+                "feeds": {"v": {"dtype": "float32", "shape": [n]}},
+                "nodes": [{"name": "h", "op": "Var", "var": "x"},
+                          {"name": "w", "op": "Assign", "fn": fn, "inputs": ["h", "$v"]}],
+                "outputs": {}}
+    from tfsem.oracle.jsonio import program_from_json
+    p = program_from_json(prog("SndSameShape", 2))
+    gd = export_graph(p)
+    (w,) = [n for n in gd["node"] if n["op"] == "AssignVariableOp"]
+    assert w["attr"]["validate_shape"] == {"b": True}
+    back = import_graph(gd, [], ["w"]).program
+    assert {n.attrs.get("fn") for n in back.nodes if n.op == "Assign"} == {"SndSameShape"}
+    assert check_rewrite(p, program_to_json(back), "atomic", "outputs+state",
+                         30.0).verdict == "sound"
+    for n, verdict in ((3, "unsound"), (2, "sound")):
+        v = check_rewrite(program_from_json(prog("SndSameShape", n)), prog("Snd", n), "atomic",
+                          "outputs+state", 30.0)
+        assert v.verdict == verdict, (n, v)
