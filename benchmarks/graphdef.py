@@ -20,7 +20,7 @@ Target (issue 14): every graph imports, and both checks say `sound`, in seconds.
 (examples/tensorflow/corpus/, issue 30): per graph of its manifest, the
 GraphDef's nodes (plus those in its function library), its variables (as
 the manifest lists them), whether tfsem imports it (with the manifest's
-fetches, targets and capture map; a SavedModel with its signature's), the
+fetches, targets, capture map and shapes; a SavedModel with its signature's), the
 median import time, and for a graph that imports, the time and verdict of
 `check G G` (G imported twice, the second as the rewritten program), or the
 first refusal (rule, node and message).  `--markdown` prints the table as
@@ -173,11 +173,11 @@ CORPUS2 = ROOT / "examples" / "tensorflow" / "corpus"
 def import_corpus_entry(entry: dict, deadline: float | None = None):
     """The import of one graph of the corpus manifest, as `tfsem import` with
     the manifest's options does it (a SavedModel: its signature's feeds and
-    fetches)."""
+    fetches, `--shape` for an input whose batch is unknown)."""
     path = CORPUS2 / entry["file"]
     caps = str(CORPUS2 / entry["captures"]) if entry.get("captures") else None
     if entry["kind"] == "saved_model":
-        return import_path(path, deadline=deadline, captures=caps)
+        return import_path(path, deadline=deadline, captures=caps, shapes=entry.get("shapes"))
     return import_path(path, entry["fetches"], [], entry["targets"], deadline=deadline,
                        captures=caps)
 
