@@ -494,8 +494,9 @@ class _Importer:
             raise GraphImportError(where, f"a DT_RESOURCE Placeholder ({what}): if it holds a "
                                    "variable, name the variable in the capture map (--captures "
                                    "FILE, written from concrete_function.graph.captures: see "
-                                   "docs/tensorflow-graphs.md); other resources (tf.data "
-                                   "iterators, tables) are not modelled", "uncaptured-resource")
+                                   "docs/tensorflow-graphs.md); a tf.data iterator is modelled "
+                                   "where IteratorGetNext reads it, other resources (tables, "
+                                   "...) are not", "uncaptured-resource")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             raise GraphImportError(where, f"feed of dtype {dtype_name(dt)} is not modelled "
                                    f"({NOT_MODELLED})", "unsupported-dtype")
