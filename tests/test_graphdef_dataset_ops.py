@@ -196,3 +196,24 @@ def test_against_tensorflow_one_call_of_a_function_of_an_iterator():
     (out,) = o["outputs"].values()
     assert out == {"dtype": "float32", "value": float(got)} and float(got) == 13.5
     assert o["state"]["v"] == v.numpy().tolist() == [13, 16]
+
+
+def test_get_value_and_has_value_of_an_optional_that_holds_one():
+    g = train_function([
+        node("has", "OptionalHasValue", ["optional"]),
+        node("get", "OptionalGetValue", ["Identity"], output_types={"list": {"type": ["DT_FLOAT"]}},
+             output_shapes={"list": {"shape": [{}]}})])
+    p = import_graph(g, ["has", "get"]).program
+    feeds = {"iterator/next_0": Tensor(np.array([0, 0], dtype=np.int64)),
+             "iterator/next_1": Tensor(np.array(-0.0, dtype=np.float32))}
+    (o,) = [x.to_json() for x in outcome_set(p, feeds, {}, "atomic", "outputs").as_dict(5)]
+    assert o["outputs"] == {"has": {"dtype": "bool", "value": True},
+                            "get": {"dtype": "float32", "value": -0.0}}
+    # an Optional from anything else is refused by name
+    g = train_function([node("has", "OptionalHasValue", ["IteratorGetNext:1"])])
+    where, rule, msg = _refused(g, ["has"])
+    assert rule == "optional" and "(OptionalHasValue)" in where
+    g = train_function()
+    g["node"][6]["input"].append("IteratorGetNext:1")
+    where, rule, msg = _refused(g)
+    assert rule == "optional" and "2 components" in msg
