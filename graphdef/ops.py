@@ -532,13 +532,10 @@ def _variable_shape(b):
     return [b.add("Shape", [value], {"out_type": out_type})]
 
 
-@op("AssignVariableOp", "Assign-Snd (Write); with validate_shape=true Assign-SndSameShape "
-    "(fails, changing nothing, when an initialized variable's shape is not the value's)",
-    resources=(0,), stateful=True)
+@op("AssignVariableOp", "Assign-Snd (Write)", resources=(0,), stateful=True)
 def _assign(b):
     b.dtype("dtype")
-    fn = "SndSameShape" if b.attr("validate_shape", False) else "Snd"
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": fn})
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Snd"})
     return []
 
 

@@ -12,6 +12,8 @@ whose tables these models read; docs/stateful-ops.md argues each model).
   a Read of each variable, the update's function, a Write of each new value,
   joined by a NoOp; refused when another node may access one of its
   variables while it runs (importer._check_exclusive).
+* `AssignVariableOp` with validate_shape=true: Assign-SndSameShape (a
+  Write that fails where an initialized variable's shape is not the value's).
 * `VarIsInitializedOp`: Read, then IsInitialized.
 * Stateful random ops: the generator's state is part of σ: two feeds,
   `NODE/key` and `NODE/counter` (uint64), and the values are TensorFlow's
@@ -95,6 +97,22 @@ def _resource_strided_slice_assign(b):
     masks = {m: int(b.attr(m, 0)) for m in so.SLICE_MASKS}
     packed = b.add("PackSlice", [b.input(i) for i in range(1, 5)], masks, part="packed")
     b.add("Assign", [b.var(0), packed], {"fn": "StridedSliceAssign"})
+    return []
+
+
+@op("AssignVariableOp", "Assign-Snd (Write); with validate_shape=true Assign-SndSameShape "
+    "(fails, changing nothing, when an initialized variable's shape is not the value's)",
+    resources=(0,), stateful=True)
+def _assign_variable(b):
+    """(Registered after graphdef/ops.py's plain Write, which it replaces.)
+    TensorFlow's AssignVariableOp kernel with validate_shape=true compares the
+    variable's run-time shape with the value's: another shape fails the op
+    and an initialized variable keeps its value; an uninitialized variable
+    takes the value whatever its shape (oracle/state_ops.py, SndSameShape;
+    tests/test_state_ops.py runs both against TensorFlow 2.21)."""
+    b.dtype("dtype")
+    fn = "SndSameShape" if b.attr("validate_shape", False) else "Snd"
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": fn})
     return []
 
 
