@@ -90,11 +90,13 @@ def is_session_path(path: str | Path) -> bool:
 
 def load_session_from_args(path: str | Path, args: argparse.Namespace):
     """The session at `path` (tfsem.oracle.session), its graph (if it names
-    one) imported under the command's budget.  --fetch, --target and
-    --feed-node do not apply: a session's runs give them."""
+    one) imported under the command's budget.  --fetch, --target,
+    --feed-node, --signature and --shape do not apply: a session's runs give
+    them."""
     from tfsem.oracle.session import load_session
     for flag, key in (("--fetch", "fetch"), ("--target", "target"),
-                      ("--feed-node", "feed_nodes"), ("--signature", "signature")):
+                      ("--feed-node", "feed_nodes"), ("--signature", "signature"),
+                      ("--shape", "shapes")):
         if getattr(args, key, None):
             from tfsem.oracle.program import ProgramError, Violation
             raise ProgramError([Violation(str(path), "usage", f"{flag} does not apply to a "
