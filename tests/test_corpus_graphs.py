@@ -242,6 +242,43 @@ def test_the_docs_two_lines_for_a_tf_function_on_tensorflow(tmp_path, capsys):
     assert set(p.variables) == {"count"}
 
 
+FIT_SNIPPET = '''
+import json
+import numpy as np
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+model.compile(optimizer="sgd", loss="mse")
+dataset = tf.data.Dataset.from_tensor_slices(
+    (np.zeros((16, 4), "float32"), np.zeros((16, 3), "float32"))).batch(8, drop_remainder=True)
+model.make_train_function()
+# the lines of docs/tensorflow-graphs.md for model.fit's train function
+fn = next(c.cell_contents for c in model.train_function.__closure__ if hasattr(c.cell_contents, "get_concrete_function"))
+cf = fn.get_concrete_function(iter(dataset))
+tf.io.write_graph(cf.graph.as_graph_def(), ".", "fit.pb", as_text=False)
+json.dump({i.op.name: {"variable": v.name.split(":")[0], "dtype": v.dtype.name, "shape": v.shape.as_list()}
+           for e, i in cf.graph.captures for v in cf.graph.variables if e is v.handle}, open("fit.captures.json", "w"))
+print(cf.outputs[0].name.split(":")[0])
+'''
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="runs TensorFlow (slow to import): nightly profile only")
+def test_the_docs_lines_for_model_fits_train_function_on_tensorflow(tmp_path, capsys):
+    pytest.importorskip("keras")
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", FIT_SNIPPET], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600, check=True).stdout.split()[-1]
+    g, caps = str(tmp_path / "fit.pb"), str(tmp_path / "fit.captures.json")
+    rc = main(["check", g, g, "--captures", caps, "--fetch", out])
+    assert rc == 0 and capsys.readouterr().out.startswith("sound")
+    p = import_path(g, [out], captures=caps).program
+    assert {k: t.shape for k, t in p.feeds.items()} == {"iterator/next_0": (8, 4),
+                                                        "iterator/next_1": (8, 3)}
+    assert "sequential/dense/kernel" in p.variables
+
+
 def test_a_saved_model_with_a_none_batch_is_refused_with_advice_that_works(capsys):
     """model.export writes the batch dimension unknown: the refusal names
     the feed and says to give `--shape NAME=N,...`; that advice, with N = 8,
