@@ -239,7 +239,7 @@ def live(tmp_path_factory):
 
 
 def get(server, path: str, headers: dict | None = None, timeout: float = 30) -> tuple[int, bytes, float]:
-    port = server.listen_sock.getsockname()[1]
+    port = server.port
     start = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -319,7 +319,7 @@ def test_a_closed_connection_leaves_no_reference_cycle(live):
     cycle behind."""
     import gc
 
-    port = live.listen_sock.getsockname()[1]
+    port = live.port
     requests = [b"GET /v1/health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",  # 421
                 b"GET /v1/campaigns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"]  # 401
     gc.collect()
