@@ -1,8 +1,10 @@
-"""The front door of `tfsem serve` (service/front.py, issue 29): a thread that
-accepts every connection and answers GET /v1/health itself, so that health is
+"""The front door of `tfsem serve` (service/front.py, issue 29): it accepts
+every connection and answers GET /v1/health itself, so that health is
 answered while the event loop is busy; every other request, and health for a
 Host the server does not answer, goes to the event loop with the bytes
 already read, under the same rules as before (token, Host, deadlines).
+The door alone is tested here in a thread; a real server runs it in a
+process of its own (service/door.py, tests/test_serve_door_process.py).
 
 Loopback only; every wait bounded."""
 

@@ -1,0 +1,128 @@
+"""The front door in a process of its own (service/door.py, issue 29): health
+is answered while the server's process cannot run at all (SIGSTOP), which a
+door sharing that process could not do; and neither process outlives the
+other (SIGKILL or SIGTERM of either: no orphan listening on the port).
+
+Real `tfsem serve` processes on loopback; every wait bounded, timing bounds
+generous (the machine is shared): each is one a door inside the stopped
+process cannot meet at all."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import time
+
+import pytest
+from hypothesis import settings
+
+from tfsem.service.door import decode_batch, encode_batch
+from tfsem.service.front import STALL_SECONDS
+from test_serve_support import Server, door_pid, wait_gone
+
+
+def get(server: Server, path: str, timeout: float) -> tuple[int, float]:
+    start = time.monotonic()
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status, time.monotonic() - start
+    finally:
+        conn.close()
+
+
+def refused(server: Server) -> bool:
+    try:
+        socket.create_connection((server.host, server.port), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def wait_exit(server: Server, timeout: float) -> int | None:
+    try:
+        return server.proc.wait(timeout)
+    except Exception:
+        return None
+
+
+def test_a_batch_of_connections_round_trips():
+    items = [(b"", 1.5), (b"GET /v1/hea", 2.25), (b"\x00" * 70000, 3.0)]
+    assert decode_batch(encode_batch(items)) == items
+    message = encode_batch(items)
+    for bad in (message[:-1], message + b"x", b"H" + message[1:], message[:3]):
+        with pytest.raises(ValueError):
+            decode_batch(bad)
+
+
+def test_health_answers_while_the_server_process_is_stopped(tmp_path):
+    s = Server(tmp_path, "--workers", "1")
+    try:
+        assert s.get("/v1/health").status == 200
+        door, workers = door_pid(s), s.get("/v1/health").json()["workers"]["pids"]
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            time.sleep(0.2)
+            results = [get(s, "/v1/health", timeout=3) for _ in range(5)]
+            took = time.monotonic() - stopped
+            # an app route waits for the stopped process: nothing answers it
+            with pytest.raises(TimeoutError):
+                get(s, "/v1/campaigns", timeout=0.5)
+        finally:
+            os.kill(s.proc.pid, signal.SIGCONT)
+        assert [status for status, _ in results] == [200] * 5, results
+        # well inside the door's patience with a silent server (5 s)
+        assert took < STALL_SECONDS - 1, results
+        assert max(t for _, t in results) < 1.0, results
+        assert s.get("/v1/campaigns").status == 200  # and the server serves again
+
+        # the door killed: the server stops (status 1, saying why), nothing
+        # listens on the port any more, the workers are gone too
+        os.kill(door, signal.SIGKILL)
+        assert wait_exit(s, 15) == 1, s.stderr_text()
+        assert "front door process ended (killed by signal 9)" in s.stderr_text()
+        assert "Traceback" not in s.stderr_text()
+        assert refused(s)
+        assert wait_gone(workers)
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+def test_the_door_ends_when_the_server_is_killed(tmp_path):
+    """SIGKILL of the server, which can do nothing about it: the door sees
+    its end of the channel close and exits (SIGTERM of the server is
+    checked in test_serve.py's test of a whole session)."""
+    s = Server(tmp_path, "--workers", "1")
+    try:
+        assert s.get("/v1/health").status == 200
+        door = door_pid(s)
+        os.kill(s.proc.pid, signal.SIGKILL)
+        assert wait_gone([door], timeout=10), "the door outlived the server"
+        assert refused(s)
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: one more server start (~4 s)")
+def test_sigterm_of_the_door_stops_the_server_cleanly(tmp_path):
+    """A supervisor that signals the whole group (systemd's default) may
+    reach the door first: the server then stops as if it had been sent
+    SIGTERM itself, status 0."""
+    s = Server(tmp_path, "--workers", "1")
+    try:
+        assert s.get("/v1/health").status == 200
+        door = door_pid(s)
+        os.kill(door, signal.SIGTERM)
+        assert wait_exit(s, 15) == 0, s.stderr_text()
+        assert "tfsem serve: stopped" in s.stdout_rest()
+        assert "Traceback" not in s.stderr_text()
+        assert wait_gone([door], timeout=5)
+        assert refused(s)
+    finally:
+        s.stop(signal.SIGKILL)
