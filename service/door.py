@@ -12,7 +12,7 @@ Python work, so health does not wait for the server's GIL.
     listening socket --> door process --(UNIX socket, SCM_RIGHTS)--> server process
                          answers health    connection + bytes read    the app: token,
                          <---- health body, every BEAT_SECONDS ----    Host, body cap,
-                                                                       503/429, ...
+                                                                       503, deadlines
 
 - **One listening socket, owned by the door.**  The server binds it (so that
   `--port 0` works and the "listening" line names the port), starts the door
@@ -24,7 +24,7 @@ Python work, so health does not wait for the server's GIL.
   message, each with the bytes the door already read and the time it was
   accepted (CLOCK_MONOTONIC is one clock for every process), exactly what the
   thread handed to the loop before.  The server's protocol serves them as
-  before: every rule of the app (token, Host, body cap, 503 and 429 with
+  before: every rule of the app (token, Host, body cap, 503 with
   Retry-After, header deadlines) is where it was.
 - **Health's body comes from the server**: the server sends it every
   `BEAT_SECONDS` and whenever it changed as a response goes out, so health

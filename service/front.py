@@ -1,6 +1,8 @@
-"""The front door of `tfsem serve`: a thread that accepts every connection,
+"""The front door of `tfsem serve`: a loop that accepts every connection,
 answers `GET /v1/health` itself, and hands every other connection to the
-event loop.
+event loop.  `tfsem serve` runs it in a process of its own (door.py), which
+hands connections to the server's process over a UNIX socket; here it is a
+thread, as it first was (and as the tests drive it).
 
 Why (issue 29): under a burst of a thousand connections the event loop spends
 most of a second accepting them and answering each one (503 at once, or a
