@@ -265,6 +265,18 @@ def _die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _more_files() -> None:
+    """The door holds up to a crowd's connections at once: as many files as
+    the hard limit allows (a soft limit of 1024 is common)."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     listen_fd, channel_fd, counter_fd, parent, peek, max_held = (int(a) for a in argv[:6])
     hosts = json.loads(argv[6])
@@ -281,6 +293,7 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     _die_with_parent(parent)
+    _more_files()
     counter = mmap.mmap(counter_fd, _COUNTER.size)
     os.close(counter_fd)
     sock = socket.socket(fileno=listen_fd)

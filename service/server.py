@@ -343,7 +343,12 @@ def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 878
                             limit_concurrency=limits.max_connections,
                             server_header=False)
     server = _server_class()(config, pool, sock, app.state.health_body, allowed,
-                             max_held=limits.max_idle_connections)
+                             # the door holds a connection at most 0.5 s while
+                             # its first request arrives; holding a crowd's (a
+                             # thousand connect, then send) keeps a health
+                             # check among them from being handed, unread, to
+                             # the busy loop
+                             max_held=max(limits.max_idle_connections, limits.max_connections))
     server.url, server.port = url, sock.getsockname()[1]
     built.append(server)
     return server
