@@ -50,6 +50,9 @@ def wait_exit(server: Server, timeout: float) -> int | None:
         return None
 
 
+PROGRAM = {"nodes": [{"name": "c", "op": "Const", "value": 1}], "outputs": {"o": "c"}}
+
+
 def test_a_batch_of_connections_round_trips():
     items = [(b"", 1.5), (b"GET /v1/hea", 2.25), (b"\x00" * 70000, 3.0)]
     assert decode_batch(encode_batch(items)) == items
@@ -64,6 +67,12 @@ def test_health_answers_while_the_server_process_is_stopped(tmp_path):
     try:
         assert s.get("/v1/health").status == 200
         door, workers = door_pid(s), s.get("/v1/health").json()["workers"]["pids"]
+        # the door answers health with the server's body, and it shows what
+        # an answered request did at once (the server sends it before the answer)
+        for _ in range(3):
+            before = s.get("/v1/health").json()["workers"]["completed"]
+            assert s.post("/v1/outcomes", {"program": PROGRAM}).status == 200
+            assert s.get("/v1/health").json()["workers"]["completed"] == before + 1
         os.kill(s.proc.pid, signal.SIGSTOP)
         stopped = time.monotonic()
         try:
