@@ -288,8 +288,9 @@ def _more_files() -> None:
     try:
         import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard == resource.RLIM_INFINITY or hard > soft:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+        want = max(soft, 65536) if hard == resource.RLIM_INFINITY else hard
+        if want > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     except (ImportError, ValueError, OSError):
         pass
 

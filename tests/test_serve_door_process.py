@@ -135,3 +135,72 @@ def test_sigterm_of_the_door_stops_the_server_cleanly(tmp_path):
         assert refused(s)
     finally:
         s.stop(signal.SIGKILL)
+
+
+def test_the_door_answers_health_while_the_server_takes_no_connection():
+    """The door process's loop, run here in a thread with a socket pair the
+    test reads (or does not): while the server takes nothing, connections
+    wait in the door (the pair's buffer made tiny) and health is still
+    answered; once the server reads, every connection arrives once, with
+    the bytes the door read; told to stop, the door ends."""
+    import mmap
+    import threading
+
+    from tfsem.service.door import ProcessDoor
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    theirs.setblocking(False)
+    door = ProcessDoor(listener, theirs, mmap.mmap(-1, 8), allowed_hosts=frozenset({"127.0.0.1"}),
+                       peek=True, max_held=2048)
+    thread = threading.Thread(target=door.run, daemon=True)
+    thread.start()
+    clients: list[socket.socket] = []
+    got: list[bytes] = []
+    try:
+        ours.settimeout(5)
+        assert ours.recv(16) == b"R"
+        ours.send(b'H{"status":"fine"}')
+        requests = [b"GET /v1/campaigns?n=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % i for i in range(300)]
+        for r in requests:
+            c = socket.create_connection(("127.0.0.1", port), timeout=10)
+            c.sendall(r)
+            clients.append(c)
+        deadline = time.monotonic() + 10
+        while not door._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert door._pending, "nothing waited in the door"
+        for _ in range(3):
+            h = socket.create_connection(("127.0.0.1", port), timeout=5)
+            h.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            answer = b""
+            while chunk := h.recv(65536):
+                answer += chunk
+            h.close()
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b'{"status":"fine"}'), answer
+            ours.send(b"B")  # the server is alive, only slow
+        while len(got) < len(requests) and time.monotonic() < deadline:
+            message, fds, _, _ = socket.recv_fds(ours, 1 << 18, 253)
+            items = decode_batch(message)
+            assert len(items) == len(fds)
+            for fd, (data, _) in zip(fds, items):
+                socket.socket(fileno=fd).close()
+                got.append(data)
+        assert sorted(got) == sorted(requests)
+        assert door.answered == 3
+        ours.send(b"Q")
+        thread.join(5)
+        assert not thread.is_alive()
+    finally:
+        door.finish("stop")
+        thread.join(5)
+        for c in clients:
+            c.close()
+        ours.close()
+        theirs.close()
+        listener.close()
