@@ -273,9 +273,10 @@ def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 878
                  allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
                  ssl_keyfile: str | None = None):
     """The server, its socket bound and listening (`server.listen_sock`,
-    `server.url`, `server.port`), not yet serving (once it serves, the
-    socket belongs to its front door process, and `listen_sock` is closed): `asyncio.run(server.serve())` serves (in
-    any thread; signals are serve()'s).  `token`: every route but /v1/health
+    `server.url`, `server.port`), not yet serving: `asyncio.run(
+    server.serve())` serves (in any thread; signals are serve()'s; once it
+    serves, the socket belongs to its front door process and `listen_sock`
+    is closed here).  `token`: every route but /v1/health
     needs it; without one the server listens only on loopback (Refused
     otherwise).  `allowed_hosts`: more Host names to answer (a reverse
     proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
