@@ -10,7 +10,8 @@ functions each call the next level twice (10 %); meanwhile a separate
 process asks GET /v1/health every 50 ms.  Printed per N: how many requests got
 an HTTP answer (and which statuses), how many got none (a reset, silence),
 the health latency (median, p99, max), and the server process's peak RSS
-(VmHWM), and the load average when the crowd began.  `--baseline GITREF`
+(VmHWM; and its front door process's, which the servers before
+service/door.py did not have), and the load average when the crowd began.  `--baseline GITREF`
 runs a second server whose service/ is GITREF's (extracted with `git
 archive`), the two alternating crowd by crowd, the order swapped each round;
 `--repeat R` runs R rounds and then pools every round's health polls per
@@ -243,6 +244,22 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def door_peak_rss_mb(pid: int) -> float | None:
+    """Peak RSS of the server's front door process (service/door.py), if
+    it has one (the servers before it had the door as a thread)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"tfsem.service.door" in cmdline:
+            return peak_rss_mb(int(entry.name))
+    return None
+
+
 def run_crowd(proc: subprocess.Popen, host: str, port: int, clients: int) -> dict:
     import asyncio
     mix = crowd_requests()
@@ -275,7 +292,7 @@ def run_crowd(proc: subprocess.Popen, host: str, port: int, clients: int) -> dic
     return {"clients": clients, "answered": answered, "statuses": statuses, "wall": wall,
             "latencies": lat, "health_n": len(lat), "health_failed": health["failed"], "health_p50": pct(0.5),
             "health_p99": pct(0.99), "health_max": lat[-1] * 1000 if lat else float("nan"),
-            "peak_rss": peak_rss_mb(proc.pid)}
+            "peak_rss": peak_rss_mb(proc.pid), "door_rss": door_peak_rss_mb(proc.pid)}
 
 
 def baseline_service(ref: str, into: str) -> str:
@@ -309,8 +326,8 @@ def main_crowd(sizes: list[int], workers: int, baseline: str | None = None, repe
                   f"load average {os.getloadavg()[0]:.1f} at start")
             print()
             print("| server | clients | load | answered | statuses | no answer | wall s | health p50 ms "
-                  "| health p99 ms | health max ms | health polls | server peak RSS MiB |")
-            print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+                  "| health p99 ms | health max ms | health polls | server peak RSS MiB | door process peak RSS MiB |")
+            print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
             pooled: dict[tuple[str, int], list[float]] = {}
             for round_ in range(repeat):
                 order = servers if round_ % 2 == 0 else servers[::-1]
@@ -323,7 +340,8 @@ def main_crowd(sizes: list[int], workers: int, baseline: str | None = None, repe
                         print(f"| {label} | {n} | {load:.1f} | {r['answered']} | {codes_} | {n - r['answered']} | "
                               f"{r['wall']:.1f} | {r['health_p50']:.1f} | {r['health_p99']:.1f} | "
                               f"{r['health_max']:.1f} | {r['health_n']} ({r['health_failed']} failed) | "
-                              f"{r['peak_rss']:.0f} |", flush=True)
+                              f"{r['peak_rss']:.0f} | "
+                              f"{'-' if r['door_rss'] is None else format(r['door_rss'], '.0f')} |", flush=True)
                         if r["answered"] != n or r["health_failed"]:
                             failed = True
                             print("  unanswered:", {k: v for k, v in r["statuses"].items() if not k.isdigit()},

@@ -7,5 +7,8 @@
 - `workers.py`: the pool of worker processes, with hard time limits;
 - `campaign_view.py`: DIR's campaign database and report pages, read live;
 - `openapi.py`: the OpenAPI description of every endpoint;
-- `app.py`: the Starlette application; `server.py`: uvicorn, sockets, signals.
+- `app.py`: the Starlette application; `server.py`: uvicorn, sockets, signals;
+- `front.py`: the front door (accepts, answers health, hands the rest over),
+  run in a process of its own by `door.py`; `heads.py`: request heads, read
+  the same way by the door and the connection protocol (`protocol.py`).
 """

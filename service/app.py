@@ -46,6 +46,7 @@ from tfsem.oracle.program import ProgramError, Violation
 from . import jobs
 from .auth import TokenCheck
 from .campaign_view import CampaignView, NoSuchFinding
+from .heads import host_name
 from .limits import Limits
 from .openapi import openapi_document
 from .requests import envelope, error_body, parse_body
@@ -88,15 +89,6 @@ def error_response(status: int, error: str, message: str, headers: dict[str, str
 INLINE_PARSE_BYTES = 16 << 10
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
-
-
-def host_name(header: str) -> str:
-    """The name part of a Host header: `127.0.0.1:8787` -> `127.0.0.1`,
-    `[::1]:8787` -> `[::1]`."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[:header.find("]") + 1] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 class HostCheck:

@@ -1,6 +1,8 @@
-"""The front door of `tfsem serve`: a thread that accepts every connection,
+"""The front door of `tfsem serve`: a loop that accepts every connection,
 answers `GET /v1/health` itself, and hands every other connection to the
-event loop.
+event loop.  `tfsem serve` runs it in a process of its own (door.py), which
+hands connections to the server's process over a UNIX socket; here it is a
+thread, as it first was (and as the tests drive it).
 
 Why (issue 29): under a burst of a thousand connections the event loop spends
 most of a second accepting them and answering each one (503 at once, or a
@@ -55,8 +57,7 @@ import threading
 import time
 from typing import Callable
 
-from .app import host_name
-from .protocol import HEALTH_LINE, _host_of
+from .heads import HEALTH_LINE, host_name, host_of as _host_of
 
 log = logging.getLogger("tfsem.serve")
 
@@ -148,12 +149,23 @@ class FrontDoor:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    # -- for a door that watches more than connections (door.py) ----------------
+
+    def _started(self, sel: selectors.BaseSelector) -> None:
+        """Called in the door's thread once the listening socket is watched:
+        a subclass registers its own files with `sel` (data: anything but a
+        `_Held` or None), and gets their events in `_event`."""
+
+    def _event(self, key: selectors.SelectorKey, events: int) -> None:
+        """An event on a file a subclass registered in `_started`."""
+
     # -- the thread -------------------------------------------------------------
 
     def _run(self) -> None:
         sel = self._sel = selectors.DefaultSelector()
         sel.register(self.sock, selectors.EVENT_READ, None)
         self._listening = True
+        self._started(sel)
         try:
             while not self._stop.is_set():
                 out: list[tuple[socket.socket, bytes, float]] = []
@@ -179,13 +191,15 @@ class FrontDoor:
         timeout = POLL_SECONDS
         if self._held:
             timeout = max(0.0, min(timeout, min(h.deadline for h in self._held.values()) - now))
-        for key, _ in sel.select(timeout):
+        for key, events in sel.select(timeout):
             if key.data is None:
                 if not self._accept(out):
                     sel.unregister(self.sock)
                     self._listening = False
             elif self._held.get(key.fd) is key.data:
                 self._readable(key.data, out)
+            elif not isinstance(key.data, _Held):
+                self._event(key, events)
         self._expire(time.monotonic(), out)
 
     def _hand(self, out: list[tuple[socket.socket, bytes, float]]) -> None:

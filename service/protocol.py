@@ -41,6 +41,8 @@ from typing import Any, Callable
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .heads import HEALTH_LINE, host_name, host_of as _host_of
+
 #: a connection this young is not shed as idle (its request may be on the way)
 FRESH_SECONDS = 1.0
 #: how long the rest of a body is dropped after an early answer
@@ -59,16 +61,6 @@ BUSY = _canned("503 Service Unavailable", "too many idle connections are open; r
 HEADERS_LATE = _canned("408 Request Timeout", "the request headers did not arrive in time")
 
 
-HEALTH_LINE = b"GET /v1/health HTTP/1.1\r\n"
-
-
-def _host_of(head: bytes) -> str | None:
-    """The Host header of a request head (None: none, or more than one)."""
-    hosts = [line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")[1:]
-             if line[:5].lower() == b"host:"]
-    return hosts[0].decode("latin-1") if len(hosts) == 1 else None
-
-
 def guarded_protocol(header_seconds: float, max_idle: int, *,
                      health_body: Callable[[], bytes] | None = None,
                      allowed_hosts: frozenset[str] | None = None) -> type:
@@ -81,7 +73,6 @@ def guarded_protocol(header_seconds: float, max_idle: int, *,
     after it.  Anything else goes the normal way."""
     if not header_seconds > 0 or max_idle < 1:
         raise ValueError("header_seconds must be positive and max_idle at least 1")
-    from .app import host_name
 
     last_scan = [0.0]
 

@@ -6,9 +6,11 @@ the benchmark start servers that way.  SIGINT and SIGTERM stop the server
 gracefully (requests in flight finish, workers are stopped) and the process
 exits with status 0.
 
-uvicorn never sees the socket: the front door (front.py), a thread, accepts
-every connection, answers GET /v1/health itself and hands the rest to the
-event loop, where uvicorn's protocol serves them (Server._adopt).
+uvicorn never sees the socket: the front door (front.py), in a process of its
+own (door.py), accepts every connection, answers GET /v1/health itself and
+passes the rest to this process's event loop over a UNIX socket, where
+uvicorn's protocol serves them (Server._adopt).  If the door ends, the server
+stops; if the server ends, the door does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Callable, TextIO
 from .app import LOOPBACK_NAMES, Services, create_app, host_name
 from .campaign_view import CampaignView
 from .limits import Limits
-from .front import BEAT_SECONDS, FrontDoor
+from .door import BEAT_SECONDS, DoorProcess
 from .protocol import guarded_protocol
 from .workers import WorkerPool
 
@@ -38,8 +40,6 @@ log = logging.getLogger("tfsem.serve")
 LISTEN_BACKLOG = 4096
 #: seconds computations in flight get to finish once SIGTERM or SIGINT comes
 SHUTDOWN_GRACE = 2.0
-#: Python's thread switch interval while serving (see serve())
-SWITCH_SECONDS = 0.001
 
 
 def _server_class():
@@ -51,10 +51,12 @@ def _server_class():
         SHUTDOWN_GRACE seconds, so the server ends within a few seconds
         whatever its requests are doing.
 
-        The listening socket is not given to uvicorn: a FrontDoor thread
-        (front.py) accepts every connection, answers GET /v1/health itself,
-        and hands the others to this event loop (`_adopt`), where uvicorn's
-        protocol serves them as if uvicorn had accepted them."""
+        The listening socket is not given to uvicorn: the front door, a
+        process of its own (door.py), accepts every connection, answers GET
+        /v1/health itself, and passes the others to this event loop
+        (`_adopt`), where uvicorn's protocol serves them as if uvicorn had
+        accepted them.  `door_lost`: why the server stopped, when the door
+        ended without being told to."""
 
         def __init__(self, config, pool: WorkerPool, sock: socket.socket,
                      health_body: Callable[[], bytes], allowed_hosts: frozenset[str] | None,
@@ -64,7 +66,8 @@ def _server_class():
             self.loop: asyncio.AbstractEventLoop | None = None
             self.listen_sock, self.health_body = sock, health_body
             self.allowed_hosts, self.max_held = allowed_hosts, max_held
-            self.door: FrontDoor | None = None
+            self.door: DoorProcess | None = None
+            self.door_lost: str | None = None
             self._adopting: set[asyncio.Task] = set()
             self._beat: asyncio.TimerHandle | None = None
 
@@ -86,25 +89,59 @@ def _server_class():
 
             self._create_protocol = create_protocol
             # What the server imported and built is there for good: out of
-            # the collector's sight, a full collection (which holds the GIL,
-            # and so stops the front door's thread too) takes microseconds
-            # instead of 60+ ms, the largest part of health's tail in a crowd
+            # the collector's sight, a full collection (which holds the GIL
+            # and stops the event loop) takes microseconds instead of 60+ ms
             # (a crowd's allocations set off several).
             gc.collect()
             gc.freeze()
 
-            def handoff(items) -> None:  # in the door's thread
-                loop.call_soon_threadsafe(self._adopt, items)
-
-            self.door = FrontDoor(self.listen_sock, handoff, self.health_body, self.allowed_hosts,
-                                  peek=config.ssl is None, max_held=self.max_held)
+            self.door = DoorProcess(self.listen_sock, self.allowed_hosts, peek=config.ssl is None,
+                                    max_held=self.max_held)
+            try:
+                await self.door.start(self._adopt, self._door_ended, self._health())
+            except (OSError, RuntimeError) as exc:
+                self.door.kill()
+                self.door_lost = f"the front door did not start: {exc}"
+                log.error("%s", self.door_lost)
+                # stopped from the main loop, so that uvicorn's shutdown runs
+                loop.call_soon(self._stop_now)
+                return
+            # the door holds the listening socket now, and nothing else: if
+            # it ends, new connections are refused, not left in a queue
+            self.listen_sock.close()
             self._tick()
-            self.door.start()
+
+        def _health(self) -> bytes | None:
+            try:
+                return self.health_body()
+            except Exception:  # never expected: the door keeps the last body
+                log.exception("the health answer could not be made")
+                return None
 
         def _tick(self) -> None:
             if self.door is not None:
-                self.door.beat()
+                self.door.report(self._health())
             self._beat = asyncio.get_running_loop().call_later(BEAT_SECONDS, self._tick)
+
+        def report_health(self) -> None:
+            """Gives the door health's body if it changed (called as each
+            response goes out: health then shows what that request did)."""
+            if self.door is not None:
+                self.door.report(self._health(), beat=False)
+
+        def _door_ended(self, terminated: bool) -> None:
+            if terminated:  # the door was sent SIGTERM: the service is being stopped
+                self.handle_exit(signal.SIGTERM, None)
+                return
+            if self.should_exit:
+                return
+            self.door_lost = f"the front door process ended ({self.door.ended_text()})"
+            log.error("%s: the server stops", self.door_lost)
+            self._stop_now()
+
+        def _stop_now(self) -> None:
+            self.should_exit = True
+            self.pool.shutdown(SHUTDOWN_GRACE)
 
         def _adopt(self, items) -> None:
             for sock, prefix, since in items:
@@ -144,7 +181,7 @@ def _server_class():
         async def shutdown(self, sockets=None) -> None:
             # stop accepting first (uvicorn would close its listeners here)
             if self.door is not None:
-                await asyncio.to_thread(self.door.stop)
+                await self.door.stop()
             if self._beat is not None:
                 self._beat.cancel()
             for task in list(self._adopting):
@@ -214,20 +251,17 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8787, limi
     # of ours receives it, so that a stop by signal is a clean exit.
     stops: list[int] = []
     previous = {sig: signal.signal(sig, lambda s, f: stops.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # The front door's thread needs the GIL for each step of an answer
-    # (accept, read, write); while the event loop is busy it waits up to the
-    # switch interval each time: 1 ms instead of Python's 5 ms.
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch, SWITCH_SECONDS))
     try:
         asyncio.run(server.serve())
     finally:
-        sys.setswitchinterval(switch)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         server.listen_sock.close()
     if not server.started:
         print("tfsem serve: the server did not start", file=sys.stderr)
+        return 1
+    if server.door_lost is not None:
+        print(f"tfsem serve: {server.door_lost}; the server stopped", file=sys.stderr)
         return 1
     print("tfsem serve: stopped", file=out, flush=True)
     return 0
@@ -239,8 +273,10 @@ def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 878
                  allowed_hosts: tuple[str, ...] = (), ssl_certfile: str | None = None,
                  ssl_keyfile: str | None = None):
     """The server, its socket bound and listening (`server.listen_sock`,
-    `server.url`), not yet serving: `asyncio.run(server.serve())` serves (in
-    any thread; signals are serve()'s).  `token`: every route but /v1/health
+    `server.url`, `server.port`), not yet serving: `asyncio.run(
+    server.serve())` serves (in any thread; signals are serve()'s; once it
+    serves, the socket belongs to its front door process and `listen_sock`
+    is closed here).  `token`: every route but /v1/health
     needs it; without one the server listens only on loopback (Refused
     otherwise).  `allowed_hosts`: more Host names to answer (a reverse
     proxy's).  `ssl_certfile`/`ssl_keyfile`: HTTPS (uvicorn's options)."""
@@ -280,7 +316,21 @@ def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 878
     allowed = host_names_answered(host, allowed_hosts)
     app = create_app(Services(pool, CampaignView(directory), on_ready=ready), limits,
                      allowed_hosts=allowed, token=token)
-    config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=access_log,
+    built: list = []
+
+    async def reporting_health(scope, receive, send):
+        # each response tells the front door health's new body, if it changed
+        if scope["type"] != "http" or not built:
+            return await app(scope, receive, send)
+
+        async def send_and_report(message):
+            if message["type"] == "http.response.start":
+                built[0].report_health()
+            await send(message)
+
+        return await app(scope, receive, send_and_report)
+
+    config = uvicorn.Config(reporting_health, lifespan="on", log_level=log_level, access_log=access_log,
                             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
                             http=guarded_protocol(limits.header_read_seconds, limits.max_idle_connections,
                                                   health_body=app.state.health_body, allowed_hosts=allowed),
@@ -294,6 +344,12 @@ def build_server(directory: str | Path, host: str = "127.0.0.1", port: int = 878
                             limit_concurrency=limits.max_connections,
                             server_header=False)
     server = _server_class()(config, pool, sock, app.state.health_body, allowed,
-                             max_held=limits.max_idle_connections)
-    server.url = url
+                             # the door holds a connection at most 0.5 s while
+                             # its first request arrives; holding a crowd's (a
+                             # thousand connect, then send) keeps a health
+                             # check among them from being handed, unread, to
+                             # the busy loop
+                             max_held=max(limits.max_idle_connections, limits.max_connections))
+    server.url, server.port = url, sock.getsockname()[1]
+    built.append(server)
     return server

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from test_serve_support import TESTS_DIR, Server, pid_alive, wait_gone  # noqa: E402
+from test_serve_support import TESTS_DIR, Server, door_pid, pid_alive, wait_gone  # noqa: E402
 
 from tfsem.cli import main as cli_main  # noqa: E402
 from tfsem.generators import families  # noqa: E402
@@ -146,12 +146,14 @@ def test_corpus_case_malformed_batch_and_clean_stop(tmp_path):
         assert s.post("/v1/check", case).json()["verdict"] == "unsound"
         pids = s.get("/v1/health").json()["workers"]["pids"]
         assert len(pids) >= 1 and all(pid_alive(p) for p in pids)
+        door = door_pid(s)  # the front door's process (service/door.py)
     finally:
         code = s.stop(signal.SIGTERM)
     assert code == 0, s.stderr_text()
     assert "tfsem serve: stopped" in s.stdout_rest()
     assert "Traceback" not in s.stderr_text()
     assert wait_gone(pids), "worker processes outlived the server"
+    assert wait_gone([door], timeout=2), "the front door outlived the server"
 
 
 # ---------------------------------------------------------------------------

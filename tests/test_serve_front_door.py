@@ -1,8 +1,10 @@
-"""The front door of `tfsem serve` (service/front.py, issue 29): a thread that
-accepts every connection and answers GET /v1/health itself, so that health is
+"""The front door of `tfsem serve` (service/front.py, issue 29): it accepts
+every connection and answers GET /v1/health itself, so that health is
 answered while the event loop is busy; every other request, and health for a
 Host the server does not answer, goes to the event loop with the bytes
 already read, under the same rules as before (token, Host, deadlines).
+The door alone is tested here in a thread; a real server runs it in a
+process of its own (service/door.py, tests/test_serve_door_process.py).
 
 Loopback only; every wait bounded."""
 
@@ -239,7 +241,7 @@ def live(tmp_path_factory):
 
 
 def get(server, path: str, headers: dict | None = None, timeout: float = 30) -> tuple[int, bytes, float]:
-    port = server.listen_sock.getsockname()[1]
+    port = server.port
     start = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -319,7 +321,7 @@ def test_a_closed_connection_leaves_no_reference_cycle(live):
     cycle behind."""
     import gc
 
-    port = live.listen_sock.getsockname()[1]
+    port = live.port
     requests = [b"GET /v1/health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",  # 421
                 b"GET /v1/campaigns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"]  # 401
     gc.collect()

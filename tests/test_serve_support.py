@@ -190,6 +190,25 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def door_pid(server: "Server", timeout: float = 10.0) -> int:
+    """The server's front door process (its child running tfsem.service.door)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == server.proc.pid and b"tfsem.service.door" in cmdline:
+                return int(entry.name)
+        assert time.monotonic() < deadline, "no front door process"
+        time.sleep(0.05)
+
+
 def wait_gone(pids: list[int], timeout: float = 5.0) -> bool:
     """True once none of `pids` runs (waiting up to `timeout` s)."""
     deadline = time.monotonic() + timeout
