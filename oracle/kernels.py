@@ -61,7 +61,7 @@ _local = threading.local()
 #: from state are not here, nor Cast: its float to narrow-integer conversion
 #: of a value out of range differs by the element's position in the tensor
 #: (vectorized body against scalar tail), which may depend on the buffer's
-#: alignment, so it is refused as functions.cast_array says.
+#: alignment, so it is refused as opdefs/math.py cast_array says.
 DETERMINISTIC = frozenset("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softplus Softsign Elu Selu Erf
     Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint

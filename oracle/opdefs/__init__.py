@@ -1,0 +1,21 @@
+"""One place per op: the TensorFlow ops tfsem models, declared by family.
+
+`registry` holds :class:`OpDef` (every facet of one op: TensorFlow name and
+attributes, import, value semantics, Z3 encoding or uninterpreted, export,
+effect) and :func:`define`; each family is a module that defines its ops:
+`math` (element-wise arithmetic, casts, reductions, matrix products) and
+`array` (data movement and shapes, constant or computed at run time).  The
+state, TensorList, control-flow and queue families still use the older
+tables (graphdef/ops.py, graphdef/state_ops.py, oracle/state_ops.py, ...):
+docs/writing-an-op-model.md says which.
+"""
+
+from . import math, array  # noqa: F401  (each module defines its family's ops)
+from .registry import (Elementwise, OpDef, define, elementwise_of, encoding, export_as, export_of, function,
+                       families, flushed, function_names, generation, index_dtype, int_list,
+                       lookup, one_function, problems, table)
+
+__all__ = ["Elementwise", "OpDef", "define", "elementwise_of", "encoding", "export_as",
+           "export_of", "function",
+           "families", "flushed", "function_names", "generation", "index_dtype", "int_list",
+           "lookup", "one_function", "problems", "table"]
