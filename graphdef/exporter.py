@@ -46,7 +46,6 @@ PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
 
 _ASSIGN_OPS = {"Snd": "AssignVariableOp", "Add": "AssignAddVariableOp",
                "Sub": "AssignSubVariableOp"}
-_COMPARISONS = {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"}
 
 
 class ExportNode:
@@ -493,10 +492,6 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         return export(ExportNode(name, data, ctrl, attrs, T))
     if op in LIST_TYPES:
         return [_list_node(op, name, data, ctrl, attrs, T)]
-    if op in _COMPARISONS:
-        return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T()}}]
-    if op in ("LogicalNot", "LogicalAnd"):
-        return [{"name": name, "op": op, "input": data + ctrl, "attr": {}}]
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]

@@ -444,16 +444,5 @@ def _loop_cond(b):
     return [b.add("LoopCond", [b.input(0)])]
 
 
-def _comparison_model(name: str) -> None:
-    @op(name, f"{name} (bool result)")
-    def build(b):
-        return [b.add(name, [b.input(0), b.input(1)])]
-
-
-for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd"):
-    _comparison_model(_name)
-
-
-@op("LogicalNot", "LogicalNot")
-def _logical_not(b):
-    return [b.add("LogicalNot", [b.input(0)])]
+# Comparisons and the logical operations (the predicates of conditionals and
+# loops) are the math family's: oracle/opdefs/math.py.

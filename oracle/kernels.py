@@ -2,7 +2,7 @@
 no numpy model of (docs/kernels.md).
 
 Where numpy computes what TensorFlow's CPU kernel computes bit for bit, tfsem
-has its own model (oracle/functions.py, array_ops.py, predicates.py).  Float
+has its own model (oracle/functions.py, oracle/opdefs: math.py, array.py).  Float
 MatMul, reductions, Softmax, the cross-entropy losses, Exp, convolutions and
 their gradients, Einsum, ... have none: their summation order and their
 vectorized transcendental functions are Eigen's and oneDNN's.  For those a

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import functions as fns
-from ..functions import (BROADCASTING, FLOAT_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun,
+from ..functions import (BROADCASTING, FLOAT_DTYPES, FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun,
                          Function, OpError, ShapeError, _axes, _bool_attr, _dtype_attr,
                          _flush, _float_only, _GEMM_ORDER, _int_list, _is_float, _kernel,
                          _no_float, _REDUCTION_ORDER, dtype_name, ftz)
@@ -542,3 +542,86 @@ for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min",
     define(OpDef(_tf_op, f"the function {_f.name} (axes: a constant input), or {_f.name}Along "
                  "(axes computed at run time)", _reduction_build(_f.name), FAMILY,
                  functions=(_f, _f.name + "Along"), static=(1,)))
+
+
+# -- comparisons and logical operations: the predicates of conditionals and
+# loops (SPEC section 9).  A `Switch` takes a bool scalar predicate and a loop's
+# `LoopCond` a bool scalar; a `tf.while_loop` computes it with `Less` and friends.
+#
+# Each is TensorFlow 2.21's CPU kernel elementwise with broadcasting, as
+# measured by tests/test_controlflow_predicates.py on every dtype's edge values:
+#
+# * an ordered comparison with a NaN is false, `NotEqual` with a NaN is true,
+#   signed zeros compare equal; the result is `bool`;
+# * on bfloat16, float32 and float64 the executor's denormals-are-zero mode
+#   applies: a subnormal argument compares as zero (float16 is compared exactly,
+#   as functions.FLUSHED_DTYPES says for arithmetic);
+# * `Less`, `LessEqual`, `Greater` and `GreaterEqual` have no bool kernel, the
+#   logical ops only a bool one: elsewhere the `no-kernel` error value.
+#
+# Both arguments have one dtype (a mismatch is the dtype-mismatch error value,
+# as for every function).  No encoding: uninterpreted in proofs.
+
+_ORDERED = {"Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater,
+            "GreaterEqual": np.greater_equal}
+_EQUALITY = {"Equal": np.equal, "NotEqual": np.not_equal}
+_TINY32 = np.finfo(np.float32).tiny
+_TINY64 = np.finfo(np.float64).tiny
+
+
+def _daz(a: np.ndarray) -> np.ndarray:
+    """Denormals-are-zero: a subnormal of a flushed dtype compares as zero."""
+    name = dtype_name(a.dtype)
+    if name not in FLUSHED_DTYPES:
+        return a
+    if name == "float64":
+        return np.where(np.abs(a) < _TINY64, 0.0, a)
+    a = a.astype(np.float32)   # bfloat16 and float32 share float32's exponent range
+    return np.where(np.abs(a) < _TINY32, np.float32(0.0), a)
+
+
+def _comparison(name: str, op, ordered: bool) -> None:
+    def impl(xp, args, attrs):
+        if ordered and args[0].dtype == np.bool_:
+            raise OpError("no-kernel", f"{name} has no kernel for bool")
+        return (np.asarray(op(_daz(args[0]), _daz(args[1])), dtype=np.bool_),)
+    impl.__doc__ = f"Elementwise {name} (TensorFlow's {name}), a bool result."
+    f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name))(impl)
+
+    def build(b):
+        return [b.add(name, [b.input(0), b.input(1)])]
+    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=(f,)))
+
+
+for _name, _op in _ORDERED.items():
+    _comparison(_name, _op, True)
+for _name, _op in _EQUALITY.items():
+    _comparison(_name, _op, False)
+
+
+def _bool_only(name: str, *arrays: np.ndarray) -> None:
+    for a in arrays:
+        if a.dtype != np.bool_:
+            raise OpError("no-kernel", f"{name} has no kernel for {dtype_name(a.dtype)}")
+
+
+@function("LogicalNot", 1, 1, batched=BROADCASTING, casts=True,
+          export=export_as("LogicalNot", typed=False))
+def _logical_not(xp, args, attrs):
+    """Elementwise not of a bool tensor."""
+    _bool_only("LogicalNot", args[0])
+    return (np.logical_not(args[0]),)
+
+
+@function("LogicalAnd", 2, 1, batched=BROADCASTING, casts=True,
+          export=export_as("LogicalAnd", typed=False))
+def _logical_and(xp, args, attrs):
+    """Elementwise and of bool tensors."""
+    _bool_only("LogicalAnd", *args)
+    return (np.logical_and(args[0], args[1]),)
+
+
+define(OpDef("LogicalNot", "LogicalNot", one_function("LogicalNot", None, 1), FAMILY,
+             functions=(_logical_not,)))
+define(OpDef("LogicalAnd", "LogicalAnd (bool result)", one_function("LogicalAnd", None, 2), FAMILY,
+             functions=(_logical_and,)))
