@@ -35,7 +35,7 @@ from .. import functions as fns
 from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _bool_attr,
                          _dtype_attr, _int_attr, _int_list)
 from ..program import ControlIn, DataIn
-from ..values import Tensor
+from ..values import DTYPE_MISMATCH, Tensor
 from .registry import OpDef, define, export_as, flushed, index_dtype, int_list, one_function
 
 FAMILY = "array"
@@ -661,6 +661,24 @@ for _name, (_base, _key, _conv) in OPERAND_FORMS.items():
         export=_export_op(_OPERAND_TF_OPS[_name], {"T": 0, _OPERAND_TYPE_ATTRS[_name]: 1}))(
         _with(_base, _key, _conv))
 
+def _export_concat_at(e) -> list:
+    return [{"name": e.name, "op": "ConcatV2", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(), "N": {"i": 2}, "Tidx": e.T(2)}}]
+
+
+@_op("ConcatAxisAt", 3, export=_export_concat_at)
+def _concat_axis_at(xp, args, attrs):
+    """ConcatAxis of the first two arguments along the axis the third gives
+    (an int32/int64 scalar or 1-element vector, as TensorFlow's ConcatV2
+    takes it): a link of ConcatV2's chain when its axis is computed at run
+    time.  An axis out of range fails as the constant form does."""
+    a, b, axis = args
+    if a.dtype != b.dtype:
+        raise OpError(DTYPE_MISMATCH, "ConcatV2: values of different dtypes")
+    ax = _axis_scalar(_index(axis, "axis"), axis)
+    return _concat_axis(np, (a, b), {"axis": ax})
+
+
 #: Functions whose result depends on their argument's kind alone.
 KIND_ONLY = frozenset({"Shape", "Size", "Rank"})
 
@@ -852,13 +870,22 @@ def _import_squeeze(b):
                   {"squeeze_dims": [int(x) for x in b.attr("squeeze_dims", [])]})]
 
 
-@_define("ConcatV2", "a chain of ConcatAxis (axis: a constant last input)", static=(-1,),
-         functions=("Identity", "ConcatAxis"), exports={"Concat": _export_concat})
+@_define("ConcatV2", "a chain of ConcatAxis (axis: a constant last input), or of ConcatAxisAt "
+         "(axis computed at run time: an int32/int64 scalar or 1-element vector)", static=(-1,),
+         functions=("Identity", "ConcatAxis", "ConcatAxisAt"), exports={"Concat": _export_concat})
 def _import_concat(b):
     b.dtype("T")
     n = b.n_inputs - 1
-    axis = int_list(b.static(n))[0]
     acc = b.input(0)
+    if not b.is_static(n):   # the axis computed at run time: an operand of every link
+        index_dtype(b, "Tidx")
+        if n == 1:
+            return [b.add("Identity", [acc])]
+        for i in range(1, n):
+            acc = b.add("ConcatAxisAt", [acc, b.input(i), b.input(n)],
+                        part=None if i == n - 1 else f"concat_{i}")
+        return [acc]
+    axis = int_list(b.static(n))[0]
     if n == 1:
         return [b.add("Identity", [acc])]
     for i in range(1, n):
