@@ -878,7 +878,8 @@ def _import_concat(b):
     n = b.n_inputs - 1
     acc = b.input(0)
     if not b.is_static(n):   # the axis computed at run time: an operand of every link
-        index_dtype(b, "Tidx")
+        if b.attr("Tidx", False):   # (absent: TensorFlow's default, int32)
+            index_dtype(b, "Tidx")
         if n == 1:
             return [b.add("Identity", [acc])]
         for i in range(1, n):
