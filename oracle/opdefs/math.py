@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import functions as fns
+from .. import kernels as _kernels
 from ..functions import (BROADCASTING, FLOAT_DTYPES, FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun,
                          Function, OpError, ShapeError, _axes, _bool_attr, _dtype_attr,
                          _flush, _float_only, _GEMM_ORDER, _int_list, _is_float, _kernel,
@@ -244,7 +245,8 @@ def cast_array(xp, a, dst: str):
     * float to integer: truncated toward zero; NaN, infinities and values out
       of range give the lowest value for int32 and int64, 2**63 for uint64
       (whose range here is [-2**63, 2**64): negatives wrap), and no defined
-      result for the narrower integers (_CAST_UNDEFINED: cannot run).
+      result for the narrower integers (_CAST_UNDEFINED: cannot run, and
+      TensorFlow's kernel stands in where it is installed: `_cast_kernel`).
     """
     src = dtype_name(a.dtype)
     if src == dst:
@@ -271,8 +273,9 @@ def cast_array(xp, a, dst: str):
         if dst in _CAST_UNDEFINED:
             if not bool(xp.all(ok)):
                 raise CannotRun(f"cannot run TensorFlow op Cast to {dst}: a float that is NaN, "
-                                f"infinite or out of {dst} range has no defined value (TensorFlow's "
-                                "kernel gives different results by the element's position)")
+                                f"infinite or out of {dst} range has no value tfsem models (TensorFlow's "
+                                "kernel gives different results by the element's position; its "
+                                "kernel stands in where TensorFlow is installed)")
             return safe.astype(target)
         if dst == "uint64":
             neg = safe < 0
@@ -292,9 +295,16 @@ def _cast_impl(xp, args, attrs):
     return (cast_array(xp, a, attrs["DstT"]),)
 
 
+def _cast_kernel(a, attrs):
+    """TensorFlow's own Cast where the model cannot run (a float out of a
+    narrow integer's range: _CAST_UNDEFINED): one thread, a function of the
+    whole tensor (oracle/kernels.py DETERMINISTIC says why)."""
+    return "Cast", list(a), {"DstT": _kernels.DT_NAMES[attrs["DstT"]], "Truncate": False}
+
+
 _CAST = Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip(),
                  attrs={"DstT": _dtype_attr}, family=TENSORFLOW, casts=True,
-                 batched_impl=_cast_impl, export=_export_cast)
+                 batched_impl=_cast_impl, export=_export_cast, tf_kernel=_cast_kernel)
 
 
 @function("BiasAdd", 2, 1, batched=False, export=export_as("BiasAdd"))
