@@ -62,7 +62,8 @@ def test_every_op_of_a_migrated_family_is_defined_in_one_place_with_every_facet(
             # value semantics
             assert fn is not None and callable(fn.impl), (name, fname)
             # an encoding or uninterpreted, declared
-            assert fn.encoding is None or isinstance(fn.encoding, opdefs.Elementwise), fname
+            assert fn.encoding is None or fn.encoding is opdefs.FOLDS_ON_CONSTANTS \
+                or isinstance(fn.encoding, opdefs.Elementwise), fname
             # export (the .ftz variants are written as their base function)
             base = fname.removesuffix(fns.FTZ_SUFFIX)
             assert opdefs.export_of(base) is not None or base in EXPORTER_OWN, (name, fname)
@@ -77,6 +78,16 @@ def test_the_old_tables_hold_none_of_the_registrys_ops():
     assert gen.EXTRA == {n: f.encoding.key for n, f in fns.registered(None).items()
                          if opdefs.elementwise_of(f) is not None}
     assert set(gen.EXTRA) == {"RealDiv", "Sqrt", "Abs", "Square", "SquaredDifference"}
+
+
+def test_the_checker_folds_the_run_time_shape_functions_the_registry_marks():
+    folds = {n for n, f in fns.registered(None).items() if opdefs.folds_on_constants(f)}
+    assert folds == {"Shape", "Size", "Rank", "Range", "StridedSlice", "StridedSliceGrad",
+                     "Slice", "GatherV2", "UnpackPart", "FillDims", "BroadcastToShape",
+                     "Transpose", "BroadcastGradientArgs", "ReshapeTo", "TileBy",
+                     "ExpandDimsAt", "SumAlong", "MeanAlong", "ReduceMaxAlong",
+                     "ReduceMinAlong"}
+    assert all(fns.get(n).family == "tensorflow" for n in folds)
 
 
 @pytest.mark.parametrize("name", sorted(gen.EXTRA))

@@ -11,11 +11,11 @@ docs/writing-an-op-model.md says which.
 """
 
 from . import math, array  # noqa: F401  (each module defines its family's ops)
-from .registry import (Elementwise, OpDef, define, elementwise_of, encoding, export_as, export_of, function,
-                       families, flushed, function_names, generation, index_dtype, int_list,
+from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define, elementwise_of, encoding, export_as, export_of, function,
+                       families, flushed, folds_on_constants, function_names, generation, index_dtype, int_list,
                        lookup, one_function, problems, table)
 
-__all__ = ["Elementwise", "OpDef", "define", "elementwise_of", "encoding", "export_as",
+__all__ = ["FOLDS_ON_CONSTANTS", "Elementwise", "FoldsOnConstants", "OpDef", "define", "elementwise_of", "encoding", "export_as",
            "export_of", "function",
-           "families", "flushed", "function_names", "generation", "index_dtype", "int_list",
+           "families", "flushed", "folds_on_constants", "function_names", "generation", "index_dtype", "int_list",
            "lookup", "one_function", "problems", "table"]

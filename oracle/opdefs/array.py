@@ -36,7 +36,7 @@ from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _boo
                          _dtype_attr, _int_attr, _int_list)
 from ..program import ControlIn, DataIn
 from ..values import DTYPE_MISMATCH, Tensor
-from .registry import OpDef, define, export_as, flushed, index_dtype, int_list, one_function
+from .registry import FOLDS_ON_CONSTANTS, OpDef, define, export_as, flushed, index_dtype, int_list, one_function
 
 FAMILY = "array"
 
@@ -273,25 +273,25 @@ def _split_part(xp, args, attrs):
 # -- shapes computed at run time ------------------------------------------------
 
 
-@_op("Shape", 1, attrs=_OUT, export=_export_out_type("Shape"))
+@_op("Shape", 1, attrs=_OUT, export=_export_out_type("Shape"), encoding=FOLDS_ON_CONSTANTS)
 def _shape(xp, args, attrs):
     """The input's shape as a 1-D tensor of `out_type` (int32 or int64)."""
     return (np.array(args[0].shape, dtype=_out_type(attrs)),)
 
 
-@_op("Size", 1, attrs=_OUT, export=_export_out_type("Size"))
+@_op("Size", 1, attrs=_OUT, export=_export_out_type("Size"), encoding=FOLDS_ON_CONSTANTS)
 def _size(xp, args, attrs):
     """The input's number of elements, a scalar of `out_type`."""
     return (np.array(args[0].size, dtype=_out_type(attrs)),)
 
 
-@_op("Rank", 1, export=_export_op("Rank", {"T": 0}))
+@_op("Rank", 1, export=_export_op("Rank", {"T": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _rank(xp, args, attrs):
     """The input's rank, an int32 scalar."""
     return (np.array(args[0].ndim, dtype=np.int32),)
 
 
-@_op("Range", 3, tf_kernel=lambda a, attrs: ("Range", list(a), {}), export=_export_op("Range", {"Tidx": 0}))
+@_op("Range", 3, tf_kernel=lambda a, attrs: ("Range", list(a), {}), export=_export_op("Range", {"Tidx": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _range(xp, args, attrs):
     """start, start+delta, ... up to (not including) limit; integer dtypes:
     the size is (|limit-start| + |delta| - 1) / |delta| (range_op.cc)."""
@@ -412,7 +412,7 @@ def _take(a, spec):
     return a
 
 
-@_op("StridedSlice", 4, attrs=_SS_ATTRS, export=_export_op("StridedSlice", {"T": 0, "Index": 1}))
+@_op("StridedSlice", 4, attrs=_SS_ATTRS, export=_export_op("StridedSlice", {"T": 0, "Index": 1}), encoding=FOLDS_ON_CONSTANTS)
 def _strided_slice(xp, args, attrs):
     """input[begin:end:strides] with TensorFlow's five masks."""
     a, b, e, s = args
@@ -424,7 +424,7 @@ def _strided_slice(xp, args, attrs):
     return (np.ascontiguousarray(_take(a, spec)).reshape(final),)
 
 
-@_op("StridedSliceGrad", 5, attrs=_SS_ATTRS, export=_export_op("StridedSliceGrad", {"T": 4, "Index": 0}))
+@_op("StridedSliceGrad", 5, attrs=_SS_ATTRS, export=_export_op("StridedSliceGrad", {"T": 4, "Index": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _strided_slice_grad(xp, args, attrs):
     """Zeros of shape `shape` with dy in the region StridedSlice(begin, end,
     strides, masks) reads (the gradient of StridedSlice)."""
@@ -448,7 +448,7 @@ def _strided_slice_grad(xp, args, attrs):
     return (out,)
 
 
-@_op("Slice", 3, export=_export_op("Slice", {"T": 0, "Index": 1}))
+@_op("Slice", 3, export=_export_op("Slice", {"T": 0, "Index": 1}), encoding=FOLDS_ON_CONSTANTS)
 def _slice(xp, args, attrs):
     """input[begin : begin+size] on every axis (size -1: to the end)."""
     a, b, sz = args
@@ -468,7 +468,7 @@ def _slice(xp, args, attrs):
     return (np.ascontiguousarray(_take(a, spec)),)
 
 
-@_op("GatherV2", 3, attrs={"batch_dims": _int_attr}, export=_export_op("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}))
+@_op("GatherV2", 3, attrs={"batch_dims": _int_attr}, export=_export_op("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}), encoding=FOLDS_ON_CONSTANTS)
 def _gather(xp, args, attrs):
     """params gathered along `axis` at `indices`, the first `batch_dims` axes
     of both matched; an index out of [0, dim) fails (the CPU kernel)."""
@@ -501,7 +501,7 @@ def _gather(xp, args, attrs):
     return (out.reshape(shape).astype(params.dtype, copy=False),)
 
 
-@_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr}, export=_export_unpack_part)
+@_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr}, export=_export_unpack_part, encoding=FOLDS_ON_CONSTANTS)
 def _unpack_part(xp, args, attrs):
     """Output `index` of TensorFlow's Unpack (Unstack) along `axis`."""
     (a,) = args
@@ -514,7 +514,7 @@ def _unpack_part(xp, args, attrs):
     return (np.ascontiguousarray(np.take(a, attrs["index"], axis=ax)),)
 
 
-@_op("FillDims", 2, export=_export_op("Fill", {"T": 1, "index_type": 0}))
+@_op("FillDims", 2, export=_export_op("Fill", {"T": 1, "index_type": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _fill_dims(xp, args, attrs):
     """Fill: a tensor of shape `dims` (a 1-D operand) holding the scalar value."""
     d, v = args
@@ -527,7 +527,7 @@ def _fill_dims(xp, args, attrs):
     return (np.full(tuple(dims), v, dtype=v.dtype),)
 
 
-@_op("BroadcastToShape", 2, export=_export_op("BroadcastTo", {"T": 0, "Tidx": 1}))
+@_op("BroadcastToShape", 2, export=_export_op("BroadcastTo", {"T": 0, "Tidx": 1}), encoding=FOLDS_ON_CONSTANTS)
 def _broadcast_to(xp, args, attrs):
     """BroadcastTo: the input broadcast to `shape` (a 1-D operand)."""
     x, s = args
@@ -541,7 +541,7 @@ def _broadcast_to(xp, args, attrs):
     return (np.ascontiguousarray(np.broadcast_to(x, tuple(shape))),)
 
 
-@_op("BroadcastGradientArgs", 2, 2, export=_export_op("BroadcastGradientArgs", {"T": 0}))
+@_op("BroadcastGradientArgs", 2, 2, export=_export_op("BroadcastGradientArgs", {"T": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _bcast_grad_args(xp, args, attrs):
     """The axes to sum each operand's gradient over (BCast with
     fewer_dims_optimization off: an axis where all are 1 is listed for both)."""
@@ -658,7 +658,8 @@ OPERAND_FORMS = {"ReshapeTo": ("Reshape", "shape", _vector),
                     for n in ("Sum", "Mean", "ReduceMax", "ReduceMin")}}
 for _name, (_base, _key, _conv) in OPERAND_FORMS.items():
     _op(_name, 2, attrs={"keep_dims": _bool_attr} if _key == "axes" else {},
-        export=_export_op(_OPERAND_TF_OPS[_name], {"T": 0, _OPERAND_TYPE_ATTRS[_name]: 1}))(
+        export=_export_op(_OPERAND_TF_OPS[_name], {"T": 0, _OPERAND_TYPE_ATTRS[_name]: 1}),
+        encoding=FOLDS_ON_CONSTANTS)(
         _with(_base, _key, _conv))
 
 def _export_concat_at(e) -> list:
@@ -691,7 +692,7 @@ def constant_operand_form(name: str, attrs, operand: np.ndarray):
     return fns.get(base), {**attrs, key: convert(_index(operand, key), operand)}
 
 
-@_op("Transpose", 2, export=_export_op("Transpose", {"T": 0, "Tperm": 1}))
+@_op("Transpose", 2, export=_export_op("Transpose", {"T": 0, "Tperm": 1}), encoding=FOLDS_ON_CONSTANTS)
 def _transpose(xp, args, attrs):
     """The input's axes permuted by `perm` (a 1-D operand): output axis i is
     input axis perm[i]; perm must be a permutation of 0..rank-1 (an entry in

@@ -62,6 +62,23 @@ class Elementwise:
     commutative: frozenset = frozenset()
 
 
+class FoldsOnConstants:
+    """The encoding of a run-time shape function (the array family's Shape,
+    ReshapeTo, GatherV2, ...): uninterpreted in proofs, except where its
+    result is the same at every σ, which the checker computes with the
+    function itself (checking/symbolic.py `_fold_shape_function`: every
+    argument a constant; Shape, Size and Rank of any tensor, whose kind is
+    static; a constant operand turns ReshapeTo, SumAlong, ... into Reshape,
+    Sum, ...)."""
+
+    def __repr__(self) -> str:
+        return "FOLDS_ON_CONSTANTS"
+
+
+#: The one FoldsOnConstants value (`Function.encoding=FOLDS_ON_CONSTANTS`).
+FOLDS_ON_CONSTANTS = FoldsOnConstants()
+
+
 @dataclass(frozen=True)
 class OpDef:
     """Every facet of one TensorFlow op (see the module docstring)."""
@@ -111,8 +128,11 @@ def define(d: OpDef, *, replace: bool = False) -> OpDef:
             _SOURCES[f.name] = f
         enc = f.encoding
         if enc is not None:
+            if enc is FOLDS_ON_CONSTANTS:
+                continue
             if not isinstance(enc, Elementwise):
-                raise TypeError(f"function {f.name}: encoding must be an Elementwise or None")
+                raise TypeError(f"function {f.name}: encoding must be an Elementwise, "
+                                "FOLDS_ON_CONSTANTS or None")
             old = _ENCODINGS.get(enc.key)
             if old is not None and old is not enc and not replace:
                 raise ValueError(f"encoding key {enc.key!r} is already used")
@@ -179,6 +199,11 @@ def generation() -> int:
 def encoding(key: str) -> Elementwise | None:
     """The element-wise encoding named `key` (checking/generic.py)."""
     return _ENCODINGS.get(key)
+
+
+def folds_on_constants(fn: Function) -> bool:
+    """Whether the checker folds `fn` where its result is the same at every σ."""
+    return fn.encoding is FOLDS_ON_CONSTANTS
 
 
 def elementwise_of(fn: Function) -> Elementwise | None:
