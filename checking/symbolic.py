@@ -43,7 +43,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from tfsem.oracle import array_ops, explore, opdefs
+from tfsem.oracle import explore, opdefs
+from tfsem.oracle.opdefs import array as array_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget
 from tfsem.oracle.outcomes import OUTPUTS
@@ -369,7 +370,7 @@ class Algebra:
         """Whether this algebra computes `fn` exactly (else: opaque)."""
         return has_encoding(fn)
 
-    # -- shapes computed at run time (oracle/array_ops.py) -------------------
+    # -- shapes computed at run time (oracle/opdefs/array.py) ----------------
 
     def constant_value(self, a: Any) -> Tensor | None:
         """a's value when it is the same at every σ (all its elements constant)."""

@@ -29,7 +29,8 @@ from typing import Any, Collection
 
 import numpy as np
 
-from tfsem.oracle import array_ops, state_ops
+from tfsem.oracle import state_ops
+from tfsem.oracle.opdefs import array as array_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle import opdefs
 from tfsem.oracle import kernels

@@ -5,7 +5,7 @@ Layout: `values` (TF values and errors), `functions` (the function registry),
 `semantics` (section 3.2.1 transcribed: the reference), `explore` (the fast
 oracle), `outcomes` (what a run yields)."""
 
-from . import array_ops  # noqa: F401  (registers the run-time shape functions)
+from . import opdefs  # noqa: F401  (registers the op registry's families: math, array)
 from . import state_ops  # noqa: F401  (registers the state family's functions)
 from . import tensor_lists  # noqa: F401  (registers the TensorList functions)
 from .dispatch import outcome_set

@@ -1,4 +1,4 @@
-"""Shapes computed at run time (oracle/array_ops.py, issue 30 item 2): the
+"""Shapes computed at run time (oracle/opdefs/array.py, issue 30 item 2): the
 shape functions on hand-worked cases, their import from GraphDefs (Sum over
 axes from Range, Reshape to a shape from ConcatV2, as Keras and tf1 losses
 write them), and the checker's verdicts where a value decides a shape.

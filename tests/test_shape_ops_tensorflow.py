@@ -1,4 +1,4 @@
-"""The run-time shape functions (oracle/array_ops.py) against TensorFlow's
+"""The run-time shape functions (oracle/opdefs/array.py) against TensorFlow's
 eager CPU kernels, bit for bit, on edge values: negative axes, empty
 tensors, masks, out-of-range indices (TensorFlow raises, tfsem gives an
 error value).  Skipped without TensorFlow."""

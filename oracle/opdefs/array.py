@@ -842,7 +842,7 @@ def _import_broadcast_to(b):
     # element count is then larger too).  Constant folding emits BroadcastTo
     # (x*1, x+0 with a larger constant) with an int32 shape constant.
     t = b.dtype("T")
-    if not b.is_static(1):   # shape computed at run time (oracle/array_ops.py)
+    if not b.is_static(1):   # shape computed at run time (oracle/opdefs/array.py)
         return [b.add("BroadcastToShape", [b.input(0), b.input(1)])]
     shape = int_list(b.static(1))
     if any(d < 0 for d in shape):
