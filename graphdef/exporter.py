@@ -141,8 +141,9 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             continue
         f = fns.get(n.op)
         args = [of(i) for i in n.data_inputs]
-        if n.op in LIST_TYPES:
-            for k, t in enumerate(LIST_TYPES[n.op](n.attrs)):
+        result_types = getattr(f, "result_types", None)   # the TensorList family's
+        if result_types is not None:
+            for k, t in enumerate(result_types(n.attrs)):
                 types[(name, k)] = t
             continue
         if n.op == "Identity" and args and args[0] is not None and args[0].dtype == VARIANT:
@@ -188,21 +189,8 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
     return types
 
 
-#: The dtype of a TensorList (oracle/tensor_lists.py): DT_VARIANT in TensorFlow.
+#: The dtype of a TensorList (oracle/opdefs/lists.py): DT_VARIANT in TensorFlow.
 VARIANT = "variant"
-_LIST = TensorType(VARIANT, ())
-
-#: The TensorList functions' result types, from their attributes.
-LIST_TYPES = {
-    "EmptyTensorList": lambda a: [_LIST], "TensorListReserve": lambda a: [_LIST],
-    "TensorListFromTensor": lambda a: [_LIST], "TensorListSetItem": lambda a: [_LIST],
-    "TensorListPushBack": lambda a: [_LIST],
-    "TensorListLength": lambda a: [TensorType("int32", ())],
-    "TensorListElementShape": lambda a: [TensorType(a["shape_type"], None)],
-    "TensorListGetItem": lambda a: [TensorType(a["element_dtype"], None)],
-    "TensorListStack": lambda a: [TensorType(a["element_dtype"], None)],
-    "TensorListPopBack": lambda a: [_LIST, TensorType(a["element_dtype"], None)],
-}
 
 
 def tf_type(dt: str) -> str:
@@ -491,8 +479,6 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
     export = opdefs.export_of(op)   # the registry's families (oracle/opdefs)
     if export is not None:
         return export(ExportNode(name, data, ctrl, attrs, T))
-    if op in LIST_TYPES:
-        return [_list_node(op, name, data, ctrl, attrs, T)]
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]
@@ -841,26 +827,6 @@ def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
         return [{"name": name, "op": tf_op, "input": data + ctrl,
                  "attr": {k: T(i) for k, i in types.items()}}]
     return None
-
-
-def _list_node(op, name, data, ctrl, attrs, T) -> dict:
-    """A TensorList function as its TensorFlow op (the importer's model in
-    reverse): element_dtype, and shape_type where the op takes an
-    element_shape operand (its dtype)."""
-    a: dict[str, Any] = {}
-    if "element_dtype" in attrs:
-        a["element_dtype"] = {"type": TF_DTYPES[attrs["element_dtype"]]}
-    if op in ("EmptyTensorList", "TensorListReserve"):
-        a["shape_type"] = T(0)
-    elif op == "TensorListFromTensor":
-        a["shape_type"] = T(1)
-    elif op == "TensorListElementShape":
-        a["shape_type"] = {"type": TF_DTYPES[attrs["shape_type"]]}
-    if op == "TensorListSetItem":
-        a["resize_if_index_out_of_bounds"] = {"b": bool(attrs["resize_if_index_out_of_bounds"])}
-    if op == "TensorListStack":
-        a["num_elements"] = {"i": int(attrs["num_elements"])}
-    return {"name": name, "op": op, "input": data + ctrl, "attr": a}
 
 
 def _attr_from_json(v: Any) -> dict | None:

@@ -20,10 +20,10 @@ What is not here is never modelled approximately:
   NextIteration, If/While, queues, random ops, ...) is rejected at import
   with its node and op named.
 
-The element-wise math and array families are defined in the op registry
+The math, array and TensorList families are defined in the op registry
 (oracle/opdefs: every facet of an op in one place, docs/writing-an-op-model.md)
-and mirrored here; the families below (state, TensorList, control flow)
-still have their import models in this module.
+and mirrored here; the families below (state, control flow) still have their
+import models in this module.
 
 Users add or replace models through the entry-point group `tfsem.ops`:
 
@@ -236,39 +236,7 @@ _int_list = opdefs.int_list
 _index_dtype = opdefs.index_dtype
 
 
-# -- TensorList (oracle/tensor_lists.py): tf.TensorArray in TensorFlow 2 -------
-
-_LIST_ATTRS = {
-    "EmptyTensorList": (), "TensorListReserve": (), "TensorListFromTensor": (), "TensorListGetItem": (),
-    "TensorListPushBack": (), "TensorListPopBack": (), "TensorListLength": None,
-    "TensorListElementShape": None, "TensorListSetItem": ("resize_if_index_out_of_bounds",),
-    "TensorListStack": ("num_elements",)}
-
-
-def _tensor_list_model(name: str, n_in: int, n_out: int) -> None:
-    @op(name, f"the TensorList function {name} (a list is a value: oracle/tensor_lists.py)",
-        output_args=("output_handle", "tensor") if n_out == 2 else ())
-    def build(b):
-        attrs: dict[str, Any] = {}
-        extra = _LIST_ATTRS[name]
-        if extra is not None:
-            attrs["element_dtype"] = b.dtype("element_dtype")
-            for key in extra:
-                default = False if key.startswith("resize") else -1
-                v = b.attr(key, default)
-                attrs[key] = bool(v) if key.startswith("resize") else int(v)
-        if name == "TensorListElementShape":
-            attrs["shape_type"] = b.dtype("shape_type")
-        ref = b.add(name, [b.input(i) for i in range(n_in)], attrs)
-        return [DataIn(ref.node, k) for k in range(n_out)]
-
-
-for _name, _n_in, _n_out in (("EmptyTensorList", 2, 1), ("TensorListReserve", 2, 1), ("TensorListFromTensor", 2, 1),
-                             ("TensorListLength", 1, 1), ("TensorListElementShape", 1, 1),
-                             ("TensorListSetItem", 3, 1), ("TensorListGetItem", 3, 1),
-                             ("TensorListStack", 2, 1), ("TensorListPushBack", 2, 1),
-                             ("TensorListPopBack", 2, 2)):
-    _tensor_list_model(_name, _n_in, _n_out)
+# -- TensorList (tf.TensorArray in TensorFlow 2): the list family's, oracle/opdefs/lists.py
 
 
 # -- state ------------------------------------------------------------------

@@ -108,7 +108,7 @@ class Function:
                 return (args[i],) * self.n_out
         for a in args:
             if not isinstance(a, (Tensor, Error)):
-                # a TensorList (oracle/tensor_lists.py): Identity forwards it,
+                # a TensorList (oracle/opdefs/lists.py): Identity forwards it,
                 # the array functions have no value for it
                 if self.name == "Identity":
                     return (a,)

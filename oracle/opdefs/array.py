@@ -755,7 +755,7 @@ for _tf_op in ("ZerosLike", "OnesLike"):
 
 
 def _import_identity(b):
-    if b.attr("T", "") == "DT_VARIANT":   # a TensorList (oracle/tensor_lists.py) passes through
+    if b.attr("T", "") == "DT_VARIANT":   # a TensorList (oracle/opdefs/lists.py) passes through
         return [b.add("Identity", [b.input(0)])]
     return one_function("Identity")(b)
 
