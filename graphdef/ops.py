@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
 
 from tfsem.oracle import opdefs
 from tfsem.oracle.program import ControlIn, DataIn

@@ -36,7 +36,8 @@ from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _boo
                          _dtype_attr, _int_attr, _int_list)
 from ..program import ControlIn, DataIn
 from ..values import DTYPE_MISMATCH, Tensor
-from .registry import FOLDS_ON_CONSTANTS, OpDef, define, export_as, flushed, index_dtype, int_list, one_function
+from .registry import (FOLDS_ON_CONSTANTS, OpDef, define, export_as, index_dtype, int_list,
+                       one_function)
 
 FAMILY = "array"
 
@@ -177,7 +178,8 @@ def _fn(name: str, n_in: int, n_out: int, batched: Any = False, **kw: Any):
     return fns.function(name, n_in, n_out, batched=batched, family=TENSORFLOW, **kw)
 
 
-@_fn("Reshape", 1, 1, batched=False, attrs={"shape": _int_list}, export=_export_const_operand("Reshape", "shape", "Tshape"))
+@_fn("Reshape", 1, 1, batched=False, attrs={"shape": _int_list},
+     export=_export_const_operand("Reshape", "shape", "Tshape"))
 def _reshape(xp, args, attrs):
     """The elements in row-major order, in shape `shape` (one -1 is inferred)."""
     (a,) = args
@@ -187,7 +189,8 @@ def _reshape(xp, args, attrs):
     return (xp.reshape(a, tuple(shape)),)
 
 
-@_fn("Tile", 1, 1, batched=False, attrs={"multiples": _int_list}, export=_export_const_operand("Tile", "multiples", "Tmultiples"))
+@_fn("Tile", 1, 1, batched=False, attrs={"multiples": _int_list},
+     export=_export_const_operand("Tile", "multiples", "Tmultiples"))
 def _tile(xp, args, attrs):
     """The input repeated `multiples[i]` times along axis i."""
     (a,) = args
@@ -255,7 +258,8 @@ def _concat_axis(xp, args, attrs):
 
 
 @_fn("SplitPart", 1, 1, batched=False,
-     attrs={"axis": _int_attr, "num_split": _int_attr, "index": _int_attr}, export=_export_split_part)
+     attrs={"axis": _int_attr, "num_split": _int_attr, "index": _int_attr},
+     export=_export_split_part)
 def _split_part(xp, args, attrs):
     """Part `index` of `num_split` equal parts along `axis` (TensorFlow's Split
     output `index`)."""
@@ -291,7 +295,8 @@ def _rank(xp, args, attrs):
     return (np.array(args[0].ndim, dtype=np.int32),)
 
 
-@_op("Range", 3, tf_kernel=lambda a, attrs: ("Range", list(a), {}), export=_export_op("Range", {"Tidx": 0}), encoding=FOLDS_ON_CONSTANTS)
+@_op("Range", 3, tf_kernel=lambda a, attrs: ("Range", list(a), {}),
+     export=_export_op("Range", {"Tidx": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _range(xp, args, attrs):
     """start, start+delta, ... up to (not including) limit; integer dtypes:
     the size is (|limit-start| + |delta| - 1) / |delta| (range_op.cc)."""
@@ -412,7 +417,8 @@ def _take(a, spec):
     return a
 
 
-@_op("StridedSlice", 4, attrs=_SS_ATTRS, export=_export_op("StridedSlice", {"T": 0, "Index": 1}), encoding=FOLDS_ON_CONSTANTS)
+@_op("StridedSlice", 4, attrs=_SS_ATTRS, export=_export_op("StridedSlice", {"T": 0, "Index": 1}),
+     encoding=FOLDS_ON_CONSTANTS)
 def _strided_slice(xp, args, attrs):
     """input[begin:end:strides] with TensorFlow's five masks."""
     a, b, e, s = args
@@ -424,7 +430,8 @@ def _strided_slice(xp, args, attrs):
     return (np.ascontiguousarray(_take(a, spec)).reshape(final),)
 
 
-@_op("StridedSliceGrad", 5, attrs=_SS_ATTRS, export=_export_op("StridedSliceGrad", {"T": 4, "Index": 0}), encoding=FOLDS_ON_CONSTANTS)
+@_op("StridedSliceGrad", 5, attrs=_SS_ATTRS, export=_export_op("StridedSliceGrad", {"T": 4,
+     "Index": 0}), encoding=FOLDS_ON_CONSTANTS)
 def _strided_slice_grad(xp, args, attrs):
     """Zeros of shape `shape` with dy in the region StridedSlice(begin, end,
     strides, masks) reads (the gradient of StridedSlice)."""
@@ -468,7 +475,8 @@ def _slice(xp, args, attrs):
     return (np.ascontiguousarray(_take(a, spec)),)
 
 
-@_op("GatherV2", 3, attrs={"batch_dims": _int_attr}, export=_export_op("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}), encoding=FOLDS_ON_CONSTANTS)
+@_op("GatherV2", 3, attrs={"batch_dims": _int_attr}, export=_export_op("GatherV2", {"Tparams": 0,
+     "Tindices": 1, "Taxis": 2}), encoding=FOLDS_ON_CONSTANTS)
 def _gather(xp, args, attrs):
     """params gathered along `axis` at `indices`, the first `batch_dims` axes
     of both matched; an index out of [0, dim) fails (the CPU kernel)."""
@@ -501,7 +509,8 @@ def _gather(xp, args, attrs):
     return (out.reshape(shape).astype(params.dtype, copy=False),)
 
 
-@_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr}, export=_export_unpack_part, encoding=FOLDS_ON_CONSTANTS)
+@_op("UnpackPart", 1, attrs={"axis": _int_attr, "num": _int_attr, "index": _int_attr},
+     export=_export_unpack_part, encoding=FOLDS_ON_CONSTANTS)
 def _unpack_part(xp, args, attrs):
     """Output `index` of TensorFlow's Unpack (Unstack) along `axis`."""
     (a,) = args
@@ -514,7 +523,8 @@ def _unpack_part(xp, args, attrs):
     return (np.ascontiguousarray(np.take(a, attrs["index"], axis=ax)),)
 
 
-@_op("FillDims", 2, export=_export_op("Fill", {"T": 1, "index_type": 0}), encoding=FOLDS_ON_CONSTANTS)
+@_op("FillDims", 2, export=_export_op("Fill", {"T": 1, "index_type": 0}),
+     encoding=FOLDS_ON_CONSTANTS)
 def _fill_dims(xp, args, attrs):
     """Fill: a tensor of shape `dims` (a 1-D operand) holding the scalar value."""
     d, v = args
@@ -527,7 +537,8 @@ def _fill_dims(xp, args, attrs):
     return (np.full(tuple(dims), v, dtype=v.dtype),)
 
 
-@_op("BroadcastToShape", 2, export=_export_op("BroadcastTo", {"T": 0, "Tidx": 1}), encoding=FOLDS_ON_CONSTANTS)
+@_op("BroadcastToShape", 2, export=_export_op("BroadcastTo", {"T": 0, "Tidx": 1}),
+     encoding=FOLDS_ON_CONSTANTS)
 def _broadcast_to(xp, args, attrs):
     """BroadcastTo: the input broadcast to `shape` (a 1-D operand)."""
     x, s = args
@@ -541,7 +552,8 @@ def _broadcast_to(xp, args, attrs):
     return (np.ascontiguousarray(np.broadcast_to(x, tuple(shape))),)
 
 
-@_op("BroadcastGradientArgs", 2, 2, export=_export_op("BroadcastGradientArgs", {"T": 0}), encoding=FOLDS_ON_CONSTANTS)
+@_op("BroadcastGradientArgs", 2, 2, export=_export_op("BroadcastGradientArgs", {"T": 0}),
+     encoding=FOLDS_ON_CONSTANTS)
 def _bcast_grad_args(xp, args, attrs):
     """The axes to sum each operand's gradient over (BCast with
     fewer_dims_optimization off: an axis where all are 1 is listed for both)."""
@@ -692,7 +704,8 @@ def constant_operand_form(name: str, attrs, operand: np.ndarray):
     return fns.get(base), {**attrs, key: convert(_index(operand, key), operand)}
 
 
-@_op("Transpose", 2, export=_export_op("Transpose", {"T": 0, "Tperm": 1}), encoding=FOLDS_ON_CONSTANTS)
+@_op("Transpose", 2, export=_export_op("Transpose", {"T": 0, "Tperm": 1}),
+     encoding=FOLDS_ON_CONSTANTS)
 def _transpose(xp, args, attrs):
     """The input's axes permuted by `perm` (a 1-D operand): output axis i is
     input axis perm[i]; perm must be a permutation of 0..rank-1 (an entry in

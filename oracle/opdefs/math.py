@@ -20,18 +20,17 @@ family's own.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .. import functions as fns
 from .. import kernels as _kernels
-from ..functions import (BROADCASTING, FLOAT_DTYPES, FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun,
-                         Function, OpError, ShapeError, _axes, _bool_attr, _dtype_attr,
-                         _flush, _float_only, _GEMM_ORDER, _int_list, _is_float, _kernel,
-                         _no_float, _REDUCTION_ORDER, dtype_name, ftz)
-from .registry import (Elementwise, OpDef, define, export_as, flushed, function, int_list,
-                       one_function)
+from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYPES,
+                         FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
+                         OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
+                         _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name, ftz)
+from .registry import Elementwise, OpDef, define, export_as, flushed, function, one_function
 
 FAMILY = "math"
 
@@ -149,14 +148,14 @@ def _int_division(op: str, xp, a, b, fn):
 
 
 @function("FloorMod", 2, 1, batched=BROADCASTING,
-     tf_kernel=lambda a, attrs: ("FloorMod", list(a), {}), export=export_as("FloorMod"))
+          tf_kernel=lambda a, attrs: ("FloorMod", list(a), {}), export=export_as("FloorMod"))
 def _floormod(xp, args, attrs):
     """Integer remainder of floor division (sign of the divisor); division by zero fails."""
     return _int_division("FloorMod", xp, args[0], args[1], xp.mod)
 
 
 @function("FloorDiv", 2, 1, batched=BROADCASTING,
-     tf_kernel=lambda a, attrs: ("FloorDiv", list(a), {}), export=export_as("FloorDiv"))
+          tf_kernel=lambda a, attrs: ("FloorDiv", list(a), {}), export=export_as("FloorDiv"))
 def _floordiv(xp, args, attrs):
     """Integer floor division; division by zero fails."""
     return _int_division("FloorDiv", xp, args[0], args[1], xp.floor_divide)
@@ -172,7 +171,8 @@ def _square(xp, args, attrs):
 _SQDIFF_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
 
 
-@function("SquaredDifference", 2, 1, batched=BROADCASTING, encoding=SQDIFF, export=export_as("SquaredDifference"))
+@function("SquaredDifference", 2, 1, batched=BROADCASTING, encoding=SQDIFF,
+          export=export_as("SquaredDifference"))
 def _squared_difference(xp, args, attrs):
     """(x - y) * (x - y), as TensorFlow's SquaredDifference (kernels for
     int32, int64 and the floats only)."""
@@ -273,9 +273,9 @@ def cast_array(xp, a, dst: str):
         if dst in _CAST_UNDEFINED:
             if not bool(xp.all(ok)):
                 raise CannotRun(f"cannot run TensorFlow op Cast to {dst}: a float that is NaN, "
-                                f"infinite or out of {dst} range has no value tfsem models (TensorFlow's "
-                                "kernel gives different results by the element's position; its "
-                                "kernel stands in where TensorFlow is installed)")
+                                f"infinite or out of {dst} range has no value tfsem models "
+                                "(TensorFlow's kernel gives different results by the element's "
+                                "position; its kernel stands in where TensorFlow is installed)")
             return safe.astype(target)
         if dst == "uint64":
             neg = safe < 0
@@ -318,7 +318,8 @@ def _bias_add(xp, args, attrs):
 
 
 @function("BiasAddGrad", 1, 1, batched=False,
-     tf_kernel=lambda a, attrs: ("BiasAddGrad", list(a), {"data_format": "NHWC"}), export=export_as("BiasAddGrad"))
+          tf_kernel=lambda a, attrs: ("BiasAddGrad", list(a), {"data_format": "NHWC"}),
+          export=export_as("BiasAddGrad"))
 def _bias_add_grad(xp, args, attrs):
     """The sum over every axis but the last (integers only: float sums are not modelled)."""
     (v,) = args
@@ -333,9 +334,11 @@ _MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
 
 
 @function("MatMul", 2, 1, batched=False,
-     attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr},
-     tf_kernel=lambda a, attrs: ("MatMul", list(a), {"transpose_a": bool(attrs.get("transpose_a")),
-                                                     "transpose_b": bool(attrs.get("transpose_b"))}), export=_export_matmul)
+          attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr},
+          tf_kernel=lambda a, attrs: ("MatMul", list(a),
+                                      {"transpose_a": bool(attrs.get("transpose_a")),
+                                       "transpose_b": bool(attrs.get("transpose_b"))}),
+          export=_export_matmul)
 def _matmul(xp, args, attrs):
     """Matrix product of 2-D tensors (int32 and int64, wrapping: TensorFlow has
     no other integer kernel; float products are not modelled)."""
@@ -374,7 +377,7 @@ def _reduce_kernel(op: str):
 
 
 @function("Sum", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
-     tf_kernel=_reduce_kernel("Sum"), export=_export_reduction("Sum"))
+          tf_kernel=_reduce_kernel("Sum"), export=_export_reduction("Sum"))
 def _sum(xp, args, attrs):
     """Sum over `axes` (integers, wrapping)."""
     return _reduce("Sum", xp, args, attrs,
@@ -382,7 +385,7 @@ def _sum(xp, args, attrs):
 
 
 @function("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
-     tf_kernel=_reduce_kernel("Mean"), export=_export_reduction("Mean"))
+          tf_kernel=_reduce_kernel("Mean"), export=_export_reduction("Mean"))
 def _mean(xp, args, attrs):
     """Mean over `axes` (integers: the sum divided by the count, truncated
     toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
@@ -402,7 +405,7 @@ def _mean(xp, args, attrs):
 
 
 @function("ReduceMax", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
-     tf_kernel=_reduce_kernel("Max"), export=_export_reduction("Max"))
+          tf_kernel=_reduce_kernel("Max"), export=_export_reduction("Max"))
 def _reduce_max(xp, args, attrs):
     """Maximum over `axes` (integers; an empty maximum is the lowest integer)."""
     def rmax(a, ax, k):
@@ -411,7 +414,7 @@ def _reduce_max(xp, args, attrs):
 
 
 @function("ReduceMin", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
-     tf_kernel=_reduce_kernel("Min"), export=_export_reduction("Min"))
+          tf_kernel=_reduce_kernel("Min"), export=_export_reduction("Min"))
 def _reduce_min(xp, args, attrs):
     """Minimum over `axes` (integers; an empty minimum is the highest integer)."""
     def rmin(a, ax, k):
