@@ -1,8 +1,10 @@
 """The op table: how each TensorFlow op becomes tfsem nodes.
 
-One place lists every TensorFlow op tfsem reads from a graph and what it
+One table lists every TensorFlow op tfsem reads from a graph and what it
 becomes (docs/tensorflow-graphs.md is generated from the same table:
-`tfsem import --list-ops`).  Each entry is an :class:`OpModel`: the op's
+`tfsem import --list-ops`): the op registry's (oracle/opdefs), mirrored, and
+the models of the families still defined here and in graphdef/state_ops.py
+and graphdef/blocking_ops.py.  Each entry is an :class:`OpModel`: the op's
 name, a one-line description, which inputs must be constants at import time
 (`static`: axes, shapes, multiples, read with numpy when the graph is
 imported), which inputs are resource handles (`resources`), whether the op
@@ -41,7 +43,6 @@ import math
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable, Iterable, Sequence
-
 
 from tfsem.oracle import opdefs
 from tfsem.oracle.program import ControlIn, DataIn
