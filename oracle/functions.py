@@ -740,10 +740,8 @@ def flushed_variant(base: Function) -> Function:
                     family=TENSORFLOW)
 
 
-#: The functions whose `.ftz` variant exists: the language's arithmetic here,
-#: the TensorFlow family's in oracle/opdefs/math.py (which registers them all).
-FLUSHING = ("Add", "Sub", "Mul", "Max", "Min", "RealDiv", "Square", "Sqrt",
-            "SquaredDifference", "BiasAdd")
+# (Which functions have a `.ftz` variant, the language's arithmetic and the
+# TensorFlow family's, oracle/opdefs/math.py says: it registers them all.)
 
 
 _OPAQUE_PREFIX = "tf."
