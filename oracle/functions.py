@@ -533,8 +533,10 @@ def attrs_key(attrs: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------
 # TensorFlow op models (family "tensorflow").
 #
-# The functions below are what `tfsem.graphdef` maps TensorFlow ops onto (see
-# graphdef/ops.py for the table and docs/tensorflow-graphs.md for the list).
+# The functions `tfsem.graphdef` maps TensorFlow ops onto are defined with
+# their ops in the op registry (oracle/opdefs: math.py, array.py, lists.py);
+# here are the helpers they share and the state family's few that remain
+# (StackBroadcast, StepToward, ScaleAdd: graphdef/ops.py's optimizers).
 # They are registered like any function, so that an imported program written
 # as JSON loads again, but they belong to the family "tensorflow": the
 # generators and the per-function property tests, which draw from
