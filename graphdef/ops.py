@@ -22,7 +22,7 @@ What is not here is never modelled approximately:
   NextIteration, If/While, queues, random ops, ...) is rejected at import
   with its node and op named.
 
-The math, array and TensorList families are defined in the op registry
+The math, nn, array and TensorList families are defined in the op registry
 (oracle/opdefs: every facet of an op in one place, docs/writing-an-op-model.md)
 and mirrored here; the families below (state, control flow) still have their
 import models in this module.

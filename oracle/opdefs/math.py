@@ -1,4 +1,4 @@
-"""The math family: element-wise arithmetic, Cast, BiasAdd, MatMul and the
+"""The math family: element-wise arithmetic, Cast, MatMul, comparisons and the
 reductions with constant axes (one OpDef per TensorFlow op: its import, its
 functions' value semantics, Z3 encodings and exports; oracle/opdefs).
 
@@ -29,7 +29,7 @@ from .. import kernels as _kernels
 from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYPES,
                          FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
                          OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
-                         _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name, ftz)
+                         _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name)
 from .registry import Elementwise, OpDef, define, export_as, flushed, function, one_function
 
 FAMILY = "math"
@@ -196,33 +196,6 @@ def _abs(xp, args, attrs):
     return (xp.abs(args[0]),)
 
 
-@function("Relu", 1, 1, batched=True, export=export_as("Relu"))
-def _relu(xp, args, attrs):
-    """x > 0 ? x : 0, NaN stays NaN; -0.0 becomes +0.0 on float32 and
-    float64 (Eigen's vectorized max(x, 0) propagating NaN) and stays -0.0 on
-    float16 and bfloat16 (computed as float, the tie goes to x); subnormals
-    flushed where the dtype's arithmetic flushes them (FLUSHED_DTYPES)."""
-    _kernel("Relu", NUMERIC, *args)
-    a = ftz(xp, args[0])
-    if not _is_float(a):
-        return (xp.where(a > 0, a, xp.zeros_like(a)),)
-    keep = xp.isnan(a) | (a > 0)
-    if dtype_name(a.dtype) in ("float16", "bfloat16"):
-        keep = keep | (a == 0)
-    return (ftz(xp, xp.where(keep, a, xp.zeros_like(a))),)
-
-
-@function("ReluGrad", 2, 1, batched=BROADCASTING, export=export_as("ReluGrad"))
-def _relu_grad(xp, args, attrs):
-    """gradients * (features > 0), the product taken in the tensor's dtype;
-    subnormals flushed (TensorFlow's CPU runtime)."""
-    _kernel("ReluGrad", NUMERIC, *args)
-    g, f = ftz(xp, args[0]), ftz(xp, args[1])
-    if g.shape != f.shape:
-        raise ShapeError("ReluGrad needs equal shapes")
-    return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
-
-
 #: Casts from a float to these dtypes give, for NaN, infinities and values
 #: whose truncation is out of the dtype's range, results that depend on the
 #: element's position in the tensor (TensorFlow 2.21's CPU kernel converts
@@ -305,29 +278,6 @@ def _cast_kernel(a, attrs):
 _CAST = Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip(),
                  attrs={"DstT": _dtype_attr}, family=TENSORFLOW, casts=True,
                  batched_impl=_cast_impl, export=_export_cast, tf_kernel=_cast_kernel)
-
-
-@function("BiasAdd", 2, 1, batched=False, export=export_as("BiasAdd"))
-def _bias_add(xp, args, attrs):
-    """value + bias along the last axis (data_format NHWC)."""
-    v, b = args
-    _kernel("BiasAdd", NUMERIC, v, b)
-    if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
-        raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
-    return (xp.add(v, b),)
-
-
-@function("BiasAddGrad", 1, 1, batched=False,
-          tf_kernel=lambda a, attrs: ("BiasAddGrad", list(a), {"data_format": "NHWC"}),
-          export=export_as("BiasAddGrad"))
-def _bias_add_grad(xp, args, attrs):
-    """The sum over every axis but the last (integers only: float sums are not modelled)."""
-    (v,) = args
-    _kernel("BiasAddGrad", NUMERIC, v)
-    _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
-    if v.ndim < 1:
-        raise ShapeError("BiasAddGrad needs rank >= 1")
-    return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
 
 
 _MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
@@ -428,7 +378,7 @@ def _reduce_min(xp, args, attrs):
 
 _FTZ = {f.name: fns.flushed_variant(f)
         for f in (*map(fns.get, ("Add", "Sub", "Mul", "Max", "Min")), _realdiv, _square, _sqrt,
-                  _squared_difference, _bias_add)}
+                  _squared_difference)}
 
 
 # -- the ops ----------------------------------------------------------------------
@@ -457,21 +407,10 @@ _elementwise("Neg", "Neg", export="Neg")
 _elementwise("Maximum", "Max", export="Maximum")
 _elementwise("Minimum", "Min", export="Minimum")
 # the TensorFlow family's
-for _f in (_realdiv, _square, _sqrt, _squared_difference, _abs, _floormod, _floordiv, _relu,
-           _relu_grad, _bias_add_grad):
+for _f in (_realdiv, _square, _sqrt, _squared_difference, _abs, _floormod, _floordiv):
     _elementwise(_f.name, _f)
 
 
-def _bias_add_build(b):
-    t = b.dtype("T")
-    fmt = b.attr("data_format", "NHWC")
-    if fmt not in ("NHWC", "N...C"):
-        b.reject(f"data_format {fmt!r} is not modelled (NHWC only)")
-    return [b.add(flushed("BiasAdd", t), [b.input(0), b.input(1)])]
-
-
-define(OpDef("BiasAdd", "the function BiasAdd (data_format NHWC only)", _bias_add_build, FAMILY,
-             functions=(_bias_add, _FTZ["BiasAdd"])))
 
 
 def _matmul_build(b):
