@@ -232,3 +232,18 @@ def test_an_entry_point_may_give_opdefs(scratch_registry, monkeypatch):
     monkeypatch.setattr(opt, "_loaded", False)
     assert opt.lookup("TwiceX").origin == "entry point pkg:OPS"
     assert opt.load_errors() == []
+
+
+def test_an_encoding_may_not_take_one_of_the_checkers_own_term_names(scratch_registry):
+    f = opdefs.function("Twice2", 1, 1, encoding=opdefs.Elementwise(
+        "add", lambda a: a + a, lambda z3, dtype, xs: xs[0] + xs[0]))(lambda xp, args, attrs: (args[0],))
+    with pytest.raises(ValueError, match="checker's own terms"):
+        opdefs.define(opdefs.OpDef("Twice2X", "", opdefs.one_function("Twice2"), "math",
+                                   functions=(f,)))
+    assert fns.lookup("Twice2") is None and opdefs.lookup("Twice2X") is None   # nothing half done
+    g = opdefs.function("Add", 2, 1)(lambda xp, args, attrs: (args[0],))
+    with pytest.raises(ValueError, match="already registered"):
+        opdefs.define(opdefs.OpDef("Add2X", "", opdefs.one_function("Add"), "math",
+                                   functions=(g,)))
+    assert fns.get("Add").family == "core"
+

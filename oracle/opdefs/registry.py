@@ -104,6 +104,11 @@ class OpDef:
         return tuple(f if isinstance(f, str) else f.name for f in self.functions)
 
 
+#: The checker's own term names (checking/symbolic.py, checking/generic.py: the
+#: language's element operations and structural terms): no encoding may take one.
+RESERVED_KEYS = frozenset({"add", "sub", "mul", "neg", "max", "min", "const", "feed", "init",
+                           "leaf", "concat", "split"})
+
 _OPS: dict[str, OpDef] = {}
 _ENCODINGS: dict[str, Elementwise] = {}
 #: the Function each defined name was registered from (registration may wrap it)
@@ -120,23 +125,28 @@ def define(d: OpDef, *, replace: bool = False) -> OpDef:
     global _generation
     if d.op in _OPS and not replace:
         raise ValueError(f"op {d.op!r} is already defined (family {_OPS[d.op].family})")
-    for f in d.functions:
-        if isinstance(f, str):   # defined elsewhere, maybe later: `problems()` checks
+    new = [f for f in d.functions if not isinstance(f, str)]   # (names: `problems()` checks)
+    for f in new:   # everything is checked before anything is registered
+        if not replace and _SOURCES.get(f.name) is not f and fns.lookup(f.name) is not None:
+            raise ValueError(f"function {f.name!r} is already registered")
+        enc = f.encoding
+        if enc is None or enc is FOLDS_ON_CONSTANTS:
             continue
+        if not isinstance(enc, Elementwise):
+            raise TypeError(f"function {f.name}: encoding must be an Elementwise, "
+                            "FOLDS_ON_CONSTANTS or None")
+        if enc.key in RESERVED_KEYS:
+            raise ValueError(f"function {f.name}: encoding key {enc.key!r} is one of the "
+                             "checker's own terms")
+        old = _ENCODINGS.get(enc.key)
+        if old is not None and old is not enc and not replace:
+            raise ValueError(f"encoding key {enc.key!r} is already used")
+    for f in new:
         if _SOURCES.get(f.name) is not f:
             fns.register(f, replace=replace)
             _SOURCES[f.name] = f
-        enc = f.encoding
-        if enc is not None:
-            if enc is FOLDS_ON_CONSTANTS:
-                continue
-            if not isinstance(enc, Elementwise):
-                raise TypeError(f"function {f.name}: encoding must be an Elementwise, "
-                                "FOLDS_ON_CONSTANTS or None")
-            old = _ENCODINGS.get(enc.key)
-            if old is not None and old is not enc and not replace:
-                raise ValueError(f"encoding key {enc.key!r} is already used")
-            _ENCODINGS[enc.key] = enc
+        if isinstance(f.encoding, Elementwise):
+            _ENCODINGS[f.encoding.key] = f.encoding
     for name, export in d.exports.items():
         _EXPORTS[name] = export
     _OPS[d.op] = d
