@@ -121,6 +121,7 @@ import numpy as np
 import z3
 
 from tfsem.oracle import functions as fns
+from tfsem.oracle import opdefs
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, Error, Tensor
 
@@ -147,21 +148,33 @@ FLAGGED_FACTOR = 2
 ENCODED = frozenset(DTYPES)
 
 #: TensorFlow's element-wise ops that numpy computes bit for bit as
-#: TensorFlow does (oracle/functions.py, family "tensorflow"), with their
-#: generic-element op.  Their errors depend on dtypes only (RealDiv and Sqrt
-#: have no integer kernel), so kinds from zeros are right.  Encoded by the
-#: generic element only; the element-wise engine keeps them opaque.
-EXTRA = {"RealDiv": "div", "Sqrt": "sqrt", "Abs": "abs", "Square": "square",
-         "SquaredDifference": "sqdiff"}
-_EXTRA_FUNCTIONS = {name: fns.lookup(name) for name in EXTRA}
+#: TensorFlow does, with their generic-element op: the functions with an
+#: `Elementwise` encoding in the op registry (oracle/opdefs; this is a
+#: snapshot of the built-ins, the checker itself asks the registry).  Their
+#: errors depend on dtypes only (RealDiv and Sqrt have no integer kernel),
+#: so kinds from zeros are right.  Encoded by the generic element only; the
+#: element-wise engine keeps them opaque.
+EXTRA = {name: enc.key for name, f in fns.registered(None).items()
+         if (enc := opdefs.elementwise_of(f)) is not None}
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
          "max": lambda a, b: fns._extremum(np, a, b, "max"),
-         "min": lambda a, b: fns._extremum(np, a, b, "min"), "div": np.divide, "sqrt": np.sqrt,
-         "abs": np.abs, "square": lambda a: np.multiply(a, a),
-         "sqdiff": lambda a, b: np.multiply(np.subtract(a, b), np.subtract(a, b))}
+         "min": lambda a, b: fns._extremum(np, a, b, "min")}
 _COMMUTATIVE = {d: frozenset({"add", "mul"}) if d in FLOAT_DTYPES
                 else frozenset({"add", "mul", "max", "min"}) for d in DTYPES}
+
+
+def _fold(op: str):
+    """numpy's computation of element op `op` (the language's, or a registry encoding's)."""
+    f = _FOLD.get(op)
+    return f if f is not None else opdefs.encoding(op).fold
+
+
+def _commutative(op: str, dtype: str) -> bool:
+    if op in _FOLD:
+        return op in _COMMUTATIVE.get(dtype, ())
+    enc = opdefs.encoding(op)
+    return enc is not None and dtype in enc.commutative
 
 
 class GTensor:
@@ -238,8 +251,7 @@ class GenericAlgebra(Algebra):
         return a.value if isinstance(a, GTensor) and a.op == "const" else None
 
     def has_encoding(self, fn: fns.Function) -> bool:
-        extra = _EXTRA_FUNCTIONS.get(fn.name)
-        return super().has_encoding(fn) or (extra is fn and fn.pure)
+        return super().has_encoding(fn) or opdefs.elementwise_of(fn) is not None
 
     # -- kinds --------------------------------------------------------------
 
@@ -254,7 +266,8 @@ class GenericAlgebra(Algebra):
         shapes = [a.shape for a in args if isinstance(a, GTensor)]
         if any(math.prod(s) > MAX_KIND_ELEMENTS for s in shapes):
             raise SymbolicLimit(f"a tensor of more than {MAX_KIND_ELEMENTS} elements")
-        if (fn.name in ELEMENTWISE or fn.name in EXTRA) and len(shapes) == len(args):
+        if (fn.name in ELEMENTWISE or opdefs.elementwise_of(fn) is not None) \
+                and len(shapes) == len(args):
             try:
                 out = np.broadcast_shapes(*shapes)
             except ValueError:
@@ -302,16 +315,16 @@ class GenericAlgebra(Algebra):
             if a.op == "concat" and a.args[0].shape[0] == h:
                 return a.args
             return tuple(self._intern("split", a.dtype, (h,), (a,), k) for k in (0, 1))
-        return (self.elementwise(ELEMENTWISE.get(name) or EXTRA[name], tuple(args)),)
+        return (self.elementwise(ELEMENTWISE.get(name) or fn.encoding.key, tuple(args)),)
 
     def elementwise(self, op: str, args: tuple[GTensor, ...]) -> GTensor:
         dtype = args[0].dtype
         shape = tuple(np.broadcast_shapes(*(a.shape for a in args)))
         if all(a.op == "const" for a in args):
             with np.errstate(all="ignore"):
-                r = _FOLD[op](*(a.value.array for a in args))
+                r = _fold(op)(*(a.value.array for a in args))
             return self.constant(Tensor(np.asarray(r, dtype=DTYPES[dtype])))
-        if op in _COMMUTATIVE.get(dtype, ()) and args[0].serial > args[1].serial:
+        if _commutative(op, dtype) and args[0].serial > args[1].serial:
             args = (args[1], args[0])
         return self._intern(op, dtype, shape, args)
 
@@ -364,38 +377,14 @@ class GenericEncoder(Encoder):
         return z3.Const(symbol("const", dtype, raw), self.sort(dtype))
 
     def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
-        """The element-wise engine's operations, and EXTRA's: IEEE division
-        and square root rounded to nearest even (numpy's float32 divide and
-        sqrt are correctly rounded), absolute value (int64: wraps at the
-        minimum, as numpy's abs), x * x and (x - y) * (x - y) with one
-        rounding per operation, as the implementations compute them."""
-        if op not in ("div", "sqrt", "abs", "square", "sqdiff"):
+        """The element-wise engine's operations, and those of the functions
+        with an `Elementwise` encoding in the op registry (oracle/opdefs:
+        TensorFlow's RealDiv, Sqrt, Abs, Square, SquaredDifference, ..., each
+        tested against its value semantics on special values)."""
+        enc = None if op in _FOLD else opdefs.encoding(op)
+        if enc is None:
             return super().scalar_op(op, dtype, args)
-        x = args[0]
-        if dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
-            if op == "abs" and dtype.startswith("u"):
-                raise ValueError(f"no encoding for {op} on {dtype}")  # no kernel
-            if op == "abs":
-                return z3.If(x < 0, -x, x)
-            if op == "square":
-                return x * x
-            if op == "sqdiff":
-                d = x - args[1]
-                return d * d
-        elif dtype in FLOAT_DTYPES:
-            rne = z3.RNE()
-            if op == "div":
-                return z3.fpDiv(rne, x, args[1])
-            if op == "sqrt":
-                return z3.fpSqrt(rne, x)
-            if op == "abs":
-                return z3.fpAbs(x)
-            if op == "square":
-                return z3.fpMul(rne, x, x)
-            if op == "sqdiff":
-                d = z3.fpSub(rne, x, args[1])
-                return z3.fpMul(rne, d, d)
-        raise ValueError(f"no encoding for {op} on {dtype}")
+        return enc.z3(z3, dtype, list(args))
 
     # -- the generic element ---------------------------------------------------
 
@@ -664,7 +653,7 @@ def evaluate(v: GTensor, leaves: Mapping[Any, np.ndarray], memo: dict) -> np.nda
             rank = len(v.shape)
             padded = [x.reshape(x.shape[:1] + (1,) * (rank - (x.ndim - 1)) + x.shape[1:]) for x in args]
             with np.errstate(all="ignore"):
-                r = _FOLD[v.op](*padded)
+                r = _fold(v.op)(*padded)
     memo[v] = r
     return r
 

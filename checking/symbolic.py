@@ -43,7 +43,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from tfsem.oracle import array_ops, explore
+from tfsem.oracle import explore, opdefs
+from tfsem.oracle.opdefs import array as array_ops
 from tfsem.oracle import functions as fns
 from tfsem.oracle.explore import Budget
 from tfsem.oracle.outcomes import OUTPUTS
@@ -173,14 +174,6 @@ STRUCTURAL = ("Const", "Identity", "Copy", "Snd", "SndSameShape", "Concat", "Spl
 # The registry entries the encodings describe, captured at import: a function
 # a user re-registers under a built-in name is treated as having no encoding.
 _BUILTIN_FUNCTIONS = {name: fns.lookup(name) for name in (*ELEMENTWISE, *STRUCTURAL)}
-#: The run-time shape functions, captured the same way (`_fold_shape_function`).
-_ARRAY_FUNCTIONS = {name: fns.lookup(name) for name in (*array_ops.KIND_ONLY,
-                                                        *array_ops.OPERAND_FORMS, "Range",
-                                                        "StridedSlice", "StridedSliceGrad",
-                                                        "Slice", "GatherV2",
-                                                        "UnpackPart", "FillDims",
-                                                        "BroadcastToShape", "Transpose",
-                                                        "BroadcastGradientArgs")}
 
 
 def has_encoding(fn: fns.Function) -> bool:
@@ -380,7 +373,7 @@ class Algebra:
         """Whether this algebra computes `fn` exactly (else: opaque)."""
         return has_encoding(fn)
 
-    # -- shapes computed at run time (oracle/array_ops.py) -------------------
+    # -- shapes computed at run time (oracle/opdefs/array.py) ----------------
 
     def constant_value(self, a: Any) -> Tensor | None:
         """a's value when it is the same at every σ (all its elements constant)."""
@@ -398,7 +391,7 @@ class Algebra:
         their constant-operand form (Reshape, Sum, ...).  None: not foldable
         (the result is then opaque, an uninterpreted function of the
         arguments, whose kind is unknown: never a wrong shape)."""
-        if _ARRAY_FUNCTIONS.get(fn.name) is not fn:
+        if not opdefs.folds_on_constants(fn):   # the registry's FOLDS_ON_CONSTANTS
             return None
         tensors = [a for a in args if not isinstance(a, (Error, Opaque, Guarded))]
         if len(tensors) != len(args):

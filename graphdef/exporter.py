@@ -29,8 +29,10 @@ from typing import Any, Collection
 
 import numpy as np
 
-from tfsem.oracle import array_ops, state_ops
+from tfsem.oracle import state_ops
+from tfsem.oracle.opdefs import array as array_ops
 from tfsem.oracle import functions as fns
+from tfsem.oracle import opdefs
 from tfsem.oracle import kernels
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import (ASSIGN, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
@@ -45,12 +47,28 @@ PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
 
 _ASSIGN_OPS = {"Snd": "AssignVariableOp", "Add": "AssignAddVariableOp",
                "Sub": "AssignSubVariableOp", "SndSameShape": "AssignVariableOp"}
-_SAME_NAME = {"Identity", "Sub", "Mul", "Neg", "RealDiv", "Square", "Sqrt", "SquaredDifference",
-              "Abs", "FloorMod", "FloorDiv", "Relu", "ReluGrad", "BiasAdd", "BiasAddGrad",
-              "ZerosLike", "OnesLike", "NoOp"}
-_RENAMED = {"Add": "AddV2", "Max": "Maximum", "Min": "Minimum"}
-_COMPARISONS = {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"}
-_REDUCTIONS = {"Sum": "Sum", "Mean": "Mean", "ReduceMax": "Max", "ReduceMin": "Min"}
+
+
+class ExportNode:
+    """What a function's export facet (oracle/opdefs: `Function.export`) is
+    given for one node: its GraphDef name, its data inputs and control
+    inputs as GraphDef input strings, its attributes, `T(i)` (the type
+    attribute of data input i's dtype), `tf_dtype(d)` (a tfsem dtype's
+    DT_ name) and `int32_const(name, values, scalar=False)` (a Const node
+    holding int32 values)."""
+
+    __slots__ = ("name", "data", "ctrl", "attrs", "T")
+
+    def __init__(self, name, data, ctrl, attrs, T):
+        self.name, self.data, self.ctrl, self.attrs, self.T = name, data, ctrl, attrs, T
+
+    @staticmethod
+    def tf_dtype(dtype: str) -> str:
+        return TF_DTYPES[dtype]
+
+    @staticmethod
+    def int32_const(name: str, values, scalar: bool = False) -> dict:
+        return _int32_const(name, values, scalar)
 
 
 class ExportError(ProgramError):
@@ -123,8 +141,9 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
             continue
         f = fns.get(n.op)
         args = [of(i) for i in n.data_inputs]
-        if n.op in LIST_TYPES:
-            for k, t in enumerate(LIST_TYPES[n.op](n.attrs)):
+        result_types = getattr(f, "result_types", None)   # the TensorList family's
+        if result_types is not None:
+            for k, t in enumerate(result_types(n.attrs)):
                 types[(name, k)] = t
             continue
         if n.op == "Identity" and args and args[0] is not None and args[0].dtype == VARIANT:
@@ -170,21 +189,8 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
     return types
 
 
-#: The dtype of a TensorList (oracle/tensor_lists.py): DT_VARIANT in TensorFlow.
+#: The dtype of a TensorList (oracle/opdefs/lists.py): DT_VARIANT in TensorFlow.
 VARIANT = "variant"
-_LIST = TensorType(VARIANT, ())
-
-#: The TensorList functions' result types, from their attributes.
-LIST_TYPES = {
-    "EmptyTensorList": lambda a: [_LIST], "TensorListReserve": lambda a: [_LIST],
-    "TensorListFromTensor": lambda a: [_LIST], "TensorListSetItem": lambda a: [_LIST],
-    "TensorListPushBack": lambda a: [_LIST],
-    "TensorListLength": lambda a: [TensorType("int32", ())],
-    "TensorListElementShape": lambda a: [TensorType(a["shape_type"], None)],
-    "TensorListGetItem": lambda a: [TensorType(a["element_dtype"], None)],
-    "TensorListStack": lambda a: [TensorType(a["element_dtype"], None)],
-    "TensorListPopBack": lambda a: [_LIST, TensorType(a["element_dtype"], None)],
-}
 
 
 def tf_type(dt: str) -> str:
@@ -413,10 +419,13 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                                   "nothing)")
             if n.name in split and op != "AssignVariableOp":
                 fn = n.fn.removesuffix(fns.FTZ_SUFFIX)
+                # the update's function as the registry exports it (Add: AddV2)
+                compute = opdefs.export_of(fn)(ExportNode(
+                    f"{name}/compute", [f"{name}/read", data[1]], [], {},
+                    lambda i=0, dt=t.dtype: _type(dt)))
                 out += [{"name": f"{name}/read", "op": "ReadVariableOp", "input": data[:1] + ctrl,
                          "attr": {"dtype": _type(t.dtype)}},
-                        {"name": f"{name}/compute", "op": _RENAMED.get(fn, fn),
-                         "input": [f"{name}/read", data[1]], "attr": {"T": _type(t.dtype)}},
+                        *compute,
                         {"name": name, "op": "AssignVariableOp",
                          "input": [data[0], f"{name}/compute"], "attr": {"dtype": _type(t.dtype)}}]
                 continue
@@ -469,66 +478,15 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         v = attrs["value"]
         return [{"name": name, "op": "Const", "input": ctrl,
                  "attr": {"dtype": {"type": TF_DTYPES[v.dtype]}, "value": {"tensor": tensor_proto(v)}}}]
-    if op in _SAME_NAME or op in _RENAMED:
-        node = {"name": name, "op": _RENAMED.get(op, op), "input": data + ctrl, "attr": {}}
-        if op != "NoOp":
-            node["attr"]["T"] = T()
-        return [node]
-    if op in LIST_TYPES:
-        return [_list_node(op, name, data, ctrl, attrs, T)]
-    if op in _COMPARISONS:
-        return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T()}}]
-    if op in ("LogicalNot", "LogicalAnd"):
-        return [{"name": name, "op": op, "input": data + ctrl, "attr": {}}]
+    export = opdefs.export_of(op)   # the registry's families (oracle/opdefs)
+    if export is not None:
+        return export(ExportNode(name, data, ctrl, attrs, T))
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]
     if op == "Snd":
         return [{"name": name, "op": "Identity", "input": [data[1], "^" + data[0].split(":")[0]] + ctrl,
                  "attr": {"T": T(1)}}]
-    if op == "MatMul":
-        return [{"name": name, "op": "MatMul", "input": data + ctrl,
-                 "attr": {"T": T(), "transpose_a": {"b": bool(attrs.get("transpose_a"))},
-                          "transpose_b": {"b": bool(attrs.get("transpose_b"))}}}]
-    if op == "Cast":
-        return [{"name": name, "op": "Cast", "input": data + ctrl,
-                 "attr": {"SrcT": T(), "DstT": {"type": TF_DTYPES[attrs["DstT"]]},
-                          "Truncate": {"b": False}}}]
-    if op in _REDUCTIONS:
-        c = _int32_const(f"{name}/reduction_indices", attrs["axes"])
-        return [c, {"name": name, "op": _REDUCTIONS[op], "input": data + [c["name"]] + ctrl,
-                    "attr": {"T": T(), "Tidx": {"type": "DT_INT32"},
-                             "keep_dims": {"b": bool(attrs.get("keep_dims"))}}}]
-    if op in ("Reshape", "Tile"):
-        key, tkey = ("shape", "Tshape") if op == "Reshape" else ("multiples", "Tmultiples")
-        c = _int32_const(f"{name}/{key}", attrs[key])
-        return [c, {"name": name, "op": op, "input": data + [c["name"]] + ctrl,
-                    "attr": {"T": T(), tkey: {"type": "DT_INT32"}}}]
-    if op == "Fill":
-        c = _int32_const(f"{name}/dims", attrs["dims"])
-        return [c, {"name": name, "op": "Fill", "input": [c["name"]] + data + ctrl,
-                    "attr": {"T": T(), "index_type": {"type": "DT_INT32"}}}]
-    if op == "ExpandDims":
-        c = _int32_const(f"{name}/dim", attrs["axis"], scalar=True)
-        return [c, {"name": name, "op": "ExpandDims", "input": data + [c["name"]] + ctrl,
-                    "attr": {"T": T(), "Tdim": {"type": "DT_INT32"}}}]
-    if op == "Squeeze":
-        return [{"name": name, "op": "Squeeze", "input": data + ctrl,
-                 "attr": {"T": T(), "squeeze_dims": {"list": {"i": list(attrs["squeeze_dims"])}}}}]
-    if op in ("Concat", "ConcatAxis"):
-        c = _int32_const(f"{name}/axis", attrs.get("axis", 0), scalar=True)
-        return [c, {"name": name, "op": "ConcatV2", "input": data + [c["name"]] + ctrl,
-                    "attr": {"T": T(), "N": {"i": 2}, "Tidx": {"type": "DT_INT32"}}}]
-    if op == "Split":
-        c = _int32_const(f"{name}/split_dim", 0, scalar=True)
-        return [c, {"name": name, "op": "Split", "input": [c["name"]] + data + ctrl,
-                    "attr": {"T": T(), "num_split": {"i": 2}}}]
-    if op == "SplitPart":
-        c = _int32_const(f"{name}/split_dim", attrs["axis"], scalar=True)
-        return [c, {"name": f"{name}/split", "op": "Split", "input": [c["name"]] + data + ctrl,
-                    "attr": {"T": T(), "num_split": {"i": attrs["num_split"]}}},
-                {"name": name, "op": "Identity", "input": [f"{name}/split:{attrs['index']}"],
-                 "attr": {"T": T()}}]
     shaped = _shape_function_node(op, name, data, ctrl, attrs, T)
     if shaped is not None:
         return shaped
@@ -859,69 +817,18 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
     raise AssertionError(kind)
 
 
-#: The run-time shape functions (oracle/array_ops.py) whose TensorFlow op
-#: takes the same inputs: function -> (op, {attr: input whose dtype it is}).
-_SHAPE_OPS = {"Rank": ("Rank", {"T": 0}), "Range": ("Range", {"Tidx": 0}),
-              "StridedSlice": ("StridedSlice", {"T": 0, "Index": 1}),
-              "Slice": ("Slice", {"T": 0, "Index": 1}),
-              "StridedSliceGrad": ("StridedSliceGrad", {"T": 4, "Index": 0}),
-              "GatherV2": ("GatherV2", {"Tparams": 0, "Tindices": 1, "Taxis": 2}),
-              "GatherNd": ("GatherNd", {"Tparams": 0, "Tindices": 1}),
-              "BroadcastToShape": ("BroadcastTo", {"T": 0, "Tidx": 1}),
-              "BroadcastGradientArgs": ("BroadcastGradientArgs", {"T": 0}),
-              "Transpose": ("Transpose", {"T": 0, "Tperm": 1}),
-              "ReshapeTo": ("Reshape", {"T": 0, "Tshape": 1}),
-              "TileBy": ("Tile", {"T": 0, "Tmultiples": 1}),
-              "ExpandDimsAt": ("ExpandDims", {"T": 0, "Tdim": 1}),
-              "FillDims": ("Fill", {"T": 1, "index_type": 0}),
-              **{f"{r}Along": (tf, {"T": 0, "Tidx": 1}) for r, tf in
-                 (("Sum", "Sum"), ("Mean", "Mean"), ("ReduceMax", "Max"), ("ReduceMin", "Min"))}}
+#: The state family's functions whose TensorFlow op takes the same inputs
+#: (the array family's are exported by their registry entries, oracle/opdefs):
+#: function -> (op, {attr: input whose dtype it is}).
+_SHAPE_OPS = {"GatherNd": ("GatherNd", {"Tparams": 0, "Tindices": 1})}
 
 
 def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
     if op in _SHAPE_OPS:
         tf_op, types = _SHAPE_OPS[op]
-        a = {k: T(i) for k, i in types.items()}
-        for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
-                  "shrink_axis_mask", "batch_dims"):
-            if k in attrs:
-                a[k] = {"i": int(attrs[k])}
-        if "keep_dims" in attrs:
-            a["keep_dims"] = {"b": bool(attrs["keep_dims"])}
-        return [{"name": name, "op": tf_op, "input": data + ctrl, "attr": a}]
-    if op in ("Shape", "Size"):
-        return [{"name": name, "op": op, "input": data + ctrl,
-                 "attr": {"T": T(), "out_type": {"type": TF_DTYPES[attrs["out_type"]]}}}]
-    if op.startswith("DynamicStitch/"):
-        n = int(op.split("/")[1])
-        return [{"name": name, "op": "DynamicStitch", "input": data + ctrl,
-                 "attr": {"T": T(n), "N": {"i": n}}}]
-    if op == "UnpackPart":
-        return [{"name": f"{name}/unpack", "op": "Unpack", "input": data + ctrl,
-                 "attr": {"T": T(), "num": {"i": attrs["num"]}, "axis": {"i": attrs["axis"]}}},
-                {"name": name, "op": "Identity", "input": [f"{name}/unpack:{attrs['index']}"],
-                 "attr": {"T": T()}}]
+        return [{"name": name, "op": tf_op, "input": data + ctrl,
+                 "attr": {k: T(i) for k, i in types.items()}}]
     return None
-
-
-def _list_node(op, name, data, ctrl, attrs, T) -> dict:
-    """A TensorList function as its TensorFlow op (the importer's model in
-    reverse): element_dtype, and shape_type where the op takes an
-    element_shape operand (its dtype)."""
-    a: dict[str, Any] = {}
-    if "element_dtype" in attrs:
-        a["element_dtype"] = {"type": TF_DTYPES[attrs["element_dtype"]]}
-    if op in ("EmptyTensorList", "TensorListReserve"):
-        a["shape_type"] = T(0)
-    elif op == "TensorListFromTensor":
-        a["shape_type"] = T(1)
-    elif op == "TensorListElementShape":
-        a["shape_type"] = {"type": TF_DTYPES[attrs["shape_type"]]}
-    if op == "TensorListSetItem":
-        a["resize_if_index_out_of_bounds"] = {"b": bool(attrs["resize_if_index_out_of_bounds"])}
-    if op == "TensorListStack":
-        a["num_elements"] = {"i": int(attrs["num_elements"])}
-    return {"name": name, "op": op, "input": data + ctrl, "attr": a}
 
 
 def _attr_from_json(v: Any) -> dict | None:

@@ -5,9 +5,8 @@ Layout: `values` (TF values and errors), `functions` (the function registry),
 `semantics` (section 3.2.1 transcribed: the reference), `explore` (the fast
 oracle), `outcomes` (what a run yields)."""
 
-from . import array_ops  # noqa: F401  (registers the run-time shape functions)
+from . import opdefs  # noqa: F401  (registers the op registry's families: math, array, list)
 from . import state_ops  # noqa: F401  (registers the state family's functions)
-from . import tensor_lists  # noqa: F401  (registers the TensorList functions)
 from .dispatch import outcome_set
 from .explore import BudgetExceeded, OutcomeSet
 from .jsonio import (Case, case_from_json, case_to_json, load_case, load_program,

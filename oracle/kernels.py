@@ -2,7 +2,7 @@
 no numpy model of (docs/kernels.md).
 
 Where numpy computes what TensorFlow's CPU kernel computes bit for bit, tfsem
-has its own model (oracle/functions.py, array_ops.py, predicates.py).  Float
+has its own model (oracle/functions.py, oracle/opdefs: math.py, array.py).  Float
 MatMul, reductions, Softmax, the cross-entropy losses, Exp, convolutions and
 their gradients, Einsum, ... have none: their summation order and their
 vectorized transcendental functions are Eigen's and oneDNN's.  For those a
@@ -56,12 +56,16 @@ _local = threading.local()
 #: and oneDNN's blocking is fixed by the shapes and the thread count, fixed
 #: here at 1); data movement and index ops (no arithmetic); segment and
 #: scatter sums on CPU (one loop over the indices in order); stateless random
-#: ops (a function of their seed by definition).  Ops that leave memory
-#: unset (DynamicStitch with missing indices, Empty) or draw randomness
-#: from state are not here, nor Cast: its float to narrow-integer conversion
-#: of a value out of range differs by the element's position in the tensor
-#: (vectorized body against scalar tail), which may depend on the buffer's
-#: alignment, so it is refused as functions.cast_array says.
+#: ops (a function of their seed by definition).  Cast too: its float to
+#: narrow-integer conversion of a value out of range differs by the element's
+#: position in the tensor (Eigen's packets saturate, the scalar tail wraps:
+#: 300.0 -> int8 is 127 in the first 32 elements of 33 and 44 in the last),
+#: so it is no element-wise function (opdefs/math.py cast_array refuses
+#: it), but with one thread the packets are fixed by the index alone, from
+#: element 0 of the whole tensor (Eigen loads unaligned: the same tensor
+#: sliced at 8 different offsets casts alike, tests/test_tensorflow_kernels.py):
+#: a function of the whole tensor.  Ops that leave memory unset (DynamicStitch
+#: with missing indices, Empty) or draw randomness from state are not here.
 DETERMINISTIC = frozenset("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softplus Softsign Elu Selu Erf
     Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint
@@ -82,7 +86,7 @@ DETERMINISTIC = frozenset("""
     Transpose ConjugateTranspose Slice StridedSlice StridedSliceGrad GatherV2 Gather
     GatherNd ScatterNd OneHot Range Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack Pack
     SplitV Split Size Rank Shape ShapeN Tile Reshape ExpandDims Squeeze ConcatV2 Fill
-    BroadcastTo BroadcastArgs BroadcastGradientArgs ZerosLike OnesLike Identity
+    BroadcastTo BroadcastArgs BroadcastGradientArgs ZerosLike OnesLike Identity Cast
     UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
     SegmentSum SegmentMean InvertPermutation Bitcast
     StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2

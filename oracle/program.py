@@ -19,7 +19,6 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from . import functions as fns
-from . import predicates  # noqa: F401  (registers Less, Equal, LogicalNot, ...)
 from .values import DTYPES, Tensor
 
 VAR, READ, ASSIGN = "Var", "Read", "Assign"

@@ -60,7 +60,7 @@ def _index_array(a, what: str) -> np.ndarray:
 def _on_host(impl):
     """`impl` on numpy arrays whatever the array module: a device module
     (cupy) gets its arrays back from numpy (these functions index rows one
-    by one, on the host, as array_ops' shape functions do)."""
+    by one, on the host, as opdefs/array.py's shape functions do)."""
     def wrapped(xp, args, attrs):
         if xp is np:
             return impl(np, args, attrs)
@@ -349,7 +349,7 @@ def _strided_slice_assign(xp, args, attrs):
     masks) reads replaced by the value, broadcast to the region's shape
     (TensorFlow's ResourceStridedSliceAssign; a value that does not
     broadcast, or a bad slice, fails and changes nothing)."""
-    from .array_ops import _index, strided_slice_spec
+    from .opdefs.array import _index, strided_slice_spec
     w = np.asarray(args[0])
     masks, (b, e, st, value) = _unpack_slice(args[1])
     if dtype_name(value.dtype) != dtype_name(w.dtype):

@@ -261,7 +261,7 @@ def value_to_json(value: Value) -> Any:
     if isinstance(value, Error):
         return {"error": value.reason}
     d = value.dtype
-    if d == "variant":    # a TensorList (oracle/tensor_lists.py): shown, never read back
+    if d == "variant":    # a TensorList (oracle/opdefs/lists.py): shown, never read back
         return {"dtype": "variant", "value": value.describe()}
     if d == "int64":
         return value.array.tolist()
@@ -281,7 +281,7 @@ def format_value(value: Value) -> str:
     """A short human-readable rendering, for text output and reports."""
     if isinstance(value, Error):
         return f"<{value.reason}>"
-    if value.dtype == "variant":   # a TensorList (oracle/tensor_lists.py)
+    if value.dtype == "variant":   # a TensorList (oracle/opdefs/lists.py)
         return value.describe()
     a = value.array
     d = value.dtype

@@ -1,4 +1,4 @@
-"""The predicates of conditionals and loops (oracle/predicates.py: Less,
+"""The predicates of conditionals and loops (oracle/opdefs/math.py: Less,
 LessEqual, Greater, GreaterEqual, Equal, NotEqual, LogicalNot, LogicalAnd)
 against TensorFlow's CPU kernels, bit for bit, on every dtype's edge values
 (NaN, signed zeros, infinities, subnormals, integer extremes): on every pair

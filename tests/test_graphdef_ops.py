@@ -10,7 +10,7 @@ from tfsem.graphdef import ops as opt
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle import functions as fns
 from tfsem.oracle.dispatch import outcome_set
-from tfsem.oracle.values import Tensor
+from tfsem.oracle.values import Error, Tensor
 
 F32 = np.float32
 
@@ -245,17 +245,22 @@ def test_cast_rounds_to_nearest_and_int32_constants_fold():
 
 
 def test_computed_axes_are_a_tensor_operand_where_modelled_and_refused_elsewhere():
-    # Sum's axes computed at run time: SumAlong (oracle/array_ops.py)
+    # Sum's axes computed at run time: SumAlong (oracle/opdefs/array.py)
     nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (1,), "DT_INT64"),
              node("s", "Sum", ["x", "ax"], T="DT_INT64")]
     out = single(nodes, ["s"], feeds={"x": Tensor(np.array([3, -5], np.int64)),
                                       "ax": Tensor(np.array([0], np.int64))})[0]
     assert out["s"] == Tensor(np.array(-2, np.int64))
-    # ConcatV2's axis must still be a constant
+    # ConcatV2's axis computed at run time: ConcatAxisAt (Tidx absent: int32)
     nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (), "DT_INT32"),
              node("c", "ConcatV2", ["x", "x", "ax"], T="DT_INT64", N={"i": 2})]
-    with pytest.raises(GraphImportError, match="must be a constant"):
-        import_graph({"node": nodes}, ["c"])
+    out = single(nodes, ["c"], feeds={"x": Tensor(np.array([3, -5], np.int64)),
+                                      "ax": Tensor(np.array(0, np.int32))})[0]
+    assert out["c"] == Tensor(np.array([3, -5, 3, -5], np.int64))
+    # an axis out of range: an error value (TensorFlow raises InvalidArgument)
+    out = single(nodes, ["c"], feeds={"x": Tensor(np.array([3, -5], np.int64)),
+                                      "ax": Tensor(np.array(1, np.int32))})[0]
+    assert isinstance(out["c"], Error)
 
 
 def test_tensorflow_functions_stay_out_of_the_core_registry():

@@ -1,4 +1,4 @@
-"""Shapes computed at run time (oracle/array_ops.py, issue 30 item 2): the
+"""Shapes computed at run time (oracle/opdefs/array.py, issue 30 item 2): the
 shape functions on hand-worked cases, their import from GraphDefs (Sum over
 axes from Range, Reshape to a shape from ConcatV2, as Keras and tf1 losses
 write them), and the checker's verdicts where a value decides a shape.
@@ -11,7 +11,7 @@ import pytest
 
 from tfsem.backends.execute import apply_function
 from tfsem.checking import check_rewrite
-from tfsem.graphdef.importer import import_graph
+from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle import functions as fns
 from tfsem.oracle import program as P
 from tfsem.oracle.dispatch import outcome_set
@@ -213,3 +213,53 @@ def test_export_round_trip_keeps_computed_shapes():
     r = outcome_set(q, feeds, {}, "atomic", "outputs")
     (o,) = r.as_dict(10)
     assert list(dict(o.outputs).values()) == [out["tr"]]
+
+
+# -- ConcatV2 with its axis computed at run time ----------------------------------
+
+
+def test_concat_axis_at_takes_a_scalar_or_one_element_axis_and_fails_like_the_constant_form():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    for axis_dt in (I32, np.int64):
+        for ax in (0, 1, -1, -2):
+            for operand in (np.array(ax, axis_dt), np.array([ax], axis_dt)):
+                (got,) = f("ConcatAxisAt", a, b, operand)
+                (want,) = f("ConcatAxis", a, b, axis=ax)
+                assert got == want and got.array.shape == np.concatenate([a, b], ax).shape
+    for bad in (np.array(2, I32), np.array(-3, I32), np.array([0, 1], I32),
+                np.array([[0]], I32), np.array(0, np.int16), np.array(0.0, np.float32)):
+        (got,) = f("ConcatAxisAt", a, b, bad)
+        assert isinstance(got, Error), bad
+    assert f("ConcatAxisAt", a, b, np.array(2, I32))[0] == f("ConcatAxis", a, b, axis=2)[0]
+    (got,) = f("ConcatAxisAt", a, a.astype(np.float64), np.array(0, I32))
+    assert got == Error("dtype-mismatch")
+
+
+def test_concat_with_a_computed_axis_imports_runs_and_exports():
+    from tfsem.graphdef.exporter import export_graph
+    # axis = Rank(x) - 1, computed at run time
+    nodes = [placeholder("x", (2, 3), "DT_INT32"), placeholder("y", (2, 2), "DT_INT32"),
+             placeholder("z", (2, 1), "DT_INT32"),
+             node("rank", "Rank", ["x"], T="DT_INT32"), const("one", 1, "DT_INT32"),
+             node("ax", "Sub", ["rank", "one"], T="DT_INT32"),
+             node("cat", "ConcatV2", ["x", "y", "z", "ax"], T="DT_INT32", N={"i": 3},
+                  Tidx={"type": "DT_INT32"})]
+    x, y, z = (np.arange(k, dtype=I32).reshape(2, -1) for k in (6, 4, 2))
+    feeds = {"x": Tensor(x), "y": Tensor(y), "z": Tensor(z)}
+    p, out = import_and_run(nodes, "cat", feeds)
+    assert [n.op for n in p.nodes].count("ConcatAxisAt") == 2
+    assert out["cat"] == Tensor(np.concatenate([x, y, z], axis=1))
+    g = export_graph(p)
+    assert sum(n["op"] == "ConcatV2" for n in g["node"]) == 2
+    q = import_graph(g, [next(iter(p.outputs))], []).program
+    (o,) = outcome_set(q, feeds, {}, "atomic", "outputs").as_dict(10)
+    assert list(dict(o.outputs).values()) == [out["cat"]]
+
+
+def test_concat_with_an_axis_of_a_dtype_tensorflow_refuses_is_refused_by_name():
+    nodes = [placeholder("x", (2,), "DT_INT32"), placeholder("ax", (), "DT_INT32"),
+             node("cat", "ConcatV2", ["x", "x", "ax"], T="DT_INT32", N={"i": 2},
+                  Tidx={"type": "DT_INT16"})]
+    with pytest.raises(GraphImportError, match="Tidx must be int32 or int64"):
+        import_graph({"node": nodes}, ["cat"], [])

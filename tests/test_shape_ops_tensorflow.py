@@ -1,4 +1,4 @@
-"""The run-time shape functions (oracle/array_ops.py) against TensorFlow's
+"""The run-time shape functions (oracle/opdefs/array.py) against TensorFlow's
 eager CPU kernels, bit for bit, on edge values: negative axes, empty
 tensors, masks, out-of-range indices (TensorFlow raises, tfsem gives an
 error value).  Skipped without TensorFlow."""
@@ -294,3 +294,19 @@ def test_gather_batch_dims(pshape, ishape, axis, bd):
     a = np.int32(axis)
     same(ours("GatherV2", [params, indices, a], {"batch_dims": bd}),
          theirs(tf.raw_ops.GatherV2, params=params, indices=indices, axis=a, batch_dims=bd))
+
+
+@pytest.mark.parametrize("axis", [np.int32(0), np.int32(1), np.int32(-1), np.int64(-2),
+                                  np.array([1], np.int32), np.int32(2), np.int64(-3),
+                                  np.array([0, 1], np.int32)])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((2, 0), (2, 3)), ((0, 3), (4, 3)),
+                                    ((2, 3), (3, 3)), ((2, 3), (2,))])
+def test_concat_with_a_run_time_axis(shapes, axis):
+    # ConcatV2's chain of ConcatAxisAt (axis an operand), against TensorFlow's
+    # ConcatV2 given the axis as a tensor; NaN and signed zeros travel bit for bit
+    a = np.full(shapes[0], -0.0, np.float32)
+    b = np.full(shapes[1], np.nan, np.float32)
+    if b.size:
+        b.reshape(-1)[0] = 1e-45
+    same(ours("ConcatAxisAt", [a, b, axis]),
+         theirs(tf.raw_ops.ConcatV2, values=[a, b], axis=axis))

@@ -1,4 +1,4 @@
-"""TensorList values (oracle/tensor_lists.py) against TensorFlow's list
+"""TensorList values (oracle/opdefs/lists.py) against TensorFlow's list
 kernels, op by op, failures included (where TensorFlow fails the op, tfsem's
 value is the error `invalid-argument`), with NaN, -0.0 and integer extremes
 carried bit for bit; and a tf.TensorArray loop (TensorListFromTensor,
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.tensor_lists import TensorList
+from tfsem.oracle.opdefs.lists import TensorList
 from tfsem.oracle.values import Error, Tensor, format_value, value_to_json
 
 I32 = np.int32

@@ -266,3 +266,58 @@ def test_the_keras_adam_step_with_a_dropped_control_edge_is_unsound_on_tensorflo
     # forced, gives the counterexample's outcome (its arithmetic included)
     rep = replay_program(q, v.counterexample, observe=v.observe)
     assert rep.confirmed, rep.describe()
+
+
+# -- Cast where numpy is not TensorFlow: float to a narrow integer out of range ----
+
+#: NaN, infinities, values past every narrow integer's range, integer
+#: extremes of the float dtypes, in-range values and signed zeros
+_CAST_EDGES = [np.nan, np.inf, -np.inf, 300.0, -300.0, 1e10, -1e10, 65536.5, 4294967296.0,
+               -1.0, -0.0, 0.0, 127.9, -128.9, 255.5, 32767.0, -32769.0, 2.5, 3e38, -3e38]
+
+
+def _cast_input(src: str, n: int) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        e = np.array(_CAST_EDGES, np.float64).astype(DTYPES[src])
+    return e[np.arange(n) % len(e)]
+
+
+@pytest.mark.parametrize("n", [1, 33, 100])
+@pytest.mark.parametrize("src,dst", [("float32", "int8"), ("float32", "uint8"),
+                                     ("float32", "int16"), ("float32", "uint16"),
+                                     ("float32", "uint32"), ("float64", "int8"),
+                                     ("float64", "uint32"), ("float16", "int8"),
+                                     ("bfloat16", "uint16")])
+def test_an_undefined_cast_is_tensorflows_kernel_bit_for_bit(src, dst, n):
+    x = _cast_input(src, n)
+    with kernels.record() as used:
+        (got,) = tfsem("Cast", [x], {"DstT": dst})
+    dt = tf.as_dtype(DTYPES[dst]) if dst != "bfloat16" else tf.bfloat16
+    (want,) = tf_runtime(lambda a: tf.raw_ops.Cast(x=a, DstT=dt), [x])
+    info = np.iinfo(DTYPES[dst])
+    with np.errstate(all="ignore"):
+        t = np.trunc(x.astype(np.float64))
+        defined = np.isfinite(t) & (t >= int(info.min)) & (t <= int(info.max))
+    assert not defined.all() and used == {"Cast"}
+    assert same(got, want), (src, dst, got, want)
+    # where the model is defined, the kernel agrees with it element by element
+    with kernels.use(False):
+        (model,) = tfsem("Cast", [x[defined]], {"DstT": dst})
+    assert same(got[defined], model)
+
+
+def test_a_defined_cast_stays_the_numpy_model():
+    x = np.array([1.5, -2.5, 127.0, -128.0, -0.0], np.float32)
+    with kernels.record() as used:
+        (got,) = tfsem("Cast", [x], {"DstT": "int8"})
+    assert not used and got.tolist() == [1, -2, 127, -128, 0]
+
+
+def test_tensorflows_undefined_cast_depends_on_the_position_not_the_buffer():
+    """Why Cast is a function of the whole tensor (oracle/kernels.py
+    DETERMINISTIC): the same values at 8 offsets of one buffer (slices alias
+    it, unaligned) cast alike, while positions in one tensor differ."""
+    big = tf.constant(np.full(100, 300.0, np.float32))
+    seen = {tuple(tf.raw_ops.Cast(x=big[k:k + 33], DstT=tf.int8).numpy().tolist())
+            for k in range(8)}
+    assert len(seen) == 1 and len(set(next(iter(seen)))) > 1

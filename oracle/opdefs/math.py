@@ -1,0 +1,579 @@
+"""The math family: element-wise arithmetic, Cast, MatMul, comparisons and the
+reductions with constant axes (one OpDef per TensorFlow op: its import, its
+functions' value semantics, Z3 encodings and exports; oracle/opdefs).
+
+A model is given only where numpy computes bit for bit what TensorFlow's CPU
+kernel computes: integer arithmetic (wrapping), IEEE-exact float operations
+(+, -, *, /, sqrt, comparisons), and data movement.  Float reductions,
+float MatMul (Eigen's blocked GEMM, its summation order) and transcendental
+functions (Eigen's vectorized exp, pow, rsqrt) have no such model: their
+implementation raises CannotRun, TensorFlow's kernel stands in where it is
+installed (`tf_kernel`, docs/kernels.md), and in proofs they are
+uninterpreted functions (no `encoding`).
+
+TensorFlow's Add, AddV2, Sub, Mul, Neg, Maximum and Minimum are the
+language's own functions (Add, Sub, Mul, Neg, Max, Min: oracle/functions.py,
+encoded by the checker itself) or, on the dtypes TensorFlow's CPU runtime
+flushes, their `.ftz` variants, registered here with the TensorFlow
+family's own.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import functions as fns
+from .. import kernels as _kernels
+from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYPES,
+                         FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
+                         OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
+                         _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name)
+from .registry import Elementwise, OpDef, define, export_as, flushed, function, one_function
+
+FAMILY = "math"
+
+_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+
+
+def _no_encoding(op: str, dtype: str):
+    return ValueError(f"no encoding for {op} on {dtype}")
+
+
+# -- encodings (the generic checker's element terms; checking/generic.py) -----
+#
+# Each is a function of the z3 module (this package never imports it), the
+# dtype and the operands' elements: IEEE division and square root rounded to
+# nearest even (numpy's divide and sqrt are correctly rounded), absolute
+# value (wrapping at the minimum integer, as numpy's abs), x * x and
+# (x - y) * (x - y) with one rounding per operation, as the implementations
+# compute them.
+
+
+def _z3_div(z3, dtype, xs):
+    if dtype in FLOAT_DTYPES:
+        return z3.fpDiv(z3.RNE(), xs[0], xs[1])
+    raise _no_encoding("div", dtype)
+
+
+def _z3_sqrt(z3, dtype, xs):
+    if dtype in FLOAT_DTYPES:
+        return z3.fpSqrt(z3.RNE(), xs[0])
+    raise _no_encoding("sqrt", dtype)
+
+
+def _z3_abs(z3, dtype, xs):
+    x = xs[0]
+    if dtype in _INTEGERS:
+        if dtype.startswith("u"):
+            raise _no_encoding("abs", dtype)  # no kernel
+        return z3.If(x < 0, -x, x)
+    if dtype in FLOAT_DTYPES:
+        return z3.fpAbs(x)
+    raise _no_encoding("abs", dtype)
+
+
+def _z3_square(z3, dtype, xs):
+    x = xs[0]
+    if dtype in _INTEGERS:
+        return x * x
+    if dtype in FLOAT_DTYPES:
+        return z3.fpMul(z3.RNE(), x, x)
+    raise _no_encoding("square", dtype)
+
+
+def _z3_sqdiff(z3, dtype, xs):
+    if dtype in _INTEGERS:
+        d = xs[0] - xs[1]
+        return d * d
+    if dtype in FLOAT_DTYPES:
+        rne = z3.RNE()
+        d = z3.fpSub(rne, xs[0], xs[1])
+        return z3.fpMul(rne, d, d)
+    raise _no_encoding("sqdiff", dtype)
+
+
+DIV = Elementwise("div", np.divide, _z3_div)
+SQRT = Elementwise("sqrt", np.sqrt, _z3_sqrt)
+ABS = Elementwise("abs", np.abs, _z3_abs)
+SQUARE = Elementwise("square", lambda a: np.multiply(a, a), _z3_square)
+SQDIFF = Elementwise("sqdiff", lambda a, b: np.multiply(np.subtract(a, b), np.subtract(a, b)),
+                     _z3_sqdiff)
+
+
+# -- exports ------------------------------------------------------------------
+
+
+def _export_cast(e) -> list:
+    return [{"name": e.name, "op": "Cast", "input": e.data + e.ctrl,
+             "attr": {"SrcT": e.T(), "DstT": {"type": e.tf_dtype(e.attrs["DstT"])},
+                      "Truncate": {"b": False}}}]
+
+
+def _export_matmul(e) -> list:
+    return [{"name": e.name, "op": "MatMul", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(), "transpose_a": {"b": bool(e.attrs.get("transpose_a"))},
+                      "transpose_b": {"b": bool(e.attrs.get("transpose_b"))}}}]
+
+
+def _export_reduction(tf_op: str):
+    def export(e) -> list:
+        c = e.int32_const(f"{e.name}/reduction_indices", e.attrs["axes"])
+        return [c, {"name": e.name, "op": tf_op, "input": e.data + [c["name"]] + e.ctrl,
+                    "attr": {"T": e.T(), "Tidx": {"type": "DT_INT32"},
+                             "keep_dims": {"b": bool(e.attrs.get("keep_dims"))}}}]
+    return export
+
+
+# -- value semantics ------------------------------------------------------------
+
+
+@function("RealDiv", 2, 1, batched=BROADCASTING, encoding=DIV, export=export_as("RealDiv"))
+def _realdiv(xp, args, attrs):
+    """Elementwise IEEE division of floats (TensorFlow's RealDiv, Div on floats)."""
+    _float_only("RealDiv", *args)
+    return (xp.divide(args[0], args[1]),)
+
+
+def _int_division(op: str, xp, a, b, fn):
+    _kernel(op, NUMERIC, a, b)
+    if _is_float(a):
+        raise CannotRun(f"cannot run TensorFlow op {op} on floating-point tensors concretely: "
+                        "tfsem has no bit-exact model of it; in proofs it is an "
+                        "uninterpreted function")
+    if xp.any(b == 0):
+        raise OpError("division-by-zero", f"{op}: integer division by zero")
+    return (fn(a, b),)
+
+
+@function("FloorMod", 2, 1, batched=BROADCASTING,
+          tf_kernel=lambda a, attrs: ("FloorMod", list(a), {}), export=export_as("FloorMod"))
+def _floormod(xp, args, attrs):
+    """Integer remainder of floor division (sign of the divisor); division by zero fails."""
+    return _int_division("FloorMod", xp, args[0], args[1], xp.mod)
+
+
+@function("FloorDiv", 2, 1, batched=BROADCASTING,
+          tf_kernel=lambda a, attrs: ("FloorDiv", list(a), {}), export=export_as("FloorDiv"))
+def _floordiv(xp, args, attrs):
+    """Integer floor division; division by zero fails."""
+    return _int_division("FloorDiv", xp, args[0], args[1], xp.floor_divide)
+
+
+@function("Square", 1, 1, batched=True, encoding=SQUARE, export=export_as("Square"))
+def _square(xp, args, attrs):
+    """x * x (one rounding, as TensorFlow's Square)."""
+    _kernel("Square", NUMERIC, *args)
+    return (xp.multiply(args[0], args[0]),)
+
+
+_SQDIFF_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
+
+
+@function("SquaredDifference", 2, 1, batched=BROADCASTING, encoding=SQDIFF,
+          export=export_as("SquaredDifference"))
+def _squared_difference(xp, args, attrs):
+    """(x - y) * (x - y), as TensorFlow's SquaredDifference (kernels for
+    int32, int64 and the floats only)."""
+    _kernel("SquaredDifference", _SQDIFF_DTYPES, *args)
+    d = xp.subtract(args[0], args[1])
+    return (xp.multiply(d, d),)
+
+
+@function("Sqrt", 1, 1, batched=True, encoding=SQRT, export=export_as("Sqrt"))
+def _sqrt(xp, args, attrs):
+    """IEEE square root (correctly rounded, as Eigen's vectorized sqrt)."""
+    _float_only("Sqrt", *args)
+    return (xp.sqrt(args[0]),)
+
+
+@function("Abs", 1, 1, batched=True, encoding=ABS, export=export_as("Abs"))
+def _abs(xp, args, attrs):
+    """Absolute value (the most negative integer stays itself, as in C++; no
+    unsigned or bool kernel)."""
+    _kernel("Abs", SIGNED, *args)
+    return (xp.abs(args[0]),)
+
+
+#: Casts from a float to these dtypes give, for NaN, infinities and values
+#: whose truncation is out of the dtype's range, results that depend on the
+#: element's position in the tensor (TensorFlow 2.21's CPU kernel converts
+#: packets and the tail differently: 300.0 -> int8 is 127 in one place, 44 in
+#: another).  Such a cast has no defined value: it cannot run.
+_CAST_UNDEFINED = frozenset({"int8", "int16", "uint8", "uint16", "uint32"})
+
+
+def cast_array(xp, a, dst: str):
+    """TensorFlow's CPU Cast of array `a` to dtype `dst`, bit for bit:
+
+    * to bool: x != 0 (a float32/float64 subnormal counts as zero);
+    * integer or bool to integer: the low bits (wrapping), bool as 0/1;
+    * integer to float: rounded to nearest even;
+    * float to float: rounded to nearest even, with the flushes TensorFlow's
+      conversions make: a float32 or float64 subnormal argument is zero
+      (except float32 -> bfloat16, a bit operation), a bfloat16 subnormal
+      going to float64 is zero, float64 -> float32 and float64 -> bfloat16
+      (through float32) flush a subnormal float32 result;
+    * float to integer: truncated toward zero; NaN, infinities and values out
+      of range give the lowest value for int32 and int64, 2**63 for uint64
+      (whose range here is [-2**63, 2**64): negatives wrap), and no defined
+      result for the narrower integers (_CAST_UNDEFINED: cannot run, and
+      TensorFlow's kernel stands in where it is installed: `_cast_kernel`).
+    """
+    src = dtype_name(a.dtype)
+    if src == dst:
+        return a
+    from ..values import DTYPES
+    target = DTYPES[dst]
+    if src in FLOAT_DTYPES:
+        if (src in ("float32", "float64") and (src, dst) != ("float32", "bfloat16")) \
+                or (src, dst) == ("bfloat16", "float64"):
+            a = _flush(xp, a)
+        if dst == "bool":
+            return a != 0
+        if dst in FLOAT_DTYPES:
+            if src == "float64" and dst in ("float32", "bfloat16"):
+                return _flush(xp, a.astype(np.float32)).astype(target)
+            return a.astype(target)
+        t = xp.trunc(a.astype(np.float64))
+        info = np.iinfo(target)
+        lo, hi = float(int(info.min)), float(int(info.max) + 1)   # exact powers of two
+        if dst == "uint64":
+            lo = -(2.0 ** 63)
+        ok = (t >= lo) & (t < hi)
+        safe = xp.where(ok, t, 0.0)
+        if dst in _CAST_UNDEFINED:
+            if not bool(xp.all(ok)):
+                raise CannotRun(f"cannot run TensorFlow op Cast to {dst}: a float that is NaN, "
+                                f"infinite or out of {dst} range has no value tfsem models "
+                                "(TensorFlow's kernel gives different results by the element's "
+                                "position; its kernel stands in where TensorFlow is installed)")
+            return safe.astype(target)
+        if dst == "uint64":
+            neg = safe < 0
+            r = xp.where(neg, xp.where(neg, safe, 0.0).astype(np.int64).view(np.uint64),
+                         xp.where(neg, 0.0, safe).astype(np.uint64))
+            return xp.where(ok, r, np.uint64(2 ** 63))
+        return xp.where(ok, safe.astype(target), target.type(info.min))
+    if dst == "bool":
+        return a != 0
+    return a.astype(target)
+
+
+def _cast_impl(xp, args, attrs):
+    """The input converted to DstT as TensorFlow's CPU kernel does (see
+    `cast_array`)."""
+    (a,) = args
+    return (cast_array(xp, a, attrs["DstT"]),)
+
+
+def _cast_kernel(a, attrs):
+    """TensorFlow's own Cast where the model cannot run (a float out of a
+    narrow integer's range: _CAST_UNDEFINED): one thread, a function of the
+    whole tensor (oracle/kernels.py DETERMINISTIC says why)."""
+    return "Cast", list(a), {"DstT": _kernels.DT_NAMES[attrs["DstT"]], "Truncate": False}
+
+
+_CAST = Function("Cast", 1, 1, _cast_impl, doc=(_cast_impl.__doc__ or "").strip(),
+                 attrs={"DstT": _dtype_attr}, family=TENSORFLOW, casts=True,
+                 batched_impl=_cast_impl, export=_export_cast, tf_kernel=_cast_kernel)
+
+
+_MATMUL_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
+
+
+@function("MatMul", 2, 1, batched=False,
+          attrs={"transpose_a": _bool_attr, "transpose_b": _bool_attr},
+          tf_kernel=lambda a, attrs: ("MatMul", list(a),
+                                      {"transpose_a": bool(attrs.get("transpose_a")),
+                                       "transpose_b": bool(attrs.get("transpose_b"))}),
+          export=_export_matmul)
+def _matmul(xp, args, attrs):
+    """Matrix product of 2-D tensors (int32 and int64, wrapping: TensorFlow has
+    no other integer kernel; float products are not modelled)."""
+    a, b = args
+    _kernel("MatMul", _MATMUL_DTYPES, a, b)
+    _no_float("MatMul", a, b, why=_GEMM_ORDER)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError("MatMul needs 2-D tensors")
+    if attrs.get("transpose_a"):
+        a = a.T
+    if attrs.get("transpose_b"):
+        b = b.T
+    if a.shape[1] != b.shape[0]:
+        raise ShapeError("MatMul: inner dimensions differ")
+    return (xp.matmul(a, b),)
+
+
+def _reduce(name: str, xp, args, attrs, fn):
+    (a,) = args
+    _kernel(name, NUMERIC, a)
+    _no_float(name, a, why=_REDUCTION_ORDER)
+    if a.ndim == 0:
+        return (a,)
+    axes = _axes(a, attrs["axes"])
+    return (fn(a, axes, attrs.get("keep_dims", False)),)
+
+
+_REDUCE_ATTRS = {"axes": _int_list, "keep_dims": _bool_attr}
+
+
+def _reduce_kernel(op: str):
+    def form(a, attrs):
+        return op, [a[0], np.asarray(attrs["axes"], dtype=np.int32)], \
+            {"keep_dims": bool(attrs.get("keep_dims", False))}
+    return form
+
+
+@function("Sum", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Sum"), export=_export_reduction("Sum"))
+def _sum(xp, args, attrs):
+    """Sum over `axes` (integers, wrapping)."""
+    return _reduce("Sum", xp, args, attrs,
+                   lambda a, ax, k: xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype))
+
+
+@function("Mean", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Mean"), export=_export_reduction("Mean"))
+def _mean(xp, args, attrs):
+    """Mean over `axes` (integers: the sum divided by the count, truncated
+    toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
+    64-bit accumulator, so only a 64-bit sum wraps; an empty mean fails)."""
+    def mean(a, ax, k):
+        count = 1
+        for x in ax:
+            count *= a.shape[x]
+        if count == 0:
+            raise OpError("division-by-zero", "Mean of no elements")
+        acc = a.dtype if a.dtype.itemsize == 8 else np.dtype(
+            np.uint64 if a.dtype.kind == "u" else np.int64)
+        s = xp.sum(a, axis=ax, keepdims=k, dtype=acc)
+        q = s // acc.type(count)
+        return (q + ((s % acc.type(count) != 0) & (s < 0)).astype(acc)).astype(a.dtype)
+    return _reduce("Mean", xp, args, attrs, mean)
+
+
+@function("ReduceMax", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Max"), export=_export_reduction("Max"))
+def _reduce_max(xp, args, attrs):
+    """Maximum over `axes` (integers; an empty maximum is the lowest integer)."""
+    def rmax(a, ax, k):
+        return xp.max(a, axis=ax, keepdims=k, initial=np.iinfo(a.dtype).min)
+    return _reduce("Max", xp, args, attrs, rmax)
+
+
+@function("ReduceMin", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Min"), export=_export_reduction("Min"))
+def _reduce_min(xp, args, attrs):
+    """Minimum over `axes` (integers; an empty minimum is the highest integer)."""
+    def rmin(a, ax, k):
+        return xp.min(a, axis=ax, keepdims=k, initial=np.iinfo(a.dtype).max)
+    return _reduce("Min", xp, args, attrs, rmin)
+
+
+
+
+# -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
+
+_FTZ = {f.name: fns.flushed_variant(f)
+        for f in (*map(fns.get, ("Add", "Sub", "Mul", "Max", "Min")), _realdiv, _square, _sqrt,
+                  _squared_difference)}
+
+
+# -- the ops ----------------------------------------------------------------------
+
+
+def _elementwise(tf_op: str, fn: Function | str, *, export: str | None = None,
+                 also: Sequence[str] = ()) -> None:
+    """TensorFlow's `tf_op` as one function of all its inputs (its .ftz
+    variant on the dtypes TensorFlow flushes, where it has one)."""
+    name = fn if isinstance(fn, str) else fn.name
+    flushing = name in _FTZ
+    doc = f"the function {name}" + (f" ({name}.ftz on floats: subnormals flushed)"
+                                     if flushing else "")
+    functions: tuple = (fn,) + ((_FTZ[name],) if flushing else ()) + tuple(also)
+    define(OpDef(tf_op, doc, one_function(name), FAMILY, functions=functions,
+                 exports={name: export_as(export)} if export else {}))
+
+
+# the language's own functions (encoded by the checker itself), written back
+# as TensorFlow's op of the name tfsem export gives them
+_elementwise("Add", "Add", export="AddV2")
+_elementwise("AddV2", "Add")
+_elementwise("Sub", "Sub", export="Sub")
+_elementwise("Mul", "Mul", export="Mul")
+_elementwise("Neg", "Neg", export="Neg")
+_elementwise("Maximum", "Max", export="Maximum")
+_elementwise("Minimum", "Min", export="Minimum")
+# the TensorFlow family's
+for _f in (_realdiv, _square, _sqrt, _squared_difference, _abs, _floormod, _floordiv):
+    _elementwise(_f.name, _f)
+
+
+
+
+def _matmul_build(b):
+    b.dtype("T")
+    return [b.add("MatMul", [b.input(0), b.input(1)],
+                  {"transpose_a": bool(b.attr("transpose_a", False)),
+                   "transpose_b": bool(b.attr("transpose_b", False))})]
+
+
+define(OpDef("MatMul", "the function MatMul (transpose_a, transpose_b)", _matmul_build, FAMILY,
+             functions=(_matmul,)))
+
+
+def _cast_build(b):
+    dst = b.dtype("DstT")
+    src = b.dtype("SrcT")
+    if b.attr("Truncate", False):
+        b.reject("Cast with Truncate=true (float conversions that truncate the significand) is "
+                 "not modelled")
+    if src == dst:
+        return [b.add("Identity", [b.input(0)])]
+    return [b.add("Cast", [b.input(0)], {"DstT": dst})]
+
+
+define(OpDef("Cast", "the function Cast between any two dtypes, as TensorFlow's CPU kernel casts "
+             "(Truncate=true refused)", _cast_build, FAMILY, functions=(_CAST, "Identity")))
+
+
+def _add_n_build(b):
+    t = b.dtype("T")
+    n = b.n_inputs
+    if t == "float16" and n > 2:
+        # measured: TensorFlow's float16 AddN does not round after every
+        # addition (an intermediate past 65504 does not overflow)
+        b.reject("AddN of more than two float16 tensors is not modelled (TensorFlow's kernel "
+                 "keeps intermediate sums wider than float16)")
+    add = flushed("Add", t)
+    if n == 1:
+        return [b.add("Identity", [b.input(0)])]
+    # aggregate_ops.cc: the first n % 8 inputs (8 if none, just input 0 if one)
+    # are summed left to right, then each further group of 8 is summed left to
+    # right and added to the running total: out = out + (((i0 + i1) + ...) + i7).
+    first = n % 8 or 8
+    k = 0
+
+    def chain(lo: int, hi: int):
+        nonlocal k
+        acc = b.input(lo)
+        for i in range(lo + 1, hi):
+            acc = b.add(add, [acc, b.input(i)], part=f"add_{k}")
+            k += 1
+        return acc
+
+    total = chain(0, first)
+    i = first
+    while i < n:
+        group = chain(i, i + 8)
+        total = b.add(add, [total, group], part=f"add_{k}")
+        k += 1
+        i += 8
+    return [b.add("Identity", [total])]
+
+
+define(OpDef("AddN", "a chain of Add in the order of TensorFlow's CPU kernel (groups of 8); "
+             "float16 refused", _add_n_build, FAMILY, functions=("Add", "Add.ftz", "Identity")))
+
+
+def _reduction_build(fn_name: str):
+    def build(b):
+        b.dtype("T")
+        if not b.is_static(1):   # axes computed at run time (opdefs/array.py)
+            return [b.add(fn_name + "Along", [b.input(0), b.input(1)],
+                          {"keep_dims": bool(b.attr("keep_dims", False))})]
+        axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
+        return [b.add(fn_name, [b.input(0)], {"axes": axes,
+                                              "keep_dims": bool(b.attr("keep_dims", False))})]
+    return build
+
+
+for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min", _reduce_min)):
+    define(OpDef(_tf_op, f"the function {_f.name} (axes: a constant input), or {_f.name}Along "
+                 "(axes computed at run time)", _reduction_build(_f.name), FAMILY,
+                 functions=(_f, _f.name + "Along"), static=(1,)))
+
+
+# -- comparisons and logical operations: the predicates of conditionals and
+# loops (SPEC section 9).  A `Switch` takes a bool scalar predicate and a loop's
+# `LoopCond` a bool scalar; a `tf.while_loop` computes it with `Less` and friends.
+#
+# Each is TensorFlow 2.21's CPU kernel elementwise with broadcasting, as
+# measured by tests/test_controlflow_predicates.py on every dtype's edge values:
+#
+# * an ordered comparison with a NaN is false, `NotEqual` with a NaN is true,
+#   signed zeros compare equal; the result is `bool`;
+# * on bfloat16, float32 and float64 the executor's denormals-are-zero mode
+#   applies: a subnormal argument compares as zero (float16 is compared exactly,
+#   as functions.FLUSHED_DTYPES says for arithmetic);
+# * `Less`, `LessEqual`, `Greater` and `GreaterEqual` have no bool kernel, the
+#   logical ops only a bool one: elsewhere the `no-kernel` error value.
+#
+# Both arguments have one dtype (a mismatch is the dtype-mismatch error value,
+# as for every function).  No encoding: uninterpreted in proofs.
+
+_ORDERED = {"Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater,
+            "GreaterEqual": np.greater_equal}
+_EQUALITY = {"Equal": np.equal, "NotEqual": np.not_equal}
+_TINY32 = np.finfo(np.float32).tiny
+_TINY64 = np.finfo(np.float64).tiny
+
+
+def _daz(a: np.ndarray) -> np.ndarray:
+    """Denormals-are-zero: a subnormal of a flushed dtype compares as zero."""
+    name = dtype_name(a.dtype)
+    if name not in FLUSHED_DTYPES:
+        return a
+    if name == "float64":
+        return np.where(np.abs(a) < _TINY64, 0.0, a)
+    a = a.astype(np.float32)   # bfloat16 and float32 share float32's exponent range
+    return np.where(np.abs(a) < _TINY32, np.float32(0.0), a)
+
+
+def _comparison(name: str, op, ordered: bool) -> None:
+    def impl(xp, args, attrs):
+        if ordered and args[0].dtype == np.bool_:
+            raise OpError("no-kernel", f"{name} has no kernel for bool")
+        return (np.asarray(op(_daz(args[0]), _daz(args[1])), dtype=np.bool_),)
+    impl.__doc__ = f"Elementwise {name} (TensorFlow's {name}), a bool result."
+    f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name))(impl)
+
+    def build(b):
+        return [b.add(name, [b.input(0), b.input(1)])]
+    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=(f,)))
+
+
+for _name, _op in _ORDERED.items():
+    _comparison(_name, _op, True)
+for _name, _op in _EQUALITY.items():
+    _comparison(_name, _op, False)
+
+
+def _bool_only(name: str, *arrays: np.ndarray) -> None:
+    for a in arrays:
+        if a.dtype != np.bool_:
+            raise OpError("no-kernel", f"{name} has no kernel for {dtype_name(a.dtype)}")
+
+
+@function("LogicalNot", 1, 1, batched=BROADCASTING, casts=True,
+          export=export_as("LogicalNot", typed=False))
+def _logical_not(xp, args, attrs):
+    """Elementwise not of a bool tensor."""
+    _bool_only("LogicalNot", args[0])
+    return (np.logical_not(args[0]),)
+
+
+@function("LogicalAnd", 2, 1, batched=BROADCASTING, casts=True,
+          export=export_as("LogicalAnd", typed=False))
+def _logical_and(xp, args, attrs):
+    """Elementwise and of bool tensors."""
+    _bool_only("LogicalAnd", *args)
+    return (np.logical_and(args[0], args[1]),)
+
+
+define(OpDef("LogicalNot", "LogicalNot", one_function("LogicalNot", None, 1), FAMILY,
+             functions=(_logical_not,)))
+define(OpDef("LogicalAnd", "LogicalAnd (bool result)", one_function("LogicalAnd", None, 2), FAMILY,
+             functions=(_logical_and,)))

@@ -1,0 +1,84 @@
+"""The nn family: Relu, ReluGrad, BiasAdd and BiasAddGrad (TensorFlow's
+nn_ops.cc), one OpDef per op: its import, its functions' value semantics and
+exports (oracle/opdefs).  No encoding: uninterpreted in proofs.
+"""
+
+from __future__ import annotations
+
+from .. import functions as fns
+from ..functions import (_REDUCTION_ORDER, BROADCASTING, NUMERIC, ShapeError, _is_float, _kernel,
+                         _no_float, dtype_name, ftz)
+from .registry import OpDef, define, export_as, flushed, function, one_function
+
+FAMILY = "nn"
+
+
+@function("Relu", 1, 1, batched=True, export=export_as("Relu"))
+def _relu(xp, args, attrs):
+    """x > 0 ? x : 0, NaN stays NaN; -0.0 becomes +0.0 on float32 and
+    float64 (Eigen's vectorized max(x, 0) propagating NaN) and stays -0.0 on
+    float16 and bfloat16 (computed as float, the tie goes to x); subnormals
+    flushed where the dtype's arithmetic flushes them (FLUSHED_DTYPES)."""
+    _kernel("Relu", NUMERIC, *args)
+    a = ftz(xp, args[0])
+    if not _is_float(a):
+        return (xp.where(a > 0, a, xp.zeros_like(a)),)
+    keep = xp.isnan(a) | (a > 0)
+    if dtype_name(a.dtype) in ("float16", "bfloat16"):
+        keep = keep | (a == 0)
+    return (ftz(xp, xp.where(keep, a, xp.zeros_like(a))),)
+
+
+@function("ReluGrad", 2, 1, batched=BROADCASTING, export=export_as("ReluGrad"))
+def _relu_grad(xp, args, attrs):
+    """gradients * (features > 0), the product taken in the tensor's dtype;
+    subnormals flushed (TensorFlow's CPU runtime)."""
+    _kernel("ReluGrad", NUMERIC, *args)
+    g, f = ftz(xp, args[0]), ftz(xp, args[1])
+    if g.shape != f.shape:
+        raise ShapeError("ReluGrad needs equal shapes")
+    return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
+
+
+@function("BiasAdd", 2, 1, batched=False, export=export_as("BiasAdd"))
+def _bias_add(xp, args, attrs):
+    """value + bias along the last axis (data_format NHWC)."""
+    v, b = args
+    _kernel("BiasAdd", NUMERIC, v, b)
+    if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
+        raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
+    return (xp.add(v, b),)
+
+
+@function("BiasAddGrad", 1, 1, batched=False,
+          tf_kernel=lambda a, attrs: ("BiasAddGrad", list(a), {"data_format": "NHWC"}),
+          export=export_as("BiasAddGrad"))
+def _bias_add_grad(xp, args, attrs):
+    """The sum over every axis but the last (integers only: float sums are not modelled)."""
+    (v,) = args
+    _kernel("BiasAddGrad", NUMERIC, v)
+    _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
+    if v.ndim < 1:
+        raise ShapeError("BiasAddGrad needs rank >= 1")
+    return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
+
+
+#: BiasAdd on the dtypes TensorFlow's CPU runtime flushes (oracle/functions.py ftz)
+_BIAS_ADD_FTZ = fns.flushed_variant(_bias_add)
+
+
+for _f in (_relu, _relu_grad, _bias_add_grad):
+    define(OpDef(_f.name, f"the function {_f.name}", one_function(_f.name), FAMILY,
+                 functions=(_f,)))
+
+
+def _bias_add_build(b):
+    t = b.dtype("T")
+    fmt = b.attr("data_format", "NHWC")
+    if fmt not in ("NHWC", "N...C"):
+        b.reject(f"data_format {fmt!r} is not modelled (NHWC only)")
+    return [b.add(flushed("BiasAdd", t), [b.input(0), b.input(1)])]
+
+
+define(OpDef("BiasAdd", "the function BiasAdd (data_format NHWC only)", _bias_add_build, FAMILY,
+             functions=(_bias_add, _BIAS_ADD_FTZ)))

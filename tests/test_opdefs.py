@@ -1,0 +1,249 @@
+"""The op registry (oracle/opdefs) is the single source of the ops it defines.
+
+* Every op of the registry's families is complete: its import model is the
+  one graph import uses, every function it produces is registered with value
+  semantics, declares an encoding or none (uninterpreted), and has an
+  export; the old tables (graphdef/ops.py, the exporter's name lists, the
+  generic checker's EXTRA) hold none of them.
+* The encoding facet agrees with the value semantics facet (the fold the
+  checker uses on constants is the implementation, bit for bit, on edge
+  values).
+* A contributor registers a new op in one place (one `define`) and it
+  imports, evaluates, encodes (a proof and a refutation through it) and
+  exports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.checking import check_rewrite
+from tfsem.checking import generic as gen
+from tfsem.checking.symbolic import MAX_ELEMENTS
+from tfsem.graphdef import ops as opt
+from tfsem.graphdef.exporter import export_graph
+from tfsem.graphdef.importer import import_graph
+from tfsem.oracle import functions as fns
+from tfsem.oracle import opdefs
+from tfsem.oracle import program as P
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.opdefs import registry
+from tfsem.oracle.program import TensorType
+from tfsem.oracle.values import DTYPES, Tensor, edge_values
+
+#: the language's own functions, which the exporter writes itself (a Const's
+#: TensorProto) and the checker encodes itself
+EXPORTER_OWN = {"Const"}
+
+
+def test_the_registry_has_the_math_and_array_families_and_no_dangling_names():
+    fams = opdefs.families()
+    assert {"math", "nn", "array", "list"} <= set(fams)
+    assert {"Relu", "ReluGrad", "BiasAdd", "BiasAddGrad"} == set(fams["nn"])
+    for op in ("AddV2", "Cast", "MatMul", "Sum", "Less", "LogicalNot", "SquaredDifference"):
+        assert op in fams["math"], op
+    for op in ("Reshape", "ConcatV2", "StridedSlice", "GatherV2", "Shape", "Transpose", "Pack"):
+        assert op in fams["array"], op
+    assert opdefs.problems() == []
+
+
+@pytest.mark.parametrize("family", ["math", "nn", "array", "list"])
+def test_every_op_of_a_migrated_family_is_defined_in_one_place_with_every_facet(family):
+    for name in opdefs.families()[family]:
+        d = opdefs.lookup(name)
+        model = opt.lookup(name)
+        # import: the importer's model is the registry's own build
+        assert model is not None and model.build is d.build and model.doc == d.doc, name
+        assert model.static == d.static and model.stateful == (d.stateful is not None)
+        assert name not in opt.STATELESS_UNMODELLED
+        assert d.functions, name
+        for fname in d.function_names():
+            fn = fns.lookup(fname)
+            # value semantics
+            assert fn is not None and callable(fn.impl), (name, fname)
+            # an encoding or uninterpreted, declared
+            assert fn.encoding is None or fn.encoding is opdefs.FOLDS_ON_CONSTANTS \
+                or isinstance(fn.encoding, opdefs.Elementwise), fname
+            # export (the .ftz variants are written as their base function)
+            base = fname.removesuffix(fns.FTZ_SUFFIX)
+            assert opdefs.export_of(base) is not None or base in EXPORTER_OWN, (name, fname)
+
+
+def test_every_op_the_importer_accepts_is_the_registrys_or_an_unmigrated_familys():
+    """The state family (graphdef/ops.py's resource-variable ops,
+    graphdef/state_ops.py), the queue family (graphdef/blocking_ops.py) and
+    the control-flow primitives are the only ones outside the registry:
+    graphdef/ops.py has no pure op model left."""
+    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.state_ops", "tfsem.graphdef.blocking_ops"}
+    for name, model in opt.table().items():
+        if model.origin != "builtin":
+            continue
+        d = opdefs.lookup(name)
+        if d is not None:
+            assert model.build is d.build, name
+            continue
+        assert model.build.__module__ in unmigrated, (name, model.build.__module__)
+        if model.build.__module__ == "tfsem.graphdef.ops":
+            assert model.stateful or name in opt.CONTROL_FLOW_PRIMITIVES, name
+
+
+def test_the_old_tables_hold_none_of_the_registrys_ops():
+    import tfsem.graphdef.exporter as ex
+    for old in ("_SAME_NAME", "_RENAMED", "_REDUCTIONS", "_COMPARISONS"):
+        assert not hasattr(ex, old), old
+    # the exporter's own table is the state family's (not yet migrated) alone
+    assert not set(ex._SHAPE_OPS) & opdefs.function_names()
+    # the generic checker's element ops are exactly the registry's encodings
+    assert gen.EXTRA == {n: f.encoding.key for n, f in fns.registered(None).items()
+                         if opdefs.elementwise_of(f) is not None}
+    assert set(gen.EXTRA) == {"RealDiv", "Sqrt", "Abs", "Square", "SquaredDifference"}
+
+
+def test_the_checker_folds_the_run_time_shape_functions_the_registry_marks():
+    folds = {n for n, f in fns.registered(None).items() if opdefs.folds_on_constants(f)}
+    assert folds == {"Shape", "Size", "Rank", "Range", "StridedSlice", "StridedSliceGrad",
+                     "Slice", "GatherV2", "UnpackPart", "FillDims", "BroadcastToShape",
+                     "Transpose", "BroadcastGradientArgs", "ReshapeTo", "TileBy",
+                     "ExpandDimsAt", "SumAlong", "MeanAlong", "ReduceMaxAlong",
+                     "ReduceMinAlong"}
+    assert all(fns.get(n).family == "tensorflow" for n in folds)
+
+
+@pytest.mark.parametrize("name", sorted(gen.EXTRA))
+def test_an_encodings_fold_is_its_functions_value_semantics(name):
+    fn = fns.get(name)
+    fold = fn.encoding.fold
+    for dtype in DTYPES:
+        x = edge_values(dtype)
+        args = [x] if fn.n_in == 1 else [np.repeat(x, len(x)), np.tile(x, len(x))]
+        (want,) = fn.apply([Tensor(a) for a in args])
+        if not isinstance(want, Tensor):
+            continue   # an error value (no kernel for the dtype): never folded
+        with np.errstate(all="ignore"):
+            got = np.asarray(fold(*args), dtype=DTYPES[dtype])
+        assert _same(got, want.array), (name, dtype)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """SPEC equality: bit for bit, any NaN equal to any NaN."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "iub":
+        return bool(np.array_equal(a, b))
+    bits = a.view(f"u{a.dtype.itemsize}") == b.view(f"u{b.dtype.itemsize}")
+    nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    return bool(np.all(bits | nan))
+
+
+# -- a contributor's op, defined in one place ------------------------------------
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Whatever the test defines is gone afterwards."""
+    for mod, names in ((registry, ("_OPS", "_ENCODINGS", "_SOURCES", "_EXPORTS")),
+                       (fns, ("_REGISTRY",)), (opt, ("_TABLE", "_mirrored"))):
+        for n in names:
+            monkeypatch.setattr(mod, n, dict(getattr(mod, n)))
+    monkeypatch.setattr(registry, "_generation", registry._generation)
+    yield
+
+
+def _define_twice():
+    """What a contributor writes in oracle/opdefs/math.py: TensorFlow's
+    (made-up) op `TwiceX`, x + x, with every facet."""
+    def z3_twice(z3, dtype, xs):
+        if dtype in ("float32", "float64"):
+            return z3.fpAdd(z3.RNE(), xs[0], xs[0])
+        if dtype in ("int32", "int64"):
+            return xs[0] + xs[0]
+        raise ValueError(f"no encoding for twice on {dtype}")
+
+    @opdefs.function("Twice", 1, 1, batched=True,
+                     encoding=opdefs.Elementwise("twice", lambda a: np.add(a, a), z3_twice),
+                     export=lambda e: [{"name": e.name, "op": "AddV2",
+                                        "input": [e.data[0], e.data[0]] + e.ctrl,
+                                        "attr": {"T": e.T()}}])
+    def twice(xp, args, attrs):
+        """x + x (integers wrap)."""
+        return (xp.add(args[0], args[0]),)
+
+    return opdefs.define(opdefs.OpDef("TwiceX", "the function Twice", opdefs.one_function("Twice"),
+                                      "math", functions=(twice,)))
+
+
+def _graph(op):
+    return {"node": [
+        {"name": "x", "op": "Placeholder", "attr": {"dtype": {"type": "DT_FLOAT"},
+                                                     "shape": {"shape": {"dim": [{"size": 3}]}}}},
+        {"name": "y", "op": op, "input": ["x"], "attr": {"T": {"type": "DT_FLOAT"}}}]}
+
+
+def test_a_new_op_defined_in_one_place_imports_evaluates_encodes_and_exports(scratch_registry):
+    assert opt.lookup("TwiceX") is None
+    _define_twice()
+    assert opdefs.problems() == []
+    # import
+    p = import_graph(_graph("TwiceX"), ["y"]).program
+    assert [n.op for n in p.nodes if n.op == "Twice"] == ["Twice"]
+    # value semantics
+    x = np.array([1.5, -3.0, 3e38], np.float32)
+    (o,) = outcome_set(p, {"x": Tensor(x)}, {}, "atomic", "outputs").as_dict(10)
+    (out,) = dict(o.outputs).values()
+    assert out.array.tobytes() == np.array([3.0, -6.0, np.inf], np.float32).tobytes()
+    # export: the op's own facet
+    nodes = export_graph(p)["node"]
+    assert any(nd["op"] == "AddV2" and nd["input"][:2] == [nd["input"][0]] * 2 for nd in nodes)
+    # encoding: on tensors past the element-wise engine, the generic checker
+    # proves Twice(a) = a + a and refutes Twice(a) = a * a through it
+    big = (MAX_ELEMENTS + 1,)
+    f = {"a": TensorType("float32", big)}
+    twice = P.program([P.apply("r", "Twice", "$a")], {"out": "r"}, (), f)
+    add = P.program([P.apply("r", "Add", "$a", "$a")], {"out": "r"}, (), f)
+    mul = P.program([P.apply("r", "Mul", "$a", "$a")], {"out": "r"}, (), f)
+    assert check_rewrite(twice, add, timeout=30).verdict == "sound"
+    assert check_rewrite(twice, mul, timeout=10).verdict == "unsound"
+
+
+def test_without_its_encoding_the_same_op_is_uninterpreted(scratch_registry):
+    d = _define_twice()
+    (fn,) = d.functions
+    registry.define(opdefs.OpDef("TwiceX", d.doc, d.build, "math",
+                                 functions=(fns.Function("Twice", 1, 1, fn.impl,
+                                                         family=fns.TENSORFLOW,
+                                                         export=fn.export),)),
+                    replace=True)
+    big = (MAX_ELEMENTS + 1,)
+    f = {"a": TensorType("float32", big)}
+    twice = P.program([P.apply("r", "Twice", "$a")], {"out": "r"}, (), f)
+    add = P.program([P.apply("r", "Add", "$a", "$a")], {"out": "r"}, (), f)
+    assert check_rewrite(twice, add, timeout=2).verdict != "sound"
+
+
+def test_an_entry_point_may_give_opdefs(scratch_registry, monkeypatch):
+    class EP:
+        name, value, dist = "mine", "pkg:OPS", None
+
+        def load(self):
+            return [_define_twice()]
+
+    monkeypatch.setattr(opt.metadata, "entry_points", lambda group: [EP()])
+    monkeypatch.setattr(opt, "_loaded", False)
+    assert opt.lookup("TwiceX").origin == "entry point pkg:OPS"
+    assert opt.load_errors() == []
+
+
+def test_an_encoding_may_not_take_one_of_the_checkers_own_term_names(scratch_registry):
+    f = opdefs.function("Twice2", 1, 1, encoding=opdefs.Elementwise(
+        "add", lambda a: a + a, lambda z3, dtype, xs: xs[0] + xs[0]))(lambda xp, args, attrs: (args[0],))
+    with pytest.raises(ValueError, match="checker's own terms"):
+        opdefs.define(opdefs.OpDef("Twice2X", "", opdefs.one_function("Twice2"), "math",
+                                   functions=(f,)))
+    assert fns.lookup("Twice2") is None and opdefs.lookup("Twice2X") is None   # nothing half done
+    g = opdefs.function("Add", 2, 1)(lambda xp, args, attrs: (args[0],))
+    with pytest.raises(ValueError, match="already registered"):
+        opdefs.define(opdefs.OpDef("Add2X", "", opdefs.one_function("Add"), "math",
+                                   functions=(g,)))
+    assert fns.get("Add").family == "core"
+
