@@ -129,6 +129,9 @@ class Blocking:
     #: node -> its op's parameter: a QueueDequeueMany's n, a QueueClose's
     #: cancel_pending_enqueues (1 or 0)
     params: Mapping[str, int] = field(default_factory=dict)
+    #: queues some node of the whole program closes: their state shows
+    #: closed:Q (kept when a run's nodes are restricted to others)
+    closable: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.queues or self.queue_ops or self.sections)
@@ -139,22 +142,24 @@ class Blocking:
         return Blocking(dict(self.queues),
                         {prefix + n: v for n, v in self.queue_ops.items() if n in keep},
                         {prefix + n: v for n, v in self.sections.items() if n in keep},
-                        {prefix + n: v for n, v in self.params.items() if n in keep})
+                        {prefix + n: v for n, v in self.params.items() if n in keep},
+                        self.closed_queues())
+
+    def closed_queues(self) -> frozenset[str]:
+        return self.closable | {q for k, q in self.queue_ops.values() if k == CLOSE}
 
     @staticmethod
     def union(parts: Sequence["Blocking"], queues: Mapping[str, Queue]) -> "Blocking":
         ops: dict[str, tuple[str, str]] = {}
         sections: dict[str, str] = {}
         params: dict[str, int] = {}
+        closable: frozenset[str] = frozenset()
         for b in parts:
             ops.update(b.queue_ops)
             sections.update(b.sections)
             params.update(b.params)
-        return Blocking(dict(queues), ops, sections, params)
-
-    def closes(self, q: str) -> bool:
-        """Whether some node closes queue q (its outcomes then show closed:q)."""
-        return any(k == CLOSE and q2 == q for k, q2 in self.queue_ops.values())
+            closable |= b.closed_queues()
+        return Blocking(dict(queues), ops, sections, params, closable)
 
     def interface(self) -> tuple:
         """The queues a rewrite must keep: names and element types (a
@@ -420,7 +425,7 @@ class Machine:
         self.g: Graph = graph_of(p)
         self.queue_names = sorted(b.queues)
         self.queue_index = {q: i for i, q in enumerate(self.queue_names)}
-        self.closable = {q for q in self.queue_names if b.closes(q)}
+        self.closable = b.closed_queues()
         self.section_names = sorted(set(b.sections.values()))
         self.section_index = {s: i for i, s in enumerate(self.section_names)}
         pairs = sorted({(s, _run_of(n)) for n, s in b.sections.items()})

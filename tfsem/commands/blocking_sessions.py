@@ -220,6 +220,10 @@ def check(args: argparse.Namespace, session) -> int:
     except (SessionError, ProgramError) as exc:
         return verdict("invalid", "the rewrite cannot run the session's runs: "
                        + "; ".join(str(v) for v in exc.violations))
+    # closed:Q shows in both outcome sets alike when either program closes Q
+    import dataclasses  # noqa: PLC0415
+    shown = t1.closed_queues() | t2.closed_queues()
+    t1, t2 = (dataclasses.replace(t, closable=shown) for t in (t1, t2))
     if set(p2.feeds) - set(p1.feeds):
         return verdict("invalid", "the rewrite reads feeds the original lacks: "
                        + ", ".join(sorted(set(p2.feeds) - set(p1.feeds))))
