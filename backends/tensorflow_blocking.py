@@ -34,45 +34,20 @@ def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, d
     lock is taken when the MutexLock runs, possibly before the section's first
     node could run: a span at least as long as the model's, so TensorFlow's
     orders are among the model's."""
-    from tfsem.graphdef.exporter import TF_DTYPES, export_graph
+    from tfsem.graphdef.blocking_export import real_queue_ops
+    from tfsem.graphdef.exporter import export_graph
 
     graph = export_graph(p, names=names)
     by_name = {n["name"]: n for n in graph["node"]}
     taken = set(by_name)
-    handles = {}
-    for q, decl in sorted(b.queues.items()):
-        name = f"queue_{q}"
+
+    def fresh(base: str) -> str:
+        name = base
         while name in taken:
             name += "_"
         taken.add(name)
-        handles[q] = name
-        graph["node"].append({"name": name, "op": "FIFOQueueV2", "attr": {
-            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
-            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
-            "capacity": {"i": int(decl.capacity)},
-            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
-    for node, (kind, q) in b.queue_ops.items():
-        n = by_name[names.get(node, node)]
-        decl = b.queues[q]
-        dt = TF_DTYPES[decl.dtype]
-        inputs = list(n.get("input", []))
-        data = [i for i in inputs if not i.startswith("^")]
-        ctrl = [i for i in inputs if i.startswith("^")]
-        if kind == "QueueEnqueue":
-            n.update(op="QueueEnqueueV2", input=[handles[q], *data, *ctrl],
-                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == "QueueDequeue":
-            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
-                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        else:
-            n.update(op="QueueSizeV2", input=[handles[q], *ctrl], attr={})
-            cast = {"name": n["name"] + "_int64", "op": "Cast", "input": [n["name"]],
-                    "attr": {"SrcT": {"type": TF_DTYPES["int32"]},
-                             "DstT": {"type": TF_DTYPES["int64"]}, "Truncate": {"b": False}}}
-            # consumers of the size read the int64 cast, as tfsem's QueueSize gives
-            for m in graph["node"]:
-                m["input"] = [cast["name"] if i == n["name"] else i for i in m.get("input", [])]
-            graph["node"].append(cast)
+        return name
+    real_queue_ops(graph, by_name, names, b, fresh)
     extra: dict[str, list[str]] = {}
     from tfsem.oracle.session import run_nodes
     for sec in sorted(set(b.sections.values())):
