@@ -142,6 +142,7 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
 
             finished: dict[str, float] = {}
             cancelled: list[float] = []
+            failed: dict[str, str] = {}
 
             def call(name, fetch, targets):
                 try:
@@ -152,6 +153,13 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 except tf.errors.DeadlineExceededError:
                     cancelled.append(time.monotonic())
                     waiting.append(name)
+                except (tf.errors.OutOfRangeError, tf.errors.CancelledError) as exc:
+                    # a queue op failed the run (a dequeue from a closed queue
+                    # with too few elements; an enqueue or close on a closed
+                    # queue): the oracle's error value (docs/sessions.md)
+                    failed[name] = ("out-of-range" if isinstance(exc, tf.errors.OutOfRangeError)
+                                    else "cancelled")
+                    finished[name] = time.monotonic()
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
             run_together(call, calls)
@@ -170,9 +178,72 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             if not waiting and reads and all(x in init for x in reads):
                 state = tuple(sorted((x, np.asarray(v).tolist())
                                      for x, v in sess.run(reads).items()))
-        values = tuple(sorted((f"{name}/{o}", np.asarray(v).tolist())
-                              for name, fetch, _ in calls if name in results
-                              for o, v in zip(fetch, results[name]))) + state
+            if not waiting:
+                state += _queue_state(tf, sess, graph, graph_dict, b)
+        values = tuple(sorted([(f"{name}/{o}", frozen(np.asarray(v).tolist()))
+                               for name, fetch, _ in calls if name in results
+                               for o, v in zip(fetch, results[name])]
+                              + [(f"{name}/!error", why) for name, why in failed.items()])) + state
         seen[(tuple(sorted(waiting)), values)] += 1
         done += 1
     return seen, done
+
+
+def frozen(value):
+    """A value's nested lists as tuples (trial results are set members)."""
+    return tuple(frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def _queue_state(tf, sess, graph, graph_dict: dict, b) -> tuple:
+    """After a trial, each queue's elements (``queue:Q``, a list) and, where
+    the program closes Q, whether it is closed (``closed:Q``), read with
+    TensorFlow's own ops: its size, a dequeue-many of that many elements
+    (a closed queue still gives what it holds) and QueueIsClosedV2."""
+    out = []
+    handles = {n["attr"]["shared_name"]["s"].decode() if isinstance(n["attr"]["shared_name"]["s"],
+                                                                    bytes)
+               else n["attr"]["shared_name"]["s"]: n["name"]
+               for n in graph_dict["node"] if n.get("op") == "FIFOQueueV2"}
+    closed = b.closed_queues()
+    with graph.as_default():
+        for q in sorted(b.queues):
+            h = graph.get_tensor_by_name(f"{handles[q]}:0")
+            dtype = graph.get_operation_by_name(handles[q]).get_attr("component_types")
+            k = int(sess.run(tf.raw_ops.QueueSizeV2(handle=h)))
+            (items,) = sess.run(tf.raw_ops.QueueDequeueManyV2(handle=h, n=k,
+                                                              component_types=dtype))
+            out.append((f"queue:{q}", frozen(items.tolist())))
+            if q in closed:
+                out.append((f"closed:{q}", bool(sess.run(tf.raw_ops.QueueIsClosedV2(handle=h)))))
+    return tuple(sorted(out))
+
+
+def among_oracle(found, waiting, values) -> bool:
+    """Whether a trial of run_blocking_session_threads is among the oracle's
+    outcomes `found`: runs that waited match a deadlock whose waiting
+    instances are theirs; a completed trial an outcome with its fetched
+    values and final state.  A run TensorFlow failed (``RUN/!error``)
+    matches an outcome where that run fetched the error value for an
+    out-of-range dequeue; a cancelled enqueue or close has no value in the
+    model (it has no effect there) and matches as such (docs/sessions.md)."""
+    from tfsem.oracle.values import Error
+    for o in found:
+        if hasattr(o, "blocked"):
+            if waiting and {b.split("/")[0] for b in o.blocked} == set(waiting):
+                return True
+            continue
+        if waiting:
+            continue
+        mine = {k: frozen(v.array.tolist()) for k, v in (*o.outputs, *(o.state or ()))
+                if hasattr(v, "array")}
+        errors = {(k.partition("/")[0], v.reason) for k, v in o.outputs if isinstance(v, Error)}
+        ok = True
+        for k, v in values:
+            run, _, name = k.partition("/")
+            if name == "!error":
+                ok = ok and (v == "cancelled" or (run, v) in errors)
+            else:
+                ok = ok and k in mine and mine[k] == v
+        if ok:
+            return True
+    return False

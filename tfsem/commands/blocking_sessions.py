@@ -290,7 +290,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
         tfb.tensorflow()
-        from tfsem.backends.tensorflow_blocking import run_blocking_session_threads  # noqa: PLC0415
+        from tfsem.backends.tensorflow_blocking import among_oracle, run_blocking_session_threads  # noqa: PLC0415,E501
     except ImportError as exc:
         print(f"tfsem run: --backend tensorflow needs TensorFlow: {exc}", file=sys.stderr)
         return 2
@@ -307,16 +307,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     found, _ = blocking.outcomes(program, table, feeds, init, args.semantics)
 
     def allowed(waiting, values) -> bool:
-        for o in found:
-            if isinstance(o, blocking.Deadlock):
-                if waiting and {b.split("/")[0] for b in o.blocked} == set(waiting):
-                    return True
-            elif not waiting:
-                mine = {k: v.array.tolist() for k, v in (*o.outputs, *(o.state or ()))
-                        if hasattr(v, "array")}
-                if all(k in mine and mine[k] == v for k, v in values):
-                    return True
-        return False
+        return among_oracle(found, waiting, values)
     rows = sorted(seen.items(), key=lambda kv: -kv[1])
     outside = 0
     print(f"{done} trials on the TensorFlow executor, the {len(session.runs)} runs as concurrent "
