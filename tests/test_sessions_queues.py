@@ -31,7 +31,7 @@ from tfsem.oracle.session import SessionError, session_from_json
 from tfsem.oracle.values import Error, Tensor
 
 NIGHTLY = os.environ.get("TFSEM_HYPOTHESIS_PROFILE") == "nightly"
-EXAMPLES = 1000 if NIGHTLY else 50
+EXAMPLES = 400 if NIGHTLY else 50
 BRUTE_FORCE_STATES = 60_000
 SIZE = 3 if NIGHTLY else 2
 ERR = "err"
