@@ -140,3 +140,17 @@ def test_tfsem_passes_lists_the_session_claims(capsys):
     assert "drop-sections" in out and "merge-sections" in out
     assert ("on sessions: one run sound; sequential runs sound; concurrent runs unsound; "
             "concurrent runs with queues unsound") in out
+
+
+def test_tfsem_fuzz_judges_a_session_pass_and_stores_its_findings(tmp_path, capsys):
+    from tfsem.cli import main
+    rc = main(["fuzz", "--pass", "drop-sections", "--budget", "0.2s", "--semantics", "atomic",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "drop-sections:" in out and "atomic/concurrent runs" in out
+    assert "BUG" not in out and rc in (0, 4)
+    found = sorted((tmp_path / "sessions").glob("*.session.json"))
+    assert any("atomic-concurrent-runs" in p.name for p in found), found
+    for path in found:   # each one tfsem check confirms
+        rewritten = str(path).replace(".session.json", ".rewritten.json")
+        assert main(["check", str(path), rewritten, "--semantics", "atomic"]) == 1
