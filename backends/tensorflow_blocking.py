@@ -1,7 +1,8 @@
 """A session with queues on TensorFlow's runtime (docs/sessions.md): the
 session's program exported as a GraphDef with real ``FIFOQueueV2``,
-``QueueEnqueueV2``, ``QueueDequeueV2`` and ``QueueSizeV2`` nodes in place of
-tfsem's stand-ins (oracle/blocking.py), its runs called concurrently on
+``QueueEnqueueV2``, ``QueueEnqueueManyV2``, ``QueueDequeueV2``,
+``QueueDequeueManyV2``, ``QueueCloseV2`` and ``QueueSizeV2`` nodes in place
+of tfsem's stand-ins (oracle/blocking.py), its runs called concurrently on
 threads as in backends/tensorflow_sessions.py, each call under
 ``RunOptions.timeout_in_ms``: a call that is still blocked when the timeout
 ends (TensorFlow's ``DeadlineExceededError``) is reported as waiting, so a

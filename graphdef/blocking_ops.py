@@ -10,6 +10,9 @@ sessions' sections and queues (oracle/blocking.py; docs/sessions.md,
   sessions' QueueEnqueue / QueueDequeue / QueueSize of that queue (their
   stand-ins, with the table of oracle/blocking.Blocking beside the program);
   QueueSizeV2's int32 is a Cast of the model's int64 size.
+* `QueueEnqueueManyV2` / `QueueDequeueManyV2` (timeout_ms -1; its `n` a
+  Const, read at import) / `QueueCloseV2` (its cancel_pending_enqueues):
+  the sessions' QueueEnqueueMany / QueueDequeueMany / QueueClose.
 * `MutexV2`: a NoOp; its section is named by its shared_name (else its node
   name).  `MutexLock`: a NoOp in the section; `ConsumeMutexLock`: a NoOp in
   the section waiting for the lock.  The section's other nodes are those

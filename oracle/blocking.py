@@ -20,30 +20,48 @@ The program format (inside a session) gains:
 * a program field ``"queues": {Q: {"capacity": N, "dtype": D, "shape": S}}``
   (a ``FIFOQueueV2`` of one component: it starts empty, holds at most N
   elements) and the ops ``QueueEnqueue`` (one tensor input, no output; TF's
-  ``QueueEnqueueV2``), ``QueueDequeue`` (no data input, one tensor output;
-  ``QueueDequeueV2``) and ``QueueSize`` (``QueueSizeV2``: the number of
-  elements, int64), each with the field ``"queue": Q``.
+  ``QueueEnqueueV2``), ``QueueEnqueueMany`` (one tensor input [k] + shape,
+  no output; ``QueueEnqueueManyV2``), ``QueueDequeue`` (no data input, one
+  tensor output; ``QueueDequeueV2``), ``QueueDequeueMany`` (field ``"n"``,
+  one output [n] + shape; ``QueueDequeueManyV2``), ``QueueClose`` (field
+  ``"cancel_pending_enqueues"``, no output; ``QueueCloseV2``) and
+  ``QueueSize`` (``QueueSizeV2``: the number of elements, int64), each with
+  the field ``"queue": Q``.
 
 The semantics: the step semantics of seed 000 (``semantics.py``, either
-mode) over the session's expansion, with two more pieces of state and two
-more conditions for a step to fire:
+mode) over the session's expansion, with more state and more conditions:
 
 * ``holder[S]``: the run inside section S, or none.  A step of a node of S in
   run R may fire only while S is free or held by R; the first step of R in S
-  takes S, and S is free again once every step of R's nodes in S has fired.
+  takes S, and S is free again once every node of R's in S has completed.
   So the instances of S in two runs never interleave (rule 2), and within
   one run the section constrains nothing.
-* ``queue[Q]``: its elements, oldest first.  An enqueue may fire only while
-  Q holds fewer than its capacity (it appends its input), a dequeue only
-  while Q is not empty (it takes the oldest element); QueueSize never waits.
+* per queue Q, TensorFlow's ``QueueBase`` (queue_base.cc, fifo_queue.cc):
+  its elements, oldest first, whether it is closed, and two lines of
+  pending attempts, served in order.  A queue op's step *starts* it: a size
+  reads the count at once; an enqueue, an enqueue-many or a close without
+  cancelling joins the enqueue line, a dequeue or a dequeue-many the dequeue
+  line (a dequeue-many of 0 and an empty batch complete at once; a close
+  that cancels closes at once and completes every pending enqueue, failed).
+  Then the lines *flush*, as TensorFlow does under the queue's lock after
+  every change: the head of the enqueue line puts its elements in while
+  there is room (a batch element by element; on a closed queue it fails, a
+  close closes), the head of the dequeue line takes elements as they come
+  (holding them until it has n; on a closed queue with too few it fails
+  and puts them back at the front), until neither line moves.  An op whose
+  attempt is done completes: its outputs arrive (a dequeue's elements, or
+  the error value ``out-of-range``).  An enqueue or close that fails has no
+  effect (errors are values; TensorFlow would fail the run).  A queue op in
+  a section holds the section from its start until it completes.
 
-A state in which no step can fire but some node has not fired is the outcome
-``deadlock`` (SPEC section 10), listing the node instances that wait (each
-with its inputs present, held back by a full or empty queue or a section
-another run holds); a completed run's outcome is every output and the final
-state: the variables and, under ``queue:Q``, each queue's elements (a tensor
-of shape [k] + the element shape).  A session that can block forever thus
-has an outcome for it: exploring never hangs.
+A state in which no step can fire but some node has not completed is the
+outcome ``deadlock`` (SPEC section 10), listing the node instances that wait
+(their inputs present, held back by a section another run holds, or
+waiting in a queue's line); a completed run's outcome is every output and
+the final state: the variables and, under ``queue:Q``, each queue's
+elements (a tensor of shape [k] + the element shape), and ``closed:Q`` for a
+queue some node of the program closes.  A session that can block forever
+thus has an outcome for it: exploring never hangs.
 
 Where this differs from the paper: rule 2 forbids an order; a runtime that
 locks (TensorFlow's ``MutexLock``) waits.  When a run holds section S and
