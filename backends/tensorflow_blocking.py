@@ -1,7 +1,8 @@
 """A session with queues on TensorFlow's runtime (docs/sessions.md): the
 session's program exported as a GraphDef with real ``FIFOQueueV2``,
-``QueueEnqueueV2``, ``QueueDequeueV2`` and ``QueueSizeV2`` nodes in place of
-tfsem's stand-ins (oracle/blocking.py), its runs called concurrently on
+``QueueEnqueueV2``, ``QueueEnqueueManyV2``, ``QueueDequeueV2``,
+``QueueDequeueManyV2``, ``QueueCloseV2`` and ``QueueSizeV2`` nodes in place
+of tfsem's stand-ins (oracle/blocking.py), its runs called concurrently on
 threads as in backends/tensorflow_sessions.py, each call under
 ``RunOptions.timeout_in_ms``: a call that is still blocked when the timeout
 ends (TensorFlow's ``DeadlineExceededError``) is reported as waiting, so a
@@ -34,45 +35,20 @@ def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, d
     lock is taken when the MutexLock runs, possibly before the section's first
     node could run: a span at least as long as the model's, so TensorFlow's
     orders are among the model's."""
-    from tfsem.graphdef.exporter import TF_DTYPES, export_graph
+    from tfsem.graphdef.blocking_export import real_queue_ops
+    from tfsem.graphdef.exporter import export_graph
 
     graph = export_graph(p, names=names)
     by_name = {n["name"]: n for n in graph["node"]}
     taken = set(by_name)
-    handles = {}
-    for q, decl in sorted(b.queues.items()):
-        name = f"queue_{q}"
+
+    def fresh(base: str) -> str:
+        name = base
         while name in taken:
             name += "_"
         taken.add(name)
-        handles[q] = name
-        graph["node"].append({"name": name, "op": "FIFOQueueV2", "attr": {
-            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
-            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
-            "capacity": {"i": int(decl.capacity)},
-            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
-    for node, (kind, q) in b.queue_ops.items():
-        n = by_name[names.get(node, node)]
-        decl = b.queues[q]
-        dt = TF_DTYPES[decl.dtype]
-        inputs = list(n.get("input", []))
-        data = [i for i in inputs if not i.startswith("^")]
-        ctrl = [i for i in inputs if i.startswith("^")]
-        if kind == "QueueEnqueue":
-            n.update(op="QueueEnqueueV2", input=[handles[q], *data, *ctrl],
-                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == "QueueDequeue":
-            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
-                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        else:
-            n.update(op="QueueSizeV2", input=[handles[q], *ctrl], attr={})
-            cast = {"name": n["name"] + "_int64", "op": "Cast", "input": [n["name"]],
-                    "attr": {"SrcT": {"type": TF_DTYPES["int32"]},
-                             "DstT": {"type": TF_DTYPES["int64"]}, "Truncate": {"b": False}}}
-            # consumers of the size read the int64 cast, as tfsem's QueueSize gives
-            for m in graph["node"]:
-                m["input"] = [cast["name"] if i == n["name"] else i for i in m.get("input", [])]
-            graph["node"].append(cast)
+        return name
+    real_queue_ops(graph, by_name, names, b, fresh)
     extra: dict[str, list[str]] = {}
     from tfsem.oracle.session import run_nodes
     for sec in sorted(set(b.sections.values())):
@@ -167,6 +143,7 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
 
             finished: dict[str, float] = {}
             cancelled: list[float] = []
+            failed: dict[str, str] = {}
 
             def call(name, fetch, targets):
                 try:
@@ -177,6 +154,13 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 except tf.errors.DeadlineExceededError:
                     cancelled.append(time.monotonic())
                     waiting.append(name)
+                except (tf.errors.OutOfRangeError, tf.errors.CancelledError) as exc:
+                    # a queue op failed the run (a dequeue from a closed queue
+                    # with too few elements; an enqueue or close on a closed
+                    # queue): the oracle's error value (docs/sessions.md)
+                    failed[name] = ("out-of-range" if isinstance(exc, tf.errors.OutOfRangeError)
+                                    else "cancelled")
+                    finished[name] = time.monotonic()
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)
             run_together(call, calls)
@@ -195,9 +179,72 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             if not waiting and reads and all(x in init for x in reads):
                 state = tuple(sorted((x, np.asarray(v).tolist())
                                      for x, v in sess.run(reads).items()))
-        values = tuple(sorted((f"{name}/{o}", np.asarray(v).tolist())
-                              for name, fetch, _ in calls if name in results
-                              for o, v in zip(fetch, results[name]))) + state
+            if not waiting:
+                state += _queue_state(tf, sess, graph, graph_dict, b)
+        values = tuple(sorted([(f"{name}/{o}", frozen(np.asarray(v).tolist()))
+                               for name, fetch, _ in calls if name in results
+                               for o, v in zip(fetch, results[name])]
+                              + [(f"{name}/!error", why) for name, why in failed.items()])) + state
         seen[(tuple(sorted(waiting)), values)] += 1
         done += 1
     return seen, done
+
+
+def frozen(value):
+    """A value's nested lists as tuples (trial results are set members)."""
+    return tuple(frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def _queue_state(tf, sess, graph, graph_dict: dict, b) -> tuple:
+    """After a trial, each queue's elements (``queue:Q``, a list) and, where
+    the program closes Q, whether it is closed (``closed:Q``), read with
+    TensorFlow's own ops: its size, a dequeue-many of that many elements
+    (a closed queue still gives what it holds) and QueueIsClosedV2."""
+    out = []
+    handles = {n["attr"]["shared_name"]["s"].decode() if isinstance(n["attr"]["shared_name"]["s"],
+                                                                    bytes)
+               else n["attr"]["shared_name"]["s"]: n["name"]
+               for n in graph_dict["node"] if n.get("op") == "FIFOQueueV2"}
+    closed = b.closed_queues()
+    with graph.as_default():
+        for q in sorted(b.queues):
+            h = graph.get_tensor_by_name(f"{handles[q]}:0")
+            dtype = graph.get_operation_by_name(handles[q]).get_attr("component_types")
+            k = int(sess.run(tf.raw_ops.QueueSizeV2(handle=h)))
+            (items,) = sess.run(tf.raw_ops.QueueDequeueManyV2(handle=h, n=k,
+                                                              component_types=dtype))
+            out.append((f"queue:{q}", frozen(items.tolist())))
+            if q in closed:
+                out.append((f"closed:{q}", bool(sess.run(tf.raw_ops.QueueIsClosedV2(handle=h)))))
+    return tuple(sorted(out))
+
+
+def among_oracle(found, waiting, values) -> bool:
+    """Whether a trial of run_blocking_session_threads is among the oracle's
+    outcomes `found`: runs that waited match a deadlock whose waiting
+    instances are theirs; a completed trial an outcome with its fetched
+    values and final state.  A run TensorFlow failed (``RUN/!error``)
+    matches an outcome where that run fetched the error value for an
+    out-of-range dequeue; a cancelled enqueue or close has no value in the
+    model (it has no effect there) and matches as such (docs/sessions.md)."""
+    from tfsem.oracle.values import Error
+    for o in found:
+        if hasattr(o, "blocked"):
+            if waiting and {b.split("/")[0] for b in o.blocked} == set(waiting):
+                return True
+            continue
+        if waiting:
+            continue
+        mine = {k: frozen(v.array.tolist()) for k, v in (*o.outputs, *(o.state or ()))
+                if hasattr(v, "array")}
+        errors = {(k.partition("/")[0], v.reason) for k, v in o.outputs if isinstance(v, Error)}
+        ok = True
+        for k, v in values:
+            run, _, name = k.partition("/")
+            if name == "!error":
+                ok = ok and (v == "cancelled" or (run, v) in errors)
+            else:
+                ok = ok and k in mine and mine[k] == v
+        if ok:
+            return True
+    return False

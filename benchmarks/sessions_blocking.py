@@ -37,7 +37,37 @@ def queue(n: int) -> dict:
     return data
 
 
-def measure(data: dict, semantics: str, repeat: int, reduce: bool, timeout: float) -> dict:
+def batches(n: int) -> dict:
+    """n producers of a batch of 3 into a queue of capacity 2, n consumers
+    of a dequeue-many of 2 and n of a dequeue (queue_batches.session.json)."""
+    data = json.loads((ROOT / "examples" / "sessions" / "queue_batches.session.json").read_text())
+    data["runs"] = ([{"name": f"p{k}", "targets": ["put"]} for k in range(n)]
+                    + [{"name": f"c{k}", "fetch": ["pair"]} for k in range(n)]
+                    + [{"name": f"d{k}", "fetch": ["item"]} for k in range(n)])
+    return data
+
+
+def module_at(rev: str):
+    """oracle/blocking.py as it was at git revision `rev` (to measure a change
+    side by side with the working tree's, in one run)."""
+    import importlib.util
+    import subprocess
+    import tempfile
+    text = subprocess.run(["git", "show", f"{rev}:oracle/blocking.py"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "blocking_before.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("tfsem.oracle._blocking_before", path)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "tfsem.oracle"
+    import sys
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(data: dict, semantics: str, repeat: int, reduce: bool, timeout: float,
+            blocking=blocking) -> dict:
     s = session_from_json(data)
     p, b = s.expand_blocking()
     init = {x: Tensor(0, "int64") for x in p.variables}
@@ -66,13 +96,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--before", metavar="REV", default=None,
+                    help="also measure oracle/blocking.py at this git revision (the reduced "
+                         "search only), side by side")
+    ap.add_argument("--no-plain", action="store_true", help="skip the unreduced search")
     args = ap.parse_args()
-    for name, make in (("counter_critical", counter), ("queue p/c", queue)):
-        for n in (2, 3, 4):
+    before = module_at(args.before) if args.before else None
+    for name, make, sizes in (("counter_critical", counter, (2, 3, 4)),
+                              ("queue p/c", queue, (2, 3, 4)), ("batches", batches, (1, 2))):
+        for n in sizes:
             for semantics in ("atomic", "decomposed"):
-                row = {"session": name, "runs": n, "semantics": semantics}
+                row = {"session": name, "runs": len(make(n)["runs"]), "semantics": semantics}
                 row["reduced"] = measure(make(n), semantics, args.repeat, True, args.timeout)
-                row["plain"] = measure(make(n), semantics, args.repeat, False, args.timeout)
+                if not args.no_plain:
+                    row["plain"] = measure(make(n), semantics, args.repeat, False, args.timeout)
+                if before is not None and name != "batches":
+                    row["before"] = measure(make(n), semantics, args.repeat, True, args.timeout,
+                                            blocking=before)
                 print(json.dumps(row), flush=True)
 
 

@@ -34,15 +34,18 @@ MAX_QUEUE_CAPACITY = 2
 
 
 def _step_graph(draw, blocks: int, n_vars: int, chain: bool, sections: bool,
-                queue: bool) -> dict:
+                queue: bool, batches: bool = False) -> dict:
     """A tfsem.program/1 JSON object of `blocks` blocks, each an access or
     two of one variable (or of the queue): AssignAdd, read-modify-write
-    (Read, Add, Write), Read, Write, enqueue, dequeue.  `chain`: each
+    (Read, Add, Write), Read, Write, enqueue, dequeue (and with `batches`
+    enqueue-many, dequeue-many, close and size).  `chain`: each
     block's first access waits for the previous block's last node."""
     variables = [f"x{i}" for i in range(n_vars)]
     nodes: list[dict[str, Any]] = []
     outputs: dict[str, str] = {}
     kinds = ["assign_add", "rmw", "read", "write"] + (["enqueue", "dequeue"] if queue else [])
+    if queue and batches:
+        kinds += ["enqueue_many", "dequeue_many", "close", "size"]
     last: str | None = None
     n_sections = draw(st.integers(1, 2)) if sections else 0
     for b in range(blocks):
@@ -77,6 +80,21 @@ def _step_graph(draw, blocks: int, n_vars: int, chain: bool, sections: bool,
             block = [{"name": f"c{b}", "op": "Const", "value": c},
                      {"name": f"e{b}", "op": "QueueEnqueue", "queue": "q",
                       "inputs": [f"c{b}", *wait]}]
+        elif kind == "enqueue_many":
+            k = draw(st.integers(0, 3))
+            block = [{"name": f"c{b}", "op": "Const", "value": [c + i for i in range(k)]},
+                     {"name": f"e{b}", "op": "QueueEnqueueMany", "queue": "q",
+                      "inputs": [f"c{b}", *wait]}]
+        elif kind == "dequeue_many":
+            block = [{"name": f"d{b}", "op": "QueueDequeueMany", "queue": "q",
+                      "n": draw(st.integers(0, 3)), "inputs": wait}]
+            outputs[f"o{b}"] = f"d{b}"
+        elif kind == "close":
+            block = [{"name": f"k{b}", "op": "QueueClose", "queue": "q", "inputs": wait,
+                      "cancel_pending_enqueues": draw(st.booleans())}]
+        elif kind == "size":
+            block = [{"name": f"z{b}", "op": "QueueSize", "queue": "q", "inputs": wait}]
+            outputs[f"o{b}"] = f"z{b}"
         else:
             block = [{"name": f"d{b}", "op": "QueueDequeue", "queue": "q", "inputs": wait}]
             outputs[f"o{b}"] = f"d{b}"
@@ -97,15 +115,18 @@ def _step_graph(draw, blocks: int, n_vars: int, chain: bool, sections: bool,
 @st.composite
 def sessions(draw, max_blocks: int = 4, max_runs: int = 3, sections: bool | None = None,
              queue: bool | None = None, orders: tuple[str, ...] = ("concurrent", "sequential"),
-             chain: bool | None = None) -> dict:
+             chain: bool | None = None, batches: bool = False) -> dict:
     """`tfsem.session/1` objects: a step graph of 1 to `max_blocks` blocks
     over 1-2 variables, with critical sections and a queue each drawn on or
-    off (or as given), and 1 to `max_runs` runs of it."""
+    off (or as given), and 1 to `max_runs` runs of it.  `batches`: the
+    queue's blocks also enqueue and dequeue batches (QueueEnqueueMany,
+    QueueDequeueMany), close it (QueueClose, cancelling pending enqueues or
+    not) and read its size."""
     sections = draw(st.booleans()) if sections is None else sections
     queue = draw(st.booleans()) if queue is None else queue
     chain = draw(st.booleans()) if chain is None else chain
     program = _step_graph(draw, draw(st.integers(1, max_blocks)), draw(st.integers(1, 2)),
-                          chain, sections, queue)
+                          chain, sections, queue, batches)
     names = [n["name"] for n in program["nodes"] if n["op"] not in ("Var", "Const")]
     runs = []
     for k in range(draw(st.integers(1, max_runs))):

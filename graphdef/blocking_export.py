@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tfsem.oracle.blocking import DEQUEUE, ENQUEUE, Blocking
+from tfsem.oracle.blocking import CLOSE, DEQUEUE, DEQUEUE_MANY, ENQUEUE, ENQUEUE_MANY, Blocking
 from tfsem.oracle.program import Program
 
 from .exporter import TF_DTYPES, ExportError, export_graph
@@ -74,32 +74,7 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
             name += "_"
         taken.add(name)
         return name
-    handles = {}
-    for q, decl in sorted(b.queues.items()):
-        handles[q] = fresh(f"queue_{q}")
-        graph["node"].append({"name": handles[q], "op": "FIFOQueueV2", "attr": {
-            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
-            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
-            "capacity": {"i": int(decl.capacity)},
-            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
-    for node, (kind, q) in sorted(b.queue_ops.items()):
-        n = by_name[names.get(node, node)]
-        dt = TF_DTYPES[b.queues[q].dtype]
-        inputs = list(n.get("input", []))
-        data = [i for i in inputs if not i.startswith("^")]
-        ctrl = [i for i in inputs if i.startswith("^")]
-        if kind == ENQUEUE:
-            n.update(op="QueueEnqueueV2", input=[handles[q], *data, *ctrl],
-                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == DEQUEUE:
-            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
-                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        else:   # TensorFlow's size is int32, the model's int64: a Cast between
-            size = fresh(n["name"] + "/size")
-            graph["node"].append({"name": size, "op": "QueueSizeV2", "input": [handles[q], *ctrl]})
-            n.update(op="Cast", input=[size], attr={
-                "SrcT": {"type": TF_DTYPES["int32"]}, "DstT": {"type": TF_DTYPES["int64"]},
-                "Truncate": {"b": False}})
+    handles = real_queue_ops(graph, by_name, names, b, fresh)
     targets: dict[str, list[str]] = {}
     for sec, (entry, exit_, members) in ends.items():
         mutex, lock, consume = fresh(f"mutex_{sec}"), fresh(f"lock_{sec}"), fresh(f"release_{sec}")
@@ -119,6 +94,52 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
                 targets.setdefault(run.name, []).append(consume)
     return graph, targets, names
 
+
+
+def real_queue_ops(graph: dict, by_name: dict, names: dict[str, str], b: Blocking,
+                   fresh) -> dict[str, str]:
+    """Make the stand-ins of `b`'s queue ops in the exported `graph` real
+    TensorFlow queue ops (one FIFOQueueV2 per queue, named by `fresh`);
+    returns each queue's FIFOQueueV2 node."""
+    handles = {}
+    for q, decl in sorted(b.queues.items()):
+        handles[q] = fresh(f"queue_{q}")
+        graph["node"].append({"name": handles[q], "op": "FIFOQueueV2", "attr": {
+            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
+            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
+            "capacity": {"i": int(decl.capacity)},
+            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
+    for node, (kind, q) in sorted(b.queue_ops.items()):
+        n = by_name[names.get(node, node)]
+        dt = TF_DTYPES[b.queues[q].dtype]
+        inputs = list(n.get("input", []))
+        data = [i for i in inputs if not i.startswith("^")]
+        ctrl = [i for i in inputs if i.startswith("^")]
+        if kind in (ENQUEUE, ENQUEUE_MANY):
+            n.update(op="QueueEnqueueV2" if kind == ENQUEUE else "QueueEnqueueManyV2",
+                     input=[handles[q], *data, *ctrl],
+                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
+        elif kind == DEQUEUE:
+            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
+                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
+        elif kind == DEQUEUE_MANY:
+            count = fresh(n["name"] + "/n")
+            graph["node"].append({"name": count, "op": "Const", "attr": {
+                "dtype": {"type": TF_DTYPES["int32"]},
+                "value": {"tensor": {"dtype": TF_DTYPES["int32"], "tensor_shape": {},
+                                     "int_val": [int(b.params.get(node, 0))]}}}})
+            n.update(op="QueueDequeueManyV2", input=[handles[q], count, *ctrl],
+                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
+        elif kind == CLOSE:
+            n.update(op="QueueCloseV2", input=[handles[q], *ctrl], attr={
+                "cancel_pending_enqueues": {"b": bool(b.params.get(node, 0))}})
+        else:   # TensorFlow's size is int32, the model's int64: a Cast between
+            size = fresh(n["name"] + "/size")
+            graph["node"].append({"name": size, "op": "QueueSizeV2", "input": [handles[q], *ctrl]})
+            n.update(op="Cast", input=[size], attr={
+                "SrcT": {"type": TF_DTYPES["int32"]}, "DstT": {"type": TF_DTYPES["int64"]},
+                "Truncate": {"b": False}})
+    return handles
 
 
 def graph_session_json(session, targets: dict[str, list[str]], names: dict[str, str],

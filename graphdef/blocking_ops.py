@@ -10,6 +10,9 @@ sessions' sections and queues (oracle/blocking.py; docs/sessions.md,
   sessions' QueueEnqueue / QueueDequeue / QueueSize of that queue (their
   stand-ins, with the table of oracle/blocking.Blocking beside the program);
   QueueSizeV2's int32 is a Cast of the model's int64 size.
+* `QueueEnqueueManyV2` / `QueueDequeueManyV2` (timeout_ms -1; its `n` a
+  Const, read at import) / `QueueCloseV2` (its cancel_pending_enqueues):
+  the sessions' QueueEnqueueMany / QueueDequeueMany / QueueClose.
 * `MutexV2`: a NoOp; its section is named by its shared_name (else its node
   name).  `MutexLock`: a NoOp in the section; `ConsumeMutexLock`: a NoOp in
   the section waiting for the lock.  The section's other nodes are those
@@ -45,7 +48,8 @@ from tfsem.oracle.values import DTYPES, Tensor
 from .functions import split_ref
 from .ops import op
 
-QUEUE_OPS = ("FIFOQueueV2", "QueueEnqueueV2", "QueueDequeueV2", "QueueSizeV2")
+QUEUE_OPS = ("FIFOQueueV2", "QueueEnqueueV2", "QueueDequeueV2", "QueueSizeV2",
+             "QueueEnqueueManyV2", "QueueDequeueManyV2", "QueueCloseV2")
 MUTEX_OPS = ("MutexV2", "MutexLock", "ConsumeMutexLock")
 
 
@@ -55,6 +59,7 @@ class BlockingImport:
     queues: dict[str, blk.Queue] = field(default_factory=dict)
     queue_of: dict[str, str] = field(default_factory=dict)       # FIFOQueueV2 node -> queue
     queue_ops: dict[str, tuple[str, str]] = field(default_factory=dict)  # tfsem node -> op, q
+    params: dict[str, int] = field(default_factory=dict)   # tfsem node -> n, or cancel (0/1)
     section_of: dict[str, str] = field(default_factory=dict)     # MutexV2 node -> section
     #: MutexLock TF node -> (section, tfsem lock node, MutexV2 node)
     locks: dict[str, tuple[str, str, str]] = field(default_factory=dict)
@@ -102,8 +107,9 @@ class BlockingImport:
                 sections[n] = sec
             releases[lock] = consume
         ops = {n: v for n, v in st.queue_ops.items() if n in p.node}
+        params = {n: v for n, v in st.params.items() if n in ops}
         queues = dict(st.queues)
-        return blk.Blocking(queues, ops, sections), releases
+        return blk.Blocking(queues, ops, sections, params), releases
 
 
 
@@ -215,6 +221,58 @@ def _dequeue(b):
     ref = b.add("Const", [], {"value": zeros})
     state(b.imp).queue_ops[ref.node] = (blk.DEQUEUE, q)
     return [ref]
+
+
+@op("QueueEnqueueManyV2", "the session's QueueEnqueueMany of its FIFOQueueV2 (streams the batch "
+    "element by element as room frees; Cancelled on a closed queue)", stateful=True)
+def _enqueue_many(b):
+    _no_timeout(b)
+    q, decl = _queue(b)
+    if b.n_inputs != 2:
+        b.reject(f"an enqueue of {b.n_inputs - 1} components (one only)")
+    types = b.attr("Tcomponents", [])
+    if [_dtype_of(b, t) for t in types] != [decl.dtype]:
+        b.reject(f"enqueues {types}, the queue holds {decl.dtype}", "dtype")
+    shape = b.declared_shape(1)
+    if shape is not None and (not shape or tuple(shape[1:]) != decl.shape):
+        b.reject(f"enqueues a batch of shape {list(shape)}, the queue's elements are "
+                 f"{list(decl.shape)} (a batch is [k] + that; TensorFlow fails the run)",
+                 "bad-shape")
+    ref = b.add("Identity", [b.input(1)])
+    state(b.imp).queue_ops[ref.node] = (blk.ENQUEUE_MANY, q)
+    return []
+
+
+@op("QueueDequeueManyV2", "the session's QueueDequeueMany of its FIFOQueueV2 (n a constant; "
+    "takes elements as they come, holding the dequeue line; OutOfRange on a closed queue "
+    "with too few)", stateful=True)
+def _dequeue_many(b):
+    _no_timeout(b)
+    q, decl = _queue(b)
+    types = b.attr("component_types", [])
+    if [_dtype_of(b, t) for t in types] != [decl.dtype]:
+        b.reject(f"dequeues {types}, the queue holds {decl.dtype}", "dtype")
+    n = b.static(1)
+    if n.shape != () or not 0 <= int(n) <= blk.MAX_CAPACITY:
+        b.reject(f"n = {n.tolist()}: a dequeue-many of a constant 0 to {blk.MAX_CAPACITY} "
+                 "elements is modelled", "bad-value")
+    zeros = Tensor(np.zeros((int(n),) + decl.shape, dtype=DTYPES[decl.dtype]), decl.dtype)
+    ref = b.add("Const", [], {"value": zeros})
+    st = state(b.imp)
+    st.queue_ops[ref.node] = (blk.DEQUEUE_MANY, q)
+    st.params[ref.node] = int(n)
+    return [ref]
+
+
+@op("QueueCloseV2", "the session's QueueClose (cancel_pending_enqueues: fails the pending "
+    "enqueues at once; else waits behind them)", stateful=True)
+def _close(b):
+    q, _ = _queue(b)
+    ref = b.add("NoOp", [])
+    st = state(b.imp)
+    st.queue_ops[ref.node] = (blk.CLOSE, q)
+    st.params[ref.node] = int(bool(b.attr("cancel_pending_enqueues", False)))
+    return []
 
 
 @op("QueueSizeV2", "the session's QueueSize (int64), then a Cast to int32", stateful=True)

@@ -121,9 +121,10 @@ def session_graph_loader(deadline: float | None = None):
                 raise ProgramError([*exc.violations, Violation(
                     str(path), "unmodelled-session-op",
                     f"{', '.join(named)}: of TensorFlow's queues only FIFOQueueV2 with "
-                    "QueueEnqueueV2, QueueDequeueV2 and QueueSizeV2 are imported (bounded, one "
-                    "component; docs/sessions.md); a session's inline program can declare "
-                    "what a graph cannot bring")]) from None
+                    "QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2, QueueDequeueManyV2, "
+                    "QueueCloseV2 and QueueSizeV2 are imported (bounded, one component; "
+                    "docs/sessions.md); a session's inline program can declare what a graph "
+                    "cannot bring")]) from None
             raise
         return imported.program, imported.node_map, imported.blocking, imported.releases
     return load

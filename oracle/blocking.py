@@ -20,30 +20,48 @@ The program format (inside a session) gains:
 * a program field ``"queues": {Q: {"capacity": N, "dtype": D, "shape": S}}``
   (a ``FIFOQueueV2`` of one component: it starts empty, holds at most N
   elements) and the ops ``QueueEnqueue`` (one tensor input, no output; TF's
-  ``QueueEnqueueV2``), ``QueueDequeue`` (no data input, one tensor output;
-  ``QueueDequeueV2``) and ``QueueSize`` (``QueueSizeV2``: the number of
-  elements, int64), each with the field ``"queue": Q``.
+  ``QueueEnqueueV2``), ``QueueEnqueueMany`` (one tensor input [k] + shape,
+  no output; ``QueueEnqueueManyV2``), ``QueueDequeue`` (no data input, one
+  tensor output; ``QueueDequeueV2``), ``QueueDequeueMany`` (field ``"n"``,
+  one output [n] + shape; ``QueueDequeueManyV2``), ``QueueClose`` (field
+  ``"cancel_pending_enqueues"``, no output; ``QueueCloseV2``) and
+  ``QueueSize`` (``QueueSizeV2``: the number of elements, int64), each with
+  the field ``"queue": Q``.
 
 The semantics: the step semantics of seed 000 (``semantics.py``, either
-mode) over the session's expansion, with two more pieces of state and two
-more conditions for a step to fire:
+mode) over the session's expansion, with more state and more conditions:
 
 * ``holder[S]``: the run inside section S, or none.  A step of a node of S in
   run R may fire only while S is free or held by R; the first step of R in S
-  takes S, and S is free again once every step of R's nodes in S has fired.
+  takes S, and S is free again once every node of R's in S has completed.
   So the instances of S in two runs never interleave (rule 2), and within
   one run the section constrains nothing.
-* ``queue[Q]``: its elements, oldest first.  An enqueue may fire only while
-  Q holds fewer than its capacity (it appends its input), a dequeue only
-  while Q is not empty (it takes the oldest element); QueueSize never waits.
+* per queue Q, TensorFlow's ``QueueBase`` (queue_base.cc, fifo_queue.cc):
+  its elements, oldest first, whether it is closed, and two lines of
+  pending attempts, served in order.  A queue op's step *starts* it: a size
+  reads the count at once; an enqueue, an enqueue-many or a close without
+  cancelling joins the enqueue line, a dequeue or a dequeue-many the dequeue
+  line (a dequeue-many of 0 and an empty batch complete at once; a close
+  that cancels closes at once and completes every pending enqueue, failed).
+  Then the lines *flush*, as TensorFlow does under the queue's lock after
+  every change: the head of the enqueue line puts its elements in while
+  there is room (a batch element by element; on a closed queue it fails, a
+  close closes), the head of the dequeue line takes elements as they come
+  (holding them until it has n; on a closed queue with too few it fails
+  and puts them back at the front), until neither line moves.  An op whose
+  attempt is done completes: its outputs arrive (a dequeue's elements, or
+  the error value ``out-of-range``).  An enqueue or close that fails has no
+  effect (errors are values; TensorFlow would fail the run).  A queue op in
+  a section holds the section from its start until it completes.
 
-A state in which no step can fire but some node has not fired is the outcome
-``deadlock`` (SPEC section 10), listing the node instances that wait (each
-with its inputs present, held back by a full or empty queue or a section
-another run holds); a completed run's outcome is every output and the final
-state: the variables and, under ``queue:Q``, each queue's elements (a tensor
-of shape [k] + the element shape).  A session that can block forever thus
-has an outcome for it: exploring never hangs.
+A state in which no step can fire but some node has not completed is the
+outcome ``deadlock`` (SPEC section 10), listing the node instances that wait
+(their inputs present, held back by a section another run holds, or
+waiting in a queue's line); a completed run's outcome is every output and
+the final state: the variables and, under ``queue:Q``, each queue's
+elements (a tensor of shape [k] + the element shape), and ``closed:Q`` for a
+queue some node of the program closes.  A session that can block forever
+thus has an outcome for it: exploring never hangs.
 
 Where this differs from the paper: rule 2 forbids an order; a runtime that
 locks (TensorFlow's ``MutexLock``) waits.  When a run holds section S and
@@ -55,6 +73,7 @@ nested sections of different names the two agree.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -69,18 +88,32 @@ from .program import ASSIGN, CONTROL, READ, DataIn, Program, ProgramError, Viola
 from .values import DTYPES, Error, Tensor, Value, value_to_json
 
 ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
-QUEUE_OPS = (ENQUEUE, DEQUEUE, SIZE)
+ENQUEUE_MANY, DEQUEUE_MANY, CLOSE = "QueueEnqueueMany", "QueueDequeueMany", "QueueClose"
+QUEUE_OPS = (ENQUEUE, DEQUEUE, SIZE, ENQUEUE_MANY, DEQUEUE_MANY, CLOSE)
+#: ops that wait in the queue's line of enqueue attempts (TensorFlow's
+#: QueueBase: a close without cancel_pending_enqueues is one too)
+ENQUEUE_LINE = (ENQUEUE, ENQUEUE_MANY, CLOSE)
+#: ops with one data input (the element, or the batch of elements)
+ENQUEUE_OPS = (ENQUEUE, ENQUEUE_MANY)
+#: ops with no output port a node may read
+NO_OUTPUT = (ENQUEUE, ENQUEUE_MANY, CLOSE)
 #: TensorFlow's names, accepted in a program as the same ops
-TF_QUEUE_OPS = {"QueueEnqueueV2": ENQUEUE, "QueueDequeueV2": DEQUEUE, "QueueSizeV2": SIZE}
+TF_QUEUE_OPS = {"QueueEnqueueV2": ENQUEUE, "QueueDequeueV2": DEQUEUE, "QueueSizeV2": SIZE,
+                "QueueEnqueueManyV2": ENQUEUE_MANY, "QueueDequeueManyV2": DEQUEUE_MANY,
+                "QueueCloseV2": CLOSE}
 #: ops of TensorFlow's queues and mutexes a program may not hold (refused by name)
-UNMODELLED = frozenset({"QueueClose", "QueueCloseV2", "QueueEnqueueMany", "QueueEnqueueManyV2",
-                        "QueueDequeueMany", "QueueDequeueManyV2", "QueueDequeueUpTo",
-                        "QueueDequeueUpToV2", "QueueIsClosedV2", "FIFOQueueV2",
-                        "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
-                        "MutexV2", "MutexLock", "ConsumeMutexLock"})
+UNMODELLED = frozenset({"QueueDequeueUpTo", "QueueDequeueUpToV2", "QueueIsClosedV2",
+                        "QueueIsClosed", "FIFOQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2",
+                        "RandomShuffleQueueV2", "MutexV2", "MutexLock", "ConsumeMutexLock"})
+#: the error value of a dequeue from a closed queue holding too few elements
+#: (TensorFlow's OutOfRangeError: "FIFOQueue '...' is closed and has
+#: insufficient elements")
+OUT_OF_RANGE = "out-of-range"
 #: the most elements a queue may hold (a bound on the state explored)
 MAX_CAPACITY = 64
 QUEUE_STATE_PREFIX = "queue:"
+#: a queue some node closes shows, in the state, whether it is closed
+QUEUE_CLOSED_PREFIX = "closed:"
 
 
 class BlockingError(ProgramError):
@@ -111,6 +144,12 @@ class Blocking:
     queue_ops: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     #: node -> critical section
     sections: Mapping[str, str] = field(default_factory=dict)
+    #: node -> its op's parameter: a QueueDequeueMany's n, a QueueClose's
+    #: cancel_pending_enqueues (1 or 0)
+    params: Mapping[str, int] = field(default_factory=dict)
+    #: queues some node of the whole program closes: their state shows
+    #: closed:Q (kept when a run's nodes are restricted to others)
+    closable: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.queues or self.queue_ops or self.sections)
@@ -120,16 +159,25 @@ class Blocking:
         keep = set(nodes)
         return Blocking(dict(self.queues),
                         {prefix + n: v for n, v in self.queue_ops.items() if n in keep},
-                        {prefix + n: v for n, v in self.sections.items() if n in keep})
+                        {prefix + n: v for n, v in self.sections.items() if n in keep},
+                        {prefix + n: v for n, v in self.params.items() if n in keep},
+                        self.closed_queues())
+
+    def closed_queues(self) -> frozenset[str]:
+        return self.closable | {q for k, q in self.queue_ops.values() if k == CLOSE}
 
     @staticmethod
     def union(parts: Sequence["Blocking"], queues: Mapping[str, Queue]) -> "Blocking":
         ops: dict[str, tuple[str, str]] = {}
         sections: dict[str, str] = {}
+        params: dict[str, int] = {}
+        closable: frozenset[str] = frozenset()
         for b in parts:
             ops.update(b.queue_ops)
             sections.update(b.sections)
-        return Blocking(dict(queues), ops, sections)
+            params.update(b.params)
+            closable |= b.closed_queues()
+        return Blocking(dict(queues), ops, sections, params, closable)
 
     def interface(self) -> tuple:
         """The queues a rewrite must keep: names and element types (a
@@ -141,8 +189,9 @@ class Blocking:
 # Reading and writing the program format
 
 
-def _zeros_json(q: Queue) -> Any:
-    return value_to_json(Tensor(np.zeros(q.shape, dtype=DTYPES[q.dtype])))
+def _zeros_json(q: Queue, batch: int | None = None) -> Any:
+    shape = q.shape if batch is None else (batch,) + q.shape
+    return value_to_json(Tensor(np.zeros(shape, dtype=DTYPES[q.dtype])))
 
 
 def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]:
@@ -185,6 +234,7 @@ def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]
         queues[name] = Queue(cap, dtype, tuple(shape))
     ops: dict[str, tuple[str, str]] = {}
     sections: dict[str, str] = {}
+    params: dict[str, int] = {}
     nodes = []
     for k, n in enumerate(raw.get("nodes") or []):
         if not isinstance(n, dict):
@@ -215,14 +265,35 @@ def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]
                 continue
             inputs = n.get("inputs", [])
             data = [i for i in inputs if isinstance(i, str) and not i.startswith("^")]
-            want = 1 if op == ENQUEUE else 0
+            want = 1 if op in ENQUEUE_OPS else 0
             if len(data) != want:
                 bad.append(Violation(w, "arity", f"{op} takes {want} data input(s), got {len(data)}"))
-            ops[str(n.get("name"))] = (op, q)
-            if op == ENQUEUE:
+            name = str(n.get("name"))
+            ops[name] = (op, q)
+            if op == DEQUEUE_MANY:
+                k = n.pop("n", None)
+                if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= MAX_CAPACITY:
+                    bad.append(Violation(w + " field 'n'", "bad-value", f"{op} takes \"n\": the "
+                                         f"number of elements, 0 to {MAX_CAPACITY}, got {k!r}"))
+                    k = 0
+                params[name] = k
+            if op == CLOSE:
+                c = n.pop("cancel_pending_enqueues", False)
+                if not isinstance(c, bool):
+                    bad.append(Violation(w + " field 'cancel_pending_enqueues'", "bad-value",
+                                         f"true or false, got {c!r}"))
+                params[name] = int(c is True)
+            for key in ("n", "cancel_pending_enqueues"):
+                if key in n:
+                    bad.append(Violation(w, "unknown-field", f"{op} has no field {key!r}"))
+            if op in ENQUEUE_OPS:
                 n["op"] = "Identity"
             elif op == DEQUEUE:
                 n.update(op="Const", value=_zeros_json(queues[q]))
+            elif op == DEQUEUE_MANY:
+                n.update(op="Const", value=_zeros_json(queues[q], params[name]))
+            elif op == CLOSE:
+                n["op"] = "NoOp"
             else:
                 n.update(op="Const", value=0)
         elif "queue" in n:
@@ -233,7 +304,7 @@ def split_program_json(raw: Any, where: str = "program") -> tuple[Any, Blocking]
         raise BlockingError(bad)
     out = {k: v for k, v in raw.items() if k != "queues"}
     out["nodes"] = nodes
-    return out, Blocking(queues, ops, sections)
+    return out, Blocking(queues, ops, sections, params)
 
 
 def has_blocking_json(raw: Any) -> bool:
@@ -252,12 +323,14 @@ def check_blocking(p: Program, b: Blocking, where: str = "program") -> None:
     bad = []
     for n in p.nodes:
         for i in n.inputs:
-            if isinstance(i, DataIn) and b.queue_ops.get(i.node, ("",))[0] == ENQUEUE:
+            kind = b.queue_ops.get(i.node, ("",))[0] if isinstance(i, DataIn) else ""
+            if kind in NO_OUTPUT:
                 bad.append(Violation(f"node {n.name!r} input {i}", "bad-port",
-                                     f"{i.node} (QueueEnqueue) has no output"))
+                                     f"{i.node} ({kind}) has no output"))
     for name, port in p.outputs.items():
-        if b.queue_ops.get(port.node, ("",))[0] == ENQUEUE:
-            bad.append(Violation(f"output {name!r}", "bad-port", f"{port.node} (QueueEnqueue) "
+        kind = b.queue_ops.get(port.node, ("",))[0]
+        if kind in NO_OUTPUT:
+            bad.append(Violation(f"output {name!r}", "bad-port", f"{port.node} ({kind}) "
                                  "has no output"))
     for n in list(b.sections) + list(b.queue_ops):
         if n not in p.node:
@@ -291,6 +364,10 @@ def program_to_json(p: Program, b: Blocking) -> dict:
             n["op"] = op
             n.pop("value", None)
             n["queue"] = q
+            if op == DEQUEUE_MANY:
+                n["n"] = b.params.get(name, 0)
+            elif op == CLOSE and b.params.get(name):
+                n["cancel_pending_enqueues"] = True
         if name in b.sections:
             n["critical_section"] = b.sections[name]
     return out
@@ -325,14 +402,30 @@ AnyOutcome = Outcome | Deadlock
 
 
 @dataclass(frozen=True)
+class _Line:
+    """A queue's state: TensorFlow's QueueBase (queue_base.cc, fifo_queue.cc).
+    `enq` and `deq` are its lines of pending attempts, oldest first: an
+    enqueue attempt is (node, elements of its batch already in the queue),
+    a dequeue attempt (node, elements it already took)."""
+    items: tuple[Value, ...] = ()
+    closed: bool = False
+    enq: tuple[tuple[str, int], ...] = ()
+    deq: tuple[tuple[str, tuple[Value, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class _State:
     s: sem.State
-    queues: tuple[tuple[Value, ...], ...]     # per queue, in sorted queue order
+    lines: tuple[_Line, ...]                  # per queue, in sorted queue order
     holders: tuple[str | None, ...]           # per section, in sorted section order
-    left: tuple[int, ...]                     # per (section, run): steps not yet fired
+    left: tuple[int, ...]                     # per (section, run): steps not yet done
+
+    @property
+    def queues(self) -> tuple[tuple[Value, ...], ...]:
+        return tuple(line.items for line in self.lines)
 
     def key(self) -> tuple:
-        return (self.s.key(), self.queues, self.holders, self.left)
+        return (self.s.key(), self.lines, self.holders, self.left)
 
 
 def _run_of(node: str) -> str:
@@ -350,6 +443,7 @@ class Machine:
         self.g: Graph = graph_of(p)
         self.queue_names = sorted(b.queues)
         self.queue_index = {q: i for i, q in enumerate(self.queue_names)}
+        self.closable = b.closed_queues()
         self.section_names = sorted(set(b.sections.values()))
         self.section_index = {s: i for i, s in enumerate(self.section_names)}
         pairs = sorted({(s, _run_of(n)) for n, s in b.sections.items()})
@@ -365,77 +459,218 @@ class Machine:
 
     def initial(self, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> _State:
         return _State(sem.initial_state(self.p, self.g, feeds, init),
-                      tuple(() for _ in self.queue_names),
+                      tuple(_Line() for _ in self.queue_names),
                       tuple(None for _ in self.section_names), tuple(self.left0))
 
-    def _waits(self, st: _State, step: str) -> str | None:
-        """Why `step` (its inputs present) may not fire, or None."""
+    def _section_wait(self, st: _State, step: str) -> str | None:
         name = step.partition("@")[0]
         sec = self.b.sections.get(name)
         if sec is not None:
             holder = st.holders[self.section_index[sec]]
             if holder is not None and holder != _run_of(name):
                 return f"{step} waits for critical section {sec}, held by run {holder}"
-        op = self.b.queue_ops.get(name)
-        if op is not None:
-            kind, q = op
-            items = st.queues[self.queue_index[q]]
-            if kind == ENQUEUE and len(items) >= self.b.queues[q].capacity:
-                return f"{step} waits: queue {q} is full ({len(items)} elements)"
-            if kind == DEQUEUE and not items:
-                return f"{step} waits: queue {q} is empty"
         return None
 
+    def _pending(self, st: _State) -> dict[str, str]:
+        """The queue ops that started and wait in a line, and why."""
+        out = {}
+        for q, line in zip(self.queue_names, st.lines):
+            for k, (node, done) in enumerate(line.enq):
+                kind = self.b.queue_ops[node][0]
+                if k:
+                    out[node] = f"{node} waits behind {line.enq[0][0]} in queue {q}'s enqueue line"
+                elif kind == CLOSE:   # never: a close at the head completes
+                    out[node] = f"{node} waits to close queue {q}"
+                else:
+                    out[node] = (f"{node} waits: queue {q} is full ({len(line.items)} elements"
+                                 + (f", {done} of its batch enqueued)" if kind == ENQUEUE_MANY
+                                    else ")"))
+            for k, (node, taken) in enumerate(line.deq):
+                if k:
+                    out[node] = f"{node} waits behind {line.deq[0][0]} in queue {q}'s dequeue line"
+                elif self.b.queue_ops[node][0] == DEQUEUE_MANY:
+                    out[node] = (f"{node} waits: queue {q} is empty (it took {len(taken)} of "
+                                 f"{self.b.params.get(node, 0)} elements)")
+                else:
+                    out[node] = f"{node} waits: queue {q} is empty"
+        return out
+
     def enabled(self, st: _State) -> tuple[list[str], list[str]]:
-        """(steps that may fire, reasons of the steps held back)."""
-        ok, held = [], []
+        """(steps that may fire, reasons of the steps held back and of the
+        queue ops waiting in a line)."""
+        pending = self._pending(st)
+        ok, held = [], list(pending.values())
         for step in sem.enabled(self.p, self.g, st.s, self.semantics):
-            why = self._waits(st, step)
+            if step in pending:
+                continue
+            why = self._section_wait(st, step)
             (held if why else ok).append(why or step)
         return ok, held
 
+    # -- queues: TensorFlow's QueueBase, attempt by attempt ----------------
+
+    def _batch(self, st: _State, node: str) -> tuple[Value, ...] | None:
+        """The elements an enqueue op puts in its queue (None: an error
+        value, whose batch size is unknown: it enqueues nothing)."""
+        kind, q = self.b.queue_ops[node]
+        (d,) = [e for e in self.g.incoming[node] if e.kind != CONTROL]
+        v = st.s.in_transit[d.id]
+        if kind == ENQUEUE:
+            self._check_element(node, q, v, self.b.queues[q].shape)
+            return (v,)
+        if isinstance(v, Error):
+            return None
+        self._check_element(node, q, v, None)
+        return tuple(Tensor(v.array[i], v.dtype) for i in range(v.array.shape[0]))
+
+    def _flush(self, st: _State, q: int, done: list[tuple[str, Value | None]]) -> _Line:
+        """Queue q's lines run until no attempt makes progress (QueueBase::
+        FlushUnlocked); each attempt that completes is appended to `done`
+        with its output (None for an enqueue or a close)."""
+        line = st.lines[q]
+        items, closed, enq, deq = list(line.items), line.closed, list(line.enq), list(line.deq)
+        cap = self.b.queues[self.queue_names[q]].capacity
+        changed = True
+        while changed:
+            changed = False
+            while enq:                       # TryAttemptLocked(kEnqueue)
+                node, k = enq[0]
+                kind = self.b.queue_ops[node][0]
+                if kind == CLOSE:
+                    closed = True            # (a second close fails: Cancelled, no effect)
+                    enq.pop(0)
+                    done.append((node, None))
+                    changed = True
+                    continue
+                if closed:                   # Cancelled: "FIFOQueue '...' is closed."
+                    enq.pop(0)
+                    done.append((node, None))
+                    changed = True
+                    continue
+                batch = self._batch(st, node)
+                if batch is None:
+                    enq.pop(0)
+                    done.append((node, None))
+                    changed = True
+                    continue
+                moved = 0
+                while k < len(batch) and len(items) < cap:
+                    items.append(batch[k])
+                    k += 1
+                    moved += 1
+                changed = changed or moved > 0
+                if k == len(batch):
+                    enq.pop(0)
+                    done.append((node, None))
+                    changed = True
+                    continue
+                enq[0] = (node, k)
+                break
+            while deq:                       # TryAttemptLocked(kDequeue)
+                node, taken = deq[0]
+                kind = self.b.queue_ops[node][0]
+                n = self.b.params.get(node, 1) if kind == DEQUEUE_MANY else 1
+                if closed and len(items) < n - len(taken):
+                    # OutOfRange; the elements it took go back to the front
+                    items = list(taken) + items
+                    deq.pop(0)
+                    done.append((node, Error(OUT_OF_RANGE)))
+                    changed = True
+                    continue
+                k = min(len(items), n - len(taken))
+                if k:
+                    taken, items = taken + tuple(items[:k]), items[k:]
+                    changed = True
+                if len(taken) == n:
+                    deq.pop(0)
+                    q_decl = self.b.queues[self.queue_names[q]]
+                    done.append((node, taken[0] if kind == DEQUEUE else _stack(q_decl, taken)))
+                    continue
+                deq[0] = (node, taken)
+                break
+        return _Line(tuple(items), closed, tuple(enq), tuple(deq))
+
+    def _start(self, st: _State, node: str, done: list) -> tuple[_Line, ...]:
+        """A queue op starts (its kernel's Compute): it joins its queue's
+        line, or completes at once (a size, an empty batch, a close that
+        cancels), then the queue flushes."""
+        kind, q = self.b.queue_ops[node]
+        i = self.queue_index[q]
+        lines = list(st.lines)
+        line = lines[i]
+        decl = self.b.queues[q]
+        if kind == SIZE:
+            done.append((node, Tensor(np.int64(len(line.items)), "int64")))
+            return tuple(lines)
+        if kind == DEQUEUE_MANY and self.b.params.get(node, 0) == 0:
+            done.append((node, _stack(decl, ())))       # even from a closed queue
+            return tuple(lines)
+        if kind == ENQUEUE_MANY:
+            batch = self._batch(st, node)
+            if batch == ():                              # completes at once, even if closed
+                done.append((node, None))
+                return tuple(lines)
+        if kind == CLOSE and self.b.params.get(node):
+            # CloseAndCancel: closed, and every pending enqueue (and close)
+            # fails Cancelled; a batch keeps the elements it already put in
+            for pending, _ in line.enq:
+                done.append((pending, None))
+            done.append((node, None))
+            lines[i] = _Line(line.items, True, (), line.deq)
+        elif kind in ENQUEUE_LINE:
+            lines[i] = dataclasses.replace(line, enq=line.enq + ((node, 0),))
+        else:
+            lines[i] = dataclasses.replace(line, deq=line.deq + ((node, ()),))
+        st2 = _State(st.s, tuple(lines), st.holders, st.left)
+        lines[i] = self._flush(st2, i, done)
+        return tuple(lines)
+
     def fire(self, st: _State, step: str) -> _State:
         name, _, phase = step.partition("@")
-        op = self.b.queue_ops.get(name)
-        queues = list(st.queues)
-        if op is not None:
-            kind, q = op
-            i = self.queue_index[q]
-            if kind == ENQUEUE:
-                (d,) = [e for e in self.g.incoming[name] if e.kind != CONTROL]
-                v = st.s.in_transit[d.id]
-                self._check_element(name, q, v)
-                queues[i] = queues[i] + (v,)
-        s = sem.fire(self.p, self.g, st.s, step)
-        if op is not None and op[0] in (DEQUEUE, SIZE):
-            i = self.queue_index[op[1]]
-            if op[0] == DEQUEUE:
-                value: Value = queues[i][0]
-                queues[i] = queues[i][1:]
-            else:
-                value = Tensor(np.int64(len(queues[i])), "int64")
-            transit = dict(s.in_transit)
-            for e in self.g.outgoing[name]:
-                if e.kind != CONTROL:
-                    transit[e.id] = value
-            s = sem.State(s.var_value, transit, s.pending)
         holders, left = list(st.holders), list(st.left)
         sec = self.b.sections.get(name)
         if sec is not None:
-            run = _run_of(name)
-            holders[self.section_index[sec]] = run
-            k = self.pair_index[(sec, run)]
-            left[k] -= 1
-            if left[k] == 0:
-                holders[self.section_index[sec]] = None
-        return _State(s, tuple(queues), tuple(holders), tuple(left))
+            holders[self.section_index[sec]] = _run_of(name)
+        if name not in self.b.queue_ops:
+            s = sem.fire(self.p, self.g, st.s, step)
+            if sec is not None:
+                self._leave(name, sec, holders, left)
+            return _State(s, st.lines, tuple(holders), tuple(left))
+        done: list[tuple[str, Value | None]] = []
+        lines = self._start(st, name, done)
+        s = st.s
+        for node, value in done:             # the completed ops' outputs arrive
+            s = sem.fire(self.p, self.g, s, node)
+            if value is not None:
+                transit = dict(s.in_transit)
+                for e in self.g.outgoing[node]:
+                    if e.kind != CONTROL:
+                        transit[e.id] = value
+                s = sem.State(s.var_value, transit, s.pending)
+            sec2 = self.b.sections.get(node)
+            if sec2 is not None:
+                self._leave(node, sec2, holders, left)
+        return _State(s, lines, tuple(holders), tuple(left))
 
-    def _check_element(self, node: str, q: str, v: object) -> None:
+    def _leave(self, node: str, sec: str, holders: list, left: list) -> None:
+        k = self.pair_index[(sec, _run_of(node))]
+        left[k] -= 1
+        if left[k] == 0:
+            holders[self.section_index[sec]] = None
+
+    def _check_element(self, node: str, q: str, v: object, shape) -> None:
         decl = self.b.queues[q]
-        if isinstance(v, Tensor) and (v.dtype != decl.dtype or tuple(v.array.shape) != decl.shape):
+        if not isinstance(v, Tensor):
+            return
+        ok = v.dtype == decl.dtype and (tuple(v.array.shape) == shape if shape is not None else
+                                        v.array.ndim >= 1 and tuple(v.array.shape[1:]) == decl.shape)
+        if not ok:
+            want = (f"{decl.dtype} {list(decl.shape)}" if shape is not None else
+                    f"{decl.dtype} [k, {', '.join(map(str, decl.shape))}]".replace(", ]", "]"))
             raise BlockingError([Violation(f"node {node!r}", "bad-value",
                                            f"enqueues a {v.dtype} of shape {list(v.array.shape)} "
-                                           f"into queue {q} of {decl.dtype} {list(decl.shape)}")])
+                                           f"into queue {q} (elements {decl.dtype} "
+                                           f"{list(decl.shape)}: wants {want})")])
 
     def outcome(self, st: _State, held: list[str], observe: str) -> AnyOutcome:
         if held:
@@ -444,19 +679,27 @@ class Machine:
         if observe == OUTPUTS or not self.queue_names:
             return out
         state = dict(out.state or ())
-        for q, items in zip(self.queue_names, st.queues):
-            state[QUEUE_STATE_PREFIX + q] = _queue_value(self.b.queues[q], items)
+        for q, line in zip(self.queue_names, st.lines):
+            state[QUEUE_STATE_PREFIX + q] = _queue_value(self.b.queues[q], line.items)
+            if q in self.closable:
+                state[QUEUE_CLOSED_PREFIX + q] = Tensor(np.bool_(line.closed), "bool")
         return make_outcome(dict(out.outputs), state, observe)
 
 
-def _queue_value(q: Queue, items: tuple[Value, ...]) -> Value:
-    """A queue's elements as one tensor [k] + shape; a queue holding an error
-    value shows as that error."""
+def _stack(q: Queue, items: tuple[Value, ...]) -> Value:
+    """Elements as one tensor [k] + shape; the first error among them if any."""
     for v in items:
         if isinstance(v, Error):
             return v
     arr = np.array([v.array for v in items], dtype=DTYPES[q.dtype]).reshape((len(items),) + q.shape)
     return Tensor(arr, q.dtype)
+
+
+def _queue_value(q: Queue, items: tuple[Value, ...]) -> Value:
+    """A queue's elements as one tensor [k] + shape; a queue holding an error
+    value shows as that error."""
+    return _stack(q, items)
+
 
 
 def outcomes(p: Program, b: Blocking, feeds: Mapping[str, Value], init: Mapping[str, Value],

@@ -61,8 +61,7 @@ _BAD_NAME_CHARS = set("/:@$^ \t\n")
 #: imported from graphs: a session over a graph that holds one is refused by
 #: name (an inline program declares sections and queues: oracle/blocking.py).
 UNMODELLED_OPS = ("FIFOQueue", "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
-                  "QueueEnqueueManyV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
-                  "QueueCloseV2", "QueueIsClosedV2")
+                  "QueueDequeueUpToV2", "QueueIsClosedV2")
 
 #: load_graph(path, fetch, targets, feed, signature) -> (program, completion)
 #: where completion maps a TensorFlow node to the program node that completes it;

@@ -24,6 +24,11 @@ SOUND, UNSOUND = "sound", "unsound"
 CLAIMS = (SOUND, UNSOUND)
 #: The four (semantics, observe) cells of a pass's truth table, in display order.
 CELLS: tuple[tuple[str, str], ...] = tuple((s, o) for s in SEMANTICS for o in OBSERVE)
+#: The sessions a session pass's claims speak of (SPEC section 10): one run;
+#: two runs one after the other; 2-3 concurrent runs; the same with a queue.
+ONE_RUN, SEQUENTIAL_RUNS = "one run", "sequential runs"
+CONCURRENT_RUNS, CONCURRENT_QUEUES = "concurrent runs", "concurrent runs with queues"
+SESSION_KINDS = (ONE_RUN, SEQUENTIAL_RUNS, CONCURRENT_RUNS, CONCURRENT_QUEUES)
 
 Rewrite = Callable[[Program], Program]
 
@@ -55,6 +60,14 @@ class Pass:
     #: `(max_nodes, observe) -> strategy of (program, feeds, init)`), or None
     #: for tfsem's own (steered) generator
     generator: str | None = None
+    #: a pass over a session's program (rewrites/sections.py): a function on
+    #: the program JSON with `"critical_section"` fields and `"queues"`
+    #: (oracle/blocking.py), which `function` (on a plain program, which has
+    #: none) cannot see; `tfsem verify` and `tfsem fuzz` judge it on
+    #: generated sessions (campaigns/session_passes.py)
+    session_function: Callable[[dict], dict] | None = field(default=None, repr=False)
+    #: its claims per (semantics, session kind): SESSION_KINDS
+    session_claims: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or any(c.isspace() for c in self.name):
@@ -72,6 +85,11 @@ class Pass:
                 raise ValueError(f"pass {self.name}: claim {claim!r} for {cell} is not "
                                  f"'sound' or 'unsound'")
         object.__setattr__(self, "claims", claims)
+        for (sem, kind), claim in dict(self.session_claims or {}).items():
+            if sem not in SEMANTICS or kind not in SESSION_KINDS or claim not in CLAIMS:
+                raise ValueError(f"pass {self.name}: session claim {claim!r} for "
+                                 f"({sem!r}, {kind!r}) (semantics in {SEMANTICS}, kinds in "
+                                 f"{SESSION_KINDS})")
         if not callable(self.function):
             raise TypeError(f"pass {self.name}: function {self.function!r} is not callable")
 
@@ -104,9 +122,13 @@ class Pass:
         return out
 
     def to_json(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "claims": self.claims_json(), "origin": self.origin, "doc": self.doc,
-                "control_flow": self.control_flow}
+        out = {"name": self.name, "description": self.description,
+               "claims": self.claims_json(), "origin": self.origin, "doc": self.doc,
+               "control_flow": self.control_flow}
+        if self.session_function is not None:
+            out["session_claims"] = {sem: {k: c for (s2, k), c in self.session_claims.items()
+                                           if s2 == sem} for sem in SEMANTICS}
+        return out
 
 
 def claims(atomic: tuple[str, str], decomposed: tuple[str, str]) -> dict[tuple[str, str], str]:

@@ -25,16 +25,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import (const_fold, cse, cse_ignore_control, cse_stateful, dce, dead_branch, fuse_assign,
-               hoist_reads, hoist_reads_safe, licm, licm_reads, prune, prune_keep_state,
-               reduce_control, split_assign, xla_lift)
+from . import (const_fold, cse, cse_ignore_control, cse_stateful, dce, dead_branch, drop_sections,
+               fuse_assign, hoist_reads, hoist_reads_safe, licm, licm_reads, merge_sections, prune,
+               prune_keep_state, reduce_control, split_assign, xla_lift)
 from .api import Pass, PassNotFound, first_line
 
 ENTRY_POINT_GROUP = "tfsem.rewrites"
 
 _BUILTIN_MODULES = (prune, prune_keep_state, cse, cse_ignore_control, cse_stateful, hoist_reads,
                     hoist_reads_safe, split_assign, fuse_assign, reduce_control, const_fold, dce,
-                    dead_branch, licm, licm_reads, xla_lift)
+                    dead_branch, licm, licm_reads, xla_lift, drop_sections, merge_sections)
 
 #: The built-in passes, by name, in display order.
 BUILTINS: dict[str, Pass] = {m.PASS.name: m.PASS for m in _BUILTIN_MODULES}

@@ -120,6 +120,63 @@ def test_queues_that_cannot_be_imported_exactly_are_refused(tmp_path, old, new, 
     assert why in str(e.value)
 
 
+def _values(found) -> set:
+    out = set()
+    for o in found:
+        if isinstance(o, blocking.Deadlock):
+            out.add(("deadlock", tuple(sorted({b.split("/")[0] for b in o.blocked}))))
+        else:
+            out.add(tuple(sorted((k.rpartition("/")[0], str(v.array.tolist()))
+                                 for k, v in o.outputs)) +
+                    tuple(sorted((k, str(v.array.tolist())) for k, v in o.state)))
+    return out
+
+
+@pytest.mark.parametrize("graph_session, inline, change", [
+    ("fifo_batches.session.json", "queue_batches.session.json", None),
+    ("fifo_batches_cancel.session.json", "queue_cancel.session.json", None),
+    # a close that does not cancel: it waits behind the batch that waits for room
+    ("fifo_batches_cancel.session.json", "queue_cancel.session.json", "close")])
+def test_enqueue_many_dequeue_many_and_close_import_as_the_inline_sessions(
+        tmp_path, graph_session, inline, change):
+    """TensorFlow's QueueEnqueueManyV2, QueueDequeueManyV2 (n a Const) and
+    QueueCloseV2 of make_blocking_graphs.py's fifo_batches graph: the
+    session over the graph has the outcomes of the same session written
+    inline (the queue's capacity there made the graph's, 2)."""
+    data = json.loads((SESSIONS / graph_session).read_text())
+    data["program"]["graph"] = str(SESSIONS / "fifo_batches.pbtxt")
+    want = json.loads((SESSIONS / inline).read_text())
+    want["program"]["queues"]["q"]["capacity"] = 2
+    if change == "close":
+        data["runs"][1]["targets"] = ["close"]
+        want["program"]["nodes"][2].pop("cancel_pending_enqueues")
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps(data))
+    s = _load(path)
+    kinds = sorted(k for k, _ in s.blocking.queue_ops.values())
+    assert blocking.DEQUEUE_MANY in kinds or blocking.CLOSE in kinds
+    from tfsem.oracle.session import session_from_json
+    assert _values(_outcomes(s)) == _values(_outcomes(session_from_json(want)))
+
+
+def test_a_dequeue_many_of_a_computed_count_is_refused(tmp_path):
+    text = (SESSIONS / "fifo_batches.pbtxt").read_text()
+    # the count of pair/n computed by an Identity of the constant
+    text = text.replace('  name: "pair"\n  op: "QueueDequeueManyV2"\n  input: "q"\n'
+                        '  input: "pair/n"', '  name: "pair"\n  op: "QueueDequeueManyV2"\n'
+                        '  input: "q"\n  input: "count"')
+    text += ('node {\n  name: "count"\n  op: "Size"\n  input: "Const"\n  attr {\n'
+             '    key: "T"\n    value {\n      type: DT_INT64\n    }\n  }\n  attr {\n'
+             '    key: "out_type"\n    value {\n      type: DT_INT32\n    }\n  }\n}\n')
+    (tmp_path / "g.pbtxt").write_text(text)
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps({"format": "tfsem.session/1", "program": {"graph": "g.pbtxt"},
+                                "runs": [{"name": "c", "fetch": ["pair"]}]}))
+    with pytest.raises(ProgramError) as e:
+        _load(path)
+    assert "pair" in str(e.value) and "must be a constant" in str(e.value)
+
+
 def test_a_run_that_takes_the_lock_without_releasing_it_is_refused(tmp_path):
     path = _variant(tmp_path, "critical_section.pbtxt", "x", "x",
                     [{"name": "a", "fetch": ["out"]},

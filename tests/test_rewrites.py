@@ -68,8 +68,24 @@ def new_outcomes(p: Program, q: Program, feeds, init, semantics, observe):
 # The API and the registry
 
 
+#: The session passes (issue 25; tests/test_rewrites_sections.py): no claim on
+#: plain programs (they have no critical sections); claims per kind of
+#: session, the same in both modes: one run, sequential runs, concurrent
+#: runs, concurrent runs with a queue.
+SESSION_TRUTH = {
+    "drop-sections":  (S, S, U, U),
+    "merge-sections": (S, S, S, U),
+}
+
+
 def test_builtins_with_the_issues_truth_table():
-    assert list(BUILTINS) == list(TRUTH)
+    assert list(BUILTINS) == list(TRUTH) + list(SESSION_TRUTH)
+    from tfsem.rewrites.api import SESSION_KINDS
+    for name, row in SESSION_TRUTH.items():
+        p = BUILTINS[name]
+        assert p.claims == {} and p.session_function is not None
+        for semantics in ("atomic", "decomposed"):
+            assert tuple(p.session_claims[(semantics, k)] for k in SESSION_KINDS) == row, name
     for name, row in TRUTH.items():
         p = BUILTINS[name]
         assert p.name == name

@@ -321,3 +321,32 @@ def test_tensorflows_undefined_cast_depends_on_the_position_not_the_buffer():
     seen = {tuple(tf.raw_ops.Cast(x=big[k:k + 33], DstT=tf.int8).numpy().tolist())
             for k in range(8)}
     assert len(seen) == 1 and len(set(next(iter(seen)))) > 1
+
+
+def test_two_concurrent_keras_steps_under_the_kernels_hold_every_outcome_tensorflow_shows():
+    """The whole Keras MLP training step (examples/tensorflow/keras_mlp_sgd.pbtxt)
+    as a session of two steps (benchmarks/keras_session_kernels.py): its
+    float MatMul, BiasAddGrad and Mean evaluated by TensorFlow's kernels, two
+    sequential steps have one outcome, two concurrent steps more, that one
+    among them; every outcome of the same two steps as concurrent Session.run
+    calls on TensorFlow's runtime is in tfsem's set, bit for bit."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from sessions import init_values, keras_session
+
+    from tfsem.backends.tensorflow_sessions import run_session_threads
+    from tfsem.graphdef.cliopts import session_graph_loader
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.session import session_from_json
+    sets = {}
+    for order in ("sequential", "concurrent"):
+        s = session_from_json(keras_session(2, order), load_graph=session_graph_loader())
+        p = s.expand()
+        with kernels.record() as used:
+            sets[order] = set(outcome_set(p, {}, init_values(p), "atomic", "outputs+state",
+                                          max_seconds=60))
+        assert used == {"MatMul", "BiasAddGrad", "Mean"}
+    (alone,) = sets["sequential"]
+    assert alone in sets["concurrent"] and len(sets["concurrent"]) > 1
+    seen, done = run_session_threads(s, init_values(p), 10, max_seconds=60)
+    assert done > 0 and set(seen) <= sets["concurrent"], [o for o in seen if o not in sets["concurrent"]]

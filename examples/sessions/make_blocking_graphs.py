@@ -14,6 +14,9 @@ Run with a Python that has TensorFlow (tensorflow-cpu 2.21 was used):
   StatefulPartitionedCall whose body holds the mutex ops).
 * ``fifo_queue.pbtxt``: ``tf.queue.FIFOQueue(1, tf.int64, shapes=[[]])``
   with ``enq`` (of the constant 7), ``deq`` and ``sz`` (its size).
+* ``fifo_batches.pbtxt``: a capacity-2 queue with ``put`` (enqueue_many of
+  [1, 2, 3]), ``pair`` (dequeue_many(2)), ``one`` (dequeue), ``close``,
+  ``cancel`` (close with cancel_pending_enqueues) and ``sz``.
 * ``section_queue.pbtxt``: one ``tf.CriticalSection`` executed twice, around
   an enqueue of 7 (``put``, run as the target ``put/group_deps_2``) and
   around a dequeue of a capacity-1 FIFOQueue (``get``, fetched as ``item``):
@@ -70,6 +73,19 @@ def fifo_queue() -> tf.Graph:
     return g
 
 
+def fifo_batches() -> tf.Graph:
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.queue.FIFOQueue(2, [tf.int64], shapes=[[]], name="q", shared_name="q")
+        q.enqueue_many(tf.constant([1, 2, 3], tf.int64), name="put")
+        q.dequeue_many(2, name="pair")
+        q.dequeue(name="one")
+        q.close(name="close")
+        q.close(cancel_pending_enqueues=True, name="cancel")
+        q.size(name="sz")
+    return g
+
+
 def section_queue() -> tf.Graph:
     g = tf.Graph()
     with g.as_default():
@@ -83,6 +99,7 @@ def section_queue() -> tf.Graph:
 if __name__ == "__main__":
     for name, make in (("critical_section", critical_section),
                        ("critical_section_function", critical_section_function),
-                       ("fifo_queue", fifo_queue), ("section_queue", section_queue)):
+                       ("fifo_queue", fifo_queue), ("fifo_batches", fifo_batches),
+                       ("section_queue", section_queue)):
         tf.io.write_graph(make().as_graph_def(), str(HERE), f"{name}.pbtxt", as_text=True)
         print(f"wrote {HERE / (name + '.pbtxt')}")

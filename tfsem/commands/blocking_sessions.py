@@ -220,6 +220,10 @@ def check(args: argparse.Namespace, session) -> int:
     except (SessionError, ProgramError) as exc:
         return verdict("invalid", "the rewrite cannot run the session's runs: "
                        + "; ".join(str(v) for v in exc.violations))
+    # closed:Q shows in both outcome sets alike when either program closes Q
+    import dataclasses  # noqa: PLC0415
+    shown = t1.closed_queues() | t2.closed_queues()
+    t1, t2 = (dataclasses.replace(t, closable=shown) for t in (t1, t2))
     if set(p2.feeds) - set(p1.feeds):
         return verdict("invalid", "the rewrite reads feeds the original lacks: "
                        + ", ".join(sorted(set(p2.feeds) - set(p1.feeds))))
@@ -286,7 +290,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
         tfb.tensorflow()
-        from tfsem.backends.tensorflow_blocking import run_blocking_session_threads  # noqa: PLC0415
+        from tfsem.backends.tensorflow_blocking import among_oracle, run_blocking_session_threads  # noqa: PLC0415,E501
     except ImportError as exc:
         print(f"tfsem run: --backend tensorflow needs TensorFlow: {exc}", file=sys.stderr)
         return 2
@@ -303,16 +307,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     found, _ = blocking.outcomes(program, table, feeds, init, args.semantics)
 
     def allowed(waiting, values) -> bool:
-        for o in found:
-            if isinstance(o, blocking.Deadlock):
-                if waiting and {b.split("/")[0] for b in o.blocked} == set(waiting):
-                    return True
-            elif not waiting:
-                mine = {k: v.array.tolist() for k, v in (*o.outputs, *(o.state or ()))
-                        if hasattr(v, "array")}
-                if all(k in mine and mine[k] == v for k, v in values):
-                    return True
-        return False
+        return among_oracle(found, waiting, values)
     rows = sorted(seen.items(), key=lambda kv: -kv[1])
     outside = 0
     print(f"{done} trials on the TensorFlow executor, the {len(session.runs)} runs as concurrent "

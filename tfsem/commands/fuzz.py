@@ -66,6 +66,18 @@ def run(args: argparse.Namespace) -> int:
     sems = args.semantics or list(SEMANTICS)
     obss = args.observe or list(OBSERVE)
     cells = [c for c in CELLS if c[0] in sems and c[1] in obss]
+    # session passes (the critical-section passes) are judged on generated
+    # sessions, not in the program campaign: their share of the budget
+    from .verify import _session_pass  # noqa: PLC0415
+    session_passes = [p for p in (_session_pass(x) for x in dict.fromkeys(passes)) if p]
+    passes = [x for x in passes if _session_pass(x) is None]
+    session_status = EXIT_OK
+    if session_passes:
+        share = args.budget * len(session_passes) / (len(session_passes) + len(passes))
+        session_status = _fuzz_session_passes(args, session_passes, share, sems)
+        args.budget -= share
+        if not passes:
+            return session_status
     settings = CampaignSettings(
         passes=list(dict.fromkeys(passes)), budget=args.budget, out=str(Path(args.out)),
         workers=args.workers, cells=cells, seed=args.seed, max_nodes=args.max_nodes,
@@ -93,9 +105,34 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if result.status == "incomplete":   # a worker died: the run did not do what it said
         return EXIT_FOUND
-    if result.bugs:
+    if result.bugs or session_status == EXIT_FOUND:
         return EXIT_FOUND
-    return EXIT_WEAK if result.weak else EXIT_OK
+    return EXIT_WEAK if result.weak or session_status == EXIT_WEAK else EXIT_OK
+
+
+def _fuzz_session_passes(args: argparse.Namespace, passes: list, budget: float,
+                         sems: list[str]) -> int:
+    """The session passes of a campaign (campaigns/session_passes.py): their
+    findings written under DIR/sessions/ as session files with the rewritten
+    program (`tfsem check SESSION REWRITTEN` reproduces each); the summary
+    printed (to stderr with --json); the exit status of their claims."""
+    from tfsem.campaigns.evidence import EXIT_WEAK  # noqa: PLC0415
+    from tfsem.campaigns.session_passes import (report_lines, verify_session_pass,  # noqa: PLC0415
+                                                write_findings)
+    stream = sys.stderr if args.json else sys.stdout
+    status = EXIT_OK
+    for p in passes:
+        cells = [c for c in p.session_claims if c[0] in sems]
+        result = verify_session_pass(p, budget / len(passes), cells, seed_value=args.seed or 0)
+        paths = write_findings(result, Path(args.out) / "sessions")
+        for line in report_lines(result, paths):
+            print(line, file=stream)
+        print(file=stream)
+        if result.contradicted:
+            status = EXIT_FOUND
+        elif result.weak and status == EXIT_OK:
+            status = EXIT_WEAK
+    return status
 
 
 def _brief(f: dict) -> dict:

@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}  {row}{p.description}")
         if p.origin != "builtin":
             print(f"{pad}({p.origin})")
+        if getattr(p, "session_function", None) is not None:
+            print(f"{pad}on sessions: {_session_claims(p)}")
         if args.doc:
             for line in p.doc.strip().splitlines():
                 print(f"{pad}  {line}".rstrip())
@@ -49,3 +51,17 @@ def run(args: argparse.Namespace) -> int:
     for e in errors:
         print(f"tfsem passes: warning: {e}", file=sys.stderr)
     return EXIT_OK
+
+
+def _session_claims(p) -> str:
+    """A session pass's claims per kind of session, a mode named only where
+    the two modes differ."""
+    from tfsem.rewrites.api import SESSION_KINDS  # noqa: PLC0415
+    parts = []
+    for kind in SESSION_KINDS:
+        a, d = (p.session_claims.get((s, kind)) for s in SEMANTICS)
+        if a is None and d is None:
+            continue
+        parts.append(f"{kind} {a}" if a == d else f"{kind} {a or '-'} (atomic), {d or '-'} "
+                     "(decomposed)")
+    return "; ".join(parts)

@@ -139,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if args.targets is not None:
         (args.pass_name,), generators = target_specs([args.targets], args.generator)
         args.generator = generators.get(args.pass_name, args.generator)
+    session_pass = _session_pass(args.pass_name)
+    if session_pass is not None:
+        return _verify_session_pass(args, session_pass)
     try:  # a pass that does not exist is bad usage, said before any plan is printed
         target = resolve_pass(args.pass_name)
     except PassNotFound as exc:
@@ -280,3 +283,49 @@ def _to_json(result: VerifyResult, repro: list[tuple[str, str]], out: Path) -> d
             "cells": [c.to_json() for c in result.cells], "findings": findings,
             "found": result.exit_found, "weak": result.weak,
             "exit_status": 1 if result.exit_found else EXIT_WEAK if result.weak else 0}
+
+
+def _session_pass(spec: str):
+    """The pass named `spec` when it is a session pass (Pass.session_function:
+    the critical-section passes), else None."""
+    from tfsem.rewrites import get_pass  # noqa: PLC0415
+    try:
+        p = get_pass(spec)
+    except ValueError:
+        return None
+    return p if getattr(p, "session_function", None) is not None else None
+
+
+def _verify_session_pass(args: argparse.Namespace, p) -> int:
+    """`tfsem verify` of a session pass: generated sessions of each kind its
+    claims name, judged by the session semantics (campaigns/session_passes.py);
+    exit 1 when a claim is contradicted, 4 when an unsound claim is not shown
+    or a cell changed nothing, else 0."""
+    from tfsem.campaigns.evidence import EXIT_WEAK  # noqa: PLC0415
+    from tfsem.campaigns.session_passes import (report_lines, verify_session_pass,  # noqa: PLC0415
+                                                write_findings)
+    if args.observe:
+        raise UsageError(f"{p.name} is a session pass: its claims are per semantics mode and "
+                         "kind of session, not per observe setting (drop --observe)")
+    sems = args.semantics or list(SEMANTICS)
+    cells = [c for c in p.session_claims if c[0] in sems]
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="tfsem-verify-"))
+    stream = sys.stderr if args.json else sys.stdout
+    print(f"verifying {p.name} (a session pass) for {args.budget:g} s in {len(cells)} cells "
+          "(semantics mode x kind of session)", file=stream, flush=True)
+    result = verify_session_pass(p, args.budget, cells, seed_value=args.seed or 0)
+    paths = write_findings(result, out)
+    status = 1 if result.contradicted else EXIT_WEAK if result.weak else EXIT_OK
+    if args.json:
+        print_json({"pass": p.name, "session_pass": True, "out": str(out),
+                    "cells": [c.to_json() for c in result.cells],
+                    "reproducers": [[str(a), str(b)] for a, b in paths],
+                    "exit_status": status})
+    else:
+        for line in report_lines(result, paths):
+            print(line)
+        print("result: " + ("FAIL, a claim is contradicted (exit status 1)" if status == 1 else
+                            "WEAK, a claim is not shown or a cell changed nothing (exit status 4)"
+                            if status == EXIT_WEAK else
+                            "pass, every claim holds or is shown (exit status 0)"))
+    return status
