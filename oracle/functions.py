@@ -152,7 +152,7 @@ MAX_TENSOR_ELEMENTS = 1 << 24
 
 
 #: Functions that never broadcast their arguments (the state family's
-#: scatters, their packing and the optimizer updates, oracle/state_ops.py):
+#: scatters, their packing and the optimizer updates, oracle/opdefs/state.py):
 #: check_size bounds them by the sum of the argument sizes alone (a packed
 #: operand's length is no axis to broadcast; PackScatter's bytes are at most
 #: 8 per element, and every result is checked again once computed).
