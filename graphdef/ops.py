@@ -4,7 +4,7 @@ One table lists every TensorFlow op tfsem reads from a graph and what it
 becomes (docs/tensorflow-graphs.md is generated from the same table:
 `tfsem import --list-ops`): the op registry's (oracle/opdefs), mirrored, and
 the models of the families still defined here (control flow) and in
-graphdef/state_ops.py (random) and graphdef/blocking_ops.py (queues).  Each entry is an :class:`OpModel`: the op's
+graphdef/blocking_ops.py (queues) and graphdef/dataset_ops.py (iterators).  Each entry is an :class:`OpModel`: the op's
 name, a one-line description, which inputs must be constants at import time
 (`static`: axes, shapes, multiples, read with numpy when the graph is
 imported), which inputs are resource handles (`resources`), whether the op
@@ -22,7 +22,7 @@ What is not here is never modelled approximately:
   NextIteration, If/While, queues, random ops, ...) is rejected at import
   with its node and op named.
 
-The math, nn, array, TensorList and state families are defined in the op
+The math, nn, array, TensorList, state and random families are defined in the op
 registry (oracle/opdefs: every facet of an op in one place,
 docs/writing-an-op-model.md) and mirrored here; the control-flow primitives
 below still have their import models in this module.
@@ -167,14 +167,12 @@ STATELESS_UNMODELLED = frozenset("""
     Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad
     BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
     L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
-    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
-    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
-    StatelessTruncatedNormal Size Rank
+    Size Rank
     Einsum UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
     SegmentSum SegmentMean DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
     GatherNd MaxPoolV2 MaxPoolGradV2 FusedBatchNormGradV2 ReciprocalGrad SoftsignGrad Xlog1py
-    InvertPermutation StatelessRandomUniformInt StatelessRandomUniformIntV2
-""".split())
+    InvertPermutation
+""".split()) | opdefs.random.UNINTERPRETED   # the random family's (oracle/opdefs/random.py)
 
 #: Control flow that is not modelled, rejected by name: the reference-typed
 #: v1 primitives and ControlTrigger.  (TensorFlow 2's functional ops If,
@@ -225,6 +223,7 @@ def stateless(op_name: str) -> bool:
 #   b.dtype(name)     attribute `name` as a supported tfsem dtype (else rejected)
 #   b.add(op, inputs, attrs, part=None)   add a tfsem node; returns DataIn of port 0
 #   b.reject(reason)  refuse the node (its name and op are named)
+#   b.tf_attrs()      the node's attributes as JSON (an uninterpreted function's tf_attrs)
 #   b.n_inputs        number of data inputs
 #
 # The helpers below are the registry's (oracle/opdefs/registry.py), kept

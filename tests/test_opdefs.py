@@ -71,11 +71,11 @@ def test_every_op_of_a_migrated_family_is_defined_in_one_place_with_every_facet(
 
 
 def test_every_op_the_importer_accepts_is_the_registrys_or_an_unmigrated_familys():
-    """The random family (graphdef/state_ops.py), the queue family
-    (graphdef/blocking_ops.py), tf.data's iterators (graphdef/dataset_ops.py)
-    and the control-flow primitives are the only ones outside the registry:
-    graphdef/ops.py has no pure op model and no state op left."""
-    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.state_ops", "tfsem.graphdef.blocking_ops",
+    """The queue family (graphdef/blocking_ops.py), tf.data's iterators
+    (graphdef/dataset_ops.py) and the control-flow primitives are the only
+    ones outside the registry: graphdef/ops.py has no pure op model and no
+    state or random op left."""
+    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.blocking_ops",
                   "tfsem.graphdef.dataset_ops"}
     for name, model in opt.table().items():
         if model.origin != "builtin":
@@ -281,7 +281,9 @@ def test_every_state_op_is_defined_in_one_place_with_its_effect_and_export():
         # import: the importer's model is the registry's own build
         assert model.build is d.build and model.doc == d.doc, name
         assert model.resources == d.resources and model.output_args == d.output_args
-        assert d.build.__module__ == "tfsem.oracle.opdefs.state", name
+        # its family's own (a refusal: the registry's `refuse`, called there)
+        assert d.build.__module__ == ("tfsem.oracle.opdefs.registry" if d.doc.startswith(
+            "refused") else "tfsem.oracle.opdefs.state"), name
         assert name not in opt.STATELESS_UNMODELLED, name
         # effect: every op but the pure GatherNd says how it touches state
         assert (d.stateful is None) == (name == "GatherNd"), name
@@ -316,19 +318,20 @@ def test_the_state_familys_functions_are_registered_from_its_module_and_uninterp
 
 
 def test_the_old_tables_read_the_state_family():
-    """graphdef/ops.py, graphdef/state_ops.py and the exporter define no state
-    op; the exporter's tables are the state module's own objects, and
+    """graphdef/ops.py and the exporter define no state op (graphdef/state_ops.py
+    is gone); the exporter's tables are the state module's own objects, and
     oracle/state_ops.py only re-exports its names."""
+    import importlib.util
     import tfsem.graphdef.exporter as ex
-    import tfsem.graphdef.state_ops as gso
     from tfsem.oracle import state_ops as so
     from tfsem.oracle.opdefs import state
     assert ex._ASSIGN_OPS is state.ASSIGN_OPS and ex._PACKED_ASSIGNS is state.PACKED_ASSIGNS
     assert ex._TEMPLATE_ANCHORS is state.FLOAT32_MODEL_ANCHORS
     assert so.OPTIMIZERS is state.OPTIMIZERS
     for name in opdefs.families()["state"]:
-        assert opt.lookup(name).build.__module__ == state.__name__, name
-    assert not hasattr(gso, "REF_VARIABLE_OPS") and not hasattr(gso, "_optimizer_model")
+        assert opt.lookup(name).build is opdefs.lookup(name).build, name
+        assert opt.lookup(name).build.__module__ in (state.__name__, registry.__name__), name
+    assert importlib.util.find_spec("tfsem.graphdef.state_ops") is None
 
 
 def test_a_new_scatter_defined_in_one_place_imports_and_exports(scratch_registry):
@@ -358,3 +361,51 @@ def test_a_new_scatter_defined_in_one_place_imports_and_exports(scratch_registry
     finally:
         state.PACKED_ASSIGNS.clear()
         state.PACKED_ASSIGNS.update(saved)
+
+
+# -- the random family (oracle/opdefs/random.py) ------------------------------------
+
+
+def test_every_random_op_is_defined_in_one_place_with_its_effect():
+    from tfsem.oracle.opdefs import random
+    ops = opdefs.families()["random"]
+    assert set(random.RANDOM) | set(random.STATELESS_RANDOM) | set(random.GENERATOR_OPS) \
+        | set(random.OTHER_RANDOM_OPS) == set(ops)
+    for name in ops:
+        d = opdefs.lookup(name)
+        model = opt.lookup(name)
+        assert model.build is d.build and model.doc == d.doc, name
+        assert model.output_args == d.output_args and not d.resources and not d.static
+        assert d.build.__module__ == (registry.__name__ if d.doc.startswith("refused")
+                                      else random.__name__), name
+        assert name not in opt.STATELESS_UNMODELLED, name
+        # effect: a stateful op draws (its state in σ) or is refused; stateless ones are pure
+        assert (d.stateful is None) == (name in random.STATELESS_RANDOM), name
+        assert model.stateful == (d.stateful is not None)
+    for name, stateless in random.RANDOM.items():
+        d = opdefs.lookup(name)
+        (draw,) = [f for f in d.function_names() if f.startswith("tf.")]
+        assert draw.startswith(f"tf.{stateless}/")
+        fn = fns.lookup(draw)     # uninterpreted, exported as the stateless op
+        assert fn is not None and fn.encoding is None and fn.family == fns.TENSORFLOW
+        assert opdefs.problems() == []
+    # the stateless ones graph import makes uninterpreted by name are the family's list
+    assert random.UNINTERPRETED <= opt.STATELESS_UNMODELLED
+    assert not {n for n in opt.STATELESS_UNMODELLED if "Random" in n} - random.UNINTERPRETED
+
+
+def test_a_stateful_random_op_exports_as_its_stateless_op_and_imports_back():
+    f32 = {"type": "DT_FLOAT"}
+    g = {"node": [
+        {"name": "shape", "op": "Const", "attr": {"dtype": {"type": "DT_INT32"}, "value": {
+            "tensor": {"dtype": "DT_INT32", "tensor_shape": {"dim": [{"size": 1}]},
+                       "int_val": [3]}}}},
+        {"name": "r", "op": "RandomUniform", "input": ["shape"],
+         "attr": {"T": {"type": "DT_INT32"}, "dtype": f32, "seed": {"i": 0}, "seed2": {"i": 0}}}]}
+    p = import_graph(g, [], ["r"]).program
+    assert set(p.feed_names) == {"r/key", "r/counter"}
+    (node,) = [n for n in export_graph(p)["node"] if n["name"] == "r"]
+    assert node["op"] == "StatelessRandomUniformV2" and node["input"][1:3] == ["r/key", "r/counter"]
+    assert node["attr"]["dtype"] == f32
+    q = import_graph(export_graph(p), [], ["r"]).program
+    assert [n.op for n in q.nodes if n.op.startswith("tf.")] == ["tf.StatelessRandomUniformV2/4/1"]

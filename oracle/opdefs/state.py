@@ -59,7 +59,7 @@ from .. import functions as fns
 from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, ftz)
 from ..program import ControlIn, DataIn
 from ..values import FLOAT_DTYPES, Tensor, dtype_name
-from .registry import OpDef, define, flushed, index_dtype
+from .registry import OpDef, define, flushed, index_dtype, refuse
 
 FAMILY = "state"
 
@@ -1097,14 +1097,5 @@ _REF_REASON = ("a reference variable (TF1's VariableV2 and the ops on its ref te
                "(tf.compat.v1.enable_resource_variables(), or use_resource=True)")
 
 
-def refuse(tf_op: str, reason: str, rule: str, family: str = FAMILY) -> None:
-    """An op refused by name at import, with the reason (its effect: unknown,
-    so it counts as stateful)."""
-    def build(b):
-        b.reject(reason, rule)
-    define(OpDef(tf_op, f"refused: {reason.split(':')[0]}", build, family,
-                 stateful="refused (its effect is not modelled)"))
-
-
 for _op in REF_VARIABLE_OPS:
-    refuse(_op, _REF_REASON, "ref-variable")
+    refuse(_op, _REF_REASON, "ref-variable", FAMILY)

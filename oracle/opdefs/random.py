@@ -1,29 +1,54 @@
-"""The random family's import models: stateful random ops with the
-generator's state in σ, stateless random ops as uninterpreted functions.
+"""The random family: TensorFlow's random ops, stateful and stateless.
 
-* Stateful random ops: the generator's state is part of σ: two feeds,
-  `NODE/key` and `NODE/counter` (uint64), and the values are TensorFlow's
+Every facet of each op is defined here, in one place
+(docs/writing-an-op-model.md; docs/stateful-ops.md argues the models):
+
+* **Stateful random ops** (`RandomUniform`, `RandomUniformInt`,
+  `RandomStandardNormal`, `TruncatedNormal`): the generator's state is part
+  of σ: two feeds, `NODE/key` (uint64[1]) and `NODE/counter` (uint64[2])
+  (seeded: the key is the seed, the counter's high word seed2, and only its
+  low word `NODE/counter_low` is a feed), and the values are TensorFlow's
   stateless op of that state (what the stateful kernel computes from its
-  Philox state, checked against TensorFlow 2.21).
-* tf.random.Generator's ops are refused by name, with the reason.
-
-(The state family -- resource variables, gathers, scatters, optimizer
-updates -- is defined in the op registry, oracle/opdefs/state.py.)
+  Philox state, checked against TensorFlow 2.21: tests/test_state_ops.py).
+  The stateless op is an uninterpreted function `tf.OP/N_IN/1` (in proofs
+  a deterministic function, concretely TensorFlow's kernel where one
+  evaluates it), exported back as that stateless op.
+* **Stateless random ops**: pure functions of their inputs (shape, seed or
+  key and counter, algorithm), so uninterpreted functions `tf.OP/N_IN/N_OUT`
+  like any pure op tfsem does not compute itself: those with a model here
+  (:data:`STATELESS_RANDOM`, which names their output args), and those graph
+  import makes uninterpreted by their name alone (:data:`UNINTERPRETED`:
+  their number of results is the number their consumers use).
+* tf.random.Generator's ops and the other stateful random ops are refused by
+  name, with the reason.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from tfsem.oracle import functions as fns
-from tfsem.oracle.program import DataIn
-from tfsem.oracle.values import Tensor
+from .. import functions as fns
+from ..program import DataIn
+from ..values import Tensor
+from .registry import OpDef, define, refuse
 
-from .importer import attrs_json
-from .ops import op
+FAMILY = "random"
+
+_DRAWS = "draws from its generator, whose state is part of σ"
 
 
-# -- random ops: the generator's state in σ ------------------------------------
+def _define(name: str, doc: str, stateful: str | None, **kw: Any):
+    """Decorator: `build` is the import of TensorFlow's `name`, an OpDef of
+    this family with the keywords given."""
+    def deco(build):
+        define(OpDef(name, doc, build, FAMILY, stateful=stateful, **kw))
+        return build
+    return deco
+
+
+# -- stateful random ops: the generator's state in σ ------------------------------
 
 #: Stateful random op -> the stateless op computing the same values from a
 #: Philox key and counter (measured equal on TensorFlow 2.21 for the first
@@ -35,10 +60,13 @@ RANDOM = {"RandomUniform": "StatelessRandomUniformV2",
 _PHILOX = 1
 
 
-def _random_model(tf_op: str, stateless: str):
-    @op(tf_op, f"{stateless} of the generator's state, which is part of σ: feeds NODE/key "
-        "(uint64[1]) and NODE/counter (uint64[2]) (seeded: key [seed] and counter "
-        "[NODE/counter_low, seed2])", stateful=True)
+def _random_op(tf_op: str, stateless: str) -> None:
+    n_in = 6 if tf_op == "RandomUniformInt" else 4   # minval, maxval after alg
+
+    @_define(tf_op, f"{stateless} of the generator's state, which is part of σ: feeds NODE/key "
+             "(uint64[1]) and NODE/counter (uint64[2]) (seeded: key [seed] and counter "
+             "[NODE/counter_low, seed2])", _DRAWS,
+             functions=("Const", "ConcatAxis", fns.opaque_name(stateless, n_in, 1)))
     def build(b):
         if b.imp.has_loops():
             b.reject(f"{tf_op} in a graph with loops is not modelled (a node in a loop fires "
@@ -69,15 +97,15 @@ def _random_model(tf_op: str, stateless: str):
 
 
 for _op, _stateless in RANDOM.items():
-    _random_model(_op, _stateless)
+    _random_op(_op, _stateless)
 
 
-#: Stateless random ops: pure functions of their inputs (shape, seed or key
-#: and counter, algorithm), so uninterpreted functions `tf.OP/N_IN/N_OUT` like
-#: any pure op tfsem does not compute itself (graphdef/ops.py's
-#: STATELESS_UNMODELLED lists the first ones; these are the rest): in proofs a
-#: deterministic function, concretely TensorFlow's kernel where one evaluates
-#: them.  Op -> its output args.
+# -- stateless random ops: pure, uninterpreted ------------------------------------
+
+#: Stateless random ops with a model: pure functions of their inputs (shape,
+#: seed or key and counter, algorithm), uninterpreted functions
+#: `tf.OP/N_IN/N_OUT` (in proofs a deterministic function, concretely
+#: TensorFlow's kernel where one evaluates them).  Op -> its output args.
 STATELESS_RANDOM = {
     "StatelessRandomUniformIntV2": ("output",), "StatelessRandomUniformFullIntV2": ("output",),
     "StatelessRandomUniformInt": ("output",), "StatelessRandomUniformFullInt": ("output",),
@@ -88,19 +116,30 @@ STATELESS_RANDOM = {
     "StatelessShuffle": ("output",)}
 
 
-def _stateless_random_model(tf_op: str, outputs: tuple[str, ...]):
-    @op(tf_op, "uninterpreted pure function (a stateless random op: a function of its seed)",
-        output_args=outputs if len(outputs) > 1 else ())
+def _stateless_random_op(tf_op: str, outputs: tuple[str, ...]) -> None:
+    @_define(tf_op, "uninterpreted pure function (a stateless random op: a function of its seed)",
+             None, output_args=outputs if len(outputs) > 1 else ())
     def build(b):
         ins = [b.input(i) for i in range(b.n_inputs)]
         ref = b.add(fns.opaque_name(tf_op, len(ins), len(outputs)), ins,
-                    {"tf_attrs": attrs_json(b.node.attr)})
+                    {"tf_attrs": b.tf_attrs()})
         return [DataIn(ref.node, k) for k in range(len(outputs))]
 
 
 for _op, _outs in STATELESS_RANDOM.items():
-    _stateless_random_model(_op, _outs)
+    _stateless_random_op(_op, _outs)
 
+#: Stateless random ops graph import makes uninterpreted functions by name
+#: alone (graphdef/ops.py STATELESS_UNMODELLED, which includes these): their
+#: number of results is the number their consumers use.
+UNINTERPRETED = frozenset("""
+    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
+    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
+    StatelessTruncatedNormal
+""".split())
+
+
+# -- refused by name -----------------------------------------------------------
 
 GENERATOR_OPS = ("RngReadAndSkip", "RngSkip", "StatefulUniform", "StatefulUniformInt",
                  "StatefulUniformFullInt", "StatefulStandardNormal", "StatefulStandardNormalV2",
@@ -115,16 +154,9 @@ OTHER_RANDOM_OPS = ("RandomShuffle", "Multinomial", "RandomGamma", "RandomGammaG
                     "RandomPoisson", "RandomPoissonV2", "ParameterizedTruncatedNormal",
                     "RandomCrop")
 
-
-def _refuse(tf_op: str, reason: str, rule: str):
-    @op(tf_op, f"refused: {reason.split(':')[0]}", stateful=True)
-    def build(b):
-        b.reject(reason, rule)
-
-
 for _op in GENERATOR_OPS:
-    _refuse(_op, _GENERATOR_REASON, "random-generator")
+    refuse(_op, _GENERATOR_REASON, "random-generator", FAMILY)
 for _op in OTHER_RANDOM_OPS:
-    _refuse(_op, f"the stateful random op {_op} is not modelled (only RandomUniform, "
-            "RandomUniformInt, RandomStandardNormal and TruncatedNormal are: their values "
-            "as the stateless op of a Philox state in σ)", "unmodelled-op")
+    refuse(_op, f"the stateful random op {_op} is not modelled (only RandomUniform, "
+           "RandomUniformInt, RandomStandardNormal and TruncatedNormal are: their values "
+           "as the stateless op of a Philox state in σ)", "unmodelled-op", FAMILY)
