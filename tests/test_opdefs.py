@@ -311,7 +311,7 @@ def test_the_state_familys_functions_are_registered_from_its_module_and_uninterp
     own = {n for n in names if fns.get(n).impl.__module__ == state.__name__}
     assert {"GatherNd", "PackScatter", "ScatterAdd", "ScatterNdUpdate", "PackSlice",
             "StridedSliceAssign", "IsInitialized", "SndSameShape", "ApplyAdam",
-            "SparseApplyFtrl"} <= own
+            "SparseApplyFtrl", "StackBroadcast", "StepToward", "ScaleAdd"} <= own
     for n in own:
         assert fns.get(n).encoding is None, n   # uninterpreted in proofs
         assert fns.get(n).family == fns.TENSORFLOW, n
