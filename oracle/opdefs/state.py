@@ -765,7 +765,6 @@ for _op, _vars, _ins, _attrs in [
                "dense form updates whole variables, in index order", _attrs, exact=False)(None)
 
 
-
 # ---------------------------------------------------------------------------
 # The ops: each op's import (`build(b)`, through graph import's builder `b`,
 # whose calls graphdef/ops.py lists), the functions it applies, its effect.
