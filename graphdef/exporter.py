@@ -10,7 +10,7 @@
   ConcatV2 on axis 0, Snd(x, y) -> Identity(y) after x, ...); constant
   operands that tfsem keeps as attributes (axes, shapes) become Const nodes;
 * each output is an Identity node named by the output's name;
-* the state family (graphdef/state_ops.py's import models: scatters,
+* the state family (oracle/opdefs/state.py's import models: scatters,
   strided-slice assignment, optimizer updates, VarIsInitializedOp) is
   written back as its TensorFlow ops where the nodes have the import's shape
   (`_state_roles`; docs/stateful-ops.md), refused by name otherwise.
@@ -31,6 +31,7 @@ import numpy as np
 
 from tfsem.oracle import state_ops
 from tfsem.oracle.opdefs import array as array_ops
+from tfsem.oracle.opdefs import state as state_defs
 from tfsem.oracle import functions as fns
 from tfsem.oracle import opdefs
 from tfsem.oracle import kernels
@@ -45,8 +46,8 @@ from .importer import TF_DTYPES, TFSEM_DTYPES
 
 PRODUCER = 2474   # the GraphDef version TensorFlow 2.21 writes
 
-_ASSIGN_OPS = {"Snd": "AssignVariableOp", "Add": "AssignAddVariableOp",
-               "Sub": "AssignSubVariableOp", "SndSameShape": "AssignVariableOp"}
+#: Assign-f -> its TensorFlow op (the state family's, oracle/opdefs/state.py)
+_ASSIGN_OPS = state_defs.ASSIGN_OPS
 
 
 class ExportNode:
@@ -487,9 +488,6 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
     if op == "Snd":
         return [{"name": name, "op": "Identity", "input": [data[1], "^" + data[0].split(":")[0]] + ctrl,
                  "attr": {"T": T(1)}}]
-    shaped = _shape_function_node(op, name, data, ctrl, attrs, T)
-    if shaped is not None:
-        return shaped
     if op.startswith("tf."):
         tf_op = op[3:].split("/")[0]
         return [{"name": name, "op": tf_op, "input": data + ctrl,
@@ -503,17 +501,13 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------
-# The state family (graphdef/state_ops.py's import models) written back
+# The state family (oracle/opdefs/state.py's import models) written back
 
-#: Assign-FN of a packed operand -> (TensorFlow op, the pack function, its dtype attribute)
-_PACKED_ASSIGNS = {
-    **{f"Scatter{k}": (f"ResourceScatter{k}", "PackScatter", "dtype")
-       for k in state_ops.SCATTER_KINDS},
-    **{f"ScatterNd{k}": (f"ResourceScatterNd{k}", "PackScatter", "T")
-       for k in state_ops.SCATTER_ND_KINDS},
-    "StridedSliceAssign": ("ResourceStridedSliceAssign", "PackSlice", "T")}
+#: Assign-FN of a packed operand -> (TensorFlow op, the pack function, its
+#: dtype attribute), as the state family defines its ops (oracle/opdefs/state.py)
+_PACKED_ASSIGNS = state_defs.PACKED_ASSIGNS
 #: update function -> its optimizer (ApplyAdam -> ResourceApplyAdam, ...)
-_UPDATES = {spec.fn: spec for spec in state_ops.OPTIMIZERS.values()}
+_UPDATES = {spec.fn: spec for spec in state_defs.OPTIMIZERS.values()}
 
 
 def _base(op: str) -> str:
@@ -522,7 +516,7 @@ def _base(op: str) -> str:
 
 def _state_roles(p: Program) -> dict[str, tuple]:
     """node -> how it is written back, for the nodes of the state family's
-    import models (graphdef/state_ops.py) in the shape the importer builds:
+    import models (oracle/opdefs/state.py) in the shape the importer builds:
 
     * Assign-Scatter* / -ScatterNd* / -StridedSliceAssign of a PackScatter or
       PackSlice: the ResourceScatter* / ResourceStridedSliceAssign op of the
@@ -589,14 +583,14 @@ def _state_roles(p: Program) -> dict[str, tuple]:
 
 
 # The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
-# as the earlier Assign-f models (graphdef/ops.py): Assign-ScaleAdd or
+# as the earlier Assign-f models (oracle/opdefs/state.py): Assign-ScaleAdd or
 # Assign-StepToward of StackBroadcast operands, Reads after them, pure
 # arithmetic, and a final Assign-Sub of the variable.  They are recognized by
 # matching the program against the importer's own model of the op (the
 # template), node for node from that final Assign-Sub back to the op's inputs.
 
 #: the assign functions that start an Assign-f model's template
-_TEMPLATE_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "ResourceApplyAdam"}
+_TEMPLATE_ANCHORS = state_defs.FLOAT32_MODEL_ANCHORS
 _TEMPLATES: dict[tuple, Any] = {}
 
 
@@ -606,7 +600,7 @@ def _template(tf_op: str, shape: tuple) -> tuple[Program, str, list[str]]:
     key = (tf_op, shape)
     if key not in _TEMPLATES:
         from .importer import import_graph   # noqa: PLC0415
-        spec = state_ops.OPTIMIZERS[tf_op]
+        spec = state_defs.OPTIMIZERS[tf_op]
         f32 = {"type": "DT_FLOAT"}
         dims = (lambda sh: {"shape": {"dim": [{"size": int(d)} for d in sh]}})
         nodes, names = [], []
@@ -653,7 +647,7 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
                    if p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub"]
     if t.dtype != "float32":
         raise refuse(f"variable {x!r} is {t.dtype}")
-    spec = state_ops.OPTIMIZERS[tf_op]
+    spec = state_defs.OPTIMIZERS[tf_op]
     shape = tuple(t.shape)
     tp, tfinal, names = _template(tf_op, shape)
     # the template's inputs: its Placeholders, imported as Identity of a feed
@@ -786,7 +780,7 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
         attr = {dtype_attr: _type(t.dtype)}
         if tf_op == "ResourceStridedSliceAssign":
             attr["Index"] = idx(0)
-            attr.update({m: {"i": int(pack.attrs.get(m, 0))} for m in state_ops.SLICE_MASKS})
+            attr.update({m: {"i": int(pack.attrs.get(m, 0))} for m in state_defs.SLICE_MASKS})
         else:
             attr["Tindices"] = idx(0)
             if tf_op.startswith("ResourceScatterNd"):
@@ -815,20 +809,6 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
                  "attr": {"T": _type(t.dtype), "use_locking": {"b": False},
                           **{a: {"b": False} for a in spec.attrs}}}]
     raise AssertionError(kind)
-
-
-#: The state family's functions whose TensorFlow op takes the same inputs
-#: (the array family's are exported by their registry entries, oracle/opdefs):
-#: function -> (op, {attr: input whose dtype it is}).
-_SHAPE_OPS = {"GatherNd": ("GatherNd", {"Tparams": 0, "Tindices": 1})}
-
-
-def _shape_function_node(op, name, data, ctrl, attrs, T) -> list[dict] | None:
-    if op in _SHAPE_OPS:
-        tf_op, types = _SHAPE_OPS[op]
-        return [{"name": name, "op": tf_op, "input": data + ctrl,
-                 "attr": {k: T(i) for k, i in types.items()}}]
-    return None
 
 
 def _attr_from_json(v: Any) -> dict | None:

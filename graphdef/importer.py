@@ -745,6 +745,10 @@ class _Builder:
     def scalar(self, x: float) -> Tensor:
         return Tensor(np.array(x), self.dtype("T"))
 
+    def tf_attrs(self) -> dict:
+        """The node's attributes as JSON (an uninterpreted function's `tf_attrs`)."""
+        return attrs_json(self.node.attr)
+
     def var_node(self) -> DataIn:
         n = self.node
         shared = self.imp.variable_names.get(n.name) or self.attr("shared_name", "") or n.name

@@ -3,8 +3,8 @@
 One table lists every TensorFlow op tfsem reads from a graph and what it
 becomes (docs/tensorflow-graphs.md is generated from the same table:
 `tfsem import --list-ops`): the op registry's (oracle/opdefs), mirrored, and
-the models of the families still defined here and in graphdef/state_ops.py
-and graphdef/blocking_ops.py.  Each entry is an :class:`OpModel`: the op's
+the models of the families still defined here (control flow) and in
+graphdef/blocking_ops.py (queues) and graphdef/dataset_ops.py (iterators).  Each entry is an :class:`OpModel`: the op's
 name, a one-line description, which inputs must be constants at import time
 (`static`: axes, shapes, multiples, read with numpy when the graph is
 imported), which inputs are resource handles (`resources`), whether the op
@@ -22,10 +22,10 @@ What is not here is never modelled approximately:
   NextIteration, If/While, queues, random ops, ...) is rejected at import
   with its node and op named.
 
-The math, nn, array and TensorList families are defined in the op registry
-(oracle/opdefs: every facet of an op in one place, docs/writing-an-op-model.md)
-and mirrored here; the families below (state, control flow) still have their
-import models in this module.
+The math, nn, array, TensorList, state and random families are defined in the op
+registry (oracle/opdefs: every facet of an op in one place,
+docs/writing-an-op-model.md) and mirrored here; the control-flow primitives
+below still have their import models in this module.
 
 Users add or replace models through the entry-point group `tfsem.ops`:
 
@@ -45,7 +45,7 @@ from importlib import metadata
 from typing import Any, Callable, Iterable, Sequence
 
 from tfsem.oracle import opdefs
-from tfsem.oracle.program import ControlIn, DataIn
+from tfsem.oracle.program import DataIn
 
 ENTRY_POINT_GROUP = "tfsem.ops"
 
@@ -167,14 +167,12 @@ STATELESS_UNMODELLED = frozenset("""
     Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad
     BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
     L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
-    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
-    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
-    StatelessTruncatedNormal Size Rank
+    Size Rank
     Einsum UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
     SegmentSum SegmentMean DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
     GatherNd MaxPoolV2 MaxPoolGradV2 FusedBatchNormGradV2 ReciprocalGrad SoftsignGrad Xlog1py
-    InvertPermutation StatelessRandomUniformInt StatelessRandomUniformIntV2
-""".split())
+    InvertPermutation
+""".split()) | opdefs.random.UNINTERPRETED   # the random family's (oracle/opdefs/random.py)
 
 #: Control flow that is not modelled, rejected by name: the reference-typed
 #: v1 primitives and ControlTrigger.  (TensorFlow 2's functional ops If,
@@ -225,6 +223,7 @@ def stateless(op_name: str) -> bool:
 #   b.dtype(name)     attribute `name` as a supported tfsem dtype (else rejected)
 #   b.add(op, inputs, attrs, part=None)   add a tfsem node; returns DataIn of port 0
 #   b.reject(reason)  refuse the node (its name and op are named)
+#   b.tf_attrs()      the node's attributes as JSON (an uninterpreted function's tf_attrs)
 #   b.n_inputs        number of data inputs
 #
 # The helpers below are the registry's (oracle/opdefs/registry.py), kept
@@ -239,127 +238,8 @@ _index_dtype = opdefs.index_dtype
 # -- TensorList (tf.TensorArray in TensorFlow 2): the list family's, oracle/opdefs/lists.py
 
 
-# -- state ------------------------------------------------------------------
-
-
-@op("VarHandleOp", "a Var node of the variable named by shared_name (the node name if empty)",
-    stateful=True)
-def _var_handle(b):
-    return [b.var_node()]
-
-
-@op("ReadVariableOp", "Read", resources=(0,), stateful=True, output_args=("value",))
-def _read(b):
-    b.dtype("dtype")
-    return [b.add("Read", [b.var(0)])]
-
-
-@op("VariableShape", "Read, then the function Shape: TensorFlow's VariableShape looks the "
-    "variable up (it fails on an uninitialized one, as the Read's error value does) and gives "
-    "its shape, which no assignment changes", resources=(0,), stateful=True)
-def _variable_shape(b):
-    out_type = b.dtype("out_type")
-    if out_type not in ("int32", "int64"):
-        b.reject("out_type must be int32 or int64")
-    value = b.add("Read", [b.var(0)], part="read")
-    return [b.add("Shape", [value], {"out_type": out_type})]
-
-
-@op("AssignVariableOp", "Assign-Snd (Write)", resources=(0,), stateful=True)
-def _assign(b):
-    b.dtype("dtype")
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": "Snd"})
-    return []
-
-
-@op("AssignAddVariableOp", "Assign-Add", resources=(0,), stateful=True)
-def _assign_add(b):
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Add", b.dtype("dtype"))})
-    return []
-
-
-@op("AssignSubVariableOp", "Assign-Sub", resources=(0,), stateful=True)
-def _assign_sub(b):
-    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Sub", b.dtype("dtype"))})
-    return []
-
-
-def _optimizer_dtype(b) -> str:
-    """The optimizer's dtype: float32 only (the models are compared with
-    TensorFlow's kernels on float32; on other dtypes they are refused)."""
-    t = b.dtype("T")
-    if t != "float32":
-        b.reject(f"{b.node.op} on {t} is not modelled (its model is tested against "
-                 "TensorFlow's kernel on float32 only)")
-    return t
-
-
-@op("ResourceApplyGradientDescent",
-    "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
-    resources=(0,), stateful=True)
-def _apply_gd(b):
-    t = _optimizer_dtype(b)
-    step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
-    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
-    b.add("NoOp", [])
-    return []
-
-
-@op("ResourceApplyMomentum",
-    "accum = accum * momentum + grad (Assign-ScaleAdd), then var -= lr * accum "
-    "(Read, Mul, Assign-Sub); refused when another node races on its variables",
-    resources=(0, 1), stateful=True)
-def _apply_momentum(b):
-    t = _optimizer_dtype(b)
-    if b.attr("use_nesterov", False):
-        b.reject("use_nesterov=true is not modelled")
-    packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
-    acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
-    new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
-    # training_ops.cc: var.device(d) -= accum * lr()
-    step = b.add(flushed("Mul", t), [new_accum, b.input(2)], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
-    b.add("NoOp", [])
-    b.exclusive()
-    return []
-
-
-@op("ResourceApplyAdam",
-    "m += (g - m)(1 - beta1), v += (g*g - v)(1 - beta2) (Assign-StepToward), then "
-    "var -= m*alpha / (sqrt(v) + epsilon) with alpha = lr sqrt(1 - beta2^t) / (1 - beta1^t); "
-    "refused when another node races on its variables",
-    resources=(0, 1, 2), stateful=True)
-def _apply_adam(b):
-    t = _optimizer_dtype(b)
-    F = (lambda name: flushed(name, t))
-    if b.attr("use_nesterov", False):
-        b.reject("use_nesterov=true is not modelled")
-    # inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
-    one = b.add("Const", [], {"value": b.scalar(1.0)}, part="one")
-    g = b.input(9)
-    c1 = b.add(F("Sub"), [one, b.input(6)], part="one_minus_beta1")
-    c2 = b.add(F("Sub"), [one, b.input(7)], part="one_minus_beta2")
-    m_up = b.add("Assign", [b.var(1), b.add("StackBroadcast", [g, c1], part="m_operands")],
-                 {"fn": "StepToward"}, part="m")
-    g2 = b.add(F("Square"), [g], part="grad_squared")
-    v_up = b.add("Assign", [b.var(2), b.add("StackBroadcast", [g2, c2], part="v_operands")],
-                 {"fn": "StepToward"}, part="v")
-    # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T
-    s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, b.input(4)], part="one_minus_beta2_power")],
-               part="sqrt_one_minus_beta2_power")
-    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [b.input(5), s2], part="lr_sqrt"),
-                              b.add(F("Sub"), [one, b.input(3)], part="one_minus_beta1_power")],
-                  part="alpha")
-    m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
-    v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
-    num = b.add(F("Mul"), [m, alpha], part="m_alpha")
-    den = b.add(F("Add"), [b.add(F("Sqrt"), [v], part="sqrt_v"), b.input(8)], part="denominator")
-    step = b.add(F("RealDiv"), [num, den], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": F("Sub")}, part="update")
-    b.add("NoOp", [])
-    b.exclusive()
-    return []
-
+# -- state and random: the state and random families', oracle/opdefs/state.py and
+# oracle/opdefs/random.py
 
 
 #: The ops the registry defines (oracle/opdefs: Transpose, StridedSlice,

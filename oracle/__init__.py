@@ -6,7 +6,7 @@ Layout: `values` (TF values and errors), `functions` (the function registry),
 oracle), `outcomes` (what a run yields)."""
 
 from . import opdefs  # noqa: F401  (registers the op registry's families: math, array, list)
-from . import state_ops  # noqa: F401  (registers the state family's functions)
+from . import state_ops  # noqa: F401  (multi-variable updates; the state family is opdefs.state)
 from .dispatch import outcome_set
 from .explore import BudgetExceeded, OutcomeSet
 from .jsonio import (Case, case_from_json, case_to_json, load_case, load_program,

@@ -152,7 +152,7 @@ MAX_TENSOR_ELEMENTS = 1 << 24
 
 
 #: Functions that never broadcast their arguments (the state family's
-#: scatters, their packing and the optimizer updates, oracle/state_ops.py):
+#: scatters, their packing and the optimizer updates, oracle/opdefs/state.py):
 #: check_size bounds them by the sum of the argument sizes alone (a packed
 #: operand's length is no axis to broadcast; PackScatter's bytes are at most
 #: 8 per element, and every result is checked again once computed).
@@ -662,40 +662,8 @@ def _noop(xp, args, attrs):
     return ()
 
 
-@_tf("StackBroadcast", 2, 1, batched=False)
-def _stack_broadcast(xp, args, attrs):
-    """[a, b] broadcast to one shape and stacked on a new first axis (packs
-    the two operands of an optimizer's update into one Assign input)."""
-    a, b = xp.broadcast_arrays(args[0], args[1])
-    return (xp.stack([a, b]),)
-
-
-def _operands(v, w):
-    if v.ndim < 1 or v.shape[0] != 2 or v.shape[1:] != w.shape:
-        raise ShapeError("the packed operand must be StackBroadcast of the variable's shape")
-    return v[0], v[1]
-
-
-@_tf("StepToward", 2, 1, batched=False)
-def _step_toward(xp, args, attrs):
-    """StepToward(w, [g, c]) = w + (g - w) * c: Adam's moment update
-    (m += (grad - m) * (1 - beta1)) as an assign function; every operation
-    flushes subnormals, as TensorFlow's CPU runtime does."""
-    w, v = args
-    g, c = _operands(v, w)
-    f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(w), f(xp.multiply(f(xp.subtract(f(g), f(w))), f(c))))),)
-
-
-@_tf("ScaleAdd", 2, 1, batched=False)
-def _scale_add(xp, args, attrs):
-    """ScaleAdd(w, [g, c]) = w * c + g: Momentum's accumulator update
-    (accum = accum * momentum + grad) as an assign function; every operation
-    flushes subnormals, as TensorFlow's CPU runtime does."""
-    w, v = args
-    g, c = _operands(v, w)
-    f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(xp.multiply(f(w), f(c))), f(g))),)
+# StackBroadcast, StepToward and ScaleAdd (the float32 Momentum and Adam
+# models' assign functions) are the state family's: oracle/opdefs/state.py.
 
 
 # -- TensorFlow's float arithmetic: subnormals flushed -------------------------

@@ -71,12 +71,11 @@ def test_every_op_of_a_migrated_family_is_defined_in_one_place_with_every_facet(
 
 
 def test_every_op_the_importer_accepts_is_the_registrys_or_an_unmigrated_familys():
-    """The state family (graphdef/ops.py's resource-variable ops,
-    graphdef/state_ops.py), the queue family (graphdef/blocking_ops.py), the tf.data iterator
-    (graphdef/dataset_ops.py) and
-    the control-flow primitives are the only ones outside the registry:
-    graphdef/ops.py has no pure op model left."""
-    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.state_ops", "tfsem.graphdef.blocking_ops",
+    """The queue family (graphdef/blocking_ops.py), tf.data's iterators
+    (graphdef/dataset_ops.py) and the control-flow primitives are the only
+    ones outside the registry: graphdef/ops.py has no pure op model and no
+    state or random op left."""
+    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.blocking_ops",
                   "tfsem.graphdef.dataset_ops"}
     for name, model in opt.table().items():
         if model.origin != "builtin":
@@ -87,15 +86,15 @@ def test_every_op_the_importer_accepts_is_the_registrys_or_an_unmigrated_familys
             continue
         assert model.build.__module__ in unmigrated, (name, model.build.__module__)
         if model.build.__module__ == "tfsem.graphdef.ops":
-            assert model.stateful or name in opt.CONTROL_FLOW_PRIMITIVES, name
+            assert name in opt.CONTROL_FLOW_PRIMITIVES, name
 
 
 def test_the_old_tables_hold_none_of_the_registrys_ops():
     import tfsem.graphdef.exporter as ex
     for old in ("_SAME_NAME", "_RENAMED", "_REDUCTIONS", "_COMPARISONS"):
         assert not hasattr(ex, old), old
-    # the exporter's own table is the state family's (not yet migrated) alone
-    assert not set(ex._SHAPE_OPS) & opdefs.function_names()
+    # the exporter has no table of functions of its own left
+    assert not hasattr(ex, "_SHAPE_OPS")
     # the generic checker's element ops are exactly the registry's encodings
     assert gen.EXTRA == {n: f.encoding.key for n, f in fns.registered(None).items()
                          if opdefs.elementwise_of(f) is not None}
@@ -249,3 +248,164 @@ def test_an_encoding_may_not_take_one_of_the_checkers_own_term_names(scratch_reg
                                    functions=(g,)))
     assert fns.get("Add").family == "core"
 
+
+
+# -- the state family (oracle/opdefs/state.py) -------------------------------------
+
+
+def _state_exports() -> set[str]:
+    """The functions the exporter writes back as part of a state op's group
+    of nodes (graphdef/exporter.py `_state_roles`), from the state family's
+    own tables, and the language's Snd and Const, which it writes itself."""
+    from tfsem.graphdef import exporter as ex
+    from tfsem.oracle.opdefs import state
+    packs = {pack for _, pack, _ in state.PACKED_ASSIGNS.values()}
+    return (set(state.ASSIGN_OPS) | set(state.PACKED_ASSIGNS) | packs | set(ex._UPDATES)
+            | set(state.FLOAT32_MODEL_ANCHORS) | {"StackBroadcast", "IsInitialized", "Snd"}
+            | EXPORTER_OWN)
+
+
+def test_every_state_op_is_defined_in_one_place_with_its_effect_and_export():
+    from tfsem.oracle.opdefs import state
+    ops = opdefs.families()["state"]
+    for op in ("VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
+               "VarIsInitializedOp", "ResourceGather", "ResourceGatherNd", "GatherNd",
+               "ResourceScatterAdd", "ResourceScatterNdUpdate", "ResourceStridedSliceAssign",
+               "ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceSparseApplyFtrl",
+               "VariableV2", "ApplyAdam"):
+        assert op in ops, op
+    exported = _state_exports()
+    for name in ops:
+        d = opdefs.lookup(name)
+        model = opt.lookup(name)
+        # import: the importer's model is the registry's own build
+        assert model.build is d.build and model.doc == d.doc, name
+        assert model.resources == d.resources and model.output_args == d.output_args
+        # its family's own (a refusal: the registry's `refuse`, called there)
+        assert d.build.__module__ == ("tfsem.oracle.opdefs.registry" if d.doc.startswith(
+            "refused") else "tfsem.oracle.opdefs.state"), name
+        assert name not in opt.STATELESS_UNMODELLED, name
+        # effect: every op but the pure GatherNd says how it touches state
+        assert (d.stateful is None) == (name == "GatherNd"), name
+        assert model.stateful == (d.stateful is not None)
+        if d.doc.startswith("refused"):
+            assert not d.functions, name
+            continue
+        for fname in d.function_names():
+            fn = fns.lookup(fname)
+            # value semantics; uninterpreted in proofs (no encoding of its own)
+            assert fn is not None and callable(fn.impl), (name, fname)
+            base = fname.removesuffix(fns.FTZ_SUFFIX)
+            assert opdefs.export_of(base) is not None or base in exported, (name, fname)
+    for spec in state.OPTIMIZERS.values():
+        assert spec.fn in opdefs.lookup(spec.op).function_names()
+    for fn, (tf_op, pack, _) in state.PACKED_ASSIGNS.items():
+        assert {fn, pack} <= set(opdefs.lookup(tf_op).function_names()), tf_op
+    for fn, tf_op in state.ASSIGN_OPS.items():
+        assert fn in opdefs.lookup(tf_op).function_names(), tf_op
+
+
+def test_the_state_familys_functions_are_registered_from_its_module_and_uninterpreted():
+    from tfsem.oracle.opdefs import state
+    names = opdefs.function_names([opdefs.lookup(n) for n in opdefs.families()["state"]])
+    own = {n for n in names if fns.get(n).impl.__module__ == state.__name__}
+    assert {"GatherNd", "PackScatter", "ScatterAdd", "ScatterNdUpdate", "PackSlice",
+            "StridedSliceAssign", "IsInitialized", "SndSameShape", "ApplyAdam",
+            "SparseApplyFtrl", "StackBroadcast", "StepToward", "ScaleAdd"} <= own
+    for n in own:
+        assert fns.get(n).encoding is None, n   # uninterpreted in proofs
+        assert fns.get(n).family == fns.TENSORFLOW, n
+
+
+def test_the_old_tables_read_the_state_family():
+    """graphdef/ops.py and the exporter define no state op (graphdef/state_ops.py
+    is gone); the exporter's tables are the state module's own objects, and
+    oracle/state_ops.py only re-exports its names."""
+    import importlib.util
+    import tfsem.graphdef.exporter as ex
+    from tfsem.oracle import state_ops as so
+    from tfsem.oracle.opdefs import state
+    assert ex._ASSIGN_OPS is state.ASSIGN_OPS and ex._PACKED_ASSIGNS is state.PACKED_ASSIGNS
+    assert ex._TEMPLATE_ANCHORS is state.FLOAT32_MODEL_ANCHORS
+    assert so.OPTIMIZERS is state.OPTIMIZERS
+    for name in opdefs.families()["state"]:
+        assert opt.lookup(name).build is opdefs.lookup(name).build, name
+        assert opt.lookup(name).build.__module__ in (state.__name__, registry.__name__), name
+    assert importlib.util.find_spec("tfsem.graphdef.state_ops") is None
+
+
+def test_a_new_scatter_defined_in_one_place_imports_and_exports(scratch_registry):
+    """One call of the family's helper (what a contributor writes in
+    oracle/opdefs/state.py) defines a scatter's import, and the exporter
+    writes it back from the same definition."""
+    from tfsem.oracle.opdefs import state
+    saved = dict(state.PACKED_ASSIGNS)
+    try:
+        # a made-up op with ResourceScatterUpdate's semantics under another name
+        state._scatter_op("ResourceScatterOverwrite", "ScatterUpdate", "dtype", "kept")
+        f32 = {"type": "DT_FLOAT"}
+        g = {"node": [
+            {"name": "v", "op": "VarHandleOp", "attr": {
+                "dtype": f32, "shape": {"shape": {"dim": [{"size": 3}]}},
+                "shared_name": {"s": b"v"}}},
+            {"name": "i", "op": "Placeholder", "attr": {
+                "dtype": {"type": "DT_INT32"}, "shape": {"shape": {"dim": [{"size": 1}]}}}},
+            {"name": "u", "op": "Placeholder", "attr": {
+                "dtype": f32, "shape": {"shape": {"dim": [{"size": 1}]}}}},
+            {"name": "s", "op": "ResourceScatterOverwrite", "input": ["v", "i", "u"],
+             "attr": {"dtype": f32, "Tindices": {"type": "DT_INT32"}}}]}
+        p = import_graph(g, [], ["s"]).program
+        assert any(n.op == "Assign" and n.fn == "ScatterUpdate" for n in p.nodes)
+        ops_out = [nd["op"] for nd in export_graph(p)["node"]]
+        assert "ResourceScatterOverwrite" in ops_out
+    finally:
+        state.PACKED_ASSIGNS.clear()
+        state.PACKED_ASSIGNS.update(saved)
+
+
+# -- the random family (oracle/opdefs/random.py) ------------------------------------
+
+
+def test_every_random_op_is_defined_in_one_place_with_its_effect():
+    from tfsem.oracle.opdefs import random
+    ops = opdefs.families()["random"]
+    assert set(random.RANDOM) | set(random.STATELESS_RANDOM) | set(random.GENERATOR_OPS) \
+        | set(random.OTHER_RANDOM_OPS) == set(ops)
+    for name in ops:
+        d = opdefs.lookup(name)
+        model = opt.lookup(name)
+        assert model.build is d.build and model.doc == d.doc, name
+        assert model.output_args == d.output_args and not d.resources and not d.static
+        assert d.build.__module__ == (registry.__name__ if d.doc.startswith("refused")
+                                      else random.__name__), name
+        assert name not in opt.STATELESS_UNMODELLED, name
+        # effect: a stateful op draws (its state in σ) or is refused; stateless ones are pure
+        assert (d.stateful is None) == (name in random.STATELESS_RANDOM), name
+        assert model.stateful == (d.stateful is not None)
+    for name, stateless in random.RANDOM.items():
+        d = opdefs.lookup(name)
+        (draw,) = [f for f in d.function_names() if f.startswith("tf.")]
+        assert draw.startswith(f"tf.{stateless}/")
+        fn = fns.lookup(draw)     # uninterpreted, exported as the stateless op
+        assert fn is not None and fn.encoding is None and fn.family == fns.TENSORFLOW
+        assert opdefs.problems() == []
+    # the stateless ones graph import makes uninterpreted by name are the family's list
+    assert random.UNINTERPRETED <= opt.STATELESS_UNMODELLED
+    assert not {n for n in opt.STATELESS_UNMODELLED if "Random" in n} - random.UNINTERPRETED
+
+
+def test_a_stateful_random_op_exports_as_its_stateless_op_and_imports_back():
+    f32 = {"type": "DT_FLOAT"}
+    g = {"node": [
+        {"name": "shape", "op": "Const", "attr": {"dtype": {"type": "DT_INT32"}, "value": {
+            "tensor": {"dtype": "DT_INT32", "tensor_shape": {"dim": [{"size": 1}]},
+                       "int_val": [3]}}}},
+        {"name": "r", "op": "RandomUniform", "input": ["shape"],
+         "attr": {"T": {"type": "DT_INT32"}, "dtype": f32, "seed": {"i": 0}, "seed2": {"i": 0}}}]}
+    p = import_graph(g, [], ["r"]).program
+    assert set(p.feed_names) == {"r/key", "r/counter"}
+    (node,) = [n for n in export_graph(p)["node"] if n["name"] == "r"]
+    assert node["op"] == "StatelessRandomUniformV2" and node["input"][1:3] == ["r/key", "r/counter"]
+    assert node["attr"]["dtype"] == f32
+    q = import_graph(export_graph(p), [], ["r"]).program
+    assert [n.op for n in q.nodes if n.op.startswith("tf.")] == ["tf.StatelessRandomUniformV2/4/1"]

@@ -1,4 +1,4 @@
-"""The state family (oracle/state_ops.py, graphdef/state_ops.py) against
+"""The state and random families (oracle/opdefs/state.py, oracle/opdefs/random.py) against
 TensorFlow's kernels, bit for bit, in both semantics modes: every optimizer
 update, the scatters and gathers on a variable's slices, VarIsInitializedOp,
 and the stateful random ops' state in σ; the refusals by name (ref

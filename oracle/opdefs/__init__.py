@@ -5,19 +5,21 @@ attributes, import, value semantics, Z3 encoding or uninterpreted, export,
 effect) and :func:`define`; each family is a module that defines its ops:
 `math` (element-wise arithmetic, casts, reductions, matrix products,
 comparisons), `nn` (Relu, BiasAdd and their gradients), `array` (data movement and shapes, constant or computed at run
-time) and `lists` (TensorFlow's TensorList values and ops).  The state,
-control-flow and queue families still use the older tables (graphdef/ops.py,
-graphdef/state_ops.py, oracle/state_ops.py, graphdef/blocking_ops.py):
-docs/writing-an-op-model.md says which.
+time), `lists` (TensorFlow's TensorList values and ops) and `state` (resource
+variables, gathers, scatters, optimizer updates) and `random` (stateful
+random ops with their generator's state in σ, stateless ones uninterpreted).
+The control-flow and queue families still use the older tables
+(graphdef/ops.py, graphdef/blocking_ops.py): docs/writing-an-op-model.md says
+which.
 """
 
-from . import math, nn, array, lists  # noqa: F401  (each module defines its family's ops)
+from . import math, nn, array, lists, state, random  # noqa: F401  (each module defines its family's ops)
 from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define,
                        elementwise_of, encoding, export_as, export_of, families, flushed,
                        folds_on_constants, function, function_names, generation, index_dtype,
-                       int_list, lookup, one_function, problems, table)
+                       int_list, lookup, one_function, problems, refuse, table)
 
 __all__ = ["FOLDS_ON_CONSTANTS", "Elementwise", "FoldsOnConstants", "OpDef", "define",
            "elementwise_of", "encoding", "export_as", "export_of", "families", "flushed",
            "folds_on_constants", "function", "function_names", "generation", "index_dtype",
-           "int_list", "lookup", "one_function", "problems", "table"]
+           "int_list", "lookup", "one_function", "problems", "refuse", "table"]

@@ -256,6 +256,16 @@ def one_function(name: str, dtype_attr: str | None = "T", n: int | None = None):
     return build
 
 
+def refuse(tf_op: str, reason: str, rule: str, family: str) -> OpDef:
+    """Define `tf_op` as refused by name at import, with `reason` (the
+    importer's refusal rule `rule`): its effect is not modelled, so it counts
+    as stateful."""
+    def build(b):
+        b.reject(reason, rule)
+    return define(OpDef(tf_op, f"refused: {reason.split(':')[0]}", build, family,
+                        stateful="refused (its effect is not modelled)"))
+
+
 def int_list(value) -> list[int]:
     """A constant operand read at import, as Python ints."""
     return [int(x) for x in np.asarray(value).reshape(-1)]

@@ -1,0 +1,1140 @@
+"""The state family: resource variables and TensorFlow's stateful training ops.
+
+Every facet of each op is defined here, in one place (docs/writing-an-op-model.md):
+its import (the `OpDef`'s `build`: the tfsem nodes graph import makes of it),
+the value semantics of the functions those nodes apply, their encoding (none:
+every function of this family is uninterpreted in proofs) and their export,
+and its effect on state (`stateful`).  docs/stateful-ops.md argues each model.
+
+* **Variables.**  `VarHandleOp` is a Var node; `ReadVariableOp` a Read;
+  `AssignVariableOp` an Assign-Snd (a Write; with validate_shape=true
+  Assign-SndSameShape, which fails where an initialized variable's shape is
+  not the value's); `AssignAddVariableOp`/`AssignSubVariableOp` Assign-Add and
+  Assign-Sub; `VariableShape` a Read, then Shape; `VarIsInitializedOp` a Read
+  followed by `IsInitialized`, the one function that looks at an error value
+  instead of passing it on.
+* **Slices of a variable.**  `ResourceGather`/`ResourceGatherNd` are a Read
+  followed by the pure functions `GatherV2`/`GatherNd`.
+  `ResourceScatter{Add,Sub,Mul,Div,Min,Max,Update}` and
+  `ResourceScatterNd{Add,Sub,Min,Max,Update}` are one Assign-f: their indices
+  and updates are packed into one tensor by `PackScatter` (an injective
+  encoding as bytes, so that the assign function stays binary, SPEC section
+  1), and the assign function `Scatter<Kind>` / `ScatterNd<Kind>` applies the
+  rows in index order, as TensorFlow's CPU kernel does (duplicates apply one
+  after another; an index out of range stops ResourceScatter* after the rows
+  before it, which stay applied, and ResourceScatterNd* passes over it --
+  measured on TensorFlow 2.21).  `ResourceStridedSliceAssign` likewise packs
+  its operands with `PackSlice`.
+* **Optimizer updates** (`ResourceApply*`, `ResourceSparseApply*`): each is a
+  function of the variables' values and the op's other inputs to the
+  variables' new values, `OPTIMIZERS[op].fn`.  The import builds a Read of
+  each variable, the function, and a Write of each new value, and graph
+  import refuses the graph when another node may access one of those
+  variables while the update runs (then the several Reads and Writes would
+  differ from TensorFlow's one kernel; oracle/state_ops.racing_access).  Where
+  numpy computes TensorFlow's kernel bit for bit (+, -, *, /, sqrt, max, with
+  the CPU runtime's flushing of subnormals) the function is tfsem's own; the
+  kernels with Eigen's `rsqrt`, `pow` or `exp` (Adagrad, Adadelta,
+  ProximalAdagrad, Ftrl with lr_power != -0.5, PowerSign, the sparse forms)
+  are evaluated by TensorFlow's own kernel when TensorFlow is installed (and
+  are uninterpreted in proofs either way).
+* Reference variables (`VariableV2`, `Assign`, `Apply*`, ...) are refused by
+  name, with the reason.
+
+Export (graphdef/exporter.py `_state_roles`) writes a group of nodes in the
+shape the import builds back as the op, reading this module's tables:
+:data:`ASSIGN_OPS` (an Assign-f's op), :data:`PACKED_ASSIGNS` (an Assign-f
+of a packed operand's op) and :data:`OPTIMIZERS`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import functions as fns
+from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, ftz)
+from ..program import ControlIn, DataIn
+from ..values import FLOAT_DTYPES, Tensor, dtype_name
+from .registry import OpDef, define, flushed, index_dtype, refuse
+
+FAMILY = "state"
+
+# ---------------------------------------------------------------------------
+# Slices: ResourceGatherNd's function, the scatter packing and assign functions
+
+
+def _index_array(a, what: str) -> np.ndarray:
+    if a.dtype.name not in ("int32", "int64"):
+        raise OpError("no-kernel", f"{what} must be int32 or int64, not {a.dtype.name}")
+    return np.asarray(a, dtype=np.int64)
+
+
+def _on_host(impl):
+    """`impl` on numpy arrays whatever the array module: a device module
+    (cupy) gets its arrays back from numpy (these functions index rows one
+    by one, on the host, as opdefs/array.py's shape functions do)."""
+    def wrapped(xp, args, attrs):
+        if xp is np:
+            return impl(np, args, attrs)
+        host = tuple(a if a is None or isinstance(a, np.ndarray) else a.get() for a in args)
+        return tuple(xp.asarray(r) for r in impl(np, host, attrs))
+    wrapped.__doc__ = impl.__doc__
+    return wrapped
+
+
+def _tf_fn(name: str, n_in: int, n_out: int = 1, **kw: Any):
+    register = fns.function(name, n_in, n_out, batched=False, family=TENSORFLOW, **kw)
+
+    def deco(impl):
+        register(_on_host(impl))
+        return impl
+    return deco
+
+
+def _export_gather_nd(e) -> list:
+    """TensorFlow's GatherNd on the same inputs."""
+    return [{"name": e.name, "op": "GatherNd", "input": e.data + e.ctrl,
+             "attr": {"Tparams": e.T(0), "Tindices": e.T(1)}}]
+
+
+@_tf_fn("GatherNd", 2, casts=True, mixed_dtypes=True, export=_export_gather_nd)
+def _gather_nd(xp, args, attrs):
+    """params[indices[..., :K]] for the last axis K of indices (TensorFlow's
+    GatherNd on CPU: an index out of range fails)."""
+    params, indices = (np.asarray(a) for a in args)
+    idx = _index_array(indices, "indices")
+    if idx.ndim < 1:
+        raise ShapeError("GatherNd: indices must be at least 1-D")
+    k = idx.shape[-1]
+    if k > params.ndim:
+        raise ShapeError("GatherNd: index depth exceeds the rank of params")
+    if k == 0:   # every index tuple is empty: the whole of params each time
+        n = int(np.prod(idx.shape[:-1], dtype=np.int64))
+        out = np.broadcast_to(params, (n,) + params.shape).copy()
+        return (out.reshape(idx.shape[:-1] + params.shape),)
+    flat = idx.reshape(-1, k)
+    prefix = params.shape[:k]
+    for row in flat:
+        if any(not 0 <= int(i) < d for i, d in zip(row, prefix)):
+            raise ShapeError(f"GatherNd: index {row.tolist()} does not index into {list(params.shape)}")
+    out = np.stack([params[tuple(int(i) for i in row)] for row in flat]) if len(flat) else \
+        np.zeros((0,) + params.shape[k:], params.dtype)
+    return (out.reshape(idx.shape[:-1] + params.shape[k:]),)
+
+
+# PackScatter's bytes: a header of int64 words (little-endian) -- the rank and
+# shape of the indices, the rank and shape of the updates, the updates' dtype
+# code -- then the indices as int64, then the updates' raw bytes.  It is
+# injective (unpacked exactly by _unpack), so an Assign-f of a packed operand
+# is the binary assign function the language has (SPEC section 1).
+_DTYPE_CODES = {name: k for k, name in enumerate(sorted(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "bfloat16", "float32", "float64")))}
+_CODE_DTYPES = {k: name for name, k in _DTYPE_CODES.items()}
+
+
+@_tf_fn("PackScatter", 2, casts=True, mixed_dtypes=True)
+def _pack_scatter(xp, args, attrs):
+    """The indices and updates of a scatter as one uint8 tensor (an injective
+    encoding: the operand of Assign-Scatter*, which unpacks it)."""
+    indices, updates = (np.asarray(a) for a in args)
+    idx = _index_array(indices, "indices")
+    header = [idx.ndim, *idx.shape, updates.ndim, *updates.shape,
+              _DTYPE_CODES[dtype_name(updates.dtype)]]
+    parts = [np.asarray(header, dtype="<i8").tobytes(), idx.astype("<i8").tobytes(),
+             np.ascontiguousarray(updates).tobytes()]
+    return (np.frombuffer(b"".join(parts), dtype=np.uint8).copy(),)
+
+
+def _unpack(packed, w) -> tuple[np.ndarray, np.ndarray]:
+    """(indices as int64, updates) from PackScatter's bytes; the updates must
+    have the variable's dtype."""
+    raw = np.asarray(packed)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ShapeError("the operand of a scatter must come from PackScatter")
+    b = raw.tobytes()
+    words = np.frombuffer(b[:8 * (len(b) // 8)], dtype="<i8")
+    k = 0
+
+    def take(n):
+        nonlocal k
+        out = [int(x) for x in words[k:k + n]]
+        k += n
+        return out
+    (ri,) = take(1)
+    ishape = tuple(take(ri))
+    (ru,) = take(1)
+    ushape = tuple(take(ru))
+    (code,) = take(1)
+    n_idx = int(np.prod(ishape, dtype=np.int64))
+    idx = np.frombuffer(b, dtype="<i8", count=n_idx, offset=8 * k).astype(np.int64)
+    dt = _CODE_DTYPES[code]
+    if dt != dtype_name(w.dtype):
+        raise OpError("dtype-mismatch", "the updates' dtype is not the variable's")
+    upd = np.frombuffer(b, dtype=w.dtype, offset=8 * (k + n_idx)).reshape(ushape)
+    return idx.reshape(ishape), upd
+
+
+#: TensorFlow's CPU scatter kernel applies 1024 or more indices in parallel
+#: (scatter_functor.h, unless op determinism is on): rows of duplicate
+#: indices are then combined in an order that may vary, and an index out of
+#: range leaves an unpredictable set of rows applied.
+PARALLEL_SCATTER = 1024
+
+
+def _row_op(kind: str) -> Callable:
+    """The update TensorFlow's scatter applies to one row, as a function of
+    (row, update) arrays of one dtype; floats flush subnormals as the CPU
+    runtime does (functions.FLUSHED_DTYPES)."""
+    if kind == "Update":
+        return lambda p, u: np.broadcast_to(u, p.shape).copy()
+    if kind in ("Min", "Max"):
+        # Eigen's cwiseMin/cwiseMax (std::min/std::max: the row's own value
+        # unless the update is strictly smaller/larger: a NaN update never
+        # wins, a NaN in the row stays), on flushed operands; not TensorFlow's
+        # Minimum/Maximum, which propagate NaN (measured on TensorFlow 2.21)
+        def extremum(p, u):
+            u = np.broadcast_to(u, p.shape)
+            fp, fu = ftz(np, p), ftz(np, u)
+            wins = (fu < fp) if kind == "Min" else (fu > fp)
+            if dtype_name(p.dtype) == "bfloat16":
+                # compared as float32 (denormals-are-zero), the winner's
+                # bfloat16 bits kept: measured, a bfloat16 subnormal survives
+                return np.where(wins, u, p)
+            return np.where(wins, fu, fp)
+        return extremum
+    name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
+
+    def apply(p, u):
+        if kind == "Div" and p.dtype.kind in "iu":
+            # integer division in C++: truncation toward zero; int32 and
+            # int64 MIN / -1 trap (SIGFPE: TensorFlow's process dies,
+            # measured), the narrower ones are promoted to int and wrap
+            if p.dtype.name in ("int32", "int64") and np.any(
+                    (p == np.iinfo(p.dtype).min) & (np.broadcast_to(u, p.shape) == -1)):
+                raise CannotRun(f"cannot run ScatterDiv of the lowest {p.dtype.name} by -1: "
+                                "TensorFlow's kernel traps (SIGFPE) and its process dies")
+            a = p.astype(object).reshape(-1)
+            b = np.broadcast_to(u, p.shape).astype(object).reshape(-1)
+            r = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1)
+                 for x, y in zip(a, b)]
+            return np.array([x % (1 << 64) for x in r], dtype=np.uint64).astype(p.dtype) \
+                .reshape(p.shape)
+        f = fns.get(name)
+        with np.errstate(all="ignore"):
+            (r,) = f.impl(np, (ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))), {})
+        return ftz(np, np.asarray(r, dtype=p.dtype))
+    return apply
+
+
+def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False):
+    """Apply upd_rows[i] to the row at positions[i] (None: out of range), in
+    order; stop at the first position out of range (the rows before it stay
+    applied, as TensorFlow's CPU scatter kernel leaves them), or with
+    `skip_bad` pass over it (the ScatterNd kernel applies every other row:
+    both measured on TensorFlow 2.21)."""
+    out = np.array(w, copy=True)
+    op = _row_op(kind)
+    bad = next((i for i, pos in enumerate(positions) if pos is None), None)
+    if n_checked >= PARALLEL_SCATTER:
+        distinct = len({p for p in positions if p is not None})
+        if bad is not None or distinct < len(positions):
+            raise CannotRun(f"cannot run a scatter of {n_checked} indices with duplicates or an "
+                            "index out of range concretely: TensorFlow's CPU kernel applies "
+                            f"{PARALLEL_SCATTER} or more indices in parallel, in an order that "
+                            "varies")
+    for i, pos in enumerate(positions):
+        if pos is None:
+            if skip_bad:
+                continue
+            break
+        out[pos] = op(out[pos], upd_rows[i])
+    return out
+
+
+def _scatter(kind: str):
+    def impl(xp, args, attrs):
+        w, packed = args
+        w = np.asarray(w)
+        if w.ndim < 1:
+            raise ShapeError("a scatter needs a variable of rank >= 1")
+        idx, upd = _unpack(packed, w)
+        n = idx.size
+        row = w.shape[1:]
+        if upd.shape == idx.shape + row:
+            rows = upd.reshape((n,) + row)
+        elif upd.ndim == 0:
+            rows = np.broadcast_to(upd, (n,) + row)
+        else:
+            raise ShapeError("updates.shape must be indices.shape + params.shape[1:] or []")
+        if kind == "Div" and np.any(ftz(np, upd) == 0):
+            # checked before any row is touched, a subnormal float counting
+            # as zero (the CPU runtime's flushing): nothing applied
+            raise OpError("division-by-zero", "ScatterDiv: updates must not contain 0")
+        flat = idx.reshape(-1)
+        positions = [int(i) if 0 <= i < w.shape[0] else None for i in flat]
+        return (_scatter_rows(w, positions, rows, kind, n),)
+    impl.__doc__ = (f"Assign-Scatter{kind}: the rows of the variable at the packed indices "
+                    f"{'replaced by' if kind == 'Update' else kind + ' with'} the packed updates, "
+                    "in index order (TensorFlow's ResourceScatter" + kind + " on CPU)")
+    return impl
+
+
+def _scatter_nd(kind: str):
+    def impl(xp, args, attrs):
+        w, packed = args
+        w = np.asarray(w)
+        idx, upd = _unpack(packed, w)
+        if idx.ndim < 1:
+            raise ShapeError("ScatterNd: indices must be at least 1-D")
+        k = idx.shape[-1]
+        if k > w.ndim:
+            raise ShapeError("ScatterNd: index depth exceeds the variable's rank")
+        lead = idx.shape[:-1]
+        n = int(np.prod(lead, dtype=np.int64))
+        slice_shape = w.shape[k:]
+        if upd.shape != lead + slice_shape:
+            raise ShapeError("ScatterNd: updates.shape must be indices.shape[:-1] + "
+                             "params.shape[K:]")
+        prefix = w.shape[:k]
+        positions = []
+        for r in idx.reshape(n, k):
+            ok = all(0 <= int(i) < d for i, d in zip(r, prefix))
+            positions.append(tuple(int(i) for i in r) if ok else None)
+        # ScatterNd's CPU kernel is serial (scatter_nd_op_cpu_impl.h)
+        return (_scatter_rows(w, positions, upd.reshape((n,) + slice_shape), kind, 0,
+                              skip_bad=True),)
+    impl.__doc__ = (f"Assign-ScatterNd{kind}: the slices of the variable at the packed "
+                    "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
+    return impl
+
+
+SCATTER_KINDS = ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")
+SCATTER_ND_KINDS = ("Add", "Sub", "Min", "Max", "Update")
+
+for _kind in SCATTER_KINDS:
+    _tf_fn(f"Scatter{_kind}", 2, mixed_dtypes=True, pure=False)(_scatter(_kind))
+    fns.NOT_BROADCASTING.add(f"Scatter{_kind}")
+for _kind in SCATTER_ND_KINDS:
+    _tf_fn(f"ScatterNd{_kind}", 2, mixed_dtypes=True, pure=False)(_scatter_nd(_kind))
+    fns.NOT_BROADCASTING.add(f"ScatterNd{_kind}")
+fns.NOT_BROADCASTING.add("PackScatter")
+
+
+# ResourceStridedSliceAssign: PackSlice's bytes (int64 words: the five masks,
+# then per array its dtype code, rank and shape; then the arrays' bytes) hold
+# begin, end, strides and the value; Assign-StridedSliceAssign unpacks them.
+SLICE_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+@_tf_fn("PackSlice", 4, casts=True, mixed_dtypes=True,
+        attrs={m: fns._int_attr for m in SLICE_MASKS})
+def _pack_slice(xp, args, attrs):
+    """begin, end, strides (int32/int64) and the value of a strided-slice
+    assignment, with its five masks, as one uint8 tensor (an injective
+    encoding: the operand of Assign-StridedSliceAssign)."""
+    arrays = [np.asarray(a) for a in args]
+    header = [attrs.get(m, 0) for m in SLICE_MASKS]
+    for a in arrays:
+        header += [_DTYPE_CODES[dtype_name(a.dtype)], a.ndim, *a.shape]
+    raw = np.asarray(header, dtype="<i8").tobytes() + b"".join(
+        np.ascontiguousarray(a).tobytes() for a in arrays)
+    return (np.frombuffer(raw, dtype=np.uint8).copy(),)
+
+
+def _unpack_slice(packed):
+    from ..values import DTYPES
+    b = np.asarray(packed).tobytes()
+    words = np.frombuffer(b[:8 * (len(b) // 8)], dtype="<i8")
+    masks = {m: int(x) for m, x in zip(SLICE_MASKS, words[:5])}
+    k, specs = 5, []
+    for _ in range(4):
+        code, rank = int(words[k]), int(words[k + 1])
+        specs.append((np.dtype(DTYPES[_CODE_DTYPES[code]]), tuple(int(x) for x in
+                                                                   words[k + 2:k + 2 + rank])))
+        k += 2 + rank
+    offset, arrays = 8 * k, []
+    for dt, shape in specs:
+        n = int(np.prod(shape, dtype=np.int64))
+        arrays.append(np.frombuffer(b, dtype=dt, count=n, offset=offset).reshape(shape))
+        offset += n * dt.itemsize
+    return masks, arrays
+
+
+@_tf_fn("StridedSliceAssign", 2, mixed_dtypes=True, pure=False)
+def _strided_slice_assign(xp, args, attrs):
+    """Assign-StridedSliceAssign: the region StridedSlice(begin, end, strides,
+    masks) reads replaced by the value, broadcast to the region's shape
+    (TensorFlow's ResourceStridedSliceAssign; a value that does not
+    broadcast, or a bad slice, fails and changes nothing)."""
+    from .array import _index, strided_slice_spec
+    w = np.asarray(args[0])
+    masks, (b, e, st, value) = _unpack_slice(args[1])
+    if dtype_name(value.dtype) != dtype_name(w.dtype):
+        raise OpError("dtype-mismatch", "the value's dtype is not the variable's")
+    if not (b.dtype == e.dtype == st.dtype):
+        raise ShapeError("StridedSliceAssign: begin, end, strides of different dtypes")
+    begin, end, strides = (_index(x, n, rank=1) for x, n in ((b, "begin"), (e, "end"),
+                                                              (st, "strides")))
+    spec, final = strided_slice_spec(w.shape, begin, end, strides, masks)
+    try:
+        v = np.broadcast_to(value, tuple(final))
+    except ValueError:
+        raise ShapeError("StridedSliceAssign: the value does not broadcast to the slice") \
+            from None
+    out = np.array(w, copy=True)
+    if out.ndim == 0:
+        return (v.reshape(()).copy(),)
+    index = np.ix_(*(np.arange(size, dtype=np.int64) * step + lo for lo, size, step in spec))
+    out[index] = v.reshape([size for _, size, _ in spec])
+    return (out,)
+
+
+fns.NOT_BROADCASTING.update({"PackSlice", "StridedSliceAssign"})
+
+
+@_tf_fn("IsInitialized", 1, casts=True, strict_args=(), pure=False)
+def _is_initialized(xp, args, attrs):
+    """Whether the variable's value (a Read's result) is a tensor: false for
+    the error value `uninitialized` (TensorFlow's VarIsInitializedOp)."""
+    return (np.array(args[0] is not None),)
+
+
+@_tf_fn("SndSameShape", 2, strict_args=(1,))
+def _snd_same_shape(xp, args, attrs):
+    """Assign-SndSameShape: AssignVariableOp with validate_shape=true: the
+    new value, which must have the shape of an initialized variable (else the
+    op fails and the variable keeps its value)."""
+    w, v = args
+    if w is not None and tuple(w.shape) != tuple(v.shape):
+        raise ShapeError("AssignVariableOp: the value's shape is not the variable's")
+    return (v,)
+
+
+# ---------------------------------------------------------------------------
+# Optimizer updates
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """A TensorFlow optimizer op: `variables` are its resource inputs (in
+    order), `inputs` the names of its other inputs (in order), `fn` the
+    function (registered here) from the variables' values and the other
+    inputs to the variables' new values; `attrs` the boolean attributes the
+    function takes, `exact` whether tfsem's own numpy model is the kernel's
+    bit for bit (else TensorFlow's kernel evaluates it), `sparse` whether it
+    takes `indices` (rows of the variables)."""
+
+    op: str
+    variables: tuple[str, ...]
+    inputs: tuple[str, ...]
+    doc: str
+    attrs: tuple[str, ...] = ()
+    exact: bool = True
+    sparse: bool = False
+    index_input: str | None = None   # sparse: name of the indices input
+
+    @property
+    def fn(self) -> str:
+        return self.op.removeprefix("Resource")
+
+    @property
+    def n_in(self) -> int:
+        return len(self.variables) + len(self.inputs)
+
+
+OPTIMIZERS: dict[str, Optimizer] = {}
+
+#: The dtypes an optimizer's numpy model is tested on against TensorFlow's kernel.
+OPTIMIZER_DTYPES = ("float32", "float64")
+
+
+def _ops(xp=np):
+    """The CPU runtime's float arithmetic: every operation flushes subnormal
+    arguments and results (functions.ftz)."""
+    f = (lambda a: ftz(np, np.asarray(a)))
+
+    class K:
+        add = staticmethod(lambda a, b: f(np.add(f(a), f(b))))
+        sub = staticmethod(lambda a, b: f(np.subtract(f(a), f(b))))
+        mul = staticmethod(lambda a, b: f(np.multiply(f(a), f(b))))
+        div = staticmethod(lambda a, b: f(np.divide(f(a), f(b))))
+        sqrt = staticmethod(lambda a: f(np.sqrt(f(a))))
+        square = staticmethod(lambda a: f(np.multiply(f(a), f(a))))
+        abs = staticmethod(lambda a: f(np.abs(f(a))))
+
+        @staticmethod
+        def max(a, b):
+            """Eigen's cwiseMax (std::max: a unless b is strictly larger, so a
+            NaN in b never wins), not TensorFlow's NaN-propagating Maximum."""
+            a, b = f(a), f(np.broadcast_to(b, np.shape(a)))
+            return np.where(b > a, b, a)
+    return K
+
+
+def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
+               exact: bool = True):
+    """Register optimizer `op` and (as decorator) its numpy model `model(K,
+    vals, ins, attrs) -> new values` (K: the flushing arithmetic), or, with
+    exact=False, TensorFlow's kernel as its concrete semantics."""
+    ins = tuple(inputs.split())
+    spec = Optimizer(op, tuple(variables.split()), ins, doc, tuple(attrs.split()), exact,
+                     sparse="indices" in ins)
+    OPTIMIZERS[op] = spec
+
+    def deco(model):
+        def impl(xp, args, fattrs):
+            arrays = [np.asarray(a) for a in args]
+            _check_dense(spec, arrays)
+            if model is None:
+                return _tf_kernel(spec, arrays, fattrs)
+            nv = len(spec.variables)
+            with np.errstate(all="ignore"):
+                out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
+            return tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
+                         for o in out)
+        impl.__doc__ = f"{op}: {doc}"
+        fns.NOT_BROADCASTING.add(spec.fn)
+        fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), _on_host(impl),
+                                  doc=impl.__doc__, family=TENSORFLOW, pure=False,
+                                  mixed_dtypes=spec.sparse or "global_step" in spec.inputs,
+                                  attrs={a: fns._bool_attr for a in spec.attrs}))
+        return model
+    return deco
+
+
+def _check_dense(spec: Optimizer, arrays) -> None:
+    """The kernel's validation: float dtypes only, every variable and the
+    gradient of the variable's shape, the hyperparameters scalars."""
+    t = dtype_name(arrays[0].dtype)
+    if t not in FLOAT_DTYPES:
+        raise OpError("no-kernel", f"{spec.op} has no kernel for {t}")
+    shape = arrays[0].shape
+    nv = len(spec.variables)
+    named = list(zip(spec.variables, arrays[:nv])) + list(zip(spec.inputs, arrays[nv:]))
+    for name, a in named:
+        if name not in ("global_step", "indices") and dtype_name(a.dtype) != t:
+            raise OpError("dtype-mismatch", f"{spec.op}: {name} is not of the variable's dtype")
+    if spec.sparse:
+        ins = dict(named)
+        idx = ins["indices"]
+        if dtype_name(idx.dtype) not in ("int32", "int64") or idx.ndim != 1:
+            raise ShapeError(f"{spec.op}: indices must be a vector of int32 or int64")
+        if len(shape) < 1 or ins["grad"].shape != (idx.shape[0],) + shape[1:]:
+            raise ShapeError(f"{spec.op}: grad must be [len(indices)] + var.shape[1:]")
+        if len(set(idx.tolist())) < idx.shape[0]:
+            raise CannotRun(f"cannot run {spec.op} with duplicate indices concretely: "
+                            "TensorFlow's CPU kernel may update the rows of one index from "
+                            "several threads, in an order that varies")
+    for name, a in named:
+        if name in ("global_step", "indices") or (spec.sparse and name == "grad"):
+            if name == "global_step" and (a.ndim != 0 or dtype_name(a.dtype) != "int64"):
+                raise ShapeError(f"{spec.op}: global_step must be an int64 scalar")
+            continue
+        if name in ("grad", "delta") or name in spec.variables:
+            if a.shape != shape:
+                raise ShapeError(f"{spec.op}: {name} does not have the variable's shape")
+        elif a.ndim != 0:
+            raise ShapeError(f"{spec.op}: {name} is not a scalar")
+
+
+_TF_CACHE: dict[tuple, Any] = {}
+#: One kernel evaluation at a time: a cached session's variables are shared
+#: by its calls (the thread-pool executor may call two at once).
+_TF_LOCK = threading.Lock()
+
+
+def _tf_kernel(spec: Optimizer, arrays, fattrs):
+    """TensorFlow's own kernel of `spec` on these values: the variables'
+    values after the op (run in a graph, as the executor runs it: flushing
+    subnormals).  Without TensorFlow: cannot run."""
+    try:
+        import tensorflow as tf  # noqa: PLC0415 (only when an op needs its kernel)
+    except ImportError:
+        raise CannotRun(f"cannot run TensorFlow op {spec.op} concretely without TensorFlow: "
+                        "numpy does not compute Eigen's rsqrt, pow and exp bit for bit; in "
+                        "proofs it is an uninterpreted function") from None
+    nv = len(spec.variables)
+    key = (spec.op, tuple((a.dtype.str, a.shape) for a in arrays),
+           tuple(sorted(fattrs.items())))
+    entry = _TF_CACHE.get(key)
+    if entry is None:
+        g = tf.Graph()
+        with g.as_default():
+            phs = [tf.compat.v1.placeholder(a.dtype, a.shape) for a in arrays]
+            handles = [tf.raw_ops.VarHandleOp(dtype=a.dtype, shape=a.shape,
+                                              shared_name=f"tfsem_{k}") for k, a in
+                       enumerate(arrays[:nv])]
+            inits = [tf.raw_ops.AssignVariableOp(resource=h, value=p)
+                     for h, p in zip(handles, phs)]
+            kwargs = dict(zip(spec.variables, handles))
+            kwargs.update(zip(spec.inputs, phs[nv:]))
+            kwargs.update({a: bool(fattrs.get(a, False)) for a in spec.attrs})
+            with tf.control_dependencies(inits):
+                step = getattr(tf.raw_ops, spec.op)(**kwargs)
+            with tf.control_dependencies([step]):
+                reads = [tf.raw_ops.ReadVariableOp(resource=h, dtype=a.dtype)
+                         for h, a in zip(handles, arrays[:nv])]
+            after = [tf.raw_ops.ReadVariableOp(resource=h, dtype=a.dtype)
+                     for h, a in zip(handles, arrays[:nv])]
+        sess = tf.compat.v1.Session(graph=g, config=tf.compat.v1.ConfigProto(
+            intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
+        entry = _TF_CACHE[key] = (sess, phs, inits, reads, after)
+    sess, phs, inits, reads, after = entry
+    feed = dict(zip(phs, arrays))
+    with _TF_LOCK:
+        try:
+            return tuple(sess.run(reads, feed))
+        except tf.errors.OpError:
+            # the kernel failed (a sparse index out of range): the variables
+            # as it left them
+            return tuple(sess.run(after))
+
+
+@_optimizer("ResourceApplyKerasMomentum", "var accum", "lr grad momentum",
+            "accum = accum * momentum - grad * lr; var += accum (nesterov: "
+            "var += accum * momentum - grad * lr)", "use_nesterov")
+def _keras_momentum(K, v, i, a):
+    var, accum = v
+    accum = K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"]))
+    if a.get("use_nesterov"):
+        var = K.add(var, K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"])))
+    else:
+        var = K.add(var, accum)
+    return var, accum
+
+
+@_optimizer("ResourceApplyMomentum", "var accum", "lr grad momentum",
+            "accum = accum * momentum + grad; var -= accum * lr (nesterov: "
+            "var -= grad * lr + accum * momentum * lr)", "use_nesterov")
+def _momentum(K, v, i, a):
+    var, accum = v
+    accum = K.add(K.mul(accum, i["momentum"]), i["grad"])
+    if a.get("use_nesterov"):
+        step = K.add(K.mul(i["grad"], i["lr"]), K.mul(K.mul(accum, i["momentum"]), i["lr"]))
+    else:
+        step = K.mul(accum, i["lr"])
+    return K.sub(var, step), accum
+
+
+def _one(x):
+    return np.asarray(1, dtype=np.asarray(x).dtype)
+
+
+@_optimizer("ResourceApplyAdam", "var m v",
+            "beta1_power beta2_power lr beta1 beta2 epsilon grad",
+            "m += (g - m)(1 - beta1); v += (g² - v)(1 - beta2); var -= m·alpha / (sqrt(v) + "
+            "epsilon), alpha = lr·sqrt(1 - beta2_power) / (1 - beta1_power) (nesterov: "
+            "(g(1 - beta1) + beta1·m)·alpha in the numerator)", "use_nesterov")
+def _adam(K, v, i, a):
+    var, m, vv = v
+    g = i["grad"]
+    one = _one(g)
+    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+                  K.sub(one, i["beta1_power"]))
+    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
+    vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
+    den = K.add(K.sqrt(vv), i["epsilon"])
+    if a.get("use_nesterov"):
+        num = K.mul(K.add(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m)), alpha)
+    else:
+        num = K.mul(m, alpha)
+    return K.sub(var, K.div(num, den)), m, vv
+
+
+@_optimizer("ResourceApplyAdamWithAmsgrad", "var m v vhat",
+            "beta1_power beta2_power lr beta1 beta2 epsilon grad",
+            "Adam's m and v; vhat = max(vhat, v); var -= m·alpha / (sqrt(vhat) + epsilon)")
+def _amsgrad(K, v, i, a):
+    var, m, vv, vhat = v
+    g = i["grad"]
+    one = _one(g)
+    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+                  K.sub(one, i["beta1_power"]))
+    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
+    vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
+    vhat = K.max(vhat, vv)
+    return K.sub(var, K.div(K.mul(m, alpha), K.add(K.sqrt(vhat), i["epsilon"]))), m, vv, vhat
+
+
+@_optimizer("ResourceApplyAdaMax", "var m v", "beta1_power lr beta1 beta2 epsilon grad",
+            "m += (g - m)(1 - beta1); v = max(beta2·v, |g|); "
+            "var -= lr / (1 - beta1_power) · (m / (v + epsilon))")
+def _adamax(K, v, i, a):
+    var, m, vv = v
+    g = i["grad"]
+    one = _one(g)
+    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
+    vv = K.max(K.mul(i["beta2"], vv), K.abs(g))
+    step = K.mul(K.div(i["lr"], K.sub(one, i["beta1_power"])),
+                 K.div(m, K.add(vv, i["epsilon"])))
+    return K.sub(var, step), m, vv
+
+
+@_optimizer("ResourceApplyRMSProp", "var ms mom", "lr rho momentum epsilon grad",
+            "ms += (g² - ms)(1 - rho); mom = mom·momentum + g·lr / sqrt(ms + epsilon); "
+            "var -= mom")
+def _rmsprop(K, v, i, a):
+    var, ms, mom = v
+    g = i["grad"]
+    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), K.sub(_one(g), i["rho"])))
+    mom = K.add(K.mul(mom, i["momentum"]),
+                K.div(K.mul(g, i["lr"]), K.sqrt(K.add(ms, i["epsilon"]))))
+    return K.sub(var, mom), ms, mom
+
+
+@_optimizer("ResourceApplyCenteredRMSProp", "var mg ms mom", "lr rho momentum epsilon grad",
+            "ms += (g² - ms)(1 - rho); mg += (g - mg)(1 - rho); mom = mom·momentum + "
+            "g·lr / sqrt(ms - mg² + epsilon); var -= mom")
+def _centered_rmsprop(K, v, i, a):
+    var, mg, ms, mom = v
+    g = i["grad"]
+    c = K.sub(_one(g), i["rho"])
+    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), c))
+    mg = K.add(mg, K.mul(K.sub(g, mg), c))
+    denom = K.add(K.sub(ms, K.square(mg)), i["epsilon"])
+    mom = K.add(K.mul(mom, i["momentum"]), K.div(K.mul(g, i["lr"]), K.sqrt(denom)))
+    return K.sub(var, mom), mg, ms, mom
+
+
+@_optimizer("ResourceApplyAdagradV2", "var accum", "lr epsilon grad",
+            "accum += g² (unless update_slots=false); var -= g·lr / (sqrt(accum) + epsilon)",
+            "update_slots")
+def _adagrad_v2(K, v, i, a):
+    var, accum = v
+    g = i["grad"]
+    if a.get("update_slots", True):
+        accum = K.add(accum, K.square(g))
+    return K.sub(var, K.div(K.mul(g, i["lr"]), K.add(K.sqrt(accum), i["epsilon"]))), accum
+
+
+#: Kernels with Eigen's rsqrt, pow or exp: TensorFlow's kernel is their
+#: concrete semantics (numpy's 1/sqrt differs from Eigen's rsqrt in the last
+#: bit on about one element in ten, measured on TensorFlow 2.21).
+for _op, _vars, _ins, _doc, _attrs in [
+        ("ResourceApplyAdagrad", "var accum", "lr grad",
+         "accum += g²; var -= g·lr·rsqrt(accum)", "update_slots"),
+        ("ResourceApplyAdadelta", "var accum accum_update", "lr rho epsilon grad",
+         "accum = accum·rho + g²(1 - rho); u = sqrt(accum_update + eps)·rsqrt(accum + eps)·g; "
+         "var -= u·lr; accum_update = accum_update·rho + u²(1 - rho)", ""),
+        ("ResourceApplyProximalAdagrad", "var accum", "lr l1 l2 grad",
+         "Fobos with Adagrad's rate lr·rsqrt(accum)", ""),
+        ("ResourceApplyFtrl", "var accum linear", "grad lr l1 l2 lr_power",
+         "FTRL-proximal (pow(accum, -lr_power))", "multiply_linear_by_lr"),
+        ("ResourceApplyFtrlV2", "var accum linear", "grad lr l1 l2 l2_shrinkage lr_power",
+         "FTRL-proximal with L2 shrinkage (pow(accum, -lr_power))", "multiply_linear_by_lr"),
+        ("ResourceApplyPowerSign", "var m", "lr logbase sign_decay beta grad",
+         "m = m·beta + g(1 - beta); var -= lr·exp(logbase·sign_decay·sign(g)·sign(m))·g", ""),
+        ("ResourceApplyAddSign", "var m", "lr alpha sign_decay beta grad",
+         "m = m·beta + g(1 - beta); var -= lr·(alpha + sign_decay·sign(g)·sign(m))·g", ""),
+        ("ResourceApplyProximalGradientDescent", "var", "alpha l1 l2 delta",
+         "Fobos: prox = var - delta·alpha; var = sign(prox)·max(|prox| - alpha·l1, 0) / "
+         "(1 + l2·alpha)", ""),
+        ("ResourceApplyAdagradDA", "var gradient_accumulator gradient_squared_accumulator",
+         "grad lr l1 l2 global_step", "AdagradDA", ""),
+]:
+    _optimizer(_op, _vars, _ins, _doc, _attrs, exact=False)(None)
+
+#: The sparse forms (tf.compat.v1.train's updates of embedding rows):
+#: TensorFlow's kernel is their concrete semantics.
+for _op, _vars, _ins, _attrs in [
+        ("ResourceSparseApplyAdagrad", "var accum", "lr grad indices", "update_slots"),
+        ("ResourceSparseApplyAdagradV2", "var accum", "lr epsilon grad indices", "update_slots"),
+        ("ResourceSparseApplyMomentum", "var accum", "lr grad indices momentum", "use_nesterov"),
+        ("ResourceSparseApplyKerasMomentum", "var accum", "lr grad indices momentum",
+         "use_nesterov"),
+        ("ResourceSparseApplyAdadelta", "var accum accum_update", "lr rho epsilon grad indices",
+         ""),
+        ("ResourceSparseApplyRMSProp", "var ms mom", "lr rho momentum epsilon grad indices", ""),
+        ("ResourceSparseApplyCenteredRMSProp", "var mg ms mom",
+         "lr rho momentum epsilon grad indices", ""),
+        ("ResourceSparseApplyFtrl", "var accum linear", "grad indices lr l1 l2 lr_power",
+         "multiply_linear_by_lr"),
+        ("ResourceSparseApplyFtrlV2", "var accum linear",
+         "grad indices lr l1 l2 l2_shrinkage lr_power", "multiply_linear_by_lr"),
+        ("ResourceSparseApplyProximalAdagrad", "var accum", "lr l1 l2 grad indices", ""),
+        ("ResourceSparseApplyProximalGradientDescent", "var", "alpha l1 l2 grad indices", ""),
+        ("ResourceSparseApplyAdagradDA", "var gradient_accumulator gradient_squared_accumulator",
+         "grad indices lr l1 l2 global_step", ""),
+]:
+    _optimizer(_op, _vars, _ins, "the rows of the variables at `indices` updated as the "
+               "dense form updates whole variables, in index order", _attrs, exact=False)(None)
+
+
+# ---------------------------------------------------------------------------
+# The ops: each op's import (`build(b)`, through graph import's builder `b`,
+# whose calls graphdef/ops.py lists), the functions it applies, its effect.
+
+
+def _define(name: str, doc: str, stateful: str | None, **kw: Any):
+    """Decorator: `build` is the import of TensorFlow's `name`, an OpDef of
+    this family with the keywords given (functions, resources, ...)."""
+    def deco(build):
+        define(OpDef(name, doc, build, FAMILY, stateful=stateful, **kw))
+        return build
+    return deco
+
+
+#: Assign-f -> the TensorFlow op an Assign of it is exported as (read by
+#: graphdef/exporter.py; the .ftz variants are exported as their base)
+ASSIGN_OPS: dict[str, str] = {}
+#: Assign-f of a packed operand -> (TensorFlow op, the pack function, its
+#: dtype attribute): what graphdef/exporter.py writes such an Assign back as
+PACKED_ASSIGNS: dict[str, tuple[str, str, str]] = {}
+
+
+# -- variables -------------------------------------------------------------------
+
+
+@_define("VarHandleOp", "a Var node of the variable named by shared_name (the node name if "
+         "empty)", "creates a handle of the variable")
+def _var_handle(b):
+    return [b.var_node()]
+
+
+@_define("ReadVariableOp", "Read", "reads the variable", resources=(0,), output_args=("value",))
+def _read(b):
+    b.dtype("dtype")
+    return [b.add("Read", [b.var(0)])]
+
+
+@_define("VariableShape", "Read, then the function Shape: TensorFlow's VariableShape looks the "
+         "variable up (it fails on an uninitialized one, as the Read's error value does) and "
+         "gives its shape, which no assignment changes", "reads the variable",
+         resources=(0,), functions=("Shape",))
+def _variable_shape(b):
+    out_type = b.dtype("out_type")
+    if out_type not in ("int32", "int64"):
+        b.reject("out_type must be int32 or int64")
+    value = b.add("Read", [b.var(0)], part="read")
+    return [b.add("Shape", [value], {"out_type": out_type})]
+
+
+@_define("AssignVariableOp", "Assign-Snd (Write); with validate_shape=true Assign-SndSameShape "
+         "(fails, changing nothing, when an initialized variable's shape is not the value's)",
+         "writes the variable", resources=(0,), functions=("Snd", "SndSameShape"))
+def _assign_variable(b):
+    """TensorFlow's AssignVariableOp kernel with validate_shape=true compares
+    the variable's run-time shape with the value's: another shape fails the
+    op and an initialized variable keeps its value; an uninitialized variable
+    takes the value whatever its shape (SndSameShape above;
+    tests/test_state_ops.py runs both against TensorFlow 2.21)."""
+    b.dtype("dtype")
+    fn = "SndSameShape" if b.attr("validate_shape", False) else "Snd"
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": fn})
+    return []
+
+
+ASSIGN_OPS.update({"Snd": "AssignVariableOp", "SndSameShape": "AssignVariableOp"})
+
+
+@_define("AssignAddVariableOp", "Assign-Add", "reads and writes the variable (one step)",
+         resources=(0,), functions=("Add", "Add.ftz"))
+def _assign_add(b):
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Add", b.dtype("dtype"))})
+    return []
+
+
+@_define("AssignSubVariableOp", "Assign-Sub", "reads and writes the variable (one step)",
+         resources=(0,), functions=("Sub", "Sub.ftz"))
+def _assign_sub(b):
+    b.add("Assign", [b.var(0), b.input(1)], {"fn": flushed("Sub", b.dtype("dtype"))})
+    return []
+
+
+ASSIGN_OPS.update({"Add": "AssignAddVariableOp", "Sub": "AssignSubVariableOp"})
+
+
+@_define("VarIsInitializedOp", "Read, then IsInitialized (bool)", "reads the variable",
+         resources=(0,), functions=("IsInitialized",))
+def _var_is_initialized(b):
+    value = b.add("Read", [b.var(0)], part="read")
+    return [b.add("IsInitialized", [value])]
+
+
+# -- slices of a variable ------------------------------------------------------
+
+
+@_define("ResourceGather", "Read, then GatherV2 along axis batch_dims (a Read of slices)",
+         "reads the variable", resources=(0,), functions=("Const", "GatherV2"))
+def _resource_gather(b):
+    b.dtype("dtype")
+    index_dtype(b, "Tindices")
+    bd = int(b.attr("batch_dims", 0))
+    value = b.add("Read", [b.var(0)], part="read")
+    axis = b.add("Const", [], {"value": Tensor(np.array(bd, dtype=np.int32), "int32")},
+                 part="axis")
+    return [b.add("GatherV2", [value, b.input(1), axis], {"batch_dims": bd})]
+
+
+@_define("ResourceGatherNd", "Read, then GatherNd (a Read of slices)", "reads the variable",
+         resources=(0,), functions=("GatherNd",))
+def _resource_gather_nd(b):
+    b.dtype("dtype")
+    index_dtype(b, "Tindices")
+    value = b.add("Read", [b.var(0)], part="read")
+    return [b.add("GatherNd", [value, b.input(1)])]
+
+
+@_define("GatherNd", "params[indices[..., :K]] (the function ResourceGatherNd's model uses; an "
+         "index out of range fails, as TensorFlow's CPU kernel)", None, functions=("GatherNd",))
+def _import_gather_nd(b):
+    b.dtype("Tparams")
+    index_dtype(b, "Tindices")
+    return [b.add("GatherNd", [b.input(0), b.input(1)])]
+
+
+def _scatter_op(tf_op: str, fn: str, dtype_attr: str, bad_index: str) -> None:
+    @_define(tf_op, f"Assign-{fn} of PackScatter(indices, updates): the rows applied in index "
+             f"order, as the CPU kernel (an index out of range: {bad_index})",
+             "reads and writes slices of the variable (one step)", resources=(0,),
+             functions=("PackScatter", fn))
+    def build(b):
+        b.dtype(dtype_attr)
+        index_dtype(b, "Tindices")
+        packed = b.add("PackScatter", [b.input(1), b.input(2)], part="packed")
+        b.add("Assign", [b.var(0), packed], {"fn": fn})
+        return []
+    PACKED_ASSIGNS[fn] = (tf_op, "PackScatter", dtype_attr)
+
+
+for _kind in SCATTER_KINDS:
+    _scatter_op(f"ResourceScatter{_kind}", f"Scatter{_kind}", "dtype",
+                "the rows before it stay applied")
+for _kind in SCATTER_ND_KINDS:
+    _scatter_op(f"ResourceScatterNd{_kind}", f"ScatterNd{_kind}", "T",
+                "every other row is applied")
+
+
+@_define("ResourceStridedSliceAssign", "Assign-StridedSliceAssign of PackSlice(begin, end, "
+         "strides, value) with the five masks: the slice replaced by the value, broadcast (an "
+         "Assign-f on a slice)", "reads and writes a slice of the variable (one step)",
+         resources=(0,), functions=("PackSlice", "StridedSliceAssign"))
+def _resource_strided_slice_assign(b):
+    b.dtype("T")
+    index_dtype(b, "Index")
+    masks = {m: int(b.attr(m, 0)) for m in SLICE_MASKS}
+    packed = b.add("PackSlice", [b.input(i) for i in range(1, 5)], masks, part="packed")
+    b.add("Assign", [b.var(0), packed], {"fn": "StridedSliceAssign"})
+    return []
+
+
+PACKED_ASSIGNS["StridedSliceAssign"] = ("ResourceStridedSliceAssign", "PackSlice", "T")
+
+
+# -- optimizer updates -------------------------------------------------------
+
+_UPDATE_EFFECT = "reads and writes its variables (one kernel; refused when another node races)"
+
+
+def _optimizer_dtype(b) -> str:
+    """The optimizer's dtype: float32 only (the models are compared with
+    TensorFlow's kernels on float32; on other dtypes they are refused)."""
+    t = b.dtype("T")
+    if t != "float32":
+        b.reject(f"{b.node.op} on {t} is not modelled (its model is tested against "
+                 "TensorFlow's kernel on float32 only)")
+    return t
+
+
+@_define("ResourceApplyGradientDescent",
+         "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
+         "reads and writes the variable (one step)", resources=(0,),
+         functions=("Mul.ftz", "Sub.ftz", "NoOp"))
+def _apply_gd(b):
+    t = _optimizer_dtype(b)
+    step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
+    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
+    b.add("NoOp", [])
+    return []
+
+
+# The float32 Momentum and Adam models' functions: the two operands of an
+# update packed into one Assign input, and the assign functions.
+
+
+@fns.function("StackBroadcast", 2, 1, batched=False, family=TENSORFLOW)
+def _stack_broadcast(xp, args, attrs):
+    """[a, b] broadcast to one shape and stacked on a new first axis (packs
+    the two operands of an optimizer's update into one Assign input)."""
+    a, b = xp.broadcast_arrays(args[0], args[1])
+    return (xp.stack([a, b]),)
+
+
+def _operands(v, w):
+    if v.ndim < 1 or v.shape[0] != 2 or v.shape[1:] != w.shape:
+        raise ShapeError("the packed operand must be StackBroadcast of the variable's shape")
+    return v[0], v[1]
+
+
+@fns.function("StepToward", 2, 1, batched=False, family=TENSORFLOW)
+def _step_toward(xp, args, attrs):
+    """StepToward(w, [g, c]) = w + (g - w) * c: Adam's moment update
+    (m += (grad - m) * (1 - beta1)) as an assign function; every operation
+    flushes subnormals, as TensorFlow's CPU runtime does."""
+    w, v = args
+    g, c = _operands(v, w)
+    f = (lambda a: ftz(xp, a))
+    return (f(xp.add(f(w), f(xp.multiply(f(xp.subtract(f(g), f(w))), f(c))))),)
+
+
+@fns.function("ScaleAdd", 2, 1, batched=False, family=TENSORFLOW)
+def _scale_add(xp, args, attrs):
+    """ScaleAdd(w, [g, c]) = w * c + g: Momentum's accumulator update
+    (accum = accum * momentum + grad) as an assign function; every operation
+    flushes subnormals, as TensorFlow's CPU runtime does."""
+    w, v = args
+    g, c = _operands(v, w)
+    f = (lambda a: ftz(xp, a))
+    return (f(xp.add(f(xp.multiply(f(w), f(c))), f(g))),)
+
+
+def _apply_momentum_float32(b):
+    """ResourceApplyMomentum (no Nesterov) on float32: accum = accum *
+    momentum + grad (Assign-ScaleAdd), then var -= lr * accum (Read, Mul,
+    Assign-Sub)."""
+    t = _optimizer_dtype(b)
+    if b.attr("use_nesterov", False):
+        b.reject("use_nesterov=true is not modelled")
+    packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
+    acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
+    new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
+    # training_ops.cc: var.device(d) -= accum * lr()
+    step = b.add(flushed("Mul", t), [new_accum, b.input(2)], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
+    b.add("NoOp", [])
+    b.exclusive()
+    return []
+
+
+def _apply_adam_float32(b):
+    """ResourceApplyAdam (no Nesterov) on float32: m += (g - m)(1 - beta1),
+    v += (g*g - v)(1 - beta2) (Assign-StepToward), then var -= m*alpha /
+    (sqrt(v) + epsilon) with alpha = lr sqrt(1 - beta2^t) / (1 - beta1^t)."""
+    t = _optimizer_dtype(b)
+    F = (lambda name: flushed(name, t))
+    if b.attr("use_nesterov", False):
+        b.reject("use_nesterov=true is not modelled")
+    # inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
+    one = b.add("Const", [], {"value": b.scalar(1.0)}, part="one")
+    g = b.input(9)
+    c1 = b.add(F("Sub"), [one, b.input(6)], part="one_minus_beta1")
+    c2 = b.add(F("Sub"), [one, b.input(7)], part="one_minus_beta2")
+    m_up = b.add("Assign", [b.var(1), b.add("StackBroadcast", [g, c1], part="m_operands")],
+                 {"fn": "StepToward"}, part="m")
+    g2 = b.add(F("Square"), [g], part="grad_squared")
+    v_up = b.add("Assign", [b.var(2), b.add("StackBroadcast", [g2, c2], part="v_operands")],
+                 {"fn": "StepToward"}, part="v")
+    # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T
+    s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, b.input(4)], part="one_minus_beta2_power")],
+               part="sqrt_one_minus_beta2_power")
+    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [b.input(5), s2], part="lr_sqrt"),
+                              b.add(F("Sub"), [one, b.input(3)], part="one_minus_beta1_power")],
+                  part="alpha")
+    m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
+    v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
+    num = b.add(F("Mul"), [m, alpha], part="m_alpha")
+    den = b.add(F("Add"), [b.add(F("Sqrt"), [v], part="sqrt_v"), b.input(8)], part="denominator")
+    step = b.add(F("RealDiv"), [num, den], part="step")
+    b.add("Assign", [b.var(0), step], {"fn": F("Sub")}, part="update")
+    b.add("NoOp", [])
+    b.exclusive()
+    return []
+
+
+#: The float32 ResourceApplyMomentum and ResourceApplyAdam without Nesterov
+#: import as these Assign-f models (graphdef/exporter.py recognizes them by
+#: their assign functions, ScaleAdd and StepToward); the functions they apply
+_FLOAT32_MODELS = {
+    "ResourceApplyMomentum": (_apply_momentum_float32,
+                              ("StackBroadcast", "ScaleAdd", "Mul.ftz", "Sub.ftz")),
+    "ResourceApplyAdam": (_apply_adam_float32,
+                          ("Const", "Sub.ftz", "StackBroadcast", "StepToward", "Square",
+                           "Sqrt.ftz", "RealDiv.ftz", "Mul.ftz", "Add.ftz"))}
+
+#: assign function -> the op whose float32 Assign-f model starts with it (read
+#: by graphdef/exporter.py, which writes such a model back as the op)
+FLOAT32_MODEL_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "ResourceApplyAdam"}
+
+
+def _refuse_aliased_slots(b, spec: Optimizer) -> None:
+    """Two variable slots given one variable (two handles of one shared
+    name): TensorFlow's kernel updates the one buffer in place, slot after
+    slot, so one slot's new value feeds the next slot's computation; the
+    model's reads all come first.  Refused by name rather than approximated
+    (an MLIR lit case, `decompose_resource_apply_momentum_nesterov`, passes
+    one variable as both `var` and `accum`)."""
+    seen: dict[str, str] = {}
+    for k, slot in enumerate(spec.variables):
+        x = b.imp.var_of.get(b._ref(k)[0])
+        if x is None:
+            continue
+        if x in seen:
+            b.reject(f"variable {x!r} is given as both {seen[x]!r} and {slot!r}: TensorFlow's "
+                     "kernel updates one buffer in place, slot after slot, which the model "
+                     "(every read before every write) does not describe", "aliased-variables")
+        seen[x] = slot
+
+
+def _optimizer_op(spec: Optimizer) -> None:
+    """Read each variable, apply spec.fn, Write each new value (exclusive)."""
+    how = ("tfsem's numpy model, bit for bit" if spec.exact
+           else "TensorFlow's kernel evaluates it; uninterpreted in proofs")
+    previous, used = _FLOAT32_MODELS.get(spec.op, (None, ()))
+
+    @_define(spec.op, f"{spec.doc}: a Read of each variable, {spec.fn} ({how}), a Write of "
+             "each new value; refused when another node races on its variables", _UPDATE_EFFECT,
+             resources=tuple(range(len(spec.variables))),
+             functions=tuple(dict.fromkeys((spec.fn, "Snd", "NoOp") + used)))
+    def build(b):
+        _refuse_aliased_slots(b, spec)
+        t = b.dtype("T")
+        if spec.exact and t not in OPTIMIZER_DTYPES:
+            b.reject(f"{spec.op} on {t} is not modelled (its model is tested against "
+                     f"TensorFlow's kernel on {' and '.join(OPTIMIZER_DTYPES)})")
+        if previous is not None and not b.attr("use_nesterov", False) and t == "float32":
+            return previous(b)   # the earlier Assign-f model (float32 only)
+        if not spec.exact:
+            _optimizer_dtype(b)   # TensorFlow's kernel is compared on float32
+        nv = len(spec.variables)
+        if b.n_inputs != spec.n_in:
+            b.reject(f"{spec.op} takes {spec.n_in} inputs, has {b.n_inputs}", "arity")
+        reads = [b.add("Read", [b.var(k)], part=f"read_{name}")
+                 for k, name in enumerate(spec.variables)]
+        attrs = {a: bool(b.attr(a, a == "update_slots")) for a in spec.attrs}
+        new = b.add(spec.fn, reads + [b.input(k) for k in range(nv, spec.n_in)], attrs,
+                    part="update")
+        for k, name in enumerate(spec.variables):
+            b.add("Assign", [b.var(k), DataIn(new.node, k)], {"fn": "Snd"}, part=f"write_{name}")
+        b.add("NoOp", [])   # the join: the builder puts the writes under it
+        b.exclusive()
+        return []
+
+
+for _spec in OPTIMIZERS.values():
+    _optimizer_op(_spec)
+
+
+# -- refused by name -----------------------------------------------------------
+
+REF_VARIABLE_OPS = ("VariableV2", "Variable", "TemporaryVariable", "DestroyTemporaryVariable",
+                    "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "RefIdentity",
+                    "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterMin",
+                    "ScatterMax", "ScatterUpdate", "ScatterNdAdd", "ScatterNdSub",
+                    "ScatterNdUpdate", "CountUpTo") + tuple(
+    s.op.removeprefix("Resource") for s in OPTIMIZERS.values())
+
+_REF_REASON = ("a reference variable (TF1's VariableV2 and the ops on its ref tensor) is not "
+               "modelled: its consumers receive a reference to the variable's buffer, not a "
+               "snapshot, so what a 'read' sees depends on writes that run after it (an "
+               "Identity copies, a ref input does not), and its updates lock only with "
+               "use_locking; build the graph with resource variables instead "
+               "(tf.compat.v1.enable_resource_variables(), or use_resource=True)")
+
+
+for _op in REF_VARIABLE_OPS:
+    refuse(_op, _REF_REASON, "ref-variable", FAMILY)
