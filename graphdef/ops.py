@@ -132,6 +132,7 @@ def register(model: OpModel) -> OpModel:
 
 
 def _load_entry_points() -> None:
+    _errors.clear()   # each load reports its own failures, not an earlier load's
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         try:
             obj = ep.load()
