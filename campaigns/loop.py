@@ -496,10 +496,12 @@ class FuzzLoop:
             self.steering.observe(program, shape,
                                   change_site(program, rewritten) if shape else frozenset())
             if self.steering.wants_core(shape) and self.target.prepare is None:
+                started = time.monotonic()
                 core = change_core(program, shape, self._rewrite_quietly)
                 rewritten_core = self._rewrite_quietly(core) if core is not program else rewritten
                 if rewritten_core is not None:
-                    self.steering.add_core(shape, core, change_site(core, rewritten_core))
+                    self.steering.add_core(shape, core, change_site(core, rewritten_core),
+                                           seconds=time.monotonic() - started)
 
     def _rewrite_quietly(self, program: Program) -> Program | None:
         """The pass's result on `program`, or None when it fails (a crash, a

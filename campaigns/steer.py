@@ -330,10 +330,14 @@ class Steering:
         cut down to a core (the first of each shape, while not frozen)."""
         return bool(shape) and not self.frozen and shape not in self.cores
 
-    def add_core(self, shape: tuple[str, ...], core: Program, site: frozenset[str]) -> None:
-        """The smallest program found that the pass changes in `shape`."""
+    def add_core(self, shape: tuple[str, ...], core: Program, site: frozenset[str],
+                 seconds: float = 0.0) -> None:
+        """The smallest program found that the pass changes in `shape`;
+        `seconds` it took are not the cost of the program being judged (a
+        new shape must not make its arm look slow)."""
         if not self.frozen:
             self.cores[shape] = [core, site]
+            self._drawn_at += seconds
 
     def judged(self) -> None:
         """The program last observed has been judged: what it cost (since
