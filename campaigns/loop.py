@@ -753,7 +753,7 @@ class FuzzLoop:
         reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
                                         lambda r: _reduce_origin(r) == origin, deadline)
         self.stats.programs += tried
-        if self.steering is not None and reduced.size > SMALL_FINDING:
+        if self.steering is not None and reduced.kind == UNSOUND and reduced.size > SMALL_FINDING:
             reduced = self._research(reduced, origin, min(deadline, time.monotonic() + RESEARCH_SECONDS))
         return reduced
 
