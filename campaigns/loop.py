@@ -765,9 +765,10 @@ class FuzzLoop:
         where the reducer holds 6 nodes of a second Read witnessing an
         unordered Write).  So, until `deadline`: the finding's change is cut
         down to its core (steer.change_core: the smallest program the pass
-        changes the same way), mutants of the core smaller than the finding
-        are judged, and a failing one (the same origin) is reduced in turn
-        and kept when it ends smaller.  Returns the smallest finding."""
+        changes the same way), mutants of the core (of at most one node more
+        than the finding) are judged, and a failing one (the same origin) is
+        reduced in turn and kept when it ends smaller.  Returns the smallest
+        finding."""
         try:
             p = program_from_json(record.original)
             shape = change_shape(p, program_from_json(record.rewritten)) if record.rewritten else ()
@@ -784,8 +785,10 @@ class FuzzLoop:
         best = record
         while best.size > SMALL_FINDING and time.monotonic() < deadline and not self.should_stop():
             d = RandomDraw(rng)
-            cand = mutate(d, core, best.size - 1, focus=site)
-            if cand == core or len(cand.nodes) >= best.size:
+            # (up to one node more than the finding: a mutation brings its
+            # value as a Const, which the reducer then turns into a feed)
+            cand = mutate(d, core, best.size + 1, focus=site)
+            if cand == core:
                 continue
             feeds, init = build_inputs(d, cand)
             found = self.evaluate(cand, feeds, init)

@@ -31,6 +31,21 @@ def _suite():
     return module
 
 
+class InlineRunner:
+    """The pass run in this process (no sandbox)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def rewrite(self, program_json):
+        from tfsem.campaigns.sandbox import RewriteResult
+        from tfsem.oracle.jsonio import program_from_json, program_to_json
+        return RewriteResult("ok", program=program_to_json(self.fn(program_from_json(program_json))))
+
+    def close(self):
+        pass
+
+
 def _int(v: int) -> Tensor:
     return Tensor(v, "int64")
 
@@ -148,3 +163,22 @@ def test_mutations_of_a_shape_start_from_its_core_half_of_the_time():
     assert 0.25 * mutants <= from_core <= 0.75 * mutants, (from_core, mutants)
     # a cell carries the cores over to the next
     assert s.for_cell("outputs").cores is s.cores
+
+
+def test_a_finding_above_five_nodes_is_re_searched_from_its_core():
+    """forward-store's 6-node example (Write of a Const, AssignAdd of a
+    Const, Read): the re-search cuts the change to its core (Var, Const,
+    Write, Read), judges mutants of it, shrinks a failing one and keeps it:
+    at most 5 nodes."""
+    from tfsem.campaigns.loop import SMALL_FINDING, FuzzLoop, LoopConfig, _reduce_origin
+    from tfsem.campaigns.targets import Target
+    suite = _suite()
+    fn = suite.FORWARD_STORE.function
+    loop = FuzzLoop(LoopConfig("test:fn", "atomic", "outputs+state", seed=1),
+                    target=Target("test:fn", "forward-store", "", {}, fn), runner=InlineRunner(fn))
+    example = suite.EXAMPLES["forward-store"]
+    record = loop.evaluate(example, {}, {"x": _int(0)})
+    assert record is not None and record.kind == "unsound" and record.size == 6 > SMALL_FINDING
+    loop.steering.freeze()    # (as when a round shrinks)
+    smaller = loop._research(record, _reduce_origin(record), time.monotonic() + 20)
+    assert smaller.kind == "unsound" and smaller.size <= SMALL_FINDING, smaller.original
