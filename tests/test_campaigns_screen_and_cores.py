@@ -182,3 +182,19 @@ def test_a_finding_above_five_nodes_is_re_searched_from_its_core():
     loop.steering.freeze()    # (as when a round shrinks)
     smaller = loop._research(record, _reduce_origin(record), time.monotonic() + 20)
     assert smaller.kind == "unsound" and smaller.size <= SMALL_FINDING, smaller.original
+
+
+def test_a_rewrite_to_the_empty_program_is_no_counterexample_when_outputs_are_observed():
+    """dce deletes a program's only node (Sub of a feed by itself, fetched
+    by nobody): the oracle gives the empty program's one outcome a state
+    () even when only outputs are observed; compared as it was, the screen
+    judged dce unsound (a false finding in `tfsem verify dce`)."""
+    from tfsem.campaigns.checks import concrete_check
+    p = P.program([P.apply("sub0", "Sub", "$f0", "$f0")], {}, [], feeds={"f0": TensorType()})
+    empty = P.program([], {}, [], feeds={"f0": TensorType()})
+    for observe in ("outputs", "outputs+state"):
+        verdict = concrete_check(p, empty, {"f0": _int(4)}, {}, "atomic", observe)
+        assert verdict["verdict"] == "no-counterexample", verdict
+        assert concrete_check(empty, p, {"f0": _int(4)}, {}, "atomic", observe)["verdict"] == \
+            "no-counterexample"
+    assert CheckPlan("auto")(p, empty, {"f0": _int(4)}, {}, "atomic", "outputs", 5.0)["verdict"] == "sound"
