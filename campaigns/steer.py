@@ -33,7 +33,8 @@ each program comes from one of two sources:
   AssignAdds) is one step away from it instead of being one among twenty
   nodes' worth of places.  Cost: one pass run per reducer edit tried, at
   most CORE_SECONDS per shape (a pass run in the sandbox is about a
-  millisecond).
+  millisecond), and all cores at most CORE_SHARE of the time (past it,
+  new shapes get no core until the share allows one again).
 
 The **change shape** (:func:`change_shape`) says how the pass changed a
 program, in terms of node kinds (R Read, W Write, A Assign-f, V Var, F
@@ -89,6 +90,9 @@ PRIOR_COST = 0.02
 #: Time and pass runs one core (the smallest program the pass changes in a
 #: shape) may take to cut down.
 CORE_SECONDS, CORE_RUNS = 0.3, 150
+#: ... and all cores together at most this share of the steering's time
+#: (a pass with many shapes, dce or cse, showed 100 in 30 s: 40% of it)
+CORE_SHARE = 0.1
 #: A program whose judging took longer than this many seconds is no parent:
 #: its mutants would be as slow (a check near its timeout says nothing).
 SLOW = 2.0
@@ -260,6 +264,9 @@ class Steering:
         #: change shape -> [core program, its change site]: the smallest program
         #: found that the pass changes that way (add_core)
         self.cores: dict[tuple[str, ...], list] = {}
+        #: seconds the cores took, and since when (CORE_SHARE)
+        self.core_seconds = 0.0
+        self.born = time.monotonic()
         self.shapes: dict[tuple[str, ...], int] = {}
         self.programs = 0
         self.changed = 0
@@ -278,6 +285,7 @@ class Steering:
         for this cell's observe setting."""
         other = Steering(self.max_nodes, observe)
         other.corpus, other.shapes, other.cores = self.corpus, self.shapes, self.cores
+        other.core_seconds, other.born = self.core_seconds, self.born
         other.programs, other.changed = self.programs, self.changed
         for mine, theirs in zip(other.arms, self.arms):
             mine.tried, mine.changed, mine.seconds = theirs.tried, theirs.changed, theirs.seconds
@@ -327,14 +335,17 @@ class Steering:
 
     def wants_core(self, shape: tuple[str, ...]) -> bool:
         """Whether the program just observed, changed in `shape`, should be
-        cut down to a core (the first of each shape, while not frozen)."""
-        return bool(shape) and not self.frozen and shape not in self.cores
+        cut down to a core: the first of each shape, while not frozen and
+        while the cores have taken at most CORE_SHARE of the time."""
+        return (bool(shape) and not self.frozen and shape not in self.cores
+                and self.core_seconds <= CORE_SHARE * (time.monotonic() - self.born) + CORE_SECONDS)
 
     def add_core(self, shape: tuple[str, ...], core: Program, site: frozenset[str],
                  seconds: float = 0.0) -> None:
         """The smallest program found that the pass changes in `shape`;
         `seconds` it took are not the cost of the program being judged (a
         new shape must not make its arm look slow)."""
+        self.core_seconds += seconds
         if not self.frozen:
             self.cores[shape] = [core, site]
             self._drawn_at += seconds
