@@ -15,10 +15,10 @@ that ends without one is a miss.  With `--old DIR`, DIR's `.venv/bin/tfsem`
 (run from DIR, so its own code) is measured the same way, each seed right
 after the new version's, so both see the same machine load.
 
-The table: per pass, how many of the N seeds found it, the median time to
-the first finding over the seeds that did, and the largest shrunk
-counterexample among them (nodes, as the status line gives it), for each
-version.  Targets
+The table: per pass, how many of the N seeds found it, the median and the
+largest time to the first finding over the seeds that did, and the largest
+shrunk counterexample among them (nodes, as the status line gives it), for
+each version.  Targets
 (issue 27): found under every seed, median under 10 s, for every pass.
 `--json FILE` keeps every run (and `--resume` skips runs already in it).
 """
@@ -85,7 +85,7 @@ def run_once(tfsem: str, cwd: Path, name: str, seed: int, extra: list[str], cap:
 
 
 def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: int) -> list[str]:
-    head = f"{'wrong pass':<30}" + "".join(f"  {v + ' found':>10} {'median s':>8} {'nodes':>5}"
+    head = f"{'wrong pass':<30}" + "".join(f"  {v + ' found':>10} {'median s':>8} {'max s':>6} {'nodes':>5}"
                                            for v in versions)
     lines = [head, "-" * len(head)]
     totals = {v: [0, []] for v in versions}
@@ -97,9 +97,10 @@ def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: in
             totals[v][0] += len(hits)
             totals[v][1].extend(hits)
             med = f"{statistics.median(hits):8.1f}" if hits else f"{'-':>8}"
+            worst = f"{max(hits):6.1f}" if hits else f"{'-':>6}"
             sizes = [r["nodes"] for r in rs if r.get("nodes")]
             size = f"{max(sizes):5d}" if sizes else f"{'-':>5}"
-            row += f"  {f'{len(hits)}/{len(rs)}':>10} {med} {size}"
+            row += f"  {f'{len(hits)}/{len(rs)}':>10} {med} {worst} {size}"
         lines.append(row)
     lines.append("-" * len(head))
     row = f"{'all':<30}"
@@ -107,7 +108,8 @@ def summarize(runs: list[dict], names: list[str], versions: list[str], seeds: in
         n = sum(1 for r in runs if r["version"] == v)
         hits = totals[v][1]
         med = f"{statistics.median(hits):8.1f}" if hits else f"{'-':>8}"
-        row += f"  {f'{totals[v][0]}/{n}':>10} {med} {'':>5}"
+        worst = f"{max(hits):6.1f}" if hits else f"{'-':>6}"
+        row += f"  {f'{totals[v][0]}/{n}':>10} {med} {worst} {'':>5}"
     lines.append(row)
     lines.append("")
     for v in versions:

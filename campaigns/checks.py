@@ -5,9 +5,13 @@ returning SPEC section 3's verdict as JSON (or an object with `.to_json()`).
 The loop reaches checkers through :class:`CheckPlan`, named by a string so
 that it can be rebuilt in worker processes:
 
-- `auto` (default): the symbolic checker (`tfsem.checking.check_rewrite`) when
-  it is installed; when it proves nothing (`unknown`, `no-counterexample`) or
-  is missing, the concrete check below at the σ the fuzzer drew.
+- `auto` (default): first a *screen*, the concrete check below at the σ the
+  fuzzer drew and at a few more σ drawn like it (`screen_sigmas`), within a
+  tenth of the time budget; an outcome of the rewrite that the original
+  lacks at one of them is the verdict.  Otherwise the symbolic checker
+  (`tfsem.checking.check_rewrite`) when it is installed, given the rest of
+  the budget; when it proves nothing (`unknown`, `no-counterexample`) or is
+  missing, the screen's answer stands.
 - `concrete`: only the concrete check at the drawn σ (fast; finds what the
   drawn inputs show, proves nothing).
 - `symbolic`: only the symbolic checker.
@@ -17,22 +21,44 @@ The concrete check compares outcome sets with the fast oracle: an outcome of
 the rewritten program at σ that is not among the original's is a
 counterexample by definition (SPEC section 3), so it can only be wrong if the
 oracle is.  When a budget runs out the answer is `unknown`, never a guess.
+
+Why the screen comes first.  A fuzzed program is judged in milliseconds at
+one σ, while the symbolic checker may spend its whole budget on it: its
+solver times out on 64-bit products and maxima (a 5-node program of
+AssignMul and AssignMax took 3.6 s before the checker's own fallback found
+a σ in 8 ms), and most counterexamples of a wrong pass show at small or
+edge values.  Screening first keeps those seconds for the programs that
+need a proof or a rare σ; the symbolic checker still judges every program
+the screen passes, so nothing it would find is lost, and a verdict
+`sound` still comes only from it.  Cost: at most `SCREEN_SIGMAS` + 1
+outcome-set enumerations per changed program, within `SCREEN_SHARE` of the
+budget (about a millisecond each on the programs the fuzzer draws).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import random
+import time
+import zlib
 from typing import Any, Callable, Mapping
 
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.functions import CannotRun
+from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import Program
 from tfsem.oracle.values import Value, value_to_json
 
 Checker = Callable[[Program, Program, str, str, float], Any]
 
 CONCRETE_MAX_STATES = 200_000
+#: σ the screen tries beyond the drawn one, the share of the check's time
+#: budget it may take, and the states one of its enumerations may explore
+SCREEN_SIGMAS = 4
+SCREEN_SHARE = 0.1
+SCREEN_MAX_STATES = 20_000
 #: Outcomes of the rewritten program examined at one σ (beyond: unknown).
 MAX_REWRITTEN_OUTCOMES = 20_000
 #: Original outcomes listed in a counterexample (all are counted).
@@ -99,6 +125,12 @@ def concrete_check(original: Program, rewritten: Program, feeds: Mapping[str, Va
                 "reason": f"concrete check at one σ: {exc.naming_nodes(original)}"}
     examined = 0
     for outcome, schedule in rew.items():
+        if observe == "outputs" and outcome.state is not None:
+            # a program with no node has one outcome, whose state the oracle
+            # gives as () whatever is observed (it has no component to say
+            # so): only outputs are compared (a rewrite deleting a program's
+            # only node was judged unsound here)
+            outcome = Outcome(outcome.outputs, None)
         examined += 1
         if examined > MAX_REWRITTEN_OUTCOMES:
             return {"verdict": "unknown", "reason": f"concrete check at one σ: the rewritten program "
@@ -127,6 +159,48 @@ def concrete_check(original: Program, rewritten: Program, feeds: Mapping[str, Va
     return {"verdict": "no-counterexample", "tried": 1,
             "reason": "no outcome of the rewritten program at the drawn σ is new",
             "semantics": semantics, "observe": observe}
+
+
+Sigma = tuple[dict[str, Value], dict[str, Value]]
+
+
+def screen_sigmas(program: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                  count: int = SCREEN_SIGMAS) -> list[Sigma]:
+    """The σ the screen tries: the one given (the fuzzer's), then `count`
+    more drawn by the program generator's own σ builder (small values, edge
+    values one time in five, a variable left uninitialized now and then),
+    half of them of small values only.  The extra σ depend on the program
+    alone (a Random seeded by its JSON), so a program is judged alike
+    whenever it is judged (Hypothesis's replays, the reducer)."""
+    from tfsem.generators.builder import build_inputs
+    from tfsem.generators.draw import RandomDraw
+    from tfsem.oracle.jsonio import program_to_json
+
+    out: list[Sigma] = [(dict(feeds), dict(init))]
+    seed = zlib.crc32(json.dumps(program_to_json(program), sort_keys=True).encode())
+    d = RandomDraw(random.Random(seed))
+    for k in range(count):
+        out.append(build_inputs(d, program, edge_p=0.0 if k % 2 else 0.2))
+    return out
+
+
+def screen(original: Program, rewritten: Program, sigmas: list[Sigma], semantics: str,
+           observe: str, max_seconds: float, max_states: int = SCREEN_MAX_STATES) -> dict | None:
+    """The concrete check at each σ of `sigmas` in turn, within `max_seconds`
+    in all: the first `unsound` verdict, or None (no σ showed a new outcome,
+    or the time or an enumeration's states ran out)."""
+    deadline = time.monotonic() + max_seconds
+    for feeds, init in sigmas:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        verdict = concrete_check(original, rewritten, feeds, init, semantics, observe,
+                                 max_seconds=left, max_states=max_states)
+        if verdict["verdict"] == "unsound":
+            return verdict
+        if verdict["verdict"] == "unknown":
+            return None    # a budget ran out: the next σ would not fare better
+    return None
 
 
 def symbolic_checker(final: bool = False) -> Checker | None:
@@ -164,9 +238,12 @@ def _import(spec: str) -> Any:
 class CheckPlan:
     """The checking strategy of a loop (see the module docstring)."""
 
-    def __init__(self, spec: str | Checker = "auto", concrete_seconds: float = 2.0):
+    def __init__(self, spec: str | Checker = "auto", concrete_seconds: float = 2.0,
+                 screen: int = SCREEN_SIGMAS):
         self.spec = spec if isinstance(spec, str) else getattr(spec, "__name__", "custom")
         self.concrete_seconds = concrete_seconds
+        #: σ screened beyond the drawn one before the symbolic checker (auto only)
+        self.screen_sigmas = screen if spec == "auto" else 0
         self.symbolic: Checker | None = None
         #: the checker that writes the final verdict of a minimized finding
         self.final: Checker | None = None
@@ -192,6 +269,8 @@ class CheckPlan:
     @property
     def description(self) -> str:
         parts = []
+        if self.screen_sigmas and self.symbolic is not None:
+            parts.append(f"concrete at the drawn σ and {self.screen_sigmas} more")
         if self.symbolic is not None:
             parts.append("symbolic" if self.spec in ("auto", "symbolic") else self.spec)
         if self.concrete:
@@ -201,6 +280,17 @@ class CheckPlan:
     def __call__(self, original: Program, rewritten: Program, feeds: Mapping[str, Value],
                  init: Mapping[str, Value], semantics: str, observe: str, timeout: float) -> dict:
         verdict: dict | None = None
+        if self.screen_sigmas and self.symbolic is not None:
+            started = time.monotonic()
+            try:
+                found = screen(original, rewritten,
+                               screen_sigmas(original, feeds, init, self.screen_sigmas),
+                               semantics, observe, SCREEN_SHARE * timeout)
+            except Exception:  # noqa: BLE001 - the screen is a shortcut: the checker decides
+                found = None
+            if found is not None:
+                return found
+            timeout = max(0.1 * timeout, timeout - (time.monotonic() - started))
         if self.symbolic is not None:
             verdict = _verdict_json(self.symbolic(original, rewritten, semantics, observe, timeout))
             if verdict.get("verdict") in ("sound", "unsound", "invalid") or not self.concrete:

@@ -44,6 +44,7 @@ import random
 import signal
 import threading
 import time
+import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -52,6 +53,9 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.errors import FlakyStrategyDefinition, Unsatisfiable
 
+from tfsem.generators.builder import build_inputs
+from tfsem.generators.draw import RandomDraw
+from tfsem.generators.mutate import mutate
 from tfsem.oracle.jsonio import decode_inputs, program_from_json, program_to_json
 from tfsem.oracle.program import Program, ProgramError
 from tfsem.oracle.values import Value, value_to_json
@@ -64,11 +68,21 @@ from .checks import (CONCRETE_MAX_STATES, MAX_LISTED_OUTCOMES, MAX_ORIGINAL_OUTC
 from .findings import CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, findings_in, raise_finding
 from .reduce import reduce_finding
 from .sandbox import BAD_RESULT, DEFAULT_PASS_TIMEOUT, PassSandbox, RewriteResult
-from .steer import Steering, change_shape, change_site
+from .steer import Steering, change_core, change_shape, change_site
 from .targets import Target, resolve_pass
 
 from . import DEFAULT_MAX_NODES  # noqa: E402 - one default for every command
 DEFAULT_CHECK_TIMEOUT = 5.0
+#: The final check of a shrunk finding (LoopConfig.check_timeout, at most
+#: this): the finding is a confirmed counterexample already, the final
+#: verdict adds a minimized σ, the key steps and the backends' replay.  Its
+#: solver spends most of any budget on 64-bit products and maxima it cannot
+#: decide (3.7 s of 5 on a 4-node program whose verdict, σ and key steps came
+#: out the same with 1 s); when it runs out, the finding keeps its verdict.
+FINAL_CHECK_SECONDS = 2.0
+#: A shrunk finding of more nodes than this gets a re-search among smaller
+#: programs (FuzzLoop._research) for at most this many seconds.
+SMALL_FINDING, RESEARCH_SECONDS = 5, 2.0
 #: the key of a finding's detail that keeps the generated program when the
 #: finding's `original` is what a TensorFlow target made of it (Target.prepare)
 GIVEN = "program_given"
@@ -481,6 +495,24 @@ class FuzzLoop:
         if self.steering is not None:
             self.steering.observe(program, shape,
                                   change_site(program, rewritten) if shape else frozenset())
+            if self.steering.wants_core(shape) and self.target.prepare is None:
+                started = time.monotonic()
+                core = change_core(program, shape, self._rewrite_quietly)
+                rewritten_core = self._rewrite_quietly(core) if core is not program else rewritten
+                if rewritten_core is not None:
+                    self.steering.add_core(shape, core, change_site(core, rewritten_core),
+                                           seconds=time.monotonic() - started)
+
+    def _rewrite_quietly(self, program: Program) -> Program | None:
+        """The pass's result on `program`, or None when it fails (a crash, a
+        timeout, a malformed result: the fuzzing finds those on its own)."""
+        try:
+            res = self.runner.rewrite(program_to_json(program))
+            if res.status != "ok" or res.program is None:
+                return None
+            return program_from_json(res.program, where="rewritten")
+        except Exception:  # noqa: BLE001 - not a finding: the loop judges the pass itself
+            return None
 
     def _evaluate_runtime(self, program: Program, feeds: Mapping[str, Value],
                           init: Mapping[str, Value]) -> FindingRecord | None:
@@ -574,7 +606,8 @@ class FuzzLoop:
         try:
             original = program_from_json(record.original)
             rewritten = program_from_json(record.rewritten)
-            verdict = final(original, rewritten, cfg.semantics, cfg.observe, cfg.check_timeout)
+            verdict = final(original, rewritten, cfg.semantics, cfg.observe,
+                            min(cfg.check_timeout, FINAL_CHECK_SECONDS))
         except Exception as exc:  # a checker bug must not lose the finding
             record.detail["final_check_error"] = f"{type(exc).__name__}: {exc}"[:500]
             return record
@@ -720,7 +753,54 @@ class FuzzLoop:
         reduced, tried = reduce_finding(program, feeds, init, record, self.evaluate,
                                         lambda r: _reduce_origin(r) == origin, deadline)
         self.stats.programs += tried
+        if self.steering is not None and reduced.kind == UNSOUND and reduced.size > SMALL_FINDING:
+            reduced = self._research(reduced, origin, min(deadline, time.monotonic() + RESEARCH_SECONDS))
         return reduced
+
+    def _research(self, record: FindingRecord, origin: tuple, deadline: float) -> FindingRecord:
+        """A shrunk finding still larger than SMALL_FINDING nodes is often a
+        local minimum of the reducer: no single edit keeps the bug, while a
+        smaller counterexample of another shape exists (a forwarded Read
+        shown wrong by an AssignAdd between the Write and the Read, 4 nodes,
+        where the reducer holds 6 nodes of a second Read witnessing an
+        unordered Write).  So, until `deadline`: the finding's change is cut
+        down to its core (steer.change_core: the smallest program the pass
+        changes the same way), mutants of the core (of at most one node more
+        than the finding) are judged, and a failing one (the same origin) is
+        reduced in turn and kept when it ends smaller.  Returns the smallest
+        finding."""
+        try:
+            p = program_from_json(record.original)
+            shape = change_shape(p, program_from_json(record.rewritten)) if record.rewritten else ()
+        except ProgramError:
+            return record
+        if not shape:
+            return record
+        core = change_core(p, shape, self._rewrite_quietly)
+        rewritten = self._rewrite_quietly(core)
+        if rewritten is None or rewritten == core:
+            return record
+        site = change_site(core, rewritten)
+        rng = random.Random(zlib.crc32(json.dumps(record.original, sort_keys=True).encode()))
+        best = record
+        while best.size > SMALL_FINDING and time.monotonic() < deadline and not self.should_stop():
+            d = RandomDraw(rng)
+            # (up to one node more than the finding: a mutation brings its
+            # value as a Const, which the reducer then turns into a feed)
+            cand = mutate(d, core, best.size + 1, focus=site)
+            if cand == core:
+                continue
+            feeds, init = build_inputs(d, cand)
+            found = self.evaluate(cand, feeds, init)
+            self.stats.programs += 1
+            if found is None or _reduce_origin(found) != origin:
+                continue
+            smaller, tried = reduce_finding(cand, feeds, init, found, self.evaluate,
+                                            lambda r: _reduce_origin(r) == origin, deadline)
+            self.stats.programs += tried
+            if smaller.size < best.size:
+                best = smaller
+        return best
 
     def run(self, seconds: float, shrink_seconds: float | None = None) -> list[FindingRecord]:
         """Fuzz for about `seconds` (plus up to `shrink_seconds` to finish

@@ -56,11 +56,22 @@ from typing import Callable, Iterator, Mapping
 import numpy as np
 
 from tfsem.oracle.program import (VAR, ControlIn, DataIn, FeedIn, Node, Program, TensorType, validate)
-from tfsem.oracle.values import Tensor, Value
+from tfsem.oracle.values import Tensor, Value, value_from_json
 
 from .findings import FindingRecord
 
 Evaluate = Callable[[Program, Mapping[str, Value], Mapping[str, Value]], FindingRecord | None]
+
+
+def is_valid(p: Program) -> bool:
+    """Whether `p` is a well-formed program."""
+    return _valid(p)
+
+
+def is_smaller(p: Program, q: Program) -> bool:
+    """Whether `p` is smaller than `q` by the reducer's measure (nodes, then
+    edges, outputs, variables, feeds, tensor elements)."""
+    return _size(p) < _size(q)
 
 
 def _valid(p: Program) -> bool:
@@ -440,12 +451,36 @@ def fit_sigma(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value]
     return f, i
 
 
+def failing_sigma(record: FindingRecord, p: Program, feeds: Mapping[str, Value],
+                  init: Mapping[str, Value]) -> tuple[dict[str, Value], dict[str, Value]]:
+    """The σ at which `record` fails, for program `p`: its counterexample's
+    feeds and initial values (a variable it leaves out starts
+    uninitialized), a feed it lacks taken from `feeds`; `feeds`, `init`
+    themselves when the record's σ does not fit `p`."""
+    try:
+        f = dict(feeds)
+        for k, raw in (record.feeds or {}).items():
+            if k in p.feed_names:
+                f[k] = value_from_json(raw, f"feed {k!r}", p.feed_type(k).dtype)
+        i = {k: value_from_json(raw, f"variable {k!r}", p.variables[k].dtype)
+             for k, raw in (record.init or {}).items() if k in p.variables}
+    except Exception:  # noqa: BLE001 - a σ that does not decode: the one given
+        return dict(feeds), dict(init)
+    return f, i
+
+
 def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                    record: FindingRecord, evaluate: Evaluate, same: Callable[[FindingRecord], bool],
                    deadline: float) -> tuple[FindingRecord, int]:
-    """The smallest variant of `program` (at σ = feeds, init) still failing
-    like `record`; returns (its record, the number of candidates judged)."""
+    """The smallest variant of `program` still failing like `record`;
+    returns (its record, the number of candidates judged).  Each candidate
+    is judged first at the σ where the smallest failing program so far fails
+    (its counterexample's, `failing_sigma`; `feeds`, `init` where it has
+    none): a node less rarely needs another σ, and the checker's screen
+    (checks.py) tries the σ given first, so such a candidate costs
+    milliseconds where a symbolic check may take seconds."""
     best_p, best_r = program, record
+    feeds, init = failing_sigma(record, program, feeds, init)
     tried = 0
     seen: set = set()
     fed: dict[str, Value] = {}
@@ -476,7 +511,7 @@ def reduce_finding(program: Program, feeds: Mapping[str, Value], init: Mapping[s
             r = evaluate(cand, cand_feeds, cand_init)
             if r is not None and same(r):
                 best_p, best_r = cand, r
-                feeds, init = cand_feeds, cand_init
+                feeds, init = failing_sigma(r, cand, cand_feeds, cand_init)
                 improved = True
     return best_r, tried
 

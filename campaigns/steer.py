@@ -21,6 +21,20 @@ each program comes from one of two sources:
   and Assign-f, duplicated accesses).  The corpus keeps up to 4 programs per
   *change shape*, and a shape is picked uniformly (rare shapes as often as
   common ones), shapes that touch variable accesses three times as often.
+* **cores**: the first program the pass changes in a given shape is also
+  cut down, by the reducer's edits (reduce.py), to a smallest program the
+  pass still changes in that same shape (the loop does it: only the pass
+  runs, no check; :func:`change_core`).  Half of the mutations of that
+  shape start from its core.  A changed program is often a 12-to-20-node
+  mutant whose check takes seconds (two or three updates of one variable
+  make the symbolic checker slow), while the core of the change is 3 to 5
+  nodes: its mutants are checked in milliseconds, and the mutation that
+  shows the bug (a Read that waits for the first of two combined
+  AssignAdds) is one step away from it instead of being one among twenty
+  nodes' worth of places.  Cost: one pass run per reducer edit tried, at
+  most CORE_SECONDS per shape (a pass run in the sandbox is about a
+  millisecond), and all cores at most CORE_SHARE of the time (past it,
+  new shapes get no core until the share allows one again).
 
 The **change shape** (:func:`change_shape`) says how the pass changed a
 program, in terms of node kinds (R Read, W Write, A Assign-f, V Var, F
@@ -53,6 +67,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from hypothesis import strategies as st
 
@@ -60,6 +75,8 @@ from tfsem.generators.builder import Config, build_inputs, build_program
 from tfsem.generators.draw import Draw, RandomDraw, choice
 from tfsem.generators.mutate import mutate
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, Node, Program
+
+from .reduce import edits, is_smaller, is_valid
 
 #: Operations of the "mostly accesses" arms.
 ACCESS_OPS = frozenset({"Read", "Write", "Assign", "Var", "Const", "Add", "Identity"})
@@ -70,6 +87,12 @@ GROW_BELOW, GROW_AFTER = 0.25, 30
 #: Seconds a program is taken to cost before it is judged (drawing, the
 #: pass, the check), so that an arm tried a few times is not judged on them.
 PRIOR_COST = 0.02
+#: Time and pass runs one core (the smallest program the pass changes in a
+#: shape) may take to cut down.
+CORE_SECONDS, CORE_RUNS = 0.3, 150
+#: ... and all cores together at most this share of the steering's time
+#: (a pass with many shapes, dce or cse, showed 100 in 30 s: 40% of it)
+CORE_SHARE = 0.1
 #: A program whose judging took longer than this many seconds is no parent:
 #: its mutants would be as slow (a check near its timeout says nothing).
 SLOW = 2.0
@@ -153,6 +176,36 @@ def change_site(p: Program, q: Program) -> frozenset[str]:
     return frozenset(n for n in site if n in pn)
 
 
+def change_core(program: Program, shape: tuple[str, ...],
+                rewrite: Callable[[Program], "Program | None"],
+                seconds: float = CORE_SECONDS, runs: int = CORE_RUNS) -> Program:
+    """`program` cut down by the reducer's edits (reduce.py) to a smallest
+    variant that `rewrite` (the pass; None when it fails) still changes in
+    `shape`: what the pass matched on, without the rest.  Each edit is kept
+    when it applies; sweeps until none does, `seconds` pass or `runs` pass
+    runs are spent."""
+    best = program
+    deadline = time.monotonic() + seconds
+    improved = True
+    while improved and runs > 0 and time.monotonic() < deadline:
+        improved = False
+        for edit in edits(best):
+            if runs <= 0 or time.monotonic() >= deadline:
+                break
+            try:
+                cand = edit(best)
+            except Exception:  # noqa: BLE001 - an edit that does not apply
+                continue
+            if cand is None or not is_smaller(cand, best) or not is_valid(cand):
+                continue
+            runs -= 1
+            out = rewrite(cand)
+            if out is not None and out != cand and change_shape(cand, out) == shape:
+                best = cand
+                improved = True
+    return best
+
+
 def _cheap(d: Draw, kept: list[list]) -> list:
     """A corpus entry, each with weight 1 / its cost (the cheap to judge
     more often: their mutants are cheap too)."""
@@ -208,6 +261,12 @@ class Steering:
         #: change shape -> [program, change site, seconds judging it took (None:
         #: not yet known)] of programs the pass changed that way
         self.corpus: dict[tuple[str, ...], list[list]] = {}
+        #: change shape -> [core program, its change site]: the smallest program
+        #: found that the pass changes that way (add_core)
+        self.cores: dict[tuple[str, ...], list] = {}
+        #: seconds the cores took, and since when (CORE_SHARE)
+        self.core_seconds = 0.0
+        self.born = time.monotonic()
         self.shapes: dict[tuple[str, ...], int] = {}
         self.programs = 0
         self.changed = 0
@@ -225,7 +284,8 @@ class Steering:
         (the corpus, the shapes, each arm's counts); the arms draw programs
         for this cell's observe setting."""
         other = Steering(self.max_nodes, observe)
-        other.corpus, other.shapes = self.corpus, self.shapes
+        other.corpus, other.shapes, other.cores = self.corpus, self.shapes, self.cores
+        other.core_seconds, other.born = self.core_seconds, self.born
         other.programs, other.changed = self.programs, self.changed
         for mine, theirs in zip(other.arms, self.arms):
             mine.tried, mine.changed, mine.seconds = theirs.tried, theirs.changed, theirs.seconds
@@ -272,6 +332,23 @@ class Steering:
                 self._turn += 1
                 kept[self._turn % PER_SHAPE] = entry
         self._pending = (arm, entry, shape)
+
+    def wants_core(self, shape: tuple[str, ...]) -> bool:
+        """Whether the program just observed, changed in `shape`, should be
+        cut down to a core: the first of each shape, while not frozen and
+        while the cores have taken at most CORE_SHARE of the time."""
+        return (bool(shape) and not self.frozen and shape not in self.cores
+                and self.core_seconds <= CORE_SHARE * (time.monotonic() - self.born) + CORE_SECONDS)
+
+    def add_core(self, shape: tuple[str, ...], core: Program, site: frozenset[str],
+                 seconds: float = 0.0) -> None:
+        """The smallest program found that the pass changes in `shape`;
+        `seconds` it took are not the cost of the program being judged (a
+        new shape must not make its arm look slow)."""
+        self.core_seconds += seconds
+        if not self.frozen:
+            self.cores[shape] = [core, site]
+            self._drawn_at += seconds
 
     def judged(self) -> None:
         """The program last observed has been judged: what it cost (since
@@ -327,8 +404,13 @@ class Steering:
             shapes = list(self.corpus)
             favoured = [s for s in shapes if touches_access(s)]
             pool = favoured * 3 + shapes
-            kept = self.corpus[choice(d, pool)]
-            parent, site, _ = _cheap(d, kept)
+            shape = choice(d, pool)
+            kept = self.corpus[shape]
+            core = self.cores.get(shape)
+            if core is not None and d.index(2):
+                parent, site = core
+            else:
+                parent, site, _ = _cheap(d, kept)
             program = mutate(d, parent, limit, focus=site)
             self._last = None
         else:
@@ -350,6 +432,7 @@ class Steering:
 
     def summary(self) -> dict:
         return {"programs": self.programs, "changed": self.changed, "shapes": len(self.shapes),
+                "cores": len(self.cores),
                 "mutated_changed": self.mutated_changed,
                 "arms": [{"arm": a.label(), "tried": a.tried, "changed": a.changed,
                           "seconds": round(a.seconds, 3)} for a in self.arms if a.tried]}

@@ -24,8 +24,8 @@ def add_fuzzing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-timeout", type=duration, default=DEFAULT_CHECK_TIMEOUT,
                    help=f"time limit of one check (default {DEFAULT_CHECK_TIMEOUT:g}s)")
     p.add_argument("--checker", default="auto",
-                   help="auto (symbolic, then concrete at the drawn σ), concrete, symbolic, "
-                        "or module:attribute")
+                   help="auto (concrete at the drawn σ and 4 more, then symbolic), concrete, "
+                        "symbolic, or module:attribute")
     p.add_argument("--generator", default=None, metavar="MODULE:ATTR",
                    help="a function (max_nodes, observe) -> Hypothesis strategy of "
                         "(program, feeds, init), instead of tfsem's generators")
