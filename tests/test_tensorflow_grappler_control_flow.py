@@ -190,3 +190,24 @@ def test_grappler_output_with_a_read_moved_out_of_its_loop_is_unsound_on_tensorf
     want = make_outcome({"sum": Tensor(np.int64(n * x + n * (n - 1) // 2))},
                         {"x": Tensor(np.int64(x + n))}, "outputs+state")
     assert list(got.counts) == [want]
+
+
+def test_grappler_function_optimizer_lowers_the_raised_if_and_it_is_sound(tf_targets):
+    """The functional target (campaigns/grappler_functional.py): Grappler's
+    function optimizer lowers the If made of a generated conditional, and
+    the result is proved sound against tfsem's reading of the If."""
+    from tfsem.checking import check_rewrite
+    from tfsem.campaigns import grappler_functional as gf
+    from tfsem.oracle.program import SWITCH
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "tfsem_test_functional", ROOT / "tests" / "test_campaigns_grappler_functional.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    p = program_from_json(module.COND)
+    got, before, after = gf.optimize_with_graphs(p, "function")
+    assert "If" not in {n.op for n in after.node}
+    assert {"Switch", "Merge"} <= {n.op for n in after.node}
+    assert SWITCH in {n.op for n in got.nodes}
+    v = check_rewrite(gf.function.prepare(p), got, "atomic", "outputs+state", timeout=10)
+    assert v.verdict == "sound", v.reason
