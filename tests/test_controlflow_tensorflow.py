@@ -407,3 +407,39 @@ def test_an_if_whose_predicate_fails_has_no_effect_in_either_lowering():
         assert dict(o.outputs)["out"] == Error("dead")
     v = check_rewrite(ours, theirs, "atomic", "outputs+state", timeout=20, backends=False)
     assert v.verdict != "unsound", v.reason
+
+
+def test_a_predicate_that_is_no_scalar_runs_neither_branch_on_tensorflow():
+    """A [2] bool fed to a Switch whose predicate's shape is unknown until the
+    run: TensorFlow's Switch fails ("The second input must be a scalar") and
+    the write through its false port does not run; in tfsem both ports are
+    dead, so the write fires dead too."""
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.raw_ops.VarHandleOp(dtype=tf.int64, shape=[], shared_name="y", name="y")
+        p = tf1.placeholder(tf.bool, None, name="p")
+        s_f, _ = tf.raw_ops.Switch(data=y, pred=p, name="sy")
+        tf.raw_ops.AssignVariableOp(resource=s_f, value=np.int64(2), name="w")
+    gd = g.as_graph_def()
+    from tfsem.backends.tensorflow import GraphRunner
+    with GraphRunner(gd, {}, ["w"], optimize=False) as r:
+        r._set_state({"y": Tensor(np.int64(0))})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be a scalar"):
+            r.session.run(["w"], {"p:0": np.array([True, False])})
+        assert int(r.session.run(r._read["y"])) == 0
+    # tfsem needs a feed's static shape: the [2] predicate is computed here
+    from tfsem.oracle.jsonio import program_from_json
+
+    def prog(a, k):
+        return program_from_json({"format": "tfsem.program/1", "variables": ["y"], "outputs": {},
+                                  "nodes": [{"name": "a", "op": "Const", "value": a},
+                                            {"name": "b", "op": "Const", "value": k},
+                                            {"name": "p", "op": "Less", "inputs": ["a", "b"]},
+                                            {"name": "vy", "op": "Var", "var": "y"},
+                                            {"name": "sy", "op": "Switch", "inputs": ["vy", "p"]},
+                                            {"name": "two", "op": "Const", "value": 2},
+                                            {"name": "w", "op": "Assign", "fn": "Snd",
+                                             "inputs": ["sy:0", "two"]}]})
+    for a, k, y in (([1, 2], [2, 2], 0), (1, 0, 2)):   # a [2] predicate; a scalar false one
+        [o] = outcome_set(prog(a, k), {}, {"y": Tensor(np.int64(0))}, "atomic")
+        assert dict(o.state)["y"] == Tensor(np.int64(y))
