@@ -209,5 +209,23 @@ def test_grappler_function_optimizer_lowers_the_raised_if_and_it_is_sound(tf_tar
     assert "If" not in {n.op for n in after.node}
     assert {"Switch", "Merge"} <= {n.op for n in after.node}
     assert SWITCH in {n.op for n in got.nodes}
-    v = check_rewrite(gf.function.prepare(p), got, "atomic", "outputs+state", timeout=10)
+    judged = gf.function.prepare(p)
+    v = check_rewrite(judged, got, "atomic", "outputs+state", timeout=10)
     assert v.verdict == "sound", v.reason
+    # the check has teeth: Grappler's output with its branches swapped (every
+    # Switch on p0 switched on !p0 instead) is refuted
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+    swapped = [n for n in after.node if n.op == "Switch" and n.input[1] == "p0"]
+    assert swapped
+    for n in swapped:
+        n.input[1] = "notp0"
+    notp = after.node.add()
+    notp.name, notp.op = "notp0", "LogicalNot"
+    notp.input.append("p0")
+    data, fetches, targets = gf.raised(p)
+    names = {n.name for n in after.node}
+    broken = import_graph(decode("tensorflow.GraphDef", after.SerializeToString()), fetches,
+                          [t for t in targets if t in names]).program
+    v = check_rewrite(judged, broken, "atomic", "outputs+state", timeout=10)
+    assert v.verdict == "unsound", v.reason
