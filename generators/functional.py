@@ -388,7 +388,10 @@ def raise_graph(graph: dict) -> tuple[dict, list[str]]:
     return out, raised
 
 
-def _stateful(op: str) -> bool:
+def stateful(op: str) -> bool:
+    """Whether graphdef/ops.py models TensorFlow op `op` as stateful (a
+    variable handle, a read, a write: the nodes the Grappler targets of
+    control flow keep)."""
     from tfsem.graphdef.ops import lookup  # noqa: PLC0415
     m = lookup(op)
     return m is not None and bool(m.stateful)
@@ -414,7 +417,7 @@ def raised(program) -> tuple[bytes, list[str], list[str]] | None:
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]
                if n["name"] not in program.outputs
-               and (_stateful(n["op"]) or n["op"] in ("If", "While"))]
+               and (stateful(n["op"]) or n["op"] in ("If", "While"))]
     return encode("GraphDef", graph), fetches, targets
 
 

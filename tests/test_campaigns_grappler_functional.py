@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tfsem.checking import check_rewrite
 from tfsem.graphdef.exporter import export_graph
 from tfsem.oracle.jsonio import program_from_json
