@@ -25,18 +25,13 @@ initialized variables, so on them the two claims agree.
 
 from __future__ import annotations
 
+from tfsem.generators.functional import stateful as _stateful
 from tfsem.graphdef import grappler as _g
 
 from . import tensorflow_target as _t
 
 #: the optimizers these targets exist for (issue 24, item 5), and the pipeline
 OPTIMIZERS = ("loop", "constfold", "function", _g.DEFAULT_PIPELINE)
-
-
-def _stateful(op: str) -> bool:
-    from tfsem.graphdef.ops import lookup  # noqa: PLC0415
-    m = lookup(op)
-    return m is not None and bool(m.stateful)
 
 
 def exported(program):

@@ -48,11 +48,12 @@ Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
   index: `m[k]`).  Later inputs in that context are ignored.
 * Switch(data, pred): pred a bool scalar; true puts data on port 1 and DEAD on
   port 0, false the other way round.  A pred that is an error value (an
-  uninitialized variable, say) or not a bool scalar sends that error (or
-  `bad-predicate`) on port 0 and DEAD on port 1: errors are values in this
-  model (SPEC section 2), where TensorFlow would fail the step.  (On a
-  variable edge the error stands for the handle: a Read of it yields the
-  error, an Assign through it changes nothing.)
+  uninitialized variable, say) or not a bool scalar puts DEAD on both ports
+  (and on its control edges): TensorFlow fails the step there (the op
+  computing the predicate, or the Switch itself, fails), so neither branch
+  runs, and nothing that waits for the Switch has an effect.  A fetch
+  downstream of it is then the error `dead` (docs/semantics.md, "An error
+  as a predicate", argues this against TensorFlow's executor).
 * Enter (frame F) in c puts its value in c + ((F, 0),); with is_constant the
   value is visible in every iteration of that loop instance (TensorFlow's
   loop invariants) and is never consumed.
@@ -103,7 +104,6 @@ DEFAULT_MAX_ITERATIONS = 16
 
 DEAD_REASON = "dead"
 NOT_PRODUCED = "not-produced"
-BAD_PREDICATE = "bad-predicate"
 
 Context = tuple  # tuple[tuple[str, int], ...]
 
@@ -390,7 +390,7 @@ class Machine:
         if n.op == VAR:
             results: list[object] = [VarRef(n.var)]
         elif n.op == READ:
-            # a handle that is an error (a Switch's error predicate) reads that error
+            # a handle that is an error value reads that error
             results = [data[0] if isinstance(data[0], Error) else var_value[data[0].var]]
         elif n.op == ASSIGN and isinstance(data[0], Error):
             # an Assign with an error input changes nothing (footnote 5)
@@ -411,11 +411,17 @@ class Machine:
                            frozenset(dead_exits))
         elif n.op == SWITCH:
             value, pred = data
-            if isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ():
-                results = [DEAD, value] if bool(pred.array) else [value, DEAD]
-            else:
-                err = pred if isinstance(pred, Error) else Error(BAD_PREDICATE)
-                results = [err, DEAD]
+            if not (isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ()):
+                # an error predicate (the op computing it failed: a Read of an
+                # uninitialized variable, say) or one that is no bool scalar:
+                # TensorFlow fails the step, so neither branch runs; nothing
+                # waiting for either port, by a data or a control edge, has an
+                # effect.  Both ports carry DEAD (docs/semantics.md, "An error
+                # as a predicate")
+                self._put_all(tokens, n.name, out_ctx, DEAD)
+                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                               frozenset(dead_exits))
+            results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
             results = [data[st.choice], Tensor(st.choice, "int32")]
         elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):

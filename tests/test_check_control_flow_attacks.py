@@ -205,8 +205,8 @@ X0 = {"x": Tensor(0, "int64")}
 
 
 def test_a_predicate_that_is_not_a_bool_is_no_case():
-    """Switch(1, 1): the predicate is an int, so port 0 carries the error
-    `bad-predicate` and port 1 is dead; fetching the Merge is that error,
+    """Switch(1, 1): the predicate is an int, so both ports are dead (as
+    TensorFlow fails the step); fetching the Merge is the error `dead`,
     not 1."""
     p = program(BASE + [{"name": "k", "op": "Const", "value": 1},
                         {"name": "s", "op": "Switch", "inputs": ["c", "k"]},

@@ -100,13 +100,58 @@ def test_merge_of_two_live_inputs_is_a_choice_and_a_dead_fetch_is_an_error():
     assert outputs["dead"] == i64(1)
 
 
-def test_a_dead_read_reads_nothing_and_an_error_predicate_takes_port_0():
+def test_an_error_predicate_runs_neither_branch():
+    """TensorFlow fails the step when a Switch's predicate failed: neither
+    branch runs (docs/semantics.md, "An error as a predicate").  Both ports
+    are dead: the Read and the Write fire dead, x keeps its value, and the
+    Merge of two dead inputs is dead."""
     p = load("cond_assign.json")
-    # an uninitialized predicate is not a bool: its error goes to port 0
-    got = reference_outcomes(p, {"p": Error("uninitialized")}, {"x": i64(3)})
-    # (on the variable edge too: the Read yields the error, the Write in the
-    # other branch is dead), and x keeps its value
-    assert described(got) == {"index = i32 0, out = <uninitialized>, x := 3"}
+    for mode in MODES:
+        got = reference_outcomes(p, {"p": Error("uninitialized")}, {"x": i64(3)}, mode)
+        assert described(got) == {"index = <dead>, out = <dead>, x := 3"}
+
+
+def _error_predicate_program(wait_on_pivot: bool):
+    """pred = !(Read(x) == Read(x)): false whenever x is initialized, an error
+    when it is not.  The else branch writes y := 2 through a constant that
+    waits for its pivot only (as an inlined branch function's constants do),
+    with y's own handle, not a Switch of it."""
+    two = {"name": "two", "op": "Const", "value": 2}
+    if wait_on_pivot:
+        two["inputs"] = ["^pf"]
+    return program_from_json({"format": "tfsem.program/1", "variables": ["x", "y"], "nodes": [
+        {"name": "vx", "op": "Var", "var": "x"}, {"name": "rx", "op": "Read", "inputs": ["vx"]},
+        {"name": "same", "op": "Equal", "inputs": ["rx", "rx"]},
+        {"name": "pred", "op": "LogicalNot", "inputs": ["same"]},
+        {"name": "k", "op": "Const", "value": 0},
+        {"name": "sk", "op": "Switch", "inputs": ["k", "pred"]},
+        {"name": "pf", "op": "Identity", "inputs": ["sk:0"]},
+        {"name": "pt", "op": "Identity", "inputs": ["sk:1"]},
+        two, {"name": "vy", "op": "Var", "var": "y"},
+        {"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["vy", "two"]},
+        {"name": "m", "op": "Merge", "inputs": ["pf", "pt"]}], "outputs": {"o": "m"}})
+
+
+def test_nothing_waiting_for_a_switch_with_an_error_predicate_has_an_effect():
+    """The write y := 2 waits for the else pivot by a control edge only.  A
+    predicate that failed runs it not (TensorFlow never runs it: the step
+    fails before the Switch), while an unconditional y := 2 still runs: the
+    two differ at that σ.  (When the error went to port 0 as a value, the
+    constant fired after the error-valued pivot and both programs wrote
+    y := 2: the check found no counterexample, and TensorFlow shows one,
+    tests/test_controlflow_tensorflow.py.)"""
+    from tfsem.checking import check_rewrite
+    p, q = _error_predicate_program(True), _error_predicate_program(False)
+    uninit = {"x": Error("uninitialized"), "y": i64(0)}
+    for mode in MODES:
+        assert described(reference_outcomes(p, {}, uninit, mode)) == {"o = <dead>, x := <uninitialized>, y := 0"}
+        assert described(reference_outcomes(q, {}, uninit, mode)) == {"o = <dead>, x := <uninitialized>, y := 2"}
+        for x in (0, -7):
+            init = {"x": i64(x), "y": i64(0)}
+            assert set(reference_outcomes(p, {}, init, mode)) == set(reference_outcomes(q, {}, init, mode))
+    v = check_rewrite(p, q, "atomic", "outputs+state", timeout=10, backends=False)
+    assert v.verdict == "unsound", v.reason
+    assert v.counterexample.init["x"] == Error("uninitialized")
 
 
 def test_a_loop_in_an_untaken_branch_is_dead_as_a_whole():

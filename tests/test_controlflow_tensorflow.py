@@ -322,3 +322,124 @@ def test_an_assignment_nothing_waits_for_in_a_graph_mode_loop_body_does_not_run(
     p = import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), ["out"]).program
     [o] = list(outcome_set(p, {}, {}))
     assert dict(o.outputs)["out"] == Tensor(out) and "x" not in p.variables
+
+
+# -- an error as a predicate (docs/semantics.md, "An error as a predicate") ----------
+
+def _state_after(graph_def, fetches: dict, targets: list, init: dict):
+    """Run `graph_def` once on TensorFlow's executor from `init` (a variable
+    absent is uninitialized): (whether the run failed, every variable's
+    value after it, None for uninitialized)."""
+    from tfsem.backends.tensorflow import GraphRunner
+    with GraphRunner(graph_def, fetches, targets, optimize=False) as r:
+        r._set_state({k: Tensor(np.int64(v)) for k, v in init.items()})
+        try:
+            r.session.run([r.outputs[k] for k in r.outputs] + r.targets)
+            failed = False
+        except tf.errors.OpError:
+            failed = True
+        inited = r.session.run(r._is_init)
+        values = r.session.run({v: r._read[v] for v, ok in inited.items() if ok})
+        return failed, {v: (int(values[v]) if v in values else None) for v in inited}
+
+
+def test_an_error_predicate_runs_neither_branch_on_tensorflow():
+    """The predicate !(Read x == Read x) with x uninitialized: TensorFlow
+    fails the run, and the write y := 2 that waits for the else pivot never
+    runs, while the same write with no wait does: tfsem's outcomes say the
+    same (y := 0 against y := 2), so the rewrite dropping the wait is
+    unsound (tests/test_controlflow_semantics.py checks the verdict)."""
+    import sys
+    from pathlib import Path
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.proto import encode
+    from tfsem.oracle.values import Error
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_controlflow_semantics import _error_predicate_program
+    for wait, y_after in ((True, 0), (False, 2)):
+        p = _error_predicate_program(wait)
+        graph = export_graph(p)
+        targets = [n["name"] for n in graph["node"] if n["name"] not in p.outputs]
+        gd = tf1.GraphDef.FromString(encode("GraphDef", graph))
+        failed, state = _state_after(gd, {"o": "o:0"}, targets, {"y": 0})
+        assert failed and state == {"x": None, "y": y_after}
+        [o] = outcome_set(p, {}, {"x": Error("uninitialized"), "y": Tensor(np.int64(0))},
+                          "atomic")
+        assert dict(o.state)["y"] == Tensor(np.int64(y_after))
+
+
+def test_an_if_whose_predicate_fails_has_no_effect_in_either_lowering():
+    """A functional If (tf.cond, control flow v2) on Read(x) < 0 that writes
+    y in each branch (y a captured handle, an input of the If).  With x
+    uninitialized TensorFlow fails the run and y keeps its value.  tfsem's
+    own lowering of the If and its reading of Grappler's lowering (the
+    default pipeline) agree: y keeps its value (the error predicate runs
+    neither branch), so Grappler's output is no longer `unsound` there."""
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef import grappler
+    from tfsem.graphdef.proto import decode
+    from tfsem.oracle.values import Error
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.get_variable("x", initializer=tf.constant(0, tf.int64), use_resource=True)
+        y = tf1.get_variable("y", initializer=tf.constant(0, tf.int64), use_resource=True)
+
+        def write(v):
+            def branch():
+                with tf.control_dependencies([y.assign(tf.constant(v, tf.int64))]):
+                    return tf.constant(v, tf.int64)
+            return branch
+        tf.identity(tf.cond(x.read_value() < 0, write(1), write(2), name="cond"), name="out")
+    gd = g.as_graph_def()
+    assert "If" in {n.op for n in gd.node}
+    failed, state = _state_after(gd, {"out": "out:0"}, [], {"y": 5})
+    assert failed and state == {"x": None, "y": 5}
+    failed, state = _state_after(gd, {"out": "out:0"}, [], {"x": 3, "y": 5})
+    assert not failed and state == {"x": 3, "y": 2}
+    ours = import_graph(decode("GraphDef", gd.SerializeToString()), ["out"]).program
+    lowered = grappler.run_grappler(gd, ["out"], grappler.DEFAULT_PIPELINE).graph_def
+    assert "If" not in {n.op for n in lowered.node}
+    theirs = import_graph(decode("GraphDef", lowered.SerializeToString()), ["out"]).program
+    sigma = {"x": Error("uninitialized"), "y": Tensor(np.int64(5))}
+    for p in (ours, theirs):
+        [o] = outcome_set(p, {}, sigma, "atomic")
+        assert dict(o.state)["y"] == Tensor(np.int64(5))
+        assert dict(o.outputs)["out"] == Error("dead")
+    v = check_rewrite(ours, theirs, "atomic", "outputs+state", timeout=20, backends=False)
+    assert v.verdict != "unsound", v.reason
+
+
+def test_a_predicate_that_is_no_scalar_runs_neither_branch_on_tensorflow():
+    """A [2] bool fed to a Switch whose predicate's shape is unknown until the
+    run: TensorFlow's Switch fails ("The second input must be a scalar") and
+    the write through its false port does not run; in tfsem both ports are
+    dead, so the write fires dead too."""
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.raw_ops.VarHandleOp(dtype=tf.int64, shape=[], shared_name="y", name="y")
+        p = tf1.placeholder(tf.bool, None, name="p")
+        s_f, _ = tf.raw_ops.Switch(data=y, pred=p, name="sy")
+        tf.raw_ops.AssignVariableOp(resource=s_f, value=np.int64(2), name="w")
+    gd = g.as_graph_def()
+    from tfsem.backends.tensorflow import GraphRunner
+    with GraphRunner(gd, {}, ["w"], optimize=False) as r:
+        r._set_state({"y": Tensor(np.int64(0))})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be a scalar"):
+            r.session.run(["w"], {"p:0": np.array([True, False])})
+        assert int(r.session.run(r._read["y"])) == 0
+    # tfsem needs a feed's static shape: the [2] predicate is computed here
+    from tfsem.oracle.jsonio import program_from_json
+
+    def prog(a, k):
+        return program_from_json({"format": "tfsem.program/1", "variables": ["y"], "outputs": {},
+                                  "nodes": [{"name": "a", "op": "Const", "value": a},
+                                            {"name": "b", "op": "Const", "value": k},
+                                            {"name": "p", "op": "Less", "inputs": ["a", "b"]},
+                                            {"name": "vy", "op": "Var", "var": "y"},
+                                            {"name": "sy", "op": "Switch", "inputs": ["vy", "p"]},
+                                            {"name": "two", "op": "Const", "value": 2},
+                                            {"name": "w", "op": "Assign", "fn": "Snd",
+                                             "inputs": ["sy:0", "two"]}]})
+    for a, k, y in (([1, 2], [2, 2], 0), (1, 0, 2)):   # a [2] predicate; a scalar false one
+        [o] = outcome_set(prog(a, k), {}, {"y": Tensor(np.int64(0))}, "atomic")
+        assert dict(o.state)["y"] == Tensor(np.int64(y))

@@ -131,3 +131,101 @@ def test_while_corpus_graph_through_grappler_is_never_unsound(tf_targets):
     assert len(after.node) < len(decode("tensorflow.GraphDef", before)["node"])
     v = check_rewrite(original, default, "atomic", "outputs+state", timeout=10)
     assert v.verdict in ("no-counterexample", "unknown"), (v.verdict, v.reason)
+
+
+def _make_cases():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "tfsem_tf_make_cases", ROOT / "tests" / "cases" / "tensorflow" / "make_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_grappler_output_with_a_read_moved_out_of_its_loop_is_unsound_on_tensorflow(
+        tf_targets, tmp_path, capsys):
+    """Issue 24's hand-broken Grappler output: tf1_while_read_assign (a
+    While whose body reads x and writes x + 1) through the default pipeline
+    (the While lowered to Enter/Merge/Switch/Exit), checked as Grappler left
+    it (never unsound), then with the body's ReadVariableOp moved out of the
+    loop: `tfsem check` says unsound, and TensorFlow's executor, running the
+    broken graph from the counterexample's σ, gives the counterexample's
+    outcome, while the original graph gives another."""
+    from tfsem.backends.tensorflow import run_graph
+    from tfsem.cli import main
+    from tfsem.graphdef import grappler as g
+    from tfsem.oracle.outcomes import make_outcome
+    from tfsem.oracle.values import Tensor
+    import numpy as np
+    original = CORPUS / "tf1_while_read_assign.pbtxt"
+    out = g.run_grappler(g.as_graph_def(original), ["sum"], g.DEFAULT_PIPELINE).graph_def
+    assert {"Enter", "Exit", "NextIteration"} <= {n.op for n in out.node}   # lowered
+    (grappled := tmp_path / "grappled.pbtxt").write_text(str(out))
+    read = [n.name for n in out.node if n.op == "ReadVariableOp"]
+    assert len(read) == 1
+    enter = _make_cases().hoist_loop_read(out, read[0])
+    assert read[0] not in {n.name for n in out.node}
+    (broken := tmp_path / "broken.pbtxt").write_text(str(out))
+
+    rc = main(["check", str(original), str(grappled), "--fetch", "sum", "--timeout", "20",
+               "--json", "--no-tensorflow"])
+    v = json.loads(capsys.readouterr().out)
+    assert v["verdict"] in ("no-counterexample", "unknown"), v["reason"]   # a loop: never proved
+    assert rc in (0, 3)
+
+    rc = main(["check", str(original), str(broken), "--fetch", "sum", "--timeout", "20", "--json"])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and v["verdict"] == "unsound", v["reason"]
+    assert "tensorflow" in v["confirmed"], v.get("tensorflow_replay")
+    replay = v["tensorflow_replay"]
+    assert replay["confirmed"] and f"{read[0]}/hoisted" in replay["forced_schedule"]
+    assert enter in replay["forced_schedule"]
+    cx = v["counterexample"]
+    n, x = cx["feeds"]["n"], cx["init"]["x"]
+    assert n >= 2                      # one trip reads the same value either way
+    # the broken loop read x once: every trip added x0 and wrote x0 + 1
+    assert cx["outcome"] == {"outputs": {"sum": n * x}, "state": {"x": x + 1}}
+    # and TensorFlow runs the original graph, unforced, to the right sum
+    got = run_graph(original, {"sum": "sum:0"}, [], {"n": np.int64(n)}, {"x": np.int64(x)}, 3)
+    want = make_outcome({"sum": Tensor(np.int64(n * x + n * (n - 1) // 2))},
+                        {"x": Tensor(np.int64(x + n))}, "outputs+state")
+    assert list(got.counts) == [want]
+
+
+def test_grappler_function_optimizer_lowers_the_raised_if_and_it_is_sound(tf_targets):
+    """The functional target (campaigns/grappler_functional.py): Grappler's
+    function optimizer lowers the If made of a generated conditional, and
+    the result is proved sound against tfsem's reading of the If."""
+    from tfsem.checking import check_rewrite
+    from tfsem.campaigns import grappler_functional as gf
+    from tfsem.oracle.program import SWITCH
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "tfsem_test_functional", ROOT / "tests" / "test_campaigns_grappler_functional.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    p = program_from_json(module.COND)
+    got, before, after = gf.optimize_with_graphs(p, "function")
+    assert "If" not in {n.op for n in after.node}
+    assert {"Switch", "Merge"} <= {n.op for n in after.node}
+    assert SWITCH in {n.op for n in got.nodes}
+    judged = gf.function.prepare(p)
+    v = check_rewrite(judged, got, "atomic", "outputs+state", timeout=10)
+    assert v.verdict == "sound", v.reason
+    # the check has teeth: Grappler's output with its branches swapped (every
+    # Switch on p0 switched on !p0 instead) is refuted
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+    swapped = [n for n in after.node if n.op == "Switch" and n.input[1] == "p0"]
+    assert swapped
+    for n in swapped:
+        n.input[1] = "notp0"
+    notp = after.node.add()
+    notp.name, notp.op = "notp0", "LogicalNot"
+    notp.input.append("p0")
+    data, fetches, targets = gf.raised(p)
+    names = {n.name for n in after.node}
+    broken = import_graph(decode("tensorflow.GraphDef", after.SerializeToString()), fetches,
+                          [t for t in targets if t in names]).program
+    v = check_rewrite(judged, broken, "atomic", "outputs+state", timeout=10)
+    assert v.verdict == "unsound", v.reason

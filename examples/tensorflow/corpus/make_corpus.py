@@ -375,6 +375,35 @@ class _WhileAssign(tf.Module):
         return tf.while_loop(lambda i: i < n, body, [tf.constant(0, tf.int64)])[0]
 
 
+def tf1_while_read_assign(out: str) -> None:
+    """TF1 graph mode (VarHandleOp variables, so a run on TensorFlow can set
+    them): a tf.while_loop of n trips whose body reads `x`, adds the value
+    to the loop's sum and writes the value plus one back to `x`: a loop
+    that writes the variable it reads (moving the read out of it is the
+    wrong loop-invariant code motion of issue 24)."""
+    g = tf.Graph()
+    with g.as_default():
+        v1 = tf.compat.v1
+        n = v1.placeholder(tf.int64, [], name="n")
+        x = v1.get_variable("x", [], tf.int64, initializer=v1.zeros_initializer(),
+                            use_resource=True)
+
+        def body(i, s):
+            r = x.read_value()
+            w = x.assign(r + 1, read_value=False)
+            with tf.control_dependencies([w]):
+                return i + 1, s + r
+
+        zero = tf.constant(0, tf.int64)
+        _, total = tf.while_loop(lambda i, s: i < n, body, [zero, zero], name="loop")
+        tf.identity(total, name="sum")
+    write_graph(out, "tf1_while_read_assign", "TF1 graph mode: a tf.while_loop of n trips "
+                "(n a feed) whose body reads the resource variable x, adds the value to the "
+                "loop's sum and assigns it plus one back to x (a While whose body writes the "
+                "variable it reads); fetch `sum`", g, ["sum"], [],
+                {"n": {"dtype": "int64", "shape": []}})
+
+
 def control_flow(out: str) -> None:
     """tf.cond and tf.while_loop with assignments, and the loss-scale
     optimizer's conditional update."""
@@ -390,6 +419,8 @@ def control_flow(out: str) -> None:
                        "tf.while_loop n times (n a feed: the trip count depends on σ), the "
                        "body adding the counter to `acc` and 1 to `steps` (a While op whose "
                        "body assigns)", w.__call__, {"n": tf.TensorSpec([], tf.int64)})
+    if _wanted("tf1_while_read_assign"):
+        tf1_while_read_assign(out)
     if _wanted("keras_mlp_loss_scale"):
         _seed()
         keras.mixed_precision.set_global_policy("mixed_float16")

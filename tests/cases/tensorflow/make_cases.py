@@ -81,6 +81,67 @@ def broken_case(file: str, name: str, node: str, edge: str, fetches, targets, no
           f"{g.tensorflow().__version__}): the control edge {edge} removed from {node!r}. {note}")
 
 
+def hoist_loop_read(gd, read: str) -> str:
+    """Move the ReadVariableOp `read` out of its while loop, in place, as a
+    wrong loop-invariant code motion would: the read now reads the variable
+    once, before the loop (from the handle its Enter forwarded), and its
+    value enters the loop by a constant Enter of the same frame, which
+    every former use of the read now takes.  Returns the Enter's name."""
+    by = {n.name: n for n in gd.node}
+    node = by[read]
+    enter = by[node.input[0].split(":")[0]]
+    if node.op != "ReadVariableOp" or enter.op != "Enter" or not enter.attr["is_constant"].b:
+        raise ValueError(f"{read!r} is no ReadVariableOp of a loop-constant Enter of a handle")
+    hoisted = gd.node.add()
+    hoisted.CopyFrom(node)
+    hoisted.name = f"{read}/hoisted"
+    del hoisted.input[:]
+    hoisted.input.append(enter.input[0])       # the handle outside the loop
+    value = gd.node.add()
+    value.CopyFrom(enter)
+    value.name = f"{read}/hoisted/enter"
+    del value.input[:]
+    value.input.append(hoisted.name)
+    value.attr["T"].type = node.attr["dtype"].type
+    for n in gd.node:
+        for k, i in enumerate(n.input):
+            if i.lstrip("^").split(":")[0] == read:
+                n.input[k] = ("^" if i.startswith("^") else "") + value.name
+    gd.node.remove(node)
+    return value.name
+
+
+def loop_read_hoisted_case() -> None:
+    """tf1_while_read_assign through Grappler's default pipeline (which
+    lowers its While to Enter/Merge/Switch/Exit/NextIteration), then the
+    body's read of x moved out of the loop by hand (hoist_loop_read)."""
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+
+    corpus = CORPUS / "corpus"
+    e = next(e for e in json.loads((corpus / "manifest.json").read_text())["graphs"]
+             if e["name"] == "tf1_while_read_assign")
+
+    def imported(graph_def):
+        graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
+        return import_graph(graph, e["fetches"], e["targets"]).program
+
+    gd = g.as_graph_def(corpus / e["file"])
+    out = g.run_grappler(gd, e["fetches"] + e["targets"], g.DEFAULT_PIPELINE).graph_def
+    read = next(n.name for n in out.node if n.op == "ReadVariableOp")
+    hoist_loop_read(out, read)
+    write("grappler_default_tf1_while_read_assign_read_hoisted", imported(gd), imported(out),
+          "unsound",
+          f"Hand-broken Grappler output (TensorFlow {g.tensorflow().__version__}): the default "
+          f"pipeline on examples/tensorflow/corpus/{e['file']} lowers the While to "
+          f"Enter/Merge/Switch/Exit; then {read!r}, the body's read of x, is moved out of the "
+          "loop (read once before it, its value entering by a constant Enter), as a wrong "
+          "loop-invariant code motion would move a read of a variable the loop writes. "
+          "From n = 2 and x = 0: the original sums 0 + 1 and leaves x = 2, the broken graph "
+          "sums 0 + 0 and leaves x = 1 (TensorFlow confirms it with the schedule forced, "
+          "tests/test_tensorflow_grappler_control_flow.py).")
+
+
 def main() -> int:
     grappler_case("counter_function.pbtxt", "dependency")
     grappler_case("group_fanin.pbtxt", "common_subgraph_elimination")
@@ -103,6 +164,7 @@ def main() -> int:
                 "Y hoisted above *X = 1, as an unsafe XLA cluster would; X can end as 1 "
                 "with r0 = 0. (store_x1 is a target: without the edge no fetch needs it, and "
                 "TensorFlow would not run it at all.)")
+    loop_read_hoisted_case()
     return 0
 
 

@@ -1,0 +1,94 @@
+"""Grappler's lowering of TensorFlow 2's functional control flow as a
+campaign target (docs/grappler-control-flow.md, issue 24 item 5):
+
+    tfsem fuzz --pass tfsem.campaigns.grappler_functional:function \\
+               --generator tfsem.generators.control_flow:control_flow_cases --budget 30m --out DIR
+
+The control-flow generator writes TensorFlow 1's primitives (`Switch`,
+`Merge`, `Enter`, `Exit`, `NextIteration`), on which the function optimizer
+has nothing to do.  This target first *raises* each block the generator
+made to TensorFlow 2's form, `If` and `While` with stateful branch and body
+functions (generators/functional.py), and hands that graph to Grappler; a
+program with no block raised is skipped.
+
+The claim judged (`prepare`) is then: Grappler's function optimizer
+(inlining and lowering the `If`/`While` to primitives, `LowerIfOp` and
+`LowerWhileOp` in TensorFlow) gives a program whose outcomes are among
+those of tfsem's own reading of the *raised* graph (graphdef/functions.py
+lowers `If`/`While` as TensorFlow's `LowerFunctionalOpsPass` does, and
+docs/semantics.md argues it).  So a finding is a disagreement between the
+two lowerings of the same functional graph, not a flaw of the raising.
+
+Grappler is told to preserve only the outputs and the stateful nodes outside
+functions (as the other control-flow targets, campaigns/grappler_control_flow.py).
+"""
+
+from __future__ import annotations
+
+from tfsem.generators.functional import raised, tfsem_reading
+from tfsem.graphdef import grappler as _g
+
+from . import tensorflow_target as _t
+
+
+def optimize_with_graphs(program, optimizer: str = "function"):
+    """(Grappler's output imported, the raised GraphDef, Grappler's output
+    GraphDef); (None, None, None) when nothing was raised."""
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
+    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+    r = raised(program)
+    if r is None:
+        return None, None, None
+    data, fetches, targets = r
+    out = _g.run_grappler(data, fetches + targets, optimizer).graph_def
+    names = {n.name for n in out.node}
+    try:
+        from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
+        imported = import_graph(decode("tensorflow.GraphDef", out.SerializeToString()),
+                                fetches, [t for t in targets if t in names])
+    except ProgramError as exc:
+        raise _t.GrapplerResultNotImported(
+            f"Grappler ({optimizer}) output does not import: "
+            + "; ".join(str(v) for v in exc.violations)) from None
+    return imported.program, data, out
+
+
+class FunctionalGrapplerTarget(_t.GrapplerTarget):
+    """A Grappler optimizer on the generated program raised to If/While,
+    judged against tfsem's reading of the raised graph."""
+
+    def __init__(self, optimizer: str):
+        super().__init__(optimizer, name=f"grappler-functional:{optimizer}",
+                         origin=f"{__name__}:{'default' if optimizer == _g.DEFAULT_PIPELINE else optimizer}")
+        self.description += (" on the program's conditionals and loops raised to If/While "
+                             "(preserving only outputs and stateful nodes)")
+
+    def prepare(self, program):
+        return tfsem_reading(program)
+
+    def __call__(self, program):
+        got = optimize_with_graphs(program, self.optimizer)[0]
+        if got is None:
+            raise ValueError("nothing to raise (prepare skips such a program)")
+        return got
+
+    def evidence(self, record) -> dict:
+        from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
+        given = (record.detail or {}).get(_t.GIVEN)
+        info = {"optimizer": self.optimizer, "tensorflow": _g.tensorflow().__version__,
+                "preserved": "outputs and stateful nodes", "raised": "conditionals and loops"}
+        if given is None:
+            return {"graphdef": dict(info, error="the program given to Grappler was not kept")}
+        try:
+            _, before, after = optimize_with_graphs(program_from_json(given, validate=False),
+                                                    self.optimizer)
+        except Exception as exc:  # noqa: BLE001 - a crash finding: show what was given
+            return {"graphdef": dict(info, error=f"{type(exc).__name__}: {exc}"[:2000])}
+        if before is None:
+            return {"graphdef": dict(info, error="nothing was raised")}
+        return {"graphdef": dict(info, original=_t.graph_text(before),
+                                 optimized=_t.graph_text(after))}
+
+
+function = FunctionalGrapplerTarget("function")
+default = FunctionalGrapplerTarget(_g.DEFAULT_PIPELINE)
