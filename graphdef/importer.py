@@ -211,6 +211,8 @@ class _Importer:
         self._refs_by_node: dict[str, list[str]] | None = None
         self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
         self._has_loops: bool | None = None
+        #: op -> its model (opt.lookup), looked up once per op of the graph
+        self._models: dict[str, opt.OpModel | None] = {}
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
@@ -224,10 +226,18 @@ class _Importer:
 
     # -- the order: what the roots need ------------------------------------
 
+    def model(self, op: str) -> opt.OpModel | None:
+        """opt.lookup(op), once per op of the graph."""
+        try:
+            return self._models[op]
+        except KeyError:
+            m = self._models[op] = opt.lookup(op)
+            return m
+
     def deps(self, n: GNode) -> list[str]:
-        if n.name in self.feeds or n.op == "Placeholder":
+        if n.op == "Placeholder" or n.name in self.feeds:
             return []
-        model = opt.lookup(n.op)
+        model = self.model(n.op)
         if n.op == "Merge":
             # a loop's back edge (NextIteration into Merge) is built after the
             # Merge (order() adds its source as a root)
@@ -235,7 +245,8 @@ class _Importer:
                     if not self._back_edge(i)]
         if model is None or not model.static:
             # the common case: every input's node, in order
-            return [i[1:] if i[:1] == "^" else _node_of(i) for i in n.inputs]
+            return [i[1:] if i[:1] == "^" else (_node_of(i) if ":" in i else i)
+                    for i in n.inputs]
         data = [i for i in n.inputs if not i.startswith("^")]
         static = {s % len(data) if data else s for s in model.static}
         out = []
@@ -307,13 +318,15 @@ class _Importer:
             self._order(more, state, order, deadline)
 
     def _order(self, roots, state, order, deadline) -> None:
+        steps = 0
         for root in roots:
             if state.get(root):
                 continue
             stack = [(root, iter(self._deps_checked(root, None)))]
             state[root] = 1
             while stack:
-                if not len(order) & 1023:
+                steps += 1
+                if not steps & 1023:
                     check_deadline(deadline, "ordering the graph's nodes")
                 name, it = stack[-1]
                 for d in it:
@@ -364,12 +377,12 @@ class _Importer:
         if name in self.captures:
             self._capture(n)
             return
-        if name in self.feeds or n.op == "Placeholder":
+        if n.op == "Placeholder" or name in self.feeds:
             self._feed(n)
             return
-        if self._handle_alias(n):
+        if n.op == "Identity" and self._handle_alias(n):
             return
-        model = opt.lookup(n.op)
+        model = self.model(n.op)
         if model is None:
             if n.op in opt.CONTROL_FLOW:
                 raise GraphImportError(n.describe(), f"control flow ({n.op}) is not modelled",
@@ -524,13 +537,10 @@ class _Builder:
 
     def __init__(self, imp: _Importer, node: GNode, model: opt.OpModel | None):
         self.imp, self.node, self.model = imp, node, model
-        self.data = data = []
-        self.controls = controls = []
-        for i in node.inputs:
-            if i[:1] == "^":
-                controls.append(i[1:])
-            else:
-                data.append(i)
+        inputs = node.inputs
+        self.data = data = [i for i in inputs if i[:1] != "^"]
+        self.controls = [i[1:] for i in inputs if i[:1] == "^"] if len(data) < len(inputs) \
+            else []
         self.parts: list[str] = []
         self.main: str | None = None
         self.part_inputs: dict[str, list] = {}
@@ -548,7 +558,10 @@ class _Builder:
     def _ref(self, i: int) -> tuple[str, int]:
         if not 0 <= i < len(self.data):
             self.reject(f"needs data input {i}, has {len(self.data)}", "arity")
-        src, port, _ = split_ref(self.data[i])
+        ref = self.data[i]
+        if ":" not in ref:
+            return ref, 0
+        src, port, _ = split_ref(ref)
         return src, port
 
     def input(self, i: int) -> DataIn:
