@@ -756,16 +756,17 @@ class _Builder:
             else:
                 raise RuntimeError(f"model of {self.node.op} made no node named after it")
         controls = []
-        for c in (dict.fromkeys(self.controls + self.static_controls) if self.static_controls
-                  or len(self.controls) > 1 else self.controls):
-            if c not in imp.done:
-                self.reject(f"control input ^{c} comes from a node that was not imported")
-            controls.append(ControlIn(imp.done[c]))
+        if self.controls or self.static_controls:
+            for c in (dict.fromkeys(self.controls + self.static_controls) if self.static_controls
+                      or len(self.controls) > 1 else self.controls):
+                if c not in imp.done:
+                    self.reject(f"control input ^{c} comes from a node that was not imported")
+                controls.append(ControlIn(imp.done[c]))
         if len(self.pending) == 1:
             # the common case, one tfsem node: no inputs among its own parts
             name, op, attrs = self.pending[0]
             ins = self.part_inputs[name]
-            data = tuple(x for x in ins if type(x) is DataIn or type(x) is FeedIn)
+            data = tuple([x for x in ins if type(x) is DataIn or type(x) is FeedIn])
             if len(data) < len(ins) or controls:
                 ctrl = [x for x in ins if type(x) is ControlIn] + controls
                 inputs = data + tuple(dict.fromkeys(ctrl))

@@ -142,10 +142,12 @@ class Node:
         # object.__setattr__ and copies `attrs` again: a large graph's import
         # builds tens of thousands of nodes, so the fields go into __dict__ at
         # once, and attributes already frozen (another node's) are shared.
-        self.__dict__.update(
-            name=name, op=op, inputs=inputs if type(inputs) is tuple else tuple(inputs),
-            attrs=attrs if type(attrs) is _FrozenDict
-            else _FrozenDict(attrs if attrs is not None else ()))
+        d = self.__dict__
+        d["name"] = name
+        d["op"] = op
+        d["inputs"] = inputs if type(inputs) is tuple else tuple(inputs)
+        d["attrs"] = attrs if type(attrs) is _FrozenDict else \
+            (_FrozenDict(attrs) if attrs else _NO_ATTRS)
 
     @property
     def data_inputs(self) -> tuple[DataIn | FeedIn, ...]:
@@ -204,6 +206,10 @@ class _FrozenDict(dict):
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(fns.attrs_key(self))
+
+
+#: The attributes of every node that has none (immutable, so shared).
+_NO_ATTRS = _FrozenDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,11 +366,12 @@ class Program:
     @cached_property
     def topological_order(self) -> tuple[str, ...]:
         """Kahn's algorithm, ties broken by declaration order (deterministic)."""
-        preds, succs = self._predecessors, self.successors
+        preds = self._predecessors
         indeg = {n.name: len(preds[n.name]) for n in self.nodes}
         order: list[str] = []
         ready = [n.name for n in self.nodes if indeg[n.name] == 0]
         ready.reverse()
+        succs = self.successors if ready else {}
         while ready:
             name = ready.pop()
             order.append(name)

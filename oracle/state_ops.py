@@ -436,24 +436,53 @@ def racing_access(p, updates) -> tuple[str, str] | None:
     consecutive, which is the kernel's effect (docs/stateful-ops.md)."""
     if not updates:
         return None
-    order = p.topological_order
-    index = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for q in p.predecessors(n):
-            bits |= anc[q] | (1 << index[q])
-        anc[n] = bits
+    # The accesses of each variable, in program order, found in one pass (a
+    # pass over the program per update made a large training step's import
+    # quadratic in its size).
+    accessed: dict[str, str] = {}
+    by_variable: dict[str, list[str]] = {}
+    for n in p.nodes:
+        if n.op == "Read" or n.op == "Assign":
+            x = p.accessed_variable(n.name)
+            if x is not None:
+                accessed[n.name] = x
+                by_variable.setdefault(x, []).append(n.name)
+    position = {n.name: k for k, n in enumerate(p.nodes)}
+    checks = []
     for where, group, variables in updates:
         # the update's own accesses (its pure parts touch no variable)
-        members = [m for m in group if m in p.node and p.accessed_variable(m) is not None]
+        members = [m for m in group if m in p.node and m in accessed]
         writes = [m for m in members if p.node[m].op == "Assign"]
-        others = [n.name for n in p.nodes if n.name not in group
-                  and p.accessed_variable(n.name) in variables]
+        others = sorted({o for x in variables for o in by_variable.get(x, ()) if o not in group},
+                        key=position.__getitem__)
+        checks.append((where, members, writes, others))
+    # Which of those accesses are ancestors of which: one bit per access that
+    # is asked about (not per node of the program), each node's set of them
+    # kept only until its last successor has taken it.
+    bit: dict[str, int] = {}
+    for _, members, _, others in checks:
+        if others:
+            for m in members + others:
+                if m not in bit:
+                    bit[m] = 1 << len(bit)
+    if not bit:
+        return None
+    left = {n: len(v) for n, v in p.successors.items()}
+    anc: dict[str, int] = {}
+    for n in p.topological_order:
+        bits = 0
+        for q in p.predecessors(n):
+            bits |= anc[q] | bit.get(q, 0)
+            left[q] -= 1
+            if not left[q] and q not in bit:
+                del anc[q]
+        if left[n] or n in bit:
+            anc[n] = bits
+    for where, members, writes, others in checks:
         for o in others:
             against = writes if p.node[o].op == "Read" else members
-            before_all = all(anc[m] >> index[o] & 1 for m in against)
-            after_all = all(anc[o] >> index[m] & 1 for m in against)
+            before_all = all(anc[m] & bit[o] for m in against)
+            after_all = all(anc[o] & bit[m] for m in against)
             if not (before_all or after_all):
                 return where, (f"node {o!r} accesses variable {p.accessed_variable(o)!r} "
                                "unordered with this update: tfsem models the update as several "
