@@ -355,6 +355,22 @@ class Program:
         return out
 
     @cached_property
+    def declared_in_order(self) -> bool:
+        """Whether every node comes after each node it has an edge from (a
+        loop's back edge aside), so that `nodes` is itself a topological
+        order (though not necessarily `topological_order`, Kahn's): what an
+        import builds.  Validation finds it out on its way."""
+        position = {n.name: k for k, n in enumerate(self.nodes)}
+        if len(position) != len(self.nodes):
+            return False
+        preds = self._predecessors
+        for k, n in enumerate(self.nodes):
+            for q in preds[n.name]:
+                if position.get(q, k) >= k:
+                    return False
+        return True
+
+    @cached_property
     def successors(self) -> Mapping[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {n.name: [] for n in self.nodes}
         preds = self._predecessors
@@ -554,6 +570,8 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
         elif p.port_kind(port.node, port.port) == VARIABLE:
             bad(where, "edge-kind", f"an output is a tensor edge, {port} is a variable edge")
 
+    if in_order and not out:
+        p.__dict__["declared_in_order"] = True   # (the cached property, found out here)
     if not in_order and not any(v.rule in ("unknown-node", "duplicate-name") for v in out):
         try:
             p.topological_order

@@ -467,9 +467,15 @@ def racing_access(p, updates) -> tuple[str, str] | None:
                     bit[m] = 1 << len(bit)
     if not bit:
         return None
-    left = {n: len(v) for n, v in p.successors.items()}
+    # any topological order gives the same ancestors: an imported program's
+    # own order is one (Kahn's need not be computed for this)
+    order = [n.name for n in p.nodes] if p.declared_in_order else p.topological_order
+    left = dict.fromkeys(order, 0)   # successors each node has not given its bits yet
+    for n in order:
+        for q in p.predecessors(n):
+            left[q] += 1
     anc: dict[str, int] = {}
-    for n in p.topological_order:
+    for n in order:
         bits = 0
         for q in p.predecessors(n):
             bits |= anc[q] | bit.get(q, 0)

@@ -97,6 +97,8 @@ def test_racing_access_finds_what_the_definition_finds_on_random_programs():
                 nodes = list(q.nodes)
                 nodes[j] = Node(n.name, n.op, n.inputs + (ControlIn(names[i]),), dict(n.attrs))
                 q = Program(q.variables, tuple(nodes), q.outputs, q.feeds)
+            if rng.random() < 0.3:   # declared out of order: Kahn's order is used
+                q = Program(q.variables, tuple(reversed(q.nodes)), q.outputs, q.feeds)
             updates = [(f"u{k}", set(rng.sample(names, min(len(names), rng.randrange(1, 6)))),
                         set(rng.sample(sorted(q.variables),
                                        min(len(q.variables), rng.randrange(1, 3)))))
@@ -129,3 +131,21 @@ def test_attr_values_convert_as_the_generic_walk_does():
     empty = parse("AttrValue", b"")
     assert attr_dict(empty) == to_dict(empty) == {}
     assert {"type", "list", "shape", "b"} <= kinds, kinds
+
+
+def _declared_in_order_by_definition(p) -> bool:
+    position = {n.name: k for k, n in enumerate(p.nodes)}
+    return all(position[q] < position[n.name] for n in p.nodes for q in p.predecessors(n.name))
+
+
+def test_validation_says_whether_the_nodes_are_declared_in_a_topological_order():
+    seen = set()
+    for p in random_programs(60, seed=31, max_nodes=12):
+        for nodes in (p.nodes, tuple(reversed(p.nodes))):
+            fresh = Program(p.variables, nodes, p.outputs, p.feeds)
+            want = _declared_in_order_by_definition(fresh)
+            assert fresh.declared_in_order == want
+            validated = Program(p.variables, nodes, p.outputs, p.feeds).validated()
+            assert validated.declared_in_order == want
+            seen.add(want)
+    assert seen == {True, False}
