@@ -484,8 +484,66 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     in_order = position is not None
     functions: dict[str, Any] = {}
     n_outputs: dict[str, int] = {}
+    checks: dict[str, Any] = {}       # op -> what its nodes need (_quick_checks)
+    assignable: dict[Any, bool] = {}  # Assign's fn -> whether it is assignable
     for n in p.nodes:
         op, inputs = n.op, n.inputs
+        # The common case first: a Var, Read, Assign or function node whose
+        # inputs are edges from nodes that forward nothing, checked in one
+        # pass over its inputs.  Anything else -- and anything wrong -- takes
+        # the full path below, which reports each violation in order.
+        need = checks.get(op, False)
+        if need is False:
+            need = checks[op] = _quick_checks(op)
+        if need is not None:
+            n_in, attrs_needed, variable_first = need
+            ok = True
+            if op == VAR:
+                ok = n.attrs.get("var") in p.variables
+            elif op == ASSIGN:
+                fn = n.attrs.get("fn", "")
+                ok = assignable.get(fn)
+                if ok is None:
+                    f = fns.lookup(fn)
+                    ok = assignable[fn] = f is not None and f.assignable
+            elif attrs_needed:
+                ok = all(a in n.attrs for a in attrs_needed)
+            if ok:
+                count = 0
+                here = position[n.name] if in_order else 0
+                for inp in inputs:
+                    t = type(inp)
+                    if t is DataIn:
+                        src = node.get(inp.node)
+                        if src is None or src.op in _FORWARDING \
+                                or (src.op == VAR) != (variable_first and count == 0):
+                            ok = False
+                            break
+                        k = n_outputs.get(src.op)
+                        if k is None:
+                            k = n_outputs[src.op] = src.n_outputs()
+                        if inp.port >= k:
+                            ok = False
+                            break
+                        count += 1
+                        if in_order and position[inp.node] >= here:
+                            in_order = False
+                    elif t is ControlIn:
+                        if inp.node not in node:
+                            ok = False
+                            break
+                        if in_order and position[inp.node] >= here:
+                            in_order = False
+                    elif t is FeedIn:
+                        if variable_first and count == 0:
+                            ok = False
+                            break
+                        count += 1
+                    elif t is not FeedControlIn:
+                        ok = False
+                        break
+                if ok and count == n_in:
+                    continue
         data = n.data_inputs
         if op == VAR:
             expected_in = 0
@@ -589,6 +647,22 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     if strict:
         _check_strict(p, bad)
     return out
+
+
+def _quick_checks(op: str) -> tuple[int, tuple[str, ...], bool] | None:
+    """(data inputs, attributes needed, whether data input 0 is a variable
+    edge) of the nodes of `op` that validate's quick path checks, or None
+    for a control-flow primitive or an unknown op (the full path)."""
+    if op == VAR:
+        return 0, (), False
+    if op == READ:
+        return 1, (), True
+    if op == ASSIGN:
+        return 2, (), True
+    if op in CONTROL_FLOW_OPS:
+        return None
+    f = fns.lookup(op)
+    return None if f is None else (f.n_in, tuple(f.attrs), False)
 
 
 def _check_control_flow_node(p: Program, n: Node, where: str, bad) -> int:
