@@ -37,6 +37,7 @@ from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, Prog
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
 from . import ops as opt
+from .proto.runtime import LazyAttrs
 from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
                         split_ref)
 
@@ -674,7 +675,14 @@ class _Builder:
         return None
 
     def attr(self, name: str, default: Any = None) -> Any:
-        a = self.node.attr.get(name)
+        attrs = self.node.attr
+        if type(attrs) is LazyAttrs:   # a decoded NodeDef: a scalar is read directly
+            field_value = attrs.scalar(name)
+            if field_value is not None:
+                which, v = field_value
+                return v.decode("utf-8", "replace") if which == "s" and isinstance(v, bytes) \
+                    else v
+        a = attrs.get(name)
         if a is None:
             if default is None:
                 self.reject(f"has no attribute {name!r}", "missing-attribute")

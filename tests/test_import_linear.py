@@ -19,7 +19,7 @@ from tfsem.generators.graphdefs import chain_graphdef, optimizer_graphdef
 from tfsem.generators.strategies import random_programs
 from tfsem.graphdef.importer import import_graph
 from tfsem.graphdef.proto import encode, parse
-from tfsem.graphdef.proto.runtime import attr_dict, to_dict
+from tfsem.graphdef.proto.runtime import LazyAttrs, attr_dict, to_dict
 from tfsem.oracle import state_ops
 from tfsem.oracle.program import ControlIn, Node, Program
 
@@ -125,9 +125,18 @@ def test_attr_values_convert_as_the_generic_walk_does():
             msg = parse("GraphDef", data)
         nodes = list(msg.node) + [n for f in msg.library.function for n in f.node_def]
         for nd in nodes:
+            lazy = LazyAttrs(nd)
             for key, value in nd.attr.items():
-                assert attr_dict(value) == to_dict(value), (nd.name, key)
+                want = to_dict(value)
+                assert attr_dict(value) == want, (nd.name, key)
                 kinds.add(value.WhichOneof("value"))
+                scalar = lazy.scalar(key)
+                if scalar is None:
+                    assert next(iter(want), None) not in ("type", "s", "i", "f", "b"), want
+                else:
+                    assert {scalar[0]: scalar[1]} == want == lazy[key], (nd.name, key)
+                    assert lazy.scalar(key) == scalar   # (now from the cache)
+            assert lazy.scalar("no such attribute") is None
     empty = parse("AttrValue", b"")
     assert attr_dict(empty) == to_dict(empty) == {}
     assert {"type", "list", "shape", "b"} <= kinds, kinds

@@ -321,6 +321,32 @@ class LazyAttrs(Mapping):
             value = self._cache[key] = attr_dict(m[key])
         return value
 
+    def scalar(self, key):
+        """(field, value) of attribute `key` where it is a dtype (its DT_
+        name), a string (bytes), an int, a float, a bool or a placeholder --
+        the one entry of its dict form -- read without building that dict;
+        None where the attribute is absent or of another kind."""
+        value = self._cache.get(key)
+        if value is not None:
+            if len(value) == 1:
+                (which, v), = value.items()
+                if which == "type" or which in _PLAIN_ATTR_FIELDS:
+                    return which, v
+            return None
+        m = self._map
+        if m is None:
+            m = self._map = self._node.attr
+        if not isinstance(key, str) or key not in m:
+            return None
+        a = m[key]
+        which = a.WhichOneof("value")
+        if which == "type":
+            t = a.type
+            return which, _DATA_TYPES.get(t, t)
+        if which in _PLAIN_ATTR_FIELDS:
+            return which, getattr(a, which)
+        return None
+
     def __contains__(self, key) -> bool:
         return isinstance(key, str) and key in self._m()
 
