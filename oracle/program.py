@@ -373,28 +373,31 @@ class Program:
     @cached_property
     def successors(self) -> Mapping[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {n.name: [] for n in self.nodes}
-        preds = self._predecessors
-        for n in self.nodes:
-            for p in preds[n.name]:
-                out[p].append(n.name)
-        return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in out.items()}
+        # (each name once, where it first comes: a second node of one name
+        # has the same predecessors, and its entries would be dropped as
+        # repeats below)
+        for name, ps in self._predecessors.items():
+            for p in ps:
+                out[p].append(name)
+        return {k: tuple(v) for k, v in out.items()}
 
     @cached_property
     def topological_order(self) -> tuple[str, ...]:
         """Kahn's algorithm, ties broken by declaration order (deterministic)."""
-        preds = self._predecessors
-        indeg = {n.name: len(preds[n.name]) for n in self.nodes}
+        indeg = {k: len(v) for k, v in self._predecessors.items()}
         order: list[str] = []
         ready = [n.name for n in self.nodes if indeg[n.name] == 0]
         ready.reverse()
         succs = self.successors if ready else {}
+        pop, push, visit = ready.pop, ready.append, order.append
         while ready:
-            name = ready.pop()
-            order.append(name)
+            name = pop()
+            visit(name)
             for s in reversed(succs[name]):
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    ready.append(s)
+                k = indeg[s] - 1
+                indeg[s] = k
+                if not k:
+                    push(s)
         if len(order) != len(self.nodes):
             raise ProgramError([Violation("program", "cycle", "the graph has a cycle")])
         return tuple(order)
