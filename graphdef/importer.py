@@ -320,6 +320,7 @@ class _Importer:
 
     def _order(self, roots, state, order, deadline) -> None:
         steps = 0
+        g, deps = self.g, self.deps
         for root in roots:
             if state.get(root):
                 continue
@@ -338,7 +339,9 @@ class _Importer:
                                                "a NextIteration into a Merge", "cycle")
                     if not s:
                         state[d] = 1
-                        stack.append((d, iter(self._deps_checked(d, name))))
+                        n = g.get(d)
+                        stack.append((d, iter(deps(n) if n is not None
+                                              else self._deps_checked(d, name))))
                         break
                 else:
                     stack.pop()
@@ -363,8 +366,18 @@ class _Importer:
         return name
 
     def build(self, name: str) -> None:
+        self.build_all([name])
+
+    def build_all(self, order: Sequence[str], deadline: float | None = None) -> None:
+        """Build the nodes of `order`, in order (checking `deadline` every 256)."""
+        build = self._build
+        name = ""
         try:
-            self._build(name)
+            for k, name in enumerate(order):
+                if not k & 255:
+                    check_deadline(deadline, f"importing the graph ({k} of {len(order)} nodes "
+                                   "built)")
+                build(name)
         except (GraphImportError, GraphFormatError):
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
@@ -933,10 +946,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.variable_names:
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
-    for k, name in enumerate(order):
-        if not k & 255:
-            check_deadline(deadline, f"importing the graph ({k} of {len(order)} nodes built)")
-        imp.build(name)
+    imp.build_all(order, deadline)
     if imp.back_edges:
         _patch_back_edges(imp)
     check_deadline(deadline, "importing the graph")
