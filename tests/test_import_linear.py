@@ -87,7 +87,7 @@ def _racing_access_by_definition(p, updates):
 def test_racing_access_finds_what_the_definition_finds_on_random_programs():
     rng = random.Random(30)
     found = {True: 0, False: 0}
-    for p in random_programs(150, seed=30, max_nodes=16):
+    for p in random_programs(150, seed=30, max_nodes=16) + random_programs(40, seed=32, max_nodes=60):
         names = [n.name for n in p.nodes]
         for _ in range(3):
             q = p
@@ -99,7 +99,7 @@ def test_racing_access_finds_what_the_definition_finds_on_random_programs():
                 q = Program(q.variables, tuple(nodes), q.outputs, q.feeds)
             if rng.random() < 0.3:   # declared out of order: Kahn's order is used
                 q = Program(q.variables, tuple(reversed(q.nodes)), q.outputs, q.feeds)
-            updates = [(f"u{k}", set(rng.sample(names, min(len(names), rng.randrange(1, 6)))),
+            updates = [(f"u{k}", set(rng.sample(names, min(len(names), rng.randrange(1, 8)))),
                         set(rng.sample(sorted(q.variables),
                                        min(len(q.variables), rng.randrange(1, 3)))))
                        for k in range(rng.randrange(1, 4))]
