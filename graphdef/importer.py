@@ -37,7 +37,6 @@ from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, Prog
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
 from . import ops as opt
-from .proto.runtime import LazyAttrs
 from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
                         split_ref)
 
@@ -689,7 +688,10 @@ class _Builder:
 
     def attr(self, name: str, default: Any = None) -> Any:
         attrs = self.node.attr
-        if type(attrs) is LazyAttrs:   # a decoded NodeDef: a scalar is read directly
+        if type(attrs) is not dict and hasattr(attrs, "scalar"):
+            # a decoded NodeDef (graphdef.proto.runtime.LazyAttrs, not imported
+            # here: reading a text graph needs no protobuf): a scalar is read
+            # from the AttrValue directly
             field_value = attrs.scalar(name)
             if field_value is not None:
                 which, v = field_value

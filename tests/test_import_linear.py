@@ -158,3 +158,15 @@ def test_validation_says_whether_the_nodes_are_declared_in_a_topological_order()
             assert validated.declared_in_order == want
             seen.add(want)
     assert seen == {True, False}
+
+
+def test_the_importer_loads_protobuf_only_for_a_binary_graph():
+    # LazyAttrs (graphdef/proto/runtime.py) is what a decoded NodeDef's
+    # attributes are; the importer reads them without importing it
+    import subprocess
+    import sys
+    code = ("import sys, tfsem.graphdef, tfsem.graphdef.importer; "
+            "print('google.protobuf' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
