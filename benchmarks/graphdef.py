@@ -172,7 +172,8 @@ def synthetic(args) -> None:
         cases += [(f"adam x{k}", write_optimizer(k, tmp_path), {"fetch": [], "target": ["train"]})
                   for k in args.optimizer]
         cases += [(Path(g).name, Path(g), {"fetch": [], "target": []}) for g in args.graph]
-        manifest = {g["name"]: g for g in json.loads((CORPUS2 / "manifest.json").read_text())["graphs"]}
+        manifest = {g["name"]: g
+                    for g in json.loads((CORPUS2 / "manifest.json").read_text())["graphs"]}
         for name in args.corpus_graph:
             e = manifest[name]
             opts = {"fetch": [] if e["kind"] == "saved_model" else e["fetches"],
@@ -193,11 +194,15 @@ def synthetic(args) -> None:
         for label_, path, opts in cases:
             spec = {"path": str(path), "captures": None, **opts}
             data = path.read_bytes() if path.is_file() else (path / "saved_model.pb").read_bytes()
-            from tfsem.graphdef.proto import parse
-            msg_name = "SavedModel" if path.is_dir() else "GraphDef"
-            m = parse(msg_name, data)
-            n_nodes = len(m.node) if msg_name == "GraphDef" else len(m.meta_graphs[0].graph_def.node)
-            pb = _protobuf_parse_s(data, max(args.repeat, 5)) if msg_name == "GraphDef" else float("nan")
+            from tfsem.graphdef.proto import parse, parse_text
+            pb = float("nan")   # (protobuf's parse: of a binary GraphDef only)
+            if path.suffix in (".pbtxt", ".pbtext"):
+                n_nodes = len(parse_text("GraphDef", data.decode()).get("node", []))
+            elif path.is_dir():
+                n_nodes = len(parse("SavedModel", data).meta_graphs[0].graph_def.node)
+            else:
+                n_nodes = len(parse("GraphDef", data).node)
+                pb = _protobuf_parse_s(data, max(args.repeat, 5))
             new, old = [], []
             for _ in range(args.repeat):
                 new.append(_time_in("", spec, cwd=tmp))

@@ -87,7 +87,9 @@ def _racing_access_by_definition(p, updates):
 def test_racing_access_finds_what_the_definition_finds_on_random_programs():
     rng = random.Random(30)
     found = {True: 0, False: 0}
-    for p in random_programs(150, seed=30, max_nodes=16) + random_programs(40, seed=32, max_nodes=60):
+    programs = random_programs(150, seed=30, max_nodes=16) + \
+        random_programs(40, seed=32, max_nodes=60)
+    for p in programs:
         names = [n.name for n in p.nodes]
         for _ in range(3):
             q = p
