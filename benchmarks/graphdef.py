@@ -28,19 +28,29 @@ docs/tensorflow-graphs.md holds it.
 
 `--synthetic N ...` measures import against protobuf's own parser instead:
 per N, a chain of `ReadVariableOp -> AddV2` over 16 resource variables with
-an `AssignAddVariableOp` every 4th step (about N GraphDef nodes; built as a
-tfsem program and exported as binary, as `tfsem export -o big.pb` does), and
-every `--graph` file given (imported with its default fetches, to its
-refusal if it is refused).  Columns, medians of CPU seconds in this
-process: protobuf's parse of the bytes (`ParseFromString` with tfsem's
-descriptors), tfsem's decode (`graphdef.read_graph`: the parse plus the
-unknown-field check), tfsem's import (`graphdef.import_path`: read, inline,
-build, validate), and the import's ratio to protobuf's parse.  With
-`--baseline PYTHON`, the same decode and import run in PYTHON (an
-interpreter whose `tfsem` is another checkout, e.g. the previous
-implementation), alternating with this one's repetitions, so both sides see
-the same machine load.  Target (issue 30): no 50,000-node import over 5x
-protobuf's parse; a 7,000-node graph in under 1 s.
+an `AssignAddVariableOp` every 4th step (about N GraphDef nodes); per
+`--optimizer K`, K variables each updated by a `ResourceApplyAdam` (6K+8
+nodes: the importer checks each update for racing accesses); every
+`--corpus-graph` of the corpus (default keras_mobilenetv2_32, with its
+manifest's fetches, targets and captures); and every `--graph` file given
+(imported with its default fetches, to its refusal if it is refused).  The
+synthetic graphs are generators/graphdefs.py's.  Columns, medians of CPU
+seconds, each measured in a fresh process: protobuf's parse of the bytes
+(`ParseFromString` with tfsem's descriptors, in this process), tfsem's
+decode (`graphdef.read_graph`: the parse plus the unknown-field check),
+tfsem's import (`graphdef.import_path`: read, inline, build, validate), and
+the import's ratio to protobuf's parse.  With `--baseline PYTHON` (an
+interpreter whose `tfsem` is another checkout) or `--baseline-commit REV`
+(tfsem at that commit, installed into a temporary directory), the same
+decode and import run in the other implementation too, alternating with
+this one's repetitions, so both sides see the same machine load:
+
+    python benchmarks/graphdef.py --synthetic 10000 50000 --repeat 5 \
+        --baseline-commit 2e1096e
+
+Target (issue 30): no 50,000-node import over 5x protobuf's parse; a
+7,000-node graph (MobileNetV2's training step) in under 1 s.  Measured
+figures: docs/import-speed.md.
 """
 
 from __future__ import annotations
@@ -64,36 +74,30 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "tensorflow"
 
 
-def chain_program(n: int):
-    """About `n` GraphDef nodes once exported: 16 variables, a chain of
-    reads and adds, an assign-add of the running sum every 4th step."""
-    from tfsem.oracle.program import apply, assign, const, program, read, var
-    nodes = [var(f"h{k}", f"v{k}") for k in range(16)]
-    nodes.append(const("c0", 0))
-    acc, i = "c0", 0
-    while len(nodes) < n:
-        nodes.append(read(f"r{i}", f"h{i % 16}"))
-        nodes.append(apply(f"a{i}", "Add", acc, f"r{i}"))
-        acc = f"a{i}"
-        if i % 4 == 3:
-            nodes.append(assign(f"w{i}", "Add", f"h{(i * 7) % 16}", acc))
-        i += 1
-    return program(nodes, {"out": acc}, [f"v{k}" for k in range(16)])
-
-
 def write_chain(n: int, directory: Path) -> Path:
-    from tfsem.graphdef.exporter import export_graph
+    """The binary GraphDef of generators.graphdefs.chain_graphdef(n)."""
+    from tfsem.generators.graphdefs import chain_graphdef
     from tfsem.graphdef.proto import encode
     path = directory / f"chain{n}.pb"
     if not path.exists():
-        path.write_bytes(encode("GraphDef", export_graph(chain_program(n))))
+        path.write_bytes(encode("GraphDef", chain_graphdef(n)))
+    return path
+
+
+def write_optimizer(k: int, directory: Path) -> Path:
+    """The binary GraphDef of generators.graphdefs.optimizer_graphdef(k)."""
+    from tfsem.generators.graphdefs import optimizer_graphdef
+    from tfsem.graphdef.proto import encode
+    path = directory / f"adam{k}.pb"
+    if not path.exists():
+        path.write_bytes(encode("GraphDef", optimizer_graphdef(k)))
     return path
 
 
 #: Run in this interpreter and in the baseline's: CPU seconds of one decode
-#: and one import of PATH (fetching FETCH, or the default fetches), and the
-#: refusal if the import is refused.  Old checkouts have read_graph and
-#: import_path too.
+#: and one import of a graph (SPEC: {"path", "fetch", "target", "captures"}),
+#: and the refusal if the import is refused.  Old checkouts have read_graph
+#: and import_path too.
 _TIMER = r"""
 import gc, json, sys, time
 from tfsem.graphdef import import_path, read_graph
@@ -103,13 +107,16 @@ try:
     import tfsem.graphdef.proto.runtime
 except ImportError:
     pass
-path, fetch = sys.argv[1], [f for f in sys.argv[2:3] if f]
+spec = json.loads(sys.argv[1])
+path = spec["path"]
 gc.collect()
 t = time.process_time(); read_graph(path); dec = time.process_time() - t
 gc.collect()
 t = time.process_time()
 try:
-    nodes = len(import_path(path, fetch).program.nodes); why = ""
+    nodes = len(import_path(path, spec["fetch"], [], spec["target"],
+                            captures=spec["captures"]).program.nodes)
+    why = ""
 except ProgramError as exc:
     nodes, why = 0, str(exc).splitlines()[0][:100]
 imp = time.process_time() - t
@@ -117,11 +124,13 @@ print(json.dumps([dec, imp, nodes, why]))
 """
 
 
-def _time_in(python: str, path: Path, fetch: str) -> list:
+def _time_in(python: str, spec: dict, env: dict | None = None, cwd: str | None = None) -> list:
     import subprocess
     import sys
-    out = subprocess.run([python or sys.executable, "-c", _TIMER, str(path), fetch],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([python or sys.executable, "-c", _TIMER, json.dumps(spec)],
+                         capture_output=True, text=True, env=env, cwd=cwd)
+    if out.returncode:
+        raise SystemExit(f"the timed import failed ({python or sys.executable}):\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -136,35 +145,79 @@ def _protobuf_parse_s(data: bytes, repeat: int) -> float:
     return statistics.median(times)
 
 
+def install_commit(rev: str, directory: Path) -> Path:
+    """tfsem at commit `rev` of this repository, installed (without its
+    dependencies, which it shares with this one) into `directory`/site: put
+    that on PYTHONPATH, in a working directory outside the repository."""
+    import subprocess
+    import sys
+    src, site = directory / "src", directory / "site"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), str(src)], check=True)
+    return site
+
+
 def synthetic(args) -> None:
+    import os
     import tempfile
     med = statistics.median
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [(f"chain {n}", write_chain(n, Path(tmp)), "out") for n in args.synthetic]
-        cases += [(Path(g).name, Path(g), "") for g in args.graph]
-        print(f"{'graph':22} {'nodes':>7} {'MB':>5} {'protobuf s':>10} {'decode s':>9} "
+        tmp_path = Path(tmp)
+        cases = [(f"chain {n}", write_chain(n, tmp_path), {"fetch": ["out"], "target": []})
+                 for n in args.synthetic]
+        cases += [(f"adam x{k}", write_optimizer(k, tmp_path), {"fetch": [], "target": ["train"]})
+                  for k in args.optimizer]
+        cases += [(Path(g).name, Path(g), {"fetch": [], "target": []}) for g in args.graph]
+        manifest = {g["name"]: g
+                    for g in json.loads((CORPUS2 / "manifest.json").read_text())["graphs"]}
+        for name in args.corpus_graph:
+            e = manifest[name]
+            opts = {"fetch": [] if e["kind"] == "saved_model" else e["fetches"],
+                    "target": [] if e["kind"] == "saved_model" else e["targets"],
+                    "captures": str(CORPUS2 / e["captures"]) if e.get("captures") else None}
+            cases.append((name, CORPUS2 / e["file"], opts))
+        base_python, base_env = args.baseline, None
+        if args.baseline_commit:
+            site = install_commit(args.baseline_commit, tmp_path / "baseline")
+            base_python = base_python or os.environ.get("PYTHON", "") or None
+            base_env = dict(os.environ, PYTHONPATH=str(site))
+        baseline = bool(base_python or base_env)
+        label = args.baseline_commit or args.baseline
+        print(f"{'graph':26} {'nodes':>7} {'MB':>5} {'protobuf s':>10} {'decode s':>9} "
               f"{'import s':>9} {'ratio':>6}" + (f" {'old decode s':>12} {'old import s':>12} "
                                                   f"{'old ratio':>9} {'speedup':>8}"
-                                                  if args.baseline else "") + "  refusal")
-        for label, path, fetch in cases:
+                                                  if baseline else "") + "  refusal")
+        for label_, path, opts in cases:
+            spec = {"path": str(path), "captures": None, **opts}
             data = path.read_bytes() if path.is_file() else (path / "saved_model.pb").read_bytes()
-            from tfsem.graphdef.proto import parse
-            msg_name = "SavedModel" if path.is_dir() else "GraphDef"
-            m = parse(msg_name, data)
-            n_nodes = len(m.node) if msg_name == "GraphDef" else len(m.meta_graphs[0].graph_def.node)
-            pb = _protobuf_parse_s(data, max(args.repeat, 5)) if msg_name == "GraphDef" else float("nan")
+            from tfsem.graphdef.proto import parse, parse_text
+            pb = float("nan")   # (protobuf's parse: of a binary GraphDef only)
+            if path.suffix in (".pbtxt", ".pbtext"):
+                n_nodes = len(parse_text("GraphDef", data.decode()).get("node", []))
+            elif path.is_dir():
+                n_nodes = len(parse("SavedModel", data).meta_graphs[0].graph_def.node)
+            else:
+                n_nodes = len(parse("GraphDef", data).node)
+                pb = _protobuf_parse_s(data, max(args.repeat, 5))
             new, old = [], []
             for _ in range(args.repeat):
-                new.append(_time_in("", path, fetch))
-                if args.baseline:
-                    old.append(_time_in(args.baseline, path, fetch))
+                new.append(_time_in("", spec, cwd=tmp))
+                if baseline:
+                    old.append(_time_in(base_python or "", spec, env=base_env, cwd=tmp))
             dec, imp = med(r[0] for r in new), med(r[1] for r in new)
-            line = (f"{label:22} {n_nodes:>7} {len(data) / 1e6:>5.2f} {pb:>10.4f} {dec:>9.4f} "
+            line = (f"{label_:26} {n_nodes:>7} {len(data) / 1e6:>5.2f} {pb:>10.4f} {dec:>9.4f} "
                     f"{imp:>9.4f} {imp / pb:>6.1f}")
-            if args.baseline:
+            if baseline:
                 odec, oimp = med(r[0] for r in old), med(r[1] for r in old)
                 line += f" {odec:>12.4f} {oimp:>12.4f} {oimp / pb:>9.1f} {oimp / imp:>8.1f}"
             print(line + "  " + (new[-1][3] or "-"), flush=True)
+        if baseline:
+            print(f"\n(old: {label}; medians of {args.repeat} CPU-second measurements, each in a "
+                  "fresh process, the two implementations alternating)")
 
 
 CORPUS2 = ROOT / "examples" / "tensorflow" / "corpus"
@@ -241,6 +294,17 @@ def main() -> None:
     ap.add_argument("--baseline", default="", metavar="PYTHON",
                     help="with --synthetic: the interpreter of the implementation to compare "
                          "with (e.g. /work/main/.venv/bin/python)")
+    ap.add_argument("--baseline-commit", default="", metavar="REV",
+                    help="with --synthetic: compare with tfsem at this commit of the repository "
+                         "(git archive, installed without dependencies into a temporary "
+                         "directory), e.g. 2e1096e")
+    ap.add_argument("--optimizer", type=int, nargs="*", default=None, metavar="K",
+                    help="with --synthetic: also time graphs of K ResourceApplyAdam updates "
+                         "(6K+8 nodes; default 1000)")
+    ap.add_argument("--corpus-graph", action="append", default=None, metavar="NAME",
+                    help="with --synthetic: also time this graph of the corpus, with its "
+                         "manifest's fetches, targets and captures (default "
+                         "keras_mobilenetv2_32)")
     ap.add_argument("--corpus", action="store_true",
                     help="measure the corpus of real models (examples/tensorflow/corpus/)")
     ap.add_argument("--markdown", action="store_true", help="with --corpus: a Markdown table")
@@ -252,6 +316,9 @@ def main() -> None:
         return
     if args.synthetic is not None:
         args.synthetic = args.synthetic or [10000, 50000]
+        args.optimizer = [1000] if args.optimizer is None else args.optimizer
+        args.corpus_graph = (["keras_mobilenetv2_32"] if args.corpus_graph is None
+                             else args.corpus_graph)
         synthetic(args)
         return
     manifest = json.loads((CORPUS / "manifest.json").read_text())["graphs"]

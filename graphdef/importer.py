@@ -227,6 +227,8 @@ class _Importer:
         self._refs_by_node: dict[str, list[str]] | None = None
         self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
         self._has_loops: bool | None = None
+        #: op -> its model (opt.lookup), looked up once per op of the graph
+        self._models: dict[str, opt.OpModel | None] = {}
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
@@ -244,10 +246,18 @@ class _Importer:
 
     # -- the order: what the roots need ------------------------------------
 
+    def model(self, op: str) -> opt.OpModel | None:
+        """opt.lookup(op), once per op of the graph."""
+        try:
+            return self._models[op]
+        except KeyError:
+            m = self._models[op] = opt.lookup(op)
+            return m
+
     def deps(self, n: GNode) -> list[str]:
-        if n.name in self.feeds or n.op == "Placeholder":
+        if n.op == "Placeholder" or n.name in self.feeds:
             return []
-        model = opt.lookup(n.op)
+        model = self.model(n.op)
         if n.op == "Merge":
             # a loop's back edge (NextIteration into Merge) is built after the
             # Merge (order() adds its source as a root)
@@ -255,7 +265,8 @@ class _Importer:
                     if not self._back_edge(i)]
         if model is None or not model.static:
             # the common case: every input's node, in order
-            return [i[1:] if i[:1] == "^" else _node_of(i) for i in n.inputs]
+            return [i[1:] if i[:1] == "^" else (_node_of(i) if ":" in i else i)
+                    for i in n.inputs]
         data = [i for i in n.inputs if not i.startswith("^")]
         static = {s % len(data) if data else s for s in model.static}
         out = []
@@ -327,13 +338,16 @@ class _Importer:
             self._order(more, state, order, deadline)
 
     def _order(self, roots, state, order, deadline) -> None:
+        steps = 0
+        g, deps = self.g, self.deps
         for root in roots:
             if state.get(root):
                 continue
             stack = [(root, iter(self._deps_checked(root, None)))]
             state[root] = 1
             while stack:
-                if not len(order) & 1023:
+                steps += 1
+                if not steps & 1023:
                     check_deadline(deadline, "ordering the graph's nodes")
                 name, it = stack[-1]
                 for d in it:
@@ -344,7 +358,9 @@ class _Importer:
                                                "a NextIteration into a Merge", "cycle")
                     if not s:
                         state[d] = 1
-                        stack.append((d, iter(self._deps_checked(d, name))))
+                        n = g.get(d)
+                        stack.append((d, iter(deps(n) if n is not None
+                                              else self._deps_checked(d, name))))
                         break
                 else:
                     stack.pop()
@@ -369,8 +385,18 @@ class _Importer:
         return name
 
     def build(self, name: str) -> None:
+        self.build_all([name])
+
+    def build_all(self, order: Sequence[str], deadline: float | None = None) -> None:
+        """Build the nodes of `order`, in order (checking `deadline` every 256)."""
+        build = self._build
+        name = ""
         try:
-            self._build(name)
+            for k, name in enumerate(order):
+                if not k & 255:
+                    check_deadline(deadline, f"importing the graph ({k} of {len(order)} nodes "
+                                   "built)")
+                build(name)
         except (GraphImportError, GraphFormatError):
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
@@ -384,12 +410,12 @@ class _Importer:
         if name in self.captures:
             self._capture(n)
             return
-        if name in self.feeds or n.op == "Placeholder":
+        if n.op == "Placeholder" or name in self.feeds:
             self._feed(n)
             return
-        if self._handle_alias(n):
+        if n.op == "Identity" and self._handle_alias(n):
             return
-        model = opt.lookup(n.op)
+        model = self.model(n.op)
         if model is None:
             if n.op in opt.CONTROL_FLOW:
                 raise GraphImportError(n.describe(), f"control flow ({n.op}) is not modelled",
@@ -577,13 +603,10 @@ class _Builder:
 
     def __init__(self, imp: _Importer, node: GNode, model: opt.OpModel | None):
         self.imp, self.node, self.model = imp, node, model
-        self.data = data = []
-        self.controls = controls = []
-        for i in node.inputs:
-            if i[:1] == "^":
-                controls.append(i[1:])
-            else:
-                data.append(i)
+        inputs = node.inputs
+        self.data = data = [i for i in inputs if i[:1] != "^"]
+        self.controls = [i[1:] for i in inputs if i[:1] == "^"] if len(data) < len(inputs) \
+            else []
         self.parts: list[str] = []
         self.main: str | None = None
         self.part_inputs: dict[str, list] = {}
@@ -601,7 +624,10 @@ class _Builder:
     def _ref(self, i: int) -> tuple[str, int]:
         if not 0 <= i < len(self.data):
             self.reject(f"needs data input {i}, has {len(self.data)}", "arity")
-        src, port, _ = split_ref(self.data[i])
+        ref = self.data[i]
+        if ":" not in ref:
+            return ref, 0
+        src, port, _ = split_ref(ref)
         return src, port
 
     def input(self, i: int) -> DataIn:
@@ -717,7 +743,17 @@ class _Builder:
         return None
 
     def attr(self, name: str, default: Any = None) -> Any:
-        a = self.node.attr.get(name)
+        attrs = self.node.attr
+        if type(attrs) is not dict and hasattr(attrs, "scalar"):
+            # a decoded NodeDef (graphdef.proto.runtime.LazyAttrs, not imported
+            # here: reading a text graph needs no protobuf): a scalar is read
+            # from the AttrValue directly
+            field_value = attrs.scalar(name)
+            if field_value is not None:
+                which, v = field_value
+                return v.decode("utf-8", "replace") if which == "s" and isinstance(v, bytes) \
+                    else v
+        a = attrs.get(name)
         if a is None:
             if default is None:
                 self.reject(f"has no attribute {name!r}", "missing-attribute")
@@ -803,16 +839,17 @@ class _Builder:
             else:
                 raise RuntimeError(f"model of {self.node.op} made no node named after it")
         controls = []
-        for c in (dict.fromkeys(self.controls + self.static_controls) if self.static_controls
-                  or len(self.controls) > 1 else self.controls):
-            if c not in imp.done:
-                self.reject(f"control input ^{c} comes from a node that was not imported")
-            controls.append(ControlIn(imp.done[c]))
+        if self.controls or self.static_controls:
+            for c in (dict.fromkeys(self.controls + self.static_controls) if self.static_controls
+                      or len(self.controls) > 1 else self.controls):
+                if c not in imp.done:
+                    self.reject(f"control input ^{c} comes from a node that was not imported")
+                controls.append(ControlIn(imp.done[c]))
         if len(self.pending) == 1:
             # the common case, one tfsem node: no inputs among its own parts
             name, op, attrs = self.pending[0]
             ins = self.part_inputs[name]
-            data = tuple(x for x in ins if type(x) is DataIn or type(x) is FeedIn)
+            data = tuple([x for x in ins if type(x) is DataIn or type(x) is FeedIn])
             if len(data) < len(ins) or controls:
                 ctrl = [x for x in ins if type(x) is ControlIn] + controls
                 inputs = data + tuple(dict.fromkeys(ctrl))
@@ -973,10 +1010,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.variable_names:
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
-    for k, name in enumerate(order):
-        if not k & 255:
-            check_deadline(deadline, f"importing the graph ({k} of {len(order)} nodes built)")
-        imp.build(name)
+    imp.build_all(order, deadline)
     if imp.back_edges:
         _patch_back_edges(imp)
     check_deadline(deadline, "importing the graph")

@@ -29,6 +29,8 @@ TENSOR, VARIABLE, CONTROL = "tensor", "variable", "control"
 SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND = (
     "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
 CONTROL_FLOW_OPS = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
+#: The nodes whose output forwards their first data input's kind (Program.port_kind).
+_FORWARDING = frozenset((SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION))
 #: Enter's attributes and their defaults (TensorFlow's: parallel_iterations 10)
 ENTER_ATTRS = {"frame_name": None, "is_constant": False, "parallel_iterations": 10}
 
@@ -75,6 +77,9 @@ class FeedControlIn:
 
 
 Input = DataIn | ControlIn | FeedIn | FeedControlIn
+_DATA_INPUTS = (DataIn, FeedIn)
+_CONTROL_INPUTS = (ControlIn, FeedControlIn)
+_EDGES = (DataIn, ControlIn)   # inputs from a node of the program
 
 
 def parse_input(text: str) -> Input:
@@ -116,7 +121,7 @@ class TensorType:
     shape: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Node:
     """A node: its name, operation and ordered inputs.
 
@@ -130,17 +135,26 @@ class Node:
     inputs: tuple[Input, ...] = ()
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "inputs", tuple(self.inputs))
-        object.__setattr__(self, "attrs", _FrozenDict(self.attrs))
+    def __init__(self, name: str, op: str, inputs: Iterable[Input] = (),
+                 attrs: Mapping[str, Any] | None = None) -> None:
+        # The dataclass's own __init__ sets each field through
+        # object.__setattr__ and copies `attrs` again: a large graph's import
+        # builds tens of thousands of nodes, so the fields go into __dict__ at
+        # once, and attributes already frozen (another node's) are shared.
+        d = self.__dict__
+        d["name"] = name
+        d["op"] = op
+        d["inputs"] = inputs if type(inputs) is tuple else tuple(inputs)
+        d["attrs"] = attrs if type(attrs) is _FrozenDict else \
+            (_FrozenDict(attrs) if attrs else _NO_ATTRS)
 
     @property
     def data_inputs(self) -> tuple[DataIn | FeedIn, ...]:
-        return tuple(i for i in self.inputs if isinstance(i, (DataIn, FeedIn)))
+        return tuple([i for i in self.inputs if isinstance(i, _DATA_INPUTS)])
 
     @property
     def control_inputs(self) -> tuple[ControlIn | FeedControlIn, ...]:
-        return tuple(i for i in self.inputs if isinstance(i, (ControlIn, FeedControlIn)))
+        return tuple([i for i in self.inputs if isinstance(i, _CONTROL_INPUTS)])
 
     @property
     def var(self) -> str:
@@ -191,6 +205,10 @@ class _FrozenDict(dict):
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(fns.attrs_key(self))
+
+
+#: The attributes of every node that has none (immutable, so shared).
+_NO_ATTRS = _FrozenDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +310,16 @@ class Program:
                     out.setdefault((i.node, i.port), []).append((n.name, idx))
         return {k: tuple(v) for k, v in out.items()}
 
+    @cached_property
+    def _control_consumers(self) -> Mapping[str, tuple["Node", ...]]:
+        """node -> the nodes with a control edge from it, in program order
+        (each once)."""
+        out: dict[str, list[Node]] = {}
+        for m in self.nodes:
+            for src in dict.fromkeys(i.node for i in m.inputs if isinstance(i, ControlIn)):
+                out.setdefault(src, []).append(m)
+        return {k: tuple(v) for k, v in out.items()}
+
     def ancestors(self, roots) -> set[str]:
         """`roots` and every node with a path of data or control edges into
         one (through `predecessors`)."""
@@ -309,32 +337,66 @@ class Program:
         """Nodes with an edge (data or control) into `name` (a loop's back
         edge, NextIteration into Merge, excluded: it closes the only cycles a
         program may have)."""
-        return tuple(dict.fromkeys(i.node for i in self.node[name].inputs
-                                   if isinstance(i, (DataIn, ControlIn))
-                                   and not self.is_back_edge(name, i)))
+        return self._predecessors[name]
+
+    @cached_property
+    def _predecessors(self) -> Mapping[str, tuple[str, ...]]:
+        """predecessors() of every node, computed once (each call of
+        `predecessors` used to walk the node's inputs again)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for n in self.nodes:
+            if n.op == MERGE:
+                srcs = [i.node for i in n.inputs if isinstance(i, _EDGES)
+                        and not self.is_back_edge(n.name, i)]
+            else:
+                srcs = [i.node for i in n.inputs if isinstance(i, _EDGES)]
+            out[n.name] = tuple(dict.fromkeys(srcs)) if len(srcs) > 1 else tuple(srcs)
+        return out
+
+    @cached_property
+    def declared_in_order(self) -> bool:
+        """Whether every node comes after each node it has an edge from (a
+        loop's back edge aside), so that `nodes` is itself a topological
+        order (though not necessarily `topological_order`, Kahn's): what an
+        import builds.  Validation finds it out on its way."""
+        position = {n.name: k for k, n in enumerate(self.nodes)}
+        if len(position) != len(self.nodes):
+            return False
+        preds = self._predecessors
+        for k, n in enumerate(self.nodes):
+            for q in preds[n.name]:
+                if position.get(q, k) >= k:
+                    return False
+        return True
 
     @cached_property
     def successors(self) -> Mapping[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {n.name: [] for n in self.nodes}
-        for n in self.nodes:
-            for p in self.predecessors(n.name):
-                out[p].append(n.name)
-        return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+        # (each name once, where it first comes: a second node of one name
+        # has the same predecessors, and its entries would be dropped as
+        # repeats below)
+        for name, ps in self._predecessors.items():
+            for p in ps:
+                out[p].append(name)
+        return {k: tuple(v) for k, v in out.items()}
 
     @cached_property
     def topological_order(self) -> tuple[str, ...]:
         """Kahn's algorithm, ties broken by declaration order (deterministic)."""
-        indeg = {n.name: len(self.predecessors(n.name)) for n in self.nodes}
+        indeg = {k: len(v) for k, v in self._predecessors.items()}
         order: list[str] = []
         ready = [n.name for n in self.nodes if indeg[n.name] == 0]
         ready.reverse()
+        succs = self.successors if ready else {}
+        pop, push, visit = ready.pop, ready.append, order.append
         while ready:
-            name = ready.pop()
-            order.append(name)
-            for s in reversed(self.successors[name]):
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    ready.append(s)
+            name = pop()
+            visit(name)
+            for s in reversed(succs[name]):
+                k = indeg[s] - 1
+                indeg[s] = k
+                if not k:
+                    push(s)
         if len(order) != len(self.nodes):
             raise ProgramError([Violation("program", "cycle", "the graph has a cycle")])
         return tuple(order)
@@ -415,56 +477,147 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
             bad(f"node {n.name!r}", "bad-name", "'@' is reserved for the steps of a decomposed "
                                                 "Assign in schedules (n@read, n@write)")
 
+    # One pass over the nodes, linear in nodes and edges: what depends on an
+    # op alone (its function, its number of outputs) is looked up once per op,
+    # and whether the nodes are declared after their inputs -- then there is
+    # no cycle and Kahn's algorithm need not run here -- is seen on the way.
+    node = p.node
+    position = {name: k for k, name in enumerate(node)} if len(node) == len(p.nodes) else None
+    in_order = position is not None
+    functions: dict[str, Any] = {}
+    n_outputs: dict[str, int] = {}
+    checks: dict[str, Any] = {}       # op -> what its nodes need (_quick_checks)
+    assignable: dict[Any, bool] = {}  # Assign's fn -> whether it is assignable
     for n in p.nodes:
-        where = f"node {n.name!r}"
+        op, inputs = n.op, n.inputs
+        # The common case first: a Var, Read, Assign or function node whose
+        # inputs are edges from nodes that forward nothing, checked in one
+        # pass over its inputs.  Anything else -- and anything wrong -- takes
+        # the full path below, which reports each violation in order.
+        need = checks.get(op, False)
+        if need is False:
+            need = checks[op] = _quick_checks(op)
+        if need is not None:
+            n_in, attrs_needed, variable_first = need
+            ok = True
+            if op == VAR:
+                ok = n.attrs.get("var") in p.variables
+            elif op == ASSIGN:
+                fn = n.attrs.get("fn", "")
+                ok = assignable.get(fn)
+                if ok is None:
+                    f = fns.lookup(fn)
+                    ok = assignable[fn] = f is not None and f.assignable
+            elif attrs_needed:
+                ok = all(a in n.attrs for a in attrs_needed)
+            if ok:
+                count = 0
+                here = position[n.name] if in_order else 0
+                for inp in inputs:
+                    t = type(inp)
+                    if t is DataIn:
+                        src = node.get(inp.node)
+                        if src is None or src.op in _FORWARDING \
+                                or (src.op == VAR) != (variable_first and count == 0):
+                            ok = False
+                            break
+                        k = n_outputs.get(src.op)
+                        if k is None:
+                            k = n_outputs[src.op] = src.n_outputs()
+                        if inp.port >= k:
+                            ok = False
+                            break
+                        count += 1
+                        if in_order and position[inp.node] >= here:
+                            in_order = False
+                    elif t is ControlIn:
+                        if inp.node not in node:
+                            ok = False
+                            break
+                        if in_order and position[inp.node] >= here:
+                            in_order = False
+                    elif t is FeedIn:
+                        if variable_first and count == 0:
+                            ok = False
+                            break
+                        count += 1
+                    elif t is not FeedControlIn:
+                        ok = False
+                        break
+                if ok and count == n_in:
+                    continue
         data = n.data_inputs
-        if n.op == VAR:
+        if op == VAR:
             expected_in = 0
             if n.attrs.get("var") not in p.variables:
-                bad(where, "unknown-variable", f"Var of undeclared variable {n.attrs.get('var')!r}")
-        elif n.op == READ:
+                bad(f"node {n.name!r}", "unknown-variable",
+                    f"Var of undeclared variable {n.attrs.get('var')!r}")
+        elif op == READ:
             expected_in = 1
-        elif n.op == ASSIGN:
+        elif op == ASSIGN:
             expected_in = 2
             f = fns.lookup(n.attrs.get("fn", ""))
             if f is None:
-                bad(where, "unknown-function", f"Assign with unknown function {n.attrs.get('fn')!r}")
+                bad(f"node {n.name!r}", "unknown-function",
+                    f"Assign with unknown function {n.attrs.get('fn')!r}")
             elif not f.assignable:
-                bad(where, "arity", f"Assign-{f.name} needs a function of 2 arguments and 1 result, "
-                                    f"{f.name} has {f.n_in} and {f.n_out}")
-        elif n.op in CONTROL_FLOW_OPS:
-            expected_in = _check_control_flow_node(p, n, where, bad)
+                bad(f"node {n.name!r}", "arity",
+                    f"Assign-{f.name} needs a function of 2 arguments and 1 result, "
+                    f"{f.name} has {f.n_in} and {f.n_out}")
+        elif op in CONTROL_FLOW_OPS:
+            expected_in = _check_control_flow_node(p, n, f"node {n.name!r}", bad)
         else:
-            f = fns.lookup(n.op)
+            f = functions.get(op, False)
+            if f is False:
+                f = functions[op] = fns.lookup(op)
             if f is None:
-                bad(where, "unknown-op", f"unknown operation {n.op!r}")
+                bad(f"node {n.name!r}", "unknown-op", f"unknown operation {op!r}")
+                in_order = False   # (its inputs are not looked at: let Kahn decide)
                 continue
             expected_in = f.n_in
-            for attr in f.attrs:
-                if attr not in n.attrs:
-                    bad(where, "missing-attribute", f"{n.op} needs attribute {attr!r}")
+            if f.attrs:
+                for attr in f.attrs:
+                    if attr not in n.attrs:
+                        bad(f"node {n.name!r}", "missing-attribute",
+                            f"{op} needs attribute {attr!r}")
         if len(data) != expected_in:
-            bad(where, "arity", f"{n.op} takes {expected_in} data input(s), got {len(data)}")
+            bad(f"node {n.name!r}", "arity",
+                f"{op} takes {expected_in} data input(s), got {len(data)}")
 
-        for idx, inp in enumerate(data):
-            if n.op in CONTROL_FLOW_OPS:
-                break  # checked by _check_control_flow_node
-            want = VARIABLE if (n.op in (READ, ASSIGN) and idx == 0) else TENSOR
-            got = _input_kind(p, inp)
-            if got is None:
-                continue  # dangling: reported below
-            if got != want:
-                bad(f"{where} input {idx} ({inp})", "edge-kind",
-                    f"{n.op} input {idx} must be a {want} edge, {inp} is a {got} edge")
+        if op not in CONTROL_FLOW_OPS:   # (else checked by _check_control_flow_node)
+            for idx, inp in enumerate(data):
+                want = VARIABLE if (idx == 0 and (op == READ or op == ASSIGN)) else TENSOR
+                if isinstance(inp, FeedIn):
+                    got = TENSOR
+                else:
+                    src = node.get(inp.node)
+                    if src is None:
+                        continue  # dangling: reported below
+                    if src.op in _FORWARDING:
+                        got = p.port_kind(src.name, inp.port)
+                    else:   # (what port_kind says of any other node)
+                        got = VARIABLE if src.op == VAR else TENSOR
+                if got != want:
+                    bad(f"node {n.name!r} input {idx} ({inp})", "edge-kind",
+                        f"{op} input {idx} must be a {want} edge, {inp} is a {got} edge")
 
-        for inp in n.inputs:
-            if isinstance(inp, (DataIn, ControlIn)):
-                src = p.node.get(inp.node)
+        here = position[n.name] if in_order else 0
+        for inp in inputs:
+            if isinstance(inp, _EDGES):
+                src = node.get(inp.node)
                 if src is None:
-                    bad(f"{where} input {inp}", "unknown-node", f"no node named {inp.node!r}")
-                elif isinstance(inp, DataIn) and inp.port >= src.n_outputs():
-                    bad(f"{where} input {inp}", "bad-port",
-                        f"{src.name} ({src.op}) has {src.n_outputs()} output port(s), not port {inp.port}")
+                    bad(f"node {n.name!r} input {inp}", "unknown-node",
+                        f"no node named {inp.node!r}")
+                    continue
+                if isinstance(inp, DataIn):
+                    k = n_outputs.get(src.op)
+                    if k is None:
+                        k = n_outputs[src.op] = src.n_outputs()
+                    if inp.port >= k:
+                        bad(f"node {n.name!r} input {inp}", "bad-port",
+                            f"{src.name} ({src.op}) has {k} output port(s), not port {inp.port}")
+                if in_order and position[inp.node] >= here and not p.is_back_edge(n.name, inp):
+                    in_order = False
 
     for name, port in p.outputs.items():
         src = p.node.get(port.node)
@@ -477,7 +630,9 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
         elif p.port_kind(port.node, port.port) == VARIABLE:
             bad(where, "edge-kind", f"an output is a tensor edge, {port} is a variable edge")
 
-    if not any(v.rule in ("unknown-node", "duplicate-name") for v in out):
+    if in_order and not out:
+        p.__dict__["declared_in_order"] = True   # (the cached property, found out here)
+    if not in_order and not any(v.rule in ("unknown-node", "duplicate-name") for v in out):
         try:
             p.topological_order
         except ProgramError as exc:
@@ -494,6 +649,22 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     if strict:
         _check_strict(p, bad)
     return out
+
+
+def _quick_checks(op: str) -> tuple[int, tuple[str, ...], bool] | None:
+    """(data inputs, attributes needed, whether data input 0 is a variable
+    edge) of the nodes of `op` that validate's quick path checks, or None
+    for a control-flow primitive or an unknown op (the full path)."""
+    if op == VAR:
+        return 0, (), False
+    if op == READ:
+        return 1, (), True
+    if op == ASSIGN:
+        return 2, (), True
+    if op in CONTROL_FLOW_OPS:
+        return None
+    f = fns.lookup(op)
+    return None if f is None else (f.n_in, tuple(f.attrs), False)
 
 
 def _check_control_flow_node(p: Program, n: Node, where: str, bad) -> int:
@@ -535,10 +706,9 @@ def _check_control_flow_node(p: Program, n: Node, where: str, bad) -> int:
             if p.node[consumer].op != MERGE:
                 bad(where, "next-iteration", f"a NextIteration feeds only Merge nodes (the loop's "
                                              f"back edge), {consumer!r} is a {p.node[consumer].op}")
-        for m in p.nodes:
-            if any(isinstance(i, ControlIn) and i.node == n.name for i in m.inputs):
-                bad(where, "next-iteration", f"a NextIteration has no control consumers, {m.name!r} "
-                                             "has a control edge from it")
+        for m in p._control_consumers.get(n.name, ()):
+            bad(where, "next-iteration", f"a NextIteration has no control consumers, {m.name!r} "
+                                         "has a control edge from it")
         if any(port.node == n.name for port in p.outputs.values()):
             bad(where, "next-iteration", "a NextIteration's output cannot be fetched")
     return 1

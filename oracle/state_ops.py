@@ -59,24 +59,86 @@ def racing_access(p, updates) -> tuple[str, str] | None:
     consecutive, which is the kernel's effect (docs/stateful-ops.md)."""
     if not updates:
         return None
-    order = p.topological_order
-    index = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for q in p.predecessors(n):
-            bits |= anc[q] | (1 << index[q])
-        anc[n] = bits
+    # The accesses of each variable, in program order, found in one pass (a
+    # pass over the program per update made a large training step's import
+    # quadratic in its size).
+    accessed: dict[str, str] = {}
+    by_variable: dict[str, list[str]] = {}
+    for n in p.nodes:
+        if n.op == "Read" or n.op == "Assign":
+            x = p.accessed_variable(n.name)
+            if x is not None:
+                accessed[n.name] = x
+                by_variable.setdefault(x, []).append(n.name)
+    declared_at = {n.name: k for k, n in enumerate(p.nodes)}
+    checks = []
     for where, group, variables in updates:
         # the update's own accesses (its pure parts touch no variable)
-        members = [m for m in group if m in p.node and p.accessed_variable(m) is not None]
+        members = [m for m in group if m in p.node and m in accessed]
         writes = [m for m in members if p.node[m].op == "Assign"]
-        others = [n.name for n in p.nodes if n.name not in group
-                  and p.accessed_variable(n.name) in variables]
+        others = sorted({o for x in variables for o in by_variable.get(x, ()) if o not in group},
+                        key=declared_at.__getitem__)
+        checks.append((where, members, writes, others))
+    # Which of those accesses are ancestors of which, as sets of bits carried
+    # along the program in a topological order (any gives the same
+    # ancestors: an imported program's own order is one, and Kahn's need not
+    # be computed for it).  One bit per access asked about, not per node; and
+    # a path between two accesses asked about for one update runs through
+    # nodes no later in the order than the last of that update's accesses
+    # (its bits' "end"), so past its end a bit is dropped from every set:
+    # bits are numbered by their end, and a set holds only the bits not yet
+    # ended, shifted down past the ended ones.  An update whose accesses are
+    # close together in the order (an optimizer's reads and writes) then
+    # costs a few bits for a short while, not one bit in every node's set.
+    # A node's set is kept only until its last successor has taken it.
+    order = [n.name for n in p.nodes] if p.declared_in_order else p.topological_order
+    position = {n: k for k, n in enumerate(order)}
+    end: dict[str, int] = {}
+    for _, members, _, others in checks:
+        if others:
+            asked = members + others
+            last = max(position[m] for m in asked)
+            for m in asked:
+                if end.get(m, -1) < last:
+                    end[m] = last
+    if not end:
+        return None
+    by_end = sorted(end, key=end.__getitem__)
+    index = {m: k for k, m in enumerate(by_end)}
+    ends = [end[m] for m in by_end]
+    left = dict.fromkeys(order, 0)   # successors each node has not given its bits yet
+    for n in order:
+        for q in p.predecessors(n):
+            left[q] += 1
+    anc: dict[str, tuple[int, int]] = {}   # node -> (bits ended before it, the others' set)
+    ended = 0
+    for t, n in enumerate(order):
+        while ended < len(ends) and ends[ended] < t:
+            ended += 1
+        bits = 0
+        for q in p.predecessors(n):
+            base, b = anc[q]
+            bits |= b >> (ended - base) if base < ended else b
+            k = index.get(q)
+            if k is not None and k >= ended:
+                bits |= 1 << (k - ended)
+            left[q] -= 1
+            if not left[q] and q not in index:
+                del anc[q]
+        if left[n] or n in index:
+            anc[n] = (ended, bits)
+
+    def ancestor(x: str, y: str) -> bool:
+        """Whether access x is an ancestor of access y (both of one update)."""
+        base, b = anc[y]
+        k = index[x] - base
+        return k >= 0 and bool(b >> k & 1)
+
+    for where, members, writes, others in checks:
         for o in others:
             against = writes if p.node[o].op == "Read" else members
-            before_all = all(anc[m] >> index[o] & 1 for m in against)
-            after_all = all(anc[o] >> index[m] & 1 for m in against)
+            before_all = all(ancestor(o, m) for m in against)
+            after_all = all(ancestor(m, o) for m in against)
             if not (before_all or after_all):
                 return where, (f"node {o!r} accesses variable {p.accessed_variable(o)!r} "
                                "unordered with this update: tfsem models the update as several "

@@ -267,6 +267,25 @@ def _is_repeated(fd) -> bool:
     return rep if rep is not None else fd.label == _FD.LABEL_REPEATED
 
 
+def attr_dict(a) -> dict:
+    """to_dict of an AttrValue message, without the generic walk over its
+    fields for the kinds most attributes are (a dtype, a string, a number,
+    a bool): every field of AttrValue is in its oneof `value`, so the dict
+    holds the one set, if any."""
+    which = a.WhichOneof("value")
+    if which == "type":
+        t = a.type
+        return {"type": _DATA_TYPES.get(t, t)}
+    if which in _PLAIN_ATTR_FIELDS:
+        return {which: getattr(a, which)}
+    return to_dict(a) if which is not None else {}
+
+
+#: AttrValue fields whose dict form is the protobuf value itself.
+_PLAIN_ATTR_FIELDS = frozenset(("s", "i", "f", "b", "placeholder"))
+_DATA_TYPES = _ENUM_NAMES["tensorflow.DataType"]
+
+
 class LazyAttrs(Mapping):
     """A NodeDef message's `attr` map as the dict form, converted one value
     at a time when first read: the importer reads a few attributes of the
@@ -299,8 +318,34 @@ class LazyAttrs(Mapping):
                 m = self._map = self._node.attr
             if not isinstance(key, str) or key not in m:
                 return default
-            value = self._cache[key] = to_dict(m[key])
+            value = self._cache[key] = attr_dict(m[key])
         return value
+
+    def scalar(self, key):
+        """(field, value) of attribute `key` where it is a dtype (its DT_
+        name), a string (bytes), an int, a float, a bool or a placeholder --
+        the one entry of its dict form -- read without building that dict;
+        None where the attribute is absent or of another kind."""
+        value = self._cache.get(key)
+        if value is not None:
+            if len(value) == 1:
+                (which, v), = value.items()
+                if which == "type" or which in _PLAIN_ATTR_FIELDS:
+                    return which, v
+            return None
+        m = self._map
+        if m is None:
+            m = self._map = self._node.attr
+        if not isinstance(key, str) or key not in m:
+            return None
+        a = m[key]
+        which = a.WhichOneof("value")
+        if which == "type":
+            t = a.type
+            return which, _DATA_TYPES.get(t, t)
+        if which in _PLAIN_ATTR_FIELDS:
+            return which, getattr(a, which)
+        return None
 
     def __contains__(self, key) -> bool:
         return isinstance(key, str) and key in self._m()
