@@ -176,7 +176,7 @@ def test_assign_matches_the_step_semantics(name, data):
     except SymbolicLimit:
         # (a write that changes the variable's shape is not proved about:
         # a later run would start outside σ's declared type)
-        assert isinstance(current, Tensor) and isinstance(want, Tensor)
+        assert name == "Snd" and isinstance(current, Tensor) and isinstance(want, Tensor)
         assert want.shape != current.shape
         return
     got = concrete(encoder, sc if new is None else new, leaf_values)
