@@ -119,7 +119,7 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
                 comp.fire(st, t)
             parts.append(comp.outcome(st))
             sched.extend(_schedule(st.sched))
-        found.setdefault(combine(parts), sched)
+        found.setdefault(combine(parts, observe), sched)
     return found
 
 

@@ -431,6 +431,20 @@ class Algebra:
         (new,) = self.apply(fn, (w, v))
         if isinstance(new, Error):
             return None
+        shape = getattr(current, "shape", None)
+        if (fn.name == "Snd" and shape is not None
+                and not isinstance(current, (Error, Opaque, Guarded))
+                and not isinstance(new, Opaque) and tuple(new.shape) != tuple(shape)):
+            # σ holds every variable at its declared type; a Write of another
+            # shape (AssignVariableOp validate_shape=false, the one TensorFlow
+            # op that changes a variable's shape) makes a later run start
+            # where σ never is (there an Assign-SndSameShape may fail that
+            # never fails here): no proof (docs/review-findings.md, "A
+            # variable's shape in σ").  (The model's broadcasting Assign-Add
+            # and the like, which TensorFlow's kernels refuse, are left alone)
+            raise SymbolicLimit(f"a write of shape {list(new.shape)} to a variable of shape "
+                                f"{list(shape)}: a later run starts with a shape the proof's σ "
+                                "(the declared types) does not hold")
         if isinstance(new, Opaque):
             return self.opaque("Assign-" + fn.name, 0, (w, v, current))
         return new

@@ -51,9 +51,11 @@ Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
   uninitialized variable, say) or not a bool scalar puts DEAD on both ports
   (and on its control edges): TensorFlow fails the step there (the op
   computing the predicate, or the Switch itself, fails), so neither branch
-  runs, and nothing that waits for the Switch has an effect.  A fetch
-  downstream of it is then the error `dead` (docs/semantics.md, "An error
-  as a predicate", argues this against TensorFlow's executor).
+  runs, and nothing that waits for the Switch has an effect.  The dead
+  value carries the predicate's error (or `bad-predicate`) through what
+  fires dead because of it, and a fetch of it is that error: the one
+  TensorFlow fails the step with (docs/semantics.md, "An error as a
+  predicate", argues this against TensorFlow's executor).
 * Enter (frame F) in c puts its value in c + ((F, 0),); with is_constant the
   value is visible in every iteration of that loop instance (TensorFlow's
   loop invariants) and is never consumed.
@@ -72,7 +74,7 @@ Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
 
 A run ends when nothing can fire; its outcome is the values on the output
 edges in the root context (DEAD is the error value `dead`: TensorFlow fails
-such a fetch; never produced, which a well-formed graph avoids, is
+such a fetch; DEAD made by a failed predicate is that predicate's error; never produced, which a well-formed graph avoids, is
 `not-produced`) and the variables.
 
 Loops: a NextIteration that would start iteration `max_iterations + 1` of a
@@ -104,17 +106,51 @@ DEFAULT_MAX_ITERATIONS = 16
 
 DEAD_REASON = "dead"
 NOT_PRODUCED = "not-produced"
+#: the error of a fetch behind a Switch whose predicate is no bool scalar
+BAD_PREDICATE = "bad-predicate"
 
 Context = tuple  # tuple[tuple[str, int], ...]
 
 
 class _Dead:
+    """A dead value; `error` is the error that made it (a Switch whose
+    predicate failed: TensorFlow fails the step with that error), or None."""
+    __slots__ = ("error",)
+
+    def __init__(self, error: "Error | None" = None) -> None:
+        self.error = error
+
     def __repr__(self) -> str:
-        return "DEAD"
+        return "DEAD" if self.error is None else f"DEAD({self.error.reason})"
 
 
 #: The whitepaper's dead value.
 DEAD = _Dead()
+_FAILED: dict[str, _Dead] = {}
+
+
+def failed_dead(error: "Error") -> _Dead:
+    """The dead value a Switch with the error predicate `error` puts on its
+    ports: dead (nothing waiting for it runs), and a fetch of it is `error`,
+    the error TensorFlow fails the step with (one object per reason, so that
+    states compare and hash as before)."""
+    d = _FAILED.get(error.reason)
+    if d is None:
+        d = _FAILED[error.reason] = _Dead(error)
+    return d
+
+
+def _is_dead(c: object) -> bool:
+    return isinstance(c, _Dead)
+
+
+def _dead_of(contents) -> _Dead:
+    """The dead value a node with these inputs puts out when it fires dead:
+    the first failed predicate's, else DEAD."""
+    for c in contents:
+        if isinstance(c, _Dead) and c.error is not None:
+            return c
+    return DEAD
 
 
 class LoopBoundExceeded(BudgetExceeded):
@@ -238,15 +274,15 @@ class Machine:
                     data = [DEAD if (e.id in self.back_edges and ctx and ctx[-1][1] == 0)
                             or (e.id in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                             for e, c in zip(incoming, contents) if e.kind != CONTROL]
-                    live = [k for k, c in enumerate(data) if c is not None and c is not DEAD]
+                    live = [k for k, c in enumerate(data) if c is not None and not _is_dead(c)]
                     if live:
                         steps.extend(Step(n.name, ctx, choice=k) for k in live)
-                    elif all(c is DEAD for c in data):
+                    elif all(_is_dead(c) for c in data):
                         steps.append(Step(n.name, ctx, dead=True))
                     continue
                 if any(c is None for c in contents):
                     continue
-                dead = any(c is DEAD for c in contents)
+                dead = any(_is_dead(c) for c in contents)
                 phase = "read" if (self.semantics == DECOMPOSED and n.op == ASSIGN
                                    and not dead) else ""
                 steps.append(Step(n.name, ctx, phase, dead=dead))
@@ -271,7 +307,7 @@ class Machine:
         known = [DEAD if (i in self.back_edges and ctx and ctx[-1][1] == 0)
                  or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                  for i, c in zip(ids, data)]
-        return all(c is not None for c in known) and sum(c is not DEAD for c in known) == 1
+        return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
 
     def enabled_steps(self, s: CFState) -> list[Step]:
         raw = self._raw_steps(s)
@@ -376,7 +412,7 @@ class Machine:
             if n.op == EXIT:
                 dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
             elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
-                self._put_all(tokens, n.name, out_ctx, DEAD)
+                self._put_all(tokens, n.name, out_ctx, _dead_of(contents))
             return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                            frozenset(dead_exits))
 
@@ -418,7 +454,8 @@ class Machine:
                 # waiting for either port, by a data or a control edge, has an
                 # effect.  Both ports carry DEAD (docs/semantics.md, "An error
                 # as a predicate")
-                self._put_all(tokens, n.name, out_ctx, DEAD)
+                self._put_all(tokens, n.name, out_ctx, failed_dead(
+                    pred if isinstance(pred, Error) else Error(BAD_PREDICATE)))
                 return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                                frozenset(dead_exits))
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
@@ -468,7 +505,7 @@ class Machine:
         outputs = {}
         for name, e in self.g.output_edges.items():
             c = s.tokens.get((e.id, ()))
-            outputs[name] = (Error(DEAD_REASON) if c is DEAD else
+            outputs[name] = ((c.error or Error(DEAD_REASON)) if _is_dead(c) else
                              Error(NOT_PRODUCED) if c is None else c)
         return make_outcome(outputs, s.var_value, observe)
 

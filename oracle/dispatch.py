@@ -15,6 +15,7 @@ from . import controlflow as cf
 from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget
 from .explore import OutcomeSet, _Component, _explore, components
 from .graph import ATOMIC, DECOMPOSED
+from .outcomes import combine
 from .program import Program
 from .readsfrom import Unsupported, outcome_set_engine
 from .values import Value
@@ -52,6 +53,8 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     for names, variables, outputs in components(p):
         comp = _Component(p, names, semantics, observe, feeds, variables, outputs).cache_functions()
         comps.append(_explore(comp, init, budget))
+    if not comps:   # (no node, no variable: one outcome, as observed)
+        comps.append({combine([], observe): ()})
     return OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
 
 

@@ -54,8 +54,13 @@ def make_outcome(outputs: Mapping[str, Value], state: Mapping[str, Value], obser
     return Outcome(outs, st)
 
 
-def combine(parts: "list[Outcome]") -> Outcome:
-    """The outcome of a program made of independent components."""
+def combine(parts: "list[Outcome]", observe: str | None = None) -> Outcome:
+    """The outcome of a program made of independent components.  With no
+    component at all (a program with no node and no variable) the parts do
+    not say what is observed: `observe` does (its state is None when only
+    outputs are observed, else ())."""
+    if not parts and observe is not None:
+        return Outcome((), None if observe == OUTPUTS else ())
     outputs = tuple(sorted((kv for o in parts for kv in o.outputs), key=lambda kv: kv[0]))
     if parts and parts[0].state is None:
         return Outcome(outputs, None)

@@ -71,7 +71,7 @@ from typing import Mapping
 from .explore import (_ASSIGN, _FN, _READ, _VAR, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
                       BudgetExceeded,
                       OutcomeSet, _Component, components)
-from .outcomes import Outcome
+from .outcomes import Outcome, combine
 from .semantics import ATOMIC, DECOMPOSED
 from .values import UNINITIALIZED, Error, Value
 
@@ -826,6 +826,8 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
             comps.append(part)
     finally:
         sys.setrecursionlimit(limit)
+    if not comps:   # (no node, no variable: one outcome, as observed)
+        comps.append({combine([], observe): ()})
     result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
     result.classes = classes
     result.engines = used

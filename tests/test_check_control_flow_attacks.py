@@ -206,8 +206,8 @@ X0 = {"x": Tensor(0, "int64")}
 
 def test_a_predicate_that_is_not_a_bool_is_no_case():
     """Switch(1, 1): the predicate is an int, so both ports are dead (as
-    TensorFlow fails the step); fetching the Merge is the error `dead`,
-    not 1."""
+    TensorFlow fails the step); fetching the Merge is the error
+    `bad-predicate`, not 1."""
     p = program(BASE + [{"name": "k", "op": "Const", "value": 1},
                         {"name": "s", "op": "Switch", "inputs": ["c", "k"]},
                         {"name": "m", "op": "Merge", "inputs": ["s:0", "s:1"]}], {"o": "m"})
@@ -284,3 +284,45 @@ def test_a_rewrite_that_switches_on_the_other_feed():
     sigmas = [({"p": Tensor(a, "bool"), "q": Tensor(b, "bool")}, X0)
               for a in (False, True) for b in (False, True)]
     _agrees(prog("$p"), prog("$q"), sigmas, {"unsound"})
+
+
+# ---------------------------------------------------------------------------
+# Review: what a fetch behind a failed predicate is (oracle/controlflow.py)
+
+
+def _if_converted(converted: bool):
+    """out = a, through a conditional on the bool variable b whose branches
+    are both the identity, or (converted) as a + 0 * Cast(b): arithmetic on
+    the predicate instead of a Switch.  With b uninitialized TensorFlow fails
+    both steps alike, with the Read's error (FailedPrecondition)."""
+    base = [{"name": "hb", "op": "Var", "var": "b"}, {"name": "r", "op": "Read", "inputs": ["hb"]}]
+    if converted:
+        nodes = base + [{"name": "zero", "op": "Const", "value": 0},
+                        {"name": "c", "op": "Cast", "inputs": ["r"], "DstT": "int64"},
+                        {"name": "z", "op": "Mul", "inputs": ["c", "zero"]},
+                        {"name": "m", "op": "Add", "inputs": ["$a", "z"]}]
+    else:
+        nodes = base + [{"name": "s", "op": "Switch", "inputs": ["$a", "r"]},
+                        {"name": "t", "op": "Identity", "inputs": ["s:1"]},
+                        {"name": "f", "op": "Identity", "inputs": ["s:0"]},
+                        {"name": "m", "op": "Merge", "inputs": ["f", "t"]}]
+    return program_from_json({"format": "tfsem.program/1",
+                              "variables": {"b": {"dtype": "bool", "shape": []}},
+                              "feeds": {"a": {"dtype": "int64", "shape": []}},
+                              "nodes": nodes, "outputs": {"out": "m"}})
+
+
+def test_a_fetch_behind_a_failed_predicate_is_the_predicates_error():
+    """Was a false `unsound` both ways: the fetch behind the failed Switch was
+    the error `dead` (a dead fetch: TensorFlow's InvalidArgument "does not
+    have value"), the converted program's the Read's `uninitialized`; but
+    TensorFlow fails the original at the Read as well, with its error."""
+    from tfsem.oracle.values import Error
+    p, q = _if_converted(False), _if_converted(True)
+    feeds = {"a": Tensor(3, "int64")}
+    for prog in (p, q):
+        (o,) = outcome_set(prog, feeds, {}, "atomic", "outputs")
+        assert dict(o.outputs)["out"] == Error("uninitialized")
+    for a, b in ((p, q), (q, p)):
+        v = check_rewrite(a, b, "atomic", observe="outputs", timeout=10, backends=False)
+        assert v.verdict == "no-counterexample", v.reason

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tfsem.checking.encode import SORTS, Encoder, evaluate_concrete, z3_const
 from tfsem.checking.sampling import sample_equal
 from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Guarded, Opaque, SymTensor,
+                                     SymbolicLimit,
                                      evaluate, has_encoding)
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import TensorType
@@ -170,7 +171,14 @@ def test_assign_matches_the_step_semantics(name, data):
     want = _assigned(name, w, v, current)
     algebra, encoder = Algebra(), Encoder()
     (sw, sv, sc), leaf_values = symbolic_args(algebra, [w, v, current])
-    new = algebra.assign(fn, sw, sv, sc)
+    try:
+        new = algebra.assign(fn, sw, sv, sc)
+    except SymbolicLimit:
+        # (a write that changes the variable's shape is not proved about:
+        # a later run would start outside σ's declared type)
+        assert name == "Snd" and isinstance(current, Tensor) and isinstance(want, Tensor)
+        assert want.shape != current.shape
+        return
     got = concrete(encoder, sc if new is None else new, leaf_values)
     assert got == want
 

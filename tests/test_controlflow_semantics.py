@@ -104,11 +104,12 @@ def test_an_error_predicate_runs_neither_branch():
     """TensorFlow fails the step when a Switch's predicate failed: neither
     branch runs (docs/semantics.md, "An error as a predicate").  Both ports
     are dead: the Read and the Write fire dead, x keeps its value, and the
-    Merge of two dead inputs is dead."""
+    Merge of two dead inputs is dead; a fetch of what the failed Switch made
+    dead is the predicate's error, the one TensorFlow fails the step with."""
     p = load("cond_assign.json")
     for mode in MODES:
         got = reference_outcomes(p, {"p": Error("uninitialized")}, {"x": i64(3)}, mode)
-        assert described(got) == {"index = <dead>, out = <dead>, x := 3"}
+        assert described(got) == {"index = <uninitialized>, out = <uninitialized>, x := 3"}
 
 
 def _error_predicate_program(wait_on_pivot: bool):
@@ -144,8 +145,8 @@ def test_nothing_waiting_for_a_switch_with_an_error_predicate_has_an_effect():
     p, q = _error_predicate_program(True), _error_predicate_program(False)
     uninit = {"x": Error("uninitialized"), "y": i64(0)}
     for mode in MODES:
-        assert described(reference_outcomes(p, {}, uninit, mode)) == {"o = <dead>, x := <uninitialized>, y := 0"}
-        assert described(reference_outcomes(q, {}, uninit, mode)) == {"o = <dead>, x := <uninitialized>, y := 2"}
+        assert described(reference_outcomes(p, {}, uninit, mode)) == {"o = <uninitialized>, x := <uninitialized>, y := 0"}
+        assert described(reference_outcomes(q, {}, uninit, mode)) == {"o = <uninitialized>, x := <uninitialized>, y := 2"}
         for x in (0, -7):
             init = {"x": i64(x), "y": i64(0)}
             assert set(reference_outcomes(p, {}, init, mode)) == set(reference_outcomes(q, {}, init, mode))

@@ -404,7 +404,8 @@ def test_an_if_whose_predicate_fails_has_no_effect_in_either_lowering():
     for p in (ours, theirs):
         [o] = outcome_set(p, {}, sigma, "atomic")
         assert dict(o.state)["y"] == Tensor(np.int64(5))
-        assert dict(o.outputs)["out"] == Error("dead")
+        # (the error TensorFlow fails the step with: the Read's)
+        assert dict(o.outputs)["out"] == Error("uninitialized")
     v = check_rewrite(ours, theirs, "atomic", "outputs+state", timeout=20, backends=False)
     assert v.verdict != "unsound", v.reason
 

@@ -265,9 +265,16 @@ def check(args: argparse.Namespace, session) -> int:
             return verdict("unknown", f"{exc} (enumerating the session's outcomes)", tried=tried)
     except blocking.BlockingError as exc:
         raise UsageError("; ".join(str(v) for v in exc.violations)) from None
+    closes = any(kind == "QueueClose" for t in (t1, t2) for kind, _ in t.queue_ops.values())
+    # (a closed queue fails ops, and errors are values: TensorFlow fails the
+    # whole run there, the outcome only shows a fetch of the error)
+    caveat = ("; a queue is closed, and a run TensorFlow fails there (a dequeue out of range, "
+              "an enqueue or close cancelled) is judged only by its outputs and state: a rewrite "
+              "that only makes a run fail is not found (docs/sessions.md, errors are values)"
+              if closes else "")
     return verdict("no-counterexample", f"{tried} σ tried, every outcome of the rewritten "
                    "session among the original's (critical sections and queues are checked by "
-                   "enumeration, not proved)", tried=tried)
+                   f"enumeration, not proved){caveat}", tried=tried)
 
 
 def _json_values(values) -> dict:
