@@ -476,8 +476,10 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
         return [_list_node(op, name, data, ctrl, attrs, T)]
     if op in _COMPARISONS:
         return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T()}}]
-    if op in ("LogicalNot", "LogicalAnd"):
+    if op in ("LogicalNot", "LogicalAnd", "LogicalOr"):
         return [{"name": name, "op": op, "input": data + ctrl, "attr": {}}]
+    if op in ("Select", "SelectV2"):
+        return [{"name": name, "op": op, "input": data + ctrl, "attr": {"T": T(1)}}]
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]

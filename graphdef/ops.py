@@ -117,7 +117,7 @@ STATELESS_UNMODELLED = frozenset("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
     Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
     Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite  
-         LogicalOr  Select SelectV2
+
     Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
     Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool
@@ -797,8 +797,19 @@ def _comparison_model(name: str) -> None:
         return [b.add(name, [b.input(0), b.input(1)])]
 
 
-for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd"):
+for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd",
+              "LogicalOr"):
     _comparison_model(_name)
+
+
+def _select_model(name: str) -> None:
+    @op(name, f"{name} (oracle/predicates.py: elements of x or y, bit for bit)")
+    def build(b):
+        return [b.add(name, [b.input(0), b.input(1), b.input(2)])]
+
+
+for _name in ("Select", "SelectV2"):
+    _select_model(_name)
 
 
 @op("LogicalNot", "LogicalNot")
