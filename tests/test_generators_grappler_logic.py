@@ -88,7 +88,7 @@ def test_the_edges_strategy_draws_edge_programs():
     from hypothesis import given, settings, HealthCheck
     kinds = []
 
-    @settings(max_examples=10, database=None, suppress_health_check=list(HealthCheck),
+    @settings(max_examples=5, database=None, suppress_health_check=list(HealthCheck),
               deadline=None)
     @given(G.edges_strategy(12, "outputs+state"))
     def run(case):
