@@ -995,6 +995,7 @@ class _Checker:
             self._skip = ref.unchanged_components(self.p, self.p2)
             self._refute_rng = np.random.default_rng(self.seed + 1)
             self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
+            self._original_rng = np.random.default_rng(self.seed + 3)
         rng = self._refute_rng
         agreed = 0      # σ at which every candidate was found among P's outcomes
         # confirming a candidate (P's full outcome set, or the values of the
@@ -1027,8 +1028,10 @@ class _Checker:
                 until = time.monotonic() + REFUTE_SAMPLE_SHARE * left
                 known = ref.guided_outcomes(self.p, feeds, init, self.semantics, self.observe,
                                             candidates.values(), until)
+                # (their own random stream: σ and the runs of P' are drawn as
+                # they were without these runs)
                 known.update(ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                                 rng, REFUTE_RUNS, until))
+                                                 self._original_rng, REFUTE_RUNS, until))
                 stats["original_runs"] = stats.get("original_runs", 0) + len(known)
                 rest = [o for o in candidates if o not in known]
                 left = stop - time.monotonic()
