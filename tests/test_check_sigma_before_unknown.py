@@ -111,13 +111,13 @@ def test_generated_checks_that_give_up_tried_a_sigma():
     settings = [("atomic", "outputs+state"), ("atomic", "outputs"),
                 ("decomposed", "outputs+state"), ("decomposed", "outputs")]
     gave_up = 0
-    for i, p in enumerate(random_programs(3, 7, max_nodes=60)):
+    for i, p in enumerate(random_programs(8, 7, max_nodes=90)):
         for j, name in enumerate(["split-assign", "hoist-reads", "cse-ignore-control", "prune"]):
             q = passes[name].function(p)
             if q == p:
                 continue
             semantics, observe = settings[(i + j) % 4]
-            v = check_rewrite(p, q, semantics, observe, timeout=0.15, backends=False,
+            v = check_rewrite(p, q, semantics, observe, timeout=0.08, backends=False,
                               minimize=False)
             if v.stats.get("gave_up"):
                 gave_up += 1
