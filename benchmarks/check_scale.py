@@ -14,6 +14,13 @@ verdict, the share of `unknown` and of `no-counterexample`, the share decided
 by the structural rule (checking/structural.py), and, among the checks of a
 pass that claims `sound` in that cell, how many ended `sound`.
 
+`--baseline GITREF` checks every rewrite a second time with the checker of
+an earlier commit (the previous release), side by side in the same run: that
+commit's tree is extracted with `git archive` and its checker runs in a child
+process, fed the same programs and rewrites (as JSON) right after this
+release's check of each, so both see the same load; its rows are labelled
+`baseline GITREF`.
+
 Engines (`--engines`, comma-separated): `refute` (the checker as it is: the
 structural rule with its second-round extensions, the refutation stage of
 checking/refute.py, the symbolic search), `round1` (the same with the
@@ -39,6 +46,10 @@ import sys
 import time
 from collections import Counter, defaultdict
 
+import subprocess
+import tempfile
+from pathlib import Path
+
 from tfsem.checking import check as check_module
 from tfsem.checking import structural as structural_module
 from tfsem.checking import check_rewrite
@@ -47,6 +58,74 @@ from tfsem.rewrites import builtin_passes
 
 SETTINGS = [("atomic", "outputs+state"), ("atomic", "outputs"),
             ("decomposed", "outputs+state"), ("decomposed", "outputs")]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: the child that checks with the baseline's checker: one JSON request per
+#: line, one JSON answer per line
+_WORKER = r"""
+import json, sys, time
+from tfsem.checking import check_rewrite
+from tfsem.oracle.jsonio import program_from_json
+for line in sys.stdin:
+    r = json.loads(line)
+    p = program_from_json(r["original"])
+    t = time.perf_counter()
+    v = check_rewrite(p, r["rewritten"], r["semantics"], r["observe"], timeout=r["timeout"],
+                      backends=False)
+    seconds = time.perf_counter() - t
+    print(json.dumps({"verdict": v.verdict, "reason": v.reason, "seconds": seconds,
+                      "stats": json.loads(json.dumps(v.stats, default=str))}), flush=True)
+"""
+
+
+class Baseline:
+    """The checker of commit `ref`, in a child process."""
+
+    def __init__(self, ref: str, into: str):
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
+        if archive.returncode != 0:
+            raise SystemExit(f"--baseline {ref}: git archive failed: "
+                             f"{archive.stderr.decode().strip()}")
+        tree = Path(into) / "tree"
+        tree.mkdir()
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+        # the installed layout: tfsem/ with its subpackages (pyproject's package-dir)
+        pkg = Path(into) / "path" / "tfsem"
+        pkg.parent.mkdir()
+        pkg.symlink_to(tree / "tfsem")
+        for sub in ("oracle", "generators", "rewrites", "checking", "backends", "campaigns",
+                    "reports", "service", "graphdef"):
+            if (tree / sub).is_dir() and not (tree / "tfsem" / sub).exists():
+                (tree / "tfsem" / sub).symlink_to(tree / sub)
+        env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env,
+                                     cwd=str(into))
+        self.ref = ref
+
+    def check(self, p, q, semantics: str, observe: str, timeout: float):
+        from tfsem.oracle.jsonio import program_to_json
+        request = {"original": program_to_json(p), "rewritten": program_to_json(q),
+                   "semantics": semantics, "observe": observe, "timeout": timeout}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"--baseline {self.ref}: its checker exited "
+                             f"(status {self.proc.wait()})")
+        answer = json.loads(line)
+        return answer["seconds"], _Answer(answer["verdict"], answer["reason"], answer["stats"])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+class _Answer:
+    def __init__(self, verdict: str, reason: str, stats: dict):
+        self.verdict, self.reason, self.stats = verdict, reason, stats
 
 
 def p90(values: list[float]) -> float:
@@ -112,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-max-size", type=int, default=40,
                     help="with --compare, run the previous engine up to this size only")
     ap.add_argument("--per-pass", action="store_true", help="also a table per pass")
+    ap.add_argument("--baseline", metavar="GITREF", default=None,
+                    help="also check each rewrite with the checker of commit GITREF (the "
+                         "previous release), side by side")
     ap.add_argument("--log", metavar="FILE", default=None,
                     help="write one JSON line per check (size, program, pass, cell, engine, "
                          "verdict, reason, seconds, σ tried) to FILE")
@@ -136,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         engines = ["previous"] if args.no_structural else \
             ["refute", "round1"] if args.compare else ["refute"]
     passes = builtin_passes()
+    baseline = None
+    tmp = None
+    if args.baseline is not None:
+        tmp = tempfile.TemporaryDirectory()
+        baseline = Baseline(args.baseline, tmp.name)
+        engines = engines + [f"baseline {args.baseline}"]
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"timeout {args.timeout:g} s, {args.programs} programs per size, seed {args.seed}, "
@@ -157,6 +245,20 @@ def main(argv: list[str] | None = None) -> int:
                 semantics, observe = SETTINGS[(i + j) % 4]
                 claim = ps.claim(semantics, observe)
                 for engine in engines:
+                    if engine.startswith("baseline "):
+                        seconds, v = baseline.check(p, q, semantics, observe, args.timeout)
+                        tallies[engine].add(seconds, v, claim)
+                        per_pass[(size, name, engine)].add(seconds, v, claim)
+                        if log is not None:
+                            log.write(json.dumps({
+                                "size": size, "program": i, "nodes": len(p.nodes), "pass": name,
+                                "semantics": semantics, "observe": observe, "engine": engine,
+                                "verdict": v.verdict, "reason": v.reason,
+                                "seconds": round(seconds, 4), "tried": v.stats.get("tried"),
+                                "refute_tried": v.stats.get("refute_tried"),
+                                "path": v.stats.get("path"), "refute": v.stats.get("refute")}) + "\n")
+                            log.flush()
+                        continue
                     if engine != engines[0] and size > args.baseline_max_size:
                         continue
                     check_module.REFUTE = engine in ("refute", "round1")
@@ -191,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         print(HEADER.replace("size, engine", "size, pass, engine"))
         for (size, name, engine), tally in sorted(per_pass.items()):
             print(tally.row(f"{size}, {name}, {engine}"))
+    if baseline is not None:
+        baseline.close()
+        tmp.cleanup()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"(total {time.perf_counter() - started:.0f} s, load average {load:.1f} at the end)")
     return 0

@@ -95,6 +95,12 @@ REFUTE_RUNS = 64
 #: search with every part observed too (refute.unreached's `joint`)
 REFUTE_JOINT = False
 REFUTE_SAMPLE_SHARE = 0.25
+#: after the symbolic path gave up, the refutation stage always tries at least
+#: one σ before any `unknown`: when an earlier stage overran the budget (the
+#: clocks are read every 16 states, a solver call ends late), it gets this
+#: share of the timeout, at most this many seconds, past the deadline
+SIGMA_FLOOR_SHARE = 0.05
+SIGMA_FLOOR_SECONDS = 0.5
 
 
 _Z3_LOCK = threading.RLock()
@@ -570,6 +576,8 @@ class _Checker:
                                        self.observe, budget, self.same)
         except BudgetExceeded as exc:
             self.stats["states"] += exc.explored
+            if which == "original":
+                self.stats["original_out"] = True
             if exc.which == "seconds":
                 raise _GiveUp("budget", f"the time budget ({self.timeout:g} s) ran out during the "
                                         f"symbolic search of the {which} program ({exc.explored} "
@@ -835,7 +843,9 @@ class _Checker:
     # -- the verdicts ---------------------------------------------------------
 
     def unsound(self, found: _Found) -> Verdict:
-        if self.real:
+        if self.real and self.stats.get("path") != "concrete":
+            # (the concrete stages run in this mode only on programs with no
+            # float value, where their IEEE counterexample is one over the reals)
             return self.unsound_real(found)
         if found.projected is not None:
             return self.unsound_projected(found)
@@ -967,9 +977,17 @@ class _Checker:
         """Random runs of P' at generated σ, and one search of P pruned
         against their outcomes: a confirmed counterexample, or None.  Never
         a proof (see refute.py)."""
-        if seconds <= 0 or not REFUTE or self.p == self.p2:
+        if not REFUTE or self.p == self.p2:
             return None
-        stop = min(self.deadline, time.monotonic() + seconds)
+        floor = min(SIGMA_FLOOR_SHARE * self.timeout, SIGMA_FLOOR_SECONDS) \
+            if which == "after" and not self.stats.get("refute", {}).get("after_sigmas") else 0.0
+        if seconds < floor or self.remaining() < floor:
+            # (no σ tried since the symbolic path gave up: one is, even late)
+            stop = time.monotonic() + floor
+        elif seconds <= 0:
+            return None
+        else:
+            stop = min(self.deadline, time.monotonic() + seconds)
         stats = self.stats.setdefault("refute", {"sigmas": 0, "candidates": 0, "states": 0,
                                                  "budget_outs": 0, "seconds": 0.0})
         t0 = time.monotonic()
@@ -977,6 +995,7 @@ class _Checker:
             self._skip = ref.unchanged_components(self.p, self.p2)
             self._refute_rng = np.random.default_rng(self.seed + 1)
             self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
+            self._original_rng = np.random.default_rng(self.seed + 3)
         rng = self._refute_rng
         agreed = 0      # σ at which every candidate was found among P's outcomes
         # confirming a candidate (P's full outcome set, or the values of the
@@ -988,7 +1007,10 @@ class _Checker:
         self._confirm_until = (self.deadline - min(self.reserve, 0.1 * self.timeout)
                                if which == "first" else self.deadline)
         try:
-            while time.monotonic() < stop and (which != "first" or agreed < REFUTE_FIRST_AGREED):
+            owed = floor > 0     # (the σ owed runs even when a stall used up its floor)
+            while owed or (time.monotonic() < stop
+                           and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
+                owed = False
                 sigma = next(self._refute_sigmas)
                 feeds, init = sigma
                 left = stop - time.monotonic()
@@ -996,23 +1018,53 @@ class _Checker:
                                                  rng, REFUTE_RUNS,
                                                  time.monotonic() + REFUTE_SAMPLE_SHARE * left)
                 stats["sigmas"] += 1
+                if which == "after":
+                    stats["after_sigmas"] = stats.get("after_sigmas", 0) + 1
                 stats["candidates"] += len(candidates)
+                # random runs of P too: a candidate equal to one of their
+                # outcomes is an outcome of P (each is a run of P), and a value
+                # of theirs at some parts is one the search there need not find
+                left = stop - time.monotonic()
+                until = time.monotonic() + REFUTE_SAMPLE_SHARE * left
+                known = ref.guided_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                            candidates.values(), until)
+                # (their own random stream: σ and the runs of P' are drawn as
+                # they were without these runs)
+                known.update(ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                                 self._original_rng, REFUTE_RUNS, until))
+                stats["original_runs"] = stats.get("original_runs", 0) + len(known)
+                rest = [o for o in candidates if o not in known]
                 left = stop - time.monotonic()
                 # a σ whose search runs long gets part of the time, so that
                 # another σ (other value coincidences) is tried too
                 budget = Budget(SYMBOLIC_MAX_STATES, max(0.01, left if left < 0.3 else left / 2))
+                skipped: list = []
+                compared: list = []
                 try:
                     # (the joint search of components with three parts or
                     # more rarely finds what single parts and pairs do not,
                     # and costs most: other σ get the time instead)
                     missing = ref.unreached(self.p, feeds, init, self.semantics, self.observe,
-                                            list(candidates), budget, self._skip,
-                                            joint=REFUTE_JOINT)
+                                            rest, budget, self._skip, joint=REFUTE_JOINT,
+                                            incomplete=skipped, reached=known,
+                                            complete=compared) if rest else []
                 except BudgetExceeded:
                     stats["budget_outs"] += 1
                     continue
                 finally:
                     stats["states"] += budget.states
+                if not missing and skipped:
+                    # some part's search ran out of its share: σ was not
+                    # compared on every part, so it is not counted as tried;
+                    # it is "partly" tried when some candidate was found among
+                    # P's runs in full or some part was compared
+                    if compared or len(rest) < len(candidates):
+                        stats["partial"] = stats.get("partial", 0) + 1
+                        stats["partial_parts"] = stats.get("partial_parts", 0) + len(compared)
+                        stats["partial_skipped"] = stats.get("partial_skipped", 0) + len(skipped)
+                    else:
+                        stats["not_compared"] = stats.get("not_compared", 0) + 1
+                    continue
                 agreed += not missing
                 if not missing:
                     # a σ tried: every random run of P' gave outputs and
@@ -1129,10 +1181,12 @@ class _Checker:
     # -- the concrete fallback --------------------------------------------------
 
     def fallback(self, why: _GiveUp) -> Verdict:
-        if self.real:
+        if self.real and (_may_hold_floats(self.p) or _may_hold_floats(self.p2)):
             # the concrete stages compute in IEEE arithmetic: neither a
             # difference they find nor their failure to find one says
-            # anything over the reals
+            # anything over the reals.  (Where no float value arises in either
+            # program, IEEE and real arithmetic are one: the stages below
+            # decide this mode too, and their counterexamples are exact.)
             self.stats["gave_up"] = why.reason
             return self.verdict(UNKNOWN, f"no proof over the reals (--float real): {why.reason}; "
                                          "the concrete stages compute in IEEE arithmetic and "
@@ -1146,8 +1200,14 @@ class _Checker:
         sigmas = _generated_sigmas(self.p, rng)
         refuted = not REFUTE
         retry = None    # a σ whose comparison ran out of its share before the stage
+        # where the symbolic search of the original ran out of its budget, the
+        # enumeration of its outcomes at a σ (a full comparison) almost never
+        # finishes either (at 80-160 nodes: 0 of 18 did, and their retries
+        # took most of the reserve): the refutation stage goes first, and the
+        # full comparisons have what it leaves
+        first = 0 if self.stats.get("original_out") else FALLBACK_FIRST
         while True:
-            if not refuted and (tried >= FALLBACK_FIRST or budget_note
+            if not refuted and (tried >= first or budget_note
                                 or self.remaining() <= 0.5 * self.fallback_start):
                 # the refutation stage again, with most of the time left, after
                 # the first σ (all zeros, all ones: those enumerations are the
@@ -1190,14 +1250,24 @@ class _Checker:
         # σ tried: compared in full (both outcome sets enumerated), or by the
         # refutation stage (random runs of P' searched for in P's runs;
         # stats "refute_tried")
-        sampled = self.stats.get("refute", {}).get("agreed", 0)
+        rstats = self.stats.get("refute", {})
+        sampled = rstats.get("agreed", 0)
+        partial = rstats.get("partial", 0)
         self.stats["tried"] = tried
         self.stats["refute_tried"] = sampled
         how = f"{tried} σ tried concretely"
-        if sampled:
+        if sampled or partial:
             how = (f"{tried} σ compared in full and {sampled} σ tried by the refutation stage "
-                   f"(up to {REFUTE_RUNS} random runs of the rewrite each, every output and variable "
-                   f"value of theirs, alone and in pairs, found among the original's runs)")
+                   f"(up to {REFUTE_RUNS} random runs of the rewrite each, each outcome of theirs "
+                   f"found among the original's runs, or else each output and variable value of "
+                   f"it, and pairs of them where a component has 3 to "
+                   f"{ref.MAX_PAIRED_PARTS} parts)")
+        if partial:
+            # (σ at which some part's search ran out: a weaker comparison, said so)
+            how += (f", and {partial} σ compared on some parts only (the values of "
+                    f"{rstats.get('partial_parts', 0)} parts compared; the searches of "
+                    f"{rstats.get('partial_skipped', 0)} ran out of their share)")
+        sampled += partial
         if why.kind == "solver":
             return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference"
                                          f"{budget_note}", tried=tried + sampled)

@@ -62,7 +62,7 @@ before it becomes an `unsound` verdict.  This stage never concludes `sound`.
 from __future__ import annotations
 
 import time
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -123,6 +123,41 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
     return found
 
 
+def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                    semantics: str, observe: str, schedules: Iterable[list[str]],
+                    deadline: float) -> dict[Outcome, list[str]]:
+    """Outcomes of runs of `p` at σ guided by schedules of another program
+    (the rewrite's candidates): among the enabled steps, the one that comes
+    first in the schedule fires first; steps the schedule does not name fire
+    before all the others in one run and after them in a second.  Where the
+    rewrite kept the original's accesses, these runs of p often give the
+    candidate's very outcome.  Every one is an outcome of p, as in
+    `sample_outcomes` (each run fires only enabled steps of p's own step
+    function); a schedule only chooses among them.  Stops at the deadline."""
+    comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
+             for names, variables, outputs in components(p)]
+    found: dict[Outcome, list[str]] = {}
+    for schedule in schedules:
+        position = {step: k for k, step in enumerate(schedule)}
+        for unnamed in (-1, len(position)):
+            if time.monotonic() > deadline:
+                return found
+            parts, sched = [], []
+            for comp in comps:
+                st = comp.root(init)
+                while True:
+                    comp.close(st)
+                    if not st.ready:
+                        break
+                    t = min(st.ready, key=lambda u: (position.get(comp.label(u), unnamed), u))
+                    st.ready.discard(t)
+                    comp.fire(st, t)
+                parts.append(comp.outcome(st))
+                sched.extend(_schedule(st.sched))
+            found.setdefault(combine(parts), sched)
+    return found
+
+
 class _Projected(_Component):
     """A component of p observed only at the variables `observed` (and the
     outputs it is given): the oracle's relevance analysis then keeps only the
@@ -156,7 +191,9 @@ def _project(o: Outcome, outputs: list[str], variables: list[str]) -> tuple:
 def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
               semantics: str, observe: str, candidates: list[Outcome], budget: Budget,
               skip: frozenset = frozenset(), projections: bool = True,
-              joint: bool = True) -> list[tuple[Outcome, tuple | None]]:
+              joint: bool = True, incomplete: list | None = None,
+              reached: Iterable[Outcome] = (), complete: list | None = None
+              ) -> list[tuple[Outcome, tuple | None]]:
     """The candidates that are not outcomes of `p` at σ (see the module's
     argument).  Components of p whose keys are in `skip` (left unchanged by
     the rewrite, `unchanged_components`) are not searched.
@@ -176,7 +213,19 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     (those where single parts and pairs were searched): the result is then
     only a subset of the candidates that are not outcomes (possibly empty
     when some are), for a fraction of the time.  Raises BudgetExceeded when
-    the budget runs out."""
+    the budget runs out.  A part (or pair) whose search runs out of its share
+    is skipped: when `incomplete` is a list, the parts skipped so are
+    appended to it, so that the caller knows which were not compared; and
+    when `complete` is a list, the parts whose search finished (or needed
+    none) are appended to it.
+
+    `reached`: outcomes of `p` at σ known already (those of random runs of
+    p, `sample_outcomes`).  A candidate's value at the parts of a search
+    that equals a reached outcome's value there is reached (a run of p gives
+    it: it is in the projection of p's outcome set), so only the others are
+    searched for, and a search with none left is not run; fewer targets only
+    prune more, as the argument above allows."""
+    reached = list(reached)
     comps = [(names, variables, outputs) for names, variables, outputs in components(p)
              if _key(names, variables) not in skip]
     if projections:
@@ -198,8 +247,14 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
             # a part that runs out of it is skipped, not fatal
             left = budget.max_seconds - (time.monotonic() - budget.started)
             if left <= 0:
+                if incomplete is not None:
+                    incomplete.extend(tuple([("output", k) for k in o] + [("variable", x) for x in v])
+                                      for _n, _v, o, v in jobs[n:])
                 break
-            part_budget = Budget(budget.max_states, left / (len(jobs) - n + 1))
+            # (single parts first: a pair gets only what they leave, so that
+            # every single part is compared where the time allows)
+            share = len(singles) - n if n < len(singles) else len(jobs) - n
+            part_budget = Budget(budget.max_states, left / (share + 1))
             try:
                 comp = _Projected(p, names, semantics, feeds, variables, outs, xs)
                 cache = getattr(comp, "cache_functions", None)
@@ -208,13 +263,20 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 wanted: dict[tuple, list[int]] = {}
                 for i, o in enumerate(candidates):
                     wanted.setdefault(_project(o, outs, xs), []).append(i)
-                targets = list(wanted)
-                missing = [i for j in _search(comp, init, targets, outs, xs, part_budget)
+                known = {_project(o, outs, xs) for o in reached}
+                targets = [t for t in wanted if t not in known]
+                missing = [i for j in (_search(comp, init, targets, outs, xs, part_budget)
+                                       if targets else ())
                            for i in wanted[targets[j]]]
             except BudgetExceeded:
+                if incomplete is not None:
+                    incomplete.append(tuple([("output", k) for k in outs]
+                                            + [("variable", x) for x in xs]))
                 continue
             finally:
                 budget.states += part_budget.states
+            if complete is not None:
+                complete.append(tuple([("output", k) for k in outs] + [("variable", x) for x in xs]))
             if missing:
                 parts = tuple([("output", k) for k in outs] + [("variable", x) for x in xs])
                 return [(candidates[i], parts) for i in sorted(missing)]
@@ -231,7 +293,10 @@ def unreached(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 wanted.setdefault(_project(o, outputs, xs), []).append(i)
         if not wanted:
             break
-        targets = list(wanted)
+        known = {_project(o, outputs, xs) for o in reached}
+        targets = [t for t in wanted if t not in known]
+        if not targets:
+            continue
         for j in _search(comp, init, targets, outputs, xs, budget):
             missing.update(wanted[targets[j]])
     return [(o, None) for i, o in enumerate(candidates) if i in missing]
@@ -348,4 +413,4 @@ def unchanged_components(p: Program, p2: Program) -> frozenset:
     return frozenset(same)
 
 
-__all__ = ["part_of", "part_values", "sample_outcomes", "unchanged_components", "unreached"]
+__all__ = ["guided_outcomes", "part_of", "part_values", "sample_outcomes", "unchanged_components", "unreached"]

@@ -20,7 +20,22 @@ find little in them to act on.  This generator builds programs out of
 - ``group``: ``tf.group`` fan-in, a NoOp with control inputs from several
   Assigns, and nodes control-dependent on that NoOp;
 - ``identity``: Identity chains (Identity of Identity of Read, an Identity
-  on a control path).
+  on a control path);
+- ``logic``: comparisons (Less, LessEqual, Greater, GreaterEqual, Equal,
+  NotEqual), logical ops (LogicalNot, LogicalAnd, LogicalOr) and Select /
+  SelectV2 on their results, casts (bool to numbers, numbers across dtypes
+  and back), integer arithmetic on cast predicates, comparisons of constants
+  (constant folding) and Select of one operand twice.
+
+Edge-valued floats (``dtype="float32-edges"``): float32 programs whose feeds
+are float32 themselves, so that σ carries NaN, infinities, signed zeros,
+subnormals and the largest floats (`edge_inputs` draws them half of the
+time), with int64 feeds beside them.  Only ops that TensorFlow's CPU kernels
+run without flushing subnormals touch the floats (comparisons, whose
+denormals-are-zero the models include; Select, Identity, Neg, Abs, Cast), so
+the export imports back with no ``X.ftz`` and the Grappler target checks it;
+integer arithmetic runs on what casts and comparisons give.  Constants are
+edge values too.
 
 Every program uses only what the exporter writes (graphdef/exporter.py) and
 what imports back without a flush-to-zero (``X.ftz``) or uninterpreted
@@ -71,7 +86,9 @@ from .builder import EDGE_INTS, build_inputs
 from .draw import Draw, HypothesisDraw, RandomDraw, boolean, choice
 
 #: The motif families (see the module docstring).
-FAMILIES = ("arith", "constant", "control", "group", "identity")
+FAMILIES = ("arith", "constant", "control", "group", "identity", "logic")
+#: the families of "float32-edges" programs (the others compute float arithmetic)
+EDGE_FAMILIES = ("control", "group", "identity", "logic")
 
 #: Smallest max_nodes that leaves room for one motif besides the Var nodes.
 MIN_NODES = 4
@@ -80,12 +97,16 @@ MIN_NODES = 4
 _MAX_MOTIFS = 12
 
 #: Weights of the families among those a program has on.
-_WEIGHT = {"arith": 4, "constant": 2}
+_WEIGHT = {"arith": 4, "constant": 2, "logic": 3}
 
 #: Small constants, simplest first; zero and one are drawn apart, on purpose.
 _SMALL = (2, 3, -1, 5, -2, 7, 4, -3)
 #: The dtypes of this generator's programs.
-DTYPES = ("int64", "int32", "float32")
+DTYPES = ("int64", "int32", "float32", "float32-edges")
+_COMPARE = ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual")
+#: float32 constants of "float32-edges" programs
+_EDGE_FLOAT32 = (0.0, -0.0, float("nan"), float("inf"), float("-inf"), 1.4e-45, -1.4e-45,
+                 1.1754944e-38, 3.4028235e38, -3.4028235e38, 1.0, -1.5, 2.0)
 #: int32 programs' edge constants (int64's are builder.EDGE_INTS)
 _EDGE_INT32 = (0, -1, 1, 2**31 - 1, -(2**31), 2**31 - 2, -(2**31) + 1, 2**16)
 
@@ -125,9 +146,10 @@ class _Builder:
         if not isinstance(max_nodes, int) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive integer, got {max_nodes!r}")
         if dtype not in DTYPES:
-            raise ValueError(f"dtype must be 'int64', 'int32' or 'float32', got {dtype!r}")
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         self.max_nodes = max(max_nodes, MIN_NODES)
-        self.dtype = dtype
+        self.edges = dtype == "float32-edges"
+        self.dtype = "float32" if self.edges else dtype
         self.observe_state = observe_state
         self.s = _State()
         self.variables: dict[str, TensorType] = {}
@@ -142,7 +164,8 @@ class _Builder:
         for k in range(n_vars):
             self.variables[f"x{k}"] = TensorType(self.dtype, self.shape)
         # the swarm: each family switched off in a quarter of the programs
-        on = [f for f in FAMILIES if not boolean(d, 0.25)] or [choice(d, FAMILIES)]
+        families = EDGE_FAMILIES if self.edges else FAMILIES
+        on = [f for f in families if not boolean(d, 0.25)] or [choice(d, families)]
         self.families = on
         motifs = 0
         for _ in range(_MAX_MOTIFS):
@@ -200,6 +223,8 @@ class _Builder:
         size = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if value is not None:
             elems = [value] * size
+        elif self.edges:
+            elems = [choice(d, _EDGE_FLOAT32) for _ in range(size)]
         else:
             elems = []
             for _ in range(size):
@@ -226,7 +251,7 @@ class _Builder:
     def _after_init(self, x: str, ctrl: list[Input]) -> list[Input]:
         """Float mode: every access to x is ordered after x's initial Write of
         an integer-valued value (see the module docstring)."""
-        if self.dtype != "float32":
+        if self.dtype != "float32" or self.edges:
             return ctrl
         w = self.s.inits.get(x)
         if w is None:
@@ -235,7 +260,7 @@ class _Builder:
         return ctrl if c in ctrl else [*ctrl, c]
 
     def _ensure_init(self, d: Draw, x: str) -> None:
-        if self.dtype == "float32" and x not in self.s.inits:
+        if self.dtype == "float32" and not self.edges and x not in self.s.inits:
             h = self._handle(d, x)
             value = self._const(d, self.shape)
             w = self._add(ASSIGN, [h, value], {"fn": "Snd"}, prefix="init")
@@ -261,7 +286,8 @@ class _Builder:
         if value is None:
             value = self._operand(d, want=self.shape)
         ref = self._fit(d, value)
-        fn = choice(d, ["Snd", "Snd", "Add", "Sub"])
+        # (edge floats: Assign-Add would be float arithmetic, which TensorFlow flushes)
+        fn = "Snd" if self.edges else choice(d, ["Snd", "Snd", "Add", "Sub"])
         name = self._add(ASSIGN, [h, ref, *self._after_init(x, list(ctrl))], {"fn": fn},
                          prefix="w" if fn == "Snd" else "a")
         self.s.stateful.append(name)
@@ -274,7 +300,7 @@ class _Builder:
         if v.shape == self.shape:
             return v.ref
         if v.shape == ():
-            if boolean(d, 0.7):
+            if boolean(d, 0.7) or self.edges:
                 return self._fn("Fill", [v.ref], attrs={"dims": list(self.shape)})
             base = self._operand(d, want=self.shape)
             return self._fn("Add", [self._fn("ZerosLike", [base.ref]), v.ref])
@@ -288,9 +314,10 @@ class _Builder:
             name = choice(d, existing)
         else:
             name = f"f{len(self.s.feeds)}"
-            self.s.feeds[name] = TensorType("int32" if self.dtype == "int32" else "int64", shape)
+            self.s.feeds[name] = TensorType("float32" if self.edges else
+                                            "int32" if self.dtype == "int32" else "int64", shape)
         ref: Ref = FeedIn(name)
-        if self.dtype == "float32":
+        if self.dtype == "float32" and not self.edges:
             ref = self._fn("Cast", [ref], attrs={"DstT": "float32"})
         v = _Val(ref, shape)
         self.s.pool.append(v)
@@ -569,6 +596,73 @@ class _Builder:
             self._result(d, self._read(d, [ControlIn(i.node)]), self.shape)
 
 
+    def _int_feed(self, d: Draw, shape: Shape) -> Ref:
+        """An integer feed of the shape (int64; int32 in int32 programs)."""
+        dtype = "int32" if self.dtype == "int32" else "int64"
+        existing = [f for f, t in self.s.feeds.items() if t.shape == shape and t.dtype == dtype]
+        if existing and boolean(d, 0.5):
+            return FeedIn(choice(d, existing))
+        name = f"f{len(self.s.feeds)}"
+        self.s.feeds[name] = TensorType(dtype, shape)
+        return FeedIn(name)
+
+    def _predicate(self, d: Draw, s: Shape) -> DataIn:
+        """A bool tensor of shape s: a comparison of two operands (or of two
+        constants), sometimes negated or joined with another by and/or."""
+        F = self._fn
+        if boolean(d, 0.2):      # of constants: constant folding computes it
+            b = F(choice(d, _COMPARE), [self._const(d, s), self._const(d, choice(d, [s, ()]))])
+        else:
+            x = self._operand(d, want=s)
+            y = x if boolean(d, 0.15) else self._operand(d, want=s)
+            b = F(choice(d, _COMPARE), [x.ref, y.ref])
+        k = d.index(4)
+        if k == 1:
+            b = F("LogicalNot", [b])
+        elif k >= 2:
+            other = self._predicate(d, s) if boolean(d, 0.5) else \
+                F(choice(d, _COMPARE), [self._operand(d, want=s).ref, self._const(d, s)])
+            b = F("LogicalAnd" if k == 2 else "LogicalOr", [b, other])
+        return b
+
+    def _logic(self, d: Draw) -> None:
+        s = self.shape
+        F = self._fn
+        kind = choice(d, ["select", "select", "selectv2", "cast", "samesel", "intarith", "castback"])
+        if kind in ("select", "selectv2"):
+            # Select's condition has x's shape (or is a scalar); SelectV2 broadcasts
+            b = self._predicate(d, s if kind == "select" or boolean(d, 0.6) else ())
+            x, y = self._operand(d, want=s), self._operand(d, want=s)
+            r = F("Select" if kind == "select" else "SelectV2", [b, x.ref, y.ref])
+        elif kind == "samesel":    # Select(b, x, x) is x
+            x = self._operand(d, want=s)
+            r = F(choice(d, ["Select", "SelectV2"]), [self._predicate(d, s), x.ref, x.ref])
+        elif kind == "cast":       # a predicate as 0/1 of the program's dtype
+            r = F("Cast", [self._predicate(d, s)], attrs={"DstT": self.dtype})
+        elif kind == "intarith":
+            # integer arithmetic on predicates: Add/Sub/Mul/FloorMod of casts
+            it = "int32" if self.dtype == "int32" else "int64"
+            a = F("Cast", [self._predicate(d, s)], attrs={"DstT": it})
+            c = self._int_feed(d, s) if boolean(d, 0.6) else \
+                F("Cast", [self._predicate(d, s)], attrs={"DstT": it})
+            op = choice(d, ["Add", "Sub", "Mul", "Max", "Min"])
+            n = F(op, [a, c] if boolean(d, 0.5) else [c, a])
+            if it == self.dtype:
+                r = n
+            else:       # back through a comparison: the float result is a Select
+                x, y = self._operand(d, want=s), self._operand(d, want=s)
+                r = F("Select", [F(choice(d, _COMPARE), [n, self._int_feed(d, s)]), x.ref, y.ref])
+        else:   # "castback": across dtypes and back (out-of-range and NaN casts)
+            x = self._operand(d, want=s)
+            other = choice(d, ["int32", "int64", "float32"] if self.dtype != "float32"
+                           else ["int32", "int64"])
+            if other == self.dtype:
+                other = "float32" if self.dtype != "float32" else "int64"
+            mid = F("Cast", [x.ref], attrs={"DstT": other})
+            r = F("Cast", [mid], attrs={"DstT": self.dtype})
+        self._result(d, r, s)
+
+
 _ARITH_COMMON = ["mul1", "add0", "sub0", "mul0", "negneg", "subself", "addself", "addconsts",
                  "mulconsts", "subconsts", "addneg", "subneg", "square", "hoist", "aggregate",
                  "absabs", "relurelu", "maxself", "minself", "negsub", "mulneg", "squareneg",
@@ -603,7 +697,16 @@ def random_programs(count: int, seed: int, max_nodes: int = 16, dtype: str = "in
             for i in range(count)]
 
 
-def strategy(max_nodes: int, observe: str, float_p: float = 0.0, int32_p: float = 0.0):
+def edge_inputs(d: Draw, p: Program) -> tuple[dict, dict]:
+    """σ for a program of this generator: feeds and initial values drawn
+    with edge values (NaN, infinities, signed zeros, subnormals, the largest
+    floats, integer extremes: `oracle.values.edge_values`) for half of the
+    elements."""
+    return build_inputs(d, p, edge_p=0.5)
+
+
+def strategy(max_nodes: int, observe: str, float_p: float = 0.0, int32_p: float = 0.0,
+             edges_p: float = 0.0):
     """The campaign generator (campaigns/loop.py): a Hypothesis strategy of
     (program, feeds, init).  A share `float_p` of the programs are float32
     (integer-valued, see the module docstring), the rest int64.  The default
@@ -618,15 +721,18 @@ def strategy(max_nodes: int, observe: str, float_p: float = 0.0, int32_p: float 
         raise ValueError(f"float_p must be in [0, 1], got {float_p!r}")
     if not 0 <= int32_p <= 1:
         raise ValueError(f"int32_p must be in [0, 1], got {int32_p!r}")
+    if not 0 <= edges_p <= 1:
+        raise ValueError(f"edges_p must be in [0, 1], got {edges_p!r}")
     observe_state = observe != "outputs"
 
     @st.composite
     def case(draw):
         d = HypothesisDraw(draw)
-        dtype = "float32" if boolean(d, float_p) else \
+        dtype = "float32-edges" if edges_p and boolean(d, edges_p) else \
+            "float32" if boolean(d, float_p) else \
             "int32" if int32_p and boolean(d, int32_p) else "int64"
         p = build(d, max_nodes, dtype, observe_state)
-        feeds, init = build_inputs(d, p)
+        feeds, init = edge_inputs(d, p) if edges_p else build_inputs(d, p)
         return p, feeds, init
 
     return case()
@@ -636,6 +742,14 @@ def mixed_strategy(max_nodes: int, observe: str):
     """`strategy` with a quarter of float32 (integer-valued) programs and a
     fifth of the others int32."""
     return strategy(max_nodes, observe, float_p=0.25, int32_p=0.2)
+
+
+def edges_strategy(max_nodes: int, observe: str):
+    """`strategy` for the comparisons, logical ops, Select and casts: a third
+    of the programs "float32-edges" (raw float32 feeds), a quarter of the
+    others integer-valued float32, a fifth of the rest int32; σ with edge
+    values half of the time (`edge_inputs`)."""
+    return strategy(max_nodes, observe, float_p=0.25, int32_p=0.2, edges_p=0.35)
 
 
 def unflushed(p: Program) -> Program | None:
@@ -711,6 +825,9 @@ def shape_families(p: Program) -> set[str]:
             found.add("identity")
         if n.op == "Identity" and ctrl_from:
             found.add("identity")
+        if n.op in _COMPARE or n.op in ("LogicalNot", "LogicalAnd", "LogicalOr", "Select",
+                                        "SelectV2"):
+            found.add("logic")
     # "control" proper: an edge between stateful ops, directly or through NoOp/Identity
     return found
 
@@ -730,6 +847,12 @@ _INTEGRAL_CLOSED = frozenset({
 })
 
 
+#: dtypes whose values are integers (or bools): a Cast of one to float32 is
+#: integral (it rounds to an integer-valued float), and none is a float
+_INTEGRAL_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8", "uint16", "uint32",
+                              "uint64", "bool"})
+
+
 def subnormal_free(p: Program) -> bool:
     """True when no float32 tensor of `p` can hold a subnormal value, for any
     σ and any schedule; then each ``X.ftz`` of `p` computes what ``X`` does.
@@ -738,8 +861,10 @@ def subnormal_free(p: Program) -> bool:
     integer, +-inf or NaN.  No integral value is subnormal.  The check
     proves every float32 tensor integral, by induction in topological order:
     - a Const is integral when its elements are;
-    - a Cast to float32 of an int64 tensor is integral (int64 -> float32
-      rounds to an integer-valued float or none at all);
+    - a Cast to float32 of an integer or bool tensor is integral (an integer
+      rounds to an integer-valued float);
+    - a Select or SelectV2 is integral when x and y are (it copies elements
+      of one or the other; the condition is bool);
     - a function of `_INTEGRAL_CLOSED` with integral float inputs is integral
       (sums, differences, products and maxima of integers are integers;
       rounding to float32 keeps a value of magnitude >= 2**24 integral; inf
@@ -778,11 +903,11 @@ def subnormal_free(p: Program) -> bool:
     integral: dict[tuple[str, int], bool] = {}
 
     def ok(i) -> bool:
-        """Input i is int64, or an integral float32 tensor."""
+        """Input i is an integer or bool tensor, or an integral float32 tensor."""
         t = p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
         if t is None:
             return False
-        if t.dtype == "int64":
+        if t.dtype in _INTEGRAL_DTYPES:
             return True
         return isinstance(i, DataIn) and integral.get((i.node, i.port), False)
 
@@ -806,7 +931,11 @@ def subnormal_free(p: Program) -> bool:
         elif n.op == "Cast":
             src = n.data_inputs[0]
             st = p.feed_type(src.name) if isinstance(src, FeedIn) else types.get((src.node, src.port))
-            integral[(name, 0)] = st is not None and (st.dtype == "int64" or ok(src))
+            integral[(name, 0)] = st is not None and (st.dtype in _INTEGRAL_DTYPES or ok(src))
+        elif n.op in ("Select", "SelectV2"):
+            # elements of x or of y, copied: integral when both are (the
+            # condition is bool)
+            integral[(name, 0)] = ok(n.data_inputs[1]) and ok(n.data_inputs[2])
         else:
             good = n.op in _INTEGRAL_CLOSED and all(ok(i) for i in n.data_inputs)
             for k in range(n.n_outputs()):
@@ -820,5 +949,6 @@ def subnormal_free(p: Program) -> bool:
     return True
 
 
-__all__ = ["FAMILIES", "build", "random_programs", "strategy", "mixed_strategy",
+__all__ = ["FAMILIES", "build", "edge_inputs", "edges_strategy", "random_programs", "strategy",
+           "mixed_strategy",
            "shape_families", "subnormal_free", "unflushed"]

@@ -158,7 +158,7 @@ STATELESS_UNMODELLED = frozenset("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
     Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
     Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite  
-         LogicalOr  Select SelectV2
+
     Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
     Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import functions as fns
 from .. import kernels as _kernels
+from ..values import DTYPE_MISMATCH
 from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYPES,
                          FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
                          OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
@@ -577,3 +578,65 @@ define(OpDef("LogicalNot", "LogicalNot", one_function("LogicalNot", None, 1), FA
              functions=(_logical_not,)))
 define(OpDef("LogicalAnd", "LogicalAnd (bool result)", one_function("LogicalAnd", None, 2), FAMILY,
              functions=(_logical_and,)))
+
+
+@function("LogicalOr", 2, 1, batched=BROADCASTING, casts=True,
+          export=export_as("LogicalOr", typed=False))
+def _logical_or(xp, args, attrs):
+    """Elementwise or of bool tensors."""
+    _bool_only("LogicalOr", *args)
+    return (np.logical_or(args[0], args[1]),)
+
+
+define(OpDef("LogicalOr", "LogicalOr (bool result)", one_function("LogicalOr", None, 2), FAMILY,
+             functions=(_logical_or,)))
+
+
+# `Select` and `SelectV2` copy elements of x or y as the bool condition says
+# (bit for bit: NaN payloads, signed zeros and subnormals pass unchanged, no
+# flush): `SelectV2` broadcasts its three arguments, `Select` takes a
+# condition of x's shape, a scalar one (all of x or all of y), or a vector
+# along x's first axis; x and y have one dtype and (for `Select`) one shape.
+# Measured against TensorFlow's kernels by tests/test_select_tensorflow.py.
+# No encoding: uninterpreted in proofs.
+
+def _select_args(name: str, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    if x.dtype != y.dtype:
+        raise OpError(DTYPE_MISMATCH, f"{name}: x is {dtype_name(x.dtype)}, y {dtype_name(y.dtype)}")
+    if c.dtype != np.bool_:
+        raise OpError("no-kernel", f"{name} takes a bool condition, not {dtype_name(c.dtype)}")
+
+
+def _export_select(name: str):
+    def export(e) -> list:
+        return [{"name": e.name, "op": name, "input": e.data + e.ctrl, "attr": {"T": e.T(1)}}]
+    return export
+
+
+@function("SelectV2", 3, 1, batched=BROADCASTING, casts=True, mixed_dtypes=True,
+          export=_export_select("SelectV2"))
+def _select_v2(xp, args, attrs):
+    """x where the condition holds, else y, all three broadcast (tf.where)."""
+    c, x, y = args
+    _select_args("SelectV2", c, x, y)
+    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+
+
+@function("Select", 3, 1, casts=True, mixed_dtypes=True, export=_export_select("Select"))
+def _select(xp, args, attrs):
+    """x where the condition holds, else y (tf.compat.v1.where): a condition
+    of x's shape, a scalar, or a vector along x's first axis."""
+    c, x, y = args
+    _select_args("Select", c, x, y)
+    if x.shape != y.shape:
+        raise ShapeError("Select: x and y have different shapes")
+    if c.shape != x.shape and c.ndim != 0:
+        if c.ndim != 1 or x.ndim < 1 or c.shape[0] != x.shape[0]:
+            raise ShapeError("Select: the condition's shape fits neither x nor its first axis")
+        c = c.reshape(c.shape + (1,) * (x.ndim - 1))
+    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+
+
+for _name, _fn in (("Select", _select), ("SelectV2", _select_v2)):
+    define(OpDef(_name, f"{_name} (elements of x or y, bit for bit)",
+                 one_function(_name, None, 3), FAMILY, functions=(_fn,)))
