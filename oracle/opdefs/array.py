@@ -723,8 +723,12 @@ def _transpose(xp, args, attrs):
 #: The functions above whose result's shape (or whether they fail) depends on
 #: their arguments' values, not on their kinds alone: static type inference
 #: (graphdef/exporter.py) must not evaluate them on zeros.
+#: Only this family's (and oracle/functions.py's) count: another family's
+#: mixed-dtype function registered before this module (math's Select, whose
+#: result is x's type) must not depend on the order families load in.
 VALUE_DEPENDENT = frozenset(n for n, f in fns.registered(TENSORFLOW).items()
-                            if f.mixed_dtypes and n not in KIND_ONLY)
+                            if f.mixed_dtypes and n not in KIND_ONLY
+                            and f.impl.__module__ in (__name__, fns.__name__))
 
 
 def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
