@@ -8,9 +8,18 @@ needs them (docs/tensorflow-graphs.md, "model.fit's train function").
 * `IteratorGetNext` / `IteratorGetNextSync` on such an iterator: the
   iterator's next element is part of σ, one feed per component,
   `ITERATOR/next_K`, typed by `output_types` and `output_shapes`; the node's
-  outputs are Identity nodes of those feeds.  Exact for one run that draws
-  once from an iterator that is not exhausted: the element the run gets is
-  whatever the dataset holds next, fixed before the run starts, whatever
+  outputs are Identity nodes of those feeds.  The draw advances the
+  iterator, and the next step gets the next element: that position is
+  state, an int64 scalar variable `ITERATOR/position`
+  (importer.iterator_position) the draw adds 1 to (`Assign-Add`, one of the
+  node's parts, which its completion waits for).  So under outputs+state a
+  rewrite that drops, repeats or adds a draw changes the final state; an
+  iterator no draw of the import advances (one nothing reads any more)
+  keeps its position in the state all the same
+  (importer._declare_undrawn_iterators), so such a rewrite keeps the
+  interface and is refuted.  Exact for one run that draws once from an
+  iterator that is not exhausted: the element the run gets is whatever
+  the dataset holds at the position, fixed before the run starts, whatever
   the schedule.  Refused by name: a second draw from one iterator in one
   import (which draw gets which element would depend on the schedule), a
   draw inside a loop (each iteration draws anew), an iterator of another
@@ -28,11 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfsem.oracle.program import ControlIn, DataIn
+from tfsem.oracle.program import ControlIn, DataIn, TensorType
 from tfsem.oracle.values import Tensor
 
 from .functions import split_ref
-from .importer import ITERATOR_READERS, NOT_MODELLED, TFSEM_DTYPES, dtype_name
+from .importer import (ITERATOR_READERS, NOT_MODELLED, TFSEM_DTYPES, dtype_name,
+                       iterator_position)
 from .ops import op
 
 
@@ -77,7 +87,17 @@ def _get_next(b):
                      "unknown-shape")
         feed = b.feed(f"{it}/next_{k}", TFSEM_DTYPES[dt], tuple(shape))
         outs.append(b.add("Identity", [feed], part=f"next_{k}"))
-    b.add("NoOp", [])   # the node itself: done when every component is there
+    # the draw advances the iterator: its position, a variable, gains 1
+    pos = iterator_position(it)
+    if pos in b.imp.variables and pos not in b.imp.positions:
+        b.reject(f"the position of iterator {it!r}, variable {pos!r}, is already the name of "
+                 "a variable of the graph", "name-clash")
+    b.imp.positions.add(pos)
+    b.imp.variables[pos] = TensorType("int64", ())
+    var = b.add("Var", [], {"var": pos}, part="position")
+    one = b.add("Const", [], {"value": Tensor(np.array(1, dtype=np.int64), "int64")}, part="one")
+    b.add("Assign", [var, one], {"fn": "Add"}, part="advance")
+    b.add("NoOp", [])   # the node itself: done when the draw is (the element, the position)
     return outs
 
 

@@ -87,6 +87,12 @@ ITERATOR_READERS = ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAs
                     "DeleteIterator")
 
 
+def iterator_position(iterator: str) -> str:
+    """The variable that holds a tf.data iterator's position (its state):
+    an int64 scalar each draw adds 1 to (graphdef/dataset_ops.py)."""
+    return f"{iterator}/position"
+
+
 def dtype_name(dt: Any) -> str:
     return dt if isinstance(dt, str) else f"DataType {dt}"
 
@@ -220,6 +226,8 @@ class _Importer:
         self.handle_aliases: set[str] = set()     # DT_RESOURCE Identity nodes (_handle_alias)
         #: iterator Placeholder -> the node that draws from it (dataset_ops.py)
         self.iterators: dict[str, str | None] = {}
+        #: the iterators' position variables (iterator_position) declared so far
+        self.positions: set[str] = set()
         self.feed_types: dict[str, TensorType] = {}
         self.exclusive: list[tuple[str, set[str], set[str]]] = []
         self.unusable: dict[str, GraphImportError] = {}
@@ -497,6 +505,10 @@ class _Importer:
         """A DT_RESOURCE Placeholder of a concrete function's graph that
         captures a variable: that variable (named by the capture map)."""
         var, typ = self.captures[n.name]
+        if var in self.positions:
+            raise GraphImportError(n.describe(), f"captures variable {var!r}, the name of a "
+                                   "tf.data iterator's position (the state its draws advance)",
+                                   "name-clash")
         old = self.variables.get(var)
         if old is not None and old != typ:
             raise GraphImportError(n.describe(), f"captures variable {var!r} as {typ.dtype}"
@@ -797,6 +809,9 @@ class _Builder:
         if any(d < 0 for d in shape):
             self.reject(f"the variable's shape {shape} has an unknown dimension", "unknown-shape")
         typ = TensorType(dt, tuple(shape))
+        if var in self.imp.positions:
+            self.reject(f"variable {var!r} has the name of a tf.data iterator's position (the "
+                        "state its draws advance)", "name-clash")
         old = self.imp.variables.get(var)
         if old is not None and old != typ:
             self.reject(f"variable {var!r} is declared {old.dtype}{list(old.shape)} elsewhere and "
@@ -1029,6 +1044,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
                                    f"({nodes[src].op}) has {len(refs)} tensor output(s)",
                                    "bad-port")
         outputs[out_name] = refs[port]
+    if not session:
+        _declare_undrawn_iterators(imp)
     program = Program(imp.variables, tuple(imp.out_nodes), outputs, imp.feed_types)
     program = program.validated()
     _check_exclusive(program, imp.exclusive)
@@ -1047,6 +1064,35 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
                                "with {\"program\": {\"graph\": PATH}} and its runs: "
                                "docs/sessions.md)", "unmodelled-session-op")
     return Imported(program, dict(imp.done), blocking, releases)
+
+
+def _declare_undrawn_iterators(imp: _Importer) -> None:
+    """Every iterator of the graph has its position in the state, drawn from
+    in this import or not (graphdef/dataset_ops.py): a DT_RESOURCE
+    Placeholder that no capture names and that an iterator op reads, or
+    that nothing reads at all (the function's `iterator` argument once a
+    rewrite dropped its draw).  So a rewrite that drops the only draw, or
+    leaves it where no fetch reaches it, keeps the interface, and its final
+    state (the position not advanced) is a counterexample; a resource
+    argument nothing reads that is no iterator is a variable nothing
+    changes."""
+    drawn = {split_ref(i)[0] for r in imp.g.values() if r.op in ITERATOR_READERS
+             for i in r.inputs if not i.startswith("^")}
+    for name, g in imp.g.items():
+        if g.op != "Placeholder" or name in imp.captures or name in imp.feeds \
+                or attr_value(g.attr.get("dtype", {})) != "DT_RESOURCE":
+            continue
+        if name not in drawn and imp._consumer_refs(name):
+            continue
+        var = iterator_position(name)
+        if var in imp.positions:
+            continue
+        if var in imp.variables:
+            raise GraphImportError(g.describe(), f"the position of this tf.data iterator, "
+                                   f"variable {var!r}, is already the name of a variable of "
+                                   "the graph", "name-clash")
+        imp.positions.add(var)
+        imp.variables[var] = TensorType("int64", ())
 
 
 def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:

@@ -71,14 +71,19 @@ def test_the_next_element_is_a_feed_per_component_and_the_optional_its_value():
     p = import_graph(train_function(), ["Identity"]).program
     assert {k: (t.dtype, t.shape) for k, t in p.feeds.items()} == {
         "iterator/next_0": ("int64", (2,)), "iterator/next_1": ("float32", ())}
-    assert set(p.variables) == {"v"}
+    # the iterator's position is state: an int64 scalar the draw advances by 1
+    assert set(p.variables) == {"v", "iterator/position"}
+    assert (p.variables["iterator/position"].dtype,
+            p.variables["iterator/position"].shape) == ("int64", ())
     feeds = {"iterator/next_0": Tensor(np.array([5, -7], dtype=np.int64)),
              "iterator/next_1": Tensor(np.array(1.5, dtype=np.float32))}
-    init = {"v": Tensor(np.array([1, 2], dtype=np.int64))}
+    init = {"v": Tensor(np.array([1, 2], dtype=np.int64)),
+            "iterator/position": Tensor(np.array(41, dtype=np.int64))}
     for mode in ("atomic", "decomposed"):
         (o,) = [x.to_json() for x in outcome_set(p, feeds, init, mode, "outputs+state").as_dict(5)]
         assert o["outputs"]["Identity"] == {"dtype": "float32", "value": 3.0}
         assert o["state"]["v"] == [6, -5]
+        assert o["state"]["iterator/position"] == 42
 
 
 def test_a_self_check_is_sound_and_a_rewrite_that_ignores_the_element_is_not():
@@ -96,6 +101,25 @@ def test_a_self_check_is_sound_and_a_rewrite_that_ignores_the_element_is_not():
     q = import_graph(bad, ["Identity"]).program
     v = check_rewrite(p, program_to_json(q), "atomic", "outputs+state", 30.0)
     assert v.verdict == "unsound", v
+
+
+def test_the_export_writes_the_position_as_a_variable_and_imports_back_the_same():
+    """tfsem export: the draw's advance is an AssignAddVariableOp of an int64
+    variable named ITERATOR/position; the element's feeds are Placeholders.
+    Imported back, it is the same variables and feeds, and each program is a
+    sound rewrite of the other."""
+    from tfsem.graphdef.exporter import export_graph
+    p = import_graph(train_function(), ["Identity"]).program
+    g = export_graph(p)
+    ops = {n["name"]: n["op"] for n in g["node"]}
+    assert ops["IteratorGetNext/advance"] == "AssignAddVariableOp"
+    assert ops["IteratorGetNext/position"] == "VarHandleOp"
+    assert ops["iterator/next_0"] == ops["iterator/next_1"] == "Placeholder"
+    q = import_graph(g, list(p.outputs)).program
+    assert q.variables == p.variables and q.feeds == p.feeds
+    for a, b in ((p, q), (q, p)):
+        assert check_rewrite(a, program_to_json(b), "atomic", "outputs+state", 30.0).verdict \
+            == "sound"
 
 
 def _refused(graph, fetches=("Identity",), **kw) -> tuple[str, str, str]:
@@ -145,6 +169,12 @@ def test_an_element_of_unknown_shape_is_refused_with_advice():
 def test_a_draw_in_a_session_is_refused():
     where, rule, msg = _refused(train_function(), session=True)
     assert rule == "iterator" and "session" in msg
+    # an iterator argument nothing draws from: no position in a session's
+    # program (outside one, the position of an iterator no draw advances)
+    g = {"node": [iterator(), node("k", "Const", [], dtype={"type": "DT_FLOAT"}, value={
+        "tensor": {"dtype": "DT_FLOAT", "tensor_shape": {}, "float_val": [2.0]}})]}
+    assert not import_graph(g, ["k"], session=True).program.variables
+    assert set(import_graph(g, ["k"]).program.variables) == {"iterator/position"}
 
 
 def test_a_resource_placeholder_no_iterator_op_reads_is_refused_as_before():
@@ -160,7 +190,8 @@ def test_the_corpus_train_function_has_the_batch_as_its_feeds():
     assert {k: (t.dtype, list(t.shape)) for k, t in p.feeds.items()} == {
         "iterator/next_0": ("float32", step["feeds"]["data"]["shape"]),
         "iterator/next_1": ("int32", step["feeds"]["data_1"]["shape"])}
-    assert set(p.variables) == set(step["variables"])
+    assert set(p.variables) == set(step["variables"]) | {"iterator/position"}
+    assert set(p.variables) == set(fit["variables"])
 
 
 def test_against_tensorflow_one_call_of_a_function_of_an_iterator():
@@ -190,12 +221,17 @@ def test_against_tensorflow_one_call_of_a_function_of_an_iterator():
                                         ("it/next_1", np.array(0.25, dtype=np.float32)))}
     it_name = next(f.rsplit("/", 1)[0] for f in p.feeds)
     feeds = {f"{it_name}/{k.split('/')[1]}": x for k, x in feeds.items()}
+    # σ: the dataset's element 0, and the iterator at position 0
     (o,) = [x.to_json() for x in outcome_set(
-        p, feeds, {"v": Tensor(np.array([10, 20], dtype=np.int64))}, "atomic",
+        p, feeds, {"v": Tensor(np.array([10, 20], dtype=np.int64)),
+                   f"{it_name}/position": Tensor(np.array(0, dtype=np.int64))}, "atomic",
         "outputs+state").as_dict(5)]
     (out,) = o["outputs"].values()
     assert out == {"dtype": "float32", "value": float(got)} and float(got) == 13.5
     assert o["state"]["v"] == v.numpy().tolist() == [13, 16]
+    # the call advanced TensorFlow's iterator by one element, tfsem's position by one
+    assert o["state"][f"{it_name}/position"] == 1
+    assert it.get_next()[0].numpy().tolist() == [9, 9]
 
 
 def test_get_value_and_has_value_of_an_optional_that_holds_one():

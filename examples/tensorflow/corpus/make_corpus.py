@@ -531,7 +531,10 @@ def fit_function(out: str) -> None:
            "traced for a tf.data iterator (its input is the iterator's DT_RESOURCE handle, "
            "read by IteratorGetNext; the step is a StatefulPartitionedCall into the function "
            "library; the result an Optional)", gd, fetches,
-           targets, feeds, {c["variable"] for c in captures.values()}, name + ".captures.json")
+           targets, feeds,
+           # the iterator's position: in tfsem, state each draw advances (ITERATOR/position)
+           {c["variable"] for c in captures.values()} | {f"{it_arg}/position"},
+           name + ".captures.json")
 
 
 # --- tf.Module, TF1 ---------------------------------------------------------------
