@@ -542,6 +542,8 @@ class _Checker:
         self.algebra = algebra = (gen.GenericAlgebra() if self.generic else
                                   RealAlgebra() if self.real else Algebra())
         algebra.set_flags(flagged)
+        algebra.shape_guard = any(n.op == "Assign" and n.attrs.get("fn") == "SndSameShape"
+                                  for prog in (p, p2) for n in prog.nodes)
         self.flagged = flagged
         self.encoder = (gen.GenericEncoder(algebra.flag_order) if self.generic else
                         Encoder(algebra.flag_order, real=self.real))

@@ -207,6 +207,9 @@ class Algebra:
         #: functions look at it too
         self.budget: Budget | None = None
         self._misses = 0
+        #: a Write that changes a variable's shape stops the proof (assign):
+        #: set by the checker where either program has an Assign-SndSameShape
+        self.shape_guard = False
 
     def _check_time(self) -> None:
         self._misses += 1
@@ -432,7 +435,7 @@ class Algebra:
         if isinstance(new, Error):
             return None
         shape = getattr(current, "shape", None)
-        if (fn.name == "Snd" and shape is not None
+        if (fn.name == "Snd" and self.shape_guard and shape is not None
                 and not isinstance(current, (Error, Opaque, Guarded))
                 and not isinstance(new, Opaque) and tuple(new.shape) != tuple(shape)):
             # σ holds every variable at its declared type; a Write of another
@@ -441,7 +444,12 @@ class Algebra:
             # where σ never is (there an Assign-SndSameShape may fail that
             # never fails here): no proof (docs/review-findings.md, "A
             # variable's shape in σ").  (The model's broadcasting Assign-Add
-            # and the like, which TensorFlow's kernels refuse, are left alone)
+            # and the like, which TensorFlow's kernels refuse, are left alone.)
+            # Only where a program validates shapes (`shape_guard`: an
+            # Assign-SndSameShape in either program): elsewhere a verdict is
+            # about one run from σ of the declared types, where every value's
+            # shape is tracked exactly; sequential runs are sessions, judged
+            # by enumeration, not by this proof.
             raise SymbolicLimit(f"a write of shape {list(new.shape)} to a variable of shape "
                                 f"{list(shape)}: a later run starts with a shape the proof's σ "
                                 "(the declared types) does not hold")

@@ -44,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     shape = getattr(args, "shape", "general")
     if shape == "grappler":
         from tfsem.generators import grappler
-        if args.dtype not in grappler.DTYPES:
-            raise UsageError(f"--shape grappler makes {', '.join(grappler.DTYPES)} programs, "
+        # (the "float32-edges" programs are the Grappler campaigns' own, not a --dtype)
+        dtypes = [d for d in grappler.DTYPES if d in DTYPES]
+        if args.dtype not in dtypes:
+            raise UsageError(f"--shape grappler makes {', '.join(dtypes)} programs, "
                              f"not {args.dtype} (the general shape makes every dtype)")
         programs = grappler.random_programs(args.count, args.seed, args.max_nodes, args.dtype)
     else:
