@@ -50,19 +50,14 @@ def exported(program):
     return encode("GraphDef", graph), fetches, targets
 
 
-def optimize_with_graphs(program, optimizer: str):
-    """(the optimized program, the GraphDef given to Grappler, Grappler's
-    output); both GraphDefs None where nothing was handed to Grappler."""
+def grappler_imported(data: bytes, fetches: list, targets: list, optimizer: str):
+    """(Grappler's `optimizer` run on the serialized GraphDef `data`, imported
+    with the fetches and the targets it kept; Grappler's output GraphDef).
+    An output that does not import raises `GrapplerResultNotImported`."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
-    data, fetches, targets = exported(program)
-    if data is None:
-        return program, None, None
-    all_nodes = _t._exported(program)[2]
-    if not _t._same_semantics(data, fetches, all_nodes):
-        return program, None, None
     out = _g.run_grappler(data, fetches + targets, optimizer).graph_def
     names = {n.name for n in out.node}
     try:
@@ -72,6 +67,19 @@ def optimize_with_graphs(program, optimizer: str):
         raise _t.GrapplerResultNotImported(
             f"Grappler ({optimizer}) output does not import: "
             + "; ".join(str(v) for v in exc.violations)) from None
+    return imported, out
+
+
+def optimize_with_graphs(program, optimizer: str):
+    """(the optimized program, the GraphDef given to Grappler, Grappler's
+    output); both GraphDefs None where nothing was handed to Grappler."""
+    data, fetches, targets = exported(program)
+    if data is None:
+        return program, None, None
+    all_nodes = _t._exported(program)[2]
+    if not _t._same_semantics(data, fetches, all_nodes):
+        return program, None, None
+    imported, out = grappler_imported(data, fetches, targets, optimizer)
     from tfsem.generators.grappler import unflushed  # noqa: PLC0415
     return unflushed(imported.program) or imported.program, data, out
 

@@ -29,27 +29,17 @@ from tfsem.generators.functional import raised, tfsem_reading
 from tfsem.graphdef import grappler as _g
 
 from . import tensorflow_target as _t
+from .grappler_control_flow import grappler_imported
 
 
 def optimize_with_graphs(program, optimizer: str = "function"):
     """(Grappler's output imported, the raised GraphDef, Grappler's output
     GraphDef); (None, None, None) when nothing was raised."""
-    from tfsem.graphdef.proto import decode  # noqa: PLC0415
-    from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     r = raised(program)
     if r is None:
         return None, None, None
     data, fetches, targets = r
-    out = _g.run_grappler(data, fetches + targets, optimizer).graph_def
-    names = {n.name for n in out.node}
-    try:
-        from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
-        imported = import_graph(decode("tensorflow.GraphDef", out.SerializeToString()),
-                                fetches, [t for t in targets if t in names])
-    except ProgramError as exc:
-        raise _t.GrapplerResultNotImported(
-            f"Grappler ({optimizer}) output does not import: "
-            + "; ".join(str(v) for v in exc.violations)) from None
+    imported, out = grappler_imported(data, fetches, targets, optimizer)
     return imported.program, data, out
 
 

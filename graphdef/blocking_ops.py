@@ -190,16 +190,21 @@ def _fifo_queue(b):
     return []
 
 
-@op("QueueEnqueueV2", "the session's QueueEnqueue of its FIFOQueueV2 (waits while it is full)",
-    stateful=True)
-def _enqueue(b):
-    _no_timeout(b)
-    q, decl = _queue(b)
+def _one_component_of(b, decl) -> None:
+    """An enqueue (one or many) gives the queue one component of its dtype."""
     if b.n_inputs != 2:
         b.reject(f"an enqueue of {b.n_inputs - 1} components (one only)")
     types = b.attr("Tcomponents", [])
     if [_dtype_of(b, t) for t in types] != [decl.dtype]:
         b.reject(f"enqueues {types}, the queue holds {decl.dtype}", "dtype")
+
+
+@op("QueueEnqueueV2", "the session's QueueEnqueue of its FIFOQueueV2 (waits while it is full)",
+    stateful=True)
+def _enqueue(b):
+    _no_timeout(b)
+    q, decl = _queue(b)
+    _one_component_of(b, decl)
     shape = b.declared_shape(1)
     if shape is not None and tuple(shape) != decl.shape:
         b.reject(f"enqueues an element of shape {list(shape)}, the queue's is {list(decl.shape)} "
@@ -228,11 +233,7 @@ def _dequeue(b):
 def _enqueue_many(b):
     _no_timeout(b)
     q, decl = _queue(b)
-    if b.n_inputs != 2:
-        b.reject(f"an enqueue of {b.n_inputs - 1} components (one only)")
-    types = b.attr("Tcomponents", [])
-    if [_dtype_of(b, t) for t in types] != [decl.dtype]:
-        b.reject(f"enqueues {types}, the queue holds {decl.dtype}", "dtype")
+    _one_component_of(b, decl)
     shape = b.declared_shape(1)
     if shape is not None and (not shape or tuple(shape[1:]) != decl.shape):
         b.reject(f"enqueues a batch of shape {list(shape)}, the queue's elements are "
