@@ -96,20 +96,28 @@ class PrunableGrapplerTarget(_t.GrapplerTarget):
         return optimize_with_graphs(program, self.optimizer)[0]
 
     def evidence(self, record) -> dict:
-        from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
-        given = (record.detail or {}).get(_t.GIVEN)
-        info = {"optimizer": self.optimizer, "tensorflow": _g.tensorflow().__version__,
-                "preserved": "outputs and stateful nodes"}
-        if given is None:
-            return {"graphdef": dict(info, error="the program given to Grappler was not kept")}
-        try:
-            _, before, after = optimize_with_graphs(program_from_json(given, validate=False),
-                                                    self.optimizer)
-        except Exception as exc:  # noqa: BLE001 - a crash finding: show what was given
-            return {"graphdef": dict(info, error=f"{type(exc).__name__}: {exc}"[:2000])}
-        if before is None:
-            return {"graphdef": dict(info, error="the program was not exported")}
-        return {"graphdef": dict(info, original=_t.graph_text(before), optimized=_t.graph_text(after))}
+        return graph_evidence(self.optimizer, record, optimize_with_graphs, {},
+                              "the program was not exported")
+
+
+def graph_evidence(optimizer: str, record, optimize, info: dict, nothing: str) -> dict:
+    """A finding's evidence: the GraphDef given to Grappler and Grappler's
+    output, rebuilt from the program the record kept by `optimize` (which
+    returns (program, GraphDef given, output) with None where nothing was
+    given, said as `nothing`); `info` adds to what the page shows."""
+    from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
+    given = (record.detail or {}).get(_t.GIVEN)
+    info = {"optimizer": optimizer, "tensorflow": _g.tensorflow().__version__,
+            "preserved": "outputs and stateful nodes", **info}
+    if given is None:
+        return {"graphdef": dict(info, error="the program given to Grappler was not kept")}
+    try:
+        _, before, after = optimize(program_from_json(given, validate=False), optimizer)
+    except Exception as exc:  # noqa: BLE001 - a crash finding: show what was given
+        return {"graphdef": dict(info, error=f"{type(exc).__name__}: {exc}"[:2000])}
+    if before is None:
+        return {"graphdef": dict(info, error=nothing)}
+    return {"graphdef": dict(info, original=_t.graph_text(before), optimized=_t.graph_text(after))}
 
 
 loop = PrunableGrapplerTarget("loop")

@@ -29,7 +29,7 @@ from tfsem.generators.functional import raised, tfsem_reading
 from tfsem.graphdef import grappler as _g
 
 from . import tensorflow_target as _t
-from .grappler_control_flow import grappler_imported
+from .grappler_control_flow import graph_evidence, grappler_imported
 
 
 def optimize_with_graphs(program, optimizer: str = "function"):
@@ -63,21 +63,8 @@ class FunctionalGrapplerTarget(_t.GrapplerTarget):
         return got
 
     def evidence(self, record) -> dict:
-        from tfsem.oracle.jsonio import program_from_json  # noqa: PLC0415
-        given = (record.detail or {}).get(_t.GIVEN)
-        info = {"optimizer": self.optimizer, "tensorflow": _g.tensorflow().__version__,
-                "preserved": "outputs and stateful nodes", "raised": "conditionals and loops"}
-        if given is None:
-            return {"graphdef": dict(info, error="the program given to Grappler was not kept")}
-        try:
-            _, before, after = optimize_with_graphs(program_from_json(given, validate=False),
-                                                    self.optimizer)
-        except Exception as exc:  # noqa: BLE001 - a crash finding: show what was given
-            return {"graphdef": dict(info, error=f"{type(exc).__name__}: {exc}"[:2000])}
-        if before is None:
-            return {"graphdef": dict(info, error="nothing was raised")}
-        return {"graphdef": dict(info, original=_t.graph_text(before),
-                                 optimized=_t.graph_text(after))}
+        return graph_evidence(self.optimizer, record, optimize_with_graphs,
+                              {"raised": "conditionals and loops"}, "nothing was raised")
 
 
 function = FunctionalGrapplerTarget("function")
