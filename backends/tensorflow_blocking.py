@@ -35,20 +35,9 @@ def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, d
     lock is taken when the MutexLock runs, possibly before the section's first
     node could run: a span at least as long as the model's, so TensorFlow's
     orders are among the model's."""
-    from tfsem.graphdef.blocking_export import real_queue_ops
-    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.blocking_export import export_with_real_queues
 
-    graph = export_graph(p, names=names)
-    by_name = {n["name"]: n for n in graph["node"]}
-    taken = set(by_name)
-
-    def fresh(base: str) -> str:
-        name = base
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
-    real_queue_ops(graph, by_name, names, b, fresh)
+    graph, by_name, taken, _, _ = export_with_real_queues(p, b, names)
     extra: dict[str, list[str]] = {}
     from tfsem.oracle.session import run_nodes
     for sec in sorted(set(b.sections.values())):

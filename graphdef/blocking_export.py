@@ -64,17 +64,7 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
                                   f"but not its last node {exit_!r}: TensorFlow would free the "
                                   "mutex at once (target it to export)")
     names: dict[str, str] = {}
-    graph = export_graph(p, names=names)
-    by_name = {n["name"]: n for n in graph["node"]}
-    taken = set(by_name)
-
-    def fresh(base: str) -> str:
-        name = base
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
-    handles = real_queue_ops(graph, by_name, names, b, fresh)
+    graph, by_name, _, fresh, handles = export_with_real_queues(p, b, names)
     targets: dict[str, list[str]] = {}
     for sec, (entry, exit_, members) in ends.items():
         mutex, lock, consume = fresh(f"mutex_{sec}"), fresh(f"lock_{sec}"), fresh(f"release_{sec}")
@@ -94,6 +84,24 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
                 targets.setdefault(run.name, []).append(consume)
     return graph, targets, names
 
+
+
+def export_with_real_queues(p, b: Blocking, names: dict[str, str]):
+    """`export_graph(p)` with `b`'s queue ops made real (real_queue_ops):
+    (the graph, its nodes by name, the names taken, `fresh(base)` (a name
+    not taken yet, then taken), each queue's FIFOQueueV2 node)."""
+    graph = export_graph(p, names=names)
+    by_name = {n["name"]: n for n in graph["node"]}
+    taken = set(by_name)
+
+    def fresh(base: str) -> str:
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+    handles = real_queue_ops(graph, by_name, names, b, fresh)
+    return graph, by_name, taken, fresh, handles
 
 
 def real_queue_ops(graph: dict, by_name: dict, names: dict[str, str], b: Blocking,
