@@ -131,15 +131,19 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             errors: list[BaseException] = []
 
             finished: dict[str, float] = {}
+            overdue: set[str] = set()
             cancelled: list[float] = []
             failed: dict[str, str] = {}
 
             def call(name, fetch, targets):
                 try:
                     barrier.wait()
+                    t0 = time.monotonic()
                     results[name] = sess.run([f"{o}:0" for o in fetch] + targets,
                                              options=options)[:len(fetch)]
                     finished[name] = time.monotonic()
+                    if finished[name] - t0 >= timeout_ms / 1000:
+                        overdue.add(name)
                 except tf.errors.DeadlineExceededError:
                     cancelled.append(time.monotonic())
                     waiting.append(name)
@@ -156,10 +160,15 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             if cancelled:
                 # a call cancelled at its timeout drops its lock tensors, freeing
                 # their sections: a call that completes only after that was
-                # blocked until then (docs/sessions.md, section_queue)
+                # blocked until then (docs/sessions.md, section_queue).  A call
+                # that completes after its own deadline was waiting in an op
+                # the timeout cannot cancel (QueueCloseV2's attempt waits
+                # behind pending enqueues with no cancellation token) and was
+                # freed by another call's cancellation: its clock says so even
+                # when its thread ran before the cancelled one's handler.
                 first = min(cancelled)
                 for name, t_done in finished.items():
-                    if t_done >= first:
+                    if t_done >= first or name in overdue:
                         waiting.append(name)
                         results.pop(name, None)
             if errors:

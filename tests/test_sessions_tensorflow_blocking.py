@@ -102,7 +102,7 @@ def test_tensorflow_cancels_a_pending_batch_or_blocks_a_close_behind_it_as_the_o
         assert dict(values)["queue:q"] in ((), (1,))
     # without cancel_pending_enqueues the close waits behind the batch: both
     # runs wait at their timeouts, or the close came first and the batch failed
-    seen, found = _trials("queue_cancel.session.json", 2, 700,
+    seen, found = _trials("queue_cancel.session.json", 2, 1500,
                           lambda d: d["program"]["nodes"][2].pop("cancel_pending_enqueues"))
     assert any(isinstance(o, __import__("tfsem").oracle.blocking.Deadlock) for o in found)
     for (waiting, values), _ in seen.items():
