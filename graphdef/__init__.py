@@ -14,8 +14,6 @@ from typing import Sequence
 
 from tfsem.oracle.program import Program, ProgramError, Violation
 
-from . import blocking_ops  # noqa: F401  (sessions' queues and critical sections)
-from . import dataset_ops  # noqa: F401  (tf.data iterators and Optionals: model.fit)
 from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).

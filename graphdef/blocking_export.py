@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tfsem.oracle.blocking import CLOSE, DEQUEUE, DEQUEUE_MANY, ENQUEUE, ENQUEUE_MANY, Blocking
+from tfsem.oracle import opdefs
+from tfsem.oracle.blocking import Blocking
+from tfsem.oracle.opdefs import queues as queue_defs
 from tfsem.oracle.program import Program
 
 from .exporter import TF_DTYPES, ExportError, export_graph
@@ -71,14 +73,10 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
         e = by_name[names.get(entry, entry)]
         waits = [i if i.startswith("^") else "^" + i.split(":")[0]
                  for i in e.get("input", []) if i.split(":")[0].lstrip("^") not in handles.values()]
-        graph["node"].append({"name": mutex, "op": "MutexV2", "attr": {
-            "container": {"s": b""}, "shared_name": {"s": sec.encode()}}})
-        graph["node"].append({"name": lock, "op": "MutexLock",
-                              "input": [mutex, *dict.fromkeys(waits)]})
         for m in members:
             by_name[names.get(m, m)].setdefault("input", []).append(f"^{lock}")
-        graph["node"].append({"name": consume, "op": "ConsumeMutexLock",
-                              "input": [lock, f"^{names.get(exit_, exit_)}"]})
+        graph["node"].extend(queue_defs.export_section(sec, mutex, lock, consume, waits,
+                                                       names.get(exit_, exit_)))
         for run in runs:
             if exit_ in set(run_nodes(p, run)):
                 targets.setdefault(run.name, []).append(consume)
@@ -104,49 +102,43 @@ def export_with_real_queues(p, b: Blocking, names: dict[str, str]):
     return graph, by_name, taken, fresh, handles
 
 
+class QueueExport:
+    """What a queue op's export facet (the queue family's `node_exports`,
+    oracle/opdefs/queues.py) is given for one stand-in: its node dict
+    (`node`, rewritten in place), the session's kind of op (`kind`), its
+    data and control inputs, its queue's FIFOQueueV2 node (`handle`), the
+    queue's dtype as a DT_ name (`dt`), the op's parameter (`param`: a
+    dequeue-many's n, a close's cancel_pending_enqueues), `fresh(base)` and
+    `add(node)` (a node of its own, added to the graph)."""
+
+    __slots__ = ("node", "kind", "data", "ctrl", "handle", "dt", "param", "fresh", "add")
+
+    def __init__(self, node, kind, handle, dt, param, fresh, add):
+        inputs = list(node.get("input", []))
+        self.node, self.kind, self.handle, self.dt, self.param = node, kind, handle, dt, param
+        self.data = [i for i in inputs if not i.startswith("^")]
+        self.ctrl = [i for i in inputs if i.startswith("^")]
+        self.fresh, self.add = fresh, add
+
+
 def real_queue_ops(graph: dict, by_name: dict, names: dict[str, str], b: Blocking,
                    fresh) -> dict[str, str]:
     """Make the stand-ins of `b`'s queue ops in the exported `graph` real
-    TensorFlow queue ops (one FIFOQueueV2 per queue, named by `fresh`);
-    returns each queue's FIFOQueueV2 node."""
+    TensorFlow queue ops (one FIFOQueueV2 per queue, named by `fresh`), as
+    the queue family exports them (oracle/opdefs/queues.py); returns each
+    queue's FIFOQueueV2 node."""
     handles = {}
     for q, decl in sorted(b.queues.items()):
         handles[q] = fresh(f"queue_{q}")
-        graph["node"].append({"name": handles[q], "op": "FIFOQueueV2", "attr": {
-            "component_types": {"list": {"type": [TF_DTYPES[decl.dtype]]}},
-            "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
-            "capacity": {"i": int(decl.capacity)},
-            "container": {"s": b""}, "shared_name": {"s": q.encode()}}})
+        graph["node"].append(queue_defs.export_queue(handles[q], q, decl, TF_DTYPES.__getitem__))
     for node, (kind, q) in sorted(b.queue_ops.items()):
-        n = by_name[names.get(node, node)]
-        dt = TF_DTYPES[b.queues[q].dtype]
-        inputs = list(n.get("input", []))
-        data = [i for i in inputs if not i.startswith("^")]
-        ctrl = [i for i in inputs if i.startswith("^")]
-        if kind in (ENQUEUE, ENQUEUE_MANY):
-            n.update(op="QueueEnqueueV2" if kind == ENQUEUE else "QueueEnqueueManyV2",
-                     input=[handles[q], *data, *ctrl],
-                     attr={"Tcomponents": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == DEQUEUE:
-            n.update(op="QueueDequeueV2", input=[handles[q], *ctrl],
-                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == DEQUEUE_MANY:
-            count = fresh(n["name"] + "/n")
-            graph["node"].append({"name": count, "op": "Const", "attr": {
-                "dtype": {"type": TF_DTYPES["int32"]},
-                "value": {"tensor": {"dtype": TF_DTYPES["int32"], "tensor_shape": {},
-                                     "int_val": [int(b.params.get(node, 0))]}}}})
-            n.update(op="QueueDequeueManyV2", input=[handles[q], count, *ctrl],
-                     attr={"component_types": {"list": {"type": [dt]}}, "timeout_ms": {"i": -1}})
-        elif kind == CLOSE:
-            n.update(op="QueueCloseV2", input=[handles[q], *ctrl], attr={
-                "cancel_pending_enqueues": {"b": bool(b.params.get(node, 0))}})
-        else:   # TensorFlow's size is int32, the model's int64: a Cast between
-            size = fresh(n["name"] + "/size")
-            graph["node"].append({"name": size, "op": "QueueSizeV2", "input": [handles[q], *ctrl]})
-            n.update(op="Cast", input=[size], attr={
-                "SrcT": {"type": TF_DTYPES["int32"]}, "DstT": {"type": TF_DTYPES["int64"]},
-                "Truncate": {"b": False}})
+        export = opdefs.node_export_of(kind)
+        if export is None:
+            raise ExportError(f"node {node!r}", f"the queue op {kind} has no export in the op "
+                              "registry")
+        export(QueueExport(by_name[names.get(node, node)], kind, handles[q],
+                           TF_DTYPES[b.queues[q].dtype], b.params.get(node), fresh,
+                           graph["node"].append))
     return handles
 
 

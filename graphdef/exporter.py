@@ -56,12 +56,14 @@ class ExportNode:
     inputs as GraphDef input strings, its attributes, `T(i)` (the type
     attribute of data input i's dtype), `tf_dtype(d)` (a tfsem dtype's
     DT_ name) and `int32_const(name, values, scalar=False)` (a Const node
-    holding int32 values)."""
+    holding int32 values); `op`, for a node that is not a function (a
+    control-flow primitive), its kind."""
 
-    __slots__ = ("name", "data", "ctrl", "attrs", "T")
+    __slots__ = ("name", "data", "ctrl", "attrs", "T", "op")
 
-    def __init__(self, name, data, ctrl, attrs, T):
+    def __init__(self, name, data, ctrl, attrs, T, op=None):
         self.name, self.data, self.ctrl, self.attrs, self.T = name, data, ctrl, attrs, T
+        self.op = op
 
     @staticmethod
     def tf_dtype(dtype: str) -> str:
@@ -444,8 +446,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
 
 def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
     """A control-flow primitive as the TensorFlow op of its name (SPEC
-    section 9; the importer's models in reverse): T is DT_RESOURCE where the
-    primitive forwards a variable's handle."""
+    section 9): the control family's export (oracle/opdefs/control.py), with
+    T DT_RESOURCE where the primitive forwards a variable's handle."""
     if p.port_kind(n.name, 0) == VARIABLE:
         t = "DT_RESOURCE"
     else:
@@ -455,17 +457,11 @@ def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
                               "(it comes from an uninterpreted function or is always an "
                               "error value)")
         t = tf_type(typ.dtype)
-    node = {"name": name, "op": n.op, "input": data + ctrl, "attr": {"T": {"type": t}}}
-    if n.op == MERGE:
-        node["attr"]["N"] = {"i": len(data)}
-    elif n.op == LOOP_COND:
-        node["attr"] = {}
-    elif n.op == ENTER:
-        node["attr"].update({"frame_name": {"s": str(n.attrs["frame_name"]).encode()},
-                             "is_constant": {"b": bool(n.attrs.get("is_constant", False))},
-                             "parallel_iterations": {"i": int(n.attrs.get(
-                                 "parallel_iterations", 10))}})
-    return node
+    export = opdefs.node_export_of(n.op)
+    if export is None:
+        raise ExportError(where, f"the control-flow node {n.op} has no export in the op "
+                          "registry")
+    return export(ExportNode(name, data, ctrl, n.attrs, lambda i=0: {"type": t}, op=n.op))
 
 
 def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:

@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from tfsem.oracle import opdefs as _opdefs
+from tfsem.oracle.opdefs import control as _control
 from tfsem.oracle.program import ProgramError, Violation
 
 from . import ops as opt
@@ -202,9 +204,11 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
 #: TensorFlow's LowerFunctionalOpsPass lowers it before its executor runs a
 #: graph or a function body (docs/semantics.md), in the graph and in the
 #: function bodies inlined.
-IF_OPS = ("If", "StatelessIf")
-WHILE_OPS = ("While", "StatelessWhile")
-CASE_OPS = ("Case", "StatelessCase")
+#: (The ops are the control family's, oracle/opdefs/control.py: each OpDef's
+#: `lowering` names the lowering below.)
+IF_OPS = _control.lowered("if")
+WHILE_OPS = _control.lowered("while")
+CASE_OPS = _control.lowered("case")
 FUNCTIONAL_OPS = IF_OPS + WHILE_OPS + CASE_OPS
 FUNCTIONAL_OPS_SET = frozenset(FUNCTIONAL_OPS)
 
@@ -567,9 +571,9 @@ def _lower_case(n: GNode, nodes: dict[str, GNode], redirects: dict[str, str]) ->
     return [nodes[c] for c in calls]
 
 
-#: The function attributes of the functional control-flow ops.
-FUNCTION_ATTRS = {"If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch"),
-                  "While": ("cond", "body"), "StatelessWhile": ("cond", "body")}
+#: The function attributes of the functional control-flow ops (If and While
+#: name one function per attribute; Case's `branches` is a list, read below).
+FUNCTION_ATTRS = {op: _opdefs.lookup(op).function_attrs for op in IF_OPS + WHILE_OPS}
 
 
 def _callees(nd: dict, op: str) -> list[str]:

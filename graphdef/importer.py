@@ -36,6 +36,9 @@ from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, Prog
                                   TensorType, Violation)
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
+from tfsem.oracle.opdefs import control as control_ops
+from tfsem.oracle.opdefs import data as data_ops
+
 from . import ops as opt
 from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
                         split_ref)
@@ -80,17 +83,11 @@ MAX_CONST_ELEMENTS = 1 << 24
 DEFAULT_TYPE_ATTRS = {("Shape", "out_type"): "DT_INT32", ("ShapeN", "out_type"): "DT_INT32",
                       ("Size", "out_type"): "DT_INT32", ("VariableShape", "out_type"): "DT_INT32"}
 
-#: Ops that read a tf.data iterator (graphdef/dataset_ops.py models the first
-#: two): a DT_RESOURCE Placeholder one of them reads is an iterator.
-ITERATOR_READERS = ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
-                    "MakeIterator", "IteratorToStringHandle", "SerializeIterator",
-                    "DeleteIterator")
-
-
-def iterator_position(iterator: str) -> str:
-    """The variable that holds a tf.data iterator's position (its state):
-    an int64 scalar each draw adds 1 to (graphdef/dataset_ops.py)."""
-    return f"{iterator}/position"
+#: Ops that read a tf.data iterator (the data family's, oracle/opdefs/data.py,
+#: which models the first two): a DT_RESOURCE Placeholder one of them reads is
+#: an iterator; `iterator_position(it)`: the variable of its position.
+ITERATOR_READERS = data_ops.READERS
+iterator_position = data_ops.iterator_position
 
 
 def dtype_name(dt: Any) -> str:
@@ -198,7 +195,7 @@ class Imported:
     #: TensorFlow node -> the tfsem node standing for it (its completion).
     node_map: dict[str, str] = field(default_factory=dict)
     #: critical sections and queue ops (oracle.blocking.Blocking), imported
-    #: only for a session (import_graph's `session`); graphdef/blocking_ops.py
+    #: only for a session (import_graph's `session`); oracle/opdefs/queues.py
     blocking: Any = None
     #: MutexLock stand-in -> its ConsumeMutexLock stand-in
     releases: dict[str, str] = field(default_factory=dict)
@@ -224,7 +221,7 @@ class _Importer:
         self.variables: dict[str, TensorType] = {}
         self.var_of: dict[str, str] = {}         # VarHandleOp node -> variable
         self.handle_aliases: set[str] = set()     # DT_RESOURCE Identity nodes (_handle_alias)
-        #: iterator Placeholder -> the node that draws from it (dataset_ops.py)
+        #: iterator Placeholder -> the node that draws from it (opdefs/data.py)
         self.iterators: dict[str, str | None] = {}
         #: the iterators' position variables (iterator_position) declared so far
         self.positions: set[str] = set()
@@ -249,7 +246,8 @@ class _Importer:
     def has_loops(self) -> bool:
         """Whether the graph has a while loop (an Enter node)."""
         if self._has_loops is None:
-            self._has_loops = any(g.op in ("Enter", "RefEnter") for g in self.g.values())
+            entries = control_ops.LOOP_ENTRIES
+            self._has_loops = any(g.op in entries for g in self.g.values())
         return self._has_loops
 
     # -- the order: what the roots need ------------------------------------
@@ -425,9 +423,6 @@ class _Importer:
             return
         model = self.model(n.op)
         if model is None:
-            if n.op in opt.CONTROL_FLOW:
-                raise GraphImportError(n.describe(), f"control flow ({n.op}) is not modelled",
-                                       "control-flow")
             if n.op in opt.STATELESS_UNMODELLED:
                 self._opaque(n)
                 return
@@ -569,7 +564,8 @@ class _Importer:
     def _iterator(self, n: GNode) -> bool:
         """A DT_RESOURCE Placeholder that an iterator op reads (model.fit's
         `iterator` argument) is a tf.data iterator: a NoOp of its name, whose
-        reads graphdef/dataset_ops.py models (the next element in σ)."""
+        reads the data family models (oracle/opdefs/data.py: the next
+        element in σ)."""
         if not any(g.op in ITERATOR_READERS and any(
                    not i.startswith("^") and split_ref(i)[0] == n.name for i in g.inputs)
                    for g in self.g.values()):
@@ -659,6 +655,47 @@ class _Builder:
             self.reject(f"input {i} is {self.data[i]}, but {src!r} has {len(refs)} output(s)",
                         "bad-port")
         return refs[port]
+
+    def source(self, i: int) -> tuple[str, int, GNode | None]:
+        """The node and port data input i reads, and that node of the graph
+        (None where the graph has no node of that name)."""
+        src, port = self._ref(i)
+        return src, port, self.imp.g.get(src)
+
+    def chain(self, i: int, through: Sequence[str]) -> list[GNode]:
+        """The graph nodes from data input i's node back through nodes of
+        the ops `through` (each followed by its first data input), the last
+        one the first that is not of those ops (at most 1000 nodes)."""
+        src, _ = self._ref(i)
+        out: list[GNode] = []
+        for _ in range(1000):
+            g = self.imp.g.get(src)
+            if g is None:
+                break
+            out.append(g)
+            if g.op not in through:
+                break
+            data = [x for x in g.inputs if not x.startswith("^")]
+            if not data:
+                break
+            src = split_ref(data[0])[0]
+        return out
+
+    def data_consumers(self) -> list[GNode]:
+        """The graph nodes that read an output of this node, once per data
+        edge (a node reading two of its outputs is listed twice)."""
+        me = self.node.name
+        return [g for g in self.imp.g.values()
+                for i in g.inputs if not i.startswith("^") and split_ref(i)[0] == me]
+
+    def modelled_dtype(self, dt: Any, message: str = "dtype {dtype} is not modelled") -> str:
+        """TensorFlow DataType `dt` (a DT_ name) as a tfsem dtype; else the
+        node is refused with `message` (`{dtype}`: the DataType's name) and
+        what tfsem models."""
+        if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
+            self.reject(f"{message.format(dtype=dtype_name(dt))}: {NOT_MODELLED}",
+                        "unsupported-dtype")
+        return TFSEM_DTYPES[dt]
 
     def flow_input(self, i: int) -> DataIn:
         """Data input i of a control-flow primitive: a tensor or a resource
@@ -988,7 +1025,8 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
     `variable_names` renames variables by VarHandleOp node (a SavedModel's
     object graph: graphdef.saved_variable_names).  `session`: the graph is a
     session's, whose critical sections and queues are imported
-    (graphdef/blocking_ops.py); otherwise a graph holding them is refused.
+    (the queue family, oracle/opdefs/queues.py); otherwise a graph holding
+    them is refused.
     `shapes`: feed -> the shape to give it where the graph's shape has
     unknown dimensions (`--shape`)."""
     with gc_paused():
@@ -1055,7 +1093,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
                                "a draw from a tf.data iterator is not modelled in a session "
                                "(concurrent runs draw in an order the schedule decides): "
                                "import the graph alone, one run's draw in σ", "iterator")
-    st = getattr(imp, "blocking_state", None)   # graphdef/blocking_ops.py's record
+    st = getattr(imp, "blocking_state", None)   # the queue family's record (opdefs/queues.py)
     blocking, releases = st.finish(program) if st is not None else (None, {})
     if not session and st is not None:
         ops = sorted({nodes[n].op for n in order} & set(st.OPS))
@@ -1068,7 +1106,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
 
 def _declare_undrawn_iterators(imp: _Importer) -> None:
     """Every iterator of the graph has its position in the state, drawn from
-    in this import or not (graphdef/dataset_ops.py): a DT_RESOURCE
+    in this import or not (oracle/opdefs/data.py): a DT_RESOURCE
     Placeholder that no capture names and that an iterator op reads, or
     that nothing reads at all (the function's `iterator` argument once a
     rewrite dropped its draw).  So a rewrite that drops the only draw, or
@@ -1125,8 +1163,9 @@ def _patch_back_edges(imp: _Importer) -> None:
                      else n for n in imp.out_nodes]
 
 
-#: Ops whose output may close a cycle: the back edge of a TensorFlow loop.
-LOOP_BACK_EDGE_OPS = ("NextIteration", "RefNextIteration")
+#: Ops whose output may close a cycle: the back edge of a TensorFlow loop
+#: (the control family's, oracle/opdefs/control.py).
+LOOP_BACK_EDGE_OPS = control_ops.BACK_EDGES
 
 
 def _check_unreached_cycles(nodes: dict[str, GNode], reached: set[str],

@@ -2,9 +2,9 @@
 
 One table lists every TensorFlow op tfsem reads from a graph and what it
 becomes (docs/tensorflow-graphs.md is generated from the same table:
-`tfsem import --list-ops`): the op registry's (oracle/opdefs), mirrored, and
-the models of the families still defined here (control flow) and in
-graphdef/blocking_ops.py (queues) and graphdef/dataset_ops.py (iterators).  Each entry is an :class:`OpModel`: the op's
+`tfsem import --list-ops`): the op registry's (oracle/opdefs: every family,
+control flow, queues and iterators included), mirrored, and the models
+packages add.  Each entry is an :class:`OpModel`: the op's
 name, a one-line description, which inputs must be constants at import time
 (`static`: axes, shapes, multiples, read with numpy when the graph is
 imported), which inputs are resource handles (`resources`), whether the op
@@ -18,14 +18,13 @@ What is not here is never modelled approximately:
   tfsem cannot compute bit for bit: exp, pow, float reductions, ...) become
   uninterpreted functions `tf.OP/N_IN/N_OUT`: proofs treat them as unknown
   functions of their inputs, concrete runs stop with "cannot run";
-* every other op (stateful, control flow: Switch/Merge/Enter/Exit/
-  NextIteration, If/While, queues, random ops, ...) is rejected at import
-  with its node and op named.
+* every other op (stateful ops tfsem does not model, ...) is rejected at
+  import with its node and op named.
 
-The math, nn, array, TensorList, state and random families are defined in the op
-registry (oracle/opdefs: every facet of an op in one place,
-docs/writing-an-op-model.md) and mirrored here; the control-flow primitives
-below still have their import models in this module.
+Every built-in family (math, nn, array, TensorList, state, random, control,
+queue, data) is defined in the op registry (oracle/opdefs: every facet of an
+op in one place, docs/writing-an-op-model.md) and mirrored here; this module
+keeps no op model of its own.
 
 Users add or replace models through the entry-point group `tfsem.ops`:
 
@@ -175,22 +174,19 @@ STATELESS_UNMODELLED = frozenset("""
     InvertPermutation
 """.split()) | opdefs.random.UNINTERPRETED   # the random family's (oracle/opdefs/random.py)
 
-#: Control flow that is not modelled, rejected by name: the reference-typed
-#: v1 primitives and ControlTrigger.  (TensorFlow 2's functional ops If,
-#: While, Case and their Stateless forms never reach the op table: they are
-#: lowered to the v1 primitives Switch, Merge, Enter, Exit, NextIteration and
-#: LoopCond when the graph is read, graphdef/functions.py, docs/semantics.md;
-#: they stay listed so that one left over is refused by name.)
-CONTROL_FLOW = frozenset("""
-    RefSwitch RefMerge RefEnter RefExit RefNextIteration If StatelessIf While
-    StatelessWhile Case StatelessCase ControlTrigger
-""".split())
+#: Control flow that is not modelled, refused by name: the reference-typed
+#: v1 primitives and ControlTrigger, and the functional ops and calls that
+#: graph import lowers or inlines before the op table is read (one left
+#: over is refused by name): the control family's (oracle/opdefs/control.py).
+CONTROL_FLOW = frozenset(opdefs.control.refused()) - frozenset(opdefs.control.lowered("call"))
 
-#: The v1 control-flow primitives tfsem imports (SPEC section 9).
-CONTROL_FLOW_PRIMITIVES = ("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
+#: The v1 control-flow primitives tfsem imports (SPEC section 9): the
+#: control family's (oracle/opdefs/control.py).
+CONTROL_FLOW_PRIMITIVES = opdefs.control.primitives()
 
-#: Function calls, inlined from the graph's library (graphdef/functions.py).
-CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+#: Function calls, inlined from the graph's library (graphdef/functions.py):
+#: the control family's (oracle/opdefs/control.py, `lowering="call"`).
+CALLS = frozenset(opdefs.control.lowered("call"))
 
 #: Output arg names of TensorFlow ops with several output args that tfsem
 #: may meet inside a function body (where outputs are named `n:arg:k`).
@@ -226,9 +222,16 @@ def stateless(op_name: str) -> bool:
 #   b.reject(reason)  refuse the node (its name and op are named)
 #   b.tf_attrs()      the node's attributes as JSON (an uninterpreted function's tf_attrs)
 #   b.n_inputs        number of data inputs
+#   b.flow_input(i)   data input i of a control-flow primitive (a tensor, a handle, a back edge)
+#   b.source(i)       (node, port, its graph node or None) that data input i reads
+#   b.chain(i, ops)   the graph nodes from data input i back through ops `ops` (first inputs)
+#   b.data_consumers()  the graph nodes that read this node's outputs (once per edge)
+#   b.modelled_dtype(dt, message)  a TensorFlow DataType as a tfsem dtype, else refused
+#                     with `message` ("{dtype}": its name) and what tfsem models
+#   b.declared_shape(i), b.feed(name, dtype, shape), b.imp (the importer's record)
 #
 # The helpers below are the registry's (oracle/opdefs/registry.py), kept
-# under their old names for the families still defined here.
+# under their old names.
 
 flushed = opdefs.flushed
 _fn = opdefs.one_function
@@ -253,44 +256,10 @@ def describe() -> list[tuple[str, str, str]]:
     return [(m.op, m.doc, m.origin) for m in sorted(table().values(), key=lambda m: m.op)]
 
 
-# -- control flow (SPEC section 9; docs/semantics.md) -------------------------
-
-
-@op("Switch", "Switch (output 0: pred false, output 1: pred true; the other is dead)",
-    output_args=("output_false", "output_true"))
-def _switch(b):
-    ref = b.add("Switch", [b.flow_input(0), b.input(1)])
-    return [DataIn(ref.node, 0), DataIn(ref.node, 1)]
-
-
-@op("Merge", "Merge (output 0: the first live input, output 1: its index, int32)",
-    output_args=("output", "value_index"))
-def _merge(b):
-    ref = b.add("Merge", [b.flow_input(i) for i in range(b.n_inputs)])
-    return [DataIn(ref.node, 0), DataIn(ref.node, 1)]
-
-
-@op("Enter", "Enter (frame_name, is_constant, parallel_iterations)")
-def _enter(b):
-    attrs = {"frame_name": b.attr("frame_name"),
-             "is_constant": bool(b.attr("is_constant", False)),
-             "parallel_iterations": int(b.attr("parallel_iterations", 10))}
-    return [b.add("Enter", [b.flow_input(0)], attrs)]
-
-
-@op("Exit", "Exit (leaves the innermost loop)")
-def _exit(b):
-    return [b.add("Exit", [b.flow_input(0)])]
-
-
-@op("NextIteration", "NextIteration (the loop's back edge)")
-def _next_iteration(b):
-    return [b.add("NextIteration", [b.flow_input(0)])]
-
-
-@op("LoopCond", "LoopCond (the loop's predicate)")
-def _loop_cond(b):
-    return [b.add("LoopCond", [b.input(0)])]
+# -- control flow: the control family's, oracle/opdefs/control.py (the
+# primitives), queues and critical sections: the queue family's,
+# oracle/opdefs/queues.py, tf.data's iterators: the data family's,
+# oracle/opdefs/data.py.
 
 
 # Comparisons and the logical operations (the predicates of conditionals and

@@ -5,21 +5,24 @@ attributes, import, value semantics, Z3 encoding or uninterpreted, export,
 effect) and :func:`define`; each family is a module that defines its ops:
 `math` (element-wise arithmetic, casts, reductions, matrix products,
 comparisons), `nn` (Relu, BiasAdd and their gradients), `array` (data movement and shapes, constant or computed at run
-time), `lists` (TensorFlow's TensorList values and ops) and `state` (resource
-variables, gathers, scatters, optimizer updates) and `random` (stateful
-random ops with their generator's state in σ, stateless ones uninterpreted).
-The control-flow and queue families still use the older tables
-(graphdef/ops.py, graphdef/blocking_ops.py): docs/writing-an-op-model.md says
-which.
+time), `lists` (TensorFlow's TensorList values and ops), `state` (resource
+variables, gathers, scatters, optimizer updates), `random` (stateful
+random ops with their generator's state in σ, stateless ones uninterpreted),
+`control` (Switch, Merge, Enter, Exit, NextIteration, LoopCond; If, While,
+Case and calls, lowered when a graph is read), `queues` (a session's FIFO
+queues and critical sections) and `data` (tf.data iterators and Optionals).
 """
 
 from . import math, nn, array, lists, state, random  # noqa: F401  (each module defines its family's ops)
+from . import control, queues, data  # noqa: F401  (control flow, sessions' queues, tf.data)
 from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define,
                        elementwise_of, encoding, export_as, export_of, families, flushed,
                        folds_on_constants, function, function_names, generation, index_dtype,
-                       int_list, lookup, one_function, problems, refuse, table)
+                       int_list, lookup, node_export_of, one_function, ops_where, problems,
+                       refuse, table)
 
 __all__ = ["FOLDS_ON_CONSTANTS", "Elementwise", "FoldsOnConstants", "OpDef", "define",
            "elementwise_of", "encoding", "export_as", "export_of", "families", "flushed",
            "folds_on_constants", "function", "function_names", "generation", "index_dtype",
-           "int_list", "lookup", "one_function", "problems", "refuse", "table"]
+           "int_list", "lookup", "node_export_of", "one_function", "ops_where", "problems",
+           "refuse", "table"]

@@ -99,6 +99,22 @@ class OpDef:
     #: export facets of functions this op names but does not define (the
     #: language's Add is written back as TensorFlow's AddV2): name -> export
     exports: Mapping[str, Callable[[Any], list]] = field(default_factory=dict)
+    #: where the op's value semantics lives when it is not a function of
+    #: `functions` (a program node kind of the language, a session's queue
+    #: op, ...): one reference, e.g. "oracle/controlflow.py (SPEC section 9)"
+    semantics: str = ""
+    #: the Z3 facet of an op that is not a function of `functions`: how the
+    #: checker treats it ("checking/control_flow.py: ..."), or "not encoded: ..."
+    z3: str = ""
+    #: export facets of the program nodes this op's import makes that are not
+    #: functions: a node kind of the language (Switch, Merge, ...) or a
+    #: session's queue op (QueueEnqueue, ...) -> export (node_export_of)
+    node_exports: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    #: functional control flow (If, While, Case): the key of the lowering
+    #: graph import applies before the op table is read ("if", "while",
+    #: "case": graphdef/functions.py), and the attributes naming its functions
+    lowering: str | None = None
+    function_attrs: tuple[str, ...] = ()
 
     def function_names(self) -> tuple[str, ...]:
         return tuple(f if isinstance(f, str) else f.name for f in self.functions)
@@ -114,6 +130,7 @@ _ENCODINGS: dict[str, Elementwise] = {}
 #: the Function each defined name was registered from (registration may wrap it)
 _SOURCES: dict[str, Function] = {}
 _EXPORTS: dict[str, Callable[[Any], list]] = {}
+_NODE_EXPORTS: dict[str, Callable[..., Any]] = {}
 _generation = 0
 
 
@@ -149,6 +166,11 @@ def define(d: OpDef, *, replace: bool = False) -> OpDef:
             _ENCODINGS[f.encoding.key] = f.encoding
     for name, export in d.exports.items():
         _EXPORTS[name] = export
+    for kind, export in d.node_exports.items():
+        old_export = _NODE_EXPORTS.get(kind)
+        if old_export is not None and old_export is not export and not replace:
+            raise ValueError(f"op {d.op}: node kind {kind!r} already has an export")
+        _NODE_EXPORTS[kind] = export
     _OPS[d.op] = d
     _generation += 1
     return d
@@ -178,6 +200,21 @@ def export_of(name: str) -> Callable[[Any], list] | None:
     return _EXPORTS.get(name)
 
 
+def node_export_of(kind: str) -> Callable[..., Any] | None:
+    """The export facet of a program node kind that is not a function (a
+    control-flow primitive, a session's queue op): the op that makes it
+    declared it (`OpDef.node_exports`); None: not exported."""
+    return _NODE_EXPORTS.get(kind)
+
+
+def ops_where(pred: Callable[[OpDef], bool]) -> tuple[str, ...]:
+    """The names of the defined ops `pred` holds of, in definition order:
+    how a module that needs a set of ops (the loop primitives, the
+    functional ops graph import lowers, ...) reads it from the registry
+    instead of keeping a name table of its own."""
+    return tuple(name for name, d in _OPS.items() if pred(d))
+
+
 def problems() -> list[str]:
     """What keeps the registry from being the single source of its ops: a
     function named but registered nowhere, an export facet for one."""
@@ -189,6 +226,9 @@ def problems() -> list[str]:
         for name in d.exports:
             if fns.lookup(name) is None:
                 out.append(f"op {d.op} ({d.family}): export of unregistered function {name!r}")
+        if not d.functions and d.node_exports and not d.semantics:
+            out.append(f"op {d.op} ({d.family}): makes program nodes that are not functions "
+                       "but names no semantics")
     return out
 
 
@@ -256,14 +296,17 @@ def one_function(name: str, dtype_attr: str | None = "T", n: int | None = None):
     return build
 
 
-def refuse(tf_op: str, reason: str, rule: str, family: str) -> OpDef:
+def refuse(tf_op: str, reason: str, rule: str, family: str, doc: str | None = None) -> OpDef:
     """Define `tf_op` as refused by name at import, with `reason` (the
     importer's refusal rule `rule`): its effect is not modelled, so it counts
-    as stateful."""
+    as stateful.  `doc`: the op table's line (default: the reason up to its
+    first colon)."""
     def build(b):
         b.reject(reason, rule)
-    return define(OpDef(tf_op, f"refused: {reason.split(':')[0]}", build, family,
-                        stateful="refused (its effect is not modelled)"))
+    return define(OpDef(tf_op, doc or f"refused: {reason.split(':')[0]}", build, family,
+                        stateful="refused (its effect is not modelled)",
+                        semantics="none: refused by name at import",
+                        z3="not encoded: refused at import"))
 
 
 def int_list(value) -> list[int]:

@@ -1,6 +1,8 @@
-"""Critical sections and FIFO queues imported from TensorFlow graphs as the
-sessions' sections and queues (oracle/blocking.py; docs/sessions.md,
-"Imported from TensorFlow graphs").
+"""The queue family: TensorFlow's FIFO queues and mutexes, imported from a
+session's graph as the session's queues and critical sections (one OpDef
+each: import, semantics, Z3 facet, export; oracle/opdefs,
+docs/writing-an-op-model.md; docs/sessions.md, "Imported from TensorFlow
+graphs").
 
 * `FIFOQueueV2` (one component of a modelled dtype and a fully defined
   shape, capacity 1..blocking.MAX_CAPACITY): a queue of the session, named by
@@ -33,6 +35,13 @@ A mutex may have several MutexLocks (several `execute` calls on one
 tf.CriticalSection): they are one section, and oracle/session.py refuses a
 run that runs two of them (in one run TensorFlow's two locks exclude each
 other, which a section, constraining nothing inside a run, does not say).
+
+Semantics: the session's blocking queues and sections (oracle/blocking.py);
+the checker does not encode them (sessions are compared by their outcome
+sets).  Export: each queue op's stand-in is written back as its TensorFlow
+op (`node_exports`, keyed by the session's kind; graphdef/blocking_export.py
+calls them), each queue as a FIFOQueueV2, each section as the MutexV2,
+MutexLock and ConsumeMutexLock that tf.CriticalSection.execute writes.
 """
 
 from __future__ import annotations
@@ -41,21 +50,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tfsem.oracle import blocking as blk
-from tfsem.oracle.program import ControlIn, DataIn, Program
-from tfsem.oracle.values import DTYPES, Tensor
+from .. import blocking as blk
+from ..program import ControlIn, DataIn, Program
+from ..values import DTYPES, Tensor
+from .registry import OpDef, define, ops_where
 
-from .functions import split_ref
-from .ops import op
+FAMILY = "queue"
 
-QUEUE_OPS = ("FIFOQueueV2", "QueueEnqueueV2", "QueueDequeueV2", "QueueSizeV2",
-             "QueueEnqueueManyV2", "QueueDequeueManyV2", "QueueCloseV2")
-MUTEX_OPS = ("MutexV2", "MutexLock", "ConsumeMutexLock")
+_SEMANTICS = "oracle/blocking.py: the session's bounded FIFO queues and critical sections"
+_Z3 = "not encoded: sessions are compared by their outcome sets (oracle/session.py)"
 
 
 @dataclass
 class BlockingImport:
-    """What the models of one import record (on the importer)."""
+    """What the models of one import record (on the importer: its
+    `blocking_state`, read by graph import when the program is built)."""
     queues: dict[str, blk.Queue] = field(default_factory=dict)
     queue_of: dict[str, str] = field(default_factory=dict)       # FIFOQueueV2 node -> queue
     queue_ops: dict[str, tuple[str, str]] = field(default_factory=dict)  # tfsem node -> op, q
@@ -65,8 +74,11 @@ class BlockingImport:
     locks: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: MutexLock TF node -> tfsem ConsumeMutexLock node
     consumes: dict[str, str] = field(default_factory=dict)
-    #: the ops these models import (refused outside a session)
-    OPS = QUEUE_OPS + MUTEX_OPS
+
+    @property
+    def OPS(self) -> tuple[str, ...]:   # noqa: N802 (the name graph import reads)
+        """The ops these models import (refused outside a session)."""
+        return ops()
 
     def finish(self, p: Program) -> tuple[blk.Blocking, dict[str, str]]:
         """The table of the import's sections and queue ops, and per section's
@@ -106,11 +118,10 @@ class BlockingImport:
             for n in desc:
                 sections[n] = sec
             releases[lock] = consume
-        ops = {n: v for n, v in st.queue_ops.items() if n in p.node}
-        params = {n: v for n, v in st.params.items() if n in ops}
+        ops_ = {n: v for n, v in st.queue_ops.items() if n in p.node}
+        params = {n: v for n, v in st.params.items() if n in ops_}
         queues = dict(st.queues)
-        return blk.Blocking(queues, ops, sections, params), releases
-
+        return blk.Blocking(queues, ops_, sections, params), releases
 
 
 def state(imp) -> BlockingImport:
@@ -118,6 +129,21 @@ def state(imp) -> BlockingImport:
     if st is None:
         st = imp.blocking_state = BlockingImport()
     return st
+
+
+def ops() -> tuple[str, ...]:
+    """The TensorFlow ops of this family (a graph holding one is imported
+    only for a session)."""
+    return ops_where(lambda d: d.family == FAMILY)
+
+
+def kinds() -> dict[str, str]:
+    """TensorFlow queue op -> the session's queue op it becomes (its kind)."""
+    from .registry import lookup
+    return {name: kind for name in ops() for kind in lookup(name).node_exports}
+
+
+# -- helpers of the import models ---------------------------------------------
 
 
 def _resource_name(b, taken) -> str:
@@ -135,8 +161,7 @@ def _resource_name(b, taken) -> str:
 
 def _source(b, kind: str) -> str:
     """The TensorFlow node input 0 comes from, which must be a `kind` node."""
-    src, port = b._ref(0)
-    g = b.imp.g.get(src)
+    src, port, g = b.source(0)
     if g is None or g.op != kind or port != 0:
         b.reject(f"input 0 comes from {src!r} ({g.op if g else '?'}), not straight from a "
                  f"{kind}: a {kind} handle passed through other nodes is not modelled")
@@ -158,15 +183,110 @@ def _no_timeout(b) -> None:
 
 
 def _dtype_of(b, dt: str) -> str:
-    from .importer import NOT_MODELLED, TFSEM_DTYPES, dtype_name
-    if dt not in TFSEM_DTYPES:
-        b.reject(f"queue component dtype {dtype_name(dt)} is not modelled: {NOT_MODELLED}",
-                 "unsupported-dtype")
-    return TFSEM_DTYPES[dt]
+    return b.modelled_dtype(dt, "queue component dtype {dtype} is not modelled")
 
 
-@op("FIFOQueueV2", "a bounded FIFO queue of the session (one component, fully defined shape, "
-    "capacity 1..64): a NoOp; its enqueue, dequeue and size ops are the session's", stateful=True)
+def _one_component_of(b, decl) -> None:
+    """An enqueue (one or many) gives the queue one component of its dtype."""
+    if b.n_inputs != 2:
+        b.reject(f"an enqueue of {b.n_inputs - 1} components (one only)")
+    types = b.attr("Tcomponents", [])
+    if [_dtype_of(b, t) for t in types] != [decl.dtype]:
+        b.reject(f"enqueues {types}, the queue holds {decl.dtype}", "dtype")
+
+
+def _queue_op(tf_op: str, kind: str, doc: str, export, static: tuple[int, ...] = ()):
+    """Decorator: `build` is the import of TensorFlow's `tf_op`, the
+    session's queue op `kind` (its stand-in's export: `export`)."""
+    def deco(build):
+        define(OpDef(tf_op, doc, build, FAMILY, static=static,
+                     stateful=f"the session's {kind}: changes its queue's state",
+                     semantics=f"{_SEMANTICS} ({kind})", z3=_Z3,
+                     node_exports={kind: export}))
+        return build
+    return deco
+
+
+def _section_op(tf_op: str, doc: str, stateful: str):
+    def deco(build):
+        define(OpDef(tf_op, doc, build, FAMILY, stateful=stateful, semantics=_SEMANTICS,
+                     z3=_Z3))
+        return build
+    return deco
+
+
+# -- exports: `e` (graphdef/blocking_export.py QueueExport) holds the stand-in's
+# node dict (`e.node`, rewritten in place), its queue's FIFOQueueV2 node
+# (`e.handle`), the queue's dtype as a DT_ name (`e.dt`), the op's parameter
+# (`e.param`), `e.fresh(base)` (a new node name) and `e.add(node)`.
+
+
+def _components(e) -> dict:
+    return {"list": {"type": [e.dt]}}
+
+
+def _export_enqueue(e) -> None:
+    e.node.update(op="QueueEnqueueV2" if e.kind == blk.ENQUEUE else "QueueEnqueueManyV2",
+                  input=[e.handle, *e.data, *e.ctrl],
+                  attr={"Tcomponents": _components(e), "timeout_ms": {"i": -1}})
+
+
+def _export_dequeue(e) -> None:
+    e.node.update(op="QueueDequeueV2", input=[e.handle, *e.ctrl],
+                  attr={"component_types": _components(e), "timeout_ms": {"i": -1}})
+
+
+def _export_dequeue_many(e) -> None:
+    count = e.fresh(e.node["name"] + "/n")
+    e.add({"name": count, "op": "Const", "attr": {
+        "dtype": {"type": "DT_INT32"},
+        "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {},
+                             "int_val": [int(e.param or 0)]}}}})
+    e.node.update(op="QueueDequeueManyV2", input=[e.handle, count, *e.ctrl],
+                  attr={"component_types": _components(e), "timeout_ms": {"i": -1}})
+
+
+def _export_close(e) -> None:
+    e.node.update(op="QueueCloseV2", input=[e.handle, *e.ctrl], attr={
+        "cancel_pending_enqueues": {"b": bool(e.param or 0)}})
+
+
+def _export_size(e) -> None:
+    # TensorFlow's size is int32, the model's int64: a Cast between
+    size = e.fresh(e.node["name"] + "/size")
+    e.add({"name": size, "op": "QueueSizeV2", "input": [e.handle, *e.ctrl]})
+    e.node.update(op="Cast", input=[size], attr={
+        "SrcT": {"type": "DT_INT32"}, "DstT": {"type": "DT_INT64"}, "Truncate": {"b": False}})
+
+
+def export_queue(name: str, queue: str, decl: blk.Queue, tf_dtype) -> dict:
+    """A queue of the session as the FIFOQueueV2 node `name` (`tf_dtype`: a
+    tfsem dtype's DT_ name)."""
+    return {"name": name, "op": "FIFOQueueV2", "attr": {
+        "component_types": {"list": {"type": [tf_dtype(decl.dtype)]}},
+        "shapes": {"list": {"shape": [{"dim": [{"size": int(d)} for d in decl.shape]}]}},
+        "capacity": {"i": int(decl.capacity)},
+        "container": {"s": b""}, "shared_name": {"s": queue.encode()}}}
+
+
+def export_section(section: str, mutex: str, lock: str, consume: str, waits: list[str],
+                   exit_: str) -> list[dict]:
+    """A critical section as tf.CriticalSection.execute writes it: its
+    MutexV2, a MutexLock waiting for `waits` and a ConsumeMutexLock of the
+    lock waiting for the section's last node `exit_` (the members' waits for
+    the lock are the exporter's)."""
+    return [{"name": mutex, "op": "MutexV2", "attr": {
+                "container": {"s": b""}, "shared_name": {"s": section.encode()}}},
+            {"name": lock, "op": "MutexLock", "input": [mutex, *dict.fromkeys(waits)]},
+            {"name": consume, "op": "ConsumeMutexLock", "input": [lock, f"^{exit_}"]}]
+
+
+# -- the ops --------------------------------------------------------------------
+
+
+@_section_op("FIFOQueueV2", "a bounded FIFO queue of the session (one component, fully defined "
+             "shape, capacity 1..64): a NoOp; its enqueue, dequeue and size ops are the "
+             "session's", "declares a queue of the session (its state)")
 def _fifo_queue(b):
     st = state(b.imp)
     types = b.attr("component_types", [])
@@ -190,17 +310,8 @@ def _fifo_queue(b):
     return []
 
 
-def _one_component_of(b, decl) -> None:
-    """An enqueue (one or many) gives the queue one component of its dtype."""
-    if b.n_inputs != 2:
-        b.reject(f"an enqueue of {b.n_inputs - 1} components (one only)")
-    types = b.attr("Tcomponents", [])
-    if [_dtype_of(b, t) for t in types] != [decl.dtype]:
-        b.reject(f"enqueues {types}, the queue holds {decl.dtype}", "dtype")
-
-
-@op("QueueEnqueueV2", "the session's QueueEnqueue of its FIFOQueueV2 (waits while it is full)",
-    stateful=True)
+@_queue_op("QueueEnqueueV2", blk.ENQUEUE, "the session's QueueEnqueue of its FIFOQueueV2 (waits "
+           "while it is full)", _export_enqueue)
 def _enqueue(b):
     _no_timeout(b)
     q, decl = _queue(b)
@@ -214,8 +325,8 @@ def _enqueue(b):
     return []
 
 
-@op("QueueDequeueV2", "the session's QueueDequeue of its FIFOQueueV2 (waits while it is empty)",
-    stateful=True)
+@_queue_op("QueueDequeueV2", blk.DEQUEUE, "the session's QueueDequeue of its FIFOQueueV2 (waits "
+           "while it is empty)", _export_dequeue)
 def _dequeue(b):
     _no_timeout(b)
     q, decl = _queue(b)
@@ -228,8 +339,9 @@ def _dequeue(b):
     return [ref]
 
 
-@op("QueueEnqueueManyV2", "the session's QueueEnqueueMany of its FIFOQueueV2 (streams the batch "
-    "element by element as room frees; Cancelled on a closed queue)", stateful=True)
+@_queue_op("QueueEnqueueManyV2", blk.ENQUEUE_MANY, "the session's QueueEnqueueMany of its "
+           "FIFOQueueV2 (streams the batch element by element as room frees; Cancelled on a "
+           "closed queue)", _export_enqueue)
 def _enqueue_many(b):
     _no_timeout(b)
     q, decl = _queue(b)
@@ -244,9 +356,9 @@ def _enqueue_many(b):
     return []
 
 
-@op("QueueDequeueManyV2", "the session's QueueDequeueMany of its FIFOQueueV2 (n a constant; "
-    "takes elements as they come, holding the dequeue line; OutOfRange on a closed queue "
-    "with too few)", stateful=True)
+@_queue_op("QueueDequeueManyV2", blk.DEQUEUE_MANY, "the session's QueueDequeueMany of its "
+           "FIFOQueueV2 (n a constant; takes elements as they come, holding the dequeue line; "
+           "OutOfRange on a closed queue with too few)", _export_dequeue_many)
 def _dequeue_many(b):
     _no_timeout(b)
     q, decl = _queue(b)
@@ -265,8 +377,8 @@ def _dequeue_many(b):
     return [ref]
 
 
-@op("QueueCloseV2", "the session's QueueClose (cancel_pending_enqueues: fails the pending "
-    "enqueues at once; else waits behind them)", stateful=True)
+@_queue_op("QueueCloseV2", blk.CLOSE, "the session's QueueClose (cancel_pending_enqueues: fails "
+           "the pending enqueues at once; else waits behind them)", _export_close)
 def _close(b):
     q, _ = _queue(b)
     ref = b.add("NoOp", [])
@@ -276,7 +388,8 @@ def _close(b):
     return []
 
 
-@op("QueueSizeV2", "the session's QueueSize (int64), then a Cast to int32", stateful=True)
+@_queue_op("QueueSizeV2", blk.SIZE, "the session's QueueSize (int64), then a Cast to int32",
+           _export_size)
 def _size(b):
     q, _ = _queue(b)
     size = b.add("Const", [], {"value": Tensor(np.array(0, dtype=np.int64), "int64")},
@@ -285,7 +398,8 @@ def _size(b):
     return [b.add("Cast", [size], {"DstT": "int32"})]
 
 
-@op("MutexV2", "a tf.CriticalSection's mutex: a NoOp naming the section", stateful=True)
+@_section_op("MutexV2", "a tf.CriticalSection's mutex: a NoOp naming the section",
+             "declares a critical section of the session")
 def _mutex(b):
     st = state(b.imp)
     st.section_of[b.node.name] = _resource_name(b, set(st.section_of.values()))
@@ -293,12 +407,12 @@ def _mutex(b):
     return []
 
 
-@op("MutexLock", "takes the section: a NoOp, first node of the section", stateful=True)
+@_section_op("MutexLock", "takes the section: a NoOp, first node of the section",
+             "takes the critical section (first node of it)")
 def _mutex_lock(b):
     st = state(b.imp)
     src = _source(b, "MutexV2")
-    users = [g for g in b.imp.g.values()
-             for i in g.inputs if not i.startswith("^") and split_ref(i)[0] == b.node.name]
+    users = b.data_consumers()
     if len(users) != 1 or users[0].op != "ConsumeMutexLock":
         b.reject(f"the lock tensor is consumed by {[u.name for u in users]}, not by exactly one "
                  "ConsumeMutexLock (as tf.CriticalSection.execute writes): TensorFlow holds "
@@ -308,8 +422,8 @@ def _mutex_lock(b):
     return []
 
 
-@op("ConsumeMutexLock", "releases the section: a NoOp, last node of the section",
-    stateful=True)
+@_section_op("ConsumeMutexLock", "releases the section: a NoOp, last node of the section",
+             "releases the critical section (last node of it)")
 def _consume(b):
     st = state(b.imp)
     lock = _source(b, "MutexLock")
