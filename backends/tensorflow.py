@@ -102,6 +102,7 @@ def force_schedule(graph_def, order: Sequence[str]):
     node after it waits for the ones before it instead) and an Exit never
     the target (its input is inside the loop: it is forced only as a source,
     beside the node before it)."""
+    from tfsem.oracle.opdefs import control  # noqa: PLC0415 (the control family's op names)
     tf = tensorflow()
     out = tf.compat.v1.GraphDef()
     out.CopyFrom(graph_def)
@@ -111,13 +112,13 @@ def force_schedule(graph_def, order: Sequence[str]):
         node = by_name.get(name)
         if node is None:
             continue
-        if node.op in ("Exit", "RefExit"):
+        if node.op in control.LOOP_EXITS:
             prevs.append(name)
             continue
         for prev in prevs:
             if f"^{prev}" not in node.input:
                 node.input.append(f"^{prev}")
-        if node.op not in ("Enter", "RefEnter"):
+        if node.op not in control.LOOP_ENTRIES:
             prevs = [name]
     return out
 
@@ -603,9 +604,10 @@ def _cycle_nodes(gd) -> list[str]:
     """The nodes of `gd` on or after a cycle of its edges (Kahn's algorithm),
     sorted; a loop's back edge (a NextIteration's output) closes no cycle,
     as in TensorFlow."""
-    back = {n.name for n in gd.node if n.op in ("NextIteration", "RefNextIteration")}
+    from tfsem.oracle.opdefs import control  # noqa: PLC0415 (the control family's op names)
+    back = {n.name for n in gd.node if n.op in control.BACK_EDGES}
     preds = {n.name: {_node_name(i) for i in n.input if _node_name(i) not in back
-                      or n.op not in ("Merge", "RefMerge")} for n in gd.node}
+                      or n.op not in control.MERGES} for n in gd.node}
     succs: dict[str, list[str]] = {n: [] for n in preds}
     for n, ps in preds.items():
         for q in ps:

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from tfsem.oracle.program import Program, ProgramError, Violation
 
+from . import ops
 from .functions import ImportTimeout  # noqa: F401  (graphdef.ImportTimeout)
 
 #: File suffixes read as TensorFlow graphs (anything else is a tfsem JSON program).
@@ -213,7 +214,7 @@ def saved_variable_names(graph, objects) -> dict[str, str]:
             if isinstance(shared, bytes):
                 shared = shared.decode("utf-8", "replace")
             handles[n["name"]] = shared or n["name"]
-        elif op in ("StatefulPartitionedCall", "PartitionedCall"):
+        elif op in ops.CALLS:
             attr = n.get("attr", {})
             f = attr.get("f")
             fname = (f.get("func", {}).get("name") if isinstance(f, dict) else f.func.name) \

@@ -482,7 +482,7 @@ class _Importer:
         # keeps a node of its own: the Switch on a live `true` below, dead
         # exactly when the port it reads is.  tests/test_check_control_flow_attacks.py)
         g_src = self.g.get(src)
-        if waits or (g_src is not None and g_src.op in ("Switch", "RefSwitch")):
+        if waits or (g_src is not None and g_src.op in control_ops.SWITCHES):
             # it waits for nodes that may be dead: the handle through a
             # Switch on a live `true` that waits for them, dead when one is
             b = _Builder(self, n, None)

@@ -162,7 +162,11 @@ for _op in ("RefSwitch", "RefMerge", "RefEnter", "RefExit", "RefNextIteration",
 #: back edge into a Merge), plain and reference-typed: graph import's loop
 #: detection and its cycle check read these.
 LOOP_ENTRIES = (ENTER, "RefEnter")
+LOOP_EXITS = (EXIT, "RefExit")
 BACK_EDGES = (NEXT_ITERATION, "RefNextIteration")
+#: The Switches and Merges, plain and reference-typed.
+SWITCHES = (SWITCH, "RefSwitch")
+MERGES = (MERGE, "RefMerge")
 
 
 def primitives() -> tuple[str, ...]:
