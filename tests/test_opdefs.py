@@ -70,23 +70,15 @@ def test_every_op_of_a_migrated_family_is_defined_in_one_place_with_every_facet(
             assert opdefs.export_of(base) is not None or base in EXPORTER_OWN, (name, fname)
 
 
-def test_every_op_the_importer_accepts_is_the_registrys_or_an_unmigrated_familys():
-    """The queue family (graphdef/blocking_ops.py), tf.data's iterators
-    (graphdef/dataset_ops.py) and the control-flow primitives are the only
-    ones outside the registry: graphdef/ops.py has no pure op model and no
-    state or random op left."""
-    unmigrated = {"tfsem.graphdef.ops", "tfsem.graphdef.blocking_ops",
-                  "tfsem.graphdef.dataset_ops"}
+def test_every_op_the_importer_accepts_is_the_registrys():
+    """Every family is the registry's now, control flow, queues and tf.data's
+    iterators included (tests/test_opdefs_families.py): graphdef/ops.py has
+    no op model of its own."""
     for name, model in opt.table().items():
         if model.origin != "builtin":
             continue
         d = opdefs.lookup(name)
-        if d is not None:
-            assert model.build is d.build, name
-            continue
-        assert model.build.__module__ in unmigrated, (name, model.build.__module__)
-        if model.build.__module__ == "tfsem.graphdef.ops":
-            assert name in opt.CONTROL_FLOW_PRIMITIVES, name
+        assert d is not None and model.build is d.build, name
 
 
 def test_the_old_tables_hold_none_of_the_registrys_ops():
