@@ -25,7 +25,7 @@ session's inline program (`oracle/blocking.py`: nodes with
 `"critical_section"`, `"queues"` and the ops QueueEnqueue, QueueDequeue,
 QueueSize): :meth:`Session.expand_blocking` gives the expansion with its
 table of sections and queue ops, explored by `blocking.outcomes` (deadlock is
-an outcome).  A session's TensorFlow graph brings its own (graphdef/blocking_ops.py:
+an outcome).  A session's TensorFlow graph brings its own (oracle/opdefs/queues.py:
 MutexV2/MutexLock/ConsumeMutexLock as sections, FIFOQueueV2 and its
 enqueue, dequeue and size as queues): the loader returns the table beside the
 program; the other queue ops stay refused by name.

@@ -1,6 +1,6 @@
 """`tfsem export` of a session with critical sections and queues
 (graphdef/blocking_export.py): exported, imported back as a session over
-the graph (graphdef/blocking_ops.py), the outcome set is the same — on
+the graph (oracle/opdefs/queues.py), the outcome set is the same — on
 generated sessions, both modes — and a section TensorFlow's lock cannot
 hold exactly is refused by name."""
 

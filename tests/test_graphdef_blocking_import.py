@@ -1,5 +1,5 @@
 """Critical sections and FIFO queues imported from graphs TensorFlow wrote
-(graphdef/blocking_ops.py; examples/sessions/make_blocking_graphs.py): the
+(oracle/opdefs/queues.py; examples/sessions/make_blocking_graphs.py): the
 section is exactly the nodes between the MutexLock and the ConsumeMutexLock,
 the outcome sets are the session semantics', and TensorFlow's runtime,
 running the same graph's runs on threads under a timeout, shows only

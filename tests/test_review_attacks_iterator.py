@@ -1,4 +1,4 @@
-"""Review attack (target 5): tf.data iterator draws (graphdef/dataset_ops.py).
+"""Review attack (target 5): tf.data iterator draws (oracle/opdefs/data.py).
 The element a draw gets is part of σ (feeds ITERATOR/next_K); the draw
 itself advances the iterator, and the next step gets the next element.
 That position was not in the outcome, so a rewrite that removed a draw

@@ -41,7 +41,7 @@ def blocking_session(path, args: argparse.Namespace):
 def _graph_may_block(path, data) -> bool:
     """Whether the session names a TensorFlow graph whose bytes hold the name
     of a mutex or queue op (a cheap look: the graph is imported only then;
-    graphdef/blocking_ops.py)."""
+    oracle/opdefs/queues.py)."""
     from pathlib import Path  # noqa: PLC0415
     prog = data.get("program")
     if not isinstance(prog, dict) or not isinstance(prog.get("graph"), str):
@@ -184,7 +184,7 @@ def check(args: argparse.Namespace, session) -> int:
     raw_p = (session.raw or {}).get("program") if isinstance(session.raw, dict) else None
     graph_session = None
     if is_graph_path(args.rewritten) and isinstance(raw_p, dict) and "graph" in raw_p:
-        # a rewrite of the session's graph: the same runs over it (graphdef/blocking_ops.py)
+        # a rewrite of the session's graph: the same runs over it (oracle/opdefs/queues.py)
         import os  # noqa: PLC0415
 
         from tfsem.graphdef.cliopts import session_graph_loader  # noqa: PLC0415
