@@ -46,7 +46,7 @@ import numpy as np
 
 from ..program import ControlIn, DataIn, TensorType
 from ..values import Tensor
-from .registry import OpDef, define, ops_where
+from .registry import OpDef, define
 
 FAMILY = "data"
 
@@ -64,11 +64,6 @@ def iterator_position(iterator: str) -> str:
     """The variable that holds a tf.data iterator's position (its state):
     an int64 scalar each draw adds 1 to."""
     return f"{iterator}/position"
-
-
-def readers() -> tuple[str, ...]:
-    """The ops that read an iterator (READERS, each defined in this family)."""
-    return READERS
 
 
 def _iterator(b) -> str:
@@ -207,7 +202,3 @@ def _refuse(tf_op: str, reason: str, rule: str) -> None:
 _refuse("OptionalNone", _OPTIONAL_NONE, "optional")
 for _op in OTHER_ITERATOR_OPS:
     _refuse(_op, _OTHER_ITERATOR, "iterator")
-
-
-def ops() -> tuple[str, ...]:
-    return ops_where(lambda d: d.family == FAMILY)
