@@ -189,14 +189,14 @@ CONTROL_FLOW_PRIMITIVES = opdefs.control.primitives()
 CALLS = frozenset(opdefs.control.lowered("call"))
 
 #: Output arg names of TensorFlow ops with several output args that tfsem
-#: may meet inside a function body (where outputs are named `n:arg:k`).
+#: may meet inside a function body (where outputs are named `n:arg:k`), for
+#: ops without a model (an op of the registry names its own: OpDef.output_args).
 OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
     "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
     "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
                          "reserve_space_2", "reserve_space_3"),
     "FusedBatchNormGradV3": ("x_backprop", "scale_backprop", "offset_backprop",
                              "reserve_space_4", "reserve_space_5"),
-    "BroadcastGradientArgs": ("r0", "r1"),
     "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
     "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
     "StatelessRandomGetKeyCounter": ("key", "counter"),

@@ -88,6 +88,11 @@ def test_the_three_families_hold_the_ops_that_were_spread_out():
     assert set(gfn.FUNCTIONAL_OPS) == {"If", "StatelessIf", "While", "StatelessWhile", "Case",
                                        "StatelessCase"}
     assert gfn.FUNCTION_ATTRS["While"] == ("cond", "body")
+    # the output arg names of the ops without a model: none of the registry's
+    assert not set(opt.OUTPUT_ARGS) & set(opdefs.table())
+    # ... whose own output args name the ports inside a function body
+    assert gfn._port("BroadcastGradientArgs", "n", "r1", 0, {}) == 1
+    assert gfn._port("Merge", "n", "value_index", 0, {}) == 1
 
 
 @pytest.mark.parametrize("family", FAMILIES)
