@@ -29,6 +29,10 @@ TENSOR, VARIABLE, CONTROL = "tensor", "variable", "control"
 SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND = (
     "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
 CONTROL_FLOW_OPS = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
+#: TensorFlow 1's stack ops (oracle/opdefs/stacks.py): functions of the
+#: registry by name, but steps on step-local state that only the control-flow
+#: engine runs, so a program holding one counts as having control flow.
+STACK_OPS = ("StackV2", "StackPushV2", "StackPopV2", "StackCloseV2")
 #: The nodes whose output forwards their first data input's kind (Program.port_kind).
 _FORWARDING = frozenset((SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION))
 #: Enter's attributes and their defaults (TensorFlow's: parallel_iterations 10)
@@ -253,11 +257,18 @@ class Program:
 
     @cached_property
     def has_control_flow(self) -> bool:
-        return any(n.op in CONTROL_FLOW_OPS for n in self.nodes)
+        """Whether the program needs the control-flow engine: it has a
+        control-flow primitive or a stack op (a stack is step-local state
+        that only that engine models: oracle/opdefs/stacks.py)."""
+        return any(n.op in CONTROL_FLOW_OPS or n.op in STACK_OPS for n in self.nodes)
+
+    @cached_property
+    def has_stacks(self) -> bool:
+        return any(n.op in STACK_OPS for n in self.nodes)
 
     @cached_property
     def control_flow_nodes(self) -> tuple[str, ...]:
-        return tuple(n.name for n in self.nodes if n.op in CONTROL_FLOW_OPS)
+        return tuple(n.name for n in self.nodes if n.op in CONTROL_FLOW_OPS or n.op in STACK_OPS)
 
     def port_kind(self, name: str, port: int) -> str:
         """The kind of output `port` of node `name`: a Switch, Merge (port 0),

@@ -13,7 +13,7 @@ The control-flow and queue families still use the older tables
 which.
 """
 
-from . import math, nn, array, lists, state, random  # noqa: F401  (each module defines its family's ops)
+from . import math, nn, array, lists, state, random, stacks  # noqa: F401  (each module defines its family's ops)
 from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define,
                        elementwise_of, encoding, export_as, export_of, families, flushed,
                        folds_on_constants, function, function_names, generation, index_dtype,
