@@ -471,6 +471,16 @@ class Machine:
             results = [data[0]]
         elif n.op in STACK_OPS:
             results = self._stack_step(n, ctx, data, var_value)
+            failed = next((r for r in results if isinstance(r, Error)), None)
+            if failed is not None:
+                # the kernel fails: TensorFlow fails the step, so nothing that
+                # waits for this op runs, by a data or a control edge -- the
+                # rule of a failed predicate (docs/semantics.md, "An error as
+                # a predicate"): every outgoing edge carries DEAD with the
+                # error, and a fetch of it is that error
+                self._put_all(tokens, n.name, out_ctx, failed_dead(failed))
+                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                               frozenset(dead_exits))
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
@@ -485,9 +495,10 @@ class Machine:
         stack's mutex.  StackV2 adds a new empty stack to the run's state,
         keyed by the node and this context (one per firing: a StackV2 in a
         loop makes one per iteration); a push, pop or close applies its
-        rule to the stack its handle names; a failing op changes nothing and
-        outputs its error value.  Stacks are step-local: they are not in σ,
-        and :meth:`outcome` leaves them out of the final state."""
+        rule to the stack its handle names.  A failing op changes nothing
+        and returns [its error] (the caller makes its every outgoing edge
+        DEAD carrying it).  Stacks are step-local: they are not in σ, and
+        :meth:`outcome` leaves them out of the final state."""
         if n.op == stk.STACK:
             made = stk.create(n.attrs, data[0])
             if isinstance(made, Error):
@@ -499,8 +510,7 @@ class Machine:
         if not isinstance(handle, stk.StackHandle):
             # an error handle (its StackV2 failed): the op fails with that
             # error; anything else on a handle input is not a stack
-            err = handle if isinstance(handle, Error) else Error(stk.WRONG_DTYPE)
-            return [] if n.op == stk.CLOSE else [err]
+            return [handle if isinstance(handle, Error) else Error(stk.WRONG_DTYPE)]
         stack = var_value[handle.key]
         if n.op == stk.PUSH:
             var_value[handle.key], out = stk.push(stack, data[1])

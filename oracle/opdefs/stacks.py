@@ -40,10 +40,17 @@ ops are the TensorFlow ones, same names, same inputs:
   between; unlike an Assign-f in the decomposed mode, which reads and writes
   a *variable* in two steps);
 * a failing access changes nothing (TensorFlow checks before it changes the
-  stack) and its output is the error value: `stack-closed`,
-  `stack-overflow`, `stack-empty`, `stack-dtype`, `stack-max-size`.  As with
-  every error in tfsem (docs/semantics.md, "Errors"), a consumer of the
-  output sees the error; TensorFlow fails the whole step instead.
+  stack; a pop of the wrong `elem_type` is the exception: the kernel pops,
+  then the executor refuses the output) and fails with an error value:
+  `stack-closed`, `stack-overflow`, `stack-empty`, `stack-dtype`,
+  `stack-max-size`.  TensorFlow then fails the step, so nothing that waits
+  for the failed op runs: as for a `Switch` whose predicate fails
+  (docs/semantics.md, "An error as a predicate"), every outgoing edge of the
+  op, data and control, carries a dead value holding the error, so what
+  waits for it fires dead (no effect) and a fetch of it is the error.  What
+  tfsem does not see (its errors-as-values limit): a failed op that nothing
+  waits for leaves no trace in the outcome, where TensorFlow fails the
+  whole step.
 
 Which orders are possible: any interleaving of the accesses the graph
 allows (each access is a step of the interleaving semantics, so two
