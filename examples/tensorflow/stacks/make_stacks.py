@@ -13,7 +13,18 @@ backward loop).  Writes, beside this script:
   turns into Identity nodes ("stack-push removal"); fetch `y`, target the
   push.
 
-    python examples/tensorflow/stacks/make_stacks.py
+and, with `--cases`, the triaged findings of Grappler's stack-push removal
+as `tfsem.case/1` cases in tests/cases/tensorflow/ (Grappler's own output
+imported as the rewritten program):
+
+* `grappler_loop_push_overflow_removed.json`: a push of the feed `a` onto a
+  stack of max_size 0 (it always overflows), fetched; nobody pops, so the
+  loop optimizer makes it an Identity;
+* `grappler_loop_push_after_close_removed.json`: a push after the stack's
+  close, and a write `x := 1` that waits for the push; Grappler makes the
+  push an Identity, and the write then runs.
+
+    python examples/tensorflow/stacks/make_stacks.py [--cases]
 
 (TensorFlow 2.21, docs/grappler-control-flow.md.)
 """
@@ -50,7 +61,85 @@ def build() -> tf.Graph:
     return g
 
 
+CASES = os.path.join(HERE, "..", "..", "..", "tests", "cases", "tensorflow")
+
+
+def _overflow() -> tf.Graph:
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.compat.v1.placeholder(tf.int64, [], name="a")
+        s = tf.raw_ops.StackV2(max_size=tf.constant(0), elem_type=tf.int64, name="s")
+        tf.identity(tf.raw_ops.StackPushV2(handle=s, elem=a, name="push"), name="out")
+    return g
+
+
+def _after_close() -> tf.Graph:
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        a = v1.placeholder(tf.int64, [], name="a")
+        x = v1.get_variable("x", [], tf.int64, initializer=v1.zeros_initializer(),
+                            use_resource=True)
+        s = tf.raw_ops.StackV2(max_size=tf.constant(-1), elem_type=tf.int64, name="s")
+        close = tf.raw_ops.StackCloseV2(handle=s, name="close")
+        with tf.control_dependencies([close]):
+            push = tf.raw_ops.StackPushV2(handle=s, elem=a, name="push")
+        with tf.control_dependencies([push]):
+            x.assign(tf.constant(1, tf.int64), read_value=False, name="write")
+        tf.identity(a, name="out")
+    return g
+
+
+_NOTES = {
+    "grappler_loop_push_overflow_removed": (
+        "Grappler's loop optimizer (stack-push removal, TensorFlow {v}) on a push of the feed a "
+        "onto a StackV2 of max_size 0, fetched (out): nobody pops, so the push becomes "
+        "Identity(a, ^s). The push always overflows: the original's out is the error "
+        "stack-overflow, Grappler's is a. TensorFlow confirms it: the original fails the step "
+        "(InvalidArgument: Stack[s_0] overflowed its max_size (0)), Grappler's output returns a "
+        "(tests/test_stacks_tensorflow.py). A failing step made one that succeeds: Grappler "
+        "does not keep a stack op's failure, not a miscompile of a step that succeeds."),
+    "grappler_loop_push_after_close_removed": (
+        "Grappler's loop optimizer (stack-push removal, TensorFlow {v}) on a push after the "
+        "stack's StackCloseV2, with a write x := 1 that waits for the push: nobody pops, so "
+        "the push becomes an Identity and the write runs. In the original the push fails "
+        "(stack closed) and nothing waiting for it runs, so x keeps its value. TensorFlow "
+        "confirms it: the original fails the step (InvalidArgument: Stack[s_0] has already "
+        "been closed) and leaves x, Grappler's output writes x = 1 "
+        "(examples/tensorflow/stacks/triage.py runs a campaign's findings the same way). "
+        "A failing step made one that succeeds, as above."),
+}
+
+
+def cases() -> None:
+    import json
+
+    from tfsem.graphdef import grappler as gr
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+    from tfsem.oracle.jsonio import program_to_json
+
+    for name, g, fetches, targets in (
+            ("grappler_loop_push_overflow_removed", _overflow(), ["out"], []),
+            ("grappler_loop_push_after_close_removed", _after_close(), ["out"], ["write"])):
+        gd = g.as_graph_def()
+        out = gr.run_grappler(gd.SerializeToString(), fetches + targets, "loop").graph_def
+        assert {n.name: n.op for n in out.node}["push"] == "Identity"
+        before = import_graph(decode("GraphDef", gd.SerializeToString()), fetches, targets)
+        after = import_graph(decode("GraphDef", out.SerializeToString()), fetches, targets)
+        case = {"format": "tfsem.case/1", "original": program_to_json(before.program),
+                "rewritten": program_to_json(after.program), "semantics": "atomic",
+                "observe": "outputs+state", "expect": "unsound",
+                "note": _NOTES[name].format(v=tf.__version__)}
+        with open(os.path.join(CASES, f"{name}.json"), "w") as f:
+            json.dump(case, f, indent=1)
+            f.write("\n")
+
+
 def main() -> int:
+    import sys
+    if "--cases" in sys.argv[1:]:
+        cases()
     gd = build().as_graph_def()
     assert any(nd.name == PUSH for nd in gd.node), "the gradient's push has another name"
     with open(os.path.join(HERE, "tf1_while_grad_stack.pbtxt"), "w") as f:
