@@ -159,3 +159,19 @@ def test_a_while_loop_gradient_pops_what_its_loop_pushed():
     got = {o for o, _ in outcome_set(imp.program, sigma, {}).items()}
     assert {tuple(o.outputs) for o in got} == {
         (("gx", Tensor(np.float32(12.0))), ("y", Tensor(np.float32(8.0))))}
+
+
+def test_a_handle_goes_only_to_the_stack_ops_and_the_primitives():
+    from tfsem.oracle.program import ProgramError
+    with pytest.raises(ProgramError) as exc:
+        program_from_json({"nodes": [
+            {"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": 1}},
+            {"name": "s", "op": "StackV2", "inputs": ["ms"], "elem_type": "int64",
+             "stack_name": "s"},
+            {"name": "i", "op": "Identity", "inputs": ["s"]},
+            {"name": "q", "op": "StackPopV2", "inputs": ["$a"], "elem_type": "int64"}],
+            "outputs": {"h": "s", "q": "q"}})
+    text = str(exc.value)
+    assert "node 'i' input 0 (s): s is a stack's handle" in text
+    assert "node 'q' input 0 ($a): StackPopV2 input 0 must be a stack's handle" in text
+    assert "output 'h': s is a stack's handle" in text
