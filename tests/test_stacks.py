@@ -175,3 +175,35 @@ def test_a_handle_goes_only_to_the_stack_ops_and_the_primitives():
     assert "node 'i' input 0 (s): s is a stack's handle" in text
     assert "node 'q' input 0 ($a): StackPopV2 input 0 must be a stack's handle" in text
     assert "output 'h': s is a stack's handle" in text
+
+
+def test_the_stack_generator_makes_pushes_pops_and_overflows():
+    """stack_cases (generators/control_flow.py) reaches what Grappler's
+    stack-push removal acts on: stacks with pushes and no pop, with pops,
+    and pushes that overflow."""
+    from hypothesis import HealthCheck, given, settings
+
+    from tfsem.generators.control_flow import stack_cases
+    from tfsem.oracle.budget import BudgetExceeded
+    seen: set[str] = set()
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(stack_cases(16))
+    def run(case):
+        p, feeds, init = case
+        ops = {n.op for n in p.nodes}
+        if "StackPushV2" in ops:
+            seen.add("pop" if "StackPopV2" in ops else "no-pop")
+            if int(p.node["st/max_size"].attrs["value"].array) == 0:
+                seen.add("overflow")     # every push overflows
+        try:
+            for o, _ in outcome_set(p, feeds, init, max_seconds=2).items():
+                if any(isinstance(v, Error) and v.reason.startswith("stack-")
+                       for _, v in o.outputs):
+                    seen.add("failure fetched")
+        except BudgetExceeded:
+            pass
+
+    run()
+    assert seen == {"pop", "no-pop", "overflow", "failure fetched"}
