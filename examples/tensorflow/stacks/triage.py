@@ -16,6 +16,11 @@ then one of:
   removal turned a failing step into one that succeeds.  tfsem calls it
   unsound because the failure reaches a fetch or an effect there (a failed
   stack op fails what waits for it: docs/stateful-ops.md, "Stacks");
+* `not-a-tensorflow-graph`: TensorFlow refuses to load the original (the
+  campaign's shrinking may make a program TensorFlow's type checks refuse,
+  an int64 predicate of a Switch, say, which tfsem reads as a failed
+  predicate and Grappler's dead-branch removal as false): no claim about
+  TensorFlow is at stake;
 * `miscompile`: both runs succeed with different outcomes;
 * `other`: anything else (said as it is).
 
@@ -65,6 +70,8 @@ def triage_record(row: dict) -> dict:
     ok1, r1 = _run(after, outputs, [t for t in targets if t in names], feeds, init, row["observe"])
     if not ok0 and ok1 and "Stack[" in r0:
         kind = "failure-removed"
+    elif not ok0 and "cannot load the graph" in r0:
+        kind = "not-a-tensorflow-graph"
     elif ok0 and ok1 and r0 != r1:
         kind = "miscompile"
     else:
