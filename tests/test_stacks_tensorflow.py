@@ -259,3 +259,35 @@ def test_removing_a_push_that_overflows_is_unsound_and_tensorflow_shows_it():
     # graph then runs without the overflow
     with _session(g, grappler=True) as sess:
         assert sess.run("out:0", {"a:0": 5}) == 5
+
+
+def test_the_campaign_target_removes_a_push_in_a_branch_and_it_is_not_unsound():
+    """A push through a Switch of the handle, as stack_cases makes them:
+    Grappler waits for the Switch port through a DT_RESOURCE Identity of the
+    handle, which imports; with no max_size the push never fails, and the
+    rewrite is never unsound."""
+    from tfsem.campaigns.grappler_control_flow import optimize_with_graphs
+    from tfsem.oracle.jsonio import program_from_json
+    p = program_from_json({"variables": ["x"], "feeds": {"p": {"dtype": "bool", "shape": []}},
+                           "nodes": [
+        {"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": -1}},
+        {"name": "s", "op": "StackV2", "inputs": ["ms"], "elem_type": "int64", "stack_name": "s"},
+        {"name": "k", "op": "Const", "value": 0},
+        {"name": "sk", "op": "Switch", "inputs": ["k", "$p"]},
+        {"name": "t", "op": "Identity", "inputs": ["sk:1"]},
+        {"name": "ss", "op": "Switch", "inputs": ["s", "$p"]},
+        {"name": "tk", "op": "Const", "value": 3, "inputs": ["^t"]},
+        {"name": "push", "op": "StackPushV2", "inputs": ["ss:1", "tk"], "elem_type": "int64"},
+        {"name": "vx", "op": "Var", "var": "x"},
+        {"name": "sx", "op": "Switch", "inputs": ["vx", "$p"]},
+        {"name": "w", "op": "Write", "inputs": ["sx:1", "tk", "^push"]},
+        {"name": "m", "op": "Merge", "inputs": ["sk", "t"]}], "outputs": {"m": "m"}})
+    after, given, out = optimize_with_graphs(p, "loop")
+    assert given is not None
+    ops = {n.name: n.op for n in out.node}
+    assert ops["push"] == "Identity"
+    assert any(n.op == "Identity" and n.attr["T"].type == tf.resource.as_datatype_enum
+               for n in out.node)   # Grappler's wait for the Switch port
+    assert "StackPushV2" not in {n.op for n in after.nodes}
+    v = check_rewrite(p, after, timeout=20)
+    assert v.verdict in ("sound", "no-counterexample"), v
