@@ -207,3 +207,30 @@ def test_the_stack_generator_makes_pushes_pops_and_overflows():
 
     run()
     assert seen == {"pop", "no-pop", "overflow", "failure fetched"}
+
+
+def test_licm_leaves_a_stack_op_in_its_loop():
+    """A pop in a loop whose only input is the loop-constant handle looks
+    loop-invariant, but it is a step on the stack: licm must not hoist it."""
+    from tfsem.rewrites.licm import licm
+    raw = program_to_json(_program([], max_size=-1, outputs={}))
+    raw["nodes"] += [
+        {"name": "i0", "op": "Const", "value": 0},
+        {"name": "enter", "op": "Enter", "frame_name": "L", "inputs": ["i0"]},
+        {"name": "lim", "op": "Const", "value": 2},
+        {"name": "lim_e", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["lim"]},
+        {"name": "hs", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["s"]},
+        {"name": "merge", "op": "Merge", "inputs": ["enter", "next"]},
+        {"name": "less", "op": "Less", "inputs": ["merge", "lim_e"]},
+        {"name": "cond", "op": "LoopCond", "inputs": ["less"]},
+        {"name": "sw", "op": "Switch", "inputs": ["merge", "cond"]},
+        {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
+        {"name": "push", "op": "StackPushV2", "inputs": ["hs", "body"], "elem_type": "int64"},
+        {"name": "pop", "op": "StackPopV2", "inputs": ["hs"], "elem_type": "int64"},
+        {"name": "one", "op": "Const", "value": 1, "inputs": ["^body"]},
+        {"name": "add", "op": "Add", "inputs": ["body", "one", "^push", "^pop"]},
+        {"name": "next", "op": "NextIteration", "inputs": ["add"]},
+        {"name": "exit", "op": "Exit", "inputs": ["sw"]}]
+    raw["outputs"] = {"n": "exit"}
+    p = program_from_json(raw)
+    assert licm(p) == p
