@@ -234,3 +234,71 @@ def test_licm_leaves_a_stack_op_in_its_loop():
     raw["outputs"] = {"n": "exit"}
     p = program_from_json(raw)
     assert licm(p) == p
+
+
+def _brute(threads, max_size):
+    """Every interleaving of the threads' stack ops on one stack (an
+    independent model: a list, a limit, nothing of the engine): each op's
+    output, and a thread's ops after a failed one get its error and do
+    nothing (they wait for it by a control edge)."""
+    limit = max_size if max_size >= 0 else 2**31 - 1
+    out = set()
+
+    def go(pos, stack, results, failed):
+        if all(p == len(t) for p, t in zip(pos, threads)):
+            out.add(tuple(sorted(results.items(), key=lambda kv: kv[0])))
+            return
+        for k, t in enumerate(threads):
+            if pos[k] == len(t):
+                continue
+            name, op, v = t[pos[k]]
+            nxt, res, st, fl = pos[:k] + (pos[k] + 1,) + pos[k + 1:], dict(results), list(stack), \
+                dict(failed)
+            if k in fl:
+                res[name] = fl[k]
+            elif op == "push" and len(st) >= limit:
+                res[name] = fl[k] = Error("stack-overflow")
+            elif op == "push":
+                st.append(v)
+                res[name] = I(v)
+            elif not st:
+                res[name] = fl[k] = Error("stack-empty")
+            else:
+                res[name] = I(st.pop())
+            go(nxt, st, res, fl)
+
+    go(tuple(0 for _ in threads), [], {}, {})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_the_engine_is_a_brute_force_of_the_interleavings(seed, mode):
+    import random
+    rng = random.Random(seed)
+    threads = []
+    for k in range(rng.choice((2, 2, 3))):
+        threads.append([(f"t{k}o{j}", rng.choice(("push", "pop")), rng.randint(1, 9))
+                        for j in range(rng.randint(1, 3))])
+    max_size = rng.choice((-1, 0, 1, 2))
+    steps = []
+    for t in threads:
+        prev = None
+        for name, op, v in t:
+            if op == "push":
+                steps.append((f"{name}k", "Const", []))
+            ins = ["s"] + ([f"{name}k"] if op == "push" else []) + ([f"^{prev}"] if prev else [])
+            steps.append((name, "StackPushV2" if op == "push" else "StackPopV2", ins))
+            prev = name
+    raw = program_to_json(_program([], max_size=max_size, outputs={}))
+    for name, op, ins in steps:
+        node = {"name": name, "op": op, "inputs": ins}
+        if op == "Const":
+            node["value"] = next(v for n, _, v in (x for t in threads for x in t)
+                                 if f"{n}k" == name)
+        else:
+            node["elem_type"] = "int64"
+        raw["nodes"].append(node)
+    raw["outputs"] = {name: name for t in threads for name, _, _ in t}
+    p = program_from_json(raw)
+    assert _outs(_outcomes(p, semantics=mode)) == _brute(threads, max_size)
