@@ -271,7 +271,7 @@ def _brute(threads, max_size):
     return out
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("mode", ["atomic", "decomposed"])
 def test_the_engine_is_a_brute_force_of_the_interleavings(seed, mode):
     import random
