@@ -49,7 +49,7 @@ from tfsem.oracle.deadness import Undecided, predicate_feeds, specialize
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
 from tfsem.oracle.outcomes import Outcome
-from tfsem.oracle.program import ASSIGN, READ, Program
+from tfsem.oracle.program import ASSIGN, READ, STACK_OPS, Program
 from tfsem.oracle.values import Tensor, Value
 
 from . import minimize as mini
@@ -133,6 +133,17 @@ class _CFChecker:
 
     def prove(self) -> "Verdict | str":
         """A verdict (sound, or a confirmed unsound), or why there is no proof."""
+        stacks = [q for q in (self.p, self.p2) if q.has_stacks]
+        if stacks:
+            # A stack (oracle/opdefs/stacks.py) is step-local state that only
+            # the control-flow engine models: the cases would be programs
+            # without control flow in which its ops are functions, and the
+            # checker would read two pops of one stack as one pure function
+            # of the same handle (equal), which they are not.  So no proof:
+            # the verdict rests on the reference engine's outcome sets.
+            node = next(n.name for n in stacks[0].nodes if n.op in STACK_OPS)
+            return (f"node {node!r} ({stacks[0].node[node].op}) is a stack op: a program "
+                    "with a stack is never proved")
         try:
             feeds = sorted(predicate_feeds(self.p) | predicate_feeds(self.p2))
             if 2 ** len(feeds) > PROOF_MAX_CASES:

@@ -24,6 +24,21 @@ block one of:
 * **race** -- an Assign outside, ordered with nothing (what lifting a
   loop's accesses out of it gets wrong).
 
+With `stacks` (the generator `stack_cases`), a program also has one of
+TensorFlow 1's stacks (`StackV2`, its max_size -1 (no limit), 0, 1, 2 or 3,
+so that pushes overflow), as the gradients of `tf.compat.v1` loops use
+them (oracle/opdefs/stacks.py):
+
+* a loop pushes its counter every iteration, through a constant Enter of
+  the handle, ordered before the next iteration (as TensorFlow's gradient
+  orders it) or not, its output unused or added into the loop's sum;
+* a branch of a cond pushes a constant through a Switch of the handle;
+* **stack** -- a block outside that pushes a constant and then, half the
+  time, pops (fetched) and sometimes closes the stack.
+
+A stack with no pop is what Grappler's loop optimizer's stack-push removal
+acts on (docs/grappler-control-flow.md).
+
 Names say where a node is (`c0/...`, `l1/...`, `o2/...`), so a shrunk
 counterexample reads like the program.  Programs shrink towards fewer
 blocks, fewer accesses and constant predicates.
@@ -47,8 +62,9 @@ def _bool(b: bool) -> dict:
 
 class _Builder:
     def __init__(self, draw, variables: list[str], bounded_trips: bool = False,
-                 invariants: bool = False):
+                 invariants: bool = False, stacks: bool = False):
         self.draw = draw
+        self.stack: str | None = None    # the StackV2 node, with `stacks`
         self.bounded_trips = bounded_trips
         self.invariants = invariants     # every loop has a loop-invariant value
         self.variables = variables
@@ -56,6 +72,11 @@ class _Builder:
         self.outputs: dict[str, str] = {}
         self.feeds: dict[str, dict] = {}
         self.ends: list[str] = []      # a node per finished block (for control edges)
+        if stacks:
+            self.add(name="st/max_size", op="Const",
+                     value={"dtype": "int32", "value": draw(st.sampled_from((-1, 0, 1, 2, 3)))})
+            self.stack = self.add(name="st/s", op="StackV2", inputs=["st/max_size"],
+                                  elem_type="int64", stack_name="st")
 
     def add(self, **node: Any) -> str:
         self.nodes.append(node)
@@ -100,7 +121,15 @@ class _Builder:
                     self.add(name=f"{c}/s{x}", op="Switch", inputs=[f"{c}/v{x}", pred])
                 order = [f"^{prev}"] if prev and d(st.booleans()) else []
                 name = f"{c}/{side}{a}"
-                if d(st.booleans()):
+                if self.stack and d(st.integers(0, 2)) == 0:
+                    # a push of a constant through the handle's Switch
+                    if f"{c}/ss" not in {n["name"] for n in self.nodes}:
+                        self.add(name=f"{c}/ss", op="Switch", inputs=[self.stack, pred])
+                    self.add(name=f"{name}k", op="Const", value=d(st.integers(1, 5)),
+                             inputs=[f"^{pivot}"])
+                    prev = self.add(name=name, op="StackPushV2", elem_type="int64",
+                                    inputs=[f"{c}/ss:{port}", f"{name}k"] + order)
+                elif d(st.booleans()):
                     self.add(name=f"{name}k", op="Const", value=d(st.integers(1, 5)),
                              inputs=[f"^{pivot}"])
                     prev = self.add(name=name, op="Assign", fn=d(st.sampled_from(ASSIGN_FNS)),
@@ -153,6 +182,18 @@ class _Builder:
             else:
                 prev = self.add(name=name, op="Read", inputs=[f"{lp}/h{x}", f"^{lp}/body"] + order)
                 reads.append(prev)
+        pushed, wait_push = None, False
+        if self.stack and d(st.booleans()):
+            # the counter pushed every iteration (a v1 gradient's forward
+            # accumulator), through a constant Enter of the handle
+            self.add(name=f"{lp}/hs", op="Enter", frame_name=frame, is_constant=True,
+                     inputs=[self.stack])
+            pushed = self.add(name=f"{lp}/push", op="StackPushV2", elem_type="int64",
+                              inputs=[f"{lp}/hs", f"{lp}/body"])
+            if d(st.integers(0, 3)) == 0:
+                reads.append(pushed)        # its output used: an overflow shows
+            else:   # the next iteration waits for it half the time (TF's gradient does)
+                wait_push = d(st.booleans())
         invariant = None
         if self.invariants or d(st.booleans()):
             self.add(name=f"{lp}/c", op="Const", value=d(st.integers(1, 3)))
@@ -171,11 +212,33 @@ class _Builder:
             self.add(name=f"{lp}/s_exit", op="Exit", inputs=[f"{lp}/s_sw"])
             self.outputs[f"{lp}_sum"] = f"{lp}/s_exit"
         self.add(name=f"{lp}/one", op="Const", value=1, inputs=[f"^{lp}/body"])
-        self.add(name=f"{lp}/add", op="Add", inputs=[f"{lp}/body", f"{lp}/one", f"^{prev}"])
+        order = [f"^{prev}"]
+        if wait_push:
+            order.append(f"^{pushed}")   # the next iteration waits for the push
+        self.add(name=f"{lp}/add", op="Add", inputs=[f"{lp}/body", f"{lp}/one"] + order)
         self.add(name=f"{lp}/next", op="NextIteration", inputs=[f"{lp}/add"])
         self.add(name=f"{lp}/exit", op="Exit", inputs=[f"{lp}/sw"])
         self.outputs[lp] = f"{lp}/exit"
         self.ends.append(f"{lp}/exit")
+
+    def stack_block(self, i: int) -> None:
+        """A push of a constant outside; half the time a pop after it
+        (fetched), sometimes a close after that."""
+        d, o = self.draw, f"o{i}"
+        if self.stack is None:
+            return self.plain(i)
+        self.add(name=f"{o}/k", op="Const", value=d(st.integers(1, 9)))
+        push = self.add(name=f"{o}/push", op="StackPushV2", elem_type="int64",
+                        inputs=[self.stack, f"{o}/k"] + self.maybe_after())
+        end = push
+        if d(st.booleans()):
+            end = self.add(name=f"{o}/pop", op="StackPopV2", elem_type="int64",
+                           inputs=[self.stack, f"^{push}"])
+            self.outputs[o] = end
+        if d(st.integers(0, 3)) == 0:
+            end = self.add(name=f"{o}/close", op="StackCloseV2", inputs=[self.stack, f"^{end}"])
+        self.ends.append(end)
+        return None
 
     def race(self, i: int) -> None:
         """An Assign beside the other blocks, ordered with none of them."""
@@ -200,17 +263,19 @@ class _Builder:
 @st.composite
 def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("cond", "loop"),
                           observe_state: bool = True, others: tuple[str, ...] | None = None,
-                          bounded_trips: bool = False, invariants: bool = False) -> Program:
+                          bounded_trips: bool = False, invariants: bool = False,
+                          stacks: bool = False) -> Program:
     """Programs with at least one block of `kinds` ("cond", "loop") and up
     to `max_blocks` blocks in all (see the module docstring); the blocks
     after the first are drawn from `others` (default: `kinds` and "plain";
     when given, there is at least one).
     `bounded_trips`: a trip count that is a feed goes through FloorMod by 4
     (0 to 3 trips; otherwise σ may make a loop reach the iteration bound).
-    `invariants`: every loop computes a loop-invariant value (else half)."""
+    `invariants`: every loop computes a loop-invariant value (else half).
+    `stacks`: one stack, pushed to by loops, branches and "stack" blocks."""
     # (one variable two times in three: accesses meet more often)
     variables = [f"x{k}" for k in range(draw(st.sampled_from((1, 2, 1))))]
-    b = _Builder(draw, variables, bounded_trips, invariants)
+    b = _Builder(draw, variables, bounded_trips, invariants, stacks)
     first = draw(st.sampled_from(kinds))
     # (a plain access beside a block half the time: the races passes get wrong)
     later = (st.sampled_from(others) if others else
@@ -218,7 +283,7 @@ def control_flow_programs(draw, max_blocks: int = 3, kinds: tuple[str, ...] = ("
     blocks = [first] + draw(st.lists(later, min_size=1 if others and max_blocks > 1 else 0,
                                      max_size=max_blocks - 1))
     for i, kind in enumerate(blocks):
-        getattr(b, kind)(i)
+        getattr(b, "stack_block" if kind == "stack" else kind)(i)
     if not observe_state and not b.outputs:   # (a program observed by outputs only fetches something)
         b.plain(len(blocks))
     raw = {"format": "tfsem.program/1", "variables": variables, "feeds": b.feeds,
@@ -230,7 +295,7 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
                        kinds: tuple[str, ...] = ("cond", "loop"),
                        max_blocks: int | None = None,
                        others: tuple[str, ...] | None = None,
-                       invariants: bool = False) -> st.SearchStrategy:
+                       invariants: bool = False, stacks: bool = False) -> st.SearchStrategy:
     """The fuzz loop's generator (campaigns/loop.py: `(max_nodes, observe) ->
     strategy of (program, feeds, init)`) for passes that act on control
     flow: programs of control_flow_programs() and σ of inputs_for()."""
@@ -241,11 +306,20 @@ def control_flow_cases(max_nodes: int = 12, observe: str = "outputs+state",
         blocks = max_blocks or (3 if max_nodes >= 16 else 2)
         p = draw(control_flow_programs(max_blocks=blocks, kinds=kinds, others=others,
                                        observe_state=observe != "outputs", bounded_trips=True,
-                                       invariants=invariants))
+                                       invariants=invariants, stacks=stacks))
         feeds, init = draw(inputs_for(p))
         return p, feeds, init
 
     return case()
+
+
+def stack_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
+    """control_flow_cases() with a stack (TensorFlow 1's StackV2: pushes in
+    loops, branches and blocks outside, pops half the time, max_size from
+    -1 to 3): the generator of Grappler's stack-push removal
+    (docs/grappler-control-flow.md)."""
+    return control_flow_cases(max_nodes, observe, kinds=("loop", "cond", "stack"),
+                              others=("loop", "cond", "stack", "plain"), stacks=True)
 
 
 def loop_cases(max_nodes: int = 12, observe: str = "outputs+state") -> st.SearchStrategy:
@@ -335,5 +409,5 @@ def xla_lift_witness():
     return program_from_json(raw), {}, {"x": Tensor(0)}
 
 
-__all__ = ["control_flow_programs", "control_flow_cases", "loop_cases", "invariant_loop_cases", "cond_cases",
+__all__ = ["control_flow_programs", "control_flow_cases", "stack_cases", "loop_cases", "invariant_loop_cases", "cond_cases",
            "summing_loop", "licm_reads_witness", "xla_lift_witness"]

@@ -194,11 +194,14 @@ def infer_types(p: Program, failures: dict[str, str] | None = None
 
 #: The dtype of a TensorList (oracle/opdefs/lists.py): DT_VARIANT in TensorFlow.
 VARIANT = "variant"
+#: The dtype of a stack's handle (oracle/opdefs/stacks.py): DT_RESOURCE.
+RESOURCE = "resource"
 
 
 def tf_type(dt: str) -> str:
-    """TensorFlow's DataType of a tfsem dtype (a TensorList: DT_VARIANT)."""
-    return "DT_VARIANT" if dt == VARIANT else TF_DTYPES[dt]
+    """TensorFlow's DataType of a tfsem dtype (a TensorList: DT_VARIANT; a
+    stack's handle, oracle/opdefs/stacks.py: DT_RESOURCE)."""
+    return "DT_VARIANT" if dt == VARIANT else "DT_RESOURCE" if dt == RESOURCE else TF_DTYPES[dt]
 
 
 #: The control-flow primitives: each forwards its first data input (a Merge

@@ -446,6 +446,24 @@ class _Importer:
             return
         b.finish(list(outs))
 
+    def _stack_handle(self, name: str) -> bool:
+        """Whether TensorFlow node `name` outputs a stack's handle: a StackV2,
+        or one through the control-flow primitives and Identity nodes."""
+        seen: set[str] = set()
+        while name not in seen:
+            seen.add(name)
+            g = self.g.get(name)
+            if g is None:
+                return False
+            if g.op == "StackV2":
+                return True
+            data = [i for i in g.inputs if not i.startswith("^")]
+            if g.op not in ("Enter", "Exit", "Switch", "Merge", "NextIteration", "Identity") \
+                    or not data:
+                return False
+            name = split_ref(data[0])[0]
+        return False
+
     def _handle_alias(self, n: GNode) -> bool:
         """An Identity of DT_RESOURCE with one data input, a variable's handle
         (a VarHandleOp, or a handle through control-flow primitives), and
@@ -470,6 +488,17 @@ class _Importer:
             return False
         src, port, _ = split_ref(n.inputs[0])
         refs = self.refs.get(src)
+        if src not in self.var_of and refs and port < len(refs) and self._stack_handle(src):
+            # a stack's handle (oracle/opdefs/stacks.py; Grappler writes this
+            # Identity to wait for one port of a Switch of it): the handle
+            # through a Switch on a live `true` that waits for the control
+            # inputs, dead exactly when the port or one of them is, as
+            # TensorFlow's Identity is (the variable case below argues it)
+            b = _Builder(self, n, None)
+            pred = b.add("Const", [], {"value": Tensor(np.array(True), "bool")}, part="live")
+            sw = b.add("Switch", [b.input(0), pred])
+            b.finish([DataIn(sw.node, 1)])
+            return True
         if src not in self.var_of or not refs or port >= len(refs):
             return False
         waits = [c for c in n.inputs[1:]

@@ -99,6 +99,12 @@ from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERA
                       SWITCH, TENSOR, VAR, Program)
 from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
 from .values import UNINITIALIZED, Error, Tensor, Value
+from .opdefs import stacks as stk
+from .program import STACK_OPS
+
+#: the stack ops that touch a stack made earlier (StackV2 only makes a new
+#: one, which nothing else can touch before it has fired: it commutes)
+_STACK_ACCESS = (stk.PUSH, stk.POP, stk.CLOSE)
 
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
 #: through its body); a run that would start iteration 17 makes the answer unknown.
@@ -296,7 +302,7 @@ class Machine:
         if st.dead or st.phase == "end":
             return True
         op = self.p.node[st.node].op
-        if op in (READ, ASSIGN):
+        if op in (READ, ASSIGN) or op in _STACK_ACCESS:
             return False
         if op != MERGE:
             return True
@@ -463,6 +469,18 @@ class Machine:
             results = [data[st.choice], Tensor(st.choice, "int32")]
         elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):
             results = [data[0]]
+        elif n.op in STACK_OPS:
+            results = self._stack_step(n, ctx, data, var_value)
+            failed = next((r for r in results if isinstance(r, Error)), None)
+            if failed is not None:
+                # the kernel fails: TensorFlow fails the step, so nothing that
+                # waits for this op runs, by a data or a control edge -- the
+                # rule of a failed predicate (docs/semantics.md, "An error as
+                # a predicate"): every outgoing edge carries DEAD with the
+                # error, and a fetch of it is that error
+                self._put_all(tokens, n.name, out_ctx, failed_dead(failed))
+                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                               frozenset(dead_exits))
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
@@ -470,6 +488,38 @@ class Machine:
         self._signal(tokens, n.name, out_ctx, GO)
         return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                        frozenset(dead_exits))
+
+    def _stack_step(self, n, ctx: Context, data: list, var_value: dict) -> list:
+        """A stack op (oracle/opdefs/stacks.py, docs/stateful-ops.md "Stacks"):
+        one atomic step in both modes, as TensorFlow's kernel runs under the
+        stack's mutex.  StackV2 adds a new empty stack to the run's state,
+        keyed by the node and this context (one per firing: a StackV2 in a
+        loop makes one per iteration); a push, pop or close applies its
+        rule to the stack its handle names.  A failing op changes nothing
+        and returns [its error] (the caller makes its every outgoing edge
+        DEAD carrying it).  Stacks are step-local: they are not in σ, and
+        :meth:`outcome` leaves them out of the final state."""
+        if n.op == stk.STACK:
+            made = stk.create(n.attrs, data[0])
+            if isinstance(made, Error):
+                return [made]
+            key = stk.state_key(n.name, context_text(ctx))
+            var_value[key] = made
+            return [stk.StackHandle(key)]
+        handle = data[0]
+        if not isinstance(handle, stk.StackHandle):
+            # an error handle (its StackV2 failed): the op fails with that
+            # error; anything else on a handle input is not a stack
+            return [handle if isinstance(handle, Error) else Error(stk.WRONG_DTYPE)]
+        stack = var_value[handle.key]
+        if n.op == stk.PUSH:
+            var_value[handle.key], out = stk.push(stack, data[1])
+            return [out]
+        if n.op == stk.POP:
+            var_value[handle.key], out = stk.pop(stack, n.attrs["elem_type"])
+            return [out]
+        var_value[handle.key] = stk.close(stack)
+        return []
 
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
@@ -507,7 +557,8 @@ class Machine:
             c = s.tokens.get((e.id, ()))
             outputs[name] = ((c.error or Error(DEAD_REASON)) if _is_dead(c) else
                              Error(NOT_PRODUCED) if c is None else c)
-        return make_outcome(outputs, s.var_value, observe)
+        # the stacks of the run (step-local) are not part of the final state
+        return make_outcome(outputs, {x: s.var_value[x] for x in self.p.variables}, observe)
 
 
 def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[str, Value],

@@ -29,6 +29,10 @@ TENSOR, VARIABLE, CONTROL = "tensor", "variable", "control"
 SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND = (
     "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
 CONTROL_FLOW_OPS = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
+#: TensorFlow 1's stack ops (oracle/opdefs/stacks.py): functions of the
+#: registry by name, but steps on step-local state that only the control-flow
+#: engine runs, so a program holding one counts as having control flow.
+STACK_OPS = ("StackV2", "StackPushV2", "StackPopV2", "StackCloseV2")
 #: The nodes whose output forwards their first data input's kind (Program.port_kind).
 _FORWARDING = frozenset((SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION))
 #: Enter's attributes and their defaults (TensorFlow's: parallel_iterations 10)
@@ -253,11 +257,18 @@ class Program:
 
     @cached_property
     def has_control_flow(self) -> bool:
-        return any(n.op in CONTROL_FLOW_OPS for n in self.nodes)
+        """Whether the program needs the control-flow engine: it has a
+        control-flow primitive or a stack op (a stack is step-local state
+        that only that engine models: oracle/opdefs/stacks.py)."""
+        return any(n.op in CONTROL_FLOW_OPS or n.op in STACK_OPS for n in self.nodes)
+
+    @cached_property
+    def has_stacks(self) -> bool:
+        return any(n.op in STACK_OPS for n in self.nodes)
 
     @cached_property
     def control_flow_nodes(self) -> tuple[str, ...]:
-        return tuple(n.name for n in self.nodes if n.op in CONTROL_FLOW_OPS)
+        return tuple(n.name for n in self.nodes if n.op in CONTROL_FLOW_OPS or n.op in STACK_OPS)
 
     def port_kind(self, name: str, port: int) -> str:
         """The kind of output `port` of node `name`: a Switch, Merge (port 0),
@@ -646,9 +657,50 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     if p.has_control_flow and not any(v.rule in ("unknown-node", "duplicate-name", "cycle",
                                                  "bad-port") for v in out):
         out.extend(_infer_frames(p)[1])
+    if p.has_stacks and not any(v.rule in ("unknown-node", "duplicate-name", "bad-port")
+                                for v in out):
+        _check_stack_handles(p, bad)
     if strict:
         _check_strict(p, bad)
     return out
+
+
+def _check_stack_handles(p: Program, bad) -> None:
+    """A stack's handle (StackV2's output, and what the control-flow
+    primitives forward of it) goes only to input 0 of the stack ops and to
+    the primitives, and input 0 of a push, pop or close is one: a handle is
+    no tensor, and a stack op on anything else is not modelled
+    (oracle/opdefs/stacks.py)."""
+    handles = {(n.name, 0) for n in p.nodes if n.op == STACK_OPS[0]}
+    changed = True
+    while changed:   # (through loops: a NextIteration feeds a Merge)
+        changed = False
+        for n in p.nodes:
+            if n.op in _FORWARDING and (n.name, 0) not in handles and any(
+                    isinstance(i, DataIn) and (i.node, i.port) in handles
+                    for i in n.data_inputs[:1 if n.op != MERGE else None]):
+                handles.add((n.name, 0))
+                if n.op == SWITCH:
+                    handles.add((n.name, 1))
+                changed = True
+    for n in p.nodes:
+        for idx, i in enumerate(n.data_inputs):
+            is_handle = isinstance(i, DataIn) and (i.node, i.port) in handles
+            wants = n.op in STACK_OPS[1:] and idx == 0
+            if n.op in _FORWARDING and not (n.op == SWITCH and idx == 1):
+                continue
+            if wants and not is_handle:
+                bad(f"node {n.name!r} input {idx} ({i})", "edge-kind",
+                    f"{n.op} input 0 must be a stack's handle (a StackV2's output, or one "
+                    f"forwarded by control-flow primitives), {i} is not")
+            elif is_handle and not wants:
+                bad(f"node {n.name!r} input {idx} ({i})", "edge-kind",
+                    f"{i} is a stack's handle: only input 0 of StackPushV2, StackPopV2 and "
+                    f"StackCloseV2 and the control-flow primitives take one, not {n.op} "
+                    f"input {idx}")
+    for name, port in p.outputs.items():
+        if (port.node, port.port) in handles:
+            bad(f"output {name!r}", "edge-kind", f"{port} is a stack's handle, not a tensor")
 
 
 def _quick_checks(op: str) -> tuple[int, tuple[str, ...], bool] | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.program import (ASSIGN, CONTROL_FLOW_OPS, ENTER, READ, VAR, ControlIn, DataIn,
+from tfsem.oracle.program import (ASSIGN, CONTROL_FLOW_OPS, ENTER, READ, STACK_OPS, VAR, ControlIn, DataIn,
                                   FeedIn, Node, Program)
 
 from .api import SOUND, Pass, claims
@@ -81,6 +81,8 @@ def hoist_out_of_loops(p: Program, movable: Callable[[Program, Node, str], bool]
 
 def _pure(p: Program, n: Node, frame: str) -> bool:
     if n.op in (VAR, READ, ASSIGN) or n.op in CONTROL_FLOW_OPS or n.control_inputs:
+        return False
+    if n.op in STACK_OPS:   # a step on a stack, not a pure function (oracle/opdefs/stacks.py)
         return False
     f = fns.lookup(n.op)
     return f is not None and f.n_out == 1 and bool(n.data_inputs) \

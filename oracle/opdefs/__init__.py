@@ -10,10 +10,11 @@ variables, gathers, scatters, optimizer updates), `random` (stateful
 random ops with their generator's state in σ, stateless ones uninterpreted),
 `control` (Switch, Merge, Enter, Exit, NextIteration, LoopCond; If, While,
 Case and calls, lowered when a graph is read), `queues` (a session's FIFO
-queues and critical sections) and `data` (tf.data iterators and Optionals).
+queues and critical sections), `data` (tf.data iterators and Optionals) and
+`stacks` (TensorFlow 1's step-local stacks).
 """
 
-from . import math, nn, array, lists, state, random  # noqa: F401  (each module defines its family's ops)
+from . import math, nn, array, lists, state, random, stacks  # noqa: F401  (each module defines its family's ops)
 from . import control, queues, data  # noqa: F401  (control flow, sessions' queues, tf.data)
 from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define,
                        elementwise_of, encoding, export_as, export_of, families, flushed,
