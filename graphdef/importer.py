@@ -83,6 +83,11 @@ MAX_CONST_ELEMENTS = 1 << 24
 DEFAULT_TYPE_ATTRS = {("Shape", "out_type"): "DT_INT32", ("ShapeN", "out_type"): "DT_INT32",
                       ("Size", "out_type"): "DT_INT32", ("VariableShape", "out_type"): "DT_INT32"}
 
+#: The ops that forward a stack's handle unchanged (the loop primitives of
+#: the control family, oracle/opdefs/control.py, and Identity).
+_HANDLE_FORWARDERS = (control_ops.ENTER, control_ops.EXIT, control_ops.SWITCH,
+                      control_ops.MERGE, control_ops.NEXT_ITERATION, "Identity")
+
 #: Ops that read a tf.data iterator (the data family's, oracle/opdefs/data.py,
 #: which models the first two): a DT_RESOURCE Placeholder one of them reads is
 #: an iterator; `iterator_position(it)`: the variable of its position.
@@ -458,8 +463,7 @@ class _Importer:
             if g.op == "StackV2":
                 return True
             data = [i for i in g.inputs if not i.startswith("^")]
-            if g.op not in ("Enter", "Exit", "Switch", "Merge", "NextIteration", "Identity") \
-                    or not data:
+            if g.op not in _HANDLE_FORWARDERS or not data:
                 return False
             name = split_ref(data[0])[0]
         return False
