@@ -328,8 +328,10 @@ class _Returns:
         pass
 
 
+@pytest.mark.parametrize("given", ["error", "absent"])
 @pytest.mark.parametrize("initialized_only", [True, False])
-def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_grappler(initialized_only):
+def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_grappler(
+        initialized_only, given):
     """TensorFlow fails the run that reads an uninitialized x0 (the folded
     Const still runs after ^r1, so the run fails either way); tfsem's error
     value is dropped by the control edge.  A Grappler target's claims speak
@@ -344,13 +346,17 @@ def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_g
     target = dataclasses.replace(target, initialized_only=initialized_only)
     loop = FuzzLoop(LoopConfig("fake", "atomic", "outputs+state"), target=target,
                     runner=_Returns(FOLDED), generator=counter_generator)
-    record = loop.evaluate(program_from_json(ONES_LIKE), {}, {"x0": Error(UNINITIALIZED)})
+    # σ gives x0 the error value, or no value at all (the checkers'
+    # counterexamples omit an uninitialized variable: a 30-minute campaign
+    # of the default pipeline stored four such findings as bugs)
+    init = {"x0": Error(UNINITIALIZED)} if given == "error" else {}
+    record = loop.evaluate(program_from_json(ONES_LIKE), {}, init)
     if initialized_only:
         assert record is None
         assert loop.stats.no_counterexample + loop.stats.sound == 1
     else:   # tfsem's own claim (every σ): the folded program adds the outcome out0 = 1
         assert record is not None and record.kind == "unsound"
-        assert record.init == {"x0": {"error": "uninitialized"}}
+        assert record.init in ({"x0": {"error": "uninitialized"}}, {})
 
 
 @needs_tf
