@@ -46,9 +46,11 @@ from tfsem.graphdef import grappler as _g
 
 PREFIX = "mlir:"
 CLUSTER_PREFIX = "mlir-cluster:"
-#: the generator the MLIR targets use unless --generator is given: programs
-#: tfsem exports (the Grappler generator's)
-GENERATOR = "tfsem.generators.grappler:mixed_strategy"
+#: the generators the MLIR targets use unless --generator is given: three
+#: programs in four written as modules directly (generators/mlir.py), the
+#: others exported and imported by TensorFlow (the Grappler generator's)
+GENERATOR = "tfsem.generators.mlir:mixed_strategy"
+CLUSTER_GENERATOR = "tfsem.generators.mlir:mixed_cluster_strategy"
 #: a module of one constant, to find a pipeline TensorFlow refuses before a
 #: campaign (with a `tf` op: a pass that creates one needs the dialect loaded)
 EMPTY_MODULE = """module {
@@ -97,14 +99,26 @@ def sinks(graph: dict, fetches) -> list[str]:
             if n["name"] not in used and n["name"] not in fetched and n["op"] != "Placeholder"]
 
 
+def generator(name: str) -> str:
+    """The default generator of the target `name` (no TensorFlow needed)."""
+    return CLUSTER_GENERATOR if split_name(name)[1] else GENERATOR
+
+
 def module_of(program, cluster: bool = False) -> str | None:
-    """The `tf_executor` module TensorFlow imports from `program`'s export
-    (with a hand-built cluster when `cluster`); None when the program is not
-    exported, or (`cluster`) has fewer than two resource accesses."""
+    """The `tf_executor` module of `program`: written directly when the
+    program names its islands (generators/mlir.py; graphdef/mlir_writer.py,
+    its clusters its own), else the one TensorFlow imports from `program`'s
+    export (with a hand-built cluster when `cluster`); None when the program
+    cannot be written, is not exported, or (`cluster`, exported) has fewer
+    than two resource accesses."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.mlir_cluster import wrap_cluster  # noqa: PLC0415
     from tfsem.graphdef.mlir_tf import import_graph_def  # noqa: PLC0415
+    from tfsem.graphdef.mlir_writer import is_direct, write_module  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
+    if is_direct(program):
+        text = write_module(program)
+        return None if text is None else printed(text)
     try:
         graph = export_graph(program)
     except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to TensorFlow
@@ -112,6 +126,14 @@ def module_of(program, cluster: bool = False) -> str | None:
     fetches = list(program.outputs)
     text = import_graph_def(encode("GraphDef", graph), fetches, sinks(graph, fetches))
     return wrap_cluster(text) if cluster else text
+
+
+def printed(text: str) -> str:
+    """`text` parsed and printed again by TensorFlow (an empty pipeline):
+    what a pipeline that changes nothing prints, so that an unchanged module
+    reads back as the same program (the reader names ops by their place)."""
+    from tensorflow.python import pywrap_mlir  # noqa: PLC0415
+    return pywrap_mlir.experimental_run_pass_pipeline(text, "", False)
 
 
 def read(text: str, where: str):
@@ -137,6 +159,8 @@ class MlirTarget:
                             f"{pipeline!r}" + (" on a hand-built tf_device.cluster" if cluster
                                                else ""))
         self.doc = self.description + " (campaigns/mlir_target.py)"
+        #: the programs it acts on unless --generator says otherwise
+        self.generator = generator(self.name)
         self.claims = dict(CLAIMS)
 
     @property

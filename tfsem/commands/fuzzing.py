@@ -114,7 +114,10 @@ def target_specs(names: list[str] | None, generator: str | None) -> tuple[list[s
         except PassNotFound as exc:
             raise UsageError(f"--target {name}: {exc}") from None
         specs.append(spec)
-        if generator is None and (name.startswith("grappler") or name.startswith("mlir")):
+        if generator is None and name.startswith(("mlir:", "mlir-cluster:")):
+            from tfsem.campaigns.mlir_target import generator as mlir_generator
+            generators[spec] = mlir_generator(name)   # modules written directly, and exports
+        elif generator is None and name.startswith("grappler"):
             g = grappler_generator()    # programs tfsem exports
             if g is not None:
                 generators[spec] = g
