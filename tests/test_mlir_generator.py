@@ -319,3 +319,20 @@ def test_the_target_judges_a_written_module():
         two_handles, *sigma)
     assert rec is not None and rec.kind == UNSOUND, rec
     assert rec.differs == {"output": "out"}
+
+
+def test_the_mixed_default_takes_both_routes():
+    """The targets' default generator: most programs name their islands, the
+    others are the Grappler generator's (the GraphDef route)."""
+    from hypothesis import given
+
+    seen = set()
+
+    @settings(max_examples=40, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(gen.mixed_strategy(8, "outputs+state"))
+    def draw(case):
+        seen.add(is_direct(case[0]))
+
+    draw()
+    assert seen == {True, False}
