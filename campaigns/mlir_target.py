@@ -99,9 +99,25 @@ def sinks(graph: dict, fetches) -> list[str]:
             if n["name"] not in used and n["name"] not in fetched and n["op"] != "Placeholder"]
 
 
+#: passes that refuse an island of more than one op ("tf_executor.island
+#: must perfectly wrap a single op"): their pipelines take the GraphDef route
+#: only (TensorFlow's importer makes one-op islands)
+ONE_OP_ISLANDS = ("tf-executor-update-control-dependencies",)
+#: the generator of the GraphDef route
+GRAPHDEF_GENERATOR = "tfsem.generators.grappler:mixed_strategy"
+
+
+def one_op_islands(pipeline: str) -> bool:
+    """Whether a pass of `pipeline` wants every island to hold one op."""
+    return any(p in pipeline for p in ONE_OP_ISLANDS)
+
+
 def generator(name: str) -> str:
     """The default generator of the target `name` (no TensorFlow needed)."""
-    return CLUSTER_GENERATOR if split_name(name)[1] else GENERATOR
+    pipeline, cluster = split_name(name)
+    if one_op_islands(pipeline):
+        return GRAPHDEF_GENERATOR
+    return CLUSTER_GENERATOR if cluster else GENERATOR
 
 
 def module_of(program, cluster: bool = False) -> str | None:
@@ -161,6 +177,7 @@ class MlirTarget:
         self.doc = self.description + " (campaigns/mlir_target.py)"
         #: the programs it acts on unless --generator says otherwise
         self.generator = generator(self.name)
+        self.one_op_islands = one_op_islands(pipeline)
         self.claims = dict(CLAIMS)
 
     @property
@@ -171,7 +188,10 @@ class MlirTarget:
         """The module before the pipeline, read back: what the output is
         judged against.  None (the program is skipped) when there is no
         module, or tfsem cannot read it."""
+        from tfsem.graphdef.mlir_writer import is_direct  # noqa: PLC0415
         from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+        if self.one_op_islands and is_direct(program):
+            return None     # islands of several ops: refused by a pass (ONE_OP_ISLANDS)
         text = module_of(program, self.cluster)
         if text is None:
             return None

@@ -336,3 +336,9 @@ def test_the_mixed_default_takes_both_routes():
 
     draw()
     assert seen == {True, False}
+
+
+def test_a_pipeline_that_wants_one_op_islands_takes_the_graphdef_route():
+    from tfsem.campaigns.mlir_target import generator
+    assert generator("mlir:tf-executor-update-control-dependencies") == \
+        "tfsem.generators.grappler:mixed_strategy"
