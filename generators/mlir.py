@@ -128,8 +128,8 @@ class _Builder:
         for _ in range(MAX_ISLANDS):
             if not d.span(self._maybe_island):
                 break
-        return Program(self.variables, tuple(self.s.nodes), self._outputs(d),
-                       self.feeds).validated()
+        outputs = self._outputs(d)          # (may add a final read)
+        return Program(self.variables, tuple(self.s.nodes), outputs, self.feeds).validated()
 
     # -- naming -------------------------------------------------------------------
 

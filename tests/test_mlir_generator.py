@@ -342,3 +342,14 @@ def test_a_pipeline_that_wants_one_op_islands_takes_the_graphdef_route():
     from tfsem.campaigns.mlir_target import generator
     assert generator("mlir:tf-executor-update-control-dependencies") == \
         "tfsem.generators.grappler:mixed_strategy"
+
+
+def test_with_outputs_only_observed_every_program_fetches_something():
+    """(A final read once added its node after the program was made: an
+    output of a node the program did not have.)"""
+    import random
+
+    from tfsem.generators.draw import RandomDraw
+    for i in range(300):
+        p = gen.build(RandomDraw(random.Random(i)), 6, observe_state=False)
+        assert p.outputs and all(r.node in p.node for r in p.outputs.values())
