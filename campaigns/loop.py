@@ -196,11 +196,16 @@ def resolve_generator(spec: str | Generator | None) -> Generator:
     return _import(spec)
 
 
-def _needs_uninitialized(verdict: dict) -> bool:
+def _needs_uninitialized(verdict: dict, program: Program | None = None) -> bool:
     """Whether an unsound verdict's counterexample starts a variable as an
-    error value (uninitialized)."""
-    init = (verdict.get("counterexample") or {}).get("init") or {}
-    return any(isinstance(v, dict) and "error" in v for v in init.values())
+    error value (uninitialized), or, given the `program`, leaves one of its
+    variables out of its initial values (uninitialized too)."""
+    cex = verdict.get("counterexample") or {}
+    init = cex.get("init") or {}
+    if any(isinstance(v, dict) and "error" in v for v in init.values()):
+        return True
+    return program is not None and "init" in cex and \
+        any(x not in init for x in program.variables)
 
 
 def _initialized(program: Program, init: Mapping[str, Value]) -> dict[str, Value]:
@@ -449,7 +454,7 @@ class FuzzLoop:
         finally:
             self.stats.check_seconds += time.monotonic() - started
         if verdict.get("verdict") == "unsound" and self.target.initialized_only \
-                and _needs_uninitialized(verdict):
+                and _needs_uninitialized(verdict, program):
             # not a counterexample against this target's claims (Target.initialized_only):
             # look at the drawn σ with every variable initialized instead
             init = _initialized(program, init)
@@ -616,7 +621,7 @@ class FuzzLoop:
         if verdict.get("verdict") != "unsound":
             record.detail["final_check"] = {k: verdict.get(k) for k in ("verdict", "reason")}
             return record
-        if self.target.initialized_only and _needs_uninitialized(verdict):
+        if self.target.initialized_only and _needs_uninitialized(verdict, original):
             # the minimized counterexample needs an uninitialized variable, which
             # this target's claims do not speak of: keep the one found fuzzing
             record.detail["final_check"] = {"verdict": "unsound", "reason": "the minimized "

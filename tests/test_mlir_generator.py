@@ -353,3 +353,59 @@ def test_with_outputs_only_observed_every_program_fetches_something():
     for i in range(300):
         p = gen.build(RandomDraw(random.Random(i)), 6, observe_state=False)
         assert p.outputs and all(r.node in p.node for r in p.outputs.values())
+
+
+def test_a_variable_left_out_of_a_counterexample_is_uninitialized():
+    """A target that speaks only of initialized variables (the MLIR and
+    Grappler targets) re-checks a counterexample that leaves a variable out
+    of its initial values (uninitialized) with every variable initialized:
+    the lifting campaign stored one such (x1 left out; its read an error
+    value that lifting forwarded), which TensorFlow would have failed."""
+    from tfsem.campaigns.loop import _needs_uninitialized
+    p = program_from_json({"format": "tfsem.program/1", "variables": ["x0", "x1"],
+                           "nodes": [{"name": "h", "op": "Var", "var": "x1"},
+                                     {"name": "r", "op": "Read", "inputs": ["h"]}],
+                           "outputs": {"o": "r"}})
+    left_out = {"verdict": "unsound", "counterexample": {"init": {"x0": -2}}}
+    assert _needs_uninitialized(left_out, p) and not _needs_uninitialized(left_out)
+    given = {"verdict": "unsound", "counterexample": {"init": {"x0": 1, "x1": 0}}}
+    assert not _needs_uninitialized(given, p)
+    error = {"verdict": "unsound", "counterexample": {"init": {"x0": {"error": "uninitialized"}}}}
+    assert _needs_uninitialized(error)
+
+
+#: finding F: in one cluster, x := a; x -= a; read x.  Lifting forwards the
+#: stored a to the read past the AssignSub it does not lift: the read gives a
+#: where the program gives 0 (no concurrency involved)
+FORWARD_PAST_UPDATE = {
+    "format": "tfsem.program/1", "variables": ["x0"], "feeds": {"a": {"dtype": "int64", "shape": []}},
+    "nodes": [{"name": "island1/handle1", "op": "Var", "var": "x0"},
+              {"name": "island2/cluster1/write2", "op": "Write", "inputs": ["island1/handle1", "$a"]},
+              {"name": "island2/cluster1/assignsub3", "op": "Assign", "fn": "Sub",
+               "inputs": ["island1/handle1", "$a"]},
+              {"name": "island2/cluster1/read4", "op": "Read", "inputs": ["island1/handle1"]}],
+    "outputs": {"out0": "island2/cluster1/read4"},
+}
+
+
+@needs_tf
+def test_lifting_forwards_a_store_past_an_update_it_does_not_lift():
+    """Finding F of the module generator's lifting campaign (docs/mlir.md):
+    unsound in both modes, sequentially; with the cluster's updates
+    decomposed first (as TensorFlow's bridge does) the same program is
+    sound."""
+    from tensorflow.python import pywrap_mlir
+
+    from tfsem.campaigns.mlir_target import both_modes, printed, read
+    from tfsem.oracle.jsonio import program_to_json
+    text = printed(write_module(program_from_json(FORWARD_PAST_UPDATE)))
+    lifted = pywrap_mlir.experimental_run_pass_pipeline(text, "tf-resource-op-lifting", False)
+    assert "tf.ReadVariableOp" not in lifted.split("tf_device.cluster")[1]
+    before = program_to_json(read(text, "in.mlir"))
+    assert both_modes(before, program_to_json(read(lifted, "out.mlir")), "outputs") == \
+        {"verdicts": {"atomic": "unsound", "decomposed": "unsound"},
+         "finding_kind": "both-semantics"}
+    decomposed = pywrap_mlir.experimental_run_pass_pipeline(
+        text, "tf-device-decompose-resource-ops-in-cluster,tf-resource-op-lifting", False)
+    assert both_modes(before, program_to_json(read(decomposed, "out.mlir")), "outputs")[
+        "verdicts"] == {"atomic": "sound", "decomposed": "sound"}
