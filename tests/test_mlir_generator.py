@@ -409,3 +409,21 @@ def test_lifting_forwards_a_store_past_an_update_it_does_not_lift():
         text, "tf-device-decompose-resource-ops-in-cluster,tf-resource-op-lifting", False)
     assert both_modes(before, program_to_json(read(decomposed, "out.mlir")), "outputs")[
         "verdicts"] == {"atomic": "sound", "decomposed": "sound"}
+
+
+def test_the_example_of_finding_f_is_the_pinned_program():
+    """examples/mlir/lifting_forward_past_update.mlir, as the campaign stored
+    it, reads as FORWARD_PAST_UPDATE does (its cluster's ops in order)."""
+    from pathlib import Path
+
+    from tfsem.graphdef.mlir import load_mlir
+    path = Path(__file__).resolve().parent.parent / "examples" / "mlir" / \
+        "lifting_forward_past_update.mlir"
+    q = load_mlir(path, None, "all")
+    p = program_of_mlir(write_module(program_from_json(FORWARD_PAST_UPDATE)), "f.mlir", None, "all")
+    for prog in (p, q):
+        accesses = [n for n in prog.nodes if n.op in (READ, ASSIGN)]
+        assert [(n.op, getattr(n, "attrs").get("fn")) for n in accesses] == \
+            [(ASSIGN, "Snd"), (ASSIGN, "Sub"), (READ, None)]
+        assert ordered(prog, accesses[0].name, accesses[1].name)
+        assert ordered(prog, accesses[1].name, accesses[2].name)
