@@ -427,3 +427,36 @@ def test_the_example_of_finding_f_is_the_pinned_program():
             [(ASSIGN, "Snd"), (ASSIGN, "Sub"), (READ, None)]
         assert ordered(prog, accesses[0].name, accesses[1].name)
         assert ordered(prog, accesses[1].name, accesses[2].name)
+
+
+@needs_tf
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TFSEM_HYPOTHESIS_PROFILE=nightly): "
+                                        "a campaign with TensorFlow in a worker and a sandbox, "
+                                        "~60-180 s")
+def test_a_lifting_campaign_on_written_modules_stores_its_findings(tmp_path, capsys):
+    """`tfsem fuzz --target mlir-cluster:tf-resource-op-lifting --generator
+    tfsem.generators.mlir:cluster_strategy`: findings (two handles, the
+    forwarded store, ...) stored with the modules before and after the
+    pipeline, written directly (a cluster of the generator's), and both
+    verdicts."""
+    import json
+    import sqlite3
+
+    from tfsem.cli import main
+    out = tmp_path / "campaign"
+    status = main(["fuzz", "--target", "mlir-cluster:tf-resource-op-lifting",
+                   "--generator", "tfsem.generators.mlir:cluster_strategy",
+                   "--budget", "60s", "--out", str(out), "--semantics", "atomic",
+                   "--observe", "outputs", "--seed", "7", "--pass-timeout", "60", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 1, summary
+    with sqlite3.connect(out / "campaign.db") as db:
+        rows = db.execute("select detail from findings where kind = 'unsound'").fetchall()
+    assert rows
+    for (detail,) in rows:
+        d = json.loads(detail)
+        assert is_direct(program_from_json(d["program_given"], validate=False))
+        mlir = d["mlir"]
+        assert "tf_device.cluster" in mlir["input_mlir"] and mlir["output_mlir"]
+        assert set(mlir["verdicts"]) == {"atomic", "decomposed"}
+        assert mlir["verdicts"]["atomic"] == "unsound"
