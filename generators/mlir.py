@@ -54,6 +54,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Node, Program, TensorType
 from tfsem.oracle.values import Tensor
 
@@ -221,7 +223,7 @@ class _Builder:
 
     def _constant(self, d: Draw):
         value = choice(d, EDGE_INTS) if boolean(d, 0.1) else choice(d, _SMALL)
-        tensor = Tensor(__import__("numpy").full(self.t.shape, value, dtype="int64"))
+        tensor = Tensor(np.full(self.t.shape, value, dtype="int64"))
         if boolean(d, 0.5):                                 # inline, in this island
             name = self._name(self.k, "const", self.cluster)
         else:                                               # an island of its own
@@ -264,7 +266,7 @@ class _Builder:
 
     def _const(self, d: Draw) -> None:
         value = choice(d, _SMALL)
-        tensor = Tensor(__import__("numpy").full(self.t.shape, value, dtype="int64"))
+        tensor = Tensor(np.full(self.t.shape, value, dtype="int64"))
         self._add("const", "Const", [], {"value": tensor})
 
     # -- fetches ------------------------------------------------------------------------
@@ -282,7 +284,7 @@ class _Builder:
             cands = self.s.results or reads
             if cands:
                 outs["out0"] = DataIn(cands[-1])
-        return {name: ref for name, ref in outs.items()}
+        return outs
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from tfsem.generators import mlir as gen
 from tfsem.graphdef.mlir import program_of_mlir
 from tfsem.graphdef.mlir_writer import is_direct, write_module
 from tfsem.oracle.jsonio import program_from_json
-from tfsem.oracle.program import ASSIGN, READ, ControlIn, DataIn
+from tfsem.oracle.program import ASSIGN, READ
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
