@@ -20,7 +20,8 @@ What a program has (int64 tensors of one shape, scalar or [2]):
 - one or two variables, each with a `VarHandleOp` island, and a second
   handle of the same variable in a third of the programs (lifting and
   decomposition key on the SSA value, not on the variable: docs/mlir.md,
-  finding A);
+  finding A); a tenth of the accesses make a handle of their own in their
+  island, just before them;
 - up to six islands of one to five ops each, in program order: ReadVariableOp,
   AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp, AddV2, Sub,
   Mul, Neg, Identity, Const (inline, or an island of its own); an op's
@@ -233,13 +234,25 @@ class _Builder:
 
     # -- ops --------------------------------------------------------------------------
 
+    def _resource(self, d: Draw) -> str:
+        """A handle: one of the program's (the simplest), or, in a tenth of
+        the cases, a new handle of one of its variables made in this island
+        (outside any cluster), just before the access."""
+        if not boolean(d, 0.1):
+            return choice(d, self.s.handles)
+        var = choice(d, list(self.variables))
+        name = self._name(self.k, "handle")
+        self.s.nodes.append(Node(name, VAR, (), {"var": var}))
+        self.s.handles.append(name)
+        return name
+
     def _read(self, d: Draw) -> None:
-        h = choice(d, self.s.handles)
+        h = self._resource(d)
         self.s.accesses += 1
         self.s.results.append(self._add("read", READ, [DataIn(h)]))
 
     def _assign(self, d: Draw, fn: str, kind: str) -> None:
-        h = choice(d, self.s.handles)
+        h = self._resource(d)
         v = self._operand(d)
         self.s.accesses += 1
         self._add(kind, ASSIGN, [DataIn(h), v], {"fn": fn}, value=False)

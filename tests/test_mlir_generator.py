@@ -97,7 +97,7 @@ def test_every_drawn_module_is_read_back(drawn):
 
 def test_the_drawn_modules_have_the_promised_structure(drawn):
     n = len(drawn)
-    several = controls = clusters = dead = dead_reads = handles = kept_by_control = 0
+    several = controls = clusters = dead = dead_reads = handles = inline = kept_by_control = 0
     for p, text in drawn:
         isl = islands(text)
         fetched = set(fetch_operands(text))
@@ -106,6 +106,7 @@ def test_the_drawn_modules_have_the_promised_structure(drawn):
         clusters += any(i["cluster"] for i in isl)
         names = [v for v in re.findall(r'shared_name = "(\w+)"', text)]
         handles += len(names) > len(set(names))
+        inline += any("tf.VarHandleOp" in i["ops"] and len(i["ops"]) > 1 for i in isl)
         # an island that reads, writes nothing and whose results and token
         # nothing uses is dead code
         unused = [i for i in isl if not any(o.startswith("tf.Assign") for o in i["ops"])
@@ -127,6 +128,7 @@ def test_the_drawn_modules_have_the_promised_structure(drawn):
     assert dead > n // 4, dead                # islands that nothing uses
     assert dead_reads > n // 20, dead_reads   # ... among them islands that read
     assert handles > n // 5, handles          # two VarHandleOps of one variable
+    assert inline > n // 10, inline           # a VarHandleOp among an island's ops
     assert kept_by_control > 0
 
 
