@@ -69,8 +69,10 @@ def add_target_option(p: argparse.ArgumentParser, *, repeatable: bool = True) ->
                         "auto-clustering, each outcome checked against the oracle), "
                         "mlir:PIPELINE (an MLIR pass pipeline as tf-opt takes it, e.g. "
                         "'mlir:func.func(tf-executor-island-coarsening)') or "
-                        "mlir-cluster:PIPELINE (the same, with a run of resource accesses "
-                        "in a hand-built tf_device.cluster); docs/mlir.md"
+                        "mlir-cluster:PIPELINE (the same, with tf_device.cluster regions "
+                        "around runs of resource accesses); their programs are written as "
+                        "tf_executor modules directly (tfsem.generators.mlir) or exported "
+                        "and imported by TensorFlow; docs/mlir.md"
                         + ("; repeatable, combinable with --pass" if repeatable else ""))
 
 
