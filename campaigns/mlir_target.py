@@ -10,7 +10,10 @@ generated program goes
     program --tfsem export--> GraphDef --ImportGraphDef--> tf_executor module
     [--wrap_cluster-->] --PIPELINE--> module --tfsem's MLIR reader--> program
 
-and the result is judged against `prepare(program)`: the module before the
+(the GraphDef route), or, for a program that names its islands (the module
+generator's, generators/mlir.py), is written as a module directly
+(graphdef/mlir_writer.py, its clusters its own) and printed once by
+TensorFlow; the result is judged against `prepare(program)`: the module before the
 pipeline, read back by the same reader (so the check is of the pipeline
 alone, not of TensorFlow's importer or of tfsem's exporter).  The
 pipeline runs in the campaign's pass sandbox (campaigns/sandbox.py), a child
