@@ -10,7 +10,10 @@ generated program goes
     program --tfsem export--> GraphDef --ImportGraphDef--> tf_executor module
     [--wrap_cluster-->] --PIPELINE--> module --tfsem's MLIR reader--> program
 
-and the result is judged against `prepare(program)`: the module before the
+(the GraphDef route), or, for a program that names its islands (the module
+generator's, generators/mlir.py), is written as a module directly
+(graphdef/mlir_writer.py, its clusters its own) and printed once by
+TensorFlow; the result is judged against `prepare(program)`: the module before the
 pipeline, read back by the same reader (so the check is of the pipeline
 alone, not of TensorFlow's importer or of tfsem's exporter).  The
 pipeline runs in the campaign's pass sandbox (campaigns/sandbox.py), a child
@@ -46,9 +49,11 @@ from tfsem.graphdef import grappler as _g
 
 PREFIX = "mlir:"
 CLUSTER_PREFIX = "mlir-cluster:"
-#: the generator the MLIR targets use unless --generator is given: programs
-#: tfsem exports (the Grappler generator's)
-GENERATOR = "tfsem.generators.grappler:mixed_strategy"
+#: the generators the MLIR targets use unless --generator is given: three
+#: programs in four written as modules directly (generators/mlir.py), the
+#: others exported and imported by TensorFlow (the Grappler generator's)
+GENERATOR = "tfsem.generators.mlir:mixed_strategy"
+CLUSTER_GENERATOR = "tfsem.generators.mlir:mixed_cluster_strategy"
 #: a module of one constant, to find a pipeline TensorFlow refuses before a
 #: campaign (with a `tf` op: a pass that creates one needs the dialect loaded)
 EMPTY_MODULE = """module {
@@ -97,14 +102,42 @@ def sinks(graph: dict, fetches) -> list[str]:
             if n["name"] not in used and n["name"] not in fetched and n["op"] != "Placeholder"]
 
 
+#: passes that refuse an island of more than one op ("tf_executor.island
+#: must perfectly wrap a single op"): their pipelines take the GraphDef route
+#: only (TensorFlow's importer makes one-op islands)
+ONE_OP_ISLANDS = ("tf-executor-update-control-dependencies",)
+#: the generator of the GraphDef route
+GRAPHDEF_GENERATOR = "tfsem.generators.grappler:mixed_strategy"
+
+
+def one_op_islands(pipeline: str) -> bool:
+    """Whether a pass of `pipeline` wants every island to hold one op."""
+    return any(p in pipeline for p in ONE_OP_ISLANDS)
+
+
+def generator(name: str) -> str:
+    """The default generator of the target `name` (no TensorFlow needed)."""
+    pipeline, cluster = split_name(name)
+    if one_op_islands(pipeline):
+        return GRAPHDEF_GENERATOR
+    return CLUSTER_GENERATOR if cluster else GENERATOR
+
+
 def module_of(program, cluster: bool = False) -> str | None:
-    """The `tf_executor` module TensorFlow imports from `program`'s export
-    (with a hand-built cluster when `cluster`); None when the program is not
-    exported, or (`cluster`) has fewer than two resource accesses."""
+    """The `tf_executor` module of `program`: written directly when the
+    program names its islands (generators/mlir.py; graphdef/mlir_writer.py,
+    its clusters its own), else the one TensorFlow imports from `program`'s
+    export (with a hand-built cluster when `cluster`); None when the program
+    cannot be written, is not exported, or (`cluster`, exported) has fewer
+    than two resource accesses."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.mlir_cluster import wrap_cluster  # noqa: PLC0415
     from tfsem.graphdef.mlir_tf import import_graph_def  # noqa: PLC0415
+    from tfsem.graphdef.mlir_writer import is_direct, write_module  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
+    if is_direct(program):
+        text = write_module(program)
+        return None if text is None else printed(text)
     try:
         graph = export_graph(program)
     except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to TensorFlow
@@ -112,6 +145,14 @@ def module_of(program, cluster: bool = False) -> str | None:
     fetches = list(program.outputs)
     text = import_graph_def(encode("GraphDef", graph), fetches, sinks(graph, fetches))
     return wrap_cluster(text) if cluster else text
+
+
+def printed(text: str) -> str:
+    """`text` parsed and printed again by TensorFlow (an empty pipeline):
+    what a pipeline that changes nothing prints, so that an unchanged module
+    reads back as the same program (the reader names ops by their place)."""
+    from tensorflow.python import pywrap_mlir  # noqa: PLC0415
+    return pywrap_mlir.experimental_run_pass_pipeline(text, "", False)
 
 
 def read(text: str, where: str):
@@ -137,6 +178,9 @@ class MlirTarget:
                             f"{pipeline!r}" + (" on a hand-built tf_device.cluster" if cluster
                                                else ""))
         self.doc = self.description + " (campaigns/mlir_target.py)"
+        #: the programs it acts on unless --generator says otherwise
+        self.generator = generator(self.name)
+        self.one_op_islands = one_op_islands(pipeline)
         self.claims = dict(CLAIMS)
 
     @property
@@ -147,7 +191,10 @@ class MlirTarget:
         """The module before the pipeline, read back: what the output is
         judged against.  None (the program is skipped) when there is no
         module, or tfsem cannot read it."""
+        from tfsem.graphdef.mlir_writer import is_direct  # noqa: PLC0415
         from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+        if self.one_op_islands and is_direct(program):
+            return None     # islands of several ops: refused by a pass (ONE_OP_ISLANDS)
         text = module_of(program, self.cluster)
         if text is None:
             return None

@@ -69,8 +69,10 @@ def add_target_option(p: argparse.ArgumentParser, *, repeatable: bool = True) ->
                         "auto-clustering, each outcome checked against the oracle), "
                         "mlir:PIPELINE (an MLIR pass pipeline as tf-opt takes it, e.g. "
                         "'mlir:func.func(tf-executor-island-coarsening)') or "
-                        "mlir-cluster:PIPELINE (the same, with a run of resource accesses "
-                        "in a hand-built tf_device.cluster); docs/mlir.md"
+                        "mlir-cluster:PIPELINE (the same, with tf_device.cluster regions "
+                        "around runs of resource accesses); their programs are written as "
+                        "tf_executor modules directly (tfsem.generators.mlir) or exported "
+                        "and imported by TensorFlow; docs/mlir.md"
                         + ("; repeatable, combinable with --pass" if repeatable else ""))
 
 
@@ -114,7 +116,10 @@ def target_specs(names: list[str] | None, generator: str | None) -> tuple[list[s
         except PassNotFound as exc:
             raise UsageError(f"--target {name}: {exc}") from None
         specs.append(spec)
-        if generator is None and (name.startswith("grappler") or name.startswith("mlir")):
+        if generator is None and name.startswith(("mlir:", "mlir-cluster:")):
+            from tfsem.campaigns.mlir_target import generator as mlir_generator
+            generators[spec] = mlir_generator(name)   # modules written directly, and exports
+        elif generator is None and name.startswith("grappler"):
             g = grappler_generator()    # programs tfsem exports
             if g is not None:
                 generators[spec] = g
