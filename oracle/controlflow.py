@@ -479,6 +479,9 @@ class Machine:
                 # a predicate"): every outgoing edge carries DEAD with the
                 # error, and a fetch of it is that error
                 self._put_all(tokens, n.name, out_ctx, failed_dead(failed))
+                # ... and the step fails: the first failure of the run is the
+                # error of every fetch (outcome; stk.STEP_FAILED argues it)
+                var_value.setdefault(stk.STEP_FAILED, failed)
                 return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                                frozenset(dead_exits))
         else:
@@ -553,9 +556,13 @@ class Machine:
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
         outputs = {}
+        # a stack op that failed in the run failed TensorFlow's step: no
+        # fetch comes back, only its error (oracle/opdefs/stacks.py)
+        step_failed = s.var_value.get(stk.STEP_FAILED)
         for name, e in self.g.output_edges.items():
             c = s.tokens.get((e.id, ()))
-            outputs[name] = ((c.error or Error(DEAD_REASON)) if _is_dead(c) else
+            outputs[name] = (step_failed if step_failed is not None else
+                             (c.error or Error(DEAD_REASON)) if _is_dead(c) else
                              Error(NOT_PRODUCED) if c is None else c)
         # the stacks of the run (step-local) are not part of the final state
         return make_outcome(outputs, {x: s.var_value[x] for x in self.p.variables}, observe)

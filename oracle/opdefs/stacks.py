@@ -133,6 +133,18 @@ def is_stack_key(key: str) -> bool:
     return key.startswith("\0stack:")
 
 
+#: The run-state key under which the control-flow engine keeps the error of
+#: the first stack op that failed in the run (NUL-led, like a stack's key:
+#: no variable has it).  TensorFlow fails the whole step at such a failure:
+#: session.run returns no fetch at all, only the error.  So a run with a
+#: failed stack op has that error as every fetch (Machine.outcome), whether
+#: or not a fetch waits for the failed op -- otherwise a failure that only a
+#: target or nothing waits for would leave no trace, and a rewrite that made
+#: every step fail (a pop removed before an overflowing push, a close moved
+#: before a push) would compare equal to the original (review8).
+STEP_FAILED = "\0stack-step-failed"
+
+
 # -- the step rules (called by oracle/controlflow.py, one atomic step each) -----
 
 

@@ -1,0 +1,105 @@
+"""Review attacks on TensorFlow 1's stacks (oracle/opdefs/stacks.py): rewrites
+that make a stack op fail where only a target, or nothing, waits for it.
+
+TensorFlow fails the whole step when a stack op fails: session.run returns
+no fetch, only the error.  tfsem used to send the failure only along the
+failed op's out edges, so a failure nothing fetched waited for left no
+trace, and a rewrite that made every step fail compared equal to the
+original (`no-counterexample`).  Each attack below got that verdict before
+the fix (the first failure of a run is now the error of every fetch:
+oracle/opdefs/stacks.py STEP_FAILED).  TensorFlow's side of each is in
+tests/test_stacks_tensorflow.py.  No TensorFlow here (about 1 s)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfsem.checking.check import check_rewrite
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import Error, Tensor
+
+
+def _program(nodes, outputs, max_size=1, stacks=("s",)):
+    base = [{"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": max_size}}]
+    base += [{"name": s, "op": "StackV2", "inputs": ["ms"], "elem_type": "int64",
+              "stack_name": s} for s in stacks]
+    return program_from_json({"variables": ["x"], "nodes": base + nodes, "outputs": outputs})
+
+
+def push(name, inputs):
+    return {"name": name, "op": "StackPushV2", "inputs": inputs, "elem_type": "int64"}
+
+
+def pop(name, inputs):
+    return {"name": name, "op": "StackPopV2", "inputs": inputs, "elem_type": "int64"}
+
+
+def close(name, inputs):
+    return {"name": name, "op": "StackCloseV2", "inputs": inputs}
+
+
+OUT = {"name": "o", "op": "Identity", "inputs": ["$a"]}
+DONE = {"name": "done", "op": "NoOp", "inputs": ["^b"]}   # a target: waits, shows nothing
+
+ATTACKS = {
+    # a pop whose value nobody reads removed (DCE of a "pure" pop): the next
+    # push overflows max_size 1, and only a target waits for it
+    "pop-removed": (
+        _program([push("a", ["s", "$a"]), pop("q", ["s", "^a"]), push("b", ["s", "$b", "^q"]),
+                  OUT, DONE], {"o": "o"}),
+        _program([push("a", ["s", "$a"]), push("b", ["s", "$b", "^a"]), OUT, DONE],
+                 {"o": "o"})),
+    # a close moved before the push it followed: the push fails (closed)
+    "close-before-push": (
+        _program([push("b", ["s", "$a"]), close("c", ["s", "^b"]), OUT, DONE], {"o": "o"},
+                 max_size=-1),
+        _program([close("c", ["s"]), push("b", ["s", "$a", "^c"]), OUT, DONE], {"o": "o"},
+                 max_size=-1)),
+    # two StackV2 of max_size 1 merged into one: the second push overflows
+    "stacks-merged": (
+        _program([push("a", ["s", "$a"]), push("b", ["t", "$b", "^a"]), OUT, DONE], {"o": "o"},
+                 stacks=("s", "t")),
+        _program([push("a", ["s", "$a"]), push("b", ["s", "$b", "^a"]), OUT, DONE], {"o": "o"},
+                 stacks=("s", "t"))),
+    # Grappler's stack-push removal of an overflowing push that only a
+    # target waits for: the original fails every step, the rewrite none
+    "failing-push-removed": (
+        _program([push("b", ["s", "$a"]), OUT, DONE], {"o": "o"}, max_size=0),
+        _program([{"name": "b", "op": "Identity", "inputs": ["$a", "^s"]}, OUT, DONE],
+                 {"o": "o"}, max_size=0)),
+}
+
+
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_failure_only_a_target_waits_for_is_seen(attack, mode):
+    original, rewritten = ATTACKS[attack]
+    v = check_rewrite(original, rewritten, semantics=mode, timeout=20)
+    assert v.verdict == "unsound", v
+    assert v.differs == "output 'o'" or "'o'" in str(v.differs), v.differs
+
+
+def test_every_fetch_of_a_failed_run_is_the_first_failure():
+    """A run with a failed stack op: every fetch is that op's error, the
+    fetches that do not wait for it too (TensorFlow returns none of them);
+    two unordered failures: either one's error, as TensorFlow's executor
+    reports whichever fails first."""
+    p = _program([push("b", ["s", "$a"]), OUT, close("c", ["t"]), pop("q", ["t", "^c"])],
+                 {"o": "o", "b": "b"}, max_size=0, stacks=("s", "t"))
+    got = {o.outputs for o, _ in outcome_set(p, {"a": Tensor(5, "int64")}, {}).items()}
+    assert got == {(("b", Error(e)), ("o", Error(e))) for e in ("stack-overflow", "stack-closed")}
+    # and a run without a failure is unchanged
+    ok = _program([push("b", ["s", "$a"]), OUT], {"o": "o", "b": "b"}, max_size=1)
+    assert {o.outputs for o, _ in outcome_set(ok, {"a": Tensor(5, "int64")}, {}).items()} == {
+        (("b", Tensor(5, "int64")), ("o", Tensor(5, "int64")))}
+
+
+def test_a_rewrite_that_keeps_the_failure_is_not_called_unsound():
+    """Both programs fail the step alike: no difference (the push that
+    overflows kept, an independent Identity renamed)."""
+    original = _program([push("b", ["s", "$a"]), OUT, DONE], {"o": "o"}, max_size=0)
+    rewritten = _program([push("b", ["s", "$a"]), {"name": "o2", "op": "Identity",
+                                                    "inputs": ["$a"]}, DONE], {"o": "o2"},
+                         max_size=0)
+    assert check_rewrite(original, rewritten, timeout=20).verdict == "no-counterexample"
