@@ -47,10 +47,9 @@ ops are the TensorFlow ones, same names, same inputs:
   for the failed op runs: as for a `Switch` whose predicate fails
   (docs/semantics.md, "An error as a predicate"), every outgoing edge of the
   op, data and control, carries a dead value holding the error, so what
-  waits for it fires dead (no effect) and a fetch of it is the error.  What
-  tfsem does not see (its errors-as-values limit): a failed op that nothing
-  waits for leaves no trace in the outcome, where TensorFlow fails the
-  whole step.
+  waits for it fires dead (no effect), and the step fails: every fetch of
+  the run is the error of its first failed stack op (STEP_FAILED below),
+  as session.run returns no fetch, only the error.
 
 Which orders are possible: any interleaving of the accesses the graph
 allows (each access is a step of the interleaving semantics, so two
