@@ -304,6 +304,13 @@ class Machine:
         op = self.p.node[st.node].op
         if op in (READ, ASSIGN) or op in _STACK_ACCESS:
             return False
+        if op == stk.STACK:
+            # a StackV2 commutes unless it fails (a max_size that is no int32
+            # scalar): its failure is the step's, and which failure of the run
+            # comes first is an outcome (stk.STEP_FAILED)
+            e = next(e for e in self.g.incoming[st.node] if e.kind != CONTROL)
+            size = self.content(s, e, st.ctx)
+            return not isinstance(size, Tensor) or (size.dtype == "int32" and size.shape == ())
         if op != MERGE:
             return True
         incoming = self.g.incoming[st.node]
@@ -480,8 +487,13 @@ class Machine:
                 # error, and a fetch of it is that error
                 self._put_all(tokens, n.name, out_ctx, failed_dead(failed))
                 # ... and the step fails: the first failure of the run is the
-                # error of every fetch (outcome; stk.STEP_FAILED argues it)
-                var_value.setdefault(stk.STEP_FAILED, failed)
+                # error of every fetch (outcome; stk.STEP_FAILED argues it).
+                # Only the op's own failure: an error value it was given (a
+                # Read of an uninitialized variable pushed, a max_size that
+                # is one) is the failure of an op before it, which tfsem
+                # keeps as a value, as everywhere else
+                if not any(failed is d for d in data):
+                    var_value.setdefault(stk.STEP_FAILED, failed)
                 return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                                frozenset(dead_exits))
         else:

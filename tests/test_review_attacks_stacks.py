@@ -103,3 +103,32 @@ def test_a_rewrite_that_keeps_the_failure_is_not_called_unsound():
                                                     "inputs": ["$a"]}, DONE], {"o": "o2"},
                          max_size=0)
     assert check_rewrite(original, rewritten, timeout=20).verdict == "no-counterexample"
+
+
+def test_an_error_a_stack_op_is_given_is_no_failure_of_its_own():
+    """A push of a Read of an uninitialized variable: the Read's error, kept
+    as a value as tfsem keeps every failing op's (fetches that do not wait
+    for it keep their values); not the stack's failure of the step.  Else
+    Grappler's removal of that push (an Identity of the Read) would be
+    `unsound` where TensorFlow fails both steps alike at the Read."""
+    vx = {"name": "vx", "op": "Var", "var": "x"}
+    rx = {"name": "rx", "op": "Read", "inputs": ["vx"]}
+    p = _program([vx, rx, push("b", ["s", "rx"]), OUT], {"o": "o", "b": "b"}, max_size=-1)
+    got = {o.outputs for o, _ in outcome_set(p, {"a": Tensor(5, "int64")}, {}).items()}
+    assert got == {(("b", Error("uninitialized")), ("o", Tensor(5, "int64")))}
+
+
+def test_which_failure_comes_first_survives_the_partial_order_reduction():
+    """A StackV2 that fails (a max_size that is no scalar) and a pop of an
+    empty stack, unordered: TensorFlow reports whichever fails first, so
+    both errors are outcomes (the reduction fired a StackV2 first always)."""
+    p = program_from_json({"nodes": [
+        {"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": -1}},
+        {"name": "bad", "op": "Const", "value": {"dtype": "int32", "value": [1, 2]}},
+        {"name": "s", "op": "StackV2", "inputs": ["ms"], "elem_type": "int64", "stack_name": "s"},
+        {"name": "t", "op": "StackV2", "inputs": ["bad"], "elem_type": "int64",
+         "stack_name": "t"},
+        pop("q", ["s"]), OUT], "outputs": {"o": "o"}})
+    for mode in ("atomic", "decomposed"):
+        got = {o.outputs for o, _ in outcome_set(p, {"a": Tensor(5, "int64")}, {}, mode).items()}
+        assert got == {(("o", Error(e)),) for e in ("stack-empty", "stack-max-size")}, mode
