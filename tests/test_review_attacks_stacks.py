@@ -132,3 +132,32 @@ def test_which_failure_comes_first_survives_the_partial_order_reduction():
     for mode in ("atomic", "decomposed"):
         got = {o.outputs for o, _ in outcome_set(p, {"a": Tensor(5, "int64")}, {}, mode).items()}
         assert got == {(("o", Error(e)),) for e in ("stack-empty", "stack-max-size")}, mode
+
+
+def _session(runs, order="concurrent"):
+    from tfsem.oracle.session import session_from_json
+    prog = {"format": "tfsem.program/1", "variables": [],
+            "feeds": {"a": {"dtype": "int64", "shape": []}, "m": {"dtype": "int32", "shape": []}},
+            "nodes": [{"name": "s", "op": "StackV2", "inputs": ["$m"], "elem_type": "int64",
+                       "stack_name": "s"}, push("p", ["s", "$a"]), OUT,
+                      {"name": "done", "op": "NoOp", "inputs": ["^p"]}],
+            "outputs": {"o": "o"}}
+    return session_from_json({"format": "tfsem.session/1", "program": prog, "order": order,
+                              "runs": [{"name": f"r{k}", "fetch": ["o"], "targets": ["done"],
+                                        "feeds": {"a": k, "m": {"dtype": "int32", "value": m}}}
+                                       for k, m in runs]})
+
+
+@pytest.mark.parametrize("order", ["concurrent", "sequential"])
+def test_a_session_of_several_runs_with_a_stack_is_refused_by_name(order):
+    """Run r1's push overflows (max_size 0), r2's does not: TensorFlow fails
+    r1's step and returns r2's fetch.  The expansion is one program, where
+    r1's failure would be r2's fetch too (and, sequential, r2 waited for
+    r1's dead sinks and its fetch was the overflow): refused by name.  One
+    run is the program itself."""
+    from tfsem.oracle.session import SessionError
+    with pytest.raises(SessionError, match=r"stack op 's' \(StackV2\).*\[unmodelled\]"):
+        _session([(1, 0), (2, 1)], order).expand()
+    one = _session([(1, 0)], order).expand()
+    got = {o.outputs for o, _ in outcome_set(one, {}, {}).items()}
+    assert got == {(("r1/o", Error("stack-overflow")),)}
