@@ -161,3 +161,46 @@ def test_a_session_of_several_runs_with_a_stack_is_refused_by_name(order):
     one = _session([(1, 0)], order).expand()
     got = {o.outputs for o, _ in outcome_set(one, {}, {}).items()}
     assert got == {(("r1/o", Error("stack-overflow")),)}
+
+
+def loop_program(stack_inside: bool) -> "object":
+    """i = 0; while i < 2: push i onto a stack of max_size 1; fetch i.  With
+    `stack_inside` the StackV2 is in the loop body (a new stack each
+    iteration, as TensorFlow makes one per execution); else before the loop
+    (one stack: the second push overflows)."""
+    nodes = [
+        {"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": 1}},
+        {"name": "i0", "op": "Const", "value": 0},
+        {"name": "enter", "op": "Enter", "frame_name": "L", "inputs": ["i0"]},
+        {"name": "lim", "op": "Const", "value": 2},
+        {"name": "lim_e", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["lim"]},
+        {"name": "merge", "op": "Merge", "inputs": ["enter", "next"]},
+        {"name": "less", "op": "Less", "inputs": ["merge", "lim_e"]},
+        {"name": "cond", "op": "LoopCond", "inputs": ["less"]},
+        {"name": "sw", "op": "Switch", "inputs": ["merge", "cond"]},
+        {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
+        push("push", ["hs", "body"]),
+        {"name": "one", "op": "Const", "value": 1, "inputs": ["^body"]},
+        {"name": "add", "op": "Add", "inputs": ["body", "one", "^push"]},
+        {"name": "next", "op": "NextIteration", "inputs": ["add"]},
+        {"name": "exit", "op": "Exit", "inputs": ["sw"]}]
+    if stack_inside:
+        nodes += [{"name": "ms_e", "op": "Enter", "frame_name": "L", "is_constant": True,
+                   "inputs": ["ms"]},
+                  {"name": "hs", "op": "StackV2", "inputs": ["ms_e", "^body"],
+                   "elem_type": "int64", "stack_name": "s"}]
+    else:
+        nodes += [{"name": "s", "op": "StackV2", "inputs": ["ms"], "elem_type": "int64",
+                   "stack_name": "s"},
+                  {"name": "hs", "op": "Enter", "frame_name": "L", "is_constant": True,
+                   "inputs": ["s"]}]
+    return program_from_json({"nodes": nodes, "outputs": {"n": "exit"}})
+
+
+def test_a_stack_made_in_a_loop_is_one_per_iteration_and_hoisting_it_is_unsound():
+    inside, hoisted = loop_program(True), loop_program(False)
+    assert {o.outputs for o, _ in outcome_set(inside, {}, {}).items()} == {
+        (("n", Tensor(2, "int64")),)}
+    assert {o.outputs for o, _ in outcome_set(hoisted, {}, {}).items()} == {
+        (("n", Error("stack-overflow")),)}
+    assert check_rewrite(inside, hoisted, timeout=20).verdict == "unsound"

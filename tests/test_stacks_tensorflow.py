@@ -327,3 +327,29 @@ def test_a_failure_only_a_target_waits_for_fails_tensorflows_step():
         assert isinstance(failed, tf.errors.InvalidArgumentError), (name, before, after)
         assert "Stack[" in str(failed), failed   # the stack op's own error
         assert (after if failing else before) == 5, (name, before, after)
+
+
+def test_a_stack_made_in_a_loop_is_one_per_iteration_on_tensorflow():
+    """tests/test_review_attacks_stacks.py's loop: a StackV2 of max_size 1 in
+    the body with one push per iteration runs (a new stack each iteration);
+    the StackV2 hoisted before the loop overflows at the second push."""
+    import importlib.util
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.proto import encode
+    spec = importlib.util.spec_from_file_location(
+        "review_attacks", os.path.join(HERE, "test_review_attacks_stacks.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    got = []
+    for inside in (True, False):
+        gd = tf1.GraphDef.FromString(encode("GraphDef", export_graph(mod.loop_program(inside))))
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        with _session(g) as sess:
+            try:
+                got.append(sess.run("n:0"))
+            except tf.errors.OpError as exc:
+                got.append(exc)
+    assert got[0] == 2
+    assert isinstance(got[1], tf.errors.InvalidArgumentError) and "overflowed" in str(got[1])
