@@ -99,7 +99,7 @@ from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERA
                       SWITCH, TENSOR, VAR, Program)
 from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
 from .values import UNINITIALIZED, Error, Tensor, Value
-from .opdefs import stacks as stk
+from . import stack_state as stk
 from .program import STACK_OPS
 
 #: the stack ops that touch a stack made earlier (StackV2 only makes a new

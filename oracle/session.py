@@ -170,7 +170,7 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
         keep = set(names)
         if len(runs) > 1 and any(p.node[m].op in STACK_OPS for m in names):
             # A failed stack op fails its own run's step, and only that run's
-            # fetches (oracle/opdefs/stacks.py, STEP_FAILED); the expansion is
+            # fetches (oracle/stack_state.py, STEP_FAILED); the expansion is
             # one program, whose every fetch a failure would make the error
             # (and a sequential run would wait for the failed run's dead
             # sinks).  Not modelled: refused by name.

@@ -7,7 +7,7 @@ failed op's out edges, so a failure nothing fetched waited for left no
 trace, and a rewrite that made every step fail compared equal to the
 original (`no-counterexample`).  Each attack below got that verdict before
 the fix (the first failure of a run is now the error of every fetch:
-oracle/opdefs/stacks.py STEP_FAILED).  TensorFlow's side of each is in
+oracle/stack_state.py STEP_FAILED).  TensorFlow's side of each is in
 tests/test_stacks_tensorflow.py.  No TensorFlow here (about 1 s)."""
 
 from __future__ import annotations
