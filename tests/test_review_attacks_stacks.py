@@ -62,6 +62,18 @@ ATTACKS = {
                  stacks=("s", "t")),
         _program([push("a", ["s", "$a"]), push("b", ["s", "$b", "^a"]), OUT, DONE], {"o": "o"},
                  stacks=("s", "t"))),
+    # a push and the pop after it swapped: the pop finds the stack empty
+    "push-pop-swapped": (
+        _program([push("a", ["s", "$a"]), pop("b", ["s", "^a"]), OUT, DONE], {"o": "o"},
+                 max_size=-1),
+        _program([pop("b", ["s"]), push("a", ["s", "$a", "^b"]), OUT, DONE], {"o": "o"},
+                 max_size=-1)),
+    # a pop's elem_type changed: the pop of an int64 as float32 fails
+    "pop-elem-type": (
+        _program([push("a", ["s", "$a"]), pop("b", ["s", "^a"]), OUT, DONE], {"o": "o"},
+                 max_size=-1),
+        _program([push("a", ["s", "$a"]), {**pop("b", ["s", "^a"]), "elem_type": "float32"},
+                  OUT, DONE], {"o": "o"}, max_size=-1)),
     # Grappler's stack-push removal of an overflowing push that only a
     # target waits for: the original fails every step, the rewrite none
     "failing-push-removed": (
