@@ -310,7 +310,8 @@ class Machine:
             # comes first is an outcome (stk.STEP_FAILED)
             e = next(e for e in self.g.incoming[st.node] if e.kind != CONTROL)
             size = self.content(s, e, st.ctx)
-            return not isinstance(size, Tensor) or (size.dtype == "int32" and size.shape == ())
+            return isinstance(size, Error) or (isinstance(size, Tensor) and size.dtype == "int32"
+                                               and size.shape == ())
         if op != MERGE:
             return True
         incoming = self.g.incoming[st.node]
