@@ -570,7 +570,7 @@ class Machine:
     def outcome(self, s: CFState, observe: str) -> Outcome:
         outputs = {}
         # a stack op that failed in the run failed TensorFlow's step: no
-        # fetch comes back, only its error (oracle/opdefs/stacks.py)
+        # fetch comes back, only its error (oracle/stack_state.py)
         step_failed = s.var_value.get(stk.STEP_FAILED)
         for name, e in self.g.output_edges.items():
             c = s.tokens.get((e.id, ()))

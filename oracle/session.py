@@ -45,8 +45,8 @@ from typing import Any, Callable, Mapping, Sequence
 from . import state_ops
 from . import blocking as blk
 from .blocking import Blocking
-from .program import (STACK_OPS, ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program, ProgramError,
-                      Violation)
+from .program import (STACK_OPS, ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program,
+                      ProgramError, Violation)
 from .values import Tensor, Value, ValueFormatError, value_from_json
 
 SESSION_FORMAT = "tfsem.session/1"
