@@ -60,8 +60,11 @@ class Stack:
 def state_key(node: str, context_text: str) -> str:
     """The run-state key of the stack node `node` made in a context: it
     starts with a NUL, which no variable name has, so a stack never meets
-    a variable (and Machine.outcome leaves it out of the final state)."""
-    return f"\0stack:{node}{context_text}"
+    a variable (and Machine.outcome leaves it out of the final state).  An
+    '@' separates the node from the context: no node name holds one
+    (validate), so two nodes never share a key.  (Without it, node `a` in
+    frame `bL` and node `ab` in frame `L` made one stack at iteration 0.)"""
+    return f"\0stack:{node}@{context_text}"
 
 
 def is_stack_key(key: str) -> bool:

@@ -216,3 +216,42 @@ def test_a_stack_made_in_a_loop_is_one_per_iteration_and_hoisting_it_is_unsound(
     assert {o.outputs for o, _ in outcome_set(hoisted, {}, {}).items()} == {
         (("n", Error("stack-overflow")),)}
     assert check_rewrite(inside, hoisted, timeout=20).verdict == "unsound"
+
+
+def _one_trip_loop(pre: str, frame: str, stack: str) -> list:
+    """A loop of one trip in `frame` whose body makes the StackV2 `stack`
+    (max_size 1, the Const `ms`) and pushes onto it once; `pre`/exit fetched."""
+    return [
+        {"name": pre + "i0", "op": "Const", "value": 0},
+        {"name": pre + "enter", "op": "Enter", "frame_name": frame, "inputs": [pre + "i0"]},
+        {"name": pre + "lim", "op": "Const", "value": 1},
+        {"name": pre + "lim_e", "op": "Enter", "frame_name": frame, "is_constant": True,
+         "inputs": [pre + "lim"]},
+        {"name": pre + "merge", "op": "Merge", "inputs": [pre + "enter", pre + "next"]},
+        {"name": pre + "less", "op": "Less", "inputs": [pre + "merge", pre + "lim_e"]},
+        {"name": pre + "cond", "op": "LoopCond", "inputs": [pre + "less"]},
+        {"name": pre + "sw", "op": "Switch", "inputs": [pre + "merge", pre + "cond"]},
+        {"name": pre + "body", "op": "Identity", "inputs": [pre + "sw:1"]},
+        {"name": pre + "ms_e", "op": "Enter", "frame_name": frame, "is_constant": True,
+         "inputs": ["ms"]},
+        {"name": stack, "op": "StackV2", "inputs": [pre + "ms_e", "^" + pre + "body"],
+         "elem_type": "int64", "stack_name": "s"},
+        push(pre + "push", [stack, pre + "body"]),
+        {"name": pre + "one", "op": "Const", "value": 1, "inputs": ["^" + pre + "body"]},
+        {"name": pre + "add", "op": "Add", "inputs": [pre + "body", pre + "one", "^" + pre + "push"]},
+        {"name": pre + "next", "op": "NextIteration", "inputs": [pre + "add"]},
+        {"name": pre + "exit", "op": "Exit", "inputs": [pre + "sw"]}]
+
+
+def test_two_stack_nodes_never_share_a_stack_whatever_their_names():
+    """StackV2 `a` in frame `bL` and StackV2 `ab` in frame `L`, each pushed
+    once (max_size 1): two stacks.  Their run-state keys were the node's
+    name and the context's text run together, `abL:0` for both, so they made
+    one stack and the second push overflowed."""
+    p = program_from_json({
+        "nodes": [{"name": "ms", "op": "Const", "value": {"dtype": "int32", "value": 1}}]
+        + _one_trip_loop("p/", "bL", "a") + _one_trip_loop("q/", "L", "ab"),
+        "outputs": {"p": "p/exit", "q": "q/exit"}})
+    for mode in ("atomic", "decomposed"):
+        got = {o.outputs for o, _ in outcome_set(p, {}, {}, mode).items()}
+        assert got == {(("p", Tensor(1, "int64")), ("q", Tensor(1, "int64")))}, mode
