@@ -75,7 +75,9 @@ Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
 A run ends when nothing can fire; its outcome is the values on the output
 edges in the root context (DEAD is the error value `dead`: TensorFlow fails
 such a fetch; DEAD made by a failed predicate is that predicate's error; never produced, which a well-formed graph avoids, is
-`not-produced`) and the variables.
+`not-produced`) and the variables.  A run in which a stack op failed by
+its own rule failed TensorFlow's step: every output is the error of the
+run's first such failure (stack_state.STEP_FAILED).
 
 Loops: a NextIteration that would start iteration `max_iterations + 1` of a
 loop raises :class:`LoopBoundExceeded` (a BudgetExceeded), which commands turn
