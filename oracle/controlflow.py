@@ -75,7 +75,9 @@ Rules (each transcribed where it is implemented, in :func:`enabled_steps` and
 A run ends when nothing can fire; its outcome is the values on the output
 edges in the root context (DEAD is the error value `dead`: TensorFlow fails
 such a fetch; DEAD made by a failed predicate is that predicate's error; never produced, which a well-formed graph avoids, is
-`not-produced`) and the variables.
+`not-produced`) and the variables.  A run in which a stack op failed by
+its own rule failed TensorFlow's step: every output is the error of the
+run's first such failure (stack_state.STEP_FAILED).
 
 Loops: a NextIteration that would start iteration `max_iterations + 1` of a
 loop raises :class:`LoopBoundExceeded` (a BudgetExceeded), which commands turn
@@ -99,7 +101,7 @@ from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERA
                       SWITCH, TENSOR, VAR, Program)
 from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
 from .values import UNINITIALIZED, Error, Tensor, Value
-from .opdefs import stacks as stk
+from . import stack_state as stk
 from .program import STACK_OPS
 
 #: the stack ops that touch a stack made earlier (StackV2 only makes a new
@@ -304,6 +306,14 @@ class Machine:
         op = self.p.node[st.node].op
         if op in (READ, ASSIGN) or op in _STACK_ACCESS:
             return False
+        if op == stk.STACK:
+            # a StackV2 commutes unless it fails (a max_size that is no int32
+            # scalar): its failure is the step's, and which failure of the run
+            # comes first is an outcome (stk.STEP_FAILED)
+            e = next(e for e in self.g.incoming[st.node] if e.kind != CONTROL)
+            size = self.content(s, e, st.ctx)
+            return isinstance(size, Error) or (isinstance(size, Tensor) and size.dtype == "int32"
+                                               and size.shape == ())
         if op != MERGE:
             return True
         incoming = self.g.incoming[st.node]
@@ -479,6 +489,14 @@ class Machine:
                 # a predicate"): every outgoing edge carries DEAD with the
                 # error, and a fetch of it is that error
                 self._put_all(tokens, n.name, out_ctx, failed_dead(failed))
+                # ... and the step fails: the first failure of the run is the
+                # error of every fetch (outcome; stk.STEP_FAILED argues it).
+                # Only the op's own failure: an error value it was given (a
+                # Read of an uninitialized variable pushed, a max_size that
+                # is one) is the failure of an op before it, which tfsem
+                # keeps as a value, as everywhere else
+                if not any(failed is d for d in data):
+                    var_value.setdefault(stk.STEP_FAILED, failed)
                 return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
                                frozenset(dead_exits))
         else:
@@ -553,9 +571,13 @@ class Machine:
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
         outputs = {}
+        # a stack op that failed in the run failed TensorFlow's step: no
+        # fetch comes back, only its error (oracle/stack_state.py)
+        step_failed = s.var_value.get(stk.STEP_FAILED)
         for name, e in self.g.output_edges.items():
             c = s.tokens.get((e.id, ()))
-            outputs[name] = ((c.error or Error(DEAD_REASON)) if _is_dead(c) else
+            outputs[name] = (step_failed if step_failed is not None else
+                             (c.error or Error(DEAD_REASON)) if _is_dead(c) else
                              Error(NOT_PRODUCED) if c is None else c)
         # the stacks of the run (step-local) are not part of the final state
         return make_outcome(outputs, {x: s.var_value[x] for x in self.p.variables}, observe)

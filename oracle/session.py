@@ -45,8 +45,8 @@ from typing import Any, Callable, Mapping, Sequence
 from . import state_ops
 from . import blocking as blk
 from .blocking import Blocking
-from .program import (ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program, ProgramError,
-                      Violation)
+from .program import (STACK_OPS, ControlIn, DataIn, FeedControlIn, FeedIn, Node, Program,
+                      ProgramError, Violation)
 from .values import Tensor, Value, ValueFormatError, value_from_json
 
 SESSION_FORMAT = "tfsem.session/1"
@@ -168,6 +168,17 @@ def expand(p: Program, runs: Sequence[Run], order: str = "concurrent") -> Progra
     for run in runs:
         names = run_nodes(p, run)
         keep = set(names)
+        if len(runs) > 1 and any(p.node[m].op in STACK_OPS for m in names):
+            # A failed stack op fails its own run's step, and only that run's
+            # fetches (oracle/stack_state.py, STEP_FAILED); the expansion is
+            # one program, whose every fetch a failure would make the error
+            # (and a sequential run would wait for the failed run's dead
+            # sinks).  Not modelled: refused by name.
+            stack = next(m for m in names if p.node[m].op in STACK_OPS)
+            raise _bad(f"session.runs ({run.name!r})", f"run {run.name!r} runs the stack op "
+                       f"{stack!r} ({p.node[stack].op}): a session of several runs of a "
+                       "program with a stack is not modelled (a stack op's failure fails its "
+                       "own run only; tfsem models a stack in one run)", "unmodelled")
         pre = run.name + "/"
         run_updates += [(f"run {run.name!r}: {where}", {pre + m for m in group if m in keep},
                          variables) for where, group, variables in updates if group & keep]

@@ -240,13 +240,15 @@ def _brute(threads, max_size):
     """Every interleaving of the threads' stack ops on one stack (an
     independent model: a list, a limit, nothing of the engine): each op's
     output, and a thread's ops after a failed one get its error and do
-    nothing (they wait for it by a control edge)."""
+    nothing (they wait for it by a control edge); and a run in which an op
+    failed failed TensorFlow's step: every fetch is the first failure's error."""
     limit = max_size if max_size >= 0 else 2**31 - 1
     out = set()
 
-    def go(pos, stack, results, failed):
+    def go(pos, stack, results, failed, first=None):
         if all(p == len(t) for p, t in zip(pos, threads)):
-            out.add(tuple(sorted(results.items(), key=lambda kv: kv[0])))
+            out.add(tuple(sorted(((k, first or v) for k, v in results.items()),
+                                 key=lambda kv: kv[0])))
             return
         for k, t in enumerate(threads):
             if pos[k] == len(t):
@@ -265,7 +267,7 @@ def _brute(threads, max_size):
                 res[name] = fl[k] = Error("stack-empty")
             else:
                 res[name] = I(st.pop())
-            go(nxt, st, res, fl)
+            go(nxt, st, res, fl, first or (res[name] if isinstance(res[name], Error) else None))
 
     go(tuple(0 for _ in threads), [], {}, {})
     return out

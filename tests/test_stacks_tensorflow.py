@@ -291,3 +291,69 @@ def test_the_campaign_target_removes_a_push_in_a_branch_and_it_is_not_unsound():
     assert "StackPushV2" not in {n.op for n in after.nodes}
     v = check_rewrite(p, after, timeout=20)
     assert v.verdict in ("sound", "no-counterexample"), v
+
+
+def test_a_failure_only_a_target_waits_for_fails_tensorflows_step():
+    """The review attacks of tests/test_review_attacks_stacks.py, exported
+    and run (fetch `o`, target `done`, Grappler off): each original runs and
+    returns a (the failing-push one fails), each rewrite fails the step
+    where the original ran (and runs where it failed) -- though nothing
+    fetched waits for the failed op.  tfsem calls each unsound."""
+    import importlib.util
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.proto import encode
+    spec = importlib.util.spec_from_file_location(
+        "review_attacks", os.path.join(HERE, "test_review_attacks_stacks.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def run_targets(p):
+        gd = tf1.GraphDef.FromString(encode("GraphDef", export_graph(p)))
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        feeds = {"a:0": 5, **({"b:0": 6} if any(n.name == "b" and n.op == "Placeholder"
+                                                  for n in gd.node) else {})}
+        with _session(g) as sess:
+            try:
+                return sess.run(["o:0", "done"], feeds)[0]
+            except tf.errors.OpError as exc:
+                return exc
+
+    for name, (original, rewritten) in mod.ATTACKS.items():
+        before, after = run_targets(original), run_targets(rewritten)
+        failing = name == "failing-push-removed"
+        failed = before if failing else after
+        if name == "pop-elem-type":   # the kernel pops, the executor refuses the dtype
+            assert isinstance(failed, tf.errors.InternalError), (name, before, after)
+            assert "does not match declared output type" in str(failed), failed
+        else:
+            assert isinstance(failed, tf.errors.InvalidArgumentError), (name, before, after)
+            assert "Stack[" in str(failed), failed   # the stack op's own error
+        assert (after if failing else before) == 5, (name, before, after)
+
+
+def test_a_stack_made_in_a_loop_is_one_per_iteration_on_tensorflow():
+    """tests/test_review_attacks_stacks.py's loop: a StackV2 of max_size 1 in
+    the body with one push per iteration runs (a new stack each iteration);
+    the StackV2 hoisted before the loop overflows at the second push."""
+    import importlib.util
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.proto import encode
+    spec = importlib.util.spec_from_file_location(
+        "review_attacks", os.path.join(HERE, "test_review_attacks_stacks.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    got = []
+    for inside in (True, False):
+        gd = tf1.GraphDef.FromString(encode("GraphDef", export_graph(mod.loop_program(inside))))
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        with _session(g) as sess:
+            try:
+                got.append(sess.run("n:0"))
+            except tf.errors.OpError as exc:
+                got.append(exc)
+    assert got[0] == 2
+    assert isinstance(got[1], tf.errors.InvalidArgumentError) and "overflowed" in str(got[1])

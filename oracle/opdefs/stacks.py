@@ -47,10 +47,9 @@ ops are the TensorFlow ones, same names, same inputs:
   for the failed op runs: as for a `Switch` whose predicate fails
   (docs/semantics.md, "An error as a predicate"), every outgoing edge of the
   op, data and control, carries a dead value holding the error, so what
-  waits for it fires dead (no effect) and a fetch of it is the error.  What
-  tfsem does not see (its errors-as-values limit): a failed op that nothing
-  waits for leaves no trace in the outcome, where TensorFlow fails the
-  whole step.
+  waits for it fires dead (no effect), and the step fails: every fetch of
+  the run is the error of its first failed stack op (STEP_FAILED in
+  oracle/stack_state.py), as session.run returns no fetch, only the error.
 
 Which orders are possible: any interleaving of the accesses the graph
 allows (each access is a step of the interleaving semantics, so two
@@ -67,7 +66,6 @@ reference engine's outcome sets at concrete σ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -75,109 +73,15 @@ import numpy as np
 from .. import functions as fns
 from ..functions import TENSORFLOW, CannotRun, Function, _dtype_attr
 from ..program import DataIn, TensorType
-from ..values import Error, Tensor
+# the step rules and the run state, re-exported (stacks.push, ...): they live
+# below both the registry and the engine (oracle/stack_state.py)
+from ..stack_state import (  # noqa: F401
+    BAD_MAX_SIZE, CLOSE, CLOSED, EMPTY, NO_LIMIT, OVERFLOW, POP, PUSH, STACK, STACK_OPS,
+    STEP_FAILED, WRONG_DTYPE, Stack, StackHandle, close, create, is_stack_key, pop, push,
+    state_key)
 from .registry import OpDef, define, refuse
 
 FAMILY = "stack"
-
-#: the error values of failing stack ops (TensorFlow: InvalidArgument)
-CLOSED, OVERFLOW, EMPTY, WRONG_DTYPE, BAD_MAX_SIZE = (
-    "stack-closed", "stack-overflow", "stack-empty", "stack-dtype", "stack-max-size")
-#: the tfsem ops (TensorFlow's names)
-STACK, PUSH, POP, CLOSE = "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2"
-STACK_OPS = (STACK, PUSH, POP, CLOSE)
-#: TensorFlow's max_size for "no limit" (a negative max_size: INT32_MAX)
-NO_LIMIT = 2**31 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class StackHandle:
-    """The handle a StackV2 firing outputs: `key` names its stack in the
-    run's state (the node and the context it fired in)."""
-
-    key: str
-
-    #: what code that asks any value for its type sees (DT_RESOURCE)
-    dtype = "resource"
-    shape: tuple[int, ...] = ()
-
-    def __repr__(self) -> str:
-        return f"stack-handle<{self.key}>"
-
-
-@dataclass(frozen=True, slots=True)
-class Stack:
-    """One stack's state in a run."""
-
-    elem_type: str
-    max_size: int
-    name: str
-    items: tuple[Tensor, ...] = ()
-    closed: bool = False
-
-    def describe(self) -> str:
-        body = ", ".join(repr(t) for t in self.items)
-        return f"stack<{self.elem_type}>{'(closed)' if self.closed else ''}[{body}]"
-
-    __repr__ = describe
-
-
-def state_key(node: str, context_text: str) -> str:
-    """The run-state key of the stack node `node` made in a context: it
-    starts with a NUL, which no variable name has, so a stack never meets
-    a variable (and Machine.outcome leaves it out of the final state)."""
-    return f"\0stack:{node}{context_text}"
-
-
-def is_stack_key(key: str) -> bool:
-    return key.startswith("\0stack:")
-
-
-# -- the step rules (called by oracle/controlflow.py, one atomic step each) -----
-
-
-def create(attrs: Mapping[str, Any], max_size: Any) -> Stack | Error:
-    """StackV2's new stack, or the error it fails with."""
-    if isinstance(max_size, Error):
-        return max_size
-    if not isinstance(max_size, Tensor) or max_size.dtype != "int32" or max_size.shape != ():
-        # the kernel: "Stack size must be a scalar" (its dtype is the op's: int32)
-        return Error(BAD_MAX_SIZE)
-    size = int(max_size.array)
-    return Stack(attrs["elem_type"], size if size >= 0 else NO_LIMIT, attrs.get("stack_name", ""))
-
-
-def push(stack: Stack, elem: Any) -> tuple[Stack, Any]:
-    """StackPushV2 on `stack`: (the stack after, the output)."""
-    if isinstance(elem, Error):
-        return stack, elem
-    if not isinstance(elem, Tensor) or elem.dtype != stack.elem_type:
-        return stack, Error(WRONG_DTYPE)
-    if stack.closed:
-        return stack, Error(CLOSED)
-    if len(stack.items) >= stack.max_size:
-        return stack, Error(OVERFLOW)
-    return Stack(stack.elem_type, stack.max_size, stack.name, stack.items + (elem,)), elem
-
-
-def pop(stack: Stack, elem_type: str) -> tuple[Stack, Any]:
-    """StackPopV2 on `stack`: (the stack after, the output)."""
-    if stack.closed:
-        return stack, Error(CLOSED)
-    if not stack.items:
-        return stack, Error(EMPTY)
-    top = stack.items[-1]
-    after = Stack(stack.elem_type, stack.max_size, stack.name, stack.items[:-1])
-    if top.dtype != elem_type:
-        # the kernel pops, then the executor refuses the output's dtype
-        return after, Error(WRONG_DTYPE)
-    return after, top
-
-
-def close(stack: Stack) -> Stack:
-    """StackCloseV2: cleared and closed (again: no error)."""
-    return Stack(stack.elem_type, stack.max_size, stack.name, (), True)
-
 
 # -- the functions: names, attributes, types and export; no value semantics -----
 
@@ -185,7 +89,7 @@ def close(stack: Stack) -> Stack:
 class StackFunction(Function):
     """A stack op as the program format names it: its arity, attributes,
     result types (for export) and export.  It has no value semantics of its
-    own: the control-flow engine applies the step rules above; anywhere else
+    own: the control-flow engine applies the step rules (oracle/stack_state.py); anywhere else
     it cannot run (and the checker never proves a program holding one)."""
 
     def apply(self, args: Sequence[Any], attrs: Mapping[str, Any] | None = None,

@@ -14,8 +14,8 @@ then one of:
   (InvalidArgument "Stack[...] overflowed its max_size" or "has already been
   closed") and runs Grappler's output to an outcome: Grappler's stack-push
   removal turned a failing step into one that succeeds.  tfsem calls it
-  unsound because the failure reaches a fetch or an effect there (a failed
-  stack op fails what waits for it: docs/stateful-ops.md, "Stacks");
+  unsound: a failed stack op fails the step, every fetch is its error
+  (docs/stateful-ops.md, "Stacks");
 * `not-a-tensorflow-graph`: TensorFlow refuses to load the original (the
   campaign's shrinking may make a program TensorFlow's type checks refuse,
   an int64 predicate of a Switch, say, which tfsem reads as a failed
