@@ -1,0 +1,136 @@
+"""The name tables graph import, the kernel path and the MLIR reader read are
+derived from the op registry (oracle/opdefs), and are the same tables as
+before they moved there: frozen copies, taken from the code before the move
+(graphdef/ops.py STATELESS_UNMODELLED and OUTPUT_ARGS, oracle/kernels.py
+DETERMINISTIC, graphdef/importer.py DEFAULT_TYPE_ATTRS, graphdef/mlir.py's
+control-flow names), so that no op is lost or gained: the same ops imported
+as uninterpreted functions, refused, run on TensorFlow's kernels."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfsem.graphdef import mlir
+from tfsem.graphdef import ops as opt
+from tfsem.graphdef.importer import GraphImportError, import_graph
+from tfsem.oracle import kernels
+
+#: graphdef/ops.py STATELESS_UNMODELLED before the move (121 ops).
+UNINTERPRETED = frozenset("""
+    Acos Acosh All Any ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool AvgPoolGrad
+    BatchMatMul BatchMatMulV2 BatchMatMulV3 Ceil ClipByValue ConjugateTranspose Conv2D
+    Conv2DBackpropFilter Conv2DBackpropInput Cos Cosh Cumprod Cumsum DepthwiseConv2dNative
+    DepthwiseConv2dNativeBackpropFilter DepthwiseConv2dNativeBackpropInput Digamma Div
+    DivNoNan Einsum Elu EluGrad Erf Erfc Exp Expm1 Floor FusedBatchNorm FusedBatchNormGrad
+    FusedBatchNormGradV2 FusedBatchNormGradV3 FusedBatchNormV2 FusedBatchNormV3 Gather Gelu
+    Inv InvertPermutation IsFinite IsInf IsNan L2Loss LeakyRelu LeakyReluGrad Lgamma Log
+    Log1p LogSoftmax MaxPool MaxPoolGrad MaxPoolGradV2 MaxPoolV2 MirrorPad Mod MulNoNan
+    OneHot Pad PadV2 Pow Prod Reciprocal ReciprocalGrad Relu6 Relu6Grad Reverse ReverseV2
+    Rint Round Rsqrt RsqrtGrad ScatterNd SegmentMean SegmentSum Selu SeluGrad Sigmoid
+    SigmoidGrad Sign Sin Sinh Softmax SoftmaxCrossEntropyWithLogits Softplus SoftplusGrad
+    Softsign SoftsignGrad SparseSoftmaxCrossEntropyWithLogits SplitV SqrtGrad
+    StatelessRandomGetKeyCounter StatelessRandomNormal StatelessRandomNormalV2
+    StatelessRandomUniform StatelessRandomUniformV2 StatelessTruncatedNormal
+    StatelessTruncatedNormalV2 Tan Tanh TanhGrad TruncateDiv TruncateMod UnsortedSegmentMax
+    UnsortedSegmentMin UnsortedSegmentProd UnsortedSegmentSum Where Xdivy Xlog1py Xlogy
+""".split())
+
+#: oracle/kernels.py DETERMINISTIC before the move (178 ops).
+KERNELS = frozenset("""
+    Abs Acos Acosh Add AddN AddV2 All Any ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool
+    AvgPoolGrad BatchMatMul BatchMatMulV2 BatchMatMulV3 BiasAdd BiasAddGrad Bitcast
+    BroadcastArgs BroadcastGradientArgs BroadcastTo Cast Ceil ClipByValue ConcatV2
+    ConjugateTranspose Conv2D Conv2DBackpropFilter Conv2DBackpropInput Cos Cosh Cumprod
+    Cumsum DepthwiseConv2dNative DepthwiseConv2dNativeBackpropFilter
+    DepthwiseConv2dNativeBackpropInput Digamma Div DivNoNan Einsum Elu EluGrad Erf Erfc Exp
+    ExpandDims Expm1 Fill Floor FloorDiv FloorMod FusedBatchNorm FusedBatchNormGrad
+    FusedBatchNormGradV2 FusedBatchNormGradV3 FusedBatchNormV2 FusedBatchNormV3 Gather
+    GatherNd GatherV2 Identity Inv InvertPermutation IsFinite IsInf IsNan L2Loss LeakyRelu
+    LeakyReluGrad Lgamma Log Log1p LogSoftmax LogicalAnd LogicalNot LogicalOr MatMul Max
+    MaxPool MaxPoolGrad MaxPoolGradV2 MaxPoolV2 Maximum Mean Min Minimum MirrorPad Mod Mul
+    MulNoNan Neg OneHot OnesLike Pack Pad PadV2 Pow Prod Range Rank RealDiv Reciprocal
+    ReciprocalGrad Relu6 Relu6Grad ReluGrad Reshape Reverse ReverseV2 Rint Round Rsqrt
+    RsqrtGrad ScatterNd SegmentMean SegmentSum Select SelectV2 Selu SeluGrad Shape ShapeN
+    Sigmoid SigmoidGrad Sign Sin Sinh Size Slice Softmax SoftmaxCrossEntropyWithLogits
+    Softplus SoftplusGrad Softsign SoftsignGrad SparseSoftmaxCrossEntropyWithLogits Split
+    SplitV Sqrt SqrtGrad Square SquaredDifference Squeeze StatelessRandomGetKeyCounter
+    StatelessRandomNormal StatelessRandomNormalV2 StatelessRandomUniform
+    StatelessRandomUniformInt StatelessRandomUniformIntV2 StatelessRandomUniformV2
+    StatelessTruncatedNormal StatelessTruncatedNormalV2 StridedSlice StridedSliceGrad Sub
+    Sum Tan Tanh TanhGrad Tile Transpose TruncateDiv TruncateMod Unpack UnsortedSegmentMax
+    UnsortedSegmentMin UnsortedSegmentProd UnsortedSegmentSum Where Xdivy Xlog1py Xlogy
+    ZerosLike
+""".split())
+
+#: graphdef/ops.py OUTPUT_ARGS before the move.
+OUTPUT_ARGS = {
+    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
+    "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
+                         "reserve_space_2", "reserve_space_3"),
+    "FusedBatchNormGradV3": ("x_backprop", "scale_backprop", "offset_backprop",
+                             "reserve_space_4", "reserve_space_5"),
+    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "StatelessRandomGetKeyCounter": ("key", "counter"),
+    "Unique": ("y", "idx"),
+}
+
+#: graphdef/importer.py DEFAULT_TYPE_ATTRS before the move.
+TYPE_DEFAULTS = {("Shape", "out_type"): "DT_INT32", ("ShapeN", "out_type"): "DT_INT32",
+                 ("Size", "out_type"): "DT_INT32", ("VariableShape", "out_type"): "DT_INT32"}
+
+#: graphdef/mlir.py _CONTROL_FLOW before the move, and the calls it inlines.
+MLIR_CONTROL_FLOW = frozenset({"tf.If", "tf.While", "tf.IfRegion", "tf.WhileRegion", "tf.Case",
+                               "tf.CaseRegion", "tf.Yield", "tf.StatelessIf",
+                               "tf.StatelessWhile"})
+MLIR_CALLS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall"})
+
+
+def test_the_uninterpreted_ops_are_the_same():
+    assert frozenset(opt.STATELESS_UNMODELLED) == UNINTERPRETED
+    for op in UNINTERPRETED:
+        assert opt.lookup(op) is None and opt.stateless(op), op
+
+
+def test_the_ops_run_on_kernels_are_the_same():
+    assert frozenset(kernels.DETERMINISTIC) == KERNELS
+    for op in KERNELS:
+        assert op in kernels.DETERMINISTIC, op
+    for op in ("RandomUniform", "DynamicStitch", "Empty", "Gelu", "Unique", "NoSuchOp"):
+        assert op not in kernels.DETERMINISTIC, op
+
+
+def test_the_output_args_are_the_same():
+    assert dict(opt.OUTPUT_ARGS) == OUTPUT_ARGS
+
+
+def test_the_type_defaults_are_the_same():
+    from tfsem.oracle import opdefs
+    found = {(op, attr): dt for op, d in opdefs.table().items()
+             for attr, dt in getattr(d, "type_defaults", {}).items()}
+    assert found == TYPE_DEFAULTS
+
+
+def test_the_mlir_readers_control_flow_names_are_the_same():
+    assert frozenset(mlir.control_flow_ops()) == MLIR_CONTROL_FLOW
+    assert frozenset(mlir.call_ops()) == MLIR_CALLS
+
+
+@pytest.mark.parametrize("op,ok", [("Exp", True), ("Softmax", True), ("Bitcast", False),
+                                   ("Unique", False)])
+def test_an_op_is_imported_uninterpreted_or_refused_as_before(op, ok):
+    g = {"node": [{"name": "x", "op": "Placeholder",
+                   "attr": {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {"dim": [
+                       {"size": 2}]}}}},
+                  {"name": "y", "op": op, "input": ["x"], "attr": {"T": {"type": "DT_FLOAT"}}}]}
+    if ok:
+        p = import_graph(g, ["y"]).program
+        assert any(n.op == f"tf.{op}/1/1" for n in p.nodes)
+        return
+    with pytest.raises(GraphImportError) as exc:
+        import_graph(g, ["y"])
+    v = exc.value.violations[0]
+    assert v.rule == "unmodelled-op"
+    assert v.message == (f"op {op} has no model in tfsem and is not known to be free of "
+                         "effects: it is refused (add a model through the entry-point group "
+                         "tfsem.ops)")
