@@ -153,26 +153,9 @@ def _load_entry_points() -> None:
 
 
 #: Pure TensorFlow ops with no bit-exact model: uninterpreted functions.
-STATELESS_UNMODELLED = frozenset("""
-    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
-    Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
-    Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite  
-
-    Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
-    Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
-    Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool
-    MaxPoolGrad AvgPoolGrad FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3
-    FusedBatchNormGrad FusedBatchNormGradV3 SoftmaxCrossEntropyWithLogits
-    SparseSoftmaxCrossEntropyWithLogits TanhGrad SigmoidGrad SqrtGrad RsqrtGrad Relu6
-    Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad
-    BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
-    L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
-    Size Rank
-    Einsum UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
-    SegmentSum SegmentMean DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
-    GatherNd MaxPoolV2 MaxPoolGradV2 FusedBatchNormGradV2 ReciprocalGrad SoftsignGrad Xlog1py
-    InvertPermutation
-""".split()) | opdefs.random.UNINTERPRETED   # the random family's (oracle/opdefs/random.py)
+#: Each is an entry of its family in the op registry (oracle/opdefs:
+#: `known(..., uninterpreted=True)`); the ops an OpDef defines are not here.
+STATELESS_UNMODELLED = opdefs.uninterpreted()
 
 #: Control flow that is not modelled, refused by name: the reference-typed
 #: v1 primitives and ControlTrigger, and the functional ops and calls that
@@ -190,18 +173,9 @@ CALLS = frozenset(opdefs.control.lowered("call"))
 
 #: Output arg names of TensorFlow ops with several output args that tfsem
 #: may meet inside a function body (where outputs are named `n:arg:k`), for
-#: ops without a model (an op of the registry names its own: OpDef.output_args).
-OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
-    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
-    "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
-                         "reserve_space_2", "reserve_space_3"),
-    "FusedBatchNormGradV3": ("x_backprop", "scale_backprop", "offset_backprop",
-                             "reserve_space_4", "reserve_space_5"),
-    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "StatelessRandomGetKeyCounter": ("key", "counter"),
-    "Unique": ("y", "idx"),
-}
+#: ops without a model (an op of the registry names its own:
+#: OpDef.output_args): the registry's known ops' (`KnownOp.output_args`).
+OUTPUT_ARGS: dict[str, tuple[str, ...]] = opdefs.unmodelled_output_args()
 
 
 def stateless(op_name: str) -> bool:
@@ -244,11 +218,6 @@ _index_dtype = opdefs.index_dtype
 
 # -- state and random: the state and random families', oracle/opdefs/state.py and
 # oracle/opdefs/random.py
-
-
-#: The ops the registry defines (oracle/opdefs: Transpose, StridedSlice,
-#: Range, Size, ...) are no longer uninterpreted.
-STATELESS_UNMODELLED = STATELESS_UNMODELLED - frozenset(_TABLE) - frozenset(opdefs.table())
 
 
 def describe() -> list[tuple[str, str, str]]:

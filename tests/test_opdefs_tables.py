@@ -112,8 +112,27 @@ def test_the_type_defaults_are_the_same():
 
 
 def test_the_mlir_readers_control_flow_names_are_the_same():
-    assert frozenset(mlir.control_flow_ops()) == MLIR_CONTROL_FLOW
+    """The same, and tf.StatelessCase, which the control family lowers like
+    the other functional ops: before, the reader passed it on to graph import,
+    which refused it with the same rule (control-flow) at its node; now the
+    reader refuses it at its line and column, as tf.Case."""
+    assert frozenset(mlir.control_flow_ops()) == MLIR_CONTROL_FLOW | {"tf.StatelessCase"}
     assert frozenset(mlir.call_ops()) == MLIR_CALLS
+
+
+@pytest.mark.parametrize("op", ["tf.Case", "tf.StatelessCase"])
+def test_an_mlir_case_is_refused_as_control_flow(op):
+    text = f"""func.func @main(%arg0: tensor<i32>, %arg1: tensor<f32>) -> tensor<f32> {{
+  %0 = "{op}"(%arg0, %arg1) {{branches = [@b0, @b1], is_stateless = true}} : (tensor<i32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}}
+func.func @b0(%x: tensor<f32>) -> tensor<f32> {{ return %x : tensor<f32> }}
+func.func @b1(%x: tensor<f32>) -> tensor<f32> {{ return %x : tensor<f32> }}
+"""
+    with pytest.raises(mlir.MlirError) as exc:
+        mlir.program_of_mlir(text)
+    v = exc.value.violations[0]
+    assert v.rule == "control-flow" and v.where == "<mlir>:2:8", v
 
 
 @pytest.mark.parametrize("op,ok", [("Exp", True), ("Softmax", True), ("Bitcast", False),
