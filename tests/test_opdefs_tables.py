@@ -8,6 +8,9 @@ as uninterpreted functions, refused, run on TensorFlow's kernels."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from tfsem.graphdef import mlir
@@ -153,3 +156,65 @@ def test_an_op_is_imported_uninterpreted_or_refused_as_before(op, ok):
     assert v.message == (f"op {op} has no model in tfsem and is not known to be free of "
                          "effects: it is refused (add a model through the entry-point group "
                          "tfsem.ops)")
+
+
+# -- no other module holds a table of these kinds -------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _guarded_names() -> set[str]:
+    """The names whose facts only the registry may hold: the ops it knows
+    without an import model (uninterpreted by name, kernels run, output
+    args) and the tf dialect's control-flow and call names.  (The ops with
+    an OpDef are named by generators and tests of their own graphs: their
+    kernel facet is guarded in oracle/kernels.py below.)"""
+    from tfsem.oracle import opdefs
+    return set(opdefs.known_ops()) | set(mlir.control_flow_ops()) | set(mlir.call_ops())
+
+
+def _name_tables(path: Path, names: set[str]) -> list[tuple[int, list[str]]]:
+    """Collections (tuple, list, set, dict keys) of two or more of `names`,
+    and strings of names alone (`"A B".split()`, `known("A B", ...)`) that
+    hold two or more."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            elts = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+        elif isinstance(node, ast.Dict):
+            keys = [k.elts[0] if isinstance(k, ast.Tuple) and k.elts else k for k in node.keys]
+            elts = [k.value for k in keys if isinstance(k, ast.Constant)]   # ((op, attr): ...)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and all(w.isidentifier() for w in node.value.split())):
+            elts = node.value.split()    # a table written as words ("A B".split(), known("A B"))
+        else:
+            continue
+        hit = sorted({e for e in elts if isinstance(e, str) and e in names})
+        if len(hit) >= 2:
+            out.append((node.lineno, hit))
+    return out
+
+
+def test_no_other_module_holds_a_table_of_these_ops():
+    names = _guarded_names()
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.split("/")[0] in ("tests", "benchmarks", "examples", "docs", ".venv", "build") \
+                or rel.startswith("oracle/opdefs/") or "site-packages" in rel:
+            continue
+        hits = _name_tables(path, names)
+        if hits:
+            found[rel] = hits
+    assert not found, ("op-name tables outside the registry (record the facts in the op's "
+                       f"entry, oracle/opdefs, and read them from there): {found}")
+    # the kernel path holds no table of the ops it runs, of any family
+    assert not _name_tables(ROOT / "oracle/kernels.py", set(kernels.DETERMINISTIC))
+    assert not _name_tables(ROOT / "graphdef/ops.py", set(kernels.DETERMINISTIC) | names)
+    assert not _name_tables(ROOT / "graphdef/importer.py", {"Shape", "ShapeN", "Size",
+                                                            "VariableShape"})
+    # the scan finds what it should: the family modules hold them, and the
+    # frozen copies above are tables it sees
+    for family in ("math", "nn", "array", "random"):
+        assert _name_tables(ROOT / f"oracle/opdefs/{family}.py", names), family
+    assert _name_tables(Path(__file__), names)
