@@ -152,10 +152,26 @@ def _load_entry_points() -> None:
             _errors.append(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}")
 
 
-#: Pure TensorFlow ops with no bit-exact model: uninterpreted functions.
-#: Each is an entry of its family in the op registry (oracle/opdefs:
-#: `known(..., uninterpreted=True)`); the ops an OpDef defines are not here.
-STATELESS_UNMODELLED = opdefs.uninterpreted()
+#: STATELESS_UNMODELLED and OUTPUT_ARGS (module attributes read from the
+#: registry whenever they are asked for: `__getattr__` below):
+#:
+#: * STATELESS_UNMODELLED: pure TensorFlow ops with no bit-exact model,
+#:   uninterpreted functions: each an entry of its family in the op registry
+#:   (oracle/opdefs: `known(..., uninterpreted=True)`); the ops an OpDef
+#:   defines are not among them;
+#: * OUTPUT_ARGS: output arg names of TensorFlow ops with several output
+#:   args that tfsem may meet inside a function body (where outputs are named
+#:   `n:arg:k`), for ops without a model (an op of the registry names its
+#:   own: OpDef.output_args): the registry's known ops' (`KnownOp.output_args`).
+_DERIVED = {"STATELESS_UNMODELLED": opdefs.uninterpreted,
+            "OUTPUT_ARGS": opdefs.unmodelled_output_args}
+
+
+def __getattr__(name: str) -> Any:
+    derive = _DERIVED.get(name)
+    if derive is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return derive()
 
 #: Control flow that is not modelled, refused by name: the reference-typed
 #: v1 primitives and ControlTrigger, and the functional ops and calls that
@@ -171,18 +187,11 @@ CONTROL_FLOW_PRIMITIVES = opdefs.control.primitives()
 #: the control family's (oracle/opdefs/control.py, `lowering="call"`).
 CALLS = frozenset(opdefs.control.lowered("call"))
 
-#: Output arg names of TensorFlow ops with several output args that tfsem
-#: may meet inside a function body (where outputs are named `n:arg:k`), for
-#: ops without a model (an op of the registry names its own:
-#: OpDef.output_args): the registry's known ops' (`KnownOp.output_args`).
-OUTPUT_ARGS: dict[str, tuple[str, ...]] = opdefs.unmodelled_output_args()
-
-
 def stateless(op_name: str) -> bool:
     """Whether an op is known to have no effect (a model that is not
     stateful, or an unmodelled pure op)."""
     m = lookup(op_name)
-    return (m is not None and not m.stateful) or op_name in STATELESS_UNMODELLED
+    return (m is not None and not m.stateful) or op_name in opdefs.uninterpreted()
 
 
 # ---------------------------------------------------------------------------

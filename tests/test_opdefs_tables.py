@@ -218,3 +218,57 @@ def test_no_other_module_holds_a_table_of_these_ops():
     for family in ("math", "nn", "array", "random"):
         assert _name_tables(ROOT / f"oracle/opdefs/{family}.py", names), family
     assert _name_tables(Path(__file__), names)
+
+
+# -- a new pure op is one entry ------------------------------------------------------
+
+
+@pytest.fixture
+def recorded():
+    """known(...) for the test, then the entry is forgotten again."""
+    from tfsem.oracle.opdefs import registry
+    names: list[str] = []
+
+    def record(op: str, **kw) -> None:
+        registry.known(op, "math", **kw)
+        names.append(op)
+    yield record
+    for op in names:
+        del registry._KNOWN[op]
+    registry._generation += 1   # (the derived tables are computed again)
+
+
+def test_a_new_uninterpreted_op_recorded_in_one_place_is_imported_run_and_named(recorded):
+    from tfsem.graphdef import functions as gfn
+    from tfsem.oracle import opdefs
+    op = "TfsemTestCube"
+    g = {"node": [{"name": "x", "op": "Placeholder",
+                   "attr": {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {}}}},
+                  {"name": "y", "op": op, "input": ["x"], "attr": {"T": {"type": "DT_FLOAT"}}}]}
+    with pytest.raises(GraphImportError, match=f"op {op} has no model"):
+        import_graph(g, ["y"])
+    assert op not in kernels.DETERMINISTIC and not opt.stateless(op)
+    recorded(op, uninterpreted=True, kernel="element-wise (a test)", output_args=("y", "z"))
+    # graph import: an uninterpreted function, free of effects
+    p = import_graph(g, ["y"]).program
+    assert any(n.op == f"tf.{op}/1/1" for n in p.nodes)
+    assert op in opt.STATELESS_UNMODELLED and opt.stateless(op)
+    # the kernel path may run it, for the entry's reason
+    assert op in kernels.DETERMINISTIC
+    assert opdefs.kernel_reason(op) == "element-wise (a test)"
+    # a function body's `node:z:0` is its output 1
+    assert opt.OUTPUT_ARGS[op] == ("y", "z")
+    assert gfn._port(op, "n", "z", 0, {}) == 1
+
+
+def test_the_registry_refuses_a_second_entry_and_a_kernel_of_an_op_it_lacks():
+    from tfsem.oracle import opdefs
+    with pytest.raises(ValueError, match="already defined or known"):
+        opdefs.known("Exp", "math", uninterpreted=True)
+    with pytest.raises(ValueError, match="already defined or known"):
+        opdefs.known("MatMul", "math", uninterpreted=True)
+    with pytest.raises(ValueError, match="is not defined"):
+        opdefs.kernels_are_functions("Exp", "element-wise")
+    # every family's kernel entries say why
+    for op in kernels.DETERMINISTIC:
+        assert opdefs.kernel_reason(op), op

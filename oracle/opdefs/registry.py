@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -240,32 +241,38 @@ def known_ops() -> Mapping[str, KnownOp]:
     return _KNOWN
 
 
+_derived: dict[str, tuple[int, Any]] = {}
+
+
+def _derive(key: str, compute: Callable[[], Any]) -> Any:
+    """A table derived from the entries, computed again once they change."""
+    hit = _derived.get(key)
+    if hit is None or hit[0] != _generation:
+        hit = _derived[key] = (_generation, compute())
+    return hit[1]
+
+
 def uninterpreted() -> frozenset[str]:
     """The ops graph import makes uninterpreted functions by name alone
     (graphdef/ops.py STATELESS_UNMODELLED): the known ops so marked that no
     OpDef defines."""
-    return frozenset(k for k, v in _KNOWN.items() if v.uninterpreted and k not in _OPS)
+    return _derive("uninterpreted", lambda: frozenset(
+        k for k, v in _KNOWN.items() if v.uninterpreted and k not in _OPS))
 
 
-def unmodelled_output_args() -> dict[str, tuple[str, ...]]:
+def unmodelled_output_args() -> Mapping[str, tuple[str, ...]]:
     """Output arg names of the known ops that name several (graphdef/ops.py
     OUTPUT_ARGS; an OpDef names its own: OpDef.output_args)."""
-    return {k: v.output_args for k, v in _KNOWN.items() if v.output_args and k not in _OPS}
-
-
-_kernel_cache: tuple[int, frozenset[str]] = (-1, frozenset())
+    return _derive("output_args", lambda: MappingProxyType(
+        {k: v.output_args for k, v in _KNOWN.items() if v.output_args and k not in _OPS}))
 
 
 def kernel_ops() -> frozenset[str]:
     """The ops whose CPU kernel tfsem may run as a function: an OpDef or a
     known op with a `kernel` reason (oracle/kernels.py DETERMINISTIC)."""
-    global _kernel_cache
-    gen, ops = _kernel_cache
-    if gen != _generation:
-        ops = frozenset([d.op for d in _OPS.values() if d.kernel]
-                        + [k for k, v in _KNOWN.items() if v.kernel and k not in _OPS])
-        _kernel_cache = (_generation, ops)
-    return ops
+    return _derive("kernels", lambda: frozenset(
+        [d.op for d in _OPS.values() if d.kernel]
+        + [k for k, v in _KNOWN.items() if v.kernel and k not in _OPS]))
 
 
 def kernel_reason(op: str) -> str:
