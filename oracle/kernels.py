@@ -16,7 +16,8 @@ A kernel is used as a function only when it is one:
   op, op determinism on (``enable_op_determinism``) and one intra-op and one
   inter-op thread, on the CPU;
 * the op is in :data:`DETERMINISTIC` (argued deterministic on CPU under
-  those settings, below); any other op is refused by name;
+  those settings by its entry in the op registry, oracle/opdefs); any other
+  op is refused by name;
 * every evaluation runs the kernel twice and refuses (CannotRun: the check
   says `unknown`) when the two results differ in any bit.
 
@@ -90,6 +91,7 @@ DETERMINISTIC: AbstractSet[str] = _RegistryKernels()
 def supply(source: Callable[[], frozenset]) -> None:
     """Where DETERMINISTIC's ops come from: the op registry's `kernel_ops`."""
     _RegistryKernels._source = staticmethod(source)
+
 
 #: tfsem's dtype names as TensorFlow's DataType names (for the Cast attribute).
 DT_NAMES = {"bool": "DT_BOOL", "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32",

@@ -142,7 +142,8 @@ UNINTERPRETED = frozenset("""
 #: A stateless random op's kernel is a function of its inputs by definition
 #: (its seed, or its key and counter, and its algorithm): TensorFlow's kernel
 #: runs it (oracle/kernels.py) where a check needs its values.
-STATELESS_KERNEL = "a stateless random op: a function of its seed (or key and counter) by definition"
+STATELESS_KERNEL = ("a stateless random op: a function of its seed (or key and counter) by "
+                    "definition")
 
 for _op in sorted(UNINTERPRETED):
     known(_op, FAMILY, uninterpreted=True, kernel=STATELESS_KERNEL,
