@@ -15,7 +15,8 @@ reference per TensorFlow output.
 What is not here is never modelled approximately:
 
 * ops in :data:`STATELESS_UNMODELLED` (pure functions of their inputs that
-  tfsem cannot compute bit for bit: exp, pow, float reductions, ...) become
+  tfsem cannot compute bit for bit: exp, pow, float reductions, ...; the
+  registry's known ops marked so, `opdefs.known(..., uninterpreted=True)`) become
   uninterpreted functions `tf.OP/N_IN/N_OUT`: proofs treat them as unknown
   functions of their inputs, concrete runs stop with "cannot run";
 * every other op (stateful ops tfsem does not model, ...) is rejected at
