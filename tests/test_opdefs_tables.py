@@ -114,6 +114,20 @@ def test_the_type_defaults_are_the_same():
     assert found == TYPE_DEFAULTS
 
 
+@pytest.mark.parametrize("op", ["Shape", "Size"])
+def test_a_stripped_out_type_takes_the_entrys_default(op):
+    """A SavedModel strips a type attribute at its default: the op's entry
+    gives it (int32), as TensorFlow's op registry does."""
+    g = {"node": [{"name": "x", "op": "Placeholder",
+                   "attr": {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {"dim": [
+                       {"size": 2}]}}}},
+                  {"name": "y", "op": op, "input": ["x"], "attr": {"T": {"type": "DT_FLOAT"}}}]}
+    p = import_graph(g, ["y"]).program
+    node = next(n for n in p.nodes if n.name == p.outputs["y"].node)
+    value = node.attrs.get("value")
+    assert (value.dtype if value is not None else node.attrs["out_type"]) == "int32"
+
+
 def test_the_mlir_readers_control_flow_names_are_the_same():
     """The same, and tf.StatelessCase, which the control family lowers like
     the other functional ops: before, the reader passed it on to graph import,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .. import functions as fns
 from ..functions import (_REDUCTION_ORDER, BROADCASTING, NUMERIC, ShapeError, _is_float, _kernel,
                          _no_float, dtype_name, ftz)
+from .math import BLOCKED_KERNEL, ELEMENTWISE_KERNEL   # (the kernels' arguments are math's)
 from .registry import (OpDef, define, export_as, flushed, function, kernels_are_functions,
                        known, one_function)
 
@@ -88,8 +89,6 @@ define(OpDef("BiasAdd", "the function BiasAdd (data_format NHWC only)", _bias_ad
 # -- TensorFlow's kernels as functions, and the pure ops tfsem does not compute
 # (math.py says how an entry's `kernel` and `known(..., uninterpreted=True)`
 # are read) --------------------------------------------------------------------
-
-from .math import BLOCKED_KERNEL, ELEMENTWISE_KERNEL  # noqa: E402  (the arguments are math's)
 
 #: Convolutions and their gradients, pooling, batch normalization, Softmax
 #: and the losses: Eigen's and oneDNN's blocking is fixed by the shapes and
