@@ -36,6 +36,7 @@ from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, Prog
                                   TensorType, Violation)
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
+from tfsem.oracle import opdefs
 from tfsem.oracle.opdefs import control as control_ops
 from tfsem.oracle.opdefs import data as data_ops
 
@@ -77,11 +78,6 @@ _VAL_FIELDS = {
 }
 
 MAX_CONST_ELEMENTS = 1 << 24
-
-#: Type attributes with a default in TensorFlow's op registry, which a
-#: SavedModel leaves out of its functions' nodes (it strips default attributes).
-DEFAULT_TYPE_ATTRS = {("Shape", "out_type"): "DT_INT32", ("ShapeN", "out_type"): "DT_INT32",
-                      ("Size", "out_type"): "DT_INT32", ("VariableShape", "out_type"): "DT_INT32"}
 
 #: The ops that forward a stack's handle unchanged (the loop primitives of
 #: the control family, oracle/opdefs/control.py, and Identity).
@@ -843,7 +839,9 @@ class _Builder:
         return attr_value(a)
 
     def dtype(self, name: str) -> str:
-        dt = self.attr(name, "") or DEFAULT_TYPE_ATTRS.get((self.node.op, name), "")
+        # (a type attribute with a default in TensorFlow's op registry, which
+        # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
+        dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
                         f"not modelled: {NOT_MODELLED}", "unsupported-dtype")

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from tfsem.oracle.opdefs import control as control_ops
 from tfsem.oracle.program import Program, ProgramError, Violation
 
 MLIR_SUFFIXES = (".mlir",)
@@ -849,9 +850,20 @@ _BITS = {"DT_FLOAT": np.uint32, "DT_DOUBLE": np.uint64, "DT_HALF": np.uint16}
 #: Attributes TensorFlow's importer adds that mean nothing to tfsem.
 _DROPPED_ATTRS = {"device", "allowed_devices", "debug_name", "_class"}
 
-#: tf ops with regions or control flow, refused by name.
-_CONTROL_FLOW = {"tf.If", "tf.While", "tf.IfRegion", "tf.WhileRegion", "tf.Case",
-                 "tf.CaseRegion", "tf.Yield", "tf.StatelessIf", "tf.StatelessWhile"}
+#: tf ops with regions or control flow, refused by name, and the calls
+#: inlined: the control family's (oracle/opdefs/control.py).
+_CONTROL_FLOW = control_ops.mlir_control_flow()
+_CALLS = control_ops.mlir_calls()
+
+
+def control_flow_ops() -> frozenset[str]:
+    """The tf dialect ops refused as control flow."""
+    return _CONTROL_FLOW
+
+
+def call_ops() -> frozenset[str]:
+    """The tf dialect calls inlined (with func.call and func.call_indirect)."""
+    return _CALLS
 
 
 @dataclass
@@ -956,8 +968,7 @@ class _Lowerer:
             return self.island(op, env, pred, prefix)
         if name in ("tf_device.cluster", "tf_device.launch"):
             return self.cluster(op, env, pred, prefix)
-        if name == "func.call" or name in ("tf.StatefulPartitionedCall", "tf.PartitionedCall",
-                                          "func.call_indirect"):
+        if name in ("func.call", "func.call_indirect") or name in _CALLS:
             return self.call(op, env, pred, prefix)
         if name in _CONTROL_FLOW:
             raise self.err(op, "control flow is not modelled (see docs/mlir.md)",

@@ -15,7 +15,8 @@ reference per TensorFlow output.
 What is not here is never modelled approximately:
 
 * ops in :data:`STATELESS_UNMODELLED` (pure functions of their inputs that
-  tfsem cannot compute bit for bit: exp, pow, float reductions, ...) become
+  tfsem cannot compute bit for bit: exp, pow, float reductions, ...; the
+  registry's known ops marked so, `opdefs.known(..., uninterpreted=True)`) become
   uninterpreted functions `tf.OP/N_IN/N_OUT`: proofs treat them as unknown
   functions of their inputs, concrete runs stop with "cannot run";
 * every other op (stateful ops tfsem does not model, ...) is rejected at
@@ -152,27 +153,26 @@ def _load_entry_points() -> None:
             _errors.append(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}")
 
 
-#: Pure TensorFlow ops with no bit-exact model: uninterpreted functions.
-STATELESS_UNMODELLED = frozenset("""
-    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softmax LogSoftmax Softplus
-    Softsign Elu Selu Gelu Erf Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh
-    Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf IsFinite  
+#: STATELESS_UNMODELLED and OUTPUT_ARGS (module attributes read from the
+#: registry whenever they are asked for: `__getattr__` below):
+#:
+#: * STATELESS_UNMODELLED: pure TensorFlow ops with no bit-exact model,
+#:   uninterpreted functions: each an entry of its family in the op registry
+#:   (oracle/opdefs: `known(..., uninterpreted=True)`); the ops an OpDef
+#:   defines are not among them;
+#: * OUTPUT_ARGS: output arg names of TensorFlow ops with several output
+#:   args that tfsem may meet inside a function body (where outputs are named
+#:   `n:arg:k`), for ops without a model (an op of the registry names its
+#:   own: OpDef.output_args): the registry's known ops' (`KnownOp.output_args`).
+_DERIVED = {"STATELESS_UNMODELLED": opdefs.uninterpreted,
+            "OUTPUT_ARGS": opdefs.unmodelled_output_args}
 
-    Prod All Any ArgMax ArgMin Transpose ConjugateTranspose Slice StridedSlice GatherV2
-    Gather ScatterNd OneHot Range Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
-    Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative MaxPool AvgPool
-    MaxPoolGrad AvgPoolGrad FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3
-    FusedBatchNormGrad FusedBatchNormGradV3 SoftmaxCrossEntropyWithLogits
-    SparseSoftmaxCrossEntropyWithLogits TanhGrad SigmoidGrad SqrtGrad RsqrtGrad Relu6
-    Relu6Grad LeakyRelu LeakyReluGrad EluGrad SeluGrad SoftplusGrad
-    BroadcastGradientArgs DivNoNan MulNoNan Xdivy Xlogy Div TruncateDiv TruncateMod Mod
-    L2Loss Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack SplitV ClipByValue
-    Size Rank
-    Einsum UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
-    SegmentSum SegmentMean DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
-    GatherNd MaxPoolV2 MaxPoolGradV2 FusedBatchNormGradV2 ReciprocalGrad SoftsignGrad Xlog1py
-    InvertPermutation
-""".split()) | opdefs.random.UNINTERPRETED   # the random family's (oracle/opdefs/random.py)
+
+def __getattr__(name: str) -> Any:
+    derive = _DERIVED.get(name)
+    if derive is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return derive()
 
 #: Control flow that is not modelled, refused by name: the reference-typed
 #: v1 primitives and ControlTrigger, and the functional ops and calls that
@@ -188,27 +188,11 @@ CONTROL_FLOW_PRIMITIVES = opdefs.control.primitives()
 #: the control family's (oracle/opdefs/control.py, `lowering="call"`).
 CALLS = frozenset(opdefs.control.lowered("call"))
 
-#: Output arg names of TensorFlow ops with several output args that tfsem
-#: may meet inside a function body (where outputs are named `n:arg:k`), for
-#: ops without a model (an op of the registry names its own: OpDef.output_args).
-OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
-    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
-    "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
-                         "reserve_space_2", "reserve_space_3"),
-    "FusedBatchNormGradV3": ("x_backprop", "scale_backprop", "offset_backprop",
-                             "reserve_space_4", "reserve_space_5"),
-    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "StatelessRandomGetKeyCounter": ("key", "counter"),
-    "Unique": ("y", "idx"),
-}
-
-
 def stateless(op_name: str) -> bool:
     """Whether an op is known to have no effect (a model that is not
     stateful, or an unmodelled pure op)."""
     m = lookup(op_name)
-    return (m is not None and not m.stateful) or op_name in STATELESS_UNMODELLED
+    return (m is not None and not m.stateful) or op_name in opdefs.uninterpreted()
 
 
 # ---------------------------------------------------------------------------
@@ -244,11 +228,6 @@ _index_dtype = opdefs.index_dtype
 
 # -- state and random: the state and random families', oracle/opdefs/state.py and
 # oracle/opdefs/random.py
-
-
-#: The ops the registry defines (oracle/opdefs: Transpose, StridedSlice,
-#: Range, Size, ...) are no longer uninterpreted.
-STATELESS_UNMODELLED = STATELESS_UNMODELLED - frozenset(_TABLE) - frozenset(opdefs.table())
 
 
 def describe() -> list[tuple[str, str, str]]:

@@ -16,7 +16,8 @@ A kernel is used as a function only when it is one:
   op, op determinism on (``enable_op_determinism``) and one intra-op and one
   inter-op thread, on the CPU;
 * the op is in :data:`DETERMINISTIC` (argued deterministic on CPU under
-  those settings, below); any other op is refused by name;
+  those settings by its entry in the op registry, oracle/opdefs); any other
+  op is refused by name;
 * every evaluation runs the kernel twice and refuses (CannotRun: the check
   says `unknown`) when the two results differ in any bit.
 
@@ -41,7 +42,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -49,50 +51,47 @@ import numpy as np
 ENV = "TFSEM_TF_KERNELS"
 _local = threading.local()
 
-#: Pure ops whose CPU kernel is a deterministic function of its inputs with
-#: op determinism on and one thread: elementwise math (each element computed
-#: alone, the same vectorized code for a given shape); reductions, matrix
-#: products, convolutions and their gradients, Softmax and the losses (Eigen's
-#: and oneDNN's blocking is fixed by the shapes and the thread count, fixed
-#: here at 1); data movement and index ops (no arithmetic); segment and
-#: scatter sums on CPU (one loop over the indices in order); stateless random
-#: ops (a function of their seed by definition).  Cast too: its float to
-#: narrow-integer conversion of a value out of range differs by the element's
-#: position in the tensor (Eigen's packets saturate, the scalar tail wraps:
-#: 300.0 -> int8 is 127 in the first 32 elements of 33 and 44 in the last),
-#: so it is no element-wise function (opdefs/math.py cast_array refuses
-#: it), but with one thread the packets are fixed by the index alone, from
-#: element 0 of the whole tensor (Eigen loads unaligned: the same tensor
-#: sliced at 8 different offsets casts alike, tests/test_tensorflow_kernels.py):
-#: a function of the whole tensor.  Ops that leave memory unset (DynamicStitch
+class _RegistryKernels(AbstractSet):
+    """The ops whose CPU kernel is a deterministic function of its inputs
+    with op determinism on and one thread: those whose entry in the op
+    registry says why (`OpDef.kernel`, `KnownOp.kernel`; each family module
+    of oracle/opdefs argues its own: element-wise math, reductions, matrix
+    products, convolutions, data movement, segment sums, stateless random
+    ops, Cast).  The registry is a layer above this module: it supplies
+    them (`supply`, oracle/opdefs/__init__.py) when it is loaded."""
+
+    _source: Callable[[], frozenset] | None = None
+
+    def _ops(self) -> frozenset:
+        return self._source() if self._source is not None else frozenset()
+
+    def __contains__(self, op: object) -> bool:
+        return op in self._ops()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ops())
+
+    def __len__(self) -> int:
+        return len(self._ops())
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return frozenset(it)
+
+    def __repr__(self) -> str:
+        return f"DETERMINISTIC({sorted(self._ops())})"
+
+
+#: Pure ops whose CPU kernel tfsem runs as a function (read from the op
+#: registry: `_RegistryKernels`); ops that leave memory unset (DynamicStitch
 #: with missing indices, Empty) or draw randomness from state are not here.
-DETERMINISTIC = frozenset("""
-    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Softplus Softsign Elu Selu Erf
-    Erfc Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint
-    Floor Ceil Sign IsNan IsInf IsFinite Relu6 LeakyRelu Sqrt Square Neg Abs
-    Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod FloorDiv FloorMod
-    RealDiv Add AddV2 Sub Mul Maximum Minimum SquaredDifference BiasAdd BiasAddGrad AddN
-    ClipByValue Select SelectV2 LogicalOr LogicalAnd LogicalNot
-    TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad Relu6Grad ReluGrad LeakyReluGrad
-    EluGrad SeluGrad SoftplusGrad SoftsignGrad
-    Sum Mean Prod Max Min All Any ArgMax ArgMin L2Loss Cumsum Cumprod
-    MatMul BatchMatMul BatchMatMulV2 BatchMatMulV3 Einsum
-    Softmax LogSoftmax SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits
-    Conv2D Conv2DBackpropInput Conv2DBackpropFilter DepthwiseConv2dNative
-    DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
-    MaxPool AvgPool MaxPoolGrad AvgPoolGrad MaxPoolV2 MaxPoolGradV2
-    FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 FusedBatchNormGrad FusedBatchNormGradV2
-    FusedBatchNormGradV3
-    Transpose ConjugateTranspose Slice StridedSlice StridedSliceGrad GatherV2 Gather
-    GatherNd ScatterNd OneHot Range Pad PadV2 MirrorPad Reverse ReverseV2 Where Unpack Pack
-    SplitV Split Size Rank Shape ShapeN Tile Reshape ExpandDims Squeeze ConcatV2 Fill
-    BroadcastTo BroadcastArgs BroadcastGradientArgs ZerosLike OnesLike Identity Cast
-    UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd
-    SegmentSum SegmentMean InvertPermutation Bitcast
-    StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
-    StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
-    StatelessTruncatedNormal StatelessRandomUniformInt StatelessRandomUniformIntV2
-""".split())
+DETERMINISTIC: AbstractSet[str] = _RegistryKernels()
+
+
+def supply(source: Callable[[], frozenset]) -> None:
+    """Where DETERMINISTIC's ops come from: the op registry's `kernel_ops`."""
+    _RegistryKernels._source = staticmethod(source)
+
 
 #: tfsem's dtype names as TensorFlow's DataType names (for the Cast attribute).
 DT_NAMES = {"bool": "DT_BOOL", "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32",

@@ -237,8 +237,6 @@ ALLOWED = {
     # a session's JSON program accepts TensorFlow's queue op names
     # (test_the_program_formats_queue_names_agree_with_the_registry)
     "oracle/blocking.py": "the session program format's names",
-    # the MLIR reader's tf dialect op names (tf.If, tf.IfRegion, tf.Yield, ...)
-    "graphdef/mlir.py": "the MLIR reader's tf dialect names",
     # a generator that writes TensorFlow graphs (If and While nodes) of its own
     "generators/functional.py": "a generator of graphs",
 }

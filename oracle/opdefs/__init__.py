@@ -16,14 +16,23 @@ queues and critical sections), `data` (tf.data iterators and Optionals) and
 
 from . import math, nn, array, lists, state, random, stacks  # noqa: F401  (each module defines its family's ops)
 from . import control, queues, data  # noqa: F401  (control flow, sessions' queues, tf.data)
-from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, OpDef, define,
-                       elementwise_of, encoding, export_as, export_of, families, flushed,
-                       folds_on_constants, function, function_names, generation, index_dtype,
-                       int_list, lookup, node_export_of, one_function, ops_where, problems,
-                       refuse, table)
+from .registry import (FOLDS_ON_CONSTANTS, Elementwise, FoldsOnConstants, KnownOp, OpDef,
+                       define, elementwise_of, encoding, export_as, export_of, families,
+                       flushed, folds_on_constants, function, function_names, generation,
+                       index_dtype, int_list, kernel_ops, kernel_reason, kernels_are_functions,
+                       known, known_ops, lookup, node_export_of, one_function, ops_where,
+                       problems, refuse, table, type_default, uninterpreted,
+                       unmodelled_output_args)
+from .. import kernels as _kernels
 
-__all__ = ["FOLDS_ON_CONSTANTS", "Elementwise", "FoldsOnConstants", "OpDef", "define",
-           "elementwise_of", "encoding", "export_as", "export_of", "families", "flushed",
-           "folds_on_constants", "function", "function_names", "generation", "index_dtype",
-           "int_list", "lookup", "node_export_of", "one_function", "ops_where", "problems",
-           "refuse", "table"]
+# The kernel path (oracle/kernels.py, a layer below) reads which ops'
+# kernels are functions from the entries here.
+_kernels.supply(kernel_ops)
+
+__all__ = ["FOLDS_ON_CONSTANTS", "Elementwise", "FoldsOnConstants", "KnownOp", "OpDef",
+           "define", "elementwise_of", "encoding", "export_as", "export_of", "families",
+           "flushed", "folds_on_constants", "function", "function_names", "generation",
+           "index_dtype", "int_list", "kernel_ops", "kernel_reason", "kernels_are_functions",
+           "known", "known_ops", "lookup", "node_export_of", "one_function", "ops_where",
+           "problems", "refuse", "table", "type_default", "uninterpreted",
+           "unmodelled_output_args"]

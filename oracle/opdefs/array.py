@@ -37,6 +37,7 @@ from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _boo
 from ..program import ControlIn, DataIn
 from ..values import DTYPE_MISMATCH, Tensor
 from .registry import (FOLDS_ON_CONSTANTS, OpDef, define, export_as, index_dtype, int_list,
+                       kernels_are_functions, known,
                        one_function)
 
 FAMILY = "array"
@@ -945,7 +946,7 @@ def _import_split(b):
 
 @_define("Shape", "a Const of the input's shape where it is declared (a feed, a constant, a "
     "variable's read), else the function Shape (out_type int32 or int64)",
-         functions=("Shape", "Const"))
+         functions=("Shape", "Const"), type_defaults={"out_type": "DT_INT32"})
 def _import_shape(b):
     out_type = b.dtype("out_type")
     if out_type not in ("int32", "int64"):
@@ -962,7 +963,7 @@ def _import_shape(b):
 
 
 @_define("ShapeN", "one Shape per input (a Const where the input's shape is declared)",
-         functions=("Shape", "Const", "NoOp"))
+         functions=("Shape", "Const", "NoOp"), type_defaults={"out_type": "DT_INT32"})
 def _import_shape_n(b):
     out_type = index_dtype(b, "out_type")
     outs = []
@@ -979,7 +980,7 @@ def _import_shape_n(b):
 
 
 @_define("Size", "the function Size (out_type int32 or int64)",
-         functions=("Size",))
+         functions=("Size",), type_defaults={"out_type": "DT_INT32"})
 def _import_size(b):
     return [b.add("Size", [b.input(0)], {"out_type": index_dtype(b, "out_type")})]
 
@@ -1072,3 +1073,32 @@ def _import_transpose(b):
     b.dtype("T")
     index_dtype(b, "Tperm")
     return [b.add("Transpose", [b.input(0), b.input(1)])]
+
+
+# -- TensorFlow's kernels as functions, and the pure ops tfsem does not compute
+# (math.py says how an entry's `kernel` and `known(..., uninterpreted=True)`
+# are read) --------------------------------------------------------------------
+
+#: Data movement and index ops: no arithmetic on the elements, only their
+#: positions (a function of the inputs whatever the thread count).
+MOVEMENT_KERNEL = "data movement or index computation: no arithmetic on the elements"
+#: ScatterNd on CPU: one loop over the indices, in order (its sums of
+#: duplicate indices in that order).
+SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
+
+kernels_are_functions("""
+    BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
+    Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
+    Transpose Unpack ZerosLike
+""", MOVEMENT_KERNEL)
+
+known("""
+    ConjugateTranspose Gather OneHot Pad PadV2 MirrorPad Reverse ReverseV2 Where SplitV
+    InvertPermutation
+""", FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
+known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
+#: Kernels run as functions (a program may name `tf.Bitcast/1/1`) whose ops
+#: graph import refuses: not known to be free of effects there.
+known("Bitcast BroadcastArgs", FAMILY, kernel=MOVEMENT_KERNEL)
+#: Refused at import, but its output args name the ports of a function body.
+known("Unique", FAMILY, output_args=("y", "idx"))

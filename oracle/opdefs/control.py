@@ -169,6 +169,33 @@ SWITCHES = (SWITCH, "RefSwitch")
 MERGES = (MERGE, "RefMerge")
 
 
+#: The MLIR tf dialect's region forms of the functional ops and their
+#: terminator (`tf.IfRegion`, ...): the MLIR reader (graphdef/mlir.py)
+#: refuses them by name with the functional ops (`mlir_control_flow`).
+MLIR_REGION_FORMS = ("IfRegion", "WhileRegion", "CaseRegion", "Yield")
+
+
+def mlir_control_flow() -> frozenset[str]:
+    """The tf dialect ops the MLIR reader refuses as control flow: the
+    functional ops this family lowers in a GraphDef (If, While, Case and
+    their Stateless forms), which it does not lower in MLIR, and their
+    region forms."""
+    return frozenset(f"tf.{op}" for op in lowered() if lowered_by(op) != "call") \
+        | frozenset(f"tf.{op}" for op in MLIR_REGION_FORMS)
+
+
+def mlir_calls() -> frozenset[str]:
+    """The tf dialect calls the MLIR reader inlines (`lowering="call"`)."""
+    return frozenset(f"tf.{op}" for op in lowered("call"))
+
+
+def lowered_by(op: str) -> str | None:
+    """The lowering key of `op` (None: not lowered)."""
+    from .registry import lookup
+    d = lookup(op)
+    return d.lowering if d is not None else None
+
+
 def primitives() -> tuple[str, ...]:
     """The v1 primitives graph import builds as the language's nodes."""
     from .registry import ops_where

@@ -31,7 +31,8 @@ from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYP
                          FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
                          OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
                          _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name)
-from .registry import Elementwise, OpDef, define, export_as, flushed, function, one_function
+from .registry import (Elementwise, OpDef, define, export_as, flushed, function,
+                       kernels_are_functions, known, one_function)
 
 FAMILY = "math"
 
@@ -640,3 +641,59 @@ def _select(xp, args, attrs):
 for _name, _fn in (("Select", _select), ("SelectV2", _select_v2)):
     define(OpDef(_name, f"{_name} (elements of x or y, bit for bit)",
                  one_function(_name, None, 3), FAMILY, functions=(_fn,)))
+
+
+# -- TensorFlow's kernels as functions, and the pure ops tfsem does not compute --
+#
+# A kernel runs as a function of its inputs (oracle/kernels.py: op
+# determinism on, one intra-op and one inter-op thread, on the CPU, every
+# evaluation run twice) only where the op's entry says why it is one
+# (`kernel`).  The ops below without an OpDef are pure functions that tfsem
+# does not compute bit for bit (their transcendental functions and summation
+# orders are Eigen's and oneDNN's): graph import makes each an uninterpreted
+# function `tf.OP/N_IN/N_OUT` by its name alone (`known(...,
+# uninterpreted=True)`; proofs treat it as an unknown function, a concrete
+# run uses its kernel or stops naming it).
+
+#: Element-wise math: each element is computed alone, by the same vectorized
+#: code for a given shape.
+ELEMENTWISE_KERNEL = ("element-wise: each element computed alone, by the same vectorized code "
+                      "for a given shape")
+#: Reductions and matrix products: Eigen's and oneDNN's blocking (so the
+#: order of the sums) is fixed by the shapes and the thread count, fixed at 1.
+BLOCKED_KERNEL = ("a reduction or product: Eigen's and oneDNN's blocking, so the order of "
+                  "its sums, is fixed by the shapes and the thread count (1)")
+#: Segment sums on CPU: one loop over the indices in order.
+SEGMENT_KERNEL = "a segment reduction on CPU: one loop over the indices, in order"
+#: Cast: its float to narrow-integer conversion of a value out of range
+#: differs by the element's position in the tensor (Eigen's packets saturate,
+#: the scalar tail wraps: 300.0 -> int8 is 127 in the first 32 elements of
+#: 33 and 44 in the last), so it is no element-wise function (cast_array
+#: refuses it), but with one thread the packets are fixed by the index
+#: alone, from element 0 of the whole tensor (Eigen loads unaligned: the same
+#: tensor sliced at 8 different offsets casts alike,
+#: tests/test_tensorflow_kernels.py): a function of the whole tensor.
+CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets are fixed by "
+               "the element's index from element 0 (out-of-range float to narrow-integer "
+               "casts saturate in packets and wrap in the scalar tail)")
+
+kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
+                      "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
+                      "Select SelectV2", ELEMENTWISE_KERNEL)
+kernels_are_functions("MatMul Sum Mean Max Min", BLOCKED_KERNEL)
+kernels_are_functions("Cast", CAST_KERNEL)
+
+known("""
+    Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Erf Erfc Sin Cos Tan Asin Acos
+    Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf
+    IsFinite Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
+    TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad
+""", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
+known("""
+    Prod All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    Einsum
+""", FAMILY, uninterpreted=True, kernel=BLOCKED_KERNEL)
+known("""
+    UnsortedSegmentSum UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd SegmentSum
+    SegmentMean
+""", FAMILY, uninterpreted=True, kernel=SEGMENT_KERNEL)

@@ -32,7 +32,7 @@ import numpy as np
 from .. import functions as fns
 from ..program import DataIn
 from ..values import Tensor
-from .registry import OpDef, define, refuse
+from .registry import OpDef, define, kernels_are_functions, known, refuse
 
 FAMILY = "random"
 
@@ -130,13 +130,25 @@ for _op, _outs in STATELESS_RANDOM.items():
     _stateless_random_op(_op, _outs)
 
 #: Stateless random ops graph import makes uninterpreted functions by name
-#: alone (graphdef/ops.py STATELESS_UNMODELLED, which includes these): their
-#: number of results is the number their consumers use.
+#: alone (the registry's `known(..., uninterpreted=True)`, which graphdef/ops.py
+#: STATELESS_UNMODELLED reads): their number of results is the number their
+#: consumers use.
 UNINTERPRETED = frozenset("""
     StatelessRandomUniformV2 StatelessRandomNormalV2 StatelessTruncatedNormalV2
     StatelessRandomGetKeyCounter StatelessRandomUniform StatelessRandomNormal
     StatelessTruncatedNormal
 """.split())
+
+#: A stateless random op's kernel is a function of its inputs by definition
+#: (its seed, or its key and counter, and its algorithm): TensorFlow's kernel
+#: runs it (oracle/kernels.py) where a check needs its values.
+STATELESS_KERNEL = ("a stateless random op: a function of its seed (or key and counter) by "
+                    "definition")
+
+for _op in sorted(UNINTERPRETED):
+    known(_op, FAMILY, uninterpreted=True, kernel=STATELESS_KERNEL,
+          output_args=("key", "counter") if _op == "StatelessRandomGetKeyCounter" else ())
+kernels_are_functions("StatelessRandomUniformInt StatelessRandomUniformIntV2", STATELESS_KERNEL)
 
 
 # -- refused by name -----------------------------------------------------------

@@ -34,7 +34,9 @@ list of them, or a function returning either), as they add OpModels.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -115,6 +117,13 @@ class OpDef:
     #: "case": graphdef/functions.py), and the attributes naming its functions
     lowering: str | None = None
     function_attrs: tuple[str, ...] = ()
+    #: why TensorFlow's CPU kernel of this op is a function of its inputs
+    #: (op determinism on, one thread: oracle/kernels.py runs it where a
+    #: function of the op cannot run itself); "": it is never run
+    kernel: str = ""
+    #: type attributes with a default in TensorFlow's op registry, which a
+    #: SavedModel strips from its functions' nodes: attribute -> DT_ name
+    type_defaults: Mapping[str, str] = field(default_factory=dict)
 
     def function_names(self) -> tuple[str, ...]:
         return tuple(f if isinstance(f, str) else f.name for f in self.functions)
@@ -131,6 +140,7 @@ _ENCODINGS: dict[str, Elementwise] = {}
 _SOURCES: dict[str, Function] = {}
 _EXPORTS: dict[str, Callable[[Any], list]] = {}
 _NODE_EXPORTS: dict[str, Callable[..., Any]] = {}
+_KNOWN: dict[str, "KnownOp"] = {}
 _generation = 0
 
 
@@ -174,6 +184,111 @@ def define(d: OpDef, *, replace: bool = False) -> OpDef:
     _OPS[d.op] = d
     _generation += 1
     return d
+
+
+@dataclass(frozen=True)
+class KnownOp:
+    """The facts tfsem knows of an op it has no import model of (no
+    :class:`OpDef`): whether graph import makes it an uninterpreted function
+    `tf.OP/N_IN/N_OUT` by its name alone (`uninterpreted`: a pure function
+    of its inputs that tfsem does not compute bit for bit; its number of
+    results is the number its consumers use), the names of its output args
+    (how `node:arg:k` inside a function body names a port), and why
+    TensorFlow's CPU kernel of it is a function (`kernel`; "": never run).
+    An op with none of these is refused at import, as any op the registry
+    does not know."""
+
+    op: str
+    family: str
+    uninterpreted: bool = False
+    output_args: tuple[str, ...] = ()
+    kernel: str = ""
+
+
+def _names(ops: str | Iterable[str]) -> list[str]:
+    return ops.split() if isinstance(ops, str) else list(ops)
+
+
+def known(ops: str | Iterable[str], family: str, *, uninterpreted: bool = False,
+          kernel: str = "", output_args: tuple[str, ...] = ()) -> None:
+    """Record the facts of ops without an import model (:class:`KnownOp`;
+    `ops`: one name or several, separated by white space).  An op already
+    defined or known is refused."""
+    global _generation
+    for name in _names(ops):
+        if name in _OPS or name in _KNOWN:
+            raise ValueError(f"op {name!r} is already defined or known")
+        _KNOWN[name] = KnownOp(name, family, uninterpreted, tuple(output_args), kernel)
+    _generation += 1
+
+
+def kernels_are_functions(ops: str | Iterable[str], why: str) -> None:
+    """Mark defined ops (OpDefs of the calling family) as ops whose CPU
+    kernel is a function of their inputs, for the reason `why`
+    (`OpDef.kernel`).  An op not defined is refused: define it, or record
+    it with :func:`known`."""
+    global _generation
+    for name in _names(ops):
+        d = _OPS.get(name)
+        if d is None:
+            raise ValueError(f"op {name!r} is not defined")
+        _OPS[name] = dataclasses.replace(d, kernel=why)
+    _generation += 1
+
+
+def known_ops() -> Mapping[str, KnownOp]:
+    """The ops without an import model whose facts are recorded, by name."""
+    return _KNOWN
+
+
+_derived: dict[str, tuple[int, Any]] = {}
+
+
+def _derive(key: str, compute: Callable[[], Any]) -> Any:
+    """A table derived from the entries, computed again once they change."""
+    hit = _derived.get(key)
+    if hit is None or hit[0] != _generation:
+        hit = _derived[key] = (_generation, compute())
+    return hit[1]
+
+
+def uninterpreted() -> frozenset[str]:
+    """The ops graph import makes uninterpreted functions by name alone
+    (graphdef/ops.py STATELESS_UNMODELLED): the known ops so marked that no
+    OpDef defines."""
+    return _derive("uninterpreted", lambda: frozenset(
+        k for k, v in _KNOWN.items() if v.uninterpreted and k not in _OPS))
+
+
+def unmodelled_output_args() -> Mapping[str, tuple[str, ...]]:
+    """Output arg names of the known ops that name several (graphdef/ops.py
+    OUTPUT_ARGS; an OpDef names its own: OpDef.output_args)."""
+    return _derive("output_args", lambda: MappingProxyType(
+        {k: v.output_args for k, v in _KNOWN.items() if v.output_args and k not in _OPS}))
+
+
+def kernel_ops() -> frozenset[str]:
+    """The ops whose CPU kernel tfsem may run as a function: an OpDef or a
+    known op with a `kernel` reason (oracle/kernels.py DETERMINISTIC)."""
+    return _derive("kernels", lambda: frozenset(
+        [d.op for d in _OPS.values() if d.kernel]
+        + [k for k, v in _KNOWN.items() if v.kernel and k not in _OPS]))
+
+
+def kernel_reason(op: str) -> str:
+    """Why TensorFlow's kernel of `op` is a function ("": it is not run)."""
+    d = _OPS.get(op)
+    if d is not None:
+        return d.kernel
+    k = _KNOWN.get(op)
+    return k.kernel if k is not None else ""
+
+
+def type_default(op: str, attr: str) -> str:
+    """The default of type attribute `attr` of `op` (a DT_ name; "": none
+    known), for a node a SavedModel stripped it from."""
+    d = _OPS.get(op)
+    return d.type_defaults.get(attr, "") if d is not None else ""
 
 
 def function(name: str, n_in: int, n_out: int, batched: Any = False,

@@ -59,7 +59,7 @@ from .. import functions as fns
 from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, ftz)
 from ..program import ControlIn, DataIn
 from ..values import FLOAT_DTYPES, Tensor, dtype_name
-from .registry import OpDef, define, flushed, index_dtype, refuse
+from .registry import OpDef, define, flushed, index_dtype, kernels_are_functions, refuse
 
 FAMILY = "state"
 
@@ -805,7 +805,7 @@ def _read(b):
 @_define("VariableShape", "Read, then the function Shape: TensorFlow's VariableShape looks the "
          "variable up (it fails on an uninitialized one, as the Read's error value does) and "
          "gives its shape, which no assignment changes", "reads the variable",
-         resources=(0,), functions=("Shape",))
+         resources=(0,), functions=("Shape",), type_defaults={"out_type": "DT_INT32"})
 def _variable_shape(b):
     out_type = b.dtype("out_type")
     if out_type not in ("int32", "int64"):
@@ -1138,3 +1138,10 @@ _REF_REASON = ("a reference variable (TF1's VariableV2 and the ops on its ref te
 
 for _op in REF_VARIABLE_OPS:
     refuse(_op, _REF_REASON, "ref-variable", FAMILY)
+
+
+#: GatherNd's CPU kernel is a function of its inputs (data movement: no
+#: arithmetic on the elements), run where its numpy model cannot
+#: (oracle/kernels.py; math.py argues the other families' kernels).
+kernels_are_functions("GatherNd", "data movement or index computation: no arithmetic on the "
+                      "elements")
