@@ -95,6 +95,16 @@ REFUTE_RUNS = 64
 #: search with every part observed too (refute.unreached's `joint`)
 REFUTE_JOINT = False
 REFUTE_SAMPLE_SHARE = 0.25
+#: With TensorFlow's kernels evaluating ops of either program (oracle/kernels.py),
+#: the concrete stages draw at most this many σ (the refutation stage's and
+#: the full comparisons' together, edge values among them) and then end
+#: `no-counterexample` at once, instead of drawing σ for the whole budget.
+#: Stopping sooner never changes what a verdict says: `no-counterexample` is
+#: no proof, and an `unsound` verdict still needs a confirmed counterexample;
+#: it only gives up looking earlier (docs/kernels.md, "A bounded search").
+#: On the real-graphs corpus every difference found with a 30 s budget was
+#: found within the first 8 σ drawn (benchmarks/kernels.py).
+KERNEL_SIGMAS = 12
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -435,6 +445,11 @@ class _Checker:
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
+        # σ drawn by the concrete stages, and their bound (KERNEL_SIGMAS) where
+        # a concrete run may go through TensorFlow's kernels
+        self.sigma_draws = 0
+        self.sigma_cap = (KERNEL_SIGMAS if not self.real and kernels.enabled()
+                          and (_needs_kernels(self.p) or _needs_kernels(self.p2)) else None)
         # tensors as element terms, or as one generic element (generic.py)
         self.tensors = gen.tensors_mode()
         self.generic = self.tensors == "generic"
@@ -442,6 +457,10 @@ class _Checker:
             # the generic element has no real-number encoding
             self.tensors, self.generic = "elementwise", False
             self.stats["float"] = "real"
+
+    def capped(self) -> bool:
+        """Whether the concrete stages have drawn every σ they may (KERNEL_SIGMAS)."""
+        return self.sigma_cap is not None and self.sigma_draws >= self.sigma_cap
 
     def solver_reserve(self) -> float:
         """Time the solver queries (and the encoding of them) leave to the
@@ -1010,10 +1029,11 @@ class _Checker:
                                if which == "first" else self.deadline)
         try:
             owed = floor > 0     # (the σ owed runs even when a stall used up its floor)
-            while owed or (time.monotonic() < stop
+            while owed or (time.monotonic() < stop and not self.capped()
                            and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
                 owed = False
                 sigma = next(self._refute_sigmas)
+                self.sigma_draws += 1
                 feeds, init = sigma
                 left = stop - time.monotonic()
                 candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
@@ -1209,7 +1229,7 @@ class _Checker:
         # full comparisons have what it leaves
         first = 0 if self.stats.get("original_out") else FALLBACK_FIRST
         while True:
-            if not refuted and (tried >= first or budget_note
+            if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
                 # the refutation stage again, with most of the time left, after
                 # the first σ (all zeros, all ones: those enumerations are the
@@ -1224,11 +1244,15 @@ class _Checker:
                     return self.unsound(found)
                 if retry is not None:
                     budget_note = ""      # that σ again, with all the time left
-            if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
+            if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0 or self.capped():
                 if refuted:
                     break
                 continue
-            sigma, retry = (retry, None) if retry is not None and refuted else (next(sigmas), retry)
+            if retry is not None and refuted:
+                sigma, retry = retry, None
+            else:
+                sigma = next(sigmas)
+                self.sigma_draws += 1
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
@@ -1242,7 +1266,10 @@ class _Checker:
             if found is not None:
                 self.stats["tried"] = tried
                 return self.unsound(found)
-        batched = self.batched_difference(why) if not budget_note else None
+        # (batched testing on numpy stops at the first op with no numpy model:
+        # with the search bounded for TensorFlow's kernels it is not tried)
+        batched = self.batched_difference(why) if not budget_note and self.sigma_cap is None \
+            else None
         if batched is not None:
             if isinstance(batched, _Found):
                 self.stats["tried"] = tried
@@ -1270,6 +1297,10 @@ class _Checker:
                     f"{rstats.get('partial_parts', 0)} parts compared; the searches of "
                     f"{rstats.get('partial_skipped', 0)} ran out of their share)")
         sampled += partial
+        if self.capped():
+            self.stats["sigma_cap"] = self.sigma_cap
+            budget_note += (f"; the search stopped after {self.sigma_draws} σ drawn (the bound "
+                            f"with ops on TensorFlow's kernels)")
         if why.kind == "solver":
             return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference"
                                          f"{budget_note}", tried=tried + sampled)
