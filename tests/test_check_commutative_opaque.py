@@ -12,6 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tfsem.checking import check_rewrite
 from tfsem.checking import symbolic
@@ -20,6 +21,7 @@ from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
 
 F32 = np.float32
+NIGHTLY = settings.get_current_profile_name() == "nightly"
 EDGE = [F32("nan"), F32(0.0), F32(-0.0), F32(1e-45), F32(-1e-40), F32("inf"), F32("-inf"),
         F32(3.4e38), F32(-1.5), F32(2.0)]
 
@@ -42,9 +44,9 @@ def pair(op: str, swapped_op: str | None = None, *, variable: bool = False):
 
 def oracle_differs(p, q) -> bool:
     """Outcomes(q, σ) ⊄ Outcomes(p, σ) at some σ of edge values."""
-    for a, b in itertools.product(itertools.combinations(EDGE, 2), repeat=2):
-        feeds = {"b": Tensor(np.array(b, F32))}
-        init = {"x": Tensor(np.array(a, F32))}
+    for a, b in itertools.product(EDGE, repeat=2):
+        feeds = {"b": Tensor(np.array([b, a], F32))}
+        init = {"x": Tensor(np.array([a, b], F32))}
         ours = outcome_set(p, feeds, init, "atomic", "outputs+state")
         theirs = outcome_set(q, feeds, init, "atomic", "outputs+state")
         if any(o not in ours for o, _ in theirs.items()):
@@ -53,7 +55,7 @@ def oracle_differs(p, q) -> bool:
 
 
 @pytest.mark.parametrize("op", ["Add.ftz", "Mul.ftz"])
-@pytest.mark.parametrize("variable", [False, True])
+@pytest.mark.parametrize("variable", [False, True] if NIGHTLY else [True])
 def test_a_swap_of_a_commutative_flushing_op_is_proved(op, variable):
     p, q = pair(op, variable=variable)
     assert symbolic._commutes(op)
@@ -64,7 +66,7 @@ def test_a_swap_of_a_commutative_flushing_op_is_proved(op, variable):
     assert not oracle_differs(p, q)
 
 
-@pytest.mark.parametrize("op", ["Sub.ftz", "Max.ftz", "Min.ftz", "RealDiv.ftz"])
+@pytest.mark.parametrize("op", ["Sub.ftz", "Max.ftz"] + (["Min.ftz", "RealDiv.ftz"] if NIGHTLY else []))
 def test_a_swap_of_an_op_that_does_not_commute_is_never_proved(op):
     # Max and Min return one operand on a tie of +0.0 and -0.0: not commutative
     p, q = pair(op)
