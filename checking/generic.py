@@ -267,6 +267,9 @@ class GenericAlgebra(Algebra):
     def has_encoding(self, fn: fns.Function) -> bool:
         return super().has_encoding(fn) or opdefs.elementwise_of(fn) is not None
 
+    def is_tensor(self, v: Any) -> bool:
+        return isinstance(v, GTensor) or super().is_tensor(v)
+
     # -- kinds --------------------------------------------------------------
 
     def _result_kinds(self, fn: fns.Function, args: Sequence[Any],
