@@ -1222,6 +1222,10 @@ class _Checker:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())
+        if self.sigma_cap is not None and self.one_outcome_each():
+            verdict = self.one_outcome_comparisons(why)
+            if verdict is not None:
+                return verdict
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
@@ -1320,6 +1324,83 @@ class _Checker:
         return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
                                                f"a difference{budget_note}",
                             tried=tried + sampled)
+
+    def one_outcome_each(self) -> bool:
+        """Whether the symbolic search found exactly one outcome of each
+        program, and explored every component of both (none left out as
+        unchanged): then each program has one outcome at every σ."""
+        st = self.stats
+        return (st.get("original_outcomes") == 1 and st.get("rewritten_outcomes") == 1
+                and not st.get("original_out") and st.get("unchanged_components") == 0)
+
+    def one_outcome_comparisons(self, why: _GiveUp) -> Verdict | None:
+        """Full comparisons at σ, one run of each program each, where each has
+        one outcome at every σ (one_outcome_each), up to the σ bound.
+
+        Why one run each is a full comparison: the symbolic search explores
+        every run of a program (the proofs rely on it: an outcome it misses
+        would make a wrong `sound`), and it found one symbolic outcome of
+        each, a tuple of terms over σ.  Every run of P' at σ therefore gives
+        that tuple's value at σ, and so does every run of P: Outcomes(P', σ)
+        and Outcomes(P, σ) are each the one outcome a single run gives (the
+        functions in the terms are functions: TensorFlow's kernels are
+        evaluated twice and refused when they are not, docs/kernels.md).
+        Equal outcomes: P' has no outcome outside Outcomes(P, σ).  A
+        difference is still confirmed by the concrete oracle (`confirm`: P's
+        outcome set enumerated) before it is a counterexample, so `unsound`
+        never rests on this argument.  None: no σ could be compared (the
+        normal stages run)."""
+        rng = np.random.default_rng(self.seed + 2)
+        sigmas = itertools.chain(itertools.islice(_generated_sigmas(self.p, rng), 2),
+                                 _refute_sigmas(self.p, rng))
+        runs = np.random.default_rng(self.seed + 4)
+        compared = 0
+        try:
+            while not self.capped() and self.remaining() > 0:
+                sigma = next(sigmas)
+                self.sigma_draws += 1
+                feeds, init = sigma
+                until = self.deadline
+                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                           runs, 1, until)
+                theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
+                                             runs, 1, until)
+                if len(mine) != 1 or len(theirs) != 1:
+                    break    # (a run cut short: not a comparison)
+                ((o1, _),) = mine.items()
+                ((o2, schedule),) = theirs.items()
+                if o2 == o1:
+                    compared += 1
+                    continue
+                found = self.confirm(sigma, schedule, max(0.1, self.remaining()))
+                if found is not None:
+                    self.stats["tried"] = compared
+                    self.stats["one_outcome"] = {"compared": compared, "found": True}
+                    return self.unsound(found)
+                if self.decided:
+                    # P's enumeration holds P' 's outcome: a second outcome of
+                    # P the symbolic search did not report would contradict
+                    # the argument above; never a verdict, and no shortcut
+                    self.stats["one_outcome"] = {"compared": compared, "contradicted": True}
+                    return None
+                break    # (the oracle could not decide in the time left)
+        except (fns.CannotRun, BudgetExceeded):
+            return None
+        self.stats["one_outcome"] = {"compared": compared}
+        if compared == 0:
+            return None
+        self.stats["tried"] = compared
+        how = (f"{compared} σ compared in full (each program has one outcome at every σ, by "
+               f"its symbolic search: one run of each)")
+        note = (f"; the search stopped after {self.sigma_draws} σ drawn (the bound with ops on "
+                f"TensorFlow's kernels)") if self.capped() else ""
+        if self.capped():
+            self.stats["sigma_cap"] = self.sigma_cap
+        if why.kind == "solver":
+            return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference{note}",
+                                tried=compared)
+        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
+                                               f"a difference{note}", tried=compared)
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in
