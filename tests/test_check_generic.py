@@ -388,6 +388,9 @@ def _same(a, b) -> bool:
     return a.tobytes() == b.tobytes()
 
 
+_DEFAULT_DTYPES = frozenset({"float32", "float64", "float16", "bfloat16", "int32", "uint8", "bool"})
+
+
 @pytest.mark.parametrize("name", sorted(gen.EXTRA))
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_extra_operations_encode_as_numpy_computes_them(name, dtype):
@@ -398,6 +401,12 @@ def test_extra_operations_encode_as_numpy_computes_them(name, dtype):
     fn = fns.lookup(name)
     if fn is None:
         pytest.skip(f"{name} is not registered")
+    if fn.encoding.result is not None and dtype not in _DEFAULT_DTYPES \
+            and settings.get_current_profile_name() != "nightly":
+        # (the comparisons and Select on every dtype under the nightly
+        # profile; by default on the flushed floats, float16, signed
+        # and unsigned integers and bool)
+        pytest.skip("every dtype under the nightly profile")
     values = (F32_SPECIAL if dtype == "float32" else I64_SPECIAL if dtype == "int64"
               else edge_values(dtype).tolist())
     enc = gen.GenericEncoder()
