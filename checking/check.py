@@ -110,6 +110,11 @@ KERNEL_SIGMAS = 12
 #: (instead of SAMPLES): each sample evaluates the candidate's terms, opaque
 #: ones on TensorFlow's kernels
 KERNEL_SAMPLES = 8
+#: The bound of the one-outcome comparisons (one run of each program per σ,
+#: `_Checker.one_outcome_comparisons`), σ drawn before them included: they
+#: cost a run each, and their σ begin with every edge value everywhere
+#: (`_edge_sigmas`), where the overflow differences of float rewrites show
+KERNEL_ONE_OUTCOME_SIGMAS = 32
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -1334,6 +1339,17 @@ class _Checker:
                 and not st.get("original_out") and st.get("unchanged_components") == 0)
 
     def one_outcome_comparisons(self, why: _GiveUp) -> Verdict | None:
+        """`_one_outcome_comparisons` under its own σ bound
+        (KERNEL_ONE_OUTCOME_SIGMAS; the normal stages keep theirs when it
+        gives no verdict)."""
+        cap = self.sigma_cap
+        self.sigma_cap = max(cap or 0, KERNEL_ONE_OUTCOME_SIGMAS)
+        verdict = self._one_outcome_comparisons(why)
+        if verdict is None:
+            self.sigma_cap = cap
+        return verdict
+
+    def _one_outcome_comparisons(self, why: _GiveUp) -> Verdict | None:
         """Full comparisons at σ, one run of each program each, where each has
         one outcome at every σ (one_outcome_each), up to the σ bound.
 
@@ -1350,9 +1366,10 @@ class _Checker:
         outcome set enumerated) before it is a counterexample, so `unsound`
         never rests on this argument.  None: no σ could be compared (the
         normal stages run)."""
-        rng = np.random.default_rng(self.seed + 2)
-        sigmas = itertools.chain(itertools.islice(_generated_sigmas(self.p, rng), 2),
-                                 _refute_sigmas(self.p, rng))
+        # zeros and ones, then each edge value everywhere (in the feeds, in
+        # the variables, in both), then the fallback's random σ
+        generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
+        sigmas = itertools.chain(itertools.islice(generated, 2), _edge_sigmas(self.p), generated)
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
         try:
@@ -1542,6 +1559,50 @@ def _refute_sigmas(p: Program, rng: np.random.Generator):
                                       for x in sorted(p.variables)}
             yield feeds, init
         k += 1
+
+
+#: the values σ takes everywhere in `_edge_sigmas`, per kind of dtype
+_EDGE_FLOATS = [3.4028235e38, -3.4028235e38, float("inf"), float("-inf"), float("nan"),
+                1e-45, -0.0, 1.1754944e-38]
+
+
+def _filled(t: TensorType, k: int) -> Tensor | None:
+    """A tensor of type t holding its dtype's k-th edge value everywhere
+    (None past the last one)."""
+    d = DTYPES[t.dtype]
+    if t.dtype in FLOAT_DTYPES:
+        if k >= len(_EDGE_FLOATS):
+            return None
+        info = np.finfo(d) if t.dtype != "bfloat16" else None
+        v = _EDGE_FLOATS[k]
+        if info is not None and abs(v) == 3.4028235e38:
+            v = float(np.copysign(info.max, v))
+        if info is not None and v == 1.1754944e-38:
+            v = float(info.tiny)
+        if info is not None and v == 1e-45:
+            v = float(info.smallest_subnormal)
+        with np.errstate(all="ignore"):
+            arr = np.full(t.shape, v, dtype=np.float64).astype(d)
+        return Tensor(arr, t.dtype)
+    if t.dtype == "bool":
+        return Tensor(np.full(t.shape, k % 2 == 0), "bool") if k < 2 else None
+    info = np.iinfo(d)
+    vals = [info.max, info.min, -1 if info.min < 0 else info.max // 2]
+    return Tensor(np.full(t.shape, vals[k], dtype=d), t.dtype) if k < len(vals) else None
+
+
+def _edge_sigmas(p: Program):
+    """σ with one edge value everywhere: in every feed (the variables all
+    ones), in every variable (the feeds all ones), and in both; a dtype with
+    fewer edge values than the floats' takes ones past its last."""
+    ones = {f: _random_tensor(p.feed_type(f), None, 1) for f in p.feed_names}
+    ones_init = {x: _random_tensor(p.variables[x], None, 1) for x in sorted(p.variables)}
+    for k in range(len(_EDGE_FLOATS)):
+        feeds = {f: _filled(p.feed_type(f), k) or ones[f] for f in p.feed_names}
+        init = {x: _filled(p.variables[x], k) or ones_init[x] for x in sorted(p.variables)}
+        yield feeds, dict(ones_init)
+        yield dict(ones), init
+        yield feeds, init
 
 
 def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:

@@ -117,7 +117,7 @@ def test_equal_programs_the_solver_cannot_prove_end_no_counterexample_at_the_bou
         v = check_rewrite(DOUBLE_ADD, DOUBLE_MUL, timeout=10, structural=False)
     assert v.verdict == "no-counterexample", v.reason
     assert v.stats["one_outcome"]["compared"] >= 1
-    assert v.stats["sigma_cap"] == C.KERNEL_SIGMAS
+    assert v.stats["sigma_cap"] == C.KERNEL_ONE_OUTCOME_SIGMAS
     assert "one outcome at every σ" in v.reason and "stopped after" in v.reason
     assert v.stats["seconds"] < 10      # (not the whole budget)
     # the normal path, which spends its budget, agrees
