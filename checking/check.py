@@ -1576,7 +1576,7 @@ def _filled(t: TensorType, k: int) -> Tensor | None:
         info = np.finfo(d) if t.dtype != "bfloat16" else None
         v = _EDGE_FLOATS[k]
         if info is not None and abs(v) == 3.4028235e38:
-            v = float(np.copysign(info.max, v))
+            v = float(info.max) if v > 0 else -float(info.max)
         if info is not None and v == 1.1754944e-38:
             v = float(info.tiny)
         if info is not None and v == 1e-45:

@@ -143,3 +143,55 @@ def test_programs_with_several_outcomes_take_the_normal_path(no_solver_candidate
         assert v.verdict == "unsound"
         assert "one_outcome" not in v.stats
         assert check_rewrite(p, racy(2.0, forced=True), timeout=10).verdict == "sound"
+
+
+# constant folding's reassociation of a float product (issue 23): c * (x * 2)
+# becomes x * (2 * c); they differ only where x * 2 overflows
+REASSOCIATED = (step([const("c", 0.25), const("two", 2.0),
+                      {"name": "m", "op": "Mul.ftz", "inputs": ["r", "two"]},
+                      {"name": "o", "op": "Mul.ftz", "inputs": ["c", "m"]}]),
+                step([const("c", 0.25), const("two", 2.0),
+                      {"name": "k", "op": "Mul.ftz", "inputs": ["two", "c"]},
+                      {"name": "o", "op": "Mul.ftz", "inputs": ["r", "k"]}]))
+
+
+def test_an_overflow_difference_is_found_at_the_edge_sigmas(no_solver_candidates):
+    p, q = REASSOCIATED
+    assert oracle_differs(p, q)
+    with as_if_kernels():
+        v = check_rewrite(p, q, timeout=10, structural=False)
+    assert v.verdict == "unsound", v.reason
+    # zeros, ones, then the largest float in the feeds, the variables, both
+    assert v.stats["one_outcome"]["found"] and v.stats["one_outcome"]["compared"] <= 4
+    assert cx_differs(p, v)
+
+
+def cx_differs(p, v) -> bool:
+    cx = v.counterexample
+    return cx.outcome not in outcome_set(p, cx.feeds, cx.init, "atomic", "outputs+state")
+
+
+def test_the_edge_sigmas_hold_each_edge_value_everywhere():
+    from tfsem.oracle.program import TensorType
+    p = program_from_json({
+        "format": "tfsem.program/1",
+        "variables": {"x": {"dtype": "float32", "shape": [2]}, "n": {"dtype": "uint8", "shape": []},
+                      "h": {"dtype": "float16", "shape": [3]}},
+        "feeds": {"a": {"dtype": "int64", "shape": [2]}, "b": {"dtype": "bool", "shape": []}},
+        "nodes": [{"name": "o", "op": "Identity", "inputs": ["$a"]}], "outputs": {"out": "o"}})
+    sigmas = list(C._edge_sigmas(p))
+    assert len(sigmas) == 3 * len(C._EDGE_FLOATS)
+    xs = [init["x"].array for _, init in sigmas]
+    assert any(np.all(x == np.finfo(np.float32).max) for x in xs)
+    assert any(np.all(np.isnan(x)) for x in xs)
+    assert any(np.all(x == np.float32(1e-45)) for x in xs)
+    assert any(np.all((x == 0) & np.signbit(x)) for x in xs)
+    hs = [init["h"].array for _, init in sigmas]
+    assert any(np.all(h == np.finfo(np.float16).max) for h in hs)
+    assert any(np.all(h == np.finfo(np.float16).smallest_subnormal) for h in hs)
+    for feeds, init in sigmas:    # every value has its declared type
+        assert feeds["a"].dtype == "int64" and feeds["a"].array.shape == (2,)
+        assert feeds["b"].dtype == "bool" and init["n"].dtype == "uint8"
+        assert init["x"].array.dtype == np.float32 and init["h"].array.dtype == np.float16
+    assert any(np.all(f["a"].array == np.iinfo(np.int64).min) for f, _ in sigmas)
+    assert any(i["n"].array == 255 for _, i in sigmas)
