@@ -95,6 +95,26 @@ REFUTE_RUNS = 64
 #: search with every part observed too (refute.unreached's `joint`)
 REFUTE_JOINT = False
 REFUTE_SAMPLE_SHARE = 0.25
+#: With TensorFlow's kernels evaluating ops of either program (oracle/kernels.py),
+#: the concrete stages draw at most this many σ (the refutation stage's and
+#: the full comparisons' together, edge values among them) and then end
+#: `no-counterexample` at once, instead of drawing σ for the whole budget.
+#: Stopping sooner never changes what a verdict says: `no-counterexample` is
+#: no proof, and an `unsound` verdict still needs a confirmed counterexample;
+#: it only gives up looking earlier (docs/kernels.md, "A bounded search").
+#: On the real-graphs corpus, with no bound and 30 s per check, each of the
+#: eight differences found was found within the first 9 σ drawn (at the 4th
+#: to the 9th; docs/kernels.md).
+KERNEL_SIGMAS = 12
+#: and the solver's candidates are first evaluated on this many generated σ
+#: (instead of SAMPLES): each sample evaluates the candidate's terms, opaque
+#: ones on TensorFlow's kernels
+KERNEL_SAMPLES = 8
+#: The bound of the one-outcome comparisons (one run of each program per σ,
+#: `_Checker.one_outcome_comparisons`), σ drawn before them included: they
+#: cost a run each, and their σ begin with every edge value everywhere
+#: (`_edge_sigmas`), where the overflow differences of float rewrites show
+KERNEL_ONE_OUTCOME_SIGMAS = 32
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -435,6 +455,11 @@ class _Checker:
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
+        # σ drawn by the concrete stages, and their bound (KERNEL_SIGMAS) where
+        # a concrete run may go through TensorFlow's kernels
+        self.sigma_draws = 0
+        self.sigma_cap = (KERNEL_SIGMAS if not self.real and kernels.enabled()
+                          and (_needs_kernels(self.p) or _needs_kernels(self.p2)) else None)
         # tensors as element terms, or as one generic element (generic.py)
         self.tensors = gen.tensors_mode()
         self.generic = self.tensors == "generic"
@@ -442,6 +467,10 @@ class _Checker:
             # the generic element has no real-number encoding
             self.tensors, self.generic = "elementwise", False
             self.stats["float"] = "real"
+
+    def capped(self) -> bool:
+        """Whether the concrete stages have drawn every σ they may (KERNEL_SIGMAS)."""
+        return self.sigma_cap is not None and self.sigma_draws >= self.sigma_cap
 
     def solver_reserve(self) -> float:
         """Time the solver queries (and the encoding of them) leave to the
@@ -734,11 +763,12 @@ class _Checker:
             rng = np.random.default_rng(self.seed)
             raw = []
             leaf_values = [*self.feeds.values(), *self.inits.values()]
-            for k in range(SAMPLES if not self.generic or gen.can_sample(leaf_values, SAMPLES) else 0):
+            count = SAMPLES if self.sigma_cap is None else min(SAMPLES, KERNEL_SAMPLES)
+            for k in range(count if not self.generic or gen.can_sample(leaf_values, count) else 0):
                 style = min(k, 2)
                 raw.append(({f: _random_tensor(self.p.feed_type(f), rng, style) for f in self.feeds},
                             {x: _random_tensor(self.p.variables[x], rng, style) for x in self.inits}))
-            flags = {x: np.array([k >= 2 and rng.random() < 0.25 for k in range(SAMPLES if raw else 0)])
+            flags = {x: np.array([k >= 2 and rng.random() < 0.25 for k in range(len(raw))])
                      for x in self.flagged}
             sigmas = [(feeds, {x: Error(UNINITIALIZED) if x in flags and flags[x][k] else v
                                for x, v in init.items()})
@@ -1010,10 +1040,11 @@ class _Checker:
                                if which == "first" else self.deadline)
         try:
             owed = floor > 0     # (the σ owed runs even when a stall used up its floor)
-            while owed or (time.monotonic() < stop
+            while owed or (time.monotonic() < stop and not self.capped()
                            and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
                 owed = False
                 sigma = next(self._refute_sigmas)
+                self.sigma_draws += 1
                 feeds, init = sigma
                 left = stop - time.monotonic()
                 candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
@@ -1196,6 +1227,10 @@ class _Checker:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())
+        if self.sigma_cap is not None and self.one_outcome_each():
+            verdict = self.one_outcome_comparisons(why)
+            if verdict is not None:
+                return verdict
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
@@ -1209,7 +1244,7 @@ class _Checker:
         # full comparisons have what it leaves
         first = 0 if self.stats.get("original_out") else FALLBACK_FIRST
         while True:
-            if not refuted and (tried >= first or budget_note
+            if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
                 # the refutation stage again, with most of the time left, after
                 # the first σ (all zeros, all ones: those enumerations are the
@@ -1224,11 +1259,15 @@ class _Checker:
                     return self.unsound(found)
                 if retry is not None:
                     budget_note = ""      # that σ again, with all the time left
-            if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0:
+            if budget_note or tried >= FALLBACK_SAMPLES or self.remaining() <= 0 or self.capped():
                 if refuted:
                     break
                 continue
-            sigma, retry = (retry, None) if retry is not None and refuted else (next(sigmas), retry)
+            if retry is not None and refuted:
+                sigma, retry = retry, None
+            else:
+                sigma = next(sigmas)
+                self.sigma_draws += 1
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
@@ -1242,7 +1281,10 @@ class _Checker:
             if found is not None:
                 self.stats["tried"] = tried
                 return self.unsound(found)
-        batched = self.batched_difference(why) if not budget_note else None
+        # (batched testing on numpy stops at the first op with no numpy model:
+        # with the search bounded for TensorFlow's kernels it is not tried)
+        batched = self.batched_difference(why) if not budget_note and self.sigma_cap is None \
+            else None
         if batched is not None:
             if isinstance(batched, _Found):
                 self.stats["tried"] = tried
@@ -1270,6 +1312,10 @@ class _Checker:
                     f"{rstats.get('partial_parts', 0)} parts compared; the searches of "
                     f"{rstats.get('partial_skipped', 0)} ran out of their share)")
         sampled += partial
+        if self.capped():
+            self.stats["sigma_cap"] = self.sigma_cap
+            budget_note += (f"; the search stopped after {self.sigma_draws} σ drawn (the bound "
+                            f"with ops on TensorFlow's kernels)")
         if why.kind == "solver":
             return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference"
                                          f"{budget_note}", tried=tried + sampled)
@@ -1283,6 +1329,95 @@ class _Checker:
         return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
                                                f"a difference{budget_note}",
                             tried=tried + sampled)
+
+    def one_outcome_each(self) -> bool:
+        """Whether the symbolic search found exactly one outcome of each
+        program, and explored every component of both (none left out as
+        unchanged): then each program has one outcome at every σ."""
+        st = self.stats
+        return (st.get("original_outcomes") == 1 and st.get("rewritten_outcomes") == 1
+                and not st.get("original_out") and st.get("unchanged_components") == 0)
+
+    def one_outcome_comparisons(self, why: _GiveUp) -> Verdict | None:
+        """`_one_outcome_comparisons` under its own σ bound
+        (KERNEL_ONE_OUTCOME_SIGMAS; the normal stages keep theirs when it
+        gives no verdict)."""
+        cap = self.sigma_cap
+        self.sigma_cap = max(cap or 0, KERNEL_ONE_OUTCOME_SIGMAS)
+        verdict = self._one_outcome_comparisons(why)
+        if verdict is None:
+            self.sigma_cap = cap
+        return verdict
+
+    def _one_outcome_comparisons(self, why: _GiveUp) -> Verdict | None:
+        """Full comparisons at σ, one run of each program each, where each has
+        one outcome at every σ (one_outcome_each), up to the σ bound.
+
+        Why one run each is a full comparison: the symbolic search explores
+        every run of a program (the proofs rely on it: an outcome it misses
+        would make a wrong `sound`), and it found one symbolic outcome of
+        each, a tuple of terms over σ.  Every run of P' at σ therefore gives
+        that tuple's value at σ, and so does every run of P: Outcomes(P', σ)
+        and Outcomes(P, σ) are each the one outcome a single run gives (the
+        functions in the terms are functions: TensorFlow's kernels are
+        evaluated twice and refused when they are not, docs/kernels.md).
+        Equal outcomes: P' has no outcome outside Outcomes(P, σ).  A
+        difference is still confirmed by the concrete oracle (`confirm`: P's
+        outcome set enumerated) before it is a counterexample, so `unsound`
+        never rests on this argument.  None: no σ could be compared (the
+        normal stages run)."""
+        # zeros and ones, then each edge value everywhere (in the feeds, in
+        # the variables, in both), then the fallback's random σ
+        generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
+        sigmas = itertools.chain(itertools.islice(generated, 2), _edge_sigmas(self.p), generated)
+        runs = np.random.default_rng(self.seed + 4)
+        compared = 0
+        try:
+            while not self.capped() and self.remaining() > 0:
+                sigma = next(sigmas)
+                self.sigma_draws += 1
+                feeds, init = sigma
+                until = self.deadline
+                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                           runs, 1, until)
+                theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
+                                             runs, 1, until)
+                if len(mine) != 1 or len(theirs) != 1:
+                    break    # (a run cut short: not a comparison)
+                ((o1, _),) = mine.items()
+                ((o2, schedule),) = theirs.items()
+                if o2 == o1:
+                    compared += 1
+                    continue
+                found = self.confirm(sigma, schedule, max(0.1, self.remaining()))
+                if found is not None:
+                    self.stats["tried"] = compared
+                    self.stats["one_outcome"] = {"compared": compared, "found": True}
+                    return self.unsound(found)
+                if self.decided:
+                    # P's enumeration holds P' 's outcome: a second outcome of
+                    # P the symbolic search did not report would contradict
+                    # the argument above; never a verdict, and no shortcut
+                    self.stats["one_outcome"] = {"compared": compared, "contradicted": True}
+                    return None
+                break    # (the oracle could not decide in the time left)
+        except (fns.CannotRun, BudgetExceeded):
+            return None
+        self.stats["one_outcome"] = {"compared": compared}
+        if compared == 0:
+            return None
+        self.stats["tried"] = compared
+        how = (f"{compared} σ compared in full (each program has one outcome at every σ, by "
+               f"its symbolic search: one run of each)")
+        note = (f"; the search stopped after {self.sigma_draws} σ drawn (the bound with ops on "
+                f"TensorFlow's kernels)") if self.capped() else ""
+        if self.capped():
+            self.stats["sigma_cap"] = self.sigma_cap
+        if why.kind == "solver":
+            return self.verdict(UNKNOWN, f"{why.reason}; {how}, none shows a difference{note}",
+                                tried=compared)
+        return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
+                                               f"a difference{note}", tried=compared)
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in
@@ -1424,6 +1559,50 @@ def _refute_sigmas(p: Program, rng: np.random.Generator):
                                       for x in sorted(p.variables)}
             yield feeds, init
         k += 1
+
+
+#: the values σ takes everywhere in `_edge_sigmas`, per kind of dtype
+_EDGE_FLOATS = [3.4028235e38, -3.4028235e38, float("inf"), float("-inf"), float("nan"),
+                1e-45, -0.0, 1.1754944e-38]
+
+
+def _filled(t: TensorType, k: int) -> Tensor | None:
+    """A tensor of type t holding its dtype's k-th edge value everywhere
+    (None past the last one)."""
+    d = DTYPES[t.dtype]
+    if t.dtype in FLOAT_DTYPES:
+        if k >= len(_EDGE_FLOATS):
+            return None
+        info = np.finfo(d) if t.dtype != "bfloat16" else None
+        v = _EDGE_FLOATS[k]
+        if info is not None and abs(v) == 3.4028235e38:
+            v = float(info.max) if v > 0 else -float(info.max)
+        if info is not None and v == 1.1754944e-38:
+            v = float(info.tiny)
+        if info is not None and v == 1e-45:
+            v = float(info.smallest_subnormal)
+        with np.errstate(all="ignore"):
+            arr = np.full(t.shape, v, dtype=np.float64).astype(d)
+        return Tensor(arr, t.dtype)
+    if t.dtype == "bool":
+        return Tensor(np.full(t.shape, k % 2 == 0), "bool") if k < 2 else None
+    info = np.iinfo(d)
+    vals = [info.max, info.min, -1 if info.min < 0 else info.max // 2]
+    return Tensor(np.full(t.shape, vals[k], dtype=d), t.dtype) if k < len(vals) else None
+
+
+def _edge_sigmas(p: Program):
+    """σ with one edge value everywhere: in every feed (the variables all
+    ones), in every variable (the feeds all ones), and in both; a dtype with
+    fewer edge values than the floats' takes ones past its last."""
+    ones = {f: _random_tensor(p.feed_type(f), None, 1) for f in p.feed_names}
+    ones_init = {x: _random_tensor(p.variables[x], None, 1) for x in sorted(p.variables)}
+    for k in range(len(_EDGE_FLOATS)):
+        feeds = {f: _filled(p.feed_type(f), k) or ones[f] for f in p.feed_names}
+        init = {x: _filled(p.variables[x], k) or ones_init[x] for x in sorted(p.variables)}
+        yield feeds, dict(ones_init)
+        yield dict(ones), init
+        yield feeds, init
 
 
 def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:

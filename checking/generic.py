@@ -170,6 +170,20 @@ def _fold(op: str):
     return f if f is not None else opdefs.encoding(op).fold
 
 
+def _result_dtype(op: str, dtypes: tuple[str, ...]) -> str:
+    """The dtype of element op `op`'s result on operands of `dtypes`."""
+    enc = None if op in _FOLD else opdefs.encoding(op)
+    return enc.result(dtypes) if enc is not None and enc.result is not None else dtypes[0]
+
+
+def _operand_dtype(v: "GTensor") -> str:
+    """The dtype an element op's encoding is given (Elementwise.result): the
+    first operand's where the result's differs from the operands', else the
+    result's."""
+    enc = None if v.op in _FOLD else opdefs.encoding(v.op)
+    return v.args[0].dtype if enc is not None and enc.result is not None else v.dtype
+
+
 def _commutative(op: str, dtype: str) -> bool:
     if op in _FOLD:
         return op in _COMMUTATIVE.get(dtype, ())
@@ -253,6 +267,9 @@ class GenericAlgebra(Algebra):
     def has_encoding(self, fn: fns.Function) -> bool:
         return super().has_encoding(fn) or opdefs.elementwise_of(fn) is not None
 
+    def is_tensor(self, v: Any) -> bool:
+        return isinstance(v, GTensor) or super().is_tensor(v)
+
     # -- kinds --------------------------------------------------------------
 
     def _result_kinds(self, fn: fns.Function, args: Sequence[Any],
@@ -285,8 +302,14 @@ class GenericAlgebra(Algebra):
     def _apply(self, fn: fns.Function, args: Sequence[Any],
                attrs: Mapping[str, Any]) -> tuple:
         # a dtype with no Z3 model here: the function's result is opaque
-        # (after the error discipline, which the base class applies first)
-        if any(isinstance(a, GTensor) and a.dtype not in ENCODED for a in args) \
+        # (after the error discipline, which the base class applies first).
+        # So is Select's with a condition along x's first axis only (its
+        # encoding broadcasts as numpy does, which is Select's rule only for
+        # a condition of x's shape or a scalar: oracle/opdefs/math.py)
+        select_by_rows = (fn.name == "Select" and len(args) == 3
+                          and all(isinstance(a, GTensor) for a in args)
+                          and args[0].shape not in ((), args[1].shape))
+        if (select_by_rows or any(isinstance(a, GTensor) and a.dtype not in ENCODED for a in args)) \
                 and fn.name not in ("Identity", "Copy", "Snd", "SndSameShape"):
             for i in fn.strict():
                 if isinstance(args[i], (Error, Opaque)):
@@ -318,13 +341,15 @@ class GenericAlgebra(Algebra):
         return (self.elementwise(ELEMENTWISE.get(name) or fn.encoding.key, tuple(args)),)
 
     def elementwise(self, op: str, args: tuple[GTensor, ...]) -> GTensor:
-        dtype = args[0].dtype
+        operand = args[0].dtype
+        # (a comparison's result is bool, Select's its x's: `Elementwise.result`)
+        dtype = _result_dtype(op, tuple(a.dtype for a in args))
         shape = tuple(np.broadcast_shapes(*(a.shape for a in args)))
         if all(a.op == "const" for a in args):
             with np.errstate(all="ignore"):
                 r = _fold(op)(*(a.value.array for a in args))
             return self.constant(Tensor(np.asarray(r, dtype=DTYPES[dtype])))
-        if _commutative(op, dtype) and args[0].serial > args[1].serial:
+        if _commutative(op, operand) and args[0].serial > args[1].serial:
             args = (args[1], args[0])
         return self._intern(op, dtype, shape, args)
 
@@ -437,7 +462,7 @@ class GenericEncoder(Encoder):
             (j,) = idx
             return self.element(a, (j + v.value * v.shape[0],))
         args = [self.element(a, _project(idx, a.shape, v.shape)) for a in v.args]
-        return self.scalar_op(v.op, v.dtype, args)
+        return self.scalar_op(v.op, _operand_dtype(v), args)
 
     def _const_element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
         t: Tensor = v.value

@@ -189,6 +189,41 @@ def _value_key(v: Any) -> tuple:
     return ("E", v.reason) if isinstance(v, Error) else ("V", id(v))
 
 
+#: Opaque functions whose two operands may be put in a canonical order.  An
+#: opaque value stands for the function applied to its arguments' values, so
+#: writing f(b, a) as f(a, b) is sound exactly when f(a, b) = f(b, a) for all
+#: values under SPEC equality.  For these it holds on tensor arguments: Add
+#: and Mul are numpy's add and multiply, commutative on every dtype (integers
+#: wrap the same way either order; IEEE 754 addition and multiplication are
+#: commutative, only a NaN's payload may depend on the order, and all NaNs are
+#: equal), their broadcast shape is symmetric, and so are the errors they
+#: raise (dtype mismatch, shapes that do not broadcast, no bool kernel); the
+#: `.ftz` variants flush both arguments and the result alike
+#: (oracle/functions.py flushed_variant).  On error *arguments* they are not:
+#: f(e1, e2) is e1 (the first strict argument's error), so the order is made
+#: canonical only where one operand is certainly a tensor (then at most one
+#: is an error, which either order gives).
+#: Max and Min are not among them (a tie of +0.0 and -0.0 returns one operand).
+#: (They become opaque when an argument is opaque, or on a dtype the generic
+#: element has no model of; Add.ftz and Mul.ftz have no encoding at all.)
+COMMUTATIVE_OPAQUE = frozenset({"Add", "Mul", "Add.ftz", "Mul.ftz"})
+
+
+def _commutes(op: str) -> bool:
+    """Whether opaque function `op` is one of COMMUTATIVE_OPAQUE as tfsem
+    defines it (not a function a user registered under that name)."""
+    if op not in COMMUTATIVE_OPAQUE:
+        return False
+    f = fns.lookup(op)
+    return f is not None and getattr(f.impl, "__module__", None) == fns.__name__
+
+
+def _order_key(v: Any) -> tuple:
+    """A total order on interned symbolic values within one check (errors by
+    reason, the rest by identity: interned, so equal values are one object)."""
+    return (0, v.reason, 0) if isinstance(v, Error) else (1, "", id(v))
+
+
 class Algebra:
     """The interning table of one check, and the symbolic functions over it."""
 
@@ -271,11 +306,25 @@ class Algebra:
         return self.tensor(value.dtype, value.shape, (self.const(x, value.dtype) for x in flat))
 
     def opaque(self, op: str, port: int, args: tuple[Any, ...]) -> Opaque:
+        if len(args) == 2 and _commutes(op) and _order_key(args[1]) < _order_key(args[0]) \
+                and (self.is_tensor(args[0]) or self.is_tensor(args[1])):
+            # one canonical order of the operands (see COMMUTATIVE_OPAQUE):
+            # f(a, b) and f(b, a) are one opaque value, so a rewrite that only
+            # swaps them (Grappler's canonicalization of commutative ops)
+            # keeps every term, and congruence proves it.  Only where one
+            # operand is certainly a tensor: with two operands that may each
+            # be an error (opaque values, guarded ones) the result is the
+            # FIRST operand's error, which a swap changes
+            args = (args[1], args[0])
         key = (op, port, tuple(_value_key(a) for a in args))
         o = self._opaque.get(key)
         if o is None:
             o = self._opaque[key] = Opaque(op, port, args)
         return o
+
+    def is_tensor(self, v: Any) -> bool:
+        """Whether v is certainly a tensor (never an error at any σ)."""
+        return isinstance(v, SymTensor)
 
     # -- initialization flags ----------------------------------------------------
 

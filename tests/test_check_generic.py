@@ -388,6 +388,9 @@ def _same(a, b) -> bool:
     return a.tobytes() == b.tobytes()
 
 
+_DEFAULT_DTYPES = frozenset({"float32", "float64", "float16", "bfloat16", "int32", "uint8", "bool"})
+
+
 @pytest.mark.parametrize("name", sorted(gen.EXTRA))
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_extra_operations_encode_as_numpy_computes_them(name, dtype):
@@ -398,19 +401,32 @@ def test_extra_operations_encode_as_numpy_computes_them(name, dtype):
     fn = fns.lookup(name)
     if fn is None:
         pytest.skip(f"{name} is not registered")
+    if fn.encoding.result is not None and dtype not in _DEFAULT_DTYPES \
+            and settings.get_current_profile_name() != "nightly":
+        # (the comparisons and Select on every dtype under the nightly
+        # profile; by default on the flushed floats, float16, signed
+        # and unsigned integers and bool)
+        pytest.skip("every dtype under the nightly profile")
     values = (F32_SPECIAL if dtype == "float32" else I64_SPECIAL if dtype == "int64"
               else edge_values(dtype).tolist())
     enc = gen.GenericEncoder()
     op = gen.EXTRA[name]
+    # (Select and SelectV2: a bool condition first, then x and y of `dtype`)
+    conds = [[Tensor(np.array(c))] for c in (False, True)] if fn.n_in == 3 else [[]]
+    enc_of = fn.encoding
     for a in values:
-        for b in (values if fn.n_in == 2 else [None]):
-            args = [Tensor(np.array(a, DTYPES[dtype]))] + ([] if b is None else [Tensor(np.array(b, DTYPES[dtype]))])
-            (want,) = fn.apply(args)
-            if not isinstance(want, Tensor):
-                continue   # an error kind (no integer kernel): never encoded
-            z = [z3_const(x.array[()], dtype) for x in args]
-            got = _numeral(z3.simplify(enc.scalar_op(op, dtype, z)), dtype)
-            assert _same(got, want.array), (name, dtype, a, b, got, want)
+        for b in (values if fn.n_in >= 2 else [None]):
+            for cond in conds:
+                args = cond + [Tensor(np.array(a, DTYPES[dtype]))] + \
+                    ([] if b is None else [Tensor(np.array(b, DTYPES[dtype]))])
+                (want,) = fn.apply(args)
+                if not isinstance(want, Tensor):
+                    continue   # an error kind (no integer kernel): never encoded
+                z = [z3_const(x.array[()], x.dtype) for x in args]
+                # (an encoding with a result dtype of its own gets its first operand's)
+                given = args[0].dtype if enc_of.result is not None else dtype
+                got = _numeral(z3.simplify(enc.scalar_op(op, given, z)), want.dtype)
+                assert _same(got, want.array), (name, dtype, cond, a, b, got, want)
 
 
 def test_extra_operations_prove_and_refute_on_large_tensors():

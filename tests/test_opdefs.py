@@ -90,7 +90,9 @@ def test_the_old_tables_hold_none_of_the_registrys_ops():
     # the generic checker's element ops are exactly the registry's encodings
     assert gen.EXTRA == {n: f.encoding.key for n, f in fns.registered(None).items()
                          if opdefs.elementwise_of(f) is not None}
-    assert set(gen.EXTRA) == {"RealDiv", "Sqrt", "Abs", "Square", "SquaredDifference"}
+    assert set(gen.EXTRA) == {"RealDiv", "Sqrt", "Abs", "Square", "SquaredDifference",
+                              "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
+                              "NotEqual", "Select", "SelectV2"}
 
 
 def test_the_checker_folds_the_run_time_shape_functions_the_registry_marks():
@@ -110,11 +112,13 @@ def test_an_encodings_fold_is_its_functions_value_semantics(name):
     for dtype in DTYPES:
         x = edge_values(dtype)
         args = [x] if fn.n_in == 1 else [np.repeat(x, len(x)), np.tile(x, len(x))]
+        if fn.n_in == 3:    # Select: a bool condition, then x and y
+            args = [np.arange(len(args[0])) % 3 == 0] + args
         (want,) = fn.apply([Tensor(a) for a in args])
         if not isinstance(want, Tensor):
             continue   # an error value (no kernel for the dtype): never folded
         with np.errstate(all="ignore"):
-            got = np.asarray(fold(*args), dtype=DTYPES[dtype])
+            got = np.asarray(fold(*args), dtype=want.array.dtype)   # (a comparison's: bool)
         assert _same(got, want.array), (name, dtype)
 
 

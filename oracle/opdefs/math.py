@@ -37,6 +37,7 @@ from .registry import (Elementwise, OpDef, define, export_as, flushed, function,
 FAMILY = "math"
 
 _INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+DTYPES_ALL = frozenset(_INTEGERS | FLOAT_DTYPES | {"bool"})
 
 
 def _no_encoding(op: str, dtype: str):
@@ -514,7 +515,22 @@ for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min",
 #   logical ops only a bool one: elsewhere the `no-kernel` error value.
 #
 # Both arguments have one dtype (a mismatch is the dtype-mismatch error value,
-# as for every function).  No encoding: uninterpreted in proofs.
+# as for every function).
+#
+# Encoding (the generic checker's element terms, checking/generic.py): the
+# result is a bool element (a 1-bit vector, 1 for true).  Floats compare with
+# IEEE's predicates, which are TensorFlow's on every case above: fpLT, fpLEQ,
+# fpGT, fpGEQ and fpEQ are false when an operand is NaN and take -0 = +0, and
+# NotEqual is the negation of fpEQ (true on NaN); on the flushed dtypes each
+# operand goes through denormals-are-zero first (a subnormal becomes +0, and
+# the sign of a zero never matters to a comparison).  Integers compare as
+# signed or unsigned bit-vectors by dtype; bool (Equal, NotEqual only) as
+# 1-bit vectors.  Ordered comparisons of bool never reach the encoding (their
+# result is the `no-kernel` error, a kind decided from the dtypes alone).
+# Tested against the implementation on every dtype's edge values
+# (tests/test_check_generic.py, tests/test_check_comparison_encoding.py) and
+# the implementation against TensorFlow's kernels
+# (tests/test_controlflow_predicates.py).
 
 _ORDERED = {"Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater,
             "GreaterEqual": np.greater_equal}
@@ -534,13 +550,50 @@ def _daz(a: np.ndarray) -> np.ndarray:
     return np.where(np.abs(a) < _TINY32, np.float32(0.0), a)
 
 
+def _z3_comparison(name: str):
+    def encode(z3, dtype, xs):
+        a, b = xs
+        if dtype in FLOAT_DTYPES:
+            if dtype in FLUSHED_DTYPES:
+                a, b = (z3.If(z3.fpIsSubnormal(x), z3.fpPlusZero(x.sort()), x) for x in (a, b))
+            if name == "NotEqual":
+                holds = z3.Not(z3.fpEQ(a, b))
+            else:
+                holds = {"Less": z3.fpLT, "LessEqual": z3.fpLEQ, "Greater": z3.fpGT,
+                         "GreaterEqual": z3.fpGEQ, "Equal": z3.fpEQ}[name](a, b)
+        elif dtype in _INTEGERS or dtype == "bool":
+            if name in ("Equal", "NotEqual"):
+                holds = (a == b) if name == "Equal" else (a != b)
+            elif dtype == "bool":
+                raise _no_encoding(name, dtype)    # no kernel (an error kind, never encoded)
+            elif dtype.startswith("u"):
+                holds = {"Less": z3.ULT, "LessEqual": z3.ULE, "Greater": z3.UGT,
+                         "GreaterEqual": z3.UGE}[name](a, b)
+            else:
+                holds = {"Less": a < b, "LessEqual": a <= b, "Greater": a > b,
+                         "GreaterEqual": a >= b}[name]
+        else:
+            raise _no_encoding(name, dtype)
+        return z3.If(holds, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+    return encode
+
+
+def _bool_result(dtypes: tuple) -> str:
+    return "bool"
+
+
 def _comparison(name: str, op, ordered: bool) -> None:
     def impl(xp, args, attrs):
         if ordered and args[0].dtype == np.bool_:
             raise OpError("no-kernel", f"{name} has no kernel for bool")
         return (np.asarray(op(_daz(args[0]), _daz(args[1])), dtype=np.bool_),)
     impl.__doc__ = f"Elementwise {name} (TensorFlow's {name}), a bool result."
-    f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name))(impl)
+    encoding = Elementwise(name.lower(), lambda a, b: np.asarray(op(_daz(a), _daz(b)), np.bool_),
+                           _z3_comparison(name),
+                           commutative=frozenset() if ordered else frozenset(DTYPES_ALL),
+                           result=_bool_result)
+    f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name),
+                 encoding=encoding)(impl)
 
     def build(b):
         return [b.add(name, [b.input(0), b.input(1)])]
@@ -599,7 +652,12 @@ define(OpDef("LogicalOr", "LogicalOr (bool result)", one_function("LogicalOr", N
 # condition of x's shape, a scalar one (all of x or all of y), or a vector
 # along x's first axis; x and y have one dtype and (for `Select`) one shape.
 # Measured against TensorFlow's kernels by tests/test_select_tensorflow.py.
-# No encoding: uninterpreted in proofs.
+#
+# Encoding (checking/generic.py): If(c = 1, x, y) on the elements, which
+# copies the chosen element's bits as the kernel does.  `SelectV2` broadcasts
+# as numpy does; `Select` is encoded where its condition has x's shape or is
+# a scalar (numpy's broadcasting is then Select's rule); a condition along
+# x's first axis stays uninterpreted (checking/generic.py GenericAlgebra).
 
 def _select_args(name: str, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
     if x.dtype != y.dtype:
@@ -614,8 +672,24 @@ def _export_select(name: str):
     return export
 
 
+def _z3_select(z3, dtype, xs):
+    c, x, y = xs
+    return z3.If(c == z3.BitVecVal(1, 1), x, y)
+
+
+def _select_result(dtypes: tuple) -> str:
+    return dtypes[1]
+
+
+def _select_fold(c, x, y):
+    return np.where(c, x, y).astype(x.dtype, copy=False)
+
+
+SELECT = Elementwise("select", _select_fold, _z3_select, result=_select_result)
+
+
 @function("SelectV2", 3, 1, batched=BROADCASTING, casts=True, mixed_dtypes=True,
-          export=_export_select("SelectV2"))
+          export=_export_select("SelectV2"), encoding=SELECT)
 def _select_v2(xp, args, attrs):
     """x where the condition holds, else y, all three broadcast (tf.where)."""
     c, x, y = args
@@ -623,7 +697,8 @@ def _select_v2(xp, args, attrs):
     return (np.where(c, x, y).astype(x.dtype, copy=False),)
 
 
-@function("Select", 3, 1, casts=True, mixed_dtypes=True, export=_export_select("Select"))
+@function("Select", 3, 1, casts=True, mixed_dtypes=True, export=_export_select("Select"),
+          encoding=SELECT)
 def _select(xp, args, attrs):
     """x where the condition holds, else y (tf.compat.v1.where): a condition
     of x's shape, a scalar, or a vector along x's first axis."""

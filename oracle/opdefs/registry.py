@@ -56,12 +56,17 @@ class Elementwise:
     must be the function's value semantics bit for bit); `z3` raises
     ValueError for a dtype it has no encoding of; `commutative` lists the
     dtypes on which the operands may be swapped (results equal under SPEC
-    equality)."""
+    equality).  `result`, when given, is the result's dtype as a function
+    of the operands' dtypes (a comparison's bool, Select's x's: the
+    operands need not share one dtype), and `z3` then gets the first
+    operand's dtype; without it every operand and the result have one
+    dtype, which `z3` gets."""
 
     key: str
     fold: Callable[..., Any]
     z3: Callable[[Any, str, list], Any]
     commutative: frozenset = frozenset()
+    result: Callable[[tuple], str] | None = None
 
 
 class FoldsOnConstants:
