@@ -387,21 +387,35 @@ _FTZ = {f.name: fns.flushed_variant(f)
 
 
 def _elementwise(tf_op: str, fn: Function | str, *, export: str | None = None,
-                 also: Sequence[str] = ()) -> None:
+                 also: Sequence[str] = (), no_dtypes: frozenset = frozenset()) -> None:
     """TensorFlow's `tf_op` as one function of all its inputs (its .ftz
-    variant on the dtypes TensorFlow flushes, where it has one)."""
+    variant on the dtypes TensorFlow flushes, where it has one).  A node of
+    a dtype in `no_dtypes`, which the op's OpDef does not allow (TensorFlow
+    neither imports nor runs it), is refused at import."""
     name = fn if isinstance(fn, str) else fn.name
     flushing = name in _FTZ
     doc = f"the function {name}" + (f" ({name}.ftz on floats: subnormals flushed)"
                                      if flushing else "")
     functions: tuple = (fn,) + ((_FTZ[name],) if flushing else ()) + tuple(also)
-    define(OpDef(tf_op, doc, one_function(name), FAMILY, functions=functions,
+    model = one_function(name)
+    build = model
+    if no_dtypes:
+        def build(b):
+            t = b.dtype("T")
+            if t in no_dtypes:
+                b.reject(f"TensorFlow's {tf_op} has no {t} (its OpDef's T excludes "
+                         f"{', '.join(sorted(no_dtypes))})", "dtype")
+            return model(b)
+    define(OpDef(tf_op, doc, build, FAMILY, functions=functions,
                  exports={name: export_as(export)} if export else {}))
 
 
 # the language's own functions (encoded by the checker itself), written back
 # as TensorFlow's op of the name tfsem export gives them
-_elementwise("Add", "Add", export="AddV2")
+# (TensorFlow's v1 Add takes no unsigned integer wider than 8 bits: its
+# OpDef's T is bfloat16, half, float, double, uint8, int8, int16, int32,
+# int64, complex64, complex128, string in TensorFlow 2.21; AddV2 takes them)
+_elementwise("Add", "Add", export="AddV2", no_dtypes=frozenset({"uint16", "uint32", "uint64"}))
 _elementwise("AddV2", "Add")
 _elementwise("Sub", "Sub", export="Sub")
 _elementwise("Mul", "Mul", export="Mul")
