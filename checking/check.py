@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import ml_dtypes
 import numpy as np
 import z3
 
@@ -1579,7 +1580,10 @@ def _filled(t: TensorType, k: int) -> Tensor | None:
     if t.dtype in FLOAT_DTYPES:
         if k >= len(_EDGE_FLOATS):
             return None
-        info = np.finfo(d) if t.dtype != "bfloat16" else None
+        # (ml_dtypes' finfo knows bfloat16, numpy's does not: bfloat16 took
+        # float32's max, which rounds to inf, and 1e-45, which rounds to 0,
+        # neither its max nor a subnormal)
+        info = ml_dtypes.finfo(d)
         v = _EDGE_FLOATS[k]
         if info is not None and abs(v) == 3.4028235e38:
             v = float(info.max) if v > 0 else -float(info.max)

@@ -16,6 +16,7 @@ after zeros and ones (`_uninitialized_sigmas`)."""
 from __future__ import annotations
 
 import numpy as np
+from tfsem.checking import check as C
 from tfsem.checking import check_rewrite
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
@@ -74,3 +75,19 @@ def test_a_difference_only_where_a_variable_is_uninitialized_is_found_early(no_s
     cx = v.counterexample
     assert isinstance(cx.init.get("y"), Error) or "y" not in cx.init
 
+
+
+def test_the_bfloat16_edge_sigmas_hold_its_max_and_a_subnormal():
+    # (they held inf and 0 instead: float32's max and 1e-45 rounded)
+    import ml_dtypes
+
+    from tfsem.checking.check import _filled
+    from tfsem.oracle.program import TensorType
+    t = TensorType("bfloat16", (2,))
+    values = [_filled(t, k).array for k in range(len(C._EDGE_FLOATS))]
+    info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    assert all(v.dtype == ml_dtypes.bfloat16 for v in values)
+    assert any(np.all(v == info.max) for v in values)
+    assert any(np.all(v == -info.max) for v in values)
+    assert any(np.all(v == info.smallest_subnormal) for v in values)
+    assert any(np.all(v == info.tiny) for v in values)
