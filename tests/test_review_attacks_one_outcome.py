@@ -91,3 +91,30 @@ def test_the_bfloat16_edge_sigmas_hold_its_max_and_a_subnormal():
     assert any(np.all(v == -info.max) for v in values)
     assert any(np.all(v == info.smallest_subnormal) for v in values)
     assert any(np.all(v == info.tiny) for v in values)
+
+
+def test_the_bound_never_makes_a_verdict(no_solver_candidates):
+    # P' differs from P only where a feed holds one value no σ drawn holds:
+    # the bounded search (one-outcome comparisons, then the normal stages)
+    # ends `no-counterexample` or `unknown`, never `sound`, and says why
+    def prog(p_prime):
+        nodes = [{"name": "k", "op": "Const", "value": {"dtype": "float32", "value": [1234.5] * 3}},
+                 {"name": "z", "op": "Const", "value": {"dtype": "float32", "value": [0.0] * 3}},
+                 {"name": "c", "op": "Equal", "inputs": ["rx", "k"]},
+                 {"name": "o", "op": "SelectV2", "inputs": ["c", "z" if p_prime else "rx", "rx"]}]
+        return program(nodes)
+    p, q = prog(False), prog(True)
+    one = Tensor(np.ones(3, F32))
+    feeds = {"a": one}
+    init = {"x": Tensor(np.full(3, 1234.5, F32)), "y": one}
+    assert any(o not in outcome_set(p, feeds, init, "atomic", "outputs+state")
+               for o, _ in outcome_set(q, feeds, init, "atomic", "outputs+state").items())
+    with as_if_kernels():
+        v = check_rewrite(p, q, timeout=10, structural=False)
+    assert v.verdict in ("no-counterexample", "unknown", "unsound"), v.reason
+    if v.verdict != "unsound":
+        assert "stopped after" in v.reason, v.reason
+        assert v.stats.get("sigma_cap") in (C.KERNEL_SIGMAS, C.KERNEL_ONE_OUTCOME_SIGMAS)
+    else:     # (found anyway: then a real counterexample)
+        cx = v.counterexample
+        assert cx.outcome not in outcome_set(p, cx.feeds, cx.init, "atomic", "outputs+state")
