@@ -608,9 +608,42 @@ def _comparison(name: str, op, ordered: bool) -> None:
     f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name),
                  encoding=encoding)(impl)
 
+    functions: tuple = (f,)
+    lenient = None
+    if not ordered:
+        # Equal/NotEqual with incompatible_shape_error=false (what `x == y`
+        # builds in a tf.function): on shapes that do not broadcast TensorFlow
+        # gives a scalar false (Equal) or true (NotEqual), not an error
+        # (measured, TensorFlow 2.21).  Its own function, with no encoding:
+        # the symbolic engines apply `name` where the shapes broadcast
+        # (checking/symbolic.py LENIENT), this value where they do not
+        def lenient_impl(xp, args, attrs):
+            try:
+                np.broadcast_shapes(np.shape(args[0]), np.shape(args[1]))
+            except ValueError:
+                if args[0].dtype != args[1].dtype:
+                    raise OpError("dtype-mismatch", f"{name}: {dtype_name(args[0].dtype)} vs "
+                                                    f"{dtype_name(args[1].dtype)}") from None
+                return (np.array(name == "NotEqual"),)
+            return impl(xp, args, attrs)
+        lenient_impl.__doc__ = (f"{name} with incompatible_shape_error=false: a scalar "
+                                f"{name == 'NotEqual'} on shapes that do not broadcast.")
+        lenient = function(f"{name}.lenient", 2, 1, casts=True,
+                           export=_export_lenient(name))(lenient_impl)
+        functions += (lenient,)
+
     def build(b):
+        if lenient is not None and b.attr("incompatible_shape_error", True) is False:
+            return [b.add(lenient.name, [b.input(0), b.input(1)])]
         return [b.add(name, [b.input(0), b.input(1)])]
-    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=(f,)))
+    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=functions))
+
+
+def _export_lenient(tf_op: str):
+    def export(e) -> list:
+        return [{"name": e.name, "op": tf_op, "input": e.data + e.ctrl,
+                 "attr": {"T": e.T(), "incompatible_shape_error": {"b": False}}}]
+    return export
 
 
 for _name, _op in _ORDERED.items():
