@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import ml_dtypes
 import numpy as np
 import z3
 
@@ -1369,7 +1370,13 @@ class _Checker:
         # zeros and ones, then each edge value everywhere (in the feeds, in
         # the variables, in both), then the fallback's random σ
         generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
-        sigmas = itertools.chain(itertools.islice(generated, 2), _edge_sigmas(self.p), generated)
+        # (after zeros and ones: each accessed variable uninitialized alone, then
+        # all of them, where differences of error values show; the edge σ
+        # initialize every variable, and the random σ past them, which leave
+        # one uninitialized a quarter of the time, came last under the bound)
+        sigmas = itertools.chain(itertools.islice(generated, 2),
+                                 _uninitialized_sigmas(self.p, getattr(self, "flagged", ())),
+                                 _edge_sigmas(self.p), generated)
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
         try:
@@ -1573,7 +1580,10 @@ def _filled(t: TensorType, k: int) -> Tensor | None:
     if t.dtype in FLOAT_DTYPES:
         if k >= len(_EDGE_FLOATS):
             return None
-        info = np.finfo(d) if t.dtype != "bfloat16" else None
+        # (ml_dtypes' finfo knows bfloat16, numpy's does not: bfloat16 took
+        # float32's max, which rounds to inf, and 1e-45, which rounds to 0,
+        # neither its max nor a subnormal)
+        info = ml_dtypes.finfo(d)
         v = _EDGE_FLOATS[k]
         if info is not None and abs(v) == 3.4028235e38:
             v = float(info.max) if v > 0 else -float(info.max)
@@ -1589,6 +1599,26 @@ def _filled(t: TensorType, k: int) -> Tensor | None:
     info = np.iinfo(d)
     vals = [info.max, info.min, -1 if info.min < 0 else info.max // 2]
     return Tensor(np.full(t.shape, vals[k], dtype=d), t.dtype) if k < len(vals) else None
+
+
+#: at most this many variables are tried uninitialized alone by
+#: `_uninitialized_sigmas` (then all of them together)
+_UNINITIALIZED_ALONE = 4
+
+
+def _uninitialized_sigmas(p: Program, flagged):
+    """σ of ones with one accessed variable uninitialized (the first
+    _UNINITIALIZED_ALONE of `flagged`), then with every one of them
+    uninitialized; none where no variable is flagged."""
+    flagged = [x for x in flagged if x in p.variables]
+    if not flagged:
+        return
+    feeds = {f: _random_tensor(p.feed_type(f), None, 1) for f in p.feed_names}
+    ones_init = {x: _random_tensor(p.variables[x], None, 1) for x in sorted(p.variables)}
+    for x in flagged[:_UNINITIALIZED_ALONE]:
+        yield dict(feeds), {**ones_init, x: Error(UNINITIALIZED)}
+    if len(flagged) > 1:
+        yield dict(feeds), {**ones_init, **{x: Error(UNINITIALIZED) for x in flagged}}
 
 
 def _edge_sigmas(p: Program):

@@ -218,6 +218,17 @@ def _commutes(op: str) -> bool:
     return f is not None and getattr(f.impl, "__module__", None) == fns.__name__
 
 
+#: Functions that are another function where their operands' shapes
+#: broadcast (and a value of their own where not): Equal and NotEqual with
+#: TensorFlow's incompatible_shape_error=false (oracle/opdefs/math.py)
+LENIENT = {"Equal.lenient": "Equal", "NotEqual.lenient": "NotEqual"}
+
+
+def _is_tfsems(f: fns.Function) -> bool:
+    """Whether function f is one tfsem defines (not one a user registered)."""
+    return getattr(f.impl, "__module__", "").startswith("tfsem.")
+
+
 def _order_key(v: Any) -> tuple:
     """A total order on interned symbolic values within one check (errors by
     reason, the rest by identity: interned, so equal values are one object)."""
@@ -383,7 +394,20 @@ class Algebra:
             results_i = self.apply(fn, [self.restrict(a, x, False) for a in args], attrs)
             result = tuple(self.guard(x, u, i) for u, i in zip(results_u, results_i))
         else:
-            result = self._apply(fn, args, attrs or {})
+            result = None
+            lenient = LENIENT.get(fn.name) if fn.name in LENIENT and _is_tfsems(fn) else None
+            if lenient is not None and len(args) == 2 and all(self.is_tensor(a) for a in args):
+                # (Equal/NotEqual with incompatible_shape_error=false: the
+                # function itself where the static shapes broadcast, else its
+                # scalar, which does not depend on the values)
+                try:
+                    np.broadcast_shapes(tuple(args[0].shape), tuple(args[1].shape))
+                    fn = fns.get(lenient)
+                except ValueError:
+                    if args[0].dtype == args[1].dtype:
+                        result = (self.constant(Tensor(np.array(lenient == "NotEqual"))),)
+            if result is None:
+                result = self._apply(fn, args, attrs or {})
         # keep fn and attrs alive with the entry, so that their ids stay theirs
         self._applied[key] = (result, fn, attrs)
         return result

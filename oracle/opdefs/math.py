@@ -388,21 +388,35 @@ _FTZ = {f.name: fns.flushed_variant(f)
 
 
 def _elementwise(tf_op: str, fn: Function | str, *, export: str | None = None,
-                 also: Sequence[str] = ()) -> None:
+                 also: Sequence[str] = (), no_dtypes: frozenset = frozenset()) -> None:
     """TensorFlow's `tf_op` as one function of all its inputs (its .ftz
-    variant on the dtypes TensorFlow flushes, where it has one)."""
+    variant on the dtypes TensorFlow flushes, where it has one).  A node of
+    a dtype in `no_dtypes`, which the op's OpDef does not allow (TensorFlow
+    neither imports nor runs it), is refused at import."""
     name = fn if isinstance(fn, str) else fn.name
     flushing = name in _FTZ
     doc = f"the function {name}" + (f" ({name}.ftz on floats: subnormals flushed)"
                                      if flushing else "")
     functions: tuple = (fn,) + ((_FTZ[name],) if flushing else ()) + tuple(also)
-    define(OpDef(tf_op, doc, one_function(name), FAMILY, functions=functions,
+    model = one_function(name)
+    build = model
+    if no_dtypes:
+        def build(b):
+            t = b.dtype("T")
+            if t in no_dtypes:
+                b.reject(f"TensorFlow's {tf_op} has no {t} (its OpDef's T excludes "
+                         f"{', '.join(sorted(no_dtypes))})", "dtype")
+            return model(b)
+    define(OpDef(tf_op, doc, build, FAMILY, functions=functions,
                  exports={name: export_as(export)} if export else {}))
 
 
 # the language's own functions (encoded by the checker itself), written back
 # as TensorFlow's op of the name tfsem export gives them
-_elementwise("Add", "Add", export="AddV2")
+# (TensorFlow's v1 Add takes no unsigned integer wider than 8 bits: its
+# OpDef's T is bfloat16, half, float, double, uint8, int8, int16, int32,
+# int64, complex64, complex128, string in TensorFlow 2.21; AddV2 takes them)
+_elementwise("Add", "Add", export="AddV2", no_dtypes=frozenset({"uint16", "uint32", "uint64"}))
 _elementwise("AddV2", "Add")
 _elementwise("Sub", "Sub", export="Sub")
 _elementwise("Mul", "Mul", export="Mul")
@@ -595,9 +609,42 @@ def _comparison(name: str, op, ordered: bool) -> None:
     f = function(name, 2, 1, batched=BROADCASTING, casts=True, export=export_as(name),
                  encoding=encoding)(impl)
 
+    functions: tuple = (f,)
+    lenient = None
+    if not ordered:
+        # Equal/NotEqual with incompatible_shape_error=false (what `x == y`
+        # builds in a tf.function): on shapes that do not broadcast TensorFlow
+        # gives a scalar false (Equal) or true (NotEqual), not an error
+        # (measured, TensorFlow 2.21).  Its own function, with no encoding:
+        # the symbolic engines apply `name` where the shapes broadcast
+        # (checking/symbolic.py LENIENT), this value where they do not
+        def lenient_impl(xp, args, attrs):
+            try:
+                np.broadcast_shapes(np.shape(args[0]), np.shape(args[1]))
+            except ValueError:
+                if args[0].dtype != args[1].dtype:
+                    raise OpError("dtype-mismatch", f"{name}: {dtype_name(args[0].dtype)} vs "
+                                                    f"{dtype_name(args[1].dtype)}") from None
+                return (np.array(name == "NotEqual"),)
+            return impl(xp, args, attrs)
+        lenient_impl.__doc__ = (f"{name} with incompatible_shape_error=false: a scalar "
+                                f"{name == 'NotEqual'} on shapes that do not broadcast.")
+        lenient = function(f"{name}.lenient", 2, 1, casts=True,
+                           export=_export_lenient(name))(lenient_impl)
+        functions += (lenient,)
+
     def build(b):
+        if lenient is not None and b.attr("incompatible_shape_error", True) is False:
+            return [b.add(lenient.name, [b.input(0), b.input(1)])]
         return [b.add(name, [b.input(0), b.input(1)])]
-    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=(f,)))
+    define(OpDef(name, f"{name} (bool result)", build, FAMILY, functions=functions))
+
+
+def _export_lenient(tf_op: str):
+    def export(e) -> list:
+        return [{"name": e.name, "op": tf_op, "input": e.data + e.ctrl,
+                 "attr": {"T": e.T(), "incompatible_shape_error": {"b": False}}}]
+    return export
 
 
 for _name, _op in _ORDERED.items():
