@@ -1,0 +1,350 @@
+"""Sort the unsound findings of MLIR pipeline campaigns into kinds.
+
+`python -m campaigns.mlir_triage DIR...` reads each campaign store
+(`DIR/campaign.db`, read only) and gives every unsound finding of an
+`mlir:` / `mlir-cluster:` target one kind, from the modules before and after
+the pipeline that the campaign kept (`detail.mlir.input_mlir`,
+`output_mlir`) and the verdicts in both semantics modes
+(`detail.mlir.verdicts`).  The kinds are those of docs/mlir.md ("A campaign
+over ten pipelines"); each rule is a structural feature of the modules, so a
+finding's kind can be checked by reading them (docs/mlir-campaigns.md):
+
+- **D** (executor-only lost update): unsound in the atomic mode, not in the
+  decomposed one, and the pipeline removed a read-modify-write update op
+  (`AssignAddVariableOp`, `AssignSubVariableOp`, `ResourceApply*`): the output
+  has fewer of them than the input.
+- **A** (two handles): the pipeline lifts (`tf-resource-op-lifting`) and the
+  input's cluster accesses one variable (`shared_name`) through two or more
+  distinct `VarHandleOp` values, one of those accesses a write.
+- **C** (read before the operand): the pipeline decomposes
+  (`*decompose-resource-ops*`) and an update op that the output no longer has
+  takes its value operand from outside its own island, computed there by an
+  op other than `tf.Const` (so the operand becomes ready after the island may
+  start, and the decomposed read need not wait for it).
+- **B** (an order across the cluster's boundary): the pipeline lifts and an
+  island outside the cluster accesses a variable the cluster accesses (one of
+  the two accesses a write), and the input orders that island with the
+  cluster's (a path of data or control edges between the two islands, either
+  way).
+- **S** (store buffering inside the cluster): the pipeline lifts and the
+  cluster writes one variable and later, in program order, reads another
+  (`examples/mlir/cluster_store_load.mlir`, the load/store reordering of the
+  concurrency semantics's XLA paragraph).  Not one of the campaign kinds A-D.
+- **NEW**: none of the above.
+
+A finding can show several features; its kind is the first that matches in
+the order D, A, C, B, S (a finding with two handles is A even if an outside
+island is ordered with the cluster), and `features` lists every one that
+matched, so the overlaps can be counted.  Only the modules and verdicts are
+read: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfsem.graphdef.mlir import MlirError, Op, parse
+
+KIND_ORDER = ("D", "A", "C", "B", "S")
+KIND_TITLES = {
+    "A": "lifting takes two handles of one variable for two resources",
+    "B": "lifting loses an order across the cluster's boundary",
+    "C": "decomposition reads the variable before the update's operand exists",
+    "D": "executor-only lost update",
+    "S": "lifting reorders a store and a later load of another variable in the cluster",
+    "NEW": "none of A-D and S",
+}
+
+#: update ops that read, compute and write one variable in one kernel
+_RMW_PREFIXES = ("tf.AssignAddVariableOp", "tf.AssignSubVariableOp", "tf.ResourceApply")
+
+
+def _is_write(name: str) -> bool:
+    return ("Assign" in name and name.endswith("VariableOp")) or name.startswith(
+        ("tf.ResourceApply", "tf.ResourceScatter", "tf.ResourceSparseApply"))
+
+
+def _is_rmw(name: str) -> bool:
+    return name.startswith(_RMW_PREFIXES)
+
+
+@dataclass
+class Access:
+    var: str           # shared_name
+    handle: str        # the SSA value of the handle (as the island yields it)
+    write: bool
+    op: Op
+    island: int        # index of the enclosing top-level island
+    in_cluster: bool
+    position: int      # program order inside the island
+
+
+@dataclass
+class Module:
+    """What the rules need of one `@main` (or the module's first function)."""
+
+    accesses: list[Access] = field(default_factory=list)
+    rmw: list[tuple[Op, int]] = field(default_factory=list)     # (op, island)
+    #: island index -> islands it depends on (data or control)
+    deps: dict[int, set[int]] = field(default_factory=dict)
+    #: SSA value -> (defining op, island index)
+    defs: dict[str, tuple[Op, int]] = field(default_factory=dict)
+    cluster_islands: set[int] = field(default_factory=set)
+
+
+def _ops(ops: list[Op]):
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region:
+                yield from _ops(block.ops)
+
+
+def _base(ssa: str) -> str:
+    return ssa.split("#")[0]
+
+
+def _main(ops: list[Op]) -> Op | None:
+    funcs = [o for o in _ops(ops) if o.name == "func.func"]
+    for f in funcs:
+        if f.attrs.get("sym_name") in ("main", "@main") or getattr(f, "callee", None) == "main":
+            return f
+    return funcs[0] if funcs else None
+
+
+def analyse(text: str) -> Module:
+    """The islands of the module's main graph, their accesses and dependencies."""
+    top = parse(text)
+    fn = _main(top)
+    if fn is None:
+        raise MlirError("<mlir>", "no function")
+    graph = next((o for o in _ops([fn]) if o.name == "tf_executor.graph"), None)
+    m = Module()
+    if graph is None:                 # functional form: one sequence
+        islands = [[o for o in fn.regions[0][0].ops]]
+        island_ops: list[Op | None] = [None]
+    else:
+        body = graph.regions[0][0].ops
+        island_ops = [o for o in body if o.name == "tf_executor.island"]
+        islands = [[o for b in isl.regions[0] for o in b.ops] for isl in island_ops]
+    # definitions: each SSA result -> (op, island); island results alias the
+    # yielded values, the cluster's results alias what it returns
+    alias: dict[str, str] = {}
+    for i, (isl, inner) in enumerate(zip(island_ops, islands)):
+        for op in _ops(inner):
+            for r in op.results:
+                m.defs[r] = (op, i)
+                m.defs[_base(r)] = (op, i)
+            if op.name == "tf_device.cluster":
+                m.cluster_islands.add(i)
+        if isl is not None:
+            y = next((o for o in inner if o.name == "tf_executor.yield"), None)
+            outs = isl.results[:-1]
+            for k, r in enumerate(outs):
+                if y is not None and k < len(y.operands):
+                    alias[r] = y.operands[k]
+            m.defs[isl.results[-1]] = (isl, i)     # the control token
+            for r in outs:
+                m.defs.setdefault(r, (isl, i))
+
+    def resolve(ssa: str) -> tuple[Op, int] | None:
+        seen = 0
+        while ssa in alias and seen < 50:
+            ssa, seen = alias[ssa], seen + 1
+        return m.defs.get(ssa) or m.defs.get(_base(ssa))
+
+    # island i of each defined value, for the dependency graph
+    for i, (isl, inner) in enumerate(zip(island_ops, islands)):
+        m.deps[i] = set()
+        operands = list(isl.operands) if isl is not None else []
+        for op in _ops(inner):
+            operands += op.operands
+        for v in operands:
+            if v in m.defs:
+                j = m.defs[v][1] if v not in alias else (resolve(v) or (None, i))[1]
+                # an island's own result used inside itself is no dependency
+                if j is not None and j != i:
+                    m.deps[i].add(j)
+    for i, inner in enumerate(islands):
+        pos = 0
+        cluster_ops = set()
+        for op in _ops(inner):
+            if op.name == "tf_device.cluster":
+                cluster_ops.update(id(o) for o in _ops([op]) if o is not op)
+        for op in _ops(inner):
+            if not op.name.startswith("tf.") or not op.operands:
+                continue
+            d = resolve(op.operands[0])
+            if d is None or d[0].name != "tf.VarHandleOp":
+                continue
+            pos += 1
+            m.accesses.append(Access(str(d[0].attrs.get("shared_name")), op.operands[0],
+                                     _is_write(op.name), op, i, id(op) in cluster_ops, pos))
+            if _is_rmw(op.name):
+                m.rmw.append((op, i))
+    m._resolve = resolve          # type: ignore[attr-defined]
+    return m
+
+
+def _reaches(deps: dict[int, set[int]], a: int, b: int) -> bool:
+    """Whether island a depends (transitively) on island b."""
+    todo, seen = [a], set()
+    while todo:
+        x = todo.pop()
+        if x == b:
+            return True
+        if x in seen:
+            continue
+        seen.add(x)
+        todo.extend(deps.get(x, ()))
+    return False
+
+
+def features(pipeline: str, before: str, after: str, verdicts: dict) -> dict[str, str]:
+    """Every kind whose structural feature the finding shows, with the evidence."""
+    lifts = "resource-op-lifting" in pipeline
+    decomposes = "decompose-resource-ops" in pipeline
+    a, b = analyse(before), analyse(after)
+    out: dict[str, str] = {}
+    atomic, decomposed = verdicts.get("atomic"), verdicts.get("decomposed")
+    if atomic == "unsound" and decomposed not in ("unsound", "invalid") and len(b.rmw) < len(a.rmw):
+        gone = Counter(o.name for o, _ in a.rmw) - Counter(o.name for o, _ in b.rmw)
+        out["D"] = f"executor-only ({atomic}/{decomposed}); update ops removed: {dict(gone)}"
+    in_cluster = [x for x in a.accesses if x.in_cluster]
+    if lifts:
+        by_var: dict[str, set[str]] = defaultdict(set)
+        writes: dict[str, bool] = defaultdict(bool)
+        for x in in_cluster:
+            by_var[x.var].add(x.handle)
+            writes[x.var] |= x.write
+        two = sorted(v for v, hs in by_var.items() if len(hs) > 1 and writes[v])
+        if two:
+            out["A"] = f"cluster accesses {', '.join(two)} through {len(by_var[two[0]])} handles"
+    if decomposes and len(b.rmw) < len(a.rmw):
+        remaining = Counter(o.name for o, _ in b.rmw)
+        for op, isl in a.rmw:
+            if remaining[op.name] > 0:      # this kind of update survived; try the next
+                remaining[op.name] -= 1
+                continue
+            for v in op.operands[1:]:
+                d = a._resolve(v)           # type: ignore[attr-defined]
+                if d is not None and d[1] != isl and d[0].name not in ("tf.Const", "tf.VarHandleOp"):
+                    out["C"] = f"{op.name} takes {v} from another island ({d[0].name})"
+                    break
+            if "C" in out:
+                break
+    if lifts and in_cluster:
+        cvars = {x.var: x.write for x in in_cluster}
+        for x in in_cluster:
+            cvars[x.var] = cvars[x.var] or x.write
+        hits = []
+        for y in a.accesses:
+            if y.in_cluster or y.island in a.cluster_islands or y.var not in cvars:
+                continue
+            if not (y.write or cvars[y.var]):
+                continue
+            for ci in a.cluster_islands:
+                if _reaches(a.deps, y.island, ci) or _reaches(a.deps, ci, y.island):
+                    hits.append(f"{y.op.name} of {y.var} outside, ordered with the cluster")
+        if hits:
+            out["B"] = hits[0]
+        seq = sorted(in_cluster, key=lambda x: (x.island, x.position))
+        for k, w in enumerate(seq):
+            if w.write and any(not r.write and r.var != w.var for r in seq[k + 1:]):
+                out["S"] = f"cluster writes {w.var}, then reads another variable"
+                break
+    return out
+
+
+def classify(pipeline: str, before: str, after: str, verdicts: dict) -> tuple[str, dict[str, str]]:
+    """(kind, features): the first kind of KIND_ORDER whose feature the finding shows."""
+    f = features(pipeline, before, after, verdicts)
+    for k in KIND_ORDER:
+        if k in f:
+            return k, f
+    return "NEW", f
+
+
+def pipeline_of(target: str) -> str:
+    return target.split(":", 1)[1] if ":" in target else target
+
+
+def triage_store(directory: str | Path) -> list[dict]:
+    """One row per unsound finding of an MLIR target in DIR/campaign.db (read only)."""
+    from tfsem.campaigns.store import Store  # noqa: PLC0415
+
+    rows = []
+    with Store(directory, readonly=True) as store:
+        for f in store.findings():
+            if f["kind"] != "unsound" or not str(f["pass"]).startswith("mlir"):
+                continue
+            m = (f.get("detail") or {}).get("mlir") or {}
+            row = {"id": f["id"], "pass": f["pass"], "cell": f["semantics"],
+                   "finding_kind": m.get("finding_kind"), "verdicts": m.get("verdicts") or {},
+                   "nodes": f["nodes"], "differs": f["differs"], "status": f["status"]}
+            if not m.get("input_mlir") or not m.get("output_mlir"):
+                row.update(kind="NEW", features={}, note="no modules kept")
+            else:
+                try:
+                    kind, feats = classify(pipeline_of(f["pass"]), m["input_mlir"],
+                                           m["output_mlir"], row["verdicts"])
+                except MlirError as exc:
+                    kind, feats = "NEW", {"error": str(exc)}
+                row.update(kind=kind, features=feats)
+            rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per pass: counts by kind and by (kind, cell, finding_kind), the smallest of each kind."""
+    out: dict = {}
+    for r in rows:
+        p = out.setdefault(r["pass"], {"findings": 0, "kinds": Counter(), "cells": Counter(),
+                                       "overlaps": Counter(), "smallest": {}})
+        p["findings"] += 1
+        p["kinds"][r["kind"]] += 1
+        p["cells"][f"{r['kind']} {r['cell']} {r['finding_kind']}"] += 1
+        p["overlaps"]["+".join(k for k in KIND_ORDER if k in r["features"]) or "-"] += 1
+        best = p["smallest"].get(r["kind"])
+        if best is None or r["nodes"] < best["nodes"]:
+            p["smallest"][r["kind"]] = {"id": r["id"], "nodes": r["nodes"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m campaigns.mlir_triage", description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+", help="campaign directories (tfsem fuzz --out DIR)")
+    ap.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
+    args = ap.parse_args(argv)
+    rows = []
+    for d in args.dirs:
+        if not (Path(d) / "campaign.db").is_file():
+            print(f"error: {d}: no campaign.db", file=sys.stderr)
+            return 2
+        for r in triage_store(d):
+            r["store"] = str(d)
+            rows.append(r)
+    summ = summary(rows)
+    if args.json:
+        print(json.dumps({"rows": rows, "summary": summ}, indent=1, default=str))
+        return 0
+    for r in rows:
+        print(f"{Path(r['store']).name}#{r['id']} {r['kind']:3} {r['cell']:10} {r['finding_kind']:15} "
+              f"{r['nodes']:3} nodes  {'; '.join(f'{k}: {v}' for k, v in r['features'].items())}")
+    for p, s in summ.items():
+        print(f"\n{p}: {s['findings']} unsound findings")
+        print("  kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(s["kinds"].items())))
+        print("  by cell: " + ", ".join(f"{k}: {n}" for k, n in sorted(s["cells"].items())))
+        print("  features: " + ", ".join(f"{k}: {n}" for k, n in sorted(s["overlaps"].items())))
+        print("  smallest: " + ", ".join(f"{k} #{v['id']} ({v['nodes']} nodes)"
+                                         for k, v in sorted(s["smallest"].items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
