@@ -13,6 +13,14 @@ finding's kind can be checked by reading them (docs/mlir-campaigns.md):
   decomposed one, and the pipeline removed a read-modify-write update op
   (`AssignAddVariableOp`, `AssignSubVariableOp`, `ResourceApply*`): the output
   has fewer of them than the input.
+- **F** (lifting forwards a stored value past an update; NEW in the campaigns
+  of docs/mlir-campaigns.md): the pipeline lifts and the input's cluster
+  writes a variable with `AssignVariableOp`, then updates it with an op that
+  is not a plain write or read (`AssignSubVariableOp`, `AssignAddVariableOp`,
+  `ResourceApply*`) and that the output still has, then reads it.  The pass
+  forwards the written value to the read as if the update were not there
+  (`examples/mlir/lifting_forwards_past_update.mlir`): wrong in a single
+  island with no concurrency at all.
 - **A** (two handles): the pipeline lifts (`tf-resource-op-lifting`) and the
   input's cluster accesses one variable (`shared_name`) through two or more
   distinct `VarHandleOp` values, one of those accesses a write.
@@ -30,10 +38,15 @@ finding's kind can be checked by reading them (docs/mlir-campaigns.md):
   cluster writes one variable and later, in program order, reads another
   (`examples/mlir/cluster_store_load.mlir`, the load/store reordering of the
   concurrency semantics's XLA paragraph).  Not one of the campaign kinds A-D.
+- **U** (not a finding: tfsem's own, fixed): the counterexample's σ leaves a
+  variable uninitialized (an error value, or a variable it does not list).
+  TensorFlow fails such a run before and after the pipeline; MLIR targets
+  claim initialized σ only, and the campaign's test for it missed a variable
+  left out of σ (fixed in campaigns/loop.py `_needs_uninitialized`).
 - **NEW**: none of the above.
 
 A finding can show several features; its kind is the first that matches in
-the order D, A, C, B, S (a finding with two handles is A even if an outside
+the order U, D, F, A, C, B, S (a finding with two handles is A even if an outside
 island is ordered with the cluster), and `features` lists every one that
 matched, so the overlaps can be counted.  Only the modules and verdicts are
 read: no TensorFlow.
@@ -50,14 +63,16 @@ from pathlib import Path
 
 from tfsem.graphdef.mlir import MlirError, Op, parse
 
-KIND_ORDER = ("D", "A", "C", "B", "S")
+KIND_ORDER = ("U", "D", "F", "A", "C", "B", "S")
 KIND_TITLES = {
     "A": "lifting takes two handles of one variable for two resources",
     "B": "lifting loses an order across the cluster's boundary",
     "C": "decomposition reads the variable before the update's operand exists",
     "D": "executor-only lost update",
     "S": "lifting reorders a store and a later load of another variable in the cluster",
-    "NEW": "none of A-D and S",
+    "U": "not a finding: the counterexample needs an uninitialized variable (tfsem's, fixed)",
+    "F": "lifting forwards a stored value to a read past an update it does not lift",
+    "NEW": "none of A-D, F, S and U",
 }
 
 #: update ops that read, compute and write one variable in one kernel
@@ -205,18 +220,41 @@ def _reaches(deps: dict[int, set[int]], a: int, b: int) -> bool:
     return False
 
 
-def features(pipeline: str, before: str, after: str, verdicts: dict) -> dict[str, str]:
-    """Every kind whose structural feature the finding shows, with the evidence."""
+def uninitialized(counterexample_init: dict, variables) -> list[str]:
+    """The variables a counterexample's σ leaves uninitialized (error value or left out)."""
+    return sorted(x for x in variables if x not in counterexample_init
+                  or (isinstance(counterexample_init[x], dict) and "error" in counterexample_init[x]))
+
+
+def features(pipeline: str, before: str, after: str, verdicts: dict,
+             uninit: list[str] | None = None) -> dict[str, str]:
+    """Every kind whose structural feature the finding shows, with the evidence
+    (`uninit`: the variables the counterexample leaves uninitialized)."""
     lifts = "resource-op-lifting" in pipeline
     decomposes = "decompose-resource-ops" in pipeline
     a, b = analyse(before), analyse(after)
     out: dict[str, str] = {}
+    if uninit:
+        out["U"] = f"σ leaves {', '.join(uninit)} uninitialized"
     atomic, decomposed = verdicts.get("atomic"), verdicts.get("decomposed")
     if atomic == "unsound" and decomposed not in ("unsound", "invalid") and len(b.rmw) < len(a.rmw):
         gone = Counter(o.name for o, _ in a.rmw) - Counter(o.name for o, _ in b.rmw)
         out["D"] = f"executor-only ({atomic}/{decomposed}); update ops removed: {dict(gone)}"
     in_cluster = [x for x in a.accesses if x.in_cluster]
     if lifts:
+        kept = Counter(o.name for o, _ in b.rmw)
+        seq = sorted(in_cluster, key=lambda x: (x.island, x.position))
+        for k, w in enumerate(seq):
+            if w.op.name != "tf.AssignVariableOp":
+                continue
+            for j in range(k + 1, len(seq)):
+                u = seq[j]
+                if u.var == w.var and _is_rmw(u.op.name) and kept[u.op.name] > 0 and any(
+                        r.var == w.var and r.op.name == "tf.ReadVariableOp" for r in seq[j + 1:]):
+                    out["F"] = f"cluster: AssignVariableOp {w.var}, {u.op.name} {w.var} (kept), a read of {w.var}"
+                    break
+            if "F" in out:
+                break
         by_var: dict[str, set[str]] = defaultdict(set)
         writes: dict[str, bool] = defaultdict(bool)
         for x in in_cluster:
@@ -261,9 +299,10 @@ def features(pipeline: str, before: str, after: str, verdicts: dict) -> dict[str
     return out
 
 
-def classify(pipeline: str, before: str, after: str, verdicts: dict) -> tuple[str, dict[str, str]]:
+def classify(pipeline: str, before: str, after: str, verdicts: dict,
+             uninit: list[str] | None = None) -> tuple[str, dict[str, str]]:
     """(kind, features): the first kind of KIND_ORDER whose feature the finding shows."""
-    f = features(pipeline, before, after, verdicts)
+    f = features(pipeline, before, after, verdicts, uninit)
     for k in KIND_ORDER:
         if k in f:
             return k, f
@@ -291,8 +330,10 @@ def triage_store(directory: str | Path) -> list[dict]:
                 row.update(kind="NEW", features={}, note="no modules kept")
             else:
                 try:
+                    cex = (f.get("verdict") or {}).get("counterexample") or {}
+                    un = uninitialized(cex.get("init") or {}, (f.get("original") or {}).get("variables") or {})
                     kind, feats = classify(pipeline_of(f["pass"]), m["input_mlir"],
-                                           m["output_mlir"], row["verdicts"])
+                                           m["output_mlir"], row["verdicts"], un)
                 except MlirError as exc:
                     kind, feats = "NEW", {"error": str(exc)}
                 row.update(kind=kind, features=feats)
