@@ -60,6 +60,7 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from tfsem.graphdef.mlir import MlirError, Op, parse
 
@@ -107,9 +108,9 @@ class Module:
     rmw: list[tuple[Op, int]] = field(default_factory=list)     # (op, island)
     #: island index -> islands it depends on (data or control)
     deps: dict[int, set[int]] = field(default_factory=dict)
-    #: SSA value -> (defining op, island index)
-    defs: dict[str, tuple[Op, int]] = field(default_factory=dict)
     cluster_islands: set[int] = field(default_factory=set)
+    #: (SSA value, island where it is used) -> (defining op, its island)
+    resolve: Callable[[str, int], tuple[Op, int] | None] | None = None
 
 
 def _ops(ops: list[Op]):
@@ -133,7 +134,11 @@ def _main(ops: list[Op]) -> Op | None:
 
 
 def analyse(text: str) -> Module:
-    """The islands of the module's main graph, their accesses and dependencies."""
+    """The islands of the module's main graph, their accesses and dependencies.
+
+    SSA names are looked up island by island (two islands may each define a
+    `%r` inside): an island's own ops first, then the graph's island results,
+    which stand for the value the island yields."""
     top = parse(text)
     fn = _main(top)
     if fn is None:
@@ -141,50 +146,54 @@ def analyse(text: str) -> Module:
     graph = next((o for o in _ops([fn]) if o.name == "tf_executor.graph"), None)
     m = Module()
     if graph is None:                 # functional form: one sequence
-        islands = [[o for o in fn.regions[0][0].ops]]
+        islands = [list(fn.regions[0][0].ops)]
         island_ops: list[Op | None] = [None]
     else:
         body = graph.regions[0][0].ops
         island_ops = [o for o in body if o.name == "tf_executor.island"]
         islands = [[o for b in isl.regions[0] for o in b.ops] for isl in island_ops]
-    # definitions: each SSA result -> (op, island); island results alias the
-    # yielded values, the cluster's results alias what it returns
-    alias: dict[str, str] = {}
+    local: list[dict[str, Op]] = []
+    results: dict[str, tuple[int, int | None]] = {}     # island result -> (island, yield index)
+    yields: list[list[str]] = []
     for i, (isl, inner) in enumerate(zip(island_ops, islands)):
+        defs: dict[str, Op] = {}
         for op in _ops(inner):
             for r in op.results:
-                m.defs[r] = (op, i)
-                m.defs[_base(r)] = (op, i)
+                defs[r] = op
+                defs.setdefault(_base(r), op)
             if op.name == "tf_device.cluster":
                 m.cluster_islands.add(i)
+        local.append(defs)
+        y = next((o for o in inner if o.name == "tf_executor.yield"), None)
+        yields.append(list(y.operands) if y is not None else [])
         if isl is not None:
-            y = next((o for o in inner if o.name == "tf_executor.yield"), None)
-            outs = isl.results[:-1]
-            for k, r in enumerate(outs):
-                if y is not None and k < len(y.operands):
-                    alias[r] = y.operands[k]
-            m.defs[isl.results[-1]] = (isl, i)     # the control token
-            for r in outs:
-                m.defs.setdefault(r, (isl, i))
+            for k, r in enumerate(isl.results[:-1]):
+                results[r] = (i, k)
+            results[isl.results[-1]] = (i, None)       # the control token
 
-    def resolve(ssa: str) -> tuple[Op, int] | None:
-        seen = 0
-        while ssa in alias and seen < 50:
-            ssa, seen = alias[ssa], seen + 1
-        return m.defs.get(ssa) or m.defs.get(_base(ssa))
+    def resolve(ssa: str, i: int, depth: int = 0) -> tuple[Op, int] | None:
+        """(defining op, island) of `ssa` used in island i."""
+        if ssa in local[i] or _base(ssa) in local[i]:
+            return local[i].get(ssa) or local[i][_base(ssa)], i
+        if ssa in results and depth < 50:
+            j, k = results[ssa]
+            if k is None:
+                return island_ops[j], j
+            if k < len(yields[j]):
+                return resolve(yields[j][k], j, depth + 1)
+        return None
 
-    # island i of each defined value, for the dependency graph
     for i, (isl, inner) in enumerate(zip(island_ops, islands)):
         m.deps[i] = set()
         operands = list(isl.operands) if isl is not None else []
         for op in _ops(inner):
             operands += op.operands
         for v in operands:
-            if v in m.defs:
-                j = m.defs[v][1] if v not in alias else (resolve(v) or (None, i))[1]
-                # an island's own result used inside itself is no dependency
-                if j is not None and j != i:
-                    m.deps[i].add(j)
+            if v in results and results[v][0] != i:
+                m.deps[i].add(results[v][0])
+    # resources passed as arguments (tf.resource_name, else the argument) are variables too
+    arg_vars = {ssa: str((attrs or {}).get("tf.resource_name", ssa.lstrip("%")))
+                for ssa, typ, attrs in (fn.func_args or []) if "resource" in str(typ)}
     for i, inner in enumerate(islands):
         pos = 0
         cluster_ops = set()
@@ -194,15 +203,19 @@ def analyse(text: str) -> Module:
         for op in _ops(inner):
             if not op.name.startswith("tf.") or not op.operands:
                 continue
-            d = resolve(op.operands[0])
-            if d is None or d[0].name != "tf.VarHandleOp":
+            d = resolve(op.operands[0], i)
+            if op.operands[0] in arg_vars:
+                var = arg_vars[op.operands[0]]
+            elif d is not None and d[0].name == "tf.VarHandleOp":
+                var = str(d[0].attrs.get("shared_name"))
+            else:
                 continue
             pos += 1
-            m.accesses.append(Access(str(d[0].attrs.get("shared_name")), op.operands[0],
-                                     _is_write(op.name), op, i, id(op) in cluster_ops, pos))
+            m.accesses.append(Access(var, op.operands[0], _is_write(op.name), op, i,
+                                     id(op) in cluster_ops, pos))
             if _is_rmw(op.name):
                 m.rmw.append((op, i))
-    m._resolve = resolve          # type: ignore[attr-defined]
+    m.resolve = resolve
     return m
 
 
@@ -270,7 +283,7 @@ def features(pipeline: str, before: str, after: str, verdicts: dict,
                 remaining[op.name] -= 1
                 continue
             for v in op.operands[1:]:
-                d = a._resolve(v)           # type: ignore[attr-defined]
+                d = a.resolve(v, isl) if a.resolve else None
                 if d is not None and d[1] != isl and d[0].name not in ("tf.Const", "tf.VarHandleOp"):
                     out["C"] = f"{op.name} takes {v} from another island ({d[0].name})"
                     break
