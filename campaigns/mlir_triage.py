@@ -370,16 +370,59 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
+def _cells(rows: list[dict]) -> str:
+    """'A 23 (atomic 12, decomposed 11); D 10 (atomic 10, executor-only)' for a pass's rows."""
+    by: dict[str, Counter] = defaultdict(Counter)
+    fk: dict[str, set] = defaultdict(set)
+    for r in rows:
+        by[r["kind"]][r["cell"]] += 1
+        fk[r["kind"]].add(r["finding_kind"])
+    order = {k: n for n, k in enumerate(KIND_ORDER + ("NEW",))}
+    parts = []
+    for k in sorted(by, key=lambda k: order.get(k, 99)):
+        cells = ", ".join(f"{c} {n}" for c, n in sorted(by[k].items()))
+        parts.append(f"{k} {sum(by[k].values())} ({cells}; {'/'.join(sorted(map(str, fk[k])))})")
+    return "; ".join(parts) or "none"
+
+
+def table(directories: list[str | Path]) -> list[str]:
+    """Markdown rows, one per pass of each store's latest campaign: its totals
+    and its unsound findings by kind and cell (the table of docs/mlir-campaigns.md)."""
+    from tfsem.campaigns.store import Store  # noqa: PLC0415
+
+    lines = ["| target | seconds | programs | changed | proved sound | no counterexample | unknown "
+             "| identical | other findings | unsound findings by kind (cell; both-modes kind) | programs/s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+    for d in directories:
+        rows = triage_store(d)
+        with Store(d, readonly=True) as store:
+            camp = store.latest_campaign()
+            totals = store.pass_totals(camp["id"]) if camp else []
+        for t in totals:
+            other = ", ".join(f"{k} {n}" for k, n in t["findings"].items() if k != "unsound" and n) or "none"
+            mine = [r for r in rows if r["pass"] == t["pass"]]
+            lines.append(f"| `{t['pass']}` | {t['seconds']:.0f} | {t['programs']} | {t['changed']} "
+                         f"| {t['sound']} | {t['no_counterexample']} | {t['unknown']} | {t['identical']} "
+                         f"| {other} | {_cells(mine)} | {t['programs_per_second']:.2f} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m campaigns.mlir_triage", description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", help="campaign directories (tfsem fuzz --out DIR)")
     ap.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
+    ap.add_argument("--markdown", action="store_true",
+                    help="one table row per pass: the campaign's totals and the kinds")
     args = ap.parse_args(argv)
     rows = []
     for d in args.dirs:
         if not (Path(d) / "campaign.db").is_file():
             print(f"error: {d}: no campaign.db", file=sys.stderr)
             return 2
+    if args.markdown:
+        print("\n".join(table(args.dirs)))
+        return 0
+    for d in args.dirs:
         for r in triage_store(d):
             r["store"] = str(d)
             rows.append(r)

@@ -40,6 +40,9 @@ def store(tmp_path_factory):
         cid = s.start_campaign(60.0, {}, "test")
         for f in FINDINGS:
             s.record_finding(cid, _record(f))
+        s.add_stats(cid, "mlir-cluster:tf-resource-op-lifting", "atomic", "outputs+state",
+                    {"programs": 40, "seconds": 20.0, "sound": 25, "no_counterexample": 3,
+                     "identical": 8}, "sound")
         s.finish_campaign(cid)
     return d
 
@@ -57,6 +60,12 @@ def test_the_command_reads_stores_and_refuses_a_directory_without_one(store, tmp
     assert main([str(store)]) == 0
     out = capsys.readouterr().out
     assert "kinds: A 1, B 1, F 1, U 1" in out and "kinds: C 1, D 1" in out
+    assert main([str(store), "--markdown"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    # one row per pass with statistics: totals, then the kinds with their cells
+    assert len(table) == 3 and table[2].startswith("| `mlir-cluster:tf-resource-op-lifting` | 20 | 40 |")
+    assert "| 25 | 3 | 0 | 8 |" in table[2]
+    assert "U 1 (decomposed 1; both-semantics); F 1 (atomic 1; both-semantics)" in table[2] and "A 1 (" in table[2]
     assert main([str(tmp_path / "nothing")]) == 2
     assert "no campaign.db" in capsys.readouterr().err
 
