@@ -46,7 +46,7 @@ import threading
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
@@ -196,15 +196,14 @@ def resolve_generator(spec: str | Generator | None) -> Generator:
     return _import(spec)
 
 
-def _needs_uninitialized(verdict: dict, variables: Iterable[str] = ()) -> bool:
-    """Whether an unsound verdict's counterexample starts a variable as an
-    error value (uninitialized): one given as an error value, or one of
-    `variables` (the program's) that its σ leaves out, which starts
-    uninitialized (SPEC §4; the concrete check at a drawn σ lists only the
-    variables that σ sets, where the symbolic checker writes the error value)."""
+def _needs_uninitialized(verdict: dict, program: Program) -> bool:
+    """Whether an unsound verdict's counterexample starts a variable of
+    `program` as an error value (uninitialized): given one, or not given a
+    value at all (σ leaves it uninitialized; the checkers' counterexamples
+    omit such a variable)."""
     init = (verdict.get("counterexample") or {}).get("init") or {}
     return (any(isinstance(v, dict) and "error" in v for v in init.values())
-            or any(x not in init for x in variables))
+            or any(x not in init for x in program.variables))
 
 
 def _initialized(program: Program, init: Mapping[str, Value]) -> dict[str, Value]:
@@ -453,7 +452,7 @@ class FuzzLoop:
         finally:
             self.stats.check_seconds += time.monotonic() - started
         if verdict.get("verdict") == "unsound" and self.target.initialized_only \
-                and _needs_uninitialized(verdict, program.variables):
+                and _needs_uninitialized(verdict, program):
             # not a counterexample against this target's claims (Target.initialized_only):
             # look at the drawn σ with every variable initialized instead
             init = _initialized(program, init)
@@ -620,7 +619,7 @@ class FuzzLoop:
         if verdict.get("verdict") != "unsound":
             record.detail["final_check"] = {k: verdict.get(k) for k in ("verdict", "reason")}
             return record
-        if self.target.initialized_only and _needs_uninitialized(verdict, original.variables):
+        if self.target.initialized_only and _needs_uninitialized(verdict, original):
             # the minimized counterexample needs an uninitialized variable, which
             # this target's claims do not speak of: keep the one found fuzzing
             record.detail["final_check"] = {"verdict": "unsound", "reason": "the minimized "
