@@ -30,10 +30,10 @@ finding's kind can be checked by reading them (docs/mlir-campaigns.md):
   op other than `tf.Const` (so the operand becomes ready after the island may
   start, and the decomposed read need not wait for it).
 - **B** (an order across the cluster's boundary): the pipeline lifts and an
-  island outside the cluster accesses a variable the cluster accesses (one of
-  the two accesses a write), and the input orders that island with the
-  cluster's (a path of data or control edges between the two islands, either
-  way).
+  island outside the cluster (another cluster's included) accesses a variable
+  the cluster accesses (one of the two accesses a write), and the input
+  orders that island with the cluster's (a path of data or control edges
+  between the two islands, either way).  Each cluster is taken on its own.
 - **S** (store buffering inside the cluster): the pipeline lifts and the
   cluster writes one variable and later, in program order, reads another
   (`examples/mlir/cluster_store_load.mlir`, the load/store reordering of the
@@ -262,20 +262,23 @@ def features(pipeline: str, before: str, after: str, verdicts: dict,
                 continue
             for j in range(k + 1, len(seq)):
                 u = seq[j]
-                if u.var == w.var and _is_rmw(u.op.name) and kept[u.op.name] > 0 and any(
-                        r.var == w.var and r.op.name == "tf.ReadVariableOp" for r in seq[j + 1:]):
+                if u.island == w.island and u.var == w.var and _is_rmw(u.op.name) \
+                        and kept[u.op.name] > 0 and any(
+                            r.island == w.island and r.var == w.var and r.op.name == "tf.ReadVariableOp"
+                            for r in seq[j + 1:]):
                     out["F"] = f"cluster: AssignVariableOp {w.var}, {u.op.name} {w.var} (kept), a read of {w.var}"
                     break
             if "F" in out:
                 break
-        by_var: dict[str, set[str]] = defaultdict(set)
-        writes: dict[str, bool] = defaultdict(bool)
+        # each cluster on its own (a module may hold several, one per island)
+        by_var: dict[tuple[int, str], set[str]] = defaultdict(set)
+        writes: dict[tuple[int, str], bool] = defaultdict(bool)
         for x in in_cluster:
-            by_var[x.var].add(x.handle)
-            writes[x.var] |= x.write
-        two = sorted(v for v, hs in by_var.items() if len(hs) > 1 and writes[v])
+            by_var[x.island, x.var].add(x.handle)
+            writes[x.island, x.var] |= x.write
+        two = sorted(k for k, hs in by_var.items() if len(hs) > 1 and writes[k])
         if two:
-            out["A"] = f"cluster accesses {', '.join(two)} through {len(by_var[two[0]])} handles"
+            out["A"] = f"cluster accesses {two[0][1]} through {len(by_var[two[0]])} handles"
     if decomposes and len(b.rmw) < len(a.rmw):
         remaining = Counter(o.name for o, _ in b.rmw)
         for op, isl in a.rmw:
@@ -290,23 +293,24 @@ def features(pipeline: str, before: str, after: str, verdicts: dict,
             if "C" in out:
                 break
     if lifts and in_cluster:
-        cvars = {x.var: x.write for x in in_cluster}
-        for x in in_cluster:
-            cvars[x.var] = cvars[x.var] or x.write
         hits = []
-        for y in a.accesses:
-            if y.in_cluster or y.island in a.cluster_islands or y.var not in cvars:
-                continue
-            if not (y.write or cvars[y.var]):
-                continue
-            for ci in a.cluster_islands:
+        for ci in sorted(a.cluster_islands):
+            cvars: dict[str, bool] = defaultdict(bool)
+            for x in in_cluster:
+                if x.island == ci:
+                    cvars[x.var] |= x.write
+            for y in a.accesses:       # outside this cluster: another island, clusters included
+                if y.island == ci or y.var not in cvars or not (y.write or cvars[y.var]):
+                    continue
                 if _reaches(a.deps, y.island, ci) or _reaches(a.deps, ci, y.island):
-                    hits.append(f"{y.op.name} of {y.var} outside, ordered with the cluster")
+                    where = "in another cluster" if y.in_cluster else "outside"
+                    hits.append(f"{y.op.name} of {y.var} {where}, ordered with the cluster")
         if hits:
             out["B"] = hits[0]
         seq = sorted(in_cluster, key=lambda x: (x.island, x.position))
         for k, w in enumerate(seq):
-            if w.write and any(not r.write and r.var != w.var for r in seq[k + 1:]):
+            if w.write and any(not r.write and r.var != w.var and r.island == w.island
+                               for r in seq[k + 1:]):
                 out["S"] = f"cluster writes {w.var}, then reads another variable"
                 break
     return out
