@@ -38,6 +38,12 @@ finding's kind can be checked by reading them (docs/mlir-campaigns.md):
   cluster writes one variable and later, in program order, reads another
   (`examples/mlir/cluster_store_load.mlir`, the load/store reordering of the
   concurrency semantics's XLA paragraph).  Not one of the campaign kinds A-D.
+- **P** (pass-through; a question about tfsem's reading, not settled): the
+  pipeline lifts and the output's cluster returns a value defined outside it
+  that the input's cluster consumed with an op (an `Identity`, a write that
+  was lifted).  tfsem reads a cluster's ops one by one, so a cluster left
+  with no op that consumes the value does not wait for it; a cluster run as
+  one launch would.
 - **U** (not a finding: tfsem's own, fixed): the counterexample's σ leaves a
   variable uninitialized (an error value, or a variable it does not list).
   TensorFlow fails such a run before and after the pipeline; MLIR targets
@@ -64,7 +70,7 @@ from typing import Callable
 
 from tfsem.graphdef.mlir import MlirError, Op, parse
 
-KIND_ORDER = ("U", "D", "F", "A", "C", "B", "S")
+KIND_ORDER = ("U", "D", "F", "A", "C", "B", "S", "P")
 KIND_TITLES = {
     "A": "lifting takes two handles of one variable for two resources",
     "B": "lifting loses an order across the cluster's boundary",
@@ -73,7 +79,8 @@ KIND_TITLES = {
     "S": "lifting reorders a store and a later load of another variable in the cluster",
     "U": "not a finding: the counterexample needs an uninitialized variable (tfsem's, fixed)",
     "F": "lifting forwards a stored value to a read past an update it does not lift",
-    "NEW": "none of A-D, F, S and U",
+    "P": "a cluster that now only passes a captured value through (tfsem's reading: it does not wait for it)",
+    "NEW": "none of A-D, F, P, S and U",
 }
 
 #: update ops that read, compute and write one variable in one kernel
@@ -109,6 +116,10 @@ class Module:
     #: island index -> islands it depends on (data or control)
     deps: dict[int, set[int]] = field(default_factory=dict)
     cluster_islands: set[int] = field(default_factory=set)
+    #: cluster island -> values defined outside the cluster that its return passes through
+    cluster_returns_outside: dict[int, set[str]] = field(default_factory=dict)
+    #: cluster island -> values defined outside the cluster that an op inside consumes
+    cluster_consumes: dict[int, set[str]] = field(default_factory=dict)
     #: (SSA value, island where it is used) -> (defining op, its island)
     resolve: Callable[[str, int], tuple[Op, int] | None] | None = None
 
@@ -215,6 +226,17 @@ def analyse(text: str) -> Module:
                                      id(op) in cluster_ops, pos))
             if _is_rmw(op.name):
                 m.rmw.append((op, i))
+    for i, inner in enumerate(islands):
+        for op in _ops(inner):
+            if op.name != "tf_device.cluster":
+                continue
+            body = [o for o in _ops([op]) if o is not op]
+            defined = {r for o in body for r in o.results} | {_base(r) for o in body for r in o.results}
+            outside = lambda v: v not in defined and _base(v) not in defined  # noqa: E731
+            m.cluster_returns_outside.setdefault(i, set()).update(
+                v for o in body if o.name == "tf_device.return" for v in o.operands if outside(v))
+            m.cluster_consumes.setdefault(i, set()).update(
+                v for o in body if o.name != "tf_device.return" for v in o.operands if outside(v))
     m.resolve = resolve
     return m
 
@@ -312,6 +334,12 @@ def features(pipeline: str, before: str, after: str, verdicts: dict,
             if w.write and any(not r.write and r.var != w.var and r.island == w.island
                                for r in seq[k + 1:]):
                 out["S"] = f"cluster writes {w.var}, then reads another variable"
+                break
+    if lifts:
+        for ci in sorted(b.cluster_islands):
+            passed = b.cluster_returns_outside.get(ci, set()) & a.cluster_consumes.get(ci, set())
+            if passed:
+                out["P"] = f"the cluster now only returns {', '.join(sorted(passed))}, defined outside it"
                 break
     return out
 

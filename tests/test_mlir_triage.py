@@ -50,16 +50,16 @@ def store(tmp_path_factory):
 def test_each_kind_of_the_campaigns_from_a_store(store):
     rows = triage_store(store)
     assert [r["kind"] for r in rows] == [f["expect"] for f in FINDINGS]
-    assert {f["expect"] for f in FINDINGS} == {"A", "B", "C", "D", "F", "U"}
+    assert {f["expect"] for f in FINDINGS} == {"A", "B", "C", "D", "F", "P", "U"}
     s = summary(rows)
     assert s["mlir:func.func(tf-device-decompose-resource-ops)"]["kinds"] == {"C": 1, "D": 1}
-    assert s["mlir-cluster:tf-resource-op-lifting"]["kinds"] == {"A": 1, "B": 1, "F": 1, "U": 1}
+    assert s["mlir-cluster:tf-resource-op-lifting"]["kinds"] == {"A": 1, "B": 1, "F": 1, "P": 1, "U": 1}
 
 
 def test_the_command_reads_stores_and_refuses_a_directory_without_one(store, tmp_path, capsys):
     assert main([str(store)]) == 0
     out = capsys.readouterr().out
-    assert "kinds: A 1, B 1, F 1, U 1" in out and "kinds: C 1, D 1" in out
+    assert "kinds: A 1, B 1, F 1, P 1, U 1" in out and "kinds: C 1, D 1" in out
     assert main([str(store), "--markdown"]) == 0
     table = capsys.readouterr().out.splitlines()
     # one row per pass with statistics: totals, then the kinds with their cells
@@ -98,6 +98,11 @@ def test_each_rule_rests_on_its_feature():
     assert "C" not in classify(pipe, const, c["output_mlir"], c["verdicts"])[1]
     b = _finding("B")
     assert classify(LIFT, b["input_mlir"], b["output_mlir"], BOTH)[0] == "B"
+    pt = _finding("P")    # the cluster kept only `Identity(r)`, which the pass removed
+    assert classify(LIFT, pt["input_mlir"], pt["output_mlir"], BOTH)[0] == "P"
+    kept = pt["output_mlir"].replace("tf_device.return %outputs_0", "%9 = \"tf.Identity\"(%outputs_0) : (tensor<i64>) -> tensor<i64>\n          tf_device.return %9")
+    assert kept != pt["output_mlir"]
+    assert classify(LIFT, pt["input_mlir"], kept, BOTH)[0] == "NEW"
     u = _finding("U")
     assert classify(LIFT, u["input_mlir"], u["output_mlir"], BOTH, ["x0"])[0] == "U"
     assert classify(LIFT, u["input_mlir"], u["output_mlir"], BOTH)[0] == "NEW"
