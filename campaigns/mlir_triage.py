@@ -52,7 +52,7 @@ finding's kind can be checked by reading them (docs/mlir-campaigns.md):
 - **NEW**: none of the above.
 
 A finding can show several features; its kind is the first that matches in
-the order U, D, F, A, C, B, S (a finding with two handles is A even if an outside
+the order U, D, F, A, C, B, S, P (a finding with two handles is A even if an outside
 island is ordered with the cluster), and `features` lists every one that
 matched, so the overlaps can be counted.  Only the modules and verdicts are
 read: no TensorFlow.
