@@ -35,6 +35,8 @@ from tfsem.oracle import opdefs
 from tfsem.oracle.opdefs import control, data, queues
 from tfsem.oracle.program import CONTROL_FLOW_OPS
 
+from opdefs_support import modules_outside_the_registry
+
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("control", "queue", "data")
 
@@ -261,11 +263,7 @@ def _name_collections(path: Path, names: set[str]) -> list[tuple[int, list[str]]
 def test_no_other_module_holds_a_table_of_these_families_op_names():
     names = _family_ops()
     found = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel.split("/")[0] in ("tests", "benchmarks", "examples", "docs", ".venv", "build") \
-                or rel.startswith("oracle/opdefs/") or "site-packages" in rel:
-            continue
+    for rel, path in modules_outside_the_registry():
         hits = _name_collections(path, names)
         if hits and rel not in ALLOWED:
             found[rel] = hits

@@ -18,6 +18,8 @@ from tfsem.graphdef import ops as opt
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle import kernels
 
+from opdefs_support import modules_outside_the_registry
+
 #: graphdef/ops.py STATELESS_UNMODELLED before the move (121 ops).
 UNINTERPRETED = frozenset("""
     Acos Acosh All Any ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool AvgPoolGrad
@@ -212,11 +214,7 @@ def _name_tables(path: Path, names: set[str]) -> list[tuple[int, list[str]]]:
 def test_no_other_module_holds_a_table_of_these_ops():
     names = _guarded_names()
     found = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel.split("/")[0] in ("tests", "benchmarks", "examples", "docs", ".venv", "build") \
-                or rel.startswith("oracle/opdefs/") or "site-packages" in rel:
-            continue
+    for rel, path in modules_outside_the_registry():
         hits = _name_tables(path, names)
         if hits:
             found[rel] = hits
