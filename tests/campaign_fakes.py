@@ -205,3 +205,19 @@ def stub_checker_by_size(original, rewritten, semantics, observe, timeout):
 
 def stub_checker_unknown(original, rewritten, semantics, observe, timeout):
     return {"verdict": "unknown", "reason": "stub"}
+
+
+class ReturnsProgram:
+    """A pass runner (the sandbox's interface: rewrite, close) whose rewrite
+    of any program is the one program given (a JSON program), for judging a
+    fixed pair through a campaign's loop."""
+
+    def __init__(self, program):
+        self.program = program
+
+    def rewrite(self, program_json):
+        from tfsem.campaigns.sandbox import OK, RewriteResult
+        return RewriteResult(OK, program=self.program)
+
+    def close(self):
+        pass

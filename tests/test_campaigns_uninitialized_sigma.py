@@ -25,6 +25,8 @@ from tfsem.campaigns.targets import Target
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
 
+from campaign_fakes import ReturnsProgram
+
 #: finding 31 of that campaign, as the reader read the modules: the cluster
 #: reads x0, writes it to x1 and reads x1 back; lifting forwards the read of x0.
 #: From an uninitialized x0, tfsem's original writes nothing (an Assign with an
@@ -65,18 +67,6 @@ def test_a_variable_left_out_of_the_counterexample_is_uninitialized():
     assert again["verdict"] == "no-counterexample"
 
 
-class _Returns:
-    def __init__(self, program):
-        self.program = program
-
-    def rewrite(self, program_json):
-        from tfsem.campaigns.sandbox import OK, RewriteResult
-        return RewriteResult(OK, program=self.program)
-
-    def close(self):
-        pass
-
-
 def _generator(max_nodes, observe):
     from hypothesis import strategies as st
     return st.just((program_from_json(ORIGINAL), {}, dict(X1)))
@@ -88,7 +78,7 @@ def test_the_loop_does_not_record_it_against_an_initialized_only_target():
     for initialized_only in (True, False):
         t = dataclasses.replace(target, initialized_only=initialized_only)
         loop = FuzzLoop(LoopConfig("fake", "atomic", "outputs+state"), target=t,
-                        runner=_Returns(LIFTED), generator=_generator)
+                        runner=ReturnsProgram(LIFTED), generator=_generator)
         record = loop.evaluate(program_from_json(ORIGINAL), {}, dict(X1))
         if initialized_only:
             assert record is None

@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from tfsem.cli import main
 from tfsem.oracle.jsonio import program_from_json
 
+from campaign_fakes import ReturnsProgram
+
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="needs the extra tfsem[tensorflow] (tensorflow-cpu), "
@@ -316,18 +318,6 @@ FOLDED = {"format": "tfsem.program/1", "variables": ["x0"],
           "outputs": {"out0": "out0"}}
 
 
-class _Returns:
-    def __init__(self, program):
-        self.program = program
-
-    def rewrite(self, program_json):
-        from tfsem.campaigns.sandbox import OK, RewriteResult
-        return RewriteResult(OK, program=self.program)
-
-    def close(self):
-        pass
-
-
 @pytest.mark.parametrize("given", ["error", "absent"])
 @pytest.mark.parametrize("initialized_only", [True, False])
 def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_grappler(
@@ -345,7 +335,7 @@ def test_a_counterexample_needing_an_uninitialized_variable_is_not_one_against_g
                     {("atomic", "outputs+state"): "sound"}, fn=lambda p: p)
     target = dataclasses.replace(target, initialized_only=initialized_only)
     loop = FuzzLoop(LoopConfig("fake", "atomic", "outputs+state"), target=target,
-                    runner=_Returns(FOLDED), generator=counter_generator)
+                    runner=ReturnsProgram(FOLDED), generator=counter_generator)
     # σ gives x0 the error value, or no value at all (the checkers'
     # counterexamples omit an uninitialized variable: a 30-minute campaign
     # of the default pipeline stored four such findings as bugs)
