@@ -646,8 +646,8 @@ class _Builder:
             else []
         self.parts: list[str] = []
         self.main: str | None = None
-        self.part_inputs: dict[str, list] = {}
-        self.pending: list[tuple[str, str, dict]] = []
+        #: (name, op, attributes, inputs) of each tfsem node the model added
+        self.pending: list[tuple[str, str, dict, list]] = []
         self.static_controls: list[str] = []
         self._exclusive = False
 
@@ -905,13 +905,17 @@ class _Builder:
         if part is None:
             if self.main is not None:
                 raise RuntimeError(f"model of {self.node.op} adds two nodes without a part name")
-            name = self.imp.fresh(self.node.name)
+            name = self.node.name
+            names = self.imp.names
+            if name in names:
+                name = self.imp.fresh(name)
+            else:
+                names.add(name)   # (fresh's common case, without the call)
             self.main = name
         else:
             name = self.imp.fresh(f"{self.node.name}/{part}")
         self.parts.append(name)
-        self.part_inputs[name] = list(inputs)
-        self.pending.append((name, op, attrs or {}))
+        self.pending.append((name, op, attrs or {}, list(inputs)))
         return DataIn(name)
 
     def finish(self, outs: list[DataIn]) -> None:
@@ -930,8 +934,7 @@ class _Builder:
                 controls.append(ControlIn(imp.done[c]))
         if len(self.pending) == 1:
             # the common case, one tfsem node: no inputs among its own parts
-            name, op, attrs = self.pending[0]
-            ins = self.part_inputs[name]
+            name, op, attrs, ins = self.pending[0]
             data = tuple([x for x in ins if type(x) is DataIn or type(x) is FeedIn])
             if len(data) < len(ins) or controls:
                 ctrl = [x for x in ins if type(x) is ControlIn] + controls
@@ -946,10 +949,9 @@ class _Builder:
                 imp.exclusive.append((self.node.describe(), {name}, variables))
             return
         mine = set(self.parts)
-        used = {x.node for p in self.parts for x in self.part_inputs[p]
+        used = {x.node for _, _, _, ins in self.pending for x in ins
                 if isinstance(x, (DataIn, ControlIn)) and x.node in mine}
-        for name, op, attrs in self.pending:
-            ins = self.part_inputs[name]
+        for name, op, attrs, ins in self.pending:
             data = [x for x in ins if isinstance(x, (DataIn, FeedIn))]
             ctrl = [x for x in ins if isinstance(x, ControlIn)]
             if not any(isinstance(x, (DataIn, ControlIn)) and x.node in mine for x in ins):
@@ -997,13 +999,24 @@ def gc_paused():
     a few objects per node and frees none of them until it ends; with the
     collector on, its full collections over every live object make building
     a large graph grow faster than the graph (a third of the time at 50,000
-    nodes).  The objects made here hold no reference cycles."""
+    nodes).  The objects made here hold no reference cycles.
+
+    When it ends, what the import made is moved to the oldest generation
+    (`gc.freeze()` then `gc.unfreeze()`, two list splices) instead of being
+    left in the youngest: re-enabled, the collector would otherwise scan all
+    of it at once, and again in the middle generation, to find no garbage
+    (a tenth of a 50,000-node import).  Full collections still visit it, as
+    they visit every long-lived object.  Skipped where the process froze
+    objects of its own (`tfsem serve` does): unfreezing would thaw them."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -316,9 +316,11 @@ class LazyAttrs(Mapping):
             m = self._map
             if m is None:
                 m = self._map = self._node.attr
-            if not isinstance(key, str) or key not in m:
+            # (the map's get looks up without inserting, as m[key] would)
+            a = m.get(key) if isinstance(key, str) else None
+            if a is None:
                 return default
-            value = self._cache[key] = attr_dict(m[key])
+            value = self._cache[key] = attr_dict(a)
         return value
 
     def scalar(self, key):
@@ -336,9 +338,9 @@ class LazyAttrs(Mapping):
         m = self._map
         if m is None:
             m = self._map = self._node.attr
-        if not isinstance(key, str) or key not in m:
+        a = m.get(key) if isinstance(key, str) else None
+        if a is None:
             return None
-        a = m[key]
         which = a.WhichOneof("value")
         if which == "type":
             t = a.type
