@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Mapping
 
 from tfsem.oracle import opdefs as _opdefs
@@ -42,6 +43,7 @@ from tfsem.oracle.program import ProgramError, Violation
 from . import ops as opt
 
 MAX_DEPTH = 32
+_NAME = attrgetter("name")
 
 
 @dataclass(slots=True, eq=False)
@@ -159,7 +161,7 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
                                    "the graph's library have this name (TensorFlow refuses "
                                    "such a graph)", "duplicate-function")
         library[fname] = f
-    nodes: dict[str, GNode] = {n.name: n for n in top}
+    nodes: dict[str, GNode] = dict(zip(map(_NAME, top), top))   # ({n.name: n ...}, in C)
     if len(nodes) != len(top) or "" in nodes or not all(n.op for n in top):
         nodes = {}
         for i, n in enumerate(top):

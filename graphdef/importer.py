@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -235,6 +236,10 @@ class _Importer:
         self._has_loops: bool | None = None
         #: op -> its model (opt.lookup), looked up once per op of the graph
         self._models: dict[str, opt.OpModel | None] = {}
+        #: op -> whether `deps` of its nodes is every input's node, in order
+        self._plain: dict[str, bool] = {}
+        #: the ops of the graph's nodes (which passes over every node are needed)
+        self.ops = set(map(_OP, nodes.values()))
         for f in self.feeds:
             if f not in self.g:
                 raise GraphImportError(f"--feed {f}", f"no node named {f!r} in the graph",
@@ -247,8 +252,7 @@ class _Importer:
     def has_loops(self) -> bool:
         """Whether the graph has a while loop (an Enter node)."""
         if self._has_loops is None:
-            entries = control_ops.LOOP_ENTRIES
-            self._has_loops = any(g.op in entries for g in self.g.values())
+            self._has_loops = any(op in self.ops for op in control_ops.LOOP_ENTRIES)
         return self._has_loops
 
     # -- the order: what the roots need ------------------------------------
@@ -336,17 +340,28 @@ class _Importer:
         state: dict[str, int] = {}
         order: list[str] = []
         self._order(list(roots), state, order, deadline)
-        while True:
+        while "Merge" in self.ops:
             more = [_node_of(i) for name in order if self.g[name].op == "Merge"
                     for i in self.g[name].inputs if self._back_edge(i)
                     and not state.get(_node_of(i))]
             if not more:
                 return order
             self._order(more, state, order, deadline)
+        return order
+
+    def _is_plain(self, op: str) -> bool:
+        """Whether `deps` of a node of `op` (not a feed) is the node of each
+        of its inputs, in order: its common case."""
+        p = self._plain.get(op)
+        if p is None:
+            model = self.model(op)
+            p = self._plain[op] = op != "Placeholder" and op != "Merge" and \
+                (model is None or not model.static)
+        return p
 
     def _order(self, roots, state, order, deadline) -> None:
         steps = 0
-        g, deps = self.g, self.deps
+        g, deps, feeds, plain = self.g, self.deps, self.feeds, self._plain
         for root in roots:
             if state.get(root):
                 continue
@@ -366,8 +381,15 @@ class _Importer:
                     if not s:
                         state[d] = 1
                         n = g.get(d)
-                        stack.append((d, iter(deps(n) if n is not None
-                                              else self._deps_checked(d, name))))
+                        if n is None:
+                            ds = self._deps_checked(d, name)
+                        elif d not in feeds and (plain.get(n.op) or self._is_plain(n.op)):
+                            # deps(n)'s common case, without the call
+                            ds = [i[1:] if i[:1] == "^" else (_node_of(i) if ":" in i else i)
+                                  for i in n.inputs]
+                        else:
+                            ds = deps(n)
+                        stack.append((d, iter(ds)))
                         break
                 else:
                     stack.pop()
@@ -629,6 +651,9 @@ class _Importer:
         return self._refs_by_node.get(name, [])
 
 
+_OP = attrgetter("op")
+
+
 def _node_of(ref: str) -> str:
     """The node of a data input `n` or `n:k` (split_ref's first part)."""
     node, sep, port = ref.rpartition(":")
@@ -839,6 +864,14 @@ class _Builder:
         return attr_value(a)
 
     def dtype(self, name: str) -> str:
+        attrs = self.node.attr
+        if type(attrs) is not dict and hasattr(attrs, "scalar"):
+            # attr()'s first case, a DataType tfsem models, read at once
+            field_value = attrs.scalar(name)
+            if field_value is not None and field_value[0] == "type":
+                t = TFSEM_DTYPES.get(field_value[1]) if type(field_value[1]) is str else None
+                if t is not None:
+                    return t
         # (a type attribute with a default in TensorFlow's op registry, which
         # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
         dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
@@ -1158,6 +1191,8 @@ def _declare_undrawn_iterators(imp: _Importer) -> None:
     state (the position not advanced) is a counterexample; a resource
     argument nothing reads that is no iterator is a variable nothing
     changes."""
+    if "Placeholder" not in imp.ops:
+        return
     drawn = {split_ref(i)[0] for r in imp.g.values() if r.op in ITERATOR_READERS
              for i in r.inputs if not i.startswith("^")}
     for name, g in imp.g.items():
@@ -1221,6 +1256,8 @@ def _check_unreached_cycles(nodes: dict[str, GNode], reached: set[str],
     (A cycle among the nodes that are needed is found by the importer's own
     order.)  A node of those reached cannot lie on a cycle of the others: each
     of its inputs was reached too."""
+    if len(reached) == len(nodes):   # (reached: nodes of the graph, each once)
+        return
     rest = [n for n in nodes if n not in reached]
     if not rest:
         return

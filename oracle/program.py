@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from . import functions as fns
@@ -33,6 +34,8 @@ CONTROL_FLOW_OPS = (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND)
 #: registry by name, but steps on step-local state that only the control-flow
 #: engine runs, so a program holding one counts as having control flow.
 STACK_OPS = ("StackV2", "StackPushV2", "StackPopV2", "StackCloseV2")
+_CONTROL_FLOW_OR_STACK = frozenset(CONTROL_FLOW_OPS + STACK_OPS)
+_NAME, _OP = attrgetter("name"), attrgetter("op")
 #: The nodes whose output forwards their first data input's kind (Program.port_kind).
 _FORWARDING = frozenset((SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION))
 #: Enter's attributes and their defaults (TensorFlow's: parallel_iterations 10)
@@ -253,14 +256,15 @@ class Program:
 
     @cached_property
     def node(self) -> Mapping[str, Node]:
-        return {n.name: n for n in self.nodes}
+        # (as {n.name: n for n in nodes}, a later node of a name winning, in C)
+        return dict(zip(map(_NAME, self.nodes), self.nodes))
 
     @cached_property
     def has_control_flow(self) -> bool:
         """Whether the program needs the control-flow engine: it has a
         control-flow primitive or a stack op (a stack is step-local state
         that only that engine models: oracle/opdefs/stacks.py)."""
-        return any(n.op in CONTROL_FLOW_OPS or n.op in STACK_OPS for n in self.nodes)
+        return not _CONTROL_FLOW_OR_STACK.isdisjoint(map(_OP, self.nodes))
 
     @cached_property
     def has_stacks(self) -> bool:
@@ -493,7 +497,7 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     # and whether the nodes are declared after their inputs -- then there is
     # no cycle and Kahn's algorithm need not run here -- is seen on the way.
     node = p.node
-    position = {name: k for k, name in enumerate(node)} if len(node) == len(p.nodes) else None
+    position = dict(zip(node, range(len(node)))) if len(node) == len(p.nodes) else None
     in_order = position is not None
     functions: dict[str, Any] = {}
     n_outputs: dict[str, int] = {}
