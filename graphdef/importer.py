@@ -663,6 +663,10 @@ def _node_of(ref: str) -> str:
 class _Builder:
     """What an op model sees of the importer for one TensorFlow node."""
 
+    # (one per node built: slots make it and its attributes cheaper)
+    __slots__ = ("imp", "node", "model", "data", "controls", "parts", "main", "pending",
+                 "static_controls", "_exclusive")
+
     def __init__(self, imp: _Importer, node: GNode, model: opt.OpModel | None):
         self.imp, self.node, self.model = imp, node, model
         inputs = node.inputs

@@ -268,7 +268,8 @@ class Program:
 
     @cached_property
     def has_stacks(self) -> bool:
-        return any(n.op in STACK_OPS for n in self.nodes)
+        # (a stack op counts as control flow: none where there is none)
+        return self.has_control_flow and any(n.op in STACK_OPS for n in self.nodes)
 
     @cached_property
     def control_flow_nodes(self) -> tuple[str, ...]:
