@@ -26,6 +26,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 from __future__ import annotations
 
 import gc
+import math
 from contextlib import contextmanager
 from operator import attrgetter
 from dataclasses import dataclass, field
@@ -118,7 +119,9 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
                                f"({NOT_MODELLED})", "unsupported-dtype")
     npd = np.dtype(NUMPY_DTYPES[dt])
     shape = shape_of(t.get("tensor_shape"), where)
-    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    size = math.prod(shape)
+    if size >= 1 << 63:   # (what numpy's int64 product gives: it wraps)
+        size = int(np.prod(shape, dtype=np.int64))
     if size > MAX_CONST_ELEMENTS:
         raise GraphImportError(where, f"a constant of {size} elements (at most "
                                f"{MAX_CONST_ELEMENTS})", "too-large")
@@ -642,10 +645,16 @@ class _Importer:
         """Every reference to `name` (inputs and fetches): how many outputs an
         op tfsem knows nothing about has."""
         if self._refs_by_node is None:
-            self._refs_by_node = {}
+            self._refs_by_node = by_node = {}
             for g in self.g.values():
                 for i in g.inputs:
-                    self._refs_by_node.setdefault(split_ref(i)[0], []).append(i)
+                    # split_ref(i)[0], its call saved where there is no port
+                    key = i[1:] if i[:1] == "^" else (i if ":" not in i else split_ref(i)[0])
+                    refs = by_node.get(key)
+                    if refs is None:
+                        by_node[key] = [i]
+                    else:
+                        refs.append(i)
             for r in self.fetch_refs:
                 self._refs_by_node.setdefault(split_ref(r)[0], []).append(r)
         return self._refs_by_node.get(name, [])

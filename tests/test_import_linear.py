@@ -172,3 +172,41 @@ def test_the_importer_loads_protobuf_only_for_a_binary_graph():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_import_leaves_the_collector_as_it_found_it():
+    # gc_paused (graphdef/importer.py) moves what an import made to the
+    # oldest generation (gc.freeze, then gc.unfreeze) -- but never where the
+    # process froze objects of its own (`tfsem serve` does), which unfreezing
+    # would thaw; and the collector is on again after, off if it was off
+    import gc
+    from tfsem.graphdef.importer import gc_paused
+    data = encode("GraphDef", chain_graphdef(200))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    import_graph(parse("GraphDef", data), ["out"], [])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    made = []
+    with gc_paused():
+        assert not gc.isenabled()
+        made.append(import_graph(parse("GraphDef", data), ["out"], []))
+    young = gc.get_objects(generation=0)
+    assert not any(x is made[0] for x in young)   # promoted, not left young
+    assert any(x is made[0] for x in gc.get_objects(generation=2))
+    mine = [object()]   # an object of the process's own, frozen
+    gc.freeze()
+    try:
+        assert not any(x is mine for x in gc.get_objects())
+        with gc_paused():
+            import_graph(parse("GraphDef", data), ["out"], [])
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        assert not any(x is mine for x in gc.get_objects())   # still frozen
+    finally:
+        gc.unfreeze()
+    assert any(x is mine for x in gc.get_objects())
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
