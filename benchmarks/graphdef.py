@@ -2,7 +2,7 @@
 
     python benchmarks/graphdef.py [--repeat 5] [--timeout 60]
     python benchmarks/graphdef.py --corpus [--repeat 3] [--markdown] [--only NAME ...]
-    python benchmarks/graphdef.py --synthetic [10000 50000] [--repeat 5]
+    python benchmarks/graphdef.py --synthetic [10000 50000] [--repeat 5] [--phases]
                                   [--baseline /work/main/.venv/bin/python] [--graph G.pb ...]
 
 Per graph of examples/tensorflow/ (with the manifest's fetches and targets):
@@ -61,6 +61,12 @@ protobuf's messages:
 
     python benchmarks/graphdef.py --synthetic 10000 50000 --repeat 5 \
         --baseline-commit 2e1096e
+
+`--phases` adds, per graph and implementation, the CPU milliseconds of
+each phase of the import (medians of `--repeat` warm imports in one fresh
+process): decode, inline (functions.flatten), order, cycles (the unreached
+nodes' check), build, validate, race check (of multi-variable updates), and
+the rest (the collector, freeing, the Program).
 
 Target (issue 30): no 50,000-node import over 5x protobuf's parse; a
 7,000-node graph (MobileNetV2's training step) in under 1 s.  Measured
@@ -138,10 +144,59 @@ print(json.dumps([dec, imp, nodes, why]))
 """
 
 
-def _time_in(python: str, spec: dict, env: dict | None = None, cwd: str | None = None) -> list:
+#: With --phases, run in this interpreter and in the baseline's: CPU ms of
+#: each phase of the import (the functions the importer calls for them,
+#: wrapped with a timer), medians of `repeat` warm imports in one process.
+#: "rest": the import's time outside those phases (the collector, freeing
+#: what the import made, building the Program).
+_PHASES = r"""
+import gc, json, statistics, sys, time
+from collections import defaultdict
+import tfsem.graphdef as G
+import tfsem.graphdef.importer as I
+import tfsem.oracle.program as P
+from tfsem.graphdef import import_path
+spec = json.loads(sys.argv[1])
+T = defaultdict(float)
+def wrap(obj, name, label):
+    f = getattr(obj, name)
+    def timed(*a, **k):
+        t = time.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            T[label] += time.process_time() - t
+    setattr(obj, name, timed)
+for obj, name, label in ((G, "_read_graph", "decode"), (I, "flatten", "inline"),
+                         (I._Importer, "order", "order"), (I, "_check_unreached_cycles", "cycles"),
+                         (I._Importer, "build_all", "build"), (P.Program, "validated", "validate"),
+                         (I, "_check_exclusive", "race check")):
+    wrap(obj, name, label)
+def run():
+    import_path(spec["path"], spec["fetch"], [], spec["target"], captures=spec["captures"])
+run()
+rows = []
+for _ in range(spec["repeat"]):
+    T.clear()
+    gc.collect()
+    t = time.process_time()
+    run()
+    total = time.process_time() - t
+    row = dict(T)
+    row["rest"] = total - sum(row.values())
+    row["total"] = total
+    rows.append(row)
+print(json.dumps({k: statistics.median(r.get(k, 0.0) for r in rows) * 1000 for k in rows[0]}))
+"""
+PHASES = ("decode", "inline", "order", "cycles", "build", "validate", "race check", "rest",
+          "total")
+
+
+def _time_in(python: str, spec: dict, env: dict | None = None, cwd: str | None = None,
+             script: str = _TIMER) -> list:
     import subprocess
     import sys
-    out = subprocess.run([python or sys.executable, "-c", _TIMER, json.dumps(spec)],
+    out = subprocess.run([python or sys.executable, "-c", script, json.dumps(spec)],
                          capture_output=True, text=True, env=env, cwd=cwd)
     if out.returncode:
         raise SystemExit(f"the timed import failed ({python or sys.executable}):\n{out.stderr}")
@@ -282,6 +337,18 @@ def synthetic(args) -> None:
               "API after it; floor2: those, its device and each attribute's name and kind; "
               "f1/p1, f2/p1: the floors as multiples of the first parse; ratio: import / warm "
               "parse; /p1: import / first parse; /f1, /f2: import / floor)")
+        if args.phases:
+            print("\nphases, CPU ms (medians of warm imports in one process" +
+                  (f"; old: {label}" if baseline else "") + "):")
+            print(f"{'graph':26} {'release':8} " + " ".join(f"{k:>10}" for k in PHASES))
+            for label_, path, opts in cases:
+                spec = {"path": str(path), "captures": None, **opts, "repeat": args.repeat}
+                sides = [("this", "", None)] + ([("old", base_python or "", base_env)]
+                                                if baseline else [])
+                for side, python, env in sides:
+                    ph = _time_in(python, spec, env=env, cwd=tmp, script=_PHASES)
+                    print(f"{label_:26} {side:8} " + " ".join(f"{ph.get(k, 0.0):>10.0f}"
+                                                              for k in PHASES), flush=True)
         if baseline:
             print(f"\n(old: {label}; medians of {args.repeat} CPU-second measurements, each in a "
                   "fresh process, the two implementations alternating)")
@@ -372,6 +439,10 @@ def main() -> None:
                     help="with --synthetic: also time this graph of the corpus, with its "
                          "manifest's fetches, targets and captures (default "
                          "keras_mobilenetv2_32)")
+    ap.add_argument("--phases", action="store_true",
+                    help="with --synthetic: also the CPU time of each phase of the import "
+                         "(decode, inline, order, build, validate, race check, ...), in this "
+                         "implementation and the baseline's")
     ap.add_argument("--corpus", action="store_true",
                     help="measure the corpus of real models (examples/tensorflow/corpus/)")
     ap.add_argument("--markdown", action="store_true", help="with --corpus: a Markdown table")
