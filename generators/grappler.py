@@ -1062,6 +1062,55 @@ def shape_families(p: Program) -> set[str]:
     return found
 
 
+def _tf_op(op: str) -> str:
+    """The TensorFlow op a node exports as: ``tf.Conv2D/2/1`` -> ``Conv2D``;
+    tfsem's own functions by their name."""
+    return op[3:].split("/")[0] if op.startswith("tf.") else op
+
+
+def optimizer_patterns(p: Program) -> set[str]:
+    """The optimizers' patterns `p` contains (found in the program, not in
+    how it was drawn), by the TensorFlow ops it exports as:
+
+    - ``remap:matmul-biasadd``, ``remap:conv-biasadd`` (+ ``remap:ACT`` for
+      the activation after the BiasAdd), ``remap:conv-batchnorm``,
+      ``remap:batchnorm-activation``: what the remapper fuses on a CPU;
+    - ``shape:prod-shape`` (Prod of a Shape over axis 0), ``shape:size``,
+      ``shape:rank``, ``shape:shapen``;
+    - ``pruning:trivial`` (StopGradient, PreventGradient, Snapshot, AddN of
+      one input, Identity of Identity)."""
+    found: set[str] = set()
+    node = p.node
+    float_nodes = {n.name for n in p.nodes}
+
+    def src(i) -> str | None:
+        return _tf_op(node[i.node].op) if isinstance(i, DataIn) and i.node in float_nodes \
+            else None
+
+    for n in p.nodes:
+        op = _tf_op(n.op)
+        ins = n.data_inputs
+        first = src(ins[0]) if ins else None
+        if op == "BiasAdd" and first in ("MatMul", "Conv2D"):
+            found.add("remap:matmul-biasadd" if first == "MatMul" else "remap:conv-biasadd")
+        if op in FUSED_ACTIVATIONS and first == "BiasAdd":
+            found.add(f"remap:{op}")
+        if op == "FusedBatchNormV3" and first == "Conv2D":
+            found.add("remap:conv-batchnorm")
+        if op in FUSED_ACTIVATIONS and first == "FusedBatchNormV3":
+            found.add("remap:batchnorm-activation")
+        if op == "Prod" and first == "Shape":
+            found.add("shape:prod-shape")
+        if op == "Prod" and first == "ShapeN":
+            found.add("shape:shapen")
+        if op in ("Size", "Rank"):
+            found.add(f"shape:{op.lower()}")
+        if op in TRIVIAL[1:] or (op == "AddN" and len(ins) == 1) or \
+                (op == "Identity" and first == "Identity"):
+            found.add("pruning:trivial")
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Floats without subnormals: a decidable sufficient condition
 
@@ -1181,5 +1230,5 @@ def subnormal_free(p: Program) -> bool:
 
 __all__ = ["FAMILIES", "MIXES", "NN_FAMILIES", "build", "draw_case", "draw_optimizer_case",
            "edge_inputs", "edges_strategy", "optimizer_strategy", "random_programs", "strategy",
-           "mixed_strategy", "pruning_strategy", "remap_strategy", "shape_strategy",
+           "mixed_strategy", "optimizer_patterns", "pruning_strategy", "remap_strategy", "shape_strategy",
            "shape_families", "subnormal_free", "unflushed"]
