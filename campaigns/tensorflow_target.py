@@ -61,10 +61,13 @@ class GrapplerResultNotImported(RuntimeError):
     """Grappler's output has an op or shape tfsem cannot import."""
 
 
-def _exported(program, shared_handles: bool = False):
+def _exported(program, shared_handles: bool = False, defaults: bool = False):
     """(serialized GraphDef, fetches, targets) of `program`, or (None, [], [])
     when it cannot be exported.  `shared_handles`: one VarHandleOp per
-    variable, for XLA (graphdef/exporter.py export_graph)."""
+    variable, for XLA (graphdef/exporter.py export_graph).  `defaults` (the
+    Grappler targets): every attribute TensorFlow's OpDef gives a default
+    written on each node, as Grappler writes them on its output
+    (`_with_default_attrs`)."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
     try:
@@ -74,7 +77,29 @@ def _exported(program, shared_handles: bool = False):
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]
                if n["op"] != "Placeholder" and n["name"] not in program.outputs]
-    return encode("GraphDef", graph), fetches, targets
+    data = encode("GraphDef", graph)
+    return (_with_default_attrs(data) if defaults else data), fetches, targets
+
+
+def _with_default_attrs(data: bytes) -> bytes:
+    """The GraphDef with every attribute its op's OpDef gives a default
+    written on each node.  Grappler fills them in on its output; an
+    uninterpreted op keeps its attributes (`tf_attrs`) in its function's
+    identity, so without them on both sides `Conv2D` before Grappler and
+    `Conv2D` after (with `dilations`, `explicit_paddings`, ...) would be
+    two functions: a change no optimizer made, left to the concrete stages."""
+    tf = _g.tensorflow()
+    from tensorflow.python.framework import op_def_registry  # noqa: PLC0415
+    gd = tf.compat.v1.GraphDef()
+    gd.ParseFromString(data)
+    for node in gd.node:
+        od = op_def_registry.get(node.op)
+        if od is None:
+            continue
+        for a in od.attr:
+            if a.HasField("default_value") and a.name not in node.attr:
+                node.attr[a.name].CopyFrom(a.default_value)
+    return gd.SerializeToString()
 
 
 def _same_semantics(data: bytes, fetches, targets, kernels: bool = False) -> bool:
@@ -141,7 +166,7 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
-    data, fetches, targets = _exported(program)
+    data, fetches, targets = _exported(program, defaults=True)
     if data is None:
         return program, None, None
     if not _same_semantics(data, fetches, targets, kernels=True):
@@ -218,7 +243,7 @@ def as_tensorflow_sees_it(program, shared_handles: bool = False, kernels: bool =
     uninterpreted ``tf.*`` function, or a flush-to-zero function that may meet
     a subnormal), or does not import back.  `shared_handles` as in `_exported`,
     `kernels` as in `_imported` (the Grappler targets)."""
-    data, fetches, targets = _exported(program, shared_handles)
+    data, fetches, targets = _exported(program, shared_handles, defaults=kernels)
     if data is None:
         return None
     return _imported(data, fetches, targets, kernels)
