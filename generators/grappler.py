@@ -747,12 +747,14 @@ class _Builder:
         src = self._operand(d)
         r: Ref = src.ref
         for _ in range(1 + d.index(3)):
-            op = choice(d, TRIVIAL + ("AddN",))
+            op = choice(d, TRIVIAL + ("AddN",) + ("CheckNumerics",) * self.weights.get("check", 0))
             ctrl = self._controls(d, 0.15)
             if op == "Identity":
                 r = self._fn("Identity", [r], ctrl)
             elif op == "AddN":
                 r = self._tf("AddN", [r], {"T": "DT_FLOAT", "N": 1}, ctrl=ctrl)
+            elif op == "CheckNumerics":
+                r = self._tf(op, [r], {"T": "DT_FLOAT", "message": "tfsem"}, ctrl=ctrl)
             else:
                 r = self._tf(op, [r], {"T": "DT_FLOAT"}, ctrl=ctrl)
         self._result(d, r, src.shape)
@@ -927,6 +929,8 @@ MIXES: dict[str, tuple[float, dict[str, int]]] = {
     "remap": (0.85, {"remap": 8, "shape": 0, "prune": 1, "logic": 1}),
     "shape": (0.8, {"shape": 6, "remap": 1, "prune": 1, "logic": 1}),
     "pruning": (0.7, {"prune": 6, "remap": 1, "shape": 1, "logic": 1}),
+    # (check: the weight of CheckNumerics among the trivial ops of `prune`)
+    "debug_stripper": (0.8, {"prune": 6, "check": 5, "remap": 1, "logic": 1}),
 }
 
 
@@ -980,6 +984,12 @@ def shape_strategy(max_nodes: int, observe: str):
 def pruning_strategy(max_nodes: int, observe: str):
     """`optimizer_strategy` weighted to the ops the model pruner removes."""
     return optimizer_strategy(max_nodes, observe, "pruning")
+
+
+def debug_stripper_strategy(max_nodes: int, observe: str):
+    """`optimizer_strategy` with CheckNumerics among the trivial ops (the
+    debug stripper makes it an Identity)."""
+    return optimizer_strategy(max_nodes, observe, "debug_stripper")
 
 
 def unflushed(p: Program) -> Program | None:
@@ -1078,7 +1088,9 @@ def optimizer_patterns(p: Program) -> set[str]:
     - ``shape:prod-shape`` (Prod of a Shape over axis 0), ``shape:size``,
       ``shape:rank``, ``shape:shapen``;
     - ``pruning:trivial`` (StopGradient, PreventGradient, Snapshot, AddN of
-      one input, Identity of Identity)."""
+      one input, Identity of Identity);
+    - ``debug_stripper:checknumerics`` (the debug stripper makes it an
+      Identity)."""
     found: set[str] = set()
     node = p.node
     float_nodes = {n.name for n in p.nodes}
@@ -1105,6 +1117,8 @@ def optimizer_patterns(p: Program) -> set[str]:
             found.add("shape:shapen")
         if op in ("Size", "Rank"):
             found.add(f"shape:{op.lower()}")
+        if op == "CheckNumerics":
+            found.add("debug_stripper:checknumerics")
         if op in TRIVIAL[1:] or (op == "AddN" and len(ins) == 1) or \
                 (op == "Identity" and first == "Identity"):
             found.add("pruning:trivial")
@@ -1230,5 +1244,5 @@ def subnormal_free(p: Program) -> bool:
 
 __all__ = ["FAMILIES", "MIXES", "NN_FAMILIES", "build", "draw_case", "draw_optimizer_case",
            "edge_inputs", "edges_strategy", "optimizer_strategy", "random_programs", "strategy",
-           "mixed_strategy", "optimizer_patterns", "pruning_strategy", "remap_strategy", "shape_strategy",
+           "debug_stripper_strategy", "mixed_strategy", "optimizer_patterns", "pruning_strategy", "remap_strategy", "shape_strategy",
            "shape_families", "subnormal_free", "unflushed"]

@@ -25,6 +25,7 @@ WANT = {
                "remap:batchnorm-activation", *(f"remap:{a}" for a in FUSED_ACTIVATIONS)}, 0.4),
     "shape": ({"shape:prod-shape", "shape:size", "shape:rank", "shape:shapen"}, 0.4),
     "pruning": ({"pruning:trivial"}, 0.4),
+    "debug_stripper": ({"debug_stripper:checknumerics"}, 0.4),
     "optimizers": ({"remap:matmul-biasadd", "remap:conv-biasadd", "shape:prod-shape",
                     "pruning:trivial"}, 0.4),
 }
