@@ -93,6 +93,8 @@ domain.  The preimage of one step of P' is its *group*.  The conditions:
      that cannot run stays a term).  Functions tfsem does not know the
      meaning of (a user's, an imported op) are only ever equal to themselves:
      same name, same attributes, equal arguments.
+     (V≈) An Assign's value is compared *up to which error* (`≈`, below):
+     its terms may put the operands of a commutative function in one order.
 (H)  Order inclusion, on steps: for matched s1, s2 with s1 hb_P s2 (any
      variables, any kinds), ν(s1) = ν(s2) or ν(s1) hb_P' ν(s2).
 
@@ -174,6 +176,51 @@ matched waits for it, so that L can run it last.  Deleting an Assign under
 `outputs+state`, or merging one under `atomic`, is never concluded: the
 enumerating checker decides; splitting one under `atomic` only under (X)
 below, which excludes the lost update.
+
+Assign values up to which error (V≈; issue 23)
+==============================================
+
+Write x ≈ y ("equal up to which error") when x and y are both error
+values (any reasons) or the same tensor.  Grappler puts the operands of
+commutative ops in a canonical order (arithmetic, common-subgraph
+elimination); where both operands may be errors as far as the rule knows
+(a read of a variable that may be uninitialized, an op's result), f(a, b)
+and f(b, a) may be *different* errors (f passes on its first strict
+argument's error), so as terms they must stay apart.  But only an output
+shows which error a value is; an Assign shows only *whether* it is one:
+
+ (E1) The effect of an Assign step depends on its value input v only
+      through v's ≈-class.  semantics/graph._assigned: an error v leaves
+      x as it is, whatever the error; otherwise x gets f(w, v), or stays
+      as it is when that is an error.  So v ≈ v' gives the same effect.
+ (E2) ≈ is a congruence for every function whose `apply` is
+      Function.apply (or that is strict in all its arguments): if args ≈
+      args' pointwise then f(args) ≈ f(args') portwise.  If some strict
+      argument is an error, the same positions are errors on both sides
+      (≈ keeps errorness), so the first one is at the same position and
+      both results are errors.  Otherwise the strict arguments are equal
+      tensors, and a non-strict error argument reaches the implementation
+      as None whatever its reason (Function.apply passes `a.array` only for
+      tensors): the same call, the same results.  (A function whose own
+      `apply` hands error arguments to its implementation, ListFunction's
+      `values_impl`, is left out: its terms stay exact.)
+ (E3) For f in symbolic.COMMUTATIVE_OPAQUE (tfsem's Add, Mul and their
+      `.ftz` forms) f(a, b) ≈ f(b, a): either operand an error makes both
+      errors; on two tensors both are the same value (the argument beside
+      COMMUTATIVE_OPAQUE: IEEE addition and multiplication commute, all
+      NaNs are equal, broadcasting and the dtype check are symmetric).
+
+So each port gets a second term besides its exact one, its *≈-term*, built
+like the exact term from its arguments' ≈-terms, with the operands of a
+commutative function sorted (`_Terms.apply_up_to_error`).  By induction
+(E2, E3) a port's ≈-term denotes a value ≈ the port's value at every σ and
+every valuation of the read leaves (equal terms denote equal values, and
+equal values are ≈).  (V) then compares Assign values (groups A and M,
+the F and S constructions) by their ≈-terms, which by (E1) gives the same
+effect in the proof's induction ("Same values" above: "the same v" becomes
+"v ≈ v'", which is all the effect depends on), and outputs by their exact
+terms, as before: an output shows the error itself.  Under `--float real`
+the ≈-terms are the exact ones.
 
 Three extensions (issue 17, second round)
 =========================================
@@ -265,6 +312,8 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
+
+from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
 SND = "Snd"
@@ -452,6 +501,9 @@ class _Terms:
         self.consts: dict[int, Any] = {}     # const term -> its Value
         self.folds: dict[tuple, tuple] = {}
         self.real = _REAL.get()
+        #: each program's Assign values as exact terms (the ≈-terms are
+        #: what (V) compares; these say where ≈ was needed)
+        self.exact_assigns: list[dict[str, int]] = []
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -486,6 +538,15 @@ class _Terms:
         app = self.make(("app", op, _attrs_key(attrs), args))
         return tuple(self.make(("port", app, k)) for k in range(n_out))
 
+    def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
+                          n_out: int) -> tuple[int, ...]:
+        """The ≈-terms of `op` applied to ≈-terms `args` (the module's
+        "Assign values up to which error"): the exact application, with
+        the two operands of a commutative function (E3) in one order."""
+        if not self.real and len(args) == 2 and commutes_opaque(op) and args[0] > args[1]:
+            args = (args[1], args[0])
+        return self.apply(op, attrs, args, n_out)
+
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):
         key = (f.name, _attrs_key(attrs), args)
         if key in self.folds:
@@ -507,31 +568,56 @@ class _Terms:
         return result
 
 
-def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple]):
-    """(Assign name -> term of its tensor input, output name -> term)."""
-    value: dict[tuple[str, int], int] = {}
+def _congruent_up_to_error(f: fns.Function | None) -> bool:
+    """Whether ≈ is a congruence for f ((E2) of the module docstring): its
+    `apply` is Function.apply, whose implementation never sees an error
+    argument, or f is strict in every argument."""
+    if f is None:
+        return False
+    return (type(f).apply is fns.Function.apply
+            or tuple(f.strict()) == tuple(range(f.n_in)))
 
-    def arg(i) -> int:
+
+def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple]):
+    """(Assign name -> ≈-term of its tensor input, output name -> exact term):
+    Assign values up to which error, outputs exactly (module docstring, V≈)."""
+    value: dict[tuple[str, int], int] = {}
+    settled: dict[tuple[str, int], int] = {}   # the ≈-terms
+
+    def arg(i, table) -> int:
         if isinstance(i, FeedIn):
             return terms.make(("feed", i.name))
-        return value[(i.node, i.port)]
+        return table[(i.node, i.port)]
 
     assigns: dict[str, int] = {}
+    exact_assigns: dict[str, int] = {}
     for name in p.topological_order:
         n = p.node[name]
         if n.op == VAR:
             continue
         if n.op == READ:
-            value[(name, 0)] = terms.make(leaf_of_read[name])
+            value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
         elif n.op == ASSIGN:
-            assigns[name] = arg(n.data_inputs[1])
+            assigns[name] = arg(n.data_inputs[1], settled)
+            exact_assigns[name] = arg(n.data_inputs[1], value)
         else:
             f = fns.lookup(n.op)
             n_out = f.n_out if f is not None else n.n_outputs()
-            results = terms.apply(n.op, n.attrs, tuple(arg(i) for i in n.data_inputs), n_out)
+            exact = tuple(arg(i, value) for i in n.data_inputs)
+            results = terms.apply(n.op, n.attrs, exact, n_out)
             for port, t in enumerate(results):
                 value[(name, port)] = t
+            if _congruent_up_to_error(f):
+                up_to_error = tuple(arg(i, settled) for i in n.data_inputs)
+                if up_to_error != exact:
+                    results = terms.apply_up_to_error(n.op, n.attrs, up_to_error, n_out)
+                elif len(exact) == 2 and commutes_opaque(n.op) and not terms.real:
+                    results = terms.apply_up_to_error(n.op, n.attrs, exact, n_out)
+            # (otherwise the ≈-term is the exact one: equal values are ≈)
+            for port, t in enumerate(results):
+                settled[(name, port)] = t
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
+    terms.exact_assigns.append(exact_assigns)
     return assigns, outputs
 
 
@@ -688,6 +774,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     for o in p.outputs:
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
+    exact, exact2 = terms.exact_assigns
+    up_to_error = sum(1 for a, t in nu.items()
+                      if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
     # (H) on steps, and (A)'s "no matched step is hb-after a deleted Assign"
     order, preds = _steps(p, semantics)
@@ -765,6 +854,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                  accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
                  deleted_reads=deleted_reads, deleted_assigns=len(deleted_assigns),
                  extra_reads=extra_reads, terms=len(terms.table),
+                 assigns_up_to_error=up_to_error,
                  **{f"assigns_{k}": v for k, v in kinds.items()})
     parts = [f"{len(acc)} accesses"]
     if merged:
@@ -786,8 +876,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     order = ("the original's order between accesses kept" if not (relaxed or dead_splits)
              else "the original's order between accesses kept where a value depends on it")
+    values = "values equal as terms"
+    if up_to_error:
+        values += (f" ({up_to_error} Assign value{'s' if up_to_error != 1 else ''} up to which "
+                   "error: commutative operands in one order)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
-            + f"; values equal as terms, {order})")
+            + f"; {values}, {order})")
 
 
 def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
@@ -902,7 +996,7 @@ def _fused_read(terms: _Terms, written: int, fn: str, value2: int, acc: Mapping,
     for r, (kind, y, _f) in acc.items():
         if kind == READ and y == x and r not in taken:
             leaf = terms.table.get(("unmatched-read", r))
-            if leaf is not None and terms.apply(fn, {}, (leaf, value2), 1)[0] == written:
+            if leaf is not None and terms.apply_up_to_error(fn, {}, (leaf, value2), 1)[0] == written:
                 return r
     return None
 
@@ -918,7 +1012,7 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     for rr, (kind, y, _f) in acc2.items():
         if kind == READ and y == x and rr not in taken:
             leaf = terms.table.get(("read", rr))
-            if leaf is not None and terms.apply(fn, {}, (leaf, value), 1)[0] == written2:
+            if leaf is not None and terms.apply_up_to_error(fn, {}, (leaf, value), 1)[0] == written2:
                 return rr
     return None
 
