@@ -76,9 +76,16 @@ def random_pair(rng: random.Random):
         ports.append(f"r{x}")
     ports += [f"${f}" for f in FEEDS]
     binary = []
+    # half the time the shape that tells errors apart: a commutative function
+    # of a read (uninitialized) and a division (division-by-zero)
+    telling = rng.random() < 0.5
     for i in range(rng.randint(2, 5)):
-        op = rng.choice(["Add", "Mul", "Add", "Mul", "Sub", "FloorDiv"])
+        op = rng.choice(["Add", "Mul", "Add", "Mul", "Sub", "FloorDiv", "FloorDiv"])
         a, b = rng.sample(ports, 2)
+        if telling and i == 0:
+            op, a, b = "FloorDiv", "$a", "$b"
+        elif telling and i == 1:
+            op, a, b = rng.choice(["Add", "Mul"]), rng.choice(["rx", "ry"]), "f0"
         name = f"f{i}"
         nodes.append({"name": name, "op": op, "inputs": [a, b]})
         binary.append(name)
@@ -93,11 +100,11 @@ def random_pair(rng: random.Random):
             ctrl = [f"^r{VARIABLES[1 - j]}"] if rng.random() < 0.5 else []
             nodes.append({"name": f"w{x}", "op": "Assign", "fn": fn,
                           "inputs": [f"h{x}", value] + ctrl})
-    for k in range(rng.randint(0, 2)):
+    for k in range(rng.randint(0, 2) if rng.random() < 0.5 else 1):
         outputs[f"o{k}"] = rng.choice(computed)
-    swapped = [n for n in binary if rng.random() < 0.6]
-    nodes2 = [dict(n, inputs=n["inputs"][::-1]) if n["name"] in swapped else n for n in nodes]
     ops = {n["name"]: n["op"] for n in nodes}
+    swapped = [n for n in binary if rng.random() < (0.6 if ops[n] in ("Add", "Mul") else 0.15)]
+    nodes2 = [dict(n, inputs=n["inputs"][::-1]) if n["name"] in swapped else n for n in nodes]
     return program(nodes, outputs), program(nodes2, outputs), [ops[n] for n in swapped]
 
 
