@@ -93,6 +93,10 @@ domain.  The preimage of one step of P' is its *group*.  The conditions:
      that cannot run stays a term).  Functions tfsem does not know the
      meaning of (a user's, an imported op) are only ever equal to themselves:
      same name, same attributes, equal arguments.
+     A reduction over no axes (Sum, Mean, Max or Min with an empty axes
+     list, as Grappler's constant folding removes it) is its argument,
+     where the argument's dtype is known to be one with the kernel
+     (`_Terms.reduces_nothing`).
      (V≈) An Assign's value is compared *up to which error* (`≈`, below):
      its terms may put the operands of a commutative function in one order.
 (H)  Order inclusion, on steps: for matched s1, s2 with s1 hb_P s2 (any
@@ -311,6 +315,7 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
+from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
 from .symbolic import commutes_opaque
@@ -330,6 +335,13 @@ FOLD_MAX_ELEMENTS = 1 << 16
 #: in IEEE arithmetic; equal terms otherwise hold for every meaning of the
 #: ops, so the rule's proofs hold over the reals too).  Per thread.
 _REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
+
+#: Reductions that reduce nothing when their axes are an empty list: the
+#: operand forms (axes a 1-D int32/int64 operand) and the constant forms
+#: (axes an attribute), captured at import like the functions below.
+_REDUCTIONS_ALONG = {name: fns.lookup(name)
+                     for name in ("SumAlong", "MeanAlong", "ReduceMaxAlong", "ReduceMinAlong")}
+_REDUCTIONS = {name: fns.lookup(name) for name in ("Sum", "Mean", "ReduceMax", "ReduceMin")}
 
 # The built-in functions whose simplification (V) relies on, captured at
 # import: a function re-registered under the same name is not simplified.
@@ -504,6 +516,9 @@ class _Terms:
         #: each program's Assign values as exact terms (the ≈-terms are
         #: what (V) compares; these say where ≈ was needed)
         self.exact_assigns: list[dict[str, int]] = []
+        #: term -> the dtype its value has at every σ where it is a tensor
+        #: (`dtype_of`; terms whose dtype is not known have no entry)
+        self.dtypes: dict[int, str] = {}
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -519,8 +534,58 @@ class _Terms:
             # would turn a scalar into shape (1,))
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
+            self.dtypes.setdefault(t, value.dtype)
         self.consts.setdefault(t, value)
         return t
+
+    def feed(self, name: str, dtype: str) -> int:
+        t = self.make(("feed", name))
+        self.dtypes.setdefault(t, dtype)   # (both programs declare a shared feed alike: (I))
+        return t
+
+    def _result_dtype(self, f: fns.Function, args: tuple[int, ...]) -> str | None:
+        """The dtype of f's results wherever they are tensors, when the
+        arguments' dtypes tell it: Function.apply gives a function that
+        neither casts nor mixes dtypes a result of its first strict tensor
+        argument's dtype (`_as_tensor`), and refuses strict tensor arguments
+        of different dtypes (dtype-mismatch) or passes on a strict
+        argument's error; so any strict argument's known dtype is it."""
+        if (type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes
+                or not f.strict()):
+            return None
+        for i in f.strict():
+            d = self.dtypes.get(args[i]) if i < len(args) else None
+            if d is not None:
+                return d
+        return None
+
+    def reduces_nothing(self, f: fns.Function, attrs: Mapping[str, Any],
+                        args: tuple[int, ...]) -> bool:
+        """Whether f(args) is args[0] at every σ: f is a reduction (Sum,
+        Mean, Max, Min, either form) over an empty list of axes, and args[0]
+        has a dtype the reduction has a kernel for.  On an error argument
+        both are that error (the reductions are strict); on a tensor of a
+        numeric dtype the reduction over no axes returns it unchanged: the
+        numpy models reduce over `axis=()`, which copies (Mean divides by
+        the count 1, Max/Min compare with their initial value only), and
+        TensorFlow's reduction kernels, which tfsem runs for floats, copy
+        their input when no axis is reduced (reduction_ops_common.h: "Special
+        case. Reduces nothing.").  tests/test_structural_reductions.py
+        compares both with the argument bit for bit on every numeric dtype's
+        edge values; a bool argument has no kernel (no-kernel), hence the
+        dtype condition."""
+        if _REDUCTIONS_ALONG.get(f.name) is f and len(args) == 2:
+            axes = self.consts.get(args[1])
+            if not (isinstance(axes, Tensor) and axes.dtype in ("int32", "int64")
+                    and tuple(axes.array.shape) == (0,)):
+                return False
+        elif _REDUCTIONS.get(f.name) is f and len(args) == 1:
+            axes = attrs.get("axes")
+            if not (isinstance(axes, (list, tuple)) and len(axes) == 0):
+                return False
+        else:
+            return False
+        return self.dtypes.get(args[0]) in NUMERIC
 
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
@@ -531,12 +596,19 @@ class _Terms:
             return (args[0],) * n_out
         if f is _SND and f is not None and len(args) == 2:
             return (args[1],)
+        if f is not None and self.reduces_nothing(f, attrs, args):
+            return (args[0],)
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
                 return folded
         app = self.make(("app", op, _attrs_key(attrs), args))
-        return tuple(self.make(("port", app, k)) for k in range(n_out))
+        results = tuple(self.make(("port", app, k)) for k in range(n_out))
+        dtype = self._result_dtype(f, args) if f is not None else None
+        if dtype is not None:
+            for t in results:
+                self.dtypes.setdefault(t, dtype)
+        return results
 
     def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
                           n_out: int) -> tuple[int, ...]:
@@ -586,7 +658,7 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
 
     def arg(i, table) -> int:
         if isinstance(i, FeedIn):
-            return terms.make(("feed", i.name))
+            return terms.feed(i.name, p.feed_type(i.name).dtype)
         return table[(i.node, i.port)]
 
     assigns: dict[str, int] = {}
