@@ -80,7 +80,8 @@ def program(dtype: str, value_nodes, value: str, outputs=None):
     return program_from_json({
         "format": "tfsem.program/1",
         "variables": {"v": {"dtype": dtype, "shape": [2]}, "w": {"dtype": "int64", "shape": [2]}},
-        "feeds": {"a": {"dtype": "int64", "shape": [2]}, "b": {"dtype": "int64", "shape": [2]}},
+        "feeds": {"a": {"dtype": "int64", "shape": [2]}, "b": {"dtype": "int64", "shape": [2]},
+                  "c": {"dtype": "bool", "shape": [2]}},
         "nodes": [{"name": "hv", "op": "Var", "var": "v"},
                   {"name": "hw", "op": "Var", "var": "w"},
                   {"name": "rw", "op": "Read", "inputs": ["hw"]},
@@ -98,7 +99,8 @@ def axes_const(axes) -> dict:
 def sigmas(dtype: str):
     vals = {"int64": ((0, 5), (-3, 2**63 - 1)), "int32": ((0, 5), (-3, 2**31 - 1))}
     for w, a, b in itertools.product((None, (1, 2)), ((0, 5), (7, -1)), ((3, 0), (2, 2))):
-        feeds = {"a": Tensor(np.array(a, np.int64)), "b": Tensor(np.array(b, np.int64))}
+        feeds = {"a": Tensor(np.array(a, np.int64)), "b": Tensor(np.array(b, np.int64)),
+                 "c": Tensor(np.array([True, False]))}
         for v in (None, vals.get(dtype, ((1, 0),))[0]):
             init = {"w": Error(UNINITIALIZED) if w is None else Tensor(np.array(w, np.int64)),
                     "v": Error(UNINITIALIZED) if v is None else
@@ -118,7 +120,7 @@ def oracle_new_outcome(p, q, dtype):
 def random_pair(rng: random.Random):
     """P writes Reduce(e, axes) to v, P' writes e: e is an expression of the
     int64 feeds and the read of w (unknown dtype), maybe compared (bool) or
-    cast to int32; axes is [] or [0]."""
+    cast to int32, or the bool feed; axes is [] or [0]."""
     nodes, ports = [], ["$a", "$b"]
     dtype = "int64"
     for i in range(rng.randint(1, 3)):
@@ -126,8 +128,10 @@ def random_pair(rng: random.Random):
         nodes.append({"name": f"e{i}", "op": op, "inputs": rng.sample(ports + ["rw"], 2)})
         ports.append(f"e{i}")
     last = ports[-1]
-    kind = rng.choice(["plain", "plain", "bool", "int32", "read"])
-    if kind == "bool":
+    kind = rng.choice(["plain", "plain", "bool", "bool feed", "int32", "read"])
+    if kind == "bool feed":   # a bool of known dtype: no kernel, so no proof
+        last, dtype = "$c", "bool"
+    elif kind == "bool":
         nodes.append({"name": "c", "op": "Equal", "inputs": [last, "$a"]})
         last, dtype = "c", "bool"
     elif kind == "int32":
