@@ -209,10 +209,15 @@ shows which error a value is; an Assign shows only *whether* it is one:
       `apply` hands error arguments to its implementation, ListFunction's
       `values_impl`, is left out: its terms stay exact.)
  (E3) For f in symbolic.COMMUTATIVE_OPAQUE (tfsem's Add, Mul and their
-      `.ftz` forms) f(a, b) ≈ f(b, a): either operand an error makes both
-      errors; on two tensors both are the same value (the argument beside
+      `.ftz` forms) and SquaredDifference (and its `.ftz` form),
+      f(a, b) ≈ f(b, a): either operand an error makes both errors; on two
+      tensors both are the same value (the argument beside
       COMMUTATIVE_OPAQUE: IEEE addition and multiplication commute, all
-      NaNs are equal, broadcasting and the dtype check are symmetric).
+      NaNs are equal, broadcasting and the dtype check are symmetric;
+      SquaredDifference is d * d with d = a - b, and b - a is exactly -d,
+      in IEEE arithmetic, whose rounding to nearest is symmetric, as in
+      wrapping integer arithmetic, so the squares are the same bits;
+      `_UP_TO_ERROR_COMMUTATIVE`).
 
 So each port gets a second term besides its exact one, its *≈-term*, built
 like the exact term from its arguments' ≈-terms, with the operands of a
@@ -615,7 +620,7 @@ class _Terms:
         """The ≈-terms of `op` applied to ≈-terms `args` (the module's
         "Assign values up to which error"): the exact application, with
         the two operands of a commutative function (E3) in one order."""
-        if not self.real and len(args) == 2 and commutes_opaque(op) and args[0] > args[1]:
+        if not self.real and len(args) == 2 and commutes_up_to_error(op) and args[0] > args[1]:
             args = (args[1], args[0])
         return self.apply(op, attrs, args, n_out)
 
@@ -638,6 +643,19 @@ class _Terms:
                 result = None
         self.folds[key] = result
         return result
+
+
+#: (E3)'s functions besides symbolic.COMMUTATIVE_OPAQUE, as tfsem defines them
+_UP_TO_ERROR_COMMUTATIVE = {name: fns.lookup(name)
+                            for name in ("SquaredDifference", "SquaredDifference.ftz")}
+
+
+def commutes_up_to_error(op: str) -> bool:
+    """Whether f(a, b) ≈ f(b, a) for function `op` ((E3))."""
+    if commutes_opaque(op):
+        return True
+    f = _UP_TO_ERROR_COMMUTATIVE.get(op)
+    return f is not None and fns.lookup(op) is f
 
 
 def _congruent_up_to_error(f: fns.Function | None) -> bool:
@@ -683,7 +701,7 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
                 up_to_error = tuple(arg(i, settled) for i in n.data_inputs)
                 if up_to_error != exact:
                     results = terms.apply_up_to_error(n.op, n.attrs, up_to_error, n_out)
-                elif len(exact) == 2 and commutes_opaque(n.op) and not terms.real:
+                elif len(exact) == 2 and commutes_up_to_error(n.op) and not terms.real:
                     results = terms.apply_up_to_error(n.op, n.attrs, exact, n_out)
             # (otherwise the ≈-term is the exact one: equal values are ≈)
             for port, t in enumerate(results):

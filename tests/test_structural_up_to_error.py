@@ -80,7 +80,8 @@ def random_pair(rng: random.Random):
     # of a read (uninitialized) and a division (division-by-zero)
     telling = rng.random() < 0.5
     for i in range(rng.randint(2, 5)):
-        op = rng.choice(["Add", "Mul", "Add", "Mul", "Sub", "FloorDiv", "FloorDiv"])
+        op = rng.choice(["Add", "Mul", "Add", "Mul", "SquaredDifference", "Sub", "FloorDiv",
+                         "FloorDiv"])
         a, b = rng.sample(ports, 2)
         if telling and i == 0:
             op, a, b = "FloorDiv", "$a", "$b"
@@ -103,7 +104,8 @@ def random_pair(rng: random.Random):
     for k in range(rng.randint(0, 2) if rng.random() < 0.5 else 1):
         outputs[f"o{k}"] = rng.choice(computed)
     ops = {n["name"]: n["op"] for n in nodes}
-    swapped = [n for n in binary if rng.random() < (0.6 if ops[n] in ("Add", "Mul") else 0.15)]
+    swapped = [n for n in binary
+               if rng.random() < (0.6 if ops[n] in ("Add", "Mul", "SquaredDifference") else 0.15)]
     nodes2 = [dict(n, inputs=n["inputs"][::-1]) if n["name"] in swapped else n for n in nodes]
     return program(nodes, outputs), program(nodes2, outputs), [ops[n] for n in swapped]
 
@@ -188,3 +190,33 @@ def test_a_swap_of_a_function_that_does_not_commute_is_not_proved():
 def test_under_real_arithmetic_the_terms_stay_exact():
     p, q = swap_pair(into_output=False)
     assert not structural_refinement(p, q, real=True).proved
+
+
+@pytest.mark.parametrize("name", ["SquaredDifference", "SquaredDifference.ftz"])
+def test_squared_difference_commutes_bit_for_bit(name):
+    """(E3) for SquaredDifference: (a - b)^2 and (b - a)^2 are the same bits
+    on every pair of edge values of each dtype it has a kernel for (and the
+    same error on the others)."""
+    import ml_dtypes
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle.values import DTYPES
+    f = fns.get(name)
+    for dtype in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8"):
+        t = np.dtype(DTYPES[dtype])
+        if t.kind in "iu":
+            ii = np.iinfo(t)
+            vals = np.array([0, 1, 3, ii.max, ii.min, ii.max // 2 + 1], t)
+        else:
+            fi = ml_dtypes.finfo(t)
+            vals = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -3.5, 0.1], np.float64).astype(t)
+            vals = np.concatenate([vals, np.array([fi.max, fi.min, fi.tiny, fi.smallest_subnormal,
+                                                   -fi.smallest_subnormal], t)])
+        a = np.repeat(vals, vals.size)
+        b = np.tile(vals, vals.size)
+        (x,) = f.apply([Tensor(a), Tensor(b)])
+        (y,) = f.apply([Tensor(b), Tensor(a)])
+        assert type(x) is type(y)
+        if isinstance(x, Tensor):
+            assert x == y, (name, dtype)    # SPEC equality: bits, any NaN equals any NaN
+        else:
+            assert x == y
