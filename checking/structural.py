@@ -93,6 +93,12 @@ domain.  The preimage of one step of P' is its *group*.  The conditions:
      that cannot run stays a term).  Functions tfsem does not know the
      meaning of (a user's, an imported op) are only ever equal to themselves:
      same name, same attributes, equal arguments.
+     A reduction over no axes (Sum, Mean, Max or Min with an empty axes
+     list, as Grappler's constant folding removes it) is its argument,
+     where the argument's dtype is known to be one with the kernel
+     (`_Terms.reduces_nothing`).
+     (V≈) An Assign's value is compared *up to which error* (`≈`, below):
+     its terms may put the operands of a commutative function in one order.
 (H)  Order inclusion, on steps: for matched s1, s2 with s1 hb_P s2 (any
      variables, any kinds), ν(s1) = ν(s2) or ν(s1) hb_P' ν(s2).
 
@@ -174,6 +180,56 @@ matched waits for it, so that L can run it last.  Deleting an Assign under
 `outputs+state`, or merging one under `atomic`, is never concluded: the
 enumerating checker decides; splitting one under `atomic` only under (X)
 below, which excludes the lost update.
+
+Assign values up to which error (V≈; issue 23)
+==============================================
+
+Write x ≈ y ("equal up to which error") when x and y are both error
+values (any reasons) or the same tensor.  Grappler puts the operands of
+commutative ops in a canonical order (arithmetic, common-subgraph
+elimination); where both operands may be errors as far as the rule knows
+(a read of a variable that may be uninitialized, an op's result), f(a, b)
+and f(b, a) may be *different* errors (f passes on its first strict
+argument's error), so as terms they must stay apart.  But only an output
+shows which error a value is; an Assign shows only *whether* it is one:
+
+ (E1) The effect of an Assign step depends on its value input v only
+      through v's ≈-class.  semantics/graph._assigned: an error v leaves
+      x as it is, whatever the error; otherwise x gets f(w, v), or stays
+      as it is when that is an error.  So v ≈ v' gives the same effect.
+ (E2) ≈ is a congruence for every function whose `apply` is
+      Function.apply (or that is strict in all its arguments): if args ≈
+      args' pointwise then f(args) ≈ f(args') portwise.  If some strict
+      argument is an error, the same positions are errors on both sides
+      (≈ keeps errorness), so the first one is at the same position and
+      both results are errors.  Otherwise the strict arguments are equal
+      tensors, and a non-strict error argument reaches the implementation
+      as None whatever its reason (Function.apply passes `a.array` only for
+      tensors): the same call, the same results.  (A function whose own
+      `apply` hands error arguments to its implementation, ListFunction's
+      `values_impl`, is left out: its terms stay exact.)
+ (E3) For f in symbolic.COMMUTATIVE_OPAQUE (tfsem's Add, Mul and their
+      `.ftz` forms) and SquaredDifference (and its `.ftz` form),
+      f(a, b) ≈ f(b, a): either operand an error makes both errors; on two
+      tensors both are the same value (the argument beside
+      COMMUTATIVE_OPAQUE: IEEE addition and multiplication commute, all
+      NaNs are equal, broadcasting and the dtype check are symmetric;
+      SquaredDifference is d * d with d = a - b, and b - a is exactly -d,
+      in IEEE arithmetic, whose rounding to nearest is symmetric, as in
+      wrapping integer arithmetic, so the squares are the same bits;
+      `_UP_TO_ERROR_COMMUTATIVE`).
+
+So each port gets a second term besides its exact one, its *≈-term*, built
+like the exact term from its arguments' ≈-terms, with the operands of a
+commutative function sorted (`_Terms.apply_up_to_error`).  By induction
+(E2, E3) a port's ≈-term denotes a value ≈ the port's value at every σ and
+every valuation of the read leaves (equal terms denote equal values, and
+equal values are ≈).  (V) then compares Assign values (groups A and M,
+the F and S constructions) by their ≈-terms, which by (E1) gives the same
+effect in the proof's induction ("Same values" above: "the same v" becomes
+"v ≈ v'", which is all the effect depends on), and outputs by their exact
+terms, as before: an output shows the error itself.  Under `--float real`
+the ≈-terms are the exact ones.
 
 Three extensions (issue 17, second round)
 =========================================
@@ -264,7 +320,10 @@ import numpy as np
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ASSIGN, READ, VAR, FeedControlIn, FeedIn, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
+from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
+
+from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
 SND = "Snd"
@@ -281,6 +340,13 @@ FOLD_MAX_ELEMENTS = 1 << 16
 #: in IEEE arithmetic; equal terms otherwise hold for every meaning of the
 #: ops, so the rule's proofs hold over the reals too).  Per thread.
 _REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
+
+#: Reductions that reduce nothing when their axes are an empty list: the
+#: operand forms (axes a 1-D int32/int64 operand) and the constant forms
+#: (axes an attribute), captured at import like the functions below.
+_REDUCTIONS_ALONG = {name: fns.lookup(name)
+                     for name in ("SumAlong", "MeanAlong", "ReduceMaxAlong", "ReduceMinAlong")}
+_REDUCTIONS = {name: fns.lookup(name) for name in ("Sum", "Mean", "ReduceMax", "ReduceMin")}
 
 # The built-in functions whose simplification (V) relies on, captured at
 # import: a function re-registered under the same name is not simplified.
@@ -329,10 +395,13 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
     # or an Assign under outputs+state, must be matched)
     # (last: Reads merged whatever their control inputs, as cse-ignore-control
     # does; (H) or (H') then decides whether the merge keeps their order)
+    plans = None
     for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
                                        ("data", False))[:5 if EXTENSIONS else 4]:
         try:
-            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns)
+            if plans is None:   # (what the terms need depends on the programs alone)
+                plans = (_term_plan(p), _term_plan(p2))
+            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
                                         else "cse key" if merge_reads else "name")
@@ -452,6 +521,9 @@ class _Terms:
         self.consts: dict[int, Any] = {}     # const term -> its Value
         self.folds: dict[tuple, tuple] = {}
         self.real = _REAL.get()
+        #: term -> the dtype its value has at every σ where it is a tensor
+        #: (`dtype_of`; terms whose dtype is not known have no entry)
+        self.dtypes: dict[int, str] = {}
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -467,8 +539,58 @@ class _Terms:
             # would turn a scalar into shape (1,))
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
+            self.dtypes.setdefault(t, value.dtype)
         self.consts.setdefault(t, value)
         return t
+
+    def feed(self, name: str, dtype: str) -> int:
+        t = self.make(("feed", name))
+        self.dtypes.setdefault(t, dtype)   # (both programs declare a shared feed alike: (I))
+        return t
+
+    def _result_dtype(self, f: fns.Function, args: tuple[int, ...]) -> str | None:
+        """The dtype of f's results wherever they are tensors, when the
+        arguments' dtypes tell it: Function.apply gives a function that
+        neither casts nor mixes dtypes a result of its first strict tensor
+        argument's dtype (`_as_tensor`), and refuses strict tensor arguments
+        of different dtypes (dtype-mismatch) or passes on a strict
+        argument's error; so any strict argument's known dtype is it."""
+        if (type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes
+                or not f.strict()):
+            return None
+        for i in f.strict():
+            d = self.dtypes.get(args[i]) if i < len(args) else None
+            if d is not None:
+                return d
+        return None
+
+    def reduces_nothing(self, f: fns.Function, attrs: Mapping[str, Any],
+                        args: tuple[int, ...]) -> bool:
+        """Whether f(args) is args[0] at every σ: f is a reduction (Sum,
+        Mean, Max, Min, either form) over an empty list of axes, and args[0]
+        has a dtype the reduction has a kernel for.  On an error argument
+        both are that error (the reductions are strict); on a tensor of a
+        numeric dtype the reduction over no axes returns it unchanged: the
+        numpy models reduce over `axis=()`, which copies (Mean divides by
+        the count 1, Max/Min compare with their initial value only), and
+        TensorFlow's reduction kernels, which tfsem runs for floats, copy
+        their input when no axis is reduced (reduction_ops_common.h: "Special
+        case. Reduces nothing.").  tests/test_structural_reductions.py
+        compares both with the argument bit for bit on every numeric dtype's
+        edge values; a bool argument has no kernel (no-kernel), hence the
+        dtype condition."""
+        if _REDUCTIONS_ALONG.get(f.name) is f and len(args) == 2:
+            axes = self.consts.get(args[1])
+            if not (isinstance(axes, Tensor) and axes.dtype in ("int32", "int64")
+                    and tuple(axes.array.shape) == (0,)):
+                return False
+        elif _REDUCTIONS.get(f.name) is f and len(args) == 1:
+            axes = attrs.get("axes")
+            if not (isinstance(axes, (list, tuple)) and len(axes) == 0):
+                return False
+        else:
+            return False
+        return self.dtypes.get(args[0]) in NUMERIC
 
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
@@ -479,12 +601,28 @@ class _Terms:
             return (args[0],) * n_out
         if f is _SND and f is not None and len(args) == 2:
             return (args[1],)
+        if f is not None and self.reduces_nothing(f, attrs, args):
+            return (args[0],)
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
                 return folded
         app = self.make(("app", op, _attrs_key(attrs), args))
-        return tuple(self.make(("port", app, k)) for k in range(n_out))
+        results = tuple(self.make(("port", app, k)) for k in range(n_out))
+        dtype = self._result_dtype(f, args) if f is not None else None
+        if dtype is not None:
+            for t in results:
+                self.dtypes.setdefault(t, dtype)
+        return results
+
+    def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
+                          n_out: int) -> tuple[int, ...]:
+        """The ≈-terms of `op` applied to ≈-terms `args` (the module's
+        "Assign values up to which error"): the exact application, with
+        the two operands of a commutative function (E3) in one order."""
+        if not self.real and len(args) == 2 and commutes_up_to_error(op) and args[0] > args[1]:
+            args = (args[1], args[0])
+        return self.apply(op, attrs, args, n_out)
 
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):
         key = (f.name, _attrs_key(attrs), args)
@@ -507,32 +645,121 @@ class _Terms:
         return result
 
 
-def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple]):
-    """(Assign name -> term of its tensor input, output name -> term)."""
-    value: dict[tuple[str, int], int] = {}
+#: (E3)'s functions besides symbolic.COMMUTATIVE_OPAQUE, as tfsem defines them
+_UP_TO_ERROR_COMMUTATIVE = {name: fns.lookup(name)
+                            for name in ("SquaredDifference", "SquaredDifference.ftz")}
 
-    def arg(i) -> int:
+
+def commutes_up_to_error(op: str) -> bool:
+    """Whether f(a, b) ≈ f(b, a) for function `op` ((E3))."""
+    if commutes_opaque(op):
+        return True
+    f = _UP_TO_ERROR_COMMUTATIVE.get(op)
+    return f is not None and fns.lookup(op) is f
+
+
+def _congruent_up_to_error(f: fns.Function | None) -> bool:
+    """Whether ≈ is a congruence for f ((E2) of the module docstring): its
+    `apply` is Function.apply, whose implementation never sees an error
+    argument, or f is strict in every argument."""
+    if f is None:
+        return False
+    return (type(f).apply is fns.Function.apply
+            or tuple(f.strict()) == tuple(range(f.n_in)))
+
+
+def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
+    """Which terms `_program_terms` builds for p, node by node in
+    topological order: (name, op, data inputs, function, results, need the
+    exact term, need the ≈-term, ≈ a congruence for the function).  Exact
+    terms for the ports outputs depend on (and, with `exact_assigns`, Assign
+    values), ≈-terms for those Assign values depend on; a function ≈ is no
+    congruence for takes its exact term as its ≈-term.  It depends on p
+    alone, so the rule's attempts share it."""
+    order = p.topological_order
+    need_exact = {port.node for port in p.outputs.values()}
+    need_settled: set[str] = set()
+    for name in order:
+        n = p.node[name]
+        if n.op == ASSIGN:
+            v = n.data_inputs[1]
+            if not isinstance(v, FeedIn):
+                need_settled.add(v.node)
+                if exact_assigns:
+                    need_exact.add(v.node)
+    info: dict[str, tuple] = {}
+    for name in reversed(order):
+        n = p.node[name]
+        if n.op in (VAR, READ, ASSIGN):
+            continue
+        f = fns.lookup(n.op)
+        congruent = _congruent_up_to_error(f)
+        inputs = n.data_inputs
+        sources = [i.node for i in inputs if not isinstance(i, FeedIn)]
+        if name in need_settled:
+            if congruent:
+                need_settled.update(sources)
+            else:
+                need_exact.add(name)
+        if name in need_exact:
+            need_exact.update(sources)
+        info[name] = (f, congruent, inputs)
+    plan = []
+    for name in order:
+        n = p.node[name]
+        if n.op in (VAR, READ, ASSIGN):
+            plan.append((name, n.op, n.data_inputs, None, 0, False, False, False))
+        elif name in need_exact or name in need_settled:
+            f, congruent, inputs = info[name]
+            n_out = f.n_out if f is not None else n.n_outputs()
+            plan.append((name, n.op, inputs, f, n_out, name in need_exact,
+                         name in need_settled, congruent))
+    return plan
+
+
+def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
+                   exact_assigns: bool = False, plan: list[tuple] | None = None):
+    """(Assign name -> ≈-term of its tensor input, output name -> exact term,
+    and with `exact_assigns` Assign name -> exact term of its input): Assign
+    values up to which error, outputs exactly (module docstring, V≈).  Only
+    the terms these need are built (`_term_plan`)."""
+    value: dict[tuple[str, int], int] = {}
+    settled: dict[tuple[str, int], int] = {}   # the ≈-terms
+    if plan is None:
+        plan = _term_plan(p, exact_assigns)
+
+    def arg(i, table) -> int:
         if isinstance(i, FeedIn):
-            return terms.make(("feed", i.name))
-        return value[(i.node, i.port)]
+            return terms.feed(i.name, p.feed_type(i.name).dtype)
+        return table[(i.node, i.port)]
 
     assigns: dict[str, int] = {}
-    for name in p.topological_order:
-        n = p.node[name]
-        if n.op == VAR:
+    exact: dict[str, int] = {}
+    for name, op, inputs, f, n_out, need_exact, need_settled, congruent in plan:
+        if op == VAR:
             continue
-        if n.op == READ:
-            value[(name, 0)] = terms.make(leaf_of_read[name])
-        elif n.op == ASSIGN:
-            assigns[name] = arg(n.data_inputs[1])
+        if op == READ:
+            value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
+        elif op == ASSIGN:
+            assigns[name] = arg(inputs[1], settled)
+            if exact_assigns:
+                exact[name] = arg(inputs[1], value)
         else:
-            f = fns.lookup(n.op)
-            n_out = f.n_out if f is not None else n.n_outputs()
-            results = terms.apply(n.op, n.attrs, tuple(arg(i) for i in n.data_inputs), n_out)
-            for port, t in enumerate(results):
-                value[(name, port)] = t
+            attrs = p.node[name].attrs
+            if need_exact:
+                results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
+                for port, t in enumerate(results):
+                    value[(name, port)] = t
+            if need_settled:
+                if congruent:
+                    results = terms.apply_up_to_error(
+                        op, attrs, tuple(arg(i, settled) for i in inputs), n_out)
+                # (otherwise the ≈-term is the exact one, computed above:
+                # equal values are ≈)
+                for port, t in enumerate(results):
+                    settled[(name, port)] = t
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
-    return assigns, outputs
+    return assigns, outputs, (exact if exact_assigns else None)
 
 
 #: A step is (node name, phase): ONE for a node that is one step, READ_STEP
@@ -566,7 +793,7 @@ def _last(p: Program, name: str, split: bool) -> Step:
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any],
-           merge_reads: bool | str, merge_assigns: bool) -> str:
+           merge_reads: bool | str, merge_assigns: bool, plans: tuple | None = None) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
@@ -580,8 +807,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     terms = _Terms()
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
-    assigns, outputs = _program_terms(p, terms, leaves)
-    assigns2, outputs2 = _program_terms(p2, terms, {t: ("read", t) for t in acc2})
+    leaves2 = {t: ("read", t) for t in acc2}
+    plans = plans if plans is not None else (_term_plan(p), _term_plan(p2))
+    assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
+    assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -688,6 +917,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     for o in p.outputs:
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
+    # (proved: which Assign values were equal only up to which error)
+    exact = _program_terms(p, terms, leaves, exact_assigns=True)[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True)[2]
+    up_to_error = sum(1 for a, t in nu.items()
+                      if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
     # (H) on steps, and (A)'s "no matched step is hb-after a deleted Assign"
     order, preds = _steps(p, semantics)
@@ -765,6 +999,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                  accesses=len(acc), reads_matched=sum(read_images.values()), merged_reads=merged,
                  deleted_reads=deleted_reads, deleted_assigns=len(deleted_assigns),
                  extra_reads=extra_reads, terms=len(terms.table),
+                 assigns_up_to_error=up_to_error,
                  **{f"assigns_{k}": v for k, v in kinds.items()})
     parts = [f"{len(acc)} accesses"]
     if merged:
@@ -786,8 +1021,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         parts.append(f"{len(deleted_assigns)} unobserved Assigns deleted (outputs only)")
     order = ("the original's order between accesses kept" if not (relaxed or dead_splits)
              else "the original's order between accesses kept where a value depends on it")
+    values = "values equal as terms"
+    if up_to_error:
+        values += (f" ({up_to_error} Assign value{'s' if up_to_error != 1 else ''} up to which "
+                   "error: commutative operands in one order)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
-            + f"; values equal as terms, {order})")
+            + f"; {values}, {order})")
 
 
 def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
@@ -902,7 +1141,7 @@ def _fused_read(terms: _Terms, written: int, fn: str, value2: int, acc: Mapping,
     for r, (kind, y, _f) in acc.items():
         if kind == READ and y == x and r not in taken:
             leaf = terms.table.get(("unmatched-read", r))
-            if leaf is not None and terms.apply(fn, {}, (leaf, value2), 1)[0] == written:
+            if leaf is not None and terms.apply_up_to_error(fn, {}, (leaf, value2), 1)[0] == written:
                 return r
     return None
 
@@ -918,7 +1157,7 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     for rr, (kind, y, _f) in acc2.items():
         if kind == READ and y == x and rr not in taken:
             leaf = terms.table.get(("read", rr))
-            if leaf is not None and terms.apply(fn, {}, (leaf, value), 1)[0] == written2:
+            if leaf is not None and terms.apply_up_to_error(fn, {}, (leaf, value), 1)[0] == written2:
                 return rr
     return None
 

@@ -209,13 +209,16 @@ def _value_key(v: Any) -> tuple:
 COMMUTATIVE_OPAQUE = frozenset({"Add", "Mul", "Add.ftz", "Mul.ftz"})
 
 
-def _commutes(op: str) -> bool:
-    """Whether opaque function `op` is one of COMMUTATIVE_OPAQUE as tfsem
-    defines it (not a function a user registered under that name)."""
+def commutes_opaque(op: str) -> bool:
+    """Whether function `op` is one of COMMUTATIVE_OPAQUE as tfsem defines
+    it (not a function a user registered under that name)."""
     if op not in COMMUTATIVE_OPAQUE:
         return False
     f = fns.lookup(op)
     return f is not None and getattr(f.impl, "__module__", None) == fns.__name__
+
+
+_commutes = commutes_opaque
 
 
 #: Functions that are another function where their operands' shapes
