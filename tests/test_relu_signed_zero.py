@@ -187,3 +187,12 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+def test_relu_stays_uninterpreted_in_proofs():
+    """No proof reads the numpy model's -0.0 handling: Relu has no Z3
+    encoding and is not folded on constants by the checker."""
+    from tfsem.checking import symbolic
+    from tfsem.oracle.opdefs import registry
+    assert RELU.encoding is None and registry.elementwise_of(RELU) is None
+    assert not registry.folds_on_constants(RELU) and not symbolic.has_encoding(RELU)
