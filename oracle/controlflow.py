@@ -207,14 +207,20 @@ class CFState:
     dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
 
     def key(self) -> tuple:
-        return (tuple(sorted(self.var_value.items())),
-                tuple(sorted(self.tokens.items(), key=repr)),
-                self.fired, self.started,
-                tuple(sorted(self.pending.items(), key=repr)), self.dead_exits)
+        """The state as a hashable value: two states with equal keys are
+        equal.  (Sets of items, not lists sorted by repr: each mapping has
+        unique keys, so its set of items determines it, and every content is
+        hashable; printing tensors to sort them took half of a run's time on
+        real graphs.)"""
+        return (frozenset(self.var_value.items()), frozenset(self.tokens.items()),
+                self.fired, self.started, frozenset(self.pending.items()), self.dead_exits)
 
 
 class Machine:
     """The rules above for one program (its graph and static frames)."""
+
+    #: whether :meth:`lone_access` may make an access eager (tests turn it off)
+    lone_accesses = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -238,6 +244,12 @@ class Machine:
                             and e.src[0] not in self.constant_enter}
         self.back_edges = {e.id for n in p.nodes if n.op == MERGE
                            for e, i in zip(g.incoming[n.name], n.inputs) if p.is_back_edge(n.name, i)}
+        # the index of :meth:`_raw_steps` (see there)
+        self._dst = {e.id: e.dst[0] for e in g.edges if e.dst is not None}
+        self._const_edges = {e.id for e in g.edges
+                             if e.src is not None and e.src[0] in self.constant_enter}
+        self._always = {n.name for n in p.nodes if n.op == MERGE or not g.incoming[n.name]}
+        self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
 
     # -- contents -----------------------------------------------------------
 
@@ -258,10 +270,57 @@ class Machine:
     # -- enabled steps -------------------------------------------------------
 
     def _raw_steps(self, s: CFState) -> list[Step]:
-        """The steps whose inputs are there, before the parallel_iterations window."""
+        """The steps whose inputs are there, before the parallel_iterations
+        window: :meth:`_raw_steps_of` on the (node, context) pairs that may
+        have a step, found from the tokens in transit instead of trying
+        every node in every context.
+
+        Why none is missed: a node other than a Merge with an incoming edge
+        has a step in ctx only when every incoming edge holds content in
+        ctx, so in particular its first one does: a token (e, k) with
+        k = _key(e, ctx), which is ctx itself, or, for an edge from a
+        constant Enter, iteration 0 of ctx's innermost loop instance (then
+        every context of that instance with the node's frames is a
+        candidate).  A node with no incoming edge and every Merge (which may
+        fire dead on edges that count as dead without a token) are tried in
+        every context of their frames, as the transcription does; a pending
+        decomposed write is a candidate.  The candidates are tried in the
+        transcription's order (nodes in program order, contexts in the
+        order of `s.started`), so the steps are the same list:
+        tests/test_controlflow_engine_speed.py compares the two on every
+        state of generated runs."""
+        by_frames: dict[tuple, list] = {}
+        for c in s.started:
+            by_frames.setdefault(tuple(f for f, _ in c), []).append(c)
+        cand: dict[str, set] = {}
+        for name in self._always:
+            cand[name] = set(by_frames.get(self._frame_of[name], ()))
+        for (eid, k) in s.tokens:
+            dst = self._dst.get(eid)
+            if dst is None:
+                continue
+            want = self._frame_of[dst]
+            if eid in self._const_edges and k:
+                outer, frame = k[:-1], k[-1][0]
+                cand.setdefault(dst, set()).update(
+                    c for c in by_frames.get(want, ()) if c[:-1] == outer and c[-1][0] == frame)
+            elif len(k) == len(want) and tuple(f for f, _ in k) == want:
+                cand.setdefault(dst, set()).add(k)
+        for (name, ctx) in s.pending:
+            cand.setdefault(name, set()).add(ctx)
+        return self._raw_steps_of(s, ((n, [c for c in by_frames.get(self._frame_of[n.name], ())
+                                            if c in cand[n.name]])
+                                       for n in self.p.nodes if n.name in cand))
+
+    def _raw_steps_reference(self, s: CFState) -> list[Step]:
+        """The transcription: every node tried in every context of its frames."""
+        return self._raw_steps_of(s, ((n, self._contexts_of(s, n.name)) for n in self.p.nodes))
+
+    def _raw_steps_of(self, s: CFState, pairs) -> list[Step]:
+        """The steps whose inputs are there, among (node, its contexts) `pairs`."""
         steps: list[Step] = []
-        for n in self.p.nodes:
-            for ctx in self._contexts_of(s, n.name):
+        for n, contexts in pairs:
+            for ctx in contexts:
                 if (n.name, ctx) in s.fired:
                     if (n.name, ctx) in s.pending:
                         steps.append(Step(n.name, ctx, "write"))
@@ -304,7 +363,9 @@ class Machine:
         if st.dead or st.phase == "end":
             return True
         op = self.p.node[st.node].op
-        if op in (READ, ASSIGN) or op in _STACK_ACCESS:
+        if op in (READ, ASSIGN):
+            return self.lone_access(s, st)
+        if op in _STACK_ACCESS:
             return False
         if op == stk.STACK:
             # a StackV2 commutes unless it fails (a max_size that is no int32
@@ -325,6 +386,128 @@ class Machine:
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
 
+    # -- accesses that commute with everything left (a partial-order reduction) --
+
+    def _access_index(self) -> None:
+        """The static facts :meth:`lone_access` needs, computed once: the
+        variables each Read and Assign may touch (its handle traced back
+        through Switch, Merge, Enter, Exit and NextIteration to Var nodes;
+        the rule is off for the whole program when one cannot be traced, or
+        when it has stacks), the accesses each one conflicts with (same
+        variable, one of the two an Assign), and, for each access outside
+        every loop, the accesses outside every loop that wait for it."""
+        p, g = self.p, self.g
+        self._por = self.lone_accesses and not p.has_stacks
+        self._vars: dict[str, frozenset] = {}
+        access = [n for n in p.nodes if n.op in (READ, ASSIGN)]
+
+        def traced(name: str, port: int, seen: set) -> "frozenset | None":
+            n = p.node.get(name)
+            if n is None:
+                return None
+            if n.op == VAR:
+                return frozenset((n.var,))
+            if n.op not in (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION) or name in seen \
+                    or (n.op == MERGE and port == 1):
+                return None if name not in seen else frozenset()
+            seen.add(name)
+            ins = n.data_inputs if n.op == MERGE else n.data_inputs[:1]
+            out: set = set()
+            for i in ins:
+                if not hasattr(i, "node"):
+                    return None
+                got = traced(i.node, i.port, seen)
+                if got is None:
+                    return None
+                out |= got
+            return frozenset(out)
+
+        for n in access:
+            first = n.data_inputs[0] if n.data_inputs else None
+            got = traced(first.node, first.port, set()) if hasattr(first, "node") else None
+            if got is None:
+                self._por = False
+                return
+            self._vars[n.name] = got
+        self._conflicts = {a.name: [b.name for b in access if b.name != a.name
+                                    and self._vars[a.name] & self._vars[b.name]
+                                    and ASSIGN in (a.op, b.op)] for a in access}
+        # waits-for edges between nodes outside every loop: v cannot fire in
+        # the root context before u has (its content on that edge is put
+        # there only by u firing in the root context), unless v is a Merge
+        # and the edge one of its data inputs (a Merge waits for one live
+        # data input, not all)
+        succ: dict[str, list[str]] = {}
+        for v in p.nodes:
+            if self._frame_of[v.name] or (v.op in (ENTER, EXIT, NEXT_ITERATION)):
+                continue
+            for e in g.incoming[v.name]:
+                if e.src is None or (v.op == MERGE and e.kind != CONTROL):
+                    continue
+                u = e.src[0]
+                if self._frame_of.get(u, ()) or p.node[u].op in (ENTER, EXIT, NEXT_ITERATION):
+                    continue
+                succ.setdefault(u, []).append(v.name)
+        self._after: dict[str, frozenset] = {}
+        for a in access:
+            if self._frame_of[a.name]:
+                continue
+            seen, todo = {a.name}, [a.name]
+            while todo:
+                for v in succ.get(todo.pop(), ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            self._after[a.name] = frozenset(seen)
+
+    def lone_access(self, s: CFState, st: Step) -> bool:
+        """Whether the Read or Assign step `st` may fire first without losing
+        a terminal state: it commutes with every step that can still come
+        before it in a run from `s`.
+
+        Why: `st` (node a in context c, atomic: not a decomposed Assign's
+        read or write step) touches only the variables a's handle can name
+        (static, `_access_index`); on tokens, fired and started it is like a
+        function step, which commutes with every other step (the argument of
+        :meth:`eager`: it consumes only its own inputs, which no other node
+        consumes, and stays enabled until it fires).  A step of another node
+        b is dependent on it only through a variable both may touch with one
+        of them an Assign (a conflict).  Each such b must be unable to fire
+        before `st` in any continuation: either b is outside every loop (it
+        fires at most once, in the root context) and has fired there, write
+        included; or a and b are both outside every loop and b waits for a
+        (a path of waits-for edges from a to b, `_access_index`: b cannot
+        fire before a does, and a fires in the root context only by `st`).
+        A conflicting access inside a loop may fire in iterations not yet
+        started, so it always blocks the rule, as does an Assign a inside a
+        loop (it conflicts with its own firings in other iterations).  Then
+        {st} is a persistent set, and firing it first loses no terminal
+        state (a Mazurkiewicz-trace argument: every run from s is equivalent
+        to one that fires st first, with the same final state).
+        tests/test_controlflow_engine_speed.py compares outcome sets with the
+        rule on and off (and without any reduction) on generated programs."""
+        if st.phase != "":
+            return False
+        if not hasattr(self, "_por"):
+            self._access_index()
+        if not self._por:
+            return False
+        a = st.node
+        root = not self._frame_of[a]
+        if not root and self.p.node[a].op == ASSIGN:
+            return False
+        fired, pending = s.fired, s.pending
+        after = self._after.get(a, frozenset())
+        for b in self._conflicts[a]:
+            if self._frame_of[b]:
+                return False
+            if (b, ()) in fired and (b, ()) not in pending:
+                continue
+            if root and b in after:
+                continue
+            return False
+        return True
+
     def enabled_steps(self, s: CFState) -> list[Step]:
         raw = self._raw_steps(s)
         busy = {st.ctx for st in raw}
@@ -339,7 +522,16 @@ class Machine:
             return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
                            for c in busy)
 
+        memo: dict = {}
+
         def oldest(outer: Context, frame: str) -> int:
+            # (a function of the state: computed once per loop instance)
+            got = memo.get((outer, frame))
+            if got is None:
+                got = memo[(outer, frame)] = _oldest(outer, frame)
+            return got
+
+        def _oldest(outer: Context, frame: str) -> int:
             i = 0
             while True:
                 it = outer + ((frame, i),)
