@@ -222,7 +222,10 @@ class _CFChecker:
             # (one σ takes at most a sixth of the budget at first: a loop run
             # to the iteration bound at one σ must not take the time of the
             # others; twice as long after each σ that ran out of it)
-            found = self.compare(sigma, min(self.remaining(), share))
+            # (until one σ is compared, a σ may take all the time left: one σ
+            # compared in full is evidence, `unknown` is none)
+            found = self.compare(sigma, self.remaining() if tried == 0 else
+                                 min(self.remaining(), share))
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"

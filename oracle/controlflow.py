@@ -205,8 +205,9 @@ class CFState:
     started: frozenset                                 # contexts that exist
     pending: Mapping[tuple[str, Context], tuple] = field(default_factory=dict)
     dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
-    #: the (node, context) pairs that may have a step (Machine._candidates),
-    #: kept from state to state; not part of the state (key, equality)
+    #: the (node, context) pairs that may have a step, each with its steps
+    #: or None when not known (Machine._candidates), kept from state to
+    #: state; not part of the state (key, equality)
     cand: object = field(default=None, compare=False, repr=False)
 
     def key(self) -> tuple:
@@ -298,28 +299,48 @@ class Machine:
         order of `s.started`), so the steps are the same list:
         tests/test_controlflow_engine_speed.py compares the two on every
         state of generated runs."""
-        by_frames: dict[tuple, list] = {}
-        for c in s.started:
-            by_frames.setdefault(tuple(f for f, _ in c), []).append(c)
         cand = s.cand if s.cand is not None else self._candidates(s)
-        by_node: dict[str, set] = {}
-        for name, c in cand:
-            by_node.setdefault(name, set()).add(c)
+        started = s.started
+        kept: dict = {}
+        by_node: dict[str, list] = {}
+        for pair, got in cand.items():
+            if pair[1] not in started:
+                kept[pair] = None
+                continue
+            if got is None:
+                got = tuple(self._raw_steps_of(s, ((self.p.node[pair[0]], (pair[1],)),)))
+            if got:
+                kept[pair] = got
+                by_node.setdefault(pair[0], []).append(pair[1])
+        # only the pairs with a step stay candidates, with their steps: a
+        # pair's steps change only when a token is written on one of its
+        # edges, its context is started or it fires (tokens stay until
+        # their node fires, and a step's inputs being there is monotone in
+        # them), and :meth:`_next_candidates` marks those pairs again
+        object.__setattr__(s, "cand", kept)
         index = self._index
-        return self._raw_steps_of(s, ((self.p.node[name],
-                                       [c for c in by_frames.get(self._frame_of[name], ()) if c in cs])
-                                      for name, cs in sorted(by_node.items(),
-                                                             key=lambda kv: index[kv[0]])))
+        order: dict = {}
+        steps: list[Step] = []
+        for name in sorted(by_node, key=index.__getitem__):
+            cs = by_node[name]
+            if len(cs) > 1:   # (in the order of s.started, as the transcription)
+                if not order:
+                    order.update((c, i) for i, c in enumerate(started))
+                cs.sort(key=order.__getitem__)
+            for c in cs:
+                steps.extend(kept[(name, c)])
+        return steps
 
-    def _candidates(self, s: CFState) -> frozenset:
+    def _candidates(self, s: CFState) -> dict:
         """The (node, context) pairs that may have a step in `s` (see
-        :meth:`_raw_steps`), computed from the whole state."""
+        :meth:`_raw_steps`), computed from the whole state (each mapped to
+        None: its steps are not known yet)."""
         fired, pending = s.fired, s.pending
-        out: set = set()
+        out: dict = {}
 
         def add(pair) -> None:
             if pair not in fired or pair in pending:
-                out.add(pair)
+                out[pair] = None
         contexts = list(s.started)
         for name in self._always:
             want = self._frame_of[name]
@@ -328,19 +349,22 @@ class Machine:
                     add((name, c))
         for (eid, k) in s.tokens:
             self._token_candidates(eid, k, contexts, add)
-        out.update(s.pending)
-        return frozenset(out)
+        for pair in s.pending:
+            out[pair] = None
+        return out
 
-    def _token_candidates(self, eid: str, k: Context, contexts, add) -> None:
-        """The pairs a token on edge `eid` in context `k` may enable."""
+    def _token_candidates(self, eid: str, k: Context, contexts, add, written: bool = False) -> None:
+        """The pairs a token on edge `eid` in context `k` may enable
+        (`written`: the token was just written)."""
         dst = self._dst.get(eid)
         if dst is None:
             return
         want = self._frame_of[dst]
         if eid in self._const_edges and k:
-            if dst not in self._const_only:
+            if dst not in self._const_only and not written:
                 # (dst has an edge from elsewhere, which must hold a token
-                # too: dst becomes a candidate with that token)
+                # too: dst becomes a candidate with that token, or when this
+                # one is written if it comes last)
                 return
             outer, frame = k[:-1], k[-1][0]
             for c in contexts:
@@ -350,7 +374,7 @@ class Machine:
         elif len(k) == len(want) and tuple(f for f, _ in k) == want:
             add((dst, k))
 
-    def _next_candidates(self, s: CFState, st: Step, s2: CFState) -> frozenset:
+    def _next_candidates(self, s: CFState, st: Step, s2: CFState) -> dict:
         """The candidates of s2 = fire_step(s, st), from those of s: the pair
         that fired leaves (unless a decomposed write is pending), and the
         pairs every token written by the step may enable, and, for each
@@ -361,19 +385,19 @@ class Machine:
         tests compare the steps with the transcription's on every state.)"""
         base = s.cand if s.cand is not None else self._candidates(s)
         fired, pending = s2.fired, s2.pending
-        out = set(base)
-        out.discard((st.node, st.ctx))
+        out = dict(base)
+        out.pop((st.node, st.ctx), None)
 
-        def add(pair) -> None:
+        def add(pair) -> None:   # (steps to be found again)
             if pair not in fired or pair in pending:
-                out.add(pair)
+                out[pair] = None
         if (st.node, st.ctx) in pending:
-            out.add((st.node, st.ctx))
+            out[(st.node, st.ctx)] = None
         new_contexts = s2.started - s.started if len(s2.started) != len(s.started) else ()
         contexts = list(s2.started)
         for (eid, k) in self._written:
             if (eid, k) in s2.tokens:
-                self._token_candidates(eid, k, contexts, add)
+                self._token_candidates(eid, k, contexts, add, written=True)
         for c in new_contexts:
             frames = tuple(f for f, _ in c)
             for name in self._always:
@@ -382,7 +406,7 @@ class Machine:
             for eid in self._const_edges:
                 if (eid, c[:-1] + ((c[-1][0], 0),)) in s2.tokens:
                     self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
-        return frozenset(out)
+        return out
 
     def _raw_steps_reference(self, s: CFState) -> list[Step]:
         """The transcription: every node tried in every context of its frames."""
@@ -774,16 +798,29 @@ class Machine:
                     return i
                 i += 1
 
+        windows: dict = {(): True}
+
         def in_window(ctx: Context) -> bool:
-            for level, (frame, i) in enumerate(ctx):
-                if i >= oldest(ctx[:level], frame) + self.parallel.get(frame, 10):
-                    return False
-            return True
+            got = windows.get(ctx)
+            if got is None:
+                got = windows[ctx] = all(
+                    i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
+                    for level, (frame, i) in enumerate(ctx))
+            return got
 
         steps = [st for st in raw if in_window(st.ctx)]
-        for (x, outer, frame) in sorted(s.dead_exits, key=repr):
-            if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame):
-                steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
+        # (the dead exits that may propagate, in the transcription's order)
+        done: dict = {}
+
+        def instance_done_once(outer: Context, frame: str) -> bool:
+            got = done.get((outer, frame))
+            if got is None:
+                got = done[(outer, frame)] = instance_done(outer, frame)
+            return got
+        ends = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                if (x, outer + ((frame, -1),)) not in s.fired and instance_done_once(outer, frame)]
+        for (x, outer, frame) in sorted(ends, key=repr):
+            steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
 
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
@@ -1051,12 +1088,16 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         if not steps:
             yield sched, s
             continue
-        labels = m.labels(s, steps)
         if memo:
             first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
             if first is not None:
-                stack.append((m.fire_step(s, steps[first]), sched + [labels[first]]))
+                st = steps[first]
+                # (its label as `labels` gives it, without labelling the others)
+                key = (st.node, st.ctx, st.phase)
+                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
+                stack.append((m.fire_step(s, st), sched + [st.label(many)]))
                 continue
+        labels = m.labels(s, steps)
         for st, label in reversed(list(zip(steps, labels))):
             stack.append((m.fire_step(s, st), sched + [label]))
 
