@@ -216,9 +216,16 @@ class _CFChecker:
         budget_outs = 0
         draws = 0
         share = max(0.5, self.timeout / 6)
+        longest = 0.0   # the longest full comparison so far
         while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
+            if tried and self.remaining() < longest:
+                # (another σ would most likely run out of time: the answer,
+                # no-counterexample with the σ compared, is the same now)
+                self.stats["stopped_early"] = round(self.remaining(), 3)
+                break
             draws += 1
             sigma = next(sigmas)
+            t0 = time.monotonic()
             # (one σ takes at most a sixth of the budget at first: a loop run
             # to the iteration bound at one σ must not take the time of the
             # others; twice as long after each σ that ran out of it)
@@ -238,6 +245,7 @@ class _CFChecker:
                 share *= 2
                 continue
             tried += 1
+            longest = max(longest, time.monotonic() - t0)
         self.stats.update(tried=tried, budget_outs=budget_outs)
         if bound is not None:
             return self.verdict(UNKNOWN, f"{bound}; {tried} other σ compared, none shows a "

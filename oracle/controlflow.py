@@ -1072,7 +1072,7 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         m.explored += 1
         if max_states is not None and m.explored > max_states:
             raise BudgetExceeded("states", max_states, m.explored)
-        if max_seconds is not None and m.explored & 63 == 0 \
+        if max_seconds is not None and m.explored & 15 == 0 \
                 and time.monotonic() - started > max_seconds:
             raise BudgetExceeded("seconds", max_seconds, m.explored)
         if memo and stack:
