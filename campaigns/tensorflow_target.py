@@ -20,18 +20,23 @@ GraphDefs as pbtxt (`GrapplerTarget.evidence`).
 (`RuntimeTarget`, below): programs are run on TensorFlow, not rewritten.
 
 What Grappler is told: the fetches are the program's outputs (each exported as
-an Identity node of the output's name) and the targets are every other node
-of the exported graph, because in a tfsem run every node fires once (SPEC
-section 2) while TensorFlow runs only what its fetches and targets need.  The
-variables keep their names (VarHandleOp ``shared_name``), so the imported
-result has the program's interface.
+an Identity node of the output's name) and the targets are every sink of the
+exported graph (a node nothing consumes) and every stateful node, because in
+a tfsem run every node fires once (SPEC section 2) while TensorFlow runs only
+what its fetches and targets need: every node reaches a sink, so the same
+nodes run (`_preserved`).  Interior pure nodes are not preserved, as in a
+``tf.function``, so that Grappler may fuse or remove them.  Every node is
+placed on the CPU (`_for_grappler`), as the placer does before Grappler runs
+on a function's graph.  The variables keep their names (VarHandleOp
+``shared_name``), so the imported result has the program's interface.
 
 A program the exporter cannot write (an op with no TensorFlow counterpart) is
-returned unchanged: there is nothing for Grappler to act on.  So is a program
-whose exported graph means something else to TensorFlow than the program to
-tfsem (float ops that TensorFlow's CPU kernels run with subnormals flushed to
-zero, imported as ``X.ftz``): checking Grappler's output against it would
-blame Grappler for the CPU's denormal mode (see `_same_semantics`).  A Grappler
+returned unchanged: there is nothing for Grappler to act on.  The campaign
+judges Grappler's output against the export imported back (`prepare`), so
+both are in TensorFlow's float semantics: flush-to-zero functions (``X.ftz``)
+and uninterpreted ops whose TensorFlow kernel tfsem runs (float MatMul,
+Conv2D, FusedBatchNorm, ...) are judged; a program with an uninterpreted op
+tfsem cannot evaluate is returned unchanged (see `_imported`).  A Grappler
 result that does not import back (an op that has no model, such as a fused
 op of the remapper) raises `GrapplerResultNotImported`, which the campaign
 stores as a crash of the target with the op named.
@@ -56,10 +61,13 @@ class GrapplerResultNotImported(RuntimeError):
     """Grappler's output has an op or shape tfsem cannot import."""
 
 
-def _exported(program, shared_handles: bool = False):
+def _exported(program, shared_handles: bool = False, defaults: bool = False):
     """(serialized GraphDef, fetches, targets) of `program`, or (None, [], [])
     when it cannot be exported.  `shared_handles`: one VarHandleOp per
-    variable, for XLA (graphdef/exporter.py export_graph)."""
+    variable, for XLA (graphdef/exporter.py export_graph).  `defaults` (the
+    Grappler targets): every attribute TensorFlow's OpDef gives a default
+    written on each node, as Grappler writes them on its output
+    (`_with_default_attrs`)."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
     try:
@@ -69,10 +77,32 @@ def _exported(program, shared_handles: bool = False):
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]
                if n["op"] != "Placeholder" and n["name"] not in program.outputs]
-    return encode("GraphDef", graph), fetches, targets
+    data = encode("GraphDef", graph)
+    return (_with_default_attrs(data) if defaults else data), fetches, targets
 
 
-def _same_semantics(data: bytes, fetches, targets) -> bool:
+def _with_default_attrs(data: bytes) -> bytes:
+    """The GraphDef with every attribute its op's OpDef gives a default
+    written on each node.  Grappler fills them in on its output; an
+    uninterpreted op keeps its attributes (`tf_attrs`) in its function's
+    identity, so without them on both sides `Conv2D` before Grappler and
+    `Conv2D` after (with `dilations`, `explicit_paddings`, ...) would be
+    two functions: a change no optimizer made, left to the concrete stages."""
+    tf = _g.tensorflow()
+    from tensorflow.python.framework import op_def_registry  # noqa: PLC0415
+    gd = tf.compat.v1.GraphDef()
+    gd.ParseFromString(data)
+    for node in gd.node:
+        od = op_def_registry.get(node.op)
+        if od is None:
+            continue
+        for a in od.attr:
+            if a.HasField("default_value") and a.name not in node.attr:
+                node.attr[a.name].CopyFrom(a.default_value)
+    return gd.SerializeToString()
+
+
+def _same_semantics(data: bytes, fetches, targets, kernels: bool = False) -> bool:
     """Whether the exported graph means, to TensorFlow, what the program means
     to tfsem: its import uses no uninterpreted ``tf.*`` function, and either
     no flush-to-zero float function (``X.ftz``: TensorFlow's CPU kernels
@@ -81,16 +111,25 @@ def _same_semantics(data: bytes, fetches, targets) -> bool:
     every float tensor integer-valued, for every σ), where flushing changes
     nothing.  Otherwise the campaign would compare Grappler's output
     (TensorFlow's semantics) with the generated program (IEEE semantics) and
-    blame Grappler for the CPU's denormal mode."""
-    p = _imported(data, fetches, targets)
+    blame Grappler for the CPU's denormal mode.  `kernels`: see `_imported`."""
+    p = _imported(data, fetches, targets, kernels)
     return p is not None
 
 
-def _imported(data: bytes, fetches, targets):
+def _imported(data: bytes, fetches, targets, kernels: bool = False):
     """The exported graph imported back, with each ``X.ftz`` replaced by ``X``
     where that provably changes nothing (see `_same_semantics`); None when it
     does not import, has an uninterpreted op, or has a flush-to-zero function
-    that may meet a subnormal."""
+    that may meet a subnormal.
+
+    `kernels` (the Grappler targets): the judged program is this import
+    itself, so it may keep TensorFlow's own float semantics: ``X.ftz``
+    functions (tfsem's models of TensorFlow's flushing kernels) and
+    uninterpreted ``tf.OP`` functions whose kernel tfsem runs as a function
+    (the op registry's `kernel_ops`, docs/kernels.md).  Grappler's output is
+    imported with the same models, so both sides are in TensorFlow's
+    semantics.  An uninterpreted op whose kernel is not run still makes it
+    None: nothing could be evaluated through it."""
     from tfsem.generators.grappler import unflushed  # noqa: PLC0415
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
@@ -99,11 +138,16 @@ def _imported(data: bytes, fetches, targets):
         p = import_graph(decode("tensorflow.GraphDef", data), fetches, targets).program
     except Exception:  # noqa: BLE001 - not importable: nothing to judge
         return None
-    if any(n.op.startswith("tf.") for n in p.nodes):
+    if kernels:
+        from tfsem.oracle.opdefs import kernel_ops  # noqa: PLC0415
+        run = kernel_ops()
+        if any(n.op.startswith("tf.") and n.op[3:].split("/")[0] not in run for n in p.nodes):
+            return None
+    elif any(n.op.startswith("tf.") for n in p.nodes):
         return None
     if any(n.op.endswith(FTZ_SUFFIX) or n.attrs.get("fn", "").endswith(FTZ_SUFFIX)
            for n in p.nodes):
-        return unflushed(p)
+        return unflushed(p) or (p if kernels else None)
     return p
 
 
@@ -122,12 +166,13 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
-    data, fetches, targets = _exported(program)
+    data, fetches, targets = _exported(program, defaults=True)
     if data is None:
         return program, None, None
-    if not _same_semantics(data, fetches, targets):
+    if not _same_semantics(data, fetches, targets, kernels=True):
         return program, None, None
-    res = _g.run_grappler(data, fetches + targets, optimizer)
+    data = _for_grappler(data)
+    res = _g.run_grappler(data, fetches + _preserved(data, fetches, targets), optimizer)
     out = res.graph_def
     if damage is not None:
         out = damage(out)
@@ -146,18 +191,62 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
     return unflushed(imported.program) or imported.program, data, out
 
 
-def as_tensorflow_sees_it(program, shared_handles: bool = False):
+#: the device every node of the graph given to Grappler is placed on
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _for_grappler(data: bytes) -> bytes:
+    """The exported GraphDef with every node placed on the CPU, as TensorFlow
+    places a function's graph before Grappler runs on it (the placer runs
+    first in a ``tf.function``'s graph passes).  Placement changes what
+    Grappler may do: the remapper fuses MatMul or Conv2D with BiasAdd only
+    on a node it sees on a CPU (remapper.cc ``NodeIsOnCpu``), and an
+    unplaced node is on no device."""
+    from tfsem.graphdef.proto import decode, encode  # noqa: PLC0415
+    graph = decode("tensorflow.GraphDef", data)
+    for n in graph.get("node", []):
+        n["device"] = CPU_DEVICE
+    return encode("GraphDef", graph)
+
+
+def _preserved(data: bytes, fetches, targets) -> list[str]:
+    """The targets Grappler must keep, besides the fetches: every node no
+    other node consumes (data or control) and every stateful node.  A
+    ``tf.function`` keeps its outputs and its stateful ops (control outputs)
+    and nothing else; keeping every sink besides runs the same nodes as
+    naming every node (each node reaches a sink), so tfsem's "every node
+    fires once" still holds.  Naming every node would forbid what Grappler
+    does to a real graph: a preserved node is never fused away or removed
+    (remapper.cc ``IsInPreserveSet``)."""
+    from tensorflow.python.framework import op_def_registry  # noqa: PLC0415
+    from tfsem.graphdef.proto import decode  # noqa: PLC0415
+    graph = decode("tensorflow.GraphDef", data)
+    consumed: set[str] = set()
+    for n in graph.get("node", []):
+        for i in n.get("input", []):
+            consumed.add(_g.fetch_node(i))
+    ops = {n["name"]: n["op"] for n in graph.get("node", [])}
+    keep = []
+    for t in targets:
+        od = op_def_registry.get(ops.get(t, ""))
+        if t not in consumed or od is None or od.is_stateful:
+            keep.append(t)
+    return keep
+
+
+def as_tensorflow_sees_it(program, shared_handles: bool = False, kernels: bool = False):
     """The program TensorFlow is given, in its own names and semantics: the
     export imported back (node names are the GraphDef's; float functions are
     TensorFlow's flushing ones, replaced by tfsem's own where no subnormal can
     occur, see `_same_semantics`).  None when the program cannot be exported,
     or its export means something else to TensorFlow than to tfsem (an
     uninterpreted ``tf.*`` function, or a flush-to-zero function that may meet
-    a subnormal), or does not import back.  `shared_handles` as in `_exported`."""
-    data, fetches, targets = _exported(program, shared_handles)
+    a subnormal), or does not import back.  `shared_handles` as in `_exported`,
+    `kernels` as in `_imported` (the Grappler targets)."""
+    data, fetches, targets = _exported(program, shared_handles, defaults=kernels)
     if data is None:
         return None
-    return _imported(data, fetches, targets)
+    return _imported(data, fetches, targets, kernels)
 
 
 def graph_text(graph) -> str:
@@ -213,7 +302,7 @@ class GrapplerTarget:
         return self
 
     def prepare(self, program):
-        return as_tensorflow_sees_it(program)
+        return as_tensorflow_sees_it(program, kernels=True)
 
     def evidence(self, record) -> dict:
         """{"graphdef": {...}} for a finding: the GraphDef given to Grappler

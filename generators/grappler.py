@@ -80,6 +80,7 @@ import numpy as np
 
 from tfsem.oracle.program import (ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Input, Node,
                                   Program, TensorType)
+from tfsem.oracle.opdefs.nn import FUSED_ACTIVATIONS
 from tfsem.oracle.values import Tensor
 
 from .builder import EDGE_INTS, build_inputs
@@ -89,6 +90,10 @@ from .draw import Draw, HypothesisDraw, RandomDraw, boolean, choice
 FAMILIES = ("arith", "constant", "control", "group", "identity", "logic")
 #: the families of "float32-edges" programs (the others compute float arithmetic)
 EDGE_FAMILIES = ("control", "group", "identity", "logic")
+
+#: the families of "float32-nn" programs (optimizer_strategy): what the
+#: optimizers without a campaign before act on
+NN_FAMILIES = ("remap", "shape", "prune", "control", "identity", "logic")
 
 #: Smallest max_nodes that leaves room for one motif besides the Var nodes.
 MIN_NODES = 4
@@ -102,7 +107,14 @@ _WEIGHT = {"arith": 4, "constant": 2, "logic": 3}
 #: Small constants, simplest first; zero and one are drawn apart, on purpose.
 _SMALL = (2, 3, -1, 5, -2, 7, 4, -3)
 #: The dtypes of this generator's programs.
-DTYPES = ("int64", "int32", "float32", "float32-edges")
+DTYPES = ("int64", "int32", "float32", "float32-edges", "float32-nn")
+#: The activations the remapper fuses after MatMul/Conv2D + BiasAdd on a CPU
+#: (remapper.cc IsSupportedActivation, with oneDNN: Relu, Relu6, Elu,
+#: LeakyRelu, Tanh, Sigmoid), and none
+ACTIVATIONS = (None, *FUSED_ACTIVATIONS)
+#: ops ModelPruner removes when nothing needs them by name (model_pruner.cc
+#: IsTrivialOp: StopGradient, PreventGradient-free Identity, Snapshot, ...)
+TRIVIAL = ("Identity", "StopGradient", "PreventGradient", "Snapshot")
 _COMPARE = ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual")
 #: float32 constants of "float32-edges" programs
 _EDGE_FLOAT32 = (0.0, -0.0, float("nan"), float("inf"), float("-inf"), 1.4e-45, -1.4e-45,
@@ -142,14 +154,17 @@ class _Builder:
     """One program from the choices of a Draw.  Each motif is one span whose
     first choice 0 means "skip it" (the shrinker deletes motifs that way)."""
 
-    def __init__(self, max_nodes: int, dtype: str, observe_state: bool):
+    def __init__(self, max_nodes: int, dtype: str, observe_state: bool,
+                 weights: dict[str, int] | None = None):
         if not isinstance(max_nodes, int) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive integer, got {max_nodes!r}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         self.max_nodes = max(max_nodes, MIN_NODES)
-        self.edges = dtype == "float32-edges"
+        self.nn = dtype == "float32-nn"
+        self.edges = dtype in ("float32-edges", "float32-nn")
         self.dtype = "float32" if self.edges else dtype
+        self.weights = {**_WEIGHT, **(weights or {})}
         self.observe_state = observe_state
         self.s = _State()
         self.variables: dict[str, TensorType] = {}
@@ -164,7 +179,8 @@ class _Builder:
         for k in range(n_vars):
             self.variables[f"x{k}"] = TensorType(self.dtype, self.shape)
         # the swarm: each family switched off in a quarter of the programs
-        families = EDGE_FAMILIES if self.edges else FAMILIES
+        families = NN_FAMILIES if self.nn else EDGE_FAMILIES if self.edges else FAMILIES
+        families = tuple(f for f in families if self.weights.get(f, 1) > 0)
         on = [f for f in families if not boolean(d, 0.25)] or [choice(d, families)]
         self.families = on
         motifs = 0
@@ -183,7 +199,7 @@ class _Builder:
             return False                                  # stop
         if len(self.s.nodes) >= self.max_nodes:
             return False
-        family = choice(d, [f for f in on for _ in range(_WEIGHT.get(f, 1))])
+        family = choice(d, [f for f in on for _ in range(self.weights.get(f, 1))])
         saved = self.s.copy()
         getattr(self, "_" + family)(d)
         if len(self.s.nodes) > self.max_nodes:            # did not fit: drop it
@@ -596,6 +612,153 @@ class _Builder:
             self._result(d, self._read(d, [ControlIn(i.node)]), self.shape)
 
 
+    # -- "float32-nn" motifs: what the remapper, the shape optimizer and the
+    # model pruner rewrite (TensorFlow ops tfsem imports as functions or
+    # evaluates with TensorFlow's kernel: `_tf`) -----------------------------
+
+    def _tf(self, op: str, args: list[Ref], attrs: dict, n_out: int = 1,
+            ctrl: list[Input] = ()) -> DataIn:
+        """A TensorFlow op as the exporter writes it (an uninterpreted
+        function ``tf.OP/N_IN/N_OUT`` with its attributes); the Grappler
+        target judges the export imported back, where it is the registry's
+        model of OP (or TensorFlow's kernel)."""
+        return DataIn(self._add(f"tf.{op}/{len(args)}/{n_out}", [*args, *ctrl],
+                                {"tf_attrs": attrs}, prefix=op.lower()))
+
+    def _float_const(self, d: Draw, shape: Shape) -> DataIn:
+        """A float32 Const of edge values or small ones (1.0, -1.5, 2.0)."""
+        return self._const(d, shape)
+
+    def _float_in(self, d: Draw, shape: Shape) -> Ref:
+        """A float32 tensor of `shape`: a feed (mostly), or a Const, or an
+        earlier tensor of the variables' shape reshaped."""
+        k = d.index(10)
+        n = int(np.prod(shape, dtype=np.int64))
+        if k < 2 and n == int(np.prod(self.shape, dtype=np.int64)):
+            x = self._operand(d, want=self.shape)
+            return self._fn("Reshape", [x.ref], attrs={"shape": list(shape)})
+        if k < 8:
+            return self._feed(d, shape).ref
+        return self._float_const(d, shape)
+
+    def _activation(self, d: Draw, x: Ref, weights=None) -> Ref:
+        act = choice(d, weights or ACTIVATIONS)
+        if act is None:
+            return x
+        if act == "Relu":
+            return self._fn("Relu", [x])
+        attrs = {"T": "DT_FLOAT"}
+        if act == "LeakyRelu":
+            attrs["alpha"] = choice(d, [0.2, 0.01, 0.5])
+        return self._tf(act, [x], attrs)
+
+    def _remap(self, d: Draw) -> None:
+        """MatMul or Conv2D + BiasAdd (+ activation), Conv2D + FusedBatchNorm
+        (+ Relu), FusedBatchNorm + Relu: the remapper's patterns on a CPU
+        (remapper.cc: _FusedMatMul, _FusedConv2D, _FusedBatchNormEx)."""
+        kind = choice(d, ["dense", "dense", "conv", "convbn", "bn"])
+        if kind == "dense":
+            b, k, n = 1 + d.index(2), 1 + d.index(3), 1 + d.index(3)
+            ta, tb = boolean(d, 0.2), boolean(d, 0.2)
+            x = self._float_in(d, (k, b) if ta else (b, k))
+            w = self._float_in(d, (n, k) if tb else (k, n)) if boolean(d, 0.3) \
+                else self._float_const(d, (n, k) if tb else (k, n))
+            m = self._fn("MatMul", [x, w], attrs={"transpose_a": ta, "transpose_b": tb})
+            out_shape: Shape = (b, n)
+            ch = n
+        else:
+            h, w_, c = 1 + d.index(3), 1 + d.index(3), 1 + d.index(2)
+            x = self._float_in(d, (1, h, w_, c))
+            if kind == "bn":
+                m, ch, out_shape = x, c, (1, h, w_, c)
+            else:
+                kh, kw, o = 1 + d.index(2), 1 + d.index(2), 1 + d.index(2)
+                f = self._float_const(d, (kh, kw, c, o)) if boolean(d, 0.7) \
+                    else self._float_in(d, (kh, kw, c, o))
+                pad = choice(d, ["SAME", "VALID"])
+                if pad == "VALID" and (kh > h or kw > w_):
+                    pad = "SAME"
+                m = self._tf("Conv2D", [x, f], {"T": "DT_FLOAT", "strides": [1, 1, 1, 1],
+                                                "padding": pad, "data_format": "NHWC"})
+                oh, ow = (h, w_) if pad == "SAME" else (h - kh + 1, w_ - kw + 1)
+                ch, out_shape = o, (1, oh, ow, o)
+        if kind in ("dense", "conv"):
+            bias = self._float_const(d, (ch,)) if boolean(d, 0.6) else self._float_in(d, (ch,))
+            r = self._activation(d, self._fn("BiasAdd", [m, bias]))
+        else:
+            scale, offset, mean, var = (self._float_const(d, (ch,)) if boolean(d, 0.7)
+                                        else self._float_in(d, (ch,)) for _ in range(4))
+            bn = self._tf("FusedBatchNormV3", [m, scale, offset, mean, var],
+                          {"T": "DT_FLOAT", "U": "DT_FLOAT", "epsilon": choice(d, [0.001, 1e-5]),
+                           "data_format": "NHWC", "is_training": False,
+                           "exponential_avg_factor": 1.0}, n_out=1)
+            r = self._activation(d, bn, (None, "Relu", *FUSED_ACTIVATIONS[:4]))
+        self._nn_result(d, r, out_shape)
+
+    def _nn_result(self, d: Draw, r: Ref, shape: Shape) -> None:
+        """A float result of any shape: fetched maybe, or reshaped to the
+        variables' shape and written when the sizes agree."""
+        if int(np.prod(shape, dtype=np.int64)) == int(np.prod(self.shape, dtype=np.int64)) \
+                and boolean(d, 0.5):
+            r = self._fn("Reshape", [r], attrs={"shape": list(self.shape)})
+            shape = self.shape
+        self._result(d, r, shape)
+
+    def _shape(self, d: Draw) -> None:
+        """Shape, Size, Rank and ShapeN, and Prod(Shape(x)) (the shape
+        optimizer rewrites it into Size(x)); int32 or int64 results, cast to
+        the program's float and combined, or fetched."""
+        if boolean(d, 0.5):
+            x = self._operand(d)
+        else:
+            xs = choice(d, [(2, 3), (1, 2, 2), (4,)])
+            x = _Val(self._float_in(d, xs), xs)
+        it = choice(d, ["int32", "int32", "int64"])
+        dt = "DT_INT32" if it == "int32" else "DT_INT64"
+        kind = choice(d, ["prodshape", "prodshape", "size", "rank", "shapen"])
+        if kind == "prodshape":
+            shp = self._fn("Shape", [x.ref], attrs={"out_type": it})
+            axis = DataIn(self._add("Const", [], {"value": Tensor(np.array([0], dtype=np.int32))},
+                                    prefix="c"))
+            r = self._tf("Prod", [shp, axis], {"T": dt, "Tidx": "DT_INT32",
+                                               "keep_dims": False})
+        elif kind == "size":
+            r = self._fn("Size", [x.ref], attrs={"out_type": it})
+        elif kind == "rank":
+            r, it = self._fn("Rank", [x.ref]), "int32"
+        else:
+            y = self._float_in(d, choice(d, [(2,), (1, 3)]))
+            n = self._tf("ShapeN", [x.ref, y], {"T": "DT_FLOAT", "N": 2, "out_type": dt},
+                         n_out=2)
+            r = self._tf("Prod", [DataIn(n.node, d.index(2)), DataIn(self._add(
+                "Const", [], {"value": Tensor(np.array([0], dtype=np.int32))}, prefix="c"))],
+                {"T": dt, "Tidx": "DT_INT32", "keep_dims": False})
+        # an integer result is fetched, or cast to float32 and used as a scalar
+        if boolean(d, 0.5):
+            self.s.results.append(_Val(r, ()))
+        else:
+            f = self._fn("Cast", [r], attrs={"DstT": "float32"})
+            self._result(d, f, ())
+
+    def _prune(self, d: Draw) -> None:
+        """Trivial ops the model pruner removes: chains of Identity,
+        StopGradient, PreventGradient and Snapshot, AddN of one input, with
+        control inputs now and then."""
+        src = self._operand(d)
+        r: Ref = src.ref
+        for _ in range(1 + d.index(3)):
+            op = choice(d, TRIVIAL + ("AddN",) + ("CheckNumerics",) * self.weights.get("check", 0))
+            ctrl = self._controls(d, 0.15)
+            if op == "Identity":
+                r = self._fn("Identity", [r], ctrl)
+            elif op == "AddN":
+                r = self._tf("AddN", [r], {"T": "DT_FLOAT", "N": 1}, ctrl=ctrl)
+            elif op == "CheckNumerics":
+                r = self._tf(op, [r], {"T": "DT_FLOAT", "message": "tfsem"}, ctrl=ctrl)
+            else:
+                r = self._tf(op, [r], {"T": "DT_FLOAT"}, ctrl=ctrl)
+        self._result(d, r, src.shape)
+
     def _int_feed(self, d: Draw, shape: Shape) -> Ref:
         """An integer feed of the shape (int64; int32 in int32 programs)."""
         dtype = "int32" if self.dtype == "int32" else "int64"
@@ -682,11 +845,12 @@ _ARITH_FLOAT = list(_ARITH_COMMON)
 # Entry points
 
 
-def build(d: Draw, max_nodes: int = 16, dtype: str = "int64", observe_state: bool = True
-          ) -> Program:
+def build(d: Draw, max_nodes: int = 16, dtype: str = "int64", observe_state: bool = True,
+          weights: dict[str, int] | None = None) -> Program:
     """One Grappler-shaped program from the choices of `d` (any `Draw`), of
-    at most max(max_nodes, MIN_NODES) nodes."""
-    return _Builder(max_nodes, dtype, observe_state).build(d)
+    at most max(max_nodes, MIN_NODES) nodes.  `weights`: the motif
+    families' weights (0 switches one off), over `_WEIGHT`'s."""
+    return _Builder(max_nodes, dtype, observe_state, weights).build(d)
 
 
 def random_programs(count: int, seed: int, max_nodes: int = 16, dtype: str = "int64"
@@ -727,15 +891,21 @@ def strategy(max_nodes: int, observe: str, float_p: float = 0.0, int32_p: float 
 
     @st.composite
     def case(draw):
-        d = HypothesisDraw(draw)
-        dtype = "float32-edges" if edges_p and boolean(d, edges_p) else \
-            "float32" if boolean(d, float_p) else \
-            "int32" if int32_p and boolean(d, int32_p) else "int64"
-        p = build(d, max_nodes, dtype, observe_state)
-        feeds, init = edge_inputs(d, p) if edges_p else build_inputs(d, p)
-        return p, feeds, init
+        return draw_case(HypothesisDraw(draw), max_nodes, observe_state, float_p, int32_p,
+                         edges_p)
 
     return case()
+
+
+def draw_case(d: Draw, max_nodes: int, observe_state: bool = True, float_p: float = 0.0,
+              int32_p: float = 0.0, edges_p: float = 0.0):
+    """One (program, feeds, init) of `strategy`'s mix from any `Draw`."""
+    dtype = "float32-edges" if edges_p and boolean(d, edges_p) else \
+        "float32" if boolean(d, float_p) else \
+        "int32" if int32_p and boolean(d, int32_p) else "int64"
+    p = build(d, max_nodes, dtype, observe_state)
+    feeds, init = edge_inputs(d, p) if edges_p else build_inputs(d, p)
+    return p, feeds, init
 
 
 def mixed_strategy(max_nodes: int, observe: str):
@@ -750,6 +920,76 @@ def edges_strategy(max_nodes: int, observe: str):
     others integer-valued float32, a fifth of the rest int32; σ with edge
     values half of the time (`edge_inputs`)."""
     return strategy(max_nodes, observe, float_p=0.25, int32_p=0.2, edges_p=0.35)
+
+
+#: optimizer_strategy's mixes: the share of "float32-nn" programs (the rest
+#: is edges_strategy's mix) and the weights of their motif families
+MIXES: dict[str, tuple[float, dict[str, int]]] = {
+    "optimizers": (0.7, {"remap": 5, "shape": 2, "prune": 2, "logic": 2}),
+    "remap": (0.85, {"remap": 8, "shape": 0, "prune": 1, "logic": 1}),
+    "shape": (0.8, {"shape": 6, "remap": 1, "prune": 1, "logic": 1}),
+    "pruning": (0.7, {"prune": 6, "remap": 1, "shape": 1, "logic": 1}),
+    # (check: the weight of CheckNumerics among the trivial ops of `prune`)
+    "debug_stripper": (0.8, {"prune": 6, "check": 5, "remap": 1, "logic": 1}),
+}
+
+
+def draw_optimizer_case(d: Draw, max_nodes: int, observe_state: bool = True,
+                        mix: str = "optimizers"):
+    """One (program, feeds, init) of `optimizer_strategy`'s mix `mix` (a
+    key of MIXES) from any `Draw`: a "float32-nn" program (MatMul, Conv2D,
+    BiasAdd, activations, FusedBatchNorm, Shape/Size/Rank/ShapeN/Prod,
+    trivial ops, with the edge-valued float feeds and constants of
+    "float32-edges") or else one of `edges_strategy`'s; σ with edge values
+    half of the time (`edge_inputs`)."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown mix {mix!r} (known: {', '.join(MIXES)})")
+    share, weights = MIXES[mix]
+    if boolean(d, share):
+        p = build(d, max_nodes, "float32-nn", observe_state, weights)
+        feeds, init = edge_inputs(d, p)
+        return p, feeds, init
+    return draw_case(d, max_nodes, observe_state, 0.25, 0.2, 0.35)
+
+
+def optimizer_strategy(max_nodes: int, observe: str, mix: str = "optimizers"):
+    """The campaign generator for the optimizers edges_strategy leaves
+    alone (remap, shape, pruning; see MIXES): a Hypothesis strategy of
+    (program, feeds, init), `draw_optimizer_case` of mix `mix`::
+
+        tfsem fuzz --target grappler:remap --generator tfsem.generators.grappler:remap_strategy
+    """
+    from hypothesis import strategies as st  # noqa: PLC0415
+    if mix not in MIXES:
+        raise ValueError(f"unknown mix {mix!r} (known: {', '.join(MIXES)})")
+    observe_state = observe != "outputs"
+
+    @st.composite
+    def case(draw):
+        return draw_optimizer_case(HypothesisDraw(draw), max_nodes, observe_state, mix)
+
+    return case()
+
+
+def remap_strategy(max_nodes: int, observe: str):
+    """`optimizer_strategy` weighted to the remapper's patterns."""
+    return optimizer_strategy(max_nodes, observe, "remap")
+
+
+def shape_strategy(max_nodes: int, observe: str):
+    """`optimizer_strategy` weighted to Shape/Size/Rank/ShapeN and Prod(Shape)."""
+    return optimizer_strategy(max_nodes, observe, "shape")
+
+
+def pruning_strategy(max_nodes: int, observe: str):
+    """`optimizer_strategy` weighted to the ops the model pruner removes."""
+    return optimizer_strategy(max_nodes, observe, "pruning")
+
+
+def debug_stripper_strategy(max_nodes: int, observe: str):
+    """`optimizer_strategy` with CheckNumerics among the trivial ops (the
+    debug stripper makes it an Identity)."""
+    return optimizer_strategy(max_nodes, observe, "debug_stripper")
 
 
 def unflushed(p: Program) -> Program | None:
@@ -829,6 +1069,59 @@ def shape_families(p: Program) -> set[str]:
                                         "SelectV2"):
             found.add("logic")
     # "control" proper: an edge between stateful ops, directly or through NoOp/Identity
+    return found
+
+
+def _tf_op(op: str) -> str:
+    """The TensorFlow op a node exports as: ``tf.Conv2D/2/1`` -> ``Conv2D``;
+    tfsem's own functions by their name."""
+    return op[3:].split("/")[0] if op.startswith("tf.") else op
+
+
+def optimizer_patterns(p: Program) -> set[str]:
+    """The optimizers' patterns `p` contains (found in the program, not in
+    how it was drawn), by the TensorFlow ops it exports as:
+
+    - ``remap:matmul-biasadd``, ``remap:conv-biasadd`` (+ ``remap:ACT`` for
+      the activation after the BiasAdd), ``remap:conv-batchnorm``,
+      ``remap:batchnorm-activation``: what the remapper fuses on a CPU;
+    - ``shape:prod-shape`` (Prod of a Shape over axis 0), ``shape:size``,
+      ``shape:rank``, ``shape:shapen``;
+    - ``pruning:trivial`` (StopGradient, PreventGradient, Snapshot, AddN of
+      one input, Identity of Identity);
+    - ``debug_stripper:checknumerics`` (the debug stripper makes it an
+      Identity)."""
+    found: set[str] = set()
+    node = p.node
+    float_nodes = {n.name for n in p.nodes}
+
+    def src(i) -> str | None:
+        return _tf_op(node[i.node].op) if isinstance(i, DataIn) and i.node in float_nodes \
+            else None
+
+    for n in p.nodes:
+        op = _tf_op(n.op)
+        ins = n.data_inputs
+        first = src(ins[0]) if ins else None
+        if op == "BiasAdd" and first in ("MatMul", "Conv2D"):
+            found.add("remap:matmul-biasadd" if first == "MatMul" else "remap:conv-biasadd")
+        if op in FUSED_ACTIVATIONS and first == "BiasAdd":
+            found.add(f"remap:{op}")
+        if op == "FusedBatchNormV3" and first == "Conv2D":
+            found.add("remap:conv-batchnorm")
+        if op in FUSED_ACTIVATIONS and first == "FusedBatchNormV3":
+            found.add("remap:batchnorm-activation")
+        if op == "Prod" and first == "Shape":
+            found.add("shape:prod-shape")
+        if op == "Prod" and first == "ShapeN":
+            found.add("shape:shapen")
+        if op in ("Size", "Rank"):
+            found.add(f"shape:{op.lower()}")
+        if op == "CheckNumerics":
+            found.add("debug_stripper:checknumerics")
+        if op in TRIVIAL[1:] or (op == "AddN" and len(ins) == 1) or \
+                (op == "Identity" and first == "Identity"):
+            found.add("pruning:trivial")
     return found
 
 
@@ -949,6 +1242,7 @@ def subnormal_free(p: Program) -> bool:
     return True
 
 
-__all__ = ["FAMILIES", "build", "edge_inputs", "edges_strategy", "random_programs", "strategy",
-           "mixed_strategy",
+__all__ = ["FAMILIES", "MIXES", "NN_FAMILIES", "build", "draw_case", "draw_optimizer_case",
+           "edge_inputs", "edges_strategy", "optimizer_strategy", "random_programs", "strategy",
+           "debug_stripper_strategy", "mixed_strategy", "optimizer_patterns", "pruning_strategy", "remap_strategy", "shape_strategy",
            "shape_families", "subnormal_free", "unflushed"]

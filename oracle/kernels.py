@@ -114,6 +114,14 @@ class KernelRefused(RuntimeError):
     the op not known deterministic, two runs that differed, ...)."""
 
 
+class KernelCrashed(KernelRefused):
+    """The child died on a call after it had started (a kernel's CHECK failure
+    aborts the process: TensorFlow 2.21's GetTensorDimIndex on a tensor of
+    the wrong rank, met by the Grappler remap campaign).  The call is
+    refused, its inputs remembered refused, and the next call starts a new
+    child."""
+
+
 class KernelOpError(Exception):
     """The kernel fails on these inputs (TensorFlow raises): `reason` is the
     error value tfsem gives (invalid-argument -> shape-mismatch, as the
@@ -254,8 +262,18 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
         _note(op)
         if isinstance(hit, KernelOpError):
             raise KernelOpError(hit.reason, str(hit))
+        if isinstance(hit, KernelRefused):
+            raise KernelRefused(str(hit))
         return [r.copy() for r in hit]
-    answer = _get_client().call(op, arrays, dict(attrs), n_out)
+    try:
+        answer = _get_client().call(op, arrays, dict(attrs), n_out)
+    except KernelCrashed as exc:
+        # the same inputs would abort the next child too: remembered refused
+        shapes = ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in arrays)
+        crashed = KernelRefused(f"TensorFlow's {op} kernel aborted the process on inputs "
+                                f"{shapes} ({exc})")
+        _store(key, crashed, 256)
+        raise crashed from None
     kind = answer[0]
     if kind == "ok":
         results = [np.asarray(r) for r in answer[1]]
@@ -313,6 +331,7 @@ class _Client:
         self.version: str | None = None
         self.settings: dict = {}
         self.failed: str | None = None
+        self.crashed = False
         self.next_id = 0
         self.buf = bytearray()
         self.lock = threading.Lock()
@@ -340,7 +359,11 @@ class _Client:
                 if not chunk:
                     code = self.proc.wait()
                     self.failed = f"the TensorFlow kernel process exited (status {code})"
-                    raise KernelRefused(self.failed)
+                    # a child that had started died on a call (a kernel's
+                    # CHECK failure aborts the process): the next call starts
+                    # a new one (`_get_client`); the call itself is refused
+                    self.crashed = self.version is not None
+                    raise KernelCrashed(self.failed)
                 self.buf += chunk
 
     def _write(self, data: bytes) -> None:
@@ -436,7 +459,8 @@ def _get_client() -> _Client:
     global _client
     with _client_lock:
         c = _client
-        if c is None or c.pid != os.getpid() or (c.proc.poll() is not None and c.failed is None):
+        if c is None or c.pid != os.getpid() or c.crashed or \
+                (c.proc.poll() is not None and c.failed is None):
             # (a forked process never shares its parent's child: its pipe is the parent's)
             c = _client = _Client()
         return c

@@ -91,14 +91,19 @@ MLIR_CONTROL_FLOW = frozenset({"tf.If", "tf.While", "tf.IfRegion", "tf.WhileRegi
 MLIR_CALLS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall"})
 
 
+#: ops recorded in the registry since the move (one `known(...)` each):
+#: the remapper's fused ops (oracle/opdefs/nn.py), CheckNumerics (math.py)
+ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNumerics"})
+
+
 def test_the_uninterpreted_ops_are_the_same():
-    assert frozenset(opt.STATELESS_UNMODELLED) == UNINTERPRETED
+    assert frozenset(opt.STATELESS_UNMODELLED) == UNINTERPRETED | ADDED
     for op in UNINTERPRETED:
         assert opt.lookup(op) is None and opt.stateless(op), op
 
 
 def test_the_ops_run_on_kernels_are_the_same():
-    assert frozenset(kernels.DETERMINISTIC) == KERNELS
+    assert frozenset(kernels.DETERMINISTIC) == KERNELS | ADDED
     for op in KERNELS:
         assert op in kernels.DETERMINISTIC, op
     for op in ("RandomUniform", "DynamicStitch", "Empty", "Gelu", "Unique", "NoSuchOp"):
@@ -106,7 +111,8 @@ def test_the_ops_run_on_kernels_are_the_same():
 
 
 def test_the_output_args_are_the_same():
-    assert dict(opt.OUTPUT_ARGS) == OUTPUT_ARGS
+    assert dict(opt.OUTPUT_ARGS) == {**OUTPUT_ARGS,
+                                     "_FusedBatchNormEx": OUTPUT_ARGS["FusedBatchNormV3"]}
 
 
 def test_the_type_defaults_are_the_same():

@@ -811,6 +811,10 @@ known("""
     IsFinite Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
     TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad
 """, FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
+#: CheckNumerics: x, or the op fails where x holds a NaN or an infinity
+#: (TensorFlow's kernel: each element checked alone; its failure is an error
+#: value).  Grappler's debug_stripper makes it an Identity.
+known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
     Prod All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum

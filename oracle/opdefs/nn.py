@@ -118,6 +118,22 @@ known("FusedBatchNormV3", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
 known("FusedBatchNormGradV3", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
       output_args=("x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4",
                    "reserve_space_5"))
+#: The remapper's fused ops (Grappler writes them on a CPU; remapper.cc):
+#: MatMul or Conv2D with BiasAdd or FusedBatchNorm and an activation
+#: (`fused_ops`, `num_args`, `epsilon`, `leakyrelu_alpha`), and
+#: FusedBatchNorm with an activation.  Uninterpreted in proofs (a fused op
+#: is another function than its unfused pattern, so a rewrite into one is
+#: decided concretely); TensorFlow's CPU kernel is run with the node's
+#: attributes (tests/test_remap_fused_ops.py compares it with TensorFlow's
+#: runtime).
+#: the activations the remapper fuses into _FusedMatMul and _FusedConv2D on a
+#: CPU with oneDNN (remapper.cc IsSupportedActivation), Relu first; the
+#: first four also into _FusedBatchNormEx and Conv2D + FusedBatchNorm
+FUSED_ACTIVATIONS = ("Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid")
+known("_FusedMatMul _FusedConv2D", FAMILY, uninterpreted=True, kernel=NN_KERNEL)
+known("_FusedBatchNormEx", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
+      output_args=("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2",
+                   "reserve_space_3"))
 #: Gelu: uninterpreted, but its kernel is not among those run (not argued
 #: deterministic: a concrete run through it stops naming it).
 known("Gelu", FAMILY, uninterpreted=True)
