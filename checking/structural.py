@@ -518,6 +518,8 @@ class _Terms:
         self.consts: dict[int, Any] = {}     # const term -> its Value
         self.folds: dict[tuple, tuple] = {}
         self.real = _REAL.get()
+        #: (E3) applies: both programs are blind to NaN payloads (`_nan_payload_blind`)
+        self.sorts_commutative = not self.real
         #: each program's Assign values as exact terms (the ≈-terms are
         #: what (V) compares; these say where ≈ was needed)
         self.exact_assigns: list[dict[str, int]] = []
@@ -620,7 +622,8 @@ class _Terms:
         """The ≈-terms of `op` applied to ≈-terms `args` (the module's
         "Assign values up to which error"): the exact application, with
         the two operands of a commutative function (E3) in one order."""
-        if not self.real and len(args) == 2 and commutes_up_to_error(op) and args[0] > args[1]:
+        if (self.sorts_commutative and len(args) == 2 and commutes_up_to_error(op)
+                and args[0] > args[1]):
             args = (args[1], args[0])
         return self.apply(op, attrs, args, n_out)
 
@@ -656,6 +659,48 @@ def commutes_up_to_error(op: str) -> bool:
         return True
     f = _UP_TO_ERROR_COMMUTATIVE.get(op)
     return f is not None and fns.lookup(op) is f
+
+
+#: tfsem's functions that turn a NaN's payload or sign into bits an outcome
+#: shows (a uint8 encoding of the operand, TensorFlow's Bitcast)
+_PAYLOAD_OBSERVERS = frozenset({"PackScatter", "PackSlice"})
+_PAYLOAD_OBSERVING_KERNELS = frozenset({"Bitcast"})
+
+
+def _observes_nan_payload(op: str) -> bool:
+    """Whether function `op` may give outcomes that differ on NaNs that
+    differ only in payload or sign (SPEC equality makes all NaNs equal, so
+    every other function of tfsem's maps NaN-equal arguments to NaN-equal
+    results: arithmetic passes some NaN on, comparisons and casts treat
+    every NaN alike).  Refused: the packings, Bitcast, an op tfsem knows
+    nothing of (`tf.OP/N/M` not among the known ops) and a function a user
+    registered."""
+    if op in _PAYLOAD_OBSERVERS:
+        return True
+    f = fns.lookup(op)
+    if f is None:
+        return False               # not a function: Var, Read, Assign, control flow
+    if op.startswith("tf."):
+        from tfsem.oracle.opdefs.registry import known_ops
+        name = op[3:].split("/", 1)[0]
+        return name in _PAYLOAD_OBSERVING_KERNELS or name not in known_ops()
+    return not getattr(f.impl, "__module__", "").startswith("tfsem.")
+
+
+def _nan_payload_blind(p: Program) -> bool:
+    """Whether no function of `p` (nodes and Assign functions) observes a
+    NaN's payload or sign: then two runs whose values differ only there
+    have equal outcomes, which (E3) needs where the two orders of an IEEE
+    addition or multiplication of two NaNs give different NaNs (x86, numpy
+    and TensorFlow pass on the first operand's payload: Add(NaN1, NaN2) has
+    NaN1's bits, Add(NaN2, NaN1) NaN2's; Bitcast shows them)."""
+    for n in p.nodes:
+        if n.op == ASSIGN:
+            if _observes_nan_payload(str(n.attrs.get("fn"))):
+                return False
+        elif n.op not in (VAR, READ) and _observes_nan_payload(n.op):
+            return False
+    return True
 
 
 def _congruent_up_to_error(f: fns.Function | None) -> bool:
@@ -701,7 +746,7 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
                 up_to_error = tuple(arg(i, settled) for i in n.data_inputs)
                 if up_to_error != exact:
                     results = terms.apply_up_to_error(n.op, n.attrs, up_to_error, n_out)
-                elif len(exact) == 2 and commutes_up_to_error(n.op) and not terms.real:
+                elif len(exact) == 2 and commutes_up_to_error(n.op) and terms.sorts_commutative:
                     results = terms.apply_up_to_error(n.op, n.attrs, exact, n_out)
             # (otherwise the ≈-term is the exact one: equal values are ≈)
             for port, t in enumerate(results):
@@ -754,6 +799,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             raise _NotApplicable(f"(K) {s!r} and {t!r} differ in kind or variable")
 
     terms = _Terms()
+    if terms.sorts_commutative and not (_nan_payload_blind(p) and _nan_payload_blind(p2)):
+        terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
     assigns, outputs = _program_terms(p, terms, leaves)
