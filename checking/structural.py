@@ -661,46 +661,61 @@ def commutes_up_to_error(op: str) -> bool:
     return f is not None and fns.lookup(op) is f
 
 
-#: tfsem's functions that turn a NaN's payload or sign into bits an outcome
-#: shows (a uint8 encoding of the operand, TensorFlow's Bitcast)
-_PAYLOAD_OBSERVERS = frozenset({"PackScatter", "PackSlice"})
-_PAYLOAD_OBSERVING_KERNELS = frozenset({"Bitcast"})
+#: Functions that turn a NaN's payload or sign into bits an outcome shows:
+#: TensorFlow's Bitcast, and the uint8 packings of scatter and slice
+#: operands where their bytes reach anything but an Assign (which unpacks
+#: them into a variable, where SPEC equality makes all NaNs equal again).
+NAN_PAYLOAD_OBSERVERS = frozenset({"Bitcast"})
+_PACKINGS = frozenset({"PackScatter", "PackSlice"})
 
 
-def _observes_nan_payload(op: str) -> bool:
-    """Whether function `op` may give outcomes that differ on NaNs that
-    differ only in payload or sign (SPEC equality makes all NaNs equal, so
-    every other function of tfsem's maps NaN-equal arguments to NaN-equal
-    results: arithmetic passes some NaN on, comparisons and casts treat
-    every NaN alike).  Refused: the packings, Bitcast, an op tfsem knows
-    nothing of (`tf.OP/N/M` not among the known ops) and a function a user
-    registered."""
-    if op in _PAYLOAD_OBSERVERS:
-        return True
-    f = fns.lookup(op)
-    if f is None:
-        return False               # not a function: Var, Read, Assign, control flow
-    if op.startswith("tf."):
-        from tfsem.oracle.opdefs.registry import known_ops
-        name = op[3:].split("/", 1)[0]
-        return name in _PAYLOAD_OBSERVING_KERNELS or name not in known_ops()
-    return not getattr(f.impl, "__module__", "").startswith("tfsem.")
+def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | None:
+    """(node, function) of a node of `p` that may give outcomes differing on
+    NaNs that differ only in payload or sign, or None.  SPEC equality makes
+    all NaNs equal, and every other function of tfsem's maps NaN-equal
+    arguments to NaN-equal results (arithmetic passes some NaN on,
+    comparisons and casts treat every NaN alike).  Such a node: Bitcast, a
+    packing whose bytes reach anything but an Assign's value, and with
+    `unknown` an op tfsem knows nothing of (`tf.OP/N/M` not among the known
+    ops) or a function a user registered (Assign functions included)."""
+    consumers: dict[str, set] = {}
+    for n in p.nodes:
+        for k, i in enumerate(n.data_inputs):
+            if not isinstance(i, FeedIn):
+                consumers.setdefault(i.node, set()).add("value" if n.op == ASSIGN and k == 1
+                                                        else n.op)
+    for n in p.nodes:
+        op = n.attrs.get("fn") if n.op == ASSIGN else n.op
+        if not isinstance(op, str) or op in (VAR, READ):
+            continue
+        name = op[3:].split("/", 1)[0] if op.startswith("tf.") else op
+        if name in NAN_PAYLOAD_OBSERVERS:
+            return n.name, name
+        if name in _PACKINGS and (consumers.get(n.name, set()) - {"value"}
+                                  or n.name in {o.node for o in p.outputs.values()}):
+            return n.name, name
+        if not unknown:
+            continue
+        f = fns.lookup(op)
+        if f is None:
+            continue               # not a function: control flow
+        if op.startswith("tf."):
+            from tfsem.oracle.opdefs.registry import known_ops
+            if name not in known_ops():
+                return n.name, name
+        elif not getattr(f.impl, "__module__", "").startswith("tfsem."):
+            return n.name, name
+    return None
 
 
 def _nan_payload_blind(p: Program) -> bool:
-    """Whether no function of `p` (nodes and Assign functions) observes a
-    NaN's payload or sign: then two runs whose values differ only there
+    """Whether no function of `p` observes a NaN's payload or sign
+    (`nan_payload_observer`): then two runs whose values differ only there
     have equal outcomes, which (E3) needs where the two orders of an IEEE
     addition or multiplication of two NaNs give different NaNs (x86, numpy
     and TensorFlow pass on the first operand's payload: Add(NaN1, NaN2) has
     NaN1's bits, Add(NaN2, NaN1) NaN2's; Bitcast shows them)."""
-    for n in p.nodes:
-        if n.op == ASSIGN:
-            if _observes_nan_payload(str(n.attrs.get("fn"))):
-                return False
-        elif n.op not in (VAR, READ) and _observes_nan_payload(n.op):
-            return False
-    return True
+    return nan_payload_observer(p) is None
 
 
 def _congruent_up_to_error(f: fns.Function | None) -> bool:

@@ -18,8 +18,9 @@ NIGHTLY = settings.get_current_profile_name() == "nightly"
 NAN1, NAN2 = 0x7FC00001, 0x7FC00002
 
 
-def program(args, observer: str | None):
-    """x := observer(Add(args)) (observer None: x := Add(args) itself)."""
+def program(args, observer: str | None, into_output: bool = False):
+    """x := observer(Add(args)) (observer None: x := Add(args) itself);
+    `into_output`: fetched instead."""
     nodes = [{"name": "hx", "op": "Var", "var": "x"},
              {"name": "s", "op": "Add", "inputs": args}]
     value, dtype = "s", "float32"
@@ -33,12 +34,13 @@ def program(args, observer: str | None):
     elif observer == "Exp":
         nodes.append({"name": "c", "op": "tf.Exp/1/1", "inputs": ["s"], "tf_attrs": {}})
         value = "c"
-    nodes.append({"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["hx", value]})
+    if not into_output:
+        nodes.append({"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["hx", value]})
     return program_from_json({
         "format": "tfsem.program/1",
         "variables": {"x": {"dtype": dtype, "shape": [1]}},
         "feeds": {"a": {"dtype": "float32", "shape": [1]}, "b": {"dtype": "float32", "shape": [1]}},
-        "nodes": nodes, "outputs": {}})
+        "nodes": nodes, "outputs": {"o": value} if into_output else {}})
 
 
 def test_the_two_orders_of_an_add_of_two_nans_differ_in_payload():
@@ -77,3 +79,20 @@ def test_the_oracle_tells_the_bitcast_swap_apart():
         ours = outcome_set(p, feeds, init, "atomic", "outputs+state")
         theirs = outcome_set(q, feeds, init, "atomic", "outputs+state")
     assert [o for o, _ in theirs.items() if o not in ours]
+
+
+@pytest.mark.parametrize("into_output", [False, True])
+def test_the_checker_proves_no_swap_whose_nan_bits_are_shown(into_output):
+    """The whole checker: the structural rule refuses the Assign case, and
+    the symbolic proof (Z3 has one NaN, so Add(a, b) = Add(b, a) there and
+    Bitcast of both is one term) is not taken as `sound` where a Bitcast
+    shows a NaN's bits (checking/check.py NAN_PAYLOAD_OBSERVERS): false
+    `sound` for both, found by review10."""
+    from tfsem.checking import check_rewrite
+    from tfsem.oracle import kernels
+    p = program(["$a", "$b"], "Bitcast", into_output)
+    q = program(["$b", "$a"], "Bitcast", into_output)
+    with kernels.use(False):
+        v = check_rewrite(p, q, timeout=10)
+    assert v.verdict != "sound", v.describe()
+    assert "NaN's bits" in v.reason or "(V)" in v.reason
