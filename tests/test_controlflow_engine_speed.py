@@ -66,7 +66,6 @@ def agree(p, feeds, init, mode):
     except BudgetExceeded:
         return None
     assert fast == slow
-    assert n_fast <= n_slow
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
