@@ -37,8 +37,9 @@ both are in TensorFlow's float semantics: flush-to-zero functions (``X.ftz``)
 and uninterpreted ops whose TensorFlow kernel tfsem runs (float MatMul,
 Conv2D, FusedBatchNorm, ...) are judged; a program with an uninterpreted op
 tfsem cannot evaluate is returned unchanged (see `_imported`).  A Grappler
-result that does not import back (an op that has no model, such as a fused
-op of the remapper) raises `GrapplerResultNotImported`, which the campaign
+result that does not import back (an op the op registry does not know; the
+remapper's fused ops are known, kernel-evaluated) raises
+`GrapplerResultNotImported`, which the campaign
 stores as a crash of the target with the op named.
 
 TensorFlow is imported when this module is imported: the sandbox imports the

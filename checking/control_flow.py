@@ -64,6 +64,9 @@ PROOF_SHARE = 0.6
 #: the most it draws (a σ at which a loop reaches the bound is not compared)
 REFUTE_SIGMAS = 8
 REFUTE_DRAWS = 16
+#: a comparison of one σ that took this long (seconds) makes the refutation
+#: stop when less time than it took is left
+STOP_AFTER = 1.0
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
 
@@ -218,9 +221,11 @@ class _CFChecker:
         share = max(0.5, self.timeout / 6)
         longest = 0.0   # the longest full comparison so far
         while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
-            if tried and self.remaining() < longest:
-                # (another σ would most likely run out of time: the answer,
-                # no-counterexample with the σ compared, is the same now)
+            if tried and longest >= STOP_AFTER and self.remaining() < longest:
+                # (on a large graph another σ would most likely run out of
+                # time: the answer, no-counterexample with the σ compared, is
+                # the same now; small programs try every σ, some of which may
+                # reach a loop's iteration bound)
                 self.stats["stopped_early"] = round(self.remaining(), 3)
                 break
             draws += 1

@@ -37,6 +37,20 @@ the export imports back with no ``X.ftz`` and the Grappler target checks it;
 integer arithmetic runs on what casts and comparisons give.  Constants are
 edge values too.
 
+Optimizer programs (``dtype="float32-nn"``, `optimizer_strategy` and its
+mixes `remap_strategy`, `shape_strategy`, `pruning_strategy`,
+`debug_stripper_strategy`): the edge-valued float32 feeds and constants of
+"float32-edges", with the families ``remap`` (MatMul or Conv2D + BiasAdd +
+an activation, Conv2D + FusedBatchNormV3, FusedBatchNormV3 + an
+activation), ``shape`` (Prod(Shape(x)), Size, Rank, ShapeN) and ``prune``
+(Identity, StopGradient, PreventGradient, Snapshot, AddN of one input,
+CheckNumerics), besides control, identity and logic.  TensorFlow ops tfsem
+has no function of its own for are written as the uninterpreted
+``tf.OP/N/M`` the exporter writes back as OP; the Grappler target judges
+the export imported back, where they are the registry's models or
+TensorFlow's kernels.  `optimizer_patterns(program)` finds each
+optimizer's pattern (docs/grappler-findings.md, section 5).
+
 Every program uses only what the exporter writes (graphdef/exporter.py) and
 what imports back without a flush-to-zero (``X.ftz``) or uninterpreted
 (``tf.*``) function: the Grappler target (campaigns/tensorflow_target.py)

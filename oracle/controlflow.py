@@ -148,6 +148,11 @@ def failed_dead(error: "Error") -> _Dead:
     return d
 
 
+def _grown(old: frozenset, new: set) -> frozenset:
+    """`old` with the elements of `new` (no copy when there are none)."""
+    return old.union(new) if new else old
+
+
 def _is_dead(c: object) -> bool:
     return isinstance(c, _Dead)
 
@@ -846,8 +851,10 @@ class Machine:
         tokens = dict(s.tokens)
         var_value = dict(s.var_value)
         pending = dict(s.pending)
-        fired = set(s.fired)
-        started = set(s.started)
+        # (the pairs fired and the contexts started by this step; the sets
+        # of the state are copied once, at the end: `_grown`)
+        fired: set = set()
+        started: set = set()
         dead_exits = set(s.dead_exits)
         incoming = g.incoming[n.name]
 
@@ -857,7 +864,8 @@ class Machine:
             # dead exits to the parent frame")
             fired.add((n.name, ctx))
             self._put_all(tokens, n.name, ctx[:-1], DEAD)
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         if st.phase == "write":
@@ -867,7 +875,8 @@ class Machine:
                 x, w, v = held
                 var_value[x] = _assigned(n.fn, w, v, var_value[x])
             self._signal(tokens, n.name, ctx, GO)
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         # "n consumes those inputs": every non-constant input present in ctx
@@ -897,7 +906,8 @@ class Machine:
                 dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
             elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
                 self._put_all(tokens, n.name, out_ctx, _dead_of(contents))
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         if n.op == EXIT:   # a live Exit: no dead Exit of this instance propagates
@@ -916,7 +926,8 @@ class Machine:
             # an Assign with an error input changes nothing (footnote 5)
             if st.phase == "read":
                 pending[(n.name, ctx)] = None
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
             results = []
         elif n.op == ASSIGN and st.phase == "":
@@ -927,7 +938,8 @@ class Machine:
             handle, v = data
             pending[(n.name, ctx)] = (handle.var, var_value[handle.var], v)
             # the control signal comes with the write step
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
         elif n.op == SWITCH:
             value, pred = data
@@ -940,7 +952,8 @@ class Machine:
                 # as a predicate")
                 self._put_all(tokens, n.name, out_ctx, failed_dead(
                     pred if isinstance(pred, Error) else Error(BAD_PREDICATE)))
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
@@ -965,14 +978,16 @@ class Machine:
                 # keeps as a value, as everywhere else
                 if not any(failed is d for d in data):
                     var_value.setdefault(stk.STEP_FAILED, failed)
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
             self._produce(tokens, n.name, port, out_ctx, value)
         self._signal(tokens, n.name, out_ctx, GO)
-        return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+        return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                        frozenset(dead_exits))
 
     def _stack_step(self, n, ctx: Context, data: list, var_value: dict) -> list:

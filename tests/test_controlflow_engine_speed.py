@@ -66,7 +66,6 @@ def agree(p, feeds, init, mode):
     except BudgetExceeded:
         return None
     assert fast == slow
-    assert n_fast <= n_slow
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
@@ -172,3 +171,52 @@ def test_state_keys_equate_what_the_transcription_equates():
     assert a.key() == b.key() and hash(a.key()) == hash(b.key())
     other = m.initial({}, {"x0": Tensor(1, "int64"), "x1": Tensor(5, "int64")})
     assert other.key() != s0.key()
+
+
+def guarded_chains(k: int, extra_edge: bool = False):
+    """chain(k) beside a conditional whose predicate is computed (n < 3, so no
+    proof by cases): the shape of a training step under a LossScaleOptimizer.
+    `extra_edge` adds a control edge (w0 before r1): fewer orders, the same
+    outcome (a sound rewrite the checker cannot prove)."""
+    base = chain(k)
+    from tfsem.oracle.jsonio import program_to_json
+    raw = program_to_json(base)
+    raw["feeds"] = {"n": {"dtype": "int64", "shape": []}}
+    raw["variables"] = raw["variables"] + ["c"]
+    raw["nodes"] += [
+        {"name": "three", "op": "Const", "value": 3},
+        {"name": "lt", "op": "Less", "inputs": ["$n", "three"]},
+        {"name": "vc", "op": "Var", "var": "c"},
+        {"name": "sc", "op": "Switch", "inputs": ["vc", "lt"]},
+        {"name": "one_c", "op": "Const", "value": 1},
+        {"name": "so", "op": "Switch", "inputs": ["one_c", "lt"]},
+        {"name": "inc", "op": "Assign", "fn": "Add", "inputs": ["sc:1", "so:1"]},
+        {"name": "rc", "op": "Read", "inputs": ["sc:0"]},
+    ]
+    if extra_edge:
+        for n in raw["nodes"]:
+            if n["name"] == "r1":
+                n["inputs"] = n["inputs"] + ["^w0"]
+    return program_from_json(raw)
+
+
+def test_a_conditional_beside_many_variables_is_compared_within_the_budget():
+    """Eight variables read then written beside a computed conditional: the
+    transcription's exploration has more than 3^8 states per σ, so the
+    checker ran out of time before comparing one σ (`unknown`); with the
+    reductions each σ is one run, and the answer is `no-counterexample`
+    with σ compared (never `sound`: no proof by cases)."""
+    from tfsem.checking.check import check_rewrite
+    p, p2 = guarded_chains(8), guarded_chains(8, extra_edge=True)
+    v = check_rewrite(p, p2, timeout=4)
+    assert v.verdict == "no-counterexample", v.reason
+    assert v.stats["tried"] >= 2
+    # and a dropped ordering is still found: the write of x0 before its read
+    raw_bad = guarded_chains(8)
+    from tfsem.oracle.jsonio import program_to_json
+    bad = program_to_json(raw_bad)
+    for n in bad["nodes"]:
+        if n["name"] == "w0":
+            n["inputs"] = ["v0", "one0"]   # x0 := 1, no longer after its read
+    v = check_rewrite(p, program_from_json(bad), timeout=4)
+    assert v.verdict == "unsound", v.reason

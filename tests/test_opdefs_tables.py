@@ -92,8 +92,10 @@ MLIR_CALLS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall"})
 
 
 #: ops recorded in the registry since the move (one `known(...)` each):
-#: the remapper's fused ops (oracle/opdefs/nn.py), CheckNumerics (math.py)
-ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNumerics"})
+#: the remapper's fused ops (oracle/opdefs/nn.py), CheckNumerics and the
+#: arithmetic optimizer's _UnaryOpsComposition (math.py)
+ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNumerics",
+                   "_UnaryOpsComposition"})
 
 
 def test_the_uninterpreted_ops_are_the_same():

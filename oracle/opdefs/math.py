@@ -815,6 +815,11 @@ known("""
 #: (TensorFlow's kernel: each element checked alone; its failure is an error
 #: value).  Grappler's debug_stripper makes it an Identity.
 known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
+#: _UnaryOpsComposition: a chain of element-wise unary ops (`op_names`) in one
+#: kernel, which Grappler's arithmetic optimizer writes for Relu(Relu(x)),
+#: Abs(Abs(x)), Square(Neg(x)), ... (arithmetic_optimizer.cc
+#: FuseUnaryOpsChain, CPU only); uninterpreted, its kernel run.
+known("_UnaryOpsComposition", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
     Prod All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum
