@@ -395,10 +395,13 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
     # or an Assign under outputs+state, must be matched)
     # (last: Reads merged whatever their control inputs, as cse-ignore-control
     # does; (H) or (H') then decides whether the merge keeps their order)
+    plans = None
     for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
                                        ("data", False))[:5 if EXTENSIONS else 4]:
         try:
-            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns)
+            if plans is None:   # (what the terms need depends on the programs alone)
+                plans = (_term_plan(p), _term_plan(p2))
+            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
                                         else "cse key" if merge_reads else "name")
@@ -520,9 +523,6 @@ class _Terms:
         self.real = _REAL.get()
         #: (E3) applies: both programs are blind to NaN payloads (`_nan_payload_blind`)
         self.sorts_commutative = not self.real
-        #: each program's Assign values as exact terms (the ≈-terms are
-        #: what (V) compares; these say where ≈ was needed)
-        self.exact_assigns: list[dict[str, int]] = []
         #: term -> the dtype its value has at every σ where it is a tensor
         #: (`dtype_of`; terms whose dtype is not known have no entry)
         self.dtypes: dict[int, str] = {}
@@ -728,11 +728,65 @@ def _congruent_up_to_error(f: fns.Function | None) -> bool:
             or tuple(f.strict()) == tuple(range(f.n_in)))
 
 
-def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple]):
-    """(Assign name -> ≈-term of its tensor input, output name -> exact term):
-    Assign values up to which error, outputs exactly (module docstring, V≈)."""
+def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
+    """Which terms `_program_terms` builds for p, node by node in
+    topological order: (name, op, data inputs, function, results, need the
+    exact term, need the ≈-term, ≈ a congruence for the function).  Exact
+    terms for the ports outputs depend on (and, with `exact_assigns`, Assign
+    values), ≈-terms for those Assign values depend on; a function ≈ is no
+    congruence for takes its exact term as its ≈-term.  It depends on p
+    alone, so the rule's attempts share it."""
+    order = p.topological_order
+    need_exact = {port.node for port in p.outputs.values()}
+    need_settled: set[str] = set()
+    for name in order:
+        n = p.node[name]
+        if n.op == ASSIGN:
+            v = n.data_inputs[1]
+            if not isinstance(v, FeedIn):
+                need_settled.add(v.node)
+                if exact_assigns:
+                    need_exact.add(v.node)
+    info: dict[str, tuple] = {}
+    for name in reversed(order):
+        n = p.node[name]
+        if n.op in (VAR, READ, ASSIGN):
+            continue
+        f = fns.lookup(n.op)
+        congruent = _congruent_up_to_error(f)
+        inputs = n.data_inputs
+        sources = [i.node for i in inputs if not isinstance(i, FeedIn)]
+        if name in need_settled:
+            if congruent:
+                need_settled.update(sources)
+            else:
+                need_exact.add(name)
+        if name in need_exact:
+            need_exact.update(sources)
+        info[name] = (f, congruent, inputs)
+    plan = []
+    for name in order:
+        n = p.node[name]
+        if n.op in (VAR, READ, ASSIGN):
+            plan.append((name, n.op, n.data_inputs, None, 0, False, False, False))
+        elif name in need_exact or name in need_settled:
+            f, congruent, inputs = info[name]
+            n_out = f.n_out if f is not None else n.n_outputs()
+            plan.append((name, n.op, inputs, f, n_out, name in need_exact,
+                         name in need_settled, congruent))
+    return plan
+
+
+def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
+                   exact_assigns: bool = False, plan: list[tuple] | None = None):
+    """(Assign name -> ≈-term of its tensor input, output name -> exact term,
+    and with `exact_assigns` Assign name -> exact term of its input): Assign
+    values up to which error, outputs exactly (module docstring, V≈).  Only
+    the terms these need are built (`_term_plan`)."""
     value: dict[tuple[str, int], int] = {}
     settled: dict[tuple[str, int], int] = {}   # the ≈-terms
+    if plan is None:
+        plan = _term_plan(p, exact_assigns)
 
     def arg(i, table) -> int:
         if isinstance(i, FeedIn):
@@ -740,35 +794,32 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple])
         return table[(i.node, i.port)]
 
     assigns: dict[str, int] = {}
-    exact_assigns: dict[str, int] = {}
-    for name in p.topological_order:
-        n = p.node[name]
-        if n.op == VAR:
+    exact: dict[str, int] = {}
+    for name, op, inputs, f, n_out, need_exact, need_settled, congruent in plan:
+        if op == VAR:
             continue
-        if n.op == READ:
+        if op == READ:
             value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
-        elif n.op == ASSIGN:
-            assigns[name] = arg(n.data_inputs[1], settled)
-            exact_assigns[name] = arg(n.data_inputs[1], value)
+        elif op == ASSIGN:
+            assigns[name] = arg(inputs[1], settled)
+            if exact_assigns:
+                exact[name] = arg(inputs[1], value)
         else:
-            f = fns.lookup(n.op)
-            n_out = f.n_out if f is not None else n.n_outputs()
-            exact = tuple(arg(i, value) for i in n.data_inputs)
-            results = terms.apply(n.op, n.attrs, exact, n_out)
-            for port, t in enumerate(results):
-                value[(name, port)] = t
-            if _congruent_up_to_error(f):
-                up_to_error = tuple(arg(i, settled) for i in n.data_inputs)
-                if up_to_error != exact:
-                    results = terms.apply_up_to_error(n.op, n.attrs, up_to_error, n_out)
-                elif len(exact) == 2 and commutes_up_to_error(n.op) and terms.sorts_commutative:
-                    results = terms.apply_up_to_error(n.op, n.attrs, exact, n_out)
-            # (otherwise the ≈-term is the exact one: equal values are ≈)
-            for port, t in enumerate(results):
-                settled[(name, port)] = t
+            attrs = p.node[name].attrs
+            if need_exact:
+                results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
+                for port, t in enumerate(results):
+                    value[(name, port)] = t
+            if need_settled:
+                if congruent:
+                    results = terms.apply_up_to_error(
+                        op, attrs, tuple(arg(i, settled) for i in inputs), n_out)
+                # (otherwise the ≈-term is the exact one, computed above:
+                # equal values are ≈)
+                for port, t in enumerate(results):
+                    settled[(name, port)] = t
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
-    terms.exact_assigns.append(exact_assigns)
-    return assigns, outputs
+    return assigns, outputs, (exact if exact_assigns else None)
 
 
 #: A step is (node name, phase): ONE for a node that is one step, READ_STEP
@@ -802,7 +853,7 @@ def _last(p: Program, name: str, split: bool) -> Step:
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[str, Any],
-           merge_reads: bool | str, merge_assigns: bool) -> str:
+           merge_reads: bool | str, merge_assigns: bool, plans: tuple | None = None) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
     acc, acc2 = _accesses(p), _accesses(p2)
@@ -818,8 +869,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
-    assigns, outputs = _program_terms(p, terms, leaves)
-    assigns2, outputs2 = _program_terms(p2, terms, {t: ("read", t) for t in acc2})
+    leaves2 = {t: ("read", t) for t in acc2}
+    plans = plans if plans is not None else (_term_plan(p), _term_plan(p2))
+    assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
+    assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -926,7 +979,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     for o in p.outputs:
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
-    exact, exact2 = terms.exact_assigns
+    # (proved: which Assign values were equal only up to which error)
+    exact = _program_terms(p, terms, leaves, exact_assigns=True)[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True)[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
