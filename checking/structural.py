@@ -400,7 +400,8 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                                        ("data", False))[:5 if EXTENSIONS else 4]:
         try:
             if plans is None:   # (what the terms need depends on the programs alone)
-                plans = (_term_plan(p), _term_plan(p2))
+                plans = (_term_plan(p), _term_plan(p2),
+                         _nan_payload_blind(p) and _nan_payload_blind(p2))
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -864,13 +865,14 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         elif acc[s][:2] != acc2[t][:2]:
             raise _NotApplicable(f"(K) {s!r} and {t!r} differ in kind or variable")
 
+    plans = plans if plans is not None else (
+        _term_plan(p), _term_plan(p2), _nan_payload_blind(p) and _nan_payload_blind(p2))
     terms = _Terms()
-    if terms.sorts_commutative and not (_nan_payload_blind(p) and _nan_payload_blind(p2)):
+    if not plans[2]:
         terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
     leaves2 = {t: ("read", t) for t in acc2}
-    plans = plans if plans is not None else (_term_plan(p), _term_plan(p2))
     assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
     assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
 
