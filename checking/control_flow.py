@@ -64,6 +64,9 @@ PROOF_SHARE = 0.6
 #: the most it draws (a σ at which a loop reaches the bound is not compared)
 REFUTE_SIGMAS = 8
 REFUTE_DRAWS = 16
+#: a comparison of one σ that took this long (seconds) makes the refutation
+#: stop when less time than it took is left
+STOP_AFTER = 1.0
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
 
@@ -216,13 +219,25 @@ class _CFChecker:
         budget_outs = 0
         draws = 0
         share = max(0.5, self.timeout / 6)
+        longest = 0.0   # the longest full comparison so far
         while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
+            if tried and longest >= STOP_AFTER and self.remaining() < longest:
+                # (on a large graph another σ would most likely run out of
+                # time: the answer, no-counterexample with the σ compared, is
+                # the same now; small programs try every σ, some of which may
+                # reach a loop's iteration bound)
+                self.stats["stopped_early"] = round(self.remaining(), 3)
+                break
             draws += 1
             sigma = next(sigmas)
+            t0 = time.monotonic()
             # (one σ takes at most a sixth of the budget at first: a loop run
             # to the iteration bound at one σ must not take the time of the
             # others; twice as long after each σ that ran out of it)
-            found = self.compare(sigma, min(self.remaining(), share))
+            # (until one σ is compared, a σ may take all the time left: one σ
+            # compared in full is evidence, `unknown` is none)
+            found = self.compare(sigma, self.remaining() if tried == 0 else
+                                 min(self.remaining(), share))
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"
@@ -235,6 +250,7 @@ class _CFChecker:
                 share *= 2
                 continue
             tried += 1
+            longest = max(longest, time.monotonic() - t0)
         self.stats.update(tried=tried, budget_outs=budget_outs)
         if bound is not None:
             return self.verdict(UNKNOWN, f"{bound}; {tried} other σ compared, none shows a "

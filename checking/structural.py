@@ -400,7 +400,8 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                                        ("data", False))[:5 if EXTENSIONS else 4]:
         try:
             if plans is None:   # (what the terms need depends on the programs alone)
-                plans = (_term_plan(p), _term_plan(p2))
+                plans = (_term_plan(p), _term_plan(p2),
+                         _nan_payload_blind(p) and _nan_payload_blind(p2))
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -521,6 +522,8 @@ class _Terms:
         self.consts: dict[int, Any] = {}     # const term -> its Value
         self.folds: dict[tuple, tuple] = {}
         self.real = _REAL.get()
+        #: (E3) applies: both programs are blind to NaN payloads (`_nan_payload_blind`)
+        self.sorts_commutative = not self.real
         #: term -> the dtype its value has at every σ where it is a tensor
         #: (`dtype_of`; terms whose dtype is not known have no entry)
         self.dtypes: dict[int, str] = {}
@@ -620,7 +623,8 @@ class _Terms:
         """The ≈-terms of `op` applied to ≈-terms `args` (the module's
         "Assign values up to which error"): the exact application, with
         the two operands of a commutative function (E3) in one order."""
-        if not self.real and len(args) == 2 and commutes_up_to_error(op) and args[0] > args[1]:
+        if (self.sorts_commutative and len(args) == 2 and commutes_up_to_error(op)
+                and args[0] > args[1]):
             args = (args[1], args[0])
         return self.apply(op, attrs, args, n_out)
 
@@ -656,6 +660,63 @@ def commutes_up_to_error(op: str) -> bool:
         return True
     f = _UP_TO_ERROR_COMMUTATIVE.get(op)
     return f is not None and fns.lookup(op) is f
+
+
+#: Functions that turn a NaN's payload or sign into bits an outcome shows:
+#: TensorFlow's Bitcast, and the uint8 packings of scatter and slice
+#: operands where their bytes reach anything but an Assign (which unpacks
+#: them into a variable, where SPEC equality makes all NaNs equal again).
+NAN_PAYLOAD_OBSERVERS = frozenset({"Bitcast"})
+_PACKINGS = frozenset({"PackScatter", "PackSlice"})
+
+
+def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | None:
+    """(node, function) of a node of `p` that may give outcomes differing on
+    NaNs that differ only in payload or sign, or None.  SPEC equality makes
+    all NaNs equal, and every other function of tfsem's maps NaN-equal
+    arguments to NaN-equal results (arithmetic passes some NaN on,
+    comparisons and casts treat every NaN alike).  Such a node: Bitcast, a
+    packing whose bytes reach anything but an Assign's value, and with
+    `unknown` an op tfsem knows nothing of (`tf.OP/N/M` not among the known
+    ops) or a function a user registered (Assign functions included)."""
+    consumers: dict[str, set] = {}
+    for n in p.nodes:
+        for k, i in enumerate(n.data_inputs):
+            if not isinstance(i, FeedIn):
+                consumers.setdefault(i.node, set()).add("value" if n.op == ASSIGN and k == 1
+                                                        else n.op)
+    for n in p.nodes:
+        op = n.attrs.get("fn") if n.op == ASSIGN else n.op
+        if not isinstance(op, str) or op in (VAR, READ):
+            continue
+        name = op[3:].split("/", 1)[0] if op.startswith("tf.") else op
+        if name in NAN_PAYLOAD_OBSERVERS:
+            return n.name, name
+        if name in _PACKINGS and (consumers.get(n.name, set()) - {"value"}
+                                  or n.name in {o.node for o in p.outputs.values()}):
+            return n.name, name
+        if not unknown:
+            continue
+        f = fns.lookup(op)
+        if f is None:
+            continue               # not a function: control flow
+        if op.startswith("tf."):
+            from tfsem.oracle.opdefs.registry import known_ops
+            if name not in known_ops():
+                return n.name, name
+        elif not getattr(f.impl, "__module__", "").startswith("tfsem."):
+            return n.name, name
+    return None
+
+
+def _nan_payload_blind(p: Program) -> bool:
+    """Whether no function of `p` observes a NaN's payload or sign
+    (`nan_payload_observer`): then two runs whose values differ only there
+    have equal outcomes, which (E3) needs where the two orders of an IEEE
+    addition or multiplication of two NaNs give different NaNs (x86, numpy
+    and TensorFlow pass on the first operand's payload: Add(NaN1, NaN2) has
+    NaN1's bits, Add(NaN2, NaN1) NaN2's; Bitcast shows them)."""
+    return nan_payload_observer(p) is None
 
 
 def _congruent_up_to_error(f: fns.Function | None) -> bool:
@@ -804,11 +865,14 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         elif acc[s][:2] != acc2[t][:2]:
             raise _NotApplicable(f"(K) {s!r} and {t!r} differ in kind or variable")
 
+    plans = plans if plans is not None else (
+        _term_plan(p), _term_plan(p2), _nan_payload_blind(p) and _nan_payload_blind(p2))
     terms = _Terms()
+    if not plans[2]:
+        terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
     leaves2 = {t: ("read", t) for t in acc2}
-    plans = plans if plans is not None else (_term_plan(p), _term_plan(p2))
     assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
     assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
 

@@ -148,6 +148,11 @@ def failed_dead(error: "Error") -> _Dead:
     return d
 
 
+def _grown(old: frozenset, new: set) -> frozenset:
+    """`old` with the elements of `new` (no copy when there are none)."""
+    return old.union(new) if new else old
+
+
 def _is_dead(c: object) -> bool:
     return isinstance(c, _Dead)
 
@@ -205,16 +210,26 @@ class CFState:
     started: frozenset                                 # contexts that exist
     pending: Mapping[tuple[str, Context], tuple] = field(default_factory=dict)
     dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
+    #: the (node, context) pairs that may have a step, each with its steps
+    #: or None when not known (Machine._candidates), kept from state to
+    #: state; not part of the state (key, equality)
+    cand: object = field(default=None, compare=False, repr=False)
 
     def key(self) -> tuple:
-        return (tuple(sorted(self.var_value.items())),
-                tuple(sorted(self.tokens.items(), key=repr)),
-                self.fired, self.started,
-                tuple(sorted(self.pending.items(), key=repr)), self.dead_exits)
+        """The state as a hashable value: two states with equal keys are
+        equal.  (Sets of items, not lists sorted by repr: each mapping has
+        unique keys, so its set of items determines it, and every content is
+        hashable; printing tensors to sort them took half of a run's time on
+        real graphs.)"""
+        return (frozenset(self.var_value.items()), frozenset(self.tokens.items()),
+                self.fired, self.started, frozenset(self.pending.items()), self.dead_exits)
 
 
 class Machine:
     """The rules above for one program (its graph and static frames)."""
+
+    #: whether :meth:`lone_access` may make an access eager (tests turn it off)
+    lone_accesses = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -238,6 +253,18 @@ class Machine:
                             and e.src[0] not in self.constant_enter}
         self.back_edges = {e.id for n in p.nodes if n.op == MERGE
                            for e, i in zip(g.incoming[n.name], n.inputs) if p.is_back_edge(n.name, i)}
+        # the index of :meth:`_raw_steps` (see there)
+        self._dst = {e.id: e.dst[0] for e in g.edges if e.dst is not None}
+        self._const_edges = {e.id for e in g.edges
+                             if e.src is not None and e.src[0] in self.constant_enter}
+        self._always = {n.name for n in p.nodes if n.op == MERGE or not g.incoming[n.name]}
+        # the nodes all of whose incoming edges come from constant Enters
+        # (the others: :meth:`_token_candidates`)
+        self._const_only = {n.name for n in p.nodes if n.op != MERGE and g.incoming[n.name]
+                            and all(e.id in self._const_edges for e in g.incoming[n.name])}
+        self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
+        self._index = {n.name: i for i, n in enumerate(p.nodes)}
+        self._written: list = []
 
     # -- contents -----------------------------------------------------------
 
@@ -258,15 +285,156 @@ class Machine:
     # -- enabled steps -------------------------------------------------------
 
     def _raw_steps(self, s: CFState) -> list[Step]:
-        """The steps whose inputs are there, before the parallel_iterations window."""
+        """The steps whose inputs are there, before the parallel_iterations
+        window: :meth:`_raw_steps_of` on the (node, context) pairs that may
+        have a step, found from the tokens in transit instead of trying
+        every node in every context.
+
+        Why none is missed: a node other than a Merge with an incoming edge
+        has a step in ctx only when every incoming edge holds content in
+        ctx, so in particular its first one does: a token (e, k) with
+        k = _key(e, ctx), which is ctx itself, or, for an edge from a
+        constant Enter, iteration 0 of ctx's innermost loop instance (then
+        every context of that instance with the node's frames is a
+        candidate).  A node with no incoming edge and every Merge (which may
+        fire dead on edges that count as dead without a token) are tried in
+        every context of their frames, as the transcription does; a pending
+        decomposed write is a candidate.  The candidates are tried in the
+        transcription's order (nodes in program order, contexts in the
+        order of `s.started`), so the steps are the same list:
+        tests/test_controlflow_engine_speed.py compares the two on every
+        state of generated runs."""
+        cand = s.cand if s.cand is not None else self._candidates(s)
+        started = s.started
+        kept: dict = {}
+        by_node: dict[str, list] = {}
+        for pair, got in cand.items():
+            if pair[1] not in started:
+                kept[pair] = None
+                continue
+            if got is None:
+                got = tuple(self._raw_steps_of(s, ((self.p.node[pair[0]], (pair[1],)),)))
+            if got:
+                kept[pair] = got
+                by_node.setdefault(pair[0], []).append(pair[1])
+        # only the pairs with a step stay candidates, with their steps: a
+        # pair's steps change only when a token is written on one of its
+        # edges, its context is started or it fires (tokens stay until
+        # their node fires, and a step's inputs being there is monotone in
+        # them), and :meth:`_next_candidates` marks those pairs again
+        object.__setattr__(s, "cand", kept)
+        index = self._index
+        order: dict = {}
         steps: list[Step] = []
-        for n in self.p.nodes:
-            for ctx in self._contexts_of(s, n.name):
+        for name in sorted(by_node, key=index.__getitem__):
+            cs = by_node[name]
+            if len(cs) > 1:   # (in the order of s.started, as the transcription)
+                if not order:
+                    order.update((c, i) for i, c in enumerate(started))
+                cs.sort(key=order.__getitem__)
+            for c in cs:
+                steps.extend(kept[(name, c)])
+        return steps
+
+    def _candidates(self, s: CFState) -> dict:
+        """The (node, context) pairs that may have a step in `s` (see
+        :meth:`_raw_steps`), computed from the whole state (each mapped to
+        None: its steps are not known yet)."""
+        fired, pending = s.fired, s.pending
+        out: dict = {}
+
+        def add(pair) -> None:
+            if pair not in fired or pair in pending:
+                out[pair] = None
+        contexts = list(s.started)
+        for name in self._always:
+            want = self._frame_of[name]
+            for c in contexts:
+                if len(c) == len(want) and tuple(f for f, _ in c) == want:
+                    add((name, c))
+        for (eid, k) in s.tokens:
+            self._token_candidates(eid, k, contexts, add)
+        for pair in s.pending:
+            out[pair] = None
+        return out
+
+    def _token_candidates(self, eid: str, k: Context, contexts, add, written: bool = False) -> None:
+        """The pairs a token on edge `eid` in context `k` may enable
+        (`written`: the token was just written)."""
+        dst = self._dst.get(eid)
+        if dst is None:
+            return
+        want = self._frame_of[dst]
+        if eid in self._const_edges and k:
+            if dst not in self._const_only and not written:
+                # (dst has an edge from elsewhere, which must hold a token
+                # too: dst becomes a candidate with that token, or when this
+                # one is written if it comes last)
+                return
+            outer, frame = k[:-1], k[-1][0]
+            for c in contexts:
+                if len(c) == len(want) and c[:-1] == outer and c[-1][0] == frame \
+                        and tuple(f for f, _ in c) == want:
+                    add((dst, c))
+        elif len(k) == len(want) and tuple(f for f, _ in k) == want:
+            add((dst, k))
+
+    def _next_candidates(self, s: CFState, st: Step, s2: CFState) -> dict:
+        """The candidates of s2 = fire_step(s, st), from those of s: the pair
+        that fired leaves (unless a decomposed write is pending), and the
+        pairs every token written by the step may enable, and, for each
+        context the step started, every Merge and input-less node of its
+        frames and every consumer of a constant Enter's value there come
+        in.  (A pair is enabled only through a token on one of its edges, a
+        new context, or a pending write: nothing else can make one; the
+        tests compare the steps with the transcription's on every state.)"""
+        base = s.cand if s.cand is not None else self._candidates(s)
+        fired, pending = s2.fired, s2.pending
+        out = dict(base)
+        out.pop((st.node, st.ctx), None)
+
+        def add(pair) -> None:   # (steps to be found again)
+            if pair not in fired or pair in pending:
+                out[pair] = None
+        if (st.node, st.ctx) in pending:
+            out[(st.node, st.ctx)] = None
+        new_contexts = s2.started - s.started if len(s2.started) != len(s.started) else ()
+        contexts = list(s2.started)
+        for (eid, k) in self._written:
+            if (eid, k) in s2.tokens:
+                self._token_candidates(eid, k, contexts, add, written=True)
+        for c in new_contexts:
+            frames = tuple(f for f, _ in c)
+            for name in self._always:
+                if self._frame_of[name] == frames:
+                    add((name, c))
+            for eid in self._const_edges:
+                if (eid, c[:-1] + ((c[-1][0], 0),)) in s2.tokens:
+                    self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
+        return out
+
+    def _raw_steps_reference(self, s: CFState) -> list[Step]:
+        """The transcription: every node tried in every context of its frames."""
+        return self._raw_steps_of(s, ((n, self._contexts_of(s, n.name)) for n in self.p.nodes))
+
+    def _raw_steps_of(self, s: CFState, pairs) -> list[Step]:
+        """The steps whose inputs are there, among (node, its contexts) `pairs`."""
+        steps: list[Step] = []
+        tokens, const = s.tokens, self._const_edges
+        for n, contexts in pairs:
+            for ctx in contexts:
                 if (n.name, ctx) in s.fired:
                     if (n.name, ctx) in s.pending:
                         steps.append(Step(n.name, ctx, "write"))
                     continue
                 incoming = self.g.incoming[n.name]
+                if n.op != MERGE:
+                    # (a first input not there yet ends the test: the waiting
+                    # node has no step; the same keys as `content`)
+                    inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+                    if any((e.id, inner if e.id in const else ctx) not in tokens
+                           for e in incoming):
+                        continue
                 contents = [self.content(s, e, ctx) for e in incoming]
                 if n.op == MERGE:
                     # "A merge node is ready if all control inputs have arrived and
@@ -304,7 +472,9 @@ class Machine:
         if st.dead or st.phase == "end":
             return True
         op = self.p.node[st.node].op
-        if op in (READ, ASSIGN) or op in _STACK_ACCESS:
+        if op in (READ, ASSIGN):
+            return self.lone_access(s, st)
+        if op in _STACK_ACCESS:
             return False
         if op == stk.STACK:
             # a StackV2 commutes unless it fails (a max_size that is no int32
@@ -325,6 +495,279 @@ class Machine:
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
 
+    # -- accesses that commute with everything left (a partial-order reduction) --
+
+    def _access_index(self) -> None:
+        """The static facts :meth:`lone_access` needs, computed once: the
+        variables each Read and Assign may touch (its handle traced back
+        through Switch, Merge, Enter, Exit and NextIteration to Var nodes;
+        the rule is off for the whole program when one cannot be traced, or
+        when it has stacks), the accesses each one conflicts with (same
+        variable, one of the two an Assign), and, for each access outside
+        every loop, the accesses outside every loop that wait for it."""
+        p, g = self.p, self.g
+        self._por = self.lone_accesses and not p.has_stacks
+        self._vars: dict[str, frozenset] = {}
+        access = [n for n in p.nodes if n.op in (READ, ASSIGN)]
+
+        def traced(name: str, port: int, seen: set) -> "frozenset | None":
+            n = p.node.get(name)
+            if n is None:
+                return None
+            if n.op == VAR:
+                return frozenset((n.var,))
+            if n.op not in (SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION) or name in seen \
+                    or (n.op == MERGE and port == 1):
+                return None if name not in seen else frozenset()
+            seen.add(name)
+            ins = n.data_inputs if n.op == MERGE else n.data_inputs[:1]
+            out: set = set()
+            for i in ins:
+                if not hasattr(i, "node"):
+                    return None
+                got = traced(i.node, i.port, seen)
+                if got is None:
+                    return None
+                out |= got
+            return frozenset(out)
+
+        for n in access:
+            first = n.data_inputs[0] if n.data_inputs else None
+            got = traced(first.node, first.port, set()) if hasattr(first, "node") else None
+            if got is None:
+                self._por = False
+                return
+            self._vars[n.name] = got
+        self._conflicts = {a.name: [b.name for b in access if b.name != a.name
+                                    and self._vars[a.name] & self._vars[b.name]
+                                    and ASSIGN in (a.op, b.op)] for a in access}
+        # waits-for edges between nodes outside every loop: v cannot fire in
+        # the root context before u has (its content on that edge is put
+        # there only by u firing in the root context), unless v is a Merge
+        # and the edge one of its data inputs (a Merge waits for one live
+        # data input, not all)
+        # (an Enter outside every loop is such a v too; a loop's Exits are
+        # joined to its Enters by `_loop_chains`)
+        succ: dict[str, list[str]] = {}
+        for v in p.nodes:
+            if self._frame_of[v.name] or (v.op in (EXIT, NEXT_ITERATION)):
+                continue
+            for e in g.incoming[v.name]:
+                if e.src is None or (v.op == MERGE and e.kind != CONTROL):
+                    continue
+                u = e.src[0]
+                if self._frame_of.get(u, ()) or p.node[u].op in (ENTER, EXIT, NEXT_ITERATION):
+                    continue
+                succ.setdefault(u, []).append(v.name)
+        self._after_loop = self._loop_chains(access, succ)
+        self._after: dict[str, frozenset] = {}
+        for a in access:
+            if self._frame_of[a.name]:
+                continue
+            seen, todo = {a.name}, [a.name]
+            while todo:
+                for v in succ.get(todo.pop(), ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            self._after[a.name] = frozenset(seen)
+
+    def _loop_chains(self, access, succ) -> dict[str, frozenset]:
+        """For each access a inside a loop F entered from the root context
+        (frames exactly (F,)), the accesses outside every loop that wait for
+        every live firing of a, in any iteration.
+
+        A chain (S, N, M, X) of F makes them: M a Merge of F whose data
+        inputs are one non-constant Enter (from the root) and one back edge
+        from the NextIteration N; S a Switch of F that waits for M in the
+        same iteration (a waits-for path inside F); N and a dead whenever
+        S's port 1 is (a *deadness path* from S's port-1 data edge: every
+        node on it fires dead when its input on the path is dead -- no
+        Merge, NextIteration or Exit inside it); N waits for a in the same
+        iteration; the Exit X is live only when S's port 0 is (a deadness
+        path from port 0).  Then any b outside every loop with a
+        waits-for path from X waits for every live firing of a:
+
+        * b fires after X's token is in the root context: X fired live in
+          some iteration k, or the instance was done (nothing can fire in
+          it any more: every firing of a has happened) and X's dead exit
+          propagated;
+        * X live at k means S(k) forwarded to port 0, so port 1 was dead at
+          k: a(k) and N(k) fired dead;
+        * M(i) for i > 0 fires only on N(i-1)'s live token (its Enter edge
+          counts as dead after iteration 0 and carries nothing on the back
+          edge otherwise), so M(k) fired means N(k-1), S(k-1), M(k-1), ...
+          N(j) fired for every j < k, and N(j) waits for a(j): every a(j)
+          with j < k fired before X(k);
+        * no a(j) with j > k is live: S(j) waits for M(j), which needs N(j-1)
+          live, ..., N(k) live, but N(k) is dead.
+        So every live firing of a precedes b.  (A dead firing of a touches
+        no variable: it conflicts with nothing.)
+
+        The same chains join a loop's Enter E (M's) to its Exits in `succ`
+        (the waits-for edges outside every loop, which this extends): a node
+        outside every loop after an Exit X (S waits for M, N for S, X for S,
+        by waits-for paths inside F) waits for E.  X's token in the root
+        context comes from X live at some iteration k, after S(k), M(k), and
+        (k > 0) N(k-1), S(k-1), ..., M(0), which waits for E (its back edge
+        counts as dead in iteration 0, so it fires on E's token, live or
+        dead); or from the dead exits when the instance is done, which
+        needs every Enter of F fired."""
+        p, g = self.p, self.g
+        loop_of = {n.name: self._frame_of[n.name][0] for n in p.nodes
+                   if len(self._frame_of[n.name]) == 1}
+        entered = {n.attrs["frame_name"] for n in p.nodes
+                   if n.op == ENTER and not self._frame_of[n.name]}
+        inner_w: dict[str, list[str]] = {}
+        inner_d: dict[str, list[str]] = {}
+        for v in p.nodes:
+            f = loop_of.get(v.name)
+            if f is None or f not in entered:
+                continue
+            for e in g.incoming[v.name]:
+                if e.src is None or loop_of.get(e.src[0]) != f:
+                    continue
+                u = p.node[e.src[0]]
+                if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
+                    continue
+                inner_w.setdefault(u.name, []).append(v.name)
+                if v.op != MERGE and u.op != MERGE:
+                    inner_d.setdefault(u.name, []).append(v.name)
+
+        def closure(starts, graph, stop=(NEXT_ITERATION, EXIT)) -> set:
+            seen, todo = set(starts), list(starts)
+            while todo:
+                u = todo.pop()
+                if p.node[u].op in stop:
+                    continue
+                for v in graph.get(u, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            return seen
+
+        def port_starts(sw: str, port: int) -> list[str]:
+            return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
+                    and e.dst is not None and loop_of.get(e.dst[0]) == loop_of[sw]
+                    and p.node[e.dst[0]].op != MERGE]
+
+        def root_after(x: str) -> set:
+            starts = [e.dst[0] for e in g.outgoing[x] if e.dst is not None
+                      and not self._frame_of[e.dst[0]]
+                      and not (p.node[e.dst[0]].op == MERGE and e.kind != CONTROL)
+                      and p.node[e.dst[0]].op not in (EXIT, NEXT_ITERATION)]
+            seen, todo = set(starts), list(starts)
+            while todo:
+                for v in succ.get(todo.pop(), ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            return seen
+
+        chains = []   # (frame, M, E, S, N, exits after port 0, nodes dead with port 1)
+        for m in p.nodes:
+            if m.op != MERGE or loop_of.get(m.name) not in entered:
+                continue
+            f = loop_of[m.name]
+            ins = [e for e in g.incoming[m.name] if e.kind != CONTROL]
+            if len(ins) != 2 or any(e.src is None for e in ins):
+                continue
+            srcs = [p.node[e.src[0]] for e in ins]
+            enter = [n for n in srcs if n.op == ENTER and n.attrs.get("frame_name") == f
+                     and not n.attrs.get("is_constant") and not self._frame_of[n.name]]
+            nexts = [n for n in srcs if n.op == NEXT_ITERATION and loop_of.get(n.name) == f]
+            if len(enter) != 1 or len(nexts) != 1:
+                continue
+            nxt = nexts[0].name
+            for sw in closure([m.name], inner_w):
+                if p.node[sw].op != SWITCH or loop_of.get(sw) != f:
+                    continue
+                waiting = closure([sw], inner_w)
+                if nxt not in waiting:
+                    continue
+                live1 = closure(port_starts(sw, 1), inner_d)
+                exits = [x for x in waiting if p.node[x].op == EXIT]
+                dead0 = [x for x in closure(port_starts(sw, 0), inner_d) if p.node[x].op == EXIT]
+                chains.append((f, m.name, enter[0].name, sw, nxt, exits, dead0, live1))
+        # the Enter -> Exit joins first (a chain's X waits for its E) ...
+        for (f, m, e, sw, nxt, exits, dead0, live1) in chains:
+            for x in exits:
+                succ.setdefault(e, []).extend(
+                    d.dst[0] for d in g.outgoing[x] if d.dst is not None
+                    and not self._frame_of[d.dst[0]]
+                    and not (p.node[d.dst[0]].op == MERGE and d.kind != CONTROL))
+        # ... then the accesses after every live firing of a loop's Read
+        out: dict[str, set] = {}
+        loop_access = [a.name for a in access if a.name in loop_of and loop_of[a.name] in entered]
+        for (f, m, e, sw, nxt, exits, dead0, live1) in chains:
+            if nxt not in live1 or not dead0:
+                continue
+            after = set().union(*(root_after(x) for x in dead0))
+            for a in loop_access:
+                if loop_of[a] == f and a in live1 and nxt in closure([a], inner_w):
+                    out.setdefault(a, set()).update(after)
+        return {a: frozenset(v) for a, v in out.items()}
+
+    def lone_access(self, s: CFState, st: Step) -> bool:
+        """Whether the Read or Assign step `st` may fire first without losing
+        a terminal state: it commutes with every step that can still come
+        before it in a run from `s`.
+
+        Why: `st` (node a in context c, atomic: not a decomposed Assign's
+        read or write step) touches only the variables a's handle can name
+        (static, `_access_index`); on tokens, fired and started it is like a
+        function step, which commutes with every other step (the argument of
+        :meth:`eager`: it consumes only its own inputs, which no other node
+        consumes, and stays enabled until it fires).  A step of another node
+        b is dependent on it only through a variable both may touch with one
+        of them an Assign (a conflict).  Each such b must be unable to fire
+        before `st` in any continuation: either b is outside every loop (it
+        fires at most once, in the root context) and has fired there, write
+        included; or a and b are both outside every loop and b waits for a
+        (a path of waits-for edges from a to b, `_access_index`: b cannot
+        fire before a does, and a fires in the root context only by `st`).
+        A Read a inside a loop F entered from the root context (frames
+        (F,)): a conflicting b outside every loop must have fired, or wait
+        for every live firing of a (`_loop_chains` argues when); a
+        conflicting b inside a loop blocks it.  An Assign a outside every
+        loop with a conflicting Read b inside a loop: a must wait for every
+        live firing of b (then when a is enabled they have all happened).
+        Any other conflicting access inside a loop blocks the rule (it may
+        fire in iterations not yet started), as does an Assign a inside a
+        loop (it conflicts with its own firings in other iterations).  Then
+        {st} is a persistent set, and firing it first loses no terminal
+        state (a Mazurkiewicz-trace argument: every run from s is equivalent
+        to one that fires st first, with the same final state).
+        tests/test_controlflow_engine_speed.py compares outcome sets with the
+        rule on and off (and without any reduction) on generated programs."""
+        if st.phase != "":
+            return False
+        if not hasattr(self, "_por"):
+            self._access_index()
+        if not self._por:
+            return False
+        a = st.node
+        root = not self._frame_of[a]
+        if not root and self.p.node[a].op == ASSIGN:
+            return False
+        fired, pending = s.fired, s.pending
+        after = self._after.get(a, frozenset()) if root else self._after_loop.get(a, frozenset())
+        for b in self._conflicts[a]:
+            if self._frame_of[b]:
+                # b inside a loop (a Read: a is an Assign outside every loop):
+                # a waits for every live firing of b, so at a state where a
+                # is enabled they have all happened; b's later firings are
+                # dead and touch nothing
+                if root and a in self._after_loop.get(b, ()):
+                    continue
+                return False
+            if (b, ()) in fired and (b, ()) not in pending:
+                continue
+            if b in after:
+                continue
+            return False
+        return True
+
     def enabled_steps(self, s: CFState) -> list[Step]:
         raw = self._raw_steps(s)
         busy = {st.ctx for st in raw}
@@ -339,7 +782,16 @@ class Machine:
             return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
                            for c in busy)
 
+        memo: dict = {}
+
         def oldest(outer: Context, frame: str) -> int:
+            # (a function of the state: computed once per loop instance)
+            got = memo.get((outer, frame))
+            if got is None:
+                got = memo[(outer, frame)] = _oldest(outer, frame)
+            return got
+
+        def _oldest(outer: Context, frame: str) -> int:
             i = 0
             while True:
                 it = outer + ((frame, i),)
@@ -351,16 +803,29 @@ class Machine:
                     return i
                 i += 1
 
+        windows: dict = {(): True}
+
         def in_window(ctx: Context) -> bool:
-            for level, (frame, i) in enumerate(ctx):
-                if i >= oldest(ctx[:level], frame) + self.parallel.get(frame, 10):
-                    return False
-            return True
+            got = windows.get(ctx)
+            if got is None:
+                got = windows[ctx] = all(
+                    i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
+                    for level, (frame, i) in enumerate(ctx))
+            return got
 
         steps = [st for st in raw if in_window(st.ctx)]
-        for (x, outer, frame) in sorted(s.dead_exits, key=repr):
-            if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame):
-                steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
+        # (the dead exits that may propagate, in the transcription's order)
+        done: dict = {}
+
+        def instance_done_once(outer: Context, frame: str) -> bool:
+            got = done.get((outer, frame))
+            if got is None:
+                got = done[(outer, frame)] = instance_done(outer, frame)
+            return got
+        ends = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                if (x, outer + ((frame, -1),)) not in s.fired and instance_done_once(outer, frame)]
+        for (x, outer, frame) in sorted(ends, key=repr):
+            steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
 
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
@@ -372,14 +837,24 @@ class Machine:
     # -- firing --------------------------------------------------------------
 
     def fire_step(self, s: CFState, st: Step) -> CFState:
+        """The state after step `st` (the rules above, :meth:`_fire`), with
+        its candidates carried over (:meth:`_next_candidates`)."""
+        self._written = []
+        s2 = self._fire(s, st)
+        object.__setattr__(s2, "cand", self._next_candidates(s, st, s2))
+        return s2
+
+    def _fire(self, s: CFState, st: Step) -> CFState:
         p, g = self.p, self.g
         n = p.node[st.node]
         ctx = st.ctx
         tokens = dict(s.tokens)
         var_value = dict(s.var_value)
         pending = dict(s.pending)
-        fired = set(s.fired)
-        started = set(s.started)
+        # (the pairs fired and the contexts started by this step; the sets
+        # of the state are copied once, at the end: `_grown`)
+        fired: set = set()
+        started: set = set()
         dead_exits = set(s.dead_exits)
         incoming = g.incoming[n.name]
 
@@ -389,7 +864,8 @@ class Machine:
             # dead exits to the parent frame")
             fired.add((n.name, ctx))
             self._put_all(tokens, n.name, ctx[:-1], DEAD)
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         if st.phase == "write":
@@ -399,7 +875,8 @@ class Machine:
                 x, w, v = held
                 var_value[x] = _assigned(n.fn, w, v, var_value[x])
             self._signal(tokens, n.name, ctx, GO)
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         # "n consumes those inputs": every non-constant input present in ctx
@@ -429,7 +906,8 @@ class Machine:
                 dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
             elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
                 self._put_all(tokens, n.name, out_ctx, _dead_of(contents))
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
 
         if n.op == EXIT:   # a live Exit: no dead Exit of this instance propagates
@@ -448,7 +926,8 @@ class Machine:
             # an Assign with an error input changes nothing (footnote 5)
             if st.phase == "read":
                 pending[(n.name, ctx)] = None
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
             results = []
         elif n.op == ASSIGN and st.phase == "":
@@ -459,7 +938,8 @@ class Machine:
             handle, v = data
             pending[(n.name, ctx)] = (handle.var, var_value[handle.var], v)
             # the control signal comes with the write step
-            return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+            return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                            frozenset(dead_exits))
         elif n.op == SWITCH:
             value, pred = data
@@ -472,7 +952,8 @@ class Machine:
                 # as a predicate")
                 self._put_all(tokens, n.name, out_ctx, failed_dead(
                     pred if isinstance(pred, Error) else Error(BAD_PREDICATE)))
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
@@ -497,14 +978,16 @@ class Machine:
                 # keeps as a value, as everywhere else
                 if not any(failed is d for d in data):
                     var_value.setdefault(stk.STEP_FAILED, failed)
-                return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+                return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                                frozenset(dead_exits))
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
             self._produce(tokens, n.name, port, out_ctx, value)
         self._signal(tokens, n.name, out_ctx, GO)
-        return CFState(var_value, tokens, frozenset(fired), frozenset(started), pending,
+        return CFState(var_value, tokens, _grown(s.fired, fired),
+                           _grown(s.started, started), pending,
                        frozenset(dead_exits))
 
     def _stack_step(self, n, ctx: Context, data: list, var_value: dict) -> list:
@@ -548,15 +1031,18 @@ class Machine:
         for e in self.g.outgoing[name]:
             if e.kind != CONTROL and e.src == (name, port):
                 tokens[(e.id, ctx)] = value
+                self._written.append((e.id, ctx))
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:
             if e.kind == CONTROL:
                 tokens[(e.id, ctx)] = value
+                self._written.append((e.id, ctx))
 
     def _put_all(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:
             tokens[(e.id, ctx)] = value
+            self._written.append((e.id, ctx))
 
     # -- runs ----------------------------------------------------------------
 
@@ -601,10 +1087,14 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         m.explored += 1
         if max_states is not None and m.explored > max_states:
             raise BudgetExceeded("states", max_states, m.explored)
-        if max_seconds is not None and m.explored & 63 == 0 \
+        if max_seconds is not None and m.explored & 15 == 0 \
                 and time.monotonic() - started > max_seconds:
             raise BudgetExceeded("seconds", max_seconds, m.explored)
-        if memo:
+        if memo and stack:
+            # (a state popped with nothing else pending is reached by the only
+            # path explored so far: it is not looked up, which saves its key
+            # on the long eager runs of large graphs; missing a merge only
+            # explores a state twice, it loses no outcome)
             k = s.key()
             if k in seen:
                 continue
@@ -613,12 +1103,16 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         if not steps:
             yield sched, s
             continue
-        labels = m.labels(s, steps)
         if memo:
             first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
             if first is not None:
-                stack.append((m.fire_step(s, steps[first]), sched + [labels[first]]))
+                st = steps[first]
+                # (its label as `labels` gives it, without labelling the others)
+                key = (st.node, st.ctx, st.phase)
+                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
+                stack.append((m.fire_step(s, st), sched + [st.label(many)]))
                 continue
+        labels = m.labels(s, steps)
         for st, label in reversed(list(zip(steps, labels))):
             stack.append((m.fire_step(s, st), sched + [label]))
 
