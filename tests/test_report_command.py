@@ -106,8 +106,8 @@ def campaigns(tmp_path_factory):
     mixed_out = tmp_path_factory.mktemp("mixed")
     logs = {name: tmp_path_factory.mktemp(f"{name}-output") for name in ("campaign", "mixed")}
     procs = {
-        "campaign": (out, _start(logs["campaign"], "fuzz", "--pass", "hoist-reads", "--semantics", "atomic", "--observe",
-                                 "outputs+state", "--budget", "10s", "--seed", "1", "--out", str(out))),
+        "campaign": (out, _start(logs["campaign"], "fuzz", "--pass", "hoist-reads", "--semantics", "atomic",
+                                 "--observe", "outputs+state", "--budget", "10s", "--seed", "1", "--out", str(out))),
         "mixed": (mixed_out, _start(logs["mixed"], "fuzz", "--pass", "prune", "--pass", "campaign_fakes:crash_on_add",
                                     "--pass", "campaign_fakes:hang_on_assign",
                                     "--pass", "campaign_fakes:dangling_on_read",
