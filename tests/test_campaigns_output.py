@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
 import sys
 
 import pytest
 
-from test_campaigns_fuzz import FAST, ONE_CELL, tfsem, tfsem_here
+from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_here
 from test_campaigns_store import unsound_record
 from tfsem.campaigns.findings import FindingRecord
 from tfsem.campaigns.signature import group_key, rewrite_change
@@ -41,17 +42,38 @@ def test_a_pass_that_rarely_changes_a_program_gets_a_warning():
     assert rarely_changes_warning("p", {"programs": 5, "identical": 5}) is None  # too few to say
 
 
+def _started(*args) -> subprocess.Popen:
+    """`tfsem ARGS` started, not waited for (`tfsem` in test_campaigns_fuzz waits)."""
+    return subprocess.Popen([sys.executable, "-m", "tfsem", *map(str, args)], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp_path):
+    # the three runs side by side (each is mostly its own budget and start-up)
+    runs = [_started("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
+                     *FAST, *ONE_CELL),
+            _started("verify", "campaign_fakes:identity", "--budget", "2s", "--out", tmp_path / "ok",
+                     *FAST, *ONE_CELL),
+            _started("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
+                     *FAST, *ONE_CELL, "--json")]
+    try:
+        r, ok, js = [_finished(proc) for proc in runs]
+    finally:
+        for proc in runs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     # drop_assigns claims unsound everywhere: its findings are expected, the run passes
-    r = tfsem("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
-              *FAST, *ONE_CELL)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "expected: the pass claims unsound here" in r.stdout, r.stdout  # found, and still exit 0
     assert re.search(r"atomic/outputs\+state\s+unsound\s+confirmed \(\d+ programs, \d+ changed", r.stdout)
     assert "result: pass" in r.stdout
     # the identity never changes a program: the claims line says so, with a warning
-    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "2s", "--out", tmp_path / "ok",
-               *FAST, *ONE_CELL)
     assert ok.returncode == 4, ok.stderr   # changed nothing: weak evidence, not green
     assert "WEAK EVIDENCE" in ok.stdout and "result: WEAK" in ok.stdout
     m = re.search(r"no counterexample \((\d+) programs?, 0 changed", ok.stdout)
@@ -59,8 +81,6 @@ def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp
     # the warning needs enough programs to say anything (a loaded machine may run few)
     warned = "warning: fake-identity changed only 0 of" in ok.stdout
     assert warned == (int(m.group(1)) >= RARELY_CHANGES_MIN_PROGRAMS), ok.stdout
-    js = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
-               *FAST, *ONE_CELL, "--json")
     cell = json.loads(js.stdout)["cells"][0]
     assert cell["changed"] == 0 and cell["identical"] == cell["programs"] > 0
 

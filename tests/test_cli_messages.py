@@ -64,6 +64,10 @@ def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
         assert "ZeroDivisionError" in out.stderr and "Traceback (most recent call last)" in out.stderr
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="nightly profile only: a 3 s campaign and a report (~7 s); "
+                           "test_report_command::test_every_command_a_page_offers_gives_what_it_promises "
+                           "runs the `tfsem report DIR` that fuzz offers, and checks the report, by default")
 def test_the_report_command_offered_by_fuzz_writes_the_report(tmp_path):
     out = tmp_path / "camp"
     r = tfsem("fuzz", "--pass", "campaign_fakes:drop_assigns", "--budget", "3s", "--out", out,

@@ -84,7 +84,7 @@ def test_uninitialized_variable_prints_as_an_error_value():
     assert {"error": "uninitialized"} in outs and 2 in outs
 
 
-@pytest.mark.parametrize("content, needle", [
+MALFORMED = [
     ("{not json", "not valid JSON"),
     ('{"nodes": [{"name": "a", "op": "Foo"}]}', "unknown operation 'Foo' [unknown-op]"),
     ('{"nodes": [{"name": "a", "op": "Neg", "inputs": ["b"]}, {"name": "b", "op": "Neg", "inputs": ["a"]}]}',
@@ -94,11 +94,37 @@ def test_uninitialized_variable_prints_as_an_error_value():
     ('{"nodes": "many"}', "nodes is a list"),
     ('{"nodes": [{"name": "c", "op": "Const", "value": ' + "9" * 5000 + '}]}', "not valid JSON"),
     ("[" * 100000 + "]" * 100000, "nested too deeply to read [too-deep]"),
-])
-def test_malformed_programs_exit_2_without_traceback(tmp_path, content, needle):
-    path = tmp_path / "bad.json"
-    path.write_text(content)
-    r = tfsem("outcomes", str(path))
+]
+
+
+def tfsem_side_by_side(*argvs: list[str]) -> list[subprocess.CompletedProcess]:
+    """`tfsem ARGV` for each ARGV, all started at once (each is mostly its
+    start-up), then each waited for."""
+    procs = [subprocess.Popen([sys.executable, "-m", "tfsem", *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for argv in argvs]
+    try:
+        said = [p.communicate(timeout=120) for p in procs]
+        return [subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(procs, said)]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+@pytest.fixture(scope="module")
+def malformed_runs(tmp_path_factory) -> list[subprocess.CompletedProcess]:
+    """`tfsem outcomes` of each malformed program, the eight side by side."""
+    paths = []
+    for i, (content, _) in enumerate(MALFORMED):
+        paths.append(tmp_path_factory.mktemp(f"malformed{i}") / "bad.json")
+        paths[-1].write_text(content)
+    return tfsem_side_by_side(*(["outcomes", str(path)] for path in paths))
+
+
+@pytest.mark.parametrize("content, needle", MALFORMED)
+def test_malformed_programs_exit_2_without_traceback(malformed_runs, content, needle):
+    r = malformed_runs[MALFORMED.index((content, needle))]
     assert r.returncode == 2
     assert needle in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
@@ -106,13 +132,14 @@ def test_malformed_programs_exit_2_without_traceback(tmp_path, content, needle):
 
 def test_bad_arguments_exit_2():
     good = str(EXAMPLES / "first_example.json")
-    for args in (["--feed", "B"], ["--feed", "B=[1,"], ["--feed", "Q=1", "--feed", "B=1"],
-                 ["--init", "y=1", "--feed", "B=1"], ["--semantics", "weird"], []):
-        r = tfsem("outcomes", good, *args)
+    bad = (["--feed", "B"], ["--feed", "B=[1,"], ["--feed", "Q=1", "--feed", "B=1"],
+           ["--init", "y=1", "--feed", "B=1"], ["--semantics", "weird"], [])
+    *runs, missing = tfsem_side_by_side(*(["outcomes", good, *args] for args in bad),
+                                        ["outcomes", "/nonexistent/file.json"])
+    for args, r in zip(bad, runs):
         assert r.returncode == 2, args
         assert "Traceback" not in r.stderr
-    r = tfsem("outcomes", "/nonexistent/file.json")
-    assert r.returncode == 2 and "No such file" in r.stderr
+    assert missing.returncode == 2 and "No such file" in missing.stderr
 
 
 def test_budget_exceeded_is_unknown_exit_3(tmp_path):
