@@ -3,7 +3,7 @@
     python benchmarks/grappler.py [--corpus examples|real] [--graphs a,b]
                                   [--optimizers dependency,...] [--timeout 10]
                                   [--kernels on|off] [--baseline-commit COMMIT]
-                                  [--repeat 1] [--json FILE]
+                                  [--repeat 1] [--json FILE] [--no-place]
 
 For every graph of the corpus (`examples`: examples/tensorflow/manifest.json;
 `real`: the real-graphs corpus examples/tensorflow/corpus/manifest.json, its
@@ -14,6 +14,11 @@ elimination and the default pipeline on `real`): Grappler's own time for the
 optimizer (`GrapplerResult.seconds`), the time to check its imported output
 against the original (`tfsem.checking.check_rewrite`, --timeout per check,
 the import not counted), and the verdict.
+
+Grappler is given each graph placed on the CPU, as `tfsem grappler` gives
+it (graphdef/grappler.py `placed`); `--no-place` gives it unplaced.  A row
+names the ops Grappler's output has that the graph had not (e.g. the
+remapper's `_FusedMatMul`).
 
 `--kernels on|off` sets TFSEM_TF_KERNELS for the checks (on: ops with no
 numpy model run on TensorFlow's kernels, docs/kernels.md).
@@ -101,8 +106,12 @@ def worker() -> int:
                 graph_defs[e["file"]] = g.as_graph_def(Path(e["base"]) / e["file"])
                 originals[e["file"]] = _import(graph_defs[e["file"]], e)
             gd, original = graph_defs[e["file"]], originals[e["file"]]
-            res = g.run_grappler(gd, e["fetches"] + e["targets"], opt)
-            row.update(grappler_s=res.seconds, nodes=f"{res.nodes_before} -> {res.nodes_after}")
+            # (a baseline tree older than `placed` runs Grappler on the graph unplaced)
+            given = g.placed(gd) if job.get("place", True) and hasattr(g, "placed") else gd
+            res = g.run_grappler(given, e["fetches"] + e["targets"], opt)
+            new_ops = sorted({n.op for n in res.graph_def.node} - {n.op for n in gd.node})
+            row.update(grappler_s=res.seconds, nodes=f"{res.nodes_before} -> {res.nodes_after}",
+                       new_ops=new_ops)
             rewritten = _import(res.graph_def, e)
         except Exception as exc:  # noqa: BLE001 (a row that says why)
             row.update(status=f"{type(exc).__name__}: {str(exc)[:100]}")
@@ -179,6 +188,8 @@ def main(argv=None) -> int:
                     help="TensorFlow's kernels for ops with no numpy model (default: as installed)")
     ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--no-place", dest="place", action="store_false",
+                    help="give Grappler the graphs unplaced (default: placed on the CPU)")
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
     if args.worker:
@@ -218,7 +229,7 @@ def main(argv=None) -> int:
         k = 0
         for e in entries:
             for opt in optimizers:
-                job = {"entry": e, "optimizer": opt, "timeout": args.timeout}
+                job = {"entry": e, "optimizer": opt, "timeout": args.timeout, "place": args.place}
                 results: list[list[dict]] = [[] for _ in workers]
                 for _ in range(args.repeat):
                     order = list(range(len(workers)))
@@ -234,7 +245,7 @@ def main(argv=None) -> int:
                     row["versions"].append({
                         "status": first.get("status"), "verdict": first.get("verdict"),
                         "reason": first.get("reason"), "path": first.get("path"),
-                        "nodes": first.get("nodes"),
+                        "nodes": first.get("nodes"), "new_ops": first.get("new_ops"),
                         "verdicts": [r.get("verdict") for r in res],
                         "grappler_s": statistics.median(r.get("grappler_s", 0.0) for r in res),
                         "check_s": statistics.median(r.get("check_s", 0.0) for r in res) if ok
@@ -244,7 +255,8 @@ def main(argv=None) -> int:
                 cells = " | ".join(
                     (f"{v['check_s']:.2f} | {v['verdict']}" if v["check_s"] is not None
                      else f"- | {v['status']}") for v in row["versions"])
-                print(f"| {e['file']} | {opt} | {v0['nodes'] or '-'} | "
+                print(f"| {e['file']} | {opt} | {v0['nodes'] or '-'}"
+                      + (f" (+{', '.join(v0['new_ops'])})" if v0.get("new_ops") else "") + " | "
                       f"{statistics.median(v['grappler_s'] for v in row['versions']):.3f} | "
                       f"{cells} |", flush=True)
         print()

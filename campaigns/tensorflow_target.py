@@ -193,21 +193,15 @@ def optimize_with_graphs(program, optimizer: str = _g.DEFAULT_PIPELINE, damage=N
 
 
 #: the device every node of the graph given to Grappler is placed on
-CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+CPU_DEVICE = _g.CPU_DEVICE
 
 
 def _for_grappler(data: bytes) -> bytes:
     """The exported GraphDef with every node placed on the CPU, as TensorFlow
-    places a function's graph before Grappler runs on it (the placer runs
-    first in a ``tf.function``'s graph passes).  Placement changes what
-    Grappler may do: the remapper fuses MatMul or Conv2D with BiasAdd only
-    on a node it sees on a CPU (remapper.cc ``NodeIsOnCpu``), and an
-    unplaced node is on no device."""
-    from tfsem.graphdef.proto import decode, encode  # noqa: PLC0415
-    graph = decode("tensorflow.GraphDef", data)
-    for n in graph.get("node", []):
-        n["device"] = CPU_DEVICE
-    return encode("GraphDef", graph)
+    places a function's graph before Grappler runs on it: graphdef/grappler.py
+    `placed_bytes`, shared with `tfsem grappler` (the exporter writes no
+    device, so every node is placed)."""
+    return _g.placed_bytes(data)
 
 
 def _preserved(data: bytes, fetches, targets) -> list[str]:

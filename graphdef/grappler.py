@@ -26,6 +26,21 @@ not a silently unoptimized graph).  Grappler ignores an optimizer name it does
 not know, so names are checked against `OPTIMIZERS` first; ``autoparallel`` is
 left out because TensorFlow aborts the whole process (a CHECK failure) when it
 is asked for without a replica count.
+
+Placement (`placed`, ``run_grappler(place=True)``, what `tfsem grappler` does
+by default): TensorFlow places a graph before Grappler sees it.  For a
+``tf.function``, ``OptimizeFunctionGraph``
+(core/common_runtime/optimize_function_graph_utils.cc) runs the pre-placement
+passes, then the ``Placer``, then the post-placement passes, and only then
+Grappler (``optimize_graph_fn``); the graph Grappler gets carries each node's
+assigned device, on a CPU-only host ``CPU_DEVICE``.  Placement changes what
+Grappler may do: the remapper fuses a contraction (MatMul, Conv2D) with its
+BiasAdd and activation only on a node it sees on a CPU (remapper.cc
+``NodeIsOnCpu``), and a node with no device is on none.  `placed` puts every
+node that names no device, in the graph and in its library's functions, on
+``CPU_DEVICE`` and leaves a node that names one as it is.  A node's device is
+no part of tfsem's semantics (the importer ignores it) nor of what counts as a
+change (`_node_key`).
 """
 
 from __future__ import annotations
@@ -70,6 +85,9 @@ DEFAULT_OPTIMIZERS: tuple[str, ...] = (
 
 #: XLA flags that let `--backend xla` auto-cluster on CPU
 XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_min_cluster_size=1")
+
+#: the device the placer gives a node that names none, on a CPU-only host
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 INSTALL_HINT = "needs the extra tfsem[tensorflow]: pip install 'tfsem[tensorflow]'"
 
@@ -149,6 +167,54 @@ def as_graph_def(graph: Any):
     else:
         raise TypeError(f"not a graph: {type(graph).__name__}")
     return gd
+
+
+def placed_bytes(data: bytes, device: str = CPU_DEVICE) -> bytes:
+    """Serialized GraphDef `data` with every node that names no device (in the
+    graph and in its library's functions) placed on `device`, as TensorFlow's
+    placer places a function's graph before Grappler runs on it (see the
+    module docstring).  Needs no TensorFlow (tfsem's own codec)."""
+    from tfsem.graphdef.proto import decode, encode  # noqa: PLC0415
+    graph = decode("tensorflow.GraphDef", bytes(data))
+    nodes = list(graph.get("node", []))
+    for f in (graph.get("library") or {}).get("function", []):
+        nodes.extend(f.get("node_def", []))
+    for n in nodes:
+        if not n.get("device"):
+            n["device"] = device
+    return encode("GraphDef", graph)
+
+
+def placed(graph: Any, device: str = CPU_DEVICE):
+    """A TensorFlow ``GraphDef`` (from whatever `as_graph_def` reads): `graph`
+    with every unplaced node on `device` (`placed_bytes`); `graph` itself is
+    not changed."""
+    gd = as_graph_def(graph)
+    out = type(gd)()
+    out.CopyFrom(gd)
+    for n in out.node:
+        if not n.device:
+            n.device = device
+    for f in out.library.function:
+        for n in f.node_def:
+            if not n.device:
+                n.device = device
+    return out
+
+
+def placement(graph: Any) -> str:
+    """What the graph's nodes are placed on, in words: one device, or how
+    many distinct ones (a graph as `placed` leaves it)."""
+    gd = as_graph_def(graph)
+    devices = {n.device for n in gd.node} | {n.device for f in gd.library.function
+                                              for n in f.node_def}
+    if not devices:
+        return "no nodes"
+    if devices == {""}:
+        return "no device (unplaced)"
+    if len(devices) == 1:
+        return next(iter(devices))
+    return f"{len(devices)} devices ({', '.join(sorted(d or '(none)' for d in devices)[:3])}...)"
 
 
 def fetch_node(name: str) -> str:
@@ -293,11 +359,13 @@ def diff_graphs(before, after) -> tuple[NodeDiff, dict[str, NodeDiff], list[str]
 
 
 def run_grappler(graph: Any, fetches: Sequence[str], optimizer: str = DEFAULT_PIPELINE,
-                 ) -> GrapplerResult:
+                 place: bool = False) -> GrapplerResult:
     """Run one Grappler optimizer (a name of `OPTIMIZERS`) or the default pipeline
     (`DEFAULT_PIPELINE`) on `graph` (bytes, pbtxt text, a path or a GraphDef),
     keeping the nodes of `fetches` (tensor names ``n:k`` or node names; targets
-    too).  Raises `TensorFlowMissing`, ValueError (unknown optimizer, no fetch,
+    too).  `place`: give Grappler the graph `placed` on the CPU, as TensorFlow
+    does (`tfsem grappler` does by default); the diff is against `graph` as
+    given (a device is no change, `_node_key`).  Raises `TensorFlowMissing`, ValueError (unknown optimizer, no fetch,
     a fetch that is not a node) or `GrapplerError`."""
     check_optimizer_names([optimizer])
     tf = tensorflow()
@@ -314,7 +382,7 @@ def run_grappler(graph: Any, fetches: Sequence[str], optimizer: str = DEFAULT_PI
         raise ValueError(f"fetch {missing[0]!r} is not a node of the graph")
 
     mg = meta_graph_pb2.MetaGraphDef()
-    mg.graph_def.CopyFrom(gd)
+    mg.graph_def.CopyFrom(placed(gd) if place else gd)
     mg.collection_def["train_op"].node_list.value.extend(dict.fromkeys(nodes))
     config = config_pb2.ConfigProto()
     rc = config.graph_options.rewrite_options

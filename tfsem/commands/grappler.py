@@ -30,7 +30,10 @@ def add_parser(sub) -> None:
                     "Fetches default to the graph's entry in a manifest.json beside it. "
                     "Needs the extra tfsem[tensorflow]. Exit status: 0 every result sound or "
                     "no-counterexample, 1 one unsound or invalid, 2 bad input, 3 one unknown "
-                    "or not importable.")
+                    "or not importable. Grappler is given GRAPH placed as TensorFlow's placer "
+                    "places it before Grappler runs: every node that names no device on the "
+                    "CPU (/job:localhost/replica:0/task:0/device:CPU:0); --no-place turns "
+                    "that off.")
     p.add_argument("graph", nargs="?", help="a GraphDef file (.pb binary or .pbtxt text)")
     p.add_argument("--optimizer", action="append", default=[], metavar="NAME",
                    help="a Grappler optimizer (repeatable; 'default' = the default pipeline; "
@@ -46,6 +49,10 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=make_duration(hi=3600.0), default=DEFAULT_TIMEOUT,
                    help=f"time budget of each check in seconds (default {DEFAULT_TIMEOUT:g}); "
                         "running out gives `unknown`")
+    p.add_argument("--no-place", dest="place", action="store_false",
+                   help="give Grappler GRAPH as it is, without placing its unplaced nodes on "
+                        "the CPU (Grappler then sees nodes on no device: the remapper fuses "
+                        "nothing)")
     p.add_argument("--save", metavar="DIR", default=None,
                    help="write each optimized graph to DIR/OPTIMIZER.pbtxt")
     p.add_argument("--list", action="store_true", help="list the optimizers and exit")
@@ -118,19 +125,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: not a GraphDef: {exc}") from None
     del tf
 
+    place = getattr(args, "place", True)
     results = validate(graph_def, fetches, targets, optimizers, where=str(path),
                        semantics=args.semantics, observe=args.observe, timeout=args.timeout,
-                       save=args.save)
+                       save=args.save, place=place)
+    placement = g.placement(g.placed(graph_def) if place else graph_def)
     status = _exit_status(results)
     if args.json:
         for r in results:
             r.pop("text", None)
         print_json({"graph": str(path), "fetches": fetches, "targets": targets,
                     "tensorflow": _tf_version(), "semantics": args.semantics,
-                    "observe": args.observe, "results": results})
+                    "observe": args.observe, "placed": place, "placement": placement,
+                    "results": results})
         return status
     print(f"{path}: Grappler of TensorFlow {_tf_version()}, fetches {', '.join(fetches) or '-'}"
           + (f", targets {', '.join(targets)}" if targets else ""))
+    print(f"  placed on {placement}" + ("" if place else " (--no-place)"))
     for r in results:
         head = f"  {r['optimizer']}: "
         if r["status"] == "grappler-failed":
@@ -155,12 +166,14 @@ def run(args: argparse.Namespace) -> int:
 def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list[str], *,
              where: str, semantics: str = "atomic", observe: str = "outputs+state",
              timeout: float = DEFAULT_TIMEOUT, save: str | None = None,
-             real: bool = True) -> list[dict[str, Any]]:
+             real: bool = True, place: bool = True) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
     verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
     (with ``reason``); plus what changed (GrapplerResult.to_json()).  The
-    original must import: a ProgramError/UsageError for it propagates."""
+    original must import: a ProgramError/UsageError for it propagates.
+    `place`: Grappler gets the graph placed on the CPU (graphdef/grappler.py
+    `placed`), as TensorFlow's placer leaves it."""
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
 
     started = time.perf_counter()
@@ -171,7 +184,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
         row: dict[str, Any] = {"optimizer": name}
         results.append(row)
         try:
-            res = g.run_grappler(graph_def, fetches + targets, name)
+            res = g.run_grappler(graph_def, fetches + targets, name, place=place)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except g.GrapplerError as exc:
