@@ -45,7 +45,6 @@ def test_placed_bytes_places_unplaced_nodes_of_graph_and_functions_only():
 
 def test_the_device_is_no_part_of_the_imported_program():
     from tfsem.graphdef.importer import import_graph
-    pytest.importorskip("google.protobuf")
     data = encode("GraphDef", {"node": [
         {"name": "x", "op": "Placeholder",
          "attr": {"dtype": {"type": "DT_INT64"}, "shape": {"shape": {"dim": [{"size": 2}]}}}},
