@@ -779,6 +779,38 @@ def flushed_variant(base: Function) -> Function:
                     family=TENSORFLOW)
 
 
+def flushed_extremum(base: Function) -> Function:
+    """Max.ftz / Min.ftz: `flushed_variant(base)`, except on bfloat16, whose
+    Maximum/Minimum flush subnormals only inside Eigen's whole packets (8
+    elements, by flat index in the result) and in the scalar tail treat them
+    in a way not modelled here (an operand broadcast from a scalar is
+    flushed, a tensor's element kept, and more; measured on TensorFlow 2.21):
+    a bfloat16 subnormal read by a tail element is refused (CannotRun)."""
+    flushed = flushed_variant(base)
+    tf_op = "Maximum" if base.name == "Max" else "Minimum"
+
+    def impl(xp, args, attrs):
+        a, b = args
+        if dtype_name(a.dtype) == "bfloat16" and dtype_name(b.dtype) == "bfloat16":
+            shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+            n = math.prod(shape)
+            m = n // 8 * 8
+            if m < n:
+                tiny = float(ml_finfo_tiny_bf16())
+                for x in (a, b):
+                    t = xp.broadcast_to(x, shape).reshape(-1)[m:].astype(np.float32)
+                    if bool(((t != 0) & (xp.abs(t) < tiny)).any()):
+                        raise CannotRun(f"TensorFlow's {tf_op} on a bfloat16 subnormal in Eigen's "
+                                        f"scalar tail (elements {m}..{n - 1} of {n}) is not modelled")
+        return flushed.impl(xp, args, attrs)
+    return dataclasses.replace(flushed, impl=impl)
+
+
+def ml_finfo_tiny_bf16() -> float:
+    """The smallest normal bfloat16 (2**-126, float32's)."""
+    return float(np.finfo(np.float32).tiny)
+
+
 # (Which functions have a `.ftz` variant, the language's arithmetic and the
 # TensorFlow family's, oracle/opdefs/math.py says: it registers them all.)
 
