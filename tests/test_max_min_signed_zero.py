@@ -232,3 +232,30 @@ def test_the_pair_is_sound_when_every_element_is_in_whole_packets(op):
     with gen.tensors("generic"):
         v = check_rewrite(p, q, timeout=20, minimize=False, backends=False)
     assert v.verdict == "sound", v.reason
+
+
+def _split_pair(n: int, op: str = "Max"):
+    """Max(a, b) on n elements -> Concat of Max on the two halves: the same
+    ties only where each half's packets and tail fall where the whole's do."""
+    feeds = {"a": {"dtype": "float32", "shape": [n]}, "b": {"dtype": "float32", "shape": [n]}}
+
+    def prog(nodes, out):
+        return program_from_json({"format": "tfsem.program/1", "variables": [], "nodes": nodes,
+                                  "outputs": {"o": out}, "feeds": feeds})
+    p = prog([_fn("o", op, "$a", "$b")], "o")
+    q = prog([{"name": "sa", "op": "Split", "inputs": ["$a"]},
+              {"name": "sb", "op": "Split", "inputs": ["$b"]},
+              _fn("lo", op, "sa:0", "sb:0"), _fn("hi", op, "sa:1", "sb:1"),
+              _fn("o", "Concat", "lo", "hi")], "o")
+    return p, q
+
+
+@pytest.mark.parametrize("mode", ["generic", "elementwise"])
+def test_splitting_a_max_keeps_its_ties_only_on_packet_boundaries(mode):
+    """16 = 8 + 8: every element in whole packets either way (sound); 18 =
+    9 + 9: elements 8 and 16 move between packets and the tail (unsound)."""
+    for n, want in ((16, "sound"), (18, "unsound")):
+        p, q = _split_pair(n)
+        with gen.tensors(mode):
+            v = check_rewrite(p, q, timeout=30, minimize=False, backends=False)
+        assert v.verdict == want, (n, v.verdict, v.reason)
