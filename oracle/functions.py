@@ -796,7 +796,7 @@ def flushed_extremum(base: Function) -> Function:
             n = math.prod(shape)
             m = n // 8 * 8
             if m < n:
-                tiny = float(ml_finfo_tiny_bf16())
+                tiny = float(np.finfo(np.float32).tiny)   # bfloat16's smallest normal
                 for x in (a, b):
                     t = xp.broadcast_to(x, shape).reshape(-1)[m:].astype(np.float32)
                     if bool(((t != 0) & (xp.abs(t) < tiny)).any()):
@@ -804,11 +804,6 @@ def flushed_extremum(base: Function) -> Function:
                                         f"scalar tail (elements {m}..{n - 1} of {n}) is not modelled")
         return flushed.impl(xp, args, attrs)
     return dataclasses.replace(flushed, impl=impl)
-
-
-def ml_finfo_tiny_bf16() -> float:
-    """The smallest normal bfloat16 (2**-126, float32's)."""
-    return float(np.finfo(np.float32).tiny)
 
 
 # (Which functions have a `.ftz` variant, the language's arithmetic and the
