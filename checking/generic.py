@@ -44,8 +44,10 @@ v's static shape S).
      for every interpretation holds for the real contents, and a
      counterexample is confirmed concretely before it counts);
    - the scalar operations are `encode.Encoder.scalar_op`, the element-wise
-     engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, numpy's
-     NaN and signed-zero rules for Max/Min), and for TensorFlow's RealDiv,
+     engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, the
+     registry's NaN and signed-zero rules for Max/Min: on float32/float64
+     the tie depends on the flat index of i in R, an If on it,
+     `GenericEncoder._extremum_element`), and for TensorFlow's RealDiv,
      Sqrt, Abs, Square and SquaredDifference (`EXTRA`) the IEEE operations
      numpy computes for them (tested against numpy on special values).
    Each equation holds for every i in I(R) by numpy's definition of the

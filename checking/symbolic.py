@@ -80,7 +80,10 @@ class Term:
 
     `op` is "feed" or "init" (a leaf: `value` = (name, flat index)), "const"
     (`value` a numpy scalar), or a function: "add", "sub", "mul", "neg",
-    "max", "min" (`args` the operands)."""
+    "max", "min", and on float32/float64 "max_tail", "min_tail" (`args` the
+    operands; "max"/"min" resolve a tie of +0.0 and -0.0 as inside Eigen's
+    whole packets, the "_tail" ops as in the scalar tail: fns.EXTREMUM_OPS,
+    chosen by the element's flat index in `Algebra._elements`)."""
 
     __slots__ = ("op", "dtype", "args", "value", "serial", "__weakref__")
 
