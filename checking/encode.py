@@ -10,8 +10,10 @@
   the registry's arithmetic computes (IEEE 754, subnormals kept: the
   flushing `.ftz` variants have no encoding).  Max and Min propagate NaN
   (Z3's fpMax does not, so they are written out), and on a tie between +0.0
-  and -0.0 return the operand `functions.ZERO_TIE` names for the dtype
-  (TensorFlow's choice, tested against its kernels).
+  and -0.0 return the operand TensorFlow's kernel does (tested against it):
+  the element op "max"/"min" `functions.ZERO_TIE`'s for the dtype (inside
+  Eigen's whole packets), "max_tail"/"min_tail" the first (the scalar tail
+  of a float32/float64 result; the engines choose the op by flat index).
 * Equality follows SPEC section 2: SMT-LIB's `=` on floating point *is* that
   equality (it has exactly one NaN, and +0 and -0 are different), so a float
   element compares with `==`, never with `fpEQ`.
@@ -33,7 +35,7 @@ import numpy as np
 import z3
 from z3.z3 import _to_expr_ref
 
-from tfsem.oracle.functions import ZERO_TIE
+from tfsem.oracle.functions import EXTREMUM_OPS, ZERO_TIE
 from tfsem.oracle.values import (BITS_DTYPES, DTYPES, FLOAT_DTYPES, FLOAT_FORMATS,
                                  UNSIGNED_DTYPES, Error, Tensor)
 
@@ -48,7 +50,8 @@ SORTS: dict[str, z3.SortRef] = {
     name: (z3.FPSort(*FLOAT_FORMATS[name]) if name in FLOAT_FORMATS
            else z3.BitVecSort(1 if name == "bool" else DTYPES[name].itemsize * 8))
     for name in DTYPES}
-#: Which operand the float32 Max and Min return on a tie of +0.0 and -0.0.
+#: Which operand the float32 Max and Min return on a tie of +0.0 and -0.0
+#: inside Eigen's whole packets (the scalar tail returns the first).
 MAX_TIE = MIN_TIE = ZERO_TIE["float32"]
 
 
@@ -220,6 +223,12 @@ class Encoder:
 
     def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
         """The element-wise operation `op` on scalars of `dtype`, as the registry computes it."""
+        if op in EXTREMUM_OPS and op not in ("max", "min"):
+            base, tie = EXTREMUM_OPS[op]
+            if dtype not in FLOAT_DTYPES or self.real:
+                # no tie of signed zeros: the same term as the packets' op
+                return self.scalar_op(base, dtype, args)
+            return self._fp_extremum(base, args[0], args[1], dtype, tie)
         t = _OpView(op, dtype)
         if t.dtype in UNSIGNED_DTYPES and t.op in ("max", "min"):
             gt = z3.UGT(args[0], args[1]) if t.op == "max" else z3.ULT(args[0], args[1])
@@ -254,10 +263,13 @@ class Encoder:
         raise ValueError(f"no encoding for {t.op} on {t.dtype}")
 
     def _fp_extremum(self, op: str, a: z3.ExprRef, b: z3.ExprRef,
-                     dtype: str = "float32") -> z3.ExprRef:
+                     dtype: str = "float32", tie: str = "table") -> z3.ExprRef:
         """Max / Min: NaN if either operand is NaN; a tie between zeros of
-        opposite signs resolved as ZERO_TIE says for the dtype."""
-        tie = a if ZERO_TIE[dtype] == "first" else b
+        opposite signs resolved as `tie` says: "first", "second", or "table"
+        (ZERO_TIE's for the dtype: inside Eigen's whole packets)."""
+        if tie == "table":
+            tie = ZERO_TIE[dtype]
+        tie = a if tie == "first" else b
         wins, loses = (z3.fpGT(a, b), z3.fpLT(a, b)) if op == "max" else (z3.fpLT(a, b), z3.fpGT(a, b))
         return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), z3.fpNaN(SORTS[dtype]),
                      z3.If(wins, a, z3.If(loses, b, tie)))

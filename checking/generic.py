@@ -44,8 +44,10 @@ v's static shape S).
      for every interpretation holds for the real contents, and a
      counterexample is confirmed concretely before it counts);
    - the scalar operations are `encode.Encoder.scalar_op`, the element-wise
-     engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, numpy's
-     NaN and signed-zero rules for Max/Min), and for TensorFlow's RealDiv,
+     engine's exact numpy semantics (BitVec wrap-around, IEEE RNE, the
+     registry's NaN and signed-zero rules for Max/Min: on float32/float64
+     the tie depends on the flat index of i in R, an If on it,
+     `GenericEncoder._extremum_element`), and for TensorFlow's RealDiv,
      Sqrt, Abs, Square and SquaredDifference (`EXTRA`) the IEEE operations
      numpy computes for them (tested against numpy on special values).
    Each equation holds for every i in I(R) by numpy's definition of the
@@ -158,8 +160,13 @@ EXTRA = {name: enc.key for name, f in fns.registered(None).items()
          if (enc := opdefs.elementwise_of(f)) is not None}
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
+         # whole tensors: the tie of zeros by flat index (fns._extremum); the
+         # generic element reads it from its index (GenericEncoder._element)
          "max": lambda a, b: fns._extremum(np, a, b, "max"),
-         "min": lambda a, b: fns._extremum(np, a, b, "min")}
+         "min": lambda a, b: fns._extremum(np, a, b, "min"),
+         # the Z3 element op of a tail element (never a GTensor's op)
+         "max_tail": lambda a, b: fns._extremum_tie(np, a, b, "max", "first"),
+         "min_tail": lambda a, b: fns._extremum_tie(np, a, b, "min", "first")}
 _COMMUTATIVE = {d: frozenset({"add", "mul"}) if d in FLOAT_DTYPES
                 else frozenset({"add", "mul", "max", "min"}) for d in DTYPES}
 
@@ -462,7 +469,28 @@ class GenericEncoder(Encoder):
             (j,) = idx
             return self.element(a, (j + v.value * v.shape[0],))
         args = [self.element(a, _project(idx, a.shape, v.shape)) for a in v.args]
+        if v.op in ("max", "min") and v.dtype in fns.EXTREMUM_PACKET:
+            return self._extremum_element(v, idx, args)
         return self.scalar_op(v.op, _operand_dtype(v), args)
+
+    def _extremum_element(self, v: GTensor, idx: tuple, args: list) -> z3.ExprRef:
+        """Max/Min on float32/float64 at idx: TensorFlow's tie of zeros is the
+        second operand inside Eigen's whole packets (flat index below
+        (n // P) * P) and the first in the scalar tail (fns._extremum)."""
+        n = math.prod(v.shape)
+        m = (n // fns.EXTREMUM_PACKET[v.dtype]) * fns.EXTREMUM_PACKET[v.dtype]
+        packet = self.scalar_op(v.op, v.dtype, args)
+        tail = self.scalar_op(v.op + "_tail", v.dtype, args)
+        if m == n:
+            return packet
+        if m == 0:
+            return tail
+        flat: Any = 0
+        for k, d in zip(idx, v.shape):
+            flat = flat * d + k
+        if isinstance(flat, int):
+            return packet if flat < m else tail
+        return z3.If(flat < m, packet, tail)
 
     def _const_element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
         t: Tensor = v.value
@@ -678,7 +706,9 @@ def evaluate(v: GTensor, leaves: Mapping[Any, np.ndarray], memo: dict) -> np.nda
             rank = len(v.shape)
             padded = [x.reshape(x.shape[:1] + (1,) * (rank - (x.ndim - 1)) + x.shape[1:]) for x in args]
             with np.errstate(all="ignore"):
-                r = _fold(v.op)(*padded)
+                # (Max/Min: the tie by flat index within each sample)
+                r = (fns._extremum(np, padded[0], padded[1], v.op, lead=1)
+                     if v.op in ("max", "min") else _fold(v.op)(*padded))
     memo[v] = r
     return r
 

@@ -80,7 +80,10 @@ class Term:
 
     `op` is "feed" or "init" (a leaf: `value` = (name, flat index)), "const"
     (`value` a numpy scalar), or a function: "add", "sub", "mul", "neg",
-    "max", "min" (`args` the operands)."""
+    "max", "min", and on float32/float64 "max_tail", "min_tail" (`args` the
+    operands; "max"/"min" resolve a tie of +0.0 and -0.0 as inside Eigen's
+    whole packets, the "_tail" ops as in the scalar tail: fns.EXTREMUM_OPS,
+    chosen by the element's flat index in `Algebra._elements`)."""
 
     __slots__ = ("op", "dtype", "args", "value", "serial", "__weakref__")
 
@@ -154,9 +157,11 @@ SymValue = Error | SymTensor | Opaque | Guarded
 MAX_GUARD_LEAVES = 256
 
 _FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative,
-         # the registry's Max and Min (a tie of zeros per dtype: fns.ZERO_TIE)
-         "max": lambda a, b: fns._extremum(np, a, b, "max"),
-         "min": lambda a, b: fns._extremum(np, a, b, "min")}
+         # the registry's Max and Min, one element at a time: "max"/"min" an
+         # element inside Eigen's whole packets (a tie of zeros: fns.ZERO_TIE),
+         # "max_tail"/"min_tail" one in the scalar tail (fns.ZERO_TIE_TAIL)
+         **{k: (lambda a, b, op=op, tie=tie: fns._extremum_tie(np, a, b, op, tie))
+            for k, (op, tie) in fns.EXTREMUM_OPS.items()}}
 
 #: Operations whose operands may be put in a canonical order, because the
 #: results are equal under SPEC equality.  Float Add and Mul are commutative
@@ -601,6 +606,14 @@ class Algebra:
         else:
             shape = tuple(np.broadcast_shapes(a.shape, b.shape))
             xs, ys = (np.broadcast_to(_object_array(t), shape).reshape(-1) for t in args)
+        if op in ("max", "min") and a.dtype in fns.EXTREMUM_PACKET:
+            # TensorFlow's tie of zeros depends on the element's flat index
+            # in the result (inside Eigen's whole packets or in the scalar
+            # tail): the tail's elements get their own op
+            n = len(xs)
+            ops = [op if fns.extremum_in_packets(a.dtype, n, i) else op + "_tail" for i in range(n)]
+            return (self.tensor(a.dtype, shape, (self.apply_elem(o, (x, y))
+                                                 for o, x, y in zip(ops, xs, ys))),)
         return (self.tensor(a.dtype, shape, (self.apply_elem(op, (x, y)) for x, y in zip(xs, ys))),)
 
 

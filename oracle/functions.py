@@ -367,10 +367,26 @@ SIGNED = frozenset({"int8", "int16", "int32", "int64"}) | FLOAT_DTYPES
 #: float32 and the conversion back does not flush, so float16 keeps them).
 FLUSHED_DTYPES = frozenset({"bfloat16", "float32", "float64"})
 #: Which operand TensorFlow's Maximum and Minimum return when the operands are
-#: +0.0 and -0.0 (Eigen's packet max on float32/float64 returns the second,
-#: the float16 and bfloat16 kernels, computed as float, the first).  Max and
-#: Min follow this table on every float dtype; the Z3 encoding reads it.
+#: +0.0 and -0.0, inside Eigen's whole packets (measured on TensorFlow 2.21's
+#: AVX pip wheel, eager and in a tf.function, every broadcast form): the
+#: packet max/min on float32/float64 returns the second; the float16 and
+#: bfloat16 kernels, computed as float, the first everywhere.  Past the last
+#: whole packet (EXTREMUM_PACKET) float32/float64 return the FIRST
+#: (ZERO_TIE_TAIL): the scalar tail.  Max and Min follow both tables by the
+#: element's flat index in the result (`_extremum`); the engines' element
+#: terms say which tie they use ("max"/"min" ZERO_TIE, "max_tail"/"min_tail"
+#: ZERO_TIE_TAIL) and the Z3 encoding reads them.
 ZERO_TIE = {"float16": "first", "bfloat16": "first", "float32": "second", "float64": "second"}
+#: The tie in the scalar tail: the elements at flat index i >= (n // P) * P of
+#: a result of n elements, P = EXTREMUM_PACKET[dtype] (all of a float32
+#: result of fewer than 8 elements).  float16/bfloat16: no position rule.
+ZERO_TIE_TAIL = {"float16": "first", "bfloat16": "first", "float32": "first", "float64": "first"}
+#: Eigen's packet size (256-bit AVX packets) for Maximum/Minimum's tie rule.
+EXTREMUM_PACKET = {"float32": 8, "float64": 4}
+#: The element ops of the engines' terms for Max/Min, with the tie each uses
+#: on float dtypes: "table" ZERO_TIE's (inside whole packets), "first" the tail's.
+EXTREMUM_OPS = {"max": ("max", "table"), "min": ("min", "table"),
+                "max_tail": ("max", "first"), "min_tail": ("min", "first")}
 
 
 def _kernel(op: str, dtypes: frozenset, *arrays: Any) -> None:
@@ -426,19 +442,25 @@ def _numpy_tie(f, dtype: str) -> str:
 
 
 #: The float dtypes on which numpy's maximum and minimum already are
-#: TensorFlow's (NaN propagating, ZERO_TIE's operand on a tie): the fast path.
-_NUMPY_IS_TF = {(op, d) for op, f in (("max", np.maximum), ("min", np.minimum))
-                for d in ZERO_TIE if _numpy_tie(f, d) == ZERO_TIE[d]}
+#: TensorFlow's for a tie (NaN propagating, that operand on a tie): the fast path.
+_NUMPY_IS_TF = {(op, d, t) for op, f in (("max", np.maximum), ("min", np.minimum))
+                for d in ZERO_TIE for t in ("first", "second") if _numpy_tie(f, d) == t}
 
 
-def _extremum(xp, a, b, op: str):
-    """TensorFlow's Maximum/Minimum: NaN if either operand is NaN; on a tie of
-    +0.0 and -0.0 the operand ZERO_TIE names."""
+def _extremum_tie(xp, a, b, op: str, tie: str = "table"):
+    """Maximum/Minimum element by element with one tie for every element:
+    NaN if either operand is NaN; on +0.0 against -0.0 the operand `tie`
+    names ("first", "second", or "table": ZERO_TIE's for the dtype).  The
+    engines' element ops (EXTREMUM_OPS) fold with this."""
     _kernel("Maximum" if op == "max" else "Minimum", NUMERIC, a, b)
     name = dtype_name(a.dtype)
-    if not is_float(a) or (xp is np and (op, name) in _NUMPY_IS_TF):
+    if not is_float(a):
         return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
-    second = ZERO_TIE[name] == "second"
+    if tie == "table":
+        tie = ZERO_TIE[name]
+    if xp is np and (op, name, tie) in _NUMPY_IS_TF:
+        return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
+    second = tie == "second"
     if op == "max":
         r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
     else:
@@ -446,15 +468,62 @@ def _extremum(xp, a, b, op: str):
     return xp.where(xp.isnan(a) | xp.isnan(b), xp.add(a, b), r)
 
 
-@function("Max", 2, 1, batched=BROADCASTING)
+def extremum_in_packets(dtype: str, n: int, i: int) -> bool:
+    """Whether flat index i of a Max/Min result of n elements of `dtype` is
+    inside one of Eigen's whole packets (tie ZERO_TIE) rather than in the
+    scalar tail (tie ZERO_TIE_TAIL)."""
+    p = EXTREMUM_PACKET.get(dtype)
+    return p is None or i < (n // p) * p
+
+
+def _extremum(xp, a, b, op: str, lead: int = 0):
+    """TensorFlow's Maximum/Minimum: NaN if either operand is NaN; on a tie of
+    +0.0 and -0.0 the operand ZERO_TIE names inside Eigen's whole packets,
+    ZERO_TIE_TAIL's in the scalar tail, by the element's flat index in the
+    broadcast result (its axes after the first `lead`, 1 for a batch axis)."""
+    name = dtype_name(a.dtype)
+    p = EXTREMUM_PACKET.get(name) if is_float(a) else None
+    if p is None:
+        return _extremum_tie(xp, a, b, op)
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))[lead:]
+    n = math.prod(shape)
+    m = (n // p) * p
+    if m == n:
+        return _extremum_tie(xp, a, b, op, ZERO_TIE[name])
+    if m == 0:
+        return _extremum_tie(xp, a, b, op, ZERO_TIE_TAIL[name])
+    tail = (xp.arange(n) >= m).reshape(shape)
+    return xp.where(tail, _extremum_tie(xp, a, b, op, ZERO_TIE_TAIL[name]),
+                    _extremum_tie(xp, a, b, op, ZERO_TIE[name]))
+
+
+def _pad_batched(args):
+    rank = max(a.ndim for a in args)
+    return tuple(a if a.ndim == rank else a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:])
+                 for a in args)
+
+
+def _max_batched(xp, args, attrs):
+    a, b = _pad_batched(args)
+    return (_extremum(xp, a, b, "max", lead=1),)
+
+
+def _min_batched(xp, args, attrs):
+    a, b = _pad_batched(args)
+    return (_extremum(xp, a, b, "min", lead=1),)
+
+
+@function("Max", 2, 1, batched=_max_batched)
 def _max(xp, args, attrs):
-    """Elementwise maximum, NaN if either is NaN, a tie of zeros as ZERO_TIE."""
+    """Elementwise maximum, NaN if either is NaN; a tie of zeros as ZERO_TIE
+    inside Eigen's whole packets, as ZERO_TIE_TAIL past them (by flat index)."""
     return (_extremum(xp, args[0], args[1], "max"),)
 
 
-@function("Min", 2, 1, batched=BROADCASTING)
+@function("Min", 2, 1, batched=_min_batched)
 def _min(xp, args, attrs):
-    """Elementwise minimum, NaN if either is NaN, a tie of zeros as ZERO_TIE."""
+    """Elementwise minimum, NaN if either is NaN; a tie of zeros as ZERO_TIE
+    inside Eigen's whole packets, as ZERO_TIE_TAIL past them (by flat index)."""
     return (_extremum(xp, args[0], args[1], "min"),)
 
 
@@ -708,6 +777,33 @@ def flushed_variant(base: Function) -> Function:
     return Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,
                     strict_args=base.strict_args, attrs=base.attrs, pure=False,
                     family=TENSORFLOW)
+
+
+def flushed_extremum(base: Function) -> Function:
+    """Max.ftz / Min.ftz: `flushed_variant(base)`, except on bfloat16, whose
+    Maximum/Minimum flush subnormals only inside Eigen's whole packets (8
+    elements, by flat index in the result) and in the scalar tail treat them
+    in a way not modelled here (an operand broadcast from a scalar is
+    flushed, a tensor's element kept, and more; measured on TensorFlow 2.21):
+    a bfloat16 subnormal read by a tail element is refused (CannotRun)."""
+    flushed = flushed_variant(base)
+    tf_op = "Maximum" if base.name == "Max" else "Minimum"
+
+    def impl(xp, args, attrs):
+        a, b = args
+        if dtype_name(a.dtype) == "bfloat16" and dtype_name(b.dtype) == "bfloat16":
+            shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+            n = math.prod(shape)
+            m = n // 8 * 8
+            if m < n:
+                tiny = float(np.finfo(np.float32).tiny)   # bfloat16's smallest normal
+                for x in (a, b):
+                    t = xp.broadcast_to(x, shape).reshape(-1)[m:].astype(np.float32)
+                    if bool(((t != 0) & (xp.abs(t) < tiny)).any()):
+                        raise CannotRun(f"TensorFlow's {tf_op} on a bfloat16 subnormal in Eigen's "
+                                        f"scalar tail (elements {m}..{n - 1} of {n}) is not modelled")
+        return flushed.impl(xp, args, attrs)
+    return dataclasses.replace(flushed, impl=impl)
 
 
 # (Which functions have a `.ftz` variant, the language's arithmetic and the

@@ -209,17 +209,28 @@ def test_equality_is_spec_equality(dtype, data):
 
 @pytest.mark.parametrize("dtype", sorted(FLOAT_DTYPES))
 @pytest.mark.parametrize("name", ["Max", "Min"])
-def test_signed_zero_ties_follow_the_registry_on_every_float_dtype(dtype, name):
-    """On +0.0 against -0.0 the encoding returns the operand the registry
-    returns (fns.ZERO_TIE: TensorFlow's, tests/test_dtypes_tensorflow.py)."""
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 12])
+def test_signed_zero_ties_follow_the_registry_on_every_float_dtype(dtype, name, n):
+    """On +0.0 against -0.0 each element of an n-element result returns the
+    operand the registry returns at that flat index (fns.ZERO_TIE inside
+    Eigen's whole packets, fns.ZERO_TIE_TAIL in the scalar tail:
+    TensorFlow's, tests/test_max_min_signed_zero.py), in the element terms
+    and in their Z3 encoding."""
     d = DTYPES[dtype]
     for a, b in ((0.0, -0.0), (-0.0, 0.0)):
-        want = fns.get(name).apply([Tensor(np.array(a, d)), Tensor(np.array(b, d))])[0]
-        enc = Encoder()
-        e = z3.simplify(enc.scalar_op(name.lower(), dtype, [z3_const(np.array(a, d), dtype),
-                                                             z3_const(np.array(b, d), dtype)]))
-        bits = z3.simplify(z3.fpToIEEEBV(e)).as_long()
-        assert bool(bits >> (d.itemsize * 8 - 1)) == bool(np.signbit(want.array.astype(np.float64)))
+        ta, tb = Tensor(np.full(n, a, d)), Tensor(np.full(n, b, d))
+        want = fns.get(name).apply([ta, tb])[0]
+        algebra, enc = Algebra(), Encoder()
+        sym, leaf_values = symbolic_args(algebra, [ta, tb])
+        (got,) = algebra.apply(fns.get(name), sym)
+        assert concrete(enc, got, leaf_values) == want
+        assert sampled(got, leaf_values) == want
+        for i, t in enumerate(got.elems):
+            in_packets = fns.extremum_in_packets(dtype, n, i)
+            assert t.op == name.lower() + ("" if in_packets else "_tail")
+            tie = fns.ZERO_TIE[dtype] if in_packets else fns.ZERO_TIE_TAIL[dtype]
+            assert bool(np.signbit(want.array[i].astype(np.float64))) == \
+                bool(np.signbit(a if tie == "first" else b))
 
 
 def test_every_dtype_has_its_sort():

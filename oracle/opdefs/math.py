@@ -379,7 +379,7 @@ def _reduce_min(xp, args, attrs):
 
 # -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
 
-_FTZ = {f.name: fns.flushed_variant(f)
+_FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.flushed_variant(f))
         for f in (*map(fns.get, ("Add", "Sub", "Mul", "Max", "Min")), _realdiv, _square, _sqrt,
                   _squared_difference)}
 
