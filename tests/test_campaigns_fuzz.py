@@ -38,6 +38,18 @@ def tfsem(*args: str, timeout: float = 120, **env_extra: str) -> subprocess.Comp
                           capture_output=True, text=True, timeout=timeout)
 
 
+def tfsem_started(*args) -> subprocess.Popen:
+    """`tfsem ARGS` started, not waited for: several run side by side, each
+    collected by tfsem_finished."""
+    return subprocess.Popen([sys.executable, "-m", "tfsem", *map(str, args)], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def tfsem_finished(proc: subprocess.Popen, timeout: float = 120) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def tfsem_here(capsys, *args) -> subprocess.CompletedProcess:
     """`tfsem ARGS` run by `tfsem.cli.main` in this process, for what needs no
     process of its own (usage errors: nothing runs, and no start-up is paid);

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_here
+from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_finished, tfsem_here, tfsem_started
 from test_campaigns_store import unsound_record
 from tfsem.campaigns.findings import FindingRecord
 from tfsem.campaigns.signature import group_key, rewrite_change
@@ -42,27 +42,17 @@ def test_a_pass_that_rarely_changes_a_program_gets_a_warning():
     assert rarely_changes_warning("p", {"programs": 5, "identical": 5}) is None  # too few to say
 
 
-def _started(*args) -> subprocess.Popen:
-    """`tfsem ARGS` started, not waited for (`tfsem` in test_campaigns_fuzz waits)."""
-    return subprocess.Popen([sys.executable, "-m", "tfsem", *map(str, args)], env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
 
 def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp_path):
     # the three runs side by side (each is mostly its own budget and start-up)
-    runs = [_started("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
+    runs = [tfsem_started("verify", "campaign_fakes:drop_assigns", "--budget", "3s", "--seed", "2", "--out", tmp_path,
                      *FAST, *ONE_CELL),
-            _started("verify", "campaign_fakes:identity", "--budget", "2s", "--out", tmp_path / "ok",
+            tfsem_started("verify", "campaign_fakes:identity", "--budget", "2s", "--out", tmp_path / "ok",
                      *FAST, *ONE_CELL),
-            _started("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
+            tfsem_started("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "js",
                      *FAST, *ONE_CELL, "--json")]
     try:
-        r, ok, js = [_finished(proc) for proc in runs]
+        r, ok, js = [tfsem_finished(proc) for proc in runs]
     finally:
         for proc in runs:
             if proc.poll() is None:

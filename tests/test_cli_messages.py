@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_here
+from test_campaigns_fuzz import FAST, ONE_CELL, tfsem, tfsem_finished, tfsem_here, tfsem_started
 from tfsem import cli
 
 TESTS = Path(__file__).resolve().parent
@@ -26,16 +26,6 @@ def _offered(text: str, command: str) -> list[list[str]]:
     """The `tfsem COMMAND ...` lines a message offers, as argument lists."""
     return [shlex.split(m) for m in re.findall(rf"^\s*(?:\w+: )?(tfsem {command} .+?)\s*$", text, re.M)]
 
-
-def _start(*args) -> subprocess.Popen:
-    """`tfsem ARGS` started, not waited for (`tfsem` in test_campaigns_fuzz waits)."""
-    return subprocess.Popen([sys.executable, "-m", "tfsem", *map(str, args)], env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
@@ -53,13 +43,13 @@ def test_every_command_offered_by_verify_gives_the_promised_result(tmp_path):
     assert crash.returncode == 1, crash.stdout + crash.stderr
     rewrites = _offered(crash.stdout, "rewrite")
     assert rewrites
-    check_runs = [(argv, _start(*argv[1:])) for argv in checks]
-    rewrite_runs = [(argv, _start(*argv[1:])) for argv in rewrites]
+    check_runs = [(argv, tfsem_started(*argv[1:])) for argv in checks]
+    rewrite_runs = [(argv, tfsem_started(*argv[1:])) for argv in rewrites]
     for argv, proc in check_runs:  # each unsound finding's reproducer: `tfsem check` says unsound, exit 1
-        out = _finish(proc)
+        out = tfsem_finished(proc)
         assert out.returncode == 1 and out.stdout.startswith("unsound"), (argv, out.stdout, out.stderr)
     for argv, proc in rewrite_runs:  # a crash's reproducer: the pass crashes again, with its traceback
-        out = _finish(proc)
+        out = tfsem_finished(proc)
         assert out.returncode == 1, out.stderr
         assert "ZeroDivisionError" in out.stderr and "Traceback (most recent call last)" in out.stderr
 
