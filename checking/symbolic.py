@@ -441,7 +441,7 @@ class Algebra:
         folded = self._fold_shape_function(fn, args, attrs)
         if folded is not None:
             return folded
-        if not self.has_encoding(fn):
+        if not self.has_encoding(fn) or _tiled_extremum(fn, args):
             return tuple(self.opaque(name, k, tuple(args)) for k in range(fn.n_out))
         kinds = self._result_kinds(fn, args, attrs)
         if all(isinstance(k, Error) for k in kinds):
@@ -630,6 +630,19 @@ class RealAlgebra(Algebra):
         if op in _COMMUTATIVE[dtype] and args[0].serial > args[1].serial:
             args = (args[1], args[0])
         return self.term(op, dtype, args)
+
+
+def _tiled_extremum(fn: fns.Function, args: Sequence[SymValue]) -> bool:
+    """Whether `fn` is Max/Min on a float32/float64 broadcast large enough
+    for Eigen's tiled executor (fns.extremum_tiled): its ties of signed
+    zeros fall by block, not by flat index, so the op stays uninterpreted
+    (TensorFlow's kernel is still a function of its operands)."""
+    if fn.name.split(".")[0] not in ("Max", "Min") or len(args) != 2:
+        return False
+    a, b = args
+    return (all(hasattr(x, "shape") and hasattr(x, "dtype") for x in args)
+            and a.dtype in fns.EXTREMUM_PACKET
+            and fns.extremum_tiled(a.dtype, tuple(a.shape), tuple(b.shape)))
 
 
 def _require_element_dtype(dtype: str, what: str) -> None:

@@ -476,15 +476,64 @@ def extremum_in_packets(dtype: str, n: int, i: int) -> bool:
     return p is None or i < (n // p) * p
 
 
+#: The largest result, in bytes, of a broadcasting Maximum/Minimum whose
+#: positions (packets, scalar tail) tfsem models by flat index.  TensorFlow
+#: evaluates a broadcast (BCast: neither operand one element, and not both
+#: of the result's size) with Eigen's tiled executor: a result larger than
+#: one block (about 55 KB, from Eigen's cost model: measured on TensorFlow
+#: 2.21, float32 from 13,912 elements, float64 from 6,956, every broadcast
+#: form of rank 2 to 5) is split into blocks, each line of a block with its
+#: own packets and scalar tail, so ties fall by block layout, not by flat
+#: index.  Past this bound (a margin of 3 below the smallest block seen) a
+#: tie that position decides is refused (CannotRun) and the engines keep
+#: the op uninterpreted.
+TILED_EXTREMUM_BYTES = 16384
+
+
+def extremum_tiled(dtype: str, a_shape: tuple, b_shape: tuple, lead: int = 0) -> bool:
+    """Whether a Maximum/Minimum of operands of these shapes (axes after the
+    first `lead`) is a broadcast large enough for Eigen's tiled executor to
+    split it into blocks (TILED_EXTREMUM_BYTES): its tie positions are not
+    modelled."""
+    a_shape, b_shape = tuple(a_shape)[lead:], tuple(b_shape)[lead:]
+    na, nb = math.prod(a_shape), math.prod(b_shape)
+    try:
+        n = math.prod(np.broadcast_shapes(a_shape, b_shape))
+    except ValueError:
+        return False
+    if na == 1 or nb == 1 or (na == n and nb == n):
+        return False   # scalar_left/right or no broadcast: linear, by flat index
+    size = {"float64": 8, "float32": 4}.get(dtype, 2)
+    return n * size > TILED_EXTREMUM_BYTES
+
+
+def _refuse_tiled_ties(xp, a, b, op: str, name: str, lead: int, zeros,
+                       what: str = "a tie of +0.0 and -0.0") -> None:
+    """CannotRun when a large tiled broadcast (extremum_tiled) meets an
+    element `zeros(a, b)` marks (a tie the position decides)."""
+    if extremum_tiled(name, a.shape, b.shape, lead) and bool(xp.any(zeros(a, b))):
+        tf_op = "Maximum" if op == "max" else "Minimum"
+        raise CannotRun(f"TensorFlow's {tf_op} on {name} broadcast {list(a.shape[lead:])} against "
+                        f"{list(b.shape[lead:])} with {what}: past "
+                        f"{TILED_EXTREMUM_BYTES} bytes Eigen's tiled executor places the packets "
+                        f"and scalar tails by block, which is not modelled")
+
+
+def _signed_zero_tie(a, b):
+    return (a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b))
+
+
 def _extremum(xp, a, b, op: str, lead: int = 0):
     """TensorFlow's Maximum/Minimum: NaN if either operand is NaN; on a tie of
     +0.0 and -0.0 the operand ZERO_TIE names inside Eigen's whole packets,
     ZERO_TIE_TAIL's in the scalar tail, by the element's flat index in the
-    broadcast result (its axes after the first `lead`, 1 for a batch axis)."""
+    broadcast result (its axes after the first `lead`, 1 for a batch axis).
+    A tie in a broadcast past TILED_EXTREMUM_BYTES is refused (CannotRun)."""
     name = dtype_name(a.dtype)
     p = EXTREMUM_PACKET.get(name) if is_float(a) else None
     if p is None:
         return _extremum_tie(xp, a, b, op)
+    _refuse_tiled_ties(xp, a, b, op, name, lead, _signed_zero_tie)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))[lead:]
     n = math.prod(shape)
     m = (n // p) * p
@@ -792,11 +841,15 @@ def flushed_extremum(base: Function) -> Function:
     def impl(xp, args, attrs):
         a, b = args
         if dtype_name(a.dtype) == "bfloat16" and dtype_name(b.dtype) == "bfloat16":
+            tiny = float(np.finfo(np.float32).tiny)   # bfloat16's smallest normal
+            # a large broadcast: the tails are by block (TILED_EXTREMUM_BYTES)
+            _refuse_tiled_ties(xp, a, b, base.name.lower(), "bfloat16", 0, lambda x, y: (
+                ((x != 0) & (xp.abs(x.astype(np.float32)) < tiny)).any()
+                | ((y != 0) & (xp.abs(y.astype(np.float32)) < tiny)).any()), "a subnormal")
             shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
             n = math.prod(shape)
             m = n // 8 * 8
             if m < n:
-                tiny = float(np.finfo(np.float32).tiny)   # bfloat16's smallest normal
                 for x in (a, b):
                     t = xp.broadcast_to(x, shape).reshape(-1)[m:].astype(np.float32)
                     if bool(((t != 0) & (xp.abs(t) < tiny)).any()):
