@@ -91,6 +91,7 @@ propagated when its loop instance is done.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
@@ -775,6 +776,7 @@ class Machine:
         def busy_under(prefix: Context) -> bool:
             return any(c[:len(prefix)] == prefix for c in busy)
 
+        @functools.cache
         def instance_done(outer: Context, frame: str) -> bool:
             inner = tuple(f for f, _ in outer)
             if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
@@ -782,16 +784,9 @@ class Machine:
             return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
                            for c in busy)
 
-        memo: dict = {}
-
+        # (a function of the state: computed once per loop instance)
+        @functools.cache
         def oldest(outer: Context, frame: str) -> int:
-            # (a function of the state: computed once per loop instance)
-            got = memo.get((outer, frame))
-            if got is None:
-                got = memo[(outer, frame)] = _oldest(outer, frame)
-            return got
-
-        def _oldest(outer: Context, frame: str) -> int:
             i = 0
             while True:
                 it = outer + ((frame, i),)
@@ -803,27 +798,15 @@ class Machine:
                     return i
                 i += 1
 
-        windows: dict = {(): True}
-
+        @functools.cache
         def in_window(ctx: Context) -> bool:
-            got = windows.get(ctx)
-            if got is None:
-                got = windows[ctx] = all(
-                    i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
-                    for level, (frame, i) in enumerate(ctx))
-            return got
+            return all(i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
+                       for level, (frame, i) in enumerate(ctx))
 
         steps = [st for st in raw if in_window(st.ctx)]
         # (the dead exits that may propagate, in the transcription's order)
-        done: dict = {}
-
-        def instance_done_once(outer: Context, frame: str) -> bool:
-            got = done.get((outer, frame))
-            if got is None:
-                got = done[(outer, frame)] = instance_done(outer, frame)
-            return got
         ends = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
-                if (x, outer + ((frame, -1),)) not in s.fired and instance_done_once(outer, frame)]
+                if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame)]
         for (x, outer, frame) in sorted(ends, key=repr):
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
