@@ -5,6 +5,8 @@ exports (oracle/opdefs).  No encoding: uninterpreted in proofs.
 
 from __future__ import annotations
 
+import math
+
 from .. import functions as fns
 from ..functions import (_REDUCTION_ORDER, BROADCASTING, NUMERIC, ShapeError, _is_float, _kernel,
                          _no_float, dtype_name, ftz)
@@ -33,9 +35,7 @@ def _relu_on(xp, a, lead):
     if dt not in _RELU_PACKET:                       # float16: no flush, -0.0 kept
         return xp.where(xp.isnan(a) | (a > 0) | (a == 0), a, zero)
     shape = a.shape[lead:]
-    n = 1
-    for d in shape:
-        n *= int(d)
+    n = math.prod(shape)
     p = _RELU_PACKET[dt]
     m = (n // p) * p                                 # elements [0, m): whole packets
     idx = xp.arange(n).reshape(shape)
@@ -173,6 +173,10 @@ known("FusedBatchNormV3", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
 known("FusedBatchNormGradV3", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
       output_args=("x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4",
                    "reserve_space_5"))
+#: the activations the remapper fuses into _FusedMatMul and _FusedConv2D on a
+#: CPU with oneDNN (remapper.cc IsSupportedActivation), Relu first; the
+#: first four also into _FusedBatchNormEx and Conv2D + FusedBatchNorm
+FUSED_ACTIVATIONS = ("Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid")
 #: The remapper's fused ops (Grappler writes them on a CPU; remapper.cc):
 #: MatMul or Conv2D with BiasAdd or FusedBatchNorm and an activation
 #: (`fused_ops`, `num_args`, `epsilon`, `leakyrelu_alpha`), and
@@ -181,10 +185,6 @@ known("FusedBatchNormGradV3", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
 #: decided concretely); TensorFlow's CPU kernel is run with the node's
 #: attributes (tests/test_remap_fused_ops.py compares it with TensorFlow's
 #: runtime).
-#: the activations the remapper fuses into _FusedMatMul and _FusedConv2D on a
-#: CPU with oneDNN (remapper.cc IsSupportedActivation), Relu first; the
-#: first four also into _FusedBatchNormEx and Conv2D + FusedBatchNorm
-FUSED_ACTIVATIONS = ("Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid")
 known("_FusedMatMul _FusedConv2D", FAMILY, uninterpreted=True, kernel=NN_KERNEL)
 known("_FusedBatchNormEx", FAMILY, uninterpreted=True, kernel=NN_KERNEL,
       output_args=("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2",
