@@ -298,8 +298,9 @@ def parse_shapes(shapes: dict | Sequence[str] | None) -> dict[str, list[int]]:
 def read_captures(path: str | Path) -> dict:
     """The JSON capture map at `path` ({placeholder: {"variable", "dtype", "shape"}})."""
     import json
+    raw = read_capped(path, 64 << 20, "capture map")   # unreadable: ProgramError as it is
     try:
-        data = json.loads(read_capped(path, 64 << 20, "capture map"))
+        data = json.loads(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise _bad(path, f"the capture map is not JSON: {exc}", "bad-captures") from None
     if not isinstance(data, dict):

@@ -27,7 +27,8 @@ def add_parser(sub) -> None:
                     "shared_name, feeds and fetches by name): one verdict per optimizer, "
                     "with floats bit for bit, and beside it the verdict with float arithmetic "
                     "over the reals (--float real of tfsem check). "
-                    "Fetches default to the graph's entry in a manifest.json beside it. "
+                    "Fetches default to the graph's entry in a manifest.json beside it (and "
+                    "then the capture map to that entry's, unless --captures names one). "
                     "Needs the extra tfsem[tensorflow]. Exit status: 0 every result sound or "
                     "no-counterexample, 1 one unsound or invalid, 2 bad input, 3 one unknown "
                     "or not importable. Grappler is given GRAPH placed as TensorFlow's placer "
@@ -42,6 +43,10 @@ def add_parser(sub) -> None:
                    help="a tensor to fetch, 'node' or 'node:k' (repeatable)")
     p.add_argument("--target", action="append", default=[], metavar="NODE",
                    help="a node to run for its effect, without output (repeatable)")
+    p.add_argument("--captures", default=None, metavar="FILE",
+                   help="a concrete function's capture map (JSON {placeholder: {\"variable\", "
+                        "\"dtype\", \"shape\"}}): the variables its DT_RESOURCE Placeholders "
+                        "capture, as `tfsem import/check --captures` read it")
     p.add_argument("--semantics", choices=("atomic", "decomposed"), default="atomic",
                    help="atomic (the default: Assign is one step) or decomposed (Assign is a read and a write)")
     p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
@@ -76,14 +81,54 @@ def _manifest_entry(path: Path) -> dict | None:
     return None
 
 
-def _import(graph_def, fetches: list[str], targets: list[str], where: str):
+def _import(graph_def, fetches: list[str], targets: list[str], where: str,
+            captures: dict | None = None):
     """The tfsem Program of a TensorFlow GraphDef, read from its serialized
-    bytes by tfsem's own TensorFlow-free reader (graphdef.proto, importer)."""
+    bytes by tfsem's own TensorFlow-free reader (graphdef.proto, importer).
+    `captures`: a concrete function's capture map (importer.parse_captures)."""
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
     del where
     graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
-    return import_graph(graph, fetches, targets).program
+    return import_graph(graph, fetches, targets, captures=captures).program
+
+
+def _import_with(graph_def, fetches, targets, where, captures):
+    # _import called as callers that replace it (with four arguments) expect
+    if captures is None:
+        return _import(graph_def, fetches, targets, where)
+    return _import(graph_def, fetches, targets, where, captures=captures)
+
+
+#: TensorFlow's DataType enum value of DT_RESOURCE (types.proto)
+_DT_RESOURCE = 20
+
+
+def read_capture_map(path: Path) -> dict:
+    """The capture map at `path`, read and checked as `tfsem import
+    --captures` reads one (graphdef.read_captures, importer.parse_captures).
+    A bad file or entry: ProgramError naming the file and the entry (exit 2)."""
+    from tfsem.graphdef import read_captures  # noqa: PLC0415
+    from tfsem.graphdef.importer import parse_captures  # noqa: PLC0415
+    caps = read_captures(path)
+    parse_captures(caps, where=str(path))
+    return caps
+
+
+def check_capture_nodes(caps: dict, path: Path, graph_def) -> None:
+    """Every entry of the capture map `caps` (read from `path`) names a
+    DT_RESOURCE Placeholder of `graph_def`; else ProgramError naming the file
+    and the entry (exit 2)."""
+    from tfsem.graphdef.importer import GraphImportError  # noqa: PLC0415
+    nodes = {n.name: n for n in graph_def.node}
+    for ph in caps:
+        node = nodes.get(ph)
+        if node is None:
+            raise GraphImportError(f"{path}: {ph!r}", "no node of that name in the graph",
+                                   "unknown-node")
+        if node.op != "Placeholder" or node.attr["dtype"].type != _DT_RESOURCE:
+            raise GraphImportError(f"{path}: {ph!r}", f"the node is a {node.op}, not a "
+                                   "DT_RESOURCE Placeholder", "bad-captures")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,12 +151,16 @@ def run(args: argparse.Namespace) -> int:
     if path.is_dir() or path.suffix not in (".pb", ".pbtxt"):
         raise UsageError(f"{path}: expected a GraphDef file (.pb binary or .pbtxt text)")
     fetches, targets = list(args.fetch), list(args.target)
+    captures_path = Path(args.captures) if getattr(args, "captures", None) else None
     if not fetches and not targets:
         entry = _manifest_entry(path)
         if entry is None:
             raise UsageError(f"{path}: give the fetches with --fetch (Grappler removes every "
                              "node that no fetch needs); no manifest.json beside it lists them")
         fetches, targets = list(entry.get("fetches", [])), list(entry.get("targets", []))
+        if captures_path is None and isinstance(entry.get("captures"), str):
+            captures_path = path.parent / entry["captures"]
+    captures = read_capture_map(captures_path) if captures_path else None
     try:
         tf = g.tensorflow()
     except g.TensorFlowMissing:
@@ -124,17 +173,20 @@ def run(args: argparse.Namespace) -> int:
     except (DecodeError, ParseError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not a GraphDef: {exc}") from None
     del tf
+    if captures is not None:
+        check_capture_nodes(captures, captures_path, graph_def)
 
     place = getattr(args, "place", True)
     results = validate(graph_def, fetches, targets, optimizers, where=str(path),
                        semantics=args.semantics, observe=args.observe, timeout=args.timeout,
-                       save=args.save, place=place)
+                       save=args.save, place=place, captures=captures)
     placement = g.placement(g.placed(graph_def) if place else graph_def)
     status = _exit_status(results)
     if args.json:
         for r in results:
             r.pop("text", None)
         print_json({"graph": str(path), "fetches": fetches, "targets": targets,
+                    "captures": str(captures_path) if captures_path else None,
                     "tensorflow": _tf_version(), "semantics": args.semantics,
                     "observe": args.observe, "placed": place, "placement": placement,
                     "results": results})
@@ -142,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{path}: Grappler of TensorFlow {_tf_version()}, fetches {', '.join(fetches) or '-'}"
           + (f", targets {', '.join(targets)}" if targets else ""))
     print(f"  placed on {placement}" + ("" if place else " (--no-place)"))
+    if captures_path:
+        print(f"  captures from {captures_path}: {len(captures)} variable"
+              f"{'s' if len(captures) != 1 else ''}")
     for r in results:
         head = f"  {r['optimizer']}: "
         if r["status"] == "grappler-failed":
@@ -166,18 +221,22 @@ def run(args: argparse.Namespace) -> int:
 def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list[str], *,
              where: str, semantics: str = "atomic", observe: str = "outputs+state",
              timeout: float = DEFAULT_TIMEOUT, save: str | None = None,
-             real: bool = True, place: bool = True) -> list[dict[str, Any]]:
+             real: bool = True, place: bool = True,
+             captures: dict | None = None) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
     verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
     (with ``reason``); plus what changed (GrapplerResult.to_json()).  The
     original must import: a ProgramError/UsageError for it propagates.
     `place`: Grappler gets the graph placed on the CPU (graphdef/grappler.py
-    `placed`), as TensorFlow's placer leaves it."""
+    `placed`), as TensorFlow's placer leaves it.  `captures`: the capture map
+    of a concrete function's graph (importer.parse_captures), used for the
+    original and for every optimized graph (there for the placeholders
+    Grappler kept)."""
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
 
     started = time.perf_counter()
-    original = _import(graph_def, fetches, targets, where)
+    original = _import_with(graph_def, fetches, targets, where, captures)
     import_seconds = time.perf_counter() - started
     results: list[dict[str, Any]] = []
     for name in optimizers:
@@ -198,25 +257,31 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
             (out_dir / f"{name}.pbtxt").write_text(str(res.graph_def))
         row.update(check_graph(original, res.graph_def, fetches, targets,
                                where=f"{where} after {name}", semantics=semantics,
-                               observe=observe, timeout=timeout, real=real))
+                               observe=observe, timeout=timeout, real=real,
+                               captures=captures))
     return results
 
 
 def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list[str], *,
                 where: str, semantics: str = "atomic", observe: str = "outputs+state",
-                timeout: float = DEFAULT_TIMEOUT, real: bool = True) -> dict[str, Any]:
+                timeout: float = DEFAULT_TIMEOUT, real: bool = True,
+                captures: dict | None = None) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
     fields: ``status`` (checked / does-not-import / check-failed), ``reason``,
     ``verdict`` (JSON), ``text``, ``check_seconds``, ``tensorflow_replay``, and
     ``real``, the verdict with float arithmetic over the reals (unless `real`
-    is false)."""
+    is false).  `captures`: the original's capture map; the entries whose
+    placeholder Grappler kept are used."""
     from tfsem.checking import check_rewrite  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
 
+    if captures is not None:
+        kept = {n.name for n in rewritten_graph_def.node}
+        captures = {ph: spec for ph, spec in captures.items() if ph in kept}
     try:
-        rewritten = _import(rewritten_graph_def, fetches, targets, where)
+        rewritten = _import_with(rewritten_graph_def, fetches, targets, where, captures)
     except ProgramError as exc:
         return {"status": "does-not-import",
                 "reason": "; ".join(str(v) for v in exc.violations)}

@@ -4,12 +4,12 @@
     python tests/cases/tensorflow/grappler_corpus.py [--graphs a,b] [--optimizers dependency,...]
                                                      [--timeout 10] [--json FILE]
 
-`tfsem grappler GRAPH` takes no capture map, and most corpus graphs are
-concrete functions whose variables are DT_RESOURCE Placeholders named only
-by their capture map (`NAME.captures.json`).  This runs the command's own
-`validate` (Grappler per optimizer, import, check in both float modes, an
-unsound verdict replayed on TensorFlow) with the corpus graph imported with
-its capture map, for every graph of the corpus manifest that imports
+Most corpus graphs are concrete functions whose variables are DT_RESOURCE
+Placeholders named only by their capture map (`NAME.captures.json`; `tfsem
+grappler GRAPH --captures FILE`).  This runs the command's own `validate`
+(Grappler per optimizer, import, check in both float modes, an unsound
+verdict replayed on TensorFlow) with the corpus graph's capture map, for
+every graph of the corpus manifest that imports
 (`expect: imports`; the SavedModel folders are left out: Grappler is given a
 GraphDef).  Prints one Markdown row per (graph, optimizer); --json writes
 every row.
@@ -26,20 +26,11 @@ from pathlib import Path
 from tfsem.commands import grappler as command
 from tfsem.graphdef import grappler as g
 from tfsem.graphdef import read_captures
-from tfsem.graphdef.importer import import_graph
-from tfsem.graphdef.proto import decode
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "examples" / "tensorflow" / "corpus"
 OPTIMIZERS = ["dependency", "arithmetic", "constfold", "remap", "common_subgraph_elimination",
               "pruning", "default"]
-
-
-def importer_with(captures: dict | None):
-    def _import(graph_def, fetches, targets, where):
-        graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
-        return import_graph(graph, fetches, targets, captures=captures).program
-    return _import
 
 
 def verdict_cell(row: dict) -> tuple[str, str]:
@@ -78,12 +69,11 @@ def main(argv=None) -> int:
     rows = []
     for e in entries:
         captures = read_captures(CORPUS / e["captures"]) if e.get("captures") else None
-        command._import = importer_with(captures)
         gd = g.as_graph_def(CORPUS / e["file"])
         t = time.perf_counter()
         try:
             results = command.validate(gd, e["fetches"], e["targets"], optimizers, where=e["name"],
-                                       timeout=args.timeout)
+                                       timeout=args.timeout, captures=captures)
         except Exception as exc:  # the original does not import: say so, go on
             print(f"| {e['name']} | (all) | | | original does not import | {type(exc).__name__}: "
                   f"{str(exc)[:160]} |", flush=True)
