@@ -3,6 +3,7 @@ campaign on TensorFlow's runtime (needs TensorFlow): the triage behind
 docs/grappler-findings.md section 4.1.
 
     python tests/cases/tensorflow/replay_campaign_findings.py DIR [--json FILE]
+    python tests/cases/tensorflow/replay_campaign_findings.py DIR --case ID NAME --note TEXT
 
 DIR is a campaign's `--out` folder.  Each finding of its store holds the
 GraphDef Grappler was given (the exported program, placed on the CPU) and
@@ -22,7 +23,11 @@ the original with the optimizer off.  Per finding:
 - `run failed`: TensorFlow fails a run (the reason is given).
 
 It also names the rewrite (the ops Grappler removed and added) and σ's
-feeds, and prints one Markdown row per finding.
+feeds, and prints one Markdown row per finding.  `--case ID NAME` writes
+finding ID, when confirmed, as the tfsem.case/1 file NAME.json beside this
+script: its original and rewritten programs with the counterexample's feeds
+made constants (so that the check meets the σ where the two differ), expect
+unsound, `--note` (with the TensorFlow version) as its note.
 """
 
 from __future__ import annotations
@@ -130,14 +135,62 @@ def replay_finding(row: sqlite3.Row) -> dict:
     return out
 
 
+def with_constant_feeds(program: dict, feeds: dict) -> dict:
+    """The tfsem.program/1 JSON `program` with each feed read by an
+    ``Identity($feed)`` node made a Const of its value in `feeds` (JSON
+    values, as the store keeps σ)."""
+    out = json.loads(json.dumps(program))
+    used = set()
+    for n in out["nodes"]:
+        ins = n.get("inputs", [])
+        feed_ins = [i for i in ins if i.startswith("$")]
+        if not feed_ins:
+            continue
+        if n["op"] != "Identity" or len(ins) != 1:
+            raise SystemExit(f"node {n['name']} reads a feed other than through Identity")
+        feed, node_name = ins[0][1:], n["name"]
+        n.clear()
+        n.update(name=node_name, op="Const", value=feeds[feed])
+        used.add(feed)
+    out["feeds"] = {k: v for k, v in out["feeds"].items() if k not in used}
+    return out
+
+
+def write_case(con, finding: int, name: str, note: str) -> None:
+    from tfsem.graphdef import grappler as g
+    row = con.execute("SELECT * FROM findings WHERE id = ?", (finding,)).fetchone()
+    r = replay_finding(row)
+    if r["tensorflow"] != "confirmed":
+        raise SystemExit(f"finding {finding}: {r['tensorflow']}, not confirmed: no case")
+    feeds = json.loads(row["verdict"])["counterexample"]["feeds"]
+    case = {"format": "tfsem.case/1", "expect": "unsound", "semantics": row["semantics"],
+            "observe": row["observe"],
+            "note": f"{note} (TensorFlow {g.tensorflow().__version__}, CPU, oneDNN on; "
+                    f"TensorFlow's runtime, Grappler off: the optimized graph gives "
+                    f"{r['tf_optimized']}, the original {r['tf_original']}.) "
+                    "The counterexample's feeds are constants here, so that the check meets "
+                    "the σ where the two differ.",
+            "original": with_constant_feeds(json.loads(row["original"]), feeds),
+            "rewritten": with_constant_feeds(json.loads(row["rewritten"]), feeds)}
+    path = Path(__file__).resolve().parent / f"{name}.json"
+    path.write_text(json.dumps(case, indent=1) + "\n")
+    print(f"wrote {path.name}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", help="a campaign folder (tfsem fuzz --out DIR)")
     ap.add_argument("--json", default=None, metavar="FILE")
+    ap.add_argument("--case", nargs=2, default=None, metavar=("ID", "NAME"),
+                    help="write finding ID, when confirmed, as the case NAME.json beside this script")
+    ap.add_argument("--note", default="", help="the case's note (with --case)")
     args = ap.parse_args(argv)
     db = Path(args.dir) / "campaign.db"
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
+    if args.case:
+        write_case(con, int(args.case[0]), args.case[1], args.note)
+        return 0
     rows = con.execute("SELECT * FROM findings WHERE kind = 'unsound' ORDER BY id").fetchall()
     from tfsem.graphdef import grappler as g
     print(f"TensorFlow {g.tensorflow().__version__}; {db}: {len(rows)} unsound findings\n")
