@@ -156,22 +156,57 @@ def with_constant_feeds(program: dict, feeds: dict) -> dict:
     return out
 
 
-def write_case(con, finding: int, name: str, note: str) -> None:
+def with_constant_reads(program: dict, init: dict) -> dict:
+    """`program` with each variable that is only read (Var, Read) made
+    Consts of its initial value in `init`: its Read nodes become Consts,
+    its Var node and its declaration go."""
+    out = json.loads(json.dumps(program))
+    var_of = {n["name"]: n["var"] for n in out["nodes"] if n.get("op") == "Var"}
+    users = {}
+    for n in out["nodes"]:
+        for i in n.get("inputs", []):
+            if i in var_of:
+                users.setdefault(var_of[i], set()).add(n["op"])
+    only_read = {v for v, ops in users.items() if ops == {"Read"} and v in init}
+    nodes = []
+    for n in out["nodes"]:
+        if n.get("op") == "Var" and n["var"] in only_read:
+            continue
+        if n.get("op") == "Read" and var_of.get(n["inputs"][0]) in only_read:
+            n = {"name": n["name"], "op": "Const", "value": init[var_of[n["inputs"][0]]]}
+        nodes.append(n)
+    out["nodes"] = nodes
+    if isinstance(out.get("variables"), dict):
+        out["variables"] = {k: v for k, v in out["variables"].items() if k not in only_read}
+    return out
+
+
+def write_case(con, finding: int, name: str, note: str, confirmed_elsewhere: bool = False,
+               constant_init: bool = False) -> None:
     from tfsem.graphdef import grappler as g
     row = con.execute("SELECT * FROM findings WHERE id = ?", (finding,)).fetchone()
     r = replay_finding(row)
-    if r["tensorflow"] != "confirmed":
+    if r["tensorflow"] != "confirmed" and not confirmed_elsewhere:
         raise SystemExit(f"finding {finding}: {r['tensorflow']}, not confirmed: no case")
     feeds = json.loads(row["verdict"])["counterexample"]["feeds"]
+    how = (f"TensorFlow's runtime, Grappler off: the optimized graph gives {r['tf_optimized']}, "
+           f"the original {r['tf_original']}" if r["tensorflow"] == "confirmed" else
+           f"the session replay of the stored GraphDefs: {r['tensorflow']} ({r.get('why', '')[:160]}); "
+           "confirmed otherwise, as the note says")
     case = {"format": "tfsem.case/1", "expect": "unsound", "semantics": row["semantics"],
             "observe": row["observe"],
-            "note": f"{note} (TensorFlow {g.tensorflow().__version__}, CPU, oneDNN on; "
-                    f"TensorFlow's runtime, Grappler off: the optimized graph gives "
-                    f"{r['tf_optimized']}, the original {r['tf_original']}.) "
+            "note": f"{note} (TensorFlow {g.tensorflow().__version__}, CPU, oneDNN on; {how}.) "
                     "The counterexample's feeds are constants here, so that the check meets "
                     "the σ where the two differ.",
             "original": with_constant_feeds(json.loads(row["original"]), feeds),
             "rewritten": with_constant_feeds(json.loads(row["rewritten"]), feeds)}
+    if constant_init:
+        init = json.loads(row["verdict"])["counterexample"]["init"]
+        case["original"] = with_constant_reads(case["original"], init)
+        case["rewritten"] = with_constant_reads(case["rewritten"], init)
+        case["note"] = case["note"].replace("The counterexample's feeds are constants here",
+                                            "The counterexample's feeds and variables (only "
+                                            "read) are constants here")
     path = Path(__file__).resolve().parent / f"{name}.json"
     path.write_text(json.dumps(case, indent=1) + "\n")
     print(f"wrote {path.name}")
@@ -184,12 +219,19 @@ def main(argv=None) -> int:
     ap.add_argument("--case", nargs=2, default=None, metavar=("ID", "NAME"),
                     help="write finding ID, when confirmed, as the case NAME.json beside this script")
     ap.add_argument("--note", default="", help="the case's note (with --case)")
+    ap.add_argument("--confirmed-elsewhere", action="store_true",
+                    help="with --case: write it though the session replay did not confirm it "
+                         "(the note must say how TensorFlow confirmed it)")
+    ap.add_argument("--constant-init", action="store_true",
+                    help="with --case: make the variables that are only read Consts of σ's "
+                         "initial values too")
     args = ap.parse_args(argv)
     db = Path(args.dir) / "campaign.db"
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     if args.case:
-        write_case(con, int(args.case[0]), args.case[1], args.note)
+        write_case(con, int(args.case[0]), args.case[1], args.note, args.confirmed_elsewhere,
+                   args.constant_init)
         return 0
     rows = con.execute("SELECT * FROM findings WHERE kind = 'unsound' ORDER BY id").fetchall()
     from tfsem.graphdef import grappler as g
