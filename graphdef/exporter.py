@@ -823,6 +823,12 @@ def _attr_from_json(v: Any) -> dict | None:
         return {"list": {"type": v}}
     if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return {"list": {"i": v}}
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        # (a fused op's `fused_ops`: without it _FusedMatMul's kernel crashes
+        # the process that runs the exported graph)
+        return {"list": {"s": [x.encode() for x in v]}}
+    if isinstance(v, (list, tuple)) and all(isinstance(x, float) for x in v):
+        return {"list": {"f": list(v)}}
     return None
 
 
