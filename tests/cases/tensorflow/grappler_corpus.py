@@ -39,7 +39,8 @@ def verdict_cell(row: dict) -> tuple[str, str]:
     v = row["verdict"]
     text = v["verdict"]
     if v["verdict"] == "unsound":
-        kind = v.get("kind") or v.get("difference", {}).get("kind") or ""
+        diff = v.get("difference")   # the kind of difference (SPEC section 11)
+        kind = v.get("kind") or (diff.get("kind") if isinstance(diff, dict) else diff) or ""
         text += f" ({kind})" if kind else ""
         if "tensorflow_replay" in row:
             text += ", TensorFlow " + ("confirms" if row["tensorflow_replay"].get("confirmed") else "does not confirm")
