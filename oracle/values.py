@@ -255,6 +255,20 @@ def _float_to_json(x: Any) -> Any:
     return x  # repr of a float widened to float64 round-trips exactly
 
 
+def _floats_to_json(wide: np.ndarray) -> Any:
+    """`_float_to_json(wide.tolist())` for a float64 array, whole arrays at a
+    time (a counterexample of a real graph holds ~10^6 floats: element by
+    element in Python they took 4 s of a 6 s check)."""
+    finite = np.isfinite(wide)
+    if finite.all():
+        return wide.tolist()
+    out = wide.astype(object)
+    out[np.isnan(wide)] = "nan"
+    out[wide == np.inf] = "inf"
+    out[wide == -np.inf] = "-inf"
+    return out.tolist()
+
+
 def value_to_json(value: Value) -> Any:
     """Encode as strict JSON: int64 as plain numbers, every other dtype tagged
     (bool as true/false, floats with "nan", "inf", "-inf")."""
@@ -266,7 +280,7 @@ def value_to_json(value: Value) -> Any:
     if d == "int64":
         return value.array.tolist()
     if d in FLOAT_DTYPES:
-        return {"dtype": d, "value": _float_to_json(value.array.astype(np.float64).tolist())}
+        return {"dtype": d, "value": _floats_to_json(value.array.astype(np.float64))}
     return {"dtype": d, "value": value.array.tolist()}
 
 
