@@ -181,6 +181,19 @@ def step_node(label: str) -> str:
     return label.partition("@")[0]
 
 
+def canonical_order(p: Program, schedule: Sequence[str]) -> list[str]:
+    """The steps of `schedule` in p's canonical (topological) order, an
+    Assign's write step after its read step (whether that order gives the
+    same outcome is for a replay to say)."""
+    order = {name: i for i, name in enumerate(p.topological_order)}
+
+    def rank(label: str) -> float:
+        name, _, phase = label.partition("@")
+        return order[name] + (0.5 if phase == "write" else 0.0)
+
+    return sorted(schedule, key=rank)
+
+
 def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value],
                       schedule: Sequence[str], outcome: Outcome, semantics: str,
                       observe: str, deadline: float) -> list[str]:
@@ -217,7 +230,7 @@ def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value
     # the canonical order itself, when it gives the outcome (one replay):
     # nothing is out of place (on a real graph's deterministic training
     # step, the usual case, the swaps below cost a replay each)
-    canonical = sorted(schedule, key=rank)
+    canonical = canonical_order(p, schedule)
     if canonical != list(schedule) and gives_outcome(canonical):
         return canonical
     sched = list(schedule)
