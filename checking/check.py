@@ -1067,8 +1067,12 @@ class _Checker:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
             return []
         try:
+            # (the oracle's enumeration of P's outcomes at σ, done by the
+            # confirmation, is reused: a projected one is not that set)
+            reuse = {} if found.projected is not None else {"original_outcomes": found.original}
             return list(confirm_counterexample(self.p, self.p2, found.feeds, found.init,
-                                               found.schedule, self.semantics, self.observe))
+                                               found.schedule, self.semantics, self.observe,
+                                               **reuse))
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []

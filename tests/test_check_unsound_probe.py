@@ -174,3 +174,15 @@ def test_the_schedule_becomes_canonical_and_still_gives_the_outcome(semantics):
         assert ranks == sorted(ranks)
         state = mini.run_schedule(RIGHT, feeds, init, out, semantics)
         assert mini.outcome_of(RIGHT, mini.graph_of(RIGHT), state, "outputs+state") == outcome
+
+
+def test_the_numpy_replay_reuses_the_oracles_enumeration(monkeypatch):
+    from tfsem.backends import confirm as backend_confirm
+
+    def refused(*a, **k):
+        raise AssertionError("the original's outcomes enumerated a second time")
+
+    monkeypatch.setattr(backend_confirm, "outcome_set", refused)
+    with as_if_kernels():
+        v = check_rewrite(LEFT, RIGHT, timeout=10, structural=False)
+    assert v.verdict == "unsound" and "numpy" in v.confirmed, (v.confirmed, v.stats)
