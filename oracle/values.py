@@ -291,6 +291,21 @@ _SHORT = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "uint8":
 _SUFFIX = {"float32": "f", "float16": "h", "bfloat16": "bf", "float64": "d"}
 
 
+#: a tensor of more elements than this, all one value (bit for bit), is shown
+#: as its shape and that value (a real graph's counterexample holds tensors of
+#: 10^4-10^5 elements of one value: σ ones, an edge value)
+UNIFORM_SHOWN_AS_ONE = 16
+
+
+def _uniform_element(a: np.ndarray):
+    """The one value of an array whose elements are all the same bits, else None."""
+    flat = a.reshape(-1)
+    if flat.size == 0 or a.dtype.kind == "O" or a.dtype.itemsize not in (1, 2, 4, 8):
+        return None
+    bits = flat.view(f"u{a.dtype.itemsize}")
+    return flat[0] if bool(np.all(bits == bits[0])) else None
+
+
 def format_value(value: Value) -> str:
     """A short human-readable rendering, for text output and reports."""
     if isinstance(value, Error):
@@ -299,6 +314,9 @@ def format_value(value: Value) -> str:
         return value.describe()
     a = value.array
     d = value.dtype
+    if a.size > UNIFORM_SHOWN_AS_ONE and (one := _uniform_element(a)) is not None:
+        shown = format_value(Tensor(np.asarray(one, a.dtype), d))
+        return f"{_SHORT.get(d, d)} {list(a.shape)}, all {shown}"
     if d in FLOAT_DTYPES:
         wide = a.astype(np.float64)
         body = np.array2string(wide, separator=", ", formatter={"float_kind": lambda v: repr(float(v))})

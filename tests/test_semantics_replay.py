@@ -2,14 +2,10 @@
 with `step_enabled`, which looks at the step's node only: it must say what
 `step in enabled(...)` says, in every state of every run, for every label
 (enabled or not, Assign phases under the decomposed semantics, names of no
-node).  And a float tensor's JSON form, built whole arrays at a time
-(oracle/values.py), is the element-by-element one."""
+node)."""
 
 from __future__ import annotations
 
-import json
-
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +13,6 @@ from hypothesis import strategies as st
 from tfsem.generators.strategies import inputs_for, programs
 from tfsem.oracle.semantics import (DECOMPOSED, enabled, fire, graph_of, initial_state,
                                     run_schedule, step_enabled)
-from tfsem.oracle.values import DTYPES, Tensor, _float_to_json, value_to_json
 
 
 @st.composite
@@ -51,17 +46,3 @@ def test_step_enabled_is_membership_in_enabled(semantics, case):
     if len(schedule) > 1:
         with pytest.raises(ValueError):
             run_schedule(p, feeds, init, schedule[:-1], semantics)
-
-
-@pytest.mark.parametrize("values", [
-    1.5, float("nan"), -0.0, [-0.0, float("inf"), float("-inf"), float("nan"), 1e-45, 3.4e38],
-    [[float("nan"), 1.0], [2.0, float("-inf")]], [[1.0, 2.0], [3.0, 4.0]]])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
-def test_float_json_by_arrays_is_the_element_by_element_form(values, dtype):
-    with np.errstate(all="ignore"):
-        t = Tensor(np.asarray(values, np.float64).astype(DTYPES[dtype]), dtype)
-    got = value_to_json(t)
-    want = {"dtype": dtype, "value": _float_to_json(t.array.astype(np.float64).tolist())}
-    assert json.dumps(got) == json.dumps(want)
-    # (plain Python numbers and strings: what json writes without a default)
-    assert json.loads(json.dumps(got)) == json.loads(json.dumps(want))
