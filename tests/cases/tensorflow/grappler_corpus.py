@@ -48,7 +48,9 @@ def verdict_cell(row: dict) -> tuple[str, str]:
     v = row["verdict"]
     text = v["verdict"]
     if v["verdict"] == "unsound":
-        kind = v.get("kind") or v.get("difference", {}).get("kind") or ""
+        # (`difference` is the kind itself, a string; older verdicts had an object)
+        diff = v.get("difference")
+        kind = v.get("kind") or (diff if isinstance(diff, str) else (diff or {}).get("kind")) or ""
         text += f" ({kind})" if kind else ""
         if "tensorflow_replay" in row:
             text += ", TensorFlow " + ("confirms" if row["tensorflow_replay"].get("confirmed") else "does not confirm")
