@@ -47,18 +47,26 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
                     backends: Sequence[Backend | str] | None = None,
                     max_witnesses: int = DEFAULT_MAX_WITNESSES,
                     max_states: int = DEFAULT_MAX_STATES,
-                    max_seconds: float = DEFAULT_MAX_SECONDS) -> list[Confirmation]:
+                    max_seconds: float = DEFAULT_MAX_SECONDS,
+                    original_outcomes=None) -> list[Confirmation]:
     """One :class:`Confirmation` per backend (default: every backend that can
     run here).  `outcome`, when given, is the outcome the verdict claims for
-    the rewritten schedule; a backend that gives another does not confirm."""
+    the rewritten schedule; a backend that gives another does not confirm.
+    `original_outcomes`, when given, is the oracle's Outcomes(P, σ) computed
+    already (the checker's confirmation: the same enumeration, not run
+    twice); else it is enumerated here."""
     chosen = [get_backend(b) if isinstance(b, str) else b
               for b in (backends if backends is not None else available_backends())]
-    try:
-        oset = outcome_set(original, feeds, init, semantics, observe,
-                           max_states=max_states, max_seconds=max_seconds)
-    except BudgetExceeded as exc:
-        return [Confirmation(b.label, False, f"the original's outcomes are out of reach: {exc}")
-                for b in chosen]
+    if original_outcomes is not None:
+        oset = original_outcomes
+    else:
+        try:
+            oset = outcome_set(original, feeds, init, semantics, observe,
+                               max_states=max_states, max_seconds=max_seconds)
+        except BudgetExceeded as exc:
+            return [Confirmation(b.label, False,
+                                 f"the original's outcomes are out of reach: {exc}")
+                    for b in chosen]
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]

@@ -68,6 +68,13 @@ MAX_COMBINATIONS = 4096
 #: Counterexample minimization asks the solver for small values of at most
 #: this many input elements (the rest keep what the concrete pass chose).
 MINIMIZE_SOLVER_LEAVES = 512
+#: σ's minimization (concrete and solver steps together) takes at most this
+#: share of the timeout, and at least MINIMIZE_MIN_SECONDS: on a real graph
+#: each step costs a run of each program (0.1-1 s), and a tenth of the budget
+#: (the share until the fourth round of work) changed a handful of elements
+#: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
+MINIMIZE_SHARE = 0.05
+MINIMIZE_MIN_SECONDS = 0.3
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
@@ -116,6 +123,18 @@ KERNEL_SAMPLES = 8
 #: cost a run each, and their σ begin with every edge value everywhere
 #: (`_edge_sigmas`), where the overflow differences of float rewrites show
 KERNEL_ONE_OUTCOME_SIGMAS = 32
+#: The probe, before the symbolic search where an op runs on TensorFlow's
+#: kernels: one run of each program at PROBE_SIGMAS σ of the one-outcome
+#: comparisons' order (ones, then the largest finite float in every feed; all
+#: zeros showed none of them), a differing pair confirmed by the concrete oracle (P's outcome set
+#: enumerated) before it is a counterexample, in at most PROBE_SHARE of the
+#: timeout.  On the real-graphs corpus these σ show every float difference of
+#: Grappler's rewrites that the one-outcome comparisons found after the search
+#: (docs/benchmarks.md): found in the first second instead of after it.
+PROBE = True
+PROBE_SIGMAS = 2
+PROBE_TAGS = ("ones", "edge 0")
+PROBE_SHARE = 0.25
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -468,6 +487,9 @@ class _Checker:
         self.stats.update(path="symbolic", queries=0, solver_seconds=0.0,
                           unconfirmed=0, states=0)
         self.failing: _Query | None = None
+        # tags of the σ (one_outcome_sigmas) at which one run of each program
+        # agreed in the probe
+        self.probed_equal: set[str] = set()
         # σ drawn by the concrete stages, and their bound (KERNEL_SIGMAS) where
         # a concrete run may go through TensorFlow's kernels
         self.sigma_draws = 0
@@ -511,6 +533,10 @@ class _Checker:
         # minimized counterexamples are the better ones)
         accesses = sum(n.op in (READ, ASSIGN) for n in self.p.nodes)
         if accesses >= REFUTE_FIRST_MIN_ACCESSES and not self.real:
+            found = self.probe()
+            if found is not None:
+                self.stats["path"] = "probe"
+                return self.unsound(found)
             found = self.refute(min(REFUTE_FIRST_SHARE * self.timeout, REFUTE_FIRST_SECONDS),
                                 "first")
             if found is not None:
@@ -828,6 +854,16 @@ class _Checker:
         that is not in Outcomes(P, σ) (computed in `seconds`, by default
         the time left)."""
         feeds, init = sigma
+        started = time.monotonic()
+        try:
+            return self._confirm(feeds, init, schedule, seconds)
+        finally:
+            # (what one confirmation costs: minimization takes no step that
+            # would cost more than its budget, minimized())
+            self.confirm_seconds = time.monotonic() - started
+
+    def _confirm(self, feeds: dict, init: dict, schedule: list[str],
+                 seconds: float | None) -> _Found | None:
         # `decided` says whether a None answer means "σ is no counterexample"
         # (the rewritten outcome is among the original's) or only "could not
         # tell" (the schedule or the oracle could not run): only the first may
@@ -967,23 +1003,36 @@ class _Checker:
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def minimized(self, found: _Found) -> _Found:
-        deadline = min(self.deadline, time.monotonic() + max(0.3, 0.1 * self.timeout))
+        deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+                                                              MINIMIZE_SHARE * self.timeout))
         best = found
 
         def confirm(sigma) -> bool:
             nonlocal best
-            result = self.confirm(sigma, best.schedule)
+            # (a step the oracle cannot decide within the minimization's
+            # budget is not taken: on a real graph one enumeration of P's
+            # outcomes took 2 s of a 1 s budget)
+            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()))
             if result is None:
                 return False
             best = result
             return True
 
         # cheap first: each element to 0, 1 or -1 where the counterexample
-        # survives (a refuted one's σ is minimized already, refute())
-        if not found.minimized:
+        # survives (a refuted one's σ is minimized already, refute()).  Where
+        # the confirmation that found it took longer than the whole budget
+        # (a real graph's runs), no step can end in time: σ is shown as found
+        # (the probe's and the one-outcome comparisons' σ hold one value per
+        # tensor: ones, an edge value)
+        cost = getattr(self, "confirm_seconds", 0.0)
+        too_slow = cost > deadline - time.monotonic()
+        if too_slow:
+            self.stats["minimize"] = (f"σ not minimized: one confirmation took {cost:.2g} s, "
+                                      f"more than the minimization's budget")
+        elif not found.minimized:
             mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
         query = self.failing
-        if query is not None and time.monotonic() < deadline:
+        if query is not None and time.monotonic() < deadline and not too_slow:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
                                                                     ("init", self.inits))
                      for name, v in table.items() for i, leaf in enumerate(v.elems)}
@@ -1018,8 +1067,12 @@ class _Checker:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
             return []
         try:
+            # (the oracle's enumeration of P's outcomes at σ, done by the
+            # confirmation, is reused: a projected one is not that set)
+            reuse = {} if found.projected is not None else {"original_outcomes": found.original}
             return list(confirm_counterexample(self.p, self.p2, found.feeds, found.init,
-                                               found.schedule, self.semantics, self.observe))
+                                               found.schedule, self.semantics, self.observe,
+                                               **reuse))
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
@@ -1171,7 +1224,8 @@ class _Checker:
                 return False
 
         if self.minimize:
-            deadline = min(self.deadline, time.monotonic() + max(0.2, 0.1 * self.timeout))
+            deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+                                                                  MINIMIZE_SHARE * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
         left = min(self.remaining(), self._confirm_until - time.monotonic())
@@ -1387,22 +1441,17 @@ class _Checker:
         outcome set enumerated) before it is a counterexample, so `unsound`
         never rests on this argument.  None: no σ could be compared (the
         normal stages run)."""
-        # zeros and ones, then each edge value everywhere (in the feeds, in
-        # the variables, in both), then the fallback's random σ
-        generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
-        # (after zeros and ones: each accessed variable uninitialized alone, then
-        # all of them, where differences of error values show; the edge σ
-        # initialize every variable, and the random σ past them, which leave
-        # one uninitialized a quarter of the time, came last under the bound)
-        sigmas = itertools.chain(itertools.islice(generated, 2),
-                                 _uninitialized_sigmas(self.p, getattr(self, "flagged", ())),
-                                 _edge_sigmas(self.p), generated)
+        sigmas = self.one_outcome_sigmas()
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
         try:
             while not self.capped() and self.remaining() > 0:
-                sigma = next(sigmas)
+                tag, sigma = next(sigmas)
                 self.sigma_draws += 1
+                if tag in self.probed_equal:
+                    # one run of each compared equal by the probe already
+                    compared += 1
+                    continue
                 feeds, init = sigma
                 until = self.deadline
                 mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
@@ -1445,6 +1494,79 @@ class _Checker:
                                 tried=compared)
         return self.verdict(NO_COUNTEREXAMPLE, f"no proof ({why.reason}); {how}, none shows "
                                                f"a difference{note}", tried=compared)
+
+    def one_outcome_sigmas(self):
+        """The one-outcome comparisons' σ, each with a tag (the probe's
+        comparisons are reused by tag): zeros and ones, then each edge value
+        everywhere (in the feeds, in the variables, in both), then the
+        fallback's random σ."""
+        generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
+        yield "zeros", next(generated)
+        yield "ones", next(generated)
+        # (after zeros and ones: each accessed variable uninitialized alone, then
+        # all of them, where differences of error values show; the edge σ
+        # initialize every variable, and the random σ past them, which leave
+        # one uninitialized a quarter of the time, came last under the bound)
+        for k, sigma in enumerate(_uninitialized_sigmas(self.p, getattr(self, "flagged", ()))):
+            yield f"uninitialized {k}", sigma
+        for k, sigma in enumerate(_edge_sigmas(self.p)):
+            yield f"edge {k}", sigma
+        for k, sigma in enumerate(generated):
+            yield f"random {k}", sigma
+
+    def probe(self) -> _Found | None:
+        """One run of each program at the probe's σ (PROBE; the rewrite's in
+        its canonical order, `refute.canonical_outcome`): a confirmed
+        counterexample, or None.  σ at which the two runs agree are
+        remembered (`probed_equal`): where the symbolic search later finds
+        one outcome of each program, they are compared in full already."""
+        if not PROBE or self.sigma_cap is None or self.p == self.p2:
+            return None
+        stop = time.monotonic() + PROBE_SHARE * self.timeout
+        runs = np.random.default_rng(self.seed + 5)
+        order = self.one_outcome_sigmas()
+        stats = self.stats.setdefault("probe", {"sigmas": 0})
+        t0 = time.monotonic()
+        try:
+            wanted = list(PROBE_TAGS[:PROBE_SIGMAS])
+            for tag, sigma in order:
+                if not wanted or time.monotonic() >= stop:
+                    break
+                if tag not in wanted:
+                    continue
+                wanted.remove(tag)
+                feeds, init = sigma
+                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                           runs, 1, stop)
+                if len(mine) != 1:
+                    break    # (a run cut short)
+                # (P' in its canonical order: the schedule a counterexample
+                # shows needs no minimization, which replays it step by step)
+                o2, schedule = ref.canonical_outcome(self.p2, feeds, init, self.semantics,
+                                                     self.observe)
+                stats["sigmas"] += 1
+                ((o1, _),) = mine.items()
+                if o2 == o1:
+                    self.probed_equal.add(tag)
+                    continue
+                # (the oracle's enumeration of P's outcomes may take the rest
+                # of the probe's share, and at least a tenth of a second.  The
+                # schedule in canonical order first: its replay is the one
+                # confirmation, and minimize_schedule has nothing to move)
+                canonical = mini.canonical_order(self.p2, schedule)
+                found = self.confirm(sigma, canonical, max(0.1, stop - time.monotonic()))
+                if found is None and canonical != schedule:
+                    found = self.confirm(sigma, schedule, max(0.1, stop - time.monotonic()))
+                if found is not None:
+                    stats["found"] = tag
+                    return found
+                stats["unconfirmed"] = tag
+                break    # (P has other outcomes, or its enumeration ran out of time)
+        except (fns.CannotRun, BudgetExceeded) as exc:
+            stats["stopped"] = f"{type(exc).__name__}: {exc}"[:200]
+        finally:
+            stats["seconds"] = round(time.monotonic() - t0, 6)
+        return None
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in

@@ -4,12 +4,14 @@
 then 1 or -1, then ever smaller in magnitude, by adding that constraint to the
 failing query; a model that satisfies it is taken only after the concrete
 oracle confirms the counterexample at the new σ.  The concrete fallback, which
-has no query, tries the same small values directly.
+has no query, tries the same small values directly: whole tensors first (all
+0, all 1, all -1), then the elements of small tensors (ELEMENT_PASS_MAX).
 
 A witness schedule fires every node once, so "fewest steps" means fewest
-steps out of place: adjacent steps are swapped towards the program's canonical
-(topological) order whenever that keeps the outcome, so that what remains out
-of order is what makes the counterexample.  Steps with no variable in common
+steps out of place: the canonical (topological) order itself when it gives the
+outcome, else adjacent steps are swapped towards that order whenever that
+keeps the outcome, so that what remains out of order is what makes the
+counterexample.  Steps with no variable in common
 (or that both only read) commute and swap freely; a swap of two conflicting
 accesses is kept only when replaying the schedule gives the same outcome.
 """
@@ -115,14 +117,44 @@ def _small_values(dtype: str) -> list[Any]:
     return [d.type(0), d.type(1), d.type(-1)]
 
 
+#: the element-by-element pass of `minimize_concrete` visits the tensors of at
+#: most this many elements (a real graph's σ holds 10^4-10^6 of them: each
+#: step costs a run of each program, and one changed element among thousands
+#: makes σ no easier to read)
+ELEMENT_PASS_MAX = 64
+
+
+def _uniform(value: Tensor, small: Any) -> Tensor:
+    return Tensor(np.full(value.shape, small, dtype=DTYPES[value.dtype]), value.dtype)
+
+
 def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
-    """Shrink a confirmed σ without a solver: each element in turn becomes 0,
-    1 or -1 when the counterexample survives it."""
+    """Shrink a confirmed σ without a solver.  First whole tensors: each in
+    turn becomes all 0, else all 1, else all -1, when the counterexample
+    survives it (what a σ's tensors that do not matter show at once);
+    then, in tensors of at most ELEMENT_PASS_MAX elements, each element
+    becomes 0, 1 or -1 the same way."""
     feeds, init = dict(sigma[0]), dict(sigma[1])
     for table in (feeds, init):
         for name in sorted(table):
             value = table[name]
-            if isinstance(value, Error):
+            if isinstance(value, Error) or value.array.size <= 1:
+                continue    # (a one-element tensor: the element pass is the same)
+            for small in _small_values(value.dtype):
+                if time.monotonic() >= deadline:
+                    return feeds, init
+                current = table[name]
+                if np.array_equal(current.array.reshape(-1).view(np.uint8),
+                                  _uniform(current, small).array.reshape(-1).view(np.uint8)):
+                    break   # (all `small` already, bit for bit)
+                table[name] = _uniform(current, small)
+                if confirm((feeds, init)):
+                    break
+                table[name] = current
+    for table in (feeds, init):
+        for name in sorted(table):
+            value = table[name]
+            if isinstance(value, Error) or value.array.size > ELEMENT_PASS_MAX:
                 continue
             flat = value.array.reshape(-1)
             for i in range(flat.size):
@@ -147,6 +179,19 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
 
 def step_node(label: str) -> str:
     return label.partition("@")[0]
+
+
+def canonical_order(p: Program, schedule: Sequence[str]) -> list[str]:
+    """The steps of `schedule` in p's canonical (topological) order, an
+    Assign's write step after its read step (whether that order gives the
+    same outcome is for a replay to say)."""
+    order = {name: i for i, name in enumerate(p.topological_order)}
+
+    def rank(label: str) -> float:
+        name, _, phase = label.partition("@")
+        return order[name] + (0.5 if phase == "write" else 0.0)
+
+    return sorted(schedule, key=rank)
 
 
 def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value],
@@ -182,6 +227,12 @@ def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value
             return False
         return outcome_of(p, g, state, observe) == outcome
 
+    # the canonical order itself, when it gives the outcome (one replay):
+    # nothing is out of place (on a real graph's deterministic training
+    # step, the usual case, the swaps below cost a replay each)
+    canonical = canonical_order(p, schedule)
+    if canonical != list(schedule) and gives_outcome(canonical):
+        return canonical
     sched = list(schedule)
     changed = True
     while changed:

@@ -123,6 +123,36 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
     return found
 
 
+def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                      semantics: str, observe: str) -> tuple[Outcome, list[str]]:
+    """The outcome of one run of `p` at σ that fires, among the enabled
+    steps, the one first in p's canonical (topological) order, with its
+    schedule: a run of p's own step function, as in `sample_outcomes`, whose
+    schedule is the one counterexample minimization would move towards
+    (minimize.py), so that a counterexample found on it needs no reordering."""
+    order = {name: k for k, name in enumerate(p.topological_order)}
+
+    def rank(label: str) -> tuple:
+        name, _, phase = label.partition("@")
+        return order[name], phase == "write"
+
+    comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
+             for names, variables, outputs in components(p)]
+    parts, sched = [], []
+    for comp in comps:
+        st = comp.root(init)
+        while True:
+            comp.close(st)
+            if not st.ready:
+                break
+            t = min(st.ready, key=lambda u: (rank(comp.label(u)), u))
+            st.ready.discard(t)
+            comp.fire(st, t)
+        parts.append(comp.outcome(st))
+        sched.extend(_schedule(st.sched))
+    return combine(parts, observe), sched
+
+
 def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                     semantics: str, observe: str, schedules: Iterable[list[str]],
                     deadline: float) -> dict[Outcome, list[str]]:

@@ -103,6 +103,23 @@ def enabled(p: Program, g: Graph, s: State, semantics: str = ATOMIC) -> list[str
     return steps
 
 
+def step_enabled(p: Program, g: Graph, s: State, step: str, semantics: str = ATOMIC) -> bool:
+    """`step in enabled(p, g, s, semantics)`, looking at the step's node only
+    (a replay asks it at every step: the whole list cost O(nodes) a step, and
+    a 1,222-node schedule's replay 0.1 s)."""
+    if p.has_control_flow:
+        raise ValueError("a program with control flow: use controlflow.Machine")
+    name, _, phase = step.partition("@")
+    n = p.node.get(name)
+    if n is None:
+        return False
+    if semantics == DECOMPOSED and n.op == ASSIGN:
+        if name in s.pending:
+            return step == name + WRITE_STEP
+        return step == name + READ_STEP and _inputs_present(g, s, name)
+    return step == name and _inputs_present(g, s, name)
+
+
 def fire(p: Program, g: Graph, s: State, step: str) -> State:
     """The state s' after firing `step` in s (which must be enabled)."""
     name, _, phase = step.partition("@")
@@ -185,7 +202,7 @@ def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Valu
                                max_iterations or cf.DEFAULT_MAX_ITERATIONS)
     s = initial_state(p, g, feeds, init)
     for i, step in enumerate(schedule):
-        if step not in enabled(p, g, s, semantics):
+        if not step_enabled(p, g, s, step, semantics):
             raise ValueError(f"step {i} ({step}) is not enabled")
         s = fire(p, g, s, step)
     if enabled(p, g, s, semantics):

@@ -39,8 +39,9 @@ def verdict_cell(row: dict) -> tuple[str, str]:
     v = row["verdict"]
     text = v["verdict"]
     if v["verdict"] == "unsound":
-        diff = v.get("difference")   # the kind of difference (SPEC section 11)
-        kind = v.get("kind") or (diff.get("kind") if isinstance(diff, dict) else diff) or ""
+        # (`difference` is the kind itself, a string; older verdicts had an object)
+        diff = v.get("difference")
+        kind = v.get("kind") or (diff if isinstance(diff, str) else (diff or {}).get("kind")) or ""
         text += f" ({kind})" if kind else ""
         if "tensorflow_replay" in row:
             text += ", TensorFlow " + ("confirms" if row["tensorflow_replay"].get("confirmed") else "does not confirm")
