@@ -381,18 +381,21 @@ def _write(path: Path, obj: dict) -> str:
     return str(path)
 
 
-def test_check_html_with_a_control_self_loop(tmp_path: Path):
+def test_check_html_with_a_control_self_loop(tmp_path: Path, capsys):
     a = _write(tmp_path / "a.json", _prog([{"name": "v", "op": "Var", "var": "x"},
                                            {"name": "r", "op": "Read", "inputs": ["v"]}]))
     b = _write(tmp_path / "b.json", _prog([{"name": "v", "op": "Var", "var": "x"},
                                            {"name": "r", "op": "Read", "inputs": ["v", "^r"]}]))
-    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    r = tfsem_here(capsys, "check", a, b, "--html", str(tmp_path / "page.html"))
     assert r.returncode == 1 and "invalid" in r.stdout and "Traceback" not in r.stderr, r.stderr
     page = (tmp_path / "page.html").read_text()
     assert page.count('class="graph program-graph') == 2 and 'data-edge="r#1"' in page
 
 
-def test_check_html_with_non_finite_numbers(tmp_path: Path):
+def test_check_html_with_non_finite_numbers(tmp_path: Path, capsys):
+    # `tfsem check --html` by tfsem.cli.main in this process: its TensorFlow
+    # replay of the unsound verdict reuses this process's TensorFlow instead of
+    # a fresh import (~6 s); the README's first route runs `tfsem check` as a process
     def prog(value: str, control: bool) -> dict:
         return _prog([{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": value}},
                       {"name": "v", "op": "Var", "var": "x"}, {"name": "w", "op": "Write", "inputs": ["v", "c"]},
@@ -400,7 +403,7 @@ def test_check_html_with_non_finite_numbers(tmp_path: Path):
                       {"name": "r", "op": "Read", "inputs": ["v2"] + (["^w"] if control else [])}])
     a = _write(tmp_path / "a.json", prog("nan", True))
     b = _write(tmp_path / "b.json", prog("-inf", False))
-    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    r = tfsem_here(capsys, "check", a, b, "--html", str(tmp_path / "page.html"))
     assert r.returncode == 1 and "unsound" in r.stdout, r.stdout + r.stderr
     page = (tmp_path / "page.html").read_text()
     assert "PAGE NOT DRAWN" not in page and "nan" in page and "-inf" in page
