@@ -6,10 +6,10 @@ document runs to its `EOF`), each followed by what it printed.  This test runs
 every route's commands in order in one shell (the routes side by side), in
 a temporary folder that holds the repository's `examples/` and `tests/` (as
 a clone would), with a timeout, and checks each command's exit status and
-the first and last lines it showed (numbers and spacing may differ from run to run; a line ending in
-`...` is a prefix; `...` alone stands for lines left out).  The route needing
-TensorFlow skips, saying so, where TensorFlow is not installed.  The port of
-`tfsem serve` is replaced by a free one."""
+the first and last lines it showed (numbers and spacing may differ from run
+to run; a line ending in `...` is a prefix; `...` alone stands for lines left
+out).  The route needing TensorFlow skips, saying so, where TensorFlow is not
+installed.  The port of `tfsem serve` is replaced by a free one."""
 
 from __future__ import annotations
 
