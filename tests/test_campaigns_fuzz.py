@@ -241,7 +241,7 @@ def test_verify_judges_claims(monkeypatch):
     assert [c.judgement for c in sound.cells] == [NO_COUNTEREXAMPLE] and not sound.findings
 
 
-def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path):
+def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path, capsys):
     r = tfsem("verify", "campaign_fakes:drop_assigns_claims_sound", "--budget", "3s", "--seed", "1",
               "--out", tmp_path, *FAST, *ONE_CELL)
     assert r.returncode == 1, r.stderr
@@ -252,14 +252,19 @@ def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path):
     case = json.loads(Path(shown[0]).read_text())
     assert case["format"] == "tfsem.case/1" and case["expect"] == "unsound"
     assert len(case["original"]["nodes"]) <= 4  # shrunk
-    # the reproducer reproduces with the real checker (run beside the next
-    # verify: it only starts up and checks a few nodes)
-    check_run = subprocess.Popen([sys.executable, "-m", "tfsem", "check", shown[0]], env=env(),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ok = tfsem("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "ok",
-               *FAST, *ONE_CELL, "--json")
-    check_out, check_err = check_run.communicate(timeout=120)
-    assert check_run.returncode == 1 and "unsound" in check_out, check_out + check_err
+    # the reproducer reproduces with the real checker, run by tfsem.cli.main in
+    # this process (its TensorFlow replay of the unsound verdict reuses this
+    # process's TensorFlow, not a fresh import) while the next verify runs
+    ok_run = tfsem_started("verify", "campaign_fakes:identity", "--budget", "1s", "--out", tmp_path / "ok",
+                           *FAST, *ONE_CELL, "--json")
+    try:
+        check = tfsem_here(capsys, "check", shown[0])
+        ok = tfsem_finished(ok_run)
+    finally:
+        if ok_run.poll() is None:
+            ok_run.kill()
+            ok_run.communicate()
+    assert check.returncode == 1 and "unsound" in check.stdout, check.stdout + check.stderr
     assert ok.returncode == 4, ok.stderr   # the identity changes nothing: weak evidence
     data = json.loads(ok.stdout)
     assert data["findings"] == [] and data["cells"][0]["result"] == NO_COUNTEREXAMPLE

@@ -1,4 +1,6 @@
-"""`tfsem outcomes` as a user runs it: a subprocess, its output and exit status."""
+"""`tfsem outcomes` as a user runs it: a subprocess, its output and exit status
+(bad input is read by `tfsem.cli.main` in this process, one case in a
+subprocess too)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.generators import families as F
 from tfsem.oracle.jsonio import save_program
 
@@ -97,49 +100,31 @@ MALFORMED = [
 ]
 
 
-def tfsem_side_by_side(*argvs: list[str]) -> list[subprocess.CompletedProcess]:
-    """`tfsem ARGV` for each ARGV, all started at once (each is mostly its
-    start-up), then each waited for."""
-    procs = [subprocess.Popen([sys.executable, "-m", "tfsem", *argv], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for argv in argvs]
-    try:
-        said = [p.communicate(timeout=120) for p in procs]
-        return [subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(procs, said)]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-
-
-@pytest.fixture(scope="module")
-def malformed_runs(tmp_path_factory) -> list[subprocess.CompletedProcess]:
-    """`tfsem outcomes` of each malformed program, the eight side by side."""
-    paths = []
-    for i, (content, _) in enumerate(MALFORMED):
-        paths.append(tmp_path_factory.mktemp(f"malformed{i}") / "bad.json")
-        paths[-1].write_text(content)
-    return tfsem_side_by_side(*(["outcomes", str(path)] for path in paths))
-
-
 @pytest.mark.parametrize("content, needle", MALFORMED)
-def test_malformed_programs_exit_2_without_traceback(malformed_runs, content, needle):
-    r = malformed_runs[MALFORMED.index((content, needle))]
+def test_malformed_programs_exit_2_without_traceback(content, needle, tmp_path, capsys):
+    # in this process (tfsem.cli.main): an exception escaping main fails the
+    # test as a traceback would; the process boundary is the other tests'
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    r = tfsem_here(capsys, "outcomes", str(bad))
     assert r.returncode == 2
     assert needle in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
 
 
-def test_bad_arguments_exit_2():
+def test_bad_arguments_exit_2(capsys):
     good = str(EXAMPLES / "first_example.json")
     bad = (["--feed", "B"], ["--feed", "B=[1,"], ["--feed", "Q=1", "--feed", "B=1"],
            ["--init", "y=1", "--feed", "B=1"], ["--semantics", "weird"], [])
-    *runs, missing = tfsem_side_by_side(*(["outcomes", good, *args] for args in bad),
-                                        ["outcomes", "/nonexistent/file.json"])
-    for args, r in zip(bad, runs):
+    for args in bad:
+        r = tfsem_here(capsys, "outcomes", good, *args)
         assert r.returncode == 2, args
         assert "Traceback" not in r.stderr
+    missing = tfsem_here(capsys, "outcomes", "/nonexistent/file.json")
     assert missing.returncode == 2 and "No such file" in missing.stderr
+    # and once through a process of its own: exit 2, no traceback
+    r = tfsem("outcomes", good, "--feed", "B")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr
 
 
 def test_budget_exceeded_is_unknown_exit_3(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.graphdef import import_path
 from tfsem.graphdef.importer import GraphImportError, import_graph
 
@@ -51,17 +52,19 @@ def test_outcomes_of_the_imported_loop_and_the_bound():
 
 
 @pytest.mark.parametrize("pred,out,x", [("true", 11, 11), ("false", 2, 1)])
-def test_outcomes_of_the_imported_cond(pred, out, x):
-    got = run("outcomes", str(CASES / "tf1_cond.pbtxt"), "--fetch", "out", "--feed",
-              f'p={{"dtype": "bool", "value": {pred}}}', "--init", "x=1", "--json")
+def test_outcomes_of_the_imported_cond(pred, out, x, capsys):
+    got = tfsem_here(capsys, "outcomes", str(CASES / "tf1_cond.pbtxt"), "--fetch", "out", "--feed",
+                     f'p={{"dtype": "bool", "value": {pred}}}', "--init", "x=1", "--json")
     assert got.returncode == 0, got.stderr
     [o] = json.loads(got.stdout)["outcomes"]
     assert o["outputs"]["out"] == out and o["state"]["x"] == x
 
 
-def test_check_on_an_imported_loop_is_never_a_wrong_sound(tmp_path):
+def test_check_on_an_imported_loop_is_never_a_wrong_sound(tmp_path, capsys):
+    # (by tfsem.cli.main in this process; the test above runs `tfsem outcomes`
+    # on an imported loop as a process)
     loop = CASES / "tf1_while_loop.pbtxt"
-    same = run("check", str(loop), str(loop), "--fetch", "out")
+    same = tfsem_here(capsys, "check", str(loop), str(loop), "--fetch", "out")
     assert same.returncode == 0 and same.stdout.startswith("sound"), same.stderr
     from tfsem.oracle.jsonio import program_to_json
     raw = program_to_json(import_path(loop, fetch=["out"]).program)
@@ -74,7 +77,8 @@ def test_check_on_an_imported_loop_is_never_a_wrong_sound(tmp_path):
     # starts TensorFlow and took ~9 s of this test's ~13, is held to the
     # oracle by test_controlflow_export::
     # test_a_counterexample_ordered_around_a_loop_is_replayed_on_tensorflow)
-    broken = run("check", str(tmp_path / "original.json"), str(tmp_path / "broken.json"), "--no-tensorflow")
+    broken = tfsem_here(capsys, "check", str(tmp_path / "original.json"), str(tmp_path / "broken.json"),
+                        "--no-tensorflow")
     # refuted by the reference control-flow engine (checking/control_flow.py)
     assert broken.returncode == 1 and broken.stdout.startswith("unsound"), broken.stdout
     assert "@loop/while_context:" in broken.stdout

@@ -3,12 +3,11 @@ dead values, Merge, frames and iterations, the iteration bound, schedules, and
 the refusals of the engines, backends and checker that do not model it."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.checking.check import check_rewrite
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle.dispatch import outcome_set
@@ -197,16 +196,15 @@ def test_the_checker_never_calls_an_unsound_control_flow_rewrite_sound():
     assert v.verdict == "unsound" and v.counterexample is not None
 
 
-def test_cli_outcomes_and_the_bound(tmp_path):
+def test_cli_outcomes_and_the_bound(tmp_path, capsys):
+    # by tfsem.cli.main in this process (test_controlflow_import runs `tfsem
+    # outcomes` on a loop as a process)
     case = str(CASES / "counted_loop.json")
-    ok = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=2",
-                         "--init", "x=1"], capture_output=True, text=True)
+    ok = tfsem_here(capsys, "outcomes", case, "--feed", "n=2", "--init", "x=1")
     assert ok.returncode == 0 and "out = 2, x := 3" in ok.stdout
-    unknown = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=40",
-                              "--init", "x=1", "--max-iterations", "8"], capture_output=True, text=True)
+    unknown = tfsem_here(capsys, "outcomes", case, "--feed", "n=40", "--init", "x=1", "--max-iterations", "8")
     assert unknown.returncode == 3 and "'L'" in unknown.stdout and "bound of 8" in unknown.stdout
-    refused = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", case, "--feed", "n=2",
-                              "--engine", "readsfrom"], capture_output=True, text=True)
+    refused = tfsem_here(capsys, "outcomes", case, "--feed", "n=2", "--engine", "readsfrom")
     assert refused.returncode == 2 and "control flow" in refused.stderr
 
 
@@ -261,13 +259,13 @@ def test_parallel_iterations_bounds_how_far_iterations_overlap():
     ["run", "--backend", "numpy", "--feed", "n=2", "--init", "x=1"],
     ["rewrite", "cse"],
 ])   # (`export` writes the primitives: tests/test_controlflow_export.py)
-def test_commands_that_do_not_model_control_flow_refuse_it(command, tmp_path):
+def test_commands_that_do_not_model_control_flow_refuse_it(command, tmp_path, capsys):
     case = str(CASES / "counted_loop.json")
     args = [a.replace("OUT", str(tmp_path / "g.pbtxt")) for a in command]
     if args[0] == "rewrite":
         args.append(case)
     else:
         args.insert(1, case)
-    got = subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True)
+    got = tfsem_here(capsys, *args)   # in this process: an escaping exception fails the test
     assert got.returncode == 2, got.stderr
     assert "control flow" in got.stderr and "Traceback" not in got.stderr

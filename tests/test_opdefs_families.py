@@ -35,7 +35,7 @@ from tfsem.oracle import opdefs
 from tfsem.oracle.opdefs import control, data, queues
 from tfsem.oracle.program import CONTROL_FLOW_OPS
 
-from opdefs_support import modules_outside_the_registry
+from opdefs_support import modules_outside_the_registry, syntax_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("control", "queue", "data")
@@ -246,7 +246,7 @@ ALLOWED = {
 
 def _name_collections(path: Path, names: set[str]) -> list[tuple[int, list[str]]]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in syntax_nodes(path):
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             elts = node.elts
         elif isinstance(node, ast.Dict):

@@ -18,7 +18,7 @@ from tfsem.graphdef import ops as opt
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.oracle import kernels
 
-from opdefs_support import modules_outside_the_registry
+from opdefs_support import modules_outside_the_registry, syntax_nodes
 
 #: graphdef/ops.py STATELESS_UNMODELLED before the move (121 ops).
 UNINTERPRETED = frozenset("""
@@ -202,7 +202,7 @@ def _name_tables(path: Path, names: set[str]) -> list[tuple[int, list[str]]]:
     and strings of names alone (`"A B".split()`, `known("A B", ...)`) that
     hold two or more."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in syntax_nodes(path):
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             elts = [e.value for e in node.elts if isinstance(e, ast.Constant)]
         elif isinstance(node, ast.Dict):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.generators import families as F
 from tfsem.generators.strategies import inputs_for, programs, random_inputs, random_programs
 from tfsem.oracle import program as P
@@ -248,14 +249,9 @@ def test_hypothesis_programs_agree_with_reference(case, semantics, observe):
     _replays(p, feeds, init, got, semantics, observe)
 
 
-def _tfsem(*args: str):
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-def test_cli_engine_flag(tmp_path):
+def test_cli_engine_flag(tmp_path, capsys):
+    """`tfsem outcomes --engine`, by tfsem.cli.main in this process
+    (test_cli_outcomes runs `tfsem outcomes` as a process)."""
     import json
     from tfsem.oracle.jsonio import save_program
     p, feeds, init = F.blind_writers(6)
@@ -264,7 +260,7 @@ def test_cli_engine_flag(tmp_path):
     sigma = [a for j in range(6) for a in ("--feed", f"b{j}={j + 1}")] + ["--init", "x=0"]
     got = {}
     for engine in ("reference", "readsfrom", "auto"):
-        r = _tfsem("outcomes", str(path), *sigma, "--engine", engine, "--json")
+        r = tfsem_here(capsys, "outcomes", str(path), *sigma, "--engine", engine, "--json")
         assert r.returncode == 0, r.stderr
         d = json.loads(r.stdout)
         got[engine] = {json.dumps({k: v for k, v in o.items() if k != "schedule"}, sort_keys=True)
@@ -272,9 +268,9 @@ def test_cli_engine_flag(tmp_path):
         assert d["count"] == 42 and d["stats"]["engine"] == engine
     assert got["reference"] == got["readsfrom"] == got["auto"]
     assert d["stats"]["components_by_engine"] == {"readsfrom": 1}     # auto on blind writers
-    default = json.loads(_tfsem("outcomes", str(path), *sigma, "--json").stdout)
+    default = json.loads(tfsem_here(capsys, "outcomes", str(path), *sigma, "--json").stdout)
     assert default["stats"]["engine"] == "auto" and default["count"] == 42
-    bad = _tfsem("outcomes", str(path), "--engine", "fast")
+    bad = tfsem_here(capsys, "outcomes", str(path), "--engine", "fast")
     assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
     # a Write of an error value: readsfrom declines by name, exit 2; auto answers
     q = P.program([P.var("vu", "u"), P.read("ru", "vu"),
@@ -283,10 +279,10 @@ def test_cli_engine_flag(tmp_path):
                    P.var("vr", "x"), P.read("r", "vr")],
                   {"out": "r"}, ["x", "u"])
     save_program(q, path)
-    r = _tfsem("outcomes", str(path), "--feed", "b=5", "--init", "x=1", "--engine", "readsfrom")
+    r = tfsem_here(capsys, "outcomes", str(path), "--feed", "b=5", "--init", "x=1", "--engine", "readsfrom")
     assert r.returncode == 2 and "w1" in r.stderr and "error value" in r.stderr
     assert "Traceback" not in r.stderr
-    r = _tfsem("outcomes", str(path), "--feed", "b=5", "--init", "x=1")
+    r = tfsem_here(capsys, "outcomes", str(path), "--feed", "b=5", "--init", "x=1")
     assert r.returncode == 0 and r.stdout.startswith("2 outcomes")
 
 

@@ -461,17 +461,17 @@ def test_generated_symmetric_programs_agree_with_reference(monkeypatch):
 # CLI
 
 
-def test_cli_engine_symmetry(tmp_path):
-    import subprocess
-    import sys
+def test_cli_engine_symmetry(tmp_path, capsys):
+    """`tfsem outcomes --engine symmetry`, by tfsem.cli.main in this process
+    (test_cli_outcomes runs `tfsem outcomes` as a process)."""
+    from test_campaigns_fuzz import tfsem_here
     from tfsem.oracle.jsonio import save_program
     p, _feeds, _init = F.lost_update_used(4)
     path = tmp_path / "lu.json"
     save_program(p, path)
     got = {}
     for engine in ("reference", "symmetry"):
-        r = subprocess.run([sys.executable, "-m", "tfsem", "outcomes", str(path), "--init", "x=0",
-                            "--engine", engine, "--json"], capture_output=True, text=True, timeout=120)
+        r = tfsem_here(capsys, "outcomes", str(path), "--init", "x=0", "--engine", engine, "--json")
         assert r.returncode == 0, r.stderr
         d = json.loads(r.stdout)
         assert d["count"] == 109

@@ -3,13 +3,13 @@
 Each route of README.md is a code block after a `<!-- route: NAME -->`
 comment: commands after `$ ` (a line ending in `\\` goes on, a `<<'EOF'` here
 document runs to its `EOF`), each followed by what it printed.  This test runs
-every route's commands in order in one shell, in a temporary folder that
-holds the repository's `examples/` and `tests/` (as a clone would), with a
-timeout, and checks each command's exit status and the first and last lines
-it showed (numbers and spacing may differ from run to run; a line ending in
-`...` is a prefix; `...` alone stands for lines left out).  The route needing
-TensorFlow skips, saying so, where TensorFlow is not installed.  The port of
-`tfsem serve` is replaced by a free one."""
+every route's commands in order in one shell (the routes side by side), in
+a temporary folder that holds the repository's `examples/` and `tests/` (as
+a clone would), with a timeout, and checks each command's exit status and
+the first and last lines it showed (numbers and spacing may differ from run
+to run; a line ending in `...` is a prefix; `...` alone stands for lines left
+out).  The route needing TensorFlow skips, saying so, where TensorFlow is not
+installed.  The port of `tfsem serve` is replaced by a free one."""
 
 from __future__ import annotations
 
@@ -116,22 +116,52 @@ def test_routes_are_parsed_with_here_documents_and_continuations():
     assert r[0].shown == ["out 1", "...", "last"] and r[2].shown == []
 
 
-@pytest.mark.parametrize("name", sorted(routes()))
-def test_route_runs_as_written(name, tmp_path):
-    if name in NEEDS_TENSORFLOW and importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("this route needs TensorFlow (pip install -e '.[tensorflow]')")
+def _start_route(name: str, where: Path) -> subprocess.Popen:
+    """Route NAME's commands in order in one shell in WHERE (a folder holding
+    links to the repository's `examples/` and `tests/`), started, not waited
+    for: each command's output to outI, its exit status to rcI."""
     for folder in ("examples", "tests"):
-        (tmp_path / folder).symlink_to(ROOT / folder)
+        (where / folder).symlink_to(ROOT / folder)
     port = str(_free_port())
-    commands = routes()[name]
     script = ["set +e"]
-    for i, c in enumerate(commands):
+    for i, c in enumerate(routes()[name]):
         text = c.text.replace("8787", port)
         script.append(f"{{ {text}\n}} > out{i} 2>&1; echo $? > rc{i}")
     script.append("kill %1 2>/dev/null; wait")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.Popen(["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(["bash", "-c", "\n".join(script)], cwd=where, env=env, start_new_session=True)
+
+
+def _runnable(name: str) -> bool:
+    return name not in NEEDS_TENSORFLOW or importlib.util.find_spec("tensorflow") is not None
+
+
+@pytest.fixture(scope="module")
+def route_runs(request, tmp_path_factory):
+    """The routes this session selected, all started at once by whichever
+    test needs one first (each is mostly start-ups, TensorFlow imports and a
+    campaign's budget: side by side they take about as long as the longest),
+    each then waited for by its own test: name -> (its folder, its shell)."""
+    selected = {item.callspec.params["name"] for item in request.session.items
+                if item.originalname == "test_route_runs_as_written" and hasattr(item, "callspec")
+                and item.module is request.module}
+    runs = {}
+    for name in sorted(n for n in selected if _runnable(n)):
+        where = tmp_path_factory.mktemp(f"route-{name}")
+        runs[name] = (where, _start_route(name, where))
+    yield runs
+    for _, proc in runs.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.parametrize("name", sorted(routes()))
+def test_route_runs_as_written(name, route_runs):
+    if not _runnable(name):
+        pytest.skip("this route needs TensorFlow (pip install -e '.[tensorflow]')")
+    tmp_path, proc = route_runs[name]
+    commands = routes()[name]
     try:
         proc.wait(timeout=420)
     finally:

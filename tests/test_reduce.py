@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.campaigns.checks import concrete_check
 from tfsem.campaigns.findings import UNSOUND, FindingRecord
 from tfsem.campaigns.reduce import reduce_finding, scalarize, shrink_value
@@ -106,7 +107,7 @@ def test_campaign_reducer_reaches_scalars_and_one_variable():
     assert all(np.asarray(v).shape == () for v in reduced.feeds.values())
 
 
-def test_tfsem_reduce_shrinks_a_users_pair_and_keeps_its_verdict(tmp_path):
+def test_tfsem_reduce_shrinks_a_users_pair_and_keeps_its_verdict(tmp_path, capsys):
     case = tmp_path / "big.case.json"
     case.write_text(json.dumps(big_case()))
     small = tmp_path / "small.case.json"
@@ -119,7 +120,9 @@ def test_tfsem_reduce_shrinks_a_users_pair_and_keeps_its_verdict(tmp_path):
     assert all(t.shape == () for t in got.original.variables.values())
     # the written case reproduces: the offered command gives the promised result
     assert check_case(got).verdict == "unsound" and data["expect"] == "unsound"
-    check = tfsem("check", small)
+    # (by tfsem.cli.main in this process: the unsound verdict's TensorFlow
+    # replay reuses this process's TensorFlow, not a fresh import)
+    check = tfsem_here(capsys, "check", small)
     assert check.returncode == 1 and check.stdout.startswith("unsound")
     # the part that differs is still an output, as in the case given
     assert check_case(case_from_json(big_case())).differs.keys() == check_case(got).differs.keys()

@@ -241,27 +241,34 @@ def _start_offered(cmd: dict, where: Path) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, cwd=where, env=env)
 
 
-def _run_offered(offered: list[tuple[dict, Path]]) -> None:
-    """Run every offered command at once (each is a `tfsem` start-up, mostly
-    waiting on imports) and check each gives what it promises.  A hang's
-    command (no exit status promised) must still be running 4 s after it
-    started and after every other command has ended."""
-    started = [(cmd, _start_offered(cmd, where), time.monotonic()) for cmd, where in offered]
+def _run_offered(offered: list[tuple[dict, Path]], capsys, monkeypatch) -> None:
+    """Run every offered command in its folder and check each gives what it
+    promises.  A command that promises an exit status runs by tfsem.cli.main
+    in this process (an unsound verdict's TensorFlow replay then reuses this
+    process's TensorFlow instead of importing it afresh per command; an
+    exception escaping main fails the test as a traceback would).  A hang's
+    command (no exit status promised) runs as a process, started first, and
+    must still be running 4 s after it started and after every other command
+    has ended."""
+    started = [(cmd, _start_offered(cmd, where), time.monotonic()) for cmd, where in offered
+               if cmd["exit"] == ""]
     try:
-        for cmd, proc, _ in started:
+        for cmd, where in offered:
             if cmd["exit"] == "":
                 continue
-            out, err = proc.communicate(timeout=120)
-            said = out + err
-            assert proc.returncode == int(cmd["exit"]), (cmd, said)
+            argv = shlex.split(cmd["argv"])
+            assert argv[0] == "tfsem", cmd
+            monkeypatch.chdir(where)
+            r = tfsem_here(capsys, *argv[1:])
+            said = r.stdout + r.stderr
+            assert r.returncode == int(cmd["exit"]), (cmd, said)
             assert cmd["expect"] in said, (cmd, said)
             if cmd["absent"]:
-                assert cmd["absent"] not in out, (cmd, out)
-            assert "Traceback" not in err or "failed" in err, (cmd, said)
+                assert cmd["absent"] not in r.stdout, (cmd, r.stdout)
+            assert "Traceback" not in r.stderr or "failed" in r.stderr, (cmd, said)
         for cmd, proc, t0 in started:
-            if cmd["exit"] == "":   # a hang
-                time.sleep(max(0.0, t0 + 4 - time.monotonic()))
-                assert proc.poll() is None, (cmd, proc.communicate())
+            time.sleep(max(0.0, t0 + 4 - time.monotonic()))
+            assert proc.poll() is None, (cmd, proc.communicate())
     finally:
         for _, proc, _ in started:
             if proc.poll() is None:
@@ -269,7 +276,7 @@ def _run_offered(offered: list[tuple[dict, Path]]) -> None:
             proc.communicate()
 
 
-def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Path):
+def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Path, capsys, monkeypatch):
     directory, fuzz_out = mixed
     # the command the end of `tfsem fuzz` offers
     offered = [line.partition(": ")[2] for line in fuzz_out.splitlines() if line.startswith("report: tfsem")]
@@ -298,7 +305,7 @@ def test_every_command_a_page_offers_gives_what_it_promises(mixed, tmp_path: Pat
         if kind == "crash":
             tb = re.search(r'<pre class="traceback wrap">(.*?)</pre>', text, re.S)
             assert tb and "ZeroDivisionError" in tb.group(1) and "\n" in tb.group(1)
-    _run_offered(offered_commands)
+    _run_offered(offered_commands, capsys, monkeypatch)
     for cmd, where in offered_commands:
         if "--html" in cmd["argv"]:
             assert (where / cmd["argv"].split("--html ")[1].strip()).is_file()
@@ -381,18 +388,21 @@ def _write(path: Path, obj: dict) -> str:
     return str(path)
 
 
-def test_check_html_with_a_control_self_loop(tmp_path: Path):
+def test_check_html_with_a_control_self_loop(tmp_path: Path, capsys):
     a = _write(tmp_path / "a.json", _prog([{"name": "v", "op": "Var", "var": "x"},
                                            {"name": "r", "op": "Read", "inputs": ["v"]}]))
     b = _write(tmp_path / "b.json", _prog([{"name": "v", "op": "Var", "var": "x"},
                                            {"name": "r", "op": "Read", "inputs": ["v", "^r"]}]))
-    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    r = tfsem_here(capsys, "check", a, b, "--html", str(tmp_path / "page.html"))
     assert r.returncode == 1 and "invalid" in r.stdout and "Traceback" not in r.stderr, r.stderr
     page = (tmp_path / "page.html").read_text()
     assert page.count('class="graph program-graph') == 2 and 'data-edge="r#1"' in page
 
 
-def test_check_html_with_non_finite_numbers(tmp_path: Path):
+def test_check_html_with_non_finite_numbers(tmp_path: Path, capsys):
+    # `tfsem check --html` by tfsem.cli.main in this process: its TensorFlow
+    # replay of the unsound verdict reuses this process's TensorFlow instead of
+    # a fresh import (~6 s); the README's first route runs `tfsem check` as a process
     def prog(value: str, control: bool) -> dict:
         return _prog([{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": value}},
                       {"name": "v", "op": "Var", "var": "x"}, {"name": "w", "op": "Write", "inputs": ["v", "c"]},
@@ -400,7 +410,7 @@ def test_check_html_with_non_finite_numbers(tmp_path: Path):
                       {"name": "r", "op": "Read", "inputs": ["v2"] + (["^w"] if control else [])}])
     a = _write(tmp_path / "a.json", prog("nan", True))
     b = _write(tmp_path / "b.json", prog("-inf", False))
-    r = tfsem("check", a, b, "--html", str(tmp_path / "page.html"))
+    r = tfsem_here(capsys, "check", a, b, "--html", str(tmp_path / "page.html"))
     assert r.returncode == 1 and "unsound" in r.stdout, r.stdout + r.stderr
     page = (tmp_path / "page.html").read_text()
     assert "PAGE NOT DRAWN" not in page and "nan" in page and "-inf" in page

@@ -49,13 +49,16 @@ def _lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-@pytest.fixture
-def installed_plugin(tmp_path):
+@pytest.fixture(scope="class")
+def installed_plugin(tmp_path_factory):
+    """The plugin installed once for the tests of TestInstalledPlugin (pip
+    install and uninstall each start pip, seconds), uninstalled when the class
+    ends: before test_plugin_is_gone_after_uninstall runs."""
     if importlib.util.find_spec("pip") is None:
         pytest.skip("pip is not available in this environment")
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("setuptools is not available (needed for --no-build-isolation)")
-    src = tmp_path / "plugin"
+    src = tmp_path_factory.mktemp("installed") / "plugin"
     shutil.copytree(PLUGIN_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
                                                                    "__pycache__"))
     with _lock():
@@ -70,37 +73,39 @@ def installed_plugin(tmp_path):
             _pip("uninstall", "-y", DIST)
 
 
-def test_installed_plugin_shows_up_in_passes_json(installed_plugin):
-    done = _tfsem("passes", "--json")
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    by_name = {p["name"]: p for p in data["passes"]}
-    assert set(BUILTINS) <= set(by_name)
-    swap = by_name["example-swap-outputs"]
-    assert swap["claims"]["atomic"]["outputs"] == UNSOUND
-    assert swap["origin"].startswith("entry point tfsem_example_plugin:SWAP_OUTPUTS")
-    assert DIST in swap["origin"]
-    ident = by_name["example-identity"]
-    assert ident["claims"] == {}
-    assert ident["description"] == "Return the program unchanged (an example plugin pass)."
-    assert data["errors"] == []
+class TestInstalledPlugin:
+    """`tfsem passes` and `tfsem rewrite`, in fresh processes, with the plugin installed."""
 
+    def test_installed_plugin_shows_up_in_passes_json(self, installed_plugin):
+        done = _tfsem("passes", "--json")
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        by_name = {p["name"]: p for p in data["passes"]}
+        assert set(BUILTINS) <= set(by_name)
+        swap = by_name["example-swap-outputs"]
+        assert swap["claims"]["atomic"]["outputs"] == UNSOUND
+        assert swap["origin"].startswith("entry point tfsem_example_plugin:SWAP_OUTPUTS")
+        assert DIST in swap["origin"]
+        ident = by_name["example-identity"]
+        assert ident["claims"] == {}
+        assert ident["description"] == "Return the program unchanged (an example plugin pass)."
+        assert data["errors"] == []
 
-def test_installed_plugin_in_passes_text_and_rewrite(installed_plugin, tmp_path):
-    done = _tfsem("passes")
-    assert done.returncode == 0, done.stderr
-    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("example-swap-outputs"))
-    assert line.split()[1:5] == [UNSOUND] * 4
-    ident = next(ln for ln in done.stdout.splitlines() if ln.startswith("example-identity"))
-    assert ident.split()[1:5] == ["-"] * 4
+    def test_installed_plugin_in_passes_text_and_rewrite(self, installed_plugin, tmp_path):
+        done = _tfsem("passes")
+        assert done.returncode == 0, done.stderr
+        line = next(ln for ln in done.stdout.splitlines() if ln.startswith("example-swap-outputs"))
+        assert line.split()[1:5] == [UNSOUND] * 4
+        ident = next(ln for ln in done.stdout.splitlines() if ln.startswith("example-identity"))
+        assert ident.split()[1:5] == ["-"] * 4
 
-    program = tmp_path / "two_outputs.json"
-    program.write_text(json.dumps({"variables": [], "nodes": [
-        {"name": "n", "op": "Neg", "inputs": ["$a"]}, {"name": "m", "op": "Identity", "inputs": ["$a"]}],
-        "outputs": {"o1": "n", "o2": "m"}}))
-    done = _tfsem("rewrite", "example-swap-outputs", str(program))
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["outputs"] == {"o1": "m", "o2": "n"}
+        program = tmp_path / "two_outputs.json"
+        program.write_text(json.dumps({"variables": [], "nodes": [
+            {"name": "n", "op": "Neg", "inputs": ["$a"]}, {"name": "m", "op": "Identity", "inputs": ["$a"]}],
+            "outputs": {"o1": "n", "o2": "m"}}))
+        done = _tfsem("rewrite", "example-swap-outputs", str(program))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["outputs"] == {"o1": "m", "o2": "n"}
 
 
 def test_plugin_is_gone_after_uninstall():

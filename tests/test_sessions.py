@@ -1,5 +1,7 @@
 """Sessions (tfsem.session/1, SPEC section 10) through the command line:
-loading and its errors, `tfsem outcomes`, `check` and `run` on a session."""
+loading and its errors, `tfsem outcomes`, `check` and `run` on a session
+(by `tfsem.cli.main` in this process; test_a_session_over_a_tensorflow_graph
+runs `tfsem outcomes` on a session as a process)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from test_campaigns_fuzz import tfsem_here
 from tfsem.oracle.jsonio import load_program, program_from_json
 from tfsem.oracle.program import ProgramError
 from tfsem.oracle.session import SessionError, session_from_json
@@ -57,10 +60,10 @@ def test_a_bad_session_names_the_field(data, where, words):
     assert where in text and words in text, text
 
 
-def test_a_bad_session_on_the_command_line_is_exit_2_without_traceback(tmp_path):
+def test_a_bad_session_on_the_command_line_is_exit_2_without_traceback(tmp_path, capsys):
     f = tmp_path / "s.json"
     f.write_text(json.dumps(session([{"name": "a", "fetch": ["nope"]}])))
-    r = tfsem("outcomes", str(f))
+    r = tfsem_here(capsys, "outcomes", str(f))
     assert r.returncode == 2, r.stdout + r.stderr
     assert "runs[0].fetch" in r.stderr and "Traceback" not in r.stderr
 
@@ -118,41 +121,41 @@ def test_feeds_given_by_the_session_are_constants_the_others_are_run_feeds():
 # The commands
 
 
-def test_outcomes_of_two_concurrent_increments_group_outputs_by_run():
-    r = tfsem("outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--init", "x=0")
+def test_outcomes_of_two_concurrent_increments_group_outputs_by_run(capsys):
+    r = tfsem_here(capsys, "outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--init", "x=0")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("3 outcomes")
     assert "step1: count = 1; step2: count = 2; x := 2" in r.stdout
     assert "step1: count = 2; step2: count = 2; x := 2" in r.stdout
-    r = tfsem("outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--init", "x=0",
-              "--json")
+    r = tfsem_here(capsys, "outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--init", "x=0",
+                   "--json")
     data = json.loads(r.stdout)
     assert data["count"] == 3
     assert all(o["by_run"]["step1"]["count"] == o["outputs"]["step1/count"]
                for o in data["outcomes"])
 
 
-def test_sequential_steps_carry_the_state_over():
-    r = tfsem("outcomes", str(SESSIONS / "counter_two_steps_sequential.session.json"),
-              "--init", "x=0", "--json")
+def test_sequential_steps_carry_the_state_over(capsys):
+    r = tfsem_here(capsys, "outcomes", str(SESSIONS / "counter_two_steps_sequential.session.json"),
+                   "--init", "x=0", "--json")
     data = json.loads(r.stdout)
     assert data["count"] == 1
     assert data["outcomes"][0]["by_run"] == {"step1": {"count": 1}, "step2": {"count": 2}}
 
 
-def test_split_assign_is_sound_for_one_step_unsound_for_two_concurrent_steps():
+def test_split_assign_is_sound_for_one_step_unsound_for_two_concurrent_steps(capsys):
     """The lost update: Assign-Add split into Read, Add, Write is sound for
     one run in atomic mode, and for two runs one after the other, but two
     concurrent runs may both read 0 and both write 1."""
     split = str(SESSIONS / "counter_split.json")
     # the rewrite is the registered pass's output
-    r = tfsem("rewrite", "split-assign", str(SESSIONS / "counter.json"))
+    r = tfsem_here(capsys, "rewrite", "split-assign", str(SESSIONS / "counter.json"))
     assert r.returncode == 0, r.stderr
     assert load_program(split) == load_program(_write(r.stdout))
     verdicts = {}
     for name in ("one_step", "two_steps", "two_steps_sequential"):
-        r = tfsem("check", str(SESSIONS / f"counter_{name}.session.json"), split,
-                  "--json", "--no-tensorflow")
+        r = tfsem_here(capsys, "check", str(SESSIONS / f"counter_{name}.session.json"), split,
+                       "--json", "--no-tensorflow")
         verdicts[name] = (r.returncode, json.loads(r.stdout))
     assert verdicts["one_step"][1]["verdict"] == "sound" and verdicts["one_step"][0] == 0
     assert verdicts["two_steps_sequential"][1]["verdict"] == "sound"
@@ -165,8 +168,8 @@ def test_split_assign_is_sound_for_one_step_unsound_for_two_concurrent_steps():
     assert cx["outcome"]["outputs"] == {"step1/count": x0 + 1, "step2/count": x0 + 1}
     assert "numpy" in v["confirmed"]
     # decomposed: the original AssignAdd already races, the split adds nothing
-    r = tfsem("check", str(SESSIONS / "counter_two_steps.session.json"), split,
-              "--semantics", "decomposed", "--json", "--no-tensorflow")
+    r = tfsem_here(capsys, "check", str(SESSIONS / "counter_two_steps.session.json"), split,
+                   "--semantics", "decomposed", "--json", "--no-tensorflow")
     assert json.loads(r.stdout)["verdict"] == "sound", r.stdout
 
 
@@ -177,28 +180,28 @@ def _write(text: str) -> Path:
     return f
 
 
-def test_numpy_execution_of_two_concurrent_steps_finds_the_lost_update(tmp_path):
+def test_numpy_execution_of_two_concurrent_steps_finds_the_lost_update(tmp_path, capsys):
     # the split program run as a session of two concurrent steps on numpy
     s = session([{"name": "s1", "fetch": ["count"]}, {"name": "s2", "fetch": ["count"]}],
                 program=json.loads((SESSIONS / "counter_split.json").read_text()))
     f = tmp_path / "split2.session.json"
     f.write_text(json.dumps(s))
-    r = tfsem("run", str(f), "--backend", "numpy", "--runs", "300", "--init", "x=0", "--json")
+    r = tfsem_here(capsys, "run", str(f), "--backend", "numpy", "--runs", "300", "--init", "x=0", "--json")
     assert r.returncode == 0, r.stderr
     finals = {o["state"]["x"] for o in json.loads(r.stdout)["outcomes"]}
     assert finals == {1, 2}   # the lost update (1) is found, and the right sum
-    r = tfsem("run", str(SESSIONS / "counter_two_steps.session.json"), "--backend", "numpy",
-              "--runs", "300", "--init", "x=0", "--json")
+    r = tfsem_here(capsys, "run", str(SESSIONS / "counter_two_steps.session.json"), "--backend", "numpy",
+                   "--runs", "300", "--init", "x=0", "--json")
     assert {o["state"]["x"] for o in json.loads(r.stdout)["outcomes"]} == {2}
 
 
-def test_check_a_rewrite_that_drops_a_fetched_output_is_invalid(tmp_path):
+def test_check_a_rewrite_that_drops_a_fetched_output_is_invalid(tmp_path, capsys):
     p = counter()
     p["outputs"] = {"renamed": "r"}
     f = tmp_path / "p.json"
     f.write_text(json.dumps(p))
-    r = tfsem("check", str(SESSIONS / "counter_two_steps.session.json"), str(f), "--json",
-              "--no-tensorflow")
+    r = tfsem_here(capsys, "check", str(SESSIONS / "counter_two_steps.session.json"), str(f), "--json",
+                   "--no-tensorflow")
     assert r.returncode == 1
     v = json.loads(r.stdout)
     assert v["verdict"] == "invalid" and "count" in v["reason"]
@@ -215,8 +218,8 @@ def test_a_session_over_a_tensorflow_graph():
     assert data["stats"]["components_by_engine"] == {"symmetry": 1}
 
 
-def test_graph_options_do_not_apply_to_a_session():
-    r = tfsem("outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--fetch", "r")
+def test_graph_options_do_not_apply_to_a_session(capsys):
+    r = tfsem_here(capsys, "outcomes", str(SESSIONS / "counter_two_steps.session.json"), "--fetch", "r")
     assert r.returncode == 2 and "--fetch does not apply to a session" in r.stderr
 
 
