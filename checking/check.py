@@ -1255,7 +1255,10 @@ class _Checker:
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
-        sigmas = _generated_sigmas(self.p, rng)
+        # (a plain σ third, where a float variable or feed exists: compared
+        # in full before the refutation stage too; `_plain_sigma`)
+        plain = has_float_state(self.p)
+        sigmas = _generated_sigmas(self.p, rng, plain=plain)
         refuted = not REFUTE
         retry = None    # a σ whose comparison ran out of its share before the stage
         # where the symbolic search of the original ran out of its budget, the
@@ -1263,7 +1266,7 @@ class _Checker:
         # finishes either (at 80-160 nodes: 0 of 18 did, and their retries
         # took most of the reserve): the refutation stage goes first, and the
         # full comparisons have what it leaves
-        first = 0 if self.stats.get("original_out") else FALLBACK_FIRST
+        first = 0 if self.stats.get("original_out") else FALLBACK_FIRST + plain
         while True:
             if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
@@ -1395,6 +1398,7 @@ class _Checker:
         # initialize every variable, and the random σ past them, which leave
         # one uninitialized a quarter of the time, came last under the bound)
         sigmas = itertools.chain(itertools.islice(generated, 2),
+                                 [_plain_sigma(self.p)] if has_float_state(self.p) else [],
                                  _uninitialized_sigmas(self.p, getattr(self, "flagged", ())),
                                  _edge_sigmas(self.p), generated)
         runs = np.random.default_rng(self.seed + 4)
@@ -1569,6 +1573,47 @@ def _random_tensor(t: TensorType, rng: np.random.Generator, style: int) -> Tenso
     return Tensor(vals.reshape(t.shape), "float32")
 
 
+#: seed of the plain σ (`_plain_sigma`): the same σ at every check
+PLAIN_SEED = 23
+
+
+def has_float_state(p: Program) -> bool:
+    """Whether a variable or feed of `p` holds a float tensor (where the plain
+    σ shows what zeros, ones and the random σ do not)."""
+    types = [*p.variables.values(), *(p.feed_type(f) for f in p.feed_names)]
+    return any(t.dtype in FLOAT_DTYPES for t in types)
+
+
+def _plain_sigma(p: Program) -> tuple[dict, dict]:
+    """A σ of ordinary values: every variable initialized, floats drawn from a
+    standard normal (finite, normal, of moderate size), integers 0..2, bools
+    at random.  Its use (issue 23): on a real training step the random σ
+    above leave one of its dozens of variables uninitialized almost always
+    (each a quarter of the time: 24 variables, all initialized 0.1% of the
+    time), or put NaN and infinities into every reduction, so that every
+    float value an output or update shows is an error or NaN, whatever the
+    rounding; zeros and ones round exactly.  A rewrite that changes float
+    values only through rounding (x / 196 -> x * (1/196), a reordered sum)
+    shows at this σ at once (benchmarks/grappler.py, docs/benchmarks.md).
+    It is a σ like any other: it decides nothing by itself, a difference
+    found there is a counterexample as at every other σ."""
+    rng = np.random.default_rng(PLAIN_SEED)
+
+    def tensor(t: TensorType) -> Tensor:
+        size = math.prod(t.shape)
+        if t.dtype in FLOAT_DTYPES:
+            vals = rng.standard_normal(size).astype(DTYPES[t.dtype])
+        elif t.dtype == "bool":
+            vals = rng.integers(0, 2, size).astype(bool)
+        else:
+            vals = rng.integers(0, 3, size).astype(DTYPES[t.dtype])
+        return Tensor(vals.reshape(t.shape), t.dtype)
+
+    feeds = {f: tensor(p.feed_type(f)) for f in p.feed_names}
+    init: dict[str, Value] = {x: tensor(p.variables[x]) for x in sorted(p.variables)}
+    return feeds, init
+
+
 def _refute_sigmas(p: Program, rng: np.random.Generator):
     """σ for the refutation stage: σ of small values (-2..2, halves for
     float32), at which more runs coincide and the search of P merges more
@@ -1669,12 +1714,19 @@ def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:
     return Tensor((vals.astype(np.float32) / np.float32(2)).reshape(t.shape), "float32")
 
 
-def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0):
+def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0,
+                      plain: bool = False):
     """σ for the fallback: zeros, ones, then random values mixing special ones
     (extremes, NaN, infinities, signed zeros) with small and wide ones; a
     variable starts uninitialized a quarter of the time.  `first_style` 2
-    starts with the random ones."""
+    starts with the random ones.  `plain` (with `first_style` 0): a *plain*
+    σ third (`_plain_sigma`), the random ones after it unchanged."""
     style = first_style
+    if plain and style == 0:
+        yield next(_generated_sigmas(p, rng))      # zeros
+        yield next(_generated_sigmas(p, rng, 1))   # ones
+        yield _plain_sigma(p)
+        style = 2
     while True:
         feeds = {f: _random_tensor(p.feed_type(f), rng, min(style, 2)) for f in p.feed_names}
         init: dict[str, Value] = {}

@@ -351,6 +351,12 @@ _REDUCTIONS = {name: fns.lookup(name) for name in ("Sum", "Mean", "ReduceMax", "
 # The built-in functions whose simplification (V) relies on, captured at
 # import: a function re-registered under the same name is not simplified.
 _IDENTITY = fns.lookup("Identity")
+#: (R1): a division by a power of two and the product it equals, captured at
+#: import like the functions below (a function re-registered under one of
+#: these names is left alone)
+_DIVISIONS = {name: fns.lookup(name) for name in ("RealDiv", "RealDiv.ftz")}
+_DIVISION_AS_PRODUCT = {"RealDiv": ("Mul", fns.lookup("Mul")),
+                        "RealDiv.ftz": ("Mul.ftz", fns.lookup("Mul.ftz"))}
 _COPY = fns.lookup("Copy")
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
@@ -595,6 +601,50 @@ class _Terms:
             return False
         return self.dtypes.get(args[0]) in NUMERIC
 
+    def division_by_power_of_two(self, f: fns.Function, attrs: Mapping[str, Any],
+                                 args: tuple[int, int]) -> tuple[str, int] | None:
+        """(R1) ("Mul" or "Mul.ftz", the term of 1/c) when f(args) is
+        RealDiv(x, c) (or its flushing form) with c a constant float32 or
+        float64 tensor each of whose elements is ±2^k with both 2^k and
+        2^-k normal numbers of its dtype; else None.  Then RealDiv(x, c) is
+        Mul(x, 1/c) at every σ, bit for bit:
+         - x an error: both are that error (both strict, c is no error);
+         - x a tensor of another dtype: both are the dtype-mismatch error
+           (Function.apply checks it before either implementation runs);
+         - x a tensor of c's dtype: the same broadcast (1/c has c's shape)
+           and, element by element, numpy's IEEE division x/c and product
+           x*(1/c) are each the correctly rounded value (round to nearest
+           even) of the same real number x·2^-k, which 1/c = ±2^-k
+           represents exactly: the same bits, zeros' signs, infinities and
+           NaN included (x NaN: x's NaN in both);
+         - the flushing forms flush their arguments and result alike:
+           c and 1/c are normal, so unflushed, and flush(x) is the same
+           argument on both sides.
+        Grappler's constant folding and arithmetic optimizer rewrite x / c
+        into x * (1/c) for every constant c; for any other c the two differ
+        in rounding (x / 196 and x * fl(1/196)) and (R1) does not apply:
+        the rewrite stays for the concrete stages, which find the σ that
+        shows the difference (tests/test_structural_float_rules.py)."""
+        target = _DIVISION_AS_PRODUCT.get(f.name)
+        if target is None or _DIVISIONS.get(f.name) is not f or fns.lookup(target[0]) is not target[1]:
+            return None
+        if attrs:
+            return None
+        c = self.consts.get(args[1])
+        if not isinstance(c, Tensor) or c.dtype not in ("float32", "float64") or c.array.size == 0:
+            return None
+        a = c.array
+        info = np.finfo(a.dtype)
+        with np.errstate(all="ignore"):
+            recip = (a.dtype.type(1) / a).astype(a.dtype)
+            mantissa, _ = np.frexp(a)
+            exact = (np.all(np.isfinite(a)) and np.all(np.abs(mantissa) == 0.5)
+                     and np.all(np.abs(a) >= info.tiny) and np.all(np.isfinite(recip))
+                     and np.all(np.abs(recip) >= info.tiny) and np.all(recip * a == 1))
+        if not exact:
+            return None
+        return target[0], self.const(Tensor(recip, c.dtype))
+
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
         f = fns.lookup(op)
@@ -606,6 +656,14 @@ class _Terms:
             return (args[1],)
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
+        if f is not None and len(args) == 2 and not self.real:
+            recip = self.division_by_power_of_two(f, attrs, args)
+            if recip is not None:          # (R1): x / c is x * (1/c)
+                return self.apply(recip[0], {}, (args[0], recip[1]), n_out)
+            if (self.sorts_commutative and commutes_up_to_error(op) and args[0] in self.consts
+                    and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
+                    and type(f).apply is fns.Function.apply):
+                args = (args[1], args[0])  # (R2): the constant operand second
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
