@@ -407,7 +407,7 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
         try:
             if plans is None:   # (what the terms need depends on the programs alone)
                 plans = (_term_plan(p), _term_plan(p2),
-                         _nan_payload_blind(p) and _nan_payload_blind(p2))
+                         _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -533,6 +533,22 @@ class _Terms:
         #: term -> the dtype its value has at every σ where it is a tensor
         #: (`dtype_of`; terms whose dtype is not known have no entry)
         self.dtypes: dict[int, str] = {}
+        #: id(attributes) -> (attributes, `_attrs_key` of them)
+        self.akeys: dict[int, tuple[Any, tuple]] = {}
+
+    def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
+        """`_attrs_key(attrs)`, computed once per attribute mapping: the
+        mappings are the programs' own node attributes, which the rule's
+        attempts share (`akeys`, kept with the mapping itself, so that an
+        id is never taken for another object's)."""
+        if not attrs:
+            return ()
+        hit = self.akeys.get(id(attrs))
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+        key = _attrs_key(attrs)
+        self.akeys[id(attrs)] = (attrs, key)
+        return key
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -668,7 +684,7 @@ class _Terms:
             folded = self._fold(f, attrs, args)
             if folded is not None:
                 return folded
-        app = self.make(("app", op, _attrs_key(attrs), args))
+        app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is not None:
@@ -687,7 +703,7 @@ class _Terms:
         return self.apply(op, attrs, args, n_out)
 
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):
-        key = (f.name, _attrs_key(attrs), args)
+        key = (f.name, self.attrs_key(attrs), args)
         if key in self.folds:
             return self.folds[key]
         values = [self.consts[a] for a in args]
@@ -925,14 +941,26 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
 
     plans = plans if plans is not None else (
         _term_plan(p), _term_plan(p2), _nan_payload_blind(p) and _nan_payload_blind(p2))
-    terms = _Terms()
-    if not plans[2]:
-        terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
     leaves2 = {t: ("read", t) for t in acc2}
-    assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
-    assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
+    # the terms depend on the programs and the Reads' leaves alone: an
+    # attempt whose guess gives every Read the leaf an earlier one gave it
+    # (most do: they differ in Assigns, or find no Read to merge) takes that
+    # attempt's terms (hash-consed: later additions change no term)
+    built = plans[4] if len(plans) > 4 else {}
+    key = tuple(sorted(leaves.items()))
+    if key in built:
+        terms, assigns, outputs, assigns2, outputs2 = built[key]
+    else:
+        terms = _Terms()
+        if len(plans) > 3:
+            terms.akeys = plans[3]          # (attribute keys shared by the attempts)
+        if not plans[2]:
+            terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
+        built[key] = (terms, assigns, outputs, assigns2, outputs2)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
