@@ -305,6 +305,42 @@ its group: it becomes one of the "Reads outside every group" of the theorem
 (which change nothing and reach no compared term) and its image, if no other
 Read of P maps to it, an extra Read of P'.  This only removes constraints the
 proof never used for such a Read.
+
+Float rules (issue 23, third round)
+===================================
+
+Two more simplifications of (V), applied to both programs' terms (exact
+and ≈ alike), each keeping "equal terms take equal values at every σ and
+every valuation of the read leaves".  Neither applies under `--float real`.
+
+(R1) RealDiv(x, c) is Mul(x, 1/c) (and RealDiv.ftz(x, c) is Mul.ftz(x, 1/c))
+     when c is a constant float32 or float64 tensor each of whose elements
+     is ±2^k with 2^k and 2^-k both normal: both operations round the same
+     real number x·2^-k correctly, and flush alike (the argument, case by
+     case, is `_Terms.division_by_power_of_two`).  Grappler turns every
+     division by a constant into a product with its reciprocal; for any
+     other c the results differ in the last bit for some x (x / 196 against
+     x * fl(1/196)) and the rule does not apply: the concrete stages look
+     for the σ that shows it (checking/check.py `_plain_sigma`).
+(R2) f(c, x) is f(x, c), exactly (the same error included), for f one of
+     (E3)'s commutative functions whose `apply` is Function.apply, c a
+     constant tensor (never an error) and x any term, where both programs
+     are blind to NaN payloads (as (E3)).  If x is an error, it is the only
+     strict error argument on either side, and Function.apply returns it;
+     if x is a tensor, the dtype check (DTYPE_MISMATCH) and the broadcast
+     (SHAPE_MISMATCH) fail alike in either order, with the same reasons, and
+     otherwise the values are equal by (E3)'s argument.  So the constant
+     operand goes second: outputs, which (V) compares exactly, then match
+     when Grappler's canonical order put a constant first (`loss = 1.0 *
+     x` against `x * 1.0` in the TF1 training steps of the real-graphs
+     corpus).  With two non-constant operands the exact terms keep their
+     order: two error operands would give different errors.
+
+tests/test_structural_float_rules.py compares both with the enumerating
+oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
+largest floats, uninitialized variables), on generated divisors and
+constants, including the ones just outside (R1): 2^127, whose reciprocal
+is subnormal, and 3.0, 196.0, 0.1.
 """
 
 from __future__ import annotations
@@ -332,6 +368,11 @@ SND = "Snd"
 #: Reads, Reads merged by data inputs); off: the first round's rule alone
 #: (benchmarks/check_scale.py compares the two)
 EXTENSIONS = True
+
+#: (R1) and (R2) of "Float rules" in the module docstring (tests switch them
+#: off to show which one a proof needs)
+DIVISION_BY_POWER_OF_TWO = True
+CONSTANT_OPERAND_SECOND = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -673,10 +714,12 @@ class _Terms:
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
         if f is not None and len(args) == 2 and not self.real:
-            recip = self.division_by_power_of_two(f, attrs, args)
+            recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
+                else None
             if recip is not None:          # (R1): x / c is x * (1/c)
                 return self.apply(recip[0], {}, (args[0], recip[1]), n_out)
-            if (self.sorts_commutative and commutes_up_to_error(op) and args[0] in self.consts
+            if (CONSTANT_OPERAND_SECOND and self.sorts_commutative and commutes_up_to_error(op)
+                    and args[0] in self.consts
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
