@@ -816,11 +816,69 @@ def ftz(xp, a):
     return _flush(xp, a)
 
 
+#: The functions whose rounding may carry a result from below the smallest
+#: normal up to it (a product or quotient; a sum below it is exact).
+_ROUNDS_UP_TO_TINY = frozenset({"Mul", "RealDiv", "Square", "SquaredDifference"})
+
+
+def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any) -> Any:
+    """`r` (a flushed function's result, its arguments already flushed) with
+    each ±smallest normal that x86's flush-to-zero turns into ±0 replaced by
+    it.  The CPU detects tininess *after rounding with an unbounded
+    exponent* (to the dtype's precision: 24 bits for float32, 53 for
+    float64; a bfloat16 op is a float32 op rounded to bfloat16): an exact
+    result in [tiny - ulp(tiny)/2, tiny - ulp(tiny)/4] (float32) rounds to
+    tiny on the subnormal grid, as numpy does, but to a 24-bit value below
+    tiny, which the CPU flushes (measured on TensorFlow 2.21: Mul of
+    1.2391796e-38 and 0.9486069 is 0.0, (2^-125 - 2^-149) / 2 is 0.0).  The
+    operation is redone on arguments scaled by powers of two (exact: they
+    are normal) so that its result is normal, where it rounds as with an
+    unbounded exponent."""
+    r = np.asarray(r)
+    dt = dtype_name(r.dtype)
+    if dt not in FLUSHED_DTYPES or name not in _ROUNDS_UP_TO_TINY or r.size == 0:
+        return r
+    tiny = float(finfo(r.dtype).tiny)
+    at = np.abs(r.astype(np.float64)) == tiny
+    if not at.any():
+        return r
+    work = np.dtype(np.float32) if dt == "bfloat16" else r.dtype
+    a = [np.broadcast_to(np.asarray(x), r.shape)[at] for x in args]
+    s, half = work.type(2.0 ** 64), work.type(2.0 ** 32)
+    with np.errstate(all="ignore"):
+        if name == "SquaredDifference":    # d = a - b, rounded in the dtype first
+            d = np.subtract(a[0], a[1]).astype(work)
+            v = (d * half) * (d * half)
+        elif name == "Square":
+            x = a[0].astype(work)
+            v = (x * half) * (x * half)
+        elif name == "Mul":
+            x, y = a[0].astype(work), a[1].astype(work)
+            small = np.abs(x) <= np.abs(y)
+            v = np.where(small, x, y) * s * np.where(small, y, x)
+        else:                              # RealDiv: |x| <= 1, or |y| past 2^126
+            x, y = a[0].astype(work), a[1].astype(work)
+            v = np.where(np.abs(x) <= 1, (x * s) / y, x / (y / s))
+        below = np.abs(v.astype(np.float64)) < tiny * 2.0 ** 64
+    if not below.any():
+        return r
+    r = np.array(r)
+    idx = np.flatnonzero(at.reshape(-1))[below]
+    flat = r.reshape(-1)
+    flat[idx] = np.copysign(np.zeros(len(idx), r.dtype), flat[idx])
+    return r
+
+
 def flushed_variant(base: Function) -> Function:
     """`base` with subnormal arguments and results flushed (not registered:
-    oracle/opdefs/math.py gives it to the op that produces it)."""
+    oracle/opdefs/math.py gives it to the op that produces it).  A result
+    rounded up to the smallest normal from below is flushed as the CPU
+    does (`_tiny_after_rounding`)."""
     def impl(xp, args, attrs):
-        out = base.impl(xp, tuple(ftz(xp, a) for a in args), attrs)
+        flushed = tuple(ftz(xp, a) for a in args)
+        out = base.impl(xp, flushed, attrs)
+        if base.name in _ROUNDS_UP_TO_TINY and xp is np:
+            out = tuple(_tiny_after_rounding(base.name, flushed, r) for r in out)
         return tuple(ftz(xp, xp.asarray(r)) for r in out)
     doc = f"{base.name} with subnormal arguments and results flushed to zero (TensorFlow's CPU runtime)"
     return Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,

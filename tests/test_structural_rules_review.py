@@ -1,0 +1,191 @@
+"""Adversarial review of the structural rule's float rules (checking/
+structural.py "Float rules": (R1) a division by a power of two is the
+product with its reciprocal, (R2) a commutative op's constant operand
+second) and of the flushing arithmetic they rest on, with TensorFlow 2.21
+on CPU as ground truth (values below measured with `tf.raw_ops` on it).
+
+Finding: a result rounded *up* to the smallest normal.  x86's flush-to-zero
+(TensorFlow's CPU runtime sets it) detects tininess after rounding to the
+dtype's precision with an unbounded exponent: a product whose exact value
+lies just below the smallest normal (float32: in [tiny - 2^-150,
+tiny - 2^-151]) rounds to tiny on the subnormal grid, as numpy does, but to
+the 24-bit value tiny - 2^-150 below it, which the CPU flushes to 0.  The
+model kept tiny, so `tfsem check` proved `out = 1.2391796e-38 * 0.9486069`
+equal to `out = 1.1754944e-38` (`sound`: TensorFlow gives 0.0 for the
+first) and called the fold to 0.0 `unsound`.  Fixed in oracle/functions.py
+(`_tiny_after_rounding`).  (R1) stays right: x / 2^k and x * 2^-k are the
+same real number, rounded and flushed alike on both sides, in TensorFlow
+and in the model.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import settings
+
+from tfsem.checking import check_rewrite
+from tfsem.checking.structural import structural_refinement
+from tfsem.oracle import functions as fns
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
+
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+TINY32 = float(np.finfo(np.float32).tiny)
+TINY64 = float(np.finfo(np.float64).tiny)
+
+#: (function, dtype, arguments, TensorFlow 2.21's result on CPU), measured
+#: with tf.raw_ops (Mul, RealDiv, Square): exact results just below the
+#: smallest normal, some flushed, some kept at it
+MEASURED = [
+    ("Mul.ftz", "float32", (2.0831565643403227e-38, 0.5642850995063782), 0.0),
+    ("Mul.ftz", "float32", (1.2391795825199968e-38, 0.9486069083213806), 0.0),
+    ("Mul.ftz", "float32", (-1.2391795825199968e-38, 0.9486069083213806), -0.0),
+    ("Mul.ftz", "float32", (1.568080727289064e-38, 0.7496389150619507), TINY32),
+    ("Mul.ftz", "float32", (2.0 ** -125 - 2.0 ** -149, 0.5), 0.0),
+    ("RealDiv.ftz", "float32", (2.0 ** -125 - 2.0 ** -149, 2.0), 0.0),
+    ("RealDiv.ftz", "float32", (-(2.0 ** -125 - 2.0 ** -149), 2.0), -0.0),
+    ("Square.ftz", "float32", (1.0841827854398977e-19,), 0.0),
+    ("Mul.ftz", "float64", (2.7787401066201983e-308, 0.8007491788116787), 0.0),
+    ("Mul.ftz", "float64", (3.402179993862347e-308, 0.6540141504921295), 0.0),
+    ("Mul.ftz", "float64", (4.1573824496188945e-308, 0.5352102880770984), TINY64),
+    ("RealDiv.ftz", "float64", (2.0 ** -1021 - 2.0 ** -1073, 2.0), 0.0),
+    ("Square.ftz", "float64", (1.4916681462399917e-154,), 0.0),
+    # bfloat16: a float32 operation (flushed so), rounded to bfloat16
+    ("Mul.ftz", "bfloat16", (-2.204051907791789e-38, 0.53125), -0.0),
+    ("RealDiv.ftz", "bfloat16", (2.341805152028776e-38, 2.0), 0.0),
+]
+
+
+def apply(fn: str, dtype: str, args) -> np.ndarray:
+    (r,) = fns.lookup(fn).apply([Tensor(np.asarray([a]).astype(ml_dtypes.bfloat16 if dtype == "bfloat16"
+                                                               else dtype), dtype) for a in args])
+    return r.array
+
+
+def bits(a: np.ndarray) -> int:
+    return int(a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])[0])
+
+
+@pytest.mark.parametrize("fn,dtype,args,tf", MEASURED)
+def test_a_result_rounded_up_to_the_smallest_normal_is_flushed_as_tensorflow_does(fn, dtype, args, tf):
+    want = np.asarray([tf]).astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    assert bits(apply(fn, dtype, args)) == bits(want)
+
+
+def test_the_flush_follows_broadcasting_and_leaves_the_rest_alone():
+    # elementwise, then [2, 1] x [3]: the elements at tiny found by position
+    x = np.array([1.2391795825199968e-38, 1.568080727289064e-38], np.float32)
+    y = np.array([0.9486069083213806, 0.7496389150619507], np.float32)
+    mul = fns.lookup("Mul.ftz")
+    (r,) = mul.apply([Tensor(x, "float32"), Tensor(y, "float32")])
+    assert bits(r.array[:1]) == 0 and r.array[1] == np.float32(TINY32)    # (measured above)
+    y3 = np.array([0.9486069083213806, 0.7496389150619507, 1.0], np.float32)
+    (r,) = mul.apply([Tensor(x.reshape(2, 1), "float32"), Tensor(y3, "float32")])
+    want = (x.reshape(2, 1).astype(np.float64) * y3).astype(np.float32)   # (exact products)
+    want[np.abs(want) < TINY32] = 0.0
+    want[0, 0] = 0.0                                                      # (measured above)
+    assert r.array.shape == (2, 3) and np.array_equal(r.array, want), r.array
+    assert want[1, 1] == np.float32(TINY32) and want[1, 0] > TINY32
+    # IEEE's own (unflushed) functions keep numpy's rounding
+    assert apply("Mul", "float32", (1.2391795825199968e-38, 0.9486069083213806))[0] == TINY32
+
+
+def constant_product(a: float, b: float):
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "nodes": [{"name": "a", "op": "Const", "value": {"dtype": "float32", "value": [a]}},
+                  {"name": "b", "op": "Const", "value": {"dtype": "float32", "value": [b]}},
+                  {"name": "o", "op": "Mul.ftz", "inputs": ["a", "b"]}],
+        "outputs": {"out": "o"}})
+
+
+def constant(v: float):
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "nodes": [{"name": "o", "op": "Const", "value": {"dtype": "float32", "value": [v]}}],
+        "outputs": {"out": "o"}})
+
+
+def test_check_folds_a_product_just_below_the_smallest_normal_as_tensorflow_computes_it():
+    """Was: `sound` for the fold to 1.1754944e-38 (TensorFlow: 0.0), and
+    `unsound` for the fold to 0.0."""
+    p = constant_product(1.2391795825199968e-38, 0.9486069083213806)
+    assert check_rewrite(p, constant(TINY32), timeout=20, minimize=False).verdict == "unsound"
+    assert check_rewrite(p, constant(0.0), timeout=20, minimize=False).verdict == "sound"
+
+
+def division_program(op: str, c: float):
+    """v := op(Read(v) + $b, c) and out = the same value."""
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {"x": {"dtype": "float32", "shape": [2]}},
+        "feeds": {"b": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "Add.ftz", "inputs": ["r", "$b"]},
+                  {"name": "c", "op": "Const", "value": {"dtype": "float32", "value": c}},
+                  {"name": "o", "op": op, "inputs": ["s", "c"]},
+                  {"name": "w", "op": "Write", "inputs": ["v", "o", "^r"]}],
+        "outputs": {"out": "o"}})
+
+
+#: dividends next to the smallest normal's window, and other edges
+WINDOW = [2.0 ** -125 - 2.0 ** -149, -(2.0 ** -125 - 2.0 ** -149), 2.0 ** -125, 2.0 ** -124 - 2.0 ** -148,
+          2.0831565643403227e-38, 1.568080727289064e-38, 1e-45, -0.0, float("nan"), float("inf"),
+          3.4028235e38]
+
+
+@pytest.mark.parametrize("c", [2.0, 0.5] if not NIGHTLY else [2.0, 0.5, 4.0, -2.0, 2.0 ** 126, 2.0 ** -126])
+def test_r1_at_the_flush_window_the_oracle_agrees(c):
+    """(R1) proves x / c as x * (1/c); at dividends whose quotient lies in
+    the flush window both sides flush alike (TensorFlow: both 0.0 for
+    (2^-125 - 2^-149) / 2 and * 0.5, measured)."""
+    p, q = division_program("RealDiv.ftz", c), division_program("Mul.ftz", 1.0 / c)
+    assert structural_refinement(p, q).proved
+    vals = [np.float32(v) for v in WINDOW]
+    pairs = list(itertools.product(vals, [np.float32(0.0)]))
+    for (a, b), init in itertools.product(pairs, [None, (0.0, 0.0)]):
+        feeds = {"b": Tensor(np.array([a, b], np.float32))}
+        x = {"x": Error(UNINITIALIZED)} if init is None else {"x": Tensor(np.array(init, np.float32))}
+        ours = outcome_set(p, feeds, x, "atomic", "outputs+state")
+        theirs = outcome_set(q, feeds, x, "atomic", "outputs+state")
+        assert all(o in ours for o, _ in theirs.items()), (a, b)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="imports TensorFlow (nightly profile)")
+def test_flushed_products_and_quotients_against_tensorflow():
+    """Differential at results next to the smallest normal: Mul, RealDiv,
+    Square and SquaredDifference on float32, float64 and bfloat16, model
+    (computed before TensorFlow is imported: importing it changes this
+    process's float environment) against TensorFlow's kernels."""
+    rng = np.random.default_rng(3)
+    si = {2: np.int16, 4: np.int32, 8: np.int64}
+    rows = []
+    for name, dt in (("float32", np.float32), ("float64", np.float64),
+                     ("bfloat16", ml_dtypes.bfloat16)):
+        tiny = float(ml_dtypes.finfo(dt).tiny)
+
+        def near(v):
+            b = np.asarray(v).astype(dt).view(si[np.dtype(dt).itemsize])
+            return np.concatenate([(b + k).view(dt) for k in range(-3, 4)])
+        sign = np.where(rng.random(400) < 0.5, -1.0, 1.0)
+        y = rng.uniform(0.5, 1, 400)
+        y2 = rng.uniform(1, 2, 400)
+        cases = {"Mul": (near(tiny / y * sign), np.tile(y.astype(dt), 7)),
+                 "RealDiv": (near(tiny * y2 * sign), np.tile(y2.astype(dt), 7)),
+                 "Square": (near(np.sqrt(tiny) * rng.uniform(1, 1.01, 400) * sign),)}
+        b = rng.uniform(-1, 1, 2800).astype(dt)
+        cases["SquaredDifference"] = ((cases["Square"][0].astype(np.float64) + b.astype(np.float64))
+                                      .astype(dt), b)
+        for op, args in cases.items():
+            (m,) = fns.lookup(op + ".ftz").apply([Tensor(a, name) for a in args])
+            rows.append((op, args, m.array))
+    import tensorflow as tf
+    for op, args, m in rows:
+        t = getattr(tf.raw_ops, op)(**dict(zip("xy", map(tf.constant, args)))).numpy()
+        same = (t.astype(np.float64) == m.astype(np.float64)) & (np.signbit(t) == np.signbit(m))
+        assert same.all(), (op, t.dtype, [a[~same][:3] for a in args], t[~same][:3], m[~same][:3])
