@@ -869,6 +869,21 @@ def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any) -> Any:
     return r
 
 
+_ARITHMETIC = {"Mul": np.multiply, "RealDiv": np.divide, "Square": lambda a: np.multiply(a, a)}
+
+
+def flushed_arithmetic(name: str, *args: Any) -> Any:
+    """numpy's `name` ("Mul", "RealDiv" or "Square") on numpy arrays as
+    TensorFlow's CPU runtime computes it: arguments and result flushed, a
+    result rounded up to the smallest normal included
+    (`_tiny_after_rounding`).  For the state family's models (optimizer
+    updates, scatters), which compute with numpy directly."""
+    flushed = tuple(ftz(np, np.asarray(a)) for a in args)
+    with np.errstate(all="ignore"):
+        r = _ARITHMETIC[name](*flushed)
+    return ftz(np, np.asarray(_tiny_after_rounding(name, flushed, r)))
+
+
 def flushed_variant(base: Function) -> Function:
     """`base` with subnormal arguments and results flushed (not registered:
     oracle/opdefs/math.py gives it to the op that produces it).  A result

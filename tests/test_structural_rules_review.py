@@ -189,3 +189,46 @@ def test_flushed_products_and_quotients_against_tensorflow():
         t = getattr(tf.raw_ops, op)(**dict(zip("xy", map(tf.constant, args)))).numpy()
         same = (t.astype(np.float64) == m.astype(np.float64)) & (np.signbit(t) == np.signbit(m))
         assert same.all(), (op, t.dtype, [a[~same][:3] for a in args], t[~same][:3], m[~same][:3])
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="imports TensorFlow (nightly profile)")
+def test_optimizer_and_scatter_products_at_the_window_against_tensorflow():
+    """The state family's numpy models (oracle/opdefs/state.py: the
+    optimizers' arithmetic, Momentum's ScaleAdd, the scatters' Mul and Div)
+    flush a product rounded up to the smallest normal as the CPU does
+    (functions.flushed_arithmetic): imported graphs run on TensorFlow give
+    the oracle's outcome.  (Was: Momentum's accumulator and ScatterMul's row
+    kept ±1.1754944e-38 where TensorFlow has ±0.0.)"""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_graphdef_export_state import SCATTER_ATTRS, sinks
+    from test_graphdef_ops import const, var
+    from tfsem.backends.tensorflow import GraphRunner
+    from tfsem.graphdef.exporter import export_graph
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import format_text
+    a, m = 1.2391795825199968e-38, 0.9486069083213806      # (a * m: TensorFlow 0.0)
+    nodes = [var("w", (2,)), var("acc", (2,)), var("e", (2,)), var("d", (2,)),
+             const("lr", 1.0), const("mom", m), const("g", [0.0, 0.0]),
+             {"name": "mo", "op": "ResourceApplyMomentum", "input": ["w", "acc", "lr", "g", "mom"],
+              "attr": {"T": {"type": "DT_FLOAT"}}},
+             const("ids", np.array([0, 1], np.int32), "DT_INT32"), const("u", [m, m]),
+             {"name": "sm", "op": "ResourceScatterMul", "input": ["e", "ids", "u", "^mo"],
+              "attr": SCATTER_ATTRS},
+             const("q", [2.0, 1.0 / m]),
+             {"name": "sd", "op": "ResourceScatterDiv", "input": ["d", "ids", "q", "^sm"],
+              "attr": SCATTER_ATTRS}]
+    g0 = {"node": nodes}
+    p = import_graph(g0, [], sinks(g0, [])).program
+    init = {"w": Tensor(np.float32([0.0, 1.0])), "acc": Tensor(np.float32([a, -a])),
+            "e": Tensor(np.float32([a, -a])),
+            "d": Tensor(np.float32([2.0 ** -125 - 2.0 ** -149, a]))}
+    (want,) = outcome_set(p, {}, init, "atomic", "outputs+state").as_dict(5)
+    state = dict(want.state)
+    assert all(not state[x].array.any() for x in ("acc", "e")), want.describe()
+    assert state["d"].array[0] == 0
+    g = export_graph(p)
+    with GraphRunner(format_text("GraphDef", g), {}, sinks(g, {})) as runner:
+        got = runner.run_once({}, init)
+    assert got == want, (got.describe(), want.describe())
