@@ -232,3 +232,20 @@ def test_optimizer_and_scatter_products_at_the_window_against_tensorflow():
     with GraphRunner(format_text("GraphDef", g), {}, sinks(g, {})) as runner:
         got = runner.run_once({}, init)
     assert got == want, (got.describe(), want.describe())
+
+
+#: float64 -> float32 and -> bfloat16 on TensorFlow 2.21's CPU Cast (measured):
+#: (tiny32 * factor, result); tiny32 * (1 - 2^-24.5) rounds to tiny32 on the
+#: subnormal grid, to a 24-bit value below it with an unbounded exponent
+CASTS = [(1 - 2.0 ** -25, TINY32), (1 - 2.0 ** -24.5, 0.0), (1 - 2.0 ** -24, 0.0),
+         (1 - 2.0 ** -23.9, 0.0), (1 - 2.0 ** -26, TINY32), (-(1 - 2.0 ** -25), -TINY32),
+         (-(1 - 2.0 ** -24.5), -0.0), (1.0, TINY32), (1 - 2.0 ** -9, 0.0)]
+
+
+@pytest.mark.parametrize("dst", ["float32", "bfloat16"])
+def test_a_float64_cast_rounded_up_to_the_smallest_normal_is_flushed_as_tensorflow_does(dst):
+    from tfsem.oracle.opdefs.math import cast_array
+    x = np.array([TINY32 * f for f, _ in CASTS], np.float64)
+    got = cast_array(np, x, dst).astype(np.float64)
+    want = np.array([r for _, r in CASTS], np.float64)
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), got
