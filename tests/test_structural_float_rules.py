@@ -234,3 +234,24 @@ def test_cse_of_the_tf1_adam_step_is_proved_with_the_constant_operand_second():
         m.setattr(structural, "CONSTANT_OPERAND_SECOND", False)
         r = structural_refinement(p, q)
         assert not r.proved and "output 'loss'" in r.reason
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")
+def test_constant_folding_of_the_cnn_step_differs_at_the_plain_sigma():
+    """Grappler's constant folding rewrote the CNN step's batch-norm
+    gradient `x / 196` as `x * 0.0051020407` (fl(1/196)): not (R1), so no
+    proof, and the two round differently for most x.  Before the plain σ
+    the check ended `no-counterexample` after 7.4 s (12 σ, each leaving one
+    of its 24 variables uninitialized or a NaN in every reduction); now
+    the plain σ, third, shows the difference."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import kernels
+    data = json.loads((Path(__file__).parent / "grappler" / "keras_cnn_batchnorm.json").read_text())
+    p = program_from_json(data["original"])
+    q = program_from_json(data["rewritten"]["constfold"])
+    with kernels.use(True):
+        assert not structural_refinement(p, q).proved
+        v = check_rewrite(p, q, timeout=60, minimize=False)
+    assert v.verdict == "unsound", v.reason
+    assert v.stats["tried"] <= 3
+    assert all(isinstance(x, Tensor) for x in v.counterexample.init.values())
