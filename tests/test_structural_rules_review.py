@@ -249,3 +249,101 @@ def test_a_float64_cast_rounded_up_to_the_smallest_normal_is_flushed_as_tensorfl
     got = cast_array(np, x, dst).astype(np.float64)
     want = np.array([r for _, r in CASTS], np.float64)
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), got
+
+
+# -- (R1) and (R2) on constants of every shape and edge, against the oracle ------
+
+def expr_program(expr: list, dtype: str = "float32", shape=(2,)):
+    """v := e(Read(v) + $b) for the node list `expr` (its first node reads
+    "s", its last is "o"), output out = o too."""
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {"x": {"dtype": dtype, "shape": list(shape)}},
+        "feeds": {"b": {"dtype": dtype, "shape": list(shape)}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "Add.ftz" if dtype != "int32" else "Add",
+                   "inputs": ["r", "$b"]},
+                  *expr,
+                  {"name": "w", "op": "Write", "inputs": ["v", "o", "^r"]}],
+        "outputs": {"out": "o"}})
+
+
+def const_node(name, value, dtype="float32"):
+    return {"name": name, "op": "Const",
+            "value": {"dtype": dtype, "value": np.asarray(value, dtype).tolist()}}
+
+
+def differs(p, q, values, dtype="float32"):
+    """Outcomes(q, σ) ⊄ Outcomes(p, σ) at some σ over `values`."""
+    vals = [np.asarray(v, dtype) for v in values]
+    for a, b in itertools.product(vals, vals[::2]):
+        for init in (None, (0, 0)):
+            feeds = {"b": Tensor(np.array([a, b], dtype))}
+            x = {"x": Error(UNINITIALIZED)} if init is None else {"x": Tensor(np.array(init, dtype))}
+            ours = outcome_set(p, feeds, x, "atomic", "outputs+state")
+            if any(o not in ours for o, _ in outcome_set(q, feeds, x, "atomic",
+                                                            "outputs+state").items()):
+                return True
+    return False
+
+
+EDGES32 = [*WINDOW[:6], 1e-45, -1e-40, 0.0, -0.0, float("nan"), float("-inf"), 3.4028235e38, 1.5, 6.29]
+
+R1_CASES = [  # (divisor, dtype, (R1) applies, the oracle shows a difference)
+    ([[2.0], [-0.25]], "float32", True, False),     # a [2, 1] tensor: broadcast to [2, 2]
+    ([2.0 ** 126, 2.0 ** -126], "float32", True, False),
+    ([2.0, 3.0], "float32", False, True), (2.0 ** 127, "float32", False, True),
+    (2.0 ** -127, "float32", False, True),          # (a subnormal divisor: flushed, x / 0)
+    # not (R1)'s, though x / c is x * (1/c) there too (x / 0 is x * inf,
+    # x / inf is x * 0, NaN either way, and 2^-149 is flushed: x / 0 against
+    # x * inf): the rule need not prove all that holds
+    ([2.0, 0.0], "float32", False, False), ([2.0, float("inf")], "float32", False, False),
+    ([float("nan"), 2.0], "float32", False, False), ([-0.0, 2.0], "float32", False, False),
+    (2.0 ** -149, "float32", False, False),
+    (2.0 ** -1022, "float64", True, False), (2.0 ** 1023, "float64", False, True),
+    (2.0, "float16", False, None),
+]
+
+
+@pytest.mark.parametrize("c,dtype,applies,shows", R1_CASES if NIGHTLY else
+                         [R1_CASES[i] for i in (0, 3, 4, 5, 10, 11, 12)])
+def test_r1_applies_exactly_to_exact_reciprocals_and_the_oracle_agrees(c, dtype, applies, shows):
+    with np.errstate(all="ignore"):
+        recip = (np.asarray(1, dtype) / np.asarray(c, dtype)).astype(dtype)
+    p = expr_program([const_node("c", c, dtype), {"name": "o", "op": "RealDiv.ftz", "inputs": ["s", "c"]}],
+                     dtype)
+    q = expr_program([const_node("c", recip.astype(np.float64).tolist(), dtype),
+                      {"name": "o", "op": "Mul.ftz", "inputs": ["s", "c"]}], dtype)
+    r = structural_refinement(p, q)
+    assert r.proved == applies, r.reason
+    if shows is not None:
+        assert differs(p, q, EDGES32, dtype) == shows
+
+
+R2_OPS = [("Add", True), ("Mul", True), ("Add.ftz", True), ("Mul.ftz", True),
+          ("SquaredDifference.ftz", True), ("Sub.ftz", False), ("Max.ftz", False),
+          ("Min.ftz", False), ("RealDiv.ftz", False)]
+
+
+@pytest.mark.parametrize("op,commutes", R2_OPS if NIGHTLY else [R2_OPS[i] for i in (1, 4, 6)])
+@pytest.mark.parametrize("c", [float("nan"), -0.0, [0.0, -0.0], 1e-45] if NIGHTLY else [-0.0])
+def test_r2_swaps_only_commutative_ops_and_the_oracle_agrees(op, commutes, c):
+    """Max/Min of +0/-0 take one operand by order (docs/kernels.md): with
+    the constant -0.0 first their outcomes differ, and (R2) leaves them."""
+    p = expr_program([const_node("c", c), {"name": "o", "op": op, "inputs": ["s", "c"]}])
+    q = expr_program([const_node("c", c), {"name": "o", "op": op, "inputs": ["c", "s"]}])
+    proved = structural_refinement(p, q).proved
+    assert proved == commutes
+    if proved:
+        assert not differs(p, q, EDGES32)
+
+
+def test_r2_on_wrapping_integers():
+    big = np.iinfo(np.int32).max
+    for op in ("Add", "Mul"):
+        p = expr_program([const_node("c", [big, -big - 1], "int32"),
+                          {"name": "o", "op": op, "inputs": ["s", "c"]}], "int32")
+        q = expr_program([const_node("c", [big, -big - 1], "int32"),
+                          {"name": "o", "op": op, "inputs": ["c", "s"]}], "int32")
+        assert structural_refinement(p, q).proved
+        assert not differs(p, q, [0, 1, -1, big, -big - 1, 7], "int32")
