@@ -831,7 +831,7 @@ def ftz(xp, a):
 _ROUNDS_UP_TO_TINY = frozenset({"Mul", "RealDiv", "Square", "SquaredDifference"})
 
 
-def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any) -> Any:
+def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any, xp: Any = np) -> Any:
     """`r` (a flushed function's result, its arguments already flushed) with
     each ±smallest normal that x86's flush-to-zero turns into ±0 replaced by
     it.  The CPU detects tininess *after rounding with an unbounded
@@ -841,42 +841,37 @@ def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any) -> Any:
     tiny on the subnormal grid, as numpy does, but to a 24-bit value below
     tiny, which the CPU flushes (measured on TensorFlow 2.21: Mul of
     1.2391796e-38 and 0.9486069 is 0.0, (2^-125 - 2^-149) / 2 is 0.0).  The
-    operation is redone on arguments scaled by powers of two (exact: they
-    are normal) so that its result is normal, where it rounds as with an
-    unbounded exponent."""
-    r = np.asarray(r)
+    operation is redone, where some result is ±tiny, on arguments scaled by
+    powers of two (exact: they are normal or zero) so that its result is
+    normal, where it rounds as with an unbounded exponent."""
+    r = xp.asarray(r)
     dt = dtype_name(r.dtype)
     if dt not in FLUSHED_DTYPES or name not in _ROUNDS_UP_TO_TINY or r.size == 0:
         return r
     tiny = float(finfo(r.dtype).tiny)
-    at = np.abs(r.astype(np.float64)) == tiny
-    if not at.any():
+    at = xp.abs(r.astype(np.float64)) == tiny
+    if not bool(xp.any(at)):
         return r
     work = np.dtype(np.float32) if dt == "bfloat16" else r.dtype
-    a = [np.broadcast_to(np.asarray(x), r.shape)[at] for x in args]
     s, half = work.type(2.0 ** 64), work.type(2.0 ** 32)
     with np.errstate(all="ignore"):
         if name == "SquaredDifference":    # d = a - b, rounded in the dtype first
-            d = np.subtract(a[0], a[1]).astype(work)
+            d = xp.subtract(args[0], args[1]).astype(work)
             v = (d * half) * (d * half)
         elif name == "Square":
-            x = a[0].astype(work)
+            x = xp.asarray(args[0]).astype(work)
             v = (x * half) * (x * half)
-        elif name == "Mul":
-            x, y = a[0].astype(work), a[1].astype(work)
-            small = np.abs(x) <= np.abs(y)
-            v = np.where(small, x, y) * s * np.where(small, y, x)
-        else:                              # RealDiv: |x| <= 1, or |y| past 2^126
-            x, y = a[0].astype(work), a[1].astype(work)
-            v = np.where(np.abs(x) <= 1, (x * s) / y, x / (y / s))
-        below = np.abs(v.astype(np.float64)) < tiny * 2.0 ** 64
-    if not below.any():
+        else:
+            x, y = xp.asarray(args[0]).astype(work), xp.asarray(args[1]).astype(work)
+            if name == "Mul":              # the smaller operand scaled up
+                small = xp.abs(x) <= xp.abs(y)
+                v = xp.where(small, x, y) * s * xp.where(small, y, x)
+            else:                          # RealDiv: |x| <= 1, or |y| past 2^126
+                v = xp.where(xp.abs(x) <= 1, (x * s) / y, x / (y / s))
+        below = at & (xp.abs(v.astype(np.float64)) < tiny * 2.0 ** 64)
+    if not bool(xp.any(below)):
         return r
-    r = np.array(r)
-    idx = np.flatnonzero(at.reshape(-1))[below]
-    flat = r.reshape(-1)
-    flat[idx] = np.copysign(np.zeros(len(idx), r.dtype), flat[idx])
-    return r
+    return xp.where(below, xp.copysign(xp.zeros_like(r), r), r)
 
 
 _ARITHMETIC = {"Mul": np.multiply, "RealDiv": np.divide, "Square": lambda a: np.multiply(a, a)}
@@ -891,7 +886,7 @@ def flushed_arithmetic(name: str, *args: Any) -> Any:
     flushed = tuple(ftz(np, np.asarray(a)) for a in args)
     with np.errstate(all="ignore"):
         r = _ARITHMETIC[name](*flushed)
-    return ftz(np, np.asarray(_tiny_after_rounding(name, flushed, r)))
+    return ftz(np, _tiny_after_rounding(name, flushed, r))
 
 
 def flushed_variant(base: Function) -> Function:
@@ -902,8 +897,8 @@ def flushed_variant(base: Function) -> Function:
     def impl(xp, args, attrs):
         flushed = tuple(ftz(xp, a) for a in args)
         out = base.impl(xp, flushed, attrs)
-        if base.name in _ROUNDS_UP_TO_TINY and xp is np:
-            out = tuple(_tiny_after_rounding(base.name, flushed, r) for r in out)
+        if base.name in _ROUNDS_UP_TO_TINY:
+            out = tuple(_tiny_after_rounding(base.name, flushed, r, xp) for r in out)
         return tuple(ftz(xp, xp.asarray(r)) for r in out)
     doc = f"{base.name} with subnormal arguments and results flushed to zero (TensorFlow's CPU runtime)"
     return Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,

@@ -347,3 +347,15 @@ def test_r2_on_wrapping_integers():
                           {"name": "o", "op": op, "inputs": ["c", "s"]}], "int32")
         assert structural_refinement(p, q).proved
         assert not differs(p, q, [0, 1, -1, big, -big - 1, 7], "int32")
+
+
+def test_the_flush_is_the_same_on_the_cupy_backends_array_module():
+    """The array module the cupy backend computes with (numpy standing in
+    for cupy here) gets the same flush as numpy itself."""
+    from tfsem.backends.arraymodule import _NumpyAsCupy
+    x = np.array([1.2391795825199968e-38, 1.568080727289064e-38], np.float32)
+    y = np.array([0.9486069083213806, 0.7496389150619507], np.float32)
+    mul = fns.lookup("Mul.ftz")
+    (on_np,) = mul.impl(np, (x, y), {})
+    (on_cupy,) = mul.impl(_NumpyAsCupy(), (x, y), {})
+    assert np.array_equal(np.asarray(on_cupy), on_np) and on_np[0] == 0 and on_np[1] == TINY32
