@@ -159,9 +159,9 @@ def test_r1_at_the_flush_window_the_oracle_agrees(c):
 @pytest.mark.skipif(not NIGHTLY, reason="imports TensorFlow (nightly profile)")
 def test_flushed_products_and_quotients_against_tensorflow():
     """Differential at results next to the smallest normal: Mul, RealDiv,
-    Square and SquaredDifference on float32, float64 and bfloat16, model
-    (computed before TensorFlow is imported: importing it changes this
-    process's float environment) against TensorFlow's kernels."""
+    Square and SquaredDifference on float32, float64 and bfloat16, the
+    model against TensorFlow's kernels (each element's operands drawn next
+    to the window: a few ulps around tiny / y, tiny * y, sqrt(tiny))."""
     rng = np.random.default_rng(3)
     si = {2: np.int16, 4: np.int32, 8: np.int64}
     rows = []
