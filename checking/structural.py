@@ -796,12 +796,18 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
     packing whose bytes reach anything but an Assign's value, and with
     `unknown` an op tfsem knows nothing of (`tf.OP/N/M` not among the known
     ops) or a function a user registered (Assign functions included)."""
+    # ("value": the value of an Assign whose function unpacks a packing,
+    # Assign-Scatter* and Assign-StridedSliceAssign; a Write (Snd) or any
+    # other Assign function stores the bytes themselves, which the final
+    # state then shows: a uint8 variable written PackScatter(i, Add(NaN1,
+    # NaN2)) holds NaN1's bits)
+    from tfsem.oracle.opdefs.state import PACKED_ASSIGNS
     consumers: dict[str, set] = {}
     for n in p.nodes:
         for k, i in enumerate(n.data_inputs):
             if not isinstance(i, FeedIn):
-                consumers.setdefault(i.node, set()).add("value" if n.op == ASSIGN and k == 1
-                                                        else n.op)
+                consumers.setdefault(i.node, set()).add(
+                    "value" if n.op == ASSIGN and k == 1 and n.fn in PACKED_ASSIGNS else n.op)
     for n in p.nodes:
         op = n.attrs.get("fn") if n.op == ASSIGN else n.op
         if not isinstance(op, str) or op in (VAR, READ):
