@@ -412,3 +412,55 @@ def test_a_packing_a_scatter_unpacks_still_hides_the_payload():
         ours = outcome_set(p, NAN_FEEDS, init, "atomic", "outputs+state")
         assert all(o in ours for o, _ in outcome_set(q, NAN_FEEDS, init, "atomic",
                                                      "outputs+state").items())
+
+
+# -- random chains: whatever the rule proves, the oracle agrees with ---------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+CHAIN_OPS = ["Add.ftz", "Mul.ftz", "Sub.ftz", "RealDiv.ftz", "SquaredDifference.ftz", "Max.ftz",
+             "Min.ftz", "Add", "Mul", "RealDiv"]
+CHAIN_CONSTS = [2.0, 0.5, -4.0, 2.0 ** 126, 2.0 ** -126, 2.0 ** 127, 3.0, 0.1, float("nan"), -0.0,
+                0.0, float("inf"), 1e-45, [2.0, -0.25], [0.5, 3.0]]
+
+
+def chain(steps) -> list:
+    """Nodes s -> n0 -> n1 -> ... -> o: each node op(previous, c_i) or
+    op(c_i, previous)."""
+    nodes, prev = [], "s"
+    for i, (op, c, first) in enumerate(steps):
+        name = "o" if i == len(steps) - 1 else f"n{i}"
+        nodes += [const_node(f"c{i}", c),
+                  {"name": name, "op": op, "inputs": [f"c{i}", prev] if first else [prev, f"c{i}"]}]
+        prev = name
+    return nodes
+
+
+def rewrite(steps, how: int, k: int):
+    """One of Grappler's rewrites, right or wrong, at step k: swap the
+    operands, a division into a product with fl(1/c), or the constant one
+    bit off."""
+    steps = [list(s) for s in steps]
+    op, c, first = steps[k]
+    if how == 0:
+        steps[k][2] = not first
+    elif how == 1 and op.startswith("RealDiv") and not first:
+        with np.errstate(all="ignore"):
+            steps[k] = [op.replace("RealDiv", "Mul"),
+                        (np.float32(1) / np.asarray(c, np.float32)).astype(np.float64).tolist(), first]
+    else:
+        a = np.asarray(c, np.float32)
+        steps[k][1] = np.nextafter(a, np.float32(np.inf)).astype(np.float64).tolist()
+    return steps
+
+
+@settings(max_examples=200 if NIGHTLY else 3, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(CHAIN_OPS), st.sampled_from(CHAIN_CONSTS),
+                                st.booleans()), min_size=1, max_size=3),
+       how=st.integers(0, 2), k=st.integers(0, 2))
+def test_random_chains_proved_only_where_the_oracle_agrees(steps, how, k):
+    k = k % len(steps)
+    p = expr_program(chain(steps))
+    q = expr_program(chain(rewrite(steps, how, k)))
+    if structural_refinement(p, q).proved:
+        assert not differs(p, q, EDGES32), (steps, how, k)
