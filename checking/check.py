@@ -54,6 +54,7 @@ from . import refute as ref
 from .control_flow import check_control_flow
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .sampling import sample_equal
+from .structural import race_free
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
                        SymbolicOutcomes, Term, components, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
@@ -1255,9 +1256,11 @@ class _Checker:
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
-        # (a plain σ third, where a float variable or feed exists: compared
-        # in full before the refutation stage too; `_plain_sigma`)
-        plain = has_float_state(self.p)
+        # (the plain σ third, compared in full before the refutation stage,
+        # where floats are held and both programs are race-free: then each
+        # has one outcome at every σ and the comparison is one run of each,
+        # whatever the values; `_plain_sigma`)
+        plain = has_float_state(self.p) and race_free(self.p) and race_free(self.p2)
         sigmas = _generated_sigmas(self.p, rng, plain=plain)
         refuted = not REFUTE
         retry = None    # a σ whose comparison ran out of its share before the stage
@@ -1398,9 +1401,10 @@ class _Checker:
         # initialize every variable, and the random σ past them, which leave
         # one uninitialized a quarter of the time, came last under the bound)
         sigmas = itertools.chain(itertools.islice(generated, 2),
-                                 [_plain_sigma(self.p)] if has_float_state(self.p) else [],
                                  _uninitialized_sigmas(self.p, getattr(self, "flagged", ())),
-                                 _edge_sigmas(self.p), generated)
+                                 _edge_sigmas(self.p),
+                                 [_plain_sigma(self.p)] if has_float_state(self.p) else [],
+                                 generated)
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
         try:
@@ -1594,8 +1598,10 @@ def _plain_sigma(p: Program) -> tuple[dict, dict]:
     float value an output or update shows is an error or NaN, whatever the
     rounding; zeros and ones round exactly.  A rewrite that changes float
     values only through rounding (x / 196 -> x * (1/196), a reordered sum)
-    shows at this σ at once (benchmarks/grappler.py, docs/benchmarks.md).
-    It is a σ like any other: it decides nothing by itself, a difference
+    shows at this σ at once (benchmarks/grappler.py, docs/large-graphs.md).
+    The fallback compares it in full third where both programs are
+    race-free (`structural.race_free`), the one-outcome comparisons after
+    the edge σ.  It is a σ like any other: it decides nothing by itself, a difference
     found there is a counterexample as at every other σ."""
     rng = np.random.default_rng(PLAIN_SEED)
 
@@ -1719,11 +1725,12 @@ def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0
     """σ for the fallback: zeros, ones, then random values mixing special ones
     (extremes, NaN, infinities, signed zeros) with small and wide ones; a
     variable starts uninitialized a quarter of the time.  `first_style` 2
-    starts with the random ones.  `plain` (with `first_style` 0): a *plain*
-    σ third (`_plain_sigma`), the random ones after it unchanged."""
+    starts with the random ones.  `plain` (with `first_style` 0): the plain
+    σ third (`_plain_sigma`); the random σ after it are those drawn without
+    it (the plain σ draws nothing from `rng`)."""
     style = first_style
     if plain and style == 0:
-        yield next(_generated_sigmas(p, rng))      # zeros
+        yield next(_generated_sigmas(p, rng))      # zeros (nothing drawn from rng)
         yield next(_generated_sigmas(p, rng, 1))   # ones
         yield _plain_sigma(p)
         style = 2
