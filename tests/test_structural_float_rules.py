@@ -232,6 +232,57 @@ def test_the_plain_sigma_shows_a_rounding_difference_at_once(monkeypatch):
     assert v.verdict == "sound" and v.stats["path"] == "structural"
 
 
+def reassociated(folded: bool, n: int = 12):
+    """out = 0.03125 * (2 * (y - (v0 + ... + v{n-1}))), or its constants
+    folded, 0.0625 * (y - ...): equal except where the doubling overflows."""
+    nodes = [{"name": "two", "op": "Const", "value": {"dtype": "float32", "value": 2.0}},
+             {"name": "c", "op": "Const", "value": {"dtype": "float32", "value": 0.03125}},
+             {"name": "c2", "op": "Const", "value": {"dtype": "float32", "value": 0.0625}}]
+    for i in range(n):
+        nodes += [{"name": f"v{i}", "op": "Var", "var": f"x{i}"},
+                  {"name": f"r{i}", "op": "Read", "inputs": [f"v{i}"]}]
+    prev = "r0"
+    for i in range(1, n):
+        nodes.append({"name": f"s{i}", "op": "Add.ftz", "inputs": [prev, f"r{i}"]})
+        prev = f"s{i}"
+    nodes.append({"name": "d", "op": "Sub.ftz", "inputs": ["$y", prev]})
+    if folded:
+        nodes.append({"name": "o", "op": "Mul.ftz", "inputs": ["d", "c2"]})
+    else:
+        nodes += [{"name": "t", "op": "Mul.ftz", "inputs": ["d", "two"]},
+                  {"name": "o", "op": "Mul.ftz", "inputs": ["t", "c"]}]
+    nodes.append({"name": "w", "op": "Write", "inputs": ["v0", "o", "^r0"]})
+    return program_from_json({
+        "format": "tfsem.program/1",
+        "variables": {f"x{i}": {"dtype": "float32", "shape": [8]} for i in range(n)},
+        "feeds": {"y": {"dtype": "float32", "shape": [8]}},
+        "nodes": nodes, "outputs": {"out": "o"}})
+
+
+def test_the_huge_feeds_sigma_shows_an_overflow_difference():
+    """Constant folding's `0.03125 * (2 * d)` -> `0.0625 * d` differs only
+    where `2 * d` overflows: the plain σ with its float feeds times 1e38,
+    the fallback's fourth σ for race-free programs, shows it (the variables
+    plain: `d` huge but finite); zeros, ones and the plain σ do not."""
+    from tfsem.checking.check import HUGE_FEED_SCALE, _generated_sigmas, _plain_sigma
+    p, q = reassociated(False), reassociated(True)
+    assert not structural_refinement(p, q).proved
+
+    def differs(sigma) -> bool:
+        feeds, init = sigma
+        ours = outcome_set(p, feeds, init, "atomic", "outputs+state")
+        return any(o not in ours for o, _ in outcome_set(q, feeds, init).items())
+
+    sigmas = list(itertools.islice(_generated_sigmas(p, np.random.default_rng(0), plain=True), 4))
+    assert [differs(s) for s in sigmas] == [False, False, False, True]
+    huge = _plain_sigma(p, HUGE_FEED_SCALE)
+    assert all(np.array_equal(huge[0][f].array, sigmas[3][0][f].array) for f in huge[0])
+    if NIGHTLY:   # the check itself finds it there
+        v = check_rewrite(p, q, timeout=10, minimize=False)
+        assert v.verdict == "unsound", v.reason
+        assert v.stats["tried"] == 4   # (the σ reported is the solver's smaller one)
+
+
 # -- a corpus graph: (R2) on Grappler's common-subgraph elimination ---------------
 
 CORPUS = Path(__file__).parent / "grappler" / "tf1_mlp_adam.json"
