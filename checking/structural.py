@@ -1228,6 +1228,36 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             + f"; {values}, {order})")
 
 
+def race_free(p: Program) -> bool:
+    """Whether every two accesses of one variable of `p`, one of them an
+    Assign, are ordered by hb (edges, data and control): then every run
+    gives each Read the same value and each variable the same sequence of
+    writes (Facts 1 and 2), so `p` has one outcome at every σ, whatever the
+    values, in either semantics mode (a decomposed Assign's two steps sit
+    where the node does).  checking/check.py uses it to choose which σ to
+    compare in full first; no verdict rests on it."""
+    acc = {}
+    for n in p.nodes:
+        if n.op == READ or n.op == ASSIGN:
+            x = p.accessed_variable(n.name)
+            if x is None:
+                return False
+            acc.setdefault(x, []).append((n.name, n.op == ASSIGN))
+    if not any(any(w for _n, w in accs) and len(accs) > 1 for accs in acc.values()):
+        return True
+    order, preds = _steps(p, "atomic")
+    index, anc = _ancestors(order, preds)
+    for accs in acc.values():
+        for i, (a, wa) in enumerate(accs):
+            for b, wb in accs[i + 1:]:
+                if not (wa or wb):
+                    continue
+                sa, sb = (a, ONE), (b, ONE)
+                if not (anc[sb] >> index[sa] & 1 or anc[sa] >> index[sb] & 1):
+                    return False
+    return True
+
+
 def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
                 step: Mapping[Step, Step], anc2: Mapping[Step, int],
                 index2: Mapping[Step, int]) -> str | None:
@@ -1361,4 +1391,4 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     return None
 
 
-__all__ = ["StructuralResult", "structural_refinement"]
+__all__ = ["StructuralResult", "race_free", "structural_refinement"]
