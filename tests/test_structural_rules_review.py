@@ -464,3 +464,73 @@ def test_random_chains_proved_only_where_the_oracle_agrees(steps, how, k):
     q = expr_program(chain(rewrite(steps, how, k)))
     if structural_refinement(p, q).proved:
         assert not differs(p, q, EDGES32), (steps, how, k)
+
+
+# -- AddN's order: nine inputs first where n % 8 is 1 -------------------------------
+
+def addn_graph(n: int, dtype: str = "DT_FLOAT", split: bool = False) -> dict:
+    """s = AddN(x0..x{n-1}) of [1] placeholders, or (`split`) x0 + AddN(x1..)."""
+    ph = [{"name": f"x{k}", "op": "Placeholder", "attr": {
+        "dtype": {"type": dtype}, "shape": {"shape": {"dim": [{"size": 1}]}}}} for k in range(n)]
+    t = {"T": {"type": dtype}}
+    if not split:
+        return {"node": ph + [{"name": "s", "op": "AddN", "input": [f"x{k}" for k in range(n)],
+                               "attr": {**t, "N": {"i": n}}}]}
+    return {"node": ph + [{"name": "t", "op": "AddN", "input": [f"x{k}" for k in range(1, n)],
+                           "attr": {**t, "N": {"i": n - 1}}},
+                          {"name": "s", "op": "AddV2", "input": ["x0", "t"], "attr": t}]}
+
+
+def addn_value(n: int, vals) -> float:
+    from tfsem.graphdef.importer import import_graph
+    p = import_graph(addn_graph(n), ["s"], []).program
+    feeds = {f: Tensor(np.array([vals[int(f[1:])]], np.float32)) for f in p.feed_names}
+    (o,) = outcome_set(p, feeds, {}, "atomic", "outputs+state").as_dict(5)
+    return float(dict(o.outputs)["s"].array[0])
+
+
+#: n -> TensorFlow 2.21's AddN(1, 2^-24, ..., 2^-24) - 1 on float32 (measured):
+#: Add9 first where n % 8 == 1, then groups of 8 summed and added
+ADDN_MEASURED = {8: 0.0, 9: 0.0, 10: 2.0 ** -21, 16: 2.0 ** -21, 17: 2.0 ** -21, 25: 2.0 ** -20}
+
+
+@pytest.mark.parametrize("n", sorted(ADDN_MEASURED))
+def test_addn_sums_nine_inputs_first_where_n_mod_8_is_1(n):
+    assert addn_value(n, [1.0] + [2.0 ** -24] * (n - 1)) - 1 == ADDN_MEASURED[n]
+
+
+def test_check_tells_addn_of_nine_from_x0_plus_addn_of_eight():
+    """Was `sound` (structural: both imported as x0 + (x1 + ... + x8)):
+    TensorFlow sums the nine left to right, 1.0 at x0 = 1, xi = 2^-24,
+    against 1 + 2^-21."""
+    from tfsem.graphdef.importer import import_graph
+    p = import_graph(addn_graph(9), ["s"], []).program
+    q = import_graph(addn_graph(9, split=True), ["s"], []).program
+    assert not structural_refinement(p, q).proved
+    if NIGHTLY:
+        assert check_rewrite(p, q, timeout=60, minimize=False).verdict == "unsound"
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="imports TensorFlow (nightly profile)")
+def test_addn_against_tensorflow():
+    """AddN of 2..41 inputs on float32, float64 and bfloat16, values of
+    mixed magnitudes (where the order of the additions shows)."""
+    from tfsem.graphdef.importer import import_graph
+    rng = np.random.default_rng(0)
+    rows = []
+    for dtype, tdt in (("float32", "DT_FLOAT"), ("float64", "DT_DOUBLE"), ("bfloat16", "DT_BFLOAT16")):
+        np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+        for n in range(2, 42):
+            vals = [(rng.choice([1.0, -1.0, 3.0]) * 2.0 ** rng.integers(-30, 2, 16)
+                     * rng.choice([1, 1.5, 1.25], 16)).astype(np_dtype) for _ in range(n)]
+            g = addn_graph(n, tdt)
+            for node in g["node"][:n]:
+                node["attr"]["shape"]["shape"]["dim"] = [{"size": 16}]
+            p = import_graph(g, ["s"], []).program
+            feeds = {f: Tensor(vals[int(f[1:])], dtype) for f in p.feed_names}
+            (o,) = outcome_set(p, feeds, {}, "atomic", "outputs+state").as_dict(5)
+            rows.append((dtype, n, vals, dict(o.outputs)["s"].array))
+    import tensorflow as tf
+    for dtype, n, vals, m in rows:
+        t = tf.raw_ops.AddN(inputs=[tf.constant(v) for v in vals]).numpy()
+        assert np.array_equal(t.astype(np.float64), m.astype(np.float64)), (dtype, n)

@@ -479,10 +479,14 @@ def _add_n_build(b):
     add = flushed("Add", t)
     if n == 1:
         return [b.add("Identity", [b.input(0)])]
-    # aggregate_ops.cc: the first n % 8 inputs (8 if none, just input 0 if one)
+    # aggregate_ops.cc: the first n % 8 inputs (8 if none, 9 if one: Add9)
     # are summed left to right, then each further group of 8 is summed left to
     # right and added to the running total: out = out + (((i0 + i1) + ...) + i7).
+    # (measured on TensorFlow 2.21: AddN of 1 and eight 2^-24 is 1.0, the
+    # nine summed left to right; 1 + (eight 2^-24 summed) would be 1 + 2^-21)
     first = n % 8 or 8
+    if first == 1:
+        first = 9
     k = 0
 
     def chain(lo: int, hi: int):
