@@ -534,3 +534,31 @@ def test_addn_against_tensorflow():
     for dtype, n, vals, m in rows:
         t = tf.raw_ops.AddN(inputs=[tf.constant(v) for v in vals]).numpy()
         assert np.array_equal(t.astype(np.float64), m.astype(np.float64)), (dtype, n)
+
+
+def test_a_float64_cast_to_float16_rounds_through_float32_as_tensorflow_does():
+    """Measured on TensorFlow 2.21: Eigen's half(double) rounds to float32
+    first.  (Was: rounded once, 1 + 2^-10 and 65504.0.)"""
+    from tfsem.oracle.opdefs.math import cast_array
+    x = np.array([1 + 2.0 ** -11 + 2.0 ** -40, -(1 + 2.0 ** -11 + 2.0 ** -40), 65520.0 - 2.0 ** -30,
+                  65519.99, 1 + 2.0 ** -11 - 2.0 ** -40], np.float64)
+    got = cast_array(np, x, "float16").astype(np.float64).tolist()
+    assert got == [1.0, -1.0, float("inf"), 65504.0, 1.0]
+
+
+def test_check_folds_a_float64_to_float16_cast_as_tensorflow_computes_it():
+    """Was: Cast(1 + 2^-11 + 2^-40) to half `sound` against the constant
+    1 + 2^-10 (TensorFlow: 1.0) and `unsound` against 1.0."""
+    from tfsem.graphdef.importer import import_graph
+
+    def const(name, arr, dt):
+        return {"name": name, "op": "Const", "attr": {"dtype": {"type": dt}, "value": {"tensor": {
+            "dtype": dt, "tensor_shape": {"dim": [{"size": d} for d in arr.shape]},
+            "tensor_content": arr.tobytes()}}}}
+    p = import_graph({"node": [const("a", np.array([1 + 2.0 ** -11 + 2.0 ** -40]), "DT_DOUBLE"),
+                               {"name": "s", "op": "Cast", "input": ["a"], "attr": {
+                                   "SrcT": {"type": "DT_DOUBLE"}, "DstT": {"type": "DT_HALF"}}}]},
+                     ["s"], []).program
+    for v, verdict in ((1.0, "sound"), (1.0009765625, "unsound")):
+        q = import_graph({"node": [const("s", np.array([v], np.float16), "DT_HALF")]}, ["s"], []).program
+        assert check_rewrite(p, q, timeout=20, minimize=False).verdict == verdict
