@@ -874,19 +874,17 @@ def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any, xp: Any = np) -
     return xp.where(below, xp.copysign(xp.zeros_like(r), r), r)
 
 
-_ARITHMETIC = {"Mul": np.multiply, "RealDiv": np.divide, "Square": lambda a: np.multiply(a, a)}
-
-
-def flushed_arithmetic(name: str, *args: Any) -> Any:
+def flushed_arithmetic(name: str, *args: Any, xp: Any = np) -> Any:
     """numpy's `name` ("Mul", "RealDiv" or "Square") on numpy arrays as
     TensorFlow's CPU runtime computes it: arguments and result flushed, a
     result rounded up to the smallest normal included
     (`_tiny_after_rounding`).  For the state family's models (optimizer
     updates, scatters), which compute with numpy directly."""
-    flushed = tuple(ftz(np, np.asarray(a)) for a in args)
+    flushed = tuple(ftz(xp, xp.asarray(a)) for a in args)
     with np.errstate(all="ignore"):
-        r = _ARITHMETIC[name](*flushed)
-    return ftz(np, _tiny_after_rounding(name, flushed, r))
+        r = (xp.multiply(flushed[0], flushed[0]) if name == "Square" else
+             getattr(xp, {"Mul": "multiply", "RealDiv": "divide"}[name])(*flushed))
+    return ftz(xp, _tiny_after_rounding(name, flushed, r, xp))
 
 
 def flushed_variant(base: Function) -> Function:

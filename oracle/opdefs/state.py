@@ -986,7 +986,7 @@ def _step_toward(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(w), fns.flushed_arithmetic("Mul", f(xp.subtract(f(g), f(w))), c))),)
+    return (f(xp.add(f(w), fns.flushed_arithmetic("Mul", f(xp.subtract(f(g), f(w))), c, xp=xp))),)
 
 
 @fns.function("ScaleAdd", 2, 1, batched=False, family=TENSORFLOW)
@@ -997,7 +997,7 @@ def _scale_add(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(fns.flushed_arithmetic("Mul", w, c), f(g))),)
+    return (f(xp.add(fns.flushed_arithmetic("Mul", w, c, xp=xp), f(g))),)
 
 
 def _apply_momentum_float32(b):
