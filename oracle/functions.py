@@ -875,11 +875,11 @@ def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any, xp: Any = np) -
 
 
 def flushed_arithmetic(name: str, *args: Any, xp: Any = np) -> Any:
-    """numpy's `name` ("Mul", "RealDiv" or "Square") on numpy arrays as
-    TensorFlow's CPU runtime computes it: arguments and result flushed, a
-    result rounded up to the smallest normal included
+    """`name` ("Mul", "RealDiv" or "Square") on arrays of the array module
+    `xp` as TensorFlow's CPU runtime computes it: arguments and result
+    flushed, a result rounded up to the smallest normal included
     (`_tiny_after_rounding`).  For the state family's models (optimizer
-    updates, scatters), which compute with numpy directly."""
+    updates, scatters), which compute with the array module directly."""
     flushed = tuple(ftz(xp, xp.asarray(a)) for a in args)
     with np.errstate(all="ignore"):
         r = (xp.multiply(flushed[0], flushed[0]) if name == "Square" else
