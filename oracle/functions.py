@@ -849,7 +849,7 @@ def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any, xp: Any = np) -
     if dt not in FLUSHED_DTYPES or name not in _ROUNDS_UP_TO_TINY or r.size == 0:
         return r
     tiny = float(finfo(r.dtype).tiny)
-    at = xp.abs(r.astype(np.float64)) == tiny
+    at = xp.abs(r) == r.dtype.type(tiny)
     if not bool(xp.any(at)):
         return r
     work = np.dtype(np.float32) if dt == "bfloat16" else r.dtype
