@@ -54,6 +54,7 @@ from . import refute as ref
 from .control_flow import check_control_flow
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .sampling import sample_equal
+from .structural import race_free
 from .symbolic import (Algebra, Component, NeedsGeneric, RealAlgebra, SymbolicLimit,
                        SymbolicOutcomes, Term, components, symbolic_outcomes)
 from .verdict import (DIFFERENCE_FLOAT, DIFFERENCE_ORDERING, DIFFERENCE_UNDETERMINED,
@@ -1309,7 +1310,12 @@ class _Checker:
         rng = np.random.default_rng(self.seed)
         tried = 0
         budget_note = ""
-        sigmas = _generated_sigmas(self.p, rng)
+        # (the plain σ third, compared in full before the refutation stage,
+        # where floats are held and both programs are race-free: then each
+        # has one outcome at every σ and the comparison is one run of each,
+        # whatever the values; `_plain_sigma`)
+        plain = has_float_state(self.p) and race_free(self.p) and race_free(self.p2)
+        sigmas = _generated_sigmas(self.p, rng, plain=plain)
         refuted = not REFUTE
         retry = None    # a σ whose comparison ran out of its share before the stage
         # where the symbolic search of the original ran out of its budget, the
@@ -1317,7 +1323,8 @@ class _Checker:
         # finishes either (at 80-160 nodes: 0 of 18 did, and their retries
         # took most of the reserve): the refutation stage goes first, and the
         # full comparisons have what it leaves
-        first = 0 if self.stats.get("original_out") else FALLBACK_FIRST
+        first = 0 if self.stats.get("original_out") else \
+            FALLBACK_FIRST + (plain and (2 if self.p.feed_names else 1))
         while True:
             if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
@@ -1499,7 +1506,7 @@ class _Checker:
         """The one-outcome comparisons' σ, each with a tag (the probe's
         comparisons are reused by tag): zeros and ones, then each edge value
         everywhere (in the feeds, in the variables, in both), then the
-        fallback's random σ."""
+        plain σ where float state exists, then the fallback's random σ."""
         generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
         yield "zeros", next(generated)
         yield "ones", next(generated)
@@ -1511,6 +1518,11 @@ class _Checker:
             yield f"uninitialized {k}", sigma
         for k, sigma in enumerate(_edge_sigmas(self.p)):
             yield f"edge {k}", sigma
+        if has_float_state(self.p):
+            # every variable initialized with ordinary floats, then its feeds
+            # times 1e38 (big23: docs/large-graphs.md)
+            yield "plain", _plain_sigma(self.p)
+            yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
         for k, sigma in enumerate(generated):
             yield f"random {k}", sigma
 
@@ -1691,6 +1703,62 @@ def _random_tensor(t: TensorType, rng: np.random.Generator, style: int) -> Tenso
     return Tensor(vals.reshape(t.shape), "float32")
 
 
+#: seed of the plain σ (`_plain_sigma`): the same σ at every check
+PLAIN_SEED = 23
+#: the float feeds of the fallback's fourth σ: the plain σ's times this
+#: (standard-normal values times 1e38: about a tenth of them between 1.7e38
+#: and float32's largest, where doubling overflows, and none infinite: an
+#: infinite feed makes NaN of every sum it reaches, in both programs alike,
+#: as 3e38 did on the TF1 embedding step)
+HUGE_FEED_SCALE = 1e38
+
+
+def has_float_state(p: Program) -> bool:
+    """Whether a variable or feed of `p` holds a float tensor (where the plain
+    σ shows what zeros, ones and the random σ do not)."""
+    types = [*p.variables.values(), *(p.feed_type(f) for f in p.feed_names)]
+    return any(t.dtype in FLOAT_DTYPES for t in types)
+
+
+def _plain_sigma(p: Program, feed_scale: float = 1.0) -> tuple[dict, dict]:
+    """A σ of ordinary values: every variable initialized, floats drawn from a
+    standard normal (finite, normal, of moderate size), integers 0..2, bools
+    at random.  Its use (issue 23): on a real training step the random σ
+    above leave one of its dozens of variables uninitialized almost always
+    (each a quarter of the time: 24 variables, all initialized 0.1% of the
+    time), or put NaN and infinities into every reduction, so that every
+    float value an output or update shows is an error or NaN, whatever the
+    rounding; zeros and ones round exactly.  A rewrite that changes float
+    values only through rounding (x / 196 -> x * (1/196), a reordered sum)
+    shows at this σ at once (benchmarks/grappler.py, docs/large-graphs.md).
+    The fallback compares it in full third where both programs are
+    race-free (`structural.race_free`), the one-outcome comparisons after
+    the edge σ.  It is a σ like any other: it decides nothing by itself, a difference
+    found there is a counterexample as at every other σ.
+
+    `feed_scale`: the float feeds times it (the variables as they are).
+    With HUGE_FEED_SCALE (1e38) it shows a rewrite that differs only where a value
+    overflows: Grappler's constant folding turns `0.03125 * (2 * (p - y))`
+    into `0.0625 * (p - y)`, which differs from it only where `2 * (p - y)`
+    overflows (the TF1 embedding step of the real-graphs corpus)."""
+    rng = np.random.default_rng(PLAIN_SEED)
+
+    def tensor(t: TensorType, scale: float = 1.0) -> Tensor:
+        size = math.prod(t.shape)
+        if t.dtype in FLOAT_DTYPES:
+            with np.errstate(over="ignore"):
+                vals = (rng.standard_normal(size) * scale).astype(DTYPES[t.dtype])
+        elif t.dtype == "bool":
+            vals = rng.integers(0, 2, size).astype(bool)
+        else:
+            vals = rng.integers(0, 3, size).astype(DTYPES[t.dtype])
+        return Tensor(vals.reshape(t.shape), t.dtype)
+
+    feeds = {f: tensor(p.feed_type(f), feed_scale) for f in p.feed_names}
+    init: dict[str, Value] = {x: tensor(p.variables[x]) for x in sorted(p.variables)}
+    return feeds, init
+
+
 def _refute_sigmas(p: Program, rng: np.random.Generator):
     """σ for the refutation stage: σ of small values (-2..2, halves for
     float32), at which more runs coincide and the search of P merges more
@@ -1791,12 +1859,23 @@ def _small_tensor(t: TensorType, rng: np.random.Generator) -> Tensor:
     return Tensor((vals.astype(np.float32) / np.float32(2)).reshape(t.shape), "float32")
 
 
-def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0):
+def _generated_sigmas(p: Program, rng: np.random.Generator, first_style: int = 0,
+                      plain: bool = False):
     """σ for the fallback: zeros, ones, then random values mixing special ones
     (extremes, NaN, infinities, signed zeros) with small and wide ones; a
     variable starts uninitialized a quarter of the time.  `first_style` 2
-    starts with the random ones."""
+    starts with the random ones.  `plain` (with `first_style` 0): the plain
+    σ third (`_plain_sigma`), and where `p` has feeds the same σ with huge
+    float feeds fourth; the random σ after them are those drawn without
+    them (they draw nothing from `rng`)."""
     style = first_style
+    if plain and style == 0:
+        yield next(_generated_sigmas(p, rng))      # zeros (nothing drawn from rng)
+        yield next(_generated_sigmas(p, rng, 1))   # ones
+        yield _plain_sigma(p)
+        if p.feed_names:
+            yield _plain_sigma(p, feed_scale=HUGE_FEED_SCALE)
+        style = 2
     while True:
         feeds = {f: _random_tensor(p.feed_type(f), rng, min(style, 2)) for f in p.feed_names}
         init: dict[str, Value] = {}

@@ -305,6 +305,42 @@ its group: it becomes one of the "Reads outside every group" of the theorem
 (which change nothing and reach no compared term) and its image, if no other
 Read of P maps to it, an extra Read of P'.  This only removes constraints the
 proof never used for such a Read.
+
+Float rules (issue 23, third round)
+===================================
+
+Two more simplifications of (V), applied to both programs' terms (exact
+and ≈ alike), each keeping "equal terms take equal values at every σ and
+every valuation of the read leaves".  Neither applies under `--float real`.
+
+(R1) RealDiv(x, c) is Mul(x, 1/c) (and RealDiv.ftz(x, c) is Mul.ftz(x, 1/c))
+     when c is a constant float32 or float64 tensor each of whose elements
+     is ±2^k with 2^k and 2^-k both normal: both operations round the same
+     real number x·2^-k correctly, and flush alike (the argument, case by
+     case, is `_Terms.division_by_power_of_two`).  Grappler turns every
+     division by a constant into a product with its reciprocal; for any
+     other c the results differ in the last bit for some x (x / 196 against
+     x * fl(1/196)) and the rule does not apply: the concrete stages look
+     for the σ that shows it (checking/check.py `_plain_sigma`).
+(R2) f(c, x) is f(x, c), exactly (the same error included), for f one of
+     (E3)'s commutative functions whose `apply` is Function.apply, c a
+     constant tensor (never an error) and x any term, where both programs
+     are blind to NaN payloads (as (E3)).  If x is an error, it is the only
+     strict error argument on either side, and Function.apply returns it;
+     if x is a tensor, the dtype check (DTYPE_MISMATCH) and the broadcast
+     (SHAPE_MISMATCH) fail alike in either order, with the same reasons, and
+     otherwise the values are equal by (E3)'s argument.  So the constant
+     operand goes second: outputs, which (V) compares exactly, then match
+     when Grappler's canonical order put a constant first (`loss = 1.0 *
+     x` against `x * 1.0` in the TF1 training steps of the real-graphs
+     corpus).  With two non-constant operands the exact terms keep their
+     order: two error operands would give different errors.
+
+tests/test_structural_float_rules.py compares both with the enumerating
+oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
+largest floats, uninitialized variables), on generated divisors and
+constants, including the ones just outside (R1): 2^127, whose reciprocal
+is subnormal, and 3.0, 196.0, 0.1.
 """
 
 from __future__ import annotations
@@ -333,6 +369,11 @@ SND = "Snd"
 #: (benchmarks/check_scale.py compares the two)
 EXTENSIONS = True
 
+#: (R1) and (R2) of "Float rules" in the module docstring (tests switch them
+#: off to show which one a proof needs)
+DIVISION_BY_POWER_OF_TWO = True
+CONSTANT_OPERAND_SECOND = True
+
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
 FOLD_MAX_ELEMENTS = 1 << 16
@@ -351,6 +392,12 @@ _REDUCTIONS = {name: fns.lookup(name) for name in ("Sum", "Mean", "ReduceMax", "
 # The built-in functions whose simplification (V) relies on, captured at
 # import: a function re-registered under the same name is not simplified.
 _IDENTITY = fns.lookup("Identity")
+#: (R1): a division by a power of two and the product it equals, captured at
+#: import like the functions below (a function re-registered under one of
+#: these names is left alone)
+_DIVISIONS = {name: fns.lookup(name) for name in ("RealDiv", "RealDiv.ftz")}
+_DIVISION_AS_PRODUCT = {"RealDiv": ("Mul", fns.lookup("Mul")),
+                        "RealDiv.ftz": ("Mul.ftz", fns.lookup("Mul.ftz"))}
 _COPY = fns.lookup("Copy")
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
@@ -401,7 +448,7 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
         try:
             if plans is None:   # (what the terms need depends on the programs alone)
                 plans = (_term_plan(p), _term_plan(p2),
-                         _nan_payload_blind(p) and _nan_payload_blind(p2))
+                         _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -527,6 +574,22 @@ class _Terms:
         #: term -> the dtype its value has at every σ where it is a tensor
         #: (`dtype_of`; terms whose dtype is not known have no entry)
         self.dtypes: dict[int, str] = {}
+        #: id(attributes) -> (attributes, `_attrs_key` of them)
+        self.akeys: dict[int, tuple[Any, tuple]] = {}
+
+    def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
+        """`_attrs_key(attrs)`, computed once per attribute mapping: the
+        mappings are the programs' own node attributes, which the rule's
+        attempts share (`akeys`, kept with the mapping itself, so that an
+        id is never taken for another object's)."""
+        if not attrs:
+            return ()
+        hit = self.akeys.get(id(attrs))
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+        key = _attrs_key(attrs)
+        self.akeys[id(attrs)] = (attrs, key)
+        return key
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -595,6 +658,50 @@ class _Terms:
             return False
         return self.dtypes.get(args[0]) in NUMERIC
 
+    def division_by_power_of_two(self, f: fns.Function, attrs: Mapping[str, Any],
+                                 args: tuple[int, int]) -> tuple[str, int] | None:
+        """(R1) ("Mul" or "Mul.ftz", the term of 1/c) when f(args) is
+        RealDiv(x, c) (or its flushing form) with c a constant float32 or
+        float64 tensor each of whose elements is ±2^k with both 2^k and
+        2^-k normal numbers of its dtype; else None.  Then RealDiv(x, c) is
+        Mul(x, 1/c) at every σ, bit for bit:
+         - x an error: both are that error (both strict, c is no error);
+         - x a tensor of another dtype: both are the dtype-mismatch error
+           (Function.apply checks it before either implementation runs);
+         - x a tensor of c's dtype: the same broadcast (1/c has c's shape)
+           and, element by element, numpy's IEEE division x/c and product
+           x*(1/c) are each the correctly rounded value (round to nearest
+           even) of the same real number x·2^-k, which 1/c = ±2^-k
+           represents exactly: the same bits, zeros' signs, infinities and
+           NaN included (x NaN: x's NaN in both);
+         - the flushing forms flush their arguments and result alike:
+           c and 1/c are normal, so unflushed, and flush(x) is the same
+           argument on both sides.
+        Grappler's constant folding and arithmetic optimizer rewrite x / c
+        into x * (1/c) for every constant c; for any other c the two differ
+        in rounding (x / 196 and x * fl(1/196)) and (R1) does not apply:
+        the rewrite stays for the concrete stages, which find the σ that
+        shows the difference (tests/test_structural_float_rules.py)."""
+        target = _DIVISION_AS_PRODUCT.get(f.name)
+        if target is None or _DIVISIONS.get(f.name) is not f or fns.lookup(target[0]) is not target[1]:
+            return None
+        if attrs:
+            return None
+        c = self.consts.get(args[1])
+        if not isinstance(c, Tensor) or c.dtype not in ("float32", "float64") or c.array.size == 0:
+            return None
+        a = c.array
+        info = np.finfo(a.dtype)
+        with np.errstate(all="ignore"):
+            recip = (a.dtype.type(1) / a).astype(a.dtype)
+            mantissa, _ = np.frexp(a)
+            exact = (np.all(np.isfinite(a)) and np.all(np.abs(mantissa) == 0.5)
+                     and np.all(np.abs(a) >= info.tiny) and np.all(np.isfinite(recip))
+                     and np.all(np.abs(recip) >= info.tiny) and np.all(recip * a == 1))
+        if not exact:
+            return None
+        return target[0], self.const(Tensor(recip, c.dtype))
+
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
         f = fns.lookup(op)
@@ -606,11 +713,21 @@ class _Terms:
             return (args[1],)
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
+        if f is not None and len(args) == 2 and not self.real:
+            recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
+                else None
+            if recip is not None:          # (R1): x / c is x * (1/c)
+                return self.apply(recip[0], {}, (args[0], recip[1]), n_out)
+            if (CONSTANT_OPERAND_SECOND and self.sorts_commutative and commutes_up_to_error(op)
+                    and args[0] in self.consts
+                    and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
+                    and type(f).apply is fns.Function.apply):
+                args = (args[1], args[0])  # (R2): the constant operand second
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
                 return folded
-        app = self.make(("app", op, _attrs_key(attrs), args))
+        app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is not None:
@@ -629,7 +746,7 @@ class _Terms:
         return self.apply(op, attrs, args, n_out)
 
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):
-        key = (f.name, _attrs_key(attrs), args)
+        key = (f.name, self.attrs_key(attrs), args)
         if key in self.folds:
             return self.folds[key]
         values = [self.consts[a] for a in args]
@@ -679,12 +796,18 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
     packing whose bytes reach anything but an Assign's value, and with
     `unknown` an op tfsem knows nothing of (`tf.OP/N/M` not among the known
     ops) or a function a user registered (Assign functions included)."""
+    # ("value": the value of an Assign whose function unpacks a packing,
+    # Assign-Scatter* and Assign-StridedSliceAssign; a Write (Snd) or any
+    # other Assign function stores the bytes themselves, which the final
+    # state then shows: a uint8 variable written PackScatter(i, Add(NaN1,
+    # NaN2)) holds NaN1's bits)
+    from tfsem.oracle.opdefs.state import PACKED_ASSIGNS
     consumers: dict[str, set] = {}
     for n in p.nodes:
         for k, i in enumerate(n.data_inputs):
             if not isinstance(i, FeedIn):
-                consumers.setdefault(i.node, set()).add("value" if n.op == ASSIGN and k == 1
-                                                        else n.op)
+                consumers.setdefault(i.node, set()).add(
+                    "value" if n.op == ASSIGN and k == 1 and n.fn in PACKED_ASSIGNS else n.op)
     for n in p.nodes:
         op = n.attrs.get("fn") if n.op == ASSIGN else n.op
         if not isinstance(op, str) or op in (VAR, READ):
@@ -867,14 +990,26 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
 
     plans = plans if plans is not None else (
         _term_plan(p), _term_plan(p2), _nan_payload_blind(p) and _nan_payload_blind(p2))
-    terms = _Terms()
-    if not plans[2]:
-        terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
     leaves = {s: ("read", nu[s]) if s in nu else ("unmatched-read", s)
               for s, (kind, _x, _f) in acc.items() if kind == READ}
     leaves2 = {t: ("read", t) for t in acc2}
-    assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
-    assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
+    # the terms depend on the programs and the Reads' leaves alone: an
+    # attempt whose guess gives every Read the leaf an earlier one gave it
+    # (most do: they differ in Assigns, or find no Read to merge) takes that
+    # attempt's terms (hash-consed: later additions change no term)
+    built = plans[4] if len(plans) > 4 else {}
+    key = tuple(sorted(leaves.items()))
+    if key in built:
+        terms, assigns, outputs, assigns2, outputs2 = built[key]
+    else:
+        terms = _Terms()
+        if len(plans) > 3:
+            terms.akeys = plans[3]          # (attribute keys shared by the attempts)
+        if not plans[2]:
+            terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
+        built[key] = (terms, assigns, outputs, assigns2, outputs2)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -1093,6 +1228,36 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             + f"; {values}, {order})")
 
 
+def race_free(p: Program) -> bool:
+    """Whether every two accesses of one variable of `p`, one of them an
+    Assign, are ordered by hb (edges, data and control): then every run
+    gives each Read the same value and each variable the same sequence of
+    writes (Facts 1 and 2), so `p` has one outcome at every σ, whatever the
+    values, in either semantics mode (a decomposed Assign's two steps sit
+    where the node does).  checking/check.py uses it to choose which σ to
+    compare in full first; no verdict rests on it."""
+    acc = {}
+    for n in p.nodes:
+        if n.op == READ or n.op == ASSIGN:
+            x = p.accessed_variable(n.name)
+            if x is None:
+                return False
+            acc.setdefault(x, []).append((n.name, n.op == ASSIGN))
+    if not any(any(w for _n, w in accs) and len(accs) > 1 for accs in acc.values()):
+        return True
+    order, preds = _steps(p, "atomic")
+    index, anc = _ancestors(order, preds)
+    for accs in acc.values():
+        for i, (a, wa) in enumerate(accs):
+            for b, wb in accs[i + 1:]:
+                if not (wa or wb):
+                    continue
+                sa, sb = (a, ONE), (b, ONE)
+                if not (anc[sb] >> index[sa] & 1 or anc[sa] >> index[sb] & 1):
+                    return False
+    return True
+
+
 def _dead_after(rs: Step, x: str, observe: str, acc: Mapping, unobserved: set[str],
                 step: Mapping[Step, Step], anc2: Mapping[Step, int],
                 index2: Mapping[Step, int]) -> str | None:
@@ -1226,4 +1391,4 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     return None
 
 
-__all__ = ["StructuralResult", "structural_refinement"]
+__all__ = ["StructuralResult", "race_free", "structural_refinement"]

@@ -217,7 +217,9 @@ def cast_array(xp, a, dst: str):
       conversions make: a float32 or float64 subnormal argument is zero
       (except float32 -> bfloat16, a bit operation), a bfloat16 subnormal
       going to float64 is zero, float64 -> float32 and float64 -> bfloat16
-      (through float32) flush a subnormal float32 result;
+      (through float32) flush a subnormal float32 result (tininess after
+      rounding: docs/subnormal-flush.md); float64 -> float16 rounds through
+      float32 too (twice);
     * float to integer: truncated toward zero; NaN, infinities and values out
       of range give the lowest value for int32 and int64, 2**63 for uint64
       (whose range here is [-2**63, 2**64): negatives wrap), and no defined
@@ -237,7 +239,25 @@ def cast_array(xp, a, dst: str):
             return a != 0
         if dst in FLOAT_DTYPES:
             if src == "float64" and dst in ("float32", "bfloat16"):
-                return _flush(xp, a.astype(np.float32)).astype(target)
+                # (the CPU flushes a result below the smallest normal after
+                # rounding to 24 bits with an unbounded exponent: a float64
+                # just below it that rounds up to it on the subnormal grid
+                # is flushed too (measured on TensorFlow 2.21: tiny * (1 -
+                # 2^-24.5) is 0.0); the scaled conversion rounds so)
+                tiny = np.float32(np.finfo(np.float32).tiny)
+                with np.errstate(all="ignore"):
+                    r = a.astype(np.float32)
+                    up = (xp.abs(r) == tiny) & (xp.abs((a * 2.0 ** 64).astype(np.float32))
+                                                < tiny * np.float32(2.0 ** 64))
+                if bool(xp.any(up)):
+                    r = xp.where(up, xp.copysign(xp.zeros_like(r), r), r)
+                return _flush(xp, r).astype(target)
+            if src == "float64" and dst == "float16":
+                # (through float32, as Eigen's half(double) is: rounded twice,
+                # measured on TensorFlow 2.21: 1 + 2^-11 + 2^-40 is 1.0, not
+                # 1 + 2^-10; 65520 - 2^-30 is inf, not 65504)
+                with np.errstate(over="ignore"):
+                    return a.astype(np.float32).astype(target)
             return a.astype(target)
         t = xp.trunc(a.astype(np.float64))
         info = np.iinfo(target)
@@ -467,10 +487,14 @@ def _add_n_build(b):
     add = flushed("Add", t)
     if n == 1:
         return [b.add("Identity", [b.input(0)])]
-    # aggregate_ops.cc: the first n % 8 inputs (8 if none, just input 0 if one)
+    # aggregate_ops.cc: the first n % 8 inputs (8 if none, 9 if one: Add9)
     # are summed left to right, then each further group of 8 is summed left to
     # right and added to the running total: out = out + (((i0 + i1) + ...) + i7).
+    # (measured on TensorFlow 2.21: AddN of 1 and eight 2^-24 is 1.0, the
+    # nine summed left to right; 1 + (eight 2^-24 summed) would be 1 + 2^-21)
     first = n % 8 or 8
+    if first == 1:
+        first = 9
     k = 0
 
     def chain(lo: int, hi: int):

@@ -225,6 +225,11 @@ def _row_op(kind: str) -> Callable:
             return np.array([x % (1 << 64) for x in r], dtype=np.uint64).astype(p.dtype) \
                 .reshape(p.shape)
         f = fns.get(name)
+        if name in ("Mul", "RealDiv") and dtype_name(p.dtype) in FLOAT_DTYPES:
+            # (a product or quotient rounded up to the smallest normal is
+            # flushed too: functions.flushed_arithmetic)
+            r = fns.flushed_arithmetic(name, p, np.broadcast_to(u, p.shape))
+            return np.asarray(r, dtype=p.dtype)
         with np.errstate(all="ignore"):
             (r,) = f.impl(np, (ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))), {})
         return ftz(np, np.asarray(r, dtype=p.dtype))
@@ -461,10 +466,12 @@ def _ops(xp=np):
     class K:
         add = staticmethod(lambda a, b: f(np.add(f(a), f(b))))
         sub = staticmethod(lambda a, b: f(np.subtract(f(a), f(b))))
-        mul = staticmethod(lambda a, b: f(np.multiply(f(a), f(b))))
-        div = staticmethod(lambda a, b: f(np.divide(f(a), f(b))))
+        # (a product or quotient rounded up to the smallest normal is flushed
+        # too: functions.flushed_arithmetic)
+        mul = staticmethod(lambda a, b: fns.flushed_arithmetic("Mul", a, b))
+        div = staticmethod(lambda a, b: fns.flushed_arithmetic("RealDiv", a, b))
         sqrt = staticmethod(lambda a: f(np.sqrt(f(a))))
-        square = staticmethod(lambda a: f(np.multiply(f(a), f(a))))
+        square = staticmethod(lambda a: fns.flushed_arithmetic("Square", a))
         abs = staticmethod(lambda a: f(np.abs(f(a))))
 
         @staticmethod
@@ -979,7 +986,7 @@ def _step_toward(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(w), f(xp.multiply(f(xp.subtract(f(g), f(w))), f(c))))),)
+    return (f(xp.add(f(w), fns.flushed_arithmetic("Mul", f(xp.subtract(f(g), f(w))), c, xp=xp))),)
 
 
 @fns.function("ScaleAdd", 2, 1, batched=False, family=TENSORFLOW)
@@ -990,7 +997,7 @@ def _scale_add(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(xp.multiply(f(w), f(c))), f(g))),)
+    return (f(xp.add(fns.flushed_arithmetic("Mul", w, c, xp=xp), f(g))),)
 
 
 def _apply_momentum_float32(b):
