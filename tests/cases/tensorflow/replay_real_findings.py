@@ -107,14 +107,28 @@ def initialized(p, cx):
 DRAWS = 12
 
 
-def drawn(p, rng):
-    """σ of small values (floats -2..2 in halves), every variable
-    initialized, integer feeds in [0, 8) (valid ids of any vocabulary of 8
-    or more: an embedding's input)."""
+def drawn(p, rng, positive: bool = False):
+    """σ of small values (floats -2..2 in halves; 0.5..2 if `positive`),
+    every variable initialized, integer feeds in [0, 8) (valid ids of any
+    vocabulary of 8 or more: an embedding's input).
+
+    `positive` σ exist for Keras's sparse Adagrad step
+    (keras_embedding_adagrad): where an accumulator is negative, `Sqrt`
+    of it is NaN and the update takes the cond that merges the ids with the
+    rows of NaN or zero denominators; that cond's `ScatterNd` of positions
+    assumes distinct ids, and with a repeated id (a batch of [0, 8) ids
+    always has one) the positions add up past the rows and `GatherV2` fails
+    TensorFlow's step (`indices[0] = 205120 is not in [0, 641)` at 640 equal
+    ids).  tfsem's oracle computes the same index and its GatherV2 gives an
+    error value there, which the ResourceScatterSub drops (SPEC section 1:
+    an Assign with an error input changes nothing), so tfsem's outcome shows
+    no error where TensorFlow fails the step: such a σ cannot be replayed."""
     from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, Tensor
 
     def value(t):
-        k = rng.integers(-4, 5, int(np.prod(t.shape, dtype=np.int64)))
+        n = int(np.prod(t.shape, dtype=np.int64))
+        k = rng.integers(1, 5, n) if positive and t.dtype in FLOAT_DTYPES \
+            else rng.integers(-4, 5, n)
         if t.dtype in FLOAT_DTYPES:
             return Tensor((k / 2).astype(DTYPES[t.dtype]).reshape(t.shape), t.dtype)
         if t.dtype == "bool":
@@ -179,15 +193,18 @@ def main(argv=None) -> int:
         cx = v.counterexample
         row["uninitialized_in_cx"] = sorted(k for k, x in cx.init.items() if isinstance(x, Error))
         rng = np.random.default_rng(0)
-        for k in range(DRAWS + 1):
-            # the counterexample's σ (initialized), else drawn σ of small values
-            feeds, init = initialized(original, cx) if k == 0 else drawn(original, rng)
+        for k in range(2 * DRAWS + 1):
+            # the counterexample's σ (initialized), else drawn σ of small
+            # values, then of small positive floats (see `drawn`)
+            feeds, init = initialized(original, cx) if k == 0 else \
+                drawn(original, rng, positive=k > DRAWS)
             ours = outcome_set(original, feeds, init, max_seconds=60)
             theirs = outcome_set(rewritten, feeds, init, max_seconds=60)
             if ours.count != 1 or theirs.count != 1 or list(ours) == list(theirs):
                 continue
             (o1,), (o2,) = list(ours), list(theirs)
-            row["sigma_used"] = "the counterexample's" if k == 0 else f"drawn #{k}"
+            row["sigma_used"] = "the counterexample's" if k == 0 else \
+                f"drawn #{k}" if k <= DRAWS else f"drawn positive #{k - DRAWS}"
             row["tfsem_original_vs_rewritten"] = differing(o1, o2)
             try:
                 t1 = run_graph_on_tensorflow(gd, captures, original, feeds, init)
