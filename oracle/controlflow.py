@@ -605,15 +605,22 @@ class Machine:
         So every live firing of a precedes b.  (A dead firing of a touches
         no variable: it conflicts with nothing.)
 
-        The same chains join a loop's Enter E (M's) to its Exits in `succ`
-        (the waits-for edges outside every loop, which this extends): a node
-        outside every loop after an Exit X (S waits for M, N for S, X for S,
-        by waits-for paths inside F) waits for E.  X's token in the root
-        context comes from X live at some iteration k, after S(k), M(k), and
-        (k > 0) N(k-1), S(k-1), ..., M(0), which waits for E (its back edge
-        counts as dead in iteration 0, so it fires on E's token, live or
-        dead); or from the dead exits when the instance is done, which
-        needs every Enter of F fired."""
+        Merges of the same shape join a loop's Enter E to its Exits in
+        `succ` (the waits-for edges outside every loop, which this extends):
+        M a Merge of F whose data inputs are one non-constant Enter E (from
+        the root) and one back edge from the NextIteration N, with N waiting
+        for M in the same iteration (a waits-for path inside F; no Switch
+        is needed on it); then a node outside every loop after an Exit X of
+        F that waits for M in the same iteration waits for E.  X's token in
+        the root context comes from X live at some iteration k, after M(k),
+        and (k > 0) M(k) fired on N(k-1)'s live token (its Enter edge counts
+        as dead after iteration 0), after M(k-1), ..., after M(0), which
+        waits for E (its back edge counts as dead in iteration 0, so it
+        fires on E's token, live or dead); or from the dead exits when the
+        instance is done, which needs every Enter of F fired.  (X need not
+        wait for a Switch on M: Grappler's dependency optimizer leaves the
+        Exits of a gradient loop waiting for the loop counter's Merge only
+        through the loop predicate, keras_gru_loop.)"""
         p, g = self.p, self.g
         loop_of = {n.name: self._frame_of[n.name][0] for n in p.nodes
                    if len(self._frame_of[n.name]) == 1}
@@ -666,6 +673,7 @@ class Machine:
             return seen
 
         chains = []   # (frame, M, E, S, N, exits after port 0, nodes dead with port 1)
+        joins = []    # (E, the Exits of F that wait for M in the same iteration)
         for m in p.nodes:
             if m.op != MERGE or loop_of.get(m.name) not in entered:
                 continue
@@ -680,7 +688,10 @@ class Machine:
             if len(enter) != 1 or len(nexts) != 1:
                 continue
             nxt = nexts[0].name
-            for sw in closure([m.name], inner_w):
+            reach = closure([m.name], inner_w)
+            if nxt in reach:
+                joins.append((enter[0].name, [x for x in reach if p.node[x].op == EXIT]))
+            for sw in reach:
                 if p.node[sw].op != SWITCH or loop_of.get(sw) != f:
                     continue
                 waiting = closure([sw], inner_w)
@@ -690,8 +701,9 @@ class Machine:
                 exits = [x for x in waiting if p.node[x].op == EXIT]
                 dead0 = [x for x in closure(port_starts(sw, 0), inner_d) if p.node[x].op == EXIT]
                 chains.append((f, m.name, enter[0].name, sw, nxt, exits, dead0, live1))
-        # the Enter -> Exit joins first (a chain's X waits for its E) ...
-        for (f, m, e, sw, nxt, exits, dead0, live1) in chains:
+        # the Enter -> Exit joins first (an Exit X that waits for M waits for
+        # M's Enter E; `joins`) ...
+        for (e, exits) in joins:
             for x in exits:
                 succ.setdefault(e, []).extend(
                     d.dst[0] for d in g.outgoing[x] if d.dst is not None
@@ -1058,13 +1070,29 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                max_seconds: float | None = None,
                machine: "Machine | None" = None) -> Iterator[tuple[list[str], CFState]]:
     """Every complete run, as (schedule, final state); see semantics.behaviours.
-    Memoized, a state reached twice is explored once.  Past `max_states`
-    states or `max_seconds` seconds it raises BudgetExceeded."""
+    Memoized, a state reached twice is explored once (up to the eager steps
+    before the next choice, below).  Past `max_states` states or
+    `max_seconds` seconds it raises BudgetExceeded.
+
+    Which states are looked up: only those with no eager step (where the
+    run makes a choice, or ends, or fires a lone non-eager step).  From a
+    state with an eager step the run fires the first eager step, a function
+    of the state: two visits of such a state Z go down the same chain of
+    eager steps to the same state with none, which is looked up.  So a merge
+    at Z is caught a few steps later, having fired at most that chain twice,
+    and no outcome is lost either way (a lookup only skips a state whose
+    continuation was pushed already; skipping none explores it again).  On
+    Keras loops with reads that are not lone (Grappler's dependency
+    optimizer on keras_gru_loop) every state of a 4,000-step run was keyed
+    after the first choice, at 1-7 ms each: 30 s without reaching the end;
+    keyed at the choices only, one run.  Schedules are kept as shared
+    (label, parent) pairs and spelled out at the end of a run (a list copied
+    at every step was quadratic in the run's length)."""
     import time
     started = time.monotonic()
     m = machine or Machine(p, g, semantics, max_iterations)
     seen: set[tuple] = set()
-    stack: list[tuple[CFState, list[str]]] = [(m.initial(feeds, init), [])]
+    stack: list[tuple[CFState, tuple | None]] = [(m.initial(feeds, init), None)]
     while stack:
         s, sched = stack.pop()
         m.explored += 1
@@ -1073,6 +1101,16 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         if max_seconds is not None and m.explored & 15 == 0 \
                 and time.monotonic() - started > max_seconds:
             raise BudgetExceeded("seconds", max_seconds, m.explored)
+        steps = m.enabled_steps(s)
+        if memo and steps:
+            first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
+            if first is not None:
+                st = steps[first]
+                # (its label as `labels` gives it, without labelling the others)
+                key = (st.node, st.ctx, st.phase)
+                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
+                stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                continue
         if memo and stack:
             # (a state popped with nothing else pending is reached by the only
             # path explored so far: it is not looked up, which saves its key
@@ -1082,22 +1120,22 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
             if k in seen:
                 continue
             seen.add(k)
-        steps = m.enabled_steps(s)
         if not steps:
-            yield sched, s
+            yield _spelled(sched), s
             continue
-        if memo:
-            first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
-            if first is not None:
-                st = steps[first]
-                # (its label as `labels` gives it, without labelling the others)
-                key = (st.node, st.ctx, st.phase)
-                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                stack.append((m.fire_step(s, st), sched + [st.label(many)]))
-                continue
         labels = m.labels(s, steps)
         for st, label in reversed(list(zip(steps, labels))):
-            stack.append((m.fire_step(s, st), sched + [label]))
+            stack.append((m.fire_step(s, st), (label, sched)))
+
+
+def _spelled(sched: "tuple | None") -> list[str]:
+    """A schedule kept as (label, parent) pairs, first step first."""
+    out = []
+    while sched is not None:
+        out.append(sched[0])
+        sched = sched[1]
+    out.reverse()
+    return out
 
 
 def run_schedule(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[str, Value],
