@@ -231,6 +231,27 @@ class Machine:
 
     #: whether :meth:`lone_access` may make an access eager (tests turn it off)
     lone_accesses = True
+    #: whether `behaviours` fires every eager step of a state in a row before
+    #: finding the steps again (tests turn it off).  Why that fires only
+    #: eager steps of the state it is at: each step x of the batch was
+    #: eager at s, and firing other steps that are not dead-exit steps keeps
+    #: it enabled, in the window and eager.  Enabled: its inputs stay until
+    #: x itself consumes them (a constant Enter's never go), so it is the
+    #: same step (dead or live, the same Merge input).  Eager: a function,
+    #: a dead step, a StackV2 are so by their inputs; a Merge by its inputs
+    #: all being there with one live; a lone access by `fired` (which only
+    #: grows) and static facts.  In the window: a step in iteration i of an
+    #: instance is in it while i < oldest + parallel_iterations, and no step
+    #: but a dead exit lowers `oldest`: an iteration j before it has no step
+    #: in it or under it, and only a step in j or under it, a NextIteration
+    #: of j - 1 (before `oldest` too) or an Enter of the instance (all fired
+    #: when `oldest` > 0) writes a token in j; a dead exit's step writes
+    #: into the context around a finished inner instance, which may be such
+    #: a j, so those fire one at a time as before.  Each step of a batch is
+    #: thus an eager step of the state it fires from, which the reduction
+    #: allows; its label is its own (an eager step is the only step of its
+    #: node and context).
+    batch_eager = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -1106,10 +1127,20 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
             first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
             if first is not None:
                 st = steps[first]
-                # (its label as `labels` gives it, without labelling the others)
-                key = (st.node, st.ctx, st.phase)
-                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                if st.phase == "end" or not m.batch_eager:
+                    # (its label as `labels` gives it, without labelling the others)
+                    key = (st.node, st.ctx, st.phase)
+                    many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
+                    stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                    continue
+                # every eager step of s but the dead exits, in order, without
+                # finding the steps again between them (Machine.batch_eager)
+                for x in steps[first:]:
+                    if x.phase == "end" or not (x is st or m.eager(s, x)):
+                        continue
+                    s2 = m.fire_step(s2 if x is not st else s, x)
+                    sched = (x.label(), sched)
+                stack.append((s2, sched))
                 continue
         if memo and stack:
             # (a state popped with nothing else pending is reached by the only

@@ -7,7 +7,10 @@ own transcription: each must leave Outcomes(P, σ) unchanged.
 - `Machine.lone_access` (a Read or Assign with no conflicting access left
   to come before it fires first) keeps the outcome set: compared with the
   rule off, and with no reduction at all (memo off: every interleaving);
-- `CFState.key` equates exactly the states the transcription's key does.
+- `CFState.key` equates exactly the states the transcription's key does;
+- `Machine.batch_eager` (every eager step of a state fired in a row) and
+  `behaviours` looking states up only where no step is eager keep the
+  outcome set: compared with one eager step at a time.
 
 On generated programs with control flow (conditionals, loops, stacks) and on
 programs without (random control edges between accesses: the ordered
@@ -39,12 +42,15 @@ STATES = 20_000
 BRUTE_STATES = 20_000 if NIGHTLY else 1_500
 
 
-def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES):
-    """Outcomes(P, σ) by `behaviours`, with the rule on or off; with
-    `check_steps`, every state's steps are compared with the transcription's."""
+def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES,
+                batch=True):
+    """Outcomes(P, σ) by `behaviours`, with the rule on or off (and eager
+    steps fired in batches or one at a time); with `check_steps`, every
+    state's steps are compared with the transcription's."""
     g = graph_of(p)
     m = cf.Machine(p, g, mode, 6)
     m.lone_accesses = lone
+    m.batch_eager = batch
     if check_steps:
         fast = m._raw_steps
 
@@ -63,9 +69,10 @@ def agree(p, feeds, init, mode):
     try:
         fast, n_fast = outcome_set(p, feeds, init, mode, check_steps=True)
         slow, n_slow = outcome_set(p, feeds, init, mode, lone=False)
+        one, _ = outcome_set(p, feeds, init, mode, batch=False)
     except BudgetExceeded:
         return None
-    assert fast == slow
+    assert fast == slow == one
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
