@@ -814,7 +814,9 @@ class Machine:
             inner = tuple(f for f, _ in outer)
             if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
                 return False
-            return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
+            # (c[len(outer)][1] < 0: a dead exit of this very instance)
+            return not any(len(c) > len(outer) and c[:len(outer)] == outer
+                           and c[len(outer)][0] == frame and c[len(outer)][1] >= 0
                            for c in busy)
 
         # (a function of the state: computed once per loop instance)
@@ -836,10 +838,27 @@ class Machine:
             return all(i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
                        for level, (frame, i) in enumerate(ctx))
 
+        # The dead exits that may propagate, innermost instances first: a
+        # dead exit of an inner instance not sent yet is a step that can
+        # still fire inside every instance and iteration around it, which
+        # are therefore not done (TensorFlow's executor: an iteration is not
+        # done while a child frame is alive, IsIterationDone's
+        # outstanding_frame_count; a frame is deleted, its dead exits sent,
+        # only when done).  Without this an outer loop's dead exit was sent
+        # before an inner loop's, which then made a Merge of the outer loop
+        # fire live (it ignores a dead control input) and its Exit send a
+        # live value after the dead one: an outcome TensorFlow never has,
+        # and the eager dead-exit step made it the only one explored
+        # (tests/test_controlflow_nested_dead_exits.py).
+        unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                  if (x, outer + ((frame, -1),)) not in s.fired]
+        ends = []
+        for depth in sorted({len(outer) for _, outer, _ in unsent}, reverse=True):
+            level = [(x, outer, frame) for (x, outer, frame) in unsent
+                     if len(outer) == depth and instance_done(outer, frame)]
+            ends += level
+            busy.update(outer + ((frame, -1),) for (_, outer, frame) in level)
         steps = [st for st in raw if in_window(st.ctx)]
-        # (the dead exits that may propagate, in the transcription's order)
-        ends = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
-                if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame)]
         for (x, outer, frame) in sorted(ends, key=repr):
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
