@@ -491,7 +491,11 @@ class Machine:
         until it fires: it commutes with every other step, so firing it first
         loses no terminal state (a partial-order reduction; the brute force
         in tests/test_controlflow_bruteforce.py checks it)."""
-        if st.dead or st.phase == "end":
+        if st.phase == "end":
+            return True
+        if st.node in self._after_multi_exit:
+            return False
+        if st.dead:
             return True
         op = self.p.node[st.node].op
         if op in (READ, ASSIGN):
@@ -516,6 +520,112 @@ class Machine:
                  or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
+
+    @functools.cached_property
+    def _after_multi_exit(self) -> frozenset:
+        """The Exits that may fire live more than once in one loop instance
+        and the nodes with an incoming edge from one: none of their steps
+        is eager.
+
+        Each live firing of an Exit X in iteration k of an instance puts its
+        value on X's edges in the context around it, replacing the value
+        put there by a firing in another iteration if no consumer took it
+        yet.  So a consumer enabled by X's first value does not stay the
+        same step: it may fire on the value of a later iteration (an Exit
+        of `body`, live in every trip: `out` of it is 0 or 1 after two
+        trips; firing `out` at once lost 1, firing X's second firing at
+        once lost 0: tests/test_controlflow_engine_exits.py).
+
+        X fires live at most once per instance when it is dead whenever
+        port 0 of a Switch S is (a deadness path from S's port 0, as in
+        `_loop_chains`: every node on it fires dead when its input on the
+        path is), and some chain of the loop stops with S's predicate: a
+        Merge M of X's frame fed by one non-constant Enter of the loop and
+        one back edge from a NextIteration N, a Switch S' that waits for M
+        in the same iteration and has the same predicate source as S, and
+        N dead whenever port 1 of S' is.  Then X live at iteration k means
+        S(k) saw the predicate false, so S'(k), if it fires, forwards to
+        port 0 or fires dead: N(k) fires dead or never, puts nothing into
+        iteration k + 1, and M(k + 1) never fires (its Enter edge counts as
+        dead after iteration 0, its back edge carries nothing): no S'(k+1),
+        and by induction nothing of M's chain after k.  Iteration j > k of
+        the instance is started only by a NextIteration of k; then M(j)
+        waits for N(j - 1), ..., N(k): it never fires, nor S'(j), but S(j)
+        could if it does not wait for M: so S must wait for M too (a
+        waits-for path inside the frame), and X(j) waits for S(j).  For
+        j < k: X(j) live would mean the predicate false at j and no
+        iteration j + 1.  Standard while loops (tf.while_loop, Keras's)
+        have every Exit on port 0 of a Switch on the loop's LoopCond, and a
+        counter chain on that LoopCond."""
+        p, g = self.p, self.g
+        fr = self._frame_of
+        w: dict[str, list[str]] = {}
+        d: dict[str, list[str]] = {}
+        for v in p.nodes:
+            if not fr[v.name]:
+                continue
+            for e in g.incoming[v.name]:
+                if e.src is None or fr.get(e.src[0]) != fr[v.name]:
+                    continue
+                u = p.node[e.src[0]]
+                if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
+                    continue
+                w.setdefault(u.name, []).append(v.name)
+                if v.op != MERGE and u.op != MERGE:
+                    d.setdefault(u.name, []).append(v.name)
+
+        def closure(starts, graph) -> set:
+            seen, todo = set(starts), list(starts)
+            while todo:
+                u = todo.pop()
+                if p.node[u].op in (NEXT_ITERATION, EXIT):
+                    continue
+                for v in graph.get(u, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            return seen
+
+        def port_starts(sw: str, port: int) -> list[str]:
+            return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
+                    and e.dst is not None and fr[e.dst[0]] == fr[sw]
+                    and p.node[e.dst[0]].op != MERGE]
+
+        def pred_of(sw: str):
+            e = [e for e in g.incoming[sw] if e.kind != CONTROL]
+            return e[1].src if len(e) == 2 and e[1].src is not None else None
+
+        # (predicate source, frames) -> the Merges whose chain stops with it
+        stops: dict[tuple, set] = {}
+        for m in p.nodes:
+            if m.op != MERGE or not fr[m.name]:
+                continue
+            frames = fr[m.name]
+            ins = [e for e in g.incoming[m.name] if e.kind != CONTROL]
+            if len(ins) != 2 or any(e.src is None for e in ins):
+                continue
+            srcs = [p.node[e.src[0]] for e in ins]
+            enter = [n for n in srcs if n.op == ENTER and n.attrs.get("frame_name") == frames[-1]
+                     and not n.attrs.get("is_constant") and fr[n.name] == frames[:-1]]
+            nexts = [n for n in srcs if n.op == NEXT_ITERATION and fr[n.name] == frames]
+            if len(enter) != 1 or len(nexts) != 1:
+                continue
+            reach = closure([m.name], w)
+            for sw in reach:
+                if p.node[sw].op == SWITCH and fr[sw] == frames and pred_of(sw) is not None \
+                        and nexts[0].name in closure(port_starts(sw, 1), d):
+                    stops.setdefault((pred_of(sw), frames), set()).add(m.name)
+        once = set()
+        for sw in p.nodes:
+            if sw.op != SWITCH or not fr[sw.name]:
+                continue
+            ms = stops.get((pred_of(sw.name), fr[sw.name]), ())
+            if not any(sw.name in closure([m], w) for m in ms):
+                continue
+            once.update(x for x in closure(port_starts(sw.name, 0), d) if p.node[x].op == EXIT)
+        multi = [n.name for n in p.nodes if n.op == EXIT and n.name not in once]
+        return frozenset(multi).union(e.dst[0] for x in multi for e in g.outgoing[x]
+                                      if e.dst is not None)
 
     # -- accesses that commute with everything left (a partial-order reduction) --
 
