@@ -167,6 +167,57 @@ def _dead_of(contents) -> _Dead:
     return DEAD
 
 
+#: The results of registry functions by (op, attributes, inputs), kept
+#: across runs, σ and programs (at most _APPLIED_MAX; all dropped when full).
+#: A registry function is a function of its op, attributes and inputs (no
+#: state, no randomness: SPEC section 2, oracle/functions.py; the kernels it
+#: may run on TensorFlow run with op determinism on), so a result remembered
+#: is the result.  Keys are exact: a tensor by its dtype, shape and raw bytes
+#: (not by tensor equality, which equates NaNs of different payloads), an
+#: error by its reason, attributes by their exact values (floats by their
+#: bits, arrays by dtype, shape and bytes); an input or attribute of any
+#: other kind (a TensorList, a handle) is not remembered.  Grappler's
+#: rewrites of keras_gru_loop leave its loops as they were: P' evaluates the
+#: loop's body on the values P evaluated it on at the same σ.  (Whether
+#: TensorFlow's kernels may run is part of the key.)
+_APPLIED: dict = {}
+_APPLIED_MAX = 4096
+_NO_KEY = object()
+
+
+def _value_key(v: object):
+    if type(v) is Tensor:
+        a = v.array
+        return (v.dtype, a.shape, a.tobytes())
+    if type(v) is Error:
+        return ("error", v.reason)
+    return None
+
+
+def _exact_key(v: object):
+    """An exact, hashable key of an attribute value, or None."""
+    import struct
+
+    import numpy as np
+    if v is None or type(v) in (bool, int, str, bytes):
+        return (type(v).__name__, v)
+    if type(v) is float:
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, np.generic):
+        return ("generic", v.dtype.str, v.tobytes())
+    if type(v) is Tensor:
+        return ("tensor",) + _value_key(v)
+    if isinstance(v, (list, tuple)):
+        items = tuple(_exact_key(x) for x in v)
+        return None if None in items else (type(v).__name__, items)
+    if isinstance(v, dict):
+        items = tuple((k, _exact_key(x)) for k, x in sorted(v.items(), key=lambda kv: repr(kv[0])))
+        return None if any(x is None for _, x in items) else ("dict", items)
+    return None
+
+
 class LoopBoundExceeded(BudgetExceeded):
     """A run reached the iteration bound of a loop."""
 
@@ -252,6 +303,9 @@ class Machine:
     #: allows; its label is its own (an eager step is the only step of its
     #: node and context).
     batch_eager = True
+    #: whether registry functions' results are remembered (:data:`_APPLIED`;
+    #: tests turn it off)
+    remember_functions = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -287,6 +341,7 @@ class Machine:
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
+        self._attr_keys: dict = {}
 
     # -- contents -----------------------------------------------------------
 
@@ -1040,8 +1095,28 @@ class Machine:
 
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
-        it on an array backend: backends/controlflow.py)."""
-        return list(fns.get(n.op).apply(data, n.attrs))
+        it on an array backend: backends/controlflow.py), remembered by
+        (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
+        fn = fns.get(n.op)
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        key = None
+        if attrs is not None:
+            args = tuple(_value_key(d) for d in data)
+            if None not in args:
+                # (whether TensorFlow's kernels may run: an op without a
+                # numpy model is CannotRun without them)
+                key = (n.op, attrs, args, fns._kernels.enabled())
+                got = _APPLIED.get(key)
+                if got is not None:
+                    return list(got)
+        results = tuple(fn.apply(data, n.attrs))
+        if key is not None:
+            if len(_APPLIED) >= _APPLIED_MAX:
+                _APPLIED.clear()
+            _APPLIED[key] = results
+        return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:
