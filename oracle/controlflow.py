@@ -179,16 +179,24 @@ def _dead_of(contents) -> _Dead:
 #: other kind (a TensorList, a handle) is not remembered.  Grappler's
 #: rewrites of keras_gru_loop leave its loops as they were: P' evaluates the
 #: loop's body on the values P evaluated it on at the same σ.  (Whether
-#: TensorFlow's kernels may run is part of the key.)
+#: TensorFlow's kernels may run is part of the key, and the function object:
+#: a hit must be the function registered now.  An application whose inputs
+#: or results pass _APPLIED_ENTRY_BYTES is not remembered.)
 _APPLIED: dict = {}
 _APPLIED_MAX = 4096
+#: bytes of inputs and results kept at most, in all and per entry (a larger
+#: application is not remembered)
+_APPLIED_MAX_BYTES = 64 << 20
+_APPLIED_ENTRY_BYTES = 1 << 20
+_APPLIED_BYTES = 0
 _NO_KEY = object()
 
 
 def _value_key(v: object):
     if type(v) is Tensor:
         a = v.array
-        return (v.dtype, a.shape, a.tobytes())
+        # (a large input is not copied to make a key: not remembered)
+        return (v.dtype, a.shape, a.tobytes()) if a.nbytes <= _APPLIED_ENTRY_BYTES else None
     if type(v) is Error:
         return ("error", v.reason)
     return None
@@ -1105,17 +1113,24 @@ class Machine:
         if attrs is not None:
             args = tuple(_value_key(d) for d in data)
             if None not in args:
-                # (whether TensorFlow's kernels may run: an op without a
-                # numpy model is CannotRun without them)
-                key = (n.op, attrs, args, fns._kernels.enabled())
+                # (the function object itself: a plugin may register another
+                # under the op's name; whether TensorFlow's kernels may run:
+                # an op without a numpy model is CannotRun without them)
+                key = (n.op, id(fn), attrs, args, fns._kernels.enabled())
                 got = _APPLIED.get(key)
-                if got is not None:
-                    return list(got)
+                if got is not None and got[0] is fn:
+                    return list(got[1])
         results = tuple(fn.apply(data, n.attrs))
         if key is not None:
-            if len(_APPLIED) >= _APPLIED_MAX:
-                _APPLIED.clear()
-            _APPLIED[key] = results
+            size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
+                r.array.nbytes for r in results if type(r) is Tensor)
+            if size <= _APPLIED_ENTRY_BYTES:
+                global _APPLIED_BYTES
+                if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+                    _APPLIED.clear()
+                    _APPLIED_BYTES = 0
+                _APPLIED[key] = (fn, results)
+                _APPLIED_BYTES += size
         return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:

@@ -247,3 +247,19 @@ def test_remembered_results_are_keyed_by_exact_inputs_and_attributes():
     assert cf._exact_key({"x": 0.0}) != cf._exact_key({"x": -0.0})
     assert cf._exact_key({"DstT": "int32"}) != cf._exact_key({"DstT": "int64"})
     assert cf._exact_key({"x": object()}) is None     # not remembered
+
+
+def test_large_applications_are_not_remembered():
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "float32", "shape": [300000]}},
+                           "nodes": [{"name": "n", "op": "Neg", "inputs": ["$a"]}],
+                           "outputs": {"n": "n"}})
+    import numpy as np
+    m = cf.Machine(p, graph_of(p))
+    cf._APPLIED.clear()
+    big = Tensor(np.ones(300_000, np.float32))
+    assert float(m.apply_function(p.node["n"], [big])[0].array[0]) == -1.0
+    assert not cf._APPLIED            # 1.2 MB: not kept
+    small = Tensor(np.ones(3, np.float32))
+    m.apply_function(p.node["n"], [small])
+    assert len(cf._APPLIED) == 1
