@@ -167,6 +167,65 @@ def _dead_of(contents) -> _Dead:
     return DEAD
 
 
+#: The results of registry functions by (op, attributes, inputs), kept
+#: across runs, σ and programs (at most _APPLIED_MAX; all dropped when full).
+#: A registry function is a function of its op, attributes and inputs (no
+#: state, no randomness: SPEC section 2, oracle/functions.py; the kernels it
+#: may run on TensorFlow run with op determinism on), so a result remembered
+#: is the result.  Keys are exact: a tensor by its dtype, shape and raw bytes
+#: (not by tensor equality, which equates NaNs of different payloads), an
+#: error by its reason, attributes by their exact values (floats by their
+#: bits, arrays by dtype, shape and bytes); an input or attribute of any
+#: other kind (a TensorList, a handle) is not remembered.  Grappler's
+#: rewrites of keras_gru_loop leave its loops as they were: P' evaluates the
+#: loop's body on the values P evaluated it on at the same σ.  (Whether
+#: TensorFlow's kernels may run is part of the key, and the function object:
+#: a hit must be the function registered now.  An application whose inputs
+#: or results pass _APPLIED_ENTRY_BYTES is not remembered.)
+_APPLIED: dict = {}
+_APPLIED_MAX = 4096
+#: bytes of inputs and results kept at most, in all and per entry (a larger
+#: application is not remembered)
+_APPLIED_MAX_BYTES = 64 << 20
+_APPLIED_ENTRY_BYTES = 1 << 20
+_APPLIED_BYTES = 0
+_NO_KEY = object()
+
+
+def _value_key(v: object):
+    if type(v) is Tensor:
+        a = v.array
+        # (a large input is not copied to make a key: not remembered)
+        return (v.dtype, a.shape, a.tobytes()) if a.nbytes <= _APPLIED_ENTRY_BYTES else None
+    if type(v) is Error:
+        return ("error", v.reason)
+    return None
+
+
+def _exact_key(v: object):
+    """An exact, hashable key of an attribute value, or None."""
+    import struct
+
+    import numpy as np
+    if v is None or type(v) in (bool, int, str, bytes):
+        return (type(v).__name__, v)
+    if type(v) is float:
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, np.generic):
+        return ("generic", v.dtype.str, v.tobytes())
+    if type(v) is Tensor:
+        return ("tensor",) + _value_key(v)
+    if isinstance(v, (list, tuple)):
+        items = tuple(_exact_key(x) for x in v)
+        return None if None in items else (type(v).__name__, items)
+    if isinstance(v, dict):
+        items = tuple((k, _exact_key(x)) for k, x in sorted(v.items(), key=lambda kv: repr(kv[0])))
+        return None if any(x is None for _, x in items) else ("dict", items)
+    return None
+
+
 class LoopBoundExceeded(BudgetExceeded):
     """A run reached the iteration bound of a loop."""
 
@@ -252,6 +311,9 @@ class Machine:
     #: allows; its label is its own (an eager step is the only step of its
     #: node and context).
     batch_eager = True
+    #: whether registry functions' results are remembered (:data:`_APPLIED`;
+    #: tests turn it off)
+    remember_functions = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -287,6 +349,7 @@ class Machine:
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
+        self._attr_keys: dict = {}
 
     # -- contents -----------------------------------------------------------
 
@@ -1169,8 +1232,35 @@ class Machine:
 
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
-        it on an array backend: backends/controlflow.py)."""
-        return list(fns.get(n.op).apply(data, n.attrs))
+        it on an array backend: backends/controlflow.py), remembered by
+        (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
+        fn = fns.get(n.op)
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        key = None
+        if attrs is not None:
+            args = tuple(_value_key(d) for d in data)
+            if None not in args:
+                # (the function object itself: a plugin may register another
+                # under the op's name; whether TensorFlow's kernels may run:
+                # an op without a numpy model is CannotRun without them)
+                key = (n.op, id(fn), attrs, args, fns._kernels.enabled())
+                got = _APPLIED.get(key)
+                if got is not None and got[0] is fn:
+                    return list(got[1])
+        results = tuple(fn.apply(data, n.attrs))
+        if key is not None:
+            size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
+                r.array.nbytes for r in results if type(r) is Tensor)
+            if size <= _APPLIED_ENTRY_BYTES:
+                global _APPLIED_BYTES
+                if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+                    _APPLIED.clear()
+                    _APPLIED_BYTES = 0
+                _APPLIED[key] = (fn, results)
+                _APPLIED_BYTES += size
+        return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:
