@@ -13,10 +13,13 @@ ignores a dead control input), XF sends the live value, and y := 1.
 
 It was wrong: F counted as done while G's dead exit was still to be sent,
 so XF's dead exit (it fired dead in iteration 0) could be sent first,
-`y := 1` fired dead and y stayed y0; the dead-exit steps are eager, so with
-XF's sorting before G's exit only that extra outcome was explored and the
-outcome y := 1 was lost: `tfsem check` called dropping `^XF` from the
-write `unsound`, "confirmed" on TensorFlow, which gives y := 1 in both.
+`y := 1` fired dead and y stayed y0 -- an order TensorFlow's executor never
+takes (it deletes a frame, sending its dead exits, only when its iterations
+are done, and an iteration is not done while a child frame is alive).  The
+engine's exploration of every order had both outcomes; the dead-exit steps
+are eager, so with XF's sorting before G's exit only y0 was explored, and
+`tfsem check` called dropping `^XF` from the write `unsound` (its y := 1 not
+among the original's outcomes) although it is an outcome of the original.
 """
 
 from __future__ import annotations
