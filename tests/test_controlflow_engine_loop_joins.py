@@ -11,7 +11,11 @@ loop waiting for the counter's Merge only through the loop predicate).
   3, both modes;
 - on Grappler's dependency rewrite of keras_gru_loop (stored, so that no
   TensorFlow is needed), the Reads of the GRU's kernels inside the loop are
-  ordered before the SGD updates that conflict with them: one run per σ.
+  ordered before the SGD updates that conflict with them: one run per σ;
+- eager steps fired in batches (`Machine.batch_eager`) against one at a
+  time, on a loop nested in a loop's body and dead in all but its first
+  iteration (its dead exit's step, which never fires in a batch, is taken),
+  parallel_iterations 1 and 2, both modes.
 """
 
 from __future__ import annotations
@@ -153,3 +157,71 @@ def test_grapplers_dependency_rewrite_of_the_gru_loop_keeps_its_reads_lone():
         for a in reads:
             conflicts = m._conflicts[a]
             assert conflicts and set(conflicts) <= m._after_loop.get(a, frozenset()), a
+
+
+def nested_dead_loop(parallel: int):
+    """An outer loop L (parallel_iterations `parallel`) whose body runs an
+    inner loop M only in iteration 0 (a Switch on i == 0): in the other
+    iterations M is dead, and its Exit's dead value reaches L's iteration
+    when M's instance is done (a dead exit's step), after which `d` fires in
+    that iteration again -- the step that can move L's oldest iteration
+    back, which is why dead exits never fire in a batch.  M's body adds 1 to
+    x; a Read of x races with the loops."""
+    nodes = [
+        {"name": "vx", "op": "Var", "var": "x"},
+        {"name": "i0", "op": "Const", "value": 0},
+        {"name": "eL", "op": "Enter", "frame_name": "L", "inputs": ["i0"],
+         "parallel_iterations": parallel},
+        {"name": "nL", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["$n"]},
+        {"name": "hx", "op": "Enter", "frame_name": "L", "is_constant": True, "inputs": ["vx"]},
+        {"name": "mL", "op": "Merge", "inputs": ["eL", "nxL"]},
+        {"name": "lessL", "op": "Less", "inputs": ["mL", "nL"]},
+        {"name": "cL", "op": "LoopCond", "inputs": ["lessL"]},
+        {"name": "sL", "op": "Switch", "inputs": ["mL", "cL"]},
+        {"name": "bL", "op": "Identity", "inputs": ["sL:1"]},
+        {"name": "zero", "op": "Const", "value": 0, "inputs": ["^bL"]},
+        {"name": "eq", "op": "Equal", "inputs": ["bL", "zero"]},
+        {"name": "g", "op": "Switch", "inputs": ["bL", "eq"]},
+        {"name": "lim", "op": "Const", "value": 2, "inputs": ["^bL"]},
+        {"name": "eM", "op": "Enter", "frame_name": "M", "inputs": ["g:1"]},
+        {"name": "eLim", "op": "Enter", "frame_name": "M", "is_constant": True, "inputs": ["lim"]},
+        {"name": "hM", "op": "Enter", "frame_name": "M", "is_constant": True, "inputs": ["hx"]},
+        {"name": "mM", "op": "Merge", "inputs": ["eM", "nxM"]},
+        {"name": "lessM", "op": "Less", "inputs": ["mM", "eLim"]},
+        {"name": "cM", "op": "LoopCond", "inputs": ["lessM"]},
+        {"name": "sM", "op": "Switch", "inputs": ["mM", "cM"]},
+        {"name": "bM", "op": "Identity", "inputs": ["sM:1"]},
+        {"name": "oneM", "op": "Const", "value": 1, "inputs": ["^bM"]},
+        {"name": "add", "op": "Assign", "fn": "Add", "inputs": ["hM", "oneM"]},
+        {"name": "incM", "op": "Add", "inputs": ["bM", "oneM", "^add"]},
+        {"name": "nxM", "op": "NextIteration", "inputs": ["incM"]},
+        {"name": "xM", "op": "Exit", "inputs": ["sM"]},
+        {"name": "d", "op": "Identity", "inputs": ["xM"]},
+        {"name": "oneL", "op": "Const", "value": 1, "inputs": ["^bL"]},
+        {"name": "incL", "op": "Add", "inputs": ["bL", "oneL"]},
+        {"name": "nxL", "op": "NextIteration", "inputs": ["incL"]},
+        {"name": "xL", "op": "Exit", "inputs": ["sL"]},
+        {"name": "vr", "op": "Var", "var": "x"},
+        {"name": "r", "op": "Read", "inputs": ["vr"]},
+    ]
+    return program_from_json({"format": "tfsem.program/1", "variables": ["x"],
+                              "feeds": {"n": {"dtype": "int64", "shape": []}},
+                              "nodes": nodes, "outputs": {"r": "r", "i": "xL"}})
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+@pytest.mark.parametrize("mode", ["atomic", "decomposed"])
+def test_batches_keep_the_outcomes_of_a_dead_inner_loop(parallel, mode):
+    p = nested_dead_loop(parallel)
+    for n in (0, 1, 3):
+        feeds, init = {"n": Tensor(n, "int64")}, {"x": Tensor(5, "int64")}
+        fast, _ = outcome_set(p, feeds, init, mode, check_steps=True)
+        one, _ = outcome_set(p, feeds, init, mode, batch=False)
+        slow, _ = outcome_set(p, feeds, init, mode, lone=False, batch=False)
+        assert fast == one == slow, (parallel, mode, n)
+        # the Read sees x before, between or after M's two additions (n > 0)
+        assert len(fast) == (1 if n == 0 else 3), (n, fast)
+    # (iterations 1 and 2 of L run M dead: its dead exit's step is taken)
+    found, _ = cf.outcomes(p, {"n": Tensor(3, "int64")}, {"x": Tensor(5, "int64")}, mode)
+    assert any(step.startswith("xM@") and step.endswith(":end")
+               for sched in found.values() for step in sched)
