@@ -19,7 +19,9 @@ are done, and an iteration is not done while a child frame is alive).  The
 engine's exploration of every order had both outcomes; the dead-exit steps
 are eager, so with XF's sorting before G's exit only y0 was explored, and
 `tfsem check` called dropping `^XF` from the write `unsound` (its y := 1 not
-among the original's outcomes) although it is an outcome of the original.
+among the original's outcomes) although it is an outcome of the original
+-- the only one on TensorFlow's executor (`tfsem run --backend tensorflow`
+on this program: y := 1 in 5 runs of 5, "in the oracle's set" now).
 """
 
 from __future__ import annotations
