@@ -655,8 +655,11 @@ class Machine:
                     and p.node[e.dst[0]].op != MERGE]
 
         def pred_of(sw: str):
+            # (the node putting the predicate: one value per context, so
+            # not an Exit of an inner loop, which may put one per trip)
             e = [e for e in g.incoming[sw] if e.kind != CONTROL]
-            return e[1].src if len(e) == 2 and e[1].src is not None else None
+            return e[1].src if len(e) == 2 and e[1].src is not None \
+                and p.node[e[1].src[0]].op != EXIT else None
 
         # (predicate source, frames) -> the Merges whose chain stops with it
         stops: dict[tuple, set] = {}
