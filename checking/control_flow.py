@@ -251,6 +251,12 @@ class _CFChecker:
                 continue
             tried += 1
             longest = max(longest, time.monotonic() - t0)
+            # (a σ is given half as long again as the longest comparison so
+            # far: on a loop of a few thousand steps per run the first σ
+            # takes more than a sixth of the budget, and the next one, given
+            # a sixth, ran out of it for nothing -- keras_gru_loop, two of
+            # three σ thrown away at load 16)
+            share = max(share, 1.5 * longest)
         self.stats.update(tried=tried, budget_outs=budget_outs)
         if bound is not None:
             return self.verdict(UNKNOWN, f"{bound}; {tried} other σ compared, none shows a "

@@ -167,6 +167,65 @@ def _dead_of(contents) -> _Dead:
     return DEAD
 
 
+#: The results of registry functions by (op, attributes, inputs), kept
+#: across runs, σ and programs (at most _APPLIED_MAX; all dropped when full).
+#: A registry function is a function of its op, attributes and inputs (no
+#: state, no randomness: SPEC section 2, oracle/functions.py; the kernels it
+#: may run on TensorFlow run with op determinism on), so a result remembered
+#: is the result.  Keys are exact: a tensor by its dtype, shape and raw bytes
+#: (not by tensor equality, which equates NaNs of different payloads), an
+#: error by its reason, attributes by their exact values (floats by their
+#: bits, arrays by dtype, shape and bytes); an input or attribute of any
+#: other kind (a TensorList, a handle) is not remembered.  Grappler's
+#: rewrites of keras_gru_loop leave its loops as they were: P' evaluates the
+#: loop's body on the values P evaluated it on at the same σ.  (Whether
+#: TensorFlow's kernels may run is part of the key, and the function object:
+#: a hit must be the function registered now.  An application whose inputs
+#: or results pass _APPLIED_ENTRY_BYTES is not remembered.)
+_APPLIED: dict = {}
+_APPLIED_MAX = 4096
+#: bytes of inputs and results kept at most, in all and per entry (a larger
+#: application is not remembered)
+_APPLIED_MAX_BYTES = 64 << 20
+_APPLIED_ENTRY_BYTES = 1 << 20
+_APPLIED_BYTES = 0
+_NO_KEY = object()
+
+
+def _value_key(v: object):
+    if type(v) is Tensor:
+        a = v.array
+        # (a large input is not copied to make a key: not remembered)
+        return (v.dtype, a.shape, a.tobytes()) if a.nbytes <= _APPLIED_ENTRY_BYTES else None
+    if type(v) is Error:
+        return ("error", v.reason)
+    return None
+
+
+def _exact_key(v: object):
+    """An exact, hashable key of an attribute value, or None."""
+    import struct
+
+    import numpy as np
+    if v is None or type(v) in (bool, int, str, bytes):
+        return (type(v).__name__, v)
+    if type(v) is float:
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, np.generic):
+        return ("generic", v.dtype.str, v.tobytes())
+    if type(v) is Tensor:
+        return ("tensor",) + _value_key(v)
+    if isinstance(v, (list, tuple)):
+        items = tuple(_exact_key(x) for x in v)
+        return None if None in items else (type(v).__name__, items)
+    if isinstance(v, dict):
+        items = tuple((k, _exact_key(x)) for k, x in sorted(v.items(), key=lambda kv: repr(kv[0])))
+        return None if any(x is None for _, x in items) else ("dict", items)
+    return None
+
+
 class LoopBoundExceeded(BudgetExceeded):
     """A run reached the iteration bound of a loop."""
 
@@ -231,6 +290,30 @@ class Machine:
 
     #: whether :meth:`lone_access` may make an access eager (tests turn it off)
     lone_accesses = True
+    #: whether `behaviours` fires every eager step of a state in a row before
+    #: finding the steps again (tests turn it off).  Why that fires only
+    #: eager steps of the state it is at: each step x of the batch was
+    #: eager at s, and firing other steps that are not dead-exit steps keeps
+    #: it enabled, in the window and eager.  Enabled: its inputs stay until
+    #: x itself consumes them (a constant Enter's never go), so it is the
+    #: same step (dead or live, the same Merge input).  Eager: a function,
+    #: a dead step, a StackV2 are so by their inputs; a Merge by its inputs
+    #: all being there with one live; a lone access by `fired` (which only
+    #: grows) and static facts.  In the window: a step in iteration i of an
+    #: instance is in it while i < oldest + parallel_iterations, and no step
+    #: but a dead exit lowers `oldest`: an iteration j before it has no step
+    #: in it or under it, and only a step in j or under it, a NextIteration
+    #: of j - 1 (before `oldest` too) or an Enter of the instance (all fired
+    #: when `oldest` > 0) writes a token in j; a dead exit's step writes
+    #: into the context around a finished inner instance, which may be such
+    #: a j, so those fire one at a time as before.  Each step of a batch is
+    #: thus an eager step of the state it fires from, which the reduction
+    #: allows; its label is its own (an eager step is the only step of its
+    #: node and context).
+    batch_eager = True
+    #: whether registry functions' results are remembered (:data:`_APPLIED`;
+    #: tests turn it off)
+    remember_functions = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -266,6 +349,7 @@ class Machine:
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
+        self._attr_keys: dict = {}
 
     # -- contents -----------------------------------------------------------
 
@@ -470,7 +554,11 @@ class Machine:
         until it fires: it commutes with every other step, so firing it first
         loses no terminal state (a partial-order reduction; the brute force
         in tests/test_controlflow_bruteforce.py checks it)."""
-        if st.dead or st.phase == "end":
+        if st.phase == "end":
+            return True
+        if st.node in self._after_multi_exit:
+            return False
+        if st.dead:
             return True
         op = self.p.node[st.node].op
         if op in (READ, ASSIGN):
@@ -495,6 +583,115 @@ class Machine:
                  or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
+
+    @functools.cached_property
+    def _after_multi_exit(self) -> frozenset:
+        """The Exits that may fire live more than once in one loop instance
+        and the nodes with an incoming edge from one: none of their steps
+        is eager.
+
+        Each live firing of an Exit X in iteration k of an instance puts its
+        value on X's edges in the context around it, replacing the value
+        put there by a firing in another iteration if no consumer took it
+        yet.  So a consumer enabled by X's first value does not stay the
+        same step: it may fire on the value of a later iteration (an Exit
+        of `body`, live in every trip: `out` of it is 0 or 1 after two
+        trips; firing `out` at once lost 1, firing X's second firing at
+        once lost 0: tests/test_controlflow_engine_exits.py).
+
+        X fires live at most once per instance when it is dead whenever
+        port 0 of a Switch S is (a deadness path from S's port 0, as in
+        `_loop_chains`: every node on it fires dead when its input on the
+        path is), and some chain of the loop stops with S's predicate: a
+        Merge M of X's frame fed by one non-constant Enter of the loop and
+        one back edge from a NextIteration N, a Switch S' that waits for M
+        in the same iteration and has the same predicate source as S, and
+        N dead whenever port 1 of S' is.  Then X live at iteration k means
+        S(k) saw the predicate false, so S'(k), if it fires, forwards to
+        port 0 or fires dead: N(k) fires dead or never, puts nothing into
+        iteration k + 1, and M(k + 1) never fires (its Enter edge counts as
+        dead after iteration 0, its back edge carries nothing): no S'(k+1),
+        and by induction nothing of M's chain after k.  Iteration j > k of
+        the instance is started only by a NextIteration of k; then M(j)
+        waits for N(j - 1), ..., N(k): it never fires, nor S'(j), but S(j)
+        could if it does not wait for M: so S must wait for M too (a
+        waits-for path inside the frame), and X(j) waits for S(j).  For
+        j < k: X(j) live would mean the predicate false at j and no
+        iteration j + 1.  Standard while loops (tf.while_loop, Keras's)
+        have every Exit on port 0 of a Switch on the loop's LoopCond, and a
+        counter chain on that LoopCond."""
+        p, g = self.p, self.g
+        fr = self._frame_of
+        w: dict[str, list[str]] = {}
+        d: dict[str, list[str]] = {}
+        for v in p.nodes:
+            if not fr[v.name]:
+                continue
+            for e in g.incoming[v.name]:
+                if e.src is None or fr.get(e.src[0]) != fr[v.name]:
+                    continue
+                u = p.node[e.src[0]]
+                if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
+                    continue
+                w.setdefault(u.name, []).append(v.name)
+                if v.op != MERGE and u.op != MERGE:
+                    d.setdefault(u.name, []).append(v.name)
+
+        def closure(starts, graph) -> set:
+            seen, todo = set(starts), list(starts)
+            while todo:
+                u = todo.pop()
+                if p.node[u].op in (NEXT_ITERATION, EXIT):
+                    continue
+                for v in graph.get(u, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            return seen
+
+        def port_starts(sw: str, port: int) -> list[str]:
+            return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
+                    and e.dst is not None and fr[e.dst[0]] == fr[sw]
+                    and p.node[e.dst[0]].op != MERGE]
+
+        def pred_of(sw: str):
+            # (the node putting the predicate: one value per context, so
+            # not an Exit of an inner loop, which may put one per trip)
+            e = [e for e in g.incoming[sw] if e.kind != CONTROL]
+            return e[1].src if len(e) == 2 and e[1].src is not None \
+                and p.node[e[1].src[0]].op != EXIT else None
+
+        # (predicate source, frames) -> the Merges whose chain stops with it
+        stops: dict[tuple, set] = {}
+        for m in p.nodes:
+            if m.op != MERGE or not fr[m.name]:
+                continue
+            frames = fr[m.name]
+            ins = [e for e in g.incoming[m.name] if e.kind != CONTROL]
+            if len(ins) != 2 or any(e.src is None for e in ins):
+                continue
+            srcs = [p.node[e.src[0]] for e in ins]
+            enter = [n for n in srcs if n.op == ENTER and n.attrs.get("frame_name") == frames[-1]
+                     and not n.attrs.get("is_constant") and fr[n.name] == frames[:-1]]
+            nexts = [n for n in srcs if n.op == NEXT_ITERATION and fr[n.name] == frames]
+            if len(enter) != 1 or len(nexts) != 1:
+                continue
+            reach = closure([m.name], w)
+            for sw in reach:
+                if p.node[sw].op == SWITCH and fr[sw] == frames and pred_of(sw) is not None \
+                        and nexts[0].name in closure(port_starts(sw, 1), d):
+                    stops.setdefault((pred_of(sw), frames), set()).add(m.name)
+        once = set()
+        for sw in p.nodes:
+            if sw.op != SWITCH or not fr[sw.name]:
+                continue
+            ms = stops.get((pred_of(sw.name), fr[sw.name]), ())
+            if not any(sw.name in closure([m], w) for m in ms):
+                continue
+            once.update(x for x in closure(port_starts(sw.name, 0), d) if p.node[x].op == EXIT)
+        multi = [n.name for n in p.nodes if n.op == EXIT and n.name not in once]
+        return frozenset(multi).union(e.dst[0] for x in multi for e in g.outgoing[x]
+                                      if e.dst is not None)
 
     # -- accesses that commute with everything left (a partial-order reduction) --
 
@@ -605,15 +802,22 @@ class Machine:
         So every live firing of a precedes b.  (A dead firing of a touches
         no variable: it conflicts with nothing.)
 
-        The same chains join a loop's Enter E (M's) to its Exits in `succ`
-        (the waits-for edges outside every loop, which this extends): a node
-        outside every loop after an Exit X (S waits for M, N for S, X for S,
-        by waits-for paths inside F) waits for E.  X's token in the root
-        context comes from X live at some iteration k, after S(k), M(k), and
-        (k > 0) N(k-1), S(k-1), ..., M(0), which waits for E (its back edge
-        counts as dead in iteration 0, so it fires on E's token, live or
-        dead); or from the dead exits when the instance is done, which
-        needs every Enter of F fired."""
+        Merges of the same shape join a loop's Enter E to its Exits in
+        `succ` (the waits-for edges outside every loop, which this extends):
+        M a Merge of F whose data inputs are one non-constant Enter E (from
+        the root) and one back edge from the NextIteration N, with N waiting
+        for M in the same iteration (a waits-for path inside F; no Switch
+        is needed on it); then a node outside every loop after an Exit X of
+        F that waits for M in the same iteration waits for E.  X's token in
+        the root context comes from X live at some iteration k, after M(k),
+        and (k > 0) M(k) fired on N(k-1)'s live token (its Enter edge counts
+        as dead after iteration 0), after M(k-1), ..., after M(0), which
+        waits for E (its back edge counts as dead in iteration 0, so it
+        fires on E's token, live or dead); or from the dead exits when the
+        instance is done, which needs every Enter of F fired.  (X need not
+        wait for a Switch on M: Grappler's dependency optimizer leaves the
+        Exits of a gradient loop waiting for the loop counter's Merge only
+        through the loop predicate, keras_gru_loop.)"""
         p, g = self.p, self.g
         loop_of = {n.name: self._frame_of[n.name][0] for n in p.nodes
                    if len(self._frame_of[n.name]) == 1}
@@ -666,6 +870,7 @@ class Machine:
             return seen
 
         chains = []   # (frame, M, E, S, N, exits after port 0, nodes dead with port 1)
+        joins = []    # (E, the Exits of F that wait for M in the same iteration)
         for m in p.nodes:
             if m.op != MERGE or loop_of.get(m.name) not in entered:
                 continue
@@ -680,7 +885,10 @@ class Machine:
             if len(enter) != 1 or len(nexts) != 1:
                 continue
             nxt = nexts[0].name
-            for sw in closure([m.name], inner_w):
+            reach = closure([m.name], inner_w)
+            if nxt in reach:
+                joins.append((enter[0].name, [x for x in reach if p.node[x].op == EXIT]))
+            for sw in reach:
                 if p.node[sw].op != SWITCH or loop_of.get(sw) != f:
                     continue
                 waiting = closure([sw], inner_w)
@@ -690,8 +898,9 @@ class Machine:
                 exits = [x for x in waiting if p.node[x].op == EXIT]
                 dead0 = [x for x in closure(port_starts(sw, 0), inner_d) if p.node[x].op == EXIT]
                 chains.append((f, m.name, enter[0].name, sw, nxt, exits, dead0, live1))
-        # the Enter -> Exit joins first (a chain's X waits for its E) ...
-        for (f, m, e, sw, nxt, exits, dead0, live1) in chains:
+        # the Enter -> Exit joins first (an Exit X that waits for M waits for
+        # M's Enter E; `joins`) ...
+        for (e, exits) in joins:
             for x in exits:
                 succ.setdefault(e, []).extend(
                     d.dst[0] for d in g.outgoing[x] if d.dst is not None
@@ -781,7 +990,9 @@ class Machine:
             inner = tuple(f for f, _ in outer)
             if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
                 return False
-            return not any(len(c) > len(outer) and c[:len(outer)] == outer and c[len(outer)][0] == frame
+            # (c[len(outer)][1] < 0: a dead exit of this very instance)
+            return not any(len(c) > len(outer) and c[:len(outer)] == outer
+                           and c[len(outer)][0] == frame and c[len(outer)][1] >= 0
                            for c in busy)
 
         # (a function of the state: computed once per loop instance)
@@ -803,10 +1014,27 @@ class Machine:
             return all(i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
                        for level, (frame, i) in enumerate(ctx))
 
+        # The dead exits that may propagate, innermost instances first: a
+        # dead exit of an inner instance not sent yet is a step that can
+        # still fire inside every instance and iteration around it, which
+        # are therefore not done (TensorFlow's executor: an iteration is not
+        # done while a child frame is alive, IsIterationDone's
+        # outstanding_frame_count; a frame is deleted, its dead exits sent,
+        # only when done).  Without this an outer loop's dead exit was sent
+        # before an inner loop's, which then made a Merge of the outer loop
+        # fire live (it ignores a dead control input) and its Exit send a
+        # live value after the dead one: an outcome TensorFlow never has,
+        # and the eager dead-exit step made it the only one explored
+        # (tests/test_controlflow_nested_dead_exits.py).
+        unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                  if (x, outer + ((frame, -1),)) not in s.fired]
+        ends = []
+        for depth in sorted({len(outer) for _, outer, _ in unsent}, reverse=True):
+            level = [(x, outer, frame) for (x, outer, frame) in unsent
+                     if len(outer) == depth and instance_done(outer, frame)]
+            ends += level
+            busy.update(outer + ((frame, -1),) for (_, outer, frame) in level)
         steps = [st for st in raw if in_window(st.ctx)]
-        # (the dead exits that may propagate, in the transcription's order)
-        ends = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
-                if (x, outer + ((frame, -1),)) not in s.fired and instance_done(outer, frame)]
         for (x, outer, frame) in sorted(ends, key=repr):
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
@@ -1007,8 +1235,35 @@ class Machine:
 
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
-        it on an array backend: backends/controlflow.py)."""
-        return list(fns.get(n.op).apply(data, n.attrs))
+        it on an array backend: backends/controlflow.py), remembered by
+        (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
+        fn = fns.get(n.op)
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        key = None
+        if attrs is not None:
+            args = tuple(_value_key(d) for d in data)
+            if None not in args:
+                # (the function object itself: a plugin may register another
+                # under the op's name; whether TensorFlow's kernels may run:
+                # an op without a numpy model is CannotRun without them)
+                key = (n.op, id(fn), attrs, args, fns._kernels.enabled())
+                got = _APPLIED.get(key)
+                if got is not None and got[0] is fn:
+                    return list(got[1])
+        results = tuple(fn.apply(data, n.attrs))
+        if key is not None:
+            size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
+                r.array.nbytes for r in results if type(r) is Tensor)
+            if size <= _APPLIED_ENTRY_BYTES:
+                global _APPLIED_BYTES
+                if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+                    _APPLIED.clear()
+                    _APPLIED_BYTES = 0
+                _APPLIED[key] = (fn, results)
+                _APPLIED_BYTES += size
+        return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
         for e in self.g.outgoing[name]:
@@ -1058,13 +1313,29 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                max_seconds: float | None = None,
                machine: "Machine | None" = None) -> Iterator[tuple[list[str], CFState]]:
     """Every complete run, as (schedule, final state); see semantics.behaviours.
-    Memoized, a state reached twice is explored once.  Past `max_states`
-    states or `max_seconds` seconds it raises BudgetExceeded."""
+    Memoized, a state reached twice is explored once (up to the eager steps
+    before the next choice, below).  Past `max_states` states or
+    `max_seconds` seconds it raises BudgetExceeded.
+
+    Which states are looked up: only those with no eager step (where the
+    run makes a choice, or ends, or fires a lone non-eager step).  From a
+    state with an eager step the run fires the first eager step, a function
+    of the state: two visits of such a state Z go down the same chain of
+    eager steps to the same state with none, which is looked up.  So a merge
+    at Z is caught a few steps later, having fired at most that chain twice,
+    and no outcome is lost either way (a lookup only skips a state whose
+    continuation was pushed already; skipping none explores it again).  On
+    Keras loops with reads that are not lone (Grappler's dependency
+    optimizer on keras_gru_loop) every state of a 4,000-step run was keyed
+    after the first choice, at 1-7 ms each: 30 s without reaching the end;
+    keyed at the choices only, one run.  Schedules are kept as shared
+    (label, parent) pairs and spelled out at the end of a run (a list copied
+    at every step was quadratic in the run's length)."""
     import time
     started = time.monotonic()
     m = machine or Machine(p, g, semantics, max_iterations)
     seen: set[tuple] = set()
-    stack: list[tuple[CFState, list[str]]] = [(m.initial(feeds, init), [])]
+    stack: list[tuple[CFState, tuple | None]] = [(m.initial(feeds, init), None)]
     while stack:
         s, sched = stack.pop()
         m.explored += 1
@@ -1073,6 +1344,26 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         if max_seconds is not None and m.explored & 15 == 0 \
                 and time.monotonic() - started > max_seconds:
             raise BudgetExceeded("seconds", max_seconds, m.explored)
+        steps = m.enabled_steps(s)
+        if memo and steps:
+            first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
+            if first is not None:
+                st = steps[first]
+                if st.phase == "end" or not m.batch_eager:
+                    # (its label as `labels` gives it, without labelling the others)
+                    key = (st.node, st.ctx, st.phase)
+                    many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
+                    stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                    continue
+                # every eager step of s but the dead exits, in order, without
+                # finding the steps again between them (Machine.batch_eager)
+                for x in steps[first:]:
+                    if x.phase == "end" or not (x is st or m.eager(s, x)):
+                        continue
+                    s2 = m.fire_step(s2 if x is not st else s, x)
+                    sched = (x.label(), sched)
+                stack.append((s2, sched))
+                continue
         if memo and stack:
             # (a state popped with nothing else pending is reached by the only
             # path explored so far: it is not looked up, which saves its key
@@ -1082,22 +1373,22 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
             if k in seen:
                 continue
             seen.add(k)
-        steps = m.enabled_steps(s)
         if not steps:
-            yield sched, s
+            yield _spelled(sched), s
             continue
-        if memo:
-            first = next((i for i, st in enumerate(steps) if m.eager(s, st)), None)
-            if first is not None:
-                st = steps[first]
-                # (its label as `labels` gives it, without labelling the others)
-                key = (st.node, st.ctx, st.phase)
-                many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                stack.append((m.fire_step(s, st), sched + [st.label(many)]))
-                continue
         labels = m.labels(s, steps)
         for st, label in reversed(list(zip(steps, labels))):
-            stack.append((m.fire_step(s, st), sched + [label]))
+            stack.append((m.fire_step(s, st), (label, sched)))
+
+
+def _spelled(sched: "tuple | None") -> list[str]:
+    """A schedule kept as (label, parent) pairs, first step first."""
+    out = []
+    while sched is not None:
+        out.append(sched[0])
+        sched = sched[1]
+    out.reverse()
+    return out
 
 
 def run_schedule(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[str, Value],

@@ -7,7 +7,12 @@ own transcription: each must leave Outcomes(P, σ) unchanged.
 - `Machine.lone_access` (a Read or Assign with no conflicting access left
   to come before it fires first) keeps the outcome set: compared with the
   rule off, and with no reduction at all (memo off: every interleaving);
-- `CFState.key` equates exactly the states the transcription's key does.
+- `CFState.key` equates exactly the states the transcription's key does;
+- `Machine.batch_eager` (every eager step of a state fired in a row),
+  `behaviours` looking states up only where no step is eager and the
+  functions' results remembered across runs and programs (`_APPLIED`) keep
+  the outcome set: compared with one eager step at a time, nothing
+  remembered.
 
 On generated programs with control flow (conditionals, loops, stacks) and on
 programs without (random control edges between accesses: the ordered
@@ -39,12 +44,16 @@ STATES = 20_000
 BRUTE_STATES = 20_000 if NIGHTLY else 1_500
 
 
-def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES):
-    """Outcomes(P, σ) by `behaviours`, with the rule on or off; with
-    `check_steps`, every state's steps are compared with the transcription's."""
+def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES,
+                batch=True):
+    """Outcomes(P, σ) by `behaviours`, with the rule on or off (and eager
+    steps fired in batches or one at a time); with `check_steps`, every
+    state's steps are compared with the transcription's."""
     g = graph_of(p)
     m = cf.Machine(p, g, mode, 6)
     m.lone_accesses = lone
+    m.batch_eager = batch
+    m.remember_functions = batch
     if check_steps:
         fast = m._raw_steps
 
@@ -63,9 +72,10 @@ def agree(p, feeds, init, mode):
     try:
         fast, n_fast = outcome_set(p, feeds, init, mode, check_steps=True)
         slow, n_slow = outcome_set(p, feeds, init, mode, lone=False)
+        one, _ = outcome_set(p, feeds, init, mode, batch=False)
     except BudgetExceeded:
         return None
-    assert fast == slow
+    assert fast == slow == one
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
@@ -220,3 +230,36 @@ def test_a_conditional_beside_many_variables_is_compared_within_the_budget():
             n["inputs"] = ["v0", "one0"]   # x0 := 1, no longer after its read
     v = check_rewrite(p, program_from_json(bad), timeout=4)
     assert v.verdict == "unsound", v.reason
+
+
+def test_remembered_results_are_keyed_by_exact_inputs_and_attributes():
+    """1 / 0.0 and 1 / -0.0 (equal as numbers, not as bits) are remembered
+    apart, and so are two Casts that differ only in their attributes."""
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "float32", "shape": []},
+                                     "b": {"dtype": "float32", "shape": []}},
+                           "nodes": [{"name": "d", "op": "RealDiv", "inputs": ["$b", "$a"]}],
+                           "outputs": {"d": "d"}})
+    m = cf.Machine(p, graph_of(p))
+    one = Tensor(1.0, "float32")
+    got = [m.apply_function(p.node["d"], [one, Tensor(z, "float32")])[0] for z in (0.0, -0.0, 0.0)]
+    assert [float(t.array) for t in got] == [float("inf"), float("-inf"), float("inf")]
+    assert cf._exact_key({"x": 0.0}) != cf._exact_key({"x": -0.0})
+    assert cf._exact_key({"DstT": "int32"}) != cf._exact_key({"DstT": "int64"})
+    assert cf._exact_key({"x": object()}) is None     # not remembered
+
+
+def test_large_applications_are_not_remembered():
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "float32", "shape": [300000]}},
+                           "nodes": [{"name": "n", "op": "Neg", "inputs": ["$a"]}],
+                           "outputs": {"n": "n"}})
+    import numpy as np
+    m = cf.Machine(p, graph_of(p))
+    cf._APPLIED.clear()
+    big = Tensor(np.ones(300_000, np.float32))
+    assert float(m.apply_function(p.node["n"], [big])[0].array[0]) == -1.0
+    assert not cf._APPLIED            # 1.2 MB: not kept
+    small = Tensor(np.ones(3, np.float32))
+    m.apply_function(p.node["n"], [small])
+    assert len(cf._APPLIED) == 1
