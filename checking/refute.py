@@ -138,6 +138,15 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
 
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
+    parts, sched = _run_by_priority(comps, init, lambda comp, u: (rank(comp.label(u)), u))
+    return combine(parts, observe), sched
+
+
+def _run_by_priority(comps, init: Mapping[str, Value], priority) -> tuple[list, list[str]]:
+    """One run of each component from `init`, firing among the enabled
+    steps the one first by `priority(component, step)`: the components'
+    outcome parts and the run's schedule.  A run of the oracle's own step
+    function: only the choice among enabled steps is ours."""
     parts, sched = [], []
     for comp in comps:
         st = comp.root(init)
@@ -145,12 +154,12 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
             comp.close(st)
             if not st.ready:
                 break
-            t = min(st.ready, key=lambda u: (rank(comp.label(u)), u))
+            t = min(st.ready, key=lambda u: priority(comp, u))
             st.ready.discard(t)
             comp.fire(st, t)
         parts.append(comp.outcome(st))
         sched.extend(_schedule(st.sched))
-    return combine(parts, observe), sched
+    return parts, sched
 
 
 def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
@@ -172,18 +181,8 @@ def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
         for unnamed in (-1, len(position)):
             if time.monotonic() > deadline:
                 return found
-            parts, sched = [], []
-            for comp in comps:
-                st = comp.root(init)
-                while True:
-                    comp.close(st)
-                    if not st.ready:
-                        break
-                    t = min(st.ready, key=lambda u: (position.get(comp.label(u), unnamed), u))
-                    st.ready.discard(t)
-                    comp.fire(st, t)
-                parts.append(comp.outcome(st))
-                sched.extend(_schedule(st.sched))
+            parts, sched = _run_by_priority(
+                comps, init, lambda comp, u: (position.get(comp.label(u), unnamed), u))
             found.setdefault(combine(parts), sched)
     return found
 
