@@ -226,6 +226,29 @@ def _exact_key(v: object):
     return None
 
 
+def _reached(p: Program, starts, graph: Mapping[str, list[str]]) -> set:
+    """The nodes reached from `starts` along `graph`'s edges, not going on
+    past a NextIteration or an Exit (which leave the iteration)."""
+    seen, todo = set(starts), list(starts)
+    while todo:
+        u = todo.pop()
+        if p.node[u].op in (NEXT_ITERATION, EXIT):
+            continue
+        for v in graph.get(u, ()):
+            if v not in seen:
+                seen.add(v)
+                todo.append(v)
+    return seen
+
+
+def _port_starts(p: Program, g: Graph, sw: str, port: int, context: Mapping) -> list[str]:
+    """The consumers of the Switch `sw`'s data output `port` in sw's own
+    context (`context`: node name -> its frame or loop), Merges left out."""
+    return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
+            and e.dst is not None and context.get(e.dst[0]) == context[sw]
+            and p.node[e.dst[0]].op != MERGE]
+
+
 class LoopBoundExceeded(BudgetExceeded):
     """A run reached the iteration bound of a loop."""
 
@@ -638,21 +661,10 @@ class Machine:
                     d.setdefault(u.name, []).append(v.name)
 
         def closure(starts, graph) -> set:
-            seen, todo = set(starts), list(starts)
-            while todo:
-                u = todo.pop()
-                if p.node[u].op in (NEXT_ITERATION, EXIT):
-                    continue
-                for v in graph.get(u, ()):
-                    if v not in seen:
-                        seen.add(v)
-                        todo.append(v)
-            return seen
+            return _reached(p, starts, graph)
 
         def port_starts(sw: str, port: int) -> list[str]:
-            return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
-                    and e.dst is not None and fr[e.dst[0]] == fr[sw]
-                    and p.node[e.dst[0]].op != MERGE]
+            return _port_starts(p, g, sw, port, fr)
 
         def pred_of(sw: str):
             # (the node putting the predicate: one value per context, so
@@ -839,22 +851,11 @@ class Machine:
                 if v.op != MERGE and u.op != MERGE:
                     inner_d.setdefault(u.name, []).append(v.name)
 
-        def closure(starts, graph, stop=(NEXT_ITERATION, EXIT)) -> set:
-            seen, todo = set(starts), list(starts)
-            while todo:
-                u = todo.pop()
-                if p.node[u].op in stop:
-                    continue
-                for v in graph.get(u, ()):
-                    if v not in seen:
-                        seen.add(v)
-                        todo.append(v)
-            return seen
+        def closure(starts, graph) -> set:
+            return _reached(p, starts, graph)
 
         def port_starts(sw: str, port: int) -> list[str]:
-            return [e.dst[0] for e in g.outgoing[sw] if e.kind != CONTROL and e.src == (sw, port)
-                    and e.dst is not None and loop_of.get(e.dst[0]) == loop_of[sw]
-                    and p.node[e.dst[0]].op != MERGE]
+            return _port_starts(p, g, sw, port, loop_of)
 
         def root_after(x: str) -> set:
             starts = [e.dst[0] for e in g.outgoing[x] if e.dst is not None
