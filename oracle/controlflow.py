@@ -226,6 +226,31 @@ def _exact_key(v: object):
     return None
 
 
+def _iteration_edges(p: Program, g: Graph, context: Mapping, inside) -> tuple[dict, dict]:
+    """The edges within one iteration of a context: for every node v whose
+    context (`context[v]`, a frame or a loop; absent: none) satisfies
+    `inside`, each incoming edge from a node u of the same context, except
+    from a NextIteration or an Exit (they leave the iteration) and into a
+    Merge's data input.  `w` has all of them (u -> [v]), `d` those between
+    two nodes that are not Merges (the deadness paths)."""
+    w: dict[str, list[str]] = {}
+    d: dict[str, list[str]] = {}
+    for v in p.nodes:
+        c = context.get(v.name)
+        if c is None or not inside(c):
+            continue
+        for e in g.incoming[v.name]:
+            if e.src is None or context.get(e.src[0]) != c:
+                continue
+            u = p.node[e.src[0]]
+            if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
+                continue
+            w.setdefault(u.name, []).append(v.name)
+            if v.op != MERGE and u.op != MERGE:
+                d.setdefault(u.name, []).append(v.name)
+    return w, d
+
+
 def _reached(p: Program, starts, graph: Mapping[str, list[str]]) -> set:
     """The nodes reached from `starts` along `graph`'s edges, not going on
     past a NextIteration or an Exit (which leave the iteration)."""
@@ -645,20 +670,7 @@ class Machine:
         counter chain on that LoopCond."""
         p, g = self.p, self.g
         fr = self._frame_of
-        w: dict[str, list[str]] = {}
-        d: dict[str, list[str]] = {}
-        for v in p.nodes:
-            if not fr[v.name]:
-                continue
-            for e in g.incoming[v.name]:
-                if e.src is None or fr.get(e.src[0]) != fr[v.name]:
-                    continue
-                u = p.node[e.src[0]]
-                if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
-                    continue
-                w.setdefault(u.name, []).append(v.name)
-                if v.op != MERGE and u.op != MERGE:
-                    d.setdefault(u.name, []).append(v.name)
+        w, d = _iteration_edges(p, g, fr, bool)
 
         def closure(starts, graph) -> set:
             return _reached(p, starts, graph)
@@ -835,21 +847,7 @@ class Machine:
                    if len(self._frame_of[n.name]) == 1}
         entered = {n.attrs["frame_name"] for n in p.nodes
                    if n.op == ENTER and not self._frame_of[n.name]}
-        inner_w: dict[str, list[str]] = {}
-        inner_d: dict[str, list[str]] = {}
-        for v in p.nodes:
-            f = loop_of.get(v.name)
-            if f is None or f not in entered:
-                continue
-            for e in g.incoming[v.name]:
-                if e.src is None or loop_of.get(e.src[0]) != f:
-                    continue
-                u = p.node[e.src[0]]
-                if u.op in (NEXT_ITERATION, EXIT) or (v.op == MERGE and e.kind != CONTROL):
-                    continue
-                inner_w.setdefault(u.name, []).append(v.name)
-                if v.op != MERGE and u.op != MERGE:
-                    inner_d.setdefault(u.name, []).append(v.name)
+        inner_w, inner_d = _iteration_edges(p, g, loop_of, lambda f: f in entered)
 
         def closure(starts, graph) -> set:
             return _reached(p, starts, graph)
