@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from controlflow_support import counter_loop_f
+
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle.graph import graph_of
 from tfsem.oracle.jsonio import program_from_json
@@ -27,20 +29,7 @@ from tfsem.oracle.values import Tensor
 
 
 def loop(exit_of: str = "body", trips: int = 2):
-    nodes = [
-        {"name": "i0", "op": "Const", "value": 0},
-        {"name": "enterF", "op": "Enter", "frame_name": "F", "inputs": ["i0"]},
-        {"name": "kF", "op": "Const", "value": trips},
-        {"name": "limF", "op": "Enter", "frame_name": "F", "is_constant": True, "inputs": ["kF"]},
-        {"name": "mergeF", "op": "Merge", "inputs": ["enterF", "nextF"]},
-        {"name": "lessF", "op": "Less", "inputs": ["mergeF", "limF"]},
-        {"name": "condF", "op": "LoopCond", "inputs": ["lessF"]},
-        {"name": "sw", "op": "Switch", "inputs": ["mergeF", "condF"]},
-        {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
-        {"name": "oneF", "op": "Const", "value": 1, "inputs": ["^body"]},
-        {"name": "addF", "op": "Add", "inputs": ["body", "oneF"]},
-        {"name": "nextF", "op": "NextIteration", "inputs": ["addF"]},
-        {"name": "exitF", "op": "Exit", "inputs": ["sw"]},
+    nodes = counter_loop_f(trips) + [
         {"name": "xb", "op": "Exit", "inputs": [exit_of]},
         {"name": "out", "op": "Identity", "inputs": ["xb"]},
     ]

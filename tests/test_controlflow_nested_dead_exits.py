@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import pytest
 
+from controlflow_support import counter_loop_f
+
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle.graph import graph_of
 from tfsem.oracle.jsonio import program_from_json
@@ -37,20 +39,7 @@ from tfsem.oracle.values import Tensor
 def nested(exit_name: str = "XF", ordered: bool = True):
     """The program above (`exit_name` moves XF's dead exit before or after
     G's in the engine's order of steps; `ordered`: the write waits for XF)."""
-    nodes = [
-        {"name": "i0", "op": "Const", "value": 0},
-        {"name": "enterF", "op": "Enter", "frame_name": "F", "inputs": ["i0"]},
-        {"name": "kF", "op": "Const", "value": 1},
-        {"name": "limF", "op": "Enter", "frame_name": "F", "is_constant": True, "inputs": ["kF"]},
-        {"name": "mergeF", "op": "Merge", "inputs": ["enterF", "nextF"]},
-        {"name": "lessF", "op": "Less", "inputs": ["mergeF", "limF"]},
-        {"name": "condF", "op": "LoopCond", "inputs": ["lessF"]},
-        {"name": "sw", "op": "Switch", "inputs": ["mergeF", "condF"]},
-        {"name": "body", "op": "Identity", "inputs": ["sw:1"]},
-        {"name": "oneF", "op": "Const", "value": 1, "inputs": ["^body"]},
-        {"name": "addF", "op": "Add", "inputs": ["body", "oneF"]},
-        {"name": "nextF", "op": "NextIteration", "inputs": ["addF"]},
-        {"name": "exitF", "op": "Exit", "inputs": ["sw"]},
+    nodes = counter_loop_f(1) + [
         {"name": "enterG", "op": "Enter", "frame_name": "G", "inputs": ["body"]},
         {"name": "kG", "op": "Const", "value": 0, "inputs": ["^body"]},
         {"name": "limG", "op": "Enter", "frame_name": "G", "is_constant": True, "inputs": ["kG"]},

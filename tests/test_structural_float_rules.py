@@ -188,10 +188,9 @@ def test_race_freedom():
     assert race_free(program_from_json(raw))
 
 
-def many_variables(op: str, const: float, n: int = 12):
-    """out = op(v0 + v1 + ... + v{n-1}, c), assigned to v0 too: more
-    variables than the symbolic search flags (MAX_FLAGGED_VARIABLES)."""
-    nodes = [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": const}}]
+def _sum_of_reads(nodes: list, n: int) -> str:
+    """Appends to `nodes` a Read of each of x0 .. x{n-1} and their sum, left
+    to right (Add.ftz); the sum's node name."""
     for i in range(n):
         nodes += [{"name": f"v{i}", "op": "Var", "var": f"x{i}"},
                   {"name": f"r{i}", "op": "Read", "inputs": [f"v{i}"]}]
@@ -199,6 +198,14 @@ def many_variables(op: str, const: float, n: int = 12):
     for i in range(1, n):
         nodes.append({"name": f"s{i}", "op": "Add.ftz", "inputs": [prev, f"r{i}"]})
         prev = f"s{i}"
+    return prev
+
+
+def many_variables(op: str, const: float, n: int = 12):
+    """out = op(v0 + v1 + ... + v{n-1}, c), assigned to v0 too: more
+    variables than the symbolic search flags (MAX_FLAGGED_VARIABLES)."""
+    nodes = [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": const}}]
+    prev = _sum_of_reads(nodes, n)
     nodes += [{"name": "o", "op": op, "inputs": [prev, "c"]},
               {"name": "w", "op": "Write", "inputs": ["v0", "o", "^r0"]}]
     return program_from_json({
@@ -234,13 +241,7 @@ def reassociated(folded: bool, n: int = 12):
     nodes = [{"name": "two", "op": "Const", "value": {"dtype": "float32", "value": 2.0}},
              {"name": "c", "op": "Const", "value": {"dtype": "float32", "value": 0.03125}},
              {"name": "c2", "op": "Const", "value": {"dtype": "float32", "value": 0.0625}}]
-    for i in range(n):
-        nodes += [{"name": f"v{i}", "op": "Var", "var": f"x{i}"},
-                  {"name": f"r{i}", "op": "Read", "inputs": [f"v{i}"]}]
-    prev = "r0"
-    for i in range(1, n):
-        nodes.append({"name": f"s{i}", "op": "Add.ftz", "inputs": [prev, f"r{i}"]})
-        prev = f"s{i}"
+    prev = _sum_of_reads(nodes, n)
     nodes.append({"name": "d", "op": "Sub.ftz", "inputs": ["$y", prev]})
     if folded:
         nodes.append({"name": "o", "op": "Mul.ftz", "inputs": ["d", "c2"]})
