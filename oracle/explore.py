@@ -40,7 +40,7 @@ from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExcee
 from .outcomes import OUTPUTS, Outcome, combine
 from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from .semantics import DECOMPOSED, READ_STEP, WRITE_STEP
-from .values import UNINITIALIZED, Error, Tensor, Value
+from .values import UNINITIALIZED, Error, Tensor, Value, exact
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 
@@ -51,17 +51,19 @@ class _Cached:
     Functions are deterministic and a node's attributes are fixed, so a
     node's arguments determine its results: the search reaches the same
     application in many states (71-87% of firings land on a state already
-    seen) and recomputes nothing.  Values compare and hash as SPEC section 2
-    says (all NaNs equal), the same equality the search's memoized state keys
-    already use, so a cached result is one the state key could already have
-    merged.  Memory stays bounded: only applications whose arguments and
+    seen) and recomputes nothing.  Memory stays bounded: only applications whose arguments and
     results hold at most MAX_ELEMENTS elements together are kept, and the
     functions of one component share a budget of BUDGET_ELEMENTS elements
     (`shared`, a one-element list); past it, results are computed and not
     kept.  Large tensors are never kept alive by the cache.  A node whose
     applications rarely repeat (fewer than one hit in four after
     GIVE_UP_AFTER misses: figure 1's Concat of a new order each time) stops
-    caching and frees its memo."""
+    caching and frees its memo.
+
+    Arguments are remembered by their exact bits (`values.exact`), not by
+    SPEC equality: a NaN's payload and sign reach a result through Bitcast,
+    PackScatter's bytes or a kernel, so Bitcast's result for NaN 0x7fc00001
+    is not its result for NaN 0x7fc00002, which SPEC equality calls equal."""
 
     __slots__ = ("fn", "name", "memo", "shared", "hits", "misses")
     MAX_ELEMENTS = 1024
@@ -77,7 +79,7 @@ class _Cached:
         memo = self.memo
         if memo is None:
             return self.fn.apply(args, attrs)
-        key = tuple(args)
+        key = tuple(map(exact, args))
         try:
             out = memo[key]
             self.hits += 1
@@ -92,7 +94,7 @@ class _Cached:
             self.memo = None                         # rarely repeats: stop, free the memo
             return out
         size = 0
-        for v in key:
+        for v in args:
             if isinstance(v, Tensor):
                 size += v.array.size
         for v in out:
@@ -454,13 +456,27 @@ class _Component:
             self.fire(st, st.eager.pop())
 
     def key(self, st: "_State") -> tuple:
+        """The memo key of a state: two states with equal keys have the same
+        futures, hence the same outcomes.
+
+        Values still in the run (in transit, in variables, in pending
+        decomposed writes) are keyed by their exact bits (`values.exact`),
+        not by SPEC equality: two states whose x holds NaNs of different
+        payloads are different states, since a later Read of x may pass the
+        NaN to a function that shows its bits (Bitcast to int32 turns NaN
+        0x7fc00001 and 0x7fc00002 into two different outputs; merged, one of
+        the two outcomes was lost).  The outputs fetched so far are keyed by
+        SPEC equality: a fetched output never changes and feeds nothing, and
+        outcomes are compared by SPEC equality, so two states that differ
+        only there reach the same outcomes."""
         rel = self.relevant
-        vals = tuple(v for k, v in sorted(st.inbox.items()) if rel[k[0]])
+        vals = tuple(exact(v) for k, v in sorted(st.inbox.items()) if rel[k[0]])
         # x's value matters while it is observed or a relevant read of it remains
-        vars_ = tuple(st.vars[x] for x in self.variables
+        vars_ = tuple(exact(st.vars[x]) for x in self.variables
                       if x in self.rel_vars and (self.observe_state or st.nr.get(x)))
         blind = self.blind_read
-        pending = tuple(sorted((i, wv[1] if blind[i] else wv) for i, wv in st.pending.items() if rel[i]))
+        pending = tuple(sorted(((i, exact(wv[1]) if blind[i] else (exact(wv[0]), exact(wv[1])))
+                                for i, wv in st.pending.items() if rel[i]), key=_first))
         return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
 
     # -- stubborn sets ----------------------------------------------------------
@@ -551,6 +567,10 @@ class _Component:
                     cached[j].append((i, slot))
             self._producers_cache = cached
         return cached
+
+
+def _first(item: tuple):
+    return item[0]
 
 
 class _State:

@@ -97,7 +97,7 @@ from . import functions as fns
 from .explore import _ASSIGN, Budget, _Component, _schedule
 from .outcomes import Outcome
 from .program import ControlIn, DataIn, FeedControlIn, FeedIn, Program
-from .values import Value
+from .values import Value, exact
 
 _ABSENT = ("absent",)        # a hashable marker no Value equals
 
@@ -349,13 +349,17 @@ class _SymComponent:
         writes, its outputs so far."""
         steps, keys, pend, outs = parts
         pending = st.pending
+        # values still in the run by their exact bits, outputs by SPEC
+        # equality (explore._Component.key says why)
         if pending and pend:                        # (position, pending write) of its own
             blind = self.comp.blind_read
-            pends = tuple((j, pending[i][1] if blind[i] else pending[i])
+            pends = tuple((j, exact(pending[i][1]) if blind[i]
+                           else (exact(pending[i][0]), exact(pending[i][1])))
                           for j, i in enumerate(pend) if i in pending)
         else:
             pends = ()
-        return (steps(st.done), tuple(map(st.inbox.get, keys, repeat(_ABSENT, len(keys)))), pends,
+        return (steps(st.done),
+                tuple(map(exact, map(st.inbox.get, keys, repeat(_ABSENT, len(keys))))), pends,
                 tuple(map(st.outputs.get, outs, repeat(_ABSENT, len(outs)))))
 
     def _local_id(self, st, tid: int) -> int:
@@ -377,7 +381,7 @@ class _SymComponent:
         may be in any thread: such a step since `mark` (or `mark` not found)
         recomputes every thread."""
         comp = self.comp
-        vars_ = tuple(st.vars[x] for x in comp.variables
+        vars_ = tuple(exact(st.vars[x]) for x in comp.variables
                       if x in comp.rel_vars and (comp.observe_state or st.nr.get(x)))
         shared = self._local(st, (*self.shared, self.shared_outs))
         if ids is not None:
