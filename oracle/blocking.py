@@ -85,7 +85,7 @@ from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExcee
 from .graph import ATOMIC, DECOMPOSED, Graph, graph_of
 from .outcomes import OUTPUTS, Outcome, make_outcome
 from .program import ASSIGN, CONTROL, READ, DataIn, Program, ProgramError, Violation
-from .values import DTYPES, Error, Tensor, Value, value_to_json
+from .values import DTYPES, Error, Tensor, Value, exact, value_to_json
 
 ENQUEUE, DEQUEUE, SIZE = "QueueEnqueue", "QueueDequeue", "QueueSize"
 ENQUEUE_MANY, DEQUEUE_MANY, CLOSE = "QueueEnqueueMany", "QueueDequeueMany", "QueueClose"
@@ -425,7 +425,13 @@ class _State:
         return tuple(line.items for line in self.lines)
 
     def key(self) -> tuple:
-        return (self.s.key(), self.lines, self.holders, self.left)
+        """Values by their exact bits, as sem.State.key has them (values.exact)."""
+        return (self.s.key(), tuple(map(_exact_line, self.lines)), self.holders, self.left)
+
+
+def _exact_line(line: _Line) -> tuple:
+    return (tuple(map(exact, line.items)), line.closed, line.enq,
+            tuple((node, tuple(map(exact, taken))) for node, taken in line.deq))
 
 
 def _run_of(node: str) -> str:

@@ -101,7 +101,7 @@ from .outcomes import Outcome, make_outcome
 from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
                       SWITCH, TENSOR, VAR, Program)
 from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
-from .values import UNINITIALIZED, Error, Tensor, Value
+from .values import UNINITIALIZED, Error, Tensor, Value, exact
 from . import stack_state as stk
 from .program import STACK_OPS
 
@@ -328,9 +328,22 @@ class CFState:
         equal.  (Sets of items, not lists sorted by repr: each mapping has
         unique keys, so its set of items determines it, and every content is
         hashable; printing tensors to sort them took half of a run's time on
-        real graphs.)"""
-        return (frozenset(self.var_value.items()), frozenset(self.tokens.items()),
-                self.fired, self.started, frozenset(self.pending.items()), self.dead_exits)
+        real graphs.)  Values by their exact bits (values.exact: NaNs of
+        different payloads are different states, since a later step may
+        show the bits; docs/semantics.md "NaN payloads")."""
+        return (frozenset(map(_exact_item, self.var_value.items())),
+                frozenset(map(_exact_item, self.tokens.items())),
+                self.fired, self.started, frozenset(map(_exact_pending, self.pending.items())),
+                self.dead_exits)
+
+
+def _exact_item(kv: tuple) -> tuple:
+    return kv[0], exact(kv[1])
+
+
+def _exact_pending(kv: tuple) -> tuple:
+    k, v = kv
+    return (k, v) if v is None else (k, (v[0], exact(v[1]), exact(v[2])))
 
 
 class Machine:

@@ -40,7 +40,7 @@ from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExcee
 from .outcomes import OUTPUTS, Outcome, combine
 from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from .semantics import DECOMPOSED, READ_STEP, WRITE_STEP
-from .values import UNINITIALIZED, Error, Tensor, Value
+from .values import UNINITIALIZED, Error, Tensor, Value, exact
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 
@@ -51,33 +51,44 @@ class _Cached:
     Functions are deterministic and a node's attributes are fixed, so a
     node's arguments determine its results: the search reaches the same
     application in many states (71-87% of firings land on a state already
-    seen) and recomputes nothing.  Values compare and hash as SPEC section 2
-    says (all NaNs equal), the same equality the search's memoized state keys
-    already use, so a cached result is one the state key could already have
-    merged.  Memory stays bounded: only applications whose arguments and
+    seen) and recomputes nothing.  Memory stays bounded: only applications whose arguments and
     results hold at most MAX_ELEMENTS elements together are kept, and the
     functions of one component share a budget of BUDGET_ELEMENTS elements
     (`shared`, a one-element list); past it, results are computed and not
     kept.  Large tensors are never kept alive by the cache.  A node whose
     applications rarely repeat (fewer than one hit in four after
     GIVE_UP_AFTER misses: figure 1's Concat of a new order each time) stops
-    caching and frees its memo."""
+    caching and frees its memo.
 
-    __slots__ = ("fn", "name", "memo", "shared", "hits", "misses")
+    Arguments are remembered by their exact bits (`values.exact`), not by
+    SPEC equality: a NaN's payload and sign reach a result through Bitcast,
+    PackScatter's bytes or a kernel, so Bitcast's result for NaN 0x7fc00001
+    is not its result for NaN 0x7fc00002, which SPEC equality calls equal.
+    With an `owner` (the component, `_Component.cache_functions`) whose
+    `payloads` is still False, no value of its search has had bits that SPEC
+    equality forgets, so the arguments themselves are that key (see
+    `_Component.key`); each result computed is watched for such bits."""
+
+    __slots__ = ("fn", "name", "memo", "shared", "hits", "misses", "owner")
     MAX_ELEMENTS = 1024
     BUDGET_ELEMENTS = 1 << 21
     GIVE_UP_AFTER = 2000
 
-    def __init__(self, fn, shared: list[int] | None = None) -> None:
+    def __init__(self, fn, shared: list[int] | None = None, owner: "_Component | None" = None) -> None:
         self.fn, self.name, self.memo = fn, fn.name, {}
         self.shared = shared if shared is not None else [self.BUDGET_ELEMENTS]
         self.hits = self.misses = 0
+        self.owner = owner
 
     def apply(self, args, attrs=None):
         memo = self.memo
+        owner = self.owner
         if memo is None:
-            return self.fn.apply(args, attrs)
-        key = tuple(args)
+            out = self.fn.apply(args, attrs)
+            if owner is not None and not owner.payloads:
+                owner.watch(out)
+            return out
+        key = tuple(args) if owner is not None and not owner.payloads else tuple(map(exact, args))
         try:
             out = memo[key]
             self.hits += 1
@@ -85,14 +96,19 @@ class _Cached:
         except KeyError:
             pass
         except TypeError:                            # an unhashable value
-            return self.fn.apply(args, attrs)
+            out = self.fn.apply(args, attrs)
+            if owner is not None and not owner.payloads:
+                owner.watch(out)
+            return out
         out = self.fn.apply(args, attrs)
+        if owner is not None and not owner.payloads:
+            owner.watch(out)
         self.misses += 1
         if self.misses >= self.GIVE_UP_AFTER and self.hits * 4 < self.misses:
             self.memo = None                         # rarely repeats: stop, free the memo
             return out
         size = 0
-        for v in key:
+        for v in args:
             if isinstance(v, Tensor):
                 size += v.array.size
         for v in out:
@@ -257,10 +273,38 @@ class _Component:
     def cache_functions(self) -> "_Component":
         """Remember each node's function results by arguments (`_Cached`).
         The concrete engines call this; the symbolic checker's subclass,
-        which replaces `fn` with its own algebra, does not."""
+        which replaces `fn` with its own algebra, does not.
+
+        The cached functions watch their results for bits that SPEC equality
+        forgets (`payloads`, see `key`): every value of a run is a feed, an
+        initial value (`root`) or a function's result, so from here on the
+        component knows whether any value of its search may have them."""
+        if self._watching:
+            return self                  # (again: a search may have set payloads already)
         shared = [_Cached.BUDGET_ELEMENTS]
-        self.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f, shared) for f in self.fn]
+        self.fn = [f if f is None or isinstance(f, _Cached) else _Cached(f, shared, self)
+                   for f in self.fn]
+        self._watching = True
+        self.payloads = False
+        self.watch([v for _i, _slot, v in self.initial if v is not None])
         return self
+
+    #: Whether a value of this component's search may have bits that SPEC
+    #: equality forgets (a NaN other than numpy's NaN of its dtype): then
+    #: `key` and the function cache key values by `values.exact`.  True
+    #: unless `cache_functions` installed the watch (the symbolic subclass's
+    #: values are its own terms: keyed exactly, as their own keys).
+    payloads = True
+    _watching = False
+
+    def watch(self, values) -> None:
+        """Set `payloads` when one of `values` has bits SPEC equality forgets
+        (it stays set: keys made before it hold no such value, so they are
+        the exact keys already)."""
+        for v in values:
+            if (v._bits is not None) if type(v) is Tensor else (exact(v) is not v):
+                self.payloads = True
+                return
 
     def _relevance(self, p: Program, index: Mapping[str, int]) -> None:
         """Which nodes can affect the outcome: a worklist over data edges
@@ -335,6 +379,8 @@ class _Component:
         variable missing from it starts uninitialized)."""
         st = self.start()
         st.vars = {x: init.get(x, Error(UNINITIALIZED)) for x in self.variables}
+        if not self.payloads:
+            self.watch(st.vars.values())
         return st
 
     def outcome(self, st: "_State") -> Outcome:
@@ -454,13 +500,40 @@ class _Component:
             self.fire(st, st.eager.pop())
 
     def key(self, st: "_State") -> tuple:
+        """The memo key of a state: two states with equal keys have the same
+        futures, hence the same outcomes.
+
+        Values still in the run (in transit, in variables, in pending
+        decomposed writes) are keyed by their exact bits (`values.exact`),
+        not by SPEC equality: two states whose x holds NaNs of different
+        payloads are different states, since a later Read of x may pass the
+        NaN to a function that shows its bits (Bitcast to int32 turns NaN
+        0x7fc00001 and 0x7fc00002 into two different outputs; merged, one of
+        the two outcomes was lost).  The outputs fetched so far are keyed by
+        SPEC equality: a fetched output never changes and feeds nothing, and
+        outcomes are compared by SPEC equality, so two states that differ
+        only there reach the same outcomes.
+
+        Until a value of the search has such bits (`payloads`, watched at
+        the feeds, the initial values and every function result), every
+        value is its own exact key and the key is made without asking
+        (`exact` on each value took 7% of lost_update(6)'s time)."""
         rel = self.relevant
-        vals = tuple(v for k, v in sorted(st.inbox.items()) if rel[k[0]])
+        if not self.payloads:
+            vals = tuple(v for k, v in sorted(st.inbox.items()) if rel[k[0]])
+            vars_ = tuple(st.vars[x] for x in self.variables
+                          if x in self.rel_vars and (self.observe_state or st.nr.get(x)))
+            blind = self.blind_read
+            pending = tuple(sorted(((i, wv[1] if blind[i] else wv)
+                                    for i, wv in st.pending.items() if rel[i]), key=_first))
+            return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
+        vals = tuple(exact(v) for k, v in sorted(st.inbox.items()) if rel[k[0]])
         # x's value matters while it is observed or a relevant read of it remains
-        vars_ = tuple(st.vars[x] for x in self.variables
+        vars_ = tuple(exact(st.vars[x]) for x in self.variables
                       if x in self.rel_vars and (self.observe_state or st.nr.get(x)))
         blind = self.blind_read
-        pending = tuple(sorted((i, wv[1] if blind[i] else wv) for i, wv in st.pending.items() if rel[i]))
+        pending = tuple(sorted(((i, exact(wv[1]) if blind[i] else (exact(wv[0]), exact(wv[1])))
+                                for i, wv in st.pending.items() if rel[i]), key=_first))
         return (st.fired, vals, vars_, tuple(sorted(st.outputs.items())), pending)
 
     # -- stubborn sets ----------------------------------------------------------
@@ -551,6 +624,10 @@ class _Component:
                     cached[j].append((i, slot))
             self._producers_cache = cached
         return cached
+
+
+def _first(item: tuple):
+    return item[0]
 
 
 class _State:

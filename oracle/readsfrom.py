@@ -193,6 +193,8 @@ class _Component_RF:
         self._nonevent = ((1 << len(order)) - 1) & ~self.event_mask
         # a node's attrs are fixed, so its arguments determine its results
         comp.cache_functions()
+        if not comp.payloads:            # (the replays start from init, not comp.root)
+            comp.watch(init.values())
 
     def _hb(self, a: int, b: int) -> bool:
         return bool(self.ev_anc[b] >> a & 1)

@@ -41,7 +41,7 @@ from .graph import (ATOMIC, DECOMPOSED, EMPTY, GO, READ_STEP, WRITE_STEP, Edge, 
                     Graph, VarRef, _assigned, graph_of)
 from .outcomes import Outcome, make_outcome
 from .program import ASSIGN, CONTROL, READ, TENSOR, VAR, VARIABLE, Program
-from .values import UNINITIALIZED, Error, Tensor, Value
+from .values import UNINITIALIZED, Error, Tensor, Value, exact
 
 @dataclass(frozen=True)
 class State:
@@ -51,9 +51,18 @@ class State:
     pending: Mapping[str, tuple[str, Value, Value]] = field(default_factory=dict)
 
     def key(self) -> tuple:
-        return (tuple(sorted(self.var_value.items())),
-                tuple(sorted((k, v) for k, v in self.in_transit.items() if v is not EMPTY)),
-                tuple(sorted(self.pending.items())))
+        """The state as a hashable value, its values by their exact bits
+        (values.exact: NaNs of different payloads are different states,
+        since a later step may show the bits)."""
+        return (tuple(sorted((k, exact(v)) for k, v in self.var_value.items())),
+                tuple(sorted(((k, exact(v)) for k, v in self.in_transit.items() if v is not EMPTY),
+                             key=_first)),
+                tuple(sorted(((k, (a, exact(w), exact(v))) for k, (a, w, v) in self.pending.items()),
+                             key=_first)))
+
+
+def _first(item: tuple):
+    return item[0]
 
 
 def initial_state(p: Program, g: Graph, feeds: Mapping[str, Value],

@@ -54,6 +54,15 @@ class Stack:
         body = ", ".join(repr(t) for t in self.items)
         return f"stack<{self.elem_type}>{'(closed)' if self.closed else ''}[{body}]"
 
+    @property
+    def exact(self) -> object:
+        """This stack as a key equal only to a stack of the same bits
+        (values.exact): itself unless an item holds a NaN other than numpy's."""
+        keys = tuple(t.exact for t in self.items)
+        if all(k is t for k, t in zip(keys, self.items)):
+            return self
+        return ("stack", self.elem_type, self.max_size, self.name, keys, self.closed)
+
     __repr__ = describe
 
 

@@ -97,7 +97,7 @@ from . import functions as fns
 from .explore import _ASSIGN, Budget, _Component, _schedule
 from .outcomes import Outcome
 from .program import ControlIn, DataIn, FeedControlIn, FeedIn, Program
-from .values import Value
+from .values import Value, exact
 
 _ABSENT = ("absent",)        # a hashable marker no Value equals
 
@@ -349,13 +349,23 @@ class _SymComponent:
         writes, its outputs so far."""
         steps, keys, pend, outs = parts
         pending = st.pending
+        # values still in the run by their exact bits once a value of the
+        # search may have bits SPEC equality forgets, outputs by SPEC
+        # equality (explore._Component.key says why)
+        ex = self.comp.payloads
         if pending and pend:                        # (position, pending write) of its own
             blind = self.comp.blind_read
-            pends = tuple((j, pending[i][1] if blind[i] else pending[i])
-                          for j, i in enumerate(pend) if i in pending)
+            if ex:
+                pends = tuple((j, exact(pending[i][1]) if blind[i]
+                               else (exact(pending[i][0]), exact(pending[i][1])))
+                              for j, i in enumerate(pend) if i in pending)
+            else:
+                pends = tuple((j, pending[i][1] if blind[i] else pending[i])
+                              for j, i in enumerate(pend) if i in pending)
         else:
             pends = ()
-        return (steps(st.done), tuple(map(st.inbox.get, keys, repeat(_ABSENT, len(keys)))), pends,
+        vals = tuple(map(st.inbox.get, keys, repeat(_ABSENT, len(keys))))
+        return (steps(st.done), tuple(map(exact, vals)) if ex else vals, pends,
                 tuple(map(st.outputs.get, outs, repeat(_ABSENT, len(outs)))))
 
     def _local_id(self, st, tid: int) -> int:
@@ -379,6 +389,8 @@ class _SymComponent:
         comp = self.comp
         vars_ = tuple(st.vars[x] for x in comp.variables
                       if x in comp.rel_vars and (comp.observe_state or st.nr.get(x)))
+        if comp.payloads:
+            vars_ = tuple(map(exact, vars_))
         shared = self._local(st, (*self.shared, self.shared_outs))
         if ids is not None:
             touched = set()

@@ -12,7 +12,10 @@ whose new value would be an error changes nothing.
 
 Equality follows SPEC section 2: same dtype, same shape, same elements, floats
 bit for bit except that every NaN equals every other NaN.  Both kinds of value
-are hashable so that the oracle can put them into state keys and outcome sets.
+are hashable so that the oracle can put them into outcome sets.  The engines'
+keys of *intermediate* states and of remembered function applications use
+:func:`exact` instead, which tells NaNs of different payloads or signs apart
+(see there, and docs/semantics.md "NaN payloads").
 """
 
 from __future__ import annotations
@@ -86,14 +89,34 @@ class Error:
     def __repr__(self) -> str:
         return f"<error: {self.reason}>"
 
+    @property
+    def exact(self) -> "Error":
+        """The value itself (see :func:`exact`)."""
+        return self
 
-def _canonical_bytes(array: np.ndarray) -> bytes:
+
+@dataclass(frozen=True, slots=True)
+class Bits:
+    """The exact bits of a float tensor holding a NaN whose bits are not
+    numpy's NaN of its dtype (`Tensor.exact`): equal only to the same bits
+    of the same dtype and shape, never to a Tensor."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    data: bytes
+
+
+def _canonical_bytes(array: np.ndarray) -> tuple[bytes, bytes | None]:
+    """(the bytes SPEC equality compares: every NaN as numpy's NaN of the
+    dtype, the exact bytes where they differ from those, else None)."""
     if array.dtype in _FLOAT_NP and array.size:
         with np.errstate(invalid="ignore"):   # ml_dtypes' isnan warns on NaN
             nan = np.isnan(array)
         if nan.any():
-            array = np.where(nan, np.array(np.nan, dtype=array.dtype), array)
-    return np.ascontiguousarray(array).tobytes()
+            raw = np.ascontiguousarray(array).tobytes()
+            canonical = np.where(nan, np.array(np.nan, dtype=array.dtype), array).tobytes()
+            return canonical, (raw if raw != canonical else None)
+    return np.ascontiguousarray(array).tobytes(), None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -103,6 +126,9 @@ class Tensor:
     array: np.ndarray
     _key: tuple = field(repr=False)
     _hash: int = field(repr=False)
+    #: the exact bits where SPEC equality forgets some (a NaN other than
+    #: numpy's NaN of the dtype), else None (`exact`)
+    _bits: Bits | None = field(repr=False)
 
     def __init__(self, array: Any, dtype: str | None = None):
         arr = np.array(array, dtype=DTYPES[dtype] if dtype else None, copy=True)
@@ -116,10 +142,12 @@ class Tensor:
             # hashing, which look at the bytes, follow the elements
             arr = arr.view(np.uint8) != 0
         arr.setflags(write=False)
-        key = (name, arr.shape, _canonical_bytes(arr))
+        canonical, raw = _canonical_bytes(arr)
+        key = (name, arr.shape, canonical)
         object.__setattr__(self, "array", arr)
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
+        object.__setattr__(self, "_bits", None if raw is None else Bits(name, arr.shape, raw))
 
     @property
     def dtype(self) -> str:
@@ -135,11 +163,35 @@ class Tensor:
     def __hash__(self) -> int:
         return self._hash
 
+    @property
+    def exact(self) -> "Tensor | Bits":
+        """This tensor as a key that is equal only to the same bits: itself
+        where SPEC equality already compares every bit (no NaN, or every NaN
+        numpy's NaN of the dtype), else its :class:`Bits`."""
+        bits = self._bits
+        return self if bits is None else bits
+
     def __repr__(self) -> str:
         return format_value(self)
 
 
 Value = Union[Tensor, Error]
+
+
+def exact(value: Any) -> Any:
+    """`value` as a key of an intermediate state or of a function's
+    arguments: equal to another such key only when the two values have the
+    same bits.
+
+    SPEC section 2 equality makes every NaN equal to every other, which is
+    right for *outcomes*, the final values a user compares, and wrong for a
+    value still in the run: a later step may show the NaN's bits (Bitcast,
+    PackScatter's bytes, TensorFlow's kernels, a user's function), so two
+    states that hold NaNs of different payloads may have different futures,
+    and a function's result remembered for NaN1 is not its result for NaN2.
+    Values that carry no `exact` (handles, the engines' markers) are their
+    own keys."""
+    return getattr(value, "exact", value)
 
 
 def is_error(value: Value) -> bool:

@@ -65,6 +65,15 @@ class TensorList:
     def __repr__(self) -> str:
         return self.describe()
 
+    @property
+    def exact(self) -> object:
+        """This list as a key equal only to a list of the same bits
+        (values.exact): itself unless an item holds a NaN other than numpy's."""
+        keys = tuple(None if t is None else t.exact for t in self.items)
+        if all(k is t for k, t in zip(keys, self.items)):
+            return self
+        return ("list", self.element_dtype, self.element_shape, keys, self.max_elements)
+
 
 class ListOpError(fns.OpError):
     def __init__(self, message: str):

@@ -1,0 +1,266 @@
+"""NaNs of different payloads in the oracle's intermediate states.
+
+SPEC section 2 makes every NaN equal to every other NaN, which is how
+*outcomes* compare.  The engines used the same equality for the states they
+merge and the function applications they remember, so two states whose
+variable x held NaN 0x7fc00001 and NaN 0x7fc00002 were one state, and a
+later step that shows the bits (PackScatter's bytes here; Bitcast, a kernel,
+a user's function) lost one of two outcomes.  The program: x := $a and
+x := $b unordered, then o = PackScatter(0, Read(x)) after both: at
+a = NaN 0x7fc00001, b = NaN 0x7fc00002 it has two outcomes; every engine
+gave one, and the checker called the rewrite that orders the two writes
+(wb before wa) `unsound`.  Each test below failed before the fix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.oracle import controlflow as cf
+from tfsem.oracle import semantics as sem
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.explore import _Cached
+from tfsem.oracle import functions as fns
+from tfsem.oracle.jsonio import program_from_json, program_to_json
+from tfsem.oracle.values import Bits, Tensor, exact
+
+NAN1, NAN2, ONE = 0x7FC00001, 0x7FC00002, 0x3F800000
+F32 = {"dtype": "float32", "shape": [1]}
+
+
+def f32(bits: int) -> Tensor:
+    return Tensor(np.array([bits], np.uint32).view(np.float32))
+
+
+FEEDS = {"a": f32(NAN1), "b": f32(NAN2), "c": f32(ONE)}
+INIT = {"x": Tensor(np.array([0], np.float32)), "y": Tensor(np.array([0], np.float32))}
+
+
+def shown(o) -> int:
+    """The float32 bits that output o's PackScatter bytes end with."""
+    raw = dict(o.outputs)["o"].array
+    return int(raw[-4:].view("<u4")[0])
+
+
+def program(order: str | None = None, observer: bool = True, choice: bool = False,
+            other: bool = False):
+    """x := $a (wa) and x := $b (wb), unordered (`order` None) or in `order`
+    ("ab": wa first, "ba": wb first); o = PackScatter(0, Read(x)) after both
+    (`observer`; else o = Read(x) itself).  `choice`: a third write x := $c
+    unordered with the Read (a choice state right after both writes);
+    `other`: two unordered writes to a second variable y, so that the
+    control-flow engine has a choice pending while it explores (it looks up
+    only states reached with another one on its stack)."""
+    nodes = [{"name": f"h{k}", "op": "Var", "var": "x"} for k in range(4)]
+    nodes += [{"name": "wa", "op": "Write", "inputs": ["h0", "$a"] + (["^wb"] if order == "ba" else [])},
+              {"name": "wb", "op": "Write", "inputs": ["h1", "$b"] + (["^wa"] if order == "ab" else [])},
+              {"name": "r", "op": "Read", "inputs": ["h2", "^wa", "^wb"]},
+              {"name": "i", "op": "Const", "value": [0]}]
+    nodes.append({"name": "o", "op": "PackScatter", "inputs": ["i", "r"]} if observer
+                 else {"name": "o", "op": "Identity", "inputs": ["r"]})
+    if choice:
+        nodes.append({"name": "wc", "op": "Write", "inputs": ["h3", "$c", "^wa", "^wb"]})
+    variables = {"x": F32}
+    if other:
+        variables["y"] = F32
+        nodes += [{"name": "g1", "op": "Var", "var": "y"}, {"name": "g2", "op": "Var", "var": "y"},
+                  {"name": "y1", "op": "Write", "inputs": ["g1", "$c"]},
+                  {"name": "y2", "op": "Write", "inputs": ["g2", "$a"]}]
+    return program_from_json({"format": "tfsem.program/1", "variables": variables,
+                              "feeds": {k: F32 for k in "abc"}, "nodes": nodes,
+                              "outputs": {"o": "o"}})
+
+
+def init_of(p):
+    return {x: INIT[x] for x in p.variables}
+
+
+# ---------------------------------------------------------------------------
+# exact keys against SPEC equality
+
+
+def test_exact_keys_tell_payloads_apart_and_equality_does_not():
+    a, b = FEEDS["a"], FEEDS["b"]
+    assert a == b and hash(a) == hash(b)                  # SPEC section 2
+    assert exact(a) != exact(b) and isinstance(exact(a), Bits)
+    assert exact(a) == exact(f32(NAN1)) and hash(exact(a)) == hash(exact(f32(NAN1)))
+    # numpy's own NaN, and every value without a NaN, are their own keys
+    canonical = Tensor(np.array([np.nan], np.float32))
+    assert exact(canonical) is canonical and exact(FEEDS["c"]) is FEEDS["c"]
+    assert exact(canonical) != exact(a) and exact(a) != canonical
+    # signs: -NaN is another NaN; -0.0 and 0.0 already differ
+    neg = Tensor(-np.array([np.nan], np.float32))
+    assert neg == canonical and exact(neg) != exact(canonical)
+
+
+def test_a_remembered_function_result_is_keyed_by_bits():
+    """explore._Cached: PackScatter of NaN2 after PackScatter of NaN1 was
+    the remembered bytes of NaN1."""
+    cached = _Cached(fns.get("PackScatter"))
+    i = Tensor(np.array([0], np.int64))
+    (one,) = cached.apply([i, FEEDS["a"]])
+    (two,) = cached.apply([i, FEEDS["b"]])
+    assert int(one.array[-4:].view("<u4")[0]) == NAN1
+    assert int(two.array[-4:].view("<u4")[0]) == NAN2
+
+
+# ---------------------------------------------------------------------------
+# every engine
+
+
+@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
+@pytest.mark.parametrize("engine", ["reference", "readsfrom", "symmetry", "auto"])
+def test_every_engine_keeps_both_payloads(engine, semantics):
+    p = program()
+    got = outcome_set(p, FEEDS, init_of(p), semantics, engine=engine)
+    assert sorted(shown(o) for o in got) == [NAN1, NAN2]
+    for order, bits in (("ab", NAN2), ("ba", NAN1)):
+        q = program(order)
+        assert [shown(o) for o in outcome_set(q, FEEDS, init_of(q), semantics, engine=engine)] == [bits]
+
+
+@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
+def test_the_step_semantics_memo_keeps_both_payloads(semantics):
+    """semantics.State.key: the memoized brute force against the one
+    without memo (atomic; decomposed, 6 s without memo: the reference engine)."""
+    p = program(choice=True)
+    memo = sem.reference_outcomes(p, FEEDS, init_of(p), semantics)
+    plain = (sem.reference_outcomes(p, FEEDS, init_of(p), semantics, memo=False)
+             if semantics == "atomic" else outcome_set(p, FEEDS, init_of(p), semantics,
+                                                       engine="reference"))
+    assert set(memo) == set(plain)
+    assert sorted(shown(o) for o in memo) == [ONE, NAN1, NAN2]
+
+
+@pytest.mark.parametrize("semantics", ["atomic", "decomposed"])
+def test_the_control_flow_engine_keeps_both_payloads(semantics):
+    """controlflow.CFState.key (the control-flow engine runs any program):
+    the engine without control flow's set, every payload shown."""
+    p = program(choice=True, other=True)
+    found, _ = cf.outcomes(p, FEEDS, init_of(p), semantics, "outputs+state", 10_000, 10.0, 10)
+    ref = outcome_set(p, FEEDS, init_of(p), semantics, engine="reference")
+    assert set(found) == set(ref)
+    assert sorted({shown(o) for o in found}) == [ONE, NAN1, NAN2]
+
+
+def test_the_symmetry_engine_keeps_both_payloads():
+    """Two identical threads o_k = PackScatter(0, Read(x)) beside the two
+    unordered writes: 3 values each, 9 outcomes (symmetry.py's keys)."""
+    nodes = [{"name": "h0", "op": "Var", "var": "x"}, {"name": "h1", "op": "Var", "var": "x"},
+             {"name": "wa", "op": "Write", "inputs": ["h0", "$a"]},
+             {"name": "wb", "op": "Write", "inputs": ["h1", "$b"]}]
+    for t in range(2):
+        nodes += [{"name": f"g{t}", "op": "Var", "var": "x"},
+                  {"name": f"r{t}", "op": "Read", "inputs": [f"g{t}"]},
+                  {"name": f"i{t}", "op": "Const", "value": [0]},
+                  {"name": f"p{t}", "op": "PackScatter", "inputs": [f"i{t}", f"r{t}"]}]
+    p = program_from_json({"format": "tfsem.program/1", "variables": {"x": F32},
+                           "feeds": {"a": F32, "b": F32}, "nodes": nodes,
+                           "outputs": {"o0": "p0", "o1": "p1"}})
+    got = outcome_set(p, FEEDS, {"x": INIT["x"]}, engine="symmetry")
+    assert "symmetry" in got.engines
+    assert got.count == 9 and set(got) == set(outcome_set(p, FEEDS, {"x": INIT["x"]},
+                                                          engine="reference"))
+
+
+@pytest.mark.parametrize("engine", ["reference", "readsfrom", "auto"])
+def test_a_nan_made_by_the_run_is_told_from_a_fed_one(engine):
+    """The feeds hold numpy's own NaN (0x7fc00000) and infinity; x := $a
+    and x := Sub($i, $i), whose NaN is the CPU's default one (0xffc00000 on
+    x86), unordered.  The engines key values by SPEC equality until a value
+    with other bits appears (explore._Component.payloads): here the first
+    such value is a function's result, not a feed."""
+    a = Tensor(np.array([np.nan], np.float32))
+    inf = Tensor(np.array([np.inf], np.float32))
+    with np.errstate(invalid="ignore"):
+        made = int((inf.array - inf.array).view(np.uint32)[0])
+    assert made != 0x7FC00000
+    nodes = [{"name": f"h{k}", "op": "Var", "var": "x"} for k in range(3)]
+    nodes += [{"name": "d", "op": "Sub", "inputs": ["$i", "$i"]},
+              {"name": "wa", "op": "Write", "inputs": ["h0", "$a"]},
+              {"name": "wb", "op": "Write", "inputs": ["h1", "d"]},
+              {"name": "r", "op": "Read", "inputs": ["h2", "^wa", "^wb"]},
+              {"name": "i0", "op": "Const", "value": [0]},
+              {"name": "o", "op": "PackScatter", "inputs": ["i0", "r"]}]
+    p = program_from_json({"format": "tfsem.program/1", "variables": {"x": F32},
+                           "feeds": {"a": F32, "i": F32}, "nodes": nodes, "outputs": {"o": "o"}})
+    with np.errstate(invalid="ignore"):
+        got = outcome_set(p, {"a": a, "i": inf}, {"x": INIT["x"]}, engine=engine)
+    assert sorted(shown(o) for o in got) == sorted([0x7FC00000, made])
+
+
+def test_final_outcomes_still_merge_nans():
+    """Outcomes compare by SPEC equality: without an observer, x ends NaN1
+    or NaN2 and o is that NaN: one outcome."""
+    p = program(observer=False)
+    for engine in ("reference", "readsfrom", "auto"):
+        assert outcome_set(p, FEEDS, init_of(p), engine=engine).count == 1
+
+
+# ---------------------------------------------------------------------------
+# the checker
+
+
+def test_the_refutation_stage_finds_each_ordered_outcome_among_the_runs():
+    """refute.unreached runs explore.py's keyed search: the outcome of the
+    writes ordered wb before wa (o shows NaN1) is among the unordered
+    program's runs, and the unordered program's other outcome is not among
+    the ordered one's."""
+    from tfsem.checking import refute
+    from tfsem.oracle.explore import Budget
+    p, q = program(), program("ba")
+    theirs = list(outcome_set(q, FEEDS, init_of(q)))
+    assert refute.unreached(p, FEEDS, init_of(p), "atomic", "outputs+state", theirs,
+                            Budget(10_000, 10.0)) == []
+    ours = list(outcome_set(p, FEEDS, init_of(p)))
+    missing = refute.unreached(q, FEEDS, init_of(q), "atomic", "outputs+state", ours,
+                               Budget(10_000, 10.0))
+    assert [shown(o) for o, _ in missing] == [NAN2]
+
+
+@pytest.fixture
+def payload_sigma_first(monkeypatch):
+    """The checker's concrete σ start with a = NaN1, b = NaN2 (its own σ
+    rarely hold two NaNs of different payloads)."""
+    from tfsem.checking import check as check_module
+    drawn = check_module._generated_sigmas
+
+    def sigmas(p, rng, *args, **kwargs):
+        yield {f: FEEDS[f] for f in p.feed_names}, init_of(p)
+        yield from drawn(p, rng, *args, **kwargs)
+    monkeypatch.setattr(check_module, "_generated_sigmas", sigmas)
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_ordering_the_writes_is_no_counterexample(payload_sigma_first, order):
+    """P' orders the writes: Outcomes(P') ⊆ Outcomes(P) at every σ.  The
+    enumerating checker (structural rule off) compared P' against P's
+    merged set at the σ above and said `unsound` for "ba"."""
+    from tfsem.checking import check_rewrite
+    v = check_rewrite(program(), program(order), timeout=1, structural=False)
+    assert v.verdict in ("sound", "no-counterexample"), v.describe()
+
+
+def test_unordering_the_writes_is_unsound(payload_sigma_first):
+    from tfsem.checking import check_rewrite
+    v = check_rewrite(program("ab"), program(), timeout=1, structural=False)
+    assert v.verdict == "unsound" and dict(v.differs) == {"output": "o"}, v.describe()
+
+
+def test_tfsem_check_on_the_command_line(payload_sigma_first, tmp_path, capsys):
+    """`tfsem check` in this process: ordering the writes wb before wa is
+    not `unsound` (exit 0), unordering them is (exit 1)."""
+    import json
+
+    from tfsem.cli import main
+    files = {}
+    for name, order in (("unordered", None), ("ab", "ab"), ("ba", "ba")):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps(program_to_json(program(order))))
+    assert main(["check", str(files["unordered"]), str(files["ba"]), "--timeout", "2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] in ("sound", "no-counterexample")
+    assert main(["check", str(files["ab"]), str(files["unordered"]), "--timeout", "2",
+                 "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["verdict"] == "unsound"
