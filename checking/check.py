@@ -1566,8 +1566,9 @@ class _Checker:
     def one_outcome_sigmas(self):
         """The one-outcome comparisons' σ, each with a tag (the probe's
         comparisons are reused by tag): zeros and ones, then each edge value
-        everywhere (in the feeds, in the variables, in both), then the
-        plain σ where float state exists, then the fallback's random σ."""
+        everywhere (in the feeds, in the variables, in both), the plain σ
+        where float state exists after the first edge value's three, then
+        the fallback's random σ."""
         generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
         yield "zeros", next(generated)
         yield "ones", next(generated)
@@ -1579,11 +1580,16 @@ class _Checker:
             yield f"uninitialized {k}", sigma
         for k, sigma in enumerate(_edge_sigmas(self.p)):
             yield f"edge {k}", sigma
-        if has_float_state(self.p):
-            # every variable initialized with ordinary floats, then its feeds
-            # times 1e38 (big23: docs/large-graphs.md)
-            yield "plain", _plain_sigma(self.p)
-            yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
+            if k == 2 and has_float_state(self.p):
+                # every variable initialized with ordinary floats, then its
+                # feeds times 1e38 (big23: docs/large-graphs.md), after the
+                # largest float's three σ and before the other edge values:
+                # on the real-graphs corpus they show most of the float
+                # differences of Grappler's rewrites, which came after 21 σ
+                # here, at the 30th of the 32 the bound allows on the TF1
+                # embedding step (docs/benchmarks.md, "Unsound checks, round 2")
+                yield "plain", _plain_sigma(self.p)
+                yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
         for k, sigma in enumerate(generated):
             yield f"random {k}", sigma
 
