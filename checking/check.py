@@ -136,10 +136,17 @@ PROBE = True
 PROBE_SIGMAS = 2
 PROBE_TAGS = ("ones", "edge 0")
 PROBE_SHARE = 0.25
+#: where both programs are race-free, the probe goes on past PROBE_TAGS
+#: through the one-outcome comparisons' σ (`_Checker.probe`)
+PROBE_ONWARD = True
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
 #: share of the timeout, at most this many seconds, past the deadline
+#: Outcomes(P, σ) of a race-free P (structural.race_free) by one run of P
+#: instead of the oracle's enumeration, in every confirmation
+#: (`_Checker.original_outcomes`; the argument is in its docstring)
+RACE_FREE_CONFIRM = True
 SIGMA_FLOOR_SHARE = 0.05
 SIGMA_FLOOR_SECONDS = 0.5
 
@@ -876,15 +883,59 @@ class _Checker:
             return None
         outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
         try:
-            original = outcome_set(self.p, feeds, init, self.semantics, self.observe,
-                                   max_seconds=max(0.5, self.remaining()) if seconds is None
-                                   else seconds)
+            original = self.original_outcomes(
+                feeds, init, max(0.5, self.remaining()) if seconds is None else seconds)
         except BudgetExceeded:
             return None
         if outcome in original:
             self.decided = True
             return None
         return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
+
+    def original_race_free(self) -> bool:
+        """Whether P is race-free (checking/structural.py `race_free`),
+        computed once per check."""
+        if getattr(self, "_race_free", None) is None:
+            self._race_free = race_free(self.p)
+        return self._race_free
+
+    def original_outcomes(self, feeds: dict, init: dict, seconds: float) -> OutcomeSet:
+        """Outcomes(P, σ): the concrete oracle's enumeration, or, where P is
+        race-free (`original_race_free`), the outcome of one run of P, in
+        its canonical order, as the whole set.
+
+        Why one run is the whole set.  `race_free(P)` holds when every two
+        accesses of one variable, one of them an Assign, are ordered by hb
+        (edges, data and control).  Then every complete run gives each Read
+        the same value and leaves each variable the same sequence of writes
+        (structural.py, Facts 1 and 2: the value a Read sees is the last
+        write before it in hb, which is the same write in every run; by
+        induction in topological order every node computes the same value,
+        since the ops are functions of their inputs: numpy models, and
+        TensorFlow's kernels, evaluated twice and refused when they are
+        not, oracle/kernels.py), so every run ends with the same fetched
+        outputs and final state: |Outcomes(P, σ)| = 1, in either semantics
+        mode, at every σ (uninitialized variables and error values
+        included: they are values like any other).  A DAG's run never
+        blocks, so the canonical run is complete, and it is a run of the
+        oracle's own step function (refute.canonical_outcome), which
+        computes each step as the enumeration does.  The checker's programs
+        here have no control flow (those go to checking/control_flow.py).
+        So `o' ∉ {o}` is exactly `o' ∉ Outcomes(P, σ)`: an `unsound` verdict
+        confirmed this way rests on the same fact as one confirmed by the
+        enumeration.  tests/test_check_race_free_confirm.py checks the set
+        against the enumeration on generated race-free programs, and the
+        verdicts and counterexamples against the enumerating checker."""
+        if RACE_FREE_CONFIRM and self.original_race_free():
+            started = time.monotonic()
+            outcome, schedule = ref.canonical_outcome(self.p, feeds, init, self.semantics,
+                                                      self.observe)
+            self.stats["race_free_confirmations"] = \
+                self.stats.get("race_free_confirmations", 0) + 1
+            return OutcomeSet([{outcome: tuple(schedule)}], states=len(schedule),
+                              seconds=time.monotonic() - started)
+        return outcome_set(self.p, feeds, init, self.semantics, self.observe,
+                           max_seconds=seconds)
 
     def confirm_real(self, constraints: list[z3.BoolRef], model: z3.ModelRef,
                      sigma: tuple[dict, dict], schedule: list[str]) -> _Found | None:
@@ -1104,6 +1155,7 @@ class _Checker:
             self._refute_sigmas = _refute_sigmas(self.p, self._refute_rng)
             self._original_rng = np.random.default_rng(self.seed + 3)
         rng = self._refute_rng
+        race_free_p2 = self.rewritten_race_free()
         agreed = 0      # σ at which every candidate was found among P's outcomes
         # confirming a candidate (P's full outcome set, or the values of the
         # differing parts) may take longer than the stage; before the search
@@ -1122,8 +1174,10 @@ class _Checker:
                 self.sigma_draws += 1
                 feeds, init = sigma
                 left = stop - time.monotonic()
+                # (a race-free program has one outcome at every σ, which any
+                # run gives: `original_outcomes`; more runs only repeat it)
                 candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                                 rng, REFUTE_RUNS,
+                                                 rng, 1 if race_free_p2 else REFUTE_RUNS,
                                                  time.monotonic() + REFUTE_SAMPLE_SHARE * left)
                 stats["sigmas"] += 1
                 if which == "after":
@@ -1139,7 +1193,9 @@ class _Checker:
                 # (their own random stream: σ and the runs of P' are drawn as
                 # they were without these runs)
                 known.update(ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                                 self._original_rng, REFUTE_RUNS, until))
+                                                 self._original_rng,
+                                                 1 if self.original_race_free() else REFUTE_RUNS,
+                                                 until))
                 stats["original_runs"] = stats.get("original_runs", 0) + len(known)
                 rest = [o for o in candidates if o not in known]
                 left = stop - time.monotonic()
@@ -1303,7 +1359,7 @@ class _Checker:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())
-        if self.sigma_cap is not None and self.one_outcome_each():
+        if self.sigma_cap is not None and (self.one_outcome_each() or self.both_race_free()):
             verdict = self.one_outcome_comparisons(why)
             if verdict is not None:
                 return verdict
@@ -1447,7 +1503,12 @@ class _Checker:
         difference is still confirmed by the concrete oracle (`confirm`: P's
         outcome set enumerated) before it is a counterexample, so `unsound`
         never rests on this argument.  None: no σ could be compared (the
-        normal stages run)."""
+        normal stages run).
+
+        Where both programs are race-free (`both_race_free`), each has one
+        outcome at every σ by that fact alone (the argument is
+        `original_outcomes`'), whatever the symbolic search found: the
+        comparisons are full ones there too."""
         sigmas = self.one_outcome_sigmas()
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
@@ -1475,7 +1536,7 @@ class _Checker:
                 found = self.confirm(sigma, schedule, max(0.1, self.remaining()))
                 if found is not None:
                     self.stats["tried"] = compared
-                    self.stats["one_outcome"] = {"compared": compared, "found": True}
+                    self.stats["one_outcome"] = {"compared": compared, "found": tag}
                     return self.unsound(found)
                 if self.decided:
                     # P's enumeration holds P' 's outcome: a second outcome of
@@ -1505,8 +1566,9 @@ class _Checker:
     def one_outcome_sigmas(self):
         """The one-outcome comparisons' σ, each with a tag (the probe's
         comparisons are reused by tag): zeros and ones, then each edge value
-        everywhere (in the feeds, in the variables, in both), then the
-        plain σ where float state exists, then the fallback's random σ."""
+        everywhere (in the feeds, in the variables, in both), the plain σ
+        where float state exists after the first edge value's three, then
+        the fallback's random σ."""
         generated = _generated_sigmas(self.p, np.random.default_rng(self.seed))
         yield "zeros", next(generated)
         yield "ones", next(generated)
@@ -1518,11 +1580,16 @@ class _Checker:
             yield f"uninitialized {k}", sigma
         for k, sigma in enumerate(_edge_sigmas(self.p)):
             yield f"edge {k}", sigma
-        if has_float_state(self.p):
-            # every variable initialized with ordinary floats, then its feeds
-            # times 1e38 (big23: docs/large-graphs.md)
-            yield "plain", _plain_sigma(self.p)
-            yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
+            if k == 2 and has_float_state(self.p):
+                # every variable initialized with ordinary floats, then its
+                # feeds times 1e38 (big23: docs/large-graphs.md), after the
+                # largest float's three σ and before the other edge values:
+                # on the real-graphs corpus they show most of the float
+                # differences of Grappler's rewrites, which came after 21 σ
+                # here, at the 30th of the 32 the bound allows on the TF1
+                # embedding step (docs/benchmarks.md, "Unsound checks, round 2")
+                yield "plain", _plain_sigma(self.p)
+                yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
         for k, sigma in enumerate(generated):
             yield f"random {k}", sigma
 
@@ -1530,8 +1597,21 @@ class _Checker:
         """One run of each program at the probe's σ (PROBE; the rewrite's in
         its canonical order, `refute.canonical_outcome`): a confirmed
         counterexample, or None.  σ at which the two runs agree are
-        remembered (`probed_equal`): where the symbolic search later finds
-        one outcome of each program, they are compared in full already."""
+        remembered (`probed_equal`): where the fallback's one-outcome
+        comparisons run, they are compared in full already.
+
+        First the σ of PROBE_TAGS; then, where both programs are race-free
+        (`both_race_free`: each has one outcome at every σ), the plain σ
+        and the rest of the one-outcome comparisons' σ in their order (edge
+        values; not the random ones), up to the probe's share of the time,
+        stopping at the first σ whose runs differ.  Those comparisons are
+        the ones the fallback makes after the symbolic search (which on a
+        real graph's float training step proves nothing: its queries go
+        through MatMul, which the solver cannot decide, docs/large-graphs.md),
+        made before it instead: a difference found at the 20th σ costs the
+        search no time, and σ found equal are not compared again.  Nothing
+        a verdict says rests on the order: a difference is confirmed by the
+        concrete oracle (`confirm`) before it is a counterexample."""
         if not PROBE or self.sigma_cap is None or self.p == self.p2:
             return None
         stop = time.monotonic() + PROBE_SHARE * self.timeout
@@ -1539,14 +1619,33 @@ class _Checker:
         order = self.one_outcome_sigmas()
         stats = self.stats.setdefault("probe", {"sigmas": 0})
         t0 = time.monotonic()
+        onward = PROBE_ONWARD and self.both_race_free()
         try:
             wanted = list(PROBE_TAGS[:PROBE_SIGMAS])
-            for tag, sigma in order:
-                if not wanted or time.monotonic() >= stop:
+            if onward and has_float_state(self.p):
+                # the plain σ next, as the fallback compares them third and
+                # fourth (`_generated_sigmas`): where a rewrite changes float
+                # values only through rounding, they show it (`_plain_sigma`)
+                wanted += ["plain", "plain huge"]
+            held: list = []    # σ of the order passed before the probe's own
+            while wanted or (onward and stats["sigmas"] < KERNEL_ONE_OUTCOME_SIGMAS):
+                if time.monotonic() >= stop:
                     break
-                if tag not in wanted:
-                    continue
-                wanted.remove(tag)
+                if wanted:
+                    tag, sigma = next(order)
+                    if tag not in wanted:
+                        held.append((tag, sigma))
+                        continue
+                    wanted.remove(tag)
+                elif held:
+                    tag, sigma = held.pop(0)
+                else:
+                    tag, sigma = next(order)
+                    if tag.startswith("random"):
+                        # (past the edge and plain σ: the comparisons reach
+                        # few of the random ones under their bound, after
+                        # the uninitialized σ the probe has not)
+                        break
                 feeds, init = sigma
                 mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
                                            runs, 1, stop)
@@ -1579,6 +1678,16 @@ class _Checker:
         finally:
             stats["seconds"] = round(time.monotonic() - t0, 6)
         return None
+
+    def both_race_free(self) -> bool:
+        """Whether P and P' are both race-free (structural.race_free): each
+        has one outcome at every σ (the argument is `original_outcomes`')."""
+        return self.original_race_free() and self.rewritten_race_free()
+
+    def rewritten_race_free(self) -> bool:
+        if getattr(self, "_race_free_p2", None) is None:
+            self._race_free_p2 = race_free(self.p2)
+        return self._race_free_p2
 
     def batched_difference(self, why: _GiveUp) -> "_Found | int | None":
         """Batched differential testing on numpy (tfsem.backends.batched) in

@@ -133,44 +133,121 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     turn becomes all 0, else all 1, else all -1, when the counterexample
     survives it (what a σ's tensors that do not matter show at once);
     then, in tensors of at most ELEMENT_PASS_MAX elements, each element
-    becomes 0, 1 or -1 the same way."""
+    becomes 0, 1 or -1 the same way.
+
+    Zeros are tried on groups first (`_settle`): all the tensors (or, in
+    the element pass, all a tensor's elements) at once, then halves of a
+    group that does not survive, down to single ones, as delta debugging
+    does; a tensor or element that takes 0 alone takes it here too.  Where
+    a few of a real graph's dozens of tensors matter, that is a few
+    confirmations instead of one per tensor (each costs a run of both
+    programs).  Every σ kept is one `confirm` accepted, as before."""
     feeds, init = dict(sigma[0]), dict(sigma[1])
-    for table in (feeds, init):
-        for name in sorted(table):
-            value = table[name]
-            if isinstance(value, Error) or value.array.size <= 1:
-                continue    # (a one-element tensor: the element pass is the same)
-            for small in _small_values(value.dtype):
+    tables = (feeds, init)
+    whole = [(t, name) for t, table in enumerate(tables) for name in sorted(table)
+             if not isinstance(table[name], Error) and table[name].array.size > 1]
+    # (a one-element tensor: the element pass is the same)
+
+    def set_whole(members, small) -> list:
+        saved = []
+        for t, name in members:
+            saved.append((t, name, tables[t][name]))
+            tables[t][name] = _uniform(tables[t][name], small)
+        return saved
+
+    def is_whole(member, small) -> bool:
+        t, name = member
+        current = tables[t][name]
+        return np.array_equal(current.array.reshape(-1).view(np.uint8),
+                              _uniform(current, small).array.reshape(-1).view(np.uint8))
+
+    def restore(saved) -> None:
+        for t, name, value in saved:
+            tables[t][name] = value
+
+    try:
+        rest = _settle(whole, set_whole, is_whole, restore, confirm, (feeds, init), deadline)
+        for member in rest:
+            t, name = member
+            for small in _small_values(tables[t][name].dtype)[1:]:
                 if time.monotonic() >= deadline:
                     return feeds, init
-                current = table[name]
-                if np.array_equal(current.array.reshape(-1).view(np.uint8),
-                                  _uniform(current, small).array.reshape(-1).view(np.uint8)):
+                if is_whole(member, small):
                     break   # (all `small` already, bit for bit)
-                table[name] = _uniform(current, small)
+                saved = set_whole([member], small)
                 if confirm((feeds, init)):
                     break
-                table[name] = current
-    for table in (feeds, init):
-        for name in sorted(table):
-            value = table[name]
-            if isinstance(value, Error) or value.array.size > ELEMENT_PASS_MAX:
-                continue
-            flat = value.array.reshape(-1)
-            for i in range(flat.size):
-                for small in _small_values(value.dtype):
-                    if time.monotonic() >= deadline:
-                        return feeds, init
-                    current = table[name].array.reshape(-1)
-                    if current[i].tobytes() == np.array(small).tobytes():
-                        break
-                    trial = current.copy()
-                    trial[i] = small
-                    table[name] = Tensor(trial.reshape(value.shape), value.dtype)
-                    if confirm((feeds, init)):
-                        break
-                    table[name] = Tensor(current.reshape(value.shape), value.dtype)
+                restore(saved)
+        for t, table in enumerate(tables):
+            for name in sorted(table):
+                value = table[name]
+                if isinstance(value, Error) or value.array.size > ELEMENT_PASS_MAX:
+                    continue
+                _elements(table, name, confirm, (feeds, init), deadline)
+    except _OutOfTime:
+        pass
     return feeds, init
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _settle(members: list, apply, already, restore, confirm, sigma: Sigma,
+            deadline: float) -> list:
+    """Zeros for `members` (tensors or elements): the group at once, else
+    each half, down to single members; returns the members that did not
+    take 0 (in order).  `apply(group, 0)` changes σ in place and returns
+    what `restore` puts back."""
+    todo = [m for m in members if not already(m, 0)]
+    if not todo:
+        return []
+    if time.monotonic() >= deadline:
+        raise _OutOfTime
+    saved = apply(todo, 0)
+    if confirm(sigma):
+        return []
+    restore(saved)
+    if len(todo) == 1:
+        return todo
+    half = len(todo) // 2
+    return _settle(todo[:half], apply, already, restore, confirm, sigma, deadline) + \
+        _settle(todo[half:], apply, already, restore, confirm, sigma, deadline)
+
+
+def _elements(table: dict, name: str, confirm, sigma: Sigma, deadline: float) -> None:
+    """The element pass of `minimize_concrete` on one tensor of `table`."""
+    value = table[name]
+    dtype, shape = value.dtype, value.shape
+    smalls = _small_values(dtype)
+
+    def apply(indices, small) -> list:
+        current = table[name].array.reshape(-1)
+        trial = current.copy()
+        for i in indices:
+            trial[i] = small
+        table[name] = Tensor(trial.reshape(shape), dtype)
+        return [current]
+
+    def already(i, small) -> bool:
+        return table[name].array.reshape(-1)[i].tobytes() == np.array(
+            small, dtype=table[name].array.dtype).tobytes()
+
+    def restore(saved) -> None:
+        table[name] = Tensor(saved[0].reshape(shape), dtype)
+
+    rest = _settle(list(range(value.array.size)), lambda g, s: apply(g, smalls[0]),
+                   lambda i, s: already(i, smalls[0]), restore, confirm, sigma, deadline)
+    for i in rest:
+        for small in smalls[1:]:
+            if time.monotonic() >= deadline:
+                raise _OutOfTime
+            if already(i, small):
+                break
+            saved = apply([i], small)
+            if confirm(sigma):
+                break
+            restore(saved)
 
 
 # ---------------------------------------------------------------------------

@@ -106,8 +106,10 @@ def test_sigmas_the_probe_compared_are_not_compared_again(monkeypatch):
     with as_if_kernels():
         v = check_rewrite(TWICE, DOUBLE, timeout=10, structural=False)
     assert v.verdict == "no-counterexample", v.reason
-    assert v.stats["probe"]["sigmas"] == 2
-    assert v.stats["one_outcome"]["compared"] >= 2, v.stats
+    # (both programs race-free: the probe goes on through the one-outcome
+    # comparisons' σ but the random ones, and the comparisons reuse them)
+    assert v.stats["probe"]["sigmas"] > 2
+    assert v.stats["one_outcome"]["compared"] >= v.stats["probe"]["sigmas"], v.stats
     # σ ones ran the original once, in the probe (the rewrite in its canonical
     # order there), and neither program again in the comparisons
     assert runs.count(True) == 1, runs
