@@ -366,7 +366,7 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         with _Z3_LOCK:
             return check_control_flow(original, p2, semantics, observe, timeout, started,
                                       check_free=check_free, sigmas=sigmas, minimize=minimize,
-                                      backends=backends, real=real)
+                                      backends=backends, real=real, structural=structural)
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged

@@ -49,7 +49,7 @@ from tfsem.oracle.deadness import Undecided, predicate_feeds, specialize
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
 from tfsem.oracle.outcomes import Outcome
-from tfsem.oracle.program import ASSIGN, READ, STACK_OPS, Program
+from tfsem.oracle.program import ASSIGN, ENTER, READ, STACK_OPS, Program
 from tfsem.oracle.values import Tensor, Value
 
 from . import minimize as mini
@@ -87,12 +87,15 @@ class _Found:
 def check_control_flow(p: Program, p2: Program, semantics: str, observe: str, timeout: float,
                        started: float, *, check_free: FreeChecker, sigmas: Iterator[Sigma],
                        minimize: bool = True, backends: bool = True, real: bool = False,
-                       max_iterations: int | None = None) -> Verdict:
+                       max_iterations: int | None = None, structural: bool = True) -> Verdict:
     """The verdict on P -> P' when either has control flow (both valid, with
     the same interface: check.py has checked that).  `check_free` is the
-    checker of programs without control flow; `sigmas` the σ to try."""
+    checker of programs without control flow; `sigmas` the σ to try.
+    `structural` False skips the rule "loop frames unchanged" (it rests on
+    the structural rule, which check.py's `structural=False` turns off)."""
     c = _CFChecker(p, p2, semantics, observe, timeout, started, check_free, minimize, backends,
                    real, max_iterations)
+    c.structural = structural
     return c.run(sigmas)
 
 
@@ -107,6 +110,7 @@ class _CFChecker:
         self.minimize, self.backends, self.real = minimize, backends, real
         self.max_iterations = max_iterations
         self.stats: dict = {"path": "control-flow", "cases": 0, "cases_proved": 0}
+        self.structural = True
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -147,6 +151,16 @@ class _CFChecker:
             node = next(n.name for n in stacks[0].nodes if n.op in STACK_OPS)
             return (f"node {node!r} ({stacks[0].node[node].op}) is a stack op: a program "
                     "with a stack is never proved")
+        loops = ""
+        if self.structural and any(n.op == ENTER for q in (self.p, self.p2) for n in q.nodes):
+            # stage 2: loop frames unchanged (checking/structural_loops.py)
+            from .structural_loops import loops_unchanged
+            r = loops_unchanged(self.p, self.p2, self.semantics, self.observe, real=self.real)
+            self.stats["loops_unchanged"] = r.stats if r.proved else r.reason
+            if r.proved:
+                self.stats["path"] = "control-flow/loops-unchanged"
+                return self.verdict(SOUND, f"proved for every σ: {r.reason}")
+            loops = f"; loop frames unchanged does not apply: {r.reason}"
         try:
             feeds = sorted(predicate_feeds(self.p) | predicate_feeds(self.p2))
             if 2 ** len(feeds) > PROOF_MAX_CASES:
@@ -159,7 +173,7 @@ class _CFChecker:
             specialized = [(beta, specialize(self.p, beta, real=self.real),
                             specialize(self.p2, beta, real=self.real)) for beta in cases]
         except Undecided as exc:
-            return f"no proof by cases on the predicates: {exc}"
+            return f"no proof by cases on the predicates: {exc}{loops}"
         self.stats["cases"] = len(cases)
         budget = PROOF_SHARE * self.remaining()
         for k, (beta, s1, s2) in enumerate(specialized):

@@ -381,6 +381,14 @@ FOLD_MAX_ELEMENTS = 1 << 16
 #: in IEEE arithmetic; equal terms otherwise hold for every meaning of the
 #: ops, so the rule's proofs hold over the reals too).  Per thread.
 _REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
+#: `structural_refinement(basic=True)`: the extensions off for one call (per thread)
+_BASIC = contextvars.ContextVar("tfsem_structural_basic", default=False)
+#: `structural_refinement(matched=...)`: where a proof's ν goes (per thread)
+_MATCHED = contextvars.ContextVar("tfsem_structural_matched", default=None)
+
+
+def _extensions() -> bool:
+    return EXTENSIONS and not _BASIC.get()
 
 #: Reductions that reduce nothing when their axes are an empty list: the
 #: operand forms (axes a 1-D int32/int64 operand) and the constant forms
@@ -417,20 +425,31 @@ class _NotApplicable(Exception):
 
 
 def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
-                          observe: str = "outputs+state", *, real: bool = False) -> StructuralResult:
+                          observe: str = "outputs+state", *, real: bool = False,
+                          basic: bool = False, matched: dict | None = None,
+                          nan_blind: bool = True) -> StructuralResult:
     """Try to prove P' ⊑ P by the rule in the module docstring.  Both
     programs must be valid.  Groups M and S exist in decomposed mode only.
     `real`: float arithmetic over the reals (`--float real`): float values
-    are never folded."""
+    are never folded.  `basic`: the first round's rule alone (no
+    extensions, as `EXTENSIONS` off, for this call only).  `matched`: a
+    dict that receives ν on steps ((node, phase) of P -> of P') when the
+    rule proves it.  `nan_blind` False: (E3) and (R2) are not applied, as
+    when a function of either program observes NaN payloads
+    (checking/structural_loops.py: the loops it leaves out of P and P')."""
     token = _REAL.set(real)
+    token2 = _BASIC.set(basic)
+    token3 = _MATCHED.set(matched)
     try:
-        return _structural_refinement(p, p2, semantics, observe)
+        return _structural_refinement(p, p2, semantics, observe, nan_blind)
     finally:
+        _MATCHED.reset(token3)
+        _BASIC.reset(token2)
         _REAL.reset(token)
 
 
 def _structural_refinement(p: Program, p2: Program, semantics: str,
-                           observe: str) -> StructuralResult:
+                           observe: str, nan_blind: bool = True) -> StructuralResult:
     started = time.perf_counter()
     stats: dict[str, Any] = {"semantics": semantics, "observe": observe}
     proved, reason = False, ""
@@ -444,11 +463,11 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
     # does; (H) or (H') then decides whether the merge keeps their order)
     plans = None
     for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
-                                       ("data", False))[:5 if EXTENSIONS else 4]:
+                                       ("data", False))[:5 if _extensions() else 4]:
         try:
             if plans is None:   # (what the terms need depends on the programs alone)
                 plans = (_term_plan(p), _term_plan(p2),
-                         _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
+                         nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
             reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
             proved = True
             stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -1063,7 +1082,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                         step[(r, ONE)] = step[(a, ONE)] = (a, ONE)
                     kinds["fused"] += 1
                     continue
-            if fn != SND and f2 == SND and (decomposed or EXTENSIONS):
+            if fn != SND and f2 == SND and (decomposed or _extensions()):
                 # split: P's Assign-F a := v is P' 's Read rr of x, then Write a := F(rr, v)
                 rr = _split_read(terms, assigns2[a], fn, assigns[a], acc2, x,
                                  split_reads | set(nu.values()))
@@ -1166,7 +1185,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             continue
         f = first.get(u, t)
         outside = bits & ~(anc2[f] | (1 << index2[f]))
-        if (outside or late) and EXTENSIONS and u[1] == ONE and u[0] in unobserved and u[0] in nu:
+        if (outside or late) and _extensions() and u[1] == ONE and u[0] in unobserved and u[0] in nu:
             # (U) a Read whose value nothing compared uses: outside every group
             del step[u], nu[u[0]]
             unmatched_reads += 1
@@ -1174,7 +1193,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if late:
             raise _NotApplicable(f"(A) {''.join(u)!r} waits for a deleted Assign")
         if outside:
-            why = "" if not EXTENSIONS else _relax(u, t, acc, acc2, step, writes, writes2, anc,
+            why = "" if not _extensions() else _relax(u, t, acc, acc2, step, writes, writes2, anc,
                                                    index, anc2, index2, deleted_vars, bits)
             if why is None:
                 relaxed.add(u)
@@ -1224,6 +1243,10 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     if up_to_error:
         values += (f" ({up_to_error} Assign value{'s' if up_to_error != 1 else ''} up to which "
                    "error: commutative operands in one order)")
+    sink = _MATCHED.get()
+    if sink is not None:
+        sink.clear()
+        sink.update(step)
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + f"; {values}, {order})")
 
