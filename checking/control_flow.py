@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from tfsem.oracle.controlflow import LoopBoundExceeded
-from tfsem.oracle.deadness import Undecided, predicate_feeds, specialize
+from tfsem.oracle.deadness import Undecided, computed_predicates, predicate_feeds, specialize
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
 from tfsem.oracle.outcomes import Outcome
@@ -149,21 +149,40 @@ class _CFChecker:
                     "with a stack is never proved")
         try:
             feeds = sorted(predicate_feeds(self.p) | predicate_feeds(self.p2))
-            if 2 ** len(feeds) > PROOF_MAX_CASES:
-                return (f"the Switch predicates depend on {len(feeds)} bool feeds "
-                        f"({2 ** len(feeds)} cases, limit {PROOF_MAX_CASES})")
-            cases = [dict(zip(feeds, bits))
-                     for bits in itertools.product((False, True), repeat=len(feeds))]
+            # computed predicates (comparisons of feeds: deadness.computed_predicates,
+            # argued there): one case variable per distinct term, shared by
+            # the ports of both programs that compute it
+            computed = (computed_predicates(self.p, self.real),
+                        computed_predicates(self.p2, self.real))
+            terms = list(dict.fromkeys(t for c in computed for t in c.values()))
+            named = {t: port for c in computed for port, t in c.items()}
+            n_vars = len(feeds) + len(terms)
+            if 2 ** n_vars > PROOF_MAX_CASES:
+                return (f"the Switch predicates depend on {len(feeds)} bool feeds and "
+                        f"{len(terms)} computed predicates ({2 ** n_vars} cases, "
+                        f"limit {PROOF_MAX_CASES})")
+            cases = []
+            for bits in itertools.product((False, True), repeat=n_vars):
+                beta = dict(zip(feeds, bits))
+                by_term = dict(zip(terms, bits[len(feeds):]))
+                label = {**{f: b for f, b in beta.items()},
+                         **{f"the predicate {named[t][0]!r}": b for t, b in by_term.items()}}
+                cases.append((beta, label, [{port: by_term[t] for port, t in c.items()}
+                                            for c in computed]))
+            if terms:
+                self.stats["computed_predicates"] = len(terms)
             # (under --float real a predicate computed by float arithmetic is
             # not fixed: numpy's IEEE value may not be the real one)
-            specialized = [(beta, specialize(self.p, beta, real=self.real),
-                            specialize(self.p2, beta, real=self.real)) for beta in cases]
+            specialized = [(beta, label,
+                            specialize(self.p, beta, real=self.real, predicates=fixed[0]),
+                            specialize(self.p2, beta, real=self.real, predicates=fixed[1]))
+                           for beta, label, fixed in cases]
         except Undecided as exc:
             return f"no proof by cases on the predicates: {exc}"
         self.stats["cases"] = len(cases)
         budget = PROOF_SHARE * self.remaining()
-        for k, (beta, s1, s2) in enumerate(specialized):
-            case = ", ".join(f"{f} = {str(b).lower()}" for f, b in beta.items()) or "the constants"
+        for k, (beta, label, s1, s2) in enumerate(specialized):
+            case = ", ".join(f"{f} = {str(b).lower()}" for f, b in label.items()) or "the constants"
             if s1.dead_outputs != s2.dead_outputs:
                 found = self.case_difference(beta)
                 if found is not None:
@@ -196,7 +215,10 @@ class _CFChecker:
             return f"the case {case}: {v.verdict} ({v.reason})"
         self.stats["path"] = "control-flow/cases"
         n = len(specialized)
-        how = (f"by cases on the bool feeds {', '.join(feeds)} ({n} cases)" if feeds else
+        what = ([f"the bool feeds {', '.join(feeds)}"] if feeds else []) + (
+            [f"the computed predicates {', '.join(repr(named[t][0]) for t in terms)}"]
+            if terms else [])
+        how = (f"by cases on {' and '.join(what)} ({n} cases)" if what else
                "with every Switch predicate a constant")
         return self.verdict(SOUND, f"proved for every σ {how}: in each case both programs are "
                                    "programs without control flow (dead branches fixed), and the "
