@@ -196,6 +196,38 @@ def computed_predicates(p: Program, real: bool = False) -> dict[tuple[str, int],
     return out
 
 
+def term_value(term: tuple, feeds: Mapping[str, Tensor]) -> object:
+    """The value at feeds `feeds` of a term of :func:`computed_predicates`
+    (None when a feed it uses is missing)."""
+    kind = term[0]
+    if kind == "feed":
+        return feeds.get(term[1])
+    if kind == "const":
+        _, dtype, shape, raw = term
+        return Tensor(np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy(), dtype)
+    op, port, args = term
+    values = [term_value(a, feeds) for a in args]
+    if any(v is None for v in values):
+        return None
+    return _CASE_FUNCTIONS[op].apply(values, {})[port]
+
+
+def term_leaves(term: tuple) -> tuple[dict[str, tuple], list[Tensor]]:
+    """(feed name -> (dtype, shape), the constants) of a computed predicate's term."""
+    feeds: dict[str, tuple] = {}
+    consts: list[Tensor] = []
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t[0] == "feed":
+            feeds[t[1]] = (t[2], t[3])
+        elif t[0] == "const":
+            consts.append(term_value(t, {}))
+        else:
+            stack.extend(t[2])
+    return feeds, consts
+
+
 def _fresh(base: str, taken: set[str]) -> str:
     name, k = base, 1
     while name in taken:
@@ -417,4 +449,4 @@ def _remove_unused_dead(nodes: dict[str, Node], dead: set[str], outputs: Mapping
 
 
 __all__ = ["Specialized", "Undecided", "computed_predicates", "predicate_feeds", "specialize",
-           "TensorType"]
+           "term_leaves", "term_value", "TensorType"]
