@@ -4,7 +4,9 @@ Two stages, in this order, inside the check's time budget:
 
 1. **Proof by cases on the predicates** (loop-free programs only).  When
    neither program has a loop and every Switch predicate is decided by
-   constants and bool scalar feeds (at most PROOF_MAX_CASES combinations),
+   constants, bool scalar feeds and predicates computed from feeds by
+   comparisons (oracle/deadness.py `computed_predicates`, cased on as bool
+   terms; at most PROOF_MAX_CASES combinations),
    each combination β of those feeds makes both programs equivalent to
    programs *without* control flow (oracle/deadness.py, argued there and
    tested against the reference semantics).  σ ranges over the product of β
