@@ -4,7 +4,9 @@ Two stages, in this order, inside the check's time budget:
 
 1. **Proof by cases on the predicates** (loop-free programs only).  When
    neither program has a loop and every Switch predicate is decided by
-   constants and bool scalar feeds (at most PROOF_MAX_CASES combinations),
+   constants, bool scalar feeds and predicates computed from feeds by
+   comparisons (oracle/deadness.py `computed_predicates`, cased on as bool
+   terms; at most PROOF_MAX_CASES combinations),
    each combination β of those feeds makes both programs equivalent to
    programs *without* control flow (oracle/deadness.py, argued there and
    tested against the reference semantics).  σ ranges over the product of β
@@ -45,7 +47,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from tfsem.oracle.controlflow import LoopBoundExceeded
-from tfsem.oracle.deadness import Undecided, predicate_feeds, specialize
+from tfsem.oracle.deadness import (Undecided, computed_predicates, predicate_feeds, specialize,
+                                   term_leaves, term_value)
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
 from tfsem.oracle.outcomes import Outcome
@@ -60,6 +63,11 @@ from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Count
 PROOF_MAX_CASES = 16
 #: share of the budget the proof may use before the refutation stage
 PROOF_SHARE = 0.6
+#: σ of a case (computed predicates) tried when the case's counterexample is
+#: not one of the programs with control flow, and the most combinations of
+#: feed values looked through for them (`_in_case`)
+CASE_SIGMAS = 4
+CASE_PRODUCT = 512
 #: σ the refutation stage compares in full (fewer when time runs out), and
 #: the most it draws (a σ at which a loop reaches the bound is not compared)
 REFUTE_SIGMAS = 8
@@ -163,23 +171,45 @@ class _CFChecker:
             loops = f"; loop frames unchanged does not apply: {r.reason}"
         try:
             feeds = sorted(predicate_feeds(self.p) | predicate_feeds(self.p2))
-            if 2 ** len(feeds) > PROOF_MAX_CASES:
-                return (f"the Switch predicates depend on {len(feeds)} bool feeds "
-                        f"({2 ** len(feeds)} cases, limit {PROOF_MAX_CASES})")
-            cases = [dict(zip(feeds, bits))
-                     for bits in itertools.product((False, True), repeat=len(feeds))]
+            # computed predicates (comparisons of feeds: deadness.computed_predicates,
+            # argued there): one case variable per distinct term, shared by
+            # the ports of both programs that compute it
+            computed = (computed_predicates(self.p, self.real),
+                        computed_predicates(self.p2, self.real))
+            terms = list(dict.fromkeys(t for c in computed for t in c.values()))
+            named: dict = {}     # (each term named by the original's port first)
+            for c in computed:
+                for port, t in c.items():
+                    named.setdefault(t, port)
+            n_vars = len(feeds) + len(terms)
+            if 2 ** n_vars > PROOF_MAX_CASES:
+                return (f"the Switch predicates depend on {len(feeds)} bool feeds and "
+                        f"{len(terms)} computed predicates ({2 ** n_vars} cases, "
+                        f"limit {PROOF_MAX_CASES})")
+            cases = []
+            for bits in itertools.product((False, True), repeat=n_vars):
+                beta = dict(zip(feeds, bits))
+                by_term = dict(zip(terms, bits[len(feeds):]))
+                label = {**{f: b for f, b in beta.items()},
+                         **{f"the predicate {named[t][0]!r}": b for t, b in by_term.items()}}
+                cases.append((beta, label, by_term, [{port: by_term[t] for port, t in c.items()}
+                                                     for c in computed]))
+            if terms:
+                self.stats["computed_predicates"] = len(terms)
             # (under --float real a predicate computed by float arithmetic is
             # not fixed: numpy's IEEE value may not be the real one)
-            specialized = [(beta, specialize(self.p, beta, real=self.real),
-                            specialize(self.p2, beta, real=self.real)) for beta in cases]
+            specialized = [(beta, label, by_term,
+                            specialize(self.p, beta, real=self.real, predicates=fixed[0]),
+                            specialize(self.p2, beta, real=self.real, predicates=fixed[1]))
+                           for beta, label, by_term, fixed in cases]
         except Undecided as exc:
             return f"no proof by cases on the predicates: {exc}{loops}"
         self.stats["cases"] = len(cases)
         budget = PROOF_SHARE * self.remaining()
-        for k, (beta, s1, s2) in enumerate(specialized):
-            case = ", ".join(f"{f} = {str(b).lower()}" for f, b in beta.items()) or "the constants"
+        for k, (beta, label, by_term, s1, s2) in enumerate(specialized):
+            case = ", ".join(f"{f} = {str(b).lower()}" for f, b in label.items()) or "the constants"
             if s1.dead_outputs != s2.dead_outputs:
-                found = self.case_difference(beta)
+                found = self.case_difference(beta, by_term)
                 if found is not None:
                     self.stats["path"] = "control-flow/cases"
                     return self.unsound(found, f"in the case {case} a fetch is dead in one "
@@ -199,6 +229,13 @@ class _CFChecker:
                 sigma = ({**cx.feeds, **{f: Tensor(b, "bool") for f, b in beta.items()}},
                          dict(cx.init))
                 found = self.compare(sigma, max(0.2, self.remaining() / 2))
+                # (the case's programs take the case's branches at every σ,
+                # and the solver's σ may compute other predicate values: the
+                # σ of the case nearest to it are tried as well)
+                for near in itertools.islice(_in_case(sigma, by_term), CASE_SIGMAS):
+                    if isinstance(found, _Found) or self.remaining() <= 0.1:
+                        break
+                    found = self.compare(near, max(0.1, self.remaining() / 4))
                 if isinstance(found, _Found):
                     self.stats["path"] = "control-flow/cases"
                     return self.unsound(found, f"found in the case {case} (the programs without "
@@ -210,16 +247,24 @@ class _CFChecker:
             return f"the case {case}: {v.verdict} ({v.reason})"
         self.stats["path"] = "control-flow/cases"
         n = len(specialized)
-        how = (f"by cases on the bool feeds {', '.join(feeds)} ({n} cases)" if feeds else
+        what = ([f"the bool feeds {', '.join(feeds)}"] if feeds else []) + (
+            [f"the computed predicates {', '.join(repr(named[t][0]) for t in terms)}"]
+            if terms else [])
+        how = (f"by cases on {' and '.join(what)} ({n} cases)" if what else
                "with every Switch predicate a constant")
         return self.verdict(SOUND, f"proved for every σ {how}: in each case both programs are "
                                    "programs without control flow (dead branches fixed), and the "
                                    "rewrite of those is proved sound")
 
-    def case_difference(self, beta: dict[str, bool]) -> "_Found | None":
+    def case_difference(self, beta: dict[str, bool], by_term: dict) -> "_Found | None":
         """A σ of the case β at which the programs differ (a dead fetch)."""
         for sigma in itertools.islice(self.sigmas, 8):
             feeds = {**sigma[0], **{f: Tensor(b, "bool") for f, b in beta.items()}}
+            if by_term:
+                sigma = next(_in_case((feeds, sigma[1]), by_term), None)
+                if sigma is None:
+                    continue
+                feeds = sigma[0]
             found = self.compare((feeds, sigma[1]), max(0.1, self.remaining() / 4))
             if isinstance(found, _Found):
                 return found
@@ -349,6 +394,63 @@ class _CFChecker:
             self.stats["backends"] = "numpy gave another outcome on this schedule"
             return []
         return ["numpy"]
+
+
+def _in_case(sigma: Sigma, by_term: dict) -> Iterator[Sigma]:
+    """σ that agree with `sigma` except in the feeds the computed predicates
+    `by_term` read, at which each term has the case's value: those feeds
+    set to values near the terms' constants (c - 1, c, c + 1), 0, 1, -1
+    and the dtype's extremes, in a bounded product (CASE_PRODUCT).  Only
+    σ of the case, where its programs are the programs with control flow,
+    so a difference found at one needs no other argument."""
+    if not by_term:
+        return
+    leaves: dict[str, tuple] = {}
+    consts: list = []
+    for t in by_term:
+        f, c = term_leaves(t)
+        leaves.update(f)
+        consts.extend(c)
+    pools = []
+    for name, (dtype, shape) in sorted(leaves.items()):
+        pools.append([(name, v) for v in _near(dtype, shape, consts)])
+    feeds0, init = sigma
+    for combo in itertools.islice(itertools.product(*pools), CASE_PRODUCT):
+        feeds = {**feeds0, **dict(combo)}
+        try:
+            values = [term_value(t, feeds) for t in by_term]
+        except Exception:   # (no value: not a σ of the case)
+            continue
+        if all(isinstance(v, Tensor) and v.dtype == "bool" and bool(v.array) == b
+               for v, b in zip(values, by_term.values())):
+            yield feeds, init
+
+
+def _near(dtype: str, shape: tuple, consts: list) -> list[Tensor]:
+    """Feed values of `dtype` and `shape` near the constants (see _in_case)."""
+    import numpy as np
+    try:
+        npd = np.dtype(dtype)
+    except TypeError:
+        return []
+    if dtype == "bool":
+        scalars = [False, True]
+    else:
+        scalars = [0, 1, -1]
+        for c in consts:
+            if c.dtype == dtype and c.array.size:
+                for e in np.unique(c.array.ravel())[:4].tolist():
+                    scalars += [e - 1, e, e + 1]
+        if np.issubdtype(npd, np.integer):
+            info = np.iinfo(npd)
+            scalars += [int(info.min), int(info.max)]
+            scalars = [int(v) for v in scalars if info.min <= v <= info.max]
+        else:
+            scalars += [float("inf"), float("-inf")]
+    out = []
+    for v in dict.fromkeys(scalars):
+        out.append(Tensor(np.full(shape, v, dtype=npd), dtype))
+    return out
 
 
 def key_steps(p: Program, schedule: list[str]) -> list[str]:

@@ -98,6 +98,136 @@ def predicate_feeds(p: Program) -> set[str]:
     return out
 
 
+#: Functions a computed predicate may be made of (:func:`computed_predicates`),
+#: captured at import (a function re-registered under one of these names is
+#: not one of them).  For each, whether it gives an error, and the dtype and
+#: shape of its result, depend on its arguments' dtypes and shapes alone,
+#: never on their values: Identity returns its argument; the comparisons
+#: (oracle/opdefs/math.py `_comparison`) fail only on a dtype mismatch
+#: (Function.apply's check), on bool operands of an ordered comparison
+#: (`no-kernel`, a dtype), on shapes that do not broadcast (numpy's
+#: ValueError, SHAPE_MISMATCH) or on a result past the element limit (a
+#: shape), and give a bool tensor of the broadcast shape otherwise; the
+#: logical ops fail only on a non-bool operand (`_bool_only`) or the same
+#: shape conditions.  None of them reads a value to decide an error (no
+#: division, no index, no conversion).
+_CASE_FUNCTIONS = {name: fns.lookup(name) for name in (
+    "Identity", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
+    "LogicalAnd", "LogicalOr", "LogicalNot")}
+
+
+def computed_predicates(p: Program, real: bool = False) -> dict[tuple[str, int], tuple]:
+    """The Switch predicates of `p` that a proof by cases may case on as
+    bool-valued terms (issue 23; docs/checking-control-flow.md, "Computed
+    predicates"): port -> its term, a hashable key that is equal for two
+    ports (of either program) computing the same function of σ.
+
+    A predicate port qualifies when its data ancestors are only Consts,
+    feeds (at least one that is not a bool scalar: those are cased on by
+    :func:`predicate_feeds`) and nodes of the functions in
+    `_CASE_FUNCTIONS`, without attributes.  Then at every σ
+
+     (a) its value is the same in every run and every program that computes
+         the same term: no Read, Assign or control-flow node is among its
+         ancestors, and the functions are deterministic (seed 000, 3.1.1);
+     (b) it is a bool scalar, never an error, when it is one at the σ whose
+         feeds are all zeros: σ gives every feed a value of its declared
+         type (SPEC section 2), so every ancestor has the same dtype and
+         shape at every σ by induction, and by the choice of functions
+         whether each is an error, and its result's dtype and shape, are
+         then the same at every σ too.
+
+    So every σ falls in exactly one case of the product of {false, true}
+    over the distinct terms, and in that case each such port has the
+    static value the case gives it, as a bool feed has in :func:`specialize`
+    (`predicates`): the specialization's argument holds unchanged.  With `real`
+    (--float real) a term with a float anywhere is refused (numpy's IEEE
+    comparison may not be the real one)."""
+    memo: dict[tuple[str, int], tuple | None] = {}
+
+    def term(i: Input) -> tuple | None:
+        """(key, value at the all-zeros σ, uses a feed that is no bool scalar) or None."""
+        if isinstance(i, FeedIn):
+            t = p.feed_type(i.name)
+            try:
+                zero = Tensor(np.zeros(tuple(t.shape), dtype=np.dtype(t.dtype)), t.dtype)
+            except (TypeError, ValueError):
+                return None
+            if real and t.dtype in BITS_DTYPES:
+                return None
+            return ("feed", i.name, t.dtype, tuple(t.shape)), zero, not (t.dtype == "bool" and
+                                                                        tuple(t.shape) == ())
+        if not isinstance(i, DataIn) or i.node not in p.node:
+            return None
+        k = (i.node, i.port)
+        if k in memo:
+            return memo[k]
+        memo[k] = None          # (a cycle: none in a valid loop-free program)
+        n = p.node[i.node]
+        result = None
+        if n.op == "Const" and i.port == 0 and isinstance(n.attrs.get("value"), Tensor):
+            v = n.attrs["value"]
+            if not (real and v.dtype in BITS_DTYPES):
+                result = (("const", v.dtype, tuple(v.array.shape), v.array.tobytes()), v, False)
+        elif (n.op in _CASE_FUNCTIONS and fns.lookup(n.op) is _CASE_FUNCTIONS[n.op]
+              and not n.attrs and len(n.data_inputs) == _CASE_FUNCTIONS[n.op].n_in):
+            args = [term(a) for a in n.data_inputs]
+            if all(a is not None for a in args):
+                try:
+                    values = _CASE_FUNCTIONS[n.op].apply([a[1] for a in args], {})
+                except Exception:   # (no value at the zeros σ: not cased)
+                    values = ()
+                if i.port < len(values) and isinstance(values[i.port], Tensor) and not (
+                        real and values[i.port].dtype in BITS_DTYPES):
+                    result = ((n.op, i.port, tuple(a[0] for a in args)), values[i.port],
+                              any(a[2] for a in args))
+        memo[k] = result
+        return result
+
+    out: dict[tuple[str, int], tuple] = {}
+    for n in p.nodes:
+        if n.op != SWITCH or len(n.data_inputs) != 2 or not isinstance(n.data_inputs[1], DataIn):
+            continue
+        pred = n.data_inputs[1]
+        t = term(pred)
+        if (t is not None and t[2] and t[1].dtype == "bool"
+                and tuple(t[1].array.shape) == ()):
+            out[(pred.node, pred.port)] = t[0]
+    return out
+
+
+def term_value(term: tuple, feeds: Mapping[str, Tensor]) -> object:
+    """The value at feeds `feeds` of a term of :func:`computed_predicates`
+    (None when a feed it uses is missing)."""
+    kind = term[0]
+    if kind == "feed":
+        return feeds.get(term[1])
+    if kind == "const":
+        _, dtype, shape, raw = term
+        return Tensor(np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy(), dtype)
+    op, port, args = term
+    values = [term_value(a, feeds) for a in args]
+    if any(v is None for v in values):
+        return None
+    return _CASE_FUNCTIONS[op].apply(values, {})[port]
+
+
+def term_leaves(term: tuple) -> tuple[dict[str, tuple], list[Tensor]]:
+    """(feed name -> (dtype, shape), the constants) of a computed predicate's term."""
+    feeds: dict[str, tuple] = {}
+    consts: list[Tensor] = []
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t[0] == "feed":
+            feeds[t[1]] = (t[2], t[3])
+        elif t[0] == "const":
+            consts.append(term_value(t, {}))
+        else:
+            stack.extend(t[2])
+    return feeds, consts
+
+
 def _fresh(base: str, taken: set[str]) -> str:
     name, k = base, 1
     while name in taken:
@@ -130,7 +260,8 @@ def _floats(values) -> bool:
 
 def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
                cleanup: bool = False, partial: bool = False,
-               real: bool = False) -> Specialized:
+               real: bool = False,
+               predicates: Mapping[tuple[str, int], bool] | None = None) -> Specialized:
     """P with the bool feeds `fixed` set, as a program without control flow
     (see the module docstring); raises :class:`Undecided`.
 
@@ -149,8 +280,15 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
     arithmetic): no static value is computed by a function with a float
     input or result, since numpy computes it in IEEE arithmetic and
     `Equal(0.1 + 0.2, 0.3)` is false there and true over the reals; a
-    predicate that needs one is not fixed (:class:`Undecided`)."""
+    predicate that needs one is not fixed (:class:`Undecided`).
+
+    `predicates`: computed predicates (:func:`computed_predicates`) with the
+    value of the case, (node, port) -> bool: the port keeps its node and
+    its consumers' waits (a Switch it decides waits for it as before) and
+    takes that static value, as a fixed bool feed does.  The caller
+    answers only for the σ at which the port computes that value."""
     fixed = dict(fixed or {})
+    fixed_ports = dict(predicates or {})
     if not partial:
         for n in p.nodes:
             if n.op in LOOP_OPS:
@@ -175,7 +313,11 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         if i.node in dead:
             return _DEAD
         r = ports.get((i.node, i.port))
-        return _Port(i) if r is None else r
+        r = _Port(i) if r is None else r
+        b = fixed_ports.get((i.node, i.port))
+        if b is not None:       # (a computed predicate the case fixes)
+            r = _Port(r.source, r.waits, Tensor(np.bool_(b), "bool"))
+        return r
 
     def keep(n: Node, data: list) -> None:
         """n as it is, its data inputs rewired; its static value if any."""
@@ -306,4 +448,5 @@ def _remove_unused_dead(nodes: dict[str, Node], dead: set[str], outputs: Mapping
             del nodes[name]
 
 
-__all__ = ["Specialized", "Undecided", "predicate_feeds", "specialize", "TensorType"]
+__all__ = ["Specialized", "Undecided", "computed_predicates", "predicate_feeds", "specialize",
+           "term_leaves", "term_value", "TensorType"]
