@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tfsem.oracle import controlflow as cf
+from tfsem.oracle import functions as fns
 from tfsem.oracle import semantics as sem
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import _Cached
-from tfsem.oracle import functions as fns
 from tfsem.oracle.jsonio import program_from_json, program_to_json
 from tfsem.oracle.values import Bits, Tensor, exact
 
+NIGHTLY = settings.get_current_profile_name() == "nightly"
 NAN1, NAN2, ONE = 0x7FC00001, 0x7FC00002, 0x3F800000
 F32 = {"dtype": "float32", "shape": [1]}
 
@@ -315,3 +317,54 @@ def test_the_payload_sigma_shows_the_users_function_difference(user_bits, payloa
     v = check_rewrite(_user_bits_program(["$a", "$b"], False),
                       _user_bits_program(["$b", "$a"], False), timeout=1)
     assert v.verdict == "unsound", v.describe()
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow's Bitcast (its kernel: nightly)
+
+
+def _bitcast_program(order: str | None = None):
+    """The program as found: x float32 := Bitcast($ai) and := Bitcast($bi)
+    (int32 feeds: the NaNs' payloads come in as ints, which no JSON "nan"
+    canonicalizes), unordered or in `order`; o = Bitcast(Read(x)) to int32."""
+    def bitcast(name, arg, src, dst):
+        return {"name": name, "op": "tf.Bitcast/1/1", "inputs": [arg],
+                "tf_attrs": {"T": src, "type": dst}}
+    nodes = [{"name": f"h{k}", "op": "Var", "var": "x"} for k in range(3)]
+    nodes += [bitcast("fa", "$ai", "DT_INT32", "DT_FLOAT"), bitcast("fb", "$bi", "DT_INT32", "DT_FLOAT"),
+              {"name": "wa", "op": "Write", "inputs": ["h0", "fa"] + (["^wb"] if order == "ba" else [])},
+              {"name": "wb", "op": "Write", "inputs": ["h1", "fb"] + (["^wa"] if order == "ab" else [])},
+              {"name": "r", "op": "Read", "inputs": ["h2", "^wa", "^wb"]},
+              bitcast("o", "r", "DT_FLOAT", "DT_INT32")]
+    i32 = {"dtype": "int32", "shape": [1]}
+    return program_from_json({"format": "tfsem.program/1", "variables": {"x": F32},
+                              "feeds": {"ai": i32, "bi": i32}, "nodes": nodes,
+                              "outputs": {"o": "o"}})
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")
+def test_the_bitcast_program_as_found(monkeypatch):
+    pytest.importorskip("tensorflow")
+    from tfsem.checking import check as check_module
+    from tfsem.checking import check_rewrite
+    from tfsem.oracle import kernels
+    ints = {"ai": Tensor(np.array([NAN1], np.int32)), "bi": Tensor(np.array([NAN2], np.int32))}
+    init = {"x": INIT["x"]}
+    drawn = check_module._generated_sigmas
+
+    def sigmas(p, rng, *args, **kwargs):
+        yield dict(ints), dict(init)
+        yield from drawn(p, rng, *args, **kwargs)
+    monkeypatch.setattr(check_module, "_generated_sigmas", sigmas)
+    p = _bitcast_program()
+    with kernels.use(True):
+        for engine in ("reference", "readsfrom", "symmetry", "auto"):
+            got = outcome_set(p, ints, init, engine=engine)
+            assert sorted(int(dict(o.outputs)["o"].array[0]) for o in got) == [NAN1, NAN2], engine
+        found, _ = cf.outcomes(p, ints, init, "atomic", "outputs+state", 10_000, 60.0, 10)
+        assert sorted(int(dict(o.outputs)["o"].array[0]) for o in found) == [NAN1, NAN2]
+        for order in ("ab", "ba"):
+            v = check_rewrite(p, _bitcast_program(order), timeout=20, structural=False)
+            assert v.verdict in ("sound", "no-counterexample"), v.describe()
+        v = check_rewrite(_bitcast_program("ab"), p, timeout=20, structural=False)
+        assert v.verdict == "unsound", v.describe()
