@@ -268,6 +268,26 @@ def test_tfsem_check_on_the_command_line(payload_sigma_first, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["verdict"] == "unsound"
 
 
+def test_consts_of_nans_of_different_payloads_are_different_programs():
+    """Program identity (functions.attrs_key) wrote a NaN Const as "nan":
+    o = PackScatter(0, Const NaN1) and the same with NaN2 were one program,
+    so the checker said `sound` ("the rewritten program is the original")."""
+    from tfsem.checking import check_rewrite
+    from tfsem.oracle import program as P
+
+    def prog(bits):
+        return P.program([P.const("i", 0), P.const("c", f32(bits)),
+                          P.apply("o", "PackScatter", "i", "c")], {"out": "o"})
+    p, q = prog(NAN1), prog(NAN2)
+    assert p != q and p == prog(NAN1)
+    assert p.node["c"] != q.node["c"] and p.node["c"] == prog(NAN1).node["c"]
+    v = check_rewrite(p, q, timeout=1)
+    assert v.verdict == "unsound", v.describe()
+    # the refutation stage does not take the component as one the rewrite left alone
+    from tfsem.checking.refute import unchanged_components
+    assert not unchanged_components(p, q) and unchanged_components(p, prog(NAN1))
+
+
 # ---------------------------------------------------------------------------
 # the solver
 
