@@ -195,6 +195,27 @@ def test_a_nan_made_by_the_run_is_told_from_a_fed_one(engine):
     assert sorted(shown(o) for o in got) == sorted([0x7FC00000, made])
 
 
+def test_the_blocking_session_engine_keeps_both_payloads():
+    """blocking._State.key: a queue's line by exact bits.  Two unordered
+    enqueues of NaN1 and NaN2 into a queue, then a dequeue after both: the
+    element dequeued is either."""
+    from tfsem.oracle import blocking
+    from tfsem.oracle.session import session_from_json
+    nodes = [{"name": "p1", "op": "QueueEnqueue", "queue": "q", "inputs": ["$a"]},
+             {"name": "p2", "op": "QueueEnqueue", "queue": "q", "inputs": ["$b"]},
+             {"name": "get", "op": "QueueDequeue", "queue": "q", "inputs": ["^p1", "^p2"]},
+             {"name": "i", "op": "Const", "value": [0]},
+             {"name": "o", "op": "PackScatter", "inputs": ["i", "get"]}]
+    data = {"format": "tfsem.session/1",
+            "program": {"format": "tfsem.program/1", "variables": [], "feeds": {"a": F32, "b": F32},
+                        "queues": {"q": {"capacity": 2, "dtype": "float32", "shape": [1]}},
+                        "nodes": nodes, "outputs": {"o": "o"}},
+            "runs": [{"name": "r", "fetch": ["o"]}], "order": "concurrent"}
+    p, b = session_from_json(data).expand_blocking()
+    found, _ = blocking.outcomes(p, b, {"r/a": FEEDS["a"], "r/b": FEEDS["b"]}, {}, "atomic")
+    assert sorted(int(dict(o.outputs)["r/o"].array[-4:].view("<u4")[0]) for o in found) == [NAN1, NAN2]
+
+
 def test_final_outcomes_still_merge_nans():
     """Outcomes compare by SPEC equality: without an observer, x ends NaN1
     or NaN2 and o is that NaN: one outcome."""
