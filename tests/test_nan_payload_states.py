@@ -96,6 +96,17 @@ def test_exact_keys_tell_payloads_apart_and_equality_does_not():
     assert neg == canonical and exact(neg) != exact(canonical)
 
 
+def test_lists_and_stacks_are_keyed_by_their_items_bits():
+    """A TensorList value and a stack's state (in the control-flow engine's
+    variables) hold tensors: their keys are their items' exact keys."""
+    from tfsem.oracle.opdefs.lists import TensorList
+    from tfsem.oracle.stack_state import Stack
+    one, two, plain = (TensorList("float32", (1,), (t,)) for t in (FEEDS["a"], FEEDS["b"], FEEDS["c"]))
+    assert one == two and exact(one) != exact(two) and exact(plain) is plain
+    s1, s2, s3 = (Stack("float32", 4, "s", (t,)) for t in (FEEDS["a"], FEEDS["b"], FEEDS["c"]))
+    assert s1 == s2 and exact(s1) != exact(s2) and exact(s3) is s3
+
+
 def test_a_remembered_function_result_is_keyed_by_bits():
     """explore._Cached: PackScatter of NaN2 after PackScatter of NaN1 was
     the remembered bytes of NaN1."""
