@@ -181,14 +181,45 @@ class _GiveUp(Exception):
 
 
 def _nan_payload_observer(*programs: Program) -> tuple[str, str] | None:
-    """(node, function) of the first node of `programs` that shows a NaN's
-    bits (checking/structural.py `nan_payload_observer`, tfsem's own
-    functions: Bitcast, a packing whose bytes are not only assigned), or None."""
+    """(node, function) of the first node of `programs` that may show a
+    NaN's bits, or None: one of tfsem's own functions that does
+    (checking/structural.py `nan_payload_observer`: Bitcast, a packing whose
+    bytes are not only assigned), or, where a float value may arise
+    (`_may_hold_floats`: without one there is no NaN), a function the
+    solver knows nothing of (`_opaque_function`).  The solver applies an
+    opaque function to its one NaN: UserBits(Add(a, b)) and
+    UserBits(Add(b, a)) were proved equal where a user's UserBits views a
+    float's bits as an int (tests/test_nan_payload_states.py)."""
     from .structural import nan_payload_observer
+    floats = any(_may_hold_floats(prog) for prog in programs)
     for prog in programs:
-        found = nan_payload_observer(prog, unknown=False)
-        if found is not None:
+        found = nan_payload_observer(prog, unknown=False) or (floats and _opaque_function(prog))
+        if found:
             return found
+    return None
+
+
+def _opaque_function(p: Program) -> tuple[str, str] | None:
+    """(node, function) of a node of `p` whose function the solver knows
+    nothing of: an op tfsem has no model of (`tf.OP/N/M` not among the known
+    ops), or a function a user registered without an encoding (its bits are
+    its own; one with an encoding, opdefs' `encoding=`, is what the encoding
+    says), or None."""
+    for n in p.nodes:
+        op = n.attrs.get("fn") if n.op == ASSIGN else n.op
+        if not isinstance(op, str) or op in (READ, "Var"):
+            continue
+        f = fns.lookup(op)
+        if f is None:
+            continue                 # not a function: control flow
+        if op.startswith("tf."):
+            from tfsem.oracle.opdefs.registry import known_ops
+            name = op[3:].split("/", 1)[0]
+            if name not in known_ops():
+                return n.name, name
+        elif (not getattr(f.impl, "__module__", "").startswith("tfsem.")
+              and getattr(f, "encoding", None) is None):
+            return n.name, op
     return None
 
 
@@ -588,7 +619,7 @@ class _Checker:
             # that differ in payload or sign (Add(NaN1, NaN2) and
             # Add(NaN2, NaN1)), which outcomes show through this function
             return self.fallback(_GiveUp("unconfirmed", (
-                f"node {observer[0]!r} ({observer[1]}) shows a NaN's bits, and the "
+                f"node {observer[0]!r} ({observer[1]}) may show a NaN's bits, and the "
                 "solver's floating-point theory has one NaN")))
         return self.verdict(SOUND, "proved for every σ (every initialization pattern, "
                                    "every value of the declared types)")

@@ -674,6 +674,12 @@ class _SymbolicFunction:
 class _SymbolicComponent(explore._Component):
     """The fast oracle's compiled component, applying functions symbolically."""
 
+    #: states keyed by the terms themselves, as before exact keys: a term
+    #: stands for a value of every σ, and the solver has one NaN anyway (no
+    #: proof is taken as `sound` where a NaN's bits may be shown, check.py
+    #: `_nan_payload_observer`; counterexamples are confirmed concretely)
+    payloads = False
+
     def __init__(self, algebra: Algebra, *args: Any):
         super().__init__(*args)
         self.algebra = algebra

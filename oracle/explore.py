@@ -12,8 +12,10 @@ against it), but avoids enumerating firing orders:
    variable that is observed or read by a relevant Read is irrelevant: its
    values are left out of state keys, and its accesses conflict with nothing.
 3. **Memoization.**  States are keyed by the steps fired, the relevant values
-   in transit, the values of the variables that still matter, and the outputs
-   fetched so far; a state reached twice is explored once.
+   in transit, the values of the variables that still matter (these by their
+   exact bits: a NaN's payload is a value a later step may show, see
+   `_Component.key`), and the outputs fetched so far; a state reached twice
+   is explored once.
 4. **Stubborn sets.**  At a choice state only the enabled steps of a stubborn
    set are explored (Valmari's construction: for an enabled step, every step
    it conflicts with; for a disabled one, the producer of one missing input).

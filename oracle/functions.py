@@ -647,14 +647,20 @@ def _attr_key(v: Any) -> Any:
         # (0,) and (0, 2) must not compare equal (two such Consts once passed
         # for one program, and cse merged them)
         return {"empty": [v.dtype, list(v.shape)]}
+    if isinstance(v, Tensor) and v._bits is not None:
+        # a NaN other than numpy's: its JSON value ("nan") does not say its
+        # bits, which a Bitcast of the Const shows (two Consts of NaNs of
+        # different payloads were one program: a false `sound`)
+        return {"bits": [v.dtype, list(v.shape), v._bits.data.hex()]}
     return value_to_json(v) if isinstance(v, (Tensor, Error)) else v
 
 
 def attrs_key(attrs: Mapping[str, Any]) -> str:
     """A canonical string for comparing attributes (CSE, program identity,
-    signatures): equal exactly when the attributes are equal values (a
-    tensor's dtype, shape and elements; a non-empty tensor's JSON value says
-    all three)."""
+    signatures): equal exactly when the attributes are equal values, bit for
+    bit (a tensor's dtype, shape and elements; a non-empty tensor's JSON
+    value says all three, and its bytes where it holds a NaN other than
+    numpy's: values.exact)."""
     return json.dumps({k: _attr_key(v) for k, v in sorted(attrs.items())}, sort_keys=True)
 
 

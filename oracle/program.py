@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from . import functions as fns
-from .values import DTYPES, Tensor
+from .values import DTYPES, Tensor, exact
 
 VAR, READ, ASSIGN = "Var", "Read", "Assign"
 TENSOR, VARIABLE, CONTROL = "tensor", "variable", "control"
@@ -212,6 +212,18 @@ class _FrozenDict(dict):
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(fns.attrs_key(self))
+
+    def __eq__(self, other: object) -> bool:
+        # equal values bit for bit (values.exact): two Consts of NaNs of
+        # different payloads are different nodes, which a Bitcast tells apart
+        eq = dict.__eq__(self, other)
+        if eq is not True:
+            return eq
+        return all(exact(v) == exact(other[k]) for k, v in self.items() if type(v) is Tensor)
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
 
 #: The attributes of every node that has none (immutable, so shared).
