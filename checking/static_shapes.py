@@ -21,7 +21,9 @@ program, that f(w, v) has the declared shape of its variable whenever w is
 an error or a tensor of that shape and v one of its claimed shape (Snd and
 SndSameShape store v: v's claimed shape must be the declared one; the
 elementwise update functions store the broadcast of w and v: it must be
-w's).  v mentions only Reads before the Assign, so by induction every
+w's; StepToward and ScaleAdd, an optimizer's, take v = StackBroadcast(g, c)
+of shape (2,) + w's, refuse any other (`_operands`), and store a value of
+w's shape).  v mentions only Reads before the Assign, so by induction every
 stored value, hence every later Read, keeps (H).  Where an Assign fails the
 check, or its value has no claimed shape, no Read gets a shape.
 
@@ -35,7 +37,11 @@ result needs no claim):
    shapes that broadcast; shapes that do not give an error, no claim);
  - MatMul (transpose attributes): [m, k] x [k, n] -> [m, n] on two rank-2
    arguments, else no claim;
- - BiasAdd: its first argument's shape;
+ - BiasAdd, TensorFlow's ReverseV2 and Cumsum: the first argument's shape;
+ - StackBroadcast(a, b): (2,) + the broadcast of both (xp.stack of the
+   broadcast arrays);
+ - TensorFlow's UnsortedSegmentSum(data, ids, n) with n a constant scalar
+   and ids' shape a prefix of data's: (n,) + the rest of data's shape;
  - Reshape (attribute `shape`) and ReshapeTo (a constant int32/int64 vector
    operand): the target shape, a -1 resolved from the argument's element
    count (no claim when that count is unknown or does not divide);
@@ -84,18 +90,26 @@ BROADCASTING_2 = frozenset({
     "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
     "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
-_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz"})
+#: functions whose result has their first argument's shape (the others: a
+#: bias along the last axis, an axis to reverse or to scan along)
+_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "tf.ReverseV2/2/1", "tf.Cumsum/2/1"})
+_SEGMENT_SUM = "tf.UnsortedSegmentSum/3/1"
 _REDUCTIONS = frozenset({"Sum", "Mean"})
 _REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})
 _SCE = "tf.SoftmaxCrossEntropyWithLogits/2/2"
 #: Assign functions that store their value v
 _STORES_VALUE = frozenset({"Snd", "SndSameShape"})
+#: Assign functions of an optimizer's update (oracle/opdefs/state.py): they
+#: take the packed operands StackBroadcast(g, c), of shape (2,) + the
+#: variable's (`_operands` refuses any other), and store a value of w's shape
+_PACKED_UPDATES = frozenset({"StepToward", "ScaleAdd"})
 
 #: every function a rule names, captured at import: a function re-registered
 #: under one of these names gets no claim
 _KNOWN = {name: fns.lookup(name) for name in (
     *ELEMENTWISE_1, *BROADCASTING_2, *_BIAS_ADD, *_REDUCTIONS, *_REDUCTIONS_ALONG, _SCE,
-    "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2")}
+    "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2",
+    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES)}
 
 
 def _known(op: str) -> bool:
@@ -144,6 +158,19 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
         return (_broadcast(shapes[0], shapes[1]),)
     if op in _BIAS_ADD and len(shapes) == 2:
         return (shapes[0],)
+    if op == "StackBroadcast" and len(shapes) == 2:
+        if shapes[0] is None or shapes[1] is None:
+            return (None,)
+        b = _broadcast(shapes[0], shapes[1])
+        return (None if b is None else (2,) + b,)
+    if op == _SEGMENT_SUM and len(shapes) == 3:
+        # (num_segments,) + data.shape[rank(segment_ids):] (TensorFlow's kernel)
+        data, ids, num = shapes[0], shapes[1], values[2]
+        if (data is None or ids is None or not isinstance(num, Tensor)
+                or num.dtype not in ("int32", "int64") or num.array.ndim != 0
+                or data[:len(ids)] != ids):
+            return (None,)
+        return ((int(num.array),) + data[len(ids):],)
     if op == "MatMul" and len(shapes) == 2:
         a, b = shapes
         if a is None or b is None or len(a) != 2 or len(b) != 2:
@@ -298,6 +325,9 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
         fn = n.attrs.get("fn")
         if fn in _STORES_VALUE and fns.lookup(fn) is _STORE_FUNCTIONS.get(fn):
             if v != declared:
+                return False
+        elif fn in _PACKED_UPDATES and _known(fn):
+            if v != (2,) + declared:
                 return False
         elif fn in BROADCASTING_2 and _known(fn):
             if _broadcast(declared, v) != declared:
