@@ -377,7 +377,8 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
-from .static_shapes import reshape_changes_nothing, static_shapes
+from .static_shapes import (kernel_dtype, mark_never_subnormal, reshape_changes_nothing,
+                            static_shapes, times_one)
 from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
@@ -392,8 +393,10 @@ EXTENSIONS = True
 #: off to show which one a proof needs)
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
-#: (S) of "Reshapes to the shape they have" in the module docstring
+#: (S) of "Reshapes to the shape they have" in the module docstring, and
+#: (F1), x * 1.0 where x is never subnormal (checking/static_shapes.py)
 RESHAPES_BY_SHAPE = True
+TIMES_ONE = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -602,6 +605,8 @@ class _Terms:
         #: (S) of the module docstring)
         self.shapes: dict[int, tuple] = {}
         self.program_shapes: dict[int, Mapping] = {}
+        #: terms whose value is never a subnormal float ((F1))
+        self.normal: set[int] = set()
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -752,6 +757,9 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
+        if (f is not None and TIMES_ONE and not self.real and self.sorts_commutative
+                and times_one(op, f, args, self.normal, self.consts, self.dtypes)):
+            return (args[0],)      # (F1): x * 1.0 where x is never subnormal
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -759,9 +767,12 @@ class _Terms:
         app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         dtype = self._result_dtype(f, args) if f is not None else None
+        if dtype is None and f is not None and fns.lookup(op) is f:
+            dtype = kernel_dtype(op, attrs)
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
+        mark_never_subnormal(self.normal, op, f, args, results, self.consts, self.dtypes)
         return results
 
     def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
