@@ -473,7 +473,11 @@ _TF_DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64"}
 
 
 def kernel_dtype(op: str, attrs: Mapping) -> str | None:
-    """The dtype of every tensor result of TensorFlow kernel `op`, or None."""
+    """The dtype of every tensor result of TensorFlow kernel `op` (or of
+    Cast: its `DstT`, the dtype the implementation converts to), or None."""
+    if op == "Cast" and fns.lookup(op) is _CAST:
+        d = attrs.get("DstT")
+        return d if d in _NORMAL_DTYPES else None
     if op not in _OUTPUTS_OF_TYPE_T:
         return None
     t = attrs.get("tf_attrs", {})

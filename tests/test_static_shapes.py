@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tfsem.checking import check_rewrite, static_shapes, structural
 from tfsem.checking.static_shapes import static_shapes as shapes_of
@@ -33,6 +34,7 @@ from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 
 F32 = np.float32
+NIGHTLY = settings.get_current_profile_name() == "nightly"
 
 
 def program(nodes, variables, feeds, outputs):
@@ -198,3 +200,115 @@ def test_grapplers_redundant_reshape_on_the_tf1_sgd_step_is_proved():
             m.setattr(structural, "RESHAPES_BY_SHAPE", False)
             r = structural_refinement(p, q)
             assert not r.proved and "(V)" in r.reason
+
+
+# ---------------------------------------------------------------------------
+# (F1): x * 1.0 is x where x is never subnormal
+
+
+def _times_one(x_nodes, x="x", dtype="float32", one_dtype="float32", times=True):
+    nodes = x_nodes + [c("one", 1.0, one_dtype)]
+    if times:
+        nodes.append({"name": "m", "op": "Mul.ftz", "inputs": [x, "one"]})
+    nodes.append({"name": "vx", "op": "Var", "var": "v"})
+    nodes.append({"name": "w", "op": "Write", "inputs": ["vx", "m" if times else x]})
+    return program(nodes, {"v": {"dtype": dtype, "shape": [3]}},
+                   {"a": {"dtype": dtype, "shape": [3]}, "i": {"dtype": "int32", "shape": [3]}},
+                   {"o": "m" if times else x})
+
+
+SUBNORMAL = np.array([1e-40, -1e-41, 1.0], F32)
+CASES = {
+    # x flushed by an arithmetic of tfsem: never subnormal
+    "flushed": ([{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}], True),
+    # a Cast of an integer: 0 or at least 1
+    "cast": ([{"name": "x", "op": "Cast", "DstT": "float32", "inputs": ["$i"]}], True),
+    # a Reshape of a flushed result
+    "copy": ([{"name": "s", "op": "Add.ftz", "inputs": ["$a", "$a"]},
+              {"name": "x", "op": "Reshape", "shape": [3], "inputs": ["s"]}], True),
+    # a feed itself may be subnormal: flush(x) is not x
+    "feed": ([{"name": "x", "op": "Identity", "inputs": ["$a"]}], False),
+    # an unflushed Add may give a subnormal
+    "unflushed": ([{"name": "x", "op": "Add", "inputs": ["$a", "$a"]}], False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_times_one_is_removed_only_where_x_is_never_subnormal(case):
+    nodes, proved = CASES[case]
+    p, q = _times_one(nodes), _times_one(nodes, times=False)
+    r = structural_refinement(p, q)
+    assert r.proved == proved, r.reason
+    # the oracle: equal outcomes at σ of edge values, including subnormal feeds,
+    # wherever the rule applies; a difference at the subnormal σ where it does not
+    feeds = {"a": Tensor(SUBNORMAL, "float32"),
+             "i": Tensor(np.array([0, -3, 2**31 - 1], np.int32), "int32")}
+    init = {"v": Tensor(np.zeros(3, F32), "float32")}
+    same = set(outcome_set(p, feeds, init, "atomic")) == set(outcome_set(q, feeds, init, "atomic"))
+    assert same or not proved
+    if case in ("feed", "unflushed"):
+        assert not same          # (1e-40 * 1.0 flushes to 0)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(structural, "TIMES_ONE", False)
+        assert not structural_refinement(p, q).proved
+
+
+def test_times_one_needs_the_dtype_of_the_one():
+    nodes = [{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}]
+    p = _times_one(nodes, dtype="float64", one_dtype="float32")    # a dtype-mismatch error
+    q = _times_one(nodes, dtype="float64", times=False)
+    assert not structural_refinement(p, q).proved
+    p, q = _times_one(nodes, dtype="float64", one_dtype="float64"), q
+    assert structural_refinement(p, q).proved
+
+
+def test_times_one_is_not_applied_over_the_reals():
+    nodes = [{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}]
+    p, q = _times_one(nodes), _times_one(nodes, times=False)
+    assert structural_refinement(p, q).proved
+    assert not structural_refinement(p, q, real=True).proved
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (imports TensorFlow)")
+def test_the_flushed_kernels_return_no_subnormal():
+    """DivNoNan and SoftmaxCrossEntropyWithLogits on TensorFlow's CPU
+    kernels, as tfsem evaluates them (oracle/kernels.py), at edge values:
+    subnormal operands and labels, tiny quotients, huge logit margins."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle import kernels
+    tiny = [1e-45, -1e-40, 1e-38, 1.2e-38, 3e38, -3e38, 0.0, -0.0, 1.0, np.inf, np.nan]
+    xs = np.array(tiny, F32)
+    with kernels.use(True):
+        div = fns.lookup("tf.DivNoNan/2/1")
+        for y in (np.float32(3e38), np.float32(7.0), np.float32(1e-40), np.float32(0.5)):
+            (out,) = div.apply([Tensor(xs, "float32"), Tensor(np.full(xs.shape, y, F32), "float32")],
+                               {"tf_attrs": {"T": "DT_FLOAT"}})
+            assert static_shapes._subnormal_free(out), (y, out)
+        sce = fns.lookup("tf.SoftmaxCrossEntropyWithLogits/2/2")
+        for margin in (0.0, 80.0, 100.0, 103.0):
+            for lab in (1e-40, 1e-39, 5e-39, 1.0):
+                logits = Tensor(np.array([[margin, 0.0], [0.0, margin]], F32), "float32")
+                labels = Tensor(np.array([[lab, 0.0], [0.0, lab]], F32), "float32")
+                outs = sce.apply([logits, labels], {"tf_attrs": {"T": "DT_FLOAT"}})
+                assert all(static_shapes._subnormal_free(o) for o in outs), (margin, lab)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels: 26 s "
+                    "with the import)")
+def test_grapplers_times_one_on_the_tf1_sgd_step_is_proved():
+    """Constant folding of the TF1 SGD step: `xentropy * 1.0` (tf.losses'
+    weight) removed, the Reshape of xentropy to its own shape removed, the
+    Sum over no axes removed: proved by (F1), (S) and the reduction rule
+    (the constant subgraph folds with TensorFlow's DivNoNan kernel)."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import kernels
+    data = json.loads(FIXTURE.read_text())
+    p = program_from_json(data["original"])
+    q = program_from_json(data["rewritten"]["constfold"])
+    with kernels.use(True):
+        r = structural_refinement(p, q)
+        assert r.proved, r.reason
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(structural, "TIMES_ONE", False)
+            assert not structural_refinement(p, q).proved
