@@ -236,14 +236,25 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
     return None
 
 
+def _static(shape) -> Shape | None:
+    """A declared shape as a claim: every dimension a known non-negative int."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        return None
+    if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+           for d in dims):
+        return tuple(int(d) for d in dims)
+    return None
+
+
 def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]:
     out: dict[tuple[str, int], Shape] = {}
     consts: dict[tuple[str, int], Tensor] = {}
 
     def arg(i):
         if isinstance(i, FeedIn):
-            t = p.feed_type(i.name)
-            return tuple(t.shape), None
+            return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
     for name in p.topological_order:
@@ -254,8 +265,9 @@ def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]
             if read_shapes:
                 var = p.node[n.data_inputs[0].node].attrs.get("var") \
                     if isinstance(n.data_inputs[0], DataIn) else None
-                if var in p.variables:
-                    out[(name, 0)] = tuple(p.variables[var].shape)
+                sh = _static(p.variables[var].shape) if var in p.variables else None
+                if sh is not None:
+                    out[(name, 0)] = sh
             continue
         if n.op == "Const":
             v = n.attrs.get("value")
@@ -315,9 +327,11 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
         var = p.node[var_in.node].attrs.get("var") if isinstance(var_in, DataIn) else None
         if var not in p.variables:
             return False
-        declared = tuple(p.variables[var].shape)
+        declared = _static(p.variables[var].shape)
+        if declared is None:
+            return False
         if isinstance(value_in, FeedIn):
-            v = tuple(p.feed_type(value_in.name).shape)
+            v = _static(p.feed_type(value_in.name).shape)
         else:
             v = shapes.get((value_in.node, value_in.port))
         if v is None:
