@@ -287,21 +287,27 @@ def test_the_flushed_kernels_return_no_subnormal():
     pytest.importorskip("tensorflow")
     from tfsem.oracle import functions as fns
     from tfsem.oracle import kernels
-    tiny = [1e-45, -1e-40, 1e-38, 1.2e-38, 3e38, -3e38, 0.0, -0.0, 1.0, np.inf, np.nan]
-    xs = np.array(tiny, F32)
-    with kernels.use(True):
-        div = fns.lookup("tf.DivNoNan/2/1")
-        for y in (np.float32(3e38), np.float32(7.0), np.float32(1e-40), np.float32(0.5)):
-            (out,) = div.apply([Tensor(xs, "float32"), Tensor(np.full(xs.shape, y, F32), "float32")],
-                               {"tf_attrs": {"T": "DT_FLOAT"}})
-            assert static_shapes._subnormal_free(out), (y, out)
-        sce = fns.lookup("tf.SoftmaxCrossEntropyWithLogits/2/2")
-        for margin in (0.0, 80.0, 100.0, 103.0):
-            for lab in (1e-40, 1e-39, 5e-39, 1.0):
-                logits = Tensor(np.array([[margin, 0.0], [0.0, margin]], F32), "float32")
-                labels = Tensor(np.array([[lab, 0.0], [0.0, lab]], F32), "float32")
-                outs = sce.apply([logits, labels], {"tf_attrs": {"T": "DT_FLOAT"}})
-                assert all(static_shapes._subnormal_free(o) for o in outs), (margin, lab)
+    for dt, np_dt, tf_dt, small in (("float32", F32, "DT_FLOAT", 1e-40),
+                                    ("float64", np.float64, "DT_DOUBLE", 1e-310)):
+        info = np.finfo(np_dt)
+        tiny = [info.smallest_subnormal, -small, info.tiny, 1.1 * info.tiny, info.max,
+                -info.max, 0.0, -0.0, 1.0, np.inf, np.nan]
+        xs = np.array(tiny, np_dt)
+        attrs = {"tf_attrs": {"T": tf_dt}}
+        with kernels.use(True):
+            div = fns.lookup("tf.DivNoNan/2/1")
+            for y in (info.max, 7.0, small, 0.5, 3.0):
+                (out,) = div.apply([Tensor(xs, dt), Tensor(np.full(xs.shape, y, np_dt), dt)],
+                                   attrs)
+                assert out.dtype == dt and static_shapes._subnormal_free(out), (dt, y, out)
+            sce = fns.lookup("tf.SoftmaxCrossEntropyWithLogits/2/2")
+            for margin in (0.0, 80.0, 100.0, 103.0, 700.0, 745.0):
+                for lab in (small, 10 * small, 1.0):
+                    logits = Tensor(np.array([[margin, 0.0], [0.0, margin]], np_dt), dt)
+                    labels = Tensor(np.array([[lab, 0.0], [0.0, lab]], np_dt), dt)
+                    outs = sce.apply([logits, labels], attrs)
+                    assert all(o.dtype == dt and static_shapes._subnormal_free(o)
+                               for o in outs), (dt, margin, lab)
 
 
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels: 26 s "
