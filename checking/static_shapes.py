@@ -21,7 +21,9 @@ program, that f(w, v) has the declared shape of its variable whenever w is
 an error or a tensor of that shape and v one of its claimed shape (Snd and
 SndSameShape store v: v's claimed shape must be the declared one; the
 elementwise update functions store the broadcast of w and v: it must be
-w's).  v mentions only Reads before the Assign, so by induction every
+w's; StepToward and ScaleAdd, an optimizer's, take v = StackBroadcast(g, c)
+of shape (2,) + w's, refuse any other (`_operands`), and store a value of
+w's shape).  v mentions only Reads before the Assign, so by induction every
 stored value, hence every later Read, keeps (H).  Where an Assign fails the
 check, or its value has no claimed shape, no Read gets a shape.
 
@@ -35,7 +37,11 @@ result needs no claim):
    shapes that broadcast; shapes that do not give an error, no claim);
  - MatMul (transpose attributes): [m, k] x [k, n] -> [m, n] on two rank-2
    arguments, else no claim;
- - BiasAdd: its first argument's shape;
+ - BiasAdd, TensorFlow's ReverseV2 and Cumsum: the first argument's shape;
+ - StackBroadcast(a, b): (2,) + the broadcast of both (xp.stack of the
+   broadcast arrays);
+ - TensorFlow's UnsortedSegmentSum(data, ids, n) with n a constant scalar
+   and ids' shape a prefix of data's: (n,) + the rest of data's shape;
  - Reshape (attribute `shape`) and ReshapeTo (a constant int32/int64 vector
    operand): the target shape, a -1 resolved from the argument's element
    count (no claim when that count is unknown or does not divide);
@@ -44,7 +50,13 @@ result needs no claim):
  - Sum and Mean (attributes `axes`, `keep_dims`): a scalar stays a scalar
    (`_reduce` returns it), else the reduced axes removed or kept as 1;
  - TensorFlow's SoftmaxCrossEntropyWithLogits on two rank-2 arguments of
-   one shape [b, c]: ([b], [b, c]).
+   one shape [b, c]: ([b], [b, c]);
+ - BiasAddGrad (NHWC) of a rank >= 2 argument: its last dimension;
+ - the functions that only move elements (`MOVES_ELEMENTS`: StridedSlice,
+   Slice, Squeeze, Transpose, ConcatAxis): whether they fail and their
+   result's shape depend on their arguments' shapes and constant operands
+   alone, never on an element's value, so the shape they give int32 zeros
+   of the claimed shapes (with the same constant operands) is the claim.
 tests/test_static_shapes.py compares each claim with the shape computed by
 the implementation (numpy and TensorFlow's kernels) at random and edge σ.
 
@@ -84,18 +96,27 @@ BROADCASTING_2 = frozenset({
     "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
     "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
-_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz"})
+#: functions whose result has their first argument's shape (the others: a
+#: bias along the last axis, an axis to reverse or to scan along)
+_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "tf.ReverseV2/2/1", "tf.Cumsum/2/1"})
+_SEGMENT_SUM = "tf.UnsortedSegmentSum/3/1"
 _REDUCTIONS = frozenset({"Sum", "Mean"})
 _REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})
 _SCE = "tf.SoftmaxCrossEntropyWithLogits/2/2"
 #: Assign functions that store their value v
 _STORES_VALUE = frozenset({"Snd", "SndSameShape"})
+#: Assign functions of an optimizer's update (oracle/opdefs/state.py): they
+#: take the packed operands StackBroadcast(g, c), of shape (2,) + the
+#: variable's (`_operands` refuses any other), and store a value of w's shape
+_PACKED_UPDATES = frozenset({"StepToward", "ScaleAdd"})
 
 #: every function a rule names, captured at import: a function re-registered
 #: under one of these names gets no claim
 _KNOWN = {name: fns.lookup(name) for name in (
     *ELEMENTWISE_1, *BROADCASTING_2, *_BIAS_ADD, *_REDUCTIONS, *_REDUCTIONS_ALONG, _SCE,
-    "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2")}
+    "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2",
+    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES, "BiasAddGrad",
+    "StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis")}
 
 
 def _known(op: str) -> bool:
@@ -144,6 +165,19 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
         return (_broadcast(shapes[0], shapes[1]),)
     if op in _BIAS_ADD and len(shapes) == 2:
         return (shapes[0],)
+    if op == "StackBroadcast" and len(shapes) == 2:
+        if shapes[0] is None or shapes[1] is None:
+            return (None,)
+        b = _broadcast(shapes[0], shapes[1])
+        return (None if b is None else (2,) + b,)
+    if op == _SEGMENT_SUM and len(shapes) == 3:
+        # (num_segments,) + data.shape[rank(segment_ids):] (TensorFlow's kernel)
+        data, ids, num = shapes[0], shapes[1], values[2]
+        if (data is None or ids is None or not isinstance(num, Tensor)
+                or num.dtype not in ("int32", "int64") or num.array.ndim != 0
+                or data[:len(ids)] != ids):
+            return (None,)
+        return ((int(num.array),) + data[len(ids):],)
     if op == "MatMul" and len(shapes) == 2:
         a, b = shapes
         if a is None or b is None or len(a) != 2 or len(b) != 2:
@@ -201,11 +235,58 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
         axes = {int(x) % len(a) for x in axes}
         keep = bool(attrs.get("keep_dims", False))
         return (tuple(1 if i in axes else d for i, d in enumerate(a) if keep or i not in axes),)
+    if op == "BiasAddGrad" and len(shapes) == 1:
+        a = shapes[0]     # (the sum over every axis but the last: NHWC, the default)
+        if a is None or len(a) < 2 or attrs.get("data_format", "NHWC") != "NHWC":
+            return (None,)
+        return ((a[-1],),)
+    if op in MOVES_ELEMENTS:
+        return _shape_by_stand_in(op, attrs, shapes, values)
     if op == _SCE and len(shapes) == 2:
         a, b = shapes
         if a is None or a != b or len(a) != 2:
             return (None, None)
         return ((a[0],), a)
+    return None
+
+
+#: functions that only move elements (slices, squeezes, transposes,
+#: concatenations): whether they fail, and their result's shape, depend on
+#: their arguments' shapes and their constant operands alone, never on an
+#: element's value; so the result's shape is the one they give int32 zeros
+#: of the claimed shapes with the same constant operands (`_shape_by_stand_in`)
+MOVES_ELEMENTS = frozenset({"StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis"})
+_STAND_IN_ELEMENTS = 1 << 20
+
+
+def _shape_by_stand_in(op: str, attrs: Mapping, shapes: list, values: list):
+    f = fns.lookup(op)
+    if f is None or type(f).apply is not fns.Function.apply:
+        return None
+    args = []
+    for sh, v in zip(shapes, values):
+        if isinstance(v, Tensor):
+            args.append(v)
+        elif sh is None or math.prod(sh) > _STAND_IN_ELEMENTS:
+            return tuple(None for _ in range(f.n_out))
+        else:
+            args.append(Tensor(np.zeros(sh, dtype=np.int32), "int32"))
+    try:
+        results = f.apply(args, attrs)
+    except Exception:   # (cannot run on the stand-in: no claim)
+        return tuple(None for _ in range(f.n_out))
+    return tuple(tuple(r.array.shape) if isinstance(r, Tensor) else None for r in results)
+
+
+def _static(shape) -> Shape | None:
+    """A declared shape as a claim: every dimension a known non-negative int."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        return None
+    if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+           for d in dims):
+        return tuple(int(d) for d in dims)
     return None
 
 
@@ -215,8 +296,7 @@ def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]
 
     def arg(i):
         if isinstance(i, FeedIn):
-            t = p.feed_type(i.name)
-            return tuple(t.shape), None
+            return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
     for name in p.topological_order:
@@ -227,8 +307,9 @@ def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]
             if read_shapes:
                 var = p.node[n.data_inputs[0].node].attrs.get("var") \
                     if isinstance(n.data_inputs[0], DataIn) else None
-                if var in p.variables:
-                    out[(name, 0)] = tuple(p.variables[var].shape)
+                sh = _static(p.variables[var].shape) if var in p.variables else None
+                if sh is not None:
+                    out[(name, 0)] = sh
             continue
         if n.op == "Const":
             v = n.attrs.get("value")
@@ -288,9 +369,11 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
         var = p.node[var_in.node].attrs.get("var") if isinstance(var_in, DataIn) else None
         if var not in p.variables:
             return False
-        declared = tuple(p.variables[var].shape)
+        declared = _static(p.variables[var].shape)
+        if declared is None:
+            return False
         if isinstance(value_in, FeedIn):
-            v = tuple(p.feed_type(value_in.name).shape)
+            v = _static(p.feed_type(value_in.name).shape)
         else:
             v = shapes.get((value_in.node, value_in.port))
         if v is None:
@@ -298,6 +381,9 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
         fn = n.attrs.get("fn")
         if fn in _STORES_VALUE and fns.lookup(fn) is _STORE_FUNCTIONS.get(fn):
             if v != declared:
+                return False
+        elif fn in _PACKED_UPDATES and _known(fn):
+            if v != (2,) + declared:
                 return False
         elif fn in BROADCASTING_2 and _known(fn):
             if _broadcast(declared, v) != declared:
@@ -348,3 +434,110 @@ def reshape_changes_nothing(op: str, f, attrs: Mapping, args: tuple[int, ...],
 
 __all__ = ["ELEMENTWISE_1", "BROADCASTING_2", "reshape_changes_nothing", "result_shapes",
            "static_shapes"]
+
+
+# ---------------------------------------------------------------------------
+# (F1) Times one: Mul.ftz(x, 1.0) is x where x is never subnormal
+#
+# Grappler's constant folding and arithmetic optimizer remove a product by
+# a constant one (`x * 1.0 -> x`, tf.losses' weights of 1.0).  In
+# TensorFlow's CPU runtime, and in tfsem's `Mul.ftz`, the product flushes a
+# subnormal x to zero: `Mul.ftz(x, 1.0)` is flush(x), not x (TensorFlow
+# itself shows it: `x * 1.0` of a subnormal x is 0 eagerly and x in a
+# tf.function, where Grappler removed it).  It is x exactly where x is never
+# a subnormal number:
+#  - x an error: both are that error (Mul.ftz is strict, 1.0 no error);
+#  - x a tensor of c's dtype (float32 or float64: the terms' dtype says so;
+#    another dtype is the dtype-mismatch error, so it is required), c a
+#    scalar (the broadcast is x's shape): each element e of x is not
+#    subnormal, so flush(e) = e, e * 1 = e exactly (no rounding; -0 * 1 =
+#    -0, inf * 1 = inf, a NaN stays a NaN: SPEC equality makes all NaNs
+#    equal, and the rule is applied only where both programs are blind to
+#    NaN payloads, as (E3)), and the result, not subnormal, is not flushed.
+# A term is *never subnormal* (`NormalTerms`) when it is a float constant
+# without subnormal elements, a result of a function tfsem flushes
+# (`flushed_variant`: arguments and results flushed), a Cast of an integer
+# or bool (0 or at least 1 in magnitude), one of the TensorFlow kernels in
+# `FLUSHED_KERNELS` (evaluated by TensorFlow's CPU kernels with denormals
+# flushed: every element they return is a flushed arithmetic result, never
+# a copy of an input element), or a Reshape, ReshapeTo, Tile, ExpandDims,
+# Relu or Neg of a never-subnormal term (each element is an element of the
+# argument, its negation, or 0).  tests/test_static_shapes.py checks each
+# kernel's claim on TensorFlow at edge values (subnormal, huge and tiny
+# inputs).
+
+#: TensorFlow kernels whose every float output element is a flushed
+#: arithmetic result (DivNoNan: x / y or 0; SoftmaxCrossEntropyWithLogits:
+#: sums of products, and softmax - labels)
+FLUSHED_KERNELS = frozenset({"tf.DivNoNan/2/1", "tf.SoftmaxCrossEntropyWithLogits/2/2"})
+_COPIES = frozenset({"Reshape", "ReshapeTo", "Tile", "ExpandDims", "Relu", "Neg", "Identity"})
+_COPY_FUNCTIONS = {name: fns.lookup(name) for name in _COPIES}
+_MUL = fns.lookup("Mul.ftz")
+_CAST = fns.lookup("Cast")
+_NORMAL_DTYPES = frozenset({"float32", "float64"})
+_CAST_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                          "uint64", "float16", "bfloat16", "float32", "float64"})
+
+
+def _flushes(f) -> bool:
+    """Whether f is a flushed variant (functions.flushed_variant)."""
+    impl = getattr(f, "impl", None)
+    return (f is not None and f.name.endswith(fns.FTZ_SUFFIX)
+            and "flushed_variant" in getattr(impl, "__qualname__", ""))
+
+
+def _subnormal_free(v) -> bool:
+    if not isinstance(v, Tensor) or v.dtype not in _NORMAL_DTYPES:
+        return False
+    a = np.abs(v.array)
+    with np.errstate(invalid="ignore"):
+        return not np.any((a > 0) & (a < np.finfo(v.array.dtype).tiny))
+
+
+def mark_never_subnormal(normal: set, op: str, f, args: tuple[int, ...],
+                         results: tuple[int, ...], consts: Mapping, dtypes: Mapping) -> None:
+    """Add `results` to `normal` where the rule above says so."""
+    if f is None:
+        return
+    if _flushes(f) or (op in FLUSHED_KERNELS and fns.lookup(op) is f):
+        normal.update(results)
+    elif op in _COPIES and _COPY_FUNCTIONS.get(op) is f and args and is_never_subnormal(
+            normal, args[0], consts):
+        normal.update(results)
+    elif f is _CAST and args and dtypes.get(args[0], "").startswith(("int", "uint", "bool")):
+        normal.update(results)
+
+
+def is_never_subnormal(normal: set, t: int, consts: Mapping) -> bool:
+    return t in normal or (t in consts and _subnormal_free(consts[t]))
+
+
+def times_one(op: str, f, args: tuple[int, ...], normal: set, consts: Mapping,
+              dtypes: Mapping) -> bool:
+    """Whether f(args) is args[0] at every σ by (F1)."""
+    if f is None or f is not _MUL or op != "Mul.ftz" or len(args) != 2:
+        return False
+    c = consts.get(args[1])
+    if not (isinstance(c, Tensor) and c.dtype in _NORMAL_DTYPES and c.array.ndim == 0
+            and c.array == 1):
+        return False
+    return dtypes.get(args[0]) == c.dtype and is_never_subnormal(normal, args[0], consts)
+
+
+#: (dtype claims) TensorFlow kernels whose outputs all have the dtype of
+#: their `T` attribute (the OpDef's outputs are of type T)
+_OUTPUTS_OF_TYPE_T = frozenset({"tf.SoftmaxCrossEntropyWithLogits/2/2", "tf.DivNoNan/2/1"})
+_TF_DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64"}
+
+
+def kernel_dtype(op: str, attrs: Mapping) -> str | None:
+    """The dtype of every tensor result of TensorFlow kernel `op` (or of
+    Cast: its `DstT`, the dtype the implementation converts to), or None."""
+    if op == "Cast" and fns.lookup(op) is _CAST:
+        d = attrs.get("DstT")
+        return d if d in _CAST_DTYPES else None
+    if op not in _OUTPUTS_OF_TYPE_T:
+        return None
+    t = attrs.get("tf_attrs", {})
+    t = t.get("T") if isinstance(t, Mapping) else None
+    return _TF_DTYPES.get(t) if isinstance(t, str) else None
