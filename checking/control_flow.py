@@ -164,9 +164,12 @@ class _CFChecker:
                         computed_predicates(self.p2, self.real))
             terms = list(dict.fromkeys(t for c in computed for t in c.values()))
             named: dict = {}     # (each term named by the original's port first)
-            for c in computed:
+            for which, c in enumerate(computed):
                 for port, t in c.items():
-                    named.setdefault(t, port)
+                    # (a term of the rewrite alone is named as such: its node
+                    # may have the name of another term's node in the
+                    # original, and the two cases' labels must differ)
+                    named.setdefault(t, repr(port[0]) + (" of the rewrite" if which else ""))
             n_vars = len(feeds) + len(terms)
             if 2 ** n_vars > PROOF_MAX_CASES:
                 return (f"the Switch predicates depend on {len(feeds)} bool feeds and "
@@ -177,7 +180,7 @@ class _CFChecker:
                 beta = dict(zip(feeds, bits))
                 by_term = dict(zip(terms, bits[len(feeds):]))
                 label = {**{f: b for f, b in beta.items()},
-                         **{f"the predicate {named[t][0]!r}": b for t, b in by_term.items()}}
+                         **{f"the predicate {named[t]}": b for t, b in by_term.items()}}
                 cases.append((beta, label, by_term, [{port: by_term[t] for port, t in c.items()}
                                                      for c in computed]))
             if terms:
@@ -192,6 +195,12 @@ class _CFChecker:
             return f"no proof by cases on the predicates: {exc}"
         self.stats["cases"] = len(cases)
         budget = PROOF_SHARE * self.remaining()
+        # (a case whose counterexample is not confirmed -- a combination of
+        # computed predicates that no σ makes, or one whose σ the search
+        # below misses -- ends the proof but not the search: a later case
+        # may hold a confirmed one, as (f < c false, !(f >= c) true) at NaN
+        # after the impossible (!(f >= c) false, f < c true))
+        unconfirmed = None
         for k, (beta, label, by_term, s1, s2) in enumerate(specialized):
             case = ", ".join(f"{f} = {str(b).lower()}" for f, b in label.items()) or "the constants"
             if s1.dead_outputs != s2.dead_outputs:
@@ -200,7 +209,9 @@ class _CFChecker:
                     self.stats["path"] = "control-flow/cases"
                     return self.unsound(found, f"in the case {case} a fetch is dead in one "
                                                "program and live in the other")
-                return f"the case {case}: a fetch is dead in one program only, not confirmed"
+                unconfirmed = unconfirmed or (f"the case {case}: a fetch is dead in one program "
+                                              "only, not confirmed")
+                continue
             q1 = _without_outputs(s1.program, s1.dead_outputs)
             q2 = _without_outputs(s2.program, s2.dead_outputs)
             seconds = budget / (len(specialized) - k)
@@ -227,14 +238,18 @@ class _CFChecker:
                     return self.unsound(found, f"found in the case {case} (the programs without "
                                                "control flow that case makes), confirmed on the "
                                                "programs with control flow")
-                return f"the case {case}: a counterexample of the case was not confirmed"
+                unconfirmed = unconfirmed or (f"the case {case}: a counterexample of the case "
+                                              "was not confirmed")
+                continue
             if v.verdict == INVALID:   # (a specialization the checker refused: no proof)
-                return f"the case {case}: {v.reason}"
-            return f"the case {case}: {v.verdict} ({v.reason})"
+                return unconfirmed or f"the case {case}: {v.reason}"
+            return unconfirmed or f"the case {case}: {v.verdict} ({v.reason})"
+        if unconfirmed is not None:
+            return unconfirmed
         self.stats["path"] = "control-flow/cases"
         n = len(specialized)
         what = ([f"the bool feeds {', '.join(feeds)}"] if feeds else []) + (
-            [f"the computed predicates {', '.join(repr(named[t][0]) for t in terms)}"]
+            [f"the computed predicates {', '.join(named[t] for t in terms)}"]
             if terms else [])
         how = (f"by cases on {' and '.join(what)} ({n} cases)" if what else
                "with every Switch predicate a constant")
@@ -432,7 +447,10 @@ def _near(dtype: str, shape: tuple, consts: list) -> list[Tensor]:
             scalars += [int(info.min), int(info.max)]
             scalars = [int(v) for v in scalars if info.min <= v <= info.max]
         else:
-            scalars += [float("inf"), float("-inf")]
+            # (NaN: every comparison with it is false, so `f < c` and
+            # `!(f >= c)` take different values there and nowhere else; a
+            # subnormal: a flushed dtype compares it as zero)
+            scalars += [float("inf"), float("-inf"), float("nan"), 1e-45]
     out = []
     for v in dict.fromkeys(scalars):
         out.append(Tensor(np.full(shape, v, dtype=npd), dtype))
