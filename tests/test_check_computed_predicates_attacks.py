@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tfsem.checking.check import check_rewrite
+from tfsem.oracle.deadness import computed_predicates
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
@@ -73,3 +74,28 @@ def test_a_comparison_rewritten_to_the_negated_complement_differs_at_nan(mode, b
     assert np.isnan(v.counterexample.feeds["f"].array)
     assert v.counterexample.outcome not in set(
         outcome_set(p, v.counterexample.feeds, v.counterexample.init, mode))
+
+
+def identity_chain(n: int, add: int):
+    """x += add when a > 0, the predicate passed through n - 1 Identities."""
+    nodes = [{"name": "zero", "op": "Const", "value": 0},
+             {"name": "g0", "op": "Greater", "inputs": ["$a", "zero"]}]
+    nodes += [{"name": f"g{i}", "op": "Identity", "inputs": [f"g{i - 1}"]} for i in range(1, n)]
+    nodes += [{"name": "vx", "op": "Var", "var": "x"},
+              {"name": "sx", "op": "Switch", "inputs": ["vx", f"g{n - 1}"]},
+              {"name": "k", "op": "Const", "value": add},
+              {"name": "w", "op": "Assign", "fn": "Add", "inputs": ["sx:1", "k"]}]
+    return program(nodes, feeds={"a": {"dtype": "int64", "shape": []}})
+
+
+def test_a_predicate_deeper_than_the_stack_is_not_cased_and_no_crash():
+    """Was a RecursionError out of check_rewrite (computed_predicates' term()
+    recursed once per node): a predicate through 1,200 Identities.  Now it
+    is not cased; the refutation stage decides (before this round the same)."""
+    p, q = identity_chain(1200, 1), identity_chain(1200, 2)
+    assert computed_predicates(p) == {}
+    v = check_rewrite(p, q, "atomic", timeout=10, backends=False, classify=False)
+    assert v.verdict == "unsound", v.reason
+    assert int(v.counterexample.feeds["a"].array) > 0
+    # a short chain is cased as before
+    assert len(computed_predicates(identity_chain(20, 1))) == 1
