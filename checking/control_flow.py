@@ -202,6 +202,8 @@ class _CFChecker:
         # after the impossible (!(f >= c) false, f < c true))
         unconfirmed = None
         for k, (beta, label, by_term, s1, s2) in enumerate(specialized):
+            if unconfirmed and self.remaining() < (1 - PROOF_SHARE) * self.timeout:
+                return unconfirmed   # (the refutation stage's share of the time is left to it)
             case = ", ".join(f"{f} = {str(b).lower()}" for f, b in label.items()) or "the constants"
             if s1.dead_outputs != s2.dead_outputs:
                 found = self.case_difference(beta, by_term)
