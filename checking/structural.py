@@ -336,6 +336,24 @@ every valuation of the read leaves".  Neither applies under `--float real`.
      corpus).  With two non-constant operands the exact terms keep their
      order: two error operands would give different errors.
 
+Reshapes to the shape they have (issue 23, (S))
+==============================================
+
+Grappler's arithmetic optimizer removes a Reshape whose input already has
+the target shape (RemoveRedundantReshape).  checking/static_shapes.py
+claims, for some ports, the shape their value has at every σ where it is a
+tensor (argued there, by induction along a run, with every Assign checked
+to keep its variable's declared shape); each term of such a port carries
+it (`_Terms.shapes`; a term is shared by the two programs only where both
+keep their variables' shapes, so that a Read leaf's shape holds in the
+runs of either).  Then Reshape(t), ReshapeTo(t, c) and Tile(t) with all
+multiples 1 are t when t's shape is their target, at every σ: on an error
+t each is that error, on a tensor of that shape the same elements in the
+same order (`static_shapes.reshape_changes_nothing`).  It applies to both
+programs' terms, exact and ≈ alike, under `--float real` too (no float is
+computed).  tests/test_static_shapes.py compares every claimed shape with
+the implementation's, and the rule with the enumerating oracle.
+
 tests/test_structural_float_rules.py compares both with the enumerating
 oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
 largest floats, uninitialized variables), on generated divisors and
@@ -359,6 +377,8 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
+from .static_shapes import (kernel_dtype, mark_never_subnormal, reshape_changes_nothing,
+                            static_shapes, times_one)
 from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
@@ -373,6 +393,10 @@ EXTENSIONS = True
 #: off to show which one a proof needs)
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
+#: (S) of "Reshapes to the shape they have" in the module docstring, and
+#: (F1), x * 1.0 where x is never subnormal (checking/static_shapes.py)
+RESHAPES_BY_SHAPE = True
+TIMES_ONE = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -576,6 +600,13 @@ class _Terms:
         self.dtypes: dict[int, str] = {}
         #: id(attributes) -> (attributes, `_attrs_key` of them)
         self.akeys: dict[int, tuple[Any, tuple]] = {}
+        #: term -> the shape its value has at every σ where it is a tensor,
+        #: and id(program) -> its ports' such shapes (checking/static_shapes.py;
+        #: (S) of the module docstring)
+        self.shapes: dict[int, tuple] = {}
+        self.program_shapes: dict[int, Mapping] = {}
+        #: terms whose value is never a subnormal float ((F1))
+        self.normal: set[int] = set()
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -713,6 +744,9 @@ class _Terms:
             return (args[1],)
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
+        if (f is not None and RESHAPES_BY_SHAPE and self.shapes
+                and reshape_changes_nothing(op, f, attrs, args, self.shapes, self.consts)):
+            return (args[0],)      # (S): a reshape to the shape its argument has
         if f is not None and len(args) == 2 and not self.real:
             recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
                 else None
@@ -723,6 +757,9 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
+        if (f is not None and TIMES_ONE and not self.real and self.sorts_commutative
+                and times_one(op, f, args, self.normal, self.consts, self.dtypes)):
+            return (args[0],)      # (F1): x * 1.0 where x is never subnormal
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -730,9 +767,12 @@ class _Terms:
         app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         dtype = self._result_dtype(f, args) if f is not None else None
+        if dtype is None and f is not None and fns.lookup(op) is f:
+            dtype = kernel_dtype(op, attrs)
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
+        mark_never_subnormal(self.normal, op, f, args, results, self.consts, self.dtypes)
         return results
 
     def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
@@ -919,11 +959,20 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
 
     assigns: dict[str, int] = {}
     exact: dict[str, int] = {}
+    port_shapes = terms.program_shapes.get(id(p)) or {}
+
+    def shaped(name: str, results) -> None:
+        for port, t in enumerate(results):
+            sh = port_shapes.get((name, port))
+            if sh is not None:
+                terms.shapes.setdefault(t, sh)
+
     for name, op, inputs, f, n_out, need_exact, need_settled, congruent in plan:
         if op == VAR:
             continue
         if op == READ:
             value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
+            shaped(name, (value[(name, 0)],))
         elif op == ASSIGN:
             assigns[name] = arg(inputs[1], settled)
             if exact_assigns:
@@ -932,12 +981,14 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
             attrs = p.node[name].attrs
             if need_exact:
                 results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
+                shaped(name, results)
                 for port, t in enumerate(results):
                     value[(name, port)] = t
             if need_settled:
                 if congruent:
                     results = terms.apply_up_to_error(
                         op, attrs, tuple(arg(i, settled) for i in inputs), n_out)
+                    shaped(name, results)
                 # (otherwise the ≈-term is the exact one, computed above:
                 # equal values are ≈)
                 for port, t in enumerate(results):
@@ -1007,6 +1058,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             terms.akeys = plans[3]          # (attribute keys shared by the attempts)
         if not plans[2]:
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
+        if RESHAPES_BY_SHAPE:
+            terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(p, p2)))
         assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
         assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
         built[key] = (terms, assigns, outputs, assigns2, outputs2)

@@ -1,0 +1,485 @@
+"""Static shapes of a program's ports, and the reshapes that change nothing
+(issue 23: the structural rule on Grappler's arithmetic optimizer, which
+removes a `Reshape` whose input already has the target shape).
+
+The claim, for a port u with `shape[u] = S`: at every σ (feeds of their
+declared types, variables of their declared types or uninitialized, SPEC
+section 2) and in every run, the value u holds is an error or a tensor of
+shape S.  A port with no entry is claimed nothing of.
+
+Why it holds.  By induction along a run, with the hypothesis (H) that every
+Read returns an error or a tensor of its variable's declared shape:
+ - a feed holds its declared type; a Const its value; a Read, by (H);
+ - a function node computes from its arguments' values: where they are
+   errors or tensors of the shapes claimed, each rule below gives the shape
+   of its result whenever that result is a tensor (`_RULES`; a function
+   without a rule, or with arguments of unknown shape, gets no claim).
+(H) holds at the first Read (σ).  It is kept by every Assign that can
+store: `_assigned` (oracle/graph.py) stores f(w, v) only when v and f(w, v)
+are tensors, and :func:`static_shapes` checks, for every Assign of the
+program, that f(w, v) has the declared shape of its variable whenever w is
+an error or a tensor of that shape and v one of its claimed shape (Snd and
+SndSameShape store v: v's claimed shape must be the declared one; the
+elementwise update functions store the broadcast of w and v: it must be
+w's; StepToward and ScaleAdd, an optimizer's, take v = StackBroadcast(g, c)
+of shape (2,) + w's, refuse any other (`_operands`), and store a value of
+w's shape).  v mentions only Reads before the Assign, so by induction every
+stored value, hence every later Read, keeps (H).  Where an Assign fails the
+check, or its value has no claimed shape, no Read gets a shape.
+
+The rules (each the shape of the result *when it is a tensor*; an error
+result needs no claim):
+ - Identity, and the elementwise functions of one argument in
+   `ELEMENTWISE_1`: the argument's shape (numpy's ufuncs and TensorFlow's
+   cwise kernels map an array to an array of its shape);
+ - the broadcasting functions of two arguments in `BROADCASTING_2`: the
+   broadcast of both shapes (numpy's rule, which is TensorFlow's BCast for
+   shapes that broadcast; shapes that do not give an error, no claim);
+ - MatMul (transpose attributes): [m, k] x [k, n] -> [m, n] on two rank-2
+   arguments, else no claim;
+ - BiasAdd, TensorFlow's ReverseV2 and Cumsum: the first argument's shape;
+ - StackBroadcast(a, b): (2,) + the broadcast of both (xp.stack of the
+   broadcast arrays);
+ - TensorFlow's UnsortedSegmentSum(data, ids, n) with n a constant scalar
+   and ids' shape a prefix of data's: (n,) + the rest of data's shape;
+ - Reshape (attribute `shape`) and ReshapeTo (a constant int32/int64 vector
+   operand): the target shape, a -1 resolved from the argument's element
+   count (no claim when that count is unknown or does not divide);
+ - Tile (attribute `multiples`): each dimension times its multiple (rank
+   equal, else the function fails);
+ - Sum and Mean (attributes `axes`, `keep_dims`): a scalar stays a scalar
+   (`_reduce` returns it), else the reduced axes removed or kept as 1;
+ - TensorFlow's SoftmaxCrossEntropyWithLogits on two rank-2 arguments of
+   one shape [b, c]: ([b], [b, c]).
+tests/test_static_shapes.py compares each claim with the shape computed by
+the implementation (numpy and TensorFlow's kernels) at random and edge σ.
+
+The simplification (`reshape_changes_nothing`), for the structural rule's
+terms: Reshape(t), ReshapeTo(t, c) and Tile(t) (all multiples 1) are t
+when t's claimed shape is their target: on an error t, each is that error
+(Function.apply passes on a strict argument's error, and these functions
+are strict in t); on a tensor of shape S, xp.reshape and xp.tile to S
+return its elements in the same order, with its dtype: the same value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+from tfsem.oracle import functions as fns
+from tfsem.oracle.program import ASSIGN, READ, VAR, DataIn, FeedIn, Program
+from tfsem.oracle.values import Tensor
+
+Shape = tuple[int, ...]
+
+#: elementwise functions of one argument (the result has the argument's shape)
+ELEMENTWISE_1 = frozenset({
+    "Identity", "Neg", "Relu", "Cast", "Abs", "Sign", "Sqrt", "Sqrt.ftz", "Square",
+    "Square.ftz", "Exp", "Log", "LogicalNot", "Floor", "Ceil", "Round",
+    "tf.Sigmoid/1/1", "tf.Tanh/1/1", "tf.Exp/1/1", "tf.Log/1/1", "tf.Log1p/1/1",
+    "tf.Rsqrt/1/1", "tf.Reciprocal/1/1", "tf.Ceil/1/1", "tf.Floor/1/1", "tf.IsFinite/1/1",
+    "tf.IsNan/1/1", "tf.Sqrt/1/1", "tf.Softplus/1/1", "tf.Elu/1/1", "tf.Relu6/1/1",
+    "tf.LogSoftmax/1/1", "tf.Softmax/1/1"})
+#: broadcasting functions of two arguments
+BROADCASTING_2 = frozenset({
+    "Add", "Add.ftz", "Sub", "Sub.ftz", "Mul", "Mul.ftz", "RealDiv", "RealDiv.ftz",
+    "Max", "Max.ftz", "Min", "Min.ftz", "Maximum", "Minimum", "SquaredDifference",
+    "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
+    "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
+    "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
+#: functions whose result has their first argument's shape (the others: a
+#: bias along the last axis, an axis to reverse or to scan along)
+_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "tf.ReverseV2/2/1", "tf.Cumsum/2/1"})
+_SEGMENT_SUM = "tf.UnsortedSegmentSum/3/1"
+_REDUCTIONS = frozenset({"Sum", "Mean"})
+_REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})
+_SCE = "tf.SoftmaxCrossEntropyWithLogits/2/2"
+#: Assign functions that store their value v
+_STORES_VALUE = frozenset({"Snd", "SndSameShape"})
+#: Assign functions of an optimizer's update (oracle/opdefs/state.py): they
+#: take the packed operands StackBroadcast(g, c), of shape (2,) + the
+#: variable's (`_operands` refuses any other), and store a value of w's shape
+_PACKED_UPDATES = frozenset({"StepToward", "ScaleAdd"})
+
+#: every function a rule names, captured at import: a function re-registered
+#: under one of these names gets no claim
+_KNOWN = {name: fns.lookup(name) for name in (
+    *ELEMENTWISE_1, *BROADCASTING_2, *_BIAS_ADD, *_REDUCTIONS, *_REDUCTIONS_ALONG, _SCE,
+    "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2",
+    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES)}
+
+
+def _known(op: str) -> bool:
+    f = _KNOWN.get(op)
+    return f is not None and fns.lookup(op) is f
+
+
+def _resolve(target, size: int | None) -> Shape | None:
+    """The shape Reshape gives an argument of `size` elements, or None."""
+    target = [int(d) for d in target]
+    if any(d < -1 for d in target) or sum(d == -1 for d in target) > 1:
+        return None
+    if -1 not in target:
+        return tuple(target)
+    rest = math.prod(d for d in target if d != -1)
+    if size is None or rest == 0 or size % rest:
+        return None
+    return tuple(size // rest if d == -1 else d for d in target)
+
+
+def _broadcast(a: Shape, b: Shape) -> Shape | None:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+def _int_vector(v) -> list[int] | None:
+    if (isinstance(v, Tensor) and v.dtype in ("int32", "int64") and v.array.ndim == 1):
+        return [int(d) for d in v.array]
+    return None
+
+
+def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
+                  values: list) -> tuple[Shape | None, ...] | None:
+    """The shapes of `op`'s results when they are tensors, from its
+    arguments' claimed shapes (None: unknown) and constant values (None:
+    not constant); None for a function without a rule."""
+    if not _known(op):
+        return None
+    if op in ELEMENTWISE_1 and len(shapes) == 1:
+        return (shapes[0],)
+    if op in BROADCASTING_2 and len(shapes) == 2:
+        if shapes[0] is None or shapes[1] is None:
+            return (None,)
+        return (_broadcast(shapes[0], shapes[1]),)
+    if op in _BIAS_ADD and len(shapes) == 2:
+        return (shapes[0],)
+    if op == "StackBroadcast" and len(shapes) == 2:
+        if shapes[0] is None or shapes[1] is None:
+            return (None,)
+        b = _broadcast(shapes[0], shapes[1])
+        return (None if b is None else (2,) + b,)
+    if op == _SEGMENT_SUM and len(shapes) == 3:
+        # (num_segments,) + data.shape[rank(segment_ids):] (TensorFlow's kernel)
+        data, ids, num = shapes[0], shapes[1], values[2]
+        if (data is None or ids is None or not isinstance(num, Tensor)
+                or num.dtype not in ("int32", "int64") or num.array.ndim != 0
+                or data[:len(ids)] != ids):
+            return (None,)
+        return ((int(num.array),) + data[len(ids):],)
+    if op == "MatMul" and len(shapes) == 2:
+        a, b = shapes
+        if a is None or b is None or len(a) != 2 or len(b) != 2:
+            return (None,)
+        m = a[1] if attrs.get("transpose_a") else a[0]
+        n = b[0] if attrs.get("transpose_b") else b[1]
+        return ((m, n),)
+    if op == "Reshape" and len(shapes) == 1:
+        size = None if shapes[0] is None else math.prod(shapes[0])
+        return (_resolve(attrs.get("shape", ()), size),)
+    if op == "ReshapeTo" and len(shapes) == 2:
+        target = _int_vector(values[1])
+        if target is None:
+            return (None,)
+        size = None if shapes[0] is None else math.prod(shapes[0])
+        return (_resolve(target, size),)
+    if op == "Tile" and len(shapes) == 1:
+        m = [int(x) for x in attrs.get("multiples", ())]
+        a = shapes[0]
+        if a is None or len(m) != len(a) or any(x < 0 for x in m):
+            return (None,)
+        return (tuple(d * x for d, x in zip(a, m)),)
+    if op == "Fill" and len(shapes) == 1:
+        dims = [int(d) for d in attrs.get("dims", ())]
+        return (tuple(dims) if all(d >= 0 for d in dims) else None,)
+    if op == "ExpandDims" and len(shapes) == 1:
+        a, ax = shapes[0], int(attrs.get("axis", 0))
+        if a is None or not -len(a) - 1 <= ax <= len(a):
+            return (None,)
+        ax = ax if ax >= 0 else len(a) + 1 + ax
+        return (a[:ax] + (1,) + a[ax:],)
+    if op == "Select" and len(shapes) == 3:
+        return (shapes[1],)     # (x's shape: `_select` refuses y of another)
+    if op == "SelectV2" and len(shapes) == 3:
+        if any(s is None for s in shapes):
+            return (None,)
+        ab = _broadcast(shapes[0], shapes[1])
+        return (None if ab is None else _broadcast(ab, shapes[2]),)
+    if op in _REDUCTIONS_ALONG and len(shapes) == 2:
+        v = values[1]
+        if not (isinstance(v, Tensor) and v.dtype in ("int32", "int64") and v.array.ndim <= 1):
+            return (None,)
+        attrs = {**attrs, "axes": [int(x) for x in v.array.ravel()]}
+        return result_shapes(op[:-len("Along")], attrs, shapes[:1], values[:1])
+    if op in _REDUCTIONS and len(shapes) == 1:
+        a = shapes[0]
+        if a is None:
+            return (None,)
+        if len(a) == 0:
+            return ((),)
+        axes = attrs.get("axes")
+        if not isinstance(axes, (list, tuple)) or any(not -len(a) <= int(x) < len(a)
+                                                      for x in axes):
+            return (None,)
+        axes = {int(x) % len(a) for x in axes}
+        keep = bool(attrs.get("keep_dims", False))
+        return (tuple(1 if i in axes else d for i, d in enumerate(a) if keep or i not in axes),)
+    if op == _SCE and len(shapes) == 2:
+        a, b = shapes
+        if a is None or a != b or len(a) != 2:
+            return (None, None)
+        return ((a[0],), a)
+    return None
+
+
+def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]:
+    out: dict[tuple[str, int], Shape] = {}
+    consts: dict[tuple[str, int], Tensor] = {}
+
+    def arg(i):
+        if isinstance(i, FeedIn):
+            t = p.feed_type(i.name)
+            return tuple(t.shape), None
+        return out.get((i.node, i.port)), consts.get((i.node, i.port))
+
+    for name in p.topological_order:
+        n = p.node[name]
+        if n.op in (VAR, ASSIGN):
+            continue
+        if n.op == READ:
+            if read_shapes:
+                var = p.node[n.data_inputs[0].node].attrs.get("var") \
+                    if isinstance(n.data_inputs[0], DataIn) else None
+                if var in p.variables:
+                    out[(name, 0)] = tuple(p.variables[var].shape)
+            continue
+        if n.op == "Const":
+            v = n.attrs.get("value")
+            if isinstance(v, Tensor):
+                out[(name, 0)] = tuple(v.array.shape)
+                consts[(name, 0)] = v
+            continue
+        args = [arg(i) for i in n.data_inputs]
+        folded = _fold(n.op, n.attrs, [a[1] for a in args]) if args else None
+        if folded is not None:
+            for k, v in enumerate(folded):
+                out[(name, k)] = tuple(v.array.shape)
+                consts[(name, k)] = v
+            continue
+        res = result_shapes(n.op, n.attrs, [a[0] for a in args], [a[1] for a in args])
+        for k, s in enumerate(res or ()):
+            if s is not None:
+                out[(name, k)] = s
+    return out
+
+
+#: constant integer and bool arguments folded (shape arithmetic: Rank - 1,
+#: Slice of a constant shape, ConcatAxis), at most this many elements
+FOLD_MAX_ELEMENTS = 1024
+_FOLDED_DTYPES = frozenset({"int32", "int64", "bool"})
+
+
+def _fold(op: str, attrs: Mapping, values: list) -> tuple[Tensor, ...] | None:
+    """The results of a function applied to constant integer or bool
+    tensors: deterministic functions give the same value at every σ, so a
+    tensor result's shape is its shape at every σ (an error result, or a
+    function that cannot run, gives nothing)."""
+    if not values or any(not isinstance(v, Tensor) or v.dtype not in _FOLDED_DTYPES
+                         for v in values):
+        return None
+    if sum(v.array.size for v in values) > FOLD_MAX_ELEMENTS:
+        return None
+    f = fns.lookup(op)
+    if f is None or type(f).apply is not fns.Function.apply:
+        return None
+    try:
+        results = f.apply(values, attrs)
+    except Exception:   # (cannot run here: no claim)
+        return None
+    if not all(isinstance(r, Tensor) for r in results):
+        return None
+    return tuple(results)
+
+
+def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) -> bool:
+    """Whether every Assign of p stores only values of its variable's
+    declared shape, given the shapes computed with (H) (module docstring)."""
+    for n in p.nodes:
+        if n.op != ASSIGN:
+            continue
+        var_in, value_in = n.data_inputs[0], n.data_inputs[1]
+        var = p.node[var_in.node].attrs.get("var") if isinstance(var_in, DataIn) else None
+        if var not in p.variables:
+            return False
+        declared = tuple(p.variables[var].shape)
+        if isinstance(value_in, FeedIn):
+            v = tuple(p.feed_type(value_in.name).shape)
+        else:
+            v = shapes.get((value_in.node, value_in.port))
+        if v is None:
+            return False
+        fn = n.attrs.get("fn")
+        if fn in _STORES_VALUE and fns.lookup(fn) is _STORE_FUNCTIONS.get(fn):
+            if v != declared:
+                return False
+        elif fn in _PACKED_UPDATES and _known(fn):
+            if v != (2,) + declared:
+                return False
+        elif fn in BROADCASTING_2 and _known(fn):
+            if _broadcast(declared, v) != declared:
+                return False
+        else:
+            return False
+    return True
+
+
+_STORE_FUNCTIONS = {name: fns.lookup(name) for name in _STORES_VALUE}
+
+
+def static_shapes(p: Program, p2: Program | None = None
+                  ) -> tuple[dict[tuple[str, int], Shape], ...]:
+    """The claimed shapes of the ports of p (and of p2): with the Reads'
+    declared shapes where every Assign of *both* programs keeps them (a
+    Read leaf of the structural rule is shared by the two programs' terms,
+    and its value comes from the run of either), without them otherwise."""
+    programs = [p] if p2 is None else [p, p2]
+    with_reads = [_value_shapes(q, True) for q in programs]
+    if all(_keeps_variable_shapes(q, s) for q, s in zip(programs, with_reads)):
+        return tuple(with_reads)
+    return tuple(_value_shapes(q, False) for q in programs)
+
+
+_RESHAPES = {name: fns.lookup(name) for name in ("Reshape", "ReshapeTo", "Tile")}
+
+
+def reshape_changes_nothing(op: str, f, attrs: Mapping, args: tuple[int, ...],
+                            shapes: Mapping[int, Shape], consts: Mapping[int, object]) -> bool:
+    """Whether f(args) is args[0] at every σ (module docstring): Reshape,
+    ReshapeTo or Tile to the shape args[0] is claimed to have."""
+    if _RESHAPES.get(op) is not f or f is None or not args:
+        return False
+    a = shapes.get(args[0])
+    if a is None:
+        return False
+    if op == "Reshape" and len(args) == 1:
+        return _resolve(attrs.get("shape", ()), math.prod(a)) == a
+    if op == "ReshapeTo" and len(args) == 2:
+        target = _int_vector(consts.get(args[1]))
+        return target is not None and _resolve(target, math.prod(a)) == a
+    if op == "Tile" and len(args) == 1:
+        m = [int(x) for x in attrs.get("multiples", ())]
+        return len(m) == len(a) and all(x == 1 for x in m)
+    return False
+
+
+__all__ = ["ELEMENTWISE_1", "BROADCASTING_2", "reshape_changes_nothing", "result_shapes",
+           "static_shapes"]
+
+
+# ---------------------------------------------------------------------------
+# (F1) Times one: Mul.ftz(x, 1.0) is x where x is never subnormal
+#
+# Grappler's constant folding and arithmetic optimizer remove a product by
+# a constant one (`x * 1.0 -> x`, tf.losses' weights of 1.0).  In
+# TensorFlow's CPU runtime, and in tfsem's `Mul.ftz`, the product flushes a
+# subnormal x to zero: `Mul.ftz(x, 1.0)` is flush(x), not x (TensorFlow
+# itself shows it: `x * 1.0` of a subnormal x is 0 eagerly and x in a
+# tf.function, where Grappler removed it).  It is x exactly where x is never
+# a subnormal number:
+#  - x an error: both are that error (Mul.ftz is strict, 1.0 no error);
+#  - x a tensor of c's dtype (float32 or float64: the terms' dtype says so;
+#    another dtype is the dtype-mismatch error, so it is required), c a
+#    scalar (the broadcast is x's shape): each element e of x is not
+#    subnormal, so flush(e) = e, e * 1 = e exactly (no rounding; -0 * 1 =
+#    -0, inf * 1 = inf, a NaN stays a NaN: SPEC equality makes all NaNs
+#    equal, and the rule is applied only where both programs are blind to
+#    NaN payloads, as (E3)), and the result, not subnormal, is not flushed.
+# A term is *never subnormal* (`NormalTerms`) when it is a float constant
+# without subnormal elements, a result of a function tfsem flushes
+# (`flushed_variant`: arguments and results flushed), a Cast of an integer
+# or bool (0 or at least 1 in magnitude), one of the TensorFlow kernels in
+# `FLUSHED_KERNELS` (evaluated by TensorFlow's CPU kernels with denormals
+# flushed: every element they return is a flushed arithmetic result, never
+# a copy of an input element), or a Reshape, ReshapeTo, Tile, ExpandDims,
+# Relu or Neg of a never-subnormal term (each element is an element of the
+# argument, its negation, or 0).  tests/test_static_shapes.py checks each
+# kernel's claim on TensorFlow at edge values (subnormal, huge and tiny
+# inputs).
+
+#: TensorFlow kernels whose every float output element is a flushed
+#: arithmetic result (DivNoNan: x / y or 0; SoftmaxCrossEntropyWithLogits:
+#: sums of products, and softmax - labels)
+FLUSHED_KERNELS = frozenset({"tf.DivNoNan/2/1", "tf.SoftmaxCrossEntropyWithLogits/2/2"})
+_COPIES = frozenset({"Reshape", "ReshapeTo", "Tile", "ExpandDims", "Relu", "Neg", "Identity"})
+_COPY_FUNCTIONS = {name: fns.lookup(name) for name in _COPIES}
+_MUL = fns.lookup("Mul.ftz")
+_CAST = fns.lookup("Cast")
+_NORMAL_DTYPES = frozenset({"float32", "float64"})
+
+
+def _flushes(f) -> bool:
+    """Whether f is a flushed variant (functions.flushed_variant)."""
+    impl = getattr(f, "impl", None)
+    return (f is not None and f.name.endswith(fns.FTZ_SUFFIX)
+            and "flushed_variant" in getattr(impl, "__qualname__", ""))
+
+
+def _subnormal_free(v) -> bool:
+    if not isinstance(v, Tensor) or v.dtype not in _NORMAL_DTYPES:
+        return False
+    a = np.abs(v.array)
+    with np.errstate(invalid="ignore"):
+        return not np.any((a > 0) & (a < np.finfo(v.array.dtype).tiny))
+
+
+def mark_never_subnormal(normal: set, op: str, f, args: tuple[int, ...],
+                         results: tuple[int, ...], consts: Mapping, dtypes: Mapping) -> None:
+    """Add `results` to `normal` where the rule above says so."""
+    if f is None:
+        return
+    if _flushes(f) or (op in FLUSHED_KERNELS and fns.lookup(op) is f):
+        normal.update(results)
+    elif op in _COPIES and _COPY_FUNCTIONS.get(op) is f and args and is_never_subnormal(
+            normal, args[0], consts):
+        normal.update(results)
+    elif f is _CAST and args and dtypes.get(args[0], "").startswith(("int", "uint", "bool")):
+        normal.update(results)
+
+
+def is_never_subnormal(normal: set, t: int, consts: Mapping) -> bool:
+    return t in normal or (t in consts and _subnormal_free(consts[t]))
+
+
+def times_one(op: str, f, args: tuple[int, ...], normal: set, consts: Mapping,
+              dtypes: Mapping) -> bool:
+    """Whether f(args) is args[0] at every σ by (F1)."""
+    if f is None or f is not _MUL or op != "Mul.ftz" or len(args) != 2:
+        return False
+    c = consts.get(args[1])
+    if not (isinstance(c, Tensor) and c.dtype in _NORMAL_DTYPES and c.array.ndim == 0
+            and c.array == 1):
+        return False
+    return dtypes.get(args[0]) == c.dtype and is_never_subnormal(normal, args[0], consts)
+
+
+#: (dtype claims) TensorFlow kernels whose outputs all have the dtype of
+#: their `T` attribute (the OpDef's outputs are of type T)
+_OUTPUTS_OF_TYPE_T = frozenset({"tf.SoftmaxCrossEntropyWithLogits/2/2", "tf.DivNoNan/2/1"})
+_TF_DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64"}
+
+
+def kernel_dtype(op: str, attrs: Mapping) -> str | None:
+    """The dtype of every tensor result of TensorFlow kernel `op` (or of
+    Cast: its `DstT`, the dtype the implementation converts to), or None."""
+    if op == "Cast" and fns.lookup(op) is _CAST:
+        d = attrs.get("DstT")
+        return d if d in _NORMAL_DTYPES else None
+    if op not in _OUTPUTS_OF_TYPE_T:
+        return None
+    t = attrs.get("tf_attrs", {})
+    t = t.get("T") if isinstance(t, Mapping) else None
+    return _TF_DTYPES.get(t) if isinstance(t, str) else None

@@ -1,0 +1,314 @@
+"""Static shapes (checking/static_shapes.py) and the structural rule's (S):
+a Reshape, ReshapeTo or Tile to the shape its argument has at every σ is
+the argument (issue 23).
+
+What could make (S) wrong, each tested here:
+ - a claimed shape that is not the implementation's: every claim is
+   compared with the shape the oracle computes, at σ of random, edge and
+   uninitialized values;
+ - a variable that a Write gives another shape, so that a later Read's
+   value is not of the declared shape: then no Read has a shape, in either
+   program (also when only the rewrite writes it);
+ - a reshape that does change the shape: not removed, and the enumerating
+   oracle shows the difference;
+and on the corpus: Grappler's arithmetic optimizer on the TF1 SGD step
+(tests/grappler/tf1_mlp_sgd.json, TensorFlow 2.21), which removes the
+Reshape of the loss gradient to [32, 10] whose input is [32, 10] already,
+is proved by the rule (before: `no-counterexample` after 32 σ)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import settings
+
+from tfsem.checking import check_rewrite, static_shapes, structural
+from tfsem.checking.static_shapes import static_shapes as shapes_of
+from tfsem.checking.structural import structural_refinement
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
+
+F32 = np.float32
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+
+
+def program(nodes, variables, feeds, outputs):
+    return program_from_json({"format": "tfsem.program/1", "variables": variables,
+                              "feeds": feeds, "nodes": nodes, "outputs": outputs})
+
+
+def c(name, value, dtype="int32"):
+    return {"name": name, "op": "Const", "value": {"dtype": dtype, "value": value}}
+
+
+#: one node per rule, on a feed a [2, 3], a feed b [3], variables x [3, 2], y [2]
+RULES = [
+    {"name": "vx", "op": "Var", "var": "x"}, {"name": "rx", "op": "Read", "inputs": ["vx"]},
+    {"name": "vy", "op": "Var", "var": "y"}, {"name": "ry", "op": "Read", "inputs": ["vy"]},
+    {"name": "add", "op": "Add.ftz", "inputs": ["$a", "$b"]},
+    {"name": "relu", "op": "Relu", "inputs": ["add"]},
+    {"name": "cast", "op": "Cast", "DstT": "int32", "inputs": ["relu"]},
+    # (integer products: tfsem runs no float MatMul without TensorFlow's kernels)
+    {"name": "ia", "op": "Cast", "DstT": "int32", "inputs": ["$a"]},
+    {"name": "ix", "op": "Cast", "DstT": "int32", "inputs": ["rx"]},
+    {"name": "iy", "op": "Cast", "DstT": "int32", "inputs": ["ry"]},
+    {"name": "mm", "op": "MatMul", "transpose_a": False, "transpose_b": False,
+     "inputs": ["ia", "ix"]},
+    {"name": "mmt", "op": "MatMul", "transpose_a": True, "transpose_b": True,
+     "inputs": ["ix", "ia"]},
+    {"name": "bias", "op": "BiasAdd", "inputs": ["mm", "iy"]},
+    {"name": "r1", "op": "Reshape", "shape": [-1], "inputs": ["add"]},
+    {"name": "r2", "op": "Reshape", "shape": [3, -1], "inputs": ["add"]},
+    c("shape", [-1, 2]),
+    {"name": "r3", "op": "ReshapeTo", "inputs": ["rx", "shape"]},
+    {"name": "tile", "op": "Tile", "multiples": [2, 1], "inputs": ["$a"]},
+    {"name": "sum", "op": "Sum", "axes": [0], "keep_dims": False, "inputs": ["cast"]},
+    {"name": "sumk", "op": "Sum", "axes": [-1], "keep_dims": True, "inputs": ["cast"]},
+    c("ax", [1]),
+    {"name": "suma", "op": "SumAlong", "keep_dims": False, "inputs": ["cast", "ax"]},
+    c("one", 1.0, "float32"),
+    {"name": "fill", "op": "Fill", "dims": [4, 2], "inputs": ["one"]},
+    {"name": "exp", "op": "ExpandDims", "axis": -1, "inputs": ["$b"]},
+    {"name": "gt", "op": "Greater", "inputs": ["$a", "$b"]},
+    {"name": "sel", "op": "Select", "inputs": ["gt", "$a", "add"]},
+    {"name": "sel2", "op": "SelectV2", "inputs": ["gt", "$a", "one"]},
+    {"name": "stack", "op": "StackBroadcast", "inputs": ["$b", "one"]},
+]
+VARIABLES = {"x": {"dtype": "float32", "shape": [3, 2]}, "y": {"dtype": "float32", "shape": [2]}}
+FEEDS = {"a": {"dtype": "float32", "shape": [2, 3]}, "b": {"dtype": "float32", "shape": [3]}}
+OUTPUTS = {n["name"]: n["name"] for n in RULES if n["op"] not in ("Var", "Const")}
+
+
+def _sigmas(rng):
+    edge = (0.0, -0.0, 1.0, np.nan, np.inf, -np.inf, 1e-45, 3.4e38)
+    for k in range(8):
+        def val(shape):
+            if k % 2:
+                return rng.choice(edge, size=shape).astype(F32)
+            return rng.standard_normal(shape).astype(F32)
+        feeds = {"a": Tensor(val((2, 3)), "float32"), "b": Tensor(val((3,)), "float32")}
+        init = {"x": Tensor(val((3, 2)), "float32"),
+                "y": Error(UNINITIALIZED) if k == 3 else Tensor(val((2,)), "float32")}
+        yield feeds, init
+
+
+def test_every_claimed_shape_is_the_implementations():
+    p = program(RULES, VARIABLES, FEEDS, OUTPUTS)
+    (claimed,) = shapes_of(p)
+    assert {o for o in OUTPUTS if (o, 0) in claimed} == set(OUTPUTS)   # a claim for each
+    seen = 0
+    for feeds, init in _sigmas(np.random.default_rng(0)):
+        (o,) = set(outcome_set(p, feeds, init, "atomic"))
+        for name, value in o.outputs:
+            if isinstance(value, Tensor):
+                assert tuple(value.array.shape) == claimed[(name, 0)], name
+                seen += 1
+    assert seen > 100
+
+
+def _write_program(value_shape, reshape_after=True):
+    """x [2, 3] := $v (a feed of `value_shape`); r = Reshape(Read x, [2, 3])."""
+    nodes = [{"name": "vx", "op": "Var", "var": "x"},
+             {"name": "w", "op": "Write", "inputs": ["vx", "$v"]},
+             {"name": "rx", "op": "Read", "inputs": ["vx", "^w"]}]
+    if reshape_after:
+        nodes.append({"name": "r", "op": "Reshape", "shape": [2, 3], "inputs": ["rx"]})
+    return program(nodes, {"x": {"dtype": "float32", "shape": [2, 3]}},
+                   {"v": {"dtype": "float32", "shape": list(value_shape)}},
+                   {"o": "r" if reshape_after else "rx"})
+
+
+def test_a_variable_written_with_another_shape_gives_no_read_a_shape():
+    keeps = _write_program((2, 3))
+    assert shapes_of(keeps)[0][("rx", 0)] == (2, 3)
+    changes = _write_program((6,))
+    assert ("rx", 0) not in shapes_of(changes)[0]
+    # a shared Read leaf: no shape when either program changes the shape
+    assert ("rx", 0) not in shapes_of(keeps, changes)[0]
+    # so the Reshape to [2, 3] after a Write of a [6] is kept: not proved...
+    p, q = _write_program((6,)), _write_program((6,), reshape_after=False)
+    assert not structural_refinement(p, q).proved
+    # ...and rightly: the outputs' shapes differ
+    feeds = {"v": Tensor(np.arange(6, dtype=F32), "float32")}
+    init = {"x": Tensor(np.zeros((2, 3), F32), "float32")}
+    (o1,), (o2,) = set(outcome_set(p, feeds, init, "atomic")), set(outcome_set(q, feeds, init, "atomic"))
+    assert o1 != o2
+    # where the shape is kept, the Reshape is removed by (S), and the oracle agrees
+    p, q = _write_program((2, 3)), _write_program((2, 3), reshape_after=False)
+    r = structural_refinement(p, q)
+    assert r.proved, r.reason
+    feeds = {"v": Tensor(np.arange(6, dtype=F32).reshape(2, 3), "float32")}
+    for init in ({"x": Tensor(np.ones((2, 3), F32), "float32")}, {"x": Error(UNINITIALIZED)}):
+        assert set(outcome_set(q, feeds, init, "atomic")) <= set(outcome_set(p, feeds, init, "atomic"))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(structural, "RESHAPES_BY_SHAPE", False)
+        assert not structural_refinement(p, q).proved
+
+
+@pytest.mark.parametrize("target, proved", [([2, 3], True), ([-1, 3], True), ([3, 2], False),
+                                            ([6], False), ([2, 3, 1], False)])
+def test_only_a_reshape_to_the_arguments_shape_is_removed(target, proved):
+    def prog(reshape):
+        nodes = [{"name": "vx", "op": "Var", "var": "x"},
+                 {"name": "rx", "op": "Read", "inputs": ["vx"]},
+                 {"name": "s", "op": "Add.ftz", "inputs": ["rx", "$a"]}]
+        if reshape:
+            nodes += [c("t", target), {"name": "r", "op": "ReshapeTo", "inputs": ["s", "t"]}]
+        nodes.append({"name": "w", "op": "Write", "inputs": ["vx", "r" if reshape else "s"]})
+        return program(nodes, {"x": {"dtype": "float32", "shape": [2, 3]}},
+                       {"a": {"dtype": "float32", "shape": [3]}}, {"o": "r" if reshape else "s"})
+    p, q = prog(True), prog(False)
+    r = structural_refinement(p, q)
+    assert r.proved == proved, r.reason
+    v = check_rewrite(p, q, timeout=5, backends=False)
+    if proved:
+        assert v.verdict == "sound" and v.stats["path"] == "structural"
+    else:
+        assert v.verdict == "unsound", v.reason
+        cx = v.counterexample
+        assert cx.outcome not in set(outcome_set(p, cx.feeds, cx.init, "atomic"))
+
+
+def test_the_rules_cover_what_they_name():
+    """Each function named by a rule is registered under that name (a
+    renamed function would silently lose its claims)."""
+    from tfsem.oracle import functions as fns
+    import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+    named = (static_shapes.ELEMENTWISE_1 | static_shapes.BROADCASTING_2)
+    missing = {n for n in named if not n.startswith("tf.") and fns.lookup(n) is None}
+    # (some names are aliases the registry may not define: they only lose claims)
+    assert {"Add.ftz", "Mul.ftz", "Relu", "Cast", "Neg"}.isdisjoint(missing)
+
+
+FIXTURE = Path(__file__).parent / "grappler" / "tf1_mlp_sgd.json"
+
+
+def test_grapplers_redundant_reshape_on_the_tf1_sgd_step_is_proved():
+    from tfsem.oracle import kernels
+    data = json.loads(FIXTURE.read_text())
+    p = program_from_json(data["original"])
+    q = program_from_json(data["rewritten"]["arithmetic"])
+    with kernels.use(False):
+        r = structural_refinement(p, q)
+        assert r.proved, r.reason
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(structural, "RESHAPES_BY_SHAPE", False)
+            r = structural_refinement(p, q)
+            assert not r.proved and "(V)" in r.reason
+
+
+# ---------------------------------------------------------------------------
+# (F1): x * 1.0 is x where x is never subnormal
+
+
+def _times_one(x_nodes, x="x", dtype="float32", one_dtype="float32", times=True):
+    nodes = x_nodes + [c("one", 1.0, one_dtype)]
+    if times:
+        nodes.append({"name": "m", "op": "Mul.ftz", "inputs": [x, "one"]})
+    nodes.append({"name": "vx", "op": "Var", "var": "v"})
+    nodes.append({"name": "w", "op": "Write", "inputs": ["vx", "m" if times else x]})
+    return program(nodes, {"v": {"dtype": dtype, "shape": [3]}},
+                   {"a": {"dtype": dtype, "shape": [3]}, "i": {"dtype": "int32", "shape": [3]}},
+                   {"o": "m" if times else x})
+
+
+SUBNORMAL = np.array([1e-40, -1e-41, 1.0], F32)
+CASES = {
+    # x flushed by an arithmetic of tfsem: never subnormal
+    "flushed": ([{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}], True),
+    # a Cast of an integer: 0 or at least 1
+    "cast": ([{"name": "x", "op": "Cast", "DstT": "float32", "inputs": ["$i"]}], True),
+    # a Reshape of a flushed result
+    "copy": ([{"name": "s", "op": "Add.ftz", "inputs": ["$a", "$a"]},
+              {"name": "x", "op": "Reshape", "shape": [3], "inputs": ["s"]}], True),
+    # a feed itself may be subnormal: flush(x) is not x
+    "feed": ([{"name": "x", "op": "Identity", "inputs": ["$a"]}], False),
+    # an unflushed Add may give a subnormal
+    "unflushed": ([{"name": "x", "op": "Add", "inputs": ["$a", "$a"]}], False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_times_one_is_removed_only_where_x_is_never_subnormal(case):
+    nodes, proved = CASES[case]
+    p, q = _times_one(nodes), _times_one(nodes, times=False)
+    r = structural_refinement(p, q)
+    assert r.proved == proved, r.reason
+    # the oracle: equal outcomes at σ of edge values, including subnormal feeds,
+    # wherever the rule applies; a difference at the subnormal σ where it does not
+    feeds = {"a": Tensor(SUBNORMAL, "float32"),
+             "i": Tensor(np.array([0, -3, 2**31 - 1], np.int32), "int32")}
+    init = {"v": Tensor(np.zeros(3, F32), "float32")}
+    same = set(outcome_set(p, feeds, init, "atomic")) == set(outcome_set(q, feeds, init, "atomic"))
+    assert same or not proved
+    if case in ("feed", "unflushed"):
+        assert not same          # (1e-40 * 1.0 flushes to 0)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(structural, "TIMES_ONE", False)
+        assert not structural_refinement(p, q).proved
+
+
+def test_times_one_needs_the_dtype_of_the_one():
+    nodes = [{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}]
+    p = _times_one(nodes, dtype="float64", one_dtype="float32")    # a dtype-mismatch error
+    q = _times_one(nodes, dtype="float64", times=False)
+    assert not structural_refinement(p, q).proved
+    p, q = _times_one(nodes, dtype="float64", one_dtype="float64"), q
+    assert structural_refinement(p, q).proved
+
+
+def test_times_one_is_not_applied_over_the_reals():
+    nodes = [{"name": "x", "op": "Add.ftz", "inputs": ["$a", "$a"]}]
+    p, q = _times_one(nodes), _times_one(nodes, times=False)
+    assert structural_refinement(p, q).proved
+    assert not structural_refinement(p, q, real=True).proved
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (imports TensorFlow)")
+def test_the_flushed_kernels_return_no_subnormal():
+    """DivNoNan and SoftmaxCrossEntropyWithLogits on TensorFlow's CPU
+    kernels, as tfsem evaluates them (oracle/kernels.py), at edge values:
+    subnormal operands and labels, tiny quotients, huge logit margins."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle import kernels
+    tiny = [1e-45, -1e-40, 1e-38, 1.2e-38, 3e38, -3e38, 0.0, -0.0, 1.0, np.inf, np.nan]
+    xs = np.array(tiny, F32)
+    with kernels.use(True):
+        div = fns.lookup("tf.DivNoNan/2/1")
+        for y in (np.float32(3e38), np.float32(7.0), np.float32(1e-40), np.float32(0.5)):
+            (out,) = div.apply([Tensor(xs, "float32"), Tensor(np.full(xs.shape, y, F32), "float32")],
+                               {"tf_attrs": {"T": "DT_FLOAT"}})
+            assert static_shapes._subnormal_free(out), (y, out)
+        sce = fns.lookup("tf.SoftmaxCrossEntropyWithLogits/2/2")
+        for margin in (0.0, 80.0, 100.0, 103.0):
+            for lab in (1e-40, 1e-39, 5e-39, 1.0):
+                logits = Tensor(np.array([[margin, 0.0], [0.0, margin]], F32), "float32")
+                labels = Tensor(np.array([[lab, 0.0], [0.0, lab]], F32), "float32")
+                outs = sce.apply([logits, labels], {"tf_attrs": {"T": "DT_FLOAT"}})
+                assert all(static_shapes._subnormal_free(o) for o in outs), (margin, lab)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels: 26 s "
+                    "with the import)")
+def test_grapplers_times_one_on_the_tf1_sgd_step_is_proved():
+    """Constant folding of the TF1 SGD step: `xentropy * 1.0` (tf.losses'
+    weight) removed, the Reshape of xentropy to its own shape removed, the
+    Sum over no axes removed: proved by (F1), (S) and the reduction rule
+    (the constant subgraph folds with TensorFlow's DivNoNan kernel)."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import kernels
+    data = json.loads(FIXTURE.read_text())
+    p = program_from_json(data["original"])
+    q = program_from_json(data["rewritten"]["constfold"])
+    with kernels.use(True):
+        r = structural_refinement(p, q)
+        assert r.proved, r.reason
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(structural, "TIMES_ONE", False)
+            assert not structural_refinement(p, q).proved
