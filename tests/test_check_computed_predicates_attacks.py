@@ -310,3 +310,45 @@ def test_generated_computed_predicate_verdicts_agree_with_the_reference(seed, mo
             theirs = set(outcome_set(p, feeds, init, mode, observe))
             assert set(outcome_set(q, feeds, init, mode, observe)) <= theirs, (
                 "a false sound", what, feeds, v.reason)
+
+
+def cast_cond(control: bool):
+    """if a <= min: y += Cast(p); r = Read y (after it, with `control`),
+    p = !(min < a); r fetched in the branch."""
+    return program([
+        {"name": "lo", "op": "Const", "value": int(np.iinfo(np.int64).min)},
+        {"name": "lt", "op": "Less", "inputs": ["lo", "$a"]},
+        {"name": "g", "op": "LogicalNot", "inputs": ["lt"]},
+        {"name": "vy", "op": "Var", "var": "y"},
+        {"name": "sy", "op": "Switch", "inputs": ["vy", "g"]},
+        {"name": "c", "op": "Cast", "inputs": ["g"], "DstT": "int64"},
+        {"name": "add", "op": "Assign", "fn": "Add", "inputs": ["sy:1", "c"]},
+        {"name": "r", "op": "Read", "inputs": ["sy:1"] + (["^add"] if control else [])}],
+        {"r": "r"}, feeds={"a": {"dtype": "int64", "shape": []}}, variables=("y",))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fixed_predicate_read_as_a_value_is_the_cases_constant(mode):
+    """Was `no-counterexample`: the case's programs computed Cast(p) from σ,
+    so that y += Cast(p) changed y only at the one σ of the case (a = the
+    int64 minimum), which neither the solver (Cast is uninterpreted) nor the
+    σ drawn reached.  The case's constant is read instead (at every σ of the
+    case the port holds it), and the dropped order shows at every σ."""
+    p, q = cast_cond(True), cast_cond(False)
+    v = check_rewrite(p, q, mode, timeout=10, backends=False, classify=False)
+    assert v.verdict == "unsound", v.reason
+    assert int(v.counterexample.feeds["a"].array) == np.iinfo(np.int64).min
+    assert v.counterexample.outcome not in set(
+        outcome_set(p, v.counterexample.feeds, v.counterexample.init, mode))
+    # and a rewrite that uses the case's value is proved: Cast(p) is 1 in the
+    # branch p takes
+    one = program_from_json({**json_of(p), "nodes": [
+        n if n["name"] != "c" else {"name": "c", "op": "Const", "value": 1, "inputs": ["^g"]}
+        for n in json_of(p)["nodes"]]})
+    v = check_rewrite(p, one, mode, timeout=10, backends=False, classify=False)
+    assert v.verdict == "sound", v.reason
+
+
+def json_of(p):
+    from tfsem.oracle.jsonio import program_to_json
+    return program_to_json(p)
