@@ -50,7 +50,13 @@ result needs no claim):
  - Sum and Mean (attributes `axes`, `keep_dims`): a scalar stays a scalar
    (`_reduce` returns it), else the reduced axes removed or kept as 1;
  - TensorFlow's SoftmaxCrossEntropyWithLogits on two rank-2 arguments of
-   one shape [b, c]: ([b], [b, c]).
+   one shape [b, c]: ([b], [b, c]);
+ - BiasAddGrad (NHWC) of a rank >= 2 argument: its last dimension;
+ - the functions that only move elements (`MOVES_ELEMENTS`: StridedSlice,
+   Slice, Squeeze, Transpose, ConcatAxis): whether they fail and their
+   result's shape depend on their arguments' shapes and constant operands
+   alone, never on an element's value, so the shape they give int32 zeros
+   of the claimed shapes (with the same constant operands) is the claim.
 tests/test_static_shapes.py compares each claim with the shape computed by
 the implementation (numpy and TensorFlow's kernels) at random and edge σ.
 
@@ -109,7 +115,8 @@ _PACKED_UPDATES = frozenset({"StepToward", "ScaleAdd"})
 _KNOWN = {name: fns.lookup(name) for name in (
     *ELEMENTWISE_1, *BROADCASTING_2, *_BIAS_ADD, *_REDUCTIONS, *_REDUCTIONS_ALONG, _SCE,
     "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2",
-    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES)}
+    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES, "BiasAddGrad",
+    "StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis")}
 
 
 def _known(op: str) -> bool:
@@ -228,11 +235,58 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
         axes = {int(x) % len(a) for x in axes}
         keep = bool(attrs.get("keep_dims", False))
         return (tuple(1 if i in axes else d for i, d in enumerate(a) if keep or i not in axes),)
+    if op == "BiasAddGrad" and len(shapes) == 1:
+        a = shapes[0]     # (the sum over every axis but the last: NHWC, the default)
+        if a is None or len(a) < 2 or attrs.get("data_format", "NHWC") != "NHWC":
+            return (None,)
+        return ((a[-1],),)
+    if op in MOVES_ELEMENTS:
+        return _shape_by_stand_in(op, attrs, shapes, values)
     if op == _SCE and len(shapes) == 2:
         a, b = shapes
         if a is None or a != b or len(a) != 2:
             return (None, None)
         return ((a[0],), a)
+    return None
+
+
+#: functions that only move elements (slices, squeezes, transposes,
+#: concatenations): whether they fail, and their result's shape, depend on
+#: their arguments' shapes and their constant operands alone, never on an
+#: element's value; so the result's shape is the one they give int32 zeros
+#: of the claimed shapes with the same constant operands (`_shape_by_stand_in`)
+MOVES_ELEMENTS = frozenset({"StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis"})
+_STAND_IN_ELEMENTS = 1 << 20
+
+
+def _shape_by_stand_in(op: str, attrs: Mapping, shapes: list, values: list):
+    f = fns.lookup(op)
+    if f is None or type(f).apply is not fns.Function.apply:
+        return None
+    args = []
+    for sh, v in zip(shapes, values):
+        if isinstance(v, Tensor):
+            args.append(v)
+        elif sh is None or math.prod(sh) > _STAND_IN_ELEMENTS:
+            return tuple(None for _ in range(f.n_out))
+        else:
+            args.append(Tensor(np.zeros(sh, dtype=np.int32), "int32"))
+    try:
+        results = f.apply(args, attrs)
+    except Exception:   # (cannot run on the stand-in: no claim)
+        return tuple(None for _ in range(f.n_out))
+    return tuple(tuple(r.array.shape) if isinstance(r, Tensor) else None for r in results)
+
+
+def _static(shape) -> Shape | None:
+    """A declared shape as a claim: every dimension a known non-negative int."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        return None
+    if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+           for d in dims):
+        return tuple(int(d) for d in dims)
     return None
 
 
@@ -242,8 +296,7 @@ def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]
 
     def arg(i):
         if isinstance(i, FeedIn):
-            t = p.feed_type(i.name)
-            return tuple(t.shape), None
+            return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
     for name in p.topological_order:
@@ -254,8 +307,9 @@ def _value_shapes(p: Program, read_shapes: bool) -> dict[tuple[str, int], Shape]
             if read_shapes:
                 var = p.node[n.data_inputs[0].node].attrs.get("var") \
                     if isinstance(n.data_inputs[0], DataIn) else None
-                if var in p.variables:
-                    out[(name, 0)] = tuple(p.variables[var].shape)
+                sh = _static(p.variables[var].shape) if var in p.variables else None
+                if sh is not None:
+                    out[(name, 0)] = sh
             continue
         if n.op == "Const":
             v = n.attrs.get("value")
@@ -315,9 +369,11 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
         var = p.node[var_in.node].attrs.get("var") if isinstance(var_in, DataIn) else None
         if var not in p.variables:
             return False
-        declared = tuple(p.variables[var].shape)
+        declared = _static(p.variables[var].shape)
+        if declared is None:
+            return False
         if isinstance(value_in, FeedIn):
-            v = tuple(p.feed_type(value_in.name).shape)
+            v = _static(p.feed_type(value_in.name).shape)
         else:
             v = shapes.get((value_in.node, value_in.port))
         if v is None:
@@ -419,6 +475,8 @@ _COPY_FUNCTIONS = {name: fns.lookup(name) for name in _COPIES}
 _MUL = fns.lookup("Mul.ftz")
 _CAST = fns.lookup("Cast")
 _NORMAL_DTYPES = frozenset({"float32", "float64"})
+_CAST_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                          "uint64", "float16", "bfloat16", "float32", "float64"})
 
 
 def _flushes(f) -> bool:
@@ -477,7 +535,7 @@ def kernel_dtype(op: str, attrs: Mapping) -> str | None:
     Cast: its `DstT`, the dtype the implementation converts to), or None."""
     if op == "Cast" and fns.lookup(op) is _CAST:
         d = attrs.get("DstT")
-        return d if d in _NORMAL_DTYPES else None
+        return d if d in _CAST_DTYPES else None
     if op not in _OUTPUTS_OF_TYPE_T:
         return None
     t = attrs.get("tf_attrs", {})

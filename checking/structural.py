@@ -354,6 +354,18 @@ programs' terms, exact and ≈ alike, under `--float real` too (no float is
 computed).  tests/test_static_shapes.py compares every claimed shape with
 the implementation's, and the rule with the enumerating oracle.
 
+(C) In ≈-terms only (Assign values, `apply_up_to_error`), Cast(Reshape(x))
+is Reshape(Cast(x)) where x's dtype is bool or an integer (Grappler's
+arithmetic optimizer moves a Reshape across a Cast).  Both are ≈ at every
+σ: x an error: both are that error (both functions strict); Reshape(x)
+fails (an element count that does not fit): the left side is that error,
+the right side an error too (Cast(x) is an error, or a tensor of x's
+element count that the same Reshape refuses); otherwise Cast of an integer
+or bool converts each element by itself, whatever its position (no NaN or
+out-of-range float, whose conversion TensorFlow's kernel decides by
+position), and Reshape keeps the row-major order: the same tensor.  An
+output is compared exactly, where the two errors may differ: not there.
+
 tests/test_structural_float_rules.py compares both with the enumerating
 oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
 largest floats, uninitialized variables), on generated divisors and
@@ -397,6 +409,9 @@ CONSTANT_OPERAND_SECOND = True
 #: (F1), x * 1.0 where x is never subnormal (checking/static_shapes.py)
 RESHAPES_BY_SHAPE = True
 TIMES_ONE = True
+#: (C) of "Reshapes to the shape they have": a Cast moved outside a Reshape
+#: in Assign values (≈-terms)
+CAST_OUTSIDE_RESHAPE = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -423,6 +438,13 @@ _DIVISIONS = {name: fns.lookup(name) for name in ("RealDiv", "RealDiv.ftz")}
 _DIVISION_AS_PRODUCT = {"RealDiv": ("Mul", fns.lookup("Mul")),
                         "RealDiv.ftz": ("Mul.ftz", fns.lookup("Mul.ftz"))}
 _COPY = fns.lookup("Copy")
+_RESHAPE = fns.lookup("Reshape")
+_CAST = fns.lookup("Cast")
+#: (C): Cast is exact on these source dtypes (no NaN, infinity or
+#: out-of-range float, whose conversion TensorFlow's kernel decides by the
+#: element's position)
+_EXACT_CAST_SOURCES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                 "uint32", "uint64"})
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
@@ -607,6 +629,9 @@ class _Terms:
         self.program_shapes: dict[int, Mapping] = {}
         #: terms whose value is never a subnormal float ((F1))
         self.normal: set[int] = set()
+        #: port term -> (op, attributes, argument terms) of the application
+        #: it is a result of ((C) looks one level down)
+        self.origin: dict[int, tuple] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -766,6 +791,8 @@ class _Terms:
                 return folded
         app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
+        if n_out == 1:
+            self.origin.setdefault(results[0], (op, attrs, args))
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is None and f is not None and fns.lookup(op) is f:
             dtype = kernel_dtype(op, attrs)
@@ -783,6 +810,14 @@ class _Terms:
         if (self.sorts_commutative and len(args) == 2 and commutes_up_to_error(op)
                 and args[0] > args[1]):
             args = (args[1], args[0])
+        if CAST_OUTSIDE_RESHAPE and op == "Cast" and n_out == 1 and len(args) == 1:
+            inner = self.origin.get(args[0])
+            if (inner is not None and inner[0] == "Reshape" and len(inner[2]) == 1
+                    and fns.lookup("Reshape") is _RESHAPE and fns.lookup("Cast") is _CAST
+                    and self.dtypes.get(inner[2][0]) in _EXACT_CAST_SOURCES):
+                # (C): Cast(Reshape(x)) ≈ Reshape(Cast(x))
+                cast = self.apply(op, attrs, inner[2], 1)
+                return self.apply("Reshape", inner[1], cast, 1)
         return self.apply(op, attrs, args, n_out)
 
     def _fold(self, f: fns.Function, attrs: Mapping[str, Any], args: tuple[int, ...]):

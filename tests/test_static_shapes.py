@@ -18,7 +18,6 @@ is proved by the rule (before: `no-counterexample` after 32 σ)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
