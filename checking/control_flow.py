@@ -178,9 +178,12 @@ class _CFChecker:
                         computed_predicates(self.p2, self.real))
             terms = list(dict.fromkeys(t for c in computed for t in c.values()))
             named: dict = {}     # (each term named by the original's port first)
-            for c in computed:
+            for which, c in enumerate(computed):
                 for port, t in c.items():
-                    named.setdefault(t, port)
+                    # (a term of the rewrite alone is named as such: its node
+                    # may have the name of another term's node in the
+                    # original, and the two cases' labels must differ)
+                    named.setdefault(t, repr(port[0]) + (" of the rewrite" if which else ""))
             n_vars = len(feeds) + len(terms)
             if 2 ** n_vars > PROOF_MAX_CASES:
                 return (f"the Switch predicates depend on {len(feeds)} bool feeds and "
@@ -191,7 +194,7 @@ class _CFChecker:
                 beta = dict(zip(feeds, bits))
                 by_term = dict(zip(terms, bits[len(feeds):]))
                 label = {**{f: b for f, b in beta.items()},
-                         **{f"the predicate {named[t][0]!r}": b for t, b in by_term.items()}}
+                         **{f"the predicate {named[t]}": b for t, b in by_term.items()}}
                 cases.append((beta, label, by_term, [{port: by_term[t] for port, t in c.items()}
                                                      for c in computed]))
             if terms:
@@ -206,15 +209,30 @@ class _CFChecker:
             return f"no proof by cases on the predicates: {exc}{loops}"
         self.stats["cases"] = len(cases)
         budget = PROOF_SHARE * self.remaining()
+        # (a case whose counterexample is not confirmed ends the proof; where
+        # no σ tried was one of the case -- a combination of computed
+        # predicates that no σ may make -- it does not end the search: a later
+        # case may hold a confirmed one, as (f < c false, !(f >= c) true) at
+        # NaN after the impossible (!(f >= c) false, f < c true).  A case some
+        # σ makes stops it, as before: the time is the refutation stage's)
+        unconfirmed = None
         for k, (beta, label, by_term, s1, s2) in enumerate(specialized):
+            if unconfirmed and self.remaining() < PROOF_SHARE * self.timeout:
+                # (past an unconfirmed case, the search goes on in the first
+                # 40% of the time only: the rest is the refutation stage's)
+                return unconfirmed
             case = ", ".join(f"{f} = {str(b).lower()}" for f, b in label.items()) or "the constants"
             if s1.dead_outputs != s2.dead_outputs:
-                found = self.case_difference(beta, by_term)
+                found, seen = self.case_difference(beta, by_term)
                 if found is not None:
                     self.stats["path"] = "control-flow/cases"
                     return self.unsound(found, f"in the case {case} a fetch is dead in one "
                                                "program and live in the other")
-                return f"the case {case}: a fetch is dead in one program only, not confirmed"
+                why = f"the case {case}: a fetch is dead in one program only, not confirmed"
+                if seen:     # (a case some σ makes: no proof, as before)
+                    return unconfirmed or why
+                unconfirmed = unconfirmed or why
+                continue
             q1 = _without_outputs(s1.program, s1.dead_outputs)
             q2 = _without_outputs(s2.program, s2.dead_outputs)
             seconds = budget / (len(specialized) - k)
@@ -232,7 +250,8 @@ class _CFChecker:
                 # (the case's programs take the case's branches at every σ,
                 # and the solver's σ may compute other predicate values: the
                 # σ of the case nearest to it are tried as well)
-                for near in itertools.islice(_in_case(sigma, by_term), CASE_SIGMAS):
+                near_sigmas = list(itertools.islice(_in_case(sigma, by_term), CASE_SIGMAS))
+                for near in near_sigmas:
                     if isinstance(found, _Found) or self.remaining() <= 0.1:
                         break
                     found = self.compare(near, max(0.1, self.remaining() / 4))
@@ -241,14 +260,20 @@ class _CFChecker:
                     return self.unsound(found, f"found in the case {case} (the programs without "
                                                "control flow that case makes), confirmed on the "
                                                "programs with control flow")
-                return f"the case {case}: a counterexample of the case was not confirmed"
+                why = f"the case {case}: a counterexample of the case was not confirmed"
+                if not by_term or near_sigmas or _holds(sigma[0], by_term):
+                    return unconfirmed or why   # (a case some σ makes: no proof, as before)
+                unconfirmed = unconfirmed or why
+                continue
             if v.verdict == INVALID:   # (a specialization the checker refused: no proof)
-                return f"the case {case}: {v.reason}"
-            return f"the case {case}: {v.verdict} ({v.reason})"
+                return unconfirmed or f"the case {case}: {v.reason}"
+            return unconfirmed or f"the case {case}: {v.verdict} ({v.reason})"
+        if unconfirmed is not None:
+            return unconfirmed
         self.stats["path"] = "control-flow/cases"
         n = len(specialized)
         what = ([f"the bool feeds {', '.join(feeds)}"] if feeds else []) + (
-            [f"the computed predicates {', '.join(repr(named[t][0]) for t in terms)}"]
+            [f"the computed predicates {', '.join(named[t] for t in terms)}"]
             if terms else [])
         how = (f"by cases on {' and '.join(what)} ({n} cases)" if what else
                "with every Switch predicate a constant")
@@ -256,8 +281,10 @@ class _CFChecker:
                                    "programs without control flow (dead branches fixed), and the "
                                    "rewrite of those is proved sound")
 
-    def case_difference(self, beta: dict[str, bool], by_term: dict) -> "_Found | None":
-        """A σ of the case β at which the programs differ (a dead fetch)."""
+    def case_difference(self, beta: dict[str, bool], by_term: dict) -> "tuple[_Found | None, bool]":
+        """A σ of the case β at which the programs differ (a dead fetch), and
+        whether a σ of the case was found at all."""
+        seen = False
         for sigma in itertools.islice(self.sigmas, 8):
             feeds = {**sigma[0], **{f: Tensor(b, "bool") for f, b in beta.items()}}
             if by_term:
@@ -265,10 +292,11 @@ class _CFChecker:
                 if sigma is None:
                     continue
                 feeds = sigma[0]
+            seen = True
             found = self.compare((feeds, sigma[1]), max(0.1, self.remaining() / 4))
             if isinstance(found, _Found):
-                return found
-        return None
+                return found, True
+        return None, seen
 
     # -- stage 2: refutation by the reference engine ----------------------------
 
@@ -417,13 +445,18 @@ def _in_case(sigma: Sigma, by_term: dict) -> Iterator[Sigma]:
     feeds0, init = sigma
     for combo in itertools.islice(itertools.product(*pools), CASE_PRODUCT):
         feeds = {**feeds0, **dict(combo)}
-        try:
-            values = [term_value(t, feeds) for t in by_term]
-        except Exception:   # (no value: not a σ of the case)
-            continue
-        if all(isinstance(v, Tensor) and v.dtype == "bool" and bool(v.array) == b
-               for v, b in zip(values, by_term.values())):
+        if _holds(feeds, by_term):
             yield feeds, init
+
+
+def _holds(feeds: dict, by_term: dict) -> bool:
+    """Whether every computed predicate of `by_term` has its case's value at `feeds`."""
+    try:
+        values = [term_value(t, feeds) for t in by_term]
+    except Exception:   # (no value: not a σ of the case)
+        return False
+    return all(isinstance(v, Tensor) and v.dtype == "bool" and bool(v.array) == b
+               for v, b in zip(values, by_term.values()))
 
 
 def _near(dtype: str, shape: tuple, consts: list) -> list[Tensor]:
@@ -446,7 +479,10 @@ def _near(dtype: str, shape: tuple, consts: list) -> list[Tensor]:
             scalars += [int(info.min), int(info.max)]
             scalars = [int(v) for v in scalars if info.min <= v <= info.max]
         else:
-            scalars += [float("inf"), float("-inf")]
+            # (NaN: every comparison with it is false, so `f < c` and
+            # `!(f >= c)` take different values there and nowhere else; a
+            # subnormal: a flushed dtype compares it as zero)
+            scalars += [float("inf"), float("-inf"), float("nan"), 1e-45]
     out = []
     for v in dict.fromkeys(scalars):
         out.append(Tensor(np.full(shape, v, dtype=npd), dtype))

@@ -54,9 +54,12 @@ result needs no claim):
  - BiasAddGrad (NHWC) of a rank >= 2 argument: its last dimension;
  - the functions that only move elements (`MOVES_ELEMENTS`: StridedSlice,
    Slice, Squeeze, Transpose, ConcatAxis): whether they fail and their
-   result's shape depend on their arguments' shapes and constant operands
-   alone, never on an element's value, so the shape they give int32 zeros
-   of the claimed shapes (with the same constant operands) is the claim.
+   result's shape depend on the shapes of the operands they move and on
+   their index operands' values (begin, end, strides, size, perm), never on
+   a moved element's value; with every index operand a constant, the shape
+   they give int32 zeros of the claimed shapes (with the same constant
+   operands) is the claim, and with a fed or computed index operand there
+   is none (`_MOVED_OPERANDS`).
 tests/test_static_shapes.py compares each claim with the shape computed by
 the implementation (numpy and TensorFlow's kernels) at random and edge σ.
 
@@ -255,8 +258,15 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
 #: their arguments' shapes and their constant operands alone, never on an
 #: element's value; so the result's shape is the one they give int32 zeros
 #: of the claimed shapes with the same constant operands (`_shape_by_stand_in`)
+#: -- where every index operand is a constant
 MOVES_ELEMENTS = frozenset({"StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis"})
 _STAND_IN_ELEMENTS = 1 << 20
+#: the operands whose elements are moved (the others -- begin, end, strides,
+#: size, perm -- are indices: the result's shape depends on their values, so
+#: they must be constants; a stand-in of zeros for a fed begin claimed
+#: Slice(x, $b, [-1]) of x's shape: tests/test_static_shapes_attacks.py)
+_MOVED_OPERANDS = {"StridedSlice": {0}, "Slice": {0}, "Squeeze": {0}, "Transpose": {0},
+                   "ConcatAxis": {0, 1}}
 
 
 def _shape_by_stand_in(op: str, attrs: Mapping, shapes: list, values: list):
@@ -264,10 +274,11 @@ def _shape_by_stand_in(op: str, attrs: Mapping, shapes: list, values: list):
     if f is None or type(f).apply is not fns.Function.apply:
         return None
     args = []
-    for sh, v in zip(shapes, values):
+    moved = _MOVED_OPERANDS.get(op, set())
+    for k, (sh, v) in enumerate(zip(shapes, values)):
         if isinstance(v, Tensor):
             args.append(v)
-        elif sh is None or math.prod(sh) > _STAND_IN_ELEMENTS:
+        elif k not in moved or sh is None or math.prod(sh) > _STAND_IN_ELEMENTS:
             return tuple(None for _ in range(f.n_out))
         else:
             args.append(Tensor(np.zeros(sh, dtype=np.int32), "int32"))

@@ -189,7 +189,12 @@ def computed_predicates(p: Program, real: bool = False) -> dict[tuple[str, int],
         if n.op != SWITCH or len(n.data_inputs) != 2 or not isinstance(n.data_inputs[1], DataIn):
             continue
         pred = n.data_inputs[1]
-        t = term(pred)
+        try:
+            t = term(pred)
+        except RecursionError:
+            # (a chain of functions deeper than Python's stack: not cased;
+            # the nodes left half-done hold None in `memo`, not cased either)
+            continue
         if (t is not None and t[2] and t[1].dtype == "bool"
                 and tuple(t[1].array.shape) == ()):
             out[(pred.node, pred.port)] = t[0]
@@ -283,10 +288,11 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
     predicate that needs one is not fixed (:class:`Undecided`).
 
     `predicates`: computed predicates (:func:`computed_predicates`) with the
-    value of the case, (node, port) -> bool: the port keeps its node and
-    its consumers' waits (a Switch it decides waits for it as before) and
-    takes that static value, as a fixed bool feed does.  The caller
-    answers only for the σ at which the port computes that value."""
+    value of the case, (node, port) -> bool: the port keeps its node; its
+    consumers read a constant of that value that waits for the node (a
+    Switch it decides waits for it as before), as a fixed bool feed's read
+    the feed's constant.  The caller answers only for the σ at which the
+    port computes that value."""
     fixed = dict(fixed or {})
     fixed_ports = dict(predicates or {})
     if not partial:
@@ -296,6 +302,7 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
     taken = set(p.node)
     nodes: dict[str, Node] = {}
     feed_const: dict[str, str] = {}
+    case_const: dict[tuple[str, int], str] = {}   # (a fixed predicate port -> its constant)
     for f, b in sorted(fixed.items()):
         name = _fresh(f"{f}/fixed", taken)
         feed_const[f] = name
@@ -315,8 +322,22 @@ def specialize(p: Program, fixed: Mapping[str, bool] | None = None,
         r = ports.get((i.node, i.port))
         r = _Port(i) if r is None else r
         b = fixed_ports.get((i.node, i.port))
-        if b is not None:       # (a computed predicate the case fixes)
-            r = _Port(r.source, r.waits, Tensor(np.bool_(b), "bool"))
+        if b is not None:
+            # (a computed predicate the case fixes: its consumers read the
+            # constant b, which waits for the port's node, so that they wait
+            # for it as before; at every σ of the case the port holds b, so
+            # they read what they read in P, and at the other σ the case's
+            # programs do not depend on the predicate's value, which the
+            # checker of the case would otherwise have to find a σ of the
+            # case for: a Cast(p) added to a variable in a branch differs
+            # only where it is 1)
+            name = case_const.get((i.node, i.port))
+            if name is None:
+                name = _fresh(f"{i.node}/case", taken)
+                case_const[(i.node, i.port)] = name
+                nodes[name] = Node(name, "Const", _canonical(_waits_for(r)),
+                                   {"value": Tensor(np.bool_(b), "bool")})
+            r = _Port(DataIn(name), (), Tensor(np.bool_(b), "bool"))
         return r
 
     def keep(n: Node, data: list) -> None:
