@@ -929,7 +929,7 @@ class _Checker:
         if RACE_FREE_CONFIRM and self.original_race_free():
             started = time.monotonic()
             outcome, schedule = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                      self.observe)
+                                                      self.observe, started + seconds)
             self.stats["race_free_confirmations"] = \
                 self.stats.get("race_free_confirmations", 0) + 1
             return OutcomeSet([{outcome: tuple(schedule)}], states=len(schedule),
@@ -1063,7 +1063,11 @@ class _Checker:
             nonlocal best
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
-            # outcomes took 2 s of a 1 s budget)
+            # outcomes took 2 s of a 1 s budget.  A race-free original's one
+            # run, `original_outcomes`, has no budget to stop it: a step is
+            # not begun where the last confirmation's cost would overrun)
+            if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
+                return False
             result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()))
             if result is None:
                 return False
@@ -1647,16 +1651,24 @@ class _Checker:
                         # the uninitialized σ the probe has not)
                         break
                 feeds, init = sigma
-                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                           runs, 1, stop)
-                if len(mine) != 1:
-                    break    # (a run cut short)
+                # (past the probe's own σ, both programs are race-free: P's
+                # canonical run gives its one outcome; every run past that
+                # one stops at the probe's share, a BudgetExceeded)
+                bound = None if tag in PROBE_TAGS else stop
+                if bound is None:
+                    mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
+                                               self.observe, runs, 1, stop)
+                    if len(mine) != 1:
+                        break    # (a run cut short)
+                    ((o1, _),) = mine.items()
+                else:
+                    o1, _ = ref.canonical_outcome(self.p, feeds, init, self.semantics,
+                                                  self.observe, bound)
                 # (P' in its canonical order: the schedule a counterexample
                 # shows needs no minimization, which replays it step by step)
                 o2, schedule = ref.canonical_outcome(self.p2, feeds, init, self.semantics,
-                                                     self.observe)
+                                                     self.observe, bound)
                 stats["sigmas"] += 1
-                ((o1, _),) = mine.items()
                 if o2 == o1:
                     self.probed_equal.add(tag)
                     continue
