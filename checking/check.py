@@ -136,9 +136,9 @@ PROBE = True
 PROBE_SIGMAS = 2
 PROBE_TAGS = ("ones", "edge 0")
 PROBE_SHARE = 0.25
-#: where both programs are race-free, the probe goes on past PROBE_TAGS
-#: through the one-outcome comparisons' σ (`_Checker.probe`)
-PROBE_ONWARD = True
+#: where both programs are race-free and hold float state, the probe compares
+#: the plain σ too (`_Checker.probe`)
+PROBE_PLAIN = True
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -1363,7 +1363,7 @@ class _Checker:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())
-        if self.sigma_cap is not None and (self.one_outcome_each() or self.both_race_free()):
+        if self.sigma_cap is not None and self.one_outcome_each():
             verdict = self.one_outcome_comparisons(why)
             if verdict is not None:
                 return verdict
@@ -1385,6 +1385,12 @@ class _Checker:
         # full comparisons have what it leaves
         first = 0 if self.stats.get("original_out") else \
             FALLBACK_FIRST + (plain and (2 if self.p.feed_names else 1))
+        # (the probe's σ ones and plain σ, where both programs are race-free:
+        # one run of each compared them in full, `probe`)
+        # (`_generated_sigmas`' order: the huge feeds only where P has feeds)
+        tags = ["zeros", "ones"] + (["plain"] if plain else []) + \
+            (["plain huge"] if plain and self.p.feed_names else [])
+        drawn = 0
         while True:
             if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
@@ -1410,6 +1416,11 @@ class _Checker:
             else:
                 sigma = next(sigmas)
                 self.sigma_draws += 1
+                tag = tags[drawn] if drawn < len(tags) else None
+                drawn += 1
+                if tag in self.probed_equal and self.both_race_free():
+                    tried += 1
+                    continue
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
@@ -1507,12 +1518,7 @@ class _Checker:
         difference is still confirmed by the concrete oracle (`confirm`: P's
         outcome set enumerated) before it is a counterexample, so `unsound`
         never rests on this argument.  None: no σ could be compared (the
-        normal stages run).
-
-        Where both programs are race-free (`both_race_free`), each has one
-        outcome at every σ by that fact alone (the argument is
-        `original_outcomes`'), whatever the symbolic search found: the
-        comparisons are full ones there too."""
+        normal stages run)."""
         sigmas = self.one_outcome_sigmas()
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
@@ -1602,20 +1608,20 @@ class _Checker:
         its canonical order, `refute.canonical_outcome`): a confirmed
         counterexample, or None.  σ at which the two runs agree are
         remembered (`probed_equal`): where the fallback's one-outcome
-        comparisons run, they are compared in full already.
+        comparisons run, or its full comparisons of a race-free pair, they
+        are compared in full already.
 
-        First the σ of PROBE_TAGS; then, where both programs are race-free
-        (`both_race_free`: each has one outcome at every σ), the plain σ
-        and the rest of the one-outcome comparisons' σ in their order (edge
-        values; not the random ones), up to the probe's share of the time,
-        stopping at the first σ whose runs differ.  Those comparisons are
-        the ones the fallback makes after the symbolic search (which on a
-        real graph's float training step proves nothing: its queries go
-        through MatMul, which the solver cannot decide, docs/large-graphs.md),
-        made before it instead: a difference found at the 20th σ costs the
-        search no time, and σ found equal are not compared again.  Nothing
-        a verdict says rests on the order: a difference is confirmed by the
-        concrete oracle (`confirm`) before it is a counterexample."""
+        The σ of PROBE_TAGS, then, where both programs are race-free
+        (`both_race_free`: each has one outcome at every σ) and hold float
+        state, the plain σ and the plain σ with huge feeds (PROBE_PLAIN,
+        `_plain_sigma`): where a rewrite changes float values only through
+        rounding they show it, and the fallback compares them anyway (third
+        and fourth, or among the one-outcome comparisons' first ten), after
+        the symbolic search, which on a real graph's float training step
+        proves nothing (its queries go through MatMul; 2-5 s on the unrolled
+        LSTM and GRU, the whole budget under load).  Nothing a verdict says
+        rests on the order: a difference is confirmed by the concrete oracle
+        (`confirm`) before it is a counterexample."""
         if not PROBE or self.sigma_cap is None or self.p == self.p2:
             return None
         stop = time.monotonic() + PROBE_SHARE * self.timeout
@@ -1623,37 +1629,20 @@ class _Checker:
         order = self.one_outcome_sigmas()
         stats = self.stats.setdefault("probe", {"sigmas": 0})
         t0 = time.monotonic()
-        onward = PROBE_ONWARD and self.both_race_free()
         try:
             wanted = list(PROBE_TAGS[:PROBE_SIGMAS])
-            if onward and has_float_state(self.p):
-                # the plain σ next, as the fallback compares them third and
-                # fourth (`_generated_sigmas`): where a rewrite changes float
-                # values only through rounding, they show it (`_plain_sigma`)
+            if PROBE_PLAIN and has_float_state(self.p) and self.both_race_free():
                 wanted += ["plain", "plain huge"]
-            held: list = []    # σ of the order passed before the probe's own
-            while wanted or (onward and stats["sigmas"] < KERNEL_ONE_OUTCOME_SIGMAS):
-                if time.monotonic() >= stop:
+            for tag, sigma in order:
+                if not wanted or time.monotonic() >= stop:
                     break
-                if wanted:
-                    tag, sigma = next(order)
-                    if tag not in wanted:
-                        held.append((tag, sigma))
-                        continue
-                    wanted.remove(tag)
-                elif held:
-                    tag, sigma = held.pop(0)
-                else:
-                    tag, sigma = next(order)
-                    if tag.startswith("random"):
-                        # (past the edge and plain σ: the comparisons reach
-                        # few of the random ones under their bound, after
-                        # the uninitialized σ the probe has not)
-                        break
+                if tag not in wanted:
+                    continue
+                wanted.remove(tag)
                 feeds, init = sigma
-                # (past the probe's own σ, both programs are race-free: P's
-                # canonical run gives its one outcome; every run past that
-                # one stops at the probe's share, a BudgetExceeded)
+                # (at the plain σ both programs are race-free: P's canonical
+                # run gives its one outcome; those runs stop at the probe's
+                # share, a BudgetExceeded)
                 bound = None if tag in PROBE_TAGS else stop
                 if bound is None:
                     mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
