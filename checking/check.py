@@ -1595,9 +1595,10 @@ class _Checker:
                 # feeds times 1e38 (big23: docs/large-graphs.md), after the
                 # largest float's three σ and before the other edge values:
                 # on the real-graphs corpus they show most of the float
-                # differences of Grappler's rewrites, which came after 21 σ
-                # here, at the 30th of the 32 the bound allows on the TF1
-                # embedding step (docs/benchmarks.md, "Unsound checks, round 2")
+                # differences of Grappler's rewrites, which came here after
+                # every edge σ: on the TF1 embedding step at the 31st σ of
+                # the 32 the bound allows, now at the 10th (docs/kernels.md,
+                # "The probe")
                 yield "plain", _plain_sigma(self.p)
                 yield "plain huge", _plain_sigma(self.p, HUGE_FEED_SCALE)
         for k, sigma in enumerate(generated):
