@@ -1645,6 +1645,7 @@ class _Checker:
                 # run gives its one outcome; those runs stop at the probe's
                 # share, a BudgetExceeded)
                 bound = None if tag in PROBE_TAGS else stop
+                ran = time.monotonic()
                 if bound is None:
                     mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
                                                self.observe, runs, 1, stop)
@@ -1663,11 +1664,18 @@ class _Checker:
                     self.probed_equal.add(tag)
                     continue
                 # (the oracle's enumeration of P's outcomes may take the rest
-                # of the probe's share, and at least a tenth of a second.  The
-                # schedule in canonical order first: its replay is the one
-                # confirmation, and minimize_schedule has nothing to move)
+                # of the probe's share, and at least a tenth of a second; a
+                # race-free original's confirmation, one run of it, at least
+                # twice what the two runs above took: under load the share's
+                # rest was less than one run, and the difference found was
+                # left to the stages after the search.  The schedule in
+                # canonical order first: its replay is the one confirmation,
+                # and minimize_schedule has nothing to move)
+                least = 2 * (time.monotonic() - ran) if RACE_FREE_CONFIRM and \
+                    self.original_race_free() else 0.1
+                seconds = max(0.1, min(self.remaining(), max(least, stop - time.monotonic())))
                 canonical = mini.canonical_order(self.p2, schedule)
-                found = self.confirm(sigma, canonical, max(0.1, stop - time.monotonic()))
+                found = self.confirm(sigma, canonical, seconds)
                 if found is None and canonical != schedule:
                     found = self.confirm(sigma, schedule, max(0.1, stop - time.monotonic()))
                 if found is not None:
