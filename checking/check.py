@@ -907,14 +907,16 @@ class _Checker:
         Why one run is the whole set.  `race_free(P)` holds when every two
         accesses of one variable, one of them an Assign, are ordered by hb
         (edges, data and control).  Then every complete run gives each Read
-        the same value and leaves each variable the same sequence of writes
-        (structural.py, Facts 1 and 2: the value a Read sees is the last
-        write before it in hb, which is the same write in every run; by
-        induction in topological order every node computes the same value,
-        since the ops are functions of their inputs: numpy models, and
-        TensorFlow's kernels, evaluated twice and refused when they are
-        not, oracle/kernels.py), so every run ends with the same fetched
-        outputs and final state: |Outcomes(P, σ)| = 1, in either semantics
+        the same value and leaves each variable the same sequence of writes.
+        By structural.py's Fact 1 a run is a linear extension of the step
+        DAG, so the Assigns of x that precede an access of x in a run are
+        exactly those that precede it in hb (each is ordered against it),
+        and in the same order (they are ordered among themselves); by Fact
+        2 only those steps change x, and functions are deterministic (numpy
+        models; TensorFlow's kernels are evaluated twice and refused where
+        they are not, oracle/kernels.py).  By induction along any run every
+        step sees the same values as in every other run, so every run ends
+        with the same fetched outputs and final state: |Outcomes(P, σ)| = 1, in either semantics
         mode, at every σ (uninitialized variables and error values
         included: they are values like any other).  A DAG's run never
         blocks, so the canonical run is complete, and it is a run of the
