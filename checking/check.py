@@ -1617,9 +1617,11 @@ class _Checker:
         The σ of PROBE_TAGS, then, where both programs are race-free
         (`both_race_free`: each has one outcome at every σ) and hold float
         state, the plain σ and the plain σ with huge feeds (PROBE_PLAIN,
-        `_plain_sigma`): where a rewrite changes float values only through
-        rounding they show it, and the fallback compares them anyway (third
-        and fourth, or among the one-outcome comparisons' first ten), after
+        `_plain_sigma`), and NaN in every float feed: where a rewrite
+        changes float values only through rounding, or how NaN propagates,
+        they show it, and the fallback compares them anyway (the plain σ
+        third and fourth among its full comparisons, all three among the
+        one-outcome comparisons, the NaN one the 21st or so), after
         the symbolic search, which on a real graph's float training step
         proves nothing (its queries go through MatMul; 2-5 s on the unrolled
         LSTM and GRU, the whole budget under load).  Nothing a verdict says
@@ -1636,6 +1638,12 @@ class _Checker:
             wanted = list(PROBE_TAGS[:PROBE_SIGMAS])
             if PROBE_PLAIN and has_float_state(self.p) and self.both_race_free():
                 wanted += ["plain", "plain huge"]
+                if any(self.p.feed_type(f).dtype in FLOAT_DTYPES for f in self.p.feed_names):
+                    # NaN in every feed (the variables ones): where a rewrite
+                    # changes how NaN propagates, as the remapper's fused
+                    # MatMul does on the Keras MLP steps (a NaN input, a
+                    # finite loss), 21 σ into the one-outcome order
+                    wanted.append(f"edge {3 * _EDGE_NAN}")
             for tag, sigma in order:
                 if not wanted or time.monotonic() >= stop:
                     break
@@ -1902,6 +1910,8 @@ def _refute_sigmas(p: Program, rng: np.random.Generator):
 #: the values σ takes everywhere in `_edge_sigmas`, per kind of dtype
 _EDGE_FLOATS = [3.4028235e38, -3.4028235e38, float("inf"), float("-inf"), float("nan"),
                 1e-45, -0.0, 1.1754944e-38]
+#: NaN's place among them (`_edge_sigmas`' tag "edge 3k": NaN in every feed)
+_EDGE_NAN = 4
 
 
 def _filled(t: TensorType, k: int) -> Tensor | None:

@@ -211,7 +211,7 @@ def test_the_fallback_does_not_compare_again_the_sigmas_the_probe_did(monkeypatc
     with as_if_kernels():
         v = check_rewrite(DOUBLE_A, DOUBLE_B, timeout=10, structural=False)
     assert v.verdict == "no-counterexample", v.reason
-    assert v.stats["probe"]["sigmas"] == 4
+    assert v.stats["probe"]["sigmas"] == 5      # ones, edge 0, plain, plain huge, NaN
     assert again == [], again
     assert v.stats["tried"] >= 4      # zeros, compared in full, and the three
 
@@ -220,3 +220,28 @@ def test_the_fallback_does_not_compare_again_the_sigmas_the_probe_did(monkeypatc
 DOUBLE_A = _step([{"name": "o", "op": "Add.ftz", "inputs": ["r0", "r0"]}])
 DOUBLE_B = _step([{"name": "two", "op": "Const", "value": {"dtype": "float32", "value": 2.0}},
                   {"name": "o", "op": "Mul.ftz", "inputs": ["r0", "two"]}])
+
+
+# |a| * 0 against |x0| * 0: 0 at every σ of finite values (ones, the largest
+# float, the plain σ), NaN against 0 where the feeds are NaN (a rewrite that
+# changes how NaN propagates, as a fused MatMul on the Keras MLP steps does)
+def _k(name, v):
+    return {"name": name, "op": "Const", "value": {"dtype": "float32", "value": v}}
+
+
+NAN_KEPT = _step([_k("zero", 0.0), {"name": "m", "op": "Abs", "inputs": ["fa"]},
+                  {"name": "o", "op": "Mul.ftz", "inputs": ["m", "zero"]}])
+NAN_DROPPED = _step([_k("zero", 0.0), {"name": "m", "op": "Abs", "inputs": ["r0"]},
+                     {"name": "o", "op": "Mul.ftz", "inputs": ["m", "zero"]}])
+
+
+def test_the_probe_compares_nan_feeds_where_both_are_race_free(no_solver_candidates):  # noqa: F811
+    with as_if_kernels():
+        v = check_rewrite(NAN_KEPT, NAN_DROPPED, timeout=10, structural=False)
+    assert v.verdict == "unsound", v.reason
+    assert v.stats["path"] == "probe", v.stats
+    assert v.stats["probe"]["found"] == f"edge {3 * C._EDGE_NAN}", v.stats["probe"]
+    cx = v.counterexample
+    # (minimized: the NaN that shows it is kept)
+    assert any(np.isnan(t.array).any() for t in cx.feeds.values())
+    assert cx.outcome not in outcome_set(NAN_KEPT, cx.feeds, cx.init, "atomic", "outputs+state")
