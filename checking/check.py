@@ -1640,9 +1640,9 @@ class _Checker:
                 wanted += ["plain", "plain huge"]
                 if any(self.p.feed_type(f).dtype in FLOAT_DTYPES for f in self.p.feed_names):
                     # NaN in every feed (the variables ones): where a rewrite
-                    # changes how NaN propagates, as the remapper's fused
-                    # MatMul does on the Keras MLP steps (a NaN input, a
-                    # finite loss), 21 σ into the one-outcome order
+                    # changes how NaN propagates, as the default pipeline
+                    # does on the Keras MLP steps (a NaN input, a finite
+                    # loss), 21 σ into the one-outcome order
                     wanted.append(f"edge {3 * _EDGE_NAN}")
             for tag, sigma in order:
                 if not wanted or time.monotonic() >= stop:

@@ -224,7 +224,8 @@ DOUBLE_B = _step([{"name": "two", "op": "Const", "value": {"dtype": "float32", "
 
 # |a| * 0 against |x0| * 0: 0 at every σ of finite values (ones, the largest
 # float, the plain σ), NaN against 0 where the feeds are NaN (a rewrite that
-# changes how NaN propagates, as a fused MatMul on the Keras MLP steps does)
+# changes how NaN propagates, as Grappler's default pipeline does on the
+# Keras MLP steps)
 def _k(name, v):
     return {"name": name, "op": "Const", "value": {"dtype": "float32", "value": v}}
 
