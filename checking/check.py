@@ -136,9 +136,9 @@ PROBE = True
 PROBE_SIGMAS = 2
 PROBE_TAGS = ("ones", "edge 0")
 PROBE_SHARE = 0.25
-#: where both programs are race-free, the probe goes on past PROBE_TAGS
-#: through the one-outcome comparisons' σ (`_Checker.probe`)
-PROBE_ONWARD = True
+#: where both programs are race-free and hold float state, the probe compares
+#: the plain σ too (`_Checker.probe`)
+PROBE_PLAIN = True
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
@@ -938,14 +938,16 @@ class _Checker:
         Why one run is the whole set.  `race_free(P)` holds when every two
         accesses of one variable, one of them an Assign, are ordered by hb
         (edges, data and control).  Then every complete run gives each Read
-        the same value and leaves each variable the same sequence of writes
-        (structural.py, Facts 1 and 2: the value a Read sees is the last
-        write before it in hb, which is the same write in every run; by
-        induction in topological order every node computes the same value,
-        since the ops are functions of their inputs: numpy models, and
-        TensorFlow's kernels, evaluated twice and refused when they are
-        not, oracle/kernels.py), so every run ends with the same fetched
-        outputs and final state: |Outcomes(P, σ)| = 1, in either semantics
+        the same value and leaves each variable the same sequence of writes.
+        By structural.py's Fact 1 a run is a linear extension of the step
+        DAG, so the Assigns of x that precede an access of x in a run are
+        exactly those that precede it in hb (each is ordered against it),
+        and in the same order (they are ordered among themselves); by Fact
+        2 only those steps change x, and functions are deterministic (numpy
+        models; TensorFlow's kernels are evaluated twice and refused where
+        they are not, oracle/kernels.py).  By induction along any run every
+        step sees the same values as in every other run, so every run ends
+        with the same fetched outputs and final state: |Outcomes(P, σ)| = 1, in either semantics
         mode, at every σ (uninitialized variables and error values
         included: they are values like any other).  A DAG's run never
         blocks, so the canonical run is complete, and it is a run of the
@@ -960,7 +962,7 @@ class _Checker:
         if RACE_FREE_CONFIRM and self.original_race_free():
             started = time.monotonic()
             outcome, schedule = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                      self.observe)
+                                                      self.observe, started + seconds)
             self.stats["race_free_confirmations"] = \
                 self.stats.get("race_free_confirmations", 0) + 1
             return OutcomeSet([{outcome: tuple(schedule)}], states=len(schedule),
@@ -1094,7 +1096,11 @@ class _Checker:
             nonlocal best
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
-            # outcomes took 2 s of a 1 s budget)
+            # outcomes took 2 s of a 1 s budget.  A race-free original's one
+            # run, `original_outcomes`, has no budget to stop it: a step is
+            # not begun where the last confirmation's cost would overrun)
+            if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
+                return False
             result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()))
             if result is None:
                 return False
@@ -1390,7 +1396,7 @@ class _Checker:
         self.stats["path"] = "concrete"
         self.stats["gave_up"] = why.reason
         self.fallback_start = max(0.0, self.remaining())
-        if self.sigma_cap is not None and (self.one_outcome_each() or self.both_race_free()):
+        if self.sigma_cap is not None and self.one_outcome_each():
             verdict = self.one_outcome_comparisons(why)
             if verdict is not None:
                 return verdict
@@ -1412,6 +1418,12 @@ class _Checker:
         # full comparisons have what it leaves
         first = 0 if self.stats.get("original_out") else \
             FALLBACK_FIRST + (plain and (2 if self.p.feed_names else 1))
+        # (the probe's σ ones and plain σ, where both programs are race-free:
+        # one run of each compared them in full, `probe`)
+        # (`_generated_sigmas`' order: the huge feeds only where P has feeds)
+        tags = ["zeros", "ones"] + (["plain"] if plain else []) + \
+            (["plain huge"] if plain and self.p.feed_names else [])
+        drawn = 0
         while True:
             if not refuted and (tried >= first or budget_note or self.capped()
                                 or self.remaining() <= 0.5 * self.fallback_start):
@@ -1437,6 +1449,11 @@ class _Checker:
             else:
                 sigma = next(sigmas)
                 self.sigma_draws += 1
+                tag = tags[drawn] if drawn < len(tags) else None
+                drawn += 1
+                if tag in self.probed_equal and self.both_race_free():
+                    tried += 1
+                    continue
             try:
                 # (before the stage: a share of the time, so that it has the rest)
                 found = self.concrete_difference(
@@ -1534,12 +1551,7 @@ class _Checker:
         difference is still confirmed by the concrete oracle (`confirm`: P's
         outcome set enumerated) before it is a counterexample, so `unsound`
         never rests on this argument.  None: no σ could be compared (the
-        normal stages run).
-
-        Where both programs are race-free (`both_race_free`), each has one
-        outcome at every σ by that fact alone (the argument is
-        `original_outcomes`'), whatever the symbolic search found: the
-        comparisons are full ones there too."""
+        normal stages run)."""
         sigmas = self.one_outcome_sigmas()
         runs = np.random.default_rng(self.seed + 4)
         compared = 0
@@ -1630,20 +1642,22 @@ class _Checker:
         its canonical order, `refute.canonical_outcome`): a confirmed
         counterexample, or None.  σ at which the two runs agree are
         remembered (`probed_equal`): where the fallback's one-outcome
-        comparisons run, they are compared in full already.
+        comparisons run, or its full comparisons of a race-free pair, they
+        are compared in full already.
 
-        First the σ of PROBE_TAGS; then, where both programs are race-free
-        (`both_race_free`: each has one outcome at every σ), the plain σ
-        and the rest of the one-outcome comparisons' σ in their order (edge
-        values; not the random ones), up to the probe's share of the time,
-        stopping at the first σ whose runs differ.  Those comparisons are
-        the ones the fallback makes after the symbolic search (which on a
-        real graph's float training step proves nothing: its queries go
-        through MatMul, which the solver cannot decide, docs/large-graphs.md),
-        made before it instead: a difference found at the 20th σ costs the
-        search no time, and σ found equal are not compared again.  Nothing
-        a verdict says rests on the order: a difference is confirmed by the
-        concrete oracle (`confirm`) before it is a counterexample."""
+        The σ of PROBE_TAGS, then, where both programs are race-free
+        (`both_race_free`: each has one outcome at every σ) and hold float
+        state, the plain σ and the plain σ with huge feeds (PROBE_PLAIN,
+        `_plain_sigma`), and NaN in every float feed: where a rewrite
+        changes float values only through rounding, or how NaN propagates,
+        they show it, and the fallback compares them anyway (the plain σ
+        third and fourth among its full comparisons, all three among the
+        one-outcome comparisons, the NaN one the 21st or so), after
+        the symbolic search, which on a real graph's float training step
+        proves nothing (its queries go through MatMul; 2-5 s on the unrolled
+        LSTM and GRU, the whole budget under load).  Nothing a verdict says
+        rests on the order: a difference is confirmed by the concrete oracle
+        (`confirm`) before it is a counterexample."""
         if not PROBE or self.sigma_cap is None or self.p == self.p2:
             return None
         stop = time.monotonic() + PROBE_SHARE * self.timeout
@@ -1651,53 +1665,58 @@ class _Checker:
         order = self.one_outcome_sigmas()
         stats = self.stats.setdefault("probe", {"sigmas": 0})
         t0 = time.monotonic()
-        onward = PROBE_ONWARD and self.both_race_free()
         try:
             wanted = list(PROBE_TAGS[:PROBE_SIGMAS])
-            if onward and has_float_state(self.p):
-                # the plain σ next, as the fallback compares them third and
-                # fourth (`_generated_sigmas`): where a rewrite changes float
-                # values only through rounding, they show it (`_plain_sigma`)
+            if PROBE_PLAIN and has_float_state(self.p) and self.both_race_free():
                 wanted += ["plain", "plain huge"]
-            held: list = []    # σ of the order passed before the probe's own
-            while wanted or (onward and stats["sigmas"] < KERNEL_ONE_OUTCOME_SIGMAS):
-                if time.monotonic() >= stop:
+                if any(self.p.feed_type(f).dtype in FLOAT_DTYPES for f in self.p.feed_names):
+                    # NaN in every feed (the variables ones): where a rewrite
+                    # changes how NaN propagates, as the default pipeline
+                    # does on the Keras MLP steps (a NaN input, a finite
+                    # loss), 21 σ into the one-outcome order
+                    wanted.append(f"edge {3 * _EDGE_NAN}")
+            for tag, sigma in order:
+                if not wanted or time.monotonic() >= stop:
                     break
-                if wanted:
-                    tag, sigma = next(order)
-                    if tag not in wanted:
-                        held.append((tag, sigma))
-                        continue
-                    wanted.remove(tag)
-                elif held:
-                    tag, sigma = held.pop(0)
-                else:
-                    tag, sigma = next(order)
-                    if tag.startswith("random"):
-                        # (past the edge and plain σ: the comparisons reach
-                        # few of the random ones under their bound, after
-                        # the uninitialized σ the probe has not)
-                        break
+                if tag not in wanted:
+                    continue
+                wanted.remove(tag)
                 feeds, init = sigma
-                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                           runs, 1, stop)
-                if len(mine) != 1:
-                    break    # (a run cut short)
+                # (at the plain σ both programs are race-free: P's canonical
+                # run gives its one outcome; those runs stop at the probe's
+                # share, a BudgetExceeded)
+                bound = None if tag in PROBE_TAGS else stop
+                ran = time.monotonic()
+                if bound is None:
+                    mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
+                                               self.observe, runs, 1, stop)
+                    if len(mine) != 1:
+                        break    # (a run cut short)
+                    ((o1, _),) = mine.items()
+                else:
+                    o1, _ = ref.canonical_outcome(self.p, feeds, init, self.semantics,
+                                                  self.observe, bound)
                 # (P' in its canonical order: the schedule a counterexample
                 # shows needs no minimization, which replays it step by step)
                 o2, schedule = ref.canonical_outcome(self.p2, feeds, init, self.semantics,
-                                                     self.observe)
+                                                     self.observe, bound)
                 stats["sigmas"] += 1
-                ((o1, _),) = mine.items()
                 if o2 == o1:
                     self.probed_equal.add(tag)
                     continue
                 # (the oracle's enumeration of P's outcomes may take the rest
-                # of the probe's share, and at least a tenth of a second.  The
-                # schedule in canonical order first: its replay is the one
-                # confirmation, and minimize_schedule has nothing to move)
+                # of the probe's share, and at least a tenth of a second; a
+                # race-free original's confirmation, one run of it, at least
+                # twice what the two runs above took: under load the share's
+                # rest was less than one run, and the difference found was
+                # left to the stages after the search.  The schedule in
+                # canonical order first: its replay is the one confirmation,
+                # and minimize_schedule has nothing to move)
+                least = 2 * (time.monotonic() - ran) if RACE_FREE_CONFIRM and \
+                    self.original_race_free() else 0.1
+                seconds = max(0.1, min(self.remaining(), max(least, stop - time.monotonic())))
                 canonical = mini.canonical_order(self.p2, schedule)
-                found = self.confirm(sigma, canonical, max(0.1, stop - time.monotonic()))
+                found = self.confirm(sigma, canonical, seconds)
                 if found is None and canonical != schedule:
                     found = self.confirm(sigma, schedule, max(0.1, stop - time.monotonic()))
                 if found is not None:
@@ -1922,6 +1941,8 @@ def _refute_sigmas(p: Program, rng: np.random.Generator):
 #: the values σ takes everywhere in `_edge_sigmas`, per kind of dtype
 _EDGE_FLOATS = [3.4028235e38, -3.4028235e38, float("inf"), float("-inf"), float("nan"),
                 1e-45, -0.0, 1.1754944e-38]
+#: NaN's place among them (`_edge_sigmas`' tag "edge 3k": NaN in every feed)
+_EDGE_NAN = 4
 
 
 def _filled(t: TensorType, k: int) -> Tensor | None:

@@ -124,12 +124,15 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
 
 
 def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                      semantics: str, observe: str) -> tuple[Outcome, list[str]]:
+                      semantics: str, observe: str,
+                      deadline: float | None = None) -> tuple[Outcome, list[str]]:
     """The outcome of one run of `p` at σ that fires, among the enabled
     steps, the one first in p's canonical (topological) order, with its
     schedule: a run of p's own step function, as in `sample_outcomes`, whose
     schedule is the one counterexample minimization would move towards
-    (minimize.py), so that a counterexample found on it needs no reordering."""
+    (minimize.py), so that a counterexample found on it needs no reordering.
+    Past `deadline` (time.monotonic()) the run stops with BudgetExceeded
+    (the clock is read every 64 steps)."""
     order = {name: k for k, name in enumerate(p.topological_order)}
 
     def rank(label: str) -> tuple:
@@ -138,22 +141,29 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
 
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
-    parts, sched = _run_by_priority(comps, init, lambda comp, u: (rank(comp.label(u)), u))
+    parts, sched = _run_by_priority(comps, init, lambda comp, u: (rank(comp.label(u)), u),
+                                    deadline)
     return combine(parts, observe), sched
 
 
-def _run_by_priority(comps, init: Mapping[str, Value], priority) -> tuple[list, list[str]]:
+def _run_by_priority(comps, init: Mapping[str, Value], priority,
+                     deadline: float | None = None) -> tuple[list, list[str]]:
     """One run of each component from `init`, firing among the enabled
     steps the one first by `priority(component, step)`: the components'
     outcome parts and the run's schedule.  A run of the oracle's own step
     function: only the choice among enabled steps is ours."""
     parts, sched = [], []
+    steps = 0
+    started = time.monotonic()
     for comp in comps:
         st = comp.root(init)
         while True:
             comp.close(st)
             if not st.ready:
                 break
+            steps += 1
+            if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
+                raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
             t = min(st.ready, key=lambda u: priority(comp, u))
             st.ready.discard(t)
             comp.fire(st, t)
