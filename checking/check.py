@@ -363,7 +363,7 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged
-    note = None
+    note = first_difference = None
     if structural and original != p2:   # (identical programs: the engine says so at once)
         from .structural import structural_refinement
         try:
@@ -377,12 +377,16 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                                   "seconds": round(time.monotonic() - started, 6)})
         if result is not None:
             note = f"not applicable: {result.reason}"
+            first_difference = result.stats.get("first_difference")
     if not real and (_needs_kernels(original) or _needs_kernels(p2)):
         kernels.prestart()   # TensorFlow imports in its child while the proof is tried
     checker = _Checker(original, p2, semantics, observe, started, timeout, minimize, seed, backends,
                        real=real)
     if note is not None:
         checker.stats["structural"] = note
+    if first_difference is not None:
+        # (where the structural rule's terms part: checking/structural.py `_differences`)
+        checker.stats["structural_first_difference"] = first_difference
     # Z3's Python API shares one global context, which is not thread-safe:
     # checks from several threads (the HTTP service) take turns
     with _Z3_LOCK:

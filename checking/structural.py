@@ -370,9 +370,10 @@ SND = "Snd"
 EXTENSIONS = True
 
 #: (R1) and (R2) of "Float rules" in the module docstring (tests switch them
-#: off to show which one a proof needs)
+#: off to show which one a proof needs); (R3) of "Shape rules"
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
+RESHAPE_OF_RESHAPE = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -399,6 +400,8 @@ _DIVISIONS = {name: fns.lookup(name) for name in ("RealDiv", "RealDiv.ftz")}
 _DIVISION_AS_PRODUCT = {"RealDiv": ("Mul", fns.lookup("Mul")),
                         "RealDiv.ftz": ("Mul.ftz", fns.lookup("Mul.ftz"))}
 _COPY = fns.lookup("Copy")
+#: (R3): the constant-shape Reshape, captured at import like the functions above
+_RESHAPE = fns.lookup("Reshape")
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
@@ -576,6 +579,9 @@ class _Terms:
         self.dtypes: dict[int, str] = {}
         #: id(attributes) -> (attributes, `_attrs_key` of them)
         self.akeys: dict[int, tuple[Any, tuple]] = {}
+        #: (R3): the result term of Reshape(x) with a fully specified shape
+        #: -> (x, that shape)
+        self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -596,6 +602,67 @@ class _Terms:
         if t is None:
             t = self.table[key] = len(self.table)
         return t
+
+    # -- the first difference (diagnostics only: no proof rests on them) -----
+
+    def key_of(self, t: int) -> tuple:
+        """The key term `t` was made from (the inverse of `make`)."""
+        rev = getattr(self, "_rev", None)
+        if rev is None or len(rev) != len(self.table):
+            rev = self._rev = [None] * len(self.table)
+            for k, v in self.table.items():
+                rev[v] = k
+        return rev[t]
+
+    def first_difference(self, t1: int, t2: int) -> list[tuple[int, int]]:
+        """The path of term pairs from (t1, t2) down to the first pair that
+        differs at its head (op, attributes, port, number of arguments, or
+        the kind of leaf) while its parents agree there: at every step the
+        two applications have the same head, and the first argument
+        position where they differ is followed.  `t1 != t2`."""
+        path = [(t1, t2)]
+        while True:
+            k1, k2 = self.key_of(t1), self.key_of(t2)
+            if not (k1[0] == k2[0] == "port" and k1[2] == k2[2]):
+                return path
+            a1, a2 = self.key_of(k1[1]), self.key_of(k2[1])
+            if a1[1] != a2[1] or a1[2] != a2[2] or len(a1[3]) != len(a2[3]):
+                return path
+            x1, x2 = a1[3], a2[3]
+            if (len(x1) == 2 and x1[0] != x2[0] and x1[1] != x2[1]
+                    and commutes_up_to_error(a1[1]) and (x1[0] == x2[1] or x1[1] == x2[0])):
+                x2 = (x2[1], x2[0])   # (a ≈-term sorts a commutative op's operands by id)
+            nxt = next(((x, y) for x, y in zip(x1, x2) if x != y), None)
+            if nxt is None:        # (equal apps have equal ports: not reached)
+                return path
+            t1, t2 = nxt
+            path.append(nxt)
+
+    def describe(self, t: int, depth: int = 1) -> str:
+        """A short text of term `t`: `Op(arg, ...)` to `depth` levels,
+        leaves as read(node), feed(name) or a constant's dtype, shape and
+        (small) value."""
+        k = self.key_of(t)
+        if k[0] == "port":
+            app = self.key_of(k[1])
+            if depth <= 0:
+                args = "..." if app[3] else ""
+            else:
+                args = ", ".join(self.describe(a, depth - 1) for a in app[3])
+            return f"{app[1]}({args})" + (f":{k[2]}" if k[2] else "")
+        if k[0] == "const":
+            v = self.consts.get(t)
+            arr = v.array if isinstance(v, Tensor) else None
+            if arr is not None and arr.size <= 4:
+                return f"{k[1]}{list(k[2])} {arr.tolist()}"
+            return f"{k[1]}{list(k[2])} const"
+        if k[0] == "error":
+            return f"error({k[1]})"
+        if k[0] in ("read", "unmatched-read"):
+            return f"read({k[1]})"
+        if k[0] == "feed":
+            return f"feed({k[1]})"
+        return str(k[0])
 
     def const(self, value: Any) -> int:
         if isinstance(value, Error):
@@ -713,6 +780,11 @@ class _Terms:
             return (args[1],)
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
+        shape = self.full_reshape(f, attrs, args) if RESHAPE_OF_RESHAPE else None
+        if shape is not None and args[0] in self.reshapes:
+            inner, inner_shape = self.reshapes[args[0]]
+            if _elements(inner_shape) == _elements(shape):
+                return self.apply(op, attrs, (inner,), n_out)   # (R3)
         if f is not None and len(args) == 2 and not self.real:
             recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
                 else None
@@ -729,11 +801,27 @@ class _Terms:
                 return folded
         app = self.make(("app", op, self.attrs_key(attrs), args))
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
+        if shape is not None:
+            self.reshapes.setdefault(results[0], (args[0], shape))
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
         return results
+
+    @staticmethod
+    def full_reshape(f: fns.Function | None, attrs: Mapping[str, Any],
+                     args: tuple[int, ...]) -> tuple[int, ...] | None:
+        """(R3) The shape of a Reshape application whose shape attribute is
+        fully specified (every dimension a non-negative int: no -1 to
+        infer), else None."""
+        if f is None or f is not _RESHAPE or len(args) != 1 or set(attrs) != {"shape"}:
+            return None
+        shape = attrs["shape"]
+        if not isinstance(shape, (list, tuple)) or not all(
+                type(d) is int and d >= 0 for d in shape):
+            return None
+        return tuple(shape)
 
     def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
                           n_out: int) -> tuple[int, ...]:
@@ -764,6 +852,13 @@ class _Terms:
                 result = None
         self.folds[key] = result
         return result
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 #: (E3)'s functions besides symbolic.COMMUTATIVE_OPAQUE, as tfsem defines them
@@ -902,11 +997,14 @@ def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
 
 
 def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
-                   exact_assigns: bool = False, plan: list[tuple] | None = None):
+                   exact_assigns: bool = False, plan: list[tuple] | None = None,
+                   names: dict[int, str] | None = None):
     """(Assign name -> ≈-term of its tensor input, output name -> exact term,
     and with `exact_assigns` Assign name -> exact term of its input): Assign
     values up to which error, outputs exactly (module docstring, V≈).  Only
-    the terms these need are built (`_term_plan`)."""
+    the terms these need are built (`_term_plan`).  `names`, when given,
+    gets for each term the first node whose port it is (diagnostics:
+    `_differences`)."""
     value: dict[tuple[str, int], int] = {}
     settled: dict[tuple[str, int], int] = {}   # the ≈-terms
     if plan is None:
@@ -923,7 +1021,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
         if op == VAR:
             continue
         if op == READ:
-            value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
+            value[(name, 0)] = settled[(name, 0)] = t = terms.make(leaf_of_read[name])
+            if names is not None:
+                names.setdefault(t, name)
         elif op == ASSIGN:
             assigns[name] = arg(inputs[1], settled)
             if exact_assigns:
@@ -934,6 +1034,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
                 for port, t in enumerate(results):
                     value[(name, port)] = t
+                    if names is not None:
+                        names.setdefault(t, name)
             if need_settled:
                 if congruent:
                     results = terms.apply_up_to_error(
@@ -942,6 +1044,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 # equal values are ≈)
                 for port, t in enumerate(results):
                     settled[(name, port)] = t
+                    if names is not None:
+                        names.setdefault(t, name)
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
     return assigns, outputs, (exact if exact_assigns else None)
 
@@ -1000,16 +1104,18 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     built = plans[4] if len(plans) > 4 else {}
     key = tuple(sorted(leaves.items()))
     if key in built:
-        terms, assigns, outputs, assigns2, outputs2 = built[key]
+        terms, assigns, outputs, assigns2, outputs2, names, names2 = built[key]
     else:
         terms = _Terms()
         if len(plans) > 3:
             terms.akeys = plans[3]          # (attribute keys shared by the attempts)
         if not plans[2]:
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
-        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
-        built[key] = (terms, assigns, outputs, assigns2, outputs2)
+        names: dict[int, str] = {}
+        names2: dict[int, str] = {}
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names)
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2)
+        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -1109,6 +1215,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                              "counterpart, and the final state is observed")
 
     # (V)
+    differing = [(f"Assign {a!r}", assigns[a], assigns2[t]) for a, t in nu.items()
+                 if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]]
+    differing += [(f"output {o!r}", outputs[o], outputs2[o]) for o in p.outputs
+                  if outputs[o] != outputs2[o]]
+    if differing and "first_difference" not in stats:
+        stats["first_difference"] = _differences(terms, differing, names, names2)
     for a, t in nu.items():
         if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]:
             raise _NotApplicable(f"(V) the value assigned by {a!r} is not the same term "
@@ -1226,6 +1338,41 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                    "error: commutative operands in one order)")
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + f"; {values}, {order})")
+
+
+def _differences(terms: _Terms, differing: list[tuple[str, int, int]],
+                 names: Mapping[int, str], names2: Mapping[int, str]) -> dict[str, Any]:
+    """Where (V) fails, for the user (JSON `structural_first_difference`):
+    the first differing value (an Assign's or an output's) and, in it, the
+    first pair of subterms that differ at their head while everything above
+    them agrees (`_Terms.first_difference`), each with the node of its
+    program that computes it (or, for a term no node computes, such as the
+    product (R1) makes of a division, the nearest node above it); then how
+    many values differ and the most frequent differing head pairs."""
+    kinds: dict[str, int] = {}
+    first = None
+    for what, t1, t2 in differing:
+        path = terms.first_difference(t1, t2)
+        d1, d2 = path[-1]
+        kind = f"{_head(terms, d1)} -> {_head(terms, d2)}"
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if first is None:
+            n1 = next((names[a] for a, _b in reversed(path) if a in names), None)
+            n2 = next((names2[b] for _a, b in reversed(path) if b in names2), None)
+            first = {"value": what,
+                     "original": {"node": n1, "term": terms.describe(d1, 2)},
+                     "rewrite": {"node": n2, "term": terms.describe(d2, 2)},
+                     "depth": len(path) - 1}
+    top = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+    return {"values_differing": len(differing), **first,
+            "kinds": [{"change": k, "values": v} for k, v in top]}
+
+
+def _head(terms: _Terms, t: int) -> str:
+    k = terms.key_of(t)
+    if k[0] == "port":
+        return terms.key_of(k[1])[1]
+    return "const" if k[0] == "const" else k[0]
 
 
 def race_free(p: Program) -> bool:
