@@ -374,6 +374,8 @@ EXTENSIONS = True
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
 RESHAPE_OF_RESHAPE = True
+PRODUCT_BY_ONE = True
+TILE_BY_ONES = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -402,6 +404,12 @@ _DIVISION_AS_PRODUCT = {"RealDiv": ("Mul", fns.lookup("Mul")),
 _COPY = fns.lookup("Copy")
 #: (R3): the constant-shape Reshape, captured at import like the functions above
 _RESHAPE = fns.lookup("Reshape")
+#: (R4): the product by one, and the functions whose results hold no
+#: subnormal float32/float64 (MatMul: TensorFlow's kernel, run with
+#: flush-to-zero on) or pass on their argument's elements (Tile, Reshape)
+_MUL_FTZ = fns.lookup("Mul.ftz")
+_MATMUL = fns.lookup("MatMul")
+_MOVES = {name: fns.lookup(name) for name in ("Tile", "Reshape")}
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
@@ -579,6 +587,9 @@ class _Terms:
         self.dtypes: dict[int, str] = {}
         #: id(attributes) -> (attributes, `_attrs_key` of them)
         self.akeys: dict[int, tuple[Any, tuple]] = {}
+        #: (R4): terms that hold no subnormal float32/float64 element
+        #: wherever they are tensors (`flushes`)
+        self.flushed: set[int] = set()
         #: (R3): the result term of Reshape(x) with a fully specified shape
         #: -> (x, that shape)
         self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
@@ -673,6 +684,8 @@ class _Terms:
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
             self.dtypes.setdefault(t, value.dtype)
+            if t not in self.consts and not _has_subnormal(value.array):
+                self.flushed.add(t)
         self.consts.setdefault(t, value)
         return t
 
@@ -781,6 +794,8 @@ class _Terms:
         if f is not None and self.reduces_nothing(f, attrs, args):
             return (args[0],)
         shape = self.full_reshape(f, attrs, args) if RESHAPE_OF_RESHAPE else None
+        if TILE_BY_ONES and self.tiles_by_ones(f, attrs, args):
+            return (args[0],)              # (R5): Tile by ones of a tensor of that rank
         if shape is not None and args[0] in self.reshapes:
             inner, inner_shape = self.reshapes[args[0]]
             if _elements(inner_shape) == _elements(shape):
@@ -795,6 +810,8 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
+            if PRODUCT_BY_ONE and self.sorts_commutative and self.product_by_one(f, attrs, args):
+                return (args[0],)          # (R4): x * 1 is x, x never subnormal
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -803,11 +820,82 @@ class _Terms:
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         if shape is not None:
             self.reshapes.setdefault(results[0], (args[0], shape))
+        if f is not None and self.flushes(f, args):
+            self.flushed.update(results)
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
         return results
+
+    def flushes(self, f: fns.Function, args: tuple[int, ...]) -> bool:
+        """(R4) Whether f(args) holds no subnormal float32 or float64
+        element wherever it is a tensor: f is a flushing form of tfsem's
+        (`fns.flushed_variant`, `flushed_extremum`: `ftz` is applied to
+        every result of a flushed dtype), or MatMul, whose float products
+        only TensorFlow's kernel computes (oracle/kernels.py: its child
+        runs ops under TensorFlow's flush-to-zero mode, the executor's
+        ScopedFlushDenormal, so every arithmetic result is flushed;
+        tests/test_structural_shape_rules.py checks a product whose exact
+        value is subnormal gives zero), or Tile or Reshape of such a term
+        (they only move elements)."""
+        impl = getattr(f, "impl", None)
+        if (getattr(impl, "__module__", "") == "tfsem.oracle.functions"
+                and getattr(impl, "__qualname__", "").startswith(
+                    ("flushed_variant.", "flushed_extremum."))
+                and f.name.endswith(fns.FTZ_SUFFIX)):
+            return True
+        if f is _MATMUL and f is not None:
+            return True
+        return (_MOVES.get(f.name) is f and f is not None and len(args) == 1
+                and args[0] in self.flushed)
+
+    def product_by_one(self, f: fns.Function, attrs: Mapping[str, Any],
+                       args: tuple[int, ...]) -> bool:
+        """(R4) Whether f(args) is Mul.ftz(x, 1) with 1 a float32 or float64
+        scalar constant, x of its dtype (wherever x is a tensor) and in
+        `flushed`: then it is x at every σ, up to NaN payloads (the caller
+        asks that no function observes them, as (E3)):
+         - x an error: both are that error (Mul.ftz is strict, 1 is none);
+         - x a tensor: of 1's dtype (`dtypes`), so no dtype mismatch; the
+           scalar broadcasts to x's shape; x holds no subnormal, so the
+           flush of the arguments changes nothing, and x * 1 is x exactly
+           in IEEE arithmetic for every x (±0, ±inf, normal numbers; a NaN
+           stays a NaN); the result, x, is not subnormal, so neither the
+           flush of the result nor the correction for a result rounded up
+           to the smallest normal (`fns._tiny_after_rounding`, which
+           redoes the product scaled: |x| * 2^64, not below) changes it.
+        Grappler's constant folding removes x / 1 (the gradient of a global
+        average pooling over a 1x1 map in MobileNetV2 at 32x32); on a
+        subnormal x that is not sound (RealDiv flushes it, x does not:
+        measured on TensorFlow 2.21), hence the condition on x."""
+        if f is not _MUL_FTZ or f is None or attrs or len(args) != 2 or args[0] not in self.flushed:
+            return False
+        c = self.consts.get(args[1])
+        if (not isinstance(c, Tensor) or c.dtype not in ("float32", "float64")
+                or c.array.shape != () or self.dtypes.get(args[0]) != c.dtype):
+            return False
+        return c.array.tobytes() == np.array(1, dtype=c.array.dtype).tobytes()
+
+    def tiles_by_ones(self, f: fns.Function, attrs: Mapping[str, Any],
+                      args: tuple[int, ...]) -> bool:
+        """(R5) Whether f(args) is Tile(x) with every multiple 1 and x a
+        Reshape to a fully specified shape of as many dimensions (`reshapes`,
+        the rank of x wherever x is a tensor): then it is x at every σ.  x
+        an error: both that error (Tile is strict).  x a tensor: its rank is
+        len(multiples), so Tile's rank check passes, and numpy's tile by
+        ones is a copy of x (same dtype, shape and elements).  Grappler's
+        constant folding removes a Tile by ones (`Tile(Reshape(dy), [1, 1,
+        1, 1])`: the gradient of a global average pooling over a 1x1 map);
+        the rank condition keeps the shape-mismatch error a Tile of another
+        rank gives."""
+        if _MOVES.get("Tile") is not f or f is None or len(args) != 1 or set(attrs) != {"multiples"}:
+            return False
+        m = attrs["multiples"]
+        if not isinstance(m, (list, tuple)) or not all(type(d) is int and d == 1 for d in m):
+            return False
+        inner = self.reshapes.get(args[0])
+        return inner is not None and len(inner[1]) == len(m)
 
     @staticmethod
     def full_reshape(f: fns.Function | None, attrs: Mapping[str, Any],
@@ -852,6 +940,15 @@ class _Terms:
                 result = None
         self.folds[key] = result
         return result
+
+
+def _has_subnormal(a: np.ndarray) -> bool:
+    """Whether a float32 or float64 array holds a subnormal (any other
+    array: True, so that (R4) never takes it for flushed)."""
+    if a.dtype not in (np.float32, np.float64):
+        return True
+    with np.errstate(all="ignore"):
+        return bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
 
 
 def _elements(shape: tuple[int, ...]) -> int:
