@@ -341,6 +341,55 @@ oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
 largest floats, uninitialized variables), on generated divisors and
 constants, including the ones just outside (R1): 2^127, whose reciprocal
 is subnormal, and 3.0, 196.0, 0.1.
+
+Shape rules and the product by one (issue 23, fourth round)
+===========================================================
+
+Three more simplifications of (V), on both programs' terms, with the same
+property; none depends on σ's shapes (a variable may hold a tensor of any
+shape, an Assign may change it): each carries the condition that makes
+both sides fail alike where a shape is not the expected one.
+
+(R3) Reshape[s2](Reshape[s1](x)) is Reshape[s2](x) when s1 and s2 are fully
+     specified (every dimension ≥ 0, no -1) with as many elements.  x an
+     error: both that error.  x a tensor of size(s1) elements: the inner
+     result has x's elements in row-major order, so has the outer, in
+     shape s2, as Reshape[s2](x).  Any other size: the inner Reshape fails
+     (shape-mismatch: numpy's reshape refuses, Function.apply's ValueError
+     case), the outer passes that error on, and Reshape[s2](x) fails with
+     the same reason, size(s2) = size(s1) ≠ size(x).  Grappler's arithmetic
+     optimizer removes the inner Reshape of the batch-normalization
+     gradient's `moments/Reshape_1(moments/Reshape(..))`.  With a -1 in
+     s2 (inferred from the size) the outer alone accepts other sizes: not
+     applied (`_Terms.full_reshape`).
+(R4) Mul.ftz(x, 1) is x (up to NaN payloads, where no function observes
+     them, as (E3)) when 1 is a float32 or float64 scalar, x has its dtype
+     and x never holds a subnormal: x the result of a flushing form (its
+     results are flushed), of MatMul (only TensorFlow's kernel computes a
+     float product, under flush-to-zero), of Tile or Reshape of such a
+     term, or a constant with no subnormal (`_Terms.flushes`,
+     `_Terms.product_by_one`).  With (R1), RealDiv.ftz(x, 1) too.  On a
+     subnormal x the two differ (Mul.ftz flushes it): Grappler's constant
+     folding of `x / 1` is unsound there, which TensorFlow 2.21 shows
+     (a tf.function's `x / 1.0` on 1e-40 gives 1e-40 after Grappler, 0
+     eagerly).
+(R5) Tile[m](x) is x when every multiple is 1 and x is a Reshape to a
+     fully specified shape of len(m) dimensions (so x, where it is a
+     tensor, has that rank, and Tile's rank check passes; numpy's tile by
+     ones copies).  x an error: both that error (`_Terms.tiles_by_ones`).
+
+tests/test_structural_shape_rules.py compares each with the enumerating
+oracle at σ of edge values and of other shapes (x of 3 or 6 elements where
+4 are reshaped, uninitialized), and the near misses (another size, a -1,
+another rank, a product by one of a value that may be subnormal) with the
+oracle showing the difference.
+
+Where (V) fails, the rule reports the first difference
+(`stats["first_difference"]`, and `structural_first_difference` in a
+check's JSON stats): the first differing Assign value or output, and in it
+the first pair of subterms whose heads differ while everything above them
+agrees, with the node of each program that computes it.  It is a
+diagnosis: nothing is concluded from it.
 """
 
 from __future__ import annotations
