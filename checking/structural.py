@@ -361,7 +361,11 @@ both sides fail alike where a shape is not the expected one.
      optimizer removes the inner Reshape of the batch-normalization
      gradient's `moments/Reshape_1(moments/Reshape(..))`.  With a -1 in
      s2 (inferred from the size) the outer alone accepts other sizes: not
-     applied (`_Terms.full_reshape`).
+     applied (`_Terms.full_reshape`).  Nor where the product of s1's
+     non-zero dimensions passes 2^31 - 1 (`_RESHAPE_SPAN_MAX`): Reshape to
+     [2^31-1, 2^31-1, 0] fails on the empty tensor (numpy: "array is too
+     big"; TensorFlow, for [2^31-1, 2^31-1, 2^31-1, 0]: "has too many
+     elements") that Reshape to [0] takes (review, issue 23, fourth round).
 (R4) Mul.ftz(x, 1) is x (up to NaN payloads, where no function observes
      them, as (E3)) when 1 is a float32 or float64 scalar, x has its dtype
      and x never holds a subnormal: x the result of a flushing form (its
@@ -847,7 +851,8 @@ class _Terms:
             return (args[0],)              # (R5): Tile by ones of a tensor of that rank
         if shape is not None and args[0] in self.reshapes:
             inner, inner_shape = self.reshapes[args[0]]
-            if _elements(inner_shape) == _elements(shape):
+            if (_elements(inner_shape) == _elements(shape)
+                    and _elements(d for d in inner_shape if d) <= _RESHAPE_SPAN_MAX):
                 return self.apply(op, attrs, (inner,), n_out)   # (R3)
         if f is not None and len(args) == 2 and not self.real:
             recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
@@ -1000,7 +1005,16 @@ def _has_subnormal(a: np.ndarray) -> bool:
         return bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
 
 
-def _elements(shape: tuple[int, ...]) -> int:
+#: (R3) the largest product of an inner Reshape's non-zero dimensions: a
+#: zero-size shape such as [2^31-1, 2^31-1, 0] is refused by numpy ("array
+#: is too big": that product times the item size) and, past int64, by
+#: TensorFlow ("has too many elements"), so the inner Reshape fails on the
+#: empty tensor the outer one alone accepts.  Below this bound every tensor
+#: of size(s1) elements is reshaped by both.
+_RESHAPE_SPAN_MAX = 2 ** 31 - 1
+
+
+def _elements(shape) -> int:
     n = 1
     for d in shape:
         n *= d
