@@ -64,6 +64,14 @@ def test_an_empty_shape_numpy_cannot_hold_is_refused(sizes):
         fns.lookup("Reshape").apply([Tensor(np.zeros(0, np.float32))], {"shape": sizes})
 
 
+def test_a_shape_of_more_dimensions_than_numpy_holds_is_refused():
+    # TensorFlow takes up to 254 dimensions, numpy 64: Reshape[1](Reshape[1]*65(x))
+    # is Reshape[1](x) in TensorFlow, and the model said shape-mismatch for
+    # the inner one; now it says it cannot run it
+    with pytest.raises(CannotRun, match="65 dimensions"):
+        fns.lookup("Reshape").apply([Tensor(np.ones(1, np.float32))], {"shape": [1] * 65})
+
+
 def test_two_flattens_of_an_empty_batch_are_told_apart():
     def prog(sizes):
         return program_from_json({

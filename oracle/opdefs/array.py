@@ -189,9 +189,15 @@ def _reshape(xp, args, attrs):
     shape = reshape_shape(tuple(a.shape), attrs["shape"])
     try:
         return (xp.reshape(a, shape),)
-    except ValueError:   # ("array is too big": numpy holds no such array)
-        raise CannotRun(f"cannot run Reshape to {list(shape)} concretely: numpy holds no "
-                        f"{a.dtype} array of that shape (TensorFlow's has no element)") from None
+    except ValueError:   # numpy holds no such array: "array is too big" (an empty
+        #                    shape of huge dimensions), or more than 64 dimensions
+        raise CannotRun(f"cannot run Reshape to a shape of {len(shape)} dimensions, "
+                        f"{_brief(shape)}, concretely: numpy holds no {a.dtype} array of "
+                        "that shape (too many dimensions, or too large to allocate)") from None
+
+
+def _brief(shape: tuple[int, ...]) -> str:
+    return str(list(shape)) if len(shape) <= 8 else f"[{', '.join(map(str, shape[:8]))}, ...]"
 
 
 _INT64_MAX = 2 ** 63 - 1
