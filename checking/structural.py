@@ -355,9 +355,12 @@ both sides fail alike where a shape is not the expected one.
      error: both that error.  x a tensor of size(s1) elements: the inner
      result has x's elements in row-major order, so has the outer, in
      shape s2, as Reshape[s2](x).  Any other size: the inner Reshape fails
-     (shape-mismatch: numpy's reshape refuses, Function.apply's ValueError
-     case), the outer passes that error on, and Reshape[s2](x) fails with
-     the same reason, size(s2) = size(s1) ≠ size(x).  Grappler's arithmetic
+     (shape-mismatch: TensorFlow's shape rule, oracle/opdefs/array.py
+     `reshape_shape`, refuses; Function.apply's ShapeError case), the outer
+     passes that error on, and Reshape[s2](x) fails with the same reason,
+     size(s2) = size(s1) ≠ size(x); with no -1 in s2 the outer Reshape's
+     result (or refusal, where numpy holds no array of shape s2) depends on
+     its argument's size and dtype alone, the same on both sides.  Grappler's arithmetic
      optimizer removes the inner Reshape of the batch-normalization
      gradient's `moments/Reshape_1(moments/Reshape(..))`.  With a -1 in
      s2 (inferred from the size) the outer alone accepts other sizes: not
