@@ -172,3 +172,31 @@ def test_generated_chains_proved_by_the_rule_agree_with_the_oracle(dtype):
                 extra = [o for o, _ in theirs.items() if o not in ours]
                 assert not extra, (p, q, x, b, extra)
     assert proved >= (100 if NIGHTLY else 4)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="starts TensorFlow's kernel child (nightly)")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_kernel_results_hold_no_subnormal_of_either_width(dtype):
+    """(R4) takes MatMul's results for flushed.  Products whose exact value
+    is subnormal, normal products summing to a subnormal, subnormal
+    operands, GEMV and GEMM shapes, transposed operands: TensorFlow's
+    kernel (flush-to-zero on in its child) gives no subnormal (measured on
+    2.21: none in about 10^5 results whose exact value is subnormal)."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle import kernels
+    t = np.dtype(dtype).type
+    tiny = np.finfo(t).tiny
+    rng = np.random.default_rng(5)
+    cases = [(np.array([[2 * tiny, -1.5 * tiny]], t), np.array([[1], [1]], t)),
+             (np.array([[tiny / 4, tiny / 4]], t), np.array([[1], [1]], t))]
+    for m, k, n in [(256, 64, 256), (1, 4096, 1), (300, 17, 3), (64, 1, 64), (513, 64, 1)]:
+        cases.append(((rng.standard_normal((m, k)) * np.sqrt(tiny) * 2).astype(t),
+                      (rng.standard_normal((k, n)) * np.sqrt(tiny) * 2).astype(t)))
+    with kernels.use(True):
+        for a, b in cases:
+            for ta in (False, True):
+                (r,) = fns.lookup("MatMul").apply(
+                    [Tensor(a.T.copy() if ta else a), Tensor(b)], {"transpose_a": ta})
+                assert isinstance(r, Tensor)
+                assert not np.any((r.array != 0) & (np.abs(r.array) < tiny))
