@@ -181,7 +181,7 @@ def test_matmul_kernel_results_hold_no_subnormal_of_either_width(dtype):
     is subnormal, normal products summing to a subnormal, subnormal
     operands, GEMV and GEMM shapes, transposed operands: TensorFlow's
     kernel (flush-to-zero on in its child) gives no subnormal (measured on
-    2.21: none in about 10^5 results whose exact value is subnormal)."""
+    2.21: none in about 10^4 results whose exact value is subnormal)."""
     pytest.importorskip("tensorflow")
     from tfsem.oracle import functions as fns
     from tfsem.oracle import kernels
