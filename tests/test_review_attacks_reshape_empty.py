@@ -107,3 +107,19 @@ def test_reshape_against_tensorflow_on_generated_shapes():
         else:
             assert isinstance(r, Tensor) and r.array.shape == theirs.shape, (shape, sizes)
             assert r.array.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("name, args, attrs", [
+    ("Fill", [np.float32(1)], {"dims": [M, M, 0]}),      # TensorFlow: an empty [M, M, 0]
+    ("Fill", [np.float32(1)], {"dims": [1] * 65}),       # TensorFlow: 65 dimensions
+    ("ExpandDims", [np.zeros([1] * 64, np.float32)], {"axis": 0}),
+])
+def test_a_result_numpy_cannot_hold_is_refused_not_a_mismatch(name, args, attrs):
+    # (Function.apply took every numpy ValueError for shape-mismatch: two
+    # Fills of 65 and 66 dimensions had the same error as their outcome)
+    with pytest.raises(CannotRun, match="numpy holds no array"):
+        fns.lookup(name).apply([Tensor(np.asarray(a)) for a in args], attrs)
+    # a true mismatch stays an error value
+    (r,) = fns.lookup("Add").apply([Tensor(np.zeros(2, np.float32)),
+                                    Tensor(np.zeros(3, np.float32))])
+    assert not isinstance(r, Tensor)
