@@ -131,7 +131,7 @@ class Function:
         except ShapeError:
             return (Error(SHAPE_MISMATCH),) * self.n_out
         except ValueError as exc:  # numpy's broadcasting and concatenation errors
-            if _beyond_numpy(exc):
+            if beyond_numpy(exc):
                 # a result numpy holds no array of (more than 64 dimensions, or
                 # an empty shape of huge dimensions) is no mismatch: TensorFlow
                 # may well give it (it takes 254 dimensions): not modelled
@@ -216,7 +216,9 @@ _NUMPY_LIMITS = ("array is too big", "maximum supported dimension", "ndmin must 
                  "maximum allowed dimension")
 
 
-def _beyond_numpy(exc: ValueError) -> bool:
+def beyond_numpy(exc: ValueError) -> bool:
+    """Whether numpy's `exc` says it cannot hold the array at all
+    (`_NUMPY_LIMITS`): CannotRun, not shape-mismatch, in every engine."""
     text = str(exc).lower()
     return any(k.lower() in text for k in _NUMPY_LIMITS)
 

@@ -123,3 +123,12 @@ def test_a_result_numpy_cannot_hold_is_refused_not_a_mismatch(name, args, attrs)
     (r,) = fns.lookup("Add").apply([Tensor(np.zeros(2, np.float32)),
                                     Tensor(np.zeros(3, np.float32))])
     assert not isinstance(r, Tensor)
+
+
+def test_the_backends_refuse_it_alike():
+    from tfsem.backends.execute import apply_function
+    with pytest.raises(CannotRun, match="numpy holds no array"):
+        apply_function(fns.lookup("Fill"), [np.float32(1)], {"dims": [1] * 65}, np)
+    (r,) = apply_function(fns.lookup("Add"), [np.zeros(2, np.float32), np.zeros(3, np.float32)],
+                          {}, np)
+    assert not isinstance(r, np.ndarray)
