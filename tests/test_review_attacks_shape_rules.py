@@ -200,3 +200,27 @@ def test_matmul_kernel_results_hold_no_subnormal_of_either_width(dtype):
                     [Tensor(a.T.copy() if ta else a), Tensor(b)], {"transpose_a": ta})
                 assert isinstance(r, Tensor)
                 assert not np.any((r.array != 0) & (np.abs(r.array) < tiny))
+
+
+def test_a_product_by_one_whose_nan_reaches_bitcast_is_not_removed():
+    # Mul.ftz(x, 1) quiets a signalling NaN (x86, numpy, TensorFlow): equal to
+    # x only up to NaN bits, which Bitcast shows; (R4) needs a blind program
+    def prog(mul: bool):
+        nodes = [{"name": "v", "op": "Var", "var": "x"},
+                 {"name": "r", "op": "Read", "inputs": ["v"]},
+                 {"name": "s", "op": "Add.ftz", "inputs": ["r", "$b"]}]
+        if mul:
+            nodes += [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": 1.0}},
+                      {"name": "o", "op": "Mul.ftz", "inputs": ["s", "c"]}]
+        else:
+            nodes += [{"name": "o", "op": "Identity", "inputs": ["s"]}]
+        nodes += [{"name": "bc", "op": "tf.Bitcast/1/1", "inputs": ["o"],
+                   "tf_attrs": {"T": "DT_FLOAT", "type": "DT_INT32"}}]
+        return program_from_json({
+            "format": "tfsem.program/1", "variables": {"x": {"dtype": "float32", "shape": [4]}},
+            "feeds": {"b": {"dtype": "float32", "shape": [4]}}, "nodes": nodes,
+            "outputs": {"out": "bc", "o": "o"}})
+    assert not structural_refinement(prog(True), prog(False)).proved
+    snan = np.array([0x7F800001], np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):
+        assert (snan * np.float32(1)).view(np.uint32)[0] == 0x7FC00001   # quieted
