@@ -148,7 +148,7 @@ PROBE_SHARE = 0.25
 #: difference found there is confirmed in the time the check has left (P
 #: has one outcome: its enumeration is one run), not only the probe's share.
 PROBE_PLAIN_FIRST = True
-PROBE_PLAIN_FIRST_NODES = 2000
+PROBE_PLAIN_FIRST_NODES = 300
 #: after the symbolic path gave up, the refutation stage always tries at least
 #: one σ before any `unknown`: when an earlier stage overran the budget (the
 #: clocks are read every 16 states, a solver call ends late), it gets this
