@@ -1110,14 +1110,15 @@ def _congruent_up_to_error(f: fns.Function | None) -> bool:
             or tuple(f.strict()) == tuple(range(f.n_in)))
 
 
-def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
+def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) -> list[tuple]:
     """Which terms `_program_terms` builds for p, node by node in
     topological order: (name, op, data inputs, function, results, need the
     exact term, need the ≈-term, ≈ a congruence for the function).  Exact
     terms for the ports outputs depend on (and, with `exact_assigns`, Assign
     values), ≈-terms for those Assign values depend on; a function ≈ is no
     congruence for takes its exact term as its ≈-term.  It depends on p
-    alone, so the rule's attempts share it."""
+    alone, so the rule's attempts share it.  `settled=False`: no ≈-term
+    (the exact Assign values alone, with `exact_assigns`)."""
     order = p.topological_order
     need_exact = {port.node for port in p.outputs.values()}
     need_settled: set[str] = set()
@@ -1126,7 +1127,8 @@ def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
         if n.op == ASSIGN:
             v = n.data_inputs[1]
             if not isinstance(v, FeedIn):
-                need_settled.add(v.node)
+                if settled:
+                    need_settled.add(v.node)
                 if exact_assigns:
                     need_exact.add(v.node)
     info: dict[str, tuple] = {}
@@ -1188,7 +1190,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
             if names is not None:
                 names.setdefault(t, name)
         elif op == ASSIGN:
-            assigns[name] = arg(inputs[1], settled)
+            if inputs[1] is not None and (isinstance(inputs[1], FeedIn)
+                                          or (inputs[1].node, inputs[1].port) in settled):
+                assigns[name] = arg(inputs[1], settled)
             if exact_assigns:
                 exact[name] = arg(inputs[1], value)
         else:
@@ -1392,8 +1396,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
     # (proved: which Assign values were equal only up to which error)
-    exact = _program_terms(p, terms, leaves, exact_assigns=True)[2]
-    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True)[2]
+    # (exact terms alone: the ≈-terms are built; `_term_plan` settled=False)
+    exact = _program_terms(p, terms, leaves, exact_assigns=True,
+                           plan=_term_plan(p, True, settled=False))[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True,
+                            plan=_term_plan(p2, True, settled=False))[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
