@@ -37,7 +37,7 @@ import numpy as np
 
 from tfsem.oracle import kernels
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES
-from tfsem.oracle.functions import Function, OpError, ShapeError
+from tfsem.oracle.functions import CannotRun, Function, OpError, ShapeError, beyond_numpy
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import Program, TensorType
 from tfsem.oracle.semantics import ATOMIC
@@ -209,7 +209,10 @@ def _row_by_row(fn: Function, arrays: tuple, attrs: Mapping[str, Any], xp: Any,
             rows.append([xp.asarray(r) for r in results])
         except OpError as exc:  # an op's own error value: decided valuation by valuation
             raise NotBatchable(f"{fn.name} fails with {exc.reason} on some valuations") from None
-        except (ShapeError, ValueError):
+        except (ShapeError, ValueError) as exc:
+            if isinstance(exc, ValueError) and beyond_numpy(exc):
+                raise CannotRun(f"cannot run {fn.name} concretely: numpy holds no array of "
+                                f"its result's shape ({exc})") from None
             failed += 1
     if failed == size:
         raise ShapeError(f"{fn.name} rejects every valuation")

@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle.functions import Function, OpError, ShapeError, check_size, too_large
+from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, beyond_numpy,
+                                    check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
@@ -74,7 +75,12 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
         raise too_large(fn.name, None) from None
     except OpError as exc:  # the op fails on these arguments: its own error value, as the oracle
         return (Error(exc.reason),) * fn.n_out
-    except (ShapeError, ValueError):  # ValueError: numpy's and cupy's broadcasting errors
+    except (ShapeError, ValueError) as exc:  # ValueError: numpy's and cupy's broadcasting errors
+        if isinstance(exc, ValueError) and beyond_numpy(exc):
+            err = CannotRun(f"cannot run {fn.name} concretely: numpy holds no array of its "
+                            f"result's shape ({exc})")   # (as Function.apply)
+            err.function = fn.name
+            raise err from None
         return (Error(SHAPE_MISMATCH),) * fn.n_out
     if len(results) != fn.n_out:
         raise RuntimeError(f"function {fn.name} returned {len(results)} results, "

@@ -371,6 +371,62 @@ oracle at σ of edge values (NaN, signed zeros, subnormals, infinities, the
 largest floats, uninitialized variables), on generated divisors and
 constants, including the ones just outside (R1): 2^127, whose reciprocal
 is subnormal, and 3.0, 196.0, 0.1.
+
+Shape rules and the product by one (issue 23, fourth round)
+===========================================================
+
+Three more simplifications of (V), on both programs' terms, with the same
+property; none depends on σ's shapes (a variable may hold a tensor of any
+shape, an Assign may change it): each carries the condition that makes
+both sides fail alike where a shape is not the expected one.
+
+(R3) Reshape[s2](Reshape[s1](x)) is Reshape[s2](x) when s1 and s2 are fully
+     specified (every dimension ≥ 0, no -1) with as many elements.  x an
+     error: both that error.  x a tensor of size(s1) elements: the inner
+     result has x's elements in row-major order, so has the outer, in
+     shape s2, as Reshape[s2](x).  Any other size: the inner Reshape fails
+     (shape-mismatch: TensorFlow's shape rule, oracle/opdefs/array.py
+     `reshape_shape`, refuses; Function.apply's ShapeError case), the outer
+     passes that error on, and Reshape[s2](x) fails with the same reason,
+     size(s2) = size(s1) ≠ size(x); with no -1 in s2 the outer Reshape's
+     result (or refusal, where numpy holds no array of shape s2) depends on
+     its argument's size and dtype alone, the same on both sides.  Grappler's arithmetic
+     optimizer removes the inner Reshape of the batch-normalization
+     gradient's `moments/Reshape_1(moments/Reshape(..))`.  With a -1 in
+     s2 (inferred from the size) the outer alone accepts other sizes: not
+     applied (`_Terms.full_reshape`).  Nor where the product of s1's
+     non-zero dimensions passes 2^31 - 1 (`_RESHAPE_SPAN_MAX`): Reshape to
+     [2^31-1, 2^31-1, 0] fails on the empty tensor (numpy: "array is too
+     big"; TensorFlow, for [2^31-1, 2^31-1, 2^31-1, 0]: "has too many
+     elements") that Reshape to [0] takes (review, issue 23, fourth round).
+(R4) Mul.ftz(x, 1) is x (up to NaN payloads, where no function observes
+     them, as (E3)) when 1 is a float32 or float64 scalar, x has its dtype
+     and x never holds a subnormal: x the result of a flushing form (its
+     results are flushed), of MatMul (only TensorFlow's kernel computes a
+     float product, under flush-to-zero), of Tile or Reshape of such a
+     term, or a constant with no subnormal (`_Terms.flushes`,
+     `_Terms.product_by_one`).  With (R1), RealDiv.ftz(x, 1) too.  On a
+     subnormal x the two differ (Mul.ftz flushes it): Grappler's constant
+     folding of `x / 1` is unsound there, which TensorFlow 2.21 shows
+     (a tf.function's `x / 1.0` on 1e-40 gives 1e-40 after Grappler, 0
+     eagerly).
+(R5) Tile[m](x) is x when every multiple is 1 and x is a Reshape to a
+     fully specified shape of len(m) dimensions (so x, where it is a
+     tensor, has that rank, and Tile's rank check passes; numpy's tile by
+     ones copies).  x an error: both that error (`_Terms.tiles_by_ones`).
+
+tests/test_structural_shape_rules.py compares each with the enumerating
+oracle at σ of edge values and of other shapes (x of 3 or 6 elements where
+4 are reshaped, uninitialized), and the near misses (another size, a -1,
+another rank, a product by one of a value that may be subnormal) with the
+oracle showing the difference.
+
+Where (V) fails, the rule reports the first difference
+(`stats["first_difference"]`, and `structural_first_difference` in a
+check's JSON stats): the first differing Assign value or output, and in it
+the first pair of subterms whose heads differ while everything above them
+agrees, with the node of each program that computes it.  It is a
+diagnosis: nothing is concluded from it.
 """
 
 from __future__ import annotations
@@ -402,7 +458,7 @@ SND = "Snd"
 EXTENSIONS = True
 
 #: (R1) and (R2) of "Float rules" in the module docstring (tests switch them
-#: off to show which one a proof needs)
+#: off to show which one a proof needs); (R3) of "Shape rules"
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
 #: (S) of "Reshapes to the shape they have" in the module docstring, and
@@ -412,6 +468,9 @@ TIMES_ONE = True
 #: (C) of "Reshapes to the shape they have": a Cast moved outside a Reshape
 #: in Assign values (≈-terms)
 CAST_OUTSIDE_RESHAPE = True
+RESHAPE_OF_RESHAPE = True
+PRODUCT_BY_ONE = True
+TILE_BY_ONES = True
 
 #: Constant arguments larger than this (elements, all arguments together) are
 #: not evaluated; the application stays a term (equal only to itself).
@@ -453,6 +512,12 @@ _CAST = fns.lookup("Cast")
 #: element's position)
 _EXACT_CAST_SOURCES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64"})
+#: (R4): the product by one, and the functions whose results hold no
+#: subnormal float32/float64 (MatMul: TensorFlow's kernel, run with
+#: flush-to-zero on) or pass on their argument's elements (Tile, Reshape)
+_MUL_FTZ = fns.lookup("Mul.ftz")
+_MATMUL = fns.lookup("MatMul")
+_MOVES = {name: fns.lookup(name) for name in ("Tile", "Reshape")}
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
@@ -651,6 +716,12 @@ class _Terms:
         #: port term -> (op, attributes, argument terms) of the application
         #: it is a result of ((C) looks one level down)
         self.origin: dict[int, tuple] = {}
+        #: (R4): terms that hold no subnormal float32/float64 element
+        #: wherever they are tensors (`flushes`)
+        self.flushed: set[int] = set()
+        #: (R3): the result term of Reshape(x) with a fully specified shape
+        #: -> (x, that shape)
+        self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -672,6 +743,67 @@ class _Terms:
             t = self.table[key] = len(self.table)
         return t
 
+    # -- the first difference (diagnostics only: no proof rests on them) -----
+
+    def key_of(self, t: int) -> tuple:
+        """The key term `t` was made from (the inverse of `make`)."""
+        rev = getattr(self, "_rev", None)
+        if rev is None or len(rev) != len(self.table):
+            rev = self._rev = [None] * len(self.table)
+            for k, v in self.table.items():
+                rev[v] = k
+        return rev[t]
+
+    def first_difference(self, t1: int, t2: int) -> list[tuple[int, int]]:
+        """The path of term pairs from (t1, t2) down to the first pair that
+        differs at its head (op, attributes, port, number of arguments, or
+        the kind of leaf) while its parents agree there: at every step the
+        two applications have the same head, and the first argument
+        position where they differ is followed.  `t1 != t2`."""
+        path = [(t1, t2)]
+        while True:
+            k1, k2 = self.key_of(t1), self.key_of(t2)
+            if not (k1[0] == k2[0] == "port" and k1[2] == k2[2]):
+                return path
+            a1, a2 = self.key_of(k1[1]), self.key_of(k2[1])
+            if a1[1] != a2[1] or a1[2] != a2[2] or len(a1[3]) != len(a2[3]):
+                return path
+            x1, x2 = a1[3], a2[3]
+            if (len(x1) == 2 and x1[0] != x2[0] and x1[1] != x2[1]
+                    and commutes_up_to_error(a1[1]) and (x1[0] == x2[1] or x1[1] == x2[0])):
+                x2 = (x2[1], x2[0])   # (a ≈-term sorts a commutative op's operands by id)
+            nxt = next(((x, y) for x, y in zip(x1, x2) if x != y), None)
+            if nxt is None:        # (equal apps have equal ports: not reached)
+                return path
+            t1, t2 = nxt
+            path.append(nxt)
+
+    def describe(self, t: int, depth: int = 1) -> str:
+        """A short text of term `t`: `Op(arg, ...)` to `depth` levels,
+        leaves as read(node), feed(name) or a constant's dtype, shape and
+        (small) value."""
+        k = self.key_of(t)
+        if k[0] == "port":
+            app = self.key_of(k[1])
+            if depth <= 0:
+                args = "..." if app[3] else ""
+            else:
+                args = ", ".join(self.describe(a, depth - 1) for a in app[3])
+            return f"{app[1]}({args})" + (f":{k[2]}" if k[2] else "")
+        if k[0] == "const":
+            v = self.consts.get(t)
+            arr = v.array if isinstance(v, Tensor) else None
+            if arr is not None and arr.size <= 4:
+                return f"{k[1]}{list(k[2])} {arr.tolist()}"
+            return f"{k[1]}{list(k[2])} const"
+        if k[0] == "error":
+            return f"error({k[1]})"
+        if k[0] in ("read", "unmatched-read"):
+            return f"read({k[1]})"
+        if k[0] == "feed":
+            return f"feed({k[1]})"
+        return str(k[0])
+
     def const(self, value: Any) -> int:
         if isinstance(value, Error):
             t = self.make(("error", value.reason))
@@ -681,6 +813,8 @@ class _Terms:
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
             self.dtypes.setdefault(t, value.dtype)
+            if t not in self.consts and not _has_subnormal(value.array):
+                self.flushed.add(t)
         self.consts.setdefault(t, value)
         return t
 
@@ -791,6 +925,14 @@ class _Terms:
         if (f is not None and RESHAPES_BY_SHAPE and self.shapes
                 and reshape_changes_nothing(op, f, attrs, args, self.shapes, self.consts)):
             return (args[0],)      # (S): a reshape to the shape its argument has
+        shape = self.full_reshape(f, attrs, args) if RESHAPE_OF_RESHAPE else None
+        if TILE_BY_ONES and self.tiles_by_ones(f, attrs, args):
+            return (args[0],)              # (R5): Tile by ones of a tensor of that rank
+        if shape is not None and args[0] in self.reshapes:
+            inner, inner_shape = self.reshapes[args[0]]
+            if (_elements(inner_shape) == _elements(shape)
+                    and _elements(d for d in inner_shape if d) <= _RESHAPE_SPAN_MAX):
+                return self.apply(op, attrs, (inner,), n_out)   # (R3)
         if f is not None and len(args) == 2 and not self.real:
             recip = self.division_by_power_of_two(f, attrs, args) if DIVISION_BY_POWER_OF_TWO \
                 else None
@@ -801,6 +943,8 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
+            if PRODUCT_BY_ONE and self.sorts_commutative and self.product_by_one(f, attrs, args):
+                return (args[0],)          # (R4): x * 1 is x, x never subnormal
         if (f is not None and TIMES_ONE and not self.real and self.sorts_commutative
                 and times_one(op, f, args, self.normal, self.consts, self.dtypes)):
             return (args[0],)      # (F1): x * 1.0 where x is never subnormal
@@ -812,6 +956,10 @@ class _Terms:
         results = tuple(self.make(("port", app, k)) for k in range(n_out))
         if n_out == 1:
             self.origin.setdefault(results[0], (op, attrs, args))
+        if shape is not None:
+            self.reshapes.setdefault(results[0], (args[0], shape))
+        if f is not None and self.flushes(f, args):
+            self.flushed.update(results)
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is None and f is not None and fns.lookup(op) is f:
             dtype = kernel_dtype(op, attrs)
@@ -820,6 +968,89 @@ class _Terms:
                 self.dtypes.setdefault(t, dtype)
         mark_never_subnormal(self.normal, op, f, args, results, self.consts, self.dtypes)
         return results
+
+    def flushes(self, f: fns.Function, args: tuple[int, ...]) -> bool:
+        """(R4) Whether f(args) holds no subnormal float32 or float64
+        element wherever it is a tensor: f is a flushing form of tfsem's
+        (`fns.flushed_variant`, `flushed_extremum`: `ftz` is applied to
+        every result of a flushed dtype), or MatMul, whose float products
+        only TensorFlow's kernel computes (oracle/kernels.py: its child
+        runs ops under TensorFlow's flush-to-zero mode, the executor's
+        ScopedFlushDenormal, so every arithmetic result is flushed;
+        tests/test_structural_shape_rules.py checks a product whose exact
+        value is subnormal gives zero), or Tile or Reshape of such a term
+        (they only move elements)."""
+        impl = getattr(f, "impl", None)
+        if (getattr(impl, "__module__", "") == "tfsem.oracle.functions"
+                and getattr(impl, "__qualname__", "").startswith(
+                    ("flushed_variant.", "flushed_extremum."))
+                and f.name.endswith(fns.FTZ_SUFFIX)):
+            return True
+        if f is _MATMUL and f is not None:
+            return True
+        return (_MOVES.get(f.name) is f and f is not None and len(args) == 1
+                and args[0] in self.flushed)
+
+    def product_by_one(self, f: fns.Function, attrs: Mapping[str, Any],
+                       args: tuple[int, ...]) -> bool:
+        """(R4) Whether f(args) is Mul.ftz(x, 1) with 1 a float32 or float64
+        scalar constant, x of its dtype (wherever x is a tensor) and in
+        `flushed`: then it is x at every σ, up to NaN payloads (the caller
+        asks that no function observes them, as (E3)):
+         - x an error: both are that error (Mul.ftz is strict, 1 is none);
+         - x a tensor: of 1's dtype (`dtypes`), so no dtype mismatch; the
+           scalar broadcasts to x's shape; x holds no subnormal, so the
+           flush of the arguments changes nothing, and x * 1 is x exactly
+           in IEEE arithmetic for every x (±0, ±inf, normal numbers; a NaN
+           stays a NaN); the result, x, is not subnormal, so neither the
+           flush of the result nor the correction for a result rounded up
+           to the smallest normal (`fns._tiny_after_rounding`, which
+           redoes the product scaled: |x| * 2^64, not below) changes it.
+        Grappler's constant folding removes x / 1 (the gradient of a global
+        average pooling over a 1x1 map in MobileNetV2 at 32x32); on a
+        subnormal x that is not sound (RealDiv flushes it, x does not:
+        measured on TensorFlow 2.21), hence the condition on x."""
+        if f is not _MUL_FTZ or f is None or attrs or len(args) != 2 or args[0] not in self.flushed:
+            return False
+        c = self.consts.get(args[1])
+        if (not isinstance(c, Tensor) or c.dtype not in ("float32", "float64")
+                or c.array.shape != () or self.dtypes.get(args[0]) != c.dtype):
+            return False
+        return c.array.tobytes() == np.array(1, dtype=c.array.dtype).tobytes()
+
+    def tiles_by_ones(self, f: fns.Function, attrs: Mapping[str, Any],
+                      args: tuple[int, ...]) -> bool:
+        """(R5) Whether f(args) is Tile(x) with every multiple 1 and x a
+        Reshape to a fully specified shape of as many dimensions (`reshapes`,
+        the rank of x wherever x is a tensor): then it is x at every σ.  x
+        an error: both that error (Tile is strict).  x a tensor: its rank is
+        len(multiples), so Tile's rank check passes, and numpy's tile by
+        ones is a copy of x (same dtype, shape and elements).  Grappler's
+        constant folding removes a Tile by ones (`Tile(Reshape(dy), [1, 1,
+        1, 1])`: the gradient of a global average pooling over a 1x1 map);
+        the rank condition keeps the shape-mismatch error a Tile of another
+        rank gives."""
+        if _MOVES.get("Tile") is not f or f is None or len(args) != 1 or set(attrs) != {"multiples"}:
+            return False
+        m = attrs["multiples"]
+        if not isinstance(m, (list, tuple)) or not all(type(d) is int and d == 1 for d in m):
+            return False
+        inner = self.reshapes.get(args[0])
+        return inner is not None and len(inner[1]) == len(m)
+
+    @staticmethod
+    def full_reshape(f: fns.Function | None, attrs: Mapping[str, Any],
+                     args: tuple[int, ...]) -> tuple[int, ...] | None:
+        """(R3) The shape of a Reshape application whose shape attribute is
+        fully specified (every dimension a non-negative int: no -1 to
+        infer), else None."""
+        if f is None or f is not _RESHAPE or len(args) != 1 or set(attrs) != {"shape"}:
+            return None
+        shape = attrs["shape"]
+        if not isinstance(shape, (list, tuple)) or not all(
+                type(d) is int and d >= 0 for d in shape):
+            return None
+        return tuple(shape)
 
     def apply_up_to_error(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
                           n_out: int) -> tuple[int, ...]:
@@ -858,6 +1089,31 @@ class _Terms:
                 result = None
         self.folds[key] = result
         return result
+
+
+def _has_subnormal(a: np.ndarray) -> bool:
+    """Whether a float32 or float64 array holds a subnormal (any other
+    array: True, so that (R4) never takes it for flushed)."""
+    if a.dtype not in (np.float32, np.float64):
+        return True
+    with np.errstate(all="ignore"):
+        return bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
+
+
+#: (R3) the largest product of an inner Reshape's non-zero dimensions: a
+#: zero-size shape such as [2^31-1, 2^31-1, 0] is refused by numpy ("array
+#: is too big": that product times the item size) and, past int64, by
+#: TensorFlow ("has too many elements"), so the inner Reshape fails on the
+#: empty tensor the outer one alone accepts.  Below this bound every tensor
+#: of size(s1) elements is reshaped by both.
+_RESHAPE_SPAN_MAX = 2 ** 31 - 1
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 #: (E3)'s functions besides symbolic.COMMUTATIVE_OPAQUE, as tfsem defines them
@@ -946,14 +1202,15 @@ def _congruent_up_to_error(f: fns.Function | None) -> bool:
             or tuple(f.strict()) == tuple(range(f.n_in)))
 
 
-def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
+def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) -> list[tuple]:
     """Which terms `_program_terms` builds for p, node by node in
     topological order: (name, op, data inputs, function, results, need the
     exact term, need the ≈-term, ≈ a congruence for the function).  Exact
     terms for the ports outputs depend on (and, with `exact_assigns`, Assign
     values), ≈-terms for those Assign values depend on; a function ≈ is no
     congruence for takes its exact term as its ≈-term.  It depends on p
-    alone, so the rule's attempts share it."""
+    alone, so the rule's attempts share it.  `settled=False`: no ≈-term
+    (the exact Assign values alone, with `exact_assigns`)."""
     order = p.topological_order
     need_exact = {port.node for port in p.outputs.values()}
     need_settled: set[str] = set()
@@ -962,7 +1219,8 @@ def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
         if n.op == ASSIGN:
             v = n.data_inputs[1]
             if not isinstance(v, FeedIn):
-                need_settled.add(v.node)
+                if settled:
+                    need_settled.add(v.node)
                 if exact_assigns:
                     need_exact.add(v.node)
     info: dict[str, tuple] = {}
@@ -996,11 +1254,14 @@ def _term_plan(p: Program, exact_assigns: bool = False) -> list[tuple]:
 
 
 def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
-                   exact_assigns: bool = False, plan: list[tuple] | None = None):
+                   exact_assigns: bool = False, plan: list[tuple] | None = None,
+                   names: dict[int, str] | None = None):
     """(Assign name -> ≈-term of its tensor input, output name -> exact term,
     and with `exact_assigns` Assign name -> exact term of its input): Assign
     values up to which error, outputs exactly (module docstring, V≈).  Only
-    the terms these need are built (`_term_plan`)."""
+    the terms these need are built (`_term_plan`).  `names`, when given,
+    gets for each term the first node whose port it is (diagnostics:
+    `_differences`)."""
     value: dict[tuple[str, int], int] = {}
     settled: dict[tuple[str, int], int] = {}   # the ≈-terms
     if plan is None:
@@ -1025,10 +1286,14 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
         if op == VAR:
             continue
         if op == READ:
-            value[(name, 0)] = settled[(name, 0)] = terms.make(leaf_of_read[name])
-            shaped(name, (value[(name, 0)],))
+            value[(name, 0)] = settled[(name, 0)] = t = terms.make(leaf_of_read[name])
+            shaped(name, (t,))
+            if names is not None:
+                names.setdefault(t, name)
         elif op == ASSIGN:
-            assigns[name] = arg(inputs[1], settled)
+            if inputs[1] is not None and (isinstance(inputs[1], FeedIn)
+                                          or (inputs[1].node, inputs[1].port) in settled):
+                assigns[name] = arg(inputs[1], settled)
             if exact_assigns:
                 exact[name] = arg(inputs[1], value)
         else:
@@ -1038,6 +1303,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 shaped(name, results)
                 for port, t in enumerate(results):
                     value[(name, port)] = t
+                    if names is not None:
+                        names.setdefault(t, name)
             if need_settled:
                 if congruent:
                     results = terms.apply_up_to_error(
@@ -1047,6 +1314,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 # equal values are ≈)
                 for port, t in enumerate(results):
                     settled[(name, port)] = t
+                    if names is not None:
+                        names.setdefault(t, name)
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
     return assigns, outputs, (exact if exact_assigns else None)
 
@@ -1105,7 +1374,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     built = plans[4] if len(plans) > 4 else {}
     key = tuple(sorted(leaves.items()))
     if key in built:
-        terms, assigns, outputs, assigns2, outputs2 = built[key]
+        terms, assigns, outputs, assigns2, outputs2, names, names2 = built[key]
     else:
         terms = _Terms()
         if len(plans) > 3:
@@ -1114,9 +1383,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
         if RESHAPES_BY_SHAPE:
             terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(p, p2)))
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0])
-        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1])
-        built[key] = (terms, assigns, outputs, assigns2, outputs2)
+        names: dict[int, str] = {}
+        names2: dict[int, str] = {}
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names)
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2)
+        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -1216,6 +1487,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                              "counterpart, and the final state is observed")
 
     # (V)
+    differing = [(f"Assign {a!r}", assigns[a], assigns2[t]) for a, t in nu.items()
+                 if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]]
+    differing += [(f"output {o!r}", outputs[o], outputs2[o]) for o in p.outputs
+                  if outputs[o] != outputs2[o]]
+    if differing and "first_difference" not in stats:
+        stats["first_difference"] = _differences(terms, differing, names, names2)
     for a, t in nu.items():
         if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]:
             raise _NotApplicable(f"(V) the value assigned by {a!r} is not the same term "
@@ -1224,8 +1501,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if outputs[o] != outputs2[o]:
             raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
     # (proved: which Assign values were equal only up to which error)
-    exact = _program_terms(p, terms, leaves, exact_assigns=True)[2]
-    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True)[2]
+    # (exact terms alone: the ≈-terms are built; `_term_plan` settled=False)
+    exact = _program_terms(p, terms, leaves, exact_assigns=True,
+                           plan=_term_plan(p, True, settled=False))[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True,
+                            plan=_term_plan(p2, True, settled=False))[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
@@ -1337,6 +1617,41 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         sink.update(step)
     return ("structural: access skeleton preserved (" + ", ".join(parts)
             + f"; {values}, {order})")
+
+
+def _differences(terms: _Terms, differing: list[tuple[str, int, int]],
+                 names: Mapping[int, str], names2: Mapping[int, str]) -> dict[str, Any]:
+    """Where (V) fails, for the user (JSON `structural_first_difference`):
+    the first differing value (an Assign's or an output's) and, in it, the
+    first pair of subterms that differ at their head while everything above
+    them agrees (`_Terms.first_difference`), each with the node of its
+    program that computes it (or, for a term no node computes, such as the
+    product (R1) makes of a division, the nearest node above it); then how
+    many values differ and the most frequent differing head pairs."""
+    kinds: dict[str, int] = {}
+    first = None
+    for what, t1, t2 in differing:
+        path = terms.first_difference(t1, t2)
+        d1, d2 = path[-1]
+        kind = f"{_head(terms, d1)} -> {_head(terms, d2)}"
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if first is None:
+            n1 = next((names[a] for a, _b in reversed(path) if a in names), None)
+            n2 = next((names2[b] for _a, b in reversed(path) if b in names2), None)
+            first = {"value": what,
+                     "original": {"node": n1, "term": terms.describe(d1, 2)},
+                     "rewrite": {"node": n2, "term": terms.describe(d2, 2)},
+                     "depth": len(path) - 1}
+    top = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+    return {"values_differing": len(differing), **first,
+            "kinds": [{"change": k, "values": v} for k, v in top]}
+
+
+def _head(terms: _Terms, t: int) -> str:
+    k = terms.key_of(t)
+    if k[0] == "port":
+        return terms.key_of(k[1])[1]
+    return "const" if k[0] == "const" else k[0]
 
 
 def race_free(p: Program) -> bool:

@@ -130,7 +130,15 @@ class Function:
             raise
         except ShapeError:
             return (Error(SHAPE_MISMATCH),) * self.n_out
-        except ValueError:  # numpy's broadcasting and concatenation errors
+        except ValueError as exc:  # numpy's broadcasting and concatenation errors
+            if beyond_numpy(exc):
+                # a result numpy holds no array of (more than 64 dimensions, or
+                # an empty shape of huge dimensions) is no mismatch: TensorFlow
+                # may well give it (it takes 254 dimensions): not modelled
+                err = CannotRun(f"cannot run {self.name} concretely: numpy holds no array "
+                                f"of its result's shape ({exc})")
+                err.function = self.name
+                raise err from None
             return (Error(SHAPE_MISMATCH),) * self.n_out
         if len(results) != self.n_out:
             raise RuntimeError(f"function {self.name} returned {len(results)} results, "
@@ -198,6 +206,21 @@ def too_large(name: str, elements: int | None) -> Exception:
     exc.args = (f"tensor size limit: {name} would produce {size}; tfsem evaluates at most "
                 f"{MAX_TENSOR_ELEMENTS} elements per operation",)
     return exc
+
+
+#: numpy's ValueErrors for an array it cannot hold at all, whatever the
+#: arguments' agreement (numpy 2: "array is too big; ...", "maximum supported
+#: dimension for an ndarray is currently 64, found 65", "ndmin must be <=
+#: ndmax (64)", "Maximum allowed dimension exceeded")
+_NUMPY_LIMITS = ("array is too big", "maximum supported dimension", "ndmin must be <=",
+                 "maximum allowed dimension")
+
+
+def beyond_numpy(exc: ValueError) -> bool:
+    """Whether numpy's `exc` says it cannot hold the array at all
+    (`_NUMPY_LIMITS`): CannotRun, not shape-mismatch, in every engine."""
+    text = str(exc).lower()
+    return any(k.lower() in text for k in _NUMPY_LIMITS)
 
 
 def _as_tensor(result: Any, used: Sequence[Tensor]) -> Tensor:

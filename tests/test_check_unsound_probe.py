@@ -188,3 +188,28 @@ def test_the_numpy_replay_reuses_the_oracles_enumeration(monkeypatch):
     with as_if_kernels():
         v = check_rewrite(LEFT, RIGHT, timeout=10, structural=False)
     assert v.verdict == "unsound" and "numpy" in v.confirmed, (v.confirmed, v.stats)
+
+
+# (r0 + r1) + r2 against r0 + (r1 + r2): equal at ones (exact), NaN at the
+# largest float in the feed alike; the plain σ's normal values round apart
+ASSOC_LEFT = training_step([{"name": "s", "op": "Add.ftz", "inputs": ["r0", "r1"]},
+                            {"name": "o", "op": "Add.ftz", "inputs": ["s", "r2"]}])
+ASSOC_RIGHT = training_step([{"name": "s", "op": "Add.ftz", "inputs": ["r1", "r2"]},
+                             {"name": "o", "op": "Add.ftz", "inputs": ["r0", "s"]}])
+
+
+def test_on_a_large_graph_the_probe_tries_the_plain_sigma_first(monkeypatch):
+    # (a large graph: PROBE_PLAIN_FIRST_NODES lowered to this one's size)
+    monkeypatch.setattr(C, "PROBE_PLAIN_FIRST_NODES", len(ASSOC_LEFT.nodes))
+    with as_if_kernels():
+        v = check_rewrite(ASSOC_LEFT, ASSOC_RIGHT, timeout=10, structural=False)
+    assert v.verdict == "unsound", v.reason
+    assert v.stats["path"] == "probe" and v.stats["probe"]["found"] == "plain", v.stats
+    assert v.stats["probe"]["sigmas"] == 1
+    cx = v.counterexample
+    assert cx.outcome not in outcome_set(ASSOC_LEFT, cx.feeds, cx.init, "atomic", "outputs+state")
+    # below the size, the probe's σ (ones, the largest float) show nothing
+    monkeypatch.setattr(C, "PROBE_PLAIN_FIRST_NODES", len(ASSOC_LEFT.nodes) + 1)
+    with as_if_kernels():
+        v = check_rewrite(ASSOC_LEFT, ASSOC_RIGHT, timeout=10, structural=False)
+    assert "found" not in v.stats.get("probe", {}), v.stats

@@ -308,15 +308,23 @@ def test_constant_folding_of_the_cnn_step_differs_at_the_plain_sigma():
     proof, and the two round differently for most x.  Before the plain σ
     the check ended `no-counterexample` after 7.4 s (12 σ, each leaving one
     of its 24 variables uninitialized or a NaN in every reduction); now
-    the plain σ, compared in full third (both programs are race-free),
-    shows the difference."""
+    the plain σ shows the difference: the probe's first σ on a race-free
+    float graph of PROBE_PLAIN_FIRST_NODES nodes or more (365 here), and
+    without that, compared in full third by the fallback."""
     pytest.importorskip("tensorflow")
     from tfsem.oracle import kernels
     data = json.loads((Path(__file__).parent / "grappler" / "keras_cnn_batchnorm.json").read_text())
     p = program_from_json(data["original"])
     q = program_from_json(data["rewritten"]["constfold"])
+    from tfsem.checking import check as C
     with kernels.use(True):
         assert not structural_refinement(p, q).proved
+        v = check_rewrite(p, q, timeout=60, minimize=False)
+    assert v.verdict == "unsound", v.reason
+    assert v.stats["path"] == "probe" and v.stats["probe"]["found"] == "plain", v.stats
+    assert all(isinstance(x, Tensor) for x in v.counterexample.init.values())
+    with pytest.MonkeyPatch.context() as m, kernels.use(True):
+        m.setattr(C, "PROBE_PLAIN_FIRST_NODES", len(p.nodes) + 1)
         v = check_rewrite(p, q, timeout=60, minimize=False)
     assert v.verdict == "unsound", v.reason
     assert v.stats["tried"] == 3

@@ -182,12 +182,80 @@ def _fn(name: str, n_in: int, n_out: int, batched: Any = False, **kw: Any):
 @_fn("Reshape", 1, 1, batched=False, attrs={"shape": _int_list},
      export=_export_const_operand("Reshape", "shape", "Tshape"))
 def _reshape(xp, args, attrs):
-    """The elements in row-major order, in shape `shape` (one -1 is inferred)."""
+    """The elements in row-major order, in shape `shape` (one -1 is
+    inferred), the shape as TensorFlow's kernel computes it
+    (`reshape_shape`: an empty tensor's -1 included, which numpy refuses)."""
     (a,) = args
-    shape = attrs["shape"]
-    if sum(1 for d in shape if d == -1) > 1 or any(d < -1 for d in shape):
-        raise ShapeError("Reshape: bad shape")
-    return (xp.reshape(a, tuple(shape)),)
+    shape = reshape_shape(tuple(a.shape), attrs["shape"])
+    try:
+        return (xp.reshape(a, shape),)
+    except ValueError:   # numpy holds no such array: "array is too big" (an empty
+        #                    shape of huge dimensions), or more than 64 dimensions
+        raise CannotRun(f"cannot run Reshape to a shape of {len(shape)} dimensions, "
+                        f"{_brief(shape)}, concretely: numpy holds no {a.dtype} array of "
+                        "that shape (too many dimensions, or too large to allocate)") from None
+
+
+def _brief(shape: tuple[int, ...]) -> str:
+    return str(list(shape)) if len(shape) <= 8 else f"[{', '.join(map(str, shape[:8]))}, ...]"
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+def reshape_shape(in_shape: tuple[int, ...], sizes) -> tuple[int, ...]:
+    """The shape TensorFlow's Reshape kernel (reshape_op.h, 2.21) gives a
+    tensor of shape `in_shape` for the requested `sizes`, or ShapeError
+    where it fails (InvalidArgument).  Zero dimensions are left out of the
+    products, so that a -1 is still inferred on an empty tensor: [0] to
+    [-1, 0] is [1, 0], [0] to [0, -1] is [0, 1], [2, 0, 3] to [-1, 3, 0] is
+    [2, 3, 0], where numpy's reshape refuses all three; and a requested
+    shape whose dimensions before its first zero multiply past int64 fails
+    ("has too many elements": [M, M, M, 0] for M = 2^31-1, where [0, M, M,
+    M] does not)."""
+    out: list[int] = []
+    unknown, product, elements, has_zero = -1, 1, 1, False
+    for d in sizes:
+        d = int(d)
+        if d == -1:
+            if unknown != -1:
+                raise ShapeError("Reshape: only one size may be -1")
+            unknown = len(out)
+            out.append(1)
+        elif d < 0:
+            raise ShapeError("Reshape: a size is negative")
+        elif d == 0:
+            out.append(0)
+            elements, has_zero = 0, True
+        else:
+            if elements * d > _INT64_MAX:
+                raise ShapeError("Reshape: the shape has too many elements")
+            elements *= d
+            product *= d
+            out.append(d)
+    size = 1
+    for d in in_shape:
+        size *= d
+    if unknown != -1:
+        if product > _INT64_MAX:   # (TensorFlow's product wraps around: not modelled)
+            raise CannotRun(f"cannot run Reshape to {list(sizes)} concretely: TensorFlow's "
+                            "product of its sizes overflows int64")
+        counted, input_has_zero = 1, False
+        for d in in_shape:
+            if d > 0 or not has_zero:
+                counted *= d
+            else:
+                input_has_zero = True
+        missing = counted // product
+        if not input_has_zero and product * missing != counted:
+            raise ShapeError("Reshape: the size is not a multiple of the requested shape's")
+        out[unknown] = missing
+    total = 1
+    for d in out:
+        total *= d
+    if total != size:
+        raise ShapeError("Reshape: the sizes differ")
+    return tuple(out)
 
 
 @_fn("Tile", 1, 1, batched=False, attrs={"multiples": _int_list},
