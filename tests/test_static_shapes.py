@@ -260,6 +260,7 @@ def test_times_one_is_removed_only_where_x_is_never_subnormal(case):
         assert not same          # (1e-40 * 1.0 flushes to 0)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(structural, "TIMES_ONE", False)
+        m.setattr(structural, "PRODUCT_BY_ONE", False)   # (R4) proves the same
         assert not structural_refinement(p, q).proved
 
 
@@ -327,6 +328,7 @@ def test_grapplers_times_one_on_the_tf1_sgd_step_is_proved():
         assert r.proved, r.reason
         with pytest.MonkeyPatch.context() as m:
             m.setattr(structural, "TIMES_ONE", False)
+            m.setattr(structural, "PRODUCT_BY_ONE", False)   # (R4) proves the same
             assert not structural_refinement(p, q).proved
 
 
