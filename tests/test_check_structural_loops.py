@@ -32,7 +32,7 @@ from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 MODES = ("atomic", "decomposed")
 OBSERVE = ("outputs+state", "outputs")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
-FEW = settings(max_examples=300 if NIGHTLY else 6, deadline=None, database=None,
+FEW = settings(max_examples=100 if NIGHTLY else 6, deadline=None, database=None,
                suppress_health_check=list(HealthCheck))
 CORPUS = Path(__file__).parent / "grappler" / "keras_recurrent_loops.json.gz"
 
