@@ -208,7 +208,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfsem.oracle.program import (ASSIGN, CONTROL_FLOW_OPS, ENTER, EXIT, VAR, VARIABLE, ControlIn,
+from tfsem.oracle.program import (CONTROL_FLOW_OPS, ENTER, EXIT, VAR, VARIABLE, ControlIn,
                                   DataIn, FeedIn, Node, Program, TensorType)
 
 from .structural import _attrs_key, nan_payload_observer, structural_refinement
