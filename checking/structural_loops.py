@@ -158,7 +158,10 @@ groups (each with the effect of its image: the structural rule's "Same
 values", with Fact A: a group is dead iff its image is, and a dead Assign
 changes nothing) and the Λ-steps of Assigns in loops (the same steps, with
 the same handle, value and current value); unranked root steps write
-nothing (no Assign is deleted, (L2)).  So a Read in Λ reads the same value,
+nothing (no Assign is deleted, (L2)).  A node that fires live has every data
+input live, so a live value's term is only ever valued at live leaves (the
+structural rule's valuation); a dead node has no value, only DEAD.  So a
+Read in Λ reads the same value,
 a matched root Read the same value (or both are dead); a top-level Enter
 puts the same token: DEAD in both iff its D holds a DEAD delivery (L4),
 else the value of one term (L2) whose leaves (feeds, constants, read leaves
