@@ -314,6 +314,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
     # (L4), (L5)
     anc, dead = _root_reach(p, fr, exits)
     anc2, dead2 = _root_reach(p2, fr2, exits)
+    bit, bit2 = _bits(p), _bits(p2)
     for (s, _), (t, _) in nu.items():
         if dead[s] != dead2[t]:
             raise _No(_waits_text(s, t, dead[s], dead2[t]))
@@ -321,7 +322,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
         if dead[e] != dead2[e]:
             raise _No(_waits_text(e, e, dead[e], dead2[e]))
         for (s, _), (t, _) in nu.items():
-            if s in anc[e] and t not in anc2[e]:
+            if anc[e] >> bit[s] & 1 and not anc2[e] >> bit2[t] & 1:
                 raise _No(f"(L5) {s!r} comes before the loop entered at {e!r}, and its "
                           f"counterpart {t!r} no longer does")
     for o, port in p.outputs.items():
@@ -359,27 +360,31 @@ def _waits_text(s: str, t: str, d1: frozenset, d2: frozenset, where: str = "") -
             f"{s!r} in the original does not")
 
 
-def _root_reach(p: Program, fr, exits) -> tuple[dict[str, set], dict[str, frozenset]]:
+def _root_reach(p: Program, fr, exits) -> tuple[dict[str, int], dict[str, frozenset]]:
     """For every root node n (and top-level Exit): rootanc(n), the root
-    nodes with a path into n through root nodes, and D(n), the top-level
-    Exits with such a path (an Exit's own: itself; its ancestors inside the
-    loop are not followed)."""
-    anc: dict[str, set] = {}
+    nodes with a path into n through root nodes (a bit set over
+    `_bit(p, name)`), and D(n), the top-level Exits with such a path (an
+    Exit's own: itself; its ancestors inside the loop are not followed)."""
+    anc: dict[str, int] = {}
     dead: dict[str, frozenset] = {}
+    bit = _bits(p)
     for name in p.topological_order:
         if fr.get(name) and name not in exits:
             continue
         if name in exits:
-            anc[name], dead[name] = set(), frozenset((name,))
+            anc[name], dead[name] = 0, frozenset((name,))
             continue
-        a: set = set()
-        d: set = set()
+        a = 0
+        d: frozenset = frozenset()
         for q in p.predecessors(name):
-            a.add(q)
-            a |= anc[q]
-            d |= dead[q]
-        anc[name], dead[name] = a, frozenset(d)
+            a |= anc[q] | (1 << bit[q])
+            d = d | dead[q] if dead[q] else d
+        anc[name], dead[name] = a, d
     return anc, dead
+
+
+def _bits(p: Program) -> dict[str, int]:
+    return {n.name: k for k, n in enumerate(p.nodes)}
 
 
 def _root_program(p: Program, fr, lam: set, exits: set, enters: list,
