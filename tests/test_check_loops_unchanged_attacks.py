@@ -8,11 +8,16 @@ the lost/extra outcome on the reference and that the check no longer says
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tfsem.checking.check import check_rewrite
 from tfsem.checking.structural_loops import loops_unchanged
+from tfsem.generators.control_flow import control_flow_programs
+from tfsem.oracle.controlflow import frame_parallel_iterations
 from tfsem.oracle.dispatch import outcome_set
-from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.explore import BudgetExceeded
+from tfsem.oracle.jsonio import program_from_json, program_to_json
 from tfsem.oracle.values import Tensor
 
 MODES = ("atomic", "decomposed")
@@ -94,3 +99,33 @@ def test_enters_reordered_into_a_wider_window_are_not_sound(mode):
     # and identical programs in the same order are still sound at once
     assert check_rewrite(p, windowed_loop("counter"), mode, timeout=10,
                          backends=False).verdict == "sound"
+
+
+# ---------------------------------------------------------------------------
+# generated loops (the counter's Enter says parallel_iterations 1 half the
+# time, the others the default 10), their nodes in another order
+
+
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+
+
+@settings(max_examples=200 if NIGHTLY else 3, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(control_flow_programs(max_blocks=2, kinds=("loop",), others=("plain", "loop")),
+       st.sampled_from(MODES), st.randoms(use_true_random=False))
+def test_generated_loops_in_another_node_order_agree_with_the_reference(p, mode, rnd):
+    raw = program_to_json(p)
+    rnd.shuffle(raw["nodes"])
+    q = program_from_json(raw)
+    r = loops_unchanged(p, q, mode)
+    if frame_parallel_iterations(p) != frame_parallel_iterations(q):
+        assert not r.proved and "(L1')" in r.reason
+    if r.proved:
+        feeds = {f: Tensor(1, "int64") if p.feed_type(f).dtype == "int64" else Tensor(True, "bool")
+                 for f in p.feed_names}
+        for v in (0, 1):
+            init = {x: Tensor(v, "int64") for x in p.variables}
+            try:
+                assert not extra_outcomes(p, q, feeds, init, mode), r.reason
+            except BudgetExceeded:
+                pass
