@@ -1,7 +1,12 @@
 """Verdicts on programs with control flow (SPEC section 9; docs/checking-control-flow.md).
 
-Two stages, in this order, inside the check's time budget:
+Three stages, in this order, inside the check's time budget:
 
+0. **Loop frames unchanged** (checking/structural_loops.py, argued there):
+   when the root frame holds loops only and every node inside a frame is
+   the same in both programs, the structural rule outside the loops, with
+   the loops' boundaries kept in order and every Exit read firing once,
+   proves the rewrite for every σ.
 1. **Proof by cases on the predicates** (loop-free programs only).  When
    neither program has a loop and every Switch predicate is decided by
    constants and bool scalar feeds (at most PROOF_MAX_CASES combinations),
@@ -28,10 +33,10 @@ Two stages, in this order, inside the check's time budget:
 
 Without a proof and without a counterexample the answer is
 `no-counterexample` with the number of σ compared, never `sound`.  Loops are
-never proved (`no-counterexample` or `unknown`).
+proved only by stage 0 (else `no-counterexample` or `unknown`).
 
 The structural rule (checking/structural.py) is not applied to programs with
-control flow: its argument maps each node's one firing in P' to one firing
+control flow as a whole (only outside the loops, by stage 0): its argument maps each node's one firing in P' to one firing
 in P, and with control flow a node fires once per execution context, dead or
 live, a number of times that depends on σ (docs/checking-control-flow.md).
 It does apply, inside stage 1, to the cases, which have no control flow.
