@@ -36,8 +36,8 @@ Without a proof and without a counterexample the answer is
 proved only by stage 0 (else `no-counterexample` or `unknown`).
 
 The structural rule (checking/structural.py) is not applied to programs with
-control flow as a whole (only outside the loops, by stage 0): its argument maps each node's one firing in P' to one firing
-in P, and with control flow a node fires once per execution context, dead or
+control flow as a whole (only outside the loops, by stage 0): its argument
+maps each node's one firing in P' to one firing in P, and with control flow a node fires once per execution context, dead or
 live, a number of times that depends on σ (docs/checking-control-flow.md).
 It does apply, inside stage 1, to the cases, which have no control flow.
 """
@@ -158,7 +158,7 @@ class _CFChecker:
                     "with a stack is never proved")
         loops = ""
         if self.structural and any(n.op == ENTER for q in (self.p, self.p2) for n in q.nodes):
-            # stage 2: loop frames unchanged (checking/structural_loops.py)
+            # stage 0 (docs: stage 2): loop frames unchanged (checking/structural_loops.py)
             from .structural_loops import loops_unchanged
             r = loops_unchanged(self.p, self.p2, self.semantics, self.observe, real=self.real)
             self.stats["loops_unchanged"] = r.stats if r.proved else r.reason

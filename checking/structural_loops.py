@@ -162,7 +162,10 @@ groups (each with the effect of its image: the structural rule's "Same
 values", with Fact A: a group is dead iff its image is, and a dead Assign
 changes nothing) and the Λ-steps of Assigns in loops (the same steps, with
 the same handle, value and current value); unranked root steps write
-nothing (no Assign is deleted, (L2)).  So a Read in Λ reads the same value,
+nothing (no Assign is deleted, (L2)).  A node that fires live has every data
+input live, so a live value's term is only ever valued at live leaves (the
+structural rule's valuation); a dead node has no value, only DEAD.  So a
+Read in Λ reads the same value,
 a matched root Read the same value (or both are dead); a top-level Enter
 puts the same token: DEAD in both iff its D holds a DEAD delivery (L4),
 else the value of one term (L2) whose leaves (feeds, constants, read leaves
@@ -212,7 +215,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfsem.oracle.program import (ASSIGN, CONTROL_FLOW_OPS, ENTER, EXIT, VAR, VARIABLE, ControlIn,
+from tfsem.oracle.program import (CONTROL_FLOW_OPS, ENTER, EXIT, VAR, VARIABLE, ControlIn,
                                   DataIn, FeedIn, Node, Program, TensorType)
 
 from .structural import _attrs_key, nan_payload_observer, structural_refinement
@@ -322,6 +325,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
     # (L4), (L5)
     anc, dead = _root_reach(p, fr, exits)
     anc2, dead2 = _root_reach(p2, fr2, exits)
+    bit, bit2 = _bits(p), _bits(p2)
     for (s, _), (t, _) in nu.items():
         if dead[s] != dead2[t]:
             raise _No(_waits_text(s, t, dead[s], dead2[t]))
@@ -329,7 +333,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
         if dead[e] != dead2[e]:
             raise _No(_waits_text(e, e, dead[e], dead2[e]))
         for (s, _), (t, _) in nu.items():
-            if s in anc[e] and t not in anc2[e]:
+            if anc[e] >> bit[s] & 1 and not anc2[e] >> bit2[t] & 1:
                 raise _No(f"(L5) {s!r} comes before the loop entered at {e!r}, and its "
                           f"counterpart {t!r} no longer does")
     for o, port in p.outputs.items():
@@ -367,27 +371,31 @@ def _waits_text(s: str, t: str, d1: frozenset, d2: frozenset, where: str = "") -
             f"{s!r} in the original does not")
 
 
-def _root_reach(p: Program, fr, exits) -> tuple[dict[str, set], dict[str, frozenset]]:
+def _root_reach(p: Program, fr, exits) -> tuple[dict[str, int], dict[str, frozenset]]:
     """For every root node n (and top-level Exit): rootanc(n), the root
-    nodes with a path into n through root nodes, and D(n), the top-level
-    Exits with such a path (an Exit's own: itself; its ancestors inside the
-    loop are not followed)."""
-    anc: dict[str, set] = {}
+    nodes with a path into n through root nodes (a bit set over
+    `_bit(p, name)`), and D(n), the top-level Exits with such a path (an
+    Exit's own: itself; its ancestors inside the loop are not followed)."""
+    anc: dict[str, int] = {}
     dead: dict[str, frozenset] = {}
+    bit = _bits(p)
     for name in p.topological_order:
         if fr.get(name) and name not in exits:
             continue
         if name in exits:
-            anc[name], dead[name] = set(), frozenset((name,))
+            anc[name], dead[name] = 0, frozenset((name,))
             continue
-        a: set = set()
-        d: set = set()
+        a = 0
+        d: frozenset = frozenset()
         for q in p.predecessors(name):
-            a.add(q)
-            a |= anc[q]
-            d |= dead[q]
-        anc[name], dead[name] = a, frozenset(d)
+            a |= anc[q] | (1 << bit[q])
+            d = d | dead[q] if dead[q] else d
+        anc[name], dead[name] = a, d
     return anc, dead
+
+
+def _bits(p: Program) -> dict[str, int]:
+    return {n.name: k for k, n in enumerate(p.nodes)}
 
 
 def _root_program(p: Program, fr, lam: set, exits: set, enters: list,
