@@ -32,8 +32,8 @@ from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 MODES = ("atomic", "decomposed")
 OBSERVE = ("outputs+state", "outputs")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
-FEW = settings(max_examples=100 if NIGHTLY else 6, deadline=None, database=None,
-               suppress_health_check=list(HealthCheck))
+FEW = settings(max_examples=100 if NIGHTLY else 4, deadline=None, database=None,
+               derandomize=not NIGHTLY, suppress_health_check=list(HealthCheck))
 CORPUS = Path(__file__).parent / "grappler" / "keras_recurrent_loops.json.gz"
 
 
@@ -54,14 +54,15 @@ def sigmas(p):
     return out
 
 
-def refines(p, q, mode, observe) -> tuple[bool, int]:
+def refines(p, q, mode, observe, seconds=5.0) -> tuple[bool, int]:
     """(Outcomes(q, σ) ⊆ Outcomes(p, σ) at every σ compared, how many σ
-    were compared)."""
+    were compared; a σ whose outcome sets take more than `seconds` each
+    is not compared)."""
     compared = 0
     for feeds, init in sigmas(p):
         try:
-            mine = set(outcome_set(q, feeds, init, mode, observe, max_seconds=5))
-            theirs = set(outcome_set(p, feeds, init, mode, observe, max_seconds=5))
+            mine = set(outcome_set(q, feeds, init, mode, observe, max_seconds=seconds))
+            theirs = set(outcome_set(p, feeds, init, mode, observe, max_seconds=seconds))
         except BudgetExceeded:
             continue
         compared += 1
@@ -129,7 +130,8 @@ def rewrites(p) -> list[tuple[str, object]]:
 
 
 @FEW
-@given(control_flow_programs(max_blocks=3, kinds=("loop",), others=("plain", "race", "loop")),
+@given(control_flow_programs(max_blocks=3 if NIGHTLY else 2, kinds=("loop",),
+                             others=("plain", "race", "loop")),
        st.sampled_from(MODES), st.sampled_from(OBSERVE), st.data())
 def test_every_proof_agrees_with_the_reference(p, mode, observe, data):
     candidates = rewrites(p)
@@ -140,7 +142,7 @@ def test_every_proof_agrees_with_the_reference(p, mode, observe, data):
     for name, q in picked:
         r = loops_unchanged(p, q, mode, observe)
         if r.proved:
-            ok, _ = refines(p, q, mode, observe)
+            ok, _ = refines(p, q, mode, observe, seconds=5.0 if NIGHTLY else 0.5)
             assert ok, ("a false sound", name, mode, observe, r.reason)
 
 
