@@ -39,6 +39,7 @@ import z3
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
+from tfsem.oracle.controlflow import frame_parallel_iterations
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
@@ -394,7 +395,10 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
                        semantics=semantics, observe=observe,
                        stats={"seconds": round(time.monotonic() - started, 6)})
     if original.has_control_flow or p2.has_control_flow:   # SPEC section 9
-        if original == p2:   # Outcomes(P, σ) ⊆ Outcomes(P, σ): no exploration needed
+        # (equal as node sets, and each loop's parallel_iterations, its first
+        # Enter's in node order, the same: oracle/controlflow.py)
+        if original == p2 and frame_parallel_iterations(original) == \
+                frame_parallel_iterations(p2):   # Outcomes(P, σ) ⊆ Outcomes(P, σ)
             return Verdict(SOUND, "the rewritten program is the original", semantics=semantics,
                            observe=observe, stats={"path": "identical",
                                                    "seconds": round(time.monotonic() - started, 6)})

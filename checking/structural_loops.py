@@ -45,6 +45,10 @@ The conditions
      same in both: op, attributes (exactly: tensors by their bytes) and
      inputs (data and control, in order).  A top-level Enter has the same op
      and attributes in both; its inputs may differ.
+(L1') Each loop has the same parallel_iterations in both: the engine
+     takes a frame's from its first Enter in node order (as TensorFlow's
+     executor does), so equal Enters listed in another order may give
+     another window when they disagree.
 (L2) The structural rule, *first round only* (no extension: no moved,
      unobserved-reordered or deleted-by-data Reads, no split or dead-split
      Assigns in atomic mode), proves Q' ⊑ Q in the check's semantics and
@@ -69,7 +73,7 @@ The conditions
      programs share: an Exit on port 0 of a Switch of a loop whose counter
      chain stops on the same predicate).
 
-Theorem.  Under (L0)-(L6), for every σ and every terminated run ρ' of P'
+Theorem.  Under (L0)-(L6) and (L1'), for every σ and every terminated run ρ' of P'
 (in the check's semantics mode, with any iteration bound), there is a
 terminated run ρ of P with the same outputs and the same final state, in
 which every loop runs the same iterations.  Hence Outcomes(P', σ) ⊆
@@ -105,7 +109,7 @@ was delivered (by induction along the root DAG: a root node with all inputs
 present is enabled and stays enabled; sources and feeds are present).
 
 Fact B (Λ).  The steps enabled in Λ, whether they fire dead, their labels,
-the parallel-iterations window, "instance done" and the iteration bound are
+the parallel-iterations window (L1'), "instance done" and the iteration bound are
 functions of the tokens on Λ's edges and of which Λ-steps have fired (the
 rules of `Machine.enabled_steps`; a frame node consumes only frame nodes'
 and its Enters' outputs).  A Λ-step's outputs are a function of its inputs
@@ -280,6 +284,13 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
             raise _No(f"loop node {name!r} differs (op, attributes or frame)")
         if fr[name] and a.inputs != b.inputs:
             raise _No(f"loop node {name!r} differs in its inputs")
+    # (L1') every loop iterates in the same window: parallel_iterations is the
+    # first Enter's of the frame in node order (oracle/controlflow.py), so
+    # Enters that disagree and come in another order differ
+    from tfsem.oracle.controlflow import frame_parallel_iterations
+    if frame_parallel_iterations(p) != frame_parallel_iterations(p2):
+        raise _No("(L1') a loop's parallel_iterations (its first Enter's in node order) "
+                  "differs")
     exits = {n for n in lam if p.node[n].op == EXIT and len(fr[n]) == 1}
     # (L3) and the Enters' data inputs
     var_enters: dict[str, str] = {}

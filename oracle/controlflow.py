@@ -383,12 +383,11 @@ class Machine:
         self.p, self.g, self.semantics, self.bound = p, g, semantics, max_iterations
         self.frames = p.frames
         self.enters: dict[tuple[tuple[str, ...], str], list[str]] = {}
-        self.parallel: dict[str, int] = {}
+        self.parallel: dict[str, int] = frame_parallel_iterations(p)
         for n in p.nodes:
             if n.op == ENTER:
                 f = n.attrs["frame_name"]
                 self.enters.setdefault((self.frames[n.name], f), []).append(n.name)
-                self.parallel.setdefault(f, n.attrs.get("parallel_iterations", 10))
         self.constant_enter = {n.name for n in p.nodes
                                if n.op == ENTER and n.attrs.get("is_constant")}
         self.explored = 0
@@ -1391,6 +1390,19 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         labels = m.labels(s, steps)
         for st, label in reversed(list(zip(steps, labels))):
             stack.append((m.fire_step(s, st), (label, sched)))
+
+
+def frame_parallel_iterations(p: Program) -> dict[str, int]:
+    """Each frame's parallel_iterations: its first Enter's in the program's
+    node order (TensorFlow's ImmutableExecutorState takes the first Enter of
+    a frame it meets, and warns when another disagrees).  The semantics
+    depends on the node order here alone: two programs equal as node sets
+    (`Program.__eq__`) whose Enters of one frame disagree may differ in it."""
+    out: dict[str, int] = {}
+    for n in p.nodes:
+        if n.op == ENTER:
+            out.setdefault(n.attrs["frame_name"], n.attrs.get("parallel_iterations", 10))
+    return out
 
 
 def _spelled(sched: "tuple | None") -> list[str]:

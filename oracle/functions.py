@@ -670,11 +670,12 @@ def _attr_key(v: Any) -> Any:
         # (0,) and (0, 2) must not compare equal (two such Consts once passed
         # for one program, and cse merged them)
         return {"empty": [v.dtype, list(v.shape)]}
-    if isinstance(v, Tensor) and v._bits is not None:
-        # a NaN other than numpy's: its JSON value ("nan") does not say its
-        # bits, which a Bitcast of the Const shows (two Consts of NaNs of
-        # different payloads were one program: a false `sound`)
-        return {"bits": [v.dtype, list(v.shape), v._bits.data.hex()]}
+    if isinstance(v, Tensor) and v.dtype in FLOAT_DTYPES and bool(np.isnan(v.array).any()):
+        # JSON writes every NaN "nan": two constants whose NaNs differ in
+        # payload or sign (which Bitcast and PackScatter show) must not
+        # compare equal (both programs once passed for one: "the rewritten
+        # program is the original", tests/test_check_nan_payload_identity.py)
+        return {"bits": [v.dtype, list(v.shape), np.ascontiguousarray(v.array).tobytes().hex()]}
     return value_to_json(v) if isinstance(v, (Tensor, Error)) else v
 
 
