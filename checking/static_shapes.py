@@ -84,10 +84,12 @@ from tfsem.oracle.values import Tensor
 
 Shape = tuple[int, ...]
 
-#: elementwise functions of one argument (the result has the argument's shape)
+#: elementwise functions of one argument (the result has the argument's shape);
+#: tfsem's function names (a name with no built-in function, which a user's
+#: function could take, is not here)
 ELEMENTWISE_1 = frozenset({
-    "Identity", "Neg", "Relu", "Cast", "Abs", "Sign", "Sqrt", "Sqrt.ftz", "Square",
-    "Square.ftz", "Exp", "Log", "LogicalNot", "Floor", "Ceil", "Round",
+    "Identity", "Neg", "Relu", "Cast", "Abs", "Sqrt", "Sqrt.ftz", "Square",
+    "Square.ftz", "LogicalNot",
     "tf.Sigmoid/1/1", "tf.Tanh/1/1", "tf.Exp/1/1", "tf.Log/1/1", "tf.Log1p/1/1",
     "tf.Rsqrt/1/1", "tf.Reciprocal/1/1", "tf.Ceil/1/1", "tf.Floor/1/1", "tf.IsFinite/1/1",
     "tf.IsNan/1/1", "tf.Sqrt/1/1", "tf.Softplus/1/1", "tf.Elu/1/1", "tf.Relu6/1/1",
@@ -95,7 +97,7 @@ ELEMENTWISE_1 = frozenset({
 #: broadcasting functions of two arguments
 BROADCASTING_2 = frozenset({
     "Add", "Add.ftz", "Sub", "Sub.ftz", "Mul", "Mul.ftz", "RealDiv", "RealDiv.ftz",
-    "Max", "Max.ftz", "Min", "Min.ftz", "Maximum", "Minimum", "SquaredDifference",
+    "Max", "Max.ftz", "Min", "Min.ftz", "SquaredDifference",
     "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
     "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})

@@ -117,8 +117,9 @@ def _check(p, feeds, init, semantics, observe, truth: set, engine: str, rng: ran
 
 def nan_payload_threads():
     """Three threads Read x -> Max(r, c_i) -> Write x, c_i a float32 NaN
-    with payloads 0x7fc00000, 0x7fc00001, 0xffc00000 (equal values: one
-    class of three); the Read and the Max fetched."""
+    with payloads 0x7fc00000, 0x7fc00001, 0xffc00000 (equal values under
+    SPEC section 2, but constants keyed by their bytes, as a Bitcast could
+    tell them apart: no class); the Read and the Max fetched."""
     bits = [0x7FC00000, 0x7FC00001, 0xFFC00000]
 
     def make(i):
@@ -127,7 +128,7 @@ def nan_payload_threads():
                  P.var(f"w{i}v", "x"), P.write(f"w{i}", f"w{i}v", f"m{i}")],
                 {f"r{i}": f"r{i}", f"m{i}": f"m{i}"})
     p = _threads(3, make, variables={"x": TensorType("float32")})
-    return p, {}, {"x": f32(1.0)}, [3]
+    return p, {}, {"x": f32(1.0)}, []
 
 
 def signed_zero_threads():
@@ -297,18 +298,20 @@ def test_hand_made_cases_equal_the_brute_force_or_reference(name, cell, engine):
     p, feeds, init, _sizes = _case(name)
     truth = set(_truth(name, *cell))
     used = _check(p, feeds, init, *cell, truth, engine, random.Random(name), replay=25)
-    if engine == "symmetry":
+    if engine == "symmetry" and _sizes:
         assert "symmetry" in used
 
 
-def test_nan_payloads_are_one_class_and_zeros_are_not():
-    # the engine's claim rests on attribute equality matching value
-    # equality: NaN payloads equal (SPEC section 2), 0.0 and -0.0 not
+def test_nan_payloads_are_no_class_and_zeros_are_not_one():
+    # the engine's claim rests on attribute equality implying value
+    # equality: NaNs of different payloads are equal values (SPEC section
+    # 2) but not equal attributes (a Bitcast of the constant tells them
+    # apart: docs/semantics.md, "NaN payloads"), so such threads are no
+    # class, which costs speed, never an outcome; 0.0 and -0.0 not equal
     assert f32_bits(0x7FC00001) == f32_bits(0xFFC00000)
     assert f32(0.0) != f32(-0.0)
     p, feeds, init, _ = nan_payload_threads()
-    (cls,) = _classes(p)
-    assert len(cls) == 3
+    assert _classes(p) == []
     p, feeds, init, _ = signed_zero_threads()
     (cls,) = _classes(p)
     assert all("c1" not in t for t in cls)
