@@ -1189,7 +1189,7 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:
-        _unfold_unsure_shapes(imp)
+        _unfold_unsure_shapes(imp, deadline)
     check_deadline(deadline, "importing the graph")
     outputs: dict[str, DataIn] = {}
     if default:
@@ -1272,7 +1272,7 @@ def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:
     imp.variable_names = {h: v for h, v in imp.variable_names.items() if v not in shared}
 
 
-def _unfold_unsure_shapes(imp: _Importer) -> None:
+def _unfold_unsure_shapes(imp: _Importer, deadline: float | None = None) -> None:
     """A `Shape` of a variable's read was folded into a Const of the
     variable's declared shape (`_Builder.shape_const`).  SPEC's σ gives the
     variable that shape, but an Assign of the same run may store a value of
@@ -1286,7 +1286,9 @@ def _unfold_unsure_shapes(imp: _Importer) -> None:
     from tfsem.oracle.static_shapes import shape_keeping_variables
     unsure = {name: var for name, (var, _, _) in imp.read_shapes.items()}
     draft = Program(imp.variables, tuple(imp.out_nodes), {}, imp.feed_types)
-    keep = shape_keeping_variables(draft, unsure)
+    keep = shape_keeping_variables(draft, unsure, lambda: check_deadline(
+        deadline, "importing the graph (which variables keep their declared shapes)"),
+        of=set(unsure.values()))
     if all(var in keep for var in unsure.values()):
         return
     nodes = []

@@ -309,10 +309,13 @@ def _static(shape) -> Shape | None:
 
 
 def _value_shapes(p: Program, read_shapes: bool | frozenset,
-                  unsure: Mapping[str, str] | None = None) -> dict[tuple[str, int], Shape]:
+                  unsure: Mapping[str, str] | None = None,
+                  kernels: bool = True) -> dict[tuple[str, int], Shape]:
     """The claimed shapes, with (H) for every variable (`read_shapes` True),
     none (False) or the variables of a set (H_G); a Const of `unsure` is
-    claimed nothing unless its variable is in that set."""
+    claimed nothing unless its variable is in that set.  `kernels` False:
+    no function that may run TensorFlow's kernel is folded (graph import
+    does not start TensorFlow)."""
     out: dict[tuple[str, int], Shape] = {}
     consts: dict[tuple[str, int], Tensor] = {}
 
@@ -345,7 +348,7 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 consts[(name, 0)] = v
             continue
         args = [arg(i) for i in n.data_inputs]
-        folded = _fold(n.op, n.attrs, [a[1] for a in args]) if args else None
+        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) if args else None
         if folded is not None:
             for k, v in enumerate(folded):
                 out[(name, k)] = tuple(v.array.shape)
@@ -364,7 +367,8 @@ FOLD_MAX_ELEMENTS = 1024
 _FOLDED_DTYPES = frozenset({"int32", "int64", "bool"})
 
 
-def _fold(op: str, attrs: Mapping, values: list) -> tuple[Tensor, ...] | None:
+def _fold(op: str, attrs: Mapping, values: list,
+          kernels: bool = True) -> tuple[Tensor, ...] | None:
     """The results of a function applied to constant integer or bool
     tensors: deterministic functions give the same value at every σ, so a
     tensor result's shape is its shape at every σ (an error result, or a
@@ -376,6 +380,8 @@ def _fold(op: str, attrs: Mapping, values: list) -> tuple[Tensor, ...] | None:
         return None
     f = fns.lookup(op)
     if f is None or type(f).apply is not fns.Function.apply:
+        return None
+    if not kernels and (f.tf_kernel is not None or f.family == fns.TENSORFLOW):
         return None
     try:
         results = f.apply(values, attrs)
@@ -425,29 +431,37 @@ def _keeps_variable_shapes(p: Program, shapes: Mapping[tuple[str, int], Shape]) 
     return all(_assign_keeps_shape(p, n, shapes) for n in p.nodes if n.op == ASSIGN)
 
 
-def shape_keeping_variables(p: Program, unsure: Mapping[str, str] | None = None
-                            ) -> frozenset[str]:
+def shape_keeping_variables(p: Program, unsure: Mapping[str, str] | None = None,
+                            each_round=None, of=None) -> frozenset[str]:
     """The largest set G of p's variables for which (H_G) holds (module
     docstring, "Per variable"): every Read of a variable of G returns an
     error or a tensor of its declared shape, at every σ and in every run.
     `unsure`: Const node -> the variable whose declared shape it is (graph
     import's folded `Shape` of a Read), claimed only for variables of G.
     Empty where an Assign's variable is not known statically (a handle
-    through control flow) or the program has a cycle."""
+    through control flow) or the program has a cycle.  `each_round`, if
+    given, is called before each pass over the program (a deadline's check:
+    each pass but the last removes a variable).  `of`: the variables asked
+    about (default all); G ∩ `of` is returned, and the passes stop once it
+    is empty (G only shrinks)."""
     assigns = [n for n in p.nodes if n.op == ASSIGN]
     g = frozenset(p.variables)
+    of = g if of is None else frozenset(of)
     if any(_assigned_variable(p, n) is None for n in assigns):
         return frozenset()
-    while True:
+    while g & of:
+        if each_round is not None:
+            each_round()
         try:
-            shapes = _value_shapes(p, g, unsure)
+            shapes = _value_shapes(p, g, unsure, kernels=False)
         except ProgramError:   # (a cycle: p.topological_order)
             return frozenset()
         bad = {_assigned_variable(p, n) for n in assigns
                if _assigned_variable(p, n) in g and not _assign_keeps_shape(p, n, shapes)}
         if not bad:
-            return g
+            break
         g = g - bad
+    return g & of
 
 
 _STORE_FUNCTIONS = {name: fns.lookup(name) for name in _STORES_VALUE}
