@@ -1,6 +1,7 @@
 """Static shapes of a program's ports: what the structural rule's reshape
 rules (checking/static_shapes.py) and graph import's folding of a
-variable's `Shape` (graphdef/importer.py, `shape_keeping_variables`) rest on.
+variable's `Shape` (graphdef/importer.py `_unfold_unsure_shapes`, through
+`shape_keeping_variables` below) rest on.
 
 The claim, for a port u with `shape[u] = S`: at every σ (feeds of their
 declared types, variables of their declared types or uninitialized, SPEC
@@ -75,7 +76,11 @@ that fails the check (each removal only removes claims, so a variable
 removed stays removed).  Graph import's folded `Shape` constants of Reads
 (`unsure`: node -> variable) count as constants only for variables of G:
 a variable outside G gets TensorFlow's run-time `Shape` instead, whose
-value is claimed nothing.
+value is claimed nothing.  So the shapes of the last pass are those of the
+program the import makes (a Const for a variable of G, a Shape claimed
+nothing otherwise), and (H_G) holds of that program.  That pass folds no
+function that may run TensorFlow's kernel (`kernels=False`: an import
+starts no TensorFlow), which only claims less.
 """
 
 from __future__ import annotations
