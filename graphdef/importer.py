@@ -236,6 +236,10 @@ class _Importer:
         self.fetch_refs: list[str] = []
         self._refs_by_node: dict[str, list[str]] | None = None
         self.back_edges: list[str] = []          # NextIteration nodes a Merge waits for
+        #: a Const folded from `Shape` of a variable's read -> (the variable,
+        #: the read's ref, out_type): kept only where no Assign of the
+        #: program can change that variable's shape (_unfold_unsure_shapes)
+        self.read_shapes: dict[str, tuple[str, DataIn, str]] = {}
         self._has_loops: bool | None = None
         #: op -> its model (opt.lookup), looked up once per op of the graph
         self._models: dict[str, opt.OpModel | None] = {}
@@ -843,9 +847,37 @@ class _Builder:
             self.reject(f"the shape of input {i} is not known statically")
         return shape
 
+    def read_variable(self, i: int) -> str | None:
+        """The variable input i reads, where it is a ReadVariableOp's output
+        (whose declared shape `declared_shape` gives), else None."""
+        src, _ = self._ref(i)
+        g = self.imp.g.get(src)
+        if g is not None and g.op == "ReadVariableOp" and src not in self.imp.feeds:
+            h, _, _ = split_ref([x for x in g.inputs if not x.startswith("^")][0])
+            return self.imp.var_of.get(h)
+        return None
+
+    def shape_const(self, i: int, shape: tuple[int, ...], out_type: str,
+                    part: str | None = None) -> DataIn:
+        """A Const of input i's declared shape (`Shape` folded at import),
+        after input i's node, as TensorFlow's Shape runs after its input.
+        Where input i is a variable's read, the Const stands only if no
+        Assign of the program can give the variable another shape
+        (_unfold_unsure_shapes makes it the function Shape otherwise)."""
+        ref = self.input(i)
+        c = self.add("Const", [ControlIn(ref.node)],
+                     {"value": Tensor(np.array(shape, dtype=out_type), out_type)}, part=part)
+        var = self.read_variable(i)
+        if var is not None:
+            self.imp.read_shapes[c.node] = (var, ref, out_type)
+        return c
+
     def declared_shape(self, i: int) -> tuple[int, ...] | None:
         """Input i's shape where the graph declares it (a feed, a Const, a
-        variable's read), else None."""
+        variable's read), else None.  A variable's read has it where no
+        write gives the variable another shape (an AssignVariableOp with
+        validate_shape=false stores a value of any shape): a model that
+        folds it into a constant goes through `shape_const`."""
         src, port = self._ref(i)
         g = self.imp.g.get(src)
         if g is not None and (g.op == "Placeholder" or src in self.imp.feeds):
@@ -1156,6 +1188,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     imp.build_all(order, deadline)
     if imp.back_edges:
         _patch_back_edges(imp)
+    if imp.read_shapes:
+        _unfold_unsure_shapes(imp, deadline)
     check_deadline(deadline, "importing the graph")
     outputs: dict[str, DataIn] = {}
     if default:
@@ -1236,6 +1270,36 @@ def _keep_distinct_variables(imp: _Importer, order: list[str]) -> None:
             sh = attr_value(g.attr["shared_name"]) if "shared_name" in g.attr else ""
             shared[sh or name] = name
     imp.variable_names = {h: v for h, v in imp.variable_names.items() if v not in shared}
+
+
+def _unfold_unsure_shapes(imp: _Importer, deadline: float | None = None) -> None:
+    """A `Shape` of a variable's read was folded into a Const of the
+    variable's declared shape (`_Builder.shape_const`).  SPEC's σ gives the
+    variable that shape, but an Assign of the same run may store a value of
+    another (an AssignVariableOp with validate_shape=false is Assign-Snd,
+    which stores any shape; TensorFlow 2.21's Shape of a later read gives
+    the new one).  The Const stands where the variable is one of
+    `shape_keeping_variables` (oracle/static_shapes.py: every Assign of the
+    program provably stores a value of the declared shape, the folded
+    Consts of other variables claimed nothing); elsewhere it becomes the
+    function Shape of the read, which the run computes."""
+    from tfsem.oracle.static_shapes import shape_keeping_variables
+    unsure = {name: var for name, (var, _, _) in imp.read_shapes.items()}
+    draft = Program(imp.variables, tuple(imp.out_nodes), {}, imp.feed_types)
+    keep = shape_keeping_variables(draft, unsure, lambda: check_deadline(
+        deadline, "importing the graph (which variables keep their declared shapes)"),
+        of=set(unsure.values()))
+    if all(var in keep for var in unsure.values()):
+        return
+    nodes = []
+    for n in imp.out_nodes:
+        fold = imp.read_shapes.get(n.name)
+        if fold is not None and fold[0] not in keep:
+            var, ref, out_type = fold
+            rest = tuple(dict.fromkeys(x for x in n.inputs if x != ControlIn(ref.node)))
+            n = Node(n.name, "Shape", (ref,) + rest, {"out_type": out_type})
+        nodes.append(n)
+    imp.out_nodes = nodes
 
 
 def _patch_back_edges(imp: _Importer) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 from .. import functions as fns
 from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _bool_attr,
                          _dtype_attr, _int_attr, _int_list)
-from ..program import ControlIn, DataIn
+from ..program import DataIn
 from ..values import DTYPE_MISMATCH, Tensor
 from .registry import (FOLDS_ON_CONSTANTS, OpDef, define, export_as, index_dtype, int_list,
                        kernels_are_functions, known,
@@ -1013,7 +1013,8 @@ def _import_split(b):
 
 
 @_define("Shape", "a Const of the input's shape where it is declared (a feed, a constant, a "
-    "variable's read), else the function Shape (out_type int32 or int64)",
+    "variable's read where no Assign of the program can change the variable's shape), else "
+    "the function Shape (out_type int32 or int64)",
          functions=("Shape", "Const"), type_defaults={"out_type": "DT_INT32"})
 def _import_shape(b):
     out_type = b.dtype("out_type")
@@ -1022,15 +1023,17 @@ def _import_shape(b):
     shape = b.declared_shape(0)
     if shape is None:
         return [b.add("Shape", [b.input(0)], {"out_type": out_type})]
-    # TensorFlow's Shape runs after its input: so does the constant
-    after = [ControlIn(b.input(0).node)]
-    return [b.add("Const", after, {"value": Tensor(np.array(shape, dtype=out_type), out_type)})]
+    # (TensorFlow's Shape runs after its input: so does the constant; of a
+    # variable's read, it becomes the function Shape again where an Assign
+    # may change the variable's shape: graphdef/importer.py shape_const)
+    return [b.shape_const(0, shape, out_type)]
 
 
 # -- state ------------------------------------------------------------------
 
 
-@_define("ShapeN", "one Shape per input (a Const where the input's shape is declared)",
+@_define("ShapeN", "one Shape per input (a Const where the input's shape is declared, as "
+         "Shape's)",
          functions=("Shape", "Const", "NoOp"), type_defaults={"out_type": "DT_INT32"})
 def _import_shape_n(b):
     out_type = index_dtype(b, "out_type")
@@ -1040,9 +1043,7 @@ def _import_shape_n(b):
         if shape is None:
             outs.append(b.add("Shape", [b.input(i)], {"out_type": out_type}, part=f"output_{i}"))
         else:
-            outs.append(b.add("Const", [ControlIn(b.input(i).node)],
-                              {"value": Tensor(np.array(shape, dtype=out_type), out_type)},
-                              part=f"output_{i}"))
+            outs.append(b.shape_const(i, shape, out_type, part=f"output_{i}"))
     b.add("NoOp", [])
     return outs
 
