@@ -26,8 +26,9 @@ Three stages, in this order, inside the check's time budget:
    with random and edge values; variables uninitialized a quarter of the
    time), and where the programs hold float state the float σ the caller
    gives (`float_sigmas`: the plain σ, its feeds times 1e38, the largest
-   float in every float feed) right after the first; at each, Outcomes(P, σ) and Outcomes(P', σ) are enumerated by the
-   reference semantics of oracle/controlflow.py and compared.  An outcome of
+   float in every float feed) right after the first; at each, Outcomes(P,
+   σ) and Outcomes(P', σ) are enumerated by the reference semantics of
+   oracle/controlflow.py and compared.  An outcome of
    P' missing from P's is a counterexample: its schedule names
    `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
    one; it is replayed on numpy (backends/controlflow.py) when it can be.
