@@ -416,7 +416,8 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         with _Z3_LOCK:
             return check_control_flow(original, p2, semantics, observe, timeout, started,
                                       check_free=check_free, sigmas=sigmas, minimize=minimize,
-                                      backends=backends, real=real, structural=structural)
+                                      backends=backends, real=real, structural=structural,
+                                      float_sigmas=_float_sigmas(original))
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged
@@ -1971,6 +1972,31 @@ def _plain_sigma(p: Program, feed_scale: float = 1.0) -> tuple[dict, dict]:
     feeds = {f: tensor(p.feed_type(f), feed_scale) for f in p.feed_names}
     init: dict[str, Value] = {x: tensor(p.variables[x]) for x in sorted(p.variables)}
     return feeds, init
+
+
+def _float_sigmas(p: Program) -> list[tuple[str, tuple[dict, dict]]]:
+    """The control-flow refutation's float σ (checking/control_flow.py
+    REFUTE_FLOAT_FIRST), where `p` holds float state: the plain σ, the plain
+    σ with huge feeds (where `p` has feeds), and the largest finite float in
+    every float feed, the other feeds and every variable ones (where `p`
+    has a float feed; the integer feeds stay ones: a trip count fed at its
+    dtype's largest value runs a loop to the iteration bound).  On the real
+    corpus's loop graphs the last shows constant folding's `0.25 * (sub * 2)`
+    -> `sub * 0.5` (where 2 * sub overflows: its factors are powers of two,
+    which round alike elsewhere), which the plain σ and its huge feeds (none
+    of the 4 labels past 1.7e38) do not (docs/checking-control-flow.md)."""
+    if not has_float_state(p):
+        return []
+    out = [("plain", _plain_sigma(p))]
+    if p.feed_names:
+        out.append(("plain huge", _plain_sigma(p, HUGE_FEED_SCALE)))
+    floats = [f for f in p.feed_names if p.feed_type(f).dtype in FLOAT_DTYPES]
+    if floats:
+        feeds = {f: _filled(p.feed_type(f), 0) if f in floats
+                 else _random_tensor(p.feed_type(f), None, 1) for f in p.feed_names}
+        init = {x: _random_tensor(p.variables[x], None, 1) for x in sorted(p.variables)}
+        out.append(("largest float", (feeds, init)))
+    return out
 
 
 def _refute_sigmas(p: Program, rng: np.random.Generator):

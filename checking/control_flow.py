@@ -24,8 +24,11 @@ Three stages, in this order, inside the check's time budget:
 2. **Refutation by the reference control-flow engine.**  σ drawn as the
    other stages draw them (all zeros, all ones, then small values alternating
    with random and edge values; variables uninitialized a quarter of the
-   time); at each, Outcomes(P, σ) and Outcomes(P', σ) are enumerated by the
-   reference semantics of oracle/controlflow.py and compared.  An outcome of
+   time), and where the programs hold float state the float σ the caller
+   gives (`float_sigmas`: the plain σ, its feeds times 1e38, the largest
+   float in every float feed) right after the first; at each, Outcomes(P,
+   σ) and Outcomes(P', σ) are enumerated by the reference semantics of
+   oracle/controlflow.py and compared.  An outcome of
    P' missing from P's is a counterexample: its schedule names
    `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
    one; it is replayed on numpy (backends/controlflow.py) when it can be.
@@ -49,13 +52,14 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from tfsem.oracle.controlflow import LoopBoundExceeded
 from tfsem.oracle.deadness import (Undecided, computed_predicates, predicate_feeds, specialize,
                                    term_leaves, term_value)
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import BudgetExceeded, OutcomeSet
+from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, ENTER, READ, STACK_OPS, Program
 from tfsem.oracle.values import Tensor, Value
@@ -77,6 +81,18 @@ CASE_PRODUCT = 512
 #: the most it draws (a σ at which a loop reaches the bound is not compared)
 REFUTE_SIGMAS = 8
 REFUTE_DRAWS = 16
+#: where the programs hold float state, the caller's float σ (`float_sigmas`
+#: of check_control_flow) are compared after this many σ of `sigmas` (the
+#: first is all zeros), before the others, and on top of REFUTE_SIGMAS and
+#: REFUTE_DRAWS.  On the real corpus's loop graphs (keras_gru_loop,
+#: keras_lstm_loop) the zeros, ones, small and random σ never showed constant
+#: folding's reassociation of a float product outside the loops
+#: (`0.25 * (sub * 2)` -> `sub * 0.5`, different where `sub * 2` overflows):
+#: the small σ compute exactly, the random ones put NaN into every value
+#: through the recurrent cell or leave a variable uninitialized; the largest
+#: float in every feed shows it at once (docs/checking-control-flow.md)
+REFUTE_FLOAT_FIRST = True
+REFUTE_FLOAT_AFTER = 1
 #: a comparison of one σ that took this long (seconds) makes the refutation
 #: stop when less time than it took is left
 STOP_AFTER = 1.0
@@ -100,15 +116,22 @@ class _Found:
 def check_control_flow(p: Program, p2: Program, semantics: str, observe: str, timeout: float,
                        started: float, *, check_free: FreeChecker, sigmas: Iterator[Sigma],
                        minimize: bool = True, backends: bool = True, real: bool = False,
-                       max_iterations: int | None = None, structural: bool = True) -> Verdict:
+                       max_iterations: int | None = None, structural: bool = True,
+                       float_sigmas: Sequence[tuple[str, Sigma]] = ()) -> Verdict:
     """The verdict on P -> P' when either has control flow (both valid, with
     the same interface: check.py has checked that).  `check_free` is the
     checker of programs without control flow; `sigmas` the σ to try.
     `structural` False skips the rule "loop frames unchanged" (it rests on
-    the structural rule, which check.py's `structural=False` turns off)."""
+    the structural rule, which check.py's `structural=False` turns off).
+    `float_sigmas`: tagged σ of ordinary and huge float values, which the
+    refutation stage compares early (REFUTE_FLOAT_FIRST; the caller gives
+    them where the programs hold float state).  Like every σ they decide
+    nothing by themselves: a difference there is a counterexample of the
+    reference engine, shrunk and replayed as any other."""
     c = _CFChecker(p, p2, semantics, observe, timeout, started, check_free, minimize, backends,
                    real, max_iterations)
     c.structural = structural
+    c.float_sigmas = list(float_sigmas) if REFUTE_FLOAT_FIRST else []
     return c.run(sigmas)
 
 
@@ -124,6 +147,7 @@ class _CFChecker:
         self.max_iterations = max_iterations
         self.stats: dict = {"path": "control-flow", "cases": 0, "cases_proved": 0}
         self.structural = True
+        self.float_sigmas: list[tuple[str, Sigma]] = []
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -138,6 +162,20 @@ class _CFChecker:
     # -- the pipeline ----------------------------------------------------------
 
     def run(self, sigmas: Iterator[Sigma]) -> Verdict:
+        try:
+            return self.stages(sigmas)
+        except CannotRun as exc:
+            # an op with no concrete model (TensorFlow's kernels off or
+            # absent: Prod, float MatMul of an imported graph) stood between
+            # the reference engine and an outcome: no verdict, the op named
+            # first, as check.py says it of programs without control flow
+            reason = exc.naming_nodes(self.p)
+            if self.stats.get("no_proof"):
+                reason += f"; and no proof: {self.stats['no_proof']}"
+            self.stats["cannot_run"] = str(exc)
+            return self.verdict(UNKNOWN, reason, tried=self.stats.get("tried", 0))
+
+    def stages(self, sigmas: Iterator[Sigma]) -> Verdict:
         self.sigmas = sigmas
         proof = self.prove()
         if isinstance(proof, Verdict):
@@ -312,7 +350,13 @@ class _CFChecker:
         draws = 0
         share = max(0.5, self.timeout / 6)
         longest = 0.0   # the longest full comparison so far
-        while self.remaining() > 0.05 and tried < REFUTE_SIGMAS and draws < REFUTE_DRAWS:
+        extra = len(self.float_sigmas)
+        order = self.refute_order(sigmas)
+        # (what each σ gave: its tag, seconds, and same / difference / bound /
+        # budget; --json's stats show which σ the stage compared)
+        log = self.stats["refute_sigmas"] = []
+        while self.remaining() > 0.05 and tried < REFUTE_SIGMAS + extra \
+                and draws < REFUTE_DRAWS + extra:
             if tried and longest >= STOP_AFTER and self.remaining() < longest:
                 # (on a large graph another σ would most likely run out of
                 # time: the answer, no-counterexample with the σ compared, is
@@ -321,7 +365,7 @@ class _CFChecker:
                 self.stats["stopped_early"] = round(self.remaining(), 3)
                 break
             draws += 1
-            sigma = next(sigmas)
+            tag, sigma = next(order)
             t0 = time.monotonic()
             # (one σ takes at most a sixth of the budget at first: a loop run
             # to the iteration bound at one σ must not take the time of the
@@ -330,9 +374,14 @@ class _CFChecker:
             # compared in full is evidence, `unknown` is none)
             found = self.compare(sigma, self.remaining() if tried == 0 else
                                  min(self.remaining(), share))
+            log.append({"sigma": tag, "seconds": round(time.monotonic() - t0, 3),
+                        "result": ("difference" if isinstance(found, _Found) else
+                                   "bound" if isinstance(found, LoopBoundExceeded) else
+                                   "budget" if isinstance(found, BudgetExceeded) else "same")})
             if isinstance(found, _Found):
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"
+                self.stats["found_at"] = tag
                 return self.unsound(found, "found by the reference control-flow engine")
             if isinstance(found, LoopBoundExceeded):
                 bound = bound or found
@@ -359,6 +408,20 @@ class _CFChecker:
         return self.verdict(NO_COUNTEREXAMPLE,
                             f"no proof ({no_proof}); {tried} σ compared in full by the reference "
                             f"control-flow engine, none shows a difference", tried=tried)
+
+    def refute_order(self, sigmas: Iterator[Sigma]) -> Iterator[tuple[str, Sigma]]:
+        """The refutation stage's σ, tagged: the first REFUTE_FLOAT_AFTER of
+        `sigmas` (check.py's first is all zeros), then the float σ
+        (`float_sigmas`: "plain", "plain huge", "largest float"), then the
+        rest of `sigmas` ("drawn k")."""
+        drawn = 0
+        for _ in range(REFUTE_FLOAT_AFTER if self.float_sigmas else 0):
+            yield f"drawn {drawn}", next(sigmas)
+            drawn += 1
+        yield from self.float_sigmas
+        while True:
+            yield f"drawn {drawn}", next(sigmas)
+            drawn += 1
 
     def compare(self, sigma: Sigma, seconds: float) -> "_Found | BudgetExceeded | None":
         """Outcomes(P', σ) ⊆ Outcomes(P, σ)?  A counterexample, the budget
