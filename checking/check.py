@@ -77,6 +77,14 @@ MINIMIZE_SOLVER_LEAVES = 512
 #: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
 MINIMIZE_SHARE = 0.05
 MINIMIZE_MIN_SECONDS = 0.3
+#: the time the original's witness schedules are moved towards the canonical
+#: order in (within the check's budget)
+WITNESS_MINIMIZE_SECONDS = 0.25
+#: `stats.minimize_witnesses` where the check's budget stopped that stage
+#: before it began, or during it
+POST_SKIPPED = "the original's witness schedules shown as found: budget (skipped)"
+POST_CUT = ("the original's witness schedules moved towards the canonical order until the "
+            "budget ran out (those not reached shown as found)")
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
@@ -1052,12 +1060,7 @@ class _Checker:
             found = self.minimized(found)
         original_list = list(found.original.as_dict(LIST_LIMIT).items())
         if self.minimize:
-            # the original's witnesses, in canonical order where they can be
-            deadline = min(self.deadline, time.monotonic() + 0.25)
-            original_list = [(o, mini.minimize_schedule(self.p, found.feeds, found.init, w, o,
-                                                         self.semantics, self.observe, deadline)
-                              if k < 10 else w)
-                             for k, (o, w) in enumerate(original_list)]
+            original_list = self.minimized_witnesses(found, original_list)
         count = found.original.count
         all_original = [o for o, _ in original_list] if count <= LIST_LIMIT else \
             list(found.original.as_dict(100_000))
@@ -1116,6 +1119,11 @@ class _Checker:
         deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
                                                               MINIMIZE_SHARE * self.timeout))
         best = found
+        if time.monotonic() >= deadline:
+            # (the probe found it at the end of the budget: σ and the
+            # schedule are shown as confirmed)
+            self.stats["minimize"] = "σ and schedule not minimized: budget (none of the check's time left)"
+            return best
 
         def confirm(sigma) -> bool:
             nonlocal best
@@ -1172,24 +1180,59 @@ class _Checker:
         best.schedule = schedule
         return best
 
+    def minimized_witnesses(self, found: _Found, original_list: list) -> list:
+        """The original's witnesses (the first 10), each moved towards the
+        canonical order where that gives its outcome (minimize_schedule),
+        within 0.25 s and the check's budget.  Each step of that is a whole
+        run of P (seconds on a real graph), stopped at the deadline; a
+        witness it could not move is shown as the oracle found it (a
+        schedule of P giving that outcome all the same), and
+        `stats.minimize_witnesses` says the stage was cut."""
+        deadline = min(self.deadline, time.monotonic() + WITNESS_MINIMIZE_SECONDS)
+        if time.monotonic() >= deadline:
+            self.stats["minimize_witnesses"] = POST_SKIPPED
+            return original_list
+        result = [(o, mini.minimize_schedule(self.p, found.feeds, found.init, w, o,
+                                             self.semantics, self.observe, deadline)
+                   if k < 10 else w)
+                  for k, (o, w) in enumerate(original_list)]
+        if time.monotonic() >= deadline:
+            self.stats["minimize_witnesses"] = POST_CUT
+        return result
+
     def replay_on_backends(self, found: _Found) -> list[str]:
+        """The backends (numpy, cupy) on which the counterexample's replay
+        confirms it (backends/confirm.py), within the check's budget: a
+        replay past the deadline stops (the clock is read every 32 steps
+        of each run) and `stats.backends` says so ("numpy replay skipped:
+        budget").  The verdict is `unsound` all the same: what makes it so
+        is the oracle's confirmation, done before (docs/verdicts.md,
+        "confirmed on"); `confirmed` lists only the replays that ran."""
         if not self.backends:
             return []
         try:
-            from tfsem.backends.confirm import confirm_counterexample
+            from tfsem.backends.confirm import BUDGET_REASON, confirm_details
         except ImportError:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
+            return []
+        if time.monotonic() >= self.deadline:
+            self.stats["backends"] = "numpy replay skipped: budget (none of the check's time left)"
             return []
         try:
             # (the oracle's enumeration of P's outcomes at σ, done by the
             # confirmation, is reused: a projected one is not that set)
             reuse = {} if found.projected is not None else {"original_outcomes": found.original}
-            return list(confirm_counterexample(self.p, self.p2, found.feeds, found.init,
-                                               found.schedule, self.semantics, self.observe,
-                                               **reuse))
+            details = confirm_details(self.p, self.p2, found.feeds, found.init,
+                                      found.schedule, self.semantics, self.observe,
+                                      deadline=self.deadline, **reuse)
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
+        cut = [c.backend for c in details if c.reason.startswith(BUDGET_REASON)]
+        if cut:
+            self.stats["backends"] = (f"{', '.join(cut)} replay skipped: budget (the check's "
+                                      f"time ran out during the replay)")
+        return [c.backend for c in details if c.confirmed]
 
     # -- the refutation stage (checking/refute.py) ------------------------------
 

@@ -103,12 +103,21 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
             break
         parts, sched = [], []
         priority = k % 2 == 1
+        steps = 0
+        cut = False
         for comp in comps:
             st = comp.root(init)
             prio = rng.random(2 * comp.n) if priority else None
             while True:
                 comp.close(st)
                 if not st.ready:
+                    break
+                steps += 1
+                # (the clock inside a run too, every 64 steps: a real
+                # graph's run takes seconds.  The first run is not cut:
+                # a σ is tried once at least, even past the deadline)
+                if k and steps & 63 == 0 and time.monotonic() > deadline:
+                    cut = True
                     break
                 ready = sorted(st.ready)
                 if prio is not None:
@@ -117,8 +126,12 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
                     t = ready[int(rng.integers(len(ready)))]
                 st.ready.discard(t)
                 comp.fire(st, t)
+            if cut:
+                break    # (a run cut short gives no outcome)
             parts.append(comp.outcome(st))
             sched.extend(_schedule(st.sched))
+        if cut:
+            break
         found.setdefault(combine(parts, observe), sched)
     return found
 
@@ -191,8 +204,12 @@ def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
         for unnamed in (-1, len(position)):
             if time.monotonic() > deadline:
                 return found
-            parts, sched = _run_by_priority(
-                comps, init, lambda comp, u: (position.get(comp.label(u), unnamed), u))
+            try:
+                parts, sched = _run_by_priority(
+                    comps, init, lambda comp, u: (position.get(comp.label(u), unnamed), u),
+                    deadline)
+            except BudgetExceeded:
+                return found    # (a run cut short at the deadline gives no outcome)
             found.setdefault(combine(parts), sched)
     return found
 
