@@ -919,32 +919,40 @@ class _Checker:
         return feeds, init
 
     def confirm(self, sigma: tuple[dict, dict], schedule: list[str],
-                seconds: float | None = None, original: OutcomeSet | None = None) -> _Found | None:
+                seconds: float | None = None, original: OutcomeSet | None = None,
+                outcome: Outcome | None = None, run_deadline: float | None = None) -> _Found | None:
         """The concrete oracle's word: P' on `schedule` at σ gives an outcome
         that is not in Outcomes(P, σ) (computed in `seconds`, by default
         the time left; `original`: that set, computed by the oracle
-        already)."""
+        already; `outcome`: the outcome of P' on `schedule` at σ, where a
+        run of the oracle's own step function along that very schedule
+        gave it already, `refute.canonical_outcome`: not run twice;
+        `run_deadline`: where the replay of P′ stops, an undecided None)."""
         feeds, init = sigma
         started = time.monotonic()
         try:
-            return self._confirm(feeds, init, schedule, seconds, original)
+            return self._confirm(feeds, init, schedule, seconds, original, outcome, run_deadline)
         finally:
             # (what one confirmation costs: minimization takes no step that
             # would cost more than its budget, minimized())
             self.confirm_seconds = time.monotonic() - started
 
     def _confirm(self, feeds: dict, init: dict, schedule: list[str],
-                 seconds: float | None, original: OutcomeSet | None = None) -> _Found | None:
+                 seconds: float | None, original: OutcomeSet | None = None,
+                 outcome: Outcome | None = None,
+                 run_deadline: float | None = None) -> _Found | None:
         # `decided` says whether a None answer means "σ is no counterexample"
         # (the rewritten outcome is among the original's) or only "could not
         # tell" (the schedule or the oracle could not run): only the first may
         # be excluded from later queries (see query()).
         self.decided = False
-        try:
-            state = run_schedule(self.p2, feeds, init, schedule, self.semantics)
-        except ValueError:
-            return None
-        outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
+        if outcome is None:
+            try:
+                state = run_schedule(self.p2, feeds, init, schedule, self.semantics,
+                                     deadline=run_deadline)
+            except (ValueError, BudgetExceeded):
+                return None
+            outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
         try:
             if original is None:
                 original = self.original_outcomes(
@@ -1134,7 +1142,8 @@ class _Checker:
             # not begun where the last confirmation's cost would overrun)
             if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
                 return False
-            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()))
+            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()),
+                                  run_deadline=deadline)
             if result is None:
                 return False
             best = result
@@ -1802,20 +1811,24 @@ class _Checker:
                 # race-free original's confirmation, one run of it, at least
                 # twice what the two runs above took: under load the share's
                 # rest was less than one run, and the difference found was
-                # left to the stages after the search.  The schedule in
-                # canonical order first: its replay is the one confirmation,
-                # and minimize_schedule has nothing to move)
+                # left to the stages after the search)
                 least = 2 * (time.monotonic() - ran) if RACE_FREE_CONFIRM and \
                     self.original_race_free() else 0.1
                 seconds = max(0.1, min(self.remaining(), max(least, stop - time.monotonic())))
-                canonical = mini.canonical_order(self.p2, schedule)
-                until = self.deadline if one_each else stop
                 if one_each:
                     seconds = max(0.1, self.remaining())
-                found = self.confirm(sigma, canonical, seconds, original=original)
-                if found is None and canonical != schedule:
-                    found = self.confirm(sigma, schedule, max(0.1, until - time.monotonic()),
-                                         original=original)
+                # (the rewrite's run above, a run of the oracle's own step
+                # function, gave o2 on `schedule`: that schedule is the one
+                # confirmed, and not replayed, a whole run on a real graph.
+                # Minimization moves it to the canonical order afterwards,
+                # one replay where the budget leaves time for it)
+                found = self.confirm(sigma, list(schedule), seconds, original=original,
+                                     outcome=o2)
+                if found is not None:
+                    # (what a confirmation that replays P' costs: the two
+                    # runs above and the original's; minimization takes no
+                    # step that would overrun it, minimized())
+                    self.confirm_seconds = max(self.confirm_seconds, time.monotonic() - ran)
                 if found is not None:
                     stats["found"] = tag
                     return found

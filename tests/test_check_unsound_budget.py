@@ -138,3 +138,25 @@ def test_an_unsound_verdict_found_at_the_end_of_the_budget_keeps_its_counterexam
         v = check_rewrite(LEFT, RIGHT, timeout=10, structural=False)
     assert v.verdict == "unsound" and "numpy" in v.confirmed, (v.confirmed, v.stats)
     assert "backends" not in v.stats and "minimize_witnesses" not in v.stats, v.stats
+
+
+def test_the_probe_does_not_replay_the_rewrites_canonical_run(monkeypatch):
+    # (the probe's run of P' in canonical order gave its outcome on that very
+    # schedule: its confirmation reuses it instead of a second whole run)
+    replayed = []
+    run = C.run_schedule
+
+    def recorded(p, *args, **kwargs):
+        replayed.append(p)
+        return run(p, *args, **kwargs)
+
+    monkeypatch.setattr(C, "run_schedule", recorded)
+    with as_if_kernels():
+        v = check_rewrite(LEFT, RIGHT, timeout=10, structural=False, minimize=False,
+                          backends=False, classify=False)
+    assert v.verdict == "unsound" and v.stats["path"] == "probe", (v.verdict, v.stats)
+    assert not any(p is RIGHT or p == RIGHT for p in replayed), len(replayed)
+    cex = v.counterexample
+    state = run(RIGHT, cex.feeds, cex.init, cex.schedule)
+    assert outcome_of(RIGHT, graph_of(RIGHT), state, "outputs+state") == cex.outcome
+    assert cex.outcome not in outcome_set(LEFT, cex.feeds, cex.init)
