@@ -1123,14 +1123,24 @@ class _Checker:
         return self.verdict(UNSOUND, reason, differs={kind: name}, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
+    def replay_reserve(self) -> float:
+        """The time the stages before the numpy replay leave it: an
+        estimate of its cost, one confirmation's (a replay of P′'s schedule
+        and of P's witnesses, as the replay does on numpy).  The replay is
+        what `unsound` promises besides the oracle's confirmation; making
+        σ and the schedules readable comes after it."""
+        return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
+
     def minimized(self, found: _Found) -> _Found:
-        deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
-                                                              MINIMIZE_SHARE * self.timeout))
+        end = self.deadline - self.replay_reserve()
+        deadline = min(end, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+                                                    MINIMIZE_SHARE * self.timeout))
         best = found
         if time.monotonic() >= deadline:
             # (the probe found it at the end of the budget: σ and the
             # schedule are shown as confirmed)
-            self.stats["minimize"] = "σ and schedule not minimized: budget (none of the check's time left)"
+            self.stats["minimize"] = ("σ and schedule not minimized: budget (none of the "
+                                      "check's time left before the numpy replay's share)")
             return best
 
         def confirm(sigma) -> bool:
@@ -1185,19 +1195,21 @@ class _Checker:
                                       self.decode, confirm, deadline)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
-                                          min(self.deadline, time.monotonic() + 1.0))
+                                          min(end, time.monotonic() + 1.0))
         best.schedule = schedule
         return best
 
     def minimized_witnesses(self, found: _Found, original_list: list) -> list:
         """The original's witnesses (the first 10), each moved towards the
         canonical order where that gives its outcome (minimize_schedule),
-        within 0.25 s and the check's budget.  Each step of that is a whole
+        within 0.25 s and the check's budget less the numpy replay's share
+        (`replay_reserve`).  Each step of that is a whole
         run of P (seconds on a real graph), stopped at the deadline; a
         witness it could not move is shown as the oracle found it (a
         schedule of P giving that outcome all the same), and
         `stats.minimize_witnesses` says the stage was cut."""
-        deadline = min(self.deadline, time.monotonic() + WITNESS_MINIMIZE_SECONDS)
+        deadline = min(self.deadline - self.replay_reserve(),
+                       time.monotonic() + WITNESS_MINIMIZE_SECONDS)
         if time.monotonic() >= deadline:
             self.stats["minimize_witnesses"] = POST_SKIPPED
             return original_list
