@@ -1295,16 +1295,21 @@ class _Checker:
             owed = floor > 0     # (the σ owed runs even when a stall used up its floor)
             while owed or (time.monotonic() < stop and not self.capped()
                            and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
-                owed = False
+                was_owed, owed = owed, False
                 sigma = next(self._refute_sigmas)
                 self.sigma_draws += 1
                 feeds, init = sigma
                 left = stop - time.monotonic()
                 # (a race-free program has one outcome at every σ, which any
-                # run gives: `original_outcomes`; more runs only repeat it)
+                # run gives: `original_outcomes`; more runs only repeat it.
+                # Every run reads the clock inside itself; the first at the
+                # σ owed completes, past the deadline too)
                 candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
                                                  rng, 1 if race_free_p2 else REFUTE_RUNS,
-                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left)
+                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left,
+                                                 first_deadline=None if was_owed else stop)
+                if not candidates:
+                    break    # (the first run cut short at the deadline: no σ tried)
                 stats["sigmas"] += 1
                 if which == "after":
                     stats["after_sigmas"] = stats.get("after_sigmas", 0) + 1
@@ -1654,10 +1659,13 @@ class _Checker:
                     continue
                 feeds, init = sigma
                 until = self.deadline
+                # (each run reads the clock inside itself: one cut short
+                # gives no outcome, and no comparison)
                 mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                           runs, 1, until)
+                                           runs, 1, until, first_deadline=until)
                 theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                             runs, 1, until)
+                                             runs, 1, until, first_deadline=until) \
+                    if len(mine) == 1 else {}
                 if len(mine) != 1 or len(theirs) != 1:
                     break    # (a run cut short: not a comparison)
                 ((o1, _),) = mine.items()

@@ -91,15 +91,20 @@ MAX_PAIRED_PARTS = 8
 
 def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                     semantics: str, observe: str, rng: np.random.Generator, runs: int,
-                    deadline: float) -> dict[Outcome, list[str]]:
+                    deadline: float, first_deadline: float | None = None
+                    ) -> dict[Outcome, list[str]]:
     """Outcomes of `runs` random complete runs of `p` at σ (fewer when the
     deadline passes), each with its schedule.  Every one is an outcome of p:
-    each run is a run of the oracle's step function."""
+    each run is a run of the oracle's step function.  A run reads the clock
+    every 64 steps and stops past the deadline, giving no outcome; the
+    first run's bound is `first_deadline` instead (None: it completes, a σ
+    is tried once at least; else the result may be empty)."""
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
     found: dict[Outcome, list[str]] = {}
     for k in range(runs):
-        if k and time.monotonic() > deadline:
+        bound = deadline if k else first_deadline
+        if bound is not None and time.monotonic() > bound:
             break
         parts, sched = [], []
         priority = k % 2 == 1
@@ -114,9 +119,9 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
                     break
                 steps += 1
                 # (the clock inside a run too, every 64 steps: a real
-                # graph's run takes seconds.  The first run is not cut:
-                # a σ is tried once at least, even past the deadline)
-                if k and steps & 63 == 0 and time.monotonic() > deadline:
+                # graph's run takes seconds.  The first run is cut only at
+                # `first_deadline`)
+                if bound is not None and steps & 63 == 0 and time.monotonic() > bound:
                     cut = True
                     break
                 ready = sorted(st.ready)

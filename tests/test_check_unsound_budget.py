@@ -105,8 +105,11 @@ def test_random_runs_after_the_first_stop_inside_a_run(long_run):
     rng = np.random.default_rng(0)
     found = ref.sample_outcomes(p, {}, init, "atomic", "outputs+state", rng, 5,
                                 time.monotonic() - 1.0)
-    # (the first run is never cut: a σ is tried once at least)
+    # (the first run completes unless told otherwise: a σ is tried once at least)
     assert len(found) == 1
+    cut = ref.sample_outcomes(p, {}, init, "atomic", "outputs+state", rng, 5,
+                              time.monotonic() - 1.0, first_deadline=time.monotonic() - 1.0)
+    assert cut == {}
 
 
 def test_an_unsound_verdict_found_at_the_end_of_the_budget_keeps_its_counterexample(monkeypatch):
