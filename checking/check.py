@@ -80,6 +80,10 @@ MINIMIZE_MIN_SECONDS = 0.3
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
+#: how far past the deadline the numpy replay of an `unsound` verdict may
+#: run: this share of the timeout, at most this many seconds
+REPLAY_MARGIN_SHARE = 0.05
+REPLAY_MARGIN_SECONDS = 0.25
 #: `stats.minimize_witnesses` where the check's budget stopped that stage
 #: before it began, or during it
 POST_SKIPPED = "the original's witness schedules shown as found: budget (skipped)"
@@ -1236,7 +1240,11 @@ class _Checker:
         except ImportError:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
             return []
-        if time.monotonic() >= self.deadline:
+        # (a small margin past the deadline, REPLAY_MARGIN: on a small
+        # program the replay takes milliseconds, and a difference found at
+        # the end of the budget is replayed all the same)
+        end = self.deadline + min(REPLAY_MARGIN_SHARE * self.timeout, REPLAY_MARGIN_SECONDS)
+        if time.monotonic() >= end:
             self.stats["backends"] = "numpy replay skipped: budget (none of the check's time left)"
             return []
         try:
@@ -1245,7 +1253,7 @@ class _Checker:
             reuse = {} if found.projected is not None else {"original_outcomes": found.original}
             details = confirm_details(self.p, self.p2, found.feeds, found.init,
                                       found.schedule, self.semantics, self.observe,
-                                      deadline=self.deadline, **reuse)
+                                      deadline=end, **reuse)
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
