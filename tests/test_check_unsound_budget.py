@@ -137,6 +137,9 @@ def test_an_unsound_verdict_found_at_the_end_of_the_budget_keeps_its_counterexam
         # the oracle's confirmation stands; the replay the budget cut is named
         assert v.confirmed == ["oracle"], v.confirmed
         assert v.stats["backends"].startswith("numpy replay skipped: budget"), v.stats
+        # (and the text says so, under "confirmed on")
+        text = v.describe()
+        assert "confirmed on: oracle\n" in text and "numpy replay skipped: budget" in text, text
     assert v.stats["minimize_witnesses"] == C.POST_SKIPPED
     cex = v.counterexample
     state = run_schedule(RIGHT, cex.feeds, cex.init, cex.schedule)
