@@ -70,9 +70,11 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
             oset = outcome_set(original, feeds, init, semantics, observe,
                                max_states=max_states, max_seconds=max_seconds)
         except BudgetExceeded as exc:
-            return [Confirmation(b.label, False,
-                                 f"the original's outcomes are out of reach: {exc}")
-                    for b in chosen]
+            # (past the check's deadline: the budget's doing, said so)
+            why = f"{BUDGET_REASON} (the original's outcomes are out of reach in the " \
+                  f"check's time: {exc})" if deadline is not None and exc.which == "seconds" \
+                else f"the original's outcomes are out of reach: {exc}"
+            return [Confirmation(b.label, False, why) for b in chosen]
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]

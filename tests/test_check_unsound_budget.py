@@ -173,3 +173,14 @@ def test_the_probe_does_not_replay_the_rewrites_canonical_run(monkeypatch):
     state = run(RIGHT, cex.feeds, cex.init, cex.schedule)
     assert outcome_of(RIGHT, graph_of(RIGHT), state, "outputs+state") == cex.outcome
     assert cex.outcome not in outcome_set(LEFT, cex.feeds, cex.init)
+
+
+def test_an_enumeration_of_the_originals_outcomes_stops_at_the_deadline(long_run):
+    # (a projected verdict's replay enumerates P's outcomes itself: within
+    # the check's time, and a budget that runs out is said to be one)
+    p, init, _, _ = long_run
+    q = chain(201)
+    o2, s2 = ref.canonical_outcome(q, {}, init, "atomic", "outputs+state")
+    (cut,) = confirm_details(p, q, {}, init, s2, backends=["numpy"],
+                             deadline=time.monotonic() - 1.0)
+    assert not cut.confirmed and cut.reason.startswith(BUDGET_REASON), cut.reason
