@@ -14,6 +14,7 @@ The verdict records the backends where all three held.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -48,39 +49,58 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
                     max_witnesses: int = DEFAULT_MAX_WITNESSES,
                     max_states: int = DEFAULT_MAX_STATES,
                     max_seconds: float = DEFAULT_MAX_SECONDS,
-                    original_outcomes=None) -> list[Confirmation]:
+                    original_outcomes=None,
+                    deadline: float | None = None) -> list[Confirmation]:
     """One :class:`Confirmation` per backend (default: every backend that can
     run here).  `outcome`, when given, is the outcome the verdict claims for
     the rewritten schedule; a backend that gives another does not confirm.
     `original_outcomes`, when given, is the oracle's Outcomes(P, σ) computed
     already (the checker's confirmation: the same enumeration, not run
-    twice); else it is enumerated here."""
+    twice); else it is enumerated here.  Past `deadline` (time.monotonic(),
+    read every 32 steps of each replay) a backend's replay stops: it does
+    not confirm, and its reason starts with BUDGET_REASON."""
     chosen = [get_backend(b) if isinstance(b, str) else b
               for b in (backends if backends is not None else available_backends())]
     if original_outcomes is not None:
         oset = original_outcomes
     else:
         try:
+            if deadline is not None:
+                max_seconds = min(max_seconds, max(0.0, deadline - time.monotonic()))
             oset = outcome_set(original, feeds, init, semantics, observe,
                                max_states=max_states, max_seconds=max_seconds)
         except BudgetExceeded as exc:
-            return [Confirmation(b.label, False,
-                                 f"the original's outcomes are out of reach: {exc}")
-                    for b in chosen]
+            # (past the check's deadline: the budget's doing, said so)
+            why = f"{BUDGET_REASON} (the original's outcomes are out of reach in the " \
+                  f"check's time: {exc})" if deadline is not None and exc.which == "seconds" \
+                else f"the original's outcomes are out of reach: {exc}"
+            return [Confirmation(b.label, False, why) for b in chosen]
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]
     witnesses = [w for _, w in oset.items()]
-    return [_confirm_on(b, original, rewritten, feeds, init, schedule, semantics, observe,
-                        outcome, oset, witnesses) for b in chosen]
+    confirmations = []
+    for b in chosen:
+        try:
+            confirmations.append(_confirm_on(b, original, rewritten, feeds, init, schedule,
+                                             semantics, observe, outcome, oset, witnesses,
+                                             deadline))
+        except BudgetExceeded:
+            confirmations.append(Confirmation(b.label, False, f"{BUDGET_REASON} (the check's "
+                                              "time budget ran out during the replay)"))
+    return confirmations
+
+
+#: the start of the reason of a replay the check's budget cut short
+BUDGET_REASON = "replay cut short: budget"
 
 
 def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, schedule,
                 semantics: str, observe: str, claimed: Outcome | None, oset,
-                witnesses: list[list[str]]) -> Confirmation:
+                witnesses: list[list[str]], deadline: float | None = None) -> Confirmation:
     mr = device_machine(rewritten, b, semantics)
     try:
-        st = mr.replay(mr.start(upload(feeds, b), upload(init, b)), schedule)
+        st = mr.replay(mr.start(upload(feeds, b), upload(init, b)), schedule, deadline)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     ours = download_outcome(st, b, observe)
@@ -93,7 +113,8 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     mo = device_machine(original, b, semantics)
     dev_feeds, dev_init = upload(feeds, b), upload(init, b)
     for w in witnesses:
-        theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w), b, observe)
+        theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
+                                  observe)
         if theirs == ours:
             return Confirmation(b.label, False, "the original's witness schedule "
                                 f"{' '.join(w)} gives this outcome on {b.label}", ours)

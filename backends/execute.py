@@ -19,6 +19,7 @@ without ever copying an argument to the host.
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle import functions as fns
+from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, beyond_numpy,
                                     check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
@@ -291,8 +293,14 @@ class Machine:
 
     # -- whole runs ---------------------------------------------------------------
 
-    def replay(self, st: RunState, schedule: Iterable[str]) -> RunState:
+    def replay(self, st: RunState, schedule: Iterable[str],
+               deadline: float | None = None) -> RunState:
+        """Fire `schedule` from st.  Past `deadline` (time.monotonic()) the
+        replay stops with BudgetExceeded (the clock is read every 32 steps)."""
+        started = time.monotonic() if deadline is not None else 0.0
         for k, label in enumerate(schedule):
+            if deadline is not None and k & 31 == 31 and time.monotonic() > deadline:
+                raise BudgetExceeded("seconds", max(0.0, deadline - started), k)
             t = self.step_of(label)
             if t not in st.ready:
                 raise ScheduleError(f"step {k} ({label}) is not enabled")

@@ -77,6 +77,18 @@ MINIMIZE_SOLVER_LEAVES = 512
 #: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
 MINIMIZE_SHARE = 0.05
 MINIMIZE_MIN_SECONDS = 0.3
+#: the time the original's witness schedules are moved towards the canonical
+#: order in (within the check's budget)
+WITNESS_MINIMIZE_SECONDS = 0.25
+#: how far past the deadline the numpy replay of an `unsound` verdict may
+#: run: this share of the timeout, at most this many seconds
+REPLAY_MARGIN_SHARE = 0.05
+REPLAY_MARGIN_SECONDS = 0.25
+#: `stats.minimize_witnesses` where the check's budget stopped that stage
+#: before it began, or during it
+POST_SKIPPED = "the original's witness schedules shown as found: budget (skipped)"
+POST_CUT = ("the original's witness schedules moved towards the canonical order until the "
+            "budget ran out (those not reached shown as found)")
 SYMBOLIC_MAX_STATES = 200_000
 #: σ tried by the concrete fallback (fewer if time runs out)
 FALLBACK_SAMPLES = 200
@@ -912,32 +924,40 @@ class _Checker:
         return feeds, init
 
     def confirm(self, sigma: tuple[dict, dict], schedule: list[str],
-                seconds: float | None = None, original: OutcomeSet | None = None) -> _Found | None:
+                seconds: float | None = None, original: OutcomeSet | None = None,
+                outcome: Outcome | None = None, run_deadline: float | None = None) -> _Found | None:
         """The concrete oracle's word: P' on `schedule` at σ gives an outcome
         that is not in Outcomes(P, σ) (computed in `seconds`, by default
         the time left; `original`: that set, computed by the oracle
-        already)."""
+        already; `outcome`: the outcome of P' on `schedule` at σ, where a
+        run of the oracle's own step function along that very schedule
+        gave it already, `refute.canonical_outcome`: not run twice;
+        `run_deadline`: where the replay of P′ stops, an undecided None)."""
         feeds, init = sigma
         started = time.monotonic()
         try:
-            return self._confirm(feeds, init, schedule, seconds, original)
+            return self._confirm(feeds, init, schedule, seconds, original, outcome, run_deadline)
         finally:
             # (what one confirmation costs: minimization takes no step that
             # would cost more than its budget, minimized())
             self.confirm_seconds = time.monotonic() - started
 
     def _confirm(self, feeds: dict, init: dict, schedule: list[str],
-                 seconds: float | None, original: OutcomeSet | None = None) -> _Found | None:
+                 seconds: float | None, original: OutcomeSet | None = None,
+                 outcome: Outcome | None = None,
+                 run_deadline: float | None = None) -> _Found | None:
         # `decided` says whether a None answer means "σ is no counterexample"
         # (the rewritten outcome is among the original's) or only "could not
         # tell" (the schedule or the oracle could not run): only the first may
         # be excluded from later queries (see query()).
         self.decided = False
-        try:
-            state = run_schedule(self.p2, feeds, init, schedule, self.semantics)
-        except ValueError:
-            return None
-        outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
+        if outcome is None:
+            try:
+                state = run_schedule(self.p2, feeds, init, schedule, self.semantics,
+                                     deadline=run_deadline)
+            except (ValueError, BudgetExceeded):
+                return None
+            outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
         try:
             if original is None:
                 original = self.original_outcomes(
@@ -1053,12 +1073,7 @@ class _Checker:
             found = self.minimized(found)
         original_list = list(found.original.as_dict(LIST_LIMIT).items())
         if self.minimize:
-            # the original's witnesses, in canonical order where they can be
-            deadline = min(self.deadline, time.monotonic() + 0.25)
-            original_list = [(o, mini.minimize_schedule(self.p, found.feeds, found.init, w, o,
-                                                         self.semantics, self.observe, deadline)
-                              if k < 10 else w)
-                             for k, (o, w) in enumerate(original_list)]
+            original_list = self.minimized_witnesses(found, original_list)
         count = found.original.count
         all_original = [o for o, _ in original_list] if count <= LIST_LIMIT else \
             list(found.original.as_dict(100_000))
@@ -1113,10 +1128,25 @@ class _Checker:
         return self.verdict(UNSOUND, reason, differs={kind: name}, counterexample=cex,
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
+    def replay_reserve(self) -> float:
+        """The time the stages before the numpy replay leave it: an
+        estimate of its cost, one confirmation's (a replay of P′'s schedule
+        and of P's witnesses, as the replay does on numpy).  The replay is
+        what `unsound` promises besides the oracle's confirmation; making
+        σ and the schedules readable comes after it."""
+        return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
+
     def minimized(self, found: _Found) -> _Found:
-        deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
-                                                              MINIMIZE_SHARE * self.timeout))
+        end = self.deadline - self.replay_reserve()
+        deadline = min(end, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+                                                    MINIMIZE_SHARE * self.timeout))
         best = found
+        if time.monotonic() >= deadline:
+            # (the probe found it at the end of the budget: σ and the
+            # schedule are shown as confirmed)
+            self.stats["minimize"] = ("σ and schedule not minimized: budget (none of the "
+                                      "check's time left before the numpy replay's share)")
+            return best
 
         def confirm(sigma) -> bool:
             nonlocal best
@@ -1127,7 +1157,8 @@ class _Checker:
             # not begun where the last confirmation's cost would overrun)
             if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
                 return False
-            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()))
+            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()),
+                                  run_deadline=deadline)
             if result is None:
                 return False
             best = result
@@ -1169,28 +1200,69 @@ class _Checker:
                                       self.decode, confirm, deadline)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
-                                          min(self.deadline, time.monotonic() + 1.0))
+                                          min(end, time.monotonic() + 1.0))
         best.schedule = schedule
         return best
 
+    def minimized_witnesses(self, found: _Found, original_list: list) -> list:
+        """The original's witnesses (the first 10), each moved towards the
+        canonical order where that gives its outcome (minimize_schedule),
+        within 0.25 s and the check's budget less the numpy replay's share
+        (`replay_reserve`).  Each step of that is a whole
+        run of P (seconds on a real graph), stopped at the deadline; a
+        witness it could not move is shown as the oracle found it (a
+        schedule of P giving that outcome all the same), and
+        `stats.minimize_witnesses` says the stage was cut."""
+        deadline = min(self.deadline - self.replay_reserve(),
+                       time.monotonic() + WITNESS_MINIMIZE_SECONDS)
+        if time.monotonic() >= deadline:
+            self.stats["minimize_witnesses"] = POST_SKIPPED
+            return original_list
+        result = [(o, mini.minimize_schedule(self.p, found.feeds, found.init, w, o,
+                                             self.semantics, self.observe, deadline)
+                   if k < 10 else w)
+                  for k, (o, w) in enumerate(original_list)]
+        if time.monotonic() >= deadline:
+            self.stats["minimize_witnesses"] = POST_CUT
+        return result
+
     def replay_on_backends(self, found: _Found) -> list[str]:
+        """The backends (numpy, cupy) on which the counterexample's replay
+        confirms it (backends/confirm.py), within the check's budget: a
+        replay past the deadline stops (the clock is read every 32 steps
+        of each run) and `stats.backends` says so ("numpy replay skipped:
+        budget").  The verdict is `unsound` all the same: what makes it so
+        is the oracle's confirmation, done before (docs/verdicts.md,
+        "confirmed on"); `confirmed` lists only the replays that ran."""
         if not self.backends:
             return []
         try:
-            from tfsem.backends.confirm import confirm_counterexample
+            from tfsem.backends.confirm import BUDGET_REASON, confirm_details
         except ImportError:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
+            return []
+        # (a small margin past the deadline, REPLAY_MARGIN: on a small
+        # program the replay takes milliseconds, and a difference found at
+        # the end of the budget is replayed all the same)
+        end = self.deadline + min(REPLAY_MARGIN_SHARE * self.timeout, REPLAY_MARGIN_SECONDS)
+        if time.monotonic() >= end:
+            self.stats["backends"] = "numpy replay skipped: budget (none of the check's time left)"
             return []
         try:
             # (the oracle's enumeration of P's outcomes at σ, done by the
             # confirmation, is reused: a projected one is not that set)
             reuse = {} if found.projected is not None else {"original_outcomes": found.original}
-            return list(confirm_counterexample(self.p, self.p2, found.feeds, found.init,
-                                               found.schedule, self.semantics, self.observe,
-                                               **reuse))
+            details = confirm_details(self.p, self.p2, found.feeds, found.init,
+                                      found.schedule, self.semantics, self.observe,
+                                      deadline=end, **reuse)
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
+        cut = [c.backend for c in details if c.reason.startswith(BUDGET_REASON)]
+        if cut:
+            self.stats["backends"] = (f"{', '.join(cut)} replay skipped: budget (the check's "
+                                      f"time ran out during the replay)")
+        return [c.backend for c in details if c.confirmed]
 
     # -- the refutation stage (checking/refute.py) ------------------------------
 
@@ -1232,16 +1304,21 @@ class _Checker:
             owed = floor > 0     # (the σ owed runs even when a stall used up its floor)
             while owed or (time.monotonic() < stop and not self.capped()
                            and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
-                owed = False
+                was_owed, owed = owed, False
                 sigma = next(self._refute_sigmas)
                 self.sigma_draws += 1
                 feeds, init = sigma
                 left = stop - time.monotonic()
                 # (a race-free program has one outcome at every σ, which any
-                # run gives: `original_outcomes`; more runs only repeat it)
+                # run gives: `original_outcomes`; more runs only repeat it.
+                # Every run reads the clock inside itself; the first at the
+                # σ owed completes, past the deadline too)
                 candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
                                                  rng, 1 if race_free_p2 else REFUTE_RUNS,
-                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left)
+                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left,
+                                                 first_deadline=None if was_owed else stop)
+                if not candidates:
+                    break    # (the first run cut short at the deadline: no σ tried)
                 stats["sigmas"] += 1
                 if which == "after":
                     stats["after_sigmas"] = stats.get("after_sigmas", 0) + 1
@@ -1591,10 +1668,13 @@ class _Checker:
                     continue
                 feeds, init = sigma
                 until = self.deadline
+                # (each run reads the clock inside itself: one cut short
+                # gives no outcome, and no comparison)
                 mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                           runs, 1, until)
+                                           runs, 1, until, first_deadline=until)
                 theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                             runs, 1, until)
+                                             runs, 1, until, first_deadline=until) \
+                    if len(mine) == 1 else {}
                 if len(mine) != 1 or len(theirs) != 1:
                     break    # (a run cut short: not a comparison)
                 ((o1, _),) = mine.items()
@@ -1760,20 +1840,24 @@ class _Checker:
                 # race-free original's confirmation, one run of it, at least
                 # twice what the two runs above took: under load the share's
                 # rest was less than one run, and the difference found was
-                # left to the stages after the search.  The schedule in
-                # canonical order first: its replay is the one confirmation,
-                # and minimize_schedule has nothing to move)
+                # left to the stages after the search)
                 least = 2 * (time.monotonic() - ran) if RACE_FREE_CONFIRM and \
                     self.original_race_free() else 0.1
                 seconds = max(0.1, min(self.remaining(), max(least, stop - time.monotonic())))
-                canonical = mini.canonical_order(self.p2, schedule)
-                until = self.deadline if one_each else stop
                 if one_each:
                     seconds = max(0.1, self.remaining())
-                found = self.confirm(sigma, canonical, seconds, original=original)
-                if found is None and canonical != schedule:
-                    found = self.confirm(sigma, schedule, max(0.1, until - time.monotonic()),
-                                         original=original)
+                # (the rewrite's run above, a run of the oracle's own step
+                # function, gave o2 on `schedule`: that schedule is the one
+                # confirmed, and not replayed, a whole run on a real graph.
+                # Minimization moves it to the canonical order afterwards,
+                # one replay where the budget leaves time for it)
+                found = self.confirm(sigma, list(schedule), seconds, original=original,
+                                     outcome=o2)
+                if found is not None:
+                    # (what a confirmation that replays P' costs: the two
+                    # runs above and the original's; minimization takes no
+                    # step that would overrun it, minimized())
+                    self.confirm_seconds = max(self.confirm_seconds, time.monotonic() - ran)
                 if found is not None:
                     stats["found"] = tag
                     return found

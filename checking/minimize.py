@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import z3
 
+from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
@@ -298,15 +299,20 @@ def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value
     g = graph_of(p)
 
     def gives_outcome(candidate: list[str]) -> bool:
+        # (each replay is a whole run of p: on a real graph, seconds; it
+        # stops at the deadline, and a replay cut short is a "no": the
+        # schedule given, already confirmed, is kept)
         try:
-            state = run_schedule(p, feeds, init, candidate, semantics)
-        except ValueError:
+            state = run_schedule(p, feeds, init, candidate, semantics, deadline=deadline)
+        except (ValueError, BudgetExceeded):
             return False
         return outcome_of(p, g, state, observe) == outcome
 
     # the canonical order itself, when it gives the outcome (one replay):
     # nothing is out of place (on a real graph's deterministic training
     # step, the usual case, the swaps below cost a replay each)
+    if time.monotonic() >= deadline:
+        return list(schedule)
     canonical = canonical_order(p, schedule)
     if canonical != list(schedule) and gives_outcome(canonical):
         return canonical

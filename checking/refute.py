@@ -91,24 +91,38 @@ MAX_PAIRED_PARTS = 8
 
 def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                     semantics: str, observe: str, rng: np.random.Generator, runs: int,
-                    deadline: float) -> dict[Outcome, list[str]]:
+                    deadline: float, first_deadline: float | None = None
+                    ) -> dict[Outcome, list[str]]:
     """Outcomes of `runs` random complete runs of `p` at σ (fewer when the
     deadline passes), each with its schedule.  Every one is an outcome of p:
-    each run is a run of the oracle's step function."""
+    each run is a run of the oracle's step function.  A run reads the clock
+    every 64 steps and stops past the deadline, giving no outcome; the
+    first run's bound is `first_deadline` instead (None: it completes, a σ
+    is tried once at least; else the result may be empty)."""
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
     found: dict[Outcome, list[str]] = {}
     for k in range(runs):
-        if k and time.monotonic() > deadline:
+        bound = deadline if k else first_deadline
+        if bound is not None and time.monotonic() > bound:
             break
         parts, sched = [], []
         priority = k % 2 == 1
+        steps = 0
+        cut = False
         for comp in comps:
             st = comp.root(init)
             prio = rng.random(2 * comp.n) if priority else None
             while True:
                 comp.close(st)
                 if not st.ready:
+                    break
+                steps += 1
+                # (the clock inside a run too, every 64 steps: a real
+                # graph's run takes seconds.  The first run is cut only at
+                # `first_deadline`)
+                if bound is not None and steps & 63 == 0 and time.monotonic() > bound:
+                    cut = True
                     break
                 ready = sorted(st.ready)
                 if prio is not None:
@@ -117,8 +131,12 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
                     t = ready[int(rng.integers(len(ready)))]
                 st.ready.discard(t)
                 comp.fire(st, t)
+            if cut:
+                break    # (a run cut short gives no outcome)
             parts.append(comp.outcome(st))
             sched.extend(_schedule(st.sched))
+        if cut:
+            break
         found.setdefault(combine(parts, observe), sched)
     return found
 
@@ -191,8 +209,12 @@ def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
         for unnamed in (-1, len(position)):
             if time.monotonic() > deadline:
                 return found
-            parts, sched = _run_by_priority(
-                comps, init, lambda comp, u: (position.get(comp.label(u), unnamed), u))
+            try:
+                parts, sched = _run_by_priority(
+                    comps, init, lambda comp, u: (position.get(comp.label(u), unnamed), u),
+                    deadline)
+            except BudgetExceeded:
+                return found    # (a run cut short at the deadline gives no outcome)
             found.setdefault(combine(parts), sched)
     return found
 

@@ -183,6 +183,11 @@ class Verdict:
             lines += self.counterexample.describe()
         if self.confirmed:
             lines.append(f"  confirmed on: {', '.join(self.confirmed)}")
+        replay = self.stats.get("backends")
+        if self.verdict == UNSOUND and isinstance(replay, str):
+            # (why a replay is missing from "confirmed on": e.g. "numpy
+            # replay skipped: budget (...)", docs/verdicts.md)
+            lines.append(f"  {replay}")
         kernels = self.stats.get("tensorflow_kernels")
         if isinstance(kernels, Mapping) and kernels.get("text"):
             # the ops whose concrete values came from TensorFlow's kernels (oracle/kernels.py)

@@ -31,6 +31,7 @@ error, or whose f(w, v) is an error, leaves the variable unchanged.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
@@ -203,14 +204,20 @@ def outcome_of(p: Program, g: Graph, s: State, observe: str) -> Outcome:
 
 def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                  schedule: list[str], semantics: str = ATOMIC,
-                 max_iterations: int | None = None) -> State:
-    """Replay a schedule; raises ValueError at the first step that may not fire."""
+                 max_iterations: int | None = None, deadline: float | None = None) -> State:
+    """Replay a schedule; raises ValueError at the first step that may not fire.
+    Past `deadline` (time.monotonic()) the replay stops with BudgetExceeded
+    (the clock is read every 32 steps: a step of a real graph's run may take
+    milliseconds, its whole run seconds)."""
     g = graph_of(p)
     if p.has_control_flow:
         return cf.run_schedule(p, g, feeds, init, schedule, semantics,
                                max_iterations or cf.DEFAULT_MAX_ITERATIONS)
     s = initial_state(p, g, feeds, init)
+    started = time.monotonic() if deadline is not None else 0.0
     for i, step in enumerate(schedule):
+        if deadline is not None and i & 31 == 31 and time.monotonic() > deadline:
+            raise BudgetExceeded("seconds", max(0.0, deadline - started), i)
         if not step_enabled(p, g, s, step, semantics):
             raise ValueError(f"step {i} ({step}) is not enabled")
         s = fire(p, g, s, step)
