@@ -78,18 +78,8 @@ def test_a_reshape_to_an_empty_shape_of_a_modest_span_is_still_removed():
 from hypothesis import settings as _settings  # noqa: E402
 
 from tfsem.oracle.values import UNINITIALIZED, Error  # noqa: E402
-from tfsem.checking import structural
 
-
-@pytest.fixture(autouse=True)
-def _these_rules_alone(monkeypatch):
-    """(R3)-(R5) alone: the rules of checking/static_shapes.py, (S) a
-    reshape to the shape its argument has and (F1) the product by one,
-    prove some of the same rewrites from the declared shapes of SPEC's σ
-    (tests/test_static_shapes.py); these tests hold R3-R5 to their own,
-    stronger claim, at σ of every shape."""
-    monkeypatch.setattr(structural, "RESHAPES_BY_SHAPE", False)
-    monkeypatch.setattr(structural, "TIMES_ONE", False)
+from shape_rules_support import these_rules_alone  # noqa: E402,F401  (autouse)
 
 NIGHTLY = _settings.get_current_profile_name() == "nightly"
 _SHAPES = [[4], [2, 2], [1, 4], [4, 1], [1, 2, 2], [], [1], [0], [0, 2], [2, 0], [-1], [2, -1],

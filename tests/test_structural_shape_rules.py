@@ -27,16 +27,7 @@ from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 
-
-@pytest.fixture(autouse=True)
-def _these_rules_alone(monkeypatch):
-    """(R3)-(R5) alone: the rules of checking/static_shapes.py, (S) a
-    reshape to the shape its argument has and (F1) the product by one,
-    prove some of the same rewrites from the declared shapes of SPEC's σ
-    (tests/test_static_shapes.py); these tests hold R3-R5 to their own,
-    stronger claim, at σ of every shape."""
-    monkeypatch.setattr(structural, "RESHAPES_BY_SHAPE", False)
-    monkeypatch.setattr(structural, "TIMES_ONE", False)
+from shape_rules_support import these_rules_alone  # noqa: E402,F401  (autouse)
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 F32 = np.float32
