@@ -5,22 +5,41 @@ reference machine's (oracle/controlflow.py, SPEC section 9); every registry
 function a step applies runs through the backend's own kernels
 (:func:`backends.execute.apply_function`, with its error discipline) on
 device arrays instead of the oracle's `Function.apply`.  The checker replays
-a control-flow counterexample here: the outcome must be the oracle's.
+a control-flow counterexample here (:func:`confirm_on_backends`): the
+rewritten program's schedule must give the oracle's outcome, and no witness
+schedule of the original may give it.
+
+TensorLists (oracle/opdefs/lists.py) stay on the backend between steps as
+:class:`ArrayList`, a list of the backend's own arrays: a list op runs its
+one definition on that holder (`ListFunction.array_impl`), an element is
+moved to the host only when an op returns it as a tensor (GetItem,
+PopBack, Stack), and a list that ends in the outcome comes back as a
+TensorList (:func:`list_to_host`).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import dataclasses
+import time
+from typing import Any, Mapping, Sequence
 
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle import functions as fns
+from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.functions import CannotRun, OpError
 from tfsem.oracle.graph import graph_of
+from tfsem.oracle.opdefs.lists import ArrayList, TensorList
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import Program
 from tfsem.oracle.values import Error, Tensor, Value
 
-from .arraymodule import Backend, get_backend
+from .arraymodule import Backend, available_backends, get_backend
+from .confirm import BUDGET_REASON, Confirmation
 from .execute import apply_function
+
+#: the most witness schedules of the original replayed per backend
+#: (more: the claim stays unconfirmed there, said so)
+MAX_WITNESSES = 1000
 
 
 class DeviceMachine(cf.Machine):
@@ -31,20 +50,187 @@ class DeviceMachine(cf.Machine):
         self.backend = backend
 
     def apply_function(self, n, data: list) -> list:
+        fn = fns.get(n.op)
+        try:
+            if getattr(fn, "array_impl", None) is not None or \
+                    any(isinstance(d, ArrayList) for d in data):
+                return self._apply_list_function(fn, data, n.attrs)
+            b = self.backend
+            args = [d if isinstance(d, Error) else b.to_device(d.array) for d in data]
+            results = apply_function(fn, args, n.attrs, b.xp)
+            return self._results(results)
+        except CannotRun as exc:
+            # (the node and op named: the checker says which op lacks a back end)
+            exc.node, exc.op = n.name, n.op
+            raise
+
+    def _apply_list_function(self, fn, data: list, attrs: Mapping[str, Any]) -> list:
+        """A function whose arguments or results may be lists, on the
+        backend's arrays, with the error discipline of ListFunction.apply."""
+        for i in fn.strict():
+            if isinstance(data[i], Error):
+                return [data[i]] * fn.n_out
+        impl = getattr(fn, "array_impl", None)
+        if impl is None:
+            # (as Function.apply: Identity forwards a list, an array
+            # function has no value for one)
+            if fn.name == "Identity":
+                return [data[0]]
+            raise CannotRun(f"{fn.name} takes tensors, not a {type(data[0]).__name__}")
         b = self.backend
-        args = [d if isinstance(d, Error) else b.to_device(d.array) for d in data]
-        results = apply_function(fns.get(n.op), args, n.attrs, b.xp)
-        arrays = [r for r in results if not isinstance(r, Error)]
-        host = iter(b.to_host(arrays))
-        return [r if isinstance(r, Error) else Tensor(next(host)) for r in results]
+        args = [b.to_device(d.array) if isinstance(d, Tensor) else d for d in data]
+        try:
+            results = tuple(impl(b.xp, args, attrs))
+        except OpError as exc:
+            return [Error(exc.reason)] * fn.n_out
+        return self._results(results)
+
+    def _results(self, results) -> list:
+        """Results to the machine's values: arrays to the host (one
+        transfer), lists and errors as they are."""
+        b = self.backend
+        arrays = [r for r in results if not isinstance(r, (Error, ArrayList))]
+        host = iter(b.to_host(arrays)) if arrays else iter(())
+        return [r if isinstance(r, (Error, ArrayList)) else Tensor(next(host)) for r in results]
+
+    def outcome(self, s: cf.CFState, observe: str) -> Outcome:
+        """The reference machine's outcome, with every list that ends in it
+        brought back to the host as a TensorList."""
+        if any(isinstance(v, ArrayList) for v in s.tokens.values()) or \
+                any(isinstance(v, ArrayList) for v in s.var_value.values()):
+            s = dataclasses.replace(
+                s, tokens={k: self._host(v) for k, v in s.tokens.items()},
+                var_value={k: self._host(v) for k, v in s.var_value.items()})
+        return super().outcome(s, observe)
+
+    def _host(self, v: object) -> object:
+        return list_to_host(v, self.backend) if isinstance(v, ArrayList) else v
+
+
+def list_to_host(lst: ArrayList, backend: Backend) -> TensorList:
+    """A backend's list as the oracle's value (its set elements in one transfer)."""
+    arrays = [t for t in lst.items if t is not None]
+    host = iter(backend.to_host(arrays)) if arrays else iter(())
+    items = tuple(None if t is None else Tensor(next(host)) for t in lst.items)
+    return TensorList(lst.element_dtype, lst.element_shape, items, lst.max_elements)
+
+
+def list_to_device(lst: TensorList, backend: Backend) -> ArrayList:
+    """The oracle's list as a backend's (each set element uploaded)."""
+    items = tuple(None if t is None else backend.to_device(t.array) for t in lst.items)
+    return ArrayList(lst.element_dtype, lst.element_shape, items, lst.max_elements)
+
+
+def _fire(m: DeviceMachine, feeds: Mapping[str, Value], init: Mapping[str, Value],
+          schedule: Sequence[str], deadline: float | None) -> cf.CFState:
+    """`cf.fire_schedule` with the clock read every 32 steps: past
+    `deadline` (time.monotonic()) BudgetExceeded."""
+    started = time.monotonic()
+    s = m.initial(feeds, init)
+    for i, label in enumerate(schedule):
+        if deadline is not None and i & 31 == 31 and time.monotonic() > deadline:
+            raise BudgetExceeded("seconds", max(0.0, deadline - started), i)
+        steps = m.enabled_steps(s)
+        by_label = dict(zip(m.labels(s, steps), steps))
+        if label not in by_label:
+            raise ValueError(f"step {i} ({label}) is not enabled")
+        s = m.fire_step(s, by_label[label])
+    if m.enabled_steps(s):
+        raise ValueError("the schedule ends before the run does")
+    return s
 
 
 def replay_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                    schedule: Sequence[str], semantics: str = "atomic",
                    observe: str = "outputs+state", max_iterations: int | None = None,
-                   backend: Backend | str = "numpy") -> Outcome:
+                   backend: Backend | str = "numpy", deadline: float | None = None) -> Outcome:
     """The outcome of `schedule` on `backend`; ValueError when a step of it
-    may not fire (or the run goes on after it)."""
+    may not fire (or the run goes on after it); CannotRun (with `.op` and
+    `.node`) when an op it applies has no model on the backend."""
     b = get_backend(backend) if isinstance(backend, str) else backend
     m = DeviceMachine(p, b, semantics, max_iterations or cf.DEFAULT_MAX_ITERATIONS)
-    return m.outcome(cf.fire_schedule(m, feeds, init, schedule), observe)
+    return m.outcome(_fire(m, feeds, init, schedule, deadline), observe)
+
+
+def confirm_control_flow(original: Program, rewritten: Program, feeds: Mapping[str, Value],
+                         init: Mapping[str, Value], schedule: Sequence[str], claimed: Outcome,
+                         original_outcomes, semantics: str = "atomic",
+                         observe: str = "outputs+state", max_iterations: int | None = None,
+                         backends: Sequence[Backend | str] | None = None,
+                         deadline: float | None = None,
+                         max_witnesses: int = MAX_WITNESSES) -> list[Confirmation]:
+    """A control-flow counterexample replayed on each backend (default:
+    every one that can run here), as backends/confirm.py does for programs
+    without control flow: the rewritten schedule gives the `claimed`
+    outcome there, and none of the original's witness schedules
+    (`original_outcomes`, the oracle's OutcomeSet at σ) gives it there."""
+    chosen = [get_backend(b) if isinstance(b, str) else b
+              for b in (backends if backends is not None else available_backends())]
+    out = []
+    for b in chosen:
+        try:
+            out.append(_confirm_on(b, original, rewritten, feeds, init, schedule, claimed,
+                                   original_outcomes, semantics, observe, max_iterations,
+                                   deadline, max_witnesses))
+        except BudgetExceeded:
+            out.append(Confirmation(b.label, False, f"{BUDGET_REASON} (the check's time "
+                                    "budget ran out during the replay)"))
+        except CannotRun as exc:
+            op, node = getattr(exc, "op", None), getattr(exc, "node", None)
+            what = f"{op} (node {node!r})" if op else "an op"
+            out.append(Confirmation(b.label, False, f"not replayed on {b.label}: {what} has no "
+                                    f"{b.label} back end ({exc})"))
+    return out
+
+
+def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, schedule,
+                claimed: Outcome, oset, semantics: str, observe: str,
+                max_iterations: int | None, deadline: float | None,
+                max_witnesses: int) -> Confirmation:
+    bound = max_iterations or cf.DEFAULT_MAX_ITERATIONS
+    mr = DeviceMachine(rewritten, b, semantics, bound)
+    try:
+        ours = mr.outcome(_fire(mr, feeds, init, schedule, deadline), observe)
+    except ValueError as exc:
+        return Confirmation(b.label, False, f"the rewritten program cannot follow the "
+                            f"schedule on {b.label}: {exc}")
+    if ours != claimed:
+        where = ours.first_difference([claimed]) or {}
+        part = ", ".join(f"{k} {v!r}" for k, v in where.items())
+        return Confirmation(b.label, False, f"{b.label} gave another outcome on this schedule "
+                            f"than the reference engine ({part} differs)", ours)
+    if ours in oset:
+        return Confirmation(b.label, False, "the original has this outcome too", ours)
+    if oset.count > max_witnesses:
+        return Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
+                            f"witnesses than the {max_witnesses} replayed at most", ours)
+    mo = DeviceMachine(original, b, semantics, bound)
+    n = 0
+    for _, w in oset.items():
+        n += 1
+        try:
+            theirs = mo.outcome(_fire(mo, feeds, init, w, deadline), observe)
+        except ValueError as exc:
+            return Confirmation(b.label, False, f"the original cannot follow its witness "
+                                f"schedule on {b.label}: {exc}", ours)
+        if theirs == ours:
+            return Confirmation(b.label, False, f"an original's witness schedule gives this "
+                                f"outcome on {b.label}", ours)
+    return Confirmation(b.label, True, f"the schedule gives the claimed outcome on {b.label}; "
+                        f"none of the original's {n} witness schedules does", ours)
+
+
+def confirm_on_backends(original: Program, rewritten: Program, feeds, init, schedule,
+                        claimed: Outcome, original_outcomes, semantics: str, observe: str,
+                        max_iterations: int | None = None,
+                        deadline: float | None = None,
+                        backends: Sequence[Backend | str] | None = None
+                        ) -> tuple[list[str], str | None]:
+    """The checker's hook (checking/control_flow.py): the backends that
+    confirm the counterexample, and a line saying why the others did not
+    (None when all did): which op has no back end, which outcome differs."""
+    details = confirm_control_flow(original, rewritten, feeds, init, schedule, claimed,
+                                   original_outcomes, semantics, observe, max_iterations,
+                                   backends, deadline)
+    note = "; ".join(c.reason for c in details if not c.confirmed) or None
+    return [c.backend for c in details if c.confirmed], note

@@ -475,21 +475,24 @@ class _CFChecker:
         return best
 
     def replay(self, found: _Found) -> list[str]:
-        """The counterexample's schedule of P' replayed on numpy
-        (backends/controlflow.py): its outcome must be the oracle's."""
+        """The counterexample replayed on numpy (and cupy where a GPU is):
+        P''s schedule gives the oracle's outcome there, and no witness
+        schedule of P does (backends/controlflow.py); `stats.backends` says
+        why a backend did not confirm (an op with no back end, by name)."""
         if not self.backends:
             return []
         try:
-            from tfsem.backends.controlflow import replay_outcome
-            outcome = replay_outcome(self.p2, found.feeds, found.init, found.schedule,
-                                     self.semantics, self.observe, self.max_iterations)
+            from tfsem.backends.controlflow import confirm_on_backends
+            confirmed, note = confirm_on_backends(
+                self.p, self.p2, found.feeds, found.init, found.schedule, found.outcome,
+                found.original, self.semantics, self.observe, self.max_iterations,
+                deadline=self.deadline + min(0.05 * self.timeout, 0.25))
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
-        if outcome != found.outcome:
-            self.stats["backends"] = "numpy gave another outcome on this schedule"
-            return []
-        return ["numpy"]
+        if note:
+            self.stats["backends"] = note
+        return confirmed
 
 
 def _in_case(sigma: Sigma, by_term: dict) -> Iterator[Sigma]:

@@ -21,9 +21,15 @@ InvalidArgument, the node's value is the error value `invalid-argument`
 (errors are values, SPEC section 2), and the tests
 (tests/test_tensor_lists.py) compare every op with TensorFlow's kernel,
 the failures included.  The functions run in the reference semantics and
-the fast oracle on values; the array back ends (numpy, cupy, batched)
-refuse them by name ("cannot run"), and the checker treats them as
-uninterpreted functions.
+the fast oracle on values, and in the array back ends' replay of programs
+with control flow (backends/controlflow.py, numpy and cupy) on
+:class:`ArrayList`, a list whose elements are the back end's own arrays:
+each op is written once, against a holder of values (`_Values`,
+`_Arrays`), so both run the same lines (tests/test_tensor_lists.py runs
+every case on each against TensorFlow's kernels).  The array back ends'
+runs of programs without control flow (and the batched back end) refuse
+them by name ("cannot run"), and the checker treats them as uninterpreted
+functions.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numpy as np
 from .. import functions as fns
 from ..functions import TENSORFLOW, CannotRun, Function, _bool_attr, _dtype_attr, _int_attr
 from ..program import DataIn, TensorType
-from ..values import DTYPES, Error, Tensor, format_value
+from ..values import DTYPES, Error, Tensor, dtype_name, format_value
 from .registry import OpDef, define
 
 INVALID = "invalid-argument"
@@ -85,9 +91,13 @@ class ListOpError(fns.OpError):
 def partial_from_tensor(t: Tensor) -> tuple[int, ...] | None:
     """An element_shape operand as TensorFlow reads it (TensorShapeFromTensor):
     a scalar -1 is an unknown rank, a vector lists dims (-1 unknown)."""
-    if t.dtype not in ("int32", "int64"):
-        raise ListOpError(f"element_shape must be int32 or int64, not {t.dtype}")
-    a = t.array
+    return _partial(t.array, t.dtype)
+
+
+def _partial(a: np.ndarray, dtype: str) -> tuple[int, ...] | None:
+    """partial_from_tensor of a host array of dtype `dtype` (every holder's)."""
+    if dtype not in ("int32", "int64"):
+        raise ListOpError(f"element_shape must be int32 or int64, not {dtype}")
     if a.ndim == 0:
         if int(a) != -1:
             raise ListOpError(f"the only scalar element_shape is -1 (unknown rank), not {int(a)}")
@@ -130,12 +140,137 @@ def _defined(s: tuple[int, ...] | None) -> bool:
 
 
 # -- the functions -----------------------------------------------------------
+#
+# Each op is written once (`_reserve` ... `_pop_back` below) against a
+# *holder* `h`: how the engine running it holds tensors and lists.  The
+# reference semantics and the fast oracle hold Tensors and TensorLists of
+# Tensors (:data:`VALUES`); an array back end holds its own arrays and
+# :class:`ArrayList` of them (:func:`array_values`, numpy or cupy: the
+# elements stay where the back end keeps its arrays).  The ops' operands
+# that TensorFlow's kernels read on the host (an index, an element_shape, a
+# count) are read on the host by both.
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class ArrayList:
+    """A TensorList as an array back end holds it (backends/controlflow.py):
+    the fields of :class:`TensorList`, with each element an array of the
+    back end's module (a cupy array on a GPU), or None where unset.  Not a
+    value of outcomes: the back end converts it to a TensorList at the end
+    of a run (backends/controlflow.py `list_to_host`)."""
+
+    element_dtype: str
+    element_shape: tuple[int, ...] | None
+    items: tuple[Any, ...]
+    max_elements: int = -1
+
+    dtype = "variant"
+    shape: tuple[int, ...] = ()
+
+
+class _Values:
+    """The oracle's holder: Tensors, and TensorLists of Tensors."""
+
+    list_type: type = TensorList
+
+    def is_tensor(self, v: Any) -> bool:
+        return isinstance(v, Tensor)
+
+    def operand(self, t: Any) -> tuple[np.ndarray, str]:
+        """A tensor operand on the host, with its dtype's name."""
+        return t.array, t.dtype
+
+    def dtype(self, t: Any) -> str:
+        return t.dtype
+
+    def shape(self, t: Any) -> tuple[int, ...]:
+        return t.shape
+
+    def zeros(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return Tensor(np.zeros(shape, dtype=DTYPES[dtype]))
+
+    def rows(self, t: Any) -> tuple:
+        return tuple(Tensor(np.array(x)) for x in t.array)
+
+    def stack(self, items: Sequence[Any], shape: tuple[int, ...], dtype: str) -> Any:
+        dt = DTYPES[dtype]
+        parts = [np.zeros(shape, dtype=dt) if t is None else t.array for t in items]
+        return Tensor(np.stack(parts) if parts else np.zeros((0,) + tuple(shape), dtype=dt))
+
+    def from_host(self, array: np.ndarray) -> Any:
+        return Tensor(array)
+
+    def new(self, dtype: str, shape, items: tuple, max_elements: int = -1) -> Any:
+        return TensorList(dtype, shape, items, max_elements)
+
+
+class _Arrays(_Values):
+    """An array back end's holder: arrays of the module `xp`, and
+    ArrayLists of them."""
+
+    list_type = ArrayList
+
+    def __init__(self, xp: Any):
+        self.xp = xp
+
+    def is_tensor(self, v: Any) -> bool:
+        return isinstance(v, self.xp.ndarray)
+
+    def operand(self, t: Any) -> tuple[np.ndarray, str]:
+        # (cupy's arrays come to the host with .get(): TensorFlow's list
+        # kernels read these operands in host memory too)
+        host = t if isinstance(t, np.ndarray) else t.get()
+        name = dtype_name(host.dtype)
+        if name is None:
+            raise ListOpError(f"an operand of dtype {host.dtype} (not one of tfsem's)")
+        return host, name
+
+    def dtype(self, t: Any) -> str:
+        return dtype_name(t.dtype)
+
+    def shape(self, t: Any) -> tuple[int, ...]:
+        return tuple(t.shape)
+
+    def zeros(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return self.xp.zeros(shape, dtype=DTYPES[dtype])
+
+    def rows(self, t: Any) -> tuple:
+        return tuple(t[i].copy() for i in range(t.shape[0]))
+
+    def stack(self, items: Sequence[Any], shape: tuple[int, ...], dtype: str) -> Any:
+        xp, dt = self.xp, DTYPES[dtype]
+        parts = [xp.zeros(shape, dtype=dt) if t is None else t for t in items]
+        return xp.stack(parts) if parts else xp.zeros((0,) + tuple(shape), dtype=dt)
+
+    def from_host(self, array: np.ndarray) -> Any:
+        return self.xp.asarray(array)
+
+    def new(self, dtype: str, shape, items: tuple, max_elements: int = -1) -> Any:
+        return ArrayList(dtype, shape, items, max_elements)
+
+
+#: the reference semantics' holder
+VALUES = _Values()
+_ARRAYS: dict[int, _Arrays] = {}
+
+
+def array_values(xp: Any) -> _Arrays:
+    """The holder of the array module `xp` (numpy, cupy, numpy standing in
+    for cupy)."""
+    h = _ARRAYS.get(id(xp))
+    if h is None or h.xp is not xp:
+        h = _ARRAYS[id(xp)] = _Arrays(xp)
+    return h
 
 
 class ListFunction(Function):
     """A registry function whose arguments and results may be TensorLists:
     `apply` takes values (the error discipline of Function.apply: an error
-    in an argument is the result), the array back ends cannot run it."""
+    in an argument is the result).  `array_impl(xp, args, attrs)` is the
+    same op on an array back end's arrays and ArrayLists (errors raised as
+    OpError, as `impl`'s are), which the control-flow replay runs
+    (backends/controlflow.py); `impl`, the array back ends' runs of
+    programs without control flow, refuses it by name."""
 
     def apply(self, args: Sequence[Any], attrs: Mapping[str, Any] | None = None,
               xp: Any = np) -> tuple[Any, ...]:
@@ -150,20 +285,29 @@ class ListFunction(Function):
 
 def _no_arrays(name: str):
     def impl(xp, args, attrs):
-        raise CannotRun(f"{name} makes or reads a TensorList: the reference semantics and the "
-                        "outcome-set oracle run it, the array back ends do not")
+        raise CannotRun(f"{name} makes or reads a TensorList: the reference semantics, the "
+                        "outcome-set oracle and the array back ends' replay of programs with "
+                        "control flow run it, the array back ends' runs of programs without "
+                        "control flow (and the batched back end) do not")
     return impl
 
 
 def _list_function(name: str, n_in: int, n_out: int = 1, **attrs: Any):
-    def deco(values_impl):
-        fn = ListFunction(name, n_in, n_out, _no_arrays(name), doc=(values_impl.__doc__ or "").strip(),
+    def deco(op):
+        def values_impl(args, attrs):
+            return op(VALUES, args, attrs)
+
+        def array_impl(xp, args, attrs):
+            return op(array_values(xp), list(args), attrs)
+
+        fn = ListFunction(name, n_in, n_out, _no_arrays(name), doc=(op.__doc__ or "").strip(),
                           attrs=attrs, pure=False, family=TENSORFLOW, casts=True,
                           mixed_dtypes=True, export=_export_list(name))
         object.__setattr__(fn, "values_impl", values_impl)
+        object.__setattr__(fn, "array_impl", array_impl)
         object.__setattr__(fn, "result_types", _RESULT_TYPES[name])
         fns.register(fn)
-        return values_impl
+        return op
     return deco
 
 
@@ -208,38 +352,43 @@ def _export_list(op: str):
     return export
 
 
-def _list(v: Any, what: str = "input_handle") -> TensorList:
-    if not isinstance(v, TensorList):
+def _list(h: _Values, v: Any, what: str = "input_handle") -> Any:
+    if not isinstance(v, h.list_type):
         raise ListOpError(f"{what} is not a TensorList")
     return v
 
 
-def _tensor(v: Any, what: str) -> Tensor:
-    if not isinstance(v, Tensor):
+def _tensor(h: _Values, v: Any, what: str) -> Any:
+    if not h.is_tensor(v):
         raise ListOpError(f"{what} is not a tensor")
     return v
 
 
-def _scalar_int(v: Any, what: str, dtypes=("int32",)) -> int:
-    t = _tensor(v, what)
-    if t.dtype not in dtypes or t.array.ndim != 0:
+def _scalar_int(h: _Values, v: Any, what: str, dtypes=("int32",)) -> int:
+    a, dtype = h.operand(_tensor(h, v, what))
+    if dtype not in dtypes or a.ndim != 0:
         raise ListOpError(f"{what} must be a scalar of {' or '.join(dtypes)}")
-    return int(t.array)
+    return int(a)
 
 
-def _check_dtype(lst: TensorList, dtype: str) -> None:
+def _shape_operand(h: _Values, v: Any, what: str = "element_shape") -> tuple[int, ...] | None:
+    a, dtype = h.operand(_tensor(h, v, what))
+    return _partial(a, dtype)
+
+
+def _check_dtype(lst: Any, dtype: str) -> None:
     if lst.element_dtype != dtype:
         raise ListOpError(f"Invalid data types; op elements {dtype} but list elements "
                           f"{lst.element_dtype}")
 
 
-def _zeros(shape: tuple[int, ...] | None, dtype: str, what: str) -> Tensor:
+def _zeros(h: _Values, shape: tuple[int, ...] | None, dtype: str, what: str) -> Any:
     if not _defined(shape):
         raise ListOpError(f"{what}: the element shape is not fully defined")
-    return Tensor(np.zeros(shape, dtype=DTYPES[dtype]))
+    return h.zeros(shape, dtype)
 
 
-def _read_shape(lst: TensorList, requested: tuple[int, ...] | None) -> tuple[int, ...] | None:
+def _read_shape(h: _Values, lst: Any, requested: tuple[int, ...] | None) -> tuple[int, ...] | None:
     """The shape of an unset element read with `requested` (GetItem,
     PopBack, Stack): the list's and the request's, merged, and merged with
     the set elements' when that is not fully defined yet."""
@@ -247,7 +396,7 @@ def _read_shape(lst: TensorList, requested: tuple[int, ...] | None) -> tuple[int
     if not _defined(shape):
         for t in lst.items:
             if t is not None:
-                shape = merge(shape, t.shape)
+                shape = merge(shape, h.shape(t))
     return shape
 
 
@@ -255,110 +404,112 @@ _ELEMENT_DTYPE = {"element_dtype": _dtype_attr}
 
 
 @_list_function("TensorListReserve", 2, **_ELEMENT_DTYPE)
-def _reserve(args, attrs):
+def _reserve(h, args, attrs):
     """TensorListReserve(element_shape, num_elements): a list of
     num_elements unset elements."""
-    shape = partial_from_tensor(_tensor(args[0], "element_shape"))
-    n = _scalar_int(args[1], "num_elements")
+    shape = _shape_operand(h, args[0])
+    n = _scalar_int(h, args[1], "num_elements")
     if n < 0:
         raise ListOpError(f"The num_elements to reserve must be a non negative number, but "
                           f"got {n}")
     if n > fns.MAX_TENSOR_ELEMENTS:
         raise fns.too_large("TensorListReserve", n)
-    return (TensorList(attrs["element_dtype"], shape, (None,) * n),)
+    return (h.new(attrs["element_dtype"], shape, (None,) * n),)
 
 
 @_list_function("EmptyTensorList", 2, **_ELEMENT_DTYPE)
-def _empty(args, attrs):
+def _empty(h, args, attrs):
     """EmptyTensorList(element_shape, max_num_elements): a list of no
     elements that PushBack may grow to max_num_elements (-1: no limit)."""
-    shape = partial_from_tensor(_tensor(args[0], "element_shape"))
-    n = _scalar_int(args[1], "max_num_elements")   # (TensorFlow accepts any value)
-    return (TensorList(attrs["element_dtype"], shape, (), n),)
+    shape = _shape_operand(h, args[0])
+    n = _scalar_int(h, args[1], "max_num_elements")   # (TensorFlow accepts any value)
+    return (h.new(attrs["element_dtype"], shape, (), n),)
 
 
 @_list_function("TensorListFromTensor", 2, **_ELEMENT_DTYPE)
-def _from_tensor(args, attrs):
+def _from_tensor(h, args, attrs):
     """TensorListFromTensor(tensor, element_shape): the list of
     tensor[0], tensor[1], ...; its element shape is the operand's."""
-    t = _tensor(args[0], "tensor")
-    shape = partial_from_tensor(_tensor(args[1], "element_shape"))
-    if t.dtype != attrs["element_dtype"]:
-        raise ListOpError(f"tensor is {t.dtype}, element_dtype {attrs['element_dtype']}")
-    if t.array.ndim < 1:
+    t = _tensor(h, args[0], "tensor")
+    shape = _shape_operand(h, args[1])
+    dtype, t_shape = h.dtype(t), h.shape(t)
+    if dtype != attrs["element_dtype"]:
+        raise ListOpError(f"tensor is {dtype}, element_dtype {attrs['element_dtype']}")
+    if len(t_shape) < 1:
         raise ListOpError("Tensor must be at least a vector")
-    if not compatible(shape, t.shape[1:]):
+    if not compatible(shape, t_shape[1:]):
         raise ListOpError(f"Specified a list with shape {shape} from a tensor with shape "
-                          f"{list(t.shape)}")
-    return (TensorList(t.dtype, shape, tuple(Tensor(np.array(x)) for x in t.array)),)
+                          f"{list(t_shape)}")
+    return (h.new(dtype, shape, h.rows(t)),)
 
 
 @_list_function("TensorListLength", 1)
-def _length(args, attrs):
+def _length(h, args, attrs):
     """TensorListLength(input_handle): the number of elements, int32."""
-    return (Tensor(np.int32(len(_list(args[0]).items))),)
+    return (h.from_host(np.array(len(_list(h, args[0]).items), dtype=np.int32)),)
 
 
 @_list_function("TensorListElementShape", 1, shape_type=_dtype_attr)
-def _element_shape(args, attrs):
+def _element_shape(h, args, attrs):
     """TensorListElementShape(input_handle): the list's element shape as a
     tensor of shape_type (-1 for an unknown rank, -1 dims unknown)."""
-    lst = _list(args[0])
+    lst = _list(h, args[0])
     dt = DTYPES[attrs["shape_type"]]
     if lst.element_shape is None:
-        return (Tensor(np.array(-1, dtype=dt)),)
-    return (Tensor(np.array(lst.element_shape, dtype=dt).reshape(len(lst.element_shape))),)
+        return (h.from_host(np.array(-1, dtype=dt)),)
+    return (h.from_host(np.array(lst.element_shape, dtype=dt).reshape(len(lst.element_shape))),)
 
 
 @_list_function("TensorListSetItem", 3, resize_if_index_out_of_bounds=_bool_attr,
                 **_ELEMENT_DTYPE)
-def _set_item(args, attrs):
+def _set_item(h, args, attrs):
     """TensorListSetItem(input_handle, index, item): a copy with element
     `index` set (grown to index + 1 first where resize_if_index_out_of_bounds)."""
-    lst = _list(args[0])
-    i = _scalar_int(args[1], "index")
-    item = _tensor(args[2], "item")
+    lst = _list(h, args[0])
+    i = _scalar_int(h, args[1], "index")
+    item = _tensor(h, args[2], "item")
     _check_dtype(lst, attrs["element_dtype"])
-    if item.dtype != lst.element_dtype:
-        raise ListOpError(f"Invalid data types; op elements {item.dtype} but list elements "
+    dtype = h.dtype(item)
+    if dtype != lst.element_dtype:
+        raise ListOpError(f"Invalid data types; op elements {dtype} but list elements "
                           f"{lst.element_dtype}")
     items = list(lst.items)
     if attrs.get("resize_if_index_out_of_bounds") and i >= len(items):
         items += [None] * (i + 1 - len(items))
     if not 0 <= i < len(items):
         raise ListOpError(f"Trying to modify element {i} in a list with {len(items)} elements.")
-    if not compatible(lst.element_shape, item.shape):
+    if not compatible(lst.element_shape, h.shape(item)):
         raise ListOpError(f"Tried to set a tensor with incompatible shape at a list index. "
-                          f"Item element shape: {list(item.shape)} list shape: "
+                          f"Item element shape: {list(h.shape(item))} list shape: "
                           f"{lst.element_shape}")
     items[i] = item
-    return (TensorList(lst.element_dtype, lst.element_shape, tuple(items), lst.max_elements),)
+    return (h.new(lst.element_dtype, lst.element_shape, tuple(items), lst.max_elements),)
 
 
 @_list_function("TensorListGetItem", 3, **_ELEMENT_DTYPE)
-def _get_item(args, attrs):
+def _get_item(h, args, attrs):
     """TensorListGetItem(input_handle, index, element_shape): element
     `index`; an unset one is zeros of the element shape (the list's, the
     operand's and the set elements' merged), which must be fully defined."""
-    lst = _list(args[0])
-    i = _scalar_int(args[1], "index")
-    requested = partial_from_tensor(_tensor(args[2], "element_shape"))
+    lst = _list(h, args[0])
+    i = _scalar_int(h, args[1], "index")
+    requested = _shape_operand(h, args[2])
     _check_dtype(lst, attrs["element_dtype"])
     if not 0 <= i < len(lst.items):
         raise ListOpError(f"Trying to access element {i} in a list with {len(lst.items)} "
                           "elements.")
     if lst.items[i] is not None:
         return (lst.items[i],)
-    return (_zeros(_read_shape(lst, requested), lst.element_dtype,
+    return (_zeros(h, _read_shape(h, lst, requested), lst.element_dtype,
                    "Trying to read an uninitialized tensor"),)
 
 
 @_list_function("TensorListStack", 2, num_elements=_int_attr, **_ELEMENT_DTYPE)
-def _stack(args, attrs):
+def _stack(h, args, attrs):
     """TensorListStack(input_handle, element_shape): the elements stacked
     on a new first axis (unset ones as zeros of the element shape)."""
-    lst = _list(args[0])
-    requested = partial_from_tensor(_tensor(args[1], "element_shape"))
+    lst = _list(h, args[0])
+    requested = _shape_operand(h, args[1])
     _check_dtype(lst, attrs["element_dtype"])
     n = attrs.get("num_elements", -1)
     if n != -1 and n != len(lst.items):
@@ -368,51 +519,48 @@ def _stack(args, attrs):
     if not _defined(shape) and not lst.items:
         raise ListOpError("Tried to stack elements of an empty list with non-fully-defined "
                           "element_shape")
-    shape = _read_shape(lst, requested)
+    shape = _read_shape(h, lst, requested)
     if not _defined(shape):
         raise ListOpError("Tried to stack list which only contains uninitialized tensors and "
                           "has a non-fully-defined element_shape")
-    dt = DTYPES[lst.element_dtype]
     for t in lst.items:
-        if t is not None and t.shape != shape:
-            raise ListOpError(f"Incompatible shapes in a stacked list: {list(t.shape)} and "
+        if t is not None and h.shape(t) != shape:
+            raise ListOpError(f"Incompatible shapes in a stacked list: {list(h.shape(t))} and "
                               f"{list(shape)}")
-    parts = [np.zeros(shape, dtype=dt) if t is None else t.array for t in lst.items]
-    out = np.stack(parts) if parts else np.zeros((0,) + tuple(shape), dtype=dt)
-    return (Tensor(out),)
+    return (h.stack(lst.items, shape, lst.element_dtype),)
 
 
 @_list_function("TensorListPushBack", 2, **_ELEMENT_DTYPE)
-def _push_back(args, attrs):
+def _push_back(h, args, attrs):
     """TensorListPushBack(input_handle, tensor): a copy with `tensor` appended."""
-    lst = _list(args[0])
-    t = _tensor(args[1], "tensor")
+    lst = _list(h, args[0])
+    t = _tensor(h, args[1], "tensor")
     _check_dtype(lst, attrs["element_dtype"])
-    if t.dtype != lst.element_dtype:
-        raise ListOpError(f"Invalid data types; op elements {t.dtype} but list elements "
+    dtype = h.dtype(t)
+    if dtype != lst.element_dtype:
+        raise ListOpError(f"Invalid data types; op elements {dtype} but list elements "
                           f"{lst.element_dtype}")
-    if not compatible(lst.element_shape, t.shape):
+    if not compatible(lst.element_shape, h.shape(t)):
         raise ListOpError("Tried to append a tensor with incompatible shape to a list.")
     if lst.max_elements != -1 and len(lst.items) >= lst.max_elements:
         raise ListOpError(f"Tried to push item into a full list; list size: {len(lst.items)}, "
                           f"max_num_elements: {lst.max_elements}")
-    return (TensorList(lst.element_dtype, lst.element_shape, lst.items + (t,),
-                       lst.max_elements),)
+    return (h.new(lst.element_dtype, lst.element_shape, lst.items + (t,), lst.max_elements),)
 
 
 @_list_function("TensorListPopBack", 2, 2, **_ELEMENT_DTYPE)
-def _pop_back(args, attrs):
+def _pop_back(h, args, attrs):
     """TensorListPopBack(input_handle, element_shape): (the list without its
     last element, that element; an unset one as zeros, as GetItem)."""
-    lst = _list(args[0])
-    requested = partial_from_tensor(_tensor(args[1], "element_shape"))
+    lst = _list(h, args[0])
+    requested = _shape_operand(h, args[1])
     _check_dtype(lst, attrs["element_dtype"])
     if not lst.items:
         raise ListOpError("Trying to pop from an empty list.")
     last = lst.items[-1]
-    rest = TensorList(lst.element_dtype, lst.element_shape, lst.items[:-1], lst.max_elements)
+    rest = h.new(lst.element_dtype, lst.element_shape, lst.items[:-1], lst.max_elements)
     if last is None:
-        last = _zeros(_read_shape(lst, requested), lst.element_dtype,
+        last = _zeros(h, _read_shape(h, lst, requested), lst.element_dtype,
                       "Trying to read an uninitialized tensor")
     return (rest, last)
 
