@@ -50,48 +50,12 @@ class DeviceMachine(cf.Machine):
         self.backend = backend
 
     def apply_function(self, n, data: list) -> list:
-        fn = fns.get(n.op)
         try:
-            if getattr(fn, "array_impl", None) is not None or \
-                    any(isinstance(d, ArrayList) for d in data):
-                return self._apply_list_function(fn, data, n.attrs)
-            b = self.backend
-            args = [d if isinstance(d, Error) else b.to_device(d.array) for d in data]
-            results = apply_function(fn, args, n.attrs, b.xp)
-            return self._results(results)
+            return apply_values(self.backend, fns.get(n.op), data, n.attrs)
         except CannotRun as exc:
             # (the node and op named: the checker says which op lacks a back end)
             exc.node, exc.op = n.name, n.op
             raise
-
-    def _apply_list_function(self, fn, data: list, attrs: Mapping[str, Any]) -> list:
-        """A function whose arguments or results may be lists, on the
-        backend's arrays, with the error discipline of ListFunction.apply."""
-        for i in fn.strict():
-            if isinstance(data[i], Error):
-                return [data[i]] * fn.n_out
-        impl = getattr(fn, "array_impl", None)
-        if impl is None:
-            # (as Function.apply: Identity forwards a list, an array
-            # function has no value for one)
-            if fn.name == "Identity":
-                return [data[0]]
-            raise CannotRun(f"{fn.name} takes tensors, not a {type(data[0]).__name__}")
-        b = self.backend
-        args = [b.to_device(d.array) if isinstance(d, Tensor) else d for d in data]
-        try:
-            results = tuple(impl(b.xp, args, attrs))
-        except OpError as exc:
-            return [Error(exc.reason)] * fn.n_out
-        return self._results(results)
-
-    def _results(self, results) -> list:
-        """Results to the machine's values: arrays to the host (one
-        transfer), lists and errors as they are."""
-        b = self.backend
-        arrays = [r for r in results if not isinstance(r, (Error, ArrayList))]
-        host = iter(b.to_host(arrays)) if arrays else iter(())
-        return [r if isinstance(r, (Error, ArrayList)) else Tensor(next(host)) for r in results]
 
     def outcome(self, s: cf.CFState, observe: str) -> Outcome:
         """The reference machine's outcome, with every list that ends in it
@@ -105,6 +69,44 @@ class DeviceMachine(cf.Machine):
 
     def _host(self, v: object) -> object:
         return list_to_host(v, self.backend) if isinstance(v, ArrayList) else v
+
+
+def apply_values(b: Backend, fn, data: Sequence[Any], attrs: Mapping[str, Any]) -> list:
+    """`fn` on the machine's values (host Tensors, the backend's
+    ArrayLists, Errors) run on backend `b`: tensors go to the device for the
+    call and the results' arrays come back in one transfer; lists stay on
+    the device.  The error discipline is Function.apply's (a list function's
+    ListFunction.apply's)."""
+    if getattr(fn, "array_impl", None) is None and not any(isinstance(d, ArrayList) for d in data):
+        args = [d if isinstance(d, Error) else b.to_device(d.array) for d in data]
+        return _results(b, apply_function(fn, args, attrs, b.xp))
+    for i in fn.strict():
+        if isinstance(data[i], Error):
+            return [data[i]] * fn.n_out
+    impl = getattr(fn, "array_impl", None)
+    if impl is None:
+        # (as Function.apply: Identity forwards a list, an array function
+        # has no value for one)
+        if fn.name == "Identity":
+            return [data[0]]
+        raise CannotRun(f"{fn.name} takes tensors, not a list")
+    args = [b.to_device(d.array) if isinstance(d, Tensor) else d for d in data]
+    try:
+        results = tuple(impl(b.xp, args, attrs))
+    except OpError as exc:
+        return [Error(exc.reason)] * fn.n_out
+    if len(results) != fn.n_out:
+        raise RuntimeError(f"function {fn.name} returned {len(results)} results, "
+                           f"declared {fn.n_out}")
+    return _results(b, results)
+
+
+def _results(b: Backend, results: Sequence[Any]) -> list:
+    """Results to the machine's values: arrays to the host (one transfer),
+    lists and errors as they are."""
+    arrays = [r for r in results if not isinstance(r, (Error, ArrayList))]
+    host = iter(b.to_host(arrays)) if arrays else iter(())
+    return [r if isinstance(r, (Error, ArrayList)) else Tensor(next(host)) for r in results]
 
 
 def list_to_host(lst: ArrayList, backend: Backend) -> TensorList:

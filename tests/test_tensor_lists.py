@@ -105,6 +105,44 @@ CASES = {
                                                               "num_elements": 1})],
     "empty-negative-max": [("EmptyTensorList", [S(), I32(-2)], {"element_dtype": "int64"}),
                            ("TensorListLength", [(0, 0)], {})],
+    # (added with the array back ends' lists: dtypes, extremes, empty tensors)
+    "get-wrong-dtype": [("TensorListFromTensor", [np.array([1, 2], np.int64), S()],
+                         {"element_dtype": "int64"}),
+                        ("TensorListGetItem", [(0, 0), I32(0), S()], {"element_dtype": "int32"})],
+    "push-wrong-dtype": [("TensorListReserve", [S(), I32(0)], {"element_dtype": "float32"}),
+                         ("TensorListPushBack", [(0, 0), I32(1)], {"element_dtype": "int32"}),
+                         ("TensorListLength", [(1, 0)], {})],
+    "stack-wrong-dtype": [("TensorListReserve", [S(2), I32(1)], {"element_dtype": "float32"}),
+                          ("TensorListStack", [(0, 0), S(2)], {"element_dtype": "float64",
+                                                               "num_elements": -1})],
+    "get-index-at-length": [("TensorListFromTensor", [np.array([1, 2], np.int64), S()],
+                             {"element_dtype": "int64"}),
+                            ("TensorListGetItem", [(0, 0), I32(2), S()], {"element_dtype": "int64"})],
+    "from-tensor-int-extremes": [
+        ("TensorListFromTensor", [np.array([[-2**63, 2**63 - 1], [0, -1]], np.int64), S(-1)],
+         {"element_dtype": "int64"}),
+        ("TensorListGetItem", [(0, 0), I32(0), S(2)], {"element_dtype": "int64"})],
+    "from-tensor-empty-stack": [("TensorListFromTensor", [np.zeros((0, 2), F32), S(2)],
+                                 {"element_dtype": "float32"}),
+                                ("TensorListStack", [(0, 0), S(2)], {"element_dtype": "float32",
+                                                                     "num_elements": -1})],
+    "from-tensor-bool-pop": [("TensorListFromTensor", [np.array([[True, False], [False, True]]), S()],
+                              {"element_dtype": "bool"}),
+                             ("TensorListPopBack", [(0, 0), S()], {"element_dtype": "bool"}),
+                             ("Identity", [(1, 1)], {})],
+    "stack-unset-shape-from-a-set-element": [
+        ("TensorListReserve", [S(), I32(3)], {"element_dtype": "float64"}),
+        ("TensorListSetItem", [(0, 0), I32(2), np.array([5e-324, -0.0, -np.inf])],
+         {"element_dtype": "float64"}),
+        ("TensorListStack", [(1, 0), S()], {"element_dtype": "float64", "num_elements": -1})],
+    "stack-half-subnormal": [("EmptyTensorList", [S(), I32(-1)], {"element_dtype": "float16"}),
+                             ("TensorListPushBack", [(0, 0), np.array([6e-8, np.nan], np.float16)],
+                              {"element_dtype": "float16"}),
+                             ("TensorListStack", [(1, 0), S(-1)], {"element_dtype": "float16",
+                                                                   "num_elements": 1})],
+    "element-shape-of-a-from-tensor": [("TensorListFromTensor", [np.zeros((2, 3, 0), I32), S(-1, 0)],
+                                        {"element_dtype": "int32"}),
+                                       ("TensorListElementShape", [(0, 0)], {"shape_type": "int64"})],
     "push-incompatible": [("TensorListReserve", [S(2), I32(0)], {"element_dtype": "int64"}),
                           ("TensorListPushBack", [(0, 0), np.zeros(3, np.int64)],
                            {"element_dtype": "int64"}),
@@ -168,6 +206,79 @@ def test_tensor_list_ops_are_tensorflows_kernels(tf, name):
         assert got == Tensor(np.asarray(want)), (got, want)   # bit for bit (SPEC section 2)
 
 
+# -- the array back ends (backends/controlflow.py): the same cases, each op
+# run by its one definition on the back end's arrays (ArrayList)
+
+BACKENDS = ("numpy", "cupy (numpy substituted)")
+
+
+def _backend(label):
+    from tfsem.backends.arraymodule import get_backend, numpy_as_cupy
+    return get_backend("numpy") if label == "numpy" else numpy_as_cupy()
+
+
+def run_arrays(steps, label):
+    """The last output on an array back end, as a host value (a list
+    brought back as a TensorList)."""
+    from tfsem.backends.controlflow import apply_values, list_to_host
+    from tfsem.oracle.opdefs.lists import ArrayList
+    b = _backend(label)
+    results = []
+    for op, inputs, attrs in steps:
+        args = [results[i[0]][i[1]] if isinstance(i, tuple) else Tensor(np.asarray(i))
+                for i in inputs]
+        results.append(apply_values(b, fns.get(op), args, attrs))
+    last = results[-1][0]
+    return list_to_host(last, b) if isinstance(last, ArrayList) else last
+
+
+@pytest.mark.parametrize("label", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tensor_list_ops_on_the_array_back_ends_are_the_oracles(name, label):
+    """No TensorFlow needed: the back end's value is the oracle's, bit for
+    bit (SPEC section 2 equality, NaN payloads by `exact`), errors included."""
+    got, want = run_arrays(CASES[name], label), run_tfsem(CASES[name])
+    assert got == want and getattr(got, "exact", got) == getattr(want, "exact", want), (got, want)
+    if isinstance(want, Tensor):
+        assert got.array.tobytes() == want.array.tobytes()
+
+
+@pytest.mark.parametrize("label", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tensor_list_ops_on_the_array_back_ends_are_tensorflows_kernels(tf, name, label):
+    want = run_tensorflow(tf, CASES[name])
+    got = run_arrays(CASES[name], label)
+    if isinstance(want, str):
+        assert got == Error("invalid-argument"), got
+    else:
+        assert got == Tensor(np.asarray(want)), (got, want)
+        assert got.array.tobytes() == np.asarray(want).tobytes()   # (the bits: -0.0, NaN)
+
+
+def test_a_list_stays_on_the_back_end_between_ops():
+    """A list's elements are the back end's arrays (ArrayList): pushing
+    moves the pushed tensor to the device once, reading one element moves
+    only that element back."""
+    from tfsem.backends.controlflow import apply_values
+    from tfsem.oracle.opdefs.lists import ArrayList
+    b = _backend("cupy (numpy substituted)")
+    (lst,) = apply_values(b, fns.get("EmptyTensorList"), [Tensor(S()), Tensor(I32(-1))],
+                          {"element_dtype": "int64"})
+    for k in range(3):
+        (lst,) = apply_values(b, fns.get("TensorListPushBack"), [lst, Tensor(np.int64(k))],
+                              {"element_dtype": "int64"})
+    assert isinstance(lst, ArrayList) and len(lst.items) == 3
+    before = (b.transfers.to_device, b.transfers.to_host)
+    (item,) = apply_values(b, fns.get("TensorListGetItem"), [lst, Tensor(I32(1)), Tensor(S())],
+                           {"element_dtype": "int64"})
+    assert item == Tensor(np.int64(1))
+    assert (b.transfers.to_device - before[0], b.transfers.to_host - before[1]) == (2, 1)
+    (out,) = apply_values(b, fns.get("Identity"), [lst], {})
+    assert out is lst
+    with pytest.raises(fns.CannotRun, match="Add takes tensors"):
+        apply_values(b, fns.get("Add"), [lst, lst], {})
+
+
 def test_a_list_is_a_value_shown_by_its_elements():
     lst = run_tfsem(CASES["set-get-nan-signed-zero-subnormal"][:2])
     assert isinstance(lst, TensorList) and lst.items[0] is None
@@ -176,7 +287,7 @@ def test_a_list_is_a_value_shown_by_its_elements():
     assert value_to_json(lst)["dtype"] == "variant"
 
 
-def test_the_array_back_ends_refuse_a_list_by_name():
+def test_the_array_back_ends_runs_without_control_flow_refuse_a_list_by_name():
     with pytest.raises(fns.CannotRun, match="TensorListStack"):
         fns.get("TensorListStack").impl(np, (None, None), {})
     lst = run_tfsem(CASES["from-tensor-stack"][:1])
