@@ -70,6 +70,9 @@ class Backend:
         dtype into one flat buffer on the device, copied, and unpacked."""
         self.transfers.to_host += 1
         self.synchronize()
+        if len(arrays) == 1:   # (one array: copied as it is, nothing to pack)
+            a = arrays[0]
+            return [self._download(a).reshape(a.shape).astype(a.dtype, copy=False)]
         out: list[np.ndarray | None] = [None] * len(arrays)
         by_dtype: dict[Any, list[int]] = {}
         for i, a in enumerate(arrays):

@@ -125,27 +125,39 @@ def list_to_device(lst: TensorList, backend: Backend) -> ArrayList:
 
 def _fire(m: DeviceMachine, feeds: Mapping[str, Value], init: Mapping[str, Value],
           schedule: Sequence[str], deadline: float | None) -> cf.CFState:
-    """`cf.fire_schedule` with the clock read every 32 steps: past
-    `deadline` (time.monotonic()) BudgetExceeded."""
+    """`cf.fire_schedule` with the clock read every 32 steps (past
+    `deadline`, time.monotonic(), BudgetExceeded), and without finding the
+    enabled steps again for a step that was eager where they were last
+    found: an eager step stays enabled until it fires and its label is its
+    own (`Machine.eager`, `Machine.batch_eager`: the oracle fires a state's
+    eager steps in one batch on the same argument), so it is looked up
+    among those until a step that was not eager fires.  A replay of a few
+    thousand steps spent half its time finding them."""
     started = time.monotonic()
     s = m.initial(feeds, init)
+    eager: dict[str, cf.Step] = {}
     for i, label in enumerate(schedule):
         if deadline is not None and i & 31 == 31 and time.monotonic() > deadline:
             raise BudgetExceeded("seconds", max(0.0, deadline - started), i)
-        step = _enabled(m, s, label)
-        if step is None:
-            raise ValueError(f"step {i} ({label}) is not enabled")
-        s = m.fire_step(s, step)
+        st = eager.pop(label, None)
+        if st is None:
+            steps = m.enabled_steps(s)
+            st = _enabled(steps, label)
+            if st is None:
+                raise ValueError(f"step {i} ({label}) is not enabled")
+            eager = {x.label(): x for x in steps if x.phase != "end" and m.eager(s, x)} \
+                if m.batch_eager else {}
+            if eager.pop(label, None) is not st:
+                eager = {}   # (st was not eager: the others are found again after it)
+        s = m.fire_step(s, st)
     if m.enabled_steps(s):
         raise ValueError("the schedule ends before the run does")
     return s
 
 
-def _enabled(m: DeviceMachine, s: cf.CFState, label: str) -> cf.Step | None:
-    """The enabled step labelled `label` (`Machine.labels`, spelled only
-    for the steps of the node the label names: a replay of a few thousand
-    steps spent a tenth of its time spelling the others)."""
-    steps = m.enabled_steps(s)
+def _enabled(steps: list, label: str) -> cf.Step | None:
+    """The step of `steps` labelled `label` (`Machine.labels`, spelled
+    only for the steps of the node the label names)."""
     many: dict = {}
     for st in steps:
         many[(st.node, st.ctx, st.phase)] = many.get((st.node, st.ctx, st.phase), 0) + 1
@@ -247,5 +259,6 @@ def confirm_on_backends(original: Program, rewritten: Program, feeds, init, sche
     details = confirm_control_flow(original, rewritten, feeds, init, schedule, claimed,
                                    original_outcomes, semantics, observe, max_iterations,
                                    backends, deadline)
-    note = "; ".join(c.reason for c in details if not c.confirmed) or None
+    note = "; ".join(c.reason if c.backend in c.reason else f"{c.backend}: {c.reason}"
+                     for c in details if not c.confirmed) or None
     return [c.backend for c in details if c.confirmed], note
