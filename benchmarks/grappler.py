@@ -121,7 +121,9 @@ def worker() -> int:
         try:
             v = check_rewrite(original, rewritten, timeout=job["timeout"])
             row.update(status="checked", verdict=v.verdict, reason=v.reason[:300],
-                       path=v.stats.get("path"), difference=getattr(v, "difference", None))
+                       path=v.stats.get("path"), difference=getattr(v, "difference", None),
+                       confirmed=list(v.confirmed), replay_s=v.stats.get("replay_seconds"),
+                       backends=v.stats.get("backends"))
         except Exception as exc:  # noqa: BLE001
             row.update(status=f"check failed: {type(exc).__name__}: {str(exc)[:100]}")
         row["check_s"] = time.perf_counter() - t
@@ -247,6 +249,11 @@ def main(argv=None) -> int:
                         "reason": first.get("reason"), "path": first.get("path"),
                         "nodes": first.get("nodes"), "new_ops": first.get("new_ops"),
                         "verdicts": [r.get("verdict") for r in res],
+                        # (per repeat: where an unsound one was confirmed, and
+                        # the seconds of the control-flow replay on the back ends)
+                        "confirmed": [r.get("confirmed") for r in res],
+                        "replay_s": [r.get("replay_s") for r in res],
+                        "backends": [r.get("backends") for r in res],
                         "grappler_s": statistics.median(r.get("grappler_s", 0.0) for r in res),
                         "check_s": statistics.median(r.get("check_s", 0.0) for r in res) if ok
                         else None})

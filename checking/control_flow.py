@@ -481,6 +481,7 @@ class _CFChecker:
         why a backend did not confirm (an op with no back end, by name)."""
         if not self.backends:
             return []
+        t0 = time.monotonic()
         try:
             from tfsem.backends.controlflow import confirm_on_backends
             confirmed, note = confirm_on_backends(
@@ -490,6 +491,7 @@ class _CFChecker:
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
+        self.stats["replay_seconds"] = round(time.monotonic() - t0, 3)
         if note:
             self.stats["backends"] = note
         return confirmed
