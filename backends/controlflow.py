@@ -42,20 +42,43 @@ from .execute import apply_function
 MAX_WITNESSES = 1000
 
 
-class DeviceMachine(cf.Machine):
-    """The reference machine with functions run on `backend`'s arrays."""
+#: a memo entry's most bytes (arguments and results): larger ones are computed again
+MEMO_ENTRY_BYTES = 1 << 20
 
-    def __init__(self, p: Program, backend: Backend, semantics: str, max_iterations: int):
+
+class DeviceMachine(cf.Machine):
+    """The reference machine with functions run on `backend`'s arrays.
+    `memo`, when given, remembers the backend's results by (op, attributes,
+    argument bits), shared by the machines of one confirmation: the
+    original's witness runs the loops the rewrite ran, on the same σ, and
+    a deterministic function of the same bits on the same backend gives the
+    same bits (every value is still the backend's: none comes from the
+    reference engine)."""
+
+    def __init__(self, p: Program, backend: Backend, semantics: str, max_iterations: int,
+                 memo: dict | None = None):
         super().__init__(p, graph_of(p), semantics, max_iterations)
         self.backend = backend
+        self.memo = memo
 
     def apply_function(self, n, data: list) -> list:
+        fn = fns.get(n.op)
+        key = None
+        if self.memo is not None and not any(isinstance(d, ArrayList) for d in data):
+            key = _memo_key(n, fn, data)
+            got = self.memo.get(key) if key is not None else None
+            if got is not None:
+                return list(got)
         try:
-            return apply_values(self.backend, fns.get(n.op), data, n.attrs)
+            results = apply_values(self.backend, fn, data, n.attrs)
         except CannotRun as exc:
             # (the node and op named: the checker says which op lacks a back end)
             exc.node, exc.op = n.name, n.op
             raise
+        if key is not None and not any(isinstance(r, ArrayList) for r in results) and \
+                sum(r.array.nbytes for r in results if isinstance(r, Tensor)) <= MEMO_ENTRY_BYTES:
+            self.memo[key] = tuple(results)
+        return results
 
     def outcome(self, s: cf.CFState, observe: str) -> Outcome:
         """The reference machine's outcome, with every list that ends in it
@@ -69,6 +92,28 @@ class DeviceMachine(cf.Machine):
 
     def _host(self, v: object) -> object:
         return list_to_host(v, self.backend) if isinstance(v, ArrayList) else v
+
+
+def _memo_key(n, fn, data: list) -> tuple | None:
+    """(op, the function object, attributes, arguments) by their exact
+    bits, or None (an attribute with no exact key, a large argument)."""
+    attrs = cf._exact_key(n.attrs)
+    if attrs is None:
+        return None
+    args = []
+    size = 0
+    for d in data:
+        if type(d) is Tensor:
+            a = d.array
+            size += a.nbytes
+            if size > MEMO_ENTRY_BYTES:
+                return None
+            args.append((d.dtype, a.shape, a.tobytes()))
+        elif type(d) is Error:
+            args.append(("error", d.reason))
+        else:
+            return None
+    return (n.op, id(fn), attrs, tuple(args))
 
 
 def apply_values(b: Backend, fn, data: Sequence[Any], attrs: Mapping[str, Any]) -> list:
@@ -215,7 +260,8 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
                 max_iterations: int | None, deadline: float | None,
                 max_witnesses: int) -> Confirmation:
     bound = max_iterations or cf.DEFAULT_MAX_ITERATIONS
-    mr = DeviceMachine(rewritten, b, semantics, bound)
+    memo: dict = {}   # (this backend's results, shared by the two programs' replays)
+    mr = DeviceMachine(rewritten, b, semantics, bound, memo)
     try:
         ours = mr.outcome(_fire(mr, feeds, init, schedule, deadline), observe)
     except ValueError as exc:
@@ -231,7 +277,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     if oset.count > max_witnesses:
         return Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                             f"witnesses than the {max_witnesses} replayed at most", ours)
-    mo = DeviceMachine(original, b, semantics, bound)
+    mo = DeviceMachine(original, b, semantics, bound, memo)
     n = 0
     for _, w in oset.items():
         n += 1
