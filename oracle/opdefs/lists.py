@@ -204,7 +204,7 @@ class _Values:
         return TensorList(dtype, shape, items, max_elements)
 
 
-class _Arrays(_Values):
+class _Arrays:
     """An array back end's holder: arrays of the module `xp`, and
     ArrayLists of them."""
 
