@@ -60,12 +60,16 @@ class DeviceMachine(cf.Machine):
         super().__init__(p, graph_of(p), semantics, max_iterations)
         self.backend = backend
         self.memo = memo
+        self._memo_attrs: dict[str, object] = {}   # node name -> its attributes' exact key
 
     def apply_function(self, n, data: list) -> list:
         fn = fns.get(n.op)
         key = None
         if self.memo is not None and not any(isinstance(d, ArrayList) for d in data):
-            key = _memo_key(n, fn, data)
+            attrs = self._memo_attrs.get(n.name, _NONE)
+            if attrs is _NONE:
+                attrs = self._memo_attrs[n.name] = cf._exact_key(n.attrs)
+            key = _memo_key(n, fn, attrs, data)
             got = self.memo.get(key) if key is not None else None
             if got is not None:
                 return list(got)
@@ -94,10 +98,12 @@ class DeviceMachine(cf.Machine):
         return list_to_host(v, self.backend) if isinstance(v, ArrayList) else v
 
 
-def _memo_key(n, fn, data: list) -> tuple | None:
+_NONE = object()
+
+
+def _memo_key(n, fn, attrs, data: list) -> tuple | None:
     """(op, the function object, attributes, arguments) by their exact
     bits, or None (an attribute with no exact key, a large argument)."""
-    attrs = cf._exact_key(n.attrs)
     if attrs is None:
         return None
     args = []
