@@ -287,7 +287,7 @@ def test_a_list_is_a_value_shown_by_its_elements():
     assert value_to_json(lst)["dtype"] == "variant"
 
 
-def test_the_array_back_ends_runs_without_control_flow_refuse_a_list_by_name():
+def test_array_back_end_runs_without_control_flow_refuse_a_list_by_name():
     with pytest.raises(fns.CannotRun, match="TensorListStack"):
         fns.get("TensorListStack").impl(np, (None, None), {})
     lst = run_tfsem(CASES["from-tensor-stack"][:1])
