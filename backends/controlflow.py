@@ -311,6 +311,11 @@ def confirm_on_backends(original: Program, rewritten: Program, feeds, init, sche
     details = confirm_control_flow(original, rewritten, feeds, init, schedule, claimed,
                                    original_outcomes, semantics, observe, max_iterations,
                                    backends, deadline)
-    note = "; ".join(c.reason if c.backend in c.reason else f"{c.backend}: {c.reason}"
-                     for c in details if not c.confirmed) or None
+    def why(c: Confirmation) -> str:
+        if c.reason.startswith(BUDGET_REASON):
+            # (the words of the replay of programs without control flow,
+            # checking/check.py: docs/verdicts.md "confirmed on")
+            return f"{c.backend} replay skipped: budget (the check's time ran out during the replay)"
+        return c.reason if c.backend in c.reason else f"{c.backend}: {c.reason}"
+    note = "; ".join(why(c) for c in details if not c.confirmed) or None
     return [c.backend for c in details if c.confirmed], note

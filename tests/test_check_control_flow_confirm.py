@@ -180,3 +180,8 @@ def test_a_replay_past_its_deadline_stops(programs, found):
     (c,) = bcf.confirm_control_flow(p, q, cx.feeds, cx.init, cx.schedule, cx.outcome, original,
                                     backends=["numpy"], deadline=0.0)
     assert not c.confirmed and c.reason.startswith("replay cut short: budget")
+    confirmed, note = bcf.confirm_on_backends(p, q, cx.feeds, cx.init, cx.schedule, cx.outcome,
+                                              original, "atomic", "outputs+state",
+                                              deadline=0.0, backends=["numpy"])
+    assert confirmed == []
+    assert note == "numpy replay skipped: budget (the check's time ran out during the replay)"
