@@ -14,6 +14,7 @@ profile runs 60 programs (about 2 s); the nightly one 20 times as many."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +88,43 @@ def test_the_one_run_set_decides_membership_as_the_enumeration_does(case):
         runs = ref.sample_outcomes(q, feeds, init, sem, obs, np.random.default_rng(seed), 4, None)
         for o in runs:
             assert (o in mine) == (o in full), (engine, free)
+
+
+@st.composite
+def pairs(draw):
+    dtype = draw(st.sampled_from(("float32", "int64")))
+    p = draw(programs(max_nodes=12, dtype=dtype).filter(
+        lambda p: race_free(p) and any(n.op == "Assign" for n in p.nodes)))
+    q = _rewrite(p, draw(st.integers(0, len(PASSES) + 3)))
+    return p, q, draw(st.sampled_from(SETTINGS)), draw(st.booleans())
+
+
+@settings(max_examples=240 if NIGHTLY else 6, deadline=None,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(pairs())
+def test_checks_of_race_free_originals_agree_with_the_enumerating_checker(case):
+    """`check_rewrite` with the shortcut (the probe forced on where
+    `kernels`, as where TensorFlow's kernels are needed) and without it:
+    decided verdicts agree, and an `unsound` one's counterexample is
+    outside the enumerated Outcomes(P, σ)."""
+    from tfsem.checking import check_rewrite
+    from test_check_one_outcome import as_if_kernels
+    p, q, (sem, obs), kernels = case
+    if q == p or q.variables != p.variables or set(q.outputs) != set(p.outputs) or \
+            not set(q.feed_names) <= set(p.feed_names):
+        return
+    verdicts = []
+    for on in (True, False):
+        with pytest.MonkeyPatch.context() as mp, as_if_kernels(kernels):
+            mp.setattr(C, "REFUTE_FIRST_MIN_ACCESSES", 0)
+            mp.setattr(C, "RACE_FREE_CONFIRM", on)
+            mp.setattr(C, "PROBE_PLAIN", on)
+            verdicts.append(check_rewrite(p, q, sem, obs, timeout=10, structural=False,
+                                          backends=False, classify=False))
+    v, w = verdicts
+    if {v.verdict, w.verdict} <= {"sound", "unsound"}:
+        assert v.verdict == w.verdict, (v.reason, w.reason)
+    if v.verdict == "unsound":
+        cx = v.counterexample
+        full = outcome_set(p, cx.feeds, cx.init, sem, obs, max_seconds=10)
+        assert cx.outcome not in full
