@@ -41,7 +41,6 @@ from tfsem.checking import check as C
 from tfsem.checking import check_rewrite
 from tfsem.checking import refute as ref
 from tfsem.checking.structural import race_free
-from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json, program_to_json
 from tfsem.oracle.readsfrom import Unsupported
@@ -70,15 +69,11 @@ def var(name, x="x"):
 
 def without(p, node, edge):
     """`p` with the input `edge` ("^n", "n", "$f") of `node` removed."""
-    data = program_json(p)
+    data = program_to_json(p)
     for n in data["nodes"]:
         if n["name"] == node:
             n["inputs"] = [i for i in n["inputs"] if i != edge]
     return program_from_json(data)
-
-
-def program_json(p):
-    return program_to_json(p)
 
 
 # ---------------------------------------------------------------------------
