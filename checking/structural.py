@@ -401,15 +401,18 @@ both sides fail alike where a shape is not the expected one.
      elements") that Reshape to [0] takes (review, issue 23, fourth round).
 (R4) Mul.ftz(x, 1) is x (up to NaN payloads, where no function observes
      them, as (E3)) when 1 is a float32 or float64 scalar, x has its dtype
-     and x never holds a subnormal: x the result of a flushing form (its
-     results are flushed), of MatMul (only TensorFlow's kernel computes a
-     float product, under flush-to-zero), of Tile or Reshape of such a
-     term, or a constant with no subnormal (`_Terms.flushes`,
-     `_Terms.product_by_one`).  With (R1), RealDiv.ftz(x, 1) too.  On a
-     subnormal x the two differ (Mul.ftz flushes it): Grappler's constant
-     folding of `x / 1` is unsound there, which TensorFlow 2.21 shows
-     (a tf.function's `x / 1.0` on 1e-40 gives 1e-40 after Grappler, 0
-     eagerly).
+     and x never holds a subnormal: a constant with none, a result of a
+     flushing form, of MatMul (TensorFlow's kernel, under flush-to-zero),
+     of DivNoNan or SoftmaxCrossEntropyWithLogits (TensorFlow's kernels),
+     a Cast of an integer or bool, or a Reshape, ReshapeTo, Tile,
+     ExpandDims, Identity, Neg or Relu of such a term.  The clauses and
+     the argument are checking/product_by_one.py's: it is one rule, which
+     was two ((F1) "times one" of the third round and (R4) of the fourth,
+     each with its own notion of "never subnormal"; the union of both).
+     With (R1), RealDiv.ftz(x, 1) too.  On a subnormal x the two differ
+     (Mul.ftz flushes it): Grappler's constant folding of `x / 1` is
+     unsound there, which TensorFlow 2.21 shows (a tf.function's `x / 1.0`
+     on 1e-40 gives 1e-40 after Grappler, 0 eagerly).
 (R5) Tile[m](x) is x when every multiple is 1 and x is a Reshape to a
      fully specified shape of len(m) dimensions (so x, where it is a
      tensor, has that rank, and Tile's rank check passes; numpy's tile by
@@ -445,8 +448,8 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
-from .static_shapes import (kernel_dtype, mark_never_subnormal, reshape_changes_nothing,
-                            static_shapes, times_one)
+from .product_by_one import constant_never_subnormal, product_by_one, result_never_subnormal
+from .static_shapes import kernel_dtype, reshape_changes_nothing, static_shapes
 from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
@@ -461,14 +464,14 @@ EXTENSIONS = True
 #: off to show which one a proof needs); (R3) of "Shape rules"
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
-#: (S) of "Reshapes to the shape they have" in the module docstring, and
-#: (F1), x * 1.0 where x is never subnormal (checking/static_shapes.py)
+#: (S) of "Reshapes to the shape they have" in the module docstring
 RESHAPES_BY_SHAPE = True
-TIMES_ONE = True
 #: (C) of "Reshapes to the shape they have": a Cast moved outside a Reshape
 #: in Assign values (≈-terms)
 CAST_OUTSIDE_RESHAPE = True
 RESHAPE_OF_RESHAPE = True
+#: (R4) x * 1 where x is never subnormal (checking/product_by_one.py; it was
+#: two rules, (F1) and (R4), one switch each)
 PRODUCT_BY_ONE = True
 TILE_BY_ONES = True
 
@@ -512,11 +515,7 @@ _CAST = fns.lookup("Cast")
 #: element's position)
 _EXACT_CAST_SOURCES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64"})
-#: (R4): the product by one, and the functions whose results hold no
-#: subnormal float32/float64 (MatMul: TensorFlow's kernel, run with
-#: flush-to-zero on) or pass on their argument's elements (Tile, Reshape)
-_MUL_FTZ = fns.lookup("Mul.ftz")
-_MATMUL = fns.lookup("MatMul")
+#: (R5): Tile by ones
 _MOVES = {name: fns.lookup(name) for name in ("Tile", "Reshape")}
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
@@ -711,14 +710,12 @@ class _Terms:
         #: (S) of the module docstring)
         self.shapes: dict[int, tuple] = {}
         self.program_shapes: dict[int, Mapping] = {}
-        #: terms whose value is never a subnormal float ((F1))
-        self.normal: set[int] = set()
+        #: (R4) terms that hold no subnormal float32/float64 element wherever
+        #: they are tensors (checking/product_by_one.py: N)
+        self.never_subnormal: set[int] = set()
         #: port term -> (op, attributes, argument terms) of the application
         #: it is a result of ((C) looks one level down)
         self.origin: dict[int, tuple] = {}
-        #: (R4): terms that hold no subnormal float32/float64 element
-        #: wherever they are tensors (`flushes`)
-        self.flushed: set[int] = set()
         #: (R3): the result term of Reshape(x) with a fully specified shape
         #: -> (x, that shape)
         self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
@@ -813,8 +810,8 @@ class _Terms:
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
             self.dtypes.setdefault(t, value.dtype)
-            if t not in self.consts and not _has_subnormal(value.array):
-                self.flushed.add(t)
+            if t not in self.consts and constant_never_subnormal(value):
+                self.never_subnormal.add(t)
         self.consts.setdefault(t, value)
         return t
 
@@ -943,11 +940,9 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
-            if PRODUCT_BY_ONE and self.sorts_commutative and self.product_by_one(f, attrs, args):
+            if PRODUCT_BY_ONE and self.sorts_commutative and product_by_one(
+                    f, args, self.never_subnormal, self.consts, self.dtypes):
                 return (args[0],)          # (R4): x * 1 is x, x never subnormal
-        if (f is not None and TIMES_ONE and not self.real and self.sorts_commutative
-                and times_one(op, f, args, self.normal, self.consts, self.dtypes)):
-            return (args[0],)      # (F1): x * 1.0 where x is never subnormal
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -958,65 +953,15 @@ class _Terms:
             self.origin.setdefault(results[0], (op, attrs, args))
         if shape is not None:
             self.reshapes.setdefault(results[0], (args[0], shape))
-        if f is not None and self.flushes(f, args):
-            self.flushed.update(results)
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is None and f is not None and fns.lookup(op) is f:
             dtype = kernel_dtype(op, attrs)
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
-        mark_never_subnormal(self.normal, op, f, args, results, self.consts, self.dtypes)
+        if result_never_subnormal(op, f, args, self.never_subnormal, self.dtypes):
+            self.never_subnormal.update(results)
         return results
-
-    def flushes(self, f: fns.Function, args: tuple[int, ...]) -> bool:
-        """(R4) Whether f(args) holds no subnormal float32 or float64
-        element wherever it is a tensor: f is a flushing form of tfsem's
-        (`fns.flushed_variant`, `flushed_extremum`: `ftz` is applied to
-        every result of a flushed dtype), or MatMul, whose float products
-        only TensorFlow's kernel computes (oracle/kernels.py: its child
-        runs ops under TensorFlow's flush-to-zero mode, the executor's
-        ScopedFlushDenormal, so every arithmetic result is flushed;
-        tests/test_structural_shape_rules.py checks a product whose exact
-        value is subnormal gives zero), or Tile or Reshape of such a term
-        (they only move elements)."""
-        impl = getattr(f, "impl", None)
-        if (getattr(impl, "__module__", "") == "tfsem.oracle.functions"
-                and getattr(impl, "__qualname__", "").startswith(
-                    ("flushed_variant.", "flushed_extremum."))
-                and f.name.endswith(fns.FTZ_SUFFIX)):
-            return True
-        if f is _MATMUL and f is not None:
-            return True
-        return (_MOVES.get(f.name) is f and f is not None and len(args) == 1
-                and args[0] in self.flushed)
-
-    def product_by_one(self, f: fns.Function, attrs: Mapping[str, Any],
-                       args: tuple[int, ...]) -> bool:
-        """(R4) Whether f(args) is Mul.ftz(x, 1) with 1 a float32 or float64
-        scalar constant, x of its dtype (wherever x is a tensor) and in
-        `flushed`: then it is x at every σ, up to NaN payloads (the caller
-        asks that no function observes them, as (E3)):
-         - x an error: both are that error (Mul.ftz is strict, 1 is none);
-         - x a tensor: of 1's dtype (`dtypes`), so no dtype mismatch; the
-           scalar broadcasts to x's shape; x holds no subnormal, so the
-           flush of the arguments changes nothing, and x * 1 is x exactly
-           in IEEE arithmetic for every x (±0, ±inf, normal numbers; a NaN
-           stays a NaN); the result, x, is not subnormal, so neither the
-           flush of the result nor the correction for a result rounded up
-           to the smallest normal (`fns._tiny_after_rounding`, which
-           redoes the product scaled: |x| * 2^64, not below) changes it.
-        Grappler's constant folding removes x / 1 (the gradient of a global
-        average pooling over a 1x1 map in MobileNetV2 at 32x32); on a
-        subnormal x that is not sound (RealDiv flushes it, x does not:
-        measured on TensorFlow 2.21), hence the condition on x."""
-        if f is not _MUL_FTZ or f is None or attrs or len(args) != 2 or args[0] not in self.flushed:
-            return False
-        c = self.consts.get(args[1])
-        if (not isinstance(c, Tensor) or c.dtype not in ("float32", "float64")
-                or c.array.shape != () or self.dtypes.get(args[0]) != c.dtype):
-            return False
-        return c.array.tobytes() == np.array(1, dtype=c.array.dtype).tobytes()
 
     def tiles_by_ones(self, f: fns.Function, attrs: Mapping[str, Any],
                       args: tuple[int, ...]) -> bool:
@@ -1089,15 +1034,6 @@ class _Terms:
                 result = None
         self.folds[key] = result
         return result
-
-
-def _has_subnormal(a: np.ndarray) -> bool:
-    """Whether a float32 or float64 array holds a subnormal (any other
-    array: True, so that (R4) never takes it for flushed)."""
-    if a.dtype not in (np.float32, np.float64):
-        return True
-    with np.errstate(all="ignore"):
-        return bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
 
 
 #: (R3) the largest product of an inner Reshape's non-zero dimensions: a
