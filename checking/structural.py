@@ -486,6 +486,25 @@ _REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
 _BASIC = contextvars.ContextVar("tfsem_structural_basic", default=False)
 #: `structural_refinement(matched=...)`: where a proof's ν goes (per thread)
 _MATCHED = contextvars.ContextVar("tfsem_structural_matched", default=None)
+#: `structural_refinement(deadline=...)`: the time.monotonic() past which the
+#: rule stops, with no proof (per thread)
+_DEADLINE = contextvars.ContextVar("tfsem_structural_deadline", default=None)
+#: the reason of a result cut short by the deadline (checking/check.py then
+#: goes on, and ends `unknown` where its own stages find no time either)
+NO_PROOF_BUDGET = "no proof (budget): the check's deadline passed during the structural rule"
+
+
+class _OutOfTime(Exception):
+    """The deadline passed: the rule stops, concluding nothing."""
+
+
+def _tick() -> None:
+    """Stop (`_OutOfTime`) once the call's deadline has passed.  Every loop
+    of the rule over nodes, steps or values calls it at least every 64
+    iterations, so that no stretch of it runs long past the deadline."""
+    d = _DEADLINE.get()
+    if d is not None and time.monotonic() > d:
+        raise _OutOfTime()
 
 
 def _extensions() -> bool:
@@ -537,7 +556,8 @@ class _NotApplicable(Exception):
 def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
                           observe: str = "outputs+state", *, real: bool = False,
                           basic: bool = False, matched: dict | None = None,
-                          nan_blind: bool = True) -> StructuralResult:
+                          nan_blind: bool = True,
+                          deadline: float | None = None) -> StructuralResult:
     """Try to prove P' ⊑ P by the rule in the module docstring.  Both
     programs must be valid.  Groups M and S exist in decomposed mode only.
     `real`: float arithmetic over the reals (`--float real`): float values
@@ -546,13 +566,18 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     dict that receives ν on steps ((node, phase) of P -> of P') when the
     rule proves it.  `nan_blind` False: (E3) and (R2) are not applied, as
     when a function of either program observes NaN payloads
-    (checking/structural_loops.py: the loops it leaves out of P and P')."""
+    (checking/structural_loops.py: the loops it leaves out of P and P').
+    `deadline`: a time.monotonic() value (the check's); once it has passed
+    the rule stops and proves nothing (`NO_PROOF_BUDGET`, stats["budget"]),
+    as any rule's failure: never a verdict by itself."""
     token = _REAL.set(real)
     token2 = _BASIC.set(basic)
     token3 = _MATCHED.set(matched)
+    token4 = _DEADLINE.set(deadline)
     try:
         return _structural_refinement(p, p2, semantics, observe, nan_blind)
     finally:
+        _DEADLINE.reset(token4)
         _MATCHED.reset(token3)
         _BASIC.reset(token2)
         _REAL.reset(token)
@@ -572,19 +597,24 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
     # (last: Reads merged whatever their control inputs, as cse-ignore-control
     # does; (H) or (H') then decides whether the merge keeps their order)
     plans = None
-    for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
-                                       ("data", False))[:5 if _extensions() else 4]:
-        try:
-            if plans is None:   # (what the terms need depends on the programs alone)
-                plans = (_term_plan(p), _term_plan(p2),
-                         nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
-            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
-            proved = True
-            stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
-                                        else "cse key" if merge_reads else "name")
-            break
-        except _NotApplicable as exc:
-            reason = reason or str(exc)
+    try:
+        for merge_reads, merge_assigns in ((False, False), (True, False), (False, True),
+                                           (True, True), ("data", False))[:5 if _extensions() else 4]:
+            _tick()
+            try:
+                if plans is None:   # (what the terms need depends on the programs alone)
+                    plans = (_term_plan(p), _term_plan(p2),
+                             nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
+                reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
+                proved = True
+                stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
+                                            else "cse key" if merge_reads else "name")
+                break
+            except _NotApplicable as exc:
+                reason = reason or str(exc)
+    except _OutOfTime:
+        proved, reason = False, NO_PROOF_BUDGET
+        stats["budget"] = True
     stats["seconds"] = round(time.perf_counter() - started, 6)
     return StructuralResult(proved, reason, stats)
 
@@ -606,7 +636,9 @@ def _interface(p: Program, p2: Program) -> None:
 def _accesses(p: Program) -> dict[str, tuple[str, str, str | None]]:
     """access node -> (kind, variable, fn or None)."""
     out = {}
-    for n in p.nodes:
+    for k, n in enumerate(p.nodes):
+        if not k & 63:
+            _tick()
         if n.op == READ or n.op == ASSIGN:
             x = p.accessed_variable(n.name)
             if x is None:   # not a valid program: variable edges come from Var nodes
@@ -622,7 +654,9 @@ def _cse_keys(p: Program, assigns: bool = False, with_control: bool = True) -> d
     check the guess."""
     table: dict[tuple, int] = {}
     key: dict[str, int] = {}
-    for name in p.topological_order:
+    for j, name in enumerate(p.topological_order):
+        if not j & 63:
+            _tick()
         n = p.node[name]
         if n.op == ASSIGN and not assigns:
             k: tuple = ("assign", name)
@@ -1089,12 +1123,16 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
     # NaN2)) holds NaN1's bits)
     from tfsem.oracle.opdefs.state import PACKED_ASSIGNS
     consumers: dict[str, set] = {}
-    for n in p.nodes:
+    for j, n in enumerate(p.nodes):
+        if not j & 63:
+            _tick()
         for k, i in enumerate(n.data_inputs):
             if not isinstance(i, FeedIn):
                 consumers.setdefault(i.node, set()).add(
                     "value" if n.op == ASSIGN and k == 1 and n.fn in PACKED_ASSIGNS else n.op)
-    for n in p.nodes:
+    for j, n in enumerate(p.nodes):
+        if not j & 63:
+            _tick()
         op = n.attrs.get("fn") if n.op == ASSIGN else n.op
         if not isinstance(op, str) or op in (VAR, READ):
             continue
@@ -1150,7 +1188,9 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
     order = p.topological_order
     need_exact = {port.node for port in p.outputs.values()}
     need_settled: set[str] = set()
-    for name in order:
+    for k, name in enumerate(order):
+        if not k & 63:
+            _tick()
         n = p.node[name]
         if n.op == ASSIGN:
             v = n.data_inputs[1]
@@ -1160,7 +1200,9 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
                 if exact_assigns:
                     need_exact.add(v.node)
     info: dict[str, tuple] = {}
-    for name in reversed(order):
+    for k, name in enumerate(reversed(order)):
+        if not k & 63:
+            _tick()
         n = p.node[name]
         if n.op in (VAR, READ, ASSIGN):
             continue
@@ -1177,7 +1219,9 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
             need_exact.update(sources)
         info[name] = (f, congruent, inputs)
     plan = []
-    for name in order:
+    for k, name in enumerate(order):
+        if not k & 63:
+            _tick()
         n = p.node[name]
         if n.op in (VAR, READ, ASSIGN):
             plan.append((name, n.op, n.data_inputs, None, 0, False, False, False))
@@ -1218,7 +1262,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
             if sh is not None:
                 terms.shapes.setdefault(t, sh)
 
-    for name, op, inputs, f, n_out, need_exact, need_settled, congruent in plan:
+    for k, (name, op, inputs, f, n_out, need_exact, need_settled, congruent) in enumerate(plan):
+        if not k & 63:
+            _tick()
         if op == VAR:
             continue
         if op == READ:
@@ -1270,7 +1316,9 @@ def _steps(p: Program, semantics: str) -> tuple[list[Step], dict[Step, list[Step
     split = semantics == DECOMPOSED
     order: list[Step] = []
     preds: dict[Step, list[Step]] = {}
-    for name in p.topological_order:
+    for k, name in enumerate(p.topological_order):
+        if not k & 63:
+            _tick()
         before = [_last(p, q, split) for q in p.predecessors(name)]
         if split and p.node[name].op == ASSIGN:
             order += [(name, READ_STEP), (name, WRITE_STEP)]
@@ -1318,7 +1366,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if not plans[2]:
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
         if RESHAPES_BY_SHAPE:
-            terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(p, p2)))
+            terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(
+                p, p2, tick=_tick if _DEADLINE.get() is not None else None)))
         names: dict[int, str] = {}
         names2: dict[int, str] = {}
         assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names)
@@ -1476,7 +1525,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     mapped: dict[Step, int] = {}
     after_deleted: dict[Step, bool] = {}
     dset = {(a, phase) for a in deleted_assigns for phase in (ONE, READ_STEP, WRITE_STEP)}
-    for u in order:
+    for k, u in enumerate(order):
+        if not k & 63:
+            _tick()
         bits, late = 0, False
         for q in preds[u]:
             bits |= mapped[q]
@@ -1567,6 +1618,7 @@ def _differences(terms: _Terms, differing: list[tuple[str, int, int]],
     kinds: dict[str, int] = {}
     first = None
     for what, t1, t2 in differing:
+        _tick()
         path = terms.first_difference(t1, t2)
         d1, d2 = path[-1]
         kind = f"{_head(terms, d1)} -> {_head(terms, d2)}"
@@ -1643,7 +1695,9 @@ def _ancestors(order: list[Step],
     of positions); `order` is topological."""
     index = {u: i for i, u in enumerate(order)}
     anc: dict[Step, int] = {}
-    for u in order:
+    for k, u in enumerate(order):
+        if not k & 63:
+            _tick()
         bits = 0
         for q in preds[u]:
             bits |= anc[q] | (1 << index[q])
@@ -1672,7 +1726,9 @@ def _unobserved_reads(p: Program, acc: Mapping) -> set[str]:
             if not isinstance(i, FeedIn):
                 consumers.setdefault(i.node, []).append((n.name, k))
     fetched = {port.node for port in p.outputs.values()}
-    for name in reversed(p.topological_order):
+    for k, name in enumerate(reversed(p.topological_order)):
+        if not k & 63:
+            _tick()
         n = p.node[name]
         if name in fetched or any((p.node[c].op == ASSIGN and k == 1)
                                   or (p.node[c].op not in (ASSIGN, READ, VAR) and c in live)
@@ -1729,6 +1785,7 @@ def _fused_read(terms: _Terms, written: int, fn: str, value2: int, acc: Mapping,
     fn strict in v; r not matched to a Read of P' and not fused already."""
     if not _strict_in_value(fn):
         return None
+    _tick()
     for r, (kind, y, _f) in acc.items():
         if kind == READ and y == x and r not in taken:
             leaf = terms.table.get(("unmatched-read", r))
@@ -1745,6 +1802,7 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     by another split (`taken`)."""
     if not _strict_in_value(fn):
         return None
+    _tick()
     for rr, (kind, y, _f) in acc2.items():
         if kind == READ and y == x and rr not in taken:
             leaf = terms.table.get(("read", rr))

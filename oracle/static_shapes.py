@@ -317,12 +317,13 @@ def _static(shape) -> Shape | None:
 
 def _value_shapes(p: Program, read_shapes: bool | frozenset,
                   unsure: Mapping[str, str] | None = None,
-                  kernels: bool = True) -> dict[tuple[str, int], Shape]:
+                  kernels: bool = True, tick=None) -> dict[tuple[str, int], Shape]:
     """The claimed shapes, with (H) for every variable (`read_shapes` True),
     none (False) or the variables of a set (H_G); a Const of `unsure` is
     claimed nothing unless its variable is in that set.  `kernels` False:
     no function that may run TensorFlow's kernel is folded (graph import
-    does not start TensorFlow)."""
+    does not start TensorFlow).  `tick`, if given, is called every 64
+    nodes (a deadline's check: it raises to stop)."""
     out: dict[tuple[str, int], Shape] = {}
     consts: dict[tuple[str, int], Tensor] = {}
 
@@ -331,7 +332,9 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
             return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
-    for name in p.topological_order:
+    for k, name in enumerate(p.topological_order):
+        if tick is not None and not k & 63:
+            tick()
         n = p.node[name]
         if n.op in (VAR, ASSIGN):
             continue
@@ -474,17 +477,18 @@ def shape_keeping_variables(p: Program, unsure: Mapping[str, str] | None = None,
 _STORE_FUNCTIONS = {name: fns.lookup(name) for name in _STORES_VALUE}
 
 
-def static_shapes(p: Program, p2: Program | None = None
+def static_shapes(p: Program, p2: Program | None = None, tick=None
                   ) -> tuple[dict[tuple[str, int], Shape], ...]:
     """The claimed shapes of the ports of p (and of p2): with the Reads'
     declared shapes where every Assign of *both* programs keeps them (a
     Read leaf of the structural rule is shared by the two programs' terms,
-    and its value comes from the run of either), without them otherwise."""
+    and its value comes from the run of either), without them otherwise.
+    `tick`, if given, is called every 64 nodes (a deadline's check)."""
     programs = [p] if p2 is None else [p, p2]
-    with_reads = [_value_shapes(q, True) for q in programs]
+    with_reads = [_value_shapes(q, True, tick=tick) for q in programs]
     if all(_keeps_variable_shapes(q, s) for q, s in zip(programs, with_reads)):
         return tuple(with_reads)
-    return tuple(_value_shapes(q, False) for q in programs)
+    return tuple(_value_shapes(q, False, tick=tick) for q in programs)
 
 
 __all__ = ["ELEMENTWISE_1", "BROADCASTING_2", "MOVES_ELEMENTS", "result_shapes",
