@@ -23,8 +23,8 @@ from typing import Mapping
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.static_shapes import (BROADCASTING_2, ELEMENTWISE_1, MOVES_ELEMENTS,  # noqa: F401
-                                        Shape, _int_vector, _resolve, result_shapes,
-                                        static_shapes)
+                                        Shape, _int_vector, _resolve, data_inputs,
+                                        result_shapes, static_shapes)
 
 
 _RESHAPES = {name: fns.lookup(name) for name in ("Reshape", "ReshapeTo", "Tile")}

@@ -86,6 +86,7 @@ starts no TensorFlow), which only claims less.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Mapping
 
 import numpy as np
@@ -315,6 +316,20 @@ def _static(shape) -> Shape | None:
     return None
 
 
+#: Program -> (node name -> its data inputs): `Node.data_inputs` is computed
+#: at each call; the passes over a program (here, and the structural rule's)
+#: take it from here, once per program (programs are immutable)
+_DATA_INPUTS: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+
+
+def data_inputs(p: Program) -> dict[str, tuple]:
+    """Each node's data inputs (`Node.data_inputs`), computed once for `p`."""
+    got = _DATA_INPUTS.get(p)
+    if got is None:
+        got = _DATA_INPUTS[p] = {n.name: n.data_inputs for n in p.nodes}
+    return got
+
+
 def _value_shapes(p: Program, read_shapes: bool | frozenset,
                   unsure: Mapping[str, str] | None = None,
                   kernels: bool = True, tick=None) -> dict[tuple[str, int], Shape]:
@@ -332,16 +347,18 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
             return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
+    inputs = data_inputs(p)
     for k, name in enumerate(p.topological_order):
         if tick is not None and not k & 63:
             tick()
         n = p.node[name]
         if n.op in (VAR, ASSIGN):
             continue
+        ins = inputs[name]
         if n.op == READ:
             if read_shapes:
-                var = p.node[n.data_inputs[0].node].attrs.get("var") \
-                    if isinstance(n.data_inputs[0], DataIn) else None
+                var = p.node[ins[0].node].attrs.get("var") \
+                    if isinstance(ins[0], DataIn) else None
                 if read_shapes is not True and var not in read_shapes:
                     continue
                 sh = _static(p.variables[var].shape) if var in p.variables else None
@@ -357,7 +374,7 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 out[(name, 0)] = tuple(v.array.shape)
                 consts[(name, 0)] = v
             continue
-        args = [arg(i) for i in n.data_inputs]
+        args = [arg(i) for i in ins]
         folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) if args else None
         if folded is not None:
             for k, v in enumerate(folded):
