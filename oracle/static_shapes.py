@@ -316,17 +316,24 @@ def _static(shape) -> Shape | None:
     return None
 
 
-#: Program -> (node name -> its data inputs): `Node.data_inputs` is computed
-#: at each call; the passes over a program (here, and the structural rule's)
-#: take it from here, once per program (programs are immutable)
-_DATA_INPUTS: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+#: id(program) -> (a weak reference to it, node name -> its data inputs):
+#: `Node.data_inputs` is computed at each call; the passes over a program
+#: (here, and the structural rule's) take it from here, once per program
+#: (programs are immutable).  By id: a Program's own hash walks all of it
+_DATA_INPUTS: dict[int, tuple[weakref.ref, dict]] = {}
 
 
 def data_inputs(p: Program) -> dict[str, tuple]:
     """Each node's data inputs (`Node.data_inputs`), computed once for `p`."""
-    got = _DATA_INPUTS.get(p)
-    if got is None:
-        got = _DATA_INPUTS[p] = {n.name: n.data_inputs for n in p.nodes}
+    entry = _DATA_INPUTS.get(id(p))
+    if entry is not None and entry[0]() is p:
+        return entry[1]
+    got = {n.name: n.data_inputs for n in p.nodes}
+
+    def gone(ref, key=id(p)) -> None:
+        if _DATA_INPUTS.get(key, (None,))[0] is ref:
+            _DATA_INPUTS.pop(key, None)
+    _DATA_INPUTS[id(p)] = (weakref.ref(p, gone), got)
     return got
 
 
