@@ -3,6 +3,7 @@ side with a baseline commit.
 
     python benchmarks/structural.py PAIR.json... [--baseline-commit C]
                                     [--repeat 5] [--kernels on|off] [--json FILE]
+                                    [--semantics atomic|decomposed] [--observe outputs+state|outputs]
     python benchmarks/structural.py --dump DIR --graphs a,b [--optimizers ...]
 
 A pair file holds {"original": program, "rewritten": program} (tfsem's
@@ -111,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kernels", choices=("on", "off"), default=None)
     ap.add_argument("--json", default=None, metavar="FILE")
+    ap.add_argument("--semantics", default="atomic", choices=("atomic", "decomposed"))
+    ap.add_argument("--observe", default="outputs+state", choices=("outputs+state", "outputs"))
     ap.add_argument("--dump", default=None, metavar="DIR")
     ap.add_argument("--graphs", default="")
     ap.add_argument("--optimizers", default="constfold,arithmetic,dependency,"
@@ -149,7 +152,8 @@ def main(argv=None) -> int:
                 order.reverse()
             k += 1
             for i in order:
-                res[i].append(workers[i].run({"file": f}))
+                res[i].append(workers[i].run({"file": f, "semantics": args.semantics,
+                                              "observe": args.observe}))
         med = [statistics.median(r["seconds"] for r in rs) for rs in res]
         key = [(rs[0]["proved"], rs[0]["reason"], rs[0]["first_difference"]) for rs in res]
         row = {"pair": Path(f).stem, "seconds": med, "proved": [x[0] for x in key],

@@ -616,9 +616,11 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
             _tick()
             try:
                 if plans is None:   # (what the terms need depends on the programs alone)
-                    plans = (_term_plan(p), _term_plan(p2),
+                    shared: dict[str, Any] = {"doomed": {}, "info": ({}, {})}
+                    plans = (_term_plan(p, info=shared["info"][0]),
+                             _term_plan(p2, info=shared["info"][1]),
                              nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {},
-                             {"doomed": {}})
+                             shared)
                 reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
                 proved = True
                 stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
@@ -1236,7 +1238,8 @@ def _congruent_up_to_error(f: fns.Function | None) -> bool:
             or tuple(f.strict()) == tuple(range(f.n_in)))
 
 
-def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) -> list[tuple]:
+def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True,
+               info: dict[str, tuple] | None = None) -> list[tuple]:
     """Which terms `_program_terms` builds for p, node by node in
     topological order: (name, op, data inputs, function, results, need the
     exact term, need the ≈-term, ≈ a congruence for the function).  Exact
@@ -1244,7 +1247,10 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
     values), ≈-terms for those Assign values depend on; a function ≈ is no
     congruence for takes its exact term as its ≈-term.  It depends on p
     alone, so the rule's attempts share it.  `settled=False`: no ≈-term
-    (the exact Assign values alone, with `exact_assigns`)."""
+    (the exact Assign values alone, with `exact_assigns`).  `info`, if
+    given, keeps what each node's entry needs (function, congruence, data
+    inputs, sources) for the next plan of the same program (in one call of
+    the rule: the functions are looked up once)."""
     order = p.topological_order
     inputs = data_inputs(p)
     need_exact = {port.node for port in p.outputs.values()}
@@ -1260,17 +1266,20 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
                     need_settled.add(v.node)
                 if exact_assigns:
                     need_exact.add(v.node)
-    info: dict[str, tuple] = {}
+    info = {} if info is None else info
     for k, name in enumerate(reversed(order)):
         if not k & 63:
             _tick()
-        n = p.node[name]
-        if n.op in (VAR, READ, ASSIGN):
-            continue
-        f = fns.lookup(n.op)
-        congruent = _congruent_up_to_error(f)
-        ins = inputs[name]
-        sources = [i.node for i in ins if not isinstance(i, FeedIn)]
+        got = info.get(name)
+        if got is None:
+            n = p.node[name]
+            if n.op in (VAR, READ, ASSIGN):
+                continue
+            f = fns.lookup(n.op)
+            ins = inputs[name]
+            got = info[name] = (f, _congruent_up_to_error(f), ins,
+                                [i.node for i in ins if not isinstance(i, FeedIn)])
+        f, congruent, ins, sources = got
         if name in need_settled:
             if congruent:
                 need_settled.update(sources)
@@ -1278,7 +1287,6 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
                 need_exact.add(name)
         if name in need_exact:
             need_exact.update(sources)
-        info[name] = (f, congruent, ins)
     plan = []
     for k, name in enumerate(order):
         if not k & 63:
@@ -1287,7 +1295,7 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
         if n.op in (VAR, READ, ASSIGN):
             plan.append((name, n.op, inputs[name], None, 0, False, False, False))
         elif name in need_exact or name in need_settled:
-            f, congruent, ins = info[name]
+            f, congruent, ins, _sources = info[name]
             n_out = f.n_out if f is not None else n.n_outputs()
             plan.append((name, n.op, ins, f, n_out, name in need_exact,
                          name in need_settled, congruent))
@@ -1296,14 +1304,18 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
 
 def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                    exact_assigns: bool = False, plan: list[tuple] | None = None,
-                   names: dict[int, str] | None = None):
+                   names: dict[int, str] | None = None, known: Mapping | None = None,
+                   values_out: dict | None = None):
     """(Assign name -> ≈-term of its tensor input, output name -> exact term,
     and with `exact_assigns` Assign name -> exact term of its input): Assign
     values up to which error, outputs exactly (module docstring, V≈).  Only
     the terms these need are built (`_term_plan`).  `names`, when given,
     gets for each term the first node whose port it is (diagnostics:
-    `_differences`)."""
-    value: dict[tuple[str, int], int] = {}
+    `_differences`).  `values_out`, when given, gets every port's exact
+    term built; `known`, such a table from an earlier call for the same
+    program and leaves, whose ports are taken as they are, not built again
+    (the exact Assign values of a proof, after the outputs')."""
+    value: dict[tuple[str, int], int] = dict(known) if known else {}
     settled: dict[tuple[str, int], int] = {}   # the ≈-terms
     if plan is None:
         plan = _term_plan(p, exact_assigns)
@@ -1341,7 +1353,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 exact[name] = arg(inputs[1], value)
         else:
             attrs = p.node[name].attrs
-            if need_exact:
+            if need_exact and known and (name, 0) in known:
+                results = tuple(value[(name, port)] for port in range(n_out))
+            elif need_exact:
                 results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
                 shaped(name, results)
                 for port, t in enumerate(results):
@@ -1360,6 +1374,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                     if names is not None:
                         names.setdefault(t, name)
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
+    if values_out is not None:
+        values_out.update(value)
     return assigns, outputs, (exact if exact_assigns else None)
 
 
@@ -1429,7 +1445,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         # the outputs are the outputs, so this one would find it false too
         raise _NotApplicable(doomed[key])
     if key in built:
-        terms, assigns, outputs, assigns2, outputs2, names, names2 = built[key]
+        terms, assigns, outputs, assigns2, outputs2, names, names2, values = built[key]
     else:
         terms = _Terms()
         if len(plans) > 3:
@@ -1441,9 +1457,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                 p, p2, tick=_tick if _DEADLINE.get() is not None else None)))
         names: dict[int, str] = {}
         names2: dict[int, str] = {}
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names)
-        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2)
-        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2)
+        values: tuple[dict, dict] = ({}, {})     # (the exact terms built, of each program)
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names,
+                                             values_out=values[0])
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2,
+                                               values_out=values[1])
+        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2, values)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -1560,10 +1579,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             raise _NotApplicable(doomed[key])
     # (proved: which Assign values were equal only up to which error)
     # (exact terms alone: the ≈-terms are built; `_term_plan` settled=False)
-    exact = _program_terms(p, terms, leaves, exact_assigns=True,
-                           plan=_term_plan(p, True, settled=False))[2]
-    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True,
-                            plan=_term_plan(p2, True, settled=False))[2]
+    info = shared.get("info", ({}, {}))
+    exact = _program_terms(p, terms, leaves, exact_assigns=True, known=values[0],
+                           plan=_term_plan(p, True, settled=False, info=info[0]))[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True, known=values[1],
+                            plan=_term_plan(p2, True, settled=False, info=info[1]))[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
