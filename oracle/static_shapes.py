@@ -382,7 +382,9 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 consts[(name, 0)] = v
             continue
         args = [arg(i) for i in ins]
-        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) if args else None
+        # (`_fold` folds constant arguments only: a port without one is none)
+        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) \
+            if args and all(a[1] is not None for a in args) else None
         if folded is not None:
             for k, v in enumerate(folded):
                 out[(name, k)] = tuple(v.array.shape)
