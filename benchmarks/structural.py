@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -130,6 +131,13 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from grappler import baseline_tree
     tmp = Path(tempfile.mkdtemp(prefix="tfsem-bench-"))
+    try:
+        return _compare(args, env, tmp, baseline_tree)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _compare(args, env: dict, tmp: Path, baseline_tree) -> int:
     labels, workers = [], []
     if args.baseline_commit:
         base = baseline_tree(args.baseline_commit, tmp)
