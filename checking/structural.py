@@ -1251,31 +1251,31 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True,
     given, keeps what each node's entry needs (function, congruence, data
     inputs, sources) for the next plan of the same program (in one call of
     the rule: the functions are looked up once)."""
-    order = p.topological_order
     inputs = data_inputs(p)
+    info = {} if info is None else info
+    # (the nodes in topological order with their ops, and the Assigns'
+    # value inputs: the same for every plan of p; under a key no node has)
+    ops = info.get(("ops",))
+    if ops is None:
+        ops = info[("ops",)] = [(name, p.node[name].op) for name in p.topological_order]
+        info[("values",)] = [inputs[name][1] for name, op in ops if op == ASSIGN]
     need_exact = {port.node for port in p.outputs.values()}
     need_settled: set[str] = set()
-    for k, name in enumerate(order):
+    for v in info[("values",)]:
+        if not isinstance(v, FeedIn):
+            if settled:
+                need_settled.add(v.node)
+            if exact_assigns:
+                need_exact.add(v.node)
+    accesses = (VAR, READ, ASSIGN)
+    for k, (name, op) in enumerate(reversed(ops)):
         if not k & 63:
             _tick()
-        n = p.node[name]
-        if n.op == ASSIGN:
-            v = inputs[name][1]
-            if not isinstance(v, FeedIn):
-                if settled:
-                    need_settled.add(v.node)
-                if exact_assigns:
-                    need_exact.add(v.node)
-    info = {} if info is None else info
-    for k, name in enumerate(reversed(order)):
-        if not k & 63:
-            _tick()
+        if op in accesses:
+            continue
         got = info.get(name)
         if got is None:
-            n = p.node[name]
-            if n.op in (VAR, READ, ASSIGN):
-                continue
-            f = fns.lookup(n.op)
+            f = fns.lookup(op)
             ins = inputs[name]
             got = info[name] = (f, _congruent_up_to_error(f), ins,
                                 [i.node for i in ins if not isinstance(i, FeedIn)])
@@ -1288,16 +1288,15 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True,
         if name in need_exact:
             need_exact.update(sources)
     plan = []
-    for k, name in enumerate(order):
+    for k, (name, op) in enumerate(ops):
         if not k & 63:
             _tick()
-        n = p.node[name]
-        if n.op in (VAR, READ, ASSIGN):
-            plan.append((name, n.op, inputs[name], None, 0, False, False, False))
+        if op in accesses:
+            plan.append((name, op, inputs[name], None, 0, False, False, False))
         elif name in need_exact or name in need_settled:
             f, congruent, ins, _sources = info[name]
-            n_out = f.n_out if f is not None else n.n_outputs()
-            plan.append((name, n.op, ins, f, n_out, name in need_exact,
+            n_out = f.n_out if f is not None else p.node[name].n_outputs()
+            plan.append((name, op, ins, f, n_out, name in need_exact,
                          name in need_settled, congruent))
     return plan
 

@@ -511,10 +511,13 @@ def static_shapes(p: Program, p2: Program | None = None, tick=None
     and its value comes from the run of either), without them otherwise.
     `tick`, if given, is called every 64 nodes (a deadline's check)."""
     programs = [p] if p2 is None else [p, p2]
-    with_reads = [_value_shapes(q, True, tick=tick) for q in programs]
-    if all(_keeps_variable_shapes(q, s) for q, s in zip(programs, with_reads)):
-        return tuple(with_reads)
-    return tuple(_value_shapes(q, False, tick=tick) for q in programs)
+    with_reads = []
+    for q in programs:        # (the second program's pass only where the first keeps them)
+        shapes = _value_shapes(q, True, tick=tick)
+        if not _keeps_variable_shapes(q, shapes):
+            return tuple(_value_shapes(q, False, tick=tick) for q in programs)
+        with_reads.append(shapes)
+    return tuple(with_reads)
 
 
 __all__ = ["ELEMENTWISE_1", "BROADCASTING_2", "MOVES_ELEMENTS", "result_shapes",
