@@ -437,7 +437,8 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     if structural and original != p2:   # (identical programs: the engine says so at once)
         from .structural import structural_refinement
         try:
-            result = structural_refinement(original, p2, semantics, observe, real=real)
+            result = structural_refinement(original, p2, semantics, observe, real=real,
+                                           deadline=started + timeout)
         except Exception as exc:  # a failure of the rule must not become a verdict
             result = None
             note = f"failed: {type(exc).__name__}: {exc}"

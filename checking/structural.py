@@ -401,15 +401,18 @@ both sides fail alike where a shape is not the expected one.
      elements") that Reshape to [0] takes (review, issue 23, fourth round).
 (R4) Mul.ftz(x, 1) is x (up to NaN payloads, where no function observes
      them, as (E3)) when 1 is a float32 or float64 scalar, x has its dtype
-     and x never holds a subnormal: x the result of a flushing form (its
-     results are flushed), of MatMul (only TensorFlow's kernel computes a
-     float product, under flush-to-zero), of Tile or Reshape of such a
-     term, or a constant with no subnormal (`_Terms.flushes`,
-     `_Terms.product_by_one`).  With (R1), RealDiv.ftz(x, 1) too.  On a
-     subnormal x the two differ (Mul.ftz flushes it): Grappler's constant
-     folding of `x / 1` is unsound there, which TensorFlow 2.21 shows
-     (a tf.function's `x / 1.0` on 1e-40 gives 1e-40 after Grappler, 0
-     eagerly).
+     and x never holds a subnormal: a constant with none, a result of a
+     flushing form, of MatMul (TensorFlow's kernel, under flush-to-zero),
+     of DivNoNan or SoftmaxCrossEntropyWithLogits (TensorFlow's kernels),
+     a Cast of an integer or bool, or a Reshape, ReshapeTo, Tile,
+     ExpandDims, Identity, Neg or Relu of such a term.  The clauses and
+     the argument are checking/product_by_one.py's: it is one rule, which
+     was two ((F1) "times one" of the third round and (R4) of the fourth,
+     each with its own notion of "never subnormal"; the union of both).
+     With (R1), RealDiv.ftz(x, 1) too.  On a subnormal x the two differ
+     (Mul.ftz flushes it): Grappler's constant folding of `x / 1` is
+     unsound there, which TensorFlow 2.21 shows (a tf.function's `x / 1.0`
+     on 1e-40 gives 1e-40 after Grappler, 0 eagerly).
 (R5) Tile[m](x) is x when every multiple is 1 and x is a Reshape to a
      fully specified shape of len(m) dimensions (so x, where it is a
      tensor, has that rank, and Tile's rank check passes; numpy's tile by
@@ -431,7 +434,9 @@ diagnosis: nothing is concluded from it.
 
 from __future__ import annotations
 
+import collections.abc as _abc
 import contextvars
+import gc
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -445,8 +450,8 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
-from .static_shapes import (kernel_dtype, mark_never_subnormal, reshape_changes_nothing,
-                            static_shapes, times_one)
+from .product_by_one import constant_never_subnormal, product_by_one, result_never_subnormal
+from .static_shapes import data_inputs, kernel_dtype, reshape_changes_nothing, static_shapes
 from .symbolic import commutes_opaque
 
 OUTPUTS = "outputs"
@@ -461,14 +466,14 @@ EXTENSIONS = True
 #: off to show which one a proof needs); (R3) of "Shape rules"
 DIVISION_BY_POWER_OF_TWO = True
 CONSTANT_OPERAND_SECOND = True
-#: (S) of "Reshapes to the shape they have" in the module docstring, and
-#: (F1), x * 1.0 where x is never subnormal (checking/static_shapes.py)
+#: (S) of "Reshapes to the shape they have" in the module docstring
 RESHAPES_BY_SHAPE = True
-TIMES_ONE = True
 #: (C) of "Reshapes to the shape they have": a Cast moved outside a Reshape
 #: in Assign values (≈-terms)
 CAST_OUTSIDE_RESHAPE = True
 RESHAPE_OF_RESHAPE = True
+#: (R4) x * 1 where x is never subnormal (checking/product_by_one.py; it was
+#: two rules, (F1) and (R4), one switch each)
 PRODUCT_BY_ONE = True
 TILE_BY_ONES = True
 
@@ -483,6 +488,25 @@ _REAL = contextvars.ContextVar("tfsem_structural_real", default=False)
 _BASIC = contextvars.ContextVar("tfsem_structural_basic", default=False)
 #: `structural_refinement(matched=...)`: where a proof's ν goes (per thread)
 _MATCHED = contextvars.ContextVar("tfsem_structural_matched", default=None)
+#: `structural_refinement(deadline=...)`: the time.monotonic() past which the
+#: rule stops, with no proof (per thread)
+_DEADLINE = contextvars.ContextVar("tfsem_structural_deadline", default=None)
+#: the reason of a result cut short by the deadline (checking/check.py then
+#: goes on, and ends `unknown` where its own stages find no time either)
+NO_PROOF_BUDGET = "no proof (budget): the check's deadline passed during the structural rule"
+
+
+class _OutOfTime(Exception):
+    """The deadline passed: the rule stops, concluding nothing."""
+
+
+def _tick() -> None:
+    """Stop (`_OutOfTime`) once the call's deadline has passed.  Every loop
+    of the rule over nodes, steps or values calls it at least every 64
+    iterations, so that no stretch of it runs long past the deadline."""
+    d = _DEADLINE.get()
+    if d is not None and time.monotonic() > d:
+        raise _OutOfTime()
 
 
 def _extensions() -> bool:
@@ -512,11 +536,7 @@ _CAST = fns.lookup("Cast")
 #: element's position)
 _EXACT_CAST_SOURCES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64"})
-#: (R4): the product by one, and the functions whose results hold no
-#: subnormal float32/float64 (MatMul: TensorFlow's kernel, run with
-#: flush-to-zero on) or pass on their argument's elements (Tile, Reshape)
-_MUL_FTZ = fns.lookup("Mul.ftz")
-_MATMUL = fns.lookup("MatMul")
+#: (R5): Tile by ones
 _MOVES = {name: fns.lookup(name) for name in ("Tile", "Reshape")}
 _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
@@ -538,7 +558,8 @@ class _NotApplicable(Exception):
 def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
                           observe: str = "outputs+state", *, real: bool = False,
                           basic: bool = False, matched: dict | None = None,
-                          nan_blind: bool = True) -> StructuralResult:
+                          nan_blind: bool = True,
+                          deadline: float | None = None) -> StructuralResult:
     """Try to prove P' ⊑ P by the rule in the module docstring.  Both
     programs must be valid.  Groups M and S exist in decomposed mode only.
     `real`: float arithmetic over the reals (`--float real`): float values
@@ -547,13 +568,29 @@ def structural_refinement(p: Program, p2: Program, semantics: str = "atomic",
     dict that receives ν on steps ((node, phase) of P -> of P') when the
     rule proves it.  `nan_blind` False: (E3) and (R2) are not applied, as
     when a function of either program observes NaN payloads
-    (checking/structural_loops.py: the loops it leaves out of P and P')."""
+    (checking/structural_loops.py: the loops it leaves out of P and P').
+    `deadline`: a time.monotonic() value (the check's); once it has passed
+    the rule stops and proves nothing (`NO_PROOF_BUDGET`, stats["budget"]),
+    as any rule's failure: never a verdict by itself."""
     token = _REAL.set(real)
     token2 = _BASIC.set(basic)
     token3 = _MATCHED.set(matched)
+    token4 = _DEADLINE.set(deadline)
+    # the rule allocates many small objects (terms, steps) while the
+    # programs' tens of thousands of long-lived ones sit in the collector's
+    # oldest generation: its full collections took a third of the rule's
+    # time on MobileNetV2 (6,480 nodes), single pauses of 0.2 s between two
+    # clock checks.  Reference counting frees everything the rule drops;
+    # cycles wait until the collector is back on, at the end of the call
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
     try:
         return _structural_refinement(p, p2, semantics, observe, nan_blind)
     finally:
+        if collecting:
+            gc.enable()
+        _DEADLINE.reset(token4)
         _MATCHED.reset(token3)
         _BASIC.reset(token2)
         _REAL.reset(token)
@@ -573,19 +610,27 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
     # (last: Reads merged whatever their control inputs, as cse-ignore-control
     # does; (H) or (H') then decides whether the merge keeps their order)
     plans = None
-    for merge_reads, merge_assigns in ((False, False), (True, False), (False, True), (True, True),
-                                       ("data", False))[:5 if _extensions() else 4]:
-        try:
-            if plans is None:   # (what the terms need depends on the programs alone)
-                plans = (_term_plan(p), _term_plan(p2),
-                         nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {})
-            reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
-            proved = True
-            stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
-                                        else "cse key" if merge_reads else "name")
-            break
-        except _NotApplicable as exc:
-            reason = reason or str(exc)
+    try:
+        for merge_reads, merge_assigns in ((False, False), (True, False), (False, True),
+                                           (True, True), ("data", False))[:5 if _extensions() else 4]:
+            _tick()
+            try:
+                if plans is None:   # (what the terms need depends on the programs alone)
+                    shared: dict[str, Any] = {"doomed": {}, "info": ({}, {})}
+                    plans = (_term_plan(p, info=shared["info"][0]),
+                             _term_plan(p2, info=shared["info"][1]),
+                             nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {},
+                             shared)
+                reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
+                proved = True
+                stats["reads_merged_by"] = ("data inputs" if merge_reads == "data"
+                                            else "cse key" if merge_reads else "name")
+                break
+            except _NotApplicable as exc:
+                reason = reason or str(exc)
+    except _OutOfTime:
+        proved, reason = False, NO_PROOF_BUDGET
+        stats["budget"] = True
     stats["seconds"] = round(time.perf_counter() - started, 6)
     return StructuralResult(proved, reason, stats)
 
@@ -607,7 +652,9 @@ def _interface(p: Program, p2: Program) -> None:
 def _accesses(p: Program) -> dict[str, tuple[str, str, str | None]]:
     """access node -> (kind, variable, fn or None)."""
     out = {}
-    for n in p.nodes:
+    for k, n in enumerate(p.nodes):
+        if not k & 63:
+            _tick()
         if n.op == READ or n.op == ASSIGN:
             x = p.accessed_variable(n.name)
             if x is None:   # not a valid program: variable edges come from Var nodes
@@ -623,13 +670,16 @@ def _cse_keys(p: Program, assigns: bool = False, with_control: bool = True) -> d
     check the guess."""
     table: dict[tuple, int] = {}
     key: dict[str, int] = {}
-    for name in p.topological_order:
+    inputs = data_inputs(p)
+    for j, name in enumerate(p.topological_order):
+        if not j & 63:
+            _tick()
         n = p.node[name]
         if n.op == ASSIGN and not assigns:
             k: tuple = ("assign", name)
         else:
             data = tuple(("feed", i.name) if isinstance(i, FeedIn) else (key[i.node], i.port)
-                         for i in n.data_inputs)
+                         for i in inputs[name])
             control = frozenset(("feed", i.name) if isinstance(i, FeedControlIn) else key[i.node]
                                 for i in n.control_inputs)
             k = (n.op, _attrs_key(n.attrs), data, control if with_control else None)
@@ -667,11 +717,18 @@ def _exact(value: Any) -> Any:
     """An attribute value as an exact, hashable key: a tensor by dtype, shape
     and bytes (the JSON form of `fns.attrs_key` writes every empty tensor as
     `[]`, whatever its shape), containers element by element."""
+    t = type(value)     # (the common kinds first, by exact type: the same keys)
+    if t is str or t is int or t is bool or value is None:
+        return (t.__name__, value)
+    if t is dict:
+        return ("map", tuple(sorted((str(k), _exact(v)) for k, v in value.items())))
+    if t is list or t is tuple:
+        return ("seq", t.__name__, tuple(_exact(v) for v in value))
     if isinstance(value, Tensor):
         return ("tensor", value.dtype, tuple(value.array.shape), value.array.tobytes(order="C"))
     if isinstance(value, Error):
         return ("error", value.reason)
-    if isinstance(value, Mapping):
+    if isinstance(value, _abc.Mapping):
         return ("map", tuple(sorted((str(k), _exact(v)) for k, v in value.items())))
     if isinstance(value, (list, tuple)):
         return ("seq", type(value).__name__, tuple(_exact(v) for v in value))
@@ -711,17 +768,17 @@ class _Terms:
         #: (S) of the module docstring)
         self.shapes: dict[int, tuple] = {}
         self.program_shapes: dict[int, Mapping] = {}
-        #: terms whose value is never a subnormal float ((F1))
-        self.normal: set[int] = set()
+        #: (R4) terms that hold no subnormal float32/float64 element wherever
+        #: they are tensors (checking/product_by_one.py: N)
+        self.never_subnormal: set[int] = set()
         #: port term -> (op, attributes, argument terms) of the application
         #: it is a result of ((C) looks one level down)
         self.origin: dict[int, tuple] = {}
-        #: (R4): terms that hold no subnormal float32/float64 element
-        #: wherever they are tensors (`flushes`)
-        self.flushed: set[int] = set()
         #: (R3): the result term of Reshape(x) with a fully specified shape
         #: -> (x, that shape)
         self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
+        #: `apply`'s results, by application and its arguments' shapes
+        self.applied: dict[tuple, tuple[int, ...]] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -761,22 +818,33 @@ class _Terms:
         two applications have the same head, and the first argument
         position where they differ is followed.  `t1 != t2`."""
         path = [(t1, t2)]
+        memo = self.__dict__.setdefault("_difference_memo", {})
         while True:
-            k1, k2 = self.key_of(t1), self.key_of(t2)
-            if not (k1[0] == k2[0] == "port" and k1[2] == k2[2]):
-                return path
-            a1, a2 = self.key_of(k1[1]), self.key_of(k2[1])
-            if a1[1] != a2[1] or a1[2] != a2[2] or len(a1[3]) != len(a2[3]):
-                return path
-            x1, x2 = a1[3], a2[3]
-            if (len(x1) == 2 and x1[0] != x2[0] and x1[1] != x2[1]
-                    and commutes_up_to_error(a1[1]) and (x1[0] == x2[1] or x1[1] == x2[0])):
-                x2 = (x2[1], x2[0])   # (a ≈-term sorts a commutative op's operands by id)
-            nxt = next(((x, y) for x, y in zip(x1, x2) if x != y), None)
-            if nxt is None:        # (equal apps have equal ports: not reached)
+            # (differing values often share the differing subterms: each
+            # pair's next pair is found once)
+            nxt = memo.get((t1, t2), False)
+            if nxt is False:
+                nxt = memo[(t1, t2)] = self._next_difference(t1, t2)
+            if nxt is None:
                 return path
             t1, t2 = nxt
             path.append(nxt)
+
+    def _next_difference(self, t1: int, t2: int) -> tuple[int, int] | None:
+        """The pair `first_difference` follows from (t1, t2), or None where
+        the path ends."""
+        k1, k2 = self.key_of(t1), self.key_of(t2)
+        if not (k1[0] == k2[0] == "port" and k1[2] == k2[2]):
+            return None
+        a1, a2 = self.key_of(k1[1]), self.key_of(k2[1])
+        if a1[1] != a2[1] or a1[2] != a2[2] or len(a1[3]) != len(a2[3]):
+            return None
+        x1, x2 = a1[3], a2[3]
+        if (len(x1) == 2 and x1[0] != x2[0] and x1[1] != x2[1]
+                and commutes_up_to_error(a1[1]) and (x1[0] == x2[1] or x1[1] == x2[0])):
+            x2 = (x2[1], x2[0])   # (a ≈-term sorts a commutative op's operands by id)
+        # (None: equal apps have equal ports, not reached)
+        return next(((x, y) for x, y in zip(x1, x2) if x != y), None)
 
     def describe(self, t: int, depth: int = 1) -> str:
         """A short text of term `t`: `Op(arg, ...)` to `depth` levels,
@@ -813,8 +881,8 @@ class _Terms:
             t = self.make(("const", value.dtype, tuple(value.array.shape),
                            value.array.tobytes(order="C")))
             self.dtypes.setdefault(t, value.dtype)
-            if t not in self.consts and not _has_subnormal(value.array):
-                self.flushed.add(t)
+            if t not in self.consts and constant_never_subnormal(value):
+                self.never_subnormal.add(t)
         self.consts.setdefault(t, value)
         return t
 
@@ -913,6 +981,24 @@ class _Terms:
 
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
+        """The result terms of `op` applied to terms `args`, simplified as
+        the module docstring says.  Computed once per application: what
+        `_apply` returns depends only on (op, attributes, arguments, n_out)
+        and on the shapes claimed for the arguments (every other table it
+        reads -- constants, dtypes, never-subnormal terms, reshapes -- is
+        filled when a term is made and never changes for it; `shapes` may
+        gain a claim for a term later, from the other program's ports), so
+        the second program's nodes that compute what the first's did cost
+        a lookup (`applied`), with the same result as computing them."""
+        shapes = self.shapes
+        key = (op, self.attrs_key(attrs), args, n_out, tuple(map(shapes.get, args)))
+        hit = self.applied.get(key)
+        if hit is None:
+            hit = self.applied[key] = self._apply(op, attrs, args, n_out)
+        return hit
+
+    def _apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
+               n_out: int) -> tuple[int, ...]:
         f = fns.lookup(op)
         if f is _IDENTITY and f is not None and len(args) == 1:
             return (args[0],)
@@ -943,11 +1029,9 @@ class _Terms:
                     and args[1] not in self.consts and isinstance(self.consts[args[0]], Tensor)
                     and type(f).apply is fns.Function.apply):
                 args = (args[1], args[0])  # (R2): the constant operand second
-            if PRODUCT_BY_ONE and self.sorts_commutative and self.product_by_one(f, attrs, args):
+            if PRODUCT_BY_ONE and self.sorts_commutative and product_by_one(
+                    f, args, self.never_subnormal, self.consts, self.dtypes):
                 return (args[0],)          # (R4): x * 1 is x, x never subnormal
-        if (f is not None and TIMES_ONE and not self.real and self.sorts_commutative
-                and times_one(op, f, args, self.normal, self.consts, self.dtypes)):
-            return (args[0],)      # (F1): x * 1.0 where x is never subnormal
         if f is not None and all(a in self.consts for a in args):
             folded = self._fold(f, attrs, args)
             if folded is not None:
@@ -958,65 +1042,15 @@ class _Terms:
             self.origin.setdefault(results[0], (op, attrs, args))
         if shape is not None:
             self.reshapes.setdefault(results[0], (args[0], shape))
-        if f is not None and self.flushes(f, args):
-            self.flushed.update(results)
         dtype = self._result_dtype(f, args) if f is not None else None
         if dtype is None and f is not None and fns.lookup(op) is f:
             dtype = kernel_dtype(op, attrs)
         if dtype is not None:
             for t in results:
                 self.dtypes.setdefault(t, dtype)
-        mark_never_subnormal(self.normal, op, f, args, results, self.consts, self.dtypes)
+        if result_never_subnormal(op, f, args, self.never_subnormal, self.dtypes):
+            self.never_subnormal.update(results)
         return results
-
-    def flushes(self, f: fns.Function, args: tuple[int, ...]) -> bool:
-        """(R4) Whether f(args) holds no subnormal float32 or float64
-        element wherever it is a tensor: f is a flushing form of tfsem's
-        (`fns.flushed_variant`, `flushed_extremum`: `ftz` is applied to
-        every result of a flushed dtype), or MatMul, whose float products
-        only TensorFlow's kernel computes (oracle/kernels.py: its child
-        runs ops under TensorFlow's flush-to-zero mode, the executor's
-        ScopedFlushDenormal, so every arithmetic result is flushed;
-        tests/test_structural_shape_rules.py checks a product whose exact
-        value is subnormal gives zero), or Tile or Reshape of such a term
-        (they only move elements)."""
-        impl = getattr(f, "impl", None)
-        if (getattr(impl, "__module__", "") == "tfsem.oracle.functions"
-                and getattr(impl, "__qualname__", "").startswith(
-                    ("flushed_variant.", "flushed_extremum."))
-                and f.name.endswith(fns.FTZ_SUFFIX)):
-            return True
-        if f is _MATMUL and f is not None:
-            return True
-        return (_MOVES.get(f.name) is f and f is not None and len(args) == 1
-                and args[0] in self.flushed)
-
-    def product_by_one(self, f: fns.Function, attrs: Mapping[str, Any],
-                       args: tuple[int, ...]) -> bool:
-        """(R4) Whether f(args) is Mul.ftz(x, 1) with 1 a float32 or float64
-        scalar constant, x of its dtype (wherever x is a tensor) and in
-        `flushed`: then it is x at every σ, up to NaN payloads (the caller
-        asks that no function observes them, as (E3)):
-         - x an error: both are that error (Mul.ftz is strict, 1 is none);
-         - x a tensor: of 1's dtype (`dtypes`), so no dtype mismatch; the
-           scalar broadcasts to x's shape; x holds no subnormal, so the
-           flush of the arguments changes nothing, and x * 1 is x exactly
-           in IEEE arithmetic for every x (±0, ±inf, normal numbers; a NaN
-           stays a NaN); the result, x, is not subnormal, so neither the
-           flush of the result nor the correction for a result rounded up
-           to the smallest normal (`fns._tiny_after_rounding`, which
-           redoes the product scaled: |x| * 2^64, not below) changes it.
-        Grappler's constant folding removes x / 1 (the gradient of a global
-        average pooling over a 1x1 map in MobileNetV2 at 32x32); on a
-        subnormal x that is not sound (RealDiv flushes it, x does not:
-        measured on TensorFlow 2.21), hence the condition on x."""
-        if f is not _MUL_FTZ or f is None or attrs or len(args) != 2 or args[0] not in self.flushed:
-            return False
-        c = self.consts.get(args[1])
-        if (not isinstance(c, Tensor) or c.dtype not in ("float32", "float64")
-                or c.array.shape != () or self.dtypes.get(args[0]) != c.dtype):
-            return False
-        return c.array.tobytes() == np.array(1, dtype=c.array.dtype).tobytes()
 
     def tiles_by_ones(self, f: fns.Function, attrs: Mapping[str, Any],
                       args: tuple[int, ...]) -> bool:
@@ -1091,15 +1125,6 @@ class _Terms:
         return result
 
 
-def _has_subnormal(a: np.ndarray) -> bool:
-    """Whether a float32 or float64 array holds a subnormal (any other
-    array: True, so that (R4) never takes it for flushed)."""
-    if a.dtype not in (np.float32, np.float64):
-        return True
-    with np.errstate(all="ignore"):
-        return bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
-
-
 #: (R3) the largest product of an inner Reshape's non-zero dimensions: a
 #: zero-size shape such as [2^31-1, 2^31-1, 0] is refused by numpy ("array
 #: is too big": that product times the item size) and, past int64, by
@@ -1153,19 +1178,30 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
     # NaN2)) holds NaN1's bits)
     from tfsem.oracle.opdefs.state import PACKED_ASSIGNS
     consumers: dict[str, set] = {}
-    for n in p.nodes:
-        for k, i in enumerate(n.data_inputs):
-            if not isinstance(i, FeedIn):
-                consumers.setdefault(i.node, set()).add(
-                    "value" if n.op == ASSIGN and k == 1 and n.fn in PACKED_ASSIGNS else n.op)
-    for n in p.nodes:
+
+    def consumed() -> dict[str, set]:      # (built at the first packing only)
+        if not consumers:
+            for j, n in enumerate(p.nodes):
+                if not j & 63:
+                    _tick()
+                for k, i in enumerate(inputs[n.name]):
+                    if not isinstance(i, FeedIn):
+                        consumers.setdefault(i.node, set()).add(
+                            "value" if n.op == ASSIGN and k == 1 and n.fn in PACKED_ASSIGNS
+                            else n.op)
+        return consumers
+
+    inputs = data_inputs(p)
+    for j, n in enumerate(p.nodes):
+        if not j & 63:
+            _tick()
         op = n.attrs.get("fn") if n.op == ASSIGN else n.op
         if not isinstance(op, str) or op in (VAR, READ):
             continue
         name = op[3:].split("/", 1)[0] if op.startswith("tf.") else op
         if name in NAN_PAYLOAD_OBSERVERS:
             return n.name, name
-        if name in _PACKINGS and (consumers.get(n.name, set()) - {"value"}
+        if name in _PACKINGS and (consumed().get(n.name, set()) - {"value"}
                                   or n.name in {o.node for o in p.outputs.values()}):
             return n.name, name
         if not unknown:
@@ -1202,7 +1238,8 @@ def _congruent_up_to_error(f: fns.Function | None) -> bool:
             or tuple(f.strict()) == tuple(range(f.n_in)))
 
 
-def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) -> list[tuple]:
+def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True,
+               info: dict[str, tuple] | None = None) -> list[tuple]:
     """Which terms `_program_terms` builds for p, node by node in
     topological order: (name, op, data inputs, function, results, need the
     exact term, need the ≈-term, ≈ a congruence for the function).  Exact
@@ -1210,28 +1247,39 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
     values), ≈-terms for those Assign values depend on; a function ≈ is no
     congruence for takes its exact term as its ≈-term.  It depends on p
     alone, so the rule's attempts share it.  `settled=False`: no ≈-term
-    (the exact Assign values alone, with `exact_assigns`)."""
-    order = p.topological_order
+    (the exact Assign values alone, with `exact_assigns`).  `info`, if
+    given, keeps what each node's entry needs (function, congruence, data
+    inputs, sources) for the next plan of the same program (in one call of
+    the rule: the functions are looked up once)."""
+    inputs = data_inputs(p)
+    info = {} if info is None else info
+    # (the nodes in topological order with their ops, and the Assigns'
+    # value inputs: the same for every plan of p; under a key no node has)
+    ops = info.get(("ops",))
+    if ops is None:
+        ops = info[("ops",)] = [(name, p.node[name].op) for name in p.topological_order]
+        info[("values",)] = [inputs[name][1] for name, op in ops if op == ASSIGN]
     need_exact = {port.node for port in p.outputs.values()}
     need_settled: set[str] = set()
-    for name in order:
-        n = p.node[name]
-        if n.op == ASSIGN:
-            v = n.data_inputs[1]
-            if not isinstance(v, FeedIn):
-                if settled:
-                    need_settled.add(v.node)
-                if exact_assigns:
-                    need_exact.add(v.node)
-    info: dict[str, tuple] = {}
-    for name in reversed(order):
-        n = p.node[name]
-        if n.op in (VAR, READ, ASSIGN):
+    for v in info[("values",)]:
+        if not isinstance(v, FeedIn):
+            if settled:
+                need_settled.add(v.node)
+            if exact_assigns:
+                need_exact.add(v.node)
+    accesses = (VAR, READ, ASSIGN)
+    for k, (name, op) in enumerate(reversed(ops)):
+        if not k & 63:
+            _tick()
+        if op in accesses:
             continue
-        f = fns.lookup(n.op)
-        congruent = _congruent_up_to_error(f)
-        inputs = n.data_inputs
-        sources = [i.node for i in inputs if not isinstance(i, FeedIn)]
+        got = info.get(name)
+        if got is None:
+            f = fns.lookup(op)
+            ins = inputs[name]
+            got = info[name] = (f, _congruent_up_to_error(f), ins,
+                                [i.node for i in ins if not isinstance(i, FeedIn)])
+        f, congruent, ins, sources = got
         if name in need_settled:
             if congruent:
                 need_settled.update(sources)
@@ -1239,30 +1287,34 @@ def _term_plan(p: Program, exact_assigns: bool = False, settled: bool = True) ->
                 need_exact.add(name)
         if name in need_exact:
             need_exact.update(sources)
-        info[name] = (f, congruent, inputs)
     plan = []
-    for name in order:
-        n = p.node[name]
-        if n.op in (VAR, READ, ASSIGN):
-            plan.append((name, n.op, n.data_inputs, None, 0, False, False, False))
+    for k, (name, op) in enumerate(ops):
+        if not k & 63:
+            _tick()
+        if op in accesses:
+            plan.append((name, op, inputs[name], None, 0, False, False, False))
         elif name in need_exact or name in need_settled:
-            f, congruent, inputs = info[name]
-            n_out = f.n_out if f is not None else n.n_outputs()
-            plan.append((name, n.op, inputs, f, n_out, name in need_exact,
+            f, congruent, ins, _sources = info[name]
+            n_out = f.n_out if f is not None else p.node[name].n_outputs()
+            plan.append((name, op, ins, f, n_out, name in need_exact,
                          name in need_settled, congruent))
     return plan
 
 
 def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                    exact_assigns: bool = False, plan: list[tuple] | None = None,
-                   names: dict[int, str] | None = None):
+                   names: dict[int, str] | None = None, known: Mapping | None = None,
+                   values_out: dict | None = None):
     """(Assign name -> ≈-term of its tensor input, output name -> exact term,
     and with `exact_assigns` Assign name -> exact term of its input): Assign
     values up to which error, outputs exactly (module docstring, V≈).  Only
     the terms these need are built (`_term_plan`).  `names`, when given,
     gets for each term the first node whose port it is (diagnostics:
-    `_differences`)."""
-    value: dict[tuple[str, int], int] = {}
+    `_differences`).  `values_out`, when given, gets every port's exact
+    term built; `known`, such a table from an earlier call for the same
+    program and leaves, whose ports are taken as they are, not built again
+    (the exact Assign values of a proof, after the outputs')."""
+    value: dict[tuple[str, int], int] = dict(known) if known else {}
     settled: dict[tuple[str, int], int] = {}   # the ≈-terms
     if plan is None:
         plan = _term_plan(p, exact_assigns)
@@ -1282,7 +1334,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
             if sh is not None:
                 terms.shapes.setdefault(t, sh)
 
-    for name, op, inputs, f, n_out, need_exact, need_settled, congruent in plan:
+    for k, (name, op, inputs, f, n_out, need_exact, need_settled, congruent) in enumerate(plan):
+        if not k & 63:
+            _tick()
         if op == VAR:
             continue
         if op == READ:
@@ -1298,7 +1352,9 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                 exact[name] = arg(inputs[1], value)
         else:
             attrs = p.node[name].attrs
-            if need_exact:
+            if need_exact and known and (name, 0) in known:
+                results = tuple(value[(name, port)] for port in range(n_out))
+            elif need_exact:
                 results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
                 shaped(name, results)
                 for port, t in enumerate(results):
@@ -1317,6 +1373,8 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
                     if names is not None:
                         names.setdefault(t, name)
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
+    if values_out is not None:
+        values_out.update(value)
     return assigns, outputs, (exact if exact_assigns else None)
 
 
@@ -1334,7 +1392,9 @@ def _steps(p: Program, semantics: str) -> tuple[list[Step], dict[Step, list[Step
     split = semantics == DECOMPOSED
     order: list[Step] = []
     preds: dict[Step, list[Step]] = {}
-    for name in p.topological_order:
+    for k, name in enumerate(p.topological_order):
+        if not k & 63:
+            _tick()
         before = [_last(p, q, split) for q in p.predecessors(name)]
         if split and p.node[name].op == ASSIGN:
             order += [(name, READ_STEP), (name, WRITE_STEP)]
@@ -1354,7 +1414,11 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
            merge_reads: bool | str, merge_assigns: bool, plans: tuple | None = None) -> str:
     _interface(p, p2)
     decomposed = semantics == DECOMPOSED
-    acc, acc2 = _accesses(p), _accesses(p2)
+    # (shared by the attempts: what depends on the programs alone)
+    shared = plans[5] if plans is not None and len(plans) > 5 else {}
+    if "accesses" not in shared:
+        shared["accesses"] = (_accesses(p), _accesses(p2))
+    acc, acc2 = shared["accesses"]
     nu = _match(p, p2, acc, acc2, merge_reads)   # Reads and same-function Assigns
     for s, t in list(nu.items()):
         if acc[s][0] == ASSIGN and acc[s] != acc2[t]:
@@ -1373,8 +1437,14 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # attempt's terms (hash-consed: later additions change no term)
     built = plans[4] if len(plans) > 4 else {}
     key = tuple(sorted(leaves.items()))
+    doomed = shared.setdefault("doomed", {})
+    if key in doomed:
+        # an earlier attempt with these leaves found (V) false: the Assigns
+        # (V) compares are matched by name, the same in every attempt, and
+        # the outputs are the outputs, so this one would find it false too
+        raise _NotApplicable(doomed[key])
     if key in built:
-        terms, assigns, outputs, assigns2, outputs2, names, names2 = built[key]
+        terms, assigns, outputs, assigns2, outputs2, names, names2, values = built[key]
     else:
         terms = _Terms()
         if len(plans) > 3:
@@ -1382,12 +1452,16 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         if not plans[2]:
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
         if RESHAPES_BY_SHAPE:
-            terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(p, p2)))
+            terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(
+                p, p2, tick=_tick if _DEADLINE.get() is not None else None)))
         names: dict[int, str] = {}
         names2: dict[int, str] = {}
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names)
-        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2)
-        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2)
+        values: tuple[dict, dict] = ({}, {})     # (the exact terms built, of each program)
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names,
+                                             values_out=values[0])
+        assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2,
+                                               values_out=values[1])
+        built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2, values)
 
     # Assign groups (K): `step` maps P steps to P' steps
     step: dict[Step, Step] = {}
@@ -1495,17 +1569,20 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
         stats["first_difference"] = _differences(terms, differing, names, names2)
     for a, t in nu.items():
         if acc[a][0] == ASSIGN and assigns[a] != assigns2[t]:
-            raise _NotApplicable(f"(V) the value assigned by {a!r} is not the same term "
-                                 f"as the one assigned by {t!r} in the rewrite")
+            doomed[key] = (f"(V) the value assigned by {a!r} is not the same term "
+                           f"as the one assigned by {t!r} in the rewrite")
+            raise _NotApplicable(doomed[key])
     for o in p.outputs:
         if outputs[o] != outputs2[o]:
-            raise _NotApplicable(f"(V) output {o!r} is not the same term in the rewrite")
+            doomed[key] = f"(V) output {o!r} is not the same term in the rewrite"
+            raise _NotApplicable(doomed[key])
     # (proved: which Assign values were equal only up to which error)
     # (exact terms alone: the ≈-terms are built; `_term_plan` settled=False)
-    exact = _program_terms(p, terms, leaves, exact_assigns=True,
-                           plan=_term_plan(p, True, settled=False))[2]
-    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True,
-                            plan=_term_plan(p2, True, settled=False))[2]
+    info = shared.get("info", ({}, {}))
+    exact = _program_terms(p, terms, leaves, exact_assigns=True, known=values[0],
+                           plan=_term_plan(p, True, settled=False, info=info[0]))[2]
+    exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True, known=values[1],
+                            plan=_term_plan(p2, True, settled=False, info=info[1]))[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
@@ -1540,7 +1617,9 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     mapped: dict[Step, int] = {}
     after_deleted: dict[Step, bool] = {}
     dset = {(a, phase) for a in deleted_assigns for phase in (ONE, READ_STEP, WRITE_STEP)}
-    for u in order:
+    for k, u in enumerate(order):
+        if not k & 63:
+            _tick()
         bits, late = 0, False
         for q in preds[u]:
             bits |= mapped[q]
@@ -1631,6 +1710,7 @@ def _differences(terms: _Terms, differing: list[tuple[str, int, int]],
     kinds: dict[str, int] = {}
     first = None
     for what, t1, t2 in differing:
+        _tick()
         path = terms.first_difference(t1, t2)
         d1, d2 = path[-1]
         kind = f"{_head(terms, d1)} -> {_head(terms, d2)}"
@@ -1707,7 +1787,9 @@ def _ancestors(order: list[Step],
     of positions); `order` is topological."""
     index = {u: i for i, u in enumerate(order)}
     anc: dict[Step, int] = {}
-    for u in order:
+    for k, u in enumerate(order):
+        if not k & 63:
+            _tick()
         bits = 0
         for q in preds[u]:
             bits |= anc[q] | (1 << index[q])
@@ -1731,12 +1813,15 @@ def _unobserved_reads(p: Program, acc: Mapping) -> set[str]:
     (terms follow data edges only)."""
     live: set[str] = set()
     consumers: dict[str, list[tuple[str, int]]] = {}
+    inputs = data_inputs(p)
     for n in p.nodes:
-        for k, i in enumerate(n.data_inputs):
+        for k, i in enumerate(inputs[n.name]):
             if not isinstance(i, FeedIn):
                 consumers.setdefault(i.node, []).append((n.name, k))
     fetched = {port.node for port in p.outputs.values()}
-    for name in reversed(p.topological_order):
+    for k, name in enumerate(reversed(p.topological_order)):
+        if not k & 63:
+            _tick()
         n = p.node[name]
         if name in fetched or any((p.node[c].op == ASSIGN and k == 1)
                                   or (p.node[c].op not in (ASSIGN, READ, VAR) and c in live)
@@ -1793,6 +1878,7 @@ def _fused_read(terms: _Terms, written: int, fn: str, value2: int, acc: Mapping,
     fn strict in v; r not matched to a Read of P' and not fused already."""
     if not _strict_in_value(fn):
         return None
+    _tick()
     for r, (kind, y, _f) in acc.items():
         if kind == READ and y == x and r not in taken:
             leaf = terms.table.get(("unmatched-read", r))
@@ -1809,6 +1895,7 @@ def _split_read(terms: _Terms, written2: int, fn: str, value: int, acc2: Mapping
     by another split (`taken`)."""
     if not _strict_in_value(fn):
         return None
+    _tick()
     for rr, (kind, y, _f) in acc2.items():
         if kind == READ and y == x and rr not in taken:
             leaf = terms.table.get(("read", rr))

@@ -218,7 +218,7 @@ from typing import Any
 from tfsem.oracle.program import (CONTROL_FLOW_OPS, ENTER, EXIT, VAR, VARIABLE, ControlIn,
                                   DataIn, FeedIn, Node, Program, TensorType)
 
-from .structural import _attrs_key, nan_payload_observer, structural_refinement
+from .structural import NO_PROOF_BUDGET, _attrs_key, nan_payload_observer, structural_refinement
 
 #: the rule on or off (tests switch it off to see the stage after it)
 ENABLED = True
@@ -241,14 +241,17 @@ class LoopsResult:
 
 
 def loops_unchanged(p: Program, p2: Program, semantics: str = "atomic",
-                    observe: str = "outputs+state", *, real: bool = False) -> LoopsResult:
+                    observe: str = "outputs+state", *, real: bool = False,
+                    deadline: float | None = None) -> LoopsResult:
     """Try to prove P' ⊑ P by the rule in the module docstring (both
     programs valid, with the same interface).  Never a verdict by itself:
-    `proved` False says which condition failed."""
+    `proved` False says which condition failed.  `deadline` (a
+    time.monotonic() value, the check's): once past it, no proof, with the
+    structural rule's reason `NO_PROOF_BUDGET` and stats["budget"]."""
     started = time.perf_counter()
     stats: dict[str, Any] = {}
     try:
-        reason = _prove(p, p2, semantics, observe, real, stats)
+        reason = _prove(p, p2, semantics, observe, real, stats, deadline)
         proved = True
     except _No as exc:
         reason, proved = str(exc), False
@@ -257,9 +260,15 @@ def loops_unchanged(p: Program, p2: Program, semantics: str = "atomic",
 
 
 def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
-           stats: dict) -> str:
+           stats: dict, deadline: float | None = None) -> str:
     if not ENABLED:
         raise _No("the rule is off")
+
+    def on_time() -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            stats["budget"] = True
+            raise _No(NO_PROOF_BUDGET)
+    on_time()
     # (L0)
     for q in (p, p2):
         if q.has_stacks:
@@ -316,13 +325,18 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
     # (L2)
     blind = nan_payload_observer(p) is None and nan_payload_observer(p2) is None
     nu: dict = {}
+    on_time()
     r = structural_refinement(q1, q2, semantics, observe, real=real, basic=True, matched=nu,
-                              nan_blind=blind)
+                              nan_blind=blind, deadline=deadline)
+    if r.stats.get("budget"):
+        stats["budget"] = True
+        raise _No(NO_PROOF_BUDGET)
     if not r.proved:
         raise _No(f"outside the loops, {r.reason}")
     if r.stats.get("deleted_assigns"):
         raise _No("an Assign outside the loops is deleted")
     # (L4), (L5)
+    on_time()
     anc, dead = _root_reach(p, fr, exits)
     anc2, dead2 = _root_reach(p2, fr2, exits)
     bit, bit2 = _bits(p), _bits(p2)
@@ -346,6 +360,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, real: bool,
             for i in n.inputs if isinstance(i, (DataIn, ControlIn)) and i.node in exits}
     read |= {port.node for q in (p, p2) for port in q.outputs.values() if port.node in exits}
     if read:
+        on_time()
         from tfsem.oracle.controlflow import Machine
         from tfsem.oracle.graph import graph_of
         multi = Machine(p, graph_of(p))._after_multi_exit

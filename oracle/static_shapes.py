@@ -86,6 +86,7 @@ starts no TensorFlow), which only claims less.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Mapping
 
 import numpy as np
@@ -315,14 +316,36 @@ def _static(shape) -> Shape | None:
     return None
 
 
+#: id(program) -> (a weak reference to it, node name -> its data inputs):
+#: `Node.data_inputs` is computed at each call; the passes over a program
+#: (here, and the structural rule's) take it from here, once per program
+#: (programs are immutable).  By id: a Program's own hash walks all of it
+_DATA_INPUTS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def data_inputs(p: Program) -> dict[str, tuple]:
+    """Each node's data inputs (`Node.data_inputs`), computed once for `p`."""
+    entry = _DATA_INPUTS.get(id(p))
+    if entry is not None and entry[0]() is p:
+        return entry[1]
+    got = {n.name: n.data_inputs for n in p.nodes}
+
+    def gone(ref, key=id(p)) -> None:
+        if _DATA_INPUTS.get(key, (None,))[0] is ref:
+            _DATA_INPUTS.pop(key, None)
+    _DATA_INPUTS[id(p)] = (weakref.ref(p, gone), got)
+    return got
+
+
 def _value_shapes(p: Program, read_shapes: bool | frozenset,
                   unsure: Mapping[str, str] | None = None,
-                  kernels: bool = True) -> dict[tuple[str, int], Shape]:
+                  kernels: bool = True, tick=None) -> dict[tuple[str, int], Shape]:
     """The claimed shapes, with (H) for every variable (`read_shapes` True),
     none (False) or the variables of a set (H_G); a Const of `unsure` is
     claimed nothing unless its variable is in that set.  `kernels` False:
     no function that may run TensorFlow's kernel is folded (graph import
-    does not start TensorFlow)."""
+    does not start TensorFlow).  `tick`, if given, is called every 64
+    nodes (a deadline's check: it raises to stop)."""
     out: dict[tuple[str, int], Shape] = {}
     consts: dict[tuple[str, int], Tensor] = {}
 
@@ -331,14 +354,18 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
             return _static(p.feed_type(i.name).shape), None
         return out.get((i.node, i.port)), consts.get((i.node, i.port))
 
-    for name in p.topological_order:
+    inputs = data_inputs(p)
+    for k, name in enumerate(p.topological_order):
+        if tick is not None and not k & 63:
+            tick()
         n = p.node[name]
         if n.op in (VAR, ASSIGN):
             continue
+        ins = inputs[name]
         if n.op == READ:
             if read_shapes:
-                var = p.node[n.data_inputs[0].node].attrs.get("var") \
-                    if isinstance(n.data_inputs[0], DataIn) else None
+                var = p.node[ins[0].node].attrs.get("var") \
+                    if isinstance(ins[0], DataIn) else None
                 if read_shapes is not True and var not in read_shapes:
                     continue
                 sh = _static(p.variables[var].shape) if var in p.variables else None
@@ -354,8 +381,10 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 out[(name, 0)] = tuple(v.array.shape)
                 consts[(name, 0)] = v
             continue
-        args = [arg(i) for i in n.data_inputs]
-        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) if args else None
+        args = [arg(i) for i in ins]
+        # (`_fold` folds constant arguments only: a port without one is none)
+        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) \
+            if args and all(a[1] is not None for a in args) else None
         if folded is not None:
             for k, v in enumerate(folded):
                 out[(name, k)] = tuple(v.array.shape)
@@ -474,17 +503,21 @@ def shape_keeping_variables(p: Program, unsure: Mapping[str, str] | None = None,
 _STORE_FUNCTIONS = {name: fns.lookup(name) for name in _STORES_VALUE}
 
 
-def static_shapes(p: Program, p2: Program | None = None
+def static_shapes(p: Program, p2: Program | None = None, tick=None
                   ) -> tuple[dict[tuple[str, int], Shape], ...]:
     """The claimed shapes of the ports of p (and of p2): with the Reads'
     declared shapes where every Assign of *both* programs keeps them (a
     Read leaf of the structural rule is shared by the two programs' terms,
-    and its value comes from the run of either), without them otherwise."""
+    and its value comes from the run of either), without them otherwise.
+    `tick`, if given, is called every 64 nodes (a deadline's check)."""
     programs = [p] if p2 is None else [p, p2]
-    with_reads = [_value_shapes(q, True) for q in programs]
-    if all(_keeps_variable_shapes(q, s) for q, s in zip(programs, with_reads)):
-        return tuple(with_reads)
-    return tuple(_value_shapes(q, False) for q in programs)
+    with_reads = []
+    for q in programs:        # (the second program's pass only where the first keeps them)
+        shapes = _value_shapes(q, True, tick=tick)
+        if not _keeps_variable_shapes(q, shapes):
+            return tuple(_value_shapes(q, False, tick=tick) for q in programs)
+        with_reads.append(shapes)
+    return tuple(with_reads)
 
 
 __all__ = ["ELEMENTWISE_1", "BROADCASTING_2", "MOVES_ELEMENTS", "result_shapes",

@@ -26,6 +26,7 @@ import pytest
 from hypothesis import settings
 
 from tfsem.checking import check_rewrite, static_shapes, structural
+from tfsem.checking.product_by_one import constant_never_subnormal
 from tfsem.checking.static_shapes import static_shapes as shapes_of
 from tfsem.checking.structural import structural_refinement
 from tfsem.oracle.dispatch import outcome_set
@@ -259,8 +260,7 @@ def test_times_one_is_removed_only_where_x_is_never_subnormal(case):
     if case in ("feed", "unflushed"):
         assert not same          # (1e-40 * 1.0 flushes to 0)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(structural, "TIMES_ONE", False)
-        m.setattr(structural, "PRODUCT_BY_ONE", False)   # (R4) proves the same
+        m.setattr(structural, "PRODUCT_BY_ONE", False)
         assert not structural_refinement(p, q).proved
 
 
@@ -300,14 +300,14 @@ def test_the_flushed_kernels_return_no_subnormal():
             for y in (info.max, 7.0, small, 0.5, 3.0):
                 (out,) = div.apply([Tensor(xs, dt), Tensor(np.full(xs.shape, y, np_dt), dt)],
                                    attrs)
-                assert out.dtype == dt and static_shapes._subnormal_free(out), (dt, y, out)
+                assert out.dtype == dt and constant_never_subnormal(out), (dt, y, out)
             sce = fns.lookup("tf.SoftmaxCrossEntropyWithLogits/2/2")
             for margin in (0.0, 80.0, 100.0, 103.0, 700.0, 745.0):
                 for lab in (small, 10 * small, 1.0):
                     logits = Tensor(np.array([[margin, 0.0], [0.0, margin]], np_dt), dt)
                     labels = Tensor(np.array([[lab, 0.0], [0.0, lab]], np_dt), dt)
                     outs = sce.apply([logits, labels], attrs)
-                    assert all(o.dtype == dt and static_shapes._subnormal_free(o)
+                    assert all(o.dtype == dt and constant_never_subnormal(o)
                                for o in outs), (dt, margin, lab)
 
 
@@ -327,8 +327,7 @@ def test_grapplers_times_one_on_the_tf1_sgd_step_is_proved():
         r = structural_refinement(p, q)
         assert r.proved, r.reason
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(structural, "TIMES_ONE", False)
-            m.setattr(structural, "PRODUCT_BY_ONE", False)   # (R4) proves the same
+            m.setattr(structural, "PRODUCT_BY_ONE", False)
             assert not structural_refinement(p, q).proved
 
 
