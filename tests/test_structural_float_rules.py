@@ -323,9 +323,17 @@ def test_constant_folding_of_the_cnn_step_differs_at_the_plain_sigma():
     assert v.verdict == "unsound", v.reason
     assert v.stats["path"] == "probe" and v.stats["probe"]["found"] == "plain", v.stats
     assert all(isinstance(x, Tensor) for x in v.counterexample.init.values())
+    # below the node threshold the probe tries the plain σ second (both
+    # programs are race-free), and without the probe's plain σ the fallback
+    # compares it in full third
     with pytest.MonkeyPatch.context() as m, kernels.use(True):
         m.setattr(C, "PROBE_PLAIN_FIRST_NODES", len(p.nodes) + 1)
         v = check_rewrite(p, q, timeout=60, minimize=False)
+        assert v.verdict == "unsound", v.reason
+        assert v.stats["path"] == "probe" and v.stats["probe"]["found"] == "plain", v.stats
+        assert v.stats["probe"]["sigmas"] == 2, v.stats
+        m.setattr(C, "PROBE_PLAIN", False)
+        v = check_rewrite(p, q, timeout=60, minimize=False)
     assert v.verdict == "unsound", v.reason
-    assert v.stats["tried"] == 3
+    assert v.stats["path"] != "probe" and v.stats["tried"] == 3, v.stats
     assert all(isinstance(x, Tensor) for x in v.counterexample.init.values())
