@@ -15,8 +15,8 @@ The verdict records the backends where all three held.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded
@@ -34,11 +34,25 @@ DEFAULT_MAX_WITNESSES = 100_000
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The replay on one backend: confirmed or not, and why."""
+    """The replay on one backend: confirmed or not, and why (`reason`).
+
+    `why` is the reason, or a function that writes it: a reason that shows
+    outcomes is written only when read (a real graph's outcome holds
+    hundreds of tensors: formatting them took 0.5 s of a 10 s check, for a
+    text the checker never shows; `tfsem replay` and the tests read it)."""
     backend: str
     confirmed: bool
-    reason: str
+    why: str | Callable[[], str]
     outcome: Outcome | None = None        # what the rewritten schedule gave there
+    _written: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def reason(self) -> str:
+        if not isinstance(self.why, str):
+            if not self._written:
+                self._written.append(self.why())
+            return self._written[0]
+        return self.why
 
 
 def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, Value],
@@ -105,7 +119,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     ours = download_outcome(st, b, observe)
     if claimed is not None and ours != claimed:
-        return Confirmation(b.label, False, f"the schedule gives {ours.describe()} here, "
+        return Confirmation(b.label, False, lambda: f"the schedule gives {ours.describe()} here, "
                             f"not the claimed {claimed.describe()}", ours)
     if ours in oset:
         return Confirmation(b.label, False, "the original has this outcome too "
@@ -118,8 +132,9 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         if theirs == ours:
             return Confirmation(b.label, False, "the original's witness schedule "
                                 f"{' '.join(w)} gives this outcome on {b.label}", ours)
-    return Confirmation(b.label, True, f"the schedule gives {ours.describe()}; none of the "
-                        f"original's {len(witnesses)} witness schedules does", ours)
+    n = len(witnesses)
+    return Confirmation(b.label, True, lambda: f"the schedule gives {ours.describe()}; none of "
+                        f"the original's {n} witness schedules does", ours)
 
 
 def confirm_counterexample(original: Program, rewritten: Program, feeds: Mapping[str, Value],
