@@ -1252,9 +1252,14 @@ class _Checker:
             # (the oracle's enumeration of P's outcomes at σ, done by the
             # confirmation, is reused: a projected one is not that set)
             reuse = {} if found.projected is not None else {"original_outcomes": found.original}
+            # (the outcome claimed, given: the replay of the schedule shown,
+            # on numpy, must give that very outcome.  The schedule shown may
+            # be one minimization reordered without a replay of the oracle
+            # (minimize.commutes_to): this replay computes it, and a backend
+            # that got another outcome does not confirm)
             details = confirm_details(self.p, self.p2, found.feeds, found.init,
                                       found.schedule, self.semantics, self.observe,
-                                      deadline=end, **reuse)
+                                      outcome=found.outcome, deadline=end, **reuse)
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.outcomes import Outcome, summarisable
 from tfsem.oracle.values import Value, format_value, value_to_json
 
 SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID = (
@@ -29,6 +29,15 @@ _DIFFERENCE_TEXT = {
 }
 
 
+#: the elements of the differing values (other than the first difference)
+#: an `unsound` verdict's counterexample shows in full, outcomes together
+DIFFERING_ELEMENTS = 1 << 16
+
+
+def _elements(v: Value | None) -> int:
+    return int(v.array.size) if summarisable(v) else 0
+
+
 @dataclass
 class Counterexample:
     """σ, a schedule of the rewritten program and its outcome, which is not
@@ -45,17 +54,58 @@ class Counterexample:
     #: makes the outcome); the other steps are free to move.
     key_steps: list[str] = field(default_factory=list)
 
+    def shown_in_full(self) -> set[tuple[str, str]]:
+        """The parts of the outcomes (("output", name) or ("variable",
+        name)) that the JSON and the text show in full; the others, those of
+        more than SUMMARY_MIN_ELEMENTS elements, are summarised (their
+        digest, least and greatest element: oracle/outcomes.py
+        `summary_json`).  In full: the first difference (the part the
+        verdict names), then the other parts where the rewritten outcome
+        and a listed original one differ, in the staged order, while the
+        elements written for them stay within DIFFERING_ELEMENTS.  σ and
+        the schedules are always in full: with them `tfsem check` or a
+        replay gives every value again (docs/json-size.md).  On a real
+        graph's training step the outcome holds every weight: 93 MB of
+        JSON per outcome on MobileNetV2, the same weights in the rewritten
+        and the original outcome but the few a rewrite changed."""
+        originals = [o for o, _ in self.original_outcomes]
+        full: set[tuple[str, str]] = set()
+        first = self.outcome.first_difference(originals)
+        if first:
+            full.add(next(iter(first.items())))
+        budget = DIFFERING_ELEMENTS
+        other_parts = [dict(o.parts()) for o in originals]
+        for key, value in self.outcome.parts():
+            if key in full or not any(key in d and d[key] != value for d in other_parts):
+                continue
+            size = sum(_elements(v) for v in (value, *(d.get(key) for d in other_parts)))
+            if size <= budget:
+                full.add(key)
+                budget -= size
+        return full
+
+    def summarised(self, full: set[tuple[str, str]] | None = None) -> int:
+        """How many values of the outcomes listed the JSON summarises."""
+        full = self.shown_in_full() if full is None else full
+        return sum(1 for o in [self.outcome, *(o for o, _ in self.original_outcomes)]
+                   for key, v in o.parts() if key not in full and summarisable(v))
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        full = self.shown_in_full()
+        out = {
             "feeds": {k: value_to_json(v) for k, v in sorted(self.feeds.items())},
             "init": {k: value_to_json(v) for k, v in sorted(self.init.items())},
             "schedule": list(self.schedule),
             "key_steps": list(self.key_steps),
-            "outcome": self.outcome.to_json(),
-            "original_outcomes": [dict(o.to_json(), schedule=list(w))
+            "outcome": self.outcome.to_json(full),
+            "original_outcomes": [dict(o.to_json(full), schedule=list(w))
                                   for o, w in self.original_outcomes],
             "original_count": self.original_count,
         }
+        n = self.summarised(full)
+        if n:
+            out["summarised"] = n
+        return out
 
     def describe(self) -> list[str]:
         """Lines of text: σ, the rewritten run, and all of the original's outcomes."""
@@ -66,14 +116,19 @@ class Counterexample:
                  f"  rewritten schedule: {' '.join(self.schedule)}"]
         if self.key_steps and len(self.key_steps) < len(self.schedule):
             lines.append(f"    (steps that matter: {' '.join(self.key_steps)})")
-        lines.append(f"  rewritten outcome:  {self.outcome.describe()}")
+        full = self.shown_in_full()
+        lines.append(f"  rewritten outcome:  {self.outcome.describe(full)}")
         n = self.original_count
         lines.append(f"  original outcomes at this σ ({n}):")
         for i, (o, w) in enumerate(self.original_outcomes, 1):
-            lines.append(f"    {i}. {o.describe()}")
+            lines.append(f"    {i}. {o.describe(full)}")
             lines.append(f"       schedule: {' '.join(w)}")
         if len(self.original_outcomes) < n:
             lines.append(f"    ... {n - len(self.original_outcomes)} more")
+        if self.summarised(full):
+            lines.append(f"  ({self.summarised(full)} large values the rewritten and the original "
+                         "outcomes share, or past the differing values shown, are summarised "
+                         "by their digest: the schedule replayed at σ gives them in full)")
         return lines
 
 
