@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tfsem.oracle.outcomes import Outcome, summarisable
+from tfsem.oracle.outcomes import TEXT_ELEMENTS, Outcome, range_text, summarisable
 from tfsem.oracle.values import Value, format_value, value_to_json
 
 SOUND, UNSOUND, NO_COUNTEREXAMPLE, UNKNOWN, INVALID = (
@@ -109,19 +109,26 @@ class Counterexample:
 
     def describe(self) -> list[str]:
         """Lines of text: σ, the rewritten run, and all of the original's outcomes."""
-        feeds = ", ".join(f"{k} = {format_value(v)}" for k, v in sorted(self.feeds.items()))
-        init = ", ".join(f"{k} = {format_value(v)}" for k, v in sorted(self.init.items()))
+        def sigma(v: Value) -> str:
+            # (a real graph's σ holds hundreds of tensors of thousands of
+            # elements: their ranges here, every element in --json)
+            return range_text(v) if summarisable(v, TEXT_ELEMENTS) else format_value(v)
+
+        feeds = ", ".join(f"{k} = {sigma(v)}" for k, v in sorted(self.feeds.items()))
+        init = ", ".join(f"{k} = {sigma(v)}" for k, v in sorted(self.init.items()))
         lines = [f"  feeds:   {feeds or '(none)'}",
                  f"  init:    {init or '(none)'}",
                  f"  rewritten schedule: {' '.join(self.schedule)}"]
         if self.key_steps and len(self.key_steps) < len(self.schedule):
             lines.append(f"    (steps that matter: {' '.join(self.key_steps)})")
         full = self.shown_in_full()
-        lines.append(f"  rewritten outcome:  {self.outcome.describe(full)}")
+        first = self.outcome.first_difference([o for o, _ in self.original_outcomes])
+        first = next(iter(first.items())) if first else None
+        lines.append(f"  rewritten outcome:  {self.outcome.describe(full, first)}")
         n = self.original_count
         lines.append(f"  original outcomes at this σ ({n}):")
         for i, (o, w) in enumerate(self.original_outcomes, 1):
-            lines.append(f"    {i}. {o.describe(full)}")
+            lines.append(f"    {i}. {o.describe(full, first)}")
             lines.append(f"       schedule: {' '.join(w)}")
         if len(self.original_outcomes) < n:
             lines.append(f"    ... {n - len(self.original_outcomes)} more")

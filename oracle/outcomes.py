@@ -41,14 +41,18 @@ class Outcome:
         return [(("output", k), v) for k, v in self.outputs] + \
             [(("variable", k), v) for k, v in (self.state or ())]
 
-    def describe(self, full: Collection[tuple[str, str]] | None = None) -> str:
+    def describe(self, full: Collection[tuple[str, str]] | None = None,
+                 first: tuple[str, str] | None = None) -> str:
         """The text form (`o = 1, x := 2`); `full` as in `to_json`: a part
         not named there, of more than SUMMARY_MIN_ELEMENTS elements, is shown
-        as its dtype, shape and digest (`summary_text`)."""
+        as its dtype, shape and digest (`summary_text`), any other of more
+        than TEXT_ELEMENTS but `first` (the first difference) by its range
+        (`range_text`; every element of those is in the JSON)."""
         def text(kind: str, k: str, v: Value) -> str:
-            if full is None or (kind, k) in full or not summarisable(v):
+            if full is None or (kind, k) == first or not summarisable(v, TEXT_ELEMENTS):
                 return format_value(v)
-            return summary_text(v)
+            return range_text(v) if (kind, k) in full or not summarisable(v) \
+                else summary_text(v)
 
         parts = [f"{k} = {text('output', k, v)}" for k, v in self.outputs]
         if self.state is not None:
@@ -101,8 +105,15 @@ def combine(parts: "list[Outcome]", observe: str | None = None) -> Outcome:
 SUMMARY_MIN_ELEMENTS = 256
 
 
-def summarisable(v: Value) -> bool:
-    return isinstance(v, Tensor) and v.dtype in DTYPES and v.array.size > SUMMARY_MIN_ELEMENTS
+#: in text, a value of more elements than this is shown by its range
+#: (`range_text`) unless it is the first difference (a real graph's outcome
+#: holds hundreds of vectors of 32-256 elements: 2 MB of text)
+TEXT_ELEMENTS = 64
+
+
+def summarisable(v: Value, least: int = SUMMARY_MIN_ELEMENTS) -> bool:
+    """Whether `v` is a tensor of more than `least` elements."""
+    return isinstance(v, Tensor) and v.dtype in DTYPES and v.array.size > least
 
 
 def value_digest(v: Tensor) -> str:
@@ -149,6 +160,26 @@ def summary_json(v: Tensor) -> dict[str, Any]:
 def summary_text(v: Tensor) -> str:
     """A summarised value in text: dtype, shape and digest (its first 12 digits)."""
     return f"{v.dtype} {list(v.array.shape)} (summarised, {value_digest(v)[:24]})"
+
+
+def range_text(v: Tensor) -> str:
+    """A large value in text by its range (σ in `tfsem check`'s text, which
+    `--json` gives in full): `f32 [3, 3, 32] (864 values from -0.5 to 0.5)`;
+    a value all one element as `format_value` shows it."""
+    s = summary_json(v)["summary"]
+    if s.get("min") is not None and s.get("min") == s.get("max") and not s.get("nan"):
+        return format_value(v)
+    what = f"{s['elements']} values"
+    if "min" in s:
+        # (each bound as the dtype writes it: float32's shortest digits)
+        low, high = (str(v.array.dtype.type(s[b])) if isinstance(s[b], (int, float)) else s[b]
+                     for b in ("min", "max"))
+        what += f" from {low} to {high}"
+    if s.get("nan"):
+        what += f", {s['nan']} NaN"
+    if "true" in s:
+        what += f", {s['true']} true"
+    return f"{v.dtype} {list(v.array.shape)} ({what}; in full with --json)"
 
 
 def is_summary(raw: Any) -> bool:

@@ -75,9 +75,21 @@ def test_the_differing_value_in_full_the_shared_ones_summarised(checked):
     # the text: the difference shown, the rest named as summarised
     text = v.describe()
     assert text.count("(summarised, blake2b-128:") == 6 and "6 large values" in text
-    # bounded: σ (3 x 600 floats) and the two values of x, not every value thrice
-    full = json.dumps(v.to_json())
-    assert len(full) < 5 * 3 * N * 25, len(full)
+    # σ's large tensors by their range (every element is in the JSON)
+    init_line = next(line for line in text.split("\n") if line.startswith("  init:"))
+    assert len(init_line) < 600, init_line
+    # smaller: of the outcome's four values one is written in full
+    whole = json.dumps(v.counterexample.outcome.to_json())
+    assert len(json.dumps(mine)) < 0.4 * len(whole), (len(json.dumps(mine)), len(whole))
+
+
+def test_a_large_sigma_tensor_is_shown_by_its_range():
+    a = np.linspace(-2, 3, N, dtype=np.float32)
+    a[7] = np.nan
+    cx = V.Counterexample({}, {"w": Tensor(a)}, ["r"], Outcome((), ()), [(Outcome((), ()), [])], 1)
+    (line,) = [x for x in cx.describe() if x.startswith("  init:")]
+    assert line == f"  init:    w = float32 [{N}] ({N} values from -2.0 to 3.0, 1 NaN; in full with --json)"
+    assert value_from_json(cx.to_json()["init"]["w"]) == Tensor(a)
 
 
 def test_the_summaries_are_those_of_the_replayed_values(checked):
