@@ -47,6 +47,12 @@ class Confirmation:
     _written: list = field(default_factory=list, repr=False, compare=False)
 
     @property
+    def budget_cut(self) -> bool:
+        """Whether the check's budget cut the replay short (BUDGET_REASON),
+        told without writing a reason that is written only when read."""
+        return isinstance(self.why, str) and self.why.startswith(BUDGET_REASON)
+
+    @property
     def reason(self) -> str:
         if not isinstance(self.why, str):
             if not self._written:

@@ -1237,7 +1237,7 @@ class _Checker:
         if not self.backends:
             return []
         try:
-            from tfsem.backends.confirm import BUDGET_REASON, confirm_details
+            from tfsem.backends.confirm import confirm_details
         except ImportError:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
             return []
@@ -1263,7 +1263,7 @@ class _Checker:
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
-        cut = [c.backend for c in details if c.reason.startswith(BUDGET_REASON)]
+        cut = [c.backend for c in details if c.budget_cut]
         if cut:
             self.stats["backends"] = (f"{', '.join(cut)} replay skipped: budget (the check's "
                                       f"time ran out during the replay)")

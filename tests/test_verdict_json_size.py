@@ -134,3 +134,32 @@ def test_differing_values_past_the_budget_are_summarised(monkeypatch):
     monkeypatch.setattr(V, "DIFFERING_ELEMENTS", 3 * N)
     state = cx.to_json()["outcome"]["state"]
     assert not is_summary(state["b"]) and is_summary(state["c"])
+
+
+def test_a_check_formats_no_outcome_and_its_replay_states_the_claimed_one(monkeypatch):
+    """The numpy replay's reason is written only when read (a real graph's
+    outcome took 0.5 s to format for a text never shown), and that replay
+    is given the outcome the verdict claims (`outcome=`): it confirms only
+    where the schedule shown gives that very outcome on numpy."""
+    from tfsem.backends import confirm as B
+    formatted = []
+    real_describe = Outcome.describe
+    monkeypatch.setattr(Outcome, "describe", lambda self, *a: formatted.append(1) or
+                        real_describe(self, *a))
+    claimed = []
+    real_details = B.confirm_details
+
+    def details(*a, **k):
+        claimed.append(k.get("outcome"))
+        return real_details(*a, **k)
+
+    monkeypatch.setattr(B, "confirm_details", details)
+    p, q = _program("ry"), _program("rz")
+    v = check_rewrite(p, q, timeout=20, classify=False)
+    assert v.verdict == "unsound" and v.confirmed == ["oracle", "numpy"], v.stats
+    assert formatted == []
+    assert claimed == [v.counterexample.outcome]
+    (c,) = real_details(p, q, v.counterexample.feeds, v.counterexample.init,
+                        v.counterexample.schedule, outcome=v.counterexample.outcome)
+    assert c.confirmed and not formatted
+    assert "none of the original's 1 witness schedules does" in c.reason and formatted
