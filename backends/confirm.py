@@ -26,7 +26,7 @@ from tfsem.oracle.semantics import ATOMIC
 from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
-from .execute import ScheduleError, device_machine, download_outcome, upload
+from .execute import Memo, ScheduleError, device_machine, download_outcome, upload
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -70,6 +70,7 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
                     max_states: int = DEFAULT_MAX_STATES,
                     max_seconds: float = DEFAULT_MAX_SECONDS,
                     original_outcomes=None,
+                    witnesses: Sequence[tuple[Outcome, Sequence[str]]] | None = None,
                     deadline: float | None = None) -> list[Confirmation]:
     """One :class:`Confirmation` per backend (default: every backend that can
     run here).  `outcome`, when given, is the outcome the verdict claims for
@@ -78,7 +79,15 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     already (the checker's confirmation: the same enumeration, not run
     twice); else it is enumerated here.  Past `deadline` (time.monotonic(),
     read every 32 steps of each replay) a backend's replay stops: it does
-    not confirm, and its reason starts with BUDGET_REASON."""
+    not confirm, and its reason starts with BUDGET_REASON.
+
+    `witnesses`, when given, are the original's outcomes at σ with the
+    schedule the verdict shows for each (the checker's, moved towards the
+    canonical order: checking/check.py `minimized_witnesses`), one per
+    outcome of Outcomes(P, σ): those schedules are the ones replayed, and
+    each must give its own outcome on the backend too, so that what the
+    verdict shows is what is confirmed (step 3 with each witness's outcome
+    checked).  Else the oracle's witness of each outcome is replayed."""
     chosen = [get_backend(b) if isinstance(b, str) else b
               for b in (backends if backends is not None else available_backends())]
     if original_outcomes is not None:
@@ -98,7 +107,9 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]
-    witnesses = [w for _, w in oset.items()]
+    if witnesses is None or len(witnesses) != oset.count or \
+            any(o not in oset for o, _ in witnesses):
+        witnesses = [(None, w) for _, w in oset.items()]
     confirmations = []
     for b in chosen:
         try:
@@ -117,10 +128,16 @@ BUDGET_REASON = "replay cut short: budget"
 
 def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, schedule,
                 semantics: str, observe: str, claimed: Outcome | None, oset,
-                witnesses: list[list[str]], deadline: float | None = None) -> Confirmation:
-    mr = device_machine(rewritten, b, semantics)
+                witnesses: list[tuple[Outcome | None, Sequence[str]]],
+                deadline: float | None = None) -> Confirmation:
+    # (one upload of σ and one memo for both programs: a node the rewrite
+    # left alone, with everything before it, is computed on the backend
+    # once, execute.Memo)
+    memo = Memo()
+    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
+    mr = device_machine(rewritten, b, semantics, memo)
     try:
-        st = mr.replay(mr.start(upload(feeds, b), upload(init, b)), schedule, deadline)
+        st = mr.replay(mr.start(dev_feeds, dev_init), schedule, deadline)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     ours = download_outcome(st, b, observe)
@@ -130,14 +147,20 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     if ours in oset:
         return Confirmation(b.label, False, "the original has this outcome too "
                             f"(schedule {' '.join(oset.witness(ours))})", ours)
-    mo = device_machine(original, b, semantics)
-    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
-    for w in witnesses:
-        theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
-                                  observe)
+    mo = device_machine(original, b, semantics, memo)
+    for shown, w in witnesses:
+        try:
+            theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
+                                      observe)
+        except ScheduleError as exc:
+            return Confirmation(b.label, False, f"the original cannot follow its witness "
+                                f"schedule: {exc}", ours)
         if theirs == ours:
             return Confirmation(b.label, False, "the original's witness schedule "
                                 f"{' '.join(w)} gives this outcome on {b.label}", ours)
+        if shown is not None and theirs != shown:
+            return Confirmation(b.label, False, lambda: f"the original's witness schedule gives "
+                                f"{theirs.describe()} here, not the {shown.describe()} shown", ours)
     n = len(witnesses)
     return Confirmation(b.label, True, lambda: f"the schedule gives {ours.describe()}; none of "
                         f"the original's {n} witness schedules does", ours)
