@@ -26,7 +26,7 @@ from tfsem.oracle.semantics import ATOMIC
 from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
-from .execute import Memo, ScheduleError, device_machine, download_outcome, upload
+from .execute import ScheduleError, device_machine, download_outcome, upload
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -130,12 +130,9 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
                 semantics: str, observe: str, claimed: Outcome | None, oset,
                 witnesses: list[tuple[Outcome | None, Sequence[str]]],
                 deadline: float | None = None) -> Confirmation:
-    # (one upload of σ and one memo for both programs: a node the rewrite
-    # left alone, with everything before it, is computed on the backend
-    # once, execute.Memo)
-    memo = Memo()
+    # (one upload of σ for both programs)
     dev_feeds, dev_init = upload(feeds, b), upload(init, b)
-    mr = device_machine(rewritten, b, semantics, memo)
+    mr = device_machine(rewritten, b, semantics)
     try:
         st = mr.replay(mr.start(dev_feeds, dev_init), schedule, deadline)
     except ScheduleError as exc:
@@ -147,7 +144,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     if ours in oset:
         return Confirmation(b.label, False, "the original has this outcome too "
                             f"(schedule {' '.join(oset.witness(ours))})", ours)
-    mo = device_machine(original, b, semantics, memo)
+    mo = device_machine(original, b, semantics)
     for shown, w in witnesses:
         try:
             theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,

@@ -346,76 +346,9 @@ class Machine:
 # Host <-> device
 
 
-def device_machine(p: Program, backend: Backend, semantics: str = ATOMIC,
-                   memo: "Memo | None" = None) -> Machine:
-    """A Machine on `backend`'s arrays; with `memo`, function applications
-    shared with other machines of the same memo (see Memo)."""
+def device_machine(p: Program, backend: Backend, semantics: str = ATOMIC) -> Machine:
     xp = backend.xp
-    if memo is None:
-        return Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
-    return Machine(p, semantics, lambda fn, args, attrs: memo.apply(fn, args, attrs, xp))
-
-
-class Memo:
-    """Function applications on device arrays, each computed once for
-    several runs: the same function, equal attributes, and the very same
-    argument objects (device arrays, by identity; error values, by value)
-    give the results computed the first time.
-
-    Why that is the result a second computation would give: functions are
-    deterministic (numpy's and cupy's models; TensorFlow's kernels,
-    evaluated twice and refused where they differ, oracle/kernels.py), and
-    an argument object is an immutable value of the run (a machine never
-    writes into an array it delivered).  The results are computed by this
-    backend, as they would be without the memo: only the repeat is left out.
-    The replay of an `unsound` verdict (backends/confirm.py) runs the
-    rewritten program and then the original on one memo and one upload of
-    σ: where the rewrite left a node and everything before it alone, the
-    original's run gets the values the rewritten one computed (a real
-    graph's forward pass, most of its nodes).  The arguments are held by
-    the memo (an id is not reused while the memo lives)."""
-
-    def __init__(self) -> None:
-        self._results: dict[tuple, tuple[tuple, tuple]] = {}
-        self._attrs: dict[int, tuple[Mapping[str, Any], Any]] = {}
-        self.hits = 0
-
-    def _attrs_key(self, attrs: Mapping[str, Any]) -> Any:
-        held = self._attrs.get(id(attrs))
-        if held is not None and held[0] is attrs:
-            return held[1]
-        try:
-            key = _frozen(attrs)
-            hash(key)
-        except TypeError:
-            key = None
-        self._attrs[id(attrs)] = (attrs, key)
-        return key
-
-    def apply(self, fn: Function, args: Sequence[Any], attrs: Mapping[str, Any],
-              xp: Any) -> tuple[Any, ...]:
-        a = self._attrs_key(attrs)
-        if a is None:
-            return apply_function(fn, args, attrs, xp)
-        key = (fn.name, a, tuple(("error", x) if isinstance(x, Error) else id(x) for x in args))
-        hit = self._results.get(key)
-        if hit is not None:
-            self.hits += 1
-            return hit[1]
-        results = apply_function(fn, args, attrs, xp)
-        self._results[key] = (tuple(args), results)
-        return results
-
-
-def _frozen(value: Any) -> Any:
-    """A hashable form of an attribute value (TypeError where there is none)."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    if isinstance(value, (str, int, float, bool, type(None), Tensor, Error)):
-        return (type(value).__name__, value)
-    raise TypeError(f"no hashable form of {type(value).__name__}")
+    return Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
 
 
 def upload(values: Mapping[str, Value], backend: Backend) -> dict[str, Any]:
