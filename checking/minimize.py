@@ -317,24 +317,31 @@ def commutes_to(p: Program, schedule: Sequence[str], target: Sequence[str]) -> b
     keeps every value (the two steps read and write disjoint state, or only
     read one variable; functions are deterministic: numpy models, and
     TensorFlow's kernels evaluated twice and refused where they are not,
-    oracle/kernels.py).  The check below is that condition: edges are
-    checked on `target` (a run of p, `schedule`, orders them by being one),
-    the accesses per variable by `_access_blocks`.  minimize_schedule's
-    swaps without a replay rest on the same fact; it is tested against the
-    replaying minimization in tests/test_minimize_schedule_commuting.py."""
+    oracle/kernels.py).  The check below is that condition: edges on both
+    (`_follows_edges`), the accesses per variable by `_access_blocks`.
+    minimize_schedule's swaps without a replay rest on the same fact; it is
+    tested against the replaying minimization in
+    tests/test_minimize_schedule_commuting.py."""
     if p.has_control_flow or len(schedule) != len(target) or \
             sorted(schedule) != sorted(target):
         return False
-    position: dict[str, int] = {}
-    for k, label in enumerate(target):
+    return _follows_edges(p, schedule) and _follows_edges(p, target) and \
+        _access_blocks(p, schedule) == _access_blocks(p, target)
+
+
+def _follows_edges(p: Program, schedule: Sequence[str]) -> bool:
+    """Whether every step comes after the nodes with an edge into its node
+    (after their write step, for a decomposed Assign) and a write step after
+    its read step: the order a run of p keeps (each step once)."""
+    fired: set[str] = set()
+    for label in schedule:
         name, _, phase = label.partition("@")
-        if phase == "write" and position.get(name + "@read", k) >= k:
+        if label in fired or (phase == "write" and name + "@read" not in fired):
             return False
-        if any(q not in position and (q + "@write") not in position
-               for q in p.predecessors(name)):
+        if any(q not in fired and q + "@write" not in fired for q in p.predecessors(name)):
             return False
-        position[label] = k
-    return _access_blocks(p, schedule) == _access_blocks(p, target)
+        fired.add(label)
+    return True
 
 
 def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value],
