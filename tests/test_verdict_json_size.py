@@ -88,7 +88,8 @@ def test_a_large_sigma_tensor_is_shown_by_its_range():
     a[7] = np.nan
     cx = V.Counterexample({}, {"w": Tensor(a)}, ["r"], Outcome((), ()), [(Outcome((), ()), [])], 1)
     (line,) = [x for x in cx.describe() if x.startswith("  init:")]
-    assert line == f"  init:    w = float32 [{N}] ({N} values from -2.0 to 3.0, 1 NaN; in full with --json)"
+    assert line == (f"  init:    w = float32 [{N}] ({N} values from -2.0 to 3.0, 1 NaN; "
+                    "in full with --json)")
     assert value_from_json(cx.to_json()["init"]["w"]) == Tensor(a)
 
 
