@@ -107,7 +107,7 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]
-    if witnesses is None or len(witnesses) != oset.count or \
+    if witnesses is None or len({o for o, _ in witnesses}) != oset.count or \
             any(o not in oset for o, _ in witnesses):
         witnesses = [(None, w) for _, w in oset.items()]
     confirmations = []
