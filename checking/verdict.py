@@ -54,7 +54,7 @@ class Counterexample:
     #: makes the outcome); the other steps are free to move.
     key_steps: list[str] = field(default_factory=list)
 
-    def shown_in_full(self) -> set[tuple[str, str]]:
+    def shown_in_full(self, named: Mapping[str, str] | None = None) -> set[tuple[str, str]]:
         """The parts of the outcomes (("output", name) or ("variable",
         name)) that the JSON and the text show in full; the others, those of
         more than SUMMARY_MIN_ELEMENTS elements, are summarised (their
@@ -67,9 +67,11 @@ class Counterexample:
         replay gives every value again (docs/json-size.md).  On a real
         graph's training step the outcome holds every weight: 93 MB of
         JSON per outcome on MobileNetV2, the same weights in the rewritten
-        and the original outcome but the few a rewrite changed."""
+        and the original outcome but the few a rewrite changed.  `named`:
+        the verdict's `differs` (where more original outcomes than are
+        listed gave it), in full too."""
         originals = [o for o, _ in self.original_outcomes]
-        full: set[tuple[str, str]] = set()
+        full: set[tuple[str, str]] = set(named.items()) if named else set()
         first = self.outcome.first_difference(originals)
         if first:
             full.add(next(iter(first.items())))
@@ -90,8 +92,8 @@ class Counterexample:
         return sum(1 for o in [self.outcome, *(o for o, _ in self.original_outcomes)]
                    for key, v in o.parts() if key not in full and summarisable(v))
 
-    def to_json(self) -> dict[str, Any]:
-        full = self.shown_in_full()
+    def to_json(self, named: Mapping[str, str] | None = None) -> dict[str, Any]:
+        full = self.shown_in_full(named)
         out = {
             "feeds": {k: value_to_json(v) for k, v in sorted(self.feeds.items())},
             "init": {k: value_to_json(v) for k, v in sorted(self.init.items())},
@@ -107,8 +109,9 @@ class Counterexample:
             out["summarised"] = n
         return out
 
-    def describe(self) -> list[str]:
-        """Lines of text: σ, the rewritten run, and all of the original's outcomes."""
+    def describe(self, named: Mapping[str, str] | None = None) -> list[str]:
+        """Lines of text: σ, the rewritten run, and all of the original's
+        outcomes (`named`: as in `shown_in_full`)."""
         def sigma(v: Value) -> str:
             # (a real graph's σ holds hundreds of tensors of thousands of
             # elements: their ranges here, every element in --json)
@@ -121,8 +124,8 @@ class Counterexample:
                  f"  rewritten schedule: {' '.join(self.schedule)}"]
         if self.key_steps and len(self.key_steps) < len(self.schedule):
             lines.append(f"    (steps that matter: {' '.join(self.key_steps)})")
-        full = self.shown_in_full()
-        first = self.outcome.first_difference([o for o, _ in self.original_outcomes])
+        full = self.shown_in_full(named)
+        first = named or self.outcome.first_difference([o for o, _ in self.original_outcomes])
         first = next(iter(first.items())) if first else None
         lines.append(f"  rewritten outcome:  {self.outcome.describe(full, first)}")
         n = self.original_count
@@ -212,7 +215,8 @@ class Verdict:
         return {
             "verdict": self.verdict,
             "differs": dict(self.differs) if self.differs else None,
-            "counterexample": self.counterexample.to_json() if self.counterexample else None,
+            "counterexample": self.counterexample.to_json(self.differs) if self.counterexample
+            else None,
             "reason": self.reason,
             "tried": self.tried,
             "confirmed": list(self.confirmed),
@@ -242,7 +246,7 @@ class Verdict:
         if self.reason:
             lines.append(f"  reason: {self.reason}")
         if self.counterexample is not None:
-            lines += self.counterexample.describe()
+            lines += self.counterexample.describe(self.differs)
         if self.confirmed:
             lines.append(f"  confirmed on: {', '.join(self.confirmed)}")
         replay = self.stats.get("backends")
