@@ -25,7 +25,7 @@ from tfsem.checking import verdict as V
 from tfsem.oracle.jsonio import make_case, program_from_json
 from tfsem.oracle.outcomes import SUMMARY_MIN_ELEMENTS, Outcome, is_summary, value_digest
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
-from tfsem.oracle.values import Tensor, value_from_json
+from tfsem.oracle.values import DTYPES, Tensor, edge_values, value_from_json, value_to_json
 from tfsem.reports.finding import render_finding_page
 
 N = 300
@@ -164,3 +164,26 @@ def test_a_check_formats_no_outcome_and_its_replay_states_the_claimed_one(monkey
                         v.counterexample.schedule, outcome=v.counterexample.outcome)
     assert c.confirmed and not formatted
     assert "none of the original's 1 witness schedules does" in c.reason and formatted
+
+
+def test_a_large_float_sigma_is_written_short_and_reads_back_bit_for_bit():
+    rng = np.random.default_rng(5)
+    for dtype in ("float32", "float16", "bfloat16"):
+        d = DTYPES[dtype]
+        a = (rng.standard_normal(4 * N) * 3.0).astype(d)
+        edges = edge_values(dtype)
+        a[:len(edges)] = edges
+        a[len(edges):len(edges) + 3] = np.array([0.1, 2.5, -1e-3]).astype(d)
+        t = Tensor(a, dtype)
+        written = V.sigma_json(t)
+        back = value_from_json(json.loads(json.dumps(written)), dtype=dtype)
+        assert back == t, dtype
+        finite = np.isfinite(a.astype(np.float64))
+        view = {2: np.uint16, 4: np.uint32}[a.dtype.itemsize]
+        assert (back.array[finite].view(view) == a[finite].view(view)).all(), dtype
+        assert len(json.dumps(written)) < 0.75 * len(json.dumps(value_to_json(t))), dtype
+    # (a small tensor and float64: as value_to_json writes them)
+    small = Tensor(np.array([0.1, 0.2], np.float32))
+    assert V.sigma_json(small) == value_to_json(small)
+    wide = Tensor(np.linspace(0, 1, 4 * N))
+    assert V.sigma_json(wide) == value_to_json(wide)
