@@ -40,6 +40,17 @@ def _elements(v: Value | None) -> int:
     return int(v.array.size) if summarisable(v) else 0
 
 
+def _first_difference(outcome: Outcome, originals: list[Outcome]) -> tuple[str, str] | None:
+    """`Outcome.first_difference` by part name: an original outcome that
+    lacks a part (a projection, `unsound_projected`) is not told apart by it."""
+    candidates = [dict(o.parts()) for o in originals]
+    for key, value in outcome.parts():
+        candidates = [d for d in candidates if key not in d or d[key] == value]
+        if not candidates:
+            return key
+    return None
+
+
 #: the least number of significant digits tried per float dtype in
 #: `sigma_json` (float32: every value that 1-5 digits write, 6 write as
 #: well, the same decimal: float32 carries more than 7 digits)
@@ -119,9 +130,9 @@ class Counterexample:
         listed gave it), in full too."""
         originals = [o for o, _ in self.original_outcomes]
         full: set[tuple[str, str]] = set(named.items()) if named else set()
-        first = self.outcome.first_difference(originals)
+        first = _first_difference(self.outcome, originals)
         if first:
-            full.add(next(iter(first.items())))
+            full.add(first)
         budget = DIFFERING_ELEMENTS
         other_parts = [dict(o.parts()) for o in originals]
         for key, value in self.outcome.parts():
@@ -172,8 +183,8 @@ class Counterexample:
         if self.key_steps and len(self.key_steps) < len(self.schedule):
             lines.append(f"    (steps that matter: {' '.join(self.key_steps)})")
         full = self.shown_in_full(named)
-        first = named or self.outcome.first_difference([o for o, _ in self.original_outcomes])
-        first = next(iter(first.items())) if first else None
+        first = next(iter(named.items())) if named else \
+            _first_difference(self.outcome, [o for o, _ in self.original_outcomes])
         lines.append(f"  rewritten outcome:  {self.outcome.describe(full, first)}")
         n = self.original_count
         lines.append(f"  original outcomes at this σ ({n}):")
