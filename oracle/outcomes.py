@@ -9,7 +9,8 @@ from typing import Any, Collection, Mapping
 
 import numpy as np
 
-from .values import DTYPES, FLOAT_DTYPES, Error, Tensor, Value, format_value, value_to_json
+from .values import (DTYPES, FLOAT_DTYPES, Tensor, Value, ValueFormatError, format_value,
+                     value_from_json, value_to_json)
 
 OUTPUTS, OUTPUTS_STATE = "outputs", "outputs+state"
 
@@ -189,7 +190,6 @@ def is_summary(raw: Any) -> bool:
 def matches_json(v: Value, raw: Any) -> bool | None:
     """Whether `v` is the value `raw` writes: for a summary, whether the
     digests agree; None when `raw` is neither a summary nor a value."""
-    from .values import ValueFormatError, value_from_json
     if is_summary(raw):
         return isinstance(v, Tensor) and v.dtype == raw.get("dtype") and \
             value_digest(v) == raw["summary"].get("digest")
