@@ -15,8 +15,8 @@ The verdict records the backends where all three held.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.explore import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, BudgetExceeded
@@ -34,11 +34,31 @@ DEFAULT_MAX_WITNESSES = 100_000
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The replay on one backend: confirmed or not, and why."""
+    """The replay on one backend: confirmed or not, and why (`reason`).
+
+    `why` is the reason, or a function that writes it: a reason that shows
+    outcomes is written only when read (a real graph's outcome holds
+    hundreds of tensors: formatting them took 0.5 s of a 10 s check, for a
+    text the checker never shows; `tfsem replay` and the tests read it)."""
     backend: str
     confirmed: bool
-    reason: str
+    why: str | Callable[[], str]
     outcome: Outcome | None = None        # what the rewritten schedule gave there
+    _written: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def budget_cut(self) -> bool:
+        """Whether the check's budget cut the replay short (BUDGET_REASON),
+        told without writing a reason that is written only when read."""
+        return isinstance(self.why, str) and self.why.startswith(BUDGET_REASON)
+
+    @property
+    def reason(self) -> str:
+        if not isinstance(self.why, str):
+            if not self._written:
+                self._written.append(self.why())
+            return self._written[0]
+        return self.why
 
 
 def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, Value],
@@ -50,6 +70,7 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
                     max_states: int = DEFAULT_MAX_STATES,
                     max_seconds: float = DEFAULT_MAX_SECONDS,
                     original_outcomes=None,
+                    witnesses: Sequence[tuple[Outcome, Sequence[str]]] | None = None,
                     deadline: float | None = None) -> list[Confirmation]:
     """One :class:`Confirmation` per backend (default: every backend that can
     run here).  `outcome`, when given, is the outcome the verdict claims for
@@ -58,7 +79,15 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     already (the checker's confirmation: the same enumeration, not run
     twice); else it is enumerated here.  Past `deadline` (time.monotonic(),
     read every 32 steps of each replay) a backend's replay stops: it does
-    not confirm, and its reason starts with BUDGET_REASON."""
+    not confirm, and its reason starts with BUDGET_REASON.
+
+    `witnesses`, when given, are the original's outcomes at σ with the
+    schedule the verdict shows for each (the checker's, moved towards the
+    canonical order: checking/check.py `minimized_witnesses`), one per
+    outcome of Outcomes(P, σ): those schedules are the ones replayed, and
+    each must give its own outcome on the backend too, so that what the
+    verdict shows is what is confirmed (step 3 with each witness's outcome
+    checked).  Else the oracle's witness of each outcome is replayed."""
     chosen = [get_backend(b) if isinstance(b, str) else b
               for b in (backends if backends is not None else available_backends())]
     if original_outcomes is not None:
@@ -78,7 +107,9 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     if oset.count > max_witnesses:
         return [Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                              f"witnesses than the {max_witnesses} replayed at most") for b in chosen]
-    witnesses = [w for _, w in oset.items()]
+    if witnesses is None or len({o for o, _ in witnesses}) != oset.count or \
+            any(o not in oset for o, _ in witnesses):
+        witnesses = [(None, w) for _, w in oset.items()]
     confirmations = []
     for b in chosen:
         try:
@@ -97,29 +128,39 @@ BUDGET_REASON = "replay cut short: budget"
 
 def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, schedule,
                 semantics: str, observe: str, claimed: Outcome | None, oset,
-                witnesses: list[list[str]], deadline: float | None = None) -> Confirmation:
+                witnesses: list[tuple[Outcome | None, Sequence[str]]],
+                deadline: float | None = None) -> Confirmation:
+    # (one upload of σ for both programs)
+    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
     mr = device_machine(rewritten, b, semantics)
     try:
-        st = mr.replay(mr.start(upload(feeds, b), upload(init, b)), schedule, deadline)
+        st = mr.replay(mr.start(dev_feeds, dev_init), schedule, deadline)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     ours = download_outcome(st, b, observe)
     if claimed is not None and ours != claimed:
-        return Confirmation(b.label, False, f"the schedule gives {ours.describe()} here, "
+        return Confirmation(b.label, False, lambda: f"the schedule gives {ours.describe()} here, "
                             f"not the claimed {claimed.describe()}", ours)
     if ours in oset:
         return Confirmation(b.label, False, "the original has this outcome too "
                             f"(schedule {' '.join(oset.witness(ours))})", ours)
     mo = device_machine(original, b, semantics)
-    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
-    for w in witnesses:
-        theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
-                                  observe)
+    for shown, w in witnesses:
+        try:
+            theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
+                                      observe)
+        except ScheduleError as exc:
+            return Confirmation(b.label, False, f"the original cannot follow its witness "
+                                f"schedule: {exc}", ours)
         if theirs == ours:
             return Confirmation(b.label, False, "the original's witness schedule "
                                 f"{' '.join(w)} gives this outcome on {b.label}", ours)
-    return Confirmation(b.label, True, f"the schedule gives {ours.describe()}; none of the "
-                        f"original's {len(witnesses)} witness schedules does", ours)
+        if shown is not None and theirs != shown:
+            return Confirmation(b.label, False, lambda: f"the original's witness schedule gives "
+                                f"{theirs.describe()} here, not the {shown.describe()} shown", ours)
+    n = len(witnesses)
+    return Confirmation(b.label, True, lambda: f"the schedule gives {ours.describe()}; none of "
+                        f"the original's {n} witness schedules does", ours)
 
 
 def confirm_counterexample(original: Program, rewritten: Program, feeds: Mapping[str, Value],

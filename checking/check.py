@@ -1079,7 +1079,10 @@ class _Checker:
         all_original = [o for o, _ in original_list] if count <= LIST_LIMIT else \
             list(found.original.as_dict(100_000))
         differs = found.outcome.first_difference(all_original)
-        confirmed = ["oracle"] + self.replay_on_backends(found)
+        # (the numpy replay replays the witnesses shown, each built once:
+        # every one of them where they are all of P's outcomes)
+        confirmed = ["oracle"] + self.replay_on_backends(
+            found, original_list if count == len(original_list) else None)
         cex = Counterexample(found.feeds, found.init, found.schedule, found.outcome,
                              original_list, count, mini.key_steps(self.p2, found.schedule))
         return self.verdict(UNSOUND, not_among_reason(count, differs), differs=differs, counterexample=cex,
@@ -1227,7 +1230,7 @@ class _Checker:
             self.stats["minimize_witnesses"] = POST_CUT
         return result
 
-    def replay_on_backends(self, found: _Found) -> list[str]:
+    def replay_on_backends(self, found: _Found, witnesses: list | None = None) -> list[str]:
         """The backends (numpy, cupy) on which the counterexample's replay
         confirms it (backends/confirm.py), within the check's budget: a
         replay past the deadline stops (the clock is read every 32 steps
@@ -1238,7 +1241,7 @@ class _Checker:
         if not self.backends:
             return []
         try:
-            from tfsem.backends.confirm import BUDGET_REASON, confirm_details
+            from tfsem.backends.confirm import confirm_details
         except ImportError:
             self.stats["backends"] = "tfsem.backends.confirm is not available"
             return []
@@ -1252,14 +1255,20 @@ class _Checker:
         try:
             # (the oracle's enumeration of P's outcomes at σ, done by the
             # confirmation, is reused: a projected one is not that set)
-            reuse = {} if found.projected is not None else {"original_outcomes": found.original}
+            reuse = {} if found.projected is not None else {"original_outcomes": found.original,
+                                                            "witnesses": witnesses}
+            # (the outcome claimed, given: the replay of the schedule shown,
+            # on numpy, must give that very outcome.  The schedule shown may
+            # be one minimization reordered without a replay of the oracle
+            # (minimize.commutes_to): this replay computes it, and a backend
+            # that got another outcome does not confirm)
             details = confirm_details(self.p, self.p2, found.feeds, found.init,
                                       found.schedule, self.semantics, self.observe,
-                                      deadline=end, **reuse)
+                                      outcome=found.outcome, deadline=end, **reuse)
         except Exception as exc:  # a backend failure must not lose the verdict
             self.stats["backends"] = f"replay failed: {type(exc).__name__}: {exc}"
             return []
-        cut = [c.backend for c in details if c.reason.startswith(BUDGET_REASON)]
+        cut = [c.backend for c in details if c.budget_cut]
         if cut:
             self.stats["backends"] = (f"{', '.join(cut)} replay skipped: budget (the check's "
                                       f"time ran out during the replay)")

@@ -148,10 +148,25 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
         "required": ["program"],
         "additionalProperties": False,
     }
+    value_summary = {
+        "type": "object",
+        "description": "A value of more than 256 elements that an `unsound` verdict's outcomes "
+                       "do not hold in full (docs/json-size.md): its dtype, shape, a digest of "
+                       "its elements (equal values, equal digests), its least and greatest "
+                       "element. σ is always written in full.",
+        "properties": {"dtype": {"type": "string"},
+                       "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                       "summary": {"type": "object", "properties": {
+                           "elements": {"type": "integer"}, "digest": {"type": "string"}},
+                           "required": ["elements", "digest"]}},
+        "required": ["dtype", "shape", "summary"],
+        "additionalProperties": False,
+    }
+    part = {"oneOf": [_ref("Value"), _ref("ValueSummary")]}
     outcome = {
         "type": "object",
-        "properties": {"outputs": {"type": "object", "additionalProperties": _ref("Value")},
-                       "state": {"type": "object", "additionalProperties": _ref("Value")},
+        "properties": {"outputs": {"type": "object", "additionalProperties": part},
+                       "state": {"type": "object", "additionalProperties": part},
                        "schedule": {"type": "array", "items": {"type": "string"}}},
         "required": ["outputs"],
     }
@@ -283,7 +298,7 @@ def openapi_document(limits: Limits | None = None) -> dict[str, Any]:
                                       "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},
         },
         "components": {"schemas": {
-            "Value": value, "TensorType": tensor_type, "Node": node, "Program": program,
+            "Value": value, "ValueSummary": value_summary, "TensorType": tensor_type, "Node": node, "Program": program,
             "CheckRequest": check_request, "OutcomesRequest": outcomes_request,
             "Outcome": outcome, "OutcomesAnswer": outcomes_answer, "Verdict": verdict,
             "Error": error, "Campaign": campaign, "Finding": finding, "FindingDetail": finding_detail,
