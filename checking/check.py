@@ -1520,7 +1520,7 @@ class _Checker:
         # where floats are held and both programs are race-free: then each
         # has one outcome at every σ and the comparison is one run of each,
         # whatever the values; `_plain_sigma`)
-        plain = has_float_state(self.p) and race_free(self.p) and race_free(self.p2)
+        plain = has_float_state(self.p) and self.both_race_free()
         sigmas = _generated_sigmas(self.p, rng, plain=plain)
         refuted = not REFUTE
         retry = None    # a σ whose comparison ran out of its share before the stage
