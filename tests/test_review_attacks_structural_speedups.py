@@ -135,3 +135,38 @@ def test_the_memo_changes_no_result_and_every_proof_agrees_with_the_oracle(monke
             proved += 1
             assert camp.new_outcome(p, q, s, o, rng) is None, (p, q, s, o)
     assert proved >= len(pairs) // 5
+
+
+def _chain(op: str, n: int):
+    nodes = [{"name": "v", "op": "Var", "var": "x"}, {"name": "r", "op": "Read", "inputs": ["v"]}]
+    prev = "r"
+    for i in range(n):
+        nodes.append({"name": f"a{i}", "op": op, "inputs": [prev, "$b"]})
+        prev = f"a{i}"
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {"x": {"dtype": "float32", "shape": [4]}},
+        "feeds": {"b": {"dtype": "float32", "shape": [4]}},
+        "nodes": nodes, "outputs": {"out": prev}})
+
+
+def test_the_data_inputs_cache_never_answers_for_a_dead_program_with_the_same_id():
+    """`oracle/static_shapes.data_inputs` is keyed by id(program): a Program
+    freed and another allocated at the same address gets its own data
+    inputs, not the dead one's.  (CPython reuses addresses, though not
+    reliably here: the collision is made by hand, the dead program's entry
+    put under the live one's id.)"""
+    from tfsem.oracle import static_shapes as ss
+    a = _chain("Add", 3)
+    ss.data_inputs(a)
+    stale = ss._DATA_INPUTS[id(a)]
+    b = _chain("Sub", 5)
+    try:
+        del a
+        assert stale[0]() is None                      # (a is gone)
+        ss._DATA_INPUTS[id(b)] = stale
+        got = ss.data_inputs(b)
+        assert set(got) == {n.name for n in b.nodes}
+        assert all(got[n.name] == n.data_inputs for n in b.nodes)
+        assert ss.data_inputs(b) is got                # (and kept for b)
+    finally:
+        ss._DATA_INPUTS.pop(id(b), None)
