@@ -170,3 +170,29 @@ def test_the_data_inputs_cache_never_answers_for_a_dead_program_with_the_same_id
         assert ss.data_inputs(b) is got                # (and kept for b)
     finally:
         ss._DATA_INPUTS.pop(id(b), None)
+
+
+def test_loops_unchanged_no_proof_once_the_clock_has_passed_the_deadline(monkeypatch):
+    """The same for the rule on programs with loops (its own readings and
+    the structural rule's on the parts outside the loops, one clock)."""
+    import importlib
+
+    from tfsem.checking import structural_loops
+    loops = importlib.import_module("test_check_structural_loops")
+    p = loops.reading_loop()
+    q = loops.with_identity(p)
+
+    def use(clock: _Clock) -> None:
+        fake = types.SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter)
+        monkeypatch.setattr(structural, "time", fake)
+        monkeypatch.setattr(structural_loops, "time", fake)
+    free = _Clock(float("inf"))
+    use(free)
+    assert structural_loops.loops_unchanged(p, q, deadline=1.0).proved
+    readings = free.reads
+    assert readings >= 3
+    for jump in range(1, readings + 1):
+        clock = _Clock(jump)
+        use(clock)
+        r = structural_loops.loops_unchanged(p, q, deadline=1.0)
+        assert not r.proved and r.reason == NO_PROOF_BUDGET and r.stats.get("budget"), jump
