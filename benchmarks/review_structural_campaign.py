@@ -10,7 +10,7 @@ the original, the rewrite, or both.  Every `proved` of
 (`outcome_set`) at σ of edge values (subnormals of both signs, signed zeros,
 infinities, NaN, integer extremes, an uninitialized variable).
 
-    python benchmarks/review_structural_campaign.py [N] [SEED] [--check]
+    python benchmarks/review_structural_campaign.py [N] [SEED] [--check] [--matmul]
 
 prints the counts and every counterexample (exit 1 where there is one).
 """
@@ -45,6 +45,10 @@ UNARY_FLOAT = ["Neg", "Relu", "Abs", "Square", "Square.ftz", "Sqrt.ftz", "Identi
                "Reshape", "Tile", "ExpandDims", "Sqrt"]
 BINARY_FLOAT = ["Add", "Add.ftz", "Sub", "Sub.ftz", "Mul", "Mul.ftz", "RealDiv", "RealDiv.ftz",
                 "Max.ftz", "Min.ftz", "Max", "SquaredDifference.ftz"]
+
+
+#: MatMul in the generated programs (TensorFlow's kernel evaluates it: slower)
+MATMUL = False
 
 
 def _gen(rng: random.Random):
@@ -84,6 +88,14 @@ def _gen(rng: random.Random):
             src = rng.choice([v for v in vals if v[1] in ("i32", "b")] + floats[:2])
             dst = rng.choice(["f32", "f64", "f32"])
             new("Cast", [src[0]], dst, src[2], DstT=DT[dst])
+        elif r < 0.22 and MATMUL:
+            x = rng.choice(floats)
+            if x[2] != (2, 2):
+                x = new("Reshape", [x[0]], x[1], (2, 2), shape=[2, 2])
+            sq = [v for v in vals if v[1] == x[1] and v[2] == (2, 2)]
+            y = rng.choice(sq)
+            ins = [x[0], y[0]] if rng.random() < 0.5 else [y[0], x[0]]
+            new("MatMul", ins, x[1], (2, 2), transpose_a=rng.random() < 0.3, transpose_b=False)
         elif r < 0.45:
             x = rng.choice(floats)
             op = rng.choice(UNARY_FLOAT)
@@ -113,7 +125,8 @@ def _gen(rng: random.Random):
                 dtype, value, _ = rng.choice(ONES)
                 k += 1
                 one = f"one{k}"
-                nodes.append({"name": one, "op": "Const", "value": {"dtype": dtype, "value": value}})
+                nodes.append({"name": one, "op": "Const",
+                              "value": {"dtype": dtype, "value": value}})
                 op = rng.choice(["Mul.ftz", "Mul.ftz", "RealDiv.ftz", "Mul"])
                 ins = [one, x[0]] if op.startswith("Mul") and rng.random() < 0.4 else [x[0], one]
                 new(op, ins, x[1], x[2], opt="by-one")
@@ -150,6 +163,7 @@ def _instance(nodes, outputs, writes, keep):
             alias[n["name"]] = x
             continue
         out.append(n)
+
     def node_of(v):
         v = alias.get(v, v)
         if v.startswith("$"):       # (a feed is no node: through an Identity)
@@ -159,10 +173,6 @@ def _instance(nodes, outputs, writes, keep):
     for j, (var, v) in enumerate(writes):
         out.append({"name": f"w{j}", "op": "Write", "inputs": [var, node_of(v), "^rx", "^ry"]})
     outs = {o: node_of(v) for o, v in outputs.items()}
-    used = {i.lstrip("^") for n in out for i in n.get("inputs", [])} | {
-        alias.get(o, o) for o in outputs.values()}
-    # (dead constants are harmless)
-    del used
     return program_from_json({
         "format": "tfsem.program/1",
         "variables": {"x": {"dtype": "float32", "shape": [4]},
@@ -263,7 +273,8 @@ def run(n: int, seed: int, check: bool = False) -> tuple[int, int, list]:
             STATS["proved, a product by one differs"] += 1
             live = _live(p) | _live(q)
             if any(d in live for d, kind in differ.items() if kind == "by-one"):
-                STATS["proved, a live product by one differs"] = STATS.get("proved, a live product by one differs", 0) + 1
+                live_key = "proved, a live product by one differs"
+                STATS[live_key] = STATS.get(live_key, 0) + 1
                 ops = {n.name: n.op for n in (*p.nodes, *q.nodes)}
                 for d, kind in differ.items():
                     if kind == "by-one" and d in live:
@@ -274,6 +285,8 @@ def run(n: int, seed: int, check: bool = False) -> tuple[int, int, list]:
             STATS["sampled unproved"] += 1
             if new_outcome(p, q, semantics, observe, rng) is not None:
                 STATS["sampled unproved with a new outcome (the oracle tells)"] += 1
+        if r.proved and any(x["op"] == "MatMul" for x in nodes):
+            STATS["proved with a MatMul"] = STATS.get("proved with a MatMul", 0) + 1
         if r.proved:
             proved += 1
             w = new_outcome(p, q, semantics, observe, rng)
@@ -286,6 +299,7 @@ def run(n: int, seed: int, check: bool = False) -> tuple[int, int, list]:
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 18
+    MATMUL = "--matmul" in sys.argv
     checked, proved, bad = run(n, seed, check="--check" in sys.argv)
     print(f"pairs {checked}, proved {proved}, counterexamples {len(bad)}", STATS)
     for b in bad[:10]:
