@@ -193,6 +193,9 @@ def _batched_call(xp: Any, size: int):
                 raise RuntimeError(f"batched {fn.name} returned shape {getattr(r, 'shape', ())}, "
                                    f"not a leading batch axis of {size}")
         return results
+    # (the same call on another array module: the host's recomputation of a
+    # call cupy's float32 flushing may have changed, backends/execute.py)
+    call.for_module = lambda module: _batched_call(module, size)  # type: ignore[attr-defined]
     return call
 
 
