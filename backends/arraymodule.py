@@ -603,6 +603,20 @@ HOST_RECOMPUTES: dict[str, int] = {}
 _EXP32, _MANT32, _ABS32, _TINY32_BITS = 0x7F800000, 0x007FFFFF, 0x7FFFFFFF, 0x00800000
 
 
+def _doubtful_operand(xp: Any, a: Any) -> Any:
+    bits = a.view(np.uint32)
+    return ((bits & _EXP32) == 0) & ((bits & _MANT32) != 0)
+
+
+def _doubtful_result(xp: Any, r: Any) -> Any:
+    return (r.view(np.uint32) & _ABS32) <= _TINY32_BITS
+
+
+def _float32(arrays: Sequence[Any]) -> list:
+    return [a for a in arrays if a is not None and getattr(a, "dtype", None) == np.float32
+            and a.size]
+
+
 def float32_flush_doubt(xp: Any, arrays: Sequence[Any], results: Sequence[Any]) -> bool:
     """Whether cupy's flushing may have changed a float32 call's results:
     cupy compiles every kernel with -ftz=true (cupy/cuda/compiler.py), so
@@ -611,28 +625,40 @@ def float32_flush_doubt(xp: Any, arrays: Sequence[Any], results: Sequence[Any]) 
     the hardware's).  Doubt when an operand holds a subnormal, or a result
     holds a value of magnitude at most the smallest normal (zeros
     included: a flushed result is one).  Tested by bits (integer kernels,
-    which nothing flushes).  numpy computes without flushing: no doubt."""
-    if xp is np:
+    which nothing flushes).  numpy computes without flushing: no doubt; nor
+    is there in a call without operands (Const: nothing computed)."""
+    if xp is np or all(a is None for a in arrays):
         return False
-    for a in arrays:
-        if a is not None and getattr(a, "dtype", None) == np.float32 and a.size:
-            bits = a.view(np.uint32)
-            if bool(xp.any(((bits & _EXP32) == 0) & ((bits & _MANT32) != 0))):
-                return True
-    for r in results:
-        if getattr(r, "dtype", None) == np.float32 and r.size:
-            if bool(xp.any((r.view(np.uint32) & _ABS32) <= _TINY32_BITS)):
-                return True
-    return False
+    return any(bool(xp.any(_doubtful_operand(xp, a))) for a in _float32(arrays)) or \
+        any(bool(xp.any(_doubtful_result(xp, r))) for r in _float32(results))
 
 
-def recompute_on_host(xp: Any, name: str, arrays: Sequence[Any], run_on_numpy: Any) -> tuple:
+def recompute_on_host(xp: Any, name: str, arrays: Sequence[Any], results: Sequence[Any],
+                      run_on_numpy: Any, batched: bool) -> tuple:
     """A call `float32_flush_doubt` doubts, computed again by numpy on host
-    copies of its operands (`run_on_numpy(arrays)`: the model's bits), its
-    results moved back to the device."""
+    copies of its operands (`run_on_numpy(host arrays, rows)`: the model's
+    bits), its results moved back to the device.  A batched call (every
+    array with a leading axis of valuations) is recomputed on the doubtful
+    valuations only, their rows replaced in the device's results."""
     HOST_RECOMPUTES[name] = HOST_RECOMPUTES.get(name, 0) + 1
-    host = tuple(None if a is None else xp.asnumpy(a) for a in arrays)
-    return tuple(xp.asarray(np.asarray(r)) for r in run_on_numpy(host))
+    if not batched:
+        host = tuple(None if a is None else xp.asnumpy(a) for a in arrays)
+        return tuple(xp.asarray(np.asarray(r)) for r in run_on_numpy(host, None))
+    size = next(a.shape[0] for a in arrays if a is not None)
+    doubt = xp.zeros(size, dtype=np.bool_)
+    for a, test in [(a, _doubtful_operand) for a in _float32(arrays)] + \
+            [(r, _doubtful_result) for r in _float32(results)]:
+        d = test(xp, a)
+        doubt |= d.reshape(size, -1).any(axis=1) if d.ndim > 1 else d
+    rows = xp.nonzero(doubt)[0]
+    host = tuple(None if a is None else xp.asnumpy(a[rows]) for a in arrays)
+    fixed = run_on_numpy(host, int(rows.shape[0]))
+    out = []
+    for r, h in zip(results, fixed):
+        r = r.copy()
+        r[rows] = xp.asarray(np.asarray(h))
+        out.append(r)
+    return tuple(out)
 
 
 def cupy_refusal(xp: Any, name: str, exc: ValueError, arrays: Sequence[Any],

@@ -195,7 +195,9 @@ def _batched_call(xp: Any, size: int):
         return results
     # (the same call on another array module: the host's recomputation of a
     # call cupy's float32 flushing may have changed, backends/execute.py)
-    call.for_module = lambda module: _batched_call(module, size)  # type: ignore[attr-defined]
+    # (`rows`: that many valuations, a subset of the batch's)
+    call.for_module = lambda module, rows=None: _batched_call(  # type: ignore[attr-defined]
+        module, size if rows is None else rows)
     return call
 
 

@@ -75,9 +75,10 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
         with np.errstate(all="ignore"):
             results = (call or _call_impl(xp))(fn, arrays, attrs)
             if float32_flush_doubt(xp, arrays, results):   # cupy flushes float32 subnormals
-                host_call = call.for_module(np) if call is not None else _call_impl(np)
-                results = recompute_on_host(xp, fn.name, arrays,
-                                            lambda host: host_call(fn, host, attrs))
+                results = recompute_on_host(
+                    xp, fn.name, arrays, results, batched=call is not None,
+                    run_on_numpy=lambda host, rows: (call.for_module(np, rows) if call is not None
+                                                     else _call_impl(np))(fn, host, attrs))
     except MemoryError:
         raise too_large(fn.name, None) from None
     except OpError as exc:  # the op fails on these arguments: its own error value, as the oracle
@@ -89,7 +90,7 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
             err.function = fn.name
             raise err from None
         if isinstance(exc, ValueError) and xp is not np:   # (cupy's own limits: its dtypes)
-            host_call = call.for_module(np) if call is not None else _call_impl(np)
+            host_call = call.for_module(np, None) if call is not None else _call_impl(np)
             refusal = cupy_refusal(xp, fn.name, exc, arrays, lambda h: host_call(fn, h, attrs))
             if refusal is not None:
                 raise refusal from None
