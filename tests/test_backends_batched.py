@@ -453,7 +453,7 @@ def test_cupy_flushing_is_never_the_result(name, operands, monkeypatch):
     catch the class)."""
     from tfsem.backends import execute
     fn = fns.get(name)
-    b = numpy_as_cupy()
+    b = backends()[1]    # a GPU's cupy where there is one
     size = len(operands[0])
     want = fn.apply([Tensor(np.asarray(a)) for a in operands], {})
     rows = [np.broadcast_to(np.asarray(a), (size,) + np.shape(a)).copy() if np.ndim(a) == 0
@@ -471,8 +471,23 @@ def test_cupy_flushing_is_never_the_result(name, operands, monkeypatch):
     for batched in (False, True):
         assert tuple(run(batched)) == want
     assert am.HOST_RECOMPUTES.get(name, 0) >= before.get(name, 0) + 2
-    monkeypatch.setattr(execute, "float32_flush_doubt", lambda *a: False)
-    assert tuple(run(False)) != want    # the stand-in flushes: the GPU's bits
+    if b.substituted:
+        monkeypatch.setattr(execute, "float32_flush_doubt", lambda *a: False)
+        assert tuple(run(False)) != want    # the stand-in flushes: the GPU's bits
+
+
+@pytest.mark.skipif(not am.cuda_available(),
+                    reason=f"needs cupy and a CUDA GPU: {am.cuda_unavailable_reason()}")
+def test_cuda_kernels_flush_float32():  # pragma: no cover - needs a GPU
+    """The cause, on the GPU: cupy's kernels (compiled with -ftz=true) read
+    a float32 subnormal as zero and write a subnormal result as zero;
+    float64 is not flushed."""
+    import cupy
+    x = cupy.asarray(np.array([_SUB32, 1.5 * _TINY32], np.float32))
+    assert (x * np.float32(5e5)).get()[0] == 0                     # numpy: -> 5e-35
+    assert (x[1:] - np.float32(_TINY32)).get()[0] == 0             # numpy: 0.5 * tiny
+    assert (x.astype(np.float64) * 2.0).get()[1] == 3.0 * float(np.float32(_TINY32))
+    assert (cupy.asarray(np.array([5e-324])) * 2.0).get()[0] == 1e-323
 
 
 def test_no_doubt_no_host_recompute():
