@@ -695,7 +695,7 @@ def _bool_only(name: str, *arrays: np.ndarray) -> None:
 def _logical_not(xp, args, attrs):
     """Elementwise not of a bool tensor."""
     _bool_only("LogicalNot", args[0])
-    return (np.logical_not(args[0]),)
+    return (xp.logical_not(args[0]),)
 
 
 @function("LogicalAnd", 2, 1, batched=BROADCASTING, casts=True,
@@ -703,7 +703,7 @@ def _logical_not(xp, args, attrs):
 def _logical_and(xp, args, attrs):
     """Elementwise and of bool tensors."""
     _bool_only("LogicalAnd", *args)
-    return (np.logical_and(args[0], args[1]),)
+    return (xp.logical_and(args[0], args[1]),)
 
 
 define(OpDef("LogicalNot", "LogicalNot", one_function("LogicalNot", None, 1), FAMILY,
@@ -717,7 +717,7 @@ define(OpDef("LogicalAnd", "LogicalAnd (bool result)", one_function("LogicalAnd"
 def _logical_or(xp, args, attrs):
     """Elementwise or of bool tensors."""
     _bool_only("LogicalOr", *args)
-    return (np.logical_or(args[0], args[1]),)
+    return (xp.logical_or(args[0], args[1]),)
 
 
 define(OpDef("LogicalOr", "LogicalOr (bool result)", one_function("LogicalOr", None, 2), FAMILY,
@@ -772,7 +772,7 @@ def _select_v2(xp, args, attrs):
     """x where the condition holds, else y, all three broadcast (tf.where)."""
     c, x, y = args
     _select_args("SelectV2", c, x, y)
-    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+    return (xp.where(c, x, y).astype(x.dtype, copy=False),)
 
 
 @function("Select", 3, 1, casts=True, mixed_dtypes=True, export=_export_select("Select"),
@@ -788,7 +788,7 @@ def _select(xp, args, attrs):
         if c.ndim != 1 or x.ndim < 1 or c.shape[0] != x.shape[0]:
             raise ShapeError("Select: the condition's shape fits neither x nor its first axis")
         c = c.reshape(c.shape + (1,) * (x.ndim - 1))
-    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+    return (xp.where(c, x, y).astype(x.dtype, copy=False),)
 
 
 for _name, _fn in (("Select", _select), ("SelectV2", _select_v2)):
