@@ -600,20 +600,27 @@ def available_backends() -> list[str]:
 #: calls recomputed on the host, by function name (see float32_flush_doubt)
 HOST_RECOMPUTES: dict[str, int] = {}
 
-_EXP32, _MANT32, _ABS32, _TINY32_BITS = 0x7F800000, 0x007FFFFF, 0x7FFFFFFF, 0x00800000
+#: per flushed dtype: (unsigned view, exponent bits, mantissa bits, |x| bits, tiny's bits)
+_BITS = {np.dtype(np.float32): (np.uint32, 0x7F800000, 0x007FFFFF, 0x7FFFFFFF, 0x00800000),
+         # (float16: cupy computes it through float32, where its subnormals are
+         # normal; its conversions back are not documented either way: doubted too)
+         np.dtype(np.float16): (np.uint16, 0x7C00, 0x03FF, 0x7FFF, 0x0400)}
 
 
 def _doubtful_operand(xp: Any, a: Any) -> Any:
-    bits = a.view(np.uint32)
-    return ((bits & _EXP32) == 0) & ((bits & _MANT32) != 0)
+    view, exp, mant, _, _ = _BITS[a.dtype]
+    bits = a.view(view)
+    return ((bits & exp) == 0) & ((bits & mant) != 0)
 
 
 def _doubtful_result(xp: Any, r: Any) -> Any:
-    return (r.view(np.uint32) & _ABS32) <= _TINY32_BITS
+    view, _, _, absolute, tiny = _BITS[r.dtype]
+    return (r.view(view) & absolute) <= tiny
 
 
 def _float32(arrays: Sequence[Any]) -> list:
-    return [a for a in arrays if a is not None and getattr(a, "dtype", None) == np.float32
+    """The float32 and float16 arrays among `arrays` (not empty)."""
+    return [a for a in arrays if a is not None and getattr(a, "dtype", None) in _BITS
             and a.size]
 
 
@@ -625,8 +632,9 @@ def float32_flush_doubt(xp: Any, arrays: Sequence[Any], results: Sequence[Any]) 
     the hardware's).  Doubt when an operand holds a subnormal, or a result
     holds a value of magnitude at most the smallest normal (zeros
     included: a flushed result is one).  Tested by bits (integer kernels,
-    which nothing flushes).  numpy computes without flushing: no doubt; nor
-    is there in a call without operands (Const: nothing computed)."""
+    which nothing flushes).  float16 is doubted alike, by its own smallest
+    normal.  numpy computes without flushing: no doubt; nor is there in a
+    call without operands (Const: nothing computed)."""
     if xp is np or all(a is None for a in arrays):
         return False
     return any(bool(xp.any(_doubtful_operand(xp, a))) for a in _float32(arrays)) or \

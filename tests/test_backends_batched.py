@@ -499,6 +499,10 @@ def test_no_doubt_no_host_recompute():
     assert am.float32_flush_doubt(xp, [a], [a - a])                      # zeros: doubt
     assert am.float32_flush_doubt(xp, [b.to_device(np.array([_SUB32]))], [a])
     assert not am.float32_flush_doubt(np, [np.array([_SUB32])], [np.zeros(1, np.float32)])
+    half = b.to_device(np.array([1.0, 2.0**-20], np.float16))          # a float16 subnormal
+    assert am.float32_flush_doubt(xp, [half], []) and not am.float32_flush_doubt(xp, [half[:1]], [])
+    assert am.float32_flush_doubt(xp, [half[:1]], [half[:1] * np.float16(2.0**-14)])   # its tiny
+    assert not am.float32_flush_doubt(xp, [b.to_device(np.array([5e-324]))], [])   # float64
 
 
 def test_a_dtype_cupy_lacks_is_refused_by_name():

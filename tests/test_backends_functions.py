@@ -29,6 +29,7 @@ VALUES = {
     "int32": np.array([0, 1, 2, 0, 1, 2], np.int32),
     "float64": np.array([5e-324, -1e300, 0.5, 2.0**64, -1.0, np.nan], np.float64),
     "uint8": np.array([0, 255, 7], np.uint8),
+    "float16": np.array([6e-8, -0.0, 65504, 2.0**-14, np.nan, 1.5], np.float16),
 }
 ATTRS = {
     "Cast": [{"DstT": d} for d in ("float32", "float64", "int64", "int32", "uint8", "uint64",
