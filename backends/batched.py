@@ -193,6 +193,11 @@ def _batched_call(xp: Any, size: int):
                 raise RuntimeError(f"batched {fn.name} returned shape {getattr(r, 'shape', ())}, "
                                    f"not a leading batch axis of {size}")
         return results
+    # (the same call on another array module: the host's recomputation of a
+    # call cupy's float32 flushing may have changed, backends/execute.py)
+    # (`rows`: that many valuations, a subset of the batch's)
+    call.for_module = lambda module, rows=None: _batched_call(  # type: ignore[attr-defined]
+        module, size if rows is None else rows)
     return call
 
 

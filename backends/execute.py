@@ -36,7 +36,8 @@ from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import (DTYPE_MISMATCH, DTYPES, SHAPE_MISMATCH, UNINITIALIZED, Error,
                                  Tensor, Value, ValueFormatError)
 
-from .arraymodule import Backend, get_backend
+from .arraymodule import (Backend, cupy_refusal, float32_flush_doubt, get_backend,
+                          recompute_on_host)
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 _SUPPORTED = frozenset(DTYPES.values())
@@ -73,6 +74,11 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     try:
         with np.errstate(all="ignore"):
             results = (call or _call_impl(xp))(fn, arrays, attrs)
+            if float32_flush_doubt(xp, arrays, results):   # cupy flushes float32 subnormals
+                results = recompute_on_host(
+                    xp, fn.name, arrays, results, batched=call is not None,
+                    run_on_numpy=lambda host, rows: (call.for_module(np, rows) if call is not None
+                                                     else _call_impl(np))(fn, host, attrs))
     except MemoryError:
         raise too_large(fn.name, None) from None
     except OpError as exc:  # the op fails on these arguments: its own error value, as the oracle
@@ -83,6 +89,11 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
                             f"result's shape ({exc})")   # (as Function.apply)
             err.function = fn.name
             raise err from None
+        if isinstance(exc, ValueError) and xp is not np:   # (cupy's own limits: its dtypes)
+            host_call = call.for_module(np, None) if call is not None else _call_impl(np)
+            refusal = cupy_refusal(xp, fn.name, exc, arrays, lambda h: host_call(fn, h, attrs))
+            if refusal is not None:
+                raise refusal from None
         return (Error(SHAPE_MISMATCH),) * fn.n_out
     if len(results) != fn.n_out:
         raise RuntimeError(f"function {fn.name} returned {len(results)} results, "

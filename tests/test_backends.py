@@ -111,10 +111,40 @@ def test_substituted_cupy_is_the_cupy_code_path():
     assert isinstance(b, am.CupyBackend) and b.substituted and b.name == "cupy"
     host = np.arange(3)
     dev = b.to_device(host)
-    assert dev is not host and not np.shares_memory(dev, host)   # cupy.asarray copies
+    host[0] = 7                                    # cupy.asarray copies
+    assert b.to_host([dev])[0].tolist() == [0, 1, 2]
     with am.substitute_cupy():
         assert get_backend("cupy").substituted
     assert not am._substitute
+
+
+def test_the_stand_in_is_as_strict_as_cupy():
+    """What fails on a GPU fails on the stand-in: a device array never
+    becomes a numpy array implicitly (cupy's TypeError), a host array is
+    not an operand, a name cupy lacks is missing; numpy's functions dispatch
+    to the device, and float()/bool()/iteration work as on cupy."""
+    b = numpy_as_cupy()
+    xp = b.xp
+    dev = b.to_device(np.array([1.5, -2.0], np.float32))
+    for implicit in (np.asarray, np.array, lambda a: np.asarray(a, dtype=np.bool_),
+                     lambda a: np.concatenate([np.zeros(1, np.float32), a.get()]) + a,
+                     lambda a: np.shares_memory(a, np.zeros(2)), memoryview):
+        with pytest.raises(TypeError):
+            implicit(dev)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        xp.add(dev, np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="Unsupported type"):
+        xp.where(dev > 0, dev, np.zeros(2, np.float32))
+    with pytest.raises(AttributeError):
+        xp.errstate   # noqa: B018 (numpy has it, cupy does not)
+    with pytest.raises(TypeError):
+        [0, 1][dev[0].astype(np.int64)]   # cupy has no __index__
+    got = np.where(dev > 0, dev, np.float32(0))    # numpy's function, the device's array
+    assert type(got) is am.DeviceArray and got.get().tolist() == [1.5, 0.0]
+    assert type(dev.sum()) is am.DeviceArray and dev.sum().shape == ()   # 0-d, as cupy
+    assert type(dev[0]) is am.DeviceArray
+    assert float(dev[0]) == 1.5 and bool(dev[1]) and [float(x) for x in dev] == [1.5, -2.0]
+    assert xp.asnumpy(dev * 2).tolist() == [3.0, -4.0] and (2 * dev).dtype == np.float32
 
 
 @pytest.mark.parametrize("backend", backends(), ids=lambda b: b.label)
@@ -324,13 +354,16 @@ def test_rejects_fake_counterexamples():
     assert shared
     for outcome, schedule in shared:   # the original has these outcomes too
         assert confirm_counterexample(original, rewritten, feeds, init, schedule) == []
-        (d,) = confirm_details(original, rewritten, feeds, init, schedule)
-        assert "the original has this outcome too" in d.reason
+        details = confirm_details(original, rewritten, feeds, init, schedule, backends=backends())
+        assert len(details) == 2   # numpy and the cupy path (a GPU's, or numpy substituted)
+        for d in details:
+            assert not d.confirmed and "the original has this outcome too" in d.reason
     real_outcome, real = next((o, w) for o, w in mine.items() if o not in theirs)
     # a claimed outcome that the schedule does not give
     wrong = next(iter(theirs))
-    (d,) = confirm_details(original, rewritten, feeds, init, real, outcome=wrong)
-    assert not d.confirmed and "not the claimed" in d.reason
+    for d in confirm_details(original, rewritten, feeds, init, real, outcome=wrong,
+                             backends=backends()):
+        assert not d.confirmed and "not the claimed" in d.reason
     # a schedule the rewritten program cannot follow
     assert confirm_counterexample(original, rewritten, feeds, init, list(reversed(real))) == []
     # a program never refutes itself
@@ -342,10 +375,14 @@ def test_confirmation_gives_up_beyond_its_witness_budget():
     original, rewritten, feeds, init = hoisted_load_store()
     schedule = next(w for o, w in outcome_set(rewritten, feeds, init).items()
                     if o not in outcome_set(original, feeds, init))
-    (d,) = confirm_details(original, rewritten, feeds, init, schedule, max_witnesses=1)
-    assert not d.confirmed and "witnesses" in d.reason
-    (d,) = confirm_details(original, rewritten, feeds, init, schedule, max_states=1)
-    assert not d.confirmed and "out of reach" in d.reason
+    # (one Confirmation per back end that runs here: numpy, and cupy on a GPU)
+    details = confirm_details(original, rewritten, feeds, init, schedule, max_witnesses=1)
+    assert [d.backend for d in details] == am.available_backends()
+    assert all(not d.confirmed and "witnesses" in d.reason for d in details)
+    details = confirm_details(original, rewritten, feeds, init, schedule, max_states=1,
+                              backends=backends())
+    assert len(details) == 2
+    assert all(not d.confirmed and "out of reach" in d.reason for d in details)
 
 
 # ---------------------------------------------------------------------------

@@ -396,6 +396,21 @@ def test_differential_test_finds_the_hoisted_read():
     assert confirm_counterexample(original, rewritten, cx.feeds, cx.init, cx.schedule) != []
 
 
+def test_the_cupy_path_batched_equals_numpy():
+    """The GPU test below on the stand-in (which flushes float32 as cupy's
+    kernels do): the same unmatched valuations as numpy's, subnormals and
+    all (a quarter of the random floats are any bit pattern)."""
+    original, rewritten = reassociation()
+    feed_types, var_types = BT.input_types(original)
+    classes = schedule_classes(original), schedule_classes(rewritten)
+    masks = []
+    for b in (get_backend("numpy"), numpy_as_cupy()):
+        batch = BT.random_batch(feed_types, var_types, 20_000, np.random.default_rng(5), b)
+        bad, _ = BT.unmatched(original, rewritten, batch, b, *classes)
+        masks.append(b.to_host([bad])[0])
+    assert masks[0].any() and (masks[0] == masks[1]).all()
+
+
 @pytest.mark.skipif(not am.cuda_available(),
                     reason=f"needs cupy and a CUDA GPU: {am.cuda_unavailable_reason()}")
 def test_cuda_batched_equals_numpy():  # pragma: no cover - needs a GPU
@@ -409,3 +424,97 @@ def test_cuda_batched_equals_numpy():  # pragma: no cover - needs a GPU
         bad, _ = BT.unmatched(original, rewritten, batch, b, *classes)
         masks.append(b.to_host([bad])[0])
     assert (masks[0] == masks[1]).all()
+
+
+# ---------------------------------------------------------------------------
+# cupy's float32 flushing (its kernels are compiled with -ftz=true)
+
+_SUB32 = np.float32(1e-40)            # a float32 subnormal
+_TINY32 = np.finfo(np.float32).tiny
+
+
+def _flush_cases():
+    """(function, operands) whose float32 results a flushing kernel changes:
+    a subnormal operand (read as zero), a subnormal result (written as zero),
+    a comparison with a subnormal (equal to zero when flushed)."""
+    return [("Mul", [np.array([_SUB32, 1.0], np.float32), np.float32(5e5)]),   # the GPU's case
+            ("Mul", [np.array([_TINY32, 3.0], np.float32), np.float32(0.5)]),
+            ("Sub", [np.array([1.5 * _TINY32], np.float32), np.float32(_TINY32)]),
+            ("Add", [np.array([-_SUB32, 2.0], np.float32), np.float32(0.0)]),
+            ("Neg", [np.array([_SUB32], np.float32)])]
+
+
+@pytest.mark.parametrize("name,operands", _flush_cases(), ids=lambda c: str(c)[:12])
+def test_cupy_flushing_is_never_the_result(name, operands, monkeypatch):
+    """On the cupy path (the stand-in flushes as cupy's kernels do) a
+    float32 call that flushing may change is recomputed on the host: the
+    batched and the unbatched results are numpy's bits.  Without that
+    recomputation the stand-in gives the GPU's wrong bits (so CPU runs
+    catch the class)."""
+    from tfsem.backends import execute
+    fn = fns.get(name)
+    b = backends()[1]    # a GPU's cupy where there is one
+    size = len(operands[0])
+    want = fn.apply([Tensor(np.asarray(a)) for a in operands], {})
+    rows = [np.broadcast_to(np.asarray(a), (size,) + np.shape(a)).copy() if np.ndim(a) == 0
+            else a for a in operands]
+    host = [np.stack([r] * 2) for r in rows]      # a batch of two equal valuations
+    before = dict(am.HOST_RECOMPUTES)
+
+    def run(batched: bool):
+        if batched:
+            got = apply_function(fn, [b.to_device(a) for a in host], {}, b.xp,
+                                 BT._batched_call(b.xp, 2))
+            return [Tensor(b.to_host([g])[0][1]) for g in got]
+        got = apply_function(fn, [b.to_device(np.asarray(a)) for a in operands], {}, b.xp)
+        return [Tensor(b.to_host([g])[0]) for g in got]
+    for batched in (False, True):
+        assert tuple(run(batched)) == want
+    assert am.HOST_RECOMPUTES.get(name, 0) >= before.get(name, 0) + 2
+    if b.substituted:
+        monkeypatch.setattr(execute, "float32_flush_doubt", lambda *a: False)
+        assert tuple(run(False)) != want    # the stand-in flushes: the GPU's bits
+
+
+@pytest.mark.skipif(not am.cuda_available(),
+                    reason=f"needs cupy and a CUDA GPU: {am.cuda_unavailable_reason()}")
+def test_cuda_kernels_flush_float32():  # pragma: no cover - needs a GPU
+    """The cause, on the GPU: cupy's kernels (compiled with -ftz=true) read
+    a float32 subnormal as zero and write a subnormal result as zero;
+    float64 is not flushed."""
+    import cupy
+    x = cupy.asarray(np.array([_SUB32, 1.5 * _TINY32], np.float32))
+    assert (x * np.float32(5e5)).get()[0] == 0                     # numpy: -> 5e-35
+    assert (x[1:] - np.float32(_TINY32)).get()[0] == 0             # numpy: 0.5 * tiny
+    assert (x.astype(np.float64) * 2.0).get()[1] == 3.0 * float(np.float32(_TINY32))
+    assert (cupy.asarray(np.array([5e-324])) * 2.0).get()[0] == 1e-323
+
+
+def test_no_doubt_no_host_recompute():
+    """Normal float32 operands and results stay on the device."""
+    b = numpy_as_cupy()
+    xp = b.xp
+    a = b.to_device(np.array([1.5, -3.0, 2.0**-120], np.float32))
+    assert not am.float32_flush_doubt(xp, [a, a], [a * 2])
+    assert am.float32_flush_doubt(xp, [a], [a - a])                      # zeros: doubt
+    assert am.float32_flush_doubt(xp, [b.to_device(np.array([_SUB32]))], [a])
+    assert not am.float32_flush_doubt(np, [np.array([_SUB32])], [np.zeros(1, np.float32)])
+    half = b.to_device(np.array([1.0, 2.0**-20], np.float16))          # a float16 subnormal
+    assert am.float32_flush_doubt(xp, [half], []) and not am.float32_flush_doubt(xp, [half[:1]], [])
+    assert am.float32_flush_doubt(xp, [half[:1]], [half[:1] * np.float16(2.0**-14)])   # its tiny
+    assert not am.float32_flush_doubt(xp, [b.to_device(np.array([5e-324]))], [])   # float64
+
+
+def test_a_dtype_cupy_lacks_is_refused_by_name():
+    from tfsem.oracle.functions import CannotRun
+    b = numpy_as_cupy()
+    with pytest.raises(CannotRun, match="cupy has no dtype bfloat16"):
+        b.to_device(_bfloat16_zeros())
+    with pytest.raises(CannotRun, match="cannot run Cast on cupy"):
+        apply_function(fns.get("Cast"), [b.to_device(np.ones(2, np.float32))],
+                       {"DstT": "bfloat16"}, b.xp)
+
+
+def _bfloat16_zeros():
+    from tfsem.oracle.values import DTYPES
+    return np.zeros(2, DTYPES["bfloat16"])

@@ -577,15 +577,22 @@ _TINY32 = np.finfo(np.float32).tiny
 _TINY64 = np.finfo(np.float64).tiny
 
 
-def _daz(a: np.ndarray) -> np.ndarray:
-    """Denormals-are-zero: a subnormal of a flushed dtype compares as zero."""
+def _daz(xp, a: np.ndarray) -> np.ndarray:
+    """Denormals-are-zero: a subnormal of a flushed dtype compares as zero
+    (computed by `xp`, the array module `a` lives in)."""
     name = dtype_name(a.dtype)
     if name not in FLUSHED_DTYPES:
         return a
     if name == "float64":
-        return np.where(np.abs(a) < _TINY64, 0.0, a)
+        return xp.where(xp.abs(a) < _TINY64, 0.0, a)
     a = a.astype(np.float32)   # bfloat16 and float32 share float32's exponent range
-    return np.where(np.abs(a) < _TINY32, np.float32(0.0), a)
+    return xp.where(xp.abs(a) < _TINY32, np.float32(0.0), a)
+
+
+def _compare(xp, op, a, b):
+    """`op` (a numpy ufunc) by `xp`'s ufunc of its name on DAZ operands: a
+    bool array, 0-d for scalars (numpy's ufuncs give a scalar there)."""
+    return xp.asarray(getattr(xp, op.__name__)(_daz(xp, a), _daz(xp, b)), dtype=np.bool_)
 
 
 def _z3_comparison(name: str):
@@ -624,9 +631,9 @@ def _comparison(name: str, op, ordered: bool) -> None:
     def impl(xp, args, attrs):
         if ordered and args[0].dtype == np.bool_:
             raise OpError("no-kernel", f"{name} has no kernel for bool")
-        return (np.asarray(op(_daz(args[0]), _daz(args[1])), dtype=np.bool_),)
+        return (_compare(xp, op, args[0], args[1]),)
     impl.__doc__ = f"Elementwise {name} (TensorFlow's {name}), a bool result."
-    encoding = Elementwise(name.lower(), lambda a, b: np.asarray(op(_daz(a), _daz(b)), np.bool_),
+    encoding = Elementwise(name.lower(), lambda a, b: _compare(np, op, a, b),
                            _z3_comparison(name),
                            commutative=frozenset() if ordered else frozenset(DTYPES_ALL),
                            result=_bool_result)
@@ -644,12 +651,12 @@ def _comparison(name: str, op, ordered: bool) -> None:
         # (checking/symbolic.py LENIENT), this value where they do not
         def lenient_impl(xp, args, attrs):
             try:
-                np.broadcast_shapes(np.shape(args[0]), np.shape(args[1]))
+                np.broadcast_shapes(args[0].shape, args[1].shape)
             except ValueError:
                 if args[0].dtype != args[1].dtype:
                     raise OpError("dtype-mismatch", f"{name}: {dtype_name(args[0].dtype)} vs "
                                                     f"{dtype_name(args[1].dtype)}") from None
-                return (np.array(name == "NotEqual"),)
+                return (xp.asarray(name == "NotEqual"),)
             return impl(xp, args, attrs)
         lenient_impl.__doc__ = (f"{name} with incompatible_shape_error=false: a scalar "
                                 f"{name == 'NotEqual'} on shapes that do not broadcast.")
@@ -688,7 +695,7 @@ def _bool_only(name: str, *arrays: np.ndarray) -> None:
 def _logical_not(xp, args, attrs):
     """Elementwise not of a bool tensor."""
     _bool_only("LogicalNot", args[0])
-    return (np.logical_not(args[0]),)
+    return (xp.logical_not(args[0]),)
 
 
 @function("LogicalAnd", 2, 1, batched=BROADCASTING, casts=True,
@@ -696,7 +703,7 @@ def _logical_not(xp, args, attrs):
 def _logical_and(xp, args, attrs):
     """Elementwise and of bool tensors."""
     _bool_only("LogicalAnd", *args)
-    return (np.logical_and(args[0], args[1]),)
+    return (xp.logical_and(args[0], args[1]),)
 
 
 define(OpDef("LogicalNot", "LogicalNot", one_function("LogicalNot", None, 1), FAMILY,
@@ -710,7 +717,7 @@ define(OpDef("LogicalAnd", "LogicalAnd (bool result)", one_function("LogicalAnd"
 def _logical_or(xp, args, attrs):
     """Elementwise or of bool tensors."""
     _bool_only("LogicalOr", *args)
-    return (np.logical_or(args[0], args[1]),)
+    return (xp.logical_or(args[0], args[1]),)
 
 
 define(OpDef("LogicalOr", "LogicalOr (bool result)", one_function("LogicalOr", None, 2), FAMILY,
@@ -765,7 +772,7 @@ def _select_v2(xp, args, attrs):
     """x where the condition holds, else y, all three broadcast (tf.where)."""
     c, x, y = args
     _select_args("SelectV2", c, x, y)
-    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+    return (xp.where(c, x, y).astype(x.dtype, copy=False),)
 
 
 @function("Select", 3, 1, casts=True, mixed_dtypes=True, export=_export_select("Select"),
@@ -781,7 +788,7 @@ def _select(xp, args, attrs):
         if c.ndim != 1 or x.ndim < 1 or c.shape[0] != x.shape[0]:
             raise ShapeError("Select: the condition's shape fits neither x nor its first axis")
         c = c.reshape(c.shape + (1,) * (x.ndim - 1))
-    return (np.where(c, x, y).astype(x.dtype, copy=False),)
+    return (xp.where(c, x, y).astype(x.dtype, copy=False),)
 
 
 for _name, _fn in (("Select", _select), ("SelectV2", _select_v2)):
