@@ -34,6 +34,7 @@ from tfsem.checking import control_flow
 from tfsem.checking.check import check_rewrite
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
+from backends_support import CONFIRMED_ORACLE_ARRAYS
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 CORPUS = Path(__file__).parent / "grappler" / "keras_recurrent_loops.json.gz"
@@ -97,7 +98,7 @@ def test_a_reassociation_outside_a_loop_is_found_at_the_plain_sigma():
     assert v.stats["path"] == "control-flow/refute"
     assert v.stats["found_at"] == "plain"
     assert tags(v) == ["drawn 0", "plain"]     # (the zeros first: 0 * anything agrees)
-    assert v.confirmed == ["oracle", "numpy"]
+    assert v.confirmed == CONFIRMED_ORACLE_ARRAYS
     assert v.differs == {"variable": "v"}
     # the counterexample (shrunk) is one: the reference engine's outcome of
     # the rewrite at its σ is not the original's
@@ -113,7 +114,7 @@ def test_an_overflow_only_difference_is_found_at_the_largest_float():
     assert v.verdict == "unsound", v.reason
     assert v.stats["found_at"] in ("plain huge", "largest float")
     assert "plain" in tags(v)     # (the plain σ, compared first, rounds alike: powers of two)
-    assert v.confirmed == ["oracle", "numpy"]
+    assert v.confirmed == CONFIRMED_ORACLE_ARRAYS
     x = np.asarray(v.counterexample.feeds["x"].array, dtype=np.float64)
     assert np.any(np.abs(x) * 2 > np.finfo(np.float32).max)
 
@@ -186,7 +187,7 @@ def test_grapplers_constant_folding_of_the_gru_loop_is_unsound(monkeypatch):
     assert v.stats["found_at"] in FLOAT_TAGS
     # (confirmed on numpy too: the loops' TensorList ops run on the array
     # back ends, backends/controlflow.py)
-    assert v.confirmed == ["oracle", "numpy"], v.stats.get("backends")
+    assert v.confirmed == CONFIRMED_ORACLE_ARRAYS, v.stats.get("backends")
     # (the dense layer's kernel or bias: both updates go through sub * 2;
     # which one differs first depends on how far the σ was shrunk)
     assert v.differs["variable"].startswith("sequential/dense/"), v.differs
