@@ -149,11 +149,6 @@ def failed_dead(error: "Error") -> _Dead:
     return d
 
 
-def _grown(old: frozenset, new: set) -> frozenset:
-    """`old` with the elements of `new` (no copy when there are none)."""
-    return old.union(new) if new else old
-
-
 def _is_dead(c: object) -> bool:
     return isinstance(c, _Dead)
 
@@ -310,18 +305,35 @@ class Step:
         return text
 
 
-@dataclass(frozen=True)
+@dataclass
 class CFState:
-    var_value: Mapping[str, Value]
-    tokens: Mapping[tuple[str, Context], object]      # (edge id, context) -> content
-    fired: frozenset                                   # of (node, context)
-    started: frozenset                                 # contexts that exist
-    pending: Mapping[tuple[str, Context], tuple] = field(default_factory=dict)
-    dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
+    """A state of the rules above.  To every caller of :meth:`Machine.fire_step`
+    a state is a value: firing returns a new one.  `behaviours` alone
+    advances a state in place (:meth:`Machine.advance`), where it holds the
+    only reference to it: a state popped from its stack has one successor
+    on a run without a choice, and at a choice every successor but the last
+    is fired from a copy (:meth:`copy`) taken before (docs/checking-control-flow.md,
+    "The engine's concrete runs").  Copying the state at every step made
+    each step cost the size of the state: the set of fired (node, context)
+    pairs grows to the length of the run (4,000 on keras_gru_loop), so a run
+    was quadratic in its length."""
+    var_value: dict
+    tokens: dict                                       # (edge id, context) -> content
+    fired: set                                         # of (node, context)
+    started: set                                       # contexts that exist
+    pending: dict = field(default_factory=dict)        # (node, context) -> (x, w, v)
+    dead_exits: set = field(default_factory=set)       # of (exit node, outer ctx, frame)
     #: the (node, context) pairs that may have a step, each with its steps
     #: or None when not known (Machine._candidates), kept from state to
     #: state; not part of the state (key, equality)
     cand: object = field(default=None, compare=False, repr=False)
+
+    def copy(self) -> "CFState":
+        """An equal state sharing no mutable part with this one (values,
+        contexts and steps are immutable and shared)."""
+        return CFState(dict(self.var_value), dict(self.tokens), set(self.fired),
+                       set(self.started), dict(self.pending), set(self.dead_exits),
+                       None if self.cand is None else dict(self.cand))
 
     def key(self) -> tuple:
         """The state as a hashable value: two states with equal keys are
@@ -333,8 +345,8 @@ class CFState:
         show the bits; docs/semantics.md "NaN payloads")."""
         return (frozenset(map(_exact_item, self.var_value.items())),
                 frozenset(map(_exact_item, self.tokens.items())),
-                self.fired, self.started, frozenset(map(_exact_pending, self.pending.items())),
-                self.dead_exits)
+                frozenset(self.fired), frozenset(self.started),
+                frozenset(map(_exact_pending, self.pending.items())), frozenset(self.dead_exits))
 
 
 def _exact_item(kv: tuple) -> tuple:
@@ -375,6 +387,10 @@ class Machine:
     #: whether registry functions' results are remembered (:data:`_APPLIED`;
     #: tests turn it off)
     remember_functions = True
+    #: whether `behaviours` fires a step into the state it fires from (the
+    #: state has no other reference there: see CFState) rather than into a
+    #: copy (tests turn it off: every step copies, as :meth:`fire_step` does)
+    in_place = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -524,8 +540,9 @@ class Machine:
         elif len(k) == len(want) and tuple(f for f, _ in k) == want:
             add((dst, k))
 
-    def _next_candidates(self, s: CFState, st: Step, s2: CFState) -> dict:
-        """The candidates of s2 = fire_step(s, st), from those of s: the pair
+    def _next_candidates(self, base: dict, st: Step, s2: CFState) -> dict:
+        """The candidates of s2, the state after step `st`, from `base`, those
+        of the state before it (updated in place and returned): the pair
         that fired leaves (unless a decomposed write is pending), and the
         pairs every token written by the step may enable, and, for each
         context the step started, every Merge and input-less node of its
@@ -533,9 +550,8 @@ class Machine:
         in.  (A pair is enabled only through a token on one of its edges, a
         new context, or a pending write: nothing else can make one; the
         tests compare the steps with the transcription's on every state.)"""
-        base = s.cand if s.cand is not None else self._candidates(s)
         fired, pending = s2.fired, s2.pending
-        out = dict(base)
+        out = base
         out.pop((st.node, st.ctx), None)
 
         def add(pair) -> None:   # (steps to be found again)
@@ -543,18 +559,18 @@ class Machine:
                 out[pair] = None
         if (st.node, st.ctx) in pending:
             out[(st.node, st.ctx)] = None
-        new_contexts = s2.started - s.started if len(s2.started) != len(s.started) else ()
-        contexts = list(s2.started)
+        contexts = s2.started
+        tokens = s2.tokens
         for (eid, k) in self._written:
-            if (eid, k) in s2.tokens:
+            if (eid, k) in tokens:
                 self._token_candidates(eid, k, contexts, add, written=True)
-        for c in new_contexts:
+        for c in self._new_contexts:
             frames = tuple(f for f, _ in c)
             for name in self._always:
                 if self._frame_of[name] == frames:
                     add((name, c))
             for eid in self._const_edges:
-                if (eid, c[:-1] + ((c[-1][0], 0),)) in s2.tokens:
+                if (eid, c[:-1] + ((c[-1][0], 0),)) in tokens:
                     self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
         return out
 
@@ -1060,24 +1076,28 @@ class Machine:
 
     def fire_step(self, s: CFState, st: Step) -> CFState:
         """The state after step `st` (the rules above, :meth:`_fire`), with
-        its candidates carried over (:meth:`_next_candidates`)."""
-        self._written = []
-        s2 = self._fire(s, st)
-        object.__setattr__(s2, "cand", self._next_candidates(s, st, s2))
-        return s2
+        its candidates carried over (:meth:`_next_candidates`); `s` is left
+        as it was."""
+        return self.advance(s.copy(), st)
 
-    def _fire(self, s: CFState, st: Step) -> CFState:
+    def advance(self, s: CFState, st: Step) -> CFState:
+        """Step `st` fired in place: `s` becomes the state after it (and is
+        returned).  Only for a caller that holds the only reference to `s`
+        (`behaviours`); everyone else calls :meth:`fire_step`."""
+        self._written = []
+        self._new_contexts = []
+        base = s.cand if s.cand is not None else self._candidates(s)
+        self._fire(s, st)
+        s.cand = self._next_candidates(base, st, s)
+        return s
+
+    def _fire(self, s: CFState, st: Step) -> None:
+        """The rules above, applied to `s` in place."""
         p, g = self.p, self.g
         n = p.node[st.node]
         ctx = st.ctx
-        tokens = dict(s.tokens)
-        var_value = dict(s.var_value)
-        pending = dict(s.pending)
-        # (the pairs fired and the contexts started by this step; the sets
-        # of the state are copied once, at the end: `_grown`)
-        fired: set = set()
-        started: set = set()
-        dead_exits = set(s.dead_exits)
+        tokens, var_value, pending = s.tokens, s.var_value, s.pending
+        fired, dead_exits = s.fired, s.dead_exits
         incoming = g.incoming[n.name]
 
         if st.phase == "end":
@@ -1086,9 +1106,7 @@ class Machine:
             # dead exits to the parent frame")
             fired.add((n.name, ctx))
             self._put_all(tokens, n.name, ctx[:-1], DEAD)
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         if st.phase == "write":
             # decomposed (seed 002): the write step stores f(w, v), w as read earlier
@@ -1097,9 +1115,7 @@ class Machine:
                 x, w, v = held
                 var_value[x] = _assigned(n.fn, w, v, var_value[x])
             self._signal(tokens, n.name, ctx, GO)
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         # "n consumes those inputs": every non-constant input present in ctx
         contents = []
@@ -1114,7 +1130,7 @@ class Machine:
         out_ctx = ctx
         if n.op == ENTER:
             out_ctx = ctx + ((n.attrs["frame_name"], 0),)
-            started.add(out_ctx)
+            self._start(s, out_ctx)
         elif n.op == EXIT:
             out_ctx = ctx[:-1]
         elif n.op == NEXT_ITERATION:
@@ -1128,16 +1144,14 @@ class Machine:
                 dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
             elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
                 self._put_all(tokens, n.name, out_ctx, _dead_of(contents))
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         if n.op == EXIT:   # a live Exit: no dead Exit of this instance propagates
             fired.add((n.name, out_ctx + ((ctx[-1][0], -1),)))
         if n.op == NEXT_ITERATION:
             if out_ctx[-1][1] > self.bound:
                 raise LoopBoundExceeded("/".join(f for f, _ in out_ctx), self.bound, self.explored)
-            started.add(out_ctx)
+            self._start(s, out_ctx)
 
         if n.op == VAR:
             results: list[object] = [VarRef(n.var)]
@@ -1148,9 +1162,7 @@ class Machine:
             # an Assign with an error input changes nothing (footnote 5)
             if st.phase == "read":
                 pending[(n.name, ctx)] = None
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
             results = []
         elif n.op == ASSIGN and st.phase == "":
             handle, v = data
@@ -1160,9 +1172,7 @@ class Machine:
             handle, v = data
             pending[(n.name, ctx)] = (handle.var, var_value[handle.var], v)
             # the control signal comes with the write step
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
         elif n.op == SWITCH:
             value, pred = data
             if not (isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ()):
@@ -1174,9 +1184,7 @@ class Machine:
                 # as a predicate")
                 self._put_all(tokens, n.name, out_ctx, failed_dead(
                     pred if isinstance(pred, Error) else Error(BAD_PREDICATE)))
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
             results = [data[st.choice], Tensor(st.choice, "int32")]
@@ -1200,17 +1208,18 @@ class Machine:
                 # keeps as a value, as everywhere else
                 if not any(failed is d for d in data):
                     var_value.setdefault(stk.STEP_FAILED, failed)
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
             self._produce(tokens, n.name, port, out_ctx, value)
         self._signal(tokens, n.name, out_ctx, GO)
-        return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                       frozenset(dead_exits))
+
+    def _start(self, s: CFState, ctx: Context) -> None:
+        """Context `ctx` exists from now on (noted for :meth:`_next_candidates`)."""
+        if ctx not in s.started:
+            s.started.add(ctx)
+            self._new_contexts.append(ctx)
 
     def _stack_step(self, n, ctx: Context, data: list, var_value: dict) -> list:
         """A stack op (oracle/opdefs/stacks.py, docs/stateful-ops.md "Stacks"):
@@ -1302,7 +1311,7 @@ class Machine:
             if e.src is None:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
-        return CFState(var_value, tokens, frozenset(), frozenset({()}))
+        return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
         outputs = {}
@@ -1345,6 +1354,10 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
     import time
     started = time.monotonic()
     m = machine or Machine(p, g, semantics, max_iterations)
+    # a state popped from the stack is referenced by nothing else (its key,
+    # if kept, is a copy): its only successor, or the last of several, is
+    # made from it in place (Machine.in_place; off, every step copies)
+    fire = m.advance if m.in_place else m.fire_step
     seen: set[tuple] = set()
     stack: list[tuple[CFState, tuple | None]] = [(m.initial(feeds, init), None)]
     while stack:
@@ -1364,16 +1377,16 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                     # (its label as `labels` gives it, without labelling the others)
                     key = (st.node, st.ctx, st.phase)
                     many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                    stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                    stack.append((fire(s, st), (st.label(many), sched)))
                     continue
                 # every eager step of s but the dead exits, in order, without
-                # finding the steps again between them (Machine.batch_eager)
-                for x in steps[first:]:
-                    if x.phase == "end" or not (x is st or m.eager(s, x)):
-                        continue
-                    s2 = m.fire_step(s2 if x is not st else s, x)
+                # finding the steps again between them (Machine.batch_eager);
+                # whether each is eager is decided at s, before any fires
+                batch = [x for x in steps[first:] if x.phase != "end" and (x is st or m.eager(s, x))]
+                for x in batch:
+                    s = fire(s, x)
                     sched = (x.label(), sched)
-                stack.append((s2, sched))
+                stack.append((s, sched))
                 continue
         if memo and stack:
             # (a state popped with nothing else pending is reached by the only
@@ -1388,8 +1401,10 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
             yield _spelled(sched), s
             continue
         labels = m.labels(s, steps)
-        for st, label in reversed(list(zip(steps, labels))):
-            stack.append((m.fire_step(s, st), (label, sched)))
+        # (each successor but the first from a copy of s, taken before s
+        # itself becomes the first's)
+        for i in range(len(steps) - 1, -1, -1):
+            stack.append((fire(s if i == 0 else s.copy(), steps[i]), (labels[i], sched)))
 
 
 def frame_parallel_iterations(p: Program) -> dict[str, int]:
