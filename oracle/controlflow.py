@@ -92,6 +92,7 @@ propagated when its loop instance is done.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
@@ -108,6 +109,10 @@ from .program import STACK_OPS
 #: the stack ops that touch a stack made earlier (StackV2 only makes a new
 #: one, which nothing else can touch before it has fired: it commutes)
 _STACK_ACCESS = (stk.PUSH, stk.POP, stk.CLOSE)
+#: the ops whose live steps' eagerness depends on more than the op
+#: (Machine.eager): every other live step not after an Exit that may fire
+#: live twice is eager
+_EAGER_BY_STATE = frozenset((READ, ASSIGN, MERGE, stk.STACK) + _STACK_ACCESS)
 
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
 #: through its body); a run that would start iteration 17 makes the answer unknown.
@@ -425,7 +430,37 @@ class Machine:
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
+        self._new_contexts: list = []
         self._attr_keys: dict = {}
+        self._kernels_on: bool | None = None
+        # What the rules look up at every step, by node and by edge, computed
+        # once (the steps read these tables instead of the graph's Edge
+        # objects: :meth:`_pair_steps`, :meth:`_fire`, :meth:`_produce`,
+        # :meth:`_token_candidates`).  Each incoming edge as (id, from a
+        # constant Enter, control, back edge into a Merge, edge from a
+        # non-constant Enter into a Merge), in input order:
+        self._op = {n.name: n.op for n in p.nodes}
+        self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
+                                   e.id in self.back_edges, e.id in self.enter_edges)
+                                  for e in g.incoming[n.name]) for n in p.nodes}
+        # outgoing edges: data edges by port, control edges, all (graph order)
+        self._out_port: dict[str, dict[int, tuple[str, ...]]] = {}
+        for n in p.nodes:
+            ports: dict[int, list[str]] = {}
+            for e in g.outgoing[n.name]:
+                if e.kind != CONTROL and e.src is not None and e.src[0] == n.name:
+                    ports.setdefault(e.src[1], []).append(e.id)
+            self._out_port[n.name] = {k: tuple(v) for k, v in ports.items()}
+        self._out_control = {n.name: tuple(e.id for e in g.outgoing[n.name] if e.kind == CONTROL)
+                             for n in p.nodes}
+        self._out_all = {n.name: tuple(e.id for e in g.outgoing[n.name]) for n in p.nodes}
+        # an edge into a node: (its node, the node's frames, from a constant
+        # Enter, the node's every edge from constant Enters)
+        self._edge_dst = {e.id: (e.dst[0], self._frame_of[e.dst[0]], e.id in self._const_edges,
+                                 e.dst[0] in self._const_only)
+                          for e in g.edges if e.dst is not None}
+        # a context's frames (contexts are few: remembered as they come)
+        self._ctx_frames: dict[Context, tuple[str, ...]] = {(): ()}
 
     # -- contents -----------------------------------------------------------
 
@@ -438,6 +473,13 @@ class Machine:
 
     def content(self, s: CFState, e: Edge, ctx: Context) -> object:
         return s.tokens.get(self._key(e, ctx))
+
+    def _frames(self, ctx: Context) -> tuple[str, ...]:
+        """The frames of context `ctx`, outermost first."""
+        got = self._ctx_frames.get(ctx)
+        if got is None:
+            got = self._ctx_frames[ctx] = tuple(f for f, _ in ctx)
+        return got
 
     def _contexts_of(self, s: CFState, name: str) -> list[Context]:
         want = self.frames.get(name, ())
@@ -474,7 +516,7 @@ class Machine:
                 kept[pair] = None
                 continue
             if got is None:
-                got = tuple(self._raw_steps_of(s, ((self.p.node[pair[0]], (pair[1],)),)))
+                got = self._pair_steps(s, pair[0], pair[1])
             if got:
                 kept[pair] = got
                 by_node.setdefault(pair[0], []).append(pair[1])
@@ -522,22 +564,22 @@ class Machine:
     def _token_candidates(self, eid: str, k: Context, contexts, add, written: bool = False) -> None:
         """The pairs a token on edge `eid` in context `k` may enable
         (`written`: the token was just written)."""
-        dst = self._dst.get(eid)
-        if dst is None:
+        info = self._edge_dst.get(eid)
+        if info is None:
             return
-        want = self._frame_of[dst]
-        if eid in self._const_edges and k:
-            if dst not in self._const_only and not written:
+        dst, want, const, const_only = info
+        if const and k:
+            if not const_only and not written:
                 # (dst has an edge from elsewhere, which must hold a token
                 # too: dst becomes a candidate with that token, or when this
                 # one is written if it comes last)
                 return
-            outer, frame = k[:-1], k[-1][0]
+            outer, frame, depth = k[:-1], k[-1][0], len(want)
             for c in contexts:
-                if len(c) == len(want) and c[:-1] == outer and c[-1][0] == frame \
-                        and tuple(f for f, _ in c) == want:
+                if len(c) == depth and c[:-1] == outer and c[-1][0] == frame \
+                        and self._frames(c) == want:
                     add((dst, c))
-        elif len(k) == len(want) and tuple(f for f, _ in k) == want:
+        elif self._frames(k) == want:
             add((dst, k))
 
     def _next_candidates(self, base: dict, st: Step, s2: CFState) -> dict:
@@ -577,6 +619,45 @@ class Machine:
     def _raw_steps_reference(self, s: CFState) -> list[Step]:
         """The transcription: every node tried in every context of its frames."""
         return self._raw_steps_of(s, ((n, self._contexts_of(s, n.name)) for n in self.p.nodes))
+
+    def _pair_steps(self, s: CFState, name: str, ctx: Context) -> tuple:
+        """:meth:`_raw_steps_of` for the one pair (name, ctx), read from the
+        node's edge table (`_in`): the same steps in the same order
+        (tests/test_controlflow_engine_speed.py compares `_raw_steps`, made
+        of these, with the transcription on every state of generated runs)."""
+        pair = (name, ctx)
+        if pair in s.fired:
+            return (Step(name, ctx, "write"),) if pair in s.pending else ()
+        tokens = s.tokens
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+        op = self._op[name]
+        if op != MERGE:
+            dead = False
+            for eid, const, _control, _back, _enter in self._in[name]:
+                c = tokens.get((eid, inner if const else ctx))
+                if c is None:
+                    return ()
+                if isinstance(c, _Dead):
+                    dead = True
+            phase = "read" if (self.semantics == DECOMPOSED and op == ASSIGN and not dead) else ""
+            return (Step(name, ctx, phase, dead=dead),)
+        # a Merge (the rule of :meth:`_raw_steps_of`)
+        data = []
+        first = ctx[-1][1] == 0 if ctx else False
+        later = ctx[-1][1] > 0 if ctx else False
+        for eid, const, control, back, enter in self._in[name]:
+            c = tokens.get((eid, inner if const else ctx))
+            if control:
+                if c is None:
+                    return ()
+                continue
+            data.append(DEAD if (back and first) or (enter and later) else c)
+        live = [k for k, c in enumerate(data) if c is not None and not isinstance(c, _Dead)]
+        if live:
+            return tuple(Step(name, ctx, choice=k) for k in live)
+        if all(isinstance(c, _Dead) for c in data):
+            return (Step(name, ctx, dead=True),)
+        return ()
 
     def _raw_steps_of(self, s: CFState, pairs) -> list[Step]:
         """The steps whose inputs are there, among (node, its contexts) `pairs`."""
@@ -636,7 +717,9 @@ class Machine:
             return False
         if st.dead:
             return True
-        op = self.p.node[st.node].op
+        op = self._op[st.node]
+        if op not in _EAGER_BY_STATE:   # (a function or a frame node: eager by its kind)
+            return True
         if op in (READ, ASSIGN):
             return self.lone_access(s, st)
         if op in _STACK_ACCESS:
@@ -1008,6 +1091,87 @@ class Machine:
     def enabled_steps(self, s: CFState) -> list[Step]:
         raw = self._raw_steps(s)
         busy = {st.ctx for st in raw}
+        fired, started = s.fired, s.started
+
+        def enters_fired(outer: Context, frame: str) -> bool:
+            return all((e, outer) in fired
+                       for e in self.enters.get((self._frames(outer), frame), ()))
+
+        # The dead exits that may propagate, innermost instances first: a
+        # dead exit of an inner instance not sent yet is a step that can
+        # still fire inside every instance and iteration around it, which
+        # are therefore not done (TensorFlow's executor: an iteration is not
+        # done while a child frame is alive, IsIterationDone's
+        # outstanding_frame_count; a frame is deleted, its dead exits sent,
+        # only when done).  Without this an outer loop's dead exit was sent
+        # before an inner loop's, which then made a Merge of the outer loop
+        # fire live (it ignores a dead control input) and its Exit send a
+        # live value after the dead one: an outcome TensorFlow never has,
+        # and the eager dead-exit step made it the only one explored
+        # (tests/test_controlflow_nested_dead_exits.py).
+        ends = []
+        unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                  if (x, outer + ((frame, -1),)) not in fired] if s.dead_exits else ()
+        if unsent:
+            done: dict = {}   # (a function of the state and `busy` at its depth)
+
+            def instance_done(outer: Context, frame: str) -> bool:
+                got = done.get((outer, frame))
+                if got is None:
+                    n = len(outer)
+                    # (c[n][1] < 0: a dead exit of this very instance)
+                    got = done[(outer, frame)] = enters_fired(outer, frame) and not any(
+                        len(c) > n and c[:n] == outer and c[n][0] == frame and c[n][1] >= 0
+                        for c in busy)
+                return got
+            for depth in sorted({len(outer) for _, outer, _ in unsent}, reverse=True):
+                level = [(x, outer, frame) for (x, outer, frame) in unsent
+                         if len(outer) == depth and instance_done(outer, frame)]
+                ends += level
+                busy.update(outer + ((frame, -1),) for (_, outer, frame) in level)
+        # parallel_iterations: a step in iteration i of a loop instance is in
+        # the window while i < oldest + P, `oldest` the first iteration of
+        # the instance not started, or with a step in it or under it, or
+        # (iteration 0) with an Enter of the instance not fired yet
+        if any(busy):   # (a step in some loop: () is the root context)
+            under = set()   # every context with a step in it or under it
+            for c in busy:
+                for k in range(1, len(c) + 1):
+                    under.add(c[:k])
+            oldest_of: dict = {}
+
+            def oldest(outer: Context, frame: str) -> int:
+                got = oldest_of.get((outer, frame))
+                if got is None:
+                    i = 0
+                    while True:
+                        it = outer + ((frame, i),)
+                        if it not in started or it in under or (
+                                i == 0 and not enters_fired(outer, frame)):
+                            break
+                        i += 1
+                    got = oldest_of[(outer, frame)] = i
+                return got
+            window: dict = {(): True}
+
+            def in_window(ctx: Context) -> bool:
+                got = window.get(ctx)
+                if got is None:
+                    got = window[ctx] = all(
+                        i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
+                        for level, (frame, i) in enumerate(ctx))
+                return got
+            steps = [st for st in raw if in_window(st.ctx)]
+        else:
+            steps = raw
+        for (x, outer, frame) in sorted(ends, key=repr):
+            steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
+        return steps
+
+    def _enabled_steps_reference(self, s: CFState) -> list[Step]:
+        """:meth:`enabled_steps` as first written (the tests compare the two)."""
+        raw = self._raw_steps_reference(s)
+        busy = {st.ctx for st in raw}
 
         def busy_under(prefix: Context) -> bool:
             return any(c[:len(prefix)] == prefix for c in busy)
@@ -1017,12 +1181,10 @@ class Machine:
             inner = tuple(f for f, _ in outer)
             if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
                 return False
-            # (c[len(outer)][1] < 0: a dead exit of this very instance)
             return not any(len(c) > len(outer) and c[:len(outer)] == outer
                            and c[len(outer)][0] == frame and c[len(outer)][1] >= 0
                            for c in busy)
 
-        # (a function of the state: computed once per loop instance)
         @functools.cache
         def oldest(outer: Context, frame: str) -> int:
             i = 0
@@ -1041,18 +1203,6 @@ class Machine:
             return all(i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
                        for level, (frame, i) in enumerate(ctx))
 
-        # The dead exits that may propagate, innermost instances first: a
-        # dead exit of an inner instance not sent yet is a step that can
-        # still fire inside every instance and iteration around it, which
-        # are therefore not done (TensorFlow's executor: an iteration is not
-        # done while a child frame is alive, IsIterationDone's
-        # outstanding_frame_count; a frame is deleted, its dead exits sent,
-        # only when done).  Without this an outer loop's dead exit was sent
-        # before an inner loop's, which then made a Merge of the outer loop
-        # fire live (it ignores a dead control input) and its Exit send a
-        # live value after the dead one: an outcome TensorFlow never has,
-        # and the eager dead-exit step made it the only one explored
-        # (tests/test_controlflow_nested_dead_exits.py).
         unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
                   if (x, outer + ((frame, -1),)) not in s.fired]
         ends = []
@@ -1098,7 +1248,6 @@ class Machine:
         ctx = st.ctx
         tokens, var_value, pending = s.tokens, s.var_value, s.pending
         fired, dead_exits = s.fired, s.dead_exits
-        incoming = g.incoming[n.name]
 
         if st.phase == "end":
             # a dead Exit, propagated to the enclosing context when its loop
@@ -1118,13 +1267,16 @@ class Machine:
             return
 
         # "n consumes those inputs": every non-constant input present in ctx
+        # (a constant Enter's value, in iteration 0 of ctx's loop instance
+        # (`_key`), stays)
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
         contents = []
-        for e in incoming:
-            k = self._key(e, ctx)
-            contents.append(tokens.get(k))
-            if k in tokens and (e.src is None or e.src[0] not in self.constant_enter):
-                del tokens[k]
-        data = [c for e, c in zip(incoming, contents) if e.kind != CONTROL]
+        data = []
+        for eid, const, control, _back, _enter in self._in[n.name]:
+            c = tokens.get((eid, inner)) if const else tokens.pop((eid, ctx), None)
+            contents.append(c)
+            if not control:
+                data.append(c)
         fired.add((n.name, ctx))
 
         out_ctx = ctx
@@ -1268,11 +1420,19 @@ class Machine:
                 # (the function object itself: a plugin may register another
                 # under the op's name; whether TensorFlow's kernels may run:
                 # an op without a numpy model is CannotRun without them)
-                key = (n.op, id(fn), attrs, args, fns._kernels.enabled())
+                # (the last read once per run, by :meth:`initial`: it is
+                # not changed inside a run)
+                on = self._kernels_on
+                key = (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
                 got = _APPLIED.get(key)
                 if got is not None and got[0] is fn:
+                    for op in got[2]:   # (the verdict names the kernels it rests on)
+                        fns._kernels._note(op)
                     return list(got[1])
-        results = tuple(fn.apply(data, n.attrs))
+        if key is None:
+            return list(fn.apply(data, n.attrs))
+        with fns._kernels.record() as used:
+            results = tuple(fn.apply(data, n.attrs))
         if key is not None:
             size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
                 r.array.nbytes for r in results if type(r) is Tensor)
@@ -1281,26 +1441,27 @@ class Machine:
                 if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
                     _APPLIED.clear()
                     _APPLIED_BYTES = 0
-                _APPLIED[key] = (fn, results)
+                _APPLIED[key] = (fn, results, frozenset(used))
                 _APPLIED_BYTES += size
         return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            if e.kind != CONTROL and e.src == (name, port):
-                tokens[(e.id, ctx)] = value
-                self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_port[name].get(port, ()):
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            if e.kind == CONTROL:
-                tokens[(e.id, ctx)] = value
-                self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_control[name]:
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     def _put_all(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            tokens[(e.id, ctx)] = value
-            self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_all[name]:
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     # -- runs ----------------------------------------------------------------
 
@@ -1311,6 +1472,7 @@ class Machine:
             if e.src is None:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
+        self._kernels_on = fns._kernels.enabled()
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
@@ -1377,7 +1539,7 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                     # (its label as `labels` gives it, without labelling the others)
                     key = (st.node, st.ctx, st.phase)
                     many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                    stack.append((fire(s, st), (st.label(many), sched)))
+                    stack.append((fire(s, st), (st.label(True) if many else st, sched)))
                     continue
                 # every eager step of s but the dead exits, in order, without
                 # finding the steps again between them (Machine.batch_eager);
@@ -1385,7 +1547,7 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 batch = [x for x in steps[first:] if x.phase != "end" and (x is st or m.eager(s, x))]
                 for x in batch:
                     s = fire(s, x)
-                    sched = (x.label(), sched)
+                    sched = (x, sched)
                 stack.append((s, sched))
                 continue
         if memo and stack:
@@ -1421,10 +1583,13 @@ def frame_parallel_iterations(p: Program) -> dict[str, int]:
 
 
 def _spelled(sched: "tuple | None") -> list[str]:
-    """A schedule kept as (label, parent) pairs, first step first."""
+    """A schedule kept as (label, parent) pairs, first step first (a label
+    may be kept as its Step, labelled here: an eager step's label shows no
+    Merge choice)."""
     out = []
     while sched is not None:
-        out.append(sched[0])
+        x = sched[0]
+        out.append(x if type(x) is str else x.label())
         sched = sched[1]
     out.reverse()
     return out
@@ -1457,11 +1622,113 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
              semantics: str = ATOMIC, observe: str = "outputs+state",
              max_states: int | None = None, max_seconds: float | None = None,
              max_iterations: int = DEFAULT_MAX_ITERATIONS) -> tuple[dict[Outcome, tuple[str, ...]], int]:
-    """Outcomes(P, σ), each with one schedule, and the number of states explored."""
-    g = graph_of(p)
-    m = Machine(p, g, semantics, max_iterations)
+    """Outcomes(P, σ), each with one schedule, and the number of states
+    explored.  Remembered (:data:`_OUTCOMES`): asked again for the same
+    program object at the same σ, the answer of the first time."""
+    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations) \
+        if remember_outcomes else None
+    got = _OUTCOMES.get(key) if key is not None else None
+    if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
+        _, found, explored, used = got
+        for op in used:   # (the verdict names the kernels its outcomes rest on)
+            fns._kernels._note(op)
+        if isinstance(found, tuple):   # (the run reached a loop's iteration bound)
+            raise LoopBoundExceeded(found[0], found[1], explored)
+        return dict(found), explored
+    m = machine_for(p, semantics, max_iterations)
     out: dict[Outcome, tuple[str, ...]] = {}
-    for sched, s in behaviours(p, g, feeds, init, semantics, True, max_states,
-                               max_iterations, max_seconds, machine=m):
-        out.setdefault(m.outcome(s, observe), tuple(sched))
-    return out, m.explored
+    with fns._kernels.record() as used:
+        try:
+            for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
+                                       max_iterations, max_seconds, machine=m):
+                out.setdefault(m.outcome(s, observe), tuple(sched))
+        except LoopBoundExceeded as exc:
+            if key is not None:
+                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used)))
+            raise
+    if key is not None and len(out) <= _OUTCOMES_MAX_SET:
+        _remember(key, (p, out, m.explored, frozenset(used)))
+    return dict(out), m.explored
+
+
+#: Whether :func:`outcomes` remembers its answers (tests turn it off).
+remember_outcomes = True
+#: Outcomes(P, σ) by (program object, σ, semantics, observation, iteration
+#: bound, whether TensorFlow's kernels may run, the registry functions of
+#: P's ops), at most _OUTCOMES_MAX answers of at most _OUTCOMES_MAX_SET
+#: outcomes each.  An answer is a function of these: the engine is
+#: deterministic (a depth-first search in a fixed order), a registry
+#: function is a function of its op, attributes and inputs (:data:`_APPLIED`
+#: argues it), and a program is immutable.  The checker compares P with
+#: its rewrite at the same σ for every rewrite of P (`tfsem grappler`, one
+#: original and five optimizers on the real corpus; σ drawn from P's
+#: interface with the same seed), and a σ may come twice in one check
+#: (a drawn σ equal to a float σ, minimization): P's runs are made once.  An
+#: answer that ran out of states or seconds is not remembered (a run that
+#: reached a loop's iteration bound is: LoopBoundExceeded is its answer
+#: with that bound); one that used more states than a later call allows is
+#: not reused for it.  The kernels an answer used are noted again when it
+#: is reused, so that the verdict still names them.
+_OUTCOMES: dict = {}
+_OUTCOMES_MAX = 64
+_OUTCOMES_MAX_SET = 1024
+
+
+def _remember(key: tuple, entry: tuple) -> None:
+    if len(_OUTCOMES) >= _OUTCOMES_MAX:
+        _OUTCOMES.clear()
+    _OUTCOMES[key] = entry
+
+
+def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                  semantics: str, observe: str, max_iterations: int) -> "tuple | None":
+    """The key of Outcomes(P, σ) in :data:`_OUTCOMES`, or None (not remembered:
+    a value with no exact key, as in :data:`_APPLIED`)."""
+    parts = []
+    for mapping in (feeds, init):
+        items = []
+        for name in sorted(mapping):
+            k = _value_key(mapping[name])
+            if k is None:
+                return None
+            items.append((name, k))
+        parts.append(tuple(items))
+    functions = tuple((op, id(fns.lookup(op))) for op in _function_ops(p))
+    return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
+            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+
+
+def _function_ops(p: Program) -> tuple[str, ...]:
+    """The registry functions P's runs may apply: its nodes' ops and its
+    Assigns' update functions."""
+    ops = {n.op for n in p.nodes if n.op not in (VAR, READ, ASSIGN)}
+    ops |= {n.fn for n in p.nodes if n.op == ASSIGN}
+    return tuple(sorted(ops))
+
+
+#: Machines by program object, per thread (:func:`machine_for`).
+_machines = threading.local()
+_MACHINES_MAX = 16
+
+
+def machine_for(p: Program, semantics: str = ATOMIC,
+                max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Machine:
+    """A Machine for `p` (its `g` the program's graph), made once per program
+    object, semantics and bound in each thread: its tables and static
+    analyses (the accesses' conflicts, the loops' chains, the Exits that may
+    fire twice) are functions of these, and were computed again for each σ
+    (a tenth of a run on keras_gru_loop).  Its count of states explored
+    starts at 0."""
+    cache = getattr(_machines, "cache", None)
+    if cache is None:
+        cache = _machines.cache = {}
+    key = (id(p), semantics, max_iterations, Machine.lone_accesses)
+    got = cache.get(key)
+    if got is not None and got[0] is p:
+        got[1].explored = 0
+        return got[1]
+    if len(cache) >= _MACHINES_MAX:
+        cache.clear()
+    m = Machine(p, graph_of(p), semantics, max_iterations)
+    cache[key] = (p, m)
+    return m
