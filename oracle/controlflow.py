@@ -461,6 +461,10 @@ class Machine:
                           for e in g.edges if e.dst is not None}
         # a context's frames (contexts are few: remembered as they come)
         self._ctx_frames: dict[Context, tuple[str, ...]] = {(): ()}
+        # whether each iteration of a context is below its loop's
+        # parallel_iterations (:meth:`enabled_steps`), and steps' labels
+        self._early: dict[Context, bool] = {}
+        self._labels: dict[tuple, str] = {}
 
     # -- contents -----------------------------------------------------------
 
@@ -1153,11 +1157,17 @@ class Machine:
                     got = oldest_of[(outer, frame)] = i
                 return got
             window: dict = {(): True}
+            early = self._early
 
             def in_window(ctx: Context) -> bool:
                 got = window.get(ctx)
                 if got is None:
-                    got = window[ctx] = all(
+                    e = early.get(ctx)
+                    if e is None:
+                        # (every iteration of ctx below its loop's P: in the
+                        # window whatever `oldest` is, which is at least 0)
+                        e = early[ctx] = all(i < self.parallel.get(frame, 10) for frame, i in ctx)
+                    got = window[ctx] = e or all(
                         i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
                         for level, (frame, i) in enumerate(ctx))
                 return got
@@ -1560,7 +1570,7 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 continue
             seen.add(k)
         if not steps:
-            yield _spelled(sched), s
+            yield _spelled(sched, m), s
             continue
         labels = m.labels(s, steps)
         # (each successor but the first from a copy of s, taken before s
@@ -1582,14 +1592,21 @@ def frame_parallel_iterations(p: Program) -> dict[str, int]:
     return out
 
 
-def _spelled(sched: "tuple | None") -> list[str]:
+def _spelled(sched: "tuple | None", machine: "Machine | None" = None) -> list[str]:
     """A schedule kept as (label, parent) pairs, first step first (a label
     may be kept as its Step, labelled here: an eager step's label shows no
     Merge choice)."""
     out = []
+    labels = {} if machine is None else machine._labels
     while sched is not None:
         x = sched[0]
-        out.append(x if type(x) is str else x.label())
+        if type(x) is not str:
+            key = (x.node, x.ctx, x.phase)
+            label = labels.get(key)
+            if label is None:
+                label = labels[key] = x.label()
+            x = label
+        out.append(x)
         sched = sched[1]
     out.reverse()
     return out
