@@ -1629,7 +1629,7 @@ def fire_schedule(m: "Machine", feeds: Mapping[str, Value], init: Mapping[str, V
         by_label = dict(zip(m.labels(s, steps), steps))
         if label not in by_label:
             raise ValueError(f"step {i} ({label}) is not enabled")
-        s = m.fire_step(s, by_label[label])
+        s = m.advance(s, by_label[label])   # (s is this run's alone: fired in place)
     if m.enabled_steps(s):
         raise ValueError("the schedule ends before the run does")
     return s
