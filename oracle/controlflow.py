@@ -181,7 +181,9 @@ def _dead_of(contents) -> _Dead:
 #: loop's body on the values P evaluated it on at the same σ.  (Whether
 #: TensorFlow's kernels may run is part of the key, and the function object:
 #: a hit must be the function registered now.  An application whose inputs
-#: or results pass _APPLIED_ENTRY_BYTES is not remembered.)
+#: or results pass _APPLIED_ENTRY_BYTES is not remembered.  An entry keeps
+#: the kernels the application ran, which a hit notes again: the verdict
+#: names the kernels its outcomes rest on, kernels.record.)
 _APPLIED: dict = {}
 _APPLIED_MAX = 4096
 #: bytes of inputs and results kept at most, in all and per entry (a larger
