@@ -121,7 +121,8 @@ def worker() -> int:
         try:
             v = check_rewrite(original, rewritten, timeout=job["timeout"])
             row.update(status="checked", verdict=v.verdict, reason=v.reason[:300],
-                       path=v.stats.get("path"), difference=getattr(v, "difference", None))
+                       path=v.stats.get("path"), difference=getattr(v, "difference", None),
+                       sigmas_compared=v.stats.get("tried"))
         except Exception as exc:  # noqa: BLE001
             row.update(status=f"check failed: {type(exc).__name__}: {str(exc)[:100]}")
         row["check_s"] = time.perf_counter() - t
@@ -254,7 +255,8 @@ def main(argv=None) -> int:
                         "check_s": statistics.median(r.get("check_s", 0.0) for r in res) if ok
                         else None,
                         "check_cpu_s": statistics.median(r.get("check_cpu_s", 0.0) for r in res)
-                        if ok else None})
+                        if ok else None,
+                        "sigmas_compared": first.get("sigmas_compared")})
                 rows.append(row)
                 v0 = row["versions"][-1]
                 cells = " | ".join(
