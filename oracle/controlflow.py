@@ -1649,6 +1649,7 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
         if remember_outcomes else None
     got = _OUTCOMES.get(key) if key is not None else None
     if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
+        _OUTCOMES[key] = _OUTCOMES.pop(key, got)   # (used last: evicted last)
         _, found, explored, used = got
         for op in used:   # (the verdict names the kernels its outcomes rest on)
             fns._kernels._note(op)
@@ -1675,28 +1676,35 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
 remember_outcomes = True
 #: Outcomes(P, σ) by (program object, σ, semantics, observation, iteration
 #: bound, whether TensorFlow's kernels may run, the registry functions of
-#: P's ops), at most _OUTCOMES_MAX answers of at most _OUTCOMES_MAX_SET
-#: outcomes each.  An answer is a function of these: the engine is
-#: deterministic (a depth-first search in a fixed order), a registry
-#: function is a function of its op, attributes and inputs (:data:`_APPLIED`
-#: argues it), and a program is immutable.  The checker compares P with
-#: its rewrite at the same σ for every rewrite of P (`tfsem grappler`, one
-#: original and five optimizers on the real corpus; σ drawn from P's
-#: interface with the same seed), and a σ may come twice in one check
-#: (a drawn σ equal to a float σ, minimization): P's runs are made once.  An
-#: answer that ran out of states or seconds is not remembered (a run that
-#: reached a loop's iteration bound is: LoopBoundExceeded is its answer
-#: with that bound); one that used more states than a later call allows is
-#: not reused for it.  The kernels an answer used are noted again when it
-#: is reused, so that the verdict still names them.
+#: P's ops), at most _OUTCOMES_MAX answers (the one used least recently
+#: dropped first) of at most _OUTCOMES_MAX_SET outcomes each.  An answer is
+#: a function of these: the engine is deterministic (a depth-first search
+#: in a fixed order), a registry function is a function of its op,
+#: attributes and inputs (:data:`_APPLIED` argues it), and a program is
+#: immutable.  The checker compares P with its rewrite at the same σ for
+#: every rewrite of P (`tfsem grappler`, one original and five optimizers
+#: on the real corpus; σ drawn from P's interface with the same seed), and
+#: a σ may come twice in one check (a drawn σ equal to a float σ,
+#: minimization): P's runs are made once.  An answer that ran out of
+#: states or seconds is not remembered (a run that reached a loop's
+#: iteration bound is: LoopBoundExceeded is its answer with that bound);
+#: one that used more states than a later call allows is not reused for
+#: it.  The kernels an answer used are noted again when it is reused, so
+#: that the verdict still names them.
 _OUTCOMES: dict = {}
 _OUTCOMES_MAX = 64
 _OUTCOMES_MAX_SET = 1024
 
 
 def _remember(key: tuple, entry: tuple) -> None:
-    if len(_OUTCOMES) >= _OUTCOMES_MAX:
-        _OUTCOMES.clear()
+    """Keep `entry`, dropping the answer used least recently when full (the
+    original's answers, reused by every rewrite's check, stay while the
+    rewrites' own come and go)."""
+    while len(_OUTCOMES) >= _OUTCOMES_MAX:
+        try:
+            del _OUTCOMES[next(iter(_OUTCOMES))]
+        except (KeyError, RuntimeError, StopIteration):   # (another thread's change)
+            break
     _OUTCOMES[key] = entry
 
 
