@@ -295,3 +295,21 @@ def test_runs_in_place_keep_the_outcomes_of_the_corpus_loop_graphs(graph, monkey
                 for _, s in cf.behaviours(p, m.g, feeds, init, machine=m,
                                           max_iterations=cf.DEFAULT_MAX_ITERATIONS)}
         assert set(fast) == slow
+
+
+def test_the_answer_used_least_recently_is_dropped_first(memo, monkeypatch):
+    """The original's answers, reused by every rewrite's check, stay while
+    other answers come and go."""
+    monkeypatch.setattr(cf, "_OUTCOMES_MAX", 2)
+    p = division()
+    init = {"x": Tensor(0.0, "float32")}
+    at = [{"a": Tensor(float(v), "float32"), "t": Tensor(True, "bool")} for v in (1, 2, 3)]
+    cf.outcomes(p, at[0], init)
+    cf.outcomes(p, at[1], init)
+    cf.outcomes(p, at[0], init)            # (used again: now the most recent)
+    cf.outcomes(p, at[2], init)            # (full: at[1]'s answer goes)
+    assert len(memo) == 3
+    cf.outcomes(p, at[0], init)
+    assert len(memo) == 3
+    cf.outcomes(p, at[1], init)
+    assert len(memo) == 4
