@@ -319,9 +319,9 @@ class CFState:
     a state is a value: firing returns a new one.  `behaviours` alone
     advances a state in place (:meth:`Machine.advance`), where it holds the
     only reference to it: a state popped from its stack has one successor
-    on a run without a choice, and at a choice every successor but the last
-    is fired from a copy (:meth:`copy`) taken before (docs/checking-control-flow.md,
-    "The engine's concrete runs").  Copying the state at every step made
+    on a run without a choice, and at a choice every successor but one is
+    fired from a copy (:meth:`copy`) taken before the state itself becomes
+    that one (docs/checking-control-flow.md, "The engine's concrete runs").  Copying the state at every step made
     each step cost the size of the state: the set of fired (node, context)
     pairs grows to the length of the run (4,000 on keras_gru_loop), so a run
     was quadratic in its length."""
