@@ -117,16 +117,19 @@ def worker() -> int:
             row.update(status=f"{type(exc).__name__}: {str(exc)[:100]}")
             print(MARK + json.dumps(row), flush=True)
             continue
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         try:
             v = check_rewrite(original, rewritten, timeout=job["timeout"])
             row.update(status="checked", verdict=v.verdict, reason=v.reason[:300],
                        path=v.stats.get("path"), difference=getattr(v, "difference", None),
                        confirmed=list(v.confirmed), replay_s=v.stats.get("replay_seconds"),
-                       backends=v.stats.get("backends"))
+                       backends=v.stats.get("backends"), sigmas_compared=v.stats.get("tried"))
         except Exception as exc:  # noqa: BLE001
             row.update(status=f"check failed: {type(exc).__name__}: {str(exc)[:100]}")
         row["check_s"] = time.perf_counter() - t
+        # (this process's CPU: not the TensorFlow kernels' child's, nor the
+        # machine's other load, which the wall time includes)
+        row["check_cpu_s"] = time.process_time() - cpu
         print(MARK + json.dumps(row), flush=True)
     return 0
 
@@ -256,7 +259,10 @@ def main(argv=None) -> int:
                         "backends": [r.get("backends") for r in res],
                         "grappler_s": statistics.median(r.get("grappler_s", 0.0) for r in res),
                         "check_s": statistics.median(r.get("check_s", 0.0) for r in res) if ok
-                        else None})
+                        else None,
+                        "check_cpu_s": statistics.median(r.get("check_cpu_s", 0.0) for r in res)
+                        if ok else None,
+                        "sigmas_compared": first.get("sigmas_compared")})
                 rows.append(row)
                 v0 = row["versions"][-1]
                 cells = " | ".join(
@@ -272,17 +278,19 @@ def main(argv=None) -> int:
             checked = [r["versions"][i] for r in rows if r["versions"][i]["check_s"] is not None]
             grappler = sum(v["grappler_s"] for v in checked)
             check = sum(v["check_s"] for v in checked)
+            check_cpu = sum(v["check_cpu_s"] or 0.0 for v in checked)
             counts: dict[str, int] = {}
             for v in checked:
                 counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
             longest = max((v["check_s"] for v in checked), default=0.0)
             over = sum(v["check_s"] >= 10.0 for v in checked)
             s = {"label": label, "checks": len(checked), "grappler_s": round(grappler, 3),
-                 "check_s": round(check, 2), "ratio": round(check / grappler, 2) if grappler else None,
+                 "check_s": round(check, 2), "check_cpu_s": round(check_cpu, 2),
+                 "ratio": round(check / grappler, 2) if grappler else None,
                  "longest_s": round(longest, 2), "checks_10s_or_more": over, "verdicts": counts}
             summary.append(s)
             print(f"{label}: {len(checked)} checks; Grappler {grappler:.2f} s; checks {check:.1f} s "
-                  f"(x{s['ratio']}); longest {longest:.2f} s; {over} of 10 s or more; "
+                  f"(x{s['ratio']}; CPU {check_cpu:.1f} s); longest {longest:.2f} s; {over} of 10 s or more; "
                   f"{', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}")
         if len(workers) == 2:
             same = sum(r["versions"][0]["verdict"] == r["versions"][1]["verdict"] for r in rows)

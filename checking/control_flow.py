@@ -206,7 +206,8 @@ class _CFChecker:
         if self.structural and any(n.op == ENTER for q in (self.p, self.p2) for n in q.nodes):
             # stage 0 (docs: stage 2): loop frames unchanged (checking/structural_loops.py)
             from .structural_loops import loops_unchanged
-            r = loops_unchanged(self.p, self.p2, self.semantics, self.observe, real=self.real)
+            r = loops_unchanged(self.p, self.p2, self.semantics, self.observe, real=self.real,
+                                deadline=self.deadline)
             self.stats["loops_unchanged"] = r.stats if r.proved else r.reason
             if r.proved:
                 self.stats["path"] = "control-flow/loops-unchanged"

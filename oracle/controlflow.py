@@ -92,8 +92,9 @@ propagated when its loop instance is done.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
 from . import functions as fns
 from .budget import BudgetExceeded
@@ -108,6 +109,10 @@ from .program import STACK_OPS
 #: the stack ops that touch a stack made earlier (StackV2 only makes a new
 #: one, which nothing else can touch before it has fired: it commutes)
 _STACK_ACCESS = (stk.PUSH, stk.POP, stk.CLOSE)
+#: the ops whose live steps' eagerness depends on more than the op
+#: (Machine.eager): every other live step not after an Exit that may fire
+#: live twice is eager
+_EAGER_BY_STATE = frozenset((READ, ASSIGN, MERGE, stk.STACK) + _STACK_ACCESS)
 
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
 #: through its body); a run that would start iteration 17 makes the answer unknown.
@@ -149,11 +154,6 @@ def failed_dead(error: "Error") -> _Dead:
     return d
 
 
-def _grown(old: frozenset, new: set) -> frozenset:
-    """`old` with the elements of `new` (no copy when there are none)."""
-    return old.union(new) if new else old
-
-
 def _is_dead(c: object) -> bool:
     return isinstance(c, _Dead)
 
@@ -181,7 +181,9 @@ def _dead_of(contents) -> _Dead:
 #: loop's body on the values P evaluated it on at the same σ.  (Whether
 #: TensorFlow's kernels may run is part of the key, and the function object:
 #: a hit must be the function registered now.  An application whose inputs
-#: or results pass _APPLIED_ENTRY_BYTES is not remembered.)
+#: or results pass _APPLIED_ENTRY_BYTES is not remembered.  An entry keeps
+#: the kernels the application ran, which a hit notes again: the verdict
+#: names the kernels its outcomes rest on, kernels.record.)
 _APPLIED: dict = {}
 _APPLIED_MAX = 4096
 #: bytes of inputs and results kept at most, in all and per entry (a larger
@@ -288,8 +290,9 @@ def context_text(ctx: Context) -> str:
     return "/".join(f"{f}:{i}" for f, i in ctx)
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
+    """One step of the rules: a node in a context (a named tuple: made by
+    the ten thousand per run, it costs a fifth of a frozen dataclass)."""
     node: str
     ctx: Context
     phase: str = ""        # "", "read", "write" (decomposed Assign), "end" (dead Exit)
@@ -310,18 +313,35 @@ class Step:
         return text
 
 
-@dataclass(frozen=True)
+@dataclass
 class CFState:
-    var_value: Mapping[str, Value]
-    tokens: Mapping[tuple[str, Context], object]      # (edge id, context) -> content
-    fired: frozenset                                   # of (node, context)
-    started: frozenset                                 # contexts that exist
-    pending: Mapping[tuple[str, Context], tuple] = field(default_factory=dict)
-    dead_exits: frozenset = frozenset()                # of (exit node, outer ctx, frame)
+    """A state of the rules above.  To every caller of :meth:`Machine.fire_step`
+    a state is a value: firing returns a new one.  `behaviours` alone
+    advances a state in place (:meth:`Machine.advance`), where it holds the
+    only reference to it: a state popped from its stack has one successor
+    on a run without a choice, and at a choice every successor but one is
+    fired from a copy (:meth:`copy`) taken before the state itself becomes
+    that one (docs/checking-control-flow.md, "The engine's concrete runs").  Copying the state at every step made
+    each step cost the size of the state: the set of fired (node, context)
+    pairs grows to the length of the run (4,000 on keras_gru_loop), so a run
+    was quadratic in its length."""
+    var_value: dict
+    tokens: dict                                       # (edge id, context) -> content
+    fired: set                                         # of (node, context)
+    started: set                                       # contexts that exist
+    pending: dict = field(default_factory=dict)        # (node, context) -> (x, w, v)
+    dead_exits: set = field(default_factory=set)       # of (exit node, outer ctx, frame)
     #: the (node, context) pairs that may have a step, each with its steps
     #: or None when not known (Machine._candidates), kept from state to
     #: state; not part of the state (key, equality)
     cand: object = field(default=None, compare=False, repr=False)
+
+    def copy(self) -> "CFState":
+        """An equal state sharing no mutable part with this one (values,
+        contexts and steps are immutable and shared)."""
+        return CFState(dict(self.var_value), dict(self.tokens), set(self.fired),
+                       set(self.started), dict(self.pending), set(self.dead_exits),
+                       None if self.cand is None else dict(self.cand))
 
     def key(self) -> tuple:
         """The state as a hashable value: two states with equal keys are
@@ -333,8 +353,8 @@ class CFState:
         show the bits; docs/semantics.md "NaN payloads")."""
         return (frozenset(map(_exact_item, self.var_value.items())),
                 frozenset(map(_exact_item, self.tokens.items())),
-                self.fired, self.started, frozenset(map(_exact_pending, self.pending.items())),
-                self.dead_exits)
+                frozenset(self.fired), frozenset(self.started),
+                frozenset(map(_exact_pending, self.pending.items())), frozenset(self.dead_exits))
 
 
 def _exact_item(kv: tuple) -> tuple:
@@ -375,6 +395,10 @@ class Machine:
     #: whether registry functions' results are remembered (:data:`_APPLIED`;
     #: tests turn it off)
     remember_functions = True
+    #: whether `behaviours` fires a step into the state it fires from (the
+    #: state has no other reference there: see CFState) rather than into a
+    #: copy (tests turn it off: every step copies, as :meth:`fire_step` does)
+    in_place = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -409,7 +433,41 @@ class Machine:
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
+        self._new_contexts: list = []
         self._attr_keys: dict = {}
+        self._kernels_on: bool | None = None
+        # What the rules look up at every step, by node and by edge, computed
+        # once (the steps read these tables instead of the graph's Edge
+        # objects: :meth:`_pair_steps`, :meth:`_fire`, :meth:`_produce`,
+        # :meth:`_token_candidates`).  Each incoming edge as (id, from a
+        # constant Enter, control, back edge into a Merge, edge from a
+        # non-constant Enter into a Merge), in input order:
+        self._op = {n.name: n.op for n in p.nodes}
+        self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
+                                   e.id in self.back_edges, e.id in self.enter_edges)
+                                  for e in g.incoming[n.name]) for n in p.nodes}
+        # outgoing edges: data edges by port, control edges, all (graph order)
+        self._out_port: dict[str, dict[int, tuple[str, ...]]] = {}
+        for n in p.nodes:
+            ports: dict[int, list[str]] = {}
+            for e in g.outgoing[n.name]:
+                if e.kind != CONTROL and e.src is not None and e.src[0] == n.name:
+                    ports.setdefault(e.src[1], []).append(e.id)
+            self._out_port[n.name] = {k: tuple(v) for k, v in ports.items()}
+        self._out_control = {n.name: tuple(e.id for e in g.outgoing[n.name] if e.kind == CONTROL)
+                             for n in p.nodes}
+        self._out_all = {n.name: tuple(e.id for e in g.outgoing[n.name]) for n in p.nodes}
+        # an edge into a node: (its node, the node's frames, from a constant
+        # Enter, the node's every edge from constant Enters)
+        self._edge_dst = {e.id: (e.dst[0], self._frame_of[e.dst[0]], e.id in self._const_edges,
+                                 e.dst[0] in self._const_only)
+                          for e in g.edges if e.dst is not None}
+        # a context's frames (contexts are few: remembered as they come)
+        self._ctx_frames: dict[Context, tuple[str, ...]] = {(): ()}
+        # whether each iteration of a context is below its loop's
+        # parallel_iterations (:meth:`enabled_steps`), and steps' labels
+        self._early: dict[Context, bool] = {}
+        self._labels: dict[tuple, str] = {}
 
     # -- contents -----------------------------------------------------------
 
@@ -422,6 +480,13 @@ class Machine:
 
     def content(self, s: CFState, e: Edge, ctx: Context) -> object:
         return s.tokens.get(self._key(e, ctx))
+
+    def _frames(self, ctx: Context) -> tuple[str, ...]:
+        """The frames of context `ctx`, outermost first."""
+        got = self._ctx_frames.get(ctx)
+        if got is None:
+            got = self._ctx_frames[ctx] = tuple(f for f, _ in ctx)
+        return got
 
     def _contexts_of(self, s: CFState, name: str) -> list[Context]:
         want = self.frames.get(name, ())
@@ -458,7 +523,7 @@ class Machine:
                 kept[pair] = None
                 continue
             if got is None:
-                got = tuple(self._raw_steps_of(s, ((self.p.node[pair[0]], (pair[1],)),)))
+                got = self._pair_steps(s, pair[0], pair[1])
             if got:
                 kept[pair] = got
                 by_node.setdefault(pair[0], []).append(pair[1])
@@ -506,26 +571,27 @@ class Machine:
     def _token_candidates(self, eid: str, k: Context, contexts, add, written: bool = False) -> None:
         """The pairs a token on edge `eid` in context `k` may enable
         (`written`: the token was just written)."""
-        dst = self._dst.get(eid)
-        if dst is None:
+        info = self._edge_dst.get(eid)
+        if info is None:
             return
-        want = self._frame_of[dst]
-        if eid in self._const_edges and k:
-            if dst not in self._const_only and not written:
+        dst, want, const, const_only = info
+        if const and k:
+            if not const_only and not written:
                 # (dst has an edge from elsewhere, which must hold a token
                 # too: dst becomes a candidate with that token, or when this
                 # one is written if it comes last)
                 return
-            outer, frame = k[:-1], k[-1][0]
+            outer, frame, depth = k[:-1], k[-1][0], len(want)
             for c in contexts:
-                if len(c) == len(want) and c[:-1] == outer and c[-1][0] == frame \
-                        and tuple(f for f, _ in c) == want:
+                if len(c) == depth and c[:-1] == outer and c[-1][0] == frame \
+                        and self._frames(c) == want:
                     add((dst, c))
-        elif len(k) == len(want) and tuple(f for f, _ in k) == want:
+        elif self._frames(k) == want:
             add((dst, k))
 
-    def _next_candidates(self, s: CFState, st: Step, s2: CFState) -> dict:
-        """The candidates of s2 = fire_step(s, st), from those of s: the pair
+    def _next_candidates(self, base: dict, st: Step, s2: CFState) -> dict:
+        """The candidates of s2, the state after step `st`, from `base`, those
+        of the state before it (updated in place and returned): the pair
         that fired leaves (unless a decomposed write is pending), and the
         pairs every token written by the step may enable, and, for each
         context the step started, every Merge and input-less node of its
@@ -533,9 +599,8 @@ class Machine:
         in.  (A pair is enabled only through a token on one of its edges, a
         new context, or a pending write: nothing else can make one; the
         tests compare the steps with the transcription's on every state.)"""
-        base = s.cand if s.cand is not None else self._candidates(s)
         fired, pending = s2.fired, s2.pending
-        out = dict(base)
+        out = base
         out.pop((st.node, st.ctx), None)
 
         def add(pair) -> None:   # (steps to be found again)
@@ -543,24 +608,63 @@ class Machine:
                 out[pair] = None
         if (st.node, st.ctx) in pending:
             out[(st.node, st.ctx)] = None
-        new_contexts = s2.started - s.started if len(s2.started) != len(s.started) else ()
-        contexts = list(s2.started)
+        contexts = s2.started
+        tokens = s2.tokens
         for (eid, k) in self._written:
-            if (eid, k) in s2.tokens:
+            if (eid, k) in tokens:
                 self._token_candidates(eid, k, contexts, add, written=True)
-        for c in new_contexts:
+        for c in self._new_contexts:
             frames = tuple(f for f, _ in c)
             for name in self._always:
                 if self._frame_of[name] == frames:
                     add((name, c))
             for eid in self._const_edges:
-                if (eid, c[:-1] + ((c[-1][0], 0),)) in s2.tokens:
+                if (eid, c[:-1] + ((c[-1][0], 0),)) in tokens:
                     self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
         return out
 
     def _raw_steps_reference(self, s: CFState) -> list[Step]:
         """The transcription: every node tried in every context of its frames."""
         return self._raw_steps_of(s, ((n, self._contexts_of(s, n.name)) for n in self.p.nodes))
+
+    def _pair_steps(self, s: CFState, name: str, ctx: Context) -> tuple:
+        """:meth:`_raw_steps_of` for the one pair (name, ctx), read from the
+        node's edge table (`_in`): the same steps in the same order
+        (tests/test_controlflow_engine_speed.py compares `_raw_steps`, made
+        of these, with the transcription on every state of generated runs)."""
+        pair = (name, ctx)
+        if pair in s.fired:
+            return (Step(name, ctx, "write"),) if pair in s.pending else ()
+        tokens = s.tokens
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+        op = self._op[name]
+        if op != MERGE:
+            dead = False
+            for eid, const, _control, _back, _enter in self._in[name]:
+                c = tokens.get((eid, inner if const else ctx))
+                if c is None:
+                    return ()
+                if isinstance(c, _Dead):
+                    dead = True
+            phase = "read" if (self.semantics == DECOMPOSED and op == ASSIGN and not dead) else ""
+            return (Step(name, ctx, phase, dead=dead),)
+        # a Merge (the rule of :meth:`_raw_steps_of`)
+        data = []
+        first = ctx[-1][1] == 0 if ctx else False
+        later = ctx[-1][1] > 0 if ctx else False
+        for eid, const, control, back, enter in self._in[name]:
+            c = tokens.get((eid, inner if const else ctx))
+            if control:
+                if c is None:
+                    return ()
+                continue
+            data.append(DEAD if (back and first) or (enter and later) else c)
+        live = [k for k, c in enumerate(data) if c is not None and not isinstance(c, _Dead)]
+        if live:
+            return tuple(Step(name, ctx, choice=k) for k in live)
+        if all(isinstance(c, _Dead) for c in data):
+            return (Step(name, ctx, dead=True),)
+        return ()
 
     def _raw_steps_of(self, s: CFState, pairs) -> list[Step]:
         """The steps whose inputs are there, among (node, its contexts) `pairs`."""
@@ -620,7 +724,9 @@ class Machine:
             return False
         if st.dead:
             return True
-        op = self.p.node[st.node].op
+        op = self._op[st.node]
+        if op not in _EAGER_BY_STATE:   # (a function or a frame node: eager by its kind)
+            return True
         if op in (READ, ASSIGN):
             return self.lone_access(s, st)
         if op in _STACK_ACCESS:
@@ -992,6 +1098,93 @@ class Machine:
     def enabled_steps(self, s: CFState) -> list[Step]:
         raw = self._raw_steps(s)
         busy = {st.ctx for st in raw}
+        fired, started = s.fired, s.started
+
+        def enters_fired(outer: Context, frame: str) -> bool:
+            return all((e, outer) in fired
+                       for e in self.enters.get((self._frames(outer), frame), ()))
+
+        # The dead exits that may propagate, innermost instances first: a
+        # dead exit of an inner instance not sent yet is a step that can
+        # still fire inside every instance and iteration around it, which
+        # are therefore not done (TensorFlow's executor: an iteration is not
+        # done while a child frame is alive, IsIterationDone's
+        # outstanding_frame_count; a frame is deleted, its dead exits sent,
+        # only when done).  Without this an outer loop's dead exit was sent
+        # before an inner loop's, which then made a Merge of the outer loop
+        # fire live (it ignores a dead control input) and its Exit send a
+        # live value after the dead one: an outcome TensorFlow never has,
+        # and the eager dead-exit step made it the only one explored
+        # (tests/test_controlflow_nested_dead_exits.py).
+        ends = []
+        unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
+                  if (x, outer + ((frame, -1),)) not in fired] if s.dead_exits else ()
+        if unsent:
+            done: dict = {}   # (a function of the state and `busy` at its depth)
+
+            def instance_done(outer: Context, frame: str) -> bool:
+                got = done.get((outer, frame))
+                if got is None:
+                    n = len(outer)
+                    # (c[n][1] < 0: a dead exit of this very instance)
+                    got = done[(outer, frame)] = enters_fired(outer, frame) and not any(
+                        len(c) > n and c[:n] == outer and c[n][0] == frame and c[n][1] >= 0
+                        for c in busy)
+                return got
+            for depth in sorted({len(outer) for _, outer, _ in unsent}, reverse=True):
+                level = [(x, outer, frame) for (x, outer, frame) in unsent
+                         if len(outer) == depth and instance_done(outer, frame)]
+                ends += level
+                busy.update(outer + ((frame, -1),) for (_, outer, frame) in level)
+        # parallel_iterations: a step in iteration i of a loop instance is in
+        # the window while i < oldest + P, `oldest` the first iteration of
+        # the instance not started, or with a step in it or under it, or
+        # (iteration 0) with an Enter of the instance not fired yet
+        if any(busy):   # (a step in some loop: () is the root context)
+            under = set()   # every context with a step in it or under it
+            for c in busy:
+                for k in range(1, len(c) + 1):
+                    under.add(c[:k])
+            oldest_of: dict = {}
+
+            def oldest(outer: Context, frame: str) -> int:
+                got = oldest_of.get((outer, frame))
+                if got is None:
+                    i = 0
+                    while True:
+                        it = outer + ((frame, i),)
+                        if it not in started or it in under or (
+                                i == 0 and not enters_fired(outer, frame)):
+                            break
+                        i += 1
+                    got = oldest_of[(outer, frame)] = i
+                return got
+            window: dict = {(): True}
+            early = self._early
+
+            def in_window(ctx: Context) -> bool:
+                got = window.get(ctx)
+                if got is None:
+                    e = early.get(ctx)
+                    if e is None:
+                        # (every iteration of ctx below its loop's P: in the
+                        # window whatever `oldest` is, which is at least 0)
+                        e = early[ctx] = all(i < self.parallel.get(frame, 10) for frame, i in ctx)
+                    got = window[ctx] = e or all(
+                        i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
+                        for level, (frame, i) in enumerate(ctx))
+                return got
+            steps = [st for st in raw if in_window(st.ctx)]
+        else:
+            steps = raw
+        for (x, outer, frame) in sorted(ends, key=repr):
+            steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
+        return steps
+
+    def _enabled_steps_reference(self, s: CFState) -> list[Step]:
+        """:meth:`enabled_steps` as first written (the tests compare the two)."""
+        raw = self._raw_steps_reference(s)
+        busy = {st.ctx for st in raw}
 
         def busy_under(prefix: Context) -> bool:
             return any(c[:len(prefix)] == prefix for c in busy)
@@ -1001,12 +1194,10 @@ class Machine:
             inner = tuple(f for f, _ in outer)
             if any((e, outer) not in s.fired for e in self.enters.get((inner, frame), ())):
                 return False
-            # (c[len(outer)][1] < 0: a dead exit of this very instance)
             return not any(len(c) > len(outer) and c[:len(outer)] == outer
                            and c[len(outer)][0] == frame and c[len(outer)][1] >= 0
                            for c in busy)
 
-        # (a function of the state: computed once per loop instance)
         @functools.cache
         def oldest(outer: Context, frame: str) -> int:
             i = 0
@@ -1025,18 +1216,6 @@ class Machine:
             return all(i < oldest(ctx[:level], frame) + self.parallel.get(frame, 10)
                        for level, (frame, i) in enumerate(ctx))
 
-        # The dead exits that may propagate, innermost instances first: a
-        # dead exit of an inner instance not sent yet is a step that can
-        # still fire inside every instance and iteration around it, which
-        # are therefore not done (TensorFlow's executor: an iteration is not
-        # done while a child frame is alive, IsIterationDone's
-        # outstanding_frame_count; a frame is deleted, its dead exits sent,
-        # only when done).  Without this an outer loop's dead exit was sent
-        # before an inner loop's, which then made a Merge of the outer loop
-        # fire live (it ignores a dead control input) and its Exit send a
-        # live value after the dead one: an outcome TensorFlow never has,
-        # and the eager dead-exit step made it the only one explored
-        # (tests/test_controlflow_nested_dead_exits.py).
         unsent = [(x, outer, frame) for (x, outer, frame) in s.dead_exits
                   if (x, outer + ((frame, -1),)) not in s.fired]
         ends = []
@@ -1060,25 +1239,28 @@ class Machine:
 
     def fire_step(self, s: CFState, st: Step) -> CFState:
         """The state after step `st` (the rules above, :meth:`_fire`), with
-        its candidates carried over (:meth:`_next_candidates`)."""
-        self._written = []
-        s2 = self._fire(s, st)
-        object.__setattr__(s2, "cand", self._next_candidates(s, st, s2))
-        return s2
+        its candidates carried over (:meth:`_next_candidates`); `s` is left
+        as it was."""
+        return self.advance(s.copy(), st)
 
-    def _fire(self, s: CFState, st: Step) -> CFState:
+    def advance(self, s: CFState, st: Step) -> CFState:
+        """Step `st` fired in place: `s` becomes the state after it (and is
+        returned).  Only for a caller that holds the only reference to `s`
+        (`behaviours`); everyone else calls :meth:`fire_step`."""
+        self._written = []
+        self._new_contexts = []
+        base = s.cand if s.cand is not None else self._candidates(s)
+        self._fire(s, st)
+        s.cand = self._next_candidates(base, st, s)
+        return s
+
+    def _fire(self, s: CFState, st: Step) -> None:
+        """The rules above, applied to `s` in place."""
         p, g = self.p, self.g
         n = p.node[st.node]
         ctx = st.ctx
-        tokens = dict(s.tokens)
-        var_value = dict(s.var_value)
-        pending = dict(s.pending)
-        # (the pairs fired and the contexts started by this step; the sets
-        # of the state are copied once, at the end: `_grown`)
-        fired: set = set()
-        started: set = set()
-        dead_exits = set(s.dead_exits)
-        incoming = g.incoming[n.name]
+        tokens, var_value, pending = s.tokens, s.var_value, s.pending
+        fired, dead_exits = s.fired, s.dead_exits
 
         if st.phase == "end":
             # a dead Exit, propagated to the enclosing context when its loop
@@ -1086,9 +1268,7 @@ class Machine:
             # dead exits to the parent frame")
             fired.add((n.name, ctx))
             self._put_all(tokens, n.name, ctx[:-1], DEAD)
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         if st.phase == "write":
             # decomposed (seed 002): the write step stores f(w, v), w as read earlier
@@ -1097,24 +1277,25 @@ class Machine:
                 x, w, v = held
                 var_value[x] = _assigned(n.fn, w, v, var_value[x])
             self._signal(tokens, n.name, ctx, GO)
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         # "n consumes those inputs": every non-constant input present in ctx
+        # (a constant Enter's value, in iteration 0 of ctx's loop instance
+        # (`_key`), stays)
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
         contents = []
-        for e in incoming:
-            k = self._key(e, ctx)
-            contents.append(tokens.get(k))
-            if k in tokens and (e.src is None or e.src[0] not in self.constant_enter):
-                del tokens[k]
-        data = [c for e, c in zip(incoming, contents) if e.kind != CONTROL]
+        data = []
+        for eid, const, control, _back, _enter in self._in[n.name]:
+            c = tokens.get((eid, inner)) if const else tokens.pop((eid, ctx), None)
+            contents.append(c)
+            if not control:
+                data.append(c)
         fired.add((n.name, ctx))
 
         out_ctx = ctx
         if n.op == ENTER:
             out_ctx = ctx + ((n.attrs["frame_name"], 0),)
-            started.add(out_ctx)
+            self._start(s, out_ctx)
         elif n.op == EXIT:
             out_ctx = ctx[:-1]
         elif n.op == NEXT_ITERATION:
@@ -1128,16 +1309,14 @@ class Machine:
                 dead_exits.add((n.name, ctx[:-1], ctx[-1][0]))
             elif n.op != NEXT_ITERATION:   # TensorFlow stops deadness at NextIteration
                 self._put_all(tokens, n.name, out_ctx, _dead_of(contents))
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
 
         if n.op == EXIT:   # a live Exit: no dead Exit of this instance propagates
             fired.add((n.name, out_ctx + ((ctx[-1][0], -1),)))
         if n.op == NEXT_ITERATION:
             if out_ctx[-1][1] > self.bound:
                 raise LoopBoundExceeded("/".join(f for f, _ in out_ctx), self.bound, self.explored)
-            started.add(out_ctx)
+            self._start(s, out_ctx)
 
         if n.op == VAR:
             results: list[object] = [VarRef(n.var)]
@@ -1148,9 +1327,7 @@ class Machine:
             # an Assign with an error input changes nothing (footnote 5)
             if st.phase == "read":
                 pending[(n.name, ctx)] = None
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
             results = []
         elif n.op == ASSIGN and st.phase == "":
             handle, v = data
@@ -1160,9 +1337,7 @@ class Machine:
             handle, v = data
             pending[(n.name, ctx)] = (handle.var, var_value[handle.var], v)
             # the control signal comes with the write step
-            return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                           frozenset(dead_exits))
+            return
         elif n.op == SWITCH:
             value, pred = data
             if not (isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ()):
@@ -1174,9 +1349,7 @@ class Machine:
                 # as a predicate")
                 self._put_all(tokens, n.name, out_ctx, failed_dead(
                     pred if isinstance(pred, Error) else Error(BAD_PREDICATE)))
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
             results = [data[st.choice], Tensor(st.choice, "int32")]
@@ -1200,17 +1373,18 @@ class Machine:
                 # keeps as a value, as everywhere else
                 if not any(failed is d for d in data):
                     var_value.setdefault(stk.STEP_FAILED, failed)
-                return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                               frozenset(dead_exits))
+                return
         else:
             results = self.apply_function(n, data)
         for port, value in enumerate(results):
             self._produce(tokens, n.name, port, out_ctx, value)
         self._signal(tokens, n.name, out_ctx, GO)
-        return CFState(var_value, tokens, _grown(s.fired, fired),
-                           _grown(s.started, started), pending,
-                       frozenset(dead_exits))
+
+    def _start(self, s: CFState, ctx: Context) -> None:
+        """Context `ctx` exists from now on (noted for :meth:`_next_candidates`)."""
+        if ctx not in s.started:
+            s.started.add(ctx)
+            self._new_contexts.append(ctx)
 
     def _stack_step(self, n, ctx: Context, data: list, var_value: dict) -> list:
         """A stack op (oracle/opdefs/stacks.py, docs/stateful-ops.md "Stacks"):
@@ -1259,11 +1433,19 @@ class Machine:
                 # (the function object itself: a plugin may register another
                 # under the op's name; whether TensorFlow's kernels may run:
                 # an op without a numpy model is CannotRun without them)
-                key = (n.op, id(fn), attrs, args, fns._kernels.enabled())
+                # (the last read once per run, by :meth:`initial`: it is
+                # not changed inside a run)
+                on = self._kernels_on
+                key = (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
                 got = _APPLIED.get(key)
                 if got is not None and got[0] is fn:
+                    for op in got[2]:   # (the verdict names the kernels it rests on)
+                        fns._kernels._note(op)
                     return list(got[1])
-        results = tuple(fn.apply(data, n.attrs))
+        if key is None:
+            return list(fn.apply(data, n.attrs))
+        with fns._kernels.record() as used:
+            results = tuple(fn.apply(data, n.attrs))
         if key is not None:
             size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
                 r.array.nbytes for r in results if type(r) is Tensor)
@@ -1272,26 +1454,27 @@ class Machine:
                 if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
                     _APPLIED.clear()
                     _APPLIED_BYTES = 0
-                _APPLIED[key] = (fn, results)
+                _APPLIED[key] = (fn, results, frozenset(used))
                 _APPLIED_BYTES += size
         return list(results)
 
     def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            if e.kind != CONTROL and e.src == (name, port):
-                tokens[(e.id, ctx)] = value
-                self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_port[name].get(port, ()):
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            if e.kind == CONTROL:
-                tokens[(e.id, ctx)] = value
-                self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_control[name]:
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     def _put_all(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
-        for e in self.g.outgoing[name]:
-            tokens[(e.id, ctx)] = value
-            self._written.append((e.id, ctx))
+        written = self._written
+        for eid in self._out_all[name]:
+            tokens[(eid, ctx)] = value
+            written.append((eid, ctx))
 
     # -- runs ----------------------------------------------------------------
 
@@ -1302,7 +1485,8 @@ class Machine:
             if e.src is None:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
-        return CFState(var_value, tokens, frozenset(), frozenset({()}))
+        self._kernels_on = fns._kernels.enabled()
+        return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
         outputs = {}
@@ -1345,6 +1529,10 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
     import time
     started = time.monotonic()
     m = machine or Machine(p, g, semantics, max_iterations)
+    # a state popped from the stack is referenced by nothing else (its key,
+    # if kept, is a copy): its only successor, or the last of several, is
+    # made from it in place (Machine.in_place; off, every step copies)
+    fire = m.advance if m.in_place else m.fire_step
     seen: set[tuple] = set()
     stack: list[tuple[CFState, tuple | None]] = [(m.initial(feeds, init), None)]
     while stack:
@@ -1364,16 +1552,16 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                     # (its label as `labels` gives it, without labelling the others)
                     key = (st.node, st.ctx, st.phase)
                     many = sum(1 for x in steps if (x.node, x.ctx, x.phase) == key) > 1
-                    stack.append((m.fire_step(s, st), (st.label(many), sched)))
+                    stack.append((fire(s, st), (st.label(True) if many else st, sched)))
                     continue
                 # every eager step of s but the dead exits, in order, without
-                # finding the steps again between them (Machine.batch_eager)
-                for x in steps[first:]:
-                    if x.phase == "end" or not (x is st or m.eager(s, x)):
-                        continue
-                    s2 = m.fire_step(s2 if x is not st else s, x)
-                    sched = (x.label(), sched)
-                stack.append((s2, sched))
+                # finding the steps again between them (Machine.batch_eager);
+                # whether each is eager is decided at s, before any fires
+                batch = [x for x in steps[first:] if x.phase != "end" and (x is st or m.eager(s, x))]
+                for x in batch:
+                    s = fire(s, x)
+                    sched = (x, sched)
+                stack.append((s, sched))
                 continue
         if memo and stack:
             # (a state popped with nothing else pending is reached by the only
@@ -1385,11 +1573,13 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 continue
             seen.add(k)
         if not steps:
-            yield _spelled(sched), s
+            yield _spelled(sched, m), s
             continue
         labels = m.labels(s, steps)
-        for st, label in reversed(list(zip(steps, labels))):
-            stack.append((m.fire_step(s, st), (label, sched)))
+        # (each successor but the first from a copy of s, taken before s
+        # itself becomes the first's)
+        for i in range(len(steps) - 1, -1, -1):
+            stack.append((fire(s if i == 0 else s.copy(), steps[i]), (labels[i], sched)))
 
 
 def frame_parallel_iterations(p: Program) -> dict[str, int]:
@@ -1405,11 +1595,21 @@ def frame_parallel_iterations(p: Program) -> dict[str, int]:
     return out
 
 
-def _spelled(sched: "tuple | None") -> list[str]:
-    """A schedule kept as (label, parent) pairs, first step first."""
+def _spelled(sched: "tuple | None", machine: "Machine | None" = None) -> list[str]:
+    """A schedule kept as (label, parent) pairs, first step first (a label
+    may be kept as its Step, labelled here: an eager step's label shows no
+    Merge choice)."""
     out = []
+    labels = {} if machine is None else machine._labels
     while sched is not None:
-        out.append(sched[0])
+        x = sched[0]
+        if type(x) is not str:
+            key = (x.node, x.ctx, x.phase)
+            label = labels.get(key)
+            if label is None:
+                label = labels[key] = x.label()
+            x = label
+        out.append(x)
         sched = sched[1]
     out.reverse()
     return out
@@ -1432,7 +1632,7 @@ def fire_schedule(m: "Machine", feeds: Mapping[str, Value], init: Mapping[str, V
         by_label = dict(zip(m.labels(s, steps), steps))
         if label not in by_label:
             raise ValueError(f"step {i} ({label}) is not enabled")
-        s = m.fire_step(s, by_label[label])
+        s = m.advance(s, by_label[label])   # (s is this run's alone: fired in place)
     if m.enabled_steps(s):
         raise ValueError("the schedule ends before the run does")
     return s
@@ -1442,11 +1642,121 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
              semantics: str = ATOMIC, observe: str = "outputs+state",
              max_states: int | None = None, max_seconds: float | None = None,
              max_iterations: int = DEFAULT_MAX_ITERATIONS) -> tuple[dict[Outcome, tuple[str, ...]], int]:
-    """Outcomes(P, σ), each with one schedule, and the number of states explored."""
-    g = graph_of(p)
-    m = Machine(p, g, semantics, max_iterations)
+    """Outcomes(P, σ), each with one schedule, and the number of states
+    explored.  Remembered (:data:`_OUTCOMES`): asked again for the same
+    program object at the same σ, the answer of the first time."""
+    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations) \
+        if remember_outcomes else None
+    got = _OUTCOMES.get(key) if key is not None else None
+    if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
+        _OUTCOMES[key] = _OUTCOMES.pop(key, got)   # (used last: evicted last)
+        _, found, explored, used = got
+        for op in used:   # (the verdict names the kernels its outcomes rest on)
+            fns._kernels._note(op)
+        if isinstance(found, tuple):   # (the run reached a loop's iteration bound)
+            raise LoopBoundExceeded(found[0], found[1], explored)
+        return dict(found), explored
+    m = machine_for(p, semantics, max_iterations)
     out: dict[Outcome, tuple[str, ...]] = {}
-    for sched, s in behaviours(p, g, feeds, init, semantics, True, max_states,
-                               max_iterations, max_seconds, machine=m):
-        out.setdefault(m.outcome(s, observe), tuple(sched))
-    return out, m.explored
+    with fns._kernels.record() as used:
+        try:
+            for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
+                                       max_iterations, max_seconds, machine=m):
+                out.setdefault(m.outcome(s, observe), tuple(sched))
+        except LoopBoundExceeded as exc:
+            if key is not None:
+                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used)))
+            raise
+    if key is not None and len(out) <= _OUTCOMES_MAX_SET:
+        _remember(key, (p, out, m.explored, frozenset(used)))
+    return dict(out), m.explored
+
+
+#: Whether :func:`outcomes` remembers its answers (tests turn it off).
+remember_outcomes = True
+#: Outcomes(P, σ) by (program object, σ, semantics, observation, iteration
+#: bound, whether TensorFlow's kernels may run, the registry functions of
+#: P's ops), at most _OUTCOMES_MAX answers (the one used least recently
+#: dropped first) of at most _OUTCOMES_MAX_SET outcomes each.  An answer is
+#: a function of these: the engine is deterministic (a depth-first search
+#: in a fixed order), a registry function is a function of its op,
+#: attributes and inputs (:data:`_APPLIED` argues it), and a program is
+#: immutable.  The checker compares P with its rewrite at the same σ for
+#: every rewrite of P (`tfsem grappler`, one original and five optimizers
+#: on the real corpus; σ drawn from P's interface with the same seed), and
+#: a σ may come twice in one check (a drawn σ equal to a float σ,
+#: minimization): P's runs are made once.  An answer that ran out of
+#: states or seconds is not remembered (a run that reached a loop's
+#: iteration bound is: LoopBoundExceeded is its answer with that bound);
+#: one that used more states than a later call allows is not reused for
+#: it.  The kernels an answer used are noted again when it is reused, so
+#: that the verdict still names them.
+_OUTCOMES: dict = {}
+_OUTCOMES_MAX = 64
+_OUTCOMES_MAX_SET = 1024
+
+
+def _remember(key: tuple, entry: tuple) -> None:
+    """Keep `entry`, dropping the answer used least recently when full (the
+    original's answers, reused by every rewrite's check, stay while the
+    rewrites' own come and go)."""
+    while len(_OUTCOMES) >= _OUTCOMES_MAX:
+        try:
+            del _OUTCOMES[next(iter(_OUTCOMES))]
+        except (KeyError, RuntimeError, StopIteration):   # (another thread's change)
+            break
+    _OUTCOMES[key] = entry
+
+
+def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                  semantics: str, observe: str, max_iterations: int) -> "tuple | None":
+    """The key of Outcomes(P, σ) in :data:`_OUTCOMES`, or None (not remembered:
+    a value with no exact key, as in :data:`_APPLIED`)."""
+    parts = []
+    for mapping in (feeds, init):
+        items = []
+        for name in sorted(mapping):
+            k = _value_key(mapping[name])
+            if k is None:
+                return None
+            items.append((name, k))
+        parts.append(tuple(items))
+    functions = tuple((op, id(fns.lookup(op))) for op in _function_ops(p))
+    return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
+            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+
+
+def _function_ops(p: Program) -> tuple[str, ...]:
+    """The registry functions P's runs may apply: its nodes' ops and its
+    Assigns' update functions."""
+    ops = {n.op for n in p.nodes if n.op not in (VAR, READ, ASSIGN)}
+    ops |= {n.fn for n in p.nodes if n.op == ASSIGN}
+    return tuple(sorted(ops))
+
+
+#: Machines by program object, per thread (:func:`machine_for`).
+_machines = threading.local()
+_MACHINES_MAX = 16
+
+
+def machine_for(p: Program, semantics: str = ATOMIC,
+                max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Machine:
+    """A Machine for `p` (its `g` the program's graph), made once per program
+    object, semantics and bound in each thread: its tables and static
+    analyses (the accesses' conflicts, the loops' chains, the Exits that may
+    fire twice) are functions of these, and were computed again for each σ
+    (a tenth of a run on keras_gru_loop).  Its count of states explored
+    starts at 0."""
+    cache = getattr(_machines, "cache", None)
+    if cache is None:
+        cache = _machines.cache = {}
+    key = (id(p), semantics, max_iterations, Machine.lone_accesses)
+    got = cache.get(key)
+    if got is not None and got[0] is p:
+        got[1].explored = 0
+        return got[1]
+    if len(cache) >= _MACHINES_MAX:
+        cache.clear()
+    m = Machine(p, graph_of(p), semantics, max_iterations)
+    cache[key] = (p, m)
+    return m
