@@ -283,3 +283,52 @@ def test_without_a_deadline_each_optimizer_has_the_timeout(grappler):
                             timeout=5.0, real=False)
     assert [r["verdict"]["verdict"] for r in rows] == ["sound", "sound"]
     assert set(rows[0]["stage_seconds"]) >= {"grappler", "import", "check"}
+
+
+def _unsound_verdict():
+    from tfsem.checking import check_rewrite
+    p = command._import(_counter(), FETCHES, [], "counter")
+    p2 = command._import(_counter(True), FETCHES, [], "counter")
+    verdict = check_rewrite(p, p2, "atomic", "outputs+state", timeout=10.0, backends=False)
+    assert verdict.verdict == "unsound" and verdict.counterexample is not None
+    return p2, verdict
+
+
+def test_a_replay_that_ignores_its_deadline_is_left_behind(monkeypatch):
+    """TensorFlow loading a large graph cannot look at the clock: the replay
+    is given up when its time is over, and says so."""
+    from tfsem.backends import tensorflow as tfb
+    p2, verdict = _unsound_verdict()
+
+    def stuck(*a, **k):
+        time.sleep(1.5)
+        return tfb.Replay(True, "confirmed (too late)", "g")
+
+    monkeypatch.setattr(tfb, "replay_graph", stuck)
+    t = time.monotonic()
+    rep = command.replay(_counter(True), p2, verdict.counterexample, [], "outputs+state",
+                         "the graph g", Deadline(0.3))
+    assert time.monotonic() - t < 0.3 + 0.2
+    assert rep.budget and not rep.confirmed and "time budget" in rep.reason
+    assert rep.to_json()["status"] == "not-replayed" and rep.to_json()["budget"] is True
+    expired = command.replay(_counter(True), p2, verdict.counterexample, [], "outputs+state",
+                             "the graph g", Deadline(0.001, started=time.monotonic() - 1))
+    assert expired.budget and "before the replay started" in expired.reason
+
+
+def test_a_slow_verdict_text_is_cut_and_says_so(monkeypatch):
+    from tfsem.checking.verdict import Counterexample
+    _, verdict = _unsound_verdict()
+    full = command.verdict_text(verdict, Deadline(30.0))
+    assert "rewritten schedule:" in full and command.TEXT_CUT not in full
+
+    def slow(self):
+        time.sleep(1.5)
+        return ["  (never shown)"]
+
+    monkeypatch.setattr(Counterexample, "describe", slow)
+    t = time.monotonic()
+    cut = command.verdict_text(verdict, Deadline(0.3))
+    assert time.monotonic() - t < 0.3 + 0.2
+    assert cut.splitlines()[0] == full.splitlines()[0]      # the verdict's line stands
+    assert cut.endswith(command.TEXT_CUT) and "rewritten schedule:" not in cut

@@ -106,6 +106,35 @@ def process_started() -> float | None:
     return time.monotonic() - age
 
 
+class StageTimeout(RuntimeError):
+    """A stage given to `call_within` did not end in its time."""
+
+
+def call_within(seconds: float, fn, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)`, or StageTimeout once `seconds` have passed: for
+    a stage that cannot look at a clock itself (TensorFlow loading a graph,
+    a verdict's text).  It runs in a daemon thread, which is left to finish
+    on its own when the time is up (its result then unused; a command that
+    ends its process ends it too).  What `fn` raises is raised here."""
+    import threading  # noqa: PLC0415
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="tfsem-stage")
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        raise StageTimeout(f"did not end within {max(seconds, 0.0):.2f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def dumps_within(obj: Any, deadline: Deadline | None, every: int = 512) -> str | None:
     """`obj` as tfsem.oracle.jsonio.dumps writes it (strict JSON, indent 2),
     or None if `deadline` passes while it is written (checked every `every`

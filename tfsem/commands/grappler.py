@@ -12,7 +12,8 @@ from typing import Any
 
 from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
 
-from .common import Deadline, dumps_within, make_duration, print_json, print_runtime_rows
+from .common import (Deadline, StageTimeout, call_within, dumps_within, make_duration, print_json,
+                     print_runtime_rows)
 
 #: the default time budget of the whole command (every optimizer's Grappler
 #: run, check, replay and check over the reals, and the report): 13 default
@@ -227,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     results = validate(graph_def, fetches, targets, optimizers, where=str(path),
                        semantics=args.semantics, observe=args.observe, timeout=args.timeout,
                        save=args.save, place=place, captures=captures, deadline=deadline,
-                       reserve=report_reserve(args.timeout), budget=budget)
+                       reserve=report_reserve(args.timeout), budget=budget,
+                       text=not args.json)
     placement = g.placement(g.placed(graph_def) if place else graph_def)
     status = _exit_status(results)
     budget["before_report"] = round(deadline.elapsed(), 3)
@@ -301,7 +303,8 @@ def json_report(head: dict[str, Any], results: list[dict[str, Any]],
 
 def _short_row(row: dict[str, Any]) -> dict[str, Any]:
     short = {k: row[k] for k in ("optimizer", "status", "reason", "seconds", "check_seconds",
-                                 "changed", "nodes_before", "nodes_after") if k in row}
+                                 "changed", "nodes_before", "nodes_after", "stage_seconds")
+             if k in row}
     v = row.get("verdict")
     if isinstance(v, dict):
         short["verdict"] = {k: v[k] for k in ("verdict", "reason", "differs", "difference",
@@ -363,7 +366,8 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
              timeout: float = DEFAULT_TIMEOUT, save: str | None = None,
              real: bool = True, place: bool = True,
              captures: dict | None = None, deadline: Deadline | None = None,
-             reserve: float = 0.0, budget: dict | None = None) -> list[dict[str, Any]]:
+             reserve: float = 0.0, budget: dict | None = None,
+             text: bool = True) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
     verdict's JSON, and ``text``), ``does-not-import``, ``grappler-failed``
@@ -434,7 +438,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
         row.update(check_graph(original, res.graph_def, fetches, targets,
                                where=f"{where} after {name}", semantics=semantics,
                                observe=observe, timeout=timeout, real=real,
-                               captures=captures, deadline=part))
+                               captures=captures, deadline=part, text=text))
         row.setdefault("stage_seconds", {})["grappler"] = round(res.seconds, 3)
     return results
 
@@ -443,7 +447,7 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
                 where: str, semantics: str = "atomic", observe: str = "outputs+state",
                 timeout: float = DEFAULT_TIMEOUT, real: bool = True,
                 captures: dict | None = None,
-                deadline: Deadline | None = None) -> dict[str, Any]:
+                deadline: Deadline | None = None, text: bool = True) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
@@ -452,7 +456,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     ``check_seconds``, ``tensorflow_replay``, ``real``, the verdict with
     float arithmetic over the reals (unless `real` is false), and
     ``stage_seconds``.  `captures`: the original's capture map; the entries
-    whose placeholder Grappler kept are used.
+    whose placeholder Grappler kept are used.  `text`: false leaves
+    ``text`` out (`--json` prints none).
 
     The time: all of it within `deadline` (a common.Deadline; by default
     `timeout` seconds from now): the import, then the check (CHECK_SHARE of
@@ -512,35 +517,74 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     row: dict[str, Any] = {"status": "checked",
                            "check_seconds": round(time.perf_counter() - t, 6)}
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
-        # the same replay as `tfsem check` of a graph (backends/tensorflow.py),
-        # in what is left of this optimizer's part of the budget
-        from tfsem.backends.tensorflow import replay_graph  # noqa: PLC0415
-        rep = replay_graph(rewritten_graph_def, rewritten, verdict.counterexample,
-                           targets=targets, observe=observe, label=f"the graph {where}",
-                           deadline=deadline.at)
-        if not rep.confirmed and rep.outcome is None and not rep.budget:
-            # the schedule could not be forced on the graph itself (a
-            # concrete function's graph): the imported program, exported, as
-            # `tfsem check` replays a program
-            from tfsem.backends.tensorflow import replay_program  # noqa: PLC0415
-            exported = replay_program(rewritten, verdict.counterexample, observe=observe,
-                                      deadline=deadline.at)
-            if exported.confirmed or exported.budget:
-                rep = exported
+        rep = replay(rewritten_graph_def, rewritten, verdict.counterexample, targets, observe,
+                     f"the graph {where}", deadline)
         row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
         lap("replay")
-    row.update(verdict=verdict.to_json(), text=verdict.describe())
-    if "tensorflow_replay" in row:
-        row["text"] += f"\n  {row['tensorflow_replay']['text']}"
-    lap("text")
+    row["verdict"] = verdict.to_json()
+    if text:
+        row["text"] = verdict_text(verdict, deadline)
+        if "tensorflow_replay" in row:
+            row["text"] += f"\n  {row['tensorflow_replay']['text']}"
+        lap("text")
     if real:
         row["real"] = real_verdict(original, rewritten, verdict, semantics, observe,
                                    deadline.left())
         lap("real")
     row["stage_seconds"] = stages
     return row
+
+
+def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: str,
+           deadline: Deadline):
+    """An `unsound` verdict's counterexample replayed on TensorFlow, as
+    `tfsem check` replays one of a graph (backends/tensorflow.py), within
+    `deadline`: the replay looks at it between its stages and gives it to
+    TensorFlow's run, and a stage that outlasts it (TensorFlow loading a
+    large graph) is left behind (common.call_within).  Past it, a Replay
+    with ``budget``: not replayed, the verdict the oracle's alone."""
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+
+    def run() -> Any:
+        rep = tfb.replay_graph(graph_def, rewritten, cx, targets=targets, observe=observe,
+                               label=label, deadline=deadline.at)
+        if not rep.confirmed and rep.outcome is None and not rep.budget:
+            # the schedule could not be forced on the graph itself (a
+            # concrete function's graph): the imported program, exported, as
+            # `tfsem check` replays a program
+            exported = tfb.replay_program(rewritten, cx, observe=observe, deadline=deadline.at)
+            if exported.confirmed or exported.budget:
+                rep = exported
+        return rep
+
+    if deadline.left() >= MIN_STAGE:
+        try:
+            return call_within(deadline.left(), run)
+        except StageTimeout:
+            why = "the time budget ran out while TensorFlow loaded or ran the graph"
+    else:
+        why = "the time budget ran out before the replay started"
+    return tfb.Replay(False, why, label, budget=True)
+
+
+#: the line that stands for a counterexample the text of a verdict leaves out
+TEXT_CUT = ("  (counterexample left out: the time budget ran out while it was written; a "
+            "longer --timeout shows it)")
+
+
+def verdict_text(verdict, deadline: Deadline) -> str:
+    """The verdict's text (Verdict.describe), written within `deadline`
+    (at least MIN_STAGE): past it, the text without its counterexample,
+    and TEXT_CUT saying so (the text of a large graph's counterexample
+    takes seconds: MobileNetV2's is 7 MB)."""
+    import dataclasses  # noqa: PLC0415
+    try:
+        return call_within(max(deadline.left(), MIN_STAGE), verdict.describe)
+    except StageTimeout:
+        short = dataclasses.replace(verdict, counterexample=None)
+        return short.describe() + "\n" + TEXT_CUT
 
 
 def within_claim(original, rewritten, verdict, semantics: str, observe: str,
