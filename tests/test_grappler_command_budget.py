@@ -209,8 +209,8 @@ def test_a_slow_check_takes_only_its_share(grappler, monkeypatch):
 
 
 def test_a_slow_replay_is_cut_and_says_so(grappler, no_replay):
-    rows, seconds, _ = _validate(["dependency"], 2.0)
-    assert seconds < 2.0 + 0.3 and len(no_replay) == 1
+    rows, seconds, _ = _validate(["dependency"], 1.5)
+    assert seconds < 1.5 + 0.3 and len(no_replay) == 1
     row = rows[0]
     assert row["verdict"]["verdict"] == "unsound"          # the oracle's verdict stands
     assert "tensorflow" not in row["verdict"]["confirmed"]
@@ -332,3 +332,59 @@ def test_a_slow_verdict_text_is_cut_and_says_so(monkeypatch):
     assert time.monotonic() - t < 0.3 + 0.2
     assert cut.splitlines()[0] == full.splitlines()[0]      # the verdict's line stands
     assert cut.endswith(command.TEXT_CUT) and "rewritten schedule:" not in cut
+
+
+# --- the command, end to end (TensorFlow's part replaced) --------------------------------
+
+@pytest.fixture
+def fake_tensorflow(monkeypatch, grappler):
+    """`tfsem grappler` on examples/tensorflow/counter.pbtxt with TensorFlow's
+    import, graph reading and placement replaced (`sleep`: the import's
+    seconds)."""
+    from tfsem.graphdef import grappler as g
+    fake = type("tf", (), {"__version__": "0.0-test"})()
+
+    def tensorflow():
+        time.sleep(grappler.get("import_sleep", 0.0))
+        return fake
+
+    monkeypatch.setattr(g, "tensorflow", tensorflow)
+    monkeypatch.setattr(g, "as_graph_def", lambda path: _counter())
+    monkeypatch.setattr(g, "placed", lambda gd: gd)
+    monkeypatch.setattr(g, "placement", lambda gd: "the test's CPU")
+    return grappler
+
+
+def _main(capsys, *argv):
+    from tfsem.cli import main
+    t = time.monotonic()
+    rc = main(["grappler", str(COUNTER), *argv])
+    return rc, capsys.readouterr().out, time.monotonic() - t
+
+
+def test_the_command_reports_its_budget_and_stages(fake_tensorflow, capsys, no_replay):
+    rc, out, seconds = _main(capsys, "--optimizer", "dependency", "--timeout", "1.5", "--json")
+    assert rc == EXIT_FOUND and seconds < 1.5 + 0.3
+    data = json.loads(out)
+    assert data["tensorflow"] == "0.0-test" and data["report_cut"] == 0
+    assert data["budget"]["seconds"] == 1.5 and data["budget"]["before_report"] < 1.5
+    row, = data["results"]
+    assert row["verdict"]["verdict"] == "unsound" and row["tensorflow_replay"]["budget"] is True
+    assert {"grappler", "import", "check", "replay"} <= set(row["stage_seconds"])
+    assert "text" not in row
+    rc, out, seconds = _main(capsys, "--optimizer", "dependency", "--timeout", "1.5")
+    assert rc == EXIT_FOUND and seconds < 1.5 + 0.3
+    assert "  dependency: unsound: output 'value' differs" in out
+    assert "not replayed on TensorFlow within the time budget" in out
+
+
+def test_a_slow_tensorflow_import_is_left_behind(fake_tensorflow, capsys):
+    fake_tensorflow["import_sleep"] = 2.0
+    rc, out, seconds = _main(capsys, "--optimizer", "constfold", "--optimizer", "default",
+                             "--timeout", "0.6", "--json")
+    assert rc == EXIT_UNKNOWN and seconds < 0.6 + 0.3
+    data = json.loads(out)
+    assert data["tensorflow"] is None and data["placement"] is None
+    assert [r["status"] for r in data["results"]] == ["out-of-budget"] * 2
+    assert all("while TensorFlow was imported" in r["reason"] for r in data["results"])
+    assert fake_tensorflow["ran"] == []
