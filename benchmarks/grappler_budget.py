@@ -47,8 +47,9 @@ def run_once(env: dict, graph: str, optimizers: list[str], timeout: float, as_js
     with tempfile.TemporaryFile() as out:
         t = time.monotonic()
         try:
+            # (cwd: not the repository, whose tfsem/ would shadow a baseline's)
             proc = subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env,
-                                  timeout=limit)
+                                  timeout=limit, cwd=tempfile.gettempdir())
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             rc = None

@@ -47,13 +47,18 @@ LOST_UPDATE = {
 }
 
 
+#: `check`'s budget covers the replay and TensorFlow's import (docs/budgets.md):
+#: one that lets the import finish on a loaded machine
+TIMEOUT = ["--timeout", "120"]
+
+
 def check_json(capsys, *argv: str) -> tuple[int, dict]:
-    rc = main(["check", *argv, "--json"])
+    rc = main(["check", *argv, *TIMEOUT, "--json"])
     return rc, json.loads(capsys.readouterr().out)
 
 
 def check_text(capsys, *argv: str) -> tuple[int, str]:
-    rc = main(["check", *argv])
+    rc = main(["check", *argv, *TIMEOUT])
     return rc, capsys.readouterr().out
 
 
@@ -190,12 +195,13 @@ def test_uninitialized_variable_is_not_replayed():
 @needs_tf
 def test_html_page_shows_the_replay(tmp_path, capsys):
     page = tmp_path / "v.html"
-    main(["check", str(CASES / "seed000_figure1_concat_forward_store.json"), "--html", str(page)])
+    main(["check", str(CASES / "seed000_figure1_concat_forward_store.json"), *TIMEOUT,
+          "--html", str(page)])
     capsys.readouterr()
     html = page.read_text()
     assert 'data-backend="tensorflow"' in html
     assert "not replayed on TensorFlow: the export refuses it" in html
-    main(["check", str(CASES / "pass_cse_ignore_control.json"), "--html", str(page)])
+    main(["check", str(CASES / "pass_cse_ignore_control.json"), *TIMEOUT, "--html", str(page)])
     capsys.readouterr()
     assert "reproduced on TensorFlow&#x27;s executor" in page.read_text() or \
         "reproduced on TensorFlow's executor" in page.read_text()
