@@ -145,7 +145,8 @@ def test_dumps_within_writes_what_jsonio_writes_or_nothing():
 
 def test_json_report_in_time_is_jsonio_and_out_of_time_keeps_the_verdicts():
     rows = [{"optimizer": o, "status": "checked", "check_seconds": 1.0,
-             "verdict": {"verdict": v, "reason": "why", "counterexample": {"big": list(range(5000))}},
+             "verdict": {"verdict": v, "reason": "why",
+                         "counterexample": {"big": list(range(5000))}},
              "text": "x"} for o, v in (("constfold", "sound"), ("default", "unsound"))]
     head = {"graph": "g.pb", "budget": {"seconds": 10}}
     full = command.json_report(head, [dict(r) for r in rows], Deadline(60.0))

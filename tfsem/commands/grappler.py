@@ -256,13 +256,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_report(head, results, deadline) + "\n")
         return _finish(args, status)
     lines = [f"{path}: Grappler of TensorFlow {version or '(not imported in time)'}, fetches "
-             f"{', '.join(fetches) or '-'}" + (f", targets {', '.join(targets)}" if targets else ""),
+             f"{', '.join(fetches) or '-'}"
+             + (f", targets {', '.join(targets)}" if targets else ""),
              f"  placed on {placement or '(not placed: not read in time)'}"
              + ("" if place else " (--no-place)")]
     if captures_path:
         lines.append(f"  captures from {captures_path}: {len(captures)} variable"
                      f"{'s' if len(captures) != 1 else ''}")
-    sys.stdout.write("\n".join(lines + text_report(results, deadline, args.timeout)) + "\n")
+    sys.stdout.write("\n".join(lines + text_report(results, deadline)) + "\n")
     return _finish(args, status)
 
 
@@ -335,8 +336,7 @@ def _short_row(row: dict[str, Any]) -> dict[str, Any]:
     return short
 
 
-def text_report(results: list[dict[str, Any]], deadline: Deadline | None,
-                timeout: float | None = None) -> list[str]:
+def text_report(results: list[dict[str, Any]], deadline: Deadline | None) -> list[str]:
     """The lines of the text report, one block per optimizer; once `deadline`
     has passed, each block after is its first line alone and a line saying
     the details were left out."""
@@ -368,7 +368,7 @@ def text_report(results: list[dict[str, Any]], deadline: Deadline | None,
     return lines
 
 
-def _out_of_budget(row: dict[str, Any], reason: str, deadline: Deadline | None = None,
+def _out_of_budget(row: dict[str, Any], reason: str,
                    stages: dict | None = None) -> dict[str, Any]:
     row.update(status="out-of-budget", reason=reason)
     if stages is not None:
@@ -427,8 +427,8 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
                     f"the time budget of {timeout:g} s ran out before Grappler ran"
                     if left <= 0 else
                     f"the time budget of {timeout:g} s had {max(left, 0):.2f} s left for this "
-                    f"optimizer, less than a Grappler run is expected to take here ({longest_grappler:.2f} s)"
-                    if longest_grappler > MIN_STAGE else
+                    "optimizer, less than a Grappler run is expected to take here "
+                    f"({longest_grappler:.2f} s)" if longest_grappler > MIN_STAGE else
                     f"the time budget of {timeout:g} s had {max(left, 0):.2f} s left for this "
                     "optimizer") + ": not run")
                 continue
