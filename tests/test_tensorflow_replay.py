@@ -310,3 +310,28 @@ def test_differential_confirmed_replays_gave_the_counterexample_outcome(semantic
     assert confirmed >= 30, (confirmed, refused)
     if semantics == "decomposed":
         assert split >= 3, split          # some needed an Assign exported as read/write
+
+
+@needs_tf
+def test_a_replay_whose_deadline_passes_before_the_run_is_cut_and_says_so(monkeypatch):
+    """The deadline reaches TensorFlow's run (RunOptions.timeout_in_ms) and
+    is looked at before it: a replay cut there is `budget`, never confirmed."""
+    import time
+
+    from tfsem.backends import tensorflow as tfb
+    from tfsem.checking import check_case
+    from tfsem.oracle.jsonio import case_from_json, read_json_file
+    path = CASES / "pass_cse_ignore_control.json"
+    case = case_from_json(read_json_file(str(path)), where=str(path))
+    verdict = check_case(case, timeout=10.0)
+    p, cx = case.rewritten(), verdict.counterexample
+    assert tfb.replay_program(p, cx, deadline=time.monotonic() + 120).confirmed
+    real_run = tfb.GraphRunner.run_once
+
+    def late(self, feeds, init, deadline=None):      # the graph loaded past the deadline
+        return real_run(self, feeds, init, deadline=time.monotonic() - 1)
+
+    monkeypatch.setattr(tfb.GraphRunner, "run_once", late)
+    rep = tfb.replay_program(p, cx, deadline=time.monotonic() + 120)
+    assert rep.budget and not rep.confirmed and rep.outcome is None
+    assert rep.reason == "the time budget ran out before TensorFlow's run"
