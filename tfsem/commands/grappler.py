@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -368,6 +369,20 @@ def text_report(results: list[dict[str, Any]], deadline: Deadline | None) -> lis
     return lines
 
 
+def _not_started(timeout: float, left: float, expected: float) -> str:
+    """Why an optimizer's Grappler run was not started (`left` seconds of
+    the budget were left; a run is `expected` to take that long)."""
+    budget = f"the time budget of {timeout:g} s"
+    if math.isinf(expected):
+        return f"{budget} ran out during an earlier optimizer's Grappler run: not run"
+    if left <= 0:
+        return f"{budget} ran out before Grappler ran: not run"
+    if expected > MIN_STAGE:
+        return (f"{budget} had {left:.2f} s left for this optimizer, less than a Grappler run "
+                f"is expected to take here ({expected:.2f} s): not run")
+    return f"{budget} had {left:.2f} s left for this optimizer: not run"
+
+
 def _out_of_budget(row: dict[str, Any], reason: str,
                    stages: dict | None = None) -> dict[str, Any]:
     row.update(status="out-of-budget", reason=reason)
@@ -423,22 +438,26 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
         else:
             left = deadline.left() - reserve
             if left < max(longest_grappler, MIN_STAGE):
-                _out_of_budget(row, (
-                    f"the time budget of {timeout:g} s ran out before Grappler ran"
-                    if left <= 0 else
-                    f"the time budget of {timeout:g} s had {max(left, 0):.2f} s left for this "
-                    "optimizer, less than a Grappler run is expected to take here "
-                    f"({longest_grappler:.2f} s)" if longest_grappler > MIN_STAGE else
-                    f"the time budget of {timeout:g} s had {max(left, 0):.2f} s left for this "
-                    "optimizer") + ": not run")
+                _out_of_budget(row, _not_started(timeout, left, longest_grappler))
                 continue
             longest_grappler = 0.0 if i == 0 else longest_grappler
         try:
-            res = g.run_grappler(graph_def, fetches + targets, name, place=place)
+            if deadline is None:
+                res = g.run_grappler(graph_def, fetches + targets, name, place=place)
+            else:
+                # TensorFlow's optimizer lets go of Python's lock while it
+                # runs: a run that outlasts the budget is left behind
+                res = call_within(deadline.left() - reserve, g.run_grappler, graph_def,
+                                  fetches + targets, name, place=place)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except g.GrapplerError as exc:
             row.update(status="grappler-failed", reason=str(exc))
+            continue
+        except StageTimeout:
+            _out_of_budget(row, f"the time budget of {timeout:g} s ran out during Grappler's "
+                           "run, which was left behind: not checked")
+            longest_grappler = math.inf     # none after it is started
             continue
         longest_grappler = max(longest_grappler, res.seconds)
         row.update(res.to_json())
