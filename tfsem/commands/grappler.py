@@ -226,6 +226,13 @@ def run(args: argparse.Namespace) -> int:
     except StageTimeout:
         version = None
     budget["tensorflow_import"] = round(time.monotonic() - t, 3)
+    report = Report(args, path, fetches, targets, captures_path, captures, version, place,
+                    budget, deadline)
+    progress: dict[str, Any] = {}
+    if getattr(args, "whole_process", False):
+        # past the budget, whatever stage runs (a check, a claim past its
+        # time), the watchdog writes the report and ends the process
+        Watchdog(report, optimizers, progress).start()
     if version is None:
         why = (f"the time budget of {args.timeout:g} s ran out while TensorFlow was imported "
                f"({budget['tensorflow_import']:.2f} s): not run")
@@ -244,28 +251,114 @@ def run(args: argparse.Namespace) -> int:
                            semantics=args.semantics, observe=args.observe,
                            timeout=args.timeout, save=args.save, place=place,
                            captures=captures, deadline=deadline, reserve=reserve,
-                           budget=budget, text=not args.json)
+                           budget=budget, text=not args.json, progress=progress)
         placement = g.placement(g.placed(graph_def) if place else graph_def)
     status = _exit_status(results)
-    budget["before_report"] = round(deadline.elapsed(), 3)
-    if args.json:
-        head = {"graph": str(path), "fetches": fetches, "targets": targets,
-                "captures": str(captures_path) if captures_path else None,
-                "tensorflow": version, "semantics": args.semantics,
-                "observe": args.observe, "placed": place, "placement": placement,
-                "budget": budget}
-        sys.stdout.write(json_report(head, results, deadline) + "\n")
-        return _finish(args, status)
-    lines = [f"{path}: Grappler of TensorFlow {version or '(not imported in time)'}, fetches "
-             f"{', '.join(fetches) or '-'}"
-             + (f", targets {', '.join(targets)}" if targets else ""),
-             f"  placed on {placement or '(not placed: not read in time)'}"
-             + ("" if place else " (--no-place)")]
-    if captures_path:
-        lines.append(f"  captures from {captures_path}: {len(captures)} variable"
-                     f"{'s' if len(captures) != 1 else ''}")
-    sys.stdout.write("\n".join(lines + text_report(results, deadline)) + "\n")
+    if not report.write(results, placement):
+        _hold()     # the watchdog is writing the report, and ends the process
     return _finish(args, status)
+
+
+class Report:
+    """`tfsem grappler`'s report, written once: by the command when it is
+    done, or by its Watchdog when the budget is over first."""
+
+    def __init__(self, args, path, fetches, targets, captures_path, captures, version, place,
+                 budget, deadline):
+        import threading  # noqa: PLC0415
+        self.args, self.path, self.fetches, self.targets = args, path, fetches, targets
+        self.captures_path, self.captures, self.version = captures_path, captures, version
+        self.place, self.budget, self.deadline = place, budget, deadline
+        self.lock = threading.Lock()
+        self.written = False
+
+    def write(self, results: list[dict[str, Any]], placement: str | None,
+              deadline: Deadline | None = None) -> bool:
+        """Write the report of `results` to stdout, unless it was written
+        already (then False)."""
+        with self.lock:
+            if self.written:
+                return False
+            self.written = True
+        deadline = deadline or self.deadline
+        args, path = self.args, self.path
+        self.budget["before_report"] = round(self.deadline.elapsed(), 3)
+        if args.json:
+            head = {"graph": str(path), "fetches": self.fetches, "targets": self.targets,
+                    "captures": str(self.captures_path) if self.captures_path else None,
+                    "tensorflow": self.version, "semantics": args.semantics,
+                    "observe": args.observe, "placed": self.place, "placement": placement,
+                    "budget": self.budget}
+            sys.stdout.write(json_report(head, results, deadline) + "\n")
+            return True
+        lines = [f"{path}: Grappler of TensorFlow {self.version or '(not imported in time)'}, "
+                 f"fetches {', '.join(self.fetches) or '-'}"
+                 + (f", targets {', '.join(self.targets)}" if self.targets else ""),
+                 f"  placed on {placement or '(not known: not read in time)'}"
+                 + ("" if self.place else " (--no-place)")]
+        if self.captures_path:
+            n = len(self.captures or ())
+            lines.append(f"  captures from {self.captures_path}: {n} variable"
+                         f"{'s' if n != 1 else ''}")
+        sys.stdout.write("\n".join(lines + text_report(results, deadline)) + "\n")
+        return True
+
+
+#: how long past the budget the watchdog gives the report's writing
+WATCHDOG_WRITE = 0.5
+
+
+class Watchdog:
+    """At the end of the budget, if `tfsem grappler` has not written its
+    report, write it from what is done (`progress`, kept by `validate`):
+    each row finished as it is, the row being checked and every optimizer
+    not reached `out-of-budget`, naming the stages that ended; then end the
+    process with the exit status of those rows.  Only for the whole process
+    (the command run as `tfsem`): it ends it with os._exit.  A stage that
+    does not look at the clock (a Z3 query, the claim's enumeration, a
+    kernel call) is then cut where it is."""
+
+    def __init__(self, report: Report, optimizers: list[str], progress: dict):
+        import threading  # noqa: PLC0415
+        self.report, self.optimizers, self.progress = report, optimizers, progress
+        self.thread = threading.Thread(target=self._run, daemon=True, name="tfsem-watchdog")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def rows(self) -> list[dict[str, Any]]:
+        budget = f"the time budget of {self.report.args.timeout:g} s"
+        done = list(self.progress.get("rows") or [])
+        out = []
+        for row in done:
+            if "status" in row:
+                out.append(row)
+                continue
+            stages = dict(self.progress.get("stages") or {})
+            ended = ", ".join(stages) or "none"
+            out.append({"optimizer": row.get("optimizer"), "status": "out-of-budget",
+                        "stage_seconds": stages,
+                        "reason": f"{budget} ran out while this optimizer was checked (its "
+                                  f"stages that ended: {ended}; the one after them was cut): "
+                                  "no verdict"})
+        for name in self.optimizers[len(out):]:
+            out.append({"optimizer": name, "status": "out-of-budget",
+                        "reason": f"{budget} ran out before this optimizer: not run"})
+        return out
+
+    def _run(self) -> None:
+        time.sleep(max(self.report.deadline.left(), 0.0))
+        if self.report.written:
+            return
+        rows = self.rows()
+        if self.report.write(rows, None, Deadline(WATCHDOG_WRITE)):
+            _finish(self.report.args, _exit_status(rows))
+
+
+def _hold() -> None:
+    """Wait for the process's end (the watchdog is ending it)."""
+    while True:
+        time.sleep(1.0)
 
 
 def _finish(args: argparse.Namespace, status: int) -> int:
@@ -397,7 +490,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
              real: bool = True, place: bool = True,
              captures: dict | None = None, deadline: Deadline | None = None,
              reserve: float = 0.0, budget: dict | None = None,
-             text: bool = True) -> list[dict[str, Any]]:
+             text: bool = True, progress: dict | None = None) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
     verdict's JSON, and ``text``), ``does-not-import``, ``grappler-failed``
@@ -414,12 +507,18 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
     stage takes its share of it (docs/budgets.md), `reserve` seconds kept
     back for the report; without, each optimizer has `timeout` seconds of
     its own, its Grappler run included.  `budget`, a dict, gets the
-    original's import time (``graph_import``)."""
+    original's import time (``graph_import``).  `progress`, a dict, is kept
+    up to date for a watchdog (`Watchdog`): ``rows`` (the list returned),
+    ``current`` (the row being filled, None between rows) and ``stages``
+    (its stages done)."""
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
 
     started = time.monotonic()
     results: list[dict[str, Any]] = []
+    if progress is None:
+        progress = {}
+    progress.update(rows=results, current=None, stages={})
     try:
         original = _import_with(graph_def, fetches, targets, where, captures,
                                 deadline=None if deadline is None else deadline.at - reserve)
@@ -432,6 +531,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
     longest_grappler = GRAPPLER_SECONDS_PER_NODE * _node_count(graph_def)
     for i, name in enumerate(optimizers):
         row: dict[str, Any] = {"optimizer": name}
+        progress.update(current=row, stages={})
         results.append(row)
         if deadline is None:
             part = Deadline(timeout)
@@ -478,8 +578,11 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
         row.update(check_graph(original, res.graph_def, fetches, targets,
                                where=f"{where} after {name}", semantics=semantics,
                                observe=observe, timeout=timeout, real=real,
-                               captures=captures, deadline=part, text=text))
+                               captures=captures, deadline=part, text=text,
+                               progress=progress))
         row.setdefault("stage_seconds", {})["grappler"] = round(res.seconds, 3)
+        progress["current"] = None
+    progress["current"] = None
     return results
 
 
@@ -496,7 +599,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
                 where: str, semantics: str = "atomic", observe: str = "outputs+state",
                 timeout: float = DEFAULT_TIMEOUT, real: bool = True,
                 captures: dict | None = None,
-                deadline: Deadline | None = None, text: bool = True) -> dict[str, Any]:
+                deadline: Deadline | None = None, text: bool = True,
+                progress: dict | None = None) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
@@ -523,6 +627,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     if deadline is None:
         deadline = Deadline(timeout)
     stages: dict[str, float] = {}
+    if progress is not None:    # the stages done, for the watchdog's report
+        progress["stages"] = stages
     clock = time.monotonic()
 
     def lap(stage: str) -> None:
