@@ -34,7 +34,7 @@ DEFAULT_TIMEOUT = 300.0
 #: the part of the budget kept back for writing the report
 REPORT_SHARE = 0.05
 #: ... but at least this many seconds, and at most this many
-REPORT_MIN, REPORT_MAX = 0.25, 5.0
+REPORT_MIN, REPORT_MAX = 0.5, 5.0
 #: the check's part of what an optimizer's part has left after Grappler and import
 CHECK_SHARE = 2 / 3
 #: a follow-up with less than this many seconds left is not started (`budget`)
