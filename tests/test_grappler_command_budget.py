@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tfsem.cli import EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN
 from tfsem.commands import common
@@ -429,6 +430,9 @@ sys.exit(main())
 '''
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="a 4 s process: nightly profile (the default suite runs the "
+                           "watchdog in the test after this one)")
 def test_the_watchdog_ends_a_command_whose_stage_ignores_the_clock():
     """A check that never looks at its deadline (30 s here): at the end of
     the budget the watchdog writes the report of what is done and ends the
@@ -449,3 +453,25 @@ def test_the_watchdog_ends_a_command_whose_stage_ignores_the_clock():
         "the time budget of 4 s ran out while this optimizer was checked (its stages that "
         "ended: import; the one after them was cut): no verdict")
     assert constfold["reason"] == "the time budget of 4 s ran out before this optimizer: not run"
+
+
+def test_the_watchdog_keeps_a_verdict_already_reached():
+    """Cut after the check (here in the replay, which ignores its clock): the
+    verdict stands, exit 1, without its counterexample, saying why."""
+    import subprocess
+    import sys
+    script = WATCHDOG_SCRIPT.replace("checking.check_rewrite = stuck", """
+import tfsem.commands.grappler as command
+def stuck_replay(*a, **k):     # a stage after the verdict that ignores its clock
+    time.sleep(30)
+command.replay = stuck_replay
+""")
+    out = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent), "4"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == EXIT_FOUND, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    i = lines.index("  dependency: unsound: output 'value' differs")
+    assert lines[i + 1] == (
+        "    changed: nodes 9 -> 9; changed read")
+    assert "ran out after this optimizer's verdict (its stages that ended: import, check, " \
+           "claim; the one after them was cut): the verdict stands" in out.stdout

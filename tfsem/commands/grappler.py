@@ -342,6 +342,14 @@ class Watchdog:
                 continue
             stages = dict(self.progress.get("stages") or {})
             ended = ", ".join(stages) or "none"
+            verdict = self.progress.get("verdict")
+            if verdict is not None:
+                out.append(_reached(row, verdict, stages,
+                                    f"{budget} ran out after this optimizer's verdict (its "
+                                    f"stages that ended: {ended}; the one after them was "
+                                    "cut): the verdict stands; its counterexample and the "
+                                    "stages after it are left out"))
+                continue
             out.append({"optimizer": row.get("optimizer"), "status": "out-of-budget",
                         "stage_seconds": stages,
                         "reason": f"{budget} ran out while this optimizer was checked (its "
@@ -359,6 +367,25 @@ class Watchdog:
         rows = self.rows()
         if self.report.write(rows, None, Deadline(WATCHDOG_WRITE)):
             _finish(self.report.args, _exit_status(rows))
+
+
+def _reached(row: dict[str, Any], verdict, stages: dict, why: str) -> dict[str, Any]:
+    """The row of an optimizer (`row`, as far as it was filled) whose
+    verdict was reached when the watchdog cut a stage after it: what
+    Grappler changed, the verdict without its counterexample (whose JSON
+    and text take seconds on a large graph), and why."""
+    import dataclasses  # noqa: PLC0415
+    short = dataclasses.replace(verdict, counterexample=None)
+    data = {k: v for k, v in short.to_json().items()
+            if k in ("verdict", "reason", "differs", "difference", "confirmed", "semantics",
+                     "observe")}
+    out = {k: row[k] for k in ("optimizer", "seconds", "nodes_before", "nodes_after",
+                               "function_nodes_before", "function_nodes_after", "changed",
+                               "graph", "functions", "functions_added", "functions_removed")
+           if k in row}
+    out.update(status="checked", verdict=data, stage_seconds=stages, report_cut=why,
+               text=short.describe().splitlines()[0] + f"\n  ({why})")
+    return out
 
 
 def _hold() -> None:
@@ -537,7 +564,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
     longest_grappler = GRAPPLER_SECONDS_PER_NODE * _node_count(graph_def)
     for i, name in enumerate(optimizers):
         row: dict[str, Any] = {"optimizer": name}
-        progress.update(current=row, stages={})
+        progress.update(current=row, stages={}, verdict=None)
         results.append(row)
         if deadline is None:
             part = Deadline(timeout)
@@ -672,6 +699,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
         verdict = within_claim(original, rewritten, verdict, semantics, observe,
                                max(deadline.left(), 0.0) * (0.5 if replays else 1.0))
         lap("claim")
+        if progress is not None:    # reached: the watchdog reports it if it must
+            progress["verdict"] = verdict
     except Exception as exc:  # a checker failure is no verdict: say so, never crash
         return {"status": "check-failed", "check_seconds": round(time.perf_counter() - t, 6),
                 "reason": f"{type(exc).__name__}: {exc}", "stage_seconds": stages}
