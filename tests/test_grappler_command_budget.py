@@ -475,3 +475,21 @@ command.replay = stuck_replay
         "    changed: nodes 9 -> 9; changed read")
     assert "ran out after this optimizer's verdict (its stages that ended: import, check, " \
            "claim; the one after them was cut): the verdict stands" in out.stdout
+
+
+def test_a_slow_verdict_json_is_cut_and_says_so(monkeypatch):
+    from tfsem.checking.verdict import Counterexample
+    _, verdict = _unsound_verdict()
+    full = command.verdict_json(verdict, Deadline(30.0))
+    assert "counterexample" in full["verdict"] and "report_cut" not in full
+
+    def slow(self):
+        time.sleep(1.5)
+        return {}
+
+    monkeypatch.setattr(Counterexample, "to_json", slow)
+    t = time.monotonic()
+    cut = command.verdict_json(verdict, Deadline(0.3))
+    assert time.monotonic() - t < 0.3 + 0.2
+    assert cut["verdict"]["verdict"] == "unsound" and cut["report_cut"] == command.JSON_CUT
+    assert cut["verdict"].get("counterexample") is None

@@ -713,7 +713,7 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
         lap("replay")
-    row["verdict"] = verdict.to_json()
+    row.update(verdict_json(verdict, deadline))
     if text:
         row["text"] = verdict_text(verdict, deadline)
         if "tensorflow_replay" in row:
@@ -762,6 +762,24 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
 #: the line that stands for a counterexample the text of a verdict leaves out
 TEXT_CUT = ("  (counterexample left out: the time budget ran out while it was written; a "
             "longer --timeout shows it)")
+
+
+#: what a row says when its verdict's counterexample was left out of its JSON
+JSON_CUT = ("the time budget ran out while the verdict's counterexample was converted to "
+            "JSON: it is left out; the verdict stands")
+
+
+def verdict_json(verdict, deadline: Deadline) -> dict[str, Any]:
+    """``{"verdict": the verdict's JSON}`` (Verdict.to_json), made within
+    `deadline` (at least MIN_STAGE): past it, without its counterexample,
+    and ``report_cut`` saying so (MobileNetV2's counterexample takes
+    seconds to convert: 625 MB once written)."""
+    import dataclasses  # noqa: PLC0415
+    try:
+        return {"verdict": call_within(max(deadline.left(), MIN_STAGE), verdict.to_json)}
+    except StageTimeout:
+        return {"verdict": dataclasses.replace(verdict, counterexample=None).to_json(),
+                "report_cut": JSON_CUT}
 
 
 def verdict_text(verdict, deadline: Deadline) -> str:
