@@ -236,6 +236,11 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+    if getattr(args, "left_behind", False) and getattr(args, "whole_process", False):
+        # a replay left behind (TensorFlow still importing): the process ends
+        # with its report, not when TensorFlow's import and teardown are done
+        from .grappler import _finish  # noqa: PLC0415
+        return _finish(args, verdict.exit_status)
     return verdict.exit_status
 
 
@@ -306,6 +311,7 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
             # the graph look at no clock: left behind when they outlast it
             rep = call_within(left, replay)
         except StageTimeout as exc:
+            args.left_behind = not str(exc).startswith(budget)
             why = str(exc) if str(exc).startswith(budget) else (
                 f"{budget} ran out while TensorFlow was imported or ran the graph")
             rep = tfb.Replay(False, why, budget=True)
