@@ -41,7 +41,7 @@ CHECK_SHARE = 2 / 3
 MIN_STAGE = 0.05
 #: before Grappler's first run in a command, the least it is expected to take:
 #: this many seconds per node of the graph and its functions (the default
-#: pipeline on MobileNetV2's 6,480 nodes took 1.45 s on an idle machine)
+#: pipeline on MobileNetV2's 6,480 nodes took 1.45 s at a load of 1.5)
 GRAPPLER_SECONDS_PER_NODE = 0.2e-3
 
 
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     place = getattr(args, "place", True)
     t = time.monotonic()
     try:
-        # TensorFlow's import takes 3 s on an idle machine and a minute on a
+        # TensorFlow's import takes 5 s at a load of 1.5 and up to a minute on a
         # loaded one: it is left behind when it outlasts the budget
         call_within(deadline.left() - reserve, g.tensorflow)
         version = _tf_version()
