@@ -41,6 +41,7 @@ verdict that way; see the comment above `Replay`).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -53,6 +54,16 @@ DEFAULT_INTER_OP_THREADS = 4
 
 class TensorFlowRunError(RuntimeError):
     """TensorFlow failed a run, or cannot run the graph as given."""
+
+
+class ReplayTimeout(RuntimeError):
+    """A replay's deadline passed (the message says at which stage)."""
+
+
+def _check_deadline(deadline: float | None, stage: str) -> None:
+    """Raise ReplayTimeout when `deadline` (a time.monotonic() value) has passed."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise ReplayTimeout(f"the time budget ran out before {stage}")
 
 
 def tensorflow():
@@ -222,16 +233,27 @@ class GraphRunner:
             out[f"{name}:0"] = _array(value)
         return out
 
-    def run_once(self, feeds: Mapping[str, Any], init: Mapping[str, Any]):
-        """One run from σ = (feeds, init); the tfsem Outcome."""
+    def run_once(self, feeds: Mapping[str, Any], init: Mapping[str, Any],
+                 deadline: float | None = None):
+        """One run from σ = (feeds, init); the tfsem Outcome.  With `deadline`
+        (a time.monotonic() value), the run is TensorFlow's with that much
+        time (RunOptions.timeout_in_ms): past it, ReplayTimeout."""
         tf = self.tf
         from tfsem.oracle.outcomes import make_outcome  # noqa: PLC0415
         from tfsem.oracle.values import Error, Tensor  # noqa: PLC0415
         self._set_state(init)
         fetch_names = list(self.outputs)
+        options = None
+        if deadline is not None:
+            _check_deadline(deadline, "TensorFlow's run")
+            ms = max(1, int((deadline - time.monotonic()) * 1000))
+            options = tf.compat.v1.RunOptions(timeout_in_ms=ms)
         try:
             values = self.session.run([self.outputs[k] for k in fetch_names] + self.targets,
-                                      self._feed_dict(feeds))
+                                      self._feed_dict(feeds), options=options)
+        except tf.errors.DeadlineExceededError as exc:
+            raise ReplayTimeout("the time budget ran out during TensorFlow's run "
+                                f"({_op_error_text(exc)})") from exc
         except tf.errors.OpError as exc:
             raise TensorFlowRunError(f"TensorFlow failed the run: {type(exc).__name__}: "
                                      f"{_op_error_text(exc)}") from exc
@@ -350,10 +372,12 @@ class Replay:
     outcome: Any = None                                # TensorFlow's Outcome, when it ran
     mode: str = "tensorflow"
     version: str = ""
+    budget: bool = False    # not replayed: the time budget ran out first (`reason` says where)
 
     def to_json(self) -> dict[str, Any]:
         return {"status": "confirmed" if self.confirmed else "not-replayed",
-                "confirmed": self.confirmed, "reason": self.reason, "graph": self.graph,
+                "confirmed": self.confirmed, "reason": self.reason, "budget": self.budget,
+                "graph": self.graph,
                 "forced_schedule": list(self.forced), "free_steps": list(self.free),
                 "split_assigns": list(self.split),
                 "outcome": None if self.outcome is None else self.outcome.to_json(),
@@ -363,7 +387,14 @@ class Replay:
         """One line for a verdict's text."""
         if self.confirmed:
             return f"TensorFlow {self.version}: {self.reason}"
+        if self.budget:
+            return (f"not replayed on TensorFlow within the time budget: {self.reason} (the "
+                    "verdict is the oracle's alone)")
         return f"not replayed on TensorFlow: {self.reason}"
+
+
+def _out_of_time(exc: ReplayTimeout, label: str, mode: str, **fields: Any) -> Replay:
+    return Replay(False, str(exc), label, mode=mode, budget=True, **fields)
 
 
 def _gives(p, cx, schedule: Sequence[str], semantics: str, observe: str) -> bool:
@@ -485,11 +516,16 @@ def _plan_control_flow(p, cx) -> list[str]:
 
 
 def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensorflow",
-                   label: str = "the rewritten program, exported") -> Replay:
+                   label: str = "the rewritten program, exported",
+                   deadline: float | None = None) -> Replay:
     """Replay counterexample `cx` of program `p` (the rewritten program of an
     `unsound` verdict) on TensorFlow: `p` exported (graphdef/exporter.py),
-    its schedule forced.  Never raises: a failure is a Replay saying why."""
+    its schedule forced.  Never raises: a failure is a Replay saying why.
+    `deadline` (a time.monotonic() value): checked between the replay's
+    stages and given to TensorFlow's run; past it, the Replay is not
+    confirmed and says so (``budget``)."""
     try:
+        _check_deadline(deadline, "the replay on TensorFlow started")
         from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
         from tfsem.graphdef.proto import encode  # noqa: PLC0415
         from tfsem.oracle.program import ProgramError  # noqa: PLC0415
@@ -512,19 +548,23 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
             "Assign)" if split else "")
         label += CONTROL_FLOW_NOTE if p.has_control_flow else ""
         return _replay_forced(gd, {o: o for o in p.outputs}, [], tf_order, cx,
-                              _feeds_of(p, cx), observe, mode, label, split)
+                              _feeds_of(p, cx), observe, mode, label, split, deadline)
+    except ReplayTimeout as exc:
+        return _out_of_time(exc, label, mode)
     except Exception as exc:  # a replay failure must never lose the verdict
         return Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", mode=mode)
 
 
 def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
                  observe: str = "outputs+state", mode: str = "tensorflow",
-                 label: str = "the rewritten graph") -> Replay:
+                 label: str = "the rewritten graph", deadline: float | None = None) -> Replay:
     """Replay counterexample `cx` on the TensorFlow graph `graph` itself (a
     GraphDef, or what `as_graph_def` reads) of which `p` is the import:
     the schedule's steps that are graph nodes are forced in order; steps of
-    inlined functions cannot be, and stay free.  Never raises."""
+    inlined functions cannot be, and stay free.  Never raises.  `deadline`:
+    as replay_program's."""
     try:
+        _check_deadline(deadline, "the replay on TensorFlow started")
         gd = _graph_def(graph)
         nodes = {n.name for n in gd.node}
         try:
@@ -543,7 +583,9 @@ def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
                               version=_version())
         label += CONTROL_FLOW_NOTE if p.has_control_flow else ""
         return _replay_forced(gd, outputs, targets, [s.partition("@")[0] for s in order], cx,
-                              _feeds_of(p, cx), observe, mode, label, [])
+                              _feeds_of(p, cx), observe, mode, label, [], deadline)
+    except ReplayTimeout as exc:
+        return _out_of_time(exc, label, mode)
     except Exception as exc:  # a replay failure must never lose the verdict
         return Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
 
@@ -555,7 +597,7 @@ def _feeds_of(p, cx) -> dict[str, Any]:
 
 def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order: Sequence[str],
                    cx, feeds: Mapping[str, Any], observe: str, mode: str, label: str,
-                   split: list[str]) -> Replay:
+                   split: list[str], deadline: float | None = None) -> Replay:
     nodes = {n.name for n in gd.node}
     order = list(dict.fromkeys(order))
     forced = [n for n in order if n in nodes]
@@ -564,17 +606,21 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
                  version=_version())
     free_note = (f"; steps {', '.join(free[:8])}{' ...' if len(free) > 8 else ''} are no node "
                  "of the graph and ran unforced") if free else ""
+    _check_deadline(deadline, "the schedule was forced on the graph")
     forced_gd = force_schedule(gd, forced)
     stuck = _cycle_nodes(forced_gd)
     if stuck:
         rep.reason = ("the schedule cannot be forced: its order contradicts the graph's edges "
                       f"among nodes {', '.join(stuck[:8])}")
         return rep
+    _check_deadline(deadline, "TensorFlow loaded the graph")
     try:
         with GraphRunner(forced_gd, outputs,
                          list(dict.fromkeys([*targets, *forced[-1:]])), mode=mode,
                          observe=observe, optimize=False) as runner:
-            got = runner.run_once(feeds, cx.init)
+            got = runner.run_once(feeds, cx.init, deadline=deadline)
+    except ReplayTimeout as exc:
+        return _out_of_time(exc, label, mode, forced=forced, free=free, split=list(split))
     except TensorFlowRunError as exc:
         from tfsem.oracle.values import Error  # noqa: PLC0415
         uninit = sorted(k for k, v in cx.init.items() if isinstance(v, Error))

@@ -47,13 +47,18 @@ LOST_UPDATE = {
 }
 
 
+#: `check`'s budget covers the replay and TensorFlow's import (docs/budgets.md):
+#: one that lets the import finish on a loaded machine
+TIMEOUT = ["--timeout", "120"]
+
+
 def check_json(capsys, *argv: str) -> tuple[int, dict]:
-    rc = main(["check", *argv, "--json"])
+    rc = main(["check", *argv, *TIMEOUT, "--json"])
     return rc, json.loads(capsys.readouterr().out)
 
 
 def check_text(capsys, *argv: str) -> tuple[int, str]:
-    rc = main(["check", *argv])
+    rc = main(["check", *argv, *TIMEOUT])
     return rc, capsys.readouterr().out
 
 
@@ -190,12 +195,13 @@ def test_uninitialized_variable_is_not_replayed():
 @needs_tf
 def test_html_page_shows_the_replay(tmp_path, capsys):
     page = tmp_path / "v.html"
-    main(["check", str(CASES / "seed000_figure1_concat_forward_store.json"), "--html", str(page)])
+    main(["check", str(CASES / "seed000_figure1_concat_forward_store.json"), *TIMEOUT,
+          "--html", str(page)])
     capsys.readouterr()
     html = page.read_text()
     assert 'data-backend="tensorflow"' in html
     assert "not replayed on TensorFlow: the export refuses it" in html
-    main(["check", str(CASES / "pass_cse_ignore_control.json"), "--html", str(page)])
+    main(["check", str(CASES / "pass_cse_ignore_control.json"), *TIMEOUT, "--html", str(page)])
     capsys.readouterr()
     assert "reproduced on TensorFlow&#x27;s executor" in page.read_text() or \
         "reproduced on TensorFlow's executor" in page.read_text()
@@ -304,3 +310,28 @@ def test_differential_confirmed_replays_gave_the_counterexample_outcome(semantic
     assert confirmed >= 30, (confirmed, refused)
     if semantics == "decomposed":
         assert split >= 3, split          # some needed an Assign exported as read/write
+
+
+@needs_tf
+def test_a_replay_whose_deadline_passes_before_the_run_is_cut_and_says_so(monkeypatch):
+    """The deadline reaches TensorFlow's run (RunOptions.timeout_in_ms) and
+    is looked at before it: a replay cut there is `budget`, never confirmed."""
+    import time
+
+    from tfsem.backends import tensorflow as tfb
+    from tfsem.checking import check_case
+    from tfsem.oracle.jsonio import case_from_json, read_json_file
+    path = CASES / "pass_cse_ignore_control.json"
+    case = case_from_json(read_json_file(str(path)), where=str(path))
+    verdict = check_case(case, timeout=10.0)
+    p, cx = case.rewritten(), verdict.counterexample
+    assert tfb.replay_program(p, cx, deadline=time.monotonic() + 120).confirmed
+    real_run = tfb.GraphRunner.run_once
+
+    def late(self, feeds, init, deadline=None):      # the graph loaded past the deadline
+        return real_run(self, feeds, init, deadline=time.monotonic() - 1)
+
+    monkeypatch.setattr(tfb.GraphRunner, "run_once", late)
+    rep = tfb.replay_program(p, cx, deadline=time.monotonic() + 120)
+    assert rep.budget and not rep.confirmed and rep.outcome is None
+    assert rep.reason == "the time budget ran out before TensorFlow's run"

@@ -165,6 +165,11 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `whole_process`: this call is the process's command (`tfsem ...`, `python
+    # -m tfsem ...`), not a call from Python: a command whose budget covers
+    # the process (tfsem grappler) may end it as soon as its report is
+    # written, without TensorFlow's 2-3 s of interpreter teardown
+    whole_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     # a name tfsem prints (a node, a file) may hold what the terminal's
     # encoding cannot: escape it rather than die with UnicodeEncodeError
@@ -178,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_tensorflow(verbose="--verbose" in argv)
     parser = build_parser(_command_of(argv) or "")
     args = parser.parse_args(argv)
+    args.whole_process = whole_process
     try:
         return args.run(args)
     except UsageError as exc:

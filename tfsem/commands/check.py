@@ -218,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
         if replay_pending(verdict, args):
             print("  replaying the counterexample on TensorFlow (--no-tensorflow skips this) ...",
                   flush=True)
-    replay = replay_on_tensorflow(case, verdict, args)
+    # the replay on TensorFlow (its import included) in what is left of the
+    # budget: past it, not replayed, and the replay says so (docs/budgets.md)
+    replay = replay_on_tensorflow(case, verdict, args, deadline=started + args.timeout)
     data = verdict.to_json()
     if verdict.verdict == "unsound":
         data["tensorflow_replay"] = replay
@@ -234,6 +236,11 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+    if getattr(args, "left_behind", False) and getattr(args, "whole_process", False):
+        # a replay left behind (TensorFlow still importing): the process ends
+        # with its report, not when TensorFlow's import and teardown are done
+        from .grappler import _finish  # noqa: PLC0415
+        return _finish(args, verdict.exit_status)
     return verdict.exit_status
 
 
@@ -245,7 +252,8 @@ def replay_pending(verdict, args: argparse.Namespace) -> bool:
             and importlib.util.find_spec("tensorflow") is not None)
 
 
-def replay_on_tensorflow(case, verdict, args: argparse.Namespace) -> dict | None:
+def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
+                         deadline: float | None = None) -> dict | None:
     """Replay an `unsound` verdict's counterexample on TensorFlow's executor
     (backends/tensorflow.py): the rewritten graph itself when REWRITTEN is a
     GraphDef file, else the rewritten program exported.  TensorFlow is
@@ -253,7 +261,10 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace) -> dict | None
     installed.  Adds "tensorflow" to `verdict.confirmed` when TensorFlow gave
     the counterexample's outcome; never changes the verdict.  Returns the
     replay's JSON (with a `text` line), a `skipped` entry saying why, or None
-    (no unsound verdict)."""
+    (no unsound verdict).  `deadline` (a time.monotonic() value, the end of
+    the command's budget): TensorFlow's import and the replay happen before
+    it or not at all; a replay it cuts is ``not-replayed`` with ``budget``
+    true, and says so (the verdict the oracle's alone)."""
     cx = verdict.counterexample
     if verdict.verdict != "unsound" or cx is None:
         return None
@@ -268,19 +279,42 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace) -> dict | None
     if importlib.util.find_spec("tensorflow") is None:
         return {"status": "skipped", "confirmed": False,
                 "reason": "TensorFlow is not installed (the extra tfsem[tensorflow])"}
+    import time  # noqa: PLC0415
+
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
     from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+
+    from .common import StageTimeout, call_within  # noqa: PLC0415
     rewritten = case.rewritten()
     graph_file = args.rewritten is not None and Path(args.rewritten).suffix.lower() in (".pb", ".pbtxt")
-    if graph_file:
-        rep = tfb.replay_graph(Path(args.rewritten), rewritten, cx, observe=verdict.observe,
-                               targets=list(getattr(args, "target", []) or []),
-                               label=f"the graph {args.rewritten}")
-    elif args.rewritten is not None and is_graph_path(args.rewritten):   # .meta, SavedModel
-        rep = tfb.replay_program(rewritten, cx, observe=verdict.observe,
-                                 label=f"the program imported from {args.rewritten}, exported")
+
+    def replay():
+        if graph_file:
+            return tfb.replay_graph(Path(args.rewritten), rewritten, cx, observe=verdict.observe,
+                                    targets=list(getattr(args, "target", []) or []),
+                                    label=f"the graph {args.rewritten}", deadline=deadline)
+        if args.rewritten is not None and is_graph_path(args.rewritten):   # .meta, SavedModel
+            return tfb.replay_program(rewritten, cx, observe=verdict.observe, deadline=deadline,
+                                      label=f"the program imported from {args.rewritten}, "
+                                            "exported")
+        return tfb.replay_program(rewritten, cx, observe=verdict.observe, deadline=deadline)
+
+    if deadline is None:
+        rep = replay()
     else:
-        rep = tfb.replay_program(rewritten, cx, observe=verdict.observe)
+        left = deadline - time.monotonic()
+        budget = f"the time budget of {args.timeout:g} s"
+        try:
+            if left < 0.05:
+                raise StageTimeout(f"{budget} ran out before the replay started")
+            # TensorFlow's import (seconds, a minute under load) and loading
+            # the graph look at no clock: left behind when they outlast it
+            rep = call_within(left, replay)
+        except StageTimeout as exc:
+            args.left_behind = not str(exc).startswith(budget)
+            why = str(exc) if str(exc).startswith(budget) else (
+                f"{budget} ran out while TensorFlow was imported or ran the graph")
+            rep = tfb.Replay(False, why, budget=True)
     if rep.confirmed and "tensorflow" not in verdict.confirmed:
         verdict.confirmed.append("tensorflow")
     return dict(rep.to_json(), text=rep.describe())

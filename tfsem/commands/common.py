@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +37,115 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float16", "bfloat16", "float32", "float64")
 FUZZ_CHECK_TIMEOUT = 5.0
 PASS_TIMEOUT = 5.0
+
+
+class Deadline:
+    """One clock for a whole command (docs/budgets.md): a budget of
+    `seconds` started at `started` (time.monotonic(); now by default), from
+    which every stage of the command takes its share, so that the command
+    ends when the budget does, whatever stage it is in.
+
+    `left()` is what is left (negative once passed); `within(seconds)` a
+    deadline that ends `seconds` from now or with this one, whichever is
+    first; `share(n, reserve)` the deadline of the first of `n` stages that
+    split what is left after keeping `reserve` seconds back."""
+
+    __slots__ = ("seconds", "started", "at")
+
+    def __init__(self, seconds: float, started: float | None = None, at: float | None = None):
+        self.seconds = float(seconds)
+        self.started = time.monotonic() if started is None else started
+        self.at = self.started + self.seconds if at is None else at
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def within(self, seconds: float) -> "Deadline":
+        now = time.monotonic()
+        return Deadline(self.seconds, self.started, at=min(self.at, now + max(seconds, 0.0)))
+
+    def share(self, n: int, reserve: float = 0.0) -> "Deadline":
+        return self.within((self.left() - reserve) / max(n, 1))
+
+    def __repr__(self) -> str:
+        return f"Deadline({self.seconds:g} s, {self.left():.3f} s left)"
+
+    @classmethod
+    def of_process(cls, seconds: float) -> "Deadline":
+        """A budget of `seconds` started when this process started (its
+        interpreter's start-up and tfsem's imports count too), where the
+        system says when that was (Linux /proc); else started now."""
+        started = process_started()
+        return cls(seconds, started if started is not None else time.monotonic())
+
+
+def process_started() -> float | None:
+    """When this process started, as a time.monotonic() value: from Linux's
+    /proc/self/stat (its start, in clock ticks since boot) and /proc/uptime;
+    None where they are missing or disagree with the monotonic clock."""
+    import os  # noqa: PLC0415
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        ticks = os.sysconf("SC_CLK_TCK")
+        # the fields after the command's name, which may hold spaces and ')'
+        start_ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    age = uptime - start_ticks / ticks
+    if not 0 <= age < 3600 * 24:     # a clock that does not match: no guess
+        return None
+    return time.monotonic() - age
+
+
+class StageTimeout(RuntimeError):
+    """A stage given to `call_within` did not end in its time."""
+
+
+def call_within(seconds: float, fn, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)`, or StageTimeout once `seconds` have passed: for
+    a stage that cannot look at a clock itself (TensorFlow loading a graph,
+    a verdict's text).  It runs in a daemon thread, which is left to finish
+    on its own when the time is up (its result then unused; a command that
+    ends its process ends it too).  What `fn` raises is raised here."""
+    import threading  # noqa: PLC0415
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="tfsem-stage")
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        raise StageTimeout(f"did not end within {max(seconds, 0.0):.2f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def dumps_within(obj: Any, deadline: Deadline | None, every: int = 512) -> str | None:
+    """`obj` as tfsem.oracle.jsonio.dumps writes it (strict JSON, indent 2),
+    or None if `deadline` passes while it is written (checked every `every`
+    pieces of the encoder): the building of a report obeys the clock."""
+    encoder = json.JSONEncoder(indent=2, allow_nan=False)
+    parts: list[str] = []
+    for i, piece in enumerate(encoder.iterencode(obj)):
+        parts.append(piece)
+        if i and i % every == 0 and deadline is not None and deadline.expired():
+            return None
+    return "".join(parts)
 
 
 def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node") -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -12,9 +13,36 @@ from typing import Any
 
 from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
 
-from .common import make_duration, print_json, print_runtime_rows
+from .common import (Deadline, StageTimeout, call_within, dumps_within, make_duration, print_json,
+                     print_runtime_rows)
 
-DEFAULT_TIMEOUT = 60.0
+#: the default time budget of the whole command (every optimizer's Grappler
+#: run, check, replay and check over the reals, and the report): 13 default
+#: optimizers get about 20 s each
+DEFAULT_TIMEOUT = 300.0
+
+# How one budget splits (docs/budgets.md).  The clock starts when the command
+# process starts, before the graph's first byte is read; TensorFlow's import
+# and the original's import come out of it first, and REPORT_SHARE of it is
+# kept back for the report.  Then each optimizer in turn runs Grappler (which
+# cannot be interrupted: it is not started when less is left than the
+# longest Grappler run so far) and gets an equal part of what is left (what
+# one leaves unused goes to those after it); inside its part: the optimized
+# graph's import, the check (CHECK_SHARE of what is left of the part), then
+# the follow-ups in what remains: the claim's re-check and the replay on
+# TensorFlow of an `unsound`, or the check over the reals of any other verdict.
+#: the part of the budget kept back for writing the report
+REPORT_SHARE = 0.05
+#: ... but at least this many seconds, and at most this many
+REPORT_MIN, REPORT_MAX = 0.5, 5.0
+#: the check's part of what an optimizer's part has left after Grappler and import
+CHECK_SHARE = 2 / 3
+#: a follow-up with less than this many seconds left is not started (`budget`)
+MIN_STAGE = 0.05
+#: before Grappler's first run in a command, the least it is expected to take:
+#: this many seconds per node of the graph and its functions (the default
+#: pipeline on MobileNetV2's 6,480 nodes took 1.45 s at a load of 1.5)
+GRAPPLER_SECONDS_PER_NODE = 0.2e-3
 
 
 def add_parser(sub) -> None:
@@ -52,8 +80,11 @@ def add_parser(sub) -> None:
     p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
                    help="what an outcome holds (default outputs+state)")
     p.add_argument("--timeout", type=make_duration(hi=3600.0), default=DEFAULT_TIMEOUT,
-                   help=f"time budget of each check in seconds (default {DEFAULT_TIMEOUT:g}); "
-                        "running out gives `unknown`")
+                   help=f"time budget of the whole command in seconds (default "
+                        f"{DEFAULT_TIMEOUT:g}): TensorFlow's import, reading the graph, every "
+                        "optimizer's Grappler run, check, replay and check over the reals, "
+                        "and the report; split among the optimizers (docs/budgets.md). "
+                        "Running out gives `unknown`")
     p.add_argument("--no-place", dest="place", action="store_false",
                    help="give Grappler GRAPH as it is, without placing its unplaced nodes on "
                         "the CPU (Grappler then sees nodes on no device: the remapper fuses "
@@ -82,22 +113,24 @@ def _manifest_entry(path: Path) -> dict | None:
 
 
 def _import(graph_def, fetches: list[str], targets: list[str], where: str,
-            captures: dict | None = None):
+            captures: dict | None = None, deadline: float | None = None):
     """The tfsem Program of a TensorFlow GraphDef, read from its serialized
     bytes by tfsem's own TensorFlow-free reader (graphdef.proto, importer).
-    `captures`: a concrete function's capture map (importer.parse_captures)."""
+    `captures`: a concrete function's capture map (importer.parse_captures).
+    `deadline` (a time.monotonic() value): past it, graphdef.ImportTimeout."""
+    from tfsem.graphdef.functions import check_deadline  # noqa: PLC0415
     from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import decode  # noqa: PLC0415
     del where
+    check_deadline(deadline, "reading the graph")
     graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
-    return import_graph(graph, fetches, targets, captures=captures).program
+    return import_graph(graph, fetches, targets, captures=captures, deadline=deadline).program
 
 
-def _import_with(graph_def, fetches, targets, where, captures):
+def _import_with(graph_def, fetches, targets, where, captures, deadline=None):
     # _import called as callers that replace it (with four arguments) expect
-    if captures is None:
-        return _import(graph_def, fetches, targets, where)
-    return _import(graph_def, fetches, targets, where, captures=captures)
+    extra = {k: v for k, v in (("captures", captures), ("deadline", deadline)) if v is not None}
+    return _import(graph_def, fetches, targets, where, **extra)
 
 
 #: TensorFlow's DataType enum value of DT_RESOURCE (types.proto)
@@ -131,6 +164,11 @@ def check_capture_nodes(caps: dict, path: Path, graph_def) -> None:
                                    "DT_RESOURCE Placeholder", "bad-captures")
 
 
+def report_reserve(seconds: float) -> float:
+    """The seconds of a budget of `seconds` kept back for writing the report."""
+    return min(max(seconds * REPORT_SHARE, REPORT_MIN), REPORT_MAX, seconds / 2)
+
+
 def run(args: argparse.Namespace) -> int:
     from tfsem.graphdef import grappler as g  # noqa: PLC0415  (imports no TensorFlow)
 
@@ -150,6 +188,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: no such file")
     if path.is_dir() or path.suffix not in (".pb", ".pbtxt"):
         raise UsageError(f"{path}: expected a GraphDef file (.pb binary or .pbtxt text)")
+    # the budget: from the process's start (before the first byte of the
+    # graph, its manifest or its capture map is read) to the last byte of
+    # the report; a call from Python starts it now
+    deadline = (Deadline.of_process(args.timeout) if getattr(args, "whole_process", False)
+                else Deadline(args.timeout))
+    budget: dict[str, Any] = {"seconds": args.timeout,
+                              "before_command": round(deadline.elapsed(), 3)}
     fetches, targets = list(args.fetch), list(args.target)
     captures_path = Path(args.captures) if getattr(args, "captures", None) else None
     if not fetches and not targets:
@@ -167,95 +212,397 @@ def run(args: argparse.Namespace) -> int:
     # the check's 7.8 s, and under load all of it: `unknown`)
     from tfsem.oracle import kernels  # noqa: PLC0415  (imports no TensorFlow)
     kernels.prestart()
+    reserve = report_reserve(args.timeout)
+    place = getattr(args, "place", True)
+    t = time.monotonic()
     try:
-        tf = g.tensorflow()
+        # TensorFlow's import takes 5 s at a load of 1.5 and up to a minute on a
+        # loaded one: it is left behind when it outlasts the budget
+        call_within(deadline.left() - reserve, g.tensorflow)
+        version = _tf_version()
     except g.TensorFlowMissing:
         print(f"tfsem grappler: {g.INSTALL_HINT}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from google.protobuf.message import DecodeError  # noqa: PLC0415  (TensorFlow's dependency)
-    from google.protobuf.text_format import ParseError  # noqa: PLC0415
-    try:
-        graph_def = g.as_graph_def(path)
-    except (DecodeError, ParseError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a GraphDef: {exc}") from None
-    del tf
-    if captures is not None:
-        check_capture_nodes(captures, captures_path, graph_def)
-
-    place = getattr(args, "place", True)
-    results = validate(graph_def, fetches, targets, optimizers, where=str(path),
-                       semantics=args.semantics, observe=args.observe, timeout=args.timeout,
-                       save=args.save, place=place, captures=captures)
-    placement = g.placement(g.placed(graph_def) if place else graph_def)
+    except StageTimeout:
+        version = None
+    budget["tensorflow_import"] = round(time.monotonic() - t, 3)
+    report = Report(args, path, fetches, targets, captures_path, captures, version, place,
+                    budget, deadline)
+    progress: dict[str, Any] = {}
+    if getattr(args, "whole_process", False):
+        # past the budget, whatever stage runs (a check, a claim past its
+        # time), the watchdog writes the report and ends the process
+        Watchdog(report, optimizers, progress).start()
+    if version is None:
+        why = (f"the time budget of {args.timeout:g} s ran out while TensorFlow was imported "
+               f"({budget['tensorflow_import']:.2f} s): not run")
+        results = [_out_of_budget({"optimizer": name}, why) for name in optimizers]
+        placement = None
+    else:
+        from google.protobuf.message import DecodeError  # noqa: PLC0415  (TensorFlow's)
+        from google.protobuf.text_format import ParseError  # noqa: PLC0415
+        try:
+            graph_def = g.as_graph_def(path)
+        except (DecodeError, ParseError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: not a GraphDef: {exc}") from None
+        if captures is not None:
+            check_capture_nodes(captures, captures_path, graph_def)
+        results = validate(graph_def, fetches, targets, optimizers, where=str(path),
+                           semantics=args.semantics, observe=args.observe,
+                           timeout=args.timeout, save=args.save, place=place,
+                           captures=captures, deadline=deadline, reserve=reserve,
+                           budget=budget, text=not args.json, progress=progress)
+        placement = g.placement(g.placed(graph_def) if place else graph_def)
     status = _exit_status(results)
-    if args.json:
-        for r in results:
-            r.pop("text", None)
-        print_json({"graph": str(path), "fetches": fetches, "targets": targets,
-                    "captures": str(captures_path) if captures_path else None,
-                    "tensorflow": _tf_version(), "semantics": args.semantics,
-                    "observe": args.observe, "placed": place, "placement": placement,
-                    "results": results})
+    if not report.write(results, placement):
+        _hold()     # the watchdog is writing the report, and ends the process
+    return _finish(args, status)
+
+
+class Report:
+    """`tfsem grappler`'s report, written once: by the command when it is
+    done, or by its Watchdog when the budget is over first."""
+
+    def __init__(self, args, path, fetches, targets, captures_path, captures, version, place,
+                 budget, deadline):
+        import threading  # noqa: PLC0415
+        self.args, self.path, self.fetches, self.targets = args, path, fetches, targets
+        self.captures_path, self.captures, self.version = captures_path, captures, version
+        self.place, self.budget, self.deadline = place, budget, deadline
+        self.lock = threading.Lock()
+        self.written = False
+
+    def write(self, results: list[dict[str, Any]], placement: str | None,
+              deadline: Deadline | None = None) -> bool:
+        """Write the report of `results` to stdout, unless it was written
+        already (then False)."""
+        with self.lock:
+            if self.written:
+                return False
+            self.written = True
+        if deadline is None:
+            # the pieces of a JSON cut short take time to free (MobileNetV2's
+            # unsound row is 625 MB of them), and the process to end
+            d = self.deadline
+            deadline = Deadline(d.seconds, d.started, at=d.at - REPORT_TAIL)
+        args, path = self.args, self.path
+        self.budget["before_report"] = round(self.deadline.elapsed(), 3)
+        if args.json:
+            head = {"graph": str(path), "fetches": self.fetches, "targets": self.targets,
+                    "captures": str(self.captures_path) if self.captures_path else None,
+                    "tensorflow": self.version, "semantics": args.semantics,
+                    "observe": args.observe, "placed": self.place, "placement": placement,
+                    "budget": self.budget}
+            sys.stdout.write(json_report(head, results, deadline) + "\n")
+            return True
+        lines = [f"{path}: Grappler of TensorFlow {self.version or '(not imported in time)'}, "
+                 f"fetches {', '.join(self.fetches) or '-'}"
+                 + (f", targets {', '.join(self.targets)}" if self.targets else ""),
+                 f"  placed on {placement or '(not known: not read in time)'}"
+                 + ("" if self.place else " (--no-place)")]
+        if self.captures_path:
+            n = len(self.captures or ())
+            lines.append(f"  captures from {self.captures_path}: {n} variable"
+                         f"{'s' if n != 1 else ''}")
+        sys.stdout.write("\n".join(lines + text_report(results, deadline)) + "\n")
+        return True
+
+
+#: how long past the budget the watchdog gives the report's writing
+WATCHDOG_WRITE = 0.5
+#: the report's writing ends this many seconds before the budget does
+REPORT_TAIL = 0.3
+
+
+class Watchdog:
+    """At the end of the budget, if `tfsem grappler` has not written its
+    report, write it from what is done (`progress`, kept by `validate`):
+    each row finished as it is, the row being checked and every optimizer
+    not reached `out-of-budget`, naming the stages that ended; then end the
+    process with the exit status of those rows.  Only for the whole process
+    (the command run as `tfsem`): it ends it with os._exit.  A stage that
+    does not look at the clock (a Z3 query, the claim's enumeration, a
+    kernel call) is then cut where it is."""
+
+    def __init__(self, report: Report, optimizers: list[str], progress: dict):
+        import threading  # noqa: PLC0415
+        self.report, self.optimizers, self.progress = report, optimizers, progress
+        self.thread = threading.Thread(target=self._run, daemon=True, name="tfsem-watchdog")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def rows(self) -> list[dict[str, Any]]:
+        budget = f"the time budget of {self.report.args.timeout:g} s"
+        done = list(self.progress.get("rows") or [])
+        out = []
+        for row in done:
+            if "status" in row:
+                out.append(row)
+                continue
+            stages = dict(self.progress.get("stages") or {})
+            ended = ", ".join(stages) or "none"
+            verdict = self.progress.get("verdict")
+            if verdict is not None:
+                out.append(_reached(row, verdict, stages,
+                                    f"{budget} ran out after this optimizer's verdict (its "
+                                    f"stages that ended: {ended}; the one after them was "
+                                    "cut): the verdict stands; its counterexample and the "
+                                    "stages after it are left out"))
+                continue
+            out.append({"optimizer": row.get("optimizer"), "status": "out-of-budget",
+                        "stage_seconds": stages,
+                        "reason": f"{budget} ran out while this optimizer was checked (its "
+                                  f"stages that ended: {ended}; the one after them was cut): "
+                                  "no verdict"})
+        for name in self.optimizers[len(out):]:
+            out.append({"optimizer": name, "status": "out-of-budget",
+                        "reason": f"{budget} ran out before this optimizer: not run"})
+        return out
+
+    def _run(self) -> None:
+        time.sleep(max(self.report.deadline.left(), 0.0))
+        if self.report.written:
+            return
+        rows = self.rows()
+        if self.report.write(rows, None, Deadline(WATCHDOG_WRITE)):
+            _finish(self.report.args, _exit_status(rows))
+
+
+def _reached(row: dict[str, Any], verdict, stages: dict, why: str) -> dict[str, Any]:
+    """The row of an optimizer (`row`, as far as it was filled) whose
+    verdict was reached when the watchdog cut a stage after it: what
+    Grappler changed, the verdict without its counterexample (whose JSON
+    and text take seconds on a large graph), and why."""
+    import dataclasses  # noqa: PLC0415
+    short = dataclasses.replace(verdict, counterexample=None)
+    data = {k: v for k, v in short.to_json().items()
+            if k in ("verdict", "reason", "differs", "difference", "confirmed", "semantics",
+                     "observe")}
+    out = {k: row[k] for k in ("optimizer", "seconds", "nodes_before", "nodes_after",
+                               "function_nodes_before", "function_nodes_after", "changed",
+                               "graph", "functions", "functions_added", "functions_removed")
+           if k in row}
+    out.update(status="checked", verdict=data, stage_seconds=stages, report_cut=why,
+               text=short.describe().splitlines()[0] + f"\n  ({why})")
+    return out
+
+
+def _hold() -> None:
+    """Wait for the process's end (the watchdog is ending it)."""
+    while True:
+        time.sleep(1.0)
+
+
+def _finish(args: argparse.Namespace, status: int) -> int:
+    """`status`, once the report is written.  When this command is the whole
+    process (`tfsem grappler`, not a call from Python), the process ends
+    here, its output flushed: the interpreter's teardown after TensorFlow
+    takes 2-3 s (measured in docs/budgets.md) and would end the command
+    that much past its budget."""
+    if not getattr(args, "whole_process", False):
         return status
-    print(f"{path}: Grappler of TensorFlow {_tf_version()}, fetches {', '.join(fetches) or '-'}"
-          + (f", targets {', '.join(targets)}" if targets else ""))
-    print(f"  placed on {placement}" + ("" if place else " (--no-place)"))
-    if captures_path:
-        print(f"  captures from {captures_path}: {len(captures)} variable"
-              f"{'s' if len(captures) != 1 else ''}")
+    import os  # noqa: PLC0415
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader left: as tfsem.cli.main answers it
+        status = 0
+    except OSError:
+        pass
+    # (TensorFlow's kernels' child, oracle/kernels.py, is not waited for: it
+    # ends by itself when its stdin closes with this process, after its own
+    # teardown; it holds none of this process's output streams)
+    os._exit(status)
+
+
+#: what a row of the report says when the clock ran out while it was written
+REPORT_CUT = ("the time budget ran out while this row of the report was written: its "
+              "details (counterexample, statistics) are left out; the verdict stands")
+
+
+def json_report(head: dict[str, Any], results: list[dict[str, Any]],
+                deadline: Deadline | None) -> str:
+    """The `--json` object: `head` with ``results``, each row written while
+    `deadline` lasts; a row it runs out in is written in short (optimizer,
+    status, verdict, reason, ``report_cut``), as is every row after it, and
+    the object's ``report_cut`` counts them.  The text of
+    tfsem.oracle.jsonio.dumps (indent 2) when nothing is cut."""
+    texts, cut = [], 0
+    for r in results:
+        r.pop("text", None)
+        text = None if cut else dumps_within(r, deadline)
+        if text is None:
+            cut += 1
+            text = dumps_within(_short_row(r), None)
+        texts.append(text)
+    top = dumps_within(dict(head, report_cut=cut, results=[]), None)
+    assert top.endswith('"results": []\n}')
+    if not texts:
+        return top
+    body = ",\n".join("    " + t.replace("\n", "\n    ") for t in texts)
+    return top[:-len("[]\n}")] + "[\n" + body + "\n  ]\n}"
+
+
+def _short_row(row: dict[str, Any]) -> dict[str, Any]:
+    short = {k: row[k] for k in ("optimizer", "status", "reason", "seconds", "check_seconds",
+                                 "changed", "nodes_before", "nodes_after", "stage_seconds")
+             if k in row}
+    v = row.get("verdict")
+    if isinstance(v, dict):
+        short["verdict"] = {k: v[k] for k in ("verdict", "reason", "differs", "difference",
+                                              "confirmed", "semantics", "observe")
+                            if k in v}
+    if isinstance(row.get("real"), dict):
+        short["real"] = row["real"]
+    rep = row.get("tensorflow_replay")
+    if isinstance(rep, dict):
+        short["tensorflow_replay"] = {k: rep[k] for k in ("status", "confirmed", "budget",
+                                                          "reason") if k in rep}
+    short["report_cut"] = REPORT_CUT
+    return short
+
+
+def text_report(results: list[dict[str, Any]], deadline: Deadline | None) -> list[str]:
+    """The lines of the text report, one block per optimizer; once `deadline`
+    has passed, each block after is its first line alone and a line saying
+    the details were left out."""
+    lines: list[str] = []
     for r in results:
         head = f"  {r['optimizer']}: "
+        cut = deadline is not None and deadline.expired()
         if r["status"] == "grappler-failed":
-            print(head + f"Grappler failed: {r['reason']}")
+            lines.append(head + f"Grappler failed: {r['reason']}")
+            continue
+        if r["status"] == "out-of-budget":
+            lines.append(head + f"unknown: {r['reason']}")
             continue
         changes = _changes(r)
         if r["status"] in ("does-not-import", "check-failed"):
             what = "does not import" if r["status"] == "does-not-import" else "the check failed"
-            print(head + f"{what}: {r['reason']}")
-            print(f"    changed: {changes}")
+            lines.append(head + f"{what}: {r['reason']}")
+            lines.append(f"    changed: {changes if not cut else '(left out)'}")
             continue
         text = r["text"].splitlines()
-        print(head + text[0])
-        print(f"    changed: {changes}")
+        lines.append(head + text[0])
+        if cut:
+            lines.append(f"    ({REPORT_CUT}; `--json` or a longer --timeout has them)")
+            continue
+        lines.append(f"    changed: {changes}")
         if "real" in r:
-            print(f"    {real_text(r['real'])}")
-        for line in text[1:]:
-            print("  " + line)
-    return status
+            lines.append(f"    {real_text(r['real'])}")
+        lines.extend("  " + line for line in text[1:])
+    return lines
+
+
+def _not_started(timeout: float, left: float, expected: float) -> str:
+    """Why an optimizer's Grappler run was not started (`left` seconds of
+    the budget were left; a run is `expected` to take that long)."""
+    budget = f"the time budget of {timeout:g} s"
+    if math.isinf(expected):
+        return f"{budget} ran out during an earlier optimizer's Grappler run: not run"
+    if left <= 0:
+        return f"{budget} ran out before Grappler ran: not run"
+    if expected > MIN_STAGE:
+        return (f"{budget} had {left:.2f} s left for this optimizer, less than a Grappler run "
+                f"is expected to take here ({expected:.2f} s): not run")
+    return f"{budget} had {left:.2f} s left for this optimizer: not run"
+
+
+def _out_of_budget(row: dict[str, Any], reason: str,
+                   stages: dict | None = None) -> dict[str, Any]:
+    row.update(status="out-of-budget", reason=reason)
+    if stages is not None:
+        row["stage_seconds"] = stages
+    return row
 
 
 def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list[str], *,
              where: str, semantics: str = "atomic", observe: str = "outputs+state",
              timeout: float = DEFAULT_TIMEOUT, save: str | None = None,
              real: bool = True, place: bool = True,
-             captures: dict | None = None) -> list[dict[str, Any]]:
+             captures: dict | None = None, deadline: Deadline | None = None,
+             reserve: float = 0.0, budget: dict | None = None,
+             text: bool = True, progress: dict | None = None) -> list[dict[str, Any]]:
     """Per optimizer: run it, import its result, check it against the original.
     A row per optimizer: ``status`` is ``checked`` (with ``verdict``, the
-    verdict's JSON, and ``text``), ``does-not-import`` or ``grappler-failed``
-    (with ``reason``); plus what changed (GrapplerResult.to_json()).  The
-    original must import: a ProgramError/UsageError for it propagates.
+    verdict's JSON, and ``text``), ``does-not-import``, ``grappler-failed``
+    or ``out-of-budget`` (with ``reason``); plus what changed
+    (GrapplerResult.to_json()) and ``stage_seconds``.  The original must
+    import: a ProgramError/UsageError for it propagates.
     `place`: Grappler gets the graph placed on the CPU (graphdef/grappler.py
     `placed`), as TensorFlow's placer leaves it.  `captures`: the capture map
     of a concrete function's graph (importer.parse_captures), used for the
     original and for every optimized graph (there for the placeholders
-    Grappler kept)."""
+    Grappler kept).
+
+    The time: with `deadline` (a common.Deadline, `tfsem grappler`'s), every
+    stage takes its share of it (docs/budgets.md), `reserve` seconds kept
+    back for the report; without, each optimizer has `timeout` seconds of
+    its own, its Grappler run included.  `budget`, a dict, gets the
+    original's import time (``graph_import``).  `progress`, a dict, is kept
+    up to date for a watchdog (`Watchdog`): ``rows`` (the list returned),
+    ``current`` (the row being filled, None between rows) and ``stages``
+    (its stages done)."""
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
 
-    started = time.perf_counter()
-    original = _import_with(graph_def, fetches, targets, where, captures)
-    import_seconds = time.perf_counter() - started
+    started = time.monotonic()
     results: list[dict[str, Any]] = []
-    for name in optimizers:
+    if progress is None:
+        progress = {}
+    progress.update(rows=results, current=None, stages={})
+    try:
+        original = _import_with(graph_def, fetches, targets, where, captures,
+                                deadline=None if deadline is None else deadline.at - reserve)
+    except ImportTimeout as exc:
+        why = f"{exc} (the original graph; the time budget of {timeout:g} s covers it)"
+        return [_out_of_budget({"optimizer": name}, why) for name in optimizers]
+    import_seconds = time.monotonic() - started
+    if budget is not None:
+        budget["graph_import"] = round(import_seconds, 3)
+    longest_grappler = GRAPPLER_SECONDS_PER_NODE * _node_count(graph_def)
+    for i, name in enumerate(optimizers):
         row: dict[str, Any] = {"optimizer": name}
+        progress.update(current=row, stages={}, verdict=None)
         results.append(row)
+        if deadline is None:
+            part = Deadline(timeout)
+        else:
+            left = deadline.left() - reserve
+            if left < max(longest_grappler, MIN_STAGE):
+                _out_of_budget(row, _not_started(timeout, left, longest_grappler))
+                continue
+            longest_grappler = 0.0 if i == 0 else longest_grappler
         try:
-            res = g.run_grappler(graph_def, fetches + targets, name, place=place)
+            if deadline is None:
+                res = g.run_grappler(graph_def, fetches + targets, name, place=place)
+            else:
+                # TensorFlow's optimizer lets go of Python's lock while it
+                # runs: a run that outlasts the budget is left behind
+                res = call_within(deadline.left() - reserve, g.run_grappler, graph_def,
+                                  fetches + targets, name, place=place)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except g.GrapplerError as exc:
             row.update(status="grappler-failed", reason=str(exc))
             continue
+        except StageTimeout:
+            _out_of_budget(row, f"the time budget of {timeout:g} s ran out during Grappler's "
+                           "run, which was left behind: not checked")
+            longest_grappler = math.inf     # none after it is started
+            continue
+        longest_grappler = max(longest_grappler, res.seconds)
         row.update(res.to_json())
+        if deadline is not None:
+            # Grappler's run came out of what was left; this optimizer's
+            # part is its share of the rest
+            part = deadline.share(len(optimizers) - i, reserve)
+            if part.left() < MIN_STAGE:
+                _out_of_budget(row, f"the time budget of {timeout:g} s ran out during Grappler's "
+                               f"run ({res.seconds:.2f} s): its result was not checked",
+                               stages={"grappler": round(res.seconds, 3)})
+                continue
         row["import_seconds_original"] = round(import_seconds, 6)
         if save:
             out_dir = Path(save)
@@ -264,67 +611,188 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
         row.update(check_graph(original, res.graph_def, fetches, targets,
                                where=f"{where} after {name}", semantics=semantics,
                                observe=observe, timeout=timeout, real=real,
-                               captures=captures))
+                               captures=captures, deadline=part, text=text,
+                               progress=progress))
+        row.setdefault("stage_seconds", {})["grappler"] = round(res.seconds, 3)
+        progress["current"] = None
+    progress["current"] = None
     return results
+
+
+def _node_count(graph_def) -> int:
+    """The nodes of a GraphDef and of its library's functions (0 for a
+    graph that is not a TensorFlow GraphDef)."""
+    try:
+        return len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
+    except AttributeError:
+        return len(getattr(graph_def, "node", ()))
 
 
 def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list[str], *,
                 where: str, semantics: str = "atomic", observe: str = "outputs+state",
                 timeout: float = DEFAULT_TIMEOUT, real: bool = True,
-                captures: dict | None = None) -> dict[str, Any]:
+                captures: dict | None = None,
+                deadline: Deadline | None = None, text: bool = True,
+                progress: dict | None = None) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
-    fields: ``status`` (checked / does-not-import / check-failed), ``reason``,
-    ``verdict`` (JSON), ``text``, ``check_seconds``, ``tensorflow_replay``, and
-    ``real``, the verdict with float arithmetic over the reals (unless `real`
-    is false).  `captures`: the original's capture map; the entries whose
-    placeholder Grappler kept are used."""
+    fields: ``status`` (checked / does-not-import / check-failed /
+    out-of-budget), ``reason``, ``verdict`` (JSON), ``text``,
+    ``check_seconds``, ``tensorflow_replay``, ``real``, the verdict with
+    float arithmetic over the reals (unless `real` is false), and
+    ``stage_seconds``.  `captures`: the original's capture map; the entries
+    whose placeholder Grappler kept are used.  `text`: false leaves
+    ``text`` out (`--json` prints none).
+
+    The time: all of it within `deadline` (a common.Deadline; by default
+    `timeout` seconds from now): the import, then the check (CHECK_SHARE of
+    what is left), then in what remains the claim's re-check and the replay
+    of an `unsound`, or the check over the reals of any other verdict.  A
+    stage the deadline cuts says so: the import or the check gives
+    ``out-of-budget``/`unknown`, the replay ``budget`` (not replayed, the
+    verdict the oracle's alone), the check over the reals `unknown` with
+    ``budget``."""
     from tfsem.checking import check_rewrite  # noqa: PLC0415
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
+
+    if deadline is None:
+        deadline = Deadline(timeout)
+    stages: dict[str, float] = {}
+    if progress is not None:    # the stages done, for the watchdog's report
+        progress["stages"] = stages
+    clock = time.monotonic()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        stages[stage] = round(now - clock, 3)
+        clock = now
 
     if captures is not None:
         kept = {n.name for n in rewritten_graph_def.node}
         captures = {ph: spec for ph, spec in captures.items() if ph in kept}
     try:
-        rewritten = _import_with(rewritten_graph_def, fetches, targets, where, captures)
+        rewritten = _import_with(rewritten_graph_def, fetches, targets, where, captures,
+                                 deadline=deadline.at)
+    except ImportTimeout as exc:
+        lap("import")
+        return {"status": "out-of-budget", "stage_seconds": stages,
+                "reason": f"{exc} (the optimized graph): not checked"}
     except ProgramError as exc:
         return {"status": "does-not-import",
                 "reason": "; ".join(str(v) for v in exc.violations)}
     except UsageError as exc:
         return {"status": "does-not-import", "reason": str(exc)}
+    lap("import")
+    if deadline.left() < MIN_STAGE:
+        return {"status": "out-of-budget", "stage_seconds": stages,
+                "reason": "the time budget ran out before the check (this optimizer's "
+                          f"part of it went to Grappler and the import): not checked"}
     t = time.perf_counter()
     try:
-        verdict = check_rewrite(original, rewritten, semantics, observe, timeout=timeout)
+        verdict = check_rewrite(original, rewritten, semantics, observe,
+                                timeout=deadline.left() * CHECK_SHARE)
+        lap("check")
+        replays = verdict.verdict == "unsound" and verdict.counterexample is not None
         verdict = within_claim(original, rewritten, verdict, semantics, observe,
-                               max(1.0, timeout - (time.perf_counter() - t)))
+                               max(deadline.left(), 0.0) * (0.5 if replays else 1.0))
+        lap("claim")
+        if progress is not None:    # reached: the watchdog reports it if it must
+            progress["verdict"] = verdict
     except Exception as exc:  # a checker failure is no verdict: say so, never crash
         return {"status": "check-failed", "check_seconds": round(time.perf_counter() - t, 6),
-                "reason": f"{type(exc).__name__}: {exc}"}
+                "reason": f"{type(exc).__name__}: {exc}", "stage_seconds": stages}
     row: dict[str, Any] = {"status": "checked",
                            "check_seconds": round(time.perf_counter() - t, 6)}
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
-        # the same replay as `tfsem check` of a graph (backends/tensorflow.py)
-        from tfsem.backends.tensorflow import replay_graph  # noqa: PLC0415
-        rep = replay_graph(rewritten_graph_def, rewritten, verdict.counterexample,
-                           targets=targets, observe=observe, label=f"the graph {where}")
-        if not rep.confirmed and rep.outcome is None:
-            # the schedule could not be forced on the graph itself (a
-            # concrete function's graph): the imported program, exported, as
-            # `tfsem check` replays a program
-            from tfsem.backends.tensorflow import replay_program  # noqa: PLC0415
-            exported = replay_program(rewritten, verdict.counterexample, observe=observe)
-            if exported.confirmed:
-                rep = exported
+        rep = replay(rewritten_graph_def, rewritten, verdict.counterexample, targets, observe,
+                     f"the graph {where}", deadline)
         row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
-    row.update(verdict=verdict.to_json(), text=verdict.describe())
-    if "tensorflow_replay" in row:
-        row["text"] += f"\n  {row['tensorflow_replay']['text']}"
+        lap("replay")
+    row.update(verdict_json(verdict, deadline))
+    if text:
+        row["text"] = verdict_text(verdict, deadline)
+        if "tensorflow_replay" in row:
+            row["text"] += f"\n  {row['tensorflow_replay']['text']}"
+        lap("text")
     if real:
-        row["real"] = real_verdict(original, rewritten, verdict, semantics, observe, timeout)
+        row["real"] = real_verdict(original, rewritten, verdict, semantics, observe,
+                                   deadline.left())
+        lap("real")
+    row["stage_seconds"] = stages
     return row
+
+
+def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: str,
+           deadline: Deadline):
+    """An `unsound` verdict's counterexample replayed on TensorFlow, as
+    `tfsem check` replays one of a graph (backends/tensorflow.py), within
+    `deadline`: the replay looks at it between its stages and gives it to
+    TensorFlow's run, and a stage that outlasts it (TensorFlow loading a
+    large graph) is left behind (common.call_within).  Past it, a Replay
+    with ``budget``: not replayed, the verdict the oracle's alone."""
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+
+    def run() -> Any:
+        rep = tfb.replay_graph(graph_def, rewritten, cx, targets=targets, observe=observe,
+                               label=label, deadline=deadline.at)
+        if not rep.confirmed and rep.outcome is None and not rep.budget:
+            # the schedule could not be forced on the graph itself (a
+            # concrete function's graph): the imported program, exported, as
+            # `tfsem check` replays a program
+            exported = tfb.replay_program(rewritten, cx, observe=observe, deadline=deadline.at)
+            if exported.confirmed or exported.budget:
+                rep = exported
+        return rep
+
+    if deadline.left() >= MIN_STAGE:
+        try:
+            return call_within(deadline.left(), run)
+        except StageTimeout:
+            why = "the time budget ran out while TensorFlow loaded or ran the graph"
+    else:
+        why = "the time budget ran out before the replay started"
+    return tfb.Replay(False, why, label, budget=True)
+
+
+#: the line that stands for a counterexample the text of a verdict leaves out
+TEXT_CUT = ("  (counterexample left out: the time budget ran out while it was written; a "
+            "longer --timeout shows it)")
+
+
+#: what a row says when its verdict's counterexample was left out of its JSON
+JSON_CUT = ("the time budget ran out while the verdict's counterexample was converted to "
+            "JSON: it is left out; the verdict stands")
+
+
+def verdict_json(verdict, deadline: Deadline) -> dict[str, Any]:
+    """``{"verdict": the verdict's JSON}`` (Verdict.to_json), made within
+    `deadline` (at least MIN_STAGE): past it, without its counterexample,
+    and ``report_cut`` saying so (MobileNetV2's counterexample takes
+    seconds to convert: 625 MB once written)."""
+    import dataclasses  # noqa: PLC0415
+    try:
+        return {"verdict": call_within(max(deadline.left(), MIN_STAGE), verdict.to_json)}
+    except StageTimeout:
+        return {"verdict": dataclasses.replace(verdict, counterexample=None).to_json(),
+                "report_cut": JSON_CUT}
+
+
+def verdict_text(verdict, deadline: Deadline) -> str:
+    """The verdict's text (Verdict.describe), written within `deadline`
+    (at least MIN_STAGE): past it, the text without its counterexample,
+    and TEXT_CUT saying so (the text of a large graph's counterexample
+    takes seconds: MobileNetV2's is 7 MB)."""
+    import dataclasses  # noqa: PLC0415
+    try:
+        return call_within(max(deadline.left(), MIN_STAGE), verdict.describe)
+    except StageTimeout:
+        short = dataclasses.replace(verdict, counterexample=None)
+        return short.describe() + "\n" + TEXT_CUT
 
 
 def within_claim(original, rewritten, verdict, semantics: str, observe: str,
@@ -402,11 +870,18 @@ def real_verdict(original, rewritten, verdict, semantics: str, observe: str,
     """The verdict of `--float real` beside the exact one (SPEC section 11):
     float arithmetic judged as real arithmetic.  An unsound exact verdict
     has run that check already to say its kind (stats "difference_check");
-    any other is checked over the reals here, with the same budget."""
+    any other is checked over the reals here, in `timeout` seconds (what is
+    left of the budget): with less than MIN_STAGE, not at all.  ``budget``
+    is true when the time budget decided it `unknown`."""
     done = verdict.stats.get("difference_check")
     if done is not None:
         return {"verdict": done["verdict"], "reason": done.get("reason", ""),
-                "seconds": done.get("seconds")}
+                "seconds": done.get("seconds"),
+                "budget": done["verdict"] == "unknown" and "budget" in done.get("reason", "")}
+    if timeout < MIN_STAGE:
+        return {"verdict": "unknown", "budget": True, "seconds": 0.0,
+                "reason": f"budget: the time budget ran out before the check over the reals "
+                          f"({max(timeout, 0.0):.3f} s left): not run"}
     from tfsem.checking import check_rewrite  # noqa: PLC0415
     t = time.perf_counter()
     try:
@@ -416,7 +891,8 @@ def real_verdict(original, rewritten, verdict, semantics: str, observe: str,
         return {"verdict": "check-failed", "reason": f"{type(exc).__name__}: {exc}",
                 "seconds": round(time.perf_counter() - t, 6)}
     return {"verdict": real.verdict, "reason": real.reason,
-            "seconds": round(time.perf_counter() - t, 6)}
+            "seconds": round(time.perf_counter() - t, 6),
+            "budget": real.verdict == "unknown" and "budget" in real.reason}
 
 
 def real_text(real: dict[str, Any]) -> str:
@@ -449,6 +925,8 @@ def _changes(row: dict) -> str:
 
 
 def _exit_status(results: list[dict]) -> int:
+    """1 for an `unsound` or `invalid` row, else 3 for an `unknown` row or
+    one not checked (Grappler failed, does not import, out of budget), else 0."""
     verdicts = [r["verdict"]["verdict"] for r in results if r["status"] == "checked"]
     if any(v in ("unsound", "invalid") for v in verdicts):
         return EXIT_FOUND
