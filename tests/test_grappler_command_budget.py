@@ -325,7 +325,7 @@ def test_a_slow_verdict_text_is_cut_and_says_so(monkeypatch):
     full = command.verdict_text(verdict, Deadline(30.0))
     assert "rewritten schedule:" in full and command.TEXT_CUT not in full
 
-    def slow(self):
+    def slow(self, *args, **kwargs):
         time.sleep(1.5)
         return ["  (never shown)"]
 
@@ -483,7 +483,7 @@ def test_a_slow_verdict_json_is_cut_and_says_so(monkeypatch):
     full = command.verdict_json(verdict, Deadline(30.0))
     assert "counterexample" in full["verdict"] and "report_cut" not in full
 
-    def slow(self):
+    def slow(self, *args, **kwargs):
         time.sleep(1.5)
         return {}
 
