@@ -66,8 +66,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule, components,
-                                  successors)
+from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule, compiled,
+                                  components, successors)
 from tfsem.oracle.outcomes import Outcome, combine
 from tfsem.oracle.program import ASSIGN, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
@@ -75,7 +75,8 @@ from tfsem.oracle.values import Value
 
 
 def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs) -> _Component:
-    comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+    # (compiled once per program and reused at every σ: explore.compiled)
+    comp = compiled(p, names, semantics, observe, feeds, variables, outputs)
     # function results remembered per node (explore.py's cache), where the
     # oracle offers it
     cache = getattr(comp, "cache_functions", None)

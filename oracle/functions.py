@@ -261,7 +261,14 @@ def register(fn: Function, *, replace: bool = False) -> Function:
     if fn.tf_kernel is not None and not getattr(fn.impl, "kernel_fallback", False):
         fn = dataclasses.replace(fn, impl=_kernel_fallback(fn))
     _REGISTRY[fn.name] = fn
+    global version
+    version += 1
     return fn
+
+
+#: Counts the registrations: what was looked up in the registry (a compiled
+#: program's functions, oracle/explore.py `compiled`) holds while it is unchanged.
+version = 0
 
 
 def _kernel_fallback(fn: Function) -> Impl:
