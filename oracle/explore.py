@@ -40,13 +40,18 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from . import functions as fns
+from . import kernels as _kernels
 from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
 from .outcomes import OUTPUTS, Outcome, combine
 from .program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
 from .semantics import DECOMPOSED, READ_STEP, WRITE_STEP
-from .values import UNINITIALIZED, Error, Tensor, Value, exact
+from .values import FLOAT_DTYPES, UNINITIALIZED, Error, Tensor, Value, exact
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
+
+#: The concrete engines' runs evaluate the eager steps' TensorFlow kernels
+#: together, in one message to the kernels' child (`_Component._prefetch`).
+PREFETCH = True
 
 
 class _Cached:
@@ -255,6 +260,9 @@ class _Component:
                     data_pos += 1
         for name, port in ((o, p.outputs[o]) for o in outputs):
             self.fetch[index[port.node]].append((port.port, name))
+        # the nodes whose function may run on TensorFlow's kernel (`_prefetch`)
+        self.kernel_step = [f is not None and f.tf_kernel is not None and self.kind[i] == _FN
+                            for i, f in enumerate(self.fn)]
         self._relevance(p, index)
         # decomposed mode: the read step of an Assign-Snd (a Write) takes a
         # value w that Snd ignores (Snd(w, v) = v, and an error v leaves the
@@ -517,8 +525,53 @@ class _Component:
                     self._enable(st, j)
 
     def close(self, st: "_State") -> None:
-        while st.eager:
-            self.fire(st, st.eager.pop())
+        eager = st.eager
+        if not self._watching or not PREFETCH:
+            while eager:
+                self.fire(st, eager.pop())
+            return
+        kernel = self.kernel_step
+        asked = None
+        while eager:
+            t = eager.pop()
+            if t < self.n and kernel[t] and eager and (asked is None or t not in asked):
+                asked = self._prefetch(st, t, asked)
+            self.fire(st, t)
+
+    def _prefetch(self, st: "_State", t: int, asked: set | None) -> set | None:
+        """Before step t's function runs on TensorFlow's kernel: the kernel
+        evaluations of t and of every other eager step that may need one,
+        made in one message to the kernels' child (`kernels.prefetch`), so
+        that the fires find them cached.  Their arguments are all there (an
+        eager step of a function is enabled), so each request is the very one
+        its fire makes; the order of the fires, hence the run and its
+        schedule, is unchanged.  A step is asked for once (`asked`)."""
+        n, kernel = self.n, self.kernel_step
+        steps = [t] + [u for u in st.eager
+                       if u < n and kernel[u] and (asked is None or u not in asked)]
+        if len(steps) < 2 or not _kernels.enabled():
+            return asked
+        asked = set() if asked is None else asked
+        asked.update(steps)
+        inbox = st.inbox
+        with _kernels.collecting() as requests:
+            for u in steps:
+                f = self.fn[u]
+                if not isinstance(f, _Cached) or not isinstance(f.fn, fns.Function):
+                    continue
+                args = [inbox.get((u, s)) for s in self.data_slots[u]]
+                if any(a is None for a in args):
+                    continue
+                if not f.fn.name.startswith("tf.") and not any(
+                        isinstance(a, Tensor) and a.dtype in FLOAT_DTYPES for a in args):
+                    continue    # (a model with a kernel takes it for floats only)
+                try:
+                    f.fn.apply(args, self.attrs[u])
+                except Exception:  # noqa: BLE001 (its fire meets it again, as before)
+                    pass
+        if len(requests) >= 2:
+            _kernels.prefetch(requests)
+        return asked
 
     def key(self, st: "_State") -> tuple:
         """The memo key of a state: two states with equal keys have the same
