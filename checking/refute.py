@@ -173,11 +173,15 @@ def _by_step(priority):
     only."""
     tables: dict[int, list] = {}
 
+    def table(comp) -> list:
+        t = tables.get(id(comp))
+        if t is None:
+            t = tables[id(comp)] = [priority(comp, u) for u in range(2 * comp.n)]
+        return t
+
     def key(comp, u):
-        table = tables.get(id(comp))
-        if table is None:
-            table = tables[id(comp)] = [priority(comp, t) for t in range(2 * comp.n)]
-        return table[u]
+        return table(comp)[u]
+    key.table = table
     return key
 
 
@@ -192,6 +196,9 @@ def _run_by_priority(comps, init: Mapping[str, Value], priority,
     started = time.monotonic()
     for comp in comps:
         st = comp.root(init)
+        table = getattr(priority, "table", None)
+        # (a table's own lookup as the key: no Python call per ready step)
+        by = table(comp).__getitem__ if table is not None else (lambda u: priority(comp, u))
         while True:
             comp.close(st)
             if not st.ready:
@@ -199,7 +206,7 @@ def _run_by_priority(comps, init: Mapping[str, Value], priority,
             steps += 1
             if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
                 raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
-            t = min(st.ready, key=lambda u: priority(comp, u))
+            t = min(st.ready, key=by)
             st.ready.discard(t)
             comp.fire(st, t)
         parts.append(comp.outcome(st))

@@ -690,13 +690,16 @@ class _Component:
 
     @property
     def _producers(self) -> list[list[tuple[int, int]]]:
-        cached = getattr(self, "_producers_cache", None)
+        # (kept in `_shared`, which the copies of a compiled component share
+        # with it: worked out once, when a search first needs it)
+        shared = self.__dict__.setdefault("_shared", {})
+        cached = shared.get("producers")
         if cached is None:
             cached = [[] for _ in range(self.n)]
             for i in range(self.n):
                 for port, j, slot in self.succ[i]:
                     cached[j].append((i, slot))
-            self._producers_cache = cached
+            shared["producers"] = cached
         return cached
 
 
@@ -794,7 +797,7 @@ def compiled(p: Program, names: list[str], semantics: str, observe: str,
     template = per.get(key)
     if template is None:
         template = _Component(p, names, semantics, observe, feeds, variables, outputs)
-        template._producers               # (computed once, shared by the copies)
+        template.__dict__.setdefault("_shared", {})   # (what the copies work out once)
         if len(per) >= COMPILED_PER_PROGRAM:
             per.pop(next(iter(per)))
         per[key] = template
