@@ -260,14 +260,18 @@ def register(fn: Function, *, replace: bool = False) -> Function:
         raise ValueError("arities are non-negative")
     if fn.tf_kernel is not None and not getattr(fn.impl, "kernel_fallback", False):
         fn = dataclasses.replace(fn, impl=_kernel_fallback(fn))
+    if fn.name in _REGISTRY:
+        global version
+        version += 1
     _REGISTRY[fn.name] = fn
-    global version
-    version += 1
     return fn
 
 
-#: Counts the registrations: what was looked up in the registry (a compiled
-#: program's functions, oracle/explore.py `compiled`) holds while it is unchanged.
+#: Counts the registrations that replaced a function: what was looked up in
+#: the registry (a compiled program's functions, oracle/explore.py
+#: `compiled`) holds while it is unchanged.  (A new name changes nothing
+#: looked up before: the lookup of a name not registered fails; an opaque
+#: TensorFlow op's function, registered when first looked up, is new.)
 version = 0
 
 

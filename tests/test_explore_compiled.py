@@ -80,6 +80,8 @@ def test_a_registration_compiles_again():
     names, variables, outputs = explore.components(p)[0]
     feeds = {"f": Tensor(np.array([1.0, 1.0], np.float32))}
     a = explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs)
+    fns.lookup("tf.ProbeCompiledNewOp/1/1")          # a new name: nothing compiled changes
+    assert explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs).succ is a.succ
     fns.register(fns.get("Add"), replace=True)      # (the same function: only the count moves)
     b = explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs)
     assert a.succ is not b.succ
