@@ -260,8 +260,10 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
         if hit is not None:
             _cache.move_to_end(key)
     collect = getattr(_local, "collect", None)
-    if hit is None and collect is not None:
-        collect.append((key, op, arrays, dict(attrs), n_out))
+    if collect is not None:
+        # (nothing is computed or copied here: kept already, nothing to ask)
+        if hit is None:
+            collect.append((key, op, arrays, dict(attrs), n_out))
         raise Deferred(f"TensorFlow's {op}: evaluated with others (`prefetch`)")
     if hit is not None:
         _note(op)
@@ -302,9 +304,10 @@ class Deferred(KernelRefused):
 
 @contextlib.contextmanager
 def collecting() -> Iterator[list]:
-    """Inside the block (this thread) an evaluation that is not cached is
-    not made: `evaluate` notes the request in the list yielded and raises
-    Deferred.  Then `prefetch(list)` makes them all in one message."""
+    """Inside the block (this thread) no evaluation is made: `evaluate`
+    notes each request not cached in the list yielded, and raises Deferred
+    (also for one cached: nothing is returned, copied or computed from it).
+    Then `prefetch(list)` makes them all in one message."""
     old = getattr(_local, "collect", None)
     _local.collect = found = []
     try:

@@ -101,6 +101,11 @@ def test_a_batch_gives_the_bits_of_one_evaluation_at_a_time(monkeypatch):
     batched = [_bits(_one(*r)) for r in REQUESTS]
     assert turns[0] == 1                      # every evaluation found cached
     assert batched == singles
+    with kernels.collecting() as again:       # kept already: nothing to ask, nothing made
+        for r in REQUESTS:
+            with pytest.raises(kernels.Deferred):
+                kernels.evaluate(*r)
+    assert again == [] and turns[0] == 1
 
 
 def test_a_refusal_in_a_batch_is_not_kept(monkeypatch):
