@@ -798,6 +798,9 @@ def compiled(p: Program, names: list[str], semantics: str, observe: str,
     if template is None:
         template = _Component(p, names, semantics, observe, feeds, variables, outputs)
         template.__dict__.setdefault("_shared", {})   # (what the copies work out once)
+        for k, _name in template.feed_slots:          # (this σ's feeds are not kept alive)
+            i, slot, _ = template.initial[k]
+            template.initial[k] = (i, slot, None)
         if len(per) >= COMPILED_PER_PROGRAM:
             per.pop(next(iter(per)))
         per[key] = template
