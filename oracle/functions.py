@@ -143,7 +143,8 @@ class Function:
         if len(results) != self.n_out:
             raise RuntimeError(f"function {self.name} returned {len(results)} results, "
                                f"declared {self.n_out}")
-        out = tuple(Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used) for r in results)
+        out = tuple(_same_tensor(r, args, used, self.casts) or
+                    (Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used)) for r in results)
         if sum(t.array.size for t in out) > MAX_TENSOR_ELEMENTS:  # a user function's own growth
             raise too_large(self.name, sum(t.array.size for t in out))
         return out
@@ -223,6 +224,19 @@ def beyond_numpy(exc: ValueError) -> bool:
     return any(k.lower() in text for k in _NUMPY_LIMITS)
 
 
+def _same_tensor(result: Any, args: Sequence[Value], used: Sequence[Tensor],
+                 casts: bool) -> Tensor | None:
+    """The argument whose very array `result` is (Identity, a flush with
+    nothing to flush), where it would be the result's value as it stands (the
+    dtype `_as_tensor` would give it): that tensor itself, not a copy of
+    its array made into a new one."""
+    for a in args:
+        if type(a) is Tensor and a.array is result:
+            if casts or not used or result.dtype == used[0].array.dtype:
+                return a
+    return None
+
+
 def _as_tensor(result: Any, used: Sequence[Tensor]) -> Tensor:
     arr = np.asarray(result)
     if used and arr.dtype != used[0].array.dtype:
@@ -246,8 +260,19 @@ def register(fn: Function, *, replace: bool = False) -> Function:
         raise ValueError("arities are non-negative")
     if fn.tf_kernel is not None and not getattr(fn.impl, "kernel_fallback", False):
         fn = dataclasses.replace(fn, impl=_kernel_fallback(fn))
+    if fn.name in _REGISTRY:
+        global version
+        version += 1
     _REGISTRY[fn.name] = fn
     return fn
+
+
+#: Counts the registrations that replaced a function: what was looked up in
+#: the registry (a compiled program's functions, oracle/explore.py
+#: `compiled`) holds while it is unchanged.  (A new name changes nothing
+#: looked up before: the lookup of a name not registered fails; an opaque
+#: TensorFlow op's function, registered when first looked up, is new.)
+version = 0
 
 
 def _kernel_fallback(fn: Function) -> Impl:
@@ -838,13 +863,64 @@ def _noop(xp, args, attrs):
 FTZ_SUFFIX = ".ftz"
 
 
-def _flush(xp, a):
-    """Subnormal floats of any float dtype replaced by zeros of the same sign."""
+def _flush_by_value(xp, a):
+    """`_flush` by comparisons with the smallest normal (any array module)."""
     tiny = a.dtype.type(finfo(a.dtype).tiny)
     sub = (a != 0) & (xp.abs(a) < tiny)
     if not bool(xp.any(sub)):
         return a
     return xp.where(sub, xp.copysign(xp.zeros_like(a), a), a)
+
+
+def _bit_layout(dtype: Any) -> tuple | None:
+    """(the unsigned dtype of its width, then as scalars of it: the sign
+    bit, the bits of the magnitude, the largest magnitude's bits of a
+    subnormal, one) of a float dtype (None: not one of tfsem's)."""
+    name = dtype_name(dtype)
+    if name not in FLOAT_DTYPES:
+        return None
+    from .values import BITS_DTYPES, FLOAT_FORMATS
+    u = BITS_DTYPES[name]
+    width = u.itemsize * 8
+    mantissa = FLOAT_FORMATS[name][1] - 1
+    sign = 1 << (width - 1)
+    return u, u.type(sign), u.type(sign - 1), u.type((1 << mantissa) - 1), u.type(1)
+
+
+_LAYOUTS = {d: _bit_layout(d) for d in (np.dtype(np.float16), np.dtype(np.float32),
+                                         np.dtype(np.float64))}
+
+
+def _flush(xp, a):
+    """Subnormal floats of any float dtype replaced by zeros of the same sign.
+
+    On numpy arrays by their bits (one integer pass finds the subnormals:
+    exponent field zero and significand non-zero, i.e. 1 <= |bits| <= the
+    largest subnormal's; a subnormal's bits become its sign bit, the zero of
+    its sign), which is what the comparisons with the smallest normal
+    (`_flush_by_value`, any array module) compute, in a fraction of the
+    time (tests/test_functions_flush.py compares the two bit for bit)."""
+    if xp is not np or not isinstance(a, np.ndarray):
+        return _flush_by_value(xp, a)
+    dt = a.dtype
+    layout = _LAYOUTS.get(dt)
+    if layout is None:
+        layout = _LAYOUTS[dt] = _bit_layout(dt)
+        if layout is None:
+            return _flush_by_value(xp, a)
+    u, sign, magnitude, largest, one = layout
+    bits = a.view(u)
+    # |bits| - 1 wraps a zero's to the largest unsigned value: one comparison
+    # finds 1 <= |bits| <= largest (on an array: a 0-d one would give numpy
+    # scalars, whose wrap-around warns)
+    mag = np.bitwise_and(bits if a.ndim else bits.reshape(1), magnitude)
+    mag -= one
+    sub = mag < largest
+    if not sub.any():
+        return a
+    if not a.ndim:
+        sub = sub.reshape(())
+    return np.where(sub, np.bitwise_and(bits, sign), bits).view(dt)
 
 
 def ftz(xp, a):

@@ -18,9 +18,18 @@ after its length (8 bytes, little-endian):
     answer   (id, "ok", [ndarray]) | (id, "op-error", reason, message)
              | (id, "refused", message)
 
+or several evaluations in one message (one turn of writer and reader for
+all: on a loaded machine each turn waits for the scheduler):
+
+    request  (id, "batch", [(op, inputs, attrs, n_out), ...])
+    answer   (id, "batch", [("ok", [ndarray]) | ("op-error", reason, message)
+                            | ("refused", message), ...])
+
 The op runs eagerly (TensorFlow's eager executor, every attribute of its
-OpDef given: from the inputs, the node, or the OpDef's default) twice; two results that differ in any bit are
-refused ("refused": the kernel is not a function here).  The first message
+OpDef given: from the inputs, the node, or the OpDef's default) twice, on
+the same input tensors (converted once); two results that differ in any bit are
+refused ("refused": the kernel is not a function here).  The attributes of
+an (op, node attributes, input dtypes) are worked out once and kept.  The first message
 is ("ready", tensorflow version, settings).  Nothing of tfsem is imported
 here: the child only needs TensorFlow and numpy.
 """
@@ -111,10 +120,43 @@ def _call(tf, op_def_registry, execute, ctx, op: str, inputs, attrs):
     """The op on eager tensors of `inputs`, with every attribute of its
     OpDef: those the inputs decide (dtypes, list lengths) from the inputs,
     the others from the node's attributes, else the OpDef's defaults."""
+    tensors = [tf.constant(a) for a in inputs]
+    flat, n_out = _signature(tf, op_def_registry, op, tensors, attrs)
+    return _execute(execute, ctx, op, n_out, tensors, flat)
+
+
+def _execute(execute, ctx, op, n_out, tensors, flat):
+    results = execute.execute(op, n_out, tensors, flat, ctx)
+    return [t.numpy() for t in results]
+
+
+#: (op, node attributes, input dtypes) -> (the attributes as the eager
+#: executor takes them, the number of outputs), or the refusal: a real
+#: graph's ops repeat with the same attributes hundreds of times
+_SIGNATURES: dict = {}
+_SIGNATURES_MAX = 4096
+
+
+def _signature(tf, op_def_registry, op: str, tensors, attrs):
+    key = (op, repr(sorted(attrs.items())), tuple(t.dtype.as_datatype_enum for t in tensors))
+    hit = _SIGNATURES.get(key)
+    if hit is None:
+        try:
+            hit = _work_out(tf, op_def_registry, op, tensors, attrs)
+        except _Refuse as exc:
+            hit = exc
+        if len(_SIGNATURES) >= _SIGNATURES_MAX:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = hit
+    if isinstance(hit, _Refuse):
+        raise _Refuse(str(hit))
+    return hit
+
+
+def _work_out(tf, op_def_registry, op: str, tensors, attrs):
     od = op_def_registry.get(op)
     if od is None:
         raise _Refuse(f"TensorFlow {tf.__version__} has no op {op}")
-    tensors = [tf.constant(a) for a in inputs]
     values, k = {}, 0
     for arg in od.input_arg:
         if arg.number_attr or arg.type_list_attr:
@@ -160,8 +202,7 @@ def _call(tf, op_def_registry, execute, ctx, op: str, inputs, attrs):
             n_out += len(values[arg.type_list_attr])
         else:
             n_out += 1
-    results = execute.execute(op, n_out, tensors, tuple(flat), ctx)
-    return [t.numpy() for t in results]
+    return tuple(flat), n_out
 
 
 def _same(r1, r2) -> bool:
@@ -208,26 +249,39 @@ def main() -> None:
             msg = _recv(inp)
         except EOFError:
             return
+        if len(msg) == 3 and msg[1] == "batch":
+            rid, _, calls = msg
+            answers = [_answer(tf, op_def_registry, execute, errors, ctx, *c) for c in calls]
+            _send(out, (rid, "batch", answers))
+            continue
         rid, op, inputs, attrs, n_out = msg
-        try:
-            r1 = _call(tf, op_def_registry, execute, ctx, op, inputs, attrs)
-            r2 = _call(tf, op_def_registry, execute, ctx, op, inputs, attrs)
-            if not _same(r1, r2):
-                answer = (rid, "refused", f"TensorFlow's {op} kernel gave two different results "
-                                          "on the same inputs: it is not a function here")
-            elif len(r1) < n_out:
-                answer = (rid, "refused", f"{op} gave {len(r1)} outputs, {n_out} are used")
-            else:
-                answer = (rid, "ok", r1[:n_out])
-        except _Refuse as exc:
-            answer = (rid, "refused", str(exc))
-        except errors.InvalidArgumentError as exc:
-            answer = (rid, "op-error", "invalid-argument", exc.message.splitlines()[0][:300])
-        except errors.NotFoundError as exc:
-            answer = (rid, "op-error", "no-kernel", exc.message.splitlines()[0][:300])
-        except Exception as exc:  # noqa: BLE001 (anything else: no result)
-            answer = (rid, "refused", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
-        _send(out, answer)
+        _send(out, (rid, *_answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs,
+                                  n_out)))
+
+
+def _answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs, n_out) -> tuple:
+    """One evaluation's answer (without its id): ("ok", results),
+    ("op-error", reason, message) or ("refused", message)."""
+    try:
+        tensors = [tf.constant(a) for a in inputs]
+        flat, n = _signature(tf, op_def_registry, op, tensors, attrs)
+        r1 = _execute(execute, ctx, op, n, tensors, flat)
+        r2 = _execute(execute, ctx, op, n, tensors, flat)
+        if not _same(r1, r2):
+            return ("refused", f"TensorFlow's {op} kernel gave two different results "
+                               "on the same inputs: it is not a function here")
+        if len(r1) < n_out:
+            return ("refused", f"{op} gave {len(r1)} outputs, {n_out} are used")
+        return ("ok", r1[:n_out])
+    except _Refuse as exc:
+        return ("refused", str(exc))
+    except errors.InvalidArgumentError as exc:
+        return ("op-error", "invalid-argument", exc.message.splitlines()[0][:300])
+    except errors.NotFoundError as exc:
+        return ("op-error", "no-kernel", exc.message.splitlines()[0][:300])
+    except Exception as exc:  # noqa: BLE001 (anything else: no result)
+        return ("refused", f"{type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""Programs compiled once and reused at every σ (oracle/explore.py
+`compiled`, `components`): a run of a component compiled at one σ and fed
+another gives, bit for bit and step for step, what a component compiled at
+that σ gives; a registration in the function registry compiles again; each
+caller gets its own lists of the components."""
+
+from __future__ import annotations
+
+import numpy as np
+from tfsem.checking import check as check_module
+from tfsem.checking import refute as ref
+from tfsem.generators.strategies import random_programs
+from tfsem.oracle import explore
+from tfsem.oracle import functions as fns
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.program import Program
+from tfsem.oracle.values import Tensor, exact
+
+
+def _fresh(p: Program) -> Program:
+    """The same program as another object (nothing compiled for it yet)."""
+    return Program(p.variables, p.nodes, p.outputs, p.feeds)
+
+
+def _bits(outcome):
+    return tuple((k, exact(v)) for k, v in outcome.outputs), \
+        tuple((k, exact(v)) for k, v in (outcome.state or ()))
+
+
+def test_a_component_compiled_at_one_sigma_runs_another_as_if_compiled_there():
+    programs = [p for p in random_programs(60, seed=23, max_nodes=14) if p.feed_names] + \
+        random_programs(20, seed=24, max_nodes=14)
+    assert len(programs) >= 30
+    reused = 0
+    for n, p in enumerate(programs):
+        gen = check_module._refute_sigmas(p, np.random.default_rng(n))
+        sigmas = [next(gen) for _ in range(3)]
+        for semantics in ("atomic", "decomposed"):
+            for observe in ("outputs+state", "outputs"):
+                for feeds, init in sigmas:
+                    o, sched = ref.canonical_outcome(p, feeds, init, semantics, observe)
+                    o2, sched2 = ref.canonical_outcome(_fresh(p), feeds, init, semantics, observe)
+                    assert _bits(o) == _bits(o2) and sched == sched2
+        per = explore._COMPILED.get(p)
+        assert per, "compiled once per program"
+        reused += 1
+    assert reused == len(programs)
+
+
+def _feed_program() -> Program:
+    return program_from_json({
+        "variables": {"x": {"dtype": "float32", "shape": [2]}},
+        "feeds": {"f": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "Add", "inputs": ["r", "$f"]},
+                  {"name": "w", "op": "Assign", "fn": "Snd", "inputs": ["v", "s"]}],
+        "outputs": {"out": "s"}})
+
+
+def test_the_feeds_of_each_sigma_are_used_and_the_structure_is_shared():
+    p = _feed_program()
+    names, variables, outputs = explore.components(p)[0]
+    init = {"x": Tensor(np.array([1.0, 2.0], np.float32))}
+    outs = []
+    comps = []
+    for k in range(3):
+        feeds = {"f": Tensor(np.array([k, -0.0], np.float32))}
+        c = explore.compiled(p, names, "atomic", "outputs+state", feeds, variables, outputs)
+        comps.append(c)
+        o, _ = ref._run_by_priority([c.cache_functions()], init, lambda comp, u: u)
+        outs.append(dict(o[0].outputs)["out"])
+    assert [o.array.tolist() for o in outs] == [[1.0, 2.0], [2.0, 2.0], [3.0, 2.0]]
+    assert comps[0].succ is comps[1].succ is comps[2].succ      # compiled once
+    assert comps[0].fn is not comps[1].fn                        # functions cached per copy
+
+
+def test_a_registration_compiles_again():
+    p = _feed_program()
+    names, variables, outputs = explore.components(p)[0]
+    feeds = {"f": Tensor(np.array([1.0, 1.0], np.float32))}
+    a = explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs)
+    fns.lookup("tf.ProbeCompiledNewOp/1/1")          # a new name: nothing compiled changes
+    assert explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs).succ is a.succ
+    fns.register(fns.get("Add"), replace=True)      # (the same function: only the count moves)
+    b = explore.compiled(p, names, "atomic", "outputs", feeds, variables, outputs)
+    assert a.succ is not b.succ
+
+
+def test_each_caller_gets_its_own_component_lists():
+    p = _feed_program()
+    first = explore.components(p)
+    first[0][0].append("junk")
+    first[0][1].clear()
+    again = explore.components(p)
+    assert "junk" not in again[0][0] and again[0][1] == ["x"]
+    assert again == explore._components(p)

@@ -1,0 +1,98 @@
+"""The subnormal flush by bits (`functions._flush`, numpy) against the flush
+by comparisons with the smallest normal (`functions._flush_by_value`, the
+implementation it replaced, which other array modules still use): the same
+bits on every float dtype's edge values, random bit patterns (NaN payloads,
+signed zeros, every subnormal), 0-d, empty and non-contiguous arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfsem.oracle import functions as fns
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, edge_values
+
+FLOATS = sorted(FLOAT_DTYPES)
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).view(BITS_DTYPES[_name(a)]).tobytes()
+
+
+def _name(a: np.ndarray) -> str:
+    return next(n for n, d in DTYPES.items() if d == a.dtype)
+
+
+def _same(a: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        old = np.asarray(fns._flush_by_value(np, a))
+    new = fns._flush(np, a)
+    assert new.dtype == old.dtype and new.shape == old.shape
+    assert _bits(new) == _bits(old), (a, old, new)
+
+
+def _every_subnormal_edge(dtype: str) -> np.ndarray:
+    """The edge values, the largest subnormal and the smallest normal of both
+    signs, and NaNs with payloads (quiet and signalling, both signs)."""
+    u = BITS_DTYPES[dtype]
+    width = u.itemsize * 8
+    mantissa = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}[dtype]
+    sign = 1 << (width - 1)
+    patterns = [1, (1 << mantissa) - 1, 1 << mantissa, (1 << mantissa) + 1,
+                (((1 << (width - 1 - mantissa)) - 1) << mantissa) | 1,   # signalling NaN
+                (((1 << (width - 1 - mantissa)) - 1) << mantissa) | (1 << (mantissa - 1)) | 5]
+    patterns += [p | sign for p in patterns] + [0, sign]
+    raw = np.array(patterns, dtype=np.uint64).astype(u).view(DTYPES[dtype])
+    return np.concatenate([edge_values(dtype), raw])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_edge_values_flush_as_before(dtype):
+    a = _every_subnormal_edge(dtype)
+    _same(a)
+    flushed = fns._flush(np, a)
+    # and what a flush is: no subnormal left, every other element's bits kept
+    u = BITS_DTYPES[dtype]
+    mantissa = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}[dtype]
+    mag = flushed.view(u) & u.type((1 << (u.itemsize * 8 - 1)) - 1)
+    assert not ((mag >= 1) & (mag < (1 << mantissa))).any()
+    kept = (a.view(u) & u.type((1 << (u.itemsize * 8 - 1)) - 1)) >= (1 << mantissa)
+    assert (flushed.view(u)[kept] == a.view(u)[kept]).all()
+    # the sign of a flushed subnormal stays
+    top = u.type(1 << (u.itemsize * 8 - 1))
+    assert ((flushed.view(u) & top) == (a.view(u) & top)).all()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_shapes_flush_as_before(dtype):
+    d = DTYPES[dtype]
+    a = _every_subnormal_edge(dtype)
+    _same(a[3:4].reshape(()))                       # 0-d, a subnormal
+    _same(np.zeros((), d))                          # 0-d, none
+    _same(np.zeros((0, 3), d))                      # empty
+    grid = np.resize(a, (6, 8))
+    _same(grid[:, ::3])                             # non-contiguous
+    _same(grid.T)
+    _same(np.broadcast_to(a[:1], (4, 5)))           # a broadcast view (read-only)
+    plain = np.ones(5, d)
+    assert fns._flush(np, plain) is plain           # nothing to flush: the array itself
+
+
+@settings(max_examples=60)
+@given(dtype=st.sampled_from(FLOATS), data=st.data())
+def test_random_bit_patterns_flush_as_before(dtype, data):
+    u = BITS_DTYPES[dtype]
+    n = data.draw(st.integers(0, 40))
+    words = data.draw(st.lists(st.integers(0, (1 << (u.itemsize * 8)) - 1), min_size=n, max_size=n))
+    a = np.array(words, dtype=np.uint64).astype(u).view(DTYPES[dtype])
+    _same(a)
+    _same(a.reshape(-1, 1)[::2])
+
+
+def test_ftz_leaves_unflushed_dtypes_alone():
+    h = np.array([6e-8, -6e-8], np.float16)         # float16 subnormals: kept
+    assert fns.ftz(np, h) is h
+    i = np.array([1, -1], np.int32)
+    assert fns.ftz(np, i) is i
