@@ -145,6 +145,8 @@ def _exact_attr(v):
         return ("dict", tuple(sorted((repr(k), _exact_attr(x)) for k, x in v.items())))
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, tuple(_exact_attr(x) for x in v))
+    if hasattr(v, "tobytes") and hasattr(v, "dtype") and hasattr(v, "shape"):
+        return ("array", str(v.dtype), tuple(v.shape), v.tobytes().hex())   # (numpy's)
     if not isinstance(v, (int, str, bytes)) and hasattr(v, "__float__"):
         return (type(v).__name__, struct.pack("<d", float(v)).hex())
     return (type(v).__name__, repr(v))

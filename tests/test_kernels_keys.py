@@ -65,3 +65,8 @@ def test_attribute_keys_tell_apart_nan_signs_payloads_and_types():
     assert len({k(alpha=1), k(alpha=1.0), k(alpha=True), k(alpha=np.float32(1))}) == 4
     assert k(shape=[1, 2]) != k(shape=(1, 2)) and k(shape=[1, 2]) == k(shape=[1, 2])
     assert k(v={"a": -0.0}) != k(v={"a": 0.0})
+    big = np.arange(2000, dtype=np.float32)
+    other = big.copy()
+    other[1000] = -1.0                                 # (repr elides the middle of both)
+    assert k(value=big) != k(value=other) and k(value=big) == k(value=big.copy())
+    assert k(value=np.float32(-0.0)) != k(value=np.float32(0.0))
