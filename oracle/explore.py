@@ -795,8 +795,16 @@ def compiled(p: Program, names: list[str], semantics: str, observe: str,
     if per is None:
         per = _COMPILED[p] = {}
     template = per.get(key)
+    if template is not None and any(fns.lookup(name) is not f
+                                    for name, f in template._looked_up.items()):
+        template = None     # (a registry entry changed without `register`: version as it was)
     if template is None:
         template = _Component(p, names, semantics, observe, feeds, variables, outputs)
+        # the functions it looked up, by name: reused only while each is
+        # still the one registered under its name
+        template._looked_up = {p.node[names[i]].op if template.kind[i] == _FN
+                               else p.node[names[i]].fn: f
+                               for i, f in enumerate(template.fn) if f is not None}
         template.__dict__.setdefault("_shared", {})   # (what the copies work out once)
         for k, _name in template.feed_slots:          # (this σ's feeds are not kept alive)
             i, slot, _ = template.initial[k]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import struct
 import sys
 
 
@@ -130,6 +131,27 @@ def _execute(execute, ctx, op, n_out, tensors, flat):
     return [t.numpy() for t in results]
 
 
+def attrs_key(attrs) -> str:
+    """A node's attributes as a cache key (here and oracle/kernels.py `_key`)
+    that tells apart what `repr` does not: a float by its bits (NaN's sign
+    and payload: repr writes every NaN "nan", and LeakyRelu's alpha -NaN
+    gives -NaN results where NaN gives NaN), each value with its type (1,
+    1.0 and True stay three keys), dicts and lists element by element."""
+    return repr(_exact_attr(dict(attrs)))
+
+
+def _exact_attr(v):
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted((repr(k), _exact_attr(x)) for k, x in v.items())))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_exact_attr(x) for x in v))
+    if hasattr(v, "tobytes") and hasattr(v, "dtype") and hasattr(v, "shape"):
+        return ("array", str(v.dtype), tuple(v.shape), v.tobytes().hex())   # (numpy's)
+    if not isinstance(v, (int, str, bytes)) and hasattr(v, "__float__"):
+        return (type(v).__name__, struct.pack("<d", float(v)).hex())
+    return (type(v).__name__, repr(v))
+
+
 #: (op, node attributes, input dtypes) -> (the attributes as the eager
 #: executor takes them, the number of outputs), or the refusal: a real
 #: graph's ops repeat with the same attributes hundreds of times
@@ -138,7 +160,7 @@ _SIGNATURES_MAX = 4096
 
 
 def _signature(tf, op_def_registry, op: str, tensors, attrs):
-    key = (op, repr(sorted(attrs.items())), tuple(t.dtype.as_datatype_enum for t in tensors))
+    key = (op, attrs_key(attrs), tuple(t.dtype.as_datatype_enum for t in tensors))
     hit = _SIGNATURES.get(key)
     if hit is None:
         try:

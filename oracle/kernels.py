@@ -48,6 +48,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .kernel_worker import attrs_key
+
 
 ENV = "TFSEM_TF_KERNELS"
 _local = threading.local()
@@ -362,7 +364,7 @@ def _key(op, arrays, attrs, n_out) -> tuple:
     h = hashlib.sha256()
     for a in arrays:
         h.update(_digest(a))
-    return (op, repr(sorted(attrs.items())), n_out, h.digest())
+    return (op, attrs_key(attrs), n_out, h.digest())
 
 
 #: id(array) -> (a weak reference to it, its digest), for arrays no one may

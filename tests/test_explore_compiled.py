@@ -95,3 +95,28 @@ def test_each_caller_gets_its_own_component_lists():
     again = explore.components(p)
     assert "junk" not in again[0][0] and again[0][1] == ["x"]
     assert again == explore._components(p)
+
+
+def _user_program() -> Program:
+    return program_from_json({
+        "variables": {"x": {"dtype": "float32", "shape": [2]}},
+        "feeds": {"f": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "u", "op": "Review21Stale", "inputs": ["$f"]}],
+        "outputs": {"out": "u"}})
+
+
+def test_a_function_put_in_the_registry_by_hand_compiles_again(monkeypatch):
+    """A registry entry changed without `register` (a test's
+    monkeypatch.setitem, a fixture undoing it) leaves functions.version as
+    it is: the compiled program must still run the function now registered,
+    not the one its template looked up."""
+    def plus(k):
+        return lambda xp, args, attrs: (args[0] + xp.float32(k),)
+    monkeypatch.setitem(fns._REGISTRY, "Review21Stale", fns.Function("Review21Stale", 1, 1, plus(1)))
+    p = _user_program()
+    feeds = {"f": Tensor(np.array([1.0, 2.0], np.float32))}
+    o, _ = ref.canonical_outcome(p, feeds, {}, "atomic", "outputs")
+    assert dict(o.outputs)["out"].array.tolist() == [2.0, 3.0]
+    monkeypatch.setitem(fns._REGISTRY, "Review21Stale", fns.Function("Review21Stale", 1, 1, plus(10)))
+    o, _ = ref.canonical_outcome(p, feeds, {}, "atomic", "outputs")
+    assert dict(o.outputs)["out"].array.tolist() == [11.0, 12.0]

@@ -161,3 +161,19 @@ def test_a_run_that_prefetches_has_the_same_outcome_and_schedule_in_fewer_turns(
     off, on = runs[False], runs[True]
     assert on[:3] == off[:3]
     assert off[3] == 3 and on[3] < off[3], (off[3], on[3])
+
+
+def test_an_attribute_nan_of_the_other_sign_is_not_answered_from_the_child_s_signatures():
+    """The child works out an op's attributes once per (op, attributes,
+    dtypes): LeakyRelu's alpha -NaN after alpha NaN must run with -NaN, as
+    each did alone before that cache (TensorFlow's result: a NaN of alpha's
+    sign), also when the parent's cache is cleared between (review21)."""
+    import struct
+    x = np.array([-1.0, -2.0], np.float32)
+    words = []
+    for word in (0x7FF8000000000000, 0xFFF8000000000000):
+        alpha = struct.unpack("<d", struct.pack("<Q", word))[0]
+        kernels._cache.clear()
+        words.append(kernels.evaluate("LeakyRelu", [x], {"T": "DT_FLOAT", "alpha": alpha}, 1)[0]
+                     .view(np.uint32).tolist())
+    assert words == [[0x7FC00000] * 2, [0xFFC00000] * 2], [list(map(hex, w)) for w in words]

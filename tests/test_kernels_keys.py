@@ -49,3 +49,24 @@ def test_a_tensors_array_is_hashed_once_a_writable_one_each_time(monkeypatch):
     kernels._digest(view)
     kernels._digest(view)
     assert calls[0] == 5
+
+
+def test_attribute_keys_tell_apart_nan_signs_payloads_and_types():
+    """`repr` writes every NaN "nan" and sorts nothing inside: the key of an
+    attribute is its bits and its type (review21)."""
+    import struct
+    nan = lambda word: struct.unpack("<d", struct.pack("<Q", word))[0]
+    zero = _f32([0])
+    k = lambda **attrs: kernels._key("LeakyRelu", [zero], attrs, 1)
+    assert k(alpha=nan(0x7FF8000000000000)) != k(alpha=nan(0xFFF8000000000000))   # NaN's sign
+    assert k(alpha=nan(0x7FF8000000000000)) != k(alpha=nan(0x7FF8000000000001))   # payload
+    assert k(alpha=nan(0x7FF8000000000000)) == k(alpha=nan(0x7FF8000000000000))
+    assert k(alpha=0.0) != k(alpha=-0.0)
+    assert len({k(alpha=1), k(alpha=1.0), k(alpha=True), k(alpha=np.float32(1))}) == 4
+    assert k(shape=[1, 2]) != k(shape=(1, 2)) and k(shape=[1, 2]) == k(shape=[1, 2])
+    assert k(v={"a": -0.0}) != k(v={"a": 0.0})
+    big = np.arange(2000, dtype=np.float32)
+    other = big.copy()
+    other[1000] = -1.0                                 # (repr elides the middle of both)
+    assert k(value=big) != k(value=other) and k(value=big) == k(value=big.copy())
+    assert k(value=np.float32(-0.0)) != k(value=np.float32(0.0))
