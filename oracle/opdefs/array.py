@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as fns
-from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _bool_attr,
+from ..functions import (TENSORFLOW, CannotRun, CannotRunHere, OpError, ShapeError, _axes, _bool_attr,
                          _dtype_attr, _int_attr, _int_list)
 from ..program import DataIn
 from ..values import DTYPE_MISMATCH, Tensor
@@ -680,7 +680,7 @@ def _dynamic_stitch(n: int):
                 out[v] = rows[k]
                 seen[v] = True
         if not seen.all():
-            raise CannotRun("cannot run DynamicStitch with indices that leave a row unset "
+            raise CannotRunHere("cannot run DynamicStitch with indices that leave a row unset "
                             "(TensorFlow leaves its contents unspecified)")
         return (out,)
     return impl

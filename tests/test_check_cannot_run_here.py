@@ -1,0 +1,63 @@
+"""A function that runs concretely at some values and not at others
+(fns.CannotRunHere: DynamicStitch whose indices leave a row unset, ScatterDiv
+of the lowest integer by -1, a scatter with duplicate indices) makes the
+checker skip the σ at which it fails, not end the whole check `unknown`:
+another σ may hold a counterexample (docs/review-counterexample-stages.md).
+A function with no concrete model at all still ends it `unknown`, naming
+the node (tests/test_check_cannot_run.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfsem.checking import check_rewrite
+from tfsem.oracle import functions as fns
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
+from tfsem.oracle.values import Tensor
+
+
+def _stitch(edge: bool):
+    # x := $a; r = Read(x) (after the Write where `edge`); out = DynamicStitch($i, r)
+    nodes = [{"name": "v", "op": "Var", "var": "x"},
+             {"name": "w", "op": "Write", "inputs": ["v", "$a"]},
+             {"name": "r", "op": "Read", "inputs": ["v"] + (["^w"] if edge else [])},
+             {"name": "s", "op": "DynamicStitch/1", "inputs": ["$i", "r"]}]
+    return program_from_json({
+        "format": "tfsem.program/1",
+        "variables": {"x": {"dtype": "int32", "shape": [2]}},
+        "feeds": {"a": {"dtype": "int32", "shape": [2]}, "i": {"dtype": "int32", "shape": [2]}},
+        "nodes": nodes, "outputs": {"out": "s"}})
+
+
+def test_stitch_leaving_a_row_unset_cannot_run_here():
+    f = fns.get("DynamicStitch/1")
+    with pytest.raises(fns.CannotRunHere):
+        f.apply([Tensor(np.array([1, 1], np.int32)), Tensor(np.array([1, 2], np.int32))], {})
+
+
+def test_a_sigma_where_stitch_cannot_run_is_skipped_not_the_check():
+    # (before: `unknown`, "cannot run DynamicStitch with indices that leave a
+    # row unset", from the first σ the solver proposed, i = [0, 0])
+    p, q = _stitch(True), _stitch(False)
+    v = check_rewrite(p, q, timeout=10)
+    assert v.verdict == "unsound", (v.verdict, v.reason)
+    assert "oracle" in v.confirmed
+    assert v.stats["skipped_sigmas"]["count"] >= 1
+    assert "DynamicStitch" in v.stats["skipped_sigmas"]["first"]
+    c = v.counterexample
+    # the schedule shown gives the outcome shown, which P does not give at σ
+    got = outcome_of(q, graph_of(q), run_schedule(q, c.feeds, c.init, list(c.schedule),
+                                                  v.semantics), v.observe)
+    assert got == c.outcome
+    assert c.outcome not in outcome_set(p, c.feeds, c.init, v.semantics, v.observe)
+
+
+def test_an_op_with_no_model_still_ends_the_check_unknown():
+    from tests.test_check_cannot_run import _mystery_pair
+    p, q = _mystery_pair()
+    v = check_rewrite(p, q, timeout=10)
+    assert v.verdict == "unknown" and "Mystery" in v.reason
+    assert not issubclass(fns.CannotRun, fns.CannotRunHere)
