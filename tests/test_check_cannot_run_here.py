@@ -61,3 +61,42 @@ def test_an_op_with_no_model_still_ends_the_check_unknown():
     v = check_rewrite(p, q, timeout=10)
     assert v.verdict == "unknown" and "Mystery" in v.reason
     assert not issubclass(fns.CannotRun, fns.CannotRunHere)
+
+
+def test_scatter_div_of_the_lowest_int_by_minus_one_cannot_run_here():
+    pack, div = fns.get("PackScatter"), fns.get("ScatterDiv")
+    w = Tensor(np.array([[np.iinfo(np.int32).min, 7]], np.int32))
+    (packed,) = pack.apply((Tensor(np.int64([0])), Tensor(np.array([[-1, -2]], np.int32))))
+    with pytest.raises(fns.CannotRunHere):
+        div.apply((w, packed))
+
+
+def test_a_schedule_order_at_which_stitch_cannot_run_is_not_the_outcome():
+    # r reads the indices while a Write races to make them leave a row
+    # unset: the run with the Read first gives an outcome; the canonical
+    # order (the Write first) cannot run DynamicStitch.  minimize_schedule
+    # keeps the schedule (before: CannotRun out of the minimization, the
+    # whole check `unknown` after its counterexample was confirmed)
+    from tfsem.checking import minimize as mini
+    p = program_from_json({
+        "format": "tfsem.program/1",
+        "variables": {"x": {"dtype": "int32", "shape": [2]}},
+        "feeds": {"bad": {"dtype": "int32", "shape": [2]}, "d": {"dtype": "int32", "shape": [2]}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "w", "op": "Write", "inputs": ["v", "$bad"]},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "DynamicStitch/1", "inputs": ["r", "$d"]}],
+        "outputs": {"out": "s"}})
+    i32 = lambda *xs: Tensor(np.array(xs, np.int32))   # noqa: E731
+    feeds, init = {"bad": i32(1, 1), "d": i32(5, 6)}, {"x": i32(1, 0)}
+    schedule = ["v", "r", "w", "s"]
+    assert mini.canonical_order(p, schedule) != schedule
+    with pytest.raises(fns.CannotRunHere):
+        run_schedule(p, feeds, init, mini.canonical_order(p, schedule), "atomic")
+    outcome = outcome_of(p, graph_of(p), run_schedule(p, feeds, init, schedule, "atomic"),
+                         "outputs+state")
+    import time
+    got = mini.minimize_schedule(p, feeds, init, schedule, outcome, "atomic", "outputs+state",
+                                 time.monotonic() + 5)
+    assert outcome_of(p, graph_of(p), run_schedule(p, feeds, init, got, "atomic"),
+                      "outputs+state") == outcome
