@@ -21,7 +21,7 @@ both semantics modes; for every `unsound` verdict:
    (minimize.COMMUTE_WITHOUT_REPLAY) shows the same schedules at the same σ
    (where neither check's minimization was cut by its budget).
 
-Run:  python -m tfsem.campaigns.counterexample_stages COUNT SEED
+Run:  python -m tfsem.campaigns.counterexample_stages COUNT SEED [MAX_NODES]
 (prints one line of counts; every failure with its program pair).
 """
 
@@ -143,14 +143,15 @@ def audit(p: Program, q: Program, v, sem: str, observe: str,
     return problems
 
 
-def campaign(count: int, seed: int, timeout: float = 2.0, shortcut_off: bool = True) -> dict:
+def campaign(count: int, seed: int, timeout: float = 2.0, shortcut_off: bool = True,
+             max_nodes: int = 9) -> dict:
     counts: dict[str, Any] = {"programs": 0, "checks": 0, "unsound": 0, "audited": 0,
                               "failures": [], "confirmed_numpy": 0, "shortcut_compared": 0}
     rng = random.Random(seed)
     t0 = time.monotonic()
     for k in range(count):
         dtype = DTYPES[k % len(DTYPES)]
-        (p,) = random_programs(1, seed * 100_003 + k, max_nodes=9, dtype=dtype)
+        (p,) = random_programs(1, seed * 100_003 + k, max_nodes=max_nodes, dtype=dtype)
         if p.has_control_flow:
             continue
         counts["programs"] += 1
@@ -205,7 +206,7 @@ def campaign(count: int, seed: int, timeout: float = 2.0, shortcut_off: bool = T
 
 if __name__ == "__main__":
     n, s = int(sys.argv[1]), int(sys.argv[2])
-    result = campaign(n, s)
+    result = campaign(n, s, max_nodes=int(sys.argv[3]) if len(sys.argv) > 3 else 9)
     failures = result.pop("failures")
     print(json.dumps(result))
     for f in failures:
