@@ -1342,8 +1342,9 @@ class _Checker:
                     # run gives: `original_outcomes`; more runs only repeat it.
                     # Every run reads the clock inside itself; the first at the
                     # σ owed completes, past the deadline too)
-                    candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                                     rng, 1 if race_free_p2 else REFUTE_RUNS,
+                    candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics,
+                                                     self.observe, rng,
+                                                     1 if race_free_p2 else REFUTE_RUNS,
                                                      time.monotonic() + REFUTE_SAMPLE_SHARE * left,
                                                      first_deadline=None if was_owed else stop)
                     if not candidates:
@@ -1362,16 +1363,16 @@ class _Checker:
                                                 candidates.values(), until)
                     # (their own random stream: σ and the runs of P' are drawn as
                     # they were without these runs)
-                    known.update(ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                                     self._original_rng,
-                                                     1 if self.original_race_free() else REFUTE_RUNS,
-                                                     until))
+                    known.update(ref.sample_outcomes(
+                        self.p, feeds, init, self.semantics, self.observe, self._original_rng,
+                        1 if self.original_race_free() else REFUTE_RUNS, until))
                     stats["original_runs"] = stats.get("original_runs", 0) + len(known)
                     rest = [o for o in candidates if o not in known]
                     left = stop - time.monotonic()
                     # a σ whose search runs long gets part of the time, so that
                     # another σ (other value coincidences) is tried too
-                    budget = Budget(SYMBOLIC_MAX_STATES, max(0.01, left if left < 0.3 else left / 2))
+                    budget = Budget(SYMBOLIC_MAX_STATES,
+                                    max(0.01, left if left < 0.3 else left / 2))
                     skipped: list = []
                     compared: list = []
                     try:
@@ -1395,7 +1396,8 @@ class _Checker:
                         if compared or len(rest) < len(candidates):
                             stats["partial"] = stats.get("partial", 0) + 1
                             stats["partial_parts"] = stats.get("partial_parts", 0) + len(compared)
-                            stats["partial_skipped"] = stats.get("partial_skipped", 0) + len(skipped)
+                            stats["partial_skipped"] = \
+                                stats.get("partial_skipped", 0) + len(skipped)
                         else:
                             stats["not_compared"] = stats.get("not_compared", 0) + 1
                         continue
