@@ -30,7 +30,7 @@ import itertools
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import ml_dtypes
@@ -462,7 +462,19 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # checks from several threads (the HTTP service) take turns
     with _Z3_LOCK:
         try:
-            return checker.run()
+            verdict = checker.run()
+            skipped = getattr(checker, "skipped_here", None)
+            if verdict.verdict == UNKNOWN and skipped is not None and \
+                    not verdict.stats.get("tried"):
+                # (every σ drawn was one at which a function cannot run,
+                # CannotRunHere: the op is the cause, named first, as for
+                # an op with no concrete model below)
+                n = verdict.stats["skipped_sigmas"]["count"]
+                reason = (f"{skipped.naming_nodes(original)}, at every σ the concrete "
+                          f"stages drew ({n} skipped); and {verdict.reason}")
+                stats = dict(verdict.stats, cause=cause_of(reason))
+                verdict = replace(verdict, reason=reason, stats=stats)
+            return verdict
         except fns.CannotRun as exc:
             # a function with no concrete model (an op of an imported graph)
             # stood between the proof and a counterexample: no verdict.  The
@@ -983,6 +995,8 @@ class _Checker:
         undecided (never excluded from the solver's later queries as a σ
         with no counterexample), counted in stats.skipped_sigmas."""
         self.decided = False
+        if getattr(self, "skipped_here", None) is None:
+            self.skipped_here = exc
         skipped = self.stats.setdefault("skipped_sigmas", {"count": 0, "first": str(exc)[:200]})
         skipped["count"] += 1
         return None

@@ -100,3 +100,25 @@ def test_a_schedule_order_at_which_stitch_cannot_run_is_not_the_outcome():
                                  time.monotonic() + 5)
     assert outcome_of(p, graph_of(p), run_schedule(p, feeds, init, got, "atomic"),
                       "outputs+state") == outcome
+
+
+def test_an_op_that_cannot_run_at_any_sigma_is_named_as_the_cause():
+    # DynamicStitch's indices a constant leaving row 0 unset: every σ is
+    # skipped; the check ends `unknown`, the op its cause (as before the
+    # skipping, though only at the end of its budget)
+    def prog(edge):
+        return program_from_json({
+            "format": "tfsem.program/1",
+            "variables": {"x": {"dtype": "int32", "shape": [2]}},
+            "feeds": {"a": {"dtype": "int32", "shape": [2]}},
+            "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                      {"name": "w", "op": "Write", "inputs": ["v", "$a"]},
+                      {"name": "r", "op": "Read", "inputs": ["v"] + (["^w"] if edge else [])},
+                      {"name": "i", "op": "Const", "value": {"dtype": "int32", "value": [1, 1]}},
+                      {"name": "s", "op": "DynamicStitch/1", "inputs": ["i", "r"]}],
+            "outputs": {"out": "s"}})
+    v = check_rewrite(prog(True), prog(False), timeout=1.5)
+    assert v.verdict == "unknown", (v.verdict, v.reason)
+    assert v.reason.startswith("cannot run DynamicStitch") and "(node s)" in v.reason, v.reason
+    assert v.stats["cause"].startswith("cannot run DynamicStitch")
+    assert v.stats["skipped_sigmas"]["count"] >= 1
