@@ -30,7 +30,7 @@ import itertools
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import ml_dtypes
@@ -462,7 +462,19 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # checks from several threads (the HTTP service) take turns
     with _Z3_LOCK:
         try:
-            return checker.run()
+            verdict = checker.run()
+            skipped = getattr(checker, "skipped_here", None)
+            if verdict.verdict == UNKNOWN and skipped is not None and \
+                    not verdict.stats.get("tried"):
+                # (every σ drawn was one at which a function cannot run,
+                # CannotRunHere: the op is the cause, named first, as for
+                # an op with no concrete model below)
+                n = verdict.stats["skipped_sigmas"]["count"]
+                reason = (f"{skipped.naming_nodes(original)}, at every σ the concrete "
+                          f"stages drew ({n} skipped); and {verdict.reason}")
+                stats = dict(verdict.stats, cause=cause_of(reason))
+                verdict = replace(verdict, reason=reason, stats=stats)
+            return verdict
         except fns.CannotRun as exc:
             # a function with no concrete model (an op of an imported graph)
             # stood between the proof and a counterexample: no verdict.  The
@@ -958,6 +970,8 @@ class _Checker:
                                      deadline=run_deadline)
             except (ValueError, BudgetExceeded):
                 return None
+            except fns.CannotRunHere as exc:
+                return self._skipped_here(exc)
             outcome = outcome_of(self.p2, graph_of(self.p2), state, self.observe)
         try:
             if original is None:
@@ -965,10 +979,27 @@ class _Checker:
                     feeds, init, max(0.5, self.remaining()) if seconds is None else seconds)
         except BudgetExceeded:
             return None
+        except fns.CannotRunHere as exc:
+            # (a function of P that runs at other values fails at this σ:
+            # σ is skipped, undecided, and the check goes on: other σ may
+            # hold a counterexample.  A function with no concrete model at
+            # all, CannotRun, still ends the check unknown naming it)
+            return self._skipped_here(exc)
         if outcome in original:
             self.decided = True
             return None
         return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
+
+    def _skipped_here(self, exc: Exception) -> None:
+        """A σ at which a function cannot run (fns.CannotRunHere): skipped,
+        undecided (never excluded from the solver's later queries as a σ
+        with no counterexample), counted in stats.skipped_sigmas."""
+        self.decided = False
+        if getattr(self, "skipped_here", None) is None:
+            self.skipped_here = exc
+        skipped = self.stats.setdefault("skipped_sigmas", {"count": 0, "first": str(exc)[:200]})
+        skipped["count"] += 1
+        return None
 
     def original_race_free(self) -> bool:
         """Whether P is race-free (checking/structural.py `race_free`),
@@ -1315,80 +1346,96 @@ class _Checker:
             while owed or (time.monotonic() < stop and not self.capped()
                            and (which != "first" or agreed < REFUTE_FIRST_AGREED)):
                 was_owed, owed = owed, False
-                sigma = next(self._refute_sigmas)
-                self.sigma_draws += 1
-                feeds, init = sigma
-                left = stop - time.monotonic()
-                # (a race-free program has one outcome at every σ, which any
-                # run gives: `original_outcomes`; more runs only repeat it.
-                # Every run reads the clock inside itself; the first at the
-                # σ owed completes, past the deadline too)
-                candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                                 rng, 1 if race_free_p2 else REFUTE_RUNS,
-                                                 time.monotonic() + REFUTE_SAMPLE_SHARE * left,
-                                                 first_deadline=None if was_owed else stop)
-                if not candidates:
-                    break    # (the first run cut short at the deadline: no σ tried)
-                stats["sigmas"] += 1
-                if which == "after":
-                    stats["after_sigmas"] = stats.get("after_sigmas", 0) + 1
-                stats["candidates"] += len(candidates)
-                # random runs of P too: a candidate equal to one of their
-                # outcomes is an outcome of P (each is a run of P), and a value
-                # of theirs at some parts is one the search there need not find
-                left = stop - time.monotonic()
-                until = time.monotonic() + REFUTE_SAMPLE_SHARE * left
-                known = ref.guided_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                            candidates.values(), until)
-                # (their own random stream: σ and the runs of P' are drawn as
-                # they were without these runs)
-                known.update(ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                                 self._original_rng,
-                                                 1 if self.original_race_free() else REFUTE_RUNS,
-                                                 until))
-                stats["original_runs"] = stats.get("original_runs", 0) + len(known)
-                rest = [o for o in candidates if o not in known]
-                left = stop - time.monotonic()
-                # a σ whose search runs long gets part of the time, so that
-                # another σ (other value coincidences) is tried too
-                budget = Budget(SYMBOLIC_MAX_STATES, max(0.01, left if left < 0.3 else left / 2))
-                skipped: list = []
-                compared: list = []
+                counted = None
                 try:
-                    # (the joint search of components with three parts or
-                    # more rarely finds what single parts and pairs do not,
-                    # and costs most: other σ get the time instead)
-                    missing = ref.unreached(self.p, feeds, init, self.semantics, self.observe,
-                                            rest, budget, self._skip, joint=REFUTE_JOINT,
-                                            incomplete=skipped, reached=known,
-                                            complete=compared) if rest else []
-                except BudgetExceeded:
-                    stats["budget_outs"] += 1
+                    sigma = next(self._refute_sigmas)
+                    self.sigma_draws += 1
+                    feeds, init = sigma
+                    left = stop - time.monotonic()
+                    # (a race-free program has one outcome at every σ, which any
+                    # run gives: `original_outcomes`; more runs only repeat it.
+                    # Every run reads the clock inside itself; the first at the
+                    # σ owed completes, past the deadline too)
+                    candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics,
+                                                     self.observe, rng,
+                                                     1 if race_free_p2 else REFUTE_RUNS,
+                                                     time.monotonic() + REFUTE_SAMPLE_SHARE * left,
+                                                     first_deadline=None if was_owed else stop)
+                    if not candidates:
+                        break    # (the first run cut short at the deadline: no σ tried)
+                    counted = (stats["sigmas"], stats.get("after_sigmas"), stats["candidates"])
+                    stats["sigmas"] += 1
+                    if which == "after":
+                        stats["after_sigmas"] = stats.get("after_sigmas", 0) + 1
+                    stats["candidates"] += len(candidates)
+                    # random runs of P too: a candidate equal to one of their
+                    # outcomes is an outcome of P (each is a run of P), and a value
+                    # of theirs at some parts is one the search there need not find
+                    left = stop - time.monotonic()
+                    until = time.monotonic() + REFUTE_SAMPLE_SHARE * left
+                    known = ref.guided_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                                candidates.values(), until)
+                    # (their own random stream: σ and the runs of P' are drawn as
+                    # they were without these runs)
+                    known.update(ref.sample_outcomes(
+                        self.p, feeds, init, self.semantics, self.observe, self._original_rng,
+                        1 if self.original_race_free() else REFUTE_RUNS, until))
+                    stats["original_runs"] = stats.get("original_runs", 0) + len(known)
+                    rest = [o for o in candidates if o not in known]
+                    left = stop - time.monotonic()
+                    # a σ whose search runs long gets part of the time, so that
+                    # another σ (other value coincidences) is tried too
+                    budget = Budget(SYMBOLIC_MAX_STATES,
+                                    max(0.01, left if left < 0.3 else left / 2))
+                    skipped: list = []
+                    compared: list = []
+                    try:
+                        # (the joint search of components with three parts or
+                        # more rarely finds what single parts and pairs do not,
+                        # and costs most: other σ get the time instead)
+                        missing = ref.unreached(self.p, feeds, init, self.semantics, self.observe,
+                                                rest, budget, self._skip, joint=REFUTE_JOINT,
+                                                incomplete=skipped, reached=known,
+                                                complete=compared) if rest else []
+                    except BudgetExceeded:
+                        stats["budget_outs"] += 1
+                        continue
+                    finally:
+                        stats["states"] += budget.states
+                    if not missing and skipped:
+                        # some part's search ran out of its share: σ was not
+                        # compared on every part, so it is not counted as tried;
+                        # it is "partly" tried when some candidate was found among
+                        # P's runs in full or some part was compared
+                        if compared or len(rest) < len(candidates):
+                            stats["partial"] = stats.get("partial", 0) + 1
+                            stats["partial_parts"] = stats.get("partial_parts", 0) + len(compared)
+                            stats["partial_skipped"] = \
+                                stats.get("partial_skipped", 0) + len(skipped)
+                        else:
+                            stats["not_compared"] = stats.get("not_compared", 0) + 1
+                        continue
+                    agreed += not missing
+                    if not missing:
+                        # a σ tried: every random run of P' gave outputs and
+                        # variable values (alone and in pairs) that a run of P gives
+                        stats["agreed"] = stats.get("agreed", 0) + 1
+                    for outcome, part in missing:
+                        found = self.confirm_refuted(sigma, candidates[outcome], outcome, part)
+                        if found is not None:
+                            stats["found"] = which
+                            return found
+                except fns.CannotRunHere as exc:
+                    # (a function that runs at other values fails at this σ:
+                    # σ skipped, not tried, and the next one drawn)
+                    self._skipped_here(exc)
+                    if counted is not None:     # (not counted as tried)
+                        stats["sigmas"], after, stats["candidates"] = counted
+                        if after is None:
+                            stats.pop("after_sigmas", None)
+                        else:
+                            stats["after_sigmas"] = after
                     continue
-                finally:
-                    stats["states"] += budget.states
-                if not missing and skipped:
-                    # some part's search ran out of its share: σ was not
-                    # compared on every part, so it is not counted as tried;
-                    # it is "partly" tried when some candidate was found among
-                    # P's runs in full or some part was compared
-                    if compared or len(rest) < len(candidates):
-                        stats["partial"] = stats.get("partial", 0) + 1
-                        stats["partial_parts"] = stats.get("partial_parts", 0) + len(compared)
-                        stats["partial_skipped"] = stats.get("partial_skipped", 0) + len(skipped)
-                    else:
-                        stats["not_compared"] = stats.get("not_compared", 0) + 1
-                    continue
-                agreed += not missing
-                if not missing:
-                    # a σ tried: every random run of P' gave outputs and
-                    # variable values (alone and in pairs) that a run of P gives
-                    stats["agreed"] = stats.get("agreed", 0) + 1
-                for outcome, part in missing:
-                    found = self.confirm_refuted(sigma, candidates[outcome], outcome, part)
-                    if found is not None:
-                        stats["found"] = which
-                        return found
         except fns.CannotRun as exc:
             # a function with no concrete model: this stage cannot run it
             stats["cannot_run"] = exc.naming_nodes(self.p)
@@ -1427,7 +1474,7 @@ class _Checker:
                                           Budget(SYMBOLIC_MAX_STATES,
                                                  max(0.01, min(0.5, self.remaining()))),
                                           self._skip, joint=REFUTE_JOINT))
-            except BudgetExceeded:
+            except (BudgetExceeded, fns.CannotRunHere):
                 return False
 
         if self.minimize:
@@ -1491,6 +1538,8 @@ class _Checker:
             state = run_schedule(self.p2, sigma[0], sigma[1], schedule, self.semantics)
         except ValueError:
             return None
+        except fns.CannotRunHere as exc:
+            return self._skipped_here(exc)
         return outcome_of(self.p2, graph_of(self.p2), state, self.observe)
 
     # -- the concrete fallback --------------------------------------------------
@@ -1575,6 +1624,11 @@ class _Checker:
                 budget_note = f"; concrete search: {exc}"
                 if not refuted:
                     retry = sigma
+                continue
+            except fns.CannotRunHere as exc:
+                # (a function that runs at other values fails at this σ:
+                # skipped, not counted as tried; the next σ is drawn)
+                self._skipped_here(exc)
                 continue
             tried += 1
             if found is not None:
@@ -1917,6 +1971,8 @@ class _Checker:
             found = self.concrete_difference((cx.feeds, cx.init))
         except BudgetExceeded:
             found = None
+        except fns.CannotRunHere as exc:
+            found = self._skipped_here(exc)
         return found if found is not None else result.tried
 
     def concrete_difference(self, sigma: tuple[dict, dict],

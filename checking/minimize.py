@@ -25,6 +25,7 @@ import numpy as np
 import z3
 
 from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.functions import CannotRunHere
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
@@ -390,7 +391,9 @@ def minimize_schedule(p: Program, feeds: dict[str, Value], init: dict[str, Value
         # schedule given, already confirmed, is kept)
         try:
             state = run_schedule(p, feeds, init, candidate, semantics, deadline=deadline)
-        except (ValueError, BudgetExceeded):
+        except (ValueError, BudgetExceeded, CannotRunHere):
+            # (a function that fails at the values this order gives it:
+            # not the outcome)
             return False
         return outcome_of(p, g, state, observe) == outcome
 

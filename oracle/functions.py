@@ -752,6 +752,14 @@ class CannotRun(RuntimeError):
         return f"{self} (node{'s' if len(nodes) > 1 else ''} {', '.join(nodes[:5])}{more})"
 
 
+class CannotRunHere(CannotRun):
+    """A function that runs concretely at other values but not at these
+    (DynamicStitch whose indices leave a row unset, ScatterDiv of the lowest
+    integer by -1, a scatter with duplicate indices): a σ at which it is
+    raised is skipped by the checker's concrete stages, never taken as a
+    counterexample nor as a σ without one (docs/review-counterexample-stages.md)."""
+
+
 class OpError(ShapeError):
     """The op fails on these arguments (TensorFlow raises an error, the node
     produces the error value `reason`)."""

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from .. import functions as fns
-from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, _axes, _bool_attr,
-                         _dtype_attr, _int_attr, _int_list)
+from ..functions import (TENSORFLOW, CannotRun, CannotRunHere, OpError, ShapeError, _axes,
+                         _bool_attr, _dtype_attr, _int_attr, _int_list)
 from ..program import DataIn
 from ..values import DTYPE_MISMATCH, Tensor
 from .registry import (FOLDS_ON_CONSTANTS, OpDef, define, export_as, index_dtype, int_list,
@@ -680,8 +680,8 @@ def _dynamic_stitch(n: int):
                 out[v] = rows[k]
                 seen[v] = True
         if not seen.all():
-            raise CannotRun("cannot run DynamicStitch with indices that leave a row unset "
-                            "(TensorFlow leaves its contents unspecified)")
+            raise CannotRunHere("cannot run DynamicStitch with indices that leave a row unset "
+                                "(TensorFlow leaves its contents unspecified)")
         return (out,)
     return impl
 

@@ -56,7 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import functions as fns
-from ..functions import (TENSORFLOW, CannotRun, OpError, ShapeError, ftz)
+from ..functions import (TENSORFLOW, CannotRun, CannotRunHere, OpError, ShapeError, ftz)
 from ..program import ControlIn, DataIn
 from ..values import FLOAT_DTYPES, Tensor, dtype_name
 from .registry import OpDef, define, flushed, index_dtype, kernels_are_functions, refuse
@@ -216,8 +216,8 @@ def _row_op(kind: str) -> Callable:
             # measured), the narrower ones are promoted to int and wrap
             if p.dtype.name in ("int32", "int64") and np.any(
                     (p == np.iinfo(p.dtype).min) & (np.broadcast_to(u, p.shape) == -1)):
-                raise CannotRun(f"cannot run ScatterDiv of the lowest {p.dtype.name} by -1: "
-                                "TensorFlow's kernel traps (SIGFPE) and its process dies")
+                raise CannotRunHere(f"cannot run ScatterDiv of the lowest {p.dtype.name} by -1: "
+                                    "TensorFlow's kernel traps (SIGFPE) and its process dies")
             a = p.astype(object).reshape(-1)
             b = np.broadcast_to(u, p.shape).astype(object).reshape(-1)
             r = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1)
@@ -248,10 +248,10 @@ def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: b
     if n_checked >= PARALLEL_SCATTER:
         distinct = len({p for p in positions if p is not None})
         if bad is not None or distinct < len(positions):
-            raise CannotRun(f"cannot run a scatter of {n_checked} indices with duplicates or an "
-                            "index out of range concretely: TensorFlow's CPU kernel applies "
-                            f"{PARALLEL_SCATTER} or more indices in parallel, in an order that "
-                            "varies")
+            raise CannotRunHere(f"cannot run a scatter of {n_checked} indices with duplicates or "
+                                "an index out of range concretely: TensorFlow's CPU kernel "
+                                f"applies {PARALLEL_SCATTER} or more indices in parallel, in an "
+                                "order that varies")
     for i, pos in enumerate(positions):
         if pos is None:
             if skip_bad:
@@ -534,9 +534,9 @@ def _check_dense(spec: Optimizer, arrays) -> None:
         if len(shape) < 1 or ins["grad"].shape != (idx.shape[0],) + shape[1:]:
             raise ShapeError(f"{spec.op}: grad must be [len(indices)] + var.shape[1:]")
         if len(set(idx.tolist())) < idx.shape[0]:
-            raise CannotRun(f"cannot run {spec.op} with duplicate indices concretely: "
-                            "TensorFlow's CPU kernel may update the rows of one index from "
-                            "several threads, in an order that varies")
+            raise CannotRunHere(f"cannot run {spec.op} with duplicate indices concretely: "
+                                "TensorFlow's CPU kernel may update the rows of one index from "
+                                "several threads, in an order that varies")
     for name, a in named:
         if name in ("global_step", "indices") or (spec.sparse and name == "grad"):
             if name == "global_step" and (a.ndim != 0 or dtype_name(a.dtype) != "int64"):
