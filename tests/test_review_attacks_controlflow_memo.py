@@ -1,0 +1,156 @@
+"""Review of the control-flow engine's concrete runs (oracle/controlflow.py;
+docs/review-controlflow-engine-runs.md): Outcomes(P, σ) remembered per
+program object and exact σ bits, one Machine per program object, runs in
+place, the parallel_iterations window skipped below every loop's limit.
+
+The campaign keeps ONE memo across many queries in one process (the real
+use: several rewrites checked against one original at the same σ) and
+asks, in a shuffled order and twice each, for Outcomes of a program, an
+equal program built again, the program with its nodes in reverse order
+(parallel_iterations is its first Enter's in node order), at σ and at σ
+with each float's zero sign flipped, a NaN's payload changed, a value's
+bits read as another dtype of the same width, a variable left
+uninitialized; in both modes, both observations and two iteration bounds.
+Every answer is compared with the same query's answer with the memo off
+(`remember_outcomes = False`) on a Machine made afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tfsem.generators.control_flow import control_flow_programs, summing_loop
+from tfsem.generators.strategies import inputs_for
+from tfsem.oracle import controlflow as cf
+from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.graph import graph_of
+from tfsem.oracle.program import Program
+from tfsem.oracle.values import Error, Tensor
+
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+#: TFSEM_REVIEW_EXAMPLES: a campaign's size from the command line
+EXAMPLES = int(os.environ.get("TFSEM_REVIEW_EXAMPLES", 300 if NIGHTLY else 3))
+SOME = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+STATES = 20_000
+_SAME_WIDTH = {"float32": "int32", "int32": "float32", "float64": "int64", "int64": "float64"}
+
+
+def fresh(p, feeds, init, mode, observe, bound):
+    """The answer with nothing remembered: a Machine made for this query,
+    every step copying the state, no registry result reused."""
+    m = cf.Machine(p, graph_of(p), mode, bound)
+    m.in_place = False
+    m.remember_functions = False
+    out = {}
+    try:
+        for _, s in cf.behaviours(p, m.g, feeds, init, mode, True, STATES, bound, machine=m):
+            out.setdefault(m.outcome(s, observe), None)
+    except cf.LoopBoundExceeded as exc:
+        return ("bound", exc.frame)
+    except BudgetExceeded:
+        return None
+    return frozenset(out)
+
+
+def remembered(p, feeds, init, mode, observe, bound):
+    try:
+        got, _ = cf.outcomes(p, feeds, init, mode, observe, STATES, None, bound)
+    except cf.LoopBoundExceeded as exc:
+        return ("bound", exc.frame)
+    except BudgetExceeded:
+        return None
+    return frozenset(got)
+
+
+def _variants(values: dict) -> list[dict]:
+    """σ's parts with one value changed in its bits only."""
+    out = []
+    for name, v in values.items():
+        if type(v) is not Tensor:
+            continue
+        a = np.array(v.array)
+        if a.dtype.kind == "f" and a.size:
+            z = a.copy()
+            z[a == 0] = -a[a == 0]
+            if z.tobytes() != a.tobytes():
+                out.append({**values, name: Tensor(z, v.dtype)})
+            n = a.copy()
+            n.reshape(-1)[0] = np.nan
+            bits = n.view(f"u{n.itemsize}").copy()
+            bits.reshape(-1)[0] ^= 1                   # another NaN payload
+            out.append({**values, name: Tensor(bits.view(a.dtype), v.dtype)})
+        other = _SAME_WIDTH.get(v.dtype)
+        if other is not None:                          # same bits, another dtype
+            out.append({**values, name: Tensor(a.view(np.dtype(other)), other)})
+    return out
+
+
+def reversed_program(p: Program) -> Program:
+    return Program(p.variables, tuple(reversed(p.nodes)), p.outputs, p.feeds)
+
+
+def equal_program(p: Program) -> Program:
+    return Program(p.variables, tuple(p.nodes), p.outputs, p.feeds)
+
+
+def campaign_case(p, feeds, init, rng: random.Random) -> int:
+    """Every query of one program, shuffled and asked twice, each answer
+    compared with the memo-off answer; returns the queries made."""
+    programs = [p, equal_program(p), reversed_program(p)]
+    sigmas = [(feeds, init)]
+    sigmas += [(f, init) for f in _variants(feeds)][:3]
+    sigmas += [(feeds, i) for i in _variants(init)][:3]
+    if init:
+        x = sorted(init)[0]
+        sigmas.append((feeds, {k: v for k, v in init.items() if k != x}))   # uninitialized
+        sigmas.append((feeds, {**init, x: Error("uninitialized")}))
+    queries = [(q, f, i, mode, observe, bound)
+               for q in programs for f, i in sigmas
+               for mode in ("atomic", "decomposed")
+               for observe in ("outputs+state", "outputs")
+               for bound in (cf.DEFAULT_MAX_ITERATIONS, 2)]
+    queries = rng.sample(queries, min(len(queries), 24)) * 2
+    rng.shuffle(queries)
+    for q in queries:
+        want = fresh(*q)
+        got = remembered(*q)
+        if want is None or got is None:   # (a budget ran out: nothing to compare)
+            continue
+        assert got == want, (q[3:], "memo answer differs from a fresh run")
+    return len(queries)
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.data())
+def test_remembered_outcomes_equal_fresh_runs_on_control_flow_programs(p, data):
+    feeds, init = data.draw(inputs_for(p, edge_p=0.4))
+    campaign_case(p, feeds, init, random.Random(data.draw(st.integers(0, 2**32))))
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, kinds=("loop", "cond", "stack"),
+                             others=("loop", "cond", "stack", "plain"), bounded_trips=True,
+                             stacks=True), st.data())
+def test_remembered_outcomes_equal_fresh_runs_on_programs_with_stacks(p, data):
+    feeds, init = data.draw(inputs_for(p, edge_p=0.4))
+    campaign_case(p, feeds, init, random.Random(data.draw(st.integers(0, 2**32))))
+
+
+@pytest.mark.parametrize("mode", ("atomic", "decomposed"))
+def test_same_bits_of_another_dtype_are_another_sigma(mode):
+    """int32 1 and float32 1.4e-45 have the same bytes: the memo must not
+    answer one with the other's outcomes."""
+    p = summing_loop("3")
+    init = {x: Tensor(1, "int64") for x in p.variables}
+    a = {f: Tensor(2, "int64") for f in p.feed_names}
+    b = {f: Tensor(np.array(2, np.int64).view(np.float64), "float64") for f in p.feed_names}
+    for feeds in (a, b, a, b):
+        assert remembered(p, feeds, init, mode, "outputs+state", 6) == \
+            fresh(p, feeds, init, mode, "outputs+state", 6)
