@@ -1650,7 +1650,7 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     got = _OUTCOMES.get(key) if key is not None else None
     if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
         _OUTCOMES[key] = _OUTCOMES.pop(key, got)   # (used last: evicted last)
-        _, found, explored, used = got
+        _, found, explored, used = got[:4]
         for op in used:   # (the verdict names the kernels its outcomes rest on)
             fns._kernels._note(op)
         if isinstance(found, tuple):   # (the run reached a loop's iteration bound)
@@ -1665,10 +1665,11 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 out.setdefault(m.outcome(s, observe), tuple(sched))
         except LoopBoundExceeded as exc:
             if key is not None:
-                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used)))
+                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used),
+                                _functions_of(p)))
             raise
     if key is not None and len(out) <= _OUTCOMES_MAX_SET:
-        _remember(key, (p, out, m.explored, frozenset(used)))
+        _remember(key, (p, out, m.explored, frozenset(used), _functions_of(p)))
     return dict(out), m.explored
 
 
@@ -1724,6 +1725,15 @@ def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Val
     functions = tuple((op, id(fns.lookup(op))) for op in _function_ops(p))
     return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
             fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+
+
+def _functions_of(p: Program) -> tuple:
+    """The registry functions of P's ops, the objects: an entry of
+    :data:`_OUTCOMES` keeps them, so that no function registered later (a
+    plugin's `register(..., replace=True)`) can take the id() of one in its
+    key while the entry lives (review20: a replaced function's id reused by
+    its replacement answered with the old function's outcomes)."""
+    return tuple(fns.lookup(op) for op in _function_ops(p))
 
 
 def _function_ops(p: Program) -> tuple[str, ...]:

@@ -154,3 +154,38 @@ def test_same_bits_of_another_dtype_are_another_sigma(mode):
     for feeds in (a, b, a, b):
         assert remembered(p, feeds, init, mode, "outputs+state", 6) == \
             fresh(p, feeds, init, mode, "outputs+state", 6)
+
+
+def test_a_replaced_function_is_not_answered_by_its_predecessors_outcomes(monkeypatch):
+    """A registry function replaced (`register(..., replace=True)`, a
+    plugin's) is another function: the memo's key names it by id(), and
+    CPython gives a freed object's address to the next object of its size,
+    so the replacement of a function no longer referenced took its id and
+    was answered with the old function's outcomes (f = a + 1 for a + 3)."""
+    import gc
+
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle.functions import Function
+    from tfsem.oracle.jsonio import program_from_json
+
+    monkeypatch.setattr(fns, "_REGISTRY", dict(fns._REGISTRY))
+    monkeypatch.setattr(cf, "_OUTCOMES", {})
+
+    def bump(k):
+        return Function("ReviewBump", 1, 1, lambda xp, args, attrs: (args[0] + k,))
+    fns.register(bump(1))
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "int32", "shape": []},
+                                     "t": {"dtype": "bool", "shape": []}},
+                           "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                     {"name": "f", "op": "ReviewBump", "inputs": ["sw:1"]}],
+                           "outputs": {"f": "f"}})
+    sigma = {"a": Tensor(1, "int32"), "t": Tensor(True, "bool")}
+    for k in range(1, 24):
+        if k > 1:
+            cf._APPLIED.clear()   # (its entries keep the old function alive)
+            gc.collect()
+            fns.register(bump(k), replace=True)
+        got = remembered(p, sigma, {}, "atomic", "outputs+state", cf.DEFAULT_MAX_ITERATIONS)
+        assert got == fresh(p, sigma, {}, "atomic", "outputs+state", cf.DEFAULT_MAX_ITERATIONS)
+        assert [dict(o.outputs)["f"] for o in got] == [Tensor(1 + k, "int32")]
