@@ -189,3 +189,39 @@ def test_a_replaced_function_is_not_answered_by_its_predecessors_outcomes(monkey
         got = remembered(p, sigma, {}, "atomic", "outputs+state", cf.DEFAULT_MAX_ITERATIONS)
         assert got == fresh(p, sigma, {}, "atomic", "outputs+state", cf.DEFAULT_MAX_ITERATIONS)
         assert [dict(o.outputs)["f"] for o in got] == [Tensor(1 + k, "int32")]
+
+
+def test_threads_sharing_the_memo_get_their_own_answers():
+    """Four threads ask for the same program objects at interleaved σ (one
+    memo, a Machine per thread, kernels' switch per thread): each answer is
+    the fresh run's, and kernels forced off in one thread do not change
+    another's key (`kernels.use` is per thread)."""
+    import threading
+
+    from tfsem.oracle import kernels
+
+    programs = [summing_loop("2"), summing_loop("3", read_after=False)]
+    sigmas = [({f: Tensor(k, "int64") for f in programs[0].feed_names},
+               {x: Tensor(k % 3, "int64") for x in programs[0].variables}) for k in range(4)]
+    want = {(i, j, mode): fresh(q, f, s, mode, "outputs+state", 6)
+            for i, q in enumerate(programs) for j, (f, s) in enumerate(sigmas)
+            for mode in ("atomic", "decomposed")}
+    errors = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            with kernels.use(seed % 2 == 0):
+                for _ in range(40):
+                    i, j, mode = rng.choice(sorted(want))
+                    got = remembered(programs[i], *sigmas[j], mode, "outputs+state", 6)
+                    if got != want[(i, j, mode)]:
+                        errors.append((seed, i, j, mode))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
