@@ -36,6 +36,8 @@ from tfsem.oracle.values import Error, Tensor
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 #: TFSEM_REVIEW_EXAMPLES: a campaign's size from the command line
 EXAMPLES = int(os.environ.get("TFSEM_REVIEW_EXAMPLES", 300 if NIGHTLY else 1))
+#: TFSEM_REVIEW_QUERIES: queries per program (each asked twice)
+QUERIES = int(os.environ.get("TFSEM_REVIEW_QUERIES", 24))
 SOME = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 STATES = 20_000
@@ -116,7 +118,7 @@ def campaign_case(p, feeds, init, rng: random.Random) -> int:
                for mode in ("atomic", "decomposed")
                for observe in ("outputs+state", "outputs")
                for bound in (cf.DEFAULT_MAX_ITERATIONS, 2)]
-    queries = rng.sample(queries, min(len(queries), 24)) * 2
+    queries = rng.sample(queries, min(len(queries), QUERIES)) * 2
     rng.shuffle(queries)
     for q in queries:
         want = fresh(*q)
