@@ -126,6 +126,9 @@ def campaign_case(p, feeds, init, rng: random.Random) -> int:
         if want is None or got is None:   # (a budget ran out: nothing to compare)
             continue
         assert got == want, (q[3:], "memo answer differs from a fresh run")
+    if os.environ.get("TFSEM_REVIEW_LOG"):   # (a long campaign's progress)
+        with open(os.environ["TFSEM_REVIEW_LOG"], "a") as log:
+            log.write(f"{len(p.nodes)} {len(queries)}\n")
     return len(queries)
 
 
