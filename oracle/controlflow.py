@@ -1645,7 +1645,9 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     """Outcomes(P, σ), each with one schedule, and the number of states
     explored.  Remembered (:data:`_OUTCOMES`): asked again for the same
     program object at the same σ, the answer of the first time."""
-    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations) \
+    # (the functions named in the key, kept by its entry: _functions_of)
+    held = _functions_of(p) if remember_outcomes else ()
+    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations, held) \
         if remember_outcomes else None
     got = _OUTCOMES.get(key) if key is not None else None
     if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
@@ -1665,11 +1667,10 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 out.setdefault(m.outcome(s, observe), tuple(sched))
         except LoopBoundExceeded as exc:
             if key is not None:
-                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used),
-                                _functions_of(p)))
+                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used), held))
             raise
     if key is not None and len(out) <= _OUTCOMES_MAX_SET:
-        _remember(key, (p, out, m.explored, frozenset(used), _functions_of(p)))
+        _remember(key, (p, out, m.explored, frozenset(used), held))
     return dict(out), m.explored
 
 
@@ -1710,7 +1711,8 @@ def _remember(key: tuple, entry: tuple) -> None:
 
 
 def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                  semantics: str, observe: str, max_iterations: int) -> "tuple | None":
+                  semantics: str, observe: str, max_iterations: int,
+                  held: "tuple | None" = None) -> "tuple | None":
     """The key of Outcomes(P, σ) in :data:`_OUTCOMES`, or None (not remembered:
     a value with no exact key, as in :data:`_APPLIED`)."""
     parts = []
@@ -1722,7 +1724,9 @@ def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Val
                 return None
             items.append((name, k))
         parts.append(tuple(items))
-    functions = tuple((op, id(fns.lookup(op))) for op in _function_ops(p))
+    if held is None:
+        held = _functions_of(p)
+    functions = tuple((op, id(f)) for op, f in zip(_function_ops(p), held))
     return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
             fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
 
