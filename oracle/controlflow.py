@@ -1645,12 +1645,14 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     """Outcomes(P, σ), each with one schedule, and the number of states
     explored.  Remembered (:data:`_OUTCOMES`): asked again for the same
     program object at the same σ, the answer of the first time."""
-    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations) \
+    # (the functions named in the key, kept by its entry: _functions_of)
+    held = _functions_of(p) if remember_outcomes else ()
+    key = _outcomes_key(p, feeds, init, semantics, observe, max_iterations, held) \
         if remember_outcomes else None
     got = _OUTCOMES.get(key) if key is not None else None
     if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
         _OUTCOMES[key] = _OUTCOMES.pop(key, got)   # (used last: evicted last)
-        _, found, explored, used = got
+        _, found, explored, used = got[:4]
         for op in used:   # (the verdict names the kernels its outcomes rest on)
             fns._kernels._note(op)
         if isinstance(found, tuple):   # (the run reached a loop's iteration bound)
@@ -1665,10 +1667,10 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 out.setdefault(m.outcome(s, observe), tuple(sched))
         except LoopBoundExceeded as exc:
             if key is not None:
-                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used)))
+                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used), held))
             raise
     if key is not None and len(out) <= _OUTCOMES_MAX_SET:
-        _remember(key, (p, out, m.explored, frozenset(used)))
+        _remember(key, (p, out, m.explored, frozenset(used), held))
     return dict(out), m.explored
 
 
@@ -1709,7 +1711,8 @@ def _remember(key: tuple, entry: tuple) -> None:
 
 
 def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
-                  semantics: str, observe: str, max_iterations: int) -> "tuple | None":
+                  semantics: str, observe: str, max_iterations: int,
+                  held: "tuple | None" = None) -> "tuple | None":
     """The key of Outcomes(P, σ) in :data:`_OUTCOMES`, or None (not remembered:
     a value with no exact key, as in :data:`_APPLIED`)."""
     parts = []
@@ -1721,9 +1724,20 @@ def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Val
                 return None
             items.append((name, k))
         parts.append(tuple(items))
-    functions = tuple((op, id(fns.lookup(op))) for op in _function_ops(p))
+    if held is None:
+        held = _functions_of(p)
+    functions = tuple((op, id(f)) for op, f in zip(_function_ops(p), held))
     return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
             fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+
+
+def _functions_of(p: Program) -> tuple:
+    """The registry functions of P's ops, the objects: an entry of
+    :data:`_OUTCOMES` keeps them, so that no function registered later (a
+    plugin's `register(..., replace=True)`) can take the id() of one in its
+    key while the entry lives (review20: a replaced function's id reused by
+    its replacement answered with the old function's outcomes)."""
+    return tuple(fns.lookup(op) for op in _function_ops(p))
 
 
 def _function_ops(p: Program) -> tuple[str, ...]:
