@@ -56,9 +56,12 @@ MARK = "@@controlflow-runs "
 def _picklable() -> None:
     """Programs' frozen mappings refuse item assignment, which unpickling a
     dict subclass uses: rebuild them from a plain dict."""
-    from tfsem.oracle import program
+    from tfsem.oracle import program, values
     for cls in (program._FrozenDict, program._FrozenMap):
         copyreg.pickle(cls, lambda m, cls=cls: (cls, (dict(m),)))
+    # and tensors by their arrays, made again by the reading tree's Tensor
+    # (whose private fields may differ: a baseline's hash is not lazy)
+    copyreg.pickle(values.Tensor, lambda t: (values.Tensor, (t.array,)))
 
 
 def workload(graphs, optimizers, n_sigmas: int, into: Path) -> Path:
@@ -133,18 +136,8 @@ def worker(path: str, memo: bool) -> int:
 
 class Worker(bench.Worker):
     def __init__(self, label: str, env: dict, path: Path, memo: bool):
-        self.label = label
-        self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", str(path)]
-            + (["--memo"] if memo else []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=env, cwd=str(ROOT))
-        self.info = self._answer()
-
-    def _answer(self) -> dict:
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                return json.loads(line[len(MARK):])
-        raise RuntimeError(f"the {self.label} worker ended (exit {self.proc.wait()})")
+        super().__init__(label, env, [sys.executable, str(Path(__file__).resolve()), "--worker",
+                                      str(path)] + (["--memo"] if memo else []), mark=MARK)
 
 
 def main(argv=None) -> int:

@@ -138,17 +138,24 @@ def worker() -> int:
 
 
 class Worker:
-    def __init__(self, label: str, env: dict):
-        self.label = label
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
+    """A benchmark's worker process (by default this script's `--worker`),
+    answering each JSON job with one line marked `mark`; the other
+    benchmarks' workers (structural.py, controlflow_runs.py) are this with
+    their own command line and mark."""
+
+    def __init__(self, label: str, env: dict, argv: list[str] | None = None,
+                 mark: str = MARK):
+        self.label, self.mark = label, mark
+        self.proc = subprocess.Popen(argv or [sys.executable, str(Path(__file__).resolve()),
+                                              "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env=env, cwd=str(ROOT))
         self.info = self._answer()
 
     def _answer(self) -> dict:
         for line in self.proc.stdout:
-            if line.startswith(MARK):
-                return json.loads(line[len(MARK):])
+            if line.startswith(self.mark):
+                return json.loads(line[len(self.mark):])
         raise RuntimeError(f"the {self.label} worker ended (exit {self.proc.wait()})")
 
     def run(self, job: dict) -> dict:

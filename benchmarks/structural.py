@@ -62,27 +62,11 @@ def worker() -> int:
     return 0
 
 
-class Worker:
-    def __init__(self, env: dict):
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env)
-        self.info = self._answer()
-
-    def _answer(self) -> dict:
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                return json.loads(line[len(MARK):])
-        raise RuntimeError("the worker stopped")
-
-    def run(self, job: dict) -> dict:
-        self.proc.stdin.write(json.dumps(job) + "\n")
-        self.proc.stdin.flush()
-        return self._answer()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
+def Worker(env: dict):  # noqa: N802  (benchmarks/grappler.py's worker, with this script's)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import grappler as bench
+    return bench.Worker("structural", env, [sys.executable, str(Path(__file__).resolve()),
+                                            "--worker"], mark=MARK)
 
 
 def dump(out: Path, graphs: list[str], optimizers: list[str]) -> None:

@@ -285,10 +285,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
         raise crashed from None
     kind = answer[0]
     if kind == "ok":
-        results = [np.asarray(r) for r in answer[1]]
-        for r in results:
-            r.setflags(write=False)
-        _store(key, results, sum(r.nbytes for r in results))
+        results = _store_results(key, answer[1])
         _note(op)
         return [r.copy() for r in results]
     if kind == "op-error":
@@ -344,10 +341,7 @@ def prefetch(requests: Sequence[tuple]) -> int:
     for (key, op, _arrays, _attrs, _n), answer in zip(todo, answers):
         kind = answer[0]
         if kind == "ok":
-            results = [np.asarray(r) for r in answer[1]]
-            for r in results:
-                r.setflags(write=False)
-            _store(key, results, sum(r.nbytes for r in results))
+            _store_results(key, answer[1])
         elif kind == "op-error":
             reason = "shape-mismatch" if answer[1] == "invalid-argument" else answer[1]
             _store(key, KernelOpError(reason, f"TensorFlow's {op} kernel failed: {answer[2]}"), 256)
@@ -403,6 +397,15 @@ def _digest(a: np.ndarray) -> bytes:
                 _digests.clear()
             _digests[id(a)] = (ref, d)
     return d
+
+
+def _store_results(key, arrays) -> list[np.ndarray]:
+    """A kernel's results as read-only arrays, remembered under `key`."""
+    results = [np.asarray(r) for r in arrays]
+    for r in results:
+        r.setflags(write=False)
+    _store(key, results, sum(r.nbytes for r in results))
+    return results
 
 
 def _store(key, value, size: int) -> None:
