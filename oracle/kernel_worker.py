@@ -117,15 +117,6 @@ def _default(a):
     raise _Refuse(f"attribute {a.name!r} has no value and no default tfsem can pass")
 
 
-def _call(tf, op_def_registry, execute, ctx, op: str, inputs, attrs):
-    """The op on eager tensors of `inputs`, with every attribute of its
-    OpDef: those the inputs decide (dtypes, list lengths) from the inputs,
-    the others from the node's attributes, else the OpDef's defaults."""
-    tensors = [tf.constant(a) for a in inputs]
-    flat, n_out = _signature(tf, op_def_registry, op, tensors, attrs)
-    return _execute(execute, ctx, op, n_out, tensors, flat)
-
-
 def _execute(execute, ctx, op, n_out, tensors, flat):
     results = execute.execute(op, n_out, tensors, flat, ctx)
     return [t.numpy() for t in results]
@@ -176,6 +167,10 @@ def _signature(tf, op_def_registry, op: str, tensors, attrs):
 
 
 def _work_out(tf, op_def_registry, op: str, tensors, attrs):
+    """Every attribute of the op's OpDef for eager `tensors`, flat as the
+    executor takes them, and its number of outputs: those the inputs decide
+    (dtypes, list lengths) from the inputs, the others from the node's
+    attributes, else the OpDef's defaults."""
     od = op_def_registry.get(op)
     if od is None:
         raise _Refuse(f"TensorFlow {tf.__version__} has no op {op}")

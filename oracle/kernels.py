@@ -289,9 +289,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any],
         _note(op)
         return [r.copy() for r in results]
     if kind == "op-error":
-        reason = "shape-mismatch" if answer[1] == "invalid-argument" else answer[1]
-        err = KernelOpError(reason, f"TensorFlow's {op} kernel failed: {answer[2]}")
-        _store(key, err, 256)
+        err = _store_op_error(key, op, answer)
         _note(op)
         raise err
     raise KernelRefused(f"TensorFlow's {op} kernel: {answer[1]}")
@@ -343,8 +341,7 @@ def prefetch(requests: Sequence[tuple]) -> int:
         if kind == "ok":
             _store_results(key, answer[1])
         elif kind == "op-error":
-            reason = "shape-mismatch" if answer[1] == "invalid-argument" else answer[1]
-            _store(key, KernelOpError(reason, f"TensorFlow's {op} kernel failed: {answer[2]}"), 256)
+            _store_op_error(key, op, answer)
         # ("refused": not kept; the evaluation alone says why)
     return len(todo)
 
@@ -406,6 +403,15 @@ def _store_results(key, arrays) -> list[np.ndarray]:
         r.setflags(write=False)
     _store(key, results, sum(r.nbytes for r in results))
     return results
+
+
+def _store_op_error(key, op: str, answer: tuple) -> "KernelOpError":
+    """The child's ("op-error", reason, message) as the error value's cause
+    (an InvalidArgument is a shape-mismatch), remembered under `key`."""
+    reason = "shape-mismatch" if answer[1] == "invalid-argument" else answer[1]
+    err = KernelOpError(reason, f"TensorFlow's {op} kernel failed: {answer[2]}")
+    _store(key, err, 256)
+    return err
 
 
 def _store(key, value, size: int) -> None:
