@@ -168,6 +168,21 @@ class Worker:
         self.proc.wait()
 
 
+def alternating(workers: list, job: dict, repeat: int, turn: int) -> tuple[list[list[dict]], int]:
+    """Each worker's answers to `job`, `repeat` times, the workers' order
+    reversed every other turn (A B, B A, ...) so that none always runs first
+    on a machine whose load changes; and the next turn."""
+    results: list[list[dict]] = [[] for _ in workers]
+    for _ in range(repeat):
+        order = list(range(len(workers)))
+        if turn % 2:
+            order.reverse()
+        turn += 1
+        for i in order:
+            results[i].append(workers[i].run(job))
+    return results, turn
+
+
 def baseline_tree(commit: str, into: Path) -> Path:
     """tfsem at `commit`, importable: the tree from `git archive`, and a
     folder `pkg` laid out as its pyproject's package-dir maps the packages."""
@@ -242,14 +257,7 @@ def main(argv=None) -> int:
         for e in entries:
             for opt in optimizers:
                 job = {"entry": e, "optimizer": opt, "timeout": args.timeout, "place": args.place}
-                results: list[list[dict]] = [[] for _ in workers]
-                for _ in range(args.repeat):
-                    order = list(range(len(workers)))
-                    if k % 2:
-                        order.reverse()
-                    k += 1
-                    for i in order:
-                        results[i].append(workers[i].run(job))
+                results, k = alternating(workers, job, args.repeat, k)
                 row = {"graph": e["file"], "optimizer": opt, "versions": []}
                 for res in results:
                     first = res[0]

@@ -37,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "@@structural-bench "
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import grappler as bench  # noqa: E402  (benchmarks/grappler.py: corpus entries, workers)
 
 
 def worker() -> int:
@@ -63,15 +65,11 @@ def worker() -> int:
 
 
 def Worker(env: dict):  # noqa: N802  (benchmarks/grappler.py's worker, with this script's)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import grappler as bench
     return bench.Worker("structural", env, [sys.executable, str(Path(__file__).resolve()),
                                             "--worker"], mark=MARK)
 
 
 def dump(out: Path, graphs: list[str], optimizers: list[str]) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import grappler as bench
     from tfsem.graphdef import grappler as g
     from tfsem.oracle.jsonio import program_to_json
     out.mkdir(parents=True, exist_ok=True)
@@ -112,19 +110,17 @@ def main(argv=None) -> int:
     env = dict(os.environ)
     if args.kernels:
         env["TFSEM_TF_KERNELS"] = "1" if args.kernels == "on" else "0"
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from grappler import baseline_tree
     tmp = Path(tempfile.mkdtemp(prefix="tfsem-bench-"))
     try:
-        return _compare(args, env, tmp, baseline_tree)
+        return _compare(args, env, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _compare(args, env: dict, tmp: Path, baseline_tree) -> int:
+def _compare(args, env: dict, tmp: Path) -> int:
     labels, workers = [], []
     if args.baseline_commit:
-        base = baseline_tree(args.baseline_commit, tmp)
+        base = bench.baseline_tree(args.baseline_commit, tmp)
         workers.append(Worker(dict(env, PYTHONPATH=str(base))))
         labels.append(f"baseline {args.baseline_commit}")
     workers.append(Worker({k: v for k, v in env.items() if k != "PYTHONPATH"}))
@@ -137,15 +133,8 @@ def _compare(args, env: dict, tmp: Path, baseline_tree) -> int:
           + (" | ratio | same result | proved |" if len(workers) == 2 else " | proved |"))
     print("|---|" + "---|" * len(labels) + ("---|---|---|" if len(workers) == 2 else "---|"))
     for f in args.pairs:
-        res: list[list[dict]] = [[] for _ in workers]
-        for _ in range(args.repeat):
-            order = list(range(len(workers)))
-            if k % 2:
-                order.reverse()
-            k += 1
-            for i in order:
-                res[i].append(workers[i].run({"file": f, "semantics": args.semantics,
-                                              "observe": args.observe}))
+        res, k = bench.alternating(workers, {"file": f, "semantics": args.semantics,
+                                             "observe": args.observe}, args.repeat, k)
         med = [statistics.median(r["seconds"] for r in rs) for rs in res]
         key = [(rs[0]["proved"], rs[0]["reason"], rs[0]["first_difference"]) for rs in res]
         row = {"pair": Path(f).stem, "seconds": med, "proved": [x[0] for x in key],
