@@ -159,6 +159,12 @@ class Tensor:
         return self._key[0]   # numpy's dtype.name is slow, and asked for often
 
     @property
+    def canonical_bytes(self) -> bytes:
+        """The bytes SPEC equality compares (`_canonical_bytes`: every NaN
+        as numpy's NaN of the dtype), kept since construction."""
+        return self._key[2]
+
+    @property
     def shape(self) -> tuple[int, ...]:
         return self.array.shape
 
