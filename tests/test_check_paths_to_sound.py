@@ -255,9 +255,20 @@ def pairs():
 PAIRS = pairs()
 
 
+#: sound pairs whose `auto` check (the element-wise engine, then differential
+#: testing to the end of its budget) takes ~7 s: nightly only; their
+#: `generic` parametrization checks the same pair by default (proved sound, ~0.2 s)
+AUTO_NIGHTLY = {"int64 Abs(a) = Max(a, -a) (both wrap at the minimum)"}
+
+
 @pytest.mark.parametrize("mode", ["generic", "auto"])
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_generic_pairs(name, mode):
+    if mode == "auto" and name in AUTO_NIGHTLY:
+        from hypothesis import settings
+        if settings.get_current_profile_name() != "nightly":
+            pytest.skip("nightly profile only: ~7 s to the end of its budget; "
+                        f"test_generic_pairs[{name}-generic] checks the same pair by default")
     p, q, feeds, unsound = PAIRS[name]
     init = {"x": cf([0.5, 0.5])} if p.variables else None
     here = unsound_at(p, q, feeds=feeds, init=init)
