@@ -48,10 +48,10 @@ def test_dropping_sections_adds_an_outcome_under_concurrent_runs():
     assert len(data["runs"]) == 2
 
 
-#: 8 sessions by default (~1.5 s: 25 took 5 s in a whole-suite run), 500
-#: nightly; test_verify_finds_merge_sections_adding_a_deadlock_only_with_a_queue
+#: 8 sessions by default (~1.5 s: 25 took 5 s in a whole-suite run), the 25
+#: of FAST nightly; test_verify_finds_merge_sections_adding_a_deadlock_only_with_a_queue
 #: holds the claim's atomic cell on 30 more sessions by default (verify_cell)
-MERGING = settings(FAST, max_examples=500 if settings.get_current_profile_name() == "nightly" else 8)
+MERGING = settings(FAST, max_examples=25 if settings.get_current_profile_name() == "nightly" else 8)
 
 
 @MERGING
