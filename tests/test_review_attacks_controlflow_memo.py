@@ -179,12 +179,16 @@ def test_a_replaced_function_is_not_answered_by_its_predecessors_outcomes(monkey
     # of every collection) for the test's ten full collections: late in a
     # whole-suite run each one traversed the suite's heap, TensorFlow's
     # included (~1 s each); what the test makes, the replaced functions
-    # included, is collected as before
-    gc.freeze()
+    # included, is collected as before (not where something in this process
+    # froze objects of its own: unfreezing would thaw them)
+    freeze = not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
     try:
         _replaced_functions(gc, fns, Function, program_from_json)
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
 
 
 def _replaced_functions(gc, fns, Function, program_from_json):
