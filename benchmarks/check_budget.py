@@ -89,7 +89,7 @@ def run_once(env: dict, rewritten_graph: Path, timeout: float, mode: str, limit:
         rep = doc.get("tensorflow_replay") or {}
         row["replay"] = rep.get("status")
     else:
-        row["verdict"] = text.split(":", 1)[0] if text else None
+        row["verdict"] = text.splitlines()[0].split(":", 1)[0] if text else None
         row["cut"] = [w for w in ("left out", "ran out") if w in data.decode("utf-8", "replace")]
     return row
 

@@ -199,9 +199,13 @@ def run(args: argparse.Namespace) -> int:
     from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
 
     from .common import Deadline  # noqa: PLC0415
-    # the budget covers reading and importing graphs too
+    # the budget covers reading and importing graphs too; run as `tfsem
+    # check`, from the process's start (its interpreter's start-up and
+    # tfsem's imports count too, as `tfsem grappler`'s); a call from Python
+    # starts it now
     started = start_budget(args, args.timeout)
-    deadline = Deadline(args.timeout, started)
+    deadline = (Deadline.of_process(args.timeout) if getattr(args, "whole_process", False)
+                else Deadline(args.timeout, started))
     reserve = report_reserve(args.timeout)
     args.import_deadline = deadline.at - reserve
     if getattr(args, "rewritten", None) is not None:
@@ -212,6 +216,9 @@ def run(args: argparse.Namespace) -> int:
             return blocking_check(args, session)
     report = _Report(args, deadline)
     progress: dict = {"stage": "reading and importing the graphs"}
+    if deadline.expired():
+        progress["stage"] = (f"the process's start and tfsem's imports ({deadline.elapsed():.2f} "
+                             "s), before the graphs were read")
     watchdog = None
     if getattr(args, "whole_process", False):
         # past the budget, whatever stage runs (a checker stage past its
@@ -490,8 +497,9 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
     stage = progress.get("stage", "the check")
     verdict = progress.get("verdict")
     if verdict is None:
-        verdict = Verdict("unknown", reason=f"{budget} ran out during {stage}, which overran "
-                          "its share of it: no verdict (a longer --timeout may decide it)",
+        where = stage if "before the graphs" in stage else f"{stage}, which overran its share of it"
+        verdict = Verdict("unknown", reason=f"{budget} ran out during {where}: no verdict (a "
+                          "longer --timeout may decide it)",
                           semantics=args.semantics or "atomic",
                           observe=args.observe or "outputs+state", float_mode=args.float_mode)
         cut = None
@@ -503,8 +511,7 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
     if cut is not None:
         data["report_cut"] = cut
     replay = progress.get("replay")
-    if verdict.verdict == "unsound" and replay is None and progress.get("verdict") is not None \
-            and replay_pending(progress["verdict"], args):
+    if verdict.verdict == "unsound" and replay is None and stage == "the replay on TensorFlow":
         replay = {"status": "not-replayed", "confirmed": False, "budget": True,
                   "reason": f"{budget} ran out while TensorFlow was imported or ran the "
                             "graph (the verdict is the oracle's alone)"}
