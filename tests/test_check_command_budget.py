@@ -20,7 +20,8 @@ from hypothesis import settings
 
 from tfsem.cli import EXIT_FOUND, EXIT_UNKNOWN, main
 
-CASE = Path(__file__).resolve().parent / "cases" / "pass_cse_ignore_control.json"
+CASES = Path(__file__).resolve().parent / "cases"
+CASE = CASES / "pass_cse_ignore_control.json"
 #: the command ends within T and this much (the report's writing, the
 #: machine's load)
 MARGIN = 0.5
@@ -111,15 +112,17 @@ def test_a_slow_page_holds_the_verdict_and_says_it_was_cut(monkeypatch, capsys, 
 
 WATCHDOG_SCRIPT = r'''
 import sys, time
-import tfsem.checking as checking
 import tfsem.commands.check as command
+import tfsem.checking.structural as rule
 stage = sys.argv[1]
-if stage == "check":
-    def stuck(*a, **k):          # a checker stage that ignores its clock
+if stage == "proof":
+    real_rule = rule.structural_refinement
+    def late(*a, **k):           # a proof the checker finishes long past its deadline
+        result = real_rule(*a, **k)
         time.sleep(30)
-    checking.check_case = stuck
+        return result
+    rule.structural_refinement = late
 else:
-    real = command.replay_on_tensorflow
     def stuck(*a, **k):          # a stage after the verdict that ignores its clock
         time.sleep(30)
     command.replay_on_tensorflow = stuck
@@ -138,11 +141,11 @@ finally:
 '''
 
 
-def _watchdog(stage: str, budget: float, *argv: str):
+def _watchdog(stage: str, case: Path, budget: float, *argv: str):
     """The command's output and the seconds from its main() call (the
     modules imported before it) to the process's end (CLOCK_MONOTONIC is
     the system's: the same in both processes)."""
-    out = subprocess.run([sys.executable, "-c", WATCHDOG_SCRIPT, stage, str(CASE), str(budget),
+    out = subprocess.run([sys.executable, "-c", WATCHDOG_SCRIPT, stage, str(case), str(budget),
                           *argv], capture_output=True, text=True, timeout=120)
     end = time.monotonic()
     started = [float(line.split()[-1]) for line in out.stderr.splitlines()
@@ -151,12 +154,15 @@ def _watchdog(stage: str, budget: float, *argv: str):
     return out, end - started[0]
 
 
-def test_the_watchdog_ends_a_check_that_ignores_its_clock(tmp_path):
-    """The check never looks at its deadline (30 s): at T the watchdog writes
-    `unknown` naming the stage, writes the page, and ends the process, exit 3.
-    (The process's start and the checker's imports come before the clock.)"""
+def test_the_watchdog_ends_a_check_whose_proof_comes_past_the_deadline(tmp_path):
+    """The structural rule's proof of a sound rewrite (cse) comes 30 s past
+    the check's deadline: a stage that does not look at the clock.  At T the
+    watchdog writes `unknown` (true: no verdict was reached in time), naming
+    the stage, writes the page, and ends the process, exit 3; the late
+    `sound` is never written."""
     page = tmp_path / "p.html"
-    out, wall = _watchdog("check", 1.0, "--json", "--html", str(page))
+    out, wall = _watchdog("proof", CASES / "pass_cse.json", 1.0, "--json", "--html", str(page),
+                          "--no-tensorflow")
     assert out.returncode == EXIT_UNKNOWN, out.stderr[-2000:]
     assert "main returned" not in out.stderr          # ended by the watchdog
     assert wall < 1.0 + 1.0
@@ -174,7 +180,7 @@ def test_the_watchdog_keeps_a_verdict_already_reached():
     """Cut in the replay on TensorFlow (which ignores its clock here): the
     verdict stands, exit 1, its lines already printed, and the replay says
     it was not made within the budget."""
-    out, wall = _watchdog("replay", 2.0)
+    out, wall = _watchdog("replay", CASE, 2.0)
     assert out.returncode == EXIT_FOUND, out.stderr[-2000:]
     assert "main returned" not in out.stderr and wall < 2.0 + 1.0
     lines = out.stdout.splitlines()
