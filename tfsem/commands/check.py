@@ -300,7 +300,7 @@ def _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report, 
     if args.json:
         text = dumps_within(data, end)
         if text is None:    # (MobileNetV2's counterexample: 136 MB of JSON)
-            data.pop("counterexample", None)
+            data["counterexample"] = None
             data["report_cut"] = JSON_REPORT_CUT
             text = dumps_within(data, None)
     if not report.claim():
@@ -505,8 +505,9 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
         cut = None
     else:
         verdict = dataclasses.replace(verdict, counterexample=None)
-        cut = (f"{budget} ran out during {stage}, after the verdict: the verdict stands; its "
-               "counterexample and what came after it are left out")
+        cut = (f"{budget} ran out during {stage}, after the verdict: the verdict stands; "
+               + ("what came after it is left out" if head else
+                  "its counterexample and what came after it are left out"))
     data = verdict.to_json()
     if cut is not None:
         data["report_cut"] = cut
