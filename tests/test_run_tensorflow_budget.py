@@ -83,6 +83,8 @@ def test_runs_past_the_budget_are_not_started_and_the_report_says_so(fake_tensor
     assert data["reason"].startswith(f"the time budget of 1 s ran out during run "
                                      f"{data['runs'] + 1} of 100")
     assert data["outcomes"][0]["runs"] == data["runs"] and data["findings"] == 0
+    # (the oracle's set comes first: every run made is judged)
+    assert data["outcomes"][0]["in_oracle"] is True and data["oracle_count"] == full["oracle_count"]
 
 
 @pytest.mark.parametrize("stage", ["import_sleep", "load_sleep"])
