@@ -53,8 +53,8 @@ def test_a_slow_json_is_written_without_its_counterexample(monkeypatch, capsys):
         return {}
 
     monkeypatch.setattr(Counterexample, "to_json", slow)
-    rc, out, seconds = _check(capsys, "--timeout", "1", "--json")
-    assert seconds < 1 + MARGIN
+    rc, out, seconds = _check(capsys, "--timeout", "0.6", "--json")
+    assert seconds < 0.6 + MARGIN
     data = json.loads(out)
     assert rc == EXIT_FOUND and data["verdict"] == "unsound"      # the verdict stands
     assert data["counterexample"] is None and "left out" in data["report_cut"]
@@ -71,8 +71,8 @@ def test_a_slow_text_is_written_without_its_counterexample(monkeypatch, capsys):
         return ""
 
     monkeypatch.setattr(Counterexample, "describe", slow)
-    rc, out, seconds = _check(capsys, "--timeout", "1")
-    assert seconds < 1 + MARGIN
+    rc, out, seconds = _check(capsys, "--timeout", "0.6")
+    assert seconds < 0.6 + MARGIN
     lines = out.splitlines()
     assert rc == EXIT_FOUND and lines[0] == "unsound: output 'o2' differs"
     assert "rewritten schedule:" not in out
@@ -94,8 +94,8 @@ def test_a_slow_page_holds_the_verdict_and_says_it_was_cut(monkeypatch, capsys, 
     monkeypatch.setattr(finding, "render_finding_page", slow)
     for f in tmp_path.iterdir():
         f.unlink()
-    rc, out, seconds = _check(capsys, "--timeout", "1", "--html", str(page), "--json")
-    assert seconds < 1 + MARGIN
+    rc, out, seconds = _check(capsys, "--timeout", "0.6", "--html", str(page), "--json")
+    assert seconds < 0.6 + MARGIN
     data = json.loads(out)
     assert rc == EXIT_FOUND and data["verdict"] == "unsound"
     assert "ran out while the page was drawn" in data["html_cut"]
@@ -103,8 +103,8 @@ def test_a_slow_page_holds_the_verdict_and_says_it_was_cut(monkeypatch, capsys, 
     cut = page.read_text()
     assert "UNSOUND" in cut and "ran out while this page was drawn" in cut and cut != drawn
     assert sorted(f.name for f in tmp_path.iterdir()) == ["case.html"]   # whole, no temp file
-    rc, out, seconds = _check(capsys, "--timeout", "1", "--html", str(page))
-    assert seconds < 1 + MARGIN and rc == EXIT_FOUND
+    rc, out, seconds = _check(capsys, "--timeout", "0.6", "--html", str(page))
+    assert seconds < 0.6 + MARGIN and rc == EXIT_FOUND
     assert out.splitlines()[-1] == f"  (--html {page}: the time budget ran out while the page " \
                                    "was drawn: it holds the verdict alone; a longer --timeout " \
                                    "draws it)"
