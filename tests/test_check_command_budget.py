@@ -190,3 +190,20 @@ def test_the_watchdog_keeps_a_verdict_already_reached():
                          "after the verdict: the verdict stands; what came after it is left "
                          "out)")
     assert lines[-1].startswith("  not replayed on TensorFlow within the time budget")
+
+
+def test_a_verdict_before_the_programs_were_read_still_writes_its_page(capsys, tmp_path):
+    """The budget ran out while a large graph was read (MobileNetV2, 6,480
+    nodes): `unknown`, and --html writes the page of that verdict, saying
+    why it draws nothing (before, no page was written)."""
+    corpus = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
+    graph = str(corpus / "keras_mobilenetv2_32.pb")
+    page = tmp_path / "p.html"
+    t = time.monotonic()
+    rc = main(["check", graph, graph, "--fetch", "Identity", "--timeout", "0.2", "--html",
+               str(page)])
+    assert time.monotonic() - t < 0.2 + MARGIN
+    assert rc == EXIT_UNKNOWN and capsys.readouterr().out.startswith(
+        "unknown: the time budget ran out while reading the graph")
+    html = page.read_text()
+    assert "UNKNOWN" in html and "came before the programs could be drawn" in html

@@ -167,7 +167,18 @@ def _early_verdict(args: argparse.Namespace, verdict_name: str, reason: str,
         print_json(verdict.to_json())
     else:
         print(verdict.describe())
-    return verdict.exit_status
+    if getattr(args, "html", None):
+        # (no programs to draw: the page gives the verdict and says why)
+        try:
+            write_pages([(Path(args.html), cut_page(
+                verdict.to_json(), args.timeout,
+                "The verdict came before the programs could be drawn: it holds the verdict "
+                "alone."))])
+        except OSError as exc:
+            print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return _finish(args, EXIT_BAD_INPUT)
+    return _finish(args, verdict.exit_status)
 
 
 # How `tfsem check --timeout T` spends its budget (docs/budgets.md): one
@@ -394,18 +405,20 @@ def html_pages(render, path: Path, case, data: dict, end, seconds: float):
         return [(path, cut_page(short, seconds))], HTML_CUT
 
 
-def cut_page(data: dict, seconds: float) -> str:
-    """The --html page of a verdict whose drawing the time budget left out."""
+def cut_page(data: dict, seconds: float, note: str | None = None) -> str:
+    """The --html page of a verdict whose drawing the time budget left out
+    (or, with `note`, that has none for the reason it gives)."""
     from tfsem.reports.html import badge, esc, page  # noqa: PLC0415
     verdict = str(data.get("verdict", "unknown"))
     kind = "bad" if verdict in ("unsound", "invalid") else "ok" if verdict in (
         "sound", "no-counterexample") else "warn"
     body = (f"<main>\n<h1>{badge(verdict.upper(), kind)} tfsem check</h1>\n"
             f"<p>{esc(data.get('reason', ''))}</p>\n"
-            f'<div class="warning problems">The time budget of {seconds:g} s ran out while '
-            "this page was drawn: it holds the verdict alone (no drawing, no "
-            "counterexample). <code>tfsem check --json</code> or a longer "
-            "<code>--timeout</code> gives the rest.</div>\n</main>")
+            + (f'<div class="warning problems">{esc(note)}</div>\n</main>' if note else
+               f'<div class="warning problems">The time budget of {seconds:g} s ran out '
+               "while this page was drawn: it holds the verdict alone (no drawing, no "
+               "counterexample). <code>tfsem check --json</code> or a longer "
+               "<code>--timeout</code> gives the rest.</div>\n</main>"))
     return page(f"tfsem check: {verdict}", body)
 
 
