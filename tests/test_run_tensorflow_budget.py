@@ -101,3 +101,27 @@ def test_tensorflow_past_the_budget_is_left_behind(fake_tensorflow, capsys, stag
 def test_numpy_runs_take_no_budget(capsys):
     assert main(["run", str(PROGRAM), "--backend", "numpy", "--timeout", "5"]) == EXIT_BAD_INPUT
     assert "--timeout applies to --backend tensorflow or xla" in capsys.readouterr().err
+
+
+def test_a_session_s_trials_past_the_budget_are_left_behind(fake_tensorflow, monkeypatch,
+                                                             capsys):
+    """`tfsem run SESSION --backend tensorflow`: the trials (concurrent
+    Session.run calls) as a whole are left behind when they outlast the
+    budget: `unknown`, no outcome reported."""
+    from tfsem.backends import tensorflow_sessions
+    session = PROGRAM.parent / "sessions" / "counter_one_step.session.json"
+
+    def stuck(*args, **kwargs):
+        time.sleep(2.0)
+        return {}, 0
+
+    monkeypatch.setattr(tensorflow_sessions, "run_session_threads", stuck)
+    capsys.readouterr()
+    t = time.monotonic()
+    rc = main(["run", str(session), "--backend", "tensorflow", "--json", "--init", "x=0",
+               "--timeout", "0.6"])
+    assert time.monotonic() - t < 0.6 + 0.3
+    data = json.loads(capsys.readouterr().out)
+    assert rc == EXIT_UNKNOWN and data["budget"] is True
+    assert data["reason"] == ("the time budget of 0.6 s ran out during the 100 trials on "
+                              "TensorFlow, which were left behind: no outcome reported")
