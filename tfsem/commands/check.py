@@ -532,8 +532,9 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
     if verdict.verdict == "unsound" and replay is None and stage == "the replay on TensorFlow":
         replay = {"status": "not-replayed", "confirmed": False, "budget": True,
                   "reason": f"{budget} ran out while TensorFlow was imported or ran the "
-                            "graph (the verdict is the oracle's alone)"}
-        replay["text"] = f"not replayed on TensorFlow within the time budget: {replay['reason']}"
+                            "graph"}
+        replay["text"] = (f"not replayed on TensorFlow within the time budget: "
+                          f"{replay['reason']} (the verdict is the oracle's alone)")
     if verdict.verdict == "unsound" and replay is not None:
         data["tensorflow_replay"] = replay
     if args.html:
