@@ -36,8 +36,11 @@ def add_parser(sub) -> None:
                    help="what an outcome holds (default outputs+state)")
     add_float_option(p)
     p.add_argument("--timeout", type=make_duration(), default=DEFAULT_TIMEOUT,
-                   help=f"time budget in seconds (default {DEFAULT_TIMEOUT:g}); running out "
-                        "gives `unknown` or `no-counterexample`, never a hang")
+                   help=f"time budget of the whole command in seconds (default "
+                        f"{DEFAULT_TIMEOUT:g}), from the process's start to the report's last "
+                        "byte: reading the graphs, the check, the replay on TensorFlow and the "
+                        "report (docs/budgets.md); running out gives `unknown` or "
+                        "`no-counterexample`, or a report cut short that says so, never a hang")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", default=None,
                    help="also write the verdict as an HTML page to FILE")
