@@ -205,6 +205,27 @@ def deadline(t: float | None) -> Iterator[None]:
         _local.deadline = old
 
 
+@contextlib.contextmanager
+def request_deadline(t: float | None) -> Iterator[None]:
+    """Inside the block (this thread) every evaluation ends by time.monotonic()
+    reaching t: waiting for TensorFlow to start in the child (as `deadline`)
+    and, once it is up, waiting for the kernel's answer.  A request that
+    cannot finish in time gives up (KernelRefused naming the time budget;
+    not remembered: a later request asks again, and the late answer is
+    skipped).  For a stage that must end at its deadline whatever the
+    kernels do (the structural rule's folds, checking/structural.py); a
+    check's concrete stages keep `deadline`, which lets a started call
+    finish.  None: no request deadline (an outer block's stays)."""
+    old = getattr(_local, "request_deadline", None)
+    if t is not None and old is not None:
+        t = min(t, old)
+    _local.request_deadline = t if t is not None else old
+    try:
+        yield
+    finally:
+        _local.request_deadline = old
+
+
 def _note(op: str) -> None:
     for used in getattr(_local, "stack", ()):
         used.add(op)
@@ -495,8 +516,10 @@ class _Client:
     def _wait(self, seconds: float) -> float:
         """The time to wait until: the check's deadline, at most `seconds`."""
         until = time.monotonic() + seconds
-        d = getattr(_local, "deadline", None)
-        return until if d is None else min(until, d)
+        for d in (getattr(_local, "deadline", None), getattr(_local, "request_deadline", None)):
+            if d is not None:
+                until = min(until, d)
+        return until
 
     def _ready(self) -> None:
         if self.version is not None:
@@ -540,13 +563,17 @@ class _Client:
                 raise KernelRefused(self.failed) from None
             # (once TensorFlow is up a call takes milliseconds: it is not cut
             # short by the check's deadline, which would lose a verdict found
-            # while minimizing it; a call past CALL_SECONDS is refused)
+            # while minimizing it; a call past CALL_SECONDS is refused, and
+            # one past the block's `request_deadline`)
             until = time.monotonic() + CALL_SECONDS
+            cut = getattr(_local, "request_deadline", None)
             while True:
                 try:
-                    msg = self._read(until)
+                    msg = self._read(until if cut is None else min(until, cut))
                 except TimeoutError:
                     # the answer stays in the pipe: a later call skips it
+                    if cut is not None and cut < until:
+                        raise _waiting(f"TensorFlow's {op} kernel to answer") from None
                     raise KernelRefused(f"TensorFlow's {op} kernel did not answer within "
                                         f"{CALL_SECONDS:g} s") from None
                 if msg[0] == rid:

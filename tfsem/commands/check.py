@@ -9,7 +9,8 @@ from pathlib import Path
 from tfsem.cli import EXIT_BAD_INPUT, UsageError
 
 from .common import CASE_FORMAT, CHECK_TIMEOUT as DEFAULT_TIMEOUT, OBSERVE, SEMANTICS
-from .common import add_float_option, add_graph_options, make_duration, print_json
+from .common import StageTimeout, add_float_option, add_graph_options, call_within, dumps_within
+from .common import json_text, make_duration, print_json
 
 # the checker (z3, the symbolic oracle) and the program model (numpy) are
 # imported when a check runs, not for `tfsem check --help`
@@ -35,8 +36,11 @@ def add_parser(sub) -> None:
                    help="what an outcome holds (default outputs+state)")
     add_float_option(p)
     p.add_argument("--timeout", type=make_duration(), default=DEFAULT_TIMEOUT,
-                   help=f"time budget in seconds (default {DEFAULT_TIMEOUT:g}); running out "
-                        "gives `unknown` or `no-counterexample`, never a hang")
+                   help=f"time budget of the whole command in seconds (default "
+                        f"{DEFAULT_TIMEOUT:g}), from the process's start to the report's last "
+                        "byte: reading the graphs, the check, the replay on TensorFlow and the "
+                        "report (docs/budgets.md); running out gives `unknown` or "
+                        "`no-counterexample`, or a report cut short that says so, never a hang")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", default=None,
                    help="also write the verdict as an HTML page to FILE")
@@ -154,48 +158,116 @@ def program_text(label: str, program: object) -> list[str]:
             "`tfsem outcomes` or `--json` for the rest)"]
 
 
-def _early_verdict(args: argparse.Namespace, verdict_name: str, reason: str) -> int:
+def _early_verdict(args: argparse.Namespace, verdict_name: str, reason: str,
+                   report: "_Report | None" = None) -> int:
     """Print a verdict reached before any check ran (the inputs decided it)."""
     from tfsem.checking.verdict import Verdict  # noqa: PLC0415
     verdict = Verdict(verdict_name, reason=reason, semantics=args.semantics or "atomic",
                       observe=args.observe or "outputs+state", float_mode=args.float_mode)
+    if report is not None and not report.claim():
+        _hold()     # the watchdog is writing the report, and ends the process
     if args.json:
         print_json(verdict.to_json())
     else:
         print(verdict.describe())
-    return verdict.exit_status
+    if getattr(args, "html", None):
+        # (no programs to draw: the page gives the verdict and says why)
+        try:
+            write_pages([(Path(args.html), cut_page(
+                verdict.to_json(), args.timeout,
+                "The verdict came before the programs could be drawn: it holds the verdict "
+                "alone."))])
+        except OSError as exc:
+            print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return _finish(args, EXIT_BAD_INPUT)
+    return _finish(args, verdict.exit_status)
+
+
+# How `tfsem check --timeout T` spends its budget (docs/budgets.md): one
+# clock from before the first byte of a graph is read; reading and importing
+# the graphs, the check and the replay on TensorFlow of an `unsound` come out
+# of it, less REPORT_SHARE of it kept back for the report.  The report (the
+# verdict's text or JSON, the --html page) is made against the clock: what
+# is not made REPORT_TAIL seconds before T is left out, and says so.  Run as
+# a process of its own, a watchdog writes the report at T from what is done
+# when the command has not (a stage that overran its share), and ends it.
+#: the part of the budget kept back for the report
+REPORT_SHARE = 0.05
+#: ... but at least this many seconds, at most this many, and at most a quarter of it
+REPORT_MIN, REPORT_MAX = 0.1, 5.0
+#: the full --html page gets at most this share of what is left for it; the
+#: page of the verdict alone (without its counterexample) the rest
+HTML_SHARE = 0.75
+
+
+def report_reserve(seconds: float) -> float:
+    """The seconds of `tfsem check`'s budget of `seconds` kept back for its report."""
+    return min(max(seconds * REPORT_SHARE, REPORT_MIN), REPORT_MAX, seconds / 4)
 
 
 def run(args: argparse.Namespace) -> int:
     from tfsem.checking import check_case  # noqa: PLC0415
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
-    from tfsem.graphdef.cliopts import remaining, start_budget  # noqa: PLC0415
+    from tfsem.graphdef.cliopts import start_budget  # noqa: PLC0415
     from tfsem.oracle.functions import CannotRun  # noqa: PLC0415
-    from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
-    # the budget covers reading and importing graphs too
+
+    from .common import Deadline  # noqa: PLC0415
+    # the budget covers reading and importing graphs too; run as `tfsem
+    # check`, from the process's start (its interpreter's start-up and
+    # tfsem's imports count too, as `tfsem grappler`'s); a call from Python
+    # starts it now
     started = start_budget(args, args.timeout)
+    deadline = (Deadline.of_process(args.timeout) if getattr(args, "whole_process", False)
+                else Deadline(args.timeout, started))
+    reserve = report_reserve(args.timeout)
+    args.import_deadline = deadline.at - reserve
     if getattr(args, "rewritten", None) is not None:
         from .blocking_sessions import blocking_session  # noqa: PLC0415
         session = blocking_session(args.original, args)
         if session is not None:  # critical sections or queues: enumerated, never proved
             from .blocking_sessions import check as blocking_check  # noqa: PLC0415
             return blocking_check(args, session)
+    report = _Report(args, deadline)
+    progress: dict = {"stage": "reading and importing the graphs"}
+    if deadline.expired():
+        progress["stage"] = (f"the process's start and tfsem's imports ({deadline.elapsed():.2f} "
+                             "s), before the graphs were read")
+    watchdog = None
+    if getattr(args, "whole_process", False):
+        # past the budget, whatever stage runs (a checker stage past its
+        # share, TensorFlow's kernels), the watchdog writes the report from
+        # what is done and ends the process
+        watchdog = _Watchdog(report, progress)
+        watchdog.start()
+    try:
+        return _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report,
+                    progress)
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
+
+
+def _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report,  # noqa: N803
+         progress) -> int:
     try:
         case = load_inputs(args)
     except InvalidRewrite as exc:
-        return _early_verdict(args, "invalid", f"the rewrite cannot run the session's runs: {exc}")
+        return _early_verdict(args, "invalid", f"the rewrite cannot run the session's runs: {exc}",
+                              report)
     except ImportTimeout as exc:  # a graph too slow to import: no verdict
         return _early_verdict(args, "unknown", f"{exc} (the time budget of {args.timeout:g} s "
-                                               "covers reading and importing the graphs)")
+                                               "covers reading and importing the graphs)", report)
     render = None
     if args.html:
         try:
-            from tfsem.reports.finding import write_check_pages as render
+            from tfsem.reports.finding import render_finding_page as render
         except ImportError as exc:
             print(f"tfsem check: --html needs tfsem.reports.finding ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
+    progress["stage"] = "the check"
     try:
-        verdict = check_case(case, timeout=remaining(args, args.timeout, started),
+        verdict = check_case(case, timeout=max(deadline.left() - reserve, 1e-3),
                              semantics=args.semantics, observe=args.observe,
                              float_mode=args.float_mode)
     except CannotRun as exc:  # an op with no concrete model (graph import): no verdict
@@ -203,44 +275,288 @@ def run(args: argparse.Namespace) -> int:
         verdict = Verdict("unknown", reason=exc.naming_nodes(case.original),
                           semantics=args.semantics or case.semantics,
                           observe=args.observe or case.observe, float_mode=args.float_mode)
+    progress.update(verdict=verdict, stage="the report")
+    # the report's writing ends REPORT_TAIL before the budget does (what a
+    # cut document takes to free, and the process to end)
+    from .grappler import REPORT_TAIL  # noqa: PLC0415
+    end = type(deadline)(deadline.seconds, deadline.started, at=deadline.at - REPORT_TAIL)
     if not args.json:
         # the verdict first, then the programs, then (announced) the replay:
         # TensorFlow's import takes seconds, the verdict is already known
+        lines = verdict_lines(case, verdict, end)
+        if replay_pending(verdict, args):
+            lines.append("  replaying the counterexample on TensorFlow (--no-tensorflow skips "
+                         "this) ...")
+        if not report.print_head(lines):
+            _hold()
+    # the replay on TensorFlow (its import included) in what is left of the
+    # budget less the report's reserve: past it, not replayed, and the
+    # replay says so (docs/budgets.md)
+    progress["stage"] = "the replay on TensorFlow"
+    replay = replay_on_tensorflow(case, verdict, args, deadline=deadline.at - reserve)
+    progress.update(replay=replay, stage="the report")
+    data: dict | None = None
+    if args.json or render is not None:
+        from .grappler import verdict_json  # noqa: PLC0415
+        made = verdict_json(verdict, end)   # the counterexample's JSON: seconds on a large graph
+        data = made["verdict"]
+        if "report_cut" in made:
+            data["report_cut"] = made["report_cut"]
+        if verdict.verdict == "unsound":
+            data["tensorflow_replay"] = replay
+    # --json's document first (what the command prints), then the page in
+    # what is left (MobileNetV2's: 136 MB of JSON in 5 s, 2 x 123 MB of
+    # pages in 22 s)
+    text = None
+    if args.json:
+        text = dumps_within(data, end)
+        if text is None:
+            data["counterexample"] = None
+            data["report_cut"] = JSON_REPORT_CUT
+            text = dumps_within(data, None)
+    pages: list = []
+    if render is not None:
+        pages, why = html_pages(render, Path(args.html), case, data, end, args.timeout)
+        if why is not None:
+            data["html_cut"] = why
+            if args.json:   # (added to the document made already, as its last key)
+                text = text[:text.rindex("\n}")] + f',\n  "html_cut": {json_text(why)}\n}}'
+    if not report.claim():
+        _hold()
+    if args.json:
+        sys.stdout.write(text + "\n")
+    else:
+        if replay is not None and replay["status"] != "skipped":
+            print(f"  {replay['text']}")
+            if "tensorflow" in verdict.confirmed:  # the verdict's line, brought up to date
+                print(f"  confirmed on: {', '.join(verdict.confirmed)}")
+        if data is not None and data.get("html_cut"):
+            print(f"  (--html {args.html}: {data['html_cut']})")
+    try:
+        write_pages(pages)  # FILE, and FILE-steps.html for a run
+    except OSError as exc:
+        print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
+        return _finish(args, EXIT_BAD_INPUT)
+    # the process ends with its report: not when TensorFlow's import (a
+    # replay left behind) or its teardown (2-3 s) is done
+    return _finish(args, verdict.exit_status)
+
+
+#: what a verdict's JSON says when its counterexample was left out of it
+JSON_REPORT_CUT = ("the time budget ran out while the verdict's JSON was written: its "
+                   "counterexample is left out; the verdict stands (a longer --timeout "
+                   "writes it)")
+#: what the --html page says when its drawing was left out
+HTML_CUT = ("the time budget ran out while the page was drawn: it holds the verdict alone; "
+            "a longer --timeout draws it")
+
+
+def verdict_lines(case, verdict, end) -> list[str]:
+    """The verdict's text lines (the verdict and its kind of difference, the
+    difference in the user's terms, the rest of the verdict, the programs),
+    made within `end` (a common.Deadline, at least 0.05 s): past it, the
+    verdict's lines without the counterexample, and a line saying so (a
+    large graph's counterexample takes seconds to write: MobileNetV2's is
+    0.9 MB)."""
+    import dataclasses  # noqa: PLC0415
+
+    from .grappler import MIN_STAGE, TEXT_CUT  # noqa: PLC0415
+
+    def full() -> list[str]:
+        from tfsem.oracle.jsonio import program_to_json  # noqa: PLC0415
         from tfsem.reports.terms import difference_text  # noqa: PLC0415
-        # the verdict and its kind of difference, then the difference in the
-        # user's terms, then the rest of the verdict
         head, *rest = verdict.describe().split("\n")
         kind = [rest.pop(0)] if rest and rest[0].startswith("  kind:") else []
-        lines = [head, *kind, *(f"  {t}" for t in difference_text(case, verdict.to_json())), *rest,
-                 *program_text("original program", program_to_json(case.original)),
-                 *program_text("rewritten program", case.rewritten_json)]
-        print("\n".join(lines), flush=True)
-        if replay_pending(verdict, args):
-            print("  replaying the counterexample on TensorFlow (--no-tensorflow skips this) ...",
-                  flush=True)
-    # the replay on TensorFlow (its import included) in what is left of the
-    # budget: past it, not replayed, and the replay says so (docs/budgets.md)
-    replay = replay_on_tensorflow(case, verdict, args, deadline=started + args.timeout)
-    data = verdict.to_json()
-    if verdict.verdict == "unsound":
-        data["tensorflow_replay"] = replay
-    if args.json:
-        print_json(data)
-    elif replay is not None and replay["status"] != "skipped":
-        print(f"  {replay['text']}")
-        if "tensorflow" in verdict.confirmed:  # the verdict's line, brought up to date
-            print(f"  confirmed on: {', '.join(verdict.confirmed)}")
-    if render is not None:
+        return [head, *kind, *(f"  {t}" for t in difference_text(case, verdict.to_json())),
+                *rest, *program_text("original program", program_to_json(case.original)),
+                *program_text("rewritten program", case.rewritten_json)]
+
+    try:
+        return call_within(max(end.left(), MIN_STAGE), full)
+    except StageTimeout:
+        short = dataclasses.replace(verdict, counterexample=None)
+        return [*short.describe().split("\n"), TEXT_CUT]
+
+
+def html_pages(render, path: Path, case, data: dict, end, seconds: float):
+    """The --html page (and FILE-steps.html for a counterexample) as
+    (path, text) pairs made within `end`, and None; or, past it, the page
+    of the verdict alone (without its counterexample), or failing that in
+    time a page that says so, with the reason (HTML_CUT).  Nothing is
+    written here: `write_pages` writes them."""
+    from .grappler import MIN_STAGE  # noqa: PLC0415
+
+    def full() -> list:
+        pages = []
+        steps_href = None
+        cx = data.get("counterexample")
+        if data.get("verdict") == "unsound" and isinstance(cx, dict):
+            steps = path.with_name((path.stem or "case") + "-steps.html")
+            pages.append((steps, render(case, data, steps="all")))
+            steps_href = steps.name
+        return [(path, render(case, data, steps_href=steps_href)), *pages]
+
+    if "report_cut" not in data:
         try:
-            render(args.html, case, data)  # FILE, and FILE-steps.html for a run
-        except OSError as exc:
-            print(f"tfsem check: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    if getattr(args, "left_behind", False) and getattr(args, "whole_process", False):
-        # a replay left behind (TensorFlow still importing): the process ends
-        # with its report, not when TensorFlow's import and teardown are done
-        from .grappler import _finish  # noqa: PLC0415
-        return _finish(args, verdict.exit_status)
+            return call_within(max(end.left() * HTML_SHARE, MIN_STAGE), full), None
+        except StageTimeout:
+            pass
+    short = {k: v for k, v in data.items() if k != "counterexample"}
+    try:
+        return [(path, call_within(max(end.left(), MIN_STAGE), render, case, short))], HTML_CUT
+    except StageTimeout:
+        return [(path, cut_page(short, seconds))], HTML_CUT
+
+
+def cut_page(data: dict, seconds: float, note: str | None = None) -> str:
+    """The --html page of a verdict whose drawing the time budget left out
+    (or, with `note`, that has none for the reason it gives)."""
+    from tfsem.reports.html import badge, esc, page  # noqa: PLC0415
+    verdict = str(data.get("verdict", "unknown"))
+    kind = "bad" if verdict in ("unsound", "invalid") else "ok" if verdict in (
+        "sound", "no-counterexample") else "warn"
+    body = (f"<main>\n<h1>{badge(verdict.upper(), kind)} tfsem check</h1>\n"
+            f"<p>{esc(data.get('reason', ''))}</p>\n"
+            + (f'<div class="warning problems">{esc(note)}</div>\n</main>' if note else
+               f'<div class="warning problems">The time budget of {seconds:g} s ran out '
+               "while this page was drawn: it holds the verdict alone (no drawing, no "
+               "counterexample). <code>tfsem check --json</code> or a longer "
+               "<code>--timeout</code> gives the rest.</div>\n</main>"))
+    return page(f"tfsem check: {verdict}", body)
+
+
+def write_pages(pages: list) -> None:
+    """Write each (path, text): to a file beside it, then renamed over it, so
+    that a page is whole or not there (the process may end at its budget)."""
+    import os  # noqa: PLC0415
+    for path, text in pages:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+
+def _hold() -> None:
+    from .grappler import _hold as hold  # noqa: PLC0415
+    hold()
+
+
+def _finish(args: argparse.Namespace, status: int) -> int:
+    from .grappler import _finish as finish  # noqa: PLC0415
+    return finish(args, status)
+
+
+class _Report:
+    """`tfsem check`'s output, written once: by the command, or by its
+    _Watchdog when the budget is over first.  The text's first lines (the
+    verdict, before the replay) may be printed before the rest."""
+
+    def __init__(self, args: argparse.Namespace, deadline):
+        import threading  # noqa: PLC0415
+        self.args, self.deadline = args, deadline
+        self.lock = threading.Lock()
+        self.claimed = False
+        self.head = False
+
+    def print_head(self, lines: list[str]) -> bool:
+        with self.lock:
+            if self.claimed:
+                return False
+            print("\n".join(lines), flush=True)
+            self.head = True
+            return True
+
+    def claim(self) -> bool:
+        """True once: to the writer of the report's rest."""
+        with self.lock:
+            if self.claimed:
+                return False
+            self.claimed = True
+            return True
+
+
+class _Watchdog:
+    """At the end of `tfsem check`'s budget, if the command has not written
+    its report: write it from what is done and end the process.  A verdict
+    reached stands, without its counterexample (and an `unsound` not
+    replayed on TensorFlow in time says so); before one, `unknown` naming
+    the stage the budget ran out in."""
+
+    def __init__(self, report: _Report, progress: dict):
+        import threading  # noqa: PLC0415
+        self.report, self.progress = report, progress
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="tfsem-watchdog")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _run(self) -> None:
+        if self.stopped.wait(max(self.report.deadline.left(), 0.0)):
+            return
+        if not self.report.claim():
+            return
+        args = self.report.args
+        _finish(args, watchdog_report(args, self.progress, self.report.head))
+
+
+def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int:
+    """Write the report of what `progress` holds when the budget ran out
+    (the --html page, the JSON, or the text after the lines already
+    printed when `head`); the exit status."""
+    import dataclasses  # noqa: PLC0415
+
+    from tfsem.checking.verdict import Verdict  # noqa: PLC0415
+    budget = f"the time budget of {args.timeout:g} s"
+    stage = progress.get("stage", "the check")
+    verdict = progress.get("verdict")
+    if verdict is None:
+        where = stage if "before the graphs" in stage else f"{stage}, which overran its share of it"
+        verdict = Verdict("unknown", reason=f"{budget} ran out during {where}: no verdict (a "
+                          "longer --timeout may decide it)",
+                          semantics=args.semantics or "atomic",
+                          observe=args.observe or "outputs+state", float_mode=args.float_mode)
+        cut = None
+    else:
+        verdict = dataclasses.replace(verdict, counterexample=None)
+        cut = (f"{budget} ran out during {stage}, after the verdict: the verdict stands; "
+               + ("what came after it is left out" if head else
+                  "its counterexample and what came after it are left out"))
+    data = verdict.to_json()
+    if cut is not None:
+        data["report_cut"] = cut
+    replay = progress.get("replay")
+    if verdict.verdict == "unsound" and replay is None and stage == "the replay on TensorFlow":
+        replay = {"status": "not-replayed", "confirmed": False, "budget": True,
+                  "reason": f"{budget} ran out while TensorFlow was imported or ran the "
+                            "graph"}
+        replay["text"] = (f"not replayed on TensorFlow within the time budget: "
+                          f"{replay['reason']} (the verdict is the oracle's alone)")
+    if verdict.verdict == "unsound" and replay is not None:
+        data["tensorflow_replay"] = replay
+    if args.html:
+        data["html_cut"] = HTML_CUT
+        try:
+            write_pages([(Path(args.html), cut_page(data, args.timeout))])
+        except OSError:
+            pass
+    if args.json:
+        sys.stdout.write(dumps_within(data, None) + "\n")
+        return verdict.exit_status
+    lines = [] if head else verdict.describe().split("\n")
+    if cut is not None:
+        lines.append(f"  ({cut})")
+    if replay is not None and replay.get("status") != "skipped" and verdict.verdict == "unsound":
+        lines.append(f"  {replay.get('text') or replay.get('reason')}")
+    if args.html:
+        lines.append(f"  (--html {args.html}: {HTML_CUT})")
+    print("\n".join(lines), flush=True)
     return verdict.exit_status
 
 

@@ -13,8 +13,7 @@ from typing import Any
 
 from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
 
-from .common import (Deadline, StageTimeout, call_within, dumps_within, make_duration, print_json,
-                     print_runtime_rows)
+from .common import Deadline, StageTimeout, call_within, dumps_within, make_duration
 
 #: the default time budget of the whole command (every optimizer's Grappler
 #: run, check, replay and check over the reals, and the report): 13 default
@@ -940,7 +939,7 @@ def _tf_version() -> str:
     return tensorflow().__version__
 
 
-# --- `tfsem run GRAPH --backend tensorflow|xla` (wired from tfsem/commands/run.py) ----
+# --- `tfsem run GRAPH --backend tensorflow|xla` (tfsem/commands/run.py run_backend) ----
 
 def _graph_interface(path: Path, graph_def, fetch: list[str], target: list[str]):
     """The fetches and targets to run: --fetch/--target, else the manifest's
@@ -963,98 +962,3 @@ def _graph_interface(path: Path, graph_def, fetch: list[str], target: list[str])
                                                     or n.op.startswith("ResourceApply")}
     roots = default_roots(flatten(graph))
     return [r for r in roots if r in producers], [r for r in roots if r not in producers]
-
-
-def run_backend(args: argparse.Namespace) -> int:
-    """`tfsem run GRAPH --backend tensorflow|xla`: run a GraphDef (.pb/.pbtxt)
-    N times on TensorFlow's executor (or XLA-clustered), list the distinct
-    outcomes, and check each against the oracle's outcome set of the imported
-    graph at the same σ: an outcome outside it is a finding (exit 1)."""
-    from tfsem.graphdef import grappler as g  # noqa: PLC0415
-    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
-    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
-
-    path = Path(args.program)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    try:
-        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
-        tfb.tensorflow()
-    except g.TensorFlowMissing:
-        print(f"tfsem run: --backend {args.backend} {g.INSTALL_HINT}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if path.suffix in (".pb", ".pbtxt"):
-        from google.protobuf.message import DecodeError  # noqa: PLC0415
-        from google.protobuf.text_format import ParseError  # noqa: PLC0415
-        try:
-            graph_def = g.as_graph_def(path)
-        except (DecodeError, ParseError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: not a GraphDef: {exc}") from None
-        fetches, targets = _graph_interface(path, graph_def, getattr(args, "fetch", None) or [],
-                                            getattr(args, "target", None) or [])
-        program = _import(graph_def, fetches, targets, str(path))
-    elif path.is_dir() or path.suffix == ".pb":
-        raise UsageError(f"{path}: --backend {args.backend} runs a GraphDef (.pb, .pbtxt) or a "
-                         "tfsem program (exported with `tfsem export`)")
-    else:
-        # a tfsem program: exported (graphdef/exporter.py); every node of the
-        # program runs (as a target), as every node fires once in a tfsem run
-        from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
-        from tfsem.graphdef.proto import encode  # noqa: PLC0415
-        from tfsem.oracle.jsonio import load_program  # noqa: PLC0415
-        program = load_program(path)
-        graph = export_graph(program)
-        graph_def = g.as_graph_def(encode("GraphDef", graph))
-        fetches = list(program.outputs)
-        targets = [n["name"] for n in graph["node"]
-                   if n["op"] != "Placeholder" and n["name"] not in program.outputs]
-        # the oracle judges what TensorFlow runs: the exported graph imported
-        # back (float ops then flush subnormals, as TensorFlow's CPU kernels do)
-        program = _import(graph_def, fetches, targets, str(path))
-    from .common import sigma_from_args  # noqa: PLC0415
-    feeds, init = sigma_from_args(program, args)
-    threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
-    try:
-        with tfb.GraphRunner(graph_def, {f: f for f in fetches}, targets, mode=args.backend,
-                             inter_op_threads=threads, observe=args.observe) as runner:
-            seen = runner.run_many(feeds, init, args.runs)
-            clusters = runner.clusters(feeds, init) if args.backend == "xla" else None
-    except tfb.TensorFlowRunError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        allowed = outcome_set(program, feeds, init, args.semantics, args.observe)
-        oracle_note = None
-    except BudgetExceeded as exc:
-        allowed, oracle_note = None, f"the oracle's outcomes are out of reach: {exc}"
-    except Exception as exc:  # an op the oracle cannot run concretely
-        allowed, oracle_note = None, f"the oracle cannot enumerate this graph: {exc}"
-    ranked = sorted(seen.items(), key=lambda item: -item[1])
-    rows = []
-    for o, n in ranked:
-        inside = None if allowed is None else (o in allowed)
-        rows.append((o, n, inside))
-    findings = sum(1 for _, _, inside in rows if inside is False)
-    label = "TensorFlow executor" if args.backend == "tensorflow" else "XLA auto-clustering (CPU)"
-    if args.json:
-        print_json({"runs": seen.runs, "backend": args.backend, "inter_op_threads": threads,
-                    "fetches": fetches, "targets": targets,
-                    "outcomes": [dict(o.to_json(), runs=n, in_oracle=inside)
-                                 for o, n, inside in rows],
-                    "oracle_count": None if allowed is None else allowed.count,
-                    "oracle_note": oracle_note, "findings": findings,
-                    "xla_clusters": clusters})
-    else:
-        print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {label} ({threads} inter-op "
-              f"threads): {len(rows)} distinct outcome{'s' if len(rows) != 1 else ''}"
-              + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
-        print_runtime_rows(rows, lambda o: o.describe(), "run")
-        if oracle_note:
-            print(f"  {oracle_note}")
-        if clusters is not None:
-            shown = ", ".join(f"{k} [{' '.join(v)}]" for k, v in clusters["clusters"].items())
-            print(f"  XLA clusters (variables each touches): {shown or 'none'}")
-            if not shown:
-                print("  (no XLA cluster formed: nothing here can be clustered, or TensorFlow "
-                      "started in this process before tfsem could set TF_XLA_FLAGS; these runs "
-                      "were then the plain executor's)")
-    return EXIT_FOUND if findings else EXIT_OK

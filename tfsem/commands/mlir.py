@@ -4,6 +4,7 @@ graph (or an .mlir file) and check the rewrite (docs/mlir.md)."""
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from tfsem.cli import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, UsageError
@@ -54,8 +55,10 @@ def add_parser(sub) -> None:
     p.add_argument("--observe", choices=("outputs", "outputs+state"), default="outputs+state",
                    help="what an outcome holds (default outputs+state)")
     p.add_argument("--timeout", type=make_duration(hi=3600.0), default=DEFAULT_TIMEOUT,
-                   help=f"time budget of each check in seconds (default {DEFAULT_TIMEOUT:g}); "
-                        "running out gives `unknown`")
+                   help=f"time budget of each check in seconds (default {DEFAULT_TIMEOUT:g}): "
+                        "the check, then the replay of an unsound verdict on TensorFlow "
+                        "(TensorFlow's import included) in what the check left; running out "
+                        "gives `unknown`, or an unsound verdict not replayed (docs/budgets.md)")
     p.add_argument("--tf-timeout", type=make_duration(hi=3600.0), default=DEFAULT_TF_TIMEOUT,
                    help="time limit of TensorFlow's child process in seconds (default "
                         f"{DEFAULT_TF_TIMEOUT:g}); running past it gives `unknown`")
@@ -128,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         _print(result)
-    return status
+    # the process ends with its report: not when a replay left behind
+    # (TensorFlow still importing) or TensorFlow's teardown (2-3 s) is done
+    from .grappler import _finish  # noqa: PLC0415
+    return _finish(args, status)
 
 
 def _save(d: Path, tf) -> None:
@@ -181,6 +187,9 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
     modes = ("atomic", "decomposed") if args.semantics == "both" else (args.semantics,)
     worst = EXIT_OK
     for mode in modes:
+        # the mode's budget: its check, then the replay of an `unsound` in
+        # what the check left (docs/budgets.md)
+        deadline = time.monotonic() + args.timeout
         try:
             v = check_case(case, timeout=args.timeout, semantics=mode, observe=args.observe)
         except CannotRun as exc:
@@ -189,9 +198,7 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
                         observe=args.observe)
         replay = None
         if v.verdict == "unsound" and v.counterexample is not None and args.replay:
-            from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
-            rep = tfb.replay_program(rewritten, v.counterexample, observe=v.observe,
-                                     label="the output module read by tfsem, exported")
+            rep = replay_within(rewritten, v, deadline, args.timeout)
             if rep.confirmed and "tensorflow" not in v.confirmed:
                 v.confirmed.append("tensorflow")
             replay = dict(rep.to_json(), text=rep.describe())
@@ -206,6 +213,36 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
             worst = s
     result["status"] = "checked"
     return worst
+
+
+#: a replay with less than this many seconds of its budget left is not started
+MIN_REPLAY = 0.05
+
+
+def replay_within(rewritten, verdict, deadline: float, seconds: float):
+    """`verdict`'s counterexample replayed on TensorFlow (the rewritten
+    program exported, as `tfsem check` replays a program) before `deadline`
+    (a time.monotonic() value, the end of the mode's budget of `seconds`):
+    the replay looks at it between its stages and gives it to TensorFlow's
+    run; TensorFlow's import and loading the graph, which look at no clock,
+    are left behind when they outlast it (common.call_within).  Past it, a
+    Replay with ``budget``: not replayed within the budget, the verdict the
+    oracle's alone."""
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
+
+    from .common import StageTimeout, call_within  # noqa: PLC0415
+    label = "the output module read by tfsem, exported"
+    budget = f"the time budget of {seconds:g} s"
+    left = deadline - time.monotonic()
+    if left < MIN_REPLAY:
+        return tfb.Replay(False, f"{budget} ran out before the replay started", label,
+                          budget=True)
+    try:
+        return call_within(left, tfb.replay_program, rewritten, verdict.counterexample,
+                           observe=verdict.observe, label=label, deadline=deadline)
+    except StageTimeout:
+        return tfb.Replay(False, f"{budget} ran out while TensorFlow was imported or ran the "
+                          "graph", label, budget=True)
 
 
 def _print(result: dict) -> None:

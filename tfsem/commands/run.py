@@ -6,9 +6,16 @@ import argparse
 
 from tfsem.cli import EXIT_OK, UsageError
 
-from .common import add_graph_options, load_from_args, print_runtime_rows
+from .common import MAX_SECONDS_OUTCOMES, add_graph_options, load_from_args, make_duration
+from .common import print_runtime_rows
 from .common import (add_semantics_options, add_sigma_options, bounded_float, bounded_int, positive_int,
                      print_json, seed_int, sigma_from_args)
+
+
+#: the default time budget of `tfsem run --backend tensorflow|xla` (seconds):
+#: TensorFlow's import alone takes 5 s at a load of 1.5 and up to a minute
+#: on a loaded machine
+TF_TIMEOUT = 300.0
 
 
 def add_parser(sub) -> None:
@@ -35,6 +42,13 @@ def add_parser(sub) -> None:
                    help="threads: sleep up to this long before each step, to vary interleavings")
     add_sigma_options(p)
     add_semantics_options(p)
+    p.add_argument("--timeout", type=make_duration(hi=3600.0), default=None,
+                   help=f"--backend tensorflow or xla: time budget of the whole command in "
+                        f"seconds (default {TF_TIMEOUT:g}), from the process's start to its "
+                        "last byte: TensorFlow's import, reading the graph, the runs, the "
+                        "oracle's outcome set and the report (docs/budgets.md); running out "
+                        "gives `unknown` (exit 3) with the runs done so far, or a finding "
+                        "among them (exit 1).  numpy and cupy take none")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--verbose", action="store_true",
                    help="let TensorFlow print its own log lines (silenced by default)")
@@ -42,10 +56,17 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "timeout", None) is not None and args.backend not in ("tensorflow", "xla"):
+        raise UsageError(f"--timeout applies to --backend tensorflow or xla; --backend "
+                         f"{args.backend} runs take no time budget")
     from .blocking_sessions import blocking_session  # noqa: PLC0415
     session = blocking_session(args.program, args)
     if session is not None:  # critical sections or queues: the session machine
         if args.backend == "tensorflow":
+            if getattr(args, "timeout", None) is not None:
+                raise UsageError(f"{args.program}: --timeout is not taken by a session with "
+                                 "critical sections or queues on --backend tensorflow (its "
+                                 "runs have no time budget yet: docs/budgets.md)")
             from .blocking_sessions import run_tensorflow  # noqa: PLC0415
             return run_tensorflow(args, session)
         if args.backend != "numpy" or args.executor != "random":
@@ -60,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{args.program}: a session runs on --backend numpy, cupy or "
                                  "tensorflow (not xla)")
             return run_session_on_tensorflow(args)
-        from .grappler import run_backend
         return run_backend(args)
     from tfsem.backends.arraymodule import BackendUnavailable, get_backend
     from tfsem.backends.execute import run_random
@@ -122,26 +142,40 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
     from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
     from .outcomes import describe, session_json  # noqa: PLC0415
+    from .common import StageTimeout, call_within  # noqa: PLC0415
+    from .grappler import _finish  # noqa: PLC0415
+    deadline = _budget(args)   # (docs/budgets.md: the trials are cut as a whole)
     program = load_from_args(args.program, args)
     session = args.session
     feeds, init = sigma_from_args(program, args)
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
-        tfb.tensorflow()
+        call_within(deadline.left() - REPORT_SECONDS, tfb.tensorflow)
         from tfsem.backends.tensorflow_sessions import run_session_threads  # noqa: PLC0415
     except ImportError as exc:
         print(f"tfsem run: --backend tensorflow needs TensorFlow (pip install "
               f"'tfsem[tensorflow]'): {exc}", file=sys.stderr)
         return 2
+    except StageTimeout:
+        return _out_of_time(args, deadline, "while TensorFlow was imported: no trial")
     try:
-        seen, done = run_session_threads(session, init, args.runs, feeds, observe=args.observe,
-                                         inter_op_threads=args.workers or tfb.DEFAULT_INTER_OP_THREADS)
+        seen, done = call_within(deadline.left() - REPORT_SECONDS, run_session_threads, session,
+                                 init, args.runs, feeds, observe=args.observe,
+                                 inter_op_threads=args.workers or tfb.DEFAULT_INTER_OP_THREADS)
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
+    except StageTimeout:
+        return _out_of_time(args, deadline, f"during the {args.runs} trials on TensorFlow, "
+                                            "which were left behind: no outcome reported")
+    cut = False     # (the oracle's outcome set cut by the budget: `unknown`)
     try:
-        allowed, note = outcome_set(program, feeds, init, args.semantics, args.observe), None
+        allowed, note = outcome_set(program, feeds, init, args.semantics, args.observe,
+                                    max_seconds=max(deadline.left() - REPORT_SECONDS,
+                                                    0.05)), None
     except BudgetExceeded as exc:
         allowed, note = None, f"the oracle's outcomes are out of reach: {exc}"
+        if deadline.left() - REPORT_SECONDS <= 0.05:
+            cut = True
     except Exception as exc:  # noqa: BLE001 (an op the oracle cannot run concretely)
         allowed, note = None, f"the oracle cannot enumerate this session: {exc}"
     rows = [(o, n, None if allowed is None else o in allowed) for o, n in seen.most_common()]
@@ -160,4 +194,202 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
         print_runtime_rows(rows, lambda o: describe(o, session), "trial")
         if note:
             print(f"  {note}")
-    return 1 if findings else EXIT_OK
+    return _finish(args, 1 if findings else 3 if cut else EXIT_OK)
+
+
+# --- `tfsem run GRAPH --backend tensorflow|xla` ----------------------------------------
+
+
+def _budget(args: argparse.Namespace):
+    """The command's one clock (common.Deadline): --timeout (default
+    TF_TIMEOUT) from the process's start, or from now for a call from Python."""
+    from .common import Deadline  # noqa: PLC0415
+    seconds = args.timeout if getattr(args, "timeout", None) is not None else TF_TIMEOUT
+    return (Deadline.of_process(seconds) if getattr(args, "whole_process", False)
+            else Deadline(seconds))
+
+
+#: the seconds of the budget kept back for the report (and the process's end)
+REPORT_SECONDS = 0.3
+
+
+def _out_of_time(args: argparse.Namespace, deadline, why: str, done: dict | None = None) -> int:
+    """`unknown` (exit 3): the budget ran out `why`, nothing else found."""
+    reason = f"the time budget of {deadline.seconds:g} s ran out {why}"
+    if args.json:
+        print_json(dict(done or {}, verdict="unknown", reason=reason, budget=True))
+    else:
+        print(f"unknown: {reason}")
+    from .grappler import _finish  # noqa: PLC0415
+    return _finish(args, 3)
+
+
+def run_backend(args: argparse.Namespace) -> int:
+    """`tfsem run GRAPH --backend tensorflow|xla`: run a GraphDef (.pb/.pbtxt)
+    N times on TensorFlow's executor (or XLA-clustered), list the distinct
+    outcomes, and check each against the oracle's outcome set of the imported
+    graph at the same σ: an outcome outside it is a finding (exit 1).
+
+    All of it within one budget (--timeout, docs/budgets.md): TensorFlow's
+    import and its loading of the graph are left behind when they outlast
+    it (common.call_within); each run is TensorFlow's with the time left
+    (RunOptions.timeout_in_ms), and no run starts past it; the oracle's
+    outcome set gets what the runs left.  A budget that runs out is
+    `unknown` (exit 3), with the runs made so far, unless one of them is a
+    finding (exit 1)."""
+    import sys  # noqa: PLC0415
+    from collections import Counter  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
+    from tfsem.graphdef import grappler as g  # noqa: PLC0415
+    from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
+    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
+
+    from .common import StageTimeout, call_within  # noqa: PLC0415
+    from .grappler import _finish, _graph_interface, _import  # noqa: PLC0415
+
+    deadline = _budget(args)
+    path = Path(args.program)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+
+    def left() -> float:
+        return deadline.left() - REPORT_SECONDS
+
+    try:
+        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+        # TensorFlow's import (5 s, a minute under load) looks at no clock
+        call_within(left(), tfb.tensorflow)
+    except g.TensorFlowMissing:
+        print(f"tfsem run: --backend {args.backend} {g.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    except StageTimeout:
+        return _out_of_time(args, deadline, "while TensorFlow was imported: no run")
+    try:
+        if path.suffix in (".pb", ".pbtxt"):
+            from google.protobuf.message import DecodeError  # noqa: PLC0415
+            from google.protobuf.text_format import ParseError  # noqa: PLC0415
+            try:
+                graph_def = g.as_graph_def(path)
+            except (DecodeError, ParseError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{path}: not a GraphDef: {exc}") from None
+            fetches, targets = _graph_interface(path, graph_def,
+                                                getattr(args, "fetch", None) or [],
+                                                getattr(args, "target", None) or [])
+            program = _import(graph_def, fetches, targets, str(path),
+                              deadline=deadline.at - REPORT_SECONDS)
+        elif path.is_dir() or path.suffix == ".pb":
+            raise UsageError(f"{path}: --backend {args.backend} runs a GraphDef (.pb, .pbtxt) "
+                             "or a tfsem program (exported with `tfsem export`)")
+        else:
+            # a tfsem program: exported (graphdef/exporter.py); every node of the
+            # program runs (as a target), as every node fires once in a tfsem run
+            from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+            from tfsem.graphdef.proto import encode  # noqa: PLC0415
+            from tfsem.oracle.jsonio import load_program  # noqa: PLC0415
+            program = load_program(path)
+            graph = export_graph(program)
+            graph_def = g.as_graph_def(encode("GraphDef", graph))
+            fetches = list(program.outputs)
+            targets = [n["name"] for n in graph["node"]
+                       if n["op"] != "Placeholder" and n["name"] not in program.outputs]
+            # the oracle judges what TensorFlow runs: the exported graph imported
+            # back (float ops then flush subnormals, as TensorFlow's CPU kernels do)
+            program = _import(graph_def, fetches, targets, str(path),
+                              deadline=deadline.at - REPORT_SECONDS)
+    except ImportTimeout as exc:
+        return _out_of_time(args, deadline, f"while the graph was read and imported ({exc}): "
+                                            "no run")
+    from .common import sigma_from_args  # noqa: PLC0415
+    feeds, init = sigma_from_args(program, args)
+    threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
+    seen = tfb.Observed(0, Counter())
+    clusters = None
+    cut = None
+    try:
+        # TensorFlow loading the graph looks at no clock either
+        runner = call_within(left(), tfb.GraphRunner, graph_def, {f: f for f in fetches},
+                             targets, mode=args.backend, inter_op_threads=threads,
+                             observe=args.observe)
+    except StageTimeout:
+        return _out_of_time(args, deadline, "while TensorFlow loaded the graph: no run")
+    except tfb.TensorFlowRunError as exc:
+        raise UsageError(str(exc)) from None
+    # the oracle's outcome set first (it is the same for every run: each run
+    # is judged against it, whenever the budget stops the runs), in at most
+    # half of what is left, and at most its usual 60 s
+    allowed, oracle_note, oracle_cut = None, None, False
+    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left() / 2)
+    try:
+        allowed = outcome_set(program, feeds, init, args.semantics, args.observe,
+                              max_seconds=max(oracle_seconds, 0.05))
+    except BudgetExceeded as exc:
+        oracle_note = f"the oracle's outcomes are out of reach: {exc}"
+        if exc.which == "seconds" and oracle_seconds < MAX_SECONDS_OUTCOMES:
+            oracle_note = (f"the oracle's outcomes were not computed: the time budget of "
+                           f"{deadline.seconds:g} s left them {max(oracle_seconds, 0.05):.2f} s "
+                           f"({exc})")
+            oracle_cut = True
+    except Exception as exc:  # an op the oracle cannot run concretely
+        oracle_note = f"the oracle cannot enumerate this graph: {exc}"
+    try:
+        with runner:
+            for _ in range(args.runs):
+                if left() <= 0:
+                    cut = f"after {seen.runs} of {args.runs} runs"
+                    break
+                try:
+                    seen.counts[runner.run_once(feeds, init, deadline=deadline.at
+                                                - REPORT_SECONDS)] += 1
+                except tfb.ReplayTimeout:
+                    cut = f"during run {seen.runs + 1} of {args.runs}"
+                    break
+                seen.runs += 1
+            if args.backend == "xla" and cut is None:
+                try:
+                    clusters = call_within(left(), runner.clusters, feeds, init)
+                except StageTimeout:
+                    cut = "while XLA's clusters were traced (after every run)"
+    except tfb.TensorFlowRunError as exc:
+        raise UsageError(str(exc)) from None
+    ranked = sorted(seen.items(), key=lambda item: -item[1])
+    rows = [(o, n, None if allowed is None else (o in allowed)) for o, n in ranked]
+    findings = sum(1 for _, _, inside in rows if inside is False)
+    budget_note = None if cut is None else (
+        f"the time budget of {deadline.seconds:g} s ran out {cut}: the runs above are all "
+        "that were made")
+    if oracle_cut and budget_note is None:
+        budget_note = (f"the time budget of {deadline.seconds:g} s ran out while the oracle's "
+                       "outcome set was computed: the runs are not judged")
+    label = "TensorFlow executor" if args.backend == "tensorflow" else "XLA auto-clustering (CPU)"
+    if args.json:
+        out = {"runs": seen.runs, "backend": args.backend, "inter_op_threads": threads,
+               "fetches": fetches, "targets": targets,
+               "outcomes": [dict(o.to_json(), runs=n, in_oracle=inside)
+                            for o, n, inside in rows],
+               "oracle_count": None if allowed is None else allowed.count,
+               "oracle_note": oracle_note, "findings": findings,
+               "xla_clusters": clusters}
+        if budget_note is not None:
+            out.update(budget=True, reason=budget_note)
+        print_json(out)
+    else:
+        print(f"{seen.runs} run{'s' if seen.runs != 1 else ''} on {label} ({threads} inter-op "
+              f"threads): {len(rows)} distinct outcome{'s' if len(rows) != 1 else ''}"
+              + ("" if allowed is None else f"; the oracle allows {allowed.count}"))
+        print_runtime_rows(rows, lambda o: o.describe(), "run")
+        if oracle_note:
+            print(f"  {oracle_note}")
+        if clusters is not None:
+            shown = ", ".join(f"{k} [{' '.join(v)}]" for k, v in clusters["clusters"].items())
+            print(f"  XLA clusters (variables each touches): {shown or 'none'}")
+            if not shown:
+                print("  (no XLA cluster formed: nothing here can be clustered, or TensorFlow "
+                      "started in this process before tfsem could set TF_XLA_FLAGS; these runs "
+                      "were then the plain executor's)")
+        if budget_note is not None:
+            print(f"  unknown: {budget_note}")
+    status = 1 if findings else 3 if budget_note is not None else EXIT_OK
+    # the process ends with its report, not when TensorFlow's teardown is done
+    return _finish(args, status)
