@@ -49,6 +49,7 @@ from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Tensor, Value,
                                  random_array)
 
+from . import canonical_memo
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
@@ -1039,8 +1040,11 @@ class _Checker:
         verdicts and counterexamples against the enumerating checker."""
         if RACE_FREE_CONFIRM and self.original_race_free():
             started = time.monotonic()
-            outcome, schedule = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                      self.observe, started + seconds)
+            # (remembered across the checks of this very program object at
+            # this σ, exactly: checking/canonical_memo.py argues why a hit is
+            # the run's own answer)
+            outcome, schedule = canonical_memo.canonical_outcome(
+                self.p, feeds, init, self.semantics, self.observe, started + seconds)
             self.stats["race_free_confirmations"] = \
                 self.stats.get("race_free_confirmations", 0) + 1
             return OutcomeSet([{outcome: tuple(schedule)}], states=len(schedule),
@@ -1883,8 +1887,8 @@ class _Checker:
                         break    # (a run cut short)
                     ((o1, _),) = mine.items()
                 else:
-                    o1, run1 = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                     self.observe, bound)
+                    o1, run1 = canonical_memo.canonical_outcome(
+                        self.p, feeds, init, self.semantics, self.observe, bound)
                     if RACE_FREE_CONFIRM:
                         # (P race-free: that run's outcome is P's whole
                         # outcome set, `original_outcomes`; the confirmation

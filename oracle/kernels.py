@@ -210,6 +210,14 @@ def _note(op: str) -> None:
         used.add(op)
 
 
+def note(ops) -> None:
+    """Note `ops` as evaluated here (`record()`): a remembered answer that
+    evaluated them (checking/canonical_memo.py, functions' application
+    memo) names the same kernels as the evaluation it stands for."""
+    for op in ops:
+        _note(op)
+
+
 def settings() -> dict | None:
     """The running child's TensorFlow version and settings (None before one
     answered)."""
