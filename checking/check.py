@@ -37,6 +37,7 @@ import ml_dtypes
 import numpy as np
 import z3
 
+from tfsem.oracle import applications
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.controlflow import frame_parallel_iterations
@@ -271,7 +272,11 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # ops with no numpy model run on TensorFlow's kernels where it is
     # installed (oracle/kernels.py); the verdict names those that did.  The
     # wait for them counts against the budget
-    with kernels.record() as used, kernels.deadline(time.monotonic() + timeout):
+    # (inside the check, and the next checks of this original, function
+    # applications made once are not made again: P' after P at one σ
+    # recomputes only the rewritten nodes and their cone, oracle/applications.py)
+    with kernels.record() as used, kernels.deadline(time.monotonic() + timeout), \
+            applications.scope(owner=original):
         verdict = _check_rewrite(original, rewritten, semantics, observe, timeout,
                                  minimize=minimize, seed=seed, backends=backends,
                                  structural=structural, float_mode=float_mode)

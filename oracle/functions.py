@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import applications as _applications
 from . import kernels as _kernels
 from .budget import BudgetExceeded
 from .values import (DTYPE_MISMATCH, FLOAT_DTYPES, SHAPE_MISMATCH, Error, Tensor, Value,
@@ -102,7 +103,44 @@ class Function:
 
     def apply(self, args: Sequence[Value], attrs: Mapping[str, Any] | None = None,
               xp: Any = np) -> tuple[Value, ...]:
-        """Apply to TF values, with the error discipline described above."""
+        """Apply to TF values, with the error discipline described above.
+        Inside `applications.scope()` (a check) an application made before
+        is not made again (oracle/applications.py argues why its answer is
+        the same)."""
+        memo = _applications._active
+        if memo is None or xp is not np:
+            return self._apply(args, attrs, xp)
+        if memo.limit != MAX_TENSOR_ELEMENTS:    # (a hit skips check_size)
+            _applications.empty(memo, MAX_TENSOR_ELEMENTS)
+        if self.impl is _const and attrs and type(attrs.get("value")) is Tensor:
+            # (Const: its attribute's tensor itself, one object for every
+            # Const of those bits, instead of a copy made each time)
+            value = attrs["value"]
+            if value.array.size > MAX_TENSOR_ELEMENTS:
+                raise too_large(self.name, value.array.size)
+            return (_applications.intern_const(memo, value),)
+        key = _applications.key(memo, self, args, attrs)
+        if key is None:
+            return self._apply(args, attrs, xp)
+        out = _applications.lookup(memo, key, self, args)
+        if out is not None:
+            return out
+        deferring = _kernels.deferring()
+        if key[2]:            # kernels on: which did this application evaluate?
+            with _kernels.record() as used:
+                out = self._apply(args, attrs, xp)
+            ops = frozenset(used)
+        else:
+            out = self._apply(args, attrs, xp)
+            ops = frozenset()
+        if deferring or not all(type(v) is Tensor or isinstance(v, Error) for v in out):
+            return out
+        out = _applications.interned_results(memo, out)
+        _applications.store(memo, key, self, attrs, args, out, ops)
+        return out
+
+    def _apply(self, args: Sequence[Value], attrs: Mapping[str, Any] | None,
+               xp: Any) -> tuple[Value, ...]:
         for i in self.strict():
             if isinstance(args[i], Error):
                 return (args[i],) * self.n_out
@@ -263,6 +301,7 @@ def register(fn: Function, *, replace: bool = False) -> Function:
     if fn.name in _REGISTRY:
         global version
         version += 1
+        _applications.clear()     # (its old applications are another function's)
     _REGISTRY[fn.name] = fn
     return fn
 

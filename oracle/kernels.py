@@ -321,6 +321,11 @@ def collecting() -> Iterator[list]:
         _local.collect = old
 
 
+def deferring() -> bool:
+    """Whether evaluations are being deferred here (inside `collecting()`)."""
+    return getattr(_local, "collect", None) is not None
+
+
 def prefetch(requests: Sequence[tuple]) -> int:
     """The requests `collecting()` noted, evaluated in one message to the
     child (one turn of writer and reader instead of one per evaluation:
