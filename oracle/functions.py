@@ -934,6 +934,12 @@ def _bit_layout(dtype: Any) -> tuple | None:
     return u, u.type(sign), u.type(sign - 1), u.type((1 << mantissa) - 1), u.type(1)
 
 
+#: Arrays of at most this many float32/float64 elements are searched for a
+#: subnormal element by element (`_flush`); their smallest normals.
+_SMALL_FLUSH = 32
+_SMALL_TINY = {np.dtype(np.float32): float(np.finfo(np.float32).tiny),
+               np.dtype(np.float64): float(np.finfo(np.float64).tiny)}
+
 _LAYOUTS = {d: _bit_layout(d) for d in (np.dtype(np.float16), np.dtype(np.float32),
                                          np.dtype(np.float64))}
 
@@ -950,6 +956,17 @@ def _flush(xp, a):
     if xp is not np or not isinstance(a, np.ndarray):
         return _flush_by_value(xp, a)
     dt = a.dtype
+    if a.size <= _SMALL_FLUSH:
+        tiny = _SMALL_TINY.get(dt)
+        if tiny is not None:
+            # (a few elements: looked at as Python floats, exact widenings
+            # of float32/float64, in a fraction of the numpy calls' fixed
+            # cost: 0.5 against 7 µs for a row of 8; NaN compares false)
+            for x in a.ravel().tolist():
+                if 0.0 < abs(x) < tiny:
+                    break
+            else:
+                return a
     layout = _LAYOUTS.get(dt)
     if layout is None:
         layout = _LAYOUTS[dt] = _bit_layout(dt)

@@ -96,3 +96,24 @@ def test_ftz_leaves_unflushed_dtypes_alone():
     assert fns.ftz(np, h) is h
     i = np.array([1, -1], np.int32)
     assert fns.ftz(np, i) is i
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_arrays_find_a_subnormal_anywhere(dtype):
+    """Arrays of up to `_SMALL_FLUSH` elements are searched element by
+    element: one subnormal (either sign, smallest or largest) at any
+    position, among NaNs, infinities and signed zeros, is flushed."""
+    d, u = DTYPES[dtype], BITS_DTYPES[dtype]
+    mantissa = {"float32": 23, "float64": 52}[dtype]
+    sign = 1 << (u.itemsize * 8 - 1)
+    fill = np.array([np.nan, -0.0, np.inf, 1.0], d)
+    for n in (1, 2, 7, fns._SMALL_FLUSH, fns._SMALL_FLUSH + 1):
+        for pos in range(n):
+            for sub in (1, (1 << mantissa) - 1, 1 | sign, ((1 << mantissa) - 1) | sign):
+                a = np.resize(fill, n).copy()
+                a.view(u)[pos] = sub
+                _same(a)
+                _same(a.reshape(1, n)[:, ::-1])
+                assert fns._flush(np, a).view(u)[pos] == sub & sign
+        clean = np.resize(fill, n)
+        assert fns._flush(np, clean) is clean
