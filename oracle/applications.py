@@ -33,7 +33,11 @@ INTERN_ELEMENTS elements is looked up by its exact bits (`values.exact`:
 NaN payloads and -0.0 kept apart) and replaced by the first tensor of those
 bits.  So P's and P''s Consts, imported separately, give one tensor, and a
 recomputed node whose small result equals the old one cuts the
-recomputation of its cone off.
+recomputation of its cone off.  On a miss, an argument the memo does not
+hold yet (σ, a variable's initial value: made anew by each check and each
+minimization step) is interned too (`canonical_args`), whatever its size,
+and looked up again: the σ of the check before, made again, finds its
+applications.
 
 **Why a hit returns exactly what a fresh application would.**  A
 function's results are a function of (function, attributes, arguments) and
@@ -89,7 +93,7 @@ MEMO_BYTES = 192 << 20
 #: A result of at most this many elements is interned (`intern`).
 INTERN_ELEMENTS = 4096
 #: Bytes of interned tensors kept before the table is dropped.
-INTERN_BYTES = 32 << 20
+INTERN_BYTES = 64 << 20
 #: An application whose arrays pass this is not kept.
 ENTRY_BYTES = MEMO_BYTES // 8
 
@@ -358,6 +362,27 @@ def _release(memo: _Memo, entry: tuple) -> None:
                 if h[1] == 0:
                     del held[id(v)]
                     memo.bytes -= v.array.nbytes + 128
+
+
+def canonical_args(memo: _Memo, args) -> list | None:
+    """On a miss: `args` with each tensor the memo does not hold (a value
+    from outside its applications: σ, a variable's initial value, a tensor
+    made by the caller) replaced by the interned tensor of its exact bits,
+    or None when none changed.  σ is made anew by every check, and by
+    minimization for every step; interned, the same bits are the same
+    objects as in the runs before, whose applications are then found.  A
+    tensor the memo holds (a remembered argument or result) is one already,
+    and is not hashed again."""
+    held = memo.held
+    changed = None
+    for i, a in enumerate(args):
+        if type(a) is Tensor and id(a) not in held:
+            c = intern(memo, a)
+            if c is not a:
+                if changed is None:
+                    changed = list(args)
+                changed[i] = c
+    return changed
 
 
 def interned_results(memo: _Memo, out: tuple) -> tuple:

@@ -125,6 +125,13 @@ class Function:
         out = _applications.lookup(memo, key, self, args)
         if out is not None:
             return out
+        canon = _applications.canonical_args(memo, args)
+        if canon is not None:
+            args = canon
+            key = _applications.key(memo, self, args, attrs)
+            out = _applications.lookup(memo, key, self, args)
+            if out is not None:
+                return out
         deferring = _kernels.deferring()
         if key[2]:            # kernels on: which did this application evaluate?
             with _kernels.record() as used:

@@ -140,10 +140,23 @@ def test_arguments_by_identity_equal_small_ones_interned(registry):
     big = np.arange(A.INTERN_ELEMENTS + 10, dtype=np.float32)
     with A.scope():
         a, b = Tensor(big), Tensor(big.copy())
-        f.apply([a]), f.apply([b])
-        assert len(calls) == 2       # equal, large, two objects: computed twice
+        (ra,) = f.apply([a])
         f.apply([a])
-        assert len(calls) == 2       # the same object: remembered
+        assert len(calls) == 1       # the same object: remembered
+        # an equal tensor from outside (σ made again): interned on the miss,
+        # and found
+        (rb,) = f.apply([b])
+        assert len(calls) == 1 and rb is ra
+        # a large result is not interned: an equal one made by another
+        # function is another object, whose applications are its own
+        g2 = _fn("memo_test_inc_too", impl)
+        (rc,) = g2.apply([a])
+        assert len(calls) == 2 and rc is not ra
+        f.apply([rc])
+        assert len(calls) == 3
+        other = Tensor(big + np.float32(5))
+        f.apply([other])
+        assert len(calls) == 4
         # results of at most INTERN_ELEMENTS: one object per exact bits, so
         # that an equal value recomputed elsewhere meets its applications
         g = _fn("memo_test_first", lambda xp, args, attrs: (args[0][:3],))
@@ -152,7 +165,7 @@ def test_arguments_by_identity_equal_small_ones_interned(registry):
         assert r1 is r2
         f.apply([r2])
         f.apply([r1])
-        assert len(calls) == 3
+        assert len(calls) == 5
         # NaN payloads and -0.0 are bits of their own
         (n1,) = g.apply([Tensor(_f32(0x7FC00001, 0, 0, 0).array)])
         (n2,) = g.apply([Tensor(_f32(0x7FC00002, 0, 0, 0).array)])
@@ -321,3 +334,29 @@ def test_check_verdicts_with_the_memos_equal_those_without(monkeypatch):
             assert {k: exact(x) for k, x in a.feeds.items()} == \
                 {k: exact(x) for k, x in b.feeds.items()}
     assert checked >= 40 and unsound >= 3, (checked, unsound)
+
+
+def test_the_next_check_of_the_original_finds_its_applications():
+    """σ made anew (other objects, the same bits) in the next check of the
+    same original: interned on the miss, the kept memo's applications are
+    found, and the outcome is the fresh run's."""
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": {"x": {"dtype": "float32", "shape": [3]}},
+        "feeds": {"a": {"dtype": "float32", "shape": [3]}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "Add.ftz", "inputs": ["r", "$a"]},
+                  {"name": "m", "op": "Mul.ftz", "inputs": ["s", "s"]},
+                  {"name": "w", "op": "Write", "inputs": ["v", "m"]}],
+        "outputs": {"o": "m"}})
+
+    def sigma():
+        return ({"a": _f32(0x3FC00000, 0x7FC00001, 0x80000000)},
+                {"x": Tensor(np.array([1.5, -2.0, 3.0], np.float32))})
+    fresh = exact_outcome(ref.canonical_outcome(p, *sigma(), "atomic", "outputs+state")[0])
+    for turn in range(2):
+        with A.scope(owner=p):
+            got = exact_outcome(ref.canonical_outcome(p, *sigma(), "atomic", "outputs+state")[0])
+            assert got == fresh
+            if turn:
+                assert A.active().hits >= 2
