@@ -21,7 +21,8 @@ arguments are new: the rewritten nodes and their downstream cone.
   keys the attributes by the identity of the mapping, kept alive);
 * each argument tensor by the identity of the Tensor object, kept alive by
   the entry (an error value by its reason, which is all it has);
-* whether TensorFlow's kernels are on (off, an op with no model cannot run).
+* whether TensorFlow's kernels are on (off, an op with no model cannot run):
+  `kernels.enabled()`, its environment part read once per scope.
 
 Identity keys cost nothing to make (no hashing of a megabyte activation), and
 they find P's applications in P' because the tensors P' passes along are
@@ -100,7 +101,7 @@ ENTRY_BYTES = MEMO_BYTES // 8
 
 class _Memo:
     __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "hits",
-                 "misses", "lock", "owner", "limit")
+                 "misses", "lock", "owner", "limit", "kernels_env")
 
     def __init__(self, owner: Any = None) -> None:
         self.entries: OrderedDict[tuple, tuple] = OrderedDict()
@@ -120,6 +121,10 @@ class _Memo:
         #: check, so a memo of another limit is emptied, `functions.apply`)
         self.owner = owner
         self.limit: int | None = None
+        #: whether the environment turns TensorFlow's kernels on, read when
+        #: the outermost scope starts (`key`: a thread's `kernels.use()`
+        #: overrides it, as in `kernels.enabled()`)
+        self.kernels_env = _kernels.environment_enabled()
 
 
 _active: _Memo | None = None
@@ -152,6 +157,7 @@ def scope(owner: Any = None) -> Iterator[None]:
             if (kept is not None and owner is not None and kept.owner is not None
                     and kept.owner() is owner):
                 _active = kept
+                kept.kernels_env = _kernels.environment_enabled()
             else:
                 try:
                     ref = weakref.ref(owner, _dropped) if owner is not None else None
@@ -302,7 +308,8 @@ def intern_const(memo: _Memo, value: Tensor) -> Tensor:
 def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
     """The application's key, or None when it is not remembered (an
     argument that is neither a tensor nor an error value)."""
-    parts = [id(fn), attrs_token(memo, attrs), _kernels.enabled()]
+    on = _kernels.forced()
+    parts = [id(fn), attrs_token(memo, attrs), memo.kernels_env if on is None else on]
     for a in args:
         if type(a) is Tensor:
             parts.append(id(a))

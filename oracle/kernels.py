@@ -174,6 +174,19 @@ def use(on: bool) -> Iterator[None]:
         _local.forced = old
 
 
+def forced() -> bool | None:
+    """The on/off `use()` set in this thread, or None (then the
+    environment decides: `environment_enabled`)."""
+    return getattr(_local, "forced", None)
+
+
+def environment_enabled() -> bool:
+    """`enabled()` as the environment alone says (no `use()` override)."""
+    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    return _tensorflow_installed()
+
+
 # -- what a check used ---------------------------------------------------------
 
 

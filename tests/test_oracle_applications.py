@@ -360,3 +360,31 @@ def test_the_next_check_of_the_original_finds_its_applications():
             assert got == fresh
             if turn:
                 assert A.active().hits >= 2
+
+
+def test_kernels_on_and_off_are_kept_apart(registry, monkeypatch):
+    """An op with no model runs on TensorFlow's kernel only where kernels
+    are on: an application made with them on is no answer with them off
+    (a thread's `kernels.use()`, or the environment at the next scope)."""
+    def impl(xp, args, attrs):
+        if not kernels.enabled():
+            raise fns.CannotRun("no model, and kernels are off")
+        return (args[0],)
+    f = _fn("memo_test_kernel_only", impl)
+    x = Tensor(np.array([1.0]))
+    p = _program_of("memo_test_kernel_only")
+    with A.scope(owner=p):
+        with kernels.use(True):
+            assert f.apply([x])[0] is x
+        with kernels.use(False), pytest.raises(fns.CannotRun):
+            f.apply([x])
+    monkeypatch.setenv(kernels.ENV, "0")
+    with A.scope(owner=p), pytest.raises(fns.CannotRun):
+        f.apply([x])
+
+
+def _program_of(op):
+    return program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "feeds": {"a": {"dtype": "float64", "shape": [1]}},
+        "nodes": [{"name": "o", "op": op, "inputs": ["$a"]}], "outputs": {"o": "o"}})
