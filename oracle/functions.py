@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -93,6 +94,11 @@ class Function:
     #: returns the GraphDef node dicts, the last one named e.name.  None:
     #: the exporter's own cases (the language's functions, the state family).
     export: Callable[[Any], list] | None = None
+    #: Every result of `impl` is flushed (`ftz`) as its last step
+    #: (`flushed_variant`): a result tensor of a flushed dtype, of the
+    #: dtype `impl` gave it, holds no subnormal, and is remembered so
+    #: (`_mark_flushed`): the functions it feeds do not search it again.
+    flushes_results: bool = False
 
     @property
     def assignable(self) -> bool:
@@ -192,6 +198,13 @@ class Function:
                     (Tensor(np.asarray(r)) if self.casts else _as_tensor(r, used)) for r in results)
         if sum(t.array.size for t in out) > MAX_TENSOR_ELEMENTS:  # a user function's own growth
             raise too_large(self.name, sum(t.array.size for t in out))
+        if self.flushes_results and xp is np:
+            for r, t in zip(results, out):
+                # (the tensor's bytes are the flushed result's, unless
+                # `_as_tensor` converted its dtype)
+                if type(t) is Tensor and t.dtype in FLUSHED_DTYPES \
+                        and getattr(r, "dtype", None) == t.array.dtype:
+                    _mark_flushed(t.array)
         return out
 
 
@@ -951,6 +964,27 @@ _LAYOUTS = {d: _bit_layout(d) for d in (np.dtype(np.float16), np.dtype(np.float3
                                          np.dtype(np.float64))}
 
 
+#: id(array) -> a weak reference to it, for read-only arrays that own their
+#: data (a Tensor's) and hold no subnormal of their float dtype: a flushed
+#: function's results (`Function.flushes_results`) and the arrays `_flush`
+#: searched and found none in.  At most FLUSHED_KEPT, all dropped when full.
+_flushed: dict[int, Any] = {}
+FLUSHED_KEPT = 1 << 16
+
+
+def _mark_flushed(a: np.ndarray) -> None:
+    """Remember that `a` (read-only, its own data) has no subnormal."""
+    if a.flags.writeable or a.base is not None:
+        return
+    try:
+        ref = weakref.ref(a)
+    except TypeError:
+        return
+    if len(_flushed) >= FLUSHED_KEPT:
+        _flushed.clear()
+    _flushed[id(a)] = ref
+
+
 def _flush(xp, a):
     """Subnormal floats of any float dtype replaced by zeros of the same sign.
 
@@ -962,6 +996,11 @@ def _flush(xp, a):
     time (tests/test_functions_flush.py compares the two bit for bit)."""
     if xp is not np or not isinstance(a, np.ndarray):
         return _flush_by_value(xp, a)
+    fixed = not a.flags.writeable and a.base is None
+    if fixed:
+        known = _flushed.get(id(a))
+        if known is not None and known() is a:
+            return a      # (searched before, or a flushed function's result)
     dt = a.dtype
     if a.size <= _SMALL_FLUSH:
         tiny = _SMALL_TINY.get(dt)
@@ -974,6 +1013,7 @@ def _flush(xp, a):
                     break
             else:
                 return a
+            fixed = False
     layout = _LAYOUTS.get(dt)
     if layout is None:
         layout = _LAYOUTS[dt] = _bit_layout(dt)
@@ -988,6 +1028,8 @@ def _flush(xp, a):
     mag -= one
     sub = mag < largest
     if not sub.any():
+        if fixed:
+            _mark_flushed(a)
         return a
     if not a.ndim:
         sub = sub.reshape(())
@@ -1078,7 +1120,7 @@ def flushed_variant(base: Function) -> Function:
     doc = f"{base.name} with subnormal arguments and results flushed to zero (TensorFlow's CPU runtime)"
     return Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,
                     strict_args=base.strict_args, attrs=base.attrs, pure=False,
-                    family=TENSORFLOW)
+                    family=TENSORFLOW, flushes_results=True)
 
 
 def flushed_extremum(base: Function) -> Function:

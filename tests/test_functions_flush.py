@@ -117,3 +117,30 @@ def test_small_arrays_find_a_subnormal_anywhere(dtype):
                 assert fns._flush(np, a).view(u)[pos] == sub & sign
         clean = np.resize(fill, n)
         assert fns._flush(np, clean) is clean
+
+
+def test_a_flushed_functions_results_are_not_searched_again():
+    """`Function.flushes_results`: a `.ftz` function's result tensors are
+    remembered free of subnormals (read-only, their own data), so the
+    functions they feed return them as they are; an array with a subnormal
+    is never remembered so, nor is a writeable one."""
+    from tfsem.oracle.values import Tensor
+    add = fns.get("Add.ftz")
+    assert add.flushes_results and not fns.get("Add").flushes_results
+    sub = np.array([1, 0x00400000, 0x80000001], np.uint32).view(np.float32)
+    (r,) = add.apply([Tensor(sub), Tensor(np.full(3, 2.0, np.float32))])
+    assert (r.array == np.float32(2.0)).all()        # (the subnormals read as zeros)
+    assert fns._flushed[id(r.array)]() is r.array
+    assert fns._flush(np, r.array) is r.array
+    # a tensor with subnormals, read-only: searched, flushed, never marked
+    t = Tensor(np.resize(sub, 64))
+    flushed = fns._flush(np, t.array)
+    assert flushed is not t.array and id(t.array) not in fns._flushed
+    _same(t.array)
+    # a clean read-only array is marked when searched; a writeable one is not
+    clean = Tensor(np.ones(64, np.float32))
+    assert fns._flush(np, clean.array) is clean.array and id(clean.array) in fns._flushed
+    w = np.ones(64, np.float32)
+    assert fns._flush(np, w) is w and id(w) not in fns._flushed
+    w[0] = sub[1]                                   # (written after: still flushed)
+    assert fns._flush(np, w) is not w
