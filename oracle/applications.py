@@ -111,7 +111,8 @@ class _Memo:
         self.held: dict[int, list] = {}
         self.interned: dict[Any, Tensor] = {}
         self.intern_bytes = 0
-        #: id(attrs mapping) -> (the mapping, kept alive; its token)
+        #: id(attrs mapping) -> (the mapping, kept alive; its items when the
+        #: token was made; its token)
         self.tokens: dict[int, tuple] = {}
         self.hits = self.misses = 0
         self.lock = threading.Lock()
@@ -260,14 +261,20 @@ def _exact_attr(v: Any) -> Any:
     raise _Opaque(type(v).__name__)
 
 
+_MISSING = object()
+
+
 def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
     """The attributes' exact key, made once per mapping object (kept alive
     while its token is kept, so that its id() is not reused)."""
     if not attrs:
         return ()
     hit = memo.tokens.get(id(attrs))
-    if hit is not None and hit[0] is attrs:
-        return hit[1]
+    if hit is not None and hit[0] is attrs and len(hit[1]) == len(attrs) \
+            and all(attrs.get(k, _MISSING) is v for k, v in hit[1]):
+        # (the same mapping holding the same objects: a dict that a caller
+        # changed since, say reused for another node, is keyed again)
+        return hit[2]
     try:
         token = _exact_attr(dict(attrs))
         hash(token)
@@ -275,7 +282,7 @@ def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
         token = _ByIdentity(attrs)          # (which keeps it alive)
     if len(memo.tokens) >= 16384:
         memo.tokens.clear()
-    memo.tokens[id(attrs)] = (attrs, token)
+    memo.tokens[id(attrs)] = (attrs, tuple(attrs.items()), token)
     return token
 
 

@@ -128,6 +128,14 @@ def test_attributes_are_keyed_by_their_bits(registry):
             f.apply([x], {"alpha": alpha})
         # (each attribute value computed once, told apart from the others)
         assert len(calls) == 7
+        # one dict, changed between two applications: keyed again
+        attrs = {"alpha": 2.0}
+        assert f.apply([x], attrs)[0] == Tensor(np.array([2.0], np.float32))
+        attrs["alpha"] = 3.0
+        assert f.apply([x], attrs)[0] == Tensor(np.array([3.0], np.float32))
+        attrs["beta"] = 1
+        f.apply([x], attrs)
+        assert len(calls) == 10
 
 
 def test_arguments_by_identity_equal_small_ones_interned(registry):
