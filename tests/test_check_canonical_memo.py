@@ -136,17 +136,22 @@ def _const_program(v: int):
 
 
 def test_a_recycled_id_finds_no_other_programs_run():
-    seen = set()
     for v in range(30):
         p = _const_program(v)
-        seen.add(id(p))
         o, _ = M.canonical_outcome(p, {}, {}, "atomic", "outputs")
         assert dict(o.outputs)["o"] == Tensor(np.array([v])), v
         del p
         if v % 10 == 9:
             gc.collect()
-    # (CPython hands a freed object's memory to the next: ids were reused)
-    assert len(seen) < 30, len(seen)
+    # an entry under another program's id (what a recycled id would find,
+    # which CPython often but not always gives): its weak reference is to
+    # the program it was made for, not this one, so it is not taken
+    p, q = _const_program(1), _const_program(2)
+    M.canonical_outcome(p, {}, {}, "atomic", "outputs")
+    (key, entry), = [(k, e) for k, e in M._memo.items() if e[0]() is p]
+    M._memo[(id(q),) + key[1:]] = entry
+    o, _ = M.canonical_outcome(q, {}, {}, "atomic", "outputs")
+    assert dict(o.outputs)["o"] == Tensor(np.array([2]))
 
 
 def test_the_kernels_a_run_evaluated_are_named_again_on_a_hit(monkeypatch):
@@ -192,11 +197,11 @@ def test_verdicts_with_the_memo_equal_those_without(monkeypatch):
         monkeypatch.setenv(M.ENV, "1")
         before = M.counts["hits"]
         v = check_rewrite(p, q, sem, obs, timeout=5, structural=False, backends=False,
-                          classify=False)
+                          classify=False, minimize=False)
         hits += M.counts["hits"] - before
         monkeypatch.setenv(M.ENV, "0")
         w = check_rewrite(p, q, sem, obs, timeout=5, structural=False, backends=False,
-                          classify=False)
+                          classify=False, minimize=False)
         assert v.verdict == w.verdict, (i, name, v.reason, w.reason)
         if v.verdict == "unsound":
             unsound += 1
@@ -225,15 +230,17 @@ def test_one_original_checked_against_several_rewrites_with_and_without(
         monkeypatch, no_solver_candidates):  # noqa: F811
     """The probe's canonical runs of the original at its plain σ, made once
     with the memo for all five checks: the same verdicts, counterexamples
-    and probe path as five fresh checks without it."""
+    and probe path as five fresh checks without it (unminimized:
+    minimization is time-boxed, and under load stops at other steps)."""
     with_memo, without = [], []
     hits = M.counts["hits"]
     for env, into in (("1", with_memo), ("0", without)):
         monkeypatch.setenv(M.ENV, env)
         for q in _variants():
             with as_if_kernels():
-                into.append(check_rewrite(LEFT, q, timeout=10, structural=False, backends=False))
-    assert M.counts["hits"] - hits >= 3
+                into.append(check_rewrite(LEFT, q, timeout=10, structural=False, backends=False,
+                                          minimize=False))
+    assert M.counts["hits"] - hits >= 2
     for v, w in zip(with_memo, without):
         assert (v.verdict, v.stats.get("path")) == (w.verdict, w.stats.get("path")), \
             (v.reason, w.reason)
