@@ -40,7 +40,7 @@ kernels with the memo as without it.
 
 Memory: entries are kept least recently used first out, at most MEMO_BYTES
 of tensor bytes in all (an outcome of a training step holds every
-variable's final value).  `TFSEM_RUN_MEMO=0` turns the memo off.
+variable's final value), and dropped with their program.  `TFSEM_RUN_MEMO=0` turns the memo off.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
     if size > MEMO_BYTES // 4:
         return
     try:
-        ref_p = weakref.ref(p)
+        ref_p = weakref.ref(p, _forget)
     except TypeError:
         return
     with _lock:
@@ -137,6 +137,15 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
         while _memo_bytes > MEMO_BYTES and _memo:
             _, gone = _memo.popitem(last=False)
             _memo_bytes -= gone[4]
+
+
+def _forget(ref_p: weakref.ref) -> None:
+    """A remembered run's program is gone: so is the run (a long-lived
+    process, `tfsem serve`, keeps no dead program's outcomes)."""
+    global _memo_bytes
+    with _lock:
+        for key in [k for k, e in _memo.items() if e[0] is ref_p]:
+            _memo_bytes -= _memo.pop(key)[4]
 
 
 def clear() -> None:

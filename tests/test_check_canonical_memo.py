@@ -152,6 +152,11 @@ def test_a_recycled_id_finds_no_other_programs_run():
     M._memo[(id(q),) + key[1:]] = entry
     o, _ = M.canonical_outcome(q, {}, {}, "atomic", "outputs")
     assert dict(o.outputs)["o"] == Tensor(np.array([2]))
+    # a program gone: its runs are dropped (the first loop's 30, and p's)
+    assert M.remembered() == 2
+    del p
+    gc.collect()
+    assert [e[0]() for e in M._memo.values()] == [q]
 
 
 def test_the_kernels_a_run_evaluated_are_named_again_on_a_hit(monkeypatch):
