@@ -101,6 +101,7 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     except TypeError:          # a value with no exact key: not remembered
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
     with _lock:
+        _purge()
         hit = _memo.get(key)
         if hit is not None and hit[0]() is p:
             _memo.move_to_end(key)
@@ -139,13 +140,28 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
             _memo_bytes -= gone[4]
 
 
+#: weak references of programs gone, whose runs `_purge` drops (a weakref
+#: callback may run in the middle of anything, the memo's own updates
+#: included: it only notes the reference)
+_dead: list = []
+
+
 def _forget(ref_p: weakref.ref) -> None:
     """A remembered run's program is gone: so is the run (a long-lived
     process, `tfsem serve`, keeps no dead program's outcomes)."""
+    _dead.append(ref_p)
+
+
+def _purge() -> None:
+    """Drop the runs of the programs gone (under `_lock`)."""
     global _memo_bytes
-    with _lock:
-        for key in [k for k, e in _memo.items() if e[0] is ref_p]:
-            _memo_bytes -= _memo.pop(key)[4]
+    if not _dead:
+        return
+    gone = set()
+    while _dead:
+        gone.add(id(_dead.pop()))
+    for key in [k for k, e in _memo.items() if id(e[0]) in gone]:
+        _memo_bytes -= _memo.pop(key)[4]
 
 
 def clear() -> None:
@@ -158,4 +174,6 @@ def clear() -> None:
 
 def remembered() -> int:
     """How many runs are remembered (tests)."""
-    return len(_memo)
+    with _lock:
+        _purge()
+        return len(_memo)
