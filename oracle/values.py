@@ -106,10 +106,6 @@ class Bits:
     data: bytes
 
 
-#: `Tensor._b` before the tensor's key is made
-_UNKNOWN = object()
-
-
 def _canonical_bytes(array: np.ndarray) -> tuple[bytes, bytes | None]:
     """(the bytes SPEC equality compares: every NaN as numpy's NaN of the
     dtype, the exact bytes where they differ from those, else None)."""
@@ -128,14 +124,7 @@ class Tensor:
     """An immutable array of one of DTYPES, with SPEC section 2 equality."""
 
     array: np.ndarray
-    #: tfsem's name of the dtype
-    _name: str = field(repr=False)
-    #: (dtype name, shape, the bytes SPEC equality compares), made when
-    #: first asked for (`_key`): most tensors of a run (a real graph's
-    #: activations) are never compared nor hashed, and making it costs a
-    #: NaN search and a copy of the bytes (2.8 of 72 s of the unsound
-    #: checks' profile)
-    _k: tuple | None = field(repr=False)
+    _key: tuple = field(repr=False)
     #: hash(_key), computed when first asked for (`__hash__`): hashing a
     #: MobileNetV2 activation's 0.8 MB took 0.4 ms, and most values of a
     #: run are never hashed; never pickled (bytes hash differently in each
@@ -143,9 +132,8 @@ class Tensor:
     #: unequal to the same tensor made in the new one)
     _hash: int | None = field(repr=False)
     #: the exact bits where SPEC equality forgets some (a NaN other than
-    #: numpy's NaN of the dtype), else None (`exact`); _UNKNOWN until `_key`
-    #: is made (both come from one pass over the array)
-    _b: "Bits | None | object" = field(repr=False)
+    #: numpy's NaN of the dtype), else None (`exact`)
+    _bits: Bits | None = field(repr=False)
 
     def __init__(self, array: Any, dtype: str | None = None):
         arr = np.array(array, dtype=DTYPES[dtype] if dtype else None, copy=True)
@@ -159,43 +147,21 @@ class Tensor:
             # hashing, which look at the bytes, follow the elements
             arr = arr.view(np.uint8) != 0
         arr.setflags(write=False)
-        object.__setattr__(self, "array", arr)
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_k", None)
-        object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_b", _UNKNOWN)
-
-    def _made(self) -> tuple:
-        """`_key` and `_bits` made from the array (once: the array is
-        read-only, so they never change)."""
-        arr = self.array
         canonical, raw = _canonical_bytes(arr)
-        key = (self._name, arr.shape, canonical)
-        object.__setattr__(self, "_b", None if raw is None else Bits(self._name, arr.shape, raw))
-        object.__setattr__(self, "_k", key)
-        return key
-
-    @property
-    def _key(self) -> tuple:
-        k = self._k
-        return k if k is not None else self._made()
-
-    @property
-    def _bits(self) -> "Bits | None":
-        b = self._b
-        if b is _UNKNOWN:
-            self._made()
-            b = self._b
-        return b
+        key = (name, arr.shape, canonical)
+        object.__setattr__(self, "array", arr)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", None)
+        object.__setattr__(self, "_bits", None if raw is None else Bits(name, arr.shape, raw))
 
     @property
     def dtype(self) -> str:
-        return self._name   # numpy's dtype.name is slow, and asked for often
+        return self._key[0]   # numpy's dtype.name is slow, and asked for often
 
     @property
     def canonical_bytes(self) -> bytes:
         """The bytes SPEC equality compares (`_canonical_bytes`: every NaN
-        as numpy's NaN of the dtype), made once."""
+        as numpy's NaN of the dtype), kept since construction."""
         return self._key[2]
 
     @property
@@ -205,8 +171,6 @@ class Tensor:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tensor):
             return False
-        if other is self:
-            return True
         h, g = self._hash, other._hash
         if h is not None and g is not None and h != g:
             return False
@@ -227,10 +191,9 @@ class Tensor:
         array, key, bits = state if len(state) == 3 else (state[0], state[1], state[3])
         array.setflags(write=False)
         object.__setattr__(self, "array", array)
-        object.__setattr__(self, "_name", key[0])
-        object.__setattr__(self, "_k", key)
+        object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_b", bits)
+        object.__setattr__(self, "_bits", bits)
 
     @property
     def exact(self) -> "Tensor | Bits":
