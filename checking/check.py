@@ -37,6 +37,7 @@ import ml_dtypes
 import numpy as np
 import z3
 
+from tfsem.oracle import applications
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.controlflow import frame_parallel_iterations
@@ -49,6 +50,7 @@ from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Tensor, Value,
                                  random_array)
 
+from . import canonical_memo
 from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
@@ -270,7 +272,11 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # ops with no numpy model run on TensorFlow's kernels where it is
     # installed (oracle/kernels.py); the verdict names those that did.  The
     # wait for them counts against the budget
-    with kernels.record() as used, kernels.deadline(time.monotonic() + timeout):
+    # (inside the check, and the next checks of this original, function
+    # applications made once are not made again: P' after P at one σ
+    # recomputes only the rewritten nodes and their cone, oracle/applications.py)
+    with kernels.record() as used, kernels.deadline(time.monotonic() + timeout), \
+            applications.scope(owner=original):
         verdict = _check_rewrite(original, rewritten, semantics, observe, timeout,
                                  minimize=minimize, seed=seed, backends=backends,
                                  structural=structural, float_mode=float_mode)
@@ -1039,8 +1045,11 @@ class _Checker:
         verdicts and counterexamples against the enumerating checker."""
         if RACE_FREE_CONFIRM and self.original_race_free():
             started = time.monotonic()
-            outcome, schedule = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                      self.observe, started + seconds)
+            # (remembered across the checks of this very program object at
+            # this σ, exactly: checking/canonical_memo.py argues why a hit is
+            # the run's own answer)
+            outcome, schedule = canonical_memo.canonical_outcome(
+                self.p, feeds, init, self.semantics, self.observe, started + seconds)
             self.stats["race_free_confirmations"] = \
                 self.stats.get("race_free_confirmations", 0) + 1
             return OutcomeSet([{outcome: tuple(schedule)}], states=len(schedule),
@@ -1883,8 +1892,8 @@ class _Checker:
                         break    # (a run cut short)
                     ((o1, _),) = mine.items()
                 else:
-                    o1, run1 = ref.canonical_outcome(self.p, feeds, init, self.semantics,
-                                                     self.observe, bound)
+                    o1, run1 = canonical_memo.canonical_outcome(
+                        self.p, feeds, init, self.semantics, self.observe, bound)
                     if RACE_FREE_CONFIRM:
                         # (P race-free: that run's outcome is P's whole
                         # outcome set, `original_outcomes`; the confirmation

@@ -174,6 +174,19 @@ def use(on: bool) -> Iterator[None]:
         _local.forced = old
 
 
+def forced() -> bool | None:
+    """The on/off `use()` set in this thread, or None (then the
+    environment decides: `environment_enabled`)."""
+    return getattr(_local, "forced", None)
+
+
+def environment_enabled() -> bool:
+    """`enabled()` as the environment alone says (no `use()` override)."""
+    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    return _tensorflow_installed()
+
+
 # -- what a check used ---------------------------------------------------------
 
 
@@ -229,6 +242,14 @@ def request_deadline(t: float | None) -> Iterator[None]:
 def _note(op: str) -> None:
     for used in getattr(_local, "stack", ()):
         used.add(op)
+
+
+def note(ops) -> None:
+    """Note `ops` as evaluated here (`record()`): a remembered answer that
+    evaluated them (checking/canonical_memo.py, functions' application
+    memo) names the same kernels as the evaluation it stands for."""
+    for op in ops:
+        _note(op)
 
 
 def settings() -> dict | None:
@@ -332,6 +353,11 @@ def collecting() -> Iterator[list]:
         yield found
     finally:
         _local.collect = old
+
+
+def deferring() -> bool:
+    """Whether evaluations are being deferred here (inside `collecting()`)."""
+    return getattr(_local, "collect", None) is not None
 
 
 def prefetch(requests: Sequence[tuple]) -> int:

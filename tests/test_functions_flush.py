@@ -96,3 +96,51 @@ def test_ftz_leaves_unflushed_dtypes_alone():
     assert fns.ftz(np, h) is h
     i = np.array([1, -1], np.int32)
     assert fns.ftz(np, i) is i
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_arrays_find_a_subnormal_anywhere(dtype):
+    """Arrays of up to `_SMALL_FLUSH` elements are searched element by
+    element: one subnormal (either sign, smallest or largest) at any
+    position, among NaNs, infinities and signed zeros, is flushed."""
+    d, u = DTYPES[dtype], BITS_DTYPES[dtype]
+    mantissa = {"float32": 23, "float64": 52}[dtype]
+    sign = 1 << (u.itemsize * 8 - 1)
+    fill = np.array([np.nan, -0.0, np.inf, 1.0], d)
+    for n in (1, 2, 7, fns._SMALL_FLUSH, fns._SMALL_FLUSH + 1):
+        for pos in range(n):
+            for sub in (1, (1 << mantissa) - 1, 1 | sign, ((1 << mantissa) - 1) | sign):
+                a = np.resize(fill, n).copy()
+                a.view(u)[pos] = sub
+                _same(a)
+                _same(a.reshape(1, n)[:, ::-1])
+                assert fns._flush(np, a).view(u)[pos] == sub & sign
+        clean = np.resize(fill, n)
+        assert fns._flush(np, clean) is clean
+
+
+def test_a_flushed_functions_results_are_not_searched_again():
+    """`Function.flushes_results`: a `.ftz` function's result tensors are
+    remembered free of subnormals (read-only, their own data), so the
+    functions they feed return them as they are; an array with a subnormal
+    is never remembered so, nor is a writeable one."""
+    from tfsem.oracle.values import Tensor
+    add = fns.get("Add.ftz")
+    assert add.flushes_results and not fns.get("Add").flushes_results
+    sub = np.array([1, 0x00400000, 0x80000001], np.uint32).view(np.float32)
+    (r,) = add.apply([Tensor(sub), Tensor(np.full(3, 2.0, np.float32))])
+    assert (r.array == np.float32(2.0)).all()        # (the subnormals read as zeros)
+    assert fns._flushed[id(r.array)]() is r.array
+    assert fns._flush(np, r.array) is r.array
+    # a tensor with subnormals, read-only: searched, flushed, never marked
+    t = Tensor(np.resize(sub, 64))
+    flushed = fns._flush(np, t.array)
+    assert flushed is not t.array and id(t.array) not in fns._flushed
+    _same(t.array)
+    # a clean read-only array is marked when searched; a writeable one is not
+    clean = Tensor(np.ones(64, np.float32))
+    assert fns._flush(np, clean.array) is clean.array and id(clean.array) in fns._flushed
+    w = np.ones(64, np.float32)
+    assert fns._flush(np, w) is w and id(w) not in fns._flushed
+    w[0] = sub[1]                                   # (written after: still flushed)
+    assert fns._flush(np, w) is not w

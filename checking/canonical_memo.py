@@ -1,0 +1,179 @@
+"""The original program's canonical run at a σ, remembered across checks.
+
+`tfsem grappler` (and its benchmark) checks one original program P against
+the output of five optimizers, and each check's probe and confirmations run
+P in its canonical order at the same σ (the probe's plain σ, the NaN σ, a
+counterexample's σ): the same run, of seconds on a real graph, made again in
+every check.  :func:`canonical_outcome` is `refute.canonical_outcome` with
+its answers remembered per program object, as the control-flow oracle
+already remembers its outcome sets (oracle/controlflow.py).
+
+**Why a remembered answer is the one a fresh run gives.**  The canonical run
+is a function of its key and of nothing else:
+
+* the program: the very object (`Program` is frozen; the memo holds it by a
+  weak reference and an entry counts only while that reference gives the
+  same object, so a recycled id() never finds another program's entry);
+* σ, by the exact bits of every value (`values.exact`: a NaN's payload and
+  sign and -0.0 are part of the key, not only SPEC equality, which forgets
+  NaN payloads; dtype and shape are part of a tensor's key);
+* the semantics mode and the observation;
+* what the functions are: `functions.version` (a registration that replaced
+  a function changes it), whether TensorFlow's kernels are on
+  (`kernels.enabled()`: off, an op with no model cannot run), and the
+  tensor size limit (`functions.MAX_TENSOR_ELEMENTS`).
+
+Given those, every step of the run is determined: the choice among enabled
+steps is by a fixed priority (the topological order), and each function is
+deterministic (the numpy models; TensorFlow's kernels are evaluated twice in
+their child and refused where the two differ, oracle/kernels.py: a refusal
+is an exception, never remembered, so the determinism check of a first
+evaluation is not skipped, it was made).  A run that does not finish, a
+deadline passed (BudgetExceeded) or a function that cannot run (CannotRun,
+CannotRunHere), leaves nothing behind: the next call runs again and fails
+again, as a fresh run would.  Only complete runs are kept, and the
+schedule is returned as a new list each time.
+
+The ops a run evaluated on TensorFlow's kernels are kept with its answer and
+noted again on a hit (`kernels.note`), so that a verdict names the same
+kernels with the memo as without it.
+
+Memory: entries are kept least recently used first out, at most MEMO_BYTES
+of tensor bytes in all (an outcome of a training step holds every
+variable's final value), and dropped with their program.  `TFSEM_RUN_MEMO=0` turns the memo off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Mapping
+
+from tfsem.oracle import functions as fns
+from tfsem.oracle import kernels
+from tfsem.oracle.outcomes import Outcome
+from tfsem.oracle.program import Program
+from tfsem.oracle.values import Tensor, Value, exact
+
+from . import refute as ref
+
+ENV = "TFSEM_RUN_MEMO"
+#: Bytes of remembered outcomes (their tensors' arrays), all programs together.
+MEMO_BYTES = 128 << 20
+
+_memo: "OrderedDict[tuple, tuple]" = OrderedDict()
+_memo_bytes = 0
+_lock = threading.Lock()
+#: counts, for tests and benchmarks: hits, misses
+counts = {"hits": 0, "misses": 0}
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def sigma_key(values: Mapping[str, Value]) -> tuple:
+    """σ's feeds or initial values as a key equal only to the same bits."""
+    return tuple(sorted((name, exact(v)) for name, v in values.items()))
+
+
+def _nbytes(outcome: Outcome) -> int:
+    size = 256
+    for _k, v in outcome.parts():
+        size += v.array.nbytes if isinstance(v, Tensor) else 64
+    return size
+
+
+def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
+                      semantics: str, observe: str,
+                      deadline: float | None = None) -> tuple[Outcome, list[str]]:
+    """`refute.canonical_outcome(p, feeds, init, semantics, observe,
+    deadline)`, remembered (see the module's docstring for why a hit is
+    exactly that answer)."""
+    if not enabled():
+        return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
+    try:
+        key = (id(p), semantics, observe, kernels.enabled(), fns.version,
+               fns.MAX_TENSOR_ELEMENTS, sigma_key(feeds), sigma_key(init))
+        hash(key)
+    except TypeError:          # a value with no exact key: not remembered
+        return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
+    with _lock:
+        _purge()
+        hit = _memo.get(key)
+        if hit is not None and hit[0]() is p:
+            _memo.move_to_end(key)
+            counts["hits"] += 1
+        else:
+            hit = None
+    if hit is not None:
+        _ref, outcome, schedule, ops, _size = hit
+        kernels.note(ops)
+        return outcome, list(schedule)
+    counts["misses"] += 1
+    with kernels.record() as used:
+        outcome, schedule = ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
+    _remember(key, p, outcome, schedule, frozenset(used))
+    return outcome, schedule
+
+
+def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
+              ops: frozenset) -> None:
+    global _memo_bytes
+    size = _nbytes(outcome) + 64 * len(schedule)
+    if size > MEMO_BYTES // 4:
+        return
+    try:
+        ref_p = weakref.ref(p, _forget)
+    except TypeError:
+        return
+    with _lock:
+        old = _memo.pop(key, None)
+        if old is not None:
+            _memo_bytes -= old[4]
+        _memo[key] = (ref_p, outcome, tuple(schedule), ops, size)
+        _memo_bytes += size
+        while _memo_bytes > MEMO_BYTES and _memo:
+            _, gone = _memo.popitem(last=False)
+            _memo_bytes -= gone[4]
+
+
+#: weak references of programs gone, whose runs `_purge` drops (a weakref
+#: callback may run in the middle of anything, the memo's own updates
+#: included: it only notes the reference)
+_dead: list = []
+
+
+def _forget(ref_p: weakref.ref) -> None:
+    """A remembered run's program is gone: so is the run (a long-lived
+    process, `tfsem serve`, keeps no dead program's outcomes)."""
+    _dead.append(ref_p)
+
+
+def _purge() -> None:
+    """Drop the runs of the programs gone (under `_lock`)."""
+    global _memo_bytes
+    if not _dead:
+        return
+    gone = set()
+    while _dead:
+        gone.add(id(_dead.pop()))
+    for key in [k for k, e in _memo.items() if id(e[0]) in gone]:
+        _memo_bytes -= _memo.pop(key)[4]
+
+
+def clear() -> None:
+    """Forget every remembered run."""
+    global _memo_bytes
+    with _lock:
+        _memo.clear()
+        _memo_bytes = 0
+
+
+def remembered() -> int:
+    """How many runs are remembered (tests)."""
+    with _lock:
+        _purge()
+        return len(_memo)

@@ -1,0 +1,407 @@
+"""Function applications remembered inside a check (`scope()`).
+
+A check runs the original P and the rewrite P' at the same σ again and
+again: the probe runs P, then P' at the same σ (Grappler changed a few of
+P's nodes, P' shares the rest); the confirmation runs them both again;
+minimization runs both at σ that differ from the last in a few tensors.
+Each run applies every node's function anew, although most applications are
+ones made already.  Inside `scope()` (the checker opens one per check:
+checking/check.py `check_rewrite`) `functions.Function.apply` looks an
+application up here first, and a run recomputes only the nodes whose
+arguments are new: the rewritten nodes and their downstream cone.
+
+**Keys.**  An application is keyed by
+
+* the function object itself (its id(), with the object kept alive by the
+  entry and compared by identity on a hit: a recycled id() never finds
+  another function's entry);
+* its attributes by their exact bits (`attrs_token`: floats by their IEEE
+  bits, NaN payload and sign included; tensors by dtype, shape and raw
+  bytes; ints, strings, bools with their types; a value of any other type
+  keys the attributes by the identity of the mapping, kept alive);
+* each argument tensor by the identity of the Tensor object, kept alive by
+  the entry (an error value by its reason, which is all it has);
+* whether TensorFlow's kernels are on (off, an op with no model cannot run):
+  `kernels.enabled()`, its environment part read once per scope.
+
+Identity keys cost nothing to make (no hashing of a megabyte activation), and
+they find P's applications in P' because the tensors P' passes along are
+P's very objects: σ is the same objects, a hit returns the remembered
+result objects themselves (so the hit propagates down the cone), and equal
+values from different sources are made one object by *interning*
+(`intern`): every Const's tensor and every result of at most
+INTERN_ELEMENTS elements is looked up by its exact bits (`values.exact`:
+NaN payloads and -0.0 kept apart) and replaced by the first tensor of those
+bits.  So P's and P''s Consts, imported separately, give one tensor, and a
+recomputed node whose small result equals the old one cuts the
+recomputation of its cone off.  On a miss, an argument the memo does not
+hold yet (σ, a variable's initial value: made anew by each check and each
+minimization step) is interned too (`canonical_args`), whatever its size,
+and looked up again: the σ of the check before, made again, finds its
+applications.
+
+**Why a hit returns exactly what a fresh application would.**  A
+function's results are a function of (function, attributes, arguments) and
+of kernels on/off: every registered function is deterministic (the seed's
+functions Tensors^k -> Tensors^l; state and randomness are the language's
+Var/Read/Assign and σ, never a function's; `explore._Cached` rests on the
+same fact), and TensorFlow's kernels are evaluated twice in their child and
+refused where the two runs differ (oracle/kernels.py): a refusal is an
+exception, and exceptions are never remembered (a failing application --
+CannotRun, CannotRunHere, BudgetExceeded, a kernel refused under a deadline
+or deferred by `kernels.collecting()` -- runs again and fails again, as a
+fresh one would).  Identity of a Tensor implies identity of its bits (a
+Tensor is immutable: its array is read-only and owned), and interning
+replaces a tensor only by one of the same dtype, shape and bytes, which every
+function reads the same way.  Results computed while `kernels.collecting()`
+defers evaluations are not remembered (a model that caught the deferral
+could have answered otherwise).  The ops a computation evaluated on
+TensorFlow's kernels are kept with it and noted again on a hit
+(`kernels.note`): a verdict names the same kernels.  Only `xp=numpy`
+applications are remembered; the independent back ends (tfsem.backends)
+call the implementations directly and never come here.
+
+**Bounds.**  Entries hold at most MEMO_BYTES of argument and result arrays
+(each distinct tensor counted once, while an entry holds it), least
+recently used out first; the interned tensors at most INTERN_BYTES, the table
+dropped when it is full.  A registration that replaces a function
+(`functions.register(..., replace=True)`) clears both.  Everything is
+dropped when the outermost scope ends, unless the scope has an owner (the
+checker's original program): then it is kept for the next check of that
+very program object (held by a weak reference: dropped with it), and a
+check of any other program starts afresh.  `TFSEM_APPLICATION_MEMO=0` turns it
+off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from . import kernels as _kernels
+from .values import Error, Tensor, exact
+
+ENV = "TFSEM_APPLICATION_MEMO"
+#: Bytes of arguments and results kept (per entry; LRU).
+MEMO_BYTES = 192 << 20
+#: A result of at most this many elements is interned (`intern`).
+INTERN_ELEMENTS = 4096
+#: Bytes of interned tensors kept before the table is dropped.
+INTERN_BYTES = 64 << 20
+#: An application whose arrays pass this is not kept.
+ENTRY_BYTES = MEMO_BYTES // 8
+
+
+class _Memo:
+    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "hits",
+                 "misses", "lock", "owner", "limit", "kernels_env")
+
+    def __init__(self, owner: Any = None) -> None:
+        self.entries: OrderedDict[tuple, tuple] = OrderedDict()
+        #: bytes of the distinct tensors the entries hold (`held`)
+        self.bytes = 0
+        #: id(tensor) -> [the tensor, how many entries hold it]
+        self.held: dict[int, list] = {}
+        self.interned: dict[Any, Tensor] = {}
+        self.intern_bytes = 0
+        #: id(attrs mapping) -> (the mapping, kept alive; its items when the
+        #: token was made; its token)
+        self.tokens: dict[int, tuple] = {}
+        self.hits = self.misses = 0
+        self.lock = threading.Lock()
+        #: the original program whose checks this memo serves (a weak
+        #: reference), and the tensor size limit its entries were made
+        #: under (functions.MAX_TENSOR_ELEMENTS: a hit skips the size
+        #: check, so a memo of another limit is emptied, `functions.apply`)
+        self.owner = owner
+        self.limit: int | None = None
+        #: whether the environment turns TensorFlow's kernels on, read when
+        #: the outermost scope starts (`key`: a thread's `kernels.use()`
+        #: overrides it, as in `kernels.enabled()`)
+        self.kernels_env = _kernels.environment_enabled()
+
+
+_active: _Memo | None = None
+#: the last scope's memo, kept for the next check of the same original
+#: program (`scope(owner)`), dropped when that program is
+_kept: _Memo | None = None
+_depth = 0
+_scope_lock = threading.Lock()
+#: counts of the last scope (tests, benchmarks)
+last = {"hits": 0, "misses": 0}
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+@contextlib.contextmanager
+def scope(owner: Any = None) -> Iterator[None]:
+    """Applications remembered inside the block; nested blocks (or a
+    concurrent one) share the outermost one's memo.  With an `owner` (the
+    checker gives the original program), the memo is kept when the block
+    ends and serves the next block of the same owner (the checks of one
+    original against several rewrites: P's applications are made once);
+    a block of another owner, or none, drops it and starts afresh."""
+    global _active, _kept, _depth
+    with _scope_lock:
+        _depth += 1
+        if _depth == 1 and enabled():
+            kept, _kept = _kept, None
+            if (kept is not None and owner is not None and kept.owner is not None
+                    and kept.owner() is owner):
+                _active = kept
+                kept.kernels_env = _kernels.environment_enabled()
+            else:
+                try:
+                    ref = weakref.ref(owner, _dropped) if owner is not None else None
+                except TypeError:
+                    ref = None
+                _active = _Memo(ref)
+    try:
+        yield
+    finally:
+        with _scope_lock:
+            _depth -= 1
+            if _depth == 0:
+                if _active is not None:
+                    last.update(hits=_active.hits, misses=_active.misses)
+                    if _active.owner is not None:
+                        _kept = _active
+                _active = None
+
+
+def _dropped(_ref) -> None:
+    """The owner of the kept memo is gone: so is the memo."""
+    global _kept
+    kept = _kept
+    if kept is not None and kept.owner is _ref:
+        _kept = None
+
+
+def active() -> _Memo | None:
+    return _active
+
+
+def clear() -> None:
+    """Forget every application (a function was replaced)."""
+    global _kept
+    _kept = None
+    memo = _active
+    if memo is not None:
+        empty(memo)
+
+
+def empty(memo: _Memo, limit: int | None = None) -> None:
+    """Forget the memo's applications; its entries are made under `limit`
+    from now on."""
+    memo.limit = limit
+    with memo.lock:
+        memo.entries.clear()
+        memo.held.clear()
+        memo.bytes = 0
+        memo.interned.clear()
+        memo.intern_bytes = 0
+        memo.tokens.clear()
+
+
+# -- keys ---------------------------------------------------------------------
+
+
+class _ByIdentity:
+    """A mapping as a key by its identity (kept alive by the key itself)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+class _Opaque(Exception):
+    """An attribute value of a type whose exact key is not known here."""
+
+
+def _exact_attr(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str, bytes)):
+        return (type(v).__name__, v)
+    if isinstance(v, int):
+        return ("int", v)
+    if isinstance(v, float):
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, Tensor):
+        return ("tensor", v.dtype, v.shape, np.ascontiguousarray(v.array).tobytes())
+    if isinstance(v, Error):
+        return ("error", v.reason)
+    if isinstance(v, np.ndarray):
+        return ("array", v.dtype.str, v.shape, np.ascontiguousarray(v).tobytes())
+    if isinstance(v, np.generic):
+        return ("scalar", v.dtype.str, v.tobytes())
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_exact_attr(x) for x in v))
+    if isinstance(v, dict):
+        items = []
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise _Opaque(type(k).__name__)
+            items.append((k, _exact_attr(x)))
+        return ("dict", tuple(sorted(items, key=lambda kv: kv[0])))
+    raise _Opaque(type(v).__name__)
+
+
+_MISSING = object()
+
+
+def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
+    """The attributes' exact key, made once per mapping object (kept alive
+    while its token is kept, so that its id() is not reused)."""
+    if not attrs:
+        return ()
+    hit = memo.tokens.get(id(attrs))
+    if hit is not None and hit[0] is attrs and len(hit[1]) == len(attrs) \
+            and all(attrs.get(k, _MISSING) is v for k, v in hit[1]):
+        # (the same mapping holding the same objects: a dict that a caller
+        # changed since, say reused for another node, is keyed again)
+        return hit[2]
+    try:
+        token = _exact_attr(dict(attrs))
+        hash(token)
+    except (_Opaque, TypeError):
+        token = _ByIdentity(attrs)          # (which keeps it alive)
+    if len(memo.tokens) >= 16384:
+        memo.tokens.clear()
+    memo.tokens[id(attrs)] = (attrs, tuple(attrs.items()), token)
+    return token
+
+
+def intern(memo: _Memo, t: Tensor) -> Tensor:
+    """The first tensor of t's exact bits seen in this scope (t itself the
+    first time)."""
+    k = exact(t)
+    canon = memo.interned.get(k)
+    if canon is not None:
+        return canon
+    nbytes = t.array.nbytes
+    if memo.intern_bytes + nbytes > INTERN_BYTES:
+        memo.interned.clear()
+        memo.intern_bytes = 0
+    memo.interned[k] = t
+    memo.intern_bytes += nbytes + 64
+    return t
+
+
+def intern_const(memo: _Memo, value: Tensor) -> Tensor:
+    """A Const's tensor, interned whatever its size (the programs hold it
+    anyway, and its hash is made once: Tensor's `_hash`)."""
+    k = exact(value)
+    canon = memo.interned.get(k)
+    if canon is None:
+        memo.interned[k] = canon = value
+    return canon
+
+
+def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
+    """The application's key, or None when it is not remembered (an
+    argument that is neither a tensor nor an error value)."""
+    on = _kernels.forced()
+    parts = [id(fn), attrs_token(memo, attrs), memo.kernels_env if on is None else on]
+    for a in args:
+        if type(a) is Tensor:
+            parts.append(id(a))
+        elif isinstance(a, Error):
+            parts.append(a)
+        else:
+            return None
+    return tuple(parts)
+
+
+def lookup(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+    with memo.lock:
+        hit = memo.entries.get(k)
+        if hit is None:
+            memo.misses += 1
+            return None
+        f, _attrs, kept, out, ops = hit
+        if f is not fn or any(x is not y for x, y in zip(kept, args) if type(y) is Tensor):
+            memo.misses += 1
+            return None        # (cannot happen while the entry keeps them alive: checked anyway)
+        memo.entries.move_to_end(k)
+        memo.hits += 1
+    if ops:
+        _kernels.note(ops)
+    return out
+
+
+def store(memo: _Memo, k: tuple, fn: Any, attrs, args, out: tuple, ops: frozenset) -> None:
+    tensors = [v for v in (*args, *out) if type(v) is Tensor]
+    if sum(t.array.nbytes for t in tensors) > ENTRY_BYTES:
+        return
+    with memo.lock:
+        old = memo.entries.pop(k, None)
+        if old is not None:
+            _release(memo, old)
+        memo.entries[k] = (fn, attrs, tuple(args), out, ops)
+        held = memo.held
+        for t in tensors:
+            h = held.get(id(t))
+            if h is None:
+                held[id(t)] = [t, 1]
+                memo.bytes += t.array.nbytes + 128
+            else:
+                h[1] += 1
+        while memo.bytes > MEMO_BYTES and memo.entries:
+            _, gone = memo.entries.popitem(last=False)
+            _release(memo, gone)
+
+
+def _release(memo: _Memo, entry: tuple) -> None:
+    held = memo.held
+    for v in (*entry[2], *entry[3]):
+        if type(v) is Tensor:
+            h = held.get(id(v))
+            if h is not None and h[0] is v:
+                h[1] -= 1
+                if h[1] == 0:
+                    del held[id(v)]
+                    memo.bytes -= v.array.nbytes + 128
+
+
+def canonical_args(memo: _Memo, args) -> list | None:
+    """On a miss: `args` with each tensor the memo does not hold (a value
+    from outside its applications: σ, a variable's initial value, a tensor
+    made by the caller) replaced by the interned tensor of its exact bits,
+    or None when none changed.  σ is made anew by every check, and by
+    minimization for every step; interned, the same bits are the same
+    objects as in the runs before, whose applications are then found.  A
+    tensor the memo holds (a remembered argument or result) is one already,
+    and is not hashed again."""
+    held = memo.held
+    changed = None
+    for i, a in enumerate(args):
+        if type(a) is Tensor and id(a) not in held:
+            c = intern(memo, a)
+            if c is not a:
+                if changed is None:
+                    changed = list(args)
+                changed[i] = c
+    return changed
+
+
+def interned_results(memo: _Memo, out: tuple) -> tuple:
+    """`out` with each small tensor replaced by its interned one."""
+    if not any(type(v) is Tensor and v.array.size <= INTERN_ELEMENTS for v in out):
+        return out
+    return tuple(intern(memo, v) if type(v) is Tensor and v.array.size <= INTERN_ELEMENTS
+                 else v for v in out)
