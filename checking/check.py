@@ -53,6 +53,7 @@ from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
 from .control_flow import check_control_flow
+from .demand import Demand, differing_parts
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .sampling import sample_equal
 from .structural import race_free
@@ -175,6 +176,12 @@ PROBE_PLAIN_FIRST_NODES = 300
 #: instead of the oracle's enumeration, in every confirmation
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
+#: the demand-driven test of minimization's candidate σ (checking/demand.py);
+#: False: every candidate confirmed in full (the differential test's reference)
+DEMAND_CONFIRM = True
+#: where a candidate's tested parts agree, the rest of the outcome is computed
+#: (a full confirmation) only where the box holds this many of them
+DEMAND_REST_PER_BOX = 10
 SIGMA_FLOOR_SHARE = 0.05
 SIGMA_FLOOR_SECONDS = 0.5
 
@@ -1171,32 +1178,111 @@ class _Checker:
         σ and the schedules readable comes after it."""
         return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
 
+    def minimize_box(self) -> float:
+        """The minimization's time: MINIMIZE_SHARE of the timeout, at least
+        MINIMIZE_MIN_SECONDS."""
+        return max(MINIMIZE_MIN_SECONDS, MINIMIZE_SHARE * self.timeout)
+
+    def demand(self) -> "Demand | None":
+        """The demand-driven test of candidate σ (checking/demand.py), where
+        it applies (DEMAND_CONFIRM; both programs race-free, the same
+        outputs and variables), built once per check."""
+        if getattr(self, "_demand", None) is None:
+            self._demand = Demand(self.p, self.p2, self.semantics, self.observe) \
+                if DEMAND_CONFIRM and not self.real and \
+                Demand.usable(self.p, self.p2, RACE_FREE_CONFIRM and self.both_race_free()) \
+                else False
+        return self._demand or None
+
     def minimized(self, found: _Found) -> _Found:
+        """σ made small (minimize.minimize_concrete, then the solver's
+        ladder where a failing query is known) and the schedule moved
+        towards the canonical order, within the minimization's box
+        (`minimize_box`) and the check's budget less the numpy replay's
+        share (`replay_reserve`).
+
+        Where the demand-driven test applies (`demand`), a candidate σ is
+        first tested on the cone of one part that differed (the smallest
+        cone among the parts the last full confirmation found different):
+        where that part still differs, σ is a counterexample (the argument
+        is checking/demand.py's) and the step is taken without running the
+        rest of either program; where it is equal, the candidate is
+        confirmed in full, as without the test.  The tensors of σ outside
+        that cone are zeroed first, together (minimize_concrete's `first`).
+        The σ kept last is confirmed by the full oracle at the end, and the
+        verdict shows the outcomes that confirmation computed; a σ only the
+        cone test accepted is never shown (if its full confirmation could
+        not be made, the last fully confirmed σ is)."""
         end = self.deadline - self.replay_reserve()
-        deadline = min(end, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
-                                                    MINIMIZE_SHARE * self.timeout))
+        box = self.minimize_box()
+        deadline = min(end, time.monotonic() + box)
         best = found
+        record = self.stats.setdefault("minimization", {})
         if time.monotonic() >= deadline:
             # (the probe found it at the end of the budget: σ and the
             # schedule are shown as confirmed)
             self.stats["minimize"] = ("σ and schedule not minimized: budget (none of the "
                                       "check's time left before the numpy replay's share)")
             return best
+        demand = self.demand()
+        # the parts the last full confirmation found different, the one that
+        # differed last first, then by the size of their cones
+        parts = _differing_parts(demand, found)
+        # (what one full confirmation costs, and one cone test: a step is
+        # not begun where it would overrun the box, and where cone tests
+        # run, the full confirmation of the last σ they accepted is kept
+        # time for)
+        full_cost = getattr(self, "confirm_seconds", 0.0)
+        cone_cost = 0.0
+        pending: tuple[dict, dict] | None = None
+        started = time.monotonic()
 
         def confirm(sigma) -> bool:
-            nonlocal best
+            nonlocal best, parts, full_cost, cone_cost, pending
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
             # outcomes took 2 s of a 1 s budget.  A race-free original's one
             # run, `original_outcomes`, has no budget to stop it: a step is
-            # not begun where the last confirmation's cost would overrun)
-            if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
-                return False
-            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()),
+            # not begun where the last confirmation's cost would overrun,
+            # and the minimization ends there)
+            final = full_cost if parts else 0.0
+            if parts:
+                now = time.monotonic()
+                if now + cone_cost + final > deadline:
+                    raise mini.OutOfTime
+                record["cone_tests"] = record.get("cone_tests", 0) + 1
+                runs = demand.runs
+                try:
+                    differs = demand.first_differing(sigma[0], sigma[1], parts, deadline - final)
+                except BudgetExceeded:
+                    raise mini.OutOfTime from None
+                except fns.CannotRunHere:
+                    differs = "rest"      # (the full confirmation decides)
+                cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
+                if differs is None or (differs == "rest" and
+                                       full_cost * DEMAND_REST_PER_BOX > box):
+                    # (every part that differed at the last full confirmation
+                    # agrees, or those not tested cost more than a full
+                    # confirmation where that is dear: the candidate is not
+                    # taken.  A part that agreed there may differ now: such a
+                    # σ is missed, minimization goes on from the last one)
+                    return False
+                if differs != "rest":
+                    record["cone_accepted"] = record.get("cone_accepted", 0) + 1
+                    parts = [differs] + [q for q in parts if q != differs]
+                    pending = (dict(sigma[0]), dict(sigma[1]))
+                    return True
+            now = time.monotonic()
+            if now + full_cost + (final if pending is not None else 0.0) > deadline:
+                raise mini.OutOfTime
+            record["full_confirmations"] = record.get("full_confirmations", 0) + 1
+            result = self.confirm(sigma, best.schedule, max(0.05, deadline - now),
                                   run_deadline=deadline)
+            full_cost = self.confirm_seconds
             if result is None:
                 return False
-            best = result
+            best, pending = result, None
+            parts = _differing_parts(demand, best)
             return True
 
         # cheap first: each element to 0, 1 or -1 where the counterexample
@@ -1205,13 +1291,15 @@ class _Checker:
         # (a real graph's runs), no step can end in time: σ is shown as found
         # (the probe's and the one-outcome comparisons' σ hold one value per
         # tensor: ones, an edge value)
-        cost = getattr(self, "confirm_seconds", 0.0)
-        too_slow = cost > deadline - time.monotonic()
+        too_slow = full_cost > deadline - time.monotonic()
         if too_slow:
-            self.stats["minimize"] = (f"σ not minimized: one confirmation took {cost:.2g} s, "
+            self.stats["minimize"] = (f"σ not minimized: one confirmation took {full_cost:.2g} s, "
                                       f"more than the minimization's budget")
         elif not found.minimized:
-            mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+            first = _outside(demand, parts[:1], found)
+            record["first"] = len(first)
+            mini.minimize_concrete((found.feeds, found.init), confirm, deadline, first=first,
+                                   stats=record)
         query = self.failing
         if query is not None and time.monotonic() < deadline and not too_slow:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
@@ -1231,8 +1319,28 @@ class _Checker:
             # thousands of them cost minutes of solving past the deadline)
             preferences += [mini.leaf_preference(self.encoder, leaf, value_of)
                             for leaf in self.leaves()[:MINIMIZE_SOLVER_LEAVES]]
-            mini.minimize_with_solver(query.constraints, preferences, (best.feeds, best.init),
-                                      self.decode, confirm, deadline)
+            try:
+                mini.minimize_with_solver(query.constraints, preferences,
+                                          (best.feeds, best.init) if pending is None else pending,
+                                          self.decode, confirm, deadline)
+            except mini.OutOfTime:
+                pass
+        if pending is not None:
+            # the σ the cone test accepted last, confirmed by the full
+            # oracle: its outcomes are the ones shown
+            record["full_confirmations"] = record.get("full_confirmations", 0) + 1
+            result = self.confirm(pending, best.schedule,
+                                  max(0.05, self.deadline - time.monotonic()),
+                                  run_deadline=self.deadline)
+            if result is not None:
+                best = result
+            else:
+                # (the last fully confirmed σ is shown; a σ the cone test
+                # accepted that the full oracle finds no counterexample would
+                # contradict checking/demand.py's argument: said so)
+                record["final"] = ("not confirmed: " + ("the full oracle disagreed"
+                                                        if self.decided else "undecided"))
+        record["seconds"] = round(time.monotonic() - started, 6)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
                                           min(end, time.monotonic() + 1.0))
@@ -1989,6 +2097,25 @@ class _Checker:
             if outcome not in original:
                 return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
         return None
+
+
+def _differing_parts(demand: "Demand | None", found: _Found) -> list:
+    """The parts (outputs, variables) at which `found`'s outcome differs from
+    the original's one outcome, smallest cones first, for the demand-driven
+    test; none without it."""
+    if demand is None or found.projected is not None or found.original.count != 1:
+        return []
+    return sorted(differing_parts(found.outcome, list(found.original)), key=demand.size)
+
+
+def _outside(demand: "Demand | None", parts: list, found: _Found) -> list[tuple[int, str]]:
+    """σ's tensors that the cones of `parts` (in P and in P') do not read:
+    minimize_concrete zeroes them together first."""
+    if not parts:
+        return []
+    feeds, variables = demand.reads(parts)
+    return [(0, f) for f in sorted(found.feeds) if f not in feeds] + \
+        [(1, x) for x in sorted(found.init) if x not in variables]
 
 
 def _limit_kind(exc: SymbolicLimit) -> str:
