@@ -77,7 +77,12 @@ MINIMIZE_SOLVER_LEAVES = 512
 #: (the share until the fourth round of work) changed a handful of elements
 #: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
 MINIMIZE_SHARE = 0.05
-MINIMIZE_MIN_SECONDS = 0.3
+MINIMIZE_MAX_SECONDS_FLOOR = 0.3
+#: ... and within that, this many times what one full confirmation costs, at
+#: least MINIMIZE_MIN_SECONDS (the seventh round: a box scaled to the cost of
+#: a confirmation, docs/counterexamples.md)
+MINIMIZE_CONFIRMS = 1.5
+MINIMIZE_MIN_SECONDS = 0.25
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
@@ -181,7 +186,9 @@ RACE_FREE_CONFIRM = True
 DEMAND_CONFIRM = True
 #: where a candidate's tested parts agree, the rest of the outcome is computed
 #: (a full confirmation) only where the box holds this many of them
-DEMAND_REST_PER_BOX = 10
+DEMAND_REST_PER_BOX = 5
+#: the differing parts whose cones are tested (the first in the staged order)
+DEMAND_PARTS = 8
 SIGMA_FLOOR_SHARE = 0.05
 SIGMA_FLOOR_SECONDS = 0.5
 
@@ -1179,9 +1186,13 @@ class _Checker:
         return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
 
     def minimize_box(self) -> float:
-        """The minimization's time: MINIMIZE_SHARE of the timeout, at least
-        MINIMIZE_MIN_SECONDS."""
-        return max(MINIMIZE_MIN_SECONDS, MINIMIZE_SHARE * self.timeout)
+        """The minimization's time: MINIMIZE_CONFIRMS times what one full
+        confirmation cost (`confirm_seconds`: one of them is kept for the
+        last σ's), at least MINIMIZE_MIN_SECONDS, at most MINIMIZE_SHARE
+        of the timeout (and at least MINIMIZE_MAX_SECONDS_FLOOR)."""
+        cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
+        cost = getattr(self, "confirm_seconds", 0.0)
+        return min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
 
     def demand(self) -> "Demand | None":
         """The demand-driven test of candidate σ (checking/demand.py), where
@@ -1225,9 +1236,7 @@ class _Checker:
                                       "check's time left before the numpy replay's share)")
             return best
         demand = self.demand()
-        # the parts the last full confirmation found different, the one that
-        # differed last first, then by the size of their cones
-        parts = _differing_parts(demand, found)
+        parts: list = []
         # (what one full confirmation costs, and one cone test: a step is
         # not begun where it would overrun the box, and where cone tests
         # run, the full confirmation of the last σ they accepted is kept
@@ -1296,6 +1305,9 @@ class _Checker:
             self.stats["minimize"] = (f"σ not minimized: one confirmation took {full_cost:.2g} s, "
                                       f"more than the minimization's budget")
         elif not found.minimized:
+            # the parts the last full confirmation found different, the one
+            # that differed last first, then by the size of their cones
+            parts = _differing_parts(demand, found)
             first = _outside(demand, parts[:1], found)
             record["first"] = len(first)
             mini.minimize_concrete((found.feeds, found.init), confirm, deadline, first=first,
@@ -1586,7 +1598,7 @@ class _Checker:
                 return False
 
         if self.minimize:
-            deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+            deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MAX_SECONDS_FLOOR,
                                                                   MINIMIZE_SHARE * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
@@ -2105,7 +2117,10 @@ def _differing_parts(demand: "Demand | None", found: _Found) -> list:
     test; none without it."""
     if demand is None or found.projected is not None or found.original.count != 1:
         return []
-    return sorted(differing_parts(found.outcome, list(found.original)), key=demand.size)
+    # (the first DEMAND_PARTS in the staged order: a MobileNetV2 step's
+    # outcome differs in 308 parts, and each cone is a walk of the graph)
+    parts = differing_parts(found.outcome, list(found.original))[:DEMAND_PARTS]
+    return sorted(parts, key=demand.size)
 
 
 def _outside(demand: "Demand | None", parts: list, found: _Found) -> list[tuple[int, str]]:
