@@ -82,7 +82,7 @@ MINIMIZE_MAX_SECONDS_FLOOR = 0.3
 #: least MINIMIZE_MIN_SECONDS (the seventh round: a box scaled to the cost of
 #: a confirmation, docs/counterexamples.md)
 MINIMIZE_CONFIRMS = 1.5
-MINIMIZE_MIN_SECONDS = 0.25
+MINIMIZE_MIN_SECONDS = 0.3
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
@@ -1265,8 +1265,10 @@ class _Checker:
                     differs = demand.first_differing(sigma[0], sigma[1], parts, deadline - final)
                 except BudgetExceeded:
                     raise mini.OutOfTime from None
-                except fns.CannotRunHere:
-                    differs = "rest"      # (the full confirmation decides)
+                except (ValueError, fns.CannotRun):
+                    # (a function that cannot run at this σ, or a run that
+                    # fails: the full confirmation decides, as without the test)
+                    differs = "rest"
                 cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
                 if differs is None or (differs == "rest" and
                                        full_cost * DEMAND_REST_PER_BOX > box):
