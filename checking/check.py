@@ -184,9 +184,9 @@ RACE_FREE_CONFIRM = True
 #: the demand-driven test of minimization's candidate σ (checking/demand.py);
 #: False: every candidate confirmed in full (the differential test's reference)
 DEMAND_CONFIRM = True
-#: where a candidate's tested parts agree, the rest of the outcome is computed
-#: (a full confirmation) only where the box holds this many of them
-DEMAND_REST_PER_BOX = 5
+#: where a candidate's tested part agrees, the rest of the outcome is computed
+#: (a full confirmation) only where that costs at most this many cone tests
+DEMAND_REST_RATIO = 3.0
 #: the differing parts whose cones are tested (the first in the staged order)
 DEMAND_PARTS = 8
 SIGMA_FLOOR_SHARE = 0.05
@@ -1270,15 +1270,14 @@ class _Checker:
                     # fails: the full confirmation decides, as without the test)
                     differs = "rest"
                 cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
-                if differs is None or (differs == "rest" and
-                                       full_cost * DEMAND_REST_PER_BOX > box):
-                    # (every part that differed at the last full confirmation
-                    # agrees, or those not tested cost more than a full
-                    # confirmation where that is dear: the candidate is not
-                    # taken.  A part that agreed there may differ now: such a
-                    # σ is missed, minimization goes on from the last one)
+                if differs in (None, "rest") and full_cost > DEMAND_REST_RATIO * cone_cost:
+                    # (the parts tested agree, and the rest of the outcome
+                    # would cost a full confirmation where that is dear next
+                    # to a cone test: the candidate is not taken.  A part not
+                    # tested may differ: such a σ is missed, and minimization
+                    # goes on from the last σ kept)
                     return False
-                if differs != "rest":
+                if differs not in (None, "rest"):
                     record["cone_accepted"] = record.get("cone_accepted", 0) + 1
                     parts = [differs] + [q for q in parts if q != differs]
                     pending = (dict(sigma[0]), dict(sigma[1]))
