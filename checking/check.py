@@ -82,7 +82,9 @@ MINIMIZE_MAX_SECONDS_FLOOR = 0.3
 #: least MINIMIZE_MIN_SECONDS (the seventh round: a box scaled to the cost of
 #: a confirmation, docs/counterexamples.md)
 MINIMIZE_CONFIRMS = 1.5
-MINIMIZE_MIN_SECONDS = 0.3
+MINIMIZE_MIN_SECONDS = 0.2
+#: ... where a full confirmation costs more than this (below it, the box as before)
+MINIMIZE_CHEAP_SECONDS = 0.1
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
@@ -186,7 +188,7 @@ RACE_FREE_CONFIRM = True
 DEMAND_CONFIRM = True
 #: where a candidate's tested part agrees, the rest of the outcome is computed
 #: (a full confirmation) only where that costs at most this many cone tests
-DEMAND_REST_RATIO = 3.0
+DEMAND_REST_RATIO = 5.0
 #: the differing parts whose cones are tested (the first in the staged order)
 DEMAND_PARTS = 8
 SIGMA_FLOOR_SHARE = 0.05
@@ -1186,12 +1188,24 @@ class _Checker:
         return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
 
     def minimize_box(self) -> float:
-        """The minimization's time: MINIMIZE_CONFIRMS times what one full
-        confirmation cost (`confirm_seconds`: one of them is kept for the
-        last σ's), at least MINIMIZE_MIN_SECONDS, at most MINIMIZE_SHARE
-        of the timeout (and at least MINIMIZE_MAX_SECONDS_FLOOR)."""
+        """The minimization's time: MINIMIZE_SHARE of the timeout (at least
+        MINIMIZE_MAX_SECONDS_FLOOR), the box as before, where one full
+        confirmation (`confirm_seconds`) costs at most
+        MINIMIZE_CHEAP_SECONDS or where the solver's ladder follows (a
+        failing query); else MINIMIZE_CONFIRMS times that cost (one of them
+        is kept for the last σ's full confirmation, the rest holds the
+        first, cone-first step and a few cone tests), at least
+        MINIMIZE_MIN_SECONDS, within that box."""
         cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
+        if self.failing is not None:
+            # (the symbolic path's solver ladder, whose steps are queries of
+            # up to QUERY_SECONDS each, not confirmations: its box as before)
+            return cap
         cost = getattr(self, "confirm_seconds", 0.0)
+        if cost <= MINIMIZE_CHEAP_SECONDS:
+            # (a small graph's confirmations: its passes finish in the box,
+            # sooner where the cone tests run)
+            return cap
         return min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
 
     def demand(self) -> "Demand | None":
