@@ -84,7 +84,7 @@ MINIMIZE_MAX_SECONDS_FLOOR = 0.3
 MINIMIZE_CONFIRMS = 1.5
 MINIMIZE_MIN_SECONDS = 0.2
 #: ... where a full confirmation costs more than this (below it, the box as before)
-MINIMIZE_CHEAP_SECONDS = 0.1
+MINIMIZE_CHEAP_SECONDS = 0.15
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
