@@ -1284,12 +1284,13 @@ class _Checker:
                     # fails: the full confirmation decides, as without the test)
                     differs = "rest"
                 cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
-                if differs in (None, "rest") and full_cost > DEMAND_REST_RATIO * cone_cost:
+                if differs in (None, "rest") and full_cost > MINIMIZE_CHEAP_SECONDS and \
+                        full_cost > DEMAND_REST_RATIO * cone_cost:
                     # (the parts tested agree, and the rest of the outcome
-                    # would cost a full confirmation where that is dear next
-                    # to a cone test: the candidate is not taken.  A part not
-                    # tested may differ: such a σ is missed, and minimization
-                    # goes on from the last σ kept)
+                    # would cost a full confirmation where that is dear, in
+                    # itself and next to a cone test: the candidate is not
+                    # taken.  A part not tested may differ: such a σ is
+                    # missed, and minimization goes on from the last σ kept)
                     return False
                 if differs not in (None, "rest"):
                     record["cone_accepted"] = record.get("cone_accepted", 0) + 1
