@@ -186,8 +186,9 @@ RACE_FREE_CONFIRM = True
 #: the demand-driven test of minimization's candidate σ (checking/demand.py);
 #: False: every candidate confirmed in full (the differential test's reference)
 DEMAND_CONFIRM = True
-#: where a candidate's tested part agrees, the rest of the outcome is computed
-#: (a full confirmation) only where that costs at most this many cone tests
+#: where a candidate's tested parts agree, the rest of the outcome is computed
+#: (a full confirmation) only where that is cheap (MINIMIZE_CHEAP_SECONDS) or
+#: costs at most this many cone tests; else the candidate is not taken
 DEMAND_REST_RATIO = 5.0
 #: the differing parts whose cones are tested (the first in the staged order)
 DEMAND_PARTS = 8
@@ -1231,8 +1232,12 @@ class _Checker:
         cone among the parts the last full confirmation found different):
         where that part still differs, σ is a counterexample (the argument
         is checking/demand.py's) and the step is taken without running the
-        rest of either program; where it is equal, the candidate is
-        confirmed in full, as without the test.  The tensors of σ outside
+        rest of either program; where it is equal, the other parts that
+        differed are tested, and where none does, the candidate is
+        confirmed in full, as without the test, where a full confirmation
+        is cheap (DEMAND_REST_RATIO), else not taken (a σ that differs
+        only in a part that agreed before is missed: minimization goes on
+        from the last σ kept, never a wrong verdict).  The tensors of σ outside
         that cone are zeroed first, together (minimize_concrete's `first`).
         The σ kept last is confirmed by the full oracle at the end, and the
         verdict shows the outcomes that confirmation computed; a σ only the
