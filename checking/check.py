@@ -186,9 +186,10 @@ RACE_FREE_CONFIRM = True
 #: the demand-driven test of minimization's candidate σ (checking/demand.py);
 #: False: every candidate confirmed in full (the differential test's reference)
 DEMAND_CONFIRM = True
-#: where a candidate's tested parts agree, the rest of the outcome is computed
-#: (a full confirmation) only where that is cheap (MINIMIZE_CHEAP_SECONDS) or
-#: costs at most this many cone tests; else the candidate is not taken
+#: (cone tests run where a full confirmation costs more than
+#: MINIMIZE_CHEAP_SECONDS) where a candidate's tested parts agree, the rest of
+#: the outcome is computed (a full confirmation) only where that costs at most
+#: this many cone tests; else the candidate is not taken
 DEMAND_REST_RATIO = 5.0
 #: the differing parts whose cones are tested (the first in the staged order)
 DEMAND_PARTS = 8
@@ -1227,7 +1228,8 @@ class _Checker:
         (`minimize_box`) and the check's budget less the numpy replay's
         share (`replay_reserve`).
 
-        Where the demand-driven test applies (`demand`), a candidate σ is
+        Where the demand-driven test applies (`demand`) and a full
+        confirmation is dear (more than MINIMIZE_CHEAP_SECONDS), a candidate σ is
         first tested on the cone of one part that differed (the smallest
         cone among the parts the last full confirmation found different):
         where that part still differs, σ is a counterexample (the argument
@@ -1235,7 +1237,7 @@ class _Checker:
         rest of either program; where it is equal, the other parts that
         differed are tested, and where none does, the candidate is
         confirmed in full, as without the test, where a full confirmation
-        is cheap (DEMAND_REST_RATIO), else not taken (a σ that differs
+        costs at most DEMAND_REST_RATIO cone tests, else not taken (a σ that differs
         only in a part that agreed before is missed: minimization goes on
         from the last σ kept, never a wrong verdict).  The tensors of σ outside
         that cone are zeroed first, together (minimize_concrete's `first`).
@@ -1261,6 +1263,12 @@ class _Checker:
         # run, the full confirmation of the last σ they accepted is kept
         # time for)
         full_cost = getattr(self, "confirm_seconds", 0.0)
+        # (cone tests where a full confirmation is dear: where it is cheap,
+        # a cone test saves little next to its own cost and a full
+        # confirmation's after it where the part agrees; the cones still
+        # order the first step)
+        cones = full_cost > MINIMIZE_CHEAP_SECONDS
+        record["cone_tests"] = 0
         cone_cost = 0.0
         pending: tuple[dict, dict] | None = None
         started = time.monotonic()
@@ -1273,8 +1281,8 @@ class _Checker:
             # run, `original_outcomes`, has no budget to stop it: a step is
             # not begun where the last confirmation's cost would overrun,
             # and the minimization ends there)
-            final = full_cost if parts else 0.0
-            if parts:
+            final = full_cost if parts and cones else 0.0
+            if parts and cones:
                 now = time.monotonic()
                 if now + cone_cost + final > deadline:
                     raise mini.OutOfTime
@@ -1289,8 +1297,7 @@ class _Checker:
                     # fails: the full confirmation decides, as without the test)
                     differs = "rest"
                 cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
-                if differs in (None, "rest") and full_cost > MINIMIZE_CHEAP_SECONDS and \
-                        full_cost > DEMAND_REST_RATIO * cone_cost:
+                if differs in (None, "rest") and full_cost > DEMAND_REST_RATIO * cone_cost:
                     # (the parts tested agree, and the rest of the outcome
                     # would cost a full confirmation where that is dear, in
                     # itself and next to a cone test: the candidate is not
