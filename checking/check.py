@@ -55,6 +55,7 @@ from . import generic as gen
 from . import minimize as mini
 from . import refute as ref
 from .control_flow import check_control_flow
+from .demand import Demand, differing_parts
 from .encode import Encoder, EncodingTimeout, NotReal, real_const, z3_const
 from .sampling import sample_equal
 from .structural import race_free
@@ -78,7 +79,14 @@ MINIMIZE_SOLVER_LEAVES = 512
 #: (the share until the fourth round of work) changed a handful of elements
 #: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
 MINIMIZE_SHARE = 0.05
-MINIMIZE_MIN_SECONDS = 0.3
+MINIMIZE_MAX_SECONDS_FLOOR = 0.3
+#: ... and within that, this many times what one full confirmation costs, at
+#: least MINIMIZE_MIN_SECONDS (the seventh round: a box scaled to the cost of
+#: a confirmation, docs/counterexamples.md)
+MINIMIZE_CONFIRMS = 1.5
+MINIMIZE_MIN_SECONDS = 0.2
+#: ... where a full confirmation costs more than this (below it, the box as before)
+MINIMIZE_CHEAP_SECONDS = 0.15
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
@@ -177,6 +185,16 @@ PROBE_PLAIN_FIRST_NODES = 300
 #: instead of the oracle's enumeration, in every confirmation
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
+#: the demand-driven test of minimization's candidate σ (checking/demand.py);
+#: False: every candidate confirmed in full (the differential test's reference)
+DEMAND_CONFIRM = True
+#: (cone tests run where a full confirmation costs more than
+#: MINIMIZE_CHEAP_SECONDS) where a candidate's tested parts agree, the rest of
+#: the outcome is computed (a full confirmation) only where that costs at most
+#: this many cone tests; else the candidate is not taken
+DEMAND_REST_RATIO = 5.0
+#: the differing parts whose cones are tested (the first in the staged order)
+DEMAND_PARTS = 8
 SIGMA_FLOOR_SHARE = 0.05
 SIGMA_FLOOR_SECONDS = 0.5
 
@@ -1180,32 +1198,137 @@ class _Checker:
         σ and the schedules readable comes after it."""
         return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
 
+    def minimize_box(self) -> float:
+        """The minimization's time: MINIMIZE_SHARE of the timeout (at least
+        MINIMIZE_MAX_SECONDS_FLOOR), the box as before, where one full
+        confirmation (`confirm_seconds`) costs at most
+        MINIMIZE_CHEAP_SECONDS or where the solver's ladder follows (a
+        failing query); else MINIMIZE_CONFIRMS times that cost (one of them
+        is kept for the last σ's full confirmation, the rest holds the
+        first, cone-first step and a few cone tests), at least
+        MINIMIZE_MIN_SECONDS, within that box."""
+        cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
+        if self.failing is not None:
+            # (the symbolic path's solver ladder, whose steps are queries of
+            # up to QUERY_SECONDS each, not confirmations: its box as before)
+            return cap
+        cost = getattr(self, "confirm_seconds", 0.0)
+        if cost <= MINIMIZE_CHEAP_SECONDS:
+            # (a small graph's confirmations: its passes finish in the box,
+            # sooner where the cone tests run)
+            return cap
+        return min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
+
+    def demand(self) -> "Demand | None":
+        """The demand-driven test of candidate σ (checking/demand.py), where
+        it applies (DEMAND_CONFIRM; both programs race-free, the same
+        outputs and variables), built once per check."""
+        if getattr(self, "_demand", None) is None:
+            self._demand = Demand(self.p, self.p2, self.semantics, self.observe) \
+                if DEMAND_CONFIRM and not self.real and \
+                Demand.usable(self.p, self.p2, RACE_FREE_CONFIRM and self.both_race_free()) \
+                else False
+        return self._demand or None
+
     def minimized(self, found: _Found) -> _Found:
+        """σ made small (minimize.minimize_concrete, then the solver's
+        ladder where a failing query is known) and the schedule moved
+        towards the canonical order, within the minimization's box
+        (`minimize_box`) and the check's budget less the numpy replay's
+        share (`replay_reserve`).
+
+        Where the demand-driven test applies (`demand`) and a full
+        confirmation is dear (more than MINIMIZE_CHEAP_SECONDS), a candidate σ is
+        first tested on the cone of one part that differed (the smallest
+        cone among the parts the last full confirmation found different):
+        where that part still differs, σ is a counterexample (the argument
+        is checking/demand.py's) and the step is taken without running the
+        rest of either program; where it is equal, the other parts that
+        differed are tested, and where none does, the candidate is
+        confirmed in full, as without the test, where a full confirmation
+        costs at most DEMAND_REST_RATIO cone tests, else not taken (a σ that differs
+        only in a part that agreed before is missed: minimization goes on
+        from the last σ kept, never a wrong verdict).  The tensors of σ outside
+        that cone are zeroed first, together (minimize_concrete's `first`).
+        The σ kept last is confirmed by the full oracle at the end, and the
+        verdict shows the outcomes that confirmation computed; a σ only the
+        cone test accepted is never shown (if its full confirmation could
+        not be made, the last fully confirmed σ is)."""
         end = self.deadline - self.replay_reserve()
-        deadline = min(end, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
-                                                    MINIMIZE_SHARE * self.timeout))
+        box = self.minimize_box()
+        deadline = min(end, time.monotonic() + box)
         best = found
+        record = self.stats.setdefault("minimization", {})
         if time.monotonic() >= deadline:
             # (the probe found it at the end of the budget: σ and the
             # schedule are shown as confirmed)
             self.stats["minimize"] = ("σ and schedule not minimized: budget (none of the "
                                       "check's time left before the numpy replay's share)")
             return best
+        demand = self.demand()
+        parts: list = []
+        # (what one full confirmation costs, and one cone test: a step is
+        # not begun where it would overrun the box, and where cone tests
+        # run, the full confirmation of the last σ they accepted is kept
+        # time for)
+        full_cost = getattr(self, "confirm_seconds", 0.0)
+        # (cone tests where a full confirmation is dear: where it is cheap,
+        # a cone test saves little next to its own cost and a full
+        # confirmation's after it where the part agrees; the cones still
+        # order the first step)
+        cones = full_cost > MINIMIZE_CHEAP_SECONDS
+        record["cone_tests"] = 0
+        cone_cost = 0.0
+        pending: tuple[dict, dict] | None = None
+        started = time.monotonic()
 
         def confirm(sigma) -> bool:
-            nonlocal best
+            nonlocal best, parts, full_cost, cone_cost, pending
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
             # outcomes took 2 s of a 1 s budget.  A race-free original's one
             # run, `original_outcomes`, has no budget to stop it: a step is
-            # not begun where the last confirmation's cost would overrun)
-            if time.monotonic() + getattr(self, "confirm_seconds", 0.0) > deadline:
-                return False
-            result = self.confirm(sigma, best.schedule, max(0.05, deadline - time.monotonic()),
+            # not begun where the last confirmation's cost would overrun,
+            # and the minimization ends there)
+            final = full_cost if parts and cones else 0.0
+            if parts and cones:
+                now = time.monotonic()
+                if now + cone_cost + final > deadline:
+                    raise mini.OutOfTime
+                record["cone_tests"] = record.get("cone_tests", 0) + 1
+                runs = demand.runs
+                try:
+                    differs = demand.first_differing(sigma[0], sigma[1], parts, deadline - final)
+                except BudgetExceeded:
+                    raise mini.OutOfTime from None
+                except (ValueError, fns.CannotRun):
+                    # (a function that cannot run at this σ, or a run that
+                    # fails: the full confirmation decides, as without the test)
+                    differs = "rest"
+                cone_cost = (time.monotonic() - now) / max(1, demand.runs - runs)
+                if differs in (None, "rest") and full_cost > DEMAND_REST_RATIO * cone_cost:
+                    # (the parts tested agree, and the rest of the outcome
+                    # would cost a full confirmation where that is dear, in
+                    # itself and next to a cone test: the candidate is not
+                    # taken.  A part not tested may differ: such a σ is
+                    # missed, and minimization goes on from the last σ kept)
+                    return False
+                if differs not in (None, "rest"):
+                    record["cone_accepted"] = record.get("cone_accepted", 0) + 1
+                    parts = [differs] + [q for q in parts if q != differs]
+                    pending = (dict(sigma[0]), dict(sigma[1]))
+                    return True
+            now = time.monotonic()
+            if now + full_cost + (final if pending is not None else 0.0) > deadline:
+                raise mini.OutOfTime
+            record["full_confirmations"] = record.get("full_confirmations", 0) + 1
+            result = self.confirm(sigma, best.schedule, max(0.05, deadline - now),
                                   run_deadline=deadline)
+            full_cost = self.confirm_seconds
             if result is None:
                 return False
-            best = result
+            best, pending = result, None
+            parts = _differing_parts(demand, best)
             return True
 
         # cheap first: each element to 0, 1 or -1 where the counterexample
@@ -1214,13 +1337,18 @@ class _Checker:
         # (a real graph's runs), no step can end in time: σ is shown as found
         # (the probe's and the one-outcome comparisons' σ hold one value per
         # tensor: ones, an edge value)
-        cost = getattr(self, "confirm_seconds", 0.0)
-        too_slow = cost > deadline - time.monotonic()
+        too_slow = full_cost > deadline - time.monotonic()
         if too_slow:
-            self.stats["minimize"] = (f"σ not minimized: one confirmation took {cost:.2g} s, "
+            self.stats["minimize"] = (f"σ not minimized: one confirmation took {full_cost:.2g} s, "
                                       f"more than the minimization's budget")
         elif not found.minimized:
-            mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+            # the parts the last full confirmation found different, the one
+            # that differed last first, then by the size of their cones
+            parts = _differing_parts(demand, found)
+            first = _outside(demand, parts[:1], found)
+            record["first"] = len(first)
+            mini.minimize_concrete((found.feeds, found.init), confirm, deadline, first=first,
+                                   stats=record)
         query = self.failing
         if query is not None and time.monotonic() < deadline and not too_slow:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
@@ -1240,8 +1368,28 @@ class _Checker:
             # thousands of them cost minutes of solving past the deadline)
             preferences += [mini.leaf_preference(self.encoder, leaf, value_of)
                             for leaf in self.leaves()[:MINIMIZE_SOLVER_LEAVES]]
-            mini.minimize_with_solver(query.constraints, preferences, (best.feeds, best.init),
-                                      self.decode, confirm, deadline)
+            try:
+                mini.minimize_with_solver(query.constraints, preferences,
+                                          (best.feeds, best.init) if pending is None else pending,
+                                          self.decode, confirm, deadline)
+            except mini.OutOfTime:
+                pass
+        if pending is not None:
+            # the σ the cone test accepted last, confirmed by the full
+            # oracle: its outcomes are the ones shown
+            record["full_confirmations"] = record.get("full_confirmations", 0) + 1
+            result = self.confirm(pending, best.schedule,
+                                  max(0.05, self.deadline - time.monotonic()),
+                                  run_deadline=self.deadline)
+            if result is not None:
+                best = result
+            else:
+                # (the last fully confirmed σ is shown; a σ the cone test
+                # accepted that the full oracle finds no counterexample would
+                # contradict checking/demand.py's argument: said so)
+                record["final"] = ("not confirmed: " + ("the full oracle disagreed"
+                                                        if self.decided else "undecided"))
+        record["seconds"] = round(time.monotonic() - started, 6)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
                                           min(end, time.monotonic() + 1.0))
@@ -1487,7 +1635,7 @@ class _Checker:
                 return False
 
         if self.minimize:
-            deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+            deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MAX_SECONDS_FLOOR,
                                                                   MINIMIZE_SHARE * self.timeout))
             sigma = mini.minimize_concrete(sigma, still, deadline)
         outcome = self._replayed(sigma, schedule)
@@ -1998,6 +2146,28 @@ class _Checker:
             if outcome not in original:
                 return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
         return None
+
+
+def _differing_parts(demand: "Demand | None", found: _Found) -> list:
+    """The parts (outputs, variables) at which `found`'s outcome differs from
+    the original's one outcome, smallest cones first, for the demand-driven
+    test; none without it."""
+    if demand is None or found.projected is not None or found.original.count != 1:
+        return []
+    # (the first DEMAND_PARTS in the staged order: a MobileNetV2 step's
+    # outcome differs in 308 parts, and each cone is a walk of the graph)
+    parts = differing_parts(found.outcome, list(found.original))[:DEMAND_PARTS]
+    return sorted(parts, key=demand.size)
+
+
+def _outside(demand: "Demand | None", parts: list, found: _Found) -> list[tuple[int, str]]:
+    """σ's tensors that the cones of `parts` (in P and in P') do not read:
+    minimize_concrete zeroes them together first."""
+    if not parts:
+        return []
+    feeds, variables = demand.reads(parts)
+    return [(0, f) for f in sorted(found.feeds) if f not in feeds] + \
+        [(1, x) for x in sorted(found.init) if x not in variables]
 
 
 def _limit_kind(exc: SymbolicLimit) -> str:

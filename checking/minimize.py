@@ -130,126 +130,178 @@ def _uniform(value: Tensor, small: Any) -> Tensor:
     return Tensor(np.full(value.shape, small, dtype=DTYPES[value.dtype]), value.dtype)
 
 
-def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
-    """Shrink a confirmed σ without a solver.  First whole tensors: each in
-    turn becomes all 0, else all 1, else all -1, when the counterexample
-    survives it (what a σ's tensors that do not matter show at once);
-    then, in tensors of at most ELEMENT_PASS_MAX elements, each element
-    becomes 0, 1 or -1 the same way.
+class OutOfTime(Exception):
+    """Raised by `minimize_concrete`'s `confirm` to end the minimization
+    (the step it was asked about is not taken: σ stays as last confirmed)."""
 
-    Zeros are tried on groups first (`_settle`): all the tensors (or, in
-    the element pass, all a tensor's elements) at once, then halves of a
-    group that does not survive, down to single ones, as delta debugging
-    does; a tensor or element that takes 0 alone takes it here too.  Where
-    a few of a real graph's dozens of tensors matter, that is a few
-    confirmations instead of one per tensor (each costs a run of both
-    programs).  Every σ kept is one `confirm` accepted, as before."""
+
+#: the old name (minimize_concrete's own deadline)
+_OutOfTime = OutOfTime
+
+
+def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float,
+                      first: Sequence[tuple[int, str]] = (),
+                      stats: dict | None = None) -> Sigma:
+    """Shrink a confirmed σ without a solver.  First whole tensors: each
+    becomes all 0, else all 1, else all -1, when the counterexample
+    survives it (what a σ's tensors that do not matter show at once);
+    then the elements of the tensors of at most ELEMENT_PASS_MAX elements,
+    each 0, 1 or -1 the same way.
+
+    Each value is tried on groups first (`_settle`): all the members
+    (tensors, or elements) at once, then halves of a group that does not
+    survive, down to single ones, as delta debugging does; a member that
+    takes a value alone takes it here too.  Where a few of a real graph's
+    dozens of tensors matter, that is a few confirmations instead of one
+    per tensor (each costs a run of both programs).  The elements of all
+    the small tensors are one group (a training step's scalars: learning
+    rates, step counters), and an element pass does not begin with the
+    group its tensor's whole step refused already.
+
+    `first`: tensors ((0, feed) or (1, variable)) that cannot matter, or
+    are unlikely to: they take zeros together, in one step, before the
+    others (check.py passes those outside the cone of the part that
+    differs, checking/demand.py; the order of trying only: the step is
+    confirmed as every other).  `confirm` may raise OutOfTime to end the
+    minimization.  Every σ kept is one `confirm` accepted; the σ returned
+    is the last one kept.  `stats`, when given, counts the steps tried and
+    taken (`tried`, `taken`) and says whether the passes all ran
+    (`finished`)."""
     feeds, init = dict(sigma[0]), dict(sigma[1])
     tables = (feeds, init)
+    counts = stats if stats is not None else {}
+    counts.setdefault("tried", 0)
+    counts.setdefault("taken", 0)
+    counts["finished"] = False
+
+    def counted(s: Sigma) -> bool:
+        counts["tried"] += 1
+        ok = confirm(s)
+        counts["taken"] += bool(ok)
+        return ok
+
+    edit = _Edit(tables)
     whole = [(t, name) for t, table in enumerate(tables) for name in sorted(table)
-             if not isinstance(table[name], Error) and table[name].array.size > 1]
-    # (a one-element tensor: the element pass is the same)
-
-    def set_whole(members, small) -> list:
-        saved = []
-        for t, name in members:
-            saved.append((t, name, tables[t][name]))
-            tables[t][name] = _uniform(tables[t][name], small)
-        return saved
-
-    def is_whole(member, small) -> bool:
-        t, name = member
-        current = tables[t][name]
-        return np.array_equal(current.array.reshape(-1).view(np.uint8),
-                              _uniform(current, small).array.reshape(-1).view(np.uint8))
-
-    def restore(saved) -> None:
-        for t, name, value in saved:
-            tables[t][name] = value
-
+             if not isinstance(table[name], Error) and table[name].array.size > 0]
+    early = [m for m in whole if m in set(first)]
+    late = [m for m in whole if m not in set(first)]
     try:
-        rest = _settle(whole, set_whole, is_whole, restore, confirm, (feeds, init), deadline)
-        for member in rest:
-            t, name = member
-            for small in _small_values(tables[t][name].dtype)[1:]:
-                if time.monotonic() >= deadline:
-                    return feeds, init
-                if is_whole(member, small):
-                    break   # (all `small` already, bit for bit)
-                saved = set_whole([member], small)
-                if confirm((feeds, init)):
-                    break
-                restore(saved)
-        for t, table in enumerate(tables):
-            for name in sorted(table):
-                value = table[name]
-                if isinstance(value, Error) or value.array.size > ELEMENT_PASS_MAX:
-                    continue
-                _elements(table, name, confirm, (feeds, init), deadline)
-    except _OutOfTime:
+        rest = _settle(early, 0, edit, counted, (feeds, init), deadline) + \
+            _settle(late, 0, edit, counted, (feeds, init), deadline)
+        refused = {m for m in rest}
+        for small in (1, -1):
+            rest = _settle([m for m in rest if edit.has(m, small)], small, edit, counted,
+                           (feeds, init), deadline, alone=True) + \
+                [m for m in rest if not edit.has(m, small)]
+        # the elements of small tensors: those whose whole tensor took no
+        # value tried alone, and those of tensors that took 1 or -1
+        elements = [(t, name, i) for t, name in whole
+                    if 1 < tables[t][name].array.size <= ELEMENT_PASS_MAX
+                    for i in range(tables[t][name].array.size)]
+        left = _settle(elements, 0, edit, counted, (feeds, init), deadline,
+                       refused={(t, name) for t, name in refused})
+        for small in (1, -1):
+            left = _settle([m for m in left if edit.has(m, small)], small, edit, counted,
+                           (feeds, init), deadline, alone=True) + \
+                [m for m in left if not edit.has(m, small)]
+        counts["finished"] = True
+    except OutOfTime:
         pass
     return feeds, init
 
 
-class _OutOfTime(Exception):
-    pass
+class _Edit:
+    """Changes to σ's tables in place: whole tensors ((t, name)) or elements
+    ((t, name, i)) set to a small value, and put back."""
+
+    def __init__(self, tables: tuple[dict, dict]):
+        self.tables = tables
+
+    def has(self, member, small) -> bool:
+        """Whether the member's dtype has the value `small` (-1: signed)."""
+        return any(_small(s) == small for s in _small_values(self.tables[member[0]][member[1]].dtype))
+
+    def already(self, member, small) -> bool:
+        value = self.tables[member[0]][member[1]]
+        want = np.array(small, dtype=value.array.dtype)
+        if len(member) == 2:
+            return bool(np.array_equal(value.array.reshape(-1).view(np.uint8),
+                                       np.full(value.array.size, want).view(np.uint8)))
+        return value.array.reshape(-1)[member[2]].tobytes() == want.tobytes()
+
+    def would_fill(self, elements, small) -> bool:
+        """Whether setting `elements` (of one tensor) to `small` makes the
+        whole tensor `small`."""
+        t, name = elements[0][:2]
+        size = self.tables[t][name].array.size
+        chosen = {m[2] for m in elements}
+        return all(i in chosen or self.already((t, name, i), small) for i in range(size))
+
+    def apply(self, members, small) -> list:
+        saved: list = []
+        by_tensor: dict[tuple[int, str], list[int]] = {}
+        for m in members:
+            t, name = m[0], m[1]
+            if len(m) == 2:
+                saved.append((t, name, self.tables[t][name]))
+                self.tables[t][name] = _uniform(self.tables[t][name], small)
+            else:
+                by_tensor.setdefault((t, name), []).append(m[2])
+        for (t, name), indices in by_tensor.items():
+            value = self.tables[t][name]
+            saved.append((t, name, value))
+            trial = value.array.reshape(-1).copy()
+            trial[indices] = np.array(small, dtype=trial.dtype)
+            self.tables[t][name] = Tensor(trial.reshape(value.shape), value.dtype)
+        return saved
+
+    def restore(self, saved) -> None:
+        for t, name, value in reversed(saved):
+            self.tables[t][name] = value
 
 
-def _settle(members: list, apply, already, restore, confirm, sigma: Sigma,
-            deadline: float) -> list:
-    """Zeros for `members` (tensors or elements): the group at once, else
+def _small(v: Any) -> int:
+    return int(v)
+
+
+def _settle(members: list, small: int, edit: _Edit, confirm, sigma: Sigma,
+            deadline: float, alone: bool = False, refused: set | None = None) -> list:
+    """`small` for `members` (tensors or elements): the group at once, else
     each half, down to single members; returns the members that did not
-    take 0 (in order).  `apply(group, 0)` changes σ in place and returns
-    what `restore` puts back."""
-    todo = [m for m in members if not already(m, 0)]
+    take it (in order).  `alone`: each member on its own, no groups (the
+    ladder past 0, where most members are those that must keep their
+    values).  `refused`: tensors whose elements are not tried all at once
+    (their whole tensor refused `small` on its own already)."""
+    todo = [m for m in members if not edit.already(m, small)]
     if not todo:
         return []
-    if time.monotonic() >= deadline:
-        raise _OutOfTime
-    saved = apply(todo, 0)
-    if confirm(sigma):
+    if alone:
+        return [m for m in todo if not _take([m], small, edit, confirm, sigma, deadline)]
+    if refused and len({m[:2] for m in todo}) == 1 and todo[0][:2] in refused and \
+            edit.would_fill(todo, small):
+        pass   # (the group is the whole tensor, whose own step refused it: halves at once)
+    elif _take(todo, small, edit, confirm, sigma, deadline):
         return []
-    restore(saved)
     if len(todo) == 1:
         return todo
     half = len(todo) // 2
-    return _settle(todo[:half], apply, already, restore, confirm, sigma, deadline) + \
-        _settle(todo[half:], apply, already, restore, confirm, sigma, deadline)
+    return _settle(todo[:half], small, edit, confirm, sigma, deadline, refused=refused) + \
+        _settle(todo[half:], small, edit, confirm, sigma, deadline, refused=refused)
 
 
-def _elements(table: dict, name: str, confirm, sigma: Sigma, deadline: float) -> None:
-    """The element pass of `minimize_concrete` on one tensor of `table`."""
-    value = table[name]
-    dtype, shape = value.dtype, value.shape
-    smalls = _small_values(dtype)
-
-    def apply(indices, small) -> list:
-        current = table[name].array.reshape(-1)
-        trial = current.copy()
-        for i in indices:
-            trial[i] = small
-        table[name] = Tensor(trial.reshape(shape), dtype)
-        return [current]
-
-    def already(i, small) -> bool:
-        return table[name].array.reshape(-1)[i].tobytes() == np.array(
-            small, dtype=table[name].array.dtype).tobytes()
-
-    def restore(saved) -> None:
-        table[name] = Tensor(saved[0].reshape(shape), dtype)
-
-    rest = _settle(list(range(value.array.size)), lambda g, s: apply(g, smalls[0]),
-                   lambda i, s: already(i, smalls[0]), restore, confirm, sigma, deadline)
-    for i in rest:
-        for small in smalls[1:]:
-            if time.monotonic() >= deadline:
-                raise _OutOfTime
-            if already(i, small):
-                break
-            saved = apply([i], small)
-            if confirm(sigma):
-                break
-            restore(saved)
+def _take(group: list, small: int, edit: _Edit, confirm, sigma: Sigma, deadline: float) -> bool:
+    """One step: `group` set to `small`, kept where `confirm` accepts it."""
+    if time.monotonic() >= deadline:
+        raise OutOfTime
+    saved = edit.apply(group, small)
+    try:
+        ok = confirm(sigma)
+    except BaseException:
+        edit.restore(saved)
+        raise
+    if not ok:
+        edit.restore(saved)
+    return bool(ok)
 
 
 # ---------------------------------------------------------------------------
