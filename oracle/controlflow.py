@@ -114,6 +114,11 @@ _STACK_ACCESS = (stk.PUSH, stk.POP, stk.CLOSE)
 #: live twice is eager
 _EAGER_BY_STATE = frozenset((READ, ASSIGN, MERGE, stk.STACK) + _STACK_ACCESS)
 
+#: the ops with a rule of their own in Machine._fire (every other op is a
+#: registry function)
+_RULE_OPS = frozenset((ENTER, EXIT, NEXT_ITERATION, VAR, READ, ASSIGN, SWITCH, MERGE,
+                       LOOP_COND) + tuple(STACK_OPS))
+
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
 #: through its body); a run that would start iteration 17 makes the answer unknown.
 DEFAULT_MAX_ITERATIONS = 16
@@ -399,6 +404,11 @@ class Machine:
     #: state has no other reference there: see CFState) rather than into a
     #: copy (tests turn it off: every step copies, as :meth:`fire_step` does)
     in_place = True
+    #: whether `behaviours`, after a batch of eager steps, goes on firing the
+    #: steps those firings enabled, each while it is eager at the state it
+    #: fires from, before finding the state's steps again (:meth:`chain`;
+    #: tests turn it off)
+    chain_eager = True
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -434,6 +444,9 @@ class Machine:
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
         self._new_contexts: list = []
+        # the (node, context) pairs the last step made candidates again
+        # (:meth:`_next_candidates`), which :meth:`chain` tries
+        self._touched: list = []
         self._attr_keys: dict = {}
         self._kernels_on: bool | None = None
         # What the rules look up at every step, by node and by edge, computed
@@ -443,6 +456,11 @@ class Machine:
         # constant Enter, control, back edge into a Merge, edge from a
         # non-constant Enter into a Merge), in input order:
         self._op = {n.name: n.op for n in p.nodes}
+        # the nodes whose live step applies a registry function (`_fire`'s
+        # first case: every op the rules do not name)
+        self._plain = frozenset(n.name for n in p.nodes if n.op not in _RULE_OPS)
+        # each node's registry function, found once per run (`initial`)
+        self._fn: dict = {}
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
                                    e.id in self.back_edges, e.id in self.enter_edges)
                                   for e in g.incoming[n.name]) for n in p.nodes}
@@ -602,12 +620,15 @@ class Machine:
         fired, pending = s2.fired, s2.pending
         out = base
         out.pop((st.node, st.ctx), None)
+        touched = self._touched = []
 
         def add(pair) -> None:   # (steps to be found again)
             if pair not in fired or pair in pending:
                 out[pair] = None
+                touched.append(pair)
         if (st.node, st.ctx) in pending:
             out[(st.node, st.ctx)] = None
+            touched.append((st.node, st.ctx))
         contexts = s2.started
         tokens = s2.tokens
         for (eid, k) in self._written:
@@ -1229,6 +1250,76 @@ class Machine:
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
 
+    def chain(self, s: CFState, sched, touched: list, fire, deadline: "float | None" = None):
+        """From `s`, after a batch of eager steps: the steps of the pairs in
+        `touched` (made candidates again by the steps just fired) that are
+        eager at `s` are fired as one batch; then those of the pairs that
+        batch touched, at the state it reached; and so on while a batch has
+        a step.  Returns the state and schedule reached.  (`behaviours`
+        after a batch: :attr:`chain_eager`.)
+
+        Why no terminal state is lost: each batch is a set of eager steps of
+        the one state s it starts from, fired in a row, which is
+        `batch_eager`'s rule (argued there: each stays enabled, in the
+        window and eager while the others fire).  Each step of a batch is
+        one of `enabled_steps(s)`: its inputs are there (:meth:`_pair_steps`
+        at s, exactly what `_raw_steps` lists for the pair), its context is
+        started, and every iteration in it is below its loop's
+        parallel_iterations (`_early`), so it is in the window whatever the
+        oldest iteration is; and :meth:`eager` holds of it at s.  Which eager
+        steps fire first changes the witness schedule, not the terminal
+        states reached ({step} is a persistent set, :meth:`eager`).  A
+        step that is not eager, a Merge with a choice, a step outside the
+        early window and a dead exit's `end` step are left to
+        `enabled_steps` at the state the chain stops in.  The candidates a
+        pair's steps are kept under (`s.cand`) stay what `_raw_steps` would
+        make them: a pair with no step leaves them, one with steps keeps
+        them, until a token on one of its edges, its context starting or its
+        firing marks it again (:meth:`_next_candidates`).
+
+        (Each batch is all the eager steps at s of the pairs it looks at, so
+        a replay of the schedule that finds the enabled steps where a label
+        is not among the eager steps it found last, backends/controlflow.py
+        `_fire`, finds them once per batch, as on `batch_eager`'s batches.)"""
+        early = self._early
+        count = 0
+        while touched:
+            cand, started = s.cand, s.started
+            batch = []
+            looked = set()
+            for pair in touched:
+                if pair in looked or pair not in cand or pair[1] not in started:
+                    continue
+                looked.add(pair)
+                got = cand[pair]
+                if got is None:
+                    got = self._pair_steps(s, pair[0], pair[1])
+                    if not got:
+                        del cand[pair]
+                        continue
+                    cand[pair] = got
+                if len(got) != 1:
+                    continue
+                st = got[0]
+                ctx = st.ctx
+                e = early.get(ctx)
+                if e is None:
+                    e = early[ctx] = all(i < self.parallel.get(frame, 10) for frame, i in ctx)
+                if e and self.eager(s, st):
+                    batch.append(st)
+            touched = []
+            for st in batch:
+                s = fire(s, st)
+                sched = (st, sched)
+                touched.extend(self._touched)
+            count += len(batch)
+            if deadline is not None and count > 256:
+                count = 0
+                import time
+                if time.monotonic() > deadline:
+                    break
+        return s, sched
+
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
         many = {}
         for st in steps:
@@ -1261,6 +1352,31 @@ class Machine:
         ctx = st.ctx
         tokens, var_value, pending = s.tokens, s.var_value, s.pending
         fired, dead_exits = s.fired, s.dead_exits
+
+        if not st.dead and not st.phase and n.name in self._plain:
+            # (the rules below for a live step of a registry function, in
+            # their order, without the tests that do not apply to one: it
+            # consumes its inputs, fires in its own context and puts its
+            # results on its ports and GO on its control edges)
+            name = n.name
+            inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+            data = []
+            for eid, const, control, _back, _enter in self._in[name]:
+                c = tokens.get((eid, inner)) if const else tokens.pop((eid, ctx), None)
+                if not control:
+                    data.append(c)
+            fired.add((name, ctx))
+            results = self.apply_function(n, data)
+            written = self._written
+            ports = self._out_port[name]
+            for port, value in enumerate(results):
+                for eid in ports.get(port, ()):
+                    tokens[(eid, ctx)] = value
+                    written.append((eid, ctx))
+            for eid in self._out_control[name]:
+                tokens[(eid, ctx)] = GO
+                written.append((eid, ctx))
+            return
 
         if st.phase == "end":
             # a dead Exit, propagated to the enclosing context when its loop
@@ -1422,7 +1538,9 @@ class Machine:
         """A registry function on the node's live data inputs (a subclass runs
         it on an array backend: backends/controlflow.py), remembered by
         (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
-        fn = fns.get(n.op)
+        fn = self._fn.get(n.name)
+        if fn is None:
+            fn = self._fn[n.name] = fns.get(n.op)
         attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
         if attrs is _NO_KEY:
             attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
@@ -1486,6 +1604,9 @@ class Machine:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
         self._kernels_on = fns._kernels.enabled()
+        # (the registry's functions looked up again in each run: a plugin
+        # may have registered another under an op's name since the last)
+        self._fn = {}
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
@@ -1558,9 +1679,15 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 # finding the steps again between them (Machine.batch_eager);
                 # whether each is eager is decided at s, before any fires
                 batch = [x for x in steps[first:] if x.phase != "end" and (x is st or m.eager(s, x))]
+                touched: list = []
                 for x in batch:
                     s = fire(s, x)
                     sched = (x, sched)
+                    touched.extend(m._touched)
+                if m.chain_eager:
+                    # (then the steps the batch enabled, while eager: Machine.chain)
+                    s, sched = m.chain(s, sched, touched, fire, None if max_seconds is None
+                                       else started + max_seconds)
                 stack.append((s, sched))
                 continue
         if memo and stack:

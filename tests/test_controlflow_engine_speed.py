@@ -9,6 +9,8 @@ own transcription: each must leave Outcomes(P, σ) unchanged.
   rule off, and with no reduction at all (memo off: every interleaving);
 - `CFState.key` equates exactly the states the transcription's key does;
 - `Machine.batch_eager` (every eager step of a state fired in a row),
+  `Machine.chain_eager` (then the eager steps those enabled, batch after
+  batch, without finding the state's steps again),
   `behaviours` looking states up only where no step is eager and the
   functions' results remembered across runs and programs (`_APPLIED`) keep
   the outcome set: compared with one eager step at a time, nothing
@@ -45,7 +47,7 @@ BRUTE_STATES = 20_000 if NIGHTLY else 1_500
 
 
 def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES,
-                batch=True):
+                batch=True, chain=True):
     """Outcomes(P, σ) by `behaviours`, with the rule on or off (and eager
     steps fired in batches or one at a time); with `check_steps`, every
     state's steps are compared with the transcription's."""
@@ -53,6 +55,7 @@ def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False
     m = cf.Machine(p, g, mode, 6)
     m.lone_accesses = lone
     m.batch_eager = batch
+    m.chain_eager = chain
     m.remember_functions = batch
     if check_steps:
         fast = m._raw_steps
@@ -73,9 +76,10 @@ def agree(p, feeds, init, mode):
         fast, n_fast = outcome_set(p, feeds, init, mode, check_steps=True)
         slow, n_slow = outcome_set(p, feeds, init, mode, lone=False)
         one, _ = outcome_set(p, feeds, init, mode, batch=False)
+        unchained, _ = outcome_set(p, feeds, init, mode, chain=False)
     except BudgetExceeded:
         return None
-    assert fast == slow == one
+    assert fast == slow == one == unchained
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
