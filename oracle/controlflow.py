@@ -441,6 +441,16 @@ class Machine:
         self._const_only = {n.name for n in p.nodes if n.op != MERGE and g.incoming[n.name]
                             and all(e.id in self._const_edges for e in g.incoming[n.name])}
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
+        # `_always` and `_const_edges` by the frames of the node (of the
+        # edge's destination), for :meth:`_next_candidates`
+        self._always_in: dict[tuple, list[str]] = {}
+        for n in p.nodes:
+            if n.name in self._always:
+                self._always_in.setdefault(self._frame_of[n.name], []).append(n.name)
+        self._const_edges_in: dict[tuple, list[str]] = {}
+        for e in g.edges:
+            if e.id in self._const_edges and e.dst is not None:
+                self._const_edges_in.setdefault(self._frame_of[e.dst[0]], []).append(e.id)
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
         self._new_contexts: list = []
@@ -631,17 +641,33 @@ class Machine:
             touched.append((st.node, st.ctx))
         contexts = s2.started
         tokens = s2.tokens
-        for (eid, k) in self._written:
-            if (eid, k) in tokens:
-                self._token_candidates(eid, k, contexts, add, written=True)
+        edge_dst, ctx_frames = self._edge_dst, self._ctx_frames
+        for token in self._written:
+            if token in tokens:
+                eid, k = token
+                info = edge_dst.get(eid)
+                if info is None:
+                    continue
+                if info[2] and k:   # (from a constant Enter, inside a loop)
+                    self._token_candidates(eid, k, contexts, add, written=True)
+                    continue
+                # (`_token_candidates`'s other case, inline)
+                frames = ctx_frames.get(k)
+                if frames is None:
+                    frames = self._frames(k)
+                if frames == info[1]:
+                    add((info[0], k))
         for c in self._new_contexts:
             frames = tuple(f for f, _ in c)
-            for name in self._always:
-                if self._frame_of[name] == frames:
-                    add((name, c))
-            for eid in self._const_edges:
-                if (eid, c[:-1] + ((c[-1][0], 0),)) in tokens:
-                    self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
+            # (the Merges and input-less nodes of c's frames, and the edges
+            # from constant Enters into nodes of c's frames: the nodes of
+            # other frames never have a step in c)
+            for name in self._always_in.get(frames, ()):
+                add((name, c))
+            zero = c[:-1] + ((c[-1][0], 0),)
+            for eid in self._const_edges_in.get(frames, ()):
+                if (eid, zero) in tokens:
+                    self._token_candidates(eid, zero, [c], add)
         return out
 
     def _raw_steps_reference(self, s: CFState) -> list[Step]:
@@ -770,6 +796,16 @@ class Machine:
                  or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
+
+    @functools.cached_property
+    def _eager_by_kind(self) -> frozenset:
+        """The nodes each of whose steps is eager whatever the state
+        (:meth:`eager`): not after an Exit that may fire live twice, and
+        of an op whose live steps are eager by its kind (a function or a
+        frame node); their dead steps are eager too."""
+        multi = self._after_multi_exit
+        return frozenset(n.name for n in self.p.nodes
+                         if n.op not in _EAGER_BY_STATE and n.name not in multi)
 
     @functools.cached_property
     def _after_multi_exit(self) -> frozenset:
@@ -1282,6 +1318,8 @@ class Machine:
         is not among the eager steps it found last, backends/controlflow.py
         `_fire`, finds them once per batch, as on `batch_eager`'s batches.)"""
         early = self._early
+        index = self._index
+        by_kind = self._eager_by_kind
         count = 0
         while touched:
             cand, started = s.cand, s.started
@@ -1305,8 +1343,13 @@ class Machine:
                 e = early.get(ctx)
                 if e is None:
                     e = early[ctx] = all(i < self.parallel.get(frame, 10) for frame, i in ctx)
-                if e and self.eager(s, st):
+                if e and (st.node in by_kind or self.eager(s, st)):
                     batch.append(st)
+            if len(batch) > 1:
+                # (in program order, contexts in order: the pairs come in
+                # the order of sets of contexts, which differs between
+                # processes, and the schedule is a witness shown to users)
+                batch.sort(key=lambda x: (index[x.node], x.ctx))
             touched = []
             for st in batch:
                 s = fire(s, st)
@@ -1319,6 +1362,25 @@ class Machine:
                 if time.monotonic() > deadline:
                     break
         return s, sched
+
+    def _applied_key(self, n, fn, data: list) -> "tuple | None":
+        """The key of the application of `fn` (node n's) to `data` in
+        :data:`_APPLIED`, or None (not remembered)."""
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        if attrs is None:
+            return None
+        args = tuple(_value_key(d) for d in data)
+        if None in args:
+            return None
+        # (the function object itself: a plugin may register another
+        # under the op's name; whether TensorFlow's kernels may run:
+        # an op without a numpy model is CannotRun without them)
+        # (the last read once per run, by :meth:`initial`: it is
+        # not changed inside a run)
+        on = self._kernels_on
+        return (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
 
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
         many = {}
@@ -1541,30 +1603,19 @@ class Machine:
         fn = self._fn.get(n.name)
         if fn is None:
             fn = self._fn[n.name] = fns.get(n.op)
-        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
-        if attrs is _NO_KEY:
-            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
-        key = None
-        if attrs is not None:
-            args = tuple(_value_key(d) for d in data)
-            if None not in args:
-                # (the function object itself: a plugin may register another
-                # under the op's name; whether TensorFlow's kernels may run:
-                # an op without a numpy model is CannotRun without them)
-                # (the last read once per run, by :meth:`initial`: it is
-                # not changed inside a run)
-                on = self._kernels_on
-                key = (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
-                got = _APPLIED.get(key)
-                if got is not None and got[0] is fn:
-                    for op in got[2]:   # (the verdict names the kernels it rests on)
-                        fns._kernels._note(op)
-                    return list(got[1])
+        key = self._applied_key(n, fn, data)
+        if key is not None:
+            got = _APPLIED.get(key)
+            if got is not None and got[0] is fn:
+                for op in got[2]:   # (the verdict names the kernels it rests on)
+                    fns._kernels._note(op)
+                return list(got[1])
         if key is None:
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
         if key is not None:
+            args = key[3]
             size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
                 r.array.nbytes for r in results if type(r) is Tensor)
             if size <= _APPLIED_ENTRY_BYTES:
