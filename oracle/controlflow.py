@@ -92,6 +92,7 @@ propagated when its loop instance is done.
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, NamedTuple, Sequence
@@ -1838,15 +1839,30 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
         return dict(found), explored
     m = machine_for(p, semantics, max_iterations)
     out: dict[Outcome, tuple[str, ...]] = {}
-    with fns._kernels.record() as used:
-        try:
-            for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
-                                       max_iterations, max_seconds, machine=m):
-                out.setdefault(m.outcome(s, observe), tuple(sched))
-        except LoopBoundExceeded as exc:
-            if key is not None:
-                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used), held))
-            raise
+    # (Python's cyclic collector off during the run, on again after, if it
+    # was on: a run makes tens of thousands of tracked objects (steps,
+    # tuples, schedule entries), none in a cycle (freed by their counts),
+    # and each collection they set off walked the whole heap, TensorFlow's
+    # included where the process imported it: 14% of a warm run's CPU
+    # there, 7% without it.  Another thread's run may turn it on again
+    # before this one ends: then this run is as it was)
+    collecting = gc.isenabled() and collector_off
+    if collecting:
+        gc.disable()
+    try:
+        with fns._kernels.record() as used:
+            try:
+                for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
+                                           max_iterations, max_seconds, machine=m):
+                    out.setdefault(m.outcome(s, observe), tuple(sched))
+            except LoopBoundExceeded as exc:
+                if key is not None:
+                    _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used),
+                                    held))
+                raise
+    finally:
+        if collecting:
+            gc.enable()
     if key is not None and len(out) <= _OUTCOMES_MAX_SET:
         _remember(key, (p, out, m.explored, frozenset(used), held))
     return dict(out), m.explored
@@ -1854,6 +1870,9 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
 
 #: Whether :func:`outcomes` remembers its answers (tests turn it off).
 remember_outcomes = True
+#: Whether :func:`outcomes` turns Python's cyclic collector off during a run
+#: (see there)
+collector_off = True
 #: Outcomes(P, σ) by (program object, σ, semantics, observation, iteration
 #: bound, whether TensorFlow's kernels may run, the registry functions of
 #: P's ops), at most _OUTCOMES_MAX answers (the one used least recently

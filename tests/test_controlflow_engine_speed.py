@@ -274,3 +274,41 @@ def test_large_applications_are_not_remembered():
     small = Tensor(np.ones(3, np.float32))
     m.apply_function(p.node["n"], [small])
     assert len(cf._APPLIED) == 1
+
+
+def test_a_run_leaves_the_cyclic_collector_as_it_found_it():
+    """`outcomes` turns the collector off during a run and on again after,
+    also when the run ends by a loop's iteration bound; one that was off
+    stays off."""
+    import gc
+    from pathlib import Path
+
+    from tfsem.graphdef import import_path
+    case = Path(__file__).parent / "cases" / "controlflow" / "tf2_tensor_array_loop.pbtxt"
+    p = import_path(case, fetch=["out"]).program
+    feeds = {name: Tensor(__import__("numpy").zeros(t.shape, t.dtype), t.dtype)
+             for name, t in p.feeds.items()}
+    seen = []
+    behaviours = cf.behaviours
+
+    def watched(*a, **k):
+        seen.append(gc.isenabled())
+        yield from behaviours(*a, **k)
+    was = gc.isenabled()
+    old = cf.remember_outcomes
+    cf.remember_outcomes = False
+    cf.behaviours = watched
+    try:
+        gc.enable()
+        cf.outcomes(p, feeds, {})
+        assert gc.isenabled() and seen == [False]
+        with pytest.raises(cf.LoopBoundExceeded):
+            cf.outcomes(p, feeds, {}, max_iterations=1)
+        assert gc.isenabled() and seen == [False, False]
+        gc.disable()
+        cf.outcomes(p, feeds, {})
+        assert not gc.isenabled()
+    finally:
+        cf.behaviours = behaviours
+        cf.remember_outcomes = old
+        (gc.enable if was else gc.disable)()
