@@ -1287,13 +1287,15 @@ class Machine:
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
 
-    def chain(self, s: CFState, sched, touched: list, fire, deadline: "float | None" = None):
+    def chain(self, s: CFState, sched, touched: list, fire, deadline: "tuple | None" = None):
         """From `s`, after a batch of eager steps: the steps of the pairs in
         `touched` (made candidates again by the steps just fired) that are
         eager at `s` are fired as one batch; then those of the pairs that
         batch touched, at the state it reached; and so on while a batch has
         a step.  Returns the state and schedule reached.  (`behaviours`
-        after a batch: :attr:`chain_eager`.)
+        after a batch: :attr:`chain_eager`.)  `deadline`: (the time
+        `behaviours` must end by, its max_seconds), read every 256 steps or
+        so; past it, BudgetExceeded as `behaviours` raises it.
 
         Why no terminal state is lost: each batch is a set of eager steps of
         the one state s it starts from, fired in a row, which is
@@ -1360,8 +1362,9 @@ class Machine:
             if deadline is not None and count > 256:
                 count = 0
                 import time
-                if time.monotonic() > deadline:
-                    break
+                if time.monotonic() > deadline[0]:
+                    # (`behaviours`'s budget, read as often as it reads it)
+                    raise BudgetExceeded("seconds", deadline[1], self.explored)
         return s, sched
 
     def _applied_key(self, n, fn, data: list) -> "tuple | None":
@@ -1739,7 +1742,7 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 if m.chain_eager:
                     # (then the steps the batch enabled, while eager: Machine.chain)
                     s, sched = m.chain(s, sched, touched, fire, None if max_seconds is None
-                                       else started + max_seconds)
+                                       else (started + max_seconds, max_seconds))
                 stack.append((s, sched))
                 continue
         if memo and stack:
