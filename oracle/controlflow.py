@@ -1928,7 +1928,8 @@ def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Val
         held = _functions_of(p)
     functions = tuple((op, id(f)) for op, f in zip(_function_ops(p), held))
     return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
-            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager,
+            Machine.chain_eager)
 
 
 def _functions_of(p: Program) -> tuple:
