@@ -410,6 +410,9 @@ class Machine:
     #: fires from, before finding the state's steps again (:meth:`chain`;
     #: tests turn it off)
     chain_eager = True
+    #: steps a chain fires between two readings of the clock (about as
+    #: often as `behaviours` reads it: every 16 states)
+    chain_clock_steps = 256
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -1294,8 +1297,9 @@ class Machine:
         batch touched, at the state it reached; and so on while a batch has
         a step.  Returns the state and schedule reached.  (`behaviours`
         after a batch: :attr:`chain_eager`.)  `deadline`: (the time
-        `behaviours` must end by, its max_seconds), read every 256 steps or
-        so; past it, BudgetExceeded as `behaviours` raises it.
+        `behaviours` must end by, its max_seconds), read every
+        :attr:`chain_clock_steps` steps or so; past it, BudgetExceeded as
+        `behaviours` raises it.
 
         Why no terminal state is lost: each batch is a set of eager steps of
         the one state s it starts from, fired in a row, which is
@@ -1359,7 +1363,7 @@ class Machine:
                 sched = (st, sched)
                 touched.extend(self._touched)
             count += len(batch)
-            if deadline is not None and count > 256:
+            if deadline is not None and count > self.chain_clock_steps:
                 count = 0
                 import time
                 if time.monotonic() > deadline[0]:

@@ -312,3 +312,23 @@ def test_a_run_leaves_the_cyclic_collector_as_it_found_it():
         cf.behaviours = behaviours
         cf.remember_outcomes = old
         (gc.enable if was else gc.disable)()
+
+
+def test_a_chain_past_the_runs_seconds_raises_budget_exceeded(monkeypatch):
+    """A chain reads the clock (every `chain_clock_steps` steps; here every
+    batch) and, past `behaviours`'s max_seconds, raises BudgetExceeded as
+    `behaviours` does, before `behaviours` itself reads the clock (every 16
+    states)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from tfsem.graphdef import import_path
+    case = Path(__file__).parent / "cases" / "controlflow" / "tf2_tensor_array_loop.pbtxt"
+    p = import_path(case, fetch=["out"]).program
+    feeds = {name: Tensor(np.zeros(t.shape, t.dtype), t.dtype) for name, t in p.feeds.items()}
+    monkeypatch.setattr(cf.Machine, "chain_clock_steps", 0)
+    m = cf.Machine(p, graph_of(p))
+    with pytest.raises(BudgetExceeded) as raised:
+        list(cf.behaviours(p, m.g, feeds, {}, max_seconds=-1.0, machine=m))
+    assert "seconds" in str(raised.value) and m.explored < 16
