@@ -167,8 +167,10 @@ class _CFChecker:
 
     def cost(self) -> float:
         """What a comparison at a σ not seen yet is expected to cost: the
-        longest enumeration of P and of P' at one σ so far, added."""
-        return self.longest[0] + self.longest[1]
+        longest enumeration of P and of P' at one σ so far, added (P's
+        taken as P''s where every one of P's came remembered: a new σ
+        runs it)."""
+        return (self.longest[0] or self.longest[1]) + self.longest[1]
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
