@@ -31,7 +31,9 @@ Three stages, in this order, inside the check's time budget:
    oracle/controlflow.py and compared.  An outcome of
    P' missing from P's is a counterexample: its schedule names
    `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
-   one; it is replayed on numpy (backends/controlflow.py) when it can be.
+   one, within check.py's box (MINIMIZE_SHARE), each confirmation begun only
+   where it fits; it is replayed on numpy (backends/controlflow.py) when it
+   can be.
    A σ at which a loop reaches the iteration bound is not compared: if no
    counterexample is found, the answer is `unknown` naming the loop and the
    bound (never `sound`, never a comparison of truncated sets).
