@@ -31,7 +31,9 @@ Three stages, in this order, inside the check's time budget:
    oracle/controlflow.py and compared.  An outcome of
    P' missing from P's is a counterexample: its schedule names
    `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
-   one; it is replayed on numpy (backends/controlflow.py) when it can be.
+   one, within check.py's box (MINIMIZE_SHARE), each confirmation begun only
+   where it fits; it is replayed on numpy (backends/controlflow.py) when it
+   can be.
    A σ at which a loop reaches the iteration bound is not compared: if no
    counterexample is found, the answer is `unknown` naming the loop and the
    bound (never `sound`, never a comparison of truncated sets).
@@ -98,6 +100,18 @@ REFUTE_FLOAT_AFTER = 1
 STOP_AFTER = 1.0
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
+#: σ's minimization (`minimized`) takes at most this share of the timeout,
+#: and at least MINIMIZE_MIN_SECONDS: check.py's box, the same two numbers
+#: (tests/test_check_control_flow_minimize.py holds them equal; this module
+#: cannot import check.py, which imports it).  It was max(0.3 s, a tenth of
+#: the timeout), twice check.py's, and on the real corpus's loop graphs
+#: (keras_gru_loop, keras_lstm_loop) it bought two or three confirmations at
+#: 0.3-0.5 s each and kept none of them: 1 s of each unsound check for an
+#: unchanged σ (docs/benchmarks.md, "The seventh round").  No confirmation is
+#: begun that the costliest comparison of the check so far says would end
+#: after the box (check.py's rule: `_CFChecker.cost`)
+MINIMIZE_SHARE = 0.05
+MINIMIZE_MIN_SECONDS = 0.3
 
 Sigma = tuple[dict[str, Value], dict[str, Value]]
 #: checks a rewrite of programs without control flow: (P, P', seconds) -> Verdict
@@ -148,6 +162,17 @@ class _CFChecker:
         self.stats: dict = {"path": "control-flow", "cases": 0, "cases_proved": 0}
         self.structural = True
         self.float_sigmas: list[tuple[str, Sigma]] = []
+        # the longest enumeration of each program at a σ not remembered
+        # (oracle/controlflow.py `outcomes` answers P's again at once): a
+        # comparison at a new σ costs their sum (`cost`)
+        self.longest = [0.0, 0.0]
+
+    def cost(self) -> float:
+        """What a comparison at a σ not seen yet is expected to cost: the
+        longest enumeration of P and of P' at one σ so far, added (P's
+        taken as P''s where every one of P's came remembered: a new σ
+        runs it)."""
+        return (self.longest[0] or self.longest[1]) + self.longest[1]
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -438,6 +463,8 @@ class _CFChecker:
                                     max_iterations=self.max_iterations)
         except BudgetExceeded as exc:
             return exc
+        self.longest[0] = max(self.longest[0], original.seconds)
+        self.longest[1] = max(self.longest[1], rewritten.seconds)
         for outcome, schedule in rewritten.items():
             if outcome not in original:
                 return _Found(dict(feeds), dict(init), list(schedule), outcome, original)
@@ -461,11 +488,21 @@ class _CFChecker:
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def minimized(self, found: _Found) -> _Found:
-        deadline = min(self.deadline, time.monotonic() + max(0.3, 0.1 * self.timeout))
+        deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
+                                                              MINIMIZE_SHARE * self.timeout))
         best = found
+        if time.monotonic() + self.cost() > deadline:
+            # (one confirmation would end after the box: σ is shown as found)
+            self.stats["minimize"] = (f"σ not minimized: one comparison costs {self.cost():.2g} s, "
+                                      "more than the minimization's budget")
+            return best
 
         def confirm(sigma: Sigma) -> bool:
             nonlocal best
+            # (a step that would end after the box is not begun: it would
+            # most likely run out of time, or overrun the box by its cost)
+            if time.monotonic() + self.cost() > deadline:
+                return False
             result = self.compare(sigma, max(0.05, deadline - time.monotonic()))
             if isinstance(result, _Found):
                 best = result

@@ -92,6 +92,7 @@ propagated when its loop instance is done.
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, NamedTuple, Sequence
@@ -113,6 +114,11 @@ _STACK_ACCESS = (stk.PUSH, stk.POP, stk.CLOSE)
 #: (Machine.eager): every other live step not after an Exit that may fire
 #: live twice is eager
 _EAGER_BY_STATE = frozenset((READ, ASSIGN, MERGE, stk.STACK) + _STACK_ACCESS)
+
+#: the ops with a rule of their own in Machine._fire (every other op is a
+#: registry function)
+_RULE_OPS = frozenset((ENTER, EXIT, NEXT_ITERATION, VAR, READ, ASSIGN, SWITCH, MERGE,
+                       LOOP_COND) + tuple(STACK_OPS))
 
 #: The default iteration bound: a loop may run iterations 0..16 (16 trips
 #: through its body); a run that would start iteration 17 makes the answer unknown.
@@ -399,6 +405,14 @@ class Machine:
     #: state has no other reference there: see CFState) rather than into a
     #: copy (tests turn it off: every step copies, as :meth:`fire_step` does)
     in_place = True
+    #: whether `behaviours`, after a batch of eager steps, goes on firing the
+    #: steps those firings enabled, each while it is eager at the state it
+    #: fires from, before finding the state's steps again (:meth:`chain`;
+    #: tests turn it off)
+    chain_eager = True
+    #: steps a chain fires between two readings of the clock (about as
+    #: often as `behaviours` reads it: every 16 states)
+    chain_clock_steps = 256
 
     def __init__(self, p: Program, g: Graph, semantics: str = ATOMIC,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS):
@@ -431,9 +445,22 @@ class Machine:
         self._const_only = {n.name for n in p.nodes if n.op != MERGE and g.incoming[n.name]
                             and all(e.id in self._const_edges for e in g.incoming[n.name])}
         self._frame_of = {n.name: tuple(self.frames.get(n.name, ())) for n in p.nodes}
+        # `_always` and `_const_edges` by the frames of the node (of the
+        # edge's destination), for :meth:`_next_candidates`
+        self._always_in: dict[tuple, list[str]] = {}
+        for n in p.nodes:
+            if n.name in self._always:
+                self._always_in.setdefault(self._frame_of[n.name], []).append(n.name)
+        self._const_edges_in: dict[tuple, list[str]] = {}
+        for e in g.edges:
+            if e.id in self._const_edges and e.dst is not None:
+                self._const_edges_in.setdefault(self._frame_of[e.dst[0]], []).append(e.id)
         self._index = {n.name: i for i, n in enumerate(p.nodes)}
         self._written: list = []
         self._new_contexts: list = []
+        # the (node, context) pairs the last step made candidates again
+        # (:meth:`_next_candidates`), which :meth:`chain` tries
+        self._touched: list = []
         self._attr_keys: dict = {}
         self._kernels_on: bool | None = None
         # What the rules look up at every step, by node and by edge, computed
@@ -443,6 +470,11 @@ class Machine:
         # constant Enter, control, back edge into a Merge, edge from a
         # non-constant Enter into a Merge), in input order:
         self._op = {n.name: n.op for n in p.nodes}
+        # the nodes whose live step applies a registry function (`_fire`'s
+        # first case: every op the rules do not name)
+        self._plain = frozenset(n.name for n in p.nodes if n.op not in _RULE_OPS)
+        # each node's registry function, found once per run (`initial`)
+        self._fn: dict = {}
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
                                    e.id in self.back_edges, e.id in self.enter_edges)
                                   for e in g.incoming[n.name]) for n in p.nodes}
@@ -602,25 +634,44 @@ class Machine:
         fired, pending = s2.fired, s2.pending
         out = base
         out.pop((st.node, st.ctx), None)
+        touched = self._touched = []
 
         def add(pair) -> None:   # (steps to be found again)
             if pair not in fired or pair in pending:
                 out[pair] = None
+                touched.append(pair)
         if (st.node, st.ctx) in pending:
             out[(st.node, st.ctx)] = None
+            touched.append((st.node, st.ctx))
         contexts = s2.started
         tokens = s2.tokens
-        for (eid, k) in self._written:
-            if (eid, k) in tokens:
-                self._token_candidates(eid, k, contexts, add, written=True)
+        edge_dst, ctx_frames = self._edge_dst, self._ctx_frames
+        for token in self._written:
+            if token in tokens:
+                eid, k = token
+                info = edge_dst.get(eid)
+                if info is None:
+                    continue
+                if info[2] and k:   # (from a constant Enter, inside a loop)
+                    self._token_candidates(eid, k, contexts, add, written=True)
+                    continue
+                # (`_token_candidates`'s other case, inline)
+                frames = ctx_frames.get(k)
+                if frames is None:
+                    frames = self._frames(k)
+                if frames == info[1]:
+                    add((info[0], k))
         for c in self._new_contexts:
             frames = tuple(f for f, _ in c)
-            for name in self._always:
-                if self._frame_of[name] == frames:
-                    add((name, c))
-            for eid in self._const_edges:
-                if (eid, c[:-1] + ((c[-1][0], 0),)) in tokens:
-                    self._token_candidates(eid, c[:-1] + ((c[-1][0], 0),), [c], add)
+            # (the Merges and input-less nodes of c's frames, and the edges
+            # from constant Enters into nodes of c's frames: the nodes of
+            # other frames never have a step in c)
+            for name in self._always_in.get(frames, ()):
+                add((name, c))
+            zero = c[:-1] + ((c[-1][0], 0),)
+            for eid in self._const_edges_in.get(frames, ()):
+                if (eid, zero) in tokens:
+                    self._token_candidates(eid, zero, [c], add)
         return out
 
     def _raw_steps_reference(self, s: CFState) -> list[Step]:
@@ -749,6 +800,16 @@ class Machine:
                  or (i in self.enter_edges and ctx and ctx[-1][1] > 0) else c
                  for i, c in zip(ids, data)]
         return all(c is not None for c in known) and sum(not _is_dead(c) for c in known) == 1
+
+    @functools.cached_property
+    def _eager_by_kind(self) -> frozenset:
+        """The nodes each of whose steps is eager whatever the state
+        (:meth:`eager`): not after an Exit that may fire live twice, and
+        of an op whose live steps are eager by its kind (a function or a
+        frame node); their dead steps are eager too."""
+        multi = self._after_multi_exit
+        return frozenset(n.name for n in self.p.nodes
+                         if n.op not in _EAGER_BY_STATE and n.name not in multi)
 
     @functools.cached_property
     def _after_multi_exit(self) -> frozenset:
@@ -1229,6 +1290,106 @@ class Machine:
             steps.append(Step(x, outer + ((frame, -1),), "end", dead=True))
         return steps
 
+    def chain(self, s: CFState, sched, touched: list, fire, deadline: "tuple | None" = None):
+        """From `s`, after a batch of eager steps: the steps of the pairs in
+        `touched` (made candidates again by the steps just fired) that are
+        eager at `s` are fired as one batch; then those of the pairs that
+        batch touched, at the state it reached; and so on while a batch has
+        a step.  Returns the state and schedule reached.  (`behaviours`
+        after a batch: :attr:`chain_eager`.)  `deadline`: (the time
+        `behaviours` must end by, its max_seconds), read every
+        :attr:`chain_clock_steps` steps or so; past it, BudgetExceeded as
+        `behaviours` raises it.
+
+        Why no terminal state is lost: each batch is a set of eager steps of
+        the one state s it starts from, fired in a row, which is
+        `batch_eager`'s rule (argued there: each stays enabled, in the
+        window and eager while the others fire).  Each step of a batch is
+        one of `enabled_steps(s)`: its inputs are there (:meth:`_pair_steps`
+        at s, exactly what `_raw_steps` lists for the pair), its context is
+        started, and every iteration in it is below its loop's
+        parallel_iterations (`_early`), so it is in the window whatever the
+        oldest iteration is; and :meth:`eager` holds of it at s.  Which eager
+        steps fire first changes the witness schedule, not the terminal
+        states reached ({step} is a persistent set, :meth:`eager`).  A
+        step that is not eager, a Merge with a choice, a step outside the
+        early window and a dead exit's `end` step are left to
+        `enabled_steps` at the state the chain stops in.  The candidates a
+        pair's steps are kept under (`s.cand`) stay what `_raw_steps` would
+        make them: a pair with no step leaves them, one with steps keeps
+        them, until a token on one of its edges, its context starting or its
+        firing marks it again (:meth:`_next_candidates`).
+
+        (Each batch is all the eager steps at s of the pairs it looks at, so
+        a replay of the schedule that finds the enabled steps where a label
+        is not among the eager steps it found last, backends/controlflow.py
+        `_fire`, finds them once per batch, as on `batch_eager`'s batches.)"""
+        early = self._early
+        index = self._index
+        by_kind = self._eager_by_kind
+        count = 0
+        while touched:
+            cand, started = s.cand, s.started
+            batch = []
+            looked = set()
+            for pair in touched:
+                if pair in looked or pair not in cand or pair[1] not in started:
+                    continue
+                looked.add(pair)
+                got = cand[pair]
+                if got is None:
+                    got = self._pair_steps(s, pair[0], pair[1])
+                    if not got:
+                        del cand[pair]
+                        continue
+                    cand[pair] = got
+                if len(got) != 1:
+                    continue
+                st = got[0]
+                ctx = st.ctx
+                e = early.get(ctx)
+                if e is None:
+                    e = early[ctx] = all(i < self.parallel.get(frame, 10) for frame, i in ctx)
+                if e and (st.node in by_kind or self.eager(s, st)):
+                    batch.append(st)
+            if len(batch) > 1:
+                # (in program order, contexts in order: the pairs come in
+                # the order of sets of contexts, which differs between
+                # processes, and the schedule is a witness shown to users)
+                batch.sort(key=lambda x: (index[x.node], x.ctx))
+            touched = []
+            for st in batch:
+                s = fire(s, st)
+                sched = (st, sched)
+                touched.extend(self._touched)
+            count += len(batch)
+            if deadline is not None and count > self.chain_clock_steps:
+                count = 0
+                import time
+                if time.monotonic() > deadline[0]:
+                    # (`behaviours`'s budget, read as often as it reads it)
+                    raise BudgetExceeded("seconds", deadline[1], self.explored)
+        return s, sched
+
+    def _applied_key(self, n, fn, data: list) -> "tuple | None":
+        """The key of the application of `fn` (node n's) to `data` in
+        :data:`_APPLIED`, or None (not remembered)."""
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        if attrs is None:
+            return None
+        args = tuple(_value_key(d) for d in data)
+        if None in args:
+            return None
+        # (the function object itself: a plugin may register another
+        # under the op's name; whether TensorFlow's kernels may run:
+        # an op without a numpy model is CannotRun without them)
+        # (the last read once per run, by :meth:`initial`: it is
+        # not changed inside a run)
+        on = self._kernels_on
+        return (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
+
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
         many = {}
         for st in steps:
@@ -1261,6 +1422,31 @@ class Machine:
         ctx = st.ctx
         tokens, var_value, pending = s.tokens, s.var_value, s.pending
         fired, dead_exits = s.fired, s.dead_exits
+
+        if not st.dead and not st.phase and n.name in self._plain:
+            # (the rules below for a live step of a registry function, in
+            # their order, without the tests that do not apply to one: it
+            # consumes its inputs, fires in its own context and puts its
+            # results on its ports and GO on its control edges)
+            name = n.name
+            inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+            data = []
+            for eid, const, control, _back, _enter in self._in[name]:
+                c = tokens.get((eid, inner)) if const else tokens.pop((eid, ctx), None)
+                if not control:
+                    data.append(c)
+            fired.add((name, ctx))
+            results = self.apply_function(n, data)
+            written = self._written
+            ports = self._out_port[name]
+            for port, value in enumerate(results):
+                for eid in ports.get(port, ()):
+                    tokens[(eid, ctx)] = value
+                    written.append((eid, ctx))
+            for eid in self._out_control[name]:
+                tokens[(eid, ctx)] = GO
+                written.append((eid, ctx))
+            return
 
         if st.phase == "end":
             # a dead Exit, propagated to the enclosing context when its loop
@@ -1422,31 +1608,22 @@ class Machine:
         """A registry function on the node's live data inputs (a subclass runs
         it on an array backend: backends/controlflow.py), remembered by
         (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
-        fn = fns.get(n.op)
-        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
-        if attrs is _NO_KEY:
-            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
-        key = None
-        if attrs is not None:
-            args = tuple(_value_key(d) for d in data)
-            if None not in args:
-                # (the function object itself: a plugin may register another
-                # under the op's name; whether TensorFlow's kernels may run:
-                # an op without a numpy model is CannotRun without them)
-                # (the last read once per run, by :meth:`initial`: it is
-                # not changed inside a run)
-                on = self._kernels_on
-                key = (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
-                got = _APPLIED.get(key)
-                if got is not None and got[0] is fn:
-                    for op in got[2]:   # (the verdict names the kernels it rests on)
-                        fns._kernels._note(op)
-                    return list(got[1])
+        fn = self._fn.get(n.name)
+        if fn is None:
+            fn = self._fn[n.name] = fns.get(n.op)
+        key = self._applied_key(n, fn, data)
+        if key is not None:
+            got = _APPLIED.get(key)
+            if got is not None and got[0] is fn:
+                for op in got[2]:   # (the verdict names the kernels it rests on)
+                    fns._kernels._note(op)
+                return list(got[1])
         if key is None:
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
         if key is not None:
+            args = key[3]
             size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
                 r.array.nbytes for r in results if type(r) is Tensor)
             if size <= _APPLIED_ENTRY_BYTES:
@@ -1486,6 +1663,9 @@ class Machine:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
         self._kernels_on = fns._kernels.enabled()
+        # (the registry's functions looked up again in each run: a plugin
+        # may have registered another under an op's name since the last)
+        self._fn = {}
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
@@ -1558,9 +1738,15 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                 # finding the steps again between them (Machine.batch_eager);
                 # whether each is eager is decided at s, before any fires
                 batch = [x for x in steps[first:] if x.phase != "end" and (x is st or m.eager(s, x))]
+                touched: list = []
                 for x in batch:
                     s = fire(s, x)
                     sched = (x, sched)
+                    touched.extend(m._touched)
+                if m.chain_eager:
+                    # (then the steps the batch enabled, while eager: Machine.chain)
+                    s, sched = m.chain(s, sched, touched, fire, None if max_seconds is None
+                                       else (started + max_seconds, max_seconds))
                 stack.append((s, sched))
                 continue
         if memo and stack:
@@ -1660,15 +1846,30 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
         return dict(found), explored
     m = machine_for(p, semantics, max_iterations)
     out: dict[Outcome, tuple[str, ...]] = {}
-    with fns._kernels.record() as used:
-        try:
-            for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
-                                       max_iterations, max_seconds, machine=m):
-                out.setdefault(m.outcome(s, observe), tuple(sched))
-        except LoopBoundExceeded as exc:
-            if key is not None:
-                _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used), held))
-            raise
+    # (Python's cyclic collector off during the run, on again after, if it
+    # was on: a run makes tens of thousands of tracked objects (steps,
+    # tuples, schedule entries), none in a cycle (freed by their counts),
+    # and each collection they set off walked the whole heap, TensorFlow's
+    # included where the process imported it: 14% of a warm run's CPU
+    # there, 7% without it.  Another thread's run may turn it on again
+    # before this one ends: then this run is as it was)
+    collecting = gc.isenabled() and collector_off
+    if collecting:
+        gc.disable()
+    try:
+        with fns._kernels.record() as used:
+            try:
+                for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
+                                           max_iterations, max_seconds, machine=m):
+                    out.setdefault(m.outcome(s, observe), tuple(sched))
+            except LoopBoundExceeded as exc:
+                if key is not None:
+                    _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used),
+                                    held))
+                raise
+    finally:
+        if collecting:
+            gc.enable()
     if key is not None and len(out) <= _OUTCOMES_MAX_SET:
         _remember(key, (p, out, m.explored, frozenset(used), held))
     return dict(out), m.explored
@@ -1676,6 +1877,9 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
 
 #: Whether :func:`outcomes` remembers its answers (tests turn it off).
 remember_outcomes = True
+#: Whether :func:`outcomes` turns Python's cyclic collector off during a run
+#: (see there)
+collector_off = True
 #: Outcomes(P, σ) by (program object, σ, semantics, observation, iteration
 #: bound, whether TensorFlow's kernels may run, the registry functions of
 #: P's ops), at most _OUTCOMES_MAX answers (the one used least recently
@@ -1728,7 +1932,8 @@ def _outcomes_key(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Val
         held = _functions_of(p)
     functions = tuple((op, id(f)) for op, f in zip(_function_ops(p), held))
     return (id(p), semantics, observe, max_iterations, parts[0], parts[1],
-            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager)
+            fns._kernels.enabled(), functions, Machine.lone_accesses, Machine.batch_eager,
+            Machine.chain_eager)
 
 
 def _functions_of(p: Program) -> tuple:

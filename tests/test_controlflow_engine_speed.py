@@ -9,6 +9,8 @@ own transcription: each must leave Outcomes(P, σ) unchanged.
   rule off, and with no reduction at all (memo off: every interleaving);
 - `CFState.key` equates exactly the states the transcription's key does;
 - `Machine.batch_eager` (every eager step of a state fired in a row),
+  `Machine.chain_eager` (then the eager steps those enabled, batch after
+  batch, without finding the state's steps again),
   `behaviours` looking states up only where no step is eager and the
   functions' results remembered across runs and programs (`_APPLIED`) keep
   the outcome set: compared with one eager step at a time, nothing
@@ -45,7 +47,7 @@ BRUTE_STATES = 20_000 if NIGHTLY else 1_500
 
 
 def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False, states=STATES,
-                batch=True):
+                batch=True, chain=True):
     """Outcomes(P, σ) by `behaviours`, with the rule on or off (and eager
     steps fired in batches or one at a time); with `check_steps`, every
     state's steps are compared with the transcription's."""
@@ -53,6 +55,7 @@ def outcome_set(p, feeds, init, mode, *, lone=True, memo=True, check_steps=False
     m = cf.Machine(p, g, mode, 6)
     m.lone_accesses = lone
     m.batch_eager = batch
+    m.chain_eager = chain
     m.remember_functions = batch
     if check_steps:
         fast = m._raw_steps
@@ -73,9 +76,10 @@ def agree(p, feeds, init, mode):
         fast, n_fast = outcome_set(p, feeds, init, mode, check_steps=True)
         slow, n_slow = outcome_set(p, feeds, init, mode, lone=False)
         one, _ = outcome_set(p, feeds, init, mode, batch=False)
+        unchained, _ = outcome_set(p, feeds, init, mode, chain=False)
     except BudgetExceeded:
         return None
-    assert fast == slow == one
+    assert fast == slow == one == unchained
     try:
         brute, _ = outcome_set(p, feeds, init, mode, memo=False, states=BRUTE_STATES)
     except BudgetExceeded:
@@ -270,3 +274,61 @@ def test_large_applications_are_not_remembered():
     small = Tensor(np.ones(3, np.float32))
     m.apply_function(p.node["n"], [small])
     assert len(cf._APPLIED) == 1
+
+
+def test_a_run_leaves_the_cyclic_collector_as_it_found_it():
+    """`outcomes` turns the collector off during a run and on again after,
+    also when the run ends by a loop's iteration bound; one that was off
+    stays off."""
+    import gc
+    from pathlib import Path
+
+    from tfsem.graphdef import import_path
+    case = Path(__file__).parent / "cases" / "controlflow" / "tf2_tensor_array_loop.pbtxt"
+    p = import_path(case, fetch=["out"]).program
+    feeds = {name: Tensor(__import__("numpy").zeros(t.shape, t.dtype), t.dtype)
+             for name, t in p.feeds.items()}
+    seen = []
+    behaviours = cf.behaviours
+
+    def watched(*a, **k):
+        seen.append(gc.isenabled())
+        yield from behaviours(*a, **k)
+    was = gc.isenabled()
+    old = cf.remember_outcomes
+    cf.remember_outcomes = False
+    cf.behaviours = watched
+    try:
+        gc.enable()
+        cf.outcomes(p, feeds, {})
+        assert gc.isenabled() and seen == [False]
+        with pytest.raises(cf.LoopBoundExceeded):
+            cf.outcomes(p, feeds, {}, max_iterations=1)
+        assert gc.isenabled() and seen == [False, False]
+        gc.disable()
+        cf.outcomes(p, feeds, {})
+        assert not gc.isenabled()
+    finally:
+        cf.behaviours = behaviours
+        cf.remember_outcomes = old
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_chain_past_the_runs_seconds_raises_budget_exceeded(monkeypatch):
+    """A chain reads the clock (every `chain_clock_steps` steps; here every
+    batch) and, past `behaviours`'s max_seconds, raises BudgetExceeded as
+    `behaviours` does, before `behaviours` itself reads the clock (every 16
+    states)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from tfsem.graphdef import import_path
+    case = Path(__file__).parent / "cases" / "controlflow" / "tf2_tensor_array_loop.pbtxt"
+    p = import_path(case, fetch=["out"]).program
+    feeds = {name: Tensor(np.zeros(t.shape, t.dtype), t.dtype) for name, t in p.feeds.items()}
+    monkeypatch.setattr(cf.Machine, "chain_clock_steps", 0)
+    m = cf.Machine(p, graph_of(p))
+    with pytest.raises(BudgetExceeded) as raised:
+        list(cf.behaviours(p, m.g, feeds, {}, max_seconds=-1.0, machine=m))
+    assert "seconds" in str(raised.value) and m.explored < 16
