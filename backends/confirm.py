@@ -26,7 +26,7 @@ from tfsem.oracle.semantics import ATOMIC
 from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
-from .execute import ScheduleError, device_machine, download_outcome, upload
+from .execute import Memo, ScheduleError, device_machine, download, run_schedule, upload
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -130,14 +130,17 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
                 semantics: str, observe: str, claimed: Outcome | None, oset,
                 witnesses: list[tuple[Outcome | None, Sequence[str]]],
                 deadline: float | None = None) -> Confirmation:
-    # (one upload of σ for both programs)
+    # (one upload of σ for both programs; one memo of this backend's
+    # applications for all the runs: execute.Memo says why its results are
+    # this backend's own)
     dev_feeds, dev_init = upload(feeds, b), upload(init, b)
+    memo = Memo(b.xp)
     mr = device_machine(rewritten, b, semantics)
     try:
-        st = mr.replay(mr.start(dev_feeds, dev_init), schedule, deadline)
+        ours = download(*run_schedule(mr, dev_feeds, dev_init, schedule, deadline, memo), b,
+                        observe)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
-    ours = download_outcome(st, b, observe)
     if claimed is not None and ours != claimed:
         return Confirmation(b.label, False, lambda: f"the schedule gives {ours.describe()} here, "
                             f"not the claimed {claimed.describe()}", ours)
@@ -147,8 +150,8 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     mo = device_machine(original, b, semantics)
     for shown, w in witnesses:
         try:
-            theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
-                                      observe)
+            theirs = download(*run_schedule(mo, dev_feeds, dev_init, w, deadline, memo), b,
+                              observe)
         except ScheduleError as exc:
             return Confirmation(b.label, False, f"the original cannot follow its witness "
                                 f"schedule: {exc}", ours)

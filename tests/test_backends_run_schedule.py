@@ -1,0 +1,148 @@
+"""backends/execute.py's lean schedule runner (`run_schedule`, the replay
+of a counterexample's confirmation) against the machine it stands for
+(`Machine.replay` on a RunState) and against the oracle's own run of the
+schedule (oracle/semantics.py `run_schedule`): the same outcome, or the same
+ScheduleError, on random programs in both semantics, at random σ, under
+random schedules, schedules cut short, and schedules with two steps swapped;
+with a memo (execute.Memo) shared by the runs of a program and of its
+rewrite, as a confirmation shares it, the same outcomes again."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tfsem.backends.arraymodule import get_backend
+from tfsem.backends.execute import (Memo, ScheduleError, compiled, device_machine, download,
+                                    download_outcome, run_schedule, upload)
+from tfsem.checking import check as C
+from tfsem.generators.strategies import random_programs
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.semantics import graph_of, outcome_of
+from tfsem.oracle.semantics import run_schedule as oracle_run
+from tfsem.oracle.values import Tensor
+from tfsem.rewrites import get_pass
+
+SEMANTICS = ("atomic", "decomposed")
+
+
+def _cases(count, seed):
+    for i, p in enumerate(random_programs(count, seed, max_nodes=12)):
+        if p.has_control_flow:
+            continue
+        feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
+        yield i, p, feeds, init, SEMANTICS[i % 2]
+
+
+def _machine_outcome(m, b, feeds, init, schedule):
+    """The outcome by Machine.replay, or the ScheduleError's text."""
+    try:
+        st = m.replay(m.start(upload(feeds, b), upload(init, b)), schedule)
+    except ScheduleError as exc:
+        return f"error: {exc}"
+    return download_outcome(st, b, "outputs+state")
+
+
+def _lean_outcome(m, b, dev_feeds, dev_init, schedule, memo=None):
+    try:
+        return download(*run_schedule(m, dev_feeds, dev_init, schedule, None, memo), b,
+                        "outputs+state")
+    except ScheduleError as exc:
+        return f"error: {exc}"
+
+
+def _variants(schedule, rng):
+    """The schedule, cut short, with two steps swapped, and with a step
+    fired again in place of another (often not runs)."""
+    out = [list(schedule)]
+    if len(schedule) > 1:
+        out.append(list(schedule[:rng.randrange(len(schedule))]))
+        s = list(schedule)
+        a, c = rng.randrange(len(s)), rng.randrange(len(s))
+        s[a], s[c] = s[c], s[a]
+        out.append(s)
+        d = list(schedule)                      # a step fired twice
+        a = rng.randrange(1, len(d))
+        d[a] = d[rng.randrange(a)]
+        out.append(d)
+    return out
+
+
+def test_run_schedule_is_machine_replay_and_the_oracles_run():
+    b = get_backend("numpy")
+    cse = get_pass("cse")
+    compared = errors = shared = 0
+    for i, p, feeds, init, sem in _cases(70, 13):
+        rng = random.Random(i)
+        try:
+            m = device_machine(p, b, sem)
+            runs = [m.run_random(m.start(upload(feeds, b), upload(init, b)), rng).schedule
+                    for _ in range(3)]
+        except Exception:   # noqa: BLE001 (a program the backends do not run)
+            continue
+        q = cse(p)
+        mq = device_machine(q, b, sem)
+        dev_feeds, dev_init = upload(feeds, b), upload(init, b)
+        memo = Memo(np)
+        rq = mq.run_random(mq.start(dev_feeds, dev_init), rng).schedule
+        # (the rewrite's run first, as a confirmation does: the memo then
+        # holds its applications when the original's runs read it)
+        assert _lean_outcome(mq, b, dev_feeds, dev_init, rq, memo) == \
+            _machine_outcome(mq, b, feeds, init, rq)
+        for schedule in runs:
+            for variant in _variants(schedule, rng):
+                want = _machine_outcome(m, b, feeds, init, variant)
+                assert _lean_outcome(m, b, dev_feeds, dev_init, variant) == want, (i, sem)
+                assert _lean_outcome(m, b, dev_feeds, dev_init, variant, memo) == want, (i, sem)
+                if isinstance(want, str):
+                    errors += 1
+                else:
+                    oracle = outcome_of(p, graph_of(p), oracle_run(p, feeds, init, variant, sem),
+                                        "outputs+state")
+                    assert want == oracle, (i, sem, variant)
+                compared += 1
+        shared += memo.hits
+    assert compared >= 300 and errors >= 100 and shared >= 100, (compared, errors, shared)
+
+
+def test_memo_hits_only_the_same_objects_and_attributes():
+    b = get_backend("numpy")
+    p = program_from_json({
+        "variables": {}, "feeds": {"x": {"dtype": "int64", "shape": [2]}},
+        "nodes": [{"name": "c", "op": "Const", "value": [1, 2]},
+                  {"name": "d", "op": "Const", "value": [1, 3]},
+                  {"name": "a", "op": "Add", "inputs": ["c", "$x"]},
+                  {"name": "e", "op": "Add", "inputs": ["d", "$x"]}],
+        "outputs": {"a": "a", "e": "e"}})
+    m = device_machine(p, b, "atomic")
+    memo = Memo(np)
+    x1 = upload({"x": Tensor(np.array([5, 6], np.int64))}, b)
+    out, _ = run_schedule(m, x1, {}, ["c", "d", "a", "e"], None, memo)
+    assert out["a"].tolist() == [6, 8] and out["e"].tolist() == [6, 9]
+    assert memo.hits == 0 and memo.misses == 4        # c and d differ by attributes
+    again, _ = run_schedule(m, x1, {}, ["d", "c", "e", "a"], None, memo)
+    assert memo.hits == 4 and again["a"] is out["a"]
+    # (an equal feed that is another object: computed again)
+    x2 = {"x": np.array([5, 6], np.int64)}
+    third, _ = run_schedule(m, x2, {}, ["c", "d", "a", "e"], None, memo)
+    assert memo.hits == 6 and memo.misses == 6
+    # (a small result is interned: the same bits, the array seen first)
+    assert third["a"] is out["a"] and third["a"].tolist() == [6, 8]
+    big = {"x": np.arange(100, dtype=np.int64)}
+    m2 = device_machine(program_from_json({
+        "variables": {}, "feeds": {"x": {"dtype": "int64", "shape": [100]}},
+        "nodes": [{"name": "n", "op": "Neg", "inputs": ["$x"]}], "outputs": {"n": "n"}}),
+        b, "atomic")
+    one, _ = run_schedule(m2, big, {}, ["n"], None, memo)
+    two, _ = run_schedule(m2, {"x": big["x"].copy()}, {}, ["n"], None, memo)
+    assert one["n"] is not two["n"] and one["n"].tolist() == two["n"].tolist()
+
+
+def test_tables_are_built_once_per_program_and_semantics():
+    p = next(q for _, q, _, _, _ in _cases(5, 3))
+    assert compiled(p, "atomic") is compiled(p, "atomic")
+    assert compiled(p, "atomic") is not compiled(p, "decomposed")
+    with pytest.raises(ValueError):
+        device_machine(p, get_backend("numpy"), "sequential")
