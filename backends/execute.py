@@ -478,6 +478,8 @@ class Memo:
     are held; past it nothing more is remembered."""
 
     INTERN_BYTES = 256
+    #: the largest result remembered (larger ones are computed again)
+    MAX_ENTRY_BYTES = 1 << 20
 
     def __init__(self, xp: Any, max_bytes: int = 256 << 20):
         self.entries: dict[tuple, tuple] = {}
@@ -489,9 +491,11 @@ class Memo:
 
     def apply(self, apply: Callable, fn: Function, fn_key: Any, args: Sequence[Any],
               attrs: Mapping[str, Any]) -> tuple:
-        key = (id(fn), fn_key, *map(id, args))
+        # (the implementation too: a test may replace one in place)
+        key = (id(fn), id(fn.impl), fn_key, *map(id, args))
         got = self.entries.get(key)
-        if got is not None and got[0] is fn and all(a is b for a, b in zip(got[1], args)):
+        if got is not None and got[0] is fn and got[3] is fn.impl and \
+                all(a is b for a, b in zip(got[1], args)):
             self.hits += 1
             return got[2]
         self.misses += 1
@@ -499,9 +503,9 @@ class Memo:
         if self.intern:
             results = tuple(self._interned(r) for r in results)
         size = sum(getattr(r, "nbytes", 0) for r in results)
-        if self.bytes + size <= self.max_bytes:
+        if size <= self.MAX_ENTRY_BYTES and self.bytes + size <= self.max_bytes:
             self.bytes += size
-            self.entries[key] = (fn, tuple(args), results)
+            self.entries[key] = (fn, tuple(args), results, fn.impl)
         return results
 
     def _interned(self, r: Any) -> Any:
