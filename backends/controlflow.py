@@ -309,7 +309,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     if oset.count > max_witnesses:
         return Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                             f"witnesses than the {max_witnesses} replayed at most", ours)
-    mo = DeviceMachine(original, b, semantics, bound, memo)
+    mo = None   # (made when a witness is replayed here: not when the session has them all)
     n = 0
     how = ("control-flow", semantics, observe, bound)
     for _, w in oset.items():
@@ -318,6 +318,8 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         # check of this original: its outcome, reuse.Session.outcome)
         theirs = session.outcome(original, how, w)
         if theirs is None:
+            if mo is None:
+                mo = DeviceMachine(original, b, semantics, bound, memo)
             try:
                 theirs = mo.outcome(_fire(mo, feeds, init, w, deadline), observe)
             except ValueError as exc:

@@ -18,8 +18,10 @@ without ever copying an argument to the host.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
+import types
 import weakref
 from collections import Counter
 from dataclasses import dataclass
@@ -56,10 +58,12 @@ class ScheduleError(ValueError):
 
 
 def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], xp: Any,
-                   call: Call | None = None) -> tuple[Any, ...]:
+                   call: Call | None = None, impl: Any = None) -> tuple[Any, ...]:
     """`fn` applied to device values (arrays or Errors), with the error
     discipline of `Function.apply`.  `call` runs the implementation (default:
-    `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own)."""
+    `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own);
+    `impl`, when given, is run in place of `fn.impl` (the same arguments and
+    results: `Memo`'s flushed variants)."""
     strict = fn.strict()
     for i in strict:
         if isinstance(args[i], Error):
@@ -74,7 +78,8 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
                          for a in arrays if a is not None])
     try:
         with np.errstate(all="ignore"):
-            results = (call or _call_impl(xp))(fn, arrays, attrs)
+            results = impl(xp, arrays, attrs) if impl is not None else \
+                (call or _call_impl(xp))(fn, arrays, attrs)
             if float32_flush_doubt(xp, arrays, results):   # cupy flushes float32 subnormals
                 results = recompute_on_host(
                     xp, fn.name, arrays, results, batched=call is not None,
@@ -448,6 +453,41 @@ class Machine:
 # Running one schedule, lean
 
 
+def _code_fingerprint(code: Any) -> str:
+    """SHA-256 of a code object's bytecode, names and constants, nested
+    code objects included (not their addresses)."""
+    h = hashlib.sha256()
+
+    def walk(c: Any) -> None:
+        for part in (c.co_code, repr(c.co_names).encode(), repr(c.co_varnames).encode(),
+                     repr(c.co_freevars).encode()):
+            h.update(part)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                walk(k)
+            else:
+                h.update(repr(k).encode())
+    walk(code)
+    return h.hexdigest()[:16]
+
+
+#: functions.flushed_variant's implementation, as `Memo._flushed_impl`
+#: copies it (Python 3.11's bytecode; another body or another Python: the
+#: copy is not used, and tests/test_backends_run_schedule.py says so)
+_FLUSHED_FINGERPRINT = "72c6a4fd3b1a773e"
+_FLUSHED_CODE = fns.flushed_variant(fns.get("Add")).impl.__code__
+FLUSHED_COPY_CURRENT = _code_fingerprint(_FLUSHED_CODE) == _FLUSHED_FINGERPRINT
+
+
+def _flushed_base(fn: Function) -> Function | None:
+    """The base function of a flushed variant (`functions.flushed_variant`),
+    or None (another function, or a body the copy does not match)."""
+    impl = fn.impl
+    if not FLUSHED_COPY_CURRENT or getattr(impl, "__code__", None) is not _FLUSHED_CODE:
+        return None
+    return impl.__closure__[impl.__code__.co_freevars.index("base")].cell_contents
+
+
 class Memo:
     """The results of one backend's function applications, shared by the
     replays of one confirmation (the rewritten program's schedule and the
@@ -488,9 +528,14 @@ class Memo:
         self.bytes = 0
         self.max_bytes = max_bytes
         self.hits = self.misses = 0
+        #: id -> weak reference of the arrays a flushed variant returned here
+        self.flushed: dict[int, Any] = {}
 
     def apply(self, apply: Callable, fn: Function, fn_key: Any, args: Sequence[Any],
-              attrs: Mapping[str, Any]) -> tuple:
+              attrs: Mapping[str, Any], numpy_apply: bool = False) -> tuple:
+        """`apply(fn, args, attrs)`, or its remembered results.
+        `numpy_apply`: `apply` is `apply_function` on numpy, which a
+        flushed variant may run with `_flushed_impl` instead."""
         # (the implementation too: a test may replace one in place)
         key = (id(fn), id(fn.impl), fn_key, *map(id, args))
         got = self.entries.get(key)
@@ -499,7 +544,13 @@ class Memo:
             self.hits += 1
             return got[2]
         self.misses += 1
-        results = apply(fn, args, attrs)
+        base = _flushed_base(fn) if numpy_apply else None
+        if base is not None:
+            results = apply_function(fn, args, attrs, np,
+                                     impl=lambda xp, arrays, at: self._flushed_impl(
+                                         base, xp, arrays, at))
+        else:
+            results = apply(fn, args, attrs)
         if self.intern:
             results = tuple(self._interned(r) for r in results)
         size = sum(getattr(r, "nbytes", 0) for r in results)
@@ -507,6 +558,32 @@ class Memo:
             self.bytes += size
             self.entries[key] = (fn, tuple(args), results, fn.impl)
         return results
+
+    def _flushed_impl(self, base: Function, xp: Any, args: Sequence[Any],
+                      attrs: Mapping[str, Any]) -> tuple:
+        """`functions.flushed_variant(base).impl`, whose every argument is
+        flushed (`ftz`), except the arguments known to be flushed already:
+        the results of a flushed variant run here (held by weak reference,
+        by identity).  `ftz` of an array with no subnormal is that array
+        itself, and a flushed variant's results have none (`ftz` made
+        them; the error discipline's dtype conversion, which could make
+        some, makes another array, not marked), so the arguments are the
+        same objects either way and so are the results.  The body is
+        flushed_variant's (its bytecode's fingerprint is checked at import:
+        `_FLUSHED_FINGERPRINT`; another body, and this path is not taken)."""
+        flushed = tuple(a if a is None or self._is_flushed(a) else fns.ftz(xp, a) for a in args)
+        out = base.impl(xp, flushed, attrs)
+        if base.name in fns._ROUNDS_UP_TO_TINY:
+            out = tuple(fns._tiny_after_rounding(base.name, flushed, r, xp) for r in out)
+        results = tuple(fns.ftz(xp, xp.asarray(r)) for r in out)
+        for r in results:
+            if type(r) is np.ndarray:
+                self.flushed[id(r)] = weakref.ref(r)
+        return results
+
+    def _is_flushed(self, a: Any) -> bool:
+        ref = self.flushed.get(id(a))
+        return ref is not None and ref() is a
 
     def _interned(self, r: Any) -> Any:
         if type(r) is not np.ndarray or r.nbytes > self.INTERN_BYTES:
@@ -545,10 +622,12 @@ def run_schedule(m: Machine, feeds: Mapping[str, Any], init: Mapping[str, Any],
     decomposed = m.decomposed
     started = time.monotonic() if deadline is not None else 0.0
 
+    numpy_apply = getattr(m, "numpy_apply", False)
+
     def call(i: int, f: Function, args: Sequence[Any], attrs: Mapping[str, Any]) -> tuple:
         if memo is None:
             return apply(f, args, attrs)
-        return memo.apply(apply, f, T.attrs_key(i) if attrs else "", args, attrs)
+        return memo.apply(apply, f, T.attrs_key(i) if attrs else "", args, attrs, numpy_apply)
 
     def assigned(i: int, w: Any, v: Any, current: Any) -> Any:
         # (Machine.assigned: a failed Assign, an error value or result,
@@ -616,7 +695,9 @@ def run_schedule(m: Machine, feeds: Mapping[str, Any], init: Mapping[str, Any],
 
 def device_machine(p: Program, backend: Backend, semantics: str = ATOMIC) -> Machine:
     xp = backend.xp
-    return Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
+    m = Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
+    m.numpy_apply = xp is np      # (its apply is apply_function on numpy: Memo.apply)
+    return m
 
 
 def upload(values: Mapping[str, Value], backend: Backend) -> dict[str, Any]:

@@ -146,3 +146,43 @@ def test_tables_are_built_once_per_program_and_semantics():
     assert compiled(p, "atomic") is not compiled(p, "decomposed")
     with pytest.raises(ValueError):
         device_machine(p, get_backend("numpy"), "sequential")
+
+
+def _subnormal_rich(rng, dtype, shape):
+    """Values of `dtype` with subnormals of both signs, zeros of both
+    signs, the smallest normals, infinities, NaN and ordinary values."""
+    tiny = float(np.finfo(np.float32 if dtype == "bfloat16" else dtype).tiny)
+    pool = np.array([tiny, -tiny, tiny / 2, -tiny / 3, tiny * 0.75, 0.0, -0.0, 1.0, -2.5,
+                     np.inf, -np.inf, np.nan, 3e-39, -1e-45, 1e-310, 0.5], np.float64)
+    from tfsem.oracle.values import DTYPES
+    return rng.choice(pool, size=shape).astype(DTYPES[dtype] if dtype == "bfloat16" else dtype)
+
+
+def test_flushed_variants_skip_only_flushes_that_change_nothing():
+    """Memo's copy of flushed_variant (the arguments a flushed variant
+    returned are not flushed again) gives fn.impl's bits, on chains of the
+    flushed variants over subnormal-rich float32, float64 and bfloat16."""
+    from tfsem.backends import execute as EX
+    from tfsem.oracle import functions as fns
+    assert EX.FLUSHED_COPY_CURRENT, ("oracle/functions.py flushed_variant changed: update "
+                                     "backends/execute.py Memo._flushed_impl and its fingerprint")
+    names = [n for n in ("Add.ftz", "Sub.ftz", "Mul.ftz", "RealDiv.ftz", "Square.ftz",
+                         "SquaredDifference.ftz", "Sqrt.ftz") if fns.lookup(n) is not None]
+    assert len(names) >= 5 and all(EX._flushed_base(fns.get(n)) is not None for n in names)
+    assert EX._flushed_base(fns.get("Add")) is None
+    rng = np.random.default_rng(5)
+    skipped = 0
+    for dtype in ("float32", "float64", "bfloat16"):
+        memo = Memo(np)
+        pool = [_subnormal_rich(rng, dtype, (64,)) for _ in range(3)]
+        for _ in range(40):
+            f = fns.get(names[rng.integers(len(names))])
+            args = [pool[rng.integers(len(pool))] for _ in range(f.n_in)]
+            skipped += sum(memo._is_flushed(a) for a in args)
+            with np.errstate(all="ignore"):
+                want = f.impl(np, tuple(args), {})
+                got = memo._flushed_impl(EX._flushed_base(f), np, tuple(args), {})
+            assert [(r.dtype, r.tobytes()) for r in got] == \
+                [(np.asarray(r).dtype, np.asarray(r).tobytes()) for r in want], (f.name, dtype)
+            pool.append(got[0])
+    assert skipped >= 30, skipped
