@@ -186,3 +186,31 @@ def test_flushed_variants_skip_only_flushes_that_change_nothing():
                 [(np.asarray(r).dtype, np.asarray(r).tobytes()) for r in want], (f.name, dtype)
             pool.append(got[0])
     assert skipped >= 30, skipped
+
+
+def test_the_memo_holds_at_most_its_bounds():
+    """Past `max_bytes`, or for a result over MAX_ENTRY_BYTES, nothing is
+    remembered (the results are the same: computed again)."""
+    from tfsem.backends.controlflow import BoundedMemo
+    b = get_backend("numpy")
+    p = program_from_json({
+        "variables": {}, "feeds": {"x": {"dtype": "float64", "shape": [1000]}},
+        "nodes": [{"name": "n", "op": "Neg", "inputs": ["$x"]},
+                  {"name": "a", "op": "Abs", "inputs": ["$x"]}],
+        "outputs": {"n": "n", "a": "a"}})
+    m = device_machine(p, b, "atomic")
+    x = {"x": np.linspace(-1, 1, 1000)}
+    roomy, tight = Memo(np), Memo(np, max_bytes=8000)
+    first = run_schedule(m, x, {}, ["n", "a"], None, roomy)[0]
+    run_schedule(m, x, {}, ["n", "a"], None, tight)
+    assert roomy.bytes == 16000 and len(roomy.entries) == 2
+    assert tight.bytes == 8000 and len(tight.entries) == 1
+    again = run_schedule(m, x, {}, ["a", "n"], None, tight)[0]
+    assert tight.hits == 1 and tight.misses == 3
+    assert all(np.array_equal(first[k], again[k]) for k in first)
+    small = Memo(np)
+    small.MAX_ENTRY_BYTES = 4000
+    run_schedule(m, x, {}, ["n", "a"], None, small)
+    assert small.bytes == 0 and not small.entries
+    bounded = BoundedMemo(100)
+    assert bounded.room(60) and not bounded.room(60) and bounded.room(40) and bounded.bytes == 100
