@@ -77,13 +77,31 @@ class Session:
         self.label = backend.label
         self.digest = digest
         self.epoch: tuple = ()
-        self.dev_feeds = upload(feeds, backend)
-        self.dev_init = upload(init, backend)
+        self._backend, self._feeds, self._init = backend, feeds, init
+        self._uploaded: tuple | None = None
         self.memo = Memo(backend.xp, SESSION_MEMO_BYTES)
         #: backends/controlflow.py's memo by argument bits (made there)
         self.cf_memo: Any = None
         self._outcomes: dict[tuple, tuple[Any, Outcome]] = {}
         self._lock = threading.Lock()
+
+    def _upload(self) -> tuple:
+        # (on first use: the control-flow machine keeps σ on the host)
+        with self._lock:
+            if self._uploaded is None:
+                self._uploaded = (upload(self._feeds, self._backend),
+                                  upload(self._init, self._backend))
+                self._backend = self._feeds = self._init = None
+            return self._uploaded
+
+    @property
+    def dev_feeds(self) -> dict:
+        """σ's feeds on the device, uploaded once for the session."""
+        return self._upload()[0]
+
+    @property
+    def dev_init(self) -> dict:
+        return self._upload()[1]
 
     def outcome(self, p: Any, how: tuple, schedule: Sequence[str]) -> Outcome | None:
         """The outcome of `schedule` of program object `p` (run `how`:

@@ -149,3 +149,26 @@ def test_a_control_flow_confirmation_reuses_the_originals_witnesses(monkeypatch)
     assert confirm(other) == cold
     assert sum(m is other for m in fired) == original.count
     reuse.clear()
+
+
+def test_sigma_goes_to_the_device_once_per_session():
+    """On the cupy stand-in (one backend object, one array module): the
+    second confirmation at σ uploads nothing; at another σ, σ again."""
+    case, cx = _counterexample("seed000_figure1_concat_forward_store")
+    reuse.clear()
+    sb = numpy_as_cupy()
+
+    def confirm(init):
+        return [c.confirmed for c in BC.confirm_details(
+            case.original, case.rewritten(), cx.feeds, init, cx.schedule, case.semantics,
+            case.observe, backends=[sb])]
+    assert confirm(cx.init) == [True]
+    first = sb.transfers.to_device
+    assert first == len(cx.feeds) + len(cx.init)
+    assert confirm(cx.init) == [True] and sb.transfers.to_device == first
+    other = dict(cx.init)
+    name = sorted(other)[0]
+    other[name] = Error("uninitialized")
+    confirm(other)
+    assert sb.transfers.to_device == first + len(cx.feeds) + len(cx.init) - 1
+    reuse.clear()
