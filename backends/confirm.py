@@ -26,7 +26,8 @@ from tfsem.oracle.semantics import ATOMIC
 from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
-from .execute import ScheduleError, device_machine, download_outcome, upload
+from . import reuse
+from .execute import ScheduleError, device_machine, download, run_schedule
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -130,14 +131,18 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
                 semantics: str, observe: str, claimed: Outcome | None, oset,
                 witnesses: list[tuple[Outcome | None, Sequence[str]]],
                 deadline: float | None = None) -> Confirmation:
-    # (one upload of σ for both programs)
-    dev_feeds, dev_init = upload(feeds, b), upload(init, b)
+    # (σ uploaded once for both programs, and for the checks after this
+    # one at this σ; one memo of this backend's applications for all the
+    # runs: backends/reuse.py and execute.Memo say why what they hold is
+    # this backend's own result)
+    session = reuse.session(b, feeds, init)
+    dev_feeds, dev_init, memo = session.dev_feeds, session.dev_init, session.memo
     mr = device_machine(rewritten, b, semantics)
     try:
-        st = mr.replay(mr.start(dev_feeds, dev_init), schedule, deadline)
+        ours = download(*run_schedule(mr, dev_feeds, dev_init, schedule, deadline, memo), b,
+                        observe)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
-    ours = download_outcome(st, b, observe)
     if claimed is not None and ours != claimed:
         return Confirmation(b.label, False, lambda: f"the schedule gives {ours.describe()} here, "
                             f"not the claimed {claimed.describe()}", ours)
@@ -145,13 +150,19 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         return Confirmation(b.label, False, "the original has this outcome too "
                             f"(schedule {' '.join(oset.witness(ours))})", ours)
     mo = device_machine(original, b, semantics)
+    how = ("dataflow", semantics, observe)
     for shown, w in witnesses:
-        try:
-            theirs = download_outcome(mo.replay(mo.start(dev_feeds, dev_init), w, deadline), b,
-                                      observe)
-        except ScheduleError as exc:
-            return Confirmation(b.label, False, f"the original cannot follow its witness "
-                                f"schedule: {exc}", ours)
+        # (a witness this backend replayed at this σ already, in an earlier
+        # check of this original: its outcome, reuse.Session.outcome)
+        theirs = session.outcome(original, how, w)
+        if theirs is None:
+            try:
+                theirs = download(*run_schedule(mo, dev_feeds, dev_init, w, deadline, memo), b,
+                                  observe)
+            except ScheduleError as exc:
+                return Confirmation(b.label, False, f"the original cannot follow its witness "
+                                    f"schedule: {exc}", ours)
+            session.remember(original, how, w, theirs)
         if theirs == ours:
             return Confirmation(b.label, False, "the original's witness schedule "
                                 f"{' '.join(w)} gives this outcome on {b.label}", ours)

@@ -33,6 +33,7 @@ from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import Program
 from tfsem.oracle.values import Error, Tensor, Value
 
+from . import reuse
 from .arraymodule import Backend, available_backends, get_backend
 from .confirm import BUDGET_REASON, Confirmation
 from .execute import apply_function
@@ -79,9 +80,11 @@ class DeviceMachine(cf.Machine):
             # (the node and op named: the checker says which op lacks a back end)
             exc.node, exc.op = n.name, n.op
             raise
-        if key is not None and not any(isinstance(r, ArrayList) for r in results) and \
-                sum(r.array.nbytes for r in results if isinstance(r, Tensor)) <= MEMO_ENTRY_BYTES:
-            self.memo[key] = tuple(results)
+        if key is not None and not any(isinstance(r, ArrayList) for r in results):
+            size = sum(r.array.nbytes for r in results if isinstance(r, Tensor))
+            if size <= MEMO_ENTRY_BYTES and (not isinstance(self.memo, BoundedMemo) or
+                                              self.memo.room(size)):
+                self.memo[key] = tuple(results)
         return results
 
     def outcome(self, s: cf.CFState, observe: str) -> Outcome:
@@ -99,6 +102,22 @@ class DeviceMachine(cf.Machine):
 
 
 _NONE = object()
+
+
+class BoundedMemo(dict):
+    """DeviceMachine's memo: at most `max_bytes` of results in all (a
+    session's memo outlives one confirmation: backends/reuse.py)."""
+
+    def __init__(self, max_bytes: int):
+        super().__init__()
+        self.max_bytes = max_bytes
+        self.bytes = 0
+
+    def room(self, size: int) -> bool:
+        if self.bytes + size > self.max_bytes:
+            return False
+        self.bytes += size
+        return True
 
 
 def _memo_key(n, fn, attrs, data: list) -> tuple | None:
@@ -119,7 +138,9 @@ def _memo_key(n, fn, attrs, data: list) -> tuple | None:
             args.append(("error", d.reason))
         else:
             return None
-    return (n.op, id(fn), attrs, tuple(args))
+    # (the implementations' identities too: a test may replace one in place)
+    return (n.op, id(fn), id(getattr(fn, "impl", None)), id(getattr(fn, "array_impl", None)),
+            attrs, tuple(args))
 
 
 def apply_values(b: Backend, fn, data: Sequence[Any], attrs: Mapping[str, Any]) -> list:
@@ -266,7 +287,12 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
                 max_iterations: int | None, deadline: float | None,
                 max_witnesses: int) -> Confirmation:
     bound = max_iterations or cf.DEFAULT_MAX_ITERATIONS
-    memo: dict = {}   # (this backend's results, shared by the two programs' replays)
+    # (this backend's results, shared by the two programs' replays, and by
+    # the checks after this one at this σ: backends/reuse.py)
+    session = reuse.session(b, feeds, init)
+    if session.cf_memo is None:
+        session.cf_memo = BoundedMemo(reuse.SESSION_MEMO_BYTES)
+    memo = session.cf_memo
     mr = DeviceMachine(rewritten, b, semantics, bound, memo)
     try:
         ours = mr.outcome(_fire(mr, feeds, init, schedule, deadline), observe)
@@ -283,15 +309,23 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     if oset.count > max_witnesses:
         return Confirmation(b.label, False, f"the original has {oset.count} outcomes, more "
                             f"witnesses than the {max_witnesses} replayed at most", ours)
-    mo = DeviceMachine(original, b, semantics, bound, memo)
+    mo = None   # (made when a witness is replayed here: not when the session has them all)
     n = 0
+    how = ("control-flow", semantics, observe, bound)
     for _, w in oset.items():
         n += 1
-        try:
-            theirs = mo.outcome(_fire(mo, feeds, init, w, deadline), observe)
-        except ValueError as exc:
-            return Confirmation(b.label, False, f"the original cannot follow its witness "
-                                f"schedule on {b.label}: {exc}", ours)
+        # (a witness this backend replayed at this σ already, in an earlier
+        # check of this original: its outcome, reuse.Session.outcome)
+        theirs = session.outcome(original, how, w)
+        if theirs is None:
+            if mo is None:
+                mo = DeviceMachine(original, b, semantics, bound, memo)
+            try:
+                theirs = mo.outcome(_fire(mo, feeds, init, w, deadline), observe)
+            except ValueError as exc:
+                return Confirmation(b.label, False, f"the original cannot follow its witness "
+                                    f"schedule on {b.label}: {exc}", ours)
+            session.remember(original, how, w, theirs)
         if theirs == ours:
             return Confirmation(b.label, False, f"an original's witness schedule gives this "
                                 f"outcome on {b.label}", ours)

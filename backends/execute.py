@@ -18,8 +18,11 @@ without ever copying an argument to the host.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
+import types
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -55,10 +58,12 @@ class ScheduleError(ValueError):
 
 
 def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], xp: Any,
-                   call: Call | None = None) -> tuple[Any, ...]:
+                   call: Call | None = None, impl: Any = None) -> tuple[Any, ...]:
     """`fn` applied to device values (arrays or Errors), with the error
     discipline of `Function.apply`.  `call` runs the implementation (default:
-    `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own)."""
+    `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own);
+    `impl`, when given, is run in place of `fn.impl` (the same arguments and
+    results: `Memo`'s flushed variants)."""
     strict = fn.strict()
     for i in strict:
         if isinstance(args[i], Error):
@@ -73,7 +78,8 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
                          for a in arrays if a is not None])
     try:
         with np.errstate(all="ignore"):
-            results = (call or _call_impl(xp))(fn, arrays, attrs)
+            results = impl(xp, arrays, attrs) if impl is not None else \
+                (call or _call_impl(xp))(fn, arrays, attrs)
             if float32_flush_doubt(xp, arrays, results):   # cupy flushes float32 subnormals
                 results = recompute_on_host(
                     xp, fn.name, arrays, results, batched=call is not None,
@@ -137,27 +143,22 @@ class RunState:
                         dict(self.outputs), list(self.ready), list(self.schedule))
 
 
-class Machine:
-    """A program compiled for running on concrete values.
+class Tables:
+    """A program compiled for concrete runs: its nodes numbered in
+    topological order, each with its kind, function, attributes, variable,
+    input slots, successors and fetched outputs, plus the flat form the
+    schedule runner (`run_schedule`) reads: every input slot of every node
+    one index of one list, each step label's step number, the slots the
+    feeds fill and the counts of inputs missing at the start.  Built once
+    per program object and semantics (`compiled`): a check's replays, and
+    the checks of one original, read the same tables."""
 
-    Steps are numbered: node i is step i; in decomposed mode the write step of
-    Assign i is step n + i (its read step is i).  `apply(fn, args, attrs)`
-    applies a registry function to values of the machine's kind (device arrays
-    here; batched arrays in `batched.py`).
-    """
-
-    def __init__(self, p: Program, semantics: str = ATOMIC,
-                 apply: Callable[[Function, Sequence[Any], Mapping[str, Any]], tuple] | None = None):
-        if semantics not in (ATOMIC, DECOMPOSED):
-            raise ValueError(f"unknown semantics {semantics!r}")
+    def __init__(self, p: Program, semantics: str):
         if p.has_control_flow:   # SPEC section 9: the reference semantics only (docs/semantics.md)
-            from tfsem.oracle.functions import CannotRun
             nodes = ", ".join(p.control_flow_nodes[:5])
             raise CannotRun(f"the backends do not run control flow (nodes {nodes}); "
                             "use `tfsem outcomes`")
-        self.program = p
-        self.decomposed = semantics == DECOMPOSED
-        self.apply = apply or (lambda fn, args, attrs: apply_function(fn, args, attrs, np))
+        decomposed = semantics == DECOMPOSED
         names = list(p.topological_order)
         self.names = names
         n = self.n = len(names)
@@ -205,6 +206,101 @@ class Machine:
         for out_name, port in sorted(p.outputs.items()):
             self.fetch[index[port.node]].append((port.port, out_name))
         self.variables = sorted(p.variables)
+        # -- the flat form (run_schedule) --
+        offset = [0] * n
+        total = 0
+        for i in range(n):
+            offset[i] = total
+            total += self.n_slots[i]
+        self.n_inbox = total
+        #: per node: (port, successor, the successor's slot as a flat index)
+        self.succ_flat = [[(port, j, offset[j] + slot) for port, j, slot in self.succ[i]]
+                          for i in range(n)]
+        self.data_flat = [[offset[i] + s for s in self.data_slots[i]] for i in range(n)]
+        self.value_flat = [offset[i] + self.value_slot[i] if self.value_slot[i] >= 0 else -1
+                           for i in range(n)]
+        missing = list(self.n_slots)
+        self.feed_slots: list[tuple[int, str]] = []
+        for i, slot, feed in self.initial:
+            if feed is not None:
+                self.feed_slots.append((offset[i] + slot, feed))
+            missing[i] -= 1
+        self.missing0 = missing
+        #: every step's label -> its number (Machine.label's inverse)
+        self.step: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if decomposed and self.kind[i] == _ASSIGN:
+                self.step[name + READ_STEP] = i
+                self.step[name + WRITE_STEP] = n + i
+            else:
+                self.step[name] = i
+        self.n_steps = len(self.step)
+        self.registry_version = fns.version
+        self._attrs_keys: list[str | None] = [None] * n
+
+    def attrs_key(self, i: int) -> str:
+        """Node i's attributes as an exact key (`functions.attrs_key`: equal
+        exactly when the attributes are equal values, bit for bit)."""
+        key = self._attrs_keys[i]
+        if key is None:
+            key = self._attrs_keys[i] = fns.attrs_key(self.attrs[i])
+        return key
+
+
+#: the tables of the programs compiled lately: id(program) -> (a weak
+#: reference to it, {semantics: Tables}); an entry whose program is gone is
+#: dropped (weakref callback), so an id reused by a new program never finds
+#: another's tables
+_COMPILED: dict[int, tuple[Any, dict[str, Tables]]] = {}
+
+
+def compiled(p: Program, semantics: str = ATOMIC) -> Tables:
+    """`p`'s tables for `semantics`, built once per program object."""
+    entry = _COMPILED.get(id(p))
+    if entry is not None and entry[0]() is p:
+        by_semantics = entry[1]
+    else:
+        key = id(p)
+        ref = weakref.ref(p, lambda _r, key=key: _drop_compiled(key, _r))
+        by_semantics = {}
+        _COMPILED[key] = (ref, by_semantics)
+    tables = by_semantics.get(semantics)
+    if tables is None or tables.registry_version != fns.version:
+        # (a function registered again since: looked up again, as a new
+        # Machine always did)
+        tables = by_semantics[semantics] = Tables(p, semantics)
+    return tables
+
+
+def _drop_compiled(key: int, ref: Any) -> None:
+    entry = _COMPILED.get(key)
+    if entry is not None and entry[0] is ref:
+        del _COMPILED[key]
+
+
+class Machine:
+    """A program compiled for running on concrete values.
+
+    Steps are numbered: node i is step i; in decomposed mode the write step of
+    Assign i is step n + i (its read step is i).  `apply(fn, args, attrs)`
+    applies a registry function to values of the machine's kind (device arrays
+    here; batched arrays in `batched.py`).
+    """
+
+    def __init__(self, p: Program, semantics: str = ATOMIC,
+                 apply: Callable[[Function, Sequence[Any], Mapping[str, Any]], tuple] | None = None):
+        if semantics not in (ATOMIC, DECOMPOSED):
+            raise ValueError(f"unknown semantics {semantics!r}")
+        tables = compiled(p, semantics)
+        self.program = p
+        self.decomposed = semantics == DECOMPOSED
+        self.apply = apply or (lambda fn, args, attrs: apply_function(fn, args, attrs, np))
+        self.tables = tables
+        # (the tables are shared by every machine of this program and
+        # semantics: read, never written)
+        for name in ("names", "n", "index", "kind", "fn", "attrs", "var", "n_slots",
+                     "data_slots", "value_slot", "succ", "fetch", "initial", "variables"):
+            setattr(self, name, getattr(tables, name))
 
     # -- steps ------------------------------------------------------------------
 
@@ -354,12 +450,254 @@ class Machine:
 
 
 # ---------------------------------------------------------------------------
+# Running one schedule, lean
+
+
+def _code_fingerprint(code: Any) -> str:
+    """SHA-256 of a code object's bytecode, names and constants, nested
+    code objects included (not their addresses)."""
+    h = hashlib.sha256()
+
+    def walk(c: Any) -> None:
+        for part in (c.co_code, repr(c.co_names).encode(), repr(c.co_varnames).encode(),
+                     repr(c.co_freevars).encode()):
+            h.update(part)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                walk(k)
+            else:
+                h.update(repr(k).encode())
+    walk(code)
+    return h.hexdigest()[:16]
+
+
+#: functions.flushed_variant's implementation, as `Memo._flushed_impl`
+#: copies it (Python 3.11's bytecode; another body or another Python: the
+#: copy is not used, and tests/test_backends_run_schedule.py says so)
+_FLUSHED_FINGERPRINT = "72c6a4fd3b1a773e"
+_FLUSHED_CODE = fns.flushed_variant(fns.get("Add")).impl.__code__
+FLUSHED_COPY_CURRENT = _code_fingerprint(_FLUSHED_CODE) == _FLUSHED_FINGERPRINT
+
+
+def _flushed_base(fn: Function) -> Function | None:
+    """The base function of a flushed variant (`functions.flushed_variant`),
+    or None (another function, or a body the copy does not match)."""
+    impl = fn.impl
+    if not FLUSHED_COPY_CURRENT or getattr(impl, "__code__", None) is not _FLUSHED_CODE:
+        return None
+    return impl.__closure__[impl.__code__.co_freevars.index("base")].cell_contents
+
+
+class Memo:
+    """The results of one backend's function applications, shared by the
+    replays of one confirmation (the rewritten program's schedule and the
+    original's witnesses, at one σ), keyed by the function, the node's
+    attributes (an exact key) and the argument *objects*: an application
+    whose function, attributes and argument objects are those of one done
+    before gets that one's results.
+
+    Why that is the backend's own result: the arguments are the very arrays
+    (or error values) that application had, alive (the entry holds them, so
+    their ids are not reused, and a hit checks each is the same object), and
+    nothing writes into an array once made (every function returns fresh
+    arrays or its argument itself, as the machine's sharing of one value
+    among its consumers already requires); a registry function is
+    deterministic in its arguments and attributes, so computing it again on
+    this backend would give these bits.  No result comes from the oracle:
+    the memo holds only this backend's arrays, and lives for one
+    confirmation.  Nor is a value looked up by its bits (which would hash
+    every argument): σ is uploaded once for both programs, so the two runs
+    share their argument objects from the start, up to the first node the
+    rewrite changed; past it the runs compute on their own.
+
+    Small results (`INTERN_BYTES` at most) are interned on numpy: a result
+    whose dtype, shape and bytes are those of one seen before is replaced by
+    that array, the same value (the same bits), so that a constant the
+    rewrite folded (a Const in P', computed in P) is one object in both
+    runs and what reads it is shared again.  At most `max_bytes` of results
+    are held; past it nothing more is remembered."""
+
+    INTERN_BYTES = 256
+    #: the largest result remembered (larger ones are computed again)
+    MAX_ENTRY_BYTES = 1 << 20
+
+    def __init__(self, xp: Any, max_bytes: int = 256 << 20):
+        self.entries: dict[tuple, tuple] = {}
+        self.interned: dict[tuple, Any] = {}
+        self.intern = xp is np
+        self.bytes = 0
+        self.max_bytes = max_bytes
+        self.hits = self.misses = 0
+        #: id -> weak reference of the arrays a flushed variant returned here
+        self.flushed: dict[int, Any] = {}
+
+    def apply(self, apply: Callable, fn: Function, fn_key: Any, args: Sequence[Any],
+              attrs: Mapping[str, Any], numpy_apply: bool = False) -> tuple:
+        """`apply(fn, args, attrs)`, or its remembered results.
+        `numpy_apply`: `apply` is `apply_function` on numpy, which a
+        flushed variant may run with `_flushed_impl` instead."""
+        # (the implementation too: a test may replace one in place)
+        key = (id(fn), id(fn.impl), fn_key, *map(id, args))
+        got = self.entries.get(key)
+        if got is not None and got[0] is fn and got[3] is fn.impl and \
+                all(a is b for a, b in zip(got[1], args)):
+            self.hits += 1
+            return got[2]
+        self.misses += 1
+        base = _flushed_base(fn) if numpy_apply else None
+        if base is not None:
+            results = apply_function(fn, args, attrs, np,
+                                     impl=lambda xp, arrays, at: self._flushed_impl(
+                                         base, xp, arrays, at))
+        else:
+            results = apply(fn, args, attrs)
+        if self.intern:
+            results = tuple(self._interned(r) for r in results)
+        size = sum(getattr(r, "nbytes", 0) for r in results)
+        if size <= self.MAX_ENTRY_BYTES and self.bytes + size <= self.max_bytes:
+            self.bytes += size
+            self.entries[key] = (fn, tuple(args), results, fn.impl)
+        return results
+
+    def _flushed_impl(self, base: Function, xp: Any, args: Sequence[Any],
+                      attrs: Mapping[str, Any]) -> tuple:
+        """`functions.flushed_variant(base).impl`, whose every argument is
+        flushed (`ftz`), except the arguments known to be flushed already:
+        the results of a flushed variant run here (held by weak reference,
+        by identity).  `ftz` of an array with no subnormal is that array
+        itself, and a flushed variant's results have none (`ftz` made
+        them; the error discipline's dtype conversion, which could make
+        some, makes another array, not marked), so the arguments are the
+        same objects either way and so are the results.  The body is
+        flushed_variant's (its bytecode's fingerprint is checked at import:
+        `_FLUSHED_FINGERPRINT`; another body, and this path is not taken)."""
+        flushed = tuple(a if a is None or self._is_flushed(a) else fns.ftz(xp, a) for a in args)
+        out = base.impl(xp, flushed, attrs)
+        if base.name in fns._ROUNDS_UP_TO_TINY:
+            out = tuple(fns._tiny_after_rounding(base.name, flushed, r, xp) for r in out)
+        results = tuple(fns.ftz(xp, xp.asarray(r)) for r in out)
+        for r in results:
+            if type(r) is np.ndarray:
+                self.flushed[id(r)] = weakref.ref(r)
+        return results
+
+    def _is_flushed(self, a: Any) -> bool:
+        ref = self.flushed.get(id(a))
+        return ref is not None and ref() is a
+
+    def _interned(self, r: Any) -> Any:
+        if type(r) is not np.ndarray or r.nbytes > self.INTERN_BYTES:
+            return r
+        key = (r.dtype, r.shape, r.tobytes())
+        return self.interned.setdefault(key, r)
+
+
+def run_schedule(m: Machine, feeds: Mapping[str, Any], init: Mapping[str, Any],
+                 schedule: Iterable[str], deadline: float | None = None,
+                 memo: Memo | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The outputs and final variables of `schedule` run from σ (`feeds`,
+    `init`: values of the machine's kind): what `m.replay(m.start(feeds,
+    init), schedule)` computes, with the same ScheduleErrors and the same
+    function applications (`m.apply`, through `memo` when given), on the
+    tables' flat form: one list of input slots, a count of missing inputs
+    and a fired flag per node, no ready list searched and no schedule
+    recorded.  A step is enabled exactly when Machine.fire's ready list
+    would hold it: a node whose inputs all arrived and that has not fired, a
+    decomposed write step whose read step fired and that has not.  Past
+    `deadline` (time.monotonic(), read every 32 steps) BudgetExceeded."""
+    T = m.tables
+    n = T.n
+    kind, fn_of, attrs_of, var_of = T.kind, T.fn, T.attrs, T.var
+    succ, data_flat, value_flat, fetch = T.succ_flat, T.data_flat, T.value_flat, T.fetch
+    step = T.step
+    apply = m.apply
+    inbox: list[Any] = [None] * T.n_inbox
+    for flat, feed in T.feed_slots:
+        inbox[flat] = feeds[feed]
+    missing = list(T.missing0)
+    fired = bytearray(n)
+    variables = {x: init.get(x, Error(UNINITIALIZED)) for x in T.variables}
+    pending: dict[int, tuple[Any, Any]] = {}
+    outputs: dict[str, Any] = {}
+    decomposed = m.decomposed
+    started = time.monotonic() if deadline is not None else 0.0
+
+    numpy_apply = getattr(m, "numpy_apply", False)
+
+    def call(i: int, f: Function, args: Sequence[Any], attrs: Mapping[str, Any]) -> tuple:
+        if memo is None:
+            return apply(f, args, attrs)
+        return memo.apply(apply, f, T.attrs_key(i) if attrs else "", args, attrs, numpy_apply)
+
+    def assigned(i: int, w: Any, v: Any, current: Any) -> Any:
+        # (Machine.assigned: a failed Assign, an error value or result,
+        # leaves the current value)
+        if isinstance(v, Error):
+            return current
+        (new,) = call(i, fn_of[i], (w, v), {})
+        return current if isinstance(new, Error) else new
+
+    for k, label in enumerate(schedule):
+        if deadline is not None and k & 31 == 31 and time.monotonic() > deadline:
+            raise BudgetExceeded("seconds", max(0.0, deadline - started), k)
+        t = step.get(label)
+        if t is None:
+            t = m.step_of(label)          # (its ScheduleError, or a label spelled otherwise)
+        if t >= n:                                      # decomposed write step
+            i = t - n
+            if i not in pending:
+                raise ScheduleError(f"step {k} ({label}) is not enabled")
+            w, v = pending.pop(i)
+            x = var_of[i]
+            variables[x] = assigned(i, w, v, variables[x])
+        else:
+            i = t
+            if missing[i] or fired[i]:
+                raise ScheduleError(f"step {k} ({label}) is not enabled")
+            fired[i] = 1
+            kd = kind[i]
+            if kd == _FN:
+                results = call(i, fn_of[i], [inbox[s] for s in data_flat[i]], attrs_of[i])
+                for s in data_flat[i]:
+                    inbox[s] = None
+            elif kd == _VAR:
+                results = (None,)                       # the handle: the variable is static
+            elif kd == _READ:
+                results = (variables[var_of[i]],)
+            elif decomposed:                            # decomposed read step: no signal yet
+                s = value_flat[i]
+                pending[i] = (variables[var_of[i]], inbox[s])
+                inbox[s] = None
+                continue
+            else:                                       # atomic Assign
+                s = value_flat[i]
+                x = var_of[i]
+                w = variables[x]
+                variables[x] = assigned(i, w, inbox[s], w)
+                inbox[s] = None
+                results = ()
+            if results:
+                for port, _j, flat in succ[i]:
+                    if port >= 0 and results[port] is not None:
+                        inbox[flat] = results[port]
+                for port, name in fetch[i]:
+                    outputs[name] = results[port]
+        for _port, j, _flat in succ[i]:                 # node i complete: its edges hold content
+            missing[j] -= 1
+    if pending or any(not missing[i] and not fired[i] for i in range(n)):
+        raise ScheduleError("the schedule ends before the run does")
+    return outputs, variables
+
+
+# ---------------------------------------------------------------------------
 # Host <-> device
 
 
 def device_machine(p: Program, backend: Backend, semantics: str = ATOMIC) -> Machine:
     xp = backend.xp
-    return Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
+    m = Machine(p, semantics, lambda fn, args, attrs: apply_function(fn, args, attrs, xp))
+    m.numpy_apply = xp is np      # (its apply is apply_function on numpy: Memo.apply)
+    return m
 
 
 def upload(values: Mapping[str, Value], backend: Backend) -> dict[str, Any]:
@@ -369,8 +707,15 @@ def upload(values: Mapping[str, Value], backend: Backend) -> dict[str, Any]:
 
 def download_outcome(st: RunState, backend: Backend, observe: str) -> Outcome:
     """The outcome of a finished run, copied to the host in one transfer."""
-    outputs = dict(st.outputs)
-    state = {} if observe == OUTPUTS else dict(st.vars)
+    return download(st.outputs, st.vars, backend, observe)
+
+
+def download(outputs: Mapping[str, Any], variables: Mapping[str, Any], backend: Backend,
+             observe: str) -> Outcome:
+    """The outcome of a run that ended with these outputs and variables
+    (device values), copied to the host in one transfer."""
+    outputs = dict(outputs)
+    state = {} if observe == OUTPUTS else dict(variables)
     values = list(outputs.values()) + list(state.values())
     arrays = [v for v in values if not isinstance(v, Error)]
     host = iter(backend.to_host(arrays))
@@ -391,8 +736,7 @@ def replay(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     Raises ScheduleError when the program cannot follow the schedule."""
     b = _backend(backend)
     m = device_machine(p, b, semantics)
-    st = m.replay(m.start(upload(feeds, b), upload(init, b)), schedule)
-    return download_outcome(st, b, observe)
+    return download(*run_schedule(m, upload(feeds, b), upload(init, b), schedule), b, observe)
 
 
 @dataclass

@@ -1,0 +1,254 @@
+"""Benchmark of the numpy replay that confirms `unsound` verdicts (needs TensorFlow).
+
+    python benchmarks/confirm_replay.py --capture FILE [--bench-json ROWS.json]
+                                        [--graphs a,b] [--optimizers x,y] [--timeout 10]
+    python benchmarks/confirm_replay.py --calls FILE [--baseline-commit COMMIT]
+                                        [--repeat 3] [--graphs a,b]
+
+`--capture` checks Grappler's rewrites of the real corpus (the unsound rows
+of a grappler.py `--json` file, or every pair of --graphs x --optimizers)
+with `check_rewrite` (--timeout per check, TensorFlow's kernels on), and
+records the arguments of every confirmation the checker asks of the array
+back ends (backends/confirm.py `confirm_details`, backends/controlflow.py
+`confirm_control_flow`) into FILE (a pickle: programs, σ, schedules, the
+oracle's outcome sets), each original one object for its checks, as the
+checker has it.
+
+`--calls FILE` runs those confirmations again, on numpy, in the order they
+were made (one pass = every check's confirmation, sessions and tables
+started cold), `--repeat` passes per version: this tree's back ends and,
+with `--baseline-commit C`, those of commit C (its backends/ exported with
+`git archive`, imported under another package name, on this tree's oracle)
+in the same process, alternating which goes first (A B, B A, ...).  Each
+confirmation must give the same answers (confirmed or not, and why) in
+both.  TensorFlow's kernel cache is warmed by one unmeasured pass first (in
+a check the oracle has run those kernels on the same arguments before).
+Prints, per check and in total, the median CPU seconds of this process
+(`time.process_time`, less sensitive to the machine's other load than the
+wall clock, which is printed too) per version and their ratio.  The
+recorded data is frozen out of the garbage collector's generations
+(`gc.freeze`) once loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _frozen_maps():
+    """The program's immutable dict classes: unpickled with dict's
+    __setitem__ (pickle fills a dict subclass item by item)."""
+    from tfsem.oracle import program as PG
+    return [c for c in vars(PG).values()
+            if isinstance(c, type) and issubclass(c, dict) and c is not dict]
+
+
+def load_calls(path: str) -> list[dict]:
+    classes = _frozen_maps()
+    saved = [(c, c.__setitem__) for c in classes]
+    for c in classes:
+        c.__setitem__ = dict.__setitem__
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    finally:
+        for c, setitem in saved:
+            c.__setitem__ = setitem
+
+
+def capture(args) -> int:
+    import grappler as B
+    import numpy as np
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef import grappler as g
+    from tfsem.oracle import kernels
+    import tfsem.backends.confirm as BC
+    import tfsem.backends.controlflow as BCF
+    g.tensorflow()
+    if kernels.enabled():
+        kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
+    entries = {e["file"]: e for e in B._entries("real")}
+    if args.bench_json:
+        rows = json.loads(Path(args.bench_json).read_text())["rows"]
+        pairs = [(r["graph"], r["optimizer"]) for r in rows
+                 if r["versions"][-1].get("verdict") == "unsound"]
+    else:
+        stems = args.graphs.split(",") if args.graphs else None
+        files = [f for f in entries if stems is None or Path(f).stem in stems]
+        pairs = [(f, o) for f in files
+                 for o in (args.optimizers.split(",") if args.optimizers
+                           else B.REAL_OPTIMIZERS)]
+    calls: list[dict] = []
+    current: dict = {}
+    real_details, real_cf = BC.confirm_details, BCF.confirm_control_flow
+
+    def details(*a, **k):
+        r = real_details(*a, **k)
+        calls.append(dict(kind="dataflow", key=current["key"], args=a, kwargs=k,
+                          result=[(c.backend, c.confirmed) for c in r]))
+        return r
+
+    def control_flow(*a, **k):
+        r = real_cf(*a, **k)
+        calls.append(dict(kind="control-flow", key=current["key"], args=a, kwargs=k,
+                          result=[(c.backend, c.confirmed) for c in r]))
+        return r
+    BC.confirm_details, BCF.confirm_control_flow = details, control_flow
+    originals: dict = {}
+    for name, opt in pairs:
+        e = entries[name]
+        gd = g.as_graph_def(Path(e["base"]) / e["file"])
+        if name not in originals:
+            originals[name] = B._import(gd, e)
+        res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], opt)
+        rewritten = B._import(res.graph_def, e)
+        current["key"] = (name, opt)
+        v = check_rewrite(originals[name], rewritten, timeout=args.timeout)
+        print(f"{name} {opt}: {v.verdict} ({v.stats.get('path')}), confirmed on "
+              f"{', '.join(v.confirmed)}", flush=True)
+    with open(args.capture, "wb") as f:
+        pickle.dump(calls, f)
+    print(f"{len(calls)} confirmations recorded in {args.capture}")
+    return 0
+
+
+def _baseline_backends(commit: str, into: Path):
+    """The backends package of `commit`, importable as tfsem_baseline_backends."""
+    src = into / "src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "backends"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    name = "tfsem_baseline_backends"
+    spec = importlib.util.spec_from_file_location(
+        name, src / "backends" / "__init__.py",
+        submodule_search_locations=[str(src / "backends")])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules[name] = pkg
+    spec.loader.exec_module(pkg)
+    return (importlib.import_module(f"{name}.confirm"),
+            importlib.import_module(f"{name}.controlflow"))
+
+
+def _answers(results) -> list:
+    return [(c.backend, c.confirmed, c.reason) for c in results]
+
+
+def replay(args) -> int:
+    import numpy as np
+    from tfsem.oracle import kernels
+    import tfsem.backends.confirm as BC
+    import tfsem.backends.controlflow as BCF
+    from tfsem.backends import execute as EX
+    from tfsem.backends import reuse as RE
+    if kernels.enabled():
+        kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
+    calls = load_calls(args.calls)
+    # (the recorded programs and outcome sets, millions of objects, are
+    # moved out of the collector's generations: a full collection walked
+    # them all, ~0.5 s, wherever it fell, in either version's row)
+    gc.collect()
+    gc.freeze()
+    if args.graphs:
+        stems = set(args.graphs.split(","))
+        calls = [c for c in calls if Path(c["key"][0]).stem in stems]
+    versions = [("this tree", BC, BCF)]
+    tmp = tempfile.TemporaryDirectory()
+    if args.baseline_commit:
+        base_c, base_cf = _baseline_backends(args.baseline_commit, Path(tmp.name))
+        versions.insert(0, (f"baseline {args.baseline_commit}", base_c, base_cf))
+
+    def one_pass(confirm, confirm_cf, times: dict, answers: dict) -> tuple[float, float]:
+        EX._COMPILED.clear()
+        RE.clear()
+        gc.collect()
+        cpu_total = wall_total = 0.0
+        for k, c in enumerate(calls):
+            a, kw = list(c["args"]), dict(c["kwargs"])
+            if c["kind"] == "control-flow":
+                fn = confirm_cf.confirm_control_flow
+                # (confirm_on_backends passes backends and the check's
+                # deadline by position: numpy, and no deadline here)
+                for pos, name, value in ((10, "backends", ["numpy"]), (11, "deadline", None)):
+                    if len(a) > pos:
+                        a[pos] = value
+                    else:
+                        kw[name] = value
+            else:
+                fn = confirm.confirm_details
+                kw["deadline"] = None
+                kw["backends"] = ["numpy"]
+            cpu, wall = time.process_time(), time.perf_counter()
+            got = fn(*a, **kw)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            cpu_total += cpu
+            wall_total += wall
+            times.setdefault(k, []).append(cpu)
+            answers[k] = _answers(got)
+        return cpu_total, wall_total
+
+    one_pass(BC, BCF, {}, {})   # (TensorFlow's kernel cache, as the oracle leaves it)
+    per = {label: {} for label, _, _ in versions}
+    answers = {label: {} for label, _, _ in versions}
+    totals = {label: [] for label, _, _ in versions}
+    for rep in range(args.repeat):
+        order = versions if rep % 2 == 0 else list(reversed(versions))
+        for label, c_mod, cf_mod in order:
+            totals[label].append(one_pass(c_mod, cf_mod, per[label], answers[label]))
+    labels = [label for label, _, _ in versions]
+    differ = [k for k in range(len(calls))
+              if len({json.dumps(answers[label][k]) for label in labels}) > 1]
+    print(f"{len(calls)} confirmations, {args.repeat} passes per version "
+          f"(process CPU seconds, medians)\n")
+    print("| check | path | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |"))
+    print("|---|---|" + "---:|" * (len(labels) + (len(labels) > 1)))
+    for k, c in enumerate(calls):
+        med = [statistics.median(per[label][k]) for label in labels]
+        ratio = f" {med[-1] / med[0]:.2f} |" if len(labels) > 1 and med[0] else ""
+        print(f"| {Path(c['key'][0]).stem} {c['key'][1]} | {c['kind']} | " +
+              " | ".join(f"{m:.3f}" for m in med) + " |" + ratio)
+    cpu = [statistics.median(t[0] for t in totals[label]) for label in labels]
+    wall = [statistics.median(t[1] for t in totals[label]) for label in labels]
+    print(f"\ntotal CPU s: " + ", ".join(f"{label} {x:.2f} {[round(t[0], 2) for t in totals[label]]}"
+                                         for label, x in zip(labels, cpu)))
+    print(f"total wall s: " + ", ".join(f"{label} {x:.2f}" for label, x in zip(labels, wall)))
+    if len(labels) > 1:
+        print(f"ratio (this tree / baseline): CPU {cpu[-1] / cpu[0]:.2f}, wall {wall[-1] / wall[0]:.2f}")
+        print(f"answers that differ: {len(differ)}" +
+              "".join(f"\n  {calls[k]['key']}: " + "; ".join(
+                  f"{label}: {answers[label][k]}" for label in labels) for k in differ))
+    tmp.cleanup()
+    return 1 if differ else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--capture", metavar="FILE")
+    ap.add_argument("--bench-json", metavar="ROWS.json")
+    ap.add_argument("--calls", metavar="FILE")
+    ap.add_argument("--graphs", default=None, help="comma-separated file stems")
+    ap.add_argument("--optimizers", default=None)
+    ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    if bool(args.capture) == bool(args.calls):
+        ap.error("one of --capture FILE or --calls FILE")
+    return capture(args) if args.capture else replay(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
