@@ -153,6 +153,8 @@ class ProcessDoor(FrontDoor):
         #: why the door stopped: "eof" (the server ended), "stop" (told
         #: to), "term" (SIGTERM)
         self.reason = ""
+        #: set by `signalled` (SIGTERM), acted on by `_step`
+        self._signalled = ""
         super().__init__(sock, self._queue, self._health_body, allowed_hosts, peek=peek, max_held=max_held)
 
     # the count of health answers lives in a page the server reads too
@@ -177,6 +179,15 @@ class ProcessDoor(FrontDoor):
             self.reason = reason
         self._stop.set()
 
+    def signalled(self, reason: str) -> None:
+        """SIGTERM's handler: the door stops at its next step.  It takes no
+        lock: a handler runs between two bytecodes of the main thread, which
+        may be inside `finish` holding the stop Event's lock (not
+        reentrant), and setting the Event there waited for ever (the door
+        outlived a killed server by 20 minutes).  `_step`, in the main
+        thread, calls `finish`; the selector wakes within POLL_SECONDS."""
+        self._signalled = reason
+
     def run(self) -> None:
         self._run()
 
@@ -190,6 +201,8 @@ class ProcessDoor(FrontDoor):
             self.finish("eof")
 
     def _step(self, out) -> None:
+        if self._signalled:
+            self.finish(self._signalled)
         if self._pending and not self._writing:
             self._flush()  # what waited for descriptors in flight to be taken
         super()._step(out)
@@ -305,7 +318,7 @@ def main(argv: list[str]) -> int:
 
     def on_term(signum, frame) -> None:
         if door is not None:
-            door.finish("term")
+            door.signalled("term")
         else:
             raise SystemExit(0)
 

@@ -218,3 +218,39 @@ def test_the_door_answers_health_while_the_server_takes_no_connection():
         ours.close()
         theirs.close()
         listener.close()
+
+
+def test_sigterm_while_the_door_is_finishing_does_not_wait_for_its_lock():
+    # SIGTERM's handler runs between two bytecodes of the door's one thread,
+    # which may be inside finish() holding the stop Event's lock: the
+    # handler must not take that lock (it did: the door outlived a killed
+    # server by 20 minutes), and the door must still stop
+    import mmap
+    import threading
+
+    from tfsem.service.door import _COUNTER, ProcessDoor
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    door = ProcessDoor(listener, theirs, mmap.mmap(-1, _COUNTER.size), allowed_hosts=None,
+                       peek=True, max_held=4)
+    try:
+        with door._stop._cond:          # the thread inside finish(): the lock is held
+            done = threading.Event()
+            t = threading.Thread(target=lambda: (door.signalled("term"), done.set()), daemon=True)
+            t.start()
+            assert done.wait(5), "the handler waited for the lock the door held"
+        runner = threading.Thread(target=door.run, daemon=True)
+        runner.start()
+        runner.join(10)
+        assert not runner.is_alive(), "the door did not stop after SIGTERM"
+        assert door.reason == "term"
+    finally:
+        door.close()
+        listener.close()
+        ours.close()
+        theirs.close()
