@@ -101,7 +101,8 @@ STOP_AFTER = 1.0
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
 #: σ's minimization (`minimized`) takes at most this share of the timeout,
-#: and at least MINIMIZE_MIN_SECONDS: check.py's box, the same two numbers
+#: and at least MINIMIZE_MIN_SECONDS: check.py's cap on its box (MINIMIZE_SHARE,
+#: MINIMIZE_MAX_SECONDS_FLOOR), the same two numbers
 #: (tests/test_check_control_flow_minimize.py holds them equal; this module
 #: cannot import check.py, which imports it).  It was max(0.3 s, a tenth of
 #: the timeout), twice check.py's, and on the real corpus's loop graphs
