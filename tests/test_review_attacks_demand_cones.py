@@ -179,3 +179,13 @@ def test_the_sigma_shown_is_confirmed_by_the_enumeration_and_numpy(name):
     if name == "signed zero":
         # (the only σ: f is -0.0, which minimization's 0 (+0.0) would lose)
         assert np.signbit(cx.feeds["f"].array) and float(cx.feeds["f"].array) == 0.0
+
+
+def test_no_cone_test_under_float_real():
+    # (`--float real`: the demand test is off, and the counterexample is one
+    # over the reals, confirmed as such)
+    p, q, _ = PAIRS["forwarding"]
+    v = check_rewrite(p, q, "atomic", "outputs+state", timeout=10, structural=False,
+                      classify=False, float_mode="real")
+    assert v.verdict == "unsound"
+    assert not v.stats.get("minimization", {}).get("cone_tests"), v.stats
