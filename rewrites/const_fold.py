@@ -9,7 +9,8 @@ function registry, and replaced by Const nodes: port 0 keeps the node's name
 Const `NAME/k`.  The new Consts keep the node's control inputs and wait for
 every input Const that itself waits for something, so nothing downstream is
 ordered less than before.  A node whose result is an error value (a shape or
-dtype mismatch) is left alone: a Const holds a tensor.  Input Consts that are
+dtype mismatch), or that is no tensor (an EmptyTensorList's list), is left
+alone: a Const holds a tensor.  Input Consts that are
 no longer used stay in place; `dce` removes them.
 
 Claims: sound in every cell.  Functions are deterministic, so the Const holds
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.program import ControlIn, DataIn, Node, Program
-from tfsem.oracle.values import Error
+from tfsem.oracle.values import Tensor
 
 from .api import SOUND, Pass, claims
 from .edit import fresh_name, rebuild, rename_inputs
@@ -51,7 +52,8 @@ def const_fold(p: Program) -> Program:
         if not all(s is not None and s.op == CONST for s in sources):
             continue
         results = f.apply([s.attrs["value"] for s in sources], n.attrs)
-        if any(isinstance(r, Error) for r in results):
+        if any(type(r) is not Tensor for r in results):
+            # (an error value, or a TensorList: a Const holds a tensor)
             continue
         waits = list(n.control_inputs) + [ControlIn(s.name) for s in sources if s.inputs]
         consts = [Node(name, CONST, (), {"value": results[0]})]
