@@ -1378,9 +1378,11 @@ class _Checker:
             # the σ the cone test accepted last, confirmed by the full
             # oracle: its outcomes are the ones shown
             record["full_confirmations"] = record.get("full_confirmations", 0) + 1
+            # (within `end`: the numpy replay's reserve stays its own; the
+            # box kept this confirmation's cost, `final`, free inside it)
             result = self.confirm(pending, best.schedule,
-                                  max(0.05, self.deadline - time.monotonic()),
-                                  run_deadline=self.deadline)
+                                  max(0.05, end - time.monotonic()),
+                                  run_deadline=end)
             if result is not None:
                 best = result
             else:
