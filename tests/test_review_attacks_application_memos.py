@@ -1,0 +1,245 @@
+"""Review of the memos of concrete evaluation (docs/review-memos.md): the
+function applications remembered inside a check and across the checks of
+one original (oracle/applications.py) and the original's canonical run
+remembered per program object (checking/canonical_memo.py).
+
+The campaign keeps ONE application memo per original across many queries,
+as the checker does (a scope per check, owned by the original, kept for
+its next check), and asks, in a shuffled order and twice each, for the
+canonical run and the outcome set of the original and of each built-in
+pass's rewrite, at σ drawn with edge values and at σ changed in its bits
+only: each float's zero sign flipped, a NaN's payload or sign changed, a
+subnormal put in, a value's bytes read as another dtype of the same width,
+a tensor's elements in another shape, σ rebuilt from copies.  Every answer
+(exact bits: NaN payloads, -0.0) is compared with the same query's answer
+with no memo at all (no scope open).  A second test compares the checker's
+verdicts, counterexamples and schedules with both memos on and off.
+
+TFSEM_REVIEW_EXAMPLES sets the campaign's size (1 by default, 300 under
+the nightly profile); the campaign of docs/review-memos.md ran thousands.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tfsem.checking import canonical_memo
+from tfsem.checking import check_rewrite
+from tfsem.checking import refute as ref
+from tfsem.generators.strategies import inputs_for, programs
+from tfsem.oracle import applications as A
+from tfsem.oracle import functions as fns
+from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.values import Error, Tensor, exact
+from tfsem.rewrites import builtin_passes
+
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+EXAMPLES = int(os.environ.get("TFSEM_REVIEW_EXAMPLES", 300 if NIGHTLY else 1))
+SOME = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool")
+SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
+_SAME_WIDTH = {"float32": np.int32, "int32": np.float32, "float64": np.int64,
+               "int64": np.float64, "float16": np.int16, "uint8": np.bool_,
+               "bool": np.uint8, "bfloat16": np.float16}
+STATES = 3000
+#: what the campaign compared (printed with TFSEM_REVIEW_STATS=1)
+STATS = {"programs": 0, "queries": 0, "hits": 0, "checks": 0, "unsound": 0, "verdicts": {}}
+
+
+def teardown_module():
+    if os.environ.get("TFSEM_REVIEW_STATS"):
+        print("\nreview22 campaign:", STATS)
+
+
+@pytest.fixture(autouse=True)
+def nothing_kept():
+    A.clear()
+    canonical_memo.clear()
+    yield
+    A.clear()
+    canonical_memo.clear()
+
+
+def exact_outcome(o):
+    return (tuple((k, exact(v)) for k, v in o.outputs),
+            None if o.state is None else tuple((k, exact(v)) for k, v in o.state))
+
+
+def _variants(values: dict, rnd: random.Random) -> list[dict]:
+    """σ's parts with one value changed in its bits (or its dtype or shape)
+    only, and σ rebuilt from copies."""
+    out = [{k: Tensor(v.array.copy()) if type(v) is Tensor else v for k, v in values.items()}]
+    for name, v in values.items():
+        if type(v) is not Tensor or not v.array.size:
+            continue
+        a = np.array(v.array)
+        if a.dtype.kind == "f" or v.dtype == "bfloat16":
+            flipped = np.where(a == 0, -a, a).astype(a.dtype)
+            out.append({**values, name: Tensor(flipped, v.dtype)})
+            if v.dtype in ("float32", "float64", "float16"):
+                u = {"float32": np.uint32, "float64": np.uint64, "float16": np.uint16}[v.dtype]
+                bits = a.copy().reshape(-1).view(u)
+                nan = np.array(np.nan, a.dtype).view(u)
+                k = rnd.randrange(bits.size)
+                # a NaN of another payload or sign, then a subnormal
+                bits[k] = nan | u(rnd.choice([1, 3])) | (u(1) << u(8 * a.itemsize - 1)
+                                                         if rnd.random() < 0.5 else u(0))
+                out.append({**values, name: Tensor(bits.view(a.dtype).reshape(a.shape))})
+                bits = bits.copy()
+                bits[k] = u(1) | (u(1) << u(8 * a.itemsize - 1) if rnd.random() < 0.5 else u(0))
+                out.append({**values, name: Tensor(bits.view(a.dtype).reshape(a.shape))})
+        other = _SAME_WIDTH.get(v.dtype)
+        if other is not None:
+            raw = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+            if other is np.bool_:
+                raw = raw % 2
+            out.append({**values, name: Tensor(raw.view(other).reshape(a.shape)
+                                                if other is not np.bool_ else raw.astype(bool)
+                                                .reshape(a.shape))})
+        if a.ndim == 1 and a.size % 2 == 0 and a.size > 1:
+            out.append({**values, name: Tensor(a.reshape(2, -1), v.dtype)})
+        elif a.ndim >= 1:
+            out.append({**values, name: Tensor(a.reshape(-1), v.dtype)})
+    return out
+
+
+def _answer(q, feeds, init, sem, obs, whole: bool):
+    try:
+        if whole:
+            s = outcome_set(q, feeds, init, sem, obs, max_states=STATES, max_seconds=5)
+            return frozenset(exact_outcome(o) for o in s)
+        o, sched = ref.canonical_outcome(q, feeds, init, sem, obs)
+        return exact_outcome(o), tuple(sched)
+    except (fns.CannotRun, BudgetExceeded) as exc:
+        return type(exc).__name__
+    except Exception as exc:  # noqa: BLE001  (the same failure either way)
+        return ("raised", type(exc).__name__, str(exc)[:200])
+
+
+_PASSES = list(builtin_passes().values())
+
+
+@st.composite
+def _cases(draw):
+    dtype = draw(st.sampled_from(DTYPES))
+    p = draw(programs(max_nodes=9, dtype=dtype))
+    sigma = draw(inputs_for(p, edge_p=0.5))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    return p, sigma, seed
+
+
+@SOME
+@given(_cases())
+def test_queries_in_one_kept_memo_answer_as_fresh_runs(case):
+    p, (feeds, init), seed = case
+    rnd = random.Random(seed)
+    rewrites = []
+    for ps in rnd.sample(_PASSES, 4):
+        try:
+            q = ps.function(p)
+        except Exception:  # noqa: BLE001  (a pass that does not apply)
+            continue
+        if q != p:
+            rewrites.append(q)
+    sigmas = [(feeds, init)] + [(f, init) for f in _variants(feeds, rnd)] + \
+        [(feeds, i) for i in _variants(init, rnd)]
+    sigmas = rnd.sample(sigmas, min(len(sigmas), 8))
+    queries = [(q, f, i, *SETTINGS[rnd.randrange(4)], rnd.random() < 0.3)
+               for q in [p] + rewrites for f, i in sigmas]
+    fresh = {k: _answer(*query) for k, query in enumerate(queries)}
+    order = list(range(len(queries))) * 2
+    rnd.shuffle(order)
+    # one check's scope, then the next check's: the memo kept for p
+    cut = rnd.randrange(len(order) + 1)
+    for part in (order[:cut], order[cut:]):
+        with A.scope(owner=p):
+            for k in part:
+                assert _answer(*queries[k]) == fresh[k], (k, queries[k][3:])
+        STATS["hits"] += A.last["hits"]
+    STATS["programs"] += 1
+    STATS["queries"] += len(order)
+    # the canonical runs of the original, remembered across checks
+    for k in order:
+        q, f, i, sem, obs, _whole = queries[k]
+        if q is not p:
+            continue
+        try:
+            o, sched = canonical_memo.canonical_outcome(p, f, i, sem, obs)
+            got = exact_outcome(o), tuple(sched)
+        except (fns.CannotRun, BudgetExceeded) as exc:
+            got = type(exc).__name__
+        want = fresh[k] if not queries[k][5] else _answer(q, f, i, sem, obs, False)
+        assert got == want, k
+
+
+@SOME
+@given(_cases())
+def test_check_verdicts_with_the_memos_equal_those_without(case):
+    p, _sigma, seed = case
+    rnd = random.Random(seed)
+    sem, obs = SETTINGS[rnd.randrange(4)]
+    rewrites = []
+    for ps in _PASSES:
+        try:
+            q = ps.function(p)
+        except Exception:  # noqa: BLE001
+            continue
+        if q != p:
+            rewrites.append(q)
+    rewrites = rewrites[:4]
+    got = {}
+    for env in ("0", "1"):
+        os.environ[A.ENV] = os.environ[canonical_memo.ENV] = env
+        try:
+            A.clear()
+            canonical_memo.clear()
+            got[env] = []
+            for q in rewrites * (2 if env == "1" else 1):   # (with the memos: twice)
+                v = check_rewrite(p, q, sem, obs, timeout=10, structural=False,
+                                  backends=True, classify=False, seed=seed % 1000)
+                ce = v.counterexample
+                got[env].append((v.verdict, None if ce is None else (
+                    exact_outcome(ce.outcome), tuple(ce.schedule),
+                    tuple(sorted((k, exact(x)) for k, x in ce.feeds.items())),
+                    tuple(sorted((k, exact(x)) for k, x in ce.init.items())))))
+        finally:
+            os.environ.pop(A.ENV, None)
+            os.environ.pop(canonical_memo.ENV, None)
+    n = len(rewrites)
+    STATS["checks"] += 3 * n
+    for v, _ in got["0"]:
+        STATS["verdicts"][v] = STATS["verdicts"].get(v, 0) + 1
+    assert got["1"][:n] == got["0"], (sem, obs)
+    assert got["1"][n:] == got["0"], (sem, obs)
+
+
+def test_error_values_in_sigma_are_kept_apart_from_tensors():
+    """(a smoke case of the campaign, always run) an uninitialized
+    variable and a feed's NaN payload, in one kept memo."""
+    from tfsem.oracle.jsonio import program_from_json
+    p = program_from_json({
+        "variables": {"x": {"dtype": "float32", "shape": [2]}},
+        "feeds": {"f": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["v"]},
+                  {"name": "s", "op": "Add", "inputs": ["r", "$f"]},
+                  {"name": "w", "op": "Write", "inputs": ["v", "s"]}],
+        "outputs": {"o": "s"}})
+    nan = np.array([0x7FC00001, 0x80000000], np.uint32).view(np.float32)
+    sigmas = [({"f": Tensor(nan)}, {"x": Error("uninitialized")}),
+              ({"f": Tensor(nan)}, {"x": Tensor(np.zeros(2, np.float32))}),
+              ({"f": Tensor(np.array([np.nan, 0.0], np.float32))},
+               {"x": Tensor(np.zeros(2, np.float32))})]
+    fresh = [_answer(p, f, i, "atomic", "outputs+state", False) for f, i in sigmas]
+    for _ in range(2):
+        with A.scope(owner=p):
+            assert [_answer(p, f, i, "atomic", "outputs+state", False)
+                    for f, i in sigmas] == fresh
