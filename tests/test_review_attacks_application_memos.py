@@ -243,3 +243,48 @@ def test_error_values_in_sigma_are_kept_apart_from_tensors():
         with A.scope(owner=p):
             assert [_answer(p, f, i, "atomic", "outputs+state", False)
                     for f, i in sigmas] == fresh
+
+
+@pytest.mark.skipif(not (NIGHTLY or os.environ.get("TFSEM_REVIEW_TF")),
+                    reason="nightly profile or TFSEM_REVIEW_TF=1 (TensorFlow's kernels)")
+def test_kernel_results_in_a_kept_memo_are_tensorflows_at_each_sigma():
+    """An op with no model (tf.Bitcast) runs on TensorFlow's kernel; its
+    applications kept across two checks' scopes at σ that differ only in a
+    NaN's payload, a zero's sign, a subnormal: each answer is TensorFlow's
+    (the bits read as int32) and the fresh run's; with kernels off in the
+    same kept memo, the op cannot run (no remembered kernel result stands
+    for it)."""
+    pytest.importorskip("tensorflow")
+    from tfsem.oracle import kernels
+    from tfsem.oracle.jsonio import program_from_json
+    p = program_from_json({
+        "variables": {}, "feeds": {"f": {"dtype": "float32", "shape": [4]}},
+        "nodes": [{"name": "b", "op": "tf.Bitcast/1/1", "inputs": ["$f"],
+                   "tf_attrs": {"T": "DT_FLOAT", "type": "DT_INT32"}},
+                  {"name": "n", "op": "Neg", "inputs": ["$f"]},
+                  {"name": "c", "op": "tf.Bitcast/1/1", "inputs": ["n"],
+                   "tf_attrs": {"T": "DT_FLOAT", "type": "DT_INT32"}}],
+        "outputs": {"b": "b", "c": "c"}})
+    words = [[0x3F800000, 0x7FC00000, 0x00000000, 0x00000001],
+             [0x3F800000, 0x7FC00001, 0x00000000, 0x00000001],
+             [0x3F800000, 0xFFC00000, 0x80000000, 0x80000001],
+             [0x3F800000, 0x7FC00000, 0x80000000, 0x00000001]]
+    sigmas = [{"f": Tensor(np.array(w, np.uint32).view(np.float32))} for w in words]
+    with kernels.use(True):
+        fresh = [ref.canonical_outcome(p, s, {}, "atomic", "outputs")[0] for s in sigmas]
+        for s, o in zip(sigmas, fresh):
+            bits = s["f"].array.view(np.int32)
+            assert dict(o.outputs)["b"].array.tolist() == bits.tolist()
+            neg = np.negative(s["f"].array).view(np.int32)    # (numpy's Neg flips the sign)
+            assert dict(o.outputs)["c"] == Tensor(neg)
+        for order in ([0, 1, 2, 3, 0, 1, 2, 3], [3, 2, 1, 0, 1, 3]):
+            with A.scope(owner=p):
+                for k in order:
+                    got = ref.canonical_outcome(p, sigmas[k], {}, "atomic", "outputs")[0]
+                    assert exact_outcome(got) == exact_outcome(fresh[k]), k
+                    rebuilt = {"f": Tensor(sigmas[k]["f"].array.copy())}
+                    got = ref.canonical_outcome(p, rebuilt, {}, "atomic", "outputs")[0]
+                    assert exact_outcome(got) == exact_outcome(fresh[k]), k
+            assert A.last["hits"] > 0
+    with A.scope(owner=p), kernels.use(False), pytest.raises(fns.CannotRun):
+        ref.canonical_outcome(p, sigmas[0], {}, "atomic", "outputs")
