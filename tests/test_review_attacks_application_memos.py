@@ -343,3 +343,33 @@ def test_concurrent_checks_share_one_memo_and_answer_as_alone():
     for t in threads:
         t.join()
     assert [got[k] for k in range(len(cases))] == fresh
+
+
+def test_the_numpy_replay_runs_the_function_now_registered(monkeypatch):
+    """The numpy back end's replay is the independent confirmation of every
+    `unsound`: a registry entry changed without `register` (a test's
+    monkeypatch.setitem, the fixture undoing it: functions.version as it
+    was) must be replayed as the function now registered, as the oracle
+    runs it (review21's explore test, review22's canonical memo), not the
+    one a program's tables looked up before.  (On replay13's branch as
+    reviewed, backends/execute.py `compiled` kept the tables by
+    functions.version alone and replayed the old function.)"""
+    from tfsem.backends import execute as backend_execute
+    from tfsem.oracle.jsonio import program_from_json
+
+    def plus(k):
+        return lambda xp, args, attrs: (args[0] + xp.float32(k),)
+    monkeypatch.setitem(fns._REGISTRY, "Review22Replay",
+                        fns.Function("Review22Replay", 1, 1, plus(1)))
+    p = program_from_json({
+        "variables": {}, "feeds": {"f": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "u", "op": "Review22Replay", "inputs": ["$f"]}],
+        "outputs": {"out": "u"}})
+    feeds = {"f": Tensor(np.array([1.0, 2.0], np.float32))}
+    for k in (1, 10):
+        monkeypatch.setitem(fns._REGISTRY, "Review22Replay",
+                            fns.Function("Review22Replay", 1, 1, plus(k)))
+        oracle = ref.canonical_outcome(p, feeds, {}, "atomic", "outputs")[0]
+        replayed = backend_execute.replay(p, feeds, {}, ["u"], "numpy", "atomic", "outputs")
+        assert dict(oracle.outputs)["out"].array.tolist() == [1.0 + k, 2.0 + k]
+        assert exact_outcome(replayed) == exact_outcome(oracle), k
