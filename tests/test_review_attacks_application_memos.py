@@ -373,3 +373,35 @@ def test_the_numpy_replay_runs_the_function_now_registered(monkeypatch):
         replayed = backend_execute.replay(p, feeds, {}, ["u"], "numpy", "atomic", "outputs")
         assert dict(oracle.outputs)["out"].array.tolist() == [1.0 + k, 2.0 + k]
         assert exact_outcome(replayed) == exact_outcome(oracle), k
+
+
+@pytest.mark.skipif(not (NIGHTLY or os.environ.get("TFSEM_REVIEW_TF")),
+                    reason="nightly profile or TFSEM_REVIEW_TF=1 (TensorFlow's kernels)")
+def test_a_confirmation_with_kernels_off_does_not_stand_on_a_kernels_result():
+    """The numpy replay of an op with no model runs TensorFlow's kernel
+    only where kernels are on; a confirmation at the same σ with kernels
+    off (a thread's `kernels.use(False)`) cannot run the original's witness,
+    as a fresh replay cannot.  (On replay13's branch as reviewed, the
+    session of σ, backends/reuse.py, kept the first confirmation's replay
+    of the original and confirmed again with kernels off.)"""
+    pytest.importorskip("tensorflow")
+    from tfsem.backends.confirm import confirm_details
+    from tfsem.oracle import kernels
+    from tfsem.oracle.jsonio import program_from_json
+    p = program_from_json({
+        "variables": {}, "feeds": {"f": {"dtype": "float32", "shape": [1]}},
+        "nodes": [{"name": "b", "op": "tf.Bitcast/1/1", "inputs": ["$f"],
+                   "tf_attrs": {"T": "DT_FLOAT", "type": "DT_INT32"}}], "outputs": {"o": "b"}})
+    q = program_from_json({
+        "variables": {}, "feeds": {"f": {"dtype": "float32", "shape": [1]}},
+        "nodes": [{"name": "b", "op": "Const", "value": {"dtype": "int32", "value": [0]}}],
+        "outputs": {"o": "b"}})
+    feeds = {"f": Tensor(np.array([1.0], np.float32))}
+    with kernels.use(True):
+        oset = outcome_set(p, feeds, {}, "atomic", "outputs")
+        (c,) = confirm_details(p, q, feeds, {}, ["b"], "atomic", "outputs",
+                               original_outcomes=oset, backends=["numpy"])
+        assert c.confirmed, c.reason
+    with kernels.use(False), pytest.raises(fns.CannotRun):
+        confirm_details(p, q, feeds, {}, ["b"], "atomic", "outputs", original_outcomes=oset,
+                        backends=["numpy"])
