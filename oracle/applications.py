@@ -158,6 +158,7 @@ def scope(owner: Any = None) -> Iterator[None]:
                     and kept.owner() is owner):
                 _active = kept
                 kept.kernels_env = _kernels.environment_enabled()
+                _prune(kept)
             else:
                 try:
                     ref = weakref.ref(owner, _dropped) if owner is not None else None
@@ -175,6 +176,20 @@ def scope(owner: Any = None) -> Iterator[None]:
                     if _active.owner is not None:
                         _kept = _active
                 _active = None
+
+
+def _prune(memo: _Memo) -> None:
+    """The interned tensors no entry holds, dropped before the memo serves
+    the next check (review22): a Const's tensor is interned uncounted
+    (`intern_const`), so a kept memo held every Const of every rewrite
+    checked against its original (120 checks of rewrites with a 4 MiB
+    Const: 480 MiB).  What an entry holds is counted (MEMO_BYTES); the
+    rest is interned again when met again (the original's Consts: their
+    hashes are made once, on the tensor)."""
+    held = memo.held
+    memo.interned = {k: t for k, t in memo.interned.items() if id(t) in held}
+    memo.intern_bytes = sum(t.array.nbytes + 64 for t in memo.interned.values()
+                            if t.array.size <= INTERN_ELEMENTS)
 
 
 def _dropped(_ref) -> None:

@@ -405,3 +405,31 @@ def test_a_confirmation_with_kernels_off_does_not_stand_on_a_kernels_result():
     with kernels.use(False), pytest.raises(fns.CannotRun):
         confirm_details(p, q, feeds, {}, ["b"], "atomic", "outputs", original_outcomes=oset,
                         backends=["numpy"])
+
+
+def test_a_kept_memo_does_not_keep_every_rewrites_constants():
+    """One original checked against many rewrites, each with Consts of its
+    own (what constant folding makes): the memo kept for the original must
+    not hold every rewrite's Consts (they were interned uncounted: 120
+    checks with a 4 MiB Const held 480 MiB)."""
+    import dataclasses
+
+    from tfsem.oracle.jsonio import program_from_json
+    from tfsem.oracle.program import Node
+    doc = {"variables": {}, "feeds": {"f": {"dtype": "float32", "shape": [1]}},
+           "nodes": [{"name": "c", "op": "Const", "value": {"dtype": "float32", "value": [0.5]}},
+                     {"name": "o", "op": "Add", "inputs": ["$f", "c"]}], "outputs": {"o": "o"}}
+    p = program_from_json(doc)
+    feeds = {"f": Tensor(np.array([1.0], np.float32))}
+    sizes = []
+    for k in range(30):
+        big = Tensor(np.full(1 << 14, float(k), np.float32))
+        q = program_from_json(doc)
+        q = dataclasses.replace(q, nodes=q.nodes + (Node("big", "Const", (), {"value": big}),))
+        with A.scope(owner=p):
+            want = ref.canonical_outcome(p, feeds, {}, "atomic", "outputs")[0]
+            assert ref.canonical_outcome(q, feeds, {}, "atomic", "outputs")[0] == want
+            memo = A.active()
+        sizes.append(sum(t.array.nbytes for t in memo.interned.values()))
+        del q, big
+    assert max(sizes[10:]) <= 3 * (1 << 16), sizes
