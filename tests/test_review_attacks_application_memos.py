@@ -433,3 +433,30 @@ def test_a_kept_memo_does_not_keep_every_rewrites_constants():
         sizes.append(sum(t.array.nbytes for t in memo.interned.values()))
         del q, big
     assert max(sizes[10:]) <= 3 * (1 << 16), sizes
+
+
+@pytest.mark.parametrize("change", ["list", "nested", "float-sign", "array", "key"])
+def test_attributes_changed_in_place_are_keyed_again(change):
+    """A caller that reuses an attributes dict and changes it in place (a
+    list in it, a list in a tuple, a float's sign, an array, a key added)
+    gets the fresh application's answer, not the one remembered for the
+    dict as it was."""
+    f = fns.Function("Review22Attrs", 1, 1, lambda xp, args, attrs: (
+        args[0] + xp.float64(np.sum(np.copysign(1.0, np.asarray(attrs["a"], np.float64)))
+                             + 10 * len(attrs)),))
+    x = Tensor(np.array([0.0]))
+    attrs = {"list": {"a": [1.0]}, "nested": {"a": ([1.0],)}, "float-sign": {"a": [0.0]},
+             "array": {"a": np.array([1.0])}, "key": {"a": [1.0]}}[change]
+    with A.scope():
+        before = f.apply([x], attrs)[0]
+        if change == "nested":
+            attrs["a"][0][0] = -1.0
+        elif change == "float-sign":
+            attrs["a"][0] = -0.0
+        elif change == "key":
+            attrs["b"] = 1
+        else:
+            attrs["a"][0] = -1.0
+        after = f.apply([x], attrs)[0]
+    assert after == f.apply([x], attrs)[0]     # (no scope: a fresh application)
+    assert after != before
