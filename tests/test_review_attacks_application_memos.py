@@ -70,6 +70,18 @@ def nothing_kept():
     canonical_memo.clear()
 
 
+@pytest.fixture
+def kernels_off_unless_asked():
+    """The drawn programs' runs without TensorFlow's kernels (starting it
+    takes 10-60 s), unless TFSEM_REVIEW_TF=1."""
+    from tfsem.oracle import kernels
+    if os.environ.get("TFSEM_REVIEW_TF"):
+        yield
+        return
+    with kernels.use(False):
+        yield
+
+
 def exact_outcome(o):
     return (tuple((k, exact(v)) for k, v in o.outputs),
             None if o.state is None else tuple((k, exact(v)) for k, v in o.state))
@@ -140,6 +152,7 @@ def _cases(draw):
 
 @SOME
 @given(_cases())
+@pytest.mark.usefixtures("kernels_off_unless_asked")
 def test_queries_in_one_kept_memo_answer_as_fresh_runs(case):
     p, (feeds, init), seed = case
     rnd = random.Random(seed)
@@ -193,6 +206,7 @@ def _valid_counterexample(p, q, ce, sem, obs) -> bool:
 
 @SOME
 @given(_cases())
+@pytest.mark.usefixtures("kernels_off_unless_asked")
 def test_check_verdicts_with_the_memos_equal_those_without(case):
     """The same verdicts with both memos on (each rewrite checked twice: the
     second check finds the first's applications and canonical runs) and
