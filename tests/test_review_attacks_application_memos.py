@@ -474,3 +474,43 @@ def test_attributes_changed_in_place_are_keyed_again(change):
         after = f.apply([x], attrs)[0]
     assert after == f.apply([x], attrs)[0]     # (no scope: a fresh application)
     assert after != before
+
+
+@SOME
+@given(st.data())
+@pytest.mark.usefixtures("kernels_off_unless_asked")
+def test_control_flow_check_verdicts_with_the_memos_equal_those_without(data):
+    """Programs with conditionals and loops (the control-flow engine applies
+    functions through `Function.apply`, inside the check's scope): the same
+    verdicts with both memos on (twice) and off."""
+    from tfsem.generators.control_flow import control_flow_programs
+    p = data.draw(control_flow_programs(max_blocks=2, bounded_trips=True))
+    sem, obs = data.draw(st.sampled_from(SETTINGS))
+    rewrites = []
+    for ps in _PASSES:
+        try:
+            q = ps.function(p)
+        except Exception:  # noqa: BLE001
+            continue
+        if q != p:
+            rewrites.append(q)
+    rewrites = rewrites[:3]
+    got = {}
+    for env in ("0", "1"):
+        os.environ[A.ENV] = os.environ[canonical_memo.ENV] = env
+        try:
+            A.clear()
+            canonical_memo.clear()
+            got[env] = [check_rewrite(p, q, sem, obs, timeout=10, structural=False,
+                                      backends=True, classify=False).verdict
+                        for q in rewrites * (2 if env == "1" else 1)]
+        finally:
+            os.environ.pop(A.ENV, None)
+            os.environ.pop(canonical_memo.ENV, None)
+    n = len(rewrites)
+    STATS["cf_checks"] = STATS.get("cf_checks", 0) + 3 * n
+    for k, v in enumerate(got["0"]):
+        STATS["verdicts"]["cf-" + v] = STATS["verdicts"].get("cf-" + v, 0) + 1
+        if v == "unknown":
+            continue     # (a budget's doing: the memo makes runs faster)
+        assert got["1"][k] in (v, "unknown") and got["1"][n + k] in (v, "unknown"), (k, got)
