@@ -19,7 +19,11 @@ is a function of its key and of nothing else:
   NaN payloads; dtype and shape are part of a tensor's key);
 * the semantics mode and the observation;
 * what the functions are: `functions.version` (a registration that replaced
-  a function changes it), whether TensorFlow's kernels are on
+  a function changes it), the very function objects the program's ops name
+  in the registry (kept with the entry and compared by identity on a hit:
+  a registry entry changed without `register`, a test's
+  monkeypatch.setitem or the fixture undoing it, leaves the version as it
+  was; review22), whether TensorFlow's kernels are on
   (`kernels.enabled()`: off, an op with no model cannot run), and the
   tensor size limit (`functions.MAX_TENSOR_ELEMENTS`).
 
@@ -54,7 +58,7 @@ from typing import Mapping
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.outcomes import Outcome
-from tfsem.oracle.program import Program
+from tfsem.oracle.program import ASSIGN, Program
 from tfsem.oracle.values import Tensor, Value, exact
 
 from . import refute as ref
@@ -108,19 +112,30 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
             counts["hits"] += 1
         else:
             hit = None
+    if hit is not None and any(fns.lookup(name) is not f for name, f in hit[5]):
+        hit = None      # (a registry entry changed by hand: the version as it was)
     if hit is not None:
-        _ref, outcome, schedule, ops, _size = hit
+        _ref, outcome, schedule, ops, _size, _looked_up = hit
         kernels.note(ops)
         return outcome, list(schedule)
     counts["misses"] += 1
+    looked_up = _functions_of(p)
     with kernels.record() as used:
         outcome, schedule = ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
-    _remember(key, p, outcome, schedule, frozenset(used))
+    _remember(key, p, outcome, schedule, frozenset(used), looked_up)
     return outcome, schedule
 
 
+def _functions_of(p: Program) -> tuple:
+    """(name, the registry's function of that name or None) for every
+    function p's nodes name (an Assign's `fn`, any other node's op)."""
+    names = {n.attrs.get("fn") if n.op == ASSIGN else n.op for n in p.nodes}
+    return tuple((name, fns.lookup(name)) for name in sorted(n for n in names
+                                                               if isinstance(n, str)))
+
+
 def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
-              ops: frozenset) -> None:
+              ops: frozenset, looked_up: tuple) -> None:
     global _memo_bytes
     size = _nbytes(outcome) + 64 * len(schedule)
     if size > MEMO_BYTES // 4:
@@ -133,7 +148,7 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
         old = _memo.pop(key, None)
         if old is not None:
             _memo_bytes -= old[4]
-        _memo[key] = (ref_p, outcome, tuple(schedule), ops, size)
+        _memo[key] = (ref_p, outcome, tuple(schedule), ops, size, looked_up)
         _memo_bytes += size
         while _memo_bytes > MEMO_BYTES and _memo:
             _, gone = _memo.popitem(last=False)

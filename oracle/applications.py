@@ -76,6 +76,7 @@ off.
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import struct
 import threading
@@ -111,8 +112,7 @@ class _Memo:
         self.held: dict[int, list] = {}
         self.interned: dict[Any, Tensor] = {}
         self.intern_bytes = 0
-        #: id(attrs mapping) -> (the mapping, kept alive; its items when the
-        #: token was made; its token)
+        #: id(attrs mapping) -> (the mapping, kept alive; its token)
         self.tokens: dict[int, tuple] = {}
         self.hits = self.misses = 0
         self.lock = threading.Lock()
@@ -159,6 +159,7 @@ def scope(owner: Any = None) -> Iterator[None]:
                     and kept.owner() is owner):
                 _active = kept
                 kept.kernels_env = _kernels.environment_enabled()
+                _prune(kept)
             else:
                 try:
                     ref = weakref.ref(owner, _dropped) if owner is not None else None
@@ -176,6 +177,20 @@ def scope(owner: Any = None) -> Iterator[None]:
                     if _active.owner is not None:
                         _kept = _active
                 _active = None
+
+
+def _prune(memo: _Memo) -> None:
+    """The interned tensors no entry holds, dropped before the memo serves
+    the next check (review22): a Const's tensor is interned uncounted
+    (`intern_const`), so a kept memo held every Const of every rewrite
+    checked against its original (120 checks of rewrites with a 4 MiB
+    Const: 480 MiB).  What an entry holds is counted (MEMO_BYTES); the
+    rest is interned again when met again (the original's Consts: their
+    hashes are made once, on the tensor)."""
+    held = memo.held
+    memo.interned = {k: t for k, t in memo.interned.items() if id(t) in held}
+    memo.intern_bytes = sum(t.array.nbytes + 64 for t in memo.interned.values()
+                            if t.array.size <= INTERN_ELEMENTS)
 
 
 def _dropped(_ref) -> None:
@@ -261,20 +276,92 @@ def _exact_attr(v: Any) -> Any:
     raise _Opaque(type(v).__name__)
 
 
-_MISSING = object()
+def _walk(v: Any, out: list) -> None:
+    """The objects a list, tuple or dict attribute value is made of, and
+    each container's length, in order (compared by identity: a change in
+    place replaces an element object); an array by its exact bits."""
+    t = type(v)
+    if t is list or t is tuple:
+        out.append(len(v))
+        for x in v:
+            _walk(x, out)
+    elif t is dict:
+        out.append(len(v))
+        for k, x in v.items():
+            out.append(k)
+            _walk(x, out)
+    elif isinstance(v, np.ndarray):
+        out.append(_exact_attr(v))
+    else:
+        out.append(v)
+
+
+def _flat(v: Any) -> bool:
+    return all(type(x) not in _CONTAINERS and not isinstance(x, np.ndarray) for x in v)
+
+
+def _snapshot(attrs: Mapping[str, Any]) -> tuple:
+    """What the token of `attrs` was made from: its items (by identity), and
+    for each value that can change in place (a list, dict or array) what it
+    is made of then: a flat list's or tuple's elements (a tuple of them),
+    else `_walk`'s list; None where no value can change."""
+    items = tuple(attrs.items())
+    deep = None
+    for _k, v in items:
+        t = type(v)
+        if t in _CONTAINERS or isinstance(v, np.ndarray):
+            if deep is None:
+                deep = []
+            if (t is list or t is tuple) and _flat(v):
+                deep.append((v, tuple(v)))
+            else:
+                parts: list = []
+                _walk(v, parts)
+                deep.append((v, parts))
+    return items, deep
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def _same_objects(a: list, b: list) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is not y and not (type(x) is type(y) and type(x) in (int, tuple) and x == y):
+            return False        # ((int: a container's length; tuple: an array's bits)
+    return True
+
+
+def _unchanged(attrs: Mapping[str, Any], snapshot: tuple) -> bool:
+    items, deep = snapshot
+    if len(items) != len(attrs) or not all(attrs.get(k, _Opaque) is v for k, v in items):
+        return False
+    if deep is None:
+        return True
+    for v, then in deep:
+        if type(then) is tuple:
+            if len(v) != len(then) or not all(map(operator.is_, v, then)):
+                return False
+        else:
+            now: list = []
+            _walk(v, now)
+            if not _same_objects(now, then):
+                return False
+    return True
 
 
 def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
     """The attributes' exact key, made once per mapping object (kept alive
-    while its token is kept, so that its id() is not reused)."""
+    while its token is kept, so that its id() is not reused) and made again
+    when the mapping holds other objects than then, or a list, dict or
+    array in it changed in place since (review22: a caller's dict reused
+    with its list changed answered from the old list)."""
     if not attrs:
         return ()
     hit = memo.tokens.get(id(attrs))
-    if hit is not None and hit[0] is attrs and len(hit[1]) == len(attrs) \
-            and all(attrs.get(k, _MISSING) is v for k, v in hit[1]):
-        # (the same mapping holding the same objects: a dict that a caller
-        # changed since, say reused for another node, is keyed again)
-        return hit[2]
+    if hit is not None and hit[0] is attrs and _unchanged(attrs, hit[2]):
+        return hit[1]
     try:
         token = _exact_attr(dict(attrs))
         hash(token)
@@ -282,7 +369,7 @@ def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
         token = _ByIdentity(attrs)          # (which keeps it alive)
     if len(memo.tokens) >= 16384:
         memo.tokens.clear()
-    memo.tokens[id(attrs)] = (attrs, tuple(attrs.items()), token)
+    memo.tokens[id(attrs)] = (attrs, token, _snapshot(attrs))
     return token
 
 

@@ -256,3 +256,40 @@ def test_one_original_checked_against_several_rewrites_with_and_without(
             assert [exact_outcome(o) for o, _ in a.original_outcomes] == \
                 [exact_outcome(o) for o, _ in b.original_outcomes]
     assert [v.verdict for v in with_memo].count("unsound") >= 2
+
+
+def test_a_function_put_in_the_registry_by_hand_is_run_again(monkeypatch):
+    """review22: a registry entry changed without `register` (a test's
+    monkeypatch.setitem, or the fixture undoing it) leaves functions.version
+    as it was; a remembered run of the same program object at the same σ
+    must not stand for a run of the function now registered."""
+    def plus(k):
+        return lambda xp, args, attrs: (args[0] + xp.float32(k),)
+
+    def acc(k):
+        return lambda xp, args, attrs: (args[1] + xp.float32(k),)
+    monkeypatch.setitem(fns._REGISTRY, "Review22Stale",
+                        fns.Function("Review22Stale", 1, 1, plus(1)))
+    monkeypatch.setitem(fns._REGISTRY, "Review22Acc", fns.Function("Review22Acc", 2, 1, acc(1)))
+    p = program_from_json({
+        "variables": {"x": {"dtype": "float32", "shape": [2]}},
+        "feeds": {"f": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "u", "op": "Review22Stale", "inputs": ["$f"]},
+                  {"name": "v", "op": "Var", "var": "x"},
+                  {"name": "a", "op": "Assign", "fn": "Review22Acc", "inputs": ["v", "$f"]}],
+        "outputs": {"out": "u"}})
+    feeds = {"f": Tensor(np.array([1.0, 2.0], np.float32))}
+    init = {"x": Tensor(np.array([0.0, 0.0], np.float32))}
+    o, _ = M.canonical_outcome(p, feeds, init, "atomic", "outputs+state")
+    assert dict(o.outputs)["out"].array.tolist() == [2.0, 3.0]
+    assert M.canonical_outcome(p, feeds, init, "atomic", "outputs+state")[0] == o   # (a hit)
+    monkeypatch.setitem(fns._REGISTRY, "Review22Stale",
+                        fns.Function("Review22Stale", 1, 1, plus(10)))
+    o2, _ = M.canonical_outcome(p, feeds, init, "atomic", "outputs+state")
+    assert dict(o2.outputs)["out"].array.tolist() == [11.0, 12.0]
+    # (the Assign's function, named by its `fn`, is looked up too)
+    monkeypatch.setitem(fns._REGISTRY, "Review22Acc", fns.Function("Review22Acc", 2, 1, acc(5)))
+    o2, _ = M.canonical_outcome(p, feeds, init, "atomic", "outputs+state")
+    assert dict(o2.state)["x"].array.tolist() == [6.0, 7.0]
+    assert o2 == ref.canonical_outcome(p, feeds, init, "atomic", "outputs+state")[0]
+    assert dict(o2.outputs)["out"].array.tolist() == [11.0, 12.0]
