@@ -166,6 +166,9 @@ class Tables:
         self.index = index
         self.kind = [_FN] * n
         self.fn: list[Function | None] = [None] * n
+        #: the functions looked up, by name (`compiled` rebuilds the tables
+        #: when the registry holds another under a name)
+        self.looked_up: dict[str, Function] = {}
         self.attrs: list[Mapping[str, Any]] = [{}] * n
         self.var: list[str | None] = [None] * n
         self.n_slots = [1] * n
@@ -179,9 +182,9 @@ class Tables:
             self.kind[i] = {VAR: _VAR, READ: _READ, ASSIGN: _ASSIGN}.get(node.op, _FN)
             self.attrs[i] = node.attrs
             if self.kind[i] == _FN:
-                self.fn[i] = fns.get(node.op)
+                self.fn[i] = self.looked_up[node.op] = fns.get(node.op)
             elif self.kind[i] == _ASSIGN:
-                self.fn[i] = fns.get(node.fn)
+                self.fn[i] = self.looked_up[node.fn] = fns.get(node.fn)
             if self.kind[i] == _VAR:
                 self.var[i] = node.var
             elif self.kind[i] in (_READ, _ASSIGN):
@@ -265,9 +268,11 @@ def compiled(p: Program, semantics: str = ATOMIC) -> Tables:
         by_semantics = {}
         _COMPILED[key] = (ref, by_semantics)
     tables = by_semantics.get(semantics)
-    if tables is None or tables.registry_version != fns.version:
-        # (a function registered again since: looked up again, as a new
-        # Machine always did)
+    if tables is None or tables.registry_version != fns.version or \
+            any(fns.lookup(name) is not f for name, f in tables.looked_up.items()):
+        # (a function registered again since, or put in the registry by hand
+        # (review22: the replay ran the old one), looked up again, as a new
+        # Machine always did and as oracle/explore.py's `compiled` does)
         tables = by_semantics[semantics] = Tables(p, semantics)
     return tables
 

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tfsem.oracle import functions as fns
+from tfsem.oracle import kernels
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.values import Error, Value
 
@@ -124,10 +125,16 @@ _lock = threading.Lock()
 
 def _epoch() -> tuple:
     """What else a session is valid for: the function registry's version (a
-    function registered again is another function), and under pytest the
-    test that made it (a test may patch a function or a machine in place:
-    what a session holds does not outlive it)."""
-    return fns.version, os.environ.get("PYTEST_CURRENT_TEST")
+    function registered again is another function) and the functions it
+    holds now (one put in by hand: review22), whether TensorFlow's kernels
+    are on and the tensor size limit (a confirmation with kernels off must
+    not stand on a kernel's result kept at the same σ: review22), and under
+    pytest the test that made it (a test may patch a function or a machine
+    in place: what a session holds does not outlive it).  (The functions
+    are compared by identity, and the session keeps them alive: an id is
+    not reused while it is held.)"""
+    return (fns.version, tuple(fns._REGISTRY.values()), kernels.enabled(),
+            fns.MAX_TENSOR_ELEMENTS, os.environ.get("PYTEST_CURRENT_TEST"))
 
 
 def session(backend: Backend, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> Session:
