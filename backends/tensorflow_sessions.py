@@ -21,7 +21,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .tensorflow import GraphRunner, TensorFlowRunError, _array
+from . import tensorflow as _tfb
+from .tensorflow import TensorFlowRunError, _array
 
 
 def run_together(call, calls) -> None:
@@ -55,7 +56,9 @@ def run_session_threads(session, init: Mapping[str, Any], trials: int,
     p = session.program
     names: dict[str, str] = {}
     graph = format_text("GraphDef", export_graph(p, names=names))
-    runner = GraphRunner(graph, {o: o for o in p.outputs}, observe=observe,
+    # (looked up when called: a module imported while a test had patched
+    # GraphRunner kept the stand-in for the rest of the process)
+    runner = _tfb.GraphRunner(graph, {o: o for o in p.outputs}, observe=observe,
                          inter_op_threads=inter_op_threads, optimize=False)
     feeds = dict(feeds or {})
     calls = []
