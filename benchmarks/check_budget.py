@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from grappler_budget import timed  # noqa: E402  (the command's run, timed, as there)
 
 CORPUS = ROOT / "examples" / "tensorflow" / "corpus"
 GRAPH = CORPUS / "keras_mobilenetv2_32.pb"
@@ -63,18 +63,7 @@ def run_once(env: dict, rewritten_graph: Path, timeout: float, mode: str, limit:
         cmd.append("--json")
     if "html" in mode:
         cmd += ["--html", str(html)]
-    with tempfile.TemporaryFile() as out:
-        t = time.monotonic()
-        try:
-            # (cwd: not the repository, whose tfsem/ would shadow a baseline's)
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env,
-                                  timeout=limit, cwd=tempfile.gettempdir())
-            rc = proc.returncode
-        except subprocess.TimeoutExpired:
-            rc = None
-        wall = time.monotonic() - t
-        out.seek(0)
-        data = out.read()
+    wall, rc, data = timed(cmd, env, limit)
     row = {"wall": wall, "rc": rc, "bytes": len(data),
            "page": html.stat().st_size if html.exists() else None}
     text = data[:4000].decode("utf-8", "replace")

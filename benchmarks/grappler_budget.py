@@ -39,11 +39,8 @@ CASES = {
 }
 
 
-def run_once(env: dict, graph: str, optimizers: list[str], timeout: float, as_json: bool,
-             limit: float) -> dict:
-    cmd = [sys.executable, "-m", "tfsem", "grappler", str(CORPUS / graph), "--timeout",
-           f"{timeout:g}"] + [a for o in optimizers for a in ("--optimizer", o)] + \
-        (["--json"] if as_json else [])
+def timed(cmd: list[str], env: dict, limit: float) -> tuple[float, int | None, bytes]:
+    """(wall seconds, exit status or None past `limit`, stdout) of `cmd`."""
     with tempfile.TemporaryFile() as out:
         t = time.monotonic()
         try:
@@ -55,7 +52,15 @@ def run_once(env: dict, graph: str, optimizers: list[str], timeout: float, as_js
             rc = None
         wall = time.monotonic() - t
         out.seek(0)
-        data = out.read()
+        return wall, rc, out.read()
+
+
+def run_once(env: dict, graph: str, optimizers: list[str], timeout: float, as_json: bool,
+             limit: float) -> dict:
+    cmd = [sys.executable, "-m", "tfsem", "grappler", str(CORPUS / graph), "--timeout",
+           f"{timeout:g}"] + [a for o in optimizers for a in ("--optimizer", o)] + \
+        (["--json"] if as_json else [])
+    wall, rc, data = timed(cmd, env, limit)
     row = {"wall": wall, "rc": rc, "bytes": len(data)}
     if as_json and rc is not None:
         try:

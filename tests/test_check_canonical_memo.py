@@ -16,16 +16,14 @@ from tfsem.checking import canonical_memo as M
 from tfsem.checking import check as C
 from tfsem.checking import check_rewrite
 from tfsem.checking import refute as ref
-from tfsem.checking.structural import race_free
 from tfsem.generators.strategies import random_programs
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor, exact
-from tfsem.rewrites import builtin_passes
 
 from test_check_one_outcome import as_if_kernels, no_solver_candidates  # noqa: F401
-from test_check_race_free_confirm import LEFT, RIGHT, _step
+from test_check_race_free_confirm import LEFT, RIGHT, _pairs, _step
 
 SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 
@@ -180,17 +178,6 @@ def test_off_by_the_environment(monkeypatch):
     p = _const_program(1)
     M.canonical_outcome(p, {}, {}, "atomic", "outputs")
     assert M.remembered() == 0
-
-
-def _pairs(count, max_nodes, seed):
-    passes = builtin_passes()
-    for i, p in enumerate(random_programs(count, seed, max_nodes=max_nodes)):
-        if not race_free(p):
-            continue
-        for j, (name, ps) in enumerate(passes.items()):
-            q = ps.function(p)
-            if q != p:
-                yield i, name, p, q, SETTINGS[(i + j) % 4]
 
 
 def test_verdicts_with_the_memo_equal_those_without(monkeypatch):

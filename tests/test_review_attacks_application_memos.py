@@ -141,6 +141,37 @@ def _answer(q, feeds, init, sem, obs, whole: bool):
 _PASSES = list(builtin_passes().values())
 
 
+def _rewrites(p, limit: int) -> list:
+    """The first `limit` built-in passes' rewrites of `p` that change it."""
+    out = []
+    for ps in _PASSES:
+        try:
+            q = ps.function(p)
+        except Exception:  # noqa: BLE001
+            continue
+        if q != p:
+            out.append(q)
+    return out[:limit]
+
+
+def _checks_off_and_on(p, rewrites: list, sem: str, obs: str, **kw) -> dict:
+    """Each rewrite checked with both memos off ("0"), then on ("1": each
+    rewrite twice, the second check served by the first's memos)."""
+    got = {}
+    for env in ("0", "1"):
+        os.environ[A.ENV] = os.environ[canonical_memo.ENV] = env
+        try:
+            A.clear()
+            canonical_memo.clear()
+            got[env] = [check_rewrite(p, q, sem, obs, timeout=10, structural=False,
+                                      backends=True, classify=False, **kw)
+                        for q in rewrites * (2 if env == "1" else 1)]
+        finally:
+            os.environ.pop(A.ENV, None)
+            os.environ.pop(canonical_memo.ENV, None)
+    return got
+
+
 @st.composite
 def _cases(draw):
     dtype = draw(st.sampled_from(DTYPES))
@@ -218,27 +249,8 @@ def test_check_verdicts_with_the_memos_equal_those_without(case):
     p, _sigma, seed = case
     rnd = random.Random(seed)
     sem, obs = SETTINGS[rnd.randrange(4)]
-    rewrites = []
-    for ps in _PASSES:
-        try:
-            q = ps.function(p)
-        except Exception:  # noqa: BLE001
-            continue
-        if q != p:
-            rewrites.append(q)
-    rewrites = rewrites[:4]
-    got = {}
-    for env in ("0", "1"):
-        os.environ[A.ENV] = os.environ[canonical_memo.ENV] = env
-        try:
-            A.clear()
-            canonical_memo.clear()
-            got[env] = [check_rewrite(p, q, sem, obs, timeout=10, structural=False,
-                                      backends=True, classify=False, seed=seed % 1000)
-                        for q in rewrites * (2 if env == "1" else 1)]   # (with the memos: twice)
-        finally:
-            os.environ.pop(A.ENV, None)
-            os.environ.pop(canonical_memo.ENV, None)
+    rewrites = _rewrites(p, 4)
+    got = _checks_off_and_on(p, rewrites, sem, obs, seed=seed % 1000)
     n = len(rewrites)
     STATS["checks"] += 3 * n
     for k, v in enumerate(got["0"]):
@@ -491,27 +503,9 @@ def test_control_flow_check_verdicts_with_the_memos_equal_those_without(data):
     from tfsem.generators.control_flow import control_flow_programs
     p = data.draw(control_flow_programs(max_blocks=2, bounded_trips=True))
     sem, obs = data.draw(st.sampled_from(SETTINGS))
-    rewrites = []
-    for ps in _PASSES:
-        try:
-            q = ps.function(p)
-        except Exception:  # noqa: BLE001
-            continue
-        if q != p:
-            rewrites.append(q)
-    rewrites = rewrites[:3]
-    got = {}
-    for env in ("0", "1"):
-        os.environ[A.ENV] = os.environ[canonical_memo.ENV] = env
-        try:
-            A.clear()
-            canonical_memo.clear()
-            got[env] = [check_rewrite(p, q, sem, obs, timeout=10, structural=False,
-                                      backends=True, classify=False).verdict
-                        for q in rewrites * (2 if env == "1" else 1)]
-        finally:
-            os.environ.pop(A.ENV, None)
-            os.environ.pop(canonical_memo.ENV, None)
+    rewrites = _rewrites(p, 3)
+    got = {env: [v.verdict for v in vs]
+           for env, vs in _checks_off_and_on(p, rewrites, sem, obs).items()}
     n = len(rewrites)
     STATS["cf_checks"] = STATS.get("cf_checks", 0) + 3 * n
     for k, v in enumerate(got["0"]):
