@@ -10,6 +10,7 @@ when a stage (a check that ignores its clock, a replay) overruns."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -206,7 +207,9 @@ def test_a_verdict_before_the_programs_were_read_still_writes_its_page(capsys, t
     rc = main(["check", graph, graph, "--fetch", "Identity", "--timeout", "0.001", "--html",
                str(page)])
     assert time.monotonic() - t < 0.001 + MARGIN
-    assert rc == EXIT_UNKNOWN and capsys.readouterr().out.startswith(
-        "unknown: the time budget ran out while reading the graph")
+    out = capsys.readouterr().out
+    # (reading the file or decoding it: which, the machine's speed decides)
+    assert rc == EXIT_UNKNOWN and re.match(
+        r"unknown: the time budget ran out while (reading|decoding) the graph", out), out
     html = page.read_text()
     assert "UNKNOWN" in html and "came before the programs could be drawn" in html
