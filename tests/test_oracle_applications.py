@@ -29,6 +29,7 @@ from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import Error, Tensor, exact
 from tfsem.rewrites import builtin_passes
+from test_check_refute import _pairs
 
 SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 
@@ -309,15 +310,6 @@ def test_the_numpy_back_end_never_uses_the_memo():
             theirs = backend_execute.replay(p, feeds, {}, schedule, "numpy", "atomic", "outputs")
             assert exact_outcome(theirs) == exact_outcome(outcome)
         assert (memo.hits, memo.misses, len(memo.entries)) == before
-
-
-def _pairs(count, max_nodes, seed):
-    passes = builtin_passes()
-    for i, p in enumerate(random_programs(count, seed, max_nodes=max_nodes)):
-        for j, (name, ps) in enumerate(passes.items()):
-            q = ps.function(p)
-            if q != p:
-                yield i, name, p, q, SETTINGS[(i + j) % 4]
 
 
 def test_check_verdicts_with_the_memos_equal_those_without(monkeypatch):
