@@ -18,10 +18,8 @@ without ever copying an argument to the host.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
-import types
 import weakref
 from collections import Counter
 from dataclasses import dataclass
@@ -458,39 +456,10 @@ class Machine:
 # Running one schedule, lean
 
 
-def _code_fingerprint(code: Any) -> str:
-    """SHA-256 of a code object's bytecode, names and constants, nested
-    code objects included (not their addresses)."""
-    h = hashlib.sha256()
-
-    def walk(c: Any) -> None:
-        for part in (c.co_code, repr(c.co_names).encode(), repr(c.co_varnames).encode(),
-                     repr(c.co_freevars).encode()):
-            h.update(part)
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                walk(k)
-            else:
-                h.update(repr(k).encode())
-    walk(code)
-    return h.hexdigest()[:16]
-
-
-#: functions.flushed_variant's implementation, as `Memo._flushed_impl`
-#: copies it (Python 3.11's bytecode; another body or another Python: the
-#: copy is not used, and tests/test_backends_run_schedule.py says so)
-_FLUSHED_FINGERPRINT = "72c6a4fd3b1a773e"
-_FLUSHED_CODE = fns.flushed_variant(fns.get("Add")).impl.__code__
-FLUSHED_COPY_CURRENT = _code_fingerprint(_FLUSHED_CODE) == _FLUSHED_FINGERPRINT
-
-
 def _flushed_base(fn: Function) -> Function | None:
     """The base function of a flushed variant (`functions.flushed_variant`),
-    or None (another function, or a body the copy does not match)."""
-    impl = fn.impl
-    if not FLUSHED_COPY_CURRENT or getattr(impl, "__code__", None) is not _FLUSHED_CODE:
-        return None
-    return impl.__closure__[impl.__code__.co_freevars.index("base")].cell_contents
+    or None (another function)."""
+    return getattr(fn.impl, "flushed_base", None)
 
 
 class Memo:
@@ -566,21 +535,16 @@ class Memo:
 
     def _flushed_impl(self, base: Function, xp: Any, args: Sequence[Any],
                       attrs: Mapping[str, Any]) -> tuple:
-        """`functions.flushed_variant(base).impl`, whose every argument is
-        flushed (`ftz`), except the arguments known to be flushed already:
+        """`functions.flushed_variant(base).impl` (`functions.run_flushed`),
+        whose arguments known to be flushed already are not searched again:
         the results of a flushed variant run here (held by weak reference,
         by identity).  `ftz` of an array with no subnormal is that array
         itself, and a flushed variant's results have none (`ftz` made
         them; the error discipline's dtype conversion, which could make
         some, makes another array, not marked), so the arguments are the
-        same objects either way and so are the results.  The body is
-        flushed_variant's (its bytecode's fingerprint is checked at import:
-        `_FLUSHED_FINGERPRINT`; another body, and this path is not taken)."""
-        flushed = tuple(a if a is None or self._is_flushed(a) else fns.ftz(xp, a) for a in args)
-        out = base.impl(xp, flushed, attrs)
-        if base.name in fns._ROUNDS_UP_TO_TINY:
-            out = tuple(fns._tiny_after_rounding(base.name, flushed, r, xp) for r in out)
-        results = tuple(fns.ftz(xp, xp.asarray(r)) for r in out)
+        same objects either way and so are the results."""
+        results = fns.run_flushed(base, xp, args, attrs,
+                                  clean=lambda a: a is None or self._is_flushed(a))
         for r in results:
             if type(r) is np.ndarray:
                 self.flushed[id(r)] = weakref.ref(r)

@@ -1106,17 +1106,26 @@ def flushed_arithmetic(name: str, *args: Any, xp: Any = np) -> Any:
     return ftz(xp, _tiny_after_rounding(name, flushed, r, xp))
 
 
+def run_flushed(base: Function, xp: Any, args: Sequence[Any], attrs: Mapping[str, Any],
+                clean: Callable[[Any], bool] | None = None) -> tuple:
+    """`flushed_variant(base)`'s body: `base` on the arguments with
+    subnormals flushed, its results flushed.  `clean(a)`: an argument known
+    to hold no subnormal (`ftz` of it would be itself), not searched again."""
+    flushed = tuple(a if clean is not None and clean(a) else ftz(xp, a) for a in args)
+    out = base.impl(xp, flushed, attrs)
+    if base.name in _ROUNDS_UP_TO_TINY:
+        out = tuple(_tiny_after_rounding(base.name, flushed, r, xp) for r in out)
+    return tuple(ftz(xp, xp.asarray(r)) for r in out)
+
+
 def flushed_variant(base: Function) -> Function:
     """`base` with subnormal arguments and results flushed (not registered:
     oracle/opdefs/math.py gives it to the op that produces it).  A result
     rounded up to the smallest normal from below is flushed as the CPU
     does (`_tiny_after_rounding`)."""
     def impl(xp, args, attrs):
-        flushed = tuple(ftz(xp, a) for a in args)
-        out = base.impl(xp, flushed, attrs)
-        if base.name in _ROUNDS_UP_TO_TINY:
-            out = tuple(_tiny_after_rounding(base.name, flushed, r, xp) for r in out)
-        return tuple(ftz(xp, xp.asarray(r)) for r in out)
+        return run_flushed(base, xp, args, attrs)
+    impl.flushed_base = base   # (backends/execute.py's Memo runs it with `clean`)
     doc = f"{base.name} with subnormal arguments and results flushed to zero (TensorFlow's CPU runtime)"
     return Function(base.name + FTZ_SUFFIX, base.n_in, base.n_out, impl, doc=doc,
                     strict_args=base.strict_args, attrs=base.attrs, pure=False,
