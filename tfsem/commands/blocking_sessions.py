@@ -155,34 +155,94 @@ def _sigmas(program, seed: int = 0):
         yield random_inputs(program, seed + k)
 
 
-def check(args: argparse.Namespace, session) -> int:
-    """`check SESSION REWRITTEN` for a session with sections or queues."""
+#: what a blocking check's JSON says when its counterexample was left out
+JSON_CUT = ("the time budget ran out while the verdict's JSON was written: its "
+            "counterexample is left out; the verdict stands (a longer --timeout writes it)")
+
+
+def _made_within(items, fn, end) -> tuple[list, int]:
+    """`fn` of each item while `end` (a common.Deadline) has not passed, and
+    how many items were left out (the report is made against the clock: a
+    session can have thousands of outcomes at a σ)."""
+    made = []
+    for i, item in enumerate(items):
+        if end is not None and end.expired():
+            return made, len(items) - i
+        made.append(fn(item))
+    return made, 0
+
+
+def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0,
+          report=None, progress: dict | None = None) -> int:
+    """`check SESSION REWRITTEN` for a session with sections or queues.
+
+    Its budget is `tfsem check`'s (docs/budgets.md): `deadline` (a
+    common.Deadline: the whole command's, from the process's start; a call
+    from Python starts it now), of which `reserve` seconds are kept back for
+    the report.  Reading the rewrite's graph and the enumerations at each σ
+    end by `deadline` less `reserve`; σ are tried while time is left.  A
+    budget that ends the enumeration before any σ was compared in full is
+    `unknown`, after some a `no-counterexample` that says how many and that
+    the budget ended it (docs/verdicts.md: a σ is tried when both outcome
+    sets were compared in full).  The report (its counterexample's outcome
+    lines, the JSON) is made by REPORT_TAIL before `deadline`, and what it
+    leaves out it says.  `report` and `progress` are check.py's _Report and
+    its watchdog's progress: the watchdog (a process of its own) writes
+    `watchdog_report` when a stage overruns."""
     from tfsem.oracle import blocking  # noqa: PLC0415
     from tfsem.oracle.budget import BudgetExceeded  # noqa: PLC0415
     from tfsem.oracle.jsonio import read_json_file  # noqa: PLC0415
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     from tfsem.oracle.session import SessionError  # noqa: PLC0415
-    from tfsem.oracle.values import format_value  # noqa: PLC0415
+
+    from .common import Deadline, dumps_within  # noqa: PLC0415
+    from .grappler import REPORT_TAIL, _finish, _hold  # noqa: PLC0415
 
     semantics = args.semantics or "atomic"
     observe = args.observe or "outputs+state"
+    if deadline is None:
+        deadline = Deadline(args.timeout)
+    progress = {} if progress is None else progress
+    progress.setdefault("tried", 0)
+    budget = f"the time budget of {args.timeout:g} s"
+    #: the enumerations (and reading the rewrite's graph) end here
+    stop_at = deadline.at - reserve
+    #: the report's making ends here (what is left after it: writing it, the process's end)
+    end = Deadline(deadline.seconds, deadline.started, at=deadline.at - REPORT_TAIL)
 
-    def verdict(name: str, reason: str = "", **extra) -> int:
+    def verdict(name: str, reason: str = "", make=None, **extra) -> int:
+        """Write the verdict (its text or JSON) and end the command; `make`
+        (for an `unsound`) makes its counterexample's lines and JSON within
+        the report's time."""
         status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}[name]
-        lines = extra.pop("lines", [])
+        data = dict({"verdict": name, "reason": reason, "semantics": semantics,
+                     "observe": observe}, **extra)
+        progress.update(verdict=dict(data), stage="the report")
+        lines: list[str] = []
+        if make is not None:
+            lines, cx, cut = make()
+            data["counterexample"] = cx
+            if cut is not None:
+                data["report_cut"] = cut
         if args.json:
-            print_json(dict({"verdict": name, "reason": reason, "semantics": semantics,
-                             "observe": observe}, **extra))
+            text = dumps_within(data, end)
+            if text is None:
+                data["counterexample"] = None
+                data["report_cut"] = JSON_CUT
+                text = dumps_within(data, None)
         else:
-            print(name + (f": {reason}" if reason else ""))
-            for line in lines:
-                print("  " + line)
-        return status
+            text = "\n".join([name + (f": {reason}" if reason else ""),
+                              *("  " + line for line in lines)])
+        if report is not None and not report.claim():
+            _hold()     # the watchdog is writing the report, and ends the process
+        print(text, flush=True)
+        return _finish(args, status)
 
+    from tfsem.graphdef import ImportTimeout, is_graph_path  # noqa: PLC0415
     from tfsem.oracle.session import is_session  # noqa: PLC0415
-    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
     raw_p = (session.raw or {}).get("program") if isinstance(session.raw, dict) else None
     graph_session = None
+    progress["stage"] = "reading the rewrite"
     if is_graph_path(args.rewritten) and isinstance(raw_p, dict) and "graph" in raw_p:
         # a rewrite of the session's graph: the same runs over it (oracle/opdefs/queues.py)
         import os  # noqa: PLC0415
@@ -192,7 +252,10 @@ def check(args: argparse.Namespace, session) -> int:
         raw2 = dict(session.raw, program=dict(raw_p, graph=os.path.abspath(args.rewritten)))
         try:
             graph_session = session_from_json(raw2, where=str(args.rewritten),
-                                              load_graph=session_graph_loader())
+                                              load_graph=session_graph_loader(stop_at))
+        except ImportTimeout as exc:
+            return verdict("unknown", f"{exc} (the time budget of {args.timeout:g} s covers "
+                                      "reading and importing the graphs)", budget=True)
         except ProgramError as exc:
             return verdict("invalid", "the rewritten graph cannot run the session's runs: "
                            + "; ".join(str(v) for v in exc.violations))
@@ -227,44 +290,42 @@ def check(args: argparse.Namespace, session) -> int:
     if set(p2.feeds) - set(p1.feeds):
         return verdict("invalid", "the rewrite reads feeds the original lacks: "
                        + ", ".join(sorted(set(p2.feeds) - set(p1.feeds))))
-    started = time.monotonic()
-    timeout = args.timeout
     tried = 0
+    cut = None      # why the enumeration ended before CHECK_SIGMAS σ
     try:
         for feeds, init in _sigmas(p1):
-            if time.monotonic() - started > timeout:
+            if time.monotonic() >= stop_at:
+                cut = f"{budget} ran out before σ {tried + 1} of {CHECK_SIGMAS}"
                 break
-            left = max(timeout - (time.monotonic() - started), 0.01)
-            a, _ = blocking.outcomes(p1, t1, feeds, init, semantics, observe, max_seconds=left)
-            left = max(timeout - (time.monotonic() - started), 0.01)
+            progress["stage"] = (f"the enumeration of the session's outcomes (σ {tried + 1} of "
+                                 f"{CHECK_SIGMAS})")
+            a, _ = blocking.outcomes(p1, t1, feeds, init, semantics, observe,
+                                     max_seconds=max(stop_at - time.monotonic(), 0.01))
             b, _ = blocking.outcomes(p2, t2, {f: feeds[f] for f in p2.feeds}, init, semantics,
-                                     observe, max_seconds=left)
+                                     observe, max_seconds=max(stop_at - time.monotonic(), 0.01))
             tried += 1
+            progress["tried"] = tried
             extra = [o for o in b if o not in a]
             if extra:
                 o = extra[0]
                 differs = o.first_difference(list(a)) or {}
                 where = ", ".join(f"{k} {v!r}" for k, v in differs.items())
-                init_text = ", ".join(f"{x} = {format_value(v)}" for x, v in sorted(init.items())) \
-                    or "every variable uninitialized"
-                lines = [f"init:    {init_text}"]
-                if feeds:
-                    lines.append("feeds:   " + ", ".join(f"{f} = {format_value(v)}"
-                                                         for f, v in sorted(feeds.items())))
-                lines += [f"rewritten schedule: {' '.join(b[o])}",
-                          f"rewritten outcome:  {_describe(o, session)}",
-                          f"original outcomes at this σ ({len(a)}):"]
-                lines += [f"  {i}. {_describe(x, session)}" for i, x in enumerate(a, 1)]
                 return verdict("unsound", f"{where} differs" if where else "an added outcome",
-                               differs=differs, tried=tried, lines=lines,
-                               counterexample={"init": {x: v for x, v in _json_values(init).items()},
-                                               "schedule": b[o], "outcome": _json(o, session),
-                                               "original": [_json(x, session) for x in a]})
+                               make=lambda o=o, a=a, b=b, feeds=feeds, init=init:
+                               _counterexample(o, a, b, feeds, init, session, end),
+                               differs=differs, tried=tried)
     except BudgetExceeded as exc:
+        what = (f"{budget} ran out" if exc.which == "seconds" and time.monotonic() >= stop_at
+                else str(exc))
+        cut = f"{what} while σ {tried + 1} of {CHECK_SIGMAS} was enumerated"
         if tried == 0:
-            return verdict("unknown", f"{exc} (enumerating the session's outcomes)", tried=tried)
+            return verdict("unknown", f"{cut}: no σ was compared in full (a longer --timeout "
+                                      "may decide it)", tried=tried, budget=True)
     except blocking.BlockingError as exc:
         raise UsageError("; ".join(str(v) for v in exc.violations)) from None
+    if cut is not None and tried == 0:
+        return verdict("unknown", f"{cut}: no σ was compared in full (a longer --timeout may "
+                                  "decide it)", tried=tried, budget=True)
     closes = any(kind == "QueueClose" for t in (t1, t2) for kind, _ in t.queue_ops.values())
     # (a closed queue fails ops, and errors are values: TensorFlow fails the
     # whole run there, the outcome only shows a fetch of the error)
@@ -272,9 +333,80 @@ def check(args: argparse.Namespace, session) -> int:
               "an enqueue or close cancelled) is judged only by its outputs and state: a rewrite "
               "that only makes a run fail is not found (docs/sessions.md, errors are values)"
               if closes else "")
-    return verdict("no-counterexample", f"{tried} σ tried, every outcome of the rewritten "
+    how_many = f"{tried} σ tried" if cut is None else \
+        f"{tried} of {CHECK_SIGMAS} σ tried ({cut})"
+    return verdict("no-counterexample", f"{how_many}, every outcome of the rewritten "
                    "session among the original's (critical sections and queues are checked by "
-                   f"enumeration, not proved){caveat}", tried=tried)
+                   f"enumeration, not proved){caveat}", tried=tried,
+                   **({} if cut is None else {"budget": True}))
+
+
+def _counterexample(o, a, b, feeds, init, session, end) -> tuple[list[str], dict, str | None]:
+    """An `unsound` blocking check's counterexample: its text lines, its
+    JSON, and what the report's clock (`end`) left out of them, or None.
+    The original's outcomes at σ (thousands, in a large session) are made
+    one by one against the clock; the rest are left out, and it says so."""
+    from tfsem.oracle.values import format_value  # noqa: PLC0415
+    init_text = ", ".join(f"{x} = {format_value(v)}" for x, v in sorted(init.items())) \
+        or "every variable uninitialized"
+    lines = [f"init:    {init_text}"]
+    if feeds:
+        lines.append("feeds:   " + ", ".join(f"{f} = {format_value(v)}"
+                                             for f, v in sorted(feeds.items())))
+    lines += [f"rewritten schedule: {' '.join(b[o])}",
+              f"rewritten outcome:  {_describe(o, session)}",
+              f"original outcomes at this σ ({len(a)}):"]
+    originals = list(a)
+    shown, left = _made_within(list(enumerate(originals, 1)),
+                               lambda ix: f"  {ix[0]}. {_describe(ix[1], session)}", end)
+    lines += shown
+    cut = None
+    if left:
+        cut = (f"the time budget ran out while the original's outcomes were written: {left} of "
+               f"{len(originals)} are left out; the verdict stands (a longer --timeout "
+               "writes them)")
+        lines.append(f"({cut})")
+    cx = {"init": _json_values(init), "schedule": b[o], "outcome": _json(o, session)}
+    made, left_json = _made_within(originals, lambda x: _json(x, session), end)
+    cx["original"] = made if not left_json else None
+    if left_json and cut is None:
+        cut = (f"the time budget ran out while the original's outcomes were converted to JSON: "
+               f"they are left out; the verdict stands (a longer --timeout writes them)")
+    return lines, cx, cut
+
+
+def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int:
+    """What check.py's watchdog writes for a blocking check when the budget
+    ran out before the report (a stage that overran: an enumeration between
+    two readings of its clock, the report's making): a verdict reached
+    stands, without its counterexample; before one, `unknown` naming the
+    stage, and how many σ were compared in full before it."""
+    from .common import dumps_within  # noqa: PLC0415
+    budget = f"the time budget of {args.timeout:g} s"
+    stage = progress.get("stage", "the check")
+    data = progress.get("verdict")
+    if data is None:
+        tried = progress.get("tried", 0)
+        data = {"verdict": "unknown",
+                "reason": f"{budget} ran out during {stage}, which overran its share of it: no "
+                          f"verdict ({tried} σ compared in full before it; a longer --timeout "
+                          "may decide it)",
+                "semantics": args.semantics or "atomic",
+                "observe": args.observe or "outputs+state", "tried": tried, "budget": True}
+    else:
+        data = dict(data, counterexample=None,
+                    report_cut=f"{budget} ran out during {stage}, after the verdict: the "
+                               "verdict stands; its counterexample is left out")
+    status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1,
+              "unknown": 3}[data["verdict"]]
+    if args.json:
+        text = dumps_within(data, None)
+    else:
+        text = data["verdict"] + (f": {data['reason']}" if data.get("reason") else "")
+        if "report_cut" in data:
+            text += f"\n  ({data['report_cut']})"
+    print(text, flush=True)
+    return status
 
 
 def _json_values(values) -> dict:

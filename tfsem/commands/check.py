@@ -222,12 +222,6 @@ def run(args: argparse.Namespace) -> int:
                 else Deadline(args.timeout, started))
     reserve = report_reserve(args.timeout)
     args.import_deadline = deadline.at - reserve
-    if getattr(args, "rewritten", None) is not None:
-        from .blocking_sessions import blocking_session  # noqa: PLC0415
-        session = blocking_session(args.original, args)
-        if session is not None:  # critical sections or queues: enumerated, never proved
-            from .blocking_sessions import check as blocking_check  # noqa: PLC0415
-            return blocking_check(args, session)
     report = _Report(args, deadline)
     progress: dict = {"stage": "reading and importing the graphs"}
     if deadline.expired():
@@ -241,6 +235,19 @@ def run(args: argparse.Namespace) -> int:
         watchdog = _Watchdog(report, progress)
         watchdog.start()
     try:
+        if getattr(args, "rewritten", None) is not None:
+            from .blocking_sessions import blocking_session  # noqa: PLC0415
+            try:
+                session = blocking_session(args.original, args)
+            except ImportTimeout as exc:  # the session's graph too slow to import
+                return _early_verdict(args, "unknown", f"{exc} (the time budget of "
+                                      f"{args.timeout:g} s covers reading and importing the "
+                                      "graphs)", report)
+            if session is not None:  # critical sections or queues: enumerated, never proved
+                from .blocking_sessions import check as blocking_check  # noqa: PLC0415
+                from .blocking_sessions import watchdog_report as blocking_report  # noqa: PLC0415
+                progress["write"] = blocking_report   # its verdicts' own form
+                return blocking_check(args, session, deadline, reserve, report, progress)
         return _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report,
                     progress)
     finally:
@@ -503,7 +510,8 @@ class _Watchdog:
         if not self.report.claim():
             return
         args = self.report.args
-        _finish(args, watchdog_report(args, self.progress, self.report.head))
+        write = self.progress.get("write", watchdog_report)
+        _finish(args, write(args, self.progress, self.report.head))
 
 
 def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int:
