@@ -66,14 +66,22 @@ def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, d
 
 
 def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
-                                 timeout_ms: int = 2000, max_seconds: float = 120.0
+                                 timeout_ms: int = 2000, max_seconds: float = 120.0,
+                                 deadline: float | None = None, seen: Counter | None = None
                                  ) -> tuple[Counter, int]:
     """Over `trials` trials (a fresh TensorFlow session each, so the queues
     start empty), the distinct results: for each trial, the sorted names of
     the runs whose call was still blocked after `timeout_ms` (empty when
     every run completed) and the values fetched by those that completed,
     then (for a completed trial whose variables `init` all sets) the final
-    value of each variable."""
+    value of each variable.
+
+    Trials stop after `max_seconds`, and with `deadline` (a time.monotonic()
+    value: `tfsem run`'s budget) no trial starts when less is left than the
+    longest trial so far took: a trial is never cut short here (a call cut
+    by the budget would look blocked: a false deadlock).  Each trial made
+    is counted into `seen` (given, it is the caller's: a caller that leaves
+    this call behind at its budget reads the trials made from it)."""
     import time
 
     import numpy as np
@@ -104,9 +112,12 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
         else:
             targets = [names.get(r, r) for r in run.roots]
         calls.append((run.name, fetch, targets + extra.get(run.name, [])))
-    seen: Counter = Counter()
-    started, done = time.monotonic(), 0
+    seen = Counter() if seen is None else seen
+    started, done, longest = time.monotonic(), 0, 0.0
     while done < trials and time.monotonic() - started < max_seconds:
+        t_trial = time.monotonic()
+        if deadline is not None and t_trial + longest >= deadline:
+            break
         graph = tf.Graph()
         with graph.as_default():
             tf.compat.v1.import_graph_def(gd, name="")
@@ -185,6 +196,7 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                               + [(f"{name}/!error", why) for name, why in failed.items()])) + state
         seen[(tuple(sorted(waiting)), values)] += 1
         done += 1
+        longest = max(longest, time.monotonic() - t_trial)
     return seen, done
 
 

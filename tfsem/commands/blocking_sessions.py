@@ -111,14 +111,29 @@ def outcomes(args: argparse.Namespace, session) -> int:
 
 
 def run(args: argparse.Namespace, session) -> int:
-    """`tfsem run` on numpy: --runs runs, each under a random schedule."""
+    """`tfsem run` on numpy: --runs runs, each under a random schedule.
+    With --timeout T (docs/budgets.md: from the process's start), the clock
+    is read between runs: no run starts past T less the report's 0.3 s, and
+    the runs made are reported, `unknown` (exit 3), saying so.  A run is
+    not cut: the margin is one run (each node fires once)."""
     from tfsem.oracle import blocking  # noqa: PLC0415
+    deadline = None
+    if getattr(args, "timeout", None) is not None:
+        from .run import REPORT_SECONDS, _budget  # noqa: PLC0415
+        deadline = _budget(args)
+        stop_at = deadline.at - REPORT_SECONDS
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
     machine = blocking.Machine(program, table, args.semantics)
     rng = random.Random(args.seed)
     seen: dict = {}
+    made, cut = 0, None
     for _ in range(args.runs):
+        if deadline is not None and time.monotonic() >= stop_at:
+            cut = (f"the time budget of {deadline.seconds:g} s ran out after {made} of "
+                   f"{args.runs} runs: the runs above are all that were made")
+            break
+        made += 1
         try:
             o, sched = blocking.random_run(machine, feeds, init, rng, args.observe)
         except blocking.BlockingError as exc:
@@ -126,18 +141,24 @@ def run(args: argparse.Namespace, session) -> int:
         count, first = seen.get(o, (0, sched))
         seen[o] = (count + 1, first)
     ranked = sorted(seen.items(), key=lambda kv: -kv[1][0])
+    status = EXIT_OK if cut is None else EXIT_UNKNOWN
     if args.json:
-        print_json({"runs": args.runs, "backend": "numpy", "executor": "random",
-                    "outcomes": [dict(_json(o, session, schedule=list(s)), runs=n)
-                                 for o, (n, s) in ranked]})
-        return EXIT_OK
-    print(f"{args.runs} run{'s' if args.runs != 1 else ''} (random schedules, seed {args.seed}, "
+        out = {"runs": made, "backend": "numpy", "executor": "random",
+               "outcomes": [dict(_json(o, session, schedule=list(s)), runs=n)
+                            for o, (n, s) in ranked]}
+        if cut is not None:
+            out.update(budget=True, reason=cut)
+        print_json(out)
+        return status
+    print(f"{made} run{'s' if made != 1 else ''} (random schedules, seed {args.seed}, "
           f"{args.semantics}; critical sections and queues): {len(ranked)} distinct outcome"
           f"{'s' if len(ranked) != 1 else ''}")
     for i, (o, (n, s)) in enumerate(ranked, 1):
         print(f"  {i}. {_describe(o, session)}   ({n} run{'s' if n != 1 else ''})")
         print(f"     schedule: {' '.join(s)}")
-    return EXIT_OK
+    if cut is not None:
+        print(f"  unknown: {cut}")
+    return status
 
 
 def _sigmas(program, seed: int = 0):
@@ -422,45 +443,118 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     blocking.  Each trial is checked against the oracle: a trial in which
     runs R wait must match a deadlock outcome whose waiting instances are
     R's, a completed trial an outcome with its fetched values and final
-    variables (exit 1 for a trial outside the oracle's set)."""
+    variables (exit 1 for a trial outside the oracle's set).
+
+    All of it within `tfsem run`'s budget (--timeout, default 300 s, from
+    the process's start; docs/budgets.md): TensorFlow's import is left
+    behind when it outlasts it; the oracle's outcome set comes first (each
+    trial made is judged against it), in at most half of what is left and
+    at most 60 s; no trial starts when less is left than the longest so far
+    took, and the trials as a whole are left behind past the budget (those
+    made are reported).  A budget that cut anything is `unknown` (exit 3)
+    unless a trial made is a finding (exit 1)."""
     import sys  # noqa: PLC0415
+    from collections import Counter  # noqa: PLC0415
 
     from tfsem.oracle import blocking  # noqa: PLC0415
-    try:
-        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
-        tfb.tensorflow()
-        from tfsem.backends.tensorflow_blocking import among_oracle, run_blocking_session_threads  # noqa: PLC0415,E501
-    except ImportError as exc:
-        print(f"tfsem run: --backend tensorflow needs TensorFlow: {exc}", file=sys.stderr)
-        return 2
+    from tfsem.oracle.budget import BudgetExceeded  # noqa: PLC0415
+
+    from .common import MAX_SECONDS_OUTCOMES, StageTimeout, call_within  # noqa: PLC0415
+    from .grappler import _finish  # noqa: PLC0415
+    from .run import REPORT_SECONDS, _budget, _out_of_time  # noqa: PLC0415
+    deadline = _budget(args)
+
+    def left() -> float:
+        return deadline.left() - REPORT_SECONDS
+
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
     if feeds:
         raise UsageError("a session with queues or critical sections runs on TensorFlow with "
                          "its feeds given by the session (no free feeds)")
     try:
-        seen, done = run_blocking_session_threads(session, init, args.runs,
-                                                  timeout_ms=BLOCK_TIMEOUT_MS)
+        from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
+        # TensorFlow's import (5 s, a minute under load) looks at no clock
+        call_within(left(), tfb.tensorflow)
+        from tfsem.backends.tensorflow_blocking import among_oracle, run_blocking_session_threads  # noqa: PLC0415,E501
+    except ImportError as exc:
+        print(f"tfsem run: --backend tensorflow needs TensorFlow: {exc}", file=sys.stderr)
+        return 2
+    except StageTimeout:
+        return _out_of_time(args, deadline, "while TensorFlow was imported: no trial")
+    budget = f"the time budget of {deadline.seconds:g} s"
+    # the oracle's outcome set first: the same for every trial, so each
+    # trial made is judged whenever the budget stops them
+    found, note, oracle_cut = None, None, False
+    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left() / 2)
+    try:
+        found, _ = blocking.outcomes(program, table, feeds, init, args.semantics,
+                                     max_seconds=max(oracle_seconds, 0.05))
+    except BudgetExceeded as exc:
+        note = f"the oracle's outcomes are out of reach: {exc}"
+        if exc.which == "seconds" and oracle_seconds < MAX_SECONDS_OUTCOMES:
+            note = (f"the oracle's outcomes were not computed: {budget} left them "
+                    f"{max(oracle_seconds, 0.05):.2f} s ({exc})")
+            oracle_cut = True
+    except blocking.BlockingError as exc:
+        raise UsageError("; ".join(str(v) for v in exc.violations)) from None
+    seen: Counter = Counter()
+    cut = None
+    try:
+        # each trial's calls are TensorFlow's (a blocked one waits its
+        # BLOCK_TIMEOUT_MS): no trial starts when less is left than the
+        # longest so far; one that still outlasts the budget is left behind
+        call_within(left(), run_blocking_session_threads, session, init, args.runs,
+                    timeout_ms=BLOCK_TIMEOUT_MS, max_seconds=float("inf"),
+                    deadline=deadline.at - REPORT_SECONDS, seen=seen)
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
-    found, _ = blocking.outcomes(program, table, feeds, init, args.semantics)
-
-    def allowed(waiting, values) -> bool:
-        return among_oracle(found, waiting, values)
-    rows = sorted(seen.items(), key=lambda kv: -kv[1])
-    outside = 0
-    print(f"{done} trials on the TensorFlow executor, the {len(session.runs)} runs as concurrent "
-          f"Session.run calls, each with a {BLOCK_TIMEOUT_MS} ms timeout: {len(rows)} distinct "
-          f"results; the oracle allows {len(found)} outcomes")
-    for i, ((waiting, values), n) in enumerate(rows, 1):
-        ok = allowed(waiting, values)
-        outside += not ok
-        what = (f"blocked: {', '.join(waiting)} still waiting at the timeout"
-                if waiting else "completed")
-        vals = ", ".join(f"{k} = {v}" for k, v in values) or "no values fetched"
-        print(f"  {i}. {what}; {vals}   ({n} trial{'s' if n != 1 else ''})   "
-              f"{'in the oracle set' if ok else 'NOT in the oracle set'}")
-    return 1 if outside else EXIT_OK
+    except StageTimeout:
+        made = sum(Counter(dict(seen)).values())
+        cut = f"during trial {made + 1} of {args.runs}, which was left behind"
+    seen = Counter(dict(seen))     # (a trial left behind may still add to it)
+    done = sum(seen.values())
+    if cut is None and done < args.runs:
+        cut = f"after {done} of {args.runs} trials"
+    rows = [(key, n, None if found is None else among_oracle(found, *key))
+            for key, n in sorted(seen.items(), key=lambda kv: -kv[1])]
+    outside = sum(1 for _, _, ok in rows if ok is False)
+    budget_note = None if cut is None else (
+        f"{budget} ran out {cut}: the trials above are all that were made")
+    if oracle_cut and budget_note is None:
+        budget_note = f"{budget} ran out while the oracle's outcome set was computed: the " \
+                      "trials are not judged"
+    if args.json:
+        out = {"trials": done, "backend": "tensorflow", "executor": "threads",
+               "block_timeout_ms": BLOCK_TIMEOUT_MS,
+               "outcomes": [{"waiting": list(waiting), "values": {k: v for k, v in values},
+                             "trials": n, "in_oracle": ok}
+                            for (waiting, values), n, ok in rows],
+               "oracle_count": None if found is None else len(found),
+               "oracle_note": note, "findings": outside}
+        if budget_note is not None:
+            out.update(budget=True, reason=budget_note)
+        print_json(out)
+    else:
+        print(f"{done} trials on the TensorFlow executor, the {len(session.runs)} runs as "
+              f"concurrent Session.run calls, each with a {BLOCK_TIMEOUT_MS} ms timeout: "
+              f"{len(rows)} distinct results"
+              + ("" if found is None else f"; the oracle allows {len(found)} outcomes"))
+        for i, ((waiting, values), n, ok) in enumerate(rows, 1):
+            what = (f"blocked: {', '.join(waiting)} still waiting at the timeout"
+                    if waiting else "completed")
+            vals = ", ".join(f"{k} = {v}" for k, v in values) or "no values fetched"
+            judged = ("not judged" if ok is None else "in the oracle set" if ok
+                      else "NOT in the oracle set")
+            print(f"  {i}. {what}; {vals}   ({n} trial{'s' if n != 1 else ''})   {judged}")
+        if note:
+            print(f"  {note}")
+        if budget_note is not None:
+            print(f"  unknown: {budget_note}")
+    status = 1 if outside else 3 if budget_note is not None else EXIT_OK
+    # the process ends with its report, not when TensorFlow's teardown (or
+    # a trial left behind) is done
+    return _finish(args, status)
 
 
 #: how long a call of a session with queues may wait on TensorFlow before it

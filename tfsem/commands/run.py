@@ -48,7 +48,9 @@ def add_parser(sub) -> None:
                         "last byte: TensorFlow's import, reading the graph, the runs, the "
                         "oracle's outcome set and the report (docs/budgets.md); running out "
                         "gives `unknown` (exit 3) with the runs done so far, or a finding "
-                        "among them (exit 1).  numpy and cupy take none")
+                        "among them (exit 1).  numpy and cupy take none, except a session "
+                        "with critical sections or queues on numpy (no default: no run "
+                        "starts past it)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--verbose", action="store_true",
                    help="let TensorFlow print its own log lines (silenced by default)")
@@ -56,17 +58,17 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "timeout", None) is not None and args.backend not in ("tensorflow", "xla"):
-        raise UsageError(f"--timeout applies to --backend tensorflow or xla; --backend "
-                         f"{args.backend} runs take no time budget")
     from .blocking_sessions import blocking_session  # noqa: PLC0415
+    # (a session with critical sections or queues on numpy runs on the
+    # session machine, which reads the clock between runs: it takes --timeout)
     session = blocking_session(args.program, args)
+    if getattr(args, "timeout", None) is not None and args.backend not in ("tensorflow", "xla") \
+            and session is None:
+        raise UsageError(f"--timeout applies to --backend tensorflow or xla (and to a session "
+                         f"with critical sections or queues on numpy); --backend "
+                         f"{args.backend} runs take no time budget")
     if session is not None:  # critical sections or queues: the session machine
         if args.backend == "tensorflow":
-            if getattr(args, "timeout", None) is not None:
-                raise UsageError(f"{args.program}: --timeout is not taken by a session with "
-                                 "critical sections or queues on --backend tensorflow (its "
-                                 "runs have no time budget yet: docs/budgets.md)")
             from .blocking_sessions import run_tensorflow  # noqa: PLC0415
             return run_tensorflow(args, session)
         if args.backend != "numpy" or args.executor != "random":
