@@ -408,10 +408,10 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
     data = progress.get("verdict")
     if data is None:
         tried = progress.get("tried", 0)
+        where = stage if "before the graphs" in stage else f"{stage}, which overran its share of it"
         data = {"verdict": "unknown",
-                "reason": f"{budget} ran out during {stage}, which overran its share of it: no "
-                          f"verdict ({tried} σ compared in full before it; a longer --timeout "
-                          "may decide it)",
+                "reason": f"{budget} ran out during {where}: no verdict ({tried} σ compared "
+                          "in full before it; a longer --timeout may decide it)",
                 "semantics": args.semantics or "atomic",
                 "observe": args.observe or "outputs+state", "tried": tried, "budget": True}
     else:
