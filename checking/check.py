@@ -42,6 +42,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.controlflow import frame_parallel_iterations
 from tfsem.oracle.dispatch import outcome_set
+from tfsem.oracle.budget import hard_stop
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
@@ -197,6 +198,22 @@ DEMAND_REST_RATIO = 5.0
 DEMAND_PARTS = 8
 SIGMA_FLOOR_SHARE = 0.05
 SIGMA_FLOOR_SECONDS = 0.5
+#: a check (check_rewrite) stops its concrete stages' searches and runs
+#: this share of its timeout past it, at least OVERRUN_MARGIN_FLOOR and at
+#: most OVERRUN_MARGIN_SECONDS seconds (oracle/budget.py hard_stop;
+#: docs/budgets.md): more than the σ floor above and the numpy replay's
+#: REPLAY_MARGIN, which keep their time.  The σ owed after the symbolic path
+#: gives up (its first run uncut before) is then cut too, where one run of
+#: the rewrite outlasts the margin (MobileNetV2: 1-1.4 s under load): no σ
+#: is tried, and the verdict is `unknown`, never a verdict past the margin
+OVERRUN_MARGIN_SHARE = 0.25
+OVERRUN_MARGIN_FLOOR = 0.5
+OVERRUN_MARGIN_SECONDS = 1.0
+
+
+def overrun_margin(timeout: float) -> float:
+    """How far past its timeout a check's searches and runs may go."""
+    return min(max(OVERRUN_MARGIN_SHARE * timeout, OVERRUN_MARGIN_FLOOR), OVERRUN_MARGIN_SECONDS)
 
 
 _Z3_LOCK = threading.RLock()
@@ -293,8 +310,11 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     # (inside the check, and the next checks of this original, function
     # applications made once are not made again: P' after P at one σ
     # recomputes only the rewritten nodes and their cone, oracle/applications.py)
+    # (and its concrete stages stop by the timeout plus a margin, where a
+    # stage's own clock would let it run on: oracle/budget.py hard_stop)
     with kernels.record() as used, kernels.deadline(time.monotonic() + timeout), \
-            applications.scope(owner=original):
+            applications.scope(owner=original), \
+            hard_stop(time.monotonic() + timeout + overrun_margin(timeout)):
         verdict = _check_rewrite(original, rewritten, semantics, observe, timeout,
                                  minimize=minimize, seed=seed, backends=backends,
                                  structural=structural, float_mode=float_mode)
@@ -644,7 +664,10 @@ class _Checker:
         # search may take long: on smaller ones it is quick and its solver-
         # minimized counterexamples are the better ones)
         accesses = sum(n.op in (READ, ASSIGN) for n in self.p.nodes)
-        if accesses >= REFUTE_FIRST_MIN_ACCESSES and not self.real:
+        # (not when an earlier stage, the structural rule, has used the whole
+        # budget: a shortcut to an `unsound` skipped loses no verdict, and on
+        # a large graph it costs a second past the deadline; docs/budgets.md)
+        if accesses >= REFUTE_FIRST_MIN_ACCESSES and not self.real and self.remaining() > 0:
             found = self.probe()
             if found is not None:
                 self.stats["path"] = "probe"

@@ -68,6 +68,7 @@ import numpy as np
 
 from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule, compiled,
                                   components, successors)
+from tfsem.oracle.budget import bounded
 from tfsem.oracle.outcomes import Outcome, combine
 from tfsem.oracle.program import ASSIGN, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
@@ -103,6 +104,8 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
     found: dict[Outcome, list[str]] = {}
+    # (a check's hard stop bounds the first run too: oracle/budget.py)
+    deadline, first_deadline = bounded(deadline), bounded(first_deadline)
     for k in range(runs):
         bound = deadline if k else first_deadline
         if bound is not None and time.monotonic() > bound:
@@ -194,6 +197,7 @@ def _run_by_priority(comps, init: Mapping[str, Value], priority,
     parts, sched = [], []
     steps = 0
     started = time.monotonic()
+    deadline = bounded(deadline)    # (a check's hard stop: oracle/budget.py)
     for comp in comps:
         st = comp.root(init)
         table = getattr(priority, "table", None)

@@ -37,7 +37,7 @@ from typing import Iterator, Mapping
 
 from . import controlflow as cf
 from . import functions as fns
-from .budget import BudgetExceeded
+from .budget import BudgetExceeded, bounded
 from .graph import (ATOMIC, DECOMPOSED, EMPTY, GO, READ_STEP, WRITE_STEP, Edge,  # noqa: F401
                     Graph, VarRef, _assigned, graph_of)
 from .outcomes import Outcome, make_outcome
@@ -214,6 +214,7 @@ def run_schedule(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Valu
         return cf.run_schedule(p, g, feeds, init, schedule, semantics,
                                max_iterations or cf.DEFAULT_MAX_ITERATIONS)
     s = initial_state(p, g, feeds, init)
+    deadline = bounded(deadline)   # (a check's hard stop: oracle/budget.py)
     started = time.monotonic() if deadline is not None else 0.0
     for i, step in enumerate(schedule):
         if deadline is not None and i & 31 == 31 and time.monotonic() > deadline:
