@@ -42,7 +42,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.controlflow import frame_parallel_iterations
 from tfsem.oracle.dispatch import outcome_set
-from tfsem.oracle.budget import hard_stop
+from tfsem.oracle.budget import current_hard_stop, hard_stop
 from tfsem.oracle.explore import Budget, BudgetExceeded, OutcomeSet
 from tfsem.oracle.jsonio import OBSERVE, SEMANTICS, Case, program_from_json
 from tfsem.oracle.outcomes import Outcome
@@ -1494,6 +1494,11 @@ class _Checker:
         against their outcomes: a confirmed counterexample, or None.  Never
         a proof (see refute.py)."""
         if not REFUTE or self.p == self.p2:
+            return None
+        hard = current_hard_stop()
+        if hard is not None and time.monotonic() >= hard:
+            # (past the check's hard stop, oracle/budget.py: its first run
+            # would be cut at once, after drawing σ, seconds on a large graph)
             return None
         floor = min(SIGMA_FLOOR_SHARE * self.timeout, SIGMA_FLOOR_SECONDS) \
             if which == "after" and not self.stats.get("refute", {}).get("after_sigmas") else 0.0
