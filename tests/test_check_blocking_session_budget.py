@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tfsem.cli import EXIT_FOUND, EXIT_OK, EXIT_UNKNOWN, main
 
@@ -178,7 +179,10 @@ def _watchdog(stage: str, *argv: str):
     return out, end - started[0]
 
 
-@pytest.mark.parametrize("mode", ["text", "json"])
+@pytest.mark.parametrize("mode", [
+    "json", pytest.param("text", marks=pytest.mark.skipif(
+        settings.get_current_profile_name() != "nightly",
+        reason="a 4 s process: nightly profile (the default suite runs the --json one)"))])
 def test_the_watchdog_ends_an_enumeration_that_ignores_its_clock(tmp_path, mode):
     """An enumeration that does not look at its clock (here: stuck for 30 s)
     is cut at T by the watchdog: `unknown`, naming the σ, exit 3."""
@@ -199,6 +203,9 @@ def test_the_watchdog_ends_an_enumeration_that_ignores_its_clock(tmp_path, mode)
         assert out.stdout == f"unknown: {reason}\n"
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="a 4 s process: nightly profile (the default suite runs the "
+                           "watchdog in the test before this one)")
 def test_the_watchdog_keeps_a_verdict_reached_when_its_report_overruns():
     out, wall = _watchdog("report", CRITICAL, DROPPED, "--timeout", "1", "--json")
     assert out.returncode == EXIT_FOUND, out.stderr[-2000:]
