@@ -101,11 +101,14 @@ def sample_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, V
     every 64 steps and stops past the deadline, giving no outcome; the
     first run's bound is `first_deadline` instead (None: it completes, a σ
     is tried once at least; else the result may be empty)."""
+    # (a check's hard stop bounds the first run too: oracle/budget.py; past
+    # it, no run, and no components built for one)
+    deadline, first_deadline = bounded(deadline), bounded(first_deadline)
+    if first_deadline is not None and time.monotonic() > first_deadline:
+        return {}
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
              for names, variables, outputs in components(p)]
     found: dict[Outcome, list[str]] = {}
-    # (a check's hard stop bounds the first run too: oracle/budget.py)
-    deadline, first_deadline = bounded(deadline), bounded(first_deadline)
     for k in range(runs):
         bound = deadline if k else first_deadline
         if bound is not None and time.monotonic() > bound:
