@@ -1542,7 +1542,8 @@ class _Checker:
                     # (a race-free program has one outcome at every σ, which any
                     # run gives: `original_outcomes`; more runs only repeat it.
                     # Every run reads the clock inside itself; the first at the
-                    # σ owed completes, past the deadline too)
+                    # σ owed completes, past the deadline too, up to the check's
+                    # hard stop: oracle/budget.py, refute.sample_outcomes)
                     candidates = ref.sample_outcomes(self.p2, feeds, init, self.semantics,
                                                      self.observe, rng,
                                                      1 if race_free_p2 else REFUTE_RUNS,
