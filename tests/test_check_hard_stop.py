@@ -50,6 +50,29 @@ def test_a_hard_stop_shortens_budgets_and_deadlines_and_nests():
             budget.tick()               # (its hard stop is the context it was made in)
 
 
+def test_past_a_hard_stop_no_outcome_set_and_no_run_is_started():
+    """An outcome set and the refutation stage's runs build their components
+    before they read a clock (seconds on a large graph): past the hard stop
+    they are not started; with time left they run as before."""
+    import numpy as np
+
+    from tfsem.checking import refute as ref
+    from tfsem.oracle.dispatch import outcome_set
+    case = load_case(CASES / "pass_cse.json")
+    p = case.original
+    feeds, init = next(check_module._generated_sigmas(p, np.random.default_rng(0)))
+    with hard_stop(time.monotonic() + 60):
+        assert outcome_set(p, feeds, init).count >= 1
+        assert ref.sample_outcomes(p, feeds, init, "atomic", "outputs+state",
+                                   np.random.default_rng(0), 2, time.monotonic() + 60)
+    with hard_stop(time.monotonic() - 1):
+        with pytest.raises(BudgetExceeded):
+            outcome_set(p, feeds, init)
+        # (the first run's own bound is none: only the hard stop stops it)
+        assert ref.sample_outcomes(p, feeds, init, "atomic", "outputs+state",
+                                   np.random.default_rng(0), 2, time.monotonic() + 60) == {}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_check_cut_at_once_never_contradicts_the_full_check(name):
     case = load_case(CASES / name)
