@@ -187,3 +187,21 @@ def test_the_real_trial_loop_starts_no_trial_it_cannot_finish():
     assert 1 <= done < 100
     assert time.monotonic() < t + 2.5 + 0.5      # no trial was started that ends far past it
     assert all(len(waiting) == 1 for waiting, _ in seen)   # whole trials: one consumer waits
+
+
+def test_a_session_graph_too_slow_to_import_is_unknown(monkeypatch, capsys):
+    """The budget starts before the session's graph is read: its import past
+    it is `unknown` (exit 3), not a traceback, and no trial is made."""
+    from tfsem import graphdef
+    from tfsem.graphdef import ImportTimeout
+
+    def slow(*args, **kwargs):
+        raise ImportTimeout("reading the graph")
+
+    monkeypatch.setattr(graphdef, "import_path", slow)
+    rc, data, _ = _run(capsys, "--timeout", "5",
+                       path=SESSIONS / "critical_section_two_steps.session.json")
+    assert rc == EXIT_UNKNOWN and data["budget"] is True
+    assert data["reason"] == ("the time budget of 5 s ran out while the session's graph was "
+                              "read and imported (the time budget ran out while reading the "
+                              "graph): no run")

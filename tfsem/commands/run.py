@@ -59,9 +59,19 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .blocking_sessions import blocking_session  # noqa: PLC0415
+    if args.backend in ("tensorflow", "xla") or getattr(args, "timeout", None) is not None:
+        # the budget starts before a session's graph is read: its import
+        # (graphdef.ImportTimeout past it) comes out of it too
+        deadline = _budget(args)
+        args.import_deadline = deadline.at - REPORT_SECONDS
     # (a session with critical sections or queues on numpy runs on the
     # session machine, which reads the clock between runs: it takes --timeout)
-    session = blocking_session(args.program, args)
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
+    try:
+        session = blocking_session(args.program, args)
+    except ImportTimeout as exc:
+        return _out_of_time(args, _budget(args), f"while the session's graph was read and "
+                                                 f"imported ({exc}): no run")
     if getattr(args, "timeout", None) is not None and args.backend not in ("tensorflow", "xla") \
             and session is None:
         raise UsageError(f"--timeout applies to --backend tensorflow or xla (and to a session "
@@ -146,8 +156,13 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     from .outcomes import describe, session_json  # noqa: PLC0415
     from .common import StageTimeout, call_within  # noqa: PLC0415
     from .grappler import _finish  # noqa: PLC0415
+    from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     deadline = _budget(args)   # (docs/budgets.md: the trials are cut as a whole)
-    program = load_from_args(args.program, args)
+    try:
+        program = load_from_args(args.program, args)
+    except ImportTimeout as exc:
+        return _out_of_time(args, deadline, f"while the session's graph was read and imported "
+                                            f"({exc}): no trial")
     session = args.session
     feeds, init = sigma_from_args(program, args)
     try:
@@ -206,9 +221,12 @@ def _budget(args: argparse.Namespace):
     """The command's one clock (common.Deadline): --timeout (default
     TF_TIMEOUT) from the process's start, or from now for a call from Python."""
     from .common import Deadline  # noqa: PLC0415
+    if getattr(args, "run_deadline", None) is not None:    # (started already: one clock)
+        return args.run_deadline
     seconds = args.timeout if getattr(args, "timeout", None) is not None else TF_TIMEOUT
-    return (Deadline.of_process(seconds) if getattr(args, "whole_process", False)
-            else Deadline(seconds))
+    args.run_deadline = (Deadline.of_process(seconds) if getattr(args, "whole_process", False)
+                         else Deadline(seconds))
+    return args.run_deadline
 
 
 #: the seconds of the budget kept back for the report (and the process's end)
