@@ -11,7 +11,6 @@ refutation stage ran uncut: the check now ends by the margin."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
