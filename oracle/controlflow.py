@@ -94,6 +94,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
@@ -1867,15 +1868,18 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
         with fns._kernels.record() as used:
             try:
                 traced = replay_traces and not p.has_stacks
+                began = time.monotonic()
                 again = _replayed(m, feeds, init, observe, max_states, max_seconds) \
                     if traced else None
                 if again is not None:
                     out = again
                 else:
                     trace = RunTrace(m) if traced else None
+                    # (the time a refused replay took is the budget's too)
+                    left = None if max_seconds is None else \
+                        max(1e-3, max_seconds - (time.monotonic() - began))
                     for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
-                                               max_iterations, max_seconds, machine=m,
-                                               trace=trace):
+                                               max_iterations, left, machine=m, trace=trace):
                         out.setdefault(m.outcome(s, observe), tuple(sched))
                     if trace is not None and not trace.branched and len(out) == 1:
                         trace.keep(m, next(iter(out.values())))
@@ -2011,7 +2015,6 @@ def _replayed(m: "Machine", feeds, init, observe: str, max_states: int | None,
     flags = _trace_flags(m)
     if not flags[-1]:
         return None
-    import time
     started = time.monotonic()
     for i, tr in enumerate(kept):
         if tr.flags != flags or (max_states is not None and tr.explored > max_states):
@@ -2029,7 +2032,6 @@ def _replay(m: "Machine", tr: RunTrace, feeds, init, started: float,
             max_seconds: float | None) -> "CFState | None":
     """`tr`'s steps fired from σ, each checked against what it wrote in the
     recorded run; the end state, or None where one differs."""
-    import time
     s = m.initial(feeds, init)
     tokens = s.tokens
     fire = m._fire
@@ -2046,7 +2048,8 @@ def _replay(m: "Machine", tr: RunTrace, feeds, init, started: float,
         count += 1
         if max_seconds is not None and count % REPLAY_CLOCK_STEPS == 0 \
                 and time.monotonic() - started > max_seconds:
-            raise BudgetExceeded("seconds", max_seconds, count)
+            # (the states the exploration would have popped by this step)
+            raise BudgetExceeded("seconds", max_seconds, tr.explored * count // len(tr.steps))
     return s
 #: Whether :func:`outcomes` turns Python's cyclic collector off during a run
 #: (see there)
