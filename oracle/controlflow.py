@@ -1948,8 +1948,11 @@ class RunTrace:
     replay's state is its end state (the values are computed by the same
     `_fire` on the same steps), its schedule the recorded one (labels are
     functions of steps and skeletons) and its count of states the recorded
-    count.  A step whose writes differ ends the replay: the answer is then
-    the exploration's.  An exception a step raises (CannotRun, an op's
+    count.  A step whose writes differ is followed on another kept path
+    that made the same steps with the same writes up to it and this step's
+    writes there (so its recorded skeleton is the replay's: the argument
+    goes on along that path), else the replay ends and the answer is the
+    exploration's.  An exception a step raises (CannotRun, an op's
     failure) is the one the exploration raises at the same step.
     tests/test_controlflow_replay.py compares `outcomes` with and without
     replays on generated programs at many σ (including σ that change
@@ -2015,42 +2018,67 @@ def _replayed(m: "Machine", feeds, init, observe: str, max_states: int | None,
     flags = _trace_flags(m)
     if not flags[-1]:
         return None
-    started = time.monotonic()
-    for i, tr in enumerate(kept):
-        if tr.flags != flags or (max_states is not None and tr.explored > max_states):
-            continue
-        s = _replay(m, tr, feeds, init, started, max_seconds)
-        if s is not None:
-            if i:
-                kept.insert(0, kept.pop(i))
-            m.explored = tr.explored
-            return {m.outcome(s, observe): tr.schedule}
-    return None
+    paths = [tr for tr in kept if tr.flags == flags]
+    if not paths:
+        return None
+    got = _replay(m, paths, feeds, init, time.monotonic(), max_seconds)
+    if got is None:
+        return None
+    s, tr = got
+    if max_states is not None and tr.explored > max_states:
+        return None   # (the exploration runs out of states: let it say so)
+    kept.remove(tr)
+    kept.insert(0, tr)
+    m.explored = tr.explored
+    return {m.outcome(s, observe): tr.schedule}
 
 
-def _replay(m: "Machine", tr: RunTrace, feeds, init, started: float,
-            max_seconds: float | None) -> "CFState | None":
-    """`tr`'s steps fired from σ, each checked against what it wrote in the
-    recorded run; the end state, or None where one differs."""
+def _replay(m: "Machine", paths: list, feeds, init, started: float,
+            max_seconds: float | None) -> "tuple[CFState, RunTrace] | None":
+    """The first of `paths` fired from σ, each step checked against what it
+    wrote in the recorded run; where one differs, another kept path that
+    made the same steps with the same writes up to it, and this step's
+    writes there, takes over (the paths of a program form a tree: they all
+    start from the same skeleton); none: None.  The end state and the path
+    it followed."""
     s = m.initial(feeds, init)
     tokens = s.tokens
     fire = m._fire
-    count = 0
-    for st, wrote in tr.steps:
+    tr = paths[0]
+    steps = tr.steps
+    i = 0
+    while i < len(steps):
+        st, wrote = steps[i]
         m._written = written = []
         m._new_contexts = []
         fire(s, st)
         if type(wrote) is int:
             if len(written) != wrote:
-                return None
+                tr = _other_path(paths, tr, i, len(written))
         elif tuple(type(tokens[k]) is _Dead for k in written) != wrote:
+            tr = _other_path(paths, tr, i, tuple(type(tokens[k]) is _Dead for k in written))
+        if tr is None:
             return None
-        count += 1
-        if max_seconds is not None and count % REPLAY_CLOCK_STEPS == 0 \
+        steps = tr.steps
+        i += 1
+        if max_seconds is not None and i % REPLAY_CLOCK_STEPS == 0 \
                 and time.monotonic() - started > max_seconds:
             # (the states the exploration would have popped by this step)
-            raise BudgetExceeded("seconds", max_seconds, tr.explored * count // len(tr.steps))
-    return s
+            raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
+    return s, tr
+
+
+def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
+    """A path that agrees with `tr` on its first i steps and their writes,
+    whose step i is tr's with the writes `wrote`, or None."""
+    st = tr.steps[i][0]
+    for other in paths:
+        if other is not tr and len(other.steps) > i and other.steps[i] == (st, wrote) \
+                and other.steps[:i] == tr.steps[:i]:
+            return other
+    return None
+
+
 #: Whether :func:`outcomes` turns Python's cyclic collector off during a run
 #: (see there)
 collector_off = True

@@ -8,8 +8,9 @@ witness schedules, the same count of states, the same exception.
   predicates from feeds and variables), both modes, several σ in a row on
   one Machine, so that paths recorded at one σ are tried at the next;
 - a loop whose trip count and predicate come from σ: replayed at a σ of the
-  same trip count (counted, so the comparison is not vacuous), refused at
-  another trip count, at an error predicate and at the iteration bound;
+  same trip count (counted, so the comparison is not vacuous), continued on
+  another kept path where the first leaves off, refused at a trip count no
+  kept path has, at an error predicate and at the iteration bound;
 - programs with stacks keep no path; a Machine with a deciding method
   replaced, or switched to other rules, replays none;
 - the real corpus's loop graphs (nightly: TensorFlow's kernels).
@@ -147,9 +148,16 @@ def test_a_loop_is_replayed_at_the_same_trip_count_only(fresh, mode):
     three = same_as_exploring(p, *at(3, 1.5), mode)
     assert fresh["refused"] >= 1 and len(next(iter(three[0].values()))) > len(sched1)
     # ... and that path is kept: a σ of three trips is replayed now
-    replayed = fresh["replayed"]
+    replayed, refused = fresh["replayed"], fresh["refused"]
     same_as_exploring(p, *at(3, 0.25), mode)
     assert fresh["replayed"] == replayed + 1
+    # two trips again: the three-trip path, tried first, leaves off at the
+    # predicate, where the two-trip path, the same up to there, goes on
+    same_as_exploring(p, *at(2, 0.5), mode)
+    assert fresh["replayed"] == replayed + 2 and fresh["refused"] == refused
+    # one trip: no kept path goes on there
+    same_as_exploring(p, *at(1, 0.5), mode)
+    assert fresh["refused"] == refused + 1
 
 
 def test_an_error_predicate_is_not_replayed(fresh):
