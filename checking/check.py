@@ -74,13 +74,11 @@ MAX_COMBINATIONS = 4096
 #: Counterexample minimization asks the solver for small values of at most
 #: this many input elements (the rest keep what the concrete pass chose).
 MINIMIZE_SOLVER_LEAVES = 512
-#: σ's minimization (concrete and solver steps together) takes at most this
-#: share of the timeout, and at least MINIMIZE_MIN_SECONDS: on a real graph
-#: each step costs a run of each program (0.1-1 s), and a tenth of the budget
-#: (the share until the fourth round of work) changed a handful of elements
-#: out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs")
-MINIMIZE_SHARE = 0.05
-MINIMIZE_MAX_SECONDS_FLOOR = 0.3
+#: σ's minimization takes at most MINIMIZE_SHARE of the timeout, and at least
+#: MINIMIZE_MAX_SECONDS_FLOOR: checking/minimize.py's two numbers, the cap the
+#: control-flow checker's box shares (named here too, as before)
+MINIMIZE_SHARE = mini.MINIMIZE_SHARE
+MINIMIZE_MAX_SECONDS_FLOOR = mini.MINIMIZE_MAX_SECONDS_FLOOR
 #: ... and within that, this many times what one full confirmation costs, at
 #: least MINIMIZE_MIN_SECONDS (the seventh round: a box scaled to the cost of
 #: a confirmation, docs/counterexamples.md)

@@ -31,9 +31,9 @@ Three stages, in this order, inside the check's time budget:
    oracle/controlflow.py and compared.  An outcome of
    P' missing from P's is a counterexample: its schedule names
    `node@frame:iteration`; σ is shrunk (elements to 0, 1, -1) while it stays
-   one, within check.py's box (MINIMIZE_SHARE), each confirmation begun only
-   where it fits; it is replayed on numpy (backends/controlflow.py) when it
-   can be.
+   one, within check.py's box (minimize.py's MINIMIZE_SHARE), each
+   confirmation begun only where it fits; it is replayed on numpy
+   (backends/controlflow.py) when it can be.
    A σ at which a loop reaches the iteration bound is not compared: if no
    counterexample is found, the answer is `unknown` naming the loop and the
    bound (never `sound`, never a comparison of truncated sets).
@@ -100,20 +100,6 @@ REFUTE_FLOAT_AFTER = 1
 STOP_AFTER = 1.0
 #: original outcomes listed in a counterexample
 LIST_LIMIT = 100
-#: σ's minimization (`minimized`) takes at most this share of the timeout,
-#: and at least MINIMIZE_MIN_SECONDS: check.py's cap on its box (MINIMIZE_SHARE,
-#: MINIMIZE_MAX_SECONDS_FLOOR), the same two numbers
-#: (tests/test_check_control_flow_minimize.py holds them equal; this module
-#: cannot import check.py, which imports it).  It was max(0.3 s, a tenth of
-#: the timeout), twice check.py's, and on the real corpus's loop graphs
-#: (keras_gru_loop, keras_lstm_loop) it bought two or three confirmations at
-#: 0.3-0.5 s each and kept none of them: 1 s of each unsound check for an
-#: unchanged σ (docs/benchmarks.md, "The seventh round").  No confirmation is
-#: begun that the costliest comparison of the check so far says would end
-#: after the box (check.py's rule: `_CFChecker.cost`)
-MINIMIZE_SHARE = 0.05
-MINIMIZE_MIN_SECONDS = 0.3
-
 Sigma = tuple[dict[str, Value], dict[str, Value]]
 #: checks a rewrite of programs without control flow: (P, P', seconds) -> Verdict
 FreeChecker = Callable[[Program, Program, float], Verdict]
@@ -489,8 +475,19 @@ class _CFChecker:
                             tried=self.stats.get("tried", 0), confirmed=confirmed)
 
     def minimized(self, found: _Found) -> _Found:
-        deadline = min(self.deadline, time.monotonic() + max(MINIMIZE_MIN_SECONDS,
-                                                              MINIMIZE_SHARE * self.timeout))
+        """`found` with σ shrunk while it stays a counterexample, within a
+        box of mini.MINIMIZE_SHARE of the timeout, at least
+        mini.MINIMIZE_MAX_SECONDS_FLOOR: the cap of check.py's box, the same
+        two names (checking/minimize.py).  It was max(0.3 s, a tenth of the
+        timeout), twice check.py's, and on the real corpus's loop graphs
+        (keras_gru_loop, keras_lstm_loop) it bought two or three
+        confirmations at 0.3-0.5 s each and kept none of them: 1 s of each
+        unsound check for an unchanged σ (docs/benchmarks.md, "The seventh
+        round").  No confirmation is begun that the costliest comparison of
+        the check so far says would end after the box (check.py's rule:
+        `cost`)."""
+        deadline = min(self.deadline, time.monotonic() + max(
+            mini.MINIMIZE_MAX_SECONDS_FLOOR, mini.MINIMIZE_SHARE * self.timeout))
         best = found
         if time.monotonic() + self.cost() > deadline:
             # (one confirmation would end after the box: σ is shown as found)

@@ -34,6 +34,17 @@ from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, Error, Tensor, Value
 from .encode import Encoder
 from .symbolic import Term
 
+#: σ's minimization (concrete and solver steps together) takes at most this
+#: share of the timeout, and at least MINIMIZE_MAX_SECONDS_FLOOR seconds: on a
+#: real graph each step costs a run of each program (0.1-1 s), and a tenth of
+#: the budget (the share until the fourth round of work) changed a handful of
+#: elements out of 10^5 (docs/benchmarks.md, "Unsound checks on real graphs").
+#: The one cap of both checkers' boxes: check.py's (which imports these two
+#: names from here; its box scaled to a confirmation's cost lies within it)
+#: and the control-flow checker's (checking/control_flow.py `minimized`)
+MINIMIZE_SHARE = 0.05
+MINIMIZE_MAX_SECONDS_FLOOR = 0.3
+
 #: The constraints tried on each input element, in order of preference.
 LADDER: tuple[tuple[str, float], ...] = (
     ("eq", 0), ("eq", 1), ("eq", -1), ("abs", 2), ("abs", 4), ("abs", 16), ("abs", 256),

@@ -94,6 +94,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
@@ -473,6 +474,7 @@ class Machine:
         # the nodes whose live step applies a registry function (`_fire`'s
         # first case: every op the rules do not name)
         self._plain = frozenset(n.name for n in p.nodes if n.op not in _RULE_OPS)
+        self._switches = frozenset(n.name for n in p.nodes if n.op == SWITCH)
         # each node's registry function, found once per run (`initial`)
         self._fn: dict = {}
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
@@ -1686,7 +1688,8 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
                semantics: str = ATOMIC, memo: bool = True, max_states: int | None = None,
                max_iterations: int = DEFAULT_MAX_ITERATIONS,
                max_seconds: float | None = None,
-               machine: "Machine | None" = None) -> Iterator[tuple[list[str], CFState]]:
+               machine: "Machine | None" = None,
+               trace: "RunTrace | None" = None) -> Iterator[tuple[list[str], CFState]]:
     """Every complete run, as (schedule, final state); see semantics.behaviours.
     Memoized, a state reached twice is explored once (up to the eager steps
     before the next choice, below).  Past `max_states` states or
@@ -1713,6 +1716,9 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
     # if kept, is a copy): its only successor, or the last of several, is
     # made from it in place (Machine.in_place; off, every step copies)
     fire = m.advance if m.in_place else m.fire_step
+    if trace is not None:
+        # (every step fired, with what it wrote: RunTrace)
+        fire = trace.recording(m, fire)
     seen: set[tuple] = set()
     stack: list[tuple[CFState, tuple | None]] = [(m.initial(feeds, init), None)]
     while stack:
@@ -1761,6 +1767,8 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
         if not steps:
             yield _spelled(sched, m), s
             continue
+        if trace is not None and len(steps) > 1:
+            trace.branched = True   # (a choice: the run is not one path)
         labels = m.labels(s, steps)
         # (each successor but the first from a copy of s, taken before s
         # itself becomes the first's)
@@ -1859,9 +1867,22 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     try:
         with fns._kernels.record() as used:
             try:
-                for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
-                                           max_iterations, max_seconds, machine=m):
-                    out.setdefault(m.outcome(s, observe), tuple(sched))
+                traced = replay_traces and not p.has_stacks
+                began = time.monotonic()
+                again = _replayed(m, feeds, init, observe, max_states, max_seconds) \
+                    if traced else None
+                if again is not None:
+                    out = again
+                else:
+                    trace = RunTrace(m) if traced else None
+                    # (the time a refused replay took is the budget's too)
+                    left = None if max_seconds is None else \
+                        max(1e-3, max_seconds - (time.monotonic() - began))
+                    for sched, s in behaviours(p, m.g, feeds, init, semantics, True, max_states,
+                                               max_iterations, left, machine=m, trace=trace):
+                        out.setdefault(m.outcome(s, observe), tuple(sched))
+                    if trace is not None and not trace.branched and len(out) == 1:
+                        trace.keep(m, next(iter(out.values())))
             except LoopBoundExceeded as exc:
                 if key is not None:
                     _remember(key, (p, (exc.frame, exc.limit), exc.explored, frozenset(used),
@@ -1877,6 +1898,187 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
 
 #: Whether :func:`outcomes` remembers its answers (tests turn it off).
 remember_outcomes = True
+#: Whether :func:`outcomes` replays the path of an earlier run of the same
+#: Machine at a new σ instead of exploring (RunTrace; tests turn it off)
+replay_traces = True
+#: the paths a Machine keeps (the one that last fitted tried first)
+TRACES_KEPT = 4
+#: steps a replay fires between two readings of the clock
+REPLAY_CLOCK_STEPS = 256
+
+
+class RunTrace:
+    """The one path of a run of `behaviours` that met no choice (every state
+    it popped had an eager step, or one step, or none: the end), step by
+    step, each step with what it wrote (:meth:`recording`); and the run's
+    schedule and count of states.  At another σ, :func:`_replay` fires the
+    same steps and compares what each writes: where all agree, the run
+    `behaviours` would make there is this path, and its answer is this
+    path's end state with this schedule.
+
+    Why.  Call a state's *skeleton* everything of it but the values: the
+    keys of its tokens with whether each is DEAD, `fired`, the keys of
+    `pending`, `started` and `dead_exits` (the values are the tensors,
+    errors and lists in tokens and variables, and the error a dead token
+    carries).  Every decision `behaviours` makes from a state is a function
+    of its skeleton and of the Machine's static tables, and of nothing
+    else: `enabled_steps` (and the candidates it keeps in `s.cand`) reads
+    which tokens are there and which are dead, `fired`, `pending`,
+    `started`, `dead_exits` and the window (contexts only); `eager` reads
+    the op, deadness, `fired` and `pending` (`lone_access`) and, for a
+    StackV2 only, a value (its size: programs with stacks are not traced);
+    `chain` and the batches read the same and sort by program order; the
+    lookups of states happen only after a choice, which a traced run never
+    met.  (Iteration orders of the sets and dicts involved are functions
+    of the sequence of insertions, the same in one process.)  And what a
+    step does to the skeleton is a function of the step and the skeleton,
+    but for what `_fire` decides from values: how many results a registry
+    function gives (`_produce` writes one token per port that has a
+    result), and, for a live Switch, which port is DEAD or whether both are
+    (an error or non-bool predicate); a live Read, Assign, Merge, Enter,
+    Exit, NextIteration or LoopCond writes live tokens on keys fixed by the
+    step (an error handle changes a value, not a key), a dead step DEAD on
+    keys fixed by the step, and the iteration bound is passed or not by the
+    contexts alone.  So by induction on the steps: if at every step of the
+    path the replay at σ' writes as many tokens as the recorded run did and,
+    at a live Switch, the same deadness on each, the skeletons of the
+    replay and of the recorded run agree state by state, `behaviours` at σ'
+    makes the recorded decisions at each (the same step next, no choice,
+    the end at the end), and so it fires exactly these steps from σ': the
+    replay's state is its end state (the values are computed by the same
+    `_fire` on the same steps), its schedule the recorded one (labels are
+    functions of steps and skeletons) and its count of states the recorded
+    count.  A step whose writes differ is followed on another kept path
+    that made the same steps with the same writes up to it and this step's
+    writes there (so its recorded skeleton is the replay's: the argument
+    goes on along that path), else the replay ends and the answer is the
+    exploration's.  An exception a step raises (CannotRun, an op's
+    failure) is the one the exploration raises at the same step.
+    tests/test_controlflow_replay.py compares `outcomes` with and without
+    replays on generated programs at many σ (including σ that change
+    predicates and trip counts) and on the real corpus's loop graphs."""
+
+    __slots__ = ("steps", "branched", "schedule", "explored", "flags")
+
+    def __init__(self, m: "Machine") -> None:
+        self.steps: list = []
+        self.branched = False
+        self.schedule: tuple = ()
+        self.explored = 0
+        self.flags = _trace_flags(m)
+
+    def recording(self, m: "Machine", fire):
+        """`fire` that also notes each step and what it wrote: the number of
+        tokens, and for a live Switch whether each is DEAD."""
+        steps = self.steps
+        switches = m._switches
+
+        def rec(s: CFState, st: Step) -> CFState:
+            s = fire(s, st)
+            written = m._written
+            if st.node in switches and not st.dead and not st.phase:
+                tokens = s.tokens
+                steps.append((st, tuple(type(tokens[k]) is _Dead for k in written)))
+            else:
+                steps.append((st, len(written)))
+            return s
+        return rec
+
+    def keep(self, m: "Machine", schedule: tuple) -> None:
+        self.schedule = schedule
+        self.explored = m.explored
+        kept = m.__dict__.setdefault("_traces", [])
+        kept.insert(0, self)
+        del kept[TRACES_KEPT:]
+
+
+#: the methods whose answers are the decisions of `behaviours` (RunTrace):
+#: a path is replayed only on the Machine's class with the same ones and
+#: none of them replaced on the Machine itself (tests replace them)
+_DECIDING = ("enabled_steps", "eager", "lone_access", "chain", "_pair_steps", "_raw_steps",
+             "_next_candidates", "_candidates", "labels")
+
+
+def _trace_flags(m: "Machine") -> tuple:
+    """The Machine's switches and deciding methods a path depends on (tests
+    change them), and whether it may be replayed at all (the last)."""
+    cls = type(m)
+    return (m.semantics, m.bound, m.in_place, m.batch_eager, m.chain_eager, m.lone_accesses,
+            cls, tuple(getattr(cls, name) for name in _DECIDING),
+            not any(name in m.__dict__ for name in _DECIDING))
+
+
+def _replayed(m: "Machine", feeds, init, observe: str, max_states: int | None,
+              max_seconds: float | None) -> "dict | None":
+    """Outcomes(P, σ) from a path of an earlier run of `m` that σ follows
+    (RunTrace argues it), or None (no path fits: explore)."""
+    kept = m.__dict__.get("_traces")
+    if not kept:
+        return None
+    flags = _trace_flags(m)
+    if not flags[-1]:
+        return None
+    paths = [tr for tr in kept if tr.flags == flags]
+    if not paths:
+        return None
+    got = _replay(m, paths, feeds, init, time.monotonic(), max_seconds)
+    if got is None:
+        return None
+    s, tr = got
+    if max_states is not None and tr.explored > max_states:
+        return None   # (the exploration runs out of states: let it say so)
+    kept.remove(tr)
+    kept.insert(0, tr)
+    m.explored = tr.explored
+    return {m.outcome(s, observe): tr.schedule}
+
+
+def _replay(m: "Machine", paths: list, feeds, init, started: float,
+            max_seconds: float | None) -> "tuple[CFState, RunTrace] | None":
+    """The first of `paths` fired from σ, each step checked against what it
+    wrote in the recorded run; where one differs, another kept path that
+    made the same steps with the same writes up to it, and this step's
+    writes there, takes over (the paths of a program form a tree: they all
+    start from the same skeleton); none: None.  The end state and the path
+    it followed."""
+    s = m.initial(feeds, init)
+    tokens = s.tokens
+    fire = m._fire
+    tr = paths[0]
+    steps = tr.steps
+    i = 0
+    while i < len(steps):
+        st, wrote = steps[i]
+        m._written = written = []
+        m._new_contexts = []
+        fire(s, st)
+        if type(wrote) is int:
+            if len(written) != wrote:
+                tr = _other_path(paths, tr, i, len(written))
+        elif tuple(type(tokens[k]) is _Dead for k in written) != wrote:
+            tr = _other_path(paths, tr, i, tuple(type(tokens[k]) is _Dead for k in written))
+        if tr is None:
+            return None
+        steps = tr.steps
+        i += 1
+        if max_seconds is not None and i % REPLAY_CLOCK_STEPS == 0 \
+                and time.monotonic() - started > max_seconds:
+            # (the states the exploration would have popped by this step)
+            raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
+    return s, tr
+
+
+def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
+    """A path that agrees with `tr` on its first i steps and their writes,
+    whose step i is tr's with the writes `wrote`, or None."""
+    st = tr.steps[i][0]
+    for other in paths:
+        if other is not tr and len(other.steps) > i and other.steps[i] == (st, wrote) \
+                and other.steps[:i] == tr.steps[:i]:
+            return other
+    return None
+
+
 #: Whether :func:`outcomes` turns Python's cyclic collector off during a run
 #: (see there)
 collector_off = True

@@ -1,5 +1,5 @@
 """σ's minimization on the control-flow path (checking/control_flow.py
-`_CFChecker.minimized`): the box is check.py's (the same two numbers), a
+`_CFChecker.minimized`): the box is check.py's (minimize.py's two numbers), a
 confirmation is begun only where the check's costliest comparison says it
 ends inside the box, and a σ whose one comparison costs more than the box is
 shown as found, with the reason in the stats.  The verdict never depends on
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tfsem.checking import check as check_module
-from tfsem.checking import control_flow
+from tfsem.checking import control_flow, minimize
 from tfsem.checking.check import check_rewrite
 from tfsem.graphdef import import_path
 from tfsem.oracle.jsonio import program_from_json, program_to_json
@@ -35,11 +35,20 @@ def programs():
     return p, program_from_json(raw)
 
 
-def test_the_box_is_check_pys():
-    assert control_flow.MINIMIZE_SHARE == check_module.MINIMIZE_SHARE
-    # (check.py's cap: its box scaled to a confirmation's cost lies within
-    # max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * timeout))
-    assert control_flow.MINIMIZE_MIN_SECONDS == check_module.MINIMIZE_MAX_SECONDS_FLOOR
+def test_the_box_is_check_pys(programs, monkeypatch):
+    """One cap, minimize.py's two numbers, which check.py names too: the
+    control-flow checker's box follows them (changed here, the box ends
+    where they say)."""
+    assert check_module.MINIMIZE_SHARE == minimize.MINIMIZE_SHARE
+    assert check_module.MINIMIZE_MAX_SECONDS_FLOOR == minimize.MINIMIZE_MAX_SECONDS_FLOOR
+    assert not hasattr(control_flow, "MINIMIZE_SHARE")
+    assert not hasattr(control_flow, "MINIMIZE_MIN_SECONDS")
+    p, q = programs
+    monkeypatch.setattr(minimize, "MINIMIZE_SHARE", 0.0)
+    monkeypatch.setattr(minimize, "MINIMIZE_MAX_SECONDS_FLOOR", 0.0)
+    v = check_rewrite(p, q, timeout=10, backends=False)
+    assert v.verdict == "unsound"
+    assert "more than the minimization's budget" in v.stats["minimize"]
 
 
 def _counting(monkeypatch):
@@ -103,8 +112,8 @@ def test_no_confirmation_is_begun_past_the_box(programs, monkeypatch):
     inside = [False]
 
     def timed_minimized(self, found):
-        box_end.append(time.monotonic() + max(control_flow.MINIMIZE_MIN_SECONDS,
-                                              control_flow.MINIMIZE_SHARE * self.timeout))
+        box_end.append(time.monotonic() + max(minimize.MINIMIZE_MAX_SECONDS_FLOOR,
+                                              minimize.MINIMIZE_SHARE * self.timeout))
         inside[0] = True
         try:
             return minimized(self, found)

@@ -169,15 +169,23 @@ def division():
 
 @pytest.fixture
 def memo(monkeypatch):
-    """An empty memo, and a count of the runs `outcomes` makes."""
+    """An empty memo, and a count of the runs `outcomes` makes (explored,
+    or replayed along an earlier run's path: `_replayed`)."""
     monkeypatch.setattr(cf, "_OUTCOMES", {})
     runs = []
-    real = cf.behaviours
+    real, real_replayed = cf.behaviours, cf._replayed
 
     def counted(*a, **k):
         runs.append(1)
         return real(*a, **k)
+
+    def replayed(*a, **k):
+        got = real_replayed(*a, **k)
+        if got is not None:
+            runs.append(1)
+        return got
     monkeypatch.setattr(cf, "behaviours", counted)
+    monkeypatch.setattr(cf, "_replayed", replayed)
     return runs
 
 
