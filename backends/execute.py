@@ -267,7 +267,7 @@ def compiled(p: Program, semantics: str = ATOMIC) -> Tables:
         _COMPILED[key] = (ref, by_semantics)
     tables = by_semantics.get(semantics)
     if tables is None or tables.registry_version != fns.version or \
-            any(fns.lookup(name) is not f for name, f in tables.looked_up.items()):
+            not fns.still_registered(tables.looked_up):
         # (a function registered again since, or put in the registry by hand
         # (review22: the replay ran the old one), looked up again, as a new
         # Machine always did and as oracle/explore.py's `compiled` does)
