@@ -27,7 +27,7 @@ from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
 from . import reuse
-from .execute import ScheduleError, device_machine, download, run_schedule
+from .execute import ScheduleError, collector_paused, device_machine, download, run_schedule
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -114,9 +114,10 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     confirmations = []
     for b in chosen:
         try:
-            confirmations.append(_confirm_on(b, original, rewritten, feeds, init, schedule,
-                                             semantics, observe, outcome, oset, witnesses,
-                                             deadline))
+            with collector_paused():
+                confirmations.append(_confirm_on(b, original, rewritten, feeds, init, schedule,
+                                                 semantics, observe, outcome, oset, witnesses,
+                                                 deadline))
         except BudgetExceeded:
             confirmations.append(Confirmation(b.label, False, f"{BUDGET_REASON} (the check's "
                                               "time budget ran out during the replay)"))
