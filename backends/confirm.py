@@ -141,7 +141,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     mr = device_machine(rewritten, b, semantics)
     try:
         ours = download(*run_schedule(mr, dev_feeds, dev_init, schedule, deadline, memo), b,
-                        observe)
+                        observe, session.host)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     if claimed is not None and ours != claimed:
@@ -159,7 +159,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         if theirs is None:
             try:
                 theirs = download(*run_schedule(mo, dev_feeds, dev_init, w, deadline, memo), b,
-                                  observe)
+                                  observe, session.host)
             except ScheduleError as exc:
                 return Confirmation(b.label, False, f"the original cannot follow its witness "
                                     f"schedule: {exc}", ours)

@@ -715,16 +715,64 @@ def download_outcome(st: RunState, backend: Backend, observe: str) -> Outcome:
     return download(st.outputs, st.vars, backend, observe)
 
 
+class HostValues:
+    """The host value of device arrays downloaded before, or uploaded from
+    one: device array object -> the Tensor of its bits (held with the
+    array, so that its id is not reused while the entry stands, and a hit
+    checks that it is the same object).
+
+    Why the Tensor is what a fresh download gives: a device array is never
+    written once made (every function returns fresh arrays or its argument
+    itself, the premise `Memo` states), so its bits are those it had when
+    its Tensor was made, from a copy of them (`download`) or, for σ, from
+    the very host array it was uploaded from (`upload`: the same object on
+    numpy, a copy of its bits on cupy).  A variable no step wrote, or an
+    output that is a σ value passed through, comes back as σ's own Tensor,
+    and a result the runs of one σ share (`Memo`) as one Tensor: no array
+    copied again, and the outcomes' comparisons find the same objects.
+    At most `max_bytes` of downloaded values are held (σ's cost nothing:
+    the session holds them anyway)."""
+
+    def __init__(self, max_bytes: int = 64 << 20):
+        self.tensors: dict[int, tuple[Any, Tensor]] = {}
+        self.bytes = 0
+        self.max_bytes = max_bytes
+
+    def add_sigma(self, device: Mapping[str, Any], host: Mapping[str, Value]) -> None:
+        """σ's device arrays (`upload(host, ...)`) and the Tensors they came from."""
+        for name, d in device.items():
+            if not isinstance(d, Error):
+                self.tensors[id(d)] = (d, host[name])
+
+    def get(self, a: Any) -> Tensor | None:
+        got = self.tensors.get(id(a))
+        return got[1] if got is not None and got[0] is a else None
+
+    def add(self, a: Any, t: Tensor) -> None:
+        size = t.array.nbytes
+        if self.bytes + size <= self.max_bytes:
+            self.bytes += size
+            self.tensors[id(a)] = (a, t)
+
+
 def download(outputs: Mapping[str, Any], variables: Mapping[str, Any], backend: Backend,
-             observe: str) -> Outcome:
+             observe: str, known: HostValues | None = None) -> Outcome:
     """The outcome of a run that ended with these outputs and variables
-    (device values), copied to the host in one transfer."""
+    (device values), copied to the host in one transfer.  `known`: the
+    host values of device arrays seen before (HostValues: not copied
+    again, and what is copied is added)."""
     outputs = dict(outputs)
     state = {} if observe == OUTPUTS else dict(variables)
     values = list(outputs.values()) + list(state.values())
-    arrays = [v for v in values if not isinstance(v, Error)]
-    host = iter(backend.to_host(arrays))
-    converted = [v if isinstance(v, Error) else Tensor(next(host)) for v in values]
+    converted: list[Any] = [v if isinstance(v, Error) else
+                            (known.get(v) if known is not None else None) for v in values]
+    todo = [k for k, c in enumerate(converted) if c is None]
+    if todo or known is None:
+        host = backend.to_host([values[k] for k in todo])
+        for k, h in zip(todo, host):
+            converted[k] = t = Tensor(h)
+            if known is not None:
+                known.add(values[k], t)
     outs = dict(zip(outputs, converted[:len(outputs)]))
     final = dict(zip(state, converted[len(outputs):]))
     return make_outcome(outs, final, observe)

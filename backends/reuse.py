@@ -6,6 +6,9 @@ replay the same witness schedule of the original there.  A :class:`Session`
 holds, for the last σ confirmed on a backend:
 
 * σ uploaded once (the same device arrays for every run at this σ);
+* the host value of each device array downloaded here, and of σ's
+  (`execute.HostValues`): a variable no step wrote comes back as σ's own
+  Tensor, a result two runs share as one Tensor, without a copy;
 * the backend's memo of function applications (`execute.Memo`, and the
   control-flow machine's memo by argument bits, backends/controlflow.py),
   so that a run at this σ reuses what an earlier run computed from the same
@@ -37,10 +40,13 @@ from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.values import Value, sigma_key
 
 from .arraymodule import Backend
-from .execute import Memo, upload
+from .execute import HostValues, Memo, upload
 
 #: the most bytes of results a session's memos hold (each)
 SESSION_MEMO_BYTES = 256 << 20
+
+#: the most bytes of downloaded values a session keeps the host values of
+SESSION_HOST_BYTES = 64 << 20
 
 #: the most outcomes a session remembers
 SESSION_OUTCOMES = 64
@@ -61,6 +67,9 @@ class Session:
         self._backend, self._feeds, self._init = backend, feeds, init
         self._uploaded: tuple | None = None
         self.memo = Memo(backend.xp, SESSION_MEMO_BYTES)
+        #: the host values of σ and of the arrays downloaded here
+        #: (execute.HostValues says why each is a fresh download's value)
+        self.host = HostValues(SESSION_HOST_BYTES)
         #: backends/controlflow.py's memo by argument bits (made there)
         self.cf_memo: Any = None
         self._outcomes: dict[tuple, tuple[Any, Outcome]] = {}
@@ -72,6 +81,8 @@ class Session:
             if self._uploaded is None:
                 self._uploaded = (upload(self._feeds, self._backend),
                                   upload(self._init, self._backend))
+                self.host.add_sigma(self._uploaded[0], self._feeds)
+                self.host.add_sigma(self._uploaded[1], self._init)
                 self._backend = self._feeds = self._init = None
             return self._uploaded
 
