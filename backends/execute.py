@@ -544,13 +544,32 @@ class Memo:
         itself, and a flushed variant's results have none (`ftz` made
         them; the error discipline's dtype conversion, which could make
         some, makes another array, not marked), so the arguments are the
-        same objects either way and so are the results."""
-        results = fns.run_flushed(base, xp, args, attrs,
-                                  clean=lambda a: a is None or self._is_flushed(a))
+        same objects either way and so are the results.
+
+        An argument searched here is marked too (`_ftz`): an activation two
+        flushed ops read, or that the rewritten program's run and the
+        original's share through the memo, is searched once.  `ftz` of an
+        array is a function of its bits, which never change once it is
+        made (the memo's premise), and `ftz(ftz(a))` is `ftz(a)` itself:
+        the arguments `run_flushed` receives, already flushed and all
+        called clean, are the very objects it would have made."""
+        flushed = tuple(self._ftz(a) for a in args)
+        results = fns.run_flushed(base, xp, flushed, attrs, clean=_clean)
         for r in results:
             if type(r) is np.ndarray:
                 self.flushed[id(r)] = weakref.ref(r)
         return results
+
+    def _ftz(self, a: Any) -> Any:
+        """`functions.ftz(np, a)`, not searched again for an array marked
+        (a flushed variant's result, or an argument searched before); the
+        array it gives (`a` itself where `a` has no subnormal) is marked."""
+        if a is None or self._is_flushed(a):
+            return a
+        f = fns.ftz(np, a)
+        if type(f) is np.ndarray:
+            self.flushed[id(f)] = weakref.ref(f)
+        return f
 
     def _is_flushed(self, a: Any) -> bool:
         ref = self.flushed.get(id(a))
@@ -561,6 +580,11 @@ class Memo:
             return r
         key = (r.dtype, r.shape, r.tobytes())
         return self.interned.setdefault(key, r)
+
+
+def _clean(_a: Any) -> bool:
+    """(`run_flushed`'s `clean` for arguments flushed already: Memo._ftz)"""
+    return True
 
 
 def run_schedule(m: Machine, feeds: Mapping[str, Any], init: Mapping[str, Any],
