@@ -43,6 +43,7 @@ from .arraymodule import (Backend, cupy_refusal, float32_flush_doubt, get_backen
                           recompute_on_host)
 
 _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
+_KINDS = {VAR: _VAR, READ: _READ, ASSIGN: _ASSIGN}
 _SUPPORTED = frozenset(DTYPES.values())
 
 #: calls an implementation: (fn, arrays, attrs) -> results
@@ -177,33 +178,42 @@ class Tables:
         self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
         self.initial: list[tuple[int, int, str | None]] = []   # (node, slot, feed or None for GO)
+        # (each function looked up once per name: a real graph names a few
+        # dozen functions in thousands of nodes)
+        looked_up = self.looked_up
+        kinds, fn_of, attrs_of, var_of = self.kind, self.fn, self.attrs, self.var
+        succ, initial, data_slots = self.succ, self.initial, self.data_slots
+        node_of = p.node
         for i, name in enumerate(names):
-            node = p.node[name]
-            self.kind[i] = {VAR: _VAR, READ: _READ, ASSIGN: _ASSIGN}.get(node.op, _FN)
-            self.attrs[i] = node.attrs
-            if self.kind[i] == _FN:
-                self.fn[i] = self.looked_up[node.op] = fns.get(node.op)
-            elif self.kind[i] == _ASSIGN:
-                self.fn[i] = self.looked_up[node.fn] = fns.get(node.fn)
-            if self.kind[i] == _VAR:
-                self.var[i] = node.var
-            elif self.kind[i] in (_READ, _ASSIGN):
-                self.var[i] = p.accessed_variable(name)
-            self.n_slots[i] = max(1, len(node.inputs))
-            if not node.inputs:
-                self.initial.append((i, 0, None))   # the implicit input control edge
+            node = node_of[name]
+            op = node.op
+            kd = kinds[i] = _KINDS.get(op, _FN)
+            attrs_of[i] = node.attrs
+            if kd == _FN or kd == _ASSIGN:
+                fname = op if kd == _FN else node.fn
+                f = looked_up.get(fname)
+                fn_of[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
+            if kd == _VAR:
+                var_of[i] = node.var
+            elif kd != _FN:
+                var_of[i] = p.accessed_variable(name)
+            inputs = node.inputs
+            self.n_slots[i] = max(1, len(inputs))
+            if not inputs:
+                initial.append((i, 0, None))   # the implicit input control edge
             data_pos = 0
-            for slot, inp in enumerate(node.inputs):
-                if isinstance(inp, DataIn):
-                    self.succ[index[inp.node]].append((inp.port, i, slot))
-                elif isinstance(inp, ControlIn):
-                    self.succ[index[inp.node]].append((-1, i, slot))
+            for slot, inp in enumerate(inputs):
+                t = type(inp)
+                if t is DataIn:
+                    succ[index[inp.node]].append((inp.port, i, slot))
+                elif t is ControlIn:
+                    succ[index[inp.node]].append((-1, i, slot))
                 else:
-                    self.initial.append((i, slot, inp.name if isinstance(inp, FeedIn) else None))
-                if isinstance(inp, (DataIn, FeedIn)):
-                    if self.kind[i] == _FN:
-                        self.data_slots[i].append(slot)
-                    elif self.kind[i] == _ASSIGN and data_pos == 1:
+                    initial.append((i, slot, inp.name if t is FeedIn else None))
+                if t is DataIn or t is FeedIn:
+                    if kd == _FN:
+                        data_slots[i].append(slot)
+                    elif kd == _ASSIGN and data_pos == 1:
                         self.value_slot[i] = slot
                     data_pos += 1
         for out_name, port in sorted(p.outputs.items()):
