@@ -27,7 +27,8 @@ Prints, per check and in total, the median CPU seconds of this process
 (`time.process_time`, less sensitive to the machine's other load than the
 wall clock, which is printed too) per version and their ratio.  The
 recorded data is frozen out of the garbage collector's generations
-(`gc.freeze`) once loaded.
+(`gc.freeze`) once loaded; `--no-freeze` leaves it there, as a check's
+heap is (a collection then walks it).
 """
 
 from __future__ import annotations
@@ -158,8 +159,9 @@ def replay(args) -> int:
     # (the recorded programs and outcome sets, millions of objects, are
     # moved out of the collector's generations: a full collection walked
     # them all, ~0.5 s, wherever it fell, in either version's row)
-    gc.collect()
-    gc.freeze()
+    if args.freeze:
+        gc.collect()
+        gc.freeze()
     if args.graphs:
         stems = set(args.graphs.split(","))
         calls = [c for c in calls if Path(c["key"][0]).stem in stems]
@@ -246,6 +248,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-freeze", dest="freeze", action="store_false",
+                    help="leave the recorded data in the collector's generations, as a "
+                         "check's programs and outcome sets are")
     args = ap.parse_args(argv)
     if bool(args.capture) == bool(args.calls):
         ap.error("one of --capture FILE or --calls FILE")
