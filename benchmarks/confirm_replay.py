@@ -14,6 +14,9 @@ back ends (backends/confirm.py `confirm_details`, backends/controlflow.py
 oracle's outcome sets), each original one object for its checks, as the
 checker has it.
 
+Each check's CPU and its confirmations' are printed, and in total the
+confirmations' CPU and the cyclic collector's inside them.
+
 `--calls FILE` runs those confirmations again, on numpy, in the order they
 were made (one pass = every check's confirmation, sessions and tables
 started cold), `--repeat` passes per version: this tree's back ends and,
@@ -95,20 +98,41 @@ def capture(args) -> int:
     calls: list[dict] = []
     current: dict = {}
     real_details, real_cf = BC.confirm_details, BCF.confirm_control_flow
+    # (the confirmations' share of each check's CPU, and the collections
+    # of the cyclic collector that fall inside them)
+    spent = {"confirm": 0.0, "gc": 0.0, "collections": 0, "inside": False, "start": 0.0}
+
+    def collections(phase, _info):
+        if phase == "start":
+            spent["start"] = time.process_time()
+        elif spent["inside"]:
+            spent["gc"] += time.process_time() - spent["start"]
+            spent["collections"] += 1
+    gc.callbacks.append(collections)
+
+    def timed(real, *a, **k):
+        cpu = time.process_time()
+        spent["inside"] = True
+        try:
+            return real(*a, **k)
+        finally:
+            spent["inside"] = False
+            spent["confirm"] += time.process_time() - cpu
 
     def details(*a, **k):
-        r = real_details(*a, **k)
+        r = timed(real_details, *a, **k)
         calls.append(dict(kind="dataflow", key=current["key"], args=a, kwargs=k,
                           result=[(c.backend, c.confirmed) for c in r]))
         return r
 
     def control_flow(*a, **k):
-        r = real_cf(*a, **k)
+        r = timed(real_cf, *a, **k)
         calls.append(dict(kind="control-flow", key=current["key"], args=a, kwargs=k,
                           result=[(c.backend, c.confirmed) for c in r]))
         return r
     BC.confirm_details, BCF.confirm_control_flow = details, control_flow
     originals: dict = {}
+    totals = {"checks": 0.0, "unsound": 0.0}
     for name, opt in pairs:
         e = entries[name]
         gd = g.as_graph_def(Path(e["base"]) / e["file"])
@@ -117,12 +141,21 @@ def capture(args) -> int:
         res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], opt)
         rewritten = B._import(res.graph_def, e)
         current["key"] = (name, opt)
+        before, cpu = spent["confirm"], time.process_time()
         v = check_rewrite(originals[name], rewritten, timeout=args.timeout)
+        cpu = time.process_time() - cpu
+        totals["checks"] += cpu
+        totals["unsound"] += cpu if v.verdict == "unsound" else 0.0
         print(f"{name} {opt}: {v.verdict} ({v.stats.get('path')}), confirmed on "
-              f"{', '.join(v.confirmed)}", flush=True)
+              f"{', '.join(v.confirmed)}; CPU {cpu:.3f} s, confirmations "
+              f"{spent['confirm'] - before:.3f} s", flush=True)
     with open(args.capture, "wb") as f:
         pickle.dump(calls, f)
     print(f"{len(calls)} confirmations recorded in {args.capture}")
+    print(f"CPU: checks {totals['checks']:.2f} s (the unsound ones {totals['unsound']:.2f} s), "
+          f"of it the confirmations on the array back ends {spent['confirm']:.2f} s, of "
+          f"those the cyclic collector {spent['gc']:.2f} s in {spent['collections']} "
+          f"collections")
     return 0
 
 
