@@ -18,7 +18,6 @@ without ever copying an argument to the host.
 
 from __future__ import annotations
 
-import gc
 import random
 import time
 import weakref
@@ -31,6 +30,7 @@ import numpy as np
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.collector import gc_paused
 from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, beyond_numpy,
                                     check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
@@ -722,29 +722,18 @@ collector_off = True
 
 @contextmanager
 def collector_paused():
-    """Python's cyclic collector off inside, on again after if it was on.
-
-    A confirmation's replays make tens of thousands of tracked objects
-    (memo keys, argument lists, result tuples, the run's slots), none in a
-    cycle: reference counting frees each when it is dropped.  The
-    collections they set off walk the older generations again and again,
-    and now and then the whole heap (in the real corpus's 47 `unsound`
-    checks, 694 collections inside the confirmations, 0.46 s of their
-    2.98 s of CPU).  Paused, one young collection follows each
-    confirmation instead, over what it left alive (the session's memo).
-    Nothing the replay computes depends on the collector; a cycle made
-    inside waits until it is back on.  Another
-    thread may turn it on again before this ends: then this replay runs
-    as it did before.  (As the oracle's control-flow runs and the
-    structural rule do: oracle/controlflow.py, checking/structural.py.)"""
-    collecting = collector_off and gc.isenabled()
-    if collecting:
-        gc.disable()
-    try:
+    """`oracle/collector.py` `gc_paused` around a confirmation's replays
+    (while `collector_off`).  They make tens of thousands of tracked
+    objects (memo keys, argument lists, result tuples, the run's slots),
+    none in a cycle: reference counting frees each when it is dropped, and
+    what they leave alive (the session's memo, the tables) goes to the
+    oldest generation when they end.  Nothing the replay computes depends
+    on the collector."""
+    if not collector_off:
         yield
-    finally:
-        if collecting:
-            gc.enable()
+        return
+    with gc_paused():
+        yield
 
 
 # ---------------------------------------------------------------------------

@@ -40,10 +40,12 @@ def test_the_witnesses_shown_must_give_their_outcomes():
 
 
 def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monkeypatch):
-    """backends/execute.py `collector_paused`: off while the schedules run
-    (seen from inside a function application), on again after when it was
-    on, still off when it was off; the answers are those of a replay with
-    the collector left alone."""
+    """backends/execute.py `collector_paused` (oracle/collector.py
+    `gc_paused`): off while the schedules run (seen from inside a function
+    application), on again after when it was on, still off when it was
+    off; what the replay left alive is in the oldest generation, and
+    objects the process froze stay frozen; the answers are those of a
+    replay with the collector left alone."""
     import gc
 
     from tfsem.backends import execute as EX
@@ -66,7 +68,17 @@ def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monke
     try:
         gc.enable()
         on = answers()
-        assert seen and not any(seen) and gc.isenabled()
+        assert seen and not any(seen) and gc.isenabled() and gc.get_freeze_count() == 0
+        session = reuse._current
+        assert not any(x is session for x in gc.get_objects(generation=0))
+        assert any(x is session for x in gc.get_objects(generation=2))
+        mine = [object()]
+        gc.freeze()
+        try:
+            assert answers() == on and gc.get_freeze_count() > 0
+            assert not any(x is mine for x in gc.get_objects())
+        finally:
+            gc.unfreeze()
         gc.disable()
         assert answers() == on and not gc.isenabled()
         gc.enable()
