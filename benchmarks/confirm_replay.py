@@ -29,9 +29,12 @@ a check the oracle has run those kernels on the same arguments before).
 Prints, per check and in total, the median CPU seconds of this process
 (`time.process_time`, less sensitive to the machine's other load than the
 wall clock, which is printed too) per version and their ratio.  The
-recorded data is frozen out of the garbage collector's generations
-(`gc.freeze`) once loaded; `--no-freeze` leaves it there, as a check's
-heap is (a collection then walks it).
+recorded data stays in the garbage collector's generations, as a check's
+heap is (a collection walks it); `--freeze` freezes it out of them once
+loaded (`gc.freeze`), as a process that froze objects of its own: then
+each confirmation counts those millions of frozen objects
+(`gc.get_freeze_count` walks them: oracle/collector.py asks whether any
+are frozen, not to thaw them).
 """
 
 from __future__ import annotations
@@ -281,9 +284,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--freeze", action="store_true",
+                    help="freeze the recorded data out of the collector's generations")
     ap.add_argument("--no-freeze", dest="freeze", action="store_false",
-                    help="leave the recorded data in the collector's generations, as a "
-                         "check's programs and outcome sets are")
+                    help="(the default) leave the recorded data in the collector's "
+                         "generations, as a check's programs and outcome sets are")
     args = ap.parse_args(argv)
     if bool(args.capture) == bool(args.calls):
         ap.error("one of --capture FILE or --calls FILE")
