@@ -22,7 +22,7 @@ from tfsem.rewrites import get_pass
 from test_check_canonical_memo import exact_outcome
 
 
-def _both(m, b, sigma, dev, schedule, memo, known, observe="outputs+state"):
+def _both(m, b, dev, schedule, memo, known, observe="outputs+state"):
     """The outcome downloaded with `known` and without, from one run."""
     outputs, variables = run_schedule(m, *dev, schedule, None, memo)
     fresh = download(outputs, variables, b, observe)
@@ -52,7 +52,7 @@ def test_known_host_values_are_fresh_downloads_bit_for_bit():
             for mm in (mq, m, m):
                 schedule = mm.run_random(mm.start(*dev), rng).schedule
                 for observe in ("outputs+state", "outputs"):
-                    got, want = _both(mm, backend, (feeds, init), dev, schedule, memo, known,
+                    got, want = _both(mm, backend, dev, schedule, memo, known,
                                       observe)
                     assert exact_outcome(got) == exact_outcome(want), (i, sem, observe)
                     compared += 1
@@ -90,7 +90,7 @@ def test_an_unwritten_variable_is_sigmas_own_value():
     known.add_sigma(dev[0], feeds)
     known.add_sigma(dev[1], init)
     m = device_machine(p, b, "atomic")
-    got, want = _both(m, b, (feeds, init), dev, ["vw", "a", "vn", "r", "o"], Memo(np), known)
+    got, want = _both(m, b, dev, ["vw", "a", "vn", "r", "o"], Memo(np), known)
     assert exact_outcome(got) == exact_outcome(want)
     state = dict(got.state)
     assert all(state[x] is init[x] for x in ("n", "z", "t"))
@@ -98,5 +98,5 @@ def test_an_unwritten_variable_is_sigmas_own_value():
     assert state["w"] is not init["w"] and state["w"].array.tolist() == [1.0, -0.0, 2.5]
     # the bound: past max_bytes nothing more is kept (the values are the same)
     small = HostValues(max_bytes=0)
-    got2, _ = _both(m, b, (feeds, init), dev, ["vw", "a", "vn", "r", "o"], Memo(np), small)
+    got2, _ = _both(m, b, dev, ["vw", "a", "vn", "r", "o"], Memo(np), small)
     assert exact_outcome(got2) == exact_outcome(want) and small.bytes == 0
