@@ -27,7 +27,7 @@ from tfsem.oracle.values import Value
 
 from .arraymodule import Backend, available_backends, get_backend
 from . import reuse
-from .execute import ScheduleError, device_machine, download, run_schedule
+from .execute import ScheduleError, collector_paused, device_machine, download, run_schedule
 
 #: Replaying more witnesses than this is not attempted (the claim stays unconfirmed).
 DEFAULT_MAX_WITNESSES = 100_000
@@ -114,9 +114,10 @@ def confirm_details(original: Program, rewritten: Program, feeds: Mapping[str, V
     confirmations = []
     for b in chosen:
         try:
-            confirmations.append(_confirm_on(b, original, rewritten, feeds, init, schedule,
-                                             semantics, observe, outcome, oset, witnesses,
-                                             deadline))
+            with collector_paused():
+                confirmations.append(_confirm_on(b, original, rewritten, feeds, init, schedule,
+                                                 semantics, observe, outcome, oset, witnesses,
+                                                 deadline))
         except BudgetExceeded:
             confirmations.append(Confirmation(b.label, False, f"{BUDGET_REASON} (the check's "
                                               "time budget ran out during the replay)"))
@@ -140,7 +141,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
     mr = device_machine(rewritten, b, semantics)
     try:
         ours = download(*run_schedule(mr, dev_feeds, dev_init, schedule, deadline, memo), b,
-                        observe)
+                        observe, session.host)
     except ScheduleError as exc:
         return Confirmation(b.label, False, f"the rewritten program cannot follow the schedule: {exc}")
     if claimed is not None and ours != claimed:
@@ -158,7 +159,7 @@ def _confirm_on(b: Backend, original: Program, rewritten: Program, feeds, init, 
         if theirs is None:
             try:
                 theirs = download(*run_schedule(mo, dev_feeds, dev_init, w, deadline, memo), b,
-                                  observe)
+                                  observe, session.host)
             except ScheduleError as exc:
                 return Confirmation(b.label, False, f"the original cannot follow its witness "
                                     f"schedule: {exc}", ours)

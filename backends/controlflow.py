@@ -36,7 +36,7 @@ from tfsem.oracle.values import Error, Tensor, Value
 from . import reuse
 from .arraymodule import Backend, available_backends, get_backend
 from .confirm import BUDGET_REASON, Confirmation
-from .execute import apply_function
+from .execute import apply_function, collector_paused
 
 #: the most witness schedules of the original replayed per backend
 #: (more: the claim stays unconfirmed there, said so)
@@ -268,9 +268,10 @@ def confirm_control_flow(original: Program, rewritten: Program, feeds: Mapping[s
     out = []
     for b in chosen:
         try:
-            out.append(_confirm_on(b, original, rewritten, feeds, init, schedule, claimed,
-                                   original_outcomes, semantics, observe, max_iterations,
-                                   deadline, max_witnesses))
+            with collector_paused():     # (execute.collector_paused says why)
+                out.append(_confirm_on(b, original, rewritten, feeds, init, schedule, claimed,
+                                       original_outcomes, semantics, observe, max_iterations,
+                                       deadline, max_witnesses))
         except BudgetExceeded:
             out.append(Confirmation(b.label, False, f"{BUDGET_REASON} (the check's time "
                                     "budget ran out during the replay)"))

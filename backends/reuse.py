@@ -6,6 +6,9 @@ replay the same witness schedule of the original there.  A :class:`Session`
 holds, for the last σ confirmed on a backend:
 
 * σ uploaded once (the same device arrays for every run at this σ);
+* the host value of each device array downloaded here, and of σ's
+  (`execute.HostValues`): a variable no step wrote comes back as σ's own
+  Tensor, a result two runs share as one Tensor, without a copy;
 * the backend's memo of function applications (`execute.Memo`, and the
   control-flow machine's memo by argument bits, backends/controlflow.py),
   so that a run at this σ reuses what an earlier run computed from the same
@@ -16,71 +19,57 @@ holds, for the last σ confirmed on a backend:
   and the backend), so its outcome is taken as it is.
 
 Nothing here comes from the oracle: every array and outcome was computed by
-this backend's own replays.  σ is told by its digest (BLAKE2b-256 over each
-value's name, dtype, shape and bytes, or an error's reason; two σ with one
-digest would need a collision of BLAKE2b), so -0.0 and 0.0, or two NaN
-payloads, are different σ.  One session is held at a time (a confirmation
+this backend's own replays.  σ is told by its exact bits
+(`values.sigma_key`: each value's name, dtype, shape and bytes, or an
+error's reason, compared in full), so -0.0 and 0.0, or two NaN payloads,
+are different σ.  One session is held at a time (a confirmation
 at another σ, or on another backend, replaces it), its memo bounded
 (SESSION_MEMO_BYTES).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import weakref
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.outcomes import Outcome
-from tfsem.oracle.values import Error, Value
+from tfsem.oracle.values import Value, sigma_key
 
 from .arraymodule import Backend
-from .execute import Memo, upload
+from .execute import HostValues, Memo, upload
 
 #: the most bytes of results a session's memos hold (each)
 SESSION_MEMO_BYTES = 256 << 20
+
+#: the most bytes of downloaded values a session keeps the host values of
+SESSION_HOST_BYTES = 64 << 20
 
 #: the most outcomes a session remembers
 SESSION_OUTCOMES = 64
 
 
-def sigma_digest(feeds: Mapping[str, Value], init: Mapping[str, Value]) -> bytes:
-    """BLAKE2b-256 of σ: every feed and variable by name, with its dtype,
-    shape and bytes (an error value by its reason)."""
-    h = hashlib.blake2b(digest_size=32)
-    for part, values in ((b"feeds", feeds), (b"init", init)):
-        h.update(part)
-        for name in sorted(values):
-            v = values[name]
-            h.update(len(name).to_bytes(4, "little"))
-            h.update(name.encode())
-            if isinstance(v, Error):
-                h.update(b"E" + v.reason.encode() + b"\0")
-                continue
-            a = v.array
-            h.update(b"T" + str(a.dtype).encode() + b"\0" + a.dtype.str.encode() + b"\0")
-            h.update(repr(tuple(a.shape)).encode())
-            h.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1).data)
-    return h.digest()
-
-
 class Session:
     """The shared state of the confirmations at one σ on one backend."""
 
-    def __init__(self, backend: Backend, digest: bytes, feeds: Mapping[str, Value],
+    def __init__(self, backend: Backend, key: tuple, feeds: Mapping[str, Value],
                  init: Mapping[str, Value]):
         self.xp = backend.xp
         self.label = backend.label
-        self.digest = digest
+        #: σ by its exact bits (`values.sigma_key`)
+        self.key = key
         self.epoch: tuple = ()
+        #: the registry's functions when the session began, by name
+        self.registry: dict = {}
         self._backend, self._feeds, self._init = backend, feeds, init
         self._uploaded: tuple | None = None
         self.memo = Memo(backend.xp, SESSION_MEMO_BYTES)
+        #: the host values of σ and of the arrays downloaded here
+        #: (execute.HostValues says why each is a fresh download's value)
+        self.host = HostValues(SESSION_HOST_BYTES)
         #: backends/controlflow.py's memo by argument bits (made there)
         self.cf_memo: Any = None
         self._outcomes: dict[tuple, tuple[Any, Outcome]] = {}
@@ -92,6 +81,8 @@ class Session:
             if self._uploaded is None:
                 self._uploaded = (upload(self._feeds, self._backend),
                                   upload(self._init, self._backend))
+                self.host.add_sigma(self._uploaded[0], self._feeds)
+                self.host.add_sigma(self._uploaded[1], self._init)
                 self._backend = self._feeds = self._init = None
             return self._uploaded
 
@@ -124,34 +115,42 @@ _lock = threading.Lock()
 
 
 def _epoch() -> tuple:
-    """What else a session is valid for: the function registry's version (a
-    function registered again is another function) and the functions it
-    holds now (one put in by hand: review22), whether TensorFlow's kernels
-    are on and the tensor size limit (a confirmation with kernels off must
-    not stand on a kernel's result kept at the same σ: review22), and under
-    pytest the test that made it (a test may patch a function or a machine
-    in place: what a session holds does not outlive it).  (The functions
-    are compared by identity, and the session keeps them alive: an id is
-    not reused while it is held.)"""
-    return (fns.version, tuple(fns._REGISTRY.values()), kernels.enabled(),
-            fns.MAX_TENSOR_ELEMENTS, os.environ.get("PYTEST_CURRENT_TEST"))
+    """What else a session is valid for, besides the registry's functions
+    (`session`): the function registry's version (a function registered
+    again is another function), whether TensorFlow's kernels are on and the
+    tensor size limit (a confirmation with kernels off must not stand on a
+    kernel's result kept at the same σ: review22), and under pytest the
+    test that made it (a test may patch a function or a machine in place:
+    what a session holds does not outlive it)."""
+    return (fns.version, kernels.enabled(), fns.MAX_TENSOR_ELEMENTS,
+            os.environ.get("PYTEST_CURRENT_TEST"))
 
 
 def session(backend: Backend, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> Session:
     """The session of σ on `backend`: the current one when it is this σ's
     on this backend's array module (the same module object: a fresh cupy
-    stand-in is another), in the same epoch (`_epoch`), else a new one that
-    replaces it."""
+    stand-in is another), in the same epoch (`_epoch`) and while every
+    function the registry held when it began is still the one it holds
+    under that name (`functions.still_registered`: one put in by hand
+    changes no version, review22), else a new one that replaces it.  (The
+    functions are compared by identity, and the session keeps them alive:
+    an id is not reused while it is held.  A name registered since, such
+    as a TensorFlow op's opaque function made when first looked up during
+    a run, ends the session too: the registry is the one it began with,
+    name for name.)"""
     global _current
-    digest = sigma_digest(feeds, init)
+    key = sigma_key(feeds, init)
     epoch = _epoch()
+    registry = fns.registered(None)
     with _lock:
         s = _current
-        if s is not None and s.digest == digest and s.xp is backend.xp and \
-                s.label == backend.label and s.epoch == epoch:
-            return s
-    s = Session(backend, digest, feeds, init)
+    if s is not None and s.xp is backend.xp and s.label == backend.label and \
+            s.epoch == epoch and s.key == key and len(s.registry) == len(registry) and \
+            fns.still_registered(s.registry):
+        return s
+    s = Session(backend, key, feeds, init)
     s.epoch = epoch
+    s.registry = registry
     with _lock:
         _current = s
     return s

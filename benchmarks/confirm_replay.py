@@ -14,6 +14,9 @@ back ends (backends/confirm.py `confirm_details`, backends/controlflow.py
 oracle's outcome sets), each original one object for its checks, as the
 checker has it.
 
+Each check's CPU and its confirmations' are printed, and in total the
+confirmations' CPU and the cyclic collector's inside them.
+
 `--calls FILE` runs those confirmations again, on numpy, in the order they
 were made (one pass = every check's confirmation, sessions and tables
 started cold), `--repeat` passes per version: this tree's back ends and,
@@ -26,8 +29,12 @@ a check the oracle has run those kernels on the same arguments before).
 Prints, per check and in total, the median CPU seconds of this process
 (`time.process_time`, less sensitive to the machine's other load than the
 wall clock, which is printed too) per version and their ratio.  The
-recorded data is frozen out of the garbage collector's generations
-(`gc.freeze`) once loaded.
+recorded data stays in the garbage collector's generations, as a check's
+heap is (a collection walks it); `--freeze` freezes it out of them once
+loaded (`gc.freeze`), as a process that froze objects of its own: then
+each confirmation counts those millions of frozen objects
+(`gc.get_freeze_count` walks them: oracle/collector.py asks whether any
+are frozen, not to thaw them).
 """
 
 from __future__ import annotations
@@ -94,20 +101,41 @@ def capture(args) -> int:
     calls: list[dict] = []
     current: dict = {}
     real_details, real_cf = BC.confirm_details, BCF.confirm_control_flow
+    # (the confirmations' share of each check's CPU, and the collections
+    # of the cyclic collector that fall inside them)
+    spent = {"confirm": 0.0, "gc": 0.0, "collections": 0, "inside": False, "start": 0.0}
+
+    def collections(phase, _info):
+        if phase == "start":
+            spent["start"] = time.process_time()
+        elif spent["inside"]:
+            spent["gc"] += time.process_time() - spent["start"]
+            spent["collections"] += 1
+    gc.callbacks.append(collections)
+
+    def timed(real, *a, **k):
+        cpu = time.process_time()
+        spent["inside"] = True
+        try:
+            return real(*a, **k)
+        finally:
+            spent["inside"] = False
+            spent["confirm"] += time.process_time() - cpu
 
     def details(*a, **k):
-        r = real_details(*a, **k)
+        r = timed(real_details, *a, **k)
         calls.append(dict(kind="dataflow", key=current["key"], args=a, kwargs=k,
                           result=[(c.backend, c.confirmed) for c in r]))
         return r
 
     def control_flow(*a, **k):
-        r = real_cf(*a, **k)
+        r = timed(real_cf, *a, **k)
         calls.append(dict(kind="control-flow", key=current["key"], args=a, kwargs=k,
                           result=[(c.backend, c.confirmed) for c in r]))
         return r
     BC.confirm_details, BCF.confirm_control_flow = details, control_flow
     originals: dict = {}
+    totals = {"checks": 0.0, "unsound": 0.0}
     for name, opt in pairs:
         e = entries[name]
         gd = g.as_graph_def(Path(e["base"]) / e["file"])
@@ -116,12 +144,21 @@ def capture(args) -> int:
         res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], opt)
         rewritten = B._import(res.graph_def, e)
         current["key"] = (name, opt)
+        before, cpu = spent["confirm"], time.process_time()
         v = check_rewrite(originals[name], rewritten, timeout=args.timeout)
+        cpu = time.process_time() - cpu
+        totals["checks"] += cpu
+        totals["unsound"] += cpu if v.verdict == "unsound" else 0.0
         print(f"{name} {opt}: {v.verdict} ({v.stats.get('path')}), confirmed on "
-              f"{', '.join(v.confirmed)}", flush=True)
+              f"{', '.join(v.confirmed)}; CPU {cpu:.3f} s, confirmations "
+              f"{spent['confirm'] - before:.3f} s", flush=True)
     with open(args.capture, "wb") as f:
         pickle.dump(calls, f)
     print(f"{len(calls)} confirmations recorded in {args.capture}")
+    print(f"CPU: checks {totals['checks']:.2f} s (the unsound ones {totals['unsound']:.2f} s), "
+          f"of it the confirmations on the array back ends {spent['confirm']:.2f} s, of "
+          f"those the cyclic collector {spent['gc']:.2f} s in {spent['collections']} "
+          f"collections")
     return 0
 
 
@@ -152,16 +189,15 @@ def replay(args) -> int:
     from tfsem.oracle import kernels
     import tfsem.backends.confirm as BC
     import tfsem.backends.controlflow as BCF
-    from tfsem.backends import execute as EX
-    from tfsem.backends import reuse as RE
     if kernels.enabled():
         kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
     calls = load_calls(args.calls)
     # (the recorded programs and outcome sets, millions of objects, are
     # moved out of the collector's generations: a full collection walked
     # them all, ~0.5 s, wherever it fell, in either version's row)
-    gc.collect()
-    gc.freeze()
+    if args.freeze:
+        gc.collect()
+        gc.freeze()
     if args.graphs:
         stems = set(args.graphs.split(","))
         calls = [c for c in calls if Path(c["key"][0]).stem in stems]
@@ -172,8 +208,12 @@ def replay(args) -> int:
         versions.insert(0, (f"baseline {args.baseline_commit}", base_c, base_cf))
 
     def one_pass(confirm, confirm_cf, times: dict, answers: dict) -> tuple[float, float]:
-        EX._COMPILED.clear()
-        RE.clear()
+        # (the version's own tables and session, cold: the baseline's
+        # backends are other modules, whose caches clearing this tree's
+        # left warm from its previous pass)
+        pkg = confirm.__package__
+        importlib.import_module(f"{pkg}.execute")._COMPILED.clear()
+        importlib.import_module(f"{pkg}.reuse").clear()
         gc.collect()
         cpu_total = wall_total = 0.0
         for k, c in enumerate(calls):
@@ -244,6 +284,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--freeze", action="store_true",
+                    help="freeze the recorded data out of the collector's generations")
+    ap.add_argument("--no-freeze", dest="freeze", action="store_false",
+                    help="(the default) leave the recorded data in the collector's "
+                         "generations, as a check's programs and outcome sets are")
     args = ap.parse_args(argv)
     if bool(args.capture) == bool(args.calls):
         ap.error("one of --capture FILE or --calls FILE")

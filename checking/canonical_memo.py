@@ -59,7 +59,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, Program
-from tfsem.oracle.values import Tensor, Value, exact
+from tfsem.oracle.values import Tensor, Value, sigma_key
 
 from . import refute as ref
 
@@ -76,11 +76,6 @@ counts = {"hits": 0, "misses": 0}
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
-
-
-def sigma_key(values: Mapping[str, Value]) -> tuple:
-    """σ's feeds or initial values as a key equal only to the same bits."""
-    return tuple(sorted((name, exact(v)) for name, v in values.items()))
 
 
 def _nbytes(outcome: Outcome) -> int:
@@ -100,7 +95,7 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
     try:
         key = (id(p), semantics, observe, kernels.enabled(), fns.version,
-               fns.MAX_TENSOR_ELEMENTS, sigma_key(feeds), sigma_key(init))
+               fns.MAX_TENSOR_ELEMENTS, sigma_key(feeds, init))
         hash(key)
     except TypeError:          # a value with no exact key: not remembered
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
@@ -112,7 +107,7 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
             counts["hits"] += 1
         else:
             hit = None
-    if hit is not None and any(fns.lookup(name) is not f for name, f in hit[5]):
+    if hit is not None and not fns.still_registered(hit[5]):
         hit = None      # (a registry entry changed by hand: the version as it was)
     if hit is not None:
         _ref, outcome, schedule, ops, _size, _looked_up = hit

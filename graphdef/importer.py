@@ -25,9 +25,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 
 from __future__ import annotations
 
-import gc
 import math
-from contextlib import contextmanager
 from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -39,6 +37,7 @@ from tfsem.oracle.program import (ControlIn, DataIn, FeedIn, Node, Program, Prog
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor
 
 from tfsem.oracle import opdefs
+from tfsem.oracle.collector import gc_paused   # (used here, and by graphdef/__init__.py)
 from tfsem.oracle.opdefs import control as control_ops
 from tfsem.oracle.opdefs import data as data_ops
 
@@ -1069,33 +1068,6 @@ def default_roots(nodes: dict[str, GNode]) -> list[str]:
             continue
         roots.append(name)
     return roots
-
-
-@contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off for a while.  Import allocates
-    a few objects per node and frees none of them until it ends; with the
-    collector on, its full collections over every live object make building
-    a large graph grow faster than the graph (a third of the time at 50,000
-    nodes).  The objects made here hold no reference cycles.
-
-    When it ends, what the import made is moved to the oldest generation
-    (`gc.freeze()` then `gc.unfreeze()`, two list splices) instead of being
-    left in the youngest: re-enabled, the collector would otherwise scan all
-    of it at once, and again in the middle generation, to find no garbage
-    (a tenth of a 50,000-node import).  Full collections still visit it, as
-    they visit every long-lived object.  Skipped where the process froze
-    objects of its own (`tfsem serve` does): unfreezing would thaw them."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def parse_captures(captures: dict, nodes: dict[str, GNode] | None = None,

@@ -795,8 +795,7 @@ def compiled(p: Program, names: list[str], semantics: str, observe: str,
     if per is None:
         per = _COMPILED[p] = {}
     template = per.get(key)
-    if template is not None and any(fns.lookup(name) is not f
-                                    for name, f in template._looked_up.items()):
+    if template is not None and not fns.still_registered(template._looked_up):
         template = None     # (a registry entry changed without `register`: version as it was)
     if template is None:
         template = _Component(p, names, semantics, observe, feeds, variables, outputs)

@@ -21,7 +21,7 @@ import json
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -416,6 +416,19 @@ def lookup(name: str) -> Function | None:
     if f is None and name.startswith("tf."):
         f = _opaque_function(name)  # a TensorFlow op with no model: tf.OP/N_IN/N_OUT
     return f
+
+
+def still_registered(looked_up: Mapping[str, "Function | None"] |
+                     Iterable[tuple[str, "Function | None"]]) -> bool:
+    """Whether every function looked up earlier, (name, what `lookup(name)`
+    gave then), is still what the registry gives under that name: the same
+    object (None: still nothing).  What was computed with those functions
+    (a compiled program's tables, a remembered run, a back end's session)
+    holds while this is true.  `version` alone does not tell it: a registry
+    entry put in or taken out by hand (a test's monkeypatch.setitem, the
+    fixture undoing it) changes no version (review22)."""
+    items = looked_up.items() if isinstance(looked_up, Mapping) else looked_up
+    return all(lookup(name) is f for name, f in items)
 
 
 def registered(family: str = "core") -> Mapping[str, Function]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Mapping, Union
 
 import ml_dtypes
 import numpy as np
@@ -224,6 +224,21 @@ def exact(value: Any) -> Any:
     Values that carry no `exact` (handles, the engines' markers) are their
     own keys."""
     return getattr(value, "exact", value)
+
+
+def sigma_key(feeds: Mapping[str, Any], init: Mapping[str, Any]) -> tuple:
+    """σ (its feeds and its variables' initial values) as a key equal to
+    another σ's only when both name the same feeds and the same variables,
+    each of the same bits (:func:`exact`: a tensor's dtype, shape and bytes,
+    with NaN payloads and signs told apart, and -0.0 from 0.0, which SPEC
+    equality tells apart too; an error value by its reason).  The key
+    holds the values themselves (no digest: two keys are equal only when
+    the values are); it is hashable when every value is (a Tensor hashes
+    its bytes once, when first asked).  The remembered runs of a σ
+    (checking/canonical_memo.py) and the back ends' sessions per σ
+    (backends/reuse.py) are told by it."""
+    return (tuple(sorted((name, exact(v)) for name, v in feeds.items())),
+            tuple(sorted((name, exact(v)) for name, v in init.items())))
 
 
 def is_error(value: Value) -> bool:

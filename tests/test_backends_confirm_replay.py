@@ -37,3 +37,55 @@ def test_the_witnesses_shown_must_give_their_outcomes():
     (partial,) = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
                                  witnesses=[(o1, w2)])
     assert partial.confirmed, partial.reason
+
+
+def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monkeypatch):
+    """backends/execute.py `collector_paused` (oracle/collector.py
+    `gc_paused`): off while the schedules run (seen from inside a function
+    application), on again after when it was on, still off when it was
+    off; what the replay left alive is in the oldest generation, and
+    objects the process froze stay frozen; the answers are those of a
+    replay with the collector left alone."""
+    import gc
+
+    from tfsem.backends import execute as EX
+    from tfsem.backends import reuse
+    p, q = _racy([1, 2]), _racy([3])
+    init = {"x": Tensor(np.int64(0))}
+    seen = []
+    real = EX.apply_function
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+    monkeypatch.setattr(EX, "apply_function", spy)
+
+    def answers():
+        reuse.clear()
+        return [(c.confirmed, c.reason) for c in confirm_details(
+            p, q, {}, init, ["v", "c0", "a0"], backends=["numpy"])]
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        on = answers()
+        assert seen and not any(seen) and gc.isenabled() and gc.get_freeze_count() == 0
+        session = reuse._current
+        assert not any(x is session for x in gc.get_objects(generation=0))
+        assert any(x is session for x in gc.get_objects(generation=2))
+        mine = [object()]
+        gc.freeze()
+        try:
+            assert answers() == on and gc.get_freeze_count() > 0
+            assert not any(x is mine for x in gc.get_objects())
+        finally:
+            gc.unfreeze()
+        gc.disable()
+        assert answers() == on and not gc.isenabled()
+        gc.enable()
+        seen.clear()
+        monkeypatch.setattr(EX, "collector_off", False)
+        assert answers() == on and seen and all(seen)
+        assert on[0][0], on
+    finally:
+        (gc.enable if was else gc.disable)()
+        reuse.clear()

@@ -1,8 +1,6 @@
 """backends/reuse.py: what the confirmations at one σ share on a backend.
 
-σ is told by its digest, which separates values that compare equal but
-are not the same bits (-0.0 and 0.0, NaN payloads), dtypes of the same
-bytes, shapes of the same elements, and a feed from a variable; a
+σ is told by its exact bits (tests/test_values_sigma_key.py); a
 confirmation at the σ of the last one reuses its session (σ uploaded
 once, the memo, the original's witness outcomes) and gives the
 confirmations a cold start gives, on the corpus's unsound cases; a witness
@@ -31,26 +29,6 @@ UNSOUND = ["alg_float_reassociate", "err_assign_error_is_noop", "pass_cse_statef
 
 def _t(a):
     return Tensor(np.asarray(a))
-
-
-def test_the_digest_tells_sigma_by_its_bits():
-    base = ({"a": _t(np.float32(0.0))}, {"x": _t(np.int32(1))})
-    same = ({"a": _t(np.float32(0.0))}, {"x": _t(np.int32(1))})
-    assert reuse.sigma_digest(*base) == reuse.sigma_digest(*same)
-    nan1 = np.array([np.nan], np.float32)
-    nan2 = np.array([0x7FC00001], np.uint32).view(np.float32)
-    others = [
-        ({"a": _t(np.float32(-0.0))}, base[1]),                       # signed zero
-        ({"a": _t(np.int32(0))}, base[1]),                            # dtype, same bytes
-        ({"a": _t(np.zeros((1,), np.float32))}, base[1]),             # shape
-        ({}, {"a": _t(np.float32(0.0)), "x": _t(np.int32(1))}),       # a feed or a variable
-        (base[0], {"x": Error("uninitialized")}),                     # an error value
-        (base[0], {"x": Error("dtype-mismatch")}),
-        (base[0], {"y": _t(np.int32(1))}),                            # the name
-    ]
-    digests = {reuse.sigma_digest(*s) for s in others} | {reuse.sigma_digest(*base)}
-    assert len(digests) == len(others) + 1
-    assert reuse.sigma_digest({"a": _t(nan1)}, {}) != reuse.sigma_digest({"a": _t(nan2)}, {})
 
 
 def test_one_session_per_sigma_and_array_module():

@@ -130,14 +130,34 @@ def test_memo_hits_only_the_same_objects_and_attributes():
     assert memo.hits == 6 and memo.misses == 6
     # (a small result is interned: the same bits, the array seen first)
     assert third["a"] is out["a"] and third["a"].tolist() == [6, 8]
-    big = {"x": np.arange(100, dtype=np.int64)}
+    size = Memo.INTERN_BYTES // 8 + 1            # (past the interned size)
+    big = {"x": np.arange(size, dtype=np.int64)}
     m2 = device_machine(program_from_json({
-        "variables": {}, "feeds": {"x": {"dtype": "int64", "shape": [100]}},
+        "variables": {}, "feeds": {"x": {"dtype": "int64", "shape": [size]}},
         "nodes": [{"name": "n", "op": "Neg", "inputs": ["$x"]}], "outputs": {"n": "n"}}),
         b, "atomic")
     one, _ = run_schedule(m2, big, {}, ["n"], None, memo)
     two, _ = run_schedule(m2, {"x": big["x"].copy()}, {}, ["n"], None, memo)
     assert one["n"] is not two["n"] and one["n"].tolist() == two["n"].tolist()
+
+
+def test_only_c_contiguous_results_are_interned_and_within_the_bound():
+    """An interned result is replaced by an array of the same dtype, shape
+    and bytes and the same layout (C order): a transposed view of equal
+    bits is not; past INTERNED_MAX_BYTES nothing more is interned."""
+    memo = Memo(np)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    first = memo._interned(a.copy())
+    assert memo._interned(a.copy()) is first
+    t = np.ascontiguousarray(a.T).T          # a's values, Fortran order
+    assert t.tobytes() == a.tobytes() and not t.flags.c_contiguous
+    assert memo._interned(t) is t
+    small = Memo(np)
+    small.INTERNED_MAX_BYTES = a.nbytes
+    small._interned(a.copy())
+    other = a + 1
+    assert small._interned(other) is other and small._interned((a + 1)) is not other
+    assert small.interned_bytes == a.nbytes
 
 
 def test_tables_are_built_once_per_program_and_semantics():
