@@ -609,7 +609,9 @@ def captured_variables(graph_def, p=None,
     from tfsem.oracle.program import VAR  # noqa: PLC0415
     out: dict[str, str] = {}
     for n in graph_def.node:
-        if n.op != "Placeholder" or n.attr["dtype"].type != _DT_RESOURCE:
+        # (`in` first: reading a missing key of a protobuf map would add it)
+        if n.op != "Placeholder" or "dtype" not in n.attr or \
+                n.attr["dtype"].type != _DT_RESOURCE:
             continue
         if captures is not None:
             spec = captures.get(n.name)
