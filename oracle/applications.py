@@ -203,11 +203,11 @@ def _freeze() -> bool:
     checks 1.0 of 4.3 s, tf1_mlp_sgd's default pipeline 0.4 of 0.74 s).
     Frozen, those objects are not walked; young collections, and full ones
     over what the check made, run as before, so a cycle the check drops is
-    collected as it was.  Nothing is freed or kept alive by this: a frozen
-    object that becomes unreachable during the check waits for the first
-    full collection after it (reference counting, which frees everything
-    outside cycles, is untouched), and no verdict depends on when memory
-    is reclaimed.  Skipped with the collector off, and where something
+    collected as it was.  What this delays: an object of a cycle made
+    before the check that becomes unreachable during it waits for the
+    first full collection after the check (reference counting, which
+    frees everything outside cycles, is untouched); no verdict depends on
+    when memory is reclaimed.  Skipped with the collector off, and where something
     froze objects of its own (`tfsem serve` freezes what it built: the
     unfreeze would thaw them)."""
     if not gc.isenabled() or gc.get_freeze_count():
