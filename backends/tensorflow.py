@@ -557,15 +557,20 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
 
 def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
                  observe: str = "outputs+state", mode: str = "tensorflow",
-                 label: str = "the rewritten graph", deadline: float | None = None) -> Replay:
+                 label: str = "the rewritten graph", deadline: float | None = None,
+                 captures: Mapping[str, Any] | None = None) -> Replay:
     """Replay counterexample `cx` on the TensorFlow graph `graph` itself (a
     GraphDef, or what `as_graph_def` reads) of which `p` is the import:
     the schedule's steps that are graph nodes are forced in order; steps of
     inlined functions cannot be, and stay free.  Never raises.  `deadline`:
-    as replay_program's."""
+    as replay_program's.  `captures`: a concrete function's capture map
+    ({placeholder: {"variable", ...}} or {placeholder: variable}); its
+    DT_RESOURCE Placeholders become the variables they capture
+    (`with_captured_variables`; without a map, those `p` imports as a
+    variable)."""
     try:
         _check_deadline(deadline, "the replay on TensorFlow started")
-        gd = _graph_def(graph)
+        gd = with_captured_variables(_graph_def(graph), p, captures)
         nodes = {n.name for n in gd.node}
         try:
             order, _ = plan_schedule(p, cx, observe, can_split=False)
@@ -588,6 +593,77 @@ def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
         return _out_of_time(exc, label, mode)
     except Exception as exc:  # a replay failure must never lose the verdict
         return Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
+
+
+def captured_variables(graph_def, p=None,
+                       captures: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """{DT_RESOURCE Placeholder of `graph_def`: the variable it captures}.
+
+    A concrete function's graph (``concrete_function.graph``, the corpus's
+    Keras steps, MobileNetV2) holds no VarHandleOp: each variable comes in
+    as a DT_RESOURCE Placeholder, named only by the capture map the
+    importer reads (`--captures`).  From `captures` where given (an entry
+    {"variable": name, ...}, or the name alone); otherwise from `p`, the
+    graph's import, which makes a captured Placeholder a Var node of the
+    same name."""
+    from tfsem.oracle.program import VAR  # noqa: PLC0415
+    out: dict[str, str] = {}
+    for n in graph_def.node:
+        # (`in` first: reading a missing key of a protobuf map would add it)
+        if n.op != "Placeholder" or "dtype" not in n.attr or \
+                n.attr["dtype"].type != _DT_RESOURCE:
+            continue
+        if captures is not None:
+            spec = captures.get(n.name)
+            var = spec.get("variable") if isinstance(spec, Mapping) else spec
+        else:
+            node = p.node.get(n.name) if p is not None else None
+            var = node.attrs.get("var") if node is not None and node.op == VAR else None
+        if isinstance(var, str) and var:
+            out[n.name] = var
+    return out
+
+
+#: TensorFlow's DataType DT_RESOURCE (types.proto), without importing TensorFlow
+_DT_RESOURCE = 20
+
+
+def with_captured_variables(graph_def, p=None, captures: Mapping[str, Any] | None = None):
+    """`graph_def`, or a copy of it in which each DT_RESOURCE Placeholder
+    that captures a variable (`captured_variables`) is a VarHandleOp of the
+    same name whose shared_name is the variable: what a session runs with
+    real resource variables, which `GraphRunner` resets from σ and reads
+    back by that name (`variables_of`).  Several Placeholders of one
+    variable become handles of one resource, as the captures they stand
+    for are one variable.  The variable's dtype and shape are the
+    program's declaration (`p.variables`), else the capture map's."""
+    caps = captured_variables(graph_def, p, captures)
+    if not caps:
+        return graph_def
+    tf = tensorflow()
+    out = tf.compat.v1.GraphDef()
+    out.CopyFrom(graph_def)
+    for n in out.node:
+        var = caps.get(n.name)
+        if var is None:
+            continue
+        typ = p.variables.get(var) if p is not None else None
+        spec = captures.get(n.name) if captures is not None else None
+        if typ is not None:
+            dtype, shape = typ.dtype, list(typ.shape)
+        elif isinstance(spec, Mapping) and "dtype" in spec and "shape" in spec:
+            dtype, shape = spec["dtype"], list(spec["shape"])
+        else:
+            raise TensorFlowRunError(f"the DT_RESOURCE Placeholder {n.name!r} captures "
+                                     f"variable {var!r}, whose dtype and shape are not known")
+        name, device = n.name, n.device
+        n.Clear()
+        n.name, n.op, n.device = name, "VarHandleOp", device
+        n.attr["dtype"].type = tf.dtypes.as_dtype(dtype).as_datatype_enum
+        n.attr["shape"].shape.CopyFrom(tf.TensorShape(shape).as_proto())
+        n.attr["shared_name"].s = var.encode()
+        n.attr["container"].s = b""
+    return out
 
 
 def _feeds_of(p, cx) -> dict[str, Any]:

@@ -115,6 +115,16 @@ def tensorflow():
         missing = [f for f in XLA_FLAGS if f.split("=")[0] not in flags]
         if missing:
             os.environ["TF_XLA_FLAGS"] = " ".join([flags, *missing]).strip()
+        # each session's CPU device with a thread pool of its own size: by
+        # default the first device made in the process (Grappler's cluster,
+        # with one thread per core) fixes the pool every later session
+        # shares, and a replay's session asked for one intra-op thread --
+        # the summation order of the kernels' child (oracle/kernels.py) --
+        # got two: after Grappler ran, MobileNetV2's convolution gradients
+        # came out different in the last bits and its counterexample was
+        # not confirmed; in a fresh process it was.  Read once, at the
+        # first device: set with the import
+        os.environ.setdefault("TF_OVERRIDE_GLOBAL_THREADPOOL", "1")
         try:
             import tensorflow as tf  # noqa: PLC0415
         except Exception as exc:  # ImportError, or a broken install

@@ -606,7 +606,7 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
     import time  # noqa: PLC0415
 
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
-    from tfsem.graphdef import is_graph_path  # noqa: PLC0415
+    from tfsem.graphdef import is_graph_path, read_captures  # noqa: PLC0415
 
     from .common import StageTimeout, call_within  # noqa: PLC0415
     rewritten = case.rewritten()
@@ -614,9 +614,13 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
 
     def replay():
         if graph_file:
+            # (a concrete function's graph: its DT_RESOURCE Placeholders are
+            # the variables the capture map names, replayed as variables)
+            caps = getattr(args, "captures", None)
             return tfb.replay_graph(Path(args.rewritten), rewritten, cx, observe=verdict.observe,
                                     targets=list(getattr(args, "target", []) or []),
-                                    label=f"the graph {args.rewritten}", deadline=deadline)
+                                    label=f"the graph {args.rewritten}", deadline=deadline,
+                                    captures=read_captures(caps) if caps else None)
         if args.rewritten is not None and is_graph_path(args.rewritten):   # .meta, SavedModel
             return tfb.replay_program(rewritten, cx, observe=verdict.observe, deadline=deadline,
                                       label=f"the program imported from {args.rewritten}, "

@@ -707,7 +707,7 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
                            "check_seconds": round(time.perf_counter() - t, 6)}
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
         rep = replay(rewritten_graph_def, rewritten, verdict.counterexample, targets, observe,
-                     f"the graph {where}", deadline)
+                     f"the graph {where}", deadline, captures=captures)
         row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
@@ -727,18 +727,20 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
 
 
 def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: str,
-           deadline: Deadline):
+           deadline: Deadline, captures: dict | None = None):
     """An `unsound` verdict's counterexample replayed on TensorFlow, as
     `tfsem check` replays one of a graph (backends/tensorflow.py), within
     `deadline`: the replay looks at it between its stages and gives it to
     TensorFlow's run, and a stage that outlasts it (TensorFlow loading a
     large graph) is left behind (common.call_within).  Past it, a Replay
-    with ``budget``: not replayed, the verdict the oracle's alone."""
+    with ``budget``: not replayed, the verdict the oracle's alone.
+    `captures`: the capture map of a concrete function's graph, whose
+    DT_RESOURCE Placeholders the replay runs as the variables they capture."""
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
 
     def run() -> Any:
         rep = tfb.replay_graph(graph_def, rewritten, cx, targets=targets, observe=observe,
-                               label=label, deadline=deadline.at)
+                               label=label, deadline=deadline.at, captures=captures)
         if not rep.confirmed and rep.outcome is None and not rep.budget:
             # the schedule could not be forced on the graph itself (a
             # concrete function's graph): the imported program, exported, as
