@@ -76,7 +76,6 @@ off.
 from __future__ import annotations
 
 import contextlib
-import gc
 import operator
 import os
 import struct
@@ -87,6 +86,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from . import collector as _collector
 from . import kernels as _kernels
 from .values import Error, Tensor, exact
 
@@ -179,7 +179,7 @@ def scope(owner: Any = None) -> Iterator[None]:
             if _depth == 0:
                 if _froze:
                     _froze = False
-                    gc.unfreeze()
+                    _collector.unfreeze_for_check()
                 if _active is not None:
                     last.update(hits=_active.hits, misses=_active.misses)
                     if _active.owner is not None:
@@ -210,10 +210,7 @@ def _freeze() -> bool:
     when memory is reclaimed.  Skipped with the collector off, and where something
     froze objects of its own (`tfsem serve` freezes what it built: the
     unfreeze would thaw them)."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        return False
-    gc.freeze()
-    return True
+    return _collector.freeze_for_check()
 
 
 def _prune(memo: _Memo) -> None:

@@ -16,6 +16,39 @@ import gc
 from contextlib import contextmanager
 
 
+#: whether tfsem froze the process's objects itself (`freeze_for_check`,
+#: the applications scope around a check): known without asking the
+#: collector, whose count walks every frozen object (25 ms with
+#: TensorFlow imported, paid by each confirmation's `gc_paused` inside a
+#: check before this flag)
+_frozen_here = False
+
+
+def frozen() -> bool:
+    """Whether any objects are frozen: by tfsem's own check scope (a flag),
+    else by the process (`gc.get_freeze_count`, a walk, cheap when there
+    are none)."""
+    return _frozen_here or gc.get_freeze_count() > 0
+
+
+def freeze_for_check() -> bool:
+    """Freeze what the process holds (`gc.freeze()`) unless the collector is
+    off or something is frozen already; whether it froze.  Undone by
+    `unfreeze_for_check`."""
+    global _frozen_here
+    if not gc.isenabled() or frozen():
+        return False
+    gc.freeze()
+    _frozen_here = True
+    return True
+
+
+def unfreeze_for_check() -> None:
+    global _frozen_here
+    _frozen_here = False
+    gc.unfreeze()
+
+
 @contextmanager
 def gc_paused():
     """The collector off inside, on again after if it was on.
@@ -38,7 +71,7 @@ def gc_paused():
         yield
     finally:
         if was:
-            if not gc.get_freeze_count():
+            if not frozen():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
