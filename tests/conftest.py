@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import os
 
+import pytest
 from hypothesis import settings
 
 PROFILE_ENV = "TFSEM_HYPOTHESIS_PROFILE"
@@ -111,6 +112,7 @@ def pytest_unconfigure(config) -> None:
 MAX_AUTO_WORKERS = 8
 
 
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """One test process per core this process may run on, up to
     MAX_AUTO_WORKERS; TFSEM_TEST_WORKERS=N sets N."""

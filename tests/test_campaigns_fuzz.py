@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from scaled_budgets import scaled
 from tfsem.campaigns.campaign import CampaignSettings, run_campaign
 from tfsem.campaigns.store import Store, StoreError
 from tfsem.campaigns.verify import CONFIRMED, CONTRADICTED, NO_COUNTEREXAMPLE, NOT_CONFIRMED, verify_pass
@@ -256,15 +257,6 @@ def test_verify_judges_claims(monkeypatch):
 
     sound = verify_pass("campaign_fakes:identity", 0.7, cell, runner=InlineRunner(fakes._identity), **kw)
     assert [c.judgement for c in sound.cells] == [NO_COUNTEREXAMPLE] and not sound.findings
-
-
-def scaled(budget: float) -> tuple[float, ...]:
-    """A campaign's budgets on a machine whose load is unknown: what a
-    wall-clock budget judges depends on the CPU it gets, so a test that needs
-    something found runs again, afresh, with three and then nine times the
-    budget when the first found nothing (it asserts what must hold at any
-    budget after every run)."""
-    return (budget, 3 * budget, 9 * budget)
 
 
 def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path, capsys):
