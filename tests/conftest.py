@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import os
 
+import pytest
 from hypothesis import settings
 
 PROFILE_ENV = "TFSEM_HYPOTHESIS_PROFILE"
@@ -100,3 +101,32 @@ def pytest_collection_finish(session) -> None:
 
 def pytest_unconfigure(config) -> None:
     _collector_off_while_collecting()   # (where collection never finished)
+
+
+# ---------------------------------------------------------------------------
+# Parallel runs (pytest-xdist: `-n auto --dist loadfile` in pyproject.toml)
+
+#: at most this many test processes for `-n auto`: each holds TensorFlow,
+#: Z3 and the suite's heap (about 1.5 GB late in a run), and the campaigns
+#: and servers the tests start have processes of their own
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook
+def pytest_xdist_auto_num_workers(config) -> int:
+    """One test process per core this process may run on, up to
+    MAX_AUTO_WORKERS; TFSEM_TEST_WORKERS=N sets N."""
+    if os.environ.get("TFSEM_TEST_WORKERS"):
+        return int(os.environ["TFSEM_TEST_WORKERS"])
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_AUTO_WORKERS))
+
+
+def pytest_sessionstart(session) -> None:
+    # the controller of a parallel run collects nothing (its workers do):
+    # its collector is on again as the run starts, not at its end
+    if getattr(session.config.option, "numprocesses", None) and not hasattr(session.config, "workerinput"):
+        _collector_off_while_collecting()

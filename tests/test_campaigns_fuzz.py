@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from scaled_budgets import scaled
 from tfsem.campaigns.campaign import CampaignSettings, run_campaign
 from tfsem.campaigns.store import Store, StoreError
 from tfsem.campaigns.verify import CONFIRMED, CONTRADICTED, NO_COUNTEREXAMPLE, NOT_CONFIRMED, verify_pass
@@ -132,23 +133,40 @@ def test_sigkill_loses_no_recorded_finding_and_a_restart_continues(tmp_path):
         assert s.campaign_findings(campaigns[1]["id"])["known"]
 
 
+#: The passes of the crash-and-hang campaign: each misbehaves on a program
+#: with one kind of node, and the identity is healthy.
+MISBEHAVING = {"fake-crash-on-add": "crash", "fake-hang-on-assign": "timeout", "fake-die-on-read": "crash"}
+
+
 def test_crashing_and_hanging_passes_become_findings_and_the_campaign_goes_on(tmp_path):
-    out = tmp_path / "campaign"
-    r = tfsem("fuzz", "--pass", "campaign_fakes:crash_on_add", "--pass", "campaign_fakes:hang_on_assign",
-              "--pass", "campaign_fakes:die_on_read", "--pass", "campaign_fakes:identity",
-              "--budget", "10s", "--out", out, "--workers", "2", "--pass-timeout", "0.5s",
-              *FAST, *ONE_CELL, "--json")
-    assert r.returncode == 1, r.stderr  # crashes and timeouts are bugs
-    result = json.loads(r.stdout)
-    kinds = {(f["pass"], f["kind"]) for f in result["new"]}
-    assert ("fake-crash-on-add", "crash") in kinds
-    assert ("fake-hang-on-assign", "timeout") in kinds
-    assert ("fake-die-on-read", "crash") in kinds
-    assert result["status"] == "finished"
-    programs = {t["pass"]: t["programs"] for t in result["passes"]}
+    # What a campaign finds in a wall-clock budget depends on the machine's
+    # load: on a busy machine 10 s once judged one program of two passes and
+    # none of the others.  So the budget scales: a campaign that has not yet
+    # fuzzed every pass and found every fault runs again, in a fresh folder,
+    # with three times the budget and the pass timeout.  What must hold at any
+    # load is checked after every run: the campaign finishes, and each pass's
+    # findings are its own fault or a timeout (a timeout of a pass that does
+    # not hang can only be the load, at 0.5 s: a run that has one is not taken
+    # as the answer, and the last run, at 4.5 s, must have none).
+    for attempt, (budget, pass_timeout) in enumerate(((10, 0.5), (30, 1.5), (90, 4.5))):
+        out = tmp_path / f"campaign-{attempt}"
+        r = tfsem("fuzz", "--pass", "campaign_fakes:crash_on_add", "--pass", "campaign_fakes:hang_on_assign",
+                  "--pass", "campaign_fakes:die_on_read", "--pass", "campaign_fakes:identity",
+                  "--budget", f"{budget}s", "--out", out, "--workers", "2", "--pass-timeout", f"{pass_timeout}s",
+                  *FAST, *ONE_CELL, "--json", timeout=120 + 3 * budget)
+        assert r.returncode in (1, 4), r.stderr   # crashes and timeouts are bugs; 4: too little judged
+        result = json.loads(r.stdout)
+        assert result["status"] == "finished"
+        kinds = {(f["pass"], f["kind"]) for f in result["new"]}
+        assert all(k in (MISBEHAVING.get(p), "timeout") for p, k in kinds), kinds
+        programs = {t["pass"]: t["programs"] for t in result["passes"]}
+        if (set(MISBEHAVING.items()) <= kinds and kinds <= set(MISBEHAVING.items())
+                and all(programs.get(p, 0) > 0 for p in (*MISBEHAVING, "fake-identity"))):
+            break
+    assert r.returncode == 1, r.stderr
+    assert kinds == set(MISBEHAVING.items()), (attempt, kinds)
     # every pass was fuzzed, the healthy one too, despite the others
-    assert all(programs[p] > 0 for p in ("fake-crash-on-add", "fake-hang-on-assign",
-                                          "fake-die-on-read", "fake-identity")), programs
+    assert all(programs.get(p, 0) > 0 for p in (*MISBEHAVING, "fake-identity")), (attempt, programs)
     with Store(out, readonly=True) as s:
         crash = next(f for f in s.findings(kind="crash") if f["pass"] == "fake-crash-on-add")
         assert crash["detail"]["error_type"] == "ZeroDivisionError"
@@ -242,13 +260,18 @@ def test_verify_judges_claims(monkeypatch):
 
 
 def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path, capsys):
-    r = tfsem("verify", "campaign_fakes:drop_assigns_claims_sound", "--budget", "3s", "--seed", "1",
-              "--out", tmp_path, *FAST, *ONE_CELL)
+    for budget in scaled(3):
+        out = tmp_path / f"v{budget:g}"
+        r = tfsem("verify", "campaign_fakes:drop_assigns_claims_sound", "--budget", f"{budget:g}s", "--seed", "1",
+                  "--out", out, *FAST, *ONE_CELL, timeout=120 + 3 * budget)
+        assert r.returncode in (1, 4), r.stderr   # 4: nothing found yet, too little judged
+        if r.returncode == 1:
+            break
     assert r.returncode == 1, r.stderr
     assert re.search(r"^finding \d+: unsound", r.stdout, re.M) and "BUG: the pass claims sound here" in r.stdout
     assert "contradicted" in r.stdout
     shown = re.findall(r"tfsem check (\S+)", r.stdout)
-    assert shown and all(Path(p).parent == tmp_path for p in shown)
+    assert shown and all(Path(p).parent == out for p in shown)
     case = json.loads(Path(shown[0]).read_text())
     assert case["format"] == "tfsem.case/1" and case["expect"] == "unsound"
     assert len(case["original"]["nodes"]) <= 4  # shrunk
@@ -265,6 +288,11 @@ def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path, caps
             ok_run.kill()
             ok_run.communicate()
     assert check.returncode == 1 and "unsound" in check.stdout, check.stdout + check.stderr
+    for budget in scaled(1)[1:]:
+        if json.loads(ok.stdout)["cells"][0]["programs"] > 0:
+            break   # (a busy second may judge none)
+        ok = tfsem("verify", "campaign_fakes:identity", "--budget", f"{budget:g}s", "--out",
+                   tmp_path / f"ok{budget:g}", *FAST, *ONE_CELL, "--json", timeout=120 + 3 * budget)
     assert ok.returncode == 4, ok.stderr   # the identity changes nothing: weak evidence
     data = json.loads(ok.stdout)
     assert data["findings"] == [] and data["cells"][0]["result"] == NO_COUNTEREXAMPLE
@@ -272,9 +300,13 @@ def test_verify_prints_minimized_counterexamples_with_reproducers(tmp_path, caps
 
 
 def test_verify_reports_a_crash_with_its_reproducer(tmp_path):
-    # 4 s: under heavy load 2 s once gave 29 programs and none with an Add
-    r = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", "4s", "--out", tmp_path,
-              *FAST, *ONE_CELL, "--json")
+    # under heavy load 2 s once gave 29 programs and none with an Add
+    for budget in scaled(4):
+        r = tfsem("verify", "campaign_fakes:crash_on_add", "--budget", f"{budget:g}s", "--out",
+                  tmp_path / f"v{budget:g}", *FAST, *ONE_CELL, "--json", timeout=120 + 3 * budget)
+        assert r.returncode in (1, 4), r.stderr
+        if r.returncode == 1:
+            break
     assert r.returncode == 1, r.stderr
     data = json.loads(r.stdout)
     crash = next(f for f in data["findings"] if f["kind"] == "crash")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
 import campaign_fakes as fakes
+from scaled_budgets import scaled
 from tfsem.campaigns.checks import CheckPlan, concrete_check, interface_problems
 from tfsem.campaigns.findings import (CRASH, INVALID, TIMEOUT, UNSOUND, FindingRecord, InvalidRewrite,
                                       PassCrashed, PassTimedOut, Unsound, findings_in, raise_finding)
@@ -47,11 +48,32 @@ def target(fn, claims=None) -> Target:
     return Target("test:fn", "test-pass", "a test pass", claims or {}, fn)
 
 
-def make_loop(fn, checker, *, semantics="atomic", observe="outputs+state", claims=None, **kw):
+#: a loop run that found nothing in fewer programs than this judged too few to say
+FEW_PROGRAMS = 10
+
+
+class ScaledLoop(FuzzLoop):
+    """The loop of these tests, given a second or so: a busy machine (a
+    parallel run, a shared host) once judged no program at all in 1.5 s, and
+    one program in 6 s.  A run that found nothing in fewer than FEW_PROGRAMS
+    goes on with three, then nine times its time (the same loop, its counts
+    going on; the findings returned are the last run's)."""
+
+    def run(self, seconds: float, shrink_seconds: float | None = None):
+        for budget in scaled(seconds):
+            found = super().run(budget, shrink_seconds=shrink_seconds)
+            if found or self.stats.programs >= FEW_PROGRAMS:
+                break
+        return found
+
+
+def make_loop(fn, checker, *, semantics="atomic", observe="outputs+state", claims=None, scaled=True, **kw):
+    """A loop of `fn` with `checker`; `scaled=False` for a loop whose time is
+    what the test measures."""
     cfg = LoopConfig("test:fn", semantics, observe, max_nodes=8, seed=kw.pop("seed", 1),
                      round_seconds=kw.pop("round_seconds", 5.0))
-    return FuzzLoop(cfg, target=target(fn, claims), runner=InlineRunner(fn), checker=checker,
-                    generator=fakes.small_generator, **kw)
+    return (ScaledLoop if scaled else FuzzLoop)(cfg, target=target(fn, claims), runner=InlineRunner(fn),
+                                                checker=checker, generator=fakes.small_generator, **kw)
 
 
 def plan(stub):
@@ -168,7 +190,7 @@ def test_a_crash_in_the_runner_is_a_crash_finding():
 
 
 def test_the_loop_keeps_its_time_budget():
-    loop = make_loop(fakes._identity, plan(fakes.stub_checker_by_size))
+    loop = make_loop(fakes._identity, plan(fakes.stub_checker_by_size), scaled=False)
     started = time.monotonic()
     loop.run(1.0)
     assert time.monotonic() - started < 4.0
@@ -178,7 +200,7 @@ def test_the_loop_keeps_its_time_budget():
 def test_a_round_with_findings_keeps_its_time_budget_too():
     """Hypothesis's shrinker is cut at the hard deadline even while it only
     replays memoized examples, and the reducer stops soon after."""
-    loop = make_loop(fakes._drop_assigns, plan(fakes.stub_checker_by_size))
+    loop = make_loop(fakes._drop_assigns, plan(fakes.stub_checker_by_size), scaled=False)
     started = time.monotonic()
     found = loop.run(1.0, shrink_seconds=1.0)
     assert found and time.monotonic() - started < 6.0

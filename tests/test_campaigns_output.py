@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from scaled_budgets import scaled
 from test_campaigns_fuzz import FAST, ONE_CELL, env, tfsem, tfsem_finished, tfsem_here, tfsem_started
 from test_campaigns_store import unsound_record
 from tfsem.campaigns.findings import FindingRecord
@@ -58,6 +59,18 @@ def test_verify_shows_effort_per_cell_warns_and_exits_0_on_expected_findings(tmp
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+    # a busy machine may find nothing in 3 s, or judge no program in 1 s:
+    # those runs go again, alone, with larger budgets
+    for budget in scaled(3)[1:]:
+        if "expected: the pass claims unsound here" in r.stdout:
+            break
+        r = tfsem("verify", "campaign_fakes:drop_assigns", "--budget", f"{budget:g}s", "--seed", "2",
+                  "--out", tmp_path / f"again{budget:g}", *FAST, *ONE_CELL, timeout=120 + 3 * budget)
+    for budget in scaled(1)[1:]:
+        if js.returncode != 4 or json.loads(js.stdout)["cells"][0]["programs"] > 0:
+            break
+        js = tfsem("verify", "campaign_fakes:identity", "--budget", f"{budget:g}s", "--out",
+                   tmp_path / f"js{budget:g}", *FAST, *ONE_CELL, "--json", timeout=120 + 3 * budget)
     # drop_assigns claims unsound everywhere: its findings are expected, the run passes
     assert r.returncode == 0, r.stdout + r.stderr
     assert "expected: the pass claims unsound here" in r.stdout, r.stdout  # found, and still exit 0

@@ -22,13 +22,20 @@ def broken_generator(max_nodes: int = 8, observe: str = "outputs+state"):
 
 
 def test_a_campaign_with_a_failed_task_is_incomplete_and_fails(tmp_path):
-    out = tmp_path / "campaign"
+    from scaled_budgets import scaled
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-m", "tfsem", "fuzz", "--budget", "4s", "--out", str(out),
-                        "--pass", "dce", "--checker", "concrete",
-                        "--generator", "test_campaigns_task_errors:broken_generator",
-                        "--semantics", "atomic", "--observe", "outputs+state"],
-                       env=env, capture_output=True, text=True, timeout=120)
+    # a worker that starts slower than the budget (a busy machine) skips its
+    # task and draws nothing: the campaign runs again, afresh, with a larger one
+    for budget in scaled(4):
+        out = tmp_path / f"campaign-{budget:g}"
+        r = subprocess.run([sys.executable, "-m", "tfsem", "fuzz", "--budget", f"{budget:g}s", "--out", str(out),
+                            "--pass", "dce", "--checker", "concrete",
+                            "--generator", "test_campaigns_task_errors:broken_generator",
+                            "--semantics", "atomic", "--observe", "outputs+state"],
+                           env=env, capture_output=True, text=True, timeout=120 + 3 * budget)
+        if "the generator failed" in r.stdout:
+            break
     assert r.returncode == 1, (r.stdout, r.stderr[-2000:])
     assert "result: FAIL" in r.stdout and "the generator failed" in r.stdout, r.stdout
     assert "Traceback" not in r.stdout

@@ -1,22 +1,21 @@
 """A user's package adds passes through the entry-point group `tfsem.rewrites`.
 
-The package in tests/plugin/ is installed into the test environment (from a
-copy, so that building leaves nothing in the repository), listed by
-`tfsem passes` and applied by `tfsem rewrite` in fresh processes, then
-uninstalled.  A lock file serializes concurrent runs of this test; a package
-left behind by an interrupted run is simply reinstalled and removed.
+The package in tests/plugin/ is installed by pip (from a copy, so that
+building leaves nothing in the repository) into a folder of its own, which
+the fresh `tfsem` processes that list and apply its passes have on their
+path (PYTHONPATH): the entry points are found there as in site-packages.  The
+test environment itself is never changed, so tests running beside these (in
+other processes of the suite, or other runs) never see the plugin's passes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -34,26 +33,18 @@ def _pip(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                            "--no-input"], capture_output=True, text=True, timeout=timeout)
 
 
-def _tfsem(*args: str) -> subprocess.CompletedProcess:
+def _tfsem(*args: str, site: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run([sys.executable, "-m", "tfsem", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-@contextlib.contextmanager
-def _lock():
-    with open(Path(tempfile.gettempdir()) / "tfsem-example-plugin-test.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+                          timeout=120, env=env)
 
 
 @pytest.fixture(scope="class")
-def installed_plugin(tmp_path_factory):
-    """The plugin installed once for the tests of TestInstalledPlugin (pip
-    install and uninstall each start pip, seconds), uninstalled when the class
-    ends: before test_plugin_is_gone_after_uninstall runs."""
+def installed_plugin(tmp_path_factory) -> Path:
+    """The folder the plugin is installed into, once for the tests of
+    TestInstalledPlugin (pip install starts pip, seconds)."""
     if importlib.util.find_spec("pip") is None:
         pytest.skip("pip is not available in this environment")
     if importlib.util.find_spec("setuptools") is None:
@@ -61,23 +52,21 @@ def installed_plugin(tmp_path_factory):
     src = tmp_path_factory.mktemp("installed") / "plugin"
     shutil.copytree(PLUGIN_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
                                                                    "__pycache__"))
-    with _lock():
-        done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(src))
-        if done.returncode != 0:
-            if "Permission denied" in done.stderr or "externally-managed" in done.stderr:
-                pytest.skip(f"cannot install into this environment: {done.stderr.strip()[-300:]}")
-            pytest.fail(f"pip install failed:\n{done.stdout}\n{done.stderr}")
-        try:
-            yield
-        finally:
-            _pip("uninstall", "-y", DIST)
+    site = tmp_path_factory.mktemp("site")
+    done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(site), str(src))
+    if done.returncode != 0:
+        if "Permission denied" in done.stderr or "externally-managed" in done.stderr:
+            pytest.skip(f"cannot install with pip here: {done.stderr.strip()[-300:]}")
+        pytest.fail(f"pip install failed:\n{done.stdout}\n{done.stderr}")
+    assert [d.metadata["Name"] for d in metadata.distributions(path=[str(site)])] == [DIST]
+    return site
 
 
 class TestInstalledPlugin:
     """`tfsem passes` and `tfsem rewrite`, in fresh processes, with the plugin installed."""
 
     def test_installed_plugin_shows_up_in_passes_json(self, installed_plugin):
-        done = _tfsem("passes", "--json")
+        done = _tfsem("passes", "--json", site=installed_plugin)
         assert done.returncode == 0, done.stderr
         data = json.loads(done.stdout)
         by_name = {p["name"]: p for p in data["passes"]}
@@ -92,7 +81,7 @@ class TestInstalledPlugin:
         assert data["errors"] == []
 
     def test_installed_plugin_in_passes_text_and_rewrite(self, installed_plugin, tmp_path):
-        done = _tfsem("passes")
+        done = _tfsem("passes", site=installed_plugin)
         assert done.returncode == 0, done.stderr
         line = next(ln for ln in done.stdout.splitlines() if ln.startswith("example-swap-outputs"))
         assert line.split()[1:5] == [UNSOUND] * 4
@@ -103,17 +92,19 @@ class TestInstalledPlugin:
         program.write_text(json.dumps({"variables": [], "nodes": [
             {"name": "n", "op": "Neg", "inputs": ["$a"]}, {"name": "m", "op": "Identity", "inputs": ["$a"]}],
             "outputs": {"o1": "n", "o2": "m"}}))
-        done = _tfsem("rewrite", "example-swap-outputs", str(program))
+        done = _tfsem("rewrite", "example-swap-outputs", str(program), site=installed_plugin)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["outputs"] == {"o1": "m", "o2": "n"}
 
 
-def test_plugin_is_gone_after_uninstall():
-    """The fixture cleans up: outside it, the example distribution is absent
-    (unless another run holds the lock right now)."""
-    with _lock():
-        with pytest.raises(metadata.PackageNotFoundError):
-            metadata.distribution(DIST)
+def test_the_plugin_is_found_only_where_it_is_installed():
+    """Outside its folder the example distribution and its passes are absent:
+    the test environment is left as it was."""
+    with pytest.raises(metadata.PackageNotFoundError):
+        metadata.distribution(DIST)
+    done = _tfsem("passes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert not any(p["name"].startswith("example-") for p in json.loads(done.stdout)["passes"])
 
 
 # ---------------------------------------------------------------------------
