@@ -27,6 +27,7 @@ Run:  python -m tfsem.campaigns.counterexample_stages COUNT SEED [MAX_NODES]
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
@@ -56,7 +57,7 @@ def drop_control_edge(p: Program, rng: random.Random) -> Program | None:
         return None
     name, gone = rng.choice(edges)
     nodes = [n if n.name != name else
-             type(n)(**{**n.__dict__, "inputs": tuple(i for i in n.inputs if i != gone)})
+             dataclasses.replace(n, inputs=tuple(i for i in n.inputs if i != gone))
              for n in p.nodes]
     try:
         return p.replace(nodes=tuple(nodes)).validated()

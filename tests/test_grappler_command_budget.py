@@ -98,7 +98,7 @@ def no_replay(monkeypatch):
     seen = []
 
     def replay_graph(graph, p, cx, *, targets=(), observe="outputs+state", mode="tensorflow",
-                     label="the rewritten graph", deadline=None):
+                     label="the rewritten graph", deadline=None, captures=None):
         seen.append(deadline)
         assert deadline is not None, "the replay was given no deadline"
         time.sleep(max(0.0, deadline - time.monotonic()))
