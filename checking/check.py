@@ -201,6 +201,12 @@ PROBE_IN_ORDER = True
 #: instead of the oracle's enumeration, in every confirmation
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
+#: Outcomes(P′, σ) of a race-free rewrite by its canonical run on the
+#: oracle's compiled step function (refute.canonical_outcome), in every
+#: confirmation that would replay a schedule of P′ with the reference stepper
+#: (`_confirm`; the argument is `original_outcomes`', for P′); False: the
+#: replay, as before (the differential test's reference)
+RACE_FREE_REWRITTEN_RUN = True
 #: the demand-driven test of minimization's candidate σ (checking/demand.py);
 #: False: every candidate confirmed in full (the differential test's reference)
 DEMAND_CONFIRM = True
@@ -1004,7 +1010,22 @@ class _Checker:
         # tell" (the schedule or the oracle could not run): only the first may
         # be excluded from later queries (see query()).
         self.decided = False
-        if outcome is None:
+        if outcome is None and RACE_FREE_REWRITTEN_RUN and self.rewritten_race_free():
+            # (P′ race-free: its one outcome at σ is its canonical run's, on
+            # the oracle's compiled step function, instead of a replay of
+            # `schedule` by the reference stepper; that run's own schedule
+            # is the one shown.  The argument is `original_outcomes`', for
+            # P′: every complete run of a race-free program gives the one
+            # outcome, so the outcome is the one the replay of `schedule`
+            # would give, and the schedule shown is a run that gave it)
+            try:
+                outcome, schedule = ref.canonical_outcome(self.p2, feeds, init, self.semantics,
+                                                          self.observe, run_deadline)
+            except BudgetExceeded:
+                return None
+            except fns.CannotRunHere as exc:
+                return self._skipped_here(exc)
+        elif outcome is None:
             try:
                 state = run_schedule(self.p2, feeds, init, schedule, self.semantics,
                                      deadline=run_deadline)
