@@ -81,6 +81,11 @@ def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs,
     # function results remembered per node (explore.py's cache), where the
     # oracle offers it and a run may meet an application twice (`cache`)
     hook = getattr(comp, "cache_functions", None) if cache else None
+    if hook is None and not cache:
+        # (the kernel evaluations of the steps ready together are still
+        # asked for in one message to the kernels' child: explore.py's
+        # `_prefetch`, which the cache's watch turned on)
+        comp.prefetch_uncached = True
     return hook() if hook is not None else comp
 
 
