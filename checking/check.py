@@ -202,9 +202,13 @@ PROBE_IN_ORDER = True
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
 #: Outcomes(P′, σ) of a race-free rewrite by its canonical run on the
-#: oracle's compiled step function (refute.canonical_outcome), in every
-#: confirmation that would replay a schedule of P′ with the reference stepper
-#: (`_confirm`; the argument is `original_outcomes`', for P′); False: the
+#: oracle's compiled step function (refute.canonical_outcome), in
+#: minimization's confirmations, which would replay a schedule of P′ with
+#: the reference stepper (`_confirm`'s `run`; the argument is
+#: `original_outcomes`', for P′): on a real graph's training step a run at a
+#: new σ costs 20-45% less so.  (Elsewhere, the symbolic search's candidates
+#: and the concrete stages' σ on small graphs, the replay was the cheaper:
+#: the TF1 MLP step's default pipeline, 0.1-0.2 s more in all.)  False: the
 #: replay, as before (the differential test's reference)
 RACE_FREE_REWRITTEN_RUN = True
 #: the demand-driven test of minimization's candidate σ (checking/demand.py);
@@ -984,18 +988,22 @@ class _Checker:
 
     def confirm(self, sigma: tuple[dict, dict], schedule: list[str],
                 seconds: float | None = None, original: OutcomeSet | None = None,
-                outcome: Outcome | None = None, run_deadline: float | None = None) -> _Found | None:
+                outcome: Outcome | None = None, run_deadline: float | None = None,
+                run: bool = False) -> _Found | None:
         """The concrete oracle's word: P' on `schedule` at σ gives an outcome
         that is not in Outcomes(P, σ) (computed in `seconds`, by default
         the time left; `original`: that set, computed by the oracle
         already; `outcome`: the outcome of P' on `schedule` at σ, where a
         run of the oracle's own step function along that very schedule
         gave it already, `refute.canonical_outcome`: not run twice;
-        `run_deadline`: where the replay of P′ stops, an undecided None)."""
+        `run_deadline`: where the replay of P′ stops, an undecided None;
+        `run`: a race-free P′ is run in its canonical order instead of
+        replayed, `_confirm`)."""
         feeds, init = sigma
         started = time.monotonic()
         try:
-            return self._confirm(feeds, init, schedule, seconds, original, outcome, run_deadline)
+            return self._confirm(feeds, init, schedule, seconds, original, outcome, run_deadline,
+                                 run)
         finally:
             # (what one confirmation costs: minimization takes no step that
             # would cost more than its budget, minimized())
@@ -1004,13 +1012,13 @@ class _Checker:
     def _confirm(self, feeds: dict, init: dict, schedule: list[str],
                  seconds: float | None, original: OutcomeSet | None = None,
                  outcome: Outcome | None = None,
-                 run_deadline: float | None = None) -> _Found | None:
+                 run_deadline: float | None = None, run: bool = False) -> _Found | None:
         # `decided` says whether a None answer means "σ is no counterexample"
         # (the rewritten outcome is among the original's) or only "could not
         # tell" (the schedule or the oracle could not run): only the first may
         # be excluded from later queries (see query()).
         self.decided = False
-        if outcome is None and RACE_FREE_REWRITTEN_RUN and self.rewritten_race_free():
+        if outcome is None and run and RACE_FREE_REWRITTEN_RUN and self.rewritten_race_free():
             # (P′ race-free: its one outcome at σ is its canonical run's, on
             # the oracle's compiled step function, instead of a replay of
             # `schedule` by the reference stepper; that run's own schedule
@@ -1360,7 +1368,7 @@ class _Checker:
                 raise mini.OutOfTime
             record["full_confirmations"] = record.get("full_confirmations", 0) + 1
             result = self.confirm(sigma, best.schedule, max(0.05, deadline - now),
-                                  run_deadline=deadline)
+                                  run_deadline=deadline, run=True)
             full_cost = self.confirm_seconds
             rescale()
             if result is None:
@@ -1446,7 +1454,7 @@ class _Checker:
             # box kept this confirmation's cost, `final`, free inside it)
             result = self.confirm(pending, best.schedule,
                                   max(0.05, end - time.monotonic()),
-                                  run_deadline=end)
+                                  run_deadline=end, run=True)
             if result is not None:
                 best = result
             else:

@@ -1,6 +1,7 @@
 """A race-free rewrite's outcome at σ by its canonical run (checking/check.py
-`_Checker._confirm`, `RACE_FREE_REWRITTEN_RUN`) instead of a replay of the
-schedule given, against that replay and against the enumerating oracle.
+`_Checker._confirm`'s `run`, in minimization's confirmations;
+`RACE_FREE_REWRITTEN_RUN`) instead of a replay of the schedule given,
+against that replay and against the enumerating oracle.
 
 - At generated σ, the canonical run's outcome is the replay's, and the
   schedule it shows replays to that outcome.
@@ -58,7 +59,7 @@ def test_the_canonical_run_gives_the_replays_outcome_and_a_schedule_that_replays
             for on in (True, False):
                 monkeypatch.setattr(C, "RACE_FREE_REWRITTEN_RUN", on)
                 checker = C._Checker(p, q, sem, obs, 0.0, 10.0, False, 0, False)
-                answers.append(checker._confirm(feeds, init, list(schedule), 5.0))
+                answers.append(checker._confirm(feeds, init, list(schedule), 5.0, run=True))
             fast, slow = answers
             assert (fast is None) == (slow is None), (i, name, sem, obs)
             if fast is not None:
@@ -118,7 +119,7 @@ def test_a_racy_rewrite_is_replayed_along_the_schedule_given(monkeypatch):
     for schedule in (["v", "one", "two", "a1", "a2", "r"], ["v", "one", "two", "a2", "a1", "r"]):
         checker = C._Checker(ORDERED, RACY, "atomic", "outputs+state", 0.0, 10.0, False, 0, False)
         found = checker._confirm({}, {"x": C.Tensor(np.zeros(2, np.float32), "float32")},
-                                 schedule, 5.0)
+                                 schedule, 5.0, run=True)
         assert RACY not in ran
         # (a1 last: x = 1, the original's outcome; a2 last: x = 2, none of its)
         assert (found is not None) == (schedule[4] == "a2"), schedule
