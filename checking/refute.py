@@ -75,14 +75,25 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import Value
 
 
-def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs) -> _Component:
+def _compiled(p: Program, names, semantics, observe, feeds, variables, outputs,
+              cache: bool = True) -> _Component:
     # (compiled once per program and reused at every σ: explore.compiled)
     comp = compiled(p, names, semantics, observe, feeds, variables, outputs)
     # function results remembered per node (explore.py's cache), where the
-    # oracle offers it
-    cache = getattr(comp, "cache_functions", None)
-    return cache() if cache is not None else comp
+    # oracle offers it and a run may meet an application twice (`cache`)
+    hook = getattr(comp, "cache_functions", None) if cache else None
+    if hook is None and not cache:
+        # (the kernel evaluations of the steps ready together are still
+        # asked for in one message to the kernels' child: explore.py's
+        # `_prefetch`, which the cache's watch turned on)
+        comp.prefetch_uncached = True
+    return hook() if hook is not None else comp
 
+
+#: `canonical_outcome` runs the compiled components without explore.py's
+#: per-node function cache (one run fires each node once); False: with it,
+#: as before (the differential test's reference)
+CANONICAL_RUN_UNCACHED = True
 
 #: parts of one component (outputs, observed variables) up to which pairs of
 #: them are searched too
@@ -164,7 +175,14 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
         name, _, phase = label.partition("@")
         return order[name], phase == "write"
 
-    comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs)
+    # (one run fires each node once: a node's own cache of its function's
+    # results, explore.py's `_Cached`, would never be asked twice, and
+    # made one wrapper per node per run; the values are the functions' own
+    # either way, and a run by priority makes no state key, where that
+    # cache's watch of NaN payloads matters.  Applications met again in
+    # the check's other runs are remembered by oracle/applications.py)
+    comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs,
+                       cache=not CANONICAL_RUN_UNCACHED)
              for names, variables, outputs in components(p)]
     parts, sched = _run_by_priority(comps, init, _by_step(lambda comp, u: (rank(comp.label(u)), u)),
                                     deadline)

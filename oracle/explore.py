@@ -524,9 +524,14 @@ class _Component:
                 if missing[j] == 0:
                     self._enable(st, j)
 
+    #: whether `_prefetch` runs where the functions are not cached
+    #: (`cache_functions`): a concrete run that fires each node once
+    #: (refute.canonical_outcome) sets it on its copy
+    prefetch_uncached = False
+
     def close(self, st: "_State") -> None:
         eager = st.eager
-        if not self._watching or not PREFETCH:
+        if not (self._watching or self.prefetch_uncached) or not PREFETCH:
             while eager:
                 self.fire(st, eager.pop())
             return
@@ -557,16 +562,17 @@ class _Component:
         with _kernels.collecting() as requests:
             for u in steps:
                 f = self.fn[u]
-                if not isinstance(f, _Cached) or not isinstance(f.fn, fns.Function):
+                f = f.fn if isinstance(f, _Cached) else f
+                if not isinstance(f, fns.Function):
                     continue
                 args = [inbox.get((u, s)) for s in self.data_slots[u]]
                 if any(a is None for a in args):
                     continue
-                if not f.fn.name.startswith("tf.") and not any(
+                if not f.name.startswith("tf.") and not any(
                         isinstance(a, Tensor) and a.dtype in FLOAT_DTYPES for a in args):
                     continue    # (a model with a kernel takes it for floats only)
                 try:
-                    f.fn.apply(args, self.attrs[u])
+                    f.apply(args, self.attrs[u])
                 except Exception:  # noqa: BLE001 (its fire meets it again, as before)
                     pass
         if len(requests) >= 2:

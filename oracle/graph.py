@@ -60,6 +60,28 @@ class Graph:
 
 
 def graph_of(p: Program) -> Graph:
+    """p's edges (`_graph_of`), worked out once per program object and kept
+    on it, as its cached properties are.  Why the kept one is the one a
+    fresh call builds: a Program is frozen (its nodes, inputs, outputs and
+    attributes immutable), and the graph reads only those (`port_kind` is
+    the nodes' ops and inputs), no registry and no σ.  Each run, replay and
+    confirmation of a check asked for it again: on a graph of a thousand
+    nodes, 10-20 ms a time, two or three times per confirmation.  The Graph
+    is shared, so nothing may change it (nothing does: its edges are
+    frozen, its maps only read); tests/test_oracle_graph_of_memo.py checks
+    the kept graph against a fresh one."""
+    kept = getattr(p, "__dict__", None)
+    if kept is not None:
+        g = kept.get("_graph_of")
+        if g is not None:
+            return g
+    g = _graph_of(p)
+    if kept is not None:
+        kept["_graph_of"] = g
+    return g
+
+
+def _graph_of(p: Program) -> Graph:
     edges: list[Edge] = []
     incoming: dict[str, list[Edge]] = {n.name: [] for n in p.nodes}
     outgoing: dict[str, list[Edge]] = {n.name: [] for n in p.nodes}
