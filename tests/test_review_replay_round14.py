@@ -141,15 +141,20 @@ def _flushed(p):
     return program_from_json(j)
 
 
-@pytest.mark.parametrize("seed,dtype,flush", [(3, "int64", False), (17, "float32", False),
-                                              (5, "float32", True), (11, "float64", True)])
-def test_memo_shortcuts_give_the_slow_paths_bits_on_adversarial_sigma(seed, dtype, flush):
+@pytest.mark.parametrize("seed,dtype,flush,rewrite", [
+    (3, "int64", False, "cse"), (17, "float32", False, "cse"), (5, "float32", True, "cse"),
+    (11, "float64", True, "cse"), (23, "float32", True, "const-fold"),
+    (29, "float32", False, "hoist-reads"), (31, "float64", True, "fuse-assign")])
+def test_memo_shortcuts_give_the_slow_paths_bits_on_adversarial_sigma(seed, dtype, flush,
+                                                                      rewrite):
     """Interning, the flushed variants' marks and HostValues on vs all off:
     the same outcomes bit for bit, on random programs (their functions
-    swapped for the flushed variants, for `flush`) and their CSE rewrite
-    (which makes the two runs share results) at σ full of NaN payloads,
-    -0.0 and subnormals, in both modes."""
-    cse = get_pass("cse")
+    swapped for the flushed variants, for `flush`) and a rewrite of them
+    (CSE makes the two runs share results, constant folding makes a Const
+    of what the other run computes, read hoisting and Assign fusion change
+    outcomes) at σ full of NaN payloads, -0.0 and subnormals, in both
+    modes."""
+    rewrite_pass = get_pass(rewrite)
     compared = 0
     for i, p in enumerate(random_programs(40, seed, max_nodes=12, dtype=dtype)):
         if p.has_control_flow:
@@ -159,7 +164,7 @@ def test_memo_shortcuts_give_the_slow_paths_bits_on_adversarial_sigma(seed, dtyp
         rng = random.Random(i)
         try:
             feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
-            q = cse(p)
+            q = rewrite_pass(p)
         except Exception:   # noqa: BLE001 (a program the back end does not run)
             continue
         feeds, init = _adversarial_sigma(feeds, rng), _adversarial_sigma(init, rng)
