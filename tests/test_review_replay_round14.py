@@ -424,3 +424,39 @@ def test_a_replay_goes_on_only_along_a_path_with_its_prefix(monkeypatch, mode):
         a = rng.choice([1.5, -0.0, float("nan")])
         assert answer(x, y, a, True) == answer(x, y, a, False), (x, y)
     assert sum(replayed) >= 10, replayed
+
+
+def test_vectors_between_256_bytes_and_4_kib_give_the_slow_paths_bits():
+    """The sizes this round's interning added (256 B to 4 KiB): a variable
+    updated by Assign-Add.ftz and read before and after, results equal by
+    value to σ's (x + 0, a feed of zeros and -0.0) and to each other, the
+    rewritten run hoisting the second Read; random schedules of both, at σ
+    of NaN payloads, -0.0 and subnormals: interning, marks and HostValues
+    on and off give the same bits."""
+    nodes = [{"name": "vx", "op": "Var", "var": "x"},
+             {"name": "r1", "op": "Read", "inputs": ["vx"]},
+             {"name": "a", "op": "Add.ftz", "inputs": ["r1", "$f"]},
+             {"name": "b", "op": "Add.ftz", "inputs": ["r1", "$f"]},
+             {"name": "w", "op": "Assign", "fn": "Add.ftz", "inputs": ["vx", "$f"]},
+             {"name": "r2", "op": "Read", "inputs": ["vx", "^w"]},
+             {"name": "c", "op": "Mul.ftz", "inputs": ["r2", "$g"]},
+             {"name": "d", "op": "Sub", "inputs": ["c", "a"]}]
+    compared = 0
+    for n in (64, 250, 1024):
+        spec = {"dtype": "float32", "shape": [n]}
+        p = program_from_json({"format": "tfsem.program/1", "variables": {"x": spec},
+                               "feeds": {"f": spec, "g": spec}, "nodes": nodes,
+                               "outputs": {"a": "a", "b": "b", "c": "c", "d": "d"}})
+        q = get_pass("hoist-reads")(p)
+        for k in range(6):
+            rng = random.Random(k)
+            base = np.zeros(n, np.float32) if k % 2 else np.ones(n, np.float32)
+            feeds = _adversarial_sigma({"f": Tensor(np.zeros(n, np.float32)),
+                                        "g": Tensor(base)}, rng)
+            init = _adversarial_sigma({"x": Tensor(base)}, rng)
+            for sem in ("atomic", "decomposed"):
+                slow = _runs(p, q, feeds, init, sem, k, intern=False, marks=False, known=False)
+                fast = _runs(p, q, feeds, init, sem, k, intern=True, marks=True, known=True)
+                assert fast == slow, (n, k, sem)
+                compared += sum(o[0] != "raised" for o in fast)
+    assert compared >= 100, compared
