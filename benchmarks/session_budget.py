@@ -35,34 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from grappler_budget import timed  # noqa: E402  (the command's run, timed, as there)
 
+sys.path.insert(0, str(ROOT / "tests"))
+# the test's queue session of n runs, and its rewrite with a node renamed
+from test_check_blocking_session_budget import queue_session  # noqa: E402
+
 SESSIONS = ROOT / "examples" / "sessions"
-
-
-def queue_session(into: Path, n: int = 5) -> tuple[Path, Path]:
-    """tests/test_check_blocking_session_budget.py's queue session of `n`
-    runs, and its rewrite with a node renamed."""
-    nodes = [{"name": "v", "op": "Var", "var": "x"},
-             {"name": "r", "op": "Read", "inputs": ["v"]},
-             {"name": "one", "op": "Const", "value": 1},
-             {"name": "add", "op": "Add", "inputs": ["r", "one"]},
-             {"name": "v2", "op": "Var", "var": "x"},
-             {"name": "w", "op": "Write", "inputs": ["v2", "add"]},
-             {"name": "enq", "op": "QueueEnqueue", "queue": "q", "inputs": ["r"]}]
-    prog = {"format": "tfsem.program/1", "variables": ["x"], "queues": {"q": {"capacity": n}},
-            "nodes": nodes, "outputs": {"old": "r"}}
-    session = {"format": "tfsem.session/1", "program": prog, "order": "concurrent",
-               "runs": [{"name": f"s{i}", "fetch": ["old"], "targets": ["w", "enq"]}
-                        for i in range(n)]}
-    s, r = into / f"q{n}.session.json", into / f"q{n}_renamed.json"
-    s.write_text(json.dumps(session))
-    r.write_text(json.dumps(prog).replace('"one"', '"one_b"'))
-    return s, r
 
 
 def command(which: str, timeout: float, work: Path) -> list[str]:
     base = [sys.executable, "-m", "tfsem"]
     if which == "check":
-        s, r = queue_session(work)
+        s, r = queue_session(work, 5)
         return base + ["check", str(s), str(r), "--timeout", f"{timeout:g}", "--json"]
     runs = "1000" if which == "run-tensorflow" else "10000000"
     backend = "tensorflow" if which == "run-tensorflow" else "numpy"
