@@ -79,6 +79,20 @@ def run_once(env: dict, graph: str, optimizers: list[str], timeout: float, as_js
     return row
 
 
+def compared_sides(baseline_commit: str | None, where: Path) -> list[tuple[str, dict]]:
+    """(label, environment) of each tfsem to run: this tree (PYTHONPATH
+    cleared, TensorFlow's log quiet), and first, with a baseline commit,
+    tfsem at that commit checked out under `where`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sides = [("this", env)]
+    if baseline_commit:
+        from grappler import baseline_tree  # noqa: PLC0415
+        base = baseline_tree(baseline_commit, where)
+        sides.insert(0, (f"baseline {baseline_commit}", dict(env, PYTHONPATH=str(base))))
+    return sides
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=10.0, help="the command's budget (s)")
@@ -89,14 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=float, default=600.0,
                     help="kill a run after this many seconds (counted as rc None)")
     args = ap.parse_args(argv)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    sides = [("this", env)]
-    tmp = Path(tempfile.mkdtemp(prefix="tfsem-budget-"))
-    if args.baseline_commit:
-        from grappler import baseline_tree  # noqa: PLC0415
-        base = baseline_tree(args.baseline_commit, tmp)
-        sides.insert(0, (f"baseline {args.baseline_commit}", dict(env, PYTHONPATH=str(base))))
+    sides = compared_sides(args.baseline_commit, Path(tempfile.mkdtemp(prefix="tfsem-budget-")))
     print(f"budget --timeout {args.timeout:g} s; repeat {args.repeat}; load "
           f"{os.getloadavg()[0]:.1f} at the start")
     for name in args.cases.split(","):

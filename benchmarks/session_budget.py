@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from grappler_budget import timed  # noqa: E402  (the command's run, timed, as there)
+from grappler_budget import compared_sides, timed  # noqa: E402  (as there)
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the test's queue session of n runs, and its rewrite with a node renamed
@@ -81,14 +81,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=float, default=300.0,
                     help="kill a run after this many seconds (counted as rc None)")
     args = ap.parse_args(argv)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     work = Path(tempfile.mkdtemp(prefix="tfsem-session-budget-"))
-    sides = [("this", env)]
-    if args.baseline_commit:
-        from grappler import baseline_tree  # noqa: PLC0415
-        base = baseline_tree(args.baseline_commit, work / "baseline")
-        sides.insert(0, (f"baseline {args.baseline_commit}", dict(env, PYTHONPATH=str(base))))
+    sides = compared_sides(args.baseline_commit, work / "baseline")
     print(f"repeat {args.repeat}; load {os.getloadavg()[0]:.1f} at the start")
     for which in args.commands.split(","):
         for timeout in (float(t) for t in args.timeouts.split(",")):
