@@ -1,6 +1,9 @@
-"""Programs shared by the control-flow engine's tests."""
+"""Programs and helpers shared by the control-flow engine's tests."""
 
 from __future__ import annotations
+
+from tfsem.oracle import controlflow as cf
+from tfsem.oracle.budget import BudgetExceeded
 
 
 def counter_loop_f(trips: int) -> list[dict]:
@@ -23,3 +26,43 @@ def counter_loop_f(trips: int) -> list[dict]:
         {"name": "nextF", "op": "NextIteration", "inputs": ["addF"]},
         {"name": "exitF", "op": "Exit", "inputs": ["sw"]},
     ]
+
+
+def count_replays(monkeypatch) -> dict[str, int]:
+    """Nothing remembered between calls (no outcome set, no Machine, whose
+    paths would carry over), replays on; and a count, kept up to date, of
+    the replays that gave the answer and of those refused at a step."""
+    monkeypatch.setattr(cf, "remember_outcomes", False)
+    monkeypatch.setattr(cf, "replay_traces", True)
+    monkeypatch.setattr(cf, "_machines", type(cf._machines)())
+    counts = {"replayed": 0, "refused": 0}
+    real = cf._replay
+
+    def counted(*a, **k):
+        got = real(*a, **k)
+        counts["replayed" if got is not None else "refused"] += 1
+        return got
+    monkeypatch.setattr(cf, "_replay", counted)
+    return counts
+
+
+def replay_answer(p, feeds, init, mode, bound, replay, observe="outputs+state"):
+    """(outcomes with their schedules, states explored) with replays on or
+    off, or the exception's kind (and a loop bound's frame)."""
+    old = cf.replay_traces
+    cf.replay_traces = replay
+    try:
+        return cf.outcomes(p, feeds, init, mode, observe, 20_000, None, bound)
+    except cf.LoopBoundExceeded as exc:
+        return ("bound", exc.frame, exc.limit)
+    except BudgetExceeded as exc:
+        return ("budget", exc.which)
+    finally:
+        cf.replay_traces = old
+
+
+def same_as_exploring(p, feeds, init, mode="atomic", bound=6, observe="outputs+state"):
+    """The answer with replays, checked against the exploration's."""
+    got = replay_answer(p, feeds, init, mode, bound, True, observe)
+    assert got == replay_answer(p, feeds, init, mode, bound, False, observe)
+    return got

@@ -28,16 +28,16 @@ from hypothesis import strategies as st
 from tfsem.generators.control_flow import control_flow_programs
 from tfsem.generators.strategies import inputs_for
 from tfsem.oracle import controlflow as cf
-from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Error, Tensor
+
+from controlflow_support import count_replays, same_as_exploring
 
 MODES = ("atomic", "decomposed")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 SOME = settings(max_examples=300 if NIGHTLY else 12, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
-STATES = 20_000
-BOUND = 6
+BOUND = 6  # (same_as_exploring's default loop bound)
 
 
 @pytest.fixture(autouse=True)
@@ -45,40 +45,7 @@ def fresh(monkeypatch):
     """Nothing remembered between tests: no outcome set, no Machine (whose
     paths would carry over), replays on; and a count of replays that gave
     the answer, and of those refused at a step."""
-    monkeypatch.setattr(cf, "remember_outcomes", False)
-    monkeypatch.setattr(cf, "replay_traces", True)
-    monkeypatch.setattr(cf, "_machines", type(cf._machines)())
-    counts = {"replayed": 0, "refused": 0}
-    real = cf._replay
-
-    def counted(*a, **k):
-        got = real(*a, **k)
-        counts["replayed" if got is not None else "refused"] += 1
-        return got
-    monkeypatch.setattr(cf, "_replay", counted)
-    return counts
-
-
-def answer(p, feeds, init, mode="atomic", bound=BOUND, replay=True):
-    """(outcomes with their schedules, states explored), or the exception's
-    kind (and a loop bound's frame)."""
-    old = cf.replay_traces
-    cf.replay_traces = replay
-    try:
-        return cf.outcomes(p, feeds, init, mode, "outputs+state", STATES, None, bound)
-    except cf.LoopBoundExceeded as exc:
-        return ("bound", exc.frame, exc.limit)
-    except BudgetExceeded as exc:
-        return ("budget", exc.which)
-    finally:
-        cf.replay_traces = old
-
-
-def same_as_exploring(p, feeds, init, mode="atomic", bound=BOUND):
-    """The answer with replays, checked against the exploration's."""
-    got = answer(p, feeds, init, mode, bound)
-    assert got == answer(p, feeds, init, mode, bound, replay=False)
-    return got
+    return count_replays(monkeypatch)
 
 
 @SOME

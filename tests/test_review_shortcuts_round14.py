@@ -42,13 +42,14 @@ from tfsem.checking.structural import race_free
 from tfsem.generators.nested_loops import nested_program
 from tfsem.generators.strategies import random_inputs, random_programs
 from tfsem.oracle import controlflow as cf
-from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.program import ControlIn, Node
 from tfsem.oracle.semantics import enabled, fire, graph_of, initial_state, outcome_of, run_schedule
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 from tfsem.rewrites import builtin_passes
+
+from controlflow_support import count_replays, same_as_exploring
 
 SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 
@@ -194,37 +195,7 @@ def test_the_canonical_run_at_special_values_and_an_uninitialized_variable(sem, 
 def replays(monkeypatch):
     """Nothing remembered between calls; a count of the replays that gave
     the answer and of those refused at a step."""
-    monkeypatch.setattr(cf, "remember_outcomes", False)
-    monkeypatch.setattr(cf, "replay_traces", True)
-    monkeypatch.setattr(cf, "_machines", type(cf._machines)())
-    counts = {"replayed": 0, "refused": 0}
-    real = cf._replay
-
-    def counted(*a, **k):
-        got = real(*a, **k)
-        counts["replayed" if got is not None else "refused"] += 1
-        return got
-    monkeypatch.setattr(cf, "_replay", counted)
-    return counts
-
-
-def _answer(p, feeds, init, mode, bound, replay, observe="outputs+state"):
-    old = cf.replay_traces
-    cf.replay_traces = replay
-    try:
-        return cf.outcomes(p, feeds, init, mode, observe, 20_000, None, bound)
-    except cf.LoopBoundExceeded as exc:
-        return ("bound", exc.frame, exc.limit)
-    except BudgetExceeded as exc:
-        return ("budget", exc.which)
-    finally:
-        cf.replay_traces = old
-
-
-def _same_as_exploring(p, feeds, init, mode="atomic", bound=6, observe="outputs+state"):
-    got = _answer(p, feeds, init, mode, bound, True, observe)
-    assert got == _answer(p, feeds, init, mode, bound, False, observe)
-    return got
+    return count_replays(monkeypatch)
 
 
 def racing_branch():
@@ -256,14 +227,14 @@ def test_a_choice_that_appears_only_at_the_new_sigma_is_explored(replays, mode):
 
     def at(a):
         return {"a": Tensor(np.float32(a), "float32")}
-    first = _same_as_exploring(p, at(2.0), init, mode)
+    first = same_as_exploring(p, at(2.0), init, mode)
     assert len(first[0]) == 1                    # the false branch: one path, kept
-    nan = _same_as_exploring(p, at(np.nan), init, mode)
+    nan = same_as_exploring(p, at(np.nan), init, mode)
     assert replays["replayed"] == 1 and len(nan[0]) == 1
     # the true branch: the recorded path is refused at the Switches, and the
     # exploration finds both orders of the racing Assigns (and, decomposed,
     # the increment's write after x := 5 on the value it read before: 1)
-    taken = _same_as_exploring(p, at(0.0), init, mode)
+    taken = same_as_exploring(p, at(0.0), init, mode)
     assert replays["refused"] >= 1
     assert sorted(int(dict(o.state)["x"].array) for o in taken[0]) == \
         ([5, 6] if mode == "atomic" else [1, 5, 6])
@@ -281,4 +252,4 @@ def test_nested_loops_with_tensor_lists_replay_as_they_explore(replays, seed):
         cf._machines.cache = {}
         for k in range(5):
             feeds, init = random_inputs(p, seed * 100 + k, uninitialized_p=0.3, edge_p=0.3)
-            _same_as_exploring(p, feeds, init, mode, bound=3)
+            same_as_exploring(p, feeds, init, mode, bound=3)
