@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle.budget import BudgetExceeded
+
+CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
 
 
 def counter_loop_f(trips: int) -> list[dict]:
@@ -66,3 +73,21 @@ def same_as_exploring(p, feeds, init, mode="atomic", bound=6, observe="outputs+s
     got = replay_answer(p, feeds, init, mode, bound, True, observe)
     assert got == replay_answer(p, feeds, init, mode, bound, False, observe)
     return got
+
+
+def corpus_loop_program(graph: str, monkeypatch):
+    """The program imported from the real corpus's graph whose file starts
+    with `graph`, its float MatMul computed by TensorFlow's kernels (the
+    test is skipped without TensorFlow)."""
+    import importlib.util  # noqa: PLC0415
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed (its kernels compute float MatMul)")
+    from tfsem.graphdef import read_graph  # noqa: PLC0415
+    from tfsem.graphdef.importer import import_graph  # noqa: PLC0415
+    monkeypatch.setenv("TFSEM_TF_KERNELS", "1")
+    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["graphs"]
+                 if e["file"].startswith(graph))
+    caps = json.loads((CORPUS / entry["captures"]).read_text()) if entry.get("captures") else None
+    graph_def, _ = read_graph(CORPUS / entry["file"])
+    return import_graph(graph_def, entry["fetches"], entry["targets"], captures=caps).program

@@ -22,8 +22,6 @@ kernels: float MatMul).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,6 +34,8 @@ from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.graph import graph_of
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
+
+from controlflow_support import corpus_loop_program
 
 MODES = ("atomic", "decomposed")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -264,31 +264,17 @@ def test_one_machine_per_program_object():
 
 # -- the real corpus's loop graphs (nightly: TensorFlow's kernels) ----------------
 
-CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
-
-
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")
 @pytest.mark.parametrize("graph", ["keras_gru_loop", "keras_lstm_loop"])
 def test_runs_in_place_keep_the_outcomes_of_the_corpus_loop_graphs(graph, monkeypatch):
     """The original at the checker's first σ (zeros, the plain float σ, the
     largest float): the engine and the engine copying every state, with
     the transcription's steps (no function result remembered)."""
-    import importlib.util
     import itertools
-    import json
 
     import numpy as np
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed (its kernels compute float MatMul)")
     from tfsem.checking import check as chk
-    from tfsem.graphdef import read_graph
-    from tfsem.graphdef.importer import import_graph
-    monkeypatch.setenv("TFSEM_TF_KERNELS", "1")
-    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["graphs"]
-                 if e["file"].startswith(graph))
-    caps = json.loads((CORPUS / entry["captures"]).read_text()) if entry.get("captures") else None
-    graph_def, _ = read_graph(CORPUS / entry["file"])
-    p = import_graph(graph_def, entry["fetches"], entry["targets"], captures=caps).program
+    p = corpus_loop_program(graph, monkeypatch)
     rng = np.random.default_rng(2)
     sigmas = [next(itertools.islice(chk._generated_sigmas(p, rng), 1))]
     sigmas += [s for _, s in chk._float_sigmas(p)][::2]

@@ -18,9 +18,6 @@ witness schedules, the same count of states, the same exception.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,7 +28,7 @@ from tfsem.oracle import controlflow as cf
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Error, Tensor
 
-from controlflow_support import count_replays, same_as_exploring
+from controlflow_support import corpus_loop_program, count_replays, same_as_exploring
 
 MODES = ("atomic", "decomposed")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -179,30 +176,17 @@ def test_programs_with_stacks_are_explored(p, data):
 
 # -- the real corpus's loop graphs (nightly: TensorFlow's kernels) ----------------
 
-CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
-
-
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")
 @pytest.mark.parametrize("graph", ["keras_gru_loop", "keras_lstm_loop"])
 def test_the_corpus_loop_graphs_replay_as_they_explore(graph, fresh, monkeypatch):
     """The original at the checker's first σ (zeros), the float σ and two
     drawn ones, in the refutation stage's order: replayed where the path
     fits, always the exploration's answer."""
-    import importlib.util
     import itertools
 
     import numpy as np
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed (its kernels compute float MatMul)")
     from tfsem.checking import check as chk
-    from tfsem.graphdef import read_graph
-    from tfsem.graphdef.importer import import_graph
-    monkeypatch.setenv("TFSEM_TF_KERNELS", "1")
-    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["graphs"]
-                 if e["file"].startswith(graph))
-    caps = json.loads((CORPUS / entry["captures"]).read_text()) if entry.get("captures") else None
-    graph_def, _ = read_graph(CORPUS / entry["file"])
-    p = import_graph(graph_def, entry["fetches"], entry["targets"], captures=caps).program
+    p = corpus_loop_program(graph, monkeypatch)
     drawn = list(itertools.islice(chk._generated_sigmas(p, np.random.default_rng(2)), 3))
     sigmas = drawn[:1] + [s for _, s in chk._float_sigmas(p)] + drawn[1:]
     for feeds, init in sigmas:
