@@ -84,6 +84,17 @@ def test_the_cone_tests_find_a_difference_exactly_where_full_confirmation_does()
     assert differ >= 10 and agreed >= 10, (differ, agreed)
 
 
+def confirmed_by_the_oracle(p, q, cx, sem, obs, where):
+    """The σ shown is confirmed by the full oracle: the schedule shown, run
+    on the rewrite `q`, gives the outcome shown, which is none of the
+    enumerated original's (returned); `where` names the case on failure."""
+    state = run_schedule(q, cx.feeds, cx.init, cx.schedule, sem)
+    assert outcome_of(q, graph_of(q), state, obs) == cx.outcome, where
+    full = outcome_set(p, cx.feeds, cx.init, sem, obs, max_seconds=5)
+    assert cx.outcome not in full, where
+    return full
+
+
 def test_checks_with_and_without_the_cone_test_give_the_same_verdicts(monkeypatch):
     # (cone tests run where a full confirmation is dear: here, everywhere)
     monkeypatch.setattr(C, "MINIMIZE_CHEAP_SECONDS", -1.0)
@@ -98,12 +109,7 @@ def test_checks_with_and_without_the_cone_test_give_the_same_verdicts(monkeypatc
             if v.verdict != "unsound":
                 continue
             cx = v.counterexample
-            # the σ shown is confirmed by the full oracle: the schedule gives
-            # the outcome shown, which is none of the enumerated original's
-            state = run_schedule(q, cx.feeds, cx.init, cx.schedule, sem)
-            assert outcome_of(q, graph_of(q), state, obs) == cx.outcome
-            full = outcome_set(p, cx.feeds, cx.init, sem, obs, max_seconds=5)
-            assert cx.outcome not in full, (i, name)
+            full = confirmed_by_the_oracle(p, q, cx, sem, obs, (i, name))
             assert list(full) == [o for o, _ in cx.original_outcomes]
             assert "final" not in v.stats.get("minimization", {}), v.stats
             if on:
