@@ -70,21 +70,28 @@ def test_the_canonical_run_gives_the_replays_outcome_and_a_schedule_that_replays
     assert compared >= 60 and found >= 5, (compared, found)
 
 
-def _a_run(q, preferred, sem, feeds, init):
-    """A complete run of q firing, among the enabled steps, the first in
-    `preferred` (a run other than the canonical one where q allows it)."""
+def complete_run(q, sem, feeds, init, choose):
+    """A complete run of q on the reference stepper, `choose` picking each
+    step among the enabled ones (a list)."""
     from tfsem.oracle.semantics import enabled, fire, initial_state
     g = graph_of(q)
-    rank = {label: k for k, label in enumerate(preferred)}
     s = initial_state(q, g, feeds, init)
     run = []
     while True:
         steps = enabled(q, g, s, sem)
         if not steps:
             return run
-        step = min(steps, key=lambda x: rank.get(x, len(rank)))
+        step = choose(steps)
         run.append(step)
         s = fire(q, g, s, step)
+
+
+def _a_run(q, preferred, sem, feeds, init):
+    """A complete run of q firing, among the enabled steps, the first in
+    `preferred` (a run other than the canonical one where q allows it)."""
+    rank = {label: k for k, label in enumerate(preferred)}
+    return complete_run(q, sem, feeds, init,
+                        lambda steps: min(steps, key=lambda x: rank.get(x, len(rank))))
 
 
 def test_checks_with_and_without_it_give_the_same_verdicts(monkeypatch):

@@ -45,11 +45,12 @@ from tfsem.oracle import controlflow as cf
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.program import ControlIn, Node
-from tfsem.oracle.semantics import enabled, fire, graph_of, initial_state, outcome_of, run_schedule
+from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
 from tfsem.oracle.values import UNINITIALIZED, Error, Tensor
 from tfsem.rewrites import builtin_passes
 
 from controlflow_support import count_replays, same_as_exploring
+from test_check_race_free_rewritten_run import complete_run
 
 SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 
@@ -60,16 +61,7 @@ SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", 
 def _a_random_run(q, rng, sem, feeds, init):
     """A complete run of q on the reference stepper, each step drawn among
     the enabled ones (a schedule the old path replays)."""
-    g = graph_of(q)
-    s = initial_state(q, g, feeds, init)
-    run = []
-    while True:
-        steps = enabled(q, g, s, sem)
-        if not steps:
-            return run
-        step = steps[rng.randrange(len(steps))]
-        run.append(step)
-        s = fire(q, g, s, step)
+    return complete_run(q, sem, feeds, init, lambda steps: steps[rng.randrange(len(steps))])
 
 
 def _with_edge(p, rng):
