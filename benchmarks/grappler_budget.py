@@ -93,6 +93,17 @@ def compared_sides(baseline_commit: str | None, where: Path) -> list[tuple[str, 
     return sides
 
 
+def alternated(sides: list[tuple[str, dict]], repeat: int, run) -> dict[str, list[dict]]:
+    """Each side's rows, `run(environment)` `repeat` times on each, the
+    sides taking turns run by run (so that a drift in the machine's load
+    falls on both alike)."""
+    runs: dict[str, list[dict]] = {label: [] for label, _ in sides}
+    for _ in range(repeat):
+        for label, env in sides:
+            runs[label].append(run(env))
+    return runs
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=10.0, help="the command's budget (s)")
@@ -109,11 +120,9 @@ def main(argv=None) -> int:
     for name in args.cases.split(","):
         graph, optimizers = CASES[name]
         for mode in args.modes.split(","):
-            runs: dict[str, list[dict]] = {label: [] for label, _ in sides}
-            for _ in range(args.repeat):
-                for label, e in sides:
-                    runs[label].append(run_once(e, graph, optimizers, args.timeout,
-                                                mode == "json", args.limit))
+            runs = alternated(sides, args.repeat,
+                              lambda e: run_once(e, graph, optimizers, args.timeout,
+                                                 mode == "json", args.limit))
             for label, rows in runs.items():
                 walls = [r["wall"] for r in rows]
                 med = statistics.median(walls)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from grappler_budget import compared_sides, timed  # noqa: E402  (as there)
+from grappler_budget import alternated, compared_sides, timed  # noqa: E402  (as there)
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the test's queue session of n runs, and its rewrite with a node renamed
@@ -86,10 +86,8 @@ def main(argv=None) -> int:
     print(f"repeat {args.repeat}; load {os.getloadavg()[0]:.1f} at the start")
     for which in args.commands.split(","):
         for timeout in (float(t) for t in args.timeouts.split(",")):
-            runs: dict[str, list[dict]] = {label: [] for label, _ in sides}
-            for _ in range(args.repeat):
-                for label, e in sides:
-                    runs[label].append(run_once(e, which, timeout, args.limit, work))
+            runs = alternated(sides, args.repeat,
+                              lambda e: run_once(e, which, timeout, args.limit, work))
             for label, rows in runs.items():
                 walls = [r["wall"] for r in rows]
                 med = statistics.median(walls)
