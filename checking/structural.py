@@ -548,8 +548,9 @@ _CONST = fns.lookup("Const")
 #: The original's half of the rule, remembered per program object (a check
 #: tries the rule on one original against each rewrite in turn: Grappler's
 #: five optimizers on one graph).  Only what depends on the original alone:
-#: its term plan (`_term_plan(p)`, with the per-node lookups `info` keeps)
-#: and its static-shape passes (`_value_shapes(p, True | False)`).  Both are
+#: its term plan (`_term_plan(p)`, with the per-node lookups `info` keeps),
+#: its accesses (`_accesses(p)`) and its static-shape passes
+#: (`_value_shapes(p, True | False)`).  All are
 #: deterministic functions of the program (immutable), the registry's
 #: functions it names, and the switches in the key below; the entry is used
 #: only while all of these are as they were, so a remembered value is the
@@ -566,7 +567,8 @@ _ORIGINALS: dict[int, tuple] = {}
 
 def _original_memo(p: Program) -> dict | None:
     """The memo entry of p (a dict: "plan" -> (plan, info), ("shapes",
-    read_shapes) -> shapes), new where none holds; None when off."""
+    read_shapes) -> shapes, "accesses" -> `_accesses(p)`), new where none
+    holds; None when off."""
     if not ORIGINAL_MEMO:
         return None
     from tfsem.oracle import static_shapes as _shapes_module
@@ -710,7 +712,8 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                     memo = _original_memo(p)
                     plan, info = _original_plan(p, memo)
                     shared: dict[str, Any] = {"doomed": {}, "info": (info, {}),
-                                              "shape_passes": _shape_passes(p, memo)}
+                                              "shape_passes": _shape_passes(p, memo),
+                                              "memo": memo}
                     plans = (plan,
                              _term_plan(p2, info=shared["info"][1]),
                              nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {},
@@ -1511,7 +1514,15 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # (shared by the attempts: what depends on the programs alone)
     shared = plans[5] if plans is not None and len(plans) > 5 else {}
     if "accesses" not in shared:
-        shared["accesses"] = (_accesses(p), _accesses(p2))
+        # (the original's from its memo entry: `_accesses` depends on the
+        # program alone; one that raised is not kept, and raises again)
+        memo = shared.get("memo")
+        acc = memo.get("accesses") if memo is not None else None
+        if acc is None:
+            acc = _accesses(p)
+            if memo is not None:
+                memo["accesses"] = acc
+        shared["accesses"] = (acc, _accesses(p2))
     acc, acc2 = shared["accesses"]
     nu = _match(p, p2, acc, acc2, merge_reads)   # Reads and same-function Assigns
     for s, t in list(nu.items()):
