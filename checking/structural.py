@@ -438,6 +438,8 @@ import collections.abc as _abc
 import contextvars
 import gc
 import time
+import weakref
+from time import monotonic as _kernels_clock
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -543,6 +545,91 @@ _SND = fns.lookup("Snd")
 _CONST = fns.lookup("Const")
 
 
+#: The original's half of the rule, remembered per program object (a check
+#: tries the rule on one original against each rewrite in turn: Grappler's
+#: five optimizers on one graph).  Only what depends on the original alone:
+#: its term plan (`_term_plan(p)`, with the per-node lookups `info` keeps),
+#: its accesses (`_accesses(p)`) and its static-shape passes
+#: (`_value_shapes(p, True | False)`).  All are
+#: deterministic functions of the program (immutable), the registry's
+#: functions it names, and the switches in the key below; the entry is used
+#: only while all of these are as they were, so a remembered value is the
+#: value the rule would compute again: the rule's answer is the same
+#: (tests/test_structural_original_memo.py compares it with the memo off).
+#: A shape pass is remembered only when no kernel fold in it could have
+#: been refused for time (then it may have claimed fewer shapes than a
+#: later pass would): the request deadline had not passed when it ended,
+#: and it took less than a kernel call's own limit.  Keyed on id(p) with a
+#: weak reference (as oracle/applications.py): gone with the program.
+ORIGINAL_MEMO = True
+_ORIGINALS: dict[int, tuple] = {}
+
+
+def _original_memo(p: Program) -> dict | None:
+    """The memo entry of p (a dict: "plan" -> (plan, info), ("shapes",
+    read_shapes) -> shapes, "accesses" -> `_accesses(p)`), new where none
+    holds; None when off."""
+    if not ORIGINAL_MEMO:
+        return None
+    from tfsem.oracle import static_shapes as _shapes_module
+    key = (fns.version, kernels.enabled(), fns.MAX_TENSOR_ELEMENTS,
+           _shapes_module.FOLD_MAX_ELEMENTS)
+    entry = _ORIGINALS.get(id(p))
+    if (entry is not None and entry[0]() is p and entry[1] == key
+            and fns.still_registered(entry[2])):
+        return entry[3]
+
+    def gone(ref, k=id(p)) -> None:
+        if _ORIGINALS.get(k, (None,))[0] is ref:
+            _ORIGINALS.pop(k, None)
+    try:
+        ref = weakref.ref(p, gone)
+    except TypeError:
+        return None
+    names = {n.attrs.get("fn") if n.op == ASSIGN else n.op for n in p.nodes}
+    looked_up = tuple((name, fns.lookup(name)) for name in sorted(
+        n for n in names if isinstance(n, str)))
+    memo: dict = {}
+    _ORIGINALS[id(p)] = (ref, key, looked_up, memo)
+    return memo
+
+
+def _original_plan(p: Program, memo: dict | None) -> tuple[list, dict]:
+    """`_term_plan(p)` and its `info`, remembered in `memo` (not None)."""
+    if memo is not None and "plan" in memo:
+        return memo["plan"]
+    info: dict = {}
+    got = (_term_plan(p, info=info), info)
+    if memo is not None:
+        memo["plan"] = got
+    return got
+
+
+def _shape_passes(p: Program, memo: dict | None):
+    """The `passes` argument of static_shapes: p's passes from `memo`."""
+    if memo is None:
+        return None
+    from tfsem.oracle.static_shapes import _value_shapes
+
+    def passes(q, read_shapes, tick):
+        if q is not p:
+            return _value_shapes(q, read_shapes, tick=tick)
+        got = memo.get(("shapes", read_shapes))
+        if got is None:
+            # (the kernels' clock: their deadlines are read on it, whatever
+            # clock the rule's own deadline checks read)
+            started = _kernels_clock()
+            got = _value_shapes(q, read_shapes, tick=tick)
+            now = _kernels_clock()
+            cuts = [d for d in (getattr(kernels._local, "deadline", None),
+                                getattr(kernels._local, "request_deadline", None))
+                    if d is not None]
+            if now - started < kernels.CALL_SECONDS and all(now < d for d in cuts):
+                memo[("shapes", read_shapes)] = got
+        return got
+    return passes
+
+
 @dataclass
 class StructuralResult:
     """`proved` is True when the theorem above applies; `reason` says which
@@ -622,8 +709,12 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
             _tick()
             try:
                 if plans is None:   # (what the terms need depends on the programs alone)
-                    shared: dict[str, Any] = {"doomed": {}, "info": ({}, {})}
-                    plans = (_term_plan(p, info=shared["info"][0]),
+                    memo = _original_memo(p)
+                    plan, info = _original_plan(p, memo)
+                    shared: dict[str, Any] = {"doomed": {}, "info": (info, {}),
+                                              "shape_passes": _shape_passes(p, memo),
+                                              "memo": memo}
+                    plans = (plan,
                              _term_plan(p2, info=shared["info"][1]),
                              nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {},
                              shared)
@@ -1423,7 +1514,15 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # (shared by the attempts: what depends on the programs alone)
     shared = plans[5] if plans is not None and len(plans) > 5 else {}
     if "accesses" not in shared:
-        shared["accesses"] = (_accesses(p), _accesses(p2))
+        # (the original's from its memo entry: `_accesses` depends on the
+        # program alone; one that raised is not kept, and raises again)
+        memo = shared.get("memo")
+        acc = memo.get("accesses") if memo is not None else None
+        if acc is None:
+            acc = _accesses(p)
+            if memo is not None:
+                memo["accesses"] = acc
+        shared["accesses"] = (acc, _accesses(p2))
     acc, acc2 = shared["accesses"]
     nu = _match(p, p2, acc, acc2, merge_reads)   # Reads and same-function Assigns
     for s, t in list(nu.items()):
@@ -1459,7 +1558,8 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             terms.sorts_commutative = False    # (E3) only where no function sees a NaN's bits
         if RESHAPES_BY_SHAPE:
             terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(
-                p, p2, tick=_tick if _DEADLINE.get() is not None else None)))
+                p, p2, tick=_tick if _DEADLINE.get() is not None else None,
+                passes=shared.get("shape_passes"))))
         names: dict[int, str] = {}
         names2: dict[int, str] = {}
         values: tuple[dict, dict] = ({}, {})     # (the exact terms built, of each program)

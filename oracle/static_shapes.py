@@ -503,19 +503,25 @@ def shape_keeping_variables(p: Program, unsure: Mapping[str, str] | None = None,
 _STORE_FUNCTIONS = {name: fns.lookup(name) for name in _STORES_VALUE}
 
 
-def static_shapes(p: Program, p2: Program | None = None, tick=None
+def static_shapes(p: Program, p2: Program | None = None, tick=None, passes=None
                   ) -> tuple[dict[tuple[str, int], Shape], ...]:
     """The claimed shapes of the ports of p (and of p2): with the Reads'
     declared shapes where every Assign of *both* programs keeps them (a
     Read leaf of the structural rule is shared by the two programs' terms,
     and its value comes from the run of either), without them otherwise.
-    `tick`, if given, is called every 64 nodes (a deadline's check)."""
+    `tick`, if given, is called every 64 nodes (a deadline's check).
+    `passes`, if given, is called (q, read_shapes, tick) for one program's
+    pass in place of the pass itself: it must return what that pass
+    returns (the structural rule's memo of the original's passes)."""
     programs = [p] if p2 is None else [p, p2]
+    if passes is None:
+        def passes(q, read_shapes, tick):
+            return _value_shapes(q, read_shapes, tick=tick)
     with_reads = []
     for q in programs:        # (the second program's pass only where the first keeps them)
-        shapes = _value_shapes(q, True, tick=tick)
+        shapes = passes(q, True, tick)
         if not _keeps_variable_shapes(q, shapes):
-            return tuple(_value_shapes(q, False, tick=tick) for q in programs)
+            return tuple(passes(q, False, tick) for q in programs)
         with_reads.append(shapes)
     return tuple(with_reads)
 

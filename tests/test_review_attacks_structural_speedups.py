@@ -82,8 +82,15 @@ def _with_clock(monkeypatch, clock: _Clock) -> None:
     monkeypatch.setattr(structural, "time", fake)
 
 
-def test_no_proof_once_the_clock_has_passed_the_deadline(monkeypatch):
+@pytest.mark.parametrize("warm", [False, True])
+def test_no_proof_once_the_clock_has_passed_the_deadline(monkeypatch, warm):
+    """`warm`: the original's half remembered from an earlier call (the
+    rule's memo per original), else the memo off: every call computes it."""
     p, q = _pair()
+    if warm:
+        assert structural_refinement(p, q).proved
+    else:
+        monkeypatch.setattr(structural, "ORIGINAL_MEMO", False)
     free = _Clock(float("inf"))
     _with_clock(monkeypatch, free)
     r = structural_refinement(p, q, deadline=1.0)

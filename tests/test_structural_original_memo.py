@@ -1,0 +1,99 @@
+"""The structural rule's memo of the original's half (checking/structural.py
+`ORIGINAL_MEMO`: the original's term plan and static-shape passes,
+remembered per program object while the registry's functions it names are
+unchanged).  On generated pairs (benchmarks/review_structural_campaign.py's
+generator: products by ones, Reshapes to the argument's own shape,
+Identity), one original checked against several rewrites in a row, as a
+check of Grappler's optimizers does: the rule with the memo gives the same
+result, proof and reason, as the rule computing everything each time."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import random
+from pathlib import Path
+
+from hypothesis import settings
+
+from tfsem.checking import structural
+from tfsem.checking.structural import structural_refinement
+
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+
+
+def _campaign():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "review_structural_campaign.py"
+    spec = importlib.util.spec_from_file_location("review_structural_campaign", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _families(n: int, rewrites: int = 4):
+    """n originals, each with `rewrites` rewrites (the same object each time)."""
+    camp = _campaign()
+    rng = random.Random(2314)
+    out = []
+    while len(out) < n:
+        nodes, outputs, writes = camp._gen(rng)
+        opts = [x["name"] for x in nodes if x.get("opt")]
+        if not opts:
+            continue
+        keep_p = {o for o in opts if rng.random() < 0.5}
+        p = camp._instance(nodes, outputs, writes, keep_p)
+        qs = [(camp._instance(nodes, outputs, writes, keep_p ^ {rng.choice(opts)}),
+               rng.choice(["atomic", "decomposed"]), rng.choice(["outputs", "outputs+state"]))
+              for _ in range(rewrites)]
+        out.append((p, qs))
+    return out
+
+
+def _answers(families):
+    return [[(r.proved, r.reason) for r in (structural_refinement(p, q, s, o) for q, s, o in qs)]
+            for p, qs in families]
+
+
+def test_the_original_memo_changes_no_result(monkeypatch):
+    families = _families(120 if NIGHTLY else 25)
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    with_memo = _answers(families)
+    # (every original was remembered, and its entry is used by the next rewrites)
+    assert all(structural._ORIGINALS.get(id(p), (lambda: None,))[0]() is p for p, _ in families)
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", False)
+    without = _answers(families)
+    assert with_memo == without
+    flat = [a for row in with_memo for a in row]
+    assert any(proved for proved, _ in flat) and not all(proved for proved, _ in flat)
+
+
+def test_the_original_memo_goes_with_the_program(monkeypatch):
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    (p, qs), = _families(1, rewrites=1)
+    q, s, o = qs[0]
+    structural_refinement(p, q, s, o)
+    key = id(p)
+    assert key in structural._ORIGINALS
+    del p
+    gc.collect()
+    assert key not in structural._ORIGINALS
+
+
+def test_a_replaced_function_is_not_answered_from_the_memo(monkeypatch):
+    """An entry holds while the functions the original names are the
+    registry's: a function replaced by hand (no `register`, no version)
+    makes the next call compute the original's half again."""
+    from tfsem.oracle import functions as fns
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    (p, qs), = _families(1, rewrites=1)
+    q, s, o = qs[0]
+    structural_refinement(p, q, s, o)
+    first = structural._ORIGINALS[id(p)][3]
+    name = next(n for n, f in structural._ORIGINALS[id(p)][2] if f is not None)
+    monkeypatch.setitem(fns._REGISTRY, name, fns._REGISTRY[name])   # the same: still used
+    structural_refinement(p, q, s, o)
+    assert structural._ORIGINALS[id(p)][3] is first
+    import dataclasses
+    monkeypatch.setitem(fns._REGISTRY, name, dataclasses.replace(fns._REGISTRY[name]))
+    structural_refinement(p, q, s, o)
+    assert structural._ORIGINALS[id(p)][3] is not first
