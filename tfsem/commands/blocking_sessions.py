@@ -119,8 +119,8 @@ def run(args: argparse.Namespace, session) -> int:
     from tfsem.oracle import blocking  # noqa: PLC0415
     deadline = None
     if getattr(args, "timeout", None) is not None:
-        from .run import REPORT_SECONDS, _budget  # noqa: PLC0415
-        deadline = _budget(args)
+        from .run_budget import REPORT_SECONDS, budget  # noqa: PLC0415
+        deadline = budget(args)
         stop_at = deadline.at - REPORT_SECONDS
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
@@ -461,7 +461,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
 
     from .common import MAX_SECONDS_OUTCOMES, StageTimeout, call_within  # noqa: PLC0415
     from .grappler import _finish  # noqa: PLC0415
-    from .run import REPORT_SECONDS, _budget, _out_of_time  # noqa: PLC0415
+    from .run_budget import REPORT_SECONDS, budget as _budget, out_of_time as _out_of_time  # noqa: PLC0415
     deadline = _budget(args)
 
     def left() -> float:

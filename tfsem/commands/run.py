@@ -12,10 +12,8 @@ from .common import (add_semantics_options, add_sigma_options, bounded_float, bo
                      print_json, seed_int, sigma_from_args)
 
 
-#: the default time budget of `tfsem run --backend tensorflow|xla` (seconds):
-#: TensorFlow's import alone takes 5 s at a load of 1.5 and up to a minute
-#: on a loaded machine
-TF_TIMEOUT = 300.0
+from .run_budget import REPORT_SECONDS, TF_TIMEOUT  # noqa: F401 (the budget's constants)
+from .run_budget import budget as _budget, out_of_time as _out_of_time
 
 
 def add_parser(sub) -> None:
@@ -215,33 +213,6 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
 
 
 # --- `tfsem run GRAPH --backend tensorflow|xla` ----------------------------------------
-
-
-def _budget(args: argparse.Namespace):
-    """The command's one clock (common.Deadline): --timeout (default
-    TF_TIMEOUT) from the process's start, or from now for a call from Python."""
-    from .common import Deadline  # noqa: PLC0415
-    if getattr(args, "run_deadline", None) is not None:    # (started already: one clock)
-        return args.run_deadline
-    seconds = args.timeout if getattr(args, "timeout", None) is not None else TF_TIMEOUT
-    args.run_deadline = (Deadline.of_process(seconds) if getattr(args, "whole_process", False)
-                         else Deadline(seconds))
-    return args.run_deadline
-
-
-#: the seconds of the budget kept back for the report (and the process's end)
-REPORT_SECONDS = 0.3
-
-
-def _out_of_time(args: argparse.Namespace, deadline, why: str, done: dict | None = None) -> int:
-    """`unknown` (exit 3): the budget ran out `why`, nothing else found."""
-    reason = f"the time budget of {deadline.seconds:g} s ran out {why}"
-    if args.json:
-        print_json(dict(done or {}, verdict="unknown", reason=reason, budget=True))
-    else:
-        print(f"unknown: {reason}")
-    from .grappler import _finish  # noqa: PLC0415
-    return _finish(args, 3)
 
 
 def run_backend(args: argparse.Namespace) -> int:
