@@ -24,7 +24,7 @@ DEADLOCK = SESSIONS / "queue_deadlock.session.json"
 #: what one trial of DEADLOCK gives on TensorFlow: consumer2 waits, consumer1 got the item
 TRIAL = (("consumer2",), (("consumer1/item", 1),))
 #: the command ends within T and this much
-MARGIN = 0.4
+MARGIN = 0.8   # (T and this much: the report, a trial that ignores the deadline, the load)
 
 
 @pytest.fixture
