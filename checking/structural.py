@@ -557,9 +557,9 @@ _CONST = fns.lookup("Const")
 #: value the rule would compute again: the rule's answer is the same
 #: (tests/test_structural_original_memo.py compares it with the memo off).
 #: A shape pass is remembered only when no kernel fold in it could have
-#: been refused for time (then it may have claimed fewer shapes than a
-#: later pass would): the request deadline had not passed when it ended,
-#: and it took less than a kernel call's own limit.  Keyed on id(p) with a
+#: been refused (then it may have claimed fewer shapes than a later pass
+#: would): the request deadline had not passed when it ended, it took less
+#: than a kernel call's own limit, and no fold raised during it.  Keyed on id(p) with a
 #: weak reference (as oracle/applications.py): gone with the program.
 ORIGINAL_MEMO = True
 _ORIGINALS: dict[int, tuple] = {}
@@ -618,13 +618,19 @@ def _shape_passes(p: Program, memo: dict | None):
         if got is None:
             # (the kernels' clock: their deadlines are read on it, whatever
             # clock the rule's own deadline checks read)
+            from tfsem.oracle import static_shapes as _shapes_module
             started = _kernels_clock()
+            failures = _shapes_module.fold_failures
             got = _value_shapes(q, read_shapes, tick=tick)
             now = _kernels_clock()
             cuts = [d for d in (getattr(kernels._local, "deadline", None),
                                 getattr(kernels._local, "request_deadline", None))
                     if d is not None]
-            if now - started < kernels.CALL_SECONDS and all(now < d for d in cuts):
+            # (and no fold raised during it, in any thread: a kernel refused
+            # or its child gone may succeed next time, so such a pass is
+            # computed again, never remembered weaker)
+            if (now - started < kernels.CALL_SECONDS and all(now < d for d in cuts)
+                    and _shapes_module.fold_failures == failures):
                 memo[("shapes", read_shapes)] = got
         return got
     return passes

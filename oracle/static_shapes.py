@@ -401,6 +401,11 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
 #: Slice of a constant shape, ConcatAxis), at most this many elements
 FOLD_MAX_ELEMENTS = 1024
 _FOLDED_DTYPES = frozenset({"int32", "int64", "bool"})
+#: folds that raised (a kernel refused or its child gone, or the function's
+#: own error), counted so that a caller remembering a pass's shapes can tell
+#: a pass that may have claimed fewer shapes than a later one would
+#: (checking/structural.py `_shape_passes`)
+fold_failures = 0
 
 
 def _fold(op: str, attrs: Mapping, values: list,
@@ -422,6 +427,8 @@ def _fold(op: str, attrs: Mapping, values: list,
     try:
         results = f.apply(values, attrs)
     except Exception:   # (cannot run here: no claim)
+        global fold_failures
+        fold_failures += 1
         return None
     if not all(isinstance(r, Tensor) for r in results):
         return None

@@ -115,6 +115,30 @@ def test_a_shape_pass_past_the_request_deadline_is_not_remembered(monkeypatch):
                    for k in structural._ORIGINALS[id(p)][3])
 
 
+def test_a_shape_pass_in_which_a_fold_raised_is_not_remembered(monkeypatch):
+    """A fold that raised (a kernel refused, its child gone) may succeed in a
+    later pass and claim more shapes: a pass during which one raised is
+    computed again next time, never remembered weaker."""
+    from tfsem.oracle import static_shapes
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    (p, qs), = _families(1, rewrites=1, seed=14144)
+    real = static_shapes._value_shapes
+
+    def a_fold_raised(q, read_shapes, tick=None):
+        static_shapes.fold_failures += 1
+        return real(q, read_shapes, tick=tick)
+    monkeypatch.setattr(static_shapes, "_value_shapes", a_fold_raised)
+    structural_refinement(p, qs[0], "atomic", "outputs")
+    entry = structural._ORIGINALS.get(id(p))
+    assert entry is None or not any(isinstance(k, tuple) and k[0] == "shapes"
+                                    for k in entry[3])
+    monkeypatch.setattr(static_shapes, "_value_shapes", real)
+    structural_refinement(p, qs[0], "atomic", "outputs")
+    if structural.RESHAPES_BY_SHAPE:
+        assert any(isinstance(k, tuple) and k[0] == "shapes"
+                   for k in structural._ORIGINALS[id(p)][3])
+
+
 def test_remembered_values_are_not_changed_by_a_check(monkeypatch):
     """A check must not write into the remembered plan, info, accesses or
     shapes (they are shared by the next checks of the original)."""
