@@ -7,40 +7,17 @@ with the memo on against the rule computing everything (memo off)."""
 
 from __future__ import annotations
 
-import importlib.util
-import random
 import time
-from pathlib import Path
 
 from tfsem.checking import structural
 from tfsem.checking.structural import structural_refinement
 from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
-
-
-def _campaign():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "review_structural_campaign.py"
-    spec = importlib.util.spec_from_file_location("review_structural_campaign_r14c", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from test_structural_original_memo import _families as structural_original_families
 
 
 def _families(n: int, rewrites: int = 3, seed: int = 14143):
-    camp = _campaign()
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        nodes, outputs, writes = camp._gen(rng)
-        opts = [x["name"] for x in nodes if x.get("opt")]
-        if not opts:
-            continue
-        keep_p = {o for o in opts if rng.random() < 0.5}
-        p = camp._instance(nodes, outputs, writes, keep_p)
-        qs = [camp._instance(nodes, outputs, writes, keep_p ^ {rng.choice(opts)})
-              for _ in range(rewrites)]
-        out.append((p, qs))
-    return out
+    return structural_original_families(n, rewrites, seed=seed, modes=False)
 
 
 MODES = [(s, o, real) for s in ("atomic", "decomposed")

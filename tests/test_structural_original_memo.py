@@ -10,30 +10,23 @@ result, proof and reason, as the rule computing everything each time."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import random
-from pathlib import Path
 
 from hypothesis import settings
 
 from tfsem.checking import structural
 from tfsem.checking.structural import structural_refinement
+from test_review_attacks_structural_speedups import _campaign
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 
 
-def _campaign():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "review_structural_campaign.py"
-    spec = importlib.util.spec_from_file_location("review_structural_campaign", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _families(n: int, rewrites: int = 4):
-    """n originals, each with `rewrites` rewrites (the same object each time)."""
+def _families(n: int, rewrites: int = 4, seed: int = 2314, modes: bool = True):
+    """n originals, each with `rewrites` rewrites (the same object each
+    time); with `modes`, each rewrite with a semantics and an observation
+    drawn, else the rewrite alone."""
     camp = _campaign()
-    rng = random.Random(2314)
+    rng = random.Random(seed)
     out = []
     while len(out) < n:
         nodes, outputs, writes = camp._gen(rng)
@@ -42,9 +35,11 @@ def _families(n: int, rewrites: int = 4):
             continue
         keep_p = {o for o in opts if rng.random() < 0.5}
         p = camp._instance(nodes, outputs, writes, keep_p)
-        qs = [(camp._instance(nodes, outputs, writes, keep_p ^ {rng.choice(opts)}),
-               rng.choice(["atomic", "decomposed"]), rng.choice(["outputs", "outputs+state"]))
+        qs = [camp._instance(nodes, outputs, writes, keep_p ^ {rng.choice(opts)})
               for _ in range(rewrites)]
+        if modes:
+            qs = [(q, rng.choice(["atomic", "decomposed"]), rng.choice(["outputs", "outputs+state"]))
+                  for q in qs]
         out.append((p, qs))
     return out
 
