@@ -247,7 +247,6 @@ class Tables:
                 self.step[name + WRITE_STEP] = n + i
             else:
                 self.step[name] = i
-        self.n_steps = len(self.step)
         self.registry_version = fns.version
         self._attrs_keys: list[str | None] = [None] * n
 

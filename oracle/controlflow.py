@@ -1367,7 +1367,6 @@ class Machine:
             count += len(batch)
             if deadline is not None and count > self.chain_clock_steps:
                 count = 0
-                import time
                 if time.monotonic() > deadline[0]:
                     # (`behaviours`'s budget, read as often as it reads it)
                     raise BudgetExceeded("seconds", deadline[1], self.explored)
@@ -1617,8 +1616,7 @@ class Machine:
         if key is not None:
             got = _APPLIED.get(key)
             if got is not None and got[0] is fn:
-                for op in got[2]:   # (the verdict names the kernels it rests on)
-                    fns._kernels._note(op)
+                fns._kernels.note(got[2])   # (the verdict names the kernels it rests on)
                 return list(got[1])
         if key is None:
             return list(fn.apply(data, n.attrs))
@@ -1709,7 +1707,6 @@ def behaviours(p: Program, g: Graph, feeds: Mapping[str, Value], init: Mapping[s
     keyed at the choices only, one run.  Schedules are kept as shared
     (label, parent) pairs and spelled out at the end of a run (a list copied
     at every step was quadratic in the run's length)."""
-    import time
     started = time.monotonic()
     m = machine or Machine(p, g, semantics, max_iterations)
     # a state popped from the stack is referenced by nothing else (its key,
@@ -1847,8 +1844,7 @@ def outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],
     if got is not None and got[0] is p and (max_states is None or got[2] <= max_states):
         _OUTCOMES[key] = _OUTCOMES.pop(key, got)   # (used last: evicted last)
         _, found, explored, used = got[:4]
-        for op in used:   # (the verdict names the kernels its outcomes rest on)
-            fns._kernels._note(op)
+        fns._kernels.note(used)   # (the verdict names the kernels its outcomes rest on)
         if isinstance(found, tuple):   # (the run reached a loop's iteration bound)
             raise LoopBoundExceeded(found[0], found[1], explored)
         return dict(found), explored
@@ -2055,8 +2051,10 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
         if type(wrote) is int:
             if len(written) != wrote:
                 tr = _other_path(paths, tr, i, len(written))
-        elif tuple(type(tokens[k]) is _Dead for k in written) != wrote:
-            tr = _other_path(paths, tr, i, tuple(type(tokens[k]) is _Dead for k in written))
+        else:
+            got = tuple(type(tokens[k]) is _Dead for k in written)
+            if got != wrote:
+                tr = _other_path(paths, tr, i, got)
         if tr is None:
             return None
         steps = tr.steps

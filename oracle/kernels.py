@@ -141,9 +141,7 @@ def enabled() -> bool:
     forced = getattr(_local, "forced", None)
     if forced is not None:
         return forced
-    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "no", "false"):
-        return False
-    return _tensorflow_installed()
+    return environment_enabled()
 
 
 _installed: bool | None = None
