@@ -176,9 +176,8 @@ def _sigmas(program, seed: int = 0):
         yield random_inputs(program, seed + k)
 
 
-#: what a blocking check's JSON says when its counterexample was left out
-JSON_CUT = ("the time budget ran out while the verdict's JSON was written: its "
-            "counterexample is left out; the verdict stands (a longer --timeout writes it)")
+#: the exit status of each verdict (as checking/verdict.py `Verdict.exit_status`)
+_EXIT = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}
 
 
 def _made_within(items, fn, end) -> tuple[list, int]:
@@ -216,7 +215,7 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     from tfsem.oracle.session import SessionError  # noqa: PLC0415
 
-    from .common import Deadline, dumps_within  # noqa: PLC0415
+    from .common import JSON_REPORT_CUT, Deadline, dumps_within  # noqa: PLC0415
     from .grappler import REPORT_TAIL, _finish, _hold  # noqa: PLC0415
 
     semantics = args.semantics or "atomic"
@@ -235,7 +234,7 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
         """Write the verdict (its text or JSON) and end the command; `make`
         (for an `unsound`) makes its counterexample's lines and JSON within
         the report's time."""
-        status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1, "unknown": 3}[name]
+        status = _EXIT[name]
         data = dict({"verdict": name, "reason": reason, "semantics": semantics,
                      "observe": observe}, **extra)
         progress.update(verdict=dict(data), stage="the report")
@@ -249,7 +248,7 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
             text = dumps_within(data, end)
             if text is None:
                 data["counterexample"] = None
-                data["report_cut"] = JSON_CUT
+                data["report_cut"] = JSON_REPORT_CUT
                 text = dumps_within(data, None)
         else:
             text = "\n".join([name + (f": {reason}" if reason else ""),
@@ -339,9 +338,6 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
         what = (f"{budget} ran out" if exc.which == "seconds" and time.monotonic() >= stop_at
                 else str(exc))
         cut = f"{what} while σ {tried + 1} of {CHECK_SIGMAS} was enumerated"
-        if tried == 0:
-            return verdict("unknown", f"{cut}: no σ was compared in full (a longer --timeout "
-                                      "may decide it)", tried=tried, budget=True)
     except blocking.BlockingError as exc:
         raise UsageError("; ".join(str(v) for v in exc.violations)) from None
     if cut is not None and tried == 0:
@@ -418,8 +414,7 @@ def watchdog_report(args: argparse.Namespace, progress: dict, head: bool) -> int
         data = dict(data, counterexample=None,
                     report_cut=f"{budget} ran out during {stage}, after the verdict: the "
                                "verdict stands; its counterexample is left out")
-    status = {"sound": 0, "no-counterexample": 0, "unsound": 1, "invalid": 1,
-              "unknown": 3}[data["verdict"]]
+    status = _EXIT[data["verdict"]]
     if args.json:
         text = dumps_within(data, None)
     else:

@@ -10,7 +10,7 @@ from tfsem.cli import EXIT_BAD_INPUT, UsageError
 
 from .common import CASE_FORMAT, CHECK_TIMEOUT as DEFAULT_TIMEOUT, OBSERVE, SEMANTICS
 from .common import StageTimeout, add_float_option, add_graph_options, call_within, dumps_within
-from .common import json_text, make_duration, print_json
+from .common import JSON_REPORT_CUT, json_text, make_duration, print_json
 
 # the checker (z3, the symbolic oracle) and the program model (numpy) are
 # imported when a check runs, not for `tfsem check --help`
@@ -349,10 +349,6 @@ def _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report, 
     return _finish(args, verdict.exit_status)
 
 
-#: what a verdict's JSON says when its counterexample was left out of it
-JSON_REPORT_CUT = ("the time budget ran out while the verdict's JSON was written: its "
-                   "counterexample is left out; the verdict stands (a longer --timeout "
-                   "writes it)")
 #: what the --html page says when its drawing was left out
 HTML_CUT = ("the time budget ran out while the page was drawn: it holds the verdict alone; "
             "a longer --timeout draws it")

@@ -316,3 +316,10 @@ def print_runtime_rows(rows, describe, noun: str) -> None:
         mark = ("" if inside is None else "   in the oracle's set" if inside
                 else "   NOT in the oracle's set: a finding against the runtime")
         print(f"  {i}. {describe(o)}   ({n} {noun}{'s' if n != 1 else ''}){mark}")
+
+
+#: what a verdict's JSON says when its counterexample was left out of it
+#: (`tfsem check`, of graphs and of sessions)
+JSON_REPORT_CUT = ("the time budget ran out while the verdict's JSON was written: its "
+                   "counterexample is left out; the verdict stands (a longer --timeout "
+                   "writes it)")

@@ -292,7 +292,6 @@ def run_backend(args: argparse.Namespace) -> int:
     except ImportTimeout as exc:
         return _out_of_time(args, deadline, f"while the graph was read and imported ({exc}): "
                                             "no run")
-    from .common import sigma_from_args  # noqa: PLC0415
     feeds, init = sigma_from_args(program, args)
     threads = args.workers or tfb.DEFAULT_INTER_OP_THREADS
     seen = tfb.Observed(0, Counter())
