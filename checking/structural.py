@@ -453,6 +453,7 @@ from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.functions import NUMERIC
 from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 
+from .canonical_memo import _functions_of
 from .product_by_one import constant_never_subnormal, product_by_one, result_never_subnormal
 from .static_shapes import data_inputs, kernel_dtype, reshape_changes_nothing, static_shapes
 from .symbolic import commutes_opaque
@@ -586,9 +587,7 @@ def _original_memo(p: Program) -> dict | None:
         ref = weakref.ref(p, gone)
     except TypeError:
         return None
-    names = {n.attrs.get("fn") if n.op == ASSIGN else n.op for n in p.nodes}
-    looked_up = tuple((name, fns.lookup(name)) for name in sorted(
-        n for n in names if isinstance(n, str)))
+    looked_up = _functions_of(p)
     memo: dict = {}
     _ORIGINALS[id(p)] = (ref, key, looked_up, memo)
     return memo
