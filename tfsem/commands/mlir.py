@@ -215,10 +215,6 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
     return worst
 
 
-#: a replay with less than this many seconds of its budget left is not started
-MIN_REPLAY = 0.05
-
-
 def replay_within(rewritten, verdict, deadline: float, seconds: float):
     """`verdict`'s counterexample replayed on TensorFlow (the rewritten
     program exported, as `tfsem check` replays a program) before `deadline`
@@ -231,10 +227,11 @@ def replay_within(rewritten, verdict, deadline: float, seconds: float):
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
 
     from .common import StageTimeout, call_within  # noqa: PLC0415
+    from .grappler import MIN_STAGE  # noqa: PLC0415 (a stage with less left is not started)
     label = "the output module read by tfsem, exported"
     budget = f"the time budget of {seconds:g} s"
     left = deadline - time.monotonic()
-    if left < MIN_REPLAY:
+    if left < MIN_STAGE:
         return tfb.Replay(False, f"{budget} ran out before the replay started", label,
                           budget=True)
     try:
