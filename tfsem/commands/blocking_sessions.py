@@ -119,9 +119,9 @@ def run(args: argparse.Namespace, session) -> int:
     from tfsem.oracle import blocking  # noqa: PLC0415
     deadline = None
     if getattr(args, "timeout", None) is not None:
-        from .run_budget import REPORT_SECONDS, budget  # noqa: PLC0415
+        from .run_budget import budget, stop_at as _stop_at  # noqa: PLC0415
         deadline = budget(args)
-        stop_at = deadline.at - REPORT_SECONDS
+        stop_at = _stop_at(deadline)
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
     machine = blocking.Machine(program, table, args.semantics)
@@ -456,11 +456,8 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
 
     from .common import MAX_SECONDS_OUTCOMES, StageTimeout, call_within  # noqa: PLC0415
     from .grappler import _finish  # noqa: PLC0415
-    from .run_budget import REPORT_SECONDS, budget as _budget, out_of_time as _out_of_time  # noqa: PLC0415
+    from .run_budget import budget as _budget, left, out_of_time as _out_of_time, stop_at  # noqa: PLC0415
     deadline = _budget(args)
-
-    def left() -> float:
-        return deadline.left() - REPORT_SECONDS
 
     program, table = session.expand_blocking()
     feeds, init = sigma_from_args(program, args)
@@ -470,7 +467,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
         # TensorFlow's import (5 s, a minute under load) looks at no clock
-        call_within(left(), tfb.tensorflow)
+        call_within(left(deadline), tfb.tensorflow)
         from tfsem.backends.tensorflow_blocking import among_oracle, run_blocking_session_threads  # noqa: PLC0415,E501
     except ImportError as exc:
         print(f"tfsem run: --backend tensorflow needs TensorFlow: {exc}", file=sys.stderr)
@@ -481,7 +478,7 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     # the oracle's outcome set first: the same for every trial, so each
     # trial made is judged whenever the budget stops them
     found, note, oracle_cut = None, None, False
-    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left() / 2)
+    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left(deadline) / 2)
     try:
         found, _ = blocking.outcomes(program, table, feeds, init, args.semantics,
                                      max_seconds=max(oracle_seconds, 0.05))
@@ -499,9 +496,9 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
         # each trial's calls are TensorFlow's (a blocked one waits its
         # BLOCK_TIMEOUT_MS): no trial starts when less is left than the
         # longest so far; one that still outlasts the budget is left behind
-        call_within(left(), run_blocking_session_threads, session, init, args.runs,
+        call_within(left(deadline), run_blocking_session_threads, session, init, args.runs,
                     timeout_ms=BLOCK_TIMEOUT_MS, max_seconds=float("inf"),
-                    deadline=deadline.at - REPORT_SECONDS, seen=seen)
+                    deadline=stop_at(deadline), seen=seen)
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
     except StageTimeout:

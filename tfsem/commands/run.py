@@ -12,8 +12,8 @@ from .common import (add_semantics_options, add_sigma_options, bounded_float, bo
                      print_json, seed_int, sigma_from_args)
 
 
-from .run_budget import REPORT_SECONDS, TF_TIMEOUT  # noqa: F401 (the budget's constants)
-from .run_budget import budget as _budget, out_of_time as _out_of_time
+from .run_budget import TF_TIMEOUT
+from .run_budget import budget as _budget, left, out_of_time as _out_of_time, stop_at
 
 
 def add_parser(sub) -> None:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         # the budget starts before a session's graph is read: its import
         # (graphdef.ImportTimeout past it) comes out of it too
         deadline = _budget(args)
-        args.import_deadline = deadline.at - REPORT_SECONDS
+        args.import_deadline = stop_at(deadline)
     # (a session with critical sections or queues on numpy runs on the
     # session machine, which reads the clock between runs: it takes --timeout)
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
@@ -165,7 +165,7 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     feeds, init = sigma_from_args(program, args)
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
-        call_within(deadline.left() - REPORT_SECONDS, tfb.tensorflow)
+        call_within(left(deadline), tfb.tensorflow)
         from tfsem.backends.tensorflow_sessions import run_session_threads  # noqa: PLC0415
     except ImportError as exc:
         print(f"tfsem run: --backend tensorflow needs TensorFlow (pip install "
@@ -174,7 +174,7 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     except StageTimeout:
         return _out_of_time(args, deadline, "while TensorFlow was imported: no trial")
     try:
-        seen, done = call_within(deadline.left() - REPORT_SECONDS, run_session_threads, session,
+        seen, done = call_within(left(deadline), run_session_threads, session,
                                  init, args.runs, feeds, observe=args.observe,
                                  inter_op_threads=args.workers or tfb.DEFAULT_INTER_OP_THREADS)
     except tfb.TensorFlowRunError as exc:
@@ -185,11 +185,11 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
     cut = False     # (the oracle's outcome set cut by the budget: `unknown`)
     try:
         allowed, note = outcome_set(program, feeds, init, args.semantics, args.observe,
-                                    max_seconds=max(deadline.left() - REPORT_SECONDS,
+                                    max_seconds=max(left(deadline),
                                                     0.05)), None
     except BudgetExceeded as exc:
         allowed, note = None, f"the oracle's outcomes are out of reach: {exc}"
-        if deadline.left() - REPORT_SECONDS <= 0.05:
+        if left(deadline) <= 0.05:
             cut = True
     except Exception as exc:  # noqa: BLE001 (an op the oracle cannot run concretely)
         allowed, note = None, f"the oracle cannot enumerate this session: {exc}"
@@ -245,13 +245,10 @@ def run_backend(args: argparse.Namespace) -> int:
     if not path.exists():
         raise UsageError(f"{path}: no such file")
 
-    def left() -> float:
-        return deadline.left() - REPORT_SECONDS
-
     try:
         from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
         # TensorFlow's import (5 s, a minute under load) looks at no clock
-        call_within(left(), tfb.tensorflow)
+        call_within(left(deadline), tfb.tensorflow)
     except g.TensorFlowMissing:
         print(f"tfsem run: --backend {args.backend} {g.INSTALL_HINT}", file=sys.stderr)
         return 2
@@ -269,7 +266,7 @@ def run_backend(args: argparse.Namespace) -> int:
                                                 getattr(args, "fetch", None) or [],
                                                 getattr(args, "target", None) or [])
             program = _import(graph_def, fetches, targets, str(path),
-                              deadline=deadline.at - REPORT_SECONDS)
+                              deadline=stop_at(deadline))
         elif path.is_dir() or path.suffix == ".pb":
             raise UsageError(f"{path}: --backend {args.backend} runs a GraphDef (.pb, .pbtxt) "
                              "or a tfsem program (exported with `tfsem export`)")
@@ -288,7 +285,7 @@ def run_backend(args: argparse.Namespace) -> int:
             # the oracle judges what TensorFlow runs: the exported graph imported
             # back (float ops then flush subnormals, as TensorFlow's CPU kernels do)
             program = _import(graph_def, fetches, targets, str(path),
-                              deadline=deadline.at - REPORT_SECONDS)
+                              deadline=stop_at(deadline))
     except ImportTimeout as exc:
         return _out_of_time(args, deadline, f"while the graph was read and imported ({exc}): "
                                             "no run")
@@ -299,7 +296,7 @@ def run_backend(args: argparse.Namespace) -> int:
     cut = None
     try:
         # TensorFlow loading the graph looks at no clock either
-        runner = call_within(left(), tfb.GraphRunner, graph_def, {f: f for f in fetches},
+        runner = call_within(left(deadline), tfb.GraphRunner, graph_def, {f: f for f in fetches},
                              targets, mode=args.backend, inter_op_threads=threads,
                              observe=args.observe)
     except StageTimeout:
@@ -310,7 +307,7 @@ def run_backend(args: argparse.Namespace) -> int:
     # is judged against it, whenever the budget stops the runs), in at most
     # half of what is left, and at most its usual 60 s
     allowed, oracle_note, oracle_cut = None, None, False
-    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left() / 2)
+    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left(deadline) / 2)
     try:
         allowed = outcome_set(program, feeds, init, args.semantics, args.observe,
                               max_seconds=max(oracle_seconds, 0.05))
@@ -326,19 +323,18 @@ def run_backend(args: argparse.Namespace) -> int:
     try:
         with runner:
             for _ in range(args.runs):
-                if left() <= 0:
+                if left(deadline) <= 0:
                     cut = f"after {seen.runs} of {args.runs} runs"
                     break
                 try:
-                    seen.counts[runner.run_once(feeds, init, deadline=deadline.at
-                                                - REPORT_SECONDS)] += 1
+                    seen.counts[runner.run_once(feeds, init, deadline=stop_at(deadline))] += 1
                 except tfb.ReplayTimeout:
                     cut = f"during run {seen.runs + 1} of {args.runs}"
                     break
                 seen.runs += 1
             if args.backend == "xla" and cut is None:
                 try:
-                    clusters = call_within(left(), runner.clusters, feeds, init)
+                    clusters = call_within(left(deadline), runner.clusters, feeds, init)
                 except StageTimeout:
                     cut = "while XLA's clusters were traced (after every run)"
     except tfb.TensorFlowRunError as exc:

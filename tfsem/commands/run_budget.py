@@ -32,6 +32,16 @@ def budget(args: argparse.Namespace):
 REPORT_SECONDS = 0.3
 
 
+def left(deadline) -> float:
+    """The seconds the runs may still take: what is left less the report's."""
+    return deadline.left() - REPORT_SECONDS
+
+
+def stop_at(deadline) -> float:
+    """When the runs stop (monotonic): the deadline less the report's time."""
+    return deadline.at - REPORT_SECONDS
+
+
 def out_of_time(args: argparse.Namespace, deadline, why: str, done: dict | None = None) -> int:
     """`unknown` (exit 3): the budget ran out `why`, nothing else found."""
     reason = f"the time budget of {deadline.seconds:g} s ran out {why}"
