@@ -35,7 +35,6 @@ import weakref
 from typing import Any, Mapping, Sequence
 
 from tfsem.oracle import functions as fns
-from tfsem.oracle import kernels
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.values import Value, sigma_key
 
@@ -122,8 +121,7 @@ def _epoch() -> tuple:
     kernel's result kept at the same σ: review22), and under pytest the
     test that made it (a test may patch a function or a machine in place:
     what a session holds does not outlive it)."""
-    return (fns.version, kernels.enabled(), fns.MAX_TENSOR_ELEMENTS,
-            os.environ.get("PYTEST_CURRENT_TEST"))
+    return (*fns.evaluation_epoch(), os.environ.get("PYTEST_CURRENT_TEST"))
 
 
 def session(backend: Backend, feeds: Mapping[str, Value], init: Mapping[str, Value]) -> Session:

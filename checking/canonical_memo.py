@@ -94,8 +94,7 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     if not enabled():
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
     try:
-        key = (id(p), semantics, observe, kernels.enabled(), fns.version,
-               fns.MAX_TENSOR_ELEMENTS, sigma_key(feeds, init))
+        key = (id(p), semantics, observe, *fns.evaluation_epoch(), sigma_key(feeds, init))
         hash(key)
     except TypeError:          # a value with no exact key: not remembered
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)

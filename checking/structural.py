@@ -573,7 +573,7 @@ def _original_memo(p: Program) -> dict | None:
     if not ORIGINAL_MEMO:
         return None
     from tfsem.oracle import static_shapes as _shapes_module
-    key = (fns.version, kernels.enabled(), fns.MAX_TENSOR_ELEMENTS,
+    key = (*fns.evaluation_epoch(),
            _shapes_module.FOLD_MAX_ELEMENTS)
     entry = _ORIGINALS.get(id(p))
     if (entry is not None and entry[0]() is p and entry[1] == key

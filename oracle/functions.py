@@ -418,6 +418,17 @@ def lookup(name: str) -> Function | None:
     return f
 
 
+def evaluation_epoch() -> tuple:
+    """What a remembered evaluation holds for besides the functions it
+    named (`still_registered`): the registry's version (a function
+    registered again is another function), whether TensorFlow's kernels
+    are on in this thread (a result with kernels off must not stand on a
+    kernel's: review22) and the tensor size limit.  The key part of every
+    such memo (the original's structural analysis, the canonical runs, a
+    back end's session)."""
+    return (version, _kernels.enabled(), MAX_TENSOR_ELEMENTS)
+
+
 def still_registered(looked_up: Mapping[str, "Function | None"] |
                      Iterable[tuple[str, "Function | None"]]) -> bool:
     """Whether every function looked up earlier, (name, what `lookup(name)`
