@@ -611,7 +611,7 @@ def captured_variables(graph_def, p=None,
     for n in graph_def.node:
         # (`in` first: reading a missing key of a protobuf map would add it)
         if n.op != "Placeholder" or "dtype" not in n.attr or \
-                n.attr["dtype"].type != _DT_RESOURCE:
+                n.attr["dtype"].type != DT_RESOURCE:
             continue
         if captures is not None:
             spec = captures.get(n.name)
@@ -624,8 +624,9 @@ def captured_variables(graph_def, p=None,
     return out
 
 
-#: TensorFlow's DataType DT_RESOURCE (types.proto), without importing TensorFlow
-_DT_RESOURCE = 20
+#: TensorFlow's DataType DT_RESOURCE (types.proto), without importing
+#: TensorFlow (also what `tfsem grappler` checks a capture map's nodes by)
+DT_RESOURCE = 20
 
 
 def with_captured_variables(graph_def, p=None, captures: Mapping[str, Any] | None = None):

@@ -132,10 +132,6 @@ def _import_with(graph_def, fetches, targets, where, captures, deadline=None):
     return _import(graph_def, fetches, targets, where, **extra)
 
 
-#: TensorFlow's DataType enum value of DT_RESOURCE (types.proto)
-_DT_RESOURCE = 20
-
-
 def read_capture_map(path: Path) -> dict:
     """The capture map at `path`, read and checked as `tfsem import
     --captures` reads one (graphdef.read_captures, importer.parse_captures).
@@ -151,6 +147,7 @@ def check_capture_nodes(caps: dict, path: Path, graph_def) -> None:
     """Every entry of the capture map `caps` (read from `path`) names a
     DT_RESOURCE Placeholder of `graph_def`; else ProgramError naming the file
     and the entry (exit 2)."""
+    from tfsem.backends.tensorflow import DT_RESOURCE  # noqa: PLC0415  (no TensorFlow)
     from tfsem.graphdef.importer import GraphImportError  # noqa: PLC0415
     nodes = {n.name: n for n in graph_def.node}
     for ph in caps:
@@ -158,7 +155,7 @@ def check_capture_nodes(caps: dict, path: Path, graph_def) -> None:
         if node is None:
             raise GraphImportError(f"{path}: {ph!r}", "no node of that name in the graph",
                                    "unknown-node")
-        if node.op != "Placeholder" or node.attr["dtype"].type != _DT_RESOURCE:
+        if node.op != "Placeholder" or node.attr["dtype"].type != DT_RESOURCE:
             raise GraphImportError(f"{path}: {ph!r}", f"the node is a {node.op}, not a "
                                    "DT_RESOURCE Placeholder", "bad-captures")
 
