@@ -452,11 +452,10 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     from collections import Counter  # noqa: PLC0415
 
     from tfsem.oracle import blocking  # noqa: PLC0415
-    from tfsem.oracle.budget import BudgetExceeded  # noqa: PLC0415
 
-    from .common import MAX_SECONDS_OUTCOMES, StageTimeout, call_within  # noqa: PLC0415
+    from .common import StageTimeout, call_within  # noqa: PLC0415
     from .grappler import _finish  # noqa: PLC0415
-    from .run_budget import budget as _budget, left, out_of_time as _out_of_time, stop_at  # noqa: PLC0415
+    from .run_budget import budget as _budget, left, oracle_first, out_of_time as _out_of_time, stop_at  # noqa: PLC0415,E501
     deadline = _budget(args)
 
     program, table = session.expand_blocking()
@@ -475,19 +474,11 @@ def run_tensorflow(args: argparse.Namespace, session) -> int:
     except StageTimeout:
         return _out_of_time(args, deadline, "while TensorFlow was imported: no trial")
     budget = f"the time budget of {deadline.seconds:g} s"
-    # the oracle's outcome set first: the same for every trial, so each
-    # trial made is judged whenever the budget stops them
-    found, note, oracle_cut = None, None, False
-    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left(deadline) / 2)
+    # the oracle's outcome set first (run_budget.oracle_first)
     try:
-        found, _ = blocking.outcomes(program, table, feeds, init, args.semantics,
-                                     max_seconds=max(oracle_seconds, 0.05))
-    except BudgetExceeded as exc:
-        note = f"the oracle's outcomes are out of reach: {exc}"
-        if exc.which == "seconds" and oracle_seconds < MAX_SECONDS_OUTCOMES:
-            note = (f"the oracle's outcomes were not computed: {budget} left them "
-                    f"{max(oracle_seconds, 0.05):.2f} s ({exc})")
-            oracle_cut = True
+        found, note, oracle_cut = oracle_first(
+            deadline, lambda seconds: blocking.outcomes(program, table, feeds, init,
+                                                        args.semantics, max_seconds=seconds)[0])
     except blocking.BlockingError as exc:
         raise UsageError("; ".join(str(v) for v in exc.violations)) from None
     seen: Counter = Counter()

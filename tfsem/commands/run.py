@@ -6,14 +6,14 @@ import argparse
 
 from tfsem.cli import EXIT_OK, UsageError
 
-from .common import MAX_SECONDS_OUTCOMES, add_graph_options, load_from_args, make_duration
+from .common import add_graph_options, load_from_args, make_duration
 from .common import print_runtime_rows
 from .common import (add_semantics_options, add_sigma_options, bounded_float, bounded_int, positive_int,
                      print_json, seed_int, sigma_from_args)
 
 
 from .run_budget import TF_TIMEOUT
-from .run_budget import budget as _budget, left, out_of_time as _out_of_time, stop_at
+from .run_budget import budget as _budget, left, oracle_first, out_of_time as _out_of_time, stop_at
 
 
 def add_parser(sub) -> None:
@@ -235,7 +235,6 @@ def run_backend(args: argparse.Namespace) -> int:
     from tfsem.graphdef import ImportTimeout  # noqa: PLC0415
     from tfsem.graphdef import grappler as g  # noqa: PLC0415
     from tfsem.oracle.dispatch import outcome_set  # noqa: PLC0415
-    from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
 
     from .common import StageTimeout, call_within  # noqa: PLC0415
     from .grappler import _finish, _graph_interface, _import  # noqa: PLC0415
@@ -303,23 +302,13 @@ def run_backend(args: argparse.Namespace) -> int:
         return _out_of_time(args, deadline, "while TensorFlow loaded the graph: no run")
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
-    # the oracle's outcome set first (it is the same for every run: each run
-    # is judged against it, whenever the budget stops the runs), in at most
-    # half of what is left, and at most its usual 60 s
-    allowed, oracle_note, oracle_cut = None, None, False
-    oracle_seconds = min(MAX_SECONDS_OUTCOMES, left(deadline) / 2)
+    # the oracle's outcome set first (run_budget.oracle_first)
     try:
-        allowed = outcome_set(program, feeds, init, args.semantics, args.observe,
-                              max_seconds=max(oracle_seconds, 0.05))
-    except BudgetExceeded as exc:
-        oracle_note = f"the oracle's outcomes are out of reach: {exc}"
-        if exc.which == "seconds" and oracle_seconds < MAX_SECONDS_OUTCOMES:
-            oracle_note = (f"the oracle's outcomes were not computed: the time budget of "
-                           f"{deadline.seconds:g} s left them {max(oracle_seconds, 0.05):.2f} s "
-                           f"({exc})")
-            oracle_cut = True
+        allowed, oracle_note, oracle_cut = oracle_first(
+            deadline, lambda seconds: outcome_set(program, feeds, init, args.semantics,
+                                                  args.observe, max_seconds=seconds))
     except Exception as exc:  # an op the oracle cannot run concretely
-        oracle_note = f"the oracle cannot enumerate this graph: {exc}"
+        allowed, oracle_note, oracle_cut = None, f"the oracle cannot enumerate this graph: {exc}", False
     try:
         with runner:
             for _ in range(args.runs):

@@ -51,3 +51,23 @@ def out_of_time(args: argparse.Namespace, deadline, why: str, done: dict | None 
         print(f"unknown: {reason}")
     from .grappler import _finish  # noqa: PLC0415
     return _finish(args, 3)
+
+
+def oracle_first(deadline, outcomes):
+    """The oracle's outcome set, computed before the runs (it is the same
+    for every run, so each run made is judged against it whenever the
+    budget stops them): `outcomes(max_seconds)` given at most half of what
+    is left, and at most its usual MAX_SECONDS_OUTCOMES.  Returns (the set
+    or None, a note saying why there is none, whether the budget cut it)."""
+    from tfsem.oracle.budget import BudgetExceeded  # noqa: PLC0415
+
+    from .common import MAX_SECONDS_OUTCOMES  # noqa: PLC0415
+    seconds = min(MAX_SECONDS_OUTCOMES, left(deadline) / 2)
+    try:
+        return outcomes(max(seconds, 0.05)), None, False
+    except BudgetExceeded as exc:
+        if exc.which == "seconds" and seconds < MAX_SECONDS_OUTCOMES:
+            return None, (f"the oracle's outcomes were not computed: the time budget of "
+                          f"{deadline.seconds:g} s left them {max(seconds, 0.05):.2f} s "
+                          f"({exc})"), True
+        return None, f"the oracle's outcomes are out of reach: {exc}", False
