@@ -215,7 +215,7 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
     from tfsem.oracle.program import ProgramError  # noqa: PLC0415
     from tfsem.oracle.session import SessionError  # noqa: PLC0415
 
-    from .common import JSON_REPORT_CUT, Deadline, dumps_within  # noqa: PLC0415
+    from .common import Deadline, verdict_json_within  # noqa: PLC0415
     from .grappler import REPORT_TAIL, _finish, _hold  # noqa: PLC0415
 
     semantics = args.semantics or "atomic"
@@ -245,11 +245,7 @@ def check(args: argparse.Namespace, session, deadline=None, reserve: float = 0.0
             if cut is not None:
                 data["report_cut"] = cut
         if args.json:
-            text = dumps_within(data, end)
-            if text is None:
-                data["counterexample"] = None
-                data["report_cut"] = JSON_REPORT_CUT
-                text = dumps_within(data, None)
+            text = verdict_json_within(data, end)
         else:
             text = "\n".join([name + (f": {reason}" if reason else ""),
                               *("  " + line for line in lines)])

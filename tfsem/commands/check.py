@@ -10,7 +10,7 @@ from tfsem.cli import EXIT_BAD_INPUT, UsageError
 
 from .common import CASE_FORMAT, CHECK_TIMEOUT as DEFAULT_TIMEOUT, OBSERVE, SEMANTICS
 from .common import StageTimeout, add_float_option, add_graph_options, call_within, dumps_within
-from .common import JSON_REPORT_CUT, json_text, make_duration, print_json
+from .common import json_text, make_duration, print_json, verdict_json_within
 
 # the checker (z3, the symbolic oracle) and the program model (numpy) are
 # imported when a check runs, not for `tfsem check --help`
@@ -316,11 +316,7 @@ def _run(args, check_case, ImportTimeout, CannotRun, deadline, reserve, report, 
     # pages in 22 s)
     text = None
     if args.json:
-        text = dumps_within(data, end)
-        if text is None:
-            data["counterexample"] = None
-            data["report_cut"] = JSON_REPORT_CUT
-            text = dumps_within(data, None)
+        text = verdict_json_within(data, end)
     pages: list = []
     if render is not None:
         pages, why = html_pages(render, Path(args.html), case, data, end, args.timeout)

@@ -148,6 +148,19 @@ def dumps_within(obj: Any, deadline: Deadline | None, every: int = 512) -> str |
     return "".join(parts)
 
 
+def verdict_json_within(data: dict, deadline: Deadline | None) -> str:
+    """A verdict's JSON document `data` written within `deadline`; where the
+    clock passes while it is written, its counterexample is left out
+    (`data` says so: JSON_REPORT_CUT) and the rest is written, which is
+    small.  `tfsem check` of graphs and of sessions."""
+    text = dumps_within(data, deadline)
+    if text is None:
+        data["counterexample"] = None
+        data["report_cut"] = JSON_REPORT_CUT
+        text = dumps_within(data, None)
+    return text
+
+
 def add_graph_options(p: argparse.ArgumentParser, feed_flag: str = "--feed-node") -> None:
     """tfsem.graphdef.cliopts.add_graph_options, without importing the oracle
     (tests/test_cli_startup.py compares the two parsers)."""
