@@ -45,6 +45,7 @@ def hard_stop(at: float | None) -> Iterator[None]:
 
 
 def current_hard_stop() -> float | None:
+    """The hard stop of the code running here (time.monotonic()), or None."""
     return _HARD_STOP.get()
 
 

@@ -12,7 +12,7 @@ import time
 from typing import Mapping
 
 from . import controlflow as cf
-from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded, bounded
+from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded, current_hard_stop
 from .explore import OutcomeSet, _Component, _explore, components
 from .graph import ATOMIC, DECOMPOSED
 from .outcomes import combine
@@ -44,7 +44,7 @@ def outcome_set(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value
     Past a check's hard stop (budget.hard_stop) it raises BudgetExceeded at
     once, as its budget would after the set-up (which reads no clock: the
     components of MobileNetV2 take 0.4-2 s to build)."""
-    hard = bounded(None)
+    hard = current_hard_stop()
     if hard is not None and time.monotonic() > hard:
         raise BudgetExceeded("seconds", max_seconds, 0)
     if p.has_control_flow:
