@@ -595,12 +595,8 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
     if importlib.util.find_spec("tensorflow") is None:
         return {"status": "skipped", "confirmed": False,
                 "reason": "TensorFlow is not installed (the extra tfsem[tensorflow])"}
-    import time  # noqa: PLC0415
-
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
     from tfsem.graphdef import is_graph_path, read_captures  # noqa: PLC0415
-
-    from .common import StageTimeout, call_within  # noqa: PLC0415
     rewritten = case.rewritten()
     graph_file = args.rewritten is not None and Path(args.rewritten).suffix.lower() in (".pb", ".pbtxt")
 
@@ -622,19 +618,8 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
     if deadline is None:
         rep = replay()
     else:
-        left = deadline - time.monotonic()
-        budget = f"the time budget of {args.timeout:g} s"
-        try:
-            if left < 0.05:
-                raise StageTimeout(f"{budget} ran out before the replay started")
-            # TensorFlow's import (seconds, a minute under load) and loading
-            # the graph look at no clock: left behind when they outlast it
-            rep = call_within(left, replay)
-        except StageTimeout as exc:
-            args.left_behind = not str(exc).startswith(budget)
-            why = str(exc) if str(exc).startswith(budget) else (
-                f"{budget} ran out while TensorFlow was imported or ran the graph")
-            rep = tfb.Replay(False, why, budget=True)
+        from .grappler import replay_in_budget  # noqa: PLC0415
+        rep = replay_in_budget(replay, deadline, f"the time budget of {args.timeout:g} s")
     if rep.confirmed and "tensorflow" not in verdict.confirmed:
         verdict.confirmed.append("tensorflow")
     return dict(rep.to_json(), text=rep.describe())

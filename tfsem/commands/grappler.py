@@ -132,6 +132,26 @@ def _import_with(graph_def, fetches, targets, where, captures, deadline=None):
     return _import(graph_def, fetches, targets, where, **extra)
 
 
+def replay_in_budget(replay, deadline: float, budget: str, graph: str = ""):
+    """`replay()` (a replay on TensorFlow that obeys `deadline` between its
+    own stages) within `deadline` (time.monotonic()): not started with less
+    than MIN_STAGE left; TensorFlow's import and loading the graph, which
+    look at no clock, left behind when they outlast it (common.call_within).
+    A replay the budget stopped is a Replay with ``budget`` whose reason
+    says that `budget` (e.g. "the time budget of 10 s") ran out and where
+    (`tfsem check`, `tfsem mlir`)."""
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: on call only)
+    left = deadline - time.monotonic()
+    if left < MIN_STAGE:
+        return tfb.Replay(False, f"{budget} ran out before the replay started", graph,
+                          budget=True)
+    try:
+        return call_within(left, replay)
+    except StageTimeout:
+        return tfb.Replay(False, f"{budget} ran out while TensorFlow was imported or ran the "
+                          "graph", graph, budget=True)
+
+
 def read_capture_map(path: Path) -> dict:
     """The capture map at `path`, read and checked as `tfsem import
     --captures` reads one (graphdef.read_captures, importer.parse_captures).

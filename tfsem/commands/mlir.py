@@ -226,20 +226,12 @@ def replay_within(rewritten, verdict, deadline: float, seconds: float):
     oracle's alone."""
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
 
-    from .common import StageTimeout, call_within  # noqa: PLC0415
-    from .grappler import MIN_STAGE  # noqa: PLC0415 (a stage with less left is not started)
+    from .grappler import replay_in_budget  # noqa: PLC0415
     label = "the output module read by tfsem, exported"
-    budget = f"the time budget of {seconds:g} s"
-    left = deadline - time.monotonic()
-    if left < MIN_STAGE:
-        return tfb.Replay(False, f"{budget} ran out before the replay started", label,
-                          budget=True)
-    try:
-        return call_within(left, tfb.replay_program, rewritten, verdict.counterexample,
-                           observe=verdict.observe, label=label, deadline=deadline)
-    except StageTimeout:
-        return tfb.Replay(False, f"{budget} ran out while TensorFlow was imported or ran the "
-                          "graph", label, budget=True)
+    return replay_in_budget(
+        lambda: tfb.replay_program(rewritten, verdict.counterexample, observe=verdict.observe,
+                                   label=label, deadline=deadline),
+        deadline, f"the time budget of {seconds:g} s", label)
 
 
 def _print(result: dict) -> None:
