@@ -284,8 +284,11 @@ class Program:
 
     @cached_property
     def node(self) -> Mapping[str, Node]:
-        # (as {n.name: n for n in nodes}, a later node of a name winning, in C)
-        return dict(zip(map(_NAME, self.nodes), self.nodes))
+        # (as {n.name: n for n in nodes}, a later node of a name winning, in
+        # C; read-only as the program is: the memos keyed by a program
+        # object, oracle/applications.py, checking/canonical_memo.py, the
+        # structural rule's, assume its nodes never change)
+        return _FrozenMap(zip(map(_NAME, self.nodes), self.nodes))
 
     @cached_property
     def has_control_flow(self) -> bool:

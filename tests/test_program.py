@@ -126,6 +126,15 @@ def test_programs_are_immutable():
         p.outputs["new"] = p.outputs["out"]
     with pytest.raises(AttributeError):
         p.nodes = ()
+    # (the name -> node map too: the memos keyed by a program object assume
+    # its nodes never change)
+    first = p.nodes[0]
+    for change in (lambda m: m.__setitem__(first.name, p.nodes[-1]),
+                   lambda m: m.pop(first.name), lambda m: m.update({}), lambda m: m.clear(),
+                   lambda m: m.__delitem__(first.name), lambda m: m.setdefault("new", first)):
+        with pytest.raises(TypeError):
+            change(p.node)
+    assert p.node[first.name] is first
 
 
 # -- JSON round trips ---------------------------------------------------------------
