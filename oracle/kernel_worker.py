@@ -60,7 +60,7 @@ import sys
 SHARED_MIN = 16 << 10
 #: The largest a shared file grows; the arrays of a message past it go in
 #: the message.
-SHARED_MAX = 512 << 20
+SHARED_MAX = 256 << 20
 #: Each array's offset in a shared file is a multiple of this (the alignment
 #: TensorFlow's CPU allocator gives a tensor, so an input read in place is
 #: aligned as one TensorFlow allocated).
