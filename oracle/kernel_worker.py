@@ -86,9 +86,18 @@ class Region:
             return None
         try:
             # (close-on-exec: only the kernels' child gets it, by pass_fds)
-            return cls(make(name, getattr(os, "MFD_CLOEXEC", 0)))
+            region = cls(make(name, getattr(os, "MFD_CLOEXEC", 0)))
         except OSError:
             return None
+        try:
+            # (where a file in memory cannot be sized or mapped, a sandbox's
+            # rule: none, and every array goes through the pipe)
+            region._mapped(1, grow=True)
+            region.map[0:1] = b"\0"
+        except (OSError, ValueError):
+            region.close()
+            return None
+        return region
 
     def close(self) -> None:
         self.map = None
@@ -133,7 +142,11 @@ class Region:
         for raw in bufs:
             places.append((end, raw.nbytes))
             end += -(-raw.nbytes // ALIGN) * ALIGN
-        if not self._mapped(end, grow=True):
+        try:
+            placed = self._mapped(end, grow=True)
+        except (OSError, ValueError):
+            placed = False     # (the system refused the memory: the pipe, as before)
+        if not placed:
             # (past SHARED_MAX: everything in the message)
             return pickle.dumps(msg, protocol=5)
         for (off, n), raw in zip(places, bufs):

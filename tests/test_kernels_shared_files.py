@@ -228,3 +228,19 @@ def test_after_a_call_that_stopped_waiting_the_next_request_goes_in_the_message(
         assert first + rest == expected
     finally:
         client.close()
+
+
+def test_where_the_system_refuses_the_memory_the_arrays_go_in_the_message(monkeypatch):
+    w, r = _pair()
+    try:
+        def refused(self, size, grow):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(kw.Region, "_mapped", refused)
+        a = np.arange(1 << 16, dtype=np.float32)
+        data = w.dumps((1, [a]))
+        assert kw.plain_loads(data)[1][0].tobytes() == a.tobytes()
+        assert kw.Region.create("test-refused") is None      # (no file at all then)
+    finally:
+        monkeypatch.undo()
+        w.close()
+        r.close()
