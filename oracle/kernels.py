@@ -486,7 +486,7 @@ class _Client:
         shared = (["--shared", str(self.requests.fd), str(self.answers.fd)]
                   if self.requests and self.answers else [])
         if not shared:
-            self.requests = self.answers = None
+            self.drop_regions()
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tfsem.oracle.kernel_worker", *shared],
@@ -527,8 +527,16 @@ class _Client:
                     del self.buf[:8 + n]
                     # (an answer's arrays copied out of the answer file: the
                     # child writes it again for the next answer)
-                    return self.answers.loads(data, copy=True) if self.answers is not None \
-                        else plain_loads(data)
+                    try:
+                        return self.answers.loads(data, copy=True) if self.answers is not None \
+                            else plain_loads(data)
+                    except Exception as exc:  # noqa: BLE001 (an answer that cannot be read)
+                        # no answer of this child can be trusted to follow: the
+                        # next call starts a new one; this one is refused
+                        self.failed = (f"an answer of the TensorFlow kernel process could not "
+                                       f"be read ({type(exc).__name__}: {exc})")
+                        self.crashed = True
+                        raise KernelRefused(self.failed) from None
             left = until - time.monotonic()
             if left <= 0:
                 raise TimeoutError
@@ -707,7 +715,13 @@ def _get_client() -> _Client:
         if c is None or c.pid != os.getpid() or c.crashed or \
                 (c.proc.poll() is not None and c.failed is None):
             # (a forked process never shares its parent's child: its pipe is the parent's)
-            if c is not None and c.pid == os.getpid() and c.proc.poll() is not None:
+            if c is not None and c.pid == os.getpid():
+                # (a child that died, or one whose answer could not be read:
+                # its input closed, it exits; our shared files closed)
+                try:
+                    c.proc.stdin.close()
+                except OSError:
+                    pass
                 c.drop_regions()
             c = _client = _Client()
         return c

@@ -244,3 +244,28 @@ def test_where_the_system_refuses_the_memory_the_arrays_go_in_the_message(monkey
         monkeypatch.undo()
         w.close()
         r.close()
+
+
+def test_an_answer_that_cannot_be_read_is_refused_and_the_next_call_starts_a_new_child(
+        tensorflow_kernels, monkeypatch):
+    kernels = tensorflow_kernels
+    monkeypatch.setattr(kernels, "_client", None)
+    x = np.arange(kw.SHARED_MIN, dtype=np.float32)
+    first = kernels._get_client()
+    expected = first.call("Exp", [x], {"T": "DT_FLOAT"}, 1)
+    real = kw.Region.loads
+
+    def unreadable(self, data, copy):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(kw.Region, "loads", unreadable)
+    with pytest.raises(kernels.KernelRefused, match="could not be read"):
+        first.call("Exp", [x], {"T": "DT_FLOAT"}, 1)
+    monkeypatch.setattr(kw.Region, "loads", real)
+    second = kernels._get_client()
+    assert second is not first and first.requests is None     # (its files closed)
+    answer = second.call("Exp", [x], {"T": "DT_FLOAT"}, 1)
+    assert answer[1][0].tobytes() == expected[1][0].tobytes()
+    first.proc.wait(timeout=30)                                # (its input closed: it exits)
+    second.close()
+    kernels._client = None
