@@ -25,6 +25,18 @@ all: on a loaded machine each turn waits for the scheduler):
     answer   (id, "batch", [("ok", [ndarray]) | ("op-error", reason, message)
                             | ("refused", message), ...])
 
+Large arrays do not go through the pipe (`Region`): where the system has
+``memfd_create`` the parent passes the child two shared files, one for the
+arrays of its requests and one for those of the answers, and a message's
+pickle (protocol 5) carries each array of SHARED_MIN bytes or more
+out of band, as an offset and length into its file; the pickle itself, the
+small arrays and everything else stay in the message.  The bytes are the
+same bytes: copied into the file by the writer and read there by the
+reader (the parent copies an answer's arrays out before its next request;
+the child's inputs are read where they lie, and the parent writes the
+request file again only once the child has answered, or never read, every
+request sent before: `oracle/kernels.py` `_Client`).
+
 The op runs eagerly (TensorFlow's eager executor, every attribute of its
 OpDef given: from the inputs, the node, or the OpDef's default) twice, on
 the same input tensors (converted once); two results that differ in any bit are
@@ -42,13 +54,153 @@ import struct
 import sys
 
 
-def _send(out, msg) -> None:
-    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(len(data).to_bytes(8, "little") + data)
+#: An array of at least this many bytes crosses through the shared file
+#: (`Region`), a smaller one in the message: below it, the pipe's copy costs
+#: less than working out the array's place.
+SHARED_MIN = 16 << 10
+#: The largest a shared file grows; the arrays of a message past it go in
+#: the message.
+SHARED_MAX = 256 << 20
+#: Each array's offset in a shared file is a multiple of this (the alignment
+#: TensorFlow's CPU allocator gives a tensor, so an input read in place is
+#: aligned as one TensorFlow allocated).
+ALIGN = 64
+
+
+class Region:
+    """A file in memory both processes map (``os.memfd_create``): the
+    writer of a message copies each of its large arrays into it and sends
+    their offsets; the reader reads them there.  It only grows (by its
+    writer, `ftruncate`); the reader maps it again when a message names
+    bytes past its mapping."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.map = None
+        self.size = 0
+
+    @classmethod
+    def create(cls, name: str) -> "Region | None":
+        make = getattr(os, "memfd_create", None)
+        if make is None:
+            return None
+        try:
+            # (close-on-exec: only the kernels' child gets it, by pass_fds)
+            region = cls(make(name, getattr(os, "MFD_CLOEXEC", 0)))
+        except OSError:
+            return None
+        try:
+            # (where a file in memory cannot be sized or mapped, a sandbox's
+            # rule: none, and every array goes through the pipe)
+            region._mapped(1, grow=True)
+            region.map[0:1] = b"\0"
+        except (OSError, ValueError):
+            region.close()
+            return None
+        return region
+
+    def close(self) -> None:
+        self.map = None
+        self.size = 0
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
+    def _mapped(self, size: int, grow: bool) -> bool:
+        import mmap
+        if size <= self.size:
+            return True
+        have = os.fstat(self.fd).st_size
+        if have < size:
+            if not grow or size > SHARED_MAX:
+                return False
+            have = min(SHARED_MAX, max(size, 2 * have, 1 << 20))
+            os.ftruncate(self.fd, have)
+        # (the old map stays while arrays read from it live; dropped after)
+        self.map = mmap.mmap(self.fd, have)
+        self.size = have
+        return True
+
+    def dumps(self, msg) -> bytes:
+        """`msg` as one message: its large arrays copied into this file."""
+        bufs: list = []
+
+        def place(pb) -> bool:
+            raw = pb.raw()
+            if raw.nbytes < SHARED_MIN:
+                return True            # (in the message)
+            bufs.append(raw)
+            return False
+
+        body = pickle.dumps(msg, protocol=5, buffer_callback=place)
+        if not bufs:
+            return body                # (a plain message: nothing out of band)
+        places, end = [], 0
+        for raw in bufs:
+            places.append((end, raw.nbytes))
+            end += -(-raw.nbytes // ALIGN) * ALIGN
+        try:
+            placed = self._mapped(end, grow=True)
+        except (OSError, ValueError):
+            placed = False     # (the system refused the memory: the pipe, as before)
+        if not placed:
+            # (past SHARED_MAX: everything in the message)
+            return pickle.dumps(msg, protocol=5)
+        for (off, n), raw in zip(places, bufs):
+            self.map[off:off + n] = raw
+        return pickle.dumps((SHARED_TAG, places, body), protocol=5)
+
+    def loads(self, data, copy: bool):
+        """A message `dumps` wrote: its arrays read from this file, copied
+        out (`copy`: the writer may write the file again) or where they lie."""
+        msg = pickle.loads(data)
+        if not _shared(msg):
+            return msg
+        _, places, body = msg
+        if not self._mapped(max(off + n for off, n in places), grow=False):
+            raise EOFError("a shared file shorter than its message says")
+        view = memoryview(self.map)
+        try:
+            bufs = [bytearray(view[off:off + n]) if copy else view[off:off + n]
+                    for off, n in places]
+            return pickle.loads(body, buffers=bufs)
+        finally:
+            if copy:
+                view.release()
+
+
+#: The first element of a message whose arrays lie in a shared file (no
+#: other message starts with it: those start with an id or "ready"/"failed")
+SHARED_TAG = "tfsem-kernels-shared/1"
+
+
+def _shared(msg) -> bool:
+    return type(msg) is tuple and len(msg) == 3 and msg[0] == SHARED_TAG
+
+
+def plain_loads(data):
+    """A message with no shared file on this side."""
+    msg = pickle.loads(data)
+    if _shared(msg):
+        raise EOFError("a message names a shared file this side has not")
+    return msg
+
+
+def plain_dumps(msg) -> bytes:
+    return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _send(out, msg, region: "Region | None" = None) -> None:
+    data = region.dumps(msg) if region is not None else plain_dumps(msg)
+    out.write(len(data).to_bytes(8, "little"))
+    out.write(data)
     out.flush()
 
 
-def _recv(inp):
+def _recv(inp, region: "Region | None" = None):
     head = inp.read(8)
     if len(head) < 8:
         raise EOFError
@@ -56,7 +208,7 @@ def _recv(inp):
     data = inp.read(n)
     if len(data) < n:
         raise EOFError
-    return pickle.loads(data)
+    return region.loads(data, copy=False) if region is not None else plain_loads(data)
 
 
 class _Refuse(Exception):
@@ -232,14 +384,32 @@ def _same(r1, r2) -> bool:
             # kind V, is compared by its bytes like every number: NaN too)
             if not (a == b).all():
                 return False
-        elif a.tobytes() != b.tobytes():
+        elif not _same_bytes(a, b):
             return False
     return True
+
+
+def _same_bytes(a, b) -> bool:
+    """Whether two arrays of one dtype and shape hold the same bytes, read
+    in place as unsigned words (`tobytes` copied both: on a 1 MB result the
+    copies, into fresh pages, took longer than the kernel)."""
+    import numpy as np
+    if not (a.flags.c_contiguous and b.flags.c_contiguous) or a.nbytes == 0:
+        return a.tobytes() == b.tobytes()
+    word = next(w for w in (8, 4, 2, 1) if a.nbytes % w == 0)
+    kind = np.dtype(f"u{word}")
+    return bool(np.array_equal(a.reshape(-1).view(np.uint8).view(kind),
+                               b.reshape(-1).view(np.uint8).view(kind)))
 
 
 def main() -> None:
     out = sys.stdout.buffer
     inp = sys.stdin.buffer
+    # ``--shared IN OUT``: the shared files of requests and of answers (`Region`)
+    requests = answers = None
+    if "--shared" in sys.argv:
+        k = sys.argv.index("--shared")
+        requests, answers = Region(int(sys.argv[k + 1])), Region(int(sys.argv[k + 2]))
     # nothing else may write to the answer channel
     sys.stdout = sys.stderr
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -263,17 +433,20 @@ def main() -> None:
     _send(out, ("ready", tf.__version__, settings))
     while True:
         try:
-            msg = _recv(inp)
+            msg = _recv(inp, requests)
         except EOFError:
             return
         if len(msg) == 3 and msg[1] == "batch":
             rid, _, calls = msg
-            answers = [_answer(tf, op_def_registry, execute, errors, ctx, *c) for c in calls]
-            _send(out, (rid, "batch", answers))
+            results = [_answer(tf, op_def_registry, execute, errors, ctx, *c) for c in calls]
+            del msg, calls      # (the inputs, read in the shared file, are let go first)
+            _send(out, (rid, "batch", results), answers)
             continue
         rid, op, inputs, attrs, n_out = msg
-        _send(out, (rid, *_answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs,
-                                  n_out)))
+        del msg
+        result = _answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs, n_out)
+        del inputs
+        _send(out, (rid, *result), answers)
 
 
 def _answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs, n_out) -> tuple:

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .kernel_worker import attrs_key
+from .kernel_worker import Region, attrs_key, plain_dumps, plain_loads
 
 
 ENV = "TFSEM_TF_KERNELS"
@@ -477,10 +477,26 @@ class _Client:
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         verbose = os.environ.get("TFSEM_VERBOSE") == "1"
-        self.proc = subprocess.Popen([sys.executable, "-m", "tfsem.oracle.kernel_worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                     stderr=None if verbose else subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
+        # the arrays of requests and of answers cross in two shared files
+        # (kernel_worker.py `Region`), where the system has them: through the
+        # pipe a 1 MB input took 3 ms a turn on an idle machine, the writer
+        # blocked while the reader copied it out chunk by chunk
+        self.requests = Region.create("tfsem-kernel-requests") if SHARED else None
+        self.answers = Region.create("tfsem-kernel-answers") if self.requests else None
+        shared = (["--shared", str(self.requests.fd), str(self.answers.fd)]
+                  if self.requests and self.answers else [])
+        if not shared:
+            self.drop_regions()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tfsem.oracle.kernel_worker", *shared],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                stderr=None if verbose else subprocess.DEVNULL, env=env,
+                start_new_session=True,
+                pass_fds=(self.requests.fd, self.answers.fd) if shared else ())
+        except BaseException:
+            self.drop_regions()
+            raise
         self.pid = os.getpid()
         self.started = time.monotonic()
         _widen(self.proc.stdin.fileno(), self.proc.stdout.fileno())
@@ -489,6 +505,10 @@ class _Client:
         self.failed: str | None = None
         self.crashed = False
         self.next_id = 0
+        #: ids of requests sent whose answers have not been read (a call that
+        #: stopped waiting): while one is out, the child may still read its
+        #: inputs in the request file, so requests go in the message alone
+        self.unanswered: set[int] = set()
         self.buf = bytearray()
         self.lock = threading.Lock()
 
@@ -505,7 +525,18 @@ class _Client:
                 if len(self.buf) >= 8 + n:
                     data = bytes(self.buf[8:8 + n])
                     del self.buf[:8 + n]
-                    return pickle.loads(data)
+                    # (an answer's arrays copied out of the answer file: the
+                    # child writes it again for the next answer)
+                    try:
+                        return self.answers.loads(data, copy=True) if self.answers is not None \
+                            else plain_loads(data)
+                    except Exception as exc:  # noqa: BLE001 (an answer that cannot be read)
+                        # no answer of this child can be trusted to follow: the
+                        # next call starts a new one; this one is refused
+                        self.failed = (f"an answer of the TensorFlow kernel process could not "
+                                       f"be read ({type(exc).__name__}: {exc})")
+                        self.crashed = True
+                        raise KernelRefused(self.failed) from None
             left = until - time.monotonic()
             if left <= 0:
                 raise TimeoutError
@@ -580,7 +611,9 @@ class _Client:
             self.next_id += 1
             rid = self.next_id
             try:
-                data = pickle.dumps((rid, *request), protocol=pickle.HIGHEST_PROTOCOL)
+                region = self.requests if not self.unanswered else None
+                data = region.dumps((rid, *request)) if region is not None \
+                    else plain_dumps((rid, *request))
                 self._write(len(data).to_bytes(8, "little") + data)
             except (BrokenPipeError, OSError) as exc:
                 self.failed = f"the TensorFlow kernel process is gone ({exc})"
@@ -596,6 +629,7 @@ class _Client:
                     msg = self._read(until if cut is None else min(until, cut))
                 except TimeoutError:
                     # the answer stays in the pipe: a later call skips it
+                    self.unanswered.add(rid)
                     if cut is not None and cut < until:
                         raise _waiting(f"TensorFlow's {op} kernel to answer") from None
                     raise KernelRefused(f"TensorFlow's {op} kernel did not answer within "
@@ -603,6 +637,15 @@ class _Client:
                 if msg[0] == rid:
                     return msg[1:]
                 # an answer to a call that stopped waiting: skipped
+                self.unanswered.discard(msg[0])
+
+    def drop_regions(self) -> None:
+        """Our descriptors of the shared files closed (their memory goes
+        when the child's go too)."""
+        for region in (getattr(self, "requests", None), getattr(self, "answers", None)):
+            if region is not None:
+                region.close()
+        self.requests = self.answers = None
 
     def close(self) -> None:
         try:
@@ -614,7 +657,13 @@ class _Client:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.drop_regions()
 
+
+#: Whether large arrays cross to the child through shared files
+#: (kernel_worker.py `Region`; TFSEM_TF_KERNELS_SHARED=0: through the pipe).
+SHARED = os.environ.get("TFSEM_TF_KERNELS_SHARED", "1").strip().lower() not in (
+    "0", "off", "no", "false")
 
 #: The capacity asked for each pipe to the child (Linux: F_SETPIPE_SZ, at
 #: most /proc/sys/fs/pipe-max-size, 1 MiB by default).  With the default
@@ -666,6 +715,14 @@ def _get_client() -> _Client:
         if c is None or c.pid != os.getpid() or c.crashed or \
                 (c.proc.poll() is not None and c.failed is None):
             # (a forked process never shares its parent's child: its pipe is the parent's)
+            if c is not None and c.pid == os.getpid():
+                # (a child that died, or one whose answer could not be read:
+                # its input closed, it exits; our shared files closed)
+                try:
+                    c.proc.stdin.close()
+                except OSError:
+                    pass
+                c.drop_regions()
             c = _client = _Client()
         return c
 
