@@ -2077,6 +2077,56 @@ def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
     return None
 
 
+def kept_path(m: "Machine", schedule: Sequence[str]) -> "RunTrace | None":
+    """A path that this thread's Machine of `m.p` (`machine_for`, the same
+    semantics and iteration bound) kept, whose schedule is `schedule`
+    label for label, and which `m` decides as the machine that recorded
+    it did; or None.  `m` may be another Machine of the same program,
+    of a subclass that runs the functions elsewhere (an array back end:
+    backends/controlflow.py `DeviceMachine`): what a path's replay rests
+    on (RunTrace) is the deciding methods and switches, which must be the
+    recording machine's own, not the class that computes the values.
+
+    The i-th label of a kept path's schedule is its i-th step's: a run
+    that met no choice fires one step per schedule entry, in order
+    (`behaviours`: a batch, a chain and a lone step each add their
+    step's entry as they fire it), and `recording` notes the steps in
+    the same order.  Not looked up in another thread's machines, and no
+    machine is made for it."""
+    cache = getattr(_machines, "cache", None)
+    if not cache:
+        return None
+    got = cache.get((id(m.p), m.semantics, m.bound, Machine.lone_accesses))
+    if got is None or got[0] is not m.p or got[1].g is not m.g:
+        return None   # (the same graph: a step's token keys are its edges' ids)
+    flags = _trace_flags(m)
+    if not flags[-1]:
+        return None
+    want = tuple(schedule)
+    for tr in got[1].__dict__.get("_traces", ()):
+        # (every flag but the class: index 6)
+        if tr.flags[:6] == flags[:6] and tr.flags[7:] == flags[7:] and tr.schedule == want:
+            return tr
+    return None
+
+
+def fire_path(m: "Machine", tr: "RunTrace", feeds: Mapping[str, Value],
+              init: Mapping[str, Value], deadline: float | None = None) -> "CFState | None":
+    """The state at the end of path `tr` (`kept_path`) fired by `m` from σ,
+    or None where a step writes other than it wrote when recorded (RunTrace:
+    the decisions would then differ; the caller finds the steps itself).
+    Past `deadline` (time.monotonic()) BudgetExceeded, the clock read every
+    REPLAY_CLOCK_STEPS steps.  With every step's writes as recorded, the
+    state's skeleton is the recorded run's at each step (RunTrace argues
+    it), so each step is enabled where it fires, the steps are the ones
+    the schedule's labels name there, and the run ends where the schedule
+    does."""
+    started = time.monotonic()
+    got = _replay(m, [tr], feeds, init, started,
+                  None if deadline is None else max(0.0, deadline - started))
+    return None if got is None else got[0]
+
+
 #: Whether :func:`outcomes` turns Python's cyclic collector off during a run
 #: (see there)
 collector_off = True
