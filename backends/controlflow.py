@@ -61,7 +61,8 @@ class DeviceMachine(cf.Machine):
         super().__init__(p, graph_of(p), semantics, max_iterations)
         self.backend = backend
         self.memo = memo
-        self._memo_attrs: dict[str, object] = {}   # node name -> its attributes' exact key
+        # node name -> its attributes' exact key, the program's one table
+        self._memo_attrs: dict[str, object] = cf.attr_keys(p)
 
     def apply_function(self, n, data: list) -> list:
         fn = fns.get(n.op)

@@ -199,6 +199,8 @@ _APPLIED_MAX_BYTES = 64 << 20
 _APPLIED_ENTRY_BYTES = 1 << 20
 _APPLIED_BYTES = 0
 _NO_KEY = object()
+#: the implementation of the registry's Identity (`Machine.apply_function`)
+_IDENTITY_IMPL = fns.get("Identity").impl
 
 
 def _value_key(v: object):
@@ -462,7 +464,7 @@ class Machine:
         # the (node, context) pairs the last step made candidates again
         # (:meth:`_next_candidates`), which :meth:`chain` tries
         self._touched: list = []
-        self._attr_keys: dict = {}
+        self._attr_keys: dict = attr_keys(p)
         self._kernels_on: bool | None = None
         # What the rules look up at every step, by node and by edge, computed
         # once (the steps read these tables instead of the graph's Edge
@@ -1612,6 +1614,22 @@ class Machine:
         fn = self._fn.get(n.name)
         if fn is None:
             fn = self._fn[n.name] = fns.get(n.op)
+        if fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and len(data) == 1 and \
+                (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
+            # The registry's own Identity (its implementation, in a Function
+            # that applies it as every Function does) gives its argument:
+            # `Function._apply` returns an error argument itself (strict),
+            # a TensorList or another value that is no tensor itself (the
+            # Identity case there), and a tensor as the very tensor
+            # (`_same_tensor`: the implementation returns its array, of
+            # the argument's dtype) once `check_size` has passed it (the
+            # element limit, tested here; a larger one goes the long way
+            # and fails as before); the memo of applications may give an
+            # equal tensor of the same bits instead (interned), which is
+            # the same value.  It evaluates no TensorFlow kernel, so none
+            # is noted.  A fifth of a loop graph's steps are Identities,
+            # each keyed by its argument's bytes to be looked up.
+            return [data[0]]
         key = self._applied_key(n, fn, data)
         if key is not None:
             got = _APPLIED.get(key)
@@ -1954,7 +1972,7 @@ class RunTrace:
     replays on generated programs at many σ (including σ that change
     predicates and trip counts) and on the real corpus's loop graphs."""
 
-    __slots__ = ("steps", "branched", "schedule", "explored", "flags")
+    __slots__ = ("steps", "branched", "schedule", "explored", "flags", "plan")
 
     def __init__(self, m: "Machine") -> None:
         self.steps: list = []
@@ -1962,6 +1980,8 @@ class RunTrace:
         self.schedule: tuple = ()
         self.explored = 0
         self.flags = _trace_flags(m)
+        # (each step's token keys, made at its first replay: `_plan`)
+        self.plan: list | None = None
 
     def recording(self, m: "Machine", fire):
         """`fire` that also notes each step and what it wrote: the number of
@@ -2038,32 +2058,92 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     start from the same skeleton); none: None.  The end state and the path
     it followed."""
     s = m.initial(feeds, init)
-    tokens = s.tokens
+    tokens, fired = s.tokens, s.fired
     fire = m._fire
+    apply = m.apply_function
     tr = paths[0]
     steps = tr.steps
+    plan = tr.plan or _plan(m, tr)
     i = 0
     while i < len(steps):
         st, wrote = steps[i]
-        m._written = written = []
-        m._new_contexts = []
-        fire(s, st)
-        if type(wrote) is int:
-            if len(written) != wrote:
-                tr = _other_path(paths, tr, i, len(written))
+        planned = plan[i]
+        if planned is not None:
+            # a live step of a registry function: `_fire`'s first case, its
+            # token keys made once per path (`_plan`)
+            n, pair, ins, outs, ctl = planned
+            data = []
+            for key, const, control in ins:
+                c = tokens.get(key) if const else tokens.pop(key, None)
+                if not control:
+                    data.append(c)
+            fired.add(pair)
+            count = len(ctl)
+            for port, value in enumerate(apply(n, data)):
+                for key in outs.get(port, ()):
+                    tokens[key] = value
+                    count += 1
+            for key in ctl:
+                tokens[key] = GO
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
         else:
-            got = tuple(type(tokens[k]) is _Dead for k in written)
-            if got != wrote:
-                tr = _other_path(paths, tr, i, got)
+            m._written = written = []
+            m._new_contexts = []
+            fire(s, st)
+            if type(wrote) is int:
+                if len(written) != wrote:
+                    tr = _other_path(paths, tr, i, len(written))
+            else:
+                got = tuple(type(tokens[k]) is _Dead for k in written)
+                if got != wrote:
+                    tr = _other_path(paths, tr, i, got)
         if tr is None:
             return None
-        steps = tr.steps
+        if tr.steps is not steps:
+            steps = tr.steps
+            plan = tr.plan or _plan(m, tr)
         i += 1
         if max_seconds is not None and i % REPLAY_CLOCK_STEPS == 0 \
                 and time.monotonic() - started > max_seconds:
             # (the states the exploration would have popped by this step)
             raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
     return s, tr
+
+
+def _plan(m: "Machine", tr: RunTrace) -> list:
+    """For each step of path `tr`: where it is a live step of a registry
+    function (`_fire`'s first case: a node of `m._plain`, not dead, no
+    phase), (its node, its (node, context) pair, its incoming edges' token
+    keys with whether each is a constant Enter's and a control edge, its
+    outgoing data edges' keys by port, its control edges' keys); else None
+    (`_fire` fires it).  `_replay` fires a planned step as `_fire` does,
+    the same token taken or read, in the same order, the same results
+    put on the same keys, then GO on the control edges: what `_fire`
+    computes at every step from the step's node and context (the keys
+    `(edge id, context)`, a constant Enter's in iteration 0 of the
+    context's loop instance) is computed here once for every replay of
+    the path.  The tables read are the Machine's (`_in`, `_out_port`,
+    `_out_control`), functions of the program and its graph: a path is
+    planned on the graph it was recorded on (`kept_path` checks it for
+    another Machine of the program).  Kept on the path."""
+    plain = m._plain
+    node = m.p.node
+    plan: list = []
+    for st, _ in tr.steps:
+        if st.dead or st.phase or st.node not in plain:
+            plan.append(None)
+            continue
+        name, ctx = st.node, st.ctx
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+        ins = tuple(((eid, inner) if const else (eid, ctx), const, control)
+                    for eid, const, control, _back, _enter in m._in[name])
+        outs = {port: tuple((eid, ctx) for eid in eids)
+                for port, eids in m._out_port[name].items()}
+        ctl = tuple((eid, ctx) for eid in m._out_control[name])
+        plan.append((node[name], (name, ctx), ins, outs, ctl))
+    tr.plan = plan
+    return plan
 
 
 def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
@@ -2197,10 +2277,37 @@ def _functions_of(p: Program) -> tuple:
 
 def _function_ops(p: Program) -> tuple[str, ...]:
     """The registry functions P's runs may apply: its nodes' ops and its
-    Assigns' update functions."""
+    Assigns' update functions.  Kept on the program object, as `graph_of`
+    keeps its graph: a function of its nodes' ops alone, which a frozen
+    Program never changes (`outcomes` asked for it twice per call, a walk
+    over every node: 2-3% of the corpus's control-flow checks)."""
+    kept = getattr(p, "__dict__", None)
+    got = kept.get("_function_ops") if kept is not None else None
+    if got is not None:
+        return got
     ops = {n.op for n in p.nodes if n.op not in (VAR, READ, ASSIGN)}
     ops |= {n.fn for n in p.nodes if n.op == ASSIGN}
-    return tuple(sorted(ops))
+    got = tuple(sorted(ops))
+    if kept is not None:
+        kept["_function_ops"] = got
+    return got
+
+
+def attr_keys(p: Program) -> dict:
+    """Each node's attributes' exact key (`_exact_key`, filled in as nodes
+    are asked for by name), one table per program object, kept on it as
+    `_function_ops` is: a node's attributes are frozen with the program.
+    Shared by the program's Machines (:meth:`Machine._applied_key`) and
+    the array back ends' (backends/controlflow.py), which each made it
+    again: a confirmation's two machines keyed every attribute tensor of
+    the program anew."""
+    kept = getattr(p, "__dict__", None)
+    if kept is None:
+        return {}
+    got = kept.get("_cf_attr_keys")
+    if got is None:
+        got = kept.setdefault("_cf_attr_keys", {})
+    return got
 
 
 #: Machines by program object, per thread (:func:`machine_for`).

@@ -124,6 +124,23 @@ def test_a_loop_is_replayed_at_the_same_trip_count_only(fresh, mode):
     assert fresh["refused"] == refused + 1
 
 
+def test_a_replay_fires_the_function_steps_as_planned(fresh):
+    """A path's live function steps are fired from their token keys made
+    once (`_plan`), the others by the rules (`_fire`): the answers above
+    are the exploration's with the plan in use."""
+    p = counting_loop()
+    same_as_exploring(p, *at(2, 1.5))
+    same_as_exploring(p, *at(2, -3.0))
+    assert fresh["replayed"] == 1
+    (tr,) = cf.machine_for(p, "atomic", BOUND)._traces
+    planned = {x[0].op for x in tr.plan if x is not None}
+    ruled = {p.node[st.node].op for (st, _), x in zip(tr.steps, tr.plan) if x is None}
+    assert {"Add", "Less", "Identity", "Const"} <= planned
+    assert {"Merge", "Switch", "Enter", "NextIteration", "Read", "Assign"} <= ruled
+    assert not planned & {"Merge", "Switch", "Enter", "Exit", "NextIteration", "Read",
+                          "Assign"}
+
+
 def test_an_error_predicate_is_not_replayed(fresh):
     """x uninitialized: Less gets an error, the Switches put DEAD on both
     ports (the loop is dead as a whole): another deadness, refused."""
