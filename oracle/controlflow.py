@@ -199,6 +199,8 @@ _APPLIED_MAX_BYTES = 64 << 20
 _APPLIED_ENTRY_BYTES = 1 << 20
 _APPLIED_BYTES = 0
 _NO_KEY = object()
+#: the kernels of an application that evaluated none (`Machine.apply_function`)
+_NO_KERNELS: frozenset = frozenset()
 #: the implementation of the registry's Identity (`Machine.apply_function`)
 _IDENTITY_IMPL = fns.get("Identity").impl
 
@@ -1649,7 +1651,10 @@ class Machine:
                 if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
                     _APPLIED.clear()
                     _APPLIED_BYTES = 0
-                _APPLIED[key] = (fn, results, frozenset(used))
+                # (most applications evaluate no TensorFlow kernel: one empty
+                # set for all of them, not a new one per entry that the
+                # cyclic collector scans after the run)
+                _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
                 _APPLIED_BYTES += size
         return list(results)
 
