@@ -199,6 +199,8 @@ _APPLIED_MAX_BYTES = 64 << 20
 _APPLIED_ENTRY_BYTES = 1 << 20
 _APPLIED_BYTES = 0
 _NO_KEY = object()
+#: a Merge's value_index by its choice (`Machine._fire`)
+_VALUE_INDEX: dict = {}
 #: the kernels of an application that evaluated none (`Machine.apply_function`)
 _NO_KERNELS: frozenset = frozenset()
 #: the implementation of the registry's Identity (`Machine.apply_function`)
@@ -1543,7 +1545,11 @@ class Machine:
                 return
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
-            results = [data[st.choice], Tensor(st.choice, "int32")]
+            # (its value_index, one tensor per choice: a Tensor is immutable)
+            index = _VALUE_INDEX.get(st.choice)
+            if index is None:
+                index = _VALUE_INDEX[st.choice] = Tensor(st.choice, "int32")
+            results = [data[st.choice], index]
         elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):
             results = [data[0]]
         elif n.op in STACK_OPS:
@@ -1567,9 +1573,16 @@ class Machine:
                 return
         else:
             results = self.apply_function(n, data)
+        # (`_produce` for each port, then `_signal`, written out)
+        written = self._written
+        ports = self._out_port[n.name]
         for port, value in enumerate(results):
-            self._produce(tokens, n.name, port, out_ctx, value)
-        self._signal(tokens, n.name, out_ctx, GO)
+            for eid in ports.get(port, ()):
+                tokens[(eid, out_ctx)] = value
+                written.append((eid, out_ctx))
+        for eid in self._out_control[n.name]:
+            tokens[(eid, out_ctx)] = GO
+            written.append((eid, out_ctx))
 
     def _start(self, s: CFState, ctx: Context) -> None:
         """Context `ctx` exists from now on (noted for :meth:`_next_candidates`)."""
