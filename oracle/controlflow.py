@@ -2086,10 +2086,14 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     while i < len(steps):
         st, wrote = steps[i]
         planned = plan[i]
-        if planned is not None:
+        if planned is not None and planned[0] != _PLAN_FUNCTION:
+            count = _fire_planned(planned, s)
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
+        elif planned is not None:
             # a live step of a registry function: `_fire`'s first case, its
             # token keys made once per path (`_plan`)
-            n, pair, ins, outs, ctl = planned
+            _, n, pair, ins, outs, ctl = planned
             data = []
             for key, const, control in ins:
                 c = tokens.get(key) if const else tokens.pop(key, None)
@@ -2129,39 +2133,136 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     return s, tr
 
 
+#: kinds of planned steps (`_plan`)
+_PLAN_FUNCTION, _PLAN_FORWARD, _PLAN_DEAD = 0, 1, 2
+
+
 def _plan(m: "Machine", tr: RunTrace) -> list:
-    """For each step of path `tr`: where it is a live step of a registry
-    function (`_fire`'s first case: a node of `m._plain`, not dead, no
-    phase), (its node, its (node, context) pair, its incoming edges' token
-    keys with whether each is a constant Enter's and a control edge, its
-    outgoing data edges' keys by port, its control edges' keys); else None
-    (`_fire` fires it).  `_replay` fires a planned step as `_fire` does,
-    the same token taken or read, in the same order, the same results
-    put on the same keys, then GO on the control edges: what `_fire`
-    computes at every step from the step's node and context (the keys
-    `(edge id, context)`, a constant Enter's in iteration 0 of the
-    context's loop instance) is computed here once for every replay of
-    the path.  The tables read are the Machine's (`_in`, `_out_port`,
-    `_out_control`), functions of the program and its graph: a path is
-    planned on the graph it was recorded on (`kept_path` checks it for
-    another Machine of the program).  Kept on the path."""
+    """For each step of path `tr`, what `_fire` would compute from the step
+    and the Machine's tables alone, computed once for every replay of the
+    path (`_replay`); None where `_fire` fires it (a Switch, a Read, an
+    Assign, a dead Enter, a step with a phase, a NextIteration past the
+    iteration bound).  Each kind does what `_fire` does for it, in the same
+    order: every incoming token taken (a constant Enter's read, in
+    iteration 0 of the context's loop instance) into the same list, the
+    same pairs added to `fired` and context to `started`, the same values
+    put on the same keys, port by port, then GO on the control edges:
+
+    - (_PLAN_FUNCTION, node, pair, ins, outs, ctl): a live step of a
+      registry function (`_fire`'s first case), its results by port;
+    - (_PLAN_FORWARD, choice, pairs, ins, outs, ctl, started): a live Merge
+      (its input `choice`, and that choice as its value_index), Enter,
+      Exit, NextIteration or LoopCond (its one input), in the context it
+      puts out to (an Enter's new frame, an Exit's outer context, the next
+      iteration), with the context it starts, and an Exit's second pair
+      (no dead Exit of this instance propagates);
+    - (_PLAN_DEAD, ins, pair, keys, dead_exit): a dead step: the dead
+      value of its inputs (`_dead_of`) on every outgoing edge (none for an
+      Exit, which notes its dead exit instead, and for a NextIteration,
+      where TensorFlow stops deadness).
+
+    `ins` are (key, from a constant Enter, control) in input order, `outs`
+    the outgoing data edges' keys by port, `ctl` the control edges' keys.
+    The tables read (`_in`, `_out_port`, `_out_control`, `_out_all`,
+    `frames`' names in contexts) are functions of the program and its
+    graph: a path is planned on the graph it was recorded on (`kept_path`
+    checks it for another Machine of the program).  Kept on the path."""
     plain = m._plain
     node = m.p.node
     plan: list = []
     for st, _ in tr.steps:
-        if st.dead or st.phase or st.node not in plain:
+        name, ctx = st.node, st.ctx
+        n = node[name]
+        if st.phase or (n.op == ENTER and st.dead) or n.op in STACK_OPS:
             plan.append(None)
             continue
-        name, ctx = st.node, st.ctx
         inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
         ins = tuple(((eid, inner) if const else (eid, ctx), const, control)
                     for eid, const, control, _back, _enter in m._in[name])
-        outs = {port: tuple((eid, ctx) for eid in eids)
+        if st.dead:
+            out_ctx = ctx
+            keys = () if n.op in (EXIT, NEXT_ITERATION) else \
+                tuple((eid, out_ctx) for eid in m._out_all[name])
+            dead_exit = (name, ctx[:-1], ctx[-1][0]) if n.op == EXIT else None
+            plan.append((_PLAN_DEAD, ins, (name, ctx), keys, dead_exit))
+            continue
+        if name in plain:
+            outs = {port: tuple((eid, ctx) for eid in eids)
+                    for port, eids in m._out_port[name].items()}
+            ctl = tuple((eid, ctx) for eid in m._out_control[name])
+            plan.append((_PLAN_FUNCTION, n, (name, ctx), ins, outs, ctl))
+            continue
+        pairs: tuple = ((name, ctx),)
+        started = None
+        choice = -1
+        if n.op == MERGE:
+            out_ctx, choice = ctx, st.choice
+        elif n.op == LOOP_COND:
+            out_ctx = ctx
+        elif n.op == ENTER:
+            out_ctx = started = ctx + ((n.attrs["frame_name"], 0),)
+        elif n.op == EXIT:
+            out_ctx = ctx[:-1]
+            pairs += ((name, out_ctx + ((ctx[-1][0], -1),)),)
+        elif n.op == NEXT_ITERATION:
+            frame, k = ctx[-1]
+            out_ctx = started = ctx[:-1] + ((frame, k + 1),)
+            if k + 1 > m.bound:
+                plan.append(None)    # (`_fire` raises LoopBoundExceeded there)
+                continue
+        else:
+            plan.append(None)        # (Switch, Read, Assign, Var)
+            continue
+        outs = {port: tuple((eid, out_ctx) for eid in eids)
                 for port, eids in m._out_port[name].items()}
-        ctl = tuple((eid, ctx) for eid in m._out_control[name])
-        plan.append((node[name], (name, ctx), ins, outs, ctl))
+        ctl = tuple((eid, out_ctx) for eid in m._out_control[name])
+        plan.append((_PLAN_FORWARD, choice, pairs, ins, outs, ctl, started))
     tr.plan = plan
     return plan
+
+
+def _fire_planned(entry: tuple, s: CFState) -> int:
+    """A step of `_PLAN_FORWARD` or `_PLAN_DEAD` (`_plan`) fired in `s` as
+    `_fire` fires it; how many tokens it wrote."""
+    tokens = s.tokens
+    if entry[0] == _PLAN_DEAD:
+        _, ins, pair, keys, dead_exit = entry
+        contents = [tokens.get(key) if const else tokens.pop(key, None)
+                    for key, const, _control in ins]
+        s.fired.add(pair)
+        if dead_exit is not None:
+            s.dead_exits.add(dead_exit)
+        if keys:
+            value = _dead_of(contents)
+            for key in keys:
+                tokens[key] = value
+        return len(keys)
+    _, choice, pairs, ins, outs, ctl, started = entry
+    data = []
+    for key, const, control in ins:
+        c = tokens.get(key) if const else tokens.pop(key, None)
+        if not control:
+            data.append(c)
+    fired = s.fired
+    for pair in pairs:
+        fired.add(pair)
+    if started is not None:
+        s.started.add(started)
+    if choice >= 0:
+        index = _VALUE_INDEX.get(choice)
+        if index is None:
+            index = _VALUE_INDEX[choice] = Tensor(choice, "int32")
+        results = (data[choice], index)
+    else:
+        results = (data[0],)
+    count = len(ctl)
+    for port, value in enumerate(results):
+        for key in outs.get(port, ()):
+            tokens[key] = value
+            count += 1
+    for key in ctl:
+        tokens[key] = GO
+    return count
 
 
 def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
