@@ -224,7 +224,7 @@ def _fire(m: DeviceMachine, feeds: Mapping[str, Value], init: Mapping[str, Value
     started = time.monotonic()
     tr = cf.kept_path(m, schedule)
     if tr is not None:
-        s = cf.fire_path(m, tr, feeds, init, deadline)
+        s = cf.fire_path(m, tr, feeds, init, deadline, clock_steps=32)
         if s is not None:
             if m.enabled_steps(s):
                 raise ValueError("the schedule ends before the run does")

@@ -2068,7 +2068,8 @@ def _replayed(m: "Machine", feeds, init, observe: str, max_states: int | None,
 
 
 def _replay(m: "Machine", paths: list, feeds, init, started: float,
-            max_seconds: float | None) -> "tuple[CFState, RunTrace] | None":
+            max_seconds: float | None,
+            clock_steps: int = REPLAY_CLOCK_STEPS) -> "tuple[CFState, RunTrace] | None":
     """The first of `paths` fired from σ, each step checked against what it
     wrote in the recorded run; where one differs, another kept path that
     made the same steps with the same writes up to it, and this step's
@@ -2126,7 +2127,7 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
             steps = tr.steps
             plan = tr.plan or _plan(m, tr)
         i += 1
-        if max_seconds is not None and i % REPLAY_CLOCK_STEPS == 0 \
+        if max_seconds is not None and i % clock_steps == 0 \
                 and time.monotonic() - started > max_seconds:
             # (the states the exploration would have popped by this step)
             raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
@@ -2310,19 +2311,20 @@ def kept_path(m: "Machine", schedule: Sequence[str]) -> "RunTrace | None":
 
 
 def fire_path(m: "Machine", tr: "RunTrace", feeds: Mapping[str, Value],
-              init: Mapping[str, Value], deadline: float | None = None) -> "CFState | None":
+              init: Mapping[str, Value], deadline: float | None = None,
+              clock_steps: int = REPLAY_CLOCK_STEPS) -> "CFState | None":
     """The state at the end of path `tr` (`kept_path`) fired by `m` from σ,
     or None where a step writes other than it wrote when recorded (RunTrace:
     the decisions would then differ; the caller finds the steps itself).
     Past `deadline` (time.monotonic()) BudgetExceeded, the clock read every
-    REPLAY_CLOCK_STEPS steps.  With every step's writes as recorded, the
+    `clock_steps` steps.  With every step's writes as recorded, the
     state's skeleton is the recorded run's at each step (RunTrace argues
     it), so each step is enabled where it fires, the steps are the ones
     the schedule's labels name there, and the run ends where the schedule
     does."""
     started = time.monotonic()
     got = _replay(m, [tr], feeds, init, started,
-                  None if deadline is None else max(0.0, deadline - started))
+                  None if deadline is None else max(0.0, deadline - started), clock_steps)
     return None if got is None else got[0]
 
 

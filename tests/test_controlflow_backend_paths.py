@@ -183,3 +183,30 @@ def test_the_confirmation_of_a_loop_with_tensor_lists_is_the_same(fresh, monkeyp
     assert answers[0] == answers[1] and answers[0][0][0], answers
     assert fresh["along"] == 2 and fresh["left"] == 0
     assert dict(answers[0][0][2].outputs)["out"].array.tolist() == [11, -22, 33]
+
+
+def test_a_replay_along_the_path_stops_at_its_deadline(fresh, monkeypatch):
+    """The list loop's confirmation past its deadline: cut short along the
+    kept path as by the labels (the clock read every 32 steps both ways)."""
+    from tfsem.backends import reuse
+    from tfsem.oracle.dispatch import outcome_set
+
+    p, q = _list_loop(10), _list_loop(11)
+    feeds, init = {"v": Tensor(np.array([1, -2, 3]), "int64")}, {}
+    original = outcome_set(p, feeds, init)
+    (claimed, schedule), = outcome_set(q, feeds, init).items()
+    assert len(schedule) > 32
+    found = []
+    real = cf.kept_path
+    monkeypatch.setattr(cf, "kept_path", lambda m, sched: found.append(real(m, sched)) or found[-1])
+    reasons = []
+    for along in (True, False):
+        reuse.clear()
+        if not along:
+            monkeypatch.setattr(cf, "kept_path", lambda m, sched: None)
+        (c,) = bcf.confirm_control_flow(p, q, feeds, init, schedule, claimed, original,
+                                        backends=["numpy"], deadline=0.0)
+        reasons.append((c.confirmed, c.reason))
+    reuse.clear()
+    assert reasons[0] == reasons[1] and reasons[0][1].startswith("replay cut short: budget")
+    assert found and found[0] is not None
