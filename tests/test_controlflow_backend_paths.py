@@ -210,3 +210,28 @@ def test_a_replay_along_the_path_stops_at_its_deadline(fresh, monkeypatch):
     reuse.clear()
     assert reasons[0] == reasons[1] and reasons[0][1].startswith("replay cut short: budget")
     assert found and found[0] is not None
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")
+@pytest.mark.parametrize("graph", ["keras_gru_loop", "keras_lstm_loop"])
+def test_the_corpus_loop_graphs_replay_on_numpy_along_their_paths(graph, fresh, monkeypatch):
+    """The original's witness at the checker's first σ (zeros) and its plain
+    float σ, on numpy along the kept path and by its labels: the same
+    outcome (TensorLists, the recurrent cell's float arithmetic)."""
+    import itertools
+
+    from tfsem.checking import check as chk
+    from controlflow_support import corpus_loop_program
+
+    p = corpus_loop_program(graph, monkeypatch)
+    zeros = next(itertools.islice(chk._generated_sigmas(p, np.random.default_rng(2)), 1))
+    plain = next(s for tag, s in chk._float_sigmas(p) if tag == "plain")
+    for feeds, init in (zeros, plain):
+        found, _ = cf.outcomes(p, feeds, init)
+        (schedule,) = found.values()
+        real = cf.kept_path
+        along = bcf.replay_outcome(p, feeds, init, schedule)
+        monkeypatch.setattr(cf, "kept_path", lambda m, sched: None)
+        assert along == bcf.replay_outcome(p, feeds, init, schedule)
+        monkeypatch.setattr(cf, "kept_path", real)
+    assert fresh["along"] == 2 and fresh["left"] == 0
