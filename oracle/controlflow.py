@@ -199,6 +199,12 @@ _APPLIED_MAX_BYTES = 64 << 20
 _APPLIED_ENTRY_BYTES = 1 << 20
 _APPLIED_BYTES = 0
 _NO_KEY = object()
+#: a Merge's value_index by its choice (`Machine._fire`)
+_VALUE_INDEX: dict = {}
+#: the kernels of an application that evaluated none (`Machine.apply_function`)
+_NO_KERNELS: frozenset = frozenset()
+#: the implementation of the registry's Identity (`Machine.apply_function`)
+_IDENTITY_IMPL = fns.get("Identity").impl
 
 
 def _value_key(v: object):
@@ -462,7 +468,7 @@ class Machine:
         # the (node, context) pairs the last step made candidates again
         # (:meth:`_next_candidates`), which :meth:`chain` tries
         self._touched: list = []
-        self._attr_keys: dict = {}
+        self._attr_keys: dict = attr_keys(p)
         self._kernels_on: bool | None = None
         # What the rules look up at every step, by node and by edge, computed
         # once (the steps read these tables instead of the graph's Edge
@@ -1539,7 +1545,11 @@ class Machine:
                 return
             results = [DEAD, value] if bool(pred.array) else [value, DEAD]
         elif n.op == MERGE:
-            results = [data[st.choice], Tensor(st.choice, "int32")]
+            # (its value_index, one tensor per choice: a Tensor is immutable)
+            index = _VALUE_INDEX.get(st.choice)
+            if index is None:
+                index = _VALUE_INDEX[st.choice] = Tensor(st.choice, "int32")
+            results = [data[st.choice], index]
         elif n.op in (ENTER, EXIT, NEXT_ITERATION, LOOP_COND):
             results = [data[0]]
         elif n.op in STACK_OPS:
@@ -1563,9 +1573,16 @@ class Machine:
                 return
         else:
             results = self.apply_function(n, data)
+        # (`_produce` for each port, then `_signal`, written out)
+        written = self._written
+        ports = self._out_port[n.name]
         for port, value in enumerate(results):
-            self._produce(tokens, n.name, port, out_ctx, value)
-        self._signal(tokens, n.name, out_ctx, GO)
+            for eid in ports.get(port, ()):
+                tokens[(eid, out_ctx)] = value
+                written.append((eid, out_ctx))
+        for eid in self._out_control[n.name]:
+            tokens[(eid, out_ctx)] = GO
+            written.append((eid, out_ctx))
 
     def _start(self, s: CFState, ctx: Context) -> None:
         """Context `ctx` exists from now on (noted for :meth:`_next_candidates`)."""
@@ -1612,6 +1629,22 @@ class Machine:
         fn = self._fn.get(n.name)
         if fn is None:
             fn = self._fn[n.name] = fns.get(n.op)
+        if fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and len(data) == 1 and \
+                (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
+            # The registry's own Identity (its implementation, in a Function
+            # that applies it as every Function does) gives its argument:
+            # `Function._apply` returns an error argument itself (strict),
+            # a TensorList or another value that is no tensor itself (the
+            # Identity case there), and a tensor as the very tensor
+            # (`_same_tensor`: the implementation returns its array, of
+            # the argument's dtype) once `check_size` has passed it (the
+            # element limit, tested here; a larger one goes the long way
+            # and fails as before); the memo of applications may give an
+            # equal tensor of the same bits instead (interned), which is
+            # the same value.  It evaluates no TensorFlow kernel, so none
+            # is noted.  A fifth of a loop graph's steps are Identities,
+            # each keyed by its argument's bytes to be looked up.
+            return [data[0]]
         key = self._applied_key(n, fn, data)
         if key is not None:
             got = _APPLIED.get(key)
@@ -1631,7 +1664,10 @@ class Machine:
                 if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
                     _APPLIED.clear()
                     _APPLIED_BYTES = 0
-                _APPLIED[key] = (fn, results, frozenset(used))
+                # (most applications evaluate no TensorFlow kernel: one empty
+                # set for all of them, not a new one per entry that the
+                # cyclic collector scans after the run)
+                _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
                 _APPLIED_BYTES += size
         return list(results)
 
@@ -1954,7 +1990,7 @@ class RunTrace:
     replays on generated programs at many σ (including σ that change
     predicates and trip counts) and on the real corpus's loop graphs."""
 
-    __slots__ = ("steps", "branched", "schedule", "explored", "flags")
+    __slots__ = ("steps", "branched", "schedule", "explored", "flags", "plan")
 
     def __init__(self, m: "Machine") -> None:
         self.steps: list = []
@@ -1962,6 +1998,8 @@ class RunTrace:
         self.schedule: tuple = ()
         self.explored = 0
         self.flags = _trace_flags(m)
+        # (each step's token keys, made at its first replay: `_plan`)
+        self.plan: list | None = None
 
     def recording(self, m: "Machine", fire):
         """`fire` that also notes each step and what it wrote: the number of
@@ -2030,7 +2068,8 @@ def _replayed(m: "Machine", feeds, init, observe: str, max_states: int | None,
 
 
 def _replay(m: "Machine", paths: list, feeds, init, started: float,
-            max_seconds: float | None) -> "tuple[CFState, RunTrace] | None":
+            max_seconds: float | None,
+            clock_steps: int = REPLAY_CLOCK_STEPS) -> "tuple[CFState, RunTrace] | None":
     """The first of `paths` fired from σ, each step checked against what it
     wrote in the recorded run; where one differs, another kept path that
     made the same steps with the same writes up to it, and this step's
@@ -2038,32 +2077,193 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     start from the same skeleton); none: None.  The end state and the path
     it followed."""
     s = m.initial(feeds, init)
-    tokens = s.tokens
+    tokens, fired = s.tokens, s.fired
     fire = m._fire
+    apply = m.apply_function
     tr = paths[0]
     steps = tr.steps
+    plan = tr.plan or _plan(m, tr)
     i = 0
     while i < len(steps):
         st, wrote = steps[i]
-        m._written = written = []
-        m._new_contexts = []
-        fire(s, st)
-        if type(wrote) is int:
-            if len(written) != wrote:
-                tr = _other_path(paths, tr, i, len(written))
+        planned = plan[i]
+        if planned is not None and planned[0] != _PLAN_FUNCTION:
+            count = _fire_planned(planned, s)
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
+        elif planned is not None:
+            # a live step of a registry function: `_fire`'s first case, its
+            # token keys made once per path (`_plan`)
+            _, n, pair, ins, outs, ctl = planned
+            data = []
+            for key, const, control in ins:
+                c = tokens.get(key) if const else tokens.pop(key, None)
+                if not control:
+                    data.append(c)
+            fired.add(pair)
+            count = len(ctl)
+            for port, value in enumerate(apply(n, data)):
+                for key in outs.get(port, ()):
+                    tokens[key] = value
+                    count += 1
+            for key in ctl:
+                tokens[key] = GO
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
         else:
-            got = tuple(type(tokens[k]) is _Dead for k in written)
-            if got != wrote:
-                tr = _other_path(paths, tr, i, got)
+            m._written = written = []
+            m._new_contexts = []
+            fire(s, st)
+            if type(wrote) is int:
+                if len(written) != wrote:
+                    tr = _other_path(paths, tr, i, len(written))
+            else:
+                got = tuple(type(tokens[k]) is _Dead for k in written)
+                if got != wrote:
+                    tr = _other_path(paths, tr, i, got)
         if tr is None:
             return None
-        steps = tr.steps
+        if tr.steps is not steps:
+            steps = tr.steps
+            plan = tr.plan or _plan(m, tr)
         i += 1
-        if max_seconds is not None and i % REPLAY_CLOCK_STEPS == 0 \
+        if max_seconds is not None and i % clock_steps == 0 \
                 and time.monotonic() - started > max_seconds:
             # (the states the exploration would have popped by this step)
             raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
     return s, tr
+
+
+#: kinds of planned steps (`_plan`)
+_PLAN_FUNCTION, _PLAN_FORWARD, _PLAN_DEAD = 0, 1, 2
+
+
+def _plan(m: "Machine", tr: RunTrace) -> list:
+    """For each step of path `tr`, what `_fire` would compute from the step
+    and the Machine's tables alone, computed once for every replay of the
+    path (`_replay`); None where `_fire` fires it (a Switch, a Read, an
+    Assign, a dead Enter, a step with a phase, a NextIteration past the
+    iteration bound).  Each kind does what `_fire` does for it, in the same
+    order: every incoming token taken (a constant Enter's read, in
+    iteration 0 of the context's loop instance) into the same list, the
+    same pairs added to `fired` and context to `started`, the same values
+    put on the same keys, port by port, then GO on the control edges:
+
+    - (_PLAN_FUNCTION, node, pair, ins, outs, ctl): a live step of a
+      registry function (`_fire`'s first case), its results by port;
+    - (_PLAN_FORWARD, choice, pairs, ins, outs, ctl, started): a live Merge
+      (its input `choice`, and that choice as its value_index), Enter,
+      Exit, NextIteration or LoopCond (its one input), in the context it
+      puts out to (an Enter's new frame, an Exit's outer context, the next
+      iteration), with the context it starts, and an Exit's second pair
+      (no dead Exit of this instance propagates);
+    - (_PLAN_DEAD, ins, pair, keys, dead_exit): a dead step: the dead
+      value of its inputs (`_dead_of`) on every outgoing edge (none for an
+      Exit, which notes its dead exit instead, and for a NextIteration,
+      where TensorFlow stops deadness).
+
+    `ins` are (key, from a constant Enter, control) in input order, `outs`
+    the outgoing data edges' keys by port, `ctl` the control edges' keys.
+    The tables read (`_in`, `_out_port`, `_out_control`, `_out_all`,
+    `frames`' names in contexts) are functions of the program and its
+    graph: a path is planned on the graph it was recorded on (`kept_path`
+    checks it for another Machine of the program).  Kept on the path."""
+    plain = m._plain
+    node = m.p.node
+    plan: list = []
+    for st, _ in tr.steps:
+        name, ctx = st.node, st.ctx
+        n = node[name]
+        if st.phase or (n.op == ENTER and st.dead) or n.op in STACK_OPS:
+            plan.append(None)
+            continue
+        inner = ctx[:-1] + ((ctx[-1][0], 0),) if ctx else ctx
+        ins = tuple(((eid, inner) if const else (eid, ctx), const, control)
+                    for eid, const, control, _back, _enter in m._in[name])
+        if st.dead:
+            out_ctx = ctx
+            keys = () if n.op in (EXIT, NEXT_ITERATION) else \
+                tuple((eid, out_ctx) for eid in m._out_all[name])
+            dead_exit = (name, ctx[:-1], ctx[-1][0]) if n.op == EXIT else None
+            plan.append((_PLAN_DEAD, ins, (name, ctx), keys, dead_exit))
+            continue
+        if name in plain:
+            outs = {port: tuple((eid, ctx) for eid in eids)
+                    for port, eids in m._out_port[name].items()}
+            ctl = tuple((eid, ctx) for eid in m._out_control[name])
+            plan.append((_PLAN_FUNCTION, n, (name, ctx), ins, outs, ctl))
+            continue
+        pairs: tuple = ((name, ctx),)
+        started = None
+        choice = -1
+        if n.op == MERGE:
+            out_ctx, choice = ctx, st.choice
+        elif n.op == LOOP_COND:
+            out_ctx = ctx
+        elif n.op == ENTER:
+            out_ctx = started = ctx + ((n.attrs["frame_name"], 0),)
+        elif n.op == EXIT:
+            out_ctx = ctx[:-1]
+            pairs += ((name, out_ctx + ((ctx[-1][0], -1),)),)
+        elif n.op == NEXT_ITERATION:
+            frame, k = ctx[-1]
+            out_ctx = started = ctx[:-1] + ((frame, k + 1),)
+            if k + 1 > m.bound:
+                plan.append(None)    # (`_fire` raises LoopBoundExceeded there)
+                continue
+        else:
+            plan.append(None)        # (Switch, Read, Assign, Var)
+            continue
+        outs = {port: tuple((eid, out_ctx) for eid in eids)
+                for port, eids in m._out_port[name].items()}
+        ctl = tuple((eid, out_ctx) for eid in m._out_control[name])
+        plan.append((_PLAN_FORWARD, choice, pairs, ins, outs, ctl, started))
+    tr.plan = plan
+    return plan
+
+
+def _fire_planned(entry: tuple, s: CFState) -> int:
+    """A step of `_PLAN_FORWARD` or `_PLAN_DEAD` (`_plan`) fired in `s` as
+    `_fire` fires it; how many tokens it wrote."""
+    tokens = s.tokens
+    if entry[0] == _PLAN_DEAD:
+        _, ins, pair, keys, dead_exit = entry
+        contents = [tokens.get(key) if const else tokens.pop(key, None)
+                    for key, const, _control in ins]
+        s.fired.add(pair)
+        if dead_exit is not None:
+            s.dead_exits.add(dead_exit)
+        if keys:
+            value = _dead_of(contents)
+            for key in keys:
+                tokens[key] = value
+        return len(keys)
+    _, choice, pairs, ins, outs, ctl, started = entry
+    data = []
+    for key, const, control in ins:
+        c = tokens.get(key) if const else tokens.pop(key, None)
+        if not control:
+            data.append(c)
+    fired = s.fired
+    for pair in pairs:
+        fired.add(pair)
+    if started is not None:
+        s.started.add(started)
+    if choice >= 0:
+        index = _VALUE_INDEX.get(choice)
+        if index is None:
+            index = _VALUE_INDEX[choice] = Tensor(choice, "int32")
+        results = (data[choice], index)
+    else:
+        results = (data[0],)
+    count = len(ctl)
+    for port, value in enumerate(results):
+        for key in outs.get(port, ()):
+            tokens[key] = value
+            count += 1
+    for key in ctl:
+        tokens[key] = GO
+    return count
 
 
 def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
@@ -2075,6 +2275,57 @@ def _other_path(paths: list, tr: RunTrace, i: int, wrote) -> "RunTrace | None":
                 and other.steps[:i] == tr.steps[:i]:
             return other
     return None
+
+
+def kept_path(m: "Machine", schedule: Sequence[str]) -> "RunTrace | None":
+    """A path that this thread's Machine of `m.p` (`machine_for`, the same
+    semantics and iteration bound) kept, whose schedule is `schedule`
+    label for label, and which `m` decides as the machine that recorded
+    it did; or None.  `m` may be another Machine of the same program,
+    of a subclass that runs the functions elsewhere (an array back end:
+    backends/controlflow.py `DeviceMachine`): what a path's replay rests
+    on (RunTrace) is the deciding methods and switches, which must be the
+    recording machine's own, not the class that computes the values.
+
+    The i-th label of a kept path's schedule is its i-th step's: a run
+    that met no choice fires one step per schedule entry, in order
+    (`behaviours`: a batch, a chain and a lone step each add their
+    step's entry as they fire it), and `recording` notes the steps in
+    the same order.  Not looked up in another thread's machines, and no
+    machine is made for it."""
+    cache = getattr(_machines, "cache", None)
+    if not cache:
+        return None
+    got = cache.get((id(m.p), m.semantics, m.bound, Machine.lone_accesses))
+    if got is None or got[0] is not m.p or got[1].g is not m.g:
+        return None   # (the same graph: a step's token keys are its edges' ids)
+    flags = _trace_flags(m)
+    if not flags[-1]:
+        return None
+    want = tuple(schedule)
+    for tr in got[1].__dict__.get("_traces", ()):
+        # (every flag but the class: index 6)
+        if tr.flags[:6] == flags[:6] and tr.flags[7:] == flags[7:] and tr.schedule == want:
+            return tr
+    return None
+
+
+def fire_path(m: "Machine", tr: "RunTrace", feeds: Mapping[str, Value],
+              init: Mapping[str, Value], deadline: float | None = None,
+              clock_steps: int = REPLAY_CLOCK_STEPS) -> "CFState | None":
+    """The state at the end of path `tr` (`kept_path`) fired by `m` from σ,
+    or None where a step writes other than it wrote when recorded (RunTrace:
+    the decisions would then differ; the caller finds the steps itself).
+    Past `deadline` (time.monotonic()) BudgetExceeded, the clock read every
+    `clock_steps` steps.  With every step's writes as recorded, the
+    state's skeleton is the recorded run's at each step (RunTrace argues
+    it), so each step is enabled where it fires, the steps are the ones
+    the schedule's labels name there, and the run ends where the schedule
+    does."""
+    started = time.monotonic()
+    got = _replay(m, [tr], feeds, init, started,
+                  None if deadline is None else max(0.0, deadline - started), clock_steps)
+    return None if got is None else got[0]
 
 
 #: Whether :func:`outcomes` turns Python's cyclic collector off during a run
@@ -2147,10 +2398,37 @@ def _functions_of(p: Program) -> tuple:
 
 def _function_ops(p: Program) -> tuple[str, ...]:
     """The registry functions P's runs may apply: its nodes' ops and its
-    Assigns' update functions."""
+    Assigns' update functions.  Kept on the program object, as `graph_of`
+    keeps its graph: a function of its nodes' ops alone, which a frozen
+    Program never changes (`outcomes` asked for it twice per call, a walk
+    over every node: 2-3% of the corpus's control-flow checks)."""
+    kept = getattr(p, "__dict__", None)
+    got = kept.get("_function_ops") if kept is not None else None
+    if got is not None:
+        return got
     ops = {n.op for n in p.nodes if n.op not in (VAR, READ, ASSIGN)}
     ops |= {n.fn for n in p.nodes if n.op == ASSIGN}
-    return tuple(sorted(ops))
+    got = tuple(sorted(ops))
+    if kept is not None:
+        kept["_function_ops"] = got
+    return got
+
+
+def attr_keys(p: Program) -> dict:
+    """Each node's attributes' exact key (`_exact_key`, filled in as nodes
+    are asked for by name), one table per program object, kept on it as
+    `_function_ops` is: a node's attributes are frozen with the program.
+    Shared by the program's Machines (:meth:`Machine._applied_key`) and
+    the array back ends' (backends/controlflow.py), which each made it
+    again: a confirmation's two machines keyed every attribute tensor of
+    the program anew."""
+    kept = getattr(p, "__dict__", None)
+    if kept is None:
+        return {}
+    got = kept.get("_cf_attr_keys")
+    if got is None:
+        got = kept.setdefault("_cf_attr_keys", {})
+    return got
 
 
 #: Machines by program object, per thread (:func:`machine_for`).

@@ -124,6 +124,27 @@ def test_a_loop_is_replayed_at_the_same_trip_count_only(fresh, mode):
     assert fresh["refused"] == refused + 1
 
 
+def test_a_replay_fires_the_planned_steps(fresh):
+    """A path's steps are fired from their token keys made once (`_plan`):
+    the live function steps, the live Merges, Enters, Exits,
+    NextIterations and LoopConds, the dead steps; the Switches, Reads,
+    Assigns and Vars by the rules (`_fire`).  The answers above are the
+    exploration's with the plan in use."""
+    p = counting_loop()
+    same_as_exploring(p, *at(2, 1.5))
+    same_as_exploring(p, *at(2, -3.0))
+    assert fresh["replayed"] == 1
+    (tr,) = cf.machine_for(p, "atomic", BOUND)._traces
+    kinds: dict = {}
+    for (st, _), x in zip(tr.steps, tr.plan):
+        kind = None if x is None else x[0]
+        kinds.setdefault(kind, set()).add(p.node[st.node].op + ("/dead" if st.dead else ""))
+    assert {"Add", "Less", "Identity", "Const"} <= kinds[cf._PLAN_FUNCTION]
+    assert {"Merge", "Enter", "Exit", "NextIteration", "LoopCond"} == kinds[cf._PLAN_FORWARD]
+    assert {"Identity/dead", "Exit/dead", "NextIteration/dead"} <= kinds[cf._PLAN_DEAD]
+    assert {"Switch", "Read", "Assign", "Var"} == kinds[None]
+
+
 def test_an_error_predicate_is_not_replayed(fresh):
     """x uninitialized: Less gets an error, the Switches put DEAD on both
     ports (the loop is dead as a whole): another deadness, refused."""
