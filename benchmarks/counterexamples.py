@@ -70,6 +70,7 @@ def worker() -> int:
     timed(CF._CFChecker, "minimized", "minimize_s")
     timed(CF._CFChecker, "replay", "replay_s")
     pairs: dict[tuple[str, str], tuple] = {}
+    originals: dict[str, object] = {}
     print(MARK + json.dumps({"ready": True,
                              "tfsem": str(Path(tfsem.__file__).parent.parent)}), flush=True)
     for line in sys.stdin:
@@ -79,7 +80,12 @@ def worker() -> int:
         if key not in pairs:
             gd = g.as_graph_def(Path(e["base"]) / e["file"])
             res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], opt)
-            pairs[key] = (G._import(gd, e), G._import(res.graph_def, e))
+            # (one original program object per graph, as `tfsem grappler`
+            # and benchmarks/grappler.py check it against each optimizer:
+            # what is remembered per original serves the later checks)
+            if e["file"] not in originals:
+                originals[e["file"]] = G._import(gd, e)
+            pairs[key] = (originals[e["file"]], G._import(res.graph_def, e))
         original, rewritten = pairs[key]
         seconds.clear()
         t = time.perf_counter()
