@@ -49,8 +49,8 @@ MINIMIZE_MAX_SECONDS_FLOOR = 0.3
 #: counterexample), at least MINIMIZE_FIND_FLOOR seconds (`find_box`): a
 #: counterexample found in 0.1 s is not polished for 0.5 s.  Both checkers'
 #: concrete passes; not the solver's ladder (queries of QUERY_SECONDS each)
-MINIMIZE_FIND_RATIO = 1.0
-MINIMIZE_FIND_FLOOR = 0.15
+MINIMIZE_FIND_RATIO = 2.0
+MINIMIZE_FIND_FLOOR = 0.2
 
 
 def find_box(box: float, spent: float) -> float:
