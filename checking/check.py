@@ -1520,10 +1520,11 @@ class _Checker:
                 record["final"] = ("not confirmed: " + ("the full oracle disagreed"
                                                         if self.decided else "undecided"))
         record["seconds"] = round(time.monotonic() - started, 6)
-        if refusals is not None and best is not found:
+        if refusals is not None:
             # (the σ the full oracle confirmed last, for the next check of
-            # this original; the members that refused only where it is the
-            # σ they refused at, no cone-accepted step left unconfirmed)
+            # this original, the found one where no step was taken; the
+            # members that refused only where it is the σ they refused at,
+            # no cone-accepted step left unconfirmed)
             sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
                                 refusals if "final" not in record else None)
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,

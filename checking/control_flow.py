@@ -530,9 +530,10 @@ class _CFChecker:
         mini.minimize_concrete((found.feeds, found.init), confirm, deadline, stats=record,
                                start=recalled and recalled[0], known=recalled and recalled[1],
                                refusals=refusals, on_start=on_start)
-        if best is not found:
-            sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
-                                refusals)
+        # (the σ confirmed last, for the next check of this original: the
+        # found one where no step was taken)
+        sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
+                            refusals)
         return best
 
     def replay(self, found: _Found) -> list[str]:

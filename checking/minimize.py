@@ -203,12 +203,16 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     (or is this σ already),
     `known` (small value -> members that refused it in that check) puts
     those members last, tried together in one step per value, never
-    halved: they mostly refuse again (the order of the search only, see
-    the memo's docstring).  Where it is refused, the tensors after
+    alone: they mostly refuse again (the order of the search only, see
+    the memo's docstring); a group of several members that refused there
+    (`known[("group", value)]`) is not asked again, its halves are
+    (`_settle`).
+    Where it is refused, the tensors after
     `first` are tried in three groups: those it had all zero, the
     others, those that refused 0 in its check.  `refusals`, when given, is filled with the
     members that refused each small value here (alone, or as the group
-    of `known`), for the memo; `on_start` is told what became of `start`
+    of `known`), and under ("group", value) the groups that refused it
+    together, for the memo; `on_start` is told what became of `start`
     (the caller's box may depend on it: check.py `minimize_box`)."""
     feeds, init = dict(sigma[0]), dict(sigma[1])
     tables = (feeds, init)
@@ -292,6 +296,8 @@ class _Edit:
         #: are all 0 or a value already is not set to that value all over
         #: (`within`: the earlier check's element pass left it so)
         self.warm = False
+        #: small value -> members passed over in the pass under way (`defer`)
+        self.deferred: dict = {}
 
     def within(self, member, small) -> bool:
         """Whether every element of a whole tensor is 0 or `small`: all
@@ -304,6 +310,16 @@ class _Edit:
 
     def refuse(self, members, small) -> None:
         self.refused.setdefault(small, set()).update(members)
+
+    def defer(self, members, small) -> None:
+        """Members passed over (they refused `small` in the earlier check):
+        `_settle` asks about them together at the end of its pass."""
+        self.deferred.setdefault(small, []).extend(members)
+
+    def refuse_group(self, group: frozenset, small) -> None:
+        """A group of members that refused `small` together (kept under
+        ("group", small): delta debugging's halves begin there)."""
+        self.refused.setdefault(("group", small), set()).add(group)
 
     def has(self, member, small) -> bool:
         """Whether the member's dtype has the value `small` (-1: signed)."""
@@ -359,37 +375,70 @@ def _settle(members: list, small: int, edit: _Edit, confirm, sigma: Sigma,
     take it (in order).  `alone`: each member on its own, no groups (the
     ladder past 0, where most members are those that must keep their
     values).  `refused`: tensors whose elements are not tried all at once
-    (their whole tensor refused `small` on its own already)."""
+    (their whole tensor refused `small` on its own already).
+
+    Where a remembered σ was taken (`edit.known`, minimize_concrete's
+    `known`): a member that refused `small` on its own in that check is
+    not asked again on its own, nor a group that refused it together
+    (its halves are): delta debugging goes on where that check's left
+    off.  The members so passed over are asked once more at the end, all
+    together, in one step."""
+    try:
+        left = _halves(members, small, edit, confirm, sigma, deadline, alone, refused)
+    except BaseException:
+        # (passed over, not asked: still the members that refused, for the memo)
+        edit.refuse(edit.deferred.pop(small, []), small)
+        raise
+    deferred = edit.deferred.pop(small, [])
+    if deferred:
+        if _take(deferred, small, edit, confirm, sigma, deadline):
+            gone = set(deferred)
+            return [m for m in left if m not in gone]
+        edit.refuse(deferred, small)
+    return left
+
+
+def _halves(members: list, small: int, edit: _Edit, confirm, sigma: Sigma, deadline: float,
+            alone: bool, refused: set | None) -> list:
+    """`_settle`'s delta debugging (the members passed over for
+    `edit.known` are noted in `edit.deferred`, and returned as refused)."""
     todo = [m for m in members if not edit.already(m, small) and
             not (edit.warm and edit.within(m, small))]
     if not todo:
         return []
-    known = edit.known.get(small)
-    if known and any(m in known for m in todo):
-        # (the members that refused `small` in the check whose σ was taken:
-        # after the others, in one step together, not halved)
-        last = [m for m in todo if m in known]
-        rest = _settle([m for m in todo if m not in known], small, edit, confirm, sigma,
-                       deadline, alone=alone, refused=refused)
-        if _take(last, small, edit, confirm, sigma, deadline):
-            return rest
-        edit.refuse(last, small)
-        return rest + last
+    singles = edit.known.get(small, ())
     if alone:
-        left = [m for m in todo if not _take([m], small, edit, confirm, sigma, deadline)]
-        edit.refuse(left, small)
+        left = []
+        for m in todo:
+            if m in singles:
+                edit.defer([m], small)
+                left.append(m)
+            elif not _take([m], small, edit, confirm, sigma, deadline):
+                edit.refuse([m], small)
+                left.append(m)
         return left
+    if all(m in singles for m in todo):
+        # (each refused it on its own there: asked together, at the end)
+        edit.defer(todo, small)
+        return todo
+    group = frozenset(todo)
     if refused and len({m[:2] for m in todo}) == 1 and todo[0][:2] in refused and \
             edit.would_fill(todo, small):
         pass   # (the group is the whole tensor, whose own step refused it: halves at once)
+    elif len(todo) > 1 and group in edit.known.get(("group", small), ()):
+        # (this very group refused `small` in the check whose σ was taken:
+        # its halves at once, as that check went on)
+        edit.refuse_group(group, small)
     elif _take(todo, small, edit, confirm, sigma, deadline):
         return []
+    elif len(todo) > 1:
+        edit.refuse_group(group, small)
     if len(todo) == 1:
         edit.refuse(todo, small)
         return todo
     half = len(todo) // 2
-    return _settle(todo[:half], small, edit, confirm, sigma, deadline, refused=refused) + \
-        _settle(todo[half:], small, edit, confirm, sigma, deadline, refused=refused)
+    return _halves(todo[:half], small, edit, confirm, sigma, deadline, False, refused) + \
+        _halves(todo[half:], small, edit, confirm, sigma, deadline, False, refused)
 
 
 def _start_from(start: Sigma, whole: list, edit: _Edit, confirm, sigma: Sigma,

@@ -76,6 +76,40 @@ def test_the_remembered_sigma_is_one_step_and_the_members_that_refused_go_last_t
     assert {(1, "x0"), (1, "x1")} <= again[0]
 
 
+def test_a_warm_minimization_goes_on_where_the_earlier_one_was_cut(monkeypatch):
+    init = {f"x{i:02}": _t(np.full(100, 5.0)) for i in range(16)}
+    asked: list = []
+    real_take = mini._take
+
+    def take(group, small, *a, **k):
+        asked.append((frozenset(group), small))
+        return real_take(group, small, *a, **k)
+
+    monkeypatch.setattr(mini, "_take", take)
+
+    def confirm(sigma):
+        if cut and len(asked) > 4:
+            raise mini.OutOfTime
+        return bool(np.any(sigma[1]["x00"].array))
+
+    cut = True
+    refusals: dict = {}
+    _, first = mini.minimize_concrete(({}, dict(init)), confirm, time.monotonic() + 30,
+                                      refusals=refusals)
+    # (the whole group, then halves down to x00 and x01: refused, then the cut)
+    refused_groups = {g for g, _ in asked[:4]}
+    assert refusals[("group", 0)] == refused_groups and len(refused_groups) == 4
+    cut = False
+    asked.clear()
+    stats: dict = {}
+    _, out = mini.minimize_concrete(({}, dict(init)), confirm, time.monotonic() + 30,
+                                    stats=stats, start=({}, first), known=refusals)
+    assert stats["remembered"] == "same" and stats["finished"]
+    assert not refused_groups & {g for g, small in asked if small == 0}, asked
+    assert [k for k, v in out.items() if np.any(v.array)] == ["x00"]
+    assert len(asked) == 6, asked      # x00, x01, x02-03, x04-07, x08-15; x00 to 1
+
+
 def test_a_remembered_sigma_that_is_refused_leaves_the_minimization_as_without_it():
     init = {f"x{i}": _t(np.full(4, 3.0)) for i in range(6)}
 
