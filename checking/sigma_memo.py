@@ -20,10 +20,13 @@ value there.
 
 How it is used (`minimize.minimize_concrete`'s `start` and `known`): a
 later check of P asks about the remembered σ first, as one candidate step,
-confirmed as every other step is; only where it is accepted are the
-members that refused before tried last, together, in one step per value
-instead of halves.  Members the remembered σ already has small cost
-nothing (`_Edit.already`).
+confirmed as every other step is; only where it is accepted (or is the
+found σ already) does delta debugging go on where that check's left off:
+a group that refused a value together there is not asked again (its
+halves are), the members that refused on their own are asked once more at
+the end, together, in one step per value.  Members the remembered σ
+already has small cost nothing (`_Edit.already`).  Where it is refused,
+the tensors it had all zero are tried first (`minimize_concrete`).
 
 **Why this never changes a verdict or shows a σ that is not a
 counterexample.**  The memory only proposes candidates: the remembered σ
@@ -32,7 +35,8 @@ confirms the σ kept last), and which members are tried in which groups is
 the order of the search, never its acceptance.  What it can change is how
 small the σ shown is: a member that refused with the previous rewrite but
 would take a small value alone with this one keeps its value (it is tried
-with the others that refused before, not alone).  A σ from another
+with the others that refused before, not alone), and a group that refused
+there but would take it now is taken in halves, at more steps.  A σ from another
 program, mode or registry is never proposed (the key), and a σ whose
 tensors do not match this check's (name, dtype, shape) is proposed only
 where they do.  `TFSEM_SIGMA_MEMO=0` (or `REMEMBER = False`) turns it off.
@@ -118,6 +122,22 @@ def _purge() -> None:
         for k, entry in list(_entries.items()):
             if entry[0] is gone:
                 del _entries[k]
+
+
+def snapshot() -> dict:
+    """What is remembered now (benchmarks: a repeated check is run with the
+    memory as its first run found it, `restore`)."""
+    with _lock:
+        _purge()
+        return dict(_entries)
+
+
+def restore(saved: dict) -> None:
+    """Remember exactly what `snapshot` gave (entries of programs gone are
+    dropped at the next purge)."""
+    with _lock:
+        _entries.clear()
+        _entries.update(saved)
 
 
 def clear() -> None:

@@ -262,3 +262,24 @@ def test_the_checkers_box_is_bounded_so_only_where_a_remembered_sigma_is_propose
         assert box <= cold
     checker.started = time.monotonic()
     assert checker.minimize_box(warm=True) <= mini.MINIMIZE_FIND_FLOOR + 1e-3 < cold
+
+
+def test_the_memory_is_per_program_object_and_mode():
+    import gc
+    sigma = ({}, {"x": _t([1.0, 0.0, 0.0]), "y": _t([0.0, 0.0, 0.0])})
+    sigma_memo.remember(P, "atomic", "outputs", sigma, {0: {(1, "x")}})
+    got, known = sigma_memo.recall(P, "atomic", "outputs")
+    assert got[1]["x"] is sigma[1]["x"] and known == {0: {(1, "x")}}
+    assert sigma_memo.recall(P, "decomposed", "outputs") is None
+    assert sigma_memo.recall(REWRITES["x-y"], "atomic", "outputs") is None
+    saved = sigma_memo.snapshot()
+    sigma_memo.clear()
+    assert sigma_memo.recall(P, "atomic", "outputs") is None
+    sigma_memo.restore(saved)
+    assert sigma_memo.recall(P, "atomic", "outputs") is not None
+    # (a program gone takes its σ with it)
+    q = _program([{"name": "o", "op": "Add", "inputs": ["rx", "ry"]}])
+    sigma_memo.remember(q, "atomic", "outputs", sigma, None)
+    del q, saved
+    gc.collect()
+    assert len(sigma_memo.snapshot()) == 1
