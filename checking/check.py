@@ -1465,11 +1465,12 @@ class _Checker:
             refusals = {}
 
             def on_start(result: str) -> None:
-                # (the remembered σ taken: the minimization goes on from
-                # where an earlier check's ended, within the warm box;
-                # refused, the box as for a first check)
+                # (the remembered σ taken, one that some step made smaller:
+                # the minimization goes on from where an earlier check's
+                # ended, within the warm box; refused, or a σ as found, the
+                # box as for a first check)
                 nonlocal deadline
-                if result in ("taken", "same"):
+                if result in ("taken", "same") and recalled[2]:
                     deadline = min(deadline, started + warm_box)
                     record["warm_box"] = round(warm_box, 6)
 
@@ -1526,7 +1527,8 @@ class _Checker:
             # members that refused only where it is the σ they refused at,
             # no cone-accepted step left unconfirmed)
             sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
-                                refusals if "final" not in record else None)
+                                refusals if "final" not in record else None,
+                                minimized=mini.progressed(record, recalled))
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
                                           min(end, time.monotonic() + 1.0))

@@ -517,7 +517,7 @@ class _CFChecker:
 
         def on_start(result: str) -> None:
             nonlocal deadline
-            if result in ("taken", "same"):
+            if result in ("taken", "same") and recalled[2]:
                 deadline = min(deadline, started + warm_box)
                 record["warm_box"] = round(warm_box, 6)
 
@@ -533,7 +533,7 @@ class _CFChecker:
         # (the σ confirmed last, for the next check of this original: the
         # found one where no step was taken)
         sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
-                            refusals)
+                            refusals, minimized=mini.progressed(record, recalled))
         return best
 
     def replay(self, found: _Found) -> list[str]:

@@ -53,6 +53,18 @@ MINIMIZE_FIND_RATIO = 2.0
 MINIMIZE_FIND_FLOOR = 0.2
 
 
+def progressed(stats: dict, recalled) -> bool:
+    """Whether the σ a minimization leaves is smaller than its check found
+    it: a step taken besides the remembered σ (`stats` of
+    `minimize_concrete`), or the remembered σ, itself such a σ, taken
+    (`recalled`: sigma_memo.recall's answer).  Only such a σ earns a later
+    check the warm box: one that continues from a σ no step made smaller
+    would stop short where its first check did not."""
+    start = stats.get("remembered") in ("taken", "same")
+    own = stats.get("taken", 0) - (stats.get("remembered") == "taken")
+    return own > 0 or bool(start and recalled and recalled[2])
+
+
 def find_box(box: float, spent: float) -> float:
     """The minimization's box `box` bounded by the check's cost of finding
     the counterexample, `spent` seconds: MINIMIZE_FIND_RATIO times it, at

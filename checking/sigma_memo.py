@@ -71,10 +71,12 @@ def _key(semantics: str, observe: str) -> tuple:
     return (semantics, observe, *fns.evaluation_epoch())
 
 
-def recall(p: Program, semantics: str, observe: str) -> tuple[Any, dict] | None:
-    """(σ, refusals) remembered for `p` in this mode, or None.  σ is
-    (feeds, init), fresh dicts; refusals maps each small value to the
-    members that refused it (`minimize_concrete`'s `known`)."""
+def recall(p: Program, semantics: str, observe: str) -> tuple[Any, dict, bool] | None:
+    """(σ, refusals, minimized) remembered for `p` in this mode, or None.
+    σ is (feeds, init), fresh dicts; refusals maps each small value to the
+    members that refused it (`minimize_concrete`'s `known`); minimized:
+    whether some minimization step made σ smaller than a check found it
+    (in that check or in one it went on from)."""
     if not enabled():
         return None
     key = _key(semantics, observe)
@@ -84,13 +86,15 @@ def recall(p: Program, semantics: str, observe: str) -> tuple[Any, dict] | None:
         if entry is None or entry[0]() is not p or entry[1] != key:
             return None
         counts["recalled"] += 1
-        _ref, _key_, (feeds, init), refusals = entry
-    return (dict(feeds), dict(init)), {k: set(v) for k, v in refusals.items()}
+        _ref, _key_, (feeds, init), refusals, minimized = entry
+    return (dict(feeds), dict(init)), {k: set(v) for k, v in refusals.items()}, minimized
 
 
-def remember(p: Program, semantics: str, observe: str, sigma, refusals: dict | None) -> None:
-    """Keep σ (one the full oracle confirmed) and the members that refused
-    each small value, for the next check of `p`."""
+def remember(p: Program, semantics: str, observe: str, sigma, refusals: dict | None,
+             minimized: bool = True) -> None:
+    """Keep σ (one the full oracle confirmed), the members that refused
+    each small value, and whether σ is smaller than found (`recall`), for
+    the next check of `p`."""
     if not enabled():
         return
     try:
@@ -98,7 +102,7 @@ def remember(p: Program, semantics: str, observe: str, sigma, refusals: dict | N
     except TypeError:
         return
     entry = (ref_p, _key(semantics, observe), (dict(sigma[0]), dict(sigma[1])),
-             {k: frozenset(v) for k, v in (refusals or {}).items()})
+             {k: frozenset(v) for k, v in (refusals or {}).items()}, bool(minimized))
     with _lock:
         _purge()
         _entries[id(p)] = entry

@@ -268,8 +268,8 @@ def test_the_memory_is_per_program_object_and_mode():
     import gc
     sigma = ({}, {"x": _t([1.0, 0.0, 0.0]), "y": _t([0.0, 0.0, 0.0])})
     sigma_memo.remember(P, "atomic", "outputs", sigma, {0: {(1, "x")}})
-    got, known = sigma_memo.recall(P, "atomic", "outputs")
-    assert got[1]["x"] is sigma[1]["x"] and known == {0: {(1, "x")}}
+    got, known, minimized = sigma_memo.recall(P, "atomic", "outputs")
+    assert got[1]["x"] is sigma[1]["x"] and known == {0: {(1, "x")}} and minimized
     assert sigma_memo.recall(P, "decomposed", "outputs") is None
     assert sigma_memo.recall(REWRITES["x-y"], "atomic", "outputs") is None
     saved = sigma_memo.snapshot()
@@ -283,3 +283,34 @@ def test_the_memory_is_per_program_object_and_mode():
     del q, saved
     gc.collect()
     assert len(sigma_memo.snapshot()) == 1
+
+
+def test_only_a_sigma_some_step_made_smaller_earns_the_warm_box():
+    smaller = (None, None, True)
+    as_found = (None, None, False)
+    # (steps of its own taken, besides the remembered σ)
+    assert mini.progressed({"taken": 2, "remembered": "taken"}, as_found)
+    assert mini.progressed({"taken": 1}, None)
+    # (only the remembered σ taken: as good as what it was)
+    assert mini.progressed({"taken": 1, "remembered": "taken"}, smaller)
+    assert not mini.progressed({"taken": 1, "remembered": "taken"}, as_found)
+    assert mini.progressed({"taken": 0, "remembered": "same"}, smaller)
+    assert not mini.progressed({"taken": 0, "remembered": "refused"}, smaller)
+    assert not mini.progressed({"taken": 0}, None)
+
+
+def test_a_remembered_sigma_as_found_is_taken_without_the_warm_box():
+    sem, obs = "atomic", "outputs+state"
+    # (a counterexample of x + 2y that no step made smaller)
+    sigma = ({"a": _t([0.0, 0.0, 0.0])}, {"x": _t([0.0, 0.0, 0.0]), "y": _t([4.0, 0.0, 0.0])})
+    for minimized in (False, True):
+        sigma_memo.clear()
+        with as_if_kernels():
+            # (within: kernels on or off is part of the memory's key)
+            sigma_memo.remember(P, sem, obs, sigma, {}, minimized=minimized)
+            v = check_rewrite(P, REWRITES["x+2y"], sem, obs, timeout=100, structural=False,
+                              backends=False, classify=False)
+        record = v.stats["minimization"]
+        assert record["remembered"] == "taken", record
+        assert ("warm_box" in record) == minimized, record
+        confirmed_by_the_oracle(P, REWRITES["x+2y"], v.counterexample, sem, obs, minimized)
