@@ -1279,9 +1279,10 @@ class _Checker:
         was taken (checking/sigma_memo.py), so that the minimization goes
         on from where that check's ended: also at most what this check
         took to find its counterexample (minimize.find_box).  The first
-        check of an original, and one whose remembered σ is refused, keep
-        the box as before: the σ it leaves is the one later checks start
-        from."""
+        check of an original, one whose remembered σ is refused, and one
+        whose remembered σ no step had made smaller (minimize.progressed)
+        keep the box as before: the σ it leaves is the one later checks
+        start from."""
         cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
         if self.failing is not None:
             # (the symbolic path's solver ladder, whose steps are queries of

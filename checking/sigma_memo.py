@@ -40,6 +40,10 @@ there but would take it now is taken in halves, at more steps.  A σ from anothe
 program, mode or registry is never proposed (the key), and a σ whose
 tensors do not match this check's (name, dtype, shape) is proposed only
 where they do.  `TFSEM_SIGMA_MEMO=0` (or `REMEMBER = False`) turns it off.
+
+Memory: one σ per program object (the last one kept, in whichever mode),
+dropped with its program: on MobileNetV2 a σ is 4.5 million
+float32 elements, 18 MB, held while the original is.
 """
 
 from __future__ import annotations
