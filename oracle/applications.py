@@ -103,7 +103,7 @@ ENTRY_BYTES = MEMO_BYTES // 8
 
 
 class _Memo:
-    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "numbers", "hits",
+    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "numbers", "serial", "hits",
                  "misses", "lock", "owner", "limit", "kernels_env")
 
     def __init__(self, owner: Any = None) -> None:
@@ -118,6 +118,9 @@ class _Memo:
         self.tokens: dict[int, tuple] = {}
         #: exact attribute key -> its number (`attrs_token`)
         self.numbers: dict[Any, int] = {}
+        #: this memo among all of the process (never two alike): what
+        #: oracle/explore.py's straight line keeps its answers under
+        self.serial = next(_numbers)
         self.hits = self.misses = 0
         self.lock = threading.Lock()
         #: the original program whose checks this memo serves (a weak
@@ -480,6 +483,13 @@ def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
 
 
 def lookup(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+    hit = lookup_entry(memo, k, fn, args)
+    return None if hit is None else hit[0]
+
+
+def lookup_entry(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+    """The remembered (results, kernel ops) of the application, the ops
+    noted (`kernels.note`), or None."""
     with memo.lock:
         hit = memo.entries.get(k)
         if hit is None:
@@ -497,7 +507,7 @@ def lookup(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
         memo.hits += 1
     if ops:
         _kernels.note(ops)
-    return out
+    return out, ops
 
 
 def store(memo: _Memo, k: tuple, fn: Any, attrs, args, out: tuple, ops: frozenset) -> None:

@@ -40,6 +40,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
+from . import applications as _applications
 from . import functions as fns
 from . import kernels as _kernels
 from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
@@ -760,6 +761,10 @@ _DRY = object()
 #: every time (the differential tests' reference)
 STRAIGHT_LINE = True
 
+#: bytes of argument and result tensors a straight line keeps of its
+#: nodes' last applications (`_Line`, "Each node's last application")
+LINE_MEMO_BYTES = 16 << 20
+
 # the straight line's operations (`_Line.ops`)
 _OP_FN, _OP_NONE, _OP_READ, _OP_ASSIGN, _OP_READ_STEP, _OP_WRITE_STEP = range(6)
 
@@ -801,6 +806,26 @@ class _Line:
     steps was enabled at that point); the kernels' answers are the same
     whether or not they were asked for together (oracle/kernels.py).
 
+    **Each node's last application.**  Inside an application memo (a
+    check's `applications.scope()`) a function node keeps the arguments
+    and the results of its last application that the memo may keep
+    (`Function.remembered`: tensors and error values, not made while the
+    kernels' evaluations are deferred), and the TensorFlow ops they stand
+    for.  When the same node meets the very same argument objects again
+    (compared by identity, the objects kept alive by the entry, so an id
+    is never another object's), its results are those results, and the
+    ops are noted again (`kernels.note`), as a hit in the memo answers.
+    This is the memo's own argument (oracle/applications.py): a node's
+    function and attributes are fixed (the compiled component's; a
+    registration that replaces a function compiles the component again,
+    explore `compiled`), a tensor is immutable, every function is
+    deterministic; and what else keys an application in the memo --
+    whether TensorFlow's kernels are on, the tensor size limit, the memo
+    itself -- is the line's key for the last applications it keeps
+    (`keyed`): a run under another key starts them afresh.  Outside an
+    application memo (`TFSEM_APPLICATION_MEMO=0`) nothing is kept.  The
+    answers kept hold at most LINE_MEMO_BYTES of tensors per line.
+
     A program the straight line does not take (a function's argument that
     comes from a Var, which the engine has no value for) has none, and
     runs on the engine.  tests/test_explore_straight_line.py runs the two
@@ -808,7 +833,8 @@ class _Line:
     observations, feeds, variables uninitialized) and on real graphs: the
     same outcome bit for bit, the same schedule, the same exceptions."""
 
-    __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps")
+    __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps", "last",
+                 "keyed", "kept_bytes")
 
     def run(self, comp: "_Component", init: Mapping[str, Value], deadline: float | None = None,
             started: float = 0.0, counted: int = 0
@@ -833,6 +859,15 @@ class _Line:
             return None
         pending: dict = {}
         groups = self.groups if PREFETCH and self.groups and _kernels.enabled() else None
+        memo = _applications._active
+        last = None
+        if memo is not None and LINE_MEMO_BYTES > 0 and not _kernels.deferring():
+            key = (memo.serial, _applications._forced(), memo.kernels_env, fns.MAX_TENSOR_ELEMENTS)
+            if self.keyed != key:
+                self.last, self.keyed, self.kept_bytes = [None] * len(self.ops), key, 0
+            last = self.last
+        hits = 0
+        note = _kernels.note
         steps = counted
         pos = 0
         for op in self.ops:
@@ -847,7 +882,21 @@ class _Line:
             code = op[0]
             if code == _OP_FN:
                 _c, fn, attrs, argidx, outs, frees = op
-                results = fn.apply([env[k] for k in argidx], attrs)
+                args = [env[k] for k in argidx]
+                if last is None:
+                    results = fn.apply(args, attrs)
+                else:
+                    ids = tuple(map(id, args))
+                    kept = last[pos - 1]
+                    if kept is not None and kept[0] == ids:
+                        results = kept[2]
+                        if kept[3]:
+                            note(kept[3])
+                        hits += 1
+                    else:
+                        results, ops, keep = fn.remembered(memo, args, attrs)
+                        if keep:
+                            self._keep(last, pos - 1, ids, args, results, ops)
                 for port, k in outs:
                     env[k] = results[port]
             elif code == _OP_READ:
@@ -874,9 +923,31 @@ class _Line:
                 frees = op[1]
             for k in frees:
                 env[k] = None
+        if hits:
+            with memo.lock:
+                memo.hits += hits
         outs = tuple((name, env[k]) for name, k in self.fetched)
         state = tuple((x, vars_[x]) for x in comp.variables) if comp.observe_state else None
         return Outcome(outs, state), self.labels, steps
+
+    def _keep(self, last: list, at: int, ids: tuple, args: list, results: tuple,
+              ops: frozenset) -> None:
+        """Node at `at` keeps this application (its arguments by identity),
+        within LINE_MEMO_BYTES."""
+        size = 0
+        for v in args:
+            if type(v) is Tensor:
+                size += v.array.nbytes
+        for v in results:
+            if type(v) is Tensor:
+                size += v.array.nbytes
+        old = last[at]
+        if old is not None:
+            self.kept_bytes -= old[4]
+            last[at] = None
+        if self.kept_bytes + size <= LINE_MEMO_BYTES:
+            last[at] = (ids, tuple(args), results, ops, size)
+            self.kept_bytes += size
 
 
 def _build_line(comp: "_Component", priority) -> _Line | None:
@@ -1016,6 +1087,7 @@ def _build_line(comp: "_Component", priority) -> _Line | None:
             ops.append((_OP_ASSIGN, comp.fn[i], comp.var[i], _neg(reads[pos][0], size, total),
                         frees))
     line = _Line()
+    line.last, line.keyed, line.kept_bytes = None, None, 0
     line.ops = tuple(_renumber(op, size, total) for op in ops)
     line.labels = tuple(comp.label(t) for t in trace)
     line.size = total

@@ -167,3 +167,86 @@ def test_the_straight_line_is_the_engines_run_on_corpus_graphs(name, monkeypatch
         for _run in range(3):
             _same(_answer(p, feeds, init, "atomic", "outputs+state", True, monkeypatch), slow, name)
     assert _lines(p) >= 1
+
+
+def test_inside_an_application_memo_the_line_is_the_engines_run(monkeypatch):
+    """Each node's last application kept by the line (`_Line`, its
+    arguments by identity) inside a check's memo: runs at σ met again (the
+    same tensor objects: every node answered from what it kept), at σ
+    that differ, back and forth, give the engine's outcome and schedule
+    bit for bit."""
+    from tfsem.oracle import applications
+    kept_hits = compared = 0
+    for i, p in enumerate(random_programs(120, 71, max_nodes=14)):
+        if p.has_control_flow:
+            continue
+        sem, obs = SETTINGS[i % 4]
+        gen = C._refute_sigmas(p, np.random.default_rng(i))
+        sigmas = [next(gen) for _ in range(3)]
+        with applications.scope(p):
+            for feeds, init in sigmas + sigmas[::-1] + sigmas:
+                slow = _answer(p, feeds, init, sem, obs, False, monkeypatch)
+                before = applications.active().hits
+                fast = _answer(p, feeds, init, sem, obs, True, monkeypatch)
+                _same(fast, slow, (i, sem, obs))
+                compared += 1
+                kept_hits += applications.active().hits > before
+            lines = [v for t in (explore._COMPILED.get(p) or {}).values()
+                     for k, v in t.__dict__.get("_shared", {}).items()
+                     if k == ("line", "canonical") and v]
+            assert all(line.kept_bytes <= explore.LINE_MEMO_BYTES for line in lines)
+    assert compared >= 600 and kept_hits >= 200, (compared, kept_hits)
+
+
+def test_a_kept_application_names_its_kernels_again(monkeypatch):
+    """A node answered from its last application notes the TensorFlow ops
+    that application evaluated (`kernels.note`), as the memo's hit does:
+    a verdict names the same kernels."""
+    from tfsem.oracle import applications, kernels
+    from tfsem.oracle import functions as fns
+    monkeypatch.setattr(fns, "_REGISTRY", dict(fns._REGISTRY))
+    calls = []
+
+    def impl(xp, args, attrs):
+        calls.append(1)
+        kernels._note("FakeKernelOp")
+        return (args[0] * 2,)
+    fns.register(fns.Function("line_test_noting", 1, 1, impl))
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "feeds": {"a": {"dtype": "int64", "shape": [1]}},
+        "nodes": [{"name": "o", "op": "line_test_noting", "inputs": ["$a"]},
+                  {"name": "q", "op": "Identity", "inputs": ["o"]}],
+        "outputs": {"o": "q"}})
+    sigma = {"a": Tensor(np.array([3]))}
+    with applications.scope(p), kernels.use(True):     # (kernels on: ops are kept)
+        for _ in range(4):
+            with kernels.record() as used:
+                o, _ = ref.canonical_outcome(p, sigma, {}, "atomic", "outputs")
+            assert used == {"FakeKernelOp"} and dict(o.outputs)["o"] == Tensor(np.array([6]))
+    assert len(calls) == 1       # (computed once: the memo, then the node's own)
+    with applications.scope(p), kernels.use(False):
+        ref.canonical_outcome(p, sigma, {}, "atomic", "outputs")
+    assert len(calls) == 2       # (kernels off: another key, computed again)
+
+
+def test_kept_applications_stay_within_their_bytes(monkeypatch):
+    from tfsem.oracle import applications
+    monkeypatch.setattr(explore, "LINE_MEMO_BYTES", 100)
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "feeds": {"a": {"dtype": "float64", "shape": [4]}},
+        "nodes": [{"name": "b", "op": "Add", "inputs": ["$a", "$a"]},
+                  {"name": "c", "op": "Add", "inputs": ["b", "b"]},
+                  {"name": "d", "op": "Add", "inputs": ["c", "c"]}],
+        "outputs": {"o": "d"}})
+    sigma = {"a": Tensor(np.arange(4.0))}
+    with applications.scope(p):
+        for _ in range(4):
+            o, _ = ref.canonical_outcome(p, sigma, {}, "atomic", "outputs")
+            assert dict(o.outputs)["o"] == Tensor(np.arange(4.0) * 8)
+    (template,) = explore._COMPILED[p].values()
+    line = template._shared[("line", "canonical")]
+    # (each Add holds two arguments and a result of 32 bytes: one fits)
+    assert line.kept_bytes == 96
+    assert sum(e is not None for e in line.last) == 1
