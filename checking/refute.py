@@ -170,9 +170,13 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     (minimize.py), so that a counterexample found on it needs no reordering.
     Past `deadline` (time.monotonic()) the run stops with BudgetExceeded
     (the clock is read every 64 steps)."""
-    order = {name: k for k, name in enumerate(p.topological_order)}
+    order: dict[str, int] = {}
 
     def rank(label: str) -> tuple:
+        # (the order made when a priority table is first made: a run on a
+        # straight line needs none)
+        if not order:
+            order.update((name, k) for k, name in enumerate(p.topological_order))
         name, _, phase = label.partition("@")
         return order[name], phase == "write"
 
