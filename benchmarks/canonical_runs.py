@@ -23,7 +23,9 @@ cache kept (the kernels' child's turns are not the run's own cost).  With
 `--baseline-commit C`, tfsem at C (benchmarks/grappler.py `baseline_tree`)
 runs the same in its own process; the two versions' processes alternate
 `--rounds` times, each `--repeat` passes per graph.  Prints per graph and
-version the medians, and the ratio of the two versions' warm cost per step.
+version the medians of this process's CPU time (the machine may be shared:
+the wall times, under load, are in the JSON rows), and the ratio of the two
+versions' warm cost per step.
 """
 
 from __future__ import annotations
@@ -88,15 +90,17 @@ def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> No
                 t, c = time.perf_counter(), time.process_time()
                 fired = one_pass()
                 cold, cold_cpu = time.perf_counter() - t, time.process_time() - c
-                warm = []
+                warm, warm_cpu = [], []
                 for _ in range(warm_runs):
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     one_pass()
                     warm.append(time.perf_counter() - t)
+                    warm_cpu.append(time.process_time() - c)
             print(MARK + json.dumps({
                 "tfsem": str(Path(tfsem.__file__).parent.parent), "graph": graph,
                 "nodes": [len(p.nodes), len(p2.nodes)], "steps": fired,
                 "cold_s": cold, "cold_cpu_s": cold_cpu, "warm_s": statistics.median(warm),
+                "warm_cpu_s": statistics.median(warm_cpu),
                 "load": os.getloadavg()[0]}), flush=True)
 
 
@@ -136,21 +140,22 @@ def main(argv=None) -> int:
     print(f"canonical runs of P and P' ({args.optimizer}) at the plain, plain-huge and NaN σ, "
           f"medians of {args.rounds} x {args.repeat} (warm: median of {args.warm_runs} passes each)")
     head = "| graph | nodes | steps per pass |" + "".join(
-        f" {v} cold ms | {v} warm ms | {v} warm us/step |" for v in labels)
-    print(head + (" warm ratio |" if len(labels) == 2 else ""))
-    print("|---" * (head.count("|") - 1 + (len(labels) == 2)) + "|")
+        f" {v} cold CPU ms | {v} warm CPU ms | {v} warm us/step |" for v in labels)
+    pair = len(labels) == 2
+    print(head + (" cold ratio | warm ratio |" if pair else ""))
+    print("|---" * (head.count("|") - 1 + 2 * pair) + "|")
     for graph in graphs:
-        cells, per = [], []
+        cells, colds, per = [], [], []
         steps = nodes = None
         for label in labels:
             mine = [r for r in rows[label] if r["graph"] == graph]
             steps, nodes = mine[0]["steps"], mine[0]["nodes"]
-            cold = statistics.median(r["cold_s"] for r in mine)
-            warm = statistics.median(r["warm_s"] for r in mine)
+            colds.append(statistics.median(r["cold_cpu_s"] for r in mine))
+            warm = statistics.median(r["warm_cpu_s"] for r in mine)
             per.append(warm / steps * 1e6)
-            cells.append(f" {cold * 1e3:.1f} | {warm * 1e3:.2f} | {per[-1]:.2f} |")
-        ratio = f" {per[1] / per[0]:.2f} |" if len(per) == 2 else ""
-        print(f"| {graph} | {nodes[0]} / {nodes[1]} | {steps} |" + "".join(cells) + ratio)
+            cells.append(f" {colds[-1] * 1e3:.1f} | {warm * 1e3:.2f} | {per[-1]:.2f} |")
+        ratios = f" {colds[1] / colds[0]:.2f} | {per[1] / per[0]:.2f} |" if pair else ""
+        print(f"| {graph} | {nodes[0]} / {nodes[1]} | {steps} |" + "".join(cells) + ratios)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
