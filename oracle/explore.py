@@ -764,6 +764,9 @@ STRAIGHT_LINE = True
 #: bytes of argument and result tensors a straight line keeps of its
 #: nodes' last applications (`_Line`, "Each node's last application")
 LINE_MEMO_BYTES = 16 << 20
+#: runs a straight line makes without its nodes' last applications after
+#: one in which fewer than half of its function nodes found theirs
+IDLE_RUNS = 3
 
 # the straight line's operations (`_Line.ops`)
 _OP_FN, _OP_NONE, _OP_READ, _OP_ASSIGN, _OP_READ_STEP, _OP_WRITE_STEP = range(6)
@@ -822,7 +825,12 @@ class _Line:
     deterministic; and what else keys an application in the memo --
     whether TensorFlow's kernels are on, the tensor size limit, the memo
     itself -- is the line's key for the last applications it keeps
-    (`keyed`): a run under another key starts them afresh.  Outside an
+    (`keyed`): a run under another key starts them afresh.  Where a run
+    found fewer than half of its nodes' arguments unchanged (σ that move
+    through most of the program: the probe's plain, huge and NaN feeds),
+    the next IDLE_RUNS runs apply every function as the engine does, and
+    keep nothing; which path a run takes changes what it costs, never
+    what it computes.  Outside an
     application memo (`TFSEM_APPLICATION_MEMO=0`) nothing is kept.  The
     answers kept hold at most LINE_MEMO_BYTES of tensors per line.
 
@@ -834,7 +842,7 @@ class _Line:
     same outcome bit for bit, the same schedule, the same exceptions."""
 
     __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps", "last",
-                 "keyed", "kept_bytes")
+                 "keyed", "kept_bytes", "idle", "n_fn")
 
     def run(self, comp: "_Component", init: Mapping[str, Value], deadline: float | None = None,
             started: float = 0.0, counted: int = 0
@@ -864,8 +872,20 @@ class _Line:
         if memo is not None and LINE_MEMO_BYTES > 0 and not _kernels.deferring():
             key = (memo.serial, _applications._forced(), memo.kernels_env, fns.MAX_TENSOR_ELEMENTS)
             if self.keyed != key:
-                self.last, self.keyed, self.kept_bytes = [None] * len(self.ops), key, 0
-            last = self.last
+                # (kept afresh: this run is not judged, the next one is)
+                self.last, self.keyed, self.kept_bytes, self.idle = \
+                    [None] * len(self.ops), key, 0, -1
+            if self.idle > 0:
+                # (the last run that kept found fewer than half of its
+                # nodes' arguments unchanged: the σ move through most of
+                # the program, and looking up and keeping cost more than
+                # it saves; IDLE_RUNS runs go without, then one keeps
+                # afresh, and the run after it is judged again)
+                self.idle -= 1
+                if self.idle == 0:
+                    self.idle = -1
+            else:
+                last = self.last
         hits = 0
         note = _kernels.note
         steps = counted
@@ -923,9 +943,14 @@ class _Line:
                 frees = op[1]
             for k in frees:
                 env[k] = None
-        if hits:
-            with memo.lock:
-                memo.hits += hits
+        if last is not None:
+            if self.idle < 0:
+                self.idle = 0              # (kept afresh: the next run is judged)
+            elif hits * 2 < self.n_fn:
+                self.idle = IDLE_RUNS
+            if hits:
+                with memo.lock:
+                    memo.hits += hits
         outs = tuple((name, env[k]) for name, k in self.fetched)
         state = tuple((x, vars_[x]) for x in comp.variables) if comp.observe_state else None
         return Outcome(outs, state), self.labels, steps
@@ -1087,7 +1112,8 @@ def _build_line(comp: "_Component", priority) -> _Line | None:
             ops.append((_OP_ASSIGN, comp.fn[i], comp.var[i], _neg(reads[pos][0], size, total),
                         frees))
     line = _Line()
-    line.last, line.keyed, line.kept_bytes = None, None, 0
+    line.last, line.keyed, line.kept_bytes, line.idle = None, None, 0, 0
+    line.n_fn = sum(1 for op in ops if op[0] == _OP_FN)
     line.ops = tuple(_renumber(op, size, total) for op in ops)
     line.labels = tuple(comp.label(t) for t in trace)
     line.size = total

@@ -250,3 +250,42 @@ def test_kept_applications_stay_within_their_bytes(monkeypatch):
     # (each Add holds two arguments and a result of 32 bytes: one fits)
     assert line.kept_bytes == 96
     assert sum(e is not None for e in line.last) == 1
+
+
+def test_a_line_whose_arguments_keep_changing_rests_then_keeps_again(monkeypatch):
+    """σ that change every node's arguments: after a run that found fewer
+    than half unchanged, IDLE_RUNS runs apply every function (keeping
+    nothing), then one keeps afresh and the next is judged; σ met again
+    then find every node's last application.  Every run is the engine's."""
+    from tfsem.oracle import applications
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "feeds": {"a": {"dtype": "float64", "shape": [2]}},
+        "nodes": [{"name": "b", "op": "Add", "inputs": ["$a", "$a"]},
+                  {"name": "c", "op": "Mul", "inputs": ["b", "b"]},
+                  {"name": "d", "op": "Sub", "inputs": ["c", "b"]}],
+        "outputs": {"o": "d"}})
+    sigmas = [{"a": Tensor(np.array([1.0, k]))} for k in range(2)]
+
+    def line():
+        (template,) = explore._COMPILED[p].values()
+        return template._shared[("line", "canonical")]
+
+    with applications.scope(p):
+        # (the engine's run, the line built: kept afresh, then judged: rest)
+        for k in range(3):
+            _same(_answer(p, sigmas[k % 2], {}, "atomic", "outputs", True, monkeypatch),
+                  _answer(p, sigmas[k % 2], {}, "atomic", "outputs", False, monkeypatch), k)
+        assert line().idle == explore.IDLE_RUNS
+        states = []
+        for k in range(explore.IDLE_RUNS + 2):
+            feeds = sigmas[0]                   # (the same σ from now on)
+            before = applications.active().hits
+            fast = _answer(p, feeds, {}, "atomic", "outputs", True, monkeypatch)
+            slow = _answer(p, feeds, {}, "atomic", "outputs", False, monkeypatch)
+            _same(fast, slow, k)
+            states.append((line().idle, applications.active().hits - before))
+        # resting, then kept afresh (-1 -> 0), then every node answered
+        assert [s for s, _ in states[:explore.IDLE_RUNS]] == \
+            list(range(explore.IDLE_RUNS - 1, 0, -1)) + [-1]
+        assert states[-1][0] == 0 and states[-1][1] >= line().n_fn
