@@ -982,6 +982,8 @@ def _build_line(comp: "_Component", priority) -> _Line | None:
     recorded (see `_Line`).  None where the program is one the line does
     not take."""
     n = comp.n
+    if not all(f is None or isinstance(f, fns.Function) for f in comp.fn):
+        return None     # (a component whose functions are wrapped: not the canonical run's)
     dry = copy.copy(comp)
     dry.fn = [None if f is None else _Stub(f.n_out) for f in comp.fn]
     initial = list(comp.initial)
