@@ -22,7 +22,17 @@ TensorFlow's kernels are evaluated once before the first pass and their
 cache kept (the kernels' child's turns are not the run's own cost).  With
 `--baseline-commit C`, tfsem at C (benchmarks/grappler.py `baseline_tree`)
 runs the same in its own process; the two versions' processes alternate
-`--rounds` times, each `--repeat` passes per graph.  Prints per graph and
+`--rounds` times, each `--repeat` passes per graph.
+
+`--kept` measures, in one process of this tree only, the straight line's
+runs with each node's last application kept (explore.LINE_MEMO_BYTES) and
+without, alternated `--repeat` times, on three patterns of σ: the same σ
+again (`same`), the plain σ with one variable zeroed at a time, as
+minimization makes them (`one-variable`), and the plain, plain-huge and
+NaN σ in turn (`alternating`); P and P' three times over each pattern,
+CPU medians.
+
+Prints per graph and
 version the medians of this process's CPU time (the machine may be shared:
 the wall times, under load, are in the JSON rows), and the ratio of the two
 versions' warm cost per step.
@@ -104,6 +114,64 @@ def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> No
                 "load": os.getloadavg()[0]}), flush=True)
 
 
+def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
+    """`--kept` (see the module's docstring)."""
+    sys.path.insert(0, str(HERE))
+    import grappler as B
+    import numpy as np
+
+    from tfsem.checking import check as C
+    from tfsem.checking import refute as ref
+    from tfsem.graphdef import grappler as g
+    from tfsem.oracle import applications, explore, kernels
+    g.tensorflow()
+    kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
+    entries = {e["file"].split(".")[0]: e for e in B._entries("real")}
+    on = explore.LINE_MEMO_BYTES
+    print("| graph | σ | without (CPU ms) | with (CPU ms) | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for graph in graphs:
+        e = entries[graph]
+        gd = g.as_graph_def(Path(e["base"]) / e["file"])
+        p = B._import(gd, e)
+        res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], optimizer)
+        p2 = B._import(res.graph_def, e)
+        plain = C._plain_sigma(p)
+        feeds, init = C._plain_sigma(p, 1.0)
+        nan = ({k: type(v)(np.full(v.shape, np.nan, v.array.dtype))
+                if v.dtype.startswith("float") else v for k, v in feeds.items()}, init)
+        one = []
+        for x in sorted(plain[1])[:12]:
+            changed = dict(plain[1])
+            v = changed[x]
+            changed[x] = type(v)(np.zeros(v.shape, v.array.dtype))
+            one.append((plain[0], changed))
+        patterns = {"same": [plain], "one-variable": one,
+                    "alternating": [plain, C._plain_sigma(p, C.HUGE_FEED_SCALE), nan]}
+        times: dict = {}
+        for _ in range(repeat):
+            for limit in (0, on):
+                explore.LINE_MEMO_BYTES = limit
+                for name, sigmas in patterns.items():
+                    explore._COMPILED.clear()
+                    with applications.scope():
+                        for q in (p, p2):      # (the engine's run, the line built)
+                            for _ in range(2):
+                                ref.canonical_outcome(q, *sigmas[0], "atomic", "outputs+state")
+                        c = time.process_time()
+                        for _ in range(3):
+                            for sigma in sigmas:
+                                for q in (p, p2):
+                                    ref.canonical_outcome(q, *sigma, "atomic", "outputs+state")
+                        times.setdefault((name, limit), []).append(time.process_time() - c)
+        explore.LINE_MEMO_BYTES = on
+        for name in patterns:
+            off_s = statistics.median(times[(name, 0)])
+            on_s = statistics.median(times[(name, on)])
+            print(f"| {graph} | {name} | {off_s * 1e3:.1f} | {on_s * 1e3:.1f} | {on_s / off_s:.2f} |",
+                  flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
@@ -113,9 +181,15 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-runs", type=int, default=5)
     ap.add_argument("--baseline-commit", default=None, metavar="COMMIT")
     ap.add_argument("--json", default=None, metavar="FILE")
+    ap.add_argument("--kept", action="store_true",
+                    help="this tree's line with and without its nodes' last applications")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     graphs = [g for g in args.graphs.split(",") if g]
+    if args.kept:
+        os.environ["TFSEM_TF_KERNELS"] = "1"
+        kept(graphs, args.optimizer, args.repeat)
+        return 0
     if args.worker:
         worker(graphs, args.optimizer, args.repeat, args.warm_runs)
         return 0
