@@ -830,9 +830,9 @@ class _Line:
     through most of the program: the probe's plain, huge and NaN feeds),
     the next IDLE_RUNS runs apply every function as the engine does, and
     keep nothing; which path a run takes changes what it costs, never
-    what it computes.  Outside an
-    application memo (`TFSEM_APPLICATION_MEMO=0`) nothing is kept.  The
-    answers kept hold at most LINE_MEMO_BYTES of tensors per line.
+    what it computes.  Outside an application memo
+    (`TFSEM_APPLICATION_MEMO=0`) nothing is kept.  The answers kept hold
+    at most LINE_MEMO_BYTES of tensors per line.
 
     A program the straight line does not take (a function's argument that
     comes from a Var, which the engine has no value for) has none, and
@@ -863,7 +863,7 @@ class _Line:
                 return None        # (no value: the engine's run fails there)
             env[-1 - k] = value
         vars_ = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
-        if None in vars_.values():
+        if any(v is None for v in vars_.values()):
             return None
         pending: dict = {}
         groups = self.groups if PREFETCH and self.groups and _kernels.enabled() else None
