@@ -168,8 +168,8 @@ def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
         for name in patterns:
             off_s = statistics.median(times[(name, 0)])
             on_s = statistics.median(times[(name, on)])
-            print(f"| {graph} | {name} | {off_s * 1e3:.1f} | {on_s * 1e3:.1f} | {on_s / off_s:.2f} |",
-                  flush=True)
+            print(f"| {graph} | {name} | {off_s * 1e3:.1f} | {on_s * 1e3:.1f} "
+                  f"| {on_s / off_s:.2f} |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -212,7 +212,8 @@ def main(argv=None) -> int:
                                 if line.startswith(MARK)]
     labels = list(rows)
     print(f"canonical runs of P and P' ({args.optimizer}) at the plain, plain-huge and NaN σ, "
-          f"medians of {args.rounds} x {args.repeat} (warm: median of {args.warm_runs} passes each)")
+          f"medians of {args.rounds} x {args.repeat} "
+          f"(warm: median of {args.warm_runs} passes each)")
     head = "| graph | nodes | steps per pass |" + "".join(
         f" {v} cold CPU ms | {v} warm CPU ms | {v} warm us/step |" for v in labels)
     pair = len(labels) == 2

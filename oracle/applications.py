@@ -103,8 +103,8 @@ ENTRY_BYTES = MEMO_BYTES // 8
 
 
 class _Memo:
-    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "numbers", "serial", "hits",
-                 "misses", "lock", "owner", "limit", "kernels_env")
+    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "numbers",
+                 "serial", "hits", "misses", "lock", "owner", "limit", "kernels_env")
 
     def __init__(self, owner: Any = None) -> None:
         self.entries: OrderedDict[tuple, tuple] = OrderedDict()

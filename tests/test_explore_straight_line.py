@@ -93,13 +93,15 @@ def test_uninitialized_variables_and_decomposed_writes_on_the_line(monkeypatch):
         "outputs": {"out": "s", "y": "ry"}})
     f = Tensor(np.array([1.5, np.nan], np.float32))
     inits = [{}, {"x": Tensor(np.array([1, 2], np.float32))},
-             {"x": Tensor(np.array([1, 2], np.float32)), "y": Tensor(np.array([3, -0.0], np.float32))}]
+             {"x": Tensor(np.array([1, 2], np.float32)),
+              "y": Tensor(np.array([3, -0.0], np.float32))}]
     for sem, obs in SETTINGS:
         for init in inits:
             slow = _answer(p, {"f": f}, init, sem, obs, False, monkeypatch)
             assert not isinstance(slow, str)
             for _run in range(3):
-                _same(_answer(p, {"f": f}, init, sem, obs, True, monkeypatch), slow, (sem, obs, init))
+                _same(_answer(p, {"f": f}, init, sem, obs, True, monkeypatch), slow,
+                      (sem, obs, init))
     assert _lines(p) == 4      # (each semantics and observation: its own line)
 
 
