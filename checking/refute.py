@@ -208,7 +208,12 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
         line = comp.straight_line("canonical", lambda u, comp=comp: priority.table(comp)[u])
         ran = line.run(comp, init, deadline, started, steps) if line is not None else None
         if ran is None:
+            # (the engine's run; the first one records its steps, which the
+            # line is made from when the run is asked for again)
+            done = comp.record_steps("canonical") if line is None else None
             part, labels, steps = _run_one(comp, init, priority, deadline, started, steps)
+            if done is not None:
+                done()
         else:
             part, labels, steps = ran
         parts.append(part)

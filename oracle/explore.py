@@ -303,8 +303,47 @@ class _Component:
             shared[key] = False      # (asked once: the engine runs it)
             return None
         if line is False:
-            line = shared[key] = _build_line(self, priority) or 0
+            line = shared[key] = _build_line(self, priority,
+                                             shared.pop(("trace", tag), None)) or 0
         return line or None
+
+    def record_steps(self, tag: str):
+        """On this copy (a run's own), the steps its next run fires and the
+        kernel evaluations asked for together, recorded for the line named
+        `tag` (`straight_line`), which is then built from them instead of
+        from a dry run: the same order (no step looks at a value, `_Line`).
+        The function returned stores the record; call it when the run has
+        ended (a run cut short leaves none).  None where the line has one,
+        or needs none."""
+        shared = self.__dict__.setdefault("_shared", {})
+        if shared.get(("line", tag)) is not False or ("trace", tag) in shared:
+            return None
+        trace: list[int] = []
+        groups: dict[int, tuple[int, ...]] = {}
+        # (the groups only where the kernels are on: off, `_prefetch`
+        # leaves the steps it would ask for unmarked, and the groups of a
+        # run with them on are the dry run's to record)
+        kernels_on = PREFETCH and _kernels.enabled()
+        engine_fire, engine_prefetch = self.fire, self._prefetch
+
+        def fire(st, t):
+            trace.append(t)
+            engine_fire(st, t)
+
+        def prefetch(st, t, asked):
+            steps = self._prefetch_steps(st, t, asked)
+            if len(steps) >= 2:
+                groups[len(trace)] = tuple(steps)
+            return engine_prefetch(st, t, asked)
+
+        self.fire = fire
+        if kernels_on:
+            self._prefetch = prefetch
+
+        def done() -> None:
+            if kernels_on and _kernels.enabled():
+                shared[("trace", tag)] = (trace, groups)
+        return done
 
     def with_feeds(self, feeds: Mapping[str, Value]) -> "_Component":
         """A copy of this component (its structure shared: nothing of it
@@ -975,15 +1014,22 @@ class _Line:
             self.kept_bytes += size
 
 
-def _build_line(comp: "_Component", priority) -> _Line | None:
+def _build_line(comp: "_Component", priority, recorded: tuple | None = None) -> _Line | None:
     """The straight line of `comp`'s run that fires, among the enabled
     steps, the one first by `priority(step)` (a function of the step
-    only): a dry run of the engine with every function a stub, its steps
-    recorded (see `_Line`).  None where the program is one the line does
+    only): the steps of a run of the engine, and the kernel evaluations it
+    asked for together, `recorded` from a run at some σ (`record_steps`)
+    or else from a dry run with every function a stub (see `_Line`: the
+    same steps either way).  None where the program is one the line does
     not take."""
     n = comp.n
     if not all(f is None or isinstance(f, fns.Function) for f in comp.fn):
         return None     # (a component whose functions are wrapped: not the canonical run's)
+    if recorded is not None:
+        trace, groups = list(recorded[0]), dict(recorded[1])
+        if len(trace) != len(set(trace)):
+            return None
+        return _line_of(comp, trace, groups)
     dry = copy.copy(comp)
     dry.fn = [None if f is None else _Stub(f.n_out) for f in comp.fn]
     initial = list(comp.initial)
@@ -1027,6 +1073,13 @@ def _build_line(comp: "_Component", priority) -> _Line | None:
         return None
     if len(trace) != len(set(trace)):
         return None
+    return _line_of(comp, trace, groups)
+
+
+def _line_of(comp: "_Component", trace: list[int], groups: dict) -> _Line | None:
+    """The line firing `trace`'s steps in order, asking the kernels for
+    `groups` (`_build_line`)."""
+    n = comp.n
     # where each value lives: env[k] for a producer's output port (k from
     # 0), env[-1 - k] for the k-th pre-filled slot (a feed)
     source: dict[tuple[int, int], int] = {}

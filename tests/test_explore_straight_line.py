@@ -291,3 +291,45 @@ def test_a_line_whose_arguments_keep_changing_rests_then_keeps_again(monkeypatch
         assert [s for s, _ in states[:explore.IDLE_RUNS]] == \
             list(range(explore.IDLE_RUNS - 1, 0, -1)) + [-1]
         assert states[-1][0] == 0 and states[-1][1] >= line().n_fn
+
+
+def test_a_line_from_a_recorded_run_is_the_dry_runs(monkeypatch):
+    """The steps and the kernels' groups recorded from the engine's first
+    run at some σ (`record_steps`) make the line a dry run makes: the same
+    steps, labels, groups and operations."""
+    monkeypatch.setattr(explore._Component, "_ask_kernels", lambda self, steps, args_of: None)
+    monkeypatch.setattr(explore._kernels, "enabled", lambda: True)
+    monkeypatch.setattr(explore._Component, "kernel_step",
+                        property(lambda self: [k == explore._FN for k in self.kind],
+                                 lambda self, v: None), raising=False)
+    built = explore._build_line
+    from_records = []
+
+    def building(comp, priority, recorded=None):
+        from_records.append(recorded is not None)
+        return built(comp, priority, recorded)
+    monkeypatch.setattr(explore, "_build_line", building)
+    recorded = grouped = 0
+    for i, p in enumerate(random_programs(80, 83, max_nodes=14)):
+        if p.has_control_flow:
+            continue
+        sem, obs = SETTINGS[i % 4]
+        feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
+        slow = _answer(p, feeds, init, sem, obs, False, monkeypatch)
+        for _run in range(3):
+            _same(_answer(p, feeds, init, sem, obs, True, monkeypatch), slow, i)
+        for names, variables, outputs in explore.components(p):
+            comp = ref._compiled(p, names, sem, obs, feeds, variables, outputs, cache=False)
+            line = comp.__dict__["_shared"].get(("line", "canonical"))
+            if not line:
+                continue
+            order = {n: k for k, n in enumerate(p.topological_order)}
+            table = [(order[comp.label(u).partition("@")[0]],
+                      comp.label(u).partition("@")[2] == "write", u) for u in range(2 * comp.n)]
+            dry = built(comp, table.__getitem__)
+            assert (line.steps, line.labels, line.groups, line.ops) == \
+                (dry.steps, dry.labels, dry.groups, dry.ops), i
+            recorded += 1
+            grouped += bool(line.groups)
+    assert recorded >= 40 and grouped >= 10, (recorded, grouped)
+    assert from_records and all(from_records)     # (every line here from its first run)
