@@ -123,7 +123,11 @@ def worker() -> int:
             row.update(status="checked", verdict=v.verdict, reason=v.reason[:300],
                        path=v.stats.get("path"), difference=getattr(v, "difference", None),
                        confirmed=list(v.confirmed), replay_s=v.stats.get("replay_seconds"),
-                       backends=v.stats.get("backends"), sigmas_compared=v.stats.get("tried"))
+                       backends=v.stats.get("backends"), sigmas_compared=v.stats.get("tried"),
+                       # (the probe's own seconds and what minimization did:
+                       # a time-boxed stage is compared by its work too)
+                       probe_s=(v.stats.get("probe") or {}).get("seconds"),
+                       minimization=v.stats.get("minimization"))
         except Exception as exc:  # noqa: BLE001
             row.update(status=f"check failed: {type(exc).__name__}: {str(exc)[:100]}")
         row["check_s"] = time.perf_counter() - t
@@ -272,6 +276,8 @@ def main(argv=None) -> int:
                         "confirmed": [r.get("confirmed") for r in res],
                         "replay_s": [r.get("replay_s") for r in res],
                         "backends": [r.get("backends") for r in res],
+                        "probe_s": [r.get("probe_s") for r in res],
+                        "minimization": [r.get("minimization") for r in res],
                         "grappler_s": statistics.median(r.get("grappler_s", 0.0) for r in res),
                         "check_s": statistics.median(r.get("check_s", 0.0) for r in res) if ok
                         else None,

@@ -66,6 +66,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from tfsem.oracle import explore
 from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule, compiled,
                                   components, successors)
 from tfsem.oracle.budget import bounded
@@ -169,9 +170,13 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     (minimize.py), so that a counterexample found on it needs no reordering.
     Past `deadline` (time.monotonic()) the run stops with BudgetExceeded
     (the clock is read every 64 steps)."""
-    order = {name: k for k, name in enumerate(p.topological_order)}
+    order: dict[str, int] = {}
 
     def rank(label: str) -> tuple:
+        # (the order made when a priority table is first made: a run on a
+        # straight line needs none)
+        if not order:
+            order.update((name, k) for k, name in enumerate(p.topological_order))
         name, _, phase = label.partition("@")
         return order[name], phase == "write"
 
@@ -184,8 +189,35 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     comps = [_compiled(p, names, semantics, observe, feeds, variables, outputs,
                        cache=not CANONICAL_RUN_UNCACHED)
              for names, variables, outputs in components(p)]
-    parts, sched = _run_by_priority(comps, init, _by_step(lambda comp, u: (rank(comp.label(u)), u)),
-                                    deadline)
+    priority = _by_step(lambda comp, u: (rank(comp.label(u)), u))
+    if not (CANONICAL_RUN_UNCACHED and explore.STRAIGHT_LINE):
+        parts, sched = _run_by_priority(comps, init, priority, deadline)
+        return combine(parts, observe), sched
+    # (a component run before runs on its straight line: the same steps in
+    # the same order, each computing what the engine's fire computes, with
+    # none of the bookkeeping that chooses the next step; explore.py's
+    # `_Line` argues why it is the same run.  The priority is the
+    # topological rank of a step's node, then its phase: a function of the
+    # compiled component alone, as the line needs, so one line, tagged
+    # "canonical", serves every σ)
+    parts, sched = [], []
+    steps = 0
+    started = time.monotonic()
+    deadline = bounded(deadline)
+    for comp in comps:
+        line = comp.straight_line("canonical", lambda u, comp=comp: priority.table(comp)[u])
+        ran = line.run(comp, init, deadline, started, steps) if line is not None else None
+        if ran is None:
+            # (the engine's run; the first one records its steps, which the
+            # line is made from when the run is asked for again)
+            done = comp.record_steps("canonical") if line is None else None
+            part, labels, steps = _run_one(comp, init, priority, deadline, started, steps)
+            if done is not None:
+                done()
+        else:
+            part, labels, steps = ran
+        parts.append(part)
+        sched.extend(labels)
     return combine(parts, observe), sched
 
 
@@ -220,23 +252,31 @@ def _run_by_priority(comps, init: Mapping[str, Value], priority,
     started = time.monotonic()
     deadline = bounded(deadline)    # (a check's hard stop: oracle/budget.py)
     for comp in comps:
-        st = comp.root(init)
-        table = getattr(priority, "table", None)
-        # (a table's own lookup as the key: no Python call per ready step)
-        by = table(comp).__getitem__ if table is not None else (lambda u: priority(comp, u))
-        while True:
-            comp.close(st)
-            if not st.ready:
-                break
-            steps += 1
-            if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
-                raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
-            t = min(st.ready, key=by)
-            st.ready.discard(t)
-            comp.fire(st, t)
-        parts.append(comp.outcome(st))
-        sched.extend(_schedule(st.sched))
+        part, labels, steps = _run_one(comp, init, priority, deadline, started, steps)
+        parts.append(part)
+        sched.extend(labels)
     return parts, sched
+
+
+def _run_one(comp, init: Mapping[str, Value], priority, deadline: float | None,
+             started: float, steps: int) -> tuple:
+    """`_run_by_priority`'s run of one component: its outcome part, its
+    schedule, and the choices made so far (`steps` before)."""
+    st = comp.root(init)
+    table = getattr(priority, "table", None)
+    # (a table's own lookup as the key: no Python call per ready step)
+    by = table(comp).__getitem__ if table is not None else (lambda u: priority(comp, u))
+    while True:
+        comp.close(st)
+        if not st.ready:
+            break
+        steps += 1
+        if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
+            raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
+        t = min(st.ready, key=by)
+        st.ready.discard(t)
+        comp.fire(st, t)
+    return comp.outcome(st), _schedule(st.sched), steps
 
 
 def guided_outcomes(p: Program, feeds: Mapping[str, Value], init: Mapping[str, Value],

@@ -76,6 +76,7 @@ off.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
 import os
 import struct
@@ -102,8 +103,8 @@ ENTRY_BYTES = MEMO_BYTES // 8
 
 
 class _Memo:
-    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "hits",
-                 "misses", "lock", "owner", "limit", "kernels_env")
+    __slots__ = ("entries", "bytes", "held", "interned", "intern_bytes", "tokens", "numbers",
+                 "serial", "hits", "misses", "lock", "owner", "limit", "kernels_env")
 
     def __init__(self, owner: Any = None) -> None:
         self.entries: OrderedDict[tuple, tuple] = OrderedDict()
@@ -115,6 +116,11 @@ class _Memo:
         self.intern_bytes = 0
         #: id(attrs mapping) -> (the mapping, kept alive; its token)
         self.tokens: dict[int, tuple] = {}
+        #: exact attribute key -> its number (`attrs_token`)
+        self.numbers: dict[Any, int] = {}
+        #: this memo among all of the process (never two alike): what
+        #: oracle/explore.py's straight line keeps its answers under
+        self.serial = next(_numbers)
         self.hits = self.misses = 0
         self.lock = threading.Lock()
         #: the original program whose checks this memo serves (a weak
@@ -259,6 +265,7 @@ def empty(memo: _Memo, limit: int | None = None) -> None:
         memo.interned.clear()
         memo.intern_bytes = 0
         memo.tokens.clear()
+        memo.numbers.clear()
 
 
 # -- keys ---------------------------------------------------------------------
@@ -369,8 +376,12 @@ def _same_objects(a: list, b: list) -> bool:
 
 def _unchanged(attrs: Mapping[str, Any], snapshot: tuple) -> bool:
     items, deep = snapshot
-    if len(items) != len(attrs) or not all(attrs.get(k, _Opaque) is v for k, v in items):
+    if len(items) != len(attrs):
         return False
+    get = attrs.get
+    for k, v in items:
+        if get(k, _Opaque) is not v:
+            return False
     if deep is None:
         return True
     for v, then in deep:
@@ -401,10 +412,24 @@ def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
         hash(token)
     except (_Opaque, TypeError):
         token = _ByIdentity(attrs)          # (which keeps it alive)
+    # (the exact key as a number, one per distinct key: a nested tuple
+    # hashes anew at every lookup of an application's key, a number at
+    # once.  Equal keys get the same number while `numbers` keeps it;
+    # numbers are never given twice (`_numbers`), so a key dropped and met
+    # again gets a new one, which no entry has: a miss, never a wrong hit)
+    number = memo.numbers.get(token)
+    if number is None:
+        if len(memo.numbers) >= 16384:
+            memo.numbers.clear()
+        number = memo.numbers[token] = next(_numbers)
     if len(memo.tokens) >= 16384:
         memo.tokens.clear()
-    memo.tokens[id(attrs)] = (attrs, token, _snapshot(attrs))
-    return token
+    memo.tokens[id(attrs)] = (attrs, number, _snapshot(attrs))
+    return number
+
+
+#: the numbers `attrs_token` gives (never one twice in a process)
+_numbers = itertools.count()
 
 
 def intern(memo: _Memo, t: Tensor) -> Tensor:
@@ -433,10 +458,19 @@ def intern_const(memo: _Memo, value: Tensor) -> Tensor:
     return canon
 
 
+def _forced() -> bool | None:
+    """`kernels.forced()`, read from this thread's dict of the kernels'
+    thread-local state (`use()` sets `forced` there): the same value,
+    without the AttributeError `getattr(local, "forced", None)` raises and
+    catches inside when `use()` was never called in this thread (0.3 of the
+    1.7 us a remembered application took)."""
+    return _kernels._local.__dict__.get("forced")
+
+
 def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
     """The application's key, or None when it is not remembered (an
     argument that is neither a tensor nor an error value)."""
-    on = _kernels.forced()
+    on = _forced()
     parts = [id(fn), attrs_token(memo, attrs), memo.kernels_env if on is None else on]
     for a in args:
         if type(a) is Tensor:
@@ -449,20 +483,31 @@ def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
 
 
 def lookup(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+    hit = lookup_entry(memo, k, fn, args)
+    return None if hit is None else hit[0]
+
+
+def lookup_entry(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+    """The remembered (results, kernel ops) of the application, the ops
+    noted (`kernels.note`), or None."""
     with memo.lock:
         hit = memo.entries.get(k)
         if hit is None:
             memo.misses += 1
             return None
         f, _attrs, kept, out, ops = hit
-        if f is not fn or any(x is not y for x, y in zip(kept, args) if type(y) is Tensor):
+        if f is not fn:
             memo.misses += 1
-            return None        # (cannot happen while the entry keeps them alive: checked anyway)
+            return None
+        for x, y in zip(kept, args):
+            if x is not y and type(y) is Tensor:
+                memo.misses += 1
+                return None    # (cannot happen while the entry keeps them alive: checked anyway)
         memo.entries.move_to_end(k)
         memo.hits += 1
     if ops:
         _kernels.note(ops)
-    return out
+    return out, ops
 
 
 def store(memo: _Memo, k: tuple, fn: Any, attrs, args, out: tuple, ops: frozenset) -> None:

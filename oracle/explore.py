@@ -35,10 +35,12 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
+from . import applications as _applications
 from . import functions as fns
 from . import kernels as _kernels
 from .budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget, BudgetExceeded  # noqa: F401
@@ -286,6 +288,62 @@ class _Component:
             for u in steps:
                 self.conflicts[u] = [w for w in steps if w % n != u % n
                                      and (self.is_write(u) or self.is_write(w))]
+
+    def straight_line(self, tag: str, priority) -> "_Line | None":
+        """The straight line (`_Line`) of this component's run by
+        `priority(step)`, a priority that depends on the component's
+        structure only, named `tag`: kept with the compiled component
+        (`_shared`) and made when a run of it is asked for the second time
+        (a component run once pays for no dry run); None before, and where
+        the line does not take the program."""
+        shared = self.__dict__.setdefault("_shared", {})
+        key = ("line", tag)
+        line = shared.get(key)
+        if line is None:
+            shared[key] = False      # (asked once: the engine runs it)
+            return None
+        if line is False:
+            line = shared[key] = _build_line(self, priority,
+                                             shared.pop(("trace", tag), None)) or 0
+        return line or None
+
+    def record_steps(self, tag: str):
+        """On this copy (a run's own), the steps its next run fires and the
+        kernel evaluations asked for together, recorded for the line named
+        `tag` (`straight_line`), which is then built from them instead of
+        from a dry run: the same order (no step looks at a value, `_Line`).
+        The function returned stores the record; call it when the run has
+        ended (a run cut short leaves none).  None where the line has one,
+        or needs none."""
+        shared = self.__dict__.setdefault("_shared", {})
+        if shared.get(("line", tag)) is not False or ("trace", tag) in shared:
+            return None
+        trace: list[int] = []
+        groups: dict[int, tuple[int, ...]] = {}
+        # (the groups only where the kernels are on: off, `_prefetch`
+        # leaves the steps it would ask for unmarked, and the groups of a
+        # run with them on are the dry run's to record)
+        kernels_on = PREFETCH and _kernels.enabled()
+        engine_fire, engine_prefetch = self.fire, self._prefetch
+
+        def fire(st, t):
+            trace.append(t)
+            engine_fire(st, t)
+
+        def prefetch(st, t, asked):
+            steps = self._prefetch_steps(st, t, asked)
+            if len(steps) >= 2:
+                groups[len(trace)] = tuple(steps)
+            return engine_prefetch(st, t, asked)
+
+        self.fire = fire
+        if kernels_on:
+            self._prefetch = prefetch
+
+        def done() -> None:
+            if kernels_on and _kernels.enabled():
+                shared[("trace", tag)] = (trace, groups)
+        return done
 
     def with_feeds(self, feeds: Mapping[str, Value]) -> "_Component":
         """A copy of this component (its structure shared: nothing of it
@@ -551,21 +609,34 @@ class _Component:
         eager step of a function is enabled), so each request is the very one
         its fire makes; the order of the fires, hence the run and its
         schedule, is unchanged.  A step is asked for once (`asked`)."""
-        n, kernel = self.n, self.kernel_step
-        steps = [t] + [u for u in st.eager
-                       if u < n and kernel[u] and (asked is None or u not in asked)]
+        steps = self._prefetch_steps(st, t, asked)
         if len(steps) < 2 or not _kernels.enabled():
             return asked
         asked = set() if asked is None else asked
         asked.update(steps)
         inbox = st.inbox
+        self._ask_kernels(steps, lambda u: [inbox.get((u, s)) for s in self.data_slots[u]])
+        return asked
+
+    def _prefetch_steps(self, st: "_State", t: int, asked: set | None) -> list[int]:
+        """The steps `_prefetch` asks for before step t: t and the eager
+        steps that may need a kernel, not asked for yet (which steps these
+        are depends on the program's structure only)."""
+        n, kernel = self.n, self.kernel_step
+        return [t] + [u for u in st.eager
+                      if u < n and kernel[u] and (asked is None or u not in asked)]
+
+    def _ask_kernels(self, steps: list[int], args_of) -> None:
+        """The kernel evaluations the functions of `steps` would ask for,
+        at the arguments `args_of(step)` (None where one is not there),
+        made in one message (`_prefetch`)."""
         with _kernels.collecting() as requests:
             for u in steps:
                 f = self.fn[u]
                 f = f.fn if isinstance(f, _Cached) else f
                 if not isinstance(f, fns.Function):
                     continue
-                args = [inbox.get((u, s)) for s in self.data_slots[u]]
+                args = args_of(u)
                 if any(a is None for a in args):
                     continue
                 if not f.name.startswith("tf.") and not any(
@@ -577,7 +648,6 @@ class _Component:
                     pass
         if len(requests) >= 2:
             _kernels.prefetch(requests)
-        return asked
 
     def key(self, st: "_State") -> tuple:
         """The memo key of a state: two states with equal keys have the same
@@ -707,6 +777,416 @@ class _Component:
                     cached[j].append((i, slot))
             shared["producers"] = cached
         return cached
+
+
+class _Stub:
+    """A function in a dry run (`straight_line`): the number of results
+    the function gives, each a placeholder, and nothing computed."""
+
+    __slots__ = ("out",)
+
+    def __init__(self, n_out: int) -> None:
+        self.out = (_DRY,) * n_out
+
+    def apply(self, args, attrs=None):
+        return self.out
+
+
+#: the placeholder value of a dry run
+_DRY = object()
+
+#: refute.canonical_outcome runs a component on its straight line
+#: (`straight_line`) after the first run; False: on the general engine
+#: every time (the differential tests' reference)
+STRAIGHT_LINE = True
+
+#: bytes of argument and result tensors a straight line keeps of its
+#: nodes' last applications (`_Line`, "Each node's last application")
+LINE_MEMO_BYTES = 16 << 20
+#: runs a straight line makes without its nodes' last applications after
+#: one in which fewer than half of its function nodes found theirs
+IDLE_RUNS = 3
+
+# the straight line's operations (`_Line.ops`)
+_OP_FN, _OP_NONE, _OP_READ, _OP_ASSIGN, _OP_READ_STEP, _OP_WRITE_STEP = range(6)
+
+
+class _Line:
+    """A component's run by a fixed priority, as a straight line.
+
+    **Why it is the engine's own run.**  Which steps are enabled, which of
+    them are eager and which wait in the ready set (`close`, `fire`,
+    `_enable`, `eager`) depends on the program's structure only: the
+    counts of missing inputs, which fall by one for every producer that
+    fires whatever it delivers, and the counts of accesses to each
+    variable left (`nw`, `nr`), which fall by one for every access that
+    fires.  No value is ever looked at to decide what comes next: `fire`
+    stores a function's results, a Read's value, an Assign's new value (an
+    error leaves the variable as it was: the value changes, the steps do
+    not), and `_deliver` counts an input delivered whether or not a value
+    came with it.  So with the choice among enabled steps made by a fixed
+    priority of steps, every run of a component fires the same steps in
+    the same order, at every σ: the order of one run made with placeholder
+    values (`straight_line`'s dry run: each function replaced by a stub
+    that gives the right number of placeholders) is the order of them all.
+    A `_Line` is that order with, for each step, where its arguments come
+    from (the producer's output, or a feed) and which values it frees (its
+    readers all fired), and fires the steps one after the other computing
+    what `fire` computes: a function's results of the same arguments by
+    the same `Function.apply`, a Read's value of the variable, an Assign's
+    `_store`.  Each step sees the values it sees on the engine, so every
+    function is applied to the same arguments, in the same order, and the
+    outcome and the schedule are the engine's.  What is left out is the
+    bookkeeping that chooses the next step (missing counts, the ready set
+    and its eager steps, the access counts, the fired-steps bitmask, the
+    priority table's minimum over the ready set).
+
+    The kernel evaluations the engine asks for in one message (`_prefetch`)
+    are asked for at the same points, for the same steps (`groups`: the
+    dry run records them; which steps they are is structural too, and all
+    their arguments are there, as they are on the engine: each of those
+    steps was enabled at that point); the kernels' answers are the same
+    whether or not they were asked for together (oracle/kernels.py).
+
+    **Each node's last application.**  Inside an application memo (a
+    check's `applications.scope()`) a function node keeps the arguments
+    and the results of its last application that the memo may keep
+    (`Function.remembered`: tensors and error values, not made while the
+    kernels' evaluations are deferred), and the TensorFlow ops they stand
+    for.  When the same node meets the very same argument objects again
+    (compared by identity, the objects kept alive by the entry, so an id
+    is never another object's), its results are those results, and the
+    ops are noted again (`kernels.note`), as a hit in the memo answers.
+    This is the memo's own argument (oracle/applications.py): a node's
+    function and attributes are fixed (the compiled component's; a
+    registration that replaces a function compiles the component again,
+    explore `compiled`), a tensor is immutable, every function is
+    deterministic; and what else keys an application in the memo --
+    whether TensorFlow's kernels are on, the tensor size limit, the memo
+    itself -- is the line's key for the last applications it keeps
+    (`keyed`): a run under another key starts them afresh.  Where a run
+    found fewer than half of its nodes' arguments unchanged (σ that move
+    through most of the program: the probe's plain, huge and NaN feeds),
+    the next IDLE_RUNS runs apply every function as the engine does, and
+    keep nothing; which path a run takes changes what it costs, never
+    what it computes.  Outside an application memo
+    (`TFSEM_APPLICATION_MEMO=0`) nothing is kept.  The answers kept hold
+    at most LINE_MEMO_BYTES of tensors per line.
+
+    A program the straight line does not take (a function's argument that
+    comes from a Var, which the engine has no value for) has none, and
+    runs on the engine.  tests/test_explore_straight_line.py runs the two
+    side by side on generated programs (both semantics, both
+    observations, feeds, variables uninitialized) and on real graphs: the
+    same outcome bit for bit, the same schedule, the same exceptions."""
+
+    __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps", "last",
+                 "keyed", "kept_bytes", "idle", "n_fn")
+
+    def run(self, comp: "_Component", init: Mapping[str, Value], deadline: float | None = None,
+            started: float = 0.0, counted: int = 0
+            ) -> tuple[Outcome, tuple[str, ...], int] | None:
+        """The component's outcome at `comp`'s feeds and `init`, its schedule,
+        and the steps fired so far (`counted` before: the clock is read every
+        64 steps, past `deadline` BudgetExceeded); None, nothing fired,
+        where a feed or a variable's initial value is None (no value: the
+        engine's run is left to meet it).  A function's results are never
+        None (`Function.apply` gives tensors, error values, or an argument
+        forwarded), so every value a step reads is there, as on the
+        engine."""
+        env: list = [None] * self.size
+        initial = comp.initial
+        for k, _name in comp.feed_slots:
+            value = initial[k][2]
+            if value is None:
+                return None        # (no value: the engine's run fails there)
+            env[-1 - k] = value
+        vars_ = {x: init.get(x, Error(UNINITIALIZED)) for x in comp.variables}
+        if any(v is None for v in vars_.values()):
+            return None
+        pending: dict = {}
+        groups = self.groups if PREFETCH and self.groups and _kernels.enabled() else None
+        memo = _applications._active
+        last = None
+        if memo is not None and LINE_MEMO_BYTES > 0 and not _kernels.deferring():
+            key = (memo.serial, _applications._forced(), memo.kernels_env, fns.MAX_TENSOR_ELEMENTS)
+            if self.keyed != key:
+                # (kept afresh: this run is not judged, the next one is)
+                self.last, self.keyed, self.kept_bytes, self.idle = \
+                    [None] * len(self.ops), key, 0, -1
+            if self.idle > 0:
+                # (the last run that kept found fewer than half of its
+                # nodes' arguments unchanged: the σ move through most of
+                # the program, and looking up and keeping cost more than
+                # it saves; IDLE_RUNS runs go without, then one keeps
+                # afresh, and the run after it is judged again)
+                self.idle -= 1
+                if self.idle == 0:
+                    self.idle = -1
+            else:
+                last = self.last
+        hits = 0
+        note = _kernels.note
+        steps = counted
+        pos = 0
+        for op in self.ops:
+            if groups is not None and pos in groups:
+                args_of = self.args_of
+                comp._ask_kernels(groups[pos], lambda u: [env[k] for k in args_of[u]])
+            pos += 1
+            if deadline is not None:
+                steps += 1
+                if steps & 63 == 0 and time.monotonic() > deadline:
+                    raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
+            code = op[0]
+            if code == _OP_FN:
+                _c, fn, attrs, argidx, outs, frees = op
+                args = [env[k] for k in argidx]
+                if last is None:
+                    results = fn.apply(args, attrs)
+                else:
+                    ids = tuple(map(id, args))
+                    kept = last[pos - 1]
+                    if kept is not None and kept[0] == ids:
+                        results = kept[2]
+                        if kept[3]:
+                            note(kept[3])
+                        hits += 1
+                    else:
+                        results, ops, keep = fn.remembered(memo, args, attrs)
+                        if keep:
+                            self._keep(last, pos - 1, ids, args, results, ops)
+                for port, k in outs:
+                    env[k] = results[port]
+            elif code == _OP_READ:
+                _c, x, k, frees = op
+                env[k] = vars_[x]
+            elif code == _OP_ASSIGN:
+                _c, fn, x, k, frees = op
+                v = env[k]
+                if not isinstance(v, Error):
+                    (new,) = fn.apply((vars_[x], v))
+                    if not isinstance(new, Error):
+                        vars_[x] = new
+            elif code == _OP_READ_STEP:
+                _c, i, x, k, frees = op
+                pending[i] = (vars_[x], env[k])
+            elif code == _OP_WRITE_STEP:
+                _c, fn, i, x, frees = op
+                w, v = pending.pop(i)
+                if not isinstance(v, Error):
+                    (new,) = fn.apply((w, v))
+                    if not isinstance(new, Error):
+                        vars_[x] = new
+            else:
+                frees = op[1]
+            for k in frees:
+                env[k] = None
+        if last is not None:
+            if self.idle < 0:
+                self.idle = 0              # (kept afresh: the next run is judged)
+            elif hits * 2 < self.n_fn:
+                self.idle = IDLE_RUNS
+            if hits:
+                with memo.lock:
+                    memo.hits += hits
+        outs = tuple((name, env[k]) for name, k in self.fetched)
+        state = tuple((x, vars_[x]) for x in comp.variables) if comp.observe_state else None
+        return Outcome(outs, state), self.labels, steps
+
+    def _keep(self, last: list, at: int, ids: tuple, args: list, results: tuple,
+              ops: frozenset) -> None:
+        """Node at `at` keeps this application (its arguments by identity),
+        within LINE_MEMO_BYTES."""
+        size = 0
+        for v in args:
+            if type(v) is Tensor:
+                size += v.array.nbytes
+        for v in results:
+            if type(v) is Tensor:
+                size += v.array.nbytes
+        old = last[at]
+        if old is not None:
+            self.kept_bytes -= old[4]
+            last[at] = None
+        if self.kept_bytes + size <= LINE_MEMO_BYTES:
+            last[at] = (ids, tuple(args), results, ops, size)
+            self.kept_bytes += size
+
+
+def _build_line(comp: "_Component", priority, recorded: tuple | None = None) -> _Line | None:
+    """The straight line of `comp`'s run that fires, among the enabled
+    steps, the one first by `priority(step)` (a function of the step
+    only): the steps of a run of the engine, and the kernel evaluations it
+    asked for together, `recorded` from a run at some σ (`record_steps`)
+    or else from a dry run with every function a stub (see `_Line`: the
+    same steps either way).  None where the program is one the line does
+    not take."""
+    n = comp.n
+    if not all(f is None or isinstance(f, fns.Function) for f in comp.fn):
+        return None     # (a component whose functions are wrapped: not the canonical run's)
+    if recorded is not None:
+        trace, groups = list(recorded[0]), dict(recorded[1])
+        if len(trace) != len(set(trace)):
+            return None
+        return _line_of(comp, trace, groups)
+    dry = copy.copy(comp)
+    dry.fn = [None if f is None else _Stub(f.n_out) for f in comp.fn]
+    initial = list(comp.initial)
+    for k, _name in comp.feed_slots:
+        i, slot, _ = initial[k]
+        initial[k] = (i, slot, _DRY)
+    dry.initial = initial
+    dry._watching = False
+    dry.prefetch_uncached = True
+    trace: list[int] = []
+    groups: dict[int, tuple[int, ...]] = {}
+    engine_fire = dry.fire
+
+    def fire(st, t):
+        trace.append(t)
+        engine_fire(st, t)
+
+    def prefetch(st, t, asked):
+        # (as `_prefetch` with the kernels on; the steps only, asked for
+        # at the run)
+        steps = dry._prefetch_steps(st, t, asked)
+        if len(steps) < 2:
+            return asked
+        asked = set() if asked is None else asked
+        asked.update(steps)
+        groups[len(trace)] = tuple(steps)
+        return asked
+
+    dry.fire = fire
+    dry._prefetch = prefetch
+    try:
+        st = dry.root({})
+        while True:
+            dry.close(st)
+            if not st.ready:
+                break
+            t = min(st.ready, key=priority)
+            st.ready.discard(t)
+            dry.fire(st, t)
+    except Exception:  # noqa: BLE001 (the engine meets it again at the run)
+        return None
+    if len(trace) != len(set(trace)):
+        return None
+    return _line_of(comp, trace, groups)
+
+
+def _line_of(comp: "_Component", trace: list[int], groups: dict) -> _Line | None:
+    """The line firing `trace`'s steps in order, asking the kernels for
+    `groups` (`_build_line`)."""
+    n = comp.n
+    # where each value lives: env[k] for a producer's output port (k from
+    # 0), env[-1 - k] for the k-th pre-filled slot (a feed)
+    source: dict[tuple[int, int], int] = {}
+    size = 0
+    out_id: dict[tuple[int, int], int] = {}
+    for j in range(n):
+        for port, i, slot in comp.succ[j]:
+            if port < 0:
+                continue
+            if comp.kind[j] == _VAR:
+                if slot in comp.data_slots[i] or slot == comp.value_slot[i]:
+                    return None    # (no value: the engine's run fails there)
+                continue
+            k = out_id.get((j, port))
+            if k is None:
+                k = out_id[(j, port)] = size
+                size += 1
+            source[(i, slot)] = k
+    fetched_ids = {}
+    for j in range(n):
+        for port, name in comp.fetch[j]:
+            k = out_id.get((j, port))
+            if k is None:
+                k = out_id[(j, port)] = size
+                size += 1
+            fetched_ids[name] = k
+    n_initial = len(comp.initial)
+    feed_index = {k for k, _name in comp.feed_slots}
+    for k, (i, slot, _value) in enumerate(comp.initial):
+        if k in feed_index:
+            source[(i, slot)] = size + n_initial - 1 - k     # (env[-1 - k], counted from 0)
+    total = size + n_initial
+    # the last step to read each value, and the values never read
+    readers: dict[int, int] = {}
+    reads: list[tuple[int, ...]] = []
+    for pos, t in enumerate(trace):
+        i = t % n
+        if t >= n:
+            ks = ()
+        elif comp.kind[i] == _FN:
+            try:
+                ks = tuple(source[(i, s)] for s in comp.data_slots[i])
+            except KeyError:
+                return None
+        elif comp.kind[i] == _ASSIGN:
+            vs = comp.value_slot[i]
+            if vs < 0 or (i, vs) not in source:
+                return None
+            ks = (source[(i, vs)],)
+        else:
+            ks = ()
+        reads.append(ks)
+        for k in ks:
+            readers[k] = pos
+    keep = set(fetched_ids.values())
+    frees_at: list[list[int]] = [[] for _ in trace]
+    for k, pos in readers.items():
+        if k not in keep:
+            frees_at[pos].append(k)
+    ops = []
+    args_of: dict[int, tuple[int, ...]] = {}
+    for pos, t in enumerate(trace):
+        i = t % n
+        kind = comp.kind[i]
+        frees = tuple(frees_at[pos])
+        if t >= n:                                       # decomposed write step
+            ops.append((_OP_WRITE_STEP, comp.fn[i], i, comp.var[i], frees))
+        elif kind == _FN:
+            outs = tuple((port, out_id[(i, port)]) for port in range(comp.fn[i].n_out)
+                         if (i, port) in out_id and (out_id[(i, port)] in readers
+                                                     or out_id[(i, port)] in keep))
+            args_of[t] = tuple(k - total if k >= size else k for k in reads[pos])
+            ops.append((_OP_FN, comp.fn[i], comp.attrs[i], args_of[t], outs, frees))
+        elif kind == _READ:
+            k = out_id.get((i, 0))
+            if k is None or (k not in readers and k not in keep):
+                ops.append((_OP_NONE, frees))        # (a value nobody reads)
+            else:
+                ops.append((_OP_READ, comp.var[i], k, frees))
+        elif kind == _VAR:
+            ops.append((_OP_NONE, frees))            # (delivers no value)
+        elif comp.decomposed:                            # decomposed read step
+            ops.append((_OP_READ_STEP, i, comp.var[i], _neg(reads[pos][0], size, total), frees))
+        else:
+            ops.append((_OP_ASSIGN, comp.fn[i], comp.var[i], _neg(reads[pos][0], size, total),
+                        frees))
+    line = _Line()
+    line.last, line.keyed, line.kept_bytes, line.idle = None, None, 0, 0
+    line.n_fn = sum(1 for op in ops if op[0] == _OP_FN)
+    line.ops = tuple(_renumber(op, size, total) for op in ops)
+    line.labels = tuple(comp.label(t) for t in trace)
+    line.size = total
+    line.fetched = tuple((name, fetched_ids[name]) for name in comp.output_names)
+    line.groups = groups
+    line.args_of = args_of
+    line.steps = tuple(trace)
+    return line
+
+
+def _neg(k: int, size: int, total: int) -> int:
+    """An env index as the run addresses it (a feed's from the end)."""
+    return k - total if k >= size else k
+
+
+def _renumber(op: tuple, size: int, total: int) -> tuple:
+    """`op` with its frees addressed as the run does (`_neg`)."""
+    return op[:-1] + (tuple(_neg(k, size, total) for k in op[-1]),)
 
 
 def _first(item: tuple):

@@ -116,6 +116,17 @@ class Function:
         memo = _applications._active
         if memo is None or xp is not np:
             return self._apply(args, attrs, xp)
+        return self.remembered(memo, args, attrs)[0]
+
+    def remembered(self, memo: Any, args: Sequence[Value],
+                   attrs: Mapping[str, Any] | None) -> tuple[tuple[Value, ...], frozenset, bool]:
+        """`apply` inside the application memo `memo` (the active one):
+        the results, the TensorFlow ops they stand for (noted already, as
+        `apply` notes them), and whether they are an answer the memo may
+        keep for these very arguments (every argument and result a tensor
+        or an error value, not made while `kernels.collecting()` defers
+        evaluations): oracle/explore.py's straight line keeps the last such
+        answer of each node."""
         if memo.limit != MAX_TENSOR_ELEMENTS:    # (a hit skips check_size)
             _applications.empty(memo, MAX_TENSOR_ELEMENTS)
         if self.impl is _const and attrs and type(attrs.get("value")) is Tensor:
@@ -124,33 +135,33 @@ class Function:
             value = attrs["value"]
             if value.array.size > MAX_TENSOR_ELEMENTS:
                 raise too_large(self.name, value.array.size)
-            return (_applications.intern_const(memo, value),)
+            return (_applications.intern_const(memo, value),), _NO_OPS, True
         key = _applications.key(memo, self, args, attrs)
         if key is None:
-            return self._apply(args, attrs, xp)
-        out = _applications.lookup(memo, key, self, args)
-        if out is not None:
-            return out
+            return self._apply(args, attrs, np), _NO_OPS, False
+        hit = _applications.lookup_entry(memo, key, self, args)
+        if hit is not None:
+            return hit[0], hit[1], True
         canon = _applications.canonical_args(memo, args)
         if canon is not None:
             args = canon
             key = _applications.key(memo, self, args, attrs)
-            out = _applications.lookup(memo, key, self, args)
-            if out is not None:
-                return out
+            hit = _applications.lookup_entry(memo, key, self, args)
+            if hit is not None:
+                return hit[0], hit[1], True
         deferring = _kernels.deferring()
         if key[2]:            # kernels on: which did this application evaluate?
             with _kernels.record() as used:
-                out = self._apply(args, attrs, xp)
+                out = self._apply(args, attrs, np)
             ops = frozenset(used)
         else:
-            out = self._apply(args, attrs, xp)
-            ops = frozenset()
+            out = self._apply(args, attrs, np)
+            ops = _NO_OPS
         if deferring or not all(type(v) is Tensor or isinstance(v, Error) for v in out):
-            return out
+            return out, ops, False
         out = _applications.interned_results(memo, out)
         _applications.store(memo, key, self, attrs, args, out, ops)
-        return out
+        return out, ops, True
 
     def _apply(self, args: Sequence[Value], attrs: Mapping[str, Any] | None,
                xp: Any) -> tuple[Value, ...]:
@@ -207,6 +218,8 @@ class Function:
                     _mark_flushed(t.array)
         return out
 
+
+_NO_OPS: frozenset = frozenset()
 
 #: The most elements a function application may produce (2**24: 128 MiB of
 #: int64).  Past it evaluation stops with the budget exception the callers
