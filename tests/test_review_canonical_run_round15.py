@@ -29,12 +29,22 @@ What broke (xfail(strict=True), each with its reason):
   order is the topological order of the program that built it, ties broken
   by declaration order: an equal program declared in another order replays
   the other's order, so its "canonical" run is another run (another
-  schedule and, where there is a race, another outcome) than its engine's;
+  schedule and, where there is a race, another outcome) than its engine's.
+  No verdict found wrong by it: that run is still a run of the program (the
+  same nodes and edges), and each user of the canonical run either needs a
+  race-free program (one outcome, whatever the order) or confirms the
+  outcome it found; what changes is which run is called canonical (the
+  probe's outcome of a racy rewrite, the schedule a counterexample shows,
+  what checking/canonical_memo.py remembers), by the history of the
+  process;
 * the line's kept applications are read in two steps (`self.keyed` checked,
   then `self.last` read): a run of another thread in between under another
   key (kernels forced off in one, on in the other) leaves this run reading
-  the other's answers.  Simulated here deterministically by a trace hook
-  that runs the other thread's run at that point.
+  the other's answers.  Latent: on CPython 3.11 with its GIL no thread
+  switch can fall between those two statements (no eval-breaker check
+  there), but one can under a free-threaded build, a trace function, or
+  any call put between them.  Simulated here deterministically by a trace
+  hook that runs the other thread's run at that point.
 """
 
 from __future__ import annotations
@@ -379,9 +389,10 @@ def test_check_verdicts_with_the_line_and_without(dtype, seed, monkeypatch):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "_Line.run checks self.keyed and then reads self.last: another thread's run under "
-    "another key (kernels forced otherwise) that re-keys the line in between leaves this "
-    "run answering from the other key's applications (a kernel's result with kernels off)"))
+    "latent: _Line.run checks self.keyed and then reads self.last; another thread's run "
+    "under another key (kernels forced otherwise) that re-keys the line in between leaves "
+    "this run answering from the other key's applications (a kernel's result with kernels "
+    "off).  No switch falls there on CPython 3.11's GIL; a trace hook simulates one"))
 def test_a_line_rekeyed_by_another_thread_between_its_check_and_its_read(monkeypatch):
     def kernel_only(xp, args, attrs):
         if not kernels.enabled():
