@@ -108,9 +108,11 @@ def _same(fast, slow, where) -> None:
 
 
 def _lines(p) -> int:
+    """The straight lines kept with p's compiled components (whatever
+    their tag: a fix may key them by more than "canonical")."""
     return sum(1 for t in (explore._COMPILED.get(p) or {}).values()
                for k, v in t.__dict__.get("_shared", {}).items()
-               if k == ("line", "canonical") and v)
+               if type(k) is tuple and k[:1] == ("line",) and v)
 
 
 def _special(t, kind: str, rng) -> Tensor:
