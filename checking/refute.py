@@ -198,19 +198,24 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     # none of the bookkeeping that chooses the next step; explore.py's
     # `_Line` argues why it is the same run.  The priority is the
     # topological rank of a step's node, then its phase: a function of the
-    # compiled component alone, as the line needs, so one line, tagged
-    # "canonical", serves every σ)
+    # compiled component and of p's topological order (ties broken by p's
+    # declaration order), as the line needs: one line, tagged with that
+    # order, serves every σ.  The compiled component is shared by programs
+    # that compare equal (explore's cache), which may declare their nodes
+    # in another order and so have another canonical order: the tag keeps
+    # their lines apart)
     parts, sched = [], []
     steps = 0
     started = time.monotonic()
     deadline = bounded(deadline)
+    tag = ("canonical", p.topological_order)
     for comp in comps:
-        line = comp.straight_line("canonical", lambda u, comp=comp: priority.table(comp)[u])
+        line = comp.straight_line(tag, lambda u, comp=comp: priority.table(comp)[u])
         ran = line.run(comp, init, deadline, started, steps) if line is not None else None
         if ran is None:
             # (the engine's run; the first one records its steps, which the
             # line is made from when the run is asked for again)
-            done = comp.record_steps("canonical") if line is None else None
+            done = comp.record_steps(tag) if line is None else None
             part, labels, steps = _run_one(comp, init, priority, deadline, started, steps)
             if done is not None:
                 done()

@@ -880,8 +880,8 @@ class _Line:
     observations, feeds, variables uninitialized) and on real graphs: the
     same outcome bit for bit, the same schedule, the same exceptions."""
 
-    __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps", "last",
-                 "keyed", "kept_bytes", "idle", "n_fn")
+    __slots__ = ("ops", "labels", "size", "fetched", "groups", "args_of", "steps", "kept",
+                 "kept_bytes", "idle", "n_fn")
 
     def run(self, comp: "_Component", init: Mapping[str, Value], deadline: float | None = None,
             started: float = 0.0, counted: int = 0
@@ -910,10 +910,15 @@ class _Line:
         last = None
         if memo is not None and LINE_MEMO_BYTES > 0 and not _kernels.deferring():
             key = (memo.serial, _applications._forced(), memo.kernels_env, fns.MAX_TENSOR_ELEMENTS)
-            if self.keyed != key:
+            # (the key and its applications are one attribute, read once: a
+            # run of another thread under another key that replaced them
+            # between a check of the key and a read of the list would leave
+            # this run answering from that key's applications)
+            state = self.kept
+            if state is None or state[0] != key:
                 # (kept afresh: this run is not judged, the next one is)
-                self.last, self.keyed, self.kept_bytes, self.idle = \
-                    [None] * len(self.ops), key, 0, -1
+                state = self.kept = (key, [None] * len(self.ops))
+                self.kept_bytes, self.idle = 0, -1
             if self.idle > 0:
                 # (the last run that kept found fewer than half of its
                 # nodes' arguments unchanged: the σ move through most of
@@ -924,7 +929,7 @@ class _Line:
                 if self.idle == 0:
                     self.idle = -1
             else:
-                last = self.last
+                last = state[1]
         hits = 0
         note = _kernels.note
         steps = counted
@@ -1167,7 +1172,7 @@ def _line_of(comp: "_Component", trace: list[int], groups: dict) -> _Line | None
             ops.append((_OP_ASSIGN, comp.fn[i], comp.var[i], _neg(reads[pos][0], size, total),
                         frees))
     line = _Line()
-    line.last, line.keyed, line.kept_bytes, line.idle = None, None, 0, 0
+    line.kept, line.kept_bytes, line.idle = None, 0, 0
     line.n_fn = sum(1 for op in ops if op[0] == _OP_FN)
     line.ops = tuple(_renumber(op, size, total) for op in ops)
     line.labels = tuple(comp.label(t) for t in trace)

@@ -45,7 +45,7 @@ def _lines(p) -> int:
     """The compiled components of p that run on a straight line."""
     return sum(1 for t in (explore._COMPILED.get(p) or {}).values()
                for k, v in t.__dict__.get("_shared", {}).items()
-               if k == ("line", "canonical") and v)
+               if k[0] == "line" and k[1][0] == "canonical" and v)
 
 
 def _same(fast, slow, where):
@@ -113,7 +113,7 @@ def test_a_line_run_past_its_deadline_stops(monkeypatch):
     names, variables, outputs = explore.components(p)[0]
     comp = ref._compiled(p, names, "atomic", "outputs+state", feeds, variables, outputs,
                          cache=False)
-    line = comp.straight_line("canonical", lambda u: u)
+    line = comp.straight_line(("canonical", p.topological_order), lambda u: u)
     assert line is not None and len(line.ops) >= 1
     with pytest.raises(BudgetExceeded):
         line.run(comp, init, deadline=0.0, counted=63)
@@ -195,7 +195,7 @@ def test_inside_an_application_memo_the_line_is_the_engines_run(monkeypatch):
                 kept_hits += applications.active().hits > before
             lines = [v for t in (explore._COMPILED.get(p) or {}).values()
                      for k, v in t.__dict__.get("_shared", {}).items()
-                     if k == ("line", "canonical") and v]
+                     if k[0] == "line" and k[1][0] == "canonical" and v]
             assert all(line.kept_bytes <= explore.LINE_MEMO_BYTES for line in lines)
     assert compared >= 600 and kept_hits >= 200, (compared, kept_hits)
 
@@ -248,10 +248,10 @@ def test_kept_applications_stay_within_their_bytes(monkeypatch):
             o, _ = ref.canonical_outcome(p, sigma, {}, "atomic", "outputs")
             assert dict(o.outputs)["o"] == Tensor(np.arange(4.0) * 8)
     (template,) = explore._COMPILED[p].values()
-    line = template._shared[("line", "canonical")]
+    line = template._shared[("line", ("canonical", p.topological_order))]
     # (each Add holds two arguments and a result of 32 bytes: one fits)
     assert line.kept_bytes == 96
-    assert sum(e is not None for e in line.last) == 1
+    assert sum(e is not None for e in line.kept[1]) == 1
 
 
 def test_a_line_whose_arguments_keep_changing_rests_then_keeps_again(monkeypatch):
@@ -271,7 +271,7 @@ def test_a_line_whose_arguments_keep_changing_rests_then_keeps_again(monkeypatch
 
     def line():
         (template,) = explore._COMPILED[p].values()
-        return template._shared[("line", "canonical")]
+        return template._shared[("line", ("canonical", p.topological_order))]
 
     with applications.scope(p):
         # (the engine's run, the line built: kept afresh, then judged: rest)
@@ -320,7 +320,7 @@ def test_a_line_from_a_recorded_run_is_the_dry_runs(monkeypatch):
             _same(_answer(p, feeds, init, sem, obs, True, monkeypatch), slow, i)
         for names, variables, outputs in explore.components(p):
             comp = ref._compiled(p, names, sem, obs, feeds, variables, outputs, cache=False)
-            line = comp.__dict__["_shared"].get(("line", "canonical"))
+            line = comp.__dict__["_shared"].get(("line", ("canonical", p.topological_order)))
             if not line:
                 continue
             order = {n: k for k, n in enumerate(p.topological_order)}

@@ -21,7 +21,9 @@ tensor size limit lowered and raised between runs inside one memo; a
 function replaced inside one memo (registered again, or by hand); the
 attributes' numbers of a mapping freed and a new one at its address.
 
-What broke (xfail(strict=True), each with its reason):
+What broke (each fixed since, the test kept as its guard: the line's tag
+holds the program's topological order, refute.canonical_outcome; the key
+and its kept applications are one attribute read once, explore._Line.kept):
 
 * the line is kept with the compiled component, which programs *equal* as
   values share (`explore._COMPILED` is keyed by program equality, and
@@ -176,12 +178,6 @@ def _racing_writes(order: list[str]) -> Program:
                               "nodes": [nodes[k] for k in order], "outputs": {}})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the canonical line is kept with the compiled component, which programs equal as "
-    "values share (explore._COMPILED is keyed by Program equality, which ignores the "
-    "nodes' declaration order), but its order is the topological order of the program "
-    "that built it (ties broken by declaration order): an equal program declared in "
-    "another order replays the other's order"))
 def test_an_equal_program_declared_in_another_order_runs_in_its_own_order(monkeypatch):
     p1 = _racing_writes(["v", "c1", "c2", "a1", "a2"])
     p2 = _racing_writes(["v", "c2", "c1", "a2", "a1"])
@@ -390,11 +386,6 @@ def test_check_verdicts_with_the_line_and_without(dtype, seed, monkeypatch):
 # -- 2. a node's last application ----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "latent: _Line.run checks self.keyed and then reads self.last; another thread's run "
-    "under another key (kernels forced otherwise) that re-keys the line in between leaves "
-    "this run answering from the other key's applications (a kernel's result with kernels "
-    "off).  No switch falls there on CPython 3.11's GIL; a trace hook simulates one"))
 def test_a_line_rekeyed_by_another_thread_between_its_check_and_its_read(monkeypatch):
     def kernel_only(xp, args, attrs):
         if not kernels.enabled():
