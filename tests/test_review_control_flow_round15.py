@@ -435,6 +435,30 @@ def test_the_values_along_the_path_are_numpy_s(fresh, monkeypatch):
     assert dict(along.outputs)["i"] == dict(out.outputs)["i"]
 
 
+def test_two_kept_paths_with_the_same_labels_are_told_apart(fresh):
+    """A branch whose two sides fire in the same order, one live and one
+    dead: the paths at p and at not p have the same schedule, label for
+    label (a label does not say dead).  `kept_path` gives the last kept,
+    the other side's; along it the Switch writes other dead tokens, so the
+    replay leaves it, and the labels give σ's outcome (only slower: where
+    several kept paths have the schedule, `_replay` could be given them
+    all and go on along the right one)."""
+    p = _program([
+        {"name": "sw", "op": "Switch", "inputs": ["$a", "$p"]},
+        {"name": "t", "op": "Neg", "inputs": ["sw:1"]},
+        {"name": "f", "op": "Identity", "inputs": ["sw:0"]},
+        {"name": "m", "op": "Merge", "inputs": ["f", "t"]}], {"o": "m"}, {"a": F32, "p": BOOL})
+    at_true = ({"a": _f(2.0), "p": _b(True)}, {})
+    at_false = ({"a": _f(2.0), "p": _b(False)}, {})
+    (out, schedule), = same_as_exploring(p, *at_true)[0].items()
+    (other, other_schedule), = same_as_exploring(p, *at_false)[0].items()
+    assert schedule == other_schedule and out != other
+    along = _numpy(p, *at_true, schedule, "atomic", True)
+    assert along == out == _numpy(p, *at_true, schedule, "atomic", False)
+    # (the kept path was tried: today the other side's, left at the Switch)
+    assert fresh["left"] + fresh["along"] == 1
+
+
 # -- findings ---------------------------------------------------------------------
 
 
