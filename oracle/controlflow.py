@@ -231,7 +231,9 @@ def _exact_key(v: object):
     if isinstance(v, np.generic):
         return ("generic", v.dtype.str, v.tobytes())
     if type(v) is Tensor:
-        return ("tensor",) + _value_key(v)
+        # (_value_key gives None for a tensor too large to key: no key)
+        k = _value_key(v)
+        return None if k is None else ("tensor",) + k
     if isinstance(v, (list, tuple)):
         items = tuple(_exact_key(x) for x in v)
         return None if None in items else (type(v).__name__, items)
@@ -1629,10 +1631,14 @@ class Machine:
         fn = self._fn.get(n.name)
         if fn is None:
             fn = self._fn[n.name] = fns.get(n.op)
-        if fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and len(data) == 1 and \
+        if fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and fn.name == "Identity" and \
+                fn.n_out == 1 and fn.strict_args is None and len(data) == 1 and \
                 (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
-            # The registry's own Identity (its implementation, in a Function
-            # that applies it as every Function does) gives its argument:
+            # The registry's own Identity (its implementation, under its
+            # name, one output, no strictness of its own, in a Function
+            # that applies it as every Function does; `_apply` passes a
+            # value that is no tensor through for the name "Identity" only)
+            # gives its argument:
             # `Function._apply` returns an error argument itself (strict),
             # a TensorList or another value that is no tensor itself (the
             # Identity case there), and a tensor as the very tensor

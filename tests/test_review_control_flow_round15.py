@@ -19,7 +19,9 @@ Each shortcut against the slow path it skips:
   iteration only (so its loop runs another number of times) or to compute
   a float sum one ulp off: the replay along the path leaves it or computes
   the values itself, and the confirmation answers as the labels do;
-- where a shortcut answers otherwise than the slow path: xfail(strict).
+- where a shortcut answered otherwise than the slow path: the reproducer,
+  passing since the fix (the Identity shortcut asks for the name and the
+  shape of Identity; a large attribute tensor has no exact key).
 """
 
 from __future__ import annotations
@@ -462,13 +464,6 @@ def test_two_kept_paths_with_the_same_labels_are_told_apart(fresh):
 # -- findings ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Machine.apply_function's Identity shortcut tests the implementation "
-    "(`fn.impl is _IDENTITY_IMPL`), not the function: a function registered "
-    "under another name with Identity's implementation forwards a TensorList "
-    "where applying it is CannotRun (Function._apply forwards non-tensors for "
-    "the name 'Identity' only), as the engine without control flow and the "
-    "numpy back end say"))
 def test_an_identity_implementation_under_another_name_is_applied(monkeypatch):
     monkeypatch.setattr(cf, "remember_outcomes", False)
     monkeypatch.setattr(fns, "_REGISTRY", dict(fns._REGISTRY))
@@ -496,12 +491,6 @@ def test_an_identity_implementation_under_another_name_is_applied(monkeypatch):
     assert answer(True) == answer(False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pre-existing, not one of this round's shortcuts: _exact_key of an "
-    "attribute tensor over _APPLIED_ENTRY_BYTES (1 MiB) is "
-    "('tensor',) + None, a TypeError: a control-flow program with a Const "
-    "of a quarter million float32s crashes the engine (and the numpy "
-    "back end's memo key) instead of running"))
 def test_a_large_constant_in_a_program_with_control_flow_runs(monkeypatch):
     monkeypatch.setattr(cf, "remember_outcomes", False)
     p = _program([
