@@ -54,6 +54,7 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
 from . import canonical_memo
 from . import generic as gen
 from . import minimize as mini
+from . import sigma_memo
 from . import refute as ref
 from .control_flow import check_control_flow
 from .demand import Demand, differing_parts
@@ -1264,7 +1265,7 @@ class _Checker:
         σ and the schedules readable comes after it."""
         return getattr(self, "confirm_seconds", 0.0) if self.backends else 0.0
 
-    def minimize_box(self) -> float:
+    def minimize_box(self, warm: bool = False) -> float:
         """The minimization's time: MINIMIZE_SHARE of the timeout (at least
         MINIMIZE_MAX_SECONDS_FLOOR), the box as before, where one full
         confirmation (`confirm_seconds`) costs at most
@@ -1272,18 +1273,31 @@ class _Checker:
         failing query); else MINIMIZE_CONFIRMS times that cost (one of them
         is kept for the last σ's full confirmation, the rest holds the
         first, cone-first step and a few cone tests), at least
-        MINIMIZE_MIN_SECONDS, within that box."""
+        MINIMIZE_MIN_SECONDS, within that box.
+
+        `warm`: the box where a σ of an earlier check of the same original
+        was taken (checking/sigma_memo.py), so that the minimization goes
+        on from where that check's ended: also at most what this check
+        took to find its counterexample (minimize.find_box).  The first
+        check of an original, one whose remembered σ is refused, and one
+        whose remembered σ no step had made smaller (minimize.progressed)
+        keep the box as before: the σ it leaves is the one later checks
+        start from."""
         cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
         if self.failing is not None:
             # (the symbolic path's solver ladder, whose steps are queries of
             # up to QUERY_SECONDS each, not confirmations: its box as before)
             return cap
         cost = getattr(self, "confirm_seconds", 0.0)
+        # (warm: at most what finding the counterexample cost, times
+        # mini.MINIMIZE_FIND_RATIO, at least mini.MINIMIZE_FIND_FLOOR:
+        # minimize.find_box)
+        spent = time.monotonic() - self.started if warm else float("inf")
         if cost <= MINIMIZE_CHEAP_SECONDS:
             # (a small graph's confirmations: its passes finish in the box,
             # sooner where the cone tests run)
-            return cap
-        return min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
+            return mini.find_box(cap, spent)
+        return mini.find_box(min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost)), spent)
 
     def demand(self) -> "Demand | None":
         """The demand-driven test of candidate σ (checking/demand.py), where
@@ -1321,7 +1335,15 @@ class _Checker:
         cone test accepted is never shown (if its full confirmation could
         not be made, the last fully confirmed σ is)."""
         end = self.deadline - self.replay_reserve()
+        # (the σ the last check of this original kept, asked about first,
+        # and the members that refused there tried last: checking/sigma_memo.py;
+        # every step confirmed as before)
+        recalled = sigma_memo.recall(self.p, self.semantics, self.observe) \
+            if not found.minimized else None
         box = self.minimize_box()
+        # (the box where the remembered σ is taken: decided now, on what
+        # finding the counterexample cost; `on_start` below)
+        warm_box = self.minimize_box(warm=True)
         deadline = min(end, time.monotonic() + box)
         best = found
         record = self.stats.setdefault("minimization", {})
@@ -1431,6 +1453,7 @@ class _Checker:
         # (the probe's and the one-outcome comparisons' σ hold one value per
         # tensor: ones, an edge value)
         too_slow = full_cost > deadline - time.monotonic()
+        refusals = None
         if too_slow:
             self.stats["minimize"] = (f"σ not minimized: one confirmation took {full_cost:.2g} s, "
                                       f"more than the minimization's budget")
@@ -1440,8 +1463,22 @@ class _Checker:
             parts = _differing_parts(demand, found)
             first = _outside(demand, parts[:1], found)
             record["first"] = len(first)
+            refusals = {}
+
+            def on_start(result: str) -> None:
+                # (the remembered σ taken, one that some step made smaller:
+                # the minimization goes on from where an earlier check's
+                # ended, within the warm box; refused, or a σ as found, the
+                # box as for a first check)
+                nonlocal deadline
+                if result in ("taken", "same") and recalled[2]:
+                    deadline = min(deadline, started + warm_box)
+                    record["warm_box"] = round(warm_box, 6)
+
             mini.minimize_concrete((found.feeds, found.init), confirm, deadline, first=first,
-                                   stats=record)
+                                   stats=record, start=recalled and recalled[0],
+                                   known=recalled and recalled[1], refusals=refusals,
+                                   on_start=on_start)
         query = self.failing
         if query is not None and time.monotonic() < deadline and not too_slow:
             index = {id(leaf): (kind, name, i) for kind, table in (("feed", self.feeds),
@@ -1485,6 +1522,14 @@ class _Checker:
                 record["final"] = ("not confirmed: " + ("the full oracle disagreed"
                                                         if self.decided else "undecided"))
         record["seconds"] = round(time.monotonic() - started, 6)
+        if refusals is not None:
+            # (the σ the full oracle confirmed last, for the next check of
+            # this original, the found one where no step was taken; the
+            # members that refused only where it is the σ they refused at,
+            # no cone-accepted step left unconfirmed)
+            sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
+                                refusals if "final" not in record else None,
+                                minimized=mini.progressed(record, recalled))
         schedule = mini.minimize_schedule(self.p2, best.feeds, best.init, best.schedule,
                                           best.outcome, self.semantics, self.observe,
                                           min(end, time.monotonic() + 1.0))

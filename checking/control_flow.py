@@ -67,6 +67,7 @@ from tfsem.oracle.program import ASSIGN, ENTER, READ, STACK_OPS, Program
 from tfsem.oracle.values import Tensor, Value
 
 from . import minimize as mini
+from . import sigma_memo
 from .verdict import (INVALID, NO_COUNTEREXAMPLE, SOUND, UNKNOWN, UNSOUND, Counterexample, Verdict,
                       cause_of, not_among_reason)
 
@@ -486,8 +487,14 @@ class _CFChecker:
         round").  No confirmation is begun that the costliest comparison of
         the check so far says would end after the box (check.py's rule:
         `cost`)."""
-        deadline = min(self.deadline, time.monotonic() + max(
-            mini.MINIMIZE_MAX_SECONDS_FLOOR, mini.MINIMIZE_SHARE * self.timeout))
+        box = max(mini.MINIMIZE_MAX_SECONDS_FLOOR, mini.MINIMIZE_SHARE * self.timeout)
+        # (where the σ an earlier check of this original kept is taken,
+        # checking/sigma_memo.py, the box is also at most what this check
+        # took to find its counterexample: minimize.find_box, check.py's
+        # warm box; decided now, `on_start` below)
+        warm_box = mini.find_box(box, time.monotonic() - self.started)
+        started = time.monotonic()
+        deadline = min(self.deadline, started + box)
         best = found
         if time.monotonic() + self.cost() > deadline:
             # (one confirmation would end after the box: σ is shown as found)
@@ -498,16 +505,35 @@ class _CFChecker:
         def confirm(sigma: Sigma) -> bool:
             nonlocal best
             # (a step that would end after the box is not begun: it would
-            # most likely run out of time, or overrun the box by its cost)
+            # most likely run out of time, or overrun the box by its cost;
+            # the minimization ends there, as check.py's does)
             if time.monotonic() + self.cost() > deadline:
-                return False
+                raise mini.OutOfTime
             result = self.compare(sigma, max(0.05, deadline - time.monotonic()))
             if isinstance(result, _Found):
                 best = result
                 return True
             return False
 
-        mini.minimize_concrete((found.feeds, found.init), confirm, deadline)
+        def on_start(result: str) -> None:
+            nonlocal deadline
+            if result in ("taken", "same") and recalled[2]:
+                deadline = min(deadline, started + warm_box)
+                record["warm_box"] = round(warm_box, 6)
+
+        # (the σ the last check of this original kept, asked about first,
+        # and the members that refused there tried last, together:
+        # checking/sigma_memo.py; every step a comparison, as before)
+        recalled = sigma_memo.recall(self.p, self.semantics, self.observe)
+        refusals: dict = {}
+        record = self.stats.setdefault("minimization", {})
+        mini.minimize_concrete((found.feeds, found.init), confirm, deadline, stats=record,
+                               start=recalled and recalled[0], known=recalled and recalled[1],
+                               refusals=refusals, on_start=on_start)
+        # (the σ confirmed last, for the next check of this original: the
+        # found one where no step was taken)
+        sigma_memo.remember(self.p, self.semantics, self.observe, (best.feeds, best.init),
+                            refusals, minimized=mini.progressed(record, recalled))
         return best
 
     def replay(self, found: _Found) -> list[str]:

@@ -44,6 +44,32 @@ from .symbolic import Term
 #: and the control-flow checker's (checking/control_flow.py `minimized`)
 MINIMIZE_SHARE = 0.05
 MINIMIZE_MAX_SECONDS_FLOOR = 0.3
+#: ... and within that, at most MINIMIZE_FIND_RATIO times what the check
+#: took before its minimization began (the time it took to find the
+#: counterexample), at least MINIMIZE_FIND_FLOOR seconds (`find_box`): a
+#: counterexample found in 0.1 s is not polished for 0.5 s.  Both checkers'
+#: concrete passes; not the solver's ladder (queries of QUERY_SECONDS each)
+MINIMIZE_FIND_RATIO = 2.0
+MINIMIZE_FIND_FLOOR = 0.2
+
+
+def progressed(stats: dict, recalled) -> bool:
+    """Whether the σ a minimization leaves is smaller than its check found
+    it: a step taken besides the remembered σ (`stats` of
+    `minimize_concrete`), or the remembered σ, itself such a σ, taken
+    (`recalled`: sigma_memo.recall's answer).  Only such a σ earns a later
+    check the warm box: one that continues from a σ no step made smaller
+    would stop short where its first check did not."""
+    start = stats.get("remembered") in ("taken", "same")
+    own = stats.get("taken", 0) - (stats.get("remembered") == "taken")
+    return own > 0 or bool(start and recalled and recalled[2])
+
+
+def find_box(box: float, spent: float) -> float:
+    """The minimization's box `box` bounded by the check's cost of finding
+    the counterexample, `spent` seconds: MINIMIZE_FIND_RATIO times it, at
+    least MINIMIZE_FIND_FLOOR, never more than `box`."""
+    return min(box, max(MINIMIZE_FIND_FLOOR, MINIMIZE_FIND_RATIO * spent))
 
 #: The constraints tried on each input element, in order of preference.
 LADDER: tuple[tuple[str, float], ...] = (
@@ -152,7 +178,9 @@ _OutOfTime = OutOfTime
 
 def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: float,
                       first: Sequence[tuple[int, str]] = (),
-                      stats: dict | None = None) -> Sigma:
+                      stats: dict | None = None, start: Sigma | None = None,
+                      known: dict | None = None, refusals: dict | None = None,
+                      on_start: Callable[[str], None] | None = None) -> Sigma:
     """Shrink a confirmed σ without a solver.  First whole tensors: each
     becomes all 0, else all 1, else all -1, when the counterexample
     survives it (what a σ's tensors that do not matter show at once);
@@ -177,7 +205,27 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     minimization.  Every σ kept is one `confirm` accepted; the σ returned
     is the last one kept.  `stats`, when given, counts the steps tried and
     taken (`tried`, `taken`) and says whether the passes all ran
-    (`finished`)."""
+    (`finished`).
+
+    `start`: a σ remembered from an earlier check of the same original
+    (checking/sigma_memo.py), asked about first, as one step: its tensors
+    (those of this σ's names, dtypes and shapes) replace this σ's, kept
+    only where `confirm` accepts them, as every step (`stats["remembered"]`
+    says "taken", "refused", "same" or "unusable").  Where it is taken
+    (or is this σ already),
+    `known` (small value -> members that refused it in that check) puts
+    those members last, tried together in one step per value, never
+    alone: they mostly refuse again (the order of the search only, see
+    the memo's docstring); a group of several members that refused there
+    (`known[("group", value)]`) is not asked again, its halves are
+    (`_settle`).
+    Where it is refused, the tensors after
+    `first` are tried in three groups: those it had all zero, the
+    others, those that refused 0 in its check.  `refusals`, when given, is filled with the
+    members that refused each small value here (alone, or as the group
+    of `known`), and under ("group", value) the groups that refused it
+    together, for the memo; `on_start` is told what became of `start`
+    (the caller's box may depend on it: check.py `minimize_box`)."""
     feeds, init = dict(sigma[0]), dict(sigma[1])
     tables = (feeds, init)
     counts = stats if stats is not None else {}
@@ -192,13 +240,37 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
         return ok
 
     edit = _Edit(tables)
+    if refusals is not None:
+        edit.refused = refusals
     whole = [(t, name) for t, table in enumerate(tables) for name in sorted(table)
              if not isinstance(table[name], Error) and table[name].array.size > 0]
     early = [m for m in whole if m in set(first)]
     late = [m for m in whole if m not in set(first)]
     try:
-        rest = _settle(early, 0, edit, counted, (feeds, init), deadline) + \
-            _settle(late, 0, edit, counted, (feeds, init), deadline)
+        if start is not None:
+            counts["remembered"] = _start_from(start, whole, edit, counted, (feeds, init),
+                                               deadline)
+            if on_start is not None:
+                on_start(counts["remembered"])
+            if counts["remembered"] in ("taken", "same"):
+                edit.warm = True
+                edit.known = {small: set(ms) for small, ms in (known or {}).items()}
+        # (a remembered σ refused: the late tensors in three groups, those
+        # it had all zero first, then the others, then those that refused 0
+        # in its check, so that the halves of delta debugging follow what
+        # mattered there; the order of trying only)
+        groups = [late]
+        if counts.get("remembered") == "refused":
+            was_zero = {(t, name) for t, name in whole
+                        if isinstance(start[t].get(name), Tensor) and
+                        not np.count_nonzero(start[t][name].array)}
+            before = set((known or {}).get(0, ()))
+            groups = [[m for m in late if m in was_zero and m not in before],
+                      [m for m in late if m not in was_zero and m not in before],
+                      [m for m in late if m in before]]
+        rest = _settle(early, 0, edit, counted, (feeds, init), deadline)
+        for group in groups:
+            rest += _settle(group, 0, edit, counted, (feeds, init), deadline)
         refused = {m for m in rest}
         for small in (1, -1):
             rest = _settle([m for m in rest if edit.has(m, small)], small, edit, counted,
@@ -227,6 +299,39 @@ class _Edit:
 
     def __init__(self, tables: tuple[dict, dict]):
         self.tables = tables
+        #: small value -> members that refused it in an earlier check of the
+        #: same original, whose remembered σ was taken (tried last, together)
+        self.known: dict = {}
+        #: small value -> members that refused it here (for the memo)
+        self.refused: dict = {}
+        #: whether the remembered σ was taken: a whole tensor whose elements
+        #: are all 0 or a value already is not set to that value all over
+        #: (`within`: the earlier check's element pass left it so)
+        self.warm = False
+        #: small value -> members passed over in the pass under way (`defer`)
+        self.deferred: dict = {}
+
+    def within(self, member, small) -> bool:
+        """Whether every element of a whole tensor is 0 or `small`: all
+        `small` would be no easier to read."""
+        if len(member) != 2 or small == 0:
+            return False
+        arr = self.tables[member[0]][member[1]].array.reshape(-1)
+        want = np.array(small, dtype=arr.dtype)
+        return bool(np.all((arr == want) | (arr == np.array(0, dtype=arr.dtype))))
+
+    def refuse(self, members, small) -> None:
+        self.refused.setdefault(small, set()).update(members)
+
+    def defer(self, members, small) -> None:
+        """Members passed over (they refused `small` in the earlier check):
+        `_settle` asks about them together at the end of its pass."""
+        self.deferred.setdefault(small, []).extend(members)
+
+    def refuse_group(self, group: frozenset, small) -> None:
+        """A group of members that refused `small` together (kept under
+        ("group", small): delta debugging's halves begin there)."""
+        self.refused.setdefault(("group", small), set()).add(group)
 
     def has(self, member, small) -> bool:
         """Whether the member's dtype has the value `small` (-1: signed)."""
@@ -282,22 +387,103 @@ def _settle(members: list, small: int, edit: _Edit, confirm, sigma: Sigma,
     take it (in order).  `alone`: each member on its own, no groups (the
     ladder past 0, where most members are those that must keep their
     values).  `refused`: tensors whose elements are not tried all at once
-    (their whole tensor refused `small` on its own already)."""
-    todo = [m for m in members if not edit.already(m, small)]
+    (their whole tensor refused `small` on its own already).
+
+    Where a remembered σ was taken (`edit.known`, minimize_concrete's
+    `known`): a member that refused `small` on its own in that check is
+    not asked again on its own, nor a group that refused it together
+    (its halves are): delta debugging goes on where that check's left
+    off.  The members so passed over are asked once more at the end, all
+    together, in one step."""
+    try:
+        left = _halves(members, small, edit, confirm, sigma, deadline, alone, refused)
+    except BaseException:
+        # (passed over, not asked: still the members that refused, for the memo)
+        edit.refuse(edit.deferred.pop(small, []), small)
+        raise
+    deferred = edit.deferred.pop(small, [])
+    if deferred:
+        if _take(deferred, small, edit, confirm, sigma, deadline):
+            gone = set(deferred)
+            return [m for m in left if m not in gone]
+        edit.refuse(deferred, small)
+    return left
+
+
+def _halves(members: list, small: int, edit: _Edit, confirm, sigma: Sigma, deadline: float,
+            alone: bool, refused: set | None) -> list:
+    """`_settle`'s delta debugging (the members passed over for
+    `edit.known` are noted in `edit.deferred`, and returned as refused)."""
+    todo = [m for m in members if not edit.already(m, small) and
+            not (edit.warm and edit.within(m, small))]
     if not todo:
         return []
+    singles = edit.known.get(small, ())
     if alone:
-        return [m for m in todo if not _take([m], small, edit, confirm, sigma, deadline)]
+        left = []
+        for m in todo:
+            if m in singles:
+                edit.defer([m], small)
+                left.append(m)
+            elif not _take([m], small, edit, confirm, sigma, deadline):
+                edit.refuse([m], small)
+                left.append(m)
+        return left
+    if all(m in singles for m in todo):
+        # (each refused it on its own there: asked together, at the end)
+        edit.defer(todo, small)
+        return todo
+    group = frozenset(todo)
     if refused and len({m[:2] for m in todo}) == 1 and todo[0][:2] in refused and \
             edit.would_fill(todo, small):
         pass   # (the group is the whole tensor, whose own step refused it: halves at once)
+    elif len(todo) > 1 and group in edit.known.get(("group", small), ()):
+        # (this very group refused `small` in the check whose σ was taken:
+        # its halves at once, as that check went on)
+        edit.refuse_group(group, small)
     elif _take(todo, small, edit, confirm, sigma, deadline):
         return []
+    elif len(todo) > 1:
+        edit.refuse_group(group, small)
     if len(todo) == 1:
+        edit.refuse(todo, small)
         return todo
     half = len(todo) // 2
-    return _settle(todo[:half], small, edit, confirm, sigma, deadline, refused=refused) + \
-        _settle(todo[half:], small, edit, confirm, sigma, deadline, refused=refused)
+    return _halves(todo[:half], small, edit, confirm, sigma, deadline, False, refused) + \
+        _halves(todo[half:], small, edit, confirm, sigma, deadline, False, refused)
+
+
+def _start_from(start: Sigma, whole: list, edit: _Edit, confirm, sigma: Sigma,
+                deadline: float) -> str:
+    """One step: the tensors of `start` (a remembered σ) in place of this
+    σ's, where a name of `whole` has a tensor of the same dtype and shape
+    there and its bits differ; kept where `confirm` accepts it."""
+    changes = []
+    usable = 0
+    for t, name in whole:
+        mine, theirs = edit.tables[t][name], start[t].get(name)
+        if not isinstance(theirs, Tensor) or theirs.dtype != mine.dtype or \
+                theirs.shape != mine.shape:
+            continue
+        usable += 1
+        if theirs.array.tobytes() != mine.array.tobytes():
+            changes.append((t, name, theirs))
+    if not changes:
+        return "same" if usable else "unusable"
+    if time.monotonic() >= deadline:
+        raise OutOfTime
+    saved = [(t, name, edit.tables[t][name]) for t, name, _ in changes]
+    for t, name, value in changes:
+        edit.tables[t][name] = value
+    try:
+        ok = confirm(sigma)
+    except BaseException:
+        edit.restore(saved)
+        raise
+    if not ok:
+        edit.restore(saved)
+        return "refused"
+    return "taken"
 
 
 def _take(group: list, small: int, edit: _Edit, confirm, sigma: Sigma, deadline: float) -> bool:

@@ -130,3 +130,13 @@ def pytest_sessionstart(session) -> None:
     # its collector is on again as the run starts, not at its end
     if getattr(session.config.option, "numprocesses", None) and not hasattr(session.config, "workerinput"):
         _collector_off_while_collecting()
+
+
+@pytest.fixture(autouse=True)
+def _no_sigma_remembered_from_another_test():
+    """Each test starts with no σ remembered between checks
+    (checking/sigma_memo.py): a module-scoped program checked by an earlier
+    test would otherwise start its minimization warm, with another box."""
+    from tfsem.checking import sigma_memo
+    sigma_memo.clear()
+    yield
