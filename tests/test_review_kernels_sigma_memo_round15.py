@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tfsem.oracle import kernel_worker as kw
 
@@ -289,6 +290,42 @@ def test_past_the_parents_cap_requests_go_in_the_message_and_answers_still_come_
     assert [_ok(a) for a in answers] == [[(-a).tobytes()] for a in parts]
 
 
+@pytest.mark.xfail(strict=True, reason="a request whose shared file the child cannot read "
+                   "(kernel_worker.Region.loads: EOFError, or an OSError from mmap) ends the "
+                   "child, which the parent takes for the kernel aborting the process on "
+                   "those inputs: evaluate() remembers the inputs refused for good, and a "
+                   "later call, with the files working, is still refused")
+def test_a_request_the_child_cannot_read_is_not_remembered_as_the_kernel_aborting(
+        tf_kernels, monkeypatch):
+    kernels = tf_kernels
+    monkeypatch.setattr(kernels, "_client", None)
+    real = kw.Region.dumps
+
+    def unreadable(self, msg):
+        data = real(self, msg)
+        wrapped = pickle.loads(data)
+        if not kw._shared(wrapped):
+            return data
+        tag, places, body = wrapped          # (places past the end of the file)
+        far = [(off + 2 * kw.SHARED_MAX, n) for off, n in places]
+        return pickle.dumps((tag, far, body), protocol=5)
+
+    x = np.random.default_rng(155).random(kw.SHARED_MIN).astype(np.float32)
+    try:
+        with kernels.use(True):
+            monkeypatch.setattr(kw.Region, "dumps", unreadable)
+            with pytest.raises(kernels.KernelRefused) as refused:
+                kernels.evaluate("Abs", [x], {"T": "DT_FLOAT"}, 1)
+            monkeypatch.setattr(kw.Region, "dumps", real)
+            # (the files working again, the kernel answers; the refusal did not
+            # say the kernel aborted)
+            assert kernels.evaluate("Abs", [x], {"T": "DT_FLOAT"}, 1)[0].tobytes() == \
+                np.abs(x).tobytes()
+            assert "aborted the process" not in str(refused.value), refused.value
+    finally:
+        kernels.shutdown()
+
+
 def _memfd_counts():
     fds = 0
     for fd in os.listdir("/proc/self/fd"):
@@ -328,6 +365,8 @@ def test_a_killed_child_and_a_shutdown_leave_no_shared_file_behind(tf_kernels, m
         assert not {f for f in set(os.listdir("/dev/shm")) - shm_before if "tfsem" in f}
 
 
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="starts TensorFlow's kernel child in a fork: nightly profile")
 def test_a_forked_process_starts_its_own_child_and_both_answer_right(tf_kernels, monkeypatch):
     kernels = tf_kernels
     monkeypatch.setattr(kernels, "_client", None)
@@ -552,36 +591,76 @@ def test_the_sigma_of_a_program_gone_is_dropped_with_it(memo):
     assert held not in memo._entries
 
 
-def test_two_threads_checking_one_original_each_show_a_confirmed_sigma(memo):
-    from tfsem.checking import check_rewrite
-    from test_check_demand_confirm import confirmed_by_the_oracle
-    from test_check_one_outcome import as_if_kernels
-    from test_minimize_sigma_memo import P, REWRITES
-    from tfsem.oracle import kernels
+def test_threads_minimizing_one_originals_rewrites_each_keep_a_confirmed_sigma(memo):
+    # (minimize_concrete with the memory, as check.py calls it, in three
+    # threads at once on one original: each recalls what another just
+    # remembered, for another rewrite; every σ kept is a counterexample of
+    # its own rewrite, by the enumerating oracle.  check_rewrite itself is
+    # not run in threads here: its solver crashes so, with or without the
+    # memory, test_concurrent_checks_do_not_crash_the_solver below)
+    from tfsem.checking import minimize as mini
+    from test_minimize_sigma_memo import P, REWRITES, SIGMA, _is_counterexample
     errors: list = []
+    taken = []
 
     def worker(order):
         try:
-            with kernels.use(True):       # (thread-local; as_if_kernels is set around)
+            for _ in range(3):
                 for name in order:
                     q = REWRITES[name]
-                    v = check_rewrite(P, q, "atomic", "outputs+state", timeout=60,
-                                      structural=False, backends=False, classify=False)
-                    assert v.verdict == "unsound", (name, v.reason)
-                    confirmed_by_the_oracle(P, q, v.counterexample, "atomic",
-                                            "outputs+state", name)
+                    recalled = memo.recall(P, "atomic", "outputs+state")
+                    stats: dict = {}
+                    refusals: dict = {}
+                    sigma = mini.minimize_concrete(
+                        (dict(SIGMA[0]), dict(SIGMA[1])), lambda s, q=q: _is_counterexample(q, s),
+                        time.monotonic() + 60, stats=stats, start=recalled and recalled[0],
+                        known=recalled and recalled[1], refusals=refusals)
+                    memo.remember(P, "atomic", "outputs+state", sigma, refusals)
+                    taken.append(stats.get("remembered"))
+                    if not _is_counterexample(q, sigma):
+                        errors.append(name)
         except BaseException as exc:  # noqa: BLE001
             errors.append(repr(exc))
 
     names = list(REWRITES)
     threads = [threading.Thread(target=worker, args=(o,))
                for o in (names, names[::-1], names[1:] + names[:1])]
-    with as_if_kernels():
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
     assert not errors, errors
+    assert "taken" in taken and "refused" in taken, taken
+
+
+@pytest.mark.skipif(settings.get_current_profile_name() != "nightly",
+                    reason="up to 200 rounds of three checks in threads: nightly profile")
+@pytest.mark.xfail(strict=True, reason="check_rewrite in three threads at once crashes the "
+                   "process in Z3 (Z3_mk_not, Z3_dec_ref: Segmentation fault) within a few "
+                   "rounds, with the σ memory on or off (TFSEM_SIGMA_MEMO=0): Z3's main "
+                   "context is shared by the threads' solvers")
+def test_concurrent_checks_do_not_crash_the_solver():
+    import subprocess
+    import sys
+    code = (
+        "import sys, threading\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from tfsem.checking import check_rewrite\n"
+        "from test_minimize_sigma_memo import P, REWRITES\n"
+        "names = list(REWRITES)\n"
+        "def worker(order):\n"
+        "    for name in order:\n"
+        "        check_rewrite(P, REWRITES[name], 'atomic', 'outputs+state', timeout=60,\n"
+        "                      structural=False, backends=False, classify=False)\n"
+        "for _ in range(200):\n"
+        "    ts = [threading.Thread(target=worker, args=(o,))\n"
+        "          for o in (names, names[::-1], names[1:] + names[:1])]\n"
+        "    [t.start() for t in ts]\n"
+        "    [t.join() for t in ts]\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          timeout=600, env=dict(os.environ, TFSEM_SIGMA_MEMO="0"))
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.xfail(strict=True, reason="sigma_memo.restore puts back the entry of a program "
