@@ -85,7 +85,6 @@ def recall(p: Program, semantics: str, observe: str) -> tuple[Any, dict, bool] |
         return None
     key = _key(semantics, observe)
     with _lock:
-        _purge()
         entry = _entries.get(id(p))
         if entry is None or entry[0]() is not p or entry[1] != key:
             return None
@@ -101,51 +100,43 @@ def remember(p: Program, semantics: str, observe: str, sigma, refusals: dict | N
     the next check of `p`."""
     if not enabled():
         return
+    k = id(p)
     try:
-        ref_p = weakref.ref(p, _forget)
+        ref_p = weakref.ref(p, lambda gone, k=k: _forget(gone, k))
     except TypeError:
         return
     entry = (ref_p, _key(semantics, observe), (dict(sigma[0]), dict(sigma[1])),
-             {k: frozenset(v) for k, v in (refusals or {}).items()}, bool(minimized))
+             {m: frozenset(v) for m, v in (refusals or {}).items()}, bool(minimized))
     with _lock:
-        _purge()
-        _entries[id(p)] = entry
+        _entries[k] = entry
         counts["remembered"] += 1
 
 
-#: weak references of programs gone, whose σ `_purge` drops (a weakref
-#: callback may run in the middle of anything, this module's own updates
-#: under its lock included: it only notes the reference)
-_dead: list = []
-
-
-def _forget(ref_p: weakref.ref) -> None:
-    _dead.append(ref_p)
-
-
-def _purge() -> None:
-    """Drop the σ of the programs gone (under `_lock`)."""
-    while _dead:
-        gone = _dead.pop()
-        for k, entry in list(_entries.items()):
-            if entry[0] is gone:
-                del _entries[k]
+def _forget(gone: weakref.ref, k: int) -> None:
+    """A program's weak reference's callback: its σ is dropped with it.
+    Two dict operations, each atomic, and no lock (a callback may run in
+    the middle of this module's own updates under its lock): the entry is
+    dropped only where it is still this program's (its id may be another
+    program's by now, whose entry stays)."""
+    entry = _entries.get(k)
+    if entry is not None and entry[0] is gone:
+        _entries.pop(k, None)
 
 
 def snapshot() -> dict:
     """What is remembered now (benchmarks: a repeated check is run with the
     memory as its first run found it, `restore`)."""
     with _lock:
-        _purge()
-        return dict(_entries)
+        return {k: e for k, e in list(_entries.items()) if e[0]() is not None}
 
 
 def restore(saved: dict) -> None:
-    """Remember exactly what `snapshot` gave (entries of programs gone are
-    dropped at the next purge)."""
+    """Remember exactly what `snapshot` gave, less the entries of programs
+    gone since (whose callbacks have run: put back, nothing would drop
+    them)."""
     with _lock:
         _entries.clear()
-        _entries.update(saved)
+        _entries.update((k, e) for k, e in saved.items() if e[0]() is not None)
 
 
 def clear() -> None:

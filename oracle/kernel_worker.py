@@ -200,6 +200,17 @@ def _send(out, msg, region: "Region | None" = None) -> None:
     out.flush()
 
 
+#: The child's exit status where a request's shared file could not be read
+#: (not the kernel's doing: the parent refuses that call without remembering
+#: its inputs refused, and starts a new child; oracle/kernels.py)
+UNREADABLE_EXIT = 75
+
+
+class _Unreadable(Exception):
+    """A request came whole through the pipe, but its arrays could not be
+    read in the shared file."""
+
+
 def _recv(inp, region: "Region | None" = None):
     head = inp.read(8)
     if len(head) < 8:
@@ -208,7 +219,12 @@ def _recv(inp, region: "Region | None" = None):
     data = inp.read(n)
     if len(data) < n:
         raise EOFError
-    return region.loads(data, copy=False) if region is not None else plain_loads(data)
+    if region is None:
+        return plain_loads(data)
+    try:
+        return region.loads(data, copy=False)
+    except Exception as exc:  # noqa: BLE001 (a file shorter than said, a failed mmap)
+        raise _Unreadable(f"{type(exc).__name__}: {exc}") from None
 
 
 class _Refuse(Exception):
@@ -436,6 +452,10 @@ def main() -> None:
             msg = _recv(inp, requests)
         except EOFError:
             return
+        except _Unreadable:
+            # (no answer can name the request: its id is in what could not
+            # be read; the parent tells this status from a kernel's abort)
+            sys.exit(UNREADABLE_EXIT)
         if len(msg) == 3 and msg[1] == "batch":
             rid, _, calls = msg
             results = [_answer(tf, op_def_registry, execute, errors, ctx, *c) for c in calls]

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .kernel_worker import Region, attrs_key, plain_dumps, plain_loads
+from .kernel_worker import UNREADABLE_EXIT, Region, attrs_key, plain_dumps, plain_loads
 
 
 ENV = "TFSEM_TF_KERNELS"
@@ -481,7 +481,7 @@ class _Client:
         # (kernel_worker.py `Region`), where the system has them: through the
         # pipe a 1 MB input took 3 ms a turn on an idle machine, the writer
         # blocked while the reader copied it out chunk by chunk
-        self.requests = Region.create("tfsem-kernel-requests") if SHARED else None
+        self.requests = Region.create("tfsem-kernel-requests") if shared_files() else None
         self.answers = Region.create("tfsem-kernel-answers") if self.requests else None
         shared = (["--shared", str(self.requests.fd), str(self.answers.fd)]
                   if self.requests and self.answers else [])
@@ -545,6 +545,16 @@ class _Client:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     code = self.proc.wait()
+                    if code == UNREADABLE_EXIT and self.version is not None:
+                        # the child could not read the request's shared file:
+                        # not the kernel's doing, so the call is refused and
+                        # its inputs are not remembered refused (`evaluate`
+                        # keeps a KernelCrashed's); the next call starts a
+                        # new child
+                        self.failed = ("the TensorFlow kernel process could not read a "
+                                       "request's shared file")
+                        self.crashed = True
+                        raise KernelRefused(self.failed)
                     self.failed = f"the TensorFlow kernel process exited (status {code})"
                     # a child that had started died on a call (a kernel's
                     # CHECK failure aborts the process): the next call starts
@@ -661,9 +671,18 @@ class _Client:
 
 
 #: Whether large arrays cross to the child through shared files
-#: (kernel_worker.py `Region`; TFSEM_TF_KERNELS_SHARED=0: through the pipe).
-SHARED = os.environ.get("TFSEM_TF_KERNELS_SHARED", "1").strip().lower() not in (
-    "0", "off", "no", "false")
+#: (kernel_worker.py `Region`): None, as TFSEM_TF_KERNELS_SHARED says when a
+#: child starts (0: through the pipe), like TFSEM_TF_KERNELS; True or False
+#: to fix it (tests).
+SHARED: bool | None = None
+
+
+def shared_files() -> bool:
+    """Whether the next child gets the shared files (`SHARED`)."""
+    if SHARED is not None:
+        return SHARED
+    return os.environ.get("TFSEM_TF_KERNELS_SHARED", "1").strip().lower() not in (
+        "0", "off", "no", "false")
 
 #: The capacity asked for each pipe to the child (Linux: F_SETPIPE_SZ, at
 #: most /proc/sys/fs/pipe-max-size, 1 MiB by default).  With the default

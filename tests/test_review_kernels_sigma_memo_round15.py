@@ -4,8 +4,12 @@ arrays to and from TensorFlow's kernel child (oracle/kernel_worker.py
 checks of one original (checking/sigma_memo.py, minimize.minimize_concrete's
 `start` and `known`).
 
-Each test is an attack: a passing one is a place the mechanism held, one
-marked xfail(strict=True) shows a fault (the reason says which).
+Each test is an attack: a passing one is a place the mechanism held, or
+a fault found and fixed since (a request whose shared file the child
+cannot read is refused without its inputs remembered refused; the switch
+to the pipe read when a child starts; a program's σ dropped with it and not
+put back by `restore`); one marked xfail(strict=True) shows a fault still
+there (the reason says which).
 
 Kernels: messages with arrays of every layout numpy pickles (relaxed
 strides, Fortran order, byte-swapped, read-only, complex, strings,
@@ -292,11 +296,6 @@ def test_past_the_parents_cap_requests_go_in_the_message_and_answers_still_come_
     assert [_ok(a) for a in answers] == [[(-a).tobytes()] for a in parts]
 
 
-@pytest.mark.xfail(strict=True, reason="a request whose shared file the child cannot read "
-                   "(kernel_worker.Region.loads: EOFError, or an OSError from mmap) ends the "
-                   "child, which the parent takes for the kernel aborting the process on "
-                   "those inputs: evaluate() remembers the inputs refused for good, and a "
-                   "later call, with the files working, is still refused")
 def test_a_request_the_child_cannot_read_is_not_remembered_as_the_kernel_aborting(
         tf_kernels, monkeypatch):
     kernels = tf_kernels
@@ -394,10 +393,6 @@ def test_a_forked_process_starts_its_own_child_and_both_answer_right(tf_kernels,
     kernels.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason="TFSEM_TF_KERNELS_SHARED is read once, when "
-                   "oracle/kernels.py is imported: set later (in a program that imported "
-                   "tfsem, as TFSEM_TF_KERNELS and TFSEM_SIGMA_MEMO are honoured), the "
-                   "next child still gets the shared files")
 def test_the_switch_to_the_pipe_is_read_when_a_child_starts(monkeypatch):
     from tfsem.oracle import kernels
     argv: list = []
@@ -430,7 +425,7 @@ def test_the_switch_to_the_pipe_set_before_the_import_is_honoured():
         "    kernels._Client()\n"
         "except Stop:\n"
         "    pass\n"
-        "print('shared' if '--shared' in argv else 'pipe', kernels.SHARED)\n")
+        "print('shared' if '--shared' in argv else 'pipe', kernels.shared_files())\n")
     out = {}
     for value in ("0", "1"):
         env = dict(os.environ, TFSEM_TF_KERNELS_SHARED=value)
@@ -601,10 +596,6 @@ def test_a_sigma_is_recalled_only_for_the_same_program_object_mode_and_epoch(mem
         assert memo.recall(twin, "atomic", "outputs") is None
 
 
-@pytest.mark.xfail(strict=True, reason="the σ of a program gone stays in sigma_memo._entries "
-                   "until the next recall, remember or snapshot of any program (the weak "
-                   "reference's callback only notes it): 'dropped with its program' holds "
-                   "only once another check runs (18 MB on MobileNetV2)")
 def test_the_sigma_of_a_program_gone_is_dropped_with_it(memo):
     from tfsem.oracle.jsonio import program_from_json
     from tfsem.oracle.values import Tensor
@@ -692,10 +683,6 @@ def test_concurrent_checks_do_not_crash_the_solver():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="sigma_memo.restore puts back the entry of a program "
-                   "that died after the snapshot and was purged since: its weak reference's "
-                   "callback has run already, so no purge ever drops it (its σ is held until "
-                   "clear(), or until a program of the same id is remembered)")
 def test_restore_does_not_bring_back_for_good_the_sigma_of_a_program_gone(memo):
     import json
     from tfsem.oracle.jsonio import program_from_json, program_to_json
