@@ -56,6 +56,16 @@ GRAPHS = ("keras_transformer_block", "keras_cnn_batchnorm", "keras_gru_unrolled"
           "keras_lstm_unrolled", "keras_mlp_adam", "keras_mlp_metrics")
 
 
+def _pair(e: dict, optimizer: str):
+    """The corpus entry `e` imported, and Grappler's `optimizer` output of
+    it imported (as benchmarks/grappler.py's worker does)."""
+    import grappler as B
+    from tfsem.graphdef import grappler as g
+    gd = g.as_graph_def(Path(e["base"]) / e["file"])
+    res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], optimizer)
+    return B._import(gd, e), B._import(res.graph_def, e)
+
+
 def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> None:
     sys.path.insert(0, str(HERE))
     import grappler as B
@@ -70,11 +80,7 @@ def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> No
     kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
     entries = {e["file"].split(".")[0]: e for e in B._entries("real")}
     for graph in graphs:
-        e = entries[graph]
-        gd = g.as_graph_def(Path(e["base"]) / e["file"])
-        p = B._import(gd, e)
-        res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], optimizer)
-        p2 = B._import(res.graph_def, e)
+        p, p2 = _pair(entries[graph], optimizer)
         sigmas = []
         for scale in (1.0, C.HUGE_FEED_SCALE, None):
             feeds, init = C._plain_sigma(p, scale or 1.0)
@@ -131,11 +137,7 @@ def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
     print("| graph | σ | without (CPU ms) | with (CPU ms) | ratio |")
     print("|---|---|---:|---:|---:|")
     for graph in graphs:
-        e = entries[graph]
-        gd = g.as_graph_def(Path(e["base"]) / e["file"])
-        p = B._import(gd, e)
-        res = g.run_grappler(g.placed(gd), e["fetches"] + e["targets"], optimizer)
-        p2 = B._import(res.graph_def, e)
+        p, p2 = _pair(entries[graph], optimizer)
         plain = C._plain_sigma(p)
         feeds, init = C._plain_sigma(p, 1.0)
         nan = ({k: type(v)(np.full(v.shape, np.nan, v.array.dtype))

@@ -475,22 +475,19 @@ def _start_from(start: Sigma, whole: list, edit: _Edit, confirm, sigma: Sigma,
     saved = [(t, name, edit.tables[t][name]) for t, name, _ in changes]
     for t, name, value in changes:
         edit.tables[t][name] = value
-    try:
-        ok = confirm(sigma)
-    except BaseException:
-        edit.restore(saved)
-        raise
-    if not ok:
-        edit.restore(saved)
-        return "refused"
-    return "taken"
+    return "taken" if _kept(saved, edit, confirm, sigma) else "refused"
 
 
 def _take(group: list, small: int, edit: _Edit, confirm, sigma: Sigma, deadline: float) -> bool:
     """One step: `group` set to `small`, kept where `confirm` accepts it."""
     if time.monotonic() >= deadline:
         raise OutOfTime
-    saved = edit.apply(group, small)
+    return _kept(edit.apply(group, small), edit, confirm, sigma)
+
+
+def _kept(saved: list, edit: _Edit, confirm, sigma: Sigma) -> bool:
+    """Whether `confirm` accepts σ as `edit` changed it (`saved`: what the
+    change replaced); where it does not, or raises, σ is put back."""
     try:
         ok = confirm(sigma)
     except BaseException:

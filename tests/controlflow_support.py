@@ -53,6 +53,36 @@ def count_replays(monkeypatch) -> dict[str, int]:
     return counts
 
 
+def count_paths(monkeypatch, counts: dict) -> dict[str, int]:
+    """`counts` with a count, kept up to date, of the numpy replays that went
+    along a kept path to its end (`along`) and of those that left it."""
+    counts.update(along=0, left=0)
+    real = cf.fire_path
+
+    def counted(*a, **k):
+        got = real(*a, **k)
+        counts["along" if got is not None else "left"] += 1
+        return got
+    monkeypatch.setattr(cf, "fire_path", counted)
+    return counts
+
+
+def numpy_replay(p, feeds, init, schedule, mode, along: bool, bound: int):
+    """The outcome of `schedule` on numpy, or the error's kind and text;
+    `along` False: every step found by its label (no kept path)."""
+    from tfsem.backends import controlflow as bcf
+    from tfsem.oracle.functions import CannotRun
+    real = cf.kept_path
+    if not along:
+        cf.kept_path = lambda m, schedule: None
+    try:
+        return bcf.replay_outcome(p, feeds, init, schedule, mode, max_iterations=bound)
+    except (ValueError, CannotRun, BudgetExceeded) as exc:
+        return (type(exc).__name__, str(exc))
+    finally:
+        cf.kept_path = real
+
+
 def replay_answer(p, feeds, init, mode, bound, replay, observe="outputs+state"):
     """(outcomes with their schedules, states explored) with replays on or
     off, or the exception's kind (and a loop bound's frame)."""

@@ -30,7 +30,7 @@ from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.values import Tensor
 
-from controlflow_support import count_replays
+from controlflow_support import count_paths, count_replays, numpy_replay
 from test_controlflow_replay import at, counting_loop
 
 MODES = ("atomic", "decomposed")
@@ -45,29 +45,11 @@ def fresh(monkeypatch):
     """No outcome set or Machine carried over from another test; and a count
     of the numpy replays that went along a kept path to the end."""
     count_replays(monkeypatch)
-    counts = {"along": 0, "left": 0}
-    real = cf.fire_path
-
-    def counted(*a, **k):
-        got = real(*a, **k)
-        counts["along" if got is not None else "left"] += 1
-        return got
-    monkeypatch.setattr(cf, "fire_path", counted)
-    return counts
+    return count_paths(monkeypatch, {})
 
 
 def _numpy(p, feeds, init, schedule, mode, along: bool):
-    """The outcome of `schedule` on numpy, or the error's kind and text;
-    `along` False: every step found by its label."""
-    real = cf.kept_path
-    if not along:
-        cf.kept_path = lambda m, schedule: None
-    try:
-        return bcf.replay_outcome(p, feeds, init, schedule, mode, max_iterations=BOUND)
-    except (ValueError, CannotRun, BudgetExceeded) as exc:
-        return (type(exc).__name__, str(exc))
-    finally:
-        cf.kept_path = real
+    return numpy_replay(p, feeds, init, schedule, mode, along, BOUND)
 
 
 def _both_ways(p, feeds, init, mode) -> int:

@@ -170,20 +170,28 @@ def _is_counterexample(q, sigma, sem="atomic", obs="outputs+state") -> bool:
         outcome_set(P, sigma[0], sigma[1], sem, obs, max_seconds=5)
 
 
+
+def minimized_with_memory(memory, q) -> tuple:
+    """SIGMA minimized as a counterexample of P against `q`, with `memory`
+    (checking/sigma_memo.py) asked first and told after, as check.py's
+    minimization does: (σ, minimize_concrete's stats)."""
+    recalled = memory.recall(P, "atomic", "outputs+state")
+    stats: dict = {}
+    refusals: dict = {}
+    sigma = mini.minimize_concrete(
+        (dict(SIGMA[0]), dict(SIGMA[1])), lambda s: _is_counterexample(q, s),
+        time.monotonic() + 60, stats=stats, start=recalled and recalled[0],
+        known=recalled and recalled[1], refusals=refusals)
+    memory.remember(P, "atomic", "outputs+state", sigma, refusals)
+    return sigma, stats
+
 def _minimize_in_turn():
     """Each rewrite's σ minimized as check.py does it, one after the other:
     the memory asked, then told (name -> (σ, what the memory did))."""
     out = {}
     for name, q in REWRITES.items():
         assert _is_counterexample(q, SIGMA)
-        recalled = sigma_memo.recall(P, "atomic", "outputs+state")
-        stats: dict = {}
-        refusals: dict = {}
-        sigma = mini.minimize_concrete(
-            (dict(SIGMA[0]), dict(SIGMA[1])), lambda s, q=q: _is_counterexample(q, s),
-            time.monotonic() + 60, stats=stats, start=recalled and recalled[0],
-            known=recalled and recalled[1], refusals=refusals)
-        sigma_memo.remember(P, "atomic", "outputs+state", sigma, refusals)
+        sigma, stats = minimized_with_memory(sigma_memo, q)
         out[name] = (sigma, stats.get("remembered"))
     return out
 

@@ -36,12 +36,11 @@ from hypothesis import strategies as st
 from tfsem.backends import controlflow as bcf
 from tfsem.oracle import controlflow as cf
 from tfsem.oracle import functions as fns
-from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
 
-from controlflow_support import count_replays, same_as_exploring
+from controlflow_support import count_paths, count_replays, numpy_replay, same_as_exploring
 
 MODES = ("atomic", "decomposed")
 BOUND = 6
@@ -273,30 +272,11 @@ def fresh(monkeypatch):
     """No outcome set or Machine carried over; counts of the replays that
     answered and were refused, and of the numpy replays that went along a
     kept path to its end and that left it."""
-    counts = count_replays(monkeypatch)
-    counts.update(along=0, left=0)
-    real = cf.fire_path
-
-    def counted(*a, **k):
-        got = real(*a, **k)
-        counts["along" if got is not None else "left"] += 1
-        return got
-    monkeypatch.setattr(cf, "fire_path", counted)
-    return counts
+    return count_paths(monkeypatch, count_replays(monkeypatch))
 
 
 def _numpy(p, feeds, init, schedule, mode, along: bool):
-    """The outcome of `schedule` on numpy, or the error's kind and text;
-    `along` False: every step found by its label."""
-    real = cf.kept_path
-    if not along:
-        cf.kept_path = lambda m, schedule: None
-    try:
-        return bcf.replay_outcome(p, feeds, init, schedule, mode, max_iterations=BOUND)
-    except (ValueError, CannotRun, BudgetExceeded) as exc:
-        return (type(exc).__name__, str(exc))
-    finally:
-        cf.kept_path = real
+    return numpy_replay(p, feeds, init, schedule, mode, along, BOUND)
 
 
 def _run(p, sigmas, mode) -> list:

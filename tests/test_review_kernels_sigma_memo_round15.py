@@ -618,8 +618,7 @@ def test_threads_minimizing_one_originals_rewrites_each_keep_a_confirmed_sigma(m
     # its own rewrite, by the enumerating oracle.  check_rewrite itself is
     # not run in threads here: its solver crashes so, with or without the
     # memory, test_concurrent_checks_do_not_crash_the_solver below)
-    from tfsem.checking import minimize as mini
-    from test_minimize_sigma_memo import P, REWRITES, SIGMA, _is_counterexample
+    from test_minimize_sigma_memo import REWRITES, _is_counterexample, minimized_with_memory
     errors: list = []
     taken = []
 
@@ -628,14 +627,7 @@ def test_threads_minimizing_one_originals_rewrites_each_keep_a_confirmed_sigma(m
             for _ in range(3):
                 for name in order:
                     q = REWRITES[name]
-                    recalled = memo.recall(P, "atomic", "outputs+state")
-                    stats: dict = {}
-                    refusals: dict = {}
-                    sigma = mini.minimize_concrete(
-                        (dict(SIGMA[0]), dict(SIGMA[1])), lambda s, q=q: _is_counterexample(q, s),
-                        time.monotonic() + 60, stats=stats, start=recalled and recalled[0],
-                        known=recalled and recalled[1], refusals=refusals)
-                    memo.remember(P, "atomic", "outputs+state", sigma, refusals)
+                    sigma, stats = minimized_with_memory(memo, q)
                     taken.append(stats.get("remembered"))
                     if not _is_counterexample(q, sigma):
                         errors.append(name)
