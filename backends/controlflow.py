@@ -61,16 +61,16 @@ class DeviceMachine(cf.Machine):
         super().__init__(p, graph_of(p), semantics, max_iterations)
         self.backend = backend
         self.memo = memo
-        # node name -> its attributes' exact key, the program's one table
-        self._memo_attrs: dict[str, object] = cf.attr_keys(p)
 
     def apply_function(self, n, data: list) -> list:
         fn = fns.get(n.op)
         key = None
         if self.memo is not None and not any(isinstance(d, ArrayList) for d in data):
-            attrs = self._memo_attrs.get(n.name, _NONE)
+            # (node name -> its attributes' exact key: the program's one
+            # table, the base class's `_attr_keys`)
+            attrs = self._attr_keys.get(n.name, _NONE)
             if attrs is _NONE:
-                attrs = self._memo_attrs[n.name] = cf._exact_key(n.attrs)
+                attrs = self._attr_keys[n.name] = cf._exact_key(n.attrs)
             key = _memo_key(n, fn, attrs, data)
             got = self.memo.get(key) if key is not None else None
             if got is not None:

@@ -66,13 +66,28 @@ def _pair(e: dict, optimizer: str):
     return B._import(gd, e), B._import(res.graph_def, e)
 
 
+def _sigmas(p) -> list:
+    """The probe's plain σ of `p`, the plain σ with huge feeds, and NaN in
+    every float feed (check.py `_plain_sigma`)."""
+    import numpy as np
+
+    from tfsem.checking import check as C
+    out = []
+    for scale in (1.0, C.HUGE_FEED_SCALE, None):
+        feeds, init = C._plain_sigma(p, scale or 1.0)
+        if scale is None:      # NaN in every float feed
+            feeds = {k: type(v)(np.full(v.shape, np.nan, v.array.dtype))
+                     if v.dtype.startswith("float") else v for k, v in feeds.items()}
+        out.append((feeds, init))
+    return out
+
+
 def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> None:
     sys.path.insert(0, str(HERE))
     import grappler as B
     import numpy as np
 
     import tfsem
-    from tfsem.checking import check as C
     from tfsem.checking import refute as ref
     from tfsem.graphdef import grappler as g
     from tfsem.oracle import applications, explore, kernels
@@ -81,13 +96,7 @@ def worker(graphs: list[str], optimizer: str, repeat: int, warm_runs: int) -> No
     entries = {e["file"].split(".")[0]: e for e in B._entries("real")}
     for graph in graphs:
         p, p2 = _pair(entries[graph], optimizer)
-        sigmas = []
-        for scale in (1.0, C.HUGE_FEED_SCALE, None):
-            feeds, init = C._plain_sigma(p, scale or 1.0)
-            if scale is None:      # NaN in every float feed
-                feeds = {k: type(v)(np.full(v.shape, np.nan, v.array.dtype))
-                         if v.dtype.startswith("float") else v for k, v in feeds.items()}
-            sigmas.append((feeds, init))
+        sigmas = _sigmas(p)
 
         def one_pass() -> int:
             fired = 0
@@ -126,7 +135,6 @@ def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
     import grappler as B
     import numpy as np
 
-    from tfsem.checking import check as C
     from tfsem.checking import refute as ref
     from tfsem.graphdef import grappler as g
     from tfsem.oracle import applications, explore, kernels
@@ -138,10 +146,8 @@ def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
     print("|---|---|---:|---:|---:|")
     for graph in graphs:
         p, p2 = _pair(entries[graph], optimizer)
-        plain = C._plain_sigma(p)
-        feeds, init = C._plain_sigma(p, 1.0)
-        nan = ({k: type(v)(np.full(v.shape, np.nan, v.array.dtype))
-                if v.dtype.startswith("float") else v for k, v in feeds.items()}, init)
+        alternating = _sigmas(p)
+        plain = alternating[0]
         one = []
         for x in sorted(plain[1])[:12]:
             changed = dict(plain[1])
@@ -149,7 +155,7 @@ def kept(graphs: list[str], optimizer: str, repeat: int) -> None:
             changed[x] = type(v)(np.zeros(v.shape, v.array.dtype))
             one.append((plain[0], changed))
         patterns = {"same": [plain], "one-variable": one,
-                    "alternating": [plain, C._plain_sigma(p, C.HUGE_FEED_SCALE), nan]}
+                    "alternating": alternating}
         times: dict = {}
         for _ in range(repeat):
             for limit in (0, on):

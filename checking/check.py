@@ -1289,15 +1289,14 @@ class _Checker:
             # up to QUERY_SECONDS each, not confirmations: its box as before)
             return cap
         cost = getattr(self, "confirm_seconds", 0.0)
+        # (a small graph's confirmations, at most MINIMIZE_CHEAP_SECONDS:
+        # its passes finish in the box, sooner where the cone tests run)
+        box = cap if cost <= MINIMIZE_CHEAP_SECONDS else \
+            min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
         # (warm: at most what finding the counterexample cost, times
         # mini.MINIMIZE_FIND_RATIO, at least mini.MINIMIZE_FIND_FLOOR:
         # minimize.find_box)
-        spent = time.monotonic() - self.started if warm else float("inf")
-        if cost <= MINIMIZE_CHEAP_SECONDS:
-            # (a small graph's confirmations: its passes finish in the box,
-            # sooner where the cone tests run)
-            return mini.find_box(cap, spent)
-        return mini.find_box(min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost)), spent)
+        return mini.find_box(box, time.monotonic() - self.started) if warm else box
 
     def demand(self) -> "Demand | None":
         """The demand-driven test of candidate σ (checking/demand.py), where

@@ -403,7 +403,13 @@ def _settle(members: list, small: int, edit: _Edit, confirm, sigma: Sigma,
         raise
     deferred = edit.deferred.pop(small, [])
     if deferred:
-        if _take(deferred, small, edit, confirm, sigma, deadline):
+        try:
+            taken = _take(deferred, small, edit, confirm, sigma, deadline)
+        except BaseException:
+            # (not asked, or cut: still the members that refused, as above)
+            edit.refuse(deferred, small)
+            raise
+        if taken:
             gone = set(deferred)
             return [m for m in left if m not in gone]
         edit.refuse(deferred, small)

@@ -210,7 +210,8 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
     deadline = bounded(deadline)
     tag = ("canonical", p.topological_order)
     for comp in comps:
-        line = comp.straight_line(tag, lambda u, comp=comp: priority.table(comp)[u])
+        line = comp.straight_line(tag, lambda u, comp=comp: priority.table(comp)[u], deadline,
+                                  started)
         ran = line.run(comp, init, deadline, started, steps) if line is not None else None
         if ran is None:
             # (the engine's run; the first one records its steps, which the

@@ -482,11 +482,6 @@ def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
     return tuple(parts)
 
 
-def lookup(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
-    hit = lookup_entry(memo, k, fn, args)
-    return None if hit is None else hit[0]
-
-
 def lookup_entry(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
     """The remembered (results, kernel ops) of the application, the ops
     noted (`kernels.note`), or None."""

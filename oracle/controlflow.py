@@ -474,7 +474,7 @@ class Machine:
         self._kernels_on: bool | None = None
         # What the rules look up at every step, by node and by edge, computed
         # once (the steps read these tables instead of the graph's Edge
-        # objects: :meth:`_pair_steps`, :meth:`_fire`, :meth:`_produce`,
+        # objects: :meth:`_pair_steps`, :meth:`_fire`,
         # :meth:`_token_candidates`).  Each incoming edge as (id, from a
         # constant Enter, control, back edge into a Merge, edge from a
         # non-constant Enter into a Merge), in input order:
@@ -1575,7 +1575,7 @@ class Machine:
                 return
         else:
             results = self.apply_function(n, data)
-        # (`_produce` for each port, then `_signal`, written out)
+        # (a token for each port's edges, then `_signal`, written out)
         written = self._written
         ports = self._out_port[n.name]
         for port, value in enumerate(results):
@@ -1676,12 +1676,6 @@ class Machine:
                 _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
                 _APPLIED_BYTES += size
         return list(results)
-
-    def _produce(self, tokens: dict, name: str, port: int, ctx: Context, value: object) -> None:
-        written = self._written
-        for eid in self._out_port[name].get(port, ()):
-            tokens[(eid, ctx)] = value
-            written.append((eid, ctx))
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
         written = self._written
@@ -1971,7 +1965,7 @@ class RunTrace:
     of the sequence of insertions, the same in one process.)  And what a
     step does to the skeleton is a function of the step and the skeleton,
     but for what `_fire` decides from values: how many results a registry
-    function gives (`_produce` writes one token per port that has a
+    function gives (`_fire` writes one token per port that has a
     result), and, for a live Switch, which port is DEAD or whether both are
     (an error or non-bool predicate); a live Read, Assign, Merge, Enter,
     Exit, NextIteration or LoopCond writes live tokens on keys fixed by the

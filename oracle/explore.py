@@ -289,7 +289,8 @@ class _Component:
                 self.conflicts[u] = [w for w in steps if w % n != u % n
                                      and (self.is_write(u) or self.is_write(w))]
 
-    def straight_line(self, tag: str, priority) -> "_Line | None":
+    def straight_line(self, tag: str, priority, deadline: float | None = None,
+                      started: float = 0.0) -> "_Line | None":
         """The straight line (`_Line`) of this component's run by
         `priority(step)`, a priority that depends on the component's
         structure only, named `tag`: kept with the compiled component
@@ -303,8 +304,11 @@ class _Component:
             shared[key] = False      # (asked once: the engine runs it)
             return None
         if line is False:
-            line = shared[key] = _build_line(self, priority,
-                                             shared.pop(("trace", tag), None)) or 0
+            # (a dry run past `deadline` raises BudgetExceeded, as the run
+            # would: the line is built at a later run)
+            line = shared[key] = _build_line(self, priority, shared.get(("trace", tag)),
+                                             deadline, started) or 0
+            shared.pop(("trace", tag), None)
         return line or None
 
     def record_steps(self, tag: str):
@@ -321,8 +325,11 @@ class _Component:
         trace: list[int] = []
         groups: dict[int, tuple[int, ...]] = {}
         # (the groups only where the kernels are on: off, `_prefetch`
-        # leaves the steps it would ask for unmarked, and the groups of a
-        # run with them on are the dry run's to record)
+        # leaves the steps it would ask for unmarked, and the record says
+        # it has none (None): a line built while the kernels are on takes
+        # its groups from a dry run, one built while they are off takes
+        # the steps recorded and no groups (it asks for each evaluation
+        # alone, whose answer is the same, if they are on at its runs))
         kernels_on = PREFETCH and _kernels.enabled()
         engine_fire, engine_prefetch = self.fire, self._prefetch
 
@@ -341,8 +348,7 @@ class _Component:
             self._prefetch = prefetch
 
         def done() -> None:
-            if kernels_on and _kernels.enabled():
-                shared[("trace", tag)] = (trace, groups)
+            shared[("trace", tag)] = (trace, groups if kernels_on and _kernels.enabled() else None)
         return done
 
     def with_feeds(self, feeds: Mapping[str, Value]) -> "_Component":
@@ -1019,7 +1025,12 @@ class _Line:
             self.kept_bytes += size
 
 
-def _build_line(comp: "_Component", priority, recorded: tuple | None = None) -> _Line | None:
+#: `Function.apply` itself: a function whose class has its own gets no line
+_FUNCTION_APPLY = fns.Function.apply
+
+
+def _build_line(comp: "_Component", priority, recorded: tuple | None = None,
+                deadline: float | None = None, started: float = 0.0) -> _Line | None:
     """The straight line of `comp`'s run that fires, among the enabled
     steps, the one first by `priority(step)` (a function of the step
     only): the steps of a run of the engine, and the kernel evaluations it
@@ -1027,11 +1038,15 @@ def _build_line(comp: "_Component", priority, recorded: tuple | None = None) -> 
     or else from a dry run with every function a stub (see `_Line`: the
     same steps either way).  None where the program is one the line does
     not take."""
-    n = comp.n
-    if not all(f is None or isinstance(f, fns.Function) for f in comp.fn):
-        return None     # (a component whose functions are wrapped: not the canonical run's)
-    if recorded is not None:
-        trace, groups = list(recorded[0]), dict(recorded[1])
+    if not all(f is None or type(f).apply is _FUNCTION_APPLY for f in comp.fn):
+        # (a component whose functions are wrapped, not the canonical run's;
+        # or of a class with its own `apply`, e.g. the TensorList ops',
+        # which the line's `Function.remembered` would go around: the
+        # engine runs it)
+        return None
+    if recorded is not None and (recorded[1] is not None
+                                 or not (PREFETCH and _kernels.enabled())):
+        trace, groups = list(recorded[0]), dict(recorded[1] or {})
         if len(trace) != len(set(trace)):
             return None
         return _line_of(comp, trace, groups)
@@ -1065,15 +1080,23 @@ def _build_line(comp: "_Component", priority, recorded: tuple | None = None) -> 
 
     dry.fire = fire
     dry._prefetch = prefetch
+    chosen = 0
     try:
         st = dry.root({})
         while True:
             dry.close(st)
             if not st.ready:
                 break
+            # (the run's deadline, read as the run reads it: a dry run costs
+            # the engine's bookkeeping, seconds on a large component)
+            chosen += 1
+            if deadline is not None and chosen & 63 == 0 and time.monotonic() > deadline:
+                raise BudgetExceeded("seconds", max(0.0, deadline - started), chosen)
             t = min(st.ready, key=priority)
             st.ready.discard(t)
             dry.fire(st, t)
+    except BudgetExceeded:
+        raise
     except Exception:  # noqa: BLE001 (the engine meets it again at the run)
         return None
     if len(trace) != len(set(trace)):

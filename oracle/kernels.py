@@ -35,7 +35,6 @@ import contextlib
 import hashlib
 import importlib.util
 import os
-import pickle
 import select
 import subprocess
 import sys

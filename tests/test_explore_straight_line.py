@@ -305,9 +305,9 @@ def test_a_line_from_a_recorded_run_is_the_dry_runs(monkeypatch):
     built = explore._build_line
     from_records = []
 
-    def building(comp, priority, recorded=None):
+    def building(comp, priority, recorded=None, *clock):
         from_records.append(recorded is not None)
-        return built(comp, priority, recorded)
+        return built(comp, priority, recorded, *clock)
     monkeypatch.setattr(explore, "_build_line", building)
     recorded = grouped = 0
     for i, p in enumerate(random_programs(80, 83, max_nodes=14)):
@@ -333,3 +333,81 @@ def test_a_line_from_a_recorded_run_is_the_dry_runs(monkeypatch):
             grouped += bool(line.groups)
     assert recorded >= 40 and grouped >= 10, (recorded, grouped)
     assert from_records and all(from_records)     # (every line here from its first run)
+
+
+def _shared(p) -> dict:
+    """The shared table of p's one compiled component (lines and traces)."""
+    (template,) = explore._COMPILED[p].values()
+    return template.__dict__.get("_shared", {})
+
+
+def test_a_function_with_its_own_apply_runs_on_the_engine(monkeypatch):
+    """The TensorList ops' class has its own `apply` (a TensorList is no
+    tensor), which the line's `Function.remembered` would go around: such
+    a component gets no line, and every run is the engine's (the review of
+    the straight line found the second and later runs raising CannotRun)."""
+    from tfsem.oracle import applications
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": {},
+        "nodes": [{"name": "s", "op": "Const", "value": {"dtype": "int32", "value": [2]}},
+                  {"name": "n", "op": "Const", "value": {"dtype": "int32", "value": 3}},
+                  {"name": "l", "op": "TensorListReserve", "inputs": ["s", "n"],
+                   "element_dtype": "float32"},
+                  {"name": "o", "op": "TensorListLength", "inputs": ["l"]}],
+        "outputs": {"o": "o"}})
+    slow = _answer(p, {}, {}, "atomic", "outputs", False, monkeypatch)
+    assert not isinstance(slow, str) and dict(slow[0].outputs)["o"] == Tensor(np.int32(3))
+    with applications.scope(p):
+        for _run in range(3):
+            _same(_answer(p, {}, {}, "atomic", "outputs", True, monkeypatch), slow, _run)
+    assert _lines(p) == 0
+
+
+def _assigns(n: int):
+    """n Assign-adds of a feed to one variable, its final value observed."""
+    nodes = [{"name": "v", "op": "Var", "var": "x"}]
+    nodes += [{"name": f"a{k}", "op": "Assign", "fn": "Add", "inputs": ["v", "$f"]}
+              for k in range(n)]
+    return program_from_json({"format": "tfsem.program/1",
+                              "variables": {"x": {"dtype": "float32", "shape": []}},
+                              "feeds": {"f": {"dtype": "float32", "shape": []}},
+                              "nodes": nodes, "outputs": {}})
+
+
+def test_a_dry_run_past_the_deadline_stops_and_the_line_is_built_later(monkeypatch):
+    """Where the run that would have recorded the steps was cut short, the
+    line's dry run reads the run's deadline (it costs the engine's
+    bookkeeping: seconds on a large component): past it BudgetExceeded, as
+    the run, and no line kept, neither one nor "none"; a later run builds
+    it and gives the engine's outcome."""
+    monkeypatch.setattr(explore, "STRAIGHT_LINE", True)
+    p = _assigns(300)
+    feeds, init = {"f": Tensor(np.float32(1.0))}, {"x": Tensor(np.float32(0.0))}
+    tag = ("line", ("canonical", p.topological_order))
+    for _run in range(2):
+        with pytest.raises(BudgetExceeded):
+            ref.canonical_outcome(p, feeds, init, "atomic", "outputs+state", deadline=0.0)
+    assert _shared(p).get(tag) is False          # (asked, not built: the dry run was cut)
+    slow = _answer(p, feeds, init, "atomic", "outputs+state", False, monkeypatch)
+    fast = _answer(p, feeds, init, "atomic", "outputs+state", True, monkeypatch)
+    _same(fast, slow, "after")
+    assert isinstance(_shared(p).get(tag), explore._Line)
+    assert dict(fast[0].state)["x"] == Tensor(np.float32(300.0))
+
+
+def test_with_the_kernels_off_the_line_is_made_from_the_first_run(monkeypatch):
+    """The steps of a run with TensorFlow's kernels off are recorded too (no
+    groups of kernel evaluations): the line is made from them, no dry run."""
+    from tfsem.oracle import kernels
+    monkeypatch.setattr(explore, "STRAIGHT_LINE", True)
+    p = _assigns(20)
+    feeds, init = {"f": Tensor(np.float32(0.5))}, {"x": Tensor(np.float32(1.0))}
+    dry = []
+    real = explore._Stub
+    monkeypatch.setattr(explore, "_Stub", lambda *a: dry.append(1) or real(*a))
+    with kernels.use(False):
+        slow = _answer(p, feeds, init, "atomic", "outputs+state", False, monkeypatch)
+        for _run in range(3):
+            _same(_answer(p, feeds, init, "atomic", "outputs+state", True, monkeypatch), slow,
+                  _run)
+    assert _lines(p) == 1 and not dry
