@@ -272,16 +272,7 @@ def _run_one(comp, init: Mapping[str, Value], priority, deadline: float | None,
     table = getattr(priority, "table", None)
     # (a table's own lookup as the key: no Python call per ready step)
     by = table(comp).__getitem__ if table is not None else (lambda u: priority(comp, u))
-    while True:
-        comp.close(st)
-        if not st.ready:
-            break
-        steps += 1
-        if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
-            raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
-        t = min(st.ready, key=by)
-        st.ready.discard(t)
-        comp.fire(st, t)
+    steps = comp.run_by_priority(st, by, deadline, started, steps)
     return comp.outcome(st), _schedule(st.sched), steps
 
 

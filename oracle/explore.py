@@ -607,6 +607,25 @@ class _Component:
                 asked = self._prefetch(st, t, asked)
             self.fire(st, t)
 
+    def run_by_priority(self, st: "_State", key, deadline: float | None = None,
+                        started: float = 0.0, steps: int = 0) -> int:
+        """Fire from `st` until no step is enabled, choosing among the
+        enabled steps the one first by `key(step)`; the choices made are
+        counted on from `steps` and returned.  Past `deadline`
+        (time.monotonic(), read every 64 choices) BudgetExceeded.  One run
+        of the engine's own step function (refute's canonical run, the
+        straight line's dry run): only the choice is the caller's."""
+        while True:
+            self.close(st)
+            if not st.ready:
+                return steps
+            steps += 1
+            if deadline is not None and steps & 63 == 0 and time.monotonic() > deadline:
+                raise BudgetExceeded("seconds", max(0.0, deadline - started), steps)
+            t = min(st.ready, key=key)
+            st.ready.discard(t)
+            self.fire(st, t)
+
     def _prefetch(self, st: "_State", t: int, asked: set | None) -> set | None:
         """Before step t's function runs on TensorFlow's kernel: the kernel
         evaluations of t and of every other eager step that may need one,
@@ -1080,21 +1099,10 @@ def _build_line(comp: "_Component", priority, recorded: tuple | None = None,
 
     dry.fire = fire
     dry._prefetch = prefetch
-    chosen = 0
     try:
-        st = dry.root({})
-        while True:
-            dry.close(st)
-            if not st.ready:
-                break
-            # (the run's deadline, read as the run reads it: a dry run costs
-            # the engine's bookkeeping, seconds on a large component)
-            chosen += 1
-            if deadline is not None and chosen & 63 == 0 and time.monotonic() > deadline:
-                raise BudgetExceeded("seconds", max(0.0, deadline - started), chosen)
-            t = min(st.ready, key=priority)
-            st.ready.discard(t)
-            dry.fire(st, t)
+        # (the run's deadline, read as the run reads it: a dry run costs
+        # the engine's bookkeeping, seconds on a large component)
+        dry.run_by_priority(dry.root({}), priority, deadline, started)
     except BudgetExceeded:
         raise
     except Exception:  # noqa: BLE001 (the engine meets it again at the run)
