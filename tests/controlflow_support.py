@@ -42,29 +42,27 @@ def count_replays(monkeypatch) -> dict[str, int]:
     monkeypatch.setattr(cf, "remember_outcomes", False)
     monkeypatch.setattr(cf, "replay_traces", True)
     monkeypatch.setattr(cf, "_machines", type(cf._machines)())
-    counts = {"replayed": 0, "refused": 0}
-    real = cf._replay
+    return _count(monkeypatch, "_replay", {}, "replayed", "refused")
+
+
+def _count(monkeypatch, name: str, counts: dict, answered: str, not_answered: str) -> dict:
+    """`counts` with a count, kept up to date, of the calls of cf.`name`
+    that answered (`answered`) and of those that gave None."""
+    counts.update({answered: 0, not_answered: 0})
+    real = getattr(cf, name)
 
     def counted(*a, **k):
         got = real(*a, **k)
-        counts["replayed" if got is not None else "refused"] += 1
+        counts[answered if got is not None else not_answered] += 1
         return got
-    monkeypatch.setattr(cf, "_replay", counted)
+    monkeypatch.setattr(cf, name, counted)
     return counts
 
 
 def count_paths(monkeypatch, counts: dict) -> dict[str, int]:
     """`counts` with a count, kept up to date, of the numpy replays that went
     along a kept path to its end (`along`) and of those that left it."""
-    counts.update(along=0, left=0)
-    real = cf.fire_path
-
-    def counted(*a, **k):
-        got = real(*a, **k)
-        counts["along" if got is not None else "left"] += 1
-        return got
-    monkeypatch.setattr(cf, "fire_path", counted)
-    return counts
+    return _count(monkeypatch, "fire_path", counts, "along", "left")
 
 
 def numpy_replay(p, feeds, init, schedule, mode, along: bool, bound: int):
