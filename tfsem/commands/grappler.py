@@ -132,24 +132,46 @@ def _import_with(graph_def, fetches, targets, where, captures, deadline=None):
     return _import(graph_def, fetches, targets, where, **extra)
 
 
-def replay_in_budget(replay, deadline: float, budget: str, graph: str = ""):
+#: what a replay was doing when its budget ran out in TensorFlow's own
+#: stages, which look at no clock: `tfsem check` and `tfsem mlir` import
+#: TensorFlow for the replay, `tfsem grappler` imported it before Grappler ran
+DURING_IMPORT = "TensorFlow was imported or ran the graph"
+DURING_LOAD = "TensorFlow loaded or ran the graph"
+
+
+def replay_cut(budget: str, graph: str = "", during: str | None = DURING_IMPORT):
+    """The Replay of a replay that `budget` (e.g. "the time budget of 10 s")
+    stopped: ``budget`` true, its reason saying that `budget` ran out
+    while `during` held it, or (`during` None) before the replay started.
+    Its text (Replay.describe) is "not replayed on TensorFlow within the
+    time budget: REASON (the verdict is the oracle's alone)" for every
+    command (docs/budgets.md)."""
+    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (imports no TensorFlow)
+    where = "before the replay started" if during is None else f"while {during}"
+    return tfb.Replay(False, f"{budget} ran out {where}", graph, budget=True)
+
+
+def replay_json(rep) -> dict[str, Any]:
+    """A Replay as a verdict's ``tensorflow_replay`` (with its `text` line)."""
+    return dict(rep.to_json(), text=rep.describe())
+
+
+def replay_in_budget(replay, deadline: float, budget: str, graph: str = "",
+                     during: str = DURING_IMPORT):
     """`replay()` (a replay on TensorFlow that obeys `deadline` between its
     own stages) within `deadline` (time.monotonic()): not started with less
-    than MIN_STAGE left; TensorFlow's import and loading the graph, which
-    look at no clock, left behind when they outlast it (common.call_within).
-    A replay the budget stopped is a Replay with ``budget`` whose reason
-    says that `budget` (e.g. "the time budget of 10 s") ran out and where
-    (`tfsem check`, `tfsem mlir`)."""
-    from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: on call only)
+    than MIN_STAGE left; TensorFlow's stages that look at no clock (its
+    import, loading the graph: `during`) left behind when they outlast it
+    (common.call_within).  A replay the budget stopped is `replay_cut`'s.
+    The one budgeted replay of `tfsem check`, `tfsem mlir` and `tfsem
+    grappler`."""
     left = deadline - time.monotonic()
     if left < MIN_STAGE:
-        return tfb.Replay(False, f"{budget} ran out before the replay started", graph,
-                          budget=True)
+        return replay_cut(budget, graph, None)
     try:
         return call_within(left, replay)
     except StageTimeout:
-        return tfb.Replay(False, f"{budget} ran out while TensorFlow was imported or ran the "
-                          "graph", graph, budget=True)
+        return replay_cut(budget, graph, during)
 
 
 def read_capture_map(path: Path) -> dict:
@@ -725,7 +747,7 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
         rep = replay(rewritten_graph_def, rewritten, verdict.counterexample, targets, observe,
                      f"the graph {where}", deadline, captures=captures)
-        row["tensorflow_replay"] = dict(rep.to_json(), text=rep.describe())
+        row["tensorflow_replay"] = replay_json(rep)
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
         lap("replay")
@@ -747,11 +769,12 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
            deadline: Deadline, captures: dict | None = None):
     """An `unsound` verdict's counterexample replayed on TensorFlow, as
     `tfsem check` replays one of a graph (backends/tensorflow.py), within
-    `deadline`: the replay looks at it between its stages and gives it to
-    TensorFlow's run, and a stage that outlasts it (TensorFlow loading a
-    large graph) is left behind (common.call_within).  Past it, a Replay
-    with ``budget``: not replayed, the verdict the oracle's alone.
-    `captures`: the capture map of a concrete function's graph, whose
+    `deadline` (this optimizer's part of the command's budget) as `tfsem
+    check` and `tfsem mlir` replay within theirs (`replay_in_budget`): the
+    replay looks at it between its stages and gives it to TensorFlow's run,
+    and a stage that outlasts it (TensorFlow loading a large graph) is left
+    behind.  Past it, a Replay with ``budget``: not replayed, the verdict
+    the oracle's alone.  `captures`: the capture map of a concrete function's graph, whose
     DT_RESOURCE Placeholders the replay runs as the variables they capture."""
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
 
@@ -767,14 +790,8 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
                 rep = exported
         return rep
 
-    if deadline.left() >= MIN_STAGE:
-        try:
-            return call_within(deadline.left(), run)
-        except StageTimeout:
-            why = "the time budget ran out while TensorFlow loaded or ran the graph"
-    else:
-        why = "the time budget ran out before the replay started"
-    return tfb.Replay(False, why, label, budget=True)
+    return replay_in_budget(run, deadline.at, "this optimizer's part of the time budget", label,
+                            DURING_LOAD)
 
 
 #: the line that stands for a counterexample the text of a verdict leaves out

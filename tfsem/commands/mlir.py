@@ -198,10 +198,11 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
                         observe=args.observe)
         replay = None
         if v.verdict == "unsound" and v.counterexample is not None and args.replay:
+            from .grappler import replay_json  # noqa: PLC0415
             rep = replay_within(rewritten, v, deadline, args.timeout)
             if rep.confirmed and "tensorflow" not in v.confirmed:
                 v.confirmed.append("tensorflow")
-            replay = dict(rep.to_json(), text=rep.describe())
+            replay = replay_json(rep)
         result["verdicts"][mode] = v.to_json()
         result["verdicts"][mode]["text"] = v.describe() + \
             (f"\n  {replay['text']}" if replay is not None else "")
