@@ -98,7 +98,7 @@ def canonical_outcome(p: Program, feeds: Mapping[str, Value], init: Mapping[str,
         hash(key)
     except TypeError:          # a value with no exact key: not remembered
         return ref.canonical_outcome(p, feeds, init, semantics, observe, deadline)
-    with _lock:
+    with _locked:
         _purge()
         hit = _memo.get(key)
         if hit is not None and hit[0]() is p:
@@ -138,7 +138,7 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
         ref_p = weakref.ref(p, _forget)
     except TypeError:
         return
-    with _lock:
+    with _locked:
         old = _memo.pop(key, None)
         if old is not None:
             _memo_bytes -= old[4]
@@ -149,16 +149,54 @@ def _remember(key: tuple, p: Program, outcome: Outcome, schedule: list[str],
             _memo_bytes -= gone[4]
 
 
-#: weak references of programs gone, whose runs `_purge` drops (a weakref
-#: callback may run in the middle of anything, the memo's own updates
-#: included: it only notes the reference)
+#: weak references of programs gone whose runs are still to be dropped
+#: (by `_purge`, under `_lock`)
 _dead: list = []
 
 
 def _forget(ref_p: weakref.ref) -> None:
-    """A remembered run's program is gone: so is the run (a long-lived
-    process, `tfsem serve`, keeps no dead program's outcomes)."""
+    """A remembered run's program is gone: so is the run, at once (a
+    long-lived process, `tfsem serve`, keeps no dead program's outcomes,
+    nor counts them against the live ones' MEMO_BYTES).
+
+    A weak reference's callback runs wherever the program's last reference
+    went: in any thread, even in the middle of this module's own update
+    under `_lock` (a program dropped by a collection that update's
+    allocation started).  So the callback only notes the reference (one
+    atomic append) and drops the runs itself only where it can take the
+    lock without waiting; where the lock is held, its holder drops them
+    when it lets the lock go (`_locked`): the runs go before that update's
+    call returns, never at some later call."""
     _dead.append(ref_p)
+    _purge_unheld()
+
+
+def _purge_unheld() -> None:
+    """Drop the runs of the programs gone, unless `_lock` is held (by
+    another thread, or by this one further up its stack: then its holder
+    does, `_locked`).  Looked at again after each purge: a program can go
+    while the lock is held here."""
+    while _dead and _lock.acquire(blocking=False):
+        try:
+            _purge()
+        finally:
+            _lock.release()
+
+
+class _Locked:
+    """`with _locked:`: `_lock` held; on leaving, the runs of the programs
+    gone meanwhile (whose callbacks found the lock held) dropped.  Every
+    update of `_memo` and `_memo_bytes` is made under it."""
+
+    def __enter__(self) -> None:
+        _lock.acquire()
+
+    def __exit__(self, *exc) -> None:
+        _lock.release()
+        _purge_unheld()
+
+
+_locked = _Locked()
 
 
 def _purge() -> None:
@@ -169,6 +207,9 @@ def _purge() -> None:
     gone = set()
     while _dead:
         gone.add(id(_dead.pop()))
+    # (each of these references lived until it was popped here, as every
+    # entry's reference did: an entry's reference has one of these id()s
+    # only where it is that reference)
     for key in [k for k, e in _memo.items() if id(e[0]) in gone]:
         _memo_bytes -= _memo.pop(key)[4]
 
@@ -176,13 +217,13 @@ def _purge() -> None:
 def clear() -> None:
     """Forget every remembered run."""
     global _memo_bytes
-    with _lock:
+    with _locked:
         _memo.clear()
         _memo_bytes = 0
 
 
 def remembered() -> int:
     """How many runs are remembered (tests)."""
-    with _lock:
+    with _locked:
         _purge()
         return len(_memo)

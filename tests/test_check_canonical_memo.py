@@ -2,7 +2,7 @@
 (checking/canonical_memo.py): a hit gives exactly the answer a fresh run
 gives, bit for bit; σ is keyed by its exact bits (NaN payloads, -0.0); a
 run that fails is not remembered; a recycled id() never finds another
-program's entry; the kernels a run evaluated are named again on a hit; and
+program's entry; a program's runs go with it, at once; the kernels a run evaluated are named again on a hit; and
 the checker's verdicts with the memo equal those without it."""
 
 from __future__ import annotations
@@ -155,6 +155,82 @@ def test_a_recycled_id_finds_no_other_programs_run():
     del p
     gc.collect()
     assert M.remembered() == 1 and [e[0]() for e in M._memo.values()] == [q]
+
+
+def _held_outcome(v: int):
+    """A program remembered with one run, and a weak reference to the
+    outcome that run holds (the caller's copy of it dropped)."""
+    import weakref
+    p = _const_program(v)
+    o, _ = M.canonical_outcome(p, {}, {}, "atomic", "outputs")
+    held = weakref.ref(dict(o.outputs)["o"].array)
+    assert M.remembered() == 1 and held() is not None
+    return p, held
+
+
+def test_a_program_collected_takes_its_runs_with_it_at_once():
+    """Its runs were purged only at the memo's next call: a long-lived
+    process (`tfsem serve`) kept a dead original's outcomes (up to
+    MEMO_BYTES of them) until the next check, and counted their bytes
+    against the live programs' runs."""
+    p, held = _held_outcome(7)
+    del p
+    gc.collect()
+    assert held() is None                      # no call to the memo in between
+    assert not M._memo and M._memo_bytes == 0
+
+
+def test_a_program_collected_while_the_memo_is_busy_is_dropped_when_it_is_done(monkeypatch):
+    """The weak reference's callback may run in the middle of the memo's own
+    update (its lock held, in this thread or another): it cannot drop the
+    runs then; the update drops them when it ends, before its call returns."""
+    p, held = _held_outcome(7)
+    box = [p]
+    del p
+
+    armed = []
+
+    class Busy(type(M._memo)):
+        def __setitem__(self, key, value):
+            if armed:
+                box.clear()          # p's last reference goes, under the memo's lock
+                gc.collect()
+            super().__setitem__(key, value)
+
+    busy = Busy(M._memo)
+    M._memo.clear()                 # (p's run is in `busy` alone)
+    monkeypatch.setattr(M, "_memo", busy)
+    armed.append(True)
+    q = _const_program(8)
+    M.canonical_outcome(q, {}, {}, "atomic", "outputs")
+    assert held() is None and not box
+    assert [e[0]() for e in busy.values()] == [q]
+    assert M._memo_bytes == busy[next(iter(busy))][4]
+
+
+def test_programs_dropped_in_several_threads_leave_nothing_and_count_right():
+    import threading
+
+    wrong: list = []
+
+    def work(base: int) -> None:
+        for v in range(40):
+            p = _const_program(base + v)
+            o, _ = M.canonical_outcome(p, {}, {}, "atomic", "outputs")
+            if dict(o.outputs)["o"] != Tensor(np.array([base + v])):
+                wrong.append(base + v)
+            del p, o
+            if v % 7 == 0:
+                gc.collect()
+
+    threads = [threading.Thread(target=work, args=(1000 * k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    gc.collect()
+    assert not wrong
+    assert not M._memo and M._memo_bytes == 0 and not M._dead
 
 
 def test_the_kernels_a_run_evaluated_are_named_again_on_a_hit(monkeypatch):
