@@ -437,6 +437,7 @@ from __future__ import annotations
 import collections.abc as _abc
 import contextvars
 import gc
+import struct
 import time
 import weakref
 from time import monotonic as _kernels_clock
@@ -835,7 +836,9 @@ def _exact(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return ("seq", type(value).__name__, tuple(_exact(v) for v in value))
     if isinstance(value, float):
-        return ("float", value.hex())
+        # by its bits: float.hex() writes every NaN "nan", whatever its sign
+        # and payload, which an op's result can show (fns.attrs_key says why)
+        return ("float", struct.pack("<d", value))
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, tuple(value.shape), value.tobytes(order="C"))
     if isinstance(value, (str, int, bool)) or value is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import struct
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -800,13 +801,43 @@ def _attr_key(v: Any) -> Any:
     return value_to_json(v) if isinstance(v, (Tensor, Error)) else v
 
 
+def _float_nan_bits(v: Any) -> Any:
+    """`v` (an `_attr_key` value) with every float NaN in it, at any depth
+    of dicts and lists, written as its 64 bits."""
+    if isinstance(v, float) and v != v:
+        return {"float_bits": struct.pack("<d", v).hex()}
+    if isinstance(v, dict):
+        return {k: _float_nan_bits(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_float_nan_bits(x) for x in v]
+    return v
+
+
 def attrs_key(attrs: Mapping[str, Any]) -> str:
     """A canonical string for comparing attributes (CSE, program identity,
     signatures): equal exactly when the attributes are equal values, bit for
     bit (a tensor's dtype, shape and elements; a non-empty tensor's JSON
     value says all three, and its bytes where it holds a NaN other than
-    numpy's: values.exact)."""
-    return json.dumps({k: _attr_key(v) for k, v in sorted(attrs.items())}, sort_keys=True)
+    numpy's: values.exact; a float by its bits where it is a NaN).
+
+    **Why a float NaN attribute is keyed by its bits.**  JSON writes every
+    float NaN `NaN`, whatever its sign and payload, and an op can show them:
+    an op TensorFlow's kernel runs gets its node's attributes (`tf_attrs`,
+    oracle/kernels.py `opaque_form`, bit for bit through the kernels'
+    child), and LeakyRelu's result for x < 0 is x * alpha: alpha -NaN gives
+    -NaN where alpha NaN gives NaN (tests/test_kernels_batch.py), which
+    Bitcast or PackScatter shows; a user's function may copy a float
+    attribute into its result.  Two programs that differ only there were one
+    program (`Program.__eq__`), and their check `sound` ("the rewritten
+    program is the original"); tests/test_functions_attrs_key_nan.py.
+    (tfsem's own numpy models read no float attribute: Const's value is a
+    tensor, keyed above; Fill's value is an input.)  JSON's `NaN` is looked
+    for first, so a key with no NaN in it is made once, as before."""
+    key = json.dumps({k: _attr_key(v) for k, v in sorted(attrs.items())}, sort_keys=True)
+    if "NaN" in key:    # a float NaN (or a string with these letters: the same key, exact)
+        key = json.dumps({k: _float_nan_bits(_attr_key(v)) for k, v in sorted(attrs.items())},
+                         sort_keys=True)
+    return key
 
 
 # ---------------------------------------------------------------------------
