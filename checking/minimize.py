@@ -29,7 +29,7 @@ from tfsem.oracle.functions import CannotRunHere
 from tfsem.oracle.outcomes import Outcome
 from tfsem.oracle.program import ASSIGN, READ, Program
 from tfsem.oracle.semantics import graph_of, outcome_of, run_schedule
-from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, Error, Tensor, Value
+from tfsem.oracle.values import DTYPES, FLOAT_DTYPES, Error, Tensor, Value, exact
 
 from .encode import Encoder
 from .symbolic import Term
@@ -233,10 +233,25 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     counts.setdefault("taken", 0)
     counts["finished"] = False
 
+    # (σ that `confirm` refused in this minimization, by `_sigma_key`:
+    # delta debugging comes back to some of them, e.g. a group G that
+    # refused, split into halves A and B, where every member of A then took
+    # the value: B on top of that is G's σ again; or the element pass's
+    # first group, where it sets again what the tensor pass set.  Such a
+    # step is not asked again and counts as refused (`repeated`).  The order
+    # of the search only: every σ kept is one `confirm` accepted)
+    refused_sigmas: set[int] = set()
+
     def counted(s: Sigma) -> bool:
+        key = _sigma_key(s)
+        if key in refused_sigmas:
+            counts["repeated"] = counts.get("repeated", 0) + 1
+            return False
         counts["tried"] += 1
         ok = confirm(s)
         counts["taken"] += bool(ok)
+        if not ok:
+            refused_sigmas.add(key)
         return ok
 
     edit = _Edit(tables)
@@ -291,6 +306,15 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     except OutOfTime:
         pass
     return feeds, init
+
+
+def _sigma_key(sigma: Sigma) -> int:
+    """A hash of σ's exact bits (each value's `exact`: a NaN's payload
+    counts), name by name.  Each Tensor keeps its hash once computed, so a
+    step hashes only the values it made.  Two σ with one key are taken as
+    one by `minimize_concrete`'s memory of refused σ: a collision could only
+    pass over a step, never keep a σ that `confirm` did not accept."""
+    return hash(tuple((name, exact(value)) for table in sigma for name, value in table.items()))
 
 
 class _Edit:

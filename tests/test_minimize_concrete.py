@@ -70,3 +70,55 @@ def test_a_confirmation_that_ends_the_minimization_leaves_the_last_confirmed_sig
     assert not stats["finished"]
     assert np.all(out["x0"].array == 3.0)
     assert not any(np.any(out[f"x{i}"].array) for i in (1, 2, 3))
+
+
+def _sigma_key(sigma):
+    return tuple((t, name, table[name].array.tobytes())
+                 for t, table in enumerate(sigma) for name in sorted(table))
+
+
+def _minimized_asking(init, keep):
+    asked = []
+
+    def confirm(sigma):
+        asked.append(_sigma_key(sigma))
+        return all(np.any(sigma[1][k].array) for k in keep)
+
+    stats = {}
+    _, out = mini.minimize_concrete(({}, dict(init)), confirm, time.monotonic() + 30,
+                                    stats=stats)
+    assert stats["finished"]
+    return {k: v.array.tolist() for k, v in out.items()}, asked, stats
+
+
+def test_delta_debugging_never_asks_about_the_same_sigma_twice(monkeypatch):
+    # A group that refused, whose first half then all took zeros: the second
+    # half on top is the σ the group's step asked about; the element pass's
+    # first group sets again what the tensor pass set.  Neither is asked
+    # again, and the σ left is the one asking them again leaves.
+    for keep in ({"x1", "x6"}, {"x4"}, {"x7"}, {"x0", "x5"}, {"x2", "x3", "x6"}):
+        init = {f"x{i}": _t(np.full(4, float(i + 2))) for i in range(8)}
+        out, asked, stats = _minimized_asking(init, keep)
+        assert len(asked) == len(set(asked)), keep
+        assert stats.get("repeated", 0) >= 1, (keep, stats)
+        with monkeypatch.context() as m:
+            fresh = iter(range(10 ** 6))
+            m.setattr(mini, "_sigma_key", lambda sigma: next(fresh))   # no memory
+            again, asked_again, _ = _minimized_asking(init, keep)
+        assert out == again, keep
+        assert len(asked_again) == len(asked) + stats["repeated"], keep
+        assert len(set(asked_again)) < len(asked_again), keep
+
+
+def test_delta_debugging_asks_the_second_half_where_the_first_did_not_all_take():
+    # x0 must stay: the group refuses, the first half {x0, x1} does not all
+    # take zeros (x1 alone does), so {x2, x3} is a σ not asked yet: asked
+    init = {f"x{i}": _t(np.full(2, 5.0)) for i in range(4)}
+    asked = []
+
+    def confirm(sigma):
+        asked.append({k: bool(np.any(v.array)) for k, v in sigma[1].items()})
+        return bool(np.any(sigma[1]["x0"].array))
+
+    mini.minimize_concrete(({}, init), confirm, time.monotonic() + 30)
+    assert {"x0": True, "x1": False, "x2": False, "x3": False} in asked
