@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", help="write the rows (medians) to this file")
     args = ap.parse_args(argv)
+    if args.repeat < 1 or not args.timeout > 0:
+        print("error: --repeat must be at least 1 and --timeout above 0", file=sys.stderr)
+        return 2
     os.environ.setdefault("TFSEM_TF_KERNELS", "1")
     import numpy as np
 
