@@ -112,12 +112,23 @@ def _to_json(v: Any) -> Any:
 
 
 def _needs(v: Any) -> bool:
-    if isinstance(v, float):
-        return not math.isfinite(v)
-    if isinstance(v, (list, tuple)):
-        return any(map(_needs, v))
-    if isinstance(v, dict):
+    """Whether `v` holds a non-finite float (`x - x` is 0.0 exactly for a
+    finite x, NaN for NaN and the infinities)."""
+    t = type(v)
+    if t is float:
+        return v - v != 0.0
+    if t is list or t is tuple:
+        for x in v:
+            tx = type(x)
+            if tx is str or tx is int or tx is bool:
+                continue
+            if (x - x != 0.0) if tx is float else _needs(x):
+                return True
+        return False
+    if t is dict:
         return any(map(_needs, v.values()))
+    if isinstance(v, float):     # (a subclass: numpy's float64)
+        return not math.isfinite(v)
     return False
 
 
@@ -125,7 +136,11 @@ def attrs_to_json(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     """`tf_attrs` as the program format writes it: each non-finite float,
     at any depth of its values, as ``{"float": TEXT}``; `attrs` itself
     where it has none (the common case: nothing is copied)."""
-    if not any(map(_needs, attrs.values())):
+    for v in attrs.values():
+        t = type(v)
+        if t is not str and t is not int and t is not bool and _needs(v):
+            break
+    else:
         return attrs
     return {k: _to_json(v) for k, v in attrs.items()}
 
@@ -148,10 +163,16 @@ def _from_json(v: Any, where: str) -> Any:
 
 
 def _tagged(v: Any) -> bool:
-    if isinstance(v, dict):
-        return TAG in v or any(map(_tagged, v.values()))
-    if isinstance(v, list):
-        return any(map(_tagged, v))
+    """Whether `v` (a JSON value) holds an object: attribute values are
+    never one but for {"float": TEXT}, so the slow path is taken only then."""
+    t = type(v)
+    if t is dict:
+        return True
+    if t is list:
+        for x in v:
+            tx = type(x)
+            if tx is dict or (tx is list and _tagged(x)):
+                return True
     return False
 
 
@@ -159,6 +180,10 @@ def attrs_from_json(raw: dict, where: str) -> dict:
     """attrs_to_json's inverse (`raw` where nothing in it is written so);
     ValueError naming the attribute where an object ``{"float": ...}`` is
     not one it writes."""
-    if not any(map(_tagged, raw.values())):
+    for v in raw.values():
+        t = type(v)
+        if t is dict or (t is list and _tagged(v)):
+            break
+    else:
         return raw
     return {k: _from_json(v, f"{where}.{k}") for k, v in raw.items()}

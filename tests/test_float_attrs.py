@@ -92,6 +92,14 @@ def test_attributes_are_strict_json_and_read_back_exactly():
     assert {k: back[k] for k in ("T", "n", "ok")} == {"T": "DT_FLOAT", "n": 3, "ok": True}
 
 
+def test_numpys_floats_are_floats_too():
+    import numpy as np
+    attrs = {"alpha": np.float64("-inf"), "v": [np.float64("nan"), np.float64(1.5)]}
+    written = fa.attrs_to_json(attrs)
+    assert written == {"alpha": {"float": "-inf"}, "v": [{"float": "nan"}, 1.5]}
+    json.dumps(written, allow_nan=False)
+
+
 def test_attributes_without_a_non_finite_float_are_left_as_they_are():
     attrs = {"alpha": 0.2, "T": "DT_FLOAT", "dims": [2, 3], "s": "nan"}
     assert fa.attrs_to_json(attrs) is attrs
