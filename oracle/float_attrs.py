@@ -29,8 +29,8 @@ string stays a string, and TensorFlow's kernel, which knows the attribute's
 kind from its OpDef, reads it as the float: oracle/kernel_worker.py
 `_convert`, which reads every TEXT above too).
 
-No import of tfsem here: the program model, the format and graph import
-all use it.
+No import of tfsem here: the format's writer (jsonio.node_to_json) and
+the `tf_attrs` reader (functions._json_attr) both use it.
 """
 
 from __future__ import annotations
