@@ -180,16 +180,22 @@ def attr_value(a: dict) -> Any:
 
 
 def attrs_json(attr: dict) -> dict:
-    """A node's attributes as JSON (for uninterpreted functions): the
-    attributes TensorFlow sets itself (`_...`) are left out."""
+    """A node's attributes as JSON values (for uninterpreted functions'
+    `tf_attrs`): the attributes TensorFlow sets itself (`_...`) are left out.
+
+    A float attribute stays the float the GraphDef holds, bit for bit (its
+    float32 widened: -NaN, a NaN's payload, the infinities, -0.0 and
+    subnormals kept), also a non-finite one: the program format writes it
+    exactly (oracle/float_attrs.py), TensorFlow's kernel gets its bits
+    (oracle/kernel_worker.py `_convert`) and export writes them back.  It was
+    written as text once, `str(v)`, which is "nan" for every NaN: a LeakyRelu
+    with alpha -NaN ran with NaN, and two graphs differing only there
+    imported as one program."""
     out = {}
     for k in sorted(attr):
         if k.startswith("_"):
             continue
-        v = attr_value(attr[k])
-        if isinstance(v, float) and not np.isfinite(v):
-            v = str(v)
-        out[k] = v
+        out[k] = attr_value(attr[k])
     return out
 
 

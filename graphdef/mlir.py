@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,30 @@ _ID = re.compile(r"[A-Za-z_][\w$.\-]*")
 _SSA = re.compile(r"%[\w$.\-]+")
 _NUM = re.compile(r"[-+]?(0x[0-9A-Fa-f]+|(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?)")
 _BB = re.compile(r"\^[\w$.\-]+")
+#: float type -> its width in bits (a hex float literal is that many bits)
+_FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+
+
+def _float_of_bits(bits: int, t: str) -> float | None:
+    """The float whose bits of type `t` (f16, bf16, f32, f64) are `bits`, as
+    the Python float holding it exactly (a NaN's sign and payload too, moved
+    by hand: a hardware conversion quiets a signalling NaN); None where
+    `bits` does not fit `t`."""
+    if not 0 <= bits < 1 << _FLOAT_BITS[t]:
+        return None
+    if t == "f64":
+        return struct.unpack("<d", struct.pack("<Q", bits))[0]
+    if t == "bf16":
+        bits, t = bits << 16, "f32"
+    exp_bits, man_bits = (8, 23) if t == "f32" else (5, 10)
+    sign, exp, man = bits >> (exp_bits + man_bits), bits >> man_bits & ((1 << exp_bits) - 1), \
+        bits & ((1 << man_bits) - 1)
+    if exp == (1 << exp_bits) - 1:    # NaN or an infinity: the same in float64
+        word = sign << 63 | 0x7FF << 52 | man << (52 - man_bits)
+        return struct.unpack("<d", struct.pack("<Q", word))[0]
+    if t == "f32":
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return float(np.array(bits, np.uint16).view(np.float16))
 _SYM = re.compile(r"@([\w$.\-]+|\"(?:[^\"\\]|\\.)*\")")
 
 
@@ -429,8 +454,15 @@ class Parser:
                     v = int(text)
                 if self.accept(":"):
                     t = self.type()
-                    if isinstance(v, int) and t in ("f16", "bf16", "f32", "f64"):
-                        v = float(v)
+                    if isinstance(v, int) and t in _FLOAT_BITS:
+                        if "0x" in text.lower():
+                            # a hex float literal is the value's bits (how MLIR
+                            # prints NaN and the infinities: 0xFFC00000 : f32)
+                            v = _float_of_bits(v, t)
+                            if v is None:
+                                self.err(f"{text} is not the bits of an {t}")
+                        else:
+                            v = float(v)
                 return v
             return TypeAttr(self.type())
 

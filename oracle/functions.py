@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import applications as _applications
+from . import float_attrs
 from . import kernels as _kernels
 from .budget import BudgetExceeded
 from .values import (DTYPE_MISMATCH, FLOAT_DTYPES, SHAPE_MISMATCH, Error, Tensor, Value,
@@ -939,9 +940,14 @@ def _str_attr(raw: Any, where: str) -> str:
 
 
 def _json_attr(raw: Any, where: str) -> dict:
+    """`tf_attrs` from the program format: an object of JSON values, each
+    non-finite float in it written as {"float": TEXT} (oracle/float_attrs.py)."""
     if not isinstance(raw, dict):
         raise ValueFormatError(f"{where}: expected an object, got {raw!r}")
-    return raw
+    try:
+        return float_attrs.attrs_from_json(raw, where)
+    except ValueError as exc:
+        raise ValueFormatError(str(exc)) from None
 
 
 def _is_float(a: Any) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import float_attrs
 from . import functions as fns
 from .program import (ASSIGN, ENTER, ENTER_ATTRS, READ, VAR, ControlIn, DataIn, FeedControlIn, FeedIn, Node,
                       Program, ProgramError, TensorType, Violation, parse_input, parse_port)
@@ -299,7 +300,14 @@ def node_to_json(n: Node) -> dict:
         d["var"] = n.attrs.get("var")
     elif n.op != ASSIGN:
         for k, v in n.attrs.items():
-            d[k] = value_to_json(v) if isinstance(v, (Tensor, Error)) else v
+            if isinstance(v, (Tensor, Error)):
+                v = value_to_json(v)
+            elif k == "tf_attrs" and isinstance(v, Mapping):
+                # a TensorFlow op's attributes: a non-finite float exactly,
+                # as {"float": TEXT} (strict JSON has no NaN; read back by
+                # functions._json_attr)
+                v = float_attrs.attrs_to_json(v)
+            d[k] = v
     if n.inputs:
         d["inputs"] = [str(i) for i in n.inputs]
     return d

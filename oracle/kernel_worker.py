@@ -233,18 +233,72 @@ class _Refuse(Exception):
 
 def _convert(tf, kind: str, value, name: str):
     """A JSON attribute value (as tfsem's importer writes them: types as
-    DT_ names, shapes as lists, non-finite floats as strings) as the eager
-    executor takes it."""
+    DT_ names, shapes as lists, floats as floats) as the eager executor
+    takes it.
+
+    A float goes as the Python float it is: the executor narrows it to the
+    attribute's float32 (a C cast: sign and payload kept, where the float
+    came from a float32, as a GraphDef's do), so a NaN alpha reaches
+    LeakyRelu with its bits.  A float may also come as the program format's
+    text of a non-finite float (oracle/float_attrs.py: "inf", "-inf", "nan",
+    "-nan", a NaN's bits "0x" + 8 or 16 hex digits; bare, as files written
+    before that form hold "nan", "inf" and "-inf", or as its {"float":
+    TEXT}): read here exactly, without tfsem (this child imports none of
+    it; tests/test_float_attrs.py checks both readings agree).
+
+    **A NaN with a payload is refused.**  TensorFlow's eager executor keeps
+    the kernels it builds, and finds a kept one for a NaN float attribute
+    by the NaN's sign, not its payload (measured, TensorFlow 2.21: LeakyRelu
+    with alpha 0x7fc00001, then in the same process with alpha 0x7fc00000
+    or 0x7fd00000, gives 0x7fc00001 each time, where a graph run gives each
+    alpha's own NaN; a finite alpha and the next float32 are two kernels, as
+    are NaN and -NaN).  So only the two NaNs without a payload (float32
+    0x7fc00000 and 0xffc00000, as the executor narrows the float) are
+    passed: no kernel built here ever holds another, and a NaN never meets
+    a kept kernel of another NaN.  An op with another NaN attribute is not
+    run (the verdict says which; tests/test_graphdef_float_attribute_bits.py)."""
     if value is None:
         raise _Refuse(f"attribute {name!r} has no value tfsem could read")
     if kind == "type":
         return _dtype(value, name)
     if kind == "list(type)":
         return [_dtype(v, name) for v in value]
-    if kind == "float":
-        return float(value)
-    if kind == "list(float)":
-        return [float(v) for v in value]
+    if kind in ("float", "list(float)"):
+        def exact(v):
+            if isinstance(v, dict) and len(v) == 1 and isinstance(v.get("float"), str):
+                v = v["float"]
+            if not isinstance(v, str):
+                return float(v)
+            words = {"nan": 0x7FF8000000000000, "-nan": 0xFFF8000000000000,
+                     "inf": 0x7FF0000000000000, "-inf": 0xFFF0000000000000}
+            word = words.get(v)
+            if word is None and v[:2] == "0x" and len(v) in (10, 18):
+                try:
+                    word = int(v[2:], 16)
+                except ValueError:
+                    word = None
+                if word is not None and len(v) == 10:   # float32 bits, widened
+                    word = (word & 0x80000000) << 32 | 0x7FF0000000000000 \
+                        | (word & 0x7FFFFF) << 29 if word & 0x7F800000 == 0x7F800000 else None
+            if word is not None:
+                return struct.unpack("<d", struct.pack("<Q", word))[0]
+            try:
+                return float(v)     # ("1.5": as before these forms)
+            except ValueError:
+                raise _Refuse(f"attribute {name!r}: {v!r} is not a float") from None
+
+        def passed(v):
+            x = exact(v)
+            if x != x:   # narrowed by a C cast, as the executor does
+                w32 = struct.unpack("<I", struct.pack("<f", x))[0]
+                if w32 & 0x7FFFFFFF != 0x7FC00000:
+                    raise _Refuse(
+                        f"attribute {name!r} is the NaN 0x{w32:08x} (float32), which has a "
+                        "payload: TensorFlow's eager executor may run a kernel it kept for "
+                        "another NaN of that sign (it tells kept kernels apart by a NaN "
+                        "attribute's sign, not its payload)")
+            return x
+        return passed(value) if kind == "float" else [passed(v) for v in value]
     if kind in ("int", "bool", "list(int)", "list(bool)"):
         return value
     if kind == "string":

@@ -566,7 +566,11 @@ def _format_scalar(kind: str, value, field: Field, path: str) -> str:
         return ENUMS[field.type_name].get(value, str(value))
     if kind == "float" or kind == "double":
         if math.isnan(checked):
-            return "nan"
+            # its sign kept: protobuf's Python text_format.Parse (into
+            # TensorFlow's GraphDef) and parse_text read "-nan" as the NaN
+            # with the sign bit set, where protobuf's printers write every
+            # NaN "nan" (docs/graphdef-format.md).  A payload has no text form.
+            return "-nan" if math.copysign(1.0, checked) < 0 else "nan"
         if math.isinf(checked):
             return "inf" if checked > 0 else "-inf"
         if kind == "float":
