@@ -175,13 +175,13 @@ class Tensor:
     @property
     def _key(self) -> tuple:
         """(dtype name, shape, the bytes SPEC equality compares)."""
-        return self._made()[0]
+        return (self._lazy or self._made())[0]
 
     @property
     def _bits(self) -> "Bits | None":
         """The exact bits where SPEC equality forgets some (a NaN other than
         numpy's NaN of the dtype), else None (`exact`)."""
-        return self._made()[1]
+        return (self._lazy or self._made())[1]
 
     @property
     def dtype(self) -> str:
@@ -205,15 +205,18 @@ class Tensor:
         h, g = self._hash, other._hash
         if h is not None and g is not None and h != g:
             return False
-        # (the dtype and shape first: unequal there, no bytes are made)
-        if self._dtype != other._dtype or self.array.shape != other.array.shape:
-            return False
-        return self._made()[0] == other._made()[0]
+        a, b = self._lazy, other._lazy
+        if a is None or b is None:
+            # (the dtype and shape first: unequal there, no bytes are made)
+            if self._dtype != other._dtype or self.array.shape != other.array.shape:
+                return False
+            a, b = self._made(), other._made()
+        return a[0] == b[0]
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = hash(self._made()[0])
+            h = hash((self._lazy or self._made())[0])
             object.__setattr__(self, "_hash", h)
         return h
 
@@ -235,7 +238,7 @@ class Tensor:
         """This tensor as a key that is equal only to the same bits: itself
         where SPEC equality already compares every bit (no NaN, or every NaN
         numpy's NaN of the dtype), else its :class:`Bits`."""
-        bits = self._bits
+        bits = (self._lazy or self._made())[1]
         return self if bits is None else bits
 
     def __repr__(self) -> str:
