@@ -99,8 +99,8 @@ ENV = "TFSEM_APPLICATION_MEMO"
 #: second program's run pushed the first's out, least recently used first,
 #: so that the next run of the first met none of its own applications (a
 #: cyclic scan is LRU's worst case): the original's run at the minimized σ
-#: of that check recomputed 3,787 applications (494 of them TensorFlow
-#: kernel evaluations), 1,626 with room for both (none on the kernels).
+#: of that check missed the memo 3,787 times (494 TensorFlow kernel
+#: evaluations), 1,626 times with room for both (no kernel evaluation).
 MEMO_BYTES = 384 << 20
 #: A result of at most this many elements is interned (`intern`).
 INTERN_ELEMENTS = 4096
