@@ -442,7 +442,7 @@ import time
 import weakref
 from time import monotonic as _kernels_clock
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 
 import numpy as np
@@ -567,10 +567,11 @@ ORIGINAL_MEMO = True
 _ORIGINALS: dict[int, tuple] = {}
 
 
-def _original_memo(p: Program) -> dict | None:
+def _original_memo(p: Program, create: bool = True) -> dict | None:
     """The memo entry of p (a dict: "plan" -> (plan, info), ("shapes",
-    read_shapes) -> shapes, "accesses" -> `_accesses(p)`), new where none
-    holds; None when off."""
+    read_shapes) -> shapes, "accesses" -> `_accesses(p)`, and what
+    `_of_original` keeps), new where none holds (`create`; else None);
+    None when off."""
     if not ORIGINAL_MEMO:
         return None
     from tfsem.oracle import static_shapes as _shapes_module
@@ -580,6 +581,8 @@ def _original_memo(p: Program) -> dict | None:
     if (entry is not None and entry[0]() is p and entry[1] == key
             and fns.still_registered(entry[2])):
         return entry[3]
+    if not create:
+        return None
 
     def gone(ref, k=id(p)) -> None:
         if _ORIGINALS.get(k, (None,))[0] is ref:
@@ -592,6 +595,30 @@ def _original_memo(p: Program) -> dict | None:
     memo: dict = {}
     _ORIGINALS[id(p)] = (ref, key, looked_up, memo)
     return memo
+
+
+def _of_original(memo: dict | None, key: Any, make: Callable[[], Any]) -> Any:
+    """`make()`, kept in the original's memo entry under `key` (None: not
+    kept).  Only for what is a function of the original program alone (and
+    of what the entry's key holds: the registry's functions, the fold
+    limit), never of the rewrite, and used read-only by its callers: each
+    check of one original against a rewrite made it again with the same
+    result.  A `make` that raises (the rule's deadline) keeps nothing."""
+    if memo is None:
+        return make()
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = make()
+    return got
+
+
+def _original_steps(p: Program, semantics: str, memo: dict | None) -> tuple:
+    """(order, preds, index, anc) of p's step DAG: `_steps(p, semantics)`
+    and `_ancestors` of it, kept in p's memo entry (`_of_original`)."""
+    def make() -> tuple:
+        order, preds = _steps(p, semantics)
+        return (order, preds, *_ancestors(order, preds))
+    return _of_original(memo, ("steps", semantics), make)
 
 
 def _original_plan(p: Program, memo: dict | None) -> tuple[list, dict]:
@@ -722,7 +749,9 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                                               "memo": memo}
                     plans = (plan,
                              _term_plan(p2, info=shared["info"][1]),
-                             nan_blind and _nan_payload_blind(p) and _nan_payload_blind(p2), {}, {},
+                             nan_blind and _of_original(memo, "nan_blind",
+                                                        lambda: _nan_payload_blind(p))
+                             and _nan_payload_blind(p2), {}, {},
                              shared)
                 reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
                 proved = True
@@ -1693,21 +1722,25 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
     # (proved: which Assign values were equal only up to which error)
     # (exact terms alone: the ≈-terms are built; `_term_plan` settled=False)
     info = shared.get("info", ({}, {}))
+    memo = shared.get("memo")
     exact = _program_terms(p, terms, leaves, exact_assigns=True, known=values[0],
-                           plan=_term_plan(p, True, settled=False, info=info[0]))[2]
+                           plan=_of_original(memo, "exact_plan", lambda: _term_plan(
+                               p, True, settled=False, info=info[0])))[2]
     exact2 = _program_terms(p2, terms, leaves2, exact_assigns=True, known=values[1],
                             plan=_term_plan(p2, True, settled=False, info=info[1]))[2]
     up_to_error = sum(1 for a, t in nu.items()
                       if acc[a][0] == ASSIGN and exact[a] != exact2[t])
 
     # (H) on steps, and (A)'s "no matched step is hb-after a deleted Assign"
-    order, preds = _steps(p, semantics)
+    # (P's steps, their ancestor sets and its unobserved Reads depend on P
+    # alone: made once for the checks of one original, `_of_original`)
+    order, preds, index, anc = _original_steps(p, semantics, memo)
     order2, preds2 = _steps(p2, semantics)
     index2, anc2 = _ancestors(order2, preds2)
     # (X) an atomic split is not interleaved: rr before the Write, and every
     # other write step of x ordered before rr or after the Write
     writes2 = _write_steps(acc2, decomposed)
-    unobserved = _unobserved_reads(p, acc)
+    unobserved = _of_original(memo, "unobserved", lambda: frozenset(_unobserved_reads(p, acc)))
     for a, rr, x in atomic_splits:
         ww, rs = (a, ONE), (rr, ONE)
         if not anc2[ww] >> index2[rs] & 1:
@@ -1721,8 +1754,7 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
                 dead_splits += 1
                 break
 
-    # (H'): P's ancestor sets, for the Reads (H) is relaxed for
-    index, anc = _ancestors(order, preds)
+    # (H'): P's ancestor sets (made above), for the Reads (H) is relaxed for
     writes = _write_steps(acc, decomposed, skip=set(deleted_assigns))
     deleted_vars = {acc[a][1] for a in deleted_assigns}
     relaxed: set[Step] = set()
@@ -1865,8 +1897,9 @@ def race_free(p: Program) -> bool:
             acc.setdefault(x, []).append((n.name, n.op == ASSIGN))
     if not any(any(w for _n, w in accs) and len(accs) > 1 for accs in acc.values()):
         return True
-    order, preds = _steps(p, "atomic")
-    index, anc = _ancestors(order, preds)
+    # (an original's steps and ancestor sets, made by the rule's attempt on
+    # it or kept for the next check: `_original_steps`; a rewrite's, made)
+    _order, _preds, index, anc = _original_steps(p, "atomic", _original_memo(p, create=False))
     for accs in acc.values():
         for i, (a, wa) in enumerate(accs):
             for b, wb in accs[i + 1:]:

@@ -92,14 +92,22 @@ from . import kernels as _kernels
 from .values import Error, Tensor, exact
 
 ENV = "TFSEM_APPLICATION_MEMO"
-#: Bytes of arguments and results kept (per entry; LRU).
-MEMO_BYTES = 192 << 20
+#: Bytes of arguments and results kept (per entry; LRU).  384 MiB: the
+#: applications of MobileNetV2's training step (6,480 nodes, activations of
+#: 0.8 MB) at one σ hold 139 MiB, with a rewrite's at the same σ 233 MiB and
+#: with the default pipeline's check after it 340 MiB.  At 192 MiB the
+#: second program's run pushed the first's out, least recently used first,
+#: so that the next run of the first met none of its own applications (a
+#: cyclic scan is LRU's worst case): the original's run at the minimized σ
+#: of that check missed the memo 3,787 times (494 TensorFlow kernel
+#: evaluations), 1,626 times with room for both (no kernel evaluation).
+MEMO_BYTES = 384 << 20
 #: A result of at most this many elements is interned (`intern`).
 INTERN_ELEMENTS = 4096
 #: Bytes of interned tensors kept before the table is dropped.
 INTERN_BYTES = 64 << 20
 #: An application whose arrays pass this is not kept.
-ENTRY_BYTES = MEMO_BYTES // 8
+ENTRY_BYTES = 24 << 20
 
 
 class _Memo:

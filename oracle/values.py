@@ -124,16 +124,24 @@ class Tensor:
     """An immutable array of one of DTYPES, with SPEC section 2 equality."""
 
     array: np.ndarray
-    _key: tuple = field(repr=False)
+    #: tfsem's name of the array's dtype
+    _dtype: str = field(repr=False)
+    #: (the equality key (dtype, shape, canonical bytes), the exact bits or
+    #: None), made when first asked for (`_made`), or None until then.
+    #: Most tensors a run makes are never compared, hashed or keyed by
+    #: their bits (an intermediate activation goes from one function to the
+    #: next): making the key when the tensor is made copied every result's
+    #: bytes once more and searched it for NaN, about half of what a
+    #: MobileNetV2 activation's Tensor cost.  Made later it is the same:
+    #: the array is this tensor's own copy, read-only, which nothing writes
+    #: (the premise of every memo that keys a tensor by its identity)
+    _lazy: tuple | None = field(repr=False)
     #: hash(_key), computed when first asked for (`__hash__`): hashing a
     #: MobileNetV2 activation's 0.8 MB took 0.4 ms, and most values of a
     #: run are never hashed; never pickled (bytes hash differently in each
     #: process: an unpickled tensor carried its old process's hash and was
     #: unequal to the same tensor made in the new one)
     _hash: int | None = field(repr=False)
-    #: the exact bits where SPEC equality forgets some (a NaN other than
-    #: numpy's NaN of the dtype), else None (`exact`)
-    _bits: Bits | None = field(repr=False)
 
     def __init__(self, array: Any, dtype: str | None = None):
         arr = np.array(array, dtype=DTYPES[dtype] if dtype else None, copy=True)
@@ -147,60 +155,90 @@ class Tensor:
             # hashing, which look at the bytes, follow the elements
             arr = arr.view(np.uint8) != 0
         arr.setflags(write=False)
-        canonical, raw = _canonical_bytes(arr)
-        key = (name, arr.shape, canonical)
         object.__setattr__(self, "array", arr)
-        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_dtype", name)
+        object.__setattr__(self, "_lazy", None)
         object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_bits", None if raw is None else Bits(name, arr.shape, raw))
+
+    def _made(self) -> tuple:
+        """(`_key`, `_bits`), made from the array on first use (two threads
+        that make them at once make the same ones)."""
+        made = self._lazy
+        if made is None:
+            arr = self.array
+            canonical, raw = _canonical_bytes(arr)
+            made = ((self._dtype, arr.shape, canonical),
+                    None if raw is None else Bits(self._dtype, arr.shape, raw))
+            object.__setattr__(self, "_lazy", made)
+        return made
+
+    @property
+    def _key(self) -> tuple:
+        """(dtype name, shape, the bytes SPEC equality compares)."""
+        return (self._lazy or self._made())[0]
+
+    @property
+    def _bits(self) -> "Bits | None":
+        """The exact bits where SPEC equality forgets some (a NaN other than
+        numpy's NaN of the dtype), else None (`exact`)."""
+        return (self._lazy or self._made())[1]
 
     @property
     def dtype(self) -> str:
-        return self._key[0]   # numpy's dtype.name is slow, and asked for often
+        return self._dtype   # numpy's dtype.name is slow, and asked for often
 
     @property
     def canonical_bytes(self) -> bytes:
         """The bytes SPEC equality compares (`_canonical_bytes`: every NaN
-        as numpy's NaN of the dtype), kept since construction."""
-        return self._key[2]
+        as numpy's NaN of the dtype)."""
+        return self._made()[0][2]
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.array.shape
 
     def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
         if not isinstance(other, Tensor):
             return False
         h, g = self._hash, other._hash
         if h is not None and g is not None and h != g:
             return False
-        return self._key == other._key
+        a, b = self._lazy, other._lazy
+        if a is None or b is None:
+            # (the dtype and shape first: unequal there, no bytes are made)
+            if self._dtype != other._dtype or self.array.shape != other.array.shape:
+                return False
+            a, b = self._made(), other._made()
+        return a[0] == b[0]
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = hash(self._key)
+            h = hash((self._lazy or self._made())[0])
             object.__setattr__(self, "_hash", h)
         return h
 
     def __getstate__(self):
-        return (self.array, self._key, self._bits)
+        key, bits = self._made()
+        return (self.array, key, bits)
 
     def __setstate__(self, state) -> None:
         # (a pickle made before the hash was lazy holds it too: dropped)
         array, key, bits = state if len(state) == 3 else (state[0], state[1], state[3])
         array.setflags(write=False)
         object.__setattr__(self, "array", array)
-        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_dtype", key[0])
+        object.__setattr__(self, "_lazy", (key, bits))
         object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_bits", bits)
 
     @property
     def exact(self) -> "Tensor | Bits":
         """This tensor as a key that is equal only to the same bits: itself
         where SPEC equality already compares every bit (no NaN, or every NaN
         numpy's NaN of the dtype), else its :class:`Bits`."""
-        bits = self._bits
+        bits = (self._lazy or self._made())[1]
         return self if bits is None else bits
 
     def __repr__(self) -> str:

@@ -92,3 +92,33 @@ def test_a_replaced_function_is_not_answered_from_the_memo(monkeypatch):
     monkeypatch.setitem(fns._REGISTRY, name, dataclasses.replace(fns._REGISTRY[name]))
     structural_refinement(p, q, s, o)
     assert structural._ORIGINALS[id(p)][3] is not first
+
+
+def test_the_originals_steps_and_reads_kept_change_no_result(monkeypatch):
+    """What the rule's proof keeps of the original besides its plan (its
+    step DAG with ancestor sets, its unobserved Reads, its exact plan,
+    whether it is blind to NaN payloads: `_of_original`), and `race_free`
+    reading the steps kept: the same proofs, reasons and counts, and the
+    same race-freedom, as computing them each time."""
+    from tfsem.checking.structural import race_free
+    families = _families(60 if NIGHTLY else 20)
+
+    def answers():
+        rows = []
+        for p, qs in families:
+            for q, s, o in qs:
+                r = structural_refinement(p, q, s, o)
+                stats = {k: v for k, v in r.stats.items() if k != "seconds"}
+                rows.append((r.proved, r.reason, stats, race_free(p), race_free(q)))
+        return rows
+
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    kept = answers()
+    keys = set()
+    for p, _ in families:
+        keys |= {k if isinstance(k, str) else k[0] for k in structural._original_memo(p)}
+    # (the proofs reached the kept steps, unobserved Reads and exact plan)
+    assert {"steps", "unobserved", "exact_plan", "nan_blind"} <= keys
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", False)
+    assert answers() == kept
+    assert any(row[0] for row in kept) and not all(row[0] for row in kept)
