@@ -308,10 +308,21 @@ def test_time_budget_gives_unknown_not_a_hang(server):
 
 
 def test_memory_cap_gives_unknown_and_a_fresh_worker(server):
-    nodes = [{"name": "c0", "op": "Const", "value": list(range(1000))}]
-    nodes += [{"name": f"c{i}", "op": "Concat", "inputs": [f"c{i - 1}", f"c{i - 1}"]} for i in range(1, 40)]
+    # (every tensor within the evaluator's size limit, MAX_TENSOR_ELEMENTS,
+    # so that the worker's memory cap is what stops it: two chains of
+    # doublings to 8.2 million elements each, and four different outputs of
+    # twice that, 65 MB each, over 350 MB together against the 256 MiB the
+    # worker may add)
+    nodes = []
+    for c, first in (("c", 0), ("e", 1)):
+        nodes += [{"name": f"{c}0", "op": "Const", "value": list(range(first, first + 1000))}]
+        nodes += [{"name": f"{c}{i}", "op": "Concat", "inputs": [f"{c}{i - 1}", f"{c}{i - 1}"]}
+                  for i in range(1, 14)]
+    pairs = [["c13", "c13"], ["c13", "e13"], ["e13", "c13"], ["e13", "e13"]]
+    nodes += [{"name": f"o{k}", "op": "Concat", "inputs": pair} for k, pair in enumerate(pairs)]
+    outputs = {f"o{k}": f"o{k}" for k in range(len(pairs))}
     before = server.get("/v1/health").json()["workers"]["restarts"]
-    ans = server.post("/v1/outcomes", {"program": {"nodes": nodes, "outputs": {"o": "c39"}}})
+    ans = server.post("/v1/outcomes", {"program": {"nodes": nodes, "outputs": outputs}})
     assert ans.status == 200, ans
     assert ans.json()["verdict"] == "unknown"
     assert "memory limit" in ans.json()["reason"]
