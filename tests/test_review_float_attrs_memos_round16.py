@@ -155,8 +155,12 @@ def test_a_dict_shaped_like_the_float_object_survives_the_program_file(text):
                    P.apply("l", fns.opaque_name("LeakyRelu", 1, 1), "x",
                            tf_attrs={"T": "DT_FLOAT", "alpha": {"float": text}})],
                   {"out": "l"})
-    q = program_from_json(json.loads(dumps(program_to_json(p))))
-    assert q == p
+    try:
+        text = dumps(program_to_json(p))
+    except (ValueError, P.ProgramError) as exc:   # (the writer refusing it is a fix too)
+        assert "alpha" in str(exc) and "float" in str(exc)
+        return
+    assert program_from_json(json.loads(text)) == p
 
 
 def test_nan_text_in_a_string_attribute_stays_a_string():
