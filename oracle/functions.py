@@ -787,58 +787,98 @@ def attrs_to_json(fn: Function, attrs: Mapping[str, Any]) -> dict:
     return out
 
 
-def _attr_key(v: Any) -> Any:
-    if isinstance(v, Tensor) and v.array.size == 0:
-        # an empty tensor's JSON value ([] or [[], []]) does not say its shape:
-        # (0,) and (0, 2) must not compare equal (two such Consts once passed
-        # for one program, and cse merged them)
-        return {"empty": [v.dtype, list(v.shape)]}
-    if isinstance(v, Tensor) and v.dtype in FLOAT_DTYPES and bool(np.isnan(v.array).any()):
-        # JSON writes every NaN "nan": two constants whose NaNs differ in
-        # payload or sign (which Bitcast and PackScatter show) must not
-        # compare equal (both programs once passed for one: "the rewritten
-        # program is the original", tests/test_check_nan_payload_identity.py)
-        return {"bits": [v.dtype, list(v.shape), np.ascontiguousarray(v.array).tobytes().hex()]}
-    return value_to_json(v) if isinstance(v, (Tensor, Error)) else v
+def _plain(v: Any) -> bool:
+    """Whether `v` is made of JSON's own kinds only (str, int, bool, None, a
+    float that is no NaN, lists of them, dicts of them by str keys): its
+    JSON text says it exactly, kind and bits (1, 1.0 and true; -0.0;
+    Infinity), and no other such value has that text."""
+    t = type(v)
+    if t is str or t is int or t is bool or v is None:
+        return True
+    if t is float:
+        return v == v
+    if t is list:
+        return all(map(_plain, v))
+    if t is dict:
+        return all(type(k) is str and _plain(x) for k, x in v.items())
+    return False
 
 
-def _float_nan_bits(v: Any) -> Any:
-    """`v` (an `_attr_key` value) with every float NaN in it, at any depth
-    of dicts and lists, written as its 64 bits."""
-    if isinstance(v, float) and v != v:
-        return {"float_bits": struct.pack("<d", v).hex()}
-    if isinstance(v, dict):
-        return {k: _float_nan_bits(x) for k, x in v.items()}
+def _tagged(v: Any) -> Any:
+    """`v` as JSON in which every value says its kind: ["s", text],
+    ["i", n], ["f", the float's 64 bits], a tensor by dtype, shape and
+    exact bytes, a dict by its tagged (key, value) pairs in order, ...  No
+    two different values (kind, bits, shape) have one text, whatever a
+    user's strings, lists and dicts hold."""
+    t = type(v)
+    if t is str:
+        return ["s", v]
+    if t is bool:
+        return ["b", v]
+    if t is int:
+        return ["i", v]
+    if v is None:
+        return ["n"]
+    if t is float:
+        return ["f", struct.pack("<d", v).hex()]
+    if t is list or t is tuple:
+        return ["l" if t is list else "u", [_tagged(x) for x in v]]
+    if isinstance(v, Tensor):
+        if v.dtype == "variant":    # a TensorList (oracle/opdefs/lists.py): as shown
+            return ["tv", list(v.shape), v.describe()]
+        return ["t", v.dtype, list(v.shape), np.ascontiguousarray(v.array).tobytes().hex()]
+    if isinstance(v, Error):
+        return ["e", v.reason]
+    if isinstance(v, Mapping):
+        items = [[_tagged(k), _tagged(x)] for k, x in v.items()]
+        items.sort(key=lambda kx: json.dumps(kx[0]))
+        return ["d", items]
+    if isinstance(v, np.generic):
+        return ["g", v.dtype.str, v.tobytes().hex()]
+    if isinstance(v, np.ndarray):
+        return ["a", v.dtype.str, list(v.shape), np.ascontiguousarray(v).tobytes().hex()]
+    if isinstance(v, float):
+        return ["f", struct.pack("<d", v).hex()]
     if isinstance(v, (list, tuple)):
-        return [_float_nan_bits(x) for x in v]
-    return v
+        return ["l" if isinstance(v, list) else "u", [_tagged(x) for x in v]]
+    if isinstance(v, str):
+        return ["s", str(v)]
+    if isinstance(v, bool):
+        return ["b", bool(v)]
+    if isinstance(v, int):
+        return ["i", int(v)]
+    raise TypeError(f"an attribute of kind {type(v).__name__} has no key")
 
 
 def attrs_key(attrs: Mapping[str, Any]) -> str:
     """A canonical string for comparing attributes (CSE, program identity,
-    signatures): equal exactly when the attributes are equal values, bit for
-    bit (a tensor's dtype, shape and elements; a non-empty tensor's JSON
-    value says all three, and its bytes where it holds a NaN other than
-    numpy's: values.exact; a float by its bits where it is a NaN).
+    the solvers' function names, the symmetry engine's interchangeable
+    nodes): equal exactly when the attributes are equal values of the same
+    kinds, bit for bit (a tensor's dtype, shape and bytes; a float by its
+    bits).
 
-    **Why a float NaN attribute is keyed by its bits.**  JSON writes every
-    float NaN `NaN`, whatever its sign and payload, and an op can show them:
-    an op TensorFlow's kernel runs gets its node's attributes (`tf_attrs`,
-    oracle/kernels.py `opaque_form`, bit for bit through the kernels'
-    child), and LeakyRelu's result for x < 0 is x * alpha: alpha -NaN gives
-    -NaN where alpha NaN gives NaN (tests/test_kernels_batch.py), which
-    Bitcast or PackScatter shows; a user's function may copy a float
-    attribute into its result.  Two programs that differ only there were one
-    program (`Program.__eq__`), and their check `sound` ("the rewritten
-    program is the original"); tests/test_functions_attrs_key_nan.py.
-    (tfsem's own numpy models read no float attribute: Const's value is a
-    tensor, keyed above; Fill's value is an input.)  JSON's `NaN` is looked
-    for first, so a key with no NaN in it is made once, as before."""
-    key = json.dumps({k: _attr_key(v) for k, v in sorted(attrs.items())}, sort_keys=True)
-    if "NaN" in key:    # a float NaN (or a string with these letters: the same key, exact)
-        key = json.dumps({k: _float_nan_bits(_attr_key(v)) for k, v in sorted(attrs.items())},
-                         sort_keys=True)
-    return key
+    Two forms, never equal to each other.  Attributes made of JSON's own
+    kinds with no float NaN (`_plain`, nearly every node: a TensorFlow
+    node's `tf_attrs`, a function's `fn`) are their JSON text, which starts
+    with "{".  Any other (a tensor, an error, a float NaN, a tuple, a
+    non-str key, a numpy value) is "#" and `_tagged`'s JSON, in which every
+    value says its kind.
+
+    **Why.**  JSON writes every float NaN `NaN`, whatever its sign and
+    payload, and an op can show them: an op TensorFlow's kernel runs gets
+    its node's attributes (`tf_attrs`, oracle/kernels.py `opaque_form`), and
+    LeakyRelu's result for x < 0 is x * alpha: alpha -NaN gives -NaN where
+    alpha NaN gives NaN, which Bitcast or PackScatter shows; a user's
+    function may copy a float attribute into its result.  And a key that
+    wrote a tensor, or a NaN, as a JSON dict or list of its own was the key
+    of a user's dict or list of that shape too (an int64 tensor was its
+    list of elements; a NaN was {"float_bits": ...}): two programs that
+    differ only there were one program (`Program.__eq__`, "the rewritten
+    program is the original"), one node for the CSE pass, one function for
+    the solvers (tests/test_functions_attrs_key_nan.py)."""
+    if all(type(k) is str and _plain(v) for k, v in attrs.items()):
+        return json.dumps(attrs, sort_keys=True)
+    return "#" + json.dumps(_tagged(attrs), separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------

@@ -38,6 +38,9 @@ def test_constants_differing_in_a_nan_payload_are_different_programs():
     # the same payload is still the same program, and -NaN is not NaN
     assert p == packed_nan(NAN1)
     assert packed_nan(0xFFC00001) != p
-    # (attributes without NaNs keep their JSON key)
+    # (a tensor attribute is keyed by its dtype, shape and bytes, never as
+    # the JSON a user's dict could also be)
+    assert fns.attrs_key({"value": Tensor(np.float32(1.5))}) != \
+        fns.attrs_key({"value": {"dtype": "float32", "value": 1.5}})
     assert fns.attrs_key({"value": Tensor(np.float32(1.5))}) == \
-        '{"value": {"dtype": "float32", "value": 1.5}}'
+        fns.attrs_key({"value": Tensor(np.float32(1.5))})

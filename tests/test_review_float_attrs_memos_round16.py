@@ -73,11 +73,11 @@ def _picked(value) -> P.Program:
                       P.apply("f", "UserPick", "x", value=value)], {"out": "f"})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "false sound: attrs_key writes a float NaN as {\"float_bits\": HEX} inside the same JSON "
-    "a user's dict attribute is written in, so the NaN and the dict {\"float_bits\": HEX} "
-    "give one key: the programs are one (Program.__eq__), 'sound: the rewritten program is "
-    "the original', where the function gives NaN and 1.0"))
+# (fixed: attrs_key's two forms) it showed a false sound: attrs_key writes a
+# float NaN as {"float_bits": HEX} inside the same JSON a user's dict
+# attribute is written in, so the NaN and the dict {"float_bits": HEX} give
+# one key: the programs are one (Program.__eq__), 'sound: the rewritten
+# program is the original', where the function gives NaN and 1.0
 def test_a_nan_attribute_and_a_dict_shaped_like_its_key_are_two_programs(user_pick):
     p, q = _picked(NAN), _picked(dict(NAN_SHAPED_DICT))
     v = check_rewrite(p, q, timeout=30)
@@ -85,10 +85,10 @@ def test_a_nan_attribute_and_a_dict_shaped_like_its_key_are_two_programs(user_pi
     assert p != q
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "false sound (before this round too): attrs_key writes a tensor attribute as its JSON "
-    "value, the key of a user's dict of that shape ({\"dtype\": \"float32\", \"value\": "
-    "[1.0]}): one program, 'sound', where the function gives 2.0 and 1.0"))
+# (fixed: attrs_key's two forms) it showed a false sound (before this round
+# too): attrs_key writes a tensor attribute as its JSON value, the key of a
+# user's dict of that shape ({"dtype": "float32", "value": [1.0]}): one
+# program, 'sound', where the function gives 2.0 and 1.0
 def test_a_tensor_attribute_and_a_dict_shaped_like_its_json_are_two_programs(user_pick):
     from tfsem.oracle.jsonio import value_to_json
     t = Tensor(np.array([1.0], np.float32))
@@ -98,11 +98,11 @@ def test_a_tensor_attribute_and_a_dict_shaped_like_its_json_are_two_programs(use
     assert p != q
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "false sound (the program format's reader): a tf_attrs object other than "
-    "{\"float\": TEXT} is taken as it is, and attrs_key writes it as a NaN alpha's key: "
-    "`tfsem check` of LeakyRelu alpha NaN against alpha {\"float_bits\": ...} says 'sound' "
-    "(the second cannot even run on TensorFlow's kernel)"))
+# (fixed: attrs_key's two forms) it showed a false sound (the program
+# format's reader): a tf_attrs object other than {"float": TEXT} is taken as
+# it is, and attrs_key writes it as a NaN alpha's key: `tfsem check` of
+# LeakyRelu alpha NaN against alpha {"float_bits": ...} says 'sound' (the
+# second cannot even run on TensorFlow's kernel)
 def test_a_program_file_with_a_dict_shaped_like_a_nans_key_is_not_the_nan(tmp_path, capsys):
     def write(name: str, alpha_json) -> str:
         doc = json.loads(json.dumps(OLD_FILE))
@@ -119,9 +119,9 @@ def test_a_program_file_with_a_dict_shaped_like_a_nans_key_is_not_the_nan(tmp_pa
     assert not out.startswith("sound"), out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "false sound (a pass): the CSE pass keys nodes by attrs_key, so a node of a NaN "
-    "attribute and one of a dict {\"float_bits\": HEX} are merged"))
+# (fixed: attrs_key's two forms) it showed a false sound (a pass): the CSE
+# pass keys nodes by attrs_key, so a node of a NaN attribute and one of a
+# dict {"float_bits": HEX} are merged
 def test_cse_keeps_a_nan_attribute_apart_from_a_dict_shaped_like_its_key(user_pick):
     from tfsem.rewrites.cse import cse
     p = P.program([P.const("x", Tensor(np.array([1.0], np.float32))),
