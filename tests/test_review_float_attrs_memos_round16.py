@@ -339,12 +339,14 @@ def test_an_id_shared_by_two_programs_gives_each_its_own_run(fresh_memo, monkeyp
 
 # ---------------------------------------------------------------- the replay's words
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong message (before this round too): `tfsem check` adds 'tensorflow' to the verdict's "
-    "`confirmed` before it makes the replay's JSON (seconds on a large graph's outcome), "
-    "and the watchdog, firing then, writes that verdict with the replay 'not replayed on "
-    "TensorFlow within the time budget: ... ran out while TensorFlow was imported or ran the "
-    "graph': confirmed by TensorFlow and not replayed, in one report"))
+# (fixed: the watchdog writes `confirmed` without TensorFlow where the
+# replay it writes did not confirm) it showed a wrong message (before this
+# round too): `tfsem check` adds 'tensorflow' to the verdict's `confirmed`
+# before it makes the replay's JSON (seconds on a large graph's outcome),
+# and the watchdog, firing then, writes that verdict with the replay 'not
+# replayed on TensorFlow within the time budget: ... ran out while
+# TensorFlow was imported or ran the graph': confirmed by TensorFlow and not
+# replayed, in one report
 def test_the_watchdog_never_writes_a_confirmation_beside_a_replay_cut(monkeypatch, capsys):
     from tfsem.backends import tensorflow as tfb
     from tfsem.checking import check_case
