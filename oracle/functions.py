@@ -613,13 +613,33 @@ def _extremum_tie(xp, a, b, op: str, tie: str = "table"):
     if tie == "table":
         tie = ZERO_TIE[name]
     if xp is np and (op, name, tie) in _NUMPY_IS_TF:
-        return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
-    second = tie == "second"
-    if op == "max":
-        r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
+        r = xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
     else:
-        r = xp.where(a < b, a, b) if second else xp.where(b < a, b, a)
-    return xp.where(xp.isnan(a) | xp.isnan(b), xp.add(a, b), r)
+        second = tie == "second"
+        if op == "max":
+            r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
+        else:
+            r = xp.where(a < b, a, b) if second else xp.where(b < a, b, a)
+    return _first_nan(xp, a, b, r)
+
+
+def _first_nan(xp, a, b, r):
+    """`r` with the element of every NaN operand replaced by TensorFlow's
+    (`r` itself need not be NaN there: a comparison with NaN is false): the first
+    operand's bits where it is NaN, else the second's, verbatim (a
+    signaling NaN stays signaling, a bfloat16 payload is kept).  Measured
+    on TensorFlow 2.21's Maximum and Minimum, float16, bfloat16, float32
+    and float64, sizes 1 to 40, 100 and 1,003, equal shapes and a scalar on
+    either side: no exception at any position.  numpy's maximum and its
+    NaN-propagating add are not this: a bfloat16 NaN comes back as the
+    canonical 0x7fc0/0xffc0, a signaling NaN quieted, and past its
+    vectorized loop numpy returns the second of two NaNs
+    (tests/test_max_min_nan_bits.py).  A NaN's bits are not part of
+    outcome equality, but Bitcast shows them."""
+    nan_a, nan_b = xp.isnan(a), xp.isnan(b)
+    if not (bool(nan_a.any()) or bool(nan_b.any())):
+        return r
+    return xp.where(nan_a, a, xp.where(nan_b, b, r)).astype(r.dtype, copy=False)
 
 
 def extremum_in_packets(dtype: str, n: int, i: int) -> bool:
