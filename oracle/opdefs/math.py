@@ -333,9 +333,9 @@ def _reduce(name: str, xp, args, attrs, fn):
     (a,) = args
     _kernel(name, NUMERIC, a)
     _no_float(name, a, why=_REDUCTION_ORDER)
+    axes = _axes(a, attrs["axes"])   # (a scalar: only no axes at all)
     if a.ndim == 0:
         return (a,)
-    axes = _axes(a, attrs["axes"])
     return (fn(a, axes, attrs.get("keep_dims", False)),)
 
 
@@ -362,13 +362,16 @@ def _sum(xp, args, attrs):
 def _mean(xp, args, attrs):
     """Mean over `axes` (integers: the sum divided by the count, truncated
     toward zero as in C++; TensorFlow sums 8-, 16- and 32-bit integers in a
-    64-bit accumulator, so only a 64-bit sum wraps; an empty mean fails)."""
+    64-bit accumulator, so only a 64-bit sum wraps; the mean of no
+    elements is 0: TensorFlow fills an empty reduction's result with the
+    reducer's identity, for MeanReducer NumTraits<T>::quiet_NaN(), which is
+    0 for an integer (reduction_ops_common.h; measured on TensorFlow 2.21))."""
     def mean(a, ax, k):
         count = 1
         for x in ax:
             count *= a.shape[x]
         if count == 0:
-            raise OpError("division-by-zero", "Mean of no elements")
+            return xp.zeros_like(xp.sum(a, axis=ax, keepdims=k, dtype=a.dtype))
         acc = a.dtype if a.dtype.itemsize == 8 else np.dtype(
             np.uint64 if a.dtype.kind == "u" else np.int64)
         s = xp.sum(a, axis=ax, keepdims=k, dtype=acc)

@@ -102,8 +102,10 @@ def _bias_add(xp, args, attrs):
     """value + bias along the last axis (data_format NHWC)."""
     v, b = args
     _kernel("BiasAdd", NUMERIC, v, b)
-    if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
-        raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
+    # (TensorFlow's kernel: "Input tensor must be at least 2D", bias_op.cc)
+    if b.ndim != 1 or v.ndim < 2 or v.shape[-1] != b.shape[0]:
+        raise ShapeError("BiasAdd needs a value of rank >= 2 and a 1-D bias as long as its "
+                         "last axis")
     return (xp.add(v, b),)
 
 
@@ -115,9 +117,10 @@ def _bias_add_grad(xp, args, attrs):
     (v,) = args
     _kernel("BiasAddGrad", NUMERIC, v)
     _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
-    if v.ndim < 1:
-        raise ShapeError("BiasAddGrad needs rank >= 1")
-    return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
+    if v.ndim < 2:   # (TensorFlow's kernel: "Input tensor must be at least 2D")
+        raise ShapeError("BiasAddGrad needs rank >= 2")
+    rows = math.prod(v.shape[:-1])   # (not -1: a last axis of 0 leaves it undetermined)
+    return (xp.sum(v.reshape(rows, v.shape[-1]), axis=0, dtype=v.dtype),)
 
 
 #: BiasAdd on the dtypes TensorFlow's CPU runtime flushes (oracle/functions.py ftz)
