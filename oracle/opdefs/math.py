@@ -133,11 +133,25 @@ def _export_reduction(tf_op: str):
 # -- value semantics ------------------------------------------------------------
 
 
-@function("RealDiv", 2, 1, batched=BROADCASTING, encoding=DIV, export=export_as("RealDiv"))
+def _batched(on, binary: bool):
+    """The batched form of `on(xp, *arrays, lead)`: the axes after the batch
+    axis are one tensor (a NaN's bits depend on its place: fns.nan_bits)."""
+    def batched(xp, args, attrs):
+        return on(xp, *(fns._pad_batched(args) if binary else args), lead=1)
+    return batched
+
+
+def _realdiv_on(xp, a, b, lead=0):
+    _float_only("RealDiv", a, b)
+    return (fns.nan_bits(xp, xp.divide(a, b), a, b, lead=lead),)
+
+
+@function("RealDiv", 2, 1, batched=_batched(_realdiv_on, True), encoding=DIV,
+          export=export_as("RealDiv"))
 def _realdiv(xp, args, attrs):
-    """Elementwise IEEE division of floats (TensorFlow's RealDiv, Div on floats)."""
-    _float_only("RealDiv", *args)
-    return (xp.divide(args[0], args[1]),)
+    """Elementwise IEEE division of floats (TensorFlow's RealDiv, Div on
+    floats; a NaN's bits as TensorFlow's: functions.nan_bits)."""
+    return _realdiv_on(xp, *args)
 
 
 def _int_division(op: str, xp, a, b, fn):
@@ -165,31 +179,48 @@ def _floordiv(xp, args, attrs):
     return _int_division("FloorDiv", xp, args[0], args[1], xp.floor_divide)
 
 
-@function("Square", 1, 1, batched=True, encoding=SQUARE, export=export_as("Square"))
+def _square_on(xp, a, lead=0):
+    _kernel("Square", NUMERIC, a)
+    return (fns.nan_bits(xp, xp.multiply(a, a), a, lead=lead),)
+
+
+@function("Square", 1, 1, batched=_batched(_square_on, False), encoding=SQUARE,
+          export=export_as("Square"))
 def _square(xp, args, attrs):
-    """x * x (one rounding, as TensorFlow's Square)."""
-    _kernel("Square", NUMERIC, *args)
-    return (xp.multiply(args[0], args[0]),)
+    """x * x (one rounding, as TensorFlow's Square; a NaN's bits as
+    TensorFlow's: functions.nan_bits)."""
+    return _square_on(xp, *args)
 
 
 _SQDIFF_DTYPES = frozenset({"int32", "int64"}) | FLOAT_DTYPES
 
 
-@function("SquaredDifference", 2, 1, batched=BROADCASTING, encoding=SQDIFF,
-          export=export_as("SquaredDifference"))
+def _squared_difference_on(xp, a, b, lead=0):
+    _kernel("SquaredDifference", _SQDIFF_DTYPES, a, b)
+    d = xp.subtract(a, b)
+    return (fns.nan_bits(xp, xp.multiply(d, d), a, b, lead=lead),)
+
+
+@function("SquaredDifference", 2, 1, batched=_batched(_squared_difference_on, True),
+          encoding=SQDIFF, export=export_as("SquaredDifference"))
 def _squared_difference(xp, args, attrs):
     """(x - y) * (x - y), as TensorFlow's SquaredDifference (kernels for
-    int32, int64 and the floats only)."""
-    _kernel("SquaredDifference", _SQDIFF_DTYPES, *args)
-    d = xp.subtract(args[0], args[1])
-    return (xp.multiply(d, d),)
+    int32, int64 and the floats only; a NaN's bits as TensorFlow's:
+    functions.nan_bits)."""
+    return _squared_difference_on(xp, *args)
 
 
-@function("Sqrt", 1, 1, batched=True, encoding=SQRT, export=export_as("Sqrt"))
+def _sqrt_on(xp, a, lead=0):
+    _float_only("Sqrt", a)
+    return (fns.nan_bits(xp, xp.sqrt(a), a, lead=lead),)
+
+
+@function("Sqrt", 1, 1, batched=_batched(_sqrt_on, False), encoding=SQRT,
+          export=export_as("Sqrt"))
 def _sqrt(xp, args, attrs):
-    """IEEE square root (correctly rounded, as Eigen's vectorized sqrt)."""
-    _float_only("Sqrt", *args)
-    return (xp.sqrt(args[0]),)
+    """IEEE square root (correctly rounded, as Eigen's vectorized sqrt; a
+    NaN's bits as TensorFlow's: functions.nan_bits)."""
+    return _sqrt_on(xp, *args)
 
 
 @function("Abs", 1, 1, batched=True, encoding=ABS, export=export_as("Abs"))

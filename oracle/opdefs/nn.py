@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import functions as fns
-from ..functions import (_REDUCTION_ORDER, BROADCASTING, NUMERIC, ShapeError, _is_float, _kernel,
+from ..functions import (_REDUCTION_ORDER, NUMERIC, ShapeError, _is_float, _kernel,
                          _no_float, dtype_name, ftz)
 from .math import BLOCKED_KERNEL, ELEMENTWISE_KERNEL   # (the kernels' arguments are math's)
 from .registry import (OpDef, define, export_as, flushed, function, kernels_are_functions,
@@ -86,15 +86,24 @@ def _relu(xp, args, attrs):
     return (_relu_on(xp, args[0], 0),)
 
 
-@function("ReluGrad", 2, 1, batched=BROADCASTING, export=export_as("ReluGrad"))
-def _relu_grad(xp, args, attrs):
-    """gradients * (features > 0), the product taken in the tensor's dtype;
-    subnormals flushed (TensorFlow's CPU runtime)."""
-    _kernel("ReluGrad", NUMERIC, *args)
-    g, f = ftz(xp, args[0]), ftz(xp, args[1])
+def _relu_grad_on(xp, g, f, lead=0):
+    _kernel("ReluGrad", NUMERIC, g, f)
+    g, f = ftz(xp, g), ftz(xp, f)
     if g.shape != f.shape:
         raise ShapeError("ReluGrad needs equal shapes")
-    return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
+    return (ftz(xp, fns.nan_bits(xp, xp.multiply(g, (f > 0).astype(g.dtype)), g, lead=lead)),)
+
+
+def _relu_grad_batched(xp, args, attrs):
+    return _relu_grad_on(xp, *args, lead=1)
+
+
+@function("ReluGrad", 2, 1, batched=_relu_grad_batched, export=export_as("ReluGrad"))
+def _relu_grad(xp, args, attrs):
+    """gradients * (features > 0), the product taken in the tensor's dtype;
+    subnormals flushed (TensorFlow's CPU runtime); a NaN's bits as
+    TensorFlow's (functions.nan_bits)."""
+    return _relu_grad_on(xp, *args)
 
 
 @function("BiasAdd", 2, 1, batched=False, export=export_as("BiasAdd"))
@@ -106,7 +115,7 @@ def _bias_add(xp, args, attrs):
     if b.ndim != 1 or v.ndim < 2 or v.shape[-1] != b.shape[0]:
         raise ShapeError("BiasAdd needs a value of rank >= 2 and a 1-D bias as long as its "
                          "last axis")
-    return (xp.add(v, b),)
+    return (fns.nan_bits(xp, xp.add(v, b), v, b),)
 
 
 @function("BiasAddGrad", 1, 1, batched=False,
