@@ -551,25 +551,152 @@ def _kernel(op: str, dtypes: frozenset, *arrays: Any) -> None:
             raise OpError("no-kernel", f"{op} has no kernel for {dtype_name(a.dtype)}")
 
 
-@function("Add", 2, 1, batched=BROADCASTING)
+# -- the bits of a NaN that float arithmetic makes ------------------------------
+#
+# Outcome equality makes all NaNs equal, but Bitcast shows a NaN's bits, so
+# the models give TensorFlow's (measured on TensorFlow 2.21's AddV2, Sub,
+# Mul, RealDiv and SquaredDifference, float16, bfloat16, float32 and
+# float64, sizes 1 to 40, 100 and 1,003, equal shapes, a scalar or a
+# 1-element tensor on either side, row and outer broadcasts: some 480,000
+# NaN results, no exception):
+#
+# * an operand that is NaN is passed on, quieted (sign and payload kept);
+#   where both are, the first -- except where Eigen evaluates a commutative
+#   op (Add, Mul) with one operand of one element (TensorFlow's BinaryOp
+#   "scalar op tensor" and "tensor op scalar" forms), which depend on the
+#   element's place, inside Eigen's whole packets (8 float32, 4 float64
+#   elements, by flat index) or in the scalar tail past them: with the
+#   scalar on the left the first in packets and the second in the tail,
+#   with the scalar on the right the second in packets and the first in
+#   the tail; float16 has no packets here: the second with a scalar on the
+#   left, the first with one on the right;
+# * an invalid operation (inf - inf, 0 * inf, 0 / 0) gives the x86 default
+#   NaN (negative, quiet, no payload);
+# * bfloat16 computes in float32 (the rules above, float32's packets) and
+#   rounds to bfloat16 as its Cast does: 0x7fc0 inside whole packets of 8,
+#   the canonical NaN of the float32 result's sign in the tail.
+#
+# numpy is not this (its own loops pick the second of two NaNs past their
+# vectorized part, ml_dtypes keeps a bfloat16 NaN's sign everywhere): the
+# NaN elements of a result are rewritten (tests/test_arithmetic_nan_bits.py).
+
+_QUIET_BIT = {"float16": 1 << 9, "float32": 1 << 22, "float64": 1 << 51}
+_DEFAULT_NAN = {"float16": 0xfe00, "float32": 0xffc00000, "float64": 0xfff8000000000000}
+#: Eigen's packet, in elements, of TensorFlow 2.21's AVX wheel
+NAN_PACKET = {"float32": 8, "float64": 4, "bfloat16": 8}
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _has_nan(xp, r) -> bool:
+    """Whether the float array `r` holds a NaN, in the fewest numpy calls
+    (most results hold none: this is all nan_bits costs them): a few
+    elements as Python floats; float32/float64 by their maximum, which is
+    NaN if one is (numpy's maximum propagates NaN)."""
+    if xp is np and isinstance(r, np.ndarray):
+        if r.size <= 32:
+            return any(x != x for x in r.ravel().tolist())
+        if r.dtype == np.float32 or r.dtype == np.float64:
+            return bool(np.isnan(r.max()))
+    return bool(xp.isnan(r).any())
+
+
+def nan_bits(xp, r, a, b=None, commutes: bool = False, lead: int = 0,
+             scalar_a: bool | None = None):
+    """`r`, the result of an arithmetic op on `a` (and `b`), with its NaN
+    elements given TensorFlow's bits (see above); `commutes`: the op is Add
+    or Mul (its one-element forms pick by position); the axes after the
+    first `lead` (1 for a batch axis) are one tensor; `scalar_a`: whether
+    `a` is of rank 0 while `b` is not (default: from their shapes; a batch
+    pads ranks, so the batched form says it)."""
+    name = dtype_name(r.dtype)
+    if name not in FLOAT_DTYPES or not _has_nan(xp, r):
+        return r
+    nan = xp.isnan(r)
+    bf16 = name == "bfloat16"
+    u = np.uint32 if bf16 else _UINT[r.dtype.itemsize]
+    wide = "float32" if bf16 else name
+    shape = r.shape[lead:]
+    n = math.prod(shape)
+    p = NAN_PACKET.get(name)
+    packets = (xp.arange(n) < n // p * p).reshape(shape) if p else None
+
+    def operand(x):
+        bits = x.view(np.uint16).astype(np.uint32) << np.uint32(16) if bf16 else x.view(u)
+        with np.errstate(invalid="ignore"):
+            return xp.broadcast_to(bits, r.shape), xp.broadcast_to(xp.isnan(x), r.shape)
+
+    pick = xp.full(r.shape, _DEFAULT_NAN[wide], dtype=u)
+    if b is not None:
+        bb, nb = operand(b)
+        pick = xp.where(nb, bb, pick)
+        ab, na = operand(a)
+        first = na
+        if commutes:
+            # (measured: "scalar op tensor" where `a` has one element and `b`
+            # more, or `a` is of rank 0 and `b` not -- () op [1] picks the
+            # second, [1] op () and [1, 1] op [1] the first; else "tensor op
+            # scalar" where `b` has one element)
+            one_a, one_b = math.prod(a.shape[lead:]) == 1, math.prod(b.shape[lead:]) == 1
+            if scalar_a is None:
+                scalar_a = a.ndim == lead and b.ndim > lead
+            if (one_a and not one_b) or scalar_a:   # scalar op tensor: the first in packets
+                first = na & (packets if packets is not None else False) | na & ~nb
+            elif one_b:                             # tensor op scalar: the first in the tail
+                first = na & (~packets if packets is not None else True) | na & ~nb
+        pick = xp.where(first, ab, pick)
+    else:
+        ab, na = operand(a)
+        pick = xp.where(na, ab, pick)
+    pick = pick | u(_QUIET_BIT[wide])
+    if bf16:
+        tail = ((pick >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7fc0)
+        bits = xp.where(packets, np.uint32(0x7fc0), tail).astype(np.uint16)
+    else:
+        bits = pick
+    return xp.where(nan, bits.view(r.dtype), r)
+
+
+def _arith(name: str, ufunc: str, commutes: bool):
+    """The language's Add/Sub/Mul: numpy's `ufunc`, NaN bits as TensorFlow's;
+    (impl, batched impl)."""
+    def on(xp, a, b, lead, scalar_a=None):
+        _kernel(name, NUMERIC, a, b)
+        return (nan_bits(xp, getattr(xp, ufunc)(a, b), a, b, commutes, lead, scalar_a),)
+
+    def impl(xp, args, attrs):
+        return on(xp, args[0], args[1], 0)
+
+    def batched(xp, args, attrs):
+        scalar_a = args[0].ndim == 1 and args[1].ndim > 1
+        a, b = _pad_batched(args)
+        return on(xp, a, b, 1, scalar_a)
+    return impl, batched
+
+
+_add_impl, _add_batched = _arith("Add", "add", True)
+_sub_impl, _sub_batched = _arith("Sub", "subtract", False)
+_mul_impl, _mul_batched = _arith("Mul", "multiply", True)
+
+
+@function("Add", 2, 1, batched=_add_batched)
 def _add(xp, args, attrs):
-    """Elementwise sum (integers wrap around; no bool kernel)."""
-    _kernel("Add", NUMERIC, *args)
-    return (xp.add(args[0], args[1]),)
+    """Elementwise sum (integers wrap around; no bool kernel; a NaN's bits
+    as TensorFlow's: nan_bits)."""
+    return _add_impl(xp, args, attrs)
 
 
-@function("Sub", 2, 1, batched=BROADCASTING)
+@function("Sub", 2, 1, batched=_sub_batched)
 def _sub(xp, args, attrs):
-    """Elementwise difference (integers wrap around; no bool kernel)."""
-    _kernel("Sub", NUMERIC, *args)
-    return (xp.subtract(args[0], args[1]),)
+    """Elementwise difference (integers wrap around; no bool kernel; a NaN's
+    bits as TensorFlow's: nan_bits)."""
+    return _sub_impl(xp, args, attrs)
 
 
-@function("Mul", 2, 1, batched=BROADCASTING)
+@function("Mul", 2, 1, batched=_mul_batched)
 def _mul(xp, args, attrs):
-    """Elementwise product (integers wrap around; no bool kernel)."""
-    _kernel("Mul", NUMERIC, *args)
-    return (xp.multiply(args[0], args[1]),)
+    """Elementwise product (integers wrap around; no bool kernel; a NaN's
+    bits as TensorFlow's: nan_bits)."""
+    return _mul_impl(xp, args, attrs)
 
 
 @function("Neg", 1, 1, batched=True)
@@ -615,13 +742,33 @@ def _extremum_tie(xp, a, b, op: str, tie: str = "table"):
     if tie == "table":
         tie = ZERO_TIE[name]
     if xp is np and (op, name, tie) in _NUMPY_IS_TF:
-        return xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
-    second = tie == "second"
-    if op == "max":
-        r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
+        r = xp.maximum(a, b) if op == "max" else xp.minimum(a, b)
     else:
-        r = xp.where(a < b, a, b) if second else xp.where(b < a, b, a)
-    return xp.where(xp.isnan(a) | xp.isnan(b), xp.add(a, b), r)
+        second = tie == "second"
+        if op == "max":
+            r = xp.where(a > b, a, b) if second else xp.where(b > a, b, a)
+        else:
+            r = xp.where(a < b, a, b) if second else xp.where(b < a, b, a)
+    return _first_nan(xp, a, b, r)
+
+
+def _first_nan(xp, a, b, r):
+    """`r` with the element of every NaN operand replaced by TensorFlow's
+    (`r` itself need not be NaN there: a comparison with NaN is false): the first
+    operand's bits where it is NaN, else the second's, verbatim (a
+    signaling NaN stays signaling, a bfloat16 payload is kept).  Measured
+    on TensorFlow 2.21's Maximum and Minimum, float16, bfloat16, float32
+    and float64, sizes 1 to 40, 100 and 1,003, equal shapes and a scalar on
+    either side: no exception at any position.  numpy's maximum and its
+    NaN-propagating add are not this: a bfloat16 NaN comes back as the
+    canonical 0x7fc0/0xffc0, a signaling NaN quieted, and past its
+    vectorized loop numpy returns the second of two NaNs
+    (tests/test_max_min_nan_bits.py).  A NaN's bits are not part of
+    outcome equality, but Bitcast shows them."""
+    nan_a, nan_b = xp.isnan(a), xp.isnan(b)
+    if not (bool(nan_a.any()) or bool(nan_b.any())):
+        return r
+    return xp.where(nan_a, a, xp.where(nan_b, b, r)).astype(r.dtype, copy=False)
 
 
 def extremum_in_packets(dtype: str, n: int, i: int) -> bool:
@@ -1008,9 +1155,12 @@ def _float_only(op: str, *arrays: Any) -> None:
 def _axes(a, axes: Sequence[int]) -> tuple[int, ...]:
     out = []
     for x in axes:
-        if not -a.ndim <= x < max(a.ndim, 1) or (a.ndim == 0 and x not in (0, -1)):
+        # (a scalar has no axis: TensorFlow 2.21's Sum of a scalar along 0
+        # or -1 fails, "Invalid reduction dimension 0 for input with 0
+        # dimensions", measured)
+        if not -a.ndim <= x < a.ndim:
             raise ShapeError(f"axis {x} out of range for rank {a.ndim}")
-        out.append(x % a.ndim if a.ndim else 0)
+        out.append(x % a.ndim)
     if len(set(out)) != len(out):   # TensorFlow: "Axes contains duplicate dimension"
         raise ShapeError(f"axes {list(axes)} contain a duplicate dimension")
     return tuple(sorted(out))

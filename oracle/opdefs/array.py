@@ -179,6 +179,14 @@ def _fn(name: str, n_in: int, n_out: int, batched: Any = False, **kw: Any):
     return fns.function(name, n_in, n_out, batched=batched, family=TENSORFLOW, **kw)
 
 
+def _contiguous(a) -> np.ndarray:
+    """`a` in C order, of its own shape: np.ascontiguousarray makes a 0-d
+    array 1-d (a scalar Unpack, Slice, BroadcastTo or Transpose gave a
+    [1] tensor where TensorFlow gives a scalar)."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a).reshape(a.shape)
+
+
 @_fn("Reshape", 1, 1, batched=False, attrs={"shape": _int_list},
      export=_export_const_operand("Reshape", "shape", "Tshape"))
 def _reshape(xp, args, attrs):
@@ -307,7 +315,10 @@ def _squeeze(xp, args, attrs):
     dims = attrs["squeeze_dims"]
     if not dims:
         return (xp.reshape(a, tuple(d for d in a.shape if d != 1)),)
-    axes = _axes(a, dims)
+    # (a dimension named twice, as 0 and -rank or twice alike, is squeezed
+    # once: TensorFlow's kernel keeps a set of them, measured on 2.21;
+    # the reductions' duplicates fail there, and in _axes)
+    axes = _axes(a, sorted({d % a.ndim if -a.ndim <= d < 0 else d for d in dims}))
     if any(a.shape[x] != 1 for x in axes):
         raise ShapeError("Squeeze: an axis is not of length 1")
     return (xp.reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes)),)
@@ -375,6 +386,10 @@ def _range(xp, args, attrs):
             raise _invalid(f"Range: {what} must be a scalar")
     if len({start.dtype, limit.dtype, delta.dtype}) > 1:
         raise ShapeError("Range: operands of different dtypes")
+    if start.dtype.kind in "iu" and start.dtype.name not in ("int32", "int64"):
+        # (TensorFlow 2.21 registers Range's CPU kernel for int32, int64 and
+        # the floats only: int8, int16 and the unsigned integers have none)
+        raise OpError("no-kernel", f"Range has no kernel for {start.dtype.name}")
     if start.dtype.kind not in "iu":
         raise CannotRun("cannot run Range on floating-point operands concretely (its size and "
                         "its accumulated values are not modelled); in proofs it is uninterpreted")
@@ -541,7 +556,7 @@ def _slice(xp, args, attrs):
             raise _invalid(f"Slice: expected begin[{i}] in [0, {a.shape[i]}] and size in "
                            f"[0, {a.shape[i]} - begin]")
         spec.append((lo, n, 1))
-    return (np.ascontiguousarray(_take(a, spec)),)
+    return (_contiguous(_take(a, spec)),)
 
 
 @_op("GatherV2", 3, attrs={"batch_dims": _int_attr}, export=_export_op("GatherV2", {"Tparams": 0,
@@ -589,7 +604,7 @@ def _unpack_part(xp, args, attrs):
     ax %= a.ndim
     if a.shape[ax] != attrs["num"]:
         raise _invalid(f"Unpack: input dimension {ax} is {a.shape[ax]}, not num={attrs['num']}")
-    return (np.ascontiguousarray(np.take(a, attrs["index"], axis=ax)),)
+    return (_contiguous(np.take(a, attrs["index"], axis=ax)),)
 
 
 @_op("FillDims", 2, export=_export_op("Fill", {"T": 1, "index_type": 0}),
@@ -618,7 +633,7 @@ def _broadcast_to(xp, args, attrs):
                                   zip(x.shape[::-1], shape[::-1])):
         raise _invalid(f"BroadcastTo: incompatible shapes {list(x.shape)} vs. {shape}")
     fns.check_size("BroadcastTo", [tuple(shape)])
-    return (np.ascontiguousarray(np.broadcast_to(x, tuple(shape))),)
+    return (_contiguous(np.broadcast_to(x, tuple(shape))),)
 
 
 @_op("BroadcastGradientArgs", 2, 2, export=_export_op("BroadcastGradientArgs", {"T": 0}),
@@ -786,7 +801,7 @@ def _transpose(xp, args, attrs):
         raise _invalid(f"Transpose: expected perm of length {a.ndim}, got {len(perm)}")
     if sorted(perm) != list(range(a.ndim)):
         raise _invalid(f"Transpose: {perm} is not a permutation of 0..{a.ndim - 1}")
-    return (np.ascontiguousarray(np.transpose(a, perm)),)
+    return (_contiguous(np.transpose(a, perm)),)
 
 
 #: The functions above whose result's shape (or whether they fail) depends on

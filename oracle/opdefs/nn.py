@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import functions as fns
-from ..functions import (_REDUCTION_ORDER, BROADCASTING, NUMERIC, ShapeError, _is_float, _kernel,
+from ..functions import (_REDUCTION_ORDER, NUMERIC, ShapeError, _is_float, _kernel,
                          _no_float, dtype_name, ftz)
 from .math import BLOCKED_KERNEL, ELEMENTWISE_KERNEL   # (the kernels' arguments are math's)
 from .registry import (OpDef, define, export_as, flushed, function, kernels_are_functions,
@@ -86,15 +86,24 @@ def _relu(xp, args, attrs):
     return (_relu_on(xp, args[0], 0),)
 
 
-@function("ReluGrad", 2, 1, batched=BROADCASTING, export=export_as("ReluGrad"))
-def _relu_grad(xp, args, attrs):
-    """gradients * (features > 0), the product taken in the tensor's dtype;
-    subnormals flushed (TensorFlow's CPU runtime)."""
-    _kernel("ReluGrad", NUMERIC, *args)
-    g, f = ftz(xp, args[0]), ftz(xp, args[1])
+def _relu_grad_on(xp, g, f, lead=0):
+    _kernel("ReluGrad", NUMERIC, g, f)
+    g, f = ftz(xp, g), ftz(xp, f)
     if g.shape != f.shape:
         raise ShapeError("ReluGrad needs equal shapes")
-    return (ftz(xp, xp.multiply(g, (f > 0).astype(g.dtype))),)
+    return (ftz(xp, fns.nan_bits(xp, xp.multiply(g, (f > 0).astype(g.dtype)), g, lead=lead)),)
+
+
+def _relu_grad_batched(xp, args, attrs):
+    return _relu_grad_on(xp, *args, lead=1)
+
+
+@function("ReluGrad", 2, 1, batched=_relu_grad_batched, export=export_as("ReluGrad"))
+def _relu_grad(xp, args, attrs):
+    """gradients * (features > 0), the product taken in the tensor's dtype;
+    subnormals flushed (TensorFlow's CPU runtime); a NaN's bits as
+    TensorFlow's (functions.nan_bits)."""
+    return _relu_grad_on(xp, *args)
 
 
 @function("BiasAdd", 2, 1, batched=False, export=export_as("BiasAdd"))
@@ -102,9 +111,11 @@ def _bias_add(xp, args, attrs):
     """value + bias along the last axis (data_format NHWC)."""
     v, b = args
     _kernel("BiasAdd", NUMERIC, v, b)
-    if b.ndim != 1 or v.ndim < 1 or v.shape[-1] != b.shape[0]:
-        raise ShapeError("BiasAdd needs a 1-D bias as long as the last axis")
-    return (xp.add(v, b),)
+    # (TensorFlow's kernel: "Input tensor must be at least 2D", bias_op.cc)
+    if b.ndim != 1 or v.ndim < 2 or v.shape[-1] != b.shape[0]:
+        raise ShapeError("BiasAdd needs a value of rank >= 2 and a 1-D bias as long as its "
+                         "last axis")
+    return (fns.nan_bits(xp, xp.add(v, b), v, b),)
 
 
 @function("BiasAddGrad", 1, 1, batched=False,
@@ -115,9 +126,10 @@ def _bias_add_grad(xp, args, attrs):
     (v,) = args
     _kernel("BiasAddGrad", NUMERIC, v)
     _no_float("BiasAddGrad", v, why=_REDUCTION_ORDER)
-    if v.ndim < 1:
-        raise ShapeError("BiasAddGrad needs rank >= 1")
-    return (xp.sum(v.reshape(-1, v.shape[-1]), axis=0, dtype=v.dtype),)
+    if v.ndim < 2:   # (TensorFlow's kernel: "Input tensor must be at least 2D")
+        raise ShapeError("BiasAddGrad needs rank >= 2")
+    rows = math.prod(v.shape[:-1])   # (not -1: a last axis of 0 leaves it undetermined)
+    return (xp.sum(v.reshape(rows, v.shape[-1]), axis=0, dtype=v.dtype),)
 
 
 #: BiasAdd on the dtypes TensorFlow's CPU runtime flushes (oracle/functions.py ftz)
