@@ -132,10 +132,31 @@ def _needs(v: Any) -> bool:
     return False
 
 
+def _tag_in(v: Any) -> bool:
+    """Whether `v` holds, at any depth, a dict with the member TAG: the
+    program format's form of a non-finite float, which the reader would
+    take for one."""
+    if isinstance(v, dict):
+        return TAG in v or any(map(_tag_in, v.values()))
+    if isinstance(v, (list, tuple)):
+        return any(_tag_in(x) for x in v if not isinstance(x, (str, int, float)))
+    return False
+
+
 def attrs_to_json(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     """`tf_attrs` as the program format writes it: each non-finite float,
     at any depth of its values, as ``{"float": TEXT}``; `attrs` itself
-    where it has none (the common case: nothing is copied)."""
+    where it has none (the common case: nothing is copied).  A value that
+    holds a dict with the member "float" is refused (ValueError naming the
+    attribute): the file would read back as a float what was a dict (a
+    TensorFlow attribute is never a dict; a pass that built one means the
+    float: it writes the float itself)."""
+    for k, v in attrs.items():
+        if type(v) is dict or type(v) is list or type(v) is tuple:
+            if _tag_in(v):
+                raise ValueError(f"attribute {k!r}: a dict with the member {TAG!r} is the "
+                                 f"program format's form of a non-finite float; write the "
+                                 f"float itself")
     for v in attrs.values():
         t = type(v)
         if t is not str and t is not int and t is not bool and _needs(v):

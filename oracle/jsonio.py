@@ -306,7 +306,10 @@ def node_to_json(n: Node) -> dict:
                 # a TensorFlow op's attributes: a non-finite float exactly,
                 # as {"float": TEXT} (strict JSON has no NaN; read back by
                 # functions._json_attr)
-                v = float_attrs.attrs_to_json(v)
+                try:
+                    v = float_attrs.attrs_to_json(v)
+                except ValueError as exc:
+                    raise ValueError(f"node {n.name!r}: tf_attrs {exc}") from None
             d[k] = v
     if n.inputs:
         d["inputs"] = [str(i) for i in n.inputs]
