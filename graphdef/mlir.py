@@ -125,6 +125,45 @@ _BB = re.compile(r"\^[\w$.\-]+")
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
 
+def _narrow_types() -> dict:
+    import ml_dtypes  # noqa: PLC0415  (numpy's companion for bfloat16)
+    return {"f32": (np.float32, np.uint32), "f16": (np.float16, np.uint16),
+            "bf16": (ml_dtypes.bfloat16, np.uint16)}
+
+
+_NARROW = ("f32", "f16", "bf16")
+
+
+def _narrowed(text: str, wide: float, t: str) -> float:
+    """The float of type `t` (f32, f16, bf16) nearest to the decimal
+    `text` (ties to the even one), as a Python float; `wide` is `text` read
+    as a float64.  Rounded from the exact decimal, not from `wide`, whose
+    own rounding could move a value at a halfway point of `t`."""
+    from fractions import Fraction  # noqa: PLC0415
+    dtype, word = _narrow_types()[t]
+    with np.errstate(over="ignore"):
+        near = np.array([wide], dtype=dtype)
+    if not np.isfinite(near[0]) or not np.isfinite(wide):
+        return float(near[0])          # (past the type's largest: its infinity)
+    try:
+        exact = Fraction(text.replace("+", "", 1) if text.startswith("+") else text)
+    except (ValueError, ZeroDivisionError):
+        return float(near[0])
+    bits = int(near.view(word)[0])
+    best = None
+    for b in (bits - 1, bits, bits + 1):
+        if b < 0 or b >= 1 << (8 * np.dtype(word).itemsize):
+            continue
+        cand = np.array([b], dtype=word).view(dtype)[0]
+        if not np.isfinite(cand):
+            continue
+        c = float(cand)
+        key = (abs(Fraction(c) - exact), b & 1)
+        if best is None or key < best[0]:
+            best = (key, c)
+    return best[1] if best is not None else float(near[0])
+
+
 def _float_of_bits(bits: int, t: str) -> float | None:
     """The float whose bits of type `t` (f16, bf16, f32, f64) are `bits`, as
     the Python float holding it exactly (a NaN's sign and payload too, moved
@@ -463,6 +502,12 @@ class Parser:
                                 self.err(f"{text} is not the bits of an {t}")
                         else:
                             v = float(v)
+                    if isinstance(v, float) and t in _NARROW and "0x" not in text.lower():
+                        # (a decimal literal of a narrower float type is the
+                        # float of that type nearest to it, as MLIR reads it:
+                        # 2.000000e-01 : f32 is float32's 0.2, which is how
+                        # TensorFlow prints a float32 attribute)
+                        v = _narrowed(text, v, t)
                 return v
             return TypeAttr(self.type())
 

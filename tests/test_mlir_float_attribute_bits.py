@@ -52,7 +52,13 @@ CASES = [
     ("0xFFF8000000000001 : f64", 0xFFF8000000000001),
     ("0xFFC1 : bf16", 0xFFF8200000000000), ("0x7E01 : f16", 0x7FF8040000000000),
     ("0x3C00 : f16", bits64(1.0)),
-    ("2.000000e-01 : f32", bits64(0.2)), ("2 : f32", bits64(2.0)),   # (decimal: as before)
+    ("2.000000e-01 : f32", bits64(struct.unpack("<f", struct.pack("<f", 0.2))[0])),  # float32's 0.2
+    ("2 : f32", bits64(2.0)), ("2.000000e-01 : f64", bits64(0.2)),
+    # (the float32 nearest the decimal, not the float32 nearest its float64:
+    # 1 + 2^-24 + 2^-60 rounds to 1 + 2^-23, where its float64, 1 + 2^-24,
+    # is a tie that goes to 1.0)
+    ("1.000000059604644776482582837190 : f32", bits64(1 + 2 ** -23)),
+    ("1.0e+39 : f32", bits64(float("inf"))), ("-0.0 : f32", 0x8000000000000000),
 ]
 
 
