@@ -291,7 +291,7 @@ def _families(n: int, seed: int):
     """Generated originals without control flow, each with its rewrites by
     every built-in pass that changes it and by random mutations, each
     rewrite checked twice under a drawn semantics, observation and
-    NaN-blindness."""
+    NaN-blindness, float arithmetic (real or not) and rule (basic or not)."""
     from tfsem.generators.draw import RandomDraw
     from tfsem.generators.mutate import mutate
     from tfsem.generators.strategies import random_programs
@@ -314,13 +314,15 @@ def _families(n: int, seed: int):
             qs.append(mutate(RandomDraw(rng), p, 16))
         rng.shuffle(qs)
         seq = [(q, rng.choice(["atomic", "decomposed"]), rng.choice(["outputs", "outputs+state"]),
-                rng.random() < 0.8) for q in qs[:8] for _ in range(2)]
+                (rng.random() < 0.8, rng.random() < 0.2, rng.random() < 0.2))
+               for q in qs[:8] for _ in range(2)]
         out.append((p, seq))
     return out
 
 
-def _answer(p, q, s, o, nan_blind=True):
-    r = structural_refinement(p, q, s, o, nan_blind=nan_blind)
+def _answer(p, q, s, o, flags=(True, False, False)):
+    nan_blind, real, basic = flags
+    r = structural_refinement(p, q, s, o, nan_blind=nan_blind, real=real, basic=basic)
     return r.proved, r.reason, {k: v for k, v in r.stats.items() if k != "seconds"}
 
 
