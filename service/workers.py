@@ -345,7 +345,14 @@ def _set_parent_death_signal() -> None:
 
 
 def _limit_memory(extra_mb: int) -> None:
-    """Cap the address space at what the worker uses now plus `extra_mb`."""
+    """Cap the address space at what the worker uses now plus `extra_mb`,
+    and the function-application memo (oracle/applications.py MEMO_BYTES,
+    384 MiB) at a quarter of that: a memo sized for one large graph's two
+    programs would otherwise take what a smaller cap leaves for the
+    computation, and a check that fits gave `unknown` ("memory limit")."""
+    from tfsem.oracle import applications
+    applications.MEMO_BYTES = min(applications.MEMO_BYTES, (extra_mb << 20) // 4)
+    applications.ENTRY_BYTES = min(applications.ENTRY_BYTES, applications.MEMO_BYTES // 8)
     try:
         import resource
         with open("/proc/self/status") as f:

@@ -307,7 +307,17 @@ def test_time_budget_gives_unknown_not_a_hang(server):
     assert ans.json()["verdict"] == "unknown" and "states" in ans.json()["reason"]
 
 
-def test_memory_cap_gives_unknown_and_a_fresh_worker(server):
+@pytest.fixture
+def one_worker_server(tmp_path):
+    """A server of one fresh worker: what the memory cap leaves for a
+    computation does not depend on what earlier requests left in it."""
+    s = Server(tmp_path, "--workers", "1", "--max-timeout", "5", "--worker-memory", "256")
+    yield s
+    s.stop()
+
+
+def test_memory_cap_gives_unknown_and_a_fresh_worker(one_worker_server):
+    server = one_worker_server
     # (every tensor within the evaluator's size limit, MAX_TENSOR_ELEMENTS,
     # so that the worker's memory cap is what stops it: two chains of
     # doublings to 8.2 million elements each, and four different outputs of
