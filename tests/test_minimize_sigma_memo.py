@@ -71,8 +71,11 @@ def test_the_remembered_sigma_is_one_step_and_the_members_that_refused_go_last_t
         {k: v.array.tolist() for k, v in first.items()}
     # (the remembered σ; then x0 and x1 refuse 0 together, one step; their
     # elements that refused 0 alone refuse it together, one step; each
-    # tensor holds only 0 and 1 already: not set to 1 all over)
-    assert len(calls) == 3 and 3 * len(calls) < cold, (len(calls), cold)
+    # tensor holds only 0 and 1 already: not set to 1 all over); a step
+    # whose σ was refused already in this minimization is not asked again
+    # (`repeated`)
+    assert len(calls) + stats.get("repeated", 0) == 3 and 3 * len(calls) < cold, \
+        (len(calls), stats, cold)
     assert {(1, "x0"), (1, "x1")} <= again[0]
 
 
