@@ -275,7 +275,7 @@ SMALL_SHAPES = st.lists(st.integers(0, 3), max_size=4).map(tuple)
 
 def _outcome(fn):
     """('ok', array) or ('error', why) of a model or a TensorFlow call."""
-    import importlib
+    import importlib.util
     errors: tuple = (fns.ShapeError, fns.OpError, ValueError, TypeError)
     if importlib.util.find_spec("tensorflow") is not None:
         import tensorflow as tf
@@ -439,3 +439,19 @@ def test_bfloat16_nans_of_a_broadcast_below_the_tiles_are_tensorflows(name, op, 
     n = got.size
     assert set(bits(got)[: n // 8 * 8].tolist()) == {0x7fc0}
     assert set(bits(got)[n // 8 * 8:].tolist()) <= {0xffc0}
+
+
+def test_the_tiled_broadcasts_are_those_max_and_min_already_refuse_ties_in():
+    """The fix the reproducers call for can share Max/Min's bound
+    (functions.extremum_tiled: a broadcast, neither operand of one element
+    nor both of the result's size, past TILED_EXTREMUM_BYTES): it holds
+    every reproducer above and none of the shapes measured linear, so a
+    bfloat16 NaN result of such a broadcast can be refused (CannotRun) as
+    Max/Min's ties are, with or without a batch axis."""
+    for name, op, sa, sb in TILED:
+        assert fns.extremum_tiled("bfloat16", sa, sb)
+        assert fns.extremum_tiled("bfloat16", (3,) + sa, (3,) + sb, lead=1)
+    for sa, sb in (((81, 100), (100,)), ((248, 33), (33,)), ((100,), (81, 100)),
+                   ((30000,), (30000,)), ((1, 30000), (30000,)), ((300, 100), ()),
+                   ((1, 1), (300, 100))):
+        assert not fns.extremum_tiled("bfloat16", sa, sb), (sa, sb)
