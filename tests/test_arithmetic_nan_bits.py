@@ -22,23 +22,13 @@ import pytest
 from tfsem.oracle import functions as fns
 from tfsem.oracle.values import DTYPES
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from nan_bits_support import UINT, arr, bits, runs as runs_of
 
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 NANS = {"float32": [0x7fc00001, 0xffc00002, 0x7f800001, 0xff812345, 0xffc00000, 0x7fc00000],
         "float64": [0x7ff8000000000001, 0xfff8000000000002, 0x7ff0000000000001,
                     0xfff8000000000000, 0x7ff8000000000000],
         "float16": [0x7e01, 0xfe02, 0x7c01, 0xfe00, 0x7e00],
         "bfloat16": [0x7fc1, 0xffc2, 0x7f81, 0xffc0, 0x7fc0]}
-
-
-def arr(dt: str, raw) -> np.ndarray:
-    d = DTYPES[dt]
-    return np.asarray(raw, dtype=UINT[d.itemsize]).view(d)
-
-
-def bits(a) -> list:
-    a = np.asarray(a)
-    return a.view(UINT[a.dtype.itemsize]).reshape(-1).tolist()
 
 
 def run(name: str, *arrays):
@@ -48,15 +38,7 @@ def run(name: str, *arrays):
 
 def runs(values, first: int, second: int) -> str:
     """"F3 S2": which operand's NaN each element holds, as runs."""
-    s = ["F" if v == first else "S" if v == second else "?" for v in values]
-    out, i = [], 0
-    while i < len(s):
-        j = i
-        while j < len(s) and s[j] == s[i]:
-            j += 1
-        out.append(f"{s[i]}{j - i}")
-        i = j
-    return " ".join(out)
+    return runs_of("F" if v == first else "S" if v == second else "?" for v in values)
 
 
 def test_two_nans_of_equal_shapes_give_the_first_quieted():

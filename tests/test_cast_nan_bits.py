@@ -20,23 +20,13 @@ import pytest
 from tfsem.oracle import functions as fns
 from tfsem.oracle.values import DTYPES, Tensor
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from nan_bits_support import UINT, arr, bits
 
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 NANS = {"float32": [0x7fc00001, 0xffc00002, 0x7f800001, 0xff812345, 0xffc00000, 0x7fc00000],
         "float64": [0x7ff8000000000001, 0xfff8000000000002, 0x7ff0000000000001,
                     0xfff8000000000000, 0x7ff8000000000000, 0x7ff0200000000000],
         "float16": [0x7e01, 0xfe02, 0x7c01, 0xfe00, 0x7e00],
         "bfloat16": [0x7fc1, 0xffc2, 0x7f81, 0xffc0, 0x7fc0]}
-
-
-def arr(dt: str, raw) -> np.ndarray:
-    d = DTYPES[dt]
-    return np.asarray(raw, dtype=UINT[d.itemsize]).view(d)
-
-
-def bits(a) -> list:
-    a = np.asarray(a)
-    return a.view(UINT[a.dtype.itemsize]).reshape(-1).tolist()
 
 
 def cast(a, dst: str, batched: bool = False):

@@ -21,6 +21,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from nan_bits_support import runs as runs_of
 
 try:
     import ml_dtypes
@@ -63,15 +64,8 @@ def model(name, a, b, ftz=False):
 
 
 def runs(first_sign, r) -> str:
-    s = ["F" if bit == first_sign else "S" for bit in np.signbit(np.asarray(r).astype(np.float64)).reshape(-1)]
-    out, i = [], 0
-    while i < len(s):
-        j = i
-        while j < len(s) and s[j] == s[i]:
-            j += 1
-        out.append(f"{s[i]}{j - i}")
-        i = j
-    return " ".join(out)
+    return runs_of("F" if bit == first_sign else "S"
+                   for bit in np.signbit(np.asarray(r).astype(np.float64)).reshape(-1))
 
 
 def rule(dt: str, n: int) -> str:
