@@ -341,7 +341,11 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
     if tok[0] == "symbol" and tok[1] == "-":
         toks.next()
         negative = True
-        tok = toks.peek()
+        minus, tok = tok, toks.peek()
+        if tok[2] != minus[2] + 1:
+            # protobuf's tokenizer reads "-1" as one token: "- 1" (a space, a
+            # line break or a comment after the sign) is no number there
+            raise toks.error(f"expected a number right after '-' for {fpath}", minus)
     toks.next()
     if kind == "bool":
         if not negative:
@@ -361,6 +365,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
                 text = text[:-1]
             if text[:2] in ("0x", "0X"):
                 raise toks.error(f"expected a decimal number for {fpath}, found {tok[1]!r}", tok)
+            if len(text) > 1 and text[0] == "0" and text[1].isdigit():
+                # (protobuf's ParseFloat: "Invalid octal float" -- 010 is not 10.0)
+                raise toks.error(f"a float with a leading 0 ({tok[1]!r}) reads as octal: "
+                                 f"not a number for {fpath}", tok)
             value = float(text)
         else:
             raise toks.error(f"expected a number for {fpath}, found {toks.describe(tok)}", tok)
