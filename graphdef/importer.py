@@ -110,36 +110,67 @@ def shape_of(shape: dict | None, where: str) -> tuple[int, ...]:
 
 
 def tensor_from_proto(t: dict, where: str) -> np.ndarray:
-    """A TensorProto dict as a numpy array (typed *_val fields, tensor_content,
-    or a splat: fewer values than elements repeat the last one)."""
+    """A TensorProto dict as a numpy array, as TensorFlow's runtime reads it
+    (`Tensor::FromProto`, tensorflow/core/framework/tensor.cc; each rule
+    below compared with the Const kernel's output in
+    tests/test_graphdef_tensor_decoding_tensorflow.py):
+
+    * the shape is the TensorShapeProto's dims, unknown_rank ignored (with
+      no dims: a scalar); an unknown dimension is refused;
+    * a shape of no elements is an empty array: tensor_content and the
+      typed fields are not read at all;
+    * a non-empty tensor_content is the little-endian bytes of exactly the
+      shape's elements (any other length: TensorFlow's kernel fails, refused
+      here; so is a DT_BOOL byte other than 0 and 1, as TensorFlow does),
+      and the typed `*_val` fields are then ignored;
+    * otherwise the dtype's typed field: no values is zeros; fewer values
+      than elements repeat the last one; more values than elements are cut
+      to the first ones;
+    * each value becomes the element as C++ converts it: `int_val` of an
+      int8/int16/uint8/uint16 tensor keeps the low bits (two's complement,
+      300 is 44 in int8, -1 is 255 in uint8), `half_val` (float16 and
+      bfloat16 bit patterns in int32s) keeps the low 16 bits."""
     dt = t.get("dtype", "DT_INVALID")
     if dt not in NUMPY_DTYPES:
         raise GraphImportError(where, f"a constant of dtype {dtype_name(dt)} is not modelled "
                                f"({NOT_MODELLED})", "unsupported-dtype")
     npd = np.dtype(NUMPY_DTYPES[dt])
-    shape = shape_of(t.get("tensor_shape"), where)
+    # a tensor's shape is its dims: TensorFlow's (fully defined) TensorShape
+    # ignores unknown_rank (TensorShapeBase::IsValid checks it only for a
+    # PartialTensorShape), so unknown_rank and no dims is a scalar
+    shape = shape_of({"dim": (t.get("tensor_shape") or {}).get("dim", [])}, where)
     size = math.prod(shape)
     if size >= 1 << 63:   # (what numpy's int64 product gives: it wraps)
         size = int(np.prod(shape, dtype=np.int64))
     if size > MAX_CONST_ELEMENTS:
         raise GraphImportError(where, f"a constant of {size} elements (at most "
                                f"{MAX_CONST_ELEMENTS})", "too-large")
+    if size == 0:
+        return np.zeros(shape, dtype=npd)
     content = t.get("tensor_content")
     if content:
         if len(content) != size * npd.itemsize:
             raise GraphImportError(where, f"tensor_content has {len(content)} bytes, the "
                                    f"shape {list(shape)} of {dt} needs {size * npd.itemsize}",
                                    "bad-tensor")
+        if dt == "DT_BOOL" and content.translate(None, b"\x00\x01"):
+            # (TensorFlow's kernel fails on such bytes: "Cannot parse tensor
+            # from proto"; numpy would make a bool holding 2)
+            raise GraphImportError(where, "tensor_content of a DT_BOOL tensor holds a byte "
+                                   "other than 0 and 1", "bad-tensor")
         bits = BITS_DTYPES.get(TFSEM_DTYPES.get(dt, ""), npd)   # bfloat16 has no byte order
         return np.frombuffer(content, dtype=bits.newbyteorder("<")).astype(bits).view(npd).reshape(shape)
-    vals = list(t.get(_VAL_FIELDS[dt], []))
-    if dt in ("DT_HALF", "DT_BFLOAT16"):   # half_val holds the 16-bit patterns
-        vals = list(np.array(vals, dtype=np.uint16).view(npd)) if vals else []
+    vals = t.get(_VAL_FIELDS[dt], [])
     if len(vals) > size:
-        raise GraphImportError(where, f"{len(vals)} values for the shape {list(shape)}",
-                               "bad-tensor")
-    if not vals:
-        arr = np.zeros(size, dtype=npd)
+        vals = vals[:size]
+    if not len(vals):
+        return np.zeros(shape, dtype=npd)
+    if dt in ("DT_HALF", "DT_BFLOAT16"):   # half_val holds the 16-bit patterns (int32s)
+        arr = (np.array(vals, dtype=np.int64) & 0xFFFF).astype(np.uint16).view(npd)
+    elif _VAL_FIELDS[dt] == "int_val" and dt != "DT_INT32":
+        # (int32s: int64 holds them all; astype keeps the low bits, as C++'s
+        # conversion to the narrower type does)
+        arr = np.array(vals, dtype=np.int64).astype(npd)
     else:
         try:
             with np.errstate(over="raise"):
@@ -147,8 +178,8 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
         except (OverflowError, FloatingPointError, ValueError) as exc:
             raise GraphImportError(where, f"a value out of range for {dt}: {exc}",
                                    "bad-tensor") from None
-        if len(vals) < size:
-            arr = np.concatenate([arr, np.full(size - len(vals), arr[-1], dtype=npd)])
+    if len(arr) < size:
+        arr = np.concatenate([arr, np.full(size - len(arr), arr[-1], dtype=npd)])
     return arr.reshape(shape)
 
 
@@ -936,6 +967,13 @@ class _Builder:
             self.reject(f"has no tensor attribute {name!r}", "missing-attribute")
         arr = tensor_from_proto(t, self.node.describe())
         dt = t.get("dtype")
+        declared = self.node.attr.get("dtype") if self.node.op == "Const" else None
+        if declared and "type" in declared and declared["type"] != dt:
+            # TensorFlow's Const kernel fails: "Type mismatch between value
+            # (DT_FLOAT) and dtype (DT_INT32)"; the tensor alone would be a value
+            # of another type than the one the graph's consumers were typed for
+            self.reject(f"the value is a {dtype_name(dt)} tensor and the dtype attribute "
+                        f"says {dtype_name(declared['type'])}", "bad-tensor")
         if dt not in TFSEM_DTYPES:
             self.reject(f"a constant of dtype {dtype_name(dt)} used as a tensor is not modelled: "
                         f"{NOT_MODELLED}", "unsupported-dtype")
@@ -1179,6 +1217,10 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
             raise GraphImportError(f"fetch {_short(f)!r}", "a fetch is a tensor (n or n:k), "
                                    "not ^n")
         refs = imp.refs.get(src, [])
+        if port >= len(refs) and src in imp.unusable:
+            # a fetched constant of a dtype tfsem has no values of: its refusal
+            # names the dtype (not "has 0 tensor outputs")
+            raise imp.unusable[src]
         if port >= len(refs):
             raise GraphImportError(f"fetch {_short(f)!r}", f"node {_short(src)!r} "
                                    f"({nodes[src].op}) has {len(refs)} tensor output(s)",

@@ -220,6 +220,30 @@ def to_dict(m) -> dict:
     return out
 
 
+def _tensor_dict(t) -> dict:
+    """to_dict of a TensorProto message, with its float_val bit for bit, as
+    numpy float32 scalars (for the importer: the dict form keeps Python
+    floats).  protobuf's Python values of a float field are C doubles
+    widened from the float32s it holds, and widening quiets a signalling NaN
+    (x86's cvtss2sd sets the quiet bit), where TensorFlow's Const kernel
+    copies the float32s themselves.  So the field alone is serialized
+    (protobuf's own copy of the bits) and its packed payload, the last 4n
+    bytes, read."""
+    out = to_dict(t)
+    n = len(t.float_val)
+    if n:
+        import numpy as np
+        alone = type(t)()
+        alone.CopyFrom(t)   # (a copy of the message in C: the float32s themselves)
+        for other, _ in alone.ListFields():
+            if other.name != "float_val":
+                alone.ClearField(other.name)
+        data = alone.SerializeToString()
+        out["float_val"] = list(np.frombuffer(data[len(data) - 4 * n:], dtype="<f4")
+                                .astype(np.float32))
+    return out
+
+
 _ENUM_NAMES = {_full(k)[1:]: v for k, v in ENUMS.items()}
 _SKIP = object()
 _CONVERT: dict = {}
@@ -278,6 +302,8 @@ def attr_dict(a) -> dict:
         return {"type": _DATA_TYPES.get(t, t)}
     if which in _PLAIN_ATTR_FIELDS:
         return {which: getattr(a, which)}
+    if which == "tensor":
+        return {"tensor": _tensor_dict(a.tensor)}
     return to_dict(a) if which is not None else {}
 
 
