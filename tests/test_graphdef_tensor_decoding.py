@@ -127,3 +127,21 @@ def test_tfsem_import_of_a_bad_bool_constant_exits_2_naming_the_node(tmp_path, c
     rc = main(["import", str(f), "--fetch", "c"])
     err = capsys.readouterr().err
     assert rc == 2 and "'c'" in err and "Traceback" not in err
+
+
+def test_signalling_nan_in_a_function_body_constant_keeps_its_bits_from_binary():
+    bits = [0x7F800001, 0xFFA00001]
+    text = ('node { name: "call" op: "PartitionedCall" attr { key: "f" value { func { name: "fn" } } }'
+            ' attr { key: "Tin" value { list { } } }'
+            ' attr { key: "Tout" value { list { type: DT_FLOAT } } } }'
+            'library { function { signature { name: "fn" output_arg { name: "out" type: DT_FLOAT } }'
+            ' node_def { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }'
+            ' attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } } } } }'
+            ' ret { key: "out" value: "c:output:0" } } }')
+    message = parse("GraphDef", encode("GraphDef", parse_text("GraphDef", text)))
+    payload = np.array(bits, dtype="<u4").tobytes()
+    tensor = message.library.function[0].node_def[0].attr["value"].tensor
+    tensor.MergeFromString(b"\x2a" + bytes([len(payload)]) + payload)
+    program = import_graph(message, ["call"]).program
+    (const,) = [n for n in program.nodes if n.op == "Const"]
+    assert [int(b) for b in const.attrs["value"].array.view(np.uint32)] == bits

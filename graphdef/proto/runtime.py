@@ -244,6 +244,21 @@ def _tensor_dict(t) -> dict:
     return out
 
 
+def library_dict(lib) -> dict:
+    """to_dict of a FunctionDefLibrary message for the importer: each
+    function body's Const value with float_val bit for bit (_tensor_dict),
+    as a graph node's is read (attr_dict; a Const's `value` is the only
+    tensor attribute the importer reads)."""
+    out = to_dict(lib)
+    for fm, fd in zip(lib.function, out.get("function", [])):
+        for nm, nd in zip(fm.node_def, fd.get("node_def", [])):
+            if nm.op == "Const":
+                a = nm.attr.get("value")
+                if a is not None and a.WhichOneof("value") == "tensor" and len(a.tensor.float_val):
+                    nd["attr"]["value"] = {"tensor": _tensor_dict(a.tensor)}
+    return out
+
+
 _ENUM_NAMES = {_full(k)[1:]: v for k, v in ENUMS.items()}
 _SKIP = object()
 _CONVERT: dict = {}
