@@ -145,3 +145,13 @@ def test_signalling_nan_in_a_function_body_constant_keeps_its_bits_from_binary()
     program = import_graph(message, ["call"]).program
     (const,) = [n for n in program.nodes if n.op == "Const"]
     assert [int(b) for b in const.attrs["value"].array.view(np.uint32)] == bits
+
+
+@pytest.mark.parametrize("escape", [r"\?", r"\X41"])
+def test_escapes_protobufs_parsers_read_differently_are_refused(escape):
+    """Python's protobuf keeps \\? and \\X41 as written (backslash included),
+    C++'s reads one character: tfsem read the one character, so a
+    tensor_content was another length than TensorFlow's Python reader gives."""
+    with pytest.raises(ProtoError, match="read it differently"):
+        parse_text("GraphDef", const_text("DT_UINT8", [1], f'tensor_content: "{escape}"'))
+    assert value(const_text("DT_UINT8", [1], r'tensor_content: "\x41"'))[1].tolist() == [65]

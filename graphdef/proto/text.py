@@ -404,8 +404,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
     return number
 
 
+# (not "\\?" nor "\\X": Python's protobuf keeps them as written, the backslash
+# too, where C++'s reads one character: refused below, as no escape at all)
 _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "\\": 92, '"': 34, "'": 39, "a": 7, "b": 8, "f": 12,
-                   "v": 11, "?": 63}
+                   "v": 11}
 _HEX = "0123456789abcdefABCDEF"
 
 
@@ -439,7 +441,7 @@ def _unescape(literal: str, toks: _Tokens, tok, fpath: str) -> bytes:
                 raise ProtoError(f"octal escape \\{body[i:j]} is above \\377 in {fpath} at {toks.where(tok[2])}")
             out.append(value)
             i = j
-        elif c in "xX":
+        elif c == "x":
             j = i + 1
             while j < n and j < i + 3 and body[j] in _HEX:
                 j += 1
@@ -457,6 +459,10 @@ def _unescape(literal: str, toks: _Tokens, tok, fpath: str) -> bytes:
                 raise ProtoError(f"\\{c}{digits} is not a Unicode scalar value in {fpath} at {toks.where(tok[2])}")
             out += chr(code).encode("utf-8")
             i += 1 + width
+        elif c in "?X":
+            raise ProtoError(f"escape \\{c} in {fpath} at {toks.where(tok[2])}: protobuf's "
+                             "Python and C++ text parsers read it differently (write \\? as ?, "
+                             "\\X as \\x)")
         else:
             raise ProtoError(f"unknown escape \\{c} in {fpath} at {toks.where(tok[2])}")
     return bytes(out)
