@@ -145,8 +145,15 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
     if size > MAX_CONST_ELEMENTS:
         raise GraphImportError(where, f"a constant of {size} elements (at most "
                                f"{MAX_CONST_ELEMENTS})", "too-large")
+    if len(shape) > 64:
+        raise GraphImportError(where, f"a constant of rank {len(shape)} (numpy holds at most 64 "
+                               "dimensions)", "too-large")
     if size == 0:
-        return np.zeros(shape, dtype=npd)
+        try:
+            return np.zeros(shape, dtype=npd)
+        except ValueError:   # (numpy refuses such a shape: [2**62, 0] is "too big")
+            raise GraphImportError(where, f"a constant of shape {list(shape)}: numpy cannot "
+                                   "hold a shape with dimensions this large", "too-large") from None
     content = t.get("tensor_content")
     if content:
         if len(content) != size * npd.itemsize:

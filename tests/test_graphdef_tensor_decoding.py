@@ -155,3 +155,13 @@ def test_escapes_protobufs_parsers_read_differently_are_refused(escape):
     with pytest.raises(ProtoError, match="read it differently"):
         parse_text("GraphDef", const_text("DT_UINT8", [1], f'tensor_content: "{escape}"'))
     assert value(const_text("DT_UINT8", [1], r'tensor_content: "\x41"'))[1].tolist() == [65]
+
+
+@pytest.mark.parametrize("dims,says", [([2**62, 0], "numpy cannot hold"),
+                                       ([2**62, 3, 0], "numpy cannot hold"),
+                                       ([1] * 65, "rank 65")])
+def test_shapes_numpy_cannot_hold_are_refused_by_name(dims, says):
+    with pytest.raises(GraphImportError, match=says) as exc:
+        value(const_text("DT_INT32", dims, "int_val: 1"))
+    assert exc.value.violations[0].rule == "too-large"
+    assert value(const_text("DT_INT32", [2**31, 0], "int_val: 1"))[1].shape == (2**31, 0)

@@ -80,6 +80,8 @@ def tensor_protos(draw):
     dims = draw(st.lists(st.sampled_from([0, 1, 1, 2, 3, 5]), max_size=3))
     if draw(st.integers(0, 19)) == 0:
         dims = dims + [-1]
+    if 0 in dims and draw(st.integers(0, 9)) == 0:   # huge, with no elements (nothing allocated)
+        dims.insert(draw(st.integers(0, len(dims))), draw(st.sampled_from([2**31, 2**40, 2**62])))
     tp = tensor_pb2.TensorProto(dtype=types_pb2.DataType.Value(dtype),
                                 tensor_shape=shape_proto(dims, draw(st.integers(0, 29)) == 0))
     size = int(np.prod(dims)) if all(d >= 0 for d in dims) else 1
