@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from tfsem.graphdef.exporter import tensor_proto
 from tfsem.graphdef.importer import GraphImportError, import_graph
-from tfsem.graphdef.proto import encode, format_text, parse, parse_text
+from tfsem.graphdef.proto import ProtoError, encode, format_text, parse, parse_text
 from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.functions import CannotRun
 from tfsem.oracle.program import ProgramError
@@ -328,3 +328,43 @@ def test_squeeze_with_a_repeated_dim_runs_as_in_tensorflow(dims):
                  {"T": AV(type=tf_type("float32")), "squeeze_dims": AV(list=ListValue(i=dims))})
     compare(tfsem_run(parse("GraphDef", g.SerializeToString())), tensorflow_run(g),
             f"Squeeze {dims}")
+
+
+# -- AttrValue in text ---------------------------------------------------------
+
+ATTR_SPELLINGS = (
+    [f"i: {x}" for x in ["0", "-1", "0x7fffffffffffffff", "-9223372036854775808",
+                         "9223372036854775808", "-0x8000000000000000", "010", "08", "1.0",
+                         "true", "1e3", "- 1", "18446744073709551615"]]
+    + [f"f: {x}" for x in ["0.1", "-0", "1e39", "-nan", "nan", "inf", "-inf", "010", "1", "0x1",
+                           "1e-46", "1.5f", "true"]]
+    + [f"b: {x}" for x in ["true", "false", "1", "0", "t", "f", "True", "FALSE", "2", "-1", "yes",
+                           "0x1"]]
+    + [f"type: {x}" for x in ["DT_FLOAT", "1", "0x1", "-1", "999", "01", "00", '"DT_FLOAT"',
+                              "DT_FOO", "DT_FLOAT_REF", "0", "2147483648", "-2147483648"]]
+    + [f"shape {{ {x} }}" for x in ["dim { size: -1 }", "dim { size: 0x10 }",
+                                    "unknown_rank: true", "unknown_rank: 1",
+                                    "dim { size: 1 name: 'a' }", "dim { size: -2 }",
+                                    "dim [{ size: 1 }, { size: 2 }]", "dim: { size: 3 }"]]
+    + ["list { i: [1, 2] }", "list { i: 1 i: 2 }", "list { f: [1, nan] }",
+       "list { type: [DT_FLOAT, 3] }", "list { b: [true, 0] }", "list { i: [] }", "list { }",
+       "list { shape { unknown_rank: true } shape { dim { size: 2 } } }", "list { i: 1 f: 2 }",
+       "list { s: ['a', \"b\"] }"])
+
+
+def test_text_attr_values_read_as_protobuf_reads_them():
+    """Each spelling: both refuse, or tfsem's reading, written by tfsem's
+    binary writer, is the message TensorFlow's text_format.Parse gives."""
+    for spelling in ATTR_SPELLINGS:
+        try:
+            theirs = text_format.Parse(spelling, AV())
+        except (text_format.ParseError, ValueError):   # (an enum out of int32: ValueError)
+            theirs = None
+        try:
+            ours = AV.FromString(encode("AttrValue", parse_text("AttrValue", spelling)))
+        except ProtoError:
+            ours = None
+        assert (ours is None) == (theirs is None), (spelling, ours, theirs)
+        if ours is not None:
+            assert ours.SerializeToString(deterministic=True) == \
+                theirs.SerializeToString(deterministic=True), (spelling, ours, theirs)

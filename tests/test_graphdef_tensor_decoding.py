@@ -165,3 +165,12 @@ def test_shapes_numpy_cannot_hold_are_refused_by_name(dims, says):
         value(const_text("DT_INT32", dims, "int_val: 1"))
     assert exc.value.violations[0].rule == "too-large"
     assert value(const_text("DT_INT32", [2**31, 0], "int_val: 1"))[1].shape == (2**31, 0)
+
+
+def test_an_enum_number_with_a_leading_zero_is_refused_as_protobuf_does():
+    """protobuf reads an enum's number with Python's int(text, 0): 01 is
+    no number (00 is 0), so `type: 01` is no DataType; tfsem read DT_FLOAT."""
+    with pytest.raises(ProtoError, match="'01'"):
+        parse_text("AttrValue", "type: 01")
+    assert parse_text("AttrValue", "type: 00") == {"type": "DT_INVALID"}
+    assert parse_text("AttrValue", "type: 0x1") == {"type": "DT_FLOAT"}

@@ -385,6 +385,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
                 raise toks.error(f"unknown {field.type_name} value {tok[1]!r} for {fpath}", tok)
             return tok[1]
         number = _parse_int_literal(tok[1]) if tok[0] == "number" else None
+        if number is not None and tok[1][:1] == "0" and tok[1][1:2].isdigit() and tok[1].strip("0"):
+            # protobuf reads an enum's number with Python's int(text, 0), which
+            # has no octal 01 (00 is 0): "no value named 01"
+            number = None
         if number is None:
             raise toks.error(f"expected a {field.type_name} name or number for {fpath}, found "
                              f"{toks.describe(tok)}", tok)
