@@ -190,6 +190,19 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
     return arr.reshape(shape)
 
 
+def check_const_dtype(node, t: dict) -> None:
+    """Refuses a Const whose `dtype` attribute is not its tensor's dtype:
+    TensorFlow's Const kernel fails ("Type mismatch between value (DT_FLOAT)
+    and dtype (DT_INT32)"), and the tensor alone would be a value of another
+    type than the one the graph's consumers were typed for.  (A Const with
+    no `dtype` attribute, as the MLIR reader makes, is read from its tensor.)"""
+    declared = node.attr.get("dtype")
+    if declared and "type" in declared and declared["type"] != t.get("dtype"):
+        raise GraphImportError(node.describe(), f"the value is a "
+                               f"{dtype_name(t.get('dtype', 'DT_INVALID'))} tensor and the dtype "
+                               f"attribute says {dtype_name(declared['type'])}", "bad-tensor")
+
+
 def attr_value(a: dict) -> Any:
     """An AttrValue dict as a plain Python value (types as DT_ names, shapes
     as lists, strings decoded)."""
@@ -876,7 +889,9 @@ class _Builder:
             self.reject(f"input {i} must be a constant (tfsem reads it when the graph is "
                         f"imported), but it is computed by {g.name!r} ({g.op})", "not-constant")
         self.static_controls.extend(self.imp.static_controls(src, port))
-        return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}), g.describe())
+        t = (g.attr.get("value") or {}).get("tensor", {})
+        check_const_dtype(g, t)
+        return tensor_from_proto(t, g.describe())
 
     def is_static(self, i: int) -> bool:
         """Whether input i is a constant that `static(i)` can read at import."""
@@ -974,13 +989,8 @@ class _Builder:
             self.reject(f"has no tensor attribute {name!r}", "missing-attribute")
         arr = tensor_from_proto(t, self.node.describe())
         dt = t.get("dtype")
-        declared = self.node.attr.get("dtype") if self.node.op == "Const" else None
-        if declared and "type" in declared and declared["type"] != dt:
-            # TensorFlow's Const kernel fails: "Type mismatch between value
-            # (DT_FLOAT) and dtype (DT_INT32)"; the tensor alone would be a value
-            # of another type than the one the graph's consumers were typed for
-            self.reject(f"the value is a {dtype_name(dt)} tensor and the dtype attribute "
-                        f"says {dtype_name(declared['type'])}", "bad-tensor")
+        if self.node.op == "Const":
+            check_const_dtype(self.node, t)
         if dt not in TFSEM_DTYPES:
             self.reject(f"a constant of dtype {dtype_name(dt)} used as a tensor is not modelled: "
                         f"{NOT_MODELLED}", "unsupported-dtype")

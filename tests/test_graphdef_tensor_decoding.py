@@ -174,3 +174,16 @@ def test_an_enum_number_with_a_leading_zero_is_refused_as_protobuf_does():
         parse_text("AttrValue", "type: 01")
     assert parse_text("AttrValue", "type: 00") == {"type": "DT_INVALID"}
     assert parse_text("AttrValue", "type: 0x1") == {"type": "DT_FLOAT"}
+
+
+def test_a_constant_read_at_import_whose_dtype_attribute_differs_is_refused():
+    """(an axis, a shape: read when the graph is imported, not run)"""
+    text = (const_text("DT_INT32", [1], "int_val: 0", declared="DT_INT64").replace('"c"', '"axis"')
+            + 'node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }'
+            ' attr { key: "shape" value { shape { dim { size: 2 } } } } }'
+            'node { name: "y" op: "ExpandDims" input: "x" input: "axis"'
+            ' attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tdim" value { type: DT_INT64 } } }')
+    with pytest.raises(GraphImportError, match=r"'axis'.*DT_INT32 tensor.*DT_INT64"):
+        import_graph(parse_text("GraphDef", text), ["y"])
+    ok = text.replace("DT_INT64", "DT_INT32")
+    assert import_graph(parse_text("GraphDef", ok), ["y"]).program.outputs
