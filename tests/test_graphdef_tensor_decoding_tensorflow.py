@@ -310,3 +310,57 @@ def test_text_escapes_read_as_protobuf_reads_them():
                 assert isinstance(ours, ProtoError), (escape, ours, theirs)
             else:
                 assert ours == theirs, (escape, ours, theirs)
+
+
+# -- the text format's other spellings of the same message ---------------------
+
+def _respell(text: str, draw) -> str:
+    """`text` (protobuf's printing) in another spelling protobuf's parser
+    reads as the same message: `field: {`, `< >` for a block, `,` or `;`
+    after a field, repeated scalars as `[a, b]`, single quotes, comments,
+    all on one line."""
+    lines = text.splitlines()
+    out, closers = [], []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.endswith("{"):
+            name = stripped[:-1].strip()
+            style = draw(st.sampled_from(["{", ": {", "<", ": <"]))
+            out.append(f"{name} {style}")
+            closers.append(">" if "<" in style else "}")
+        elif stripped == "}":
+            out.append(closers.pop())
+        else:
+            key, _, value = stripped.partition(": ")
+            run = [value]
+            while i + 1 < len(lines) and lines[i + 1].strip().startswith(key + ": ") \
+                    and draw(st.booleans()):
+                i += 1
+                run.append(lines[i].strip().partition(": ")[2])
+            if value.startswith('"') and draw(st.booleans()):
+                run = ["'" + v[1:-1] + "'" for v in run]
+            out.append(f"{key}: [{', '.join(run)}]" if len(run) > 1 else f"{key}: {run[0]}")
+            out[-1] += draw(st.sampled_from(["", "", ",", ";"]))
+        if draw(st.integers(0, 5)) == 0:
+            out.append("# a comment { } : [")
+        i += 1
+    return ("\n" if draw(st.booleans()) else " ").join(
+        line if not line.startswith("#") else line + "\n" for line in out)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
+@given(tensor_protos(), st.data())
+def test_respelled_text_reads_as_tensorflow_reads_it(tp, data):
+    text = _respell(text_format.MessageToString(const_graph(tp)), data.draw)
+    try:
+        theirs = tensorflow_value(text_format.Parse(text, graph_pb2.GraphDef()))
+    except text_format.ParseError as exc:
+        theirs = exc
+    try:
+        ours = tfsem_value(parse_text("GraphDef", text))
+    except ProtoError as exc:
+        ours = exc
+    assert not isinstance(theirs, text_format.ParseError), (text, theirs)
+    assert_same(ours, theirs, f"text {text}", dtype_of(tp))
