@@ -371,3 +371,42 @@ def test_text_attr_values_read_as_protobuf_reads_them():
         if ours is not None:
             assert ours.SerializeToString(deterministic=True) == \
                 theirs.SerializeToString(deterministic=True), (spelling, ours, theirs)
+
+
+# -- a SavedModel: its attributes equal to their defaults are stripped -----------
+
+class _Defaults(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32)])
+    def f(self, x):
+        xi = tf.cast(x, tf.int32)
+        return {"squeeze": tf.squeeze(tf.reshape(x, [1, 2, 1, 3])),
+                "stack": tf.stack([x, x]),
+                "shape": tf.shape(x), "shape64": tf.shape(x, out_type=tf.int64),
+                "max": tf.reduce_max(xi, axis=1), "sum": tf.reduce_sum(xi, axis=0, keepdims=True),
+                "slice": x[:, 1:], "matmul": tf.matmul(xi, xi, transpose_b=True),
+                "cast": tf.cast(tf.abs(x), tf.uint8)}
+
+
+def test_saved_model_with_stripped_default_attributes_runs_as_in_tensorflow(tmp_path):
+    """tf.saved_model.save leaves out each attribute equal to its OpDef's
+    default (Squeeze's squeeze_dims, Shape's out_type, Cast's Truncate,
+    Max's keep_dims, MatMul's transpose_a, ...): tfsem's models must fill
+    in TensorFlow's defaults.  (Ops with a model of their own: in the suite
+    TensorFlow's kernels are off.)"""
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tfsem.graphdef import import_path
+    module = _Defaults()
+    tf.saved_model.save(module, str(tmp_path), signatures=module.f)
+    saved = saved_model_pb2.SavedModel.FromString((tmp_path / "saved_model.pb").read_bytes())
+    squeeze = [n for f in saved.meta_graphs[0].graph_def.library.function for n in f.node_def
+               if n.op == "Squeeze"]
+    assert squeeze and "squeeze_dims" not in squeeze[0].attr   # (stripped: what is tested)
+    x = np.array([[1.5, -2, 0.25], [0, 7, 3]], dtype=F32)
+    expected = {k: v.numpy() for k, v in module.f(tf.constant(x)).items()}
+    program = import_path(tmp_path).program
+    (o,) = outcome_set(program, {k: Tensor(x) for k in program.feeds}, {}, "atomic",
+                       "outputs").as_dict(1)
+    outputs = dict(o.outputs)
+    assert sorted(outputs) == sorted(expected)
+    for k, want in expected.items():
+        compare(outputs[k], want, f"{k} of the SavedModel")
