@@ -203,14 +203,38 @@ def check_const_dtype(node, t: dict) -> None:
                                f"attribute says {dtype_name(declared['type'])}", "bad-tensor")
 
 
-def attr_value(a: dict) -> Any:
+def _text(val, strict: bool):
+    if not isinstance(val, bytes):
+        return val
+    if strict:
+        try:
+            return val.decode("utf-8")
+        except UnicodeDecodeError:
+            # (decoded with replacement, b"v\xff" and b"v\xfe" were one
+            # string: two variables' shared_names, one variable in tfsem)
+            raise _NotText.with_value(val) from None
+    return val.decode("utf-8", "replace")
+
+
+class _NotText(ValueError):
+    """A string attribute that is not UTF-8 text (see _text)."""
+
+    @classmethod
+    def with_value(cls, val: bytes) -> "_NotText":
+        return cls(f"a string attribute is not UTF-8 text: {val[:60]!r}")
+
+
+def attr_value(a: dict, strict: bool = False) -> Any:
     """An AttrValue dict as a plain Python value (types as DT_ names, shapes
-    as lists, strings decoded)."""
+    as lists, strings decoded).  `strict`: a string that is not UTF-8 text
+    raises ValueError (where the string is a name or a value a model or a
+    kernel reads: two byte strings must not become one); otherwise it is
+    decoded with replacement characters."""
     if not isinstance(a, dict) or not a:
         return None
     key, val = next(iter(a.items()))
     if key == "s":
-        return val.decode("utf-8", "replace") if isinstance(val, bytes) else val
+        return _text(val, strict)
     if key in ("i", "f", "b", "type", "placeholder"):
         return val
     if key == "shape":
@@ -219,8 +243,8 @@ def attr_value(a: dict) -> Any:
         return [int(d.get("size", 0)) for d in val.get("dim", [])]
     if key == "list":
         for k, items in val.items():
-            return [attr_value({k[:-1] if k.endswith("s") and k != "s" else k: x})
-                    if k != "s" else (x.decode("utf-8", "replace") if isinstance(x, bytes) else x)
+            return [attr_value({k[:-1] if k.endswith("s") and k != "s" else k: x}, strict)
+                    if k != "s" else _text(x, strict)
                     for x in items]
         return []
     if key == "func":
@@ -246,7 +270,7 @@ def attrs_json(attr: dict) -> dict:
     for k in sorted(attr):
         if k.startswith("_"):
             continue
-        out[k] = attr_value(attr[k])
+        out[k] = attr_value(attr[k], strict=True)
     return out
 
 
@@ -698,7 +722,7 @@ class _Importer:
         from tfsem.oracle import functions as fns
         fname = fns.opaque_name(n.op, len(data), n_out)
         b = _Builder(self, n, None)
-        ref = b.add(fname, [b.input(i) for i in range(len(data))], {"tf_attrs": attrs_json(n.attr)})
+        ref = b.add(fname, [b.input(i) for i in range(len(data))], {"tf_attrs": b.tf_attrs()})
         b.finish([DataIn(ref.node, k) for k in range(n_out)])
 
     def _consumer_refs(self, name: str) -> list[str]:
@@ -957,14 +981,24 @@ class _Builder:
             field_value = attrs.scalar(name)
             if field_value is not None:
                 which, v = field_value
-                return v.decode("utf-8", "replace") if which == "s" and isinstance(v, bytes) \
-                    else v
+                if which == "s" and isinstance(v, bytes):
+                    try:
+                        return v.decode("utf-8")
+                    except UnicodeDecodeError:
+                        self.reject(f"attribute {name!r} is not UTF-8 text ({v[:60]!r}): a name "
+                                    "or value tfsem reads must be text (two such byte strings "
+                                    "would read as one)", "bad-attribute")
+                return v
         a = attrs.get(name)
         if a is None:
             if default is None:
                 self.reject(f"has no attribute {name!r}", "missing-attribute")
             return default
-        return attr_value(a)
+        try:
+            return attr_value(a, strict=True)
+        except _NotText as exc:
+            self.reject(f"attribute {name!r}: {exc} (two such byte strings would read as one)",
+                        "bad-attribute")
 
     def dtype(self, name: str) -> str:
         attrs = self.node.attr
@@ -1001,7 +1035,10 @@ class _Builder:
 
     def tf_attrs(self) -> dict:
         """The node's attributes as JSON (an uninterpreted function's `tf_attrs`)."""
-        return attrs_json(self.node.attr)
+        try:
+            return attrs_json(self.node.attr)
+        except _NotText as exc:
+            self.reject(f"{exc}: TensorFlow's kernel would get other bytes", "bad-attribute")
 
     def var_node(self) -> DataIn:
         n = self.node
