@@ -127,11 +127,12 @@ def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
         nodes = [GNode(nd.get("name", ""), nd.get("op", ""), list(nd.get("input", [])),
                        dict(nd.get("attr", {}))) for nd in graph.get("node", [])]
         return nodes, list((graph.get("library") or {}).get("function", []))
-    from .proto.runtime import LazyAttrs, to_dict
+    from .proto.runtime import LazyAttrs, library_dict
     _check_count(len(graph.node) + sum(len(f.node_def) for f in graph.library.function))
     # (`input[:]`, a list, is twice as fast as list(input) on protobuf's repeated field)
     nodes = [GNode(nd.name, nd.op, nd.input[:], LazyAttrs(nd)) for nd in graph.node]
-    functions = to_dict(graph.library).get("function", []) if graph.HasField("library") else []
+    functions = library_dict(graph.library).get("function", []) if graph.HasField("library") \
+        else []
     return nodes, functions
 
 

@@ -110,36 +110,74 @@ def shape_of(shape: dict | None, where: str) -> tuple[int, ...]:
 
 
 def tensor_from_proto(t: dict, where: str) -> np.ndarray:
-    """A TensorProto dict as a numpy array (typed *_val fields, tensor_content,
-    or a splat: fewer values than elements repeat the last one)."""
+    """A TensorProto dict as a numpy array, as TensorFlow's runtime reads it
+    (`Tensor::FromProto`, tensorflow/core/framework/tensor.cc; each rule
+    below compared with the Const kernel's output in
+    tests/test_graphdef_tensor_decoding_tensorflow.py):
+
+    * the shape is the TensorShapeProto's dims, unknown_rank ignored (with
+      no dims: a scalar); an unknown dimension is refused;
+    * a shape of no elements is an empty array: tensor_content and the
+      typed fields are not read at all;
+    * a non-empty tensor_content is the little-endian bytes of exactly the
+      shape's elements (any other length: TensorFlow's kernel fails, refused
+      here; so is a DT_BOOL byte other than 0 and 1, as TensorFlow does),
+      and the typed `*_val` fields are then ignored;
+    * otherwise the dtype's typed field: no values is zeros; fewer values
+      than elements repeat the last one; more values than elements are cut
+      to the first ones;
+    * each value becomes the element as C++ converts it: `int_val` of an
+      int8/int16/uint8/uint16 tensor keeps the low bits (two's complement,
+      300 is 44 in int8, -1 is 255 in uint8), `half_val` (float16 and
+      bfloat16 bit patterns in int32s) keeps the low 16 bits."""
     dt = t.get("dtype", "DT_INVALID")
     if dt not in NUMPY_DTYPES:
         raise GraphImportError(where, f"a constant of dtype {dtype_name(dt)} is not modelled "
                                f"({NOT_MODELLED})", "unsupported-dtype")
     npd = np.dtype(NUMPY_DTYPES[dt])
-    shape = shape_of(t.get("tensor_shape"), where)
+    # a tensor's shape is its dims: TensorFlow's (fully defined) TensorShape
+    # ignores unknown_rank (TensorShapeBase::IsValid checks it only for a
+    # PartialTensorShape), so unknown_rank and no dims is a scalar
+    shape = shape_of({"dim": (t.get("tensor_shape") or {}).get("dim", [])}, where)
     size = math.prod(shape)
     if size >= 1 << 63:   # (what numpy's int64 product gives: it wraps)
         size = int(np.prod(shape, dtype=np.int64))
     if size > MAX_CONST_ELEMENTS:
         raise GraphImportError(where, f"a constant of {size} elements (at most "
                                f"{MAX_CONST_ELEMENTS})", "too-large")
+    if len(shape) > 64:
+        raise GraphImportError(where, f"a constant of rank {len(shape)} (numpy holds at most 64 "
+                               "dimensions)", "too-large")
+    if size == 0:
+        try:
+            return np.zeros(shape, dtype=npd)
+        except ValueError:   # (numpy refuses such a shape: [2**62, 0] is "too big")
+            raise GraphImportError(where, f"a constant of shape {list(shape)}: numpy cannot "
+                                   "hold a shape with dimensions this large", "too-large") from None
     content = t.get("tensor_content")
     if content:
         if len(content) != size * npd.itemsize:
             raise GraphImportError(where, f"tensor_content has {len(content)} bytes, the "
                                    f"shape {list(shape)} of {dt} needs {size * npd.itemsize}",
                                    "bad-tensor")
+        if dt == "DT_BOOL" and content.translate(None, b"\x00\x01"):
+            # (TensorFlow's kernel fails on such bytes: "Cannot parse tensor
+            # from proto"; numpy would make a bool holding 2)
+            raise GraphImportError(where, "tensor_content of a DT_BOOL tensor holds a byte "
+                                   "other than 0 and 1", "bad-tensor")
         bits = BITS_DTYPES.get(TFSEM_DTYPES.get(dt, ""), npd)   # bfloat16 has no byte order
         return np.frombuffer(content, dtype=bits.newbyteorder("<")).astype(bits).view(npd).reshape(shape)
-    vals = list(t.get(_VAL_FIELDS[dt], []))
-    if dt in ("DT_HALF", "DT_BFLOAT16"):   # half_val holds the 16-bit patterns
-        vals = list(np.array(vals, dtype=np.uint16).view(npd)) if vals else []
+    vals = t.get(_VAL_FIELDS[dt], [])
     if len(vals) > size:
-        raise GraphImportError(where, f"{len(vals)} values for the shape {list(shape)}",
-                               "bad-tensor")
-    if not vals:
-        arr = np.zeros(size, dtype=npd)
+        vals = vals[:size]
+    if not len(vals):
+        return np.zeros(shape, dtype=npd)
+    if dt in ("DT_HALF", "DT_BFLOAT16"):   # half_val holds the 16-bit patterns (int32s)
+        arr = (np.array(vals, dtype=np.int64) & 0xFFFF).astype(np.uint16).view(npd)
+    elif _VAL_FIELDS[dt] == "int_val" and dt != "DT_INT32":
+        # (int32s: int64 holds them all; astype keeps the low bits, as C++'s
+        # conversion to the narrower type does)
+        arr = np.array(vals, dtype=np.int64).astype(npd)
     else:
         try:
             with np.errstate(over="raise"):
@@ -147,19 +185,56 @@ def tensor_from_proto(t: dict, where: str) -> np.ndarray:
         except (OverflowError, FloatingPointError, ValueError) as exc:
             raise GraphImportError(where, f"a value out of range for {dt}: {exc}",
                                    "bad-tensor") from None
-        if len(vals) < size:
-            arr = np.concatenate([arr, np.full(size - len(vals), arr[-1], dtype=npd)])
+    if len(arr) < size:
+        arr = np.concatenate([arr, np.full(size - len(arr), arr[-1], dtype=npd)])
     return arr.reshape(shape)
 
 
-def attr_value(a: dict) -> Any:
+def check_const_dtype(node, t: dict) -> None:
+    """Refuses a Const whose `dtype` attribute is not its tensor's dtype:
+    TensorFlow's Const kernel fails ("Type mismatch between value (DT_FLOAT)
+    and dtype (DT_INT32)"), and the tensor alone would be a value of another
+    type than the one the graph's consumers were typed for.  (A Const with
+    no `dtype` attribute, as the MLIR reader makes, is read from its tensor.)"""
+    declared = node.attr.get("dtype")
+    if declared and "type" in declared and declared["type"] != t.get("dtype"):
+        raise GraphImportError(node.describe(), f"the value is a "
+                               f"{dtype_name(t.get('dtype', 'DT_INVALID'))} tensor and the dtype "
+                               f"attribute says {dtype_name(declared['type'])}", "bad-tensor")
+
+
+def _text(val, strict: bool):
+    if not isinstance(val, bytes):
+        return val
+    if strict:
+        try:
+            return val.decode("utf-8")
+        except UnicodeDecodeError:
+            # (decoded with replacement, b"v\xff" and b"v\xfe" were one
+            # string: two variables' shared_names, one variable in tfsem)
+            raise _NotText.with_value(val) from None
+    return val.decode("utf-8", "replace")
+
+
+class _NotText(ValueError):
+    """A string attribute that is not UTF-8 text (see _text)."""
+
+    @classmethod
+    def with_value(cls, val: bytes) -> "_NotText":
+        return cls(f"a string attribute is not UTF-8 text: {val[:60]!r}")
+
+
+def attr_value(a: dict, strict: bool = False) -> Any:
     """An AttrValue dict as a plain Python value (types as DT_ names, shapes
-    as lists, strings decoded)."""
+    as lists, strings decoded).  `strict`: a string that is not UTF-8 text
+    raises ValueError (where the string is a name or a value a model or a
+    kernel reads: two byte strings must not become one); otherwise it is
+    decoded with replacement characters."""
     if not isinstance(a, dict) or not a:
         return None
     key, val = next(iter(a.items()))
     if key == "s":
-        return val.decode("utf-8", "replace") if isinstance(val, bytes) else val
+        return _text(val, strict)
     if key in ("i", "f", "b", "type", "placeholder"):
         return val
     if key == "shape":
@@ -168,8 +243,8 @@ def attr_value(a: dict) -> Any:
         return [int(d.get("size", 0)) for d in val.get("dim", [])]
     if key == "list":
         for k, items in val.items():
-            return [attr_value({k[:-1] if k.endswith("s") and k != "s" else k: x})
-                    if k != "s" else (x.decode("utf-8", "replace") if isinstance(x, bytes) else x)
+            return [attr_value({k[:-1] if k.endswith("s") and k != "s" else k: x}, strict)
+                    if k != "s" else _text(x, strict)
                     for x in items]
         return []
     if key == "func":
@@ -195,7 +270,7 @@ def attrs_json(attr: dict) -> dict:
     for k in sorted(attr):
         if k.startswith("_"):
             continue
-        out[k] = attr_value(attr[k])
+        out[k] = attr_value(attr[k], strict=True)
     return out
 
 
@@ -647,7 +722,7 @@ class _Importer:
         from tfsem.oracle import functions as fns
         fname = fns.opaque_name(n.op, len(data), n_out)
         b = _Builder(self, n, None)
-        ref = b.add(fname, [b.input(i) for i in range(len(data))], {"tf_attrs": attrs_json(n.attr)})
+        ref = b.add(fname, [b.input(i) for i in range(len(data))], {"tf_attrs": b.tf_attrs()})
         b.finish([DataIn(ref.node, k) for k in range(n_out)])
 
     def _consumer_refs(self, name: str) -> list[str]:
@@ -838,7 +913,9 @@ class _Builder:
             self.reject(f"input {i} must be a constant (tfsem reads it when the graph is "
                         f"imported), but it is computed by {g.name!r} ({g.op})", "not-constant")
         self.static_controls.extend(self.imp.static_controls(src, port))
-        return tensor_from_proto((g.attr.get("value") or {}).get("tensor", {}), g.describe())
+        t = (g.attr.get("value") or {}).get("tensor", {})
+        check_const_dtype(g, t)
+        return tensor_from_proto(t, g.describe())
 
     def is_static(self, i: int) -> bool:
         """Whether input i is a constant that `static(i)` can read at import."""
@@ -904,14 +981,24 @@ class _Builder:
             field_value = attrs.scalar(name)
             if field_value is not None:
                 which, v = field_value
-                return v.decode("utf-8", "replace") if which == "s" and isinstance(v, bytes) \
-                    else v
+                if which == "s" and isinstance(v, bytes):
+                    try:
+                        return v.decode("utf-8")
+                    except UnicodeDecodeError:
+                        self.reject(f"attribute {name!r} is not UTF-8 text ({v[:60]!r}): a name "
+                                    "or value tfsem reads must be text (two such byte strings "
+                                    "would read as one)", "bad-attribute")
+                return v
         a = attrs.get(name)
         if a is None:
             if default is None:
                 self.reject(f"has no attribute {name!r}", "missing-attribute")
             return default
-        return attr_value(a)
+        try:
+            return attr_value(a, strict=True)
+        except _NotText as exc:
+            self.reject(f"attribute {name!r}: {exc} (two such byte strings would read as one)",
+                        "bad-attribute")
 
     def dtype(self, name: str) -> str:
         attrs = self.node.attr
@@ -936,6 +1023,8 @@ class _Builder:
             self.reject(f"has no tensor attribute {name!r}", "missing-attribute")
         arr = tensor_from_proto(t, self.node.describe())
         dt = t.get("dtype")
+        if self.node.op == "Const":
+            check_const_dtype(self.node, t)
         if dt not in TFSEM_DTYPES:
             self.reject(f"a constant of dtype {dtype_name(dt)} used as a tensor is not modelled: "
                         f"{NOT_MODELLED}", "unsupported-dtype")
@@ -946,7 +1035,10 @@ class _Builder:
 
     def tf_attrs(self) -> dict:
         """The node's attributes as JSON (an uninterpreted function's `tf_attrs`)."""
-        return attrs_json(self.node.attr)
+        try:
+            return attrs_json(self.node.attr)
+        except _NotText as exc:
+            self.reject(f"{exc}: TensorFlow's kernel would get other bytes", "bad-attribute")
 
     def var_node(self) -> DataIn:
         n = self.node
@@ -1179,6 +1271,10 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
             raise GraphImportError(f"fetch {_short(f)!r}", "a fetch is a tensor (n or n:k), "
                                    "not ^n")
         refs = imp.refs.get(src, [])
+        if port >= len(refs) and src in imp.unusable:
+            # a fetched constant of a dtype tfsem has no values of: its refusal
+            # names the dtype (not "has 0 tensor outputs")
+            raise imp.unusable[src]
         if port >= len(refs):
             raise GraphImportError(f"fetch {_short(f)!r}", f"node {_short(src)!r} "
                                    f"({nodes[src].op}) has {len(refs)} tensor output(s)",

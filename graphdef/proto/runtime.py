@@ -220,6 +220,49 @@ def to_dict(m) -> dict:
     return out
 
 
+def _tensor_dict(t) -> dict:
+    """to_dict of a TensorProto message, with its float_val bit for bit, as
+    numpy float32 scalars (for the importer: the dict form keeps Python
+    floats).  protobuf's Python values of a float field are C doubles
+    widened from the float32s it holds, and widening quiets a signalling NaN
+    (x86's cvtss2sd sets the quiet bit), where TensorFlow's Const kernel
+    copies the float32s themselves.  So the field alone is serialized
+    (protobuf's own copy of the bits) and its packed payload, the last 4n
+    bytes, read.  Only where a value is a NaN: every other float32 comes
+    back from its double unchanged.  (Measured side by side on the corpus'
+    591 constants with float_val, medians of 7: to_dict 1.8 us each, this
+    2.1 us; reading the bytes of every one, 4.7 us.)"""
+    out = to_dict(t)
+    values = out.get("float_val")
+    if values and any(x != x for x in values):
+        n = len(values)
+        import numpy as np
+        alone = type(t)()
+        alone.CopyFrom(t)   # (a copy of the message in C: the float32s themselves)
+        for other, _ in alone.ListFields():
+            if other.name != "float_val":
+                alone.ClearField(other.name)
+        data = alone.SerializeToString()
+        out["float_val"] = list(np.frombuffer(data[len(data) - 4 * n:], dtype="<f4")
+                                .astype(np.float32))
+    return out
+
+
+def library_dict(lib) -> dict:
+    """to_dict of a FunctionDefLibrary message for the importer: each
+    function body's Const value with float_val bit for bit (_tensor_dict),
+    as a graph node's is read (attr_dict; a Const's `value` is the only
+    tensor attribute the importer reads)."""
+    out = to_dict(lib)
+    for fm, fd in zip(lib.function, out.get("function", [])):
+        for nm, nd in zip(fm.node_def, fd.get("node_def", [])):
+            if nm.op == "Const":
+                a = nm.attr.get("value")
+                if a is not None and a.WhichOneof("value") == "tensor" and len(a.tensor.float_val):
+                    nd["attr"]["value"] = {"tensor": _tensor_dict(a.tensor)}
+    return out
+
+
 _ENUM_NAMES = {_full(k)[1:]: v for k, v in ENUMS.items()}
 _SKIP = object()
 _CONVERT: dict = {}
@@ -278,6 +321,8 @@ def attr_dict(a) -> dict:
         return {"type": _DATA_TYPES.get(t, t)}
     if which in _PLAIN_ATTR_FIELDS:
         return {which: getattr(a, which)}
+    if which == "tensor":
+        return {"tensor": _tensor_dict(a.tensor)}
     return to_dict(a) if which is not None else {}
 
 

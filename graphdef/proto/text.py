@@ -341,7 +341,11 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
     if tok[0] == "symbol" and tok[1] == "-":
         toks.next()
         negative = True
-        tok = toks.peek()
+        minus, tok = tok, toks.peek()
+        if tok[2] != minus[2] + 1:
+            # protobuf's tokenizer reads "-1" as one token: "- 1" (a space, a
+            # line break or a comment after the sign) is no number there
+            raise toks.error(f"expected a number right after '-' for {fpath}", minus)
     toks.next()
     if kind == "bool":
         if not negative:
@@ -361,6 +365,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
                 text = text[:-1]
             if text[:2] in ("0x", "0X"):
                 raise toks.error(f"expected a decimal number for {fpath}, found {tok[1]!r}", tok)
+            if len(text) > 1 and text[0] == "0" and text[1].isdigit():
+                # (protobuf's ParseFloat: "Invalid octal float" -- 010 is not 10.0)
+                raise toks.error(f"a float with a leading 0 ({tok[1]!r}) reads as octal: "
+                                 f"not a number for {fpath}", tok)
             value = float(text)
         else:
             raise toks.error(f"expected a number for {fpath}, found {toks.describe(tok)}", tok)
@@ -377,6 +385,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
                 raise toks.error(f"unknown {field.type_name} value {tok[1]!r} for {fpath}", tok)
             return tok[1]
         number = _parse_int_literal(tok[1]) if tok[0] == "number" else None
+        if number is not None and tok[1][:1] == "0" and tok[1][1:2].isdigit() and tok[1].strip("0"):
+            # protobuf reads an enum's number with Python's int(text, 0), which
+            # has no octal 01 (00 is 0): "no value named 01"
+            number = None
         if number is None:
             raise toks.error(f"expected a {field.type_name} name or number for {fpath}, found "
                              f"{toks.describe(tok)}", tok)
@@ -396,8 +408,10 @@ def _parse_scalar(toks: _Tokens, kind: str, field: Field, fpath: str):
     return number
 
 
+# (not "\\?" nor "\\X": Python's protobuf keeps them as written, the backslash
+# too, where C++'s reads one character: refused below, as no escape at all)
 _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "\\": 92, '"': 34, "'": 39, "a": 7, "b": 8, "f": 12,
-                   "v": 11, "?": 63}
+                   "v": 11}
 _HEX = "0123456789abcdefABCDEF"
 
 
@@ -431,7 +445,7 @@ def _unescape(literal: str, toks: _Tokens, tok, fpath: str) -> bytes:
                 raise ProtoError(f"octal escape \\{body[i:j]} is above \\377 in {fpath} at {toks.where(tok[2])}")
             out.append(value)
             i = j
-        elif c in "xX":
+        elif c == "x":
             j = i + 1
             while j < n and j < i + 3 and body[j] in _HEX:
                 j += 1
@@ -449,6 +463,10 @@ def _unescape(literal: str, toks: _Tokens, tok, fpath: str) -> bytes:
                 raise ProtoError(f"\\{c}{digits} is not a Unicode scalar value in {fpath} at {toks.where(tok[2])}")
             out += chr(code).encode("utf-8")
             i += 1 + width
+        elif c in "?X":
+            raise ProtoError(f"escape \\{c} in {fpath} at {toks.where(tok[2])}: protobuf's "
+                             "Python and C++ text parsers read it differently (write \\? as ?, "
+                             "\\X as \\x)")
         else:
             raise ProtoError(f"unknown escape \\{c} in {fpath} at {toks.where(tok[2])}")
     return bytes(out)
