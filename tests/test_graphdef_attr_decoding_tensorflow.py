@@ -38,6 +38,7 @@ tf = pytest.importorskip("tensorflow", reason="compares tfsem's reading of attri
                          "TensorFlow's runtime: needs the extra tfsem[tensorflow]")
 from google.protobuf import text_format  # noqa: E402  (TensorFlow's protobuf)
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, types_pb2  # noqa: E402
+from test_graphdef_tensor_decoding_tensorflow import session_run  # noqa: E402
 
 EXAMPLES = max(30, settings.default.max_examples // 2)
 AV = attr_value_pb2.AttrValue
@@ -172,14 +173,7 @@ def graph_of(op: str, inputs, attrs) -> graph_pb2.GraphDef:
 
 
 def tensorflow_run(g: graph_pb2.GraphDef):
-    graph = tf.Graph()
-    try:
-        with graph.as_default():
-            tf.compat.v1.import_graph_def(g, name="")
-        with tf.compat.v1.Session(graph=graph) as sess:
-            return sess.run("y:0")
-    except Exception as exc:   # noqa: BLE001 (any failure of TensorFlow's)
-        return exc
+    return session_run(g, "y:0")
 
 
 class KernelAttrs(dict):

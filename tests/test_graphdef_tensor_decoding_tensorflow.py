@@ -109,17 +109,23 @@ def const_graph(tp: tensor_pb2.TensorProto, dtype: int | None = None) -> graph_p
     return g
 
 
-def tensorflow_value(g: graph_pb2.GraphDef):
-    """The Const's value as TensorFlow's runtime gives it, or the exception
-    TensorFlow raised (loading the graph or running the node)."""
+def session_run(g: graph_pb2.GraphDef, fetch: str):
+    """`fetch` as TensorFlow's runtime gives it for the graph `g`, or the
+    exception TensorFlow raised (loading the graph or running the node)."""
     graph = tf.Graph()
     try:
         with graph.as_default():
             tf.compat.v1.import_graph_def(g, name="")
         with tf.compat.v1.Session(graph=graph) as sess:
-            return sess.run("c:0")
+            return sess.run(fetch)
     except Exception as exc:   # noqa: BLE001 (any failure of TensorFlow's is a refusal)
         return exc
+
+
+def tensorflow_value(g: graph_pb2.GraphDef):
+    """The Const's value as TensorFlow's runtime gives it, or the exception
+    TensorFlow raised (loading the graph or running the node)."""
+    return session_run(g, "c:0")
 
 
 def tfsem_value(graph):
