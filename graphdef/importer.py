@@ -260,7 +260,9 @@ def attrs_json(attr: dict) -> dict:
 
     A float attribute stays the float the GraphDef holds, bit for bit (its
     float32 widened: -NaN, a NaN's payload, the infinities, -0.0 and
-    subnormals kept), also a non-finite one: the program format writes it
+    subnormals kept; a signalling NaN is read quieted, as protobuf widens an
+    attribute's float32 to a double: no TensorFlow op was found that shows
+    the difference), also a non-finite one: the program format writes it
     exactly (oracle/float_attrs.py), TensorFlow's kernel gets its bits
     (oracle/kernel_worker.py `_convert`) and export writes them back.  It was
     written as text once, `str(v)`, which is "nan" for every NaN: a LeakyRelu

@@ -239,6 +239,9 @@ def _tensor_dict(t) -> dict:
         import numpy as np
         alone = type(t)()
         alone.CopyFrom(t)   # (a copy of the message in C: the float32s themselves)
+        # (unknown fields are written after the known ones: none may follow
+        # float_val, whose bytes are read from the end below)
+        alone.DiscardUnknownFields()
         for other, _ in alone.ListFields():
             if other.name != "float_val":
                 alone.ClearField(other.name)
