@@ -829,7 +829,17 @@ def _attr_from_json(v: Any) -> dict | None:
         return {"list": {"s": [x.encode() for x in v]}}
     if isinstance(v, (list, tuple)) and all(isinstance(x, float) for x in v):
         return {"list": {"f": list(v)}}
+    if isinstance(v, (list, tuple)) and any(isinstance(x, float) for x in v) and \
+            all(isinstance(x, float) or x in _OLD_NONFINITE for x in v):
+        # (a program file written before non-finite floats were {"float":
+        # TEXT} held them as the strings "nan", "inf", "-inf": in a list of
+        # floats they can only be floats; the list was dropped here)
+        return {"list": {"f": [x if isinstance(x, float) else _OLD_NONFINITE[x] for x in v]}}
     return None
+
+
+#: an old program file's non-finite float, as the string it wrote
+_OLD_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
 def export_text(p: Program) -> str:

@@ -230,15 +230,18 @@ def test_an_old_files_nan_text_exports_as_the_string_its_docs_say():
     assert node["attr"]["alpha"] == {"s": b"nan"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong export (low, before this round too, not in the docs): an old file's list of floats "
-    "and 'inf'/'-inf' strings ([1.0, \"inf\", \"-inf\"]) is dropped from the exported node "
-    "without a word, where a single 'nan' is written (as a string) and TensorFlow names it; "
-    "a dropped attribute with a default runs as that default"))
+# (fixed: such a list is written as the floats it holds) it showed a wrong
+# export (low, before this round too, not in the docs): an old file's list
+# of floats and 'inf'/'-inf' strings ([1.0, "inf", "-inf"]) is dropped from
+# the exported node without a word, where a single 'nan' is written (as a
+# string) and TensorFlow names it; a dropped attribute with a default runs
+# as that default
 def test_an_old_files_mixed_float_list_is_not_dropped_by_export():
     p = program_from_json(json.loads(json.dumps(OLD_FILE)))
     (node,) = [n for n in export_graph(p)["node"] if n["op"] == "LeakyRelu"]
     assert "bounds" in node["attr"]
+    got = node["attr"]["bounds"]["list"]["f"]
+    assert got[0] == 1.0 and got[1:] == [float("inf"), float("-inf")], got
 
 
 # (fixed: a decimal literal of a narrower float type is the nearest float of
