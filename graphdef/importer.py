@@ -983,14 +983,10 @@ class _Builder:
             field_value = attrs.scalar(name)
             if field_value is not None:
                 which, v = field_value
-                if which == "s" and isinstance(v, bytes):
-                    try:
-                        return v.decode("utf-8")
-                    except UnicodeDecodeError:
-                        self.reject(f"attribute {name!r} is not UTF-8 text ({v[:60]!r}): a name "
-                                    "or value tfsem reads must be text (two such byte strings "
-                                    "would read as one)", "bad-attribute")
-                return v
+                try:
+                    return _text(v, True) if which == "s" else v
+                except _NotText as exc:
+                    self._not_text(name, exc)
         a = attrs.get(name)
         if a is None:
             if default is None:
@@ -999,8 +995,11 @@ class _Builder:
         try:
             return attr_value(a, strict=True)
         except _NotText as exc:
-            self.reject(f"attribute {name!r}: {exc} (two such byte strings would read as one)",
-                        "bad-attribute")
+            self._not_text(name, exc)
+
+    def _not_text(self, name: str, exc: "_NotText") -> None:
+        self.reject(f"attribute {name!r}: {exc} (two such byte strings would read as one)",
+                    "bad-attribute")
 
     def dtype(self, name: str) -> str:
         attrs = self.node.attr
