@@ -97,9 +97,9 @@ def test_a_predicate_deeper_than_the_stack_is_not_cased_and_no_crash():
     recursed once per node): a predicate through 1,200 Identities.  Now it
     is not cased; the refutation stage decides (before this round the same)."""
     p, q = identity_chain(1200, 1), identity_chain(1200, 2)
-    # (a chain deeper than the stack whatever the recursion limit: the
+    # (a chain deeper than the stack at any recursion limit tfsem sets: the
     # reads-from engine raises the process's limit to 3,600 while it runs,
-    # and a thread of another test still running one made 1,200 fit)
+    # and at that limit 1,200 fit: CI once cased it)
     assert computed_predicates(identity_chain(4000, 1)) == {}
     v = check_rewrite(p, q, "atomic", timeout=10, backends=False, classify=False)
     assert v.verdict == "unsound", v.reason
