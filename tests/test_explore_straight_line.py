@@ -22,14 +22,9 @@ from tfsem.oracle import explore
 from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor, exact
+from canonical_run_support import SETTINGS, bits, programs_without_control_flow
 
-SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
 CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
-
-
-def _bits(outcome):
-    return [(k, exact(v).array.tobytes() if isinstance(exact(v), Tensor) else repr(exact(v)))
-            for k, v in outcome.parts()]
 
 
 def _answer(p, feeds, init, sem, obs, line: bool, monkeypatch):
@@ -38,7 +33,7 @@ def _answer(p, feeds, init, sem, obs, line: bool, monkeypatch):
         o, sched = ref.canonical_outcome(p, feeds, init, sem, obs)
     except Exception as exc:  # noqa: BLE001 (compared: the same failure)
         return f"{type(exc).__name__}: {exc}"
-    return o, list(sched), _bits(o)
+    return o, list(sched), bits(o)
 
 
 def _lines(p) -> int:
@@ -58,13 +53,9 @@ def _same(fast, slow, where):
 
 def test_the_straight_line_is_the_engines_run_on_generated_programs(monkeypatch):
     compared = on_lines = failed = 0
-    for i, p in enumerate(random_programs(200, 53, max_nodes=14)):
-        if p.has_control_flow:
-            continue
-        sem, obs = SETTINGS[i % 4]
-        gen = C._refute_sigmas(p, np.random.default_rng(i))
+    for i, p, sem, obs, sigmas in programs_without_control_flow(200, 53, max_nodes=14):
         for _ in range(3):
-            feeds, init = next(gen)
+            feeds, init = next(sigmas)
             slow = _answer(p, feeds, init, sem, obs, False, monkeypatch)
             # (the first run of a component is the engine's, the second
             # builds its line, the third runs on it)
@@ -135,11 +126,8 @@ def test_the_kernels_are_asked_for_at_the_same_points(monkeypatch):
                         property(lambda self: [k == explore._FN for k in self.kind],
                                  lambda self, v: None), raising=False)
     groups = 0
-    for i, p in enumerate(random_programs(80, 61, max_nodes=14)):
-        if p.has_control_flow:
-            continue
-        sem, obs = SETTINGS[i % 4]
-        feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
+    for i, p, sem, obs, sigmas in programs_without_control_flow(80, 61, max_nodes=14):
+        feeds, init = next(sigmas)
         asked.clear()
         slow = _answer(p, feeds, init, sem, obs, False, monkeypatch)
         on_engine = list(asked)
@@ -179,11 +167,7 @@ def test_inside_an_application_memo_the_line_is_the_engines_run(monkeypatch):
     bit for bit."""
     from tfsem.oracle import applications
     kept_hits = compared = 0
-    for i, p in enumerate(random_programs(120, 71, max_nodes=14)):
-        if p.has_control_flow:
-            continue
-        sem, obs = SETTINGS[i % 4]
-        gen = C._refute_sigmas(p, np.random.default_rng(i))
+    for i, p, sem, obs, gen in programs_without_control_flow(120, 71, max_nodes=14):
         sigmas = [next(gen) for _ in range(3)]
         with applications.scope(p):
             for feeds, init in sigmas + sigmas[::-1] + sigmas:
@@ -310,11 +294,8 @@ def test_a_line_from_a_recorded_run_is_the_dry_runs(monkeypatch):
         return built(comp, priority, recorded, *clock)
     monkeypatch.setattr(explore, "_build_line", building)
     recorded = grouped = 0
-    for i, p in enumerate(random_programs(80, 83, max_nodes=14)):
-        if p.has_control_flow:
-            continue
-        sem, obs = SETTINGS[i % 4]
-        feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
+    for i, p, sem, obs, sigmas in programs_without_control_flow(80, 83, max_nodes=14):
+        feeds, init = next(sigmas)
         slow = _answer(p, feeds, init, sem, obs, False, monkeypatch)
         for _run in range(3):
             _same(_answer(p, feeds, init, sem, obs, True, monkeypatch), slow, i)

@@ -4,30 +4,15 @@ with it: the same outcome, bit for bit, and the same schedule."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from tfsem.checking import check as C
 from tfsem.checking import refute as ref
-from tfsem.generators.strategies import random_programs
-from tfsem.oracle.values import Tensor, exact
-
-SETTINGS = [(s, o) for s in ("atomic", "decomposed") for o in ("outputs+state", "outputs")]
-
-
-def _bits(outcome):
-    return [(k, exact(v).array.tobytes() if isinstance(exact(v), Tensor) else repr(exact(v)))
-            for k, v in outcome.parts()]
+from canonical_run_support import bits, programs_without_control_flow
 
 
 def test_the_run_without_the_per_node_cache_is_the_run_with_it(monkeypatch):
     compared = 0
-    for i, p in enumerate(random_programs(120, 41, max_nodes=12)):
-        if p.has_control_flow:
-            continue
-        sem, obs = SETTINGS[i % 4]
-        gen = C._refute_sigmas(p, np.random.default_rng(i))
+    for i, p, sem, obs, sigmas in programs_without_control_flow(120, 41, max_nodes=12):
         for _ in range(3):
-            feeds, init = next(gen)
+            feeds, init = next(sigmas)
             answers = []
             for uncached in (True, False):
                 monkeypatch.setattr(ref, "CANONICAL_RUN_UNCACHED", uncached)
@@ -40,6 +25,6 @@ def test_the_run_without_the_per_node_cache_is_the_run_with_it(monkeypatch):
                 assert fast == slow, (i, fast, slow)
                 continue
             assert fast[0] == slow[0] and fast[1] == slow[1], (i, sem, obs)
-            assert _bits(fast[0]) == _bits(slow[0]), i
+            assert bits(fast[0]) == bits(slow[0]), i
             compared += 1
     assert compared >= 200, compared
