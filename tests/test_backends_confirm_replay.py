@@ -69,7 +69,7 @@ def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monke
         gc.enable()
         on = answers()
         assert seen and not any(seen) and gc.isenabled() and gc.get_freeze_count() == 0
-        session = reuse._current
+        session = reuse._current["numpy"]
         assert not any(x is session for x in gc.get_objects(generation=0))
         assert any(x is session for x in gc.get_objects(generation=2))
         mine = [object()]
