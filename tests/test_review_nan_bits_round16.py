@@ -30,6 +30,7 @@ skip without it."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -54,6 +55,19 @@ BF16_LINEAR = 8192
 
 HYPOTHESIS = dict(deadline=None, database=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _op_determinism_off_after():
+    """Op determinism off again after this file (`tensorflow` turns it on
+    for the whole process): a later test in the same process that makes a
+    random op without a seed would fail (test_state_ops.py's compat.v1
+    training steps did)."""
+    yield
+    if "tensorflow" in sys.modules:
+        # (no public switch back: TensorFlow's own, which its tests use)
+        from tensorflow.python.framework import config as tf_config
+        tf_config.disable_op_determinism()
 
 
 def tensorflow():
