@@ -186,10 +186,81 @@ def _unpack(packed, w) -> tuple[np.ndarray, np.ndarray]:
 PARALLEL_SCATTER = 1024
 
 
-def _row_op(kind: str) -> Callable:
+# -- the bits of a NaN a scatter makes -------------------------------------------
+#
+# A scatter applies its update to a row (ResourceScatter*: the row of the
+# variable at the index; ResourceScatterNd*: the slice at the index tuple)
+# with Eigen expressions of its own (scatter_functor.h, scatter_nd_op), not
+# the arithmetic ops' kernels, so the NaN a row gets follows its own rule.
+# Measured on TensorFlow 2.21's CPU kernels, every float dtype, rows of 1 to
+# 40 elements (and 48 to 129 on float32 and float64), vector and scalar
+# updates, NaNs of both signs, quiet and signalling, with payloads
+# (tests/test_scatter_nan_bits.py compares the model with the kernels):
+#
+# * Add, Sub, Mul, Div, vector update (ResourceScatter*, ResourceScatterNd*):
+#   functions.nan_bits of (row, update): the row's NaN quieted, else the
+#   update's, an invalid operation the default NaN; bfloat16 computes in
+#   float32 and gives 0x7fc0 in whole packets of 8 elements of the row, the
+#   signed canonical NaN in the tail.  Except on float64 Add and Mul of
+#   ResourceScatter* (not ScatterNd, whose kernel runs on the thread-pool
+#   device): in Eigen's unrolled loop (the row's first n // 16 * 16
+#   elements, four packets of 4 at a time) the first packet of each 16
+#   (places i % 16 < 4) takes the update's NaN where both are NaN.
+# * Scalar update (ResourceScatter* with updates of rank 0): Add and Mul are
+#   computed as update op row (the update's NaN first, every place, every
+#   dtype), Sub as (-update) + row (scatter_functor.h's RunScalar: the
+#   update's NaN with its sign flipped first), Div as row / update.
+# * Min and Max (Eigen's cwiseMin/cwiseMax: a NaN update never wins, a NaN
+#   row stays): float32 and float64 keep the row's NaN bit for bit; float16
+#   and bfloat16 convert whole packets of 8 (the row's first n // 8 * 8
+#   elements) to float32 and back, where a float16 NaN is quieted and a
+#   bfloat16 NaN becomes 0x7fc0; the tail keeps the row's bits.
+#
+# Update copies bits.  Values other than NaN are numpy's (IEEE-exact, with
+# the CPU runtime's flushing) and agreed with the kernels everywhere.
+
+_SIGN_BIT = {"float16": 0x8000, "bfloat16": 0x8000, "float32": 1 << 31, "float64": 1 << 63}
+_UINTS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _negated(u):
+    """`u` with its sign bit flipped (a NaN's too), bit for bit."""
+    u = np.asarray(u)
+    t = _UINTS[u.dtype.itemsize]
+    return (u.view(t) ^ t(_SIGN_BIT[dtype_name(u.dtype)])).view(u.dtype)
+
+
+def _scatter_nan_bits(kind: str, form: str, r, p, u):
+    """`r`, the row `p` after `kind` with update `u` (flushed operands), with
+    its NaN elements given TensorFlow's bits (see above); `form`: "rows"
+    (ResourceScatter*, vector update), "scalar" (ResourceScatter*, an update
+    of rank 0) or "nd" (ResourceScatterNd*)."""
+    name = dtype_name(r.dtype)
+    if name not in FLOAT_DTYPES or not fns._has_nan(np, r):
+        return r
+    n = r.size
+    place = np.arange(n).reshape(r.shape)
+    if kind in ("Min", "Max"):
+        if name not in ("float16", "bfloat16"):
+            return r
+        t = _UINTS[2]
+        packed = np.isnan(r) & (place < n // 8 * 8)
+        bits = (r.view(t) | t(0x200)) if name == "float16" else np.full(r.shape, 0x7fc0, t)
+        return np.where(packed, bits.view(r.dtype), r)
+    if form == "scalar" and kind in ("Add", "Mul", "Sub"):
+        return fns.nan_bits(np, r, _negated(u) if kind == "Sub" else u, p)
+    out = fns.nan_bits(np, r, p, u)
+    if form == "rows" and name == "float64" and kind in ("Add", "Mul") and n >= 16:
+        swapped = fns.nan_bits(np, r, u, p)
+        out = np.where((place < n // 16 * 16) & (place % 16 < 4), swapped, out)
+    return out
+
+
+def _row_op(kind: str, form: str = "rows") -> Callable:
     """The update TensorFlow's scatter applies to one row, as a function of
-    (row, update) arrays of one dtype; floats flush subnormals as the CPU
-    runtime does (functions.FLUSHED_DTYPES)."""
+    (row, update) arrays of one dtype (`form`: _scatter_nan_bits's); floats
+    flush subnormals as the CPU runtime does (functions.FLUSHED_DTYPES) and
+    a NaN's bits are the kernel's (_scatter_nan_bits)."""
     if kind == "Update":
         return lambda p, u: np.broadcast_to(u, p.shape).copy()
     if kind in ("Min", "Max"):
@@ -201,11 +272,16 @@ def _row_op(kind: str) -> Callable:
             u = np.broadcast_to(u, p.shape)
             fp, fu = ftz(np, p), ftz(np, u)
             wins = (fu < fp) if kind == "Min" else (fu > fp)
+            r = np.where(wins, fu, fp)
             if dtype_name(p.dtype) == "bfloat16":
-                # compared as float32 (denormals-are-zero), the winner's
-                # bfloat16 bits kept: measured, a bfloat16 subnormal survives
-                return np.where(wins, u, p)
-            return np.where(wins, fu, fp)
+                # compared as float32 (denormals-are-zero); in whole packets
+                # of 8 (the row's first n // 8 * 8 elements) the winner is
+                # the float32 operand, a subnormal flushed to a zero of its
+                # sign; in the tail (std::min on bfloat16) the winner's
+                # bfloat16 bits are kept, a subnormal too (measured)
+                tail = np.arange(p.size).reshape(p.shape) >= p.size // 8 * 8
+                r = np.where(tail, np.where(wins, u, p), r)
+            return _scatter_nan_bits(kind, form, r, fp, fu)
         return extremum
     name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
 
@@ -224,26 +300,32 @@ def _row_op(kind: str) -> Callable:
                  for x, y in zip(a, b)]
             return np.array([x % (1 << 64) for x in r], dtype=np.uint64).astype(p.dtype) \
                 .reshape(p.shape)
-        f = fns.get(name)
-        if name in ("Mul", "RealDiv") and dtype_name(p.dtype) in FLOAT_DTYPES:
+        if dtype_name(p.dtype) not in FLOAT_DTYPES:
+            with np.errstate(all="ignore"):
+                (r,) = fns.get(name).impl(np, (p, np.broadcast_to(u, p.shape)), {})
+            return np.asarray(r, dtype=p.dtype)
+        fp, fu = ftz(np, p), ftz(np, np.asarray(u))
+        if name in ("Mul", "RealDiv"):
             # (a product or quotient rounded up to the smallest normal is
             # flushed too: functions.flushed_arithmetic)
-            r = fns.flushed_arithmetic(name, p, np.broadcast_to(u, p.shape))
-            return np.asarray(r, dtype=p.dtype)
-        with np.errstate(all="ignore"):
-            (r,) = f.impl(np, (ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))), {})
-        return ftz(np, np.asarray(r, dtype=p.dtype))
+            r = fns.flushed_arithmetic(name, fp, np.broadcast_to(fu, p.shape))
+        else:
+            with np.errstate(all="ignore"):
+                r = getattr(np, "add" if name == "Add" else "subtract")(fp, fu)
+        r = ftz(np, np.asarray(r, dtype=p.dtype))
+        return _scatter_nan_bits(kind, form, r, fp, fu)
     return apply
 
 
-def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False):
+def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False,
+                  form: str = "rows"):
     """Apply upd_rows[i] to the row at positions[i] (None: out of range), in
     order; stop at the first position out of range (the rows before it stay
     applied, as TensorFlow's CPU scatter kernel leaves them), or with
     `skip_bad` pass over it (the ScatterNd kernel applies every other row:
-    both measured on TensorFlow 2.21)."""
+    both measured on TensorFlow 2.21).  `form`: _scatter_nan_bits's."""
     out = np.array(w, copy=True)
-    op = _row_op(kind)
+    op = _row_op(kind, form)
     bad = next((i for i, pos in enumerate(positions) if pos is None), None)
     if n_checked >= PARALLEL_SCATTER:
         distinct = len({p for p in positions if p is not None})
@@ -270,10 +352,12 @@ def _scatter(kind: str):
         idx, upd = _unpack(packed, w)
         n = idx.size
         row = w.shape[1:]
+        form = "rows"
         if upd.shape == idx.shape + row:
             rows = upd.reshape((n,) + row)
         elif upd.ndim == 0:
-            rows = np.broadcast_to(upd, (n,) + row)
+            # (each row gets the one update as a scalar: RunScalar's form)
+            rows, form = [upd] * n, "scalar"
         else:
             raise ShapeError("updates.shape must be indices.shape + params.shape[1:] or []")
         if kind == "Div" and np.any(ftz(np, upd) == 0):
@@ -282,7 +366,7 @@ def _scatter(kind: str):
             raise OpError("division-by-zero", "ScatterDiv: updates must not contain 0")
         flat = idx.reshape(-1)
         positions = [int(i) if 0 <= i < w.shape[0] else None for i in flat]
-        return (_scatter_rows(w, positions, rows, kind, n),)
+        return (_scatter_rows(w, positions, rows, kind, n, form=form),)
     impl.__doc__ = (f"Assign-Scatter{kind}: the rows of the variable at the packed indices "
                     f"{'replaced by' if kind == 'Update' else kind + ' with'} the packed updates, "
                     "in index order (TensorFlow's ResourceScatter" + kind + " on CPU)")
@@ -312,7 +396,7 @@ def _scatter_nd(kind: str):
             positions.append(tuple(int(i) for i in r) if ok else None)
         # ScatterNd's CPU kernel is serial (scatter_nd_op_cpu_impl.h)
         return (_scatter_rows(w, positions, upd.reshape((n,) + slice_shape), kind, 0,
-                              skip_bad=True),)
+                              skip_bad=True, form="nd"),)
     impl.__doc__ = (f"Assign-ScatterNd{kind}: the slices of the variable at the packed "
                     "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
     return impl
