@@ -540,31 +540,115 @@ OPTIMIZERS: dict[str, Optimizer] = {}
 
 #: The dtypes an optimizer's numpy model is tested on against TensorFlow's kernel.
 OPTIMIZER_DTYPES = ("float32", "float64")
+#: dtype -> the optimizers TensorFlow 2.21 registers no CPU kernel of on it
+#: (measured: the op fails to build)
+_NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
+
+
+# -- the bits of a NaN an optimizer's update makes --------------------------------
+#
+# Each ResourceApply* kernel is one fused Eigen expression per variable
+# (training_ops.cc), whose every operation passes on a NaN operand as x86
+# does: an operand's NaN quieted, the first of two, an invalid operation the
+# default NaN (functions.nan_bits).  Which operand is first is the
+# compiler's choice for + and *: measured on TensorFlow 2.21's kernels, a
+# tensor and a scalar (`grad * lr()`, `accum * momentum()`) put the
+# scalar's NaN first, two tensors the left one's, - and / the left
+# operand's (K below).  That rule gives the kernel's bits, every place of
+# rows of 1 to 40 elements, NaNs and values drawn at random in every
+# operand and hyperparameter, for the (op, dtype, nesterov) in
+# NAN_RULE_MEASURED (tests/test_optimizer_nan_bits.py).  Elsewhere it does
+# not: a kernel's compiled code picks the other operand in some places
+# (`accum.sqrt() + epsilon()` in AdagradV2 passes on the tensor's NaN inside
+# Eigen's packets and epsilon's in the scalar tail), and on float16 and
+# bfloat16 it held for KerasMomentum and bfloat16 Momentum only.  There a
+# result that holds a NaN cannot run (CannotRunHere: the σ is skipped);
+# results without a NaN run as before, their values the kernel's.
+
+#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
+NAN_RULE_MEASURED = frozenset(
+    {(op, dt, nest) for op in ("ResourceApplyMomentum",) for dt in ("float32", "float64")
+     for nest in (False, True)}
+    | {("ResourceApplyMomentum", "bfloat16", False)}
+    | {("ResourceApplyKerasMomentum", dt, False) for dt in ("float32", "float64")}
+    | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
+       for nest in (False, True)}
+    | {("ResourceApplyAdam", dt, False) for dt in ("float32", "float64")})
 
 
 def _ops(xp=np):
     """The CPU runtime's float arithmetic: every operation flushes subnormal
-    arguments and results (functions.ftz)."""
+    arguments and results (functions.ftz); a NaN result gets the bits the
+    kernels' fused expressions give (see above)."""
     f = (lambda a: ftz(np, np.asarray(a)))
 
+    def order(a, b):
+        """(first, second) of a commutative operation: a scalar against a
+        tensor first (measured), else the left operand."""
+        a, b = np.asarray(a), np.asarray(b)
+        return (b, a) if b.ndim == 0 and a.ndim > 0 else (a, b)
+
+    def nan_bits(r, a, b=None):
+        return fns.nan_bits(np, np.asarray(r), f(a), None if b is None else f(b))
+
     class K:
-        add = staticmethod(lambda a, b: f(np.add(f(a), f(b))))
-        sub = staticmethod(lambda a, b: f(np.subtract(f(a), f(b))))
+        @staticmethod
+        def add(a, b):
+            return nan_bits(f(np.add(f(a), f(b))), *order(a, b))
+
+        @staticmethod
+        def sub(a, b):
+            return nan_bits(f(np.subtract(f(a), f(b))), a, b)
+
         # (a product or quotient rounded up to the smallest normal is flushed
         # too: functions.flushed_arithmetic)
-        mul = staticmethod(lambda a, b: fns.flushed_arithmetic("Mul", a, b))
-        div = staticmethod(lambda a, b: fns.flushed_arithmetic("RealDiv", a, b))
-        sqrt = staticmethod(lambda a: f(np.sqrt(f(a))))
-        square = staticmethod(lambda a: fns.flushed_arithmetic("Square", a))
+        @staticmethod
+        def mul(a, b):
+            return nan_bits(fns.flushed_arithmetic("Mul", a, b), *order(a, b))
+
+        @staticmethod
+        def div(a, b):
+            return nan_bits(fns.flushed_arithmetic("RealDiv", a, b), a, b)
+
+        @staticmethod
+        def sqrt(a):
+            return nan_bits(f(np.sqrt(f(a))), a)
+
+        @staticmethod
+        def square(a):
+            return nan_bits(fns.flushed_arithmetic("Square", a), a, a)
+
         abs = staticmethod(lambda a: f(np.abs(f(a))))
 
         @staticmethod
         def max(a, b):
             """Eigen's cwiseMax (std::max: a unless b is strictly larger, so a
-            NaN in b never wins), not TensorFlow's NaN-propagating Maximum."""
-            a, b = f(a), f(np.broadcast_to(b, np.shape(a)))
-            return np.where(b > a, b, a)
+            NaN in b never wins), not TensorFlow's NaN-propagating Maximum;
+            bfloat16 as the scatters' Max (_row_op): whole packets of 8
+            compared and returned as flushed float32, the tail's winner
+            keeping its bfloat16 bits."""
+            raw_a, raw_b = np.asarray(a), np.broadcast_to(b, np.shape(a))
+            a, b = f(raw_a), f(raw_b)
+            r = np.where(b > a, b, a)
+            if dtype_name(r.dtype) == "bfloat16":
+                tail = np.arange(r.size).reshape(r.shape) >= r.size // 8 * 8
+                r = np.where(tail, np.where(b > a, raw_b, raw_a), r)
+            return r
     return K
+
+
+def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs) -> None:
+    """CannotRunHere where the model's result holds a NaN whose bits the
+    kernel's were not measured to be (NAN_RULE_MEASURED)."""
+    t = dtype_name(arrays[0].dtype)
+    nesterov = bool(fattrs.get("use_nesterov", False))
+    if (spec.op, t, nesterov) in NAN_RULE_MEASURED:
+        return
+    if any(fns._has_nan(np, np.asarray(o)) for o in out):
+        raise CannotRunHere(
+            f"cannot run {spec.op} on {t}{' with use_nesterov' if nesterov else ''} concretely "
+            "where its result holds a NaN: which NaN (sign, payload) TensorFlow's fused kernel "
+            "passes on there is not modelled")
 
 
 def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
@@ -584,10 +668,15 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             if model is None:
                 return _tf_kernel(spec, arrays, fattrs)
             nv = len(spec.variables)
+            if spec.op in _NO_KERNEL.get(dtype_name(arrays[0].dtype), ()):
+                raise OpError("no-kernel", f"{spec.op} has no kernel for "
+                              f"{dtype_name(arrays[0].dtype)}")
             with np.errstate(all="ignore"):
                 out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
-            return tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
-                         for o in out)
+            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
+                        for o in out)
+            _refuse_unmeasured_nans(spec, arrays, out, fattrs)
+            return out
         impl.__doc__ = f"{op}: {doc}"
         fns.NOT_BROADCASTING.add(spec.fn)
         fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), _on_host(impl),
@@ -1070,7 +1159,12 @@ def _step_toward(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(w), fns.flushed_arithmetic("Mul", f(xp.subtract(f(g), f(w))), c, xp=xp))),)
+    # a NaN's bits as the kernel's `m += (g - m) * (T(1) - beta1())` gives
+    # them (_ops: g's NaN before m's, the scalar's before the difference's,
+    # m's before the product's)
+    d = fns.nan_bits(xp, f(xp.subtract(f(g), f(w))), f(g), f(w))
+    step = fns.nan_bits(xp, fns.flushed_arithmetic("Mul", d, c, xp=xp), f(c), d)
+    return (fns.nan_bits(xp, f(xp.add(f(w), step)), f(w), step),)
 
 
 @fns.function("ScaleAdd", 2, 1, batched=False, family=TENSORFLOW)
@@ -1081,7 +1175,10 @@ def _scale_add(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(fns.flushed_arithmetic("Mul", w, c, xp=xp), f(g))),)
+    # a NaN's bits as the kernel's `accum * momentum() + grad` gives them
+    # (_ops: the scalar's NaN before accum's, the product's before grad's)
+    prod = fns.nan_bits(xp, fns.flushed_arithmetic("Mul", w, c, xp=xp), f(c), f(w))
+    return (fns.nan_bits(xp, f(xp.add(prod, f(g))), prod, f(g)),)
 
 
 def _apply_momentum_float32(b):
