@@ -549,31 +549,40 @@ _NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
 #
 # Each ResourceApply* kernel is one fused Eigen expression per variable
 # (training_ops.cc), whose every operation passes on a NaN operand as x86
-# does: an operand's NaN quieted, the first of two, an invalid operation the
-# default NaN (functions.nan_bits).  Which operand is first is the
-# compiler's choice for + and *: measured on TensorFlow 2.21's kernels, a
-# tensor and a scalar (`grad * lr()`, `accum * momentum()`) put the
-# scalar's NaN first, two tensors the left one's, - and / the left
-# operand's (K below).  That rule gives the kernel's bits, every place of
-# rows of 1 to 40 elements, NaNs and values drawn at random in every
-# operand and hyperparameter, for the (op, dtype, nesterov) in
-# NAN_RULE_MEASURED (tests/test_optimizer_nan_bits.py).  Elsewhere it does
-# not: a kernel's compiled code picks the other operand in some places
-# (`accum.sqrt() + epsilon()` in AdagradV2 passes on the tensor's NaN inside
-# Eigen's packets and epsilon's in the scalar tail), and on float16 and
-# bfloat16 it held for KerasMomentum and bfloat16 Momentum only.  There a
-# result that holds a NaN cannot run (CannotRunHere: the σ is skipped);
-# results without a NaN run as before, their values the kernel's.
+# does: an operand's NaN quieted (a select, cwiseMax, keeps it as it is;
+# abs clears its sign), an invalid operation the default NaN, and of two
+# NaNs the first operand's (functions.nan_bits).  For - and / the first is
+# the left operand; for + and * it is the compiler's choice, made anew in
+# each kernel and in each of Eigen's code paths (packets, scalar tail).
+# Measured on TensorFlow 2.21's kernels (tests/test_optimizer_nan_bits.py:
+# 1 to 40 elements, NaNs and values drawn at random in every operand and
+# hyperparameter):
+#
+# * where no + or * of the update meets two NaNs at one element, the
+#   order does not matter and the model's NaN is the kernel's, every
+#   optimizer, float32 and float64 (K.two_nans tells);
+# * where one does, the rule "a tensor and a scalar (`grad * lr()`,
+#   `accum * momentum()`): the scalar's NaN first; two tensors: the left
+#   one's" (K below) gives the kernel's bits for the (op, dtype, nesterov)
+#   in NAN_RULE_MEASURED, and not elsewhere: `accum.sqrt() + epsilon()`
+#   (AdagradV2, Adam) passes on the tensor's NaN inside Eigen's packets and
+#   epsilon's in the tail, and Adam's float64 kernel differs again;
+# * float16 and bfloat16 (which round between operations, bfloat16 to
+#   0x7fc0 inside packets) gave the kernel's bits for Keras Momentum and
+#   bfloat16 Momentum without Nesterov only.
+#
+# Elsewhere a result that holds a NaN cannot run (CannotRunHere: the σ is
+# skipped); results without a NaN run as before, their values the kernel's.
 
-#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
+#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits even
+#: where a + or * meets two NaNs.
 NAN_RULE_MEASURED = frozenset(
     {(op, dt, nest) for op in ("ResourceApplyMomentum",) for dt in ("float32", "float64")
      for nest in (False, True)}
     | {("ResourceApplyMomentum", "bfloat16", False)}
     | {("ResourceApplyKerasMomentum", dt, False) for dt in ("float32", "float64")}
     | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
-       for nest in (False, True)}
-    | {("ResourceApplyAdam", dt, False) for dt in ("float32", "float64")})
+       for nest in (False, True)})
 
 
 def _ops(xp=np):
@@ -591,10 +600,24 @@ def _ops(xp=np):
     def nan_bits(r, a, b=None):
         return fns.nan_bits(np, np.asarray(r), f(a), None if b is None else f(b))
 
+    def commuted(r, a, b):
+        """nan_bits of + or *, noting where both operands are NaN at one
+        element (K.two_nans): only there can the operand order matter."""
+        r = np.asarray(r)
+        if not fns._has_nan(np, r):
+            return r
+        with np.errstate(invalid="ignore"):
+            both = np.isnan(np.asarray(a)) & np.isnan(np.asarray(b))
+        K.two_nans = K.two_nans or bool(both.any())
+        return nan_bits(r, *order(a, b))
+
     class K:
+        #: whether a + or * met two NaNs at one element
+        two_nans = False
+
         @staticmethod
         def add(a, b):
-            return nan_bits(f(np.add(f(a), f(b))), *order(a, b))
+            return commuted(f(np.add(f(a), f(b))), a, b)
 
         @staticmethod
         def sub(a, b):
@@ -604,7 +627,7 @@ def _ops(xp=np):
         # too: functions.flushed_arithmetic)
         @staticmethod
         def mul(a, b):
-            return nan_bits(fns.flushed_arithmetic("Mul", a, b), *order(a, b))
+            return commuted(fns.flushed_arithmetic("Mul", a, b), a, b)
 
         @staticmethod
         def div(a, b):
@@ -637,12 +660,17 @@ def _ops(xp=np):
     return K
 
 
-def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs) -> None:
+def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs, two_nans: bool) -> None:
     """CannotRunHere where the model's result holds a NaN whose bits the
-    kernel's were not measured to be (NAN_RULE_MEASURED)."""
+    kernel's were not measured to be (NAN_RULE_MEASURED).  On float32 and
+    float64 a NaN that no + or * chose from two NaNs (`two_nans` false:
+    each operation saw at most one, or made the default NaN) is the
+    kernel's whatever the operand order, and runs (measured)."""
     t = dtype_name(arrays[0].dtype)
     nesterov = bool(fattrs.get("use_nesterov", False))
     if (spec.op, t, nesterov) in NAN_RULE_MEASURED:
+        return
+    if t in ("float32", "float64") and not two_nans:
         return
     if any(fns._has_nan(np, np.asarray(o)) for o in out):
         raise CannotRunHere(
@@ -671,11 +699,12 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             if spec.op in _NO_KERNEL.get(dtype_name(arrays[0].dtype), ()):
                 raise OpError("no-kernel", f"{spec.op} has no kernel for "
                               f"{dtype_name(arrays[0].dtype)}")
+            K = _ops()
             with np.errstate(all="ignore"):
-                out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
+                out = model(K, arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
             out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
                         for o in out)
-            _refuse_unmeasured_nans(spec, arrays, out, fattrs)
+            _refuse_unmeasured_nans(spec, arrays, out, fattrs, K.two_nans)
             return out
         impl.__doc__ = f"{op}: {doc}"
         fns.NOT_BROADCASTING.add(spec.fn)
