@@ -46,7 +46,8 @@ def tensorflow():
     return pytest.importorskip("tensorflow", reason="TensorFlow's kernels: needs tfsem[tensorflow]")
 
 #: a quiet NaN with payload, positive, and a signalling one, negative
-TWO_NANS = {"float32": (0x7fc00001, 0xff800002), "float64": (0x7ff8000000000001, 0xfff0000000000002),
+TWO_NANS = {"float32": (0x7fc00001, 0xff800002),
+            "float64": (0x7ff8000000000001, 0xfff0000000000002),
             "float16": (0x7e01, 0xfc02), "bfloat16": (0x7fc1, 0xff82)}
 QUIET = {"float16": 1 << 9, "bfloat16": 1 << 6, "float32": 1 << 22, "float64": 1 << 51}
 SIGN = {"float16": 1 << 15, "bfloat16": 1 << 15, "float32": 1 << 31, "float64": 1 << 63}
