@@ -564,9 +564,12 @@ _NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
 # * where one does, the rule "a tensor and a scalar (`grad * lr()`,
 #   `accum * momentum()`): the scalar's NaN first; two tensors: the left
 #   one's" (K below) gives the kernel's bits for the (op, dtype, nesterov)
-#   in NAN_RULE_MEASURED, and not elsewhere: `accum.sqrt() + epsilon()`
-#   (AdagradV2, Adam) passes on the tensor's NaN inside Eigen's packets and
-#   epsilon's in the tail, and Adam's float64 kernel differs again;
+#   in NAN_RULE_MEASURED; AdagradV2's kernel also takes g²'s NaN before
+#   accum's and places `accum.sqrt() + epsilon()`'s by Eigen's loops
+#   (K.add_placed).  Elsewhere the kernels differ in ways not modelled:
+#   Adam's `v.sqrt() + epsilon()` takes the tensor's NaN in one packet of
+#   float32's unrolled loop only, and its scalar `lr() * sqrt(1 -
+#   beta2_power())` the second operand's;
 # * float16 and bfloat16 (which round between operations, bfloat16 to
 #   0x7fc0 inside packets) gave the kernel's bits for Keras Momentum and
 #   bfloat16 Momentum without Nesterov only.
@@ -582,7 +585,8 @@ NAN_RULE_MEASURED = frozenset(
     | {("ResourceApplyMomentum", "bfloat16", False)}
     | {("ResourceApplyKerasMomentum", dt, False) for dt in ("float32", "float64")}
     | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
-       for nest in (False, True)})
+       for nest in (False, True)}
+    | {("ResourceApplyAdagradV2", dt, False) for dt in ("float32", "float64")})
 
 
 def _ops(xp=np):
@@ -640,6 +644,25 @@ def _ops(xp=np):
         @staticmethod
         def square(a):
             return nan_bits(fns.flushed_arithmetic("Square", a), a, a)
+
+        @staticmethod
+        def add_placed(t, s, unrolled: tuple, packets: bool, tail: bool):
+            """t + s, a tensor and a scalar, where which NaN comes first
+            depends on the place (measured per kernel): True takes the
+            tensor's first, False the scalar's; `unrolled`: for each of the 4
+            packets of every block of Eigen's unrolled loop (the first
+            n // (4 P) * 4 P places, P = NAN_PACKET elements), `packets`: the
+            whole packets past it, `tail`: the scalar tail."""
+            r = commuted(f(np.add(f(t), f(s))), t, s)
+            p = fns.NAN_PACKET.get(dtype_name(r.dtype))
+            if p is None or not fns._has_nan(np, r):
+                return r
+            n = r.size
+            place = np.arange(n)
+            block = n // (4 * p) * (4 * p)
+            tensor_first = np.where(place < block, np.asarray(unrolled)[place % (4 * p) // p],
+                                    np.where(place < n // p * p, packets, tail)).reshape(r.shape)
+            return np.where(tensor_first, nan_bits(r, t, s), r)
 
         abs = staticmethod(lambda a: f(np.abs(f(a))))
 
@@ -917,8 +940,14 @@ def _adagrad_v2(K, v, i, a):
     var, accum = v
     g = i["grad"]
     if a.get("update_slots", True):
-        accum = K.add(accum, K.square(g))
-    return K.sub(var, K.div(K.mul(g, i["lr"]), K.add(K.sqrt(accum), i["epsilon"]))), accum
+        accum = K.add(K.square(g), accum)   # (g²'s NaN first: measured)
+    # sqrt(accum) + epsilon: sqrt(accum)'s NaN first in the first and last
+    # packet of each unrolled block, in float32's other packets; epsilon's
+    # elsewhere (measured, NAN_RULE_MEASURED)
+    f64 = dtype_name(g.dtype) == "float64"
+    den = K.add_placed(K.sqrt(accum), i["epsilon"], (True, False, False, True),
+                       packets=not f64, tail=False)
+    return K.sub(var, K.div(K.mul(g, i["lr"]), den)), accum
 
 
 #: Kernels with Eigen's rsqrt, pow or exp: TensorFlow's kernel is their
