@@ -115,18 +115,22 @@ def test_optimizer_bits_are_tensorflows_kernels(case):
 
 
 def test_two_nans_met_by_an_unmeasured_rule_cannot_run_and_name_the_op():
-    """Without TensorFlow too: RMSProp's `grad * lr()` with both NaN is
-    refused by name; a NaN gradient alone (no + or * meets two NaNs) runs,
-    as does the call without a NaN."""
-    spec = state.OPTIMIZERS["ResourceApplyRMSProp"]
+    """Without TensorFlow too: Adam's `m * alpha` with both NaN (a NaN
+    gradient and a NaN lr) is refused by name; a NaN gradient alone (no + or
+    * meets two NaNs) runs, as does the call without a NaN."""
+    spec = state.OPTIMIZERS["ResourceApplyAdam"]
+    assert ("ResourceApplyAdam", "float32", False) not in state.NAN_RULE_MEASURED
     f32 = (lambda *v: np.array(v, np.float32))
-    slots = [f32(1.0, 2.0), f32(0.5, 0.5), f32(0.0, 0.0)]
-    rest = [np.float32(HYPER[x]) for x in ("rho", "momentum", "epsilon")]
-    run = (lambda lr, grad: fns.get(spec.fn).impl(np, tuple(slots + [lr] + rest + [grad]), {}))
+    slots = [f32(1.0, 2.0), f32(0.5, 0.5), f32(0.25, 0.25)]
+
+    def run(lr, grad):
+        hyper = [np.float32(HYPER[x]) for x in ("beta1_power", "beta2_power")] + [lr] + [
+            np.float32(HYPER[x]) for x in ("beta1", "beta2", "epsilon")]
+        return fns.get(spec.fn).impl(np, tuple(slots + hyper + [grad]), {})
     lr = np.float32(HYPER["lr"])
     assert not np.isnan(run(lr, f32(0.1, 0.2))[0]).any()
     assert np.isnan(run(lr, f32(np.nan, 0.2))[0][0])
-    with pytest.raises(fns.CannotRunHere, match="ResourceApplyRMSProp on float32"):
+    with pytest.raises(fns.CannotRunHere, match="ResourceApplyAdam on float32"):
         run(np.float32(np.nan), f32(np.nan, 0.2))
 
 

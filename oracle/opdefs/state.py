@@ -564,9 +564,11 @@ _NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
 # * where one does, the rule "a tensor and a scalar (`grad * lr()`,
 #   `accum * momentum()`): the scalar's NaN first; two tensors: the left
 #   one's" (K below) gives the kernel's bits for the (op, dtype, nesterov)
-#   in NAN_RULE_MEASURED; AdagradV2's kernel also takes g²'s NaN before
-#   accum's and places `accum.sqrt() + epsilon()`'s by Eigen's loops
-#   (K.add_placed).  Elsewhere the kernels differ in ways not modelled:
+#   in NAN_RULE_MEASURED, with each kernel's own exceptions written in its
+#   model: AdagradV2, RMSProp and centered RMSProp take the right-hand
+#   side's NaN of `slot += x` first, and AdagradV2 and float64 centered
+#   RMSProp place `... + epsilon()`'s by Eigen's loops (K.add_placed).
+#   Elsewhere the kernels differ in ways not modelled:
 #   Adam's `v.sqrt() + epsilon()` takes the tensor's NaN in one packet of
 #   float32's unrolled loop only, and its scalar `lr() * sqrt(1 -
 #   beta2_power())` the second operand's;
@@ -586,7 +588,9 @@ NAN_RULE_MEASURED = frozenset(
     | {("ResourceApplyKerasMomentum", dt, False) for dt in ("float32", "float64")}
     | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
        for nest in (False, True)}
-    | {("ResourceApplyAdagradV2", dt, False) for dt in ("float32", "float64")})
+    | {(op, dt, False) for op in ("ResourceApplyAdagradV2", "ResourceApplyRMSProp",
+                                  "ResourceApplyCenteredRMSProp")
+       for dt in ("float32", "float64")})
 
 
 def _ops(xp=np):
@@ -913,7 +917,8 @@ def _adamax(K, v, i, a):
 def _rmsprop(K, v, i, a):
     var, ms, mom = v
     g = i["grad"]
-    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), K.sub(_one(g), i["rho"])))
+    # (`ms += x` takes x's NaN before ms's: measured)
+    ms = K.add(K.mul(K.sub(K.square(g), ms), K.sub(_one(g), i["rho"])), ms)
     mom = K.add(K.mul(mom, i["momentum"]),
                 K.div(K.mul(g, i["lr"]), K.sqrt(K.add(ms, i["epsilon"]))))
     return K.sub(var, mom), ms, mom
@@ -926,9 +931,13 @@ def _centered_rmsprop(K, v, i, a):
     var, mg, ms, mom = v
     g = i["grad"]
     c = K.sub(_one(g), i["rho"])
-    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), c))
-    mg = K.add(mg, K.mul(K.sub(g, mg), c))
-    denom = K.add(K.sub(ms, K.square(mg)), i["epsilon"])
+    # (`ms += x` and `mg += x` take x's NaN before the slot's: measured)
+    ms = K.add(K.mul(K.sub(K.square(g), ms), c), ms)
+    mg = K.add(K.mul(K.sub(g, mg), c), mg)
+    # (`... + epsilon()`: on float64 the tensor's NaN first in the whole
+    # packets past Eigen's unrolled loop, epsilon's elsewhere: measured)
+    denom = K.add_placed(K.sub(ms, K.square(mg)), i["epsilon"], (False,) * 4,
+                         packets=dtype_name(g.dtype) == "float64", tail=False)
     mom = K.add(K.mul(mom, i["momentum"]), K.div(K.mul(g, i["lr"]), K.sqrt(denom)))
     return K.sub(var, mom), mg, ms, mom
 
