@@ -572,10 +572,11 @@ _NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
 #   cannot run (CannotRunHere: the σ is skipped); results without a NaN
 #   run as before, their values the kernel's.
 
-#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
+#: The optimizers with tfsem's own numpy model (OPTIMIZERS[op].exact).
 _EXACT_OPS = ("ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
               "ResourceApplyAdamWithAmsgrad", "ResourceApplyAdaMax", "ResourceApplyRMSProp",
               "ResourceApplyCenteredRMSProp", "ResourceApplyAdagradV2")
+#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
 NAN_RULE_MEASURED = frozenset(
     {(op, dt, nest) for op in _EXACT_OPS for dt in ("float32", "float64")
      for nest in (False, True)}
