@@ -186,10 +186,81 @@ def _unpack(packed, w) -> tuple[np.ndarray, np.ndarray]:
 PARALLEL_SCATTER = 1024
 
 
-def _row_op(kind: str) -> Callable:
+# -- the bits of a NaN a scatter makes -------------------------------------------
+#
+# A scatter applies its update to a row (ResourceScatter*: the row of the
+# variable at the index; ResourceScatterNd*: the slice at the index tuple)
+# with Eigen expressions of its own (scatter_functor.h, scatter_nd_op), not
+# the arithmetic ops' kernels, so the NaN a row gets follows its own rule.
+# Measured on TensorFlow 2.21's CPU kernels, every float dtype, rows of 1 to
+# 40 elements (and 48 to 129 on float32 and float64), vector and scalar
+# updates, NaNs of both signs, quiet and signalling, with payloads
+# (tests/test_scatter_nan_bits.py compares the model with the kernels):
+#
+# * Add, Sub, Mul, Div, vector update (ResourceScatter*, ResourceScatterNd*):
+#   functions.nan_bits of (row, update): the row's NaN quieted, else the
+#   update's, an invalid operation the default NaN; bfloat16 computes in
+#   float32 and gives 0x7fc0 in whole packets of 8 elements of the row, the
+#   signed canonical NaN in the tail.  Except on float64 Add and Mul of
+#   ResourceScatter* (not ScatterNd, whose kernel runs on the thread-pool
+#   device): in Eigen's unrolled loop (the row's first n // 16 * 16
+#   elements, four packets of 4 at a time) the first packet of each 16
+#   (places i % 16 < 4) takes the update's NaN where both are NaN.
+# * Scalar update (ResourceScatter* with updates of rank 0): Add and Mul are
+#   computed as update op row (the update's NaN first, every place, every
+#   dtype), Sub as (-update) + row (scatter_functor.h's RunScalar: the
+#   update's NaN with its sign flipped first), Div as row / update.
+# * Min and Max (Eigen's cwiseMin/cwiseMax: a NaN update never wins, a NaN
+#   row stays): float32 and float64 keep the row's NaN bit for bit; float16
+#   and bfloat16 convert whole packets of 8 (the row's first n // 8 * 8
+#   elements) to float32 and back, where a float16 NaN is quieted and a
+#   bfloat16 NaN becomes 0x7fc0; the tail keeps the row's bits.
+#
+# Update copies bits.  Values other than NaN are numpy's (IEEE-exact, with
+# the CPU runtime's flushing) and agreed with the kernels everywhere.
+
+_SIGN_BIT = {"float16": 0x8000, "bfloat16": 0x8000, "float32": 1 << 31, "float64": 1 << 63}
+_UINTS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _negated(u):
+    """`u` with its sign bit flipped (a NaN's too), bit for bit."""
+    u = np.asarray(u)
+    t = _UINTS[u.dtype.itemsize]
+    return (u.view(t) ^ t(_SIGN_BIT[dtype_name(u.dtype)])).view(u.dtype)
+
+
+def _scatter_nan_bits(kind: str, form: str, r, p, u):
+    """`r`, the row `p` after `kind` with update `u` (flushed operands), with
+    its NaN elements given TensorFlow's bits (see above); `form`: "rows"
+    (ResourceScatter*, vector update), "scalar" (ResourceScatter*, an update
+    of rank 0) or "nd" (ResourceScatterNd*)."""
+    name = dtype_name(r.dtype)
+    if name not in FLOAT_DTYPES or not fns._has_nan(np, r):
+        return r
+    n = r.size
+    place = np.arange(n).reshape(r.shape)
+    if kind in ("Min", "Max"):
+        if name not in ("float16", "bfloat16"):
+            return r
+        t = _UINTS[2]
+        packed = np.isnan(r) & (place < n // 8 * 8)
+        bits = (r.view(t) | t(0x200)) if name == "float16" else np.full(r.shape, 0x7fc0, t)
+        return np.where(packed, bits.view(r.dtype), r)
+    if form == "scalar" and kind in ("Add", "Mul", "Sub"):
+        return fns.nan_bits(np, r, _negated(u) if kind == "Sub" else u, p)
+    out = fns.nan_bits(np, r, p, u)
+    if form == "rows" and name == "float64" and kind in ("Add", "Mul") and n >= 16:
+        swapped = fns.nan_bits(np, r, u, p)
+        out = np.where((place < n // 16 * 16) & (place % 16 < 4), swapped, out)
+    return out
+
+
+def _row_op(kind: str, form: str = "rows") -> Callable:
     """The update TensorFlow's scatter applies to one row, as a function of
-    (row, update) arrays of one dtype; floats flush subnormals as the CPU
-    runtime does (functions.FLUSHED_DTYPES)."""
+    (row, update) arrays of one dtype (`form`: _scatter_nan_bits's); floats
+    flush subnormals as the CPU runtime does (functions.FLUSHED_DTYPES) and
+    a NaN's bits are the kernel's (_scatter_nan_bits)."""
     if kind == "Update":
         return lambda p, u: np.broadcast_to(u, p.shape).copy()
     if kind in ("Min", "Max"):
@@ -201,11 +272,16 @@ def _row_op(kind: str) -> Callable:
             u = np.broadcast_to(u, p.shape)
             fp, fu = ftz(np, p), ftz(np, u)
             wins = (fu < fp) if kind == "Min" else (fu > fp)
+            r = np.where(wins, fu, fp)
             if dtype_name(p.dtype) == "bfloat16":
-                # compared as float32 (denormals-are-zero), the winner's
-                # bfloat16 bits kept: measured, a bfloat16 subnormal survives
-                return np.where(wins, u, p)
-            return np.where(wins, fu, fp)
+                # compared as float32 (denormals-are-zero); in whole packets
+                # of 8 (the row's first n // 8 * 8 elements) the winner is
+                # the float32 operand, a subnormal flushed to a zero of its
+                # sign; in the tail (std::min on bfloat16) the winner's
+                # bfloat16 bits are kept, a subnormal too (measured)
+                tail = np.arange(p.size).reshape(p.shape) >= p.size // 8 * 8
+                r = np.where(tail, np.where(wins, u, p), r)
+            return _scatter_nan_bits(kind, form, r, fp, fu)
         return extremum
     name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
 
@@ -224,26 +300,32 @@ def _row_op(kind: str) -> Callable:
                  for x, y in zip(a, b)]
             return np.array([x % (1 << 64) for x in r], dtype=np.uint64).astype(p.dtype) \
                 .reshape(p.shape)
-        f = fns.get(name)
-        if name in ("Mul", "RealDiv") and dtype_name(p.dtype) in FLOAT_DTYPES:
+        if dtype_name(p.dtype) not in FLOAT_DTYPES:
+            with np.errstate(all="ignore"):
+                (r,) = fns.get(name).impl(np, (p, np.broadcast_to(u, p.shape)), {})
+            return np.asarray(r, dtype=p.dtype)
+        fp, fu = ftz(np, p), ftz(np, np.asarray(u))
+        if name in ("Mul", "RealDiv"):
             # (a product or quotient rounded up to the smallest normal is
             # flushed too: functions.flushed_arithmetic)
-            r = fns.flushed_arithmetic(name, p, np.broadcast_to(u, p.shape))
-            return np.asarray(r, dtype=p.dtype)
-        with np.errstate(all="ignore"):
-            (r,) = f.impl(np, (ftz(np, p), ftz(np, np.broadcast_to(u, p.shape))), {})
-        return ftz(np, np.asarray(r, dtype=p.dtype))
+            r = fns.flushed_arithmetic(name, fp, np.broadcast_to(fu, p.shape))
+        else:
+            with np.errstate(all="ignore"):
+                r = getattr(np, "add" if name == "Add" else "subtract")(fp, fu)
+        r = ftz(np, np.asarray(r, dtype=p.dtype))
+        return _scatter_nan_bits(kind, form, r, fp, fu)
     return apply
 
 
-def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False):
+def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False,
+                  form: str = "rows"):
     """Apply upd_rows[i] to the row at positions[i] (None: out of range), in
     order; stop at the first position out of range (the rows before it stay
     applied, as TensorFlow's CPU scatter kernel leaves them), or with
     `skip_bad` pass over it (the ScatterNd kernel applies every other row:
-    both measured on TensorFlow 2.21)."""
+    both measured on TensorFlow 2.21).  `form`: _scatter_nan_bits's."""
     out = np.array(w, copy=True)
-    op = _row_op(kind)
+    op = _row_op(kind, form)
     bad = next((i for i, pos in enumerate(positions) if pos is None), None)
     if n_checked >= PARALLEL_SCATTER:
         distinct = len({p for p in positions if p is not None})
@@ -270,10 +352,12 @@ def _scatter(kind: str):
         idx, upd = _unpack(packed, w)
         n = idx.size
         row = w.shape[1:]
+        form = "rows"
         if upd.shape == idx.shape + row:
             rows = upd.reshape((n,) + row)
         elif upd.ndim == 0:
-            rows = np.broadcast_to(upd, (n,) + row)
+            # (each row gets the one update as a scalar: RunScalar's form)
+            rows, form = [upd] * n, "scalar"
         else:
             raise ShapeError("updates.shape must be indices.shape + params.shape[1:] or []")
         if kind == "Div" and np.any(ftz(np, upd) == 0):
@@ -282,7 +366,7 @@ def _scatter(kind: str):
             raise OpError("division-by-zero", "ScatterDiv: updates must not contain 0")
         flat = idx.reshape(-1)
         positions = [int(i) if 0 <= i < w.shape[0] else None for i in flat]
-        return (_scatter_rows(w, positions, rows, kind, n),)
+        return (_scatter_rows(w, positions, rows, kind, n, form=form),)
     impl.__doc__ = (f"Assign-Scatter{kind}: the rows of the variable at the packed indices "
                     f"{'replaced by' if kind == 'Update' else kind + ' with'} the packed updates, "
                     "in index order (TensorFlow's ResourceScatter" + kind + " on CPU)")
@@ -312,7 +396,7 @@ def _scatter_nd(kind: str):
             positions.append(tuple(int(i) for i in r) if ok else None)
         # ScatterNd's CPU kernel is serial (scatter_nd_op_cpu_impl.h)
         return (_scatter_rows(w, positions, upd.reshape((n,) + slice_shape), kind, 0,
-                              skip_bad=True),)
+                              skip_bad=True, form="nd"),)
     impl.__doc__ = (f"Assign-ScatterNd{kind}: the slices of the variable at the packed "
                     "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
     return impl
@@ -456,31 +540,150 @@ OPTIMIZERS: dict[str, Optimizer] = {}
 
 #: The dtypes an optimizer's numpy model is tested on against TensorFlow's kernel.
 OPTIMIZER_DTYPES = ("float32", "float64")
+#: dtype -> the optimizers TensorFlow 2.21 registers no CPU kernel of on it
+#: (measured: the op fails to build)
+_NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
+
+
+# -- the bits of a NaN an optimizer's update makes --------------------------------
+#
+# Each ResourceApply* kernel is one fused Eigen expression per variable
+# (training_ops.cc), whose every operation passes on a NaN operand as x86
+# does: an operand's NaN quieted (a select, cwiseMax, keeps it as it is;
+# abs clears its sign), an invalid operation the default NaN, and of two
+# NaNs the first operand's (functions.nan_bits).  For - and / the first is
+# the left operand; for + and * it is the compiler's choice, made anew in
+# each kernel, each dtype and each of Eigen's code paths (the unrolled loop
+# of 4 packets, the packets past it, the scalar tail).  Measured on
+# TensorFlow 2.21's kernels with two NaNs of distinct payloads in each pair
+# of operands, then on random NaNs, infinities, zeros and subnormals in
+# every operand and hyperparameter (tests/test_optimizer_nan_bits.py; 1 to
+# 139 elements):
+#
+# * the rule K below, "a tensor and a scalar (`grad * lr()`,
+#   `accum * momentum()`): the scalar's NaN first; two tensors: the left
+#   one's", with each kernel's exceptions written in its model (`slot += x`
+#   taking x's NaN first in most kernels, `lr() * sqrt(...)` the square
+#   root's, `... + epsilon()` placed by Eigen's loops: K.add_placed), gives
+#   the kernel's bits for every (op, dtype, nesterov) in NAN_RULE_MEASURED:
+#   every optimizer below on float32 and float64;
+# * on float16 and bfloat16 it held for Keras Momentum and bfloat16
+#   Momentum without Nesterov only.  Elsewhere a result that holds a NaN
+#   cannot run (CannotRunHere: the σ is skipped); results without a NaN
+#   run as before, their values the kernel's.
+
+#: The optimizers with tfsem's own numpy model (OPTIMIZERS[op].exact).
+_EXACT_OPS = ("ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
+              "ResourceApplyAdamWithAmsgrad", "ResourceApplyAdaMax", "ResourceApplyRMSProp",
+              "ResourceApplyCenteredRMSProp", "ResourceApplyAdagradV2")
+#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
+NAN_RULE_MEASURED = frozenset(
+    {(op, dt, nest) for op in _EXACT_OPS for dt in ("float32", "float64")
+     for nest in (False, True)}
+    | {("ResourceApplyMomentum", "bfloat16", False)}
+    | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
+       for nest in (False, True)})
 
 
 def _ops(xp=np):
     """The CPU runtime's float arithmetic: every operation flushes subnormal
-    arguments and results (functions.ftz)."""
+    arguments and results (functions.ftz); a NaN result gets the bits the
+    kernels' fused expressions give (see above)."""
     f = (lambda a: ftz(np, np.asarray(a)))
 
+    def order(a, b):
+        """(first, second) of a commutative operation: a scalar against a
+        tensor first (measured), else the left operand."""
+        a, b = np.asarray(a), np.asarray(b)
+        return (b, a) if b.ndim == 0 and a.ndim > 0 else (a, b)
+
+    def nan_bits(r, a, b=None):
+        return fns.nan_bits(np, np.asarray(r), f(a), None if b is None else f(b))
+
+    def commuted(r, a, b):
+        """nan_bits of + or *: of two NaNs, order(a, b)'s first."""
+        r = np.asarray(r)
+        if not fns._has_nan(np, r):
+            return r
+        return nan_bits(r, *order(a, b))
+
     class K:
-        add = staticmethod(lambda a, b: f(np.add(f(a), f(b))))
-        sub = staticmethod(lambda a, b: f(np.subtract(f(a), f(b))))
+        @staticmethod
+        def add(a, b):
+            return commuted(f(np.add(f(a), f(b))), a, b)
+
+        @staticmethod
+        def sub(a, b):
+            return nan_bits(f(np.subtract(f(a), f(b))), a, b)
+
         # (a product or quotient rounded up to the smallest normal is flushed
         # too: functions.flushed_arithmetic)
-        mul = staticmethod(lambda a, b: fns.flushed_arithmetic("Mul", a, b))
-        div = staticmethod(lambda a, b: fns.flushed_arithmetic("RealDiv", a, b))
-        sqrt = staticmethod(lambda a: f(np.sqrt(f(a))))
-        square = staticmethod(lambda a: fns.flushed_arithmetic("Square", a))
+        @staticmethod
+        def mul(a, b):
+            return commuted(fns.flushed_arithmetic("Mul", a, b), a, b)
+
+        @staticmethod
+        def div(a, b):
+            return nan_bits(fns.flushed_arithmetic("RealDiv", a, b), a, b)
+
+        @staticmethod
+        def sqrt(a):
+            return nan_bits(f(np.sqrt(f(a))), a)
+
+        @staticmethod
+        def square(a):
+            return nan_bits(fns.flushed_arithmetic("Square", a), a, a)
+
+        @staticmethod
+        def add_placed(a, b, unrolled: tuple, packets: bool, tail: bool):
+            """a + b where which NaN comes first depends on the place
+            (measured per kernel): True takes the left operand's first,
+            False the right one's; `unrolled`: for each of the 4 packets of
+            every block of Eigen's unrolled loop (the first n // (4 P) * 4 P
+            places, P = NAN_PACKET elements), `packets`: the whole packets
+            past it, `tail`: the scalar tail."""
+            r = commuted(f(np.add(f(a), f(b))), a, b)
+            p = fns.NAN_PACKET.get(dtype_name(r.dtype))
+            if p is None or not fns._has_nan(np, r):
+                return r
+            n = r.size
+            place = np.arange(n)
+            block = n // (4 * p) * (4 * p)
+            left = np.where(place < block, np.asarray(unrolled)[place % (4 * p) // p],
+                            np.where(place < n // p * p, packets, tail)).reshape(r.shape)
+            return np.where(left, nan_bits(r, a, b), nan_bits(r, b, a))
+
         abs = staticmethod(lambda a: f(np.abs(f(a))))
 
         @staticmethod
         def max(a, b):
             """Eigen's cwiseMax (std::max: a unless b is strictly larger, so a
-            NaN in b never wins), not TensorFlow's NaN-propagating Maximum."""
-            a, b = f(a), f(np.broadcast_to(b, np.shape(a)))
-            return np.where(b > a, b, a)
+            NaN in b never wins), not TensorFlow's NaN-propagating Maximum;
+            bfloat16 as the scatters' Max (_row_op): whole packets of 8
+            compared and returned as flushed float32, the tail's winner
+            keeping its bfloat16 bits."""
+            raw_a, raw_b = np.asarray(a), np.broadcast_to(b, np.shape(a))
+            a, b = f(raw_a), f(raw_b)
+            r = np.where(b > a, b, a)
+            if dtype_name(r.dtype) == "bfloat16":
+                tail = np.arange(r.size).reshape(r.shape) >= r.size // 8 * 8
+                r = np.where(tail, np.where(b > a, raw_b, raw_a), r)
+            return r
     return K
+
+
+def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs) -> None:
+    """CannotRunHere where the model's result holds a NaN whose bits the
+    kernel's were not measured to be (NAN_RULE_MEASURED)."""
+    t = dtype_name(arrays[0].dtype)
+    nesterov = bool(fattrs.get("use_nesterov", False))
+    if (spec.op, t, nesterov) in NAN_RULE_MEASURED:
+        return
+    if any(fns._has_nan(np, np.asarray(o)) for o in out):
+        raise CannotRunHere(
+            f"cannot run {spec.op} on {t}{' with use_nesterov' if nesterov else ''} concretely "
+            "where its result holds a NaN: which NaN (sign, payload) TensorFlow's fused kernel "
+            "passes on there is not modelled")
 
 
 def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
@@ -500,10 +703,15 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             if model is None:
                 return _tf_kernel(spec, arrays, fattrs)
             nv = len(spec.variables)
+            if spec.op in _NO_KERNEL.get(dtype_name(arrays[0].dtype), ()):
+                raise OpError("no-kernel", f"{spec.op} has no kernel for "
+                              f"{dtype_name(arrays[0].dtype)}")
             with np.errstate(all="ignore"):
                 out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
-            return tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
-                         for o in out)
+            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
+                        for o in out)
+            _refuse_unmeasured_nans(spec, arrays, out, fattrs)
+            return out
         impl.__doc__ = f"{op}: {doc}"
         fns.NOT_BROADCASTING.add(spec.fn)
         fns.register(fns.Function(spec.fn, spec.n_in, len(spec.variables), _on_host(impl),
@@ -609,7 +817,10 @@ def _keras_momentum(K, v, i, a):
     var, accum = v
     accum = K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"]))
     if a.get("use_nesterov"):
-        var = K.add(var, K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"])))
+        # (this `var += x` takes x's NaN first on float32 and float64, var's
+        # on float16 and bfloat16, as `var += accum` does: measured)
+        x = K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"]))
+        var = K.add(x, var) if dtype_name(var.dtype) in ("float32", "float64") else K.add(var, x)
     else:
         var = K.add(var, accum)
     return var, accum
@@ -641,14 +852,26 @@ def _adam(K, v, i, a):
     var, m, vv = v
     g = i["grad"]
     one = _one(g)
-    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+    # (a NaN's bits: the scalar `lr() * sqrt(...)` takes the square root's
+    # NaN first; float32's `v.sqrt() + epsilon()` the tensor's in the
+    # second packet of each block of Eigen's unrolled loop: measured)
+    alpha = K.div(K.mul(K.sqrt(K.sub(one, i["beta2_power"])), i["lr"]),
                   K.sub(one, i["beta1_power"]))
     m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
     vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
-    den = K.add(K.sqrt(vv), i["epsilon"])
+    f32 = dtype_name(g.dtype) == "float32"
     if a.get("use_nesterov"):
-        num = K.mul(K.add(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m)), alpha)
+        # (Nesterov's kernel: `v.sqrt() + epsilon()` takes the tensor's NaN
+        # first but in float64's tail; `g * (1 - beta1) + beta1 * m` on
+        # float32 the right term's in the first and last packet of each
+        # unrolled block and in the packets past it: measured)
+        den = K.add_placed(K.sqrt(vv), i["epsilon"], (True,) * 4, packets=True, tail=f32)
+        top = K.add_placed(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m),
+                           (not f32, True, True, not f32), packets=not f32, tail=True)
+        num = K.mul(top, alpha)
     else:
+        den = K.add_placed(K.sqrt(vv), i["epsilon"], (False, f32, False, False),
+                           packets=False, tail=False)
         num = K.mul(m, alpha)
     return K.sub(var, K.div(num, den)), m, vv
 
@@ -660,12 +883,17 @@ def _amsgrad(K, v, i, a):
     var, m, vv, vhat = v
     g = i["grad"]
     one = _one(g)
-    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+    # (a NaN's bits: `lr() * sqrt(...)` takes the square root's NaN first,
+    # `m += x` and `v += x` x's: measured)
+    alpha = K.div(K.mul(K.sqrt(K.sub(one, i["beta2_power"])), i["lr"]),
                   K.sub(one, i["beta1_power"]))
-    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
-    vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
+    m = K.add(K.mul(K.sub(g, m), K.sub(one, i["beta1"])), m)
+    vv = K.add(K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])), vv)
     vhat = K.max(vhat, vv)
-    return K.sub(var, K.div(K.mul(m, alpha), K.add(K.sqrt(vhat), i["epsilon"]))), m, vv, vhat
+    # (`vhat.sqrt() + epsilon()` placed as AdagradV2's: measured)
+    den = K.add_placed(K.sqrt(vhat), i["epsilon"], (True, False, False, True),
+                       packets=dtype_name(g.dtype) == "float32", tail=False)
+    return K.sub(var, K.div(K.mul(m, alpha), den)), m, vv, vhat
 
 
 @_optimizer("ResourceApplyAdaMax", "var m v", "beta1_power lr beta1 beta2 epsilon grad",
@@ -675,7 +903,7 @@ def _adamax(K, v, i, a):
     var, m, vv = v
     g = i["grad"]
     one = _one(g)
-    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
+    m = K.add(K.mul(K.sub(g, m), K.sub(one, i["beta1"])), m)   # (x's NaN first: measured)
     vv = K.max(K.mul(i["beta2"], vv), K.abs(g))
     step = K.mul(K.div(i["lr"], K.sub(one, i["beta1_power"])),
                  K.div(m, K.add(vv, i["epsilon"])))
@@ -688,7 +916,8 @@ def _adamax(K, v, i, a):
 def _rmsprop(K, v, i, a):
     var, ms, mom = v
     g = i["grad"]
-    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), K.sub(_one(g), i["rho"])))
+    # (`ms += x` takes x's NaN before ms's: measured)
+    ms = K.add(K.mul(K.sub(K.square(g), ms), K.sub(_one(g), i["rho"])), ms)
     mom = K.add(K.mul(mom, i["momentum"]),
                 K.div(K.mul(g, i["lr"]), K.sqrt(K.add(ms, i["epsilon"]))))
     return K.sub(var, mom), ms, mom
@@ -701,9 +930,13 @@ def _centered_rmsprop(K, v, i, a):
     var, mg, ms, mom = v
     g = i["grad"]
     c = K.sub(_one(g), i["rho"])
-    ms = K.add(ms, K.mul(K.sub(K.square(g), ms), c))
-    mg = K.add(mg, K.mul(K.sub(g, mg), c))
-    denom = K.add(K.sub(ms, K.square(mg)), i["epsilon"])
+    # (`ms += x` and `mg += x` take x's NaN before the slot's: measured)
+    ms = K.add(K.mul(K.sub(K.square(g), ms), c), ms)
+    mg = K.add(K.mul(K.sub(g, mg), c), mg)
+    # (`... + epsilon()`: on float64 the tensor's NaN first in the whole
+    # packets past Eigen's unrolled loop, epsilon's elsewhere: measured)
+    denom = K.add_placed(K.sub(ms, K.square(mg)), i["epsilon"], (False,) * 4,
+                         packets=dtype_name(g.dtype) == "float64", tail=False)
     mom = K.add(K.mul(mom, i["momentum"]), K.div(K.mul(g, i["lr"]), K.sqrt(denom)))
     return K.sub(var, mom), mg, ms, mom
 
@@ -715,8 +948,14 @@ def _adagrad_v2(K, v, i, a):
     var, accum = v
     g = i["grad"]
     if a.get("update_slots", True):
-        accum = K.add(accum, K.square(g))
-    return K.sub(var, K.div(K.mul(g, i["lr"]), K.add(K.sqrt(accum), i["epsilon"]))), accum
+        accum = K.add(K.square(g), accum)   # (g²'s NaN first: measured)
+    # sqrt(accum) + epsilon: sqrt(accum)'s NaN first in the first and last
+    # packet of each unrolled block, in float32's other packets; epsilon's
+    # elsewhere (measured, NAN_RULE_MEASURED)
+    f64 = dtype_name(g.dtype) == "float64"
+    den = K.add_placed(K.sqrt(accum), i["epsilon"], (True, False, False, True),
+                       packets=not f64, tail=False)
+    return K.sub(var, K.div(K.mul(g, i["lr"]), den)), accum
 
 
 #: Kernels with Eigen's rsqrt, pow or exp: TensorFlow's kernel is their
@@ -986,7 +1225,12 @@ def _step_toward(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(f(w), fns.flushed_arithmetic("Mul", f(xp.subtract(f(g), f(w))), c, xp=xp))),)
+    # a NaN's bits as the kernel's `m += (g - m) * (T(1) - beta1())` gives
+    # them (_ops: g's NaN before m's, the scalar's before the difference's,
+    # m's before the product's)
+    d = fns.nan_bits(xp, f(xp.subtract(f(g), f(w))), f(g), f(w))
+    step = fns.nan_bits(xp, fns.flushed_arithmetic("Mul", d, c, xp=xp), f(c), d)
+    return (fns.nan_bits(xp, f(xp.add(f(w), step)), f(w), step),)
 
 
 @fns.function("ScaleAdd", 2, 1, batched=False, family=TENSORFLOW)
@@ -997,7 +1241,10 @@ def _scale_add(xp, args, attrs):
     w, v = args
     g, c = _operands(v, w)
     f = (lambda a: ftz(xp, a))
-    return (f(xp.add(fns.flushed_arithmetic("Mul", w, c, xp=xp), f(g))),)
+    # a NaN's bits as the kernel's `accum * momentum() + grad` gives them
+    # (_ops: the scalar's NaN before accum's, the product's before grad's)
+    prod = fns.nan_bits(xp, fns.flushed_arithmetic("Mul", w, c, xp=xp), f(c), f(w))
+    return (fns.nan_bits(xp, f(xp.add(prod, f(g))), prod, f(g)),)
 
 
 def _apply_momentum_float32(b):
