@@ -136,6 +136,17 @@ def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
     return nodes, functions
 
 
+def check_signatures(nodes: dict[str, GNode]) -> None:
+    """Refuse a graph node that disagrees with its op's OpDef signature, as
+    TensorFlow refuses to load such a graph (graphdef/signatures.py);
+    `nodes`: the graph's own nodes by name (flatten's `top_nodes`)."""
+    from .signatures import SignatureError, check_graph
+    try:
+        check_graph(nodes)
+    except SignatureError as exc:
+        raise GraphFormatError(exc.node.describe(), exc.message, "signature") from None
+
+
 def _check_count(n: int) -> None:
     if n > MAX_GRAPH_NODES:
         raise GraphFormatError("graph", f"{n} nodes (its functions' included): tfsem imports "
@@ -147,10 +158,12 @@ def _check_count(n: int) -> None:
 MAX_INLINED_NODES = 100_000
 
 
-def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
+def flatten(graph, deadline: float | None = None,
+            top_nodes: dict[str, GNode] | None = None) -> dict[str, GNode]:
     """The graph's nodes by name, every function call inlined (`graph`: a
     GraphDef dict or message).  Past `deadline` (a time.monotonic() value),
-    ImportTimeout."""
+    ImportTimeout.  `top_nodes`, where given, gets the graph's own nodes by
+    name, as they were before lowering and inlining (check_signatures)."""
     top, functions = _top_nodes(graph)
     library: dict[str, dict] = {}
     for f in functions:
@@ -174,6 +187,8 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
             if not n.op:
                 raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
             nodes[name] = n
+    if top_nodes is not None:
+        top_nodes.update(nodes)
     redirects: dict[str, str] = {}
     special = FUNCTIONAL_OPS_SET | opt.CALLS
     special = [n for n in top if n.op in special]   # (few: one pass over the graph finds them)

@@ -42,8 +42,8 @@ from tfsem.oracle.opdefs import control as control_ops
 from tfsem.oracle.opdefs import data as data_ops
 
 from . import ops as opt
-from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
-                        split_ref)
+from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline,
+                        check_signatures, flatten, split_ref)
 
 
 class GraphImportError(ProgramError):
@@ -1232,8 +1232,9 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
 
 def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
                   captures=None, variable_names=None, session=False, shapes=None) -> Imported:
+    top: dict[str, GNode] = {}
     try:
-        nodes = flatten(graph, deadline)
+        nodes = flatten(graph, deadline, top)
     except (GraphFormatError, ImportTimeout):
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
@@ -1257,6 +1258,10 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
     imp.build_all(order, deadline)
+    # every node of the graph against its op's OpDef, as TensorFlow checks a
+    # graph it loads (graphdef/signatures.py): after the nodes are built, so
+    # that a node tfsem refuses anyway is refused for its own reason first
+    check_signatures(top)
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

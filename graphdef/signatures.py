@@ -1,0 +1,436 @@
+"""Nodes checked against their ops' signatures, as TensorFlow checks a
+graph it loads.
+
+TensorFlow refuses a GraphDef (`import_graph_def`, a Session, a
+SavedModel's loader) whose node disagrees with its op's OpDef:
+
+* an input whose dtype is not the one the op's attributes give it
+  (`Cast`'s `SrcT` DT_FLOAT on an int32 input: "Input 0 of node c was
+  passed int32 from x:0 incompatible with expected float"), a type
+  attribute left out counting as its OpDef default (`OneHot`'s `TI`,
+  int64 by default);
+* a number of inputs that is not what its count attributes and list(type)
+  attributes say (`AddN`'s `N` one off: "NodeDef expected inputs 'int32,
+  int32, int32' do not match 2 inputs specified"), or a count below the
+  OpDef's minimum (`ConcatV2`'s `N` of 1) or past int32;
+* a type attribute the signature needs and neither the node nor the OpDef
+  gives ("NodeDef missing attr"): a `Const` without `dtype` among them;
+* an int attribute outside int32 that the op's shape function reads as an
+  int32 (`StridedSlice`'s `begin_mask = 2**62`: INT32_ATTRS).
+
+tfsem refuses each such graph too, naming the node, the attribute and what
+was expected: it never gives a verdict on a graph TensorFlow will not load.
+
+The OpDefs are TensorFlow's, written once into graphdef/opdef_table.py for
+the ops tfsem models or passes to kernels (`generate_table`, run where
+TensorFlow is installed; tests/test_graphdef_signatures_tensorflow.py
+checks the table against TensorFlow's registry).  Reading a graph needs no
+TensorFlow.  An op the table does not hold (an entry point's, an unknown
+one) is not checked, and neither is an input whose source's dtype the
+table cannot say: the check only refuses what it can show wrong.
+
+Only the graph's own nodes are checked (what `import_graph_def` checks);
+function bodies are checked by TensorFlow when a function is instantiated,
+and are not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .opdef_table import OPS
+
+#: (op, attribute) whose int value TensorFlow's shape function reads as an
+#: int32 (`GetAttr` into an int32: "Attr begin_mask has value
+#: 4611686018427387904 out of range for an int32"), for the ops tfsem
+#: models; each checked against TensorFlow in
+#: tests/test_graphdef_signatures_tensorflow.py.  A list(int) attribute's
+#: every element.
+INT32_ATTRS: dict[str, tuple[str, ...]] = {
+    **{op: ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+       for op in ("StridedSlice", "StridedSliceGrad", "ResourceStridedSliceAssign")},
+    "Pack": ("axis",),
+    "Unpack": ("axis",),
+    "OneHot": ("axis",),
+    "Squeeze": ("squeeze_dims",),
+}
+
+INT32_MAX = (1 << 31) - 1
+INT32_MIN = -(1 << 31)
+
+
+class SignatureError(ValueError):
+    """A node that disagrees with its op's signature: `what` says how."""
+
+    def __init__(self, node, attribute: str, message: str):
+        super().__init__(message)
+        self.node, self.attribute, self.message = node, attribute, message
+
+
+def _type_of(a) -> str | None:
+    """A type attribute's DT_ name; None where the AttrValue holds another kind."""
+    if isinstance(a, Mapping) and len(a) == 1 and "type" in a:
+        t = a["type"]
+        return t if isinstance(t, str) else f"DataType {t}"
+    return None
+
+
+def _int_of(a) -> int | None:
+    if isinstance(a, Mapping) and len(a) == 1 and "i" in a and type(a["i"]) is int:
+        return a["i"]
+    return None
+
+
+def _type_list_of(a) -> list[str] | None:
+    if isinstance(a, Mapping) and len(a) == 1 and isinstance(a.get("list"), Mapping):
+        lst = a["list"]
+        if set(lst) - {"type"}:
+            return None
+        return [t if isinstance(t, str) else f"DataType {t}" for t in lst.get("type", [])]
+    return None
+
+
+def _int_list_of(a) -> list[int] | None:
+    if isinstance(a, Mapping) and len(a) == 1 and isinstance(a.get("list"), Mapping):
+        lst = a["list"]
+        if set(lst) - {"i"}:
+            return None
+        vals = list(lst.get("i", []))
+        return vals if all(type(v) is int for v in vals) else None
+    return None
+
+
+_MISSING = object()   # an attribute the node lacks and the OpDef gives no default
+_OTHER = object()     # an attribute of another kind than the OpDef's (not judged here)
+
+
+def _attr(node, name: str, spec) -> Any:
+    """The node's attribute `name` as the OpDef's kind says (`spec`:
+    (kind, default, minimum)), its default where the node has none."""
+    kind, default, _ = spec
+    a = node.attr.get(name)
+    if a is None or (isinstance(a, Mapping) and not a):
+        return _MISSING if default is None else default
+    v = (_type_of(a) if kind == "type" else _int_of(a) if kind == "int"
+         else _type_list_of(a) if kind == "list(type)" else _int_list_of(a))
+    return _OTHER if v is None else v
+
+
+def _short(text: str, keep: int = 200) -> str:
+    return text if len(text) <= keep else f"{text[:keep // 2]}...{text[-keep // 2:]}"
+
+
+def _types_text(ts: Sequence[str]) -> str:
+    return ", ".join(_name(t) for t in ts) or "none"
+
+
+def _name(t: str) -> str:
+    """DT_FLOAT -> float, DT_INT32_REF -> int32_ref (TensorFlow's own words)."""
+    return t[3:].lower() if t.startswith("DT_") else t
+
+
+class _TooMany(Exception):
+    """More args than the caller's cap (a count attribute of 2**31: never
+    made as a list)."""
+
+
+def arg_types(node, args, attrs: dict, values: dict, cap: int = 1 << 16) -> list[str] | None:
+    """The dtypes of a node's input or output args in order (as the OpDef's
+    args and the node's attributes give them), or None where an attribute
+    they need is of another kind (not judged here).  Raises SignatureError
+    where an attribute they need is missing or a count is negative, _TooMany
+    where there would be more than `cap`."""
+    out: list[str] = []
+    for name, typ, number, type_list, is_ref in args:
+        if type_list:
+            ts = values.get(type_list, _MISSING)
+            if ts is _MISSING:
+                raise SignatureError(node, type_list, f"has no attribute {type_list!r}, which "
+                                     f"gives the types of its {name!r} (TensorFlow refuses the "
+                                     "node: \"NodeDef missing attr\")")
+            if ts is _OTHER:
+                return None
+            out.extend(t + "_REF" if is_ref else t for t in ts)
+            if len(out) > cap:
+                raise _TooMany
+            continue
+        if typ.startswith("DT_"):
+            t = typ
+        else:
+            t = values.get(typ, _MISSING)
+            if t is _MISSING:
+                raise SignatureError(node, typ, f"has no attribute {typ!r}, the type of its "
+                                     f"{name!r} (TensorFlow refuses the node: \"NodeDef missing "
+                                     "attr\")")
+            if t is _OTHER:
+                return None
+        t = t + "_REF" if is_ref else t
+        if number:
+            n = values.get(number, _MISSING)
+            if n is _MISSING:
+                raise SignatureError(node, number, f"has no attribute {number!r}, the number of "
+                                     f"its {name!r} (TensorFlow refuses the node: \"NodeDef "
+                                     "missing attr\")")
+            if n is _OTHER:
+                return None
+            if n < 0:
+                raise SignatureError(node, number, f"attribute {number!r} is {n}, a negative "
+                                     f"number of its {name!r} (TensorFlow refuses the node)")
+            if len(out) + n > cap:
+                raise _TooMany
+            out.extend([t] * n)
+        else:
+            out.append(t)
+    return out
+
+
+def _checked_values(node, attrs: dict) -> dict:
+    """The node's attributes the signature reads (defaults filled), each
+    count checked against its OpDef minimum and int32, each attribute of
+    INT32_ATTRS against int32."""
+    values = {name: _attr(node, name, spec) for name, spec in attrs.items()}
+    for name, (kind, _, minimum) in attrs.items():
+        v = values[name]
+        if kind != "int" or type(v) is not int:
+            continue
+        if minimum is not None and v < minimum:
+            raise SignatureError(node, name, f"attribute {name!r} is {v}, below the minimum "
+                                 f"{minimum} of {node.op}'s OpDef (TensorFlow refuses the node)")
+    for name in INT32_ATTRS.get(node.op, ()):
+        v = values.get(name)
+        if v is None:
+            a = node.attr.get(name)
+            v = _int_of(a) if _int_of(a) is not None else _int_list_of(a)
+        for x in ([v] if type(v) is int else v if isinstance(v, list) else []):
+            if not INT32_MIN <= x <= INT32_MAX:
+                raise SignatureError(node, name, f"attribute {name!r} holds {x}, outside int32, "
+                                     f"which {node.op} reads as an int32 (TensorFlow refuses "
+                                     "the node: \"out of range for an int32\")")
+    return values
+
+
+def output_types(node) -> list[str] | None:
+    """The dtypes of a node's outputs (its OpDef's output args, typed by its
+    attributes), or None where the table cannot say."""
+    d = OPS.get(node.op)
+    if d is None:
+        return None
+    _, outputs, attrs = d
+    values = {name: _attr(node, name, spec) for name, spec in attrs.items()}
+    try:
+        types = arg_types(node, outputs, attrs, values)
+    except (SignatureError, _TooMany):
+        return None     # (the node itself is refused where it is checked)
+    if types is not None and any(t is _MISSING or t is _OTHER for t in types):
+        return None
+    return types
+
+
+def check_node(node, source_type) -> None:
+    """Refuse `node` where it disagrees with its op's OpDef (the module's
+    doc says how).  `source_type(ref)`: the dtype of data input `ref` (its
+    source's output), None where unknown."""
+    d = OPS.get(node.op)
+    if d is None:
+        return
+    inputs, outputs, attrs = d
+    values = _checked_values(node, attrs)
+    for name, (kind, _, _) in attrs.items():
+        if kind == "int" and type(values[name]) is int and \
+                not INT32_MIN <= values[name] <= INT32_MAX and \
+                any(number == name for _, _, number, _, _ in inputs + outputs):
+            raise SignatureError(node, name, f"attribute {name!r} is {values[name]}, a count "
+                                 "outside int32 (TensorFlow refuses the node)")
+    data = [i for i in node.inputs if i[:1] != "^"]
+    try:
+        expected = arg_types(node, inputs, attrs, values, cap=len(data) + 1024)
+    except _TooMany:
+        expected = _TooMany
+    try:
+        # the outputs' attributes must be there too (Const's `dtype`)
+        arg_types(node, outputs, attrs, values, cap=0)
+    except _TooMany:
+        pass
+    if expected is None:
+        return
+    if expected is _TooMany or len(data) != len(expected):
+        counted = sorted({a for _, _, number, type_list, _ in inputs
+                          for a in (number, type_list) if a})
+        which = f" (attribute{'s' if len(counted) > 1 else ''} " \
+            f"{', '.join(repr(c) for c in counted)})" if counted else ""
+        said = "more" if expected is _TooMany else f"{len(expected)}: {_types_text(expected)}"
+        raise SignatureError(node, counted[0] if counted else "", f"has {len(data)} data "
+                             f"input(s), and its attributes{which} say {said} (TensorFlow "
+                             "refuses the node: \"NodeDef expected inputs ... do not match\")")
+    for k, (ref, want) in enumerate(zip(data, expected)):
+        got = source_type(ref)
+        if got is None or got == want:
+            continue
+        # TensorFlow passes a reference where a value is expected (the ref is
+        # read), never a value where a reference is expected
+        if not want.endswith("_REF") and got.endswith("_REF") and got[:-4] == want:
+            continue
+        attr = _attribute_of_input(inputs, k, values)
+        raise SignatureError(node, attr, f"input {k} ({_short(ref)}) is {_name(got)}, and the "
+                             f"node's attributes say {_name(want)}"
+                             f"{f' (attribute {attr!r})' if attr else ''}: TensorFlow refuses "
+                             "the node (\"incompatible with expected\")")
+
+
+def _attribute_of_input(inputs, k: int, values: dict) -> str:
+    """The attribute that types data input k (for messages)."""
+    for name, typ, number, type_list, _ in inputs:
+        if type_list:
+            n = len(values.get(type_list) or [])
+            if k < n:
+                return type_list
+            k -= n
+            continue
+        n = values.get(number, 1) if number else 1
+        n = n if type(n) is int else 1
+        if k < n:
+            return "" if typ.startswith("DT_") else typ
+        k -= n
+    return ""
+
+
+def check_graph(nodes: Mapping[str, Any]) -> None:
+    """Check every node of `nodes` ({name: GNode}, the graph's own nodes)
+    against its op's signature; raises SignatureError for the first that
+    disagrees."""
+    ops = OPS
+    memo: dict[str, list[str] | None] = {}
+
+    def source_type(ref: str) -> str | None:
+        src, sep, port = ref.rpartition(":")
+        if not sep or not port.isdigit() or not port.isascii():
+            src, port = ref, "0"
+        types = memo.get(src, _MISSING)
+        if types is _MISSING:
+            g = nodes.get(src)
+            types = memo[src] = output_types(g) if g is not None else None
+        if types is None:
+            return None
+        p = int(port)
+        return types[p] if p < len(types) else None
+
+    for n in nodes.values():
+        if n.op in ops:
+            check_node(n, source_type)
+
+
+# -- the table, from TensorFlow ------------------------------------------------
+
+#: The attribute kinds the table keeps (what a signature reads).
+TABLE_KINDS = ("type", "int", "list(type)", "list(int)")
+
+
+def table_entry(op_def) -> tuple:
+    """The table's entry of a TensorFlow OpDef message: (input args, output
+    args, attributes), an arg (name, DT_ name or its type attribute, number
+    attribute, list(type) attribute, is_ref), an attribute {name: (kind,
+    default or None, minimum or None)} for the kinds of TABLE_KINDS."""
+    from tensorflow.core.framework import types_pb2
+
+    def arg(a):
+        typ = a.type_attr or (types_pb2.DataType.Name(a.type) if a.type else "")
+        return (a.name, typ, a.number_attr, a.type_list_attr, bool(a.is_ref))
+
+    attrs = {}
+    for a in op_def.attr:
+        if a.type not in TABLE_KINDS:
+            continue
+        default = None
+        if a.HasField("default_value"):
+            dv = a.default_value
+            if a.type == "type":
+                default = types_pb2.DataType.Name(dv.type)
+            elif a.type == "int":
+                default = int(dv.i)
+            elif a.type == "list(type)":
+                default = tuple(types_pb2.DataType.Name(t) for t in dv.list.type)
+            else:
+                default = tuple(int(i) for i in dv.list.i)
+        attrs[a.name] = (a.type, default, int(a.minimum) if a.has_minimum else None)
+    return (tuple(arg(a) for a in op_def.input_arg), tuple(arg(a) for a in op_def.output_arg),
+            attrs)
+
+
+def tfsem_ops() -> list[str]:
+    """The ops whose OpDefs the table holds: every op tfsem's op table models
+    (without entry points') or knows as uninterpreted, and Placeholder."""
+    from tfsem.oracle import opdefs
+    return sorted(set(opdefs.table()) | set(opdefs.uninterpreted()) | {"Placeholder"})
+
+
+def generate_table() -> dict[str, tuple]:
+    """{op: table_entry} from TensorFlow's op registry, for tfsem_ops() that
+    TensorFlow knows (needs TensorFlow)."""
+    import tensorflow as tf  # noqa: F401  (registers the ops)
+    from tensorflow.python.framework import op_def_registry
+    out = {}
+    for op in tfsem_ops():
+        od = op_def_registry.get(op)
+        if od is not None:
+            out[op] = table_entry(od)
+    return out
+
+
+def write_table(path) -> None:
+    """Write graphdef/opdef_table.py from TensorFlow (`python -m
+    tfsem.graphdef.signatures`)."""
+    import pprint
+    import tensorflow as tf
+    table = generate_table()
+    text = ('"""TensorFlow\'s OpDef signatures of the ops tfsem models or passes to kernels\n'
+            '(graphdef/signatures.py reads them).  Written by `python -m\n'
+            f'tfsem.graphdef.signatures` from TensorFlow {tf.__version__}; do not edit.\n\n'
+            '{op: (input args, output args, attributes)}: an arg is (name, its DT_ type\n'
+            'or type attribute, number attribute, list(type) attribute, is_ref); an\n'
+            'attribute {name: (kind, default or None, minimum or None)}."""\n\n'
+            f'TENSORFLOW_VERSION = {tf.__version__!r}\n\n'
+            f'OPS = {pprint.pformat(table, width=99, sort_dicts=True)}\n')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":   # pragma: no cover
+    from pathlib import Path
+    write_table(Path(__file__).with_name("opdef_table.py"))
+
+
+def derive_attrs(op: str, in_types: Sequence[str | None],
+                 out_types: Sequence[str | None]) -> dict[str, dict]:
+    """The type, count and list(type) attributes of an `op` node whose
+    operands and results have these dtypes (DT_ names, None unknown), as
+    AttrValue dicts: what TensorFlow's MLIR exporter derives (the dialect
+    prints no derived attribute).  Where the args cannot be matched to the
+    operands (two variadic args, a count that does not fit), only what can
+    be told; nothing for an op the table does not hold."""
+    d = OPS.get(op)
+    if d is None:
+        return {}
+    inputs, outputs, attrs = d
+    out: dict[str, dict] = {}
+    for args, types in ((inputs, list(in_types)), (outputs, list(out_types))):
+        variadic = [a for a in args if a[2] or a[3]]
+        if len(variadic) > 1:
+            continue
+        rest = len(args) - len(variadic)
+        if rest > len(types):
+            continue
+        k = 0
+        for name, typ, number, type_list, _ in args:
+            n = len(types) - rest if number or type_list else 1
+            got = types[k:k + n]
+            k += n
+            if type_list:
+                if all(t is not None for t in got):
+                    out.setdefault(type_list, {"list": {"type": list(got)}})
+                continue
+            if number:
+                out.setdefault(number, {"i": n})
+            if not typ.startswith("DT_") and got and got[0] is not None \
+                    and all(t == got[0] for t in got):
+                out.setdefault(typ, {"type": got[0]})
+    return {k: v for k, v in out.items() if k in attrs}
