@@ -21,7 +21,7 @@ SavedModel's loader) whose node disagrees with its op's OpDef:
 tfsem refuses each such graph too, naming the node, the attribute and what
 was expected: it never gives a verdict on a graph TensorFlow will not load.
 
-The OpDefs are TensorFlow's, written once into graphdef/opdef_table.py for
+The OpDefs are TensorFlow's, written once into oracle/opdefs/tf_signatures.py for
 the ops tfsem models or passes to kernels (`generate_table`, run where
 TensorFlow is installed; tests/test_graphdef_signatures_tensorflow.py
 checks the table against TensorFlow's registry).  Reading a graph needs no
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .opdef_table import OPS
+from tfsem.oracle.opdefs.tf_signatures import OPS
 
 #: (op, attribute) whose int value TensorFlow's shape function reads as an
 #: int32 (`GetAttr` into an int32: "Attr begin_mask has value
@@ -377,7 +377,7 @@ def generate_table() -> dict[str, tuple]:
 
 
 def write_table(path) -> None:
-    """Write graphdef/opdef_table.py from TensorFlow (`python -m
+    """Write oracle/opdefs/tf_signatures.py from TensorFlow (`python -m
     tfsem.graphdef.signatures`)."""
     import pprint
     import tensorflow as tf
@@ -396,7 +396,7 @@ def write_table(path) -> None:
 
 if __name__ == "__main__":   # pragma: no cover
     from pathlib import Path
-    write_table(Path(__file__).with_name("opdef_table.py"))
+    write_table(Path(__file__).resolve().parent.parent / "oracle" / "opdefs" / "tf_signatures.py")
 
 
 def derive_attrs(op: str, in_types: Sequence[str | None],
