@@ -136,13 +136,19 @@ def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
     return nodes, functions
 
 
-def check_signatures(nodes: dict[str, GNode]) -> None:
+def check_signatures(nodes: dict[str, GNode], reached=None, counts_only: bool = False) -> None:
     """Refuse a graph node that disagrees with its op's OpDef signature, as
     TensorFlow refuses to load such a graph (graphdef/signatures.py);
-    `nodes`: the graph's own nodes by name (flatten's `top_nodes`)."""
-    from .signatures import SignatureError, check_graph
+    `nodes`: the graph's own nodes by name (flatten's `top_nodes`);
+    `reached`: the names of those a fetch or target needs (None: all).
+    `counts_only`: only the count attributes' range (signatures.check_counts,
+    before the op models read the graph)."""
+    from .signatures import SignatureError, check_counts, check_graph
     try:
-        check_graph(nodes)
+        if counts_only:
+            check_counts(nodes)
+        else:
+            check_graph(nodes, reached)
     except SignatureError as exc:
         raise GraphFormatError(exc.node.describe(), exc.message, "signature") from None
 

@@ -194,10 +194,18 @@ def check_const_dtype(node, t: dict) -> None:
     """Refuses a Const whose `dtype` attribute is not its tensor's dtype:
     TensorFlow's Const kernel fails ("Type mismatch between value (DT_FLOAT)
     and dtype (DT_INT32)"), and the tensor alone would be a value of another
-    type than the one the graph's consumers were typed for.  (A Const with
-    no `dtype` attribute, as the MLIR reader makes, is read from its tensor.)"""
+    type than the one the graph's consumers were typed for.  A Const with no
+    `dtype` attribute is refused too: TensorFlow refuses the node ("NodeDef
+    missing attr 'dtype'"), in the graph and in a function body alike (the
+    graph's own nodes are refused first by graphdef/signatures.py; the MLIR
+    reader derives `dtype` from the result's type)."""
     declared = node.attr.get("dtype")
-    if declared and "type" in declared and declared["type"] != t.get("dtype"):
+    if not declared:
+        raise GraphImportError(node.describe(), "has no attribute 'dtype' (the type of its "
+                               f"value, here {dtype_name(t.get('dtype', 'DT_INVALID'))}): "
+                               "TensorFlow refuses such a Const (\"NodeDef missing attr\")",
+                               "missing-attribute")
+    if "type" in declared and declared["type"] != t.get("dtype"):
         raise GraphImportError(node.describe(), f"the value is a "
                                f"{dtype_name(t.get('dtype', 'DT_INVALID'))} tensor and the dtype "
                                f"attribute says {dtype_name(declared['type'])}", "bad-tensor")
@@ -1257,11 +1265,12 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.variable_names:
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
+    check_signatures(top, counts_only=True)
     imp.build_all(order, deadline)
     # every node of the graph against its op's OpDef, as TensorFlow checks a
     # graph it loads (graphdef/signatures.py): after the nodes are built, so
     # that a node tfsem refuses anyway is refused for its own reason first
-    check_signatures(top)
+    check_signatures(top, set(order))
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

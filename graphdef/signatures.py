@@ -40,20 +40,28 @@ from typing import Any, Mapping, Sequence
 
 from tfsem.oracle.opdefs.tf_signatures import OPS
 
-#: (op, attribute) whose int value TensorFlow's shape function reads as an
-#: int32 (`GetAttr` into an int32: "Attr begin_mask has value
-#: 4611686018427387904 out of range for an int32"), for the ops tfsem
-#: models; each checked against TensorFlow in
-#: tests/test_graphdef_signatures_tensorflow.py.  A list(int) attribute's
-#: every element.
+#: op -> its int attributes whose value TensorFlow's shape function reads
+#: as an int32 (`GetAttr` into an int32), for the ops tfsem models: a value
+#: outside int32 and TensorFlow refuses the graph ("Attr begin_mask has
+#: value 4611686018427387904 out of range for an int32").  A list(int)
+#: attribute's every element.  Each entry is checked against TensorFlow in
+#: tests/test_graphdef_signatures_tensorflow.py.
 INT32_ATTRS: dict[str, tuple[str, ...]] = {
-    **{op: ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
-       for op in ("StridedSlice", "StridedSliceGrad", "ResourceStridedSliceAssign")},
+    "StridedSlice": ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                     "shrink_axis_mask"),
     "Pack": ("axis",),
     "Unpack": ("axis",),
     "OneHot": ("axis",),
     "Squeeze": ("squeeze_dims",),
 }
+
+#: op -> its int attributes that only the kernel reads as an int32: the
+#: graph loads, and every run that reaches the node fails ("Create kernel
+#: failed: ... out of range for an int32"), so a node that a fetch or
+#: target reaches is refused (one nothing reaches is never created).
+INT32_KERNEL_ATTRS: dict[str, tuple[str, ...]] = {
+    op: ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    for op in ("StridedSliceGrad", "ResourceStridedSliceAssign")}
 
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
@@ -108,7 +116,20 @@ def _attr(node, name: str, spec) -> Any:
     """The node's attribute `name` as the OpDef's kind says (`spec`:
     (kind, default, minimum)), its default where the node has none."""
     kind, default, _ = spec
-    a = node.attr.get(name)
+    attrs = node.attr
+    if type(attrs) is not dict and (kind == "type" or kind == "int"):
+        # a decoded NodeDef (graphdef.proto.runtime.LazyAttrs): a type or an
+        # int read from the AttrValue without building its dict form
+        scalar = getattr(attrs, "scalar", None)
+        fv = scalar(name) if scalar is not None else None
+        if fv is not None:
+            which, v = fv
+            if kind == "type":
+                if which != "type":
+                    return _OTHER
+                return v if type(v) is str else f"DataType {v}"
+            return v if which == "i" and type(v) is int else _OTHER
+    a = attrs.get(name)
     if a is None or (isinstance(a, Mapping) and not a):
         return _MISSING if default is None else default
     v = (_type_of(a) if kind == "type" else _int_of(a) if kind == "int"
@@ -184,39 +205,99 @@ def arg_types(node, args, attrs: dict, values: dict, cap: int = 1 << 16) -> list
     return out
 
 
-def _checked_values(node, attrs: dict) -> dict:
-    """The node's attributes the signature reads (defaults filled), each
-    count checked against its OpDef minimum and int32, each attribute of
-    INT32_ATTRS against int32."""
-    values = {name: _attr(node, name, spec) for name, spec in attrs.items()}
-    for name, (kind, _, minimum) in attrs.items():
+_COMPILED: dict[str, tuple] = {}
+
+
+def _compiled(op: str) -> tuple:
+    """(the input args as (type or attribute, is a DT_ type, is_ref) where
+    none is counted or listed, else None; the count attributes; the
+    attributes the output args read; the int attributes with a minimum or
+    that count args; the output args as the input args) of an op of the
+    table, worked out once."""
+    c = _COMPILED.get(op)
+    if c is None:
+        inputs, outputs, attrs = OPS[op]
+        plain = None if any(a[2] or a[3] for a in inputs) else \
+            tuple((a[1], a[1].startswith("DT_"), a[4]) for a in inputs)
+        counts = tuple(sorted({a[2] for a in inputs + outputs if a[2]}))
+        out_attrs = tuple(sorted({x for a in outputs for x in (
+            "" if a[1].startswith("DT_") else a[1], a[2], a[3]) if x}))
+        ints = tuple(name for name, (kind, _, minimum) in attrs.items()
+                     if kind == "int" and (minimum is not None or name in counts))
+        plain_out = None if any(a[2] or a[3] for a in outputs) else \
+            tuple((a[1], a[1].startswith("DT_"), a[4]) for a in outputs)
+        c = _COMPILED[op] = (plain, counts, out_attrs, ints, plain_out)
+    return c
+
+
+_NEEDED: dict[str, tuple] = {}
+
+
+def _values(node, attrs: dict) -> dict:
+    """The node's attributes the signature reads (those its args name, and
+    its int attributes with a minimum), read as their kinds say."""
+    needed = _NEEDED.get(node.op)
+    if needed is None:
+        inputs, outputs, _ = OPS[node.op]
+        names = {x for a in inputs + outputs for x in (
+            "" if a[1].startswith("DT_") else a[1], a[2], a[3]) if x}
+        names |= set(_compiled(node.op)[3])
+        needed = _NEEDED[node.op] = tuple((n, attrs[n]) for n in sorted(names) if n in attrs)
+    return {name: _attr(node, name, spec) for name, spec in needed}
+
+
+def _checked_values(node, attrs: dict, reached: bool = True,
+                    values: dict | None = None) -> dict:
+    """The node's attributes the signature reads (defaults filled: `values`
+    where already read), each count checked against its OpDef minimum, each
+    attribute of INT32_ATTRS (and of INT32_KERNEL_ATTRS, where the node is
+    `reached`) against int32."""
+    if values is None:
+        values = _values(node, attrs)
+    for name in _compiled(node.op)[3]:
         v = values[name]
-        if kind != "int" or type(v) is not int:
+        if type(v) is not int:
             continue
+        minimum = attrs[name][2]
         if minimum is not None and v < minimum:
             raise SignatureError(node, name, f"attribute {name!r} is {v}, below the minimum "
                                  f"{minimum} of {node.op}'s OpDef (TensorFlow refuses the node)")
-    for name in INT32_ATTRS.get(node.op, ()):
-        v = values.get(name)
-        if v is None:
-            a = node.attr.get(name)
-            v = _int_of(a) if _int_of(a) is not None else _int_list_of(a)
-        for x in ([v] if type(v) is int else v if isinstance(v, list) else []):
-            if not INT32_MIN <= x <= INT32_MAX:
-                raise SignatureError(node, name, f"attribute {name!r} holds {x}, outside int32, "
-                                     f"which {node.op} reads as an int32 (TensorFlow refuses "
-                                     "the node: \"out of range for an int32\")")
+    for table, why in ((INT32_ATTRS, "TensorFlow refuses the graph"),
+                       (INT32_KERNEL_ATTRS if reached else {}, "TensorFlow cannot create its "
+                        "kernel, and every run that reaches the node fails")):
+        for name in table.get(node.op, ()):
+            v = values.get(name)
+            if v is None or v is _MISSING or v is _OTHER:
+                a = node.attr.get(name)
+                v = _int_of(a) if _int_of(a) is not None else _int_list_of(a)
+            for x in ([v] if type(v) is int else v if isinstance(v, list) else []):
+                if not INT32_MIN <= x <= INT32_MAX:
+                    raise SignatureError(node, name, f"attribute {name!r} holds {x}, outside "
+                                         f"int32, which {node.op} reads as an int32 ({why}: "
+                                         "\"out of range for an int32\")")
     return values
 
 
-def output_types(node) -> list[str] | None:
+def output_types(node, values: dict | None = None) -> list[str] | None:
     """The dtypes of a node's outputs (its OpDef's output args, typed by its
-    attributes), or None where the table cannot say."""
+    attributes: `values`, _values of the node, where known), or None where
+    the table cannot say."""
     d = OPS.get(node.op)
     if d is None:
         return None
     _, outputs, attrs = d
-    values = {name: _attr(node, name, spec) for name, spec in attrs.items()}
+    if values is None:
+        values = _values(node, attrs)
+    plain = _compiled(node.op)[4]
+    if plain is not None:
+        # (the common case: no count or list(type) attribute among the outputs)
+        types = []
+        for typ, literal, is_ref in plain:
+            t = typ if literal else values[typ]
+            if t is _MISSING or t is _OTHER:
+                return None
+            types.append(t + "_REF" if is_ref else t)
+        return types
     try:
         types = arg_types(node, outputs, attrs, values)
     except (SignatureError, _TooMany):
@@ -226,31 +307,48 @@ def output_types(node) -> list[str] | None:
     return types
 
 
-def check_node(node, source_type) -> None:
+def check_node(node, source_type, reached: bool = True, values: dict | None = None) -> None:
     """Refuse `node` where it disagrees with its op's OpDef (the module's
     doc says how).  `source_type(ref)`: the dtype of data input `ref` (its
-    source's output), None where unknown."""
+    source's output), None where unknown.  `reached`: whether a fetch or
+    target needs the node (INT32_KERNEL_ATTRS).  `values`: _values of the
+    node, where already read."""
     d = OPS.get(node.op)
     if d is None:
         return
     inputs, outputs, attrs = d
-    values = _checked_values(node, attrs)
-    for name, (kind, _, _) in attrs.items():
-        if kind == "int" and type(values[name]) is int and \
-                not INT32_MIN <= values[name] <= INT32_MAX and \
-                any(number == name for _, _, number, _, _ in inputs + outputs):
-            raise SignatureError(node, name, f"attribute {name!r} is {values[name]}, a count "
-                                 "outside int32 (TensorFlow refuses the node)")
+    plain, counts, out_attrs, _, _ = _compiled(node.op)
+    values = _checked_values(node, attrs, reached, values)
+    for name in counts:
+        v = values[name]
+        if type(v) is int and not INT32_MIN <= v <= INT32_MAX:
+            raise SignatureError(node, name, f"attribute {name!r} is {v}, a count outside "
+                                 "int32 (TensorFlow refuses the node)")
     data = [i for i in node.inputs if i[:1] != "^"]
-    try:
-        expected = arg_types(node, inputs, attrs, values, cap=len(data) + 1024)
-    except _TooMany:
-        expected = _TooMany
-    try:
-        # the outputs' attributes must be there too (Const's `dtype`)
-        arg_types(node, outputs, attrs, values, cap=0)
-    except _TooMany:
-        pass
+    expected: Any = None
+    if plain is not None:
+        # (the common case: no count or list(type) attribute among the inputs)
+        expected = []
+        for typ, literal, is_ref in plain:
+            t = typ if literal else values[typ]
+            if t is _MISSING:
+                expected = None   # refused below, by arg_types
+                break
+            if t is _OTHER:
+                return
+            expected.append(t + "_REF" if is_ref else t)
+    if expected is None:
+        try:
+            expected = arg_types(node, inputs, attrs, values, cap=len(data) + 1024)
+        except _TooMany:
+            expected = _TooMany
+    for a in out_attrs:
+        if values[a] is _MISSING:
+            # the outputs' attributes must be there too (Const's `dtype`)
+            try:
+                arg_types(node, outputs, attrs, values, cap=0)
+            except _TooMany:
+                pass
     if expected is None:
         return
     if expected is _TooMany or len(data) != len(expected):
@@ -294,29 +392,113 @@ def _attribute_of_input(inputs, k: int, values: dict) -> str:
     return ""
 
 
-def check_graph(nodes: Mapping[str, Any]) -> None:
+def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
     """Check every node of `nodes` ({name: GNode}, the graph's own nodes)
     against its op's signature; raises SignatureError for the first that
-    disagrees."""
+    disagrees.  `reached`: the names of the nodes a fetch or target needs
+    (None: every node)."""
     ops = OPS
+    # each node's attributes are read once: as a node checked, and as the
+    # source of its consumers' inputs (its output types)
+    read: dict[str, dict] = {}
     memo: dict[str, list[str] | None] = {}
 
+    def values_of(g) -> dict:
+        v = read.get(g.name)
+        if v is None:
+            v = read[g.name] = _values(g, ops[g.op][2])
+        return v
+
     def source_type(ref: str) -> str | None:
-        src, sep, port = ref.rpartition(":")
-        if not sep or not port.isdigit() or not port.isascii():
-            src, port = ref, "0"
+        src, port = ref, "0"
+        if ":" in ref:
+            s, _, p = ref.rpartition(":")
+            if p.isdigit() and p.isascii():
+                src, port = s, p
         types = memo.get(src, _MISSING)
         if types is _MISSING:
             g = nodes.get(src)
-            types = memo[src] = output_types(g) if g is not None else None
+            types = memo[src] = output_types(g, values_of(g)) \
+                if g is not None and g.op in ops else None
         if types is None:
             return None
         p = int(port)
         return types[p] if p < len(types) else None
 
+    fast_ops: dict[str, tuple | None] = {}
     for n in nodes.values():
-        if n.op in ops:
-            check_node(n, source_type)
+        op = n.op
+        if op not in ops:
+            continue
+        fast = fast_ops.get(op, _MISSING)
+        if fast is _MISSING:
+            plain, counts, out_attrs, ints, _ = _compiled(op)
+            fast = fast_ops[op] = (plain, out_attrs) if plain is not None and not counts \
+                and not ints and op not in INT32_ATTRS and op not in INT32_KERNEL_ATTRS else None
+        values = values_of(n)
+        if fast is not None and _fast_ok(n, fast, values, source_type):
+            continue
+        check_node(n, source_type, reached is None or n.name in reached, values)
+
+
+def _fast_ok(n, fast: tuple, values: dict, source_type) -> bool:
+    """Whether node n, of an op with neither count, list(type) nor checked
+    int attributes, agrees with its signature: the common case, decided
+    here without check_node's work; False where check_node must look (it
+    refuses, or finds an attribute of another kind and lets the node be)."""
+    plain, out_attrs = fast
+    for a in out_attrs:
+        if values[a] is _MISSING:
+            return False
+    inputs = n.inputs
+    if len(inputs) < len(plain):
+        return False
+    k = 0
+    for typ, literal, is_ref in plain:
+        ref = inputs[k]
+        if ref[:1] == "^":
+            return False
+        k += 1
+        want = typ if literal else values[typ]
+        if type(want) is not str:
+            return False
+        got = source_type(ref)
+        if got is None or got == (want + "_REF" if is_ref else want):
+            continue
+        return False
+    # any inputs left must be control inputs
+    for ref in inputs[k:]:
+        if ref[:1] != "^":
+            return False
+    return True
+
+
+def check_counts(nodes: Mapping[str, Any]) -> None:
+    """Refuse a node whose count attribute (`N`, `num_split`, ...) is
+    negative, below its OpDef minimum or outside int32: checked before
+    tfsem's op models read the graph (Split's model would make `num_split`
+    outputs: 2**32 of them never end; TensorFlow refuses such a node, or
+    dies trying to load it)."""
+    ops = OPS
+    for n in nodes.values():
+        if n.op not in ops:
+            continue
+        counts = _compiled(n.op)[1]
+        if not counts:
+            continue
+        attrs = ops[n.op][2]
+        for name in counts:
+            v = _attr(n, name, attrs[name])
+            if type(v) is not int:
+                continue
+            minimum = attrs[name][2]
+            if not INT32_MIN <= v <= INT32_MAX or v < 0:
+                raise SignatureError(n, name, f"attribute {name!r} is {v}, a count outside "
+                                     "0 to 2**31-1 (TensorFlow refuses the node)")
+            if minimum is not None and v < minimum:
+                raise SignatureError(n, name, f"attribute {name!r} is {v}, below the minimum "
+                                     f"{minimum} of {n.op}'s OpDef (TensorFlow refuses the "
+                                     "node)")
 
 
 # -- the table, from TensorFlow ------------------------------------------------
