@@ -1021,6 +1021,10 @@ class _Builder:
         # (a type attribute with a default in TensorFlow's op registry, which
         # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
         dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
+        if not dt:
+            # (TensorFlow refuses the node: "NodeDef missing attr")
+            self.reject(f"has no attribute {name!r} (a type), and {self.node.op} gives it no "
+                        "default: TensorFlow refuses such a node", "missing-attribute")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
                         f"not modelled: {NOT_MODELLED}", "unsupported-dtype")

@@ -1,0 +1,84 @@
+"""The signature check (graphdef/signatures.py) against TensorFlow itself:
+its OpDef table (oracle/opdefs/tf_signatures.py) is TensorFlow's registry's
+for the ops tfsem knows, TensorFlow loads each graph of
+tests/graphdef_signature_cases.py's VALID, and refuses each of REFUSED
+(`import_graph_def`; for an attribute only the kernel reads as int32,
+INT32_KERNEL_ATTRS, the graph loads and a run of the node fails), as tfsem
+refuses them (tests/test_graphdef_signatures.py).
+
+Needs TensorFlow (skipped without it, as the other *_tensorflow tests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphdef_signature_cases import REFUSED, VALID
+from tfsem.graphdef.signatures import INT32_ATTRS, INT32_KERNEL_ATTRS, generate_table, tfsem_ops
+from tfsem.oracle.opdefs.tf_signatures import OPS
+
+tf = pytest.importorskip("tensorflow", reason="compares tfsem's OpDef table and refusals with "
+                         "TensorFlow's: needs the extra tfsem[tensorflow]")
+from google.protobuf import text_format  # noqa: E402  (TensorFlow's protobuf)
+from tensorflow.core.framework import graph_pb2  # noqa: E402
+from tensorflow.python.framework import op_def_registry  # noqa: E402
+
+#: REFUSED graphs TensorFlow cannot be asked about: loading a Split of 2**32
+#: outputs, TensorFlow 2.21 allocates until the process is killed
+NOT_ASKED = {"split_count": "TensorFlow is killed loading it (out of memory)"}
+
+
+def _graph(text: str):
+    return text_format.Parse(text, graph_pb2.GraphDef())
+
+
+def _load(text: str):
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.import_graph_def(_graph(text), name="")
+    return g
+
+
+def test_the_table_is_tensorflows_opdefs():
+    assert generate_table() == OPS
+    # the ops tfsem knows that the table lacks are not TensorFlow's
+    missing = [op for op in tfsem_ops() if op not in OPS]
+    assert all(op_def_registry.get(op) is None for op in missing), missing
+    for table in (INT32_ATTRS, INT32_KERNEL_ATTRS):
+        assert all(op in OPS for op in table)
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_tensorflow_loads_each_graph_tfsem_imports(name):
+    text, _ = VALID[name]
+    _load(text)
+
+
+def _kernel_only(name: str) -> bool:
+    text = REFUSED[name][0]
+    return any(f'op: "{op}"' in text for op in INT32_KERNEL_ATTRS)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REFUSED if not _kernel_only(n)))
+def test_tensorflow_refuses_each_graph_tfsem_refuses(name):
+    if name in NOT_ASKED:
+        pytest.skip(NOT_ASKED[name])
+    text, _, attribute = REFUSED[name]
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)) as info:
+        _load(text)
+    assert attribute in str(info.value) or "incompatible with expected" in str(info.value) \
+        or "do not match" in str(info.value), str(info.value)[:300]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REFUSED if _kernel_only(n)))
+def test_an_attribute_only_the_kernel_reads_fails_each_run_of_the_node(name):
+    text, fetch, attribute = REFUSED[name]
+    g = _load(text)     # (the graph loads)
+    with g.as_default(), tf.compat.v1.Session(graph=g) as s:
+        feeds = {"x:0": np.arange(4, dtype=np.int32)}
+        if "v" in [op.name for op in g.get_operations()]:
+            s.run(tf.raw_ops.AssignVariableOp(resource=g.get_tensor_by_name("v:0"),
+                                              value=tf.zeros([6], tf.int32)))
+        with pytest.raises(tf.errors.InvalidArgumentError, match=f"{attribute}.*int32"):
+            s.run(g.get_operation_by_name(fetch.lstrip("^").partition(":")[0]), feeds)
