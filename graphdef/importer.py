@@ -14,7 +14,10 @@ dict form of `graphdef.proto` and returns a validated `Program`:
   by its `dtype` and `shape`;
 * a Placeholder, or any node named by `--feed`, is a feed of its own name,
   read through an Identity node of that name;
-* outputs are named by the fetches exactly as given (`loss`, `split:1`).
+* outputs are named by the fetches exactly as given (`loss`, `split:1`);
+* every node of the graph is checked against its op's OpDef signature, as
+  TensorFlow checks a graph it loads (graphdef/signatures.py): a graph
+  TensorFlow would refuse is refused, naming the node and the attribute.
 
 Tensors of every numeric and boolean dtype are imported (SPEC section 8:
 TFSEM_DTYPES); string, variant and resource tensors (and complex, quantized
