@@ -38,7 +38,40 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from tfsem.oracle.opdefs.tf_signatures import OPS
+from tfsem.oracle.opdefs import tf_signatures as _table
+
+
+class _Table(Mapping):
+    """{op: (input args, output args, attributes)}: the table of
+    oracle/opdefs/tf_signatures.py, each op's entry decoded from its text
+    when first asked for (a graph uses a few dozen of the ops: loading the
+    module takes 3 ms, where the whole table as Python values took 20 ms,
+    medians of 5 fresh processes)."""
+
+    def __init__(self, entries: dict[str, str], allowed: list):
+        self.entries = entries
+        self.decoded: dict[str, tuple] = {}
+        self._names = {"_ALLOWED": allowed, "__builtins__": {}}
+
+    def __getitem__(self, op: str) -> tuple:
+        d = self.decoded.get(op)
+        if d is None:
+            # (the generated module's own text: Python literals and
+            # _ALLOWED[k], nothing else)
+            d = self.decoded[op] = eval(self.entries[op], self._names)  # noqa: S307
+        return d
+
+    def __contains__(self, op) -> bool:
+        return op in self.entries
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+OPS = _Table(_table.ENTRIES, _table._ALLOWED)
 
 #: op -> its int attributes whose value TensorFlow's shape function reads
 #: as an int32 (`GetAttr` into an int32), for the ops tfsem models: a value
@@ -114,8 +147,8 @@ _OTHER = object()     # an attribute of another kind than the OpDef's (not judge
 
 def _attr(node, name: str, spec) -> Any:
     """The node's attribute `name` as the OpDef's kind says (`spec`:
-    (kind, default, minimum)), its default where the node has none."""
-    kind, default, _ = spec
+    (kind, default, minimum, allowed)), its default where the node has none."""
+    kind, default = spec[0], spec[1]
     attrs = node.attr
     if type(attrs) is not dict and (kind == "type" or kind == "int"):
         # a decoded NodeDef (graphdef.proto.runtime.LazyAttrs): a type or an
@@ -212,8 +245,9 @@ def _compiled(op: str) -> tuple:
     """(the input args as (type or attribute, is a DT_ type, is_ref) where
     none is counted or listed, else None; the count attributes; the
     attributes the output args read; the int attributes with a minimum or
-    that count args; the output args as the input args) of an op of the
-    table, worked out once."""
+    that count args; the output args as the input args; (type attribute,
+    the types its OpDef allows, whether a list(type)) for each type
+    attribute with allowed values) of an op of the table, worked out once."""
     c = _COMPILED.get(op)
     if c is None:
         inputs, outputs, attrs = OPS[op]
@@ -222,15 +256,31 @@ def _compiled(op: str) -> tuple:
         counts = tuple(sorted({a[2] for a in inputs + outputs if a[2]}))
         out_attrs = tuple(sorted({x for a in outputs for x in (
             "" if a[1].startswith("DT_") else a[1], a[2], a[3]) if x}))
-        ints = tuple(name for name, (kind, _, minimum) in attrs.items()
+        ints = tuple(name for name, (kind, _, minimum, _) in attrs.items()
                      if kind == "int" and (minimum is not None or name in counts))
         plain_out = None if any(a[2] or a[3] for a in outputs) else \
             tuple((a[1], a[1].startswith("DT_"), a[4]) for a in outputs)
-        c = _COMPILED[op] = (plain, counts, out_attrs, ints, plain_out)
+        allowed = tuple((name, frozenset(spec[3]), spec[0] == "list(type)")
+                        for name, spec in attrs.items() if spec[3] is not None)
+        c = _COMPILED[op] = (plain, counts, out_attrs, ints, plain_out, allowed)
     return c
 
 
 _NEEDED: dict[str, tuple] = {}
+
+
+def _check_allowed(node, values: dict) -> None:
+    """Refuse a type attribute whose value (each of a list(type)) is not one
+    its OpDef allows (TensorFlow: "Value for attr 'T' of bool is not in the
+    list of allowed values")."""
+    for name, allowed, is_list in _compiled(node.op)[5]:
+        v = values.get(name)
+        for t in (v if is_list and isinstance(v, list) else [v] if type(v) is str else ()):
+            if t not in allowed:
+                raise SignatureError(node, name, f"attribute {name!r} is {_name(t)}, which "
+                                     f"{node.op}'s OpDef does not allow (it allows "
+                                     f"{_types_text(sorted(allowed))}): TensorFlow refuses the "
+                                     "node (\"not in the list of allowed values\")")
 
 
 def _values(node, attrs: dict) -> dict:
@@ -241,7 +291,7 @@ def _values(node, attrs: dict) -> dict:
         inputs, outputs, _ = OPS[node.op]
         names = {x for a in inputs + outputs for x in (
             "" if a[1].startswith("DT_") else a[1], a[2], a[3]) if x}
-        names |= set(_compiled(node.op)[3])
+        names |= set(_compiled(node.op)[3]) | {a[0] for a in _compiled(node.op)[5]}
         needed = _NEEDED[node.op] = tuple((n, attrs[n]) for n in sorted(names) if n in attrs)
     return {name: _attr(node, name, spec) for name, spec in needed}
 
@@ -254,6 +304,7 @@ def _checked_values(node, attrs: dict, reached: bool = True,
     `reached`) against int32."""
     if values is None:
         values = _values(node, attrs)
+    _check_allowed(node, values)
     for name in _compiled(node.op)[3]:
         v = values[name]
         if type(v) is not int:
@@ -317,7 +368,7 @@ def check_node(node, source_type, reached: bool = True, values: dict | None = No
     if d is None:
         return
     inputs, outputs, attrs = d
-    plain, counts, out_attrs, _, _ = _compiled(node.op)
+    plain, counts, out_attrs, _, _, _ = _compiled(node.op)
     values = _checked_values(node, attrs, reached, values)
     for name in counts:
         v = values[name]
@@ -398,6 +449,7 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
     disagrees.  `reached`: the names of the nodes a fetch or target needs
     (None: every node)."""
     ops = OPS
+    known = OPS.entries
     # each node's attributes are read once: as a node checked, and as the
     # source of its consumers' inputs (its output types)
     read: dict[str, dict] = {}
@@ -419,7 +471,7 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
         if types is _MISSING:
             g = nodes.get(src)
             types = memo[src] = output_types(g, values_of(g)) \
-                if g is not None and g.op in ops else None
+                if g is not None and g.op in known else None
         if types is None:
             return None
         p = int(port)
@@ -428,15 +480,18 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
     fast_ops: dict[str, tuple | None] = {}
     for n in nodes.values():
         op = n.op
-        if op not in ops:
+        if op not in known:
             continue
         fast = fast_ops.get(op, _MISSING)
         if fast is _MISSING:
-            plain, counts, out_attrs, ints, _ = _compiled(op)
-            fast = fast_ops[op] = (plain, out_attrs) if plain is not None and not counts \
-                and not ints and op not in INT32_ATTRS and op not in INT32_KERNEL_ATTRS else None
+            plain, counts, out_attrs, ints, _, _ = _compiled(op)
+            fast = fast_ops[op] = (plain, out_attrs, bool(_compiled(op)[5])) \
+                if plain is not None and not counts and not ints and op not in INT32_ATTRS \
+                and op not in INT32_KERNEL_ATTRS else None
         values = values_of(n)
         if fast is not None and _fast_ok(n, fast, values, source_type):
+            if fast[2]:
+                _check_allowed(n, values)
             continue
         check_node(n, source_type, reached is None or n.name in reached, values)
 
@@ -446,7 +501,7 @@ def _fast_ok(n, fast: tuple, values: dict, source_type) -> bool:
     int attributes, agrees with its signature: the common case, decided
     here without check_node's work; False where check_node must look (it
     refuses, or finds an attribute of another kind and lets the node be)."""
-    plain, out_attrs = fast
+    plain, out_attrs, _ = fast
     for a in out_attrs:
         if values[a] is _MISSING:
             return False
@@ -479,9 +534,9 @@ def check_counts(nodes: Mapping[str, Any]) -> None:
     tfsem's op models read the graph (Split's model would make `num_split`
     outputs: 2**32 of them never end; TensorFlow refuses such a node, or
     dies trying to load it)."""
-    ops = OPS
+    ops, known = OPS, OPS.entries
     for n in nodes.values():
-        if n.op not in ops:
+        if n.op not in known:
             continue
         counts = _compiled(n.op)[1]
         if not counts:
@@ -511,7 +566,8 @@ def table_entry(op_def) -> tuple:
     """The table's entry of a TensorFlow OpDef message: (input args, output
     args, attributes), an arg (name, DT_ name or its type attribute, number
     attribute, list(type) attribute, is_ref), an attribute {name: (kind,
-    default or None, minimum or None)} for the kinds of TABLE_KINDS."""
+    default or None, minimum or None, the types it allows or None)} for the kinds of
+    TABLE_KINDS."""
     from tensorflow.core.framework import types_pb2
 
     def arg(a):
@@ -533,7 +589,11 @@ def table_entry(op_def) -> tuple:
                 default = tuple(types_pb2.DataType.Name(t) for t in dv.list.type)
             else:
                 default = tuple(int(i) for i in dv.list.i)
-        attrs[a.name] = (a.type, default, int(a.minimum) if a.has_minimum else None)
+        allowed = None
+        if a.type in ("type", "list(type)") and a.HasField("allowed_values"):
+            allowed = tuple(sorted(types_pb2.DataType.Name(t)
+                                   for t in a.allowed_values.list.type))
+        attrs[a.name] = (a.type, default, int(a.minimum) if a.has_minimum else None, allowed)
     return (tuple(arg(a) for a in op_def.input_arg), tuple(arg(a) for a in op_def.output_arg),
             attrs)
 
@@ -558,20 +618,44 @@ def generate_table() -> dict[str, tuple]:
     return out
 
 
+class _Named:
+    """A value the table's text writes by a name (a list of allowed types
+    many attributes share, written once)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 def write_table(path) -> None:
     """Write oracle/opdefs/tf_signatures.py from TensorFlow (`python -m
-    tfsem.graphdef.signatures`)."""
+    tfsem.graphdef.signatures`).  Each list of allowed types is written once,
+    as `_ALLOWED[k]`, and each op's entry as text (OPS decodes it when
+    first used)."""
     import pprint
     import tensorflow as tf
     table = generate_table()
+    lists = sorted({spec[3] for _, _, attrs in table.values() for spec in attrs.values()
+                    if spec[3] is not None})
+    index = {t: k for k, t in enumerate(lists)}
+    named = {op: (ins, outs, {a: spec[:3] + (_Named(f"_ALLOWED[{index[spec[3]]}]")
+                                             if spec[3] is not None else None,)
+                              for a, spec in attrs.items()})
+             for op, (ins, outs, attrs) in table.items()}
+    entries = {op: repr(named[op]) for op in sorted(named)}
     text = ('"""TensorFlow\'s OpDef signatures of the ops tfsem models or passes to kernels\n'
             '(graphdef/signatures.py reads them).  Written by `python -m\n'
             f'tfsem.graphdef.signatures` from TensorFlow {tf.__version__}; do not edit.\n\n'
-            '{op: (input args, output args, attributes)}: an arg is (name, its DT_ type\n'
-            'or type attribute, number attribute, list(type) attribute, is_ref); an\n'
-            'attribute {name: (kind, default or None, minimum or None)}."""\n\n'
+            'ENTRIES: {op: the text of (input args, output args, attributes)}, decoded\n'
+            'when first used (graphdef/signatures.py OPS): an arg is (name, its DT_\n'
+            'type or type attribute, number attribute, list(type) attribute, is_ref);\n'
+            'an attribute {name: (kind, default or None, minimum or None, the types it\n'
+            'allows or None)}, the allowed types `_ALLOWED[k]`."""\n\n'
             f'TENSORFLOW_VERSION = {tf.__version__!r}\n\n'
-            f'OPS = {pprint.pformat(table, width=99, sort_dicts=True)}\n')
+            f'_ALLOWED = {pprint.pformat(lists, width=99)}\n\n'
+            f'ENTRIES = {pprint.pformat(entries, width=99, sort_dicts=True)}\n')
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 

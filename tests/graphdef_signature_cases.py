@@ -1,6 +1,6 @@
 """Graphs for the signature check's tests (graphdef/signatures.py):
-`VALID`, graphs TensorFlow loads, each a baseline, and `REFUSED`, each a
-baseline changed in one attribute or input so that TensorFlow refuses it
+`VALID`, graphs TensorFlow loads, and `REFUSED`, most of them one of
+those changed in one attribute or input, so that TensorFlow refuses it
 (tests/test_graphdef_signatures.py: tfsem refuses each too, naming node
 and attribute; tests/test_graphdef_signatures_tensorflow.py: TensorFlow's
 import_graph_def agrees on every one)."""
@@ -112,6 +112,10 @@ def split(n: int) -> str:
             + node("out", "Split", ["ax", "x"], T=I32, num_split=f"i: {n}"))
 
 
+U8 = placeholder("u", "DT_UINT8", (4,))
+U32 = placeholder("u", "DT_UINT32", (4,))
+BOOL = placeholder("p", "DT_BOOL", (4,))
+
 #: name -> (graph text, fetch or ^target): graphs TensorFlow loads (defaults left out
 #: where the OpDef gives them: OneHot's TI int64 on int64 indices, Sum's
 #: Tidx int32 on int32 axes, StridedSlice's masks 0)
@@ -131,6 +135,9 @@ VALID = {
     "sum_default_tidx": (sum_(None), "out"),
     "split": (split(2), "out:1"),
     "const": (const("out", "DT_INT32", [7]), "out"),
+    "mul_uint32": (U32 + node("out", "Mul", ["u", "u"], T="type: DT_UINT32"), "out"),
+    "neg_int8": (placeholder("u", "DT_INT8", (4,)) + node("out", "Neg", ["u"],
+                                                           T="type: DT_INT8"), "out"),
 }
 
 #: name -> (graph text, fetch, the attribute tfsem's refusal names)
@@ -157,4 +164,10 @@ REFUSED = {
     "split_count": (split(1 << 32), "out", "num_split"),
     "const_without_dtype": (const("out", "DT_INT32", [7], declared=False), "out", "dtype"),
     "add_without_t": (X + node("out", "AddV2", ["x", "x"]), "out", "T"),
+    # a type the OpDef does not allow (each imported before: tfsem's models
+    # have them)
+    "neg_uint8": (U8 + node("out", "Neg", ["u"], T="type: DT_UINT8"), "out", "T"),
+    "add_bool": (BOOL + node("out", "AddV2", ["p", "p"], T="type: DT_BOOL"), "out", "T"),
+    "sqrt_int32": (X + node("out", "Sqrt", ["x"], T="type: DT_INT32"), "out", "T"),
+    "maximum_bool": (BOOL + node("out", "Maximum", ["p", "p"], T="type: DT_BOOL"), "out", "T"),
 }

@@ -1,9 +1,9 @@
 """Nodes checked against their ops' OpDef signatures at import
 (graphdef/signatures.py), as TensorFlow checks a graph it loads: a type
-attribute (its default included) that disagrees with its input's dtype, a
-count or list(type) attribute that is not the inputs, an int attribute
-outside int32 that the op reads as int32, a missing type attribute (a
-Const without dtype).  Each graph of tests/graphdef_signature_cases.py's
+attribute (its default included) that disagrees with its input's dtype or
+holds a type the OpDef does not allow, a count or list(type) attribute that
+is not the inputs, an int attribute outside int32 that the op reads as
+int32, a missing type attribute (a Const without dtype).  Each graph of tests/graphdef_signature_cases.py's
 REFUSED is refused, naming the node and the attribute; each of VALID, and
 every graph of the real-models corpus and the examples, imports (no false
 refusal).  tests/test_graphdef_signatures_tensorflow.py checks the same
@@ -23,9 +23,8 @@ from tfsem.graphdef import read_graph
 from tfsem.graphdef.functions import GNode
 from tfsem.graphdef.importer import GraphImportError, import_graph
 from tfsem.graphdef.proto import parse_text
-from tfsem.graphdef.signatures import (INT32_ATTRS, INT32_KERNEL_ATTRS, SignatureError,
+from tfsem.graphdef.signatures import (INT32_ATTRS, INT32_KERNEL_ATTRS, OPS, SignatureError,
                                        check_graph, derive_attrs, output_types)
-from tfsem.oracle.opdefs.tf_signatures import OPS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "tensorflow"
@@ -69,6 +68,7 @@ def test_the_refusal_says_what_was_expected():
     assert "below the minimum 2" in message("concat_below_minimum")
     assert str(BIG) in message("strided_slice_begin_mask") and "int32" in \
         message("strided_slice_begin_mask")
+    assert "'T' is uint8" in message("neg_uint8") and "allows" in message("neg_uint8")
 
 
 def test_the_command_line_exits_2_naming_the_node_without_a_traceback(tmp_path, capsys):
