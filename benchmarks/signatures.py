@@ -6,10 +6,11 @@
 Per graph (the real-models corpus' concrete and graph kinds,
 examples/tensorflow/corpus/, and a synthetic chain of `ReadVariableOp ->
 AddV2` over 16 variables of `--chain` nodes, binary): the median time of
-`import_graph` on the parsed graph with the check, without it (the check
-replaced by a no-op in the same process), alternated `--repeat` times, and
-their ratio; and the median time of the check alone (`check_graph` over
-the graph's nodes)."""
+`import_graph` on the parsed graph with the check (the graph's own nodes
+and the reached function bodies'), without it (the check replaced by a
+no-op in the same process), alternated `--repeat` times, and their ratio;
+and the median time of the check of the graph's own nodes alone
+(`check_graph`)."""
 
 from __future__ import annotations
 

@@ -1272,12 +1272,21 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.variable_names:
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
+    # the nodes of the function bodies a fetch or target reaches: TensorFlow
+    # checks them when it instantiates the function, and every run of the
+    # call fails where one disagrees with its op's OpDef
+    bodies = [n for n in order if nodes[n].body] if len(nodes) > len(top) else []
     check_signatures(top, counts_only=True)
+    if bodies:
+        check_signatures(nodes, counts_only=True, only=bodies)
     imp.build_all(order, deadline)
     # every node of the graph against its op's OpDef, as TensorFlow checks a
     # graph it loads (graphdef/signatures.py): after the nodes are built, so
     # that a node tfsem refuses anyway is refused for its own reason first
-    check_signatures(top, set(order))
+    reached = set(order)
+    check_signatures(top, reached)
+    if bodies:
+        check_signatures(nodes, reached, only=bodies)
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

@@ -29,9 +29,12 @@ TensorFlow.  An op the table does not hold (an entry point's, an unknown
 one) is not checked, and neither is an input whose source's dtype the
 table cannot say: the check only refuses what it can show wrong.
 
-Only the graph's own nodes are checked (what `import_graph_def` checks);
-function bodies are checked by TensorFlow when a function is instantiated,
-and are not here.
+The graph's own nodes are checked (what `import_graph_def` checks), and
+the nodes of the function bodies a fetch or target reaches, once inlined
+(TensorFlow checks a body when it instantiates the function: a
+StatefulPartitionedCall's already at import).  A body nothing reaches is
+not checked: TensorFlow may never instantiate it, and the check stays on
+the side of no false refusal.
 """
 
 from __future__ import annotations
@@ -443,11 +446,12 @@ def _attribute_of_input(inputs, k: int, values: dict) -> str:
     return ""
 
 
-def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
+def check_graph(nodes: Mapping[str, Any], reached: Any = None, only: Any = None) -> None:
     """Check every node of `nodes` ({name: GNode}, the graph's own nodes)
     against its op's signature; raises SignatureError for the first that
     disagrees.  `reached`: the names of the nodes a fetch or target needs
-    (None: every node)."""
+    (None: every node).  `only`: check just the nodes of these names (the
+    others are the sources of their inputs)."""
     ops = OPS
     known = OPS.entries
     # each node's attributes are read once: as a node checked, and as the
@@ -478,7 +482,7 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None) -> None:
         return types[p] if p < len(types) else None
 
     fast_ops: dict[str, tuple | None] = {}
-    for n in nodes.values():
+    for n in (nodes.values() if only is None else (nodes[k] for k in only if k in nodes)):
         op = n.op
         if op not in known:
             continue

@@ -171,3 +171,15 @@ REFUSED = {
     "sqrt_int32": (X + node("out", "Sqrt", ["x"], T="type: DT_INT32"), "out", "T"),
     "maximum_bool": (BOOL + node("out", "Maximum", ["p", "p"], T="type: DT_BOOL"), "out", "T"),
 }
+
+
+def function_call(src: str) -> str:
+    """`call`, a StatefulPartitionedCall of f(a) = Cast[SrcT=src](a) on the
+    int32 x, and `other` = Identity(x), which needs no call."""
+    lib = ('library { function { signature { name: "f" input_arg { name: "a" type: DT_INT32 } '
+           'output_arg { name: "out" type: DT_INT64 } } node_def { name: "c" op: "Cast" '
+           f'input: "a" attr {{ key: "SrcT" value {{ type: {src} }} }} attr {{ key: "DstT" '
+           'value { type: DT_INT64 } } } ret { key: "out" value: "c:y:0" } } }\n')
+    return (X + node("call", "StatefulPartitionedCall", ["x"], Tin="list { type: DT_INT32 }",
+                     Tout="list { type: DT_INT64 }", f='func { name: "f" }')
+            + node("other", "Identity", ["x"], T="type: DT_INT32") + lib)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from graphdef_signature_cases import BIG, REFUSED, VALID, strided_slice_grad
+from graphdef_signature_cases import BIG, REFUSED, VALID, function_call, strided_slice_grad
 from tfsem.cli import main
 from tfsem.graphdef import functions as fns
 from tfsem.graphdef import read_graph
@@ -89,6 +89,20 @@ def test_an_int_attribute_only_the_kernel_reads_is_refused_only_where_reached():
     assert _import(text, "other").program.outputs
     with pytest.raises(GraphImportError, match="end_mask"):
         _import(text, "out")
+
+
+def test_a_function_body_a_fetch_reaches_is_checked_too():
+    """The body of a call the fetch reaches, inlined, is checked as the
+    graph's own nodes are (TensorFlow checks it when it instantiates the
+    function: here already at import).  One nothing reaches is not
+    (tfsem's check stays on the side of no false refusal)."""
+    assert _import(function_call("DT_INT32"), "call").program.outputs
+    with pytest.raises(GraphImportError) as info:
+        _import(function_call("DT_FLOAT"), "call")
+    (v,) = info.value.violations
+    assert v.rule == "signature" and "'call/c' (Cast, in function 'f'" in v.where
+    assert "'SrcT'" in v.message and "is int32" in v.message and "say float" in v.message
+    assert _import(function_call("DT_FLOAT"), "other").program.outputs
 
 
 def test_the_int32_tables_name_int_attributes_of_the_table():

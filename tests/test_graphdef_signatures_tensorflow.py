@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphdef_signature_cases import REFUSED, VALID
+from graphdef_signature_cases import REFUSED, VALID, function_call
 from tfsem.graphdef.signatures import (INT32_ATTRS, INT32_KERNEL_ATTRS, OPS, generate_table,
                                        tfsem_ops)
 
@@ -86,3 +86,9 @@ def test_an_attribute_only_the_kernel_reads_fails_each_run_of_the_node(name):
                                               value=tf.zeros([6], tf.int32)))
         with pytest.raises(tf.errors.InvalidArgumentError, match=f"{attribute}.*int32"):
             s.run(g.get_operation_by_name(fetch.lstrip("^").partition(":")[0]), feeds)
+
+
+def test_tensorflow_refuses_a_function_body_tfsem_refuses_and_loads_the_valid_one():
+    _load(function_call("DT_INT32"))
+    with pytest.raises(ValueError, match="expected type float != int32"):
+        _load(function_call("DT_FLOAT"))
