@@ -89,6 +89,12 @@ INT32_ATTRS: dict[str, tuple[str, ...]] = {
     "Unpack": ("axis",),
     "OneHot": ("axis",),
     "Squeeze": ("squeeze_dims",),
+    "GatherV2": ("batch_dims",),
+    # (uninterpreted, passed to TensorFlow's kernels)
+    "MaxPool": ("ksize", "strides"),
+    "AvgPool": ("ksize", "strides"),
+    "Conv2D": ("strides", "dilations"),
+    "DepthwiseConv2dNative": ("strides",),
 }
 
 #: op -> its int attributes that only the kernel reads as an int32: the

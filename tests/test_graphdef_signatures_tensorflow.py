@@ -92,3 +92,62 @@ def test_tensorflow_refuses_a_function_body_tfsem_refuses_and_loads_the_valid_on
     _load(function_call("DT_INT32"))
     with pytest.raises(ValueError, match="expected type float != int32"):
         _load(function_call("DT_FLOAT"))
+
+
+def _x():
+    return tf.compat.v1.placeholder(tf.float32, [1, 8, 8, 2], name="x")
+
+
+#: (op, attribute) of INT32_ATTRS -> a node `out` of that op, built by
+#: TensorFlow (the ones tests/graphdef_signature_cases.py writes are there)
+BUILT = {
+    ("GatherV2", "batch_dims"): lambda: tf.raw_ops.GatherV2(
+        params=tf.zeros([3, 4]), indices=tf.constant([[0]]), axis=tf.constant(1), batch_dims=0,
+        name="out"),
+    **{("MaxPool", a): lambda: tf.raw_ops.MaxPool(
+        input=_x(), ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="VALID", name="out")
+       for a in ("ksize", "strides")},
+    **{("AvgPool", a): lambda: tf.raw_ops.AvgPool(
+        value=_x(), ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="VALID", name="out")
+       for a in ("ksize", "strides")},
+    **{("Conv2D", a): lambda: tf.raw_ops.Conv2D(
+        input=_x(), filter=tf.zeros([2, 2, 2, 3]), strides=[1, 1, 1, 1], padding="VALID",
+        name="out") for a in ("strides", "dilations")},
+    ("DepthwiseConv2dNative", "strides"): lambda: tf.raw_ops.DepthwiseConv2dNative(
+        input=_x(), filter=tf.zeros([2, 2, 2, 1]), strides=[1, 1, 1, 1], padding="VALID",
+        name="out"),
+}
+
+
+def test_every_int32_attribute_is_one_tensorflow_refuses_out_of_range():
+    written = {(op, a) for op, names in INT32_ATTRS.items() for a in names
+               if any(f'op: "{op}"' in text and a in text for text, _, _ in REFUSED.values())}
+    assert {(op, a) for op, names in INT32_ATTRS.items() for a in names} == written | set(BUILT)
+
+
+@pytest.mark.parametrize("key", sorted(BUILT), ids=lambda k: f"{k[0]}.{k[1]}")
+def test_an_int32_attribute_out_of_range_is_refused_by_both(key):
+    from tfsem.graphdef.importer import GraphImportError, import_graph
+    from tfsem.graphdef.proto import parse
+    op, attr = key
+    g = tf.Graph()
+    with g.as_default():
+        BUILT[key]()
+    gd = g.as_graph_def()
+    out = next(n for n in gd.node if n.name == "out")
+    assert out.op == op
+    a = out.attr[attr]
+    if a.HasField("list"):
+        vals = list(a.list.i)
+        vals[1] = 1 << 40
+        del a.list.i[:]
+        a.list.i.extend(vals)
+    else:
+        a.i = 1 << 40
+    with pytest.raises(ValueError, match=f"Attr {attr} has value 1099511627776 out of range"):
+        with tf.Graph().as_default():
+            tf.compat.v1.import_graph_def(gd, name="")
+    with pytest.raises(GraphImportError) as info:
+        import_graph(parse("GraphDef", gd.SerializeToString()), ["out"])
+    (v,) = info.value.violations
+    assert v.rule == "signature" and repr(attr) in v.message and "int32" in v.message
