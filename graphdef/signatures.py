@@ -42,6 +42,11 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from tfsem.oracle.opdefs import tf_signatures as _table
+# INT32_ATTRS: op -> its int attributes TensorFlow's shape function reads
+# as an int32 (a value outside int32 and TensorFlow refuses the graph);
+# INT32_KERNEL_ATTRS: those only the kernel reads so (every run reaching
+# the node fails).  Facts of the ops, kept in the op registry's folder.
+from tfsem.oracle.opdefs.tf_int32_attrs import INT32_ATTRS, INT32_KERNEL_ATTRS
 
 
 class _Table(Mapping):
@@ -75,35 +80,6 @@ class _Table(Mapping):
 
 
 OPS = _Table(_table.ENTRIES, _table._ALLOWED)
-
-#: op -> its int attributes whose value TensorFlow's shape function reads
-#: as an int32 (`GetAttr` into an int32), for the ops tfsem models: a value
-#: outside int32 and TensorFlow refuses the graph ("Attr begin_mask has
-#: value 4611686018427387904 out of range for an int32").  A list(int)
-#: attribute's every element.  Each entry is checked against TensorFlow in
-#: tests/test_graphdef_signatures_tensorflow.py.
-INT32_ATTRS: dict[str, tuple[str, ...]] = {
-    "StridedSlice": ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
-                     "shrink_axis_mask"),
-    "Pack": ("axis",),
-    "Unpack": ("axis",),
-    "OneHot": ("axis",),
-    "Squeeze": ("squeeze_dims",),
-    "GatherV2": ("batch_dims",),
-    # (uninterpreted, passed to TensorFlow's kernels)
-    "MaxPool": ("ksize", "strides"),
-    "AvgPool": ("ksize", "strides"),
-    "Conv2D": ("strides", "dilations"),
-    "DepthwiseConv2dNative": ("strides",),
-}
-
-#: op -> its int attributes that only the kernel reads as an int32: the
-#: graph loads, and every run that reaches the node fails ("Create kernel
-#: failed: ... out of range for an int32"), so a node that a fetch or
-#: target reaches is refused (one nothing reaches is never created).
-INT32_KERNEL_ATTRS: dict[str, tuple[str, ...]] = {
-    op: ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
-    for op in ("StridedSliceGrad", "ResourceStridedSliceAssign")}
 
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
