@@ -58,6 +58,9 @@ class GNode:
     inputs: list[str]
     attr: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""          # "in function F called by C" for messages
+    #: a node of a function body, as its FunctionDef has it (not one that
+    #: inlining or lowering made): what check_signatures checks in bodies
+    body: bool = False
 
     def describe(self) -> str:
         return (f"node {_short(self.name)!r} ({_short(self.op)}"
@@ -136,6 +139,25 @@ def _top_nodes(graph) -> tuple[list[GNode], list[dict]]:
     return nodes, functions
 
 
+def check_signatures(nodes: dict[str, GNode], reached=None, counts_only: bool = False,
+                     only=None) -> None:
+    """Refuse a graph node that disagrees with its op's OpDef signature, as
+    TensorFlow refuses to load such a graph (graphdef/signatures.py);
+    `nodes`: the graph's own nodes by name (flatten's `top_nodes`), or the
+    flat graph with `only` the names of the function-body nodes to check;
+    `reached`: the names of those a fetch or target needs (None: all).
+    `counts_only`: only the count attributes' range (signatures.check_counts,
+    before the op models read the graph)."""
+    from .signatures import SignatureError, check_counts, check_graph
+    try:
+        if counts_only:
+            check_counts(nodes if only is None else {k: nodes[k] for k in only})
+        else:
+            check_graph(nodes, reached, only)
+    except SignatureError as exc:
+        raise GraphFormatError(exc.node.describe(), exc.message, "signature") from None
+
+
 def _check_count(n: int) -> None:
     if n > MAX_GRAPH_NODES:
         raise GraphFormatError("graph", f"{n} nodes (its functions' included): tfsem imports "
@@ -147,10 +169,12 @@ def _check_count(n: int) -> None:
 MAX_INLINED_NODES = 100_000
 
 
-def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
+def flatten(graph, deadline: float | None = None,
+            top_nodes: dict[str, GNode] | None = None) -> dict[str, GNode]:
     """The graph's nodes by name, every function call inlined (`graph`: a
     GraphDef dict or message).  Past `deadline` (a time.monotonic() value),
-    ImportTimeout."""
+    ImportTimeout.  `top_nodes`, where given, gets the graph's own nodes by
+    name, as they were before lowering and inlining (check_signatures)."""
     top, functions = _top_nodes(graph)
     library: dict[str, dict] = {}
     for f in functions:
@@ -174,6 +198,8 @@ def flatten(graph, deadline: float | None = None) -> dict[str, GNode]:
             if not n.op:
                 raise GraphFormatError(f"node {_short(name)!r}", "the node has no op")
             nodes[name] = n
+    if top_nodes is not None:
+        top_nodes.update(nodes)
     redirects: dict[str, str] = {}
     special = FUNCTIONAL_OPS_SET | opt.CALLS
     special = [n for n in top if n.op in special]   # (few: one pass over the graph finds them)
@@ -757,7 +783,8 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         nd = body[n]
         ctx = f"node {n!r} {where}"
         inputs = [resolve(i, ctx) for i in nd.get("input", [])] + [f"^{entry}"]
-        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
+        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where,
+                         True))
     rets = _returns(fdef, outs, fname, resolve)
     done = sorted({f"^{prefix}/{n}" for n in kept if n in body and _is_effect(ops_of[n])}
                   | {f"^{prefix}/{n}" for n in (fdef.get("control_ret") or {}).values()
@@ -831,7 +858,8 @@ def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dic
         if wait and (not raw or any(i.split(":")[0] in handles for i in raw
                                     if not i.startswith("^"))):
             inputs += wait
-        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where))
+        new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where,
+                         True))
     rets = _returns(fdef, outs, fname, resolve)
     ocn = f"{prefix}/output_control_node"
     new.append(GNode(ocn, "NoOp", sorted({f"^{prefix}/{n}" for n in

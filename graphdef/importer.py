@@ -14,7 +14,10 @@ dict form of `graphdef.proto` and returns a validated `Program`:
   by its `dtype` and `shape`;
 * a Placeholder, or any node named by `--feed`, is a feed of its own name,
   read through an Identity node of that name;
-* outputs are named by the fetches exactly as given (`loss`, `split:1`).
+* outputs are named by the fetches exactly as given (`loss`, `split:1`);
+* every node of the graph is checked against its op's OpDef signature, as
+  TensorFlow checks a graph it loads (graphdef/signatures.py): a graph
+  TensorFlow would refuse is refused, naming the node and the attribute.
 
 Tensors of every numeric and boolean dtype are imported (SPEC section 8:
 TFSEM_DTYPES); string, variant and resource tensors (and complex, quantized
@@ -42,8 +45,8 @@ from tfsem.oracle.opdefs import control as control_ops
 from tfsem.oracle.opdefs import data as data_ops
 
 from . import ops as opt
-from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline, flatten,
-                        split_ref)
+from .functions import (GNode, GraphFormatError, ImportTimeout, _short, check_deadline,
+                        check_signatures, flatten, split_ref)
 
 
 class GraphImportError(ProgramError):
@@ -194,10 +197,18 @@ def check_const_dtype(node, t: dict) -> None:
     """Refuses a Const whose `dtype` attribute is not its tensor's dtype:
     TensorFlow's Const kernel fails ("Type mismatch between value (DT_FLOAT)
     and dtype (DT_INT32)"), and the tensor alone would be a value of another
-    type than the one the graph's consumers were typed for.  (A Const with
-    no `dtype` attribute, as the MLIR reader makes, is read from its tensor.)"""
+    type than the one the graph's consumers were typed for.  A Const with no
+    `dtype` attribute is refused too: TensorFlow refuses the node ("NodeDef
+    missing attr 'dtype'"), in the graph and in a function body alike (the
+    graph's own nodes are refused first by graphdef/signatures.py; the MLIR
+    reader derives `dtype` from the result's type)."""
     declared = node.attr.get("dtype")
-    if declared and "type" in declared and declared["type"] != t.get("dtype"):
+    if not declared:
+        raise GraphImportError(node.describe(), "has no attribute 'dtype' (the type of its "
+                               f"value, here {dtype_name(t.get('dtype', 'DT_INVALID'))}): "
+                               "TensorFlow refuses such a Const (\"NodeDef missing attr\")",
+                               "missing-attribute")
+    if "type" in declared and declared["type"] != t.get("dtype"):
         raise GraphImportError(node.describe(), f"the value is a "
                                f"{dtype_name(t.get('dtype', 'DT_INVALID'))} tensor and the dtype "
                                f"attribute says {dtype_name(declared['type'])}", "bad-tensor")
@@ -1013,6 +1024,10 @@ class _Builder:
         # (a type attribute with a default in TensorFlow's op registry, which
         # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
         dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
+        if not dt:
+            # (TensorFlow refuses the node: "NodeDef missing attr")
+            self.reject(f"has no attribute {name!r} (a type), and {self.node.op} gives it no "
+                        "default: TensorFlow refuses such a node", "missing-attribute")
         if not isinstance(dt, str) or dt not in TFSEM_DTYPES:
             self.reject(f"dtype {dtype_name(dt) if dt else '(missing)'} (attribute {name!r}) is "
                         f"not modelled: {NOT_MODELLED}", "unsupported-dtype")
@@ -1232,8 +1247,9 @@ def import_graph(graph, fetches: Sequence[str] = (), targets: Sequence[str] = ()
 
 def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
                   captures=None, variable_names=None, session=False, shapes=None) -> Imported:
+    top: dict[str, GNode] = {}
     try:
-        nodes = flatten(graph, deadline)
+        nodes = flatten(graph, deadline, top)
     except (GraphFormatError, ImportTimeout):
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
@@ -1256,7 +1272,21 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     if imp.variable_names:
         _keep_distinct_variables(imp, order)
     _check_unreached_cycles(nodes, set(order), deadline)
+    # the nodes of the function bodies a fetch or target reaches: TensorFlow
+    # checks them when it instantiates the function, and every run of the
+    # call fails where one disagrees with its op's OpDef
+    bodies = [n for n in order if nodes[n].body] if len(nodes) > len(top) else []
+    check_signatures(top, counts_only=True)
+    if bodies:
+        check_signatures(nodes, counts_only=True, only=bodies)
     imp.build_all(order, deadline)
+    # every node of the graph against its op's OpDef, as TensorFlow checks a
+    # graph it loads (graphdef/signatures.py): after the nodes are built, so
+    # that a node tfsem refuses anyway is refused for its own reason first
+    reached = set(order)
+    check_signatures(top, reached)
+    if bodies:
+        check_signatures(nodes, reached, only=bodies)
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

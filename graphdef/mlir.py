@@ -1087,6 +1087,13 @@ class _Lowerer:
         def dt(t: TensorT | None) -> str | None:
             return t.dtype if t is not None else None
 
+        # the attributes TensorFlow's OpDef derives from the operands' and
+        # results' types (graphdef/signatures.py), then the guesses below
+        # for an op the table does not hold
+        from .signatures import derive_attrs
+        for k, v in derive_attrs(tf_name, [dt(t) for t in ins if t is not None],
+                                 [dt(t) for t in outs if t is not None]).items():
+            out.setdefault(k, v)
         data_in = [t for t in ins if t is not None and t.element != "!tf_type.resource"]
         if "T" not in out:
             # T is the result's element type when an operand has it too (Fill's

@@ -58,6 +58,31 @@ def _float(word: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", word))[0]
 
 
+def float32_value(word: int) -> float:
+    """The float32 of these 32 bits as a Python float, exactly: a NaN keeps
+    its sign, its payload and its signalling bit.  (struct's '<f' and
+    numpy's astype widen through the CPU, which quiets a signalling NaN:
+    0x7f800001 becomes 0x7fc00001, and two graphs differing only there
+    would be one program.)"""
+    if word & 0x7F800000 == 0x7F800000 and word & 0x7FFFFF:
+        return _float((word & 0x80000000) << 32 | _EXP64 | (word & 0x7FFFFF) << 29)
+    return struct.unpack("<f", struct.pack("<I", word & 0xFFFFFFFF))[0]
+
+
+def float32_word(x: float) -> int:
+    """The 32 bits of `x` as a float32 attribute holds it: a NaN's sign,
+    signalling bit and the top 23 bits of its payload kept (a NaN widened
+    from a float32 comes back to its bits; one whose payload lies only in
+    the low 29 bits becomes the quiet NaN of its sign, as a CPU narrows
+    it); any other float as C narrows it (struct's '<f': OverflowError past
+    float32's range)."""
+    if x != x:
+        w = _bits(x)
+        man = (w & 0xFFFFFFFFFFFFF) >> 29
+        return (w >> 32 & 0x80000000) | 0x7F800000 | (man or 0x400000)
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
 def float_text(x: float) -> str:
     """TEXT of a non-finite float (see the module's doc)."""
     if x == math.inf:

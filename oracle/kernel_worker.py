@@ -256,7 +256,10 @@ def _convert(tf, kind: str, value, name: str):
     0x7fc00000 and 0xffc00000, as the executor narrows the float) are
     passed: no kernel built here ever holds another, and a NaN never meets
     a kept kernel of another NaN.  An op with another NaN attribute is not
-    run (the verdict says which; tests/test_graphdef_float_attribute_bits.py)."""
+    run (the verdict says which; tests/test_graphdef_float_attribute_bits.py).
+    A signalling NaN (which import keeps bit for bit) is one of them, named
+    by its own bits: the executor's C cast would quiet it, and the kernel
+    would get another attribute than the graph holds."""
     if value is None:
         raise _Refuse(f"attribute {name!r} has no value tfsem could read")
     if kind == "type":
@@ -289,12 +292,21 @@ def _convert(tf, kind: str, value, name: str):
 
         def passed(v):
             x = exact(v)
-            if x != x:   # narrowed by a C cast, as the executor does
-                w32 = struct.unpack("<I", struct.pack("<f", x))[0]
+            if x != x:
+                # the float32 the attribute holds, narrowed by hand (struct's
+                # '<f', a C cast, quiets a signalling NaN: 0x7f800001 would be
+                # named 0x7fc00001), as oracle/float_attrs.float32_word does
+                w = struct.unpack("<Q", struct.pack("<d", x))[0]
+                w32 = (w >> 32 & 0x80000000) | 0x7F800000 | \
+                    (((w & 0xFFFFFFFFFFFFF) >> 29) or 0x400000)
                 if w32 & 0x7FFFFFFF != 0x7FC00000:
                     raise _Refuse(
                         f"attribute {name!r} is the NaN 0x{w32:08x} (float32), which has a "
-                        "payload: TensorFlow's eager executor may run a kernel it kept for "
+                        "payload" + ("" if w32 & 0x400000 else
+                                     " and is signalling (the executor's C cast to float32 "
+                                     "would hand the kernel the quiet NaN "
+                                     f"0x{w32 | 0x400000:08x})") +
+                        ": TensorFlow's eager executor may run a kernel it kept for "
                         "another NaN of that sign (it tells kept kernels apart by a NaN "
                         "attribute's sign, not its payload)")
             return x

@@ -254,7 +254,7 @@ def test_cast_rounds_to_nearest_and_int32_constants_fold():
 def test_computed_axes_are_a_tensor_operand_where_modelled_and_refused_elsewhere():
     # Sum's axes computed at run time: SumAlong (oracle/opdefs/array.py)
     nodes = [placeholder("x", (2,), "DT_INT64"), placeholder("ax", (1,), "DT_INT64"),
-             node("s", "Sum", ["x", "ax"], T="DT_INT64")]
+             node("s", "Sum", ["x", "ax"], T="DT_INT64", Tidx="DT_INT64")]
     out = single(nodes, ["s"], feeds={"x": Tensor(np.array([3, -5], np.int64)),
                                       "ax": Tensor(np.array([0], np.int64))})[0]
     assert out["s"] == Tensor(np.array(-2, np.int64))

@@ -230,8 +230,10 @@ def test_a_cycle_nothing_fetches_is_refused_unless_through_next_iteration(tmp_pa
     with pytest.raises(Exception, match=r"3 node\(s\) are in a cycle or after one .*NextIteration"
                                         r".*\[cycle\]"):
         import_path(write(tmp_path / "cycle.pb", cyc), ["out"])
-    loop = {"node": base + [{"name": "m", "op": "Merge", "input": ["x", "n"]},
-                            {"name": "n", "op": "NextIteration", "input": ["m"]}]}
+    loop = {"node": base + [{"name": "m", "op": "Merge", "input": ["x", "n"],
+                             "attr": {"T": I64, "N": {"i": 2}}},
+                            {"name": "n", "op": "NextIteration", "input": ["m"],
+                             "attr": {"T": I64}}]}
     assert import_path(write(tmp_path / "loop.pbtxt", loop), ["out"]).program.outputs
 
 

@@ -215,9 +215,32 @@ def to_dict(m) -> dict:
         conv = _CONVERT.get(fd)
         if conv is None:
             conv = _CONVERT[fd] = _converter(fd)
-        if conv is not _SKIP:
+        if conv is _FLOAT:
+            out[fd.name] = value if value == value else _exact_floats(m, fd, 1)[0]
+        elif conv is _FLOATS:
+            out[fd.name] = list(value) if all(x == x for x in value) \
+                else _exact_floats(m, fd, len(value))
+        elif conv is not _SKIP:
             out[fd.name] = conv(value)
     return out
+
+
+def _exact_floats(m, fd, n: int) -> list[float]:
+    """The n float32s of float field `fd` of message `m`, each widened
+    exactly (oracle/float_attrs.float32_value): protobuf's Python values are
+    the float32s widened by the CPU, which quiets a signalling NaN
+    (0x7f800001 reads 0x7fc00001), where TensorFlow keeps the bits.  So the
+    field alone is serialized (protobuf's own copy of the float32s: packed,
+    or one fixed32) and its last 4n bytes read.  Only where a value is a NaN."""
+    from tfsem.oracle.float_attrs import float32_value
+    alone = type(m)()
+    alone.CopyFrom(m)
+    alone.DiscardUnknownFields()
+    for other, _ in alone.ListFields():
+        if other.name != fd.name:
+            alone.ClearField(other.name)
+    data = alone.SerializeToString()[-4 * n:]
+    return [float32_value(int.from_bytes(data[4 * k:4 * k + 4], "little")) for k in range(n)]
 
 
 def _tensor_dict(t) -> dict:
@@ -268,6 +291,8 @@ def library_dict(lib) -> dict:
 
 _ENUM_NAMES = {_full(k)[1:]: v for k, v in ENUMS.items()}
 _SKIP = object()
+_FLOAT = object()    # a float field (to_dict: a NaN read bit for bit)
+_FLOATS = object()   # a repeated float field
 _CONVERT: dict = {}
 
 
@@ -289,6 +314,8 @@ def _converter(fd):
             names = _ENUM_NAMES[vfd.enum_type.full_name]
             return lambda v: {k: names.get(x, x) for k, x in v.items()}
         return dict
+    if fd.type == _FD.TYPE_FLOAT:
+        return _FLOATS if _is_repeated(fd) else _FLOAT
     if _is_repeated(fd):
         if mt is not None:
             return lambda v: [to_dict(x) for x in v]
@@ -323,10 +350,16 @@ def attr_dict(a) -> dict:
         t = a.type
         return {"type": _DATA_TYPES.get(t, t)}
     if which in _PLAIN_ATTR_FIELDS:
-        return {which: getattr(a, which)}
+        v = getattr(a, which)
+        return {which: _exact_f(a) if v != v else v}
     if which == "tensor":
         return {"tensor": _tensor_dict(a.tensor)}
     return to_dict(a) if which is not None else {}
+
+
+def _exact_f(a) -> float:
+    """AttrValue `a`'s float `f`, a NaN bit for bit (_exact_floats)."""
+    return _exact_floats(a, a.DESCRIPTOR.fields_by_name["f"], 1)[0]
 
 
 #: AttrValue fields whose dict form is the protobuf value itself.
@@ -394,7 +427,8 @@ class LazyAttrs(Mapping):
             t = a.type
             return which, _DATA_TYPES.get(t, t)
         if which in _PLAIN_ATTR_FIELDS:
-            return which, getattr(a, which)
+            v = getattr(a, which)
+            return which, (_exact_f(a) if v != v else v)
         return None
 
     def __contains__(self, key) -> bool:

@@ -242,7 +242,10 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
                     if length % size:
                         raise ProtoError(f"packed {kind} run of {length} bytes at byte {length_pos} is not "
                                          f"a multiple of {size} in {_field_path(path, msg, field, out)}")
-                    items.extend(struct.unpack_from(f"<{length // size}{_FIXED_FORMAT[kind]}", data, pos))
+                    vals = struct.unpack_from(f"<{length // size}{_FIXED_FORMAT[kind]}", data, pos)
+                    if kind == "float" and any(x != x for x in vals):
+                        vals = _exact_floats(data, pos, length // size)
+                    items.extend(vals)
                 else:
                     p = pos
                     what = lambda: _field_path(path, msg, field, out)  # noqa: E731
@@ -278,6 +281,8 @@ def _decode(msg: Message, data: bytes, pos: int, end: int, path: str, depth: int
                     raise ProtoError(f"truncated {WIRE_NAMES[wire_type]} value at byte {pos} in "
                                      f"{_field_path(path, msg, field, out)}")
                 value = struct.unpack_from("<" + _FIXED_FORMAT[kind], data, pos)[0]
+                if kind == "float" and value != value:
+                    value = _exact_floats(data, pos, 1)[0]
                 pos += size
             _store(msg, field, out, value)
         else:
@@ -428,12 +433,28 @@ def check_scalar(kind: str, value, field: Field, path: str):
     raise AssertionError(kind)
 
 
+def _exact_floats(data, pos: int, n: int) -> list[float]:
+    """The n float32s at `pos`, each widened exactly (a signalling NaN kept:
+    struct's '<f' widens through the CPU, which quiets it)."""
+    from tfsem.oracle.float_attrs import float32_value
+    return [float32_value(w) for w in struct.unpack_from(f"<{n}I", data, pos)]
+
+
+def _float32_word(x: float) -> int:
+    from tfsem.oracle.float_attrs import float32_word
+    return float32_word(x)
+
+
 def _put_scalar(out: bytearray, kind: str, value) -> None:
     """Write one checked scalar (no tag)."""
     if kind == "sint32" or kind == "sint64":
         _put_varint(out, (value << 1) ^ (value >> 63))
     elif kind in _RANGES and kind not in _FIXED_FORMAT or kind == "bool":
         _put_varint(out, int(value))
+    elif kind == "float" and value != value:
+        # a NaN's float32 bits as the float holds them: struct's '<f'
+        # narrows through the CPU, which quiets a signalling NaN
+        out += struct.pack("<I", _float32_word(value))
     elif kind in _FIXED_FORMAT:
         out += struct.pack("<" + _FIXED_FORMAT[kind], value)
     else:  # string, bytes (already bytes)
