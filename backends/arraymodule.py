@@ -600,32 +600,51 @@ def available_backends() -> list[str]:
 #: calls recomputed on the host, by function name (see float32_flush_doubt)
 HOST_RECOMPUTES: dict[str, int] = {}
 
-#: per flushed dtype: (unsigned view, exponent bits, mantissa bits, |x| bits, tiny's bits)
-_BITS = {np.dtype(np.float32): (np.uint32, 0x7F800000, 0x007FFFFF, 0x7FFFFFFF, 0x00800000),
+#: per float dtype: (unsigned view, exponent bits, mantissa bits, |x| bits,
+#: tiny's bits, whether cupy flushes it)
+_BITS = {np.dtype(np.float32): (np.uint32, 0x7F800000, 0x007FFFFF, 0x7FFFFFFF, 0x00800000, True),
          # (float16: cupy computes it through float32, where its subnormals are
          # normal; its conversions back are not documented either way: doubted too)
-         np.dtype(np.float16): (np.uint16, 0x7C00, 0x03FF, 0x7FFF, 0x0400)}
+         np.dtype(np.float16): (np.uint16, 0x7C00, 0x03FF, 0x7FFF, 0x0400, True),
+         # (float64: not flushed; doubted for its NaN results alone)
+         np.dtype(np.float64): (np.uint64, 0x7FF0000000000000, 0x000FFFFFFFFFFFFF,
+                                0x7FFFFFFFFFFFFFFF, 0x0010000000000000, False)}
 
 
 def _doubtful_operand(xp: Any, a: Any) -> Any:
-    view, exp, mant, _, _ = _BITS[a.dtype]
+    view, exp, mant, _, _, flushed = _BITS[a.dtype]
     bits = a.view(view)
+    if not flushed:
+        return xp.zeros(a.shape, dtype=np.bool_)
     return ((bits & exp) == 0) & ((bits & mant) != 0)
 
 
 def _doubtful_result(xp: Any, r: Any) -> Any:
-    view, _, _, absolute, tiny = _BITS[r.dtype]
-    return (r.view(view) & absolute) <= tiny
+    """A result element cupy may have given other bits than numpy: one that
+    a flush could have made (magnitude at most the smallest normal), or a
+    NaN (by its bits: all exponent bits set, a mantissa bit set).  A GPU
+    gives a NaN result its own bits (measured on an H200 with cupy 14.2:
+    float16 `abs` of a NaN gives 0x7fff, CUDA's canonical NaN, where
+    numpy and TensorFlow clear the sign bit and keep the payload), and the
+    models' NaN bits are TensorFlow's (oracle/functions.py `nan_bits`):
+    such a call is computed on the host, where the model's bits are made
+    (tests/test_backends_nan_bits.py)."""
+    view, exp, _, absolute, tiny, flushed = _BITS[r.dtype]
+    magnitude = r.view(view) & absolute
+    nan = magnitude > exp
+    return (magnitude <= tiny) | nan if flushed else nan
 
 
 def _float32(arrays: Sequence[Any]) -> list:
-    """The float32 and float16 arrays among `arrays` (not empty)."""
+    """The float arrays among `arrays` (not empty) that `_BITS` covers."""
     return [a for a in arrays if a is not None and getattr(a, "dtype", None) in _BITS
             and a.size]
 
 
 def float32_flush_doubt(xp: Any, arrays: Sequence[Any], results: Sequence[Any]) -> bool:
-    """Whether cupy's flushing may have changed a float32 call's results:
+    """Whether cupy may have given a call's results other bits than the
+    model's: a result holding a NaN, of any float dtype (`_doubtful_result`:
+    a GPU's NaN bits are its own), or, by cupy's flushing, a float32 one:
     cupy compiles every kernel with -ftz=true (cupy/cuda/compiler.py), so
     a float32 subnormal operand is read as zero and a result below the
     smallest normal is written as zero (whether before or after rounding is

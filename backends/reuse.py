@@ -22,9 +22,12 @@ Nothing here comes from the oracle: every array and outcome was computed by
 this backend's own replays.  σ is told by its exact bits
 (`values.sigma_key`: each value's name, dtype, shape and bytes, or an
 error's reason, compared in full), so -0.0 and 0.0, or two NaN payloads,
-are different σ.  One session is held at a time (a confirmation
-at another σ, or on another backend, replaces it), its memo bounded
-(SESSION_MEMO_BYTES).
+are different σ.  One session is held per backend (by its label:
+numpy's and cupy's, which a machine with a GPU confirms on one after the
+other), a confirmation at another σ replacing that backend's; each memo
+bounded (SESSION_MEMO_BYTES).  (Until this was so, one session was held in
+all: on a machine with a GPU, cupy's confirmation replaced numpy's
+session and the next one numpy's, so nothing was reused there.)
 """
 
 from __future__ import annotations
@@ -109,7 +112,8 @@ class Session:
             self._outcomes[(id(p), how, tuple(schedule))] = (weakref.ref(p), outcome)
 
 
-_current: Session | None = None
+#: the current session of each backend, by its label
+_current: dict[str, Session] = {}
 _lock = threading.Lock()
 
 
@@ -136,12 +140,11 @@ def session(backend: Backend, feeds: Mapping[str, Value], init: Mapping[str, Val
     as a TensorFlow op's opaque function made when first looked up during
     a run, ends the session too: the registry is the one it began with,
     name for name.)"""
-    global _current
     key = sigma_key(feeds, init)
     epoch = _epoch()
     registry = fns.registered(None)
     with _lock:
-        s = _current
+        s = _current.get(backend.label)
     if s is not None and s.xp is backend.xp and s.label == backend.label and \
             s.epoch == epoch and s.key == key and len(s.registry) == len(registry) and \
             fns.still_registered(s.registry):
@@ -150,12 +153,11 @@ def session(backend: Backend, feeds: Mapping[str, Value], init: Mapping[str, Val
     s.epoch = epoch
     s.registry = registry
     with _lock:
-        _current = s
+        _current[backend.label] = s
     return s
 
 
 def clear() -> None:
-    """Forget the current session (tests, benchmarks: a cold start)."""
-    global _current
+    """Forget the current sessions (tests, benchmarks: a cold start)."""
     with _lock:
-        _current = None
+        _current.clear()

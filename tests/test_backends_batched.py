@@ -503,6 +503,15 @@ def test_no_doubt_no_host_recompute():
     assert am.float32_flush_doubt(xp, [half], []) and not am.float32_flush_doubt(xp, [half[:1]], [])
     assert am.float32_flush_doubt(xp, [half[:1]], [half[:1] * np.float16(2.0**-14)])   # its tiny
     assert not am.float32_flush_doubt(xp, [b.to_device(np.array([5e-324]))], [])   # float64
+    # a NaN result of any float dtype (a GPU's NaN bits are its own); a NaN
+    # operand whose result holds none is no doubt (its bits are not in it)
+    for dt in (np.float16, np.float32, np.float64):
+        one = b.to_device(np.array([1.0, 2.0], dt))
+        nan = b.to_device(np.array([1.0, -np.nan], dt))
+        assert am.float32_flush_doubt(xp, [one], [nan]), dt
+        assert not am.float32_flush_doubt(xp, [nan], [one]), dt
+        inf = b.to_device(np.array([np.inf, -np.inf], dt))
+        assert not am.float32_flush_doubt(xp, [one], [inf]), dt
 
 
 def test_a_dtype_cupy_lacks_is_refused_by_name():

@@ -27,16 +27,20 @@ def test_the_witnesses_shown_must_give_their_outcomes():
     init = {"x": Tensor(np.int64(0))}
     oset = outcome_set(p, {}, init)
     (o1, w1), (o2, w2) = oset.items()
-    (ok,) = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
-                            witnesses=[(o1, w1), (o2, w2)])
-    assert ok.confirmed, ok.reason
-    (swapped,) = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
-                                 witnesses=[(o1, w2), (o2, w1)])
-    assert not swapped.confirmed and "not the" in swapped.reason and "shown" in swapped.reason
+    # (each backend of this machine: numpy, and cupy where a GPU is)
+    oks = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
+                          witnesses=[(o1, w1), (o2, w2)])
+    assert oks and all(ok.confirmed for ok in oks), [ok.reason for ok in oks]
+    swapped = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
+                              witnesses=[(o1, w2), (o2, w1)])
+    assert len(swapped) == len(oks)
+    for s in swapped:
+        assert not s.confirmed and "not the" in s.reason and "shown" in s.reason
     # (one witness for two outcomes: not all of them, the oracle's are replayed)
-    (partial,) = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
-                                 witnesses=[(o1, w2)])
-    assert partial.confirmed, partial.reason
+    partial = confirm_details(p, q, {}, init, ["v", "c0", "a0"], original_outcomes=oset,
+                              witnesses=[(o1, w2)])
+    assert len(partial) == len(oks) and all(x.confirmed for x in partial), \
+        [x.reason for x in partial]
 
 
 def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monkeypatch):
@@ -65,13 +69,19 @@ def test_the_cyclic_collector_is_off_during_the_replay_and_as_it_was_after(monke
         return [(c.confirmed, c.reason) for c in confirm_details(
             p, q, {}, init, ["v", "c0", "a0"], backends=["numpy"])]
     was = gc.isenabled()
+    # (a process may have frozen objects of its own before the test: on a
+    # GPU machine's Python 3.12, 375 were frozen when this test began.  Then
+    # the move to the oldest generation is skipped, by design, and the
+    # frozen stay so)
+    own = gc.get_freeze_count()
     try:
         gc.enable()
         on = answers()
-        assert seen and not any(seen) and gc.isenabled() and gc.get_freeze_count() == 0
-        session = reuse._current
-        assert not any(x is session for x in gc.get_objects(generation=0))
-        assert any(x is session for x in gc.get_objects(generation=2))
+        assert seen and not any(seen) and gc.isenabled() and gc.get_freeze_count() == own
+        if not own:
+            session = reuse._current["numpy"]
+            assert not any(x is session for x in gc.get_objects(generation=0))
+            assert any(x is session for x in gc.get_objects(generation=2))
         mine = [object()]
         gc.freeze()
         try:

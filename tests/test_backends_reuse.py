@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tfsem.backends import arraymodule as am
 from tfsem.backends import confirm as BC
 from tfsem.backends import reuse
 from tfsem.backends.arraymodule import get_backend, numpy_as_cupy
@@ -51,33 +52,49 @@ def _counterexample(name):
     return case, verdict.counterexample
 
 
-def _confirm(case, cx, p=None):
+def _confirm(case, cx, p=None, backends=None):
     return [(c.backend, c.confirmed, c.reason) for c in BC.confirm_details(
         p or case.original, case.rewritten(), cx.feeds, cx.init, cx.schedule,
         case.semantics, case.observe, outcome=cx.outcome,
-        witnesses=[(o, w) for o, w in cx.original_outcomes])]
+        witnesses=[(o, w) for o, w in cx.original_outcomes], backends=backends)]
 
 
+#: the backends a confirmation runs on: those of this machine, and numpy
+#: beside the cupy code path (cupy itself on a GPU, else its numpy stand-in:
+#: one object for the whole test, so that its sessions can be reused), as a
+#: machine with a GPU confirms: each backend keeps its own session
+BACKEND_SETS = ["available", "numpy+cupy"]
+
+
+def _backends(which):
+    if which == "available":
+        return None
+    return [get_backend("numpy"), get_backend("cupy") if am.cuda_available() else numpy_as_cupy()]
+
+
+@pytest.mark.parametrize("which", BACKEND_SETS)
 @pytest.mark.parametrize("name", UNSOUND)
-def test_a_warm_session_confirms_as_a_cold_start(name, monkeypatch):
+def test_a_warm_session_confirms_as_a_cold_start(name, which, monkeypatch):
     case, cx = _counterexample(name)
+    chosen = _backends(which)
+    n = len(chosen) if chosen is not None else len(am.available_backends())
     reuse.clear()
-    cold = _confirm(case, cx)
+    cold = _confirm(case, cx, backends=chosen)
     assert all(ok for _, ok, _ in cold), cold
     runs = []
     real = BC.run_schedule
     monkeypatch.setattr(BC, "run_schedule", lambda m, *a, **k: runs.append(m.program) or
                         real(m, *a, **k))
-    warm = _confirm(case, cx)
+    warm = _confirm(case, cx, backends=chosen)
     assert warm == cold
     # (the original's witnesses were replayed by the cold start: only the
-    # rewritten program runs again)
-    assert len(runs) == 1 and runs[0] is not case.original
+    # rewritten program runs again, once on each backend)
+    assert len(runs) == n and all(r is not case.original for r in runs)
     # an equal program that is another object replays its witnesses
     other = case_from_json(read_json_file(str(CASES / f"{name}.json")), where=name).original
     runs.clear()
-    assert _confirm(case, cx, other) == cold
-    assert sum(p is other for p in runs) == len(cx.original_outcomes)
+    assert _confirm(case, cx, other, backends=chosen) == cold
+    assert sum(p is other for p in runs) == n * len(cx.original_outcomes)
     reuse.clear()
 
 
