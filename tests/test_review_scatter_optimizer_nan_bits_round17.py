@@ -22,7 +22,12 @@ Two false answers were found, both where a tensor has rank 0:
   updates.shape == indices.shape + row first, which a scalar index makes
   true, and runs the vector form (the row's NaN first).
 
-Those are the xfail(strict) reproducers below, each three times: without
+A refusal was found needless where a NaN arises but its bits are
+determined: Adam, AMSGrad and AdaMax (float32, float64) refuse a step whose
+slots hold one NaN (a diverged run's state), as `m + (...)` meets that NaN
+with itself, counted as two NaNs met.
+
+Those are the xfail(strict) reproducers below, the first two three times: without
 TensorFlow (the same values in the form the kernel takes them: a vector of
 one element; an index vector of one element beside the scalar update, whose
 scalar form tests/test_scatter_nan_bits.py pins against the kernels),
@@ -260,6 +265,59 @@ def test_a_scalar_index_with_a_row_update_holds():
             want = scatter_kernel(tf, kind, var, np.int32(1), upd)
             got = scatter_model(kind, var, np.int32(1), upd)
             assert bits(got) == bits(want), (kind, dt, differing(got, want))
+
+
+# -- finding 3: one NaN meeting itself is refused ----------------------------------
+#
+# A run whose slots hold a NaN (a diverged training step leaves every slot
+# the one NaN an invalid operation made) meets that NaN twice in Adam's
+# `m += (g - m) * (1 - beta1)`: `m + (...)` has the same NaN on both sides,
+# where the operand order cannot change the bits; the model counts it as two
+# NaNs met (K.two_nans) and refuses every such step of Adam, AMSGrad and
+# AdaMax, though the kernel's result is that NaN wherever it is one.
+
+ONE_NAN_OPS = ("ResourceApplyAdam", "ResourceApplyAdamWithAmsgrad", "ResourceApplyAdaMax")
+
+
+def _slots_of_one_nan(op: str, dt: str) -> tuple:
+    spec = state.OPTIMIZERS[op]
+    nan = NAN_A[dt]
+    return optimizer_args(op, dt, (9,), {s: nan for s in spec.variables[1:]}), nan
+
+
+@pytest.mark.xfail(strict=True, reason="needless refusal: a + or * of one NaN with itself counts "
+                   "as two NaNs met (K.two_nans), though the operand order cannot change its bits")
+@pytest.mark.parametrize("dt", ("float32", "float64"))
+@pytest.mark.parametrize("op", ONE_NAN_OPS)
+def test_slots_of_one_nan_run(op, dt):
+    """Without TensorFlow: every NaN operand is one NaN and no operation is
+    invalid (the other values are finite), so any NaN of the result is that
+    NaN, whichever operand each operation passed on: the model can answer."""
+    args, nan = _slots_of_one_nan(op, dt)
+    try:
+        got = optimizer_model(op, args, {})
+    except fns.CannotRunHere as exc:
+        pytest.fail(f"refused: {exc}")
+    for g in got:
+        with np.errstate(invalid="ignore"):
+            nans = np.isnan(np.asarray(g, np.float64))
+        assert set(np.asarray(bits(g))[nans].tolist()) <= {nan}
+
+
+@pytest.mark.xfail(strict=True, reason="needless refusal: the kernel's bits are determined where "
+                   "one NaN meets itself; the model refuses")
+@pytest.mark.parametrize("dt", ("float32", "float64"))
+@pytest.mark.parametrize("op", ONE_NAN_OPS)
+def test_slots_of_one_nan_give_the_kernels_bits(op, dt):
+    tensorflow()
+    args, _ = _slots_of_one_nan(op, dt)
+    want = state._tf_kernel(state.OPTIMIZERS[op], args, {})
+    try:
+        got = optimizer_model(op, args, {})
+    except fns.CannotRunHere as exc:
+        pytest.fail(f"refused: {exc}")
+    for name, g, w in zip(state.OPTIMIZERS[op].variables, got, want):
+        assert bits(g) == bits(w), (op, dt, name, differing(g, w))
 
 
 # -- both findings through a graph's import ---------------------------------------
