@@ -27,11 +27,11 @@ determined: Adam, AMSGrad and AdaMax (float32, float64) refuse a step whose
 slots hold one NaN (a diverged run's state), as `m + (...)` meets that NaN
 with itself, counted as two NaNs met.
 
-Those are the xfail(strict) reproducers below, the first two three times: without
-TensorFlow (the same values in the form the kernel takes them: a vector of
+Those are the xfail(strict) reproducers below (the false answers three
+times: without TensorFlow, the same values in the form the kernel takes them: a vector of
 one element; an index vector of one element beside the scalar update, whose
-scalar form tests/test_scatter_nan_bits.py pins against the kernels),
-against TensorFlow's kernels, and through a graph's import (tfsem's run of
+scalar form tests/test_scatter_nan_bits.py pins against the kernels;
+against TensorFlow's kernels; and through a graph's import, tfsem's run of
 the imported graph against TensorFlow's session).
 
 Everything else held: the differential tests below draw what the change's
