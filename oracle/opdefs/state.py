@@ -553,44 +553,36 @@ _NO_KERNEL = {"bfloat16": ("ResourceApplyAdaMax",)}
 # abs clears its sign), an invalid operation the default NaN, and of two
 # NaNs the first operand's (functions.nan_bits).  For - and / the first is
 # the left operand; for + and * it is the compiler's choice, made anew in
-# each kernel and in each of Eigen's code paths (packets, scalar tail).
-# Measured on TensorFlow 2.21's kernels (tests/test_optimizer_nan_bits.py:
-# 1 to 40 elements, NaNs and values drawn at random in every operand and
-# hyperparameter):
+# each kernel, each dtype and each of Eigen's code paths (the unrolled loop
+# of 4 packets, the packets past it, the scalar tail).  Measured on
+# TensorFlow 2.21's kernels with two NaNs of distinct payloads in each pair
+# of operands, then on random NaNs, infinities, zeros and subnormals in
+# every operand and hyperparameter (tests/test_optimizer_nan_bits.py; 1 to
+# 139 elements):
 #
-# * where no + or * of the update meets two NaNs at one element, the
-#   order does not matter and the model's NaN is the kernel's, every
-#   optimizer, float32 and float64 (K.two_nans tells);
-# * where one does, the rule "a tensor and a scalar (`grad * lr()`,
+# * the rule K below, "a tensor and a scalar (`grad * lr()`,
 #   `accum * momentum()`): the scalar's NaN first; two tensors: the left
-#   one's" (K below) gives the kernel's bits for the (op, dtype, nesterov)
-#   in NAN_RULE_MEASURED, with each kernel's own exceptions written in its
-#   model: AdagradV2, RMSProp and centered RMSProp take the right-hand
-#   side's NaN of `slot += x` first, and AdagradV2 and float64 centered
-#   RMSProp place `... + epsilon()`'s by Eigen's loops (K.add_placed).
-#   Elsewhere the kernels differ in ways not modelled:
-#   Adam's `v.sqrt() + epsilon()` takes the tensor's NaN in one packet of
-#   float32's unrolled loop only, and its scalar `lr() * sqrt(1 -
-#   beta2_power())` the second operand's;
-# * float16 and bfloat16 (which round between operations, bfloat16 to
-#   0x7fc0 inside packets) gave the kernel's bits for Keras Momentum and
-#   bfloat16 Momentum without Nesterov only.
-#
-# Elsewhere a result that holds a NaN cannot run (CannotRunHere: the σ is
-# skipped); results without a NaN run as before, their values the kernel's.
+#   one's", with each kernel's exceptions written in its model (`slot += x`
+#   taking x's NaN first in most kernels, `lr() * sqrt(...)` the square
+#   root's, `... + epsilon()` placed by Eigen's loops: K.add_placed), gives
+#   the kernel's bits for every (op, dtype, nesterov) in NAN_RULE_MEASURED:
+#   every optimizer below on float32 and float64;
+# * on float16 and bfloat16 it held for Keras Momentum and bfloat16
+#   Momentum without Nesterov only.  Elsewhere a result that holds a NaN
+#   cannot run (CannotRunHere: the σ is skipped); results without a NaN
+#   run as before, their values the kernel's.
 
-#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits even
-#: where a + or * meets two NaNs.
+#: The optimizers with tfsem's own numpy model (OPTIMIZERS[op].exact).
+_EXACT_OPS = ("ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
+              "ResourceApplyAdamWithAmsgrad", "ResourceApplyAdaMax", "ResourceApplyRMSProp",
+              "ResourceApplyCenteredRMSProp", "ResourceApplyAdagradV2")
+#: (op, dtype, use_nesterov) whose NaN results are TensorFlow's bits.
 NAN_RULE_MEASURED = frozenset(
-    {(op, dt, nest) for op in ("ResourceApplyMomentum",) for dt in ("float32", "float64")
+    {(op, dt, nest) for op in _EXACT_OPS for dt in ("float32", "float64")
      for nest in (False, True)}
     | {("ResourceApplyMomentum", "bfloat16", False)}
-    | {("ResourceApplyKerasMomentum", dt, False) for dt in ("float32", "float64")}
     | {("ResourceApplyKerasMomentum", dt, nest) for dt in ("float16", "bfloat16")
-       for nest in (False, True)}
-    | {(op, dt, False) for op in ("ResourceApplyAdagradV2", "ResourceApplyRMSProp",
-                                  "ResourceApplyCenteredRMSProp")
-       for dt in ("float32", "float64")})
+       for nest in (False, True)})
 
 
 def _ops(xp=np):
@@ -609,20 +601,13 @@ def _ops(xp=np):
         return fns.nan_bits(np, np.asarray(r), f(a), None if b is None else f(b))
 
     def commuted(r, a, b):
-        """nan_bits of + or *, noting where both operands are NaN at one
-        element (K.two_nans): only there can the operand order matter."""
+        """nan_bits of + or *: of two NaNs, order(a, b)'s first."""
         r = np.asarray(r)
         if not fns._has_nan(np, r):
             return r
-        with np.errstate(invalid="ignore"):
-            both = np.isnan(np.asarray(a)) & np.isnan(np.asarray(b))
-        K.two_nans = K.two_nans or bool(both.any())
         return nan_bits(r, *order(a, b))
 
     class K:
-        #: whether a + or * met two NaNs at one element
-        two_nans = False
-
         @staticmethod
         def add(a, b):
             return commuted(f(np.add(f(a), f(b))), a, b)
@@ -650,23 +635,23 @@ def _ops(xp=np):
             return nan_bits(fns.flushed_arithmetic("Square", a), a, a)
 
         @staticmethod
-        def add_placed(t, s, unrolled: tuple, packets: bool, tail: bool):
-            """t + s, a tensor and a scalar, where which NaN comes first
-            depends on the place (measured per kernel): True takes the
-            tensor's first, False the scalar's; `unrolled`: for each of the 4
-            packets of every block of Eigen's unrolled loop (the first
-            n // (4 P) * 4 P places, P = NAN_PACKET elements), `packets`: the
-            whole packets past it, `tail`: the scalar tail."""
-            r = commuted(f(np.add(f(t), f(s))), t, s)
+        def add_placed(a, b, unrolled: tuple, packets: bool, tail: bool):
+            """a + b where which NaN comes first depends on the place
+            (measured per kernel): True takes the left operand's first,
+            False the right one's; `unrolled`: for each of the 4 packets of
+            every block of Eigen's unrolled loop (the first n // (4 P) * 4 P
+            places, P = NAN_PACKET elements), `packets`: the whole packets
+            past it, `tail`: the scalar tail."""
+            r = commuted(f(np.add(f(a), f(b))), a, b)
             p = fns.NAN_PACKET.get(dtype_name(r.dtype))
             if p is None or not fns._has_nan(np, r):
                 return r
             n = r.size
             place = np.arange(n)
             block = n // (4 * p) * (4 * p)
-            tensor_first = np.where(place < block, np.asarray(unrolled)[place % (4 * p) // p],
-                                    np.where(place < n // p * p, packets, tail)).reshape(r.shape)
-            return np.where(tensor_first, nan_bits(r, t, s), r)
+            left = np.where(place < block, np.asarray(unrolled)[place % (4 * p) // p],
+                            np.where(place < n // p * p, packets, tail)).reshape(r.shape)
+            return np.where(left, nan_bits(r, a, b), nan_bits(r, b, a))
 
         abs = staticmethod(lambda a: f(np.abs(f(a))))
 
@@ -687,17 +672,12 @@ def _ops(xp=np):
     return K
 
 
-def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs, two_nans: bool) -> None:
+def _refuse_unmeasured_nans(spec: "Optimizer", arrays, out, fattrs) -> None:
     """CannotRunHere where the model's result holds a NaN whose bits the
-    kernel's were not measured to be (NAN_RULE_MEASURED).  On float32 and
-    float64 a NaN that no + or * chose from two NaNs (`two_nans` false:
-    each operation saw at most one, or made the default NaN) is the
-    kernel's whatever the operand order, and runs (measured)."""
+    kernel's were not measured to be (NAN_RULE_MEASURED)."""
     t = dtype_name(arrays[0].dtype)
     nesterov = bool(fattrs.get("use_nesterov", False))
     if (spec.op, t, nesterov) in NAN_RULE_MEASURED:
-        return
-    if t in ("float32", "float64") and not two_nans:
         return
     if any(fns._has_nan(np, np.asarray(o)) for o in out):
         raise CannotRunHere(
@@ -726,12 +706,11 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             if spec.op in _NO_KERNEL.get(dtype_name(arrays[0].dtype), ()):
                 raise OpError("no-kernel", f"{spec.op} has no kernel for "
                               f"{dtype_name(arrays[0].dtype)}")
-            K = _ops()
             with np.errstate(all="ignore"):
-                out = model(K, arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
+                out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
             out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
                         for o in out)
-            _refuse_unmeasured_nans(spec, arrays, out, fattrs, K.two_nans)
+            _refuse_unmeasured_nans(spec, arrays, out, fattrs)
             return out
         impl.__doc__ = f"{op}: {doc}"
         fns.NOT_BROADCASTING.add(spec.fn)
@@ -838,7 +817,10 @@ def _keras_momentum(K, v, i, a):
     var, accum = v
     accum = K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"]))
     if a.get("use_nesterov"):
-        var = K.add(var, K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"])))
+        # (this `var += x` takes x's NaN first on float32 and float64, var's
+        # on float16 and bfloat16, as `var += accum` does: measured)
+        x = K.sub(K.mul(accum, i["momentum"]), K.mul(i["grad"], i["lr"]))
+        var = K.add(x, var) if dtype_name(var.dtype) in ("float32", "float64") else K.add(var, x)
     else:
         var = K.add(var, accum)
     return var, accum
@@ -870,14 +852,26 @@ def _adam(K, v, i, a):
     var, m, vv = v
     g = i["grad"]
     one = _one(g)
-    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+    # (a NaN's bits: the scalar `lr() * sqrt(...)` takes the square root's
+    # NaN first; float32's `v.sqrt() + epsilon()` the tensor's in the
+    # second packet of each block of Eigen's unrolled loop: measured)
+    alpha = K.div(K.mul(K.sqrt(K.sub(one, i["beta2_power"])), i["lr"]),
                   K.sub(one, i["beta1_power"]))
     m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
     vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
-    den = K.add(K.sqrt(vv), i["epsilon"])
+    f32 = dtype_name(g.dtype) == "float32"
     if a.get("use_nesterov"):
-        num = K.mul(K.add(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m)), alpha)
+        # (Nesterov's kernel: `v.sqrt() + epsilon()` takes the tensor's NaN
+        # first but in float64's tail; `g * (1 - beta1) + beta1 * m` on
+        # float32 the right term's in the first and last packet of each
+        # unrolled block and in the packets past it: measured)
+        den = K.add_placed(K.sqrt(vv), i["epsilon"], (True,) * 4, packets=True, tail=f32)
+        top = K.add_placed(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m),
+                           (not f32, True, True, not f32), packets=not f32, tail=True)
+        num = K.mul(top, alpha)
     else:
+        den = K.add_placed(K.sqrt(vv), i["epsilon"], (False, f32, False, False),
+                           packets=False, tail=False)
         num = K.mul(m, alpha)
     return K.sub(var, K.div(num, den)), m, vv
 
@@ -889,12 +883,17 @@ def _amsgrad(K, v, i, a):
     var, m, vv, vhat = v
     g = i["grad"]
     one = _one(g)
-    alpha = K.div(K.mul(i["lr"], K.sqrt(K.sub(one, i["beta2_power"]))),
+    # (a NaN's bits: `lr() * sqrt(...)` takes the square root's NaN first,
+    # `m += x` and `v += x` x's: measured)
+    alpha = K.div(K.mul(K.sqrt(K.sub(one, i["beta2_power"])), i["lr"]),
                   K.sub(one, i["beta1_power"]))
-    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
-    vv = K.add(vv, K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])))
+    m = K.add(K.mul(K.sub(g, m), K.sub(one, i["beta1"])), m)
+    vv = K.add(K.mul(K.sub(K.square(g), vv), K.sub(one, i["beta2"])), vv)
     vhat = K.max(vhat, vv)
-    return K.sub(var, K.div(K.mul(m, alpha), K.add(K.sqrt(vhat), i["epsilon"]))), m, vv, vhat
+    # (`vhat.sqrt() + epsilon()` placed as AdagradV2's: measured)
+    den = K.add_placed(K.sqrt(vhat), i["epsilon"], (True, False, False, True),
+                       packets=dtype_name(g.dtype) == "float32", tail=False)
+    return K.sub(var, K.div(K.mul(m, alpha), den)), m, vv, vhat
 
 
 @_optimizer("ResourceApplyAdaMax", "var m v", "beta1_power lr beta1 beta2 epsilon grad",
@@ -904,7 +903,7 @@ def _adamax(K, v, i, a):
     var, m, vv = v
     g = i["grad"]
     one = _one(g)
-    m = K.add(m, K.mul(K.sub(g, m), K.sub(one, i["beta1"])))
+    m = K.add(K.mul(K.sub(g, m), K.sub(one, i["beta1"])), m)   # (x's NaN first: measured)
     vv = K.max(K.mul(i["beta2"], vv), K.abs(g))
     step = K.mul(K.div(i["lr"], K.sub(one, i["beta1_power"])),
                  K.div(m, K.add(vv, i["epsilon"])))
