@@ -22,25 +22,28 @@ Two false answers were found, both where a tensor has rank 0:
   updates.shape == indices.shape + row first, which a scalar index makes
   true, and runs the vector form (the row's NaN first).
 
-A refusal was found needless where a NaN arises but its bits are
-determined: Adam, AMSGrad and AdaMax (float32, float64) refuse a step whose
-slots hold one NaN (a diverged run's state), as `m + (...)` meets that NaN
-with itself, counted as two NaNs met.
-
-Those are the xfail(strict) reproducers below (the false answers three
-times: without TensorFlow, the same values in the form the kernel takes them: a vector of
+Those are the xfail(strict) reproducers below, each three times: without
+TensorFlow (the same values in the form the kernel takes them: a vector of
 one element; an index vector of one element beside the scalar update, whose
-scalar form tests/test_scatter_nan_bits.py pins against the kernels;
-against TensorFlow's kernels; and through a graph's import, tfsem's run of
+scalar form tests/test_scatter_nan_bits.py pins against the kernels),
+against TensorFlow's kernels, and through a graph's import (tfsem's run of
 the imported graph against TensorFlow's session).
+
+A refusal the change first made was needless where a NaN arises but its
+bits are determined: Adam, AMSGrad and AdaMax (float32, float64) refused a
+step whose slots hold one NaN (a diverged run's state), as `m + (...)`
+meets that NaN with itself, counted as two NaNs met.  The change's later
+commit, which measured every float32/float64 optimizer's operand order,
+runs them; the tests below hold that.
 
 Everything else held: the differential tests below draw what the change's
 own tests do not (rows of 41 to 300 elements and around Eigen's unrolled
 blocks, rows of rank 0 to 2, duplicate and repeated indices, a scatter of
 1,050 distinct indices, rows of 20,000 elements, optimizers on variables of
 rank 1 to 3 and of 1 to 300 elements and of 17,000 and 100,003 elements,
-tensors wholly NaN, NaN hyperparameters) and compare bit for bit, a refusal
-only where the kernel's result holds a NaN.  `_doubtful_result` finds every
+tensors wholly NaN, NaN hyperparameters; Adam, AMSGrad and AdaMax, now
+measured, among them) and compare bit for bit, a refusal only where the
+kernel's result holds a NaN.  `_doubtful_result` finds every
 NaN of float16, float32 and float64 in arrays of rank 0 and in strided,
 reversed, transposed and broadcast views; a batched recompute replaces the
 doubtful valuations only, each with numpy's bits; two cupy stand-ins of one
@@ -170,8 +173,9 @@ SCALAR_VARIABLE_CASES = [
      {"accum": "A", "momentum": "B", "lr": 0.5}),
     ("ResourceApplyRMSProp", "float32", {}, {"mom": "A", "momentum": "B", "lr": 0.5}),
     ("ResourceApplyAdagradV2", "float32", {"update_slots": False}, {"lr": "A", "grad": "B"}),
-    ("ResourceApplyAdagradV2", "float64", {"update_slots": False},
-     {"accum": "A", "epsilon": "B", "lr": 0.5}),
+    ("ResourceApplyAdagradV2", "float64", {"update_slots": False}, {"lr": "A", "grad": "B"}),
+    ("ResourceApplyAdam", "float32", {"use_nesterov": False}, {"lr": "A", "m": "B"}),
+    ("ResourceApplyAdam", "float64", {"use_nesterov": False}, {"lr": "A", "m": "B"}),
 ]
 _IDS = [f"{op[len('ResourceApply'):]}-{dt}" for op, dt, _, _ in SCALAR_VARIABLE_CASES]
 
@@ -267,14 +271,16 @@ def test_a_scalar_index_with_a_row_update_holds():
             assert bits(got) == bits(want), (kind, dt, differing(got, want))
 
 
-# -- finding 3: one NaN meeting itself is refused ----------------------------------
+# -- a refusal that was needless: one NaN meeting itself ---------------------------
 #
 # A run whose slots hold a NaN (a diverged training step leaves every slot
 # the one NaN an invalid operation made) meets that NaN twice in Adam's
 # `m += (g - m) * (1 - beta1)`: `m + (...)` has the same NaN on both sides,
-# where the operand order cannot change the bits; the model counts it as two
-# NaNs met (K.two_nans) and refuses every such step of Adam, AMSGrad and
-# AdaMax, though the kernel's result is that NaN wherever it is one.
+# where the operand order cannot change the bits.  The change as first
+# reviewed counted it as two NaNs met and refused every such step of Adam,
+# AMSGrad and AdaMax; its later commit (every float32/float64 optimizer's
+# operand order measured, the two-NaN gate gone) runs them: these pass now
+# and hold that.
 
 ONE_NAN_OPS = ("ResourceApplyAdam", "ResourceApplyAdamWithAmsgrad", "ResourceApplyAdaMax")
 
@@ -285,8 +291,6 @@ def _slots_of_one_nan(op: str, dt: str) -> tuple:
     return optimizer_args(op, dt, (9,), {s: nan for s in spec.variables[1:]}), nan
 
 
-@pytest.mark.xfail(strict=True, reason="needless refusal: a + or * of one NaN with itself counts "
-                   "as two NaNs met (K.two_nans), though the operand order cannot change its bits")
 @pytest.mark.parametrize("dt", ("float32", "float64"))
 @pytest.mark.parametrize("op", ONE_NAN_OPS)
 def test_slots_of_one_nan_run(op, dt):
@@ -304,8 +308,6 @@ def test_slots_of_one_nan_run(op, dt):
         assert set(np.asarray(bits(g))[nans].tolist()) <= {nan}
 
 
-@pytest.mark.xfail(strict=True, reason="needless refusal: the kernel's bits are determined where "
-                   "one NaN meets itself; the model refuses")
 @pytest.mark.parametrize("dt", ("float32", "float64"))
 @pytest.mark.parametrize("op", ONE_NAN_OPS)
 def test_slots_of_one_nan_give_the_kernels_bits(op, dt):
