@@ -22,7 +22,13 @@ Two false answers were found, both where a tensor has rank 0:
   updates.shape == indices.shape + row first, which a scalar index makes
   true, and runs the vector form (the row's NaN first).
 
-Those are the xfail(strict) reproducers below, each three times: without
+A third, not a NaN's bits, was met on the way: a ResourceScatterNd* with
+indices of rank 1 fails in TensorFlow's kernel for every shape its graph
+construction accepts (the kernel takes indices [k] as k indices of depth
+1, graph construction as one index of depth k), where the model updates
+the slice.
+
+Those are the xfail(strict) reproducers below, the first two three times: without
 TensorFlow (the same values in the form the kernel takes them: a vector of
 one element; an index vector of one element beside the scalar update, whose
 scalar form tests/test_scatter_nan_bits.py pins against the kernels),
@@ -269,6 +275,50 @@ def test_a_scalar_index_with_a_row_update_holds():
             want = scatter_kernel(tf, kind, var, np.int32(1), upd)
             got = scatter_model(kind, var, np.int32(1), upd)
             assert bits(got) == bits(want), (kind, dt, differing(got, want))
+
+
+# -- finding 3: ResourceScatterNd* with indices of rank 1 -------------------------
+#
+# Not a NaN's bits, met on the way: TensorFlow's graph construction takes
+# indices [k] as one index tuple of depth k (updates of shape
+# params.shape[k:], as documented, and as the model takes them), but its
+# kernel takes them as k indices of depth 1 (scatter_nd_op.cc: "Dimensions
+# [0,1) of indices[shape=[1]] = 1 must match dimensions [0,1) of
+# updates[shape=[4]] = 4"), so every such op a graph can hold fails when it
+# runs; the model updates the slice.
+
+RANK1_CASES = [((3, 4), [2], [1.0, 2.0, 3.0, 4.0]), ((3, 1), [2], [7.0])]
+
+
+@pytest.mark.xfail(strict=True, reason="false answer: a ResourceScatterNd* with indices of rank 1 "
+                   "fails in TensorFlow's kernel (graph-built shapes), the model updates the slice")
+@pytest.mark.parametrize("shape, indices, updates", RANK1_CASES)
+def test_scatter_nd_with_indices_of_rank_1_fails_as_the_kernel(shape, indices, updates):
+    """Without TensorFlow: the shapes graph construction accepts (pinned by
+    the test below) are ones the kernel refuses: the model must not give a
+    new value of the variable."""
+    var = np.zeros(shape, np.float32)
+    with pytest.raises((fns.ShapeError, fns.OpError, fns.CannotRunHere)):
+        scatter_model("Add", var, np.int32(indices), np.float32(updates), nd=True)
+
+
+@pytest.mark.parametrize("shape, indices, updates", RANK1_CASES)
+def test_tensorflows_kernel_fails_on_scatter_nd_indices_of_rank_1(shape, indices, updates):
+    """The measurement above: TensorFlow builds the graph and its kernel
+    fails, the variable left as it was."""
+    tf = tensorflow()
+    g = tf.Graph()
+    with g.as_default():
+        h = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=shape, shared_name="review17_nd")
+        init = tf.raw_ops.AssignVariableOp(resource=h, value=tf.zeros(shape))
+        op = tf.raw_ops.ResourceScatterNdAdd(ref=h, indices=tf.constant(np.int32(indices)),
+                                             updates=tf.constant(np.float32(updates)))
+        read = tf.raw_ops.ReadVariableOp(resource=h, dtype=tf.float32)
+    with tf.compat.v1.Session(graph=g) as s:
+        s.run(init)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must match"):
+            s.run(op)
+        assert not s.run(read).any()
 
 
 # -- a refusal that was needless: one NaN meeting itself ---------------------------
