@@ -28,7 +28,10 @@ construction accepts (the kernel takes indices [k] as k indices of depth
 1, graph construction as one index of depth k), where the model updates
 the slice.
 
-Those are the xfail(strict) reproducers below, the first two three times: without
+Those are the reproducers below (strict xfails until fixed: the optimizers
+now compute on the flat views, the scatters test a scalar update first, and
+ScatterNd with indices of rank 1 fails as the kernel does), the first two
+three times: without
 TensorFlow (the same values in the form the kernel takes them: a vector of
 one element; an index vector of one element beside the scalar update, whose
 scalar form tests/test_scatter_nan_bits.py pins against the kernels),
@@ -192,9 +195,6 @@ def _scalar_variable_args(op, dt, named, shape):
                                           for k, v in named.items()})
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: the optimizer models tell a hyperparameter "
-                   "from a tensor by rank (_ops.order), so a variable of shape [] takes the left "
-                   "operand's NaN at tensor * scalar; the kernel (on var.flat()) the scalar's")
 @pytest.mark.parametrize("op, dt, attrs, named", SCALAR_VARIABLE_CASES, ids=_IDS)
 def test_a_scalar_variables_update_is_its_one_element_vectors(op, dt, attrs, named):
     """Without TensorFlow: the kernels compute on the variables' flat views,
@@ -205,8 +205,6 @@ def test_a_scalar_variables_update_is_its_one_element_vectors(op, dt, attrs, nam
         assert bits(s) == bits(v), (op, dt, name, hex(bits(s)[0]), hex(bits(v)[0]))
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: a variable of shape [] takes the tensor's "
-                   "NaN at tensor * scalar in the model, the scalar's in the kernel")
 @pytest.mark.parametrize("op, dt, attrs, named", SCALAR_VARIABLE_CASES, ids=_IDS)
 def test_a_scalar_variables_nan_bits_are_the_kernels(op, dt, attrs, named):
     tensorflow()
@@ -239,9 +237,6 @@ def _vector_variable(dt):
     return arr(dt, [NAN_A[dt]] * 3), arr(dt, NAN_B[dt]).reshape(())
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: _scatter takes a scalar index's scalar "
-                   "update as a row (updates.shape == indices.shape + row is tested first); "
-                   "TensorFlow's kernel runs its scalar form (IsScalar(updates) first)")
 @pytest.mark.parametrize("kind, dt", SCALAR_INDEX_CASES)
 def test_a_scalar_index_with_a_scalar_update_is_the_scalar_form(kind, dt):
     """Without TensorFlow: with updates of rank 0 the kernel runs its scalar
@@ -253,8 +248,6 @@ def test_a_scalar_index_with_a_scalar_update_is_the_scalar_form(kind, dt):
                                                                           index_vector))
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: a scalar index and a scalar update run "
-                   "the row form in the model, the scalar form in the kernel")
 @pytest.mark.parametrize("kind, dt", SCALAR_INDEX_CASES)
 def test_a_scalar_index_with_a_scalar_update_gives_the_kernels_bits(kind, dt):
     tf = tensorflow()
@@ -290,8 +283,6 @@ def test_a_scalar_index_with_a_row_update_holds():
 RANK1_CASES = [((3, 4), [2], [1.0, 2.0, 3.0, 4.0]), ((3, 1), [2], [7.0])]
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: a ResourceScatterNd* with indices of rank 1 "
-                   "fails in TensorFlow's kernel (graph-built shapes), the model updates the slice")
 @pytest.mark.parametrize("shape, indices, updates", RANK1_CASES)
 def test_scatter_nd_with_indices_of_rank_1_fails_as_the_kernel(shape, indices, updates):
     """Without TensorFlow: the shapes graph construction accepts (pinned by
@@ -374,8 +365,6 @@ def test_slots_of_one_nan_give_the_kernels_bits(op, dt):
 
 # -- both findings through a graph's import ---------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="false answer: an imported ResourceScatterAdd of a scalar "
-                   "index and a scalar update gives the row's NaN, TensorFlow the update's")
 def test_an_imported_scatter_of_a_scalar_index_gives_tensorflows_nan():
     tf = tensorflow()
     from test_state_ops import run_both
@@ -389,8 +378,6 @@ def test_an_imported_scatter_of_a_scalar_index_gives_tensorflows_nan():
         assert bits(dict(o.state)["v"].array) == bits(after["v"]), mode
 
 
-@pytest.mark.xfail(strict=True, reason="false answer: an imported float32 ResourceApplyRMSProp on "
-                   "variables of shape [] gives mom's NaN where TensorFlow gives momentum's")
 def test_an_imported_optimizer_on_scalar_variables_gives_tensorflows_nan():
     tf = tensorflow()
     from test_state_ops import run_both

@@ -353,11 +353,14 @@ def _scatter(kind: str):
         n = idx.size
         row = w.shape[1:]
         form = "rows"
-        if upd.shape == idx.shape + row:
-            rows = upd.reshape((n,) + row)
-        elif upd.ndim == 0:
-            # (each row gets the one update as a scalar: RunScalar's form)
+        if upd.ndim == 0:
+            # (each row gets the one update as a scalar: RunScalar's form,
+            # which the kernel tests for first: a scalar update on a scalar
+            # index of a vector, whose shape is also indices.shape + row,
+            # passes its NaN as the scalar form does)
             rows, form = [upd] * n, "scalar"
+        elif upd.shape == idx.shape + row:
+            rows = upd.reshape((n,) + row)
         else:
             raise ShapeError("updates.shape must be indices.shape + params.shape[1:] or []")
         if kind == "Div" and np.any(ftz(np, upd) == 0):
@@ -380,6 +383,22 @@ def _scatter_nd(kind: str):
         idx, upd = _unpack(packed, w)
         if idx.ndim < 1:
             raise ShapeError("ScatterNd: indices must be at least 1-D")
+        if idx.ndim == 1:
+            # (TensorFlow's graph construction reads indices [k] as one
+            # index of depth k, updates of shape params.shape[k:]; its
+            # kernel reads them as k indices of depth 1 (scatter_nd_op.cc:
+            # slice_dim 1 where indices has rank 1) and fails unless the
+            # updates are [k] + params.shape[1:], which no graph TensorFlow
+            # builds has: the kernel's failure.  Updates of that shape are
+            # refused: what the kernel does with them was not measured)
+            if upd.shape != (idx.shape[0],) + w.shape[1:]:
+                raise ShapeError(
+                    f"ScatterNd: indices of rank 1 are {idx.shape[0]} indices of depth 1 to "
+                    f"TensorFlow's kernel: updates of shape {list(upd.shape)} are not "
+                    f"{[idx.shape[0]] + list(w.shape[1:])} (the kernel fails)")
+            raise CannotRunHere(f"cannot run ScatterNd{kind} with indices of rank 1 and updates "
+                                "of shape indices.shape + params.shape[1:] concretely: what "
+                                "TensorFlow's kernel does with them is not modelled")
         k = idx.shape[-1]
         if k > w.ndim:
             raise ShapeError("ScatterNd: index depth exceeds the variable's rank")
@@ -706,8 +725,17 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
             if spec.op in _NO_KERNEL.get(dtype_name(arrays[0].dtype), ()):
                 raise OpError("no-kernel", f"{spec.op} has no kernel for "
                               f"{dtype_name(arrays[0].dtype)}")
+            # (the dense kernels compute on the flat views of the variables
+            # and the gradient (`var.flat<T>()`): a variable of shape [] is
+            # a tensor of one element there, whose NaN meets a scalar
+            # hyperparameter's as a tensor's does -- the model tells the two
+            # apart by rank, `_ops().order`; the hyperparameters are scalars,
+            # `_check_dense`)
+            flat = arrays if spec.sparse else \
+                [a.reshape(-1) if i < nv or spec.inputs[i - nv] == "grad" else a
+                 for i, a in enumerate(arrays)]
             with np.errstate(all="ignore"):
-                out = model(_ops(), arrays[:nv], dict(zip(spec.inputs, arrays[nv:])), fattrs)
+                out = model(_ops(), flat[:nv], dict(zip(spec.inputs, flat[nv:])), fattrs)
             out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
                         for o in out)
             _refuse_unmeasured_nans(spec, arrays, out, fattrs)
