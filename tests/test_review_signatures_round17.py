@@ -108,6 +108,8 @@ LOADED = {
     # never instantiates it
     "unreached_bad_body": (XF + node("out", "Identity", ["f"], T=F32)
                            + _lib(_neg_fn("h", "DT_INT32", "DT_FLOAT")), ["out"]),
+    # a type written as its enum number in text (DT_FLOAT is 1), beside one by name
+    "type_as_enum_number": (XF + node("out", "Neg", ["f"], T="type: 1"), ["out"]),
     # a MatMul with its bool attributes left to their defaults
     "matmul_defaults": (placeholder("a", "DT_FLOAT", (2, 2))
                         + node("out", "MatMul", ["a", "a"], T=F32), ["out"]),
@@ -163,6 +165,21 @@ REFUSED_MISSED = {
         "rule, not the OpDef's: the check drops control inputs wherever they stand)"),
 }
 
+#: a call a fetch reaches, of a function with a node no result needs that
+#: disagrees with Neg's OpDef: TensorFlow checks every node of the body when
+#: it instantiates the function (at import for both call ops)
+_DEAD = ('function { signature { name: "d" input_arg { name: "a" type: DT_FLOAT } '
+         'output_arg { name: "o" type: DT_FLOAT } } node_def { name: "n" op: "Neg" input: "a" '
+         'attr { key: "T" value { type: DT_FLOAT } } } node_def { name: "bad" op: "Neg" '
+         'input: "a" attr { key: "T" value { type: DT_INT32 } } } '
+         'ret { key: "o" value: "n:y:0" } }')
+for _op in ("PartitionedCall", "StatefulPartitionedCall"):
+    REFUSED_MISSED[f"dead_bad_node_in_a_reached_{_op}_body"] = (
+        XF + _call(_op, "f", "DT_FLOAT", "DT_FLOAT", "d") + _lib(_DEAD), ["out"],
+        "TensorFlow refuses the graph (\"input x[0] expected type int32 != float\"): it checks "
+        "every node of a body it instantiates; tfsem checks only the body's nodes a fetch "
+        "needs (graphdef/importer.py `bodies`, taken from `order`)")
+
 #: TensorFlow loads it, and every run that reaches the call fails (its Tout
 #: says int32, the function returns float): as INT32_KERNEL_ATTRS, a reached
 #: node that can never run
@@ -179,8 +196,9 @@ CALL_TOUT_MISMATCH = (XF + _call("PartitionedCall", "f", "DT_FLOAT", "DT_INT32",
                    "BroadcastGradientArgs' T) is refused as 'missing-attribute ... gives it "
                    "no default: TensorFlow refuses such a node'; TensorFlow fills the default "
                    "in and runs it. A SavedModel of a training step with a dynamic batch, and "
-                   "Keras' model.export() of an LSTM, GRU or Permute model, are refused. _Builder.dtype reads only opdefs.type_default, not the OpDef "
-                   "table's defaults (95 type attributes of the table have a default the "
+                   "Keras' model.export() of an LSTM, GRU or Permute model, are refused. "
+                   "_Builder.dtype reads only opdefs.type_default, not the OpDef table's "
+                   "defaults (95 type attributes of the table have a default the "
                    "registry lacks)")
 @pytest.mark.parametrize("name", sorted(STRIPPED_REFUSED))
 def test_a_type_attribute_left_to_its_opdef_default_is_imported(name):
