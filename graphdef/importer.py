@@ -235,6 +235,13 @@ class _NotText(ValueError):
         return cls(f"a string attribute is not UTF-8 text: {val[:60]!r}")
 
 
+def _opdef_type_default(op: str, attr: str) -> str:
+    """The default TensorFlow's OpDef gives type attribute `attr` of `op`
+    (graphdef/signatures.py's table; "": none, or an op the table lacks)."""
+    from .signatures import type_default
+    return type_default(op, attr)
+
+
 def attr_value(a: dict, strict: bool = False) -> Any:
     """An AttrValue dict as a plain Python value (types as DT_ names, shapes
     as lists, strings decoded).  `strict`: a string that is not UTF-8 text
@@ -1022,8 +1029,12 @@ class _Builder:
                 if t is not None:
                     return t
         # (a type attribute with a default in TensorFlow's op registry, which
-        # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
-        dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
+        # a SavedModel strips, as meta_graph.strip_graph_default_valued_attrs
+        # does: the op's entry says it, OpDef.type_defaults, else TensorFlow's
+        # OpDef in the signature table; TensorFlow fills that default in when
+        # it loads the graph, so only a type attribute without one is missing)
+        dt = self.attr(name, "") or opdefs.type_default(self.node.op, name) \
+            or _opdef_type_default(self.node.op, name)
         if not dt:
             # (TensorFlow refuses the node: "NodeDef missing attr")
             self.reject(f"has no attribute {name!r} (a type), and {self.node.op} gives it no "

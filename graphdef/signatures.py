@@ -93,6 +93,18 @@ class SignatureError(ValueError):
         self.node, self.attribute, self.message = node, attribute, message
 
 
+def type_default(op: str, attr: str) -> str:
+    """The default of type attribute `attr` in `op`'s OpDef (a DT_ name; "":
+    the OpDef gives none, or the table lacks the op or the attribute): what
+    TensorFlow fills in for a node that leaves the attribute out."""
+    if op not in OPS.entries:
+        return ""
+    spec = OPS[op][2].get(attr)
+    if spec is None or spec[0] != "type" or type(spec[1]) is not str:
+        return ""
+    return spec[1]
+
+
 def _type_of(a) -> str | None:
     """A type attribute's DT_ name; None where the AttrValue holds another kind."""
     if isinstance(a, Mapping) and len(a) == 1 and "type" in a:

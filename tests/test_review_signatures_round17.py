@@ -190,32 +190,30 @@ CALL_TOUT_MISMATCH = (XF + _call("PartitionedCall", "f", "DT_FLOAT", "DT_INT32",
 
 # -- false refusals ---------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="false refusal (older than this change, now worded as "
-                   "TensorFlow's refusal): a type attribute with a default in TensorFlow's "
-                   "OpDef that tf.saved_model.save strips (Range's Tidx, Transpose's Tperm, "
-                   "BroadcastGradientArgs' T) is refused as 'missing-attribute ... gives it "
-                   "no default: TensorFlow refuses such a node'; TensorFlow fills the default "
-                   "in and runs it. A SavedModel of a training step with a dynamic batch, and "
-                   "Keras' model.export() of an LSTM, GRU or Permute model, are refused. "
-                   "_Builder.dtype reads only opdefs.type_default, not the OpDef table's "
-                   "defaults (95 type attributes of the table have a default the "
-                   "registry lacks)")
 @pytest.mark.parametrize("name", sorted(STRIPPED_REFUSED))
 def test_a_type_attribute_left_to_its_opdef_default_is_imported(name):
+    # (refused before: the importer read only the op registry's type
+    # defaults, not the OpDef's, and called the node one TensorFlow refuses)
     text, fetches = STRIPPED_REFUSED[name]
     _import(text, fetches)
 
 
+def test_a_stripped_default_takes_the_opdefs_type():
+    # Range's Tidx left out is int32 (its OpDef default), and the values are
+    # those TensorFlow runs (test_tensorflow_runs_a_stripped_range... below)
+    from tfsem.oracle.semantics import reference_outcomes
+    text, fetches = STRIPPED_REFUSED["Range.Tidx"]
+    [outcome] = reference_outcomes(_import(text, fetches).program, {}, {})
+    [(name, value)] = outcome.outputs
+    assert (name, value.dtype, value.array.tolist()) == ("out", "int32", [0, 1, 2, 3])
+
+
 @pytest.mark.parametrize("name", sorted(STRIPPED_REFUSED))
 def test_a_stripped_default_is_not_refused_by_the_signature_check_itself(name):
-    # the refusal above comes from the op's model, not from the new check:
     # the check fills the OpDef default in and finds the node well typed
-    text, fetches = STRIPPED_REFUSED[name]
-    with pytest.raises(GraphImportError) as info:
-        _import(text, fetches)
-    assert [v.rule for v in info.value.violations] == ["missing-attribute"]
     from tfsem.graphdef import functions as fns
     from tfsem.graphdef.signatures import check_graph
+    text, _ = STRIPPED_REFUSED[name]
     top: dict = {}
     fns.flatten(parse_text("GraphDef", text), None, top)
     check_graph(top)
