@@ -267,13 +267,43 @@ def test_refusals_that_held(name):
     assert [v.rule for v in info.value.violations] == ["signature"]
 
 
+#: the missed refusals fixed since: name -> (the node and the attribute
+#: the refusal names, words of what the OpDef expects)
+FIXED = {
+    "list_type_below_minimum": ("'idn'", "'T'", "minimum length 1"),
+    "list_int_below_minimum": ("'out'", "'ksize'", "minimum length 4"),
+    "string_attribute_not_allowed": ("'out'", "'padding'", "EXPLICIT, SAME, VALID"),
+    "bool_attribute_as_int": ("'out'", "'transpose_a'", "says bool"),
+    "list_type_attribute_as_type": ("'out'", "'T'", "says list(type)"),
+    "count_attribute_as_float": ("'out'", "'N'", "says int"),
+}
+
+
 @pytest.mark.parametrize("name", [
+    k if k in FIXED else
     pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=f"missed refusal: {why}"))
     for k, (_, _, why) in sorted(REFUSED_MISSED.items())])
 def test_graphs_tensorflow_refuses_are_refused(name):
     text, fetches, _ = REFUSED_MISSED[name]
-    with pytest.raises(GraphImportError):
+    with pytest.raises(GraphImportError) as info:
         _import(text, fetches)
+    if name in FIXED:
+        [v] = info.value.violations
+        where, attr, expected = FIXED[name]
+        assert v.rule == "signature" and where in v.where
+        assert attr in v.message and expected in v.message
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_the_binary_form_is_refused_the_same(name):
+    # a binary GraphDef's attributes are read from the message (LazyAttrs)
+    text, fetches, _ = REFUSED_MISSED[name]
+    binary = parse("GraphDef", encode("GraphDef", parse_text("GraphDef", text)))
+    with pytest.raises(GraphImportError) as from_text:
+        _import(text, fetches)
+    with pytest.raises(GraphImportError) as from_binary:
+        import_graph(binary, fetches)
+    assert from_binary.value.violations == from_text.value.violations
 
 
 @pytest.mark.xfail(strict=True, reason="missed refusal: a reached PartitionedCall whose Tout "
