@@ -21,7 +21,9 @@ SavedModel's loader) whose node disagrees with its op's OpDef:
   `transpose_a` given as an int, `IdentityN`'s list(type) `T` as a type:
   "AttrValue had value with type 'int' when 'bool' expected"), a list
   shorter than its OpDef minimum (`MaxPool`'s `ksize` of 2), a string
-  outside its allowed values (`MaxPool`'s `padding` "FOO").
+  outside its allowed values (`MaxPool`'s `padding` "FOO");
+* a control input listed before a data input (a NodeDef rule, checked for
+  a node of any op).
 
 tfsem refuses each such graph too, naming the node, the attribute and what
 was expected: it never gives a verdict on a graph TensorFlow will not load.
@@ -564,6 +566,7 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None, only: Any = None)
 
     fast_ops: dict[str, tuple | None] = {}
     for n in (nodes.values() if only is None else (nodes[k] for k in only if k in nodes)):
+        _check_input_order(n)
         op = n.op
         if op not in known:
             continue
@@ -580,6 +583,22 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None, only: Any = None)
                 _check_allowed(n, values)
             continue
         check_node(n, source_type, reached is None or n.name in reached, values)
+
+
+def _check_input_order(n) -> None:
+    """Refuse a node (of any op) with a control input before a data input
+    (the function bodies' too: inlining keeps their inputs' order):
+    a NodeDef rule TensorFlow's graph constructor applies to every node it
+    loads ("Control dependencies must come after regular dependencies")."""
+    control = ""
+    for k, ref in enumerate(n.inputs):
+        if ref[:1] == "^":
+            control = control or ref
+        elif control:
+            raise SignatureError(n, "", f"data input {k} ({_short(ref)}) comes after the "
+                                 f"control input {_short(control)}: TensorFlow refuses the "
+                                 "node (\"Control dependencies must come after regular "
+                                 "dependencies\")")
 
 
 def _fast_ok(n, fast: tuple, values: dict, source_type) -> bool:

@@ -276,6 +276,7 @@ FIXED = {
     "bool_attribute_as_int": ("'out'", "'transpose_a'", "says bool"),
     "list_type_attribute_as_type": ("'out'", "'T'", "says list(type)"),
     "count_attribute_as_float": ("'out'", "'N'", "says int"),
+    "control_input_before_data": ("'out'", "control input ^c", "data input 1 (f)"),
 }
 
 
