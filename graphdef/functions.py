@@ -61,6 +61,11 @@ class GNode:
     #: a node of a function body, as its FunctionDef has it (not one that
     #: inlining or lowering made): what check_signatures checks in bodies
     body: bool = False
+    #: of a call's entry node (`C/_entry`): the nodes of the called body that
+    #: no result needs, not inlined (flat, by name), checked against their
+    #: OpDefs where the call is reached (TensorFlow checks the whole body
+    #: when it instantiates the function)
+    dead: Mapping[str, "GNode"] | None = None
 
     def describe(self) -> str:
         return (f"node {_short(self.name)!r} ({_short(self.op)}"
@@ -785,6 +790,8 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         inputs = [resolve(i, ctx) for i in nd.get("input", [])] + [f"^{entry}"]
         new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where,
                          True))
+    if call.op in _BODY_CHECKED_CALLS and len(kept) < len(body):
+        new[0].dead = _dead_nodes(body, kept, ops_of, prefix, where, resolve)
     rets = _returns(fdef, outs, fname, resolve)
     done = sorted({f"^{prefix}/{n}" for n in kept if n in body and _is_effect(ops_of[n])}
                   | {f"^{prefix}/{n}" for n in (fdef.get("control_ret") or {}).values()
@@ -877,6 +884,29 @@ def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dic
     nodes[call.name] = GNode(call.name, "IdentityN", rets + [f"^{ocn}"],
                              {"_tfsem_call": {"s": fname.encode()}}, call.where)
     return new
+
+
+#: The call ops whose function TensorFlow instantiates when it loads the
+#: graph or first runs the call, checking every node of the body.
+_BODY_CHECKED_CALLS = frozenset(("PartitionedCall", "StatefulPartitionedCall"))
+
+
+def _dead_nodes(body: dict, kept: set, ops_of: dict, prefix: str, where: str,
+                resolve) -> dict[str, GNode]:
+    """The body's nodes outside `kept`, as GNodes named and wired as the
+    inlined ones (`prefix/n`), for the signature check only (never built).
+    A node whose inputs do not resolve is left out (not judged)."""
+    out: dict[str, GNode] = {}
+    for n, nd in body.items():
+        if n in kept:
+            continue
+        try:
+            inputs = [resolve(i, f"node {n!r} {where}") for i in nd.get("input", [])]
+        except (GraphFormatError, TypeError, ValueError, AttributeError):
+            continue
+        out[f"{prefix}/{n}"] = GNode(f"{prefix}/{n}", ops_of[n], inputs,
+                                     dict(nd.get("attr", {})), where, True)
+    return out
 
 
 def _port(op: str, node: str, arg: str, k: int, names: dict) -> int:

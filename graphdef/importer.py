@@ -29,6 +29,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 from __future__ import annotations
 
 import math
+from collections import ChainMap
 from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -1298,6 +1299,12 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     check_signatures(top, reached)
     if bodies:
         check_signatures(nodes, reached, only=bodies)
+    # the nodes of a reached PartitionedCall's or StatefulPartitionedCall's
+    # body that no result needs, not inlined: TensorFlow checks every node of
+    # a body when it instantiates it (never run here: not `reached`)
+    dead = [nodes[n].dead for n in order if nodes[n].dead] if len(nodes) > len(top) else []
+    if dead:
+        check_signatures(ChainMap(*dead, nodes), set(), only=[k for d in dead for k in d])
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

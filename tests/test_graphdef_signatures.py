@@ -232,3 +232,26 @@ def test_the_mlir_reader_derives_attributes_as_tensorflows_exporter_does():
         "T": {"list": {"type": [i32, f32]}}}
     assert derive_attrs("Const", [], [i64]) == {"dtype": {"type": i64}}
     assert derive_attrs("NotAnOp", [i32], [i32]) == {}
+
+
+def _dead_body_graph(dead_t: str, fetch_call: bool = True) -> str:
+    """out = PartitionedCall d(f), d's body with a node `bad` no result
+    needs (Neg of T=dead_t on the argument); `other` = Neg(f)."""
+    fn = ('function { signature { name: "d" input_arg { name: "a" type: DT_FLOAT } '
+          'output_arg { name: "o" type: DT_FLOAT } } node_def { name: "n" op: "Neg" input: "a" '
+          'attr { key: "T" value { type: DT_FLOAT } } } node_def { name: "bad" op: "Neg" '
+          f'input: "n:y:0" attr {{ key: "T" value {{ type: {dead_t} }} }} }} '
+          'ret { key: "o" value: "n:y:0" } }')
+    return (XF + node("out", "PartitionedCall", ["f"], Tin="list { type: DT_FLOAT }",
+                      Tout="list { type: DT_FLOAT }", f='func { name: "d" }')
+            + node("other", "Neg", ["f"], T="type: DT_FLOAT") + "library { " + fn + " }\n")
+
+
+def test_a_reached_calls_dead_body_nodes_are_checked_and_an_unreached_calls_are_not():
+    # the dead node's input is the body's own node (its type read from it)
+    assert _import(_dead_body_graph("DT_FLOAT"), "out").program.outputs
+    with pytest.raises(GraphImportError) as info:
+        _import(_dead_body_graph("DT_INT32"), "out")
+    (v,) = info.value.violations
+    assert v.rule == "signature" and "'out/bad'" in v.where and "'T'" in v.message
+    assert _import(_dead_body_graph("DT_INT32"), "other").program.outputs

@@ -277,6 +277,9 @@ FIXED = {
     "list_type_attribute_as_type": ("'out'", "'T'", "says list(type)"),
     "count_attribute_as_float": ("'out'", "'N'", "says int"),
     "control_input_before_data": ("'out'", "control input ^c", "data input 1 (f)"),
+    **{f"dead_bad_node_in_a_reached_{op}_body": ("'out/bad' (Neg, in function 'd'", "'T'",
+                                                 "is float, and the node's attributes say int32")
+       for op in ("PartitionedCall", "StatefulPartitionedCall")},
 }
 
 
