@@ -1302,6 +1302,10 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     # the nodes of a reached PartitionedCall's or StatefulPartitionedCall's
     # body that no result needs, not inlined: TensorFlow checks every node of
     # a body when it instantiates it (never run here: not `reached`)
+    if len(nodes) > len(top):
+        for n in order:
+            if nodes[n].refusal:
+                raise GraphImportError(*nodes[n].refusal, "signature")
     dead = [nodes[n].dead for n in order if nodes[n].dead] if len(nodes) > len(top) else []
     if dead:
         check_signatures(ChainMap(*dead, nodes), set(), only=[k for d in dead for k in d])

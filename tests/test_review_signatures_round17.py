@@ -310,13 +310,20 @@ def test_the_binary_form_is_refused_the_same(name):
     assert from_binary.value.violations == from_text.value.violations
 
 
-@pytest.mark.xfail(strict=True, reason="missed refusal: a reached PartitionedCall whose Tout "
-                   "is not its function's output type loads in TensorFlow and fails every run "
-                   "(\"Graph execution error\"); tfsem inlines the call and gives a verdict")
 def test_a_reached_call_whose_tout_is_not_its_function_is_refused():
+    # (it imported and got a verdict: TensorFlow loads it, and every run
+    # that reaches the call fails)
     text, fetches = CALL_TOUT_MISMATCH
-    with pytest.raises(GraphImportError):
+    with pytest.raises(GraphImportError) as info:
         _import(text, fetches)
+    [v] = info.value.violations
+    assert v.rule == "signature" and "'out' (PartitionedCall" in v.where
+    assert "'Tout' is [int32]" in v.message and "'g' returns [float]" in v.message
+
+
+def test_an_unreached_call_whose_tout_is_not_its_function_imports():
+    text, _ = CALL_TOUT_MISMATCH
+    assert _import(text + node("o3", "Neg", ["f"], T=F32), ["o3"]).program is not None
 
 
 # -- against TensorFlow -----------------------------------------------------------
