@@ -285,11 +285,9 @@ _FIELD_KINDS = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "t
 
 def _kind_of(attrs, name: str):
     """(the AttrValue field set, ((list field, length), ...) of a list's
-    nonempty fields, else None) of the node's attribute `name`; None where
-    it is absent, unset, or not an AttrValue's dict form."""
-    kind = getattr(attrs, "kind", None) if type(attrs) is not dict else None
-    if kind is not None:
-        return kind(name)
+    nonempty fields, else None) of the node's attribute `name` (`attrs`, a
+    dict form); None where it is absent, unset, or not an AttrValue's dict
+    form."""
     a = attrs.get(name)
     if not isinstance(a, Mapping) or len(a) != 1:
         return None
@@ -312,8 +310,13 @@ def _check_kinds(node, kinds: tuple) -> None:
     ValidateAttrValue refuses each when it loads the graph.  An attribute
     absent, unset or a function's placeholder is not judged here."""
     attrs = node.attr
+    # (a decoded NodeDef's attributes, graphdef.proto.runtime.LazyAttrs, are
+    # read from the message; a dict form, by _kind_of)
+    kind_of = getattr(attrs, "kind", None) if type(attrs) is not dict else None
     for name, want, minimum, strings in kinds:
-        k = _kind_of(attrs, name)
+        if name not in attrs:
+            continue
+        k = kind_of(name) if kind_of is not None else _kind_of(attrs, name)
         if k is None or k[0] == "placeholder":
             continue
         which, fields = k

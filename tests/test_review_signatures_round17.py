@@ -362,3 +362,27 @@ def test_tensorflow_runs_a_stripped_range_and_fails_a_call_of_the_wrong_tout():
     g = _tf_load(tf, CALL_TOUT_MISMATCH[0])
     with tf.compat.v1.Session(graph=g) as s, pytest.raises(tf.errors.OpError):
         s.run("o2:0", {"f:0": np.ones(4, np.float32)})
+
+
+@pytest.mark.parametrize("name", ["bool_attribute_as_int", "control_input_before_data",
+                                  "dead_bad_node_in_a_reached_PartitionedCall_body"])
+def test_the_command_line_exits_2_naming_node_and_attribute(name, tmp_path, capsys):
+    from tfsem.cli import main
+    text, fetches, _ = REFUSED_MISSED[name]
+    path = tmp_path / "g.pbtxt"
+    path.write_text(text)
+    rc = main(["import", str(path), "--fetch", fetches[0]])
+    err = capsys.readouterr().err
+    where, attr, expected = FIXED[name]
+    assert rc == 2 and "Traceback" not in err
+    assert where in err and attr in err and expected in err
+
+
+def test_the_command_line_exits_2_on_a_call_of_the_wrong_tout(tmp_path, capsys):
+    from tfsem.cli import main
+    text, fetches = CALL_TOUT_MISMATCH
+    path = tmp_path / "g.pbtxt"
+    path.write_text(text)
+    rc = main(["import", str(path), "--fetch", fetches[0]])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "'Tout'" in err and "'out'" in err
