@@ -793,7 +793,10 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         inputs = [resolve(i, ctx) for i in nd.get("input", [])] + [f"^{entry}"]
         new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where,
                          True))
-    if call.op in _BODY_CHECKED_CALLS:
+    if call.op in opt.CALLS:
+        # (PartitionedCall, StatefulPartitionedCall: TensorFlow instantiates
+        # the function when it loads the graph or first runs the call,
+        # checking every node of the body)
         if len(kept) < len(body):
             new[0].dead = _dead_nodes(body, kept, ops_of, prefix, where, resolve)
         why = _call_signature_refusal(call, fname, sig)
@@ -890,11 +893,6 @@ def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dic
     nodes[call.name] = GNode(call.name, "IdentityN", rets + [f"^{ocn}"],
                              {"_tfsem_call": {"s": fname.encode()}}, call.where)
     return new
-
-
-#: The call ops whose function TensorFlow instantiates when it loads the
-#: graph or first runs the call, checking every node of the body.
-_BODY_CHECKED_CALLS = frozenset(("PartitionedCall", "StatefulPartitionedCall"))
 
 
 def _call_signature_refusal(call: GNode, fname: str, sig: dict) -> str:
