@@ -61,6 +61,14 @@ class GNode:
     #: a node of a function body, as its FunctionDef has it (not one that
     #: inlining or lowering made): what check_signatures checks in bodies
     body: bool = False
+    #: of a call's entry node (`C/_entry`): the nodes of the called body that
+    #: no result needs, not inlined (flat, by name), checked against their
+    #: OpDefs where the call is reached (TensorFlow checks the whole body
+    #: when it instantiates the function)
+    dead: Mapping[str, "GNode"] | None = None
+    #: of a call's entry node: (the call, why every run that reaches it
+    #: fails: its Tin or Tout is not its function's signature), or None
+    refusal: tuple[str, str] | None = None
 
     def describe(self) -> str:
         return (f"node {_short(self.name)!r} ({_short(self.op)}"
@@ -785,6 +793,14 @@ def _inline(call: GNode, library: dict, nodes: dict[str, GNode], depth: int,
         inputs = [resolve(i, ctx) for i in nd.get("input", [])] + [f"^{entry}"]
         new.append(GNode(f"{prefix}/{n}", ops_of[n], inputs, dict(nd.get("attr", {})), where,
                          True))
+    if call.op in opt.CALLS:
+        # (PartitionedCall, StatefulPartitionedCall: TensorFlow instantiates
+        # the function when it loads the graph or first runs the call,
+        # checking every node of the body)
+        if len(kept) < len(body):
+            new[0].dead = _dead_nodes(body, kept, ops_of, prefix, where, resolve)
+        why = _call_signature_refusal(call, fname, sig)
+        new[0].refusal = (call.describe(), why) if why else None
     rets = _returns(fdef, outs, fname, resolve)
     done = sorted({f"^{prefix}/{n}" for n in kept if n in body and _is_effect(ops_of[n])}
                   | {f"^{prefix}/{n}" for n in (fdef.get("control_ret") or {}).values()
@@ -877,6 +893,48 @@ def _inline_lowered(call: GNode, fdef: dict, fname: str, body: dict, ops_of: dic
     nodes[call.name] = GNode(call.name, "IdentityN", rets + [f"^{ocn}"],
                              {"_tfsem_call": {"s": fname.encode()}}, call.where)
     return new
+
+
+def _call_signature_refusal(call: GNode, fname: str, sig: dict) -> str:
+    """Why a PartitionedCall's Tin or Tout is not the types of its function's
+    arguments or results ("": it is, or a type cannot be told: a function
+    typed by its own attributes, a list not of DT_ names).  TensorFlow loads
+    such a graph and every run reaching the call fails."""
+    from .signatures import _name
+    for attr, args, what in (("Tin", sig.get("input_arg", []), "takes"),
+                             ("Tout", sig.get("output_arg", []), "returns")):
+        a = call.attr.get(attr)
+        lst = a.get("list") if isinstance(a, Mapping) else None
+        if not isinstance(lst, Mapping) or set(lst) - {"type"}:
+            continue
+        given = list(lst.get("type", []))
+        want = [x.get("type") if isinstance(x, Mapping) and not x.get("number_attr")
+                and not x.get("type_list_attr") else None for x in args]
+        if not all(isinstance(t, str) and t[:3] == "DT_" for t in given + want):
+            continue
+        if given != want:
+            return (f"attribute {attr!r} is [{', '.join(map(_name, given))}], and function "
+                    f"{_short(fname)!r} {what} [{', '.join(map(_name, want))}]: TensorFlow "
+                    "cannot instantiate the call, and every run that reaches it fails")
+    return ""
+
+
+def _dead_nodes(body: dict, kept: set, ops_of: dict, prefix: str, where: str,
+                resolve) -> dict[str, GNode]:
+    """The body's nodes outside `kept`, as GNodes named and wired as the
+    inlined ones (`prefix/n`), for the signature check only (never built).
+    A node whose inputs do not resolve is left out (not judged)."""
+    out: dict[str, GNode] = {}
+    for n, nd in body.items():
+        if n in kept:
+            continue
+        try:
+            inputs = [resolve(i, f"node {n!r} {where}") for i in nd.get("input", [])]
+        except (GraphFormatError, TypeError, ValueError, AttributeError):
+            continue
+        out[f"{prefix}/{n}"] = GNode(f"{prefix}/{n}", ops_of[n], inputs,
+                                     dict(nd.get("attr", {})), where, True)
+    return out
 
 
 def _port(op: str, node: str, arg: str, k: int, names: dict) -> int:

@@ -29,6 +29,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 from __future__ import annotations
 
 import math
+from collections import ChainMap
 from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -233,6 +234,13 @@ class _NotText(ValueError):
     @classmethod
     def with_value(cls, val: bytes) -> "_NotText":
         return cls(f"a string attribute is not UTF-8 text: {val[:60]!r}")
+
+
+def _opdef_type_default(op: str, attr: str) -> str:
+    """The default TensorFlow's OpDef gives type attribute `attr` of `op`
+    (graphdef/signatures.py's table; "": none, or an op the table lacks)."""
+    from .signatures import type_default
+    return type_default(op, attr)
 
 
 def attr_value(a: dict, strict: bool = False) -> Any:
@@ -1022,8 +1030,12 @@ class _Builder:
                 if t is not None:
                     return t
         # (a type attribute with a default in TensorFlow's op registry, which
-        # a SavedModel strips: the op's entry says it, OpDef.type_defaults)
-        dt = self.attr(name, "") or opdefs.type_default(self.node.op, name)
+        # a SavedModel strips, as meta_graph.strip_graph_default_valued_attrs
+        # does: the op's entry says it, OpDef.type_defaults, else TensorFlow's
+        # OpDef in the signature table; TensorFlow fills that default in when
+        # it loads the graph, so only a type attribute without one is missing)
+        dt = self.attr(name, "") or opdefs.type_default(self.node.op, name) \
+            or _opdef_type_default(self.node.op, name)
         if not dt:
             # (TensorFlow refuses the node: "NodeDef missing attr")
             self.reject(f"has no attribute {name!r} (a type), and {self.node.op} gives it no "
@@ -1287,6 +1299,16 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     check_signatures(top, reached)
     if bodies:
         check_signatures(nodes, reached, only=bodies)
+    # the nodes of a reached PartitionedCall's or StatefulPartitionedCall's
+    # body that no result needs, not inlined: TensorFlow checks every node of
+    # a body when it instantiates it (never run here: not `reached`)
+    if len(nodes) > len(top):
+        for n in order:
+            if nodes[n].refusal:
+                raise GraphImportError(*nodes[n].refusal, "signature")
+    dead = [nodes[n].dead for n in order if nodes[n].dead] if len(nodes) > len(top) else []
+    if dead:
+        check_signatures(ChainMap(*dead, nodes), set(), only=[k for d in dead for k in d])
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:

@@ -16,7 +16,14 @@ SavedModel's loader) whose node disagrees with its op's OpDef:
 * a type attribute the signature needs and neither the node nor the OpDef
   gives ("NodeDef missing attr"): a `Const` without `dtype` among them;
 * an int attribute outside int32 that the op's shape function reads as an
-  int32 (`StridedSlice`'s `begin_mask = 2**62`: INT32_ATTRS).
+  int32 (`StridedSlice`'s `begin_mask = 2**62`: INT32_ATTRS);
+* an attribute of another kind than its OpDef's (`MatMul`'s bool
+  `transpose_a` given as an int, `IdentityN`'s list(type) `T` as a type:
+  "AttrValue had value with type 'int' when 'bool' expected"), a list
+  shorter than its OpDef minimum (`MaxPool`'s `ksize` of 2), a string
+  outside its allowed values (`MaxPool`'s `padding` "FOO");
+* a control input listed before a data input (a NodeDef rule, checked for
+  a node of any op).
 
 tfsem refuses each such graph too, naming the node, the attribute and what
 was expected: it never gives a verdict on a graph TensorFlow will not load.
@@ -91,6 +98,18 @@ class SignatureError(ValueError):
     def __init__(self, node, attribute: str, message: str):
         super().__init__(message)
         self.node, self.attribute, self.message = node, attribute, message
+
+
+def type_default(op: str, attr: str) -> str:
+    """The default of type attribute `attr` in `op`'s OpDef (a DT_ name; "":
+    the OpDef gives none, or the table lacks the op or the attribute): what
+    TensorFlow fills in for a node that leaves the attribute out."""
+    if op not in OPS.entries:
+        return ""
+    spec = OPS[op][2].get(attr)
+    if spec is None or spec[0] != "type" or type(spec[1]) is not str:
+        return ""
+    return spec[1]
 
 
 def _type_of(a) -> str | None:
@@ -232,7 +251,9 @@ def _compiled(op: str) -> tuple:
     attributes the output args read; the int attributes with a minimum or
     that count args; the output args as the input args; (type attribute,
     the types its OpDef allows, whether a list(type)) for each type
-    attribute with allowed values) of an op of the table, worked out once."""
+    attribute with allowed values; (attribute, kind, a list's minimum
+    length, a string's allowed values) of each attribute, for
+    _check_kinds) of an op of the table, worked out once."""
     c = _COMPILED.get(op)
     if c is None:
         inputs, outputs, attrs = OPS[op]
@@ -246,9 +267,89 @@ def _compiled(op: str) -> tuple:
         plain_out = None if any(a[2] or a[3] for a in outputs) else \
             tuple((a[1], a[1].startswith("DT_"), a[4]) for a in outputs)
         allowed = tuple((name, frozenset(spec[3]), spec[0] == "list(type)")
-                        for name, spec in attrs.items() if spec[3] is not None)
-        c = _COMPILED[op] = (plain, counts, out_attrs, ints, plain_out, allowed)
+                        for name, spec in attrs.items()
+                        if spec[3] is not None and spec[0] in ("type", "list(type)"))
+        kinds = tuple((name, spec[0], spec[2] if spec[0][:5] == "list(" else None,
+                       frozenset(spec[3]) if spec[0] == "string" and spec[3] is not None
+                       else None)
+                      for name, spec in attrs.items() if spec[0] != "any")
+        c = _COMPILED[op] = (plain, counts, out_attrs, ints, plain_out, allowed, kinds)
     return c
+
+
+#: An AttrValue's field -> the OpDef kind of a value held in it (a list's
+#: field: list(that kind)).
+_FIELD_KINDS = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "type",
+                "shape": "shape", "tensor": "tensor", "func": "func"}
+
+
+def _kind_of(attrs, name: str):
+    """(the AttrValue field set, ((list field, length), ...) of a list's
+    nonempty fields, else None) of the node's attribute `name` (`attrs`, a
+    dict form); None where it is absent, unset, or not an AttrValue's dict
+    form."""
+    a = attrs.get(name)
+    if not isinstance(a, Mapping) or len(a) != 1:
+        return None
+    (which, v), = a.items()
+    if which != "list":
+        return which, None
+    if not isinstance(v, Mapping):
+        return None
+    return which, tuple((f, len(x)) for f, x in v.items()
+                        if isinstance(x, (list, tuple)) and x)
+
+
+def _check_kinds(node, kinds: tuple) -> None:
+    """Refuse an attribute the OpDef names that holds a value of another
+    kind than the OpDef's (a bool given as an int: "AttrValue had value with
+    type 'int' when 'bool' expected"), a list shorter than its OpDef minimum
+    ("Length for attr 'T' of 0 must be at least minimum 1"), or a string
+    outside the values its OpDef allows ("Value for attr 'padding' of
+    \"FOO\" is not in the list of allowed values"): TensorFlow's
+    ValidateAttrValue refuses each when it loads the graph.  An attribute
+    absent, unset or a function's placeholder is not judged here."""
+    attrs = node.attr
+    # (a decoded NodeDef's attributes, graphdef.proto.runtime.LazyAttrs, are
+    # read from the message; a dict form, by _kind_of)
+    kind_of = getattr(attrs, "kind", None) if type(attrs) is not dict else None
+    for name, want, minimum, strings in kinds:
+        if name not in attrs:
+            continue
+        k = kind_of(name) if kind_of is not None else _kind_of(attrs, name)
+        if k is None or k[0] == "placeholder":
+            continue
+        which, fields = k
+        if fields is None:
+            got = _FIELD_KINDS.get(which)
+            if got is None:
+                continue   # (a field this reader does not know: not judged)
+        else:
+            got = f"list({_FIELD_KINDS.get(fields[0][0], fields[0][0])})" if fields else "list"
+            if len(fields) > 1:
+                got = "list(" + ", ".join(_FIELD_KINDS.get(f, f) for f, _ in fields) + ")"
+        if got != want and not (got == "list" and want[:5] == "list("):
+            said = "an empty list" if got == "list" else f"a value of kind {got}"
+            raise SignatureError(node, name, f"attribute {name!r} holds {said}, and "
+                                 f"{node.op}'s OpDef says {want}: TensorFlow refuses the node "
+                                 f"(\"AttrValue had value with type '{got}' when '{want}' "
+                                 "expected\")")
+        if minimum is not None:
+            n = fields[0][1] if fields else 0
+            if n < minimum:
+                raise SignatureError(node, name, f"attribute {name!r} is a list of {n}, below "
+                                     f"the minimum length {minimum} of {node.op}'s OpDef: "
+                                     "TensorFlow refuses the node (\"Length for attr "
+                                     f"'{name}' of {n} must be at least minimum {minimum}\")")
+        if strings is not None:
+            sc = getattr(attrs, "scalar", None) if type(attrs) is not dict else None
+            v = sc(name)[1] if sc is not None else attrs[name].get("s")
+            text = v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
+            if isinstance(text, str) and text not in strings:
+                raise SignatureError(node, name, f"attribute {name!r} is {_short(text)!r}, "
+                                     f"which {node.op}'s OpDef does not allow (it allows "
+                                     f"{', '.join(sorted(strings))}): TensorFlow refuses the "
+                                     "node (\"not in the list of allowed values\")")
 
 
 _NEEDED: dict[str, tuple] = {}
@@ -355,7 +456,8 @@ def check_node(node, source_type, reached: bool = True, values: dict | None = No
     if d is None:
         return
     inputs, outputs, attrs = d
-    plain, counts, out_attrs, _, _, _ = _compiled(node.op)
+    plain, counts, out_attrs, _, _, _, kinds = _compiled(node.op)
+    _check_kinds(node, kinds)
     values = _checked_values(node, attrs, reached, values)
     for name in counts:
         v = values[name]
@@ -467,21 +569,39 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None, only: Any = None)
 
     fast_ops: dict[str, tuple | None] = {}
     for n in (nodes.values() if only is None else (nodes[k] for k in only if k in nodes)):
+        _check_input_order(n)
         op = n.op
         if op not in known:
             continue
         fast = fast_ops.get(op, _MISSING)
         if fast is _MISSING:
-            plain, counts, out_attrs, ints, _, _ = _compiled(op)
-            fast = fast_ops[op] = (plain, out_attrs, bool(_compiled(op)[5])) \
+            plain, counts, out_attrs, ints, _, _, _ = _compiled(op)
+            fast = fast_ops[op] = (plain, out_attrs, bool(_compiled(op)[5]), _compiled(op)[6]) \
                 if plain is not None and not counts and not ints and op not in INT32_ATTRS \
                 and op not in INT32_KERNEL_ATTRS else None
         values = values_of(n)
         if fast is not None and _fast_ok(n, fast, values, source_type):
+            _check_kinds(n, fast[3])
             if fast[2]:
                 _check_allowed(n, values)
             continue
         check_node(n, source_type, reached is None or n.name in reached, values)
+
+
+def _check_input_order(n) -> None:
+    """Refuse a node (of any op) with a control input before a data input
+    (the function bodies' too: inlining keeps their inputs' order):
+    a NodeDef rule TensorFlow's graph constructor applies to every node it
+    loads ("Control dependencies must come after regular dependencies")."""
+    control = ""
+    for k, ref in enumerate(n.inputs):
+        if ref[:1] == "^":
+            control = control or ref
+        elif control:
+            raise SignatureError(n, "", f"data input {k} ({_short(ref)}) comes after the "
+                                 f"control input {_short(control)}: TensorFlow refuses the "
+                                 "node (\"Control dependencies must come after regular "
+                                 "dependencies\")")
 
 
 def _fast_ok(n, fast: tuple, values: dict, source_type) -> bool:
@@ -489,7 +609,7 @@ def _fast_ok(n, fast: tuple, values: dict, source_type) -> bool:
     int attributes, agrees with its signature: the common case, decided
     here without check_node's work; False where check_node must look (it
     refuses, or finds an attribute of another kind and lets the node be)."""
-    plain, out_attrs, _ = fast
+    plain, out_attrs, _, _ = fast
     for a in out_attrs:
         if values[a] is _MISSING:
             return False
@@ -546,7 +666,9 @@ def check_counts(nodes: Mapping[str, Any]) -> None:
 
 # -- the table, from TensorFlow ------------------------------------------------
 
-#: The attribute kinds the table keeps (what a signature reads).
+#: The attribute kinds whose defaults the table keeps (what a signature
+#: reads); of the others it keeps the kind, the minimum length of a list and
+#: a string's allowed values.
 TABLE_KINDS = ("type", "int", "list(type)", "list(int)")
 
 
@@ -554,8 +676,9 @@ def table_entry(op_def) -> tuple:
     """The table's entry of a TensorFlow OpDef message: (input args, output
     args, attributes), an arg (name, DT_ name or its type attribute, number
     attribute, list(type) attribute, is_ref), an attribute {name: (kind,
-    default or None, minimum or None, the types it allows or None)} for the kinds of
-    TABLE_KINDS."""
+    default or None, minimum or None, the types (or, of a string, the
+    values) it allows or None)}, every attribute of the OpDef (a default
+    kept for the kinds of TABLE_KINDS, else None)."""
     from tensorflow.core.framework import types_pb2
 
     def arg(a):
@@ -565,6 +688,11 @@ def table_entry(op_def) -> tuple:
     attrs = {}
     for a in op_def.attr:
         if a.type not in TABLE_KINDS:
+            allowed = None
+            if a.type in ("string", "list(string)") and a.HasField("allowed_values"):
+                allowed = tuple(sorted(v.decode("utf-8", "backslashreplace")
+                                       for v in a.allowed_values.list.s))
+            attrs[a.name] = (a.type, None, int(a.minimum) if a.has_minimum else None, allowed)
             continue
         default = None
         if a.HasField("default_value"):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from graphdef_signature_cases import BIG, REFUSED, VALID, function_call, strided_slice_grad
+from graphdef_signature_cases import (BIG, REFUSED, VALID, XF, function_call, node,
+                                      strided_slice_grad)
 from tfsem.cli import main
 from tfsem.graphdef import functions as fns
 from tfsem.graphdef import read_graph
@@ -110,6 +111,30 @@ def test_the_int32_tables_name_int_attributes_of_the_table():
         for op, names in table.items():
             for name in names:
                 assert OPS[op][2][name][0] in ("int", "list(int)"), (op, name)
+
+
+def test_the_op_registrys_type_defaults_are_the_opdefs():
+    # a stripped type attribute is read as the registry's default, else the
+    # OpDef's (graphdef/importer.py dtype): the two must never disagree
+    from tfsem.graphdef.signatures import type_default
+    from tfsem.oracle import opdefs
+    pairs = [(op, attr, dt) for op, d in opdefs.table().items()
+             for attr, dt in getattr(d, "type_defaults", {}).items() if op in OPS]
+    assert pairs
+    for op, attr, dt in pairs:
+        assert type_default(op, attr) == dt, (op, attr)
+
+
+def test_a_type_attribute_without_an_opdef_default_is_missing():
+    from tfsem.graphdef.signatures import type_default
+    assert type_default("Range", "Tidx") == "DT_INT32"
+    assert type_default("Neg", "T") == ""            # no default: "NodeDef missing attr"
+    assert type_default("NoSuchOp", "T") == ""
+    assert type_default("MaxPool", "ksize") == ""    # not a type attribute
+    with pytest.raises(GraphImportError) as info:
+        _import(XF + node("out", "Neg", ["f"]), "out")
+    assert [v.rule for v in info.value.violations] == ["missing-attribute"]
+    assert "'T'" in info.value.violations[0].message
 
 
 def _node(name, op, inputs, **attrs):
@@ -207,3 +232,26 @@ def test_the_mlir_reader_derives_attributes_as_tensorflows_exporter_does():
         "T": {"list": {"type": [i32, f32]}}}
     assert derive_attrs("Const", [], [i64]) == {"dtype": {"type": i64}}
     assert derive_attrs("NotAnOp", [i32], [i32]) == {}
+
+
+def _dead_body_graph(dead_t: str, fetch_call: bool = True) -> str:
+    """out = PartitionedCall d(f), d's body with a node `bad` no result
+    needs (Neg of T=dead_t on the argument); `other` = Neg(f)."""
+    fn = ('function { signature { name: "d" input_arg { name: "a" type: DT_FLOAT } '
+          'output_arg { name: "o" type: DT_FLOAT } } node_def { name: "n" op: "Neg" input: "a" '
+          'attr { key: "T" value { type: DT_FLOAT } } } node_def { name: "bad" op: "Neg" '
+          f'input: "n:y:0" attr {{ key: "T" value {{ type: {dead_t} }} }} }} '
+          'ret { key: "o" value: "n:y:0" } }')
+    return (XF + node("out", "PartitionedCall", ["f"], Tin="list { type: DT_FLOAT }",
+                      Tout="list { type: DT_FLOAT }", f='func { name: "d" }')
+            + node("other", "Neg", ["f"], T="type: DT_FLOAT") + "library { " + fn + " }\n")
+
+
+def test_a_reached_calls_dead_body_nodes_are_checked_and_an_unreached_calls_are_not():
+    # the dead node's input is the body's own node (its type read from it)
+    assert _import(_dead_body_graph("DT_FLOAT"), "out").program.outputs
+    with pytest.raises(GraphImportError) as info:
+        _import(_dead_body_graph("DT_INT32"), "out")
+    (v,) = info.value.violations
+    assert v.rule == "signature" and "'out/bad'" in v.where and "'T'" in v.message
+    assert _import(_dead_body_graph("DT_INT32"), "other").program.outputs

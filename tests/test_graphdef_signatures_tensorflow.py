@@ -151,3 +151,63 @@ def test_an_int32_attribute_out_of_range_is_refused_by_both(key):
         import_graph(parse("GraphDef", gd.SerializeToString()), ["out"])
     (v,) = info.value.violations
     assert v.rule == "signature" and repr(attr) in v.message and "int32" in v.message
+
+
+# -- attributes of every kind, against TensorFlow -----------------------------------
+
+from graphdef_signature_cases import F32 as _F32, I32 as _I32, XF as _XF  # noqa: E402
+from graphdef_signature_cases import node as _node, placeholder as _placeholder  # noqa: E402
+
+_ONES4 = "list { i: 1 i: 1 i: 1 i: 1 }"
+#: name -> (the graph's other nodes, op, inputs, attributes): each a node
+#: TensorFlow loads, whose one attribute the test below gives values of
+#: every kind
+_KIND_BASES = {
+    "MatMul.transpose_a": (_placeholder("a", "DT_FLOAT", (2, 2)), "MatMul", ["a", "a"],
+                           {"T": _F32, "transpose_a": "b: false"}),
+    "MaxPool.ksize": (_placeholder("im", "DT_FLOAT", (1, 2, 2, 1)), "MaxPool", ["im"],
+                      {"T": _F32, "ksize": _ONES4, "strides": _ONES4, "padding": 's: "VALID"'}),
+    "MaxPool.padding": (_placeholder("im", "DT_FLOAT", (1, 2, 2, 1)), "MaxPool", ["im"],
+                        {"T": _F32, "ksize": _ONES4, "strides": _ONES4,
+                         "padding": 's: "VALID"'}),
+    "AddN.N": (_XF, "AddN", ["f", "f"], {"T": _F32, "N": "i: 2"}),
+    "IdentityN.T": (_XF, "IdentityN", ["f"], {"T": "list { type: DT_FLOAT }"}),
+    "Cast.Truncate": (_XF, "Cast", ["f"], {"SrcT": _F32, "DstT": _I32,
+                                           "Truncate": "b: false"}),
+    "Neg.T": (_XF, "Neg", ["f"], {"T": _F32}),
+}
+
+_KIND_VALUES = ["i: 1", "b: true", "f: 1.0", 's: "SAME"', "type: DT_FLOAT", "list { i: 1 }",
+                "list { i: 1 i: 1 i: 1 i: 1 }", "list { type: DT_FLOAT }", "list { }",
+                "shape { }"]
+
+
+@pytest.mark.parametrize("base", sorted(_KIND_BASES))
+def test_an_attribute_of_every_kind_is_refused_where_tensorflow_refuses_it(base):
+    # the kind check (graphdef/signatures.py _check_kinds), a differential
+    # test: tfsem refuses the node exactly where TensorFlow's import_graph_def
+    # does, for each kind of value in the attribute
+    from tfsem.graphdef.importer import GraphImportError, import_graph
+    from tfsem.graphdef.proto import parse_text
+    others, op, inputs, attrs = _KIND_BASES[base]
+    name = base.split(".")[1]
+    disagree, seen = [], set()
+    for value in [attrs[name]] + _KIND_VALUES:   # (its own value first: loaded)
+        text = others + _node("out", op, inputs, **{**attrs, name: value})
+        try:
+            _load(text)
+            tf_refuses = False
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError):
+            tf_refuses = True
+        try:
+            import_graph(parse_text("GraphDef", text), ["out"])
+            tfsem_refuses = False
+        except GraphImportError as exc:
+            if {v.rule for v in exc.violations} <= {"unmodelled-op", "unsupported-dtype"}:
+                continue   # (a node tfsem does not model, whether TensorFlow loads it or not)
+            tfsem_refuses = True
+        seen.add(tf_refuses)
+        if tf_refuses != tfsem_refuses:
+            disagree.append((value, tf_refuses, tfsem_refuses))
+    assert not disagree, disagree
+    assert seen == {True, False}   # (some values loaded, some refused)

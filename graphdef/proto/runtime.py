@@ -431,6 +431,18 @@ class LazyAttrs(Mapping):
             return which, (_exact_f(a) if v != v else v)
         return None
 
+    def kind(self, key):
+        """(the AttrValue field set, the lengths of its list's nonempty
+        fields as ((field, length), ...) or None) of attribute `key`, read
+        from the message; None where the attribute is absent or unset."""
+        a = self._m().get(key) if isinstance(key, str) else None
+        if a is None:
+            return None
+        which = a.WhichOneof("value")
+        if which != "list":
+            return None if which is None else (which, None)
+        return which, tuple((f.name, len(v)) for f, v in a.list.ListFields())
+
     def __contains__(self, key) -> bool:
         return isinstance(key, str) and key in self._m()
 

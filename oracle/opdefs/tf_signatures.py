@@ -297,7 +297,14 @@ _ALLOWED = [('DT_BFLOAT16',
  ('DT_INT32', 'DT_INT64'),
  ('DT_INT32', 'DT_INT64', 'DT_INT8'),
  ('DT_INT32', 'DT_INT64', 'DT_INT8', 'DT_UINT8'),
- ('DT_INT32', 'DT_INT64', 'DT_UINT32', 'DT_UINT64')]
+ ('DT_INT32', 'DT_INT64', 'DT_UINT32', 'DT_UINT64'),
+ ('EXPLICIT', 'SAME', 'VALID'),
+ ('HWIO', 'OIHW', 'OIHW_VECT_I'),
+ ('NCDHW', 'NCHW', 'NDHWC', 'NHWC'),
+ ('NCHW', 'NCHW_VECT_C', 'NHWC'),
+ ('NCHW', 'NHWC'),
+ ('REFLECT', 'SYMMETRIC'),
+ ('SAME', 'VALID')]
 
 ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
         '_ALLOWED[17])})',
@@ -312,82 +319,100 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'AddV2': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
           "{'T': ('type', None, None, _ALLOWED[10])})",
  'All': "((('input', 'DT_BOOL', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-        "(('output', 'DT_BOOL', '', '', False),), {'Tidx': ('type', 'DT_INT32', None, "
-        '_ALLOWED[35])})',
+        "(('output', 'DT_BOOL', '', '', False),), {'keep_dims': ('bool', None, None, None), "
+        "'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'AnonymousIterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': "
-                      "('list(type)', None, 1, None)})",
+                      "('list(type)', None, 1, None), 'output_shapes': ('list(shape)', None, 1, "
+                      'None)})',
  'AnonymousIteratorV2': "((), (('handle', 'DT_RESOURCE', '', '', False), ('deleter', "
                         "'DT_VARIANT', '', '', False)), {'output_types': ('list(type)', None, 1, "
-                        'None)})',
+                        "None), 'output_shapes': ('list(shape)', None, 1, None)})",
  'AnonymousIteratorV3': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': "
-                        "('list(type)', None, 1, None)})",
+                        "('list(type)', None, 1, None), 'output_shapes': ('list(shape)', None, 1, "
+                        'None)})',
  'Any': "((('input', 'DT_BOOL', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-        "(('output', 'DT_BOOL', '', '', False),), {'Tidx': ('type', 'DT_INT32', None, "
-        '_ALLOWED[35])})',
+        "(('output', 'DT_BOOL', '', '', False),), {'keep_dims': ('bool', None, None, None), "
+        "'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'ApplyAdaMax': "((('var', 'T', '', '', True), ('m', 'T', '', '', True), ('v', 'T', '', '', "
                 "True), ('beta1_power', 'T', '', '', False), ('lr', 'T', '', '', False), "
                 "('beta1', 'T', '', '', False), ('beta2', 'T', '', '', False), ('epsilon', 'T', "
                 "'', '', False), ('grad', 'T', '', '', False)), (('out', 'T', '', '', True),), "
-                "{'T': ('type', None, None, _ALLOWED[7])})",
+                "{'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, "
+                'None)})',
  'ApplyAdadelta': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('accum_update', "
                   "'T', '', '', True), ('lr', 'T', '', '', False), ('rho', 'T', '', '', False), "
                   "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), (('out', 'T', "
-                  "'', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                  "'', '', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                  "('bool', None, None, None)})",
  'ApplyAdagrad': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', '', '', "
                  "False), ('grad', 'T', '', '', False)), (('out', 'T', '', '', True),), {'T': "
-                 "('type', None, None, _ALLOWED[7])})",
+                 "('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                 "'update_slots': ('bool', None, None, None)})",
  'ApplyAdagradDA': "((('var', 'T', '', '', True), ('gradient_accumulator', 'T', '', '', True), "
                    "('gradient_squared_accumulator', 'T', '', '', True), ('grad', 'T', '', '', "
                    "False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), ('l2', 'T', "
                    "'', '', False), ('global_step', 'DT_INT64', '', '', False)), (('out', 'T', "
-                   "'', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                   "'', '', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                   "('bool', None, None, None)})",
  'ApplyAdagradV2': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', '', "
                    "'', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), "
-                   "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                   "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
+                   "'use_locking': ('bool', None, None, None), 'update_slots': ('bool', None, "
+                   'None, None)})',
  'ApplyAdam': "((('var', 'T', '', '', True), ('m', 'T', '', '', True), ('v', 'T', '', '', True), "
               "('beta1_power', 'T', '', '', False), ('beta2_power', 'T', '', '', False), ('lr', "
               "'T', '', '', False), ('beta1', 'T', '', '', False), ('beta2', 'T', '', '', False), "
               "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), (('out', 'T', '', "
-              "'', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+              "'', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', "
+              "None, None, None), 'use_nesterov': ('bool', None, None, None)})",
  'ApplyAddSign': "((('var', 'T', '', '', True), ('m', 'T', '', '', True), ('lr', 'T', '', '', "
                  "False), ('alpha', 'T', '', '', False), ('sign_decay', 'T', '', '', False), "
                  "('beta', 'T', '', '', False), ('grad', 'T', '', '', False)), (('out', 'T', '', "
-                 "'', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                 "'', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', "
+                 'None, None, None)})',
  'ApplyCenteredRMSProp': "((('var', 'T', '', '', True), ('mg', 'T', '', '', True), ('ms', 'T', "
                          "'', '', True), ('mom', 'T', '', '', True), ('lr', 'T', '', '', False), "
                          "('rho', 'T', '', '', False), ('momentum', 'T', '', '', False), "
                          "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), "
-                         "(('out', 'T', '', '', True),), {'T': ('type', None, None, "
-                         '_ALLOWED[7])})',
+                         "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
+                         "'use_locking': ('bool', None, None, None)})",
  'ApplyFtrl': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('linear', 'T', '', "
               "'', True), ('grad', 'T', '', '', False), ('lr', 'T', '', '', False), ('l1', 'T', "
               "'', '', False), ('l2', 'T', '', '', False), ('lr_power', 'T', '', '', False)), "
-              "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+              "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
+              "'use_locking': ('bool', None, None, None), 'multiply_linear_by_lr': ('bool', None, "
+              'None, None)})',
  'ApplyFtrlV2': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('linear', 'T', '', "
                 "'', True), ('grad', 'T', '', '', False), ('lr', 'T', '', '', False), ('l1', 'T', "
                 "'', '', False), ('l2', 'T', '', '', False), ('l2_shrinkage', 'T', '', '', "
                 "False), ('lr_power', 'T', '', '', False)), (('out', 'T', '', '', True),), {'T': "
-                "('type', None, None, _ALLOWED[7])})",
+                "('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'ApplyMomentum': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', '', "
                   "'', False), ('grad', 'T', '', '', False), ('momentum', 'T', '', '', False)), "
-                  "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                  "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
+                  "'use_locking': ('bool', None, None, None), 'use_nesterov': ('bool', None, "
+                  'None, None)})',
  'ApplyPowerSign': "((('var', 'T', '', '', True), ('m', 'T', '', '', True), ('lr', 'T', '', '', "
                    "False), ('logbase', 'T', '', '', False), ('sign_decay', 'T', '', '', False), "
                    "('beta', 'T', '', '', False), ('grad', 'T', '', '', False)), (('out', 'T', "
-                   "'', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+                   "'', '', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                   "('bool', None, None, None)})",
  'ApplyProximalAdagrad': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', "
                          "'', '', False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', False), "
                          "('grad', 'T', '', '', False)), (('out', 'T', '', '', True),), {'T': "
-                         "('type', None, None, _ALLOWED[7])})",
+                         "('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, "
+                         'None)})',
  'ApplyProximalGradientDescent': "((('var', 'T', '', '', True), ('alpha', 'T', '', '', False), "
                                  "('l1', 'T', '', '', False), ('l2', 'T', '', '', False), "
                                  "('delta', 'T', '', '', False)), (('out', 'T', '', '', True),), "
-                                 "{'T': ('type', None, None, _ALLOWED[7])})",
+                                 "{'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                                 "('bool', None, None, None)})",
  'ApplyRMSProp': "((('var', 'T', '', '', True), ('ms', 'T', '', '', True), ('mom', 'T', '', '', "
                  "True), ('lr', 'T', '', '', False), ('rho', 'T', '', '', False), ('momentum', "
                  "'T', '', '', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', '', "
                  "False)), (('out', 'T', '', '', True),), {'T': ('type', None, None, "
-                 '_ALLOWED[7])})',
+                 "_ALLOWED[7]), 'use_locking': ('bool', None, None, None)})",
  'ArgMax': "((('input', 'T', '', '', False), ('dimension', 'Tidx', '', '', False)), (('output', "
            "'output_type', '', '', False),), {'T': ('type', None, None, _ALLOWED[3]), 'Tidx': "
            "('type', 'DT_INT32', None, _ALLOWED[33]), 'output_type': ('type', 'DT_INT64', None, "
@@ -401,17 +426,21 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'Asinh': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, "
           'None, _ALLOWED[4])})',
  'Assign': "((('ref', 'T', '', '', True), ('value', 'T', '', '', False)), (('output_ref', 'T', "
-           "'', '', True),), {'T': ('type', None, None, None)})",
+           "'', '', True),), {'T': ('type', None, None, None), 'validate_shape': ('bool', None, "
+           "None, None), 'use_locking': ('bool', None, None, None)})",
  'AssignAdd': "((('ref', 'T', '', '', True), ('value', 'T', '', '', False)), (('output_ref', 'T', "
-              "'', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+              "'', '', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', "
+              'None, None, None)})',
  'AssignAddVariableOp': "((('resource', 'DT_RESOURCE', '', '', False), ('value', 'dtype', '', '', "
                         "False)), (), {'dtype': ('type', None, None, None)})",
  'AssignSub': "((('ref', 'T', '', '', True), ('value', 'T', '', '', False)), (('output_ref', 'T', "
-              "'', '', True),), {'T': ('type', None, None, _ALLOWED[7])})",
+              "'', '', True),), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', "
+              'None, None, None)})',
  'AssignSubVariableOp': "((('resource', 'DT_RESOURCE', '', '', False), ('value', 'dtype', '', '', "
                         "False)), (), {'dtype': ('type', None, None, None)})",
  'AssignVariableOp': "((('resource', 'DT_RESOURCE', '', '', False), ('value', 'dtype', '', '', "
-                     "False)), (), {'dtype': ('type', None, None, None)})",
+                     "False)), (), {'dtype': ('type', None, None, None), 'validate_shape': "
+                     "('bool', None, None, None)})",
  'Atan': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
          '_ALLOWED[4])})',
  'Atan2': "((('y', 'T', '', '', False), ('x', 'T', '', '', False)), (('z', 'T', '', '', False),), "
@@ -419,23 +448,33 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'Atanh': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, "
           'None, _ALLOWED[4])})',
  'AvgPool': "((('value', 'T', '', '', False),), (('output', 'T', '', '', False),), {'ksize': "
-            "('list(int)', None, 4, None), 'strides': ('list(int)', None, 4, None), 'T': ('type', "
-            'None, None, _ALLOWED[15])})',
+            "('list(int)', None, 4, None), 'strides': ('list(int)', None, 4, None), 'padding': "
+            "('string', None, None, _ALLOWED[45]), 'data_format': ('string', None, None, "
+            "_ALLOWED[43]), 'T': ('type', None, None, _ALLOWED[15])})",
  'AvgPoolGrad': "((('orig_input_shape', 'DT_INT32', '', '', False), ('grad', 'T', '', '', "
                 "False)), (('output', 'T', '', '', False),), {'ksize': ('list(int)', None, 4, "
-                "None), 'strides': ('list(int)', None, 4, None), 'T': ('type', None, None, "
-                '_ALLOWED[15])})',
+                "None), 'strides': ('list(int)', None, 4, None), 'padding': ('string', None, "
+                "None, _ALLOWED[45]), 'data_format': ('string', None, None, _ALLOWED[43]), 'T': "
+                "('type', None, None, _ALLOWED[15])})",
  'BatchMatMul': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('output', 'T', '', "
-                "'', False),), {'T': ('type', None, None, _ALLOWED[13])})",
+                "'', False),), {'T': ('type', None, None, _ALLOWED[13]), 'adj_x': ('bool', None, "
+                "None, None), 'adj_y': ('bool', None, None, None), 'grad_x': ('bool', None, None, "
+                "None), 'grad_y': ('bool', None, None, None)})",
  'BatchMatMulV2': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('output', 'T', '', "
-                  "'', False),), {'T': ('type', None, None, _ALLOWED[12])})",
+                  "'', False),), {'T': ('type', None, None, _ALLOWED[12]), 'adj_x': ('bool', "
+                  "None, None, None), 'adj_y': ('bool', None, None, None), 'grad_x': ('bool', "
+                  "None, None, None), 'grad_y': ('bool', None, None, None)})",
  'BatchMatMulV3': "((('x', 'Ta', '', '', False), ('y', 'Tb', '', '', False)), (('output', 'Tout', "
                   "'', '', False),), {'Ta': ('type', None, None, _ALLOWED[11]), 'Tb': ('type', "
-                  "None, None, _ALLOWED[11]), 'Tout': ('type', None, None, _ALLOWED[5])})",
+                  "None, None, _ALLOWED[11]), 'Tout': ('type', None, None, _ALLOWED[5]), 'adj_x': "
+                  "('bool', None, None, None), 'adj_y': ('bool', None, None, None), 'grad_x': "
+                  "('bool', None, None, None), 'grad_y': ('bool', None, None, None)})",
  'BiasAdd': "((('value', 'T', '', '', False), ('bias', 'T', '', '', False)), (('output', 'T', '', "
-            "'', False),), {'T': ('type', None, None, _ALLOWED[7])})",
+            "'', False),), {'T': ('type', None, None, _ALLOWED[7]), 'data_format': ('string', "
+            'None, None, _ALLOWED[43])})',
  'BiasAddGrad': "((('out_backprop', 'T', '', '', False),), (('output', 'T', '', '', False),), "
-                "{'T': ('type', None, None, _ALLOWED[7])})",
+                "{'T': ('type', None, None, _ALLOWED[7]), 'data_format': ('string', None, None, "
+                '_ALLOWED[43])})',
  'BroadcastGradientArgs': "((('s0', 'T', '', '', False), ('s1', 'T', '', '', False)), (('r0', "
                           "'T', '', '', False), ('r1', 'T', '', '', False)), {'T': ('type', "
                           "'DT_INT32', None, _ALLOWED[35])})",
@@ -444,13 +483,15 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                 "'DT_INT32', None, _ALLOWED[35])})",
  'Case': "((('branch_index', 'DT_INT32', '', '', False), ('input', '', '', 'Tin', False)), "
          "(('output', '', '', 'Tout', False),), {'Tin': ('list(type)', None, 0, None), 'Tout': "
-         "('list(type)', None, 0, None)})",
+         "('list(type)', None, 0, None), 'branches': ('list(func)', None, 1, None), "
+         "'output_shapes': ('list(shape)', None, None, None)})",
  'Cast': "((('x', 'SrcT', '', '', False),), (('y', 'DstT', '', '', False),), {'SrcT': ('type', "
-         "None, None, None), 'DstT': ('type', None, None, None)})",
+         "None, None, None), 'DstT': ('type', None, None, None), 'Truncate': ('bool', None, None, "
+         'None)})',
  'Ceil': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
          '_ALLOWED[15])})',
  'CheckNumerics': "((('tensor', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': "
-                  "('type', None, None, _ALLOWED[15])})",
+                  "('type', None, None, _ALLOWED[15]), 'message': ('string', None, None, None)})",
  'ClipByValue': "((('t', 'T', '', '', False), ('clip_value_min', 'T', '', '', False), "
                 "('clip_value_max', 'T', '', '', False)), (('output', 'T', '', '', False),), "
                 "{'T': ('type', None, None, _ALLOWED[7])})",
@@ -460,23 +501,32 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'ConjugateTranspose': "((('x', 'T', '', '', False), ('perm', 'Tperm', '', '', False)), (('y', "
                        "'T', '', '', False),), {'T': ('type', None, None, None), 'Tperm': "
                        "('type', 'DT_INT32', None, _ALLOWED[35])})",
- 'Const': "((), (('output', 'dtype', '', '', False),), {'dtype': ('type', None, None, None)})",
+ 'Const': "((), (('output', 'dtype', '', '', False),), {'value': ('tensor', None, None, None), "
+          "'dtype': ('type', None, None, None)})",
  'ConsumeMutexLock': "((('mutex_lock', 'DT_VARIANT', '', '', False),), (), {})",
  'ControlTrigger': '((), (), {})',
  'Conv2D': "((('input', 'T', '', '', False), ('filter', 'T', '', '', False)), (('output', 'T', "
            "'', '', False),), {'T': ('type', None, None, _ALLOWED[23]), 'strides': ('list(int)', "
-           "None, None, None), 'explicit_paddings': ('list(int)', (), None, None), 'dilations': "
+           "None, None, None), 'use_cudnn_on_gpu': ('bool', None, None, None), 'padding': "
+           "('string', None, None, _ALLOWED[39]), 'explicit_paddings': ('list(int)', (), None, "
+           "None), 'data_format': ('string', None, None, _ALLOWED[43]), 'dilations': "
            "('list(int)', (1, 1, 1, 1), None, None)})",
  'Conv2DBackpropFilter': "((('input', 'T', '', '', False), ('filter_sizes', 'DT_INT32', '', '', "
                          "False), ('out_backprop', 'T', '', '', False)), (('output', 'T', '', '', "
                          "False),), {'T': ('type', None, None, _ALLOWED[15]), 'strides': "
-                         "('list(int)', None, None, None), 'explicit_paddings': ('list(int)', (), "
-                         "None, None), 'dilations': ('list(int)', (1, 1, 1, 1), None, None)})",
+                         "('list(int)', None, None, None), 'use_cudnn_on_gpu': ('bool', None, "
+                         "None, None), 'padding': ('string', None, None, _ALLOWED[39]), "
+                         "'explicit_paddings': ('list(int)', (), None, None), 'data_format': "
+                         "('string', None, None, _ALLOWED[43]), 'dilations': ('list(int)', (1, 1, "
+                         '1, 1), None, None)})',
  'Conv2DBackpropInput': "((('input_sizes', 'DT_INT32', '', '', False), ('filter', 'T', '', '', "
                         "False), ('out_backprop', 'T', '', '', False)), (('output', 'T', '', '', "
                         "False),), {'T': ('type', None, None, _ALLOWED[23]), 'strides': "
-                        "('list(int)', None, None, None), 'explicit_paddings': ('list(int)', (), "
-                        "None, None), 'dilations': ('list(int)', (1, 1, 1, 1), None, None)})",
+                        "('list(int)', None, None, None), 'use_cudnn_on_gpu': ('bool', None, "
+                        "None, None), 'padding': ('string', None, None, _ALLOWED[39]), "
+                        "'explicit_paddings': ('list(int)', (), None, None), 'data_format': "
+                        "('string', None, None, _ALLOWED[43]), 'dilations': ('list(int)', (1, 1, "
+                        '1, 1), None, None)})',
  'Cos': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
         '_ALLOWED[4])})',
  'Cosh': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
@@ -484,36 +534,44 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'CountUpTo': "((('ref', 'T', '', '', True),), (('output', 'T', '', '', False),), {'limit': "
               "('int', None, None, None), 'T': ('type', None, None, _ALLOWED[35])})",
  'Cumprod': "((('x', 'T', '', '', False), ('axis', 'Tidx', '', '', False)), (('out', 'T', '', '', "
-            "False),), {'T': ('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', "
-            'None, _ALLOWED[35])})',
+            "False),), {'exclusive': ('bool', None, None, None), 'reverse': ('bool', None, None, "
+            "None), 'T': ('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, "
+            '_ALLOWED[35])})',
  'Cumsum': "((('x', 'T', '', '', False), ('axis', 'Tidx', '', '', False)), (('out', 'T', '', '', "
-           "False),), {'T': ('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, "
+           "False),), {'exclusive': ('bool', None, None, None), 'reverse': ('bool', None, None, "
+           "None), 'T': ('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, "
            '_ALLOWED[35])})',
  'DeleteIterator': "((('handle', 'DT_RESOURCE', '', '', False), ('deleter', 'DT_VARIANT', '', '', "
                    'False)), (), {})',
  'DepthwiseConv2dNative': "((('input', 'T', '', '', False), ('filter', 'T', '', '', False)), "
                           "(('output', 'T', '', '', False),), {'T': ('type', None, None, "
-                          "_ALLOWED[15]), 'strides': ('list(int)', None, None, None), "
-                          "'explicit_paddings': ('list(int)', (), None, None), 'dilations': "
-                          "('list(int)', (1, 1, 1, 1), None, None)})",
+                          "_ALLOWED[15]), 'strides': ('list(int)', None, None, None), 'padding': "
+                          "('string', None, None, _ALLOWED[39]), 'explicit_paddings': "
+                          "('list(int)', (), None, None), 'data_format': ('string', None, None, "
+                          "_ALLOWED[43]), 'dilations': ('list(int)', (1, 1, 1, 1), None, None)})",
  'DepthwiseConv2dNativeBackpropFilter': "((('input', 'T', '', '', False), ('filter_sizes', "
                                         "'DT_INT32', '', '', False), ('out_backprop', 'T', '', "
                                         "'', False)), (('output', 'T', '', '', False),), {'T': "
                                         "('type', None, None, _ALLOWED[15]), 'strides': "
-                                        "('list(int)', None, None, None), 'explicit_paddings': "
-                                        "('list(int)', (), None, None), 'dilations': "
-                                        "('list(int)', (1, 1, 1, 1), None, None)})",
+                                        "('list(int)', None, None, None), 'padding': ('string', "
+                                        "None, None, _ALLOWED[39]), 'explicit_paddings': "
+                                        "('list(int)', (), None, None), 'data_format': ('string', "
+                                        "None, None, _ALLOWED[43]), 'dilations': ('list(int)', "
+                                        '(1, 1, 1, 1), None, None)})',
  'DepthwiseConv2dNativeBackpropInput': "((('input_sizes', 'DT_INT32', '', '', False), ('filter', "
                                        "'T', '', '', False), ('out_backprop', 'T', '', '', "
                                        "False)), (('output', 'T', '', '', False),), {'T': "
                                        "('type', None, None, _ALLOWED[15]), 'strides': "
-                                       "('list(int)', None, None, None), 'explicit_paddings': "
-                                       "('list(int)', (), None, None), 'dilations': ('list(int)', "
-                                       '(1, 1, 1, 1), None, None)})',
+                                       "('list(int)', None, None, None), 'padding': ('string', "
+                                       "None, None, _ALLOWED[39]), 'explicit_paddings': "
+                                       "('list(int)', (), None, None), 'data_format': ('string', "
+                                       "None, None, _ALLOWED[43]), 'dilations': ('list(int)', (1, "
+                                       '1, 1, 1), None, None)})',
  'DeserializeIterator': "((('resource_handle', 'DT_RESOURCE', '', '', False), ('serialized', "
                         "'DT_VARIANT', '', '', False)), (), {})",
  'DestroyTemporaryVariable': "((('ref', 'T', '', '', True),), (('value', 'T', '', '', False),), "
-                             "{'T': ('type', None, None, None)})",
+                             "{'T': ('type', None, None, None), 'var_name': ('string', None, "
+                             'None, None)})',
  'Digamma': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, "
             'None, _ALLOWED[15])})',
  'Div': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
@@ -523,8 +581,9 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'DynamicStitch': "((('indices', 'DT_INT32', 'N', '', False), ('data', 'T', 'N', '', False)), "
                   "(('merged', 'T', '', '', False),), {'N': ('int', None, 1, None), 'T': ('type', "
                   'None, None, None)})',
- 'Einsum': "((('inputs', 'T', 'N', '', False),), (('output', 'T', '', '', False),), {'N': ('int', "
-           "None, 1, None), 'T': ('type', None, None, None)})",
+ 'Einsum': "((('inputs', 'T', 'N', '', False),), (('output', 'T', '', '', False),), {'equation': "
+           "('string', None, None, None), 'N': ('int', None, 1, None), 'T': ('type', None, None, "
+           'None)})',
  'Elu': "((('features', 'T', '', '', False),), (('activations', 'T', '', '', False),), {'T': "
         "('type', None, None, _ALLOWED[15])})",
  'EluGrad': "((('gradients', 'T', '', '', False), ('outputs', 'T', '', '', False)), "
@@ -534,9 +593,11 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                     "{'element_dtype': ('type', None, None, None), 'shape_type': ('type', None, "
                     'None, _ALLOWED[35])})',
  'Enter': "((('data', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': ('type', "
+          "None, None, None), 'frame_name': ('string', None, None, None), 'is_constant': ('bool', "
           "None, None, None), 'parallel_iterations': ('int', 10, None, None)})",
  'Equal': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'DT_BOOL', '', '', "
-          "False),), {'T': ('type', None, None, None)})",
+          "False),), {'T': ('type', None, None, None), 'incompatible_shape_error': ('bool', None, "
+          'None, None)})',
  'Erf': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
         '_ALLOWED[15])})',
  'Erfc': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
@@ -551,7 +612,9 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'Expm1': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, "
           'None, _ALLOWED[4])})',
  'FIFOQueueV2': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'component_types': "
-                "('list(type)', None, 1, None), 'capacity': ('int', -1, None, None)})",
+                "('list(type)', None, 1, None), 'shapes': ('list(shape)', None, 0, None), "
+                "'capacity': ('int', -1, None, None), 'container': ('string', None, None, None), "
+                "'shared_name': ('string', None, None, None)})",
  'Fill': "((('dims', 'index_type', '', '', False), ('value', 'T', '', '', False)), (('output', "
          "'T', '', '', False),), {'T': ('type', None, None, None), 'index_type': ('type', "
          "'DT_INT32', None, _ALLOWED[35])})",
@@ -566,21 +629,28 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                    "False)), (('y', 'T', '', '', False), ('batch_mean', 'T', '', '', False), "
                    "('batch_variance', 'T', '', '', False), ('reserve_space_1', 'T', '', '', "
                    "False), ('reserve_space_2', 'T', '', '', False)), {'T': ('type', None, None, "
-                   '_ALLOWED[32])})',
+                   "_ALLOWED[32]), 'epsilon': ('float', None, None, None), "
+                   "'exponential_avg_factor': ('float', None, None, None), 'data_format': "
+                   "('string', None, None, _ALLOWED[43]), 'is_training': ('bool', None, None, "
+                   'None)})',
  'FusedBatchNormGrad': "((('y_backprop', 'T', '', '', False), ('x', 'T', '', '', False), "
                        "('scale', 'T', '', '', False), ('reserve_space_1', 'T', '', '', False), "
                        "('reserve_space_2', 'T', '', '', False)), (('x_backprop', 'T', '', '', "
                        "False), ('scale_backprop', 'T', '', '', False), ('offset_backprop', 'T', "
                        "'', '', False), ('reserve_space_3', 'T', '', '', False), "
                        "('reserve_space_4', 'T', '', '', False)), {'T': ('type', None, None, "
-                       '_ALLOWED[32])})',
+                       "_ALLOWED[32]), 'epsilon': ('float', None, None, None), 'data_format': "
+                       "('string', None, None, _ALLOWED[43]), 'is_training': ('bool', None, None, "
+                       'None)})',
  'FusedBatchNormGradV2': "((('y_backprop', 'T', '', '', False), ('x', 'T', '', '', False), "
                          "('scale', 'DT_FLOAT', '', '', False), ('reserve_space_1', 'U', '', '', "
                          "False), ('reserve_space_2', 'U', '', '', False)), (('x_backprop', 'T', "
                          "'', '', False), ('scale_backprop', 'U', '', '', False), "
                          "('offset_backprop', 'U', '', '', False), ('reserve_space_3', 'U', '', "
                          "'', False), ('reserve_space_4', 'U', '', '', False)), {'T': ('type', "
-                         "None, None, _ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32])})",
+                         "None, None, _ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32]), "
+                         "'epsilon': ('float', None, None, None), 'data_format': ('string', None, "
+                         "None, _ALLOWED[43]), 'is_training': ('bool', None, None, None)})",
  'FusedBatchNormGradV3': "((('y_backprop', 'T', '', '', False), ('x', 'T', '', '', False), "
                          "('scale', 'DT_FLOAT', '', '', False), ('reserve_space_1', 'U', '', '', "
                          "False), ('reserve_space_2', 'U', '', '', False), ('reserve_space_3', "
@@ -588,26 +658,36 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                          "('scale_backprop', 'U', '', '', False), ('offset_backprop', 'U', '', "
                          "'', False), ('reserve_space_4', 'U', '', '', False), "
                          "('reserve_space_5', 'U', '', '', False)), {'T': ('type', None, None, "
-                         "_ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32])})",
+                         "_ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32]), 'epsilon': "
+                         "('float', None, None, None), 'data_format': ('string', None, None, "
+                         "_ALLOWED[41]), 'is_training': ('bool', None, None, None)})",
  'FusedBatchNormV2': "((('x', 'T', '', '', False), ('scale', 'U', '', '', False), ('offset', 'U', "
                      "'', '', False), ('mean', 'U', '', '', False), ('variance', 'U', '', '', "
                      "False)), (('y', 'T', '', '', False), ('batch_mean', 'U', '', '', False), "
                      "('batch_variance', 'U', '', '', False), ('reserve_space_1', 'U', '', '', "
                      "False), ('reserve_space_2', 'U', '', '', False)), {'T': ('type', None, "
-                     "None, _ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32])})",
+                     "None, _ALLOWED[26]), 'U': ('type', None, None, _ALLOWED[32]), 'epsilon': "
+                     "('float', None, None, None), 'exponential_avg_factor': ('float', None, "
+                     "None, None), 'data_format': ('string', None, None, _ALLOWED[43]), "
+                     "'is_training': ('bool', None, None, None)})",
  'FusedBatchNormV3': "((('x', 'T', '', '', False), ('scale', 'U', '', '', False), ('offset', 'U', "
                      "'', '', False), ('mean', 'U', '', '', False), ('variance', 'U', '', '', "
                      "False)), (('y', 'T', '', '', False), ('batch_mean', 'U', '', '', False), "
                      "('batch_variance', 'U', '', '', False), ('reserve_space_1', 'U', '', '', "
                      "False), ('reserve_space_2', 'U', '', '', False), ('reserve_space_3', 'U', "
                      "'', '', False)), {'T': ('type', None, None, _ALLOWED[26]), 'U': ('type', "
-                     'None, None, _ALLOWED[25])})',
+                     "None, None, _ALLOWED[25]), 'epsilon': ('float', None, None, None), "
+                     "'exponential_avg_factor': ('float', None, None, None), 'data_format': "
+                     "('string', None, None, _ALLOWED[41]), 'is_training': ('bool', None, None, "
+                     'None)})',
  'Gather': "((('params', 'Tparams', '', '', False), ('indices', 'Tindices', '', '', False)), "
-           "(('output', 'Tparams', '', '', False),), {'Tparams': ('type', None, None, None), "
-           "'Tindices': ('type', None, None, _ALLOWED[35])})",
+           "(('output', 'Tparams', '', '', False),), {'validate_indices': ('bool', None, None, "
+           "None), 'Tparams': ('type', None, None, None), 'Tindices': ('type', None, None, "
+           '_ALLOWED[35])})',
  'GatherNd': "((('params', 'Tparams', '', '', False), ('indices', 'Tindices', '', '', False)), "
              "(('output', 'Tparams', '', '', False),), {'Tparams': ('type', None, None, None), "
-             "'Tindices': ('type', None, None, _ALLOWED[33])})",
+             "'Tindices': ('type', None, None, _ALLOWED[33]), 'bad_indices_policy': ('string', "
+             'None, None, None)})',
  'GatherV2': "((('params', 'Tparams', '', '', False), ('indices', 'Tindices', '', '', False), "
              "('axis', 'Taxis', '', '', False)), (('output', 'Tparams', '', '', False),), "
              "{'batch_dims': ('int', 0, None, None), 'Tparams': ('type', None, None, None), "
@@ -623,7 +703,9 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
               "('list(type)', None, 1, None)})",
  'If': "((('cond', 'Tcond', '', '', False), ('input', '', '', 'Tin', False)), (('output', '', '', "
        "'Tout', False),), {'Tcond': ('type', None, None, None), 'Tin': ('list(type)', None, 0, "
-       "None), 'Tout': ('list(type)', None, 0, None)})",
+       "None), 'Tout': ('list(type)', None, 0, None), 'then_branch': ('func', None, None, None), "
+       "'else_branch': ('func', None, None, None), 'output_shapes': ('list(shape)', None, None, "
+       'None)})',
  'Inv': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
         '_ALLOWED[6])})',
  'InvertPermutation': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': "
@@ -636,33 +718,39 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
           'None, None, _ALLOWED[15])})',
  'IsVariableInitialized': "((('ref', 'dtype', '', '', True),), (('is_initialized', 'DT_BOOL', '', "
                           "'', False),), {'dtype': ('type', None, None, None)})",
- 'Iterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': ('list(type)', "
-             'None, 1, None)})',
+ 'Iterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'shared_name': ('string', None, "
+             "None, None), 'container': ('string', None, None, None), 'output_types': "
+             "('list(type)', None, 1, None), 'output_shapes': ('list(shape)', None, 1, None)})",
  'IteratorFromStringHandle': "((('string_handle', 'DT_STRING', '', '', False),), "
                              "(('resource_handle', 'DT_RESOURCE', '', '', False),), "
-                             "{'output_types': ('list(type)', (), 0, None)})",
+                             "{'output_types': ('list(type)', (), 0, None), 'output_shapes': "
+                             "('list(shape)', None, 0, None)})",
  'IteratorFromStringHandleV2': "((('string_handle', 'DT_STRING', '', '', False),), "
                                "(('resource_handle', 'DT_RESOURCE', '', '', False),), "
-                               "{'output_types': ('list(type)', (), 0, None)})",
+                               "{'output_types': ('list(type)', (), 0, None), 'output_shapes': "
+                               "('list(shape)', None, 0, None)})",
  'IteratorGetNext': "((('iterator', 'DT_RESOURCE', '', '', False),), (('components', '', '', "
-                    "'output_types', False),), {'output_types': ('list(type)', None, 1, None)})",
+                    "'output_types', False),), {'output_types': ('list(type)', None, 1, None), "
+                    "'output_shapes': ('list(shape)', None, 1, None)})",
  'IteratorGetNextAsOptional': "((('iterator', 'DT_RESOURCE', '', '', False),), (('optional', "
                               "'DT_VARIANT', '', '', False),), {'output_types': ('list(type)', "
-                              'None, 1, None)})',
+                              "None, 1, None), 'output_shapes': ('list(shape)', None, 1, None)})",
  'IteratorGetNextSync': "((('iterator', 'DT_RESOURCE', '', '', False),), (('components', '', '', "
                         "'output_types', False),), {'output_types': ('list(type)', None, 1, "
-                        'None)})',
+                        "None), 'output_shapes': ('list(shape)', None, 1, None)})",
  'IteratorToStringHandle': "((('resource_handle', 'DT_RESOURCE', '', '', False),), "
                            "(('string_handle', 'DT_STRING', '', '', False),), {})",
- 'IteratorV2': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': ('list(type)', "
-               'None, 1, None)})',
+ 'IteratorV2': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'shared_name': ('string', "
+               "None, None, None), 'container': ('string', None, None, None), 'output_types': "
+               "('list(type)', None, 1, None), 'output_shapes': ('list(shape)', None, 1, None)})",
  'L2Loss': "((('t', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': ('type', "
            'None, None, _ALLOWED[15])})',
  'LeakyRelu': "((('features', 'T', '', '', False),), (('activations', 'T', '', '', False),), "
-              "{'T': ('type', 'DT_FLOAT', None, _ALLOWED[15])})",
+              "{'alpha': ('float', None, None, None), 'T': ('type', 'DT_FLOAT', None, "
+              '_ALLOWED[15])})',
  'LeakyReluGrad': "((('gradients', 'T', '', '', False), ('features', 'T', '', '', False)), "
-                  "(('backprops', 'T', '', '', False),), {'T': ('type', 'DT_FLOAT', None, "
-                  '_ALLOWED[15])})',
+                  "(('backprops', 'T', '', '', False),), {'alpha': ('float', None, None, None), "
+                  "'T': ('type', 'DT_FLOAT', None, _ALLOWED[15])})",
  'Less': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'DT_BOOL', '', '', "
          "False),), {'T': ('type', None, None, _ALLOWED[22])})",
  'LessEqual': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'DT_BOOL', '', '', "
@@ -685,61 +773,74 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'MakeIterator': "((('dataset', 'DT_VARIANT', '', '', False), ('iterator', 'DT_RESOURCE', '', '', "
                  'False)), (), {})',
  'MatMul': "((('a', 'T', '', '', False), ('b', 'T', '', '', False)), (('product', 'T', '', '', "
-           "False),), {'T': ('type', None, None, _ALLOWED[14])})",
+           "False),), {'transpose_a': ('bool', None, None, None), 'transpose_b': ('bool', None, "
+           "None, None), 'T': ('type', None, None, _ALLOWED[14]), 'grad_a': ('bool', None, None, "
+           "None), 'grad_b': ('bool', None, None, None)})",
  'Max': "((('input', 'T', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-        "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[18]), 'Tidx': "
-        "('type', 'DT_INT32', None, _ALLOWED[35])})",
+        "(('output', 'T', '', '', False),), {'keep_dims': ('bool', None, None, None), 'T': "
+        "('type', None, None, _ALLOWED[18]), 'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'MaxPool': "((('input', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': ('type', "
             "'DT_FLOAT', None, _ALLOWED[20]), 'ksize': ('list(int)', None, 4, None), 'strides': "
-            "('list(int)', None, 4, None), 'explicit_paddings': ('list(int)', (), None, None)})",
+            "('list(int)', None, 4, None), 'padding': ('string', None, None, _ALLOWED[39]), "
+            "'explicit_paddings': ('list(int)', (), None, None), 'data_format': ('string', None, "
+            'None, _ALLOWED[42])})',
  'MaxPoolGrad': "((('orig_input', 'T', '', '', False), ('orig_output', 'T', '', '', False), "
                 "('grad', 'T', '', '', False)), (('output', 'T', '', '', False),), {'ksize': "
                 "('list(int)', None, 4, None), 'strides': ('list(int)', None, 4, None), "
-                "'explicit_paddings': ('list(int)', (), None, None), 'T': ('type', 'DT_FLOAT', "
-                'None, _ALLOWED[22])})',
+                "'padding': ('string', None, None, _ALLOWED[39]), 'explicit_paddings': "
+                "('list(int)', (), None, None), 'data_format': ('string', None, None, "
+                "_ALLOWED[43]), 'T': ('type', 'DT_FLOAT', None, _ALLOWED[22])})",
  'MaxPoolGradV2': "((('orig_input', 'T', '', '', False), ('orig_output', 'T', '', '', False), "
                   "('grad', 'T', '', '', False), ('ksize', 'DT_INT32', '', '', False), "
                   "('strides', 'DT_INT32', '', '', False)), (('output', 'T', '', '', False),), "
-                  "{'T': ('type', 'DT_FLOAT', None, _ALLOWED[22])})",
+                  "{'padding': ('string', None, None, _ALLOWED[45]), 'data_format': ('string', "
+                  "None, None, _ALLOWED[43]), 'T': ('type', 'DT_FLOAT', None, _ALLOWED[22])})",
  'MaxPoolV2': "((('input', 'T', '', '', False), ('ksize', 'DT_INT32', '', '', False), ('strides', "
               "'DT_INT32', '', '', False)), (('output', 'T', '', '', False),), {'T': ('type', "
-              "'DT_FLOAT', None, _ALLOWED[20])})",
+              "'DT_FLOAT', None, _ALLOWED[20]), 'padding': ('string', None, None, _ALLOWED[45]), "
+              "'data_format': ('string', None, None, _ALLOWED[42])})",
  'Maximum': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', "
             "False),), {'T': ('type', None, None, _ALLOWED[22])})",
  'Mean': "((('input', 'T', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-         "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[7]), 'Tidx': "
-         "('type', 'DT_INT32', None, _ALLOWED[35])})",
+         "(('output', 'T', '', '', False),), {'keep_dims': ('bool', None, None, None), 'T': "
+         "('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'Merge': "((('inputs', 'T', 'N', '', False),), (('output', 'T', '', '', False), ('value_index', "
           "'DT_INT32', '', '', False)), {'T': ('type', None, None, None), 'N': ('int', None, 1, "
           'None)})',
  'Min': "((('input', 'T', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-        "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[18]), 'Tidx': "
-        "('type', 'DT_INT32', None, _ALLOWED[35])})",
+        "(('output', 'T', '', '', False),), {'keep_dims': ('bool', None, None, None), 'T': "
+        "('type', None, None, _ALLOWED[18]), 'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'Minimum': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', "
             "False),), {'T': ('type', None, None, _ALLOWED[22])})",
  'MirrorPad': "((('input', 'T', '', '', False), ('paddings', 'Tpaddings', '', '', False)), "
               "(('output', 'T', '', '', False),), {'T': ('type', None, None, None), 'Tpaddings': "
-              "('type', 'DT_INT32', None, _ALLOWED[35])})",
+              "('type', 'DT_INT32', None, _ALLOWED[35]), 'mode': ('string', None, None, "
+              '_ALLOWED[44])})',
  'Mod': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
         "{'T': ('type', None, None, _ALLOWED[16])})",
  'Mul': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
         "{'T': ('type', None, None, _ALLOWED[10])})",
  'MulNoNan': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', "
              "False),), {'T': ('type', None, None, _ALLOWED[4])})",
- 'MultiDeviceIterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': "
-                        "('list(type)', None, 1, None)})",
+ 'MultiDeviceIterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'devices': "
+                        "('list(string)', None, 1, None), 'shared_name': ('string', None, None, "
+                        "None), 'container': ('string', None, None, None), 'output_types': "
+                        "('list(type)', None, 1, None), 'output_shapes': ('list(shape)', None, 1, "
+                        'None)})',
  'MultiDeviceIteratorGetNextFromShard': "((('multi_device_iterator', 'DT_RESOURCE', '', '', "
                                         "False), ('shard_num', 'DT_INT32', '', '', False), "
                                         "('incarnation_id', 'DT_INT64', '', '', False)), "
                                         "(('components', '', '', 'output_types', False),), "
-                                        "{'output_types': ('list(type)', None, 1, None)})",
+                                        "{'output_types': ('list(type)', None, 1, None), "
+                                        "'output_shapes': ('list(shape)', None, 1, None)})",
  'Multinomial': "((('logits', 'T', '', '', False), ('num_samples', 'DT_INT32', '', '', False)), "
                 "(('output', 'output_dtype', '', '', False),), {'seed': ('int', 0, None, None), "
                 "'seed2': ('int', 0, None, None), 'T': ('type', None, None, _ALLOWED[22]), "
                 "'output_dtype': ('type', 'DT_INT64', None, _ALLOWED[35])})",
  'MutexLock': "((('mutex', 'DT_RESOURCE', '', '', False),), (('mutex_lock', 'DT_VARIANT', '', '', "
               'False),), {})',
- 'MutexV2': "((), (('resource', 'DT_RESOURCE', '', '', False),), {})",
+ 'MutexV2': "((), (('resource', 'DT_RESOURCE', '', '', False),), {'container': ('string', None, "
+            "None, None), 'shared_name': ('string', None, None, None)})",
  'Neg': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, None, "
         '_ALLOWED[6])})',
  'NextIteration': "((('data', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': "
@@ -749,20 +850,24 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                          "'', False),), {'dtype': ('type', 'DT_INT64', None, None), "
                          "'shape_dtype': ('type', 'DT_INT64', None, None)})",
  'NotEqual': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'DT_BOOL', '', '', "
-             "False),), {'T': ('type', None, None, None)})",
+             "False),), {'T': ('type', None, None, None), 'incompatible_shape_error': ('bool', "
+             'None, None, None)})',
  'OneHot': "((('indices', 'TI', '', '', False), ('depth', 'DT_INT32', '', '', False), "
            "('on_value', 'T', '', '', False), ('off_value', 'T', '', '', False)), (('output', "
            "'T', '', '', False),), {'axis': ('int', -1, None, None), 'T': ('type', None, None, "
            "None), 'TI': ('type', 'DT_INT64', None, _ALLOWED[37])})",
- 'OneShotIterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'output_types': "
-                    "('list(type)', None, 1, None)})",
+ 'OneShotIterator': "((), (('handle', 'DT_RESOURCE', '', '', False),), {'dataset_factory': "
+                    "('func', None, None, None), 'output_types': ('list(type)', None, 1, None), "
+                    "'output_shapes': ('list(shape)', None, 1, None), 'container': ('string', "
+                    "None, None, None), 'shared_name': ('string', None, None, None)})",
  'OnesLike': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': ('type', None, "
              'None, _ALLOWED[2])})',
  'OptionalFromValue': "((('components', '', '', 'Toutput_types', False),), (('optional', "
                       "'DT_VARIANT', '', '', False),), {'Toutput_types': ('list(type)', None, 1, "
                       'None)})',
  'OptionalGetValue': "((('optional', 'DT_VARIANT', '', '', False),), (('components', '', '', "
-                     "'output_types', False),), {'output_types': ('list(type)', None, 1, None)})",
+                     "'output_types', False),), {'output_types': ('list(type)', None, 1, None), "
+                     "'output_shapes': ('list(shape)', None, 1, None)})",
  'OptionalHasValue': "((('optional', 'DT_VARIANT', '', '', False),), (('has_value', 'DT_BOOL', "
                      "'', '', False),), {})",
  'OptionalNone': "((), (('optional', 'DT_VARIANT', '', '', False),), {})",
@@ -783,17 +888,20 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                                  '_ALLOWED[35])})',
  'PartitionedCall': "((('args', '', '', 'Tin', False),), (('output', '', '', 'Tout', False),), "
                     "{'Tin': ('list(type)', None, 0, None), 'Tout': ('list(type)', None, 0, "
-                    'None)})',
+                    "None), 'f': ('func', None, None, None), 'config': ('string', None, None, "
+                    "None), 'config_proto': ('string', None, None, None), 'executor_type': "
+                    "('string', None, None, None)})",
  'Placeholder': "((), (('output', 'dtype', '', '', False),), {'dtype': ('type', None, None, "
-                'None)})',
+                "None), 'shape': ('shape', None, None, None)})",
  'Pow': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
         "{'T': ('type', None, None, _ALLOWED[6])})",
  'PreventGradient': "((('input', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': "
-                    "('type', None, None, None)})",
+                    "('type', None, None, None), 'message': ('string', None, None, None)})",
  'Prod': "((('input', 'T', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-         "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[7]), 'Tidx': "
-         "('type', 'DT_INT32', None, _ALLOWED[35])})",
- 'QueueCloseV2': "((('handle', 'DT_RESOURCE', '', '', False),), (), {})",
+         "(('output', 'T', '', '', False),), {'keep_dims': ('bool', None, None, None), 'T': "
+         "('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
+ 'QueueCloseV2': "((('handle', 'DT_RESOURCE', '', '', False),), (), {'cancel_pending_enqueues': "
+                 "('bool', None, None, None)})",
  'QueueDequeueManyV2': "((('handle', 'DT_RESOURCE', '', '', False), ('n', 'DT_INT32', '', '', "
                        "False)), (('components', '', '', 'component_types', False),), "
                        "{'component_types': ('list(type)', None, 1, None), 'timeout_ms': ('int', "
@@ -857,7 +965,8 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'ReciprocalGrad': "((('y', 'T', '', '', False), ('dy', 'T', '', '', False)), (('z', 'T', '', '', "
                    "False),), {'T': ('type', None, None, _ALLOWED[4])})",
  'RefEnter': "((('data', 'T', '', '', True),), (('output', 'T', '', '', True),), {'T': ('type', "
-             "None, None, None), 'parallel_iterations': ('int', 10, None, None)})",
+             "None, None, None), 'frame_name': ('string', None, None, None), 'is_constant': "
+             "('bool', None, None, None), 'parallel_iterations': ('int', 10, None, None)})",
  'RefExit': "((('data', 'T', '', '', True),), (('output', 'T', '', '', True),), {'T': ('type', "
             'None, None, None)})',
  'RefIdentity': "((('input', 'T', '', '', True),), (('output', 'T', '', '', True),), {'T': "
@@ -885,94 +994,108 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                         "False), ('v', 'DT_RESOURCE', '', '', False), ('beta1_power', 'T', '', "
                         "'', False), ('lr', 'T', '', '', False), ('beta1', 'T', '', '', False), "
                         "('beta2', 'T', '', '', False), ('epsilon', 'T', '', '', False), ('grad', "
-                        "'T', '', '', False)), (), {'T': ('type', None, None, _ALLOWED[7])})",
+                        "'T', '', '', False)), (), {'T': ('type', None, None, _ALLOWED[7]), "
+                        "'use_locking': ('bool', None, None, None)})",
  'ResourceApplyAdadelta': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', "
                           "'', False), ('accum_update', 'DT_RESOURCE', '', '', False), ('lr', "
                           "'T', '', '', False), ('rho', 'T', '', '', False), ('epsilon', 'T', '', "
                           "'', False), ('grad', 'T', '', '', False)), (), {'T': ('type', None, "
-                          'None, _ALLOWED[7])})',
+                          "None, _ALLOWED[7]), 'use_locking': ('bool', None, None, None)})",
  'ResourceApplyAdagrad': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', "
                          "'', False), ('lr', 'T', '', '', False), ('grad', 'T', '', '', False)), "
-                         "(), {'T': ('type', None, None, _ALLOWED[7])})",
+                         "(), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', "
+                         "None, None, None), 'update_slots': ('bool', None, None, None)})",
  'ResourceApplyAdagradDA': "((('var', 'DT_RESOURCE', '', '', False), ('gradient_accumulator', "
                            "'DT_RESOURCE', '', '', False), ('gradient_squared_accumulator', "
                            "'DT_RESOURCE', '', '', False), ('grad', 'T', '', '', False), ('lr', "
                            "'T', '', '', False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', "
                            "False), ('global_step', 'DT_INT64', '', '', False)), (), {'T': "
-                           "('type', None, None, _ALLOWED[7])})",
+                           "('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, "
+                           'None, None)})',
  'ResourceApplyAdagradV2': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', "
                            "'', False), ('lr', 'T', '', '', False), ('epsilon', 'T', '', '', "
                            "False), ('grad', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                           '_ALLOWED[7])})',
+                           "_ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                           "'update_slots': ('bool', None, None, None)})",
  'ResourceApplyAdam': "((('var', 'DT_RESOURCE', '', '', False), ('m', 'DT_RESOURCE', '', '', "
                       "False), ('v', 'DT_RESOURCE', '', '', False), ('beta1_power', 'T', '', '', "
                       "False), ('beta2_power', 'T', '', '', False), ('lr', 'T', '', '', False), "
                       "('beta1', 'T', '', '', False), ('beta2', 'T', '', '', False), ('epsilon', "
                       "'T', '', '', False), ('grad', 'T', '', '', False)), (), {'T': ('type', "
-                      'None, None, _ALLOWED[7])})',
+                      "None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                      "'use_nesterov': ('bool', None, None, None)})",
  'ResourceApplyAdamWithAmsgrad': "((('var', 'DT_RESOURCE', '', '', False), ('m', 'DT_RESOURCE', "
                                  "'', '', False), ('v', 'DT_RESOURCE', '', '', False), ('vhat', "
                                  "'DT_RESOURCE', '', '', False), ('beta1_power', 'T', '', '', "
                                  "False), ('beta2_power', 'T', '', '', False), ('lr', 'T', '', "
                                  "'', False), ('beta1', 'T', '', '', False), ('beta2', 'T', '', "
                                  "'', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', "
-                                 "'', False)), (), {'T': ('type', None, None, _ALLOWED[7])})",
+                                 "'', False)), (), {'T': ('type', None, None, _ALLOWED[7]), "
+                                 "'use_locking': ('bool', None, None, None)})",
  'ResourceApplyAddSign': "((('var', 'DT_RESOURCE', '', '', False), ('m', 'DT_RESOURCE', '', '', "
                          "False), ('lr', 'T', '', '', False), ('alpha', 'T', '', '', False), "
                          "('sign_decay', 'T', '', '', False), ('beta', 'T', '', '', False), "
                          "('grad', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                         '_ALLOWED[7])})',
+                         "_ALLOWED[7]), 'use_locking': ('bool', None, None, None)})",
  'ResourceApplyCenteredRMSProp': "((('var', 'DT_RESOURCE', '', '', False), ('mg', 'DT_RESOURCE', "
                                  "'', '', False), ('ms', 'DT_RESOURCE', '', '', False), ('mom', "
                                  "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', False), "
                                  "('rho', 'T', '', '', False), ('momentum', 'T', '', '', False), "
                                  "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), "
-                                 "(), {'T': ('type', None, None, _ALLOWED[7])})",
+                                 "(), {'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                                 "('bool', None, None, None)})",
  'ResourceApplyFtrl': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', '', "
                       "False), ('linear', 'DT_RESOURCE', '', '', False), ('grad', 'T', '', '', "
                       "False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), ('l2', "
                       "'T', '', '', False), ('lr_power', 'T', '', '', False)), (), {'T': ('type', "
-                      'None, None, _ALLOWED[7])})',
+                      "None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                      "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'ResourceApplyFtrlV2': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', "
                         "'', False), ('linear', 'DT_RESOURCE', '', '', False), ('grad', 'T', '', "
                         "'', False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), "
                         "('l2', 'T', '', '', False), ('l2_shrinkage', 'T', '', '', False), "
                         "('lr_power', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                        '_ALLOWED[7])})',
+                        "_ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                        "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'ResourceApplyGradientDescent': "((('var', 'DT_RESOURCE', '', '', False), ('alpha', 'T', '', '', "
                                  "False), ('delta', 'T', '', '', False)), (), {'T': ('type', "
-                                 'None, None, _ALLOWED[7])})',
+                                 "None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, "
+                                 'None)})',
  'ResourceApplyKerasMomentum': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', "
                                "'', '', False), ('lr', 'T', '', '', False), ('grad', 'T', '', '', "
                                "False), ('momentum', 'T', '', '', False)), (), {'T': ('type', "
-                               'None, None, _ALLOWED[7])})',
+                               "None, None, _ALLOWED[7]), 'use_locking': ('bool', None, None, "
+                               "None), 'use_nesterov': ('bool', None, None, None)})",
  'ResourceApplyMomentum': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', '', "
                           "'', False), ('lr', 'T', '', '', False), ('grad', 'T', '', '', False), "
                           "('momentum', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                          '_ALLOWED[7])})',
+                          "_ALLOWED[7]), 'use_locking': ('bool', None, None, None), "
+                          "'use_nesterov': ('bool', None, None, None)})",
  'ResourceApplyPowerSign': "((('var', 'DT_RESOURCE', '', '', False), ('m', 'DT_RESOURCE', '', '', "
                            "False), ('lr', 'T', '', '', False), ('logbase', 'T', '', '', False), "
                            "('sign_decay', 'T', '', '', False), ('beta', 'T', '', '', False), "
                            "('grad', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                           '_ALLOWED[7])})',
+                           "_ALLOWED[7]), 'use_locking': ('bool', None, None, None)})",
  'ResourceApplyProximalAdagrad': "((('var', 'DT_RESOURCE', '', '', False), ('accum', "
                                  "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', False), "
                                  "('l1', 'T', '', '', False), ('l2', 'T', '', '', False), "
                                  "('grad', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                                 '_ALLOWED[7])})',
+                                 "_ALLOWED[7]), 'use_locking': ('bool', None, None, None)})",
  'ResourceApplyProximalGradientDescent': "((('var', 'DT_RESOURCE', '', '', False), ('alpha', 'T', "
                                          "'', '', False), ('l1', 'T', '', '', False), ('l2', 'T', "
                                          "'', '', False), ('delta', 'T', '', '', False)), (), "
-                                         "{'T': ('type', None, None, _ALLOWED[7])})",
+                                         "{'T': ('type', None, None, _ALLOWED[7]), 'use_locking': "
+                                         "('bool', None, None, None)})",
  'ResourceApplyRMSProp': "((('var', 'DT_RESOURCE', '', '', False), ('ms', 'DT_RESOURCE', '', '', "
                          "False), ('mom', 'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', "
                          "False), ('rho', 'T', '', '', False), ('momentum', 'T', '', '', False), "
                          "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False)), (), "
-                         "{'T': ('type', None, None, _ALLOWED[7])})",
+                         "{'T': ('type', None, None, _ALLOWED[7]), 'use_locking': ('bool', None, "
+                         'None, None)})',
  'ResourceGather': "((('resource', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', '', "
                    "False)), (('output', 'dtype', '', '', False),), {'batch_dims': ('int', 0, "
-                   "None, None), 'dtype': ('type', None, None, None), 'Tindices': ('type', None, "
-                   'None, _ALLOWED[35])})',
+                   "None, None), 'validate_indices': ('bool', None, None, None), 'dtype': "
+                   "('type', None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
  'ResourceGatherNd': "((('resource', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                      "'', False)), (('output', 'dtype', '', '', False),), {'dtype': ('type', "
                      "None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
@@ -998,19 +1121,29 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                        '_ALLOWED[35])})',
  'ResourceScatterNdAdd': "((('ref', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                          "'', False), ('updates', 'T', '', '', False)), (), {'T': ('type', None, "
-                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                         "'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                         "('string', None, None, None)})",
  'ResourceScatterNdMax': "((('ref', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                          "'', False), ('updates', 'T', '', '', False)), (), {'T': ('type', None, "
-                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                         "'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                         "('string', None, None, None)})",
  'ResourceScatterNdMin': "((('ref', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                          "'', False), ('updates', 'T', '', '', False)), (), {'T': ('type', None, "
-                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                         "'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                         "('string', None, None, None)})",
  'ResourceScatterNdSub': "((('ref', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                          "'', False), ('updates', 'T', '', '', False)), (), {'T': ('type', None, "
-                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                         "None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                         "'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                         "('string', None, None, None)})",
  'ResourceScatterNdUpdate': "((('ref', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                             "'', False), ('updates', 'T', '', '', False)), (), {'T': ('type', "
-                            "None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                            "None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                            "'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                            "('string', None, None, None)})",
  'ResourceScatterSub': "((('resource', 'DT_RESOURCE', '', '', False), ('indices', 'Tindices', '', "
                        "'', False), ('updates', 'dtype', '', '', False)), (), {'dtype': ('type', "
                        "None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
@@ -1025,12 +1158,13 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                                 "False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', '', "
                                 "False), ('indices', 'Tindices', '', '', False)), (), {'T': "
                                 "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, "
-                                'None, _ALLOWED[35])})',
+                                "None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None)})",
  'ResourceSparseApplyAdagrad': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', "
                                "'', '', False), ('lr', 'T', '', '', False), ('grad', 'T', '', '', "
                                "False), ('indices', 'Tindices', '', '', False)), (), {'T': "
                                "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, "
-                               'None, _ALLOWED[35])})',
+                               "None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                               "'update_slots': ('bool', None, None, None)})",
  'ResourceSparseApplyAdagradDA': "((('var', 'DT_RESOURCE', '', '', False), "
                                  "('gradient_accumulator', 'DT_RESOURCE', '', '', False), "
                                  "('gradient_squared_accumulator', 'DT_RESOURCE', '', '', False), "
@@ -1038,13 +1172,15 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                                  "False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), "
                                  "('l2', 'T', '', '', False), ('global_step', 'DT_INT64', '', '', "
                                  "False)), (), {'T': ('type', None, None, _ALLOWED[7]), "
-                                 "'Tindices': ('type', None, None, _ALLOWED[35])})",
+                                 "'Tindices': ('type', None, None, _ALLOWED[35]), 'use_locking': "
+                                 "('bool', None, None, None)})",
  'ResourceSparseApplyAdagradV2': "((('var', 'DT_RESOURCE', '', '', False), ('accum', "
                                  "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', False), "
                                  "('epsilon', 'T', '', '', False), ('grad', 'T', '', '', False), "
                                  "('indices', 'Tindices', '', '', False)), (), {'T': ('type', "
                                  "None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                                 '_ALLOWED[35])})',
+                                 "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                                 "'update_slots': ('bool', None, None, None)})",
  'ResourceSparseApplyCenteredRMSProp': "((('var', 'DT_RESOURCE', '', '', False), ('mg', "
                                        "'DT_RESOURCE', '', '', False), ('ms', 'DT_RESOURCE', '', "
                                        "'', False), ('mom', 'DT_RESOURCE', '', '', False), ('lr', "
@@ -1053,53 +1189,63 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                                        "'', False), ('grad', 'T', '', '', False), ('indices', "
                                        "'Tindices', '', '', False)), (), {'T': ('type', None, "
                                        "None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                                       '_ALLOWED[35])})',
+                                       "_ALLOWED[35]), 'use_locking': ('bool', None, None, "
+                                       'None)})',
  'ResourceSparseApplyFtrl': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', "
                             "'', '', False), ('linear', 'DT_RESOURCE', '', '', False), ('grad', "
                             "'T', '', '', False), ('indices', 'Tindices', '', '', False), ('lr', "
                             "'T', '', '', False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', "
                             "False), ('lr_power', 'T', '', '', False)), (), {'T': ('type', None, "
-                            "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                            "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                            "'use_locking': ('bool', None, None, None), 'multiply_linear_by_lr': "
+                            "('bool', None, None, None)})",
  'ResourceSparseApplyFtrlV2': "((('var', 'DT_RESOURCE', '', '', False), ('accum', 'DT_RESOURCE', "
                               "'', '', False), ('linear', 'DT_RESOURCE', '', '', False), ('grad', "
                               "'T', '', '', False), ('indices', 'Tindices', '', '', False), "
                               "('lr', 'T', '', '', False), ('l1', 'T', '', '', False), ('l2', "
                               "'T', '', '', False), ('l2_shrinkage', 'T', '', '', False), "
                               "('lr_power', 'T', '', '', False)), (), {'T': ('type', None, None, "
-                              "_ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                              "_ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                              "'use_locking': ('bool', None, None, None), "
+                              "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'ResourceSparseApplyKerasMomentum': "((('var', 'DT_RESOURCE', '', '', False), ('accum', "
                                      "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', False), "
                                      "('grad', 'T', '', '', False), ('indices', 'Tindices', '', "
                                      "'', False), ('momentum', 'T', '', '', False)), (), {'T': "
                                      "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', "
-                                     'None, None, _ALLOWED[35])})',
+                                     "None, None, _ALLOWED[35]), 'use_locking': ('bool', None, "
+                                     "None, None), 'use_nesterov': ('bool', None, None, None)})",
  'ResourceSparseApplyMomentum': "((('var', 'DT_RESOURCE', '', '', False), ('accum', "
                                 "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', False), "
                                 "('grad', 'T', '', '', False), ('indices', 'Tindices', '', '', "
                                 "False), ('momentum', 'T', '', '', False)), (), {'T': ('type', "
                                 "None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                                '_ALLOWED[35])})',
+                                "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                                "'use_nesterov': ('bool', None, None, None)})",
  'ResourceSparseApplyProximalAdagrad': "((('var', 'DT_RESOURCE', '', '', False), ('accum', "
                                        "'DT_RESOURCE', '', '', False), ('lr', 'T', '', '', "
                                        "False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', "
                                        "False), ('grad', 'T', '', '', False), ('indices', "
                                        "'Tindices', '', '', False)), (), {'T': ('type', None, "
                                        "None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                                       '_ALLOWED[35])})',
+                                       "_ALLOWED[35]), 'use_locking': ('bool', None, None, "
+                                       'None)})',
  'ResourceSparseApplyProximalGradientDescent': "((('var', 'DT_RESOURCE', '', '', False), "
                                                "('alpha', 'T', '', '', False), ('l1', 'T', '', "
                                                "'', False), ('l2', 'T', '', '', False), ('grad', "
                                                "'T', '', '', False), ('indices', 'Tindices', '', "
                                                "'', False)), (), {'T': ('type', None, None, "
                                                "_ALLOWED[7]), 'Tindices': ('type', None, None, "
-                                               '_ALLOWED[35])})',
+                                               "_ALLOWED[35]), 'use_locking': ('bool', None, "
+                                               'None, None)})',
  'ResourceSparseApplyRMSProp': "((('var', 'DT_RESOURCE', '', '', False), ('ms', 'DT_RESOURCE', "
                                "'', '', False), ('mom', 'DT_RESOURCE', '', '', False), ('lr', "
                                "'T', '', '', False), ('rho', 'T', '', '', False), ('momentum', "
                                "'T', '', '', False), ('epsilon', 'T', '', '', False), ('grad', "
                                "'T', '', '', False), ('indices', 'Tindices', '', '', False)), (), "
                                "{'T': ('type', None, None, _ALLOWED[7]), 'Tindices': ('type', "
-                               'None, None, _ALLOWED[35])})',
+                               "None, None, _ALLOWED[35]), 'use_locking': ('bool', None, None, "
+                               'None)})',
  'ResourceStridedSliceAssign': "((('ref', 'DT_RESOURCE', '', '', False), ('begin', 'Index', '', "
                                "'', False), ('end', 'Index', '', '', False), ('strides', 'Index', "
                                "'', '', False), ('value', 'T', '', '', False)), (), {'T': "
@@ -1128,40 +1274,51 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
               "False),), {'T': ('type', None, None, _ALLOWED[4])})",
  'ScatterAdd': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterDiv': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterMax': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[24]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[24]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterMin': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[24]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[24]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterMul': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterNd': "((('indices', 'Tindices', '', '', False), ('updates', 'T', '', '', False), "
               "('shape', 'Tindices', '', '', False)), (('output', 'T', '', '', False),), {'T': "
-              "('type', None, None, None), 'Tindices': ('type', None, None, _ALLOWED[33])})",
+              "('type', None, None, None), 'Tindices': ('type', None, None, _ALLOWED[33]), "
+              "'bad_indices_policy': ('string', None, None, None)})",
  'ScatterNdAdd': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), "
                  "('updates', 'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': "
                  "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                 '_ALLOWED[35])})',
+                 "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                 "('string', None, None, None)})",
  'ScatterNdSub': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), "
                  "('updates', 'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': "
                  "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                 '_ALLOWED[35])})',
+                 "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), 'bad_indices_policy': "
+                 "('string', None, None, None)})",
  'ScatterNdUpdate': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), "
                     "('updates', 'T', '', '', False)), (('output_ref', 'T', '', '', True),), "
                     "{'T': ('type', None, None, None), 'Tindices': ('type', None, None, "
-                    '_ALLOWED[35])})',
+                    "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                    "'bad_indices_policy': ('string', None, None, None)})",
  'ScatterSub': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), ('updates', "
                "'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': ('type', None, "
-               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+               "None, _ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+               "'use_locking': ('bool', None, None, None)})",
  'ScatterUpdate': "((('ref', 'T', '', '', True), ('indices', 'Tindices', '', '', False), "
                   "('updates', 'T', '', '', False)), (('output_ref', 'T', '', '', True),), {'T': "
-                  "('type', None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                  "('type', None, None, None), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                  "'use_locking': ('bool', None, None, None)})",
  'SegmentMean': "((('data', 'T', '', '', False), ('segment_ids', 'Tindices', '', '', False)), "
                 "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[7]), "
                 "'Tindices': ('type', None, None, _ALLOWED[35])})",
@@ -1222,66 +1379,77 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                         "'T', '', '', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', "
                         "'', False), ('indices', 'Tindices', '', '', False)), (('out', 'T', '', "
                         "'', True),), {'T': ('type', None, None, _ALLOWED[7]), 'Tindices': "
-                        "('type', None, None, _ALLOWED[35])})",
+                        "('type', None, None, _ALLOWED[35]), 'use_locking': ('bool', None, None, "
+                        'None)})',
  'SparseApplyAdagrad': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', "
                        "'', '', False), ('grad', 'T', '', '', False), ('indices', 'Tindices', '', "
                        "'', False)), (('out', 'T', '', '', True),), {'T': ('type', None, None, "
-                       "_ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35])})",
+                       "_ALLOWED[7]), 'Tindices': ('type', None, None, _ALLOWED[35]), "
+                       "'use_locking': ('bool', None, None, None), 'update_slots': ('bool', None, "
+                       'None, None)})',
  'SparseApplyAdagradDA': "((('var', 'T', '', '', True), ('gradient_accumulator', 'T', '', '', "
                          "True), ('gradient_squared_accumulator', 'T', '', '', True), ('grad', "
                          "'T', '', '', False), ('indices', 'Tindices', '', '', False), ('lr', "
                          "'T', '', '', False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', "
                          "False), ('global_step', 'DT_INT64', '', '', False)), (('out', 'T', '', "
                          "'', True),), {'T': ('type', None, None, _ALLOWED[7]), 'Tindices': "
-                         "('type', None, None, _ALLOWED[35])})",
+                         "('type', None, None, _ALLOWED[35]), 'use_locking': ('bool', None, None, "
+                         'None)})',
  'SparseApplyAdagradV2': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', "
                          "'', '', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', '', "
                          "False), ('indices', 'Tindices', '', '', False)), (('out', 'T', '', '', "
                          "True),), {'T': ('type', None, None, _ALLOWED[7]), 'Tindices': ('type', "
-                         'None, None, _ALLOWED[35])})',
+                         "None, None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                         "'update_slots': ('bool', None, None, None)})",
  'SparseApplyCenteredRMSProp': "((('var', 'T', '', '', True), ('mg', 'T', '', '', True), ('ms', "
                                "'T', '', '', True), ('mom', 'T', '', '', True), ('lr', 'T', '', "
                                "'', False), ('rho', 'T', '', '', False), ('momentum', 'T', '', "
                                "'', False), ('epsilon', 'T', '', '', False), ('grad', 'T', '', "
                                "'', False), ('indices', 'Tindices', '', '', False)), (('out', "
                                "'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
-                               "'Tindices': ('type', None, None, _ALLOWED[35])})",
+                               "'Tindices': ('type', None, None, _ALLOWED[35]), 'use_locking': "
+                               "('bool', None, None, None)})",
  'SparseApplyFtrl': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('linear', 'T', "
                     "'', '', True), ('grad', 'T', '', '', False), ('indices', 'Tindices', '', '', "
                     "False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), ('l2', 'T', "
                     "'', '', False), ('lr_power', 'T', '', '', False)), (('out', 'T', '', '', "
                     "True),), {'T': ('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, "
-                    'None, _ALLOWED[35])})',
+                    "None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                    "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'SparseApplyFtrlV2': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('linear', "
                       "'T', '', '', True), ('grad', 'T', '', '', False), ('indices', 'Tindices', "
                       "'', '', False), ('lr', 'T', '', '', False), ('l1', 'T', '', '', False), "
                       "('l2', 'T', '', '', False), ('l2_shrinkage', 'T', '', '', False), "
                       "('lr_power', 'T', '', '', False)), (('out', 'T', '', '', True),), {'T': "
                       "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, None, "
-                      '_ALLOWED[35])})',
+                      "_ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                      "'multiply_linear_by_lr': ('bool', None, None, None)})",
  'SparseApplyMomentum': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), ('lr', 'T', "
                         "'', '', False), ('grad', 'T', '', '', False), ('indices', 'Tindices', "
                         "'', '', False), ('momentum', 'T', '', '', False)), (('out', 'T', '', '', "
                         "True),), {'T': ('type', None, None, _ALLOWED[7]), 'Tindices': ('type', "
-                        'None, None, _ALLOWED[35])})',
+                        "None, None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None), "
+                        "'use_nesterov': ('bool', None, None, None)})",
  'SparseApplyProximalAdagrad': "((('var', 'T', '', '', True), ('accum', 'T', '', '', True), "
                                "('lr', 'T', '', '', False), ('l1', 'T', '', '', False), ('l2', "
                                "'T', '', '', False), ('grad', 'T', '', '', False), ('indices', "
                                "'Tindices', '', '', False)), (('out', 'T', '', '', True),), {'T': "
                                "('type', None, None, _ALLOWED[7]), 'Tindices': ('type', None, "
-                               'None, _ALLOWED[35])})',
+                               "None, _ALLOWED[35]), 'use_locking': ('bool', None, None, None)})",
  'SparseApplyProximalGradientDescent': "((('var', 'T', '', '', True), ('alpha', 'T', '', '', "
                                        "False), ('l1', 'T', '', '', False), ('l2', 'T', '', '', "
                                        "False), ('grad', 'T', '', '', False), ('indices', "
                                        "'Tindices', '', '', False)), (('out', 'T', '', '', "
                                        "True),), {'T': ('type', None, None, _ALLOWED[7]), "
-                                       "'Tindices': ('type', None, None, _ALLOWED[35])})",
+                                       "'Tindices': ('type', None, None, _ALLOWED[35]), "
+                                       "'use_locking': ('bool', None, None, None)})",
  'SparseApplyRMSProp': "((('var', 'T', '', '', True), ('ms', 'T', '', '', True), ('mom', 'T', '', "
                        "'', True), ('lr', 'T', '', '', False), ('rho', 'T', '', '', False), "
                        "('momentum', 'T', '', '', False), ('epsilon', 'T', '', '', False), "
                        "('grad', 'T', '', '', False), ('indices', 'Tindices', '', '', False)), "
                        "(('out', 'T', '', '', True),), {'T': ('type', None, None, _ALLOWED[7]), "
-                       "'Tindices': ('type', None, None, _ALLOWED[35])})",
+                       "'Tindices': ('type', None, None, _ALLOWED[35]), 'use_locking': ('bool', "
+                       'None, None, None)})',
  'SparseSoftmaxCrossEntropyWithLogits': "((('features', 'T', '', '', False), ('labels', "
                                         "'Tlabels', '', '', False)), (('loss', 'T', '', '', "
                                         "False), ('backprop', 'T', '', '', False)), {'T': "
@@ -1305,7 +1473,7 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'Squeeze': "((('input', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': ('type', "
             "None, None, None), 'squeeze_dims': ('list(int)', (), 0, None)})",
  'Stack': "((), (('handle', 'DT_STRING', '', '', True),), {'elem_type': ('type', None, None, "
-          'None)})',
+          "None), 'stack_name': ('string', None, None, None)})",
  'StackClose': "((('handle', 'DT_STRING', '', '', True),), (), {})",
  'StackCloseV2': "((('handle', 'DT_RESOURCE', '', '', False),), (), {})",
  'StackPop': "((('handle', 'DT_STRING', '', '', True),), (('elem', 'elem_type', '', '', False),), "
@@ -1313,14 +1481,19 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'StackPopV2': "((('handle', 'DT_RESOURCE', '', '', False),), (('elem', 'elem_type', '', '', "
                "False),), {'elem_type': ('type', None, None, None)})",
  'StackPush': "((('handle', 'DT_STRING', '', '', True), ('elem', 'T', '', '', False)), "
-              "(('output', 'T', '', '', False),), {'T': ('type', None, None, None)})",
+              "(('output', 'T', '', '', False),), {'T': ('type', None, None, None), "
+              "'swap_memory': ('bool', None, None, None)})",
  'StackPushV2': "((('handle', 'DT_RESOURCE', '', '', False), ('elem', 'T', '', '', False)), "
-                "(('output', 'T', '', '', False),), {'T': ('type', None, None, None)})",
+                "(('output', 'T', '', '', False),), {'T': ('type', None, None, None), "
+                "'swap_memory': ('bool', None, None, None)})",
  'StackV2': "((('max_size', 'DT_INT32', '', '', False),), (('handle', 'DT_RESOURCE', '', '', "
-            "False),), {'elem_type': ('type', None, None, None)})",
+            "False),), {'elem_type': ('type', None, None, None), 'stack_name': ('string', None, "
+            'None, None)})',
  'StatefulPartitionedCall': "((('args', '', '', 'Tin', False),), (('output', '', '', 'Tout', "
                             "False),), {'Tin': ('list(type)', None, 0, None), 'Tout': "
-                            "('list(type)', None, 0, None)})",
+                            "('list(type)', None, 0, None), 'f': ('func', None, None, None), "
+                            "'config': ('string', None, None, None), 'config_proto': ('string', "
+                            "None, None, None), 'executor_type': ('string', None, None, None)})",
  'StatefulRandomBinomial': "((('resource', 'DT_RESOURCE', '', '', False), ('algorithm', "
                            "'DT_INT64', '', '', False), ('shape', 'S', '', '', False), ('counts', "
                            "'T', '', '', False), ('probs', 'T', '', '', False)), (('output', "
@@ -1357,10 +1530,13 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                        "'shape_dtype': ('type', 'DT_INT64', None, None)})",
  'StatelessCase': "((('branch_index', 'DT_INT32', '', '', False), ('input', '', '', 'Tin', "
                   "False)), (('output', '', '', 'Tout', False),), {'Tin': ('list(type)', None, 0, "
-                  "None), 'Tout': ('list(type)', None, 0, None)})",
+                  "None), 'Tout': ('list(type)', None, 0, None), 'branches': ('list(func)', None, "
+                  "1, None), 'output_shapes': ('list(shape)', None, None, None)})",
  'StatelessIf': "((('cond', 'Tcond', '', '', False), ('input', '', '', 'Tin', False)), "
                 "(('output', '', '', 'Tout', False),), {'Tcond': ('type', None, None, None), "
-                "'Tin': ('list(type)', None, 0, None), 'Tout': ('list(type)', None, 0, None)})",
+                "'Tin': ('list(type)', None, 0, None), 'Tout': ('list(type)', None, 0, None), "
+                "'then_branch': ('func', None, None, None), 'else_branch': ('func', None, None, "
+                "None), 'output_shapes': ('list(shape)', None, None, None)})",
  'StatelessMultinomial': "((('logits', 'T', '', '', False), ('num_samples', 'DT_INT32', '', '', "
                          "False), ('seed', 'Tseed', '', '', False)), (('output', 'output_dtype', "
                          "'', '', False),), {'T': ('type', None, None, _ALLOWED[22]), 'Tseed': "
@@ -1458,8 +1634,9 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                                "False),), {'dtype': ('type', 'DT_FLOAT', None, _ALLOWED[15]), "
                                "'Tshape': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'StatelessWhile': "((('input', '', '', 'T', False),), (('output', '', '', 'T', False),), {'T': "
-                   "('list(type)', None, 0, None), 'parallel_iterations': ('int', 10, None, "
-                   'None)})',
+                   "('list(type)', None, 0, None), 'cond': ('func', None, None, None), 'body': "
+                   "('func', None, None, None), 'output_shapes': ('list(shape)', None, None, "
+                   "None), 'parallel_iterations': ('int', 10, None, None)})",
  'StopGradient': "((('input', 'T', '', '', False),), (('output', 'T', '', '', False),), {'T': "
                  "('type', None, None, None)})",
  'StridedSlice': "((('input', 'T', '', '', False), ('begin', 'Index', '', '', False), ('end', "
@@ -1478,8 +1655,8 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'Sub': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
         "{'T': ('type', None, None, _ALLOWED[10])})",
  'Sum': "((('input', 'T', '', '', False), ('reduction_indices', 'Tidx', '', '', False)), "
-        "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[7]), 'Tidx': "
-        "('type', 'DT_INT32', None, _ALLOWED[35])})",
+        "(('output', 'T', '', '', False),), {'keep_dims': ('bool', None, None, None), 'T': "
+        "('type', None, None, _ALLOWED[7]), 'Tidx': ('type', 'DT_INT32', None, _ALLOWED[35])})",
  'Switch': "((('data', 'T', '', '', False), ('pred', 'DT_BOOL', '', '', False)), "
            "(('output_false', 'T', '', '', False), ('output_true', 'T', '', '', False)), {'T': "
            "('type', None, None, None)})",
@@ -1489,8 +1666,9 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
          '_ALLOWED[4])})',
  'TanhGrad': "((('y', 'T', '', '', False), ('dy', 'T', '', '', False)), (('z', 'T', '', '', "
              "False),), {'T': ('type', None, None, _ALLOWED[4])})",
- 'TemporaryVariable': "((), (('ref', 'dtype', '', '', True),), {'dtype': ('type', None, None, "
-                      'None)})',
+ 'TemporaryVariable': "((), (('ref', 'dtype', '', '', True),), {'shape': ('shape', None, None, "
+                      "None), 'dtype': ('type', None, None, None), 'var_name': ('string', None, "
+                      'None, None)})',
  'TensorListElementShape': "((('input_handle', 'DT_VARIANT', '', '', False),), (('element_shape', "
                            "'shape_type', '', '', False),), {'shape_type': ('type', None, None, "
                            '_ALLOWED[35])})',
@@ -1518,7 +1696,7 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
  'TensorListSetItem': "((('input_handle', 'DT_VARIANT', '', '', False), ('index', 'DT_INT32', '', "
                       "'', False), ('item', 'element_dtype', '', '', False)), (('output_handle', "
                       "'DT_VARIANT', '', '', False),), {'element_dtype': ('type', None, None, "
-                      'None)})',
+                      "None), 'resize_if_index_out_of_bounds': ('bool', None, None, None)})",
  'TensorListStack': "((('input_handle', 'DT_VARIANT', '', '', False), ('element_shape', "
                     "'DT_INT32', '', '', False)), (('tensor', 'element_dtype', '', '', False),), "
                     "{'element_dtype': ('type', None, None, None), 'num_elements': ('int', -1, "
@@ -1560,18 +1738,27 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                        "'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[7]), "
                        "'Tindices': ('type', None, None, _ALLOWED[33]), 'Tnumsegments': ('type', "
                        "'DT_INT32', None, _ALLOWED[35])})",
- 'VarHandleOp': "((), (('resource', 'DT_RESOURCE', '', '', False),), {'dtype': ('type', None, "
-                'None, None)})',
+ 'VarHandleOp': "((), (('resource', 'DT_RESOURCE', '', '', False),), {'container': ('string', "
+                "None, None, None), 'shared_name': ('string', None, None, None), 'debug_name': "
+                "('string', None, None, None), 'dtype': ('type', None, None, None), 'shape': "
+                "('shape', None, None, None), 'allowed_devices': ('list(string)', None, None, "
+                'None)})',
  'VarIsInitializedOp': "((('resource', 'DT_RESOURCE', '', '', False),), (('is_initialized', "
                        "'DT_BOOL', '', '', False),), {})",
- 'Variable': "((), (('ref', 'dtype', '', '', True),), {'dtype': ('type', None, None, None)})",
+ 'Variable': "((), (('ref', 'dtype', '', '', True),), {'shape': ('shape', None, None, None), "
+             "'dtype': ('type', None, None, None), 'container': ('string', None, None, None), "
+             "'shared_name': ('string', None, None, None)})",
  'VariableShape': "((('input', 'DT_RESOURCE', '', '', False),), (('output', 'out_type', '', '', "
                   "False),), {'out_type': ('type', 'DT_INT32', None, _ALLOWED[35])})",
- 'VariableV2': "((), (('ref', 'dtype', '', '', True),), {'dtype': ('type', None, None, None)})",
+ 'VariableV2': "((), (('ref', 'dtype', '', '', True),), {'shape': ('shape', None, None, None), "
+               "'dtype': ('type', None, None, None), 'container': ('string', None, None, None), "
+               "'shared_name': ('string', None, None, None)})",
  'Where': "((('input', 'T', '', '', False),), (('index', 'DT_INT64', '', '', False),), {'T': "
           "('type', 'DT_BOOL', None, _ALLOWED[0])})",
  'While': "((('input', '', '', 'T', False),), (('output', '', '', 'T', False),), {'T': "
-          "('list(type)', None, 0, None), 'parallel_iterations': ('int', 10, None, None)})",
+          "('list(type)', None, 0, None), 'cond': ('func', None, None, None), 'body': ('func', "
+          "None, None, None), 'output_shapes': ('list(shape)', None, None, None), "
+          "'parallel_iterations': ('int', 10, None, None)})",
  'Xdivy': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', False),), "
           "{'T': ('type', None, None, _ALLOWED[4])})",
  'Xlog1py': "((('x', 'T', '', '', False), ('y', 'T', '', '', False)), (('z', 'T', '', '', "
@@ -1587,16 +1774,29 @@ ENTRIES = {'Abs': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), 
                       "('batch_variance', 'U', '', '', False), ('reserve_space_1', 'U', '', '', "
                       "False), ('reserve_space_2', 'U', '', '', False), ('reserve_space_3', 'U', "
                       "'', '', False)), {'T': ('type', None, None, _ALLOWED[26]), 'U': ('type', "
-                      "None, None, _ALLOWED[32]), 'num_side_inputs': ('int', 0, 0, None)})",
+                      "None, None, _ALLOWED[32]), 'epsilon': ('float', None, None, None), "
+                      "'exponential_avg_factor': ('float', None, None, None), 'num_side_inputs': "
+                      "('int', 0, 0, None), 'activation_mode': ('string', None, None, None), "
+                      "'data_format': ('string', None, None, _ALLOWED[43]), 'is_training': "
+                      "('bool', None, None, None)})",
  '_FusedConv2D': "((('input', 'T', '', '', False), ('filter', 'T', '', '', False), ('args', '', "
                  "'', 'TArgs', False), ('host_args', 'DT_FLOAT', 'num_host_args', '', False)), "
                  "(('output', 'T', '', '', False),), {'T': ('type', None, None, _ALLOWED[30]), "
                  "'TArgs': ('list(type)', None, 1, None), 'num_args': ('int', None, 0, None), "
                  "'num_host_args': ('int', 0, 0, None), 'strides': ('list(int)', None, None, "
-                 "None), 'explicit_paddings': ('list(int)', (), None, None), 'dilations': "
-                 "('list(int)', (1, 1, 1, 1), None, None)})",
+                 "None), 'padding': ('string', None, None, _ALLOWED[39]), 'explicit_paddings': "
+                 "('list(int)', (), None, None), 'data_format': ('string', None, None, "
+                 "_ALLOWED[42]), 'filter_format': ('string', None, None, _ALLOWED[40]), "
+                 "'dilations': ('list(int)', (1, 1, 1, 1), None, None), 'use_cudnn_on_gpu': "
+                 "('bool', None, None, None), 'fused_ops': ('list(string)', None, None, None), "
+                 "'epsilon': ('float', None, None, None), 'leakyrelu_alpha': ('float', None, "
+                 'None, None)})',
  '_FusedMatMul': "((('a', 'T', '', '', False), ('b', 'T', '', '', False), ('args', 'T', "
-                 "'num_args', '', False)), (('product', 'T', '', '', False),), {'T': ('type', "
-                 "None, None, _ALLOWED[26]), 'num_args': ('int', None, 0, None)})",
+                 "'num_args', '', False)), (('product', 'T', '', '', False),), {'transpose_a': "
+                 "('bool', None, None, None), 'transpose_b': ('bool', None, None, None), 'T': "
+                 "('type', None, None, _ALLOWED[26]), 'num_args': ('int', None, 0, None), "
+                 "'fused_ops': ('list(string)', None, None, None), 'epsilon': ('float', None, "
+                 "None, None), 'leakyrelu_alpha': ('float', None, None, None)})",
  '_UnaryOpsComposition': "((('x', 'T', '', '', False),), (('y', 'T', '', '', False),), {'T': "
-                         "('type', None, None, _ALLOWED[28])})"}
+                         "('type', None, None, _ALLOWED[28]), 'op_names': ('list(string)', None, "
+                         'None, None)})'}
