@@ -112,7 +112,8 @@ BROADCASTING_2 = frozenset({
     "Add", "Add.ftz", "Sub", "Sub.ftz", "Mul", "Mul.ftz", "RealDiv", "RealDiv.ftz",
     "Max", "Max.ftz", "Min", "Min.ftz", "SquaredDifference",
     "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
-    "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
+    "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "DivNoNan", "DivNoNan.ftz",
+    "tf.DivNoNan/2/1", "tf.Pow/2/1",
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
 #: functions whose result has their first argument's shape (the others: a
 #: bias along the last axis, an axis to reverse or to scan along)

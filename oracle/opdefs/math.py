@@ -498,6 +498,46 @@ _FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.fl
                   _squared_difference)}
 
 
+# -- DivNoNan: x / y, and +0 where y is zero ------------------------------------
+#
+# TensorFlow's DivNoNan (the Keras losses' and metrics' `div_no_nan`) is
+# Eigen's div_no_nan_op: `b != 0 ? a / b : 0` in the scalar tail,
+# `pandnot(pdiv(a, b), pcmp_eq(b, 0))` in its packets: the IEEE quotient
+# where y is not zero, all bits clear (+0.0) where it is, -0.0 included.
+# The quotient is RealDiv's (the same quotient functor), so its rounding,
+# its flush of subnormal arguments and results on bfloat16, float32 and
+# float64, and its NaN bits (functions.nan_bits: by position, packets and
+# scalar tail) are RealDiv's, and a subnormal y counts as zero there (the
+# executor's denormals-are-zero mode reaches the comparison too; float16,
+# computed in float32, keeps its subnormals).  No integer kernel (its OpDef
+# allows half, bfloat16, float, double and the complex types).  Measured
+# against TensorFlow 2.21's kernel bit for bit on every float dtype's edge
+# values, NaNs with payloads and random bits, sizes 1 to 40, scalars and
+# broadcasts (tests/test_div_no_nan_tensorflow.py).  Encoding: none
+# (uninterpreted in proofs, as it was as TensorFlow's kernel).
+
+
+def _div_no_nan_on(xp, a, b, lead=0):
+    _kernel("DivNoNan", FLOAT_DTYPES, a, b)
+    q = _realdiv_on(xp, a, b, lead=lead)[0]
+    return (xp.where(b == 0, xp.zeros((), q.dtype), q).astype(q.dtype, copy=False),)
+
+
+@function("DivNoNan", 2, 1, batched=_batched(_div_no_nan_on, True), export=export_as("DivNoNan"))
+def _div_no_nan(xp, args, attrs):
+    """x / y where y is not zero, +0.0 where it is (TensorFlow's DivNoNan:
+    RealDiv's quotient, NaN bits included; functions.nan_bits)."""
+    return _div_no_nan_on(xp, *args)
+
+
+# DivNoNan.ftz, what graph import builds on the flushed dtypes, is
+# `flushed_variant(DivNoNan)`: the arguments flushed (so a subnormal y is
+# zero), RealDiv.ftz's correction of a quotient rounded up to the smallest
+# normal (functions._ROUNDS_UP_TO_TINY names DivNoNan: where y is zero the
+# result is +0, never that), the result flushed.
+_FTZ["DivNoNan"] = fns.flushed_variant(_div_no_nan)
+
+
 # -- the ops ----------------------------------------------------------------------
 
 
@@ -540,6 +580,8 @@ _elementwise("Minimum", "Min", export="Minimum")
 # the TensorFlow family's
 for _f in (_realdiv, _square, _sqrt, _squared_difference, _abs, _floormod, _floordiv):
     _elementwise(_f.name, _f)
+_elementwise("DivNoNan", _div_no_nan,
+             no_dtypes=frozenset(_INTEGERS | {"bool"}))
 
 
 
@@ -926,14 +968,14 @@ CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets 
 
 kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
-                      "Select SelectV2", ELEMENTWISE_KERNEL)
+                      "Select SelectV2 DivNoNan", ELEMENTWISE_KERNEL)
 kernels_are_functions("MatMul Sum Mean Max Min", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Erf Erfc Sin Cos Tan Asin Acos
     Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf
-    IsFinite Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
+    IsFinite Div MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
     TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad
 """, FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: CheckNumerics: x, or the op fails where x holds a NaN or an infinity
