@@ -491,6 +491,20 @@ def _reduce_min(xp, args, attrs):
 
 
 
+@function("Prod", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Prod"), export=_export_reduction("Prod"))
+def _prod(xp, args, attrs):
+    """Product over `axes` (integers, wrapping; the product of no elements
+    is 1).  TensorFlow's ProdReducer multiplies in the input's own dtype,
+    and multiplication modulo 2^bits is associative and commutative, so
+    the order Eigen's blocking takes does not change a bit of an integer
+    product (measured on every integer dtype's extremes:
+    tests/test_prod_tensorflow.py).  Float products are not modelled (their
+    rounding depends on that order): TensorFlow's kernel stands in."""
+    return _reduce("Prod", xp, args, attrs,
+                   lambda a, ax, k: xp.prod(a, axis=ax, keepdims=k, dtype=a.dtype))
+
+
 # -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
 
 _FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.flushed_variant(f))
@@ -699,6 +713,23 @@ for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min",
     define(OpDef(_tf_op, f"the function {_f.name} (axes: a constant input), or {_f.name}Along "
                  "(axes computed at run time)", _reduction_build(_f.name), FAMILY,
                  functions=(_f, _f.name + "Along"), static=(1,)))
+
+
+def _prod_build(b):
+    b.dtype("T")
+    if not b.is_static(1):
+        # axes computed at run time: TensorFlow's Prod as before, an
+        # uninterpreted function whose kernel runs (no ProdAlong form yet)
+        return [b.add(fns.opaque_name("Prod", 2, 1), [b.input(0), b.input(1)],
+                      {"tf_attrs": b.tf_attrs()})]
+    axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
+    return [b.add("Prod", [b.input(0)], {"axes": axes,
+                                        "keep_dims": bool(b.attr("keep_dims", False))})]
+
+
+define(OpDef("Prod", "the function Prod (axes: a constant input; integers modelled, floats on "
+             "TensorFlow's kernel), or the uninterpreted tf.Prod/2/1 (axes computed at run time)",
+             _prod_build, FAMILY, functions=(_prod,), static=(1,)))
 
 
 # -- comparisons and logical operations: the predicates of conditionals and
@@ -997,7 +1028,7 @@ CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets 
 kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
                       "Select SelectV2 DivNoNan IsNan IsInf IsFinite", ELEMENTWISE_KERNEL)
-kernels_are_functions("MatMul Sum Mean Max Min", BLOCKED_KERNEL)
+kernels_are_functions("MatMul Sum Mean Max Min Prod", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
@@ -1015,7 +1046,7 @@ known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: FuseUnaryOpsChain, CPU only); uninterpreted, its kernel run.
 known("_UnaryOpsComposition", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
-    Prod All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum
 """, FAMILY, uninterpreted=True, kernel=BLOCKED_KERNEL)
 known("""
