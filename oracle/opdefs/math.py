@@ -121,11 +121,11 @@ def _export_matmul(e) -> list:
                       "transpose_b": {"b": bool(e.attrs.get("transpose_b"))}}}]
 
 
-def _export_reduction(tf_op: str):
+def _export_reduction(tf_op: str, typed: bool = True):
     def export(e) -> list:
         c = e.int32_const(f"{e.name}/reduction_indices", e.attrs["axes"])
         return [c, {"name": e.name, "op": tf_op, "input": e.data + [c["name"]] + e.ctrl,
-                    "attr": {"T": e.T(), "Tidx": {"type": "DT_INT32"},
+                    "attr": {**({"T": e.T()} if typed else {}), "Tidx": {"type": "DT_INT32"},
                              "keep_dims": {"b": bool(e.attrs.get("keep_dims"))}}}]
     return export
 
@@ -505,6 +505,33 @@ def _prod(xp, args, attrs):
                    lambda a, ax, k: xp.prod(a, axis=ax, keepdims=k, dtype=a.dtype))
 
 
+def _logical_reduce(name: str, xp, args, attrs, fn):
+    (a,) = args
+    if a.dtype != np.bool_:
+        raise OpError("no-kernel", f"{name} has no kernel for {dtype_name(a.dtype)}")
+    axes = _axes(a, attrs["axes"])   # (out of range or twice: an error value, as Sum's)
+    if a.ndim == 0:
+        return (a,)
+    return (xp.asarray(fn(a, axis=axes, keepdims=attrs.get("keep_dims", False)),
+                       dtype=np.bool_),)
+
+
+@function("All", 1, 1, batched=False, attrs=_REDUCE_ATTRS, casts=True,
+          export=_export_reduction("All", typed=False))
+def _all(xp, args, attrs):
+    """Logical and over `axes` of a bool tensor (TensorFlow's All; of no
+    elements: true).  No arithmetic, so no order to reproduce."""
+    return _logical_reduce("All", xp, args, attrs, xp.all)
+
+
+@function("Any", 1, 1, batched=False, attrs=_REDUCE_ATTRS, casts=True,
+          export=_export_reduction("Any", typed=False))
+def _any(xp, args, attrs):
+    """Logical or over `axes` of a bool tensor (TensorFlow's Any; of no
+    elements: false)."""
+    return _logical_reduce("Any", xp, args, attrs, xp.any)
+
+
 # -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
 
 _FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.flushed_variant(f))
@@ -715,21 +742,29 @@ for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min",
                  functions=(_f, _f.name + "Along"), static=(1,)))
 
 
-def _prod_build(b):
-    b.dtype("T")
-    if not b.is_static(1):
-        # axes computed at run time: TensorFlow's Prod as before, an
-        # uninterpreted function whose kernel runs (no ProdAlong form yet)
-        return [b.add(fns.opaque_name("Prod", 2, 1), [b.input(0), b.input(1)],
-                      {"tf_attrs": b.tf_attrs()})]
-    axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
-    return [b.add("Prod", [b.input(0)], {"axes": axes,
-                                        "keep_dims": bool(b.attr("keep_dims", False))})]
+def _reduction_or_opaque(name: str, dtype_attr: str | None):
+    """A reduction with constant axes as the function `name`; with axes
+    computed at run time TensorFlow's op as before, an uninterpreted
+    function whose kernel runs (no `Along` form yet)."""
+    def build(b):
+        if dtype_attr:
+            b.dtype(dtype_attr)
+        if not b.is_static(1):
+            return [b.add(fns.opaque_name(name, 2, 1), [b.input(0), b.input(1)],
+                          {"tf_attrs": b.tf_attrs()})]
+        axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
+        return [b.add(name, [b.input(0)], {"axes": axes,
+                                          "keep_dims": bool(b.attr("keep_dims", False))})]
+    return build
 
 
 define(OpDef("Prod", "the function Prod (axes: a constant input; integers modelled, floats on "
              "TensorFlow's kernel), or the uninterpreted tf.Prod/2/1 (axes computed at run time)",
-             _prod_build, FAMILY, functions=(_prod,), static=(1,)))
+             _reduction_or_opaque("Prod", "T"), FAMILY, functions=(_prod,), static=(1,)))
+for _f in (_all, _any):
+    define(OpDef(_f.name, f"the function {_f.name} (a bool tensor; axes: a constant input), or "
+                 f"the uninterpreted tf.{_f.name}/2/1 (axes computed at run time)",
+                 _reduction_or_opaque(_f.name, None), FAMILY, functions=(_f,), static=(1,)))
 
 
 # -- comparisons and logical operations: the predicates of conditionals and
@@ -1028,7 +1063,7 @@ CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets 
 kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
                       "Select SelectV2 DivNoNan IsNan IsInf IsFinite", ELEMENTWISE_KERNEL)
-kernels_are_functions("MatMul Sum Mean Max Min Prod", BLOCKED_KERNEL)
+kernels_are_functions("MatMul Sum Mean Max Min Prod All Any", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
@@ -1046,7 +1081,7 @@ known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: FuseUnaryOpsChain, CPU only); uninterpreted, its kernel run.
 known("_UnaryOpsComposition", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
-    All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum
 """, FAMILY, uninterpreted=True, kernel=BLOCKED_KERNEL)
 known("""
