@@ -117,7 +117,8 @@ BROADCASTING_2 = frozenset({
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
 #: functions whose result has their first argument's shape (the others: a
 #: bias along the last axis, an axis to reverse or to scan along)
-_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "tf.ReverseV2/2/1", "tf.Cumsum/2/1"})
+_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "ReverseV2", "tf.ReverseV2/2/1",
+                       "tf.Cumsum/2/1"})
 _SEGMENT_SUM = "tf.UnsortedSegmentSum/3/1"
 _REDUCTIONS = frozenset({"Sum", "Mean"})
 _REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})

@@ -804,6 +804,37 @@ def _transpose(xp, args, attrs):
     return (_contiguous(np.transpose(a, perm)),)
 
 
+#: The highest rank TensorFlow's ReverseV2 kernel handles (reverse_op.cc:
+#: `Unimplemented` past it; that case is left to the kernel itself)
+REVERSE_MAX_RANK = 8
+
+
+@_op("ReverseV2", 2, export=_export_op("ReverseV2", {"T": 0, "Tidx": 1}),
+     tf_kernel=lambda a, attrs: ("ReverseV2", list(a), {}))
+def _reverse_v2(xp, args, attrs):
+    """The input with the order of its elements reversed along each axis of
+    `axis` (a 1-D int32/int64 operand; an entry in [-rank, 0) counts from
+    the end), bit for bit (no arithmetic: NaN payloads, signed zeros and
+    subnormals copied).  An axis out of range, or given twice (once
+    negative counts), fails as TensorFlow's kernel does; a rank past 8,
+    which TensorFlow's kernel does not implement, is left to that kernel.
+    No encoding: uninterpreted in proofs, as it was as TensorFlow's kernel."""
+    a, axis = args
+    axes = _index(axis, "axis", rank=1)
+    if a.ndim > REVERSE_MAX_RANK:
+        raise CannotRun(f"cannot run TensorFlow op ReverseV2 on a tensor of rank {a.ndim} "
+                        f"concretely: its kernel handles ranks up to {REVERSE_MAX_RANK} only")
+    seen: list[int] = []
+    for d in axes:
+        if not -a.ndim <= d < a.ndim:
+            raise _invalid(f"ReverseV2: axis {d} is out of range for rank {a.ndim}")
+        d %= a.ndim
+        if d in seen:
+            raise _invalid(f"ReverseV2: axis {d} specified more than once")
+        seen.append(d)
+    return (_contiguous(np.flip(a, axis=tuple(seen))) if seen else a,)
+
+
 #: The functions above whose result's shape (or whether they fail) depends on
 #: their arguments' values, not on their kinds alone: static type inference
 #: (graphdef/exporter.py) must not evaluate them on zeros.
@@ -1159,6 +1190,13 @@ def _import_transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+@_define("ReverseV2", "the function ReverseV2 (axis: a tensor)", functions=("ReverseV2",))
+def _import_reverse_v2(b):
+    b.dtype("T")
+    index_dtype(b, "Tidx")
+    return [b.add("ReverseV2", [b.input(0), b.input(1)])]
+
+
 # -- TensorFlow's kernels as functions, and the pure ops tfsem does not compute
 # (math.py says how an entry's `kernel` and `known(..., uninterpreted=True)`
 # are read) --------------------------------------------------------------------
@@ -1173,11 +1211,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike
+    Transpose Unpack ZerosLike ReverseV2
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot Pad PadV2 MirrorPad Reverse ReverseV2 Where SplitV
+    ConjugateTranspose Gather OneHot Pad PadV2 MirrorPad Reverse Where SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
