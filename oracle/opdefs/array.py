@@ -835,6 +835,73 @@ def _reverse_v2(xp, args, attrs):
     return (_contiguous(np.flip(a, axis=tuple(seen))) if seen else a,)
 
 
+#: The highest rank TensorFlow's Pad and PadV2 kernels pad (pad_op.cc: "Only
+#: ranks up to 6 supported"; past 8 `Unimplemented`); MirrorPad's (mirror_pad_op.cc)
+PAD_MAX_RANK = 6
+MIRROR_PAD_MAX_RANK = 5
+
+
+def _paddings(op: str, a, paddings, max_rank: int) -> list[tuple[int, int]]:
+    """The (before, after) pairs of a [rank, 2] int32/int64 operand, checked
+    as TensorFlow's kernel checks them (each failure its InvalidArgumentError:
+    the error value `shape-mismatch`); a rank the kernel does not pad is left
+    to the kernel (CannotRun, TensorFlow's own error there)."""
+    if a.ndim > max_rank:
+        raise CannotRun(f"cannot run TensorFlow op {op} on a tensor of rank {a.ndim} concretely: "
+                        f"its kernel pads ranks up to {max_rank} only")
+    vals = _index(paddings, "paddings")
+    if paddings.ndim != 2 or paddings.shape[1] != 2:
+        raise _invalid(f"{op}: paddings must be a matrix with 2 columns, not {list(paddings.shape)}")
+    if paddings.shape[0] != a.ndim:
+        raise _invalid(f"{op}: the first dimension of paddings must be the rank {a.ndim}")
+    pairs = [(vals[2 * i], vals[2 * i + 1]) for i in range(a.ndim)]
+    if any(x < 0 for p in pairs for x in p):
+        raise _invalid(f"{op}: paddings must be non-negative")
+    n = 1
+    for (lo, hi), d in zip(pairs, a.shape):
+        n *= lo + d + hi
+    if n > fns.MAX_TENSOR_ELEMENTS:
+        raise fns.too_large(op, n)
+    return pairs
+
+
+def _pad_with(a, pairs, value) -> np.ndarray:
+    """`a` inside a tensor of `value` (a 0-d array of a's dtype), bits
+    copied: no arithmetic, a NaN's payload and -0.0 as they are."""
+    out = np.empty(tuple(lo + d + hi for (lo, hi), d in zip(pairs, a.shape)), a.dtype)
+    out[...] = value
+    out[tuple(slice(lo, lo + d) for (lo, _), d in zip(pairs, a.shape))] = a
+    return out
+
+
+@_op("Pad", 2, export=_export_op("Pad", {"T": 0, "Tpaddings": 1}),
+     tf_kernel=lambda a, attrs: ("Pad", list(a), {}))
+def _pad(xp, args, attrs):
+    """The input with `paddings[i]` (before, after) zeros around axis i (+0.0,
+    0, false), its own elements copied bit for bit.  Paddings not a [rank, 2]
+    matrix or negative fail as TensorFlow's kernel does; a rank past 6, which
+    that kernel does not pad, is left to it.  No encoding: uninterpreted in
+    proofs, as it was as TensorFlow's kernel."""
+    a, paddings = args
+    pairs = _paddings("Pad", a, paddings, PAD_MAX_RANK)
+    return (_pad_with(a, pairs, np.zeros((), a.dtype)),)
+
+
+@_op("PadV2", 3, export=_export_op("PadV2", {"T": 0, "Tpaddings": 1}),
+     tf_kernel=lambda a, attrs: ("PadV2", list(a), {}))
+def _pad_v2(xp, args, attrs):
+    """Pad with `constant_values` (a scalar of the input's dtype, its bits
+    copied) instead of zeros."""
+    a, paddings, value = args
+    if value.dtype != a.dtype:
+        raise OpError(DTYPE_MISMATCH, f"PadV2: constant_values is {value.dtype.name}, the input "
+                                      f"{a.dtype.name}")
+    pairs = _paddings("PadV2", a, paddings, PAD_MAX_RANK)
+    if value.ndim != 0:
+        raise _invalid(f"PadV2: constant_values must be a scalar, not {list(value.shape)}")
+    return (_pad_with(a, pairs, value),)
+
+
 #: The functions above whose result's shape (or whether they fail) depends on
 #: their arguments' values, not on their kinds alone: static type inference
 #: (graphdef/exporter.py) must not evaluate them on zeros.
@@ -1190,6 +1257,20 @@ def _import_transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+@_define("Pad", "the function Pad (paddings: a tensor)", functions=("Pad",))
+def _import_pad(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    return [b.add("Pad", [b.input(0), b.input(1)])]
+
+
+@_define("PadV2", "the function PadV2 (paddings, constant_values: tensors)", functions=("PadV2",))
+def _import_pad_v2(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    return [b.add("PadV2", [b.input(0), b.input(1), b.input(2)])]
+
+
 @_define("ReverseV2", "the function ReverseV2 (axis: a tensor)", functions=("ReverseV2",))
 def _import_reverse_v2(b):
     b.dtype("T")
@@ -1211,11 +1292,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike ReverseV2
+    Transpose Unpack ZerosLike ReverseV2 Pad PadV2
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot Pad PadV2 MirrorPad Reverse Where SplitV
+    ConjugateTranspose Gather OneHot MirrorPad Reverse Where SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
