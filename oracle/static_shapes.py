@@ -102,7 +102,8 @@ Shape = tuple[int, ...]
 #: function could take, is not here)
 ELEMENTWISE_1 = frozenset({
     "Identity", "Neg", "Relu", "Cast", "Abs", "Sqrt", "Sqrt.ftz", "Square",
-    "Square.ftz", "LogicalNot", "IsNan", "IsInf", "IsFinite",
+    "Square.ftz", "LogicalNot", "IsNan", "IsInf", "IsFinite", "Floor", "Floor.ftz", "Ceil",
+    "Ceil.ftz", "Round", "Round.ftz", "Rint", "Rint.ftz",
     "tf.Sigmoid/1/1", "tf.Tanh/1/1", "tf.Exp/1/1", "tf.Log/1/1", "tf.Log1p/1/1",
     "tf.Rsqrt/1/1", "tf.Reciprocal/1/1", "tf.Ceil/1/1", "tf.Floor/1/1", "tf.IsFinite/1/1",
     "tf.IsNan/1/1", "tf.Sqrt/1/1", "tf.Softplus/1/1", "tf.Elu/1/1", "tf.Relu6/1/1",

@@ -101,7 +101,8 @@ ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNu
 #: ops of UNINTERPRETED given a bit-exact numpy model since (an OpDef in
 #: their family: no longer uninterpreted; their kernels stay in KERNELS)
 MODELLED = frozenset({"DivNoNan", "IsNan", "IsInf", "IsFinite", "Prod", "All",
-                       "Any", "ReverseV2", "Pad", "PadV2"})
+                       "Any", "ReverseV2", "Pad", "PadV2",
+                       "Floor", "Ceil", "Round", "Rint"})
 
 
 def test_the_uninterpreted_ops_are_the_same():

@@ -605,6 +605,78 @@ _FLOAT_CLASSES = tuple(_float_class(n, u) for n, u in (("IsNan", np.isnan), ("Is
                                                        ("IsFinite", np.isfinite)))
 
 
+# -- Floor, Ceil, Round, Rint: exact rounding to an integral value -----------------
+#
+# Each result element is its argument rounded to an integral value in the
+# argument's own dtype: exact (no rounding error to reproduce), as numpy's
+# floor, ceil, rint and round (both half to even, as TensorFlow's Round and
+# Rint) compute it.  What TensorFlow's CPU kernels add, measured on
+# TensorFlow 2.21 (sizes 1 to 40, 100 and 1,003; edge values, halves, NaNs
+# with payloads, quiet and signaling, random bit patterns:
+# tests/test_rounding_tensorflow.py):
+#
+# * bfloat16, float32 and float64 read a subnormal argument as zero of its
+#   sign (denormals-are-zero: Floor(-subnormal) is -0.0, not -1.0): the
+#   `.ftz` variants, as for arithmetic; float16 (computed in float32) keeps
+#   them;
+# * a NaN keeps its sign and payload, quieted, as numpy's, except on
+#   bfloat16, computed in float32 and converted back: inside one of Eigen's
+#   whole packets (8 elements, by flat index: i < (n // 8) * 8) the
+#   canonical 0x7fc0, in the scalar tail the canonical NaN of its sign
+#   (0x7fc0/0xffc0), as Cast from float32 to bfloat16 (`_NAN_CASTS`);
+# * Rint has CPU kernels for float32 and float64 only; Round also has
+#   kernels for int32 and int64, which on TensorFlow 2.21 give zeros for
+#   every input (measured: Round of [1, 2, -3, 7, 100] int32 is all 0,
+#   where tf.math.round returns integers untouched without running it):
+#   not modelled, left to that kernel (and its two-run check).
+#
+# Encoding: none (uninterpreted in proofs, as they were as TensorFlow's
+# kernels).
+
+_ROUND_INTS = frozenset({"int32", "int64"})
+
+
+def _rounding_on(name: str, ufunc, dtypes: frozenset):
+    def on(xp, a, lead=0):
+        if name == "Round" and dtype_name(a.dtype) in _ROUND_INTS:
+            raise CannotRun(f"cannot run TensorFlow op Round on {dtype_name(a.dtype)} "
+                            "concretely: TensorFlow's integer Round kernel is not modelled")
+        _kernel(name, dtypes, a)
+        with np.errstate(invalid="ignore"):
+            r = xp.asarray(getattr(xp, ufunc.__name__)(a)).astype(a.dtype, copy=False)
+        if dtype_name(a.dtype) == "bfloat16":
+            r = _nan_bits_as_tensorflow(xp, a, r, "float32", "bfloat16", lead)
+        return (r,)
+    return on
+
+
+def _rounding(name: str, ufunc, dtypes: frozenset, doc: str) -> Function:
+    on = _rounding_on(name, ufunc, dtypes)
+
+    def impl(xp, args, attrs):
+        return on(xp, args[0])
+    impl.__doc__ = doc
+    tf_kernel = (lambda a, attrs: ("Round", list(a), {})) if name == "Round" else None
+    return function(name, 1, 1, batched=lambda xp, args, attrs: on(xp, args[0], lead=1),
+                    export=export_as(name), tf_kernel=tf_kernel)(impl)
+
+
+_ROUNDINGS = (
+    _rounding("Floor", np.floor, FLOAT_DTYPES, "The largest integral value not above x "
+              "(TensorFlow's Floor; floats only; a bfloat16 NaN's bits by position)."),
+    _rounding("Ceil", np.ceil, FLOAT_DTYPES, "The smallest integral value not below x "
+              "(TensorFlow's Ceil; floats only; a bfloat16 NaN's bits by position)."),
+    _rounding("Round", np.rint, FLOAT_DTYPES, "x rounded to the nearest integral value, a "
+              "half to even (TensorFlow's Round; floats; int32 and int64 on TensorFlow's "
+              "kernel)."),
+    _rounding("Rint", np.rint, frozenset({"float32", "float64"}), "x rounded to the nearest "
+              "integral value, a half to even (TensorFlow's Rint: CPU kernels for float32 and "
+              "float64 only)."),
+)
+for _f in _ROUNDINGS:
+    _FTZ[_f.name] = fns.flushed_variant(_f)
+
+
 # -- the ops ----------------------------------------------------------------------
 
 
@@ -651,6 +723,11 @@ _elementwise("DivNoNan", _div_no_nan,
              no_dtypes=frozenset(_INTEGERS | {"bool"}))
 for _f in _FLOAT_CLASSES:
     _elementwise(_f.name, _f, no_dtypes=frozenset(_INTEGERS | {"bool"}))
+for _f in _ROUNDINGS:
+    # (Round's OpDef also takes int8 to int64: no CPU kernel for the narrow ones)
+    _elementwise(_f.name, _f, no_dtypes=frozenset(
+        {"bool", "uint8", "uint16", "uint32", "uint64"} if _f.name == "Round"
+        else _INTEGERS | {"bool"}))
 
 
 
@@ -1062,13 +1139,14 @@ CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets 
 
 kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
-                      "Select SelectV2 DivNoNan IsNan IsInf IsFinite", ELEMENTWISE_KERNEL)
+                      "Select SelectV2 DivNoNan IsNan IsInf IsFinite Floor Ceil Round Rint",
+                      ELEMENTWISE_KERNEL)
 kernels_are_functions("MatMul Sum Mean Max Min Prod All Any", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Erf Erfc Sin Cos Tan Asin Acos
-    Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint Floor Ceil Sign Div MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
+    Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Sign Div MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
     TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad
 """, FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: CheckNumerics: x, or the op fails where x holds a NaN or an infinity
