@@ -902,6 +902,33 @@ def _pad_v2(xp, args, attrs):
     return (_pad_with(a, pairs, value),)
 
 
+#: The ranks TensorFlow's Where kernel handles (where_op.cc: past them, and
+#: for a scalar, "Unhandled input dimensions")
+WHERE_MAX_RANK = 8
+
+
+@_op("Where", 1, export=_export_op("Where", {"T": 0}),
+     tf_kernel=lambda a, attrs: ("Where", list(a), {}))
+def _where(xp, args, attrs):
+    """The coordinates of the true (non-zero) elements, row-major, as an
+    int64 [count, rank] tensor (TensorFlow's Where of one argument).  A NaN
+    is true; a float32 or float64 subnormal is not (the kernel's comparison
+    runs under denormals-are-zero), a bfloat16 one is (measured on
+    TensorFlow 2.21: tests/test_where_tensorflow.py).  A scalar or a rank
+    past 8 fails as the kernel does; float16, for which the kernel refuses
+    to run on the CPU (Unimplemented), is left to it."""
+    (a,) = args
+    if a.ndim == 0 or a.ndim > WHERE_MAX_RANK:
+        raise _invalid(f"Where: unhandled input dimensions: {a.ndim}")
+    name = a.dtype.name
+    if name == "float16":
+        raise CannotRun("cannot run TensorFlow op Where on float16 concretely: TensorFlow has "
+                        "no CPU kernel of it")
+    truth = a if name == "bool" else (
+        fns._flush(np, a) if name in ("float32", "float64") else a) != 0
+    return (np.argwhere(truth).astype(np.int64).reshape(-1, a.ndim),)
+
+
 #: The functions above whose result's shape (or whether they fail) depends on
 #: their arguments' values, not on their kinds alone: static type inference
 #: (graphdef/exporter.py) must not evaluate them on zeros.
@@ -926,6 +953,8 @@ def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
         return arg_dtypes[4]
     if name.startswith("DynamicStitch/"):
         return arg_dtypes[int(name.split("/")[1])]
+    if name == "Where":
+        return "int64"
     return arg_dtypes[0] if arg_dtypes else None
 
 
@@ -1257,6 +1286,13 @@ def _import_transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+@_define("Where", "the function Where (one argument: the coordinates of its true elements)",
+         functions=("Where",))
+def _import_where(b):
+    b.dtype("T")
+    return [b.add("Where", [b.input(0)])]
+
+
 @_define("Pad", "the function Pad (paddings: a tensor)", functions=("Pad",))
 def _import_pad(b):
     b.dtype("T")
@@ -1292,11 +1328,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike ReverseV2 Pad PadV2
+    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot MirrorPad Reverse Where SplitV
+    ConjugateTranspose Gather OneHot MirrorPad Reverse SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
