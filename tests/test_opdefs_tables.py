@@ -102,7 +102,8 @@ ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNu
 #: their family: no longer uninterpreted; their kernels stay in KERNELS)
 MODELLED = frozenset({"DivNoNan", "IsNan", "IsInf", "IsFinite", "Prod", "All",
                        "Any", "ReverseV2", "Pad", "PadV2",
-                       "Floor", "Ceil", "Round", "Rint", "Where"})
+                       "Floor", "Ceil", "Round", "Rint", "Where",
+                       "MirrorPad"})
 
 
 def test_the_uninterpreted_ops_are_the_same():

@@ -902,6 +902,38 @@ def _pad_v2(xp, args, attrs):
     return (_pad_with(a, pairs, value),)
 
 
+def _mode_attr(v) -> str:
+    if v not in ("REFLECT", "SYMMETRIC"):
+        raise ValueError(f"mode must be REFLECT or SYMMETRIC, not {v!r}")
+    return v
+
+
+def _export_mirror_pad(e) -> list:
+    return [{"name": e.name, "op": "MirrorPad", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(0), "Tpaddings": e.T(1), "mode": {"s": e.attrs["mode"].encode()}}}]
+
+
+@_op("MirrorPad", 2, attrs={"mode": _mode_attr}, export=_export_mirror_pad,
+     tf_kernel=lambda a, attrs: ("MirrorPad", list(a), {"mode": attrs["mode"]}))
+def _mirror_pad(xp, args, attrs):
+    """The input padded with its own mirror image along each axis
+    (`paddings` (before, after) per axis; REFLECT leaves the edge element
+    out of the mirror, SYMMETRIC repeats it), elements copied bit for bit.
+    A padding not below the axis's size (REFLECT) or past it (SYMMETRIC)
+    fails as TensorFlow's kernel does; a rank past 5, which that kernel does
+    not pad, is left to it."""
+    a, paddings = args
+    pairs = _paddings("MirrorPad", a, paddings, MIRROR_PAD_MAX_RANK)
+    reflect = attrs["mode"] == "REFLECT"
+    for (lo, hi), d in zip(pairs, a.shape):
+        if max(lo, hi) > d - (1 if reflect else 0):
+            raise _invalid(f"MirrorPad: paddings must be {'less than' if reflect else 'no greater than'} "
+                           f"the dimension size: {lo}, {hi} against {d}")
+    if all(p == (0, 0) for p in pairs):
+        return (a,)
+    return (_contiguous(np.pad(a, pairs, mode="reflect" if reflect else "symmetric")),)
+
+
 #: The ranks TensorFlow's Where kernel handles (where_op.cc: past them, and
 #: for a scalar, "Unhandled input dimensions")
 WHERE_MAX_RANK = 8
@@ -1286,6 +1318,18 @@ def _import_transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+@_define("MirrorPad", "the function MirrorPad (paddings: a tensor; mode REFLECT or SYMMETRIC)",
+         functions=("MirrorPad",))
+def _import_mirror_pad(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    mode = b.attr("mode", "")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        b.reject(f"MirrorPad's mode must be REFLECT or SYMMETRIC, not {mode!r}")
+    return [b.add("MirrorPad", [b.input(0), b.input(1)], {"mode": mode})]
+
+
 @_define("Where", "the function Where (one argument: the coordinates of its true elements)",
          functions=("Where",))
 def _import_where(b):
@@ -1328,11 +1372,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where
+    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where MirrorPad
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot MirrorPad Reverse SplitV
+    ConjugateTranspose Gather OneHot Reverse SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
