@@ -93,3 +93,22 @@ def test_graph_import_export_and_a_mode_refused_by_name():
     nodes[2]["attr"]["mode"] = {"s": b"EDGE"}
     with pytest.raises(GraphImportError, match="REFLECT or SYMMETRIC"):
         import_graph({"node": nodes}, ["m"], [])
+
+
+def test_a_json_programs_mode_is_read_and_a_bad_one_named():
+    from tfsem.oracle import jsonio
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.program import ProgramError
+
+    def c(name, dt, v):
+        return {"name": name, "op": "Const", "value": {"dtype": dt, "value": v}}
+    prog = {"variables": {}, "nodes": [
+        c("x", "float32", [[0, 1, 2], [3, 4, 5]]), c("p", "int32", [[1, 0], [0, 2]]),
+        {"name": "m", "op": "MirrorPad", "inputs": ["x", "p"], "mode": "SYMMETRIC"}],
+        "outputs": {"m": "m"}}
+    (o,) = outcome_set(jsonio.program_from_json(prog), {}, {}, "atomic", "outputs").as_dict(2)
+    assert dict(o.outputs)["m"].array.tolist() == [[0, 1, 2, 2, 1], [0, 1, 2, 2, 1],
+                                                   [3, 4, 5, 5, 4]]
+    prog["nodes"][2]["mode"] = "EDGE"
+    with pytest.raises(ProgramError, match="attribute 'mode': expected REFLECT or SYMMETRIC"):
+        jsonio.program_from_json(prog)

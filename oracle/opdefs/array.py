@@ -902,10 +902,10 @@ def _pad_v2(xp, args, attrs):
     return (_pad_with(a, pairs, value),)
 
 
-def _mode_attr(v) -> str:
-    if v not in ("REFLECT", "SYMMETRIC"):
-        raise ValueError(f"mode must be REFLECT or SYMMETRIC, not {v!r}")
-    return v
+def _mode_attr(raw: Any, where: str) -> str:
+    if raw not in ("REFLECT", "SYMMETRIC"):
+        raise fns.ValueFormatError(f"{where}: expected REFLECT or SYMMETRIC, got {raw!r}")
+    return raw
 
 
 def _export_mirror_pad(e) -> list:
