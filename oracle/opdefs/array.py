@@ -934,6 +934,48 @@ def _mirror_pad(xp, args, attrs):
     return (_contiguous(np.pad(a, pairs, mode="reflect" if reflect else "symmetric")),)
 
 
+#: OneHot's index dtypes (its OpDef's TI)
+ONE_HOT_INDICES = ("uint8", "int8", "int32", "int64")
+
+
+def _export_one_hot(e) -> list:
+    return [{"name": e.name, "op": "OneHot", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(2), "TI": e.T(0), "axis": {"i": int(e.attrs.get("axis", -1))}}}]
+
+
+@_op("OneHot", 4, attrs={"axis": _int_attr}, export=_export_one_hot,
+     tf_kernel=lambda a, attrs: ("OneHot", list(a), {"axis": int(attrs.get("axis", -1))}))
+def _one_hot(xp, args, attrs):
+    """A new axis of `depth` at `axis` (-1: last): on_value where the index
+    equals the position along it, off_value elsewhere (an index negative or
+    not below depth: off_value all along), both scalars of the result's
+    dtype, their bits copied.  An axis outside -1 and [0, rank], a depth,
+    on_value or off_value that is not a scalar, or a negative depth fail as
+    TensorFlow's kernel does (one_hot_op.cc: InvalidArgument)."""
+    idx, depth, on, off = args
+    if idx.dtype.name not in ONE_HOT_INDICES:
+        raise OpError("no-kernel", f"OneHot has no kernel for indices of {idx.dtype.name}")
+    if depth.dtype.name != "int32":
+        raise OpError("no-kernel", f"OneHot: depth must be int32, not {depth.dtype.name}")
+    if on.dtype != off.dtype:
+        raise OpError(DTYPE_MISMATCH, f"OneHot: on_value is {on.dtype.name}, off_value "
+                                      f"{off.dtype.name}")
+    axis = int(attrs.get("axis", -1))
+    if not (axis == -1 or 0 <= axis <= idx.ndim):
+        raise _invalid(f"OneHot: expected axis to be -1 or in [0, {idx.ndim + 1}), got {axis}")
+    for what, t in (("depth", depth), ("on_value", on), ("off_value", off)):
+        if t.ndim != 0:
+            raise _invalid(f"OneHot: {what} must be a scalar, not {list(t.shape)}")
+    d = int(depth)
+    if d < 0:
+        raise _invalid(f"OneHot: depth must be non-negative, got {d}")
+    if idx.size * d > fns.MAX_TENSOR_ELEMENTS:
+        raise fns.too_large("OneHot", idx.size * d)
+    hot = idx.astype(np.int64)[..., None] == np.arange(d, dtype=np.int64)
+    hot = np.moveaxis(hot, -1, idx.ndim if axis == -1 else axis)
+    return (_contiguous(np.where(hot, on, off).astype(on.dtype, copy=False)),)
+
+
 #: The ranks TensorFlow's Where kernel handles (where_op.cc: past them, and
 #: for a scalar, "Unhandled input dimensions")
 WHERE_MAX_RANK = 8
@@ -987,6 +1029,8 @@ def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
         return arg_dtypes[int(name.split("/")[1])]
     if name == "Where":
         return "int64"
+    if name == "OneHot":
+        return arg_dtypes[2]
     return arg_dtypes[0] if arg_dtypes else None
 
 
@@ -1330,6 +1374,16 @@ def _import_mirror_pad(b):
     return [b.add("MirrorPad", [b.input(0), b.input(1)], {"mode": mode})]
 
 
+@_define("OneHot", "the function OneHot (depth, on_value, off_value: tensors; axis)",
+         functions=("OneHot",))
+def _import_one_hot(b):
+    b.dtype("T")
+    ti = b.dtype("TI")
+    if ti not in ONE_HOT_INDICES:
+        b.reject(f"OneHot's TI must be one of {', '.join(ONE_HOT_INDICES)}, not {ti}")
+    return [b.add("OneHot", [b.input(i) for i in range(4)], {"axis": int(b.attr("axis", -1))})]
+
+
 @_define("Where", "the function Where (one argument: the coordinates of its true elements)",
          functions=("Where",))
 def _import_where(b):
@@ -1372,11 +1426,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where MirrorPad
+    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where MirrorPad OneHot
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot Reverse SplitV
+    ConjugateTranspose Gather Reverse SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)
