@@ -103,7 +103,7 @@ ADDED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedBatchNormEx", "CheckNu
 MODELLED = frozenset({"DivNoNan", "IsNan", "IsInf", "IsFinite", "Prod", "All",
                        "Any", "ReverseV2", "Pad", "PadV2",
                        "Floor", "Ceil", "Round", "Rint", "Where",
-                       "MirrorPad", "OneHot"})
+                       "MirrorPad", "OneHot", "ArgMax", "ArgMin"})
 
 
 def test_the_uninterpreted_ops_are_the_same():

@@ -32,7 +32,7 @@ from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYP
                          FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
                          OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
                          _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name)
-from .registry import (Elementwise, OpDef, define, export_as, flushed, function,
+from .registry import (Elementwise, OpDef, define, export_as, flushed, function, index_dtype,
                        kernels_are_functions, known, one_function)
 
 FAMILY = "math"
@@ -532,6 +532,64 @@ def _any(xp, args, attrs):
     return _logical_reduce("Any", xp, args, attrs, xp.any)
 
 
+#: ArgMax's and ArgMin's output types (their OpDefs' output_type, TensorFlow 2.21)
+_ARG_OUTPUT_TYPES = {"ArgMax": ("int16", "uint16", "int32", "int64"),
+                     "ArgMin": ("int32", "int64")}
+
+
+def _arg_attr(name: str):
+    def convert(raw, where: str) -> str:
+        if raw not in _ARG_OUTPUT_TYPES[name]:
+            raise fns.ValueFormatError(f"{where}: expected one of "
+                                       f"{', '.join(_ARG_OUTPUT_TYPES[name])}, got {raw!r}")
+        return raw
+    return convert
+
+
+def _arg_reduction(name: str, fn):
+    def impl(xp, args, attrs):
+        a, dim = args
+        if dim.dtype.name not in ("int32", "int64"):
+            raise OpError("no-kernel", f"{name}: dimension must be int32 or int64, not "
+                                       f"{dim.dtype.name}")
+        if dim.ndim != 0:
+            raise ShapeError(f"{name}: dimension must be a scalar, not {list(dim.shape)}")
+        d = int(dim)
+        if not -a.ndim <= d < a.ndim:
+            raise ShapeError(f"{name}: expected dimension in [-{a.ndim}, {a.ndim}), got {d}")
+        d %= a.ndim
+        if a.shape[d] == 0:
+            raise ShapeError(f"{name}: reduction axis {d} is empty in shape {list(a.shape)}")
+        if _is_float(a):
+            raise CannotRun(f"cannot run TensorFlow op {name} on floating-point tensors "
+                            "concretely: which index a NaN or a tie of signed zeros gives is "
+                            "not modelled (TensorFlow's kernel stands in)")
+        out = attrs.get("output_type", "int64")
+        return (xp.asarray(fn(a, axis=d)).astype(np.dtype(out)),)
+    impl.__doc__ = (f"The index of the first {'largest' if name == 'ArgMax' else 'smallest'} "
+                    "element along `dimension` (a scalar operand), as output_type "
+                    f"(TensorFlow's {name} on integers and bool; floats on its kernel).")
+    return function(name, 2, 1, casts=True, mixed_dtypes=True,
+                    attrs={"output_type": _arg_attr(name)}, export=_export_arg(name),
+                    tf_kernel=lambda a, attrs: (name, list(a), {
+                        "output_type": _kernels.DT_NAMES[attrs.get("output_type", "int64")]}))(impl)
+
+
+def _export_arg(name: str):
+    def export(e) -> list:
+        return [{"name": e.name, "op": name, "input": e.data + e.ctrl,
+                 "attr": {"T": e.T(0), "Tidx": e.T(1), "output_type": {
+                     "type": e.tf_dtype(e.attrs.get("output_type", "int64"))}}}]
+    return export
+
+
+# (integers and bool: the first index of the extreme, numpy's argmax/argmin;
+# measured equal to TensorFlow 2.21's kernel on every integer dtype's edge
+# values, ties included: tests/test_arg_max_min_tensorflow.py)
+_ARG_MAX = _arg_reduction("ArgMax", np.argmax)
+_ARG_MIN = _arg_reduction("ArgMin", np.argmin)
+
+
 # -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
 
 _FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.flushed_variant(f))
@@ -838,6 +896,22 @@ def _reduction_or_opaque(name: str, dtype_attr: str | None):
 define(OpDef("Prod", "the function Prod (axes: a constant input; integers modelled, floats on "
              "TensorFlow's kernel), or the uninterpreted tf.Prod/2/1 (axes computed at run time)",
              _reduction_or_opaque("Prod", "T"), FAMILY, functions=(_prod,), static=(1,)))
+def _arg_build(name: str):
+    def build(b):
+        b.dtype("T")
+        index_dtype(b, "Tidx")
+        out = b.dtype("output_type") if b.attr("output_type", None) is not None else "int64"
+        if out not in _ARG_OUTPUT_TYPES[name]:
+            b.reject(f"{name}'s output_type must be one of "
+                     f"{', '.join(_ARG_OUTPUT_TYPES[name])}, not {out}")
+        return [b.add(name, [b.input(0), b.input(1)], {"output_type": out})]
+    return build
+
+
+for _f in (_ARG_MAX, _ARG_MIN):
+    define(OpDef(_f.name, f"the function {_f.name} (dimension: a tensor; integers and bool "
+                 "modelled, floats on TensorFlow's kernel)", _arg_build(_f.name), FAMILY,
+                 functions=(_f,)))
 for _f in (_all, _any):
     define(OpDef(_f.name, f"the function {_f.name} (a bool tensor; axes: a constant input), or "
                  f"the uninterpreted tf.{_f.name}/2/1 (axes computed at run time)",
@@ -1141,7 +1215,7 @@ kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimu
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
                       "Select SelectV2 DivNoNan IsNan IsInf IsFinite Floor Ceil Round Rint",
                       ELEMENTWISE_KERNEL)
-kernels_are_functions("MatMul Sum Mean Max Min Prod All Any", BLOCKED_KERNEL)
+kernels_are_functions("MatMul Sum Mean Max Min Prod All Any ArgMax ArgMin", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
@@ -1159,7 +1233,7 @@ known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: FuseUnaryOpsChain, CPU only); uninterpreted, its kernel run.
 known("_UnaryOpsComposition", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
-    ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum
 """, FAMILY, uninterpreted=True, kernel=BLOCKED_KERNEL)
 known("""
