@@ -1322,7 +1322,8 @@ def ftz(xp, a):
 
 #: The functions whose rounding may carry a result from below the smallest
 #: normal up to it (a product or quotient; a sum below it is exact).
-_ROUNDS_UP_TO_TINY = frozenset({"Mul", "RealDiv", "Square", "SquaredDifference"})
+#: (DivNoNan: RealDiv's quotient where its divisor is not zero, +0 where it is)
+_ROUNDS_UP_TO_TINY = frozenset({"Mul", "RealDiv", "Square", "SquaredDifference", "DivNoNan"})
 
 
 def _tiny_after_rounding(name: str, args: Sequence[Any], r: Any, xp: Any = np) -> Any:

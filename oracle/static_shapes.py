@@ -102,7 +102,8 @@ Shape = tuple[int, ...]
 #: function could take, is not here)
 ELEMENTWISE_1 = frozenset({
     "Identity", "Neg", "Relu", "Cast", "Abs", "Sqrt", "Sqrt.ftz", "Square",
-    "Square.ftz", "LogicalNot",
+    "Square.ftz", "LogicalNot", "IsNan", "IsInf", "IsFinite", "Floor", "Floor.ftz", "Ceil",
+    "Ceil.ftz", "Round", "Round.ftz", "Rint", "Rint.ftz",
     "tf.Sigmoid/1/1", "tf.Tanh/1/1", "tf.Exp/1/1", "tf.Log/1/1", "tf.Log1p/1/1",
     "tf.Rsqrt/1/1", "tf.Reciprocal/1/1", "tf.Ceil/1/1", "tf.Floor/1/1", "tf.IsFinite/1/1",
     "tf.IsNan/1/1", "tf.Sqrt/1/1", "tf.Softplus/1/1", "tf.Elu/1/1", "tf.Relu6/1/1",
@@ -112,11 +113,13 @@ BROADCASTING_2 = frozenset({
     "Add", "Add.ftz", "Sub", "Sub.ftz", "Mul", "Mul.ftz", "RealDiv", "RealDiv.ftz",
     "Max", "Max.ftz", "Min", "Min.ftz", "SquaredDifference",
     "SquaredDifference.ftz", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
-    "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "tf.DivNoNan/2/1", "tf.Pow/2/1",
+    "NotEqual", "LogicalAnd", "LogicalOr", "ReluGrad", "DivNoNan", "DivNoNan.ftz",
+    "tf.DivNoNan/2/1", "tf.Pow/2/1",
     "tf.SigmoidGrad/2/1", "tf.TanhGrad/2/1", "tf.RsqrtGrad/2/1", "tf.SqrtGrad/2/1"})
 #: functions whose result has their first argument's shape (the others: a
 #: bias along the last axis, an axis to reverse or to scan along)
-_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "tf.ReverseV2/2/1", "tf.Cumsum/2/1"})
+_BIAS_ADD = frozenset({"BiasAdd", "BiasAdd.ftz", "ReverseV2", "tf.ReverseV2/2/1",
+                       "tf.Cumsum/2/1"})
 _SEGMENT_SUM = "tf.UnsortedSegmentSum/3/1"
 _REDUCTIONS = frozenset({"Sum", "Mean"})
 _REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})

@@ -804,6 +804,205 @@ def _transpose(xp, args, attrs):
     return (_contiguous(np.transpose(a, perm)),)
 
 
+#: The highest rank TensorFlow's ReverseV2 kernel handles (reverse_op.cc:
+#: `Unimplemented` past it; that case is left to the kernel itself)
+REVERSE_MAX_RANK = 8
+
+
+@_op("ReverseV2", 2, export=_export_op("ReverseV2", {"T": 0, "Tidx": 1}),
+     tf_kernel=lambda a, attrs: ("ReverseV2", list(a), {}))
+def _reverse_v2(xp, args, attrs):
+    """The input with the order of its elements reversed along each axis of
+    `axis` (a 1-D int32/int64 operand; an entry in [-rank, 0) counts from
+    the end), bit for bit (no arithmetic: NaN payloads, signed zeros and
+    subnormals copied).  An axis out of range, or given twice (once
+    negative counts), fails as TensorFlow's kernel does; a rank past 8,
+    which TensorFlow's kernel does not implement, is left to that kernel.
+    No encoding: uninterpreted in proofs, as it was as TensorFlow's kernel."""
+    a, axis = args
+    axes = _index(axis, "axis", rank=1)
+    if a.ndim > REVERSE_MAX_RANK:
+        raise CannotRun(f"cannot run TensorFlow op ReverseV2 on a tensor of rank {a.ndim} "
+                        f"concretely: its kernel handles ranks up to {REVERSE_MAX_RANK} only")
+    seen: list[int] = []
+    for d in axes:
+        if not -a.ndim <= d < a.ndim:
+            raise _invalid(f"ReverseV2: axis {d} is out of range for rank {a.ndim}")
+        d %= a.ndim
+        if d in seen:
+            raise _invalid(f"ReverseV2: axis {d} specified more than once")
+        seen.append(d)
+    return (_contiguous(np.flip(a, axis=tuple(seen))) if seen else a,)
+
+
+#: The highest rank TensorFlow's Pad and PadV2 kernels pad (pad_op.cc: "Only
+#: ranks up to 6 supported"; past 8 `Unimplemented`); MirrorPad's (mirror_pad_op.cc)
+PAD_MAX_RANK = 6
+MIRROR_PAD_MAX_RANK = 5
+
+
+def _paddings(op: str, a, paddings, max_rank: int) -> list[tuple[int, int]]:
+    """The (before, after) pairs of a [rank, 2] int32/int64 operand, checked
+    as TensorFlow's kernel checks them (each failure its InvalidArgumentError:
+    the error value `shape-mismatch`); a rank the kernel does not pad is left
+    to the kernel (CannotRun, TensorFlow's own error there)."""
+    if a.ndim > max_rank:
+        raise CannotRun(f"cannot run TensorFlow op {op} on a tensor of rank {a.ndim} concretely: "
+                        f"its kernel pads ranks up to {max_rank} only")
+    vals = _index(paddings, "paddings")
+    if paddings.ndim != 2 or paddings.shape[1] != 2:
+        raise _invalid(f"{op}: paddings must be a matrix with 2 columns, not {list(paddings.shape)}")
+    if paddings.shape[0] != a.ndim:
+        raise _invalid(f"{op}: the first dimension of paddings must be the rank {a.ndim}")
+    pairs = [(vals[2 * i], vals[2 * i + 1]) for i in range(a.ndim)]
+    if any(x < 0 for p in pairs for x in p):
+        raise _invalid(f"{op}: paddings must be non-negative")
+    n = 1
+    for (lo, hi), d in zip(pairs, a.shape):
+        n *= lo + d + hi
+    if n > fns.MAX_TENSOR_ELEMENTS:
+        raise fns.too_large(op, n)
+    return pairs
+
+
+def _pad_with(a, pairs, value) -> np.ndarray:
+    """`a` inside a tensor of `value` (a 0-d array of a's dtype), bits
+    copied: no arithmetic, a NaN's payload and -0.0 as they are."""
+    out = np.empty(tuple(lo + d + hi for (lo, hi), d in zip(pairs, a.shape)), a.dtype)
+    out[...] = value
+    out[tuple(slice(lo, lo + d) for (lo, _), d in zip(pairs, a.shape))] = a
+    return out
+
+
+@_op("Pad", 2, export=_export_op("Pad", {"T": 0, "Tpaddings": 1}),
+     tf_kernel=lambda a, attrs: ("Pad", list(a), {}))
+def _pad(xp, args, attrs):
+    """The input with `paddings[i]` (before, after) zeros around axis i (+0.0,
+    0, false), its own elements copied bit for bit.  Paddings not a [rank, 2]
+    matrix or negative fail as TensorFlow's kernel does; a rank past 6, which
+    that kernel does not pad, is left to it.  No encoding: uninterpreted in
+    proofs, as it was as TensorFlow's kernel."""
+    a, paddings = args
+    pairs = _paddings("Pad", a, paddings, PAD_MAX_RANK)
+    return (_pad_with(a, pairs, np.zeros((), a.dtype)),)
+
+
+@_op("PadV2", 3, export=_export_op("PadV2", {"T": 0, "Tpaddings": 1}),
+     tf_kernel=lambda a, attrs: ("PadV2", list(a), {}))
+def _pad_v2(xp, args, attrs):
+    """Pad with `constant_values` (a scalar of the input's dtype, its bits
+    copied) instead of zeros."""
+    a, paddings, value = args
+    if value.dtype != a.dtype:
+        raise OpError(DTYPE_MISMATCH, f"PadV2: constant_values is {value.dtype.name}, the input "
+                                      f"{a.dtype.name}")
+    pairs = _paddings("PadV2", a, paddings, PAD_MAX_RANK)
+    if value.ndim != 0:
+        raise _invalid(f"PadV2: constant_values must be a scalar, not {list(value.shape)}")
+    return (_pad_with(a, pairs, value),)
+
+
+def _mode_attr(raw: Any, where: str) -> str:
+    if raw not in ("REFLECT", "SYMMETRIC"):
+        raise fns.ValueFormatError(f"{where}: expected REFLECT or SYMMETRIC, got {raw!r}")
+    return raw
+
+
+def _export_mirror_pad(e) -> list:
+    return [{"name": e.name, "op": "MirrorPad", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(0), "Tpaddings": e.T(1), "mode": {"s": e.attrs["mode"].encode()}}}]
+
+
+@_op("MirrorPad", 2, attrs={"mode": _mode_attr}, export=_export_mirror_pad,
+     tf_kernel=lambda a, attrs: ("MirrorPad", list(a), {"mode": attrs["mode"]}))
+def _mirror_pad(xp, args, attrs):
+    """The input padded with its own mirror image along each axis
+    (`paddings` (before, after) per axis; REFLECT leaves the edge element
+    out of the mirror, SYMMETRIC repeats it), elements copied bit for bit.
+    A padding not below the axis's size (REFLECT) or past it (SYMMETRIC)
+    fails as TensorFlow's kernel does; a rank past 5, which that kernel does
+    not pad, is left to it."""
+    a, paddings = args
+    pairs = _paddings("MirrorPad", a, paddings, MIRROR_PAD_MAX_RANK)
+    reflect = attrs["mode"] == "REFLECT"
+    for (lo, hi), d in zip(pairs, a.shape):
+        if max(lo, hi) > d - (1 if reflect else 0):
+            raise _invalid(f"MirrorPad: paddings must be {'less than' if reflect else 'no greater than'} "
+                           f"the dimension size: {lo}, {hi} against {d}")
+    if all(p == (0, 0) for p in pairs):
+        return (a,)
+    return (_contiguous(np.pad(a, pairs, mode="reflect" if reflect else "symmetric")),)
+
+
+#: OneHot's index dtypes (its OpDef's TI)
+ONE_HOT_INDICES = ("uint8", "int8", "int32", "int64")
+
+
+def _export_one_hot(e) -> list:
+    return [{"name": e.name, "op": "OneHot", "input": e.data + e.ctrl,
+             "attr": {"T": e.T(2), "TI": e.T(0), "axis": {"i": int(e.attrs.get("axis", -1))}}}]
+
+
+@_op("OneHot", 4, attrs={"axis": _int_attr}, export=_export_one_hot,
+     tf_kernel=lambda a, attrs: ("OneHot", list(a), {"axis": int(attrs.get("axis", -1))}))
+def _one_hot(xp, args, attrs):
+    """A new axis of `depth` at `axis` (-1: last): on_value where the index
+    equals the position along it, off_value elsewhere (an index negative or
+    not below depth: off_value all along), both scalars of the result's
+    dtype, their bits copied.  An axis outside -1 and [0, rank], a depth,
+    on_value or off_value that is not a scalar, or a negative depth fail as
+    TensorFlow's kernel does (one_hot_op.cc: InvalidArgument)."""
+    idx, depth, on, off = args
+    if idx.dtype.name not in ONE_HOT_INDICES:
+        raise OpError("no-kernel", f"OneHot has no kernel for indices of {idx.dtype.name}")
+    if depth.dtype.name != "int32":
+        raise OpError("no-kernel", f"OneHot: depth must be int32, not {depth.dtype.name}")
+    if on.dtype != off.dtype:
+        raise OpError(DTYPE_MISMATCH, f"OneHot: on_value is {on.dtype.name}, off_value "
+                                      f"{off.dtype.name}")
+    axis = int(attrs.get("axis", -1))
+    if not (axis == -1 or 0 <= axis <= idx.ndim):
+        raise _invalid(f"OneHot: expected axis to be -1 or in [0, {idx.ndim + 1}), got {axis}")
+    for what, t in (("depth", depth), ("on_value", on), ("off_value", off)):
+        if t.ndim != 0:
+            raise _invalid(f"OneHot: {what} must be a scalar, not {list(t.shape)}")
+    d = int(depth)
+    if d < 0:
+        raise _invalid(f"OneHot: depth must be non-negative, got {d}")
+    if idx.size * d > fns.MAX_TENSOR_ELEMENTS:
+        raise fns.too_large("OneHot", idx.size * d)
+    hot = idx.astype(np.int64)[..., None] == np.arange(d, dtype=np.int64)
+    hot = np.moveaxis(hot, -1, idx.ndim if axis == -1 else axis)
+    return (_contiguous(np.where(hot, on, off).astype(on.dtype, copy=False)),)
+
+
+#: The ranks TensorFlow's Where kernel handles (where_op.cc: past them, and
+#: for a scalar, "Unhandled input dimensions")
+WHERE_MAX_RANK = 8
+
+
+@_op("Where", 1, export=_export_op("Where", {"T": 0}),
+     tf_kernel=lambda a, attrs: ("Where", list(a), {}))
+def _where(xp, args, attrs):
+    """The coordinates of the true (non-zero) elements, row-major, as an
+    int64 [count, rank] tensor (TensorFlow's Where of one argument).  A NaN
+    is true; a float32 or float64 subnormal is not (the kernel's comparison
+    runs under denormals-are-zero), a bfloat16 one is (measured on
+    TensorFlow 2.21: tests/test_where_tensorflow.py).  A scalar or a rank
+    past 8 fails as the kernel does; float16, for which the kernel refuses
+    to run on the CPU (Unimplemented), is left to it."""
+    (a,) = args
+    if a.ndim == 0 or a.ndim > WHERE_MAX_RANK:
+        raise _invalid(f"Where: unhandled input dimensions: {a.ndim}")
+    name = a.dtype.name
+    if name == "float16":
+        raise CannotRun("cannot run TensorFlow op Where on float16 concretely: TensorFlow has "
+                        "no CPU kernel of it")
+    truth = a if name == "bool" else (
+        fns._flush(np, a) if name in ("float32", "float64") else a) != 0
+    return (np.argwhere(truth).astype(np.int64).reshape(-1, a.ndim),)
+
+
 #: The functions above whose result's shape (or whether they fail) depends on
 #: their arguments' values, not on their kinds alone: static type inference
 #: (graphdef/exporter.py) must not evaluate them on zeros.
@@ -828,6 +1027,10 @@ def result_dtype(name: str, attrs, arg_dtypes) -> str | None:
         return arg_dtypes[4]
     if name.startswith("DynamicStitch/"):
         return arg_dtypes[int(name.split("/")[1])]
+    if name == "Where":
+        return "int64"
+    if name == "OneHot":
+        return arg_dtypes[2]
     return arg_dtypes[0] if arg_dtypes else None
 
 
@@ -1159,6 +1362,56 @@ def _import_transpose(b):
     return [b.add("Transpose", [b.input(0), b.input(1)])]
 
 
+@_define("MirrorPad", "the function MirrorPad (paddings: a tensor; mode REFLECT or SYMMETRIC)",
+         functions=("MirrorPad",))
+def _import_mirror_pad(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    mode = b.attr("mode", "")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        b.reject(f"MirrorPad's mode must be REFLECT or SYMMETRIC, not {mode!r}")
+    return [b.add("MirrorPad", [b.input(0), b.input(1)], {"mode": mode})]
+
+
+@_define("OneHot", "the function OneHot (depth, on_value, off_value: tensors; axis)",
+         functions=("OneHot",))
+def _import_one_hot(b):
+    b.dtype("T")
+    ti = b.dtype("TI")
+    if ti not in ONE_HOT_INDICES:
+        b.reject(f"OneHot's TI must be one of {', '.join(ONE_HOT_INDICES)}, not {ti}")
+    return [b.add("OneHot", [b.input(i) for i in range(4)], {"axis": int(b.attr("axis", -1))})]
+
+
+@_define("Where", "the function Where (one argument: the coordinates of its true elements)",
+         functions=("Where",))
+def _import_where(b):
+    b.dtype("T")
+    return [b.add("Where", [b.input(0)])]
+
+
+@_define("Pad", "the function Pad (paddings: a tensor)", functions=("Pad",))
+def _import_pad(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    return [b.add("Pad", [b.input(0), b.input(1)])]
+
+
+@_define("PadV2", "the function PadV2 (paddings, constant_values: tensors)", functions=("PadV2",))
+def _import_pad_v2(b):
+    b.dtype("T")
+    index_dtype(b, "Tpaddings")
+    return [b.add("PadV2", [b.input(0), b.input(1), b.input(2)])]
+
+
+@_define("ReverseV2", "the function ReverseV2 (axis: a tensor)", functions=("ReverseV2",))
+def _import_reverse_v2(b):
+    b.dtype("T")
+    index_dtype(b, "Tidx")
+    return [b.add("ReverseV2", [b.input(0), b.input(1)])]
+
+
 # -- TensorFlow's kernels as functions, and the pure ops tfsem does not compute
 # (math.py says how an entry's `kernel` and `known(..., uninterpreted=True)`
 # are read) --------------------------------------------------------------------
@@ -1173,11 +1426,11 @@ SCATTER_KERNEL = "a scatter on CPU: one loop over the indices, in order"
 kernels_are_functions("""
     BroadcastGradientArgs BroadcastTo ConcatV2 ExpandDims Fill GatherV2 Identity OnesLike Pack
     Range Rank Reshape Shape ShapeN Size Slice Split Squeeze StridedSlice StridedSliceGrad Tile
-    Transpose Unpack ZerosLike
+    Transpose Unpack ZerosLike ReverseV2 Pad PadV2 Where MirrorPad OneHot
 """, MOVEMENT_KERNEL)
 
 known("""
-    ConjugateTranspose Gather OneHot Pad PadV2 MirrorPad Reverse ReverseV2 Where SplitV
+    ConjugateTranspose Gather Reverse SplitV
     InvertPermutation
 """, FAMILY, uninterpreted=True, kernel=MOVEMENT_KERNEL)
 known("ScatterNd", FAMILY, uninterpreted=True, kernel=SCATTER_KERNEL)

@@ -32,7 +32,7 @@ from ..functions import (_GEMM_ORDER, _REDUCTION_ORDER, BROADCASTING, FLOAT_DTYP
                          FLUSHED_DTYPES, NUMERIC, SIGNED, TENSORFLOW, CannotRun, Function,
                          OpError, ShapeError, _axes, _bool_attr, _dtype_attr, _flush,
                          _float_only, _int_list, _is_float, _kernel, _no_float, dtype_name)
-from .registry import (Elementwise, OpDef, define, export_as, flushed, function,
+from .registry import (Elementwise, OpDef, define, export_as, flushed, function, index_dtype,
                        kernels_are_functions, known, one_function)
 
 FAMILY = "math"
@@ -121,11 +121,11 @@ def _export_matmul(e) -> list:
                       "transpose_b": {"b": bool(e.attrs.get("transpose_b"))}}}]
 
 
-def _export_reduction(tf_op: str):
+def _export_reduction(tf_op: str, typed: bool = True):
     def export(e) -> list:
         c = e.int32_const(f"{e.name}/reduction_indices", e.attrs["axes"])
         return [c, {"name": e.name, "op": tf_op, "input": e.data + [c["name"]] + e.ctrl,
-                    "attr": {"T": e.T(), "Tidx": {"type": "DT_INT32"},
+                    "attr": {**({"T": e.T()} if typed else {}), "Tidx": {"type": "DT_INT32"},
                              "keep_dims": {"b": bool(e.attrs.get("keep_dims"))}}}]
     return export
 
@@ -491,11 +491,248 @@ def _reduce_min(xp, args, attrs):
 
 
 
+@function("Prod", 1, 1, batched=False, attrs=_REDUCE_ATTRS,
+          tf_kernel=_reduce_kernel("Prod"), export=_export_reduction("Prod"))
+def _prod(xp, args, attrs):
+    """Product over `axes` (integers, wrapping; the product of no elements
+    is 1).  TensorFlow's ProdReducer multiplies in the input's own dtype,
+    and multiplication modulo 2^bits is associative and commutative, so
+    the order Eigen's blocking takes does not change a bit of an integer
+    product (measured on every integer dtype's extremes:
+    tests/test_prod_tensorflow.py).  Float products are not modelled (their
+    rounding depends on that order): TensorFlow's kernel stands in."""
+    return _reduce("Prod", xp, args, attrs,
+                   lambda a, ax, k: xp.prod(a, axis=ax, keepdims=k, dtype=a.dtype))
+
+
+def _logical_reduce(name: str, xp, args, attrs, fn):
+    (a,) = args
+    if a.dtype != np.bool_:
+        raise OpError("no-kernel", f"{name} has no kernel for {dtype_name(a.dtype)}")
+    axes = _axes(a, attrs["axes"])   # (out of range or twice: an error value, as Sum's)
+    if a.ndim == 0:
+        return (a,)
+    return (xp.asarray(fn(a, axis=axes, keepdims=attrs.get("keep_dims", False)),
+                       dtype=np.bool_),)
+
+
+@function("All", 1, 1, batched=False, attrs=_REDUCE_ATTRS, casts=True,
+          export=_export_reduction("All", typed=False))
+def _all(xp, args, attrs):
+    """Logical and over `axes` of a bool tensor (TensorFlow's All; of no
+    elements: true).  No arithmetic, so no order to reproduce."""
+    return _logical_reduce("All", xp, args, attrs, xp.all)
+
+
+@function("Any", 1, 1, batched=False, attrs=_REDUCE_ATTRS, casts=True,
+          export=_export_reduction("Any", typed=False))
+def _any(xp, args, attrs):
+    """Logical or over `axes` of a bool tensor (TensorFlow's Any; of no
+    elements: false)."""
+    return _logical_reduce("Any", xp, args, attrs, xp.any)
+
+
+#: ArgMax's and ArgMin's output types (their OpDefs' output_type, TensorFlow 2.21)
+_ARG_OUTPUT_TYPES = {"ArgMax": ("int16", "uint16", "int32", "int64"),
+                     "ArgMin": ("int32", "int64")}
+
+
+def _arg_attr(name: str):
+    def convert(raw, where: str) -> str:
+        if raw not in _ARG_OUTPUT_TYPES[name]:
+            raise fns.ValueFormatError(f"{where}: expected one of "
+                                       f"{', '.join(_ARG_OUTPUT_TYPES[name])}, got {raw!r}")
+        return raw
+    return convert
+
+
+def _arg_reduction(name: str, fn):
+    def impl(xp, args, attrs):
+        a, dim = args
+        if dim.dtype.name not in ("int32", "int64"):
+            raise OpError("no-kernel", f"{name}: dimension must be int32 or int64, not "
+                                       f"{dim.dtype.name}")
+        if dim.ndim != 0:
+            raise ShapeError(f"{name}: dimension must be a scalar, not {list(dim.shape)}")
+        d = int(dim)
+        if not -a.ndim <= d < a.ndim:
+            raise ShapeError(f"{name}: expected dimension in [-{a.ndim}, {a.ndim}), got {d}")
+        d %= a.ndim
+        if a.shape[d] == 0:
+            raise ShapeError(f"{name}: reduction axis {d} is empty in shape {list(a.shape)}")
+        if _is_float(a):
+            raise CannotRun(f"cannot run TensorFlow op {name} on floating-point tensors "
+                            "concretely: which index a NaN or a tie of signed zeros gives is "
+                            "not modelled (TensorFlow's kernel stands in)")
+        out = attrs.get("output_type", "int64")
+        return (xp.asarray(fn(a, axis=d)).astype(np.dtype(out)),)
+    impl.__doc__ = (f"The index of the first {'largest' if name == 'ArgMax' else 'smallest'} "
+                    "element along `dimension` (a scalar operand), as output_type "
+                    f"(TensorFlow's {name} on integers and bool; floats on its kernel).")
+    return function(name, 2, 1, casts=True, mixed_dtypes=True,
+                    attrs={"output_type": _arg_attr(name)}, export=_export_arg(name),
+                    tf_kernel=lambda a, attrs: (name, list(a), {
+                        "output_type": _kernels.DT_NAMES[attrs.get("output_type", "int64")]}))(impl)
+
+
+def _export_arg(name: str):
+    def export(e) -> list:
+        return [{"name": e.name, "op": name, "input": e.data + e.ctrl,
+                 "attr": {"T": e.T(0), "Tidx": e.T(1), "output_type": {
+                     "type": e.tf_dtype(e.attrs.get("output_type", "int64"))}}}]
+    return export
+
+
+# (integers and bool: the first index of the extreme, numpy's argmax/argmin;
+# measured equal to TensorFlow 2.21's kernel on every integer dtype's edge
+# values, ties included: tests/test_arg_max_min_tensorflow.py)
+_ARG_MAX = _arg_reduction("ArgMax", np.argmax)
+_ARG_MIN = _arg_reduction("ArgMin", np.argmin)
+
+
 # -- the .ftz variants: TensorFlow's float arithmetic flushes subnormals --------
 
 _FTZ = {f.name: (fns.flushed_extremum(f) if f.name in ("Max", "Min") else fns.flushed_variant(f))
         for f in (*map(fns.get, ("Add", "Sub", "Mul", "Max", "Min")), _realdiv, _square, _sqrt,
                   _squared_difference)}
+
+
+# -- DivNoNan: x / y, and +0 where y is zero ------------------------------------
+#
+# TensorFlow's DivNoNan (the Keras losses' and metrics' `div_no_nan`) is
+# Eigen's div_no_nan_op: `b != 0 ? a / b : 0` in the scalar tail,
+# `pandnot(pdiv(a, b), pcmp_eq(b, 0))` in its packets: the IEEE quotient
+# where y is not zero, all bits clear (+0.0) where it is, -0.0 included.
+# The quotient is RealDiv's (the same quotient functor), so its rounding,
+# its flush of subnormal arguments and results on bfloat16, float32 and
+# float64, and its NaN bits (functions.nan_bits: by position, packets and
+# scalar tail) are RealDiv's, and a subnormal y counts as zero there (the
+# executor's denormals-are-zero mode reaches the comparison too; float16,
+# computed in float32, keeps its subnormals).  No integer kernel (its OpDef
+# allows half, bfloat16, float, double and the complex types).  Measured
+# against TensorFlow 2.21's kernel bit for bit on every float dtype's edge
+# values, NaNs with payloads and random bits, sizes 1 to 40, scalars and
+# broadcasts (tests/test_div_no_nan_tensorflow.py).  Encoding: none
+# (uninterpreted in proofs, as it was as TensorFlow's kernel).
+
+
+def _div_no_nan_on(xp, a, b, lead=0):
+    _kernel("DivNoNan", FLOAT_DTYPES, a, b)
+    q = _realdiv_on(xp, a, b, lead=lead)[0]
+    return (xp.where(b == 0, xp.zeros((), q.dtype), q).astype(q.dtype, copy=False),)
+
+
+@function("DivNoNan", 2, 1, batched=_batched(_div_no_nan_on, True), export=export_as("DivNoNan"))
+def _div_no_nan(xp, args, attrs):
+    """x / y where y is not zero, +0.0 where it is (TensorFlow's DivNoNan:
+    RealDiv's quotient, NaN bits included; functions.nan_bits)."""
+    return _div_no_nan_on(xp, *args)
+
+
+# DivNoNan.ftz, what graph import builds on the flushed dtypes, is
+# `flushed_variant(DivNoNan)`: the arguments flushed (so a subnormal y is
+# zero), RealDiv.ftz's correction of a quotient rounded up to the smallest
+# normal (functions._ROUNDS_UP_TO_TINY names DivNoNan: where y is zero the
+# result is +0, never that), the result flushed.
+_FTZ["DivNoNan"] = fns.flushed_variant(_div_no_nan)
+
+
+# -- IsNan, IsInf, IsFinite: a float's class, a bool result ----------------------
+#
+# TensorFlow's kernels (Eigen's isnan, isinf, isfinite functors) classify
+# each element alone and read no flag: a subnormal is finite (the
+# denormals-are-zero mode does not reach a classification), a NaN is NaN
+# whatever its sign and payload, quiet or signaling.  numpy's ufuncs (and
+# ml_dtypes' for bfloat16) classify the same way.  Float kernels only (their
+# OpDef allows half, bfloat16, float, double).  Measured against TensorFlow
+# 2.21's kernels on random bit patterns of every float dtype
+# (tests/test_float_class_tensorflow.py).  Encoding: none (uninterpreted in
+# proofs, as they were as TensorFlow's kernels).
+
+
+def _float_class(name: str, ufunc) -> Function:
+    def impl(xp, args, attrs):
+        _kernel(name, FLOAT_DTYPES, args[0])
+        return (xp.asarray(getattr(xp, ufunc.__name__)(args[0]), dtype=np.bool_),)
+    impl.__doc__ = (f"Elementwise {name} of a float tensor (TensorFlow's {name}): a bool "
+                    "result, NaN of any sign and payload, subnormals finite.")
+    return function(name, 1, 1, batched=True, casts=True, export=export_as(name))(impl)
+
+
+_FLOAT_CLASSES = tuple(_float_class(n, u) for n, u in (("IsNan", np.isnan), ("IsInf", np.isinf),
+                                                       ("IsFinite", np.isfinite)))
+
+
+# -- Floor, Ceil, Round, Rint: exact rounding to an integral value -----------------
+#
+# Each result element is its argument rounded to an integral value in the
+# argument's own dtype: exact (no rounding error to reproduce), as numpy's
+# floor, ceil, rint and round (both half to even, as TensorFlow's Round and
+# Rint) compute it.  What TensorFlow's CPU kernels add, measured on
+# TensorFlow 2.21 (sizes 1 to 40, 100 and 1,003; edge values, halves, NaNs
+# with payloads, quiet and signaling, random bit patterns:
+# tests/test_rounding_tensorflow.py):
+#
+# * bfloat16, float32 and float64 read a subnormal argument as zero of its
+#   sign (denormals-are-zero: Floor(-subnormal) is -0.0, not -1.0): the
+#   `.ftz` variants, as for arithmetic; float16 (computed in float32) keeps
+#   them;
+# * a NaN keeps its sign and payload, quieted, as numpy's, except on
+#   bfloat16, computed in float32 and converted back: inside one of Eigen's
+#   whole packets (8 elements, by flat index: i < (n // 8) * 8) the
+#   canonical 0x7fc0, in the scalar tail the canonical NaN of its sign
+#   (0x7fc0/0xffc0), as Cast from float32 to bfloat16 (`_NAN_CASTS`);
+# * Rint has CPU kernels for float32 and float64 only; Round also has
+#   kernels for int32 and int64, which on TensorFlow 2.21 give zeros for
+#   every input (measured: Round of [1, 2, -3, 7, 100] int32 is all 0,
+#   where tf.math.round returns integers untouched without running it):
+#   not modelled, left to that kernel (and its two-run check).
+#
+# Encoding: none (uninterpreted in proofs, as they were as TensorFlow's
+# kernels).
+
+_ROUND_INTS = frozenset({"int32", "int64"})
+
+
+def _rounding_on(name: str, ufunc, dtypes: frozenset):
+    def on(xp, a, lead=0):
+        if name == "Round" and dtype_name(a.dtype) in _ROUND_INTS:
+            raise CannotRun(f"cannot run TensorFlow op Round on {dtype_name(a.dtype)} "
+                            "concretely: TensorFlow's integer Round kernel is not modelled")
+        _kernel(name, dtypes, a)
+        with np.errstate(invalid="ignore"):
+            r = xp.asarray(getattr(xp, ufunc.__name__)(a)).astype(a.dtype, copy=False)
+        if dtype_name(a.dtype) == "bfloat16":
+            r = _nan_bits_as_tensorflow(xp, a, r, "float32", "bfloat16", lead)
+        return (r,)
+    return on
+
+
+def _rounding(name: str, ufunc, dtypes: frozenset, doc: str) -> Function:
+    on = _rounding_on(name, ufunc, dtypes)
+
+    def impl(xp, args, attrs):
+        return on(xp, args[0])
+    impl.__doc__ = doc
+    tf_kernel = (lambda a, attrs: ("Round", list(a), {})) if name == "Round" else None
+    return function(name, 1, 1, batched=lambda xp, args, attrs: on(xp, args[0], lead=1),
+                    export=export_as(name), tf_kernel=tf_kernel)(impl)
+
+
+_ROUNDINGS = (
+    _rounding("Floor", np.floor, FLOAT_DTYPES, "The largest integral value not above x "
+              "(TensorFlow's Floor; floats only; a bfloat16 NaN's bits by position)."),
+    _rounding("Ceil", np.ceil, FLOAT_DTYPES, "The smallest integral value not below x "
+              "(TensorFlow's Ceil; floats only; a bfloat16 NaN's bits by position)."),
+    _rounding("Round", np.rint, FLOAT_DTYPES, "x rounded to the nearest integral value, a "
+              "half to even (TensorFlow's Round; floats; int32 and int64 on TensorFlow's "
+              "kernel)."),
+    _rounding("Rint", np.rint, frozenset({"float32", "float64"}), "x rounded to the nearest "
+              "integral value, a half to even (TensorFlow's Rint: CPU kernels for float32 and "
+              "float64 only)."),
+)
+for _f in _ROUNDINGS:
+    _FTZ[_f.name] = fns.flushed_variant(_f)
 
 
 # -- the ops ----------------------------------------------------------------------
@@ -540,6 +777,15 @@ _elementwise("Minimum", "Min", export="Minimum")
 # the TensorFlow family's
 for _f in (_realdiv, _square, _sqrt, _squared_difference, _abs, _floormod, _floordiv):
     _elementwise(_f.name, _f)
+_elementwise("DivNoNan", _div_no_nan,
+             no_dtypes=frozenset(_INTEGERS | {"bool"}))
+for _f in _FLOAT_CLASSES:
+    _elementwise(_f.name, _f, no_dtypes=frozenset(_INTEGERS | {"bool"}))
+for _f in _ROUNDINGS:
+    # (Round's OpDef also takes int8 to int64: no CPU kernel for the narrow ones)
+    _elementwise(_f.name, _f, no_dtypes=frozenset(
+        {"bool", "uint8", "uint16", "uint32", "uint64"} if _f.name == "Round"
+        else _INTEGERS | {"bool"}))
 
 
 
@@ -629,6 +875,47 @@ for _tf_op, _f in (("Sum", _sum), ("Mean", _mean), ("Max", _reduce_max), ("Min",
     define(OpDef(_tf_op, f"the function {_f.name} (axes: a constant input), or {_f.name}Along "
                  "(axes computed at run time)", _reduction_build(_f.name), FAMILY,
                  functions=(_f, _f.name + "Along"), static=(1,)))
+
+
+def _reduction_or_opaque(name: str, dtype_attr: str | None):
+    """A reduction with constant axes as the function `name`; with axes
+    computed at run time TensorFlow's op as before, an uninterpreted
+    function whose kernel runs (no `Along` form yet)."""
+    def build(b):
+        if dtype_attr:
+            b.dtype(dtype_attr)
+        if not b.is_static(1):
+            return [b.add(fns.opaque_name(name, 2, 1), [b.input(0), b.input(1)],
+                          {"tf_attrs": b.tf_attrs()})]
+        axes = [int(x) for x in np.asarray(b.static(1)).reshape(-1)]
+        return [b.add(name, [b.input(0)], {"axes": axes,
+                                          "keep_dims": bool(b.attr("keep_dims", False))})]
+    return build
+
+
+define(OpDef("Prod", "the function Prod (axes: a constant input; integers modelled, floats on "
+             "TensorFlow's kernel), or the uninterpreted tf.Prod/2/1 (axes computed at run time)",
+             _reduction_or_opaque("Prod", "T"), FAMILY, functions=(_prod,), static=(1,)))
+def _arg_build(name: str):
+    def build(b):
+        b.dtype("T")
+        index_dtype(b, "Tidx")
+        out = b.dtype("output_type") if b.attr("output_type", None) is not None else "int64"
+        if out not in _ARG_OUTPUT_TYPES[name]:
+            b.reject(f"{name}'s output_type must be one of "
+                     f"{', '.join(_ARG_OUTPUT_TYPES[name])}, not {out}")
+        return [b.add(name, [b.input(0), b.input(1)], {"output_type": out})]
+    return build
+
+
+for _f in (_ARG_MAX, _ARG_MIN):
+    define(OpDef(_f.name, f"the function {_f.name} (dimension: a tensor; integers and bool "
+                 "modelled, floats on TensorFlow's kernel)", _arg_build(_f.name), FAMILY,
+                 functions=(_f,)))
+for _f in (_all, _any):
+    define(OpDef(_f.name, f"the function {_f.name} (a bool tensor; axes: a constant input), or "
+                 f"the uninterpreted tf.{_f.name}/2/1 (axes computed at run time)",
+                 _reduction_or_opaque(_f.name, None), FAMILY, functions=(_f,), static=(1,)))
 
 
 # -- comparisons and logical operations: the predicates of conditionals and
@@ -926,14 +1213,14 @@ CAST_KERNEL = ("a function of the whole tensor: with one thread Eigen's packets 
 
 kernels_are_functions("Abs Add AddN AddV2 Sub Mul Neg Sqrt Square Maximum Minimum RealDiv "
                       "SquaredDifference FloorDiv FloorMod LogicalAnd LogicalNot LogicalOr "
-                      "Select SelectV2", ELEMENTWISE_KERNEL)
-kernels_are_functions("MatMul Sum Mean Max Min", BLOCKED_KERNEL)
+                      "Select SelectV2 DivNoNan IsNan IsInf IsFinite Floor Ceil Round Rint",
+                      ELEMENTWISE_KERNEL)
+kernels_are_functions("MatMul Sum Mean Max Min Prod All Any ArgMax ArgMin", BLOCKED_KERNEL)
 kernels_are_functions("Cast", CAST_KERNEL)
 
 known("""
     Exp Expm1 Log Log1p Pow Rsqrt Reciprocal Inv Tanh Sigmoid Erf Erfc Sin Cos Tan Asin Acos
-    Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Round Rint Floor Ceil Sign IsNan IsInf
-    IsFinite Div DivNoNan MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
+    Atan Atan2 Sinh Cosh Asinh Acosh Atanh Lgamma Digamma Sign Div MulNoNan Xdivy Xlogy Xlog1py TruncateDiv TruncateMod Mod ClipByValue
     TanhGrad SigmoidGrad SqrtGrad RsqrtGrad ReciprocalGrad
 """, FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: CheckNumerics: x, or the op fails where x holds a NaN or an infinity
@@ -946,7 +1233,7 @@ known("CheckNumerics", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 #: FuseUnaryOpsChain, CPU only); uninterpreted, its kernel run.
 known("_UnaryOpsComposition", FAMILY, uninterpreted=True, kernel=ELEMENTWISE_KERNEL)
 known("""
-    Prod All Any ArgMax ArgMin L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
+    L2Loss Cumsum Cumprod BatchMatMul BatchMatMulV2 BatchMatMulV3
     Einsum
 """, FAMILY, uninterpreted=True, kernel=BLOCKED_KERNEL)
 known("""
