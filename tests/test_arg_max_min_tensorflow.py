@@ -100,3 +100,15 @@ def test_graph_import_and_an_output_type_argmin_lacks():
                     output_type={"type": "DT_INT16"})
     with pytest.raises(GraphImportError, match="output_type must be one of int32, int64"):
         import_graph({"node": nodes}, ["m"], [])
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_an_output_type_left_out_is_its_opdef_default(op):
+    """A SavedModel strips an attribute equal to its OpDef default
+    (output_type int64): TensorFlow fills it in, and so does graph import
+    (the model's build once refused such a node as missing the attribute)."""
+    nodes = [placeholder("x", (2, 3), "DT_INT32"), const("d", 1, "DT_INT32"),
+             node("m", op, ["x", "d"], T="DT_INT32", Tidx={"type": "DT_INT32"})]
+    p = import_graph({"node": nodes}, ["m"], []).program
+    (m,) = [n for n in p.nodes if n.op == op]
+    assert m.attrs["output_type"] == "int64"

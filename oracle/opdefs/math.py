@@ -900,7 +900,9 @@ def _arg_build(name: str):
     def build(b):
         b.dtype("T")
         index_dtype(b, "Tidx")
-        out = b.dtype("output_type") if b.attr("output_type", None) is not None else "int64"
+        # (a stripped output_type is its OpDef default, int64: `b.dtype`
+        # reads the default where a SavedModel left the attribute out)
+        out = b.dtype("output_type")
         if out not in _ARG_OUTPUT_TYPES[name]:
             b.reject(f"{name}'s output_type must be one of "
                      f"{', '.join(_ARG_OUTPUT_TYPES[name])}, not {out}")
