@@ -1351,7 +1351,12 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
             # the known ops to models: its kernel is no less blind to a
             # NaN's payload than its model, whose function passes below)
             if name not in known_ops() and not (
-                    d is not None and d.stateful is None and d.functions):
+                    d is not None and d.stateful is None and d.functions and all(
+                        getattr(getattr(g if isinstance(g, fns.Function) else fns.lookup(g),
+                                        "impl", None), "__module__", "").startswith("tfsem.")
+                        for g in d.functions)):
+                # (and only tfsem's own: a plugin's OpDef of the same name
+                # says nothing of TensorFlow's kernel, Fingerprint's say)
                 return n.name, name
         elif not getattr(f.impl, "__module__", "").startswith("tfsem."):
             return n.name, name

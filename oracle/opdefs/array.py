@@ -815,11 +815,17 @@ def _reverse_v2(xp, args, attrs):
     """The input with the order of its elements reversed along each axis of
     `axis` (a 1-D int32/int64 operand; an entry in [-rank, 0) counts from
     the end), bit for bit (no arithmetic: NaN payloads, signed zeros and
-    subnormals copied).  An axis out of range, or given twice (once
+    subnormals copied).  A scalar or empty input is passed on whatever
+    `axis` holds, as the kernel does.  An axis out of range, or given twice (once
     negative counts), fails as TensorFlow's kernel does; a rank past 8,
     which TensorFlow's kernel does not implement, is left to that kernel.
     No encoding: uninterpreted in proofs, as it was as TensorFlow's kernel."""
     a, axis = args
+    _index(axis, "axis")                  # (the kernels are int32's and int64's)
+    if a.ndim == 0 or a.size == 0:
+        # (the kernel passes a scalar or an empty input on as it is, before
+        # it reads `axis` at all: reverse_op.cc)
+        return (a,)
     axes = _index(axis, "axis", rank=1)
     if a.ndim > REVERSE_MAX_RANK:
         raise CannotRun(f"cannot run TensorFlow op ReverseV2 on a tensor of rank {a.ndim} "
@@ -971,6 +977,12 @@ def _one_hot(xp, args, attrs):
         raise _invalid(f"OneHot: depth must be non-negative, got {d}")
     if idx.size * d > fns.MAX_TENSOR_ELEMENTS:
         raise fns.too_large("OneHot", idx.size * d)
+    if idx.size == 0 or d == 0:
+        # (a result of no elements: no arange of the depth, which may be
+        # 2**31 - 1 beside empty indices, as TensorFlow's kernel makes none)
+        shape = list(idx.shape)
+        shape.insert(idx.ndim if axis == -1 else axis, d)
+        return (np.zeros(shape, dtype=on.dtype),)
     hot = idx.astype(np.int64)[..., None] == np.arange(d, dtype=np.int64)
     hot = np.moveaxis(hot, -1, idx.ndim if axis == -1 else axis)
     return (_contiguous(np.where(hot, on, off).astype(on.dtype, copy=False)),)

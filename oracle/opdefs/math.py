@@ -554,7 +554,9 @@ def _arg_reduction(name: str, fn):
                                        f"{dim.dtype.name}")
         if dim.ndim != 0:
             raise ShapeError(f"{name}: dimension must be a scalar, not {list(dim.shape)}")
-        d = int(dim)
+        # (the kernel reads the dimension as an int32, an int64's low 32
+        # bits: 2**32 + 1 is axis 1 there)
+        d = int(dim.astype(np.int32))
         if not -a.ndim <= d < a.ndim:
             raise ShapeError(f"{name}: expected dimension in [-{a.ndim}, {a.ndim}), got {d}")
         d %= a.ndim
