@@ -8,7 +8,6 @@ profile; the TensorFlow comparisons are skipped without TensorFlow."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from tfsem.graphdef.importer import import_graph
 from tfsem.oracle import functions as fns
 from tfsem.oracle.values import Error, Tensor
 
+from axes_support import axes_of
 from test_graphdef_ops import const, node, placeholder
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -28,14 +28,6 @@ TRIALS = 10 if NIGHTLY else 3
 
 def model(op, a, axes, keep_dims):
     return fns.get(op).apply([Tensor(a)], {"axes": list(axes), "keep_dims": keep_dims})[0]
-
-
-def axes_of(rank):
-    for k in range(rank + 1):
-        for sub in itertools.combinations(range(rank), k):
-            yield sub
-            if sub:
-                yield tuple(x - rank for x in sub)
 
 
 @pytest.mark.parametrize("op", ["All", "Any"])

@@ -10,7 +10,6 @@ comparisons are skipped without TensorFlow."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.values import DTYPES, Error, Tensor, edge_values, random_array
 
+from axes_support import axes_of
 from test_graphdef_ops import const, node, placeholder
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -33,15 +33,6 @@ TRIALS = 8 if NIGHTLY else 2
 def model(a, axes, keep_dims):
     out = fns.get("Prod").apply([Tensor(a)], {"axes": list(axes), "keep_dims": keep_dims})[0]
     return out
-
-
-def axes_of(rank):
-    """Every subset of the axes, each written with a negative axis too."""
-    for k in range(rank + 1):
-        for sub in itertools.combinations(range(rank), k):
-            yield sub
-            if sub:
-                yield tuple(x - rank for x in sub)
 
 
 @pytest.mark.parametrize("dt", INTS)

@@ -9,7 +9,6 @@ skipped without TensorFlow."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle import kernels
 from tfsem.oracle.values import DTYPES, Error, Tensor, random_array
 
+from axes_support import axes_of
 from test_graphdef_ops import const, node, placeholder
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -32,14 +32,6 @@ DTYPE_NAMES = list(DTYPES) if NIGHTLY else ["float32", "bfloat16", "float16", "i
 def model(a, axes, index="int32"):
     out = fns.get("ReverseV2").apply([Tensor(a), Tensor(np.asarray(axes, index))], {})[0]
     return out
-
-
-def axes_of(rank):
-    for k in range(rank + 1):
-        for sub in itertools.combinations(range(rank), k):
-            yield sub
-            if sub:
-                yield tuple(x - rank for x in sub)
 
 
 @pytest.mark.parametrize("dt", DTYPE_NAMES)

@@ -62,8 +62,6 @@ The tests that need TensorFlow skip without it."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -77,6 +75,7 @@ from tfsem.oracle.opdefs import state
 from tfsem.oracle.values import Tensor
 from nan_bits_support import UINT, arr, bits
 from test_review_nan_bits_round16 import specials, tf_tensor, values
+from test_scatter_nan_bits import kernel, model
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -100,34 +99,9 @@ def tensorflow():
 
 # -- helpers -------------------------------------------------------------------
 
-def scatter_model(kind: str, var, indices, updates, nd: bool = False) -> np.ndarray:
-    """The assign function's new value of the variable (PackScatter, then
-    Scatter<kind> / ScatterNd<kind>, as the import builds them)."""
-    (packed,) = fns.get("PackScatter").impl(np, (np.asarray(indices), updates), {})
-    with np.errstate(all="ignore"):
-        return fns.get(("ScatterNd" if nd else "Scatter") + kind).impl(np, (var, packed), {})[0]
-
-
-_handles = itertools.count()
-
-
-def scatter_kernel(tf, kind: str, var, indices, updates, nd: bool = False) -> np.ndarray:
-    """TensorFlow's ResourceScatter<kind> / ResourceScatterNd<kind> on a
-    resource variable holding `var`: the variable's value after it."""
-    dt = tf.as_dtype(var.dtype.name)
-    with tf.device("/CPU:0"):
-        h = tf.raw_ops.VarHandleOp(dtype=dt, shape=var.shape,
-                                   shared_name=f"review17_scatter_{next(_handles)}")
-        tf.raw_ops.AssignVariableOp(resource=h, value=tf_tensor(tf, var))
-        if nd:
-            getattr(tf.raw_ops, f"ResourceScatterNd{kind}")(
-                ref=h, indices=tf.constant(indices), updates=tf_tensor(tf, updates))
-        else:
-            getattr(tf.raw_ops, f"ResourceScatter{kind}")(
-                resource=h, indices=tf.constant(indices), updates=tf_tensor(tf, updates))
-        out = tf.raw_ops.ReadVariableOp(resource=h, dtype=dt).numpy()
-        tf.raw_ops.DestroyResourceOp(resource=h)
-    return out
+# (the scatter tests' own: the model's new value of the variable, and
+# TensorFlow's kernel on a resource variable holding it)
+scatter_model, scatter_kernel = model, kernel
 
 
 def no_zero(upd):
