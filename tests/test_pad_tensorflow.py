@@ -83,8 +83,17 @@ def test_pad_v2_wants_a_scalar_of_the_inputs_dtype():
 
 
 def test_ranks_the_kernel_does_not_pad_and_huge_results_numpy_only():
+    # (past rank 6 the kernel pads only what merging adjacent unpadded axes
+    # brings to rank 6 or less, and forwards what it does not pad: the
+    # review's reproducers; past 8, nothing)
+    alternate = np.array([[1, 0], [0, 0]] * 3 + [[1, 0]], np.int32)
     with kernels.use(False), pytest.raises(fns.CannotRun, match="rank 7"):
-        apply("Pad", np.zeros((1,) * 7, np.float32), np.zeros((7, 2), np.int32))
+        apply("Pad", np.zeros((2,) * 7, np.float32), alternate)
+    with kernels.use(False), pytest.raises(fns.CannotRun, match="rank 9"):
+        apply("Pad", np.zeros((1,) * 9, np.float32), np.zeros((9, 2), np.int32))
+    with kernels.use(False):
+        got = apply("Pad", np.zeros((1,) * 7, np.float32), np.zeros((7, 2), np.int32))
+    assert got.array.shape == (1,) * 7
     with pytest.raises(fns.BudgetExceeded, match="tensor size limit"):
         apply("Pad", np.zeros((2, 3), np.float32), np.array([[2 ** 31 - 1, 0], [0, 0]], np.int32))
     got = apply("Pad", np.float32(-0.0), np.zeros((0, 2), np.int64))

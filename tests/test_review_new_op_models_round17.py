@@ -14,7 +14,7 @@ started TensorFlow before), operands passed bitcast from their bits.
 
 What broke (reproducers, numpy only, each beside a passing test that pins
 what TensorFlow's kernel does; strict xfails until fixed: all are fixed but
-Pad's needless refusal past rank 6, still a strict xfail):
+none left):
 
 * ReverseV2 of a scalar or of an empty tensor: the kernel returns its input
   without reading `axis` (reverse_op.cc: `IsScalar || NumElements() == 0`
@@ -434,9 +434,6 @@ def _rank7(shape, pads):
     return a, p
 
 
-@pytest.mark.xfail(strict=True, reason="needless refusal without TensorFlow: Pad's model refuses "
-                   "every rank past 6, which TensorFlow's kernel pads after collapsing "
-                   "unpadded axes (or forwards unpadded)")
 @pytest.mark.parametrize("shape, pads", [((1,) * 7, None), ((2,) + (1,) * 6, [0, 1]),
                                          ((1,) * 8, None)])
 def test_pad_model_runs_ranks_7_and_8_without_padding_or_collapsed(shape, pads):

@@ -847,12 +847,36 @@ PAD_MAX_RANK = 6
 MIRROR_PAD_MAX_RANK = 5
 
 
-def _paddings(op: str, a, paddings, max_rank: int) -> list[tuple[int, int]]:
+#: Pad's and PadV2's kernel (pad_op.cc) forwards an input it does not pad
+#: and merges runs of adjacent unpadded axes into one before its rank limit
+#: (CollapseAdjacentNonPaddedDimensions): up to this rank an input is
+#: modelled so (tests/test_review_new_op_models_round17.py pins the kernel)
+PAD_COLLAPSE_MAX_RANK = 8
+
+
+def _collapsed_rank(pairs) -> int:
+    """The rank Pad's kernel pads at: each run of adjacent unpadded axes
+    counts as one axis."""
+    rank, prev_unpadded = 0, False
+    for lo, hi in pairs:
+        unpadded = lo == 0 and hi == 0
+        if not (unpadded and prev_unpadded):
+            rank += 1
+        prev_unpadded = unpadded
+    return rank
+
+
+def _paddings(op: str, a, paddings, max_rank: int,
+              collapse: bool = False) -> list[tuple[int, int]]:
     """The (before, after) pairs of a [rank, 2] int32/int64 operand, checked
     as TensorFlow's kernel checks them (each failure its InvalidArgumentError:
     the error value `shape-mismatch`); a rank the kernel does not pad is left
-    to the kernel (CannotRun, TensorFlow's own error there)."""
-    if a.ndim > max_rank:
+    to the kernel (CannotRun, TensorFlow's own error there).  `collapse`
+    (Pad, PadV2): past `max_rank`, up to PAD_COLLAPSE_MAX_RANK, an input
+    that no padding changes, or whose unpadded runs of axes merged leave
+    at most `max_rank` axes, is padded as the kernel pads it (np.pad of the
+    whole shape: merging axes is a reshape)."""
+    if a.ndim > (PAD_COLLAPSE_MAX_RANK if collapse else max_rank):
         raise CannotRun(f"cannot run TensorFlow op {op} on a tensor of rank {a.ndim} concretely: "
                         f"its kernel pads ranks up to {max_rank} only")
     vals = _index(paddings, "paddings")
@@ -868,6 +892,10 @@ def _paddings(op: str, a, paddings, max_rank: int) -> list[tuple[int, int]]:
         n *= lo + d + hi
     if n > fns.MAX_TENSOR_ELEMENTS:
         raise fns.too_large(op, n)
+    if a.ndim > max_rank and n != a.size and _collapsed_rank(pairs) > max_rank:
+        raise CannotRun(f"cannot run TensorFlow op {op} on a tensor of rank {a.ndim} concretely: "
+                        f"its kernel pads ranks up to {max_rank} only, after merging "
+                        "adjacent unpadded axes")
     return pairs
 
 
@@ -885,11 +913,12 @@ def _pad_with(a, pairs, value) -> np.ndarray:
 def _pad(xp, args, attrs):
     """The input with `paddings[i]` (before, after) zeros around axis i (+0.0,
     0, false), its own elements copied bit for bit.  Paddings not a [rank, 2]
-    matrix or negative fail as TensorFlow's kernel does; a rank past 6, which
-    that kernel does not pad, is left to it.  No encoding: uninterpreted in
+    matrix or negative fail as TensorFlow's kernel does; a rank past 6 is
+    padded where the kernel pads it (nothing to pad, or at most 6 axes once
+    adjacent unpadded axes are merged), else left to the kernel.  No encoding: uninterpreted in
     proofs, as it was as TensorFlow's kernel."""
     a, paddings = args
-    pairs = _paddings("Pad", a, paddings, PAD_MAX_RANK)
+    pairs = _paddings("Pad", a, paddings, PAD_MAX_RANK, collapse=True)
     return (_pad_with(a, pairs, np.zeros((), a.dtype)),)
 
 
@@ -902,7 +931,7 @@ def _pad_v2(xp, args, attrs):
     if value.dtype != a.dtype:
         raise OpError(DTYPE_MISMATCH, f"PadV2: constant_values is {value.dtype.name}, the input "
                                       f"{a.dtype.name}")
-    pairs = _paddings("PadV2", a, paddings, PAD_MAX_RANK)
+    pairs = _paddings("PadV2", a, paddings, PAD_MAX_RANK, collapse=True)
     if value.ndim != 0:
         raise _invalid(f"PadV2: constant_values must be a scalar, not {list(value.shape)}")
     return (_pad_with(a, pairs, value),)
