@@ -107,3 +107,34 @@ def test_graph_import_makes_the_functions():
     p = import_graph({"node": nodes}, ["a", "b"], []).program
     ops = {n.op for n in p.nodes}
     assert {"Pad", "PadV2"} <= ops and not any(o.startswith("tf.") for o in ops)
+
+
+def test_ranks_7_and_8_are_padded_where_the_kernel_pads_them():
+    """Random paddings of rank-7 and rank-8 inputs: where TensorFlow's kernel
+    pads (nothing to pad, or adjacent unpadded axes merged to rank 6 or
+    less) the model gives its bits; where the kernel fails ("Only ranks up
+    to 6 supported") the model leaves it to the kernel (CannotRun)."""
+    tf = pytest.importorskip("tensorflow", reason="compares the models with TensorFlow's kernels")
+    rng = np.random.default_rng(67)
+    padded = refused = 0
+    for trial in range(24 * TRIALS):
+        rank = 7 + trial % 2
+        shape = tuple(int(d) for d in rng.integers(1, 3, size=rank))
+        a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        p = np.zeros((rank, 2), np.int32)
+        for ax in rng.choice(rank, size=int(rng.integers(0, rank + 1)), replace=False):
+            p[ax] = rng.integers(0, 2, size=2)
+        try:
+            want = tf.raw_ops.Pad(input=tf.constant(a), paddings=tf.constant(p)).numpy()
+        except tf.errors.InvalidArgumentError:
+            want = None
+        with kernels.use(False):
+            if want is None:
+                with pytest.raises(fns.CannotRun):
+                    apply("Pad", a, p)
+                refused += 1
+                continue
+            got = apply("Pad", a, p)
+        assert got.array.shape == want.shape and got.array.tobytes() == want.tobytes(), (shape, p)
+        padded += 1
+    assert padded and refused
