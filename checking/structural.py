@@ -457,7 +457,7 @@ from tfsem.oracle.values import FLOAT_DTYPES, Error, Tensor
 from .canonical_memo import _functions_of
 from .product_by_one import constant_never_subnormal, product_by_one, result_never_subnormal
 from .static_shapes import data_inputs, kernel_dtype, reshape_changes_nothing, static_shapes
-from .symbolic import commutes_opaque
+from .symbolic import _is_tfsems, commutes_opaque
 
 OUTPUTS = "outputs"
 SND = "Snd"
@@ -1352,13 +1352,12 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
             # NaN's payload than its model, whose function passes below)
             if name not in known_ops() and not (
                     d is not None and d.stateful is None and d.functions and all(
-                        getattr(getattr(g if isinstance(g, fns.Function) else fns.lookup(g),
-                                        "impl", None), "__module__", "").startswith("tfsem.")
-                        for g in d.functions)):
+                        (g := fns.lookup(fname)) is not None and _is_tfsems(g)
+                        for fname in d.function_names())):
                 # (and only tfsem's own: a plugin's OpDef of the same name
                 # says nothing of TensorFlow's kernel, Fingerprint's say)
                 return n.name, name
-        elif not getattr(f.impl, "__module__", "").startswith("tfsem."):
+        elif not _is_tfsems(f):
             return n.name, name
     return None
 
