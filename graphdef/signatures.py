@@ -126,23 +126,23 @@ def _int_of(a) -> int | None:
     return None
 
 
-def _type_list_of(a) -> list[str] | None:
+def _list_field(a, field: str) -> list | None:
+    """The values of a list AttrValue (dict form) that holds `field` alone
+    (or nothing); None where it is not such a list."""
     if isinstance(a, Mapping) and len(a) == 1 and isinstance(a.get("list"), Mapping):
         lst = a["list"]
-        if set(lst) - {"type"}:
-            return None
-        return [t if isinstance(t, str) else f"DataType {t}" for t in lst.get("type", [])]
+        return None if set(lst) - {field} else list(lst.get(field, []))
     return None
+
+
+def _type_list_of(a) -> list[str] | None:
+    vals = _list_field(a, "type")
+    return None if vals is None else [t if isinstance(t, str) else f"DataType {t}" for t in vals]
 
 
 def _int_list_of(a) -> list[int] | None:
-    if isinstance(a, Mapping) and len(a) == 1 and isinstance(a.get("list"), Mapping):
-        lst = a["list"]
-        if set(lst) - {"i"}:
-            return None
-        vals = list(lst.get("i", []))
-        return vals if all(type(v) is int for v in vals) else None
-    return None
+    vals = _list_field(a, "i")
+    return vals if vals is not None and all(type(v) is int for v in vals) else None
 
 
 _MISSING = object()   # an attribute the node lacks and the OpDef gives no default
@@ -408,7 +408,9 @@ def _checked_values(node, attrs: dict, reached: bool = True,
             v = values.get(name)
             if v is None or v is _MISSING or v is _OTHER:
                 a = node.attr.get(name)
-                v = _int_of(a) if _int_of(a) is not None else _int_list_of(a)
+                v = _int_of(a)
+                if v is None:
+                    v = _int_list_of(a)
             for x in ([v] if type(v) is int else v if isinstance(v, list) else []):
                 if not INT32_MIN <= x <= INT32_MAX:
                     raise SignatureError(node, name, f"attribute {name!r} holds {x}, outside "
