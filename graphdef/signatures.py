@@ -577,8 +577,8 @@ def check_graph(nodes: Mapping[str, Any], reached: Any = None, only: Any = None)
             continue
         fast = fast_ops.get(op, _MISSING)
         if fast is _MISSING:
-            plain, counts, out_attrs, ints, _, _, _ = _compiled(op)
-            fast = fast_ops[op] = (plain, out_attrs, bool(_compiled(op)[5]), _compiled(op)[6]) \
+            plain, counts, out_attrs, ints, _, allowed, kinds = _compiled(op)
+            fast = fast_ops[op] = (plain, out_attrs, bool(allowed), kinds) \
                 if plain is not None and not counts and not ints and op not in INT32_ATTRS \
                 and op not in INT32_KERNEL_ATTRS else None
         values = values_of(n)
@@ -778,11 +778,6 @@ def write_table(path) -> None:
         f.write(text)
 
 
-if __name__ == "__main__":   # pragma: no cover
-    from pathlib import Path
-    write_table(Path(__file__).resolve().parent.parent / "oracle" / "opdefs" / "tf_signatures.py")
-
-
 def derive_attrs(op: str, in_types: Sequence[str | None],
                  out_types: Sequence[str | None]) -> dict[str, dict]:
     """The type, count and list(type) attributes of an `op` node whose
@@ -818,3 +813,8 @@ def derive_attrs(op: str, in_types: Sequence[str | None],
                     and all(t == got[0] for t in got):
                 out.setdefault(typ, {"type": got[0]})
     return {k: v for k, v in out.items() if k in attrs}
+
+
+if __name__ == "__main__":   # pragma: no cover
+    from pathlib import Path
+    write_table(Path(__file__).resolve().parent.parent / "oracle" / "opdefs" / "tf_signatures.py")
