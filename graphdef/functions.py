@@ -900,14 +900,12 @@ def _call_signature_refusal(call: GNode, fname: str, sig: dict) -> str:
     arguments or results ("": it is, or a type cannot be told: a function
     typed by its own attributes, a list not of DT_ names).  TensorFlow loads
     such a graph and every run reaching the call fails."""
-    from .signatures import _name
+    from .signatures import _name, _type_list_of
     for attr, args, what in (("Tin", sig.get("input_arg", []), "takes"),
                              ("Tout", sig.get("output_arg", []), "returns")):
-        a = call.attr.get(attr)
-        lst = a.get("list") if isinstance(a, Mapping) else None
-        if not isinstance(lst, Mapping) or set(lst) - {"type"}:
+        given = _type_list_of(call.attr.get(attr))
+        if given is None:
             continue
-        given = list(lst.get("type", []))
         want = [x.get("type") if isinstance(x, Mapping) and not x.get("number_attr")
                 and not x.get("type_list_attr") else None for x in args]
         if not all(isinstance(t, str) and t[:3] == "DT_" for t in given + want):

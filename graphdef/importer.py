@@ -1287,7 +1287,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     # the nodes of the function bodies a fetch or target reaches: TensorFlow
     # checks them when it instantiates the function, and every run of the
     # call fails where one disagrees with its op's OpDef
-    bodies = [n for n in order if nodes[n].body] if len(nodes) > len(top) else []
+    inlined = len(nodes) > len(top)    # (a call inlined or control flow lowered)
+    bodies = [n for n in order if nodes[n].body] if inlined else []
     check_signatures(top, counts_only=True)
     if bodies:
         check_signatures(nodes, counts_only=True, only=bodies)
@@ -1302,11 +1303,11 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     # the nodes of a reached PartitionedCall's or StatefulPartitionedCall's
     # body that no result needs, not inlined: TensorFlow checks every node of
     # a body when it instantiates it (never run here: not `reached`)
-    if len(nodes) > len(top):
+    if inlined:
         for n in order:
             if nodes[n].refusal:
                 raise GraphImportError(*nodes[n].refusal, "signature")
-    dead = [nodes[n].dead for n in order if nodes[n].dead] if len(nodes) > len(top) else []
+    dead = [nodes[n].dead for n in order if nodes[n].dead] if inlined else []
     if dead:
         check_signatures(ChainMap(*dead, nodes), set(), only=[k for d in dead for k in d])
     if imp.back_edges:
