@@ -233,14 +233,23 @@ def _exact_floats(m, fd, n: int) -> list[float]:
     field alone is serialized (protobuf's own copy of the float32s: packed,
     or one fixed32) and its last 4n bytes read.  Only where a value is a NaN."""
     from tfsem.oracle.float_attrs import float32_value
+    data = _field_bytes(m, fd.name, 4 * n)
+    return [float32_value(int.from_bytes(data[4 * k:4 * k + 4], "little")) for k in range(n)]
+
+
+def _field_bytes(m, name: str, size: int) -> bytes:
+    """The last `size` bytes of message `m` serialized with field `name`
+    alone: a float field's float32s as protobuf holds them (packed, or one
+    fixed32), its payload last.  (Unknown fields are written after the
+    known ones: they are discarded, so that none follows the field.)"""
     alone = type(m)()
-    alone.CopyFrom(m)
+    alone.CopyFrom(m)   # (a copy of the message in C: the float32s themselves)
     alone.DiscardUnknownFields()
     for other, _ in alone.ListFields():
-        if other.name != fd.name:
+        if other.name != name:
             alone.ClearField(other.name)
-    data = alone.SerializeToString()[-4 * n:]
-    return [float32_value(int.from_bytes(data[4 * k:4 * k + 4], "little")) for k in range(n)]
+    data = alone.SerializeToString()
+    return data[len(data) - size:]
 
 
 def _tensor_dict(t) -> dict:
@@ -258,19 +267,9 @@ def _tensor_dict(t) -> dict:
     out = to_dict(t)
     values = out.get("float_val")
     if values and any(x != x for x in values):
-        n = len(values)
         import numpy as np
-        alone = type(t)()
-        alone.CopyFrom(t)   # (a copy of the message in C: the float32s themselves)
-        # (unknown fields are written after the known ones: none may follow
-        # float_val, whose bytes are read from the end below)
-        alone.DiscardUnknownFields()
-        for other, _ in alone.ListFields():
-            if other.name != "float_val":
-                alone.ClearField(other.name)
-        data = alone.SerializeToString()
-        out["float_val"] = list(np.frombuffer(data[len(data) - 4 * n:], dtype="<f4")
-                                .astype(np.float32))
+        data = _field_bytes(t, "float_val", 4 * len(values))
+        out["float_val"] = list(np.frombuffer(data, dtype="<f4").astype(np.float32))
     return out
 
 
