@@ -220,13 +220,12 @@ PARALLEL_SCATTER = 1024
 # the CPU runtime's flushing) and agreed with the kernels everywhere.
 
 _SIGN_BIT = {"float16": 0x8000, "bfloat16": 0x8000, "float32": 1 << 31, "float64": 1 << 63}
-_UINTS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _negated(u):
     """`u` with its sign bit flipped (a NaN's too), bit for bit."""
     u = np.asarray(u)
-    t = _UINTS[u.dtype.itemsize]
+    t = fns._UINT[u.dtype.itemsize]
     return (u.view(t) ^ t(_SIGN_BIT[dtype_name(u.dtype)])).view(u.dtype)
 
 
@@ -243,7 +242,7 @@ def _scatter_nan_bits(kind: str, form: str, r, p, u):
     if kind in ("Min", "Max"):
         if name not in ("float16", "bfloat16"):
             return r
-        t = _UINTS[2]
+        t = fns._UINT[2]
         packed = np.isnan(r) & (place < n // 8 * 8)
         bits = (r.view(t) | t(0x200)) if name == "float16" else np.full(r.shape, 0x7fc0, t)
         return np.where(packed, bits.view(r.dtype), r)
@@ -254,6 +253,19 @@ def _scatter_nan_bits(kind: str, form: str, r, p, u):
         swapped = fns.nan_bits(np, r, u, p)
         out = np.where((place < n // 16 * 16) & (place % 16 < 4), swapped, out)
     return out
+
+
+def _bfloat16_tail(r, wins, winner, other):
+    """`r`, a bfloat16 cwiseMin/cwiseMax computed on flushed operands, as
+    the kernels give it: compared as float32 (denormals-are-zero), in whole
+    packets of 8 (the first n // 8 * 8 elements) the winner is the float32
+    operand, a subnormal flushed to a zero of its sign; in the tail
+    (std::min/std::max on bfloat16) the winner's own bits (`winner` where
+    `wins`, else `other`), a subnormal too (measured).  Other dtypes: `r`."""
+    if dtype_name(r.dtype) != "bfloat16":
+        return r
+    tail = np.arange(r.size).reshape(r.shape) >= r.size // 8 * 8
+    return np.where(tail, np.where(wins, winner, other), r)
 
 
 def _row_op(kind: str, form: str = "rows") -> Callable:
@@ -272,15 +284,7 @@ def _row_op(kind: str, form: str = "rows") -> Callable:
             u = np.broadcast_to(u, p.shape)
             fp, fu = ftz(np, p), ftz(np, u)
             wins = (fu < fp) if kind == "Min" else (fu > fp)
-            r = np.where(wins, fu, fp)
-            if dtype_name(p.dtype) == "bfloat16":
-                # compared as float32 (denormals-are-zero); in whole packets
-                # of 8 (the row's first n // 8 * 8 elements) the winner is
-                # the float32 operand, a subnormal flushed to a zero of its
-                # sign; in the tail (std::min on bfloat16) the winner's
-                # bfloat16 bits are kept, a subnormal too (measured)
-                tail = np.arange(p.size).reshape(p.shape) >= p.size // 8 * 8
-                r = np.where(tail, np.where(wins, u, p), r)
+            r = _bfloat16_tail(np.where(wins, fu, fp), wins, u, p)
             return _scatter_nan_bits(kind, form, r, fp, fu)
         return extremum
     name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
@@ -683,11 +687,7 @@ def _ops(xp=np):
             keeping its bfloat16 bits."""
             raw_a, raw_b = np.asarray(a), np.broadcast_to(b, np.shape(a))
             a, b = f(raw_a), f(raw_b)
-            r = np.where(b > a, b, a)
-            if dtype_name(r.dtype) == "bfloat16":
-                tail = np.arange(r.size).reshape(r.shape) >= r.size // 8 * 8
-                r = np.where(tail, np.where(b > a, raw_b, raw_a), r)
-            return r
+            return _bfloat16_tail(np.where(b > a, b, a), b > a, raw_b, raw_a)
     return K
 
 
