@@ -830,15 +830,8 @@ def _reverse_v2(xp, args, attrs):
     if a.ndim > REVERSE_MAX_RANK:
         raise CannotRun(f"cannot run TensorFlow op ReverseV2 on a tensor of rank {a.ndim} "
                         f"concretely: its kernel handles ranks up to {REVERSE_MAX_RANK} only")
-    seen: list[int] = []
-    for d in axes:
-        if not -a.ndim <= d < a.ndim:
-            raise _invalid(f"ReverseV2: axis {d} is out of range for rank {a.ndim}")
-        d %= a.ndim
-        if d in seen:
-            raise _invalid(f"ReverseV2: axis {d} specified more than once")
-        seen.append(d)
-    return (_contiguous(np.flip(a, axis=tuple(seen))) if seen else a,)
+    seen = _axes(a, axes)   # (out of range, or twice: the error value, as the reductions')
+    return (_contiguous(np.flip(a, axis=seen)) if seen else a,)
 
 
 #: The highest rank TensorFlow's Pad and PadV2 kernels pad (pad_op.cc: "Only
