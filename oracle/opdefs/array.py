@@ -816,8 +816,8 @@ def _reverse_v2(xp, args, attrs):
     `axis` (a 1-D int32/int64 operand; an entry in [-rank, 0) counts from
     the end), bit for bit (no arithmetic: NaN payloads, signed zeros and
     subnormals copied).  A scalar or empty input is passed on whatever
-    `axis` holds, as the kernel does.  An axis out of range, or given twice (once
-    negative counts), fails as TensorFlow's kernel does; a rank past 8,
+    `axis` holds, as the kernel does.  An axis out of range, or given twice
+    (once negative counts), fails as TensorFlow's kernel does; a rank past 8,
     which TensorFlow's kernel does not implement, is left to that kernel.
     No encoding: uninterpreted in proofs, as it was as TensorFlow's kernel."""
     a, axis = args
@@ -908,8 +908,8 @@ def _pad(xp, args, attrs):
     0, false), its own elements copied bit for bit.  Paddings not a [rank, 2]
     matrix or negative fail as TensorFlow's kernel does; a rank past 6 is
     padded where the kernel pads it (nothing to pad, or at most 6 axes once
-    adjacent unpadded axes are merged), else left to the kernel.  No encoding: uninterpreted in
-    proofs, as it was as TensorFlow's kernel."""
+    adjacent unpadded axes are merged), else left to the kernel.  No
+    encoding: uninterpreted in proofs, as it was as TensorFlow's kernel."""
     a, paddings = args
     pairs = _paddings("Pad", a, paddings, PAD_MAX_RANK, collapse=True)
     return (_pad_with(a, pairs, np.zeros((), a.dtype)),)
