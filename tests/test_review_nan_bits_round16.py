@@ -30,7 +30,6 @@ skip without it."""
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -40,8 +39,10 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.opdefs.registry import flushed
 from tfsem.oracle.values import DTYPES
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from nan_bits_support import UINT
+from tf_kernel_support import (op_determinism_off_after,  # noqa: F401  (autouse)
+                               tensorflow_as_the_kernel_worker, tf_tensor)
 
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 #: (exponent bits, significand bits)
 LAYOUT = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}
@@ -57,28 +58,8 @@ HYPOTHESIS = dict(deadline=None, database=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _op_determinism_off_after():
-    """Op determinism off again after this file (`tensorflow` turns it on
-    for the whole process): a later test in the same process that makes a
-    random op without a seed would fail (test_state_ops.py's compat.v1
-    training steps did)."""
-    yield
-    if "tensorflow" in sys.modules:
-        # (no public switch back: TensorFlow's own, which its tests use)
-        from tensorflow.python.framework import config as tf_config
-        tf_config.disable_op_determinism()
-
-
 def tensorflow():
-    tf = pytest.importorskip("tensorflow", reason="TensorFlow's kernels: needs tfsem[tensorflow]")
-    try:   # (as tfsem's kernel worker; refused once TensorFlow has started in this process)
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.config.experimental.enable_op_determinism()
-    except RuntimeError:
-        pass
-    return tf
+    return tensorflow_as_the_kernel_worker("TensorFlow's kernels: needs tfsem[tensorflow]")
 
 
 def bits(a) -> np.ndarray:
@@ -113,13 +94,6 @@ def values(dt: str, shape: tuple, rng, p_special: float) -> np.ndarray:
     plain = (rng.standard_normal(n) * 4).astype(d).view(UINT[d.itemsize])
     out = np.where(rng.random(n) < p_special, specials(dt, rng, n), plain)
     return out.view(d).reshape(shape)
-
-
-def tf_tensor(tf, x):
-    """`x` as a TensorFlow tensor of the same bits (bitcast from its unsigned
-    integers: no conversion, no scalar-constant cache)."""
-    x = np.ascontiguousarray(x).reshape(np.shape(x))
-    return tf.bitcast(tf.constant(x.view(UINT[x.dtype.itemsize])), tf.as_dtype(x.dtype.name))
 
 
 def run_model(name: str, args: tuple, attrs=None):

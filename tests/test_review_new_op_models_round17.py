@@ -68,6 +68,8 @@ from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.opdefs import registry
 from tfsem.oracle.values import DTYPES, Error, Tensor, edge_values, random_array
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from tf_kernel_support import (op_determinism_off_after,  # noqa: F401  (autouse)
+                               tensorflow_as_the_kernel_worker, tf_tensor)
 
 NIGHTLY = settings.get_current_profile_name() == "nightly"
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -79,35 +81,8 @@ LAYOUT = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64":
 SIZES = (1, 7, 8, 9, 15, 16, 17, 31, 33) + ((63, 64, 65, 1003, 4097, 20000) if NIGHTLY else (1003,))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _op_determinism_off_after():
-    """Op determinism off again after this file (it stays on for the whole
-    process otherwise: a later test's unseeded random op would fail)."""
-    yield
-    if "tensorflow" in sys.modules:
-        from tensorflow.python.framework import config as tf_config
-        tf_config.disable_op_determinism()
-
-
 def tensorflow():
-    tf = pytest.importorskip("tensorflow", reason="compares the models with TensorFlow's kernels")
-    try:   # (as tfsem's kernel worker; refused once TensorFlow has started in this process)
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.config.experimental.enable_op_determinism()
-    except RuntimeError:
-        pass
-    return tf
-
-
-def tf_tensor(tf, x):
-    """`x` as a TensorFlow tensor of the same bits (floats bitcast from their
-    unsigned integers: no conversion, no scalar-constant cache)."""
-    x = np.asarray(x)
-    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
-        u = np.ascontiguousarray(x).view(UINT[x.dtype.itemsize]).reshape(x.shape)
-        return tf.bitcast(tf.constant(u), tf.as_dtype(x.dtype.name))
-    return tf.constant(x)
+    return tensorflow_as_the_kernel_worker("compares the models with TensorFlow's kernels")
 
 
 #: what each kernel call gave ("ok" or "err"), for the differential tests
