@@ -68,6 +68,7 @@ from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.opdefs import registry
 from tfsem.oracle.values import DTYPES, Error, Tensor, edge_values, random_array
 import tfsem.oracle.opdefs  # noqa: F401  (registers the TensorFlow functions)
+from test_review_nan_bits_round16 import LAYOUT, specials as special_bits
 from tf_kernel_support import (op_determinism_off_after,  # noqa: F401  (autouse)
                                tensorflow_as_the_kernel_worker, tf_tensor)
 
@@ -75,8 +76,6 @@ NIGHTLY = settings.get_current_profile_name() == "nightly"
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-#: (exponent bits, significand bits)
-LAYOUT = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}
 #: around Eigen's packets (8 float32/bfloat16/half, 4 float64 elements) and past them
 SIZES = (1, 7, 8, 9, 15, 16, 17, 31, 33) + ((63, 64, 65, 1003, 4097, 20000) if NIGHTLY else (1003,))
 
@@ -136,25 +135,10 @@ def agree(m, t) -> bool:
 
 
 def specials(dt: str, rng, k: int) -> np.ndarray:
-    """`k` random bit patterns of float dtype `dt`: quiet NaNs with and
-    without payload, signaling NaNs, infinities, zeros, subnormals, 1.0 and
-    normals, of random sign."""
-    e, m = LAYOUT[dt]
-    width = 1 + e + m
-    sign = rng.integers(0, 2, k).astype(np.uint64) << np.uint64(width - 1)
-    exp_all = np.uint64(((1 << e) - 1) << m)
-    quiet = np.uint64(1 << (m - 1))
-    payload = rng.integers(1, 1 << m, k, dtype=np.uint64)
-    low = payload & np.uint64((1 << (m - 1)) - 1)
-    kind = rng.integers(0, 9, k)
-    normal = (rng.integers(1, (1 << e) - 1, k).astype(np.uint64) << np.uint64(m)) \
-        | (payload & np.uint64((1 << m) - 1))
-    choices = [exp_all | quiet, exp_all | quiet | low,
-               exp_all | np.where(low == 0, np.uint64(1), low), np.full(k, exp_all),
-               np.zeros(k, np.uint64), payload & np.uint64((1 << m) - 1),
-               np.full(k, np.uint64(((1 << (e - 1)) - 1) << m)), normal, normal]
-    out = np.choose(kind, choices) | sign
-    return out.astype(UINT[width // 8]).view(DTYPES[dt])
+    """`k` random values of float dtype `dt`: the round-16 review's bit
+    patterns (quiet NaNs with and without payload, signaling NaNs,
+    infinities, zeros, subnormals, 1.0 and normals, of random sign)."""
+    return special_bits(dt, rng, k).view(DTYPES[dt])
 
 
 def values(dt: str, rng, shape) -> np.ndarray:
