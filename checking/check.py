@@ -1275,14 +1275,15 @@ class _Checker:
         first, cone-first step and a few cone tests), at least
         MINIMIZE_MIN_SECONDS, within that box.
 
-        `warm`: the box where a σ of an earlier check of the same original
+        Within that, at most what this check took to find its
+        counterexample, times a ratio, at least a floor (minimize.find_box):
+        `warm`, the box where a σ of an earlier check of the same original
         was taken (checking/sigma_memo.py), so that the minimization goes
-        on from where that check's ended: also at most what this check
-        took to find its counterexample (minimize.find_box).  The first
-        check of an original, one whose remembered σ is refused, and one
-        whose remembered σ no step had made smaller (minimize.progressed)
-        keep the box as before: the σ it leaves is the one later checks
-        start from."""
+        on from where that check's ended, twice that time, at least 0.05 s;
+        the first check of an original, one whose remembered σ is refused,
+        and one whose remembered σ no step had made smaller
+        (minimize.progressed), three times that time, at least 0.25 s: the
+        σ it leaves is the one later checks start from."""
         cap = max(MINIMIZE_MAX_SECONDS_FLOOR, MINIMIZE_SHARE * self.timeout)
         if self.failing is not None:
             # (the symbolic path's solver ladder, whose steps are queries of
@@ -1293,10 +1294,11 @@ class _Checker:
         # its passes finish in the box, sooner where the cone tests run)
         box = cap if cost <= MINIMIZE_CHEAP_SECONDS else \
             min(cap, max(MINIMIZE_MIN_SECONDS, MINIMIZE_CONFIRMS * cost))
-        # (warm: at most what finding the counterexample cost, times
-        # mini.MINIMIZE_FIND_RATIO, at least mini.MINIMIZE_FIND_FLOOR:
-        # minimize.find_box)
-        return mini.find_box(box, time.monotonic() - self.started) if warm else box
+        # (at most what finding the counterexample cost, times
+        # mini.MINIMIZE_FIND_RATIO, at least mini.MINIMIZE_FIND_FLOOR where
+        # warm; mini.MINIMIZE_COLD_RATIO, at least mini.MINIMIZE_COLD_FLOOR,
+        # where not: minimize.find_box)
+        return mini.find_box(box, time.monotonic() - self.started, warm)
 
     def demand(self) -> "Demand | None":
         """The demand-driven test of candidate σ (checking/demand.py), where

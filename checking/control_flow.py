@@ -479,7 +479,8 @@ class _CFChecker:
         """`found` with σ shrunk while it stays a counterexample, within a
         box of mini.MINIMIZE_SHARE of the timeout, at least
         mini.MINIMIZE_MAX_SECONDS_FLOOR: the cap of check.py's box, the same
-        two names (checking/minimize.py).  It was max(0.3 s, a tenth of the
+        two names (checking/minimize.py), bounded as check.py's by what
+        finding the counterexample took (minimize.find_box).  It was max(0.3 s, a tenth of the
         timeout), twice check.py's, and on the real corpus's loop graphs
         (keras_gru_loop, keras_lstm_loop) it bought two or three
         confirmations at 0.3-0.5 s each and kept none of them: 1 s of each
@@ -487,12 +488,15 @@ class _CFChecker:
         round").  No confirmation is begun that the costliest comparison of
         the check so far says would end after the box (check.py's rule:
         `cost`)."""
-        box = max(mini.MINIMIZE_MAX_SECONDS_FLOOR, mini.MINIMIZE_SHARE * self.timeout)
-        # (where the σ an earlier check of this original kept is taken,
-        # checking/sigma_memo.py, the box is also at most what this check
-        # took to find its counterexample: minimize.find_box, check.py's
-        # warm box; decided now, `on_start` below)
-        warm_box = mini.find_box(box, time.monotonic() - self.started)
+        cap = max(mini.MINIMIZE_MAX_SECONDS_FLOOR, mini.MINIMIZE_SHARE * self.timeout)
+        # (within it, bounded by what this check took to find its
+        # counterexample, as check.py's box: minimize.find_box, the cold
+        # ratio and floor; where the σ an earlier check of this original
+        # kept is taken, checking/sigma_memo.py, the warm ones: decided
+        # now, `on_start` below)
+        spent = time.monotonic() - self.started
+        box = mini.find_box(cap, spent, warm=False)
+        warm_box = mini.find_box(cap, spent)
         started = time.monotonic()
         deadline = min(self.deadline, started + box)
         best = found

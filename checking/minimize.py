@@ -50,7 +50,18 @@ MINIMIZE_MAX_SECONDS_FLOOR = 0.3
 #: counterexample found in 0.1 s is not polished for 0.5 s.  Both checkers'
 #: concrete passes; not the solver's ladder (queries of QUERY_SECONDS each)
 MINIMIZE_FIND_RATIO = 2.0
-MINIMIZE_FIND_FLOOR = 0.2
+MINIMIZE_FIND_FLOOR = 0.05
+#: ... and where no remembered σ was taken (the first check of an original,
+#: or one whose remembered σ was refused), at most MINIMIZE_COLD_RATIO
+#: times what finding took, at least MINIMIZE_COLD_FLOOR seconds (`find_box`
+#: with these two).  Measured on the real corpus's 36 `unsound` checks
+#: with a minimization (docs/benchmarks.md, "The twelfth round"): the box
+#: of 5% of the timeout ran 0.5 s on a counterexample found in 0.07 s, and
+#: what it bought after three times the finding time was a few elements
+#: (9,610 -> 9,584 non-zero of 122,342); the warm box's floor of 0.2 s
+#: bought 2-24 elements on checks whose remembered σ was taken within 0.01 s
+MINIMIZE_COLD_RATIO = 3.0
+MINIMIZE_COLD_FLOOR = 0.25
 
 
 def progressed(stats: dict, recalled) -> bool:
@@ -65,11 +76,15 @@ def progressed(stats: dict, recalled) -> bool:
     return own > 0 or bool(start and recalled and recalled[2])
 
 
-def find_box(box: float, spent: float) -> float:
+def find_box(box: float, spent: float, warm: bool = True) -> float:
     """The minimization's box `box` bounded by the check's cost of finding
     the counterexample, `spent` seconds: MINIMIZE_FIND_RATIO times it, at
-    least MINIMIZE_FIND_FLOOR, never more than `box`."""
-    return min(box, max(MINIMIZE_FIND_FLOOR, MINIMIZE_FIND_RATIO * spent))
+    least MINIMIZE_FIND_FLOOR, where a remembered σ was taken (`warm`),
+    else MINIMIZE_COLD_RATIO times it, at least MINIMIZE_COLD_FLOOR; never
+    more than `box`."""
+    ratio, floor = (MINIMIZE_FIND_RATIO, MINIMIZE_FIND_FLOOR) if warm else \
+        (MINIMIZE_COLD_RATIO, MINIMIZE_COLD_FLOOR)
+    return min(box, max(floor, ratio * spent))
 
 #: The constraints tried on each input element, in order of preference.
 LADDER: tuple[tuple[str, float], ...] = (

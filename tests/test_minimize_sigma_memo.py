@@ -241,18 +241,27 @@ def test_checks_of_one_original_with_and_without_the_memory(monkeypatch, sem, ob
     assert all(rows[(n, False)] is None for n in REWRITES)
 
 
-def test_the_box_is_bounded_by_what_finding_the_counterexample_cost():
-    floor, ratio = mini.MINIMIZE_FIND_FLOOR, mini.MINIMIZE_FIND_RATIO
+@pytest.mark.parametrize("warm", [True, False])
+def test_the_box_is_bounded_by_what_finding_the_counterexample_cost(warm):
+    floor, ratio = (mini.MINIMIZE_FIND_FLOOR, mini.MINIMIZE_FIND_RATIO) if warm else \
+        (mini.MINIMIZE_COLD_FLOOR, mini.MINIMIZE_COLD_RATIO)
     # found fast: the floor; found slowly: the box as it was
-    assert mini.find_box(0.5, 0.0) == floor
-    assert mini.find_box(0.5, 0.2) == max(floor, min(0.5, ratio * 0.2))
-    assert mini.find_box(0.5, 100.0) == 0.5
+    assert mini.find_box(0.5, 0.0, warm) == floor
+    assert mini.find_box(0.5, 0.1, warm) == max(floor, min(0.5, ratio * 0.1))
+    assert mini.find_box(0.5, 100.0, warm) == 0.5
     # never more than the box it bounds
-    assert mini.find_box(0.1, 100.0) == 0.1 and mini.find_box(0.1, 0.0) == min(0.1, floor)
+    assert mini.find_box(0.1, 100.0, warm) == 0.1 and \
+        mini.find_box(0.1, 0.0, warm) == min(0.1, floor)
+
+
+def test_a_first_check_is_given_more_than_a_warm_one():
+    # (the σ a first check leaves is the one later checks start from)
+    for spent in (0.0, 0.01, 0.1, 0.2):
+        assert mini.find_box(0.5, spent, warm=False) > mini.find_box(0.5, spent, warm=True)
 
 
 @pytest.mark.parametrize("cost", [0.0, 0.4])
-def test_the_checkers_box_is_bounded_so_only_where_a_remembered_sigma_is_proposed(cost):
+def test_the_checkers_box_is_bounded_by_the_finding_time_more_tightly_where_warm(cost):
     from test_check_one_outcome import step
     p = step([{"name": "o", "op": "Identity", "inputs": ["r"]}])
     checker = C._Checker(p, p, "atomic", "outputs+state", time.monotonic(), 10.0, True, 0,
@@ -267,12 +276,16 @@ def test_the_checkers_box_is_bounded_so_only_where_a_remembered_sigma_is_propose
     # monotone in it)
     for spent in (0.0, 0.3, 50.0):
         checker.started = time.monotonic() - spent
-        assert checker.minimize_box() == cold
-        box = checker.minimize_box(warm=True)
-        assert mini.find_box(cold, spent) <= box <= mini.find_box(cold, spent + 0.5), (spent, box)
-        assert box <= cold
+        for warm in (False, True):
+            box = checker.minimize_box(warm=warm)
+            assert mini.find_box(cold, spent, warm) <= box <= \
+                mini.find_box(cold, spent + 0.5, warm), (spent, warm, box)
+            assert box <= cold
+    checker.started = time.monotonic() - 50.0
+    assert checker.minimize_box() == cold
     checker.started = time.monotonic()
-    assert checker.minimize_box(warm=True) <= mini.MINIMIZE_FIND_FLOOR + 1e-3 < cold
+    assert checker.minimize_box(warm=True) <= mini.MINIMIZE_FIND_FLOOR + 1e-3 < \
+        checker.minimize_box()
 
 
 def test_the_memory_is_per_program_object_and_mode():
