@@ -208,3 +208,11 @@ def test_scatter_bits_are_tensorflows_kernels(case):
     assert not len(bad), (kind, nd, dt, shape, indices.tolist(), scalar,
                           [(int(i), hex(bits(var)[i % var.size]), hex(bits(got)[i]),
                             hex(bits(want)[i])) for i in bad[:4]])
+
+
+def test_integer_div_on_a_vector():
+    # (a row of a vector is a numpy scalar: the integer division raised
+    # AttributeError on it; C++'s truncation toward zero, in index order)
+    var = np.array([7, -9, 5], np.int32)
+    got = model("Div", var, np.array([0, 0, 1]), np.array([2, 2, 4], np.int32))
+    assert got.tolist() == [1, -2, 5]

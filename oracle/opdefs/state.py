@@ -290,6 +290,9 @@ def _row_op(kind: str, form: str = "rows") -> Callable:
     name = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "RealDiv"}[kind]
 
     def apply(p, u):
+        # (a row of a vector is a numpy scalar: an array of rank 0 here, so
+        # that its integer division below reshapes it as any row)
+        p = np.asarray(p)
         if kind == "Div" and p.dtype.kind in "iu":
             # integer division in C++: truncation toward zero; int32 and
             # int64 MIN / -1 trap (SIGFPE: TensorFlow's process dies,
