@@ -44,7 +44,9 @@ and its effect on state (`stateful`).  docs/stateful-ops.md argues each model.
 Export (graphdef/exporter.py `_state_roles`) writes a group of nodes in the
 shape the import builds back as the op, reading this module's tables:
 :data:`ASSIGN_OPS` (an Assign-f's op), :data:`PACKED_ASSIGNS` (an Assign-f
-of a packed operand's op) and :data:`OPTIMIZERS`.
+of a packed operand's op), :data:`STACKED_ASSIGNS` (GradientStep's),
+:data:`OPTIMIZERS` and the float32 models' :data:`FLOAT32_MODEL_ANCHORS` and
+:data:`FLOAT32_MODEL_UPDATES`.
 """
 
 from __future__ import annotations
