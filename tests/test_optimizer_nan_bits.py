@@ -366,9 +366,9 @@ def test_the_variable_updates_refuse_a_nan_result_off_float32():
     on float64 a result without a NaN runs, one with a NaN cannot run."""
     stack = (lambda a, b: fns.get("StackBroadcast").impl(np, (a, b), {})[0])
     w = np.array([1.0, 2.0])
-    for name, packed in (("GradientStep", stack(w, np.float64(0.5))),
-                         ("MomentumStep", stack(w, np.float64(0.5))),
-                         ("AdamStep", stack(stack(w, np.float64(0.5)), stack(w, np.float64(1e-7))))):
+    half, eps = np.float64(0.5), np.float64(1e-7)
+    for name, packed in (("GradientStep", stack(w, half)), ("MomentumStep", stack(w, half)),
+                         ("AdamStep", stack(stack(w, half), stack(w, eps)))):
         (r,) = fns.get(name).impl(np, (w, packed), {})
         assert not np.isnan(r).any() and r.dtype == np.float64
         with pytest.raises(fns.CannotRunHere, match=f"{name} on float64"):
