@@ -736,7 +736,9 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
         roles[final.name] = ("template-apply", spec, handles, inputs,
                              [m for m in members if m != final.name])
         return
-    raise refuse(f"no final Assign-{_TEMPLATE_FINALS[tf_op]} of its shape was found")
+    raise refuse(f"no final Assign-{_TEMPLATE_FINALS[tf_op]} of its shape was found (a "
+                 "program imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
+                 "whose NaN bits are not the op's: import the graph again)")
 
 
 def _update_roles(p: Program, n, spec, consumers, roles) -> None:

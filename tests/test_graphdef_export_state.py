@@ -216,6 +216,22 @@ def test_float32_adam_and_momentum_assign_f_models_are_written_back_as_their_ops
     assert "ResourceApplyAdam the importer builds" in info.value.violations[0].message
 
 
+def test_an_adam_model_an_earlier_import_wrote_is_refused_by_name():
+    """tests/grappler/tf1_mlp_adam.json holds the step as an earlier tfsem
+    imported it (the variable's update Mul, Add, RealDiv, then Assign-Sub):
+    not the importer's model now, whose NaN bits are the op's; refused,
+    saying to import the graph again."""
+    import json
+    from pathlib import Path
+    from tfsem.oracle.jsonio import program_from_json
+    data = json.loads((Path(__file__).parent / "grappler" / "tf1_mlp_adam.json").read_text())
+    p = program_from_json(data["original"])
+    assert any(n.op == "Assign" and n.attrs["fn"] == "Sub.ftz" for n in p.nodes)
+    with pytest.raises(ExportError) as info:
+        export_graph(p)
+    assert "import the graph again" in info.value.violations[0].message
+
+
 def test_a_float32_gradient_descent_is_written_back_as_its_op():
     """ResourceApplyGradientDescent imports as Assign-GradientStep of
     StackBroadcast(delta, alpha): written back as the op (alpha, delta in
