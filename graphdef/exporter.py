@@ -407,9 +407,11 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             if op is None:
                 raise ExportError(where, f"Assign-{n.fn} has no TensorFlow op (Write, Assign-Add "
                                   "and Assign-Sub do, and Assign-Scatter*, -ScatterNd* and "
-                                  "-StridedSliceAssign of a PackScatter or PackSlice; StepToward "
-                                  "and ScaleAdd come from an imported float32 ResourceApplyAdam "
-                                  "or ResourceApplyMomentum, which export does not rebuild)")
+                                  "-StridedSliceAssign of a PackScatter or PackSlice, and "
+                                  "Assign-GradientStep of a StackBroadcast; StepToward, "
+                                  "ScaleAdd, AdamStep and MomentumStep come from an imported "
+                                  "float32 ResourceApplyAdam or ResourceApplyMomentum, which "
+                                  "export does not rebuild)")
             x = handle_variable(p, n.name)
             t = p.variables[x]
             value = n.data_inputs[1]
@@ -494,8 +496,9 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
                                             for k, v in attrs.get("tf_attrs", {}).items())
                           if v is not None}}]
     if op in ("StackBroadcast",):
-        raise ExportError(where, f"{op} is part of an imported ResourceApplyAdam or "
-                          "ResourceApplyMomentum, which export does not rebuild")
+        raise ExportError(where, f"{op} is part of an imported ResourceApplyAdam, "
+                          "ResourceApplyMomentum or ResourceApplyGradientDescent, which export "
+                          "does not rebuild")
     raise ExportError(where, f"the function {op} has no TensorFlow op in the exporter")
 
 
@@ -507,6 +510,9 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
 _PACKED_ASSIGNS = state_defs.PACKED_ASSIGNS
 #: update function -> its optimizer (ApplyAdam -> ResourceApplyAdam, ...)
 _UPDATES = {spec.fn: spec for spec in state_defs.OPTIMIZERS.values()}
+#: Assign-FN of a StackBroadcast that is a whole op -> (TensorFlow op, its
+#: inputs after the variable as the StackBroadcast's operands)
+_STACKED_ASSIGNS = state_defs.STACKED_ASSIGNS
 
 
 def _base(op: str) -> str:
@@ -522,6 +528,10 @@ def _state_roles(p: Program) -> dict[str, tuple]:
       packed inputs (TensorFlow's kernel holds the variable's lock: one step,
       as an Assign-f); the pack node becomes a NoOp after its inputs (a node
       ordered after it stays so);
+    * Assign-GradientStep of a StackBroadcast nothing else consumes: the
+      ResourceApplyGradientDescent of its operands (with use_locking, so
+      that the kernel holds the variable's lock: one step, as the Assign),
+      the StackBroadcast a NoOp after its inputs;
     * an optimizer update (Read of each variable, its function, Write of each
       new value): the Reads and Writes become NoOps, the function the
       ResourceApply* op, under the importer's condition that no other node
@@ -576,6 +586,16 @@ def _state_roles(p: Program) -> dict[str, tuple]:
             roles[n.name] = ("identity", r)
         elif op in _UPDATES:
             _update_roles(p, n, _UPDATES[op], consumers, roles)
+        elif n.op == ASSIGN and _base(n.fn) in _STACKED_ASSIGNS:
+            tf_op = _STACKED_ASSIGNS[_base(n.fn)][0]
+            m = src(n.data_inputs[1])
+            if m is None or _base(p.node[m].op) != "StackBroadcast" or \
+                    consumers.get(m) != [(n.name, 1, 0)]:
+                raise ExportError(where, f"Assign-{n.fn} is exported (as {tf_op}) only of a "
+                                  "StackBroadcast that nothing else consumes: TensorFlow's op "
+                                  "takes the packed inputs themselves")
+            roles[m] = ("noop",)
+            roles[n.name] = ("stacked-assign", tf_op, m)
         elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
             _template_roles(p, n, consumers, roles)
     return roles
@@ -584,12 +604,15 @@ def _state_roles(p: Program) -> dict[str, tuple]:
 # The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
 # as the earlier Assign-f models (oracle/opdefs/state.py): Assign-ScaleAdd or
 # Assign-StepToward of StackBroadcast operands, Reads after them, pure
-# arithmetic, and a final Assign-Sub of the variable.  They are recognized by
+# arithmetic, and a final Assign-MomentumStep or -AdamStep of the variable
+# (FLOAT32_MODEL_UPDATES).  They are recognized by
 # matching the program against the importer's own model of the op (the
 # template), node for node from that final Assign-Sub back to the op's inputs.
 
 #: the assign functions that start an Assign-f model's template
 _TEMPLATE_ANCHORS = state_defs.FLOAT32_MODEL_ANCHORS
+#: op -> the assign function of its template's final Assign
+_TEMPLATE_FINALS = state_defs.FLOAT32_MODEL_UPDATES
 _TEMPLATES: dict[tuple, Any] = {}
 
 
@@ -616,7 +639,7 @@ def _template(tf_op: str, shape: tuple) -> tuple[Program, str, list[str]]:
         nodes.append({"name": "t", "op": tf_op, "input": list(names), "attr": {"T": f32}})
         prog = import_graph({"node": nodes}, [], ["t"]).program
         final = next(n.name for n in prog.nodes if n.op == ASSIGN and
-                     _base(n.fn) == "Sub")
+                     _base(n.fn) == _TEMPLATE_FINALS[tf_op])
         _TEMPLATES[key] = (prog, final, names)
     return _TEMPLATES[key]
 
@@ -635,15 +658,16 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
     t = p.variables[x]
     refuse = (lambda why: ExportError(where, f"Assign-{anchor.fn} is exported only as part of "
                                       f"the float32 {tf_op} the importer builds: {why}"))
-    # the final Assign-Sub: one the anchor leads to within the template's
-    # depth (a search of the nodes near it, not of the whole program)
+    # the final Assign (MomentumStep, AdamStep): one the anchor leads to
+    # within the template's depth (a search of the nodes near it, not of the
+    # whole program)
     finals, seen, frontier = [], {anchor.name}, [anchor.name]
     for _ in range(len(_template(tf_op, tuple(t.shape))[0].nodes) if t.dtype == "float32"
                    else 0):
         frontier = [s for f in frontier for s in p.successors[f] if s not in seen]
         seen.update(frontier)
         finals += [p.node[f] for f in frontier
-                   if p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub"]
+                   if p.node[f].op == ASSIGN and _base(p.node[f].fn) == _TEMPLATE_FINALS[tf_op]]
     if t.dtype != "float32":
         raise refuse(f"variable {x!r} is {t.dtype}")
     spec = state_defs.OPTIMIZERS[tf_op]
@@ -712,7 +736,9 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
         roles[final.name] = ("template-apply", spec, handles, inputs,
                              [m for m in members if m != final.name])
         return
-    raise refuse("no final Assign-Sub of its shape was found")
+    raise refuse(f"no final Assign-{_TEMPLATE_FINALS[tf_op]} of its shape was found (a "
+                 "program imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
+                 "whose NaN bits are not the op's: import the graph again)")
 
 
 def _update_roles(p: Program, n, spec, consumers, roles) -> None:
@@ -799,6 +825,15 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
         return [{"name": name, "op": spec.op,
                  "input": handles + data[nv:] + [ref(ControlIn(r)) for r in reads] + ctrl,
                  "attr": attr}]
+    if kind == "stacked-assign":
+        tf_op, pack_name = role[1], role[2]
+        pack = p.node[pack_name]
+        order = _STACKED_ASSIGNS[_base(n.fn)][1]
+        t = p.variables[handle_variable(p, n.name)]
+        return [{"name": name, "op": tf_op,
+                 "input": data[:1] + [ref(pack.data_inputs[k]) for k in order]
+                 + [ref(ControlIn(pack_name))] + ctrl,
+                 "attr": {"T": _type(t.dtype), "use_locking": {"b": True}}}]
     if kind == "template-apply":
         spec, handles, inputs, members = role[1:]
         t = p.variables[handle_variable(p, n.name)]

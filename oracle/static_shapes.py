@@ -22,9 +22,10 @@ program, that f(w, v) has the declared shape of its variable whenever w is
 an error or a tensor of that shape and v one of its claimed shape (Snd and
 SndSameShape store v: v's claimed shape must be the declared one; the
 elementwise update functions store the broadcast of w and v: it must be
-w's; StepToward and ScaleAdd, an optimizer's, take v = StackBroadcast(g, c)
-of shape (2,) + w's, refuse any other (`_operands`), and store a value of
-w's shape).  v mentions only Reads before the Assign, so by induction every
+w's; StepToward, ScaleAdd, GradientStep and MomentumStep, an optimizer's,
+take v = StackBroadcast(g, c) of shape (2,) + w's, AdamStep a StackBroadcast
+of two of shape (2, 2) + w's, refuse any other (`_operands`), and store a
+value of w's shape).  v mentions only Reads before the Assign, so by induction every
 stored value, hence every later Read, keeps (H).  Where an Assign fails the
 check, or its value has no claimed shape, no Read gets a shape.
 
@@ -126,10 +127,12 @@ _REDUCTIONS_ALONG = frozenset({"SumAlong", "MeanAlong"})
 _SCE = "tf.SoftmaxCrossEntropyWithLogits/2/2"
 #: Assign functions that store their value v
 _STORES_VALUE = frozenset({"Snd", "SndSameShape"})
-#: Assign functions of an optimizer's update (oracle/opdefs/state.py): they
-#: take the packed operands StackBroadcast(g, c), of shape (2,) + the
-#: variable's (`_operands` refuses any other), and store a value of w's shape
-_PACKED_UPDATES = frozenset({"StepToward", "ScaleAdd"})
+#: Assign functions of an optimizer's update (oracle/opdefs/state.py) -> the
+#: depth of their packed operands: StackBroadcast(g, c), of shape (2,) + the
+#: variable's, or (AdamStep) a StackBroadcast of two, (2, 2) + the
+#: variable's (`_operands` refuses any other); they store a value of w's shape
+_PACKED_UPDATES = {"StepToward": 1, "ScaleAdd": 1, "GradientStep": 1, "MomentumStep": 1,
+                   "AdamStep": 2}
 
 #: every function a rule names, captured at import: a function re-registered
 #: under one of these names gets no claim
@@ -465,7 +468,7 @@ def _assign_keeps_shape(p: Program, n, shapes: Mapping[tuple[str, int], Shape]) 
     if fn in _STORES_VALUE and fns.lookup(fn) is _STORE_FUNCTIONS.get(fn):
         return v == declared
     if fn in _PACKED_UPDATES and _known(fn):
-        return v == (2,) + declared
+        return v == (2,) * _PACKED_UPDATES[fn] + declared
     if fn in BROADCASTING_2 and _known(fn):
         return _broadcast(declared, v) == declared
     return False

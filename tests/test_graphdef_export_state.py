@@ -209,11 +209,52 @@ def test_float32_adam_and_momentum_assign_f_models_are_written_back_as_their_ops
     from tfsem.oracle.jsonio import program_from_json, program_to_json
     data = program_to_json(import_graph({"node": adam_and_momentum()}, [], ["momentum"]).program)
     for n in data["nodes"]:
-        if n["name"] == "adam/step":
+        if n["name"] == "adam/alpha":
             n["op"] = "Mul.ftz"
     with pytest.raises(ExportError) as info:
         export_graph(program_from_json(dict(data, updates=[])))
     assert "ResourceApplyAdam the importer builds" in info.value.violations[0].message
+
+
+def test_an_adam_model_an_earlier_import_wrote_is_refused_by_name():
+    """tests/grappler/tf1_mlp_adam.json holds the step as an earlier tfsem
+    imported it (the variable's update Mul, Add, RealDiv, then Assign-Sub):
+    not the importer's model now, whose NaN bits are the op's; refused,
+    saying to import the graph again."""
+    import json
+    from pathlib import Path
+    from tfsem.oracle.jsonio import program_from_json
+    data = json.loads((Path(__file__).parent / "grappler" / "tf1_mlp_adam.json").read_text())
+    p = program_from_json(data["original"])
+    assert any(n.op == "Assign" and n.attrs["fn"] == "Sub.ftz" for n in p.nodes)
+    with pytest.raises(ExportError) as info:
+        export_graph(p)
+    assert "import the graph again" in info.value.violations[0].message
+
+
+def test_a_float32_gradient_descent_is_written_back_as_its_op():
+    """ResourceApplyGradientDescent imports as Assign-GradientStep of
+    StackBroadcast(delta, alpha): written back as the op (alpha, delta in
+    its order, use_locking: one step, as the Assign), the same outcomes
+    re-imported; the StackBroadcast used by anything else is refused."""
+    nodes = [var("w", (3,)), const("alpha", 0.5), const("delta", [1.0, -2.0, 1e-39]),
+             {"name": "gd", "op": "ResourceApplyGradientDescent",
+              "input": ["w", "alpha", "delta"], "attr": {"T": {"type": "DT_FLOAT"}}},
+             {"name": "after", "op": "ReadVariableOp", "input": ["w", "^gd"],
+              "attr": {"dtype": {"type": "DT_FLOAT"}}}]
+    init = {"w": Tensor(F32([1, 2, -0.0]))}
+    ops, got = round_trip(nodes, ["after"], init)
+    assert "ResourceApplyGradientDescent" in ops and "StackBroadcast" not in ops
+    assert "AssignSubVariableOp" not in ops and len(got["atomic"]) == 1
+    p = import_graph({"node": nodes}, ["after"], ["gd"]).program
+    (gd,) = [n for n in export_graph(p)["node"] if n["op"] == "ResourceApplyGradientDescent"]
+    assert [split_ref(i)[0] for i in gd["input"][:3]] == ["w", "alpha", "delta"]
+    assert gd["attr"]["use_locking"] == {"b": True}
+    from tfsem.oracle.jsonio import program_from_json, program_to_json
+    data = program_to_json(p)
+    with pytest.raises(ExportError) as info:
+        export_graph(program_from_json(dict(data, outputs={"packed": "gd/packed"})))
+    assert "Assign-GradientStep" in info.value.violations[0].message
 
 
 def test_a_tf1_adam_training_step_exports_with_its_four_updates():

@@ -1,6 +1,6 @@
 """The state family's export run on TensorFlow: a graph with a scatter,
 a strided-slice assignment, optimizer updates (dense and sparse, float32
-Adam and Momentum from their Assign-f models), a gather
+Adam, Momentum and GradientDescent from their Assign-f models), a gather
 and VarIsInitializedOp, imported, exported (graphdef/exporter.py) and run on
 TensorFlow 2.21 gives the oracle's one outcome of the imported program, bit
 for bit; `tfsem run --backend tensorflow` runs the exported file."""
@@ -61,7 +61,9 @@ def graph():
             **f, "Tindices": {"type": "DT_INT32"}}},
         {"name": "init", "op": "VarIsInitializedOp", "input": ["acc", "^sp"]},
         {"name": "init_v", "op": "VarIsInitializedOp", "input": ["v_never"]},
-        var("v_never", (2,)), *adam_and_momentum()]}
+        var("v_never", (2,)), *adam_and_momentum(), const("galpha", 0.25),
+        {"name": "descent", "op": "ResourceApplyGradientDescent",
+         "input": ["aw", "galpha", "ag", "^momentum"], "attr": {"T": {"type": "DT_FLOAT"}}}]}
 
 
 INIT = {"w": Tensor(F32([1, -2])), "ms": Tensor(F32([0.5, 0.25])), "mom": Tensor(F32([0, 1])),
@@ -78,7 +80,8 @@ def test_the_export_runs_on_tensorflow_with_the_oracles_outcome(tmp_path, capsys
     ops = {n["op"] for n in g["node"]}
     assert {"ResourceApplyRMSProp", "ResourceScatterAdd", "ResourceScatterNdMax",
             "ResourceStridedSliceAssign", "ResourceSparseApplyMomentum", "ResourceApplyMomentum",
-            "VarIsInitializedOp", "GatherNd", "ResourceApplyAdam"} <= ops
+            "VarIsInitializedOp", "GatherNd", "ResourceApplyAdam",
+            "ResourceApplyGradientDescent"} <= ops
     targets = sinks(g, p.outputs)
     for mode in ("atomic", "decomposed"):
         (want,) = outcome_set(p, {}, INIT, mode, "outputs+state").as_dict(5)

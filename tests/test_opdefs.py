@@ -257,7 +257,8 @@ def _state_exports() -> set[str]:
     from tfsem.oracle.opdefs import state
     packs = {pack for _, pack, _ in state.PACKED_ASSIGNS.values()}
     return (set(state.ASSIGN_OPS) | set(state.PACKED_ASSIGNS) | packs | set(ex._UPDATES)
-            | set(state.FLOAT32_MODEL_ANCHORS) | {"StackBroadcast", "IsInitialized", "Snd"}
+            | set(state.FLOAT32_MODEL_ANCHORS) | set(state.FLOAT32_MODEL_UPDATES.values())
+            | set(state.STACKED_ASSIGNS) | {"StackBroadcast", "IsInitialized", "Snd"}
             | EXPORTER_OWN)
 
 
@@ -307,7 +308,8 @@ def test_the_state_familys_functions_are_registered_from_its_module_and_uninterp
     own = {n for n in names if fns.get(n).impl.__module__ == state.__name__}
     assert {"GatherNd", "PackScatter", "ScatterAdd", "ScatterNdUpdate", "PackSlice",
             "StridedSliceAssign", "IsInitialized", "SndSameShape", "ApplyAdam",
-            "SparseApplyFtrl", "StackBroadcast", "StepToward", "ScaleAdd"} <= own
+            "SparseApplyFtrl", "StackBroadcast", "StepToward", "ScaleAdd", "GradientStep",
+            "MomentumStep", "AdamStep"} <= own
     for n in own:
         assert fns.get(n).encoding is None, n   # uninterpreted in proofs
         assert fns.get(n).family == fns.TENSORFLOW, n
@@ -323,6 +325,8 @@ def test_the_old_tables_read_the_state_family():
     from tfsem.oracle.opdefs import state
     assert ex._ASSIGN_OPS is state.ASSIGN_OPS and ex._PACKED_ASSIGNS is state.PACKED_ASSIGNS
     assert ex._TEMPLATE_ANCHORS is state.FLOAT32_MODEL_ANCHORS
+    assert ex._TEMPLATE_FINALS is state.FLOAT32_MODEL_UPDATES
+    assert ex._STACKED_ASSIGNS is state.STACKED_ASSIGNS
     assert so.OPTIMIZERS is state.OPTIMIZERS
     for name in opdefs.families()["state"]:
         assert opt.lookup(name).build is opdefs.lookup(name).build, name

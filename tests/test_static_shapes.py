@@ -196,6 +196,27 @@ def test_the_rules_cover_what_they_name():
     assert {"Add.ftz", "Mul.ftz", "Relu", "Cast", "Neg"}.isdisjoint(missing)
 
 
+@pytest.mark.parametrize("op", ["ResourceApplyGradientDescent", "ResourceApplyMomentum",
+                                "ResourceApplyAdam"])
+def test_the_float32_optimizer_imports_keep_their_variables_shapes(op):
+    """GradientStep, MomentumStep (StackBroadcast operands, (2,) + the
+    variable's shape) and AdamStep (a StackBroadcast of two, (2, 2) + it)
+    store a value of the variable's shape: every variable keeps it; the
+    same Assign given operands of the other depth keeps none."""
+    from tfsem.oracle.jsonio import program_to_json
+    from tfsem.oracle.static_shapes import shape_keeping_variables
+    from test_optimizer_nan_bits import IMPORTS, imported
+    for shape in ((3,), (), (2, 5)):
+        p = imported(op, shape)
+        assert shape_keeping_variables(p) == set(IMPORTS[op][0]), (op, shape)
+    data = program_to_json(imported(op, (3,)))
+    swap = {"GradientStep": "AdamStep", "MomentumStep": "AdamStep", "AdamStep": "MomentumStep"}
+    for n in data["nodes"]:
+        if n["op"] == "Assign" and n["fn"] in swap:
+            n["fn"] = swap[n["fn"]]
+    assert "var" not in shape_keeping_variables(program_from_json(data))
+
+
 FIXTURE = Path(__file__).parent / "grappler" / "tf1_mlp_sgd.json"
 
 

@@ -44,7 +44,9 @@ and its effect on state (`stateful`).  docs/stateful-ops.md argues each model.
 Export (graphdef/exporter.py `_state_roles`) writes a group of nodes in the
 shape the import builds back as the op, reading this module's tables:
 :data:`ASSIGN_OPS` (an Assign-f's op), :data:`PACKED_ASSIGNS` (an Assign-f
-of a packed operand's op) and :data:`OPTIMIZERS`.
+of a packed operand's op), :data:`STACKED_ASSIGNS` (GradientStep's),
+:data:`OPTIMIZERS` and the float32 models' :data:`FLOAT32_MODEL_ANCHORS` and
+:data:`FLOAT32_MODEL_UPDATES`.
 """
 
 from __future__ import annotations
@@ -865,9 +867,20 @@ def _momentum(K, v, i, a):
     accum = K.add(K.mul(accum, i["momentum"]), i["grad"])
     if a.get("use_nesterov"):
         step = K.add(K.mul(i["grad"], i["lr"]), K.mul(K.mul(accum, i["momentum"]), i["lr"]))
-    else:
-        step = K.mul(accum, i["lr"])
-    return K.sub(var, step), accum
+        return K.sub(var, step), accum
+    return _descend(K, var, accum, i["lr"]), accum
+
+
+def _descend(K, var, x, lr):
+    """`var -= x * lr()`: the variable's update of ResourceApplyMomentum
+    (x = accum) and ResourceApplyGradientDescent (x = grad) as the kernels
+    compute it.  `lr * x`, lr first: with a scalar lr that is K.mul(x, lr)
+    (a tensor and a scalar: the scalar's NaN first, `_ops().order`); with lr
+    broadcast to x's shape (the float32 imports' GradientStep and
+    MomentumStep, whose operands StackBroadcast packs) two tensors give the
+    left one's NaN first, which is lr's again: one expression, the same bits
+    either way (a product's value does not depend on the order)."""
+    return K.sub(var, K.mul(lr, x))
 
 
 def _one(x):
@@ -900,11 +913,25 @@ def _adam(K, v, i, a):
         top = K.add_placed(K.mul(g, K.sub(one, i["beta1"])), K.mul(i["beta1"], m),
                            (not f32, True, True, not f32), packets=not f32, tail=True)
         num = K.mul(top, alpha)
-    else:
-        den = K.add_placed(K.sqrt(vv), i["epsilon"], (False, f32, False, False),
-                           packets=False, tail=False)
-        num = K.mul(m, alpha)
-    return K.sub(var, K.div(num, den)), m, vv
+        return K.sub(var, K.div(num, den)), m, vv
+    return _adam_descend(K, var, m, vv, alpha, i["epsilon"]), m, vv
+
+
+def _adam_descend(K, var, m, vv, alpha, epsilon):
+    """`var -= (m * alpha) / (v.sqrt() + epsilon())`: ResourceApplyAdam's
+    variable update without Nesterov, as the kernel computes it (m and vv
+    the new slots).  `alpha * m`, alpha first: a scalar alpha's NaN comes
+    first (`_ops().order`), and so does alpha broadcast to m's shape (the
+    float32 import's AdamStep), the left one of two tensors.  `sqrt(v) +
+    epsilon` picks by the element's flat place (K.add_placed: on float32 the
+    tensor's NaN first in the second packet of each block of Eigen's
+    unrolled loop, epsilon's elsewhere; on float64 epsilon's everywhere:
+    measured), whether epsilon is a scalar or broadcast: add_placed orders
+    every NaN element by place."""
+    f32 = dtype_name(np.asarray(var).dtype) == "float32"
+    den = K.add_placed(K.sqrt(vv), epsilon, (False, f32, False, False), packets=False,
+                       tail=False)
+    return K.sub(var, K.div(K.mul(alpha, m), den))
 
 
 @_optimizer("ResourceApplyAdamWithAmsgrad", "var m v vhat",
@@ -1219,13 +1246,14 @@ def _optimizer_dtype(b) -> str:
 
 
 @_define("ResourceApplyGradientDescent",
-         "var -= alpha * delta: Mul, then Assign-Sub (decomposed: read, compute, write)",
+         "var -= alpha * delta: Assign-GradientStep of StackBroadcast(delta, alpha) (one "
+         "Assign; decomposed: read, compute, write)",
          "reads and writes the variable (one step)", resources=(0,),
-         functions=("Mul.ftz", "Sub.ftz", "NoOp"))
+         functions=("StackBroadcast", "GradientStep", "NoOp"))
 def _apply_gd(b):
-    t = _optimizer_dtype(b)
-    step = b.add(flushed("Mul", t), [b.input(2), b.input(1)], part="step")   # grad * lr
-    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
+    _optimizer_dtype(b)
+    packed = b.add("StackBroadcast", [b.input(2), b.input(1)], part="packed")
+    b.add("Assign", [b.var(0), packed], {"fn": "GradientStep"}, part="update")
     b.add("NoOp", [])
     return []
 
@@ -1242,9 +1270,13 @@ def _stack_broadcast(xp, args, attrs):
     return (xp.stack([a, b]),)
 
 
-def _operands(v, w):
-    if v.ndim < 1 or v.shape[0] != 2 or v.shape[1:] != w.shape:
-        raise ShapeError("the packed operand must be StackBroadcast of the variable's shape")
+def _operands(v, w, depth: int = 1):
+    """The operands StackBroadcast packed (`depth` 2: a StackBroadcast of
+    two StackBroadcasts, [[a, b], [c, d]]), each of the variable's shape."""
+    if v.shape != (2,) * depth + w.shape:
+        raise ShapeError("the packed operand must be StackBroadcast of the variable's shape"
+                         if depth == 1 else "the packed operand must be StackBroadcast of two "
+                         "StackBroadcasts of the variable's shape")
     return v[0], v[1]
 
 
@@ -1278,19 +1310,77 @@ def _scale_add(xp, args, attrs):
     return (fns.nan_bits(xp, f(xp.add(prod, f(g))), prod, f(g)),)
 
 
+# The variables' own updates of the float32 imports: the fused kernels'
+# last expressions (_descend, _adam_descend), which the fused models above
+# compute too, so their NaNs get the bits NAN_RULE_MEASURED states (measured
+# here on float32, the dtype these imports are built for: elsewhere a NaN
+# result cannot run); every other value is bit for bit what the imports'
+# earlier Mul.ftz, RealDiv.ftz, Add.ftz, Sqrt.ftz and Sub.ftz gave
+# (functions.flushed_arithmetic, ftz: tests/test_optimizer_nan_bits.py).
+
+_K = _ops()
+
+
+def _descent(name: str, depth: int, step: Callable):
+    """Register assign function `name`: step(w, *operands) on the packed
+    operands (`_operands` of `depth`), on the host."""
+    def impl(xp, args, attrs):
+        w, v = (np.asarray(a) for a in args)
+        ops = _operands(v, w, depth)
+        if depth == 2:
+            ops = (*_operands(ops[0], w), *_operands(ops[1], w))
+        with np.errstate(all="ignore"):
+            r = np.asarray(step(w, *ops), dtype=w.dtype).reshape(w.shape)
+        if dtype_name(w.dtype) != "float32" and fns._has_nan(np, r):
+            raise CannotRunHere(f"cannot run {name} on {dtype_name(w.dtype)} concretely where "
+                                "its result holds a NaN: which NaN TensorFlow's fused kernel "
+                                "passes on there was measured on float32 only")
+        return (r,)
+    impl.__doc__ = step.__doc__
+    _tf_fn(name, 2)(impl)
+
+
+def _gradient_step(w, g, c):
+    """GradientStep(w, [g, c]) = w - g * c: ResourceApplyGradientDescent
+    (`var -= grad * lr()`) as an assign function, the kernel's bits (NaNs
+    included); every operation flushes subnormals, as TensorFlow's CPU
+    runtime does."""
+    return _descend(_K, w, g, c)
+
+
+def _momentum_step(w, a, c):
+    """MomentumStep(w, [a, c]) = w - a * c: ResourceApplyMomentum's variable
+    update (`var -= accum * lr()`, a the new accum) as an assign function,
+    the kernel's bits (NaNs included); every operation flushes subnormals."""
+    return _descend(_K, w, a, c)
+
+
+def _adam_step(w, m, alpha, v, epsilon):
+    """AdamStep(w, [[m, alpha], [v, epsilon]]) = w - m * alpha / (sqrt(v) +
+    epsilon): ResourceApplyAdam's variable update without Nesterov (m, v
+    the new slots) as an assign function, the kernel's bits (NaNs
+    included); every operation flushes subnormals."""
+    return _adam_descend(_K, w, m, v, alpha, epsilon)
+
+
+_descent("GradientStep", 1, _gradient_step)
+_descent("MomentumStep", 1, _momentum_step)
+_descent("AdamStep", 2, _adam_step)
+
+
 def _apply_momentum_float32(b):
     """ResourceApplyMomentum (no Nesterov) on float32: accum = accum *
-    momentum + grad (Assign-ScaleAdd), then var -= lr * accum (Read, Mul,
-    Assign-Sub)."""
-    t = _optimizer_dtype(b)
+    momentum + grad (Assign-ScaleAdd), then var -= accum * lr (a Read,
+    Assign-MomentumStep)."""
+    _optimizer_dtype(b)
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
     acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
     new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
     # training_ops.cc: var.device(d) -= accum * lr()
-    step = b.add(flushed("Mul", t), [new_accum, b.input(2)], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": flushed("Sub", t)}, part="update")
+    step = b.add("StackBroadcast", [new_accum, b.input(2)], part="step_operands")
+    b.add("Assign", [b.var(0), step], {"fn": "MomentumStep"}, part="update")
     b.add("NoOp", [])
     b.exclusive()
     return []
@@ -1299,7 +1389,8 @@ def _apply_momentum_float32(b):
 def _apply_adam_float32(b):
     """ResourceApplyAdam (no Nesterov) on float32: m += (g - m)(1 - beta1),
     v += (g*g - v)(1 - beta2) (Assign-StepToward), then var -= m*alpha /
-    (sqrt(v) + epsilon) with alpha = lr sqrt(1 - beta2^t) / (1 - beta1^t)."""
+    (sqrt(v) + epsilon) (Assign-AdamStep) with alpha = lr sqrt(1 - beta2^t) /
+    (1 - beta1^t)."""
     t = _optimizer_dtype(b)
     F = (lambda name: flushed(name, t))
     if b.attr("use_nesterov", False):
@@ -1314,18 +1405,22 @@ def _apply_adam_float32(b):
     g2 = b.add(F("Square"), [g], part="grad_squared")
     v_up = b.add("Assign", [b.var(2), b.add("StackBroadcast", [g2, c2], part="v_operands")],
                  {"fn": "StepToward"}, part="v")
-    # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T
+    # alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power), each op in T;
+    # the kernel's `lr() * sqrt(...)` takes the square root's NaN first
+    # (_adam): Mul.ftz of two scalars passes its first operand's, so the
+    # square root comes first here
     s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, b.input(4)], part="one_minus_beta2_power")],
                part="sqrt_one_minus_beta2_power")
-    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [b.input(5), s2], part="lr_sqrt"),
+    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [s2, b.input(5)], part="lr_sqrt"),
                               b.add(F("Sub"), [one, b.input(3)], part="one_minus_beta1_power")],
                   part="alpha")
     m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
     v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
-    num = b.add(F("Mul"), [m, alpha], part="m_alpha")
-    den = b.add(F("Add"), [b.add(F("Sqrt"), [v], part="sqrt_v"), b.input(8)], part="denominator")
-    step = b.add(F("RealDiv"), [num, den], part="step")
-    b.add("Assign", [b.var(0), step], {"fn": F("Sub")}, part="update")
+    # var -= m * alpha / (sqrt(v) + epsilon): Assign-AdamStep of [[m, alpha], [v, epsilon]]
+    step = b.add("StackBroadcast", [b.add("StackBroadcast", [m, alpha], part="m_alpha"),
+                                    b.add("StackBroadcast", [v, b.input(8)], part="v_epsilon")],
+                 part="step_operands")
+    b.add("Assign", [b.var(0), step], {"fn": "AdamStep"}, part="update")
     b.add("NoOp", [])
     b.exclusive()
     return []
@@ -1336,14 +1431,23 @@ def _apply_adam_float32(b):
 #: their assign functions, ScaleAdd and StepToward); the functions they apply
 _FLOAT32_MODELS = {
     "ResourceApplyMomentum": (_apply_momentum_float32,
-                              ("StackBroadcast", "ScaleAdd", "Mul.ftz", "Sub.ftz")),
+                              ("StackBroadcast", "ScaleAdd", "MomentumStep")),
     "ResourceApplyAdam": (_apply_adam_float32,
                           ("Const", "Sub.ftz", "StackBroadcast", "StepToward", "Square",
-                           "Sqrt.ftz", "RealDiv.ftz", "Mul.ftz", "Add.ftz"))}
+                           "Sqrt.ftz", "RealDiv.ftz", "Mul.ftz", "AdamStep"))}
 
 #: assign function -> the op whose float32 Assign-f model starts with it (read
 #: by graphdef/exporter.py, which writes such a model back as the op)
 FLOAT32_MODEL_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "ResourceApplyAdam"}
+#: op -> the assign function of its float32 model's last Assign, the
+#: variable's update (graphdef/exporter.py matches the model from it back)
+FLOAT32_MODEL_UPDATES = {"ResourceApplyMomentum": "MomentumStep",
+                         "ResourceApplyAdam": "AdamStep"}
+#: Assign-f of StackBroadcast operands that is a whole op by itself -> (the
+#: op, its inputs after the variable as the StackBroadcast's operands):
+#: graphdef/exporter.py writes it back as the op
+STACKED_ASSIGNS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "GradientStep": ("ResourceApplyGradientDescent", (1, 0))}   # (var, alpha, delta)
 
 
 def _refuse_aliased_slots(b, spec: Optimizer) -> None:
