@@ -153,7 +153,8 @@ def several_threads(args) -> None:
     print(f"\n{args.threads} x {len(todo)} checks (this tree), wall seconds")
     print("| | " + " | ".join(f"round {k + 1}" for k in range(args.repeat)) + " | median |")
     print("|---|" + "---|" * (args.repeat + 1))
-    for how, label in (("serial", "one after the other"), ("threads", f"{args.threads} threads at once")):
+    labels = {"serial": "one after the other", "threads": f"{args.threads} threads at once"}
+    for how, label in labels.items():
         print(f"| {label} | " + " | ".join(f"{s:.2f}" for s in walls[how])
               + f" | {med[how]:.2f} |")
     print(f"ratio one after the other / threads: {med['serial'] / med['threads']:.2f}; "

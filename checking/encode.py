@@ -36,8 +36,7 @@ import z3
 from z3.z3 import _to_expr_ref
 
 from tfsem.oracle.functions import EXTREMUM_OPS, ZERO_TIE
-from tfsem.oracle.values import (BITS_DTYPES, DTYPES, FLOAT_DTYPES, FLOAT_FORMATS,
-                                 UNSIGNED_DTYPES, Error, Tensor)
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, UNSIGNED_DTYPES, Error, Tensor
 
 from .symbolic import Algebra, Guarded, Opaque, SymTensor, Term
 from .z3context import Z3Context, current
