@@ -9,9 +9,10 @@ Z3 context per thread).
   test_review_kernels_sigma_memo_round15.py's.)
 - No term of a check in a thread comes from z3's main context: the corpus
   of cases (the symbolic path's element terms, guarded equalities, the
-  solver, its minimization; and each case again over the reals), and
-  programs on tensors too large for element terms (the generic element and
-  the registry's encodings), checked in a thread while `z3.main_ctx` notes
+  solver, its minimization; each case again over the reals, and again
+  with guarded equality by cases), programs on tensors too large for
+  element terms (the generic element and the registry's encodings) and
+  programs of functions with no encoding, checked in a thread while `z3.main_ctx` notes
   every call from a thread other than the main one.  The verdicts are the
   main thread's.
 - The registry's element encodings, built in a thread's context, give
@@ -34,6 +35,7 @@ import z3
 import z3.z3 as z3_impl
 
 from tfsem.checking import check_rewrite
+from tfsem.checking import encode
 from tfsem.checking import generic as gen
 from tfsem.checking.encode import _numeral, z3_const
 from tfsem.checking.z3context import current
@@ -42,6 +44,7 @@ from tfsem.oracle import program as P
 from tfsem.oracle.jsonio import load_case
 from tfsem.oracle.values import DTYPES, Tensor, edge_values
 
+from test_check_commutative_opaque import pair
 from test_check_generic import BIG, F32_SPECIAL, _same, feeds, prog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +157,9 @@ def _corpus_jobs() -> list[tuple]:
     return jobs
 
 
-def _generic_jobs() -> list[tuple]:
+def _more_jobs() -> list[tuple]:
+    """Large tensors (the generic element, the registry's encodings) and
+    functions with no encoding (uninterpreted: the sort Val)."""
     f, fi = feeds("float32", (BIG,), "ab"), feeds("int32", (BIG,), "ab")
     pairs = {
         "abs of neg": ([P.apply("r", "Abs", "$a")],
@@ -174,9 +179,15 @@ def _generic_jobs() -> list[tuple]:
         "less, less or equal": ([P.apply("r", "Less", "$a", "$b")],
                                 [P.apply("r", "LessEqual", "$a", "$b")], fi),
         "max commutes": ([P.apply("r", "Max", "$a", "$b")], [P.apply("r", "Max", "$b", "$a")], f),
+        "flushing sub swapped": ([P.apply("r", "Sub.ftz", "$a", "$b")],
+                                 [P.apply("r", "Sub.ftz", "$b", "$a")], f),
     }
-    return [(name, prog(a, fe), prog(b, fe), "atomic", "outputs+state", "exact")
+    jobs = [(name, prog(a, fe), prog(b, fe), "atomic", "outputs+state", "exact")
             for name, (a, b, fe) in pairs.items()]
+    for op in ("Add.ftz", "Sub.ftz"):
+        p, q = pair(op, variable=True)
+        jobs.append((f"{op} swapped, small", p, q, "atomic", "outputs+state", "exact"))
+    return jobs
 
 
 def _verdict(job) -> tuple:
@@ -186,10 +197,15 @@ def _verdict(job) -> tuple:
     return v.verdict, v.stats.get("path"), "generic" in v.stats
 
 
-def test_a_check_in_a_thread_makes_no_term_in_the_main_context(main_context_noted):
+@pytest.mark.parametrize("equality", ["split", "cases"])
+def test_a_check_in_a_thread_makes_no_term_in_the_main_context(main_context_noted, equality,
+                                                               monkeypatch):
     if any(fns.lookup(n) is None for n in ("Abs", "Square", "RealDiv", "Sqrt", "Less")):
         pytest.skip("the TensorFlow ops are not registered")
-    jobs = _corpus_jobs() + _generic_jobs()
+    if equality == "cases":
+        # (guarded equality by cases even on small decision trees)
+        monkeypatch.setattr(encode, "SPLIT_LEAVES", 0)
+    jobs = _corpus_jobs() + _more_jobs()
     # (the main thread's verdicts first: z3's main context, as before threads)
     alone = {job[0]: _verdict(job) for job in jobs}
     assert not main_context_noted
