@@ -161,6 +161,7 @@ def _more_jobs() -> list[tuple]:
     """Large tensors (the generic element, the registry's encodings) and
     functions with no encoding (uninterpreted: the sort Val)."""
     f, fi = feeds("float32", (BIG,), "ab"), feeds("int32", (BIG,), "ab")
+    even = feeds("float32", (2 * BIG,), "a")   # (Split halves it)
     pairs = {
         "abs of neg": ([P.apply("r", "Abs", "$a")],
                        [P.apply("n", "Neg", "$a"), P.apply("r", "Abs", "n")], f),
@@ -181,6 +182,13 @@ def _more_jobs() -> list[tuple]:
         "max commutes": ([P.apply("r", "Max", "$a", "$b")], [P.apply("r", "Max", "$b", "$a")], f),
         "flushing sub swapped": ([P.apply("r", "Sub.ftz", "$a", "$b")],
                                  [P.apply("r", "Sub.ftz", "$b", "$a")], f),
+        "split, concat back": ([P.apply("s", "Split", "$a"), P.apply("r", "Concat", "s:0", "s:1")],
+                               [P.apply("r", "Identity", "$a")], even),
+        "halves swapped": ([P.apply("s", "Split", "$a"), P.apply("r", "Concat", "s:0", "s:1")],
+                           [P.apply("s", "Split", "$a"), P.apply("r", "Concat", "s:1", "s:0")], even),
+        "one element broadcast": ([P.apply("r", "Add", "$a", "$c")],
+                                  [P.apply("r", "Add", "$c", "$a")],
+                                  {**f, **feeds("float32", (1,), "c")}),
     }
     jobs = [(name, prog(a, fe), prog(b, fe), "atomic", "outputs+state", "exact")
             for name, (a, b, fe) in pairs.items()]
