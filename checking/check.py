@@ -322,7 +322,8 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     `float_mode` (SPEC section 11): "exact" (IEEE, bit for bit) or "real"
     (float arithmetic over the reals: docs/verdicts.md).  Under "exact" an
     `unsound` verdict says its kind (`Verdict.difference`) unless `classify`
-    is false."""
+    is false.  Checks may run in several threads at once: each thread's Z3
+    terms live in its own Z3 context (checking/z3context.py)."""
     if float_mode not in FLOAT_MODES:
         raise ValueError(f"unknown float mode {float_mode!r} ({', '.join(FLOAT_MODES)})")
     # ops with no numpy model run on TensorFlow's kernels where it is
