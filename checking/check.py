@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -241,9 +240,6 @@ def overrun_margin(timeout: float) -> float:
     return min(max(OVERRUN_MARGIN_SHARE * timeout, OVERRUN_MARGIN_FLOOR), OVERRUN_MARGIN_SECONDS)
 
 
-_Z3_LOCK = threading.RLock()
-
-
 class _FineBudget(Budget):
     """The symbolic search's budget: the clock every 16 states (a symbolic
     state of a large program takes milliseconds, and the oracle's budget
@@ -326,7 +322,8 @@ def check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     `float_mode` (SPEC section 11): "exact" (IEEE, bit for bit) or "real"
     (float arithmetic over the reals: docs/verdicts.md).  Under "exact" an
     `unsound` verdict says its kind (`Verdict.difference`) unless `classify`
-    is false."""
+    is false.  Checks may run in several threads at once: each thread's Z3
+    terms live in its own Z3 context (checking/z3context.py)."""
     if float_mode not in FLOAT_MODES:
         raise ValueError(f"unknown float mode {float_mode!r} ({', '.join(FLOAT_MODES)})")
     # ops with no numpy model run on TensorFlow's kernels where it is
@@ -494,11 +491,10 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
         rng = np.random.default_rng(seed + 2)
         sigmas = itertools.chain(itertools.islice(_generated_sigmas(original, rng), 2),
                                  _refute_sigmas(original, rng))
-        with _Z3_LOCK:
-            return check_control_flow(original, p2, semantics, observe, timeout, started,
-                                      check_free=check_free, sigmas=sigmas, minimize=minimize,
-                                      backends=backends, real=real, structural=structural,
-                                      float_sigmas=_float_sigmas(original))
+        return check_control_flow(original, p2, semantics, observe, timeout, started,
+                                  check_free=check_free, sigmas=sigmas, minimize=minimize,
+                                  backends=backends, real=real, structural=structural,
+                                  float_sigmas=_float_sigmas(original))
     # the structural rule first: no state is explored when the rewrite keeps
     # the original's access skeleton (its proof is in checking/structural.py);
     # when it concludes nothing, the engine below runs unchanged
@@ -527,34 +523,33 @@ def _check_rewrite(original: Program, rewritten: Program | Mapping[str, Any],
     if first_difference is not None:
         # (where the structural rule's terms part: checking/structural.py `_differences`)
         checker.stats["structural_first_difference"] = first_difference
-    # Z3's Python API shares one global context, which is not thread-safe:
-    # checks from several threads (the HTTP service) take turns
-    with _Z3_LOCK:
-        try:
-            verdict = checker.run()
-            skipped = getattr(checker, "skipped_here", None)
-            if verdict.verdict == UNKNOWN and skipped is not None and \
-                    not verdict.stats.get("tried"):
-                # (every σ drawn was one at which a function cannot run,
-                # CannotRunHere: the op is the cause, named first, as for
-                # an op with no concrete model below)
-                n = verdict.stats["skipped_sigmas"]["count"]
-                reason = (f"{skipped.naming_nodes(original)}, at every σ the concrete "
-                          f"stages drew ({n} skipped); and {verdict.reason}")
-                stats = dict(verdict.stats, cause=cause_of(reason))
-                verdict = replace(verdict, reason=reason, stats=stats)
-            return verdict
-        except fns.CannotRun as exc:
-            # a function with no concrete model (an op of an imported graph)
-            # stood between the proof and a counterexample: no verdict.  The
-            # op is the cause, named first; why there was no proof comes after
-            reason = exc.naming_nodes(original)
-            gave_up = checker.stats.get("gave_up")
-            if gave_up:
-                reason += f"; and no proof: {gave_up}"
-            stats = dict(checker.stats, cannot_run=str(exc), cause=cause_of(reason))
-            stats["seconds"] = round(time.monotonic() - started, 6)
-            return Verdict(UNKNOWN, reason, semantics=semantics, observe=observe, stats=stats)
+    # (no lock: checks in several threads at once each build their terms in
+    # their own thread's Z3 context, checking/z3context.py)
+    try:
+        verdict = checker.run()
+        skipped = getattr(checker, "skipped_here", None)
+        if verdict.verdict == UNKNOWN and skipped is not None and \
+                not verdict.stats.get("tried"):
+            # (every σ drawn was one at which a function cannot run,
+            # CannotRunHere: the op is the cause, named first, as for
+            # an op with no concrete model below)
+            n = verdict.stats["skipped_sigmas"]["count"]
+            reason = (f"{skipped.naming_nodes(original)}, at every σ the concrete "
+                      f"stages drew ({n} skipped); and {verdict.reason}")
+            stats = dict(verdict.stats, cause=cause_of(reason))
+            verdict = replace(verdict, reason=reason, stats=stats)
+        return verdict
+    except fns.CannotRun as exc:
+        # a function with no concrete model (an op of an imported graph)
+        # stood between the proof and a counterexample: no verdict.  The
+        # op is the cause, named first; why there was no proof comes after
+        reason = exc.naming_nodes(original)
+        gave_up = checker.stats.get("gave_up")
+        if gave_up:
+            reason += f"; and no proof: {gave_up}"
+        stats = dict(checker.stats, cannot_run=str(exc), cause=cause_of(reason))
+        stats["seconds"] = round(time.monotonic() - started, 6)
+        return Verdict(UNKNOWN, reason, semantics=semantics, observe=observe, stats=stats)
 
 
 def check_case(case: Case, timeout: float = DEFAULT_TIMEOUT, *, semantics: str | None = None,
@@ -887,7 +882,7 @@ class _Checker:
             if seconds <= 0:
                 raise _GiveUp("solver", f"the time budget ({self.timeout:g} s) ran out during "
                                         "the solver queries")
-            solver = z3.Solver()
+            solver = z3.Solver(ctx=enc.ctx)
             solver.set("timeout", max(1, int(seconds * 1000)))
             solver.add(*constraints)
             t0 = time.monotonic()
@@ -1160,16 +1155,16 @@ class _Checker:
                 flat = value.array.reshape(-1)
                 for leaf, v in zip(sym.elems, flat):
                     try:
-                        c = real_const(v, leaf.dtype) if leaf.dtype in FLOAT_DTYPES else \
-                            z3_const(v, leaf.dtype)
+                        c = real_const(v, leaf.dtype, enc.z3) if leaf.dtype in FLOAT_DTYPES \
+                            else z3_const(v, leaf.dtype, enc.z3)
                     except NotReal:
                         return None
                     subs.append((enc.leaf(leaf), c))
         subs += [(enc.flag(x), model.eval(enc.flag(x), model_completion=True)) for x in self.flagged]
-        query = z3.And(*constraints) if constraints else z3.BoolVal(True)
+        query = z3.And(*constraints) if constraints else enc.z3.true
         claim = z3.substitute(query, *subs) if subs else query
         seconds = max(0.1, min(self.remaining(), 2.0))
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=enc.ctx)
         solver.set("timeout", max(1, int(seconds * 1000)))
         solver.add(z3.Not(claim))
         if solver.check() != z3.unsat:
@@ -1502,7 +1497,7 @@ class _Checker:
             try:
                 mini.minimize_with_solver(query.constraints, preferences,
                                           (best.feeds, best.init) if pending is None else pending,
-                                          self.decode, confirm, deadline)
+                                          self.decode, confirm, deadline, self.encoder.ctx)
             except mini.OutOfTime:
                 pass
         if pending is not None:

@@ -36,20 +36,16 @@ import z3
 from z3.z3 import _to_expr_ref
 
 from tfsem.oracle.functions import EXTREMUM_OPS, ZERO_TIE
-from tfsem.oracle.values import (BITS_DTYPES, DTYPES, FLOAT_DTYPES, FLOAT_FORMATS,
-                                 UNSIGNED_DTYPES, Error, Tensor)
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, UNSIGNED_DTYPES, Error, Tensor
 
 from .symbolic import Algebra, Guarded, Opaque, SymTensor, Term
+from .z3context import Z3Context, current
 
-F32 = z3.Float32()
-BV64 = z3.BitVecSort(64)
-RNE = z3.RNE()
+# Every Z3 object here comes from one thread's context (checking/z3context.py:
+# checks may run in several threads at once): an Encoder takes the calling
+# thread's when it is made, and the functions below take a context, the
+# calling thread's when none is given.
 
-#: The Z3 sort of each dtype's elements.
-SORTS: dict[str, z3.SortRef] = {
-    name: (z3.FPSort(*FLOAT_FORMATS[name]) if name in FLOAT_FORMATS
-           else z3.BitVecSort(1 if name == "bool" else DTYPES[name].itemsize * 8))
-    for name in DTYPES}
 #: Which operand the float32 Max and Min return on a tie of +0.0 and -0.0
 #: inside Eigen's whole packets (the scalar tail returns the first).
 MAX_TIE = MIN_TIE = ZERO_TIE["float32"]
@@ -64,22 +60,20 @@ class NotReal(ValueError):
     float constant) was to be encoded: the check refuses (`unknown`)."""
 
 
-REAL = z3.RealSort()
-
-
-def real_const(value: Any, dtype: str) -> z3.ExprRef:
+def real_const(value: Any, dtype: str, context: Z3Context | None = None) -> z3.ExprRef:
     """A float numpy scalar as its exact rational value (`--float real`);
     NaN and the infinities have none: NotReal."""
     f = float(np.array(value, dtype=DTYPES[dtype]).astype(np.float64))
     if not np.isfinite(f):
         raise NotReal(f"the {dtype} constant {f} has no value over the reals")
     fr = Fraction(f)
-    return z3.RealVal(f"{fr.numerator}/{fr.denominator}")
+    return z3.RealVal(f"{fr.numerator}/{fr.denominator}", (context or current()).ctx)
 
 
-def sort_of(dtype: str) -> z3.SortRef:
-    """The Z3 sort of an element of `dtype`."""
-    return SORTS[dtype]
+def sort_of(dtype: str, context: Z3Context | None = None) -> z3.SortRef:
+    """The Z3 sort of an element of `dtype` (in the calling thread's context
+    unless another is given)."""
+    return (context or current()).sorts[dtype]
 
 
 def symbol(kind: str, *parts: Any) -> str:
@@ -97,16 +91,18 @@ def leaf_name(term: Term) -> str:
     return symbol("feed" if term.op == "feed" else "init", name, idx)
 
 
-def z3_const(value: Any, dtype: str) -> z3.ExprRef:
-    """A numpy scalar of `dtype` as a Z3 numeral."""
-    sort = SORTS[dtype]
+def z3_const(value: Any, dtype: str, context: Z3Context | None = None) -> z3.ExprRef:
+    """A numpy scalar of `dtype` as a Z3 numeral (in the calling thread's
+    context unless another is given)."""
+    sort = (context or current()).sorts[dtype]
     if dtype not in FLOAT_DTYPES:
-        return z3.BitVecVal(int(value) % (1 << sort.size()), sort.size())
+        return z3.BitVecVal(int(value) % (1 << sort.size()), sort)
     f = np.array(value, dtype=DTYPES[dtype])
     if np.isnan(f.astype(np.float64)):
         return z3.fpNaN(sort)
     bits = int(f.view(BITS_DTYPES[dtype]))
-    return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, DTYPES[dtype].itemsize * 8), sort))
+    return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, DTYPES[dtype].itemsize * 8, sort.ctx), sort,
+                                   sort.ctx))
 
 
 def _scalar(dtype: str, bits: int) -> Any:
@@ -142,9 +138,9 @@ def scalar_from_model(model: z3.ModelRef, expr: z3.ExprRef, dtype: str) -> Any:
     v = model.eval(expr, model_completion=True)
     if dtype not in FLOAT_DTYPES:
         return _scalar(dtype, v.as_long())
-    if z3.is_true(z3.simplify(z3.fpIsNaN(v))):
+    if z3.is_true(z3.simplify(z3.fpIsNaN(v, v.ctx))):
         return np.array(np.nan, dtype=DTYPES[dtype])[()]
-    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(v)).as_long())
+    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(v, v.ctx)).as_long())
 
 
 class Encoder:
@@ -152,6 +148,11 @@ class Encoder:
     Encodings are cached per term (terms are interned, so per structure)."""
 
     def __init__(self, order: dict[str, int] | None = None, real: bool = False) -> None:
+        #: the Z3 context of every term this encoder makes: the calling
+        #: thread's (checking/z3context.py), so the encoder is used in the
+        #: thread that made it
+        self.z3 = current()
+        self.ctx = self.z3.ctx
         #: `--float real` (SPEC section 11): float elements are Z3 Reals, float
         #: Add, Sub, Mul, Neg exact, Max and Min by real comparison, constants
         #: their exact rational values
@@ -188,7 +189,8 @@ class Encoder:
     def leaf(self, term: Term) -> z3.ExprRef:
         e = self._leaves.get(term)
         if e is None:
-            sort = REAL if self.real and term.dtype in FLOAT_DTYPES else SORTS[term.dtype]
+            sort = self.z3.real if self.real and term.dtype in FLOAT_DTYPES else \
+                self.z3.sorts[term.dtype]
             e = self._leaves[term] = z3.Const(leaf_name(term), sort)
         return e
 
@@ -217,8 +219,8 @@ class Encoder:
             return self.leaf(t)
         if t.op == "const":
             if self.real and t.dtype in FLOAT_DTYPES:
-                return real_const(t.value, t.dtype)
-            return z3_const(t.value, t.dtype)
+                return real_const(t.value, t.dtype, self.z3)
+            return z3_const(t.value, t.dtype, self.z3)
         return self.scalar_op(t.op, t.dtype, args)
 
     def scalar_op(self, op: str, dtype: str, args: list[z3.ExprRef]) -> z3.ExprRef:
@@ -251,13 +253,13 @@ class Encoder:
                 return z3.If(args[0] < args[1], args[0], args[1])
         elif t.dtype in FLOAT_DTYPES:
             if t.op == "add":
-                return z3.fpAdd(RNE, args[0], args[1])
+                return z3.fpAdd(self.z3.rne, args[0], args[1], self.ctx)
             if t.op == "sub":
-                return z3.fpSub(RNE, args[0], args[1])
+                return z3.fpSub(self.z3.rne, args[0], args[1], self.ctx)
             if t.op == "mul":
-                return z3.fpMul(RNE, args[0], args[1])
+                return z3.fpMul(self.z3.rne, args[0], args[1], self.ctx)
             if t.op == "neg":
-                return z3.fpNeg(args[0])
+                return z3.fpNeg(args[0], self.ctx)
             if t.op in ("max", "min"):
                 return self._fp_extremum(t.op, args[0], args[1], t.dtype)
         raise ValueError(f"no encoding for {t.op} on {t.dtype}")
@@ -270,8 +272,10 @@ class Encoder:
         if tie == "table":
             tie = ZERO_TIE[dtype]
         tie = a if tie == "first" else b
-        wins, loses = (z3.fpGT(a, b), z3.fpLT(a, b)) if op == "max" else (z3.fpLT(a, b), z3.fpGT(a, b))
-        return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), z3.fpNaN(SORTS[dtype]),
+        c = self.ctx
+        wins, loses = (z3.fpGT(a, b, c), z3.fpLT(a, b, c)) if op == "max" else \
+            (z3.fpLT(a, b, c), z3.fpGT(a, b, c))
+        return z3.If(z3.Or(z3.fpIsNaN(a, c), z3.fpIsNaN(b, c)), z3.fpNaN(self.z3.sorts[dtype]),
                      z3.If(wins, a, z3.If(loses, b, tie)))
 
     # -- values -------------------------------------------------------------
@@ -280,7 +284,7 @@ class Encoder:
         """True when variable x starts uninitialized."""
         f = self._flags.get(x)
         if f is None:
-            f = self._flags[x] = z3.Bool(symbol("uninitialized", x))
+            f = self._flags[x] = z3.Bool(symbol("uninitialized", x), self.ctx)
         return f
 
     def eq(self, a: Any, b: Any) -> z3.BoolRef | bool:
@@ -441,7 +445,7 @@ class Encoder:
                     else:
                         (c1, e1), (c2, e2) = cu[kind], ci[kind]
                         cond = True if c1 is True and c2 is True else \
-                            z3.If(f, _as_bool(c1), _as_bool(c2))
+                            z3.If(f, _as_bool(c1, self.ctx), _as_bool(c2, self.ctx))
                         out[kind] = (cond, [x if x.eq(y) else z3.If(f, x, y) for x, y in zip(e1, e2)])
         else:
             out = None
@@ -464,7 +468,7 @@ class Encoder:
         ei = self.eq(Algebra.restrict(a, x, False), Algebra.restrict(b, x, False))
         if eu is ei or (isinstance(eu, bool) and isinstance(ei, bool) and eu == ei):
             return eu
-        return z3.If(self.flag(x), _as_bool(eu), _as_bool(ei))
+        return z3.If(self.flag(x), _as_bool(eu, self.ctx), _as_bool(ei, self.ctx))
 
     def parts_eq(self, xs: Sequence[Any], ys: Sequence[Any]) -> z3.BoolRef | bool:
         conj = []
@@ -481,7 +485,7 @@ class Encoder:
     @property
     def val_sort(self) -> z3.SortRef:
         if self._val_sort is None:
-            self._val_sort = z3.DeclareSort("Val")
+            self._val_sort = z3.DeclareSort("Val", self.ctx)
         return self._val_sort
 
     def _apply(self, name: str, args: list[z3.ExprRef], rng: z3.SortRef) -> z3.ExprRef:
@@ -574,18 +578,19 @@ class Encoder:
         d = term.dtype
         if d not in FLOAT_DTYPES:
             if how == "eq":
-                return c == z3_const(int(k), d)
+                return c == z3_const(int(k), d, self.z3)
             if d == "bool":
-                return z3.BoolVal(True)
-            kv = z3_const(min(int(k), int(np.iinfo(DTYPES[d]).max)), d)
+                return self.z3.true
+            kv = z3_const(min(int(k), int(np.iinfo(DTYPES[d]).max)), d, self.z3)
             if d in UNSIGNED_DTYPES:
                 return z3.ULE(c, kv)
             return z3.And(c >= -kv, c <= kv)
         with np.errstate(over="ignore"):   # a bound past float16's range is inf
-            kv = z3_const(np.array(k, dtype=DTYPES[d]), d)
+            kv = z3_const(np.array(k, dtype=DTYPES[d]), d, self.z3)
         if how == "eq":
             return c == kv
-        return z3.And(z3.Not(z3.fpIsNaN(c)), z3.fpLEQ(z3.fpAbs(c), kv))
+        return z3.And(z3.Not(z3.fpIsNaN(c, self.ctx)),
+                      z3.fpLEQ(z3.fpAbs(c, self.ctx), kv, self.ctx))
 
 
 class _OpView:
@@ -604,14 +609,14 @@ def _leaves(v: Any) -> int:
     return v.leaves if isinstance(v, Guarded) else 1
 
 
-def _as_bool(e: z3.BoolRef | bool) -> z3.BoolRef:
-    return z3.BoolVal(e) if isinstance(e, bool) else e
+def _as_bool(e: z3.BoolRef | bool, ctx: z3.Context) -> z3.BoolRef:
+    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
 
 
 def evaluate_concrete(encoder: Encoder, terms: Iterable[Term], leaves: dict[Term, Any]) -> list[Any]:
     """Evaluate terms under concrete leaf values with Z3's simplifier (used by
     the tests that compare the encoding with numpy)."""
-    subs = [(encoder.leaf(t), z3_const(v, t.dtype)) for t, v in leaves.items()]
+    subs = [(encoder.leaf(t), z3_const(v, t.dtype, encoder.z3)) for t, v in leaves.items()]
     out = []
     for t in terms:
         e = z3.simplify(z3.substitute(encoder.elem(t), *subs)) if subs else z3.simplify(encoder.elem(t))
@@ -628,4 +633,4 @@ def _numeral(e: z3.ExprRef, dtype: str) -> Any:
         raise ValueError(f"not a numeral: {e}")
     if e.isNaN():
         return np.array(np.nan, dtype=DTYPES[dtype])[()]
-    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(e)).as_long())
+    return _scalar(dtype, z3.simplify(z3.fpToIEEEBV(e, e.ctx)).as_long())

@@ -127,7 +127,7 @@ from tfsem.oracle import opdefs
 from tfsem.oracle.program import TensorType
 from tfsem.oracle.values import BITS_DTYPES, DTYPES, FLOAT_DTYPES, Error, Tensor
 
-from .encode import SORTS, Encoder, scalar_from_model, symbol, z3_const
+from .encode import Encoder, scalar_from_model, symbol, z3_const
 from .symbolic import ELEMENTWISE, Algebra, Guarded, Opaque, SymbolicLimit
 
 #: Largest number of elements of a tensor whose kind (error or dtype/shape)
@@ -365,8 +365,8 @@ class GenericAlgebra(Algebra):
 # Z3
 
 
-def _int(v: Any) -> z3.ArithRef:
-    return z3.IntVal(v) if isinstance(v, int) else v
+def _int(v: Any, ctx: z3.Context) -> z3.ArithRef:
+    return z3.IntVal(v, ctx) if isinstance(v, int) else v
 
 
 def _key(idx: tuple) -> tuple:
@@ -392,19 +392,18 @@ class GenericEncoder(Encoder):
         self._ufs: dict[GTensor, z3.FuncDeclRef | z3.ExprRef] = {}
         self._wholes: dict[GTensor, z3.ExprRef] = {}
 
-    @staticmethod
-    def sort(dtype: str) -> z3.SortRef:
+    def sort(self, dtype: str) -> z3.SortRef:
         """An element's sort: the element-wise encoder's for every dtype of DTYPES;
         an uninterpreted sort for a dtype with no model here (its values are
         only ever compared: every operation on it is opaque, and the real
         values are one interpretation of the sort)."""
-        if dtype in SORTS:
-            return SORTS[dtype]
-        return z3.DeclareSort(f"elem:{dtype}")
+        if dtype in self.z3.sorts:
+            return self.z3.sorts[dtype]
+        return z3.DeclareSort(f"elem:{dtype}", self.ctx)
 
     def scalar_const(self, value: Any, dtype: str) -> z3.ExprRef:
         if dtype in ENCODED:
-            return z3_const(value, dtype)
+            return z3_const(value, dtype, self.z3)
         raw = np.asarray(value).tobytes().hex()
         return z3.Const(symbol("const", dtype, raw), self.sort(dtype))
 
@@ -416,7 +415,8 @@ class GenericEncoder(Encoder):
         enc = None if op in _FOLD else opdefs.encoding(op)
         if enc is None:
             return super().scalar_op(op, dtype, args)
-        return enc.z3(z3, dtype, list(args))
+        # (the z3 module with this check's context: checking/z3context.py)
+        return enc.z3(self.z3.module, dtype, list(args))
 
     # -- the generic element ---------------------------------------------------
 
@@ -433,7 +433,7 @@ class GenericEncoder(Encoder):
                 label = symbol("const", v.dtype, tuple(v.shape), digest)
             sort = self.sort(v.dtype)
             f = z3.Const(label, sort) if not v.shape else \
-                z3.Function(label, *([z3.IntSort()] * len(v.shape)), sort)
+                z3.Function(label, *([z3.IntSort(self.ctx)] * len(v.shape)), sort)
             self._ufs[v] = f
         return f
 
@@ -452,10 +452,11 @@ class GenericEncoder(Encoder):
     def _element(self, v: GTensor, idx: tuple) -> z3.ExprRef:
         if v.op == "leaf":
             f = self.leaf_function(v)
-            return f if not v.shape else f(*map(_int, idx))
+            return f if not v.shape else f(*(_int(k, self.ctx) for k in idx))
         if v.op == "const":
             if v.dtype not in ENCODED:
-                return self.leaf_function(v) if not v.shape else self.leaf_function(v)(*map(_int, idx))
+                return self.leaf_function(v) if not v.shape else \
+                    self.leaf_function(v)(*(_int(k, self.ctx) for k in idx))
             return self._const_element(v, idx)
         if v.op == "concat":
             a, b = v.args
@@ -496,26 +497,27 @@ class GenericEncoder(Encoder):
         t: Tensor = v.value
         s = _splat(t)
         if s is not None:
-            return z3_const(s, v.dtype)
+            return z3_const(s, v.dtype, self.z3)
         flat = t.array.reshape(-1)
         if flat.size == 0:
             # an empty tensor has no element: the index ranges over nothing,
             # so any term serves (no constraint can ever select it)
-            return z3_const(np.zeros((), dtype=t.array.dtype)[()], v.dtype)
+            return z3_const(np.zeros((), dtype=t.array.dtype)[()], v.dtype, self.z3)
         if all(isinstance(k, int) for k in idx):
-            return z3_const(t.array[tuple(idx)], v.dtype)
+            return z3_const(t.array[tuple(idx)], v.dtype, self.z3)
         if flat.size > CONST_INLINE:
-            return self.leaf_function(v)(*map(_int, idx))
+            return self.leaf_function(v)(*(_int(k, self.ctx) for k in idx))
         strides = [math.prod(v.shape[k + 1:]) for k in range(len(v.shape))]
-        pos = z3.Sum([_int(k) * s for k, s in zip(idx, strides)]) if len(idx) > 1 else _int(idx[0])
-        e = z3_const(flat[-1], v.dtype)
+        pos = z3.Sum([_int(k, self.ctx) * s for k, s in zip(idx, strides)]) if len(idx) > 1 \
+            else _int(idx[0], self.ctx)
+        e = z3_const(flat[-1], v.dtype, self.z3)
         for k in range(flat.size - 2, -1, -1):
-            e = z3.If(pos == k, z3_const(flat[k], v.dtype), e)
+            e = z3.If(pos == k, z3_const(flat[k], v.dtype, self.z3), e)
         return e
 
     def _index(self, shape: tuple[int, ...], label: str) -> tuple[tuple, z3.BoolRef]:
-        idx = tuple(z3.Int(f"{label}.{k}") for k in range(len(shape)))
-        rng = z3.And([z3.And(0 <= i, i < n) for i, n in zip(idx, shape)]) if idx else z3.BoolVal(True)
+        idx = tuple(z3.Int(f"{label}.{k}", self.ctx) for k in range(len(shape)))
+        rng = z3.And([z3.And(0 <= i, i < n) for i, n in zip(idx, shape)]) if idx else self.z3.true
         return idx, rng
 
     # -- values -------------------------------------------------------------------

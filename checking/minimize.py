@@ -136,11 +136,13 @@ def leaf_preference(encoder: Encoder, leaf: Term, value_of: Callable[[Sigma, Ter
 
 def minimize_with_solver(base: Sequence[z3.BoolRef], preferences: Sequence[Preference],
                          sigma: Sigma, decode: Callable[[z3.ModelRef], Sigma],
-                         confirm: Callable[[Sigma], bool], deadline: float) -> Sigma:
+                         confirm: Callable[[Sigma], bool], deadline: float,
+                         ctx: z3.Context) -> Sigma:
     """Shrink a confirmed σ (which satisfies `base`) one preference at a time:
     the first alternative of each preference that some confirmed σ satisfies
     (with every preference kept so far) is kept.  Returns a σ that `confirm`
-    accepted (`sigma` itself if nothing better was found)."""
+    accepted (`sigma` itself if nothing better was found).  The solvers are
+    made in `ctx`, the context of the constraints' terms."""
     best = sigma
     fixed: list[z3.BoolRef] = []
     for alternatives in preferences:
@@ -150,7 +152,7 @@ def minimize_with_solver(base: Sequence[z3.BoolRef], preferences: Sequence[Prefe
             if satisfied(best):
                 fixed.append(constraint)   # best already satisfies it: free
                 break
-            solver = z3.Solver()
+            solver = z3.Solver(ctx=ctx)
             solver.set("timeout", max(1, int(min(QUERY_SECONDS, deadline - time.monotonic()) * 1000)))
             solver.add(*base, *fixed, constraint)
             if solver.check() == z3.sat:

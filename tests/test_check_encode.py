@@ -14,7 +14,7 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfsem.checking.encode import SORTS, Encoder, evaluate_concrete, z3_const
+from tfsem.checking.encode import Encoder, evaluate_concrete, sort_of, z3_const
 from tfsem.checking.sampling import sample_equal
 from tfsem.checking.symbolic import (ELEMENTWISE, STRUCTURAL, Algebra, Guarded, Opaque, SymTensor,
                                      SymbolicLimit,
@@ -234,10 +234,11 @@ def test_signed_zero_ties_follow_the_registry_on_every_float_dtype(dtype, name, 
 
 
 def test_every_dtype_has_its_sort():
-    assert SORTS["int8"] == z3.BitVecSort(8) and SORTS["uint64"] == z3.BitVecSort(64)
-    assert SORTS["bool"] == z3.BitVecSort(1)
-    assert SORTS["bfloat16"] == z3.FPSort(8, 8) and SORTS["float16"] == z3.FPSort(5, 11)
-    assert SORTS["float64"] == z3.FPSort(11, 53)
+    # (in the main thread, z3's main context: checking/z3context.py)
+    assert sort_of("int8") == z3.BitVecSort(8) and sort_of("uint64") == z3.BitVecSort(64)
+    assert sort_of("bool") == z3.BitVecSort(1)
+    assert sort_of("bfloat16") == z3.FPSort(8, 8) and sort_of("float16") == z3.FPSort(5, 11)
+    assert sort_of("float64") == z3.FPSort(11, 53)
 
 
 def test_static_kinds_follow_the_oracle():

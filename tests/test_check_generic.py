@@ -374,7 +374,7 @@ def test_a_keras_training_step_with_large_kernels_refines_itself(graph, semantic
 OTHER_DTYPES = [d for d in DTYPES if d not in gen.ENCODED]
 
 
-@pytest.mark.skipif(not OTHER_DTYPES, reason="every dtype has a Z3 model (encode.SORTS)")
+@pytest.mark.skipif(not OTHER_DTYPES, reason="every dtype has a Z3 model (encode.sort_of)")
 @pytest.mark.parametrize("dtype", OTHER_DTYPES)
 def test_dtypes_without_a_model_are_opaque(dtype):
     f = feeds(dtype, (8,), "ab")

@@ -49,7 +49,11 @@ from ..functions import Function
 class Elementwise:
     """The Z3 encoding of an element-wise function (the generic checker,
     checking/generic.py): each result element is `z3(z3_module, dtype, xs)`
-    of the operands' elements at the same (broadcast) index.
+    of the operands' elements at the same (broadcast) index.  `z3_module`
+    is z3 with the check's Z3 context filled in wherever a function takes
+    one (checking/z3context.py: a context per thread); Python's arithmetic
+    operators on Z3 floats take the main context's rounding mode, so an
+    encoding calls z3's functions on floats (`z3.fpAdd(z3.RNE(), a, b)`).
 
     `key` names the term (unique per encoding); `fold(*arrays)` computes the
     same on constant numpy arrays (the checker folds constant operands: it
