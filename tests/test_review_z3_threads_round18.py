@@ -30,6 +30,12 @@ Found and fixed:
   of the corpus, cases and generated pairs).  The main context is now told
   only once another thread makes its context; the test compares the
   main thread's counterexamples with those of z3's main context as it was.
+- The recursion limit the reads-from engine raises for its search (and set
+  back after) is the interpreter's: a check ending in one thread set it
+  back under another thread's search (which could die of RecursionError),
+  and the last to end left it raised.  The removed lock had made the
+  checks' concrete stages take turns.  Now it is raised while any thread
+  searches, set back when the last one ends.
 
 Found (a strict xfail with its reproducer):
 
@@ -482,3 +488,51 @@ def test_a_check_leaves_no_z3_object_in_a_reference_cycle(timeout):
         gc.garbage.clear()
     assert not found, found
     assert {"sound", "unsound"} <= verdicts if timeout > 1 else "unknown" in verdicts
+
+
+def test_the_recursion_limit_the_reads_from_engine_raises_holds_while_any_thread_searches(
+        monkeypatch):
+    # The reads-from engine raises the interpreter's recursion limit for its
+    # search (deep for many choices) and set it back after: the limit is the
+    # interpreter's, not a thread's, so a check in one thread ending put it
+    # back under another's search (which could die of RecursionError), and
+    # the last to end left it raised for good.  Before per-thread contexts
+    # the checks' concrete stages took turns (the lock around the checker).
+    from tfsem.oracle import readsfrom
+    from test_minimize_sigma_memo import P
+    deep = 4 * readsfrom.MAX_CHOICES + 2000
+    before = sys.getrecursionlimit()
+    assert before < deep
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict = {}
+
+    def components(p):
+        if threading.current_thread().name == "a":
+            a_in.set()
+            assert b_in.wait(60)
+        else:
+            b_in.set()
+            assert a_out.wait(60)
+            seen["b, after a ended"] = sys.getrecursionlimit()
+        return []
+
+    monkeypatch.setattr(readsfrom, "components", components)
+
+    def search():
+        readsfrom.outcome_set_engine(P, {}, {}, "atomic", "outputs+state", 1000, 10.0, "auto")
+
+    def a():
+        search()
+        a_out.set()
+
+    def b():
+        assert a_in.wait(60)
+        search()
+
+    ts = [threading.Thread(target=a, name="a"), threading.Thread(target=b, name="b")]
+    [t.start() for t in ts]
+    [t.join(120) for t in ts]
+    after = sys.getrecursionlimit()
+    sys.setrecursionlimit(before)
+    assert seen["b, after a ended"] >= deep
+    assert after == before
