@@ -47,11 +47,21 @@ What makes that hold:
   (`z3.RNE()`, `z3.BitVecVal(1, 1)`);
 * a Z3 object may still be freed in another thread than its context's
   (a cycle the collector breaks there, an object handed to another thread):
-  each context is made with `Z3_enable_concurrent_dec_ref`, with which Z3
-  queues a decrement from any thread under its own mutex and applies the
-  queue in the context's next call (Z3's api_context.cpp, `dec_ref`,
-  `flush_objects`).  Nothing else of one thread's context is ever called
-  from another thread.
+  each thread's context is made with `Z3_enable_concurrent_dec_ref`, with
+  which Z3 queues a decrement from any thread under its own mutex and
+  applies the queue when the context next makes an API object (a solver, a
+  model: Z3's api_context.cpp, `dec_ref`, `add_object`, `flush_objects`).
+  z3's main context gets it too, but only once another thread has made its
+  context (`_share_main`): until then no other thread holds a Z3 object of
+  tfsem's (nor frees one as the collector's: a check leaves no Z3 object in
+  a reference cycle -- none in the case corpus's checks, exact and over the
+  reals, decided or out of budget), and with it on Z3 frees nothing of the
+  main context until the next API object, so that it reuses other ids and
+  the solver finds other models -- a process that checks in its main thread
+  alone (the command line) would show other counterexamples than before
+  threads.  (Z3 only sets a flag there; a decrement the main thread makes
+  meanwhile is applied or queued, either right.)  Nothing else of one
+  thread's context is ever called from another thread.
 
 `tests/test_check_threads.py` checks it: checks in three threads at once
 give each thread the verdicts the same checks give one after the other, and
@@ -77,12 +87,12 @@ class Z3Context:
     """A Z3 context and the Z3 objects the encoders take from it once."""
 
     def __init__(self, ctx: z3.Context | None = None) -> None:
-        self.ctx = ctx if ctx is not None else z3.Context()
-        # (a decrement from another thread than this context's is queued,
-        # never applied there; for the main context too, whose objects may
-        # exist already: the call only sets Z3's flag)
-        z3.Z3_enable_concurrent_dec_ref(self.ctx.ref())
-        ctx = self.ctx
+        if ctx is None:
+            ctx = z3.Context()
+            # (a decrement from another thread than this context's is
+            # queued, never applied there; the main context's: `_share_main`)
+            z3.Z3_enable_concurrent_dec_ref(ctx.ref())
+        self.ctx = ctx
         #: the Z3 sort of each dtype's elements
         self.sorts: dict[str, z3.SortRef] = {
             name: (z3.FPSort(*FLOAT_FORMATS[name], ctx=ctx) if name in FLOAT_FORMATS
@@ -98,6 +108,9 @@ class Z3Context:
 
 
 _local = threading.local()
+#: whether a thread other than the main one has made its context
+_threads = False
+_threads_lock = threading.Lock()
 
 
 def current() -> Z3Context:
@@ -106,9 +119,31 @@ def current() -> Z3Context:
     the thread)."""
     c = getattr(_local, "context", None)
     if c is None:
-        main = threading.current_thread() is threading.main_thread()
-        c = _local.context = Z3Context(z3.main_ctx() if main else None)
+        if threading.current_thread() is threading.main_thread():
+            with _threads_lock:
+                main = z3.main_ctx()
+                if _threads:
+                    z3.Z3_enable_concurrent_dec_ref(main.ref())
+            c = _local.context = Z3Context(main)
+        else:
+            _share_main()
+            c = _local.context = Z3Context()
     return c
+
+
+def _share_main() -> None:
+    """Z3_enable_concurrent_dec_ref on z3's main context once a thread other
+    than the main one makes its context (the module's text says why not
+    before): on the main context as it is, if z3 has made it (the call asks
+    z3 for none: z3.main_ctx() would make it here), else when the main
+    thread makes its context (`current`)."""
+    global _threads
+    with _threads_lock:
+        if not _threads:
+            _threads = True
+            main = z3.z3._main_ctx
+            if main is not None:
+                z3.Z3_enable_concurrent_dec_ref(main.ref())
 
 
 class _Z3Module:

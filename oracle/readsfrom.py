@@ -64,9 +64,11 @@ current last writer is the one it was chosen to read from.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from .explore import (_ASSIGN, _FN, _READ, _VAR, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
                       BudgetExceeded,
@@ -768,6 +770,39 @@ def choose_engine(rfc: _Component_RF) -> str:
     return "readsfrom" if d is None or bound <= AUTO_RATIO * d else "reference"
 
 
+_deep_lock = threading.Lock()
+#: the threads inside `_deep_recursion`, and the limit before the first of them
+_deep_inside = 0
+_deep_before = 0
+
+
+@contextlib.contextmanager
+def _deep_recursion(limit: int) -> Iterator[None]:
+    """The interpreter's recursion limit at least `limit` while any thread
+    is inside, the limit before the first of them once the last leaves.
+    (The limit is the interpreter's, not a thread's: each search setting it
+    and putting back what it found, a check ending in one thread put the
+    limit back under another thread's search, which could then die of
+    RecursionError, and the last to end left it raised.)"""
+    global _deep_inside, _deep_before
+    with _deep_lock:
+        if _deep_inside == 0:
+            _deep_before = sys.getrecursionlimit()
+        _deep_inside += 1
+        if sys.getrecursionlimit() < limit:
+            sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        with _deep_lock:
+            _deep_inside -= 1
+            if _deep_inside == 0:
+                try:
+                    sys.setrecursionlimit(_deep_before)
+                except RecursionError:
+                    pass   # (this thread's stack is past it: left raised)
+
+
 def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
                        semantics: str, observe: str, max_states: int, max_seconds: float,
                        engine: str) -> OutcomeSet:
@@ -795,9 +830,7 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     comps = []
     used = []
     classes = 0
-    limit = sys.getrecursionlimit()
-    try:
-        sys.setrecursionlimit(max(limit, 4 * MAX_CHOICES + 2000))
+    with _deep_recursion(4 * MAX_CHOICES + 2000):
         for names, variables, outputs in components(p):
             comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
             comp.cache_functions()
@@ -826,8 +859,6 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
                 part = _explore(comp, init, budget)
                 used.append("reference")
             comps.append(part)
-    finally:
-        sys.setrecursionlimit(limit)
     if not comps:   # (no node, no variable: one outcome, as observed)
         comps.append({combine([], observe): ()})
     result = OutcomeSet(comps, budget.states, time.monotonic() - budget.started)
