@@ -1441,10 +1441,11 @@ FLOAT32_MODEL_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "Res
 FLOAT32_MODEL_UPDATES = {"ResourceApplyMomentum": "MomentumStep",
                          "ResourceApplyAdam": "AdamStep"}
 #: Assign-f of StackBroadcast operands that is a whole op by itself -> (the
-#: op, its inputs after the variable as the StackBroadcast's operands):
+#: op, its inputs after the variable as the StackBroadcast's operands, the
+#: shape each of those inputs must have: () a scalar, None the variable's):
 #: graphdef/exporter.py writes it back as the op
-STACKED_ASSIGNS: dict[str, tuple[str, tuple[int, ...]]] = {
-    "GradientStep": ("ResourceApplyGradientDescent", (1, 0))}   # (var, alpha, delta)
+STACKED_ASSIGNS: dict[str, tuple[str, tuple[int, ...], tuple[tuple | None, ...]]] = {
+    "GradientStep": ("ResourceApplyGradientDescent", (1, 0), ((), None))}  # (var, alpha, delta)
 
 
 def _refuse_aliased_slots(b, spec: Optimizer) -> None:

@@ -1,0 +1,302 @@
+"""Review of the float32 optimizer assign functions GradientStep,
+MomentumStep and AdamStep (oracle/opdefs/state.py: the variable's update of
+the imported ResourceApplyGradientDescent, ResourceApplyMomentum and
+ResourceApplyAdam, operands packed with StackBroadcast) and of their export
+(graphdef/exporter.py).
+
+What held (kept here as tests, so that it keeps holding): the imported
+programs' variables are TensorFlow's kernels' bit for bit on values around
+the smallest normal (flush-to-zero, a product rounded up to it), on
+infinities, signed zeros, beta powers of 1 and an epsilon of 0, at sizes on
+both sides of Eigen's packets and unrolled blocks and past its thread
+blocks; Adam's NaN epsilon meeting a NaN v picks by place there too; the
+batched replay (numpy, and the cupy backend's code on numpy) gives the
+oracle's bits; a program naming these functions with operands of the wrong
+depth, shape or dtype runs without a traceback (the Assign fails and changes
+nothing) and the old-form export refusal is exit 2 naming the node.
+
+What was wrong (fixed): the exporter wrote any Assign-GradientStep of a
+StackBroadcast back as ResourceApplyGradientDescent.  StackBroadcast
+broadcasts, so a program with a vector alpha or a scalar delta runs in tfsem
+(elementwise) but exported is a graph TensorFlow refuses to build; an int32
+one has no kernel, and a float64 one does not import again (the import
+builds GradientStep on float32 only).  Each is refused now, naming the
+node.  The importer's own swapped operands (StackBroadcast(alpha, delta))
+were written back with alpha and delta exchanged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from nan_bits_support import bits
+from test_optimizer_nan_bits import IMPORTS, imported, nan_heavy, run_import, tensorflow
+from tfsem.cli import main
+from tfsem.graphdef.exporter import ExportError, export_graph
+from tfsem.oracle.jsonio import program_from_json, program_to_json
+from tfsem.oracle.opdefs import state
+
+TINY = np.float32(np.finfo(np.float32).tiny)
+#: sizes on both sides of a float32 packet (8 or 16), an unrolled block (4
+#: packets) and Eigen's thread blocks; rank 0 and a matrix
+EDGE_SHAPES = [(), (1,), (7,), (8,), (9,), (15,), (16,), (17,), (31,), (32,), (33,), (63,),
+               (64,), (65,), (1023,), (1024,), (1025,), (4099,), (3, 14)]
+
+
+def edge_values(op: str, shape: tuple, seed: int, kind: str) -> dict:
+    """The op's inputs: `tiny`, tensors around the smallest normal (a third
+    of them subnormal) with hyperparameters that carry products across it;
+    `special`, tensors of zeros of both signs, infinities, subnormals,
+    extremes, and beta powers of 1 (Adam's division by zero), epsilon 0."""
+    rng = np.random.default_rng(seed)
+    variables, inputs = IMPORTS[op]
+    n = int(np.prod(shape))
+    pool = np.array([0.0, -0.0, np.inf, -np.inf, 1e-39, -1e-39, 1e-45, TINY, -TINY, 1.0, -1.0,
+                     3e38, -3e38, 1e-20, 0.5, 2.0], np.float32)
+    named = {}
+    for name in variables + inputs:
+        tensor = name in variables or name in ("grad", "delta")
+        if kind == "tiny" and tensor:
+            a = rng.uniform(-2, 2, n) * TINY * rng.choice([1, 0.5, 1e-3, 8], n)
+        elif kind == "tiny":
+            a = rng.choice([0.9486069, 1.0, 0.5, 1.5, 0.999, 1e-38, 3e-39, 0.001])
+            if name in ("beta1_power", "beta2_power"):
+                a = rng.choice([0.9, 0.5, 1 - 1e-7, 1e-39, 0.999])
+        elif tensor:
+            a = rng.choice(pool, n)
+        elif name in ("beta1_power", "beta2_power"):
+            a = rng.choice([1.0, 0.9, 0.0, -0.0, 1e-39, 2.0, np.inf])
+        elif name == "epsilon":
+            a = rng.choice([0.0, -0.0, 1e-39, 1e-7, np.inf])
+        else:
+            a = rng.choice(pool)
+        named[name] = np.asarray(a, np.float32).reshape(shape if tensor else ())
+    return named
+
+
+def kernel(op: str, named: dict) -> dict:
+    variables, inputs = IMPORTS[op]
+    spec = state.Optimizer(op, variables, inputs, "")
+    return dict(zip(variables, state._tf_kernel(spec, [named[x] for x in variables + inputs],
+                                                {})))
+
+
+def differences(got: dict, want: dict) -> list:
+    out = []
+    for v, w in want.items():
+        g, k = np.asarray(bits(got[v])), np.asarray(bits(w))
+        idx = np.nonzero(g != k)[0]
+        out += [(v, int(i), hex(g[i]), hex(k[i])) for i in idx[:3]]
+    return out
+
+
+@pytest.mark.parametrize("op", sorted(IMPORTS))
+@pytest.mark.parametrize("kind", ["tiny", "special"])
+def test_the_imports_are_the_kernels_at_the_edges(op, kind):
+    """Every variable after one step, bit for bit against the kernel, at
+    each edge shape, two draws each (the NaN-heavy draws are
+    test_optimizer_nan_bits.py's)."""
+    tensorflow()
+    for k, shape in enumerate(EDGE_SHAPES):
+        for seed in (2 * k, 2 * k + 1):
+            named = edge_values(op, shape, seed, kind)
+            assert not differences(run_import(op, named), kernel(op, named)), (shape, seed)
+
+
+@pytest.mark.parametrize("n", [1025, 16389, 100003])
+def test_adams_nan_epsilon_meeting_nan_v_picks_by_place_past_eigens_blocks(n):
+    """`sqrt(v) + epsilon` with both NaN (other payloads) and m * alpha a
+    number: the variable shows which NaN the kernel passed on, element by
+    element; AdamStep's rule by flat place holds on long tensors, which
+    Eigen's thread pool splits into blocks."""
+    tensorflow()
+    rng = np.random.default_rng(n)
+    f = (lambda x: np.asarray(x, np.float32))
+    named = {"beta1_power": f(0.9), "beta2_power": f(0.99), "lr": f(0.01), "beta1": f(0.9),
+             "beta2": f(0.999), "epsilon": np.uint32(0x7fc00abc).view(np.float32).reshape(()),
+             "grad": f(rng.standard_normal(n)), "var": f(rng.standard_normal(n)),
+             "m": f(rng.standard_normal(n))}
+    v = np.abs(rng.standard_normal(n)).astype(np.float32)
+    named["v"] = np.where(rng.random(n) < 0.5, np.uint32(0x7fc00123).view(np.float32), v)
+    got, want = run_import("ResourceApplyAdam", named), kernel("ResourceApplyAdam", named)
+    assert not differences(got, want)
+    assert {0x7fc00abc, 0x7fc00123} <= set(bits(want["var"]))    # both NaNs are seen
+
+
+@pytest.mark.parametrize("op", sorted(IMPORTS))
+def test_the_batched_replay_gives_the_oracles_bits(op):
+    """The imported programs on numpy and on the cupy backend's code (numpy
+    standing in), 12 valuations a batch of NaN-heavy and near-tiny values:
+    every row's variables are the oracle's, bit for bit."""
+    from tfsem.backends import batched as BT
+    from tfsem.backends.arraymodule import get_backend, numpy_as_cupy
+    from tfsem.oracle.values import Tensor
+    variables, inputs = IMPORTS[op]
+    for shape in [(), (9,), (2, 5), (33,)]:
+        p = imported(op, shape)
+        rows = [nan_heavy(op, shape, s, 0.5, 0.5) for s in range(6)] + \
+            [edge_values(op, shape, s, "tiny") for s in range(6)]
+        host = [({x: Tensor(r[x]) for x in inputs}, {v: Tensor(r[v]) for v in variables})
+                for r in rows]
+        want = [run_import(op, r) for r in rows]
+        for backend in (get_backend("numpy"), numpy_as_cupy()):
+            m = BT.batched_machine(p, backend, len(rows), "atomic")
+            out = BT.evaluate(m, list(p.topological_order), BT.batch_from_rows(host, backend),
+                              "outputs+state")
+            for b, w in enumerate(want):
+                state_b = dict(out.row(b, backend).state)
+                assert not differences({v: state_b[v].array for v in variables}, w), \
+                    (shape, b, backend)
+
+
+# -- export: Assign-GradientStep in a shape TensorFlow's op does not take --------
+
+def _gradient_step(var_dtype: str, var_shape: list, delta: tuple, alpha: tuple) -> dict:
+    """w := GradientStep(w, StackBroadcast($delta, $alpha)), then Read."""
+    f = (lambda dt, sh: {"dtype": dt, "shape": list(sh)})
+    return {"format": "tfsem.program/1", "variables": {"w": f(var_dtype, var_shape)},
+            "feeds": {"delta": f(*delta), "alpha": f(*alpha)},
+            "nodes": [{"name": "w", "op": "Var", "var": "w"},
+                      {"name": "p", "op": "StackBroadcast", "inputs": ["$delta", "$alpha"]},
+                      {"name": "u", "op": "Assign", "fn": "GradientStep", "inputs": ["w", "p"]},
+                      {"name": "r", "op": "Read", "inputs": ["w", "^u"]}],
+            "outputs": {"r": "r"}}
+
+
+REFUSED = {
+    "vector alpha": (_gradient_step("float32", [3], ("float32", [3]), ("float32", [3])),
+                     "operand 1 of 'p' has shape [3], not a scalar"),
+    "scalar delta": (_gradient_step("float32", [3], ("float32", []), ("float32", [])),
+                     "operand 0 of 'p' has shape [], not the variable's shape [3]"),
+    "float64": (_gradient_step("float64", [3], ("float64", [3]), ("float64", [])),
+                "variable 'w' is float64"),
+    "int32": (_gradient_step("int32", [3], ("int32", [3]), ("int32", [])),
+              "variable 'w' is int32")}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_gradient_step_tensorflows_op_would_not_mean_is_not_exported(case, tmp_path, capsys):
+    """Each of these runs in tfsem (StackBroadcast broadcasts; GradientStep
+    computes on any dtype), but as ResourceApplyGradientDescent TensorFlow
+    refuses the graph (alpha not a scalar, delta not var's shape), has no
+    int32 kernel, or (float64) tfsem does not import it again: refused,
+    naming the node, exit 2 without a traceback from the command line."""
+    data, message = REFUSED[case]
+    p = program_from_json(data)
+    with pytest.raises(ExportError) as info:
+        export_graph(p)
+    assert info.value.violations[0].where == "node 'u'"
+    assert message in info.value.violations[0].message
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    assert main(["export", str(path), "-o", str(tmp_path / "g.pbtxt")]) == 2
+    err = capsys.readouterr().err
+    assert "node 'u'" in err and message in err and "Traceback" not in err
+
+
+def test_the_float32_scalar_alpha_form_is_still_exported():
+    """The importer's shape (delta of var's shape, alpha a scalar), and the
+    same with delta's shape unknown to the exporter (an imported graph's
+    gradient): written back as the op, alpha then delta."""
+    g = export_graph(program_from_json(_gradient_step("float32", [3], ("float32", [3]),
+                                                      ("float32", []))))
+    (gd,) = [n for n in g["node"] if n["op"] == "ResourceApplyGradientDescent"]
+    assert gd["input"][:3] == ["w", "alpha", "delta"]
+    from pathlib import Path
+    from tfsem.graphdef import import_path
+    sgd = import_path(Path(__file__).parents[1] / "examples" / "tensorflow" / "v1_mlp_sgd.pbtxt")
+    ops = [n["op"] for n in export_graph(sgd.program)["node"]]
+    assert ops.count("ResourceApplyGradientDescent") == 4
+
+
+def test_the_imports_own_operands_swapped_are_not_exported_exchanged():
+    """A rewrite that swaps the importer's StackBroadcast(delta, alpha) to
+    (alpha, delta) keeps the program's outcomes (a product commutes), but
+    exported it gave ResourceApplyGradientDescent(var, delta, alpha): a
+    vector alpha, a graph TensorFlow refuses.  Refused now."""
+    data = program_to_json(imported("ResourceApplyGradientDescent", (3,)))
+    for n in data["nodes"]:
+        if n["name"] == "step/packed":
+            n["inputs"].reverse()
+    with pytest.raises(ExportError, match="not a scalar"):
+        export_graph(program_from_json(data))
+
+
+def test_tensorflow_refuses_a_vector_alpha():
+    """Why the refusal: the graph the exporter used to write does not build."""
+    tf = tensorflow()
+    with tf.Graph().as_default():
+        w = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[3], shared_name="w")
+        with pytest.raises(ValueError, match="rank 0"):
+            tf.raw_ops.ResourceApplyGradientDescent(var=w, alpha=tf.constant([1.0, 2.0, 3.0]),
+                                                    delta=tf.constant([1.0, 2.0, 3.0]))
+
+
+# -- hostile programs -------------------------------------------------------------
+
+def _adam_step(depth: int, shape: list, dtypes=("float32",) * 4, shapes=None) -> dict:
+    f = (lambda dt, sh: {"dtype": dt, "shape": list(sh)})
+    shapes = shapes or [shape, [], shape, []]
+    feeds = {x: f(dt, sh) for x, dt, sh in zip("mave", dtypes, shapes)}
+    nodes = [{"name": "w", "op": "Var", "var": "w"},
+             {"name": "ma", "op": "StackBroadcast", "inputs": ["$m", "$a"]},
+             {"name": "ve", "op": "StackBroadcast", "inputs": ["$v", "$e"]}]
+    nodes.append({"name": "p", "op": "StackBroadcast", "inputs": ["ma", "ve"]} if depth == 2
+                 else {"name": "p", "op": "Identity", "inputs": ["ma"]})
+    nodes += [{"name": "u", "op": "Assign", "fn": "AdamStep", "inputs": ["w", "p"]},
+              {"name": "r", "op": "Read", "inputs": ["w", "^u"]}]
+    return {"format": "tfsem.program/1", "variables": {"w": f("float32", shape)}, "feeds": feeds,
+            "nodes": nodes, "outputs": {"r": "r"}}
+
+
+HOSTILE = {"depth 1": _adam_step(1, [3]),
+           "float64 operands": _adam_step(2, [3], ("float64",) * 4),
+           "a wrong shape": _adam_step(2, [3], shapes=[[4], [], [3], []]),
+           "an extra axis": _adam_step(2, [3], shapes=[[1, 3], [], [3], []])}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_adam_step_fails_its_assign_without_a_traceback(case, tmp_path, capsys):
+    """AdamStep of operands of the wrong depth, dtype or shape: the Assign
+    fails and changes nothing (an Assign-f's error), from the command line
+    too; rank 0 and empty variables run."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HOSTILE[case]))
+    feeds = ["--feed", "m=[1.5,-2,0.25]", "--feed", "a=0.5", "--feed", "v=[1,2,3]",
+             "--feed", "e=0.125", "--init", "w=[1,2,3]"]
+    if case == "a wrong shape":
+        feeds[1] = "m=[1.5,-2,0.25,4]"
+    elif case == "an extra axis":
+        feeds[1] = "m=[[1.5,-2,0.25]]"
+    assert main(["outcomes", str(path), *feeds, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (o,) = out["outcomes"]
+    assert "Traceback" not in json.dumps(out)
+    assert o["state"]["w"]["value"] == [1.0, 2.0, 3.0], o
+    for shape, value in (([], 5.0), ([0], [])):
+        p = program_from_json(_adam_step(2, shape, shapes=[shape, [], shape, []]))
+        from tfsem.oracle.dispatch import outcome_set
+        from tfsem.oracle.values import Tensor
+        x = (lambda v: Tensor(np.asarray(v, np.float32)))
+        (r,) = outcome_set(p, {"m": x(value), "a": x(0.5), "v": x(value), "e": x(0.25)},
+                           {"w": x(value)}).as_dict(2)
+        w = dict(r.state)["w"].array
+        assert w.shape == tuple(shape)
+        if not shape:     # the step ran: 5 - 5 * 0.5 / (sqrt(5) + 0.25)
+            assert 3.9 < float(w) < 4.0
+
+
+def test_the_old_form_refusal_is_exit_2_naming_the_node(tmp_path, capsys):
+    """The Adam step an earlier tfsem imported (Assign-Sub.ftz last), from
+    the command line: exit 2, the node named, import again said, no
+    traceback."""
+    from pathlib import Path
+    data = json.loads((Path(__file__).parent / "grappler" / "tf1_mlp_adam.json").read_text())
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data["original"]))
+    assert main(["export", str(path), "-o", str(tmp_path / "g.pbtxt")]) == 2
+    err = capsys.readouterr().err
+    assert "node 'train/update_" in err and "import the graph again" in err
+    assert "Traceback" not in err
