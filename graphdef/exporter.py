@@ -773,9 +773,16 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
         roles[final.name] = ("template-apply", spec, handles, inputs,
                              [m for m in members if m != final.name])
         return
-    raise refuse(f"no final Assign-{_TEMPLATE_FINALS[tf_op]} of its shape was found (a "
-                 "program imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
-                 "whose NaN bits are not the op's: import the graph again)")
+    final_fn = _TEMPLATE_FINALS[tf_op]
+    if finals:
+        raise refuse(f"no final Assign-{final_fn} near it matches the importer's model node "
+                     "for node (a rewrite changed a node of it)")
+    if any(p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub" for f in seen):
+        # (the old form: say what to do, not only what is missing)
+        raise refuse(f"no final Assign-{final_fn} of its shape was found (a program "
+                     "imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
+                     "whose NaN bits are not the op's: import the graph again)")
+    raise refuse(f"no final Assign-{final_fn} of its shape was found")
 
 
 def _update_roles(p: Program, n, spec, consumers, roles) -> None:
