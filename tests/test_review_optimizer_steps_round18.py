@@ -462,3 +462,47 @@ def test_a_rewritten_model_is_not_told_to_import_the_graph_again():
     message = info.value.violations[0].message
     assert "a rewrite changed a node of it" in message
     assert "import the graph again" not in message
+
+
+@pytest.mark.parametrize("op", sorted(IMPORTS))
+def test_a_step_in_a_while_loop_is_tensorflows(op):
+    """The control-flow engine on three steps in a tf.compat.v1.while_loop
+    (a NaN, a subnormal and an overflow in the gradient): the one outcome of
+    each mode is TensorFlow's run, bit for bit."""
+    tf = tensorflow()
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import parse
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.values import Tensor
+    tf1 = tf.compat.v1
+    c = (lambda x: tf.constant(np.float32(x)))
+    g = tf.Graph()
+    with g.as_default():
+        h = {v: tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[5], shared_name=v)
+             for v in IMPORTS[op][0]}
+        lr = tf1.placeholder(tf.float32, [], name="lr")
+        grad = tf1.placeholder(tf.float32, [5], name="g")
+        hyper = {"alpha": lr, "delta": grad, "lr": lr, "grad": grad, "momentum": c(0.9),
+                 "beta1_power": c(0.9), "beta2_power": c(0.99), "beta1": c(0.9),
+                 "beta2": c(0.999), "epsilon": c(1e-7)}
+
+        def body(i):
+            step = getattr(tf.raw_ops, op)(**h, **{x: hyper[x] for x in IMPORTS[op][1]})
+            with tf.control_dependencies([step]):
+                return i + 1
+        done = tf1.while_loop(lambda i: i < 3, body, [tf.constant(0)])
+        with tf.control_dependencies([done]):
+            tf.raw_ops.ReadVariableOp(resource=h["var"], dtype=tf.float32, name="r")
+    feeds = {"lr": np.float32(0.1), "g": np.float32([1, -2, np.nan, 1e-39, 3e38])}
+    init = {"var": np.float32([1, 2, 3, 4, -3e38]), "accum": np.float32([0.5] * 5),
+            "m": np.float32([0.5] * 5), "v": np.float32([0.25] * 5)}
+    with tf1.Session(graph=g) as s:
+        for v, handle in h.items():
+            s.run(tf.raw_ops.AssignVariableOp(resource=handle, value=init[v]))
+        want = s.run("r:0", {"lr:0": feeds["lr"], "g:0": feeds["g"]})
+    p = import_graph(parse("GraphDef", g.as_graph_def().SerializeToString()), ["r"], []).program
+    assert p.has_control_flow
+    for mode in ("atomic", "decomposed"):
+        (o,) = outcome_set(p, {k: Tensor(v) for k, v in feeds.items()},
+                           {v: Tensor(init[v]) for v in h}, mode).as_dict(2)
+        assert bits(dict(o.outputs)["r"].array) == bits(want), mode
