@@ -358,7 +358,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         out.append({"name": f, "op": "Placeholder",
                     "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape)}})
 
-    roles = _state_roles(p)
+    roles = _state_roles(p, types)
 
     def ref(i) -> str:
         if isinstance(i, FeedIn):
@@ -519,7 +519,7 @@ def _base(op: str) -> str:
     return op.removesuffix(fns.FTZ_SUFFIX)
 
 
-def _state_roles(p: Program) -> dict[str, tuple]:
+def _state_roles(p: Program, types: dict | None = None) -> dict[str, tuple]:
     """node -> how it is written back, for the nodes of the state family's
     import models (oracle/opdefs/state.py) in the shape the importer builds:
 
@@ -594,12 +594,49 @@ def _state_roles(p: Program) -> dict[str, tuple]:
                 raise ExportError(where, f"Assign-{n.fn} is exported (as {tf_op}) only of a "
                                   "StackBroadcast that nothing else consumes: TensorFlow's op "
                                   "takes the packed inputs themselves")
+            _check_stacked_operands(p, n, p.node[m], types or {}, where)
             roles[m] = ("noop",)
             roles[n.name] = ("stacked-assign", tf_op, m)
         elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
             _template_roles(p, n, consumers, roles)
     return roles
 
+
+
+def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
+    """Refuse an Assign-f of a StackBroadcast that TensorFlow's op would not
+    mean.  StackBroadcast broadcasts its operands, so Assign-GradientStep(w,
+    StackBroadcast(delta, alpha)) runs in tfsem with alpha a vector or delta
+    a scalar (elementwise); ResourceApplyGradientDescent refuses to build
+    such a graph (alpha must be a scalar, delta of var's shape), and it has
+    no int kernel.  The import builds it on float32 only (where its NaN bits
+    were measured; another dtype's GradientStep cannot run a NaN result, and
+    the exported op would not import again): the variable must be float32,
+    each operand of its dtype and, where its static shape is known, of the
+    op's shape.  (A shape inference cannot tell, an unknown shape -- the
+    gradients of an imported graph, MatMul's -- is let through: TensorFlow
+    validated those shapes when it built the graph the program came from.)"""
+    x = handle_variable(p, n.name)
+    t = p.variables[x]
+    tf_op, order, shapes = _STACKED_ASSIGNS[_base(n.fn)]
+    refuse = (lambda why: ExportError(where, f"Assign-{n.fn} is exported (as {tf_op}) only "
+                                      f"as the float32 op the importer builds: {why}"))
+    if t.dtype != "float32":
+        raise refuse(f"variable {x!r} is {t.dtype}")
+    for k, shape in zip(order, shapes):
+        i = pack.data_inputs[k]
+        it = p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
+        want = tuple(t.shape) if shape is None else shape
+        what = "the variable's shape" if shape is None else "a scalar"
+        if it is None:
+            continue
+        if it.dtype != t.dtype:
+            raise refuse(f"operand {k} of {pack.name!r} is {it.dtype}, not the variable's "
+                         f"{t.dtype}")
+        if it.shape is not None and tuple(it.shape) != want:
+            raise refuse(f"operand {k} of {pack.name!r} has shape {list(it.shape)}, not "
+                         f"{what} {list(want)} (StackBroadcast broadcasts it; {tf_op} "
+                         "refuses it)")
 
 # The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
 # as the earlier Assign-f models (oracle/opdefs/state.py): Assign-ScaleAdd or
@@ -736,9 +773,16 @@ def _template_roles(p: Program, anchor, consumers, roles) -> None:
         roles[final.name] = ("template-apply", spec, handles, inputs,
                              [m for m in members if m != final.name])
         return
-    raise refuse(f"no final Assign-{_TEMPLATE_FINALS[tf_op]} of its shape was found (a "
-                 "program imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
-                 "whose NaN bits are not the op's: import the graph again)")
+    final_fn = _TEMPLATE_FINALS[tf_op]
+    if finals:
+        raise refuse(f"no final Assign-{final_fn} near it matches the importer's model node "
+                     "for node (a rewrite changed a node of it)")
+    if any(p.node[f].op == ASSIGN and _base(p.node[f].fn) == "Sub" for f in seen):
+        # (the old form: say what to do, not only what is missing)
+        raise refuse(f"no final Assign-{final_fn} of its shape was found (a program "
+                     "imported by an earlier tfsem ends the model with an Assign-Sub.ftz, "
+                     "whose NaN bits are not the op's: import the graph again)")
+    raise refuse(f"no final Assign-{final_fn} of its shape was found")
 
 
 def _update_roles(p: Program, n, spec, consumers, roles) -> None:

@@ -1252,6 +1252,7 @@ def _optimizer_dtype(b) -> str:
          functions=("StackBroadcast", "GradientStep", "NoOp"))
 def _apply_gd(b):
     _optimizer_dtype(b)
+    _refuse_declared_shapes(b, ("var",), ("alpha", "delta"))
     packed = b.add("StackBroadcast", [b.input(2), b.input(1)], part="packed")
     b.add("Assign", [b.var(0), packed], {"fn": "GradientStep"}, part="update")
     b.add("NoOp", [])
@@ -1444,10 +1445,11 @@ FLOAT32_MODEL_ANCHORS = {"ScaleAdd": "ResourceApplyMomentum", "StepToward": "Res
 FLOAT32_MODEL_UPDATES = {"ResourceApplyMomentum": "MomentumStep",
                          "ResourceApplyAdam": "AdamStep"}
 #: Assign-f of StackBroadcast operands that is a whole op by itself -> (the
-#: op, its inputs after the variable as the StackBroadcast's operands):
+#: op, its inputs after the variable as the StackBroadcast's operands, the
+#: shape each of those inputs must have: () a scalar, None the variable's):
 #: graphdef/exporter.py writes it back as the op
-STACKED_ASSIGNS: dict[str, tuple[str, tuple[int, ...]]] = {
-    "GradientStep": ("ResourceApplyGradientDescent", (1, 0))}   # (var, alpha, delta)
+STACKED_ASSIGNS: dict[str, tuple[str, tuple[int, ...], tuple[tuple | None, ...]]] = {
+    "GradientStep": ("ResourceApplyGradientDescent", (1, 0), ((), None))}  # (var, alpha, delta)
 
 
 def _refuse_aliased_slots(b, spec: Optimizer) -> None:
@@ -1469,6 +1471,34 @@ def _refuse_aliased_slots(b, spec: Optimizer) -> None:
         seen[x] = slot
 
 
+def _refuse_declared_shapes(b, variables: tuple, inputs: tuple) -> None:
+    """The kernel's shape checks where the graph declares the shapes, for
+    the float32 Assign-f models (training_ops.cc: every slot and grad /
+    delta of var's shape, every other input a scalar, or the op fails and
+    changes nothing).  Those models pack operands with StackBroadcast, which
+    broadcasts: a vector lr (a Placeholder given shape [3]) would step
+    elementwise, and a slot of another shape would be updated before the
+    variable's Assign failed.  Refused by name.  (A shape the import cannot
+    see, a computed hyperparameter's, is not checked; the fused models check
+    at run time, `_check_dense`.)"""
+    def slot_shape(k: int):
+        x = b.imp.var_of.get(b._ref(k)[0])
+        return None if x is None else tuple(b.imp.variables[x].shape)
+    nv = len(variables)
+    shape = slot_shape(0)
+    if shape is None:
+        return
+    for k, name in enumerate(variables + inputs):
+        if k == 0:
+            continue
+        got = slot_shape(k) if k < nv else b.declared_shape(k)
+        want = shape if k < nv or name in ("grad", "delta") else ()
+        if got is not None and tuple(got) != want:
+            b.reject(f"{name} has shape {list(got)}, but TensorFlow's kernel takes "
+                     + ("a scalar" if want == () else f"var's shape {list(want)}")
+                     + f" (its {b.node.op} fails)", "shape-mismatch")
+
+
 def _optimizer_op(spec: Optimizer) -> None:
     """Read each variable, apply spec.fn, Write each new value (exclusive)."""
     how = ("tfsem's numpy model, bit for bit" if spec.exact
@@ -1486,6 +1516,7 @@ def _optimizer_op(spec: Optimizer) -> None:
             b.reject(f"{spec.op} on {t} is not modelled (its model is tested against "
                      f"TensorFlow's kernel on {' and '.join(OPTIMIZER_DTYPES)})")
         if previous is not None and not b.attr("use_nesterov", False) and t == "float32":
+            _refuse_declared_shapes(b, spec.variables, spec.inputs)
             return previous(b)   # the earlier Assign-f model (float32 only)
         if not spec.exact:
             _optimizer_dtype(b)   # TensorFlow's kernel is compared on float32
