@@ -142,6 +142,7 @@ def in_a_thread(fn):
     t = threading.Thread(target=run)
     t.start()
     t.join(600)
+    assert not t.is_alive(), "the thread did not end"
     if "error" in out:
         raise out["error"]
     return out["value"]

@@ -69,42 +69,9 @@ from tfsem.oracle import functions as fns
 from tfsem.oracle.opdefs import registry
 from tfsem.oracle.values import DTYPES, FLOAT_DTYPES
 
+from test_check_threads import in_a_thread, main_context_noted  # noqa: F401 (a fixture)
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def main_context_calls(monkeypatch):
-    """`z3.main_ctx()` noting each call from a thread other than the main
-    one, answering with that thread's context (so that nothing undefined
-    happens in Z3 meanwhile)."""
-    calls: list[str] = []
-    main_ctx = z3_impl.main_ctx
-
-    def noted():
-        if threading.current_thread() is threading.main_thread():
-            return main_ctx()
-        calls.append("".join(traceback.format_stack(limit=8)[:-1]))
-        return z3context.current().ctx
-
-    monkeypatch.setattr(z3_impl, "main_ctx", noted)
-    return calls
-
-
-def in_a_thread(fn):
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 (raised in the caller)
-            out["error"] = exc
-    t = threading.Thread(target=run)
-    t.start()
-    t.join(600)
-    assert not t.is_alive(), "the thread did not end"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 # -- 1. the terms ------------------------------------------------------------
@@ -142,10 +109,10 @@ def _element_terms() -> dict:
     return out
 
 
-def test_every_element_op_built_in_a_thread_is_the_main_threads_term(main_context_calls):
+def test_every_element_op_built_in_a_thread_is_the_main_threads_term(main_context_noted):
     alone = _element_terms()
     threaded = in_a_thread(_element_terms)
-    assert not main_context_calls, main_context_calls[0]
+    assert not main_context_noted, main_context_noted[0]
     assert threaded == alone
     assert all(same for _text, same in threaded.values())
     # (what the sweep reaches: the floats' own ops and every registry encoding)
@@ -391,7 +358,7 @@ def _square_with_operators(z3_module, dtype, xs):
     "two contexts (undefined in Z3) or a 'context mismatch' (an unknown); the docs "
     "ask plugins not to, nothing refuses it"))
 def test_an_encoding_written_with_operators_makes_no_main_context_term_in_a_thread(
-        main_context_calls):
+        main_context_noted):
     from test_check_generic import BIG, feeds, prog
     from tfsem.oracle import program as P
     if fns.lookup("Square") is None:
@@ -414,7 +381,7 @@ def test_an_encoding_written_with_operators_makes_no_main_context_term_in_a_thre
         object.__setattr__(enc, "z3", own)
     assert alone == ("sound", "symbolic", True)
     assert threaded == alone
-    assert not main_context_calls, main_context_calls[0]
+    assert not main_context_noted, main_context_noted[0]
 
 
 #: the child: which contexts are told to expect frees from other threads,
