@@ -90,6 +90,9 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
         raise too_large(fn.name, None) from None
     except OpError as exc:  # the op fails on these arguments: its own error value, as the oracle
         return (Error(exc.reason),) * fn.n_out
+    except CannotRun as exc:  # say which function, for the message naming the nodes (as the oracle)
+        exc.function = fn.name
+        raise
     except (ShapeError, ValueError) as exc:  # ValueError: numpy's and cupy's broadcasting errors
         if isinstance(exc, ValueError) and beyond_numpy(exc):
             err = CannotRun(f"cannot run {fn.name} concretely: numpy holds no array of its "

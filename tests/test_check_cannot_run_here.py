@@ -122,3 +122,22 @@ def test_an_op_that_cannot_run_at_any_sigma_is_named_as_the_cause():
     assert v.reason.startswith("cannot run DynamicStitch") and "(node s)" in v.reason, v.reason
     assert v.stats["cause"].startswith("cannot run DynamicStitch")
     assert v.stats["skipped_sigmas"]["count"] >= 1
+
+
+@pytest.mark.parametrize("command", [["outcomes"], ["run", "--backend", "numpy"]])
+def test_outcomes_and_run_name_the_node_that_cannot_run_here(command, tmp_path, capsys):
+    # (the backends' replay said which function, as the oracle does: `run`
+    # named no node before)
+    import json
+    from tfsem.cli import main
+    from test_review_optimizer_steps_round18 import _adam_step
+    p = _adam_step(2, [3], ("float16",) * 4)
+    p["variables"]["w"]["dtype"] = "float16"
+    path = tmp_path / "adam16.json"
+    path.write_text(json.dumps(p))
+    half = (lambda v: json.dumps({"dtype": "float16", "value": v}))
+    code = main([*command, str(path), "--feed", f"m={half(['nan', -2, 0.25])}",
+                 "--feed", f"a={half('nan')}", "--feed", f"v={half([1, 2, 3])}",
+                 "--feed", f"e={half(0.125)}", "--init", f"w={half([1, 2, 3])}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot run AdamStep" in err and "(node u)" in err, err
