@@ -305,10 +305,20 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         # build such a graph, so the export would not mean the program
         raise ExportError(f"node {name!r}", f"always gives the error {reason} for its input "
                           "types: TensorFlow refuses such a graph")
+    # the importer's own shapes, written as what they were imported from (a
+    # plain export only: `names` and `split_assigns` name every node):
+    # feed F's Identity node F is the Placeholder F, output O's Identity node
+    # O the output's Identity (_import_shapes), so that importing the export
+    # gives the same nodes and exporting that the same graph
+    compact = names is None and not split_assigns and not shared_handles
+    feed_nodes, output_nodes = _import_shapes(p) if compact else (set(), set())
     reserved = set(p.feed_names) | set(p.outputs)
     rename: dict[str, str] = {}
-    taken = set(reserved)
+    taken = set(reserved) - output_nodes
     for n in p.nodes:
+        if n.name in feed_nodes:
+            rename[n.name] = n.name     # the Placeholder of its name
+            continue
         name, k = n.name, 0
         while name in taken:
             k += 1
@@ -375,6 +385,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         return t.dtype
 
     for n in p.nodes:
+        if n.name in feed_nodes:
+            continue
         name = rename[n.name]
         where = f"node {n.name!r}"
         data = [ref(i) for i in n.data_inputs]
@@ -444,9 +456,131 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             continue
         out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where))
     for o, port in p.outputs.items():
+        if o in output_nodes:       # the node itself, written above
+            continue
         out.append({"name": o, "op": "Identity", "input": [ref(port)],
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
+    if compact:
+        out = _collapse_state_groups(p, roles, rename, out)
     return {"node": out, "versions": {"producer": PRODUCER}}
+
+
+def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
+    """(feed nodes, output nodes): the nodes the importer makes of a
+    Placeholder and of a fetched Identity.
+
+    * A Placeholder F is imported as node F = Identity($F) (no control
+      inputs).  Such a node that something consumes is written as the
+      Placeholder F itself, its consumers reading F: in TensorFlow an
+      Identity of a Placeholder forwards the fed value, nothing else, so
+      the graph computes the same; imported again it is node F = Identity($F)
+      once more (where it was written as an Identity `F_1` of the
+      Placeholder, each round added one).  One that nothing consumes stays
+      an Identity (the Placeholder alone would not be imported: the
+      importer does not take Placeholders as targets).
+    * An output O of node O = Identity(x) (port 0) is the fetched Identity O
+      the importer made it from: that node is the output's Identity (with
+      its control inputs), instead of a second Identity `O` of a renamed
+      `O_1`.  Its value is the output's value either way."""
+    feeds, outputs = set(p.feed_names), set(p.outputs)
+    feed_nodes = {n.name for n in p.nodes
+                  if n.op == "Identity" and n.inputs == (FeedIn(n.name),) and n.name in feeds
+                  and n.name not in outputs
+                  and (p.successors.get(n.name) or any(port.node == n.name
+                                                       for port in p.outputs.values()))}
+    output_nodes = {o for o, port in p.outputs.items()
+                    if isinstance(port, DataIn) and port.node == o and port.port == 0
+                    and o not in feeds and p.node[o].op == "Identity"
+                    and len(p.node[o].data_inputs) == 1}
+    return feed_nodes, output_nodes
+
+
+def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
+    """The TensorFlow op node of each state-family op written back -> the
+    program nodes written as NoOps for it (its members, _state_roles)."""
+    groups: dict[str, set[str]] = {}
+    for name, role in roles.items():
+        if role[0] in ("packed-assign", "stacked-assign"):
+            groups.setdefault(name, set()).add(role[2])
+        elif role[0] == "template-apply":
+            groups.setdefault(name, set()).update(role[4])
+        elif role[0] == "apply":
+            groups.setdefault(name, set()).update(role[2])
+        elif role[0] == "noop" and len(role) > 1:       # a Write of an optimizer update
+            groups.setdefault(role[1], set()).add(name)
+    return groups
+
+
+def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
+                           out: list[dict]) -> list[dict]:
+    """The exported graph with each state-family op written as the one node
+    it was imported from: its member NoOps dropped and the op named after
+    the importer's NoOp `N` that ends it (the op's model imports TensorFlow
+    node N as N/... parts and a NoOp N after them), that NoOp dropped too.
+
+    Why the graph computes the same: a member NoOp has no effect; it waits
+    for its inputs (the member's inputs) and the op waits for it.  Where
+    nothing outside the group (the op, its members, N) consumes a member,
+    and nothing reads the op's own value (checked; else the group is left as
+    it is), dropping it and giving the
+    op the member's inputs from outside the group as control inputs keeps
+    every order between the other nodes (the op still runs after the same
+    nodes: those that are its data inputs need no control edge).  N waits
+    for the op only (checked: its control inputs are the op and members),
+    so a node after N or after the op is a node after the renamed op.
+    Imported again, op N is N's parts and the NoOp N once more: the same
+    program, so exporting it gives this graph again."""
+    groups = _state_groups(p, roles)
+    if not groups:
+        return out
+    by_name = {d["name"]: d for d in out}
+    drop: set[str] = set()
+    redirect: dict[str, str] = {}           # graph node -> the op's new name
+    replace: dict[str, dict] = {}           # the op's old name -> its new node
+    for anchor, members in groups.items():
+        group = members | {anchor}
+        ends = [s for s in p.successors.get(anchor, ())
+                if p.node[s].op == "NoOp" and not p.node[s].data_inputs
+                and anchor.startswith(s + "/")
+                and all(isinstance(c, ControlIn) and c.node in group
+                        for c in p.node[s].control_inputs)]
+        end = ends[0] if len(ends) == 1 else None
+        inside = group | ({end} if end else set())
+        if any(s not in inside for m in members for s in p.successors.get(m, ())) or \
+                any(port.node in group for port in p.outputs.values()) or \
+                any(isinstance(i, DataIn) and i.node == anchor
+                    for s in p.successors.get(anchor, ()) for i in p.node[s].data_inputs):
+            continue
+        if end is not None and (end in p.outputs or rename[end] != end):
+            continue
+        graph_names = {rename[m] for m in inside}
+        op = by_name.get(rename[anchor])
+        parts = [by_name.get(rename[m]) for m in members]
+        if op is None or any(d is None or d["op"] != "NoOp" for d in parts):
+            continue
+        data = [i for i in op.get("input", []) if not i.startswith("^")]
+        sources = {split_ref(i)[0] for i in data}
+        controls = [i for d in [op, *parts] for i in d.get("input", [])
+                    if i.startswith("^") and i[1:] not in graph_names and i[1:] not in sources]
+        name = rename[end] if end is not None else rename[anchor]
+        replace[op["name"]] = {**op, "name": name,
+                               "input": data + list(dict.fromkeys(controls))}
+        drop |= graph_names - {op["name"]}
+        redirect.update({g: name for g in graph_names})
+    if not replace:
+        return out
+    result = []
+    for d in out:
+        if d["name"] in replace:
+            result.append(replace[d["name"]])
+        elif d["name"] not in drop:
+            ins = d.get("input")
+            if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
+                d = {**d, "input": list(dict.fromkeys(
+                    "^" + redirect[i[1:]] if i.startswith("^") and i[1:] in redirect else i
+                    for i in ins))}
+            result.append(d)
+    return result
 
 
 def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
