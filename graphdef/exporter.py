@@ -462,6 +462,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
     if compact:
         out = _collapse_state_groups(p, roles, rename, out)
+        if not p.has_control_flow:
+            out = _merge_output_parts(p, rename, out)
     return {"node": out, "versions": {"producer": PRODUCER}}
 
 
@@ -493,6 +495,107 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
                     and o not in feeds and p.node[o].op == "Identity"
                     and len(p.node[o].data_inputs) == 1}
     return feed_nodes, output_nodes
+
+
+def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> list[dict]:
+    """The exported graph with each multi-output op the importer split into
+    parts written as the one op again.
+
+    The importer makes TensorFlow node N of k outputs (Split, Unpack) into
+    one node per output, N/output_i (a function of output i), and a NoOp N
+    after them; the export writes part P as its own op `P/split` (with its
+    constant operands `P/KEY`) and an Identity P of output i of it, so each
+    round made every part an op of k outputs again.  Where the parts of a
+    NoOp N are written that way, alike but for their names (the same op,
+    attributes, inputs and control inputs), they are one op N (constants
+    N/KEY), read at its port where a part was read, and NoOp N is dropped.
+
+    Why the graph computes the same: the parts are pure functions of the
+    same inputs after the same control inputs, and output i of the one op
+    is output i of each copy; a node after part i or after N (which waits
+    for the parts only: checked) is after the op, which runs after exactly
+    what each part ran after.  Only without control flow (no frames or
+    dead values to think about).  Imported again, op N is its parts and
+    NoOp N once more."""
+    by_name = {d["name"]: d for d in out}
+    data_map: dict[str, str] = {}            # a part's graph name -> "N:port"
+    ctrl_map: dict[str, str] = {}            # a part (or N) -> N
+    drop: set[str] = set()
+    merged: dict[str, dict] = {}             # the first part's Identity -> its nodes
+    for n in p.nodes:
+        if n.op != "NoOp" or n.data_inputs or len(n.control_inputs) < 2 or \
+                rename.get(n.name) != n.name or n.name not in by_name:
+            continue
+        parts = [c.node for c in n.control_inputs]
+        if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
+                len(set(parts)) != len(parts) or \
+                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts):
+            continue
+        shapes = []
+        for c in parts:
+            ident = by_name.get(c)
+            if ident is None or ident["op"] != "Identity" or len(ident.get("input", [])) != 1:
+                break
+            src, port, control = split_ref(ident["input"][0])
+            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")}
+            if control or src not in own:
+                break
+            # the part's nodes with its prefix taken off: alike across parts
+            body = sorted((_moved(k, c, n.name), d["op"],
+                           tuple(_moved(i, c, n.name) for i in d.get("input", [])),
+                           repr(sorted(d.get("attr", {}).items())))
+                          for k, d in own.items())
+            shapes.append((c, src, port, body, own))
+        else:
+            if len({repr(s[3]) for s in shapes}) != 1 or \
+                    len({s[1][len(s[0]):] for s in shapes}) != 1:
+                continue
+            c0, src0, _, _, own0 = shapes[0]
+            # the op named N, its constants N/KEY
+            nodes = [{**d, "name": n.name if k == src0 else _moved(k, c0, n.name),
+                      "input": [_moved(i, c0, n.name) for i in d.get("input", [])]}
+                     for k, d in own0.items()]
+            for m in nodes:
+                m["input"] = [("^" + n.name if i == "^" + _moved(src0, c0, n.name) else i)
+                              for i in m["input"]]
+            if any(m["name"] in by_name and m["name"] != n.name for m in nodes):
+                continue
+            for c, _, port, _, own in shapes:
+                data_map[c] = f"{n.name}:{port}" if port else n.name
+                ctrl_map[c] = n.name
+                drop |= set(own) | {c}
+            drop.add(n.name)
+            merged[parts[0]] = nodes
+    if not merged:
+        return out
+    result = []
+    for d in out:
+        if d["name"] in merged:
+            result.extend(merged[d["name"]])
+            continue
+        if d["name"] in drop:
+            continue
+        ins = d.get("input")
+        if ins:
+            new = []
+            for i in ins:
+                if i.startswith("^"):
+                    i = "^" + ctrl_map.get(i[1:], i[1:])
+                else:
+                    s, port, _ = split_ref(i)
+                    if s in data_map and port == 0:
+                        i = data_map[s]
+                new.append(i)
+            d = {**d, "input": list(dict.fromkeys(new))}
+        result.append(d)
+    return result
+
+
+def _moved(ref: str, prefix: str, name: str) -> str:
+    """GraphDef input or node name `ref` under `prefix/` moved to `name/`."""
+    if ref.startswith("^"):
+        return "^" + _moved(ref[1:], prefix, name)
+    return name + ref[len(prefix):] if ref.startswith(prefix + "/") else ref
 
 
 def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
