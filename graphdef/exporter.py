@@ -20,7 +20,11 @@ each function on zero tensors of its inputs' types (the oracle's own
 functions), in topological order.
 
 `import_graph(export(P), fetches=P's output names)` is P up to node names
-(tests/test_graphdef_export.py checks `sound` both ways).
+(tests/test_graphdef_export.py checks `sound` both ways), and a plain export
+writes the importer's own shapes back as what they came from (a feed's
+Identity as its Placeholder, a fetched Identity as the output, a state op's
+parts as the op, a Split's parts as one Split), so that export, import,
+export is a fixed point (tests/test_graphdef_export_round_trip.py).
 """
 
 from __future__ import annotations
@@ -501,7 +505,8 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
     """The exported graph with each multi-output op the importer split into
     parts written as the one op again.
 
-    The importer makes TensorFlow node N of k outputs (Split, Unpack) into
+    The importer makes TensorFlow node N of k outputs (Split, Unpack,
+    IdentityN) into
     one node per output, N/output_i (a function of output i), and a NoOp N
     after them; the export writes part P as its own op `P/split` (with its
     constant operands `P/KEY`) and an Identity P of output i of it, so each
@@ -530,6 +535,29 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
         if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
                 len(set(parts)) != len(parts) or \
                 not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts):
+            continue
+        idents = [by_name.get(c) for c in parts]
+        if all(d is not None and d["op"] == "Identity" and
+               not any(i.lstrip("^").startswith(c + "/") for i in d.get("input", []))
+               for c, d in zip(parts, idents)) and \
+                [c[len(n.name) + 1:] for c in parts] == [f"output_{i}" for i in range(len(parts))]:
+            # an IdentityN's parts (a Copy: TensorFlow's IdentityN(x, x)),
+            # merged only where every part is an Identity of the same input
+            # after the same control inputs: then the one op waits for no
+            # more than each part did
+            if len({(tuple(d.get("input", [])), repr(d.get("attr"))) for d in idents}) != 1 or \
+                    len([i for i in idents[0].get("input", []) if not i.startswith("^")]) != 1:
+                continue
+            ins = idents[0]["input"]
+            merged[parts[0]] = [{"name": n.name, "op": "IdentityN",
+                                 "input": [ins[0]] * len(parts) + ins[1:],
+                                 "attr": {"T": {"list": {"type": [idents[0]["attr"]["T"]["type"]]
+                                                         * len(parts)}}}}]
+            for k, c in enumerate(parts):
+                data_map[c] = f"{n.name}:{k}" if k else n.name
+                ctrl_map[c] = n.name
+                drop.add(c)
+            drop.add(n.name)
             continue
         shapes = []
         for c in parts:
@@ -586,9 +614,15 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
                     if s in data_map and port == 0:
                         i = data_map[s]
                 new.append(i)
-            d = {**d, "input": list(dict.fromkeys(new))}
+            d = {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
         result.append(d)
     return result
+
+
+def _with_controls(inputs: list[str], controls: list[str]) -> list[str]:
+    """`inputs`' data inputs as they are (a node may read one tensor twice),
+    then `controls` once each."""
+    return [i for i in inputs if not i.startswith("^")] + list(dict.fromkeys(controls))
 
 
 def _moved(ref: str, prefix: str, name: str) -> str:
@@ -679,9 +713,8 @@ def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
         elif d["name"] not in drop:
             ins = d.get("input")
             if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
-                d = {**d, "input": list(dict.fromkeys(
-                    "^" + redirect[i[1:]] if i.startswith("^") and i[1:] in redirect else i
-                    for i in ins))}
+                d = {**d, "input": _with_controls(
+                    ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
             result.append(d)
     return result
 
