@@ -20,7 +20,11 @@ each function on zero tensors of its inputs' types (the oracle's own
 functions), in topological order.
 
 `import_graph(export(P), fetches=P's output names)` is P up to node names
-(tests/test_graphdef_export.py checks `sound` both ways).
+(tests/test_graphdef_export.py checks `sound` both ways), and a plain export
+writes the importer's own shapes back as what they came from (a feed's
+Identity as its Placeholder, a fetched Identity as the output, a state op's
+parts as the op, a Split's parts as one Split), so that export, import,
+export is a fixed point (tests/test_graphdef_export_round_trip.py).
 """
 
 from __future__ import annotations
@@ -305,10 +309,20 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         # build such a graph, so the export would not mean the program
         raise ExportError(f"node {name!r}", f"always gives the error {reason} for its input "
                           "types: TensorFlow refuses such a graph")
+    # the importer's own shapes, written as what they were imported from (a
+    # plain export only: `names` and `split_assigns` name every node):
+    # feed F's Identity node F is the Placeholder F, output O's Identity node
+    # O the output's Identity (_import_shapes), so that importing the export
+    # gives the same nodes and exporting that the same graph
+    compact = names is None and not split_assigns and not shared_handles
+    feed_nodes, output_nodes = _import_shapes(p) if compact else (set(), set())
     reserved = set(p.feed_names) | set(p.outputs)
     rename: dict[str, str] = {}
-    taken = set(reserved)
+    taken = set(reserved) - output_nodes
     for n in p.nodes:
+        if n.name in feed_nodes:
+            rename[n.name] = n.name     # the Placeholder of its name
+            continue
         name, k = n.name, 0
         while name in taken:
             k += 1
@@ -375,6 +389,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         return t.dtype
 
     for n in p.nodes:
+        if n.name in feed_nodes:
+            continue
         name = rename[n.name]
         where = f"node {n.name!r}"
         data = [ref(i) for i in n.data_inputs]
@@ -444,9 +460,263 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             continue
         out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where))
     for o, port in p.outputs.items():
+        if o in output_nodes:       # the node itself, written above
+            continue
         out.append({"name": o, "op": "Identity", "input": [ref(port)],
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
+    if compact:
+        out = _collapse_state_groups(p, roles, rename, out)
+        if not p.has_control_flow:
+            out = _merge_output_parts(p, rename, out)
     return {"node": out, "versions": {"producer": PRODUCER}}
+
+
+def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
+    """(feed nodes, output nodes): the nodes the importer makes of a
+    Placeholder and of a fetched Identity.
+
+    * A Placeholder F is imported as node F = Identity($F) (no control
+      inputs).  Such a node that something consumes is written as the
+      Placeholder F itself, its consumers reading F: in TensorFlow an
+      Identity of a Placeholder forwards the fed value, nothing else, so
+      the graph computes the same; imported again it is node F = Identity($F)
+      once more (where it was written as an Identity `F_1` of the
+      Placeholder, each round added one).  One that nothing consumes stays
+      an Identity (the Placeholder alone would not be imported: the
+      importer does not take Placeholders as targets).
+    * An output O of node O = Identity(x) (port 0) is the fetched Identity O
+      the importer made it from: that node is the output's Identity (with
+      its control inputs), instead of a second Identity `O` of a renamed
+      `O_1`.  Its value is the output's value either way."""
+    feeds, outputs = set(p.feed_names), set(p.outputs)
+    feed_nodes = {n.name for n in p.nodes
+                  if n.op == "Identity" and n.inputs == (FeedIn(n.name),) and n.name in feeds
+                  and n.name not in outputs
+                  and (p.successors.get(n.name) or any(port.node == n.name
+                                                       for port in p.outputs.values()))}
+    output_nodes = {o for o, port in p.outputs.items()
+                    if isinstance(port, DataIn) and port.node == o and port.port == 0
+                    and o not in feeds and p.node[o].op == "Identity"
+                    and len(p.node[o].data_inputs) == 1}
+    return feed_nodes, output_nodes
+
+
+def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> list[dict]:
+    """The exported graph with each multi-output op the importer split into
+    parts written as the one op again.
+
+    The importer makes TensorFlow node N of k outputs (Split, Unpack,
+    IdentityN) into
+    one node per output, N/output_i (a function of output i), and a NoOp N
+    after them; the export writes part P as its own op `P/split` (with its
+    constant operands `P/KEY`) and an Identity P of output i of it, so each
+    round made every part an op of k outputs again.  Where the parts of a
+    NoOp N are written that way, alike but for their names (the same op,
+    attributes, inputs and control inputs), they are one op N (constants
+    N/KEY), read at its port where a part was read, and NoOp N is dropped.
+
+    Why the graph computes the same: the parts are pure functions of the
+    same inputs after the same control inputs, and output i of the one op
+    is output i of each copy; a node after part i or after N (which waits
+    for the parts only: checked) is after the op, which runs after exactly
+    what each part ran after.  Only without control flow (no frames or
+    dead values to think about).  Imported again, op N is its parts and
+    NoOp N once more."""
+    by_name = {d["name"]: d for d in out}
+    data_map: dict[str, str] = {}            # a part's graph name -> "N:port"
+    ctrl_map: dict[str, str] = {}            # a part (or N) -> N
+    drop: set[str] = set()
+    merged: dict[str, dict] = {}             # the first part's Identity -> its nodes
+    for n in p.nodes:
+        if n.op != "NoOp" or n.data_inputs or len(n.control_inputs) < 2 or \
+                rename.get(n.name) != n.name or n.name not in by_name:
+            continue
+        parts = [c.node for c in n.control_inputs]
+        if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
+                len(set(parts)) != len(parts) or \
+                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts):
+            continue
+        idents = [by_name.get(c) for c in parts]
+        if all(d is not None and d["op"] == "Identity" and
+               not any(i.lstrip("^").startswith(c + "/") for i in d.get("input", []))
+               for c, d in zip(parts, idents)) and \
+                [c[len(n.name) + 1:] for c in parts] == [f"output_{i}" for i in range(len(parts))]:
+            # an IdentityN's parts (a Copy: TensorFlow's IdentityN(x, x)),
+            # merged only where every part is an Identity of the same input
+            # after the same control inputs: then the one op waits for no
+            # more than each part did
+            if len({(tuple(d.get("input", [])), repr(d.get("attr"))) for d in idents}) != 1 or \
+                    len([i for i in idents[0].get("input", []) if not i.startswith("^")]) != 1:
+                continue
+            ins = idents[0]["input"]
+            merged[parts[0]] = [{"name": n.name, "op": "IdentityN",
+                                 "input": [ins[0]] * len(parts) + ins[1:],
+                                 "attr": {"T": {"list": {"type": [idents[0]["attr"]["T"]["type"]]
+                                                         * len(parts)}}}}]
+            for k, c in enumerate(parts):
+                data_map[c] = f"{n.name}:{k}" if k else n.name
+                ctrl_map[c] = n.name
+                drop.add(c)
+            drop.add(n.name)
+            continue
+        shapes = []
+        for c in parts:
+            ident = by_name.get(c)
+            if ident is None or ident["op"] != "Identity" or len(ident.get("input", [])) != 1:
+                break
+            src, port, control = split_ref(ident["input"][0])
+            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")}
+            if control or src not in own:
+                break
+            # the part's nodes with its prefix taken off: alike across parts
+            body = sorted((_moved(k, c, n.name), d["op"],
+                           tuple(_moved(i, c, n.name) for i in d.get("input", [])),
+                           repr(sorted(d.get("attr", {}).items())))
+                          for k, d in own.items())
+            shapes.append((c, src, port, body, own))
+        else:
+            if len({repr(s[3]) for s in shapes}) != 1 or \
+                    len({s[1][len(s[0]):] for s in shapes}) != 1:
+                continue
+            c0, src0, _, _, own0 = shapes[0]
+            # the op named N, its constants N/KEY
+            nodes = [{**d, "name": n.name if k == src0 else _moved(k, c0, n.name),
+                      "input": [_moved(i, c0, n.name) for i in d.get("input", [])]}
+                     for k, d in own0.items()]
+            for m in nodes:
+                m["input"] = [("^" + n.name if i == "^" + _moved(src0, c0, n.name) else i)
+                              for i in m["input"]]
+            if any(m["name"] in by_name and m["name"] != n.name for m in nodes):
+                continue
+            for c, _, port, _, own in shapes:
+                data_map[c] = f"{n.name}:{port}" if port else n.name
+                ctrl_map[c] = n.name
+                drop |= set(own) | {c}
+            drop.add(n.name)
+            merged[parts[0]] = nodes
+    if not merged:
+        return out
+    result = []
+    for d in out:
+        if d["name"] in merged:
+            result.extend(merged[d["name"]])
+            continue
+        if d["name"] in drop:
+            continue
+        ins = d.get("input")
+        if ins:
+            new = []
+            for i in ins:
+                if i.startswith("^"):
+                    i = "^" + ctrl_map.get(i[1:], i[1:])
+                else:
+                    s, port, _ = split_ref(i)
+                    if s in data_map and port == 0:
+                        i = data_map[s]
+                new.append(i)
+            d = {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
+        result.append(d)
+    return result
+
+
+def _with_controls(inputs: list[str], controls: list[str]) -> list[str]:
+    """`inputs`' data inputs as they are (a node may read one tensor twice),
+    then `controls` once each."""
+    return [i for i in inputs if not i.startswith("^")] + list(dict.fromkeys(controls))
+
+
+def _moved(ref: str, prefix: str, name: str) -> str:
+    """GraphDef input or node name `ref` under `prefix/` moved to `name/`."""
+    if ref.startswith("^"):
+        return "^" + _moved(ref[1:], prefix, name)
+    return name + ref[len(prefix):] if ref.startswith(prefix + "/") else ref
+
+
+def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
+    """The TensorFlow op node of each state-family op written back -> the
+    program nodes written as NoOps for it (its members, _state_roles)."""
+    groups: dict[str, set[str]] = {}
+    for name, role in roles.items():
+        if role[0] in ("packed-assign", "stacked-assign"):
+            groups.setdefault(name, set()).add(role[2])
+        elif role[0] == "template-apply":
+            groups.setdefault(name, set()).update(role[4])
+        elif role[0] == "apply":
+            groups.setdefault(name, set()).update(role[2])
+        elif role[0] == "noop" and len(role) > 1:       # a Write of an optimizer update
+            groups.setdefault(role[1], set()).add(name)
+    return groups
+
+
+def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
+                           out: list[dict]) -> list[dict]:
+    """The exported graph with each state-family op written as the one node
+    it was imported from: its member NoOps dropped and the op named after
+    the importer's NoOp `N` that ends it (the op's model imports TensorFlow
+    node N as N/... parts and a NoOp N after them), that NoOp dropped too.
+
+    Why the graph computes the same: a member NoOp has no effect; it waits
+    for its inputs (the member's inputs) and the op waits for it.  Where
+    nothing outside the group (the op, its members, N) consumes a member,
+    and nothing reads the op's own value (checked; else the group is left as
+    it is), dropping it and giving the
+    op the member's inputs from outside the group as control inputs keeps
+    every order between the other nodes (the op still runs after the same
+    nodes: those that are its data inputs need no control edge).  N waits
+    for the op only (checked: its control inputs are the op and members),
+    so a node after N or after the op is a node after the renamed op.
+    Imported again, op N is N's parts and the NoOp N once more: the same
+    program, so exporting it gives this graph again."""
+    groups = _state_groups(p, roles)
+    if not groups:
+        return out
+    by_name = {d["name"]: d for d in out}
+    drop: set[str] = set()
+    redirect: dict[str, str] = {}           # graph node -> the op's new name
+    replace: dict[str, dict] = {}           # the op's old name -> its new node
+    for anchor, members in groups.items():
+        group = members | {anchor}
+        ends = [s for s in p.successors.get(anchor, ())
+                if p.node[s].op == "NoOp" and not p.node[s].data_inputs
+                and anchor.startswith(s + "/")
+                and all(isinstance(c, ControlIn) and c.node in group
+                        for c in p.node[s].control_inputs)]
+        end = ends[0] if len(ends) == 1 else None
+        inside = group | ({end} if end else set())
+        if any(s not in inside for m in members for s in p.successors.get(m, ())) or \
+                any(port.node in group for port in p.outputs.values()) or \
+                any(isinstance(i, DataIn) and i.node == anchor
+                    for s in p.successors.get(anchor, ()) for i in p.node[s].data_inputs):
+            continue
+        if end is not None and (end in p.outputs or rename[end] != end):
+            continue
+        graph_names = {rename[m] for m in inside}
+        op = by_name.get(rename[anchor])
+        parts = [by_name.get(rename[m]) for m in members]
+        if op is None or any(d is None or d["op"] != "NoOp" for d in parts):
+            continue
+        data = [i for i in op.get("input", []) if not i.startswith("^")]
+        sources = {split_ref(i)[0] for i in data}
+        controls = [i for d in [op, *parts] for i in d.get("input", [])
+                    if i.startswith("^") and i[1:] not in graph_names and i[1:] not in sources]
+        name = rename[end] if end is not None else rename[anchor]
+        replace[op["name"]] = {**op, "name": name,
+                               "input": data + list(dict.fromkeys(controls))}
+        drop |= graph_names - {op["name"]}
+        redirect.update({g: name for g in graph_names})
+    if not replace:
+        return out
+    result = []
+    for d in out:
+        if d["name"] in replace:
+            result.append(replace[d["name"]])
+        elif d["name"] not in drop:
+            ins = d.get("input")
+            if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
+                d = {**d, "input": _with_controls(
+                    ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
+            result.append(d)
+    return result
 
 
 def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
