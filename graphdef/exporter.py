@@ -596,26 +596,32 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
             merged[parts[0]] = nodes
     if not merged:
         return out
+    def redirected(d: dict) -> dict:
+        ins = d.get("input")
+        if not ins:
+            return d
+        new = []
+        for i in ins:
+            if i.startswith("^"):
+                i = "^" + ctrl_map.get(i[1:], i[1:])
+            else:
+                s, port, _ = split_ref(i)
+                if s in data_map and port == 0:
+                    i = data_map[s]
+            new.append(i)
+        return {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
+
     result = []
     for d in out:
         if d["name"] in merged:
-            result.extend(merged[d["name"]])
+            # a merged op's own inputs are redirected too: it may read (or
+            # wait for) a part of another merged op (a Split of a Split's
+            # output), whose node is dropped
+            result.extend(redirected(m) for m in merged[d["name"]])
             continue
         if d["name"] in drop:
             continue
-        ins = d.get("input")
-        if ins:
-            new = []
-            for i in ins:
-                if i.startswith("^"):
-                    i = "^" + ctrl_map.get(i[1:], i[1:])
-                else:
-                    s, port, _ = split_ref(i)
-                    if s in data_map and port == 0:
-                        i = data_map[s]
-                new.append(i)
-            d = {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
-        result.append(d)
+        result.append(redirected(d))
     return result
 
 
@@ -708,14 +714,18 @@ def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
         return out
     result = []
     for d in out:
+        if d["name"] in drop:
+            continue
         if d["name"] in replace:
-            result.append(replace[d["name"]])
-        elif d["name"] not in drop:
-            ins = d.get("input")
-            if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
-                d = {**d, "input": _with_controls(
-                    ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
-            result.append(d)
+            # the op's control inputs redirected too: one may be another
+            # group's op, renamed after its NoOp (a step after another
+            # step's op itself)
+            d = replace[d["name"]]
+        ins = d.get("input")
+        if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
+            d = {**d, "input": _with_controls(
+                ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
+        result.append(d)
     return result
 
 

@@ -1,0 +1,117 @@
+"""Review of the stable export round trip (graphdef/exporter.py
+`_collapse_state_groups`, `_merge_output_parts`, `_import_shapes`):
+programs whose export, imported back, must have the program's outcomes
+and whose exported graph TensorFlow must take (every input names a node
+of the graph)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_graphdef_export_state import outcomes, sinks
+from tfsem.graphdef.exporter import export_graph
+from tfsem.graphdef.importer import import_graph
+from tfsem.graphdef.functions import split_ref
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import Tensor
+
+F32 = {"type": "DT_FLOAT"}
+
+
+def f32(v):
+    return Tensor(np.asarray(v, dtype=np.float32))
+
+
+def dims(shape):
+    return {"shape": {"dim": [{"size": d} for d in shape]}}
+
+
+def exported(p) -> tuple[dict, object]:
+    """export(p), checked to name only its own nodes, and its import."""
+    g = export_graph(p)
+    names = [n["name"] for n in g["node"]]
+    assert len(set(names)) == len(names)
+    dangling = {split_ref(i)[0] for n in g["node"] for i in n.get("input", [])} - set(names)
+    assert not dangling, f"inputs naming no node: {dangling}"
+    return g, import_graph(g, list(p.outputs), sinks(g, p.outputs)).program
+
+
+# two gradient-descent steps on one variable, as the importer makes them
+# (StackBroadcast and Assign parts, a NoOp named after the op), and a Read
+STEPS = {
+    "format": "tfsem.program/1", "variables": {"v": {"dtype": "float32", "shape": []}},
+    "feeds": {"a": {"dtype": "float32", "shape": []}, "d": {"dtype": "float32", "shape": []}},
+    "nodes": [{"name": "v", "op": "Var", "var": "v"},
+              {"name": "r", "op": "Read", "inputs": ["v"]},
+              {"name": "a", "op": "Identity", "inputs": ["$a"]},
+              {"name": "d", "op": "Identity", "inputs": ["$d"]},
+              {"name": "s1/packed", "op": "StackBroadcast", "inputs": ["d", "a"]},
+              {"name": "s1/update", "op": "Assign", "fn": "GradientStep",
+               "inputs": ["v", "s1/packed"]},
+              {"name": "s1", "op": "NoOp", "inputs": ["^s1/update"]},
+              {"name": "s2/packed", "op": "StackBroadcast", "inputs": ["a", "d"]},
+              {"name": "s2/update", "op": "Assign", "fn": "GradientStep",
+               "inputs": ["v", "s2/packed"]},
+              {"name": "s2", "op": "NoOp", "inputs": ["^s2/update"]}],
+    "outputs": {"r": "r"}}
+
+
+def steps(edits: dict[str, list[str]]):
+    data = {**STEPS, "nodes": [{**n, "inputs": n.get("inputs", []) + edits.get(n["name"], [])}
+                               if "inputs" in n or n["name"] in edits else n
+                               for n in STEPS["nodes"]]}
+    return program_from_json(data)
+
+
+@pytest.mark.parametrize("edits", [
+    {},                                                  # racy: several outcomes
+    {"r": ["^s1/update"]},                               # a Read after one op
+    {"r": ["^s1/packed"]},                               # after a part only
+    {"s2/packed": ["^s1/update"]},                       # a part after another op
+    {"s2/update": ["^s1/update"]},                       # an op after another op
+    {"s1/update": ["^s2/update"], "r": ["^s1"]},
+    {"s1/packed": ["^s2/update"], "r": ["^s1"]},
+    {"s1/packed": ["^r"]},                               # a part after the Read
+    {"s2/packed": ["^s1/packed"]}])
+def test_state_groups_ordered_on_each_other_keep_their_outcomes(edits):
+    """A step ordered after another step's op itself (not its NoOp): each
+    op is renamed after its NoOp, and the control input naming the other
+    op's old name was left as it was, naming no node (the import refused
+    the export)."""
+    p = steps(edits)
+    _, q = exported(p)
+    init, feeds = {"v": f32(1.0)}, {"a": f32(0.5), "d": f32(2.0)}
+    assert outcomes(q, init, feeds) == outcomes(p, init, feeds)
+
+
+def split(name: str, x: str, extra=()) -> dict:
+    return {"name": name, "op": "Split", "input": ["axis", x, *extra],
+            "attr": {"T": F32, "num_split": {"i": 2}}}
+
+
+def identity_n(name: str, x: str) -> dict:
+    return {"name": name, "op": "IdentityN", "input": [x, x],
+            "attr": {"T": {"list": {"type": ["DT_FLOAT"] * 2}}}}
+
+
+@pytest.mark.parametrize("ops,fetch", [
+    ([split("s1", "x"), split("s2", "s1")], ["s2"]),
+    ([split("s1", "x"), split("s2", "s1:1")], ["s2"]),
+    ([split("s1", "x"), split("s2", "x", ["^s1"])], ["s2"]),
+    ([identity_n("n1", "x"), identity_n("n2", "n1:1")], ["n2"])])
+def test_a_merged_op_reading_another_merged_op_names_it(ops, fetch):
+    """A Split of a Split's output: the second op, merged from its parts,
+    kept its parts' input `s1/output_0`, a part of the first op that the
+    merge had dropped (the import refused the export)."""
+    graph = {"node": [{"name": "x", "op": "Placeholder", "attr": {"dtype": F32,
+                                                                  "shape": dims([4])}},
+                      {"name": "axis", "op": "Const", "attr": {
+                          "dtype": {"type": "DT_INT32"},
+                          "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {},
+                                               "int_val": [0]}}}}, *ops]}
+    p = import_graph(graph, fetch, sinks(graph, fetch)).program
+    _, q = exported(p)
+    feeds = {"x": f32([1.0, 2.0, 3.0, 4.0])}
+    _, q2 = exported(q)            # and a second round
+    assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds) == outcomes(q2, {}, feeds)
