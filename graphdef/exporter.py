@@ -462,6 +462,14 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     for o, port in p.outputs.items():
         if o in output_nodes:       # the node itself, written above
             continue
+        if o in feed_nodes:         # a fetched Placeholder: fetching it gives the fed value
+            continue
+        if o in p.feed_names:
+            # the output's Identity and the feed's Placeholder would be two
+            # nodes of one name, a graph TensorFlow refuses
+            raise ExportError(f"output {o!r}", f"has the name of feed ${o}: a GraphDef fetches "
+                              "an output by node name, and the feed is the Placeholder of that "
+                              "name (rename the output)")
         out.append({"name": o, "op": "Identity", "input": [ref(port)],
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
     if compact:
@@ -481,7 +489,11 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
       Identity of a Placeholder forwards the fed value, nothing else, so
       the graph computes the same; imported again it is node F = Identity($F)
       once more (where it was written as an Identity `F_1` of the
-      Placeholder, each round added one).  One that nothing consumes stays
+      Placeholder, each round added one).  Fetched as output F (what the
+      importer makes of a fetched Placeholder), it is the Placeholder F,
+      fetched: TensorFlow gives a fed Placeholder's fetch the fed value (an
+      output Identity F beside the Placeholder F would be two nodes of one
+      name).  One that nothing consumes stays
       an Identity (the Placeholder alone would not be imported: the
       importer does not take Placeholders as targets).
     * An output O of node O = Identity(x) (port 0) is the fetched Identity O
@@ -491,7 +503,7 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
     feeds, outputs = set(p.feed_names), set(p.outputs)
     feed_nodes = {n.name for n in p.nodes
                   if n.op == "Identity" and n.inputs == (FeedIn(n.name),) and n.name in feeds
-                  and n.name not in outputs
+                  and (n.name not in outputs or p.outputs[n.name] == DataIn(n.name, 0))
                   and (p.successors.get(n.name) or any(port.node == n.name
                                                        for port in p.outputs.values()))}
     output_nodes = {o for o, port in p.outputs.items()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from test_graphdef_export_state import outcomes, sinks
-from tfsem.graphdef.exporter import export_graph
+from tfsem.graphdef.exporter import ExportError, export_graph
 from tfsem.graphdef.importer import import_graph
 from tfsem.graphdef.functions import split_ref
 from tfsem.oracle.jsonio import program_from_json
@@ -115,3 +115,35 @@ def test_a_merged_op_reading_another_merged_op_names_it(ops, fetch):
     feeds = {"x": f32([1.0, 2.0, 3.0, 4.0])}
     _, q2 = exported(q)            # and a second round
     assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds) == outcomes(q2, {}, feeds)
+
+
+def test_a_fetched_placeholder_is_exported_once_and_stays():
+    """The importer makes a fetched Placeholder `a` node a = Identity($a),
+    output `a`: the export wrote the Placeholder `a` and an output Identity
+    `a`, two nodes of one name (the import of the export refused it, and
+    TensorFlow would)."""
+    graph = {"node": [{"name": "a", "op": "Placeholder",
+                       "attr": {"dtype": F32, "shape": {"shape": {}}}},
+                      {"name": "n", "op": "Neg", "input": ["a"], "attr": {"T": F32}}]}
+    p = import_graph(graph, ["a", "n"], []).program
+    g, q = exported(p)
+    assert [n["op"] for n in g["node"] if n["name"] == "a"] == ["Placeholder"]
+    g2, q2 = exported(q)           # (the fetched Neg is renamed once)
+    assert export_graph(q2) == g2
+    feeds = {"a": f32(2.0)}
+    assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds)
+
+
+def test_an_output_named_like_a_feed_of_another_value_is_refused():
+    """Output `G` of another value than feed $G: its Identity and the
+    Placeholder `G` would be two nodes of one name; refused, naming the
+    output."""
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": ["x"],
+        "feeds": {"G": {"dtype": "int64", "shape": []}},
+        "nodes": [{"name": "x", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["x"]},
+                  {"name": "s", "op": "Add", "inputs": ["r", "$G"]}],
+        "outputs": {"G": "s"}})
+    with pytest.raises(ExportError, match=r"output 'G'.*name of feed \$G"):
+        export_graph(p)
