@@ -169,3 +169,32 @@ def test_an_output_fetched_at_a_port_exports_under_a_valid_node_name():
     p = import_graph(graph, ["s:1"], []).program
     g, _ = exported(p)
     assert all(TF_NODE_NAME.fullmatch(n["name"]) for n in g["node"])
+
+
+def test_the_fixed_exports_run_on_tensorflow_to_the_oracles_outcome():
+    """Two steps, the second's part after the first op itself, and a Split
+    of a Split's output with a fetched Placeholder: TensorFlow loads each
+    export and runs it to the oracle's one outcome of the program."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.backends.tensorflow import GraphRunner
+    from tfsem.graphdef.proto import format_text
+    from tfsem.oracle.dispatch import outcome_set
+
+    two_steps = steps({"s2/packed": ["^s1/update"], "r": ["^s2"]})
+    graph = {"node": [{"name": "x", "op": "Placeholder",
+                       "attr": {"dtype": F32, "shape": dims([4])}},
+                      {"name": "axis", "op": "Const", "attr": {
+                          "dtype": {"type": "DT_INT32"},
+                          "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {},
+                                               "int_val": [0]}}}},
+                      split("s1", "x"), split("s2", "s1:1"),
+                      {"name": "m", "op": "Sub", "input": ["s2:1", "s1"], "attr": {"T": F32}}]}
+    splits = import_graph(graph, ["m", "x"], []).program
+    for p, init, feeds in [(two_steps, {"v": f32(1.0)}, {"a": f32(0.5), "d": f32(2.0)}),
+                           (splits, {}, {"x": f32([1.0, 2.0, 3.0, 4.0])})]:
+        g, _ = exported(p)
+        (want,) = outcome_set(p, feeds, init, "atomic", "outputs+state").as_dict(5)
+        with GraphRunner(format_text("GraphDef", g), {o: o for o in p.outputs},
+                         sinks(g, p.outputs)) as runner:
+            got = runner.run_once(feeds, init)
+        assert got == want, (got.describe(), want.describe())
