@@ -546,7 +546,10 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
         parts = [c.node for c in n.control_inputs]
         if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
                 len(set(parts)) != len(parts) or \
-                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts):
+                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts) or \
+                any(c in p.outputs for c in parts):
+            # (a part that is an output's own node, an Identity fetched under
+            # its name, stays: merged away, the output would be gone)
             continue
         idents = [by_name.get(c) for c in parts]
         if all(d is not None and d["op"] == "Identity" and

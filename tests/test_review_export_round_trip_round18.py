@@ -248,3 +248,23 @@ def test_random_control_edges_among_merged_and_collapsed_parts_keep_the_outcomes
     _, q = exported(p)
     init, feeds = {"v": f32([1.0, 2.0])}, {"a": f32(0.5), "d": f32([2.0, -1.0])}
     assert outcomes(q, init, feeds) == outcomes(p, init, feeds)
+
+
+def test_an_identity_part_fetched_under_its_own_name_stays_an_output():
+    """Identity parts `g/output_i` of one Read after a NoOp `g` (the shape
+    the importer makes of an IdentityN), one fetched as output
+    `g/output_0`: the output is that node itself, and the merge into one
+    IdentityN `g` dropped it, so the export had no node to fetch."""
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": ["x"],
+        "nodes": [{"name": "x", "op": "Var", "var": "x"},
+                  {"name": "r", "op": "Read", "inputs": ["x"]},
+                  {"name": "g/output_0", "op": "Identity", "inputs": ["r"]},
+                  {"name": "g/output_1", "op": "Identity", "inputs": ["r"]},
+                  {"name": "g", "op": "NoOp", "inputs": ["^g/output_0", "^g/output_1"]},
+                  {"name": "n", "op": "Neg", "inputs": ["g/output_1"]}],
+        "outputs": {"g/output_0": "g/output_0", "o": "n"}})
+    g, q = exported(p)
+    assert "g/output_0" in {n["name"] for n in g["node"]}
+    init = {"x": Tensor(np.asarray(3, dtype=np.int64))}
+    assert outcomes(q, init) == outcomes(p, init)
