@@ -539,6 +539,7 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
     ctrl_map: dict[str, str] = {}            # a part (or N) -> N
     drop: set[str] = set()
     merged: dict[str, dict] = {}             # the first part's Identity -> its nodes
+    own_names = set(rename.values()) | set(p.outputs) | set(p.feed_names)
     for n in p.nodes:
         if n.op != "NoOp" or n.data_inputs or len(n.control_inputs) < 2 or \
                 rename.get(n.name) != n.name or n.name not in by_name:
@@ -580,7 +581,10 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
             if ident is None or ident["op"] != "Identity" or len(ident.get("input", [])) != 1:
                 break
             src, port, control = split_ref(ident["input"][0])
-            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")}
+            # the nodes the export wrote for the part (its op, constants),
+            # not the program's own nodes named under it (`c/k`)
+            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")
+                   and d["name"] not in own_names}
             if control or src not in own:
                 break
             # the part's nodes with its prefix taken off: alike across parts

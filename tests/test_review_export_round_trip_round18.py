@@ -268,3 +268,26 @@ def test_an_identity_part_fetched_under_its_own_name_stays_an_output():
     assert "g/output_0" in {n["name"] for n in g["node"]}
     init = {"x": Tensor(np.asarray(3, dtype=np.int64))}
     assert outcomes(q, init) == outcomes(p, init)
+
+
+def test_program_nodes_named_under_a_split_part_are_kept():
+    """Constants `s/output_i/k` of the program, named under the Split parts
+    `s/output_i`: the merge took them for the parts' own exported nodes,
+    moved the first to `s/k` and dropped both (alike: the same
+    value), which `m` still read."""
+    p = program_from_json({
+        "format": "tfsem.program/1", "variables": [],
+        "feeds": {"x": {"dtype": "float32", "shape": [4]}},
+        "nodes": [{"name": "x", "op": "Identity", "inputs": ["$x"]},
+                  *({"name": f"s/output_{i}", "op": "SplitPart", "axis": 0, "num_split": 2,
+                     "index": i, "inputs": ["x"]} for i in range(2)),
+                  {"name": "s", "op": "NoOp", "inputs": ["^s/output_0", "^s/output_1"]},
+                  {"name": "s/output_0/k", "op": "Const", "value": 1},
+                  {"name": "s/output_1/k", "op": "Const", "value": 1},
+                  {"name": "m", "op": "Sub", "inputs": ["s/output_1/k", "s/output_0/k"]},
+                  {"name": "m2", "op": "Sub", "inputs": ["s/output_1", "s/output_0"]}],
+        "outputs": {"m": "m", "m2": "m2"}})
+    g, q = exported(p)
+    assert [n["op"] for n in g["node"]].count("Split") == 1
+    feeds = {"x": f32([1.0, 2.0, 3.0, 4.0])}
+    assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds)
