@@ -462,6 +462,14 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     for o, port in p.outputs.items():
         if o in output_nodes:       # the node itself, written above
             continue
+        if o in feed_nodes:         # a fetched Placeholder: fetching it gives the fed value
+            continue
+        if o in p.feed_names:
+            # the output's Identity and the feed's Placeholder would be two
+            # nodes of one name, a graph TensorFlow refuses
+            raise ExportError(f"output {o!r}", f"has the name of feed ${o}: a GraphDef fetches "
+                              "an output by node name, and the feed is the Placeholder of that "
+                              "name (rename the output)")
         out.append({"name": o, "op": "Identity", "input": [ref(port)],
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
     if compact:
@@ -481,7 +489,11 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
       Identity of a Placeholder forwards the fed value, nothing else, so
       the graph computes the same; imported again it is node F = Identity($F)
       once more (where it was written as an Identity `F_1` of the
-      Placeholder, each round added one).  One that nothing consumes stays
+      Placeholder, each round added one).  Fetched as output F (what the
+      importer makes of a fetched Placeholder), it is the Placeholder F,
+      fetched: TensorFlow gives a fed Placeholder's fetch the fed value (an
+      output Identity F beside the Placeholder F would be two nodes of one
+      name).  One that nothing consumes stays
       an Identity (the Placeholder alone would not be imported: the
       importer does not take Placeholders as targets).
     * An output O of node O = Identity(x) (port 0) is the fetched Identity O
@@ -491,7 +503,7 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
     feeds, outputs = set(p.feed_names), set(p.outputs)
     feed_nodes = {n.name for n in p.nodes
                   if n.op == "Identity" and n.inputs == (FeedIn(n.name),) and n.name in feeds
-                  and n.name not in outputs
+                  and (n.name not in outputs or p.outputs[n.name] == DataIn(n.name, 0))
                   and (p.successors.get(n.name) or any(port.node == n.name
                                                        for port in p.outputs.values()))}
     output_nodes = {o for o, port in p.outputs.items()
@@ -527,6 +539,7 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
     ctrl_map: dict[str, str] = {}            # a part (or N) -> N
     drop: set[str] = set()
     merged: dict[str, dict] = {}             # the first part's Identity -> its nodes
+    own_names = set(rename.values()) | set(p.outputs) | set(p.feed_names)
     for n in p.nodes:
         if n.op != "NoOp" or n.data_inputs or len(n.control_inputs) < 2 or \
                 rename.get(n.name) != n.name or n.name not in by_name:
@@ -534,7 +547,10 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
         parts = [c.node for c in n.control_inputs]
         if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
                 len(set(parts)) != len(parts) or \
-                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts):
+                not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts) or \
+                any(c in p.outputs for c in parts):
+            # (a part that is an output's own node, an Identity fetched under
+            # its name, stays: merged away, the output would be gone)
             continue
         idents = [by_name.get(c) for c in parts]
         if all(d is not None and d["op"] == "Identity" and
@@ -565,7 +581,10 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
             if ident is None or ident["op"] != "Identity" or len(ident.get("input", [])) != 1:
                 break
             src, port, control = split_ref(ident["input"][0])
-            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")}
+            # the nodes the export wrote for the part (its op, constants),
+            # not the program's own nodes named under it (`c/k`)
+            own = {d["name"]: d for d in out if d["name"].startswith(c + "/")
+                   and d["name"] not in own_names}
             if control or src not in own:
                 break
             # the part's nodes with its prefix taken off: alike across parts
@@ -596,26 +615,32 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
             merged[parts[0]] = nodes
     if not merged:
         return out
+    def redirected(d: dict) -> dict:
+        ins = d.get("input")
+        if not ins:
+            return d
+        new = []
+        for i in ins:
+            if i.startswith("^"):
+                i = "^" + ctrl_map.get(i[1:], i[1:])
+            else:
+                s, port, _ = split_ref(i)
+                if s in data_map and port == 0:
+                    i = data_map[s]
+            new.append(i)
+        return {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
+
     result = []
     for d in out:
         if d["name"] in merged:
-            result.extend(merged[d["name"]])
+            # a merged op's own inputs are redirected too: it may read (or
+            # wait for) a part of another merged op (a Split of a Split's
+            # output), whose node is dropped
+            result.extend(redirected(m) for m in merged[d["name"]])
             continue
         if d["name"] in drop:
             continue
-        ins = d.get("input")
-        if ins:
-            new = []
-            for i in ins:
-                if i.startswith("^"):
-                    i = "^" + ctrl_map.get(i[1:], i[1:])
-                else:
-                    s, port, _ = split_ref(i)
-                    if s in data_map and port == 0:
-                        i = data_map[s]
-                new.append(i)
-            d = {**d, "input": _with_controls(new, [i for i in new if i.startswith("^")])}
-        result.append(d)
+        result.append(redirected(d))
     return result
 
 
@@ -708,14 +733,18 @@ def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
         return out
     result = []
     for d in out:
+        if d["name"] in drop:
+            continue
         if d["name"] in replace:
-            result.append(replace[d["name"]])
-        elif d["name"] not in drop:
-            ins = d.get("input")
-            if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
-                d = {**d, "input": _with_controls(
-                    ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
-            result.append(d)
+            # the op's control inputs redirected too: one may be another
+            # group's op, renamed after its NoOp (a step after another
+            # step's op itself)
+            d = replace[d["name"]]
+        ins = d.get("input")
+        if ins and any(i.startswith("^") and i[1:] in redirect for i in ins):
+            d = {**d, "input": _with_controls(
+                ins, ["^" + redirect.get(i[1:], i[1:]) for i in ins if i.startswith("^")])}
+        result.append(d)
     return result
 
 
