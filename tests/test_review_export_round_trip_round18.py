@@ -153,6 +153,14 @@ def test_an_output_named_like_a_feed_of_another_value_is_refused():
         export_graph(p)
 
 
+def _x_and_axis() -> list:
+    """A float32 [4] Placeholder `x` and the int32 Const `axis` = 0 a Split reads."""
+    return [{"name": "x", "op": "Placeholder", "attr": {"dtype": F32, "shape": dims([4])}},
+            {"name": "axis", "op": "Const", "attr": {
+                "dtype": {"type": "DT_INT32"},
+                "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {}, "int_val": [0]}}}}]
+
+
 TF_NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 
 
@@ -161,13 +169,7 @@ TF_NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
                    "named `s:1`, a name TensorFlow refuses (\"Node name contains invalid "
                    "characters\"); it was so before the stable round trip too")
 def test_an_output_fetched_at_a_port_exports_under_a_valid_node_name():
-    graph = {"node": [{"name": "x", "op": "Placeholder",
-                       "attr": {"dtype": F32, "shape": dims([4])}},
-                      {"name": "axis", "op": "Const", "attr": {
-                          "dtype": {"type": "DT_INT32"},
-                          "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {},
-                                               "int_val": [0]}}}},
-                      split("s", "x")]}
+    graph = {"node": [*_x_and_axis(), split("s", "x")]}
     p = import_graph(graph, ["s:1"], []).program
     g, _ = exported(p)
     assert all(TF_NODE_NAME.fullmatch(n["name"]) for n in g["node"])
@@ -183,13 +185,7 @@ def test_the_fixed_exports_run_on_tensorflow_to_the_oracles_outcome():
     from tfsem.oracle.dispatch import outcome_set
 
     two_steps = steps({"s2/packed": ["^s1/update"], "r": ["^s2"]})
-    graph = {"node": [{"name": "x", "op": "Placeholder",
-                       "attr": {"dtype": F32, "shape": dims([4])}},
-                      {"name": "axis", "op": "Const", "attr": {
-                          "dtype": {"type": "DT_INT32"},
-                          "value": {"tensor": {"dtype": "DT_INT32", "tensor_shape": {},
-                                               "int_val": [0]}}}},
-                      split("s1", "x"), split("s2", "s1:1"),
+    graph = {"node": [*_x_and_axis(), split("s1", "x"), split("s2", "s1:1"),
                       {"name": "m", "op": "Sub", "input": ["s2:1", "s1"], "attr": {"T": F32}}]}
     splits = import_graph(graph, ["m", "x"], []).program
     for p, init, feeds in [(two_steps, {"v": f32(1.0)}, {"a": f32(0.5), "d": f32(2.0)}),
