@@ -382,7 +382,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         return rename[i.node] + (f":{i.port}" if i.port else "")
 
     def dtype_of(i, where: str) -> str:
-        t = p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
+        t = _type_of(p, types, i)
         if t is None:
             raise ExportError(where, "the dtype of its input is unknown (it comes from an "
                               "uninterpreted function or is always an error value)")
@@ -431,8 +431,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             x = handle_variable(p, n.name)
             t = p.variables[x]
             value = n.data_inputs[1]
-            vt = p.feed_type(value.name) if isinstance(value, FeedIn) else \
-                types.get((value.node, value.port))
+            vt = _type_of(p, types, value)
             if vt is not None and (vt.dtype != t.dtype or
                                    (vt.shape is not None and tuple(vt.shape) != tuple(t.shape))):
                 # tfsem: the Assign fails and changes nothing; TensorFlow refuses
@@ -615,6 +614,7 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
             merged[parts[0]] = nodes
     if not merged:
         return out
+
     def redirected(d: dict) -> dict:
         ins = d.get("input")
         if not ins:
@@ -901,6 +901,11 @@ def _state_roles(p: Program, types: dict | None = None) -> dict[str, tuple]:
     return roles
 
 
+def _type_of(p: Program, types: dict, i):
+    """The TensorType of input `i` (a feed's declared type, else what
+    `infer_types` found for that port), or None where it is unknown."""
+    return p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
+
 
 def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
     """Refuse an Assign-f of a StackBroadcast that TensorFlow's op would not
@@ -924,7 +929,7 @@ def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
         raise refuse(f"variable {x!r} is {t.dtype}")
     for k, shape in zip(order, shapes):
         i = pack.data_inputs[k]
-        it = p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
+        it = _type_of(p, types, i)
         want = tuple(t.shape) if shape is None else shape
         what = "the variable's shape" if shape is None else "a scalar"
         if it is None:
@@ -936,6 +941,7 @@ def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
             raise refuse(f"operand {k} of {pack.name!r} has shape {list(it.shape)}, not "
                          f"{what} {list(want)} (StackBroadcast broadcasts it; {tf_op} "
                          "refuses it)")
+
 
 # The float32 ResourceApplyMomentum and ResourceApplyAdam (no Nesterov) import
 # as the earlier Assign-f models (oracle/opdefs/state.py): Assign-ScaleAdd or
