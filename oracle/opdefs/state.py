@@ -1322,7 +1322,7 @@ def _scale_add(xp, args, attrs):
 _K = _ops()
 
 
-def _descent(name: str, depth: int, step: Callable):
+def _descent(name: str, depth: int, step: Callable, doc: str):
     """Register assign function `name`: step(w, *operands) on the packed
     operands (`_operands` of `depth`), on the host."""
     def impl(xp, args, attrs):
@@ -1337,36 +1337,33 @@ def _descent(name: str, depth: int, step: Callable):
                                 "its result holds a NaN: which NaN TensorFlow's fused kernel "
                                 "passes on there was measured on float32 only")
         return (r,)
-    impl.__doc__ = step.__doc__
+    impl.__doc__ = doc
     _tf_fn(name, 2)(impl)
 
 
-def _gradient_step(w, g, c):
-    """GradientStep(w, [g, c]) = w - g * c: ResourceApplyGradientDescent
-    (`var -= grad * lr()`) as an assign function, the kernel's bits (NaNs
-    included); every operation flushes subnormals, as TensorFlow's CPU
-    runtime does."""
-    return _descend(_K, w, g, c)
-
-
-def _momentum_step(w, a, c):
-    """MomentumStep(w, [a, c]) = w - a * c: ResourceApplyMomentum's variable
-    update (`var -= accum * lr()`, a the new accum) as an assign function,
-    the kernel's bits (NaNs included); every operation flushes subnormals."""
-    return _descend(_K, w, a, c)
+def _scaled_step(w, x, c):
+    """w - x * c as `_descend` computes it (GradientStep, MomentumStep)."""
+    return _descend(_K, w, x, c)
 
 
 def _adam_step(w, m, alpha, v, epsilon):
-    """AdamStep(w, [[m, alpha], [v, epsilon]]) = w - m * alpha / (sqrt(v) +
-    epsilon): ResourceApplyAdam's variable update without Nesterov (m, v
-    the new slots) as an assign function, the kernel's bits (NaNs
-    included); every operation flushes subnormals."""
     return _adam_descend(_K, w, m, v, alpha, epsilon)
 
 
-_descent("GradientStep", 1, _gradient_step)
-_descent("MomentumStep", 1, _momentum_step)
-_descent("AdamStep", 2, _adam_step)
+_descent("GradientStep", 1, _scaled_step,
+         """GradientStep(w, [g, c]) = w - g * c: ResourceApplyGradientDescent
+    (`var -= grad * lr()`) as an assign function, the kernel's bits (NaNs
+    included); every operation flushes subnormals, as TensorFlow's CPU
+    runtime does.""")
+_descent("MomentumStep", 1, _scaled_step,
+         """MomentumStep(w, [a, c]) = w - a * c: ResourceApplyMomentum's variable
+    update (`var -= accum * lr()`, a the new accum) as an assign function,
+    the kernel's bits (NaNs included); every operation flushes subnormals.""")
+_descent("AdamStep", 2, _adam_step,
+         """AdamStep(w, [[m, alpha], [v, epsilon]]) = w - m * alpha / (sqrt(v) +
+    epsilon): ResourceApplyAdam's variable update without Nesterov (m, v
+    the new slots) as an assign function, the kernel's bits (NaNs
+    included); every operation flushes subnormals.""")
 
 
 def _apply_momentum_float32(b):
