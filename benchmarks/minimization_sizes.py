@@ -1,0 +1,151 @@
+"""How small σ's minimization leaves each counterexample, this tree against a baseline commit.
+
+    python benchmarks/minimization_sizes.py --baseline-commit C --graphs a,b,...
+
+For each version, one fresh process (the baseline first, then this tree)
+imports the real corpus's graphs, runs Grappler's five optimizers on each and
+checks each rewrite against its original in the benchmark's order (kernels
+on), recording for every minimization (checking/minimize.py
+`minimize_concrete`) σ's size after each step it kept, timed from its start:
+non-zero elements, and tensors with a non-zero element, over σ's feeds and
+variables.  Printed: per `unsound` check that minimizes in both versions,
+the final sizes side by side, and the medians and totals (how many σ are
+the same size, the median non-zero elements and zero tensors); with
+`--at 0.1,0.2,0.3` also the size each version's σ had that long into its
+minimization (what a smaller box would have left).  σ's size depends on
+time boxes: the machine's load moves it.  Needs TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MARK = "MINIMIZATION_SIZES "
+
+
+def child(graphs: list[str], timeout: float) -> None:
+    sys.path.insert(0, str(HERE))
+    import grappler as B
+    import numpy as np
+    from tfsem.checking import check_rewrite
+    from tfsem.checking import minimize as M
+    from tfsem.graphdef import grappler as g
+    from tfsem.oracle import kernels
+    from tfsem.oracle.values import Tensor
+
+    def size(sigma) -> tuple[int, int, int]:
+        arrays = [v.array for table in sigma for v in table.values() if isinstance(v, Tensor)]
+        return (sum(int(np.count_nonzero(a)) for a in arrays),
+                sum(1 for a in arrays if np.count_nonzero(a)), len(arrays))
+
+    trajectory: list = []
+    started = [0.0]
+    kept, minimize_concrete = M._kept, M.minimize_concrete
+
+    def on_kept(saved, edit, confirm, sigma):
+        ok = kept(saved, edit, confirm, sigma)
+        if ok:
+            trajectory.append((time.monotonic() - started[0], *size(sigma)))
+        return ok
+
+    def on_minimize(sigma, *a, **k):
+        started[0] = time.monotonic()
+        trajectory.clear()
+        trajectory.append((0.0, *size(sigma)))
+        return minimize_concrete(sigma, *a, **k)
+
+    M._kept, M.minimize_concrete = on_kept, on_minimize
+    g.tensorflow()
+    kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
+    rows = []
+    for e in B._entries("real"):
+        if e["file"].split(".")[0] not in graphs:
+            continue
+        gd = g.as_graph_def(os.path.join(e["base"], e["file"]))
+        original = B._import(gd, e)
+        for opt in B.REAL_OPTIMIZERS:
+            rewritten = B._import(g.run_grappler(g.placed(gd), e["fetches"] + e["targets"],
+                                                 opt).graph_def, e)
+            trajectory.clear()
+            v = check_rewrite(original, rewritten, timeout=timeout)
+            rows.append({"graph": e["file"].split(".")[0], "optimizer": opt,
+                         "verdict": v.verdict, "trajectory": list(trajectory)})
+    print(MARK + json.dumps(rows), flush=True)
+
+
+def _at(trajectory: list, t: float) -> list:
+    return [x for x in trajectory if x[0] <= t][-1]
+
+
+def report(runs: dict[str, list], at: list[float]) -> None:
+    def minimized(rows):
+        return {(r["graph"], r["optimizer"]): r["trajectory"] for r in rows
+                if r["verdict"] == "unsound" and r["trajectory"]}
+    base, this = minimized(runs["baseline"]), minimized(runs["this"])
+    keys = sorted(set(base) & set(this))
+    print(f"{len(keys)} unsound checks minimize in both versions")
+    print("| check | non-zero elements (baseline → this) | tensors with a non-zero element |"
+          + "".join(f" at {t:g} s (baseline → this) |" for t in at))
+    print("|---|---:|---:|" + "---:|" * len(at))
+    for k in keys:
+        b, t = base[k][-1], this[k][-1]
+        cells = "".join(f" {_at(base[k], s)[1]} → {_at(this[k], s)[1]} |" for s in at)
+        print(f"| {k[0]} {k[1]} | {b[1]} → {t[1]} | {b[2]} → {t[2]} of {t[3]} |{cells}")
+    same = sum(base[k][-1][1:3] == this[k][-1][1:3] for k in keys)
+    for label, i in (("non-zero elements", 1), ("zero tensors", None)):
+        def value(tr):
+            return tr[-1][1] if i else tr[-1][3] - tr[-1][2]
+        print(f"median {label}: {statistics.median(value(base[k]) for k in keys)} → "
+              f"{statistics.median(value(this[k]) for k in keys)}; total "
+              f"{sum(value(base[k]) for k in keys)} → {sum(value(this[k]) for k in keys)}")
+    print(f"σ the same size in {same} of {len(keys)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--graphs", required=True, help="comma-separated file stems")
+    ap.add_argument("--baseline-commit", required=True, metavar="COMMIT")
+    ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--at", default="", help="comma-separated seconds into the minimization")
+    ap.add_argument("--json", default=None, metavar="FILE")
+    args = ap.parse_args(argv)
+    graphs = args.graphs.split(",")
+    if args.child:
+        child(graphs, args.timeout)
+        return 0
+    sys.path.insert(0, str(HERE))
+    from grappler import ROOT, baseline_tree
+    base = baseline_tree(args.baseline_commit, Path(tempfile.mkdtemp(prefix="tfsem-sizes-")))
+    env = dict(os.environ, TFSEM_TF_KERNELS="1")
+    envs = {"baseline": dict(env, PYTHONPATH=str(base)),
+            "this": {k: v for k, v in env.items() if k != "PYTHONPATH"}}
+    runs: dict[str, list] = {}
+    for version in ("baseline", "this"):
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
+                              "--graphs", args.graphs, "--baseline-commit", "-",
+                              "--timeout", str(args.timeout)],
+                             env=envs[version], capture_output=True, text=True, cwd=str(ROOT))
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith(MARK)]
+        if not lines:
+            print(f"the {version} process failed (exit {out.returncode}):\n{out.stderr[-3000:]}",
+                  file=sys.stderr)
+            return 1
+        runs[version] = json.loads(lines[0][len(MARK):])
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs))
+    report(runs, [float(t) for t in args.at.split(",") if t])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
