@@ -534,8 +534,9 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
         except NotReplayable as exc:
             return Replay(False, str(exc), label, mode=mode, version=_version())
         names: dict[str, str] = {}
+        fetches: dict[str, str] = {}
         try:
-            graph = export_graph(p, names=names, split_assigns=split)
+            graph = export_graph(p, names=names, split_assigns=split, fetches=fetches)
         except ProgramError as exc:
             return Replay(False, "the export refuses it: "
                           + "; ".join(str(v) for v in exc.violations),
@@ -547,7 +548,7 @@ def replay_program(p, cx, *, observe: str = "outputs+state", mode: str = "tensor
             f" (Assign {', '.join(split)} as read, compute and write nodes: the decomposed "
             "Assign)" if split else "")
         label += CONTROL_FLOW_NOTE if p.has_control_flow else ""
-        return _replay_forced(gd, {o: o for o in p.outputs}, [], tf_order, cx,
+        return _replay_forced(gd, fetches, [], tf_order, cx,
                               _feeds_of(p, cx), observe, mode, label, split, deadline)
     except ReplayTimeout as exc:
         return _out_of_time(exc, label, mode)

@@ -55,10 +55,11 @@ def run_session_threads(session, init: Mapping[str, Any], trials: int,
                                  "session is its runs one after the other)")
     p = session.program
     names: dict[str, str] = {}
-    graph = format_text("GraphDef", export_graph(p, names=names))
+    fetches: dict[str, str] = {}      # output -> the node fetched for it
+    graph = format_text("GraphDef", export_graph(p, names=names, fetches=fetches))
     # (looked up when called: a module imported while a test had patched
     # GraphRunner kept the stand-in for the rest of the process)
-    runner = _tfb.GraphRunner(graph, {o: o for o in p.outputs}, observe=observe,
+    runner = _tfb.GraphRunner(graph, fetches, observe=observe,
                          inter_op_threads=inter_op_threads, optimize=False)
     feeds = dict(feeds or {})
     calls = []
@@ -90,7 +91,7 @@ def run_session_threads(session, init: Mapping[str, Any], trials: int,
             def call(name, fetch, targets, fd):
                 try:
                     barrier.wait()
-                    results[name] = runner.session.run([f"{o}:0" for o in fetch] + targets,
+                    results[name] = runner.session.run([f"{fetches[o]}:0" for o in fetch] + targets,
                                                        fd)[:len(fetch)]
                 except BaseException as exc:  # noqa: BLE001 (reported below)
                     errors.append(exc)

@@ -138,9 +138,14 @@ def module_of(program, cluster: bool = False) -> str | None:
     if is_direct(program):
         text = write_module(program)
         return None if text is None else printed(text)
+    fetch_of: dict[str, str] = {}
     try:
-        graph = export_graph(program)
+        graph = export_graph(program, fetches=fetch_of)
     except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to TensorFlow
+        return None
+    if any(f != o for o, f in fetch_of.items()):
+        # an output fetched as another node (`s:1` as `s_1`, exporter
+        # `fetches`): what follows fetches and names outputs by one name
         return None
     fetches = list(program.outputs)
     text = import_graph_def(encode("GraphDef", graph), fetches, sinks(graph, fetches))

@@ -71,9 +71,14 @@ def _exported(program, shared_handles: bool = False, defaults: bool = False):
     (`_with_default_attrs`)."""
     from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
+    fetch_of: dict[str, str] = {}
     try:
-        graph = export_graph(program, shared_handles=shared_handles)
+        graph = export_graph(program, shared_handles=shared_handles, fetches=fetch_of)
     except Exception:  # ExportError and kin: nothing to hand to Grappler
+        return None, [], []
+    if any(f != o for o, f in fetch_of.items()):
+        # an output fetched as another node (`s:1` as `s_1`, exporter
+        # `fetches`): what follows fetches and names outputs by one name
         return None, [], []
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]

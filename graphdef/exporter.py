@@ -29,7 +29,8 @@ export is a fixed point (tests/test_graphdef_export_round_trip.py).
 
 from __future__ import annotations
 
-from typing import Any, Collection
+import re
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -61,26 +62,52 @@ class ExportNode:
     attribute of data input i's dtype), `tf_dtype(d)` (a tfsem dtype's
     DT_ name) and `int32_const(name, values, scalar=False)` (a Const node
     holding int32 values); `op`, for a node that is not a function (a
-    control-flow primitive), its kind."""
+    control-flow primitive), its kind.
 
-    __slots__ = ("name", "data", "ctrl", "attrs", "T", "op")
+    `fresh(base)` is the name for a node the export adds (`NAME/split`,
+    `NAME/axis`): `base` unless the graph has that name already (a program
+    node of that name, another added node), else `base_1`, `base_2`, ...
+    `int32_const` names its Const so.  An export facet names every node it
+    adds through `fresh` and refers to it by the name returned."""
 
-    def __init__(self, name, data, ctrl, attrs, T, op=None):
+    __slots__ = ("name", "data", "ctrl", "attrs", "T", "op", "fresh")
+
+    def __init__(self, name, data, ctrl, attrs, T, op=None,
+                 fresh: Callable[[str], str] = lambda base: base):
         self.name, self.data, self.ctrl, self.attrs, self.T = name, data, ctrl, attrs, T
         self.op = op
+        self.fresh = fresh
 
     @staticmethod
     def tf_dtype(dtype: str) -> str:
         return TF_DTYPES[dtype]
 
-    @staticmethod
-    def int32_const(name: str, values, scalar: bool = False) -> dict:
-        return _int32_const(name, values, scalar)
+    def int32_const(self, name: str, values, scalar: bool = False) -> dict:
+        return _int32_const(self.fresh(name), values, scalar)
 
 
 class ExportError(ProgramError):
     def __init__(self, where: str, message: str):
         super().__init__([Violation(where, "not-exportable", message)])
+
+
+#: A node name TensorFlow takes (tensorflow/core/framework/node_def_util.cc
+#: IsValidNodeName; Python's import_graph_def takes a superset of these)
+_TF_NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*(>[A-Za-z0-9.][A-Za-z0-9_.\-/]*)*")
+
+
+def valid_node_name(name: str) -> bool:
+    """Whether TensorFlow takes `name` as a node's name (`s:1`, a tensor
+    name, is not one)."""
+    return _TF_NODE_NAME.fullmatch(name) is not None
+
+
+def _node_name_like(name: str) -> str:
+    """A valid node name for `name`: every character TensorFlow refuses in
+    a node name made `_` (`s:1` -> `s_1`), `node` in front where the first
+    character may not start one."""
+    base = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name)
+    return base if valid_node_name(base) else "node" + base
 
 
 def _type(dt: str) -> dict:
@@ -273,11 +300,21 @@ def _shared_handle_edges(p: Program) -> dict[str, list[str]]:
 
 
 def export_graph(p: Program, *, names: dict[str, str] | None = None,
-                 split_assigns: Collection[str] = (), shared_handles: bool = False) -> dict:
+                 split_assigns: Collection[str] = (), shared_handles: bool = False,
+                 fetches: dict[str, str] | None = None) -> dict:
     """The GraphDef dict of program `p` (format with graphdef.proto.format_text).
 
     `names`, when given, receives each program node's name in the graph (a
-    node is renamed only where its name is taken by a feed or an output).
+    node is renamed only where its name is taken by a feed or an output, or
+    is not a node name TensorFlow takes).
+    `fetches`, when given, receives each output's name -> the node to fetch
+    for it: the output's name itself, except for an output whose name is
+    no node name TensorFlow takes (`s:1`, what the importer names an output
+    fetched at a port), which is an Identity named like it (`s_1`,
+    `_fetch_names`).  Every node the export adds (a Const operand
+    `NAME/axis`, a Split `NAME/split`) is named apart from the program's
+    nodes, the outputs and each other (`NAME/axis_1` where `NAME/axis` is
+    taken): a graph has each name once.
     `split_assigns` names Assign-Add / Assign-Sub nodes to export as three
     nodes instead of one atomic AssignAddVariableOp: ``NAME/read``
     (ReadVariableOp, taking the Assign's control inputs), ``NAME/compute``
@@ -315,31 +352,46 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     # O the output's Identity (_import_shapes), so that importing the export
     # gives the same nodes and exporting that the same graph
     compact = names is None and not split_assigns and not shared_handles
-    feed_nodes, output_nodes = _import_shapes(p) if compact else (set(), set())
-    reserved = set(p.feed_names) | set(p.outputs)
+    for f in p.feed_names:
+        if not valid_node_name(f):
+            raise ExportError(f"feed ${f}", f"{f!r} is not a node name TensorFlow takes, and a "
+                              "feed is the Placeholder of its name (rename the feed)")
+    fetch_of = _fetch_names(p, compact)
+    fetched = set(fetch_of.values())
+    feed_nodes, output_nodes = _import_shapes(p, fetch_of) if compact else (set(), set())
+    reserved = set(p.feed_names) | fetched
     rename: dict[str, str] = {}
+    # every name the graph has so far: a name the export makes up (a node
+    # renamed, a Const operand, a Split) is one not in it (`fresh`)
     taken = set(reserved) - output_nodes
+
+    def fresh(base: str) -> str:
+        name, k = base, 0
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        return name
+
     for n in p.nodes:
         if n.name in feed_nodes:
             rename[n.name] = n.name     # the Placeholder of its name
             continue
-        name, k = n.name, 0
-        while name in taken:
-            k += 1
-            name = f"{n.name}_{k}"
-        taken.add(name)
-        rename[n.name] = name
+        rename[n.name] = fresh(n.name if valid_node_name(n.name) else _node_name_like(n.name))
     if names is not None:
         names.update(rename)
+    if fetches is not None:
+        fetches.update(fetch_of)
     split = set(split_assigns)
     for name in sorted(split):
         n = p.node.get(name)
         if n is None or n.op != ASSIGN:     # (an Assign of another function is refused below)
             raise ValueError(f"split_assigns: {name!r} is not an Assign node")
         for part in ("read", "compute"):
-            if f"{rename[name]}/{part}" in taken or f"{rename[name]}/{part}" in rename.values():
+            if f"{rename[name]}/{part}" in taken:
                 raise ExportError(f"node {name!r}", f"cannot be split: a node is already "
                                   f"called {rename[name]}/{part}")
+            taken.add(f"{rename[name]}/{part}")
     out: list[dict] = []
     used_vars = {n.var for n in p.nodes if n.op == VAR}
     moved: dict[str, list[str]] = {}
@@ -359,11 +411,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                                  "shared_name": {"s": x.encode()}, "container": {"s": b""}}})
             continue
         if x not in used_vars:      # declared, never accessed: still part of the interface
-            name, k = x, 0
-            while name in taken:
-                k += 1
-                name = f"{x}_{k}"
-            taken.add(name)
+            name = fresh(x if valid_node_name(x) else _node_name_like(x))
             out.append({"name": name, "op": "VarHandleOp",
                         "attr": {"dtype": _type(t.dtype), "shape": _shape(t.shape),
                                  "shared_name": {"s": x.encode()}, "container": {"s": b""}}})
@@ -445,7 +493,7 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                 # the update's function as the registry exports it (Add: AddV2)
                 compute = opdefs.export_of(fn)(ExportNode(
                     f"{name}/compute", [f"{name}/read", data[1]], [], {},
-                    lambda i=0, dt=t.dtype: _type(dt)))
+                    lambda i=0, dt=t.dtype: _type(dt), fresh=fresh))
                 out += [{"name": f"{name}/read", "op": "ReadVariableOp", "input": data[:1] + ctrl,
                          "attr": {"dtype": _type(t.dtype)}},
                         *compute,
@@ -457,9 +505,9 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
                 attr["validate_shape"] = {"b": True}
             out.append({"name": name, "op": op, "input": data + ctrl, "attr": attr})
             continue
-        out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where))
+        out.extend(_function_node(p, n, name, data, ctrl, dtype_of, where, fresh))
     for o, port in p.outputs.items():
-        if o in output_nodes:       # the node itself, written above
+        if fetch_of[o] in output_nodes:     # the node itself, written above
             continue
         if o in feed_nodes:         # a fetched Placeholder: fetching it gives the fed value
             continue
@@ -469,18 +517,61 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
             raise ExportError(f"output {o!r}", f"has the name of feed ${o}: a GraphDef fetches "
                               "an output by node name, and the feed is the Placeholder of that "
                               "name (rename the output)")
-        out.append({"name": o, "op": "Identity", "input": [ref(port)],
+        out.append({"name": fetch_of[o], "op": "Identity", "input": [ref(port)],
                     "attr": {"T": {"type": TF_DTYPES[dtype_of(port, f'output {o!r}')]}}})
     if compact:
-        out = _collapse_state_groups(p, roles, rename, out)
+        out = _collapse_state_groups(p, roles, rename, out, fetched)
         if not p.has_control_flow:
-            out = _merge_output_parts(p, rename, out)
+            out = _merge_output_parts(p, rename, out, fetched)
+    seen: set[str] = set()
+    for d in out:
+        # (every name above is made unique; a graph with a name twice is one
+        # TensorFlow refuses to import, so it is never written)
+        if d["name"] in seen:
+            raise ExportError(f"node {d['name']!r}", "the export would write two nodes of this "
+                              "name (an exporter bug: please report it with the program)")
+        seen.add(d["name"])
     return {"node": out, "versions": {"producer": PRODUCER}}
 
 
-def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
+def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
+    """Output -> the node fetched for it in the graph: the output's name
+    where TensorFlow takes it as a node name, else a name like it
+    (`_node_name_like`: output `s:1`, which the importer names an output
+    fetched at port 1 of `s`, is fetched as Identity `s_1` of that tensor;
+    a node named `s:1` is refused by TensorFlow, and fetching `s:1` would
+    mean port 1 of whatever the graph's node `s` is).  The made-up name is
+    none of the feeds', the other outputs' and the program's nodes', so
+    that the program's nodes keep their names; `compact` (a plain export):
+    except where the output is port 0 of an Identity of just that name,
+    the node the importer made of a fetch of `s_1` under output name
+    `s:1`, which is then the output's node (_import_shapes), so that
+    export, import, export keeps that name."""
+    feeds, nodes = set(p.feed_names), set(p.node)
+    fetch_of = {o: o for o in p.outputs if valid_node_name(o)}
+    taken = feeds | set(fetch_of)
+    for o, port in p.outputs.items():
+        if o in fetch_of:
+            continue
+        base = _node_name_like(o)
+        own = p.node.get(base) if compact and port == DataIn(base, 0) else None
+        if own is not None and own.op == "Identity" and len(own.data_inputs) == 1 and \
+                base not in taken:
+            name = base
+        else:
+            name, k = base, 0
+            while name in taken or name in nodes:
+                k += 1
+                name = f"{base}_{k}"
+        taken.add(name)
+        fetch_of[o] = name
+    return fetch_of
+
+
+def _import_shapes(p: Program, fetch_of: dict[str, str]) -> tuple[set[str], set[str]]:
     """(feed nodes, output nodes): the nodes the importer makes of a
-    Placeholder and of a fetched Identity.
+    Placeholder and of a fetched Identity (`fetch_of`: each output's node
+    name in the graph, _fetch_names).
 
     * A Placeholder F is imported as node F = Identity($F) (no control
       inputs).  Such a node that something consumes is written as the
@@ -498,21 +589,24 @@ def _import_shapes(p: Program) -> tuple[set[str], set[str]]:
     * An output O of node O = Identity(x) (port 0) is the fetched Identity O
       the importer made it from: that node is the output's Identity (with
       its control inputs), instead of a second Identity `O` of a renamed
-      `O_1`.  Its value is the output's value either way."""
+      `O_1`.  Its value is the output's value either way.  (For an output
+      whose name is not a node name, `s:1`, the same holds of its node name
+      `s_1`: output nodes are node names.)"""
     feeds, outputs = set(p.feed_names), set(p.outputs)
     feed_nodes = {n.name for n in p.nodes
                   if n.op == "Identity" and n.inputs == (FeedIn(n.name),) and n.name in feeds
                   and (n.name not in outputs or p.outputs[n.name] == DataIn(n.name, 0))
                   and (p.successors.get(n.name) or any(port.node == n.name
                                                        for port in p.outputs.values()))}
-    output_nodes = {o for o, port in p.outputs.items()
-                    if isinstance(port, DataIn) and port.node == o and port.port == 0
-                    and o not in feeds and p.node[o].op == "Identity"
-                    and len(p.node[o].data_inputs) == 1}
+    output_nodes = {fetch_of[o] for o, port in p.outputs.items()
+                    if isinstance(port, DataIn) and port.node == fetch_of[o] and port.port == 0
+                    and fetch_of[o] not in feeds and p.node[port.node].op == "Identity"
+                    and len(p.node[port.node].data_inputs) == 1}
     return feed_nodes, output_nodes
 
 
-def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> list[dict]:
+def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict],
+                        fetched: set[str]) -> list[dict]:
     """The exported graph with each multi-output op the importer split into
     parts written as the one op again.
 
@@ -538,7 +632,7 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
     ctrl_map: dict[str, str] = {}            # a part (or N) -> N
     drop: set[str] = set()
     merged: dict[str, dict] = {}             # the first part's Identity -> its nodes
-    own_names = set(rename.values()) | set(p.outputs) | set(p.feed_names)
+    own_names = set(rename.values()) | fetched | set(p.feed_names)
     for n in p.nodes:
         if n.op != "NoOp" or n.data_inputs or len(n.control_inputs) < 2 or \
                 rename.get(n.name) != n.name or n.name not in by_name:
@@ -547,7 +641,7 @@ def _merge_output_parts(p: Program, rename: dict[str, str], out: list[dict]) -> 
         if not all(isinstance(c, ControlIn) for c in n.control_inputs) or \
                 len(set(parts)) != len(parts) or \
                 not all(c.startswith(n.name + "/") and rename.get(c) == c for c in parts) or \
-                any(c in p.outputs for c in parts):
+                any(c in fetched for c in parts):
             # (a part that is an output's own node, an Identity fetched under
             # its name, stays: merged away, the output would be gone)
             continue
@@ -674,7 +768,7 @@ def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
 
 
 def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
-                           out: list[dict]) -> list[dict]:
+                           out: list[dict], fetched: set[str]) -> list[dict]:
     """The exported graph with each state-family op written as the one node
     it was imported from: its member NoOps dropped and the op named after
     the importer's NoOp `N` that ends it (the op's model imports TensorFlow
@@ -713,7 +807,7 @@ def _collapse_state_groups(p: Program, roles: dict, rename: dict[str, str],
                 any(isinstance(i, DataIn) and i.node == anchor
                     for s in p.successors.get(anchor, ()) for i in p.node[s].data_inputs):
             continue
-        if end is not None and (end in p.outputs or rename[end] != end):
+        if end is not None and (end in fetched or rename[end] != end):
             continue
         graph_names = {rename[m] for m in inside}
         op = by_name.get(rename[anchor])
@@ -768,7 +862,7 @@ def _control_flow_node(p, n, name, data, ctrl, types, where) -> dict:
     return export(ExportNode(name, data, ctrl, n.attrs, lambda i=0: {"type": t}, op=n.op))
 
 
-def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
+def _function_node(p, n, name, data, ctrl, dtype_of, where, fresh) -> list[dict]:
     # X.ftz (subnormals flushed) is what TensorFlow's X computes; tfsem's own
     # float X keeps subnormals, which TensorFlow's CPU runtime flushes: the
     # exported graph may differ from the program there (docs/tensorflow-graphs.md)
@@ -781,7 +875,7 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where) -> list[dict]:
                  "attr": {"dtype": {"type": TF_DTYPES[v.dtype]}, "value": {"tensor": tensor_proto(v)}}}]
     export = opdefs.export_of(op)   # the registry's families (oracle/opdefs)
     if export is not None:
-        return export(ExportNode(name, data, ctrl, attrs, T))
+        return export(ExportNode(name, data, ctrl, attrs, T, fresh=fresh))
     if op == "Copy":
         return [{"name": name, "op": "IdentityN", "input": [data[0], data[0]] + ctrl,
                  "attr": {"T": {"list": {"type": [T()["type"]] * 2}}}}]

@@ -124,9 +124,10 @@ def _export_stitch(n: int):
 
 def _export_unpack_part(e) -> list:
     a = e.attrs
-    return [{"name": f"{e.name}/unpack", "op": "Unpack", "input": e.data + e.ctrl,
+    unpack = e.fresh(f"{e.name}/unpack")
+    return [{"name": unpack, "op": "Unpack", "input": e.data + e.ctrl,
              "attr": {"T": e.T(), "num": {"i": a["num"]}, "axis": {"i": a["axis"]}}},
-            {"name": e.name, "op": "Identity", "input": [f"{e.name}/unpack:{a['index']}"],
+            {"name": e.name, "op": "Identity", "input": [f"{unpack}:{a['index']}"],
              "attr": {"T": e.T()}}]
 
 
@@ -166,9 +167,10 @@ def _export_concat(e) -> list:
 def _export_split_part(e) -> list:
     a = e.attrs
     c = e.int32_const(f"{e.name}/split_dim", a["axis"], scalar=True)
-    return [c, {"name": f"{e.name}/split", "op": "Split", "input": [c["name"]] + e.data + e.ctrl,
+    split = e.fresh(f"{e.name}/split")
+    return [c, {"name": split, "op": "Split", "input": [c["name"]] + e.data + e.ctrl,
                 "attr": {"T": e.T(), "num_split": {"i": a["num_split"]}}},
-            {"name": e.name, "op": "Identity", "input": [f"{e.name}/split:{a['index']}"],
+            {"name": e.name, "op": "Identity", "input": [f"{split}:{a['index']}"],
              "attr": {"T": e.T()}}]
 
 

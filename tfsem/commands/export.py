@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--session-out applies to a session with critical sections or "
                              "queues")
         program = load_from_args(args.program, args)
-        graph = export_graph(program)
+        fetch_of: dict[str, str] = {}
+        graph = export_graph(program, fetches=fetch_of)
+        for o, f in fetch_of.items():
+            if f != o:   # (`s:1`, an output fetched at a port: no node name)
+                print(f"tfsem export: output {o!r} is no node name TensorFlow takes: fetch it "
+                      f"as node {f!r}", file=sys.stderr)
     if args.output and args.output.endswith(".pb"):
         data = encode("GraphDef", graph)
     else:

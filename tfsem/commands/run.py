@@ -276,11 +276,14 @@ def run_backend(args: argparse.Namespace) -> int:
             from tfsem.graphdef.proto import encode  # noqa: PLC0415
             from tfsem.oracle.jsonio import load_program  # noqa: PLC0415
             program = load_program(path)
-            graph = export_graph(program)
+            fetch_of: dict[str, str] = {}
+            graph = export_graph(program, fetches=fetch_of)
             graph_def = g.as_graph_def(encode("GraphDef", graph))
-            fetches = list(program.outputs)
+            # (the nodes fetched: an output named `s:1` is node `s_1`, and
+            # the runs' outcomes name it so)
+            fetches = list(fetch_of.values())
             targets = [n["name"] for n in graph["node"]
-                       if n["op"] != "Placeholder" and n["name"] not in program.outputs]
+                       if n["op"] != "Placeholder" and n["name"] not in fetches]
             # the oracle judges what TensorFlow runs: the exported graph imported
             # back (float ops then flush subnormals, as TensorFlow's CPU kernels do)
             program = _import(graph_def, fetches, targets, str(path),
