@@ -164,20 +164,36 @@ def _x_and_axis() -> list:
 TF_NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 
 
-@pytest.mark.xfail(strict=True, reason="an output named after a fetched tensor `s:1` (what the "
-                   "importer names an output fetched at a port) is written as an Identity node "
-                   "named `s:1`, a name TensorFlow refuses (\"Node name contains invalid "
-                   "characters\"); it was so before the stable round trip too")
-def test_an_output_fetched_at_a_port_exports_under_a_valid_node_name():
+def port_output_program():
+    """A Split `s` of x, fetched at port 1: the importer names the output
+    `s:1`, a tensor's name, which is no node name."""
     graph = {"node": [*_x_and_axis(), split("s", "x")]}
-    p = import_graph(graph, ["s:1"], []).program
-    g, _ = exported(p)
+    return import_graph(graph, ["s:1"], []).program
+
+
+def test_an_output_fetched_at_a_port_exports_under_a_valid_node_name():
+    """Output `s:1` was written as an Identity node named `s:1`, which
+    TensorFlow refuses ("Node name contains invalid characters"): it is an
+    Identity `s_1` of that tensor, `fetches` mapping the output to it; the
+    export imported again (output `s:1` fetched at `s_1`) has the
+    program's outcomes, and a second round writes the same graph."""
+    p = port_output_program()
+    fetches: dict[str, str] = {}
+    g = export_graph(p, fetches=fetches)
     assert all(TF_NODE_NAME.fullmatch(n["name"]) for n in g["node"])
+    assert fetches == {"s:1": "s_1"}
+    assert {n["name"]: n for n in g["node"]}["s_1"]["input"] == ["s:1"]
+    q = import_graph(g, ["s_1"], sinks(g, ["s_1"]), output_names=["s:1"]).program
+    feeds = {"x": f32([1.0, 2.0, 3.0, 4.0])}
+    assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds)
+    again: dict[str, str] = {}
+    assert export_graph(q, fetches=again) == g and again == fetches
 
 
 def test_the_fixed_exports_run_on_tensorflow_to_the_oracles_outcome():
-    """Two steps, the second's part after the first op itself, and a Split
-    of a Split's output with a fetched Placeholder: TensorFlow loads each
+    """Two steps, the second's part after the first op itself, a Split
+    of a Split's output with a fetched Placeholder, and a Split fetched at
+    a port (output `s:1`, fetched at node `s_1`): TensorFlow loads each
     export and runs it to the oracle's one outcome of the program."""
     pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
     from tfsem.backends.tensorflow import GraphRunner
@@ -189,11 +205,13 @@ def test_the_fixed_exports_run_on_tensorflow_to_the_oracles_outcome():
                       {"name": "m", "op": "Sub", "input": ["s2:1", "s1"], "attr": {"T": F32}}]}
     splits = import_graph(graph, ["m", "x"], []).program
     for p, init, feeds in [(two_steps, {"v": f32(1.0)}, {"a": f32(0.5), "d": f32(2.0)}),
-                           (splits, {}, {"x": f32([1.0, 2.0, 3.0, 4.0])})]:
-        g, _ = exported(p)
+                           (splits, {}, {"x": f32([1.0, 2.0, 3.0, 4.0])}),
+                           (port_output_program(), {}, {"x": f32([1.0, 2.0, 3.0, 4.0])})]:
+        fetches: dict[str, str] = {}
+        g = export_graph(p, fetches=fetches)
         (want,) = outcome_set(p, feeds, init, "atomic", "outputs+state").as_dict(5)
-        with GraphRunner(format_text("GraphDef", g), {o: o for o in p.outputs},
-                         sinks(g, p.outputs)) as runner:
+        with GraphRunner(format_text("GraphDef", g), fetches,
+                         sinks(g, fetches.values())) as runner:
             got = runner.run_once(feeds, init)
         assert got == want, (got.describe(), want.describe())
 
