@@ -23,7 +23,9 @@ from .tensorflow import TensorFlowRunError
 from .tensorflow_sessions import run_together
 
 
-def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, dict[str, list[str]]]:
+def export_blocking_graph(p, b, names: dict[str, str], runs=(),
+                          fetches: dict[str, str] | None = None
+                          ) -> tuple[dict, dict[str, list[str]]]:
     """The GraphDef dict of program `p` with table `b`'s queue ops made real
     (one FIFOQueueV2 per queue, shared by every run of the session) and its
     critical sections as TensorFlow's mutexes, as `tf.CriticalSection.execute`
@@ -34,10 +36,10 @@ def export_blocking_graph(p, b, names: dict[str, str], runs=()) -> tuple[dict, d
     done.  Returns the graph and, per run, those extra targets.  TensorFlow's
     lock is taken when the MutexLock runs, possibly before the section's first
     node could run: a span at least as long as the model's, so TensorFlow's
-    orders are among the model's."""
+    orders are among the model's.  `fetches` receives export_graph's."""
     from tfsem.graphdef.blocking_export import export_with_real_queues
 
-    graph, by_name, taken, _, _ = export_with_real_queues(p, b, names)
+    graph, by_name, taken, _, _ = export_with_real_queues(p, b, names, fetches)
     extra: dict[str, list[str]] = {}
     from tfsem.oracle.session import run_nodes
     for sec in sorted(set(b.sections.values())):
@@ -95,11 +97,12 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
     p, b = session.program, session.blocking
     from tfsem.graphdef.blocking_export import export_session_graph
     from tfsem.graphdef.exporter import ExportError
+    fetches: dict[str, str] = {}     # output -> the node fetched for it
     try:   # sections as tf.CriticalSection writes them, exactly the model's (docs/sessions.md)
-        graph_dict, extra, names = export_session_graph(p, b, session.runs)
+        graph_dict, extra, names = export_session_graph(p, b, session.runs, fetches)
     except ExportError:   # a lock held at least as long as the section: TF's orders among the model's
         names = {}
-        graph_dict, extra = export_blocking_graph(p, b, names, session.runs)
+        graph_dict, extra = export_blocking_graph(p, b, names, session.runs, fetches)
     text = format_text("GraphDef", graph_dict)
     from google.protobuf import text_format
     gd = tf.compat.v1.GraphDef()
@@ -150,7 +153,7 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
                 try:
                     barrier.wait()
                     t0 = time.monotonic()
-                    results[name] = sess.run([f"{o}:0" for o in fetch] + targets,
+                    results[name] = sess.run([f"{fetches[o]}:0" for o in fetch] + targets,
                                              options=options)[:len(fetch)]
                     finished[name] = time.monotonic()
                     if finished[name] - t0 >= timeout_ms / 1000:

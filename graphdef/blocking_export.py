@@ -52,10 +52,12 @@ def section_ends(p: Program, b: Blocking) -> dict[str, tuple[str, str, list[str]
     return out
 
 
-def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
+def export_session_graph(p: Program, b: Blocking, runs: Sequence = (),
+                         fetches: dict[str, str] | None = None
                          ) -> tuple[dict, dict[str, list[str]], dict[str, str]]:
     """The GraphDef dict, per run the ConsumeMutexLock nodes it must run as
-    targets, and the program's node names in the graph."""
+    targets, and the program's node names in the graph.  `fetches`, when
+    given, receives each output -> the node fetched for it (export_graph)."""
     from tfsem.oracle.session import run_nodes
     ends = section_ends(p, b)
     for run in runs:
@@ -66,7 +68,7 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
                                   f"but not its last node {exit_!r}: TensorFlow would free the "
                                   "mutex at once (target it to export)")
     names: dict[str, str] = {}
-    graph, by_name, _, fresh, handles = export_with_real_queues(p, b, names)
+    graph, by_name, _, fresh, handles = export_with_real_queues(p, b, names, fetches)
     targets: dict[str, list[str]] = {}
     for sec, (entry, exit_, members) in ends.items():
         mutex, lock, consume = fresh(f"mutex_{sec}"), fresh(f"lock_{sec}"), fresh(f"release_{sec}")
@@ -84,11 +86,13 @@ def export_session_graph(p: Program, b: Blocking, runs: Sequence = ()
 
 
 
-def export_with_real_queues(p, b: Blocking, names: dict[str, str]):
+def export_with_real_queues(p, b: Blocking, names: dict[str, str],
+                            fetches: dict[str, str] | None = None):
     """`export_graph(p)` with `b`'s queue ops made real (real_queue_ops):
     (the graph, its nodes by name, the names taken, `fresh(base)` (a name
-    not taken yet, then taken), each queue's FIFOQueueV2 node)."""
-    graph = export_graph(p, names=names)
+    not taken yet, then taken), each queue's FIFOQueueV2 node).  `names`
+    and `fetches` receive export_graph's."""
+    graph = export_graph(p, names=names, fetches=fetches)
     by_name = {n["name"]: n for n in graph["node"]}
     taken = set(by_name)
 
@@ -143,15 +147,17 @@ def real_queue_ops(graph: dict, by_name: dict, names: dict[str, str], b: Blockin
 
 
 def graph_session_json(session, targets: dict[str, list[str]], names: dict[str, str],
-                       graph: str) -> dict:
+                       graph: str, fetches: dict[str, str] | None = None) -> dict:
     """The session over the exported graph at `graph` (a path relative to
-    the session file): the same runs and order, each run's targets named as
-    in the graph plus the ConsumeMutexLocks it must run."""
+    the session file): the same runs and order, each run's fetches and
+    targets named as in the graph (`fetches`: export_graph's, an output
+    `s:1` fetched as node `s_1`) plus the ConsumeMutexLocks it must run."""
     from tfsem.oracle.values import value_to_json
+    fetches = fetches or {}
     runs = []
     for run in session.runs:
-        r = {"name": run.name,
-             "fetch": list(session.program.outputs) if run.whole else list(run.fetch),
+        fetch = list(session.program.outputs) if run.whole else list(run.fetch)
+        r = {"name": run.name, "fetch": [fetches.get(o, o) for o in fetch],
              "targets": [names.get(t, t) for t in run.roots] + targets.get(run.name, [])}
         if run.whole:   # a whole run: every node nothing consumes, as a target
             r["targets"] += [names.get(n.name, n.name) for n in session.program.nodes

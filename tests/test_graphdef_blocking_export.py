@@ -62,10 +62,11 @@ def _outcomes(s, init, semantics, like=None):
 
 
 def _round_trip(s, tmp: Path):
-    graph, targets, names = export_session_graph(s.program, s.blocking, s.runs)
+    fetches: dict[str, str] = {}
+    graph, targets, names = export_session_graph(s.program, s.blocking, s.runs, fetches)
     (tmp / "g.pbtxt").write_text(format_text("GraphDef", graph))
     path = tmp / "s.session.json"
-    path.write_text(json.dumps(graph_session_json(s, targets, names, "g.pbtxt")))
+    path.write_text(json.dumps(graph_session_json(s, targets, names, "g.pbtxt", fetches)))
     return load_session(path, load_graph=session_graph_loader())
 
 
@@ -101,6 +102,30 @@ def test_generated_sessions_round_trip_with_the_same_outcomes(tmp_path_factory, 
         except BudgetExceeded:
             assume(False)    # past what the test explores in reasonable time
         assert got == want
+
+
+def test_an_output_fetched_at_a_port_is_fetched_at_its_identity_in_the_graphs_session(tmp_path):
+    """Output `r:0` (a tensor's name, as a session over a graph names a
+    fetch of `r:0`): the graph has Identity `r_0` for it, and the session
+    over the graph fetches `r_0`, with the outcomes of the original under
+    that name (before, the graph had a node named `r:0`, which TensorFlow
+    refuses, and the session fetched `r:0`)."""
+    data = json.loads((SESSIONS / "counter_critical.session.json").read_text())
+    data["program"]["outputs"] = {"r:0": "r"}
+    for run in data["runs"]:
+        run["fetch"] = ["r:0"]
+    s = session_from_json(data)
+    fetches: dict[str, str] = {}
+    graph, targets, names = export_session_graph(s.program, s.blocking, s.runs, fetches)
+    assert fetches == {"r:0": "r_0"}
+    session = graph_session_json(s, targets, names, "g.pbtxt", fetches)
+    assert [r["fetch"] for r in session["runs"]] == [["r_0"], ["r_0"]]
+    assert "r:0" not in {n["name"] for n in graph["node"]}
+    back = _round_trip(s, tmp_path)
+    for semantics in ("atomic", "decomposed"):
+        want = {(tuple((k.replace("r:0", "r_0"), v) for k, v in outs), state)
+                for outs, state in _outcomes(s, {"x": 0}, semantics)}
+        assert _outcomes(back, {"x": 0}, semantics) == want
 
 
 def test_a_section_with_two_entries_is_refused_by_name():

@@ -69,13 +69,15 @@ def _session_graph(session, args: argparse.Namespace) -> dict:
     import os
 
     from tfsem.graphdef.blocking_export import export_session_graph, graph_session_json
-    graph, targets, names = export_session_graph(session.program, session.blocking, session.runs)
+    fetches: dict[str, str] = {}
+    graph, targets, names = export_session_graph(session.program, session.blocking, session.runs,
+                                                 fetches)
     if args.session_out:
         if not args.output:
             raise UsageError("--session-out needs --output (the graph the session names)")
         rel = os.path.relpath(os.path.abspath(args.output),
                               os.path.dirname(os.path.abspath(args.session_out)))
-        data = graph_session_json(session, targets, names, rel)
+        data = graph_session_json(session, targets, names, rel, fetches)
         try:
             with open(args.session_out, "w") as f:
                 json.dump(data, f, indent=1)
