@@ -212,10 +212,15 @@ def test_names_the_export_adds_are_apart_from_the_programs_names(p):
     """Whatever program nodes and outputs take the names of the nodes the
     export adds: each name once, and the export imported again has the
     program's outcomes (an operand that read the program's Const of its
-    name, or the reverse, would change a value)."""
+    name, or the reverse, would change a value); from the second export on
+    the graph stays the same (the first may name a lone Split part's
+    constants otherwise: tests/test_graphdef_export_round_trip.py)."""
     g, fetches = export(p)
     q = reimport(g, fetches)
     assert outcomes(q, {}, FEEDS) == outcomes(p, {}, FEEDS)
+    g2, fetches2 = export(q)
+    assert fetches2 == fetches
+    assert export(reimport(g2, fetches2)) == (g2, fetches2)
 
 
 @settings(max_examples=15, deadline=None, database=None)
