@@ -302,3 +302,18 @@ def test_a_feed_whose_name_tensorflow_refuses_is_refused_by_name(tmp_path, capsy
     assert main(["export", str(src)]) == 2
     err = capsys.readouterr().err
     assert "feed $x:0" in err and "Traceback" not in err
+
+
+def test_tfsem_run_of_a_program_with_such_an_output_runs_on_tensorflow(tmp_path, capsys):
+    """`tfsem run --backend tensorflow` of a program exports it and fetches
+    each output: output `s:1` at node `s_1` (TensorFlow refused the graph
+    with a node named `s:1`), its value the oracle's."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    src = tmp_path / "p.json"
+    src.write_text(json.dumps(PORT_OUTPUT))
+    assert main(["run", str(src), "--backend", "tensorflow", "--runs", "2",
+                 "--feed", "x=[1,2,3,4]"]) == 0
+    out = capsys.readouterr().out
+    assert "1 distinct outcome; the oracle allows 1" in out
+    assert "s_1 = f32 [3.0, 4.0]" in out and "in the oracle's set" in out
