@@ -9,7 +9,10 @@
 * functions are their TensorFlow ops (Add -> AddV2, Max -> Maximum, Concat ->
   ConcatV2 on axis 0, Snd(x, y) -> Identity(y) after x, ...); constant
   operands that tfsem keeps as attributes (axes, shapes) become Const nodes;
-* each output is an Identity node named by the output's name;
+* each output is an Identity node named by the output's name (an output
+  named like a tensor, `s:1`, which is no node name: `s_1`, `_fetch_names`);
+* the nodes the export adds (Const operands, a Split part's Split) are
+  named apart from every other name of the graph (`ExportNode.fresh`);
 * the state family (oracle/opdefs/state.py's import models: scatters,
   strided-slice assignment, optimizer updates, VarIsInitializedOp) is
   written back as its TensorFlow ops where the nodes have the import's shape

@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
         description="Write a tfsem program as a GraphDef that TensorFlow loads and runs: a "
                     "VarHandleOp per Var node (shared_name = the variable), a Placeholder per "
                     "feed, the op table in reverse, each output an Identity node of its name. "
-                    "Fetch the output names to run it.")
+                    "Fetch the output names to run it (an output named like a tensor, s:1, "
+                    "is node s_1: the command says so).")
     p.add_argument("program", help="a tfsem.program/1 JSON file (or a graph, re-exported), or "
                    "a session (tfsem.session/1) with critical sections or queues")
     p.add_argument("--session-out", default=None, metavar="FILE",
