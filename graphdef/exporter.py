@@ -364,9 +364,18 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     feed_nodes, output_nodes = _import_shapes(p, fetch_of) if compact else (set(), set())
     reserved = set(p.feed_names) | fetched
     rename: dict[str, str] = {}
+    # the program's nodes that keep their names: each valid name no feed or
+    # output takes, and each output's own node (_import_shapes).  They are
+    # all taken before any name is made up, so that a node renamed (`a b`
+    # like it, `a_b`; `o` after output `o`, `o_1`) never takes one of them:
+    # taken in the program's order instead, `a b` first took `a_b` from the
+    # Identity `a_b` of output `a_b`, written as the output's node, and
+    # fetching `a_b` gave the other node's value
+    keep = output_nodes | {n.name for n in p.nodes
+                           if n.name not in reserved and valid_node_name(n.name)}
     # every name the graph has so far: a name the export makes up (a node
     # renamed, a Const operand, a Split) is one not in it (`fresh`)
-    taken = set(reserved) - output_nodes
+    taken = set(reserved) | keep
 
     def fresh(base: str) -> str:
         name, k = base, 0
@@ -377,8 +386,8 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
         return name
 
     for n in p.nodes:
-        if n.name in feed_nodes:
-            rename[n.name] = n.name     # the Placeholder of its name
+        if n.name in feed_nodes or n.name in keep:
+            rename[n.name] = n.name     # (a feed node: the Placeholder of its name)
             continue
         rename[n.name] = fresh(n.name if valid_node_name(n.name) else _node_name_like(n.name))
     if names is not None:
