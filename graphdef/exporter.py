@@ -558,7 +558,13 @@ def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
     except where the output is port 0 of an Identity of just that name,
     the node the importer made of a fetch of `s_1` under output name
     `s:1`, which is then the output's node (_import_shapes), so that
-    export, import, export keeps that name."""
+    export, import, export keeps that name.  Or of a name `s_1_K`, the one
+    the export made up where the program had a node `s_1` (TensorFlow
+    names a second op `split_1` beside a Split `split`): else each round
+    wrote a new Identity `s_1_{K+1}` of the last one.  Either way the node
+    is an Identity of the output's value, none of the feeds' or another
+    output's, written under its own name (export_graph's `keep`): fetched,
+    it gives the output's value."""
     feeds, nodes = set(p.feed_names), set(p.node)
     fetch_of = {o: o for o in p.outputs if valid_node_name(o)}
     taken = feeds | set(fetch_of)
@@ -566,10 +572,12 @@ def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
         if o in fetch_of:
             continue
         base = _node_name_like(o)
-        own = p.node.get(base) if compact and port == DataIn(base, 0) else None
+        own = p.node.get(port.node) if compact and isinstance(port, DataIn) and \
+            port.port == 0 and re.fullmatch(re.escape(base) + r"(_[1-9][0-9]*)?", port.node) \
+            else None
         if own is not None and own.op == "Identity" and len(own.data_inputs) == 1 and \
-                base not in taken:
-            name = base
+                own.name not in taken:
+            name = own.name
         else:
             name, k = base, 0
             while name in taken or name in nodes:
