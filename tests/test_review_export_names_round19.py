@@ -166,3 +166,132 @@ def test_an_output_at_a_port_beside_a_node_of_its_name_reaches_a_fixed_point():
     assert export(reimport(g2, f2, ["x"])) == (g2, f2)
     feeds = {"x": f32([1.0, -2.0, 3.0, -4.0])}
     assert outcomes(q, {}, feeds) == outcomes(p, {}, feeds)
+
+
+# -- programs of hostile names ---------------------------------------------
+
+#: node names that clash with what the export invents or rewrites: names
+#: TensorFlow refuses (and what they are made into), a node's `_1`, the
+#: Const operand `r/shape` of a Reshape `r`, the Split `p/split` of a
+#: Split part `p`, a tensor's name
+NODE_NAMES = ["a", "a_1", "a b", "a:1", "a_1_1", "r/shape", "r/shape_1", "p/split",
+              "p/split_dim", "é", "node_", "_a", "node_a", "x_0", "o", "o_1", "s/output_1"]
+#: output names: tensors' names, names TensorFlow refuses, nodes' names
+OUTPUT_NAMES = ["a", "a:1", "a_1", "a:0", "a b", "o", "o:0", "é", "è", "x:0", "a_1_1",
+                "r/shape", "r:0", "p:1", "node_", "s:1", "s_1"]
+
+
+@st.composite
+def hostile_programs(draw):
+    """A program of int32 vectors (feed x of shape [2]) whose node and
+    output names are drawn from the lists above; each node Neg, Add,
+    Identity or Const of earlier nodes, a Reshape `r` and a Split part `p`
+    (the nodes whose exports add nodes) among them at times."""
+    names = draw(st.lists(st.sampled_from(NODE_NAMES), min_size=1, max_size=6, unique=True))
+    names = [n for n in names if n not in ("r", "p")]
+    nodes = [X]
+    for k, name in enumerate(names):
+        earlier = [n["name"] for n in nodes if ":" not in n["name"]]
+        kind = draw(st.sampled_from(["Neg", "Add", "Identity", "Const"]))
+        if kind == "Const":
+            nodes.append({"name": name, "op": "Const",
+                          "value": {"dtype": "int32", "value": [k, -k]}})
+        elif kind == "Add":
+            nodes.append({"name": name, "op": "Add", "inputs": [draw(st.sampled_from(earlier)),
+                                                                 draw(st.sampled_from(earlier))]})
+        else:
+            nodes.append({"name": name, "op": kind, "inputs": [draw(st.sampled_from(earlier))]})
+    if draw(st.booleans()):
+        nodes.append({"name": "r", "op": "Reshape", "shape": [2, 1], "inputs": ["x"]})
+    if draw(st.booleans()):
+        nodes.append({"name": "p", "op": "SplitPart", "axis": 0, "num_split": 2, "index": 1,
+                      "inputs": ["x"]})
+    targets = [n["name"] for n in nodes if ":" not in n["name"]]
+    outs = draw(st.lists(st.sampled_from(OUTPUT_NAMES), min_size=1, max_size=5, unique=True))
+    outputs = {o: draw(st.sampled_from(targets)) for o in outs}
+    return program(nodes, outputs, feeds={"x": {"dtype": "int32", "shape": [2]}})
+
+
+HOSTILE_FEEDS = {"x": i32([3, -5])}
+
+
+@settings(max_examples=3 * settings.default.max_examples, deadline=None, database=None)
+@given(hostile_programs())
+def test_a_program_of_hostile_names_exports_to_its_outcomes_and_a_fixed_point(p):
+    """Each name once and one TensorFlow takes; the export imported again
+    (each output fetched at its node, under its own name) has the
+    program's outcomes; from the second export on the same graph and
+    fetches."""
+    g, fetches = export(p)
+    q = reimport(g, fetches, ["x"])
+    assert outcomes(q, {}, HOSTILE_FEEDS) == outcomes(p, {}, HOSTILE_FEEDS)
+    g2, f2 = export(q)
+    assert f2 == fetches
+    assert export(reimport(g2, f2, ["x"])) == (g2, f2)
+
+
+@settings(max_examples=2 * settings.default.max_examples, deadline=None, database=None)
+@given(hostile_programs())
+def test_an_export_naming_every_node_keeps_each_valid_name_no_output_takes(p):
+    """With `names` (the export a replay forces a schedule on): every node
+    of the program in the graph, a valid name no feed or output takes kept,
+    and the graph's outcomes the program's."""
+    names: dict[str, str] = {}
+    g, fetches = export(p, names=names)
+    assert set(names) == set(p.node)
+    assert len(set(names.values())) == len(names)
+    for n, m in names.items():
+        if valid_node_name(n) and n not in p.outputs and n not in p.feed_names:
+            assert m == n
+    q = reimport(g, fetches, ["x"])
+    assert outcomes(q, {}, HOSTILE_FEEDS) == outcomes(p, {}, HOSTILE_FEEDS)
+
+
+@settings(max_examples=max(4, settings.default.max_examples // 8), deadline=None,
+          database=None)
+@given(hostile_programs())
+def test_tensorflow_runs_an_export_of_hostile_names_to_the_programs_outcome(p):
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    g, fetches = export(p)
+    assert tf_outcome(g, fetches, HOSTILE_FEEDS) == the_outcome(p, HOSTILE_FEEDS)
+
+
+# -- the command's message -------------------------------------------------
+
+SESSIONS = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sessions")
+
+
+def _port_session(tmp_path) -> str:
+    """The critical-section counter with its output named like a tensor,
+    `r:0` (what a session over a graph names a fetch of `r:0`)."""
+    with open(os.path.join(SESSIONS, "counter_critical.session.json")) as f:
+        data = json.load(f)
+    data["program"]["outputs"] = {"r:0": "r"}
+    for run in data["runs"]:
+        run["fetch"] = ["r:0"]
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("session_out", [False, True])
+def test_tfsem_export_of_a_session_says_where_an_output_is_fetched(tmp_path, capsys,
+                                                                    session_out):
+    """The help says the command names the node an output like `s:1` is
+    fetched at: for a session's graph too (without --session-out nothing
+    else says so), on standard error, the graph on standard output
+    untouched."""
+    from tfsem.cli import main
+    from tfsem.graphdef.proto import parse_text
+    args = ["export", _port_session(tmp_path)]
+    if session_out:
+        args += ["-o", str(tmp_path / "g.pbtxt"), "--session-out", str(tmp_path / "o.json")]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "output 'r:0'" in err and "'r_0'" in err and "Traceback" not in err
+    text = (tmp_path / "g.pbtxt").read_text() if session_out else out
+    g = parse_text("GraphDef", text)
+    assert [n["op"] for n in g["node"] if n["name"] == "r_0"] == ["Identity"]
+    if session_out:
+        runs = json.loads((tmp_path / "o.json").read_text())["runs"]
+        assert [r["fetch"] for r in runs] == [["r_0"], ["r_0"]]

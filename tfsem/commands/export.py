@@ -35,19 +35,21 @@ def run(args: argparse.Namespace) -> int:
     from tfsem.graphdef.proto import encode, format_text
     from .blocking_sessions import blocking_session
     session = blocking_session(args.program, args)
+    fetch_of: dict[str, str] = {}
     if session is not None:
-        graph = _session_graph(session, args)
+        # (a session's graph too: its program's outputs are fetched by the
+        # same rule, and without --session-out nothing else says where)
+        graph = _session_graph(session, args, fetch_of)
     else:
         if args.session_out:
             raise UsageError("--session-out applies to a session with critical sections or "
                              "queues")
         program = load_from_args(args.program, args)
-        fetch_of: dict[str, str] = {}
         graph = export_graph(program, fetches=fetch_of)
-        for o, f in fetch_of.items():
-            if f != o:   # (`s:1`, an output fetched at a port: no node name)
-                print(f"tfsem export: output {o!r} is no node name TensorFlow takes: fetch it "
-                      f"as node {f!r}", file=sys.stderr)
+    for o, f in fetch_of.items():
+        if f != o:   # (`s:1`, an output fetched at a port: no node name)
+            print(f"tfsem export: output {o!r} is no node name TensorFlow takes: fetch it "
+                  f"as node {f!r}", file=sys.stderr)
     if args.output and args.output.endswith(".pb"):
         data = encode("GraphDef", graph)
     else:
@@ -63,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _session_graph(session, args: argparse.Namespace) -> dict:
+def _session_graph(session, args: argparse.Namespace, fetches: dict[str, str]) -> dict:
     """The graph of a session's program with its sections and queues
-    (graphdef/blocking_export.py); with --session-out, the session over it."""
+    (graphdef/blocking_export.py); with --session-out, the session over it.
+    `fetches` receives each output -> the node fetched for it."""
     import json
     import os
 
     from tfsem.graphdef.blocking_export import export_session_graph, graph_session_json
-    fetches: dict[str, str] = {}
     graph, targets, names = export_session_graph(session.program, session.blocking, session.runs,
                                                  fetches)
     if args.session_out:
