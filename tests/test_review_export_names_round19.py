@@ -175,10 +175,11 @@ def test_an_output_at_a_port_beside_a_node_of_its_name_reaches_a_fixed_point():
 #: Const operand `r/shape` of a Reshape `r`, the Split `p/split` of a
 #: Split part `p`, a tensor's name
 NODE_NAMES = ["a", "a_1", "a b", "a:1", "a_1_1", "r/shape", "r/shape_1", "p/split",
-              "p/split_dim", "é", "node_", "_a", "node_a", "x_0", "o", "o_1", "s/output_1"]
+              "p/split_dim", "é", "node_", "_a", "node_a", "x_0", "o", "o_1", "s/output_1",
+              ".", "a>b", "a//b", "a/", "a>"]
 #: output names: tensors' names, names TensorFlow refuses, nodes' names
 OUTPUT_NAMES = ["a", "a:1", "a_1", "a:0", "a b", "o", "o:0", "é", "è", "x:0", "a_1_1",
-                "r/shape", "r:0", "p:1", "node_", "s:1", "s_1"]
+                "r/shape", "r:0", "p:1", "node_", "s:1", "s_1", "a>b:0", "a/", ".:1", "a>"]
 
 
 @st.composite
@@ -295,3 +296,182 @@ def test_tfsem_export_of_a_session_says_where_an_output_is_fetched(tmp_path, cap
     if session_out:
         runs = json.loads((tmp_path / "o.json").read_text())["runs"]
         assert [r["fetch"] for r in runs] == [["r_0"], ["r_0"]]
+
+
+# -- outputs at ports: control flow, many ports -----------------------------
+
+def _conditional_with_port_outputs():
+    """The functional-campaign conditional (a Switch `c0/sk` of a Const,
+    branches writing x0, a Merge `c0/m`) with outputs at ports, `c0/sk:1`
+    among them (dead when p0 is false), beside nodes and outputs of the
+    names the export would make of them (`c0/sk_1`, `c0/m_0`)."""
+    from test_campaigns_grappler_functional import COND
+    data = json.loads(json.dumps(COND))
+    data["nodes"] += [{"name": "c0/sk_1", "op": "Const", "value": 9},
+                      {"name": "c0/m_0", "op": "Const", "value": 8}]
+    data["outputs"] = {"c0/m:0": "c0/m", "c0/sk:1": "c0/sk:1", "k": "c0/sk_1",
+                       "c0/m_0": "c0/m_0"}
+    return program_from_json(data)
+
+
+@pytest.mark.parametrize("p0", [True, False])
+def test_outputs_at_ports_of_a_conditional_export_to_its_outcomes_and_a_fixed_point(p0):
+    p = _conditional_with_port_outputs()
+    g, fetches = export(p)
+    assert fetches["c0/m:0"] not in p.node and fetches["c0/sk:1"] not in p.node
+    feeds = {"p0": Tensor(np.asarray(p0))}
+    init = {"x0": Tensor(np.asarray(1, dtype=np.int64))}
+    q = reimport(g, fetches, ["p0"])
+    assert outcomes(q, init, feeds) == outcomes(p, init, feeds)
+    g2, f2 = export(q)
+    assert f2 == fetches and export(reimport(g2, f2, ["p0"])) == (g2, f2)
+
+
+def test_tensorflow_runs_the_conditionals_export_to_one_of_its_outcomes():
+    """p0 true (every output live: TensorFlow fails a fetch of a dead
+    tensor, where tfsem's output is the dead value)."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.oracle.dispatch import outcome_set
+    p = _conditional_with_port_outputs()
+    g, fetches = export(p)
+    feeds = {"p0": Tensor(np.asarray(True))}
+    init = {"x0": Tensor(np.asarray(1, dtype=np.int64))}
+    allowed = outcome_set(p, feeds, init, "atomic", "outputs+state").as_dict(10)
+    got = tf_outcome(g, fetches, feeds, init)
+    assert got in allowed
+    assert dict(got.outputs)["k"] == Tensor(np.asarray(9, dtype=np.int64))
+
+
+def _unpacked():
+    """An Unpack `u` of four parts, all fetched at their ports (`u:0` ...
+    `u:3`), beside nodes `u_1` (a Neg), `u_3` (an Identity of `u:3`) and
+    `u_2_1` (an Identity of `u:1`), fetched too: every name the export
+    would make of `u:K` is someone's."""
+    g0 = {"node": [
+        {"name": "x", "op": "Placeholder", "attr": {"dtype": F32, "shape": {"shape": {
+            "dim": [{"size": 4}, {"size": 2}]}}}},
+        {"name": "u", "op": "Unpack", "input": ["x"],
+         "attr": {"T": F32, "num": {"i": 4}, "axis": {"i": 0}}},
+        {"name": "u_1", "op": "Neg", "input": ["u:0"], "attr": {"T": F32}},
+        {"name": "u_3", "op": "Identity", "input": ["u:3"], "attr": {"T": F32}},
+        {"name": "u_2_1", "op": "Identity", "input": ["u:1"], "attr": {"T": F32}}]}
+    fetch = ["u:0", "u:1", "u:2", "u:3", "u_1", "u_3", "u_2_1"]
+    return import_graph(g0, fetch, sinks(g0, fetch), feeds=["x"]).program
+
+
+UNPACK_FEEDS = {"x": f32([[1.0, -0.0], [3.0, np.nan], [-np.inf, 6.0], [1e-45, 8.0]])}
+
+
+def test_every_port_of_an_unpack_fetched_beside_nodes_of_those_names():
+    p = _unpacked()
+    g, fetches = export(p)
+    assert {o: fetches[o] for o in ("u_1", "u_3", "u_2_1")} == \
+        {"u_1": "u_1", "u_3": "u_3", "u_2_1": "u_2_1"}
+    q = reimport(g, fetches, ["x"])
+    assert outcomes(q, {}, UNPACK_FEEDS) == outcomes(p, {}, UNPACK_FEEDS)
+    g2, f2 = export(q)
+    assert f2 == fetches and export(reimport(g2, f2, ["x"])) == (g2, f2)
+
+
+def test_tensorflow_runs_every_port_of_the_unpack_to_the_oracles_outcome():
+    """(NaN, -0.0, ±inf among the values; the subnormal 1e-45 passes
+    Unpack and Identity unflushed: no arithmetic on it but the Neg of
+    row 0)"""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    p = _unpacked()
+    g, fetches = export(p)
+    assert tf_outcome(g, fetches, UNPACK_FEEDS) == the_outcome(p, UNPACK_FEEDS)
+
+
+# -- the same bytes in every process -----------------------------------------
+
+HOSTILE = {"format": "tfsem.program/1", "variables": [],
+           "feeds": {"x": {"dtype": "int32", "shape": [2]}},
+           "nodes": [X, {"name": "a b", "op": "Neg", "inputs": ["x"]},
+                     {"name": "a_b", "op": "Identity", "inputs": ["x"]},
+                     {"name": "é", "op": "Abs", "inputs": ["x"]},
+                     {"name": "r", "op": "Reshape", "shape": [2, 1], "inputs": ["a b"]},
+                     {"name": "r/shape", "op": "Identity", "inputs": ["é"]},
+                     {"name": "s_1", "op": "Identity", "inputs": ["r"]}],
+           "outputs": {"a_b": "a_b", "s:1": "r", "é": "é", "è": "a b", "r/shape:0": "r/shape",
+                       "s_1_1": "s_1"}}
+
+
+def test_an_export_of_hostile_names_is_the_same_bytes_whatever_the_hash_seed():
+    script = ("import json, sys; from tfsem.oracle.jsonio import program_from_json; "
+              "from tfsem.graphdef.exporter import export_text; "
+              "sys.stdout.write(export_text(program_from_json(json.loads(sys.argv[1]))))")
+    texts = {subprocess.run([sys.executable, "-c", script, json.dumps(HOSTILE)],
+                            capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+             for seed in ("1", "2", "3")}
+    assert texts == {format_text("GraphDef", export_graph(program_from_json(HOSTILE)))}
+    p = program_from_json(HOSTILE)
+    g, fetches = export(p)
+    feeds = {"x": i32([-2**31, 7])}
+    assert outcomes(reimport(g, fetches, ["x"]), {}, feeds) == outcomes(p, {}, feeds)
+
+
+# -- the replay on TensorFlow, the run command -------------------------------
+
+def _hostile_counter_case() -> dict:
+    """The counter whose read drops its control dependency on the
+    increment, with nodes of names TensorFlow refuses (`counter var`,
+    `incr ement`, `read me`) beside nodes of the names they are made into
+    (`incr_ement`, `read_me`), and an output named like a tensor
+    (`value:0`) beside a node of the name it is made into (`value_0`)."""
+    with open(os.path.join(os.path.dirname(__file__), "cases", "tensorflow",
+                           "counter_drop_control_dependency.json")) as f:
+        case = json.load(f)
+    rename = {"counter": "counter var", "increment": "incr ement", "read": "read me"}
+
+    def hostile(prog):
+        for n in prog["nodes"]:
+            n["name"] = rename.get(n["name"], n["name"])
+            n["inputs"] = [("^" if i.startswith("^") else "") + rename.get(i.lstrip("^"),
+                                                                           i.lstrip("^"))
+                           for i in n.get("inputs", [])]
+        prog["nodes"] += [{"name": "value_0", "op": "Const",
+                           "value": {"dtype": "int32", "value": 5}},
+                          {"name": "incr_ement", "op": "Const",
+                           "value": {"dtype": "int32", "value": 6}},
+                          {"name": "read_me", "op": "Identity", "inputs": ["read me"]}]
+        prog["outputs"] = {"value:0": "value", "k": "value_0", "read_me": "read_me"}
+    hostile(case["original"])
+    hostile(case["rewritten"])
+    return case
+
+
+def test_the_replay_of_a_counterexample_with_hostile_names_is_confirmed_on_tensorflow(
+        tmp_path, capsys):
+    """The replay exports the rewritten program naming every node
+    (`names`) and fetches each output at its node (`fetches`): TensorFlow
+    gives the counterexample's outcome, every output of it (`k` = 5 is the
+    Const `value_0`, not `incr_ement`'s 6)."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(_hostile_counter_case()))
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("unsound")
+    assert "rewritten outcome:  k = i32 5, read_me = 0, value:0 = 0" in out
+    assert "confirmed on: oracle, numpy, tensorflow" in out
+
+
+def test_tfsem_run_on_tensorflow_refuses_a_feed_tensorflow_cannot_name(tmp_path, capsys):
+    """A feed is the Placeholder of its name: `x:0` is refused by name,
+    exit 2, no traceback (before, TensorFlow refused the graph)."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({
+        "format": "tfsem.program/1", "variables": [],
+        "feeds": {"x:0": {"dtype": "float32", "shape": [2]}},
+        "nodes": [{"name": "x", "op": "Identity", "inputs": ["$x:0"]},
+                  {"name": "n", "op": "Neg", "inputs": ["x"]}],
+        "outputs": {"n:0": "n"}}))
+    assert main(["run", str(path), "--backend", "tensorflow", "--runs", "1",
+                 "--feed", "x:0=[1,2]"]) == 2
+    err = capsys.readouterr().err
+    assert "feed $x:0" in err and "Traceback" not in err
