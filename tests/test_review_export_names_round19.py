@@ -475,3 +475,60 @@ def test_tfsem_run_on_tensorflow_refuses_a_feed_tensorflow_cannot_name(tmp_path,
                  "--feed", "x:0=[1,2]"]) == 2
     err = capsys.readouterr().err
     assert "feed $x:0" in err and "Traceback" not in err
+
+
+#: Two Assign-Adds of x, ordered in the original, unordered in the
+#: rewritten: a lost update under the decomposed semantics, which the
+#: replay forces by exporting the Assigns split (`NAME/read`,
+#: `NAME/compute`): their names are `inc 0` and `inc:1`, made into names
+#: beside the Const `inc_0` and the output `inc_1`
+SPLIT_CASE = {
+    "format": "tfsem.case/1", "semantics": "decomposed", "observe": "outputs+state",
+    **{side: {"format": "tfsem.program/1", "variables": ["x"], "nodes": [
+        {"name": "v 0", "op": "Var", "var": "x"}, {"name": "one", "op": "Const", "value": 1},
+        {"name": "inc 0", "op": "Assign", "fn": "Add", "inputs": ["v 0", "one"]},
+        {"name": "inc_0", "op": "Const", "value": 7},
+        {"name": "v_0", "op": "Var", "var": "x"},
+        {"name": "inc:1", "op": "Assign", "fn": "Add",
+         "inputs": ["v_0", "one"] + (["^inc 0"] if side == "original" else [])}],
+        "outputs": {"inc_0:0": "inc_0", "inc_1": "one"}}
+       for side in ("original", "rewritten")}}
+
+
+def test_a_split_assign_replay_with_hostile_names_is_confirmed_on_tensorflow(tmp_path, capsys):
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(SPLIT_CASE))
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "rewritten outcome:  inc_0:0 = 7, inc_1 = 1, x := 1" in out
+    assert "as read, compute and write nodes" in out
+    assert "confirmed on: oracle, numpy, tensorflow" in out
+
+
+def test_a_session_of_hostile_names_runs_on_tensorflow_threads_within_the_oracles_set(
+        tmp_path, capsys):
+    """The critical-section counter with its Read named `r e` beside an
+    Identity `r_e`, output `r:0` beside an Identity `r_0` fetched too: each
+    trial's results are in the oracle's set (each fetched at its node)."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    with open(os.path.join(SESSIONS, "counter_critical.session.json")) as f:
+        data = json.load(f)
+    for n in data["program"]["nodes"]:
+        n["name"] = "r e" if n["name"] == "r" else n["name"]
+        n["inputs"] = ["r e" if i == "r" else i for i in n.get("inputs", [])]
+    data["program"]["nodes"] += [{"name": "r_e", "op": "Identity", "inputs": ["one"]},
+                                 {"name": "r_0", "op": "Identity", "inputs": ["r e"]}]
+    data["program"]["outputs"] = {"r:0": "r e", "r_e": "r_e", "r_0": "r_0"}
+    for run in data["runs"]:
+        run["fetch"] = ["r:0", "r_e", "r_0"]
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps(data))
+    assert main(["run", str(path), "--backend", "tensorflow", "--runs", "8", "--init",
+                 "x=0"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("  ") and "trial" in line]
+    assert rows and all(line.endswith("in the oracle set") for line in rows), out
+    assert all("step1/r_e = 1" in line and "step2/r_e = 1" in line for line in rows)
