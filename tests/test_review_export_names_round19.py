@@ -532,3 +532,26 @@ def test_a_session_of_hostile_names_runs_on_tensorflow_threads_within_the_oracle
     rows = [line for line in out.splitlines() if line.startswith("  ") and "trial" in line]
     assert rows and all(line.endswith("in the oracle set") for line in rows), out
     assert all("step1/r_e = 1" in line and "step2/r_e = 1" in line for line in rows)
+
+
+def test_a_session_over_a_graph_fetching_a_tensor_runs_on_tensorflow_threads(tmp_path, capsys):
+    """A session over the counter graph fetching `read:0` (a tensor's name,
+    the output's too): the concurrent runs on TensorFlow threads fetch it
+    at its Identity `read_0` of the export and stay in the oracle's set
+    (before, they fetched `read:0` of a graph whose node was named so)."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    graph = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "tensorflow",
+                         "counter.pbtxt")
+    path = tmp_path / "s.session.json"
+    path.write_text(json.dumps({
+        "format": "tfsem.session/1", "program": {"graph": os.path.abspath(graph)},
+        "runs": [{"name": "step1", "fetch": ["read:0", "value"]},
+                 {"name": "step2", "fetch": ["read:0"]}],
+        "order": "concurrent"}))
+    assert main(["run", str(path), "--backend", "tensorflow", "--runs", "6",
+                 "--init", "counter=0"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "trial" in line and line.startswith("  ")]
+    assert rows and all(line.endswith("in the oracle's set") for line in rows), out
+    assert all("step1: read:0 = " in line for line in rows)
