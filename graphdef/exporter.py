@@ -377,11 +377,20 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     # renamed, a Const operand, a Split) is one not in it (`fresh`)
     taken = set(reserved) | keep
 
+    last: dict[str, int] = {}
+
     def fresh(base: str) -> str:
-        name, k = base, 0
+        # (the search for `base_k` resumes at the last k given for `base`:
+        # every `base_j` below it was taken then and is still, as `taken`
+        # only grows, so the name is the one a search from k = 0 finds; from
+        # 0, n names that TensorFlow refuses and that differ only there
+        # (`a?` for n characters ?, each made `a_`) took n^2 / 2 steps)
+        k = last.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in taken:
             k += 1
             name = f"{base}_{k}"
+        last[base] = k
         taken.add(name)
         return name
 
@@ -568,6 +577,7 @@ def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
     feeds, nodes = set(p.feed_names), set(p.node)
     fetch_of = {o: o for o in p.outputs if valid_node_name(o)}
     taken = feeds | set(fetch_of)
+    last: dict[str, int] = {}       # base -> the last k tried (export_graph's `fresh`)
     for o, port in p.outputs.items():
         if o in fetch_of:
             continue
@@ -579,10 +589,12 @@ def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
                 own.name not in taken:
             name = own.name
         else:
-            name, k = base, 0
+            k = last.get(base, 0)
+            name = f"{base}_{k}" if k else base
             while name in taken or name in nodes:
                 k += 1
                 name = f"{base}_{k}"
+            last[base] = k
         taken.add(name)
         fetch_of[o] = name
     return fetch_of

@@ -555,3 +555,28 @@ def test_a_session_over_a_graph_fetching_a_tensor_runs_on_tensorflow_threads(tmp
     rows = [line for line in out.splitlines() if "trial" in line and line.startswith("  ")]
     assert rows and all(line.endswith("in the oracle's set") for line in rows), out
     assert all("step1: read:0 = " in line for line in rows)
+
+
+def test_names_made_alike_are_numbered_in_order_around_the_names_kept():
+    """Names that differ only in characters TensorFlow refuses are all made
+    `a_`: the first keeps it, the others get the next `_k` free, passing
+    over a program node `a__2` (which keeps its name); outputs `a_:0` and
+    `a_ 0` are both made `a__0`, the second `a__0_1`.  (`fresh` and
+    `_fetch_names` resume their search where they last stopped for a base:
+    this is where a search from `_1` ends too; from `_1`, n such names took
+    n^2 / 2 steps, 12 s for 8000 where 8000 plain names take 0.3 s.)"""
+    chars = "éèêëē"
+    nodes = [X] + [{"name": "a" + c, "op": "Neg", "inputs": ["x"]} for c in chars] + \
+        [{"name": "a__2", "op": "Abs", "inputs": ["x"]}]
+    p = program(nodes, {"a_:0": "x", "a_ 0": "a__2"})
+    for kw in ({}, {"names": {}}):
+        g, fetches = export(p, **kw)
+        assert fetches == {"a_:0": "a__0", "a_ 0": "a__0_1"}
+        ops = {n["name"]: n["op"] for n in g["node"]}
+        assert [ops[n] for n in ("a_", "a__1", "a__3", "a__4", "a__5")] == ["Neg"] * 5
+        assert ops["a__2"] == "Abs" and "a__6" not in ops
+        if "names" in kw:
+            assert [kw["names"]["a" + c] for c in chars] == ["a_", "a__1", "a__3", "a__4",
+                                                             "a__5"]
+        feeds = {"x": i32(-4)}
+        assert outcomes(reimport(g, fetches, ["x"]), {}, feeds) == outcomes(p, {}, feeds)
