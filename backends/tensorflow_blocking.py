@@ -123,7 +123,11 @@ def run_blocking_session_threads(session, init: Mapping[str, Any], trials: int,
             break
         graph = tf.Graph()
         with graph.as_default():
-            tf.compat.v1.import_graph_def(gd, name="")
+            try:
+                tf.compat.v1.import_graph_def(gd, name="")
+            except Exception as exc:    # (as GraphRunner: a graph TensorFlow refuses
+                # is a failed run, said so, not a traceback)
+                raise TensorFlowRunError(f"TensorFlow cannot load the graph: {exc}") from exc
             init_ops, reads = [], {}
             for n in p.nodes:
                 if n.op != "Var":
