@@ -29,7 +29,7 @@ from tfsem.oracle.blocking import Blocking
 from tfsem.oracle.opdefs import queues as queue_defs
 from tfsem.oracle.program import Program
 
-from .exporter import TF_DTYPES, ExportError, export_graph
+from .exporter import TF_DTYPES, ExportError, _node_name_like, export_graph, valid_node_name
 
 
 def section_ends(p: Program, b: Blocking) -> dict[str, tuple[str, str, list[str]]]:
@@ -97,7 +97,10 @@ def export_with_real_queues(p, b: Blocking, names: dict[str, str],
     taken = set(by_name)
 
     def fresh(base: str) -> str:
-        name = base
+        # (a base made of a section's or a queue's name, `mutex_c s`, is no
+        # node name TensorFlow takes where that name has other characters:
+        # made like it, `mutex_c_s`, as export_graph names such nodes)
+        name = base if valid_node_name(base) else _node_name_like(base)
         while name in taken:
             name += "_"
         taken.add(name)

@@ -580,3 +580,85 @@ def test_names_made_alike_are_numbered_in_order_around_the_names_kept():
                                                              "a__5"]
         feeds = {"x": i32(-4)}
         assert outcomes(reimport(g, fetches, ["x"]), {}, feeds) == outcomes(p, {}, feeds)
+
+
+# -- the names a session's graph adds: mutexes and queues --------------------
+
+def _hostile_section_session(tmp_path) -> str:
+    """The critical-section counter with its section named `c s:1`."""
+    with open(os.path.join(SESSIONS, "counter_critical.session.json")) as f:
+        data = json.load(f)
+    for n in data["program"]["nodes"]:
+        if "critical_section" in n:
+            n["critical_section"] = "c s:1"
+    path = tmp_path / "cs.session.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _hostile_queue_session(tmp_path) -> str:
+    """The queue-batches session with its queue named `q é`, a dequeue
+    named `t wo` and its output `pair:0`."""
+    with open(os.path.join(SESSIONS, "queue_batches.session.json")) as f:
+        data = json.load(f)
+    data["program"]["queues"] = {"q é": data["program"]["queues"]["q"]}
+    for n in data["program"]["nodes"]:
+        if "queue" in n:
+            n["queue"] = "q é"
+        if n["name"] == "two":
+            n["name"] = "t wo"
+    data["program"]["outputs"] = {"pair:0": "t wo", "item": "one"}
+    for run in data["runs"]:
+        run["fetch"] = ["pair:0" if f == "pair" else f for f in run.get("fetch", [])]
+    path = tmp_path / "qs.session.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("make", [_hostile_section_session, _hostile_queue_session])
+def test_a_sessions_mutex_and_queue_nodes_have_names_tensorflow_takes(tmp_path, capsys, make):
+    """The session's graph adds a MutexV2, MutexLock and ConsumeMutexLock
+    per section (`mutex_SECTION`, ...) and a FIFOQueueV2 per queue
+    (`queue_QUEUE`): a section or queue whose name TensorFlow refuses in a
+    node's made them nodes TensorFlow refuses (`mutex_c s:1`, `queue_q é`),
+    and `tfsem run --backend tensorflow` failed with a traceback."""
+    from tfsem.cli import main
+    from tfsem.graphdef.proto import parse_text
+    assert main(["export", make(tmp_path), "-o", str(tmp_path / "g.pbtxt")]) == 0
+    capsys.readouterr()
+    g = parse_text("GraphDef", (tmp_path / "g.pbtxt").read_text())
+    names = [n["name"] for n in g["node"]]
+    assert all(valid_node_name(n) for n in names), names
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("make", [_hostile_section_session, _hostile_queue_session])
+def test_such_a_session_runs_on_tensorflow_threads_within_the_oracles_set(tmp_path, capsys,
+                                                                          make):
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    args = ["run", make(tmp_path), "--backend", "tensorflow", "--runs", "4"]
+    if make is _hostile_section_session:
+        args += ["--init", "x=0"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    rows = [line for line in out.splitlines() if line.startswith("  ") and "trial" in line]
+    assert rows and all(line.endswith("in the oracle set") for line in rows), out + err
+
+
+def test_a_session_graph_tensorflow_refuses_is_an_error_not_a_traceback(tmp_path, capsys,
+                                                                       monkeypatch):
+    """Threaded session runs load the graph as GraphRunner does: a graph
+    TensorFlow refuses is `TensorFlow cannot load the graph: ...`, exit 2
+    (here TensorFlow's importer is made to refuse it)."""
+    tf = pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+
+    def refuse(*args, **kwargs):
+        raise ValueError("Node 'mutex_cs': refused here")
+    monkeypatch.setattr(tf.compat.v1, "import_graph_def", refuse)
+    path = os.path.join(SESSIONS, "counter_critical.session.json")
+    assert main(["run", path, "--backend", "tensorflow", "--runs", "2", "--init", "x=0"]) == 2
+    err = capsys.readouterr().err
+    assert "TensorFlow cannot load the graph" in err and "refused here" in err
+    assert "Traceback" not in err
