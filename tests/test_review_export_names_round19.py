@@ -176,10 +176,11 @@ def test_an_output_at_a_port_beside_a_node_of_its_name_reaches_a_fixed_point():
 #: Split part `p`, a tensor's name
 NODE_NAMES = ["a", "a_1", "a b", "a:1", "a_1_1", "r/shape", "r/shape_1", "p/split",
               "p/split_dim", "é", "node_", "_a", "node_a", "x_0", "o", "o_1", "s/output_1",
-              ".", "a>b", "a//b", "a/", "a>"]
+              ".", "a>b", "a//b", "a/", "a>", "a/b_1", "a/b", "a/b:1/c"]
 #: output names: tensors' names, names TensorFlow refuses, nodes' names
 OUTPUT_NAMES = ["a", "a:1", "a_1", "a:0", "a b", "o", "o:0", "é", "è", "x:0", "a_1_1",
-                "r/shape", "r:0", "p:1", "node_", "s:1", "s_1", "a>b:0", "a/", ".:1", "a>"]
+                "r/shape", "r:0", "p:1", "node_", "s:1", "s_1", "a>b:0", "a/", ".:1", "a>",
+                "a/b:1", "a/b_1", "a/b:1/c"]
 
 
 @st.composite
