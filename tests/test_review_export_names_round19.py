@@ -663,3 +663,40 @@ def test_a_session_graph_tensorflow_refuses_is_an_error_not_a_traceback(tmp_path
     err = capsys.readouterr().err
     assert "TensorFlow cannot load the graph" in err and "refused here" in err
     assert "Traceback" not in err
+
+
+# -- generated programs, their outputs renamed like tensors -----------------
+
+@st.composite
+def generated_with_tensor_named_outputs(draw):
+    """A generated program (variables, Assigns, control edges) whose
+    outputs are renamed like tensors of its nodes (`NODE:K`), or like a
+    node's name with a character TensorFlow refuses (`NODE é`), or kept."""
+    from tfsem.generators import grappler as gen
+    from tfsem.oracle.jsonio import program_to_json
+    p, feeds, init = draw(gen.strategy(8, "outputs+state"))
+    data = program_to_json(p)
+    names = [n["name"] for n in data["nodes"]]
+    outputs = {}
+    for k, (o, port) in enumerate(data["outputs"].items()):
+        how = draw(st.sampled_from(["keep", "port", "odd"]))
+        node = draw(st.sampled_from(names))
+        new = {"keep": o, "port": f"{node}:{k % 2}", "odd": f"{node} é"}[how]
+        if new in outputs or new in data.get("feeds", {}):
+            new = o
+        outputs[new] = port
+    data["outputs"] = outputs
+    return program_from_json(data), feeds, init
+
+
+@settings(max_examples=settings.default.max_examples // 2, deadline=None, database=None)
+@given(generated_with_tensor_named_outputs())
+def test_a_generated_program_with_outputs_named_like_tensors_exports_to_its_outcomes(case):
+    from tfsem.oracle.program import ProgramError
+    p, feeds, init = case
+    try:
+        g, fetches = export(p)
+    except (ExportError, ProgramError):    # refused by name (none in 100 drawn)
+        return
+    q = reimport(g, fetches, list(p.feed_names))
+    assert outcomes(q, init, feeds) == outcomes(p, init, feeds)
