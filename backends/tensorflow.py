@@ -373,15 +373,22 @@ class Replay:
     mode: str = "tensorflow"
     version: str = ""
     budget: bool = False    # not replayed: the time budget ran out first (`reason` says where)
+    #: the replay of the original's witness schedules (`with_original`):
+    #: {"graph", "outcomes", "listed", "replayed", "agreed"}; None where it
+    #: was not attempted (the rewritten program's replay did not confirm)
+    original: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": "confirmed" if self.confirmed else "not-replayed",
-                "confirmed": self.confirmed, "reason": self.reason, "budget": self.budget,
-                "graph": self.graph,
-                "forced_schedule": list(self.forced), "free_steps": list(self.free),
-                "split_assigns": list(self.split),
-                "outcome": None if self.outcome is None else self.outcome.to_json(),
-                "mode": self.mode, "tensorflow": self.version}
+        out = {"status": "confirmed" if self.confirmed else "not-replayed",
+               "confirmed": self.confirmed, "reason": self.reason, "budget": self.budget,
+               "graph": self.graph,
+               "forced_schedule": list(self.forced), "free_steps": list(self.free),
+               "split_assigns": list(self.split),
+               "outcome": None if self.outcome is None else self.outcome.to_json(),
+               "mode": self.mode, "tensorflow": self.version}
+        if self.original is not None:
+            out["original"] = dict(self.original)
+        return out
 
     def describe(self) -> str:
         """One line for a verdict's text."""
@@ -595,6 +602,141 @@ def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
         return Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
 
 
+
+@dataclass
+class _Witness:
+    """One of the original's witnesses as the replay functions read a
+    counterexample: σ, the witness schedule, and the outcome the oracle
+    gives for it (no original's outcomes to be none of)."""
+    feeds: Mapping[str, Any]
+    init: Mapping[str, Any]
+    schedule: list[str]
+    outcome: Any
+    original_outcomes: tuple = ()
+
+
+def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
+                  mode: str = "tensorflow", deadline: float | None = None,
+                  graph: Any = None, targets: Sequence[str] = (),
+                  captures: Mapping[str, Any] | None = None,
+                  label: str = "the original program, exported") -> Replay:
+    """`rep` (the replay of counterexample `cx` on the rewritten program)
+    with the original's side replayed on TensorFlow too: where `rep`
+    confirmed, each witness schedule of the original that the verdict lists
+    (`cx.original_outcomes`) is forced on the original (`graph` itself when
+    given, as `replay_graph` runs one, the program `original` exported
+    where the graph cannot be forced; else `original` exported, as
+    `replay_program` runs one) from σ, and TensorFlow must give the
+    outcome the oracle gives for it.  Only then does the replay stay
+    confirmed: an outcome of the original that TensorFlow does not give
+    (a model of an op of the original that differs from TensorFlow's
+    kernel) would otherwise make a rewrite look unsound on TensorFlow's
+    word.  Where a witness gives another outcome, cannot be replayed, or
+    the `deadline` (time.monotonic()) passes first, the replay is not
+    confirmed and its `reason` says which and why (``budget`` for the
+    deadline); `rep.original` says how many witnesses were replayed.
+
+    Why each witness giving its own listed outcome is the whole check:
+    the listed outcomes are none of them the counterexample's (the oracle
+    showed it), so TensorFlow's runs of the original then do not give
+    the rewritten program's outcome either.  A projected listing (an
+    original with too many outcomes at σ to enumerate: each listed
+    outcome holds only the parts the verdict names) is compared on those
+    parts (`agrees`).  Where the verdict lists fewer outcomes than the
+    original has at σ, only those listed are replayed, and the reason
+    says so.  Never raises."""
+    if not rep.confirmed:
+        return rep
+    listed = list(cx.original_outcomes)
+    n = len(listed)
+    info: dict[str, Any] = {"graph": label, "outcomes": getattr(cx, "original_count", n),
+                            "listed": n, "replayed": 0, "agreed": None}
+    rep.original = info
+
+    def withdrawn(reason: str, budget: bool = False) -> Replay:
+        rep.confirmed, rep.budget = False, budget
+        rep.reason = reason
+        return rep
+
+    if n == 0:
+        return withdrawn("the verdict lists no witness schedule of the original to replay: "
+                         "TensorFlow's replay of the rewritten program alone confirms nothing")
+
+    def one(witness: _Witness) -> Replay:
+        if graph is None:
+            return replay_program(original, witness, observe=observe, mode=mode, label=label,
+                                  deadline=deadline)
+        r = replay_graph(graph, original, witness, targets=targets, observe=observe, mode=mode,
+                         label=label, deadline=deadline, captures=captures)
+        if r.outcome is None and not r.budget:
+            # (the schedule cannot be forced on the graph itself: the
+            # original's import, exported, as `tfsem grappler` does for
+            # the rewritten graph)
+            exported = replay_program(original, witness, observe=observe, mode=mode,
+                                      deadline=deadline)
+            if exported.outcome is not None or exported.budget:
+                return exported
+        return r
+
+    for i, (shown, schedule) in enumerate(listed):
+        which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
+        try:
+            r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
+        except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
+            r = Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
+        if r.budget:
+            return withdrawn(f"{r.reason}, during the replay of the original's witness schedules "
+                             f"({i} of {n} replayed; the rewritten program gave the "
+                             "counterexample's outcome)", budget=True)
+        if r.outcome is None:
+            return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
+                             "rewritten program gave the counterexample's outcome, but without "
+                             "the original's side TensorFlow confirms nothing")
+        diff = _disagreement(r.outcome, shown)
+        if diff is not None:
+            info["agreed"] = False
+            return withdrawn(f"TensorFlow and the oracle differ on the original: its {which} "
+                             f"({r.graph or label}) gives {diff}; the oracle's outcomes of the "
+                             "original are not TensorFlow's here (a model of an op that differs "
+                             "from TensorFlow's kernel), so the rewritten program's outcome, "
+                             "which TensorFlow gave, is not confirmed as new")
+        info["replayed"] = i + 1
+    info["agreed"] = True
+    forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
+    count = info["outcomes"]
+    rep.reason += (f"; {label}, run with {forced} forced, gave the oracle's outcome"
+                   + ("" if n == 1 else "s")
+                   + (f" (the {n} the verdict lists of the original's {count} outcomes at "
+                      "this σ)" if isinstance(count, int) and count > n else ""))
+    return rep
+
+
+def agrees(got, shown) -> bool:
+    """Does TensorFlow's outcome `got` agree with an outcome `shown` of the
+    oracle (SPEC section 2 equality of every part `shown` has)?  A full
+    outcome has every part `got` has, so this is equality; a projected
+    one (checking/check.py `unsound_projected`) is compared on its parts."""
+    return _disagreement(got, shown) is None
+
+
+def _disagreement(got, shown) -> str | None:
+    """None where `got` agrees with `shown` (`agrees`); else the first part
+    that differs, with both values, as text."""
+    from tfsem.oracle.outcomes import TEXT_ELEMENTS, summarisable, summary_text  # noqa: PLC0415
+    from tfsem.oracle.values import format_value  # noqa: PLC0415
+
+    def text(v) -> str:
+        return summary_text(v) if summarisable(v, TEXT_ELEMENTS) else format_value(v)
+
+    have = dict(got.parts())
+    for (kind, name), value in shown.parts():
+        if (kind, name) not in have:
+            return f"no {kind} {name!r} on TensorFlow, {text(value)} in the oracle"
+        if have[(kind, name)] != value:
+            return (f"{kind} {name!r} = {text(have[(kind, name)])} on TensorFlow, "
+                    f"{text(value)} in the oracle")
+    return None
+
 def captured_variables(graph_def, p=None,
                        captures: Mapping[str, Any] | None = None) -> dict[str, str]:
     """{DT_RESOURCE Placeholder of `graph_def`: the variable it captures}.
@@ -712,7 +854,7 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
                if CONTROL_FLOW_NOTE in label else "an op computes differently there")
         rep.reason = (f"TensorFlow gave {got.describe()}, not the counterexample's "
                       f"{cx.outcome.describe()} ({why}){free_note}")
-    elif any(got == o for o, _ in cx.original_outcomes):
+    elif any(agrees(got, o) for o, _ in cx.original_outcomes):
         rep.reason = (f"TensorFlow gave {got.describe()}, which the verdict lists among the "
                       "original's outcomes")
     else:
