@@ -678,37 +678,48 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
                 return exported
         return r
 
-    for i, (shown, schedule) in enumerate(listed):
-        which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
-        try:
+    def side() -> Replay:
+        free: dict[str, None] = {}   # the witnesses' steps that are no node of the graph
+        ran_on: dict[str, None] = {}    # the graphs the witnesses ran on
+        for i, (shown, schedule) in enumerate(listed):
+            which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
             r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
-        except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
-            r = Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
-        if r.budget:
-            return withdrawn(f"{r.reason}, during the replay of the original's witness schedules "
-                             f"({i} of {n} replayed; the rewritten program gave the "
-                             "counterexample's outcome)", budget=True)
-        if r.outcome is None:
-            return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
-                             "rewritten program gave the counterexample's outcome, but without "
-                             "the original's side TensorFlow confirms nothing")
-        diff = _disagreement(r.outcome, shown)
-        if diff is not None:
-            info["agreed"] = False
-            return withdrawn(f"TensorFlow and the oracle differ on the original: its {which} "
-                             f"({r.graph or label}) gives {diff}; the oracle's outcomes of the "
-                             "original are not TensorFlow's here (a model of an op that differs "
-                             "from TensorFlow's kernel), so the rewritten program's outcome, "
-                             "which TensorFlow gave, is not confirmed as new")
-        info["replayed"] = i + 1
-    info["agreed"] = True
-    forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
-    count = info["outcomes"]
-    rep.reason += (f"; {label}, run with {forced} forced, gave the oracle's outcome"
-                   + ("" if n == 1 else "s")
-                   + (f" (the {n} the verdict lists of the original's {count} outcomes at "
-                      "this σ)" if isinstance(count, int) and count > n else ""))
-    return rep
+            if r.budget:
+                return withdrawn(f"{r.reason}, during the replay of the original's witness "
+                                 f"schedules ({i} of {n} replayed; the rewritten program gave "
+                                 "the counterexample's outcome)", budget=True)
+            if r.outcome is None:
+                return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
+                                 "rewritten program gave the counterexample's outcome, but "
+                                 "without the original's side TensorFlow confirms nothing")
+            diff = _disagreement(r.outcome, shown)
+            if diff is not None:
+                info["agreed"] = False
+                return withdrawn(f"TensorFlow and the oracle differ on the original: its "
+                                 f"{which} ({r.graph or label}) gives {diff}; the oracle's "
+                                 "outcomes of the original are not TensorFlow's here (a model "
+                                 "of an op that differs from TensorFlow's kernel), so the "
+                                 "rewritten program's outcome, which TensorFlow gave, is not "
+                                 "confirmed as new")
+            info["replayed"] = i + 1
+            free.update(dict.fromkeys(r.free))
+            ran_on.setdefault(r.graph or label)
+        info["agreed"] = True
+        forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
+        count = info["outcomes"]
+        rep.reason += (f"; {' and '.join(ran_on)}, run with {forced} forced, gave the oracle's "
+                       "outcome" + ("" if n == 1 else "s")
+                       + (f" (the {n} the verdict lists of the original's {count} outcomes at "
+                          "this σ)" if isinstance(count, int) and count > n else "")
+                       + (f" (steps {', '.join(list(free)[:8])}"
+                          f"{' ...' if len(free) > 8 else ''} are no node of that graph and "
+                          "ran unforced)" if free else ""))
+        return rep
+
+    try:
+        return side()
+    except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
+        return withdrawn(f"the replay of the original failed: {type(exc).__name__}: {exc}")
 
 
 def agrees(got, shown) -> bool:

@@ -805,13 +805,15 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
                 rep = exported
         if original is None:
             return rep
-        # ("the graph G after OPTIMIZER": the original is G itself)
-        where = label.removeprefix("the graph ").rsplit(" after ", 1)[0]
+        # (`label` "the graph G after OPTIMIZER", as `validate` names an
+        # optimizer's output: the original is G itself)
+        given = label.removeprefix("the graph ")
+        name = f"the original graph {given.rsplit(' after ', 1)[0]}" if " after " in given \
+            else "the original graph"
         return tfb.with_original(
             rep, original, cx, observe=observe, deadline=deadline.at, graph=original_graph_def,
             targets=targets, captures=original_captures,
-            label=(f"the original graph {where}" if original_graph_def is not None
-                   else "the original program, exported"))
+            label=name if original_graph_def is not None else "the original program, exported")
 
     return replay_in_budget(run, deadline.at, "this optimizer's part of the time budget", label,
                             DURING_LOAD)
