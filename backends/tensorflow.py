@@ -56,6 +56,12 @@ class TensorFlowRunError(RuntimeError):
     """TensorFlow failed a run, or cannot run the graph as given."""
 
 
+class TensorFlowRunFailed(TensorFlowRunError):
+    """TensorFlow ran the graph and one of its ops failed the run (an
+    OpError: an uninitialized variable read, CheckNumerics on a NaN, a
+    closed stack pushed): where tfsem's semantics carries an error value."""
+
+
 class ReplayTimeout(RuntimeError):
     """A replay's deadline passed (the message says at which stage)."""
 
@@ -255,7 +261,7 @@ class GraphRunner:
             raise ReplayTimeout("the time budget ran out during TensorFlow's run "
                                 f"({_op_error_text(exc)})") from exc
         except tf.errors.OpError as exc:
-            raise TensorFlowRunError(f"TensorFlow failed the run: {type(exc).__name__}: "
+            raise TensorFlowRunFailed(f"TensorFlow failed the run: {type(exc).__name__}: "
                                      f"{_op_error_text(exc)}") from exc
         outs = {k: Tensor(np.asarray(v)) for k, v in zip(fetch_names, values)}
         state = {}
@@ -374,9 +380,13 @@ class Replay:
     version: str = ""
     budget: bool = False    # not replayed: the time budget ran out first (`reason` says where)
     #: the replay of the original's witness schedules (`with_original`):
-    #: {"graph", "outcomes", "listed", "replayed", "agreed"}; None where it
+    #: {"graph", "outcomes", "listed", "replayed", "failed_runs", "agreed"}
+    #: (`failed_runs`: those of the replayed whose run TensorFlow failed
+    #: where the oracle's outcome has an error output); None where it
     #: was not attempted (the rewritten program's replay did not confirm)
     original: dict[str, Any] | None = None
+    #: TensorFlow ran the graph and an op failed the run (TensorFlowRunFailed)
+    run_failed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out = {"status": "confirmed" if self.confirmed else "not-replayed",
@@ -650,7 +660,7 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
     listed = list(cx.original_outcomes)
     n = len(listed)
     info: dict[str, Any] = {"graph": label, "outcomes": getattr(cx, "original_count", n),
-                            "listed": n, "replayed": 0, "agreed": None}
+                            "listed": n, "replayed": 0, "failed_runs": 0, "agreed": None}
     rep.original = info
 
     def withdrawn(reason: str, budget: bool = False) -> Replay:
@@ -681,6 +691,7 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
     def side() -> Replay:
         free: dict[str, None] = {}   # the witnesses' steps that are no node of the graph
         ran_on: dict[str, None] = {}    # the graphs the witnesses ran on
+        failed: list[str] = []   # witnesses TensorFlow failed, where the oracle gives an error
         for i, (shown, schedule) in enumerate(listed):
             which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
             r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
@@ -688,6 +699,20 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
                 return withdrawn(f"{r.reason}, during the replay of the original's witness "
                                  f"schedules ({i} of {n} replayed; the rewritten program gave "
                                  "the counterexample's outcome)", budget=True)
+            if r.outcome is None and r.run_failed and _error_output(shown) is not None:
+                # TensorFlow fails the run where the oracle's outcome has an
+                # output that is an error value: an op of the schedule gave
+                # one (an uninitialized read, CheckNumerics on a NaN, a
+                # closed stack pushed), and TensorFlow's kernel of such an
+                # op fails the run instead of carrying it on (a variable's
+                # error value is never one: it is σ's uninitialized
+                # variable never written, which TensorFlow reads back as
+                # such).  They agree as far as a failed run can show;
+                # the run gives no outcome, so none that is the
+                # counterexample's
+                failed.append(f"{which}: output {_error_output(shown)!r}")
+                info["replayed"], info["failed_runs"] = i + 1, len(failed)
+                continue
             if r.outcome is None:
                 return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
                                  "rewritten program gave the counterexample's outcome, but "
@@ -707,8 +732,13 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
         info["agreed"] = True
         forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
         count = info["outcomes"]
-        rep.reason += (f"; {' and '.join(ran_on)}, run with {forced} forced, gave the oracle's "
-                       "outcome" + ("" if n == 1 else "s")
+        ran = " and ".join(ran_on) or label
+        gave = "gave the oracle's outcome" + ("" if n == 1 else "s")
+        if failed:
+            gave = (("" if len(failed) == n else f"{gave} or ") + "failed the run where the "
+                    f"oracle's outcome has an error value ({'; '.join(failed[:4])}"
+                    f"{' ...' if len(failed) > 4 else ''})")
+        rep.reason += (f"; {ran}, run with {forced} forced, {gave}"
                        + (f" (the {n} the verdict lists of the original's {count} outcomes at "
                           "this σ)" if isinstance(count, int) and count > n else "")
                        + (f" (steps {', '.join(list(free)[:8])}"
@@ -720,6 +750,12 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
         return side()
     except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
         return withdrawn(f"the replay of the original failed: {type(exc).__name__}: {exc}")
+
+
+def _error_output(outcome) -> str | None:
+    """The first output of `outcome` that is an error value, or None."""
+    from tfsem.oracle.values import Error  # noqa: PLC0415
+    return next((k for k, v in outcome.outputs if isinstance(v, Error)), None)
 
 
 def agrees(got, shown) -> bool:
@@ -853,6 +889,7 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
         return _out_of_time(exc, label, mode, forced=forced, free=free, split=list(split))
     except TensorFlowRunError as exc:
         from tfsem.oracle.values import Error  # noqa: PLC0415
+        rep.run_failed = isinstance(exc, TensorFlowRunFailed)
         uninit = sorted(k for k, v in cx.init.items() if isinstance(v, Error))
         rep.reason = str(exc) + (
             f" (σ leaves {', '.join(uninit)} uninitialized: TensorFlow fails an op that reads "

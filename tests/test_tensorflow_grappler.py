@@ -103,7 +103,7 @@ def test_hand_broken_dropped_control_dependency_is_unsound_and_tensorflow_confir
     # the oracle's outcome of it
     assert row["tensorflow_replay"]["original"] == {
         "graph": "the original graph counter.pbtxt", "outcomes": 1, "listed": 1,
-        "replayed": 1, "agreed": True}
+        "replayed": 1, "failed_runs": 0, "agreed": True}
     cex = v["counterexample"]
     # the rewritten run read the counter before the increment
     assert cex["outcome"]["outputs"]["value"] == cex["init"]["counter"]

@@ -74,7 +74,8 @@ def test_confirmation_includes_the_originals_witness_replay(capsys, tmp_path):
     listed = v["counterexample"]["original_outcomes"]
     assert rep["original"] == {"graph": "the original program, exported",
                                "outcomes": v["counterexample"]["original_count"],
-                               "listed": len(listed), "replayed": len(listed), "agreed": True}
+                               "listed": len(listed), "replayed": len(listed),
+                               "failed_runs": 0, "agreed": True}
     assert "; the original program, exported, run with its witness schedule forced, gave " \
            "the oracle's outcome" in rep["reason"]
     assert rep["text"].startswith("TensorFlow ") and rep["reason"] in rep["text"]
@@ -177,3 +178,35 @@ def test_a_projected_original_outcome_is_compared_on_its_parts():
     assert agrees(full, Outcome((), (("x", t(3)),)))
     assert not agrees(full, Outcome((("c", t(2)),), None))     # a part TensorFlow lacks
     assert not agrees(full, Outcome((("a", t(1)), ("b", t(2))), (("x", t(4)),)))
+
+
+@needs_tf
+def test_a_failed_run_of_the_original_agrees_only_with_an_error_output(capsys):
+    """TensorFlow fails a run where tfsem's semantics carries an error value
+    on.  Reading an uninitialized `x` into the output: the oracle's original
+    gives `out = <uninitialized>` and TensorFlow fails the run, which agrees
+    as far as a failed run can show (and says so).  Reading an uninitialized
+    `y` into an Assign that the error makes a no-op: the oracle's original
+    has no error output, TensorFlow fails all the same, and nothing is
+    confirmed on TensorFlow."""
+    cases = ROOT / "tests" / "cases"
+    rc = main(["check", str(cases / "err_uninit_sub_self.json"), *TIMEOUT, "--json"])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and v["verdict"] == "unsound"
+    assert [o["outputs"]["out"] for o in v["counterexample"]["original_outcomes"]] == \
+        [{"error": "uninitialized"}]
+    rep = v["tensorflow_replay"]
+    assert rep["confirmed"], rep["reason"]
+    assert rep["original"]["failed_runs"] == 1 and rep["original"]["agreed"] is True
+    assert "failed the run where the oracle's outcome has an error value (witness schedule: " \
+           "output 'out')" in rep["reason"]
+    rc = main(["check", str(cases / "err_assign_error_is_noop.json"), *TIMEOUT, "--json"])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and v["verdict"] == "unsound"
+    assert v["confirmed"] == ["oracle", "numpy"]
+    rep = v["tensorflow_replay"]
+    assert not rep["confirmed"] and rep["original"]["agreed"] is None
+    assert rep["reason"].startswith("the original's witness schedule was not replayed "
+                                    "(TensorFlow failed the run: FailedPrecondition")
+    # the rewritten program's side gave the counterexample's outcome
+    assert rep["outcome"] == v["counterexample"]["outcome"]
