@@ -682,7 +682,11 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
             # (the schedule cannot be forced on the graph itself: the
             # original's import, exported, as `tfsem grappler` does for
             # the rewritten graph)
+            # (named as the original's: replay_program's default label is the
+            # rewritten program's, which the reason would then print for
+            # the original's side)
             exported = replay_program(original, witness, observe=observe, mode=mode,
+                                      label="the original program, exported",
                                       deadline=deadline)
             if exported.outcome is not None or exported.budget:
                 return exported
