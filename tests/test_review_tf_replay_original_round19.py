@@ -445,3 +445,72 @@ def test_a_graph_originals_witness_run_exported_is_named_as_the_original(capsys,
                            "and write nodes: the decomposed Assign) and the graph ")
     assert ours.endswith("run with each of its 2 witness schedules forced, gave the oracle's "
                          "outcomes")
+
+
+# --- the report's wording ---------------------------------------------------------------
+
+
+def _page_confirmation(path) -> str:
+    import html
+    import re
+    text = path.read_text()
+    start = text.index("Where it was confirmed")
+    return html.unescape(re.sub(r"<[^>]+>", " ", text[start:text.index("</ul>", start)]))
+
+
+@needs_tf
+def test_the_html_page_says_what_the_tensorflow_confirmation_ran(capsys, tmp_path, monkeypatch):
+    """--html: a confirmation whose original's witness failed the run where
+    the oracle has an error output says so under 'Where it was confirmed'
+    (the page said only that the rewritten graph gave the outcome); a
+    confirmation withdrawn by the original's side shows no confirmed
+    TensorFlow badge and gives the reason, as the text and JSON do."""
+    from pathlib import Path
+    cases = Path(__file__).resolve().parent / "cases"
+    page = tmp_path / "uninit.html"
+    rc = main(["check", str(cases / "err_uninit_sub_self.json"), *TIMEOUT, "--json",
+               "--html", str(page)])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and "tensorflow" in v["confirmed"]
+    said = " ".join(_page_confirmation(page).split())
+    assert ("reproduced on TensorFlow's executor: the rewritten graph, with the schedule forced by "
+            "control edges, gives the same outcome; the original, with its witness schedule "
+            "forced the same way, fails the run where the oracle's outcome has an error output") \
+        in said
+    _wrong_square(monkeypatch, lambda x, y: np.where(x == 1, 5, y))
+    page = tmp_path / "wrong.html"
+    rc, v = _check(capsys, tmp_path, SQUARE_CASE, "--html", str(page))
+    assert rc == 1 and "tensorflow" not in v["confirmed"]
+    said = " ".join(_page_confirmation(page).split())
+    assert "reproduced on TensorFlow's executor" not in said
+    assert ("not replayed on TensorFlow: TensorFlow and the oracle differ on the original: its "
+            "witness schedule") in said
+    assert "gives output 'out' = 1 on TensorFlow, 5 in the oracle" in said
+
+
+@pytest.mark.parametrize("listed, failed, said", [
+    (1, 0, "; the original, with its witness schedule forced the same way, gives the oracle's "
+           "outcome"),
+    (3, 0, "; the original, with each of the 3 witness schedules the verdict lists for it forced "
+           "the same way, gives the oracle's outcome for it"),
+    (3, 1, "gives the oracle's outcome for it or fails the run where the oracle's outcome has an "
+           "error output (as TensorFlow fails where tfsem carries an error value on): 1 of them"),
+    (None, None, None),
+])
+def test_the_pages_tensorflow_line_follows_the_replays_json(listed, failed, said):
+    """The page's line from the replay's JSON alone (no TensorFlow): the
+    original's side is named only where the replay ran it and it agreed
+    (a finding stored before that replay existed has no `original`)."""
+    from tfsem.reports.finding import _confirm_text
+    rep = {"status": "confirmed", "confirmed": True}
+    if listed is not None:
+        rep["original"] = {"graph": "g", "outcomes": listed, "listed": listed,
+                           "replayed": listed, "failed_runs": failed, "agreed": True}
+    text = _confirm_text("tensorflow", True, rep)
+    assert text.startswith("reproduced on TensorFlow's executor: the rewritten graph, with the "
+                           "schedule forced by control edges, gives the same outcome")
+    if said is None:
+        assert "original" not in text
+    else:
+        assert said in text
+    assert _confirm_text("tensorflow", False, rep) == "not confirmed (not run, or unavailable)"
