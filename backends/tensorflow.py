@@ -646,10 +646,16 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
     confirmed and its `reason` says which and why (``budget`` for the
     deadline); `rep.original` says how many witnesses were replayed.
 
-    Why each witness giving its own listed outcome is the whole check:
-    the listed outcomes are none of them the counterexample's (the oracle
-    showed it), so TensorFlow's runs of the original then do not give
-    the rewritten program's outcome either.  A projected listing (an
+    What each witness giving its own listed outcome shows: the listed
+    outcomes are none of them the counterexample's (the oracle showed
+    it), so TensorFlow's runs of the original on those schedules do not
+    give the rewritten program's outcome either.  It is not the whole
+    check: another schedule of the original that the oracle runs to a
+    listed outcome may run, on TensorFlow, to the counterexample's (a
+    model wrong only on the values that schedule gives an op; a strict
+    xfail in tests/test_review_tf_replay_original_round19.py).  A run
+    per reads-from class of the original would cover every schedule
+    (the runs of a class give each op the same inputs).  A projected listing (an
     original with too many outcomes at σ to enumerate: each listed
     outcome holds only the parts the verdict names) is compared on those
     parts (`agrees`).  Where the verdict lists fewer outcomes than the
