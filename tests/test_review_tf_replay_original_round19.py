@@ -253,6 +253,42 @@ def test_a_failed_run_is_never_an_agreement_with_an_outcome_tensorflow_gave(monk
     assert "gives output 'out' = 7 on TensorFlow, " in out.reason
 
 
+
+@needs_tf
+def test_a_truncated_listing_replays_the_listed_and_says_how_many_of_how_many():
+    """Ten blind writes racing with a read, the state observed: 110
+    outcomes at σ, of which a verdict lists 100 (LIST_LIMIT).  The 100
+    listed witnesses are replayed (each its own session), and the line says
+    they are 100 of 110; the JSON agrees."""
+    from tfsem.backends import tensorflow as tfb
+    from tfsem.checking.check import LIST_LIMIT
+    from tfsem.checking.verdict import Counterexample
+    from tfsem.oracle import Tensor, outcome_set
+
+    def doc(last: dict) -> dict:
+        nodes = [{"name": "vv", "op": "Var", "var": "v"}]
+        for i in range(10):
+            nodes += [{"name": f"c{i}", "op": "Const", "value": i + 1},
+                      {"name": f"w{i}", "op": "Write", "inputs": ["vv", f"c{i}"]}]
+        return {"format": "tfsem.program/1", "variables": ["v"], "nodes": [*nodes, last],
+                "outputs": {"out": "r"}}
+    original = _program(doc({"name": "r", "op": "Read", "inputs": ["vv"]}))
+    rewritten = _program(doc({"name": "r", "op": "Const", "value": 99}))
+    init = {"v": Tensor(np.asarray(0, np.int64))}
+    ours = outcome_set(original, {}, init)
+    assert ours.count == 110 > LIST_LIMIT == 100
+    (o, w), *_ = outcome_set(rewritten, {}, init).as_dict().items()
+    cx = Counterexample({}, init, list(w), o, list(ours.as_dict(LIST_LIMIT).items()), ours.count)
+    rep = tfb.replay_program(rewritten, cx)
+    assert rep.confirmed, rep.reason
+    out = tfb.with_original(rep, original, cx)
+    assert out.confirmed, out.reason
+    assert out.original == {"graph": "the original program, exported", "outcomes": 110,
+                            "listed": 100, "replayed": 100, "failed_runs": 0, "agreed": True}
+    assert out.reason.endswith("; the original program, exported, run with each of its 100 "
+                               "witness schedules forced, gave the oracle's outcomes (the 100 "
+                               "the verdict lists of the original's 110 outcomes at this σ)")
+
 # --- budgets ----------------------------------------------------------------------------
 
 
