@@ -387,6 +387,10 @@ class Replay:
     original: dict[str, Any] | None = None
     #: TensorFlow ran the graph and an op failed the run (TensorFlowRunFailed)
     run_failed: bool = False
+    #: the original's other schedules, one run per reads-from class
+    #: (`with_original`): {"runs", "replayed", "failed_runs"}, or
+    #: {"not_run": why}; None where the original's side stopped before
+    classes: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"status": "confirmed" if self.confirmed else "not-replayed",
@@ -398,6 +402,8 @@ class Replay:
                "mode": self.mode, "tensorflow": self.version}
         if self.original is not None:
             out["original"] = dict(self.original)
+        if self.classes is not None:
+            out["original_classes"] = dict(self.classes)
         return out
 
     def describe(self) -> str:
@@ -652,10 +658,12 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
     give the rewritten program's outcome either.  It is not the whole
     check: another schedule of the original that the oracle runs to a
     listed outcome may run, on TensorFlow, to the counterexample's (a
-    model wrong only on the values that schedule gives an op; a strict
-    xfail in tests/test_review_tf_replay_original_round19.py).  A run
-    per reads-from class of the original would cover every schedule
-    (the runs of a class give each op the same inputs).  A projected listing (an
+    model wrong only on the values that schedule gives an op).  So the
+    original is also run once per reads-from class (`other_schedules`):
+    the runs of a class give each op the same inputs, so where each of
+    those runs gives the oracle's outcome, every schedule does.  Where
+    the classes cannot be enumerated (control flow, more than CLASS_RUNS
+    runs), the line says the other schedules were not run.  A projected listing (an
     original with too many outcomes at σ to enumerate: each listed
     outcome holds only the parts the verdict names) is compared on those
     parts (`agrees`).  Where the verdict lists fewer outcomes than the
@@ -702,6 +710,7 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
         free: dict[str, None] = {}   # the witnesses' steps that are no node of the graph
         ran_on: dict[str, None] = {}    # the graphs the witnesses ran on
         failed: list[str] = []   # witnesses TensorFlow failed, where the oracle gives an error
+        done: dict[tuple, str] = {}   # each listed schedule: "ran" or "failed"
         for i, (shown, schedule) in enumerate(listed):
             which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
             r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
@@ -722,6 +731,7 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
                 # counterexample's
                 failed.append(f"{which}: output {_error_output(shown)!r}")
                 info["replayed"], info["failed_runs"] = i + 1, len(failed)
+                done[tuple(schedule)] = "failed"
                 continue
             if r.outcome is None:
                 return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
@@ -739,6 +749,10 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
             info["replayed"] = i + 1
             free.update(dict.fromkeys(r.free))
             ran_on.setdefault(r.graph or label)
+            done[tuple(schedule)] = "ran"
+        note = other_schedules(done, free, ran_on)
+        if isinstance(note, Replay):
+            return note
         info["agreed"] = True
         forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
         count = info["outcomes"]
@@ -753,13 +767,120 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
                           "this σ)" if isinstance(count, int) and count > n else "")
                        + (f" (steps {', '.join(list(free)[:8])}"
                           f"{' ...' if len(free) > 8 else ''} are no node of that graph and "
-                          "ran unforced)" if free else ""))
+                          "ran unforced)" if free else "")
+                       + note)
         return rep
+
+    def other_schedules(done: dict[tuple, str], free: dict, ran_on: dict) -> Replay | str:
+        """The original's schedules beyond the listed witnesses: one run
+        per reads-from class (oracle/readsfrom.py `class_runs`, whose
+        docstring has the argument: all runs of a class give each op the
+        same inputs, so TensorFlow's kernels give all of them one outcome).
+        One witness per outcome is not enough: two schedules the oracle
+        runs to one listed outcome may run on TensorFlow to two, one of
+        them the counterexample's (a model wrong only on the values the
+        unlisted one gives an op).  Each run must give the oracle's outcome
+        of it, as a witness must.  Returns the text the line adds, or the
+        Replay withdrawn.  Where the classes cannot be enumerated (control
+        flow, too many, an engine that declines), the confirmation rests on
+        the witnesses alone and the line says so."""
+        from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
+        from tfsem.oracle.readsfrom import Unsupported, class_runs  # noqa: PLC0415
+        from tfsem.oracle.semantics import ATOMIC, DECOMPOSED  # noqa: PLC0415
+        steps = [s for _, w in listed for s in w]
+        semantics = DECOMPOSED if any(s.endswith(("@read", "@write")) for s in steps) \
+            else ATOMIC
+        seconds = CLASS_SECONDS if deadline is None else \
+            min(CLASS_SECONDS, deadline - time.monotonic())
+        if seconds <= 0:
+            return withdrawn("the time budget ran out before the original's reads-from "
+                             "classes were enumerated (its listed witness schedules gave the "
+                             "oracle's outcomes)", budget=True)
+
+        def not_run(why: str) -> str:
+            rep.classes = {"not_run": why}
+            return (f" (its other schedules were not run, one per reads-from class: {why}; "
+                    "a model wrong only on them would not show here)")
+        try:
+            found = class_runs(original, cx.feeds, cx.init, semantics, observe,
+                               max_runs=CLASS_RUNS, max_seconds=seconds)
+        except BudgetExceeded:
+            if deadline is not None and time.monotonic() >= deadline:
+                return withdrawn("the time budget ran out while the original's reads-from "
+                                 "classes were enumerated (its listed witness schedules gave "
+                                 "the oracle's outcomes)", budget=True)
+            return not_run(f"enumerating them took more than {seconds:.2g} s")
+        except Unsupported as exc:
+            return not_run(str(exc))
+        except Exception as exc:  # noqa: BLE001 (the engine failing: the witnesses alone, said)
+            return not_run(f"the reads-from engine failed: {type(exc).__name__}: {exc}")
+        runs = found.runs
+        full = {k for k, _ in runs[0][0].parts()}
+        if found.one_per_outcome and info["outcomes"] == n and \
+                all({k for k, _ in o.parts()} == full for o, _ in listed):
+            # one class per outcome in each component, every outcome listed
+            # in full: the witnesses are one run per class already
+            rep.classes = {"runs": len(runs), "replayed": 0, "failed_runs": 0}
+            return ""
+        replayed, failed_here, base = 0, 0, None
+        for k, (shown, schedule) in enumerate(runs):
+            status = done.get(tuple(schedule))
+            which = f"its run {k + 1} of {len(runs)} for the reads-from classes"
+            if status is None:
+                r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
+                if r.budget:
+                    return withdrawn(f"{r.reason}, during the replay of the original's "
+                                     f"reads-from classes ({replayed} replayed; its listed "
+                                     "witness schedules gave the oracle's outcomes)",
+                                     budget=True)
+                if r.outcome is None and r.run_failed and _error_output(shown) is not None:
+                    status, failed_here = "failed", failed_here + 1
+                elif r.outcome is None:
+                    return withdrawn(f"the original's {which} was not replayed ({r.reason}); "
+                                     "without it TensorFlow confirms nothing")
+                else:
+                    diff = _disagreement(r.outcome, shown)
+                    if diff is not None:
+                        info["agreed"] = False
+                        return withdrawn(
+                            f"TensorFlow and the oracle differ on the original: {which} "
+                            f"({r.graph or label}; schedule {' '.join(schedule)}), a schedule "
+                            f"the verdict does not list, gives {diff}; the oracle's outcomes "
+                            "of the original are not TensorFlow's here (a model of an op that "
+                            "differs from TensorFlow's kernel), so the rewritten program's "
+                            "outcome, which TensorFlow gave, is not confirmed as new")
+                    status = "ran"
+                replayed += 1
+                free.update(dict.fromkeys(r.free))
+                ran_on.setdefault(r.graph or label)
+            if k == 0:
+                base = status
+        if base == "failed" and found.components > 1:
+            # (the first run holds each component's first class, one with
+            # no error output where the component has one: a failed first
+            # run with several components cannot say which one failed it,
+            # and a failed run of another class shows nothing of the rest)
+            return withdrawn("the original's reads-from classes could not be checked: the run "
+                             "of the first class of each of its independent parts failed on "
+                             "TensorFlow, which does not say which part failed it")
+        rep.classes = {"runs": len(runs), "replayed": replayed, "failed_runs": failed_here}
+        if not replayed:
+            return "; those are one run per reads-from class of it"
+        return (f"; its other schedules, one run per reads-from class ({replayed} more), "
+                + ("gave the oracle's outcomes" if not failed_here else
+                   f"gave the oracle's outcomes or failed the run where the oracle's outcome "
+                   f"has an error value ({failed_here} of them)"))
 
     try:
         return side()
     except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
         return withdrawn(f"the replay of the original failed: {type(exc).__name__}: {exc}")
+
+
+#: the original's reads-from classes (`with_original`): at most this many
+#: runs on TensorFlow, and this many seconds to enumerate them
+CLASS_RUNS = 100
+CLASS_SECONDS = 2.0
 
 
 def _error_output(outcome) -> str | None:
