@@ -815,12 +815,13 @@ def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
         except Exception as exc:  # noqa: BLE001 (the engine failing: the witnesses alone, said)
             return not_run(f"the reads-from engine failed: {type(exc).__name__}: {exc}")
         runs = found.runs
-        full = {k for k, _ in runs[0][0].parts()}
+        full = {k for k, _ in cx.outcome.parts()}   # (a counterexample's outcome is whole)
         if found.one_per_outcome and info["outcomes"] == n and \
                 all({k for k, _ in o.parts()} == full for o, _ in listed):
-            # one class per outcome in each component, every outcome listed
-            # in full: the witnesses are one run per class already
-            rep.classes = {"runs": len(runs), "replayed": 0, "failed_runs": 0}
+            # one class per outcome in each component (one class in all for
+            # a race-free original), every outcome listed in full: the
+            # witnesses are one run per class already
+            rep.classes = {"runs": len(runs) or 1, "replayed": 0, "failed_runs": 0}
             return ""
         replayed, failed_here, base = 0, 0, None
         for k, (shown, schedule) in enumerate(runs):

@@ -96,7 +96,10 @@ class Unsupported(ValueError):
 class _Component_RF:
     """One component compiled for reads-from enumeration."""
 
-    def __init__(self, comp: _Component, init: Mapping[str, Value], budget: Budget):
+    def __init__(self, comp: _Component, init: Mapping[str, Value], budget: Budget,
+                 single_ok: bool = False):
+        """`single_ok` (`class_runs`): a component whose every choice has
+        one candidate (one class) is not declined for its many choices."""
         self.comp, self.init, self.budget = comp, init, budget
         n = comp.n
         dec = comp.decomposed
@@ -180,7 +183,15 @@ class _Component_RF:
                 finals = [w for w in ws if not any(self._hb(w, w2) for w2 in ws if w2 != w)]
                 if finals:
                     choices.append((-1 - v, finals))
-        if len(choices) > MAX_CHOICES:
+        #: every choice has one candidate and every two writes of a variable
+        #: are ordered by hb: one class, whose runs all compute the same
+        #: values (the writes' order is fixed, so a no-op write, which the
+        #: classes alone do not settle, is at the same place in each)
+        #: (computed for `class_runs` only: the engine's own use never asks)
+        self.single = single_ok and all(len(cands) == 1 for _e, cands in choices) and all(
+            self._hb(a, b) or self._hb(b, a)
+            for ws in self.writes for k, a in enumerate(ws) for b in ws[k + 1:])
+        if len(choices) > MAX_CHOICES and not self.single:
             raise Unsupported(f"{len(choices)} reads-from choices (at most {MAX_CHOICES})")
         self.choices = choices
         self.classes = 0
@@ -879,7 +890,9 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
 @dataclass
 class ClassRuns:
     """`class_runs`' answer: `runs`, each (outcome, schedule); `components`;
-    `one_per_outcome`: every component has as many classes as outcomes."""
+    `one_per_outcome`: every component has as many classes as outcomes
+    (`runs` is empty where every component has one class: any run of the
+    program is then a run of its one class)."""
     runs: list[tuple[Outcome, list[str]]]
     components: int
     one_per_outcome: bool
@@ -918,11 +931,20 @@ def class_runs(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
         raise ValueError(f"unknown semantics {semantics!r}")
     budget = Budget(DEFAULT_MAX_STATES, max_seconds)
     parts: list[list[tuple[Outcome, tuple[str, ...]]]] = []
+    rfcs = []
+    for names, variables, outputs in components(p):
+        comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+        comp.cache_functions()
+        rfcs.append(_Component_RF(comp, init, budget, single_ok=True))
+    if rfcs and all(rfc.single for rfc in rfcs):
+        # one class (a race-free program): no run needed, and none made (a
+        # real graph's training step evaluated again would cost seconds)
+        return ClassRuns([], len(rfcs), True)
     with _deep_recursion(4 * MAX_CHOICES + 2000):
-        for names, variables, outputs in components(p):
-            comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
-            comp.cache_functions()
-            rfc = _Component_RF(comp, init, budget)
+        for rfc in rfcs:
+            if len(rfc.choices) > MAX_CHOICES:
+                raise Unsupported(f"{len(rfc.choices)} reads-from choices (at most "
+                                  f"{MAX_CHOICES})")
             rfc.record, rfc.record_cap = [], max_runs
             rfc.run()
             parts.append(sorted(rfc.record, key=lambda c: any(
