@@ -6,9 +6,12 @@ that the verdict lists gives the oracle's outcome of it (or fails the run
 where that outcome has an error output).
 
 Each test is one attack.  Those that found nothing guard the property;
-the one that found a limit is an `xfail(strict=True)` saying what is
-wrong.  The tests that run TensorFlow skip, saying so, where it is not
-installed.
+those that found something guard its fix: the original's export named as
+the rewritten program; the --html line; a wrong model off the listed
+witnesses claimed (now one run per reads-from class of the original too,
+oracle/readsfrom.py `class_runs`, checked here against the enumerating
+reference engine).  The tests that run TensorFlow skip, saying so, where
+it is not installed.
 """
 
 from __future__ import annotations
