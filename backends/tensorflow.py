@@ -56,6 +56,12 @@ class TensorFlowRunError(RuntimeError):
     """TensorFlow failed a run, or cannot run the graph as given."""
 
 
+class TensorFlowRunFailed(TensorFlowRunError):
+    """TensorFlow ran the graph and one of its ops failed the run (an
+    OpError: an uninitialized variable read, CheckNumerics on a NaN, a
+    closed stack pushed): where tfsem's semantics carries an error value."""
+
+
 class ReplayTimeout(RuntimeError):
     """A replay's deadline passed (the message says at which stage)."""
 
@@ -255,7 +261,7 @@ class GraphRunner:
             raise ReplayTimeout("the time budget ran out during TensorFlow's run "
                                 f"({_op_error_text(exc)})") from exc
         except tf.errors.OpError as exc:
-            raise TensorFlowRunError(f"TensorFlow failed the run: {type(exc).__name__}: "
+            raise TensorFlowRunFailed(f"TensorFlow failed the run: {type(exc).__name__}: "
                                      f"{_op_error_text(exc)}") from exc
         outs = {k: Tensor(np.asarray(v)) for k, v in zip(fetch_names, values)}
         state = {}
@@ -373,15 +379,32 @@ class Replay:
     mode: str = "tensorflow"
     version: str = ""
     budget: bool = False    # not replayed: the time budget ran out first (`reason` says where)
+    #: the replay of the original's witness schedules (`with_original`):
+    #: {"graph", "outcomes", "listed", "replayed", "failed_runs", "agreed"}
+    #: (`failed_runs`: those of the replayed whose run TensorFlow failed
+    #: where the oracle's outcome has an error output); None where it
+    #: was not attempted (the rewritten program's replay did not confirm)
+    original: dict[str, Any] | None = None
+    #: TensorFlow ran the graph and an op failed the run (TensorFlowRunFailed)
+    run_failed: bool = False
+    #: the original's other schedules, one run per reads-from class
+    #: (`with_original`): {"runs", "replayed", "failed_runs"}, or
+    #: {"not_run": why}; None where the original's side stopped before
+    classes: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": "confirmed" if self.confirmed else "not-replayed",
-                "confirmed": self.confirmed, "reason": self.reason, "budget": self.budget,
-                "graph": self.graph,
-                "forced_schedule": list(self.forced), "free_steps": list(self.free),
-                "split_assigns": list(self.split),
-                "outcome": None if self.outcome is None else self.outcome.to_json(),
-                "mode": self.mode, "tensorflow": self.version}
+        out = {"status": "confirmed" if self.confirmed else "not-replayed",
+               "confirmed": self.confirmed, "reason": self.reason, "budget": self.budget,
+               "graph": self.graph,
+               "forced_schedule": list(self.forced), "free_steps": list(self.free),
+               "split_assigns": list(self.split),
+               "outcome": None if self.outcome is None else self.outcome.to_json(),
+               "mode": self.mode, "tensorflow": self.version}
+        if self.original is not None:
+            out["original"] = dict(self.original)
+        if self.classes is not None:
+            out["original_classes"] = dict(self.classes)
+        return out
 
     def describe(self) -> str:
         """One line for a verdict's text."""
@@ -596,6 +619,304 @@ def replay_graph(graph: Any, p, cx, *, targets: Sequence[str] = (),
         return Replay(False, f"the replay failed: {type(exc).__name__}: {exc}", label, mode=mode)
 
 
+
+@dataclass
+class _Witness:
+    """One of the original's witnesses as the replay functions read a
+    counterexample: σ, the witness schedule, and the outcome the oracle
+    gives for it (no original's outcomes to be none of)."""
+    feeds: Mapping[str, Any]
+    init: Mapping[str, Any]
+    schedule: list[str]
+    outcome: Any
+    original_outcomes: tuple = ()
+
+
+def with_original(rep: Replay, original, cx, *, observe: str = "outputs+state",
+                  mode: str = "tensorflow", deadline: float | None = None,
+                  graph: Any = None, targets: Sequence[str] = (),
+                  captures: Mapping[str, Any] | None = None,
+                  label: str = "the original program, exported") -> Replay:
+    """`rep` (the replay of counterexample `cx` on the rewritten program)
+    with the original's side replayed on TensorFlow too: where `rep`
+    confirmed, each witness schedule of the original that the verdict lists
+    (`cx.original_outcomes`) is forced on the original (`graph` itself when
+    given, as `replay_graph` runs one, the program `original` exported
+    where the graph cannot be forced; else `original` exported, as
+    `replay_program` runs one) from σ, and TensorFlow must give the
+    outcome the oracle gives for it.  Only then does the replay stay
+    confirmed: an outcome of the original that TensorFlow does not give
+    (a model of an op of the original that differs from TensorFlow's
+    kernel) would otherwise make a rewrite look unsound on TensorFlow's
+    word.  Where a witness gives another outcome, cannot be replayed, or
+    the `deadline` (time.monotonic()) passes first, the replay is not
+    confirmed and its `reason` says which and why (``budget`` for the
+    deadline); `rep.original` says how many witnesses were replayed.
+
+    What each witness giving its own listed outcome shows: the listed
+    outcomes are none of them the counterexample's (the oracle showed
+    it), so TensorFlow's runs of the original on those schedules do not
+    give the rewritten program's outcome either.  It is not the whole
+    check: another schedule of the original that the oracle runs to a
+    listed outcome may run, on TensorFlow, to the counterexample's (a
+    model wrong only on the values that schedule gives an op).  So the
+    original is also run once per reads-from class (`other_schedules`):
+    the runs of a class give each op the same inputs, so where each of
+    those runs gives the oracle's outcome, every schedule does.  Where
+    the classes cannot be enumerated (control flow, more than CLASS_RUNS
+    runs), the line says the other schedules were not run.  A projected listing (an
+    original with too many outcomes at σ to enumerate: each listed
+    outcome holds only the parts the verdict names) is compared on those
+    parts (`agrees`).  Where the verdict lists fewer outcomes than the
+    original has at σ, only those listed are replayed, and the reason
+    says so.  Never raises."""
+    if not rep.confirmed:
+        return rep
+    listed = list(cx.original_outcomes)
+    n = len(listed)
+    info: dict[str, Any] = {"graph": label, "outcomes": getattr(cx, "original_count", n),
+                            "listed": n, "replayed": 0, "failed_runs": 0, "agreed": None}
+    rep.original = info
+
+    def withdrawn(reason: str, budget: bool = False) -> Replay:
+        rep.confirmed, rep.budget = False, budget
+        rep.reason = reason
+        return rep
+
+    if n == 0:
+        return withdrawn("the verdict lists no witness schedule of the original to replay: "
+                         "TensorFlow's replay of the rewritten program alone confirms nothing")
+
+    def one(witness: _Witness) -> Replay:
+        if graph is None:
+            return replay_program(original, witness, observe=observe, mode=mode, label=label,
+                                  deadline=deadline)
+        r = replay_graph(graph, original, witness, targets=targets, observe=observe, mode=mode,
+                         label=label, deadline=deadline, captures=captures)
+        if r.outcome is None and not r.budget:
+            # (the schedule cannot be forced on the graph itself: the
+            # original's import, exported, as `tfsem grappler` does for
+            # the rewritten graph)
+            # (named as the original's: replay_program's default label is the
+            # rewritten program's, which the reason would then print for
+            # the original's side)
+            exported = replay_program(original, witness, observe=observe, mode=mode,
+                                      label="the original program, exported",
+                                      deadline=deadline)
+            if exported.outcome is not None or exported.budget:
+                return exported
+        return r
+
+    def side() -> Replay:
+        free: dict[str, None] = {}   # the witnesses' steps that are no node of the graph
+        ran_on: dict[str, None] = {}    # the graphs the witnesses ran on
+        failed: list[str] = []   # witnesses TensorFlow failed, where the oracle gives an error
+        done: dict[tuple, str] = {}   # each listed schedule: "ran" or "failed"
+        for i, (shown, schedule) in enumerate(listed):
+            which = f"witness schedule {i + 1} of {n}" if n > 1 else "witness schedule"
+            r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
+            if r.budget:
+                return withdrawn(f"{r.reason}, during the replay of the original's witness "
+                                 f"schedules ({i} of {n} replayed; the rewritten program gave "
+                                 "the counterexample's outcome)", budget=True)
+            if r.outcome is None and r.run_failed and _error_output(shown) is not None:
+                # TensorFlow fails the run where the oracle's outcome has an
+                # output that is an error value: an op of the schedule gave
+                # one (an uninitialized read, CheckNumerics on a NaN, a
+                # closed stack pushed), and TensorFlow's kernel of such an
+                # op fails the run instead of carrying it on (a variable's
+                # error value is never one: it is σ's uninitialized
+                # variable never written, which TensorFlow reads back as
+                # such).  They agree as far as a failed run can show;
+                # the run gives no outcome, so none that is the
+                # counterexample's
+                failed.append(f"{which}: output {_error_output(shown)!r}")
+                info["replayed"], info["failed_runs"] = i + 1, len(failed)
+                done[tuple(schedule)] = "failed"
+                continue
+            if r.outcome is None:
+                return withdrawn(f"the original's {which} was not replayed ({r.reason}); the "
+                                 "rewritten program gave the counterexample's outcome, but "
+                                 "without the original's side TensorFlow confirms nothing")
+            diff = _disagreement(r.outcome, shown)
+            if diff is not None:
+                info["agreed"] = False
+                return withdrawn(f"TensorFlow and the oracle differ on the original: its "
+                                 f"{which} ({r.graph or label}) gives {diff}; the oracle's "
+                                 "outcomes of the original are not TensorFlow's here (a model "
+                                 "of an op that differs from TensorFlow's kernel), so the "
+                                 "rewritten program's outcome, which TensorFlow gave, is not "
+                                 "confirmed as new")
+            info["replayed"] = i + 1
+            free.update(dict.fromkeys(r.free))
+            ran_on.setdefault(r.graph or label)
+            done[tuple(schedule)] = "ran"
+        note = other_schedules(done, free, ran_on)
+        if isinstance(note, Replay):
+            return note
+        info["agreed"] = True
+        forced = "its witness schedule" if n == 1 else f"each of its {n} witness schedules"
+        count = info["outcomes"]
+        ran = " and ".join(ran_on) or label
+        gave = "gave the oracle's outcome" + ("" if n == 1 else "s")
+        if failed:
+            gave = (("" if len(failed) == n else f"{gave} or ") + "failed the run where the "
+                    f"oracle's outcome has an error value ({'; '.join(failed[:4])}"
+                    f"{' ...' if len(failed) > 4 else ''})")
+        rep.reason += (f"; {ran}, run with {forced} forced, {gave}"
+                       + (f" (the {n} the verdict lists of the original's {count} outcomes at "
+                          "this σ)" if isinstance(count, int) and count > n else "")
+                       + (f" (steps {', '.join(list(free)[:8])}"
+                          f"{' ...' if len(free) > 8 else ''} are no node of that graph and "
+                          "ran unforced)" if free else "")
+                       + note)
+        return rep
+
+    def other_schedules(done: dict[tuple, str], free: dict, ran_on: dict) -> Replay | str:
+        """The original's schedules beyond the listed witnesses: one run
+        per reads-from class (oracle/readsfrom.py `class_runs`, whose
+        docstring has the argument: all runs of a class give each op the
+        same inputs, so TensorFlow's kernels give all of them one outcome).
+        One witness per outcome is not enough: two schedules the oracle
+        runs to one listed outcome may run on TensorFlow to two, one of
+        them the counterexample's (a model wrong only on the values the
+        unlisted one gives an op).  Each run must give the oracle's outcome
+        of it, as a witness must.  Returns the text the line adds, or the
+        Replay withdrawn.  Where the classes cannot be enumerated (control
+        flow, too many, an engine that declines), the confirmation rests on
+        the witnesses alone and the line says so."""
+        from tfsem.oracle.explore import BudgetExceeded  # noqa: PLC0415
+        from tfsem.oracle.readsfrom import Unsupported, class_runs  # noqa: PLC0415
+        from tfsem.oracle.semantics import ATOMIC, DECOMPOSED  # noqa: PLC0415
+        steps = [s for _, w in listed for s in w]
+        semantics = DECOMPOSED if any(s.endswith(("@read", "@write")) for s in steps) \
+            else ATOMIC
+        seconds = CLASS_SECONDS if deadline is None else \
+            min(CLASS_SECONDS, deadline - time.monotonic())
+        if seconds <= 0:
+            return withdrawn("the time budget ran out before the original's reads-from "
+                             "classes were enumerated (its listed witness schedules gave the "
+                             "oracle's outcomes)", budget=True)
+
+        def not_run(why: str) -> str:
+            rep.classes = {"not_run": why}
+            return (f" (its other schedules were not run, one per reads-from class: {why}; "
+                    "a model wrong only on them would not show here)")
+        try:
+            found = class_runs(original, cx.feeds, cx.init, semantics, observe,
+                               max_runs=CLASS_RUNS, max_seconds=seconds)
+        except BudgetExceeded:
+            if deadline is not None and time.monotonic() >= deadline:
+                return withdrawn("the time budget ran out while the original's reads-from "
+                                 "classes were enumerated (its listed witness schedules gave "
+                                 "the oracle's outcomes)", budget=True)
+            return not_run(f"enumerating them took more than {seconds:.2g} s")
+        except Unsupported as exc:
+            return not_run(str(exc))
+        except Exception as exc:  # noqa: BLE001 (the engine failing: the witnesses alone, said)
+            return not_run(f"the reads-from engine failed: {type(exc).__name__}: {exc}")
+        runs = found.runs
+        full = {k for k, _ in cx.outcome.parts()}   # (a counterexample's outcome is whole)
+        if found.one_per_outcome and info["outcomes"] == n and \
+                all({k for k, _ in o.parts()} == full for o, _ in listed):
+            # one class per outcome in each component (one class in all for
+            # a race-free original), every outcome listed in full: the
+            # witnesses are one run per class already
+            rep.classes = {"runs": len(runs) or 1, "replayed": 0, "failed_runs": 0}
+            return ""
+        replayed, failed_here, base = 0, 0, None
+        for k, (shown, schedule) in enumerate(runs):
+            status = done.get(tuple(schedule))
+            which = f"its run {k + 1} of {len(runs)} for the reads-from classes"
+            if status is None:
+                r = one(_Witness(cx.feeds, cx.init, list(schedule), shown))
+                if r.budget:
+                    return withdrawn(f"{r.reason}, during the replay of the original's "
+                                     f"reads-from classes ({replayed} replayed; its listed "
+                                     "witness schedules gave the oracle's outcomes)",
+                                     budget=True)
+                if r.outcome is None and r.run_failed and _error_output(shown) is not None:
+                    status, failed_here = "failed", failed_here + 1
+                elif r.outcome is None:
+                    return withdrawn(f"the original's {which} was not replayed ({r.reason}); "
+                                     "without it TensorFlow confirms nothing")
+                else:
+                    diff = _disagreement(r.outcome, shown)
+                    if diff is not None:
+                        info["agreed"] = False
+                        return withdrawn(
+                            f"TensorFlow and the oracle differ on the original: {which} "
+                            f"({r.graph or label}; schedule {' '.join(schedule)}), a schedule "
+                            f"the verdict does not list, gives {diff}; the oracle's outcomes "
+                            "of the original are not TensorFlow's here (a model of an op that "
+                            "differs from TensorFlow's kernel), so the rewritten program's "
+                            "outcome, which TensorFlow gave, is not confirmed as new")
+                    status = "ran"
+                replayed += 1
+                free.update(dict.fromkeys(r.free))
+                ran_on.setdefault(r.graph or label)
+            if k == 0:
+                base = status
+        if base == "failed" and found.components > 1:
+            # (the first run holds each component's first class, one with
+            # no error output where the component has one: a failed first
+            # run with several components cannot say which one failed it,
+            # and a failed run of another class shows nothing of the rest)
+            return withdrawn("the original's reads-from classes could not be checked: the run "
+                             "of the first class of each of its independent parts failed on "
+                             "TensorFlow, which does not say which part failed it")
+        rep.classes = {"runs": len(runs), "replayed": replayed, "failed_runs": failed_here}
+        if not replayed:
+            return "; those are one run per reads-from class of it"
+        return (f"; its other schedules, one run per reads-from class ({replayed} more), "
+                + ("gave the oracle's outcomes" if not failed_here else
+                   f"gave the oracle's outcomes or failed the run where the oracle's outcome "
+                   f"has an error value ({failed_here} of them)"))
+
+    try:
+        return side()
+    except Exception as exc:  # noqa: BLE001 (a replay failure must never lose the verdict)
+        return withdrawn(f"the replay of the original failed: {type(exc).__name__}: {exc}")
+
+
+#: the original's reads-from classes (`with_original`): at most this many
+#: runs on TensorFlow, and this many seconds to enumerate them
+CLASS_RUNS = 100
+CLASS_SECONDS = 2.0
+
+
+def _error_output(outcome) -> str | None:
+    """The first output of `outcome` that is an error value, or None."""
+    from tfsem.oracle.values import Error  # noqa: PLC0415
+    return next((k for k, v in outcome.outputs if isinstance(v, Error)), None)
+
+
+def agrees(got, shown) -> bool:
+    """Does TensorFlow's outcome `got` agree with an outcome `shown` of the
+    oracle (SPEC section 2 equality of every part `shown` has)?  A full
+    outcome has every part `got` has, so this is equality; a projected
+    one (checking/check.py `unsound_projected`) is compared on its parts."""
+    return _disagreement(got, shown) is None
+
+
+def _disagreement(got, shown) -> str | None:
+    """None where `got` agrees with `shown` (`agrees`); else the first part
+    that differs, with both values, as text."""
+    from tfsem.oracle.outcomes import TEXT_ELEMENTS, summarisable, summary_text  # noqa: PLC0415
+    from tfsem.oracle.values import format_value  # noqa: PLC0415
+
+    def text(v) -> str:
+        return summary_text(v) if summarisable(v, TEXT_ELEMENTS) else format_value(v)
+
+    have = dict(got.parts())
+    for (kind, name), value in shown.parts():
+        if (kind, name) not in have:
+            return f"no {kind} {name!r} on TensorFlow, {text(value)} in the oracle"
+        if have[(kind, name)] != value:
+            return (f"{kind} {name!r} = {text(have[(kind, name)])} on TensorFlow, "
+                    f"{text(value)} in the oracle")
+    return None
+
 def captured_variables(graph_def, p=None,
                        captures: Mapping[str, Any] | None = None) -> dict[str, str]:
     """{DT_RESOURCE Placeholder of `graph_def`: the variable it captures}.
@@ -701,6 +1022,7 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
         return _out_of_time(exc, label, mode, forced=forced, free=free, split=list(split))
     except TensorFlowRunError as exc:
         from tfsem.oracle.values import Error  # noqa: PLC0415
+        rep.run_failed = isinstance(exc, TensorFlowRunFailed)
         uninit = sorted(k for k, v in cx.init.items() if isinstance(v, Error))
         rep.reason = str(exc) + (
             f" (σ leaves {', '.join(uninit)} uninitialized: TensorFlow fails an op that reads "
@@ -713,7 +1035,7 @@ def _replay_forced(gd, outputs: Mapping[str, str], targets: Sequence[str], order
                if CONTROL_FLOW_NOTE in label else "an op computes differently there")
         rep.reason = (f"TensorFlow gave {got.describe()}, not the counterexample's "
                       f"{cx.outcome.describe()} ({why}){free_note}")
-    elif any(got == o for o, _ in cx.original_outcomes):
+    elif any(agrees(got, o) for o, _ in cx.original_outcomes):
         rep.reason = (f"TensorFlow gave {got.describe()}, which the verdict lists among the "
                       "original's outcomes")
     else:

@@ -68,6 +68,7 @@ import contextlib
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from .explore import (_ASSIGN, _FN, _READ, _VAR, DEFAULT_MAX_SECONDS, DEFAULT_MAX_STATES, Budget,
@@ -95,7 +96,10 @@ class Unsupported(ValueError):
 class _Component_RF:
     """One component compiled for reads-from enumeration."""
 
-    def __init__(self, comp: _Component, init: Mapping[str, Value], budget: Budget):
+    def __init__(self, comp: _Component, init: Mapping[str, Value], budget: Budget,
+                 single_ok: bool = False):
+        """`single_ok` (`class_runs`): a component whose every choice has
+        one candidate (one class) is not declined for its many choices."""
         self.comp, self.init, self.budget = comp, init, budget
         n = comp.n
         dec = comp.decomposed
@@ -179,10 +183,22 @@ class _Component_RF:
                 finals = [w for w in ws if not any(self._hb(w, w2) for w2 in ws if w2 != w)]
                 if finals:
                     choices.append((-1 - v, finals))
-        if len(choices) > MAX_CHOICES:
+        #: every choice has one candidate and every two writes of a variable
+        #: are ordered by hb: one class, whose runs all compute the same
+        #: values (the writes' order is fixed, so a no-op write, which the
+        #: classes alone do not settle, is at the same place in each)
+        #: (computed for `class_runs` only: the engine's own use never asks)
+        self.single = single_ok and all(len(cands) == 1 for _e, cands in choices) and all(
+            self._hb(a, b) or self._hb(b, a)
+            for ws in self.writes for k, a in enumerate(ws) for b in ws[k + 1:])
+        if len(choices) > MAX_CHOICES and not self.single:
             raise Unsupported(f"{len(choices)} reads-from choices (at most {MAX_CHOICES})")
         self.choices = choices
         self.classes = 0
+        #: `class_runs`: every class's (outcome, witness labels), up to
+        #: `record_cap` of them; None (the engine's own use): not kept
+        self.record: list[tuple[Outcome, tuple[str, ...]]] | None = None
+        self.record_cap = 0
         # a node's data inputs: slot -> (producer, port), or (-1, fed value)
         self._in_src: list[dict[int, tuple[int, object]]] = [{} for _ in range(n)]
         for i in range(n):
@@ -237,6 +253,10 @@ class _Component_RF:
             if self.classes & 255 == 0 and time.monotonic() - b.started > b.max_seconds:
                 raise BudgetExceeded("seconds", b.max_seconds, b.states)
             outcome, steps = self._replay(witness[0])
+            if self.record is not None:
+                if len(self.record) >= self.record_cap:
+                    raise Unsupported(f"more than {self.record_cap} reads-from classes")
+                self.record.append((outcome, tuple(self.comp.label(t) for t in steps)))
             if outcome not in results:
                 results[outcome] = tuple(self.comp.label(t) for t in steps)
             return
@@ -865,6 +885,84 @@ def outcome_set_engine(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
     result.classes = classes
     result.engines = used
     return result
+
+
+@dataclass
+class ClassRuns:
+    """`class_runs`' answer: `runs`, each (outcome, schedule); `components`;
+    `one_per_outcome`: every component has as many classes as outcomes
+    (`runs` is empty where every component has one class: any run of the
+    program is then a run of its one class)."""
+    runs: list[tuple[Outcome, list[str]]]
+    components: int
+    one_per_outcome: bool
+
+
+def class_runs(p, feeds: Mapping[str, Value], init: Mapping[str, Value],
+               semantics: str = ATOMIC, observe: str = "outputs+state", max_runs: int = 100,
+               max_seconds: float = DEFAULT_MAX_SECONDS) -> ClassRuns:
+    """Runs of `p` from σ = (feeds, init) that between them hold every
+    reads-from class of each of its components: a component's classes each
+    beside the other components' first (the first run holds every
+    component's first), so sum(classes - 1) + 1 runs.  A component's first
+    class is one whose outputs hold no error value, where it has one (a
+    run that fails on TensorFlow then shows which component failed it).
+
+    Why they stand for every run of `p` under any deterministic
+    implementation of its ops (TensorFlow's kernels replaying a schedule):
+    all runs of a class give each node the same inputs (the module
+    docstring's induction along hb ∪ rf, which needs of a function only
+    that it gives the same results for the same arguments), so an
+    implementation gives all of them one part of that component's outcome;
+    components share no edge and no variable, so a run's outcome is its
+    components' parts, each fixed by that component's class.  An
+    implementation that gives each of these runs the oracle's outcome
+    gives every run of `p` the oracle's outcome.  Where each component has
+    as many classes as outcomes (`one_per_outcome`; a race-free one has
+    one of each), one witness per outcome of `p` is one run per class of
+    `p` already.
+
+    Raises Unsupported where the argument or the engine does not apply
+    (control flow, a component the engine declines, a no-op write, more
+    than `max_runs` runs) and BudgetExceeded past `max_seconds`."""
+    if p.has_control_flow:
+        raise Unsupported("control flow (the reads-from engine has no Switch or loop)")
+    if semantics not in (ATOMIC, DECOMPOSED):
+        raise ValueError(f"unknown semantics {semantics!r}")
+    budget = Budget(DEFAULT_MAX_STATES, max_seconds)
+    parts: list[list[tuple[Outcome, tuple[str, ...]]]] = []
+    rfcs = []
+    for names, variables, outputs in components(p):
+        comp = _Component(p, names, semantics, observe, feeds, variables, outputs)
+        comp.cache_functions()
+        rfcs.append(_Component_RF(comp, init, budget, single_ok=True))
+    if rfcs and all(rfc.single for rfc in rfcs):
+        # one class (a race-free program): no run needed, and none made (a
+        # real graph's training step evaluated again would cost seconds)
+        return ClassRuns([], len(rfcs), True)
+    with _deep_recursion(4 * MAX_CHOICES + 2000):
+        for rfc in rfcs:
+            if len(rfc.choices) > MAX_CHOICES:
+                raise Unsupported(f"{len(rfc.choices)} reads-from choices (at most "
+                                  f"{MAX_CHOICES})")
+            rfc.record, rfc.record_cap = [], max_runs
+            rfc.run()
+            parts.append(sorted(rfc.record, key=lambda c: any(
+                isinstance(v, Error) for _k, v in c[0].outputs)))
+    if not parts:   # (no node, no variable: one outcome, as observed)
+        return ClassRuns([(combine([], observe), [])], 0, True)
+    if sum(len(c) - 1 for c in parts) + 1 > max_runs:
+        raise Unsupported(f"more than {max_runs} runs for the reads-from classes")
+    first = [c[0] for c in parts]
+    runs = []
+    for i, classes in enumerate(parts):
+        for j, one in enumerate(classes):
+            if i and not j:
+                continue           # (every component's first: the run i = 0, j = 0)
+            combo = [*first[:i], one, *first[i + 1:]]
+            runs.append((combine([o for o, _ in combo]), [s for _, w in combo for s in w]))
+    return ClassRuns(runs, len(parts),
+                     all(len(c) == len({o for o, _ in c}) for c in parts))
 
 
 def _sub_budget(budget: Budget, states: int, share: float) -> Budget:

@@ -824,7 +824,7 @@ def _confirmation(confirmed: Sequence[str], verdict: str, tensorflow_replay: Any
     names = [b for b in confirmed if b not in BACKENDS] + list(BACKENDS)
     items = "".join(
         f'<li class="backend" data-backend={attr(b)}>{badge(b, "good" if b in confirmed else "none")} '
-        f"{_confirm_text(b, b in confirmed)}</li>"
+        f"{_confirm_text(b, b in confirmed, tensorflow_replay)}</li>"
         for b in names)
     if isinstance(tensorflow_replay, Mapping) and tensorflow_replay.get("status") == "not-replayed":
         # `check` replayed it on TensorFlow and could not (backends/tensorflow.py)
@@ -833,14 +833,30 @@ def _confirmation(confirmed: Sequence[str], verdict: str, tensorflow_replay: Any
     return f'<h2>Where it was confirmed</h2><ul class="confirmed">{items}</ul>'
 
 
-def _confirm_text(backend: str, ok: bool) -> str:
+def _confirm_text(backend: str, ok: bool, tensorflow_replay: Any = None) -> str:
     if not ok:
         return "not confirmed (not run, or unavailable)"
     if backend == "oracle":
         return "the reference semantics replays the schedule to this outcome, and the original has no such outcome"
     if backend == "tensorflow":
-        return ("reproduced on TensorFlow's executor: the rewritten graph, with the schedule forced by "
+        text = ("reproduced on TensorFlow's executor: the rewritten graph, with the schedule forced by "
                 "control edges, gives the same outcome")
+        # the replay that claimed it ran the original's witness schedules
+        # too (backends/tensorflow.py `with_original`): say so, as the
+        # text and the JSON do (a finding stored before that replay has
+        # no `original`, and its page says only what was run)
+        orig = tensorflow_replay.get("original") if isinstance(tensorflow_replay, Mapping) else None
+        if isinstance(orig, Mapping) and orig.get("agreed") is True:
+            failed, n = orig.get("failed_runs") or 0, orig.get("listed")
+            which = "its witness schedule" if n == 1 else \
+                f"each of the {n} witness schedules the verdict lists for it"
+            fails = ("fails the run where the oracle's outcome has an error output (as "
+                     "TensorFlow fails where tfsem carries an error value on)")
+            gives = "gives the oracle's outcome" + ("" if n == 1 else " for it")
+            text += (f"; the original, with {which} forced the same way, "
+                     + (fails if failed == n else gives if not failed else
+                        f"{gives} or {fails}: {failed} of them"))
+        return text
     return "reproduced: running the schedule concretely on this array backend gives the same outcome"
 
 

@@ -362,9 +362,14 @@ def test_the_watchdog_never_writes_a_confirmation_beside_a_replay_cut(monkeypatc
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a, **k: real_find("json") if name == "tensorflow"
                         else real_find(name, *a, **k))
+    # (a replay that gives what it is asked for: the counterexample's
+    # outcome, then each of the original's witnesses' own, which the
+    # replay of the original's side compares: backends/tensorflow.py
+    # `with_original`)
     monkeypatch.setattr(tfb, "replay_program",
-                        lambda *a, **k: tfb.Replay(True, "TensorFlow's outcome is the "
-                                                   "counterexample's", "", version="2.21"))
+                        lambda p, cx, **k: tfb.Replay(True, "TensorFlow's outcome is the "
+                                                      "counterexample's", "", version="2.21",
+                                                      outcome=cx.outcome))
     in_json, go_on = threading.Event(), threading.Event()
     real_json = command.replay_json
 

@@ -91,13 +91,19 @@ def test_hand_broken_dropped_control_dependency_is_unsound_and_tensorflow_confir
     assert "^increment" in read.input
     read.input.remove("^increment")
     original = _import(original_gd, fetches, targets, "counter.pbtxt")
-    row = check_graph(original, optimized, fetches, targets, where="broken")
+    row = check_graph(original, optimized, fetches, targets, where="counter.pbtxt after broken",
+                      original_graph_def=original_gd)
     assert row["status"] == "checked"
     v = row["verdict"]
     assert v["verdict"] == "unsound"
     assert v["differs"] == {"output": "value"}
     assert "tensorflow" in v["confirmed"], row.get("tensorflow_replay")
     assert row["tensorflow_replay"]["confirmed"]
+    # and the original graph, with each witness schedule of it forced, gave
+    # the oracle's outcome of it
+    assert row["tensorflow_replay"]["original"] == {
+        "graph": "the original graph counter.pbtxt", "outcomes": 1, "listed": 1,
+        "replayed": 1, "failed_runs": 0, "agreed": True}
     cex = v["counterexample"]
     # the rewritten run read the counter before the increment
     assert cex["outcome"]["outputs"]["value"] == cex["init"]["counter"]

@@ -582,7 +582,10 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
     GraphDef file, else the rewritten program exported.  TensorFlow is
     imported only here, only for an unsound verdict, and only when it is
     installed.  Adds "tensorflow" to `verdict.confirmed` when TensorFlow gave
-    the counterexample's outcome; never changes the verdict.  Returns the
+    the counterexample's outcome and, for each of the original's witness
+    schedules the verdict lists, the oracle's outcome of it (a model of the
+    original that TensorFlow's kernels contradict withdraws the claim, and
+    the replay's reason says so); never changes the verdict.  Returns the
     replay's JSON (with a `text` line), a `skipped` entry saying why, or None
     (no unsound verdict).  `deadline` (a time.monotonic() value, the end of
     the command's budget): TensorFlow's import and the replay happen before
@@ -608,6 +611,25 @@ def replay_on_tensorflow(case, verdict, args: argparse.Namespace,
     graph_file = args.rewritten is not None and Path(args.rewritten).suffix.lower() in (".pb", ".pbtxt")
 
     def replay():
+        # the rewritten program's side, then the original's: each of its
+        # witness schedules the verdict lists, forced on the original graph
+        # (where ORIGINAL is a GraphDef file) or on the original program
+        # exported; "tensorflow" is claimed only where both agree with the
+        # oracle (backends/tensorflow.py `with_original`), all of it within
+        # this one deadline
+        rep = rewritten_replay()
+        original_graph = args.rewritten is not None and getattr(args, "session", None) is None \
+            and Path(args.original).suffix.lower() in (".pb", ".pbtxt")
+        caps = getattr(args, "captures", None)
+        return tfb.with_original(
+            rep, case.original, cx, observe=verdict.observe, deadline=deadline,
+            graph=Path(args.original) if original_graph else None,
+            targets=list(getattr(args, "target", []) or []),
+            captures=read_captures(caps) if caps and original_graph else None,
+            label=f"the graph {args.original}" if original_graph else
+            "the original program, exported")
+
+    def rewritten_replay():
         if graph_file:
             # (a concrete function's graph: its DT_RESOURCE Placeholders are
             # the variables the capture map names, replayed as variables)

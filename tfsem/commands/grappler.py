@@ -647,6 +647,7 @@ def validate(graph_def, fetches: list[str], targets: list[str], optimizers: list
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / f"{name}.pbtxt").write_text(str(res.graph_def))
         row.update(check_graph(original, res.graph_def, fetches, targets,
+                               original_graph_def=graph_def,
                                where=f"{where} after {name}", semantics=semantics,
                                observe=observe, timeout=timeout, real=real,
                                captures=captures, deadline=part, text=text,
@@ -671,7 +672,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
                 timeout: float = DEFAULT_TIMEOUT, real: bool = True,
                 captures: dict | None = None,
                 deadline: Deadline | None = None, text: bool = True,
-                progress: dict | None = None) -> dict[str, Any]:
+                progress: dict | None = None,
+                original_graph_def=None) -> dict[str, Any]:
     """Import `rewritten_graph_def` (an optimizer's output) and check it
     against the program `original`; an unsound verdict is replayed on
     TensorFlow with its schedule forced (backends.tensorflow).  The row
@@ -681,7 +683,10 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
     float arithmetic over the reals (unless `real` is false), and
     ``stage_seconds``.  `captures`: the original's capture map; the entries
     whose placeholder Grappler kept are used.  `text`: false leaves
-    ``text`` out (`--json` prints none).
+    ``text`` out (`--json` prints none).  `original_graph_def`: the graph
+    `original` was imported from, on which the replay of an `unsound`
+    forces the original's witness schedules (`replay`); without it, the
+    program `original` is exported for them.
 
     The time: all of it within `deadline` (a common.Deadline; by default
     `timeout` seconds from now): the import, then the check (CHECK_SHARE of
@@ -708,6 +713,7 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
         stages[stage] = round(now - clock, 3)
         clock = now
 
+    original_captures = captures
     if captures is not None:
         kept = {n.name for n in rewritten_graph_def.node}
         captures = {ph: spec for ph, spec in captures.items() if ph in kept}
@@ -746,7 +752,9 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
                            "check_seconds": round(time.perf_counter() - t, 6)}
     if verdict.verdict == "unsound" and verdict.counterexample is not None:
         rep = replay(rewritten_graph_def, rewritten, verdict.counterexample, targets, observe,
-                     f"the graph {where}", deadline, captures=captures)
+                     f"the graph {where}", deadline, captures=captures, original=original,
+                     original_graph_def=original_graph_def,
+                     original_captures=original_captures)
         row["tensorflow_replay"] = replay_json(rep)
         if rep.confirmed:
             verdict.confirmed.append("tensorflow")
@@ -766,7 +774,8 @@ def check_graph(original, rewritten_graph_def, fetches: list[str], targets: list
 
 
 def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: str,
-           deadline: Deadline, captures: dict | None = None):
+           deadline: Deadline, captures: dict | None = None, original=None,
+           original_graph_def=None, original_captures: dict | None = None):
     """An `unsound` verdict's counterexample replayed on TensorFlow, as
     `tfsem check` replays one of a graph (backends/tensorflow.py), within
     `deadline` (this optimizer's part of the command's budget) as `tfsem
@@ -775,7 +784,13 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
     and a stage that outlasts it (TensorFlow loading a large graph) is left
     behind.  Past it, a Replay with ``budget``: not replayed, the verdict
     the oracle's alone.  `captures`: the capture map of a concrete function's graph, whose
-    DT_RESOURCE Placeholders the replay runs as the variables they capture."""
+    DT_RESOURCE Placeholders the replay runs as the variables they capture.
+    `original` (the program checked against), when given: where the
+    rewritten graph's replay confirms, the original's witness schedules
+    are replayed too, on `original_graph_def` (with `original_captures`)
+    where given, in the same deadline, and the replay stays confirmed only
+    where TensorFlow gives the oracle's outcome for each
+    (backends/tensorflow.py `with_original`)."""
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415
 
     def run() -> Any:
@@ -788,7 +803,17 @@ def replay(graph_def, rewritten, cx, targets: list[str], observe: str, label: st
             exported = tfb.replay_program(rewritten, cx, observe=observe, deadline=deadline.at)
             if exported.confirmed or exported.budget:
                 rep = exported
-        return rep
+        if original is None:
+            return rep
+        # (`label` "the graph G after OPTIMIZER", as `validate` names an
+        # optimizer's output: the original is G itself)
+        given = label.removeprefix("the graph ")
+        name = f"the original graph {given.rsplit(' after ', 1)[0]}" if " after " in given \
+            else "the original graph"
+        return tfb.with_original(
+            rep, original, cx, observe=observe, deadline=deadline.at, graph=original_graph_def,
+            targets=targets, captures=original_captures,
+            label=name if original_graph_def is not None else "the original program, exported")
 
     return replay_in_budget(run, deadline.at, "this optimizer's part of the time budget", label,
                             DURING_LOAD)

@@ -199,7 +199,7 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
         replay = None
         if v.verdict == "unsound" and v.counterexample is not None and args.replay:
             from .grappler import replay_json  # noqa: PLC0415
-            rep = replay_within(rewritten, v, deadline, args.timeout)
+            rep = replay_within(rewritten, v, deadline, args.timeout, original=original)
             if rep.confirmed and "tensorflow" not in v.confirmed:
                 v.confirmed.append("tensorflow")
             replay = replay_json(rep)
@@ -216,7 +216,7 @@ def _judge(tf, args: argparse.Namespace, result: dict) -> int:
     return worst
 
 
-def replay_within(rewritten, verdict, deadline: float, seconds: float):
+def replay_within(rewritten, verdict, deadline: float, seconds: float, original=None):
     """`verdict`'s counterexample replayed on TensorFlow (the rewritten
     program exported, as `tfsem check` replays a program) before `deadline`
     (a time.monotonic() value, the end of the mode's budget of `seconds`):
@@ -224,15 +224,26 @@ def replay_within(rewritten, verdict, deadline: float, seconds: float):
     run; TensorFlow's import and loading the graph, which look at no clock,
     are left behind when they outlast it (common.call_within).  Past it, a
     Replay with ``budget``: not replayed within the budget, the verdict the
-    oracle's alone."""
+    oracle's alone.  `original` (the input module's program), when given:
+    the original's witness schedules are replayed too, exported, in the
+    same deadline, and the replay stays confirmed only where TensorFlow
+    gives the oracle's outcome for each (backends/tensorflow.py
+    `with_original`)."""
     from tfsem.backends import tensorflow as tfb  # noqa: PLC0415 (TensorFlow: here only)
 
     from .grappler import replay_in_budget  # noqa: PLC0415
     label = "the output module read by tfsem, exported"
-    return replay_in_budget(
-        lambda: tfb.replay_program(rewritten, verdict.counterexample, observe=verdict.observe,
-                                   label=label, deadline=deadline),
-        deadline, f"the time budget of {seconds:g} s", label)
+    cx = verdict.counterexample
+
+    def run():
+        rep = tfb.replay_program(rewritten, cx, observe=verdict.observe, label=label,
+                                 deadline=deadline)
+        if original is None:
+            return rep
+        return tfb.with_original(rep, original, cx, observe=verdict.observe, deadline=deadline,
+                                 label="the input module read by tfsem, exported")
+
+    return replay_in_budget(run, deadline, f"the time budget of {seconds:g} s", label)
 
 
 def _print(result: dict) -> None:
