@@ -624,14 +624,11 @@ class _Component:
         a function step touches only its own slots and its successors'
         (functions are functions: oracle/applications.py argues it for the
         kernels too), two eager reads of x read the same value, and an
-        eager write to x is the only access to x left, or one of writes
-        that nothing reads any more where the state is not observed (their
-        order decides only a value of x that no step reads and no outcome
-        shows, which `key` leaves out too).  So the steps fired from one
-        state commute, and every order of them reaches the same state with
-        no eager step left (`tests/test_explore_kernels_last.py` compares
-        the outcomes, the state keys after each close and the schedules as
-        sets with the order before).  The choices after it
+        eager write to x is the only access to x left.  So the steps fired
+        from one state commute, and every order of them reaches the same
+        state with no eager step left (`tests/test_explore_kernels_last.py`
+        compares the outcomes, the states after each close and the
+        schedules as sets with the order before).  The choices after it
         (`run_by_priority`'s key, a search's stubborn set) read that state,
         not the schedule, and so are the same."""
         eager = st.eager
