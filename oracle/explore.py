@@ -54,13 +54,6 @@ _VAR, _READ, _ASSIGN, _FN = 0, 1, 2, 3
 #: The concrete engines' runs evaluate the eager steps' TensorFlow kernels
 #: together, in one message to the kernels' child (`_Component._prefetch`).
 PREFETCH = True
-#: Within one `close` (while the kernels are on and `PREFETCH`), the eager
-#: steps that need no kernel fire before those that may: the kernel steps
-#: then wait until every one of them ready at this point of the run is
-#: eager, and go to the child in one message (`_Component.close` argues why
-#: the run is the same run).  False: the eager steps fire last in, first
-#: out, as before (the differential test's reference).
-KERNELS_LAST = True
 
 
 class _Cached:
@@ -601,64 +594,16 @@ class _Component:
     prefetch_uncached = False
 
     def close(self, st: "_State") -> None:
-        """Fire the eager steps until none is left.
-
-        Where the kernels are on (and KERNELS_LAST), a step that may need a
-        kernel fires only when no eager step without one is left, those
-        whose evaluations were asked for already first; when only steps not
-        asked for are left, they all go to the child in one message
-        (`_prefetch`).  Fired last in, first out, a kernel step went alone
-        where the steps that would enable its peers had not fired yet (the
-        unrolled LSTM's canonical run at the plain σ: 162 messages for 199
-        evaluations, 88 in this order; the transformer block's 51 and 40;
-        MobileNetV2's, a chain, 440 and 439).
-
-        Why the run is the same run: the order in which one close fires its
-        eager steps changes neither which steps it fires nor the state it
-        ends in, only the order of their labels in the schedule.  Every
-        eager step stays eager until it fires (`eager` reads the counts of
-        the accesses to its variable not fired yet, which only fall: a write
-        that is the last access to x stays the last, a read with no write
-        left stays one; a ready step whose variable is accessed is
-        classified again, `fire`), and any two eager steps are independent:
-        a function step touches only its own slots and its successors'
-        (functions are functions: oracle/applications.py argues it for the
-        kernels too), two eager reads of x read the same value, and an
-        eager write to x is the only access to x left.  So the steps fired
-        from one state commute, and every order of them reaches the same
-        state with no eager step left (`tests/test_explore_kernels_last.py`
-        compares the outcomes, the states after each close and the
-        schedules as sets with the order before).  The choices after it
-        (`run_by_priority`'s key, a search's stubborn set) read that state,
-        not the schedule, and so are the same."""
         eager = st.eager
         if not (self._watching or self.prefetch_uncached) or not PREFETCH:
             while eager:
                 self.fire(st, eager.pop())
             return
         kernel = self.kernel_step
-        n = self.n
-        last = KERNELS_LAST and _kernels.enabled()
         asked = None
         while eager:
-            t = eager[-1]
-            if last and t < n and kernel[t]:
-                # the latest eager step without a kernel, where there is one;
-                # else the latest kernel step asked for already (its answer
-                # is kept: it costs no message, and what it enables may join
-                # the next one)
-                k = len(eager) - 2
-                while k >= 0 and eager[k] < n and kernel[eager[k]]:
-                    k -= 1
-                if k < 0 and asked:
-                    k = len(eager) - 1
-                    while k >= 0 and eager[k] not in asked:
-                        k -= 1
-                if k >= 0:
-                    self.fire(st, eager.pop(k))
-                    continue
-            eager.pop()
-            if t < n and kernel[t] and eager and (asked is None or t not in asked):
+            t = eager.pop()
+            if t < self.n and kernel[t] and eager and (asked is None or t not in asked):
                 asked = self._prefetch(st, t, asked)
             self.fire(st, t)
 
