@@ -122,3 +122,23 @@ def test_an_answer_through_the_answer_file_is_one_write():
         assert [a.tobytes() for a in got[2]] == [a.tobytes() for a in msg[2]]
     finally:
         region.close()
+
+
+def test_a_tensor_without_the_private_reader_is_copied_out():
+    """Where a TensorFlow's tensors have no `_numpy`, `_execute` takes
+    `numpy()`'s copy: the same bits."""
+
+    class Plain:
+        def __init__(self, a):
+            self.a = a
+
+        def numpy(self):
+            return self.a.copy()
+
+    class Execute:
+        @staticmethod
+        def execute(op, n_out, tensors, flat, ctx):
+            return [Plain(np.arange(6, dtype=np.float32).reshape(2, 3))]
+
+    (r,) = W._execute(Execute, None, "X", 1, [], ())
+    assert r.tobytes() == np.arange(6, dtype=np.float32).tobytes() and r.shape == (2, 3)
