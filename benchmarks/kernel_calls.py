@@ -1,0 +1,112 @@
+"""TensorFlow's kernels as tfsem calls them, this tree against a baseline commit.
+
+    python benchmarks/kernel_calls.py --baseline-commit C [--calls 200] [--passes 3]
+
+Each pass is a fresh process per version (the versions alternated pass by
+pass: A B, B A, ...).  A process starts the kernels' child
+(oracle/kernels.py), waits for TensorFlow, then for each case makes
+--calls evaluations through `kernels.evaluate`, each on inputs not seen
+before (nothing is answered from the cache): the wall time of each call in
+the parent, and the child's CPU time over the case (Linux: /proc).
+Printed: per case the medians over the passes of the median call and of
+the child's CPU per call, and their ratios.  The cases are the shapes the
+real corpus sends: MobileNetV2's activations (0.4-1.6 MB), an MLP's small
+matrices.  Needs TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MARK = "KERNEL_CALLS "
+
+#: (name, op, [input shapes], attrs): float32 inputs
+CASES = [
+    ("Sigmoid 64x64", "Sigmoid", [(64, 64)], {"T": "DT_FLOAT"}),
+    ("MatMul 64x128 by 128x64", "MatMul", [(64, 128), (128, 64)], {"T": "DT_FLOAT"}),
+    ("Relu6 1x32x32x96 (0.4 MB)", "Relu6", [(1, 32, 32, 96)], {"T": "DT_FLOAT"}),
+    ("Relu6Grad 4x32x32x96 (1.6 MB)", "Relu6Grad", [(4, 32, 32, 96), (4, 32, 32, 96)],
+     {"T": "DT_FLOAT"}),
+]
+
+
+def child(calls: int) -> None:
+    import numpy as np
+    from tfsem.oracle import kernels
+    kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)   # (TensorFlow up)
+    pid = kernels._client.proc.pid
+
+    def child_cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    rng = np.random.default_rng(0)
+    rows = {}
+    for name, op, shapes, attrs in CASES:
+        base = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        walls = []
+        cpu = child_cpu()
+        for k in range(calls):
+            inputs = [b + np.float32(k) for b in base]       # (new inputs: no cache hit)
+            started = time.perf_counter()
+            kernels.evaluate(op, inputs, attrs, 1)
+            walls.append(time.perf_counter() - started)
+        rows[name] = {"call_ms": 1e3 * statistics.median(walls),
+                      "child_cpu_ms": 1e3 * (child_cpu() - cpu) / calls}
+    kernels.shutdown()
+    print(MARK + json.dumps(rows), flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--baseline-commit", required=True, metavar="COMMIT")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--passes", type=int, default=3)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args.calls)
+        return 0
+    sys.path.insert(0, str(HERE))
+    from grappler import ROOT, baseline_tree
+    base = baseline_tree(args.baseline_commit, Path(tempfile.mkdtemp(prefix="tfsem-kernel-calls-")))
+    env = dict(os.environ, TFSEM_TF_KERNELS="1")
+    envs = {"baseline": dict(env, PYTHONPATH=str(base)),
+            "this": {k: v for k, v in env.items() if k != "PYTHONPATH"}}
+    runs: dict[str, list] = {"baseline": [], "this": []}
+    for k in range(args.passes):
+        for version in (("baseline", "this") if k % 2 == 0 else ("this", "baseline")):
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
+                                  "--baseline-commit", "-", "--calls", str(args.calls)],
+                                 env=envs[version], capture_output=True, text=True, cwd=str(ROOT))
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith(MARK)]
+            if not lines:
+                print(f"the {version} process failed (exit {out.returncode}):\n{out.stderr[-3000:]}",
+                      file=sys.stderr)
+                return 1
+            runs[version].append(json.loads(lines[0][len(MARK):]))
+    print(f"{args.passes} passes per version, {args.calls} calls per case; medians over the passes")
+    print("| case | call, baseline | call, this tree | ratio | child CPU per call, baseline "
+          "| this tree | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, *_ in CASES:
+        cells = []
+        for key in ("call_ms", "child_cpu_ms"):
+            b = statistics.median(r[name][key] for r in runs["baseline"])
+            t = statistics.median(r[name][key] for r in runs["this"])
+            cells += [f"{b:.3f} ms", f"{t:.3f} ms", f"{t / b:.2f}" if b else "-"]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
