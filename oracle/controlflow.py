@@ -2443,17 +2443,30 @@ def machine_for(p: Program, semantics: str = ATOMIC,
     analyses (the accesses' conflicts, the loops' chains, the Exits that may
     fire twice) are functions of these, and were computed again for each σ
     (a tenth of a run on keras_gru_loop).  Its count of states explored
-    starts at 0."""
+    starts at 0.
+
+    At most _MACHINES_MAX are kept, the one used least recently dropped
+    first.  (They were all dropped when the cache was full: on the real
+    corpus's loop graphs, one original checked against Grappler's five
+    rewrites, each rewrite and each back-end replay adds a Machine, and the
+    original's, with the paths it kept (RunTrace), went with the others in
+    the middle of a graph's checks: the next check explored the original
+    again, 50-75 ms on keras_gru_loop.)  Which Machines are kept changes no
+    answer: a Machine is a function of the program object, the semantics
+    and the bound (its tables and analyses), and a kept path is checked at
+    every step of its replay (RunTrace); a Machine made again gives what
+    the dropped one gave."""
     cache = getattr(_machines, "cache", None)
     if cache is None:
         cache = _machines.cache = {}
     key = (id(p), semantics, max_iterations, Machine.lone_accesses)
-    got = cache.get(key)
+    got = cache.pop(key, None)
     if got is not None and got[0] is p:
+        cache[key] = got          # (used last: dropped last)
         got[1].explored = 0
         return got[1]
-    if len(cache) >= _MACHINES_MAX:
-        cache.clear()
+    while len(cache) >= _MACHINES_MAX:
+        del cache[next(iter(cache))]
     m = Machine(p, graph_of(p), semantics, max_iterations)
     cache[key] = (p, m)
     return m
