@@ -2522,7 +2522,10 @@ def machine_for(p: Program, semantics: str = ATOMIC,
         cache[key] = got          # (used last: dropped last)
         got[1].explored = 0
         return got[1]
-    while len(cache) >= _MACHINES_MAX:
+    # (`cache and`: with no room at all (_MACHINES_MAX 0) the emptied table
+    # has no first entry to drop, and next() raised StopIteration; the
+    # table then keeps the one Machine just made, as it did before)
+    while cache and len(cache) >= _MACHINES_MAX:
         del cache[next(iter(cache))]
     m = Machine(p, graph_of(p), semantics, max_iterations)
     cache[key] = (p, m)
