@@ -1633,8 +1633,8 @@ class Machine:
         registry's Identity, its attributes' key) is looked up once per
         run and node (`_node_function`), and the key of the inputs is made
         here (`_value_key`'s, inlined): the same key and the same answers
-        as :meth:`_applied_key` (tests/test_controlflow_replay.py compares
-        the two on every application of generated runs).  A function step
+        as :meth:`_applied_key` (tests/test_controlflow_engine_applications.py
+        compares the two on every application of generated runs).  A function step
         is three fifths of a replayed path's steps, and a remembered
         application (the rewrite's run at the σ the original just ran)
         spent most of its time finding these again."""
