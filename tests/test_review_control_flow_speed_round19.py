@@ -121,9 +121,16 @@ def _copy(p):
 
 # -- Machines kept, dropped and made again in the middle of a sequence --------
 
+#: programs with trip counts bounded or not (σ may pass the iteration
+#: bound: LoopBoundExceeded is the answer), with a stack or not (no path
+#: kept: explored each time, on a kept Machine)
+_PROGRAMS = st.tuples(st.booleans(), st.booleans()).flatmap(
+    lambda bs: st.lists(control_flow_programs(max_blocks=3, bounded_trips=bs[0], stacks=bs[1]),
+                        min_size=1, max_size=3))
+
+
 @SOME
-@given(st.lists(control_flow_programs(max_blocks=3, bounded_trips=True), min_size=1, max_size=3),
-       st.sampled_from(MODES), st.integers(1, 4), st.booleans(), st.data())
+@given(_PROGRAMS, st.sampled_from(MODES), st.integers(1, 4), st.booleans(), st.data())
 def test_interleaved_checks_with_few_machines_answer_as_a_fresh_engine(progs, mode, room,
                                                                         outcomes_on, data):
     objects = [(k, q) for k, p in enumerate(progs) for q in (p, _copy(p))]
@@ -523,3 +530,22 @@ def test_a_tiny_budget_of_seconds_on_a_replay_is_the_explorations_answer_or_a_bu
     for seconds in (0.0, 1e-6, 1e-4, 1e-3, 1e-2):
         got = _answer(p, {"n": Tensor(5, "int32")}, init, "atomic", max_seconds=seconds)
         assert got == want or got[0] == "BudgetExceeded", seconds
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a Function's implementation replaced in place (object.__setattr__ on the frozen "
+    "Function, as some tests do) is still answered from _APPLIED: its key names id(fn), "
+    "not the implementation; so before this change too. Plugins register a new Function "
+    "(covered above)"))
+def test_an_implementation_replaced_in_place_is_applied():
+    fn = fns.register(fns.Function("ReviewR19InPlace", 1, 1,
+                                   lambda xp, args, attrs: (args[0] + 1,)), replace=True)
+    p = _program([{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                  {"name": "f", "op": "ReviewR19InPlace", "inputs": ["sw:1"]}],
+                 {"f": "f"}, {"a": {"dtype": "int32", "shape": []},
+                              "t": {"dtype": "bool", "shape": []}})
+    sigma = {"a": Tensor(1, "int32"), "t": Tensor(True, "bool")}
+    cf.remember_outcomes = False
+    _answer(p, sigma, {}, "atomic")
+    object.__setattr__(fn, "impl", lambda xp, args, attrs: (args[0] + 100,))
+    assert _answer(p, sigma, {}, "atomic") == reference(p, sigma, {}, "atomic")
