@@ -1627,12 +1627,22 @@ class Machine:
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
         it on an array backend: backends/controlflow.py), remembered by
-        (op, attributes, inputs) in :data:`_APPLIED` (see there)."""
-        fn = self._fn.get(n.name)
-        if fn is None:
-            fn = self._fn[n.name] = fns.get(n.op)
-        if fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and fn.name == "Identity" and \
-                fn.n_out == 1 and fn.strict_args is None and len(data) == 1 and \
+        (op, attributes, inputs) in :data:`_APPLIED` (see there).
+
+        What it needs of the node alone (its function, whether that is the
+        registry's Identity, its attributes' key) is looked up once per
+        run and node (`_node_function`), and the key of the inputs is made
+        here (`_value_key`'s, inlined): the same key and the same answers
+        as :meth:`_applied_key` (tests/test_controlflow_engine_applications.py
+        compares the two on every application of generated runs).  A function step
+        is three fifths of a replayed path's steps, and a remembered
+        application (the rewrite's run at the σ the original just ran)
+        spent most of its time finding these again."""
+        known = self._fn.get(n.name)
+        if known is None:
+            known = self._node_function(n)
+        fn, identity, attrs = known
+        if identity and len(data) == 1 and \
                 (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
             # The registry's own Identity (its implementation, under its
             # name, one output, no strictness of its own, in a Function
@@ -1651,31 +1661,65 @@ class Machine:
             # is noted.  A fifth of a loop graph's steps are Identities,
             # each keyed by its argument's bytes to be looked up.
             return [data[0]]
-        key = self._applied_key(n, fn, data)
-        if key is not None:
-            got = _APPLIED.get(key)
-            if got is not None and got[0] is fn:
-                fns._kernels.note(got[2])   # (the verdict names the kernels it rests on)
-                return list(got[1])
+        key = None
+        if attrs is not None:
+            # (`_applied_key`: each input by `_value_key`, None where one
+            # has no key)
+            args = []
+            for d in data:
+                t = type(d)
+                if t is Tensor:
+                    a = d.array
+                    if a.nbytes > _APPLIED_ENTRY_BYTES:
+                        break
+                    args.append((d._dtype, a.shape, a.tobytes()))
+                elif t is Error:
+                    args.append(("error", d.reason))
+                else:
+                    break
+            else:
+                on = self._kernels_on
+                key = (n.op, id(fn), attrs, tuple(args),
+                       fns._kernels.enabled() if on is None else on)
+                got = _APPLIED.get(key)
+                if got is not None and got[0] is fn:
+                    if got[2]:
+                        fns._kernels.note(got[2])   # (the verdict names the kernels it rests on)
+                    return list(got[1])
         if key is None:
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
-        if key is not None:
-            args = key[3]
-            size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
-                r.array.nbytes for r in results if type(r) is Tensor)
-            if size <= _APPLIED_ENTRY_BYTES:
-                global _APPLIED_BYTES
-                if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
-                    _APPLIED.clear()
-                    _APPLIED_BYTES = 0
-                # (most applications evaluate no TensorFlow kernel: one empty
-                # set for all of them, not a new one per entry that the
-                # cyclic collector scans after the run)
-                _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
-                _APPLIED_BYTES += size
+        args = key[3]
+        size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
+            r.array.nbytes for r in results if type(r) is Tensor)
+        if size <= _APPLIED_ENTRY_BYTES:
+            global _APPLIED_BYTES
+            if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+                _APPLIED.clear()
+                _APPLIED_BYTES = 0
+            # (most applications evaluate no TensorFlow kernel: one empty
+            # set for all of them, not a new one per entry that the
+            # cyclic collector scans after the run)
+            _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
+            _APPLIED_BYTES += size
         return list(results)
+
+    def _node_function(self, n) -> tuple:
+        """(the registry function of node n's op, whether it is the
+        registry's own Identity as :meth:`apply_function` passes it, its
+        attributes' key in :data:`_APPLIED` or None where they have none
+        or functions are not remembered), kept for the rest of the run
+        (`initial` empties the table: a plugin may register another
+        function under the op's name between two runs)."""
+        fn = fns.get(n.op)
+        identity = (fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and
+                    fn.name == "Identity" and fn.n_out == 1 and fn.strict_args is None)
+        attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
+        if attrs is _NO_KEY:
+            attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
+        known = self._fn[n.name] = (fn, identity, attrs)
+        return known
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
         written = self._written
@@ -2078,26 +2122,29 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     it followed."""
     s = m.initial(feeds, init)
     tokens, fired = s.tokens, s.fired
+    pop, get = tokens.pop, tokens.get
     fire = m._fire
     apply = m.apply_function
+    function = _PLAN_FUNCTION
     tr = paths[0]
     steps = tr.steps
     plan = tr.plan or _plan(m, tr)
+    end = len(steps)
+    # (the clock read every clock_steps steps, as before: at the steps i
+    # with (i + 1) % clock_steps == 0, counted down instead of divided)
+    tick = clock_steps if max_seconds is not None else -1
     i = 0
-    while i < len(steps):
-        st, wrote = steps[i]
+    while i < end:
         planned = plan[i]
-        if planned is not None and planned[0] != _PLAN_FUNCTION:
-            count = _fire_planned(planned, s)
-            if count != wrote:
-                tr = _other_path(paths, tr, i, count)
-        elif planned is not None:
+        # (the kinds tested in the order of their numbers on the loop
+        # graphs: three fifths of the steps are functions)
+        if planned is not None and planned[0] == function:
             # a live step of a registry function: `_fire`'s first case, its
             # token keys made once per path (`_plan`)
             _, n, pair, ins, outs, ctl = planned
             data = []
             for key, const, control in ins:
-                c = tokens.get(key) if const else tokens.pop(key, None)
+                c = get(key) if const else pop(key, None)
                 if not control:
                     data.append(c)
             fired.add(pair)
@@ -2108,9 +2155,16 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
                     count += 1
             for key in ctl:
                 tokens[key] = GO
+            wrote = steps[i][1]
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
+        elif planned is not None:
+            count = _fire_planned(planned, s)
+            wrote = steps[i][1]
             if count != wrote:
                 tr = _other_path(paths, tr, i, count)
         else:
+            st, wrote = steps[i]
             m._written = written = []
             m._new_contexts = []
             fire(s, st)
@@ -2126,11 +2180,14 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
         if tr.steps is not steps:
             steps = tr.steps
             plan = tr.plan or _plan(m, tr)
+            end = len(steps)
         i += 1
-        if max_seconds is not None and i % clock_steps == 0 \
-                and time.monotonic() - started > max_seconds:
-            # (the states the exploration would have popped by this step)
-            raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
+        tick -= 1
+        if not tick:
+            tick = clock_steps
+            if time.monotonic() - started > max_seconds:
+                # (the states the exploration would have popped by this step)
+                raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
     return s, tr
 
 
@@ -2443,17 +2500,33 @@ def machine_for(p: Program, semantics: str = ATOMIC,
     analyses (the accesses' conflicts, the loops' chains, the Exits that may
     fire twice) are functions of these, and were computed again for each σ
     (a tenth of a run on keras_gru_loop).  Its count of states explored
-    starts at 0."""
+    starts at 0.
+
+    At most _MACHINES_MAX are kept, the one used least recently dropped
+    first.  (They were all dropped when the cache was full: on the real
+    corpus's loop graphs, one original checked against Grappler's five
+    rewrites, each rewrite and each back-end replay adds a Machine, and the
+    original's, with the paths it kept (RunTrace), went with the others in
+    the middle of a graph's checks: the next check explored the original
+    again, 50-75 ms on keras_gru_loop.)  Which Machines are kept changes no
+    answer: a Machine is a function of the program object, the semantics
+    and the bound (its tables and analyses), and a kept path is checked at
+    every step of its replay (RunTrace); a Machine made again gives what
+    the dropped one gave."""
     cache = getattr(_machines, "cache", None)
     if cache is None:
         cache = _machines.cache = {}
     key = (id(p), semantics, max_iterations, Machine.lone_accesses)
-    got = cache.get(key)
+    got = cache.pop(key, None)
     if got is not None and got[0] is p:
+        cache[key] = got          # (used last: dropped last)
         got[1].explored = 0
         return got[1]
-    if len(cache) >= _MACHINES_MAX:
-        cache.clear()
+    # (`cache and`: with no room at all (_MACHINES_MAX 0) the emptied table
+    # has no first entry to drop, and next() raised StopIteration; the
+    # table then keeps the one Machine just made, as it did before)
+    while cache and len(cache) >= _MACHINES_MAX:
+        del cache[next(iter(cache))]
     m = Machine(p, graph_of(p), semantics, max_iterations)
     cache[key] = (p, m)
     return m

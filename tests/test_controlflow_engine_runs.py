@@ -262,6 +262,24 @@ def test_one_machine_per_program_object():
     assert cf.machine_for(summing_loop("2")) is not m
 
 
+def test_the_machine_used_last_is_kept_when_the_cache_is_full(monkeypatch):
+    """An original checked against many rewrites keeps its Machine (and the
+    paths it kept) while the rewrites' Machines come and go: the one used
+    least recently is dropped, not all of them."""
+    monkeypatch.setattr(cf, "_machines", type(cf._machines)())
+    original = summing_loop("2")
+    m = cf.machine_for(original)
+    others = [summing_loop("2") for _ in range(3 * cf._MACHINES_MAX)]
+    for q in others:
+        cf.machine_for(q)
+        assert cf.machine_for(original) is m
+        assert len(cf._machines.cache) <= cf._MACHINES_MAX
+    # (the one used least recently went first: the first rewrites' are gone,
+    # the last ones' are kept)
+    kept = {id(got[0]) for got in cf._machines.cache.values()}
+    assert id(others[0]) not in kept and id(others[-1]) in kept and id(original) in kept
+
+
 # -- the real corpus's loop graphs (nightly: TensorFlow's kernels) ----------------
 
 @pytest.mark.skipif(not NIGHTLY, reason="nightly profile only (TensorFlow's kernels)")

@@ -1,0 +1,146 @@
+"""The control-flow engine's function steps (oracle/controlflow.py
+`Machine.apply_function`): each node's function, Identity flag and
+attribute key found once per run (`_node_function`), the inputs' key made
+inline.  Against the transcription (`Machine._applied_key`, the key the
+engine used before) and against the function itself:
+
+- on every application of generated programs with conditionals and loops,
+  both modes, several σ in a row on one Machine (so that later σ find
+  remembered applications): the answer is the function's own, bit for bit;
+  a remembered answer is the entry under the transcription's key; a new
+  one is stored under that key;
+- the outcomes of those programs, with remembered applications and
+  without any (`remember_functions` off): the same;
+- a function registered again between two runs is applied, not answered
+  by its predecessor's entry.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tfsem.generators.control_flow import control_flow_programs
+from tfsem.generators.strategies import inputs_for
+from tfsem.oracle import controlflow as cf
+from tfsem.oracle import functions as fns
+from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import Tensor
+
+import pytest
+
+MODES = ("atomic", "decomposed")
+NIGHTLY = settings.get_current_profile_name() == "nightly"
+SOME = settings(max_examples=200 if NIGHTLY else 15, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+BOUND = 6
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    """Nothing remembered between tests (no outcome set, no function
+    result, no Machine)."""
+    monkeypatch.setattr(cf, "remember_outcomes", False)
+    monkeypatch.setattr(cf, "_machines", type(cf._machines)())
+    cf._APPLIED.clear()
+    yield
+    cf._APPLIED.clear()
+
+
+def _bits(v):
+    return (v.dtype, v.array.shape, v.array.tobytes()) if type(v) is Tensor else v
+
+
+def _run(p, feeds, init, mode):
+    try:
+        return cf.outcomes(p, feeds, init, mode, "outputs+state", 20_000, None, BOUND)
+    except cf.LoopBoundExceeded as exc:
+        return ("bound", exc.frame)
+    except (BudgetExceeded, fns.CannotRun) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.sampled_from(MODES),
+       st.data())
+def test_every_application_is_the_functions_and_keyed_as_the_transcription(p, mode, data):
+    cf._machines.cache = {}
+    cf._APPLIED.clear()
+    real = cf.Machine.apply_function
+    counts = {"remembered": 0, "stored": 0}
+
+    def checked(self, n, args):
+        fn = fns.get(n.op)
+        key = self._applied_key(n, fn, list(args))   # (the transcription's key)
+        before = cf._APPLIED.get(key) if key is not None else None
+        got = real(self, n, args)
+        want = fn._apply(list(args), n.attrs, fns.np)
+        assert [_bits(v) for v in got] == [_bits(v) for v in want], n.name
+        if n.op == "Identity":
+            return got
+        if before is not None and before[0] is fn:
+            counts["remembered"] += 1
+            assert all(a is b for a, b in zip(got, before[1]))
+        elif key is not None:
+            # (a new application is stored under the transcription's key:
+            # the generated programs' tensors are far below the entry's
+            # limit of bytes, and their entries below the memo's count)
+            after = cf._APPLIED.get(key)
+            assert after is not None and after[0] is fn, n.name
+            counts["stored"] += 1
+            assert all(a is b for a, b in zip(got, after[1]))
+        return got
+
+    cf.Machine.apply_function = checked
+    try:
+        for _ in range(4):
+            feeds, init = data.draw(inputs_for(p))
+            _run(p, feeds, init, mode)
+            _run(p, feeds, init, mode)     # (the same σ again: remembered applications)
+    finally:
+        cf.Machine.apply_function = real
+    # (not vacuous: the second run at each σ finds what the first stored)
+    assert counts["stored"] == 0 or counts["remembered"] > 0
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.sampled_from(MODES),
+       st.data())
+def test_outcomes_with_remembered_applications_are_those_without(p, mode, data):
+    sigmas = [data.draw(inputs_for(p)) for _ in range(3)]
+    cf._machines.cache = {}
+    cf._APPLIED.clear()
+    remembered = [_run(p, f, i, mode) for f, i in sigmas + sigmas]
+    cf._machines.cache = {}
+    m = cf.machine_for(p, mode, BOUND)
+    m.remember_functions = False
+    try:
+        applied = [_run(p, f, i, mode) for f, i in sigmas + sigmas]
+    finally:
+        m.remember_functions = True
+    assert remembered == applied
+
+
+def test_a_function_registered_again_between_runs_is_applied():
+    """The table of node functions is made again in each run: on the same
+    Machine, with the old function's entry still remembered, the new
+    function's answer."""
+    def bump(k):
+        return fns.Function("ReviewApplicationsBump", 1, 1, lambda xp, args, attrs: (args[0] + k,))
+    fns.register(bump(1), replace=True)
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "int32", "shape": []},
+                                     "t": {"dtype": "bool", "shape": []}},
+                           "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                     {"name": "f", "op": "ReviewApplicationsBump",
+                                      "inputs": ["sw:1"]}],
+                           "outputs": {"f": "f"}})
+    sigma = {"a": Tensor(1, "int32"), "t": Tensor(True, "bool")}
+    m = cf.machine_for(p, "atomic", BOUND)
+    for k in (1, 2, 5):
+        if k > 1:
+            fns.register(bump(k), replace=True)
+        got = _run(p, sigma, {}, "atomic")
+        assert cf.machine_for(p, "atomic", BOUND) is m
+        assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(1 + k, "int32")]
