@@ -928,6 +928,28 @@ class _Terms:
         self.akeys[id(attrs)] = (attrs, key)
         return key
 
+    #: what `snapshot` leaves out: caches of the check's own (attribute
+    #: keys, a pure function of the mapping) and what each check sets
+    #: (its programs' shapes, by their ids)
+    _NOT_KEPT = frozenset({"akeys", "program_shapes"})
+
+    def snapshot(self) -> dict:
+        """A copy of every table (`restore` puts it back): the state of the
+        terms made so far, which later additions to this object leave as
+        it is (the dicts and sets are copied; their keys and values --
+        terms, tuples, constants' values, attribute mappings of immutable
+        programs -- are never changed once made)."""
+        return {k: (v.copy() if isinstance(v, (dict, set)) else v)
+                for k, v in self.__dict__.items() if k not in self._NOT_KEPT}
+
+    def restore(self, state: dict) -> None:
+        """This object as the one `snapshot` was taken of, at that moment
+        (copies: `state` stays as it is for the next restore).  Only onto a
+        fresh object with the same attributes (nothing else is replaced)."""
+        assert set(state) == set(self.__dict__) - self._NOT_KEPT, "a table not kept"
+        for k, v in state.items():
+            setattr(self, k, v.copy() if isinstance(v, (dict, set)) else v)
+
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
         if t is None:
@@ -1254,6 +1276,8 @@ class _Terms:
                                      for v in (*values, *results)):
                     result = None   # (IEEE rounding: not a value over the reals)
             except Exception:   # a user's function that fails stays a term
+                global _fold_failures
+                _fold_failures += 1     # (`_original_terms`: such a pass is not kept)
                 result = None
         self.folds[key] = result
         return result
@@ -1522,6 +1546,98 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
     return assigns, outputs, (exact if exact_assigns else None)
 
 
+#: The original's terms, remembered per original (in its `_original_memo`
+#: entry) across the checks of its rewrites: tests switch it off to compare.
+ORIGINAL_TERMS = True
+#: At most this many starts (Read leaves, shapes, modes) remembered per
+#: original, the latest kept: a check of Grappler's optimizers has one or two
+ORIGINAL_TERMS_KEPT = 2
+#: `_Terms._fold` calls that raised (a kernel refused, its child gone, the
+#: deadline): a pass during which one did may have folded less than a later
+#: pass would, and is not remembered
+_fold_failures = 0
+#: Functions `_Terms._apply` may look up besides those the original names
+#: ((R1)'s products, (C)'s Reshape and Cast): a remembered pass holds while
+#: these are the registry's too
+_LOOKED_UP_BY_APPLY = ("Mul", "Mul.ftz", "Reshape", "Cast")
+
+
+def _original_terms(p: Program, terms: "_Terms", leaves: Mapping[str, tuple], leaves_key: tuple,
+                    plan: list[tuple], memo: dict | None) -> tuple[dict, dict, dict, dict]:
+    """(assigns, outputs, names, values) of `_program_terms(p, terms,
+    leaves, plan=plan, names=names, values_out=values)` on a fresh `terms`
+    (no term made yet; its modes and p's shapes set), the pass itself
+    remembered in p's memo entry, where every check of p against a rewrite
+    makes it first (a MobileNetV2 check of Grappler's: a quarter of the
+    rule's time, the same in each of the five checks).
+
+    **Why a remembered pass is the pass.**  Before it, `terms` is empty;
+    the pass reads nothing of the rewrite: only p (immutable), the Read
+    leaves (`leaves_key`), the plan (p's, from the same memo entry), p's
+    claimed shapes (`terms.program_shapes[id(p)]`, which may depend on the
+    rewrite: both programs' Assigns decide whether Reads get shapes, so the
+    very dict is compared, the memo's pass of p), the modes `_Terms` holds
+    (`real`, `sorts_commutative`, the latter from the rewrite too), the
+    module's switches, and the registry's functions it looks up (those p
+    names, the entry's own key and `still_registered`; and
+    `_LOOKED_UP_BY_APPLY`) and the code itself (`_code`).  Given those, every step of the pass is
+    determined (hash-consing numbers terms in the order they are made, the
+    same order each time; each function is deterministic), so the tables
+    after it are the ones kept, term for term: restoring copies of them
+    leaves `terms` exactly as the pass would (the rewrite's pass then makes
+    the same terms with the same numbers: the same result, reason and
+    counts; tests/test_structural_original_terms.py compares them with
+    `ORIGINAL_TERMS` off).  Not kept: a pass during which a fold raised
+    (a kernel refused at the deadline may fold next time), or one cut
+    short (`_OutOfTime` leaves before the pass is kept).  The kernels the
+    pass ran are noted again on a hit (`kernels.note`), so that a verdict
+    names the same kernels."""
+    names: dict[int, str] = {}
+    values: dict = {}
+    if memo is None or not ORIGINAL_TERMS:
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
+                                             values_out=values)
+        return assigns, outputs, names, values
+    shapes = terms.program_shapes.get(id(p))
+    mkey = ("terms", leaves_key, terms.real, terms.sorts_commutative, _switches())
+    hit = memo.get(mkey)
+    code = _code()
+    if (hit is not None and hit[0] is plan and hit[1] is shapes
+            and fns.still_registered(hit[2]) and len(hit[9]) == len(code)
+            and all(a is b for a, b in zip(hit[9], code))):
+        state, assigns, outputs, names, values, used = hit[3:9]
+        terms.restore(state)
+        kernels.note(used)
+        return dict(assigns), dict(outputs), dict(names), dict(values)
+    looked_up = tuple((n, fns.lookup(n)) for n in _LOOKED_UP_BY_APPLY)
+    failures = _fold_failures
+    with kernels.record() as used:
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
+                                             values_out=values)
+    if _fold_failures == failures and fns.still_registered(looked_up):
+        kept = [k for k in memo if isinstance(k, tuple) and k[0] == "terms"]
+        for k in kept[:max(0, len(kept) - ORIGINAL_TERMS_KEPT + 1)]:
+            memo.pop(k, None)       # (the oldest first: dicts keep insertion order)
+        memo[mkey] = (plan, shapes, looked_up, terms.snapshot(), dict(assigns), dict(outputs),
+                      dict(names), dict(values), frozenset(used), code)
+    return assigns, outputs, names, values
+
+
+def _code() -> tuple:
+    """This module's functions and classes and `_Terms`' attributes, the
+    objects they are now: a pass is remembered for the code that made it
+    (a test replaces a method or a helper, `reduces_nothing`,
+    `commutes_opaque`, to show what a proof needs; compared by identity)."""
+    return (*(v for v in globals().values() if callable(v)),
+            *(v for k in vars(_Terms) if callable(v := getattr(_Terms, k))))
+
+
+def _switches() -> tuple:
+    """The module's switches a term pass reads (`_Terms._apply`)."""
+    return (RESHAPES_BY_SHAPE, RESHAPE_OF_RESHAPE, TILE_BY_ONES, DIVISION_BY_POWER_OF_TWO,
+            CONSTANT_OPERAND_SECOND, PRODUCT_BY_ONE, CAST_OUTSIDE_RESHAPE, FOLD_MAX_ELEMENTS)
+
+
 #: A step is (node name, phase): ONE for a node that is one step, READ_STEP
 #: and WRITE_STEP for the two steps of a decomposed Assign.  (Tuples, not
 #: strings: a node may well be called "a@read".)
@@ -1607,11 +1723,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(
                 p, p2, tick=_tick if _DEADLINE.get() is not None else None,
                 passes=shared.get("shape_passes"))))
-        names: dict[int, str] = {}
         names2: dict[int, str] = {}
-        values: tuple[dict, dict] = ({}, {})     # (the exact terms built, of each program)
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names,
-                                             values_out=values[0])
+        # (the original's terms first, from its memo entry where an earlier
+        # check built them from the same start: `_original_terms`)
+        assigns, outputs, names, values_p = _original_terms(p, terms, leaves, key, plans[0],
+                                                            shared.get("memo"))
+        values: tuple[dict, dict] = (values_p, {})   # (the exact terms built, of each program)
         assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2,
                                                values_out=values[1])
         built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2, values)
