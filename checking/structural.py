@@ -913,6 +913,10 @@ class _Terms:
         self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
         #: `apply`'s results, by application and its arguments' shapes
         self.applied: dict[tuple, tuple[int, ...]] = {}
+        #: `_fold` calls that raised (a kernel refused, its child gone, the
+        #: deadline): a pass during which one did may have folded less than
+        #: a later pass would, and is not remembered (`_original_terms`)
+        self.fold_failures = 0
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -1276,8 +1280,7 @@ class _Terms:
                                      for v in (*values, *results)):
                     result = None   # (IEEE rounding: not a value over the reals)
             except Exception:   # a user's function that fails stays a term
-                global _fold_failures
-                _fold_failures += 1     # (`_original_terms`: such a pass is not kept)
+                self.fold_failures += 1     # (`_original_terms`: such a pass is not kept)
                 result = None
         self.folds[key] = result
         return result
@@ -1552,10 +1555,6 @@ ORIGINAL_TERMS = True
 #: At most this many starts (Read leaves, shapes, modes) remembered per
 #: original, the latest kept: a check of Grappler's optimizers has one or two
 ORIGINAL_TERMS_KEPT = 2
-#: `_Terms._fold` calls that raised (a kernel refused, its child gone, the
-#: deadline): a pass during which one did may have folded less than a later
-#: pass would, and is not remembered
-_fold_failures = 0
 #: Functions `_Terms._apply` may look up besides those the original names
 #: ((R1)'s products, (C)'s Reshape and Cast): a remembered pass holds while
 #: these are the registry's too
@@ -1610,11 +1609,10 @@ def _original_terms(p: Program, terms: "_Terms", leaves: Mapping[str, tuple], le
         kernels.note(used)
         return dict(assigns), dict(outputs), dict(names), dict(values)
     looked_up = tuple((n, fns.lookup(n)) for n in _LOOKED_UP_BY_APPLY)
-    failures = _fold_failures
     with kernels.record() as used:
         assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
                                              values_out=values)
-    if _fold_failures == failures and fns.still_registered(looked_up):
+    if terms.fold_failures == 0 and fns.still_registered(looked_up):
         kept = [k for k in memo if isinstance(k, tuple) and k[0] == "terms"]
         for k in kept[:max(0, len(kept) - ORIGINAL_TERMS_KEPT + 1)]:
             memo.pop(k, None)       # (the oldest first: dicts keep insertion order)

@@ -175,7 +175,7 @@ def test_a_pass_whose_fold_raised_is_not_kept(monkeypatch):
     real_fold = structural._Terms._fold
 
     def failing(self, f, attrs, args):
-        structural._fold_failures += 1      # (as `_fold` counts a function that raised)
+        self.fold_failures += 1      # (as `_fold` counts a function that raised)
         return real_fold(self, f, attrs, args)
 
     monkeypatch.setattr(structural._Terms, "_fold", failing)
