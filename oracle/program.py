@@ -469,8 +469,16 @@ class Program:
         """The variable a Read or Assign node accesses (statically: variable
         edges come only from Var nodes)."""
         n = self.node[name]
-        if n.op in (READ, ASSIGN) and n.inputs and isinstance(n.data_inputs[0], DataIn):
-            src = self.node.get(n.data_inputs[0].node)
+        if n.op in (READ, ASSIGN) and n.inputs:
+            # (the first input, where it is a data edge, is the first data
+            # input, with no tuple of them made: the structural rule asks
+            # for every access of each rewrite)
+            first = n.inputs[0]
+            if not isinstance(first, DataIn):
+                first = n.data_inputs[0]
+                if not isinstance(first, DataIn):
+                    return None
+            src = self.node.get(first.node)
             if src is not None and src.op == VAR:
                 return src.var
         return None
