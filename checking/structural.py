@@ -917,6 +917,9 @@ class _Terms:
         #: deadline): a pass during which one did may have folded less than
         #: a later pass would, and is not remembered (`_original_terms`)
         self.fold_failures = 0
+        #: (R1) constant term -> the term of its reciprocal, or None where
+        #: it is no divisor (R1) takes (`division_by_power_of_two`)
+        self.reciprocals: dict[int, int | None] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -1058,10 +1061,12 @@ class _Terms:
         argument's dtype (`_as_tensor`), and refuses strict tensor arguments
         of different dtypes (dtype-mismatch) or passes on a strict
         argument's error; so any strict argument's known dtype is it."""
-        if (type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes
-                or not f.strict()):
+        if type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes:
             return None
-        for i in f.strict():
+        strict = f.strict()
+        if not strict:
+            return None
+        for i in strict:
             d = self.dtypes.get(args[i]) if i < len(args) else None
             if d is not None:
                 return d
@@ -1124,7 +1129,20 @@ class _Terms:
             return None
         if attrs:
             return None
-        c = self.consts.get(args[1])
+        # (the divisor's answer, a function of the constant alone, kept per
+        # constant term: the reciprocal's term is the one `const` would give
+        # again, hash-consed, so a kept answer is the answer; a gradient
+        # divides by the same few constants hundreds of times)
+        got = self.reciprocals.get(args[1], False)
+        if got is False:
+            got = self.reciprocals[args[1]] = self._reciprocal(args[1])
+        return None if got is None else (target[0], got)
+
+    def _reciprocal(self, t: int) -> int | None:
+        """(R1) The term of 1/c where constant term t is c, a float32 or
+        float64 tensor of powers of two as `division_by_power_of_two`
+        says, else None."""
+        c = self.consts.get(t)
         if not isinstance(c, Tensor) or c.dtype not in ("float32", "float64") or c.array.size == 0:
             return None
         a = c.array
@@ -1137,7 +1155,7 @@ class _Terms:
                      and np.all(np.abs(recip) >= info.tiny) and np.all(recip * a == 1))
         if not exact:
             return None
-        return target[0], self.const(Tensor(recip, c.dtype))
+        return self.const(Tensor(recip, c.dtype))
 
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
