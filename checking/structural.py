@@ -1603,9 +1603,10 @@ def _original_terms(p: Program, terms: "_Terms", leaves: Mapping[str, tuple], le
     (`real`, `sorts_commutative`, the latter from the rewrite too), the
     module's switches, and the registry's functions it looks up (those p
     names, the entry's own key and `still_registered`; and
-    `_LOOKED_UP_BY_APPLY`) and the code itself (`_code`).  Given those, every step of the pass is
-    determined (hash-consing numbers terms in the order they are made, the
-    same order each time; each function is deterministic), so the tables
+    `_LOOKED_UP_BY_APPLY`) and the rule's code itself (`_code`).  Given
+    those, every step of the pass is determined (hash-consing numbers
+    terms in the order they are made, the same order each time; each
+    function is deterministic), so the tables
     after it are the ones kept, term for term: restoring copies of them
     leaves `terms` exactly as the pass would (the rewrite's pass then makes
     the same terms with the same numbers: the same result, reason and
@@ -1637,7 +1638,9 @@ def _original_terms(p: Program, terms: "_Terms", leaves: Mapping[str, tuple], le
         assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
                                              values_out=values)
     if terms.fold_failures == 0 and fns.still_registered(looked_up):
-        kept = [k for k in memo if isinstance(k, tuple) and k[0] == "terms"]
+        # (`list(memo)` first: another thread's check of p may add to the
+        # entry meanwhile, and a dict must not change while it is iterated)
+        kept = [k for k in list(memo) if isinstance(k, tuple) and k[0] == "terms"]
         for k in kept[:max(0, len(kept) - ORIGINAL_TERMS_KEPT + 1)]:
             memo.pop(k, None)       # (the oldest first: dicts keep insertion order)
         memo[mkey] = (plan, shapes, looked_up, terms.snapshot(), dict(assigns), dict(outputs),
