@@ -205,3 +205,20 @@ def test_the_kernels_a_kept_pass_ran_are_named_again():
             r2 = structural_refinement(p, q)
     assert r1.proved and _row(r1) == _row(r2)
     assert first and second == first
+
+
+def test_checks_of_one_original_in_threads_give_the_same_results(monkeypatch):
+    """Several threads checking one original at once (each keeps and takes
+    passes in the same entry): each result is the one the rule gives
+    alone, building every pass."""
+    from concurrent.futures import ThreadPoolExecutor
+    programs = [g for g in _grappler_programs() if len(g[1].nodes) < 3000]
+    jobs = [(p, q, s, o) for _name, p, rewritten in programs[:3] for q in rewritten.values()
+            for s, o, _real in MODES[:4]]
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    monkeypatch.setattr(structural, "ORIGINAL_TERMS", False)
+    alone = [_row(structural_refinement(p, q, s, o)) for p, q, s, o in jobs]
+    monkeypatch.setattr(structural, "ORIGINAL_TERMS", True)
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda job: _row(structural_refinement(*job)), jobs * 2))
+    assert together == alone * 2
