@@ -404,3 +404,36 @@ def test_attributes_differing_in_nan_payload_or_zero_sign_are_not_taken_from_a_k
     assert kept == run()
     # (the same attribute: proved; other bits: not, read or folded alike)
     assert kept == [True, True, False, False, True, True] * (2 * len(alphas))
+
+
+def test_stored_grappler_programs_under_changing_modes_agree_with_the_rule_alone(monkeypatch):
+    """The stored originals of real graphs, each checked against random
+    optimizers' outputs with the semantics, observation, float mode, NaN
+    blindness, basic rule and TensorFlow's kernels changing between checks
+    (kernels off makes an op with no numpy model refuse to fold): the same
+    answers as the rule building every pass."""
+    from test_structural_original_terms import _grappler_programs
+    programs = [g for g in _grappler_programs() if len(g[1].nodes) < 500]
+    assert programs
+    rng = random.Random(7)
+    schedule = [(j, rng.choice(sorted(programs[j][2])), rng.choice(["atomic", "decomposed"]),
+                 rng.choice(["outputs", "outputs+state"]), rng.random() < 0.3,
+                 rng.random() < 0.3, rng.random() < 0.2, rng.random() < 0.2)
+                for j in range(len(programs)) for _ in range(8)]
+
+    def run() -> list:
+        rows = []
+        for j, opt, s, o, real, opaque, basic, no_kernels in schedule:
+            _name, p, rewritten = programs[j]
+            with kernels.use(False) if no_kernels else contextlib.nullcontext():
+                rows.append(_row(structural_refinement(p, rewritten[opt], s, o, real=real,
+                                                       nan_blind=not opaque, basic=basic)))
+        return rows
+
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    monkeypatch.setattr(structural, "ORIGINAL_TERMS", True)
+    kept = run()
+    assert any(_kept(p) for _n, p, _r in programs)
+    monkeypatch.setattr(structural, "ORIGINAL_TERMS", False)
+    assert kept == run()
+    assert any(r[0] for r in kept)
