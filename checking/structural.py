@@ -913,6 +913,13 @@ class _Terms:
         self.reshapes: dict[int, tuple[int, tuple[int, ...]]] = {}
         #: `apply`'s results, by application and its arguments' shapes
         self.applied: dict[tuple, tuple[int, ...]] = {}
+        #: `_fold` calls that raised (a kernel refused, its child gone, the
+        #: deadline): a pass during which one did may have folded less than
+        #: a later pass would, and is not remembered (`_original_terms`)
+        self.fold_failures = 0
+        #: (R1) constant term -> the term of its reciprocal, or None where
+        #: it is no divisor (R1) takes (`division_by_power_of_two`)
+        self.reciprocals: dict[int, int | None] = {}
 
     def attrs_key(self, attrs: Mapping[str, Any]) -> tuple:
         """`_attrs_key(attrs)`, computed once per attribute mapping: the
@@ -927,6 +934,28 @@ class _Terms:
         key = _attrs_key(attrs)
         self.akeys[id(attrs)] = (attrs, key)
         return key
+
+    #: what `snapshot` leaves out: caches of the check's own (attribute
+    #: keys, a pure function of the mapping) and what each check sets
+    #: (its programs' shapes, by their ids)
+    _NOT_KEPT = frozenset({"akeys", "program_shapes"})
+
+    def snapshot(self) -> dict:
+        """A copy of every table (`restore` puts it back): the state of the
+        terms made so far, which later additions to this object leave as
+        it is (the dicts and sets are copied; their keys and values --
+        terms, tuples, constants' values, attribute mappings of immutable
+        programs -- are never changed once made)."""
+        return {k: (v.copy() if isinstance(v, (dict, set)) else v)
+                for k, v in self.__dict__.items() if k not in self._NOT_KEPT}
+
+    def restore(self, state: dict) -> None:
+        """This object as the one `snapshot` was taken of, at that moment
+        (copies: `state` stays as it is for the next restore).  Only onto a
+        fresh object with the same attributes (nothing else is replaced)."""
+        assert set(state) == set(self.__dict__) - self._NOT_KEPT, "a table not kept"
+        for k, v in state.items():
+            setattr(self, k, v.copy() if isinstance(v, (dict, set)) else v)
 
     def make(self, key: tuple) -> int:
         t = self.table.get(key)
@@ -1032,10 +1061,12 @@ class _Terms:
         argument's dtype (`_as_tensor`), and refuses strict tensor arguments
         of different dtypes (dtype-mismatch) or passes on a strict
         argument's error; so any strict argument's known dtype is it."""
-        if (type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes
-                or not f.strict()):
+        if type(f).apply is not fns.Function.apply or f.casts or f.mixed_dtypes:
             return None
-        for i in f.strict():
+        strict = f.strict()
+        if not strict:
+            return None
+        for i in strict:
             d = self.dtypes.get(args[i]) if i < len(args) else None
             if d is not None:
                 return d
@@ -1098,7 +1129,20 @@ class _Terms:
             return None
         if attrs:
             return None
-        c = self.consts.get(args[1])
+        # (the divisor's answer, a function of the constant alone, kept per
+        # constant term: the reciprocal's term is the one `const` would give
+        # again, hash-consed, so a kept answer is the answer; a gradient
+        # divides by the same few constants hundreds of times)
+        got = self.reciprocals.get(args[1], False)
+        if got is False:
+            got = self.reciprocals[args[1]] = self._reciprocal(args[1])
+        return None if got is None else (target[0], got)
+
+    def _reciprocal(self, t: int) -> int | None:
+        """(R1) The term of 1/c where constant term t is c, a float32 or
+        float64 tensor of powers of two as `division_by_power_of_two`
+        says, else None."""
+        c = self.consts.get(t)
         if not isinstance(c, Tensor) or c.dtype not in ("float32", "float64") or c.array.size == 0:
             return None
         a = c.array
@@ -1111,7 +1155,7 @@ class _Terms:
                      and np.all(np.abs(recip) >= info.tiny) and np.all(recip * a == 1))
         if not exact:
             return None
-        return target[0], self.const(Tensor(recip, c.dtype))
+        return self.const(Tensor(recip, c.dtype))
 
     def apply(self, op: str, attrs: Mapping[str, Any], args: tuple[int, ...],
               n_out: int) -> tuple[int, ...]:
@@ -1254,6 +1298,7 @@ class _Terms:
                                      for v in (*values, *results)):
                     result = None   # (IEEE rounding: not a value over the reals)
             except Exception:   # a user's function that fails stays a term
+                self.fold_failures += 1     # (`_original_terms`: such a pass is not kept)
                 result = None
         self.folds[key] = result
         return result
@@ -1326,6 +1371,11 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
         return consumers
 
     inputs = data_inputs(p)
+    # (the ops whose checks below, which depend on the op alone, passed:
+    # asked once per op, not once per node -- 12 ms for MobileNetV2's
+    # rewrite, each check; the packings' check depends on the node, and
+    # stays before it)
+    passed: set[str] = set()
     for j, n in enumerate(p.nodes):
         if not j & 63:
             _tick()
@@ -1338,8 +1388,9 @@ def nan_payload_observer(p: Program, unknown: bool = True) -> tuple[str, str] | 
         if name in _PACKINGS and (consumed().get(n.name, set()) - {"value"}
                                   or n.name in {o.node for o in p.outputs.values()}):
             return n.name, name
-        if not unknown:
+        if not unknown or op in passed:
             continue
+        passed.add(op)             # (each check that fails below returns)
         f = fns.lookup(op)
         if f is None:
             continue               # not a function: control flow
@@ -1522,6 +1573,96 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
     return assigns, outputs, (exact if exact_assigns else None)
 
 
+#: The original's terms, remembered per original (in its `_original_memo`
+#: entry) across the checks of its rewrites: tests switch it off to compare.
+ORIGINAL_TERMS = True
+#: At most this many starts (Read leaves, shapes, modes) remembered per
+#: original, the latest kept: a check of Grappler's optimizers has one or two
+ORIGINAL_TERMS_KEPT = 2
+#: Functions `_Terms._apply` may look up besides those the original names
+#: ((R1)'s products, (C)'s Reshape and Cast): a remembered pass holds while
+#: these are the registry's too
+_LOOKED_UP_BY_APPLY = ("Mul", "Mul.ftz", "Reshape", "Cast")
+
+
+def _original_terms(p: Program, terms: "_Terms", leaves: Mapping[str, tuple], leaves_key: tuple,
+                    plan: list[tuple], memo: dict | None) -> tuple[dict, dict, dict, dict]:
+    """(assigns, outputs, names, values) of `_program_terms(p, terms,
+    leaves, plan=plan, names=names, values_out=values)` on a fresh `terms`
+    (no term made yet; its modes and p's shapes set), the pass itself
+    remembered in p's memo entry, where every check of p against a rewrite
+    makes it first (a MobileNetV2 check of Grappler's: a quarter of the
+    rule's time, the same in each of the five checks).
+
+    **Why a remembered pass is the pass.**  Before it, `terms` is empty;
+    the pass reads nothing of the rewrite: only p (immutable), the Read
+    leaves (`leaves_key`), the plan (p's, from the same memo entry), p's
+    claimed shapes (`terms.program_shapes[id(p)]`, which may depend on the
+    rewrite: both programs' Assigns decide whether Reads get shapes, so the
+    very dict is compared, the memo's pass of p), the modes `_Terms` holds
+    (`real`, `sorts_commutative`, the latter from the rewrite too), the
+    module's switches, and the registry's functions it looks up (those p
+    names, the entry's own key and `still_registered`; and
+    `_LOOKED_UP_BY_APPLY`) and the rule's code itself (`_code`).  Given
+    those, every step of the pass is determined (hash-consing numbers
+    terms in the order they are made, the same order each time; each
+    function is deterministic), so the tables
+    after it are the ones kept, term for term: restoring copies of them
+    leaves `terms` exactly as the pass would (the rewrite's pass then makes
+    the same terms with the same numbers: the same result, reason and
+    counts; tests/test_structural_original_terms.py compares them with
+    `ORIGINAL_TERMS` off).  Not kept: a pass during which a fold raised
+    (a kernel refused at the deadline may fold next time), or one cut
+    short (`_OutOfTime` leaves before the pass is kept).  The kernels the
+    pass ran are noted again on a hit (`kernels.note`), so that a verdict
+    names the same kernels."""
+    names: dict[int, str] = {}
+    values: dict = {}
+    if memo is None or not ORIGINAL_TERMS:
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
+                                             values_out=values)
+        return assigns, outputs, names, values
+    shapes = terms.program_shapes.get(id(p))
+    mkey = ("terms", leaves_key, terms.real, terms.sorts_commutative, _switches())
+    hit = memo.get(mkey)
+    code = _code()
+    if (hit is not None and hit[0] is plan and hit[1] is shapes
+            and fns.still_registered(hit[2]) and len(hit[9]) == len(code)
+            and all(a is b for a, b in zip(hit[9], code))):
+        state, assigns, outputs, names, values, used = hit[3:9]
+        terms.restore(state)
+        kernels.note(used)
+        return dict(assigns), dict(outputs), dict(names), dict(values)
+    looked_up = tuple((n, fns.lookup(n)) for n in _LOOKED_UP_BY_APPLY)
+    with kernels.record() as used:
+        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plan, names=names,
+                                             values_out=values)
+    if terms.fold_failures == 0 and fns.still_registered(looked_up):
+        # (`list(memo)` first: another thread's check of p may add to the
+        # entry meanwhile, and a dict must not change while it is iterated)
+        kept = [k for k in list(memo) if isinstance(k, tuple) and k[0] == "terms"]
+        for k in kept[:max(0, len(kept) - ORIGINAL_TERMS_KEPT + 1)]:
+            memo.pop(k, None)       # (the oldest first: dicts keep insertion order)
+        memo[mkey] = (plan, shapes, looked_up, terms.snapshot(), dict(assigns), dict(outputs),
+                      dict(names), dict(values), frozenset(used), code)
+    return assigns, outputs, names, values
+
+
+def _code() -> tuple:
+    """This module's functions and classes and `_Terms`' attributes, the
+    objects they are now: a pass is remembered for the code that made it
+    (a test replaces a method or a helper, `reduces_nothing`,
+    `commutes_opaque`, to show what a proof needs; compared by identity)."""
+    return (*(v for v in globals().values() if callable(v)),
+            *(v for k in vars(_Terms) if callable(v := getattr(_Terms, k))))
+
+
+def _switches() -> tuple:
+    """The module's switches a term pass reads (`_Terms._apply`)."""
+    return (RESHAPES_BY_SHAPE, RESHAPE_OF_RESHAPE, TILE_BY_ONES, DIVISION_BY_POWER_OF_TWO,
+            CONSTANT_OPERAND_SECOND, PRODUCT_BY_ONE, CAST_OUTSIDE_RESHAPE, FOLD_MAX_ELEMENTS)
+
+
 #: A step is (node name, phase): ONE for a node that is one step, READ_STEP
 #: and WRITE_STEP for the two steps of a decomposed Assign.  (Tuples, not
 #: strings: a node may well be called "a@read".)
@@ -1607,11 +1748,12 @@ def _prove(p: Program, p2: Program, semantics: str, observe: str, stats: dict[st
             terms.program_shapes = dict(zip((id(p), id(p2)), static_shapes(
                 p, p2, tick=_tick if _DEADLINE.get() is not None else None,
                 passes=shared.get("shape_passes"))))
-        names: dict[int, str] = {}
         names2: dict[int, str] = {}
-        values: tuple[dict, dict] = ({}, {})     # (the exact terms built, of each program)
-        assigns, outputs, _ = _program_terms(p, terms, leaves, plan=plans[0], names=names,
-                                             values_out=values[0])
+        # (the original's terms first, from its memo entry where an earlier
+        # check built them from the same start: `_original_terms`)
+        assigns, outputs, names, values_p = _original_terms(p, terms, leaves, key, plans[0],
+                                                            shared.get("memo"))
+        values: tuple[dict, dict] = (values_p, {})   # (the exact terms built, of each program)
         assigns2, outputs2, _ = _program_terms(p2, terms, leaves2, plan=plans[1], names=names2,
                                                values_out=values[1])
         built[key] = (terms, assigns, outputs, assigns2, outputs2, names, names2, values)

@@ -125,8 +125,14 @@ def test_remembered_values_are_not_changed_by_a_check(monkeypatch):
     for p, qs in fam:
         structural_refinement(p, qs[0], "atomic", "outputs+state")
         memo = structural._ORIGINALS[id(p)][3]
-        snap = {k: copy.deepcopy(v, {id(f): f for f in fns._REGISTRY.values()})
+        # (the functions, and the nodes' attribute mappings the original's
+        # terms name, immutable, are kept as they are)
+        keep = {id(f): f for f in fns._REGISTRY.values()}
+        keep.update((id(n.attrs), n.attrs) for n in p.nodes)
+        snap = {k: copy.deepcopy(v, dict(keep))
                 if k != "plan" else copy.copy(v[0]) for k, v in memo.items()}
+        # (the original's terms among them: checking/structural.py `_original_terms`)
+        assert any(isinstance(k, tuple) and k[0] == "terms" for k in snap)
         for q in qs[1:]:
             for s, o, real in MODES:
                 structural_refinement(p, q, s, o, real=real)
