@@ -741,8 +741,9 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
                  for i, a in enumerate(arrays)]
             with np.errstate(all="ignore"):
                 out = model(_ops(), flat[:nv], dict(zip(spec.inputs, flat[nv:])), fattrs)
-            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
-                        for o in out)
+            # (each variable keeps its own shape: `_UNCHECKED_SLOTS`)
+            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[k].shape)
+                        for k, o in enumerate(out))
             _refuse_unmeasured_nans(spec, arrays, out, fattrs)
             return out
         impl.__doc__ = f"{op}: {doc}"
@@ -764,6 +765,14 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
 #: "lr is not a scalar: [1]", measured on every dense op).
 _UNCHECKED_SCALARS = {"ResourceApplyPowerSign": ("sign_decay",),
                       "ResourceApplyAddSign": ("sign_decay",)}
+#: op -> the slots its kernel does not compare with var's shape (measured
+#: on TensorFlow 2.21: every other slot and the gradient must be of var's
+#: shape, "var and accum do not have the same shape").  The kernel computes
+#: on the flat views (`flat<T>()`), so a slot of var's number of elements
+#: is updated element for element, keeping its own shape; one of another
+#: number is read and written past its buffer's end by var's count.
+_UNCHECKED_SLOTS = {"ResourceApplyAdadelta": ("accum_update",),
+                    "ResourceApplyAdamWithAmsgrad": ("vhat",)}
 
 
 def _check_dense(spec: Optimizer, arrays) -> None:
@@ -795,7 +804,13 @@ def _check_dense(spec: Optimizer, arrays) -> None:
             if name == "global_step" and (a.ndim != 0 or dtype_name(a.dtype) != "int64"):
                 raise ShapeError(f"{spec.op}: global_step must be an int64 scalar")
             continue
-        if name in ("grad", "delta") or name in spec.variables:
+        if name in _UNCHECKED_SLOTS.get(spec.op, ()) and not spec.sparse:
+            if a.size != arrays[0].size:
+                raise CannotRunHere(f"cannot run {spec.op} with a {name} of shape "
+                                    f"{list(a.shape)} beside a var of shape {list(shape)}: "
+                                    "TensorFlow's kernel does not check its shape and reads "
+                                    "and writes past its end")
+        elif name in ("grad", "delta") or name in spec.variables:
             if a.shape != shape:
                 raise ShapeError(f"{spec.op}: {name} does not have the variable's shape")
         elif name in _UNCHECKED_SCALARS.get(spec.op, ()):
@@ -887,8 +902,12 @@ def _tf_kernel(spec: Optimizer, arrays, fattrs):
     if entry is None:
         g = tf.Graph()
         with g.as_default():
-            phs = [tf.compat.v1.placeholder(a.dtype, a.shape) for a in arrays]
-            handles = [tf.raw_ops.VarHandleOp(dtype=a.dtype, shape=a.shape,
+            # (shapes left unknown to graph construction, as a computed
+            # input's are: the kernel sees the values' shapes, and a slot its
+            # kernel does not check, `_UNCHECKED_SLOTS`, is not refused
+            # before it runs)
+            phs = [tf.compat.v1.placeholder(a.dtype, None) for a in arrays]
+            handles = [tf.raw_ops.VarHandleOp(dtype=a.dtype, shape=tf.TensorShape(None),
                                               shared_name=f"tfsem_{k}") for k, a in
                        enumerate(arrays[:nv])]
             inits = [tf.raw_ops.AssignVariableOp(resource=h, value=p)
