@@ -773,6 +773,14 @@ _UNCHECKED_SCALARS = {"ResourceApplyPowerSign": ("sign_decay",),
 #: number is read and written past its buffer's end by var's count.
 _UNCHECKED_SLOTS = {"ResourceApplyAdadelta": ("accum_update",),
                     "ResourceApplyAdamWithAmsgrad": ("vhat",)}
+#: The sparse ops whose kernel compares grad's rank with var's ("grad must
+#: have the same number of dimensions as var").  The others compare grad's
+#: first dimension with the indices' and its next ones with var's, and no
+#: more: a grad of another rank (var [2] beside grad [1, 3]) runs, or, with
+#: fewer dimensions than var's, fails a CHECK that ends TensorFlow's process
+#: (measured on TensorFlow 2.21).  A grad of var's rank and another shape
+#: fails the op in every sparse kernel (InvalidArgument).
+_SPARSE_RANK_CHECKED = ("ResourceSparseApplyAdagrad", "ResourceSparseApplyAdagradV2")
 
 
 def _check_dense(spec: Optimizer, arrays) -> None:
@@ -793,7 +801,14 @@ def _check_dense(spec: Optimizer, arrays) -> None:
         idx = ins["indices"]
         if dtype_name(idx.dtype) not in ("int32", "int64") or idx.ndim != 1:
             raise ShapeError(f"{spec.op}: indices must be a vector of int32 or int64")
-        if len(shape) < 1 or ins["grad"].shape != (idx.shape[0],) + shape[1:]:
+        g = ins["grad"]
+        if len(shape) < 1 or g.shape != (idx.shape[0],) + shape[1:]:
+            if spec.op not in _SPARSE_RANK_CHECKED and len(shape) >= 1 and g.ndim != len(shape):
+                raise CannotRunHere(f"cannot run {spec.op} with a grad of shape "
+                                    f"{list(g.shape)} beside a var of shape {list(shape)}: "
+                                    "TensorFlow's kernel does not check grad's rank (with "
+                                    "fewer dimensions than var's it fails a CHECK that ends "
+                                    "its process, with more it runs on what is not modelled)")
             raise ShapeError(f"{spec.op}: grad must be [len(indices)] + var.shape[1:]")
         if len(set(idx.tolist())) < idx.shape[0]:
             raise CannotRunHere(f"cannot run {spec.op} with duplicate indices concretely: "
