@@ -352,3 +352,44 @@ def test_a_pass_that_gives_a_hyperparameter_shape_1_is_unsound(op, x):
             n["attr"]["shared_name"] = {"s": base64.b64encode(n["name"].encode()).decode()}
     with tf.Graph().as_default(), pytest.raises(ValueError, match="must be rank 0 but is rank 1"):
         tf.compat.v1.import_graph_def(json_format.ParseDict(g, tf.compat.v1.GraphDef()), name="")
+
+
+@pytest.mark.parametrize("op", ["ResourceApplyMomentum", "ResourceApplyAdam",
+                                "ResourceApplyAdamWithAmsgrad"])
+def test_an_uninitialized_variable_fails_the_whole_update(op):
+    """var uninitialized, its slots not: the kernel fails before it touches
+    any of them (its variable does not exist yet), so the slots keep
+    their values.  The float32 Momentum and Adam models updated their slots
+    (ScaleAdd, StepToward read no var) before the variable's Assign failed;
+    their check reads every variable now."""
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.values import Tensor
+    tf = tensorflow()
+    variables, inputs = OPS[op]
+    ins = {x: ((2,) if x == "grad" else ()) for x in inputs}
+    p = import_graph(graph(op, {"var": (2,)}), [], ["step"],
+                     shapes={f"p_{x}": list(sh) for x, sh in ins.items()}).program
+    feeds = {f"p_{x}": Tensor(_value(x, sh)) for x, sh in ins.items()}
+    init = {v: Tensor(_init((2,), k)) for k, v in enumerate(variables) if v != "var"}
+    for mode in ("atomic", "decomposed"):
+        (o,) = outcome_set(p, feeds, init, mode, "outputs+state").as_dict(2)
+        state_after = dict(o.state)
+        assert all(state_after[v] == init[v] for v in init), (mode, state_after)
+    # TensorFlow's side
+    from google.protobuf import json_format
+    g = graph(op, {"var": (2,)})
+    for n in g["node"]:
+        if "shared_name" in n["attr"]:
+            n["attr"]["shared_name"] = {"s": base64.b64encode(n["name"].encode()).decode()}
+    with tf.Graph().as_default() as tg:
+        tf.compat.v1.import_graph_def(json_format.ParseDict(g, tf.compat.v1.GraphDef()), name="")
+        handles = {v: tg.get_tensor_by_name(f"{v}:0") for v in init}
+        with tf.compat.v1.Session(graph=tg) as s:
+            s.run([tf.raw_ops.AssignVariableOp(resource=h, value=init[v].array)
+                   for v, h in handles.items()])
+            with pytest.raises(tf.errors.OpError):   # (var does not exist)
+                s.run("step", {f"p_{x}:0": _value(x, sh) for x, sh in ins.items()})
+            for v, h in handles.items():
+                after = s.run(tf.raw_ops.ReadVariableOp(resource=h, dtype=tf.float32))
+                assert after.tobytes() == init[v].array.tobytes(), v
