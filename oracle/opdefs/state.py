@@ -1615,8 +1615,8 @@ def _refuse_declared_shapes(b, variables: tuple, inputs: tuple) -> None:
     broadcasts: a vector lr (a Placeholder given shape [3]) would step
     elementwise, and a slot of another shape would be updated before the
     variable's Assign failed.  Refused by name.  (A shape the import cannot
-    see, a computed hyperparameter's, is not checked; the fused models check
-    at run time, `_check_dense`.)"""
+    see, a computed hyperparameter's, is checked at run time: `Check<fn>`,
+    `_check_inputs`, ahead of every Assign of the model.)"""
     def slot_shape(k: int):
         x = b.imp.var_of.get(b._ref(k)[0])
         return None if x is None else tuple(b.imp.variables[x].shape)
