@@ -664,6 +664,8 @@ def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
     for name, role in roles.items():
         if role[0] in ("packed-assign", "stacked-assign"):
             groups.setdefault(name, set()).add(role[2])
+            if role[0] == "stacked-assign" and role[4] is not None:   # (its check)
+                groups[name].add(role[4])
         elif role[0] == "template-apply":
             groups.setdefault(name, set()).update(role[4])
         elif role[0] == "apply":
@@ -902,7 +904,7 @@ def _state_roles(p: Program, types: dict | None = None) -> dict[str, tuple]:
             roles[m] = ("noop",)
             if check is not None:
                 roles[check] = ("noop",)
-            roles[n.name] = ("stacked-assign", tf_op, m, inputs)
+            roles[n.name] = ("stacked-assign", tf_op, m, inputs, check)
         elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
             _template_roles(p, n, consumers, roles)
     return roles
