@@ -28,6 +28,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import ChainMap
 from operator import attrgetter
@@ -1477,7 +1478,6 @@ def _check_unreached_calls(top: dict[str, GNode], nodes: dict[str, GNode],
     calls = [n for n, g in top.items() if n not in reached and "_tfsem_call" in nodes[n].attr]
     if not calls:
         return
-    import bisect
     names = sorted(k for k, g in nodes.items() if g.body or k.endswith("/_entry"))
     for c in calls:
         prefix = c + "/"
