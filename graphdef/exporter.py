@@ -790,6 +790,8 @@ def _state_groups(p: Program, roles: dict) -> dict[str, set[str]]:
     for name, role in roles.items():
         if role[0] in ("packed-assign", "stacked-assign"):
             groups.setdefault(name, set()).add(role[2])
+            if role[0] == "stacked-assign" and role[4] is not None:   # (its check)
+                groups[name].add(role[4])
         elif role[0] == "template-apply":
             groups.setdefault(name, set()).update(role[4])
         elif role[0] == "apply":
@@ -920,7 +922,7 @@ def _function_node(p, n, name, data, ctrl, dtype_of, where, fresh) -> list[dict]
                  "attr": {k: v for k, v in ((k, _attr_from_json(v))
                                             for k, v in attrs.get("tf_attrs", {}).items())
                           if v is not None}}]
-    if op in ("StackBroadcast",):
+    if op == "StackBroadcast" or op.removeprefix("Check") in _CHECKED_FNS:
         raise ExportError(where, f"{op} is part of an imported ResourceApplyAdam, "
                           "ResourceApplyMomentum or ResourceApplyGradientDescent, which export "
                           "does not rebuild")
@@ -938,6 +940,10 @@ _UPDATES = {spec.fn: spec for spec in state_defs.OPTIMIZERS.values()}
 #: Assign-FN of a StackBroadcast that is a whole op -> (TensorFlow op, its
 #: inputs after the variable as the StackBroadcast's operands)
 _STACKED_ASSIGNS = state_defs.STACKED_ASSIGNS
+#: the functions whose inputs the import checks (`Check<fn>`, written back
+#: only as part of the op they check)
+_CHECKED_FNS = frozenset(f.removeprefix("Check") for f in
+                         (*state_defs.STACKED_CHECKS.values(), *state_defs.MODEL_CHECKS.values()))
 
 
 def _base(op: str) -> str:
@@ -1019,9 +1025,12 @@ def _state_roles(p: Program, types: dict | None = None) -> dict[str, tuple]:
                 raise ExportError(where, f"Assign-{n.fn} is exported (as {tf_op}) only of a "
                                   "StackBroadcast that nothing else consumes: TensorFlow's op "
                                   "takes the packed inputs themselves")
-            _check_stacked_operands(p, n, p.node[m], types or {}, where)
+            inputs, check = _stacked_inputs(p, n, p.node[m], consumers)
+            _check_stacked_operands(p, n, m, inputs, types or {}, where)
             roles[m] = ("noop",)
-            roles[n.name] = ("stacked-assign", tf_op, m)
+            if check is not None:
+                roles[check] = ("noop",)
+            roles[n.name] = ("stacked-assign", tf_op, m, inputs, check)
         elif n.op == ASSIGN and _base(n.fn) in _TEMPLATE_ANCHORS and n.name not in roles:
             _template_roles(p, n, consumers, roles)
     return roles
@@ -1033,7 +1042,27 @@ def _type_of(p: Program, types: dict, i):
     return p.feed_type(i.name) if isinstance(i, FeedIn) else types.get((i.node, i.port))
 
 
-def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
+def _stacked_inputs(p: Program, n, pack, consumers) -> tuple[list, str | None]:
+    """The op's inputs after the variable an Assign-f of a StackBroadcast
+    stands for, in the op's order, and the check node they come through
+    (None: none).  The import packs them through the op's check
+    (STACKED_CHECKS: `CheckApplyGradientDescent(alpha, delta)`, whose
+    result k is its input k), StackBroadcast(delta', alpha'); a program may
+    also pack the inputs themselves."""
+    order = _STACKED_ASSIGNS[_base(n.fn)][1]
+    ins = pack.data_inputs
+    check = state_defs.STACKED_CHECKS.get(_base(n.fn))
+    c = ins[0].node if isinstance(ins[0], DataIn) else None
+    if c is not None and p.node[c].op == check and \
+            all(isinstance(i, DataIn) and i.node == c for i in ins) and \
+            [i.port for i in ins] == list(order) and \
+            sorted(consumers.get(c, [])) == sorted((pack.name, k, order[k])
+                                                   for k in range(len(order))):
+        return list(p.node[c].data_inputs), c
+    return [ins[k] for k in order], None
+
+
+def _check_stacked_operands(p: Program, n, pack_name: str, inputs, types, where: str) -> None:
     """Refuse an Assign-f of a StackBroadcast that TensorFlow's op would not
     mean.  StackBroadcast broadcasts its operands, so Assign-GradientStep(w,
     StackBroadcast(delta, alpha)) runs in tfsem with alpha a vector or delta
@@ -1053,18 +1082,17 @@ def _check_stacked_operands(p: Program, n, pack, types, where: str) -> None:
                                       f"as the float32 op the importer builds: {why}"))
     if t.dtype != "float32":
         raise refuse(f"variable {x!r} is {t.dtype}")
-    for k, shape in zip(order, shapes):
-        i = pack.data_inputs[k]
+    for k, i, shape in zip(order, inputs, shapes):
         it = _type_of(p, types, i)
         want = tuple(t.shape) if shape is None else shape
         what = "the variable's shape" if shape is None else "a scalar"
         if it is None:
             continue
         if it.dtype != t.dtype:
-            raise refuse(f"operand {k} of {pack.name!r} is {it.dtype}, not the variable's "
+            raise refuse(f"operand {k} of {pack_name!r} is {it.dtype}, not the variable's "
                          f"{t.dtype}")
         if it.shape is not None and tuple(it.shape) != want:
-            raise refuse(f"operand {k} of {pack.name!r} has shape {list(it.shape)}, not "
+            raise refuse(f"operand {k} of {pack_name!r} has shape {list(it.shape)}, not "
                          f"{what} {list(want)} (StackBroadcast broadcasts it; {tf_op} "
                          "refuses it)")
 
@@ -1301,12 +1329,10 @@ def _state_node(p, n, role, name, data, ctrl, ref, dtype_of) -> list[dict]:
                  "input": handles + data[nv:] + [ref(ControlIn(r)) for r in reads] + ctrl,
                  "attr": attr}]
     if kind == "stacked-assign":
-        tf_op, pack_name = role[1], role[2]
-        pack = p.node[pack_name]
-        order = _STACKED_ASSIGNS[_base(n.fn)][1]
+        tf_op, pack_name, inputs = role[1], role[2], role[3]
         t = p.variables[handle_variable(p, n.name)]
         return [{"name": name, "op": tf_op,
-                 "input": data[:1] + [ref(pack.data_inputs[k]) for k in order]
+                 "input": data[:1] + [ref(i) for i in inputs]
                  + [ref(ControlIn(pack_name))] + ctrl,
                  "attr": {"T": _type(t.dtype), "use_locking": {"b": True}}}]
     if kind == "template-apply":

@@ -28,6 +28,7 @@ a model reads them at import time.  Whatever cannot be imported raises
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import ChainMap
 from operator import attrgetter
@@ -1310,6 +1311,8 @@ def _import_graph(graph, fetches, targets, feeds, output_names, deadline,
     dead = [nodes[n].dead for n in order if nodes[n].dead] if inlined else []
     if dead:
         check_signatures(ChainMap(*dead, nodes), set(), only=[k for d in dead for k in d])
+    if inlined:
+        _check_unreached_calls(top, nodes, reached, deadline)
     if imp.back_edges:
         _patch_back_edges(imp)
     if imp.read_shapes:
@@ -1450,6 +1453,70 @@ def _patch_back_edges(imp: _Importer) -> None:
 #: Ops whose output may close a cycle: the back edge of a TensorFlow loop
 #: (the control family's, oracle/opdefs/control.py).
 LOOP_BACK_EDGE_OPS = control_ops.BACK_EDGES
+
+
+#: what lowering functional control flow makes: a call body holding one
+#: came (also) from an If's or While's branch, which TensorFlow checks only
+#: where it runs
+_LOWERED_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
+
+
+#: body nodes checked between two looks at the import's deadline
+_UNREACHED_CHUNK = 4096
+
+
+def _check_unreached_calls(top: dict[str, GNode], nodes: dict[str, GNode],
+                           reached: set[str], deadline: float | None = None) -> None:
+    """The bodies of the graph's own calls that no fetch or target reaches,
+    checked against their OpDefs: TensorFlow instantiates the function of
+    every call node of a graph it loads (`import_graph_def` refuses a graph
+    with a call of a malformed function, reached or not, nested calls
+    included, and the body's nodes no result needs: measured on
+    TensorFlow 2.21), so tfsem refuses such a graph too, naming the body's
+    node and the function.  A function no node
+    calls, TensorFlow never instantiates, and neither is it checked here
+    (it loads such a graph and runs it).  A call whose body holds
+    functional control flow is left unchecked: TensorFlow checks an If's or
+    While's branches only where it runs them, and the lowered nodes do not
+    say which came from a branch (no false refusal).  The import's
+    `deadline` is looked at before each call and every `_UNREACHED_CHUNK`
+    body nodes: these bodies are work the import did not do before (20
+    unreached calls of a 2,000-node function doubled its time), and a
+    check that looked only at the end overran its budget by the whole
+    check.  Checking a body in chunks refuses what checking it at once
+    does, the same node first: each node is checked by itself, against
+    the types of its inputs' sources (`check_graph`), and the count check
+    still runs over the whole body before the full one."""
+    calls = [n for n, g in top.items() if n not in reached and "_tfsem_call" in nodes[n].attr]
+    if not calls:
+        return
+    names = sorted(k for k, g in nodes.items() if g.body or k.endswith("/_entry"))
+    for c in calls:
+        check_deadline(deadline, "checking the bodies of the calls no fetch reaches")
+        prefix = c + "/"
+        i = bisect.bisect_left(names, prefix)
+        j = bisect.bisect_left(names, c + "0")     # ('0' follows '/')
+        under = names[i:j]
+        if any(nodes[k].op in _LOWERED_OPS or "_tfsem_call" in nodes[k].attr
+               and nodes[k].op != "IdentityN" for k in under):
+            continue
+        # (a call whose Tin or Tout is not its function's signature is not
+        # refused here: TensorFlow loads such a graph, and only a run that
+        # reaches the call fails, tests/test_review_signatures_round17.py)
+        entries = [nodes[k] for k in under if k.endswith("/_entry")]
+        body = [k for k in under if nodes[k].body]
+        chunks = [body[k:k + _UNREACHED_CHUNK] for k in range(0, len(body), _UNREACHED_CHUNK)]
+        for counts_only in (True, False):
+            for chunk in chunks:
+                if counts_only:
+                    check_signatures(nodes, counts_only=True, only=chunk)
+                else:
+                    check_signatures(nodes, reached, only=chunk)
+                check_deadline(deadline, "checking the bodies of the calls no fetch reaches")
+        dead = [e.dead for e in entries if e.dead]
+        if dead:
+            check_signatures(ChainMap(*dead, nodes), set(),
+                             only=[k for d in dead for k in d])
 
 
 def _check_unreached_cycles(nodes: dict[str, GNode], reached: set[str],

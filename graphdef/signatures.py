@@ -39,9 +39,11 @@ table cannot say: the check only refuses what it can show wrong.
 The graph's own nodes are checked (what `import_graph_def` checks), and
 the nodes of the function bodies a fetch or target reaches, once inlined
 (TensorFlow checks a body when it instantiates the function: a
-StatefulPartitionedCall's already at import).  A body nothing reaches is
-not checked: TensorFlow may never instantiate it, and the check stays on
-the side of no false refusal.
+StatefulPartitionedCall's already at import), and those of a
+PartitionedCall's or StatefulPartitionedCall's body that nothing reaches
+(`import_graph_def` instantiates every call node's function:
+graphdef/importer.py `_check_unreached_calls`).  A function no node calls
+is not checked: TensorFlow never instantiates it and loads the graph.
 """
 
 from __future__ import annotations

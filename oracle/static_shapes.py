@@ -40,6 +40,8 @@ result needs no claim):
  - MatMul (transpose attributes): [m, k] x [k, n] -> [m, n] on two rank-2
    arguments, else no claim;
  - BiasAdd, TensorFlow's ReverseV2 and Cumsum: the first argument's shape;
+ - the optimizer imports' checks (CheckApplyMomentum, ...): each result
+   the shape of the argument it gives back (`_INPUT_CHECKS`);
  - StackBroadcast(a, b): (2,) + the broadcast of both (xp.stack of the
    broadcast arrays);
  - TensorFlow's UnsortedSegmentSum(data, ids, n) with n a constant scalar
@@ -133,13 +135,17 @@ _STORES_VALUE = frozenset({"Snd", "SndSameShape"})
 #: variable's (`_operands` refuses any other); they store a value of w's shape
 _PACKED_UPDATES = {"StepToward": 1, "ScaleAdd": 1, "GradientStep": 1, "MomentumStep": 1,
                    "AdamStep": 2}
+#: the optimizer imports' checks (oracle/opdefs/state.py `_check_inputs`) ->
+#: how many results: the last that many arguments given back unchanged
+#: (or an error for each), so each result has its argument's shape
+_INPUT_CHECKS = {"CheckApplyGradientDescent": 2, "CheckApplyMomentum": 3, "CheckApplyAdam": 7}
 
 #: every function a rule names, captured at import: a function re-registered
 #: under one of these names gets no claim
 _KNOWN = {name: fns.lookup(name) for name in (
     *ELEMENTWISE_1, *BROADCASTING_2, *_BIAS_ADD, *_REDUCTIONS, *_REDUCTIONS_ALONG, _SCE,
     "MatMul", "Reshape", "ReshapeTo", "Tile", "Fill", "ExpandDims", "Select", "SelectV2",
-    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES, "BiasAddGrad",
+    "StackBroadcast", _SEGMENT_SUM, *_PACKED_UPDATES, *_INPUT_CHECKS, "BiasAddGrad",
     "StridedSlice", "Slice", "Squeeze", "Transpose", "ConcatAxis")}
 
 
@@ -194,6 +200,8 @@ def result_shapes(op: str, attrs: Mapping, shapes: list[Shape | None],
             return (None,)
         b = _broadcast(shapes[0], shapes[1])
         return (None if b is None else (2,) + b,)
+    if op in _INPUT_CHECKS and len(shapes) >= _INPUT_CHECKS[op]:
+        return tuple(shapes[-_INPUT_CHECKS[op]:])
     if op == _SEGMENT_SUM and len(shapes) == 3:
         # (num_segments,) + data.shape[rank(segment_ids):] (TensorFlow's kernel)
         data, ids, num = shapes[0], shapes[1], values[2]

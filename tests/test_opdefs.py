@@ -258,7 +258,8 @@ def _state_exports() -> set[str]:
     packs = {pack for _, pack, _ in state.PACKED_ASSIGNS.values()}
     return (set(state.ASSIGN_OPS) | set(state.PACKED_ASSIGNS) | packs | set(ex._UPDATES)
             | set(state.FLOAT32_MODEL_ANCHORS) | set(state.FLOAT32_MODEL_UPDATES.values())
-            | set(state.STACKED_ASSIGNS) | {"StackBroadcast", "IsInitialized", "Snd"}
+            | set(state.STACKED_ASSIGNS) | set(state.STACKED_CHECKS.values())
+            | set(state.MODEL_CHECKS.values()) | {"StackBroadcast", "IsInitialized", "Snd"}
             | EXPORTER_OWN)
 
 
@@ -309,7 +310,8 @@ def test_the_state_familys_functions_are_registered_from_its_module_and_uninterp
     assert {"GatherNd", "PackScatter", "ScatterAdd", "ScatterNdUpdate", "PackSlice",
             "StridedSliceAssign", "IsInitialized", "SndSameShape", "ApplyAdam",
             "SparseApplyFtrl", "StackBroadcast", "StepToward", "ScaleAdd", "GradientStep",
-            "MomentumStep", "AdamStep"} <= own
+            "MomentumStep", "AdamStep", "CheckApplyGradientDescent", "CheckApplyMomentum",
+            "CheckApplyAdam"} <= own
     for n in own:
         assert fns.get(n).encoding is None, n   # uninterpreted in proofs
         assert fns.get(n).family == fns.TENSORFLOW, n

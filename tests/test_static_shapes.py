@@ -78,6 +78,9 @@ RULES = [
     {"name": "sel", "op": "Select", "inputs": ["gt", "$a", "add"]},
     {"name": "sel2", "op": "SelectV2", "inputs": ["gt", "$a", "one"]},
     {"name": "stack", "op": "StackBroadcast", "inputs": ["$b", "one"]},
+    # an optimizer import's check: its inputs back (or errors), so their shapes
+    {"name": "check", "op": "CheckApplyGradientDescent", "inputs": ["one", "$b"]},
+    {"name": "checked_delta", "op": "Identity", "inputs": ["check:1"]},
     # the functions that only move elements (shapes by a stand-in of zeros)
     c("b0", [0]), c("e1", [1]), c("s1", [1]),
     {"name": "ss", "op": "StridedSlice", "begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,

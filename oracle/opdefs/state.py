@@ -741,8 +741,9 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
                  for i, a in enumerate(arrays)]
             with np.errstate(all="ignore"):
                 out = model(_ops(), flat[:nv], dict(zip(spec.inputs, flat[nv:])), fattrs)
-            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[0].shape)
-                        for o in out)
+            # (each variable keeps its own shape: `_UNCHECKED_SLOTS`)
+            out = tuple(np.asarray(o, dtype=arrays[0].dtype).reshape(arrays[k].shape)
+                        for k, o in enumerate(out))
             _refuse_unmeasured_nans(spec, arrays, out, fattrs)
             return out
         impl.__doc__ = f"{op}: {doc}"
@@ -755,9 +756,37 @@ def _optimizer(op: str, variables: str, inputs: str, doc: str, attrs: str = "",
     return deco
 
 
+#: op -> the hyperparameters its kernel reads with `.scalar<T>()` without
+#: checking their shape first (training_ops.cc): one of any shape with one
+#: element is that element, and one of another size fails a CHECK that ends
+#: TensorFlow's process (measured on TensorFlow 2.21: sign_decay of shape [2]
+#: kills it, [1] and [1, 1] run as the scalar).  Every other hyperparameter
+#: must be of shape [] (`TensorShapeUtils::IsScalar`; a [1] is refused too,
+#: "lr is not a scalar: [1]", measured on every dense op).
+_UNCHECKED_SCALARS = {"ResourceApplyPowerSign": ("sign_decay",),
+                      "ResourceApplyAddSign": ("sign_decay",)}
+#: op -> the slots its kernel does not compare with var's shape (measured
+#: on TensorFlow 2.21: every other slot and the gradient must be of var's
+#: shape, "var and accum do not have the same shape").  The kernel computes
+#: on the flat views (`flat<T>()`), so a slot of var's number of elements
+#: is updated element for element, keeping its own shape; one of another
+#: number is read and written past its buffer's end by var's count.
+_UNCHECKED_SLOTS = {"ResourceApplyAdadelta": ("accum_update",),
+                    "ResourceApplyAdamWithAmsgrad": ("vhat",)}
+#: The sparse ops whose kernel compares grad's rank with var's ("grad must
+#: have the same number of dimensions as var").  The others compare grad's
+#: first dimension with the indices' and its next ones with var's, and no
+#: more: a grad of another rank (var [2] beside grad [1, 3]) runs, or, with
+#: fewer dimensions than var's, fails a CHECK that ends TensorFlow's process
+#: (measured on TensorFlow 2.21).  A grad of var's rank and another shape
+#: fails the op in every sparse kernel (InvalidArgument).
+_SPARSE_RANK_CHECKED = ("ResourceSparseApplyAdagrad", "ResourceSparseApplyAdagradV2")
+
+
 def _check_dense(spec: Optimizer, arrays) -> None:
     """The kernel's validation: float dtypes only, every variable and the
-    gradient of the variable's shape, the hyperparameters scalars."""
+    gradient of the variable's shape, the hyperparameters scalars (but
+    `_UNCHECKED_SCALARS`)."""
     t = dtype_name(arrays[0].dtype)
     if t not in FLOAT_DTYPES:
         raise OpError("no-kernel", f"{spec.op} has no kernel for {t}")
@@ -772,7 +801,14 @@ def _check_dense(spec: Optimizer, arrays) -> None:
         idx = ins["indices"]
         if dtype_name(idx.dtype) not in ("int32", "int64") or idx.ndim != 1:
             raise ShapeError(f"{spec.op}: indices must be a vector of int32 or int64")
-        if len(shape) < 1 or ins["grad"].shape != (idx.shape[0],) + shape[1:]:
+        g = ins["grad"]
+        if len(shape) < 1 or g.shape != (idx.shape[0],) + shape[1:]:
+            if spec.op not in _SPARSE_RANK_CHECKED and len(shape) >= 1 and g.ndim != len(shape):
+                raise CannotRunHere(f"cannot run {spec.op} with a grad of shape "
+                                    f"{list(g.shape)} beside a var of shape {list(shape)}: "
+                                    "TensorFlow's kernel does not check grad's rank (with "
+                                    "fewer dimensions than var's it fails a CHECK that ends "
+                                    "its process, with more it runs on what is not modelled)")
             raise ShapeError(f"{spec.op}: grad must be [len(indices)] + var.shape[1:]")
         if len(set(idx.tolist())) < idx.shape[0]:
             raise CannotRunHere(f"cannot run {spec.op} with duplicate indices concretely: "
@@ -783,11 +819,79 @@ def _check_dense(spec: Optimizer, arrays) -> None:
             if name == "global_step" and (a.ndim != 0 or dtype_name(a.dtype) != "int64"):
                 raise ShapeError(f"{spec.op}: global_step must be an int64 scalar")
             continue
-        if name in ("grad", "delta") or name in spec.variables:
+        if name in _UNCHECKED_SLOTS.get(spec.op, ()) and not spec.sparse:
+            if a.size != arrays[0].size:
+                raise CannotRunHere(f"cannot run {spec.op} with a {name} of shape "
+                                    f"{list(a.shape)} beside a var of shape {list(shape)}: "
+                                    "TensorFlow's kernel does not check its shape and reads "
+                                    "and writes past its end")
+        elif name in ("grad", "delta") or name in spec.variables:
             if a.shape != shape:
                 raise ShapeError(f"{spec.op}: {name} does not have the variable's shape")
+        elif name in _UNCHECKED_SCALARS.get(spec.op, ()):
+            if a.size != 1:
+                raise CannotRunHere(f"cannot run {spec.op} with a {name} of shape "
+                                    f"{list(a.shape)}: TensorFlow's kernel does not check its "
+                                    "shape and fails a CHECK that ends its process")
         elif a.ndim != 0:
             raise ShapeError(f"{spec.op}: {name} is not a scalar")
+
+
+# -- the kernel's checks ahead of an Assign-f model -------------------------------
+#
+# The float32 ResourceApplyGradientDescent, ResourceApplyMomentum and
+# ResourceApplyAdam import as Assign-f models (below) whose operands
+# StackBroadcast packs, and StackBroadcast broadcasts: a hyperparameter of
+# shape [2] (computed, so the import cannot see its shape) would step the
+# variable elementwise where TensorFlow's kernel fails, and a failure
+# detected by one Assign of a model (a gradient of another shape in
+# Momentum's ScaleAdd) left the model's other Assigns to run, where the
+# kernel fails before it touches any variable.  So every input of the op
+# goes through one function, `Check<fn>` (CheckApplyMomentum, ...), before
+# any Assign uses it: it gives its inputs back unchanged where the kernel's
+# validation passes (the variables initialized, of one shape, the gradient
+# of theirs, every hyperparameter of shape []: `_check_dense`) and the error
+# value `shape-mismatch` (`dtype-mismatch`, ...) for every one of them where
+# it fails.  Every Assign of the model then has an error operand, and an
+# Assign-f of an error changes nothing (oracle/graph.py `_assigned`): the
+# model fails, changing nothing, exactly where the kernel fails, as the
+# fused models do (an error value, not CannotRun: tfsem's way for an op that
+# fails at run time).  Where the validation passes, the checked inputs are
+# the inputs, so every value is the one the model computed before.  The
+# checks of Momentum and Adam take a Read of each variable (they are part of
+# the exclusive update: no other node accesses the variables in between);
+# GradientDescent's takes none: its one Assign fails by itself where the
+# variable is uninitialized or delta is not of its shape (GradientStep's
+# `_operands`), so its check need only see alpha.
+
+
+def _check_inputs(spec: Optimizer, with_variables: bool) -> str:
+    """Register `Check<fn>`: the op's inputs (after a Read of each variable
+    when `with_variables`) given back unchanged where the kernel's
+    validation passes, else the op's error."""
+    name = "Check" + spec.fn
+    nv = len(spec.variables) if with_variables else 0
+
+    def impl(xp, args, attrs):
+        arrays = [np.asarray(a) for a in args]
+        if with_variables:
+            _check_dense(spec, arrays)
+        else:
+            t = dtype_name(arrays[0].dtype)
+            if t not in FLOAT_DTYPES:
+                raise OpError("no-kernel", f"{spec.op} has no kernel for {t}")
+            for x, a in zip(spec.inputs, arrays):
+                if x not in ("grad", "delta") and a.ndim != 0:
+                    raise ShapeError(f"{spec.op}: {x} is not a scalar")
+        return tuple(arrays[nv:])
+    impl.__doc__ = (f"{name}({', '.join(spec.variables[:nv] + spec.inputs)}): the op's inputs "
+                    f"unchanged where {spec.op}'s kernel accepts them (every hyperparameter of "
+                    "shape []" + (", the variables initialized and of one shape, grad of "
+                                  "theirs" if nv else "") + "), else the error for each")
+    fns.register(fns.Function(name, nv + len(spec.inputs), len(spec.inputs), _on_host(impl),
+                              doc=impl.__doc__, family=TENSORFLOW))
+    fns.NOT_BROADCASTING.add(name)
+    return name
 
 
 _TF_CACHE: dict[tuple, Any] = {}
@@ -813,8 +917,12 @@ def _tf_kernel(spec: Optimizer, arrays, fattrs):
     if entry is None:
         g = tf.Graph()
         with g.as_default():
-            phs = [tf.compat.v1.placeholder(a.dtype, a.shape) for a in arrays]
-            handles = [tf.raw_ops.VarHandleOp(dtype=a.dtype, shape=a.shape,
+            # (shapes left unknown to graph construction, as a computed
+            # input's are: the kernel sees the values' shapes, and a slot its
+            # kernel does not check, `_UNCHECKED_SLOTS`, is not refused
+            # before it runs)
+            phs = [tf.compat.v1.placeholder(a.dtype, None) for a in arrays]
+            handles = [tf.raw_ops.VarHandleOp(dtype=a.dtype, shape=tf.TensorShape(None),
                                               shared_name=f"tfsem_{k}") for k, a in
                        enumerate(arrays[:nv])]
             inits = [tf.raw_ops.AssignVariableOp(resource=h, value=p)
@@ -1245,15 +1353,26 @@ def _optimizer_dtype(b) -> str:
     return t
 
 
+#: ResourceApplyGradientDescent's inputs (not an OPTIMIZERS entry: it has no
+#: fused model, its import is the Assign-GradientStep below)
+GRADIENT_DESCENT = Optimizer("ResourceApplyGradientDescent", ("var",), ("alpha", "delta"),
+                             "var -= alpha * delta")
+#: assign function -> the check (`_check_inputs`) its StackBroadcast's
+#: operands come from in the import (STACKED_ASSIGNS' ops)
+STACKED_CHECKS = {"GradientStep": _check_inputs(GRADIENT_DESCENT, with_variables=False)}
+
+
 @_define("ResourceApplyGradientDescent",
-         "var -= alpha * delta: Assign-GradientStep of StackBroadcast(delta, alpha) (one "
+         "var -= alpha * delta: Assign-GradientStep of StackBroadcast(delta, alpha), alpha and "
+         "delta through CheckApplyGradientDescent (the kernel's check: alpha of shape []) (one "
          "Assign; decomposed: read, compute, write)",
          "reads and writes the variable (one step)", resources=(0,),
-         functions=("StackBroadcast", "GradientStep", "NoOp"))
+         functions=("CheckApplyGradientDescent", "StackBroadcast", "GradientStep", "NoOp"))
 def _apply_gd(b):
     _optimizer_dtype(b)
     _refuse_declared_shapes(b, ("var",), ("alpha", "delta"))
-    packed = b.add("StackBroadcast", [b.input(2), b.input(1)], part="packed")
+    checked = b.add(STACKED_CHECKS["GradientStep"], [b.input(1), b.input(2)], part="checked")
+    packed = b.add("StackBroadcast", [DataIn(checked.node, 1), checked], part="packed")
     b.add("Assign", [b.var(0), packed], {"fn": "GradientStep"}, part="update")
     b.add("NoOp", [])
     return []
@@ -1366,6 +1485,23 @@ _descent("AdamStep", 2, _adam_step,
     included); every operation flushes subnormals.""")
 
 
+#: op -> the check (`_check_inputs`, a Read of each variable first) its
+#: float32 Assign-f model takes every input through
+MODEL_CHECKS = {op: _check_inputs(OPTIMIZERS[op], with_variables=True)
+                for op in ("ResourceApplyMomentum", "ResourceApplyAdam")}
+
+
+def _checked(b, op: str) -> list:
+    """The op's inputs through MODEL_CHECKS[op], after a Read of each of its
+    variables: one DataIn per input, in the op's order."""
+    spec = OPTIMIZERS[op]
+    reads = [b.add("Read", [b.var(k)], part=f"check_{x}") for k, x in enumerate(spec.variables)]
+    nv = len(spec.variables)
+    checked = b.add(MODEL_CHECKS[op], reads + [b.input(k) for k in range(nv, spec.n_in)],
+                    part="checked")
+    return [DataIn(checked.node, k) for k in range(len(spec.inputs))]
+
+
 def _apply_momentum_float32(b):
     """ResourceApplyMomentum (no Nesterov) on float32: accum = accum *
     momentum + grad (Assign-ScaleAdd), then var -= accum * lr (a Read,
@@ -1373,11 +1509,12 @@ def _apply_momentum_float32(b):
     _optimizer_dtype(b)
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
-    packed = b.add("StackBroadcast", [b.input(3), b.input(4)], part="packed")
+    lr, grad, momentum = _checked(b, "ResourceApplyMomentum")
+    packed = b.add("StackBroadcast", [grad, momentum], part="packed")
     acc = b.add("Assign", [b.var(1), packed], {"fn": "ScaleAdd"}, part="accum")
     new_accum = b.add("Read", [b.var(1), ControlIn(acc.node)], part="read_accum")
     # training_ops.cc: var.device(d) -= accum * lr()
-    step = b.add("StackBroadcast", [new_accum, b.input(2)], part="step_operands")
+    step = b.add("StackBroadcast", [new_accum, lr], part="step_operands")
     b.add("Assign", [b.var(0), step], {"fn": "MomentumStep"}, part="update")
     b.add("NoOp", [])
     b.exclusive()
@@ -1394,10 +1531,10 @@ def _apply_adam_float32(b):
     if b.attr("use_nesterov", False):
         b.reject("use_nesterov=true is not modelled")
     # inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon, g = _checked(b, "ResourceApplyAdam")
     one = b.add("Const", [], {"value": b.scalar(1.0)}, part="one")
-    g = b.input(9)
-    c1 = b.add(F("Sub"), [one, b.input(6)], part="one_minus_beta1")
-    c2 = b.add(F("Sub"), [one, b.input(7)], part="one_minus_beta2")
+    c1 = b.add(F("Sub"), [one, beta1], part="one_minus_beta1")
+    c2 = b.add(F("Sub"), [one, beta2], part="one_minus_beta2")
     m_up = b.add("Assign", [b.var(1), b.add("StackBroadcast", [g, c1], part="m_operands")],
                  {"fn": "StepToward"}, part="m")
     g2 = b.add(F("Square"), [g], part="grad_squared")
@@ -1407,16 +1544,16 @@ def _apply_adam_float32(b):
     # the kernel's `lr() * sqrt(...)` takes the square root's NaN first
     # (_adam): Mul.ftz of two scalars passes its first operand's, so the
     # square root comes first here
-    s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, b.input(4)], part="one_minus_beta2_power")],
+    s2 = b.add(F("Sqrt"), [b.add(F("Sub"), [one, beta2_power], part="one_minus_beta2_power")],
                part="sqrt_one_minus_beta2_power")
-    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [s2, b.input(5)], part="lr_sqrt"),
-                              b.add(F("Sub"), [one, b.input(3)], part="one_minus_beta1_power")],
+    alpha = b.add(F("RealDiv"), [b.add(F("Mul"), [s2, lr], part="lr_sqrt"),
+                              b.add(F("Sub"), [one, beta1_power], part="one_minus_beta1_power")],
                   part="alpha")
     m = b.add("Read", [b.var(1), ControlIn(m_up.node)], part="read_m")
     v = b.add("Read", [b.var(2), ControlIn(v_up.node)], part="read_v")
     # var -= m * alpha / (sqrt(v) + epsilon): Assign-AdamStep of [[m, alpha], [v, epsilon]]
     step = b.add("StackBroadcast", [b.add("StackBroadcast", [m, alpha], part="m_alpha"),
-                                    b.add("StackBroadcast", [v, b.input(8)], part="v_epsilon")],
+                                    b.add("StackBroadcast", [v, epsilon], part="v_epsilon")],
                  part="step_operands")
     b.add("Assign", [b.var(0), step], {"fn": "AdamStep"}, part="update")
     b.add("NoOp", [])
@@ -1429,9 +1566,11 @@ def _apply_adam_float32(b):
 #: their assign functions, ScaleAdd and StepToward); the functions they apply
 _FLOAT32_MODELS = {
     "ResourceApplyMomentum": (_apply_momentum_float32,
-                              ("StackBroadcast", "ScaleAdd", "MomentumStep")),
+                              (MODEL_CHECKS["ResourceApplyMomentum"], "StackBroadcast",
+                               "ScaleAdd", "MomentumStep")),
     "ResourceApplyAdam": (_apply_adam_float32,
-                          ("Const", "Sub.ftz", "StackBroadcast", "StepToward", "Square",
+                          (MODEL_CHECKS["ResourceApplyAdam"], "Const", "Sub.ftz",
+                           "StackBroadcast", "StepToward", "Square",
                            "Sqrt.ftz", "RealDiv.ftz", "Mul.ftz", "AdamStep"))}
 
 #: assign function -> the op whose float32 Assign-f model starts with it (read
@@ -1476,8 +1615,8 @@ def _refuse_declared_shapes(b, variables: tuple, inputs: tuple) -> None:
     broadcasts: a vector lr (a Placeholder given shape [3]) would step
     elementwise, and a slot of another shape would be updated before the
     variable's Assign failed.  Refused by name.  (A shape the import cannot
-    see, a computed hyperparameter's, is not checked; the fused models check
-    at run time, `_check_dense`.)"""
+    see, a computed hyperparameter's, is checked at run time: `Check<fn>`,
+    `_check_inputs`, ahead of every Assign of the model.)"""
     def slot_shape(k: int):
         x = b.imp.var_of.get(b._ref(k)[0])
         return None if x is None else tuple(b.imp.variables[x].shape)
