@@ -1458,7 +1458,8 @@ LOOP_BACK_EDGE_OPS = control_ops.BACK_EDGES
 #: what lowering functional control flow makes: a call body holding one
 #: came (also) from an If's or While's branch, which TensorFlow checks only
 #: where it runs
-_LOWERED_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
+_LOWERED_OPS = frozenset({control_ops.SWITCH, control_ops.MERGE, control_ops.ENTER,
+                          control_ops.EXIT, control_ops.NEXT_ITERATION, control_ops.LOOP_COND})
 
 
 #: body nodes checked between two looks at the import's deadline
