@@ -527,3 +527,32 @@ def test_a_dtype_cupy_lacks_is_refused_by_name():
 def _bfloat16_zeros():
     from tfsem.oracle.values import DTYPES
     return np.zeros(2, DTYPES["bfloat16"])
+
+
+def test_a_function_applied_row_by_row_stops_at_the_tests_deadline():
+    """A function with no batched form runs one valuation at a time
+    (`_row_by_row`); within a differential test's batch it looks at the
+    test's deadline every ROW_CLOCK_ROWS valuations, so that a large batch
+    cannot outlast the check's budget (a float32 Adam update's import ran
+    16,384 valuations for 6.6 s of a 5 s check)."""
+    import time as _time
+    from tfsem.backends import batched as bt
+    from tfsem.oracle.functions import Function
+    calls = []
+
+    def impl(xp, args, attrs):
+        calls.append(1)
+        return (xp.asarray(args[0]),)
+    fn = Function("RowByRowProbe", 1, 1, impl)
+    arrays = (np.zeros((4096, 3), np.float32),)
+    bt._clock.deadline = _time.monotonic() - 1.0
+    try:
+        with pytest.raises(bt._OutOfTime):
+            bt._row_by_row(fn, arrays, {}, np, 4096)
+    finally:
+        bt._clock.deadline = None
+    assert len(calls) < bt.ROW_CLOCK_ROWS
+    # (no deadline: every valuation, stacked)
+    calls.clear()
+    out = bt._row_by_row(fn, arrays, {}, np, 4096)
+    assert len(calls) == 4096 and out[0].shape == (4096, 3)
