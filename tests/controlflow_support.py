@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import pytest
 
 from tfsem.oracle import controlflow as cf
+from tfsem.oracle import functions as fns
 from tfsem.oracle.budget import BudgetExceeded
 
 CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
+
+
+@contextlib.contextmanager
+def registry_restored():
+    """The function registry as it was, after the block: a function a test
+    registers leaves with it (later tests' program generators in the same
+    process draw from the registry).  Restored as a registration that
+    replaces does it: the registry's version moves and remembered
+    applications are dropped, so nothing looked up under the test's
+    functions is kept."""
+    registry = dict(fns._REGISTRY)
+    try:
+        yield
+    finally:
+        if fns._REGISTRY != registry:
+            fns._REGISTRY.clear()
+            fns._REGISTRY.update(registry)
+            fns.version += 1
+            fns._applications.clear()
 
 
 def counter_loop_f(trips: int) -> list[dict]:

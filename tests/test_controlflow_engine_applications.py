@@ -17,6 +17,7 @@ engine used before) and against the function itself:
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Tensor
 
-import pytest
+from controlflow_support import registry_restored
 
 MODES = ("atomic", "decomposed")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -44,18 +45,10 @@ def fresh(monkeypatch):
     monkeypatch.setattr(cf, "remember_outcomes", False)
     monkeypatch.setattr(cf, "_machines", type(cf._machines)())
     # (a function a test registers, ReviewApplicationsBump, leaves with it:
-    # later tests' program generators in this process draw from the
-    # registry, and a campaign's sandboxed pass then met a program of a
-    # function its registry does not hold; restored as a registration that
-    # replaces does it)
-    registry = dict(fns._REGISTRY)
+    # a campaign's sandboxed pass in a later test met a program of it)
     cf._APPLIED.clear()
-    yield
-    if fns._REGISTRY != registry:
-        fns._REGISTRY.clear()
-        fns._REGISTRY.update(registry)
-        fns.version += 1
-        fns._applications.clear()
+    with registry_restored():
+        yield
     cf._APPLIED.clear()
 
 

@@ -49,7 +49,7 @@ from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.jsonio import program_from_json, program_to_json
 from tfsem.oracle.values import Error, Tensor
 
-from controlflow_support import counter_loop_f
+from controlflow_support import counter_loop_f, registry_restored
 
 MODES = ("atomic", "decomposed")
 BOUND = 6
@@ -65,20 +65,12 @@ def fresh(monkeypatch):
     monkeypatch.setattr(cf, "_machines", type(cf._machines)())
     monkeypatch.setattr(cf, "replay_traces", True)
     monkeypatch.setattr(cf, "remember_outcomes", True)
-    # (the functions a test registers, ReviewR19*, leave with it: the
-    # program generators of later tests in this process draw from the
-    # registry, and met a kernel-only function there; restored as a
-    # registration that replaces does it, so that nothing looked up under
-    # the test's functions is kept)
-    registry = dict(fns._REGISTRY)
+    # (the functions a test registers, ReviewR19*, leave with it: later
+    # tests' program generators met a kernel-only function)
     cf._APPLIED.clear()
     cf._OUTCOMES.clear()
-    yield
-    if fns._REGISTRY != registry:
-        fns._REGISTRY.clear()
-        fns._REGISTRY.update(registry)
-        fns.version += 1
-        fns._applications.clear()
+    with registry_restored():
+        yield
     cf._APPLIED.clear()
     cf._OUTCOMES.clear()
 
