@@ -2192,14 +2192,14 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
 
 
 #: kinds of planned steps (`_plan`)
-_PLAN_FUNCTION, _PLAN_FORWARD, _PLAN_DEAD = 0, 1, 2
+_PLAN_FUNCTION, _PLAN_FORWARD, _PLAN_DEAD, _PLAN_SWITCH, _PLAN_READ = 0, 1, 2, 3, 4
 
 
 def _plan(m: "Machine", tr: RunTrace) -> list:
     """For each step of path `tr`, what `_fire` would compute from the step
     and the Machine's tables alone, computed once for every replay of the
-    path (`_replay`); None where `_fire` fires it (a Switch, a Read, an
-    Assign, a dead Enter, a step with a phase, a NextIteration past the
+    path (`_replay`); None where `_fire` fires it (an Assign, a dead
+    Enter, a step with a phase, a stack op, a NextIteration past the
     iteration bound).  Each kind does what `_fire` does for it, in the same
     order: every incoming token taken (a constant Enter's read, in
     iteration 0 of the context's loop instance) into the same list, the
@@ -2217,7 +2217,20 @@ def _plan(m: "Machine", tr: RunTrace) -> list:
     - (_PLAN_DEAD, ins, pair, keys, dead_exit): a dead step: the dead
       value of its inputs (`_dead_of`) on every outgoing edge (none for an
       Exit, which notes its dead exit instead, and for a NextIteration,
-      where TensorFlow stops deadness).
+      where TensorFlow stops deadness);
+    - (_PLAN_SWITCH, ins, pair, port0, port1, ctl, written, every): a live
+      Switch (`_fire`'s case SWITCH, its context its own): a bool scalar
+      predicate puts DEAD on the port not taken and the value on the
+      other, port 0's keys first, then GO on the control edges (`written`:
+      the three in that order); any other
+      predicate puts its failure, dead, on every outgoing edge in graph
+      order (`every`, `_put_all`'s).  What it wrote is compared as the
+      recorded run noted it (`RunTrace.recording`): whether each key it
+      wrote, in the order written, holds DEAD;
+    - (_PLAN_READ, ins, pair, outs, ctl, var): a live Read (`var` None) or
+      Var (`var` the variable it names): `_fire`'s value (the variable's
+      value, or the handle's error; a new VarRef) on port 0's keys, then
+      GO on the control edges.
 
     `ins` are (key, from a constant Enter, control) in input order, `outs`
     the outgoing data edges' keys by port, `ctl` the control edges' keys.
@@ -2268,8 +2281,22 @@ def _plan(m: "Machine", tr: RunTrace) -> list:
             if k + 1 > m.bound:
                 plan.append(None)    # (`_fire` raises LoopBoundExceeded there)
                 continue
+        elif n.op == SWITCH:
+            ports = m._out_port[name]
+            port0 = tuple((eid, ctx) for eid in ports.get(0, ()))
+            port1 = tuple((eid, ctx) for eid in ports.get(1, ()))
+            ctl = tuple((eid, ctx) for eid in m._out_control[name])
+            plan.append((_PLAN_SWITCH, ins, (name, ctx), port0, port1, ctl, port0 + port1 + ctl,
+                         tuple((eid, ctx) for eid in m._out_all[name])))
+            continue
+        elif n.op in (READ, VAR):
+            plan.append((_PLAN_READ, ins, (name, ctx),
+                         tuple((eid, ctx) for eid in m._out_port[name].get(0, ())),
+                         tuple((eid, ctx) for eid in m._out_control[name]),
+                         n.var if n.op == VAR else None))
+            continue
         else:
-            plan.append(None)        # (Switch, Read, Assign, Var)
+            plan.append(None)        # (Assign)
             continue
         outs = {port: tuple((eid, out_ctx) for eid in eids)
                 for port, eids in m._out_port[name].items()}
@@ -2279,11 +2306,57 @@ def _plan(m: "Machine", tr: RunTrace) -> list:
     return plan
 
 
-def _fire_planned(entry: tuple, s: CFState) -> int:
-    """A step of `_PLAN_FORWARD` or `_PLAN_DEAD` (`_plan`) fired in `s` as
-    `_fire` fires it; how many tokens it wrote."""
+def _fire_planned(entry: tuple, s: CFState) -> "int | tuple":
+    """A step of `_PLAN_FORWARD`, `_PLAN_DEAD`, `_PLAN_SWITCH` or
+    `_PLAN_READ` (`_plan`) fired in `s` as `_fire` fires it; what it wrote
+    as `RunTrace.recording` notes it: how many tokens, or for a Switch
+    whether each is DEAD."""
     tokens = s.tokens
-    if entry[0] == _PLAN_DEAD:
+    kind = entry[0]
+    if kind == _PLAN_SWITCH:
+        # (`_fire`'s case SWITCH: the inputs taken as for every step, then
+        # the rule on the predicate, the same tests in the same order)
+        _, ins, pair, port0, port1, ctl, written, every = entry
+        data = []
+        for key, const, control in ins:
+            c = tokens.get(key) if const else tokens.pop(key, None)
+            if not control:
+                data.append(c)
+        s.fired.add(pair)
+        value, pred = data
+        if not (isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ()):
+            failed = failed_dead(pred if isinstance(pred, Error) else Error(BAD_PREDICATE))
+            for key in every:
+                tokens[key] = failed
+            return tuple(type(tokens[k]) is _Dead for k in every)
+        first, second = (DEAD, value) if bool(pred.array) else (value, DEAD)
+        for key in port0:
+            tokens[key] = first
+        for key in port1:
+            tokens[key] = second
+        for key in ctl:
+            tokens[key] = GO
+        return tuple(type(tokens[k]) is _Dead for k in written)
+    if kind == _PLAN_READ:
+        # (`_fire`'s cases VAR and READ: the inputs taken, the one result on
+        # port 0, GO on the control edges)
+        _, ins, pair, outs, ctl, var = entry
+        data = []
+        for key, const, control in ins:
+            c = tokens.get(key) if const else tokens.pop(key, None)
+            if not control:
+                data.append(c)
+        s.fired.add(pair)
+        if var is not None:
+            value = VarRef(var)
+        else:
+            value = data[0] if isinstance(data[0], Error) else s.var_value[data[0].var]
+        for key in outs:
+            tokens[key] = value
+        for key in ctl:
+            tokens[key] = GO
+        return len(outs) + len(ctl)
+    if kind == _PLAN_DEAD:
         _, ins, pair, keys, dead_exit = entry
         contents = [tokens.get(key) if const else tokens.pop(key, None)
                     for key, const, _control in ins]

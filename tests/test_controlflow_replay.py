@@ -28,7 +28,8 @@ from tfsem.oracle import controlflow as cf
 from tfsem.oracle.jsonio import program_from_json
 from tfsem.oracle.values import Error, Tensor
 
-from controlflow_support import corpus_loop_program, count_replays, same_as_exploring
+from controlflow_support import (corpus_loop_program, count_replays, replay_answer,
+                                 same_as_exploring)
 
 MODES = ("atomic", "decomposed")
 NIGHTLY = settings.get_current_profile_name() == "nightly"
@@ -127,9 +128,9 @@ def test_a_loop_is_replayed_at_the_same_trip_count_only(fresh, mode):
 def test_a_replay_fires_the_planned_steps(fresh):
     """A path's steps are fired from their token keys made once (`_plan`):
     the live function steps, the live Merges, Enters, Exits,
-    NextIterations and LoopConds, the dead steps; the Switches, Reads,
-    Assigns and Vars by the rules (`_fire`).  The answers above are the
-    exploration's with the plan in use."""
+    NextIterations and LoopConds, the dead steps, the live Switches, the
+    Reads and Vars; the Assigns by the rules (`_fire`).  The answers above
+    are the exploration's with the plan in use."""
     p = counting_loop()
     same_as_exploring(p, *at(2, 1.5))
     same_as_exploring(p, *at(2, -3.0))
@@ -142,7 +143,68 @@ def test_a_replay_fires_the_planned_steps(fresh):
     assert {"Add", "Less", "Identity", "Const"} <= kinds[cf._PLAN_FUNCTION]
     assert {"Merge", "Enter", "Exit", "NextIteration", "LoopCond"} == kinds[cf._PLAN_FORWARD]
     assert {"Identity/dead", "Exit/dead", "NextIteration/dead"} <= kinds[cf._PLAN_DEAD]
-    assert {"Switch", "Read", "Assign", "Var"} == kinds[None]
+    assert {"Switch"} == kinds[cf._PLAN_SWITCH]
+    assert {"Read", "Var"} == kinds[cf._PLAN_READ]
+    assert {"Assign"} == kinds[None]
+
+
+def _by_the_rules(monkeypatch):
+    """`_plan` with its Switch, Read and Var steps left to `_fire` (None),
+    as before they were planned."""
+    real = cf._plan
+
+    def plan(m, tr):
+        got = [None if x is not None and x[0] in (cf._PLAN_SWITCH, cf._PLAN_READ) else x
+               for x in real(m, tr)]
+        tr.plan = got
+        return got
+    monkeypatch.setattr(cf, "_plan", plan)
+
+
+def _replays(p, sigmas, mode, monkeypatch, rules: bool):
+    """Each σ's answer (outcomes and schedules, states, or the exception's
+    type) with replays on, the Machine fresh, the Switches, Reads and Vars
+    planned or (`rules`) fired by `_fire`; and how many answers a replay
+    gave."""
+    with monkeypatch.context() as mp:
+        counts = count_replays(mp)
+        if rules:
+            _by_the_rules(mp)
+        got = [replay_answer(p, feeds, init, mode, BOUND, True, "outputs+state")
+               for feeds, init in sigmas]
+        return got, counts["replayed"]
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.sampled_from(MODES),
+       st.data())
+def test_planned_switches_and_reads_answer_as_the_rules(p, mode, data):
+    """The shortcut against what it replaces: the same σ in a row, replayed
+    once with the live Switches, Reads and Vars planned (`_PLAN_SWITCH`,
+    `_PLAN_READ`) and once with them fired by `_fire`, give the same
+    answers and replay as often (a planned Switch that puts its deadness
+    elsewhere refuses the path where `_fire`'s did); each is the
+    exploration's (`same_as_exploring`, in the test above)."""
+    import _pytest.monkeypatch
+    sigmas = [data.draw(inputs_for(p)) for _ in range(5)]
+    mp = _pytest.monkeypatch.MonkeyPatch()
+    try:
+        assert _replays(p, sigmas, mode, mp, False) == _replays(p, sigmas, mode, mp, True)
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_planned_switches_and_reads_on_the_counting_loop(mode, monkeypatch):
+    """Trip counts 2, 2, 3, 3, 2, 1 and an uninitialized x (an error
+    predicate at every Switch), planned and by the rules: the same answers,
+    and the planned steps replayed the σ they could."""
+    p = counting_loop()
+    sigmas = [at(2, 1.5), at(2, -3.0), at(3, 1.5), at(3, 0.25), at(2, 0.5), at(1, 0.5),
+              at(None, 1.0), at(2, 2.0)]
+    planned = _replays(p, sigmas, mode, monkeypatch, False)
+    assert planned == _replays(p, sigmas, mode, monkeypatch, True)
+    assert planned[1] >= 3
 
 
 def test_an_error_predicate_is_not_replayed(fresh):
