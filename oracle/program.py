@@ -584,6 +584,24 @@ class _FrozenMap(dict):
 
 def validate(p: Program, strict: bool = False) -> list[Violation]:
     """Every violation of section 3.1.1's constraints and SPEC section 1."""
+    # (a program `Program.validated` found valid has none while what its
+    # validity depends on is as it was then -- the very argument of that
+    # memo: the program is immutable, and the answer depends on it, on
+    # `strict` and on the functions its ops and Assigns name, which
+    # `still_registered` compares by identity, under the registry's
+    # version.  The graph importer validates every program it makes, and
+    # the checker validated each imported rewrite once more: 5 ms a check
+    # on MobileNetV2.  tests/test_program_validated_memo.py compares the
+    # two answers, and a function replaced since validates again)
+    known = getattr(p, "__dict__", {}).get("_valid")
+    if (known is not None and known[0] == (strict, *fns.evaluation_epoch())
+            and fns.still_registered(known[1])):
+        return []
+    return _violations(p, strict)
+
+
+def _violations(p: Program, strict: bool) -> list[Violation]:
+    """`validate`'s answer, worked out."""
     out: list[Violation] = []
 
     def bad(where: str, rule: str, message: str) -> None:
