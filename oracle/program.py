@@ -554,11 +554,20 @@ class Program:
 
     @cached_property
     def _hash(self) -> int:
-        # (made once, as `_identity` is: a program is immutable.  Hashing
-        # the identity walks every node's inputs -- a dataclass hash per
-        # edge -- 28 ms for MobileNetV2's 6,480 nodes, and a check looks a
-        # program up in its memos a dozen times)
-        return hash(self._identity)
+        # (made once: a program is immutable.  Made from a part of
+        # `_identity` that equal programs share -- their variables, feeds
+        # and outputs, their number of nodes and the set of their nodes'
+        # (name, op), each of which `_identity` holds whole -- so equal
+        # programs hash equal, as a hash must; programs that differ only in
+        # their nodes' inputs or attributes hash alike and are told apart by
+        # `__eq__` (`_differs_at_once` first).  The whole identity walked
+        # every node's inputs and attributes -- a dataclass hash per edge --
+        # 15 ms for MobileNetV2's 5,894 nodes, paid by every rewrite the
+        # checker looks up in its memos (explore's compiled components);
+        # this takes 1 ms.  tests/test_program_hashes.py)
+        return hash((tuple(sorted(self.variables.items())), tuple(sorted(self.feeds.items())),
+                     tuple(sorted(self.outputs.items())), len(self.nodes),
+                     frozenset([(n.name, n.op) for n in self.nodes])))
 
     @cached_property
     def _identity(self) -> tuple:
