@@ -102,4 +102,3 @@ def test_programs_of_one_hash_are_told_apart_by_equality():
     q = program_from_json(dict(doc, nodes=nodes))
     assert hash(p) == hash(q) and p != q
     assert len({p: 1, q: 2}) == 2 and {p: 1, q: 2}[q] == 2
-
