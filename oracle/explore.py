@@ -1390,34 +1390,46 @@ def components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
 
 
 def _components(p: Program) -> list[tuple[list[str], list[str], list[str]]]:
-    parent: dict[str, str] = {}
+    # (union-find over numbers: a node's name and a variable's each get one
+    # when first met, in two tables, as the keys "n:NAME" and "v:NAME" were
+    # before; the groups are the same partition, listed in the same order:
+    # by the first of their nodes in topological order, then those of
+    # variables no node accesses, by name)
+    parent: list[int] = []
+    node_ids: dict[str, int] = {}
+    var_ids: dict[str, int] = {}
 
-    def find(a: str) -> str:
-        while parent.setdefault(a, a) != a:
+    def number(table: dict[str, int], name: str) -> int:
+        k = table.get(name)
+        if k is None:
+            k = table[name] = len(parent)
+            parent.append(k)
+        return k
+
+    def find(a: int) -> int:
+        while parent[a] != a:
             parent[a] = parent[parent[a]]
             a = parent[a]
         return a
 
-    def union(a: str, b: str) -> None:
-        parent[find(a)] = find(b)
-
+    predecessors = p.predecessors
     for n in p.nodes:
-        find("n:" + n.name)
-        for pred in p.predecessors(n.name):
-            union("n:" + n.name, "n:" + pred)
+        me = number(node_ids, n.name)
+        for pred in predecessors(n.name):
+            parent[find(me)] = find(number(node_ids, pred))
         if n.op == VAR:
-            union("n:" + n.name, "v:" + n.var)
-        elif n.op in (READ, ASSIGN):
+            parent[find(me)] = find(number(var_ids, n.var))
+        elif n.op == READ or n.op == ASSIGN:
             x = p.accessed_variable(n.name)
             if x is not None:
-                union("n:" + n.name, "v:" + x)
+                parent[find(me)] = find(number(var_ids, x))
     for x in p.variables:
-        find("v:" + x)
-    groups: dict[str, tuple[list[str], list[str], list[str]]] = {}
+        number(var_ids, x)
+    groups: dict[int, tuple[list[str], list[str], list[str]]] = {}
     for name in p.topological_order:
-        groups.setdefault(find("n:" + name), ([], [], []))[0].append(name)
+        groups.setdefault(find(node_ids[name]), ([], [], []))[0].append(name)
     for x in sorted(p.variables):
-        groups.setdefault(find("v:" + x), ([], [], []))[1].append(x)
+        groups.setdefault(find(var_ids[x]), ([], [], []))[1].append(x)
     for o in sorted(p.outputs):
-        groups[find("n:" + p.outputs[o].node)][2].append(o)
+        groups[find(number(node_ids, p.outputs[o].node))][2].append(o)
     return list(groups.values())
