@@ -554,11 +554,20 @@ class Program:
 
     @cached_property
     def _hash(self) -> int:
-        # (made once, as `_identity` is: a program is immutable.  Hashing
-        # the identity walks every node's inputs -- a dataclass hash per
-        # edge -- 28 ms for MobileNetV2's 6,480 nodes, and a check looks a
-        # program up in its memos a dozen times)
-        return hash(self._identity)
+        # (made once: a program is immutable.  Made from a part of
+        # `_identity` that equal programs share -- their variables, feeds
+        # and outputs, their number of nodes and the set of their nodes'
+        # (name, op), each of which `_identity` holds whole -- so equal
+        # programs hash equal, as a hash must; programs that differ only in
+        # their nodes' inputs or attributes hash alike and are told apart by
+        # `__eq__` (`_differs_at_once` first).  The whole identity walked
+        # every node's inputs and attributes -- a dataclass hash per edge --
+        # 15 ms for MobileNetV2's 5,894 nodes, paid by every rewrite the
+        # checker looks up in its memos (explore's compiled components);
+        # this takes 1 ms.  tests/test_program_hashes.py)
+        return hash((tuple(sorted(self.variables.items())), tuple(sorted(self.feeds.items())),
+                     tuple(sorted(self.outputs.items())), len(self.nodes),
+                     frozenset([(n.name, n.op) for n in self.nodes])))
 
     @cached_property
     def _identity(self) -> tuple:
@@ -584,6 +593,24 @@ class _FrozenMap(dict):
 
 def validate(p: Program, strict: bool = False) -> list[Violation]:
     """Every violation of section 3.1.1's constraints and SPEC section 1."""
+    # (a program `Program.validated` found valid has none while what its
+    # validity depends on is as it was then -- the very argument of that
+    # memo: the program is immutable, and the answer depends on it, on
+    # `strict` and on the functions its ops and Assigns name, which
+    # `still_registered` compares by identity, under the registry's
+    # version.  The graph importer validates every program it makes, and
+    # the checker validated each imported rewrite once more: 5 ms a check
+    # on MobileNetV2.  tests/test_program_validated_memo.py compares the
+    # two answers, and a function replaced since validates again)
+    known = getattr(p, "__dict__", {}).get("_valid")
+    if (known is not None and known[0] == (strict, *fns.evaluation_epoch())
+            and fns.still_registered(known[1])):
+        return []
+    return _violations(p, strict)
+
+
+def _violations(p: Program, strict: bool) -> list[Violation]:
+    """`validate`'s answer, worked out."""
     out: list[Violation] = []
 
     def bad(where: str, rule: str, message: str) -> None:

@@ -120,3 +120,103 @@ def test_a_function_put_in_the_registry_by_hand_compiles_again(monkeypatch):
     monkeypatch.setitem(fns._REGISTRY, "Review21Stale", fns.Function("Review21Stale", 1, 1, plus(10)))
     o, _ = ref.canonical_outcome(p, feeds, {}, "atomic", "outputs")
     assert dict(o.outputs)["out"].array.tolist() == [11.0, 12.0]
+
+
+def test_conflicts_are_worked_out_when_a_search_asks_and_as_defined():
+    # (a concrete run by priority never reads them; the search's stubborn
+    # sets find them as the definition gives them, shared by the copies fed
+    # other σ)
+    programs = random_programs(40, seed=31, max_nodes=14)
+    compared = 0
+    for p in programs:
+        for semantics in ("atomic", "decomposed"):
+            for observe in ("outputs+state", "outputs"):
+                for names, variables, outputs in explore.components(p):
+                    feeds = {f: None for f in p.feed_names}
+                    built = explore._Component(p, names, semantics, observe, feeds, variables,
+                                               outputs)
+                    assert "conflicts" not in built.__dict__.get("_shared", {})
+                    comp = explore.compiled(p, names, semantics, observe, feeds, variables,
+                                            outputs)
+                    n = comp.n
+                    expected = {u: [w for w in steps if w % n != u % n
+                                    and (comp.is_write(u) or comp.is_write(w))]
+                                for steps in comp.access_steps.values() for u in steps}
+                    assert comp.conflicts == expected and built.conflicts == expected
+                    again = explore.compiled(p, names, semantics, observe, feeds, variables,
+                                             outputs)
+                    assert again is not comp and again.conflicts is comp.conflicts
+                    compared += sum(map(len, expected.values()))
+    assert compared > 100
+
+
+def _components_by_names(p: Program) -> list:
+    """The components as first written (union-find over "n:NAME" and
+    "v:NAME" keys): the reference `explore._components` is compared with."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    for n in p.nodes:
+        find("n:" + n.name)
+        for pred in p.predecessors(n.name):
+            union("n:" + n.name, "n:" + pred)
+        if n.op == "Var":
+            union("n:" + n.name, "v:" + n.var)
+        elif n.op in ("Read", "Assign"):
+            x = p.accessed_variable(n.name)
+            if x is not None:
+                union("n:" + n.name, "v:" + x)
+    for x in p.variables:
+        find("v:" + x)
+    groups: dict = {}
+    for name in p.topological_order:
+        groups.setdefault(find("n:" + name), ([], [], []))[0].append(name)
+    for x in sorted(p.variables):
+        groups.setdefault(find("v:" + x), ([], [], []))[1].append(x)
+    for o in sorted(p.outputs):
+        groups[find("n:" + p.outputs[o].node)][2].append(o)
+    return list(groups.values())
+
+
+def test_components_are_the_reference_partition_in_its_order():
+    from pathlib import Path
+    from tfsem.graphdef import import_path
+    programs = random_programs(200, seed=37, max_nodes=16)
+    several = 0
+    for p in programs:
+        got = explore._components(p)
+        assert got == _components_by_names(p)
+        several += len(got) > 1
+    assert several > 20
+    # a variable no node accesses is a component of its own
+    doc = {"format": "tfsem.program/1", "variables": ["x", "y"],
+           "nodes": [{"name": "v", "op": "Var", "var": "x"},
+                     {"name": "r", "op": "Read", "inputs": ["v"]}],
+           "outputs": {"out": "r"}}
+    p = program_from_json(doc)
+    assert explore._components(p) == _components_by_names(p) == [
+        (["v", "r"], ["x"], ["out"]), ([], ["y"], [])]
+    # real graphs of the corpus (MobileNetV2: one component of 5,894 nodes
+    # and 424 variables; a training step with several)
+    import json
+    corpus = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "corpus"
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    seen = 0
+    for e in manifest["graphs"]:
+        if e["file"].split(".")[0] not in ("keras_mobilenetv2_32", "keras_mlp_adam",
+                                           "tf1_mlp_sgd", "keras_gru_loop"):
+            continue
+        caps = str(corpus / e["captures"]) if e.get("captures") else None
+        q = import_path(corpus / e["file"], e["fetches"], [], e["targets"],
+                        captures=caps).program
+        assert explore._components(q) == _components_by_names(q), e["file"]
+        seen += 1
+    assert seen == 4

@@ -86,3 +86,88 @@ def test_an_invalid_program_is_refused_every_time(counted):
         with pytest.raises(ProgramError):
             p.validated()
     assert counted == [False, False]
+
+
+# -- `validate` itself answers from the memo -----------------------------------
+#
+# The checker validates every rewrite it is given, which the graph importer
+# has validated already: `validate` answers [] for a program
+# `Program.validated` found valid while what that answer depends on is as it
+# was, and works the answer out otherwise.
+
+
+@pytest.fixture
+def worked_out(monkeypatch):
+    calls = []
+    real = program_module._violations
+
+    def violations(p, strict):
+        calls.append(strict)
+        return real(p, strict)
+
+    monkeypatch.setattr(program_module, "_violations", violations)
+    return calls
+
+
+def _cases_and_generated() -> list[Program]:
+    import json
+    from pathlib import Path
+    from tfsem.generators.strategies import random_programs
+    from tfsem.oracle.jsonio import program_from_json
+    out = []
+    for path in sorted((Path(__file__).parent / "cases").glob("*.json")):
+        case = json.loads(path.read_text())
+        for side in ("original", "rewritten"):
+            if isinstance(case.get(side), dict):
+                try:
+                    out.append(program_from_json(case[side]))
+                except Exception:   # noqa: BLE001 (a malformed case's side: no program)
+                    pass
+    out.extend(random_programs(3, 40, max_nodes=12))
+    return out
+
+
+def test_validate_of_a_validated_program_answers_as_worked_out(worked_out):
+    programs = _cases_and_generated()
+    assert len(programs) > 100
+    valid = 0
+    for p in programs:
+        fresh = program_module._violations(p, False)
+        try:
+            p.validated()
+        except ProgramError as exc:
+            assert exc.violations == fresh and program_module.validate(p) == fresh
+            continue
+        valid += 1
+        assert fresh == []
+        worked_out.clear()
+        assert program_module.validate(p) == []
+        assert worked_out == []            # (the memo's answer)
+        strict = program_module.validate(p, strict=True)
+        assert strict == program_module._violations(p, True)
+        assert worked_out[0] is True       # (another question: worked out)
+    assert valid > 50
+
+
+def test_validate_works_the_answer_out_after_a_function_changed(worked_out, monkeypatch):
+    p = _program()
+    p.validated()
+    worked_out.clear()
+    assert program_module.validate(p) == [] and worked_out == []
+    # Neg taking two arguments now, replaced by hand (no version change)
+    monkeypatch.setitem(fns._REGISTRY, "Neg", dataclasses.replace(fns._REGISTRY["Neg"], n_in=2))
+    found = program_module.validate(p)
+    assert found and worked_out == [False]
+    assert found == program_module._violations(p, False)
+    # a registration (the version moves): worked out again
+    monkeypatch.setitem(fns._REGISTRY, "Neg", dataclasses.replace(fns._REGISTRY["Neg"], n_in=1))
+    monkeypatch.setattr(fns, "version", fns.version + 1)
+    worked_out.clear()
+    assert program_module.validate(p) == [] and worked_out == [False]
+
+
+def test_validate_of_a_program_never_validated_works_it_out(worked_out):
+    p = _program()
+    assert program_module.validate(p) == [] and worked_out == [False]
+    bad = Program({}, (Node("n", "Neg", (DataIn("missing"),), {}),), {"out": DataIn("n")})
+    assert program_module.validate(bad) and worked_out == [False, False]
