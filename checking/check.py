@@ -51,6 +51,7 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
                                  random_array)
 
 from . import canonical_memo
+from . import demand as dm
 from . import generic as gen
 from . import minimize as mini
 from . import sigma_memo
@@ -1364,10 +1365,28 @@ class _Checker:
         record["cone_tests"] = 0
         cone_cost = 0.0
         pending: tuple[dict, dict] | None = None
+        # (the σ kept last, full- or cone-confirmed, and the parts known to
+        # differ there: a candidate that leaves one of them its cones' σ is
+        # taken with no run, `Demand.kept_parts`)
+        anchor: tuple[dict, dict] = (found.feeds, found.init)
+        anchored: list = []
         started = time.monotonic()
 
         def confirm(sigma) -> bool:
-            nonlocal best, parts, full_cost, cone_cost, pending
+            nonlocal best, parts, full_cost, cone_cost, pending, anchor, anchored
+            if anchored and dm.UNCHANGED_CONES_FREE:
+                kept = demand.kept_parts(anchored, anchor, sigma)
+                if kept:
+                    # (a part that differed at the σ kept last differs here:
+                    # its cones read the same bits, checking/demand.py
+                    # `kept_parts`.  A counterexample, taken as a cone test's
+                    # would be; the full oracle confirms the σ kept last at
+                    # the end, as it does a cone test's)
+                    record["unchanged_cones"] = record.get("unchanged_cones", 0) + 1
+                    anchor = pending = (dict(sigma[0]), dict(sigma[1]))
+                    anchored = kept
+                    parts = kept + [q for q in parts if q not in kept]
+                    return True
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
             # outcomes took 2 s of a 1 s budget.  A race-free original's one
@@ -1400,10 +1419,13 @@ class _Checker:
                 if differs not in (None, "rest"):
                     record["cone_accepted"] = record.get("cone_accepted", 0) + 1
                     parts = [differs] + [q for q in parts if q != differs]
-                    pending = (dict(sigma[0]), dict(sigma[1]))
+                    anchor = pending = (dict(sigma[0]), dict(sigma[1]))
+                    anchored = [differs]
                     return True
             now = time.monotonic()
-            if now + full_cost + (final if pending is not None else 0.0) > deadline:
+            # (a σ kept without the full oracle, `pending`: its full
+            # confirmation at the end is kept time for)
+            if now + full_cost + (full_cost if pending is not None else 0.0) > deadline:
                 raise mini.OutOfTime
             record["full_confirmations"] = record.get("full_confirmations", 0) + 1
             result = self.confirm(sigma, best.schedule, max(0.05, deadline - now),
@@ -1414,6 +1436,7 @@ class _Checker:
                 return False
             best, pending = result, None
             parts = _differing_parts(demand, best)
+            anchor, anchored = (best.feeds, best.init), list(parts)
             return True
 
         def rescale() -> None:
@@ -1457,6 +1480,7 @@ class _Checker:
             # the parts the last full confirmation found different, the one
             # that differed last first, then by the size of their cones
             parts = _differing_parts(demand, found)
+            anchored = list(parts)
             first = _outside(demand, parts[:1], found)
             record["first"] = len(first)
             refusals = {}
