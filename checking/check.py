@@ -1374,14 +1374,18 @@ class _Checker:
 
         def confirm(sigma) -> bool:
             nonlocal best, parts, full_cost, cone_cost, pending, anchor, anchored
-            if anchored and dm.UNCHANGED_CONES_FREE:
+            if anchored and cones and dm.UNCHANGED_CONES_FREE:
                 kept = demand.kept_parts(anchored, anchor, sigma)
                 if kept:
                     # (a part that differed at the σ kept last differs here:
                     # its cones read the same bits, checking/demand.py
-                    # `kept_parts`.  A counterexample, taken as a cone test's
-                    # would be; the full oracle confirms the σ kept last at
-                    # the end, as it does a cone test's)
+                    # `kept_parts`.  A counterexample, taken as the cone test
+                    # of that part would take it, with no run; the full
+                    # oracle confirms the σ kept last at the end, as it
+                    # does a cone test's, in the time kept for it.  Only
+                    # where cone tests run: where a full confirmation is
+                    # cheap, a σ taken so would need one at the end all
+                    # the same, in the box's time)
                     record["unchanged_cones"] = record.get("unchanged_cones", 0) + 1
                     anchor = pending = (dict(sigma[0]), dict(sigma[1]))
                     anchored = kept
@@ -1419,13 +1423,16 @@ class _Checker:
                 if differs not in (None, "rest"):
                     record["cone_accepted"] = record.get("cone_accepted", 0) + 1
                     parts = [differs] + [q for q in parts if q != differs]
+                    # (and those known to differ at the σ kept last whose
+                    # cones read nothing this step changed: they differ
+                    # here too, `kept_parts`)
+                    was = anchor
                     anchor = pending = (dict(sigma[0]), dict(sigma[1]))
-                    anchored = [differs]
+                    anchored = [differs] + [q for q in demand.kept_parts(anchored, was, anchor)
+                                            if q != differs]
                     return True
             now = time.monotonic()
-            # (a σ kept without the full oracle, `pending`: its full
-            # confirmation at the end is kept time for)
-            if now + full_cost + (full_cost if pending is not None else 0.0) > deadline:
+            if now + full_cost + (final if pending is not None else 0.0) > deadline:
                 raise mini.OutOfTime
             record["full_confirmations"] = record.get("full_confirmations", 0) + 1
             result = self.confirm(sigma, best.schedule, max(0.05, deadline - now),
