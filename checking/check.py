@@ -51,6 +51,7 @@ from tfsem.oracle.values import (DTYPES, FLOAT_DTYPES, UNINITIALIZED, Error, Ten
                                  random_array)
 
 from . import canonical_memo
+from . import demand as dm
 from . import generic as gen
 from . import minimize as mini
 from . import sigma_memo
@@ -1364,10 +1365,32 @@ class _Checker:
         record["cone_tests"] = 0
         cone_cost = 0.0
         pending: tuple[dict, dict] | None = None
+        # (the σ kept last, full- or cone-confirmed, and the parts known to
+        # differ there: a candidate that leaves one of them its cones' σ is
+        # taken with no run, `Demand.kept_parts`)
+        anchor: tuple[dict, dict] = (found.feeds, found.init)
+        anchored: list = []
         started = time.monotonic()
 
         def confirm(sigma) -> bool:
-            nonlocal best, parts, full_cost, cone_cost, pending
+            nonlocal best, parts, full_cost, cone_cost, pending, anchor, anchored
+            if anchored and cones and dm.UNCHANGED_CONES_FREE:
+                kept = demand.kept_parts(anchored, anchor, sigma)
+                if kept:
+                    # (a part that differed at the σ kept last differs here:
+                    # its cones read the same bits, checking/demand.py
+                    # `kept_parts`.  A counterexample, taken as the cone test
+                    # of that part would take it, with no run; the full
+                    # oracle confirms the σ kept last at the end, as it
+                    # does a cone test's, in the time kept for it.  Only
+                    # where cone tests run: where a full confirmation is
+                    # cheap, a σ taken so would need one at the end all
+                    # the same, in the box's time)
+                    record["unchanged_cones"] = record.get("unchanged_cones", 0) + 1
+                    anchor = pending = (dict(sigma[0]), dict(sigma[1]))
+                    anchored = kept
+                    parts = kept + [q for q in parts if q not in kept]
+                    return True
             # (a step the oracle cannot decide within the minimization's
             # budget is not taken: on a real graph one enumeration of P's
             # outcomes took 2 s of a 1 s budget.  A race-free original's one
@@ -1400,7 +1423,13 @@ class _Checker:
                 if differs not in (None, "rest"):
                     record["cone_accepted"] = record.get("cone_accepted", 0) + 1
                     parts = [differs] + [q for q in parts if q != differs]
-                    pending = (dict(sigma[0]), dict(sigma[1]))
+                    # (and those known to differ at the σ kept last whose
+                    # cones read nothing this step changed: they differ
+                    # here too, `kept_parts`)
+                    was = anchor
+                    anchor = pending = (dict(sigma[0]), dict(sigma[1]))
+                    anchored = [differs] + [q for q in demand.kept_parts(anchored, was, anchor)
+                                            if q != differs]
                     return True
             now = time.monotonic()
             if now + full_cost + (final if pending is not None else 0.0) > deadline:
@@ -1414,6 +1443,7 @@ class _Checker:
                 return False
             best, pending = result, None
             parts = _differing_parts(demand, best)
+            anchor, anchored = (best.feeds, best.init), list(parts)
             return True
 
         def rescale() -> None:
@@ -1457,6 +1487,7 @@ class _Checker:
             # the parts the last full confirmation found different, the one
             # that differed last first, then by the size of their cones
             parts = _differing_parts(demand, found)
+            anchored = list(parts)
             first = _outside(demand, parts[:1], found)
             record["first"] = len(first)
             refusals = {}

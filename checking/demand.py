@@ -63,12 +63,18 @@ from typing import Mapping
 
 from tfsem.oracle.explore import BudgetExceeded
 from tfsem.oracle.program import ASSIGN, READ, FeedIn, Program
-from tfsem.oracle.values import Value
+from tfsem.oracle.values import Tensor, Value, exact
 
 from . import refute as ref
 
 #: a part of an outcome: ("output", name) or ("variable", name)
 Part = tuple[str, str]
+
+#: minimization's candidate σ that leave the σ a part was found different at
+#: unchanged on everything the part's cones read are taken without a run
+#: (`Demand.kept_parts`; check.py `minimized`); False: every candidate
+#: tested as before (the differential test's reference)
+UNCHANGED_CONES_FREE = True
 
 
 def seeds(p: Program, part: Part) -> set[str]:
@@ -131,6 +137,7 @@ class Demand:
         self.p, self.p2 = p, p2
         self.semantics, self.observe = semantics, observe
         self._cones: dict[Part, tuple[Program, Program, int]] = {}
+        self._reads: dict[Part, tuple[frozenset[str], frozenset[str]]] = {}
         #: cone runs made, and those that found the part different
         self.runs = self.differed = 0
 
@@ -169,6 +176,32 @@ class Demand:
                 variables.add(part[1])
         return feeds, variables
 
+    def part_reads(self, part: Part) -> tuple[frozenset[str], frozenset[str]]:
+        """`reads([part])`, computed once per part."""
+        known = self._reads.get(part)
+        if known is None:
+            feeds, variables = self.reads([part])
+            known = self._reads[part] = (frozenset(feeds), frozenset(variables))
+        return known
+
+    def kept_parts(self, parts, at, candidate) -> list[Part]:
+        """The parts of `parts` whose cones read nothing that differs
+        between σ `at` and σ `candidate` ((feeds, init) each).
+
+        **Why, where each of `parts` differs at `at`, a candidate with one
+        such part is a counterexample, with no run.**  A part's value in a
+        run of P (and of P') is a function of σ's feeds and initial values
+        that the part's cone reads, `reads` (the module's argument: the cone
+        program's run gives it, and that program's nodes read no other
+        feed or variable; functions are deterministic, and "the same" here
+        is the same bits, `exact`, so a NaN's payload cannot differ either).
+        Where the candidate gives those the same bits as `at`, the part's
+        values in P and in P' are those they had at `at`, which differ:
+        the candidate is a counterexample (the module's "why a differing
+        part is a counterexample").  It says nothing where they changed."""
+        return [part for part in parts
+                if _same_on(self.part_reads(part), at, candidate)]
+
     @property
     def whole(self) -> int:
         """The nodes of both programs (what a full confirmation runs)."""
@@ -206,6 +239,25 @@ class Demand:
             return None
         self.differed += 1
         return True
+
+
+def _same_on(names, a, b) -> bool:
+    """Whether σ `a` and σ `b` hold the same bits at the feeds and
+    variables `names` ((feed names, variable names))."""
+    for table, keys in ((0, names[0]), (1, names[1])):
+        for name in keys:
+            x, y = a[table].get(name), b[table].get(name)
+            if x is y:
+                continue
+            if x is None or y is None or type(x) is not type(y):
+                return False
+            if isinstance(x, Tensor):
+                if x.dtype != y.dtype or x.shape != y.shape or \
+                        x.array.tobytes() != y.array.tobytes():
+                    return False
+            elif exact(x) != exact(y):
+                return False
+    return True
 
 
 def differing_parts(outcome, others) -> list[Part]:
