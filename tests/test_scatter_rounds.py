@@ -56,12 +56,12 @@ def _same(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def _cases(seed: int, n_cases: int):
+def _cases(seed: int, n_cases: int, dtypes=FLOATS + INTS, only=None):
     rng = np.random.default_rng(seed)
     for _ in range(n_cases):
-        dt = (FLOATS + INTS)[rng.integers(0, len(FLOATS) + len(INTS))]
+        dt = dtypes[rng.integers(0, len(dtypes))]
         nd = bool(rng.random() < 0.3)
-        kinds = state.SCATTER_ND_KINDS if nd else state.SCATTER_KINDS
+        kinds = only or (state.SCATTER_ND_KINDS if nd else state.SCATTER_KINDS)
         kind = kinds[rng.integers(0, len(kinds))]
         if kind == "Div" and dt in FLOATS and rng.random() < 0.5:
             kind = "Mul"
@@ -71,7 +71,8 @@ def _cases(seed: int, n_cases: int):
         w_shape = (n_rows,) + ((int(rng.integers(1, 4)),) if depth == 2 else ()) + \
             (row[1:] if depth == 2 else row)
         slice_shape = w_shape[depth:]
-        w = _draw(dt, w_shape, rng)
+        special = 0.3 if rng.random() < 0.6 else 0.0
+        w = _draw(dt, w_shape, rng, special)
         k = int(rng.integers(1, 24))
         # mostly few distinct rows: duplicates make several rounds
         positions: list = []
@@ -85,9 +86,9 @@ def _cases(seed: int, n_cases: int):
                 positions.append((int(rng.integers(0, n_rows)), int(rng.integers(0, w_shape[1]))))
         scalar = not nd and rng.random() < 0.25
         if scalar:
-            form, upd_rows = "scalar", [_draw(dt, (), rng)] * k
+            form, upd_rows = "scalar", [_draw(dt, (), rng, special)] * k
         else:
-            form, upd_rows = ("nd" if nd else "rows"), _draw(dt, (k,) + slice_shape, rng)
+            form, upd_rows = ("nd" if nd else "rows"), _draw(dt, (k,) + slice_shape, rng, special)
         if kind == "Div":
             # (a zero divisor, a subnormal one too, fails the scatter before
             # any row: _scatter's check, not _scatter_rows')
@@ -97,10 +98,18 @@ def _cases(seed: int, n_cases: int):
         yield dt, kind, nd, form, w, positions, upd_rows
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_rounds_give_the_variable_one_row_at_a_time_gives(seed):
-    checked = {"rounds": 0, "nan rows": 0}
-    for dt, kind, nd, form, w, positions, upd_rows in _cases(seed, 400):
+@pytest.mark.parametrize("seed,dtypes,only", [(s, FLOATS + INTS, None) for s in range(6)] +
+                         [(s, ("float32", "float64"), ("Add", "Sub")) for s in range(6, 9)])
+def test_rounds_give_the_variable_one_row_at_a_time_gives(seed, dtypes, only, monkeypatch):
+    checked = {"rounds": 0, "nan rows": 0, "folded": 0}
+    fold = state._scatter_folds
+
+    def counted(out, applied, *rest):
+        left = fold(out, applied, *rest)
+        checked["folded"] += len(applied) - len(left)
+        return left
+    monkeypatch.setattr(state, "_scatter_folds", counted)
+    for dt, kind, nd, form, w, positions, upd_rows in _cases(seed, 400, dtypes, only):
         slow = _apply(w, positions, upd_rows, kind, nd, form, rounds=False)
         fast = _apply(w, positions, upd_rows, kind, nd, form, rounds=True)
         assert _same(slow, fast), (dt, kind, form, positions, w, upd_rows, slow, fast)
@@ -108,8 +117,33 @@ def test_rounds_give_the_variable_one_row_at_a_time_gives(seed):
         checked["rounds"] += applied >= state.ROUND_MIN_ROWS
         if not isinstance(slow, tuple) and dt in FLOATS:
             checked["nan rows"] += bool(np.isnan(slow.astype(np.float64)).any())
-    # (the draws reach the block path and its rows redone for a NaN)
+    # (the draws reach the block path, its rows redone for a NaN, the folds)
     assert checked["rounds"] > 100 and checked["nan rows"] > 20, checked
+    assert checked["folded"] > (200 if only else 10), checked
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["Add", "Sub"])
+def test_a_fold_through_a_subnormal_or_a_nan_is_applied_one_update_at_a_time(dt, kind):
+    """A running value that passes through the subnormals is flushed to
+    zero at that step by the CPU runtime (the fold would keep it); one that
+    becomes NaN takes the kernel's NaN bits: both are applied one update at
+    a time (`_scatter_folds`), and the row differs from the plain fold's."""
+    d = DTYPES[dt]
+    tiny = np.finfo(d).tiny
+    sign = 1 if kind == "Add" else -1
+    w = np.array([[1.5 * tiny, 1.0], [2.0, np.inf]], d)
+    steps = [[-1.0 * tiny, 0.0], [tiny, 0.0], [0.0, 0.0], [0.0, -np.inf]]
+    upd = np.array([[sign * x for x in row] for row in steps * 2], d)
+    positions = [0] * 4 + [1] * 4
+    with np.errstate(all="ignore"):
+        fast = state._scatter_rows(w, positions, upd, kind, 0, rounds=True)
+        slow = state._scatter_rows(w, positions, upd, kind, 0, rounds=False)
+        plain = (np.add if kind == "Add" else np.subtract).accumulate(
+            np.concatenate([w[None, 0], upd[:4]]), axis=0)[-1]
+    assert fast.tobytes() == slow.tobytes()
+    assert slow[0, 0] == tiny and plain[0] == 1.5 * tiny   # (flushed at the second step)
+    assert np.isnan(slow[1, 1])
 
 
 def test_a_round_of_distinct_rows_is_one_block_with_duplicates_in_order():
