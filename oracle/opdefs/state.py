@@ -270,11 +270,19 @@ def _bfloat16_tail(r, wins, winner, other):
     return np.where(tail, np.where(wins, winner, other), r)
 
 
-def _row_op(kind: str, form: str = "rows") -> Callable:
+def _row_op(kind: str, form: str = "rows", nan_places: bool = True) -> Callable:
     """The update TensorFlow's scatter applies to one row, as a function of
     (row, update) arrays of one dtype (`form`: _scatter_nan_bits's); floats
     flush subnormals as the CPU runtime does (functions.FLUSHED_DTYPES) and
-    a NaN's bits are the kernel's (_scatter_nan_bits)."""
+    a NaN's bits are the kernel's (_scatter_nan_bits).
+
+    `nan_places` False: the NaN bits left as numpy gives them
+    (_scatter_nan_bits not applied), and no bfloat16 tail (_bfloat16_tail):
+    the two steps that depend on an element's place within its row.  What
+    is left is element by element, so it may be given a block of rows at
+    once (`_scatter_rounds`, which redoes with the whole rule every row
+    whose result holds a NaN, and never uses it for Min/Max of
+    float16/bfloat16)."""
     if kind == "Update":
         return lambda p, u: np.broadcast_to(u, p.shape).copy()
     if kind in ("Min", "Max"):
@@ -286,6 +294,8 @@ def _row_op(kind: str, form: str = "rows") -> Callable:
             u = np.broadcast_to(u, p.shape)
             fp, fu = ftz(np, p), ftz(np, u)
             wins = (fu < fp) if kind == "Min" else (fu > fp)
+            if not nan_places:
+                return np.where(wins, fu, fp)
             r = _bfloat16_tail(np.where(wins, fu, fp), wins, u, p)
             return _scatter_nan_bits(kind, form, r, fp, fu)
         return extremum
@@ -322,17 +332,20 @@ def _row_op(kind: str, form: str = "rows") -> Callable:
             with np.errstate(all="ignore"):
                 r = getattr(np, "add" if name == "Add" else "subtract")(fp, fu)
         r = ftz(np, np.asarray(r, dtype=p.dtype))
-        return _scatter_nan_bits(kind, form, r, fp, fu)
+        return _scatter_nan_bits(kind, form, r, fp, fu) if nan_places else r
     return apply
 
 
 def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: bool = False,
-                  form: str = "rows"):
+                  form: str = "rows", rounds: bool = True):
     """Apply upd_rows[i] to the row at positions[i] (None: out of range), in
     order; stop at the first position out of range (the rows before it stay
     applied, as TensorFlow's CPU scatter kernel leaves them), or with
     `skip_bad` pass over it (the ScatterNd kernel applies every other row:
-    both measured on TensorFlow 2.21).  `form`: _scatter_nan_bits's."""
+    both measured on TensorFlow 2.21).  `form`: _scatter_nan_bits's.
+    `rounds`: rows applied a block at a time where that gives the same
+    variable (`_scatter_rounds`; False: one row at a time, the reference
+    tests/test_scatter_rounds.py compares it with)."""
     out = np.array(w, copy=True)
     op = _row_op(kind, form)
     bad = next((i for i, pos in enumerate(positions) if pos is None), None)
@@ -343,13 +356,129 @@ def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: b
                                 "an index out of range concretely: TensorFlow's CPU kernel "
                                 f"applies {PARALLEL_SCATTER} or more indices in parallel, in an "
                                 "order that varies")
-    for i, pos in enumerate(positions):
-        if pos is None:
-            if skip_bad:
-                continue
-            break
+    applied = [(i, pos) for i, pos in enumerate(positions) if pos is not None] if skip_bad \
+        else list(enumerate(positions if bad is None else positions[:bad]))
+    if rounds and len(applied) >= ROUND_MIN_ROWS and not (
+            kind in ("Min", "Max") and dtype_name(out.dtype) in ("float16", "bfloat16")):
+        _scatter_rounds(out, applied, upd_rows, kind, form, op)
+        return out
+    for i, pos in applied:
         out[pos] = op(out[pos], upd_rows[i])
     return out
+
+
+#: `_scatter_folds` folds the updates of a position that occurs at least
+#: this many times in one numpy accumulation.
+FOLD_MIN_ROWS = 4
+
+
+def _scatter_folds(out, applied, upd_rows, kind: str, scalar: bool) -> list:
+    """Add or Sub of float32/float64 rows (`_scatter_rounds`' `applied`,
+    `upd_rows`): each position with FOLD_MIN_ROWS occurrences or more gets
+    its updates in one `np.add.accumulate` / `np.subtract.accumulate` along
+    them, from its row, where that gives what one row at a time gives;
+    returns the applications left (the other positions', and those of a
+    position whose fold did not hold).
+
+    Why: one row at a time, the k-th update of a position makes
+    r_k = ftz(nan_bits(ftz(r_{k-1}) op ftz(u_k))) (`_row_op`).  The
+    accumulation computes a_0 = ftz(row), a_k = a_{k-1} op ftz(u_k), each
+    step one IEEE operation in the dtype (numpy's accumulate is a left fold
+    element by element, the same ufunc loop as one row's `np.add` /
+    `np.subtract`, no wider accumulator).  Where no a_k (k >= 1) is a NaN
+    or a subnormal, ftz and the NaN rule leave every a_k as it is, so
+    r_k = a_k by induction (r_0 = row, ftz(r_0) = a_0), and the last a_k is
+    the row's value.  Where one is, the position is applied one update at a
+    time as before (the NaN's bits, a flushed subnormal).  Positions are
+    independent (`_scatter_rounds`), so folding some of them first changes
+    nothing for the others.  tests/test_scatter_rounds.py compares this
+    with one row at a time."""
+    occurrences: dict = {}
+    for i, pos in applied:
+        occurrences.setdefault(pos, []).append(i)
+    folded = set()
+    tiny = np.finfo(out.dtype).tiny
+    step = np.add if kind == "Add" else np.subtract
+    for pos, rows in occurrences.items():
+        if len(rows) < FOLD_MIN_ROWS:
+            continue
+        start = ftz(np, np.asarray(out[pos]))
+        updates = ftz(np, np.broadcast_to(np.asarray(upd_rows[rows[0]]), (len(rows),) + start.shape)
+                      if scalar else np.asarray(upd_rows)[np.array(rows, dtype=np.intp)])
+        with np.errstate(all="ignore"):
+            acc = step.accumulate(np.concatenate([start[None], updates]), axis=0)[1:]
+            magnitude = np.abs(acc)
+            if np.isnan(acc).any() or ((magnitude < tiny) & (magnitude > 0)).any():
+                continue
+        out[pos] = acc[-1]
+        folded.add(pos)
+    return applied if not folded else [(i, pos) for i, pos in applied if pos not in folded]
+
+
+#: `_scatter_rows` applies its rows in rounds where at least this many are
+#: applied (fewer: one at a time, as cheap), and a round of fewer rows than
+#: this one row at a time.
+ROUND_MIN_ROWS = 4
+
+
+def _scatter_rounds(out, applied, upd_rows, kind: str, form: str, op: Callable) -> None:
+    """The rows `applied` ((i, position) in order: upd_rows[i] applied to the
+    row at position) applied to `out` in place, a round at a time: round r
+    holds the r-th occurrence of each position among them.
+
+    Why the variable is the one row-by-row application in order gives:
+    applying an update to a row reads and writes that row only (`_row_op`:
+    the row and the update in, the new row out), so applications to
+    different rows commute, and those to one row keep their order (its r-th
+    occurrence is in round r, and the rounds run in order).  Within a round
+    the positions are distinct, and the rows are computed together by
+    `_row_op(..., nan_places=False)`, whose every step is element by element
+    (flushing, the arithmetic, the rounding up to the smallest normal, the
+    integer division's truncation, Min/Max's comparison), so each element of
+    the block is what that row's own application gives it, except where the
+    rule depends on the element's place within its row: the NaN bits
+    (_scatter_nan_bits, functions.nan_bits: packets, Eigen's unrolled loop)
+    and bfloat16 Min/Max's tail.  A row of the block whose result holds a
+    NaN is therefore applied again alone by `op` (the whole rule) from its
+    value before the round; Min/Max of float16 and bfloat16 never come here
+    (`_scatter_rows`).  `_row_op`'s own failures (integer ScatterDiv of the
+    lowest value by -1) are raised by a block as by the row in it, and
+    leave no partial variable to anyone (`out` is the scatter's own copy).
+    tests/test_scatter_rounds.py compares this with one row at a time over
+    every kind, form and dtype, NaNs, signed zeros, subnormals, duplicates
+    and indices out of range."""
+    plain = _row_op(kind, form, nan_places=False)
+    scalar = form == "scalar"
+    if kind in ("Add", "Sub") and out.dtype in (np.float32, np.float64):
+        applied = _scatter_folds(out, applied, upd_rows, kind, scalar)
+    taken: dict = {}
+    by_round: list[list[tuple[int, Any]]] = []
+    for i, pos in applied:
+        r = taken.get(pos, 0)
+        taken[pos] = r + 1
+        if r == len(by_round):
+            by_round.append([])
+        by_round[r].append((i, pos))
+    for members in by_round:
+        if len(members) < ROUND_MIN_ROWS:
+            for i, pos in members:
+                out[pos] = op(out[pos], upd_rows[i])
+            continue
+        places = [pos for _, pos in members]
+        where = tuple(np.array(c, dtype=np.intp) for c in zip(*places)) \
+            if isinstance(places[0], tuple) else np.array(places, dtype=np.intp)
+        before = out[where]
+        u = upd_rows[members[0][0]] if scalar else \
+            np.asarray(upd_rows)[np.array([i for i, _ in members], dtype=np.intp)]
+        block = np.asarray(plain(before, u), dtype=out.dtype)
+        if dtype_name(out.dtype) in FLOAT_DTYPES:
+            nan = np.isnan(block.astype(np.float32) if dtype_name(block.dtype) == "bfloat16"
+                           else block)
+            if nan.any():
+                block = np.array(block, copy=True)
+                for j in np.flatnonzero(nan.reshape(len(members), -1).any(axis=1)):
+                    block[j] = op(before[j], u if scalar else u[j])
+        out[where] = block
 
 
 def _scatter(kind: str):
