@@ -424,3 +424,74 @@ def test_conflicts_of_copies_are_the_templates_and_as_defined():
         direct = explore._Component(p, names, semantics, "outputs+state", {}, variables,
                                     outputs)
         assert direct.conflicts == want and direct.conflicts is not got
+
+
+# -- swapped float programs: the change's own differential draws int64 only ------
+
+
+def _swap_commuting(p: Program) -> Program:
+    nodes = tuple(n.replace(inputs=(n.inputs[1], n.inputs[0]))
+                  if n.op in COMMUTING and len(n.inputs) == 2 else n for n in p.nodes)
+    return Program(p.variables, nodes, p.outputs, p.feeds)
+
+
+def _hostile(values, rng):
+    """σ's float tensors with NaNs of other payloads and signs, signed
+    zeros, subnormals, the smallest normal and infinities put in."""
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, Tensor) and v.dtype in fns.FLOAT_DTYPES and v.array.size:
+            info = ml_dtypes.finfo(v.array.dtype)
+            pool = np.array([-0.0, 0.0, float(info.smallest_subnormal), float(info.tiny),
+                             -float(info.tiny) * 1.25, float("inf"), 3.0, float(info.max)],
+                            np.float64).astype(v.array.dtype)
+            a = v.array.copy().reshape(-1)
+            pick = rng.random(a.size) < 0.6
+            a[pick] = pool[rng.integers(0, len(pool), a.size)][pick]
+            if v.dtype == "float32" and a.size >= 2:
+                a.view(np.uint32)[0] = 0xFFC00123
+            v = Tensor(a.reshape(v.array.shape))
+        out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "float16"])
+def test_swapped_float_programs_give_fresh_runs_outcomes(dtype, monkeypatch, counted):
+    from tfsem.checking import check as C
+    from tfsem.checking import refute as ref
+    from tfsem.generators.strategies import random_programs
+    ops = {"Add", "Mul", "Add.ftz", "Mul.ftz", "Sub", "Neg", "Read", "AssignAdd", "Write"}
+    compared = 0
+    rng = np.random.default_rng(7)
+    for i, p in enumerate(random_programs(120, 20, max_nodes=12, dtype=dtype, ops=ops,
+                                          control_density=0.1)):
+        q = _swap_commuting(p)
+        if q == p or p.has_control_flow:
+            continue
+        sem, obs = [("atomic", "outputs+state"), ("decomposed", "outputs+state"),
+                    ("atomic", "outputs")][i % 3]
+        gen = C._refute_sigmas(p, np.random.default_rng(i))
+        feeds, init = next(gen)
+        sigmas = [(feeds, init), (_hostile(feeds, rng), _hostile(init, rng))]
+
+        def runs():
+            got = []
+            for r in (p, q):
+                for f, s in sigmas:
+                    try:
+                        got.append(_exact_outcome(ref.canonical_outcome(r, f, s, sem, obs)[0]))
+                    except (fns.CannotRun, C.BudgetExceeded) as exc:
+                        got.append(type(exc))
+            return got
+        monkeypatch.setenv(A.ENV, "0")
+        fresh = runs()
+        monkeypatch.setenv(A.ENV, "1")
+        with A.scope():
+            assert runs() == fresh, i
+        compared += len(fresh)
+    assert compared >= 60 and counted[0] >= 10, (compared, counted[0])
+
+
+def _exact_outcome(o):
+    return (tuple((k, exact(v)) for k, v in o.outputs),
+            None if o.state is None else tuple((k, exact(v)) for k, v in o.state))
