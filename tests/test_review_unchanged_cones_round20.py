@@ -530,3 +530,34 @@ def test_where_a_function_outside_the_cones_cannot_run_minimization_still_ends_c
         monkeypatch):
     _p, _q, _best, record = _stitch_minimized(monkeypatch, True)
     assert "final" not in record, record
+
+
+# -- threads, and the σ remembered from an earlier check ---------------------------------
+
+
+def test_checks_in_threads_and_warm_from_a_remembered_sigma_give_the_same_verdicts(
+        monkeypatch):
+    # (the cone tests forced on; the rewrites of one original checked one
+    # after another, each warm from the σ the last one kept, then all of
+    # them again in four threads at once: the same verdicts, every σ shown
+    # the oracle's, no final confirmation failed)
+    from concurrent.futures import ThreadPoolExecutor
+    monkeypatch.setattr(C, "MINIMIZE_CHEAP_SECONDS", -1.0)
+    jobs = list(_race_free_pairs(300, 301, "float32"))
+
+    def one(job):
+        i, name, p, q, (sem, obs) = job
+        v = check_rewrite(p, q, sem, obs, timeout=5, structural=False, backends=False,
+                          classify=False)
+        record = v.stats.get("minimization", {})
+        if v.verdict == "unsound":
+            confirmed_by_the_oracle(p, q, v.counterexample, sem, obs, (i, name))
+            assert "final" not in record, record
+        return v.verdict, record.get("unchanged_cones", 0) > 0
+
+    serial = [one(job) for job in jobs]
+    sigma_memo.clear()
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(one, jobs))
+    assert [v for v, _ in serial] == [v for v, _ in threaded]
+    assert sum(free for _, free in serial) >= 3 and sum(free for _, free in threaded) >= 3
