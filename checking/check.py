@@ -1377,6 +1377,15 @@ class _Checker:
             if anchored and cones and dm.UNCHANGED_CONES_FREE:
                 kept = demand.kept_parts(anchored, anchor, sigma)
                 if kept:
+                    # (free, but not past the box, and where no σ is
+                    # pending, it makes one: its full confirmation at the
+                    # end costs `full_cost`, which the box must hold, as
+                    # the cone test's step below keeps it.  Without this,
+                    # a step taken so right after a full confirmation
+                    # overran the box by one more full confirmation: a
+                    # rescaled box of 3 s ran 4 s where each cost 2 s)
+                    if time.monotonic() + (full_cost if pending is None else 0.0) > deadline:
+                        raise mini.OutOfTime
                     # (a part that differed at the σ kept last differs here:
                     # its cones read the same bits, checking/demand.py
                     # `kept_parts`.  A counterexample, taken as the cone test
