@@ -316,4 +316,26 @@ def test_tfsem_run_of_a_program_with_such_an_output_runs_on_tensorflow(tmp_path,
                  "--feed", "x=[1,2,3,4]"]) == 0
     out = capsys.readouterr().out
     assert "1 distinct outcome; the oracle allows 1" in out
-    assert "s_1 = f32 [3.0, 4.0]" in out and "in the oracle's set" in out
+    # (shown under the program's name for the output, not the node fetched)
+    assert "s:1 = f32 [3.0, 4.0]" in out and "s_1 =" not in out and "in the oracle's set" in out
+
+
+def test_tfsem_run_json_names_each_output_as_the_program_does(tmp_path, capsys):
+    """--json's outcomes name the outputs as the program does (`s:1`, `é`),
+    while `fetches` lists the nodes TensorFlow fetched for them (`s_1`, and
+    a name TensorFlow takes for `é`); each outcome judged in the oracle's
+    set as before."""
+    pytest.importorskip("tensorflow", reason="needs the extra tfsem[tensorflow]")
+    from tfsem.cli import main
+    program = json.loads(json.dumps(PORT_OUTPUT))
+    program["nodes"].append({"name": "n", "op": "Neg", "inputs": ["x"]})
+    program["outputs"]["é"] = "n"
+    src = tmp_path / "p.json"
+    src.write_text(json.dumps(program))
+    assert main(["run", str(src), "--backend", "tensorflow", "--runs", "2", "--json",
+                 "--feed", "x=[1,2,3,4]"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "s_1" in report["fetches"] and "é" not in report["fetches"]
+    (outcome,) = report["outcomes"]
+    assert sorted(outcome["outputs"]) == ["s:1", "é"] and outcome["in_oracle"] is True
+    assert outcome["outputs"]["é"]["value"] == [-1.0, -2.0, -3.0, -4.0]

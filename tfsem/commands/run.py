@@ -215,6 +215,19 @@ def run_session_on_tensorflow(args: argparse.Namespace) -> int:
 # --- `tfsem run GRAPH --backend tensorflow|xla` ----------------------------------------
 
 
+def program_names(outcome, named_as: dict[str, str]):
+    """`outcome` (of the exported graph imported back, whose outputs are the
+    nodes fetched) with each output named as the program names it
+    (`named_as`: node -> output, where they differ: the output `s:1` is
+    fetched at node `s_1`).  Judged against the oracle's set before: only
+    the names shown change."""
+    if not named_as:
+        return outcome
+    from tfsem.oracle.outcomes import Outcome  # noqa: PLC0415
+    return Outcome(tuple(sorted(((named_as.get(k, k), v) for k, v in outcome.outputs),
+                                key=lambda kv: kv[0])), outcome.state)
+
+
 def run_backend(args: argparse.Namespace) -> int:
     """`tfsem run GRAPH --backend tensorflow|xla`: run a GraphDef (.pb/.pbtxt)
     N times on TensorFlow's executor (or XLA-clustered), list the distinct
@@ -254,6 +267,9 @@ def run_backend(args: argparse.Namespace) -> int:
     except StageTimeout:
         return _out_of_time(args, deadline, "while TensorFlow was imported: no run")
     try:
+        # (a tfsem program's output -> the node fetched for it, where they
+        # differ: the outcomes are shown under the program's names)
+        named_as: dict[str, str] = {}
         if path.suffix in (".pb", ".pbtxt"):
             from google.protobuf.message import DecodeError  # noqa: PLC0415
             from google.protobuf.text_format import ParseError  # noqa: PLC0415
@@ -279,9 +295,11 @@ def run_backend(args: argparse.Namespace) -> int:
             fetch_of: dict[str, str] = {}
             graph = export_graph(program, fetches=fetch_of)
             graph_def = g.as_graph_def(encode("GraphDef", graph))
-            # (the nodes fetched: an output named `s:1` is node `s_1`, and
-            # the runs' outcomes name it so)
+            # (the nodes fetched: an output named `s:1` is node `s_1`; the
+            # runs and the oracle's set name it so, and the rows shown name
+            # it `s:1` again, `program_names`)
             fetches = list(fetch_of.values())
+            named_as = {node: out for out, node in fetch_of.items() if node != out}
             targets = [n["name"] for n in graph["node"]
                        if n["op"] != "Placeholder" and n["name"] not in fetches]
             # the oracle judges what TensorFlow runs: the exported graph imported
@@ -332,7 +350,8 @@ def run_backend(args: argparse.Namespace) -> int:
     except tfb.TensorFlowRunError as exc:
         raise UsageError(str(exc)) from None
     ranked = sorted(seen.items(), key=lambda item: -item[1])
-    rows = [(o, n, None if allowed is None else (o in allowed)) for o, n in ranked]
+    rows = [(program_names(o, named_as), n, None if allowed is None else (o in allowed))
+            for o, n in ranked]
     findings = sum(1 for _, _, inside in rows if inside is False)
     budget_note = None if cut is None else (
         f"the time budget of {deadline.seconds:g} s ran out {cut}: the runs above are all "
