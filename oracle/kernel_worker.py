@@ -376,8 +376,33 @@ def attrs_key(attrs) -> str:
     that tells apart what `repr` does not: a float by its bits (NaN's sign
     and payload: repr writes every NaN "nan", and LeakyRelu's alpha -NaN
     gives -NaN results where NaN gives NaN), each value with its type (1,
-    1.0 and True stay three keys), dicts and lists element by element."""
+    1.0 and True stay three keys), dicts and lists element by element.
+
+    Two forms, never equal to each other.  Attributes whose keys are all
+    str and whose values are str, int, bool, None or lists and tuples of
+    them (nearly every node's: a Conv2D's T, strides, padding, data_format,
+    dilations) are "F" and the `repr` of their items sorted by name: repr
+    is exact for those types (a str's repr escapes it, an int's is its
+    digits, True is not 1, [1] is not (1,)), and no float, whose repr
+    forgets a NaN's bits, is among them.  Any other are `_exact_attr`'s
+    repr, which starts with "(".  (The walk of `_exact_attr` took 11 µs
+    on a Conv2D's attributes, for every evaluation the parent keys and
+    every request the child answers; the plain form 2 µs.)"""
+    if all(type(k) is str and _plain_attr(v) for k, v in attrs.items()):
+        return "F" + repr(sorted(attrs.items()))
     return repr(_exact_attr(dict(attrs)))
+
+
+def _plain_attr(v) -> bool:
+    """Whether `attrs_key`'s plain form holds `v`: a str, int, bool or None,
+    or a list or tuple of such (exact types: a subclass's repr may be its
+    own)."""
+    t = type(v)
+    if t is str or t is int or t is bool or v is None:
+        return True
+    if t is list or t is tuple:
+        return all(_plain_attr(x) for x in v)
+    return False
 
 
 def _exact_attr(v):

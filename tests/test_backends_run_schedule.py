@@ -234,3 +234,30 @@ def test_the_memo_holds_at_most_its_bounds():
     assert small.bytes == 0 and not small.entries
     bounded = BoundedMemo(100)
     assert bounded.room(60) and not bounded.room(60) and bounded.room(40) and bounded.bytes == 100
+
+
+def test_the_tables_attribute_keys_are_the_exact_keys():
+    """Tables.attrs_key reads the key a node's frozen attributes keep: for
+    every node of generated programs and of the cases with attributes of
+    every kind (floats, NaN, tensors, -0.0), `functions.attrs_key` of the
+    attributes, so that the memo tells apart what it told apart before."""
+    from pathlib import Path
+
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle.jsonio import case_from_json, read_json_file
+    programs = [p for _, p, _, _, _ in _cases(40, 7)]
+    for path in sorted((Path(__file__).resolve().parent / "cases").rglob("*.json"))[:400]:
+        try:
+            case = case_from_json(read_json_file(str(path)), where=path.name)
+        except Exception:   # noqa: BLE001 (a case of another kind)
+            continue
+        programs.append(case.original)
+    checked = 0
+    for p in programs:
+        if p.has_control_flow:
+            continue
+        t = compiled(p, "atomic")
+        for i in range(t.n):
+            assert t.attrs_key(i) == fns.attrs_key(dict(t.attrs[i])), (t.names[i], t.attrs[i])
+            checked += 1
+    assert checked >= 1000, checked

@@ -70,3 +70,37 @@ def test_attribute_keys_tell_apart_nan_signs_payloads_and_types():
     other[1000] = -1.0                                 # (repr elides the middle of both)
     assert k(value=big) != k(value=other) and k(value=big) == k(value=big.copy())
     assert k(value=np.float32(-0.0)) != k(value=np.float32(0.0))
+
+
+def test_the_plain_attribute_key_is_equal_exactly_when_the_exact_one_is():
+    """kernel_worker.attrs_key's plain form (str, int, bool, None and lists
+    or tuples of them, keyed by their repr) against the exact walk
+    (`_exact_attr`) it stands in for: over pairs of attribute dicts that
+    differ in a value's type, a list against a tuple, a str that reads like
+    another value, a key's order, nesting, and floats (which take the exact
+    walk), the two keys are equal for exactly the same pairs, and a plain
+    key is never an exact one."""
+    import itertools
+    import random
+
+    from tfsem.oracle.kernel_worker import _exact_attr, _plain_attr, attrs_key
+    values = [1, True, False, 0, None, "1", "True", "None", "", "a'b", 'a"b', "[1]", "(1,)",
+              [1], (1,), [], (), [1, 2], [2, 1], (1, 2), [True], ["1"], [[1]], [(1,)],
+              [1, [2, 3]], 1.0, float("nan"), -0.0, 0.0, [1.0], {"a": 1}, 2 ** 70, -1]
+    rng = random.Random(5)
+    dicts = [{}]
+    for v in values:
+        dicts += [{"T": v}, {"x": v, "T": "DT_FLOAT"}, {"T": "DT_FLOAT", "x": v}]
+    for _ in range(150):
+        dicts.append({rng.choice("abc"): rng.choice(values) for _ in range(rng.randrange(1, 4))})
+    exact = lambda d: repr(_exact_attr(dict(d)))
+    plain = 0
+    for d1, d2 in itertools.product(dicts, repeat=2):
+        assert (attrs_key(d1) == attrs_key(d2)) == (exact(d1) == exact(d2)), (d1, d2)
+    for d in dicts:
+        if all(_plain_attr(v) for v in d.values()):
+            plain += 1
+            assert attrs_key(d).startswith("F") and not exact(d).startswith("F")
+        else:
+            assert attrs_key(d) == exact(d)
+    assert plain >= 100, plain
