@@ -427,7 +427,7 @@ def test_the_childs_signature_key_is_the_parents_after_the_pipe():
     from tfsem.oracle.kernel_worker import Region, attrs_key, plain_dumps, plain_loads
     nan = np.frombuffer(np.uint32(0xffc00123).tobytes(), np.float32)[0]
     attrs = [{"T": "DT_FLOAT", "strides": [1, 2, 2, 1], "padding": "SAME", "flag": True,
-              "shape": (2, 3), "n": 2 ** 70, "s": "a'b\"c, ]["},
+              "shape": (2, 3), "n": 2 ** 70, "s": "a'b\"c, ][", "u": ["\ud800", "é\x00"]},
              {"alpha": float(nan), "T": "DT_FLOAT"}, {"alpha": -0.0},
              {"value": np.arange(5000, dtype=np.float64), "dtype": "DT_DOUBLE"},
              {"nested": {"z": [1, (2, "3")], "a": None}}, {}]
