@@ -472,3 +472,71 @@ def test_the_tables_keys_tell_apart_what_the_kernels_would():
     assert len(set(keys)) == len(keys), keys
     for n, k in zip(nodes, keys):
         assert k == fns.attrs_key(dict(n.attrs))
+
+
+# -- found: ScatterNd of index depth 0 (and past 7) ---------------------------
+
+@pytest.mark.parametrize("depth,var_shape", [(0, (2, 3)), (0, ()), (8, (2,) * 8)])
+def test_scatter_nd_of_a_depth_the_kernel_has_no_case_for_fails_and_changes_nothing(
+        depth, var_shape):
+    """TensorFlow's CPU ScatterNd kernels take index depths 1 to 7 and fail
+    on any other before touching the variable.  tfsem read depth 0 as index
+    tuples () and applied every update to the whole variable (a variable
+    [[0, 1, 2], [3, 4, 5]] plus two updates of ones became [[2, 3, 4], ...]
+    where TensorFlow leaves it): now the assign function fails (the error
+    value shape-mismatch: an Assign that fails leaves its variable)."""
+    from tfsem.oracle.values import Error, Tensor
+    var = np.arange(math.prod(var_shape), dtype=np.float32).reshape(var_shape)
+    for n in (2, 0):
+        idx = np.zeros((n, depth), np.int32)
+        upd = np.ones((n,) + var_shape[depth:], np.float32)
+        (packed,) = fns.get("PackScatter").apply([Tensor(idx), Tensor(upd)])
+        for kind in state.SCATTER_ND_KINDS:
+            (out,) = fns.get("ScatterNd" + kind).apply([Tensor(var), packed])
+            assert isinstance(out, Error) and out.reason == "shape-mismatch", (depth, n, kind, out)
+    for ok in (1, 6, 7):                       # (the depths the kernel has cases for run)
+        shape = (2,) * 8
+        idx = np.ones((3, ok), np.int32)
+        upd = np.ones((3,) + shape[ok:], np.float32)
+        (packed,) = fns.get("PackScatter").apply([Tensor(idx), Tensor(upd)])
+        (out,) = fns.get("ScatterNdAdd").apply([Tensor(np.zeros(shape, np.float32)), packed])
+        assert isinstance(out, Tensor) and float(out.array.sum()) == 3.0 * 2 ** (8 - ok)
+
+
+@pytest.mark.parametrize("depth,var_shape", [(0, (2, 3)), (8, (2,) * 8), (7, (2,) * 8)])
+def test_scatter_nd_depths_against_tensorflows_kernels(depth, var_shape):
+    """The kernel's own answer: depth 0 and 8 fail and leave the variable,
+    depth 7 runs; tfsem's imported graph (a ResourceScatterNdAdd, then a
+    Read under a control edge) ends in TensorFlow's variable."""
+    tf = _tf()
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+    from tfsem.oracle.dispatch import outcome_set
+    from tfsem.oracle.values import Tensor
+    var = np.arange(math.prod(var_shape), dtype=np.float32).reshape(var_shape)
+    idx = np.zeros((2, depth), np.int32)
+    upd = np.ones((2,) + var_shape[depth:], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        h = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=var_shape,
+                                   shared_name=f"review20_depth{depth}", name="v")
+        init = tf.raw_ops.AssignVariableOp(resource=h, value=tf.constant(var), name="init")
+        scatter = tf.raw_ops.ResourceScatterNdAdd(ref=h, indices=tf.constant(idx, name="idx"),
+                                                  updates=tf.constant(upd, name="upd"),
+                                                  name="scatter")
+        read = tf.raw_ops.ReadVariableOp(resource=h, dtype=tf.float32, name="read")
+        with tf.compat.v1.Session(graph=g) as s:
+            s.run(init)
+            try:
+                s.run(scatter)
+                ran = True
+            except tf.errors.OpError:
+                ran = False
+            want = s.run(read)
+    assert ran == (depth == 7)
+    p = import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), [],
+                     ["scatter"]).program
+    (name,) = p.variables
+    (o,) = outcome_set(p, {}, {name: Tensor(var)}, "atomic", "outputs+state").as_dict(2)
+    (after,) = dict(o.state).values()
+    assert after.array.tobytes() == want.tobytes()

@@ -540,6 +540,17 @@ def _scatter_nd(kind: str):
         k = idx.shape[-1]
         if k > w.ndim:
             raise ShapeError("ScatterNd: index depth exceeds the variable's rank")
+        if not 1 <= k <= SCATTER_ND_MAX_DEPTH:
+            # TensorFlow's CPU kernel has cases for index depths 1 to 7 only
+            # and fails on any other before touching the variable (measured
+            # on TensorFlow 2.21: depth 0 "Indices and updates specified for
+            # empty output" where there are updates, "Only indices.shape[-1]
+            # values between 1 and 5 are currently supported" where there
+            # are none and at depth 8; depths 6 and 7 run).  Read on, depth
+            # 0 made every index tuple () and applied each update to the
+            # whole variable.  A failed Assign leaves the variable unchanged.
+            raise ShapeError(f"ScatterNd: index depth {k}: TensorFlow's kernel takes depths 1 "
+                             f"to {SCATTER_ND_MAX_DEPTH}")
         lead = idx.shape[:-1]
         n = int(np.prod(lead, dtype=np.int64))
         slice_shape = w.shape[k:]
@@ -558,6 +569,9 @@ def _scatter_nd(kind: str):
                     "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
     return impl
 
+
+#: The index depths TensorFlow's CPU ScatterNd kernels take (1 to 7).
+SCATTER_ND_MAX_DEPTH = 7
 
 SCATTER_KINDS = ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")
 SCATTER_ND_KINDS = ("Add", "Sub", "Min", "Max", "Update")
