@@ -540,3 +540,30 @@ def test_scatter_nd_depths_against_tensorflows_kernels(depth, var_shape):
     (o,) = outcome_set(p, {}, {name: Tensor(var)}, "atomic", "outputs+state").as_dict(2)
     (after,) = dict(o.state).values()
     assert after.array.tobytes() == want.tobytes()
+
+
+def test_a_depth_0_scatter_nd_is_not_a_scatter_of_every_row():
+    """ResourceScatterNdUpdate of two updates at indices of shape [2, 0]
+    against the same update written row by row (indices [[0], [1]]): read
+    as whole-variable updates the two were the same (no counterexample);
+    TensorFlow's kernel fails on the first and keeps the variable, so the
+    rewrite changes the final state: unsound."""
+    tf = _tf()
+    from tfsem.checking.check import check_rewrite
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+
+    def build(indices, updates):
+        g = tf.Graph()
+        with g.as_default():
+            h = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=(2, 3), shared_name="v", name="v")
+            tf.raw_ops.ResourceScatterNdUpdate(ref=h, indices=tf.constant(indices, name="idx"),
+                                               updates=tf.constant(updates, name="upd"),
+                                               name="step")
+        return import_graph(decode("GraphDef", g.as_graph_def().SerializeToString()), [],
+                            ["step"]).program
+    two = np.float32(2.0)
+    original = build(np.zeros((2, 0), np.int32),
+                     np.stack([np.ones((2, 3), np.float32), np.full((2, 3), two)]))
+    rewritten = build(np.int32([[0], [1]]), np.full((2, 3), two))
+    assert check_rewrite(original, rewritten, timeout=60).verdict == "unsound"
