@@ -104,8 +104,13 @@ def test_hostile_folds_give_what_one_row_at_a_time_gives(seed, monkeypatch):
                                  if c >= state.FOLD_MIN_ROWS and p not in gone)
         return left
     monkeypatch.setattr(state, "_scatter_folds", counted)
-    rng = np.random.default_rng(1000 + seed)
-    for _ in range(250):
+    _hostile_folds(np.random.default_rng(1000 + seed), 250, seen)
+    assert seen["folded"] > 100 and seen["fell back"] > 50, seen
+    assert seen["inf"] > 20 and seen["signed zero"] > 10, seen
+
+
+def _hostile_folds(rng, n_cases, seen):
+    for _ in range(n_cases):
         dt = ("float32", "float64")[rng.integers(0, 2)]
         kind = ("Add", "Sub")[rng.integers(0, 2)]
         form = ("rows", "scalar", "nd")[rng.integers(0, 3)]
@@ -124,8 +129,70 @@ def test_hostile_folds_give_what_one_row_at_a_time_gives(seed, monkeypatch):
         got = _both(w, positions, upd, kind, skip_bad=form == "nd", form=form)
         seen["inf"] += bool(np.isinf(got).any())
         seen["signed zero"] += bool((np.signbit(got) & (got == 0)).any())
-    assert seen["folded"] > 100 and seen["fell back"] > 50, seen
-    assert seen["inf"] > 20 and seen["signed zero"] > 10, seen
+
+
+@pytest.mark.parametrize("elements", [8, 20, 51])
+def test_folds_in_chunks_give_what_one_row_at_a_time_gives(elements, monkeypatch):
+    """The fold accumulates FOLD_ELEMENTS elements at a time, each chunk
+    from the last value of the one before: with chunks of a few updates
+    (a NaN or a subnormal in a later chunk than the first among them) the
+    rows are still one row at a time's, and rows too long for a chunk of
+    FOLD_MIN_ROWS updates are not folded."""
+    monkeypatch.setattr(state, "FOLD_ELEMENTS", elements)
+    seen = {"inf": 0, "signed zero": 0, "chunked": 0}
+    calls = []
+
+    class Counting:
+        def __init__(self, ufunc):
+            self.ufunc = ufunc
+
+        def __call__(self, *a, **k):
+            return self.ufunc(*a, **k)
+
+        def accumulate(self, *a, **k):
+            calls.append(1)
+            return self.ufunc.accumulate(*a, **k)
+    # (state's numpy, its two accumulating ufuncs counted: chunks a fold made)
+    monkeypatch.setattr(state, "np", type("np", (), {
+        "__getattr__": staticmethod(lambda name: getattr(np, name)),
+        "add": Counting(np.add), "subtract": Counting(np.subtract)})())
+    try:
+        rng = np.random.default_rng(77 + elements)
+        for _ in range(120):
+            before = len(calls)
+            _hostile_folds(rng, 1, seen)
+            seen["chunked"] += len(calls) - before > 1
+    finally:
+        monkeypatch.undo()
+    assert seen["chunked"] > 20, seen
+
+
+def test_a_scalar_fold_over_a_long_row_keeps_its_memory():
+    """1,000 scalar updates of one row of 50,000 float32: the fold held
+    them broadcast (500 MB where one row at a time needs 1 MB); now at most
+    FOLD_ELEMENTS at a time (the row is too long to fold at all)."""
+    import tracemalloc
+    w = np.ones((2, 50_000), np.float32)
+    u = [np.array(0.5, np.float32)] * 1000
+    tracemalloc.start()
+    try:
+        with np.errstate(all="ignore"):
+            got = state._scatter_rows(w, [0] * 1000, u, "Add", 1000, form="scalar")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * w.nbytes, peak
+    assert got[0, 0] == np.float32(501.0) and got[1, 0] == 1.0
+    w = np.ones((2, 2000), np.float32)                 # (32 updates a chunk: folded)
+    tracemalloc.start()
+    try:
+        with np.errstate(all="ignore"):
+            got = state._scatter_rows(w, [0] * 1000, u, "Add", 1000, form="scalar")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * state.FOLD_ELEMENTS * 4 * 4 + 20 * w.nbytes, peak
+    assert got[0, 0] == np.float32(501.0)
 
 
 def test_folds_at_the_edge_of_the_smallest_normal():
