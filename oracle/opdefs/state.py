@@ -371,6 +371,14 @@ def _scatter_rows(w, positions, upd_rows, kind: str, n_checked: int, skip_bad: b
 #: this many times in one numpy accumulation.
 FOLD_MIN_ROWS = 4
 
+#: ... and accumulates at most this many elements at a time (a chunk of a
+#: position's updates; a row of more than a quarter of it is not folded).
+#: Unbounded, a scalar update repeated k times on a row of R elements was
+#: k * R elements broadcast, several times over (1,000 updates of a row of
+#: 50,000 float32: 500 MB and 4 times one row at a time's time, where that
+#: took 1 MB; a row of 4 million, past the machine's memory).
+FOLD_ELEMENTS = 1 << 16
+
 
 def _scatter_folds(out, applied, upd_rows, kind: str, scalar: bool) -> list:
     """Add or Sub of float32/float64 rows (`_scatter_rounds`' `applied`,
@@ -392,7 +400,12 @@ def _scatter_folds(out, applied, upd_rows, kind: str, scalar: bool) -> list:
     time as before (the NaN's bits, a flushed subnormal).  Positions are
     independent (`_scatter_rounds`), so folding some of them first changes
     nothing for the others.  tests/test_scatter_rounds.py compares this
-    with one row at a time."""
+    with one row at a time.
+
+    The accumulation goes a chunk of updates at a time (FOLD_ELEMENTS),
+    each chunk's from the last a_k of the one before: the same steps
+    a_k = a_{k-1} op ftz(u_k) in the same order, so the same a_k, each
+    checked as before, and the row written only once every chunk held."""
     occurrences: dict = {}
     for i, pos in applied:
         occurrences.setdefault(pos, []).append(i)
@@ -402,15 +415,25 @@ def _scatter_folds(out, applied, upd_rows, kind: str, scalar: bool) -> list:
     for pos, rows in occurrences.items():
         if len(rows) < FOLD_MIN_ROWS:
             continue
-        start = ftz(np, np.asarray(out[pos]))
-        updates = ftz(np, np.broadcast_to(np.asarray(upd_rows[rows[0]]), (len(rows),) + start.shape)
-                      if scalar else np.asarray(upd_rows)[np.array(rows, dtype=np.intp)])
-        with np.errstate(all="ignore"):
-            acc = step.accumulate(np.concatenate([start[None], updates]), axis=0)[1:]
-            magnitude = np.abs(acc)
-            if np.isnan(acc).any() or ((magnitude < tiny) & (magnitude > 0)).any():
-                continue
-        out[pos] = acc[-1]
+        last = ftz(np, np.asarray(out[pos]))
+        per = FOLD_ELEMENTS // max(1, last.size)
+        if per < FOLD_MIN_ROWS:
+            continue
+        held = True
+        for c in range(0, len(rows), per):
+            part = rows[c:c + per]
+            updates = ftz(np, np.broadcast_to(np.asarray(upd_rows[part[0]]), (len(part),) + last.shape)
+                          if scalar else np.asarray(upd_rows)[np.array(part, dtype=np.intp)])
+            with np.errstate(all="ignore"):
+                acc = step.accumulate(np.concatenate([last[None], updates]), axis=0)[1:]
+                magnitude = np.abs(acc)
+                if np.isnan(acc).any() or ((magnitude < tiny) & (magnitude > 0)).any():
+                    held = False
+                    break
+            last = acc[-1]
+        if not held:
+            continue
+        out[pos] = last
         folded.add(pos)
     return applied if not folded else [(i, pos) for i, pos in applied if pos not in folded]
 
@@ -540,6 +563,17 @@ def _scatter_nd(kind: str):
         k = idx.shape[-1]
         if k > w.ndim:
             raise ShapeError("ScatterNd: index depth exceeds the variable's rank")
+        if not 1 <= k <= SCATTER_ND_MAX_DEPTH:
+            # TensorFlow's CPU kernel has cases for index depths 1 to 7 only
+            # and fails on any other before touching the variable (measured
+            # on TensorFlow 2.21: depth 0 "Indices and updates specified for
+            # empty output" where there are updates, "Only indices.shape[-1]
+            # values between 1 and 5 are currently supported" where there
+            # are none and at depth 8; depths 6 and 7 run).  Read on, depth
+            # 0 made every index tuple () and applied each update to the
+            # whole variable.  A failed Assign leaves the variable unchanged.
+            raise ShapeError(f"ScatterNd: index depth {k}: TensorFlow's kernel takes depths 1 "
+                             f"to {SCATTER_ND_MAX_DEPTH}")
         lead = idx.shape[:-1]
         n = int(np.prod(lead, dtype=np.int64))
         slice_shape = w.shape[k:]
@@ -558,6 +592,9 @@ def _scatter_nd(kind: str):
                     "index tuples updated in order (TensorFlow's ResourceScatterNd" + kind + ")")
     return impl
 
+
+#: The index depths TensorFlow's CPU ScatterNd kernels take (1 to 7).
+SCATTER_ND_MAX_DEPTH = 7
 
 SCATTER_KINDS = ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")
 SCATTER_ND_KINDS = ("Add", "Sub", "Min", "Max", "Update")
