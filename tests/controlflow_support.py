@@ -19,15 +19,17 @@ CORPUS = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "c
 def registry_restored():
     """The function registry as it was, after the block: a function a test
     registers leaves with it (later tests' program generators in the same
-    process draw from the registry).  Restored as a registration that
-    replaces does it: the registry's version moves and remembered
-    applications are dropped, so nothing looked up under the test's
-    functions is kept."""
+    process draw from the registry, by its order too: a name deleted and
+    put back by monkeypatch moves to the end, and a seeded generator then
+    draws other programs).  Restored as a registration that replaces does
+    it: the registry's version moves and remembered applications are
+    dropped, so nothing looked up under the test's functions is kept."""
     registry = dict(fns._REGISTRY)
     try:
         yield
     finally:
-        if fns._REGISTRY != registry:
+        if [(k, id(v)) for k, v in fns._REGISTRY.items()] != \
+                [(k, id(v)) for k, v in registry.items()]:
             fns._REGISTRY.clear()
             fns._REGISTRY.update(registry)
             fns.version += 1

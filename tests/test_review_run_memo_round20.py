@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from controlflow_support import registry_restored
 from tfsem.oracle import applications as A
 from tfsem.oracle import explore
 from tfsem.oracle import functions as fns
@@ -283,6 +284,14 @@ def _rules(p: Program, strict: bool = False) -> list[str]:
 
 
 def test_validate_after_the_registry_changed_under_a_validated_program(monkeypatch):
+    # (the registry as it was, in its order, after the test: monkeypatch puts
+    # a deleted "Add" back at the end, and the seeded program generators of
+    # later tests in this process drew other programs)
+    with registry_restored():
+        _validate_after_the_registry_changed(monkeypatch)
+
+
+def _validate_after_the_registry_changed(monkeypatch):
     def neg(xp, args, attrs):
         return (xp.negative(args[0]),)
     p = _neg_program().validated()
@@ -302,6 +311,7 @@ def test_validate_after_the_registry_changed_under_a_validated_program(monkeypat
     monkeypatch.setattr(fns, "_REGISTRY", dict(fns._REGISTRY))
     fns.register(fns.Function("Neg", 1, 1, neg, attrs={"k": str}), replace=True)
     assert _rules(p) == ["missing-attribute", "missing-attribute"]
+    monkeypatch.undo()
 
 
 def test_validate_strict_of_a_program_validated_loosely():
