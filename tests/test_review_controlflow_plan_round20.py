@@ -23,7 +23,8 @@ to `_fire` (`rules`, the engine before the round) and no replay at all
 - generated programs with loops two deep, conds inside loop bodies,
   TensorLists, feeds that pass the iteration bound (the nested-loop
   generator);
-- the corpus's TensorFlow 1 while loop, functional While and If graphs;
+- the corpus's TensorFlow 1 while loop, functional While and If graphs,
+  and its Keras GRU, LSTM and embedding graphs;
 - the replay's clock under a budget of no seconds;
 - the memo of applications: never more than _APPLIED_MAX entries and
   _APPLIED_MAX_BYTES bytes, however many distinct applications run.
@@ -278,7 +279,8 @@ def test_nested_loop_programs(seed, monkeypatch):
 # -- the corpus's loop and cond graphs (TensorFlow's kernels) ------------------
 
 @pytest.mark.parametrize("graph", ["tf1_while_read_assign", "tf_while_assign",
-                                   "tf_cond_assign"])
+                                   "tf_cond_assign", "keras_gru_loop", "keras_lstm_loop",
+                                   "keras_embedding_adagrad"])
 def test_corpus_loop_and_cond_graphs(graph, monkeypatch):
     """The checker's σ (zeros, the float σ, drawn ones), each twice, at the
     default iteration bound: planned, by the rules and explored."""
