@@ -12,7 +12,11 @@ variables.  Printed: per `unsound` check that minimizes in both versions,
 the final sizes side by side, and the medians and totals (how many σ are
 the same size, the median non-zero elements and zero tensors); with
 `--at 0.1,0.2,0.3` also the size each version's σ had that long into its
-minimization (what a smaller box would have left).  σ's size depends on
+minimization (what a smaller box would have left).  With
+`--cold-boxes 0.25:3,0.15:2`, this tree runs once per cold box (floor in
+seconds : ratio to the finding time, minimize.py's MINIMIZE_COLD_FLOOR and
+MINIMIZE_COLD_RATIO), each against the one baseline run, and the checks
+whose σ ends larger than the baseline's are listed.  σ's size depends on
 time boxes: the machine's load moves it.  Needs TensorFlow.
 """
 
@@ -32,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 MARK = "MINIMIZATION_SIZES "
 
 
-def child(graphs: list[str], timeout: float) -> None:
+def child(graphs: list[str], timeout: float, cold: str = "") -> None:
     sys.path.insert(0, str(HERE))
     import grappler as B
     import numpy as np
@@ -64,6 +68,9 @@ def child(graphs: list[str], timeout: float) -> None:
         return minimize_concrete(sigma, *a, **k)
 
     M._kept, M.minimize_concrete = on_kept, on_minimize
+    if cold:
+        floor, ratio = (float(x) for x in cold.split(":"))
+        M.MINIMIZE_COLD_FLOOR, M.MINIMIZE_COLD_RATIO = floor, ratio
     g.tensorflow()
     kernels.evaluate("Exp", [np.ones(2, np.float32)], {"T": "DT_FLOAT"}, 1)
     rows = []
@@ -108,6 +115,9 @@ def report(runs: dict[str, list], at: list[float]) -> None:
               f"{statistics.median(value(this[k]) for k in keys)}; total "
               f"{sum(value(base[k]) for k in keys)} → {sum(value(this[k]) for k in keys)}")
     print(f"σ the same size in {same} of {len(keys)}")
+    larger = [(k, base[k][-1][1], this[k][-1][1]) for k in keys if this[k][-1][1] > base[k][-1][1]]
+    print(f"σ larger than the baseline's in {len(larger)} of {len(keys)}" +
+          "".join(f"\n  {k[0]} {k[1]}: {b} → {t}" for k, b, t in larger))
 
 
 def main(argv=None) -> int:
@@ -117,12 +127,24 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline-commit", required=True, metavar="COMMIT")
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--at", default="", help="comma-separated seconds into the minimization")
+    ap.add_argument("--cold-boxes", default="", metavar="FLOOR:RATIO,...",
+                    help="this tree once per cold box (minimize.py's MINIMIZE_COLD_FLOOR "
+                         "and MINIMIZE_COLD_RATIO)")
+    ap.add_argument("--cold", default="", help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
     graphs = args.graphs.split(",")
     if args.child:
-        child(graphs, args.timeout)
+        child(graphs, args.timeout, args.cold)
         return 0
+    boxes = [b for b in args.cold_boxes.split(",") if b]
+    for b in boxes:
+        try:
+            floor, ratio = (float(x) for x in b.split(":"))
+        except ValueError:
+            print(f"minimization_sizes: --cold-boxes: {b!r} is not FLOOR:RATIO "
+                  f"(two numbers, e.g. 0.25:3)", file=sys.stderr)
+            return 2
     sys.path.insert(0, str(HERE))
     from grappler import ROOT, baseline_tree
     base = baseline_tree(args.baseline_commit, Path(tempfile.mkdtemp(prefix="tfsem-sizes-")))
@@ -130,11 +152,13 @@ def main(argv=None) -> int:
     envs = {"baseline": dict(env, PYTHONPATH=str(base)),
             "this": {k: v for k, v in env.items() if k != "PYTHONPATH"}}
     runs: dict[str, list] = {}
-    for version in ("baseline", "this"):
+    versions = [("baseline", "")] + ([(f"this at {b}", b) for b in boxes] or [("this", "")])
+    for version, cold in versions:
         out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                               "--graphs", args.graphs, "--baseline-commit", "-",
-                              "--timeout", str(args.timeout)],
-                             env=envs[version], capture_output=True, text=True, cwd=str(ROOT))
+                              "--timeout", str(args.timeout), "--cold", cold],
+                             env=envs["baseline" if version == "baseline" else "this"],
+                             capture_output=True, text=True, cwd=str(ROOT))
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith(MARK)]
         if not lines:
             print(f"the {version} process failed (exit {out.returncode}):\n{out.stderr[-3000:]}",
@@ -143,7 +167,11 @@ def main(argv=None) -> int:
         runs[version] = json.loads(lines[0][len(MARK):])
     if args.json:
         Path(args.json).write_text(json.dumps(runs))
-    report(runs, [float(t) for t in args.at.split(",") if t])
+    for version, _ in versions[1:]:
+        if len(versions) > 2:
+            print(f"\n## baseline against {version}")
+        report({"baseline": runs["baseline"], "this": runs[version]},
+               [float(t) for t in args.at.split(",") if t])
     return 0
 
 

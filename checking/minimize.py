@@ -59,8 +59,16 @@ MINIMIZE_FIND_FLOOR = 0.05
 #: of 5% of the timeout ran 0.5 s on a counterexample found in 0.07 s, and
 #: what it bought after three times the finding time was a few elements
 #: (9,610 -> 9,584 non-zero of 122,342); the warm box's floor of 0.2 s
-#: bought 2-24 elements on checks whose remembered σ was taken within 0.01 s
-MINIMIZE_COLD_RATIO = 3.0
+#: bought 2-24 elements on checks whose remembered σ was taken within 0.01 s.
+#: Since the tensors are tried a layer at a time, the large layers first
+#: (LATE_ORDER), σ shrinks in fewer steps, and the ratio went from 3 to
+#: 2.5 (docs/benchmarks.md, "The fourteenth round: the order of trying").
+#: The floor stays: a step is not begun where its confirmation would end
+#: past the box, and at 0.15 s a first check whose comparisons cost 0.2 s
+#: (tests/test_check_control_flow_minimize.py) began none; the ratio stays
+#: above MINIMIZE_FIND_RATIO, so that a first check gets more than a warm
+#: one (its σ is the one later checks start from)
+MINIMIZE_COLD_RATIO = 2.5
 MINIMIZE_COLD_FLOOR = 0.25
 
 
@@ -218,7 +226,9 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     are unlikely to: they take zeros together, in one step, before the
     others (check.py passes those outside the cone of the part that
     differs, checking/demand.py; the order of trying only: the step is
-    confirmed as every other).  `confirm` may raise OutOfTime to end the
+    confirmed as every other); the others after them, in LATE_ORDER
+    (`late_order`: a layer's tensors together, the large layers first),
+    the ladder past 0 by name.  `confirm` may raise OutOfTime to end the
     minimization.  Every σ kept is one `confirm` accepted; the σ returned
     is the last one kept.  `stats`, when given, counts the steps tried and
     taken (`tried`, `taken`) and says whether the passes all ran
@@ -277,7 +287,7 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     whole = [(t, name) for t, table in enumerate(tables) for name in sorted(table)
              if not isinstance(table[name], Error) and table[name].array.size > 0]
     early = [m for m in whole if m in set(first)]
-    late = [m for m in whole if m not in set(first)]
+    late = late_order([m for m in whole if m not in set(first)], tables)
     try:
         if start is not None:
             counts["remembered"] = _start_from(start, whole, edit, counted, (feeds, init),
@@ -303,6 +313,10 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
         rest = _settle(early, 0, edit, counted, (feeds, init), deadline)
         for group in groups:
             rest += _settle(group, 0, edit, counted, (feeds, init), deadline)
+        # (the ladder past 0 tries each member alone, one step each
+        # whatever the order: by name, as the first pass's order was)
+        position = {m: i for i, m in enumerate(whole)}
+        rest = sorted(rest, key=position.__getitem__)
         refused = {m for m in rest}
         for small in (1, -1):
             rest = _settle([m for m in rest if edit.has(m, small)], small, edit, counted,
@@ -323,6 +337,48 @@ def minimize_concrete(sigma: Sigma, confirm: Callable[[Sigma], bool], deadline: 
     except OutOfTime:
         pass
     return feeds, init
+
+
+#: The order the late tensors (those not in minimize_concrete's `first`)
+#: are tried in at 0: "name" (feeds, then variables, each by name),
+#: "largest" (most elements first, then as by name), "family" (the tensors
+#: of one layer, the name before its last "/", together, largest first;
+#: the layers by their largest tensor, largest first).  Delta debugging
+#: takes a group whole or splits it in halves, so what comes first is what
+#: a step's group holds: with the large tensors first, the first halves
+#: zero most of σ's elements in few runs (a real graph's kernels, the
+#: unrolled LSTM's 129 non-zero elements left as 2); with a layer's tensors
+#: side by side, a kernel that takes 0 only together with its bias meets
+#: it in one half (largest first alone split them: the metrics MLP's σ
+#: 657 -> 1,295 non-zero elements; "family" leaves 17).  Measured in
+#: docs/benchmarks.md, "The fourteenth round: the order of trying".  The
+#: order of trying only: every σ kept is one `confirm` accepted, whatever
+#: the order (tests/test_minimize_order.py runs each order against the
+#: same confirmations).
+LATE_ORDER = "family"
+
+
+def _family(name: str) -> str:
+    return name.rsplit("/", 1)[0]
+
+
+def late_order(late: list, tables: tuple[dict, dict], how: str | None = None) -> list:
+    """`late` ((t, name) members, by name) in the order LATE_ORDER names."""
+    how = LATE_ORDER if how is None else how
+    if how == "name":
+        return list(late)
+    size = {m: tables[m[0]][m[1]].array.size for m in late}
+    rank = {m: i for i, m in enumerate(late)}
+    if how == "largest":
+        return sorted(late, key=lambda m: (-size[m], rank[m]))
+    if how == "family":
+        top: dict = {}
+        for m in late:
+            key = (m[0], _family(m[1]))
+            top[key] = max(top.get(key, 0), size[m])
+        return sorted(late, key=lambda m: (-top[(m[0], _family(m[1]))], m[0],
+                                           _family(m[1]), -size[m], rank[m]))
+    raise ValueError(f"unknown LATE_ORDER {how!r}")
 
 
 def _sigma_key(sigma: Sigma) -> int:
