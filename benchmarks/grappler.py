@@ -150,10 +150,15 @@ class Worker:
     def __init__(self, label: str, env: dict, argv: list[str] | None = None,
                  mark: str = MARK):
         self.label, self.mark = label, mark
+        # (run in an empty folder: a child the worker starts with `python -m
+        # tfsem...` -- the kernels' child of a tree older than this one --
+        # looks in its working directory first, and from the repository's
+        # root a baseline's worker ran this tree's kernels' child)
+        self.cwd = tempfile.mkdtemp(prefix="tfsem-bench-cwd-")
         self.proc = subprocess.Popen(argv or [sys.executable, str(Path(__file__).resolve()),
                                               "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env, cwd=str(ROOT))
+                                     env=env, cwd=self.cwd)
         self.info = self._answer()
 
     def _answer(self) -> dict:
@@ -170,6 +175,7 @@ class Worker:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait()
+        shutil.rmtree(self.cwd, ignore_errors=True)
 
 
 def alternating(workers: list, job: dict, repeat: int, turn: int) -> tuple[list[list[dict]], int]:

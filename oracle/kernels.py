@@ -47,7 +47,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import kernel_worker as _worker_module
 from .kernel_worker import UNREADABLE_EXIT, Region, attrs_key, plain_dumps, plain_loads
+
+#: the child's program: this tfsem's own kernel_worker.py
+_WORKER_FILE = os.path.abspath(_worker_module.__file__)
 
 
 ENV = "TFSEM_TF_KERNELS"
@@ -487,8 +491,13 @@ class _Client:
         if not shared:
             self.drop_regions()
         try:
+            # (this process's kernel_worker.py by its path, with -P: `-m
+            # tfsem.oracle.kernel_worker` looked in the working directory
+            # first, so a process started in another tfsem's tree -- a
+            # benchmark's baseline run from the repository's root -- ran
+            # that tree's child; the module needs nothing of tfsem)
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tfsem.oracle.kernel_worker", *shared],
+                [sys.executable, "-P", _WORKER_FILE, *shared],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
                 stderr=None if verbose else subprocess.DEVNULL, env=env,
                 start_new_session=True,
