@@ -7,9 +7,10 @@ pass: A B, B A, ...).  A process starts the kernels' child
 (oracle/kernels.py), waits for TensorFlow, then for each case makes
 --calls evaluations through `kernels.evaluate`, each on inputs not seen
 before (nothing is answered from the cache): the wall time of each call in
-the parent, and the child's CPU time over the case (Linux: /proc).
+the parent, and the child's CPU time over the case (Linux: /proc's schedstat).
 Printed: per case the medians over the passes of the median call and of
-the child's CPU per call, and their ratios.  The cases are the shapes the
+the child's CPU per call, and their ratios, then the same for the parent's
+CPU per call (its process time over the case).  The cases are the shapes the
 real corpus sends: MobileNetV2's activations (0.4-1.6 MB), an MLP's small
 matrices.  Needs TensorFlow.
 """
@@ -29,9 +30,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MARK = "KERNEL_CALLS "
 
-#: (name, op, [input shapes], attrs): float32 inputs
+#: (name, op, [input shapes], attrs): float32 inputs of each shape (a
+#: tuple); a list is an int32 input of those values, the same in every call
 CASES = [
     ("Sigmoid 64x64", "Sigmoid", [(64, 64)], {"T": "DT_FLOAT"}),
+    ("MatMul 32x64 by 64x64", "MatMul", [(32, 64), (64, 64)], {"T": "DT_FLOAT"}),
+    ("Sum of 32x64 over axis 0", "Sum", [(32, 64), [0]],
+     {"T": "DT_FLOAT", "Tidx": "DT_INT32", "keep_dims": False}),
+    ("TanhGrad 32x64", "TanhGrad", [(32, 64), (32, 64)], {"T": "DT_FLOAT"}),
     ("MatMul 64x128 by 128x64", "MatMul", [(64, 128), (128, 64)], {"T": "DT_FLOAT"}),
     ("Relu6 1x32x32x96 (0.4 MB)", "Relu6", [(1, 32, 32, 96)], {"T": "DT_FLOAT"}),
     ("Relu6Grad 4x32x32x96 (1.6 MB)", "Relu6Grad", [(4, 32, 32, 96), (4, 32, 32, 96)],
@@ -46,22 +52,32 @@ def child(calls: int) -> None:
     pid = kernels._client.proc.pid
 
     def child_cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        # (each thread's time on the CPU in nanoseconds, /proc's schedstat:
+        # the stat file's clock ticks, 10 ms each, were 50 µs a call over 200)
+        total = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / 1e9
 
     rng = np.random.default_rng(0)
     rows = {}
     for name, op, shapes, attrs in CASES:
-        base = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        base = [np.array(s, np.int32) if isinstance(s, list)
+                else rng.standard_normal(s).astype(np.float32) for s in shapes]
         walls = []
-        cpu = child_cpu()
+        cpu, own = child_cpu(), time.process_time()
         for k in range(calls):
-            inputs = [b + np.float32(k) for b in base]       # (new inputs: no cache hit)
+            # (new inputs: no cache hit; the int32 ones stay as they are)
+            inputs = [b if b.dtype == np.int32 else b + np.float32(k) for b in base]
             started = time.perf_counter()
             kernels.evaluate(op, inputs, attrs, 1)
             walls.append(time.perf_counter() - started)
         rows[name] = {"call_ms": 1e3 * statistics.median(walls),
-                      "child_cpu_ms": 1e3 * (child_cpu() - cpu) / calls}
+                      "child_cpu_ms": 1e3 * (child_cpu() - cpu) / calls,
+                      "parent_cpu_ms": 1e3 * (time.process_time() - own) / calls}
     kernels.shutdown()
     print(MARK + json.dumps(rows), flush=True)
 
@@ -96,11 +112,11 @@ def main(argv=None) -> int:
             runs[version].append(json.loads(lines[0][len(MARK):]))
     print(f"{args.passes} passes per version, {args.calls} calls per case; medians over the passes")
     print("| case | call, baseline | call, this tree | ratio | child CPU per call, baseline "
-          "| this tree | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          "| this tree | ratio | parent CPU per call, baseline | this tree | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, *_ in CASES:
         cells = []
-        for key in ("call_ms", "child_cpu_ms"):
+        for key in ("call_ms", "child_cpu_ms", "parent_cpu_ms"):
             b = statistics.median(r[name][key] for r in runs["baseline"])
             t = statistics.median(r[name][key] for r in runs["this"])
             cells += [f"{b:.3f} ms", f"{t:.3f} ms", f"{t / b:.2f}" if b else "-"]
