@@ -1,9 +1,11 @@
 """TensorFlow's kernels as tfsem calls them, this tree against a baseline commit.
 
-    python benchmarks/kernel_calls.py --baseline-commit C [--calls 200] [--passes 3]
+    python benchmarks/kernel_calls.py --baseline-commit C [--calls 200] [--passes 3] [--each]
 
 Each pass is a fresh process per version (the versions alternated pass by
-pass: A B, B A, ...).  A process starts the kernels' child
+pass: A B, B A, ...), each version a copy laid out alike and imported
+from PYTHONPATH (this tree's files as they are now, tracked or not
+ignored).  A process starts the kernels' child
 (oracle/kernels.py), waits for TensorFlow, then for each case makes
 --calls evaluations through `kernels.evaluate`, each on inputs not seen
 before (nothing is answered from the cache): the wall time of each call in
@@ -12,7 +14,9 @@ Printed: per case the medians over the passes of the median call and of
 the child's CPU per call, and their ratios, then the same for the parent's
 CPU per call (its process time over the case).  The cases are the shapes the
 real corpus sends: MobileNetV2's activations (0.4-1.6 MB), an MLP's small
-matrices.  Needs TensorFlow.
+matrices.  Needs TensorFlow.  A pass's numbers vary by 10-15% on a loaded
+machine, and the child's CPU on the 1.6 MB case is bimodal (about 0.9 or
+2 ms, in either version): use passes enough (8) before reading a ratio.
 """
 
 from __future__ import annotations
@@ -82,12 +86,38 @@ def child(calls: int) -> None:
     print(MARK + json.dumps(rows), flush=True)
 
 
+def _this_tree(root: Path, into: Path) -> Path:
+    """The working tree (its files tracked or not ignored, as they are now)
+    laid out as `grappler.baseline_tree` lays out a commit."""
+    import shutil
+    import tomllib
+    files = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    src = into / "src"
+    for name in filter(None, files):
+        if (root / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, src / name)
+    dirs = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    pkg = into / "pkg"
+    shutil.copytree(src / dirs["tfsem"], pkg / "tfsem")
+    for name, folder in dirs.items():
+        parts = name.split(".")
+        if len(parts) == 2:
+            target = pkg / "tfsem" / parts[1]
+            if not target.exists():
+                target.symlink_to(src / folder, target_is_directory=True)
+    return pkg
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--baseline-commit", required=True, metavar="COMMIT")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--each", action="store_true",
+                    help="print each pass's numbers (call / child CPU / parent CPU, ms)")
     args = ap.parse_args(argv)
     if args.child:
         child(args.calls)
@@ -95,9 +125,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(HERE))
     from grappler import ROOT, baseline_tree
     base = baseline_tree(args.baseline_commit, Path(tempfile.mkdtemp(prefix="tfsem-kernel-calls-")))
+    this = _this_tree(ROOT, Path(tempfile.mkdtemp(prefix="tfsem-kernel-calls-this-")))
     env = dict(os.environ, TFSEM_TF_KERNELS="1")
-    envs = {"baseline": dict(env, PYTHONPATH=str(base)),
-            "this": {k: v for k, v in env.items() if k != "PYTHONPATH"}}
+    # (both versions laid out alike and imported from PYTHONPATH: nothing
+    # but their files differs, and a run of a commit against itself, A/A,
+    # is the same command)
+    envs = {"baseline": dict(env, PYTHONPATH=str(base)), "this": dict(env, PYTHONPATH=str(this))}
     runs: dict[str, list] = {"baseline": [], "this": []}
     for k in range(args.passes):
         for version in (("baseline", "this") if k % 2 == 0 else ("this", "baseline")):
@@ -110,6 +143,10 @@ def main(argv=None) -> int:
                       file=sys.stderr)
                 return 1
             runs[version].append(json.loads(lines[0][len(MARK):]))
+            if args.each:
+                print(f"pass {k + 1}, {version}: " + ", ".join(
+                    f"{name} {row['call_ms']:.3f}/{row['child_cpu_ms']:.3f}/{row['parent_cpu_ms']:.3f}"
+                    for name, row in runs[version][-1].items()), flush=True)
     print(f"{args.passes} passes per version, {args.calls} calls per case; medians over the passes")
     print("| case | call, baseline | call, this tree | ratio | child CPU per call, baseline "
           "| this tree | ratio | parent CPU per call, baseline | this tree | ratio |")
