@@ -131,12 +131,18 @@ def main(argv=None) -> int:
     # but their files differs, and a run of a commit against itself, A/A,
     # is the same command)
     envs = {"baseline": dict(env, PYTHONPATH=str(base)), "this": dict(env, PYTHONPATH=str(this))}
+    # (each process runs in its own tree's folder, not this repository's: the
+    # kernels' child starts as ``python -m tfsem.oracle.kernel_worker``, which
+    # looks first in the working directory, and from this repository's
+    # root the baseline's child imported this tree's worker)
+    trees = {"baseline": base, "this": this}
     runs: dict[str, list] = {"baseline": [], "this": []}
     for k in range(args.passes):
         for version in (("baseline", "this") if k % 2 == 0 else ("this", "baseline")):
             out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                                   "--baseline-commit", "-", "--calls", str(args.calls)],
-                                 env=envs[version], capture_output=True, text=True, cwd=str(ROOT))
+                                 env=envs[version], capture_output=True, text=True,
+                                 cwd=str(trees[version].parent))
             lines = [ln for ln in out.stdout.splitlines() if ln.startswith(MARK)]
             if not lines:
                 print(f"the {version} process failed (exit {out.returncode}):\n{out.stderr[-3000:]}",
