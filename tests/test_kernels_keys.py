@@ -6,6 +6,7 @@ it lives, an array someone may write is hashed each time."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tfsem.oracle import kernels
 from tfsem.oracle.values import Tensor
@@ -104,3 +105,22 @@ def test_the_plain_attribute_key_is_equal_exactly_when_the_exact_one_is():
         else:
             assert attrs_key(d) == exact(d)
     assert plain >= 100, plain
+
+
+def test_the_remembered_dtype_prefix_is_the_dtypes_name_and_str():
+    """`_dtype_prefix` remembers each dtype's prefix by identity: for every
+    dtype a kernel takes (bfloat16 too: its str is a void's, its name is
+    not), byte orders and a dtype made anew, it is what the f-string gives,
+    and equal-bytes arrays of two dtypes keep two keys."""
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 and float8 dtypes")
+    dts = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                 "uint32", "uint64", "float16", "float32", "float64",
+                                 ">f4", ">i8", "complex64", "V2")]
+    dts += [np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3fn)]
+    for dt in dts + dts + [np.dtype(d.str) for d in dts]:
+        assert kernels._dtype_prefix(dt) == f"{dt.name}{dt.str}".encode()
+    k = lambda a: kernels._key("Identity", [a], {}, 1)
+    raw = np.array([0x3F80], np.uint16)
+    keyed = {k(raw.view(np.dtype(ml_dtypes.bfloat16))), k(raw.view(np.float16)), k(raw),
+             k(raw.view(np.int16)), k(raw.view("V2"))}
+    assert len(keyed) == 5
