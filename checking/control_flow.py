@@ -495,7 +495,10 @@ class _CFChecker:
         # kept is taken, checking/sigma_memo.py, the warm ones: decided
         # now, `on_start` below)
         spent = time.monotonic() - self.started
-        box = mini.find_box(cap, spent, warm=False)
+        # (at least MINIMIZE_CONTROL_FLOW_COLD_FLOOR: a loop graph's
+        # comparison costs up to 0.2 s, and a step is not begun past the box)
+        box = mini.find_box(cap, spent, warm=False,
+                            cold_floor=mini.MINIMIZE_CONTROL_FLOW_COLD_FLOOR)
         warm_box = mini.find_box(cap, spent)
         started = time.monotonic()
         deadline = min(self.deadline, started + box)
