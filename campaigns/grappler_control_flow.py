@@ -38,16 +38,10 @@ def exported(program):
     """(serialized GraphDef, fetches, targets) as `tensorflow_target._exported`
     but with only the stateful nodes as targets; (None, [], []) when the
     program cannot be exported."""
-    from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+    from tfsem.graphdef.exporter import export_fetched_by_name  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
-    fetch_of: dict[str, str] = {}
-    try:
-        graph = export_graph(program, fetches=fetch_of)
-    except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to Grappler
-        return None, [], []
-    if any(f != o for o, f in fetch_of.items()):
-        # an output fetched as another node (`s:1` as `s_1`, exporter
-        # `fetches`): what follows fetches and names outputs by one name
+    graph = export_fetched_by_name(program)
+    if graph is None:    # (nothing to hand to Grappler)
         return None, [], []
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]

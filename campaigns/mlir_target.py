@@ -130,7 +130,7 @@ def module_of(program, cluster: bool = False) -> str | None:
     export (with a hand-built cluster when `cluster`); None when the program
     cannot be written, is not exported, or (`cluster`, exported) has fewer
     than two resource accesses."""
-    from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+    from tfsem.graphdef.exporter import export_fetched_by_name  # noqa: PLC0415
     from tfsem.graphdef.mlir_cluster import wrap_cluster  # noqa: PLC0415
     from tfsem.graphdef.mlir_tf import import_graph_def  # noqa: PLC0415
     from tfsem.graphdef.mlir_writer import is_direct, write_module  # noqa: PLC0415
@@ -138,14 +138,8 @@ def module_of(program, cluster: bool = False) -> str | None:
     if is_direct(program):
         text = write_module(program)
         return None if text is None else printed(text)
-    fetch_of: dict[str, str] = {}
-    try:
-        graph = export_graph(program, fetches=fetch_of)
-    except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to TensorFlow
-        return None
-    if any(f != o for o, f in fetch_of.items()):
-        # an output fetched as another node (`s:1` as `s_1`, exporter
-        # `fetches`): what follows fetches and names outputs by one name
+    graph = export_fetched_by_name(program)
+    if graph is None:    # (nothing to hand to TensorFlow)
         return None
     fetches = list(program.outputs)
     text = import_graph_def(encode("GraphDef", graph), fetches, sinks(graph, fetches))

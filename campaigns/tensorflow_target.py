@@ -69,16 +69,10 @@ def _exported(program, shared_handles: bool = False, defaults: bool = False):
     Grappler targets): every attribute TensorFlow's OpDef gives a default
     written on each node, as Grappler writes them on its output
     (`_with_default_attrs`)."""
-    from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+    from tfsem.graphdef.exporter import export_fetched_by_name  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
-    fetch_of: dict[str, str] = {}
-    try:
-        graph = export_graph(program, shared_handles=shared_handles, fetches=fetch_of)
-    except Exception:  # ExportError and kin: nothing to hand to Grappler
-        return None, [], []
-    if any(f != o for o, f in fetch_of.items()):
-        # an output fetched as another node (`s:1` as `s_1`, exporter
-        # `fetches`): what follows fetches and names outputs by one name
+    graph = export_fetched_by_name(program, shared_handles=shared_handles)
+    if graph is None:    # (nothing to hand to Grappler)
         return None, [], []
     fetches = list(program.outputs)
     targets = [n["name"] for n in graph["node"]

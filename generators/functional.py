@@ -405,16 +405,10 @@ def raised(program) -> tuple[bytes, list[str], list[str]] | None:
     automatic control dependencies make them control outputs), where a
     Session run that only fetches an If's value runs none of its branch's
     writes (TensorFlow 2.21 prunes them, and so does tfsem's import)."""
-    from tfsem.graphdef.exporter import export_graph  # noqa: PLC0415
+    from tfsem.graphdef.exporter import export_fetched_by_name  # noqa: PLC0415
     from tfsem.graphdef.proto import encode  # noqa: PLC0415
-    fetch_of: dict[str, str] = {}
-    try:
-        graph = export_graph(program, fetches=fetch_of)
-    except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand to Grappler
-        return None
-    if any(f != o for o, f in fetch_of.items()):
-        # an output fetched as another node (`s:1` as `s_1`, exporter
-        # `fetches`): what follows fetches and names outputs by one name
+    graph = export_fetched_by_name(program)
+    if graph is None:    # (nothing to hand to Grappler)
         return None
     graph, blocks = raise_graph(graph)
     if not blocks:

@@ -555,6 +555,22 @@ def export_graph(p: Program, *, names: dict[str, str] | None = None,
     return {"node": out, "versions": {"producer": PRODUCER}}
 
 
+def export_fetched_by_name(p: Program, **options) -> dict | None:
+    """`export_graph(p, **options)` where every output is fetched at a node
+    of its own name; None where the program cannot be exported (ExportError
+    and kin) or an output is fetched as another node (`s:1` as `s_1`,
+    `fetches`).  For the campaigns' targets, which fetch and name outputs
+    by one name."""
+    fetch_of: dict[str, str] = {}
+    try:
+        graph = export_graph(p, fetches=fetch_of, **options)
+    except Exception:  # noqa: BLE001 - ExportError and kin: nothing to hand on
+        return None
+    if any(f != o for o, f in fetch_of.items()):
+        return None
+    return graph
+
+
 def _fetch_names(p: Program, compact: bool) -> dict[str, str]:
     """Output -> the node fetched for it in the graph: the output's name
     where TensorFlow takes it as a node name, else a name like it
