@@ -490,46 +490,30 @@ def key(memo: _Memo, fn: Any, args, attrs) -> tuple | None:
     return tuple(parts)
 
 
-def lookup_entry(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
+def lookup_entry(memo: _Memo, k: tuple, fn: Any, args, peek: bool = False) -> tuple | None:
     """The remembered (results, kernel ops) of the application, the ops
-    noted (`kernels.note`), or None."""
+    noted (`kernels.note`), or None.  `peek`: a miss is not counted (the
+    caller's own lookup counted one) and the ops not noted (the caller
+    takes only an answer that used none: functions `_commuted`)."""
     with memo.lock:
         hit = memo.entries.get(k)
+        if hit is not None:
+            f, _attrs, kept, out, ops = hit
+            if f is not fn:
+                hit = None
+            else:
+                for x, y in zip(kept, args):
+                    if x is not y and type(y) is Tensor:
+                        hit = None    # (cannot happen while the entry keeps them alive: checked anyway)
+                        break
         if hit is None:
-            memo.misses += 1
-            return None
-        f, _attrs, kept, out, ops = hit
-        if f is not fn:
-            memo.misses += 1
-            return None
-        for x, y in zip(kept, args):
-            if x is not y and type(y) is Tensor:
+            if not peek:
                 memo.misses += 1
-                return None    # (cannot happen while the entry keeps them alive: checked anyway)
+            return None
         memo.entries.move_to_end(k)
         memo.hits += 1
-    if ops:
+    if ops and not peek:
         _kernels.note(ops)
-    return out, ops
-
-
-def peek(memo: _Memo, k: tuple, fn: Any, args) -> tuple | None:
-    """`lookup_entry`'s (results, kernel ops) of the application, counted as
-    a hit where there is one (a miss is not counted: the caller's own
-    lookup counted one) and its ops not noted (the caller takes only an
-    answer that used none: functions `_commuted`)."""
-    with memo.lock:
-        hit = memo.entries.get(k)
-        if hit is None:
-            return None
-        f, _attrs, kept, out, ops = hit
-        if f is not fn:
-            return None
-        for x, y in zip(kept, args):
-            if x is not y and type(y) is Tensor:
-                return None
-        memo.entries.move_to_end(k)
-        memo.hits += 1
     return out, ops
 
 

@@ -276,7 +276,7 @@ def _commuted(memo: Any, fn: Function, args: Sequence[Value], attrs: Any,
     k = _applications.key(memo, fn, swapped, attrs)
     if k is None:
         return None
-    hit = _applications.peek(memo, k, fn, swapped)
+    hit = _applications.lookup_entry(memo, k, fn, swapped, peek=True)
     if hit is None:
         return None
     out, ops = hit

@@ -500,10 +500,9 @@ class Program:
         # `strict`.  A check validates its original every time, and
         # Grappler's five checks of one graph share it: 0.015 s a check
         # on MobileNetV2.  tests/test_program_validated_memo.py)
-        key = (strict, *fns.evaluation_epoch())
-        known = self.__dict__.get("_valid")
-        if known is not None and known[0] == key and fns.still_registered(known[1]):
+        if self.known_valid(strict):
             return self
+        key = (strict, *fns.evaluation_epoch())
         names = {n.attrs.get("fn") if n.op == ASSIGN else n.op for n in self.nodes}
         looked_up = tuple((name, fns.lookup(name)) for name in names if isinstance(name, str))
         violations = validate(self, strict=strict)
@@ -511,6 +510,14 @@ class Program:
             raise ProgramError(violations)
         self.__dict__["_valid"] = (key, looked_up)
         return self
+
+    def known_valid(self, strict: bool = False) -> bool:
+        """Whether `validated` found this program valid under what its
+        validity depends on now (`validated`'s memo: `strict`, the
+        registry's version, the very functions its ops and Assigns name)."""
+        known = self.__dict__.get("_valid")
+        return known is not None and known[0] == (strict, *fns.evaluation_epoch()) \
+            and fns.still_registered(known[1])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
@@ -602,9 +609,7 @@ def validate(p: Program, strict: bool = False) -> list[Violation]:
     # the checker validated each imported rewrite once more: 5 ms a check
     # on MobileNetV2.  tests/test_program_validated_memo.py compares the
     # two answers, and a function replaced since validates again)
-    known = getattr(p, "__dict__", {}).get("_valid")
-    if (known is not None and known[0] == (strict, *fns.evaluation_epoch())
-            and fns.still_registered(known[1])):
+    if p.known_valid(strict):
         return []
     return _violations(p, strict)
 
