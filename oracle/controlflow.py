@@ -2315,6 +2315,18 @@ def _plan(m: "Machine", tr: RunTrace) -> list:
     return plan
 
 
+def _taken(tokens: dict, ins) -> list:
+    """A planned step's incoming tokens taken as `_fire` takes them (a
+    constant Enter's read stays, every other is popped), in input order:
+    the data ones, the control ones dropped."""
+    data = []
+    for key, const, control in ins:
+        c = tokens.get(key) if const else tokens.pop(key, None)
+        if not control:
+            data.append(c)
+    return data
+
+
 def _fire_planned(entry: tuple, s: CFState) -> "int | tuple":
     """A step of `_PLAN_FORWARD`, `_PLAN_DEAD`, `_PLAN_SWITCH` or
     `_PLAN_READ` (`_plan`) fired in `s` as `_fire` fires it; what it wrote
@@ -2326,11 +2338,7 @@ def _fire_planned(entry: tuple, s: CFState) -> "int | tuple":
         # (`_fire`'s case SWITCH: the inputs taken as for every step, then
         # the rule on the predicate, the same tests in the same order)
         _, ins, pair, port0, port1, ctl, written, every = entry
-        data = []
-        for key, const, control in ins:
-            c = tokens.get(key) if const else tokens.pop(key, None)
-            if not control:
-                data.append(c)
+        data = _taken(tokens, ins)
         s.fired.add(pair)
         value, pred = data
         if not (isinstance(pred, Tensor) and pred.dtype == "bool" and pred.shape == ()):
@@ -2350,11 +2358,7 @@ def _fire_planned(entry: tuple, s: CFState) -> "int | tuple":
         # (`_fire`'s cases VAR and READ: the inputs taken, the one result on
         # port 0, GO on the control edges)
         _, ins, pair, outs, ctl, var = entry
-        data = []
-        for key, const, control in ins:
-            c = tokens.get(key) if const else tokens.pop(key, None)
-            if not control:
-                data.append(c)
+        data = _taken(tokens, ins)
         s.fired.add(pair)
         if var is not None:
             value = VarRef(var)
@@ -2378,11 +2382,7 @@ def _fire_planned(entry: tuple, s: CFState) -> "int | tuple":
                 tokens[key] = value
         return len(keys)
     _, choice, pairs, ins, outs, ctl, started = entry
-    data = []
-    for key, const, control in ins:
-        c = tokens.get(key) if const else tokens.pop(key, None)
-        if not control:
-            data.append(c)
+    data = _taken(tokens, ins)
     fired = s.fired
     for pair in pairs:
         fired.add(pair)
