@@ -92,6 +92,13 @@ MINIMIZE_CHEAP_SECONDS = 0.15
 #: False: on the probe's measure alone, as before (the differential test's
 #: reference)
 MINIMIZE_RESCALE = True
+#: the differing parts of each σ a full confirmation keeps (their cones,
+#: sorted by size: on the transformer block a fifth of a minimization's
+#: time) made only where cone tests run, or when `rescale` turns them on,
+#: from the σ confirmed last: nothing else reads them (`minimized`).  The
+#: same steps and σ as making them at each confirmation; False: made at
+#: each, as before (the differential test's reference)
+MINIMIZE_LAZY_PARTS = True
 #: the time the original's witness schedules are moved towards the canonical
 #: order in (within the check's budget)
 WITNESS_MINIMIZE_SECONDS = 0.25
@@ -1370,10 +1377,13 @@ class _Checker:
         # taken with no run, `Demand.kept_parts`)
         anchor: tuple[dict, dict] = (found.feeds, found.init)
         anchored: list = []
+        # (a σ was fully confirmed and kept while no cone tests ran, and its
+        # parts are not made yet: MINIMIZE_LAZY_PARTS)
+        stale = False
         started = time.monotonic()
 
         def confirm(sigma) -> bool:
-            nonlocal best, parts, full_cost, cone_cost, pending, anchor, anchored
+            nonlocal best, parts, full_cost, cone_cost, pending, anchor, anchored, stale
             if anchored and cones and dm.UNCHANGED_CONES_FREE:
                 kept = demand.kept_parts(anchored, anchor, sigma)
                 if kept:
@@ -1451,8 +1461,16 @@ class _Checker:
             if result is None:
                 return False
             best, pending = result, None
-            parts = _differing_parts(demand, best)
-            anchor, anchored = (best.feeds, best.init), list(parts)
+            if cones or not MINIMIZE_LAZY_PARTS:
+                parts = _differing_parts(demand, best)
+                anchor, anchored = (best.feeds, best.init), list(parts)
+                stale = False
+            else:
+                # (no cone tests: the parts, anchor and anchored are read
+                # only where `cones` holds, and it turns on only in
+                # `rescale`, which makes them then from this `best`:
+                # MINIMIZE_LAZY_PARTS)
+                stale = True
             return True
 
         def rescale() -> None:
@@ -1472,11 +1490,18 @@ class _Checker:
             confirmations) instead of the one its confirmations' cost
             calls for.  Only the order and the number of the steps tried
             change: every σ kept is confirmed as before."""
-            nonlocal cones, deadline
+            nonlocal cones, deadline, parts, anchor, anchored, stale
             if not MINIMIZE_RESCALE or cones or self.failing is not None or \
                     full_cost <= MINIMIZE_CHEAP_SECONDS:
                 return
             cones = True
+            if stale:
+                # (the parts of the σ fully confirmed last, made now that
+                # cone tests run: what the eager path made at its
+                # confirmation, MINIMIZE_LAZY_PARTS)
+                parts = _differing_parts(demand, best)
+                anchor, anchored = (best.feeds, best.init), list(parts)
+                stale = False
             record["rescaled"] = round(full_cost, 6)
             deadline = min(deadline, started + max(MINIMIZE_MIN_SECONDS,
                                                    MINIMIZE_CONFIRMS * full_cost))

@@ -59,6 +59,7 @@ the shortcut's answers against full confirmation on generated programs.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Mapping
 
 from tfsem.oracle.explore import BudgetExceeded
@@ -77,18 +78,71 @@ Part = tuple[str, str]
 UNCHANGED_CONES_FREE = True
 
 
+#: a program's cones and its Assigns by variable, kept per program object
+#: (`cone`, `seeds`); False: each computed anew, as before (the
+#: differential test's reference)
+CONES_PER_PROGRAM = True
+
+#: Program -> {"assigns": variable -> Assign names, part -> cone}.  Why a
+#: kept answer is the one a fresh walk gives: a Program is immutable (a
+#: frozen dataclass whose nodes, outputs and variables are frozen when it is
+#: made; `replace` makes a new object), and a cone and the Assigns of a
+#: variable are functions of those fields alone.  Keyed by the object
+#: itself, held weakly (Program compares by identity, eq=False): another
+#: program, a rewrite made anew, or a program edited into a new object
+#: never finds these entries, and they go with the program.  The checks of
+#: one original (Grappler's five rewrites of a real graph) ask for the same
+#: cones of P each: each is walked once.
+_PER_PROGRAM: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+
+
+def _kept_for(p: Program) -> dict | None:
+    if not CONES_PER_PROGRAM:
+        return None
+    try:
+        known = _PER_PROGRAM.get(p)
+        if known is None:
+            known = _PER_PROGRAM[p] = {}
+    except TypeError:
+        return None   # (an object that cannot be held weakly: nothing kept)
+    return known
+
+
+def _assigns(p: Program, known: dict | None) -> dict[str, set[str]]:
+    """Variable -> the names of the Assigns to it, one walk of p's nodes."""
+    table = known.get("assigns") if known is not None else None
+    if table is None:
+        table = {}
+        for n in p.nodes:
+            if n.op == ASSIGN:
+                x = p.accessed_variable(n.name)
+                table.setdefault(x, set()).add(n.name)
+        if known is not None:
+            known["assigns"] = table
+    return table
+
+
 def seeds(p: Program, part: Part) -> set[str]:
     """The nodes whose values make `part`: the node an output fetches, or
     every Assign to a variable."""
     kind, name = part
     if kind == "output":
         return {p.outputs[name].node}
-    return {n.name for n in p.nodes if n.op == ASSIGN and p.accessed_variable(n.name) == name}
+    return set(_assigns(p, _kept_for(p)).get(name, ()))
 
 
 def cone(p: Program, part: Part) -> frozenset[str]:
-    """The part's cone: its seeds and every node with a path of edges into one."""
-    return frozenset(p.ancestors(seeds(p, part)))
+    """The part's cone: its seeds and every node with a path of edges into
+    one (kept per program object, `CONES_PER_PROGRAM`)."""
+    known = _kept_for(p)
+    if known is not None:
+        found = known.get(part)
+        if found is not None:
+            return found
+    result = frozenset(p.ancestors(seeds(p, part)))
+    if known is not None:
+        known[part] = result
+    return result
 
 
 def cone_program(p: Program, part: Part, names: frozenset[str] | None = None) -> Program:
@@ -158,8 +212,13 @@ class Demand:
         return known
 
     def size(self, part: Part) -> int:
-        """The nodes of the part's cones in both programs (what a test costs)."""
-        return self.programs(part)[2]
+        """The nodes of the part's cones in both programs (what a test costs:
+        the count `programs` keeps, from the two cones alone, no cone
+        program made where no cone test runs)."""
+        known = self._cones.get(part)
+        if known is not None:
+            return known[2]
+        return len(cone(self.p, part)) + len(cone(self.p2, part))
 
     def reads(self, parts) -> tuple[set[str], set[str]]:
         """The feeds and variables' initial values that the cones of `parts`
