@@ -160,11 +160,38 @@ def cone_program(p: Program, part: Part, names: frozenset[str] | None = None) ->
                      variables={x: p.variables[x] for x in sorted(accessed)})
 
 
+def _readers(p: Program, known: dict) -> tuple:
+    """p's nodes that read a feed or access a variable, each with the feed
+    names its data inputs read and the variable it accesses (or None): one
+    walk of p's nodes, kept with p's cones (`_PER_PROGRAM`)."""
+    table = known.get("readers")
+    if table is None:
+        rows = []
+        for node in p.nodes:
+            fed = tuple(i.name for i in node.data_inputs if isinstance(i, FeedIn))
+            x = p.accessed_variable(node.name) if node.op in (READ, ASSIGN) else None
+            if fed or x is not None:
+                rows.append((node.name, fed, x))
+        table = known["readers"] = tuple(rows)
+    return table
+
+
 def sigma_names(p: Program, names: frozenset[str]) -> tuple[set[str], set[str]]:
     """The feeds and the variables' initial values that the nodes `names`
     may read: (feed names, variable names)."""
     feeds: set[str] = set()
     variables: set[str] = set()
+    known = _kept_for(p)
+    if known is not None:
+        # (the same sets as the walk below: only the nodes `_readers` lists
+        # add to them, each what the walk adds for it; a MobileNetV2 cone
+        # is thousands of nodes, and a few dozen of them read σ)
+        for n, fed, x in _readers(p, known):
+            if n in names:
+                feeds.update(fed)
+                if x is not None:
+                    variables.add(x)
+        return feeds, variables
     for n in names:
         node = p.node[n]
         feeds.update(i.name for i in node.data_inputs if isinstance(i, FeedIn))

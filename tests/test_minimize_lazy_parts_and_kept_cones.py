@@ -13,7 +13,8 @@ program's cones kept per program object (checking/demand.py `cone`,
   then).  Every `unsound` σ is one the enumerating oracle confirms.
 - A cone kept for one program object is never another's: a rewrite made
   anew with one more node in a part's cone gets its own cone, and the kept
-  cone equals a fresh walk."""
+  cone equals a fresh walk; so do the feeds and variables a set of nodes
+  reads (`sigma_names`, from a kept table of the nodes that read σ)."""
 
 from __future__ import annotations
 
@@ -165,6 +166,12 @@ def test_a_kept_cone_is_the_fresh_walk_and_never_another_programs():
                     {n.name for n in prog.nodes if n.op == ASSIGN and
                      prog.accessed_variable(n.name) == part[1]}))
                 assert kept == fresh, (i, name, part)
+                # (what the cone reads, from the kept table of readers, is
+                # what the walk of its nodes finds; and for any set of nodes)
+                walked = _walked_sigma_names(prog, fresh)
+                assert D.sigma_names(prog, fresh) == walked, (i, name, part)
+                some = frozenset(sorted(n.name for n in prog.nodes)[::2])
+                assert D.sigma_names(prog, some) == _walked_sigma_names(prog, some)
                 checked += 1
         # (a program made anew with an output's node given one more control
         # input: its own cone, grown; the old program's kept one unchanged)
@@ -228,3 +235,13 @@ def test_the_cases_show_the_same_with_and_without_both_shortcuts(monkeypatch):
         compared += 1
         unsound += shown[0][0] == "unsound"
     assert compared >= 50 and unsound >= 10, (compared, unsound)
+
+
+def _walked_sigma_names(p, names):
+    """`demand.sigma_names` without what is kept per program (the walk)."""
+    was = D.CONES_PER_PROGRAM
+    D.CONES_PER_PROGRAM = False
+    try:
+        return D.sigma_names(p, names)
+    finally:
+        D.CONES_PER_PROGRAM = was
