@@ -224,7 +224,11 @@ class _FrozenDict(dict):
     def _refuse(self, *a: Any, **k: Any) -> None:
         raise TypeError("program attributes are immutable")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
+    # (`|=` too: dict's in-place union would change the mapping under the
+    # refusals above, and the memos keyed by a program object (its cones,
+    # checking/demand.py; `Program.node`) assume its attributes never change)
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = \
+        __ior__ = _refuse  # type: ignore
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(self.key())
@@ -588,7 +592,11 @@ class _FrozenMap(dict):
     def _refuse(self, *a: Any, **k: Any) -> None:
         raise TypeError("programs are immutable")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
+    # (`|=` too, as `_FrozenDict`'s: a program's outputs, variables and
+    # feeds changed in place would leave its kept cones, checking/demand.py
+    # `cone`, and its cached properties describing another program)
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = \
+        __ior__ = _refuse  # type: ignore
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items())))
