@@ -83,16 +83,21 @@ UNCHANGED_CONES_FREE = True
 #: differential test's reference)
 CONES_PER_PROGRAM = True
 
-#: Program -> {"assigns": variable -> Assign names, part -> cone}.  Why a
-#: kept answer is the one a fresh walk gives: a Program is immutable (a
-#: frozen dataclass whose nodes, outputs and variables are frozen when it is
-#: made; `replace` makes a new object), and a cone and the Assigns of a
-#: variable are functions of those fields alone.  Keyed by the object
-#: itself, held weakly (Program compares by identity, eq=False): another
-#: program, a rewrite made anew, or a program edited into a new object
-#: never finds these entries, and they go with the program.  The checks of
-#: one original (Grappler's five rewrites of a real graph) ask for the same
-#: cones of P each: each is walked once.
+#: Program -> {"owner": a weak reference to it, "assigns": variable ->
+#: Assign names, "readers": `_readers`, part -> cone}.  Why a kept answer is
+#: the one a fresh walk gives: a Program is immutable (a frozen dataclass
+#: whose nodes, outputs and variables are frozen when it is made, its maps
+#: refusing even `|=`; `replace` makes a new object), and a cone and the
+#: Assigns of a variable are functions of those fields alone.  Held weakly,
+#: the entries go with the program.  A WeakKeyDictionary finds a key by
+#: `==`, and Program.__eq__ compares contents: an equal program made apart
+#: would find another's entry, and where a name is on two nodes (an invalid
+#: program, refused before any check, but one `cone` may still be asked
+#: about) equal programs with the nodes in another order have different
+#: predecessors (the later node of a name wins).  So an entry is used only
+#: by the very object it was made for ("owner"); an equal twin walks anew.
+#: The checks of one original (Grappler's five rewrites of a real graph)
+#: ask for the same cones of P each: each is walked once.
 _PER_PROGRAM: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
@@ -102,7 +107,9 @@ def _kept_for(p: Program) -> dict | None:
     try:
         known = _PER_PROGRAM.get(p)
         if known is None:
-            known = _PER_PROGRAM[p] = {}
+            known = _PER_PROGRAM[p] = {"owner": weakref.ref(p)}
+        elif known["owner"]() is not p:
+            return None   # (an equal program's entry, not p's: see above)
     except TypeError:
         return None   # (an object that cannot be held weakly: nothing kept)
     return known
