@@ -209,6 +209,13 @@ PROBE_IN_ORDER = True
 #: instead of the oracle's enumeration, in every confirmation
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
+
+#: the probe runs a race-free original at PROBE_TAGS' σ in its canonical
+#: order, remembered across the checks of one original
+#: (checking/canonical_memo.py), instead of in a random order; False: a
+#: random run, as before (the differential test's reference)
+PROBE_RACE_FREE_ORIGINAL = True
+
 #: Outcomes(P′, σ) of a race-free rewrite by its canonical run on the
 #: oracle's compiled step function (refute.canonical_outcome), in
 #: minimization's confirmations, which would replay a schedule of P′ with
@@ -2248,7 +2255,23 @@ class _Checker:
                     bound = self.deadline
                 ran = time.monotonic()
                 original = None
-                if bound is None:
+                if bound is None and PROBE_RACE_FREE_ORIGINAL and self.original_race_free():
+                    # (P race-free: every run of P at σ gives its one outcome
+                    # (`original_outcomes` argues it), so its canonical run is
+                    # as good as the random one below, and is remembered
+                    # across the checks of this program object
+                    # (checking/canonical_memo.py: the five optimizers'
+                    # checks of one original each ran P at these σ), and the
+                    # confirmation of a difference reuses it instead of
+                    # running P again.  Run to its end, as the random run's
+                    # first run is.  tests/test_check_probe_race_free_original.py
+                    # compares the verdicts with this on and off)
+                    o1, run1 = canonical_memo.canonical_outcome(
+                        self.p, feeds, init, self.semantics, self.observe, None)
+                    if RACE_FREE_CONFIRM:
+                        original = OutcomeSet([{o1: tuple(run1)}], states=len(run1),
+                                              seconds=time.monotonic() - ran)
+                elif bound is None:
                     mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
                                                self.observe, runs, 1, stop)
                     if len(mine) != 1:
