@@ -159,6 +159,14 @@ KERNEL_SAMPLES = 8
 #: cost a run each, and their σ begin with every edge value everywhere
 #: (`_edge_sigmas`), where the overflow differences of float rewrites show
 KERNEL_ONE_OUTCOME_SIGMAS = 32
+
+#: the one-outcome comparisons (`_one_outcome_comparisons`) run each
+#: program in its canonical order (`refute.canonical_outcome`: a compiled
+#: component's straight line from its second run on) rather than in a
+#: random order; False: random runs, as before (the differential test's
+#: reference)
+ONE_OUTCOME_CANONICAL = True
+
 #: The probe, before the symbolic search where an op runs on TensorFlow's
 #: kernels: one run of each program at PROBE_SIGMAS σ of the one-outcome
 #: comparisons' order (ones, then the largest finite float in every feed; all
@@ -208,6 +216,13 @@ PROBE_IN_ORDER = True
 #: instead of the oracle's enumeration, in every confirmation
 #: (`_Checker.original_outcomes`; the argument is in its docstring)
 RACE_FREE_CONFIRM = True
+
+#: the probe runs a race-free original at PROBE_TAGS' σ in its canonical
+#: order, remembered across the checks of one original
+#: (checking/canonical_memo.py), instead of in a random order; False: a
+#: random run, as before (the differential test's reference)
+PROBE_RACE_FREE_ORIGINAL = True
+
 #: Outcomes(P′, σ) of a race-free rewrite by its canonical run on the
 #: oracle's compiled step function (refute.canonical_outcome), in
 #: minimization's confirmations, which would replay a schedule of P′ with
@@ -2096,17 +2111,38 @@ class _Checker:
                     continue
                 feeds, init = sigma
                 until = self.deadline
-                # (each run reads the clock inside itself: one cut short
-                # gives no outcome, and no comparison)
-                mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
-                                           runs, 1, until, first_deadline=until)
-                theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics, self.observe,
-                                             runs, 1, until, first_deadline=until) \
-                    if len(mine) == 1 else {}
-                if len(mine) != 1 or len(theirs) != 1:
-                    break    # (a run cut short: not a comparison)
-                ((o1, _),) = mine.items()
-                ((o2, schedule),) = theirs.items()
+                if ONE_OUTCOME_CANONICAL:
+                    # (each program's run in its canonical order, on the
+                    # compiled component's straight line from the second σ
+                    # on, instead of a run in a random order: by the
+                    # argument above every run of each program at σ gives
+                    # its one outcome, so any run is the comparison; the
+                    # canonical run only skips the engine's choosing of the
+                    # next step.  A run cut short at the deadline
+                    # (BudgetExceeded) gives no outcome, and no comparison,
+                    # as a random run cut short gives none.
+                    # tests/test_check_one_outcome_canonical.py compares the
+                    # verdicts and comparisons with this on and off)
+                    try:
+                        o1, _ = ref.canonical_outcome(self.p, feeds, init, self.semantics,
+                                                      self.observe, until)
+                        o2, schedule = ref.canonical_outcome(self.p2, feeds, init,
+                                                             self.semantics, self.observe, until)
+                    except BudgetExceeded:
+                        break    # (a run cut short: not a comparison)
+                else:
+                    # (each run reads the clock inside itself: one cut short
+                    # gives no outcome, and no comparison)
+                    mine = ref.sample_outcomes(self.p, feeds, init, self.semantics, self.observe,
+                                               runs, 1, until, first_deadline=until)
+                    theirs = ref.sample_outcomes(self.p2, feeds, init, self.semantics,
+                                                 self.observe, runs, 1, until,
+                                                 first_deadline=until) \
+                        if len(mine) == 1 else {}
+                    if len(mine) != 1 or len(theirs) != 1:
+                        break    # (a run cut short: not a comparison)
+                    ((o1, _),) = mine.items()
+                    ((o2, schedule),) = theirs.items()
                 if o2 == o1:
                     compared += 1
                     continue
@@ -2244,7 +2280,23 @@ class _Checker:
                     bound = self.deadline
                 ran = time.monotonic()
                 original = None
-                if bound is None:
+                if bound is None and PROBE_RACE_FREE_ORIGINAL and self.original_race_free():
+                    # (P race-free: every run of P at σ gives its one outcome
+                    # (`original_outcomes` argues it), so its canonical run is
+                    # as good as the random one below, and is remembered
+                    # across the checks of this program object
+                    # (checking/canonical_memo.py: the five optimizers'
+                    # checks of one original each ran P at these σ), and the
+                    # confirmation of a difference reuses it instead of
+                    # running P again.  Run to its end, as the random run's
+                    # first run is.  tests/test_check_probe_race_free_original.py
+                    # compares the verdicts with this on and off)
+                    o1, run1 = canonical_memo.canonical_outcome(
+                        self.p, feeds, init, self.semantics, self.observe, None)
+                    if RACE_FREE_CONFIRM:
+                        original = OutcomeSet([{o1: tuple(run1)}], states=len(run1),
+                                              seconds=time.monotonic() - ran)
+                elif bound is None:
                     mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
                                                self.observe, runs, 1, stop)
                     if len(mine) != 1:

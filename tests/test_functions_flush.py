@@ -152,3 +152,73 @@ def test_a_flushed_functions_results_are_not_searched_again():
     assert fns._flush(np, w) is w and not _marked(w)
     w[0] = sub[1]                                   # (written after: still flushed)
     assert fns._flush(np, w) is not w
+
+
+# -- one search of a product's result for a subnormal and ±tiny (`_none_low`) --
+
+def _near_tiny(dtype, rng, n: int) -> np.ndarray:
+    """n values of `dtype` around the smallest normal: ±tiny itself, its
+    neighbours on both sides, subnormals, zeros, NaN, infinities, ones, and
+    random bit patterns."""
+    t = np.finfo(dtype).tiny
+    picks = np.array([t, -t, np.nextafter(t, dtype(0)), np.nextafter(t, dtype(1)),
+                      -np.nextafter(t, dtype(0)), np.finfo(dtype).smallest_subnormal,
+                      0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.5, t * 2, t / 2], dtype)
+    u = BITS_DTYPES[np.dtype(dtype).name]
+    random_bits = rng.integers(0, np.iinfo(u).max, n, dtype=u, endpoint=True).view(dtype)
+    return np.where(rng.random(n) < 0.5, rng.choice(picks, n), random_bits).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["Mul", "RealDiv", "Square", "SquaredDifference"])
+def test_the_one_search_gives_the_two_searches_bits(dtype, name, monkeypatch):
+    """A product's (quotient's, square's) result searched once for both a
+    subnormal and ±tiny gives the bits of the two searches, on arrays that
+    hold such values and on arrays that hold none (where the one search
+    decides alone), of sizes on both sides of _SMALL_FLUSH."""
+    fn = fns.lookup(name + fns.FTZ_SUFFIX)
+    rng = np.random.default_rng(3)
+    t = np.finfo(dtype).tiny
+    decided = 0
+    for k in range(120):
+        n = int(rng.choice([1, 7, 32, 33, 100, 1000]))
+        if k % 3 == 0:      # values whose products reach ±tiny from below
+            a = (t * rng.uniform(0.9, 1.1, n)).astype(dtype)
+            b = rng.uniform(0.9, 1.0, n).astype(dtype)
+            if dtype is np.float32 and k % 2:
+                # (numpy rounds this product to tiny, TensorFlow's CPU
+                # flushes it: `_tiny_after_rounding`'s own example, alone
+                # among ordinary values)
+                a, b = np.full(n, 1.5, dtype), np.ones(n, dtype)
+                j = int(rng.integers(n))
+                a[j], b[j] = 1.2391796e-38, 0.9486069
+        elif k % 3 == 1:
+            a, b = _near_tiny(dtype, rng, n), _near_tiny(dtype, rng, n)
+        else:               # ordinary values: the one search decides
+            a, b = rng.uniform(1, 2, n).astype(dtype), rng.uniform(1, 2, n).astype(dtype)
+        args = [a] if name == "Square" else [a, b]
+        got = []
+        for on in (True, False):
+            monkeypatch.setattr(fns, "FUSED_TINY_SEARCH", on)
+            with np.errstate(all="ignore"):
+                got.append(fn.impl(np, [x.copy() for x in args], {}))
+        for x, y in zip(*got):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            assert _bits(x) == _bits(y), (name, k)
+        decided += n > fns._SMALL_FLUSH and fns._none_low(got[0][0])
+    assert decided >= 10, decided
+
+
+def test_the_one_search_finds_what_each_search_finds():
+    for dtype in (np.float32, np.float64):
+        t = np.finfo(dtype).tiny
+        base = np.ones(64, dtype)
+        assert fns._none_low(base)
+        for x in (t, -t, np.nextafter(t, dtype(0)), -np.finfo(dtype).smallest_subnormal):
+            a = base.copy()
+            a[37] = x
+            assert not fns._none_low(a), (dtype, x)
+        for x in (0.0, -0.0, np.nan, np.inf, np.nextafter(t, dtype(1)), -t * 2):
+            a = base.copy()
+            a[37] = x
+            assert fns._none_low(a), (dtype, x)
