@@ -34,11 +34,12 @@ from tfsem.oracle import applications as A
 from tfsem.oracle import functions as fns
 from tfsem.oracle.budget import BudgetExceeded
 from tfsem.oracle.dispatch import outcome_set
-from tfsem.oracle.values import BITS_DTYPES, DTYPES, Tensor, edge_values
+from tfsem.oracle.jsonio import program_from_json
+from tfsem.oracle.values import BITS_DTYPES, DTYPES, Error, Tensor, edge_values
 
 from test_check_mutated_pairs import _mutants
 from test_check_one_outcome import as_if_kernels, no_solver_candidates, step  # noqa: F401
-from test_check_one_outcome_canonical import _summary
+from test_check_one_outcome_canonical import _pairs, _summary
 
 MODES = [("atomic", "outputs+state"), ("decomposed", "outputs"),
          ("atomic", "outputs"), ("decomposed", "outputs+state")]
@@ -66,6 +67,20 @@ def _small_pairs(n, seed, mutants=3):
             continue
         for q in [p, *_mutants(p, rng)][:mutants]:
             yield i, p, q
+
+
+def _float_cases(most_nodes=40):
+    """The case corpus's pairs of small programs (the generated ones hold
+    integers only: these bring floats, NaN and the largest float)."""
+    for name, original, rewritten in _pairs():
+        if ":" in name:
+            continue      # (Grappler's graphs: too large to enumerate here)
+        try:
+            p, q = program_from_json(original), program_from_json(rewritten)
+        except Exception:  # noqa: BLE001 - a case whose programs do not load
+            continue
+        if not p.has_control_flow and max(len(p.nodes), len(q.nodes)) <= most_nodes:
+            yield name, p, q
 
 
 @contextlib.contextmanager
@@ -106,22 +121,27 @@ def test_one_outcome_canonical_runs_are_the_whole_enumerated_sets(monkeypatch,
     canonical run the comparisons made is checked against the enumeration
     of that program at that σ: exactly one outcome, the run's."""
     monkeypatch.setattr(C, "PROBE", False)    # (every σ compared here, none by the probe)
-    checked = decomposed = 0
+    checked = decomposed = uninitialized = nan = 0
     with _recording(monkeypatch, "_one_outcome_comparisons", ref, "canonical_outcome") as calls:
-        for k, (i, p, q) in enumerate(_small_pairs(200, 41)):
+        for k, (i, p, q) in enumerate([*_small_pairs(200, 41), *_float_cases()]):
             semantics, observe = MODES[k % len(MODES)]
             A.clear()
             calls.clear()
             v = _check(p, q, semantics, observe)
             if v.verdict == "unsound":
                 assert _confirmed_by_enumeration(p, q, v, semantics, observe), i
-            for _c, prog, feeds, init, sem, obs, outcome in calls[:12]:
+            for _c, prog, feeds, init, sem, obs, outcome in calls:
                 whole = outcome_set(prog, feeds, init, sem, obs)
                 assert len(whole) == 1 and outcome in whole, (i, sem, obs)
                 checked += 1
                 decomposed += sem == "decomposed"
-    # (the path was taken, in both modes)
+                uninitialized += any(isinstance(x, Error) for x in init.values())
+                nan += any(isinstance(x, Tensor) and x.array.dtype.kind == "f"
+                           and np.isnan(x.array).any() for x in [*feeds.values(),
+                                                                 *init.values()])
+    # (the path was taken, in both modes, at uninitialized and NaN σ)
     assert checked >= 25 and decomposed >= 10, (checked, decomposed)
+    assert uninitialized >= 1 and nan >= 1, (checked, uninitialized, nan)
 
 
 def test_one_outcome_verdicts_same_both_ways_in_every_mode(monkeypatch,
@@ -130,7 +150,7 @@ def test_one_outcome_verdicts_same_both_ways_in_every_mode(monkeypatch,
     `outputs` (the branch's own differential ran the default modes only)."""
     monkeypatch.setattr(C, "PROBE", False)
     taken = 0
-    for k, (i, p, q) in enumerate(_small_pairs(200, 43)):
+    for k, (i, p, q) in enumerate([*_small_pairs(200, 43), *_float_cases()]):
         semantics, observe = MODES[1 + k % 3]
         got = []
         for on in (True, False):
@@ -157,7 +177,7 @@ def test_probe_original_runs_are_the_whole_enumerated_sets(monkeypatch,
     canonical_memo.clear()
     checked = 0
     with _recording(monkeypatch, "probe", canonical_memo, "canonical_outcome") as calls:
-        for k, (i, p, q) in enumerate(_small_pairs(60, 47, mutants=4)):
+        for k, (i, p, q) in enumerate([*_small_pairs(60, 47, mutants=4), *_float_cases()]):
             # (the checks of one original object follow each other, the
             # modes varied: the memo is shared across them)
             semantics, observe = MODES[k % len(MODES)]
