@@ -410,3 +410,24 @@ def test_one_search_is_tensorflows_kernels(dtype):
         theirs = (op(x=x) if name == "Square" else op(x=x, y=y)).numpy()
         differ = np.asarray(mine).view(u) != theirs.view(u)
         assert not differ.any(), (dtype, name, x[differ][:3], y[differ][:3])
+
+
+def test_sigmas_equal_as_values_are_not_one_memo_entry(monkeypatch):
+    """Attack: σ that compare equal (+0.0 and -0.0; NaNs of other payloads)
+    taken for one another by the probe's remembered run of P.  P: x :=
+    1 / x, whose outcome tells the zeros apart; checked against itself
+    through the memo at +0.0 and then -0.0, each against a fresh run."""
+    p = step([{"name": "one", "op": "Const", "value": {"dtype": "float32", "value": 1.0}},
+              {"name": "o", "op": "RealDiv", "inputs": ["one", "r"]}])
+    canonical_memo.clear()
+    feeds = {"a": Tensor(np.ones(3, np.float32))}
+    quiet = np.array([0x7FC00001, 0x7FC00002, 0xFFC00003], np.uint32).view(np.float32)
+    for x in (np.zeros(3, np.float32), -np.zeros(3, np.float32), quiet, quiet[::-1].copy()):
+        init = {"x": Tensor(x)}
+        got, _ = canonical_memo.canonical_outcome(p, feeds, init, "atomic", "outputs+state")
+        fresh, _ = ref.canonical_outcome(p, feeds, init, "atomic", "outputs+state")
+        assert got == fresh
+        out = dict(got.outputs)["out"].array
+        with np.errstate(all="ignore"):
+            assert (np.signbit(out) == np.signbit(np.float32(1) / x)).all()
+    assert canonical_memo.remembered() == 4
