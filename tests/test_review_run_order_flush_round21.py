@@ -431,3 +431,33 @@ def test_sigmas_equal_as_values_are_not_one_memo_entry(monkeypatch):
         with np.errstate(all="ignore"):
             assert (np.signbit(out) == np.signbit(np.float32(1) / x)).all()
     assert canonical_memo.remembered() == 4
+
+
+def test_checks_of_one_original_in_threads(monkeypatch, no_solver_candidates):  # noqa: F811
+    """Attack: the remembered runs shared by checks of one original running
+    at once in threads (as `tfsem serve` runs them), the modes varied: each
+    verdict and counterexample is the one the same check gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+    from tfsem.oracle import kernels
+    monkeypatch.setattr(C, "REFUTE_FIRST_MIN_ACCESSES", 0)
+    jobs = [(p, q, *MODES[k % 4]) for k, (_i, p, q) in
+            enumerate([*_small_pairs(12, 53, mutants=4), *_float_cases(20)])]
+
+    def one(job):
+        p, q, semantics, observe = job
+        with kernels.use(True):
+            v = check_rewrite(p, q, semantics=semantics, observe=observe, timeout=10,
+                              minimize=False, backends=False, classify=False,
+                              structural=False)
+        s = _summary(v)
+        if v.counterexample is not None:
+            s.append(list(v.counterexample.schedule))
+        return s
+    with as_if_kernels():
+        canonical_memo.clear()
+        alone = [one(job) for job in jobs]
+        canonical_memo.clear()
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(one, jobs))
+    assert together == alone
+    assert sum(s[0] == "unsound" for s in alone) >= 3
