@@ -461,3 +461,21 @@ def test_checks_of_one_original_in_threads(monkeypatch, no_solver_candidates):  
             together = list(pool.map(one, jobs))
     assert together == alone
     assert sum(s[0] == "unsound" for s in alone) >= 3
+
+
+def test_an_original_cannot_change_under_its_remembered_runs():
+    """Attack: a program mutated between checks, under a memo keyed on the
+    object.  Its nodes' attributes and its constants' arrays cannot be
+    changed in place, nor can a σ tensor's array."""
+    p = step([{"name": "one", "op": "Const", "value": {"dtype": "float32", "value": 1.0}},
+              {"name": "o", "op": "RealDiv", "inputs": ["one", "r"]}])
+    const = next(n for n in p.nodes if n.name == "one")
+    with pytest.raises(TypeError):
+        const.attrs["value"] = None
+    with pytest.raises(ValueError):
+        const.attrs["value"].array[...] = 2.0
+    with pytest.raises(Exception):  # noqa: B017 - frozen dataclass: FrozenInstanceError
+        p.nodes = ()
+    t = Tensor(np.ones(3, np.float32))
+    with pytest.raises(ValueError):
+        t.array[0] = 5.0
