@@ -492,8 +492,10 @@ class Machine:
         # first case: every op the rules do not name)
         self._plain = frozenset(n.name for n in p.nodes if n.op not in _RULE_OPS)
         self._switches = frozenset(n.name for n in p.nodes if n.op == SWITCH)
-        # each node's registry function, found once per run (`initial`)
+        # each node's registry function, found once and kept while every
+        # op's registry function is the one found (`initial`)
         self._fn: dict = {}
+        self._fn_held: "tuple | None" = None
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
                                    e.id in self.back_edges, e.id in self.enter_edges)
                                   for e in g.incoming[n.name]) for n in p.nodes}
@@ -1640,7 +1642,8 @@ class Machine:
 
         What it needs of the node alone (its function, whether that is the
         registry's Identity, its attributes' key) is looked up once per
-        run and node (`_node_function`), and the key of the inputs is made
+        node and kept from run to run while the registry gives the same
+        functions (`_node_function`, `initial`), and the key of the inputs is made
         here (`_value_key`'s, inlined): the same key and the same answers
         as :meth:`_applied_key` (tests/test_controlflow_engine_applications.py
         compares the two on every application of generated runs).  A function step
@@ -1718,9 +1721,10 @@ class Machine:
         """(the registry function of node n's op, whether it is the
         registry's own Identity as :meth:`apply_function` passes it, its
         attributes' key in :data:`_APPLIED` or None where they have none
-        or functions are not remembered), kept for the rest of the run
-        (`initial` empties the table: a plugin may register another
-        function under the op's name between two runs)."""
+        or functions are not remembered), kept for later runs while the
+        registry gives every op of the program the same function object
+        (`initial` empties the table otherwise: a plugin may register
+        another function under the op's name between two runs)."""
         fn = fns.get(n.op)
         identity = (fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and
                     fn.name == "Identity" and fn.n_out == 1 and fn.strict_args is None)
@@ -1752,9 +1756,25 @@ class Machine:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
         self._kernels_on = fns._kernels.enabled()
-        # (the registry's functions looked up again in each run: a plugin
-        # may have registered another under an op's name since the last)
-        self._fn = {}
+        # (the table of each node's function, its Identity test and its
+        # attributes' key (`_node_function`) kept from the last run only
+        # while the registry gives every op of the program the very
+        # function object it gave then, and `remember_functions` is as it
+        # was: a plugin may register another function under an op's name
+        # between two runs, or a test put one in by hand, which no
+        # version counts (functions.still_registered), so each op is looked
+        # up again, by identity, as `outcomes` looks them up for its key.
+        # An entry is a function of the node (frozen with the program), of
+        # its op's function object and of that switch alone; the program's
+        # ops are every op a function step applies (`_function_ops`).  A
+        # run looked up again every node it applied, a tenth of a warm
+        # replay's function steps)
+        held = (self.remember_functions,) + _functions_of(self.p)
+        kept = self._fn_held
+        if kept is None or len(kept) != len(held) or \
+                not all(a is b for a, b in zip(kept, held)):
+            self._fn = {}
+            self._fn_held = held
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:

@@ -1,6 +1,7 @@
 """The control-flow engine's function steps (oracle/controlflow.py
 `Machine.apply_function`): each node's function, Identity flag and
-attribute key found once per run (`_node_function`), the inputs' key made
+attribute key found once and kept from run to run while the registry gives
+the same functions (`_node_function`, `initial`), the inputs' key made
 inline.  Against the transcription (`Machine._applied_key`, the key the
 engine used before) and against the function itself:
 
@@ -11,8 +12,9 @@ engine used before) and against the function itself:
   one is stored under that key;
 - the outcomes of those programs, with remembered applications and
   without any (`remember_functions` off): the same;
-- a function registered again between two runs is applied, not answered
-  by its predecessor's entry.
+- a function registered again between two runs, or put in the registry
+  by hand (no version moves), is applied, not answered by its
+  predecessor's entry; with nothing changed the node's entry is kept.
 """
 
 from __future__ import annotations
@@ -148,3 +150,62 @@ def test_a_function_registered_again_between_runs_is_applied():
         got = _run(p, sigma, {}, "atomic")
         assert cf.machine_for(p, "atomic", BOUND) is m
         assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(1 + k, "int32")]
+
+
+def _bump_program():
+    return program_from_json({"format": "tfsem.program/1", "variables": [],
+                              "feeds": {"a": {"dtype": "int32", "shape": []},
+                                        "t": {"dtype": "bool", "shape": []}},
+                              "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                        {"name": "f", "op": "ReviewApplicationsBump",
+                                         "inputs": ["sw:1"]}],
+                              "outputs": {"f": "f"}})
+
+
+def test_a_function_put_in_the_registry_by_hand_between_runs_is_applied():
+    """The table of node functions is kept from run to run on one Machine
+    (`initial`) only while the registry gives every op the very function
+    it gave: an entry replaced by hand, which moves no registry version,
+    and a σ whose applications were remembered under the old function,
+    give the new function's answer; the outcomes and every application
+    as with no table kept (remember_outcomes off, fresh Machines)."""
+    def bump(k):
+        return fns.Function("ReviewApplicationsBump", 1, 1, lambda xp, args, attrs: (args[0] + k,))
+    fns.register(bump(1), replace=True)
+    p = _bump_program()
+    sigma = {"a": Tensor(1, "int32"), "t": Tensor(True, "bool")}
+    m = cf.machine_for(p, "atomic", BOUND)
+    version = fns.version
+    for k in (1, 2, 7):
+        if k > 1:
+            fns._REGISTRY["ReviewApplicationsBump"] = bump(k)   # (no version moves)
+        got = _run(p, sigma, {}, "atomic")
+        assert cf.machine_for(p, "atomic", BOUND) is m
+        assert fns.version == version
+        assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(1 + k, "int32")]
+        assert m._fn["f"][0] is fns.get("ReviewApplicationsBump")
+
+
+def test_the_node_table_is_kept_between_runs_while_nothing_changed():
+    """Not vacuous: with the registry unchanged, a second run on the same
+    Machine finds the node's entry of the first run (the very tuple), and
+    turning `remember_functions` off on the Machine makes it again (its
+    attributes' key is then None)."""
+    p = _bump_program() if "ReviewApplicationsBump" in fns._REGISTRY else None
+    if p is None:
+        fns.register(fns.Function("ReviewApplicationsBump", 1, 1,
+                                  lambda xp, args, attrs: (args[0] + 1,)))
+        p = _bump_program()
+    sigma = {"a": Tensor(3, "int32"), "t": Tensor(True, "bool")}
+    m = cf.machine_for(p, "atomic", BOUND)
+    _run(p, sigma, {}, "atomic")
+    first = m._fn["f"]
+    _run(p, {"a": Tensor(4, "int32"), "t": Tensor(True, "bool")}, {}, "atomic")
+    assert m._fn["f"] is first
+    m.remember_functions = False
+    try:
+        got = _run(p, sigma, {}, "atomic")
+        assert m._fn["f"] is not first and m._fn["f"][2] is None
+        assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(4, "int32")]
+    finally:
+        m.remember_functions = True
