@@ -226,6 +226,20 @@ def _value_key(v: object):
     return None
 
 
+def _node_key(op: str, fn, attrs: tuple) -> frozenset:
+    """The node's part of an application's key in :data:`_APPLIED`: its op,
+    its function object's id and its attributes' exact key, as the one
+    element of a frozenset.  A frozenset keeps its hash once computed, a
+    tuple does not: the attributes' key (nested tuples, a constant's bytes)
+    was hashed again at every lookup, a third of a remembered
+    application's hash.  Two such keys are equal exactly when their
+    elements are (sets of one element each), so the memo's keys are equal
+    exactly when they were: the same answers (`_applied_key` makes the
+    same key; tests/test_controlflow_engine_applications.py compares
+    them)."""
+    return frozenset(((op, id(fn), attrs),))
+
+
 def _exact_key(v: object):
     """An exact, hashable key of an attribute value, or None."""
     import struct
@@ -1426,7 +1440,7 @@ class Machine:
         # (the last read once per run, by :meth:`initial`: it is
         # not changed inside a run)
         on = self._kernels_on
-        return (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
+        return (_node_key(n.op, fn, attrs), args, fns._kernels.enabled() if on is None else on)
 
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
         many = {}
@@ -1656,7 +1670,7 @@ class Machine:
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
         it on an array backend: backends/controlflow.py), remembered by
-        (op, attributes, inputs) in :data:`_APPLIED` (see there).
+        (op, function, attributes, inputs) in :data:`_APPLIED` (see there).
 
         What it needs of the node alone (its function, whether that is the
         registry's Identity, its attributes' key) is looked up once per
@@ -1671,7 +1685,7 @@ class Machine:
         known = self._fn.get(n.name)
         if known is None:
             known = self._node_function(n)
-        fn, identity, attrs = known
+        fn, identity, node_key = known
         if identity and len(data) == 1 and \
                 (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
             # The registry's own Identity (its implementation, under its
@@ -1692,7 +1706,7 @@ class Machine:
             # each keyed by its argument's bytes to be looked up.
             return [data[0]]
         key = None
-        if attrs is not None:
+        if node_key is not None:
             # (`_applied_key`: each input by `_value_key`, None where one
             # has no key)
             args = []
@@ -1709,8 +1723,7 @@ class Machine:
                     break
             else:
                 on = self._kernels_on
-                key = (n.op, id(fn), attrs, tuple(args),
-                       fns._kernels.enabled() if on is None else on)
+                key = (node_key, tuple(args), fns._kernels.enabled() if on is None else on)
                 got = _APPLIED.get(key)
                 if got is not None and got[0] is fn:
                     if got[2]:
@@ -1720,7 +1733,7 @@ class Machine:
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
-        args = key[3]
+        args = key[1]
         size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
             r.array.nbytes for r in results if type(r) is Tensor)
         if size <= _APPLIED_ENTRY_BYTES:
@@ -1737,19 +1750,21 @@ class Machine:
 
     def _node_function(self, n) -> tuple:
         """(the registry function of node n's op, whether it is the
-        registry's own Identity as :meth:`apply_function` passes it, its
-        attributes' key in :data:`_APPLIED` or None where they have none
-        or functions are not remembered), kept for later runs while the
-        registry gives every op of the program the same function object
-        (`initial` empties the table otherwise: a plugin may register
-        another function under the op's name between two runs)."""
+        registry's own Identity as :meth:`apply_function` passes it, the
+        node's part of its applications' keys in :data:`_APPLIED`
+        (`_node_key`) or None where its attributes have none or functions
+        are not remembered), kept for later runs while the registry gives
+        every op of the program the same function object (`initial`
+        empties the table otherwise: a plugin may register another
+        function under the op's name between two runs)."""
         fn = fns.get(n.op)
         identity = (fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and
                     fn.name == "Identity" and fn.n_out == 1 and fn.strict_args is None)
         attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
         if attrs is _NO_KEY:
             attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
-        known = self._fn[n.name] = (fn, identity, attrs)
+        known = self._fn[n.name] = (fn, identity, None if attrs is None else
+                                    _node_key(n.op, fn, attrs))
         return known
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:

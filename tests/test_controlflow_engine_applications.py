@@ -209,3 +209,24 @@ def test_the_node_table_is_kept_between_runs_while_nothing_changed():
         assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(4, "int32")]
     finally:
         m.remember_functions = True
+
+
+def test_node_keys_are_equal_exactly_when_op_function_and_attributes_are():
+    """`_node_key` (the node's part of an application's key, a frozenset
+    that keeps its hash) equates exactly the (op, function, attributes)
+    the key named before: other attribute bits, another op or another
+    function object make another key; equal ones made apart are equal."""
+    import numpy as np
+    add, mul = fns.get("Add"), fns.get("Mul")
+    attrs = [cf._exact_key(a) for a in (
+        {}, {"T": "float32"}, {"T": "float64"}, {"value": np.float32(0.0)},
+        {"value": np.float32(-0.0)}, {"value": np.array([1, 2], np.int32)},
+        {"value": np.array([[1, 2]], np.int32)}, {"value": np.array([1, 2], np.int64)},
+        {"x": 1.0}, {"x": 1}, {"x": True})]
+    parts = [(op, fn, a) for op in ("Add", "Mul") for fn in (add, mul) for a in attrs]
+    for x in parts:
+        for y in parts:
+            same = x[0] == y[0] and x[1] is y[1] and x[2] == y[2]
+            kx, ky = cf._node_key(*x), cf._node_key(*y)
+            assert (kx == ky) == same and (hash(kx) == hash(ky) or not same)
+            assert ({kx: 1}.get(ky) == 1) == same
