@@ -226,6 +226,31 @@ def _value_key(v: object):
     return None
 
 
+def _arg_key(dtype: str, shape: tuple, raw: bytes) -> frozenset:
+    """A tensor argument's part of an application's key in :data:`_APPLIED`:
+    its `_value_key` (dtype, shape, raw bytes) as the one element of a
+    frozenset, which keeps its hash (as `_node_key`).  Equal exactly when
+    the value keys are (sets of one element each): the memo's keys are
+    equal exactly when they were."""
+    return frozenset(((dtype, shape, raw),))
+
+
+#: The argument key (`_arg_key`) of each tensor that is a result of an
+#: entry of :data:`_APPLIED`, by the tensor's id: (the tensor, its key, its
+#: bytes).  A remembered application's results are the very objects later
+#: steps take as arguments (the rewrite's run at the σ the original just
+#: ran, a loop's next iteration), and each was copied to bytes and hashed
+#: again to be looked up.  A tensor is immutable (its array read-only,
+#: values.Tensor), so its key is a function of the object; the entry holds
+#: the tensor, so its id is not another object's while the entry lives,
+#: and `got[0] is d` is checked all the same.  Emptied with _APPLIED, whose
+#: entries keep these tensors alive, and at as many entries or bytes as it
+#: may hold (a caller that empties _APPLIED alone, as tests do, leaves it
+#: bounded)
+_ARG_KEYS: dict = {}
+_ARG_BYTES = 0
+
+
 def _node_key(op: str, fn, attrs: tuple) -> frozenset:
     """The node's part of an application's key in :data:`_APPLIED`: its op,
     its function object's id and its attributes' exact key, as the one
@@ -1434,6 +1459,7 @@ class Machine:
         args = tuple(_value_key(d) for d in data)
         if None in args:
             return None
+        args = tuple(_arg_key(*k) if len(k) == 3 else k for k in args)
         # (the function object itself: a plugin may register another
         # under the op's name; whether TensorFlow's kernels may run:
         # an op without a numpy model is CannotRun without them)
@@ -1710,13 +1736,22 @@ class Machine:
             # (`_applied_key`: each input by `_value_key`, None where one
             # has no key)
             args = []
+            size = 0
             for d in data:
                 t = type(d)
                 if t is Tensor:
+                    # (a result of a remembered application has its key
+                    # kept: `_ARG_KEYS`)
+                    got = _ARG_KEYS.get(id(d))
+                    if got is not None and got[0] is d:
+                        args.append(got[1])
+                        size += got[2]
+                        continue
                     a = d.array
                     if a.nbytes > _APPLIED_ENTRY_BYTES:
                         break
-                    args.append((d._dtype, a.shape, a.tobytes()))
+                    args.append(_arg_key(d._dtype, a.shape, a.tobytes()))
+                    size += a.nbytes
                 elif t is Error:
                     args.append(("error", d.reason))
                 else:
@@ -1733,19 +1768,24 @@ class Machine:
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
-        args = key[1]
-        size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
-            r.array.nbytes for r in results if type(r) is Tensor)
+        size += sum(r.array.nbytes for r in results if type(r) is Tensor)
         if size <= _APPLIED_ENTRY_BYTES:
-            global _APPLIED_BYTES
-            if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+            global _APPLIED_BYTES, _ARG_BYTES
+            if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES or \
+                    len(_ARG_KEYS) >= _APPLIED_MAX or _ARG_BYTES + size > _APPLIED_MAX_BYTES:
                 _APPLIED.clear()
-                _APPLIED_BYTES = 0
+                _ARG_KEYS.clear()
+                _APPLIED_BYTES = _ARG_BYTES = 0
             # (most applications evaluate no TensorFlow kernel: one empty
             # set for all of them, not a new one per entry that the
             # cyclic collector scans after the run)
             _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
             _APPLIED_BYTES += size
+            for r in results:
+                if type(r) is Tensor and id(r) not in _ARG_KEYS:
+                    a = r.array
+                    _ARG_KEYS[id(r)] = (r, _arg_key(r._dtype, a.shape, a.tobytes()), a.nbytes)
+                    _ARG_BYTES += a.nbytes
         return list(results)
 
     def _node_function(self, n) -> tuple:

@@ -230,3 +230,43 @@ def test_node_keys_are_equal_exactly_when_op_function_and_attributes_are():
             kx, ky = cf._node_key(*x), cf._node_key(*y)
             assert (kx == ky) == same and (hash(kx) == hash(ky) or not same)
             assert ({kx: 1}.get(ky) == 1) == same
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.data())
+def test_kept_argument_keys_are_the_tensors_bits(p, data):
+    """`_ARG_KEYS`: each kept key is its tensor's key by its bits, each
+    tensor a result of an entry of `_APPLIED` where it is kept with it, and
+    the arguments a run finds there are keyed as `_applied_key` keys them
+    (the first test); emptied with `_APPLIED` when that is full."""
+    cf._machines.cache = {}
+    cf._APPLIED.clear()
+    cf._ARG_KEYS.clear()
+    for _ in range(3):
+        feeds, init = data.draw(inputs_for(p))
+        _run(p, feeds, init, "atomic")
+    results = {id(r) for entry in cf._APPLIED.values() for r in entry[1]}
+    for ident, (t, key, size) in cf._ARG_KEYS.items():
+        assert ident == id(t) and ident in results
+        assert key == cf._arg_key(*cf._value_key(t)) and size == t.array.nbytes
+
+
+def test_argument_keys_are_emptied_with_the_applications(monkeypatch):
+    """A full `_APPLIED` is emptied with `_ARG_KEYS` (whose tensors its
+    entries keep), and `_ARG_KEYS` alone full empties both."""
+    monkeypatch.setattr(cf, "_APPLIED_MAX", 3)
+    cf._APPLIED.clear()
+    cf._ARG_KEYS.clear()
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "int32", "shape": []},
+                                     "t": {"dtype": "bool", "shape": []}},
+                           "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                     {"name": "f", "op": "Neg", "inputs": ["sw:1"]},
+                                     {"name": "g", "op": "Neg", "inputs": ["f"]}],
+                           "outputs": {"g": "g"}})
+    sizes = []
+    for a in range(6):
+        _run(p, {"a": Tensor(a, "int32"), "t": Tensor(True, "bool")}, {}, "atomic")
+        sizes.append((len(cf._APPLIED), len(cf._ARG_KEYS)))
+        assert len(cf._APPLIED) <= 3 and len(cf._ARG_KEYS) <= 3
+    assert any(n < m for (n, _), (m, _) in zip(sizes[1:], sizes))   # (emptied, not vacuous)
