@@ -251,6 +251,56 @@ _ARG_KEYS: dict = {}
 _ARG_BYTES = 0
 
 
+#: Applications to TensorLists (`Machine._apply_to_lists`) by (the node's
+#: key, the arguments' ids, whether TensorFlow's kernels may run): (the
+#: function, the arguments, the results, the kernels it ran).  A
+#: TensorList has no key by its bits here (keying one is a walk over its
+#: items), so a TensorList op was applied again at every step: the Keras
+#: loops' TensorArrays, a tenth of a warm replay.  But the lists a run
+#: makes come from remembered applications (a TensorListReserve of
+#: constants is keyed by its tensors), and each next list from the last
+#: one and tensors that are themselves remembered results: the rewrite's
+#: run at the σ the original just ran takes the very objects the
+#: original's run took.  Why an answer found here is the answer: a
+#: registry function is a function of its op, attributes and arguments
+#: (:data:`_APPLIED`); the node key names the op, the function object and
+#: the attributes' exact key; the arguments are the very objects of the
+#: entry (checked by `is`, each held by the entry so that its id is not
+#: another object's while it lives), and tensors, errors and TensorLists
+#: are immutable (a Tensor's array is read-only, a TensorList a frozen
+#: tuple of tensors).  At most _BY_IDENTITY_MAX entries and
+#: _APPLIED_MAX_BYTES of tensors held (a list's items counted in every
+#: entry that holds it), emptied when full; which entries are kept changes
+#: no answer
+_BY_IDENTITY: dict = {}
+_BY_IDENTITY_MAX = 8192
+_BY_IDENTITY_BYTES = 0
+#: Whether applications to TensorLists are remembered (tests turn it off)
+remember_lists = True
+_LIST_TYPE: list = []
+
+
+def _list_type() -> type:
+    """opdefs.lists.TensorList, imported when first asked for (the op
+    registry imports, through the blocking engine, this module)."""
+    if not _LIST_TYPE:
+        from .opdefs.lists import TensorList
+        _LIST_TYPE.append(TensorList)
+    return _LIST_TYPE[0]
+
+
+def _held_bytes(values, lists: type) -> int:
+    """The bytes of the tensors in `values`, a list's items included."""
+    size = 0
+    for v in values:
+        t = type(v)
+        if t is Tensor:
+            size += v.array.nbytes
+        elif t is lists:
+            size += sum(x.array.nbytes for x in v.items if type(x) is Tensor)
+    return size
+
+
 def _node_key(op: str, fn, attrs: tuple) -> frozenset:
     """The node's part of an application's key in :data:`_APPLIED`: its op,
     its function object's id and its attributes' exact key, as the one
@@ -1765,6 +1815,8 @@ class Machine:
                         fns._kernels.note(got[2])   # (the verdict names the kernels it rests on)
                     return list(got[1])
         if key is None:
+            if node_key is not None and remember_lists and data:
+                return self._apply_to_lists(n, fn, node_key, data)
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
@@ -1786,6 +1838,43 @@ class Machine:
                     a = r.array
                     _ARG_KEYS[id(r)] = (r, _arg_key(r._dtype, a.shape, a.tobytes()), a.nbytes)
                     _ARG_BYTES += a.nbytes
+        return list(results)
+
+    def _apply_to_lists(self, n, fn, node_key: frozenset, data: list) -> list:
+        """`fn` (node n's) applied to `data`, where some argument has no key
+        by its bits: remembered in :data:`_BY_IDENTITY` where every
+        argument is a tensor, an error or a TensorList (immutable values),
+        and at least one a TensorList (see there)."""
+        lists = _list_type()
+        some = False
+        for d in data:
+            t = type(d)
+            if t is lists:
+                some = True
+            elif t is not Tensor and t is not Error:
+                some = False
+                break
+        if not some:
+            # (another kind of value, or a tensor too large to key and no
+            # list: applied, as before)
+            return list(fn.apply(data, n.attrs))
+        on = self._kernels_on
+        key = (node_key, tuple(map(id, data)), fns._kernels.enabled() if on is None else on)
+        got = _BY_IDENTITY.get(key)
+        if got is not None and got[0] is fn and all(a is b for a, b in zip(got[1], data)):
+            if got[3]:
+                fns._kernels.note(got[3])   # (the verdict names the kernels it rests on)
+            return list(got[2])
+        with fns._kernels.record() as used:
+            results = tuple(fn.apply(data, n.attrs))
+        global _BY_IDENTITY_BYTES
+        size = _held_bytes(data, lists) + _held_bytes(results, lists)
+        if len(_BY_IDENTITY) >= _BY_IDENTITY_MAX or \
+                _BY_IDENTITY_BYTES + size > _APPLIED_MAX_BYTES:
+            _BY_IDENTITY.clear()
+            _BY_IDENTITY_BYTES = 0
+        _BY_IDENTITY[key] = (fn, tuple(data), results, frozenset(used) if used else _NO_KERNELS)
+        _BY_IDENTITY_BYTES += size
         return list(results)
 
     def _node_function(self, n) -> tuple:
