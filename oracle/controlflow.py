@@ -226,6 +226,95 @@ def _value_key(v: object):
     return None
 
 
+def _arg_key(dtype: str, shape: tuple, raw: bytes) -> frozenset:
+    """A tensor argument's part of an application's key in :data:`_APPLIED`:
+    its `_value_key` (dtype, shape, raw bytes) as the one element of a
+    frozenset, which keeps its hash (as `_node_key`).  Equal exactly when
+    the value keys are (sets of one element each): the memo's keys are
+    equal exactly when they were."""
+    return frozenset(((dtype, shape, raw),))
+
+
+#: The argument key (`_arg_key`) of each tensor that is a result of an
+#: entry of :data:`_APPLIED`, by the tensor's id: (the tensor, its key, its
+#: bytes).  A remembered application's results are the very objects later
+#: steps take as arguments (the rewrite's run at the σ the original just
+#: ran, a loop's next iteration), and each was copied to bytes and hashed
+#: again to be looked up.  A tensor is immutable (its array read-only,
+#: values.Tensor), so its key is a function of the object; the entry holds
+#: the tensor, so its id is not another object's while the entry lives,
+#: and `got[0] is d` is checked all the same.  Emptied with _APPLIED, whose
+#: entries keep these tensors alive, and at as many entries or bytes as it
+#: may hold (a caller that empties _APPLIED alone, as tests do, leaves it
+#: bounded)
+_ARG_KEYS: dict = {}
+_ARG_BYTES = 0
+
+
+#: Applications to TensorLists (`Machine._apply_to_lists`) by (the node's
+#: key, the arguments' ids, whether TensorFlow's kernels may run): (the
+#: function, the arguments, the results, the kernels it ran).  A
+#: TensorList has no key by its bits here (keying one is a walk over its
+#: items), so a TensorList op was applied again at every step: the Keras
+#: loops' TensorArrays, a tenth of a warm replay.  But the lists a run
+#: makes come from remembered applications (a TensorListReserve of
+#: constants is keyed by its tensors), and each next list from the last
+#: one and tensors that are themselves remembered results: the rewrite's
+#: run at the σ the original just ran takes the very objects the
+#: original's run took.  Why an answer found here is the answer: a
+#: registry function is a function of its op, attributes and arguments
+#: (:data:`_APPLIED`); the node key names the op, the function object and
+#: the attributes' exact key; the arguments are the very objects of the
+#: entry (checked by `is`, each held by the entry so that its id is not
+#: another object's while it lives), and tensors, errors and TensorLists
+#: are immutable (a Tensor's array is read-only, a TensorList a frozen
+#: tuple of tensors).  At most _BY_IDENTITY_MAX entries and
+#: _APPLIED_MAX_BYTES of tensors held (a list's items counted in every
+#: entry that holds it), emptied when full; which entries are kept changes
+#: no answer
+_BY_IDENTITY: dict = {}
+_BY_IDENTITY_MAX = 8192
+_BY_IDENTITY_BYTES = 0
+#: Whether applications to TensorLists are remembered (tests turn it off)
+remember_lists = True
+_LIST_TYPE: list = []
+
+
+def _list_type() -> type:
+    """opdefs.lists.TensorList, imported when first asked for (the op
+    registry imports, through the blocking engine, this module)."""
+    if not _LIST_TYPE:
+        from .opdefs.lists import TensorList
+        _LIST_TYPE.append(TensorList)
+    return _LIST_TYPE[0]
+
+
+def _held_bytes(values, lists: type) -> int:
+    """The bytes of the tensors in `values`, a list's items included."""
+    size = 0
+    for v in values:
+        t = type(v)
+        if t is Tensor:
+            size += v.array.nbytes
+        elif t is lists:
+            size += sum(x.array.nbytes for x in v.items if type(x) is Tensor)
+    return size
+
+
+def _node_key(op: str, fn, attrs: tuple) -> frozenset:
+    """The node's part of an application's key in :data:`_APPLIED`: its op,
+    its function object's id and its attributes' exact key, as the one
+    element of a frozenset.  A frozenset keeps its hash once computed, a
+    tuple does not: the attributes' key (nested tuples, a constant's bytes)
+    was hashed again at every lookup, a third of a remembered
+    application's hash.  Two such keys are equal exactly when their
+    elements are (sets of one element each), so the memo's keys are equal
+    exactly when they were: the same answers (`_applied_key` makes the
+    same key; tests/test_controlflow_engine_applications.py compares
+    them)."""
+    return frozenset(((op, id(fn), attrs),))
+
+
 def _exact_key(v: object):
     """An exact, hashable key of an attribute value, or None."""
     import struct
@@ -290,6 +379,28 @@ def _reached(p: Program, starts, graph: Mapping[str, list[str]]) -> set:
                 seen.add(v)
                 todo.append(v)
     return seen
+
+
+def _closures(p: Program):
+    """`_reached` of program `p`, each (starts, graph) computed once for the
+    analysis that makes this function (`Machine._after_multi_exit`,
+    `Machine._loop_chains`).  Those asked for the same closure again and
+    again (the closure of each Merge of a chain once per Switch of the
+    frame, of each access once per chain: 4,800 and 4,100 walks over the
+    six control-flow graphs' programs, a fifth of a Machine's analyses).
+    `_reached` is a function of `p`, the starts and the graph's edges; a
+    graph is a dict the analysis builds and keeps unchanged while it runs,
+    held here with its key so that its id is not reused, and no caller
+    changes a closure it is given (they test membership and iterate)."""
+    memo: dict = {}
+
+    def closure(starts, graph) -> set:
+        key = (tuple(starts), id(graph))
+        got = memo.get(key)
+        if got is None or got[0] is not graph:
+            got = memo[key] = (graph, _reached(p, starts, graph))
+        return got[1]
+    return closure
 
 
 def _port_starts(p: Program, g: Graph, sw: str, port: int, context: Mapping) -> list[str]:
@@ -492,12 +603,14 @@ class Machine:
         # first case: every op the rules do not name)
         self._plain = frozenset(n.name for n in p.nodes if n.op not in _RULE_OPS)
         self._switches = frozenset(n.name for n in p.nodes if n.op == SWITCH)
-        # each node's registry function, found once per run (`initial`)
+        # each node's registry function, found once and kept while every
+        # op's registry function is the one found (`initial`)
         self._fn: dict = {}
         #: while a replay runs (`_replay`): called with a node and its data
         #: before its function runs where no remembered application answers
         #: it and the function may evaluate a TensorFlow kernel (`_ahead`)
         self._ahead = None
+        self._fn_held: "tuple | None" = None
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
                                    e.id in self.back_edges, e.id in self.enter_edges)
                                   for e in g.incoming[n.name]) for n in p.nodes}
@@ -873,9 +986,7 @@ class Machine:
         p, g = self.p, self.g
         fr = self._frame_of
         w, d = _iteration_edges(p, g, fr, bool)
-
-        def closure(starts, graph) -> set:
-            return _reached(p, starts, graph)
+        closure = _closures(p)
 
         def port_starts(sw: str, port: int) -> list[str]:
             return _port_starts(p, g, sw, port, fr)
@@ -1050,9 +1161,7 @@ class Machine:
         entered = {n.attrs["frame_name"] for n in p.nodes
                    if n.op == ENTER and not self._frame_of[n.name]}
         inner_w, inner_d = _iteration_edges(p, g, loop_of, lambda f: f in entered)
-
-        def closure(starts, graph) -> set:
-            return _reached(p, starts, graph)
+        closure = _closures(p)
 
         def port_starts(sw: str, port: int) -> list[str]:
             return _port_starts(p, g, sw, port, loop_of)
@@ -1404,13 +1513,14 @@ class Machine:
         args = tuple(_value_key(d) for d in data)
         if None in args:
             return None
+        args = tuple(_arg_key(*k) if len(k) == 3 else k for k in args)
         # (the function object itself: a plugin may register another
         # under the op's name; whether TensorFlow's kernels may run:
         # an op without a numpy model is CannotRun without them)
         # (the last read once per run, by :meth:`initial`: it is
         # not changed inside a run)
         on = self._kernels_on
-        return (n.op, id(fn), attrs, args, fns._kernels.enabled() if on is None else on)
+        return (_node_key(n.op, fn, attrs), args, fns._kernels.enabled() if on is None else on)
 
     def labels(self, s: CFState, steps: list[Step]) -> list[str]:
         many = {}
@@ -1640,11 +1750,12 @@ class Machine:
     def apply_function(self, n, data: list) -> list:
         """A registry function on the node's live data inputs (a subclass runs
         it on an array backend: backends/controlflow.py), remembered by
-        (op, attributes, inputs) in :data:`_APPLIED` (see there).
+        (op, function, attributes, inputs) in :data:`_APPLIED` (see there).
 
         What it needs of the node alone (its function, whether that is the
         registry's Identity, its attributes' key) is looked up once per
-        run and node (`_node_function`), and the key of the inputs is made
+        node and kept from run to run while the registry gives the same
+        functions (`_node_function`, `initial`), and the key of the inputs is made
         here (`_value_key`'s, inlined): the same key and the same answers
         as :meth:`_applied_key` (tests/test_controlflow_engine_applications.py
         compares the two on every application of generated runs).  A function step
@@ -1654,7 +1765,7 @@ class Machine:
         known = self._fn.get(n.name)
         if known is None:
             known = self._node_function(n)
-        fn, identity, attrs = known
+        fn, identity, node_key = known
         if identity and len(data) == 1 and \
                 (type(data[0]) is not Tensor or data[0].array.size <= fns.MAX_TENSOR_ELEMENTS):
             # The registry's own Identity (its implementation, under its
@@ -1675,25 +1786,33 @@ class Machine:
             # each keyed by its argument's bytes to be looked up.
             return [data[0]]
         key = None
-        if attrs is not None:
+        if node_key is not None:
             # (`_applied_key`: each input by `_value_key`, None where one
             # has no key)
             args = []
+            size = 0
             for d in data:
                 t = type(d)
                 if t is Tensor:
+                    # (a result of a remembered application has its key
+                    # kept: `_ARG_KEYS`)
+                    got = _ARG_KEYS.get(id(d))
+                    if got is not None and got[0] is d:
+                        args.append(got[1])
+                        size += got[2]
+                        continue
                     a = d.array
                     if a.nbytes > _APPLIED_ENTRY_BYTES:
                         break
-                    args.append((d._dtype, a.shape, a.tobytes()))
+                    args.append(_arg_key(d._dtype, a.shape, a.tobytes()))
+                    size += a.nbytes
                 elif t is Error:
                     args.append(("error", d.reason))
                 else:
                     break
             else:
                 on = self._kernels_on
-                key = (n.op, id(fn), attrs, tuple(args),
-                       fns._kernels.enabled() if on is None else on)
+                key = (node_key, tuple(args), fns._kernels.enabled() if on is None else on)
                 got = _APPLIED.get(key)
                 if got is not None and got[0] is fn:
                     if got[2]:
@@ -1702,30 +1821,76 @@ class Machine:
         if self._ahead is not None and fn.tf_kernel is not None:
             self._ahead(n, data)
         if key is None:
+            if node_key is not None and remember_lists and data:
+                return self._apply_to_lists(n, fn, node_key, data)
             return list(fn.apply(data, n.attrs))
         with fns._kernels.record() as used:
             results = tuple(fn.apply(data, n.attrs))
-        args = key[3]
-        size = sum(len(a[2]) for a in args if len(a) == 3) + sum(
-            r.array.nbytes for r in results if type(r) is Tensor)
+        size += sum(r.array.nbytes for r in results if type(r) is Tensor)
         if size <= _APPLIED_ENTRY_BYTES:
-            global _APPLIED_BYTES
-            if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES:
+            global _APPLIED_BYTES, _ARG_BYTES
+            if len(_APPLIED) >= _APPLIED_MAX or _APPLIED_BYTES + size > _APPLIED_MAX_BYTES or \
+                    len(_ARG_KEYS) >= _APPLIED_MAX or _ARG_BYTES + size > _APPLIED_MAX_BYTES:
                 _APPLIED.clear()
-                _APPLIED_BYTES = 0
+                _ARG_KEYS.clear()
+                _APPLIED_BYTES = _ARG_BYTES = 0
             # (most applications evaluate no TensorFlow kernel: one empty
             # set for all of them, not a new one per entry that the
             # cyclic collector scans after the run)
             _APPLIED[key] = (fn, results, frozenset(used) if used else _NO_KERNELS)
             _APPLIED_BYTES += size
+            for r in results:
+                if type(r) is Tensor and id(r) not in _ARG_KEYS:
+                    a = r.array
+                    _ARG_KEYS[id(r)] = (r, _arg_key(r._dtype, a.shape, a.tobytes()), a.nbytes)
+                    _ARG_BYTES += a.nbytes
+        return list(results)
+
+    def _apply_to_lists(self, n, fn, node_key: frozenset, data: list) -> list:
+        """`fn` (node n's) applied to `data`, where some argument has no key
+        by its bits: remembered in :data:`_BY_IDENTITY` where every
+        argument is a tensor, an error or a TensorList (immutable values),
+        and at least one a TensorList (see there)."""
+        lists = _list_type()
+        some = False
+        for d in data:
+            t = type(d)
+            if t is lists:
+                some = True
+            elif t is not Tensor and t is not Error:
+                some = False
+                break
+        if not some:
+            # (another kind of value, or a tensor too large to key and no
+            # list: applied, as before)
+            return list(fn.apply(data, n.attrs))
+        on = self._kernels_on
+        key = (node_key, tuple(map(id, data)), fns._kernels.enabled() if on is None else on)
+        got = _BY_IDENTITY.get(key)
+        if got is not None and got[0] is fn and all(a is b for a, b in zip(got[1], data)):
+            if got[3]:
+                fns._kernels.note(got[3])   # (the verdict names the kernels it rests on)
+            return list(got[2])
+        with fns._kernels.record() as used:
+            results = tuple(fn.apply(data, n.attrs))
+        global _BY_IDENTITY_BYTES
+        size = _held_bytes(data, lists) + _held_bytes(results, lists)
+        if len(_BY_IDENTITY) >= _BY_IDENTITY_MAX or \
+                _BY_IDENTITY_BYTES + size > _APPLIED_MAX_BYTES:
+            _BY_IDENTITY.clear()
+            _BY_IDENTITY_BYTES = 0
+        _BY_IDENTITY[key] = (fn, tuple(data), results, frozenset(used) if used else _NO_KERNELS)
+        _BY_IDENTITY_BYTES += size
         return list(results)
 
     def _node_function(self, n) -> tuple:
         """(the registry function of node n's op, whether it is the
-        registry's own Identity as :meth:`apply_function` passes it, its
-        attributes' key in :data:`_APPLIED` or None where they have none
-        or functions are not remembered), kept for the rest of the run
-        (`initial` empties the table: a plugin may register another
+        registry's own Identity as :meth:`apply_function` passes it, the
+        node's part of its applications' keys in :data:`_APPLIED`
+        (`_node_key`) or None where its attributes have none or functions
+        are not remembered), kept for later runs while the registry gives
+        every op of the program the same function object (`initial`
+        empties the table otherwise: a plugin may register another
         function under the op's name between two runs)."""
         fn = fns.get(n.op)
         identity = (fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and
@@ -1733,7 +1898,8 @@ class Machine:
         attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
         if attrs is _NO_KEY:
             attrs = self._attr_keys[n.name] = _exact_key(n.attrs)
-        known = self._fn[n.name] = (fn, identity, attrs)
+        known = self._fn[n.name] = (fn, identity, None if attrs is None else
+                                    _node_key(n.op, fn, attrs))
         return known
 
     def _signal(self, tokens: dict, name: str, ctx: Context, value: object) -> None:
@@ -1758,9 +1924,25 @@ class Machine:
                 tokens[(e.id, ())] = feeds[e.feed] if e.kind == TENSOR else GO
         var_value = {x: init.get(x, Error(UNINITIALIZED)) for x in self.p.variables}
         self._kernels_on = fns._kernels.enabled()
-        # (the registry's functions looked up again in each run: a plugin
-        # may have registered another under an op's name since the last)
-        self._fn = {}
+        # (the table of each node's function, its Identity test and its
+        # attributes' key (`_node_function`) kept from the last run only
+        # while the registry gives every op of the program the very
+        # function object it gave then, and `remember_functions` is as it
+        # was: a plugin may register another function under an op's name
+        # between two runs, or a test put one in by hand, which no
+        # version counts (functions.still_registered), so each op is looked
+        # up again, by identity, as `outcomes` looks them up for its key.
+        # An entry is a function of the node (frozen with the program), of
+        # its op's function object and of that switch alone; the program's
+        # ops are every op a function step applies (`_function_ops`).  A
+        # run looked up again every node it applied, a tenth of a warm
+        # replay's function steps)
+        held = (self.remember_functions,) + _functions_of(self.p)
+        kept = self._fn_held
+        if kept is None or len(kept) != len(held) or \
+                not all(a is b for a, b in zip(kept, held)):
+            self._fn = {}
+            self._fn_held = held
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:

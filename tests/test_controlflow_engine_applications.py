@@ -1,6 +1,7 @@
 """The control-flow engine's function steps (oracle/controlflow.py
 `Machine.apply_function`): each node's function, Identity flag and
-attribute key found once per run (`_node_function`), the inputs' key made
+attribute key found once and kept from run to run while the registry gives
+the same functions (`_node_function`, `initial`), the inputs' key made
 inline.  Against the transcription (`Machine._applied_key`, the key the
 engine used before) and against the function itself:
 
@@ -11,8 +12,9 @@ engine used before) and against the function itself:
   one is stored under that key;
 - the outcomes of those programs, with remembered applications and
   without any (`remember_functions` off): the same;
-- a function registered again between two runs is applied, not answered
-  by its predecessor's entry.
+- a function registered again between two runs, or put in the registry
+  by hand (no version moves), is applied, not answered by its
+  predecessor's entry; with nothing changed the node's entry is kept.
 """
 
 from __future__ import annotations
@@ -148,3 +150,123 @@ def test_a_function_registered_again_between_runs_is_applied():
         got = _run(p, sigma, {}, "atomic")
         assert cf.machine_for(p, "atomic", BOUND) is m
         assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(1 + k, "int32")]
+
+
+def _bump_program():
+    return program_from_json({"format": "tfsem.program/1", "variables": [],
+                              "feeds": {"a": {"dtype": "int32", "shape": []},
+                                        "t": {"dtype": "bool", "shape": []}},
+                              "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                        {"name": "f", "op": "ReviewApplicationsBump",
+                                         "inputs": ["sw:1"]}],
+                              "outputs": {"f": "f"}})
+
+
+def test_a_function_put_in_the_registry_by_hand_between_runs_is_applied():
+    """The table of node functions is kept from run to run on one Machine
+    (`initial`) only while the registry gives every op the very function
+    it gave: an entry replaced by hand, which moves no registry version,
+    and a σ whose applications were remembered under the old function,
+    give the new function's answer; the outcomes and every application
+    as with no table kept (remember_outcomes off, fresh Machines)."""
+    def bump(k):
+        return fns.Function("ReviewApplicationsBump", 1, 1, lambda xp, args, attrs: (args[0] + k,))
+    fns.register(bump(1), replace=True)
+    p = _bump_program()
+    sigma = {"a": Tensor(1, "int32"), "t": Tensor(True, "bool")}
+    m = cf.machine_for(p, "atomic", BOUND)
+    version = fns.version
+    for k in (1, 2, 7):
+        if k > 1:
+            fns._REGISTRY["ReviewApplicationsBump"] = bump(k)   # (no version moves)
+        got = _run(p, sigma, {}, "atomic")
+        assert cf.machine_for(p, "atomic", BOUND) is m
+        assert fns.version == version
+        assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(1 + k, "int32")]
+        assert m._fn["f"][0] is fns.get("ReviewApplicationsBump")
+
+
+def test_the_node_table_is_kept_between_runs_while_nothing_changed():
+    """Not vacuous: with the registry unchanged, a second run on the same
+    Machine finds the node's entry of the first run (the very tuple), and
+    turning `remember_functions` off on the Machine makes it again (its
+    attributes' key is then None)."""
+    p = _bump_program() if "ReviewApplicationsBump" in fns._REGISTRY else None
+    if p is None:
+        fns.register(fns.Function("ReviewApplicationsBump", 1, 1,
+                                  lambda xp, args, attrs: (args[0] + 1,)))
+        p = _bump_program()
+    sigma = {"a": Tensor(3, "int32"), "t": Tensor(True, "bool")}
+    m = cf.machine_for(p, "atomic", BOUND)
+    _run(p, sigma, {}, "atomic")
+    first = m._fn["f"]
+    _run(p, {"a": Tensor(4, "int32"), "t": Tensor(True, "bool")}, {}, "atomic")
+    assert m._fn["f"] is first
+    m.remember_functions = False
+    try:
+        got = _run(p, sigma, {}, "atomic")
+        assert m._fn["f"] is not first and m._fn["f"][2] is None
+        assert [dict(o.outputs)["f"] for o in got[0]] == [Tensor(4, "int32")]
+    finally:
+        m.remember_functions = True
+
+
+def test_node_keys_are_equal_exactly_when_op_function_and_attributes_are():
+    """`_node_key` (the node's part of an application's key, a frozenset
+    that keeps its hash) equates exactly the (op, function, attributes)
+    the key named before: other attribute bits, another op or another
+    function object make another key; equal ones made apart are equal."""
+    import numpy as np
+    add, mul = fns.get("Add"), fns.get("Mul")
+    attrs = [cf._exact_key(a) for a in (
+        {}, {"T": "float32"}, {"T": "float64"}, {"value": np.float32(0.0)},
+        {"value": np.float32(-0.0)}, {"value": np.array([1, 2], np.int32)},
+        {"value": np.array([[1, 2]], np.int32)}, {"value": np.array([1, 2], np.int64)},
+        {"x": 1.0}, {"x": 1}, {"x": True})]
+    parts = [(op, fn, a) for op in ("Add", "Mul") for fn in (add, mul) for a in attrs]
+    for x in parts:
+        for y in parts:
+            same = x[0] == y[0] and x[1] is y[1] and x[2] == y[2]
+            kx, ky = cf._node_key(*x), cf._node_key(*y)
+            assert (kx == ky) == same and (hash(kx) == hash(ky) or not same)
+            assert ({kx: 1}.get(ky) == 1) == same
+
+
+@SOME
+@given(control_flow_programs(max_blocks=3, bounded_trips=True), st.data())
+def test_kept_argument_keys_are_the_tensors_bits(p, data):
+    """`_ARG_KEYS`: each kept key is its tensor's key by its bits, each
+    tensor a result of an entry of `_APPLIED` where it is kept with it, and
+    the arguments a run finds there are keyed as `_applied_key` keys them
+    (the first test); emptied with `_APPLIED` when that is full."""
+    cf._machines.cache = {}
+    cf._APPLIED.clear()
+    cf._ARG_KEYS.clear()
+    for _ in range(3):
+        feeds, init = data.draw(inputs_for(p))
+        _run(p, feeds, init, "atomic")
+    results = {id(r) for entry in cf._APPLIED.values() for r in entry[1]}
+    for ident, (t, key, size) in cf._ARG_KEYS.items():
+        assert ident == id(t) and ident in results
+        assert key == cf._arg_key(*cf._value_key(t)) and size == t.array.nbytes
+
+
+def test_argument_keys_are_emptied_with_the_applications(monkeypatch):
+    """A full `_APPLIED` is emptied with `_ARG_KEYS` (whose tensors its
+    entries keep), and `_ARG_KEYS` alone full empties both."""
+    monkeypatch.setattr(cf, "_APPLIED_MAX", 3)
+    cf._APPLIED.clear()
+    cf._ARG_KEYS.clear()
+    p = program_from_json({"format": "tfsem.program/1", "variables": [],
+                           "feeds": {"a": {"dtype": "int32", "shape": []},
+                                     "t": {"dtype": "bool", "shape": []}},
+                           "nodes": [{"name": "sw", "op": "Switch", "inputs": ["$a", "$t"]},
+                                     {"name": "f", "op": "Neg", "inputs": ["sw:1"]},
+                                     {"name": "g", "op": "Neg", "inputs": ["f"]}],
+                           "outputs": {"g": "g"}})
+    sizes = []
+    for a in range(6):
+        _run(p, {"a": Tensor(a, "int32"), "t": Tensor(True, "bool")}, {}, "atomic")
+        sizes.append((len(cf._APPLIED), len(cf._ARG_KEYS)))
+        assert len(cf._APPLIED) <= 3 and len(cf._ARG_KEYS) <= 3
+    assert any(n < m for (n, _), (m, _) in zip(sizes[1:], sizes))   # (emptied, not vacuous)

@@ -116,3 +116,71 @@ def test_loop_chain_reduction_keeps_the_outcomes():
     assert stats["cases"] >= 4, stats
     if NIGHTLY:
         assert stats["reduced"] >= stats["cases"] // 5, stats
+
+
+def _analyses(p):
+    """A new Machine's static analyses of `p`: the Exits that may fire
+    twice and the lone accesses' tables (conflicts, what waits for each
+    access, the loops' chains)."""
+    from tfsem.oracle import controlflow as cf
+    from tfsem.oracle.graph import graph_of
+    m = cf.Machine(p, graph_of(p))
+    multi = m._after_multi_exit
+    m._access_index()
+    return (multi, m._por, getattr(m, "_conflicts", None), getattr(m, "_after", None),
+            getattr(m, "_after_loop", None))
+
+
+def test_the_analyses_closures_remembered_are_the_walks(monkeypatch):
+    """`_after_multi_exit` and `_loop_chains` ask for each closure once
+    (`_closures`): their answers equal those of a walk per question, on the
+    loops built above and on the control-flow generator's programs, and
+    the memo answers repeated questions (not vacuous)."""
+    from hypothesis import HealthCheck, given
+    from hypothesis import strategies as st
+
+    from tfsem.generators.control_flow import control_flow_programs
+    from tfsem.oracle import controlflow as cf
+
+    real = cf._closures
+    reached = cf._reached
+    asked = {"walks": 0, "questions": 0, "remembered walks": 0}
+
+    def counted_walk(p, starts, graph):
+        asked["remembered walks"] += 1
+        return reached(p, starts, graph)
+    monkeypatch.setattr(cf, "_reached", counted_walk)
+
+    def counted(p):
+        closure = real(p)
+
+        def ask(starts, graph):
+            asked["questions"] += 1
+            return closure(starts, graph)
+        return ask
+
+    def walked(p):
+        def closure(starts, graph):
+            asked["walks"] += 1
+            return reached(p, starts, graph)
+        return closure
+
+    def same(p):
+        monkeypatch.setattr(cf, "_closures", counted)
+        remembered = _analyses(p)
+        monkeypatch.setattr(cf, "_closures", walked)
+        walks = _analyses(p)
+        monkeypatch.setattr(cf, "_closures", real)
+        assert remembered == walks
+
+    rng = random.Random(77)
+    for _ in range(40 if NIGHTLY else 8):
+        same(loop_program(rng))
+
+    @settings(max_examples=200 if NIGHTLY else 20, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(control_flow_programs(max_blocks=3, bounded_trips=True))
+    def generated(p):
+        same(p)
+    generated()
+    assert asked["questions"] == asked["walks"] > asked["remembered walks"] > 0
