@@ -79,7 +79,8 @@ class Backend:
             by_dtype.setdefault(a.dtype, []).append(i)
         for dtype, idx in by_dtype.items():
             parts = [self.xp.ravel(arrays[i]) for i in idx]
-            flat = self._download(self.xp.concatenate(parts) if parts else self.xp.zeros(0, dtype))
+            flat = self._download_fresh(self.xp.concatenate(parts) if parts
+                                        else self.xp.zeros(0, dtype))
             offset = 0
             for i in idx:
                 size = int(np.prod(arrays[i].shape, dtype=np.int64))
@@ -94,6 +95,14 @@ class Backend:
 
     def _download(self, array: Any) -> np.ndarray:
         return np.array(array, copy=True)
+
+    def _download_fresh(self, array: Any) -> np.ndarray:
+        """`_download` of an array made for the transfer alone (`to_host`'s
+        packed buffer, which `concatenate` allocates and nothing else
+        holds): on numpy it is on the host already, and no copy of it is
+        made again (the values unpacked from it are views of it, held by
+        no one but the caller, as a copy's were)."""
+        return array
 
     def synchronize(self) -> None:
         pass
@@ -115,6 +124,9 @@ class CupyBackend(Backend):
 
     def _download(self, array: Any) -> np.ndarray:
         return self.xp.asnumpy(array)
+
+    def _download_fresh(self, array: Any) -> np.ndarray:
+        return self._download(array)
 
     def synchronize(self) -> None:
         self.xp.cuda.Device().synchronize()

@@ -35,6 +35,7 @@ from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, be
                                     check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
+from tfsem.oracle.kernel_worker import _plain_attr   # (its cache key's plain form)
 from tfsem.oracle.program import _key_of as key_of   # (the key a node's attributes keep)
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import (DTYPE_MISMATCH, DTYPES, SHAPE_MISMATCH, UNINITIALIZED, Error,
@@ -252,20 +253,57 @@ class Tables:
             else:
                 self.step[name] = i
         self.registry_version = fns.version
-        self._attrs_keys: list[str | None] = [None] * n
+        self._attrs_keys: list[str | tuple | None] = [None] * n
 
-    def attrs_key(self, i: int) -> str:
-        """Node i's attributes as an exact key (`functions.attrs_key`: equal
-        exactly when the attributes are equal values, bit for bit): the key
-        the node's frozen attributes keep (oracle/program.py `_key_of`, made
-        once per node and read by the oracle's checks of the same program:
-        the same string, tests/test_program_attrs_key_memo.py), not made
-        again per table (4,165 keys, 0.06 s of MobileNetV2's two numpy
-        replays under the profiler)."""
+    def attrs_key(self, i: int) -> str | tuple:
+        """Node i's attributes as an exact key for the memo (`Memo`: equal
+        keys only where the attributes are equal values of the same kinds,
+        bit for bit), made once per table (`_exact_key`)."""
         key = self._attrs_keys[i]
         if key is None:
-            key = self._attrs_keys[i] = key_of(self.attrs[i])
+            key = self._attrs_keys[i] = _exact_key(self.attrs[i])
         return key
+
+
+def _exact_key(attrs: Mapping[str, Any]) -> str | tuple:
+    """`attrs` as an exact key: equal for two attribute mappings exactly
+    when `functions.attrs_key` is equal for them.  Three forms, never equal
+    to each other:
+
+    * attributes whose names are all str and whose values are str, int,
+      bool or None, or lists and tuples of these (exact types: nearly every
+      node's, a Conv2D's T, strides, padding, data_format, dilations) are
+      "F" and the `repr` of their items sorted by name.  `repr` is exact on
+      those types (a str's escapes it, an int's is its digits, True is not
+      1, [1] is not (1,)), and they hold no float, whose repr forgets a
+      NaN's bits: the plain form of TensorFlow's kernels' own cache key
+      (oracle/kernel_worker.py `attrs_key`, `_plain_attr`).
+    * attributes made of those values and tensors (a Const's value) are a
+      tuple of their items sorted by name, each tensor by `Tensor.exact`
+      (equal only to the same dtype, shape and bits: NaN payloads and
+      signed zeros told apart), each other value by its `repr` as above;
+    * any other attributes (a float, a dict) are the key their frozen
+      mapping keeps (oracle/program.py `_key_of`: `functions.attrs_key`,
+      a string that starts with "{" or "#").
+
+    Why not the frozen mapping's key for all: it is JSON, made by
+    `json.dumps` (a Const's tensor written out as its bytes); in the checks
+    of the real corpus's `unsound` rows the replay made 12,490 of them, for
+    nodes (of the original and the rewritten programs) that nothing else
+    had keyed.  The keys' CPU inside those checks: 0.095 s before, 0.066 s
+    with this key.  The same attribute values always get the same form
+    (never the frozen mapping's key where another form applies, even when
+    it is made already): the rewritten program's node and the original's,
+    keyed alike, share the memo's entries as before.
+    tests/test_backends_run_schedule.py checks
+    that this key and `functions.attrs_key` tell apart the same pairs."""
+    if all(type(k) is str and _plain_attr(v) for k, v in attrs.items()):
+        return "F" + repr(sorted(attrs.items()))
+    if all(type(k) is str and (type(v) is Tensor or _plain_attr(v)) for k, v in attrs.items()):
+        # (a Const's value: the tensor by its exact bits, `Tensor.exact`)
+        return ("T", tuple((k, "t", v.exact) if type(v) is Tensor else (k, "p", repr(v))
+                           for k, v in sorted(attrs.items())))
+    return key_of(attrs)
 
 
 #: the tables of the programs compiled lately: id(program) -> (a weak

@@ -157,6 +157,13 @@ def test_to_host_is_one_transfer_and_exact(backend):
     assert backend.transfers.to_host == before + 1
     for a, b in zip(host, back):
         assert Tensor(a) == Tensor(b) and a.dtype == b.dtype and a.shape == b.shape
+    # (copies: no host value shares memory with a device array, nor with
+    # the array it was uploaded from, on numpy where the packed buffer is
+    # not copied again, arraymodule `_download_fresh`)
+    for d, a, b in zip(dev, host, back):
+        assert not np.shares_memory(b, a)
+        if isinstance(d, np.ndarray):
+            assert not np.shares_memory(b, d)
 
 
 # ---------------------------------------------------------------------------

@@ -236,15 +236,50 @@ def test_the_memo_holds_at_most_its_bounds():
     assert bounded.room(60) and not bounded.room(60) and bounded.room(40) and bounded.bytes == 100
 
 
+def _one_to_one(pairs):
+    """Whether (key, other key) pairs pair the keys one to one: each key
+    with one other key and each other key with one key, so that the two
+    keys tell apart exactly the same attributes."""
+    pairs = set(pairs)
+    return len({a for a, _ in pairs}) == len({b for _, b in pairs}) == len(pairs)
+
+
+#: attributes told apart by their kinds and bits alone, and equal ones
+#: written otherwise (keys in another order, another list object)
+ATTACKS = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {"a": "True"}, {"a": None},
+           {"a": "None"}, {"a": [1]}, {"a": (1,)}, {"a": [1, 2]}, {"a": (1, 2)}, {"a": [[1], 2]},
+           {"a": [(1,), 2]}, {"a": ["1", 2]}, {"a": 'x"y'}, {"a": "x'y"}, {"a": "x\\y"},
+           {"a": [True, False]}, {"a": [1, 0]}, {"a": {"b": 1}}, {"a": {"b": True}},
+           {"a": float("nan")}, {"a": -0.0}, {"a": 0.0}, {"a": 0}, {"a": False},
+           {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": [1, 2][:]}, {"a": 2 ** 70},
+           {"a": -1}, {"a": []}, {"a": ()}, {"a": ""}, {"b": 1}, {1: 1},
+           {"value": Tensor(np.float32(0.0))}, {"value": Tensor(np.float32(-0.0))},
+           {"value": Tensor(np.int32(0))}, {"value": Tensor(np.array([0.0], np.float32))},
+           {"value": Tensor(np.uint32(0x7fc00001).view(np.float32))},
+           {"value": Tensor(np.uint32(0x7fc00002).view(np.float32))},
+           {"value": Tensor(np.float32(np.nan))}, {"value": Tensor(np.float32(1.0)), "k": 1},
+           {"value": Tensor(np.float32(1.0)), "k": True}, {"value": Tensor(np.float32(1.0)), "k": 1.0},
+           {"value": Tensor(np.float64(1.0))}, {"value": Tensor(np.array([1.0], np.float32))},
+           {"value": Tensor(np.array([[1.0]], np.float32))}, {"value": Tensor(np.float32(1.0))},
+           {"value": Tensor(np.array(1.0, np.float32))}]
+
+
 def test_the_tables_attribute_keys_are_the_exact_keys():
-    """Tables.attrs_key reads the key a node's frozen attributes keep: for
-    every node of generated programs and of the cases with attributes of
-    every kind (floats, NaN, tensors, -0.0), `functions.attrs_key` of the
-    attributes, so that the memo tells apart what it told apart before."""
+    """Tables.attrs_key (execute._exact_key: the plain form of TensorFlow's
+    kernels' cache key where it applies, tensors by their exact bits, else
+    the key a node's frozen attributes keep) tells apart exactly the attributes `functions.attrs_key`
+    tells apart: over every node of generated programs and of the cases
+    with attributes of every kind (floats, NaN, tensors, -0.0), and over
+    attributes that differ only in kind (1, 1.0, True, "1"; a list and a
+    tuple; an int32 and a float32 zero) or bits (-0.0, NaN payloads) or
+    shape, or are equal though written otherwise, so that the memo shares
+    and tells apart the applications it did before."""
     from pathlib import Path
 
+    from tfsem.backends.execute import _exact_key
     from tfsem.oracle import functions as fns
     from tfsem.oracle.jsonio import case_from_json, read_json_file
+    from tfsem.oracle.program import _FrozenDict
     programs = [p for _, p, _, _, _ in _cases(40, 7)]
     for path in sorted((Path(__file__).resolve().parent / "cases").rglob("*.json"))[:400]:
         try:
@@ -252,12 +287,19 @@ def test_the_tables_attribute_keys_are_the_exact_keys():
         except Exception:   # noqa: BLE001 (a case of another kind)
             continue
         programs.append(case.original)
-    checked = 0
+    pairs, plain = [], 0
     for p in programs:
         if p.has_control_flow:
             continue
         t = compiled(p, "atomic")
         for i in range(t.n):
-            assert t.attrs_key(i) == fns.attrs_key(dict(t.attrs[i])), (t.names[i], t.attrs[i])
-            checked += 1
-    assert checked >= 1000, checked
+            key = t.attrs_key(i)
+            plain += isinstance(key, str) and key.startswith("F")
+            pairs.append((key, fns.attrs_key(dict(t.attrs[i]))))
+    assert len(pairs) >= 1000 and plain >= 100, (len(pairs), plain)
+    assert _one_to_one(pairs)
+    attacks = [(_exact_key(a), fns.attrs_key(a)) for a in ATTACKS] + \
+        [(_exact_key(_FrozenDict(a)), fns.attrs_key(a)) for a in ATTACKS]
+    assert _one_to_one(attacks + pairs)
+    assert len({k for k, _ in attacks}) == len(ATTACKS) - 3    # (the three written otherwise)
+    assert sum(type(_exact_key(a)) is tuple for a in ATTACKS) >= 10   # (the tensor form)

@@ -517,8 +517,9 @@ def test_the_tables_keys_tell_apart_what_the_kernels_would():
     """Two Consts and two functions whose attributes differ only in a
     value's type (bool against int, a list against a tuple), a float's
     sign or a NaN's payload: the numpy replay's tables (which read the key
-    the frozen attributes keep) give them different keys, each the
-    functions.attrs_key of its attributes."""
+    the frozen attributes keep, or their plain form: execute._exact_key)
+    give them different keys, paired one to one with the
+    functions.attrs_key of their attributes."""
     from tfsem.backends.execute import compiled
     from tfsem.oracle.program import Node, Program, DataIn
     from tfsem.oracle.values import Tensor
@@ -537,8 +538,13 @@ def test_the_tables_keys_tell_apart_what_the_kernels_would():
     t = compiled(p, "atomic")
     keys = [t.attrs_key(t.index[n.name]) for n in nodes]
     assert len(set(keys)) == len(keys), keys
-    for n, k in zip(nodes, keys):
-        assert k == fns.attrs_key(dict(n.attrs))
+    exact = [fns.attrs_key(dict(n.attrs)) for n in nodes]
+    assert len(set(exact)) == len(exact)
+    # (and a node of equal attributes, another object, gets the same key)
+    twin = Program({}, tuple(Node(n.name, n.op, n.inputs, dict(n.attrs)) for n in nodes),
+                   {n.name: DataIn(n.name, 0) for n in nodes})
+    t2 = compiled(twin, "atomic")
+    assert [t2.attrs_key(t2.index[n.name]) for n in nodes] == keys
 
 
 # -- found: ScatterNd of index depth 0 (and past 7) ---------------------------
