@@ -243,6 +243,25 @@ def test_the_memo_gives_every_node_its_own_attributes_result(shown_attrs):
         assert memo.hits > 0     # (the same sets written in another order)
 
 
+def test_one_attributes_object_on_nodes_of_two_functions(shown_attrs, monkeypatch):
+    """The same frozen attributes on a node of UserShow and one of another
+    function (its digest inverted): one table key for both, and each node
+    its own function's result (the memo's key holds the function too)."""
+    monkeypatch.setitem(fns._REGISTRY, "UserShowNot", fns.Function(
+        "UserShowNot", 1, 1, lambda xp, args, attrs: (255 - _digest(attrs),)))
+    frozen = _FrozenDict({"a": [1, (2, "3")], "value": Tensor(_LONG_MID)})
+    p = P.program([P.const("x", Tensor(np.array([1], np.uint8))),
+                   P.Node("s", "UserShow", (P.DataIn("x", 0),), frozen),
+                   P.Node("t", "UserShowNot", (P.DataIn("x", 0),), frozen)],
+                  {"s": "s", "t": "t"})
+    tables = compiled(p, "atomic")
+    assert tables.attrs_key(tables.index["s"]) == tables.attrs_key(tables.index["t"])
+    m = device_machine(p, get_backend("numpy"), "atomic")
+    outs, _ = run_schedule(m, {}, {}, ["x", "s", "t"], None, Memo(np))
+    assert np.array_equal(outs["s"], _digest(frozen))
+    assert np.array_equal(outs["t"], 255 - _digest(frozen))
+
+
 def test_two_programs_sharing_the_memo_keep_their_attributes_apart(shown_attrs):
     """The original's node and the rewritten's, of attributes that collide
     in repr or numpy's text only, replayed through one memo (as
