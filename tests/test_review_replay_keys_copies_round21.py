@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import importlib.util
 import itertools
 import math
 import struct
@@ -369,3 +370,38 @@ def test_a_later_replay_does_not_change_an_outcome_returned(shown_attrs):
     out = download(*run_schedule(m, {}, dev, ["v", "r", "n"]), b, "outputs+state")
     assert not np.shares_memory(dict(out.outputs)["raw"].array, dev["X"])
     assert not np.shares_memory(dict(out.state)["X"].array, dev["X"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow's kernels (MatMul): needs the extra tfsem[tensorflow]")
+def test_a_tensorflow_graphs_const_changed_in_its_bits_is_confirmed_by_the_replay(monkeypatch):
+    """v1_mlp_sgd's learning rate (a Const, keyed by its tensor's exact
+    bits) replaced by a NaN of another payload, or by another number: the
+    check is `unsound` and the numpy replay confirms it, which it could
+    not if the rewritten Const's key were the original's (the memo would
+    hand the rewritten run the original's value); an equal value, another
+    object, is `sound`."""
+    import argparse
+    from pathlib import Path
+
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef.cliopts import load_from_args
+    from tfsem.oracle import kernels
+    from tfsem.oracle.program import Node, Program
+    monkeypatch.setenv(kernels.ENV, "1")     # (MatMul runs on TensorFlow's kernel)
+    graph = Path(__file__).resolve().parent.parent / "examples" / "tensorflow" / "v1_mlp_sgd.pbtxt"
+    ns = argparse.Namespace(fetch=["loss"], target=["train"], feed_nodes=[], signature=None,
+                            captures=None, shapes=[], import_deadline=None)
+    p = load_from_args(str(graph), ns)
+    rate = p.node["train/learning_rate"].attrs["value"]
+
+    def with_rate(arr):
+        nodes = tuple(Node(n.name, n.op, n.inputs, dict(n.attrs) | {"value": Tensor(arr)})
+                      if n.name == "train/learning_rate" else n for n in p.nodes)
+        return Program(p.variables, nodes, p.outputs, p.feeds)
+
+    nan = np.full_like(rate.array, _f32(0x7FC00001))
+    for arr in (nan, rate.array + np.float32(1)):
+        v = check_rewrite(p, with_rate(arr), timeout=60)
+        assert v.verdict == "unsound" and "numpy" in v.confirmed, v.describe()
+    assert check_rewrite(p, with_rate(rate.array.copy()), timeout=60).verdict == "sound"
