@@ -491,3 +491,48 @@ def test_the_gru_loop_graph_answers_the_same_asked_ahead_or_not(monkeypatch):
     assert calls and on_counts["replayed"] >= 1, (on_counts, [a[0] for a in on])
     off, off_named, off_counts = _run(p, sigmas, monkeypatch, False, bound=bound)
     assert on == off and on_named == off_named and on_counts == off_counts
+
+
+# -- a batch's time -------------------------------------------------------------------------
+
+def test_a_batch_waits_for_its_answer_the_time_each_evaluation_would_alone(monkeypatch):
+    """A batch asked ahead holds up to REPLAY_PREFETCH_STEPS + 1
+    evaluations.  It waited CALL_SECONDS for all of them together: 64
+    MatMuls of two [4096, 4096] matrices, 2.5 s each, were refused as one,
+    and the evaluations after it, queued behind the child still computing
+    them, past their own CALL_SECONDS: a CannotRun where each alone is
+    answered.  Now it waits CALL_SECONDS per evaluation (`call_batch`);
+    the time each waits is read where it is given to the reader (no
+    evaluation is timed)."""
+    import time
+    attrs = {"transpose_a": False, "transpose_b": False}
+    one = np.float32([[1.0, 2.0], [3.0, 4.0]])
+    kernels.evaluate("MatMul", [one, one], attrs, 1)      # (the child up)
+    monkeypatch.setattr(kernels, "CALL_SECONDS", 1000.0)
+    waits = []
+    real = kernels._Client._read
+
+    def read(self, until):
+        waits.append(until - time.monotonic())
+        return real(self, until)
+    monkeypatch.setattr(kernels._Client, "_read", read)
+    _fresh()
+    mm = fns.get("MatMul")
+    args = [Tensor(np.float32([[v, 0.0], [-0.0, np.nan]])) for v in (5.0, 6.0, 7.0)]
+    with kernels.collecting() as requests:
+        for a in args:
+            with pytest.raises(CannotRun):      # (deferred: noted, not made)
+                mm.impl(np, (a.array, a.array), attrs)
+    assert kernels.prefetch(requests) == 3
+    assert waits and min(waits) > 2000.0       # (3 evaluations: up to 3000 s)
+    waits.clear()
+    kernels.evaluate("MatMul", [one, -one], attrs, 1)
+    assert waits and max(waits) <= 1000.0
+    # (the answers asked ahead are those of the evaluations alone)
+    for a in args:
+        got = kernels.evaluate("MatMul", [a.array, a.array], attrs, 1)
+        with kernels.use(True):
+            with monkeypatch.context() as mp:
+                mp.setattr(kernels, "_cache", type(kernels._cache)())
+                alone = kernels.evaluate("MatMul", [a.array, a.array], attrs, 1)
+        assert exact(Tensor(got[0])) == exact(Tensor(alone[0]))
