@@ -536,3 +536,42 @@ def test_a_batch_waits_for_its_answer_the_time_each_evaluation_would_alone(monke
                 mp.setattr(kernels, "_cache", type(kernels._cache)())
                 alone = kernels.evaluate("MatMul", [a.array, a.array], attrs, 1)
         assert exact(Tensor(got[0])) == exact(Tensor(alone[0]))
+
+
+# -- a check of Grappler's rewrite --------------------------------------------------------
+
+def test_a_check_of_grapplers_constant_folding_of_the_gru_loop_is_the_same(monkeypatch):
+    """check_rewrite of keras_gru_loop against Grappler's constant folding
+    of it, with the switch on and off: the same verdict (`unsound`, the
+    overflow of `sub * 2` at the largest float, docs/grappler-findings.md),
+    reason, counterexample, confirmations and kernels named."""
+    import json
+    from controlflow_support import CORPUS
+    from tfsem.checking import check_rewrite
+    from tfsem.graphdef import grappler as g
+    from tfsem.graphdef.importer import import_graph
+    from tfsem.graphdef.proto import decode
+    pytest.importorskip("tensorflow")
+    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["graphs"]
+                 if e["file"].startswith("keras_gru_loop"))
+    caps = json.loads((CORPUS / entry["captures"]).read_text()) if entry.get("captures") else None
+
+    def program(graph_def):
+        graph = decode("tensorflow.GraphDef", graph_def.SerializeToString())
+        return import_graph(graph, entry["fetches"], entry["targets"], captures=caps).program
+    gd = g.as_graph_def(CORPUS / entry["file"])
+    original = program(gd)
+    res = g.run_grappler(g.placed(gd), entry["fetches"] + entry["targets"], "constfold")
+    rewritten = program(res.graph_def)
+    got = {}
+    calls, _ = _spy(monkeypatch)
+    for ahead in (True, False):
+        monkeypatch.setattr(cf, "REPLAY_PREFETCH", ahead)
+        cf._OUTCOMES.clear()
+        _fresh()
+        v = check_rewrite(original, rewritten, timeout=120)
+        got[ahead] = (v.verdict, v.reason, repr(getattr(v, "difference", None)),
+                      tuple(v.confirmed), (v.stats.get("tensorflow_kernels") or {}).get("ops"))
+    assert calls
+    assert got[True] == got[False]
+    assert got[True][0] == "unsound"
