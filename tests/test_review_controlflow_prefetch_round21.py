@@ -575,3 +575,22 @@ def test_a_check_of_grapplers_constant_folding_of_the_gru_loop_is_the_same(monke
     assert calls
     assert got[True] == got[False]
     assert got[True][0] == "unsound"
+
+
+def test_a_batch_the_child_dies_on_is_left_to_each_step(monkeypatch):
+    """Every batch asked ahead refused as the child's death is
+    (KernelCrashed, as a kernel's CHECK failure): nothing is cached, and
+    each step then makes its own request.  The answers are those with the
+    switch off."""
+    p = matmul_loop(3)
+    sigmas = _sigmas(3, seed=23)
+    off, off_named, off_counts = _run(p, sigmas, monkeypatch, False)
+    died = [0]
+
+    def batch(self, calls):
+        died[0] += 1
+        raise kernels.KernelCrashed("the TensorFlow kernel process exited (status -6)")
+    monkeypatch.setattr(kernels._Client, "call_batch", batch)
+    on, on_named, on_counts = _run(p, sigmas, monkeypatch, True)
+    assert died[0] > 0
+    assert on == off and on_named == off_named and on_counts == off_counts
