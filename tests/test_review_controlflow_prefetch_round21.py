@@ -25,7 +25,10 @@ replay at all) σ after σ on one Machine:
 - the kernels a run names (`kernels.record()`): a remembered application
   looked up while the requests are only collected must not note its
   kernels (nothing of it is used);
-- the corpus's Keras GRU loop graph at the checker's σ.
+- the corpus's Keras GRU loop graph at the checker's σ, and its check
+  against Grappler's constant folding;
+- a batch's wait for its answer (CALL_SECONDS per evaluation, fixed in
+  oracle/kernels.py), and batches the child dies on.
 
 Needs TensorFlow (float MatMul runs on its kernel); skipped without it.
 """
