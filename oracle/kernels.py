@@ -647,13 +647,26 @@ class _Client:
 
     def call_batch(self, calls: list) -> list:
         """Several evaluations ((op, arrays, attrs, n_out) each) in one
-        message: their answers, in order (kernel_worker.py)."""
+        message: their answers, in order (kernel_worker.py).
+
+        The batch waits CALL_SECONDS per evaluation, the time each would
+        have had alone.  With CALL_SECONDS for the whole batch, 64 steps a
+        replay asks for ahead (`_prefetch_ahead`) of 2.5 s each (float
+        MatMul of two [4096, 4096] matrices) were refused as one, and the
+        child, still computing them, made the next evaluations wait past
+        their own CALL_SECONDS: refused too, a CannotRun (`unknown`) where
+        each alone was answered.  The child runs a batch's evaluations one
+        after another, as it runs single calls: a batch past N *
+        CALL_SECONDS holds one evaluation past CALL_SECONDS, refused alone
+        too.  (A check's `request_deadline` still cuts it shorter.)"""
         answer = self._call(("batch", calls), "batch of")
         if answer[0] != "batch" or len(answer[1]) != len(calls):
             raise KernelRefused("the TensorFlow kernel process answered a batch with something else")
         return answer[1]
 
     def _call(self, request: tuple, op: str) -> tuple:
+        # (a batch: CALL_SECONDS per evaluation, `call_batch`)
+        seconds = CALL_SECONDS * (max(1, len(request[1])) if request[0] == "batch" else 1)
         with self.lock:
             if self.failed:
                 raise KernelRefused(self.failed)
@@ -672,7 +685,7 @@ class _Client:
             # short by the check's deadline, which would lose a verdict found
             # while minimizing it; a call past CALL_SECONDS is refused, and
             # one past the block's `request_deadline`)
-            until = time.monotonic() + CALL_SECONDS
+            until = time.monotonic() + seconds
             cut = getattr(_local, "request_deadline", None)
             while True:
                 try:
@@ -683,7 +696,7 @@ class _Client:
                     if cut is not None and cut < until:
                         raise _waiting(f"TensorFlow's {op} kernel to answer") from None
                     raise KernelRefused(f"TensorFlow's {op} kernel did not answer within "
-                                        f"{CALL_SECONDS:g} s") from None
+                                        f"{seconds:g} s") from None
                 if msg[0] == rid:
                     return msg[1:]
                 # an answer to a call that stopped waiting: skipped
