@@ -1869,6 +1869,14 @@ class Machine:
             results = tuple(fn.apply(data, n.attrs))
         global _BY_IDENTITY_BYTES
         size = _held_bytes(data, lists) + _held_bytes(results, lists)
+        if size > _APPLIED_MAX_BYTES:
+            # (one application whose lists and tensors pass the cap alone
+            # is not remembered: emptied and then stored, it was held past
+            # the check with more than the _APPLIED_MAX_BYTES the memo may
+            # hold -- a TensorListFromTensor of a 100 MB tensor kept its
+            # tensor and list alive until the next application; the memo
+            # changes no answer, so one not kept is the same answer)
+            return list(results)
         if len(_BY_IDENTITY) >= _BY_IDENTITY_MAX or \
                 _BY_IDENTITY_BYTES + size > _APPLIED_MAX_BYTES:
             _BY_IDENTITY.clear()
