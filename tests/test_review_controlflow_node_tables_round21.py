@@ -31,7 +31,9 @@ list memo, a walk per closure):
   iterations (the nested-loop generator), and one application whose lists
   pass the byte cap alone (found: kept past the cap; fixed);
 - the analyses of nested-loop programs with each closure walked once and
-  walked per question.
+  walked per question;
+- the corpus's loop graphs with TensorFlow's kernels, and the kernels
+  switched off and on between runs on one Machine.
 """
 
 from __future__ import annotations
@@ -636,3 +638,25 @@ def test_corpus_loop_graphs_three_ways(graph, monkeypatch):
     drawn = list(itertools.islice(chk._generated_sigmas(p, np.random.default_rng(3)), 2))
     sigmas = drawn[:1] + [s for _, s in chk._float_sigmas(p)][:1] + drawn[1:]
     _three_ways(p, sigmas + sigmas, "atomic", monkeypatch, cf.DEFAULT_MAX_ITERATIONS)
+
+
+def test_kernels_switched_between_runs_on_one_machine(monkeypatch):
+    """keras_gru_loop at one σ on one Machine with TensorFlow's kernels on,
+    off, on, off: with them off the float reductions cannot run (no
+    remembered result or list answers for them), and with them on again
+    the answer is the first one and the kernels it rests on are noted
+    again (remembered applications name their kernels)."""
+    import itertools
+
+    from tfsem.checking import check as chk
+    p = corpus_loop_program("keras_gru_loop", monkeypatch)
+    sigma = next(itertools.islice(chk._generated_sigmas(p, np.random.default_rng(3)), 1))
+    got = []
+    for env in ("1", "0", "1", "0"):
+        monkeypatch.setenv("TFSEM_TF_KERNELS", env)
+        with fns._kernels.record() as used:
+            got.append((_exact(_answer(p, *sigma, "atomic", cf.DEFAULT_MAX_ITERATIONS)),
+                        frozenset(used)))
+    assert type(got[0][0]) is list and got[0][1]
+    assert got[2] == got[0]
+    assert got[1][0][0] == got[3][0][0] == "CannotRun" and not got[1][1] and not got[3][1]
