@@ -611,6 +611,7 @@ class Machine:
         #: it and the function may evaluate a TensorFlow kernel (`_ahead`)
         self._ahead = None
         self._fn_held: "tuple | None" = None
+        self._fn_by_op: dict = {}
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
                                    e.id in self.back_edges, e.id in self.enter_edges)
                                   for e in g.incoming[n.name]) for n in p.nodes}
@@ -1875,6 +1876,14 @@ class Machine:
             results = tuple(fn.apply(data, n.attrs))
         global _BY_IDENTITY_BYTES
         size = _held_bytes(data, lists) + _held_bytes(results, lists)
+        if size > _APPLIED_MAX_BYTES:
+            # (one application whose lists and tensors pass the cap alone
+            # is not remembered: emptied and then stored, it was held past
+            # the check with more than the _APPLIED_MAX_BYTES the memo may
+            # hold -- a TensorListFromTensor of a 100 MB tensor kept its
+            # tensor and list alive until the next application; the memo
+            # changes no answer, so one not kept is the same answer)
+            return list(results)
         if len(_BY_IDENTITY) >= _BY_IDENTITY_MAX or \
                 _BY_IDENTITY_BYTES + size > _APPLIED_MAX_BYTES:
             _BY_IDENTITY.clear()
@@ -1893,6 +1902,16 @@ class Machine:
         empties the table otherwise: a plugin may register another
         function under the op's name between two runs)."""
         fn = fns.get(n.op)
+        if self._fn_by_op.get(n.op) is not fn:
+            # (the registry changed during this run, after `initial` made
+            # `_fn_held`: a function's own application registered another
+            # under an op of the program.  An entry made now names a
+            # function that `_fn_held` does not, and the registry may give
+            # the held one again by the next run, whose test in `initial`
+            # would then keep this entry: that run applied the function of
+            # this run's change.  So the next run makes the
+            # table again, as every run did before it was kept)
+            self._fn_held = None
         identity = (fn.impl is _IDENTITY_IMPL and type(fn) is fns.Function and
                     fn.name == "Identity" and fn.n_out == 1 and fn.strict_args is None)
         attrs = self._attr_keys.get(n.name, _NO_KEY) if self.remember_functions else None
@@ -1943,6 +1962,7 @@ class Machine:
                 not all(a is b for a, b in zip(kept, held)):
             self._fn = {}
             self._fn_held = held
+            self._fn_by_op = dict(zip(_function_ops(self.p), held[1:]))
         return CFState(var_value, tokens, set(), {()})
 
     def outcome(self, s: CFState, observe: str) -> Outcome:
