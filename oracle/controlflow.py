@@ -104,7 +104,7 @@ from .outcomes import Outcome, make_outcome
 from .program import (ASSIGN, CONTROL, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, READ,
                       SWITCH, TENSOR, VAR, Program)
 from .graph import ATOMIC, DECOMPOSED, GO, Edge, Graph, VarRef, _assigned, graph_of
-from .values import FLOAT_DTYPES as _FLOAT_KINDS, UNINITIALIZED, Error, Tensor, Value, exact
+from .values import UNINITIALIZED, Error, Tensor, Value, exact
 from . import stack_state as stk
 from .program import STACK_OPS
 
@@ -606,10 +606,6 @@ class Machine:
         # each node's registry function, found once and kept while every
         # op's registry function is the one found (`initial`)
         self._fn: dict = {}
-        #: while a replay runs (`_replay`): called with a node and its data
-        #: before its function runs where no remembered application answers
-        #: it and the function may evaluate a TensorFlow kernel (`_ahead`)
-        self._ahead = None
         self._fn_held: "tuple | None" = None
         self._fn_by_op: dict = {}
         self._in = {n.name: tuple((e.id, e.id in self._const_edges, e.kind == CONTROL,
@@ -1819,8 +1815,6 @@ class Machine:
                     if got[2]:
                         fns._kernels.note(got[2])   # (the verdict names the kernels it rests on)
                     return list(got[1])
-        if self._ahead is not None and fn.tf_kernel is not None:
-            self._ahead(n, data)
         if key is None:
             if node_key is not None and remember_lists and data:
                 return self._apply_to_lists(n, fn, node_key, data)
@@ -2198,12 +2192,6 @@ replay_traces = True
 TRACES_KEPT = 4
 #: steps a replay fires between two readings of the clock
 REPLAY_CLOCK_STEPS = 256
-#: Whether a replay asks TensorFlow's kernels for the evaluations of the
-#: function steps ahead whose inputs are there together with the one it
-#: needs now (`_prefetch_ahead`: one message instead of one each), and how
-#: many planned steps ahead it looks
-REPLAY_PREFETCH = True
-REPLAY_PREFETCH_STEPS = 64
 
 
 class RunTrace:
@@ -2353,133 +2341,65 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     steps = tr.steps
     plan = tr.plan or _plan(m, tr)
     end = len(steps)
+    # (the clock read every clock_steps steps, as before: at the steps i
+    # with (i + 1) % clock_steps == 0, counted down instead of divided)
+    tick = clock_steps if max_seconds is not None else -1
     i = 0
-    if REPLAY_PREFETCH and fns._kernels.enabled() and type(m).apply_function is Machine.apply_function:
-        asked: set = set()
-
-        def ahead(n, data) -> None:
-            # (the kernel evaluations of this step and of the function
-            # steps of the next REPLAY_PREFETCH_STEPS whose inputs are all
-            # there now, in one message: `_prefetch_ahead`)
-            _prefetch_ahead(m, plan, i, n, data, get, asked)
-        m._ahead = ahead
-    try:
-        # (the clock read every clock_steps steps, as before: at the steps i
-        # with (i + 1) % clock_steps == 0, counted down instead of divided)
-        tick = clock_steps if max_seconds is not None else -1
-        i = 0
-        while i < end:
-            planned = plan[i]
-            # (the kinds tested in the order of their numbers on the loop
-            # graphs: three fifths of the steps are functions)
-            if planned is not None and planned[0] == function:
-                # a live step of a registry function: `_fire`'s first case, its
-                # token keys made once per path (`_plan`)
-                _, n, pair, ins, outs, ctl = planned
-                data = []
-                for key, const, control in ins:
-                    c = get(key) if const else pop(key, None)
-                    if not control:
-                        data.append(c)
-                fired.add(pair)
-                count = len(ctl)
-                for port, value in enumerate(apply(n, data)):
-                    for key in outs.get(port, ()):
-                        tokens[key] = value
-                        count += 1
-                for key in ctl:
-                    tokens[key] = GO
-                wrote = steps[i][1]
-                if count != wrote:
-                    tr = _other_path(paths, tr, i, count)
-            elif planned is not None:
-                count = _fire_planned(planned, s)
-                wrote = steps[i][1]
-                if count != wrote:
-                    tr = _other_path(paths, tr, i, count)
-            else:
-                st, wrote = steps[i]
-                m._written = written = []
-                m._new_contexts = []
-                fire(s, st)
-                if type(wrote) is int:
-                    if len(written) != wrote:
-                        tr = _other_path(paths, tr, i, len(written))
-                else:
-                    got = tuple(type(tokens[k]) is _Dead for k in written)
-                    if got != wrote:
-                        tr = _other_path(paths, tr, i, got)
-            if tr is None:
-                return None
-            if tr.steps is not steps:
-                steps = tr.steps
-                plan = tr.plan or _plan(m, tr)
-                end = len(steps)
-            i += 1
-            tick -= 1
-            if not tick:
-                tick = clock_steps
-                if time.monotonic() - started > max_seconds:
-                    # (the states the exploration would have popped by this step)
-                    raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
-        return s, tr
-    finally:
-        m._ahead = None
-
-
-def _prefetch_ahead(m: "Machine", plan: list, i: int, n, data: list, get, asked: set) -> None:
-    """Step i's kernel evaluation (node n on `data`, which no remembered
-    application answered) and those of the planned function steps among
-    the next REPLAY_PREFETCH_STEPS whose data inputs all hold tensors now,
-    asked of TensorFlow's kernels' child in one message
-    (`kernels.collecting` and `kernels.prefetch`, as the explorer's
-    `_prefetch`), each step at most once per replay (`asked`).
-
-    Nothing the replay computes changes: a prefetch only puts answers in
-    oracle/kernels.py's cache, under the exact key (op, attributes, input
-    bytes) that `evaluate` looks up, the answers that one evaluation of
-    each would have put there.  A step asked for ahead whose inputs change
-    before it fires (a loop's next iteration writes the same edge) makes a
-    request of its own then, and the answer prefetched is only a cache
-    entry no one reads.  A function that raises while collected (a shape
-    error, a refusal) is left to its own step, which meets it again."""
-    kernels = fns._kernels
-    todo = [(n, data)]
-    for j in range(i + 1, min(len(plan), i + 1 + REPLAY_PREFETCH_STEPS)):
-        planned = plan[j]
-        if planned is None or planned[0] != _PLAN_FUNCTION or j in asked:
-            continue
-        node = planned[1]
-        known = m._fn.get(node.name)
-        fn = known[0] if known is not None else fns.get(node.op)
-        if fn is None or fn.tf_kernel is None:
-            continue
-        args = []
-        for key, _const, control in planned[3]:
-            if control:
-                continue
-            v = get(key)
-            if type(v) is not Tensor:
-                break
-            args.append(v)
+    while i < end:
+        planned = plan[i]
+        # (the kinds tested in the order of their numbers on the loop
+        # graphs: three fifths of the steps are functions)
+        if planned is not None and planned[0] == function:
+            # a live step of a registry function: `_fire`'s first case, its
+            # token keys made once per path (`_plan`)
+            _, n, pair, ins, outs, ctl = planned
+            data = []
+            for key, const, control in ins:
+                c = get(key) if const else pop(key, None)
+                if not control:
+                    data.append(c)
+            fired.add(pair)
+            count = len(ctl)
+            for port, value in enumerate(apply(n, data)):
+                for key in outs.get(port, ()):
+                    tokens[key] = value
+                    count += 1
+            for key in ctl:
+                tokens[key] = GO
+            wrote = steps[i][1]
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
+        elif planned is not None:
+            count = _fire_planned(planned, s)
+            wrote = steps[i][1]
+            if count != wrote:
+                tr = _other_path(paths, tr, i, count)
         else:
-            if fn.name.startswith("tf.") or any(a.dtype in _FLOAT_KINDS for a in args):
-                asked.add(j)
-                todo.append((node, args))
-    if len(todo) < 2:
-        return
-    with kernels.collecting() as requests:
-        for node, args in todo:
-            known = m._fn.get(node.name)
-            fn = known[0] if known is not None else fns.get(node.op)
-            try:
-                fn.apply(args, node.attrs)
-            except Exception:  # noqa: BLE001 (its own step meets it again)
-                pass
-    if len(requests) >= 2:
-        kernels.prefetch(requests)
-
-
+            st, wrote = steps[i]
+            m._written = written = []
+            m._new_contexts = []
+            fire(s, st)
+            if type(wrote) is int:
+                if len(written) != wrote:
+                    tr = _other_path(paths, tr, i, len(written))
+            else:
+                got = tuple(type(tokens[k]) is _Dead for k in written)
+                if got != wrote:
+                    tr = _other_path(paths, tr, i, got)
+        if tr is None:
+            return None
+        if tr.steps is not steps:
+            steps = tr.steps
+            plan = tr.plan or _plan(m, tr)
+            end = len(steps)
+        i += 1
+        tick -= 1
+        if not tick:
+            tick = clock_steps
+            if time.monotonic() - started > max_seconds:
+                # (the states the exploration would have popped by this step)
+                raise BudgetExceeded("seconds", max_seconds, tr.explored * i // len(steps))
+    return s, tr
 
 
 #: kinds of planned steps (`_plan`)
