@@ -514,11 +514,10 @@ def lookup_entry(memo: _Memo, k: tuple, fn: Any, args, peek: bool = False) -> tu
         memo.hits += 1
     # (not while `kernels.collecting()` defers evaluations: there the
     # application is made only to collect kernel requests ahead of the
-    # steps that need them -- oracle/explore.py `_ask_kernels`,
-    # oracle/controlflow.py `_prefetch_ahead` -- and its answer is thrown
-    # away; the step that uses it looks it up again and notes the ops then.
-    # A step asked for that never fires (its path left, the run out of
-    # time) named kernels the verdict did not rest on)
+    # steps that need them -- oracle/explore.py `_ask_kernels` -- and its
+    # answer is thrown away; the step that uses it looks it up again and
+    # notes the ops then.  A step asked for that never fires (the run out
+    # of time) named kernels the verdict did not rest on)
     if ops and not peek and not _kernels.deferring():
         _kernels.note(ops)
     return out, ops

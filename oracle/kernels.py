@@ -650,9 +650,10 @@ class _Client:
         message: their answers, in order (kernel_worker.py).
 
         The batch waits CALL_SECONDS per evaluation, the time each would
-        have had alone.  With CALL_SECONDS for the whole batch, 64 steps a
-        replay asks for ahead (`_prefetch_ahead`) of 2.5 s each (float
-        MatMul of two [4096, 4096] matrices) were refused as one, and the
+        have had alone.  With CALL_SECONDS for the whole batch, 64 steps
+        asked for ahead (the explorer's eager steps, `_prefetch`) of 2.5 s
+        each (float MatMul of two [4096, 4096] matrices) were refused as
+        one, and the
         child, still computing them, made the next evaluations wait past
         their own CALL_SECONDS: refused too, a CannotRun (`unknown`) where
         each alone was answered.  The child runs a batch's evaluations one
