@@ -366,7 +366,8 @@ def test_function_ids_reused_after_collection(monkeypatch):
             cf._APPLIED.clear()               # (as tests do: _ARG_KEYS left)
         if k % 5 == 0:
             monkeypatch.setattr(cf, "_machines", type(cf._machines)())
-        gc.collect()
+        gc.collect(0)    # (the young generation: a full collection walks
+        # everything the session holds, 0.2 s each)
         found, _ = cf.outcomes(p, {"a": Tensor(7, "int32")}, {}, "atomic", "outputs", 1000,
                                None, BOUND)
         assert [dict(o.outputs)["z"].array.item() for o in found] == [-(7 + k)]
