@@ -2280,29 +2280,24 @@ class _Checker:
                     bound = self.deadline
                 ran = time.monotonic()
                 original = None
-                if bound is None and PROBE_RACE_FREE_ORIGINAL and self.original_race_free():
-                    # (P race-free: every run of P at σ gives its one outcome
-                    # (`original_outcomes` argues it), so its canonical run is
-                    # as good as the random one below, and is remembered
-                    # across the checks of this program object
-                    # (checking/canonical_memo.py: the five optimizers'
-                    # checks of one original each ran P at these σ), and the
-                    # confirmation of a difference reuses it instead of
-                    # running P again.  Run to its end, as the random run's
-                    # first run is.  tests/test_check_probe_race_free_original.py
-                    # compares the verdicts with this on and off)
-                    o1, run1 = canonical_memo.canonical_outcome(
-                        self.p, feeds, init, self.semantics, self.observe, None)
-                    if RACE_FREE_CONFIRM:
-                        original = OutcomeSet([{o1: tuple(run1)}], states=len(run1),
-                                              seconds=time.monotonic() - ran)
-                elif bound is None:
+                if bound is None and not (PROBE_RACE_FREE_ORIGINAL and self.original_race_free()):
                     mine = ref.sample_outcomes(self.p, feeds, init, self.semantics,
                                                self.observe, runs, 1, stop)
                     if len(mine) != 1:
                         break    # (a run cut short)
                     ((o1, _),) = mine.items()
                 else:
+                    # (P's canonical run, remembered across the checks of
+                    # this program object: checking/canonical_memo.py.  At
+                    # PROBE_TAGS' σ (`bound` None) only where P is
+                    # race-free (PROBE_RACE_FREE_ORIGINAL): every run of P
+                    # at σ gives its one outcome (`original_outcomes`
+                    # argues it), so its canonical run, run to its end as
+                    # the random run's first run is, is as good as the
+                    # random one above, and the five optimizers' checks of
+                    # one original each ran P at these σ;
+                    # tests/test_check_probe_race_free_original.py compares
+                    # the verdicts with it on and off)
                     o1, run1 = canonical_memo.canonical_outcome(
                         self.p, feeds, init, self.semantics, self.observe, bound)
                     if RACE_FREE_CONFIRM:
