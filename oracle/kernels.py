@@ -598,25 +598,23 @@ class _Client:
         late answer to an abandoned call must not block both sides)."""
         out, inp = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         view = memoryview(data)
-        # first without waiting (our end of the child's input is
+        # each write first without waiting (our end of the child's input is
         # non-blocking, `_Client.__init__`): a message the pipe has room for,
-        # nearly every one, is one system call, not a select() and a write
-        try:
-            view = view[os.write(out, view[:PIPE_BYTES]):]
-        except BlockingIOError:
-            pass
-        while view:
-            readable, writable, _ = select.select([inp], [out], [], 1.0)
+        # nearly every one, is one system call, not a select() and a write;
+        # where it has room for less, select() waits for room or reads
+        while True:
+            try:
+                view = view[os.write(out, view[:PIPE_BYTES]):]
+            except BlockingIOError:
+                pass
+            if not view:
+                return
+            readable, _, _ = select.select([inp], [out], [], 1.0)
             if readable:
                 chunk = os.read(inp, 1 << 20)
                 if not chunk:
                     raise BrokenPipeError("the child closed its output")
                 self.buf += chunk
-            if writable:
-                try:
-                    view = view[os.write(out, view[:PIPE_BYTES]):]
-                except BlockingIOError:
-                    pass     # (room for less than that: select() again)
 
     def _wait(self, seconds: float) -> float:
         """The time to wait until: the check's deadline, at most `seconds`."""
@@ -653,21 +651,21 @@ class _Client:
         have had alone.  With CALL_SECONDS for the whole batch, 64 steps
         asked for ahead (the explorer's eager steps, `_prefetch`) of 2.5 s
         each (float MatMul of two [4096, 4096] matrices) were refused as
-        one, and the
-        child, still computing them, made the next evaluations wait past
-        their own CALL_SECONDS: refused too, a CannotRun (`unknown`) where
-        each alone was answered.  The child runs a batch's evaluations one
-        after another, as it runs single calls: a batch past N *
-        CALL_SECONDS holds one evaluation past CALL_SECONDS, refused alone
-        too.  (A check's `request_deadline` still cuts it shorter.)"""
-        answer = self._call(("batch", calls), "batch of")
+        one, and the child, still computing them, made the next
+        evaluations wait past their own CALL_SECONDS: refused too, a
+        CannotRun (`unknown`) where each alone was answered.  The child
+        runs a batch's evaluations one after another, as it runs single
+        calls: a batch past N * CALL_SECONDS holds one evaluation past
+        CALL_SECONDS, refused alone too.  (A check's `request_deadline`
+        still cuts it shorter.)"""
+        answer = self._call(("batch", calls), "batch of", evaluations=max(1, len(calls)))
         if answer[0] != "batch" or len(answer[1]) != len(calls):
             raise KernelRefused("the TensorFlow kernel process answered a batch with something else")
         return answer[1]
 
-    def _call(self, request: tuple, op: str) -> tuple:
-        # (a batch: CALL_SECONDS per evaluation, `call_batch`)
-        seconds = CALL_SECONDS * (max(1, len(request[1])) if request[0] == "batch" else 1)
+    def _call(self, request: tuple, op: str, evaluations: int = 1) -> tuple:
+        # (CALL_SECONDS per evaluation the request holds: `call_batch`)
+        seconds = CALL_SECONDS * evaluations
         with self.lock:
             if self.failed:
                 raise KernelRefused(self.failed)

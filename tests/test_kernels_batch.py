@@ -75,9 +75,9 @@ def _turns(monkeypatch):
     count = [0]
     real = kernels._Client._call
 
-    def counted(self, request, op):
+    def counted(self, request, op, *rest, **options):
         count[0] += 1
-        return real(self, request, op)
+        return real(self, request, op, *rest, **options)
     monkeypatch.setattr(kernels._Client, "_call", counted)
     return count
 
