@@ -35,7 +35,7 @@ from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, be
                                     check_size, too_large)
 from tfsem.oracle.outcomes import OUTPUTS, Outcome, make_outcome
 from tfsem.oracle.program import ASSIGN, READ, VAR, ControlIn, DataIn, FeedIn, Program
-from tfsem.oracle.kernel_worker import _plain_attr   # (its cache key's plain form)
+from tfsem.oracle.kernel_worker import _plain_attr, plain_attrs_key   # (its key's plain form)
 from tfsem.oracle.program import _key_of as key_of   # (the key a node's attributes keep)
 from tfsem.oracle.semantics import ATOMIC, DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import (DTYPE_MISMATCH, DTYPES, SHAPE_MISMATCH, UNINITIALIZED, Error,
@@ -277,7 +277,7 @@ def _exact_key(attrs: Mapping[str, Any]) -> str | tuple:
       those types (a str's escapes it, an int's is its digits, True is not
       1, [1] is not (1,)), and they hold no float, whose repr forgets a
       NaN's bits: the plain form of TensorFlow's kernels' own cache key
-      (oracle/kernel_worker.py `attrs_key`, `_plain_attr`).
+      (oracle/kernel_worker.py `plain_attrs_key`).
     * attributes made of those values and tensors (a Const's value) are a
       tuple of their items sorted by name, each tensor by `Tensor.exact`
       (equal only to the same dtype, shape and bits: NaN payloads and
@@ -297,8 +297,9 @@ def _exact_key(attrs: Mapping[str, Any]) -> str | tuple:
     keyed alike, share the memo's entries as before.
     tests/test_backends_run_schedule.py checks
     that this key and `functions.attrs_key` tell apart the same pairs."""
-    if all(type(k) is str and _plain_attr(v) for k, v in attrs.items()):
-        return "F" + repr(sorted(attrs.items()))
+    plain = plain_attrs_key(attrs)
+    if plain is not None:
+        return plain
     if all(type(k) is str and (type(v) is Tensor or _plain_attr(v)) for k, v in attrs.items()):
         # (a Const's value: the tensor by its exact bits, `Tensor.exact`)
         return ("T", tuple((k, "t", v.exact) if type(v) is Tensor else (k, "p", repr(v))
