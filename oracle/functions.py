@@ -1362,11 +1362,8 @@ def _flush(xp, a):
             return _flush_by_value(xp, a)
     u, sign, magnitude, largest, one = layout
     bits = a.view(u)
-    # |bits| - 1 wraps a zero's to the largest unsigned value: one comparison
-    # finds 1 <= |bits| <= largest (on an array: a 0-d one would give numpy
-    # scalars, whose wrap-around warns)
-    mag = np.bitwise_and(bits if a.ndim else bits.reshape(1), magnitude)
-    mag -= one
+    # one comparison finds 1 <= |bits| <= largest (`_magnitudes_less_one`)
+    mag = _magnitudes_less_one(bits, magnitude, one)
     # (no element below `largest` is the least one, `largest` itself
     # counted (an empty array's), not below it: a reduction, with no
     # array of booleans made where none is found, the common case; 25-30%
@@ -1379,6 +1376,17 @@ def _flush(xp, a):
     if not a.ndim:
         sub = sub.reshape(())
     return np.where(sub, np.bitwise_and(bits, sign), bits).view(dt)
+
+
+def _magnitudes_less_one(bits: np.ndarray, magnitude, one) -> np.ndarray:
+    """|bits| - 1 of each element of `bits` (a float array viewed as
+    unsigned integers; `magnitude` masks the sign off), at least 1-d: a
+    zero's wraps to the largest unsigned value, so one comparison finds
+    the small magnitudes (`_flush`, `_none_low`).  (On an array: a 0-d one
+    would give numpy scalars, whose wrap-around warns.)"""
+    mag = np.bitwise_and(bits if bits.ndim else bits.reshape(1), magnitude)
+    mag -= one
+    return mag
 
 
 def ftz(xp, a):
@@ -1502,9 +1510,7 @@ def _none_low(r: Any) -> bool:
     if layout is None:
         return False
     u, magnitude, largest, one = layout
-    mag = np.bitwise_and(r.view(u) if r.ndim else r.view(u).reshape(1), magnitude)
-    mag -= one
-    return not mag.min() <= largest
+    return not _magnitudes_less_one(r.view(u), magnitude, one).min() <= largest
 
 
 #: `_none_low`'s layouts: float32 and float64 (numpy's own; bfloat16 and
