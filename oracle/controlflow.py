@@ -2333,7 +2333,6 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
     it followed."""
     s = m.initial(feeds, init)
     tokens, fired = s.tokens, s.fired
-    pop, get = tokens.pop, tokens.get
     fire = m._fire
     apply = m.apply_function
     function = _PLAN_FUNCTION
@@ -2353,11 +2352,7 @@ def _replay(m: "Machine", paths: list, feeds, init, started: float,
             # a live step of a registry function: `_fire`'s first case, its
             # token keys made once per path (`_plan`)
             _, n, pair, ins, outs, ctl = planned
-            data = []
-            for key, const, control in ins:
-                c = get(key) if const else pop(key, None)
-                if not control:
-                    data.append(c)
+            data = _taken(tokens, ins)
             fired.add(pair)
             count = len(ctl)
             for port, value in enumerate(apply(n, data)):
