@@ -1,6 +1,6 @@
 """How small σ's minimization leaves each counterexample, this tree against a baseline commit.
 
-    python benchmarks/minimization_sizes.py --baseline-commit C --graphs a,b,...
+    python benchmarks/minimization_sizes.py --baseline-commit C [--graphs a,b,...]
 
 For each version, one fresh process (the baseline first, then this tree)
 imports the real corpus's graphs, runs Grappler's five optimizers on each and
@@ -123,7 +123,8 @@ def report(runs: dict[str, list], at: list[float]) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--graphs", required=True, help="comma-separated file stems")
+    ap.add_argument("--graphs", default="",
+                    help="comma-separated file stems (default: every graph of the real corpus)")
     ap.add_argument("--baseline-commit", required=True, metavar="COMMIT")
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--at", default="", help="comma-separated seconds into the minimization")
@@ -133,6 +134,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cold", default="", help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
+    if not args.graphs:
+        sys.path.insert(0, str(HERE))
+        from grappler import _entries
+        args.graphs = ",".join(e["file"].split(".")[0] for e in _entries("real"))
     graphs = args.graphs.split(",")
     if args.child:
         child(graphs, args.timeout, args.cold)
