@@ -440,10 +440,45 @@ def attrs_token(memo: _Memo, attrs: Mapping[str, Any] | None) -> Any:
 _numbers = itertools.count()
 
 
+#: `intern` and `intern_const` key a tensor by its dtype, shape and bytes
+#: (`_bits_key`); False: by `values.exact(t)`, as before (the differential
+#: tests' reference).  The same tensors are the same interned objects
+#: either way (`_bits_key` says why).
+INTERN_BY_BYTES = True
+
+
+def _bits_key(t: Tensor) -> tuple:
+    """t's interning key: (dtype, shape, its array's bytes in C order).
+
+    Why it tells tensors apart exactly as `values.exact(t)` does, so that
+    `intern` gives the same tensor for the same tensors: `exact(t)` is t
+    itself where its bytes are its canonical bytes (no NaN but numpy's
+    NaN of the dtype), and two such are equal when their (dtype, shape,
+    canonical bytes) are (`Tensor.__eq__`), here their own bytes; else it
+    is t's `Bits` (dtype, shape, its bytes), equal to the Bits of the same
+    three only; a Tensor never equals a Bits (`Tensor.__eq__` refuses any
+    other type, Bits' dataclass equality another class), and two tensors
+    of the same bytes are of one kind (their canonical bytes, made from the
+    bytes, are the same).  So exact keys are equal just where (dtype,
+    shape, bytes) are.  Made without the search for NaNs that the first
+    `exact(t)` of a tensor makes (`values._canonical_bytes`: `isnan`, a
+    reduction and a copy, 2.3 us of a small result's interning, which most
+    results of a run, never compared, never needed); where the tensor has
+    made its key already (a Const's, hashed once), its bytes are taken
+    from it: the canonical bytes where its `Bits` is None (then they are its
+    bytes), else the Bits' bytes."""
+    lazy = t._lazy
+    if lazy is not None:
+        key, bits = lazy
+        return (key[0], key[1], key[2] if bits is None else bits.data)
+    arr = t.array
+    return (t._dtype, arr.shape, arr.tobytes())
+
+
 def intern(memo: _Memo, t: Tensor) -> Tensor:
     """The first tensor of t's exact bits seen in this scope (t itself the
     first time)."""
-    k = exact(t)
+    k = _bits_key(t) if INTERN_BY_BYTES else exact(t)
     canon = memo.interned.get(k)
     if canon is not None:
         return canon
@@ -458,8 +493,14 @@ def intern(memo: _Memo, t: Tensor) -> Tensor:
 
 def intern_const(memo: _Memo, value: Tensor) -> Tensor:
     """A Const's tensor, interned whatever its size (the programs hold it
-    anyway, and its hash is made once: Tensor's `_hash`)."""
-    k = exact(value)
+    anyway, and its hash is made once: Tensor's `_hash`; its bytes key
+    takes the bytes that key holds, made once)."""
+    if INTERN_BY_BYTES:
+        if value._lazy is None:
+            value._made()
+        k = _bits_key(value)
+    else:
+        k = exact(value)
     canon = memo.interned.get(k)
     if canon is None:
         memo.interned[k] = canon = value
@@ -524,24 +565,32 @@ def lookup_entry(memo: _Memo, k: tuple, fn: Any, args, peek: bool = False) -> tu
 
 
 def store(memo: _Memo, k: tuple, fn: Any, attrs, args, out: tuple, ops: frozenset) -> None:
-    tensors = [v for v in (*args, *out) if type(v) is Tensor]
-    if sum(t.array.nbytes for t in tensors) > ENTRY_BYTES:
+    # (one pass makes the list of tensors, with their sizes, and their sum:
+    # the same entry, the same counts, as the list and the sum made apart)
+    tensors = []
+    total = 0
+    for v in (*args, *out):
+        if type(v) is Tensor:
+            size = v.array.nbytes
+            tensors.append((v, size))
+            total += size
+    if total > ENTRY_BYTES:
         return
     with memo.lock:
-        old = memo.entries.pop(k, None)
-        if old is not None:
-            _release(memo, old)
-        memo.entries[k] = (fn, attrs, tuple(args), out, ops)
+        entries = memo.entries
+        if k in entries:
+            _release(memo, entries.pop(k))
+        entries[k] = (fn, attrs, tuple(args), out, ops)
         held = memo.held
-        for t in tensors:
+        for t, size in tensors:
             h = held.get(id(t))
             if h is None:
                 held[id(t)] = [t, 1]
-                memo.bytes += t.array.nbytes + 128
+                memo.bytes += size + 128
             else:
                 h[1] += 1
-        while memo.bytes > MEMO_BYTES and memo.entries:
-            _, gone = memo.entries.popitem(last=False)
+        while memo.bytes > MEMO_BYTES and entries:
+            _, gone = entries.popitem(last=False)
             _release(memo, gone)
 
 
