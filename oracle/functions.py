@@ -179,18 +179,20 @@ class Function:
 
     def _apply(self, args: Sequence[Value], attrs: Mapping[str, Any] | None,
                xp: Any) -> tuple[Value, ...]:
-        for i in self.strict():
+        # (`strict()` made once, not once per argument: the same indices)
+        strict = self.strict()
+        for i in strict:
             if isinstance(args[i], Error):
                 return (args[i],) * self.n_out
         for a in args:
-            if not isinstance(a, (Tensor, Error)):
+            if type(a) is not Tensor and not isinstance(a, (Tensor, Error)):
                 # a TensorList (oracle/opdefs/lists.py): Identity forwards it,
                 # the array functions have no value for it
                 if self.name == "Identity":
                     return (a,)
                 raise CannotRun(f"{self.name} takes tensors, not a {type(a).__name__}")
-        used = [a for i, a in enumerate(args) if i in self.strict() and isinstance(a, Tensor)]
-        if not self.mixed_dtypes and len({a.dtype for a in used}) > 1:
+        used = [a for i, a in enumerate(args) if i in strict and isinstance(a, Tensor)]
+        if not self.mixed_dtypes and len(used) > 1 and len({a.dtype for a in used}) > 1:
             return (Error(DTYPE_MISMATCH),) * self.n_out
         arrays = tuple(a.array if isinstance(a, Tensor) else None for a in args)
         check_size(self.name, [a.shape for a in arrays if a is not None])
