@@ -475,10 +475,21 @@ def _bits_key(t: Tensor) -> tuple:
     return (t._dtype, arr.shape, arr.tobytes())
 
 
-def intern(memo: _Memo, t: Tensor) -> Tensor:
+def intern(memo: _Memo, t: Tensor, fresh: bool = False) -> Tensor:
     """The first tensor of t's exact bits seen in this scope (t itself the
-    first time)."""
-    k = _bits_key(t) if INTERN_BY_BYTES else exact(t)
+    first time).  `fresh`: t is a function's result just made
+    (`interned_results`), interned once, by its bytes without the search
+    for NaNs; any other tensor (σ, a variable's value, a tensor of the
+    caller's) may be interned again at every run that passes it, so its
+    key is made once, with the tensor's own (`Tensor._made`, kept by the
+    tensor), and the bytes key taken from it: its bytes copied and hashed
+    once, not at every run."""
+    if INTERN_BY_BYTES:
+        if not fresh and t._lazy is None:
+            t._made()
+        k = _bits_key(t)
+    else:
+        k = exact(t)
     canon = memo.interned.get(k)
     if canon is not None:
         return canon
@@ -631,5 +642,5 @@ def interned_results(memo: _Memo, out: tuple) -> tuple:
     """`out` with each small tensor replaced by its interned one."""
     if not any(type(v) is Tensor and v.array.size <= INTERN_ELEMENTS for v in out):
         return out
-    return tuple(intern(memo, v) if type(v) is Tensor and v.array.size <= INTERN_ELEMENTS
+    return tuple(intern(memo, v, True) if type(v) is Tensor and v.array.size <= INTERN_ELEMENTS
                  else v for v in out)

@@ -99,9 +99,11 @@ def test_the_bytes_key_tells_tensors_apart_as_exact_does():
     assert any(s == t and A._bits_key(s) != A._bits_key(t) for s in ts for t in ts)
 
 
-def _interned(on: bool, order: list[int], ts: list[Tensor], const: set[int]) -> list[int]:
-    """Which tensor of `ts` (its index) interning gives for each of `order`,
-    by the bytes key (`on`) or by `exact`, in one memo."""
+def _interned(on: bool, order: list[int], ts: list[Tensor], const: set[int],
+              fresh: set[int]) -> list[int]:
+    """Which tensor of `ts` (its index) interning gives for each of `order`
+    (as a Const's, a fresh result's or another tensor's), by the bytes key
+    (`on`) or by `exact`, in one memo."""
     old = A.INTERN_BY_BYTES
     A.INTERN_BY_BYTES = on
     try:
@@ -109,7 +111,12 @@ def _interned(on: bool, order: list[int], ts: list[Tensor], const: set[int]) -> 
             memo = A.active()
             out = []
             for k in order:
-                got = (A.intern_const(memo, ts[k]) if k in const else A.intern(memo, ts[k]))
+                if k in const:
+                    got = A.intern_const(memo, ts[k])
+                elif k in fresh:
+                    (got,) = A.interned_results(memo, (ts[k],))
+                else:
+                    got = A.intern(memo, ts[k])
                 out.append(next(i for i, t in enumerate(ts) if t is got))
             return out
     finally:
@@ -121,24 +128,48 @@ def test_interning_gives_the_same_tensors_either_way():
     rng = np.random.default_rng(5)
     for trial in range(6):
         order = list(rng.permutation(len(ts))) * 2
-        const = set(int(k) for k in rng.choice(len(ts), size=len(ts) // 3, replace=False))
-        on = _interned(True, order, ts, const)
-        off = _interned(False, order, ts, const)
+        pick = rng.permutation(len(ts))
+        const = set(int(k) for k in pick[:len(ts) // 3])
+        fresh = set(int(k) for k in pick[len(ts) // 3: 2 * len(ts) // 3])
+        on = _interned(True, order, [pickle.loads(pickle.dumps(t)) if k % 4 == 3 else t
+                                     for k, t in enumerate(ts)], const, fresh)
+        off = _interned(False, order, ts, const, fresh)
         assert on == off, trial
         # (some are answered by another tensor of the same bits)
         assert sum(k != j for k, j in zip(order, on)) > 0
 
 
-def test_interning_by_bytes_makes_no_equality_key():
-    """The point of the bytes key: a fresh result interned has not searched
-    its array for NaNs (`Tensor._lazy` is still None)."""
+def test_a_fresh_result_is_interned_without_its_equality_key():
+    """The point of the bytes key: a function's result interned as it is
+    made (`interned_results`) has not searched its array for NaNs
+    (`Tensor._lazy` is still None); a tensor of the same bits met later is
+    answered by it."""
     with A.scope():
         memo = A.active()
         t = Tensor(np.arange(8, dtype=np.float32))
-        assert A.intern(memo, t) is t
+        assert A.interned_results(memo, (t,))[0] is t
         assert t._lazy is None
         u = Tensor(np.arange(8, dtype=np.float32))
         assert A.intern(memo, u) is t
+        (w,) = A.interned_results(memo, (Tensor(np.arange(8, dtype=np.float32)),))
+        assert w is t
+
+
+def test_a_tensor_from_outside_keeps_its_key_for_the_next_run():
+    """σ and a variable's value may be interned at every run that passes
+    them (`canonical_args`): their key is made once, the tensor's own, so
+    that the next run neither copies nor hashes their bytes again (the
+    bytes object of the key is the one the tensor keeps)."""
+    with A.scope():
+        memo = A.active()
+        sigma = Tensor(np.linspace(0, 1, 5000, dtype=np.float32))
+        assert A.intern(memo, sigma) is sigma
+        assert sigma._lazy is not None
+        key = A._bits_key(sigma)
+        assert key[2] is sigma._lazy[0][2]
+        assert A.intern(memo, sigma) is sigma
+        again = Tensor(np.linspace(0, 1, 5000, dtype=np.float32))
+        assert A.canonical_args(memo, [again])[0] is sigma
 
 
 def _exact_outcome(o):
