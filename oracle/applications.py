@@ -30,7 +30,8 @@ P's very objects: σ is the same objects, a hit returns the remembered
 result objects themselves (so the hit propagates down the cone), and equal
 values from different sources are made one object by *interning*
 (`intern`): every Const's tensor and every result of at most
-INTERN_ELEMENTS elements is looked up by its exact bits (`values.exact`:
+INTERN_ELEMENTS elements is looked up by its exact bits (its dtype, shape
+and bytes, `_bits_key`, which tell tensors apart as `values.exact` does:
 NaN payloads and -0.0 kept apart) and replaced by the first tensor of those
 bits.  So P's and P''s Consts, imported separately, give one tensor, and a
 recomputed node whose small result equals the old one cuts the
