@@ -641,6 +641,14 @@ def canonical_args(memo: _Memo, args) -> list | None:
 
 def interned_results(memo: _Memo, out: tuple) -> tuple:
     """`out` with each small tensor replaced by its interned one."""
+    if len(out) == 1:
+        # (most functions give one result: the same answer, with no
+        # generator made twice)
+        v = out[0]
+        if type(v) is Tensor and v.array.size <= INTERN_ELEMENTS:
+            c = intern(memo, v, True)
+            return out if c is v else (c,)
+        return out
     if not any(type(v) is Tensor and v.array.size <= INTERN_ELEMENTS for v in out):
         return out
     return tuple(intern(memo, v, True) if type(v) is Tensor and v.array.size <= INTERN_ELEMENTS

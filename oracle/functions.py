@@ -171,8 +171,11 @@ class Function:
         else:
             out = self._apply(args, attrs, np)
             ops = _NO_OPS
-        if deferring or not all(type(v) is Tensor or isinstance(v, Error) for v in out):
+        if deferring:
             return out, ops, False
+        for v in out:
+            if type(v) is not Tensor and not isinstance(v, Error):
+                return out, ops, False
         out = _applications.interned_results(memo, out)
         _applications.store(memo, key, self, attrs, args, out, ops)
         return out, ops, True
