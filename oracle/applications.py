@@ -467,7 +467,10 @@ def _bits_key(t: Tensor) -> tuple:
     results of a run, never compared, never needed); where the tensor has
     made its key already (a Const's, hashed once), its bytes are taken
     from it: the canonical bytes where its `Bits` is None (then they are its
-    bytes), else the Bits' bytes."""
+    bytes), else the Bits' bytes.  (Memory: a fresh result's key holds a
+    copy of its bytes, as its equality key did; one compared later makes
+    that key too, a second copy: at most INTERN_BYTES more, in results of
+    at most INTERN_ELEMENTS elements.)"""
     lazy = t._lazy
     if lazy is not None:
         key, bits = lazy
