@@ -608,3 +608,38 @@ def test_strict_arguments_decide_errors_and_dtype_mismatches_as_declared(strict)
             assert got == (Error("dtype-mismatch"),)
         else:
             assert type(got[0]) is Tensor
+
+
+def test_the_switch_flipped_inside_a_kept_memo(monkeypatch):
+    """The switch flipped between checks of one original (its memo kept,
+    its table holding keys of both kinds: a tuple never equals a Tensor or
+    a Bits): every interning answers the query's bits, and the checks give
+    the verdicts and counterexamples of checks with no memo."""
+    ts = _aliases()
+    with A.scope():
+        memo = A.active()
+        for k, t in enumerate(ts * 2):
+            monkeypatch.setattr(A, "INTERN_BY_BYTES", k % 3 != 0)
+            got = A.intern(memo, t) if k % 2 else A.interned_results(memo, (t,))[0]
+            assert _bits(got) == _bits(t)
+    doc = json.loads((HERE / "cases" / "alg_float_add_negzero.json").read_text())
+    other = json.loads((HERE / "cases" / "alg_float_add_zero.json").read_text())
+    p = program_from_json(doc["original"])
+    # (a + -0.0 against a: sound; against a + 0.0: unsound at a = -0.0)
+    rewrites = [program_from_json(doc["rewritten"]), program_from_json(other["original"])]
+
+    def verdicts():
+        out = []
+        for k, q in enumerate(rewrites * 2):
+            monkeypatch.setattr(A, "INTERN_BY_BYTES", k % 2 == 0)
+            v = check_rewrite(p, q, timeout=20, backends=False, classify=False)
+            cx = v.counterexample
+            out.append((v.verdict, None if cx is None else
+                        sorted((n, _bits(x)) for n, x in cx.feeds.items())))
+        return out
+    monkeypatch.setenv(A.ENV, "0")
+    fresh = verdicts()
+    monkeypatch.setenv(A.ENV, "1")
+    A.clear()
+    assert verdicts() == fresh
+    assert [v for v, _ in fresh] == ["sound", "unsound"] * 2
