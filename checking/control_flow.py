@@ -96,16 +96,6 @@ REFUTE_DRAWS = 16
 #: float in every feed shows it at once (docs/checking-control-flow.md)
 REFUTE_FLOAT_FIRST = True
 REFUTE_FLOAT_AFTER = 1
-#: where an earlier check of the same original program found its difference
-#: at the k-th σ of this stage's order (checking/sigma_memo.py
-#: `recall_found`), the k-th σ of this check's order is compared first, the
-#: others in their order after it (`refute_order`, which argues why no
-#: verdict changes).  On the real corpus's loop graphs every `unsound` check
-#: found its difference at the fourth σ ("largest float"), after three
-#: comparisons that showed none.  False (or TFSEM_PROMOTE_FOUND=0): the
-#: order as drawn.
-PROMOTE_FOUND = True
-PROMOTE_ENV = "TFSEM_PROMOTE_FOUND"
 #: a comparison of one σ that took this long (seconds) makes the refutation
 #: stop when less time than it took is left
 STOP_AFTER = 1.0
@@ -375,7 +365,7 @@ class _CFChecker:
         share = max(0.5, self.timeout / 6)
         longest = 0.0   # the longest full comparison so far
         extra = len(self.float_sigmas)
-        order = self.refute_order(sigmas, REFUTE_SIGMAS + extra)
+        order = self.refute_order(sigmas)
         # (what each σ gave: its tag, seconds, and same / difference / bound /
         # budget; --json's stats show which σ the stage compared)
         log = self.stats["refute_sigmas"] = []
@@ -389,16 +379,14 @@ class _CFChecker:
                 self.stats["stopped_early"] = round(self.remaining(), 3)
                 break
             draws += 1
-            index, tag, sigma = next(order)
+            tag, sigma = next(order)
             t0 = time.monotonic()
             # (one σ takes at most a sixth of the budget at first: a loop run
             # to the iteration bound at one σ must not take the time of the
             # others; twice as long after each σ that ran out of it)
             # (until one σ is compared, a σ may take all the time left: one σ
-            # compared in full is evidence, `unknown` is none; so may the
-            # order's first σ where another was compared before it,
-            # PROMOTE_FOUND, as it would have been the first)
-            found = self.compare(sigma, self.remaining() if tried == 0 or index == 0 else
+            # compared in full is evidence, `unknown` is none)
+            found = self.compare(sigma, self.remaining() if tried == 0 else
                                  min(self.remaining(), share))
             log.append({"sigma": tag, "seconds": round(time.monotonic() - t0, 3),
                         "result": ("difference" if isinstance(found, _Found) else
@@ -408,8 +396,6 @@ class _CFChecker:
                 self.stats["tried"] = tried
                 self.stats["path"] = "control-flow/refute"
                 self.stats["found_at"] = tag
-                # (where in the order: the next check of this original compares it first)
-                sigma_memo.remember_found(self.p, self.semantics, self.observe, index, tag)
                 return self.unsound(found, "found by the reference control-flow engine")
             if isinstance(found, LoopBoundExceeded):
                 bound = bound or found
@@ -437,66 +423,19 @@ class _CFChecker:
                             f"no proof ({no_proof}); {tried} σ compared in full by the reference "
                             f"control-flow engine, none shows a difference", tried=tried)
 
-    def refute_order(self, sigmas: Iterator[Sigma],
-                     limit: int = REFUTE_SIGMAS) -> Iterator[tuple[int, str, Sigma]]:
-        """The refutation stage's σ, each with its place in the order and its
-        tag: the first REFUTE_FLOAT_AFTER of `sigmas` (check.py's first is
-        all zeros), then the float σ (`float_sigmas`: "plain", "plain huge",
-        "largest float"), then the rest of `sigmas` ("drawn k").
-
-        Where an earlier check of this original found its difference at
-        place k < `limit` (PROMOTE_FOUND; sigma_memo.recall_found), and this
-        order's σ at k has the same tag, that σ comes first and the σ before
-        it follow in their order, then the rest.  **Why no verdict changes.**
-        The σ moved is this check's own σ at place k (drawn from `sigmas` or
-        `float_sigmas` here, never the remembered one), so the σ of the
-        order are the same σ, only one of them earlier, and the stage's
-        acceptance is per σ: (1) a difference at any σ is a counterexample
-        of the reference engine, shrunk, confirmed and reported as any other;
-        (2) where no σ shows a difference, the same set of σ is compared:
-        the loop ends at the same counts of σ compared (`limit`, which k is
-        below: every place below it is reached before the count is, so the
-        order as drawn compares the σ at k too) and of draws, and each σ is
-        given the time it would have had (the order's first, place 0, all
-        that is left, as the first σ compared is; `refute`); (3) where some
-        σ of the order shows a difference, the order as drawn reports the
-        first one, this order the σ at k if it shows one, else the same first
-        one: `unsound` either way, each σ a counterexample of P -> P'.  What
-        may change is which counterexample is shown (where an earlier σ of
-        the order shows one too), and the minimization starts from it with
-        the remembered σ asked about first as before.  Time budgets decide
-        as they did: a comparison that runs out of its time is not counted
-        in either order."""
-        def as_drawn() -> Iterator[tuple[int, str, Sigma]]:
-            drawn = 0
-            index = 0
-            for _ in range(REFUTE_FLOAT_AFTER if self.float_sigmas else 0):
-                yield index, f"drawn {drawn}", next(sigmas)
-                drawn += 1
-                index += 1
-            for tag, sigma in self.float_sigmas:
-                yield index, tag, sigma
-                index += 1
-            while True:
-                yield index, f"drawn {drawn}", next(sigmas)
-                drawn += 1
-                index += 1
-
-        order = as_drawn()
-        hint = sigma_memo.recall_found(self.p, self.semantics, self.observe) \
-            if _promote() else None
-        if hint is None or not 0 < hint[0] < limit:
-            yield from order
-            return
-        ahead = [next(order) for _ in range(hint[0] + 1)]
-        if ahead[-1][1] != hint[1]:
-            yield from ahead
-            yield from order
-            return
-        self.stats["promoted"] = hint[1]
-        yield ahead[-1]
-        yield from ahead[:-1]
-        yield from order
+    def refute_order(self, sigmas: Iterator[Sigma]) -> Iterator[tuple[str, Sigma]]:
+        """The refutation stage's σ, tagged: the first REFUTE_FLOAT_AFTER of
+        `sigmas` (check.py's first is all zeros), then the float σ
+        (`float_sigmas`: "plain", "plain huge", "largest float"), then the
+        rest of `sigmas` ("drawn k")."""
+        drawn = 0
+        for _ in range(REFUTE_FLOAT_AFTER if self.float_sigmas else 0):
+            yield f"drawn {drawn}", next(sigmas)
+            drawn += 1
+        yield from self.float_sigmas
+        while True:
+            yield f"drawn {drawn}", next(sigmas)
+            drawn += 1
 
     def compare(self, sigma: Sigma, seconds: float) -> "_Found | BudgetExceeded | None":
         """Outcomes(P', σ) ⊆ Outcomes(P, σ)?  A counterexample, the budget
@@ -561,16 +500,6 @@ class _CFChecker:
         box = mini.find_box(cap, spent, warm=False,
                             cold_floor=mini.MINIMIZE_CONTROL_FLOW_COLD_FLOOR)
         warm_box = mini.find_box(cap, spent)
-        if self.stats.get("promoted") and self.stats.get("found_at") == self.stats["promoted"]:
-            # (found at the σ compared first, PROMOTE_FOUND: the order as
-            # drawn would have compared the σ before it first and been given
-            # a box bounded by that longer finding, which is not known here;
-            # the cap, never less than that box, so that finding sooner never
-            # leaves a larger σ -- keras_gru_loop's default pipeline at load
-            # 3, boxed by the shorter finding: 4 and 8 non-zero elements
-            # against 1 and 4.  A minimization that finishes ends sooner
-            # than its box.)
-            box = warm_box = cap
         started = time.monotonic()
         deadline = min(self.deadline, started + box)
         best = found
@@ -635,13 +564,6 @@ class _CFChecker:
         if note:
             self.stats["backends"] = note
         return confirmed
-
-
-def _promote() -> bool:
-    """Whether PROMOTE_FOUND is on (and TFSEM_PROMOTE_FOUND does not turn it off)."""
-    import os
-    return PROMOTE_FOUND and os.environ.get(PROMOTE_ENV, "1").strip().lower() not in (
-        "0", "off", "no", "false")
 
 
 def _in_case(sigma: Sigma, by_term: dict) -> Iterator[Sigma]:

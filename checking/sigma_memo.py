@@ -41,14 +41,6 @@ program, mode or registry is never proposed (the key), and a σ whose
 tensors do not match this check's (name, dtype, shape) is proposed only
 where they do.  `TFSEM_SIGMA_MEMO=0` (or `REMEMBER = False`) turns it off.
 
-**Where the refutation found its difference** (checking/control_flow.py
-`refute_order`, its own switch `PROMOTE_FOUND`): besides σ, the place in
-the control-flow refutation's order of σ (its index and tag, "largest
-float", say) at which a check of P first saw a difference, so that a later
-check of P compares the σ at that place first.  Only an order: the σ
-compared first is the later check's own σ at that place (its own draw),
-which that check compares in any case; control_flow.py has the argument.
-
 Memory: one σ per program object (the last one kept, in whichever mode),
 dropped with its program: on MobileNetV2 a σ is 4.5 million
 float32 elements, 18 MB, held while the original is.
@@ -69,13 +61,8 @@ ENV = "TFSEM_SIGMA_MEMO"
 REMEMBER = True
 
 _lock = threading.Lock()
-#: the first part of `snapshot`'s keys for :data:`_found`'s entries
-_FOUND = "found"
 #: id(program) -> (weak reference, key, σ, refusals)
 _entries: dict[int, tuple] = {}
-#: id(program) -> (weak reference, key, (index, tag)): where the control-flow
-#: refutation's order first showed a difference for the program
-_found: dict[int, tuple] = {}
 #: counts, for tests and benchmarks
 counts = {"recalled": 0, "remembered": 0}
 
@@ -125,39 +112,6 @@ def remember(p: Program, semantics: str, observe: str, sigma, refusals: dict | N
         counts["remembered"] += 1
 
 
-def recall_found(p: Program, semantics: str, observe: str) -> tuple[int, str] | None:
-    """(index, tag) of the σ of the control-flow refutation's order at which
-    a check of `p` in this mode last found a difference, or None."""
-    if not enabled():
-        return None
-    with _lock:
-        entry = _found.get(id(p))
-        if entry is None or entry[0]() is not p or entry[1] != _key(semantics, observe):
-            return None
-        return entry[2]
-
-
-def remember_found(p: Program, semantics: str, observe: str, index: int, tag: str) -> None:
-    """Keep where the control-flow refutation's order of σ showed a
-    difference for `p` (`recall_found`)."""
-    if not enabled():
-        return
-    k = id(p)
-    try:
-        ref_p = weakref.ref(p, lambda gone, k=k: _forget_found(gone, k))
-    except TypeError:
-        return
-    with _lock:
-        _found[k] = (ref_p, _key(semantics, observe), (int(index), str(tag)))
-
-
-def _forget_found(gone: weakref.ref, k: int) -> None:
-    """As `_forget`, for :data:`_found`."""
-    entry = _found.get(k)
-    if entry is not None and entry[0] is gone:
-        _found.pop(k, None)
-
-
 def _forget(gone: weakref.ref, k: int) -> None:
     """A program's weak reference's callback: its σ is dropped with it.
     Two dict operations, each atomic, and no lock (a callback may run in
@@ -173,9 +127,7 @@ def snapshot() -> dict:
     """What is remembered now (benchmarks: a repeated check is run with the
     memory as its first run found it, `restore`)."""
     with _lock:
-        out = {k: e for k, e in list(_entries.items()) if e[0]() is not None}
-        out.update(((_FOUND, k), e) for k, e in list(_found.items()) if e[0]() is not None)
-        return out
+        return {k: e for k, e in list(_entries.items()) if e[0]() is not None}
 
 
 def restore(saved: dict) -> None:
@@ -184,18 +136,10 @@ def restore(saved: dict) -> None:
     them)."""
     with _lock:
         _entries.clear()
-        _found.clear()
-        for k, e in saved.items():
-            if e[0]() is None:
-                continue
-            if isinstance(k, tuple) and k[0] == _FOUND:
-                _found[k[1]] = e
-            else:
-                _entries[k] = e
+        _entries.update((k, e) for k, e in saved.items() if e[0]() is not None)
 
 
 def clear() -> None:
-    """Forget every remembered σ (and where each refutation found its difference)."""
+    """Forget every remembered σ."""
     with _lock:
         _entries.clear()
-        _found.clear()
