@@ -173,90 +173,124 @@ class Tables:
         n = self.n = len(names)
         index = {name: i for i, name in enumerate(names)}
         self.index = index
-        self.kind = [_FN] * n
-        self.fn: list[Function | None] = [None] * n
+        kinds = self.kind = [_FN] * n
+        fn_of: list[Function | None] = [None] * n
+        self.fn = fn_of
         #: the functions looked up, by name (`compiled` rebuilds the tables
         #: when the registry holds another under a name)
-        self.looked_up: dict[str, Function] = {}
-        self.attrs: list[Mapping[str, Any]] = [{}] * n
-        self.var: list[str | None] = [None] * n
-        self.n_slots = [1] * n
-        self.data_slots: list[list[int]] = [[] for _ in range(n)]
-        self.value_slot = [-1] * n
-        self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
-        self.initial: list[tuple[int, int, str | None]] = []   # (node, slot, feed or None for GO)
-        # (each function looked up once per name: a real graph names a few
-        # dozen functions in thousands of nodes)
-        looked_up = self.looked_up
-        kinds, fn_of, attrs_of, var_of = self.kind, self.fn, self.attrs, self.var
-        succ, initial, data_slots = self.succ, self.initial, self.data_slots
+        looked_up: dict[str, Function] = {}
+        self.looked_up = looked_up
+        attrs_of: list[Mapping[str, Any]] = [{}] * n
+        self.attrs = attrs_of
+        var_of: list[str | None] = [None] * n
+        self.var = var_of
+        n_slots = self.n_slots = [1] * n
+        #: per node: (port, successor, the successor's slot as a flat index)
+        succ_flat: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        self.succ_flat = succ_flat
+        empty: list[int] = []
+        data_flat: list[list[int]] = [empty] * n   # (a node with data inputs: its own list)
+        self.data_flat = data_flat
+        value_flat = self.value_flat = [-1] * n
+        offset = self._offset = [0] * n
+        missing = self.missing0 = [1] * n
+        initial: list[tuple[int, int, str | None]] = []   # (node, slot, feed or None for GO)
+        self.initial = initial
+        feed_slots: list[tuple[int, str]] = []
+        self.feed_slots = feed_slots
         node_of = p.node
+        total = 0
+        # (one pass makes the flat form (run_schedule) as it goes: the nodes
+        # come in topological order, so a node's flat offset is known when
+        # its inputs are read; the nested form Machine.fire reads (succ,
+        # data_slots, value_slot) is made from it when first asked for,
+        # `__getattr__`.  tests/test_backends_tables.py compares every table
+        # with the two-pass construction this replaced)
         for i, name in enumerate(names):
             node = node_of[name]
             op = node.op
-            kd = kinds[i] = _KINDS.get(op, _FN)
+            kd = _KINDS.get(op, _FN)
             attrs_of[i] = node.attrs
-            if kd == _FN or kd == _ASSIGN:
-                fname = op if kd == _FN else node.fn
-                f = looked_up.get(fname)
-                fn_of[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
-            if kd == _VAR:
-                var_of[i] = node.var
-            elif kd != _FN:
-                var_of[i] = p.accessed_variable(name)
+            if kd == _FN:
+                f = looked_up.get(op)
+                fn_of[i] = f if f is not None else looked_up.setdefault(op, fns.get(op))
+            else:
+                kinds[i] = kd
+                if kd == _ASSIGN:
+                    fname = node.fn
+                    f = looked_up.get(fname)
+                    fn_of[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
+                var_of[i] = node.var if kd == _VAR else p.accessed_variable(name)
+            offset[i] = total
             inputs = node.inputs
-            self.n_slots[i] = max(1, len(inputs))
-            if not inputs:
+            k = len(inputs)
+            if not k:
                 initial.append((i, 0, None))   # the implicit input control edge
+                missing[i] = 0
+                total += 1
+                continue
+            n_slots[i] = missing[i] = k
+            total += k
             data_pos = 0
+            data = None
             for slot, inp in enumerate(inputs):
                 t = type(inp)
                 if t is DataIn:
-                    succ[index[inp.node]].append((inp.port, i, slot))
+                    succ_flat[index[inp.node]].append((inp.port, i, offset[i] + slot))
                 elif t is ControlIn:
-                    succ[index[inp.node]].append((-1, i, slot))
+                    succ_flat[index[inp.node]].append((-1, i, offset[i] + slot))
+                    continue
                 else:
-                    initial.append((i, slot, inp.name if t is FeedIn else None))
-                if t is DataIn or t is FeedIn:
-                    if kd == _FN:
-                        data_slots[i].append(slot)
-                    elif kd == _ASSIGN and data_pos == 1:
-                        self.value_slot[i] = slot
-                    data_pos += 1
+                    feed = inp.name if t is FeedIn else None
+                    initial.append((i, slot, feed))
+                    missing[i] -= 1
+                    if feed is None:
+                        continue
+                    feed_slots.append((offset[i] + slot, feed))
+                if kd == _FN:
+                    if data is None:
+                        data = data_flat[i] = []
+                    data.append(offset[i] + slot)
+                elif kd == _ASSIGN and data_pos == 1:
+                    value_flat[i] = offset[i] + slot
+                data_pos += 1
+        self.n_inbox = total
+        self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
         for out_name, port in sorted(p.outputs.items()):
             self.fetch[index[port.node]].append((port.port, out_name))
         self.variables = sorted(p.variables)
-        # -- the flat form (run_schedule) --
-        offset = [0] * n
-        total = 0
-        for i in range(n):
-            offset[i] = total
-            total += self.n_slots[i]
-        self.n_inbox = total
-        #: per node: (port, successor, the successor's slot as a flat index)
-        self.succ_flat = [[(port, j, offset[j] + slot) for port, j, slot in self.succ[i]]
-                          for i in range(n)]
-        self.data_flat = [[offset[i] + s for s in self.data_slots[i]] for i in range(n)]
-        self.value_flat = [offset[i] + self.value_slot[i] if self.value_slot[i] >= 0 else -1
-                           for i in range(n)]
-        missing = list(self.n_slots)
-        self.feed_slots: list[tuple[int, str]] = []
-        for i, slot, feed in self.initial:
-            if feed is not None:
-                self.feed_slots.append((offset[i] + slot, feed))
-            missing[i] -= 1
-        self.missing0 = missing
         #: every step's label -> its number (Machine.label's inverse)
-        self.step: dict[str, int] = {}
-        for i, name in enumerate(names):
-            if decomposed and self.kind[i] == _ASSIGN:
-                self.step[name + READ_STEP] = i
-                self.step[name + WRITE_STEP] = n + i
-            else:
-                self.step[name] = i
+        if decomposed:
+            self.step: dict[str, int] = {}
+            for i, name in enumerate(names):
+                if kinds[i] == _ASSIGN:
+                    self.step[name + READ_STEP] = i
+                    self.step[name + WRITE_STEP] = n + i
+                else:
+                    self.step[name] = i
+        else:
+            self.step = dict(index)
         self.registry_version = fns.version
         self._attrs_keys: list[str | tuple | None] = [None] * n
+
+    #: the nested form, made from the flat one when first asked for (by
+    #: Machine.fire and the other runners that step a RunState):
+    #: per node, (port, successor, the successor's slot), the slots of its
+    #: data inputs, and an Assign's value slot (-1: none)
+    _NESTED = ("succ", "data_slots", "value_slot")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tables._NESTED:
+            off, n = self._offset, self.n
+            # (two threads that make them at once make equal lists)
+            self.__dict__["succ"] = [[(port, j, flat - off[j]) for port, j, flat in row]
+                                     for row in self.succ_flat]
+            self.__dict__["data_slots"] = [[s - off[i] for s in self.data_flat[i]]
+                                           for i in range(n)]
+            self.__dict__["value_slot"] = [v - off[i] if v >= 0 else -1
+                                           for i, v in enumerate(self.value_flat)]
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def attrs_key(self, i: int) -> str | tuple:
         """Node i's attributes as an exact key for the memo (`Memo`: equal
@@ -362,10 +396,18 @@ class Machine:
         self.apply = apply or (lambda fn, args, attrs: apply_function(fn, args, attrs, np))
         self.tables = tables
         # (the tables are shared by every machine of this program and
-        # semantics: read, never written)
+        # semantics: read, never written; their nested form when first
+        # asked for, `__getattr__`: run_schedule reads the flat one)
         for name in ("names", "n", "index", "kind", "fn", "attrs", "var", "n_slots",
-                     "data_slots", "value_slot", "succ", "fetch", "initial", "variables"):
+                     "fetch", "initial", "variables"):
             setattr(self, name, getattr(tables, name))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tables._NESTED:
+            value = getattr(self.tables, name)
+            setattr(self, name, value)
+            return value
+        raise AttributeError(name)
 
     # -- steps ------------------------------------------------------------------
 
