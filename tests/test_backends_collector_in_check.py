@@ -49,6 +49,9 @@ def _in_oldest_generation(obj) -> bool:
 
 @pytest.fixture
 def collector_on():
+    """The collector on for the test; what was frozen when it began (the
+    process may hold frozen objects of its own: a frozen object dropped is
+    freed all the same, so the tests compare with `<=`, never more)."""
     was = gc.isenabled()
     own = gc.get_freeze_count()
     gc.enable()
@@ -101,7 +104,7 @@ def test_nothing_more_is_frozen_outside_a_check_or_where_the_process_froze(colle
     init = {"x": Tensor(np.int64(0))}
     # outside a check's scope: `gc_paused`, nothing frozen or left frozen
     answers = _answers(p, q, init)
-    assert gc.get_freeze_count() == collector_on
+    assert gc.get_freeze_count() <= collector_on
     # a process that froze objects of its own (`tfsem serve`): its scope
     # freezes nothing, and the confirmation adds nothing to what is frozen
     mine = [object()]
@@ -123,7 +126,7 @@ def test_nothing_more_is_frozen_outside_a_check_or_where_the_process_froze(colle
     gc.disable()
     with applications.scope():
         assert _answers(p, q, init) == answers and not gc.isenabled()
-    assert gc.get_freeze_count() == collector_on
+    assert gc.get_freeze_count() <= collector_on
 
 
 UNSOUND = ["alg_float_reassociate", "err_assign_error_is_noop", "pass_cse_stateful_atomic",
@@ -148,6 +151,6 @@ def test_checks_give_the_same_verdicts_with_the_switch_on_and_off(name, collecto
         cx = v.counterexample
         got.append((v.verdict, list(v.confirmed),
                     None if cx is None else (cx.feeds, cx.init, tuple(cx.schedule), cx.outcome)))
-        assert gc.get_freeze_count() == collector_on
+        assert gc.get_freeze_count() <= collector_on
     assert got[0] == got[1]
     assert got[0][0] == "unsound" and got[0][2] is not None and "numpy" in got[0][1]

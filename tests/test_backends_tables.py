@@ -43,12 +43,16 @@ def _reference(p, semantics: str) -> dict:
     succ = [[] for _ in range(n)]
     fetch = [[] for _ in range(n)]
     initial = []
+    looked_up = {}
+    node_of = p.node
     for i, name in enumerate(names):
-        node = p.node[name]
+        node = node_of[name]
         kd = kind[i] = EX._KINDS.get(node.op, EX._FN)
         attrs[i] = node.attrs
         if kd == EX._FN or kd == EX._ASSIGN:
-            fn[i] = fns.get(node.op if kd == EX._FN else node.fn)
+            fname = node.op if kd == EX._FN else node.fn
+            f = looked_up.get(fname)
+            fn[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
         if kd == EX._VAR:
             var[i] = node.var
         elif kd != EX._FN:
