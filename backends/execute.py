@@ -256,7 +256,9 @@ class Tables:
         fn_of: list[Function | None] = [None] * n
         self.fn = fn_of
         #: the functions looked up, by name (`compiled` rebuilds the tables
-        #: when the registry holds another under a name)
+        #: when the registry holds another under a name; each function is
+        #: looked up once per name: a real graph names a few dozen
+        #: functions in thousands of nodes)
         looked_up: dict[str, Function] = {}
         self.looked_up = looked_up
         attrs_of: list[Mapping[str, Any]] = [{}] * n
