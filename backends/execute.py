@@ -70,7 +70,12 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own);
     `impl`, when given, is run in place of `fn.impl` (the same arguments and
     results: `Memo`'s flushed variants)."""
-    if xp is np and call is None and fn.strict_args is None and LEAN_NUMPY_APPLY:
+    if xp is np and call is None and fn.strict_args is None and LEAN_NUMPY_APPLY \
+            and type(fn).strict is _ALL_STRICT:
+        # (`strict_args` None says every argument is strict only where
+        # `strict()` is Function's own: a subclass may say its strict
+        # arguments by overriding it, as the oracle's `Function.apply` asks
+        # `strict()`; such a function takes the general path)
         return _apply_numpy(fn, args, attrs, impl)
     strict = fn.strict()
     for i in strict:
@@ -132,6 +137,9 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
 #: is strict (nearly all), takes `_apply_numpy`'s lean path (False: the
 #: general one, which the differential tests compare it with)
 LEAN_NUMPY_APPLY = True
+
+#: `Function.strict` itself (`apply_function`: the lean path's test)
+_ALL_STRICT = Function.strict
 
 
 def _apply_numpy(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any],
