@@ -18,6 +18,7 @@ from tfsem.backends import execute as EX
 from tfsem.backends import reuse
 from tfsem.checking import check_case
 from tfsem.oracle import applications
+from tfsem.oracle.dispatch import outcome_set
 from tfsem.oracle.jsonio import case_from_json, read_json_file, program_from_json
 from tfsem.oracle.values import Tensor
 
@@ -132,6 +133,8 @@ def test_nothing_more_is_frozen_outside_a_check_or_where_the_process_froze(colle
 UNSOUND = ["alg_float_reassociate", "err_assign_error_is_noop", "pass_cse_stateful_atomic",
            "pass_hoist_reads_decomposed", "seed000_figure1_concat_forward_store",
            "seed002_two_increments_split_atomic", "state_add_write_back"]
+#: cases whose counterexample the checker's time-cut minimization may vary
+TIMED = {"alg_float_reassociate"}
 
 
 @pytest.mark.parametrize("name", UNSOUND)
@@ -149,8 +152,18 @@ def test_checks_give_the_same_verdicts_with_the_switch_on_and_off(name, collecto
         finally:
             EX.freeze_in_check = True
         cx = v.counterexample
+        # (alg_float_reassociate's counterexample varies from one check to
+        # the next with the switch held either way: its minimization is cut
+        # by time; it is compared by enumeration, as every case's is)
+        if cx is not None:
+            p, q = case.original, case.rewritten()
+            assert cx.outcome in outcome_set(q, cx.feeds, cx.init or {}, case.semantics,
+                                             case.observe)
+            assert cx.outcome not in outcome_set(p, cx.feeds, cx.init or {}, case.semantics,
+                                                 case.observe)
         got.append((v.verdict, list(v.confirmed),
-                    None if cx is None else (cx.feeds, cx.init, tuple(cx.schedule), cx.outcome)))
+                    None if cx is None or name in TIMED else
+                    (cx.feeds, cx.init, tuple(cx.schedule), cx.outcome), cx is not None))
         assert gc.get_freeze_count() <= collector_on
     assert got[0] == got[1]
-    assert got[0][0] == "unsound" and got[0][2] is not None and "numpy" in got[0][1]
+    assert got[0][0] == "unsound" and got[0][3] and "numpy" in got[0][1]
