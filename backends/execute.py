@@ -181,7 +181,9 @@ def _apply_numpy(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any],
     check_size(fn.name, [a.shape for a in arrays if a is not None])
     try:
         with np.errstate(all="ignore"):
-            results = (impl or fn.impl)(np, arrays, attrs)
+            # (`is not None`, as the general path: an implementation object
+            # that is false, one of length 0, is still the one to run)
+            results = (impl if impl is not None else fn.impl)(np, arrays, attrs)
     except MemoryError:
         raise too_large(fn.name, None) from None
     except OpError as exc:

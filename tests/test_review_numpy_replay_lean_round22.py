@@ -233,6 +233,89 @@ def test_the_lean_path_is_not_taken_for_a_batched_call_nor_a_chosen_strictness()
         EX._apply_numpy = real
 
 
+class _FalseImpl:
+    """An implementation object that is false (its length 0), as a
+    container of variants may be."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __call__(self, xp, arrays, attrs):
+        return (arrays[0] * arrays[0].dtype.type(3),)
+
+
+def test_an_implementation_given_that_is_false_is_the_one_run():
+    """`impl` given to apply_function runs in place of the function's own on
+    both paths, whatever its truth value (the lean path tested `impl or
+    fn.impl`: a false one ran `fn.impl` instead)."""
+    fn = fns.get("Identity")
+    a = np.array([1.0, -0.0, 2.5], np.float32)
+    want = [(a * np.float32(3)).tobytes()]
+    for lean in (True, False):
+        EX.LEAN_NUMPY_APPLY = lean
+        try:
+            got = EX.apply_function(fn, [a], {}, np, impl=_FalseImpl())
+        finally:
+            EX.LEAN_NUMPY_APPLY = True
+        assert [r.tobytes() for r in got] == want, lean
+
+
+def test_a_function_whose_strictness_changes_between_replays(switches_restored):
+    """A function registered again under its name with other strict
+    arguments, between two replays of one program object (its tables
+    compiled already): each replay follows the function registered then,
+    as the oracle does, on the lean path and off it."""
+    name = "Review22Swap"
+    p_json = {"variables": ["v"],
+              "nodes": [{"name": "var", "op": "Var", "var": "v"},
+                        {"name": "r", "op": "Read", "inputs": ["var"]},
+                        {"name": "c", "op": "Const",
+                         "value": {"dtype": "float32", "value": [1.5, -0.0]}},
+                        {"name": "f", "op": name, "inputs": ["r", "c"]}],
+              "outputs": {"o": "f"}}
+    schedule = ["var", "r", "c", "f"]
+    try:
+        seen = set()
+        for strict_args in (None, (1,), None, (0, 1)):
+            fns.register(fns.Function(name, 2, 1, _second_plus_one, strict_args=strict_args),
+                         replace=True)
+            p = program_from_json(p_json) if not seen else p
+            want = S.outcome_of(p, S.graph_of(p), S.run_schedule(p, {}, {}, schedule),
+                                "outputs+state")
+            for lean in (True, False):
+                EX.LEAN_NUMPY_APPLY = lean
+                assert EX.replay(p, {}, {}, schedule) == want, (strict_args, lean)
+            seen.add(isinstance(dict(want.outputs)["o"], Error))
+        assert seen == {True, False}
+    finally:
+        fns._REGISTRY.pop(name, None)
+
+
+def test_the_cupy_code_on_numpy_takes_the_general_path_with_the_same_outcomes():
+    """The cupy backend's code with numpy substituted (its array module is
+    not numpy itself): never the lean path, and the outcomes of numpy's
+    replay (lean) on generated programs and the hostile one."""
+    from tfsem.backends.arraymodule import numpy_as_cupy
+    from tfsem.checking import check as C
+    taken = []
+    real = EX._apply_numpy
+    progs = [p for p in random_programs(25, 2224, max_nodes=12) if not p.has_control_flow]
+    progs.append(program_from_json(_hostile(2)))
+    compared = 0
+    for i, p in enumerate(progs):
+        feeds, init = next(C._refute_sigmas(p, np.random.default_rng(i)))
+        obs = EX.run_random(p, feeds, init, 3, seed=i)
+        for outcome, _c, schedule in obs.items():
+            EX._apply_numpy = lambda *x: taken.append(1) or real(*x)
+            try:
+                got = EX.replay(p, feeds, init, schedule, backend=numpy_as_cupy())
+            finally:
+                EX._apply_numpy = real
+            assert got == outcome, i
+            compared += 1
+    assert not taken and compared >= 20, (len(taken), compared)
+
+
 # ---------------------------------------------------------------------------
 # (2) the one-pass tables
 
@@ -500,6 +583,35 @@ def test_an_exception_or_a_budget_in_the_middle_of_a_replay(switches_restored):
             assert _gc_state() == before and gc.get_freeze_count() == 0
     finally:
         fns._REGISTRY.pop(fn.name, None)
+
+
+def test_checks_cut_short_by_tiny_budgets(switches_restored):
+    """Checks whose time runs out at any point (before, during or after the
+    confirmation): the expected verdict or an inconclusive one, never the
+    other definite one,
+    an `unsound` still confirmed by enumeration; the collector left as it
+    was."""
+    if gc.get_freeze_count():
+        pytest.skip("the process froze objects of its own")
+    gc.enable()
+    before = _gc_state()
+    seen = set()
+    for name in ("pass_cse_stateful_atomic", "state_add_write_back", "alg_float_add_negzero"):
+        case = case_from_json(read_json_file(str(CASES / f"{name}.json")), where=name)
+        for timeout in (1e-4, 0.003, 0.03, 0.3):
+            for on in (True, False):
+                EX.LEAN_NUMPY_APPLY = EX.freeze_in_check = on
+                reuse.clear()
+                v = check_case(case, timeout=timeout)
+                other = {"sound": "unsound", "unsound": "sound"}[case.expect]
+                assert v.verdict != other, (name, timeout, v.verdict)
+                seen.add(v.verdict)
+                if v.verdict == "unsound":
+                    cx = v.counterexample
+                    assert cx.outcome not in outcome_set(case.original, cx.feeds, cx.init or {},
+                                                         case.semantics, case.observe)
+                assert _gc_state() == before and gc.get_freeze_count() == 0
+    assert "unsound" in seen
 
 
 class _Cyclic:
