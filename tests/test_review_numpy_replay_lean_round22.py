@@ -652,11 +652,11 @@ def test_what_a_replay_makes_is_freed_after_the_check(switches_restored):
         fns._REGISTRY.pop(fn.name, None)
 
 
-def test_the_user_turned_the_collector_off_or_froze_mid_check(switches_restored):
-    """The collector off before the check: off after it, nothing frozen.
-    A process that froze objects while a check's scope is open (a server
-    started inside it): its objects are frozen by itself, and the check's
-    scope thaws at its end as it always did; the replay changes none of it."""
+def test_the_user_turned_the_collector_off_before_the_check(switches_restored):
+    """The collector off before the check: the scope freezes nothing, the
+    confirmation gives the same answer, and the collector is off after it
+    with nothing frozen; turned on again, the next check freezes and thaws
+    as usual."""
     if gc.get_freeze_count():
         pytest.skip("the process froze objects of its own")
     p, q, init = _racy([1, 2]), _racy([3]), {"x": Tensor(np.int64(0))}
