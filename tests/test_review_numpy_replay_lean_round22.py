@@ -406,6 +406,39 @@ def test_hostile_tables_are_the_engines_and_replay_as_the_reference():
                 assert _replays_as_the_reference(p, feeds, init, semantics, 12, n_split) >= 1
 
 
+def test_a_node_of_eleven_inputs_and_three_ports():
+    """ApplyAdam's ten data inputs, four of them one feed, a control input
+    from that feed between them, its three ports all taken (one twice):
+    the engine's tables, and the reference's outcome on the lean path and
+    off it."""
+    p = program_from_json({
+        "variables": [], "feeds": {"a": {"dtype": "float32", "shape": []}},
+        "nodes": [{"name": "k", "op": "Const", "value": {"dtype": "float32", "value": 0.5}},
+                  {"name": "ad", "op": "ApplyAdam", "use_nesterov": False,
+                   "inputs": ["$a", "k", "k", "$a", "k", "k", "$a", "k", "k", "^$a", "$a"]},
+                  {"name": "s", "op": "Add", "inputs": ["ad:2", "ad:0"]},
+                  {"name": "t", "op": "Mul", "inputs": ["ad:2", "s", "^ad"]}],
+        "outputs": {"o": "s", "p": "ad:1", "q": "ad:2", "r": "t"}})
+    for semantics in ("atomic", "decomposed"):
+        _same_as_the_engines(p, semantics, "ApplyAdam")
+    tables = EX.Tables(p, "atomic")
+    i = tables.index["ad"]
+    assert tables.n_slots[i] == 11 and len(tables.data_slots[i]) == 10
+    assert sorted(port for port, _j, _s in tables.succ[i]) == [-1, 0, 2, 2]
+    assert sorted(tables.fetch[i]) == [(1, "p"), (2, "q")]
+    for a in (0.25, -0.0, float("nan"), 1e-45):
+        feeds = {"a": Tensor(np.array(a, np.float32))}
+        schedule = ["k", "ad", "s", "t"]
+        want = S.outcome_of(p, S.graph_of(p), S.run_schedule(p, feeds, {}, schedule),
+                            "outputs+state")
+        for lean in (True, False):
+            EX.LEAN_NUMPY_APPLY = lean
+            try:
+                assert EX.replay(p, feeds, {}, schedule) == want, (a, lean)
+            finally:
+                EX.LEAN_NUMPY_APPLY = True
+
+
 def test_generated_programs_tables_are_the_engines():
     count = 0
     for i, p in enumerate(random_programs(80, 2222, max_nodes=14)):
