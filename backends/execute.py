@@ -18,6 +18,7 @@ without ever copying an argument to the host.
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 import weakref
@@ -30,6 +31,8 @@ import numpy as np
 
 from tfsem.oracle import functions as fns
 from tfsem.oracle.budget import BudgetExceeded
+from tfsem.oracle import applications as _applications
+from tfsem.oracle import collector as _collector
 from tfsem.oracle.collector import gc_paused
 from tfsem.oracle.functions import (CannotRun, Function, OpError, ShapeError, beyond_numpy,
                                     check_size, too_large)
@@ -67,6 +70,13 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     `fn.impl(xp, arrays, attrs)`; the batched evaluator passes its own);
     `impl`, when given, is run in place of `fn.impl` (the same arguments and
     results: `Memo`'s flushed variants)."""
+    if xp is np and call is None and fn.strict_args is None and LEAN_NUMPY_APPLY \
+            and type(fn).strict is _ALL_STRICT:
+        # (`strict_args` None says every argument is strict only where
+        # `strict()` is Function's own: a subclass may say its strict
+        # arguments by overriding it, as the oracle's `Function.apply` asks
+        # `strict()`; such a function takes the general path)
+        return _apply_numpy(fn, args, attrs, impl)
     strict = fn.strict()
     for i in strict:
         if isinstance(args[i], Error):
@@ -123,6 +133,88 @@ def apply_function(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any], 
     return tuple(out)
 
 
+#: Whether `apply_function` on numpy, for a function whose every argument
+#: is strict (nearly all), takes `_apply_numpy`'s lean path (False: the
+#: general one, which the differential tests compare it with)
+LEAN_NUMPY_APPLY = True
+
+#: `Function.strict` itself (`apply_function`: the lean path's test)
+_ALL_STRICT = Function.strict
+
+
+def _apply_numpy(fn: Function, args: Sequence[Any], attrs: Mapping[str, Any],
+                 impl: Any) -> tuple[Any, ...]:
+    """`apply_function(fn, args, attrs, np, None, impl)` for a function whose
+    every argument is strict (`strict_args` None), in fewer steps: the same
+    checks in the same order, the same results and the same exceptions.
+
+    Why each step is the general path's: every argument is strict, so the
+    first error value among them is the answer (`fn.strict()` lists them
+    in order), and past that loop none is an error: the arguments `used`
+    for the dtypes are all of them, in order, and the arrays passed are
+    the arguments themselves (the general path's `arrays` replaces only
+    errors).  numpy computes without flushing (`float32_flush_doubt` is
+    False for it, so no recomputation on the host) and has no limit of its
+    own on dtypes (the general path's cupy branch of ValueError is not
+    taken on numpy).  The dtype check is the general path's set of the
+    arguments' dtypes, with one or two arguments told by comparing them.
+    What it saves: the tuple of strict indices made per call, the list of
+    the arguments used, the set of dtypes, the closure that calls the
+    implementation: about half of the 8 µs the general path spent around
+    an Identity (the real corpus's confirmations make about 24,000
+    applications).  tests/test_backends_lean_apply.py compares the two
+    paths on every registry function's generated applications, error
+    values and failing arguments included."""
+    for a in args:
+        if isinstance(a, Error):
+            return (a,) * fn.n_out
+    k = len(args)
+    if not fn.mixed_dtypes and k:
+        # (each argument's dtype read, as the general path's set reads them)
+        d0 = args[0].dtype
+        if k == 2:
+            if args[1].dtype != d0:
+                return (Error(DTYPE_MISMATCH),) * fn.n_out
+        elif k > 2 and len({a.dtype for a in args}) > 1:
+            return (Error(DTYPE_MISMATCH),) * fn.n_out
+    arrays = tuple(args)
+    check_size(fn.name, [a.shape for a in arrays if a is not None])
+    try:
+        with np.errstate(all="ignore"):
+            # (`is not None`, as the general path: an implementation object
+            # that is false, one of length 0, is still the one to run)
+            results = (impl if impl is not None else fn.impl)(np, arrays, attrs)
+    except MemoryError:
+        raise too_large(fn.name, None) from None
+    except OpError as exc:
+        return (Error(exc.reason),) * fn.n_out
+    except CannotRun as exc:
+        exc.function = fn.name
+        raise
+    except (ShapeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and beyond_numpy(exc):
+            err = CannotRun(f"cannot run {fn.name} concretely: numpy holds no array of its "
+                            f"result's shape ({exc})")   # (as Function.apply)
+            err.function = fn.name
+            raise err from None
+        return (Error(SHAPE_MISMATCH),) * fn.n_out
+    if len(results) != fn.n_out:
+        raise RuntimeError(f"function {fn.name} returned {len(results)} results, "
+                           f"declared {fn.n_out}")
+    dt = arrays[0].dtype if k and not fn.casts else None
+    out = []
+    for r in results:
+        if type(r) is not np.ndarray and not isinstance(r, np.ndarray):
+            r = np.asarray(r)  # numpy returns scalars for 0-d arguments
+        if dt is not None and r.dtype != dt:
+            r = r.astype(dt)
+        if r.dtype not in _SUPPORTED:
+            raise ValueFormatError(f"function {fn.name} returned dtype {r.dtype} "
+                                   "(not one of tfsem's dtypes)")
+        out.append(r)
+    return tuple(out)
+
+
 def _call_impl(xp: Any) -> Call:
     return lambda fn, arrays, attrs: fn.impl(xp, arrays, attrs)
 
@@ -170,90 +262,126 @@ class Tables:
         n = self.n = len(names)
         index = {name: i for i, name in enumerate(names)}
         self.index = index
-        self.kind = [_FN] * n
-        self.fn: list[Function | None] = [None] * n
+        kinds = self.kind = [_FN] * n
+        fn_of: list[Function | None] = [None] * n
+        self.fn = fn_of
         #: the functions looked up, by name (`compiled` rebuilds the tables
-        #: when the registry holds another under a name)
-        self.looked_up: dict[str, Function] = {}
-        self.attrs: list[Mapping[str, Any]] = [{}] * n
-        self.var: list[str | None] = [None] * n
-        self.n_slots = [1] * n
-        self.data_slots: list[list[int]] = [[] for _ in range(n)]
-        self.value_slot = [-1] * n
-        self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
-        self.initial: list[tuple[int, int, str | None]] = []   # (node, slot, feed or None for GO)
-        # (each function looked up once per name: a real graph names a few
-        # dozen functions in thousands of nodes)
-        looked_up = self.looked_up
-        kinds, fn_of, attrs_of, var_of = self.kind, self.fn, self.attrs, self.var
-        succ, initial, data_slots = self.succ, self.initial, self.data_slots
+        #: when the registry holds another under a name; each function is
+        #: looked up once per name: a real graph names a few dozen
+        #: functions in thousands of nodes)
+        looked_up: dict[str, Function] = {}
+        self.looked_up = looked_up
+        attrs_of: list[Mapping[str, Any]] = [{}] * n
+        self.attrs = attrs_of
+        var_of: list[str | None] = [None] * n
+        self.var = var_of
+        n_slots = self.n_slots = [1] * n
+        #: per node: (port, successor, the successor's slot as a flat index)
+        succ_flat: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        self.succ_flat = succ_flat
+        empty: list[int] = []
+        data_flat: list[list[int]] = [empty] * n   # (a node with data inputs: its own list)
+        self.data_flat = data_flat
+        value_flat = self.value_flat = [-1] * n
+        offset = self._offset = [0] * n
+        missing = self.missing0 = [1] * n
+        initial: list[tuple[int, int, str | None]] = []   # (node, slot, feed or None for GO)
+        self.initial = initial
+        feed_slots: list[tuple[int, str]] = []
+        self.feed_slots = feed_slots
         node_of = p.node
+        total = 0
+        # (one pass makes the flat form (run_schedule) as it goes: the nodes
+        # come in topological order, so a node's flat offset is known when
+        # its inputs are read; the nested form Machine.fire reads (succ,
+        # data_slots, value_slot) is made from it when first asked for,
+        # `__getattr__`.  tests/test_backends_tables.py compares every table
+        # with the two-pass construction this replaced)
         for i, name in enumerate(names):
             node = node_of[name]
             op = node.op
-            kd = kinds[i] = _KINDS.get(op, _FN)
+            kd = _KINDS.get(op, _FN)
             attrs_of[i] = node.attrs
-            if kd == _FN or kd == _ASSIGN:
-                fname = op if kd == _FN else node.fn
-                f = looked_up.get(fname)
-                fn_of[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
-            if kd == _VAR:
-                var_of[i] = node.var
-            elif kd != _FN:
-                var_of[i] = p.accessed_variable(name)
+            if kd == _FN:
+                f = looked_up.get(op)
+                fn_of[i] = f if f is not None else looked_up.setdefault(op, fns.get(op))
+            else:
+                kinds[i] = kd
+                if kd == _ASSIGN:
+                    fname = node.fn
+                    f = looked_up.get(fname)
+                    fn_of[i] = f if f is not None else looked_up.setdefault(fname, fns.get(fname))
+                var_of[i] = node.var if kd == _VAR else p.accessed_variable(name)
+            offset[i] = total
             inputs = node.inputs
-            self.n_slots[i] = max(1, len(inputs))
-            if not inputs:
+            k = len(inputs)
+            if not k:
                 initial.append((i, 0, None))   # the implicit input control edge
+                missing[i] = 0
+                total += 1
+                continue
+            n_slots[i] = missing[i] = k
+            total += k
             data_pos = 0
+            data = None
             for slot, inp in enumerate(inputs):
                 t = type(inp)
                 if t is DataIn:
-                    succ[index[inp.node]].append((inp.port, i, slot))
+                    succ_flat[index[inp.node]].append((inp.port, i, offset[i] + slot))
                 elif t is ControlIn:
-                    succ[index[inp.node]].append((-1, i, slot))
+                    succ_flat[index[inp.node]].append((-1, i, offset[i] + slot))
+                    continue
                 else:
-                    initial.append((i, slot, inp.name if t is FeedIn else None))
-                if t is DataIn or t is FeedIn:
-                    if kd == _FN:
-                        data_slots[i].append(slot)
-                    elif kd == _ASSIGN and data_pos == 1:
-                        self.value_slot[i] = slot
-                    data_pos += 1
+                    feed = inp.name if t is FeedIn else None
+                    initial.append((i, slot, feed))
+                    missing[i] -= 1
+                    if feed is None:
+                        continue
+                    feed_slots.append((offset[i] + slot, feed))
+                if kd == _FN:
+                    if data is None:
+                        data = data_flat[i] = []
+                    data.append(offset[i] + slot)
+                elif kd == _ASSIGN and data_pos == 1:
+                    value_flat[i] = offset[i] + slot
+                data_pos += 1
+        self.n_inbox = total
+        self.fetch: list[list[tuple[int, str]]] = [[] for _ in range(n)]
         for out_name, port in sorted(p.outputs.items()):
             self.fetch[index[port.node]].append((port.port, out_name))
         self.variables = sorted(p.variables)
-        # -- the flat form (run_schedule) --
-        offset = [0] * n
-        total = 0
-        for i in range(n):
-            offset[i] = total
-            total += self.n_slots[i]
-        self.n_inbox = total
-        #: per node: (port, successor, the successor's slot as a flat index)
-        self.succ_flat = [[(port, j, offset[j] + slot) for port, j, slot in self.succ[i]]
-                          for i in range(n)]
-        self.data_flat = [[offset[i] + s for s in self.data_slots[i]] for i in range(n)]
-        self.value_flat = [offset[i] + self.value_slot[i] if self.value_slot[i] >= 0 else -1
-                           for i in range(n)]
-        missing = list(self.n_slots)
-        self.feed_slots: list[tuple[int, str]] = []
-        for i, slot, feed in self.initial:
-            if feed is not None:
-                self.feed_slots.append((offset[i] + slot, feed))
-            missing[i] -= 1
-        self.missing0 = missing
         #: every step's label -> its number (Machine.label's inverse)
-        self.step: dict[str, int] = {}
-        for i, name in enumerate(names):
-            if decomposed and self.kind[i] == _ASSIGN:
-                self.step[name + READ_STEP] = i
-                self.step[name + WRITE_STEP] = n + i
-            else:
-                self.step[name] = i
+        if decomposed:
+            self.step: dict[str, int] = {}
+            for i, name in enumerate(names):
+                if kinds[i] == _ASSIGN:
+                    self.step[name + READ_STEP] = i
+                    self.step[name + WRITE_STEP] = n + i
+                else:
+                    self.step[name] = i
+        else:
+            self.step = dict(index)
         self.registry_version = fns.version
         self._attrs_keys: list[str | tuple | None] = [None] * n
+
+    #: the nested form, made from the flat one when first asked for (by
+    #: Machine.fire and the other runners that step a RunState):
+    #: per node, (port, successor, the successor's slot), the slots of its
+    #: data inputs, and an Assign's value slot (-1: none)
+    _NESTED = ("succ", "data_slots", "value_slot")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tables._NESTED:
+            off, n = self._offset, self.n
+            # (two threads that make them at once make equal lists)
+            self.__dict__["succ"] = [[(port, j, flat - off[j]) for port, j, flat in row]
+                                     for row in self.succ_flat]
+            self.__dict__["data_slots"] = [[s - off[i] for s in self.data_flat[i]]
+                                           for i in range(n)]
+            self.__dict__["value_slot"] = [v - off[i] if v >= 0 else -1
+                                           for i, v in enumerate(self.value_flat)]
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def attrs_key(self, i: int) -> str | tuple:
         """Node i's attributes as an exact key for the memo (`Memo`: equal
@@ -359,10 +487,18 @@ class Machine:
         self.apply = apply or (lambda fn, args, attrs: apply_function(fn, args, attrs, np))
         self.tables = tables
         # (the tables are shared by every machine of this program and
-        # semantics: read, never written)
+        # semantics: read, never written; their nested form when first
+        # asked for, `__getattr__`: run_schedule reads the flat one)
         for name in ("names", "n", "index", "kind", "fn", "attrs", "var", "n_slots",
-                     "data_slots", "value_slot", "succ", "fetch", "initial", "variables"):
+                     "fetch", "initial", "variables"):
             setattr(self, name, getattr(tables, name))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tables._NESTED:
+            value = getattr(self.tables, name)
+            setattr(self, name, value)
+            return value
+        raise AttributeError(name)
 
     # -- steps ------------------------------------------------------------------
 
@@ -766,6 +902,11 @@ def run_schedule(m: Machine, feeds: Mapping[str, Any], init: Mapping[str, Any],
 #: replays (`collector_paused`; tests turn it off to compare)
 collector_off = True
 
+#: Whether, inside a check that froze the process's objects, what a
+#: confirmation made is frozen with them when it ends (`collector_paused`
+#: says why; False: left in the youngest generation, as before)
+freeze_in_check = True
+
 
 @contextmanager
 def collector_paused():
@@ -779,8 +920,47 @@ def collector_paused():
     if not collector_off:
         yield
         return
-    with gc_paused():
+    if not (freeze_in_check and _collector._frozen_here):
+        with gc_paused():
+            yield
+        return
+    # Inside a check that froze the process's objects (oracle/applications.py
+    # `scope`, `_collector._frozen_here`), `gc_paused` leaves what the
+    # replay made alive (the session's memo, its keys and result tuples,
+    # the host values: 141,000 objects after MobileNetV2's first replay) in
+    # the youngest generation: it must not move it by `gc.freeze()` and
+    # `gc.unfreeze()`, which would thaw the check's frozen objects too.  The
+    # first allocation after `gc.enable()` then set off a collection that
+    # walked all of it, and the next ones of the middle generation again,
+    # to find no garbage: 0.19 of the 4.6 profiled seconds of the real
+    # corpus's 38 dataflow confirmations, each in `collector_paused`'s exit.
+    # Here it is frozen with the check's objects instead (`gc.freeze()`
+    # alone), and the check's scope, when it ends, thaws everything frozen
+    # into the oldest generation (`unfreeze_for_check`): where `gc_paused`
+    # would have put it at once.  Why nothing else changes: frozen objects
+    # are still freed by reference counting when dropped (a memo entry, a
+    # session replaced); freezing exempts them only from the cyclic
+    # collector's walks, until the check ends, as the check's scope
+    # already exempts every object older than the check; an object of a
+    # cycle made by the check before this point waits for the scope's end
+    # to be collected (the scope's docstring says the same of cycles made
+    # before the check: no verdict depends on when memory is reclaimed).
+    # The test and the freeze are made under the scope's lock, as its end
+    # unfreezes under it: a scope cannot end between them, so nothing is
+    # left frozen past the last check (another thread's scope ending), and
+    # a process that froze objects of its own (`tfsem serve`: not
+    # `_frozen_here`) is never frozen more.  `freeze_in_check = False`:
+    # `gc_paused` as before.
+    was = gc.isenabled()
+    gc.disable()
+    try:
         yield
+    finally:
+        if was:
+            with _applications._scope_lock:
+                if _collector._frozen_here:
+                    gc.freeze()
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------
