@@ -655,8 +655,18 @@ def _attrs_keys_from(p: Program, memo: dict | None) -> dict:
     keys out of the original's entry."""
     if memo is None or not ORIGINAL_ATTRS_KEYS:
         return {}
-    return dict(_of_original(memo, "attrs_keys", lambda: {
-        id(n.attrs): (n.attrs, _attrs_key(n.attrs)) for n in p.nodes if n.attrs}))
+
+    def make() -> dict:
+        # (the deadline read every 64 nodes, as the passes do: a cut-short
+        # table raises out of `_of_original`, which then keeps nothing)
+        keys = {}
+        for k, n in enumerate(p.nodes):
+            if not k & 63:
+                _tick()
+            if n.attrs:
+                keys[id(n.attrs)] = (n.attrs, _attrs_key(n.attrs))
+        return keys
+    return dict(_of_original(memo, "attrs_keys", make))
 
 
 def _shape_passes(p: Program, memo: dict | None):
