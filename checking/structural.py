@@ -637,10 +637,11 @@ def _original_plan(p: Program, memo: dict | None) -> tuple[list, dict]:
 ORIGINAL_ATTRS_KEYS = True
 
 
-def _attrs_keys_from(p: Program, memo: dict | None) -> dict:
+def _attrs_keys_from(p: Program, memo: dict | None, plan: list[tuple]) -> dict:
     """The `_Terms.akeys` a check of p starts with: a copy of p's
-    {id(attributes): (attributes, `_attrs_key` of them)} for every node of p
-    with attributes, made once per original (`_of_original`), else empty.
+    {id(attributes): (attributes, `_attrs_key` of them)} for every node of
+    p's term plan (`plan`, `_original_plan`'s, kept in the same entry) with
+    attributes, made once per original (`_of_original`), else empty.
 
     Why it is the table the check would make: `_attrs_key` is a function of
     the mapping's items alone, and a node's attributes are a frozen mapping
@@ -652,7 +653,15 @@ def _attrs_keys_from(p: Program, memo: dict | None) -> dict:
     them again for the original's nodes its exact pass applies (the
     original's own pass is restored, `_original_terms`, but its keys were
     not: the check's own table starts empty); the copy keeps the rewrite's
-    keys out of the original's entry."""
+    keys out of the original's entry.
+
+    Only the plan's nodes: they are the nodes p's passes apply (the exact
+    pass's plan names no other node with attributes on the real corpus;
+    a node it named beyond them would have its key made in the check, as
+    before).  A data-dead node's attributes are keyed by no pass, and a
+    key of a tensor holds a copy of its bytes for as long as the entry
+    lives: a dead 50 MB Const held 50 MB with the whole program keyed.
+    Which keys the table holds changes no key, so no result."""
     if memo is None or not ORIGINAL_ATTRS_KEYS:
         return {}
 
@@ -660,11 +669,13 @@ def _attrs_keys_from(p: Program, memo: dict | None) -> dict:
         # (the deadline read every 64 nodes, as the passes do: a cut-short
         # table raises out of `_of_original`, which then keeps nothing)
         keys = {}
-        for k, n in enumerate(p.nodes):
+        node = p.node
+        for k, entry in enumerate(plan):
             if not k & 63:
                 _tick()
-            if n.attrs:
-                keys[id(n.attrs)] = (n.attrs, _attrs_key(n.attrs))
+            attrs = node[entry[0]].attrs
+            if attrs:
+                keys[id(attrs)] = (attrs, _attrs_key(attrs))
         return keys
     return dict(_of_original(memo, "attrs_keys", make))
 
@@ -788,7 +799,7 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                              _term_plan(p2, info=shared["info"][1]),
                              nan_blind and _of_original(memo, "nan_blind",
                                                         lambda: _nan_payload_blind(p))
-                             and _nan_payload_blind(p2), _attrs_keys_from(p, memo), {},
+                             and _nan_payload_blind(p2), _attrs_keys_from(p, memo, plan), {},
                              shared)
                 reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
                 proved = True

@@ -245,12 +245,42 @@ def test_threads_checking_one_original_get_the_answers_of_one_thread(shown, monk
     assert expected[0] and not all(expected)
 
 
+def test_data_dead_nodes_are_not_keyed(monkeypatch):
+    """A data-dead Const of 4 MB and a dead node whose attribute is a list
+    that holds itself: the kept table keys the nodes of the original's term
+    plan only (fixed: with every node keyed, the dead Const's bytes were
+    copied and held for as long as the original lived, and the list made
+    the rule raise RecursionError where it proves), and the answers are
+    those with keys made per check."""
+    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
+    loop: list = []
+    loop.append(loop)
+
+    def make(v):
+        big = Tensor(np.full(1_000_000, v, np.float32))
+        return P.program([P.const("big", big), P.apply("dead", "Neg", "big"),
+                          P.apply("odd", "Identity", "$x", a=loop),
+                          P.const("c", Tensor(np.float32(v))), P.apply("s", "Add", "$x", "c")],
+                         {"out": "s"}, feeds={"x": TensorType("float32", ())})
+    rows = {}
+    for ko in (False, True):
+        monkeypatch.setattr(structural, "ORIGINAL_ATTRS_KEYS", ko)
+        p = make(1.0)
+        rows[ko] = [structural_refinement(p, make(v)).proved for v in (1.0, 2.0, 1.0)]
+    assert rows[True] == rows[False] == [True, False, True]
+    memo = structural._original_memo(p, create=False)
+    assert {kept[0] for kept in memo["attrs_keys"].values()} == \
+        {p.node["c"].attrs} and id(p.node["big"].attrs) not in memo["attrs_keys"]
+
+
 # -- the deadline ----------------------------------------------------------------
 
 def _many_consts(n: int, v: float = 1.0):
+    """x + c0 + c1 + ... + c(n-1), each Const a live node of the plan."""
     nodes = [P.const(f"c{k}", Tensor(np.float32(v + k))) for k in range(n)]
-    nodes.append(P.apply("s", "Add", "$x", "c0"))
-    return P.program(nodes, {"out": "s"}, feeds={"x": TensorType("float32", ())})
+    nodes.append(P.apply("s0", "Add", "$x", "c0"))
+    nodes += [P.apply(f"s{k}", "Add", f"s{k - 1}", f"c{k}") for k in range(1, n)]
+    return P.program(nodes, {"out": f"s{n - 1}"}, feeds={"x": TensorType("float32", ())})
 
 
 def test_a_passed_deadline_proves_nothing_and_keeps_no_keys(monkeypatch):
@@ -289,7 +319,7 @@ def test_a_deadline_passing_while_the_keys_are_made(monkeypatch):
     monkeypatch.setattr(structural, "_attrs_key", slow)
     r = structural_refinement(p, q, deadline=time.monotonic() + 0.2)
     assert (r.proved, r.reason) == (False, NO_PROOF_BUDGET)
-    assert 70 <= calls[0] < 400          # (stopped inside the making)
+    assert 70 <= calls[0] < 400          # (stopped inside the making: 400 keys)
     entry = structural._original_memo(p, create=False)
     assert entry is not None and "attrs_keys" not in entry
     monkeypatch.setattr(structural, "_attrs_key", real_key)

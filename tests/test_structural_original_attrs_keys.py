@@ -58,22 +58,25 @@ def test_stored_grappler_programs_give_the_same_results(monkeypatch):
 
 
 def test_the_kept_keys_are_the_original_nodes_own(monkeypatch):
-    """The entry holds one key per node's attribute mapping of the original,
-    each `_attrs_key` of that very mapping; a check's copy is its own (a
-    rewrite's keys added to it stay out of the original's entry)."""
+    """The entry holds one key per attribute mapping of the original's
+    nodes that its term plan names, each `_attrs_key` of that very mapping;
+    a check's copy is its own (a rewrite's keys added to it stay out of the
+    original's entry)."""
     monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
     monkeypatch.setattr(structural, "ORIGINAL_ATTRS_KEYS", True)
     _name, p, rewritten = next(iter(_grappler_programs()))
     q = next(iter(rewritten.values()))
     structural_refinement(p, q)
     kept = structural._original_memo(p, create=False)["attrs_keys"]
-    with_attrs = {id(n.attrs): n.attrs for n in p.nodes if n.attrs}
+    memo = structural._original_memo(p, create=False)
+    planned = {e[0] for e in memo["plan"][0]}
+    with_attrs = {id(n.attrs): n.attrs for n in p.nodes if n.attrs and n.name in planned}
     assert kept and set(kept) == set(with_attrs)
     for k, (attrs, key) in kept.items():
         assert attrs is with_attrs[k] and key == structural._attrs_key(attrs)
     # (a rewrite's node of equal attributes but another mapping is no entry)
     assert all(id(n.attrs) not in kept for n in q.nodes if n.attrs)
-    copy = structural._attrs_keys_from(p, structural._original_memo(p, create=False))
+    copy = structural._attrs_keys_from(p, memo, memo["plan"][0])
     assert copy == kept and copy is not kept
 
 
@@ -116,7 +119,9 @@ def test_a_mutated_original_takes_no_stale_key(monkeypatch):
     for p, _qs in families:
         m = _mutated(p)
         structural_refinement(m, _qs[0][0], _qs[0][1], _qs[0][2])
-        kept = structural._original_memo(m, create=False)["attrs_keys"]
+        memo = structural._original_memo(m, create=False)
+        kept = memo["attrs_keys"]
+        planned = {e[0] for e in memo["plan"][0]}
         for n in m.nodes:
-            if n.attrs:
+            if n.attrs and n.name in planned:
                 assert kept[id(n.attrs)] == (n.attrs, structural._attrs_key(n.attrs))
