@@ -632,6 +632,54 @@ def _original_plan(p: Program, memo: dict | None) -> tuple[list, dict]:
     return got
 
 
+#: The original's attribute keys kept in its memo entry (`_attrs_keys_from`):
+#: tests switch it off to compare.
+ORIGINAL_ATTRS_KEYS = True
+
+
+def _attrs_keys_from(p: Program, memo: dict | None, plan: list[tuple]) -> dict:
+    """The `_Terms.akeys` a check of p starts with: a copy of p's
+    {id(attributes): (attributes, `_attrs_key` of them)} for every node of
+    p's term plan (`plan`, `_original_plan`'s, kept in the same entry) with
+    attributes, made once per original (`_of_original`), else empty.
+
+    Why it is the table the check would make: `_attrs_key` is a function of
+    the mapping's items alone, and a node's attributes are a frozen mapping
+    (program.py `_FrozenDict`, refusing every change) of an immutable
+    program; each entry holds the mapping itself, so its id names no other
+    object while the entry lives, and `attrs_key` takes an entry only for
+    that very object (`hit[0] is attrs`).  So a key found here is the key
+    `attrs_key` would compute.  Each check of the original's rewrites made
+    them again for the original's nodes its exact pass applies (the
+    original's own pass is restored, `_original_terms`, but its keys were
+    not: the check's own table starts empty); the copy keeps the rewrite's
+    keys out of the original's entry.
+
+    Only the plan's nodes: they are the nodes p's passes apply (the exact
+    pass's plan names no other node with attributes on the real corpus;
+    a node it named beyond them would have its key made in the check, as
+    before).  A data-dead node's attributes are keyed by no pass, and a
+    key of a tensor holds a copy of its bytes for as long as the entry
+    lives: a dead 50 MB Const held 50 MB with the whole program keyed.
+    Which keys the table holds changes no key, so no result."""
+    if memo is None or not ORIGINAL_ATTRS_KEYS:
+        return {}
+
+    def make() -> dict:
+        # (the deadline read every 64 nodes, as the passes do: a cut-short
+        # table raises out of `_of_original`, which then keeps nothing)
+        keys = {}
+        node = p.node
+        for k, entry in enumerate(plan):
+            if not k & 63:
+                _tick()
+            attrs = node[entry[0]].attrs
+            if attrs:
+                keys[id(attrs)] = (attrs, _attrs_key(attrs))
+        return keys
+    return dict(_of_original(memo, "attrs_keys", make))
+
+
 def _shape_passes(p: Program, memo: dict | None):
     """The `passes` argument of static_shapes: p's passes from `memo`."""
     if memo is None:
@@ -751,7 +799,7 @@ def _structural_refinement(p: Program, p2: Program, semantics: str,
                              _term_plan(p2, info=shared["info"][1]),
                              nan_blind and _of_original(memo, "nan_blind",
                                                         lambda: _nan_payload_blind(p))
-                             and _nan_payload_blind(p2), {}, {},
+                             and _nan_payload_blind(p2), _attrs_keys_from(p, memo, plan), {},
                              shared)
                 reason = _prove(p, p2, semantics, observe, stats, merge_reads, merge_assigns, plans)
                 proved = True
@@ -1168,8 +1216,14 @@ class _Terms:
         gain a claim for a term later, from the other program's ports), so
         the second program's nodes that compute what the first's did cost
         a lookup (`applied`), with the same result as computing them."""
-        shapes = self.shapes
-        key = (op, self.attrs_key(attrs), args, n_out, tuple(map(shapes.get, args)))
+        # (`attrs_key`'s lookup written out: this runs once per node of
+        # both programs, the same key as `self.attrs_key(attrs)`)
+        if attrs:
+            akey = self.akeys.get(id(attrs))
+            akey = akey[1] if akey is not None and akey[0] is attrs else self.attrs_key(attrs)
+        else:
+            akey = ()
+        key = (op, akey, args, n_out, tuple(map(self.shapes.get, args)))
         hit = self.applied.get(key)
         if hit is None:
             hit = self.applied[key] = self._apply(op, attrs, args, n_out)
@@ -1523,12 +1577,15 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
     exact: dict[str, int] = {}
     port_shapes = terms.program_shapes.get(id(p)) or {}
 
-    def shaped(name: str, results) -> None:
-        for port, t in enumerate(results):
-            sh = port_shapes.get((name, port))
-            if sh is not None:
-                terms.shapes.setdefault(t, sh)
-
+    # (the loop below is `shaped` and `arg` written out, with the tables'
+    # methods bound once: a Grappler rewrite runs it for each of its
+    # thousands of nodes, and the calls were half its time.  What each
+    # node's entries are is unchanged: a feed's term, else the table's)
+    feed = terms.feed
+    apply, apply_up_to_error = terms.apply, terms.apply_up_to_error
+    shape_of = port_shapes.get
+    shape_claim = terms.shapes.setdefault
+    named = names.setdefault if names is not None else None
     for k, (name, op, inputs, f, n_out, need_exact, need_settled, congruent) in enumerate(plan):
         if not k & 63:
             _tick()
@@ -1536,9 +1593,11 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
             continue
         if op == READ:
             value[(name, 0)] = settled[(name, 0)] = t = terms.make(leaf_of_read[name])
-            shaped(name, (t,))
-            if names is not None:
-                names.setdefault(t, name)
+            sh = shape_of((name, 0))
+            if sh is not None:
+                shape_claim(t, sh)
+            if named is not None:
+                named(t, name)
         elif op == ASSIGN:
             if inputs[1] is not None and (isinstance(inputs[1], FeedIn)
                                           or (inputs[1].node, inputs[1].port) in settled):
@@ -1548,25 +1607,33 @@ def _program_terms(p: Program, terms: _Terms, leaf_of_read: Mapping[str, tuple],
         else:
             attrs = p.node[name].attrs
             if need_exact and known and (name, 0) in known:
-                results = tuple(value[(name, port)] for port in range(n_out))
+                results = tuple([value[(name, port)] for port in range(n_out)])
             elif need_exact:
-                results = terms.apply(op, attrs, tuple(arg(i, value) for i in inputs), n_out)
-                shaped(name, results)
+                results = apply(op, attrs, tuple([
+                    feed(i.name, p.feed_type(i.name).dtype) if isinstance(i, FeedIn)
+                    else value[(i.node, i.port)] for i in inputs]), n_out)
                 for port, t in enumerate(results):
+                    sh = shape_of((name, port))
+                    if sh is not None:
+                        shape_claim(t, sh)
                     value[(name, port)] = t
-                    if names is not None:
-                        names.setdefault(t, name)
+                    if named is not None:
+                        named(t, name)
             if need_settled:
                 if congruent:
-                    results = terms.apply_up_to_error(
-                        op, attrs, tuple(arg(i, settled) for i in inputs), n_out)
-                    shaped(name, results)
+                    results = apply_up_to_error(op, attrs, tuple([
+                        feed(i.name, p.feed_type(i.name).dtype) if isinstance(i, FeedIn)
+                        else settled[(i.node, i.port)] for i in inputs]), n_out)
+                    for port, t in enumerate(results):
+                        sh = shape_of((name, port))
+                        if sh is not None:
+                            shape_claim(t, sh)
                 # (otherwise the ≈-term is the exact one, computed above:
                 # equal values are ≈)
                 for port, t in enumerate(results):
                     settled[(name, port)] = t
-                    if names is not None:
-                        names.setdefault(t, name)
+                    if named is not None:
+                        named(t, name)
     outputs = {o: value[(port.node, port.port)] for o, port in p.outputs.items()}
     if values_out is not None:
         values_out.update(value)

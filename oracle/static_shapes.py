@@ -363,22 +363,24 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
     out: dict[tuple[str, int], Shape] = {}
     consts: dict[tuple[str, int], Tensor] = {}
 
-    def arg(i):
-        if isinstance(i, FeedIn):
-            return _static(p.feed_type(i.name).shape), None
-        return out.get((i.node, i.port)), consts.get((i.node, i.port))
-
+    # (the arguments' shapes and constants gathered in one loop, the
+    # program's tables' lookups bound once: this runs for each node of both
+    # programs of a structural check, and its calls and lists were most of
+    # it; the same claims as taking each argument's (shape, constant) pair)
     inputs = data_inputs(p)
+    node = p.node
+    shape_of, const_of = out.get, consts.get
     for k, name in enumerate(p.topological_order):
         if tick is not None and not k & 63:
             tick()
-        n = p.node[name]
-        if n.op in (VAR, ASSIGN):
+        n = node[name]
+        op = n.op
+        if op == VAR or op == ASSIGN:
             continue
         ins = inputs[name]
-        if n.op == READ:
+        if op == READ:
             if read_shapes:
-                var = p.node[ins[0].node].attrs.get("var") \
+                var = node[ins[0].node].attrs.get("var") \
                     if isinstance(ins[0], DataIn) else None
                 if read_shapes is not True and var not in read_shapes:
                     continue
@@ -386,7 +388,7 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 if sh is not None:
                     out[(name, 0)] = sh
             continue
-        if n.op == "Const":
+        if op == "Const":
             if unsure and name in unsure and (read_shapes is not True and (
                     not read_shapes or unsure[name] not in read_shapes)):
                 continue
@@ -395,16 +397,25 @@ def _value_shapes(p: Program, read_shapes: bool | frozenset,
                 out[(name, 0)] = tuple(v.array.shape)
                 consts[(name, 0)] = v
             continue
-        args = [arg(i) for i in ins]
+        shapes: list = []
+        values: list = []
+        for i in ins:
+            if isinstance(i, FeedIn):
+                shapes.append(_static(p.feed_type(i.name).shape))
+                values.append(None)
+            else:
+                port = (i.node, i.port)
+                shapes.append(shape_of(port))
+                values.append(const_of(port))
         # (`_fold` folds constant arguments only: a port without one is none)
-        folded = _fold(n.op, n.attrs, [a[1] for a in args], kernels) \
-            if args and all(a[1] is not None for a in args) else None
+        folded = _fold(op, n.attrs, list(values), kernels) \
+            if values and all(v is not None for v in values) else None
         if folded is not None:
             for k, v in enumerate(folded):
                 out[(name, k)] = tuple(v.array.shape)
                 consts[(name, k)] = v
             continue
-        res = result_shapes(n.op, n.attrs, [a[0] for a in args], [a[1] for a in args])
+        res = result_shapes(op, n.attrs, shapes, values)
         for k, s in enumerate(res or ()):
             if s is not None:
                 out[(name, k)] = s
