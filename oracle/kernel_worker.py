@@ -630,10 +630,18 @@ def _answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs, n_out)
     """One evaluation's answer (without its id): ("ok", results),
     ("op-error", reason, message) or ("refused", message)."""
     try:
-        tensors = [tf.constant(a) for a in inputs]
+        direct = _direct(execute, ctx) if DIRECT else None
+        if direct is None:
+            tensors = [tf.constant(a) for a in inputs]
+        else:
+            tensors = [direct.tensor(a) for a in inputs]
         flat, n = _signature(tf, op_def_registry, op, tensors, attrs)
-        r1 = _execute(execute, ctx, op, n, tensors, flat)
-        r2 = _execute(execute, ctx, op, n, tensors, flat)
+        if direct is None:
+            r1 = _execute(execute, ctx, op, n, tensors, flat)
+            r2 = _execute(execute, ctx, op, n, tensors, flat)
+        else:
+            r1 = direct.run(op, n, tensors, flat)
+            r2 = direct.run(op, n, tensors, flat)
         if not _same(r1, r2):
             return ("refused", f"TensorFlow's {op} kernel gave two different results "
                                "on the same inputs: it is not a function here")
@@ -649,6 +657,109 @@ def _answer(tf, op_def_registry, execute, errors, ctx, op, inputs, attrs, n_out)
     except Exception as exc:  # noqa: BLE001 (anything else: no result)
         return ("refused", f"{type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")
+
+
+#: Whether `_answer` makes its tensors and runs its kernels through
+#: TensorFlow's own eager calls directly (`_Direct`) instead of the public
+#: ``tf.constant`` and ``execute.execute``: the same calls with the Python
+#: layers around them left out (a 4-element Exp's child CPU: tf.constant was
+#: half of `_answer`).  ``TFSEM_TF_KERNELS_DIRECT=0`` turns it off (read when
+#: the child starts; the parent's environment is the child's).
+DIRECT = os.environ.get("TFSEM_TF_KERNELS_DIRECT", "1").strip().lower() not in (
+    "0", "off", "no", "false")
+
+
+class _Direct:
+    """TensorFlow's calls under ``tf.constant`` and ``execute.execute``,
+    made without the layers above them.  Why each gives what they give:
+
+    * ``tf.constant(a)`` of a numpy array (no dtype, no shape), eagerly, is
+      ``convert_to_eager_tensor(a.copy(), ctx)``: ``ctx.ensure_initialized()``
+      then ``ops.EagerTensor(a.copy(), ctx.device_name, None)``
+      (tensorflow/python/framework/constant_op.py).  `tensor` makes the same
+      EagerTensor of the array itself, without the copy.  The copy is there
+      so that a caller who writes the array later does not write the tensor
+      (TensorFlow may hold an aligned array's memory instead of copying it).
+      Nothing writes these arrays while their tensors live: an input that
+      came in the message is a view of the message's bytes (immutable); one
+      read in the request file lies where the parent writes again only once
+      this request is answered (`Region`; oracle/kernels.py `_Client`), and
+      the tensors and results are dropped before the next request is read
+      (the answer's pickle copies the results' bytes first).  Nor does a
+      kernel write its input: an eager op's inputs are held by their
+      handles, never forwarded to its outputs (tests/
+      test_kernels_direct_calls.py runs Relu, Neg on an input TensorFlow
+      holds in place and checks it unchanged).  Anything but a numpy
+      array goes through ``tf.constant``.
+    * ``execute.execute`` is ``quick_execute`` (no op callbacks in this
+      child: `_direct` checks, and takes the public path where it is not):
+      ``pywrap_tfe.TFE_Py_Execute(ctx._handle, ctx.device_name, op, inputs,
+      attrs, n)``, its status error turned into TensorFlow's exception
+      (``core._status_to_exception``), which `_answer` catches as before.
+      `run` makes that call and reads each result as `_execute` does.
+
+    So the kernel gets the same tensors (same dtype, shape and bytes) and
+    the same attributes on the same device, and runs twice as before;
+    `_answer`'s comparison, refusals and errors are unchanged.
+    tests/test_kernels_direct_calls.py compares answers bit for bit with
+    `DIRECT` on and off."""
+
+    def __init__(self, execute, ctx) -> None:
+        import numpy as np
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import core
+        from tensorflow.python.framework import ops
+        self.ndarray = np.ndarray
+        self.eager_tensor = ops.EagerTensor
+        self.execute_op = pywrap_tfe.TFE_Py_Execute
+        self.not_ok = core._NotOkStatusException
+        self.to_exception = core._status_to_exception
+        if not hasattr(ops.EagerTensor, "_numpy"):
+            raise AttributeError("EagerTensor._numpy")
+        self.ctx = ctx
+        self.handle = ctx._handle
+        self.device = ctx.device_name
+        self.constant = None
+
+    def tensor(self, a):
+        if type(a) is self.ndarray:
+            return self.eager_tensor(a, self.device, None)
+        if self.constant is None:
+            import tensorflow as tf
+            self.constant = tf.constant
+        return self.constant(a)
+
+    def run(self, op, n_out, tensors, flat):
+        try:
+            results = self.execute_op(self.handle, self.device, op, tensors, flat, n_out)
+        except self.not_ok as e:
+            raise self.to_exception(e) from None
+        return [t._numpy() for t in results]
+
+
+#: (ctx, the `execute` module) -> its `_Direct`, or None where the direct
+#: calls do not stand for the public ones (op callbacks installed, a
+#: TensorFlow without the private calls, a context not yet initialized, a
+#: device other than the one it had)
+_DIRECT: dict = {}
+
+
+def _direct(execute, ctx) -> "_Direct | None":
+    if getattr(execute, "execute", None) is not getattr(execute, "quick_execute", False):
+        return None
+    if getattr(ctx, "_context_handle", None) is None:
+        return None       # (not initialized: the public calls initialize it)
+    key = (id(ctx), id(execute))
+    hit = _DIRECT.get(key)
+    if hit is None or (hit is not False and hit.ctx is not ctx):
+        try:
+            hit = _Direct(execute, ctx)
+        except (ImportError, AttributeError):
+            hit = False
+        _DIRECT[key] = hit
+    if hit is False or hit.device != ctx.device_name or hit.handle is not ctx._context_handle:
+        return None
+    return hit
 
 
 if __name__ == "__main__":
