@@ -674,23 +674,19 @@ class _Direct:
     made without the layers above them.  Why each gives what they give:
 
     * ``tf.constant(a)`` of a numpy array (no dtype, no shape), eagerly, is
-      ``convert_to_eager_tensor(a.copy(), ctx)``: ``ctx.ensure_initialized()``
+      ``convert_to_eager_tensor(a, ctx)``: ``ctx.ensure_initialized()``
       then ``ops.EagerTensor(a.copy(), ctx.device_name, None)``
-      (tensorflow/python/framework/constant_op.py).  `tensor` makes the same
-      EagerTensor of the array itself, without the copy.  The copy is there
-      so that a caller who writes the array later does not write the tensor
-      (TensorFlow may hold an aligned array's memory instead of copying it).
-      Nothing writes these arrays while their tensors live: an input that
-      came in the message is a view of the message's bytes (immutable); one
-      read in the request file lies where the parent writes again only once
-      this request is answered (`Region`; oracle/kernels.py `_Client`), and
-      the tensors and results are dropped before the next request is read
-      (the answer's pickle copies the results' bytes first).  Nor does a
-      kernel write its input: an eager op's inputs are held by their
-      handles, never forwarded to its outputs (tests/
-      test_kernels_direct_calls.py runs Relu, Neg on an input TensorFlow
-      holds in place and checks it unchanged).  Anything but a numpy
-      array goes through ``tf.constant``.
+      (tensorflow/python/framework/constant_op.py).  `tensor` makes that
+      EagerTensor of that copy (the context is initialized: `_direct`
+      checks).  The copy stays: TensorFlow holds an aligned array's memory
+      instead of copying it, and some kernels write their input in place
+      (InplaceAdd, InplaceUpdate, InplaceSub alias it on purpose), so
+      without it such a kernel wrote the message's bytes or the request
+      file, and, where one array stood for several inputs of a message
+      (pickle keeps one object for one array sent twice: a batch's
+      requests on the same activation), the next evaluation's input
+      (tests/test_review_kernels_sigma_memo_round15.py).  Anything but a
+      numpy array goes through ``tf.constant``.
     * ``execute.execute`` is ``quick_execute`` (no op callbacks in this
       child: `_direct` checks, and takes the public path where it is not):
       ``pywrap_tfe.TFE_Py_Execute(ctx._handle, ctx.device_name, op, inputs,
@@ -723,7 +719,7 @@ class _Direct:
 
     def tensor(self, a):
         if type(a) is self.ndarray:
-            return self.eager_tensor(a, self.device, None)
+            return self.eager_tensor(a.copy(), self.device, None)
         if self.constant is None:
             import tensorflow as tf
             self.constant = tf.constant

@@ -109,35 +109,45 @@ def test_direct_answers_are_the_public_calls_answers_bit_for_bit(monkeypatch):
     assert oks >= len(cases) - 3 and ("op-error", "invalid-argument") in answers[True]
 
 
-def test_an_input_tensorflow_holds_in_place_is_not_written():
-    """An aligned array, writable or over immutable bytes (a message's), is
-    held by its tensor where it lies; the kernels read it and write their
-    own results (Relu and Neg would change it if an input were forwarded to
-    the output), the same bits as on the public path's copy."""
+def test_a_kernel_that_writes_its_input_writes_a_copy():
+    """InplaceAdd, InplaceUpdate and InplaceSub write their input in place;
+    on the direct path they write the tensor's own copy, as on the public
+    one: the array (aligned, so that TensorFlow could hold it; writable or
+    over immutable bytes, as a message's) is unchanged and the answers are
+    the public path's, bit for bit, whether one array stands for one input
+    or several."""
     tf = _tensorflow()
     from tensorflow.python.eager import context, execute
-    from tensorflow.python.framework import op_def_registry
+    from tensorflow.python.framework import errors, op_def_registry
     ctx = context.context()
-    d = W._direct(execute, ctx)
-    assert d is not None
+    assert W._direct(execute, ctx) is not None
     raw = np.zeros(4096 + 64, np.uint8)
     start = (-raw.ctypes.data) % 64
-    writable = raw[start:start + 4096].view(np.float32)
-    writable[:] = np.linspace(-3, 3, 1024, dtype=np.float32)
+    writable = raw[start:start + 4096].view(np.float32).reshape(4, 256)
+    writable[:] = np.linspace(-3, 3, 1024, dtype=np.float32).reshape(4, 256)
     frozen = np.frombuffer(bytes(4096 + 64), np.uint8)
     start = (-frozen.ctypes.data) % 64
-    frozen = frozen[start:start + 4096].view(np.float32)
-    for a in (writable, frozen):
-        was = a.tobytes()
-        t = d.tensor(a)
-        held = t._numpy().ctypes.data == a.ctypes.data
-        for op in ("Relu", "Neg", "Relu6", "Exp", "Identity"):
-            flat, n = W._signature(tf, op_def_registry, op, [t], {"T": "DT_FLOAT"})
-            (r1,) = d.run(op, n, [t], flat)
-            (r2,) = W._execute(execute, ctx, op, n, [tf.constant(a)], flat)
-            assert r1.tobytes() == r2.tobytes() and (r1.dtype, r1.shape) == (r2.dtype, r2.shape)
-        assert a.tobytes() == was and t._numpy().tobytes() == was
-        assert held or a is frozen      # (an aligned writable array is held in place)
+    frozen = frozen[start:start + 4096].view(np.float32).reshape(4, 256)
+    i = np.array([0, 2], np.int32)
+    for x in (writable, frozen):
+        was = x.tobytes()
+        for op in ("InplaceAdd", "InplaceUpdate", "InplaceSub"):
+            for v in (x[:2].copy(), x[1:3]):
+                answers = []
+                for direct in (True, False):
+                    W.DIRECT = direct
+                    try:
+                        answers.append(_form(W._answer(tf, op_def_registry, execute, errors, ctx,
+                                                       op, [x, i, v], {"T": "DT_FLOAT"}, 1)))
+                    finally:
+                        W.DIRECT = True
+                assert answers[0] == answers[1] and answers[0][0] == "ok"
+                assert x.tobytes() == was
+        t = W._direct(execute, ctx).tensor(x)
+        if x is writable:
+            x[0, 0] = 7.0           # (the tensor holds its own copy)
+            assert t._numpy().tobytes() == was
+            x[0, 0] = np.float32(-3)
 
 
 def test_the_public_calls_are_taken_where_the_direct_ones_do_not_stand_for_them():
@@ -195,3 +205,29 @@ def test_the_switch_turns_the_direct_calls_off_in_the_child(monkeypatch):
             got[shared, direct] = one
     assert len(set(map(repr, got.values()))) == 1
     assert sum(a[0] == "ok" for a in got[True, "1"]) >= len(cases) - 3
+
+
+def test_a_batch_of_kernels_that_write_one_shared_input_answers_alike_on_both_paths(monkeypatch):
+    """One array sent to several requests of a batch is one array in the
+    child (pickle keeps one object): kernels that write their input in
+    place must not see each other's writes, on either path."""
+    pytest.importorskip("tensorflow", reason="the kernels' child runs TensorFlow's kernels")
+    from tfsem.oracle import kernels
+    x = np.random.default_rng(9).random((64, 256)).astype(np.float32)     # 64 kB: in the file
+    i, v = np.array([0, 5], np.int32), np.ones((2, 256), np.float32)
+    calls = [("InplaceAdd", [x, i, v], {}, 1), ("InplaceUpdate", [x, i, v], {}, 1),
+             ("InplaceSub", [x, i, v], {}, 1), ("Identity", [x], {}, 1), ("Add", [x, x], {}, 1)]
+    got = {}
+    for shared in (True, False):
+        monkeypatch.setattr(kernels, "SHARED", shared)
+        for direct in ("0", "1"):
+            monkeypatch.setenv("TFSEM_TF_KERNELS_DIRECT", direct)
+            client = kernels._Client()
+            try:
+                got[shared, direct] = [_form(a) for a in client.call_batch(
+                    [(op, list(ins), dict(at), n) for op, ins, at, n in calls])]
+            finally:
+                client.close()
+    assert len(set(map(repr, got.values()))) == 1
+    (identity,) = got[True, "1"][3][1]
+    assert identity[3] == x.tobytes()           # (no kernel's write reached another input)
