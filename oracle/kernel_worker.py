@@ -48,6 +48,7 @@ here: the child only needs TensorFlow and numpy.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import struct
@@ -124,8 +125,14 @@ class Region:
         self.size = have
         return True
 
+    #: Whether `dumps` pickles arrays as `_ArrayPickler` does (set by the
+    #: kernels' client and child to `COMPACT_ARRAYS`; numpy's own reduction
+    #: otherwise)
+    compact = False
+
     def dumps(self, msg) -> bytes:
         """`msg` as one message: its large arrays copied into this file."""
+        compact = self.compact
         bufs: list = []
 
         def place(pb) -> bool:
@@ -135,7 +142,7 @@ class Region:
             bufs.append(raw)
             return False
 
-        body = pickle.dumps(msg, protocol=5, buffer_callback=place)
+        body = _dumps(msg, compact, place)
         if not bufs:
             return body                # (a plain message: nothing out of band)
         places, end = [], 0
@@ -148,7 +155,7 @@ class Region:
             placed = False     # (the system refused the memory: the pipe, as before)
         if not placed:
             # (past SHARED_MAX: everything in the message)
-            return pickle.dumps(msg, protocol=5)
+            return _dumps(msg, compact)
         for (off, n), raw in zip(places, bufs):
             self.map[off:off + n] = raw
         return pickle.dumps((SHARED_TAG, places, body), protocol=5)
@@ -189,12 +196,94 @@ def plain_loads(data):
     return msg
 
 
-def plain_dumps(msg) -> bytes:
-    return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+def plain_dumps(msg, compact: bool = False) -> bytes:
+    return _dumps(msg, compact)
+
+
+#: Whether the messages between tfsem and the kernels' child pickle their
+#: numpy arrays in the compact form of `_ArrayPickler`
+#: (``TFSEM_TF_KERNELS_COMPACT_ARRAYS=0``: numpy's own reduction; read when
+#: the module is imported, in the parent and in the child, each for the
+#: messages it writes).  Either side reads either form: both are plain
+#: pickles.
+COMPACT_ARRAYS = os.environ.get("TFSEM_TF_KERNELS_COMPACT_ARRAYS", "1").strip().lower() \
+    not in ("0", "off", "no", "false")
+
+
+def _dumps(msg, compact: bool, callback=None) -> bytes:
+    """`msg` pickled (protocol 5; `callback` is pickle's buffer_callback)."""
+    if not compact:
+        return pickle.dumps(msg, protocol=5, buffer_callback=callback)
+    f = io.BytesIO()
+    _ArrayPickler(f, 5, buffer_callback=callback).dump(msg)
+    return f.getvalue()
+
+
+class _ArrayPickler(pickle.Pickler):
+    """Pickles a numpy array of a builtin bool, integer, float or complex
+    dtype, C-contiguous and not empty, as ``numpy.ndarray(shape, dtype.str,
+    buffer)``: its bytes as a protocol-5 buffer (in the message, or out of
+    band where `Region.dumps` puts it, as with numpy's own reduction), its
+    shape, and its dtype's str.
+
+    Why it reads back as the same array: numpy's own protocol-5 reduction
+    is ``numpy.core.numeric._frombuffer(buffer, dtype, shape, "C")``, that
+    is ``frombuffer(buffer, dtype).reshape(shape)``, an array over the same
+    bytes in C order.  ``ndarray(shape, dtype, buffer)`` is an array over
+    the buffer's bytes from offset 0, of that shape and dtype, in C order
+    (its default strides): the same elements, bit for bit (nothing is
+    converted: NaN payloads, signed zeros, subnormals stay), over the same
+    kind of buffer (a copy in the message, writable or not as the array
+    was, or the reader's view of the shared file).  A builtin dtype is
+    named exactly by its str (``<f4``, ``|b1``, ``<c16``: kind, size and
+    byte order), and `_BUILTIN` holds only numpy's builtin dtype objects
+    themselves, found by identity: an equal dtype with metadata, an
+    extension dtype (bfloat16's str is ``<V2``), a structured, string or
+    object dtype are not among them.  Every other array (those, an empty
+    one, one not C-contiguous, a subclass) is reduced by numpy as before.
+
+    What it saves: numpy's reduction pickles the dtype object (a reduction
+    and a state) and calls back into Python to build the array; here the
+    dtype is a short string.  A 4-element float32 message: 4.7 against
+    2.6 µs to pickle, 3.0 against 1.2 µs to read, 70 fewer bytes.
+    tests/test_kernels_compact_arrays.py reads both forms back for edge
+    values and compares them, and the child's answers with it on and off."""
+
+    def reducer_override(self, obj):
+        # (called only for objects that are not of pickle's own exact types)
+        if type(obj) is not _ndarray():
+            return NotImplemented
+        dt = obj.dtype
+        hit = _BUILTIN.get(id(dt))
+        if hit is None or hit[0] is not dt or not obj.size or not obj.flags.c_contiguous:
+            return NotImplemented
+        return (type(obj), (obj.shape, hit[1], pickle.PickleBuffer(obj)))
+
+
+#: id(dtype) -> (numpy's builtin dtype, its str), for the builtin bool,
+#: integer, float and complex dtypes (filled when numpy is first seen: no
+#: array exists before)
+_BUILTIN: dict = {}
+_NDARRAY = None
+
+
+def _ndarray():
+    """numpy.ndarray, or None while numpy is not imported."""
+    global _NDARRAY
+    if _NDARRAY is None:
+        np = sys.modules.get("numpy")
+        if np is None:
+            return None
+        for name in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                     "uint64", "float16", "float32", "float64", "complex64", "complex128"):
+            dt = np.dtype(getattr(np, name))
+            _BUILTIN[id(dt)] = (dt, dt.str)
+        _NDARRAY = np.ndarray
+    return _NDARRAY
 
 
 def _send(out, msg, region: "Region | None" = None) -> None:
-    data = region.dumps(msg) if region is not None else plain_dumps(msg)
+    data = region.dumps(msg) if region is not None else plain_dumps(msg, COMPACT_ARRAYS)
     # (length and message in one write: written apart, a message past the
     # writer's 8 KiB buffer went out as two system calls, and the reader,
     # woken by the first 8 bytes, waited again for the rest)
@@ -583,6 +672,7 @@ def main() -> None:
     if "--shared" in sys.argv:
         k = sys.argv.index("--shared")
         requests, answers = Region(int(sys.argv[k + 1])), Region(int(sys.argv[k + 2]))
+        answers.compact = COMPACT_ARRAYS
     # nothing else may write to the answer channel
     sys.stdout = sys.stderr
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
