@@ -759,6 +759,13 @@ DIRECT = os.environ.get("TFSEM_TF_KERNELS_DIRECT", "1").strip().lower() not in (
     "0", "off", "no", "false")
 
 
+#: Inputs of at least this many bytes are copied to aligned memory
+#: (`_Direct._copy`); ``TFSEM_TF_KERNELS_ALIGNED_COPIES=0`` turns it off.
+ALIGNED_COPY_MIN = 16 << 10
+ALIGNED_COPIES = os.environ.get("TFSEM_TF_KERNELS_ALIGNED_COPIES", "1").strip().lower() \
+    not in ("0", "off", "no", "false")
+
+
 class _Direct:
     """TensorFlow's calls under ``tf.constant`` and ``execute.execute``,
     made without the layers above them.  Why each gives what they give:
@@ -809,11 +816,36 @@ class _Direct:
 
     def tensor(self, a):
         if type(a) is self.ndarray:
-            return self.eager_tensor(a.copy(), self.device, None)
+            return self.eager_tensor(self._copy(a), self.device, None)
         if self.constant is None:
             import tensorflow as tf
             self.constant = tf.constant
         return self.constant(a)
+
+    def _copy(self, a):
+        """``a.copy()``; one of ALIGNED_COPY_MIN bytes or more (a number or
+        bool dtype) made at a multiple of ALIGN in memory.
+
+        Why: TensorFlow takes an array whose data is aligned to 64 bytes as
+        the tensor's memory and copies any other (``NdarrayToTensor``);
+        numpy places a large array 16 bytes past a multiple of 64 (its
+        allocator's header), so ``tf.constant`` copied each large input
+        twice, numpy's copy then TensorFlow's.  This copy is the same
+        private copy (same dtype, shape and bytes: an assignment between
+        arrays of one dtype copies bytes, NaN payloads and all), which
+        TensorFlow then holds instead of copying again: a kernel gets the
+        same bits, in memory nothing else holds, as before.  (`ALIGN`'s
+        64 is TensorFlow's EIGEN_MAX_ALIGN_BYTES on this processor; where
+        it is larger, TensorFlow copies as before.)"""
+        if a.nbytes < ALIGNED_COPY_MIN or not ALIGNED_COPIES or a.dtype.kind not in "biufcV" \
+                or a.dtype.hasobject:
+            return a.copy()
+        import numpy as np
+        raw = np.empty(a.nbytes + ALIGN, np.uint8)
+        start = -raw.ctypes.data % ALIGN
+        copy = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+        copy[...] = a
+        return copy
 
     def run(self, op, n_out, tensors, flat):
         try:

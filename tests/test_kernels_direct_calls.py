@@ -55,6 +55,22 @@ def _cases():
         b = np.array([0x7FC1, 0xFF81, 0x8000, 0x0001, 0x7F80], np.uint16).view(bfloat16)
         out.append(("Neg", [b], {"T": "DT_BFLOAT16"}))
         out.append(("Add", [b, b[::-1].copy()], {"T": "DT_BFLOAT16"}))
+    # (large inputs: copied to aligned memory, `_Direct._copy`)
+    rng = np.random.default_rng(11)
+    big = rng.integers(0, 2**32, (64, 130), dtype=np.uint32).view(np.float32)    # NaNs, subnormals
+    out.append(("Neg", [big], {"T": "DT_FLOAT"}))
+    out.append(("Add", [big, big[::-1].copy()], {"T": "DT_FLOAT"}))
+    out.append(("MatMul", [big[:, :64].copy(), big[:, 66:].T.copy()], {"T": "DT_FLOAT"}))
+    out.append(("Neg", [rng.integers(-2**63, 2**63 - 1, 5000, dtype=np.int64)], {"T": "DT_INT64"}))
+    out.append(("LogicalNot", [rng.random(20000) < 0.5], {}))
+    out.append(("Cast", [big.astype(np.float64)], {"SrcT": "DT_DOUBLE", "DstT": "DT_HALF",
+                                                   "Truncate": False}))
+    try:
+        from ml_dtypes import bfloat16
+        out.append(("Neg", [rng.integers(0, 2**16, 20000, dtype=np.uint16).view(bfloat16)],
+                    {"T": "DT_BFLOAT16"}))
+    except ImportError:
+        pass
     m = np.random.default_rng(5).standard_normal((6, 8)).astype(np.float32)
     out.append(("MatMul", [m[:, ::2], m.T[::2]], {"T": "DT_FLOAT"}))              # not contiguous
     out.append(("Neg", [m.T], {"T": "DT_FLOAT"}))
@@ -231,3 +247,37 @@ def test_a_batch_of_kernels_that_write_one_shared_input_answers_alike_on_both_pa
     assert len(set(map(repr, got.values()))) == 1
     (identity,) = got[True, "1"][3][1]
     assert identity[3] == x.tobytes()           # (no kernel's write reached another input)
+
+
+def test_a_large_input_is_copied_once_to_memory_tensorflow_holds(monkeypatch):
+    """`_Direct._copy`: a private copy of the same dtype, shape and bytes,
+    at a multiple of 64 in memory, which the tensor holds (no second copy);
+    with ALIGNED_COPIES off, numpy's copy."""
+    tf = _tensorflow()
+    from tensorflow.python.eager import context, execute
+    d = W._direct(execute, context.context())
+    rng = np.random.default_rng(12)
+    arrays = [rng.integers(0, 2**32, (4, 32, 32, 3), dtype=np.uint32).view(np.float32),
+              rng.random(W.ALIGNED_COPY_MIN) < 0.5,
+              rng.integers(-2**63, 2**63 - 1, (3000,), dtype=np.int64).reshape(30, 100)]
+    try:
+        from ml_dtypes import bfloat16
+        arrays.append(rng.integers(0, 2**16, 20000, dtype=np.uint16).view(bfloat16))
+    except ImportError:
+        pass
+    for a in arrays:
+        c = d._copy(a)
+        assert c.ctypes.data % W.ALIGN == 0 and not np.shares_memory(a, c)
+        assert (c.dtype, c.shape, c.tobytes()) == (a.dtype, a.shape, a.tobytes())
+        assert c.flags.c_contiguous and c.flags.writeable
+        t = d.tensor(a)
+        assert t._numpy().ctypes.data % W.ALIGN == 0 and not np.shares_memory(a, t._numpy())
+        assert t._numpy().tobytes() == a.tobytes() and t.dtype == tf.constant(a).dtype
+        monkeypatch.setattr(W, "ALIGNED_COPIES", False)
+        plain = d._copy(a)
+        monkeypatch.setattr(W, "ALIGNED_COPIES", True)
+        assert (plain.dtype, plain.shape, plain.tobytes()) == (c.dtype, c.shape, c.tobytes())
+    small = np.arange(5, dtype=np.float32)
+    assert d._copy(small).tobytes() == small.tobytes()
+    strings = np.array([b"x" * 30000], object)
+    assert d._copy(strings)[0] == strings[0]
