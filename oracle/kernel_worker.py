@@ -486,7 +486,11 @@ def _execute(execute, ctx, op, n_out, tensors, flat):
     this child holds the only reference to it, and the second run's kernel
     gets the input tensors, never the first run's results.  The copies cost
     more than the op on large tensors (Relu6 on a 1.5 MB activation: 0.67
-    against 0.46 ms for both runs with copies and without).  (A TensorFlow
+    against 0.46 ms for both runs with copies and without).  (One kind of
+    kernel does write a tensor after returning it: InplaceAdd and its
+    kind return their input, written in place, and the second run writes
+    it again; `_answer` then runs each run on its own copies:
+    `_shared_results`.)  (A TensorFlow
     whose tensors have no ``_numpy``, a private method, gets ``numpy()``.)"""
     results = execute.execute(op, n_out, tensors, flat, ctx)
     return [(t._numpy if hasattr(t, "_numpy") else t.numpy)() for t in results]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -121,10 +122,12 @@ def test_kernels_that_write_their_input_answer_right_through_the_child(monkeypat
 def _edge_cases():
     rng = np.random.default_rng(222)
     big = rng.integers(0, 2**32, (64, 130), dtype=np.uint32).view(np.float32)  # NaNs, subnormals
+    with np.errstate(over="ignore", invalid="ignore"):
+        half = big.astype(np.float16)                               # (±inf past 65504)
     unaligned = np.frombuffer(b"\0" + big.tobytes(), np.uint8)[1:].view(np.float32)
     cases = [("Neg", [big.astype(">f4")]), ("Neg", [big[:4, :4].astype(">f4")]),
              ("Neg", [np.asfortranarray(big)]), ("Neg", [big[:, ::2]]), ("Neg", [big[::-1]]),
-             ("Neg", [big.astype(np.complex64)]), ("Neg", [big.astype(np.float16)]),
+             ("Neg", [big.astype(np.complex64)]), ("Neg", [half]),
              ("Neg", [big.view(np.int32)]), ("Abs", [big.view(np.int8)]),
              ("LogicalNot", [rng.random(40000) < 0.5]),
              ("Neg", [unaligned]), ("Identity", [unaligned.reshape(big.shape)]),
@@ -259,3 +262,44 @@ def test_the_public_calls_stand_in_where_the_direct_ones_cannot(monkeypatch):
     monkeypatch.setattr(W, "_Direct", missing)
     assert W._direct(execute, context.context()) is None
     assert _form(_here(tf, "Neg", [x], {})) == want
+
+
+def test_compact_pickles_of_contiguous_arrays_with_odd_strides_read_back_as_numpys():
+    """numpy calls an array C-contiguous whatever the strides of its
+    length-1 axes (and a 0-d view, a read-only or unaligned one): the
+    compact form exports its bytes through a PickleBuffer, in the message
+    and out of band, and reads back the array numpy's own pickle gives
+    (dtype, shape, bytes, and in the message, writability)."""
+    from numpy.lib.stride_tricks import as_strided
+    x = np.arange(40, dtype=np.float32)
+    arrays = [as_strided(x, (1, 5), (12344, 4)), as_strided(x, (5, 1), (4, 999)),
+              as_strided(x, (1,), (0,)), np.broadcast_to(np.float32(2), (1, 1)),
+              np.frombuffer(x.tobytes(), np.float32), np.array(np.float64(-0.0)),
+              x[3:4].reshape(()), x[3::-1][:1], np.array([True, False]),
+              np.frombuffer(b"\x01" * 17, np.uint8)[1:].view(np.float64)]
+    for a in arrays:
+        assert a.flags.c_contiguous
+        ref = pickle.loads(pickle.dumps(a, protocol=5))
+        inband = pickle.loads(W._dumps(a, True))
+        assert (inband.dtype, inband.shape, inband.tobytes(), inband.flags.writeable) == \
+            (ref.dtype, ref.shape, ref.tobytes(), ref.flags.writeable)
+        bufs = []
+        data = W._dumps(a, True, lambda b: bufs.append(b) or False)
+        oob = pickle.loads(data, buffers=[b.raw() for b in bufs])
+        assert (oob.dtype, oob.shape, oob.tobytes()) == (a.dtype, a.shape, a.tobytes())
+
+
+def test_a_string_kernel_that_writes_its_input_answers_what_the_runtime_gives(monkeypatch):
+    """InplaceUpdate on strings writes and returns its input too; a string
+    result is read into new objects at once (`_numpy`), so the second run
+    cannot change the first's: the runtime's answer on every path."""
+    tf = _tensorflow()
+    x = np.array([b"a", b"bb", b"", b"\x00\xff"], object)
+    i, v = np.array([1, 2], np.int32), np.array([b"new", b"z" * 40], object)
+    want = tf.function(lambda a, b, c: tf.raw_ops.InplaceUpdate(x=a, i=b, v=c))(
+        tf.constant(x), tf.constant(i), tf.constant(v)).numpy()
+    assert list(want) == [b"a", b"new", b"z" * 40, b"\x00\xff"]
+    for switches in _switches(monkeypatch):
+        got = _here(tf, "InplaceUpdate", [x, i, v], {})
+        assert got[0] == "ok" and list(got[1][0]) == list(want), switches
+        assert list(x) == [b"a", b"bb", b"", b"\x00\xff"]
