@@ -66,7 +66,8 @@ def test_kernels_that_write_and_return_their_input_answer_what_tensorflows_runti
     """InplaceAdd, InplaceUpdate and InplaceSub return their input tensor
     after writing it: `_answer`'s second run wrote the first run's result
     (x + 2v answered for x + v, on every path and before this branch too).
-    Found by this review and fixed (`_shared_results`)."""
+    Found by this review and fixed (`_shared_results`).  Latent: these ops
+    are not among `kernels.DETERMINISTIC`, so no check asked for them."""
     tf = _tensorflow()
     ops = {"InplaceAdd": tf.raw_ops.InplaceAdd, "InplaceUpdate": tf.raw_ops.InplaceUpdate,
            "InplaceSub": tf.raw_ops.InplaceSub}
