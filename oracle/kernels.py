@@ -510,6 +510,10 @@ class _Client:
                   if self.requests and self.answers else [])
         if not shared:
             self.drop_regions()
+        else:
+            # (the requests' arrays pickled compactly, as the child's
+            # answers: kernel_worker.py `_ArrayPickler`)
+            self.requests.compact = _worker_module.COMPACT_ARRAYS
         try:
             # (this process's kernel_worker.py by its path, with -P: `-m
             # tfsem.oracle.kernel_worker` looked in the working directory
@@ -675,7 +679,7 @@ class _Client:
             try:
                 region = self.requests if not self.unanswered else None
                 data = region.dumps((rid, *request)) if region is not None \
-                    else plain_dumps((rid, *request))
+                    else plain_dumps((rid, *request), _worker_module.COMPACT_ARRAYS)
                 self._write(len(data).to_bytes(8, "little") + data)
             except (BrokenPipeError, OSError) as exc:
                 self.failed = f"the TensorFlow kernel process is gone ({exc})"
