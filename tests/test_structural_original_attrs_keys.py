@@ -14,17 +14,11 @@ from tfsem.checking.structural import structural_refinement
 from tfsem.oracle.program import Node
 from tfsem.oracle.values import Tensor
 from test_structural_original_memo import _families
-from test_structural_original_terms import MODES, _grappler_programs, _row
+from test_structural_original_terms import MODES, _both as _both_terms, _grappler_programs, _row
 
 
 def _both(monkeypatch, run) -> list:
-    monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
-    monkeypatch.setattr(structural, "ORIGINAL_ATTRS_KEYS", True)
-    kept = run()
-    monkeypatch.setattr(structural, "ORIGINAL_ATTRS_KEYS", False)
-    computed = run()
-    assert kept == computed
-    return kept
+    return _both_terms(monkeypatch, run, "ORIGINAL_ATTRS_KEYS")
 
 
 def test_generated_originals_give_the_same_results(monkeypatch):

@@ -39,13 +39,14 @@ def _row(r) -> tuple:
     return (r.proved, r.reason, {k: v for k, v in r.stats.items() if k != "seconds"})
 
 
-def _both(monkeypatch, run) -> list:
-    """run() with the original terms kept, then with them built each time
-    (the memo of the original's other halves on in both): equal rows."""
+def _both(monkeypatch, run, switch: str = "ORIGINAL_TERMS") -> list:
+    """run() with what `switch` keeps of the original kept (the original's
+    terms by default), then with it made each time (the memo of the
+    original's other halves on in both): equal rows."""
     monkeypatch.setattr(structural, "ORIGINAL_MEMO", True)
-    monkeypatch.setattr(structural, "ORIGINAL_TERMS", True)
+    monkeypatch.setattr(structural, switch, True)
     kept = run()
-    monkeypatch.setattr(structural, "ORIGINAL_TERMS", False)
+    monkeypatch.setattr(structural, switch, False)
     built = run()
     assert kept == built
     return kept
