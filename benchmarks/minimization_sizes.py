@@ -17,7 +17,13 @@ minimization (what a smaller box would have left).  With
 seconds : ratio to the finding time, minimize.py's MINIMIZE_COLD_FLOOR and
 MINIMIZE_COLD_RATIO), each against the one baseline run, and the checks
 whose σ ends larger than the baseline's are listed.  σ's size depends on
-time boxes: the machine's load moves it.  Needs TensorFlow.
+time boxes: the machine's load moves it.  With `--untimed`, both versions
+run with minimization's boxes made larger than the check's budget and no
+cone tests (every step a full confirmation): σ is then what the steps
+reach, the same from run to run where a minimization ends within the
+check's timeout, whatever the load (a change that should leave every step
+as it was is checked so; a minimization still cut by the check's own
+deadline, MobileNetV2's, is not).  Needs TensorFlow.
 """
 
 from __future__ import annotations
@@ -36,7 +42,18 @@ HERE = Path(__file__).resolve().parent
 MARK = "MINIMIZATION_SIZES "
 
 
-def child(graphs: list[str], timeout: float, cold: str = "") -> None:
+#: `--untimed`: (module, name) -> value, where the version has the name
+UNTIMED = {("minimize", "MINIMIZE_MAX_SECONDS_FLOOR"): 1e9,
+           ("minimize", "MINIMIZE_COLD_FLOOR"): 1e9,
+           ("minimize", "MINIMIZE_FIND_FLOOR"): 1e9,
+           ("minimize", "MINIMIZE_CONTROL_FLOW_COLD_FLOOR"): 1e9,
+           ("check", "MINIMIZE_MAX_SECONDS_FLOOR"): 1e9,
+           ("check", "MINIMIZE_MIN_SECONDS"): 1e9,
+           # (no cone tests, no box rescaled on a confirmation's cost)
+           ("check", "MINIMIZE_CHEAP_SECONDS"): 1e9}
+
+
+def child(graphs: list[str], timeout: float, cold: str = "", untimed: bool = False) -> None:
     sys.path.insert(0, str(HERE))
     import grappler as B
     import numpy as np
@@ -68,6 +85,12 @@ def child(graphs: list[str], timeout: float, cold: str = "") -> None:
         return minimize_concrete(sigma, *a, **k)
 
     M._kept, M.minimize_concrete = on_kept, on_minimize
+    if untimed:
+        from tfsem.checking import check as C
+        for (module, name), value in UNTIMED.items():
+            owner = M if module == "minimize" else C
+            if hasattr(owner, name):
+                setattr(owner, name, value)
     if cold:
         floor, ratio = (float(x) for x in cold.split(":"))
         M.MINIMIZE_COLD_FLOOR, M.MINIMIZE_COLD_RATIO = floor, ratio
@@ -132,6 +155,8 @@ def main(argv=None) -> int:
                     help="this tree once per cold box (minimize.py's MINIMIZE_COLD_FLOOR "
                          "and MINIMIZE_COLD_RATIO)")
     ap.add_argument("--cold", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--untimed", action="store_true",
+                    help="both versions with boxes past the check's budget and no cone tests")
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
     if not args.graphs:
@@ -140,7 +165,7 @@ def main(argv=None) -> int:
         args.graphs = ",".join(e["file"].split(".")[0] for e in _entries("real"))
     graphs = args.graphs.split(",")
     if args.child:
-        child(graphs, args.timeout, args.cold)
+        child(graphs, args.timeout, args.cold, args.untimed)
         return 0
     boxes = [b for b in args.cold_boxes.split(",") if b]
     for b in boxes:
@@ -161,7 +186,8 @@ def main(argv=None) -> int:
     for version, cold in versions:
         out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                               "--graphs", args.graphs, "--baseline-commit", "-",
-                              "--timeout", str(args.timeout), "--cold", cold],
+                              "--timeout", str(args.timeout), "--cold", cold] +
+                             (["--untimed"] if args.untimed else []),
                              env=envs["baseline" if version == "baseline" else "this"],
                              capture_output=True, text=True, cwd=str(ROOT))
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith(MARK)]
