@@ -292,19 +292,27 @@ def test_the_checker_s_minimized_schedules_replay_with_each_switch(monkeypatch):
     cases = _unsound_cases()
     verdicts = 0
     for case in cases:
-        verdict = check_case(case, timeout=20.0, backends=False)
-        if verdict.verdict != "unsound":
-            continue
-        verdicts += 1
-        cex = verdict.counterexample
-        p2 = case.rewritten()
-        assert _outcome(p2, cex.feeds, cex.init, cex.schedule, case.semantics,
-                        case.observe) == cex.outcome, case.note
-        for o, w in cex.original_outcomes[:10]:
-            assert _outcome(case.original, cex.feeds, cex.init, w, case.semantics,
-                            case.observe) == o
+        kinds = []
+        for lean, kept in ((True, True), (False, False)):
+            monkeypatch.setattr(mini, "CANONICAL_TEST_LEAN", lean)
+            monkeypatch.setattr(mini, "SCHEDULE_TABLES_PER_PROGRAM", kept)
+            verdict = check_case(case, timeout=20.0, backends=False)
+            kinds.append(verdict.verdict)   # (differs: σ may move with time boxes)
+            if verdict.verdict != "unsound":
+                continue
+            verdicts += 1
+            cex = verdict.counterexample
+            p2 = case.rewritten()
+            assert _outcome(p2, cex.feeds, cex.init, cex.schedule, case.semantics,
+                            case.observe) == cex.outcome, case.note
+            for o, w in cex.original_outcomes[:10]:
+                assert _outcome(case.original, cex.feeds, cex.init, w, case.semantics,
+                                case.observe) == o
+        assert kinds[0] == kinds[1], (case.note, kinds)
+    monkeypatch.setattr(mini, "CANONICAL_TEST_LEAN", True)
+    monkeypatch.setattr(mini, "SCHEDULE_TABLES_PER_PROGRAM", True)
     monkeypatch.setattr(mini, "minimize_schedule", real)
-    assert verdicts >= 30 and len(calls) >= 60, (verdicts, len(calls))
+    assert verdicts >= 60 and len(calls) >= 120, (verdicts, len(calls))
     taken = 0
     for p, feeds, init, schedule, outcome, semantics, observe, got in calls:
         assert _outcome(p, feeds, init, got, semantics, observe) == outcome
@@ -499,3 +507,47 @@ def test_control_flow_programs_minimize_alike_and_replay(monkeypatch):
                 assert all(g == got[0] for g in got), (path.name, schedule, got)
                 minimized += 1
     assert minimized >= 4, minimized
+
+
+def test_threads_minimizing_fresh_programs_at_once_agree_with_one_thread():
+    """Tables made by several threads at once for one program object (the
+    first fill of a fresh program's entry raced): every answer the one a
+    single thread gives, and a run of its outcome."""
+    import threading
+
+    jobs = []
+    for i, p in enumerate(random_programs(40, 2326, max_nodes=9)):
+        if p.has_control_flow or not p.variables:
+            continue
+        feeds, init = random_inputs(p, 2326 + i)
+        semantics = ("atomic", "decomposed")[i % 2]
+        try:
+            runs = _every_run(p, feeds, init, semantics, limit=6, max_states=3000)
+        except BudgetExceeded:
+            continue
+        for schedule, outcome in runs:
+            jobs.append((p, feeds, init, schedule, outcome, semantics))
+    assert len(jobs) >= 60, len(jobs)
+    # the same programs made again, fresh objects with no tables yet
+    fresh = {id(p): p.replace() for p, *_ in jobs}
+    expected = [mini.minimize_schedule(p, f, i, s, o, sem, OBSERVE, time.monotonic() + 60)
+                for p, f, i, s, o, sem in jobs]
+    answers: dict[tuple[int, int], list[str]] = {}
+    start = threading.Barrier(4)
+
+    def work(t: int) -> None:
+        start.wait()
+        for k, (p, f, i, s, o, sem) in enumerate(jobs):
+            answers[t, k] = mini.minimize_schedule(fresh[id(p)], f, i, s, o, sem, OBSERVE,
+                                                   time.monotonic() + 60)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for (t, k), got in answers.items():
+        assert got == expected[k], (t, k)
+    for k, (p, f, i, s, o, sem) in enumerate(jobs):
+        assert _outcome(p, f, i, expected[k], sem) == o
+    assert len(answers) == 4 * len(jobs)
