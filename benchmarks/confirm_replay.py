@@ -63,6 +63,58 @@ def _frozen_maps():
             if isinstance(c, type) and issubclass(c, dict) and c is not dict]
 
 
+def _function_tables() -> dict:
+    """id(Function) -> where to find it again, for every Function a program
+    may hold: the registry's (by name) and those kept in a module of
+    oracle/opdefs (the flush-to-zero variants, which no registry holds).
+    Their implementations are local functions, which pickle cannot name:
+    a Function is pickled as where it lives (`_function_at`) instead."""
+    import importlib
+    import pkgutil
+    from tfsem.oracle import functions as fns
+    from tfsem.oracle import opdefs
+    where: dict = {}
+    for name, f in fns._REGISTRY.items():
+        where[id(f)] = ("registry", name)
+    for info in pkgutil.iter_modules(opdefs.__path__):
+        module = importlib.import_module(f"tfsem.oracle.opdefs.{info.name}")
+        for attr, value in vars(module).items():
+            if isinstance(value, fns.Function):
+                where.setdefault(id(value), ("module", module.__name__, attr))
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, fns.Function):
+                        where.setdefault(id(item), ("table", module.__name__, attr, key))
+    return where
+
+
+def _function_at(kind: str, *path):
+    """The Function `_function_tables` noted at `path` (unpickling)."""
+    import importlib
+    from tfsem.oracle import functions as fns
+    if kind == "registry":
+        return fns.get(path[0])
+    value = getattr(importlib.import_module(path[0]), path[1])
+    return value if kind == "module" else value[path[2]]
+
+
+def dump_calls(calls: list, path: str) -> None:
+    """`calls` pickled into `path`, each Function by where it lives."""
+    from tfsem.oracle import functions as fns
+    where = _function_tables()
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, fns.Function):
+                at = where.get(id(obj))
+                if at is not None:
+                    return _function_at, at
+            return NotImplemented
+
+    with open(path, "wb") as f:
+        Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(calls)
+
+
 def load_calls(path: str) -> list[dict]:
     classes = _frozen_maps()
     saved = [(c, c.__setitem__) for c in classes]
@@ -152,8 +204,7 @@ def capture(args) -> int:
         print(f"{name} {opt}: {v.verdict} ({v.stats.get('path')}), confirmed on "
               f"{', '.join(v.confirmed)}; CPU {cpu:.3f} s, confirmations "
               f"{spent['confirm'] - before:.3f} s", flush=True)
-    with open(args.capture, "wb") as f:
-        pickle.dump(calls, f)
+    dump_calls(calls, args.capture)
     print(f"{len(calls)} confirmations recorded in {args.capture}")
     print(f"CPU: checks {totals['checks']:.2f} s (the unsound ones {totals['unsound']:.2f} s), "
           f"of it the confirmations on the array back ends {spent['confirm']:.2f} s, of "
