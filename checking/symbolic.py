@@ -60,6 +60,10 @@ class SymbolicLimit(RuntimeError):
     """The symbolic path cannot handle this program (too large a tensor...)."""
 
 
+def _too_many_elements(size: int) -> str:
+    return f"a tensor of {size} elements (the symbolic limit is {MAX_ELEMENTS})"
+
+
 class NeedsGeneric(SymbolicLimit):
     """The element-wise terms cannot represent a tensor of this program (more
     than MAX_ELEMENTS elements, or a dtype with no element terms): the
@@ -303,8 +307,7 @@ class Algebra:
     def tensor(self, dtype: str, shape: tuple[int, ...], elems: Iterable[Term]) -> SymTensor:
         elems = tuple(elems)
         if len(elems) > MAX_ELEMENTS:
-            raise NeedsGeneric(f"a tensor of {len(elems)} elements (the symbolic limit is "
-                                f"{MAX_ELEMENTS})")
+            raise NeedsGeneric(_too_many_elements(len(elems)))
         key = (dtype, shape, tuple(map(id, elems)))
         t = self._tensors.get(key)
         if t is None:
@@ -316,6 +319,13 @@ class Algebra:
         value of variable `name` (kind "init")."""
         _require_element_dtype(typ.dtype, f"{'feed' if kind == 'feed' else 'variable'} {name!r}")
         size = math.prod(typ.shape)
+        if size > MAX_ELEMENTS:
+            # (`tensor`'s own refusal, before its elements are made: a large
+            # variable's leaf made one term per element, up to a hundred
+            # thousand, only to raise this; the terms went nowhere, since the
+            # refusal leaves the leaf unbound and the check proves again on a
+            # fresh algebra or gives up)
+            raise NeedsGeneric(_too_many_elements(size))
         return self.tensor(typ.dtype, tuple(typ.shape),
                            (self.term(kind, typ.dtype, (), (name, i)) for i in range(size)))
 
