@@ -411,3 +411,27 @@ def test_variable_at_and_over_the_limit(n):
                                          f"{Y.MAX_ELEMENTS})"
     else:
         assert "generic" not in v.stats
+
+
+# ---------------------------------------------------------------------------
+# Found and fixed: the refutation stage's unchanged components
+
+
+def test_refutation_unchanged_components_tell_bits_apart(monkeypatch):
+    """The refutation stage leaves out of its search the components the
+    rewrite left unchanged (checking/refute.py `unchanged_components`).  It
+    compared their nodes by `==` alone, so a LeakyRelu whose alpha is
+    -0.0 for 0.0 (a negative input's result changes its sign of zero), or
+    an attribute True for 1, was unchanged there, and a counterexample in
+    it was never searched for.  Now it agrees with the proof's signatures
+    on every hostile pair; equal copies are still unchanged."""
+    from tfsem.checking import refute
+    for name, (p, q, changed) in sorted(_hostile_pairs().items()):
+        kept = refute.unchanged_components(p, q)
+        assert len(kept) == len(Y.components(p)) - 1, name
+        assert all(changed not in names for names, _ in kept), name
+        same = set(_signatures(p, True, monkeypatch)) & set(_signatures(q, True, monkeypatch))
+        assert len(kept) == len(same), name
+    p = _base()
+    assert len(refute.unchanged_components(p, program_from_json(program_to_json(p)))) \
+        == len(Y.components(p))
