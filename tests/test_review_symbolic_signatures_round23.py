@@ -491,3 +491,20 @@ def test_builtin_passes_on_generated_programs(monkeypatch):
                 if rows[True][0] == "sound":
                     compared += _assert_oracle_agrees(p, q, sem, obs)
     assert checked > 20 and unchanged > 10 and compared > 0
+
+
+@pytest.mark.parametrize("shape", [(-1,), (-5000,), (-1, -5000), (-1, -4096)])
+def test_leaf_of_a_negative_shape_as_before(shape):
+    """Shapes with negative dimensions, which loading refuses
+    (`bad-type`) but a program built in memory can hold: the leaf is
+    refused exactly where the elements made before the refusal were too
+    many (range(size) is empty for a negative size), with the same
+    reason."""
+    size = math.prod(shape)
+    a = Y.Algebra()
+    made = max(size, 0)
+    if made > Y.MAX_ELEMENTS:
+        with pytest.raises(Y.NeedsGeneric, match=f"a tensor of {made} elements"):
+            a.leaf("init", "x", TensorType("float32", shape))
+    else:
+        assert len(a.leaf("init", "x", TensorType("float32", shape)).elems) == made
