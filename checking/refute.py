@@ -71,7 +71,7 @@ from tfsem.oracle.explore import (Budget, BudgetExceeded, _Component, _schedule,
                                   components, successors)
 from tfsem.oracle.budget import bounded
 from tfsem.oracle.outcomes import Outcome, combine
-from tfsem.oracle.program import ASSIGN, Program
+from tfsem.oracle.program import ASSIGN, Node, Program
 from tfsem.oracle.semantics import DECOMPOSED, READ_STEP, WRITE_STEP
 from tfsem.oracle.values import Value
 
@@ -545,6 +545,19 @@ def _key(names: list[str], variables: list[str]) -> tuple:
     return frozenset(names), tuple(variables)
 
 
+def _same_node(a: Node, b: Node) -> bool:
+    """The same node bit for bit: as a set finds it (the same object, or an
+    equal hash and `==`), the test the symbolic proof's component
+    signatures make (checking/symbolic.py `_Signature`).  `==` alone is
+    not enough: it compares attributes by value, so a float nested in
+    `tf_attrs` is equal to the other zero (LeakyRelu's alpha 0.0 and -0.0,
+    whose results for a negative input differ in their sign of zero) and
+    True to 1; the node's hash is made from the attributes' exact key
+    (functions.attrs_key: a float by its bits, a bool apart from an int),
+    so an equal hash with `==` is the same bits."""
+    return a is b or (hash(a) == hash(b) and a == b)
+
+
 def unchanged_components(p: Program, p2: Program) -> frozenset:
     """The keys (`_key`) of p's components that p2 has unchanged: the same nodes
     (equal definitions), the same variables and the same outputs (fetched
@@ -555,7 +568,7 @@ def unchanged_components(p: Program, p2: Program) -> frozenset:
     for names, variables, outputs in components(p):
         key = _key(names, variables)
         if key in theirs and theirs[key] == outputs \
-                and all(p.node[n] == p2.node[n] for n in names) \
+                and all(_same_node(p.node[n], p2.node[n]) for n in names) \
                 and all(p.outputs[o] == p2.outputs[o] for o in outputs):
             same.add(key)
     return frozenset(same)

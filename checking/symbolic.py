@@ -60,6 +60,10 @@ class SymbolicLimit(RuntimeError):
     """The symbolic path cannot handle this program (too large a tensor...)."""
 
 
+def _too_many_elements(size: int) -> str:
+    return f"a tensor of {size} elements (the symbolic limit is {MAX_ELEMENTS})"
+
+
 class NeedsGeneric(SymbolicLimit):
     """The element-wise terms cannot represent a tensor of this program (more
     than MAX_ELEMENTS elements, or a dtype with no element terms): the
@@ -303,8 +307,7 @@ class Algebra:
     def tensor(self, dtype: str, shape: tuple[int, ...], elems: Iterable[Term]) -> SymTensor:
         elems = tuple(elems)
         if len(elems) > MAX_ELEMENTS:
-            raise NeedsGeneric(f"a tensor of {len(elems)} elements (the symbolic limit is "
-                                f"{MAX_ELEMENTS})")
+            raise NeedsGeneric(_too_many_elements(len(elems)))
         key = (dtype, shape, tuple(map(id, elems)))
         t = self._tensors.get(key)
         if t is None:
@@ -316,6 +319,13 @@ class Algebra:
         value of variable `name` (kind "init")."""
         _require_element_dtype(typ.dtype, f"{'feed' if kind == 'feed' else 'variable'} {name!r}")
         size = math.prod(typ.shape)
+        if size > MAX_ELEMENTS:
+            # (`tensor`'s own refusal, before its elements are made: a large
+            # variable's leaf made one term per element, up to a hundred
+            # thousand, only to raise this; the terms went nowhere, since the
+            # refusal leaves the leaf unbound and the check proves again on a
+            # fresh algebra or gives up)
+            raise NeedsGeneric(_too_many_elements(size))
         return self.tensor(typ.dtype, tuple(typ.shape),
                            (self.term(kind, typ.dtype, (), (name, i)) for i in range(size)))
 
@@ -715,7 +725,68 @@ class SymbolicOutcomes:
         return math.prod(len(c.outcomes) for c in self.components)
 
 
-Signature = tuple
+#: Signatures compare their nodes only where their node names agree
+#: (`_Signature`); off, a signature is the frozenset of its nodes (tests
+#: compare the two).
+NAMES_FIRST = True
+
+
+class _Signature:
+    """`component_signature`'s value: equal to another exactly when the
+    tuple (frozenset of the component's nodes, variables with their types,
+    outputs with their ports) is equal to the other's, but made without
+    hashing every node.
+
+    Why the same equality.  A node's name is one of the fields its equality
+    compares (the dataclass's `==` over name, op, inputs and attributes),
+    and one program's nodes have distinct names.  So frozenset(A) ==
+    frozenset(B), for the nodes A and B of two components, holds exactly
+    when both have the same set of names and, name by name, B's node is
+    found for A's by a set lookup: the same object, or an equal hash and
+    `==` (a node of B equal to one of A has its name, so no other node of
+    B can be found for it; equal sizes and every node of A found in B is
+    the sets' equality).  `__eq__` below checks exactly that, the names
+    first: a rewrite's component whose nodes carry other names (Grappler
+    adds and removes nodes: MobileNetV2's single component, every
+    optimizer) is told apart without the nodes' hashes, which were made
+    only here on the probe's path, its attributes' exact keys with them
+    (0.1-0.2 s over the real corpus's checks).  The hash is that of the
+    names, variables and outputs: equal signatures have equal names, so
+    equal hashes."""
+
+    __slots__ = ("program", "names", "rest", "_hash")
+
+    def __init__(self, p: Program, names: Sequence[str], rest: tuple) -> None:
+        self.program = p
+        self.names = frozenset(names)
+        self.rest = rest
+        self._hash = hash((self.names, rest))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not _Signature:
+            return NotImplemented
+        if self._hash != other._hash or self.names != other.names or self.rest != other.rest:
+            return False
+        mine, theirs = self.program.node, other.program.node
+        for n in self.names:
+            a, b = mine[n], theirs[n]
+            # (a set's lookup: the entry itself, or an equal hash and the
+            # entry equal to the key)
+            if not (b is a or (hash(b) == hash(a) and b == a)):
+                return False
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+
+Signature = _Signature | tuple
 
 
 def component_signature(p: Program, names: Sequence[str], variables: Sequence[str],
@@ -724,9 +795,11 @@ def component_signature(p: Program, names: Sequence[str], variables: Sequence[st
     inputs, attributes), its variables (with their types) and its outputs.
     Two programs' components with the same signature have the same outcome
     sets, as terms, for the same symbolic σ."""
-    return (frozenset(p.node[n] for n in names),
-            tuple((x, p.variables[x]) for x in variables),
+    rest = (tuple((x, p.variables[x]) for x in variables),
             tuple((o, p.outputs[o]) for o in outputs))
+    if NAMES_FIRST:
+        return _Signature(p, names, rest)
+    return (frozenset(p.node[n] for n in names), *rest)
 
 
 def components(p: Program) -> list[tuple[Signature, tuple[list[str], list[str], list[str]]]]:
