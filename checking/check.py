@@ -308,6 +308,18 @@ def _nan_payload_observer(*programs: Program) -> tuple[str, str] | None:
     return None
 
 
+def _nan_constant(*programs: Program) -> str | None:
+    """The name of the first node of `programs` with a float tensor among
+    its attributes (a Const's value) that holds a NaN, or None."""
+    for prog in programs:
+        for n in prog.nodes:
+            for v in n.attrs.values():
+                if (isinstance(v, Tensor) and v.dtype in FLOAT_DTYPES
+                        and bool(np.isnan(np.asarray(v.array, dtype=np.float64)).any())):
+                    return n.name
+    return None
+
+
 def _opaque_function(p: Program) -> tuple[str, str] | None:
     """(node, function) of a node of `p` whose function the solver knows
     nothing of: an op tfsem has no model of (`tf.OP/N/M` not among the known
@@ -752,7 +764,22 @@ class _Checker:
             return self.fallback(_GiveUp("unconfirmed", note))
         if self.stats.get("identical"):
             return self.verdict(SOUND, "the rewritten program is the original program")
-        observer = None if self.real else _nan_payload_observer(self.p, self.p2)
+        if self.real:
+            # Over the reals σ holds no NaN, and a NaN constant is refused
+            # where it is encoded (encode.py `real_const`); but a proof
+            # whose two sides hold NaN constants of other payloads or
+            # signs as one term (the terms have one NaN, as Z3 has) encodes
+            # none of them, and a function that shows a NaN's bits
+            # (Bitcast) then shows the difference the proof never saw
+            constant = _nan_constant(self.p, self.p2)
+            observer = constant and _nan_payload_observer(self.p, self.p2)
+            if observer:
+                return self.fallback(_GiveUp("real", (
+                    f"the NaN constant {constant!r} has no value over the reals, and node "
+                    f"{observer[0]!r} ({observer[1]}) may show a NaN's bits")))
+            observer = None
+        else:
+            observer = _nan_payload_observer(self.p, self.p2)
         if observer is not None:
             # Z3's floating-point theory has one NaN: a proof equates NaNs
             # that differ in payload or sign (Add(NaN1, NaN2) and

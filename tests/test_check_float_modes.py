@@ -19,6 +19,7 @@ from tfsem.commands import common
 from tfsem.oracle import program as P
 from tfsem.oracle.jsonio import save_program
 from tfsem.oracle.program import TensorType
+from tfsem.oracle.values import Tensor
 
 F32 = {"sub": TensorType("float32")}
 
@@ -301,3 +302,43 @@ def test_signed_zero_constants_are_one_real():
     assert check_rewrite(neg, pos, float_mode="real").verdict == "sound"
     one = P.program([P.const("r", 1.0, dtype="float32")], {"out": "r"}, [], f32)
     assert check_rewrite(neg, one, float_mode="real").verdict == "unsound"
+
+
+
+def _nan_bits_pair(bits: int, bits2: int, op: str = "tf.Bitcast/1/1", swap: bool = False):
+    """A float32 constant of bits `bits` (then `bits2`) added to a feed and
+    viewed as int32 through `op` (the rewrite's sum with its operands
+    swapped where `swap`): a NaN's bits change only its payload or sign."""
+    def prog(b, swapped):
+        value = Tensor(np.array([b], dtype=np.uint32).view(np.float32).reshape(()))
+        attrs = {"tf_attrs": {"T": "DT_FLOAT", "type": "DT_INT32"}} if "Bitcast" in op else {}
+        add = P.apply("s", "Add", "z", "$sub") if swapped else P.apply("s", "Add", "$sub", "z")
+        return P.program([P.const("z", value), add, P.apply("v", op, "s", **attrs)],
+                         {"out": "v"}, [], F32)
+    return prog(bits, False), prog(bits2, swap)
+
+
+@pytest.mark.parametrize("bits2", [0x7FC00001, 0xFFC00000])
+def test_real_mode_refuses_nan_constants_whose_bits_show(bits2):
+    """Over the reals a NaN constant has no value (docs/verdicts.md): a
+    rewrite that changes only its payload or sign, shown through Bitcast,
+    is `unknown` there, not proved (the terms hold one NaN, so the proof
+    saw two equal sides and encoded no constant); bit for bit it is never
+    `sound` (`unsound` where TensorFlow's kernels run Bitcast)."""
+    orig, rw = _nan_bits_pair(0x7FC00000, bits2)
+    real = check_rewrite(orig, rw, timeout=20, float_mode="real")
+    assert real.verdict == "unknown", real.reason
+    assert "NaN constant 'z'" in real.reason and "'v'" in real.reason
+    exact = check_rewrite(orig, rw, timeout=20, float_mode="exact")
+    assert exact.verdict in ("unsound", "unknown"), exact.reason
+
+
+def test_real_mode_refuses_only_where_both_are_there():
+    """Bitcast of a finite constant's sum, its operands swapped, is still
+    proved over the reals; a NaN constant whose bits no function shows is
+    not refused for that reason."""
+    orig, rw = _nan_bits_pair(0x3F800000, 0x3F800000, swap=True)
+    assert check_rewrite(orig, rw, timeout=20, float_mode="real").verdict == "sound"
+    orig, rw = _nan_bits_pair(0x7FC00000, 0x7FC00001, op="Neg")
+    v = check_rewrite(orig, rw, timeout=20, float_mode="real")
+    assert "may show a NaN's bits" not in v.reason, v.reason
