@@ -732,23 +732,6 @@ class Memo:
             results = apply(fn, args, attrs)
         if self.intern:
             results = tuple(self._interned(r) for r in results)
-            if READ_ONLY_RESULTS:
-                # (the premise above, that nothing writes an array once made,
-                # kept by numpy itself: a result that owns its data is made
-                # read-only.  Then what remembers arrays by identity only
-                # where they are read-only and own their data remembers this
-                # backend's too: the kernels' input digests (oracle/kernels.py
-                # `_digest`: an activation that feeds several kernels, or the
-                # rewrite's and the original's replays, hashed once instead
-                # of at every use) and the arrays searched and found free of
-                # subnormals (functions `_flush`).  What is remembered is each
-                # array's own bits, computed here, never the oracle's: the
-                # replay stays independent.  A function that wrote into its
-                # argument would now fail here as it fails on the oracle,
-                # whose tensors are read-only: the implementations never do)
-                for r in results:
-                    if type(r) is np.ndarray and r.base is None and r.flags.writeable:
-                        r.flags.writeable = False
         size = sum(getattr(r, "nbytes", 0) for r in results)
         if size <= self.MAX_ENTRY_BYTES and self.bytes + size <= self.max_bytes:
             self.bytes += size
@@ -807,11 +790,6 @@ class Memo:
             self.interned_bytes += r.nbytes
             self.interned[key] = r
         return r
-
-
-#: `Memo.apply` makes its numpy results read-only (`Memo` says why); False:
-#: left writeable, as before (the differential tests' reference)
-READ_ONLY_RESULTS = True
 
 
 def _clean(_a: Any) -> bool:
