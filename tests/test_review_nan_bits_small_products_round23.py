@@ -397,3 +397,109 @@ def test_hostile_direct_calls_agree_or_fail_alike(monkeypatch):
             assert [_bits(x) for x in args] == snapshot, (dt, kw)   # nothing written
             compared += 1
     assert compared >= 45
+
+
+def test_large_one_element_forms_are_tensorflows(monkeypatch):
+    """100,003 elements (TensorFlow's evaluation split over threads and
+    blocks): a one-element operand on either side and a row broadcast, both
+    operands NaN of other payloads, every eighth element plain; Mul and
+    AddV2 (the commutative ops, whose pick depends on the place) give the
+    kernel's bits with the lean path and without."""
+    pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(100003)
+    for dt in ("float32", "float64", "float16"):
+        d = DTYPES[dt]
+        u = UINT[d.itemsize]
+        nans = np.array(NANS[dt][:3], dtype=np.uint64).astype(u)
+        big = rng.choice(nans, 100003).view(d)
+        big[::8] = 1.5
+        one = nans[-1:].view(d)
+        for a, b in ((one.reshape(()), big), (big, one), (one, big),
+                     (big[:100000].reshape(-1, 1000), rng.choice(nans, 1000).view(d))):
+            for op in ("Mul", "AddV2"):
+                ref = _bits(_tf(op, [a, b]))
+                for lean in (True, False):
+                    got = _bits(_model(fns.get(OPS[op]), [a, b], lean, lean, monkeypatch)[0])
+                    assert got == ref, (dt, op, a.shape, b.shape, lean)
+
+
+def _clear_memos():
+    from tfsem.backends import reuse
+    from tfsem.checking import canonical_memo, sigma_memo
+    from tfsem.oracle import applications
+    for m in (applications, canonical_memo, sigma_memo, reuse):
+        m.clear()
+
+
+def test_grappler_checks_that_reach_both_shortcuts_are_the_same_on_and_off(monkeypatch):
+    """Two stored Grappler checks (TensorFlow's kernels on) whose probes and
+    replays reach both shortcuts (the CNN's constant folding: small
+    flushed products; the Adagrad MLP's arithmetic rewrite: NaN σ), with
+    both switches off and both on, every memo cleared between: the same
+    verdict and the same counterexample, bit for bit (minimization off),
+    and each shortcut taken."""
+    import json
+    from pathlib import Path
+    from tfsem.checking import check_rewrite
+    from tfsem.oracle import kernels
+    from tfsem.oracle.jsonio import program_from_json
+    from tfsem.oracle.values import exact
+    pytest.importorskip("tensorflow")
+    taken = {"lean": 0, "small": 0}
+    real_lean, real_low = fns._nan_bits_lean, fns._none_low
+
+    def lean(*a):
+        taken["lean"] += 1
+        return real_lean(*a)
+
+    def low(r):
+        if fns.SMALL_NONE_LOW and type(r) is np.ndarray and r.size <= fns._SMALL_FLUSH \
+                and r.dtype in (np.float32, np.float64):
+            taken["small"] += 1
+        return real_low(r)
+    monkeypatch.setattr(fns, "_nan_bits_lean", lean)
+    monkeypatch.setattr(fns, "_none_low", low)
+
+    def summary(v):
+        out = [v.verdict, "internal_error" in v.stats]
+        cx = v.counterexample
+        if cx is not None:
+            out += [sorted((k, exact(x)) for k, x in cx.feeds.items()),
+                    sorted((k, exact(x)) for k, x in (cx.init or {}).items()),
+                    list(cx.schedule),
+                    [(k, exact(x)) for k, x in cx.outcome.outputs]]
+        return out
+    for stem, opt in (("keras_cnn_batchnorm", "constfold"), ("keras_mlp_adagrad", "arithmetic")):
+        doc = json.loads((Path(__file__).parent / "grappler" / f"{stem}.json").read_text())
+        got = []
+        for on in (False, True):
+            monkeypatch.setattr(fns, "NAN_BITS_LEAN", on)
+            monkeypatch.setattr(fns, "SMALL_NONE_LOW", on)
+            _clear_memos()
+            with kernels.use(True):
+                v = check_rewrite(program_from_json(doc["original"]),
+                                  program_from_json(doc["rewritten"][opt]), timeout=20,
+                                  minimize=False, classify=False)
+            got.append(summary(v))
+        assert got[0] == got[1], (stem, opt)
+        assert not got[0][1]
+    assert taken["lean"] > 0 and taken["small"] > 0, taken
+
+
+def test_an_all_nan_fortran_operand_leaves_the_result_c_ordered(monkeypatch):
+    """Where an operand is all NaN the lean path takes its bits as they lie
+    (a view, here of Fortran order or transposed): the result still has the
+    general path's strides, C-contiguous, and its bits."""
+    for dt in (np.float16, np.float32, np.float64):
+        f = np.asfortranarray(np.full((4, 6), np.nan, dt))
+        t = np.full((6, 4), np.nan, dt).T
+        c = np.ones((4, 6), dt)
+        for a, b in ((f, c), (c, f), (f, f), (t, c), (t, c[:1]), (c[:1], t)):
+            with np.errstate(all="ignore"):
+                r = np.ascontiguousarray(a + b)
+            got = []
+            for lean in (False, True):
+                monkeypatch.setattr(fns, "NAN_BITS_LEAN", lean)
+                x = fns.nan_bits(np, r, a, b, True)
+                got.append((x.strides, x.flags.c_contiguous, _bits(x)))
+            assert got[0] == got[1] and got[1][1], (dt, a.strides, b.strides)
