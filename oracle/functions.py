@@ -682,6 +682,9 @@ def nan_bits(xp, r, a, b=None, commutes: bool = False, lead: int = 0,
     name = dtype_name(r.dtype)
     if name not in FLOAT_DTYPES or not _has_nan(xp, r):
         return r
+    if NAN_BITS_LEAN and xp is np and name != "bfloat16" and type(r) is np.ndarray \
+            and r.flags.c_contiguous:
+        return _nan_bits_lean(r, a, b, commutes, lead, scalar_a, name)
     nan = xp.isnan(r)
     bf16 = name == "bfloat16"
     if bf16 and b is not None and extremum_tiled("bfloat16", a.shape, b.shape, lead):
@@ -736,6 +739,96 @@ def nan_bits(xp, r, a, b=None, commutes: bool = False, lead: int = 0,
     else:
         bits = pick
     return xp.where(nan, bits.view(r.dtype), r)
+
+
+#: `nan_bits` on numpy arrays of float16, float32 and float64 takes
+#: `_nan_bits_lean` (the same bits, fewer passes); False: the general path
+#: everywhere (the differential tests' reference)
+NAN_BITS_LEAN = True
+
+
+def _nan_bits_lean(r: np.ndarray, a, b, commutes: bool, lead: int, scalar_a: bool | None,
+                   name: str) -> np.ndarray:
+    """`nan_bits(np, r, a, b, commutes, lead, scalar_a)` for a C-contiguous
+    numpy `r` of float16, float32 or float64 that holds a NaN: the same
+    array, bit for bit, in fewer passes over it.
+
+    Why it is the general path's result.  That path builds `pick`, the
+    bits each NaN element of the result takes, in layers over the
+    default NaN: b's bits where b is NaN, then a's bits where `first`
+    (a is NaN, narrowed by Eigen's packets in the one-element forms of a
+    commutative op); then sets the quiet bit and writes `pick` into the
+    NaN elements of `r` (`where(nan, pick, r)`).  Here each layer is the
+    same function of the same masks, with the steps that cannot change
+    `pick` left out:
+
+    * the packets' index array (an int64 `arange` and a comparison, over
+      the whole result) is made only where it is read, the one-element
+      forms of a commutative op; the general path makes it for every
+      float32/float64 NaN result and reads it there only;
+    * a layer whose mask holds no True leaves `pick` as it was: the
+      `where` is not made (most NaN results of the probe's NaN σ come
+      from one operand: the other holds none);
+    * a layer whose mask is all True gives `pick` that operand's bits
+      everywhere (`where(all True, x, y)` is x), a view of them, without
+      the layer below it, which it covers; a mask that is the broadcast
+      of one operand's `isnan` is tested on that operand, before the
+      broadcast (the same Trues, repeated);
+    * where no layer holds a True, `pick` is the default NaN everywhere:
+      a 0-d array of those bits, which `where` broadcasts, instead of an
+      array full of them.
+
+    The quiet bit is or-ed into the same bits, and the last `where` takes
+    the same mask, the same `r` and the same bits (a 0-d array of `r`'s
+    dtype, or an array of `r`'s shape): a fresh C-contiguous array of
+    `r`'s dtype and shape in both, the NaN elements' bits copied, not
+    computed (numpy's `where` moves elements as bytes).  bfloat16 (its
+    float32 bits and rounding) and other array modules take the general
+    path.  tests/test_functions_nan_bits_lean.py compares both paths bit
+    for bit, strides included, on every NaN placement, payload, sign,
+    broadcast and one-element form, lead axes and dtype."""
+    nan = np.isnan(r)
+    u = _UINT[r.dtype.itemsize]
+    shape = r.shape
+    pick = None                  # (None: the default NaN everywhere)
+    if b is not None:
+        nb = np.isnan(b)
+        if nb.any():
+            bb = np.broadcast_to(b.view(u), shape)
+            pick = bb if nb.all() else np.where(np.broadcast_to(nb, shape), bb, u(_DEFAULT_NAN[name]))
+    na = np.isnan(a)
+    first = None                 # (None: the broadcast of `na`)
+    if b is not None and commutes:
+        # (the general path's one-element forms, read the same way)
+        one_a, one_b = math.prod(a.shape[lead:]) == 1, math.prod(b.shape[lead:]) == 1
+        if scalar_a is None:
+            scalar_a = a.ndim == lead and b.ndim > lead
+        if (one_a and not one_b) or scalar_a or one_b:
+            sub = shape[lead:]
+            n = math.prod(sub)
+            p = NAN_PACKET.get(name)
+            packets = (np.arange(n) < n // p * p).reshape(sub) if p else None
+            na_b, nb_b = np.broadcast_to(na, shape), np.broadcast_to(nb, shape)
+            if (one_a and not one_b) or scalar_a:
+                first = na_b & (packets if packets is not None else False) | na_b & ~nb_b
+            else:
+                first = na_b & (~packets if packets is not None else True) | na_b & ~nb_b
+    if first is None:
+        some, every = na.any(), na.all()
+    else:
+        some, every = first.any(), first.all()
+    if some:
+        ab = np.broadcast_to(a.view(u), shape)
+        if every:
+            pick = ab
+        else:
+            mask = np.broadcast_to(na, shape) if first is None else first
+            pick = np.where(mask, ab, u(_DEFAULT_NAN[name]) if pick is None else pick)
+    if pick is None:
+        bits = np.asarray(u(_DEFAULT_NAN[name]) | u(_QUIET_BIT[name]), dtype=u).view(r.dtype)
+    else:
+        bits = (pick | u(_QUIET_BIT[name])).view(r.dtype)
+    return np.where(nan, bits, r)
 
 
 def _arith(name: str, ufunc: str, commutes: bool):
@@ -1489,9 +1582,9 @@ FUSED_TINY_SEARCH = True
 
 
 def _none_low(r: Any) -> bool:
-    """Whether `r`, a numpy array of float32 or float64 of more than
-    _SMALL_FLUSH elements, holds neither a subnormal nor ±tiny (the
-    smallest normal); False where it may, or is of another kind.
+    """Whether `r`, a numpy array of float32 or float64, holds neither a
+    subnormal nor ±tiny (the smallest normal); False where it may, or is
+    of another kind.
 
     Why `r` is then what `_tiny_after_rounding` and `ftz` make of it.
     `_tiny_after_rounding` changes only elements equal to ±tiny (`at`), so
@@ -1509,14 +1602,37 @@ def _none_low(r: Any) -> bool:
     functions run as before.  (`any(m <= L)` is `min(m) <= L`: a
     reduction, with no array of booleans made.)  tests/test_functions_flush.py
     compares the results with this on and off, bit for bit."""
-    if type(r) is not np.ndarray or r.size <= _SMALL_FLUSH:
+    if type(r) is not np.ndarray:
         return False
     layout = _FUSED_LAYOUTS.get(r.dtype)
     if layout is None:
         return False
+    if r.size <= _SMALL_FLUSH:
+        if not SMALL_NONE_LOW:
+            return False
+        # (a few elements as Python floats, exact widenings of float32 and
+        # float64, as `_flush`'s own small search reads them: a subnormal is
+        # 0 < |x| < tiny and ±tiny is |x| = tiny, so both are exactly
+        # 0 < |x| <= tiny; NaN compares false, as its bits are far above;
+        # 0.5 µs for 8 elements, against the abs, comparison and any of
+        # `_tiny_after_rounding` and the loop of `_flush`: 3-4 µs.  Where
+        # none is found `run_flushed` returns `r` itself, as those two do:
+        # `_tiny_after_rounding` changes only ±tiny elements and returns
+        # its argument where there is none, and `_flush` returns a small
+        # array with no subnormal itself)
+        tiny = _SMALL_TINY[r.dtype]
+        for x in r.ravel().tolist():
+            if 0.0 < abs(x) <= tiny:
+                return False
+        return True
     u, magnitude, largest, one = layout
     return not _magnitudes_less_one(r.view(u), magnitude, one).min() <= largest
 
+
+#: `_none_low` decides arrays of at most _SMALL_FLUSH elements too, by a
+#: loop over their elements as Python floats; False: they go the two
+#: searches' way, as before (the differential tests' reference)
+SMALL_NONE_LOW = True
 
 #: `_none_low`'s layouts: float32 and float64 (numpy's own; bfloat16 and
 #: float16 go the two searches' way)
