@@ -65,16 +65,18 @@ def _frozen_maps():
 
 def _function_tables() -> dict:
     """id(Function) -> where to find it again, for every Function a program
-    may hold: the registry's (by name) and those kept in a module of
-    oracle/opdefs (the flush-to-zero variants, which no registry holds).
-    Their implementations are local functions, which pickle cannot name:
-    a Function is pickled as where it lives (`_function_at`) instead."""
+    may hold: the registry's (by name, the flush-to-zero variants among
+    them) and those an op of oracle/opdefs keeps in its module that the
+    registry holds no longer under their name (FloorMod's, whose registered
+    entry is the kernel's fallback).  Their implementations are local
+    functions, which pickle cannot name: a Function is pickled as where it
+    lives (`_function_at`) instead."""
     import importlib
     import pkgutil
     from tfsem.oracle import functions as fns
     from tfsem.oracle import opdefs
     where: dict = {}
-    for name, f in fns._REGISTRY.items():
+    for name, f in fns.registered(None).items():
         where[id(f)] = ("registry", name)
     for info in pkgutil.iter_modules(opdefs.__path__):
         module = importlib.import_module(f"tfsem.oracle.opdefs.{info.name}")

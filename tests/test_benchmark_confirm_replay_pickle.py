@@ -1,7 +1,7 @@
 """benchmarks/confirm_replay.py's recording: the Functions a program holds
-(the registry's, whose implementations may be local functions, and the
-flush-to-zero variants no registry holds) are written as where they live
-and read back as the same objects."""
+(the registry's, whose implementations may be local functions, the
+flush-to-zero variants among them, and those an op keeps in its module)
+are written as where they live and read back as the same objects."""
 
 import pickle
 import sys
@@ -18,8 +18,10 @@ from tfsem.oracle.opdefs import math as M, nn as N  # noqa: E402
 
 def _held():
     # Transpose: an array-family op, its impl a local function (`_op`'s on_host)
+    # (FloorMod's module-level Function: the registry holds its kernel's
+    # fallback under that name)
     return [fns.get("Transpose"), M._FTZ["Mul"], M._FTZ["Max"], N._BIAS_ADD_FTZ,
-            fns.get("Add")]
+            fns.get("Add"), M._floormod]
 
 
 def test_plain_pickle_cannot_write_them():
