@@ -703,15 +703,22 @@ def _access_blocks(p: Program, schedule: Sequence[str]) -> dict[str, list]:
         node = p.node[name]
         if node.op not in (READ, ASSIGN):
             continue
-        x = p.accessed_variable(name)
-        seq = blocks.setdefault(x, [])
-        if node.op == ASSIGN and phase != "read":
-            seq.append(label)
-        elif seq and isinstance(seq[-1], set):
-            seq[-1].add(label)
-        else:
-            seq.append({label})
+        _note_access(blocks, p.accessed_variable(name), node.op == ASSIGN and phase != "read",
+                     label)
     return blocks
+
+
+def _note_access(blocks: dict[str, list], x: str, writes: bool, label: str) -> None:
+    """Step `label`'s access of variable `x` added to `blocks`
+    (`_access_blocks`): a write on its own, reads between two writes as one
+    set (their order among themselves does not matter)."""
+    seq = blocks.setdefault(x, [])
+    if writes:
+        seq.append(label)
+    elif seq and isinstance(seq[-1], set):
+        seq[-1].add(label)
+    else:
+        seq.append({label})
 
 
 def commutes_to(p: Program, schedule: Sequence[str], target: Sequence[str]) -> bool:
@@ -759,14 +766,7 @@ def _access_blocks_lean(p: Program, schedule: Sequence[str]) -> dict[str, list]:
             if node.op not in (READ, ASSIGN):
                 continue
             hit = (p.accessed_variable(name), node.op == ASSIGN and phase != "read")
-        x, writes = hit
-        seq = blocks.setdefault(x, [])
-        if writes:
-            seq.append(label)
-        elif seq and isinstance(seq[-1], set):
-            seq[-1].add(label)
-        else:
-            seq.append({label})
+        _note_access(blocks, hit[0], hit[1], label)
     return blocks
 
 
