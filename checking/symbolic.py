@@ -781,10 +781,6 @@ class _Signature:
                 return False
         return True
 
-    def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
 
 Signature = _Signature | tuple
 
